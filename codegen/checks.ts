@@ -1,0 +1,291 @@
+import { matchRoute } from "../src/registry/match-route.js";
+import type { LoadedRegistry, RegistryIssue, YamlPath } from "./load.js";
+import type { InterfaceSpec, MethodGroups, NetworkSpec, RouteGroups } from "./registry-types.js";
+import {
+  emptyTrie,
+  insertRoute,
+  parseRouteTemplate,
+  type RouteTemplate,
+  samplePath,
+  type TrieNode,
+} from "./route-template.js";
+
+const METHOD_GROUPS = ["shared", "dedicated", "websocket"] as const;
+const ROUTE_GROUPS = ["shared", "dedicated", "stream"] as const;
+
+/** The rules a JSON Schema cannot express. Each issue points at the YAML node to fix. */
+export function checkRegistry(registry: LoadedRegistry): RegistryIssue[] {
+  const issues: RegistryIssue[] = [];
+  const report = (path: YamlPath, message: string) => issues.push(registry.locate(path, message));
+  const { spec } = registry;
+
+  for (const [id, iface] of Object.entries(spec.interfaces)) {
+    checkInterface(id, iface, spec.envelopes, report);
+  }
+
+  const codes = new Map<string, number>();
+  const labels = new Map<string, string>();
+  spec.networks.forEach((network, n) => {
+    const path: YamlPath = ["networks", n];
+    const first = codes.get(network.code);
+    if (first !== undefined)
+      report([...path, "code"], `network code "${network.code}" is already used by networks[${first}]`);
+    else codes.set(network.code, n);
+    checkMounts(network, path, spec.interfaces, report);
+    checkEndpoints(network, path, labels, report);
+    if (network.head !== undefined) checkNetworkHead(network, path, spec.interfaces, report);
+  });
+  return issues;
+}
+
+type Report = (path: YamlPath, message: string) => void;
+
+function checkInterface(
+  id: string,
+  iface: InterfaceSpec,
+  envelopes: Record<string, unknown>,
+  report: Report,
+): void {
+  const path: YamlPath = ["interfaces", id];
+  if (iface.family === "jsonrpc") {
+    if (iface.envelope === undefined) report(path, `interface "${id}" is jsonrpc and needs an envelope`);
+    else if (!(iface.envelope in envelopes)) {
+      report([...path, "envelope"], `envelope "${iface.envelope}" is not defined under envelopes`);
+    }
+    if (iface.methods === undefined) report(path, `interface "${id}" is jsonrpc and needs methods`);
+    else checkMethods(iface.methods, [...path, "methods"], report);
+    if (iface.head.method === undefined)
+      report([...path, "head"], `interface "${id}" is jsonrpc; its head needs a method`);
+    else if (iface.methods && !iface.methods.shared.includes(iface.head.method)) {
+      report([...path, "head", "method"], `head method "${iface.head.method}" is not in methods.shared`);
+    }
+  } else {
+    if (iface.envelope !== undefined)
+      report([...path, "envelope"], `interface "${id}" is rest and takes no envelope`);
+    if (iface.methods !== undefined)
+      report([...path, "methods"], `interface "${id}" is rest and takes no methods`);
+    if ((iface.routes?.shared ?? []).length === 0) {
+      report(path, `interface "${id}" is rest and needs at least one route in routes.shared`);
+    }
+    if (iface.head.route === undefined)
+      report([...path, "head"], `interface "${id}" is rest; its head needs a route`);
+  }
+  const trie = iface.routes ? checkRoutes(iface.routes, [...path, "routes"], report) : undefined;
+  if (iface.head.route !== undefined) {
+    const route = parseOrReport(iface.head.route, [...path, "head", "route"], report);
+    if (route?.segments.some((s) => s.kind !== "static")) {
+      report(
+        [...path, "head", "route"],
+        `head route "${iface.head.route}" must be a concrete path, without parameters`,
+      );
+    }
+    if (route && trie && !reaches(trie, route)) {
+      report([...path, "head", "route"], `head route "${iface.head.route}" is not allowed by routes.shared`);
+    }
+  }
+}
+
+function checkMethods(methods: MethodGroups, path: YamlPath, report: Report): void {
+  const seen = new Map<string, string>();
+  for (const group of METHOD_GROUPS) {
+    (methods[group] ?? []).forEach((name, i) => {
+      const other = seen.get(name);
+      if (other !== undefined)
+        report([...path, group, i], `method "${name}" is listed in both ${other} and ${group}`);
+      else seen.set(name, group);
+    });
+  }
+  (methods.deny ?? []).forEach((pattern, i) => {
+    const matcher = globMatcher(pattern);
+    for (const [name, group] of seen) {
+      if (matcher(name))
+        report(
+          [...path, "deny", i],
+          `method "${name}" is both allowed (${group}) and denied by "${pattern}"`,
+        );
+    }
+  });
+}
+
+function checkRoutes(routes: RouteGroups, path: YamlPath, report: Report): TrieNode {
+  const allowed = emptyTrie();
+  const groupOf = new Map<string, string>();
+  for (const group of ROUTE_GROUPS) {
+    (routes[group] ?? []).forEach((text, i) => {
+      const route = parseOrReport(text, [...path, group, i], report);
+      if (route === undefined) return;
+      const shape = shapeOf(route);
+      for (const method of route.methods) {
+        const key = `${method} ${shape}`;
+        const other = groupOf.get(key);
+        if (other !== undefined)
+          report([...path, group, i], `route "${method} ${shape}" is listed in both ${other} and ${group}`);
+        else groupOf.set(key, group);
+      }
+      insertRoute(allowed, route, group);
+    });
+  }
+  (routes.deny ?? []).forEach((text, i) => {
+    const route = parseOrReport(text, [...path, "deny", i], report);
+    if (route && reaches(allowed, route)) {
+      report([...path, "deny", i], `denied route "${text}" is reachable through an allowed route`);
+    }
+  });
+  return allowed;
+}
+
+function checkMounts(
+  network: NetworkSpec,
+  path: YamlPath,
+  interfaces: Record<string, InterfaceSpec>,
+  report: Report,
+): void {
+  const paths = new Set<string>();
+  network.mounts.forEach((mount, m) => {
+    const at: YamlPath = [...path, "mounts", m];
+    if (paths.has(mount.path))
+      report([...at, "path"], `mount path "${mount.path}" is used twice in network ${network.code}`);
+    paths.add(mount.path);
+    const ids = typeof mount.interface === "string" ? [mount.interface] : mount.interface;
+    const found = ids.flatMap((id) => {
+      const iface = interfaces[id];
+      if (iface === undefined)
+        report([...at, "interface"], `interface "${id}" is not defined under interfaces`);
+      return iface ? [{ id, iface }] : [];
+    });
+    if (found.length < 2) return;
+    // One mount may merge several JSON-RPC dialects only when they frame requests alike.
+    const first = found[0] as { id: string; iface: InterfaceSpec };
+    for (const { id, iface } of found.slice(1)) {
+      if (iface.family !== "jsonrpc" || first.iface.family !== "jsonrpc") {
+        report([...at, "interface"], `only jsonrpc interfaces can share a mount ("${first.id}" and "${id}")`);
+      } else if (iface.envelope !== first.iface.envelope) {
+        report(
+          [...at, "interface"],
+          `interfaces "${first.id}" and "${id}" share a mount but use envelopes "${first.iface.envelope}" and "${iface.envelope}"`,
+        );
+      }
+      const denied = (iface.methods?.deny ?? []).map(globMatcher);
+      for (const group of METHOD_GROUPS) {
+        for (const name of first.iface.methods?.[group] ?? []) {
+          if (denied.some((m) => m(name)))
+            report(
+              [...at, "interface"],
+              `method "${name}" of "${first.id}" is denied by "${id}" on the same mount`,
+            );
+        }
+      }
+    }
+  });
+}
+
+function checkEndpoints(
+  network: NetworkSpec,
+  path: YamlPath,
+  labels: Map<string, string>,
+  report: Report,
+): void {
+  let mainnets = 0;
+  network.endpoints.forEach((endpoint, e) => {
+    const at: YamlPath = [...path, "endpoints", e];
+    const owner = labels.get(endpoint.label);
+    if (owner !== undefined)
+      report([...at, "label"], `label "${endpoint.label}" is already used by network ${owner}`);
+    else labels.set(endpoint.label, network.code);
+
+    const expected = expectedLabel(network.code, endpoint.environment);
+    if (endpoint.label !== expected && endpoint.labelRule === undefined) {
+      const want = expected === undefined ? "" : ` (expected "${expected}")`;
+      report(
+        [...at, "label"],
+        `label "${endpoint.label}" breaks the spec §4.1 label rules for environment ${endpoint.environment}${want}; declare labelRule to make an exception`,
+      );
+    }
+    if (endpoint.label === expected && endpoint.labelRule !== undefined) {
+      report([...at, "labelRule"], `label "${endpoint.label}" follows the rules; remove labelRule`);
+    }
+    if ((endpoint.environment === "archive") !== (endpoint.nodeClass === "archive")) {
+      report(
+        [...at, "nodeClass"],
+        `endpoint "${endpoint.label}": an archive environment and the archive node class go together`,
+      );
+    }
+    if (endpoint.public === true && endpoint.environment !== "mainnet") {
+      report([...at, "public"], `endpoint "${endpoint.label}": public no-key access is only for a mainnet`);
+    }
+    if (endpoint.environment === "mainnet") mainnets += 1;
+  });
+  if (network.mainnet === false && mainnets > 0) {
+    report([...path, "mainnet"], `network ${network.code} says mainnet: false but lists a mainnet endpoint`);
+  }
+  if (network.mainnet !== false && mainnets !== 1) {
+    report(
+      [...path, "endpoints"],
+      `network ${network.code} needs exactly one mainnet endpoint (or mainnet: false), found ${mainnets}`,
+    );
+  }
+}
+
+function checkNetworkHead(
+  network: NetworkSpec,
+  path: YamlPath,
+  interfaces: Record<string, InterfaceSpec>,
+  report: Report,
+): void {
+  const method = network.head?.method;
+  if (method === undefined) return;
+  const served = network.mounts.some((mount) =>
+    (typeof mount.interface === "string" ? [mount.interface] : mount.interface).some((id) =>
+      interfaces[id]?.methods?.shared.includes(method),
+    ),
+  );
+  if (!served)
+    report(
+      [...path, "head", "method"],
+      `head method "${method}" is not shared by any interface of network ${network.code}`,
+    );
+}
+
+export function expectedLabel(code: string, environment: string): string | undefined {
+  if (environment === "mainnet") return code;
+  if (environment === "testnet" || environment === "archive") return `${code}-${environment}`;
+  return undefined;
+}
+
+/** `admin_*` style patterns: `*` stands for any run of characters, everything else is literal. */
+export function globMatcher(pattern: string): (name: string) => boolean {
+  const parts = pattern.split("*");
+  if (parts.length === 1) return (name) => name === pattern;
+  return (name) => {
+    const head = parts[0] as string;
+    const tail = parts[parts.length - 1] as string;
+    if (!name.startsWith(head) || !name.endsWith(tail) || name.length < head.length + tail.length)
+      return false;
+    let from = head.length;
+    for (const middle of parts.slice(1, -1)) {
+      const found = name.indexOf(middle, from);
+      if (found < 0 || found + middle.length > name.length - tail.length) return false;
+      from = found + middle.length;
+    }
+    return true;
+  };
+}
+
+function parseOrReport(text: string, path: YamlPath, report: Report): RouteTemplate | undefined {
+  try {
+    return parseRouteTemplate(text);
+  } catch (error) {
+    report(path, (error as Error).message);
+    return undefined;
+  }
+}
+
+function shapeOf(route: RouteTemplate): string {
+  return `/${route.segments.map((s) => (s.kind === "static" ? s.value : s.kind === "param" ? "{}" : "{...}")).join("/")}`;
+}
+
+/** Whether the allowed trie would let a sample request for this route through. */
+function reaches(trie: TrieNode, route: RouteTemplate): boolean {
+  const segments = samplePath(route);
+  return route.methods.some((method) => matchRoute(trie, method, segments).kind === "match");
+}

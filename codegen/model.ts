@@ -1,0 +1,160 @@
+import type { Family, HeadCall, HttpMethod, MethodAccess } from "../src/registry/types.js";
+import { checkRegistry } from "./checks.js";
+import { type LoadedRegistry, loadRegistry, RegistryError } from "./load.js";
+import type { EnvelopeRule, HeadSpec, InterfaceSpec, RegistrySpec } from "./registry-types.js";
+import { emptyTrie, insertRoute, parseRouteTemplate, type TrieNode } from "./route-template.js";
+
+/** What one mount serves, merged across the interfaces listed on it. */
+export interface PolicyModel {
+  readonly id: string;
+  readonly family: "jsonrpc" | "rest";
+  readonly envelope?: string;
+  readonly methods: readonly (readonly [string, MethodAccess])[];
+  readonly routes?: TrieNode;
+}
+
+export interface EndpointModel {
+  readonly label: string;
+  readonly code: string;
+  readonly networkName: string;
+  readonly environment: string;
+  readonly nodeClass: "full" | "archive";
+  readonly websocket: boolean;
+  readonly public: boolean;
+  readonly chainId?: number;
+  readonly family: Family;
+  readonly mounts: readonly { readonly path: string; readonly policy: string }[];
+  readonly head: HeadCall;
+  readonly dedicatedOnly: readonly { readonly name: string; readonly paths: readonly string[] }[];
+}
+
+export interface RegistryModel {
+  readonly file: string;
+  readonly sha256: string;
+  readonly envelopes: Readonly<Record<string, EnvelopeRule>>;
+  readonly policies: readonly PolicyModel[];
+  readonly endpoints: readonly EndpointModel[];
+  readonly codes: readonly string[];
+  readonly environments: readonly string[];
+}
+
+/** Loads, checks and normalises a registry file. Throws RegistryError listing every defect found. */
+export function buildModel(path: string): RegistryModel {
+  const loaded = loadRegistry(path);
+  const issues = checkRegistry(loaded);
+  if (issues.length > 0) throw new RegistryError(issues);
+  return normalise(loaded);
+}
+
+function normalise(loaded: LoadedRegistry): RegistryModel {
+  const { spec } = loaded;
+  const policies = new Map<string, PolicyModel>();
+  const endpoints: EndpointModel[] = [];
+  const issues = [];
+
+  for (const [n, network] of spec.networks.entries()) {
+    const mounts = [...network.mounts]
+      .sort((a, b) => b.path.length - a.path.length)
+      .map((mount) => {
+        const ids = typeof mount.interface === "string" ? [mount.interface] : mount.interface;
+        const id = ids.join("+");
+        if (!policies.has(id)) policies.set(id, mergePolicy(id, ids, spec));
+        return { path: mount.path, policy: id };
+      });
+    const families = new Set(mounts.map((m) => policies.get(m.policy)?.family));
+    const family: Family =
+      network.mounts.some((m) => typeof m.interface !== "string" && m.interface.length > 1) ||
+      families.size > 1
+        ? "mixed"
+        : (families.values().next().value as "jsonrpc" | "rest");
+    const firstMount = network.mounts[0];
+    const firstInterface =
+      firstMount &&
+      (typeof firstMount.interface === "string" ? firstMount.interface : firstMount.interface[0]);
+    const head = toHeadCall(network.head ?? (spec.interfaces[firstInterface ?? ""] as InterfaceSpec).head);
+
+    for (const [e, endpoint] of network.endpoints.entries()) {
+      if (endpoint.websocket === true && !families.has("jsonrpc")) {
+        issues.push(
+          loaded.locate(
+            ["networks", n, "endpoints", e, "websocket"],
+            `endpoint "${endpoint.label}" offers WebSocket but network ${network.code} has no JSON-RPC interface to relay over it`,
+          ),
+        );
+      }
+      endpoints.push({
+        label: endpoint.label,
+        code: network.code,
+        networkName: network.name,
+        environment: endpoint.environment,
+        nodeClass: endpoint.nodeClass,
+        websocket: endpoint.websocket ?? false,
+        public: endpoint.public ?? false,
+        ...(endpoint.chainId === undefined ? {} : { chainId: endpoint.chainId }),
+        family,
+        mounts,
+        head,
+        dedicatedOnly: network.dedicatedOnly ?? [],
+      });
+    }
+  }
+  if (issues.length > 0) throw new RegistryError(issues);
+
+  const environments = [...new Set(endpoints.map((e) => e.environment))];
+  return {
+    file: loaded.file,
+    sha256: loaded.sha256,
+    envelopes: spec.envelopes,
+    policies: [...policies.values()],
+    endpoints,
+    codes: spec.networks.map((n) => n.code),
+    environments,
+  };
+}
+
+function mergePolicy(id: string, ids: readonly string[], spec: RegistrySpec): PolicyModel {
+  const interfaces = ids.map((i) => spec.interfaces[i] as InterfaceSpec);
+  const first = interfaces[0] as InterfaceSpec;
+  const methods = new Map<string, MethodAccess>();
+  let routes: TrieNode | undefined;
+  for (const iface of interfaces) {
+    for (const access of ["shared", "dedicated", "websocket"] as const) {
+      for (const name of iface.methods?.[access] ?? []) if (!methods.has(name)) methods.set(name, access);
+    }
+    for (const access of ["shared", "dedicated", "stream"] as const) {
+      for (const text of iface.routes?.[access] ?? []) {
+        routes ??= emptyTrie();
+        insertRoute(routes, parseRouteTemplate(text), access);
+      }
+    }
+  }
+  return {
+    id,
+    family: first.family,
+    ...(first.envelope === undefined ? {} : { envelope: first.envelope }),
+    methods: [...methods.entries()],
+    ...(routes === undefined ? {} : { routes }),
+  };
+}
+
+function toHeadCall(head: HeadSpec): HeadCall {
+  const field = head.field.split(".");
+  if (head.method !== undefined) {
+    return {
+      kind: "jsonrpc",
+      method: head.method,
+      ...(head.params === undefined ? {} : { params: head.params }),
+      field,
+      encoding: head.encoding,
+    };
+  }
+  const route = parseRouteTemplate(head.route as string);
+  return {
+    kind: "rest",
+    method: route.methods[0] as HttpMethod,
+    path: `/${route.segments.map((s) => (s.kind === "static" ? s.value : "")).join("/")}`,
+    ...(head.body === undefined ? {} : { body: head.body }),
+    field,
+    encoding: head.encoding,
+  };
+}

@@ -1,0 +1,77 @@
+// The registry file as the schema (registry/schema.json) admits it.
+
+export type ParamsForm = "array" | "object" | "null" | "absent";
+export type JsonRpcVersion = "1.0" | "2.0" | "absent";
+export type Encoding = "integer" | "hex-quantity" | "decimal-string";
+
+export interface EnvelopeRule {
+  jsonrpc: JsonRpcVersion[];
+  params: ParamsForm[];
+  batch: boolean;
+  plainTextBody?: boolean;
+}
+
+export interface MethodGroups {
+  shared: string[];
+  dedicated?: string[];
+  websocket?: string[];
+  deny?: string[];
+}
+
+export interface RouteGroups {
+  shared?: string[];
+  dedicated?: string[];
+  stream?: string[];
+  deny?: string[];
+}
+
+export interface HeadSpec {
+  method?: string;
+  params?: unknown[] | Record<string, unknown>;
+  route?: string;
+  body?: Record<string, unknown>;
+  field: string;
+  encoding: Encoding;
+}
+
+export interface InterfaceSpec {
+  title: string;
+  source: string;
+  family: "jsonrpc" | "rest";
+  envelope?: string;
+  methods?: MethodGroups;
+  routes?: RouteGroups;
+  head: HeadSpec;
+}
+
+export interface MountSpec {
+  path: string;
+  interface: string | string[];
+}
+
+export interface EndpointSpec {
+  label: string;
+  environment: "mainnet" | "testnet" | "archive" | "holesky" | "sepolia";
+  nodeClass: "full" | "archive";
+  websocket?: boolean;
+  public?: boolean;
+  chainId?: number;
+  labelRule?: string;
+}
+
+export interface NetworkSpec {
+  code: string;
+  name: string;
+  mainnet?: boolean;
+  mounts: MountSpec[];
+  head?: HeadSpec;
+  dedicatedOnly?: { name: string; paths: string[] }[];
+  endpoints: EndpointSpec[];
+}
+
+export interface RegistrySpec {
+  version: 1;
+  envelopes: Record<string, EnvelopeRule>;
+  interfaces: Record<string, InterfaceSpec>;
+  networks: NetworkSpec[];
+}

@@ -1,0 +1,98 @@
+// Shapes of the tables that codegen writes under generated/. The core reads only these: it knows
+// interface families, never a network.
+
+export type Family = "jsonrpc" | "rest" | "mixed";
+export type NodeClass = "full" | "archive";
+export type HttpMethod = "GET" | "HEAD" | "POST" | "PUT" | "PATCH" | "DELETE";
+
+/** Who may call a JSON-RPC method: everyone, dedicated-node keys only, or WebSocket connections only. */
+export type MethodAccess = "shared" | "dedicated" | "websocket";
+/** Who may call a REST route; `stream` routes are long-lived chunked responses. */
+export type RouteAccess = "shared" | "dedicated" | "stream";
+
+export type MethodTable = Readonly<Partial<Record<HttpMethod, RouteAccess>>>;
+
+/**
+ * One node of a compiled route trie. Matching walks one segment at a time, static children first, then
+ * the single-segment parameter, then a trailing `{name...}` that takes every remaining segment: no
+ * regular expression and no backtracking, so a lookup costs one Map probe per segment.
+ */
+export interface RouteNode {
+  readonly children?: ReadonlyMap<string, RouteNode>;
+  readonly param?: RouteNode;
+  readonly rest?: MethodTable;
+  readonly methods?: MethodTable;
+}
+
+export interface EnvelopeErrorDetail {
+  readonly instancePath: string;
+  readonly message?: string | undefined;
+}
+
+/** An ajv standalone validator for one envelope rule (registry `envelopes:`). */
+export interface EnvelopeValidator {
+  (data: unknown): boolean;
+  errors?: EnvelopeErrorDetail[] | null;
+}
+
+export interface JsonRpcPolicy {
+  readonly envelope: string;
+  readonly validate: EnvelopeValidator;
+  readonly batch: boolean;
+  /** Some dialects' nodes accept bodies sent with no Content-Type or as text/plain. */
+  readonly plainTextBody: boolean;
+  readonly methods: ReadonlyMap<string, MethodAccess>;
+}
+
+/** What one mount of an endpoint serves: a JSON-RPC dialect, REST routes, or both (a bridge's GET /health). */
+export interface InterfacePolicy {
+  readonly id: string;
+  readonly family: "jsonrpc" | "rest";
+  readonly jsonrpc?: JsonRpcPolicy;
+  readonly routes?: RouteNode;
+}
+
+export interface Mount {
+  /** Path prefix under the key segment; mounts are ordered longest first. */
+  readonly path: string;
+  readonly policy: InterfacePolicy;
+}
+
+export type HeadEncoding = "integer" | "hex-quantity" | "decimal-string";
+
+export type HeadCall =
+  | {
+      readonly kind: "jsonrpc";
+      readonly method: string;
+      readonly params?: unknown;
+      readonly field: readonly string[];
+      readonly encoding: HeadEncoding;
+    }
+  | {
+      readonly kind: "rest";
+      readonly method: HttpMethod;
+      readonly path: string;
+      readonly body?: unknown;
+      readonly field: readonly string[];
+      readonly encoding: HeadEncoding;
+    };
+
+export interface DedicatedOnlyInterface {
+  readonly name: string;
+  readonly paths: readonly string[];
+}
+
+export interface Endpoint {
+  readonly label: string;
+  readonly code: string;
+  readonly networkName: string;
+  readonly environment: string;
+  readonly nodeClass: NodeClass;
+  readonly websocket: boolean;
+  readonly public: boolean;
+  readonly chainId?: number;
+  readonly family: Family;
+  readonly mounts: readonly Mount[];
+  readonly head: HeadCall;
+  readonly dedicatedOnly: readonly DedicatedOnlyInterface[];
+}

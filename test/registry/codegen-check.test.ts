@@ -1,0 +1,50 @@
+import { appendFileSync, cpSync, mkdtempSync, readFileSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { describe, expect, it } from "vitest";
+import { ROOT, runCodegen } from "./helpers.js";
+
+describe("codegen:check", () => {
+  it("passes on the committed generated/", async () => {
+    const run = await runCodegen(["--check"]);
+    expect(run.stderr).toBe("");
+    expect(run.code).toBe(0);
+  });
+
+  it("fails after a hand edit to generated/, naming the file and line", async () => {
+    const out = mkdtempSync(join(tmpdir(), "codegen-edited-"));
+    cpSync(join(ROOT, "generated"), out, { recursive: true });
+    const file = join(out, "endpoints.ts");
+    writeFileSync(file, readFileSync(file, "utf8").replace('"eth-archive"', '"eth-archiv"'));
+    const run = await runCodegen(["--check", "--out", out]);
+    expect(run.code).toBe(1);
+    expect(run.stderr).toMatch(
+      /endpoints\.ts differs from what registry\/networks\.yaml produces \(first at line \d+\)/,
+    );
+    expect(run.stderr).toContain("Run `npm run codegen`");
+  });
+
+  it("fails on a file that the registry does not produce", async () => {
+    const out = mkdtempSync(join(tmpdir(), "codegen-extra-"));
+    cpSync(join(ROOT, "generated"), out, { recursive: true });
+    writeFileSync(join(out, "stray.ts"), "export {};\n");
+    const run = await runCodegen(["--check", "--out", out]);
+    expect(run.code).toBe(1);
+    expect(run.stderr).toContain("stray.ts is not produced by the registry");
+  });
+
+  it("fails after a bad edit to the registry, pointing at the line", async () => {
+    const dir = mkdtempSync(join(tmpdir(), "codegen-bad-registry-"));
+    const registry = join(dir, "networks.yaml");
+    cpSync(join(ROOT, "registry/networks.yaml"), registry);
+    appendFileSync(
+      registry,
+      "  - { code: eth, name: Again, mounts: [{ path: /, interface: ethereum }], endpoints: [] }\n",
+    );
+    const run = await runCodegen(["--check", "--registry", registry]);
+    expect(run.code).toBe(1);
+    expect(run.stderr).toMatch(
+      /networks\.yaml:\d+:\d+ networks\[20\]\.endpoints: must NOT have fewer than 1 items/,
+    );
+  });
+});

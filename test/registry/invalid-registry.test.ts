@@ -1,0 +1,130 @@
+import { mkdtempSync, readFileSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join, relative } from "node:path";
+import { describe, expect, it } from "vitest";
+import { RegistryError } from "../../codegen/load.js";
+import { buildModel } from "../../codegen/model.js";
+import { ROOT } from "./helpers.js";
+
+const BASE = readFileSync(join(ROOT, "test/fixtures/registry/minimal.yaml"), "utf8");
+const dir = mkdtempSync(join(tmpdir(), "registry-invalid-"));
+
+interface Defect {
+  readonly name: string;
+  readonly from: string;
+  readonly to: string;
+  /** The exact message after the `file:` prefix. */
+  readonly message: string;
+}
+
+// Each row makes exactly one edit to the valid minimal registry and names the message it must produce.
+const defects: readonly Defect[] = [
+  {
+    name: "a label used twice",
+    from: "{ label: beta-testnet,",
+    to: "{ label: alpha, labelRule: the defect under test,",
+    message: '45:18 label "alpha" is already used by network alpha',
+  },
+  {
+    name: "a label that breaks the §4.1 rules",
+    from: "{ label: alpha-archive,",
+    to: "{ label: alpha-old,",
+    message:
+      '39:18 label "alpha-old" breaks the spec §4.1 label rules for environment archive (expected "alpha-archive"); declare labelRule to make an exception',
+  },
+  {
+    name: "a network without a mainnet",
+    from: "      - { label: beta, environment: mainnet, nodeClass: full }\n",
+    to: "",
+    message: "44:7 network beta needs exactly one mainnet endpoint (or mainnet: false), found 0",
+  },
+  {
+    name: "a method both allowed and denied",
+    from: "deny: [admin_*, eth_sign]",
+    to: "deny: [admin_*, eth_sign, eth_get*]",
+    message: '18:33 method "eth_getBalance" is both allowed (shared) and denied by "eth_get*"',
+  },
+  {
+    name: "a method in two groups",
+    from: "dedicated: [debug_traceTransaction]",
+    to: "dedicated: [debug_traceTransaction, eth_getBalance]",
+    message: '16:43 method "eth_getBalance" is listed in both shared and dedicated',
+  },
+  {
+    name: "a route template that does not compile",
+    from: "- GET /blocks/{block}\n",
+    to: "- GET /blocks/{block}x\n",
+    message:
+      '26:11 route "GET /blocks/{block}x": segment "{block}x" is neither a literal nor a whole {parameter}',
+  },
+  {
+    name: "a denied route that an allowed route would serve",
+    from: "- POST /admin/shutdown",
+    to: "- GET /blocks/latest",
+    message: '31:11 denied route "GET /blocks/latest" is reachable through an allowed route',
+  },
+  {
+    name: "a jsonrpc interface without an envelope",
+    from: "    envelope: positional\n",
+    to: "",
+    message: '10:5 interface "evm" is jsonrpc and needs an envelope',
+  },
+  {
+    name: "a mount of an undefined interface",
+    from: "mounts: [{ path: /, interface: chainrest }]",
+    to: "mounts: [{ path: /, interface: chain-rest }]",
+    message: '42:36 interface "chain-rest" is not defined under interfaces',
+  },
+  {
+    name: "an unknown field",
+    from: "    name: Alpha\n",
+    to: "    name: Alpha\n    colour: red\n",
+    message: '36:5 networks[0]: unknown field "colour" (schema: additionalProperties)',
+  },
+  {
+    name: "a value outside its enum",
+    from: "{ label: beta, environment: mainnet, nodeClass: full }",
+    to: "{ label: beta, environment: mainnet, nodeClass: pruned }",
+    message:
+      "44:57 networks[1].endpoints[0].nodeClass: must be equal to one of the allowed values (full, archive) (schema: enum)",
+  },
+  {
+    name: "a head route with parameters",
+    from: "head: { route: GET /status,",
+    to: 'head: { route: "GET /blocks/{block}",',
+    message: '32:20 head route "GET /blocks/{block}" must be a concrete path, without parameters',
+  },
+  {
+    name: "a duplicate YAML key",
+    from: "    name: Beta\n",
+    to: "    name: Beta\n    name: Gamma\n",
+    message: "42:5 YAML: Map keys must be unique",
+  },
+];
+
+describe("an invalid registry is refused with the file, line, column and rule", () => {
+  it("the base fixture is valid", () => {
+    expect(buildModel(join(ROOT, "test/fixtures/registry/minimal.yaml")).endpoints).toHaveLength(4);
+  });
+
+  for (const defect of defects) {
+    it(defect.name, () => {
+      expect(BASE).toContain(defect.from);
+      const file = join(dir, `${defect.name.replace(/\W+/g, "-")}.yaml`);
+      writeFileSync(file, BASE.replace(defect.from, defect.to));
+      const error = catchRegistryError(() => buildModel(file));
+      // one defect, one message, naming the file as the caller passed it
+      expect(error.message.split("\n")).toEqual([`${relative(process.cwd(), file)}:${defect.message}`]);
+    });
+  }
+});
+
+function catchRegistryError(run: () => unknown): RegistryError {
+  try {
+    run();
+  } catch (error) {
+    if (error instanceof RegistryError) return error;
+    throw error;
+  }
+  throw new Error("the registry was accepted");
+}
