@@ -1,0 +1,39 @@
+import type { GatewayConfig, Limits } from "./types.js";
+
+// Numbers from ../shared/reference/limits-and-errors.md §0.1; docs/limits.md explains each.
+export const DEFAULT_LIMITS: Limits = {
+  maxHeaderBytes: 16 * 1024,
+  maxHeaders: 100,
+  maxBodyBytes: 256 * 1024,
+  maxBatch: 100,
+  maxJsonDepth: 64,
+  headersTimeoutMs: 10_000,
+  requestTimeoutMs: 30_000,
+  connectionsCheckingIntervalMs: 1_000,
+  socketIdleTimeoutMs: 60_000,
+  keepAliveTimeoutMs: 5_000,
+  upstream: {
+    connectTimeoutMs: 3_000,
+    headersTimeoutMs: 10_000,
+    bodyTimeoutMs: 10_000,
+    maxResponseBytes: 16 * 1024 * 1024,
+    connections: 64,
+  },
+  publicRate: { perSecond: 10, burst: 20 },
+};
+
+export const DEFAULT_CONFIG: GatewayConfig = {
+  domain: "localhost",
+  listen: { host: "127.0.0.1", port: 8080 },
+  publicHosts: {},
+  trustedProxies: [],
+  support: {
+    email: "support@example.com",
+    dedicatedNodeUrl: "https://example.com/dashboard/dedicated-nodes",
+  },
+  upstreams: {},
+  limits: DEFAULT_LIMITS,
+  defaultRate: { perSecond: 50, burst: 100 },
+  keys: [],
+  log: { level: "info", access: true },
+};

@@ -1,0 +1,63 @@
+/** An upstream node: a base URL (which may carry a path and basic auth) and headers to add, such as a token. */
+export interface UpstreamSpec {
+  readonly url: string;
+  readonly headers?: Readonly<Record<string, string>>;
+}
+
+/** A label's upstreams: one list for the whole endpoint, or one list per registry mount path. */
+export type LabelUpstreams =
+  | readonly (string | UpstreamSpec)[]
+  | Readonly<Record<string, readonly (string | UpstreamSpec)[]>>;
+
+export interface RateSpec {
+  /** Sustained requests per second. */
+  readonly perSecond: number;
+  /** Requests that may arrive at once after a quiet period. */
+  readonly burst: number;
+}
+
+export interface Limits {
+  readonly maxHeaderBytes: number;
+  readonly maxHeaders: number;
+  readonly maxBodyBytes: number;
+  readonly maxBatch: number;
+  readonly maxJsonDepth: number;
+  readonly headersTimeoutMs: number;
+  readonly requestTimeoutMs: number;
+  readonly connectionsCheckingIntervalMs: number;
+  readonly socketIdleTimeoutMs: number;
+  readonly keepAliveTimeoutMs: number;
+  readonly upstream: {
+    readonly connectTimeoutMs: number;
+    readonly headersTimeoutMs: number;
+    readonly bodyTimeoutMs: number;
+    readonly maxResponseBytes: number;
+    readonly connections: number;
+  };
+  readonly publicRate: RateSpec;
+}
+
+export interface StaticKey {
+  readonly key: string;
+  readonly networks: readonly string[] | "*";
+  readonly archive?: boolean;
+  readonly plan?: "free-test" | "shared" | "dedicated";
+  readonly rate?: RateSpec;
+}
+
+export interface GatewayConfig {
+  /** Hosts are `<label>.<domain>`. */
+  readonly domain: string;
+  readonly listen: { readonly host: string; readonly port: number };
+  /** Full host name of a public no-key endpoint to the label it serves. */
+  readonly publicHosts: Readonly<Record<string, string>>;
+  /** Peers whose X-Forwarded-For is believed when limiting public traffic per IP. */
+  readonly trustedProxies: readonly string[];
+  readonly support: { readonly email: string; readonly dedicatedNodeUrl: string };
+  readonly upstreams: Readonly<Record<string, LabelUpstreams>>;
+  readonly limits: Limits;
+  readonly defaultRate: RateSpec;
+  /** Keys known without an account store (tests, a local demo). */
+  readonly keys: readonly StaticKey[];
+  readonly log: { readonly level: "debug" | "info" | "warn" | "error" | "silent"; readonly access: boolean };
+}

@@ -1,0 +1,49 @@
+import type { ServerResponse } from "node:http";
+import { ERRORS, type ErrorCode, type GatewayError } from "./table.js";
+
+// The one place where gateway errors become bytes.
+
+/** A JSON-RPC error object; `rawId` is the request's id token exactly as the caller wrote it. */
+export function rpcErrorJson(
+  code: ErrorCode,
+  rawId: string,
+  detail?: Readonly<Record<string, unknown>>,
+): string {
+  const spec = ERRORS[code];
+  const data = JSON.stringify({ code, ...detail });
+  return `{"jsonrpc":"2.0","id":${rawId},"error":{"code":${spec.rpc},"message":${JSON.stringify(spec.message)},"data":${data}}}`;
+}
+
+/** A REST-style JSON error body. */
+export function restErrorJson(code: ErrorCode, detail?: Readonly<Record<string, unknown>>): string {
+  const spec = ERRORS[code];
+  return JSON.stringify({ error: { code, status: spec.status, message: spec.message, ...detail } });
+}
+
+export type ErrorStyle = "jsonrpc" | "rest";
+
+export function sendError(res: ServerResponse, error: GatewayError, style: ErrorStyle, rawId = "null"): void {
+  const body =
+    style === "jsonrpc"
+      ? rpcErrorJson(error.code, rawId, error.detail)
+      : restErrorJson(error.code, error.detail);
+  sendJson(res, error.status, body, error.headers);
+}
+
+export function sendJson(
+  res: ServerResponse,
+  status: number,
+  body: string,
+  headers?: Readonly<Record<string, string>>,
+): void {
+  if (res.headersSent) {
+    res.destroy();
+    return;
+  }
+  res.writeHead(status, {
+    ...headers,
+    "content-type": "application/json",
+    "content-length": Buffer.byteLength(body),
+  });
+  res.end(body);
+}

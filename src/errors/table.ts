@@ -1,0 +1,85 @@
+// Every error the gateway itself makes, with both wire codes side by side (proxyd's RPCErr, eRPC's status
+// map). docs/errors.md lists the same rows; test/errors/docs.test.ts keeps the two in agreement.
+// JSON-RPC codes: the spec's -32700..-32601 where one fits, EIP-1474's -32005 for "limit exceeded", and
+// the gateway's own block -32040..-32049 for failures only a gateway has. Upstream errors pass untouched.
+
+export interface ErrorSpec {
+  readonly status: number;
+  readonly rpc: number;
+  readonly message: string;
+}
+
+export const ERRORS = {
+  PARSE_ERROR: { status: 400, rpc: -32700, message: "The body is not valid JSON" },
+  INVALID_REQUEST: {
+    status: 400,
+    rpc: -32600,
+    message: "The request is not a valid JSON-RPC request for this network",
+  },
+  EMPTY_BATCH: { status: 400, rpc: -32600, message: "A batch must hold at least one request" },
+  BATCH_NOT_SUPPORTED: { status: 400, rpc: -32600, message: "This network's node does not accept batches" },
+  DUPLICATE_MEMBER: { status: 400, rpc: -32600, message: "A request member appears twice" },
+  NESTING_TOO_DEEP: { status: 400, rpc: -32600, message: "The body nests deeper than the gateway allows" },
+  UNSUPPORTED_MEDIA_TYPE: {
+    status: 415,
+    rpc: -32600,
+    message: "Send the body as Content-Type: application/json",
+  },
+  METHOD_NOT_FOUND: { status: 403, rpc: -32601, message: "The method is not available on this network" },
+  METHOD_NOT_ON_PLAN: { status: 403, rpc: -32042, message: "The method is disabled on the shared plan" },
+  WEBSOCKET_ONLY: { status: 400, rpc: -32043, message: "The method is served over WebSocket only" },
+  DEDICATED_ONLY_INTERFACE: {
+    status: 403,
+    rpc: -32044,
+    message: "This interface is served on dedicated nodes only",
+  },
+  UNAUTHORIZED: { status: 401, rpc: -32040, message: "A valid API key is required" },
+  NETWORK_FORBIDDEN: { status: 403, rpc: -32041, message: "The API key has no access to this network" },
+  RATE_LIMITED: { status: 429, rpc: -32005, message: "Request rate limit exceeded" },
+  BODY_TOO_LARGE: { status: 413, rpc: -32021, message: "The body is larger than the gateway allows" },
+  BATCH_TOO_LARGE: {
+    status: 413,
+    rpc: -32014,
+    message: "The batch holds more requests than the gateway allows",
+  },
+  HEADERS_TOO_LARGE: { status: 431, rpc: -32600, message: "Too many request headers" },
+  BAD_HOST: { status: 400, rpc: -32600, message: "The Host header is missing, repeated or malformed" },
+  BAD_PATH: { status: 400, rpc: -32600, message: "The request path is malformed" },
+  UNKNOWN_NETWORK: { status: 404, rpc: -32601, message: "No network is served on this host" },
+  NOT_FOUND: { status: 404, rpc: -32601, message: "No such route on this network" },
+  HTTP_METHOD_NOT_ALLOWED: {
+    status: 405,
+    rpc: -32600,
+    message: "The HTTP method is not allowed on this path",
+  },
+  NO_UPSTREAM: { status: 503, rpc: -32011, message: "No upstream node is available for this network" },
+  UPSTREAM_TIMEOUT: { status: 504, rpc: -32015, message: "The upstream node did not answer in time" },
+  UPSTREAM_BAD_RESPONSE: { status: 502, rpc: -32013, message: "The upstream node sent an invalid response" },
+  UPSTREAM_RESPONSE_TOO_LARGE: {
+    status: 502,
+    rpc: -32020,
+    message: "The upstream response is larger than the gateway allows",
+  },
+  INTERNAL: { status: 500, rpc: -32603, message: "Internal gateway error" },
+} as const satisfies Record<string, ErrorSpec>;
+
+export type ErrorCode = keyof typeof ERRORS;
+
+/** A gateway-made failure: a stable string code plus what the caller can act on. */
+export class GatewayError extends Error {
+  readonly code: ErrorCode;
+  readonly detail: Readonly<Record<string, unknown>> | undefined;
+  readonly headers: Readonly<Record<string, string>> | undefined;
+
+  constructor(code: ErrorCode, detail?: Record<string, unknown>, headers?: Record<string, string>) {
+    super(ERRORS[code].message);
+    this.name = "GatewayError";
+    this.code = code;
+    this.detail = detail;
+    this.headers = headers;
+  }
+
+  get status(): number {
+    return ERRORS[this.code].status;
+  }
+}

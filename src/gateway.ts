@@ -1,0 +1,219 @@
+import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
+import { endpointsByLabel } from "../generated/endpoints.js";
+import type { GatewayConfig } from "./config/types.js";
+import type { CallContext } from "./context.js";
+import { dedicatedPointer } from "./context.js";
+import { type ErrorStyle, sendError } from "./errors/respond.js";
+import { GatewayError } from "./errors/table.js";
+import { readBody } from "./http/body.js";
+import { clientAddress } from "./http/client-address.js";
+import { HostResolver, type HostTarget } from "./http/host.js";
+import { parseTarget, type RequestTarget } from "./http/target.js";
+import { handleJsonRpc } from "./jsonrpc/handle.js";
+import { type KeyStore, looksLikeKey, type Principal } from "./keys/types.js";
+import { TokenBuckets } from "./limits/token-bucket.js";
+import { createLogger, type Logger } from "./log.js";
+import type { Endpoint, Mount } from "./registry/types.js";
+import { handleRest } from "./rest/handle.js";
+import { type DispatcherFactory, UpstreamTable } from "./upstream/upstreams.js";
+
+export interface GatewayOptions {
+  readonly config: GatewayConfig;
+  readonly keys: KeyStore;
+  /** The routing table; the generated one unless a test brings its own registry. */
+  readonly endpoints?: ReadonlyMap<string, Endpoint>;
+  /** How upstream connections are made; tests may inject an undici MockAgent. */
+  readonly dispatcherFactory?: DispatcherFactory;
+  readonly logger?: Logger;
+}
+
+export interface Gateway {
+  readonly server: Server;
+  readonly upstreams: UpstreamTable;
+  close(): Promise<void>;
+}
+
+/** The HTTP data plane: a node:http server whose every decision comes from the generated tables. */
+export function createGateway(options: GatewayOptions): Gateway {
+  const { config, keys } = options;
+  const { limits } = config;
+  const endpoints = options.endpoints ?? endpointsByLabel;
+  const logger = options.logger ?? createLogger(config.log.level);
+  const hosts = new HostResolver(config.domain, config.publicHosts);
+  const upstreams = new UpstreamTable(config, options.dispatcherFactory);
+  const buckets = new TokenBuckets();
+
+  const server = createServer(
+    {
+      maxHeaderSize: limits.maxHeaderBytes,
+      requestTimeout: limits.requestTimeoutMs,
+      headersTimeout: limits.headersTimeoutMs,
+      connectionsCheckingInterval: limits.connectionsCheckingIntervalMs,
+      keepAliveTimeout: limits.keepAliveTimeoutMs,
+      // Host is checked here, with a JSON error body, not by Node's bodiless 400.
+      requireHostHeader: false,
+    },
+    (req, res) => {
+      handle(req, res).catch((error: unknown) => {
+        logger.log("error", "unhandled", { error: String(error) });
+        if (!res.headersSent) sendError(res, new GatewayError("INTERNAL"), "rest");
+        else res.destroy();
+      });
+    },
+  );
+  // One more than the limit, so a request over it is seen and refused rather than silently truncated.
+  server.maxHeadersCount = limits.maxHeaders + 1;
+  server.timeout = limits.socketIdleTimeoutMs;
+  server.on("clientError", (error: NodeJS.ErrnoException, socket) => {
+    if (!socket.writable) return;
+    const status =
+      error.code === "HPE_HEADER_OVERFLOW" ? 431 : error.code === "ERR_HTTP_REQUEST_TIMEOUT" ? 408 : 400;
+    socket.end(
+      `HTTP/1.1 ${status} ${status === 431 ? "Request Header Fields Too Large" : status === 408 ? "Request Timeout" : "Bad Request"}\r\nconnection: close\r\ncontent-length: 0\r\n\r\n`,
+    );
+  });
+
+  async function handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
+    const started = performance.now();
+    const fields: Record<string, string | number> = {};
+    let style: ErrorStyle = "rest";
+    const abort = new AbortController();
+    res.once("close", () => {
+      if (!res.writableFinished) abort.abort();
+    });
+    try {
+      if (req.rawHeaders.length / 2 > limits.maxHeaders)
+        throw new GatewayError("HEADERS_TOO_LARGE", { maxHeaders: limits.maxHeaders });
+      const host = hosts.resolve(req.rawHeaders, req.url ?? "/");
+      const endpoint = endpoints.get(host.label);
+      if (endpoint === undefined || (host.kind === "public" && !endpoint.public))
+        throw new GatewayError("UNKNOWN_NETWORK");
+      fields.label = endpoint.label;
+      style = endpoint.family === "rest" ? "rest" : "jsonrpc";
+
+      const target = parseTarget(req.url ?? "/", host.kind === "label" || firstSegmentIsKey(req.url ?? "/"));
+      const principal = authenticate(host, target, endpoint);
+      if (principal !== undefined) fields.key = principal.keyId;
+      const mount = mountFor(endpoint, target.path);
+      style = mount.policy.family;
+      checkDedicatedOnly(endpoint, target);
+
+      const rateId = principal?.keyId ?? `ip:${clientAddress(req, config.trustedProxies)}`;
+      const rate = principal?.rate ?? limits.publicRate;
+      const ctx: CallContext = {
+        req,
+        res,
+        endpoint,
+        mount,
+        target,
+        principal,
+        limits,
+        support: config.support,
+        signal: abort.signal,
+        charge(cost) {
+          const decision = buckets.take(rateId, rate, cost);
+          if (decision.allowed) return;
+          throw new GatewayError(
+            "RATE_LIMITED",
+            { retryAfter: decision.retryAfter },
+            {
+              "retry-after": String(decision.retryAfter),
+              "ratelimit-limit": String(rate.burst),
+              "ratelimit-remaining": String(decision.remaining),
+              "ratelimit-reset": String(decision.retryAfter),
+            },
+          );
+        },
+        note(extra) {
+          Object.assign(fields, extra);
+        },
+        upstreams() {
+          const group = upstreams.group(endpoint.label, mount.path);
+          if (group === undefined)
+            throw new GatewayError("NO_UPSTREAM", { reason: "no upstream is configured for this endpoint" });
+          return group;
+        },
+      };
+      await dispatch(ctx);
+    } catch (error) {
+      if (!(error instanceof GatewayError)) throw error;
+      fields.error = error.code;
+      if (!abort.signal.aborted) sendError(res, error, style);
+    } finally {
+      if (config.log.access) {
+        logger.log("info", "request", {
+          ...fields,
+          status: res.statusCode,
+          ms: Math.round(performance.now() - started),
+        });
+      }
+    }
+  }
+
+  function authenticate(host: HostTarget, target: RequestTarget, endpoint: Endpoint): Principal | undefined {
+    if (host.kind === "public" && target.key === undefined) return undefined;
+    // A wrong key on a public host is refused like anywhere else, never downgraded to public access.
+    if (!looksLikeKey(target.key)) throw new GatewayError("UNAUTHORIZED");
+    const principal = keys.lookup(target.key);
+    if (principal === undefined) throw new GatewayError("UNAUTHORIZED");
+    if (principal.networks !== "*" && !principal.networks.has(endpoint.code)) {
+      throw new GatewayError("NETWORK_FORBIDDEN", { network: endpoint.code });
+    }
+    if (endpoint.nodeClass === "archive" && !principal.archive) {
+      throw new GatewayError("NETWORK_FORBIDDEN", {
+        network: endpoint.code,
+        reason: "the key has no archive access",
+      });
+    }
+    return principal;
+  }
+
+  function checkDedicatedOnly(endpoint: Endpoint, target: RequestTarget): void {
+    for (const iface of endpoint.dedicatedOnly) {
+      if (iface.paths.some((p) => target.path === p || target.path.startsWith(`${p}/`))) {
+        throw new GatewayError("DEDICATED_ONLY_INTERFACE", {
+          interface: iface.name,
+          ...dedicatedPointer(config.support),
+        });
+      }
+    }
+  }
+
+  async function dispatch(ctx: CallContext): Promise<void> {
+    const { mount, target, req } = ctx;
+    const depth = mount.path === "/" ? 0 : mount.path.split("/").length - 1;
+    const segments = target.segments.slice(depth);
+    const rpc = mount.policy.jsonrpc;
+    if (rpc !== undefined && segments.length === 0) {
+      if (req.method !== "POST")
+        throw new GatewayError("HTTP_METHOD_NOT_ALLOWED", { allow: ["POST"] }, { allow: "POST" });
+      return handleJsonRpc(ctx, rpc, await readBody(req, limits.maxBodyBytes));
+    }
+    if (mount.policy.routes === undefined) throw new GatewayError("NOT_FOUND");
+    return handleRest(ctx, mount.policy.routes, segments, () => readBody(req, limits.maxBodyBytes));
+  }
+
+  return {
+    server,
+    upstreams,
+    async close() {
+      await new Promise<void>((resolve) => {
+        server.close(() => resolve());
+        server.closeAllConnections();
+      });
+      await upstreams.close();
+    },
+  };
+}
+
+/** Mounts are ordered longest first; "/" takes whatever the others do not. */
+function mountFor(endpoint: Endpoint, path: string): Mount {
+  for (const mount of endpoint.mounts) {
+    if (mount.path === "/" || path === mount.path || path.startsWith(`${mount.path}/`)) return mount;
+  }
+  throw new GatewayError("NOT_FOUND");
+}
+
+function firstSegmentIsKey(url: string): boolean {
+  return url.startsWith("/FN");
+}

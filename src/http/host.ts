@@ -1,0 +1,73 @@
+import { GatewayError } from "../errors/table.js";
+
+export type HostTarget =
+  | { readonly kind: "label"; readonly label: string }
+  | { readonly kind: "public"; readonly label: string };
+
+const HOST_CHARS = /^[a-z0-9.-]+$/;
+
+/**
+ * Finds the network from the request's one Host header (RFC 9112 §3.2): compared without case, with an
+ * optional port and trailing dot. Node keeps the first of two Host headers, so rawHeaders is read here.
+ */
+export class HostResolver {
+  readonly #suffix: string;
+  readonly #publicHosts: ReadonlyMap<string, string>;
+
+  constructor(domain: string, publicHosts: Readonly<Record<string, string>>) {
+    this.#suffix = `.${normaliseName(domain)}`;
+    this.#publicHosts = new Map(
+      Object.entries(publicHosts).map(([host, label]) => [normaliseName(host), label]),
+    );
+  }
+
+  resolve(rawHeaders: readonly string[], url: string): HostTarget {
+    let host: string | undefined;
+    for (let i = 0; i < rawHeaders.length; i += 2) {
+      const name = rawHeaders[i] as string;
+      if (name.length === 4 && name.toLowerCase() === "host") {
+        if (host !== undefined) throw new GatewayError("BAD_HOST", { reason: "more than one Host header" });
+        host = rawHeaders[i + 1] as string;
+      }
+    }
+    if (host === undefined) throw new GatewayError("BAD_HOST", { reason: "no Host header" });
+    const name = hostName(host);
+    if (url.charCodeAt(0) !== 47 /* "/" */) checkAbsoluteForm(url, name);
+
+    const publicLabel = this.#publicHosts.get(name);
+    if (publicLabel !== undefined) return { kind: "public", label: publicLabel };
+    if (!name.endsWith(this.#suffix)) throw new GatewayError("UNKNOWN_NETWORK");
+    const label = name.slice(0, -this.#suffix.length);
+    if (label.length === 0 || label.includes(".")) throw new GatewayError("UNKNOWN_NETWORK");
+    return { kind: "label", label };
+  }
+}
+
+/** `ETH.Example.COM.:443` → `eth.example.com`; anything that is not a plain host name is refused. */
+function hostName(value: string): string {
+  let host = value.trim().toLowerCase();
+  const colon = host.lastIndexOf(":");
+  if (colon >= 0) {
+    const port = host.slice(colon + 1);
+    if (!/^\d{1,5}$/.test(port)) throw new GatewayError("BAD_HOST", { reason: "malformed port" });
+    host = host.slice(0, colon);
+  }
+  if (host.endsWith(".")) host = host.slice(0, -1);
+  if (host.length === 0 || host.length > 253 || !HOST_CHARS.test(host) || host.includes("..")) {
+    throw new GatewayError("BAD_HOST", { reason: "malformed host name" });
+  }
+  return host;
+}
+
+function normaliseName(host: string): string {
+  return hostName(host);
+}
+
+/** RFC 9112 §3.2.2: with an absolute-form target the authority must be the same host. */
+function checkAbsoluteForm(url: string, host: string): void {
+  const match = /^https?:\/\/([^/?#]*)/i.exec(url);
+  if (match === null) throw new GatewayError("BAD_PATH", { reason: "the request target must start with /" });
+  if (hostName(match[1] as string) !== host) {
+    throw new GatewayError("BAD_HOST", { reason: "the request target names another host" });
+  }
+}

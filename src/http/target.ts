@@ -1,0 +1,48 @@
+import { GatewayError } from "../errors/table.js";
+
+export interface RequestTarget {
+  /** The first path segment when the route is keyed; never forwarded, logged or echoed. */
+  readonly key: string | undefined;
+  /** The path after the key, always starting with "/", with no empty, dot or encoded-separator segment. */
+  readonly path: string;
+  readonly segments: readonly string[];
+  /** The query string with its "?", or "". */
+  readonly query: string;
+}
+
+// Percent-encoded dot, slash, backslash and NUL: WHATWG URL and some upstream routers decode them into
+// path syntax, so they are refused rather than passed on (limits-and-errors.md §2.4, Envoy's stance).
+const ENCODED_SEPARATOR = /%(2e|2f|5c|00)/i;
+
+/**
+ * Splits the raw request target once, as sent: no URL parser runs on it, so nothing the caller writes
+ * can change the upstream's host or base path. An absolute-form target was checked against Host already.
+ */
+export function parseTarget(url: string, keyed: boolean): RequestTarget {
+  let target = url;
+  if (target.charCodeAt(0) !== 47) target = target.replace(/^https?:\/\/[^/?#]*/i, "") || "/";
+  const q = target.indexOf("?");
+  const rawPath = q < 0 ? target : target.slice(0, q);
+  const query = q < 0 ? "" : target.slice(q);
+  if (rawPath.charCodeAt(0) !== 47) throw badPath("the path must start with /");
+  if (query.includes("#") || rawPath.includes("#")) throw badPath("fragments are not sent to servers");
+  if (rawPath.includes("\\") || rawPath.includes("\0")) throw badPath("backslash or NUL in the path");
+  if (ENCODED_SEPARATOR.test(rawPath)) throw badPath("encoded dot, slash, backslash or NUL in the path");
+
+  const parts = rawPath.split("/");
+  parts.shift();
+  // One trailing slash is how users type a root or a directory; it is dropped, never forwarded empty.
+  if (parts.length > 1 && parts[parts.length - 1] === "") parts.pop();
+  for (const part of parts) {
+    if (part === "" && parts.length > 1) throw badPath("empty path segment");
+    if (part === "." || part === "..") throw badPath("dot segment in the path");
+  }
+  if (parts.length === 1 && parts[0] === "") parts.pop();
+
+  const key = keyed ? parts.shift() : undefined;
+  return { key, path: `/${parts.join("/")}`, segments: parts, query };
+}
+
+function badPath(reason: string): GatewayError {
+  return new GatewayError("BAD_PATH", { reason });
+}

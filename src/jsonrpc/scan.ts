@@ -1,0 +1,127 @@
+import { GatewayError } from "../errors/table.js";
+
+/** One request object of a body: its parsed value and the raw source text of each top-level member. */
+export interface RawCall {
+  readonly value: unknown;
+  /** Member name to its value's source text, exactly as the caller wrote it (an id keeps all its digits). */
+  readonly members: ReadonlyMap<string, string>;
+}
+
+export interface ParsedBody {
+  readonly batch: boolean;
+  readonly calls: readonly RawCall[];
+}
+
+const QUOTE = 34;
+const BACKSLASH = 92;
+const OPEN_OBJECT = 123;
+const CLOSE_OBJECT = 125;
+const OPEN_ARRAY = 91;
+const CLOSE_ARRAY = 93;
+const COMMA = 44;
+const COLON = 58;
+
+/**
+ * Reads a JSON-RPC body in one iterative pass before anything recursive touches it: it bounds the
+ * nesting depth, refuses a member named twice in a request object (so no second reading of the bytes can
+ * see another method), and keeps each member's source text, then lets V8's JSON.parse check the syntax.
+ */
+export function parseJsonRpcBody(text: string, maxDepth: number): ParsedBody {
+  const spans = scanEnvelopes(text, maxDepth);
+  let value: unknown;
+  try {
+    value = JSON.parse(text);
+  } catch {
+    throw new GatewayError("PARSE_ERROR");
+  }
+  if (Array.isArray(value)) {
+    let next = 0;
+    const calls = value.map((item: unknown) => ({
+      value: item,
+      members: isObject(item) ? (spans[next++] ?? EMPTY) : EMPTY,
+    }));
+    return { batch: true, calls };
+  }
+  return { batch: false, calls: [{ value, members: isObject(value) ? (spans[0] ?? EMPTY) : EMPTY }] };
+}
+
+const EMPTY: ReadonlyMap<string, string> = new Map();
+
+function isObject(value: unknown): boolean {
+  return value !== null && typeof value === "object" && !Array.isArray(value);
+}
+
+function scanEnvelopes(text: string, maxDepth: number): Map<string, string>[] {
+  const envelopes: Map<string, string>[] = [];
+  let start = 0;
+  while (start < text.length && isSpace(text.charCodeAt(start))) start++;
+  // Request objects sit at depth 1 in a single call and at depth 2 inside a batch.
+  const envelopeDepth = text.charCodeAt(start) === OPEN_ARRAY ? 2 : 1;
+  let depth = 0;
+  let current: Map<string, string> | undefined;
+  let expectKey = false;
+  let key = "";
+  let valueStart = -1;
+
+  const closeMember = (end: number) => {
+    if (current === undefined || valueStart < 0) return;
+    if (current.has(key)) throw new GatewayError("DUPLICATE_MEMBER", { member: key });
+    current.set(key, text.slice(valueStart, end).trim());
+    valueStart = -1;
+  };
+
+  for (let i = start; i < text.length; i++) {
+    const c = text.charCodeAt(i);
+    if (c === QUOTE) {
+      const end = endOfString(text, i);
+      if (expectKey && depth === envelopeDepth && current !== undefined) {
+        key = decodeKey(text.slice(i, end + 1));
+        expectKey = false;
+      }
+      i = end;
+    } else if (c === OPEN_OBJECT || c === OPEN_ARRAY) {
+      depth++;
+      if (depth > maxDepth) throw new GatewayError("NESTING_TOO_DEEP", { maxDepth });
+      if (depth === envelopeDepth && c === OPEN_OBJECT) {
+        current = new Map();
+        expectKey = true;
+      }
+    } else if (c === CLOSE_OBJECT || c === CLOSE_ARRAY) {
+      if (depth === envelopeDepth && current !== undefined) {
+        closeMember(i);
+        envelopes.push(current);
+        current = undefined;
+      }
+      depth--;
+    } else if (depth === envelopeDepth && current !== undefined) {
+      if (c === COLON) valueStart = i + 1;
+      else if (c === COMMA) {
+        closeMember(i);
+        expectKey = true;
+      }
+    }
+  }
+  return envelopes;
+}
+
+function endOfString(text: string, open: number): number {
+  for (let i = open + 1; i < text.length; i++) {
+    const c = text.charCodeAt(i);
+    if (c === BACKSLASH) i++;
+    else if (c === QUOTE) return i;
+  }
+  return text.length;
+}
+
+function decodeKey(quoted: string): string {
+  if (!quoted.includes("\\")) return quoted.slice(1, -1);
+  try {
+    return JSON.parse(quoted) as string;
+  } catch {
+    return quoted;
+  }
+}
+
+function isSpace(c: number): boolean {
+  return c === 32 || c === 9 || c === 10 || c === 13;
+}

@@ -1,0 +1,75 @@
+import type { Dispatcher } from "undici";
+import type { CallContext } from "../context.js";
+import { dedicatedPointer } from "../context.js";
+import { GatewayError } from "../errors/table.js";
+import { mediaType } from "../http/body.js";
+import { matchRoute } from "../registry/match-route.js";
+import type { RouteNode } from "../registry/types.js";
+import { relayResponse, sendUpstream } from "../upstream/forward.js";
+
+// Bodies a REST node takes: JSON for most, raw bytes for signed transactions (algod takes msgpack).
+const BODY_TYPES = new Set([
+  "application/json",
+  "application/x-binary",
+  "application/msgpack",
+  "application/octet-stream",
+  "text/plain",
+]);
+const WITH_BODY = new Set(["POST", "PUT", "PATCH"]);
+
+/** A REST call: the method and path must match a registry route; the query string goes along. */
+export async function handleRest(
+  ctx: CallContext,
+  routes: RouteNode,
+  segments: readonly string[],
+  readBody: () => Promise<Buffer>,
+): Promise<void> {
+  const method = ctx.req.method ?? "GET";
+  const match = matchRoute(routes, method, segments);
+  if (match.kind === "not-found") throw new GatewayError("NOT_FOUND");
+  if (match.kind === "method-not-allowed") {
+    throw new GatewayError(
+      "HTTP_METHOD_NOT_ALLOWED",
+      { allow: match.allow },
+      { allow: match.allow.join(", ") },
+    );
+  }
+  if (match.access === "dedicated" && ctx.principal?.plan !== "dedicated") {
+    throw new GatewayError("METHOD_NOT_ON_PLAN", {
+      route: `${method} ${ctx.target.path}`,
+      ...dedicatedPointer(ctx.support),
+    });
+  }
+  ctx.charge(1);
+  ctx.note({ route: method });
+
+  const headers: Record<string, string> = { accept: ctx.req.headers.accept ?? "application/json" };
+  let body: Buffer | undefined;
+  if (WITH_BODY.has(method)) {
+    body = await readBody();
+    const media = mediaType(ctx.req.headers["content-type"]) ?? "application/json";
+    if (body.length > 0 && !BODY_TYPES.has(media)) throw new GatewayError("UNSUPPORTED_MEDIA_TYPE");
+    headers["content-type"] = media;
+  }
+  const stream = match.access === "stream";
+  // A stream stays open while the node pushes: the socket's idle timeout must not cut it.
+  if (stream) ctx.req.socket.setTimeout(0);
+  const { upstream, data } = await sendUpstream(
+    ctx.upstreams(),
+    {
+      method: method as Dispatcher.HttpMethod,
+      path: ctx.target.path,
+      query: ctx.target.query,
+      headers,
+      ...(body === undefined ? {} : { body }),
+      stream,
+    },
+    ctx.signal,
+  );
+  ctx.note({ upstream: upstream.name });
+  await relayResponse(
+    ctx.res,
+    data,
+    stream ? Number.POSITIVE_INFINITY : ctx.limits.upstream.maxResponseBytes,
+  );
+}

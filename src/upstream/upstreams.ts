@@ -1,0 +1,105 @@
+import { type Dispatcher, Pool } from "undici";
+import type { GatewayConfig, LabelUpstreams, Limits, UpstreamSpec } from "../config/types.js";
+
+/** One upstream node: where to send, and what to add to every request. */
+export interface Upstream {
+  /** Origin and base path without credentials: safe to log. */
+  readonly name: string;
+  readonly dispatcher: Dispatcher;
+  readonly basePath: string;
+  readonly baseQuery: string;
+  readonly headers: Readonly<Record<string, string>>;
+}
+
+/** The upstreams of one label and mount, taken in turn. */
+export class UpstreamGroup {
+  readonly members: readonly Upstream[];
+  #next = 0;
+
+  constructor(members: readonly Upstream[]) {
+    this.members = members;
+  }
+
+  /** Members in the order to try them for one request: the next in turn first, then the others. */
+  order(): Upstream[] {
+    const start = this.#next;
+    this.#next = (start + 1) % this.members.length;
+    return this.members.slice(start).concat(this.members.slice(0, start));
+  }
+}
+
+export type DispatcherFactory = (origin: string, limits: Limits["upstream"]) => Dispatcher;
+
+/** One keep-alive undici Pool per upstream origin, with every timeout set (undici's defaults are 300 s). */
+export const poolPerOrigin: DispatcherFactory = (origin, limits) =>
+  new Pool(origin, {
+    connections: limits.connections,
+    connectTimeout: limits.connectTimeoutMs,
+    headersTimeout: limits.headersTimeoutMs,
+    bodyTimeout: limits.bodyTimeoutMs,
+    keepAliveTimeout: 4_000,
+    pipelining: 1,
+  });
+
+/** The deployment's label → mount → upstream table, built once at start. */
+export class UpstreamTable {
+  readonly #groups = new Map<string, UpstreamGroup>();
+  readonly #dispatchers = new Map<string, Dispatcher>();
+
+  constructor(
+    config: Pick<GatewayConfig, "upstreams" | "limits">,
+    factory: DispatcherFactory = poolPerOrigin,
+  ) {
+    for (const [label, upstreams] of Object.entries(config.upstreams)) {
+      for (const [mount, specs] of byMount(upstreams)) {
+        const members = specs.map((spec) => this.#upstream(spec, factory, config.limits.upstream));
+        if (members.length > 0) this.#groups.set(`${label} ${mount}`, new UpstreamGroup(members));
+      }
+    }
+  }
+
+  /** The group for a label's mount, falling back to the label's endpoint-wide list. */
+  group(label: string, mountPath: string): UpstreamGroup | undefined {
+    return this.#groups.get(`${label} ${mountPath}`) ?? this.#groups.get(`${label} *`);
+  }
+
+  async close(): Promise<void> {
+    await Promise.all([...this.#dispatchers.values()].map((d) => d.close()));
+  }
+
+  #upstream(spec: string | UpstreamSpec, factory: DispatcherFactory, limits: Limits["upstream"]): Upstream {
+    const { url, headers = {} } = typeof spec === "string" ? { url: spec } : spec;
+    const parsed = new URL(url);
+    const extra: Record<string, string> = { ...headers };
+    if (parsed.username !== "" || parsed.password !== "") {
+      const user = decodeURIComponent(parsed.username);
+      const pass = decodeURIComponent(parsed.password);
+      extra.authorization = `Basic ${Buffer.from(`${user}:${pass}`).toString("base64")}`;
+    }
+    let dispatcher = this.#dispatchers.get(parsed.origin);
+    if (dispatcher === undefined) {
+      dispatcher = factory(parsed.origin, limits);
+      this.#dispatchers.set(parsed.origin, dispatcher);
+    }
+    const basePath = parsed.pathname.replace(/\/+$/, "");
+    return {
+      name: `${parsed.origin}${basePath}`,
+      dispatcher,
+      basePath,
+      baseQuery: parsed.search.slice(1),
+      headers: extra,
+    };
+  }
+}
+
+function byMount(upstreams: LabelUpstreams): [string, readonly (string | UpstreamSpec)[]][] {
+  if (Array.isArray(upstreams)) return [["*", upstreams]];
+  return Object.entries(upstreams as Record<string, readonly (string | UpstreamSpec)[]>);
+}
+
+/** The upstream path: its base path, then the caller's path after the key, then both queries. */
+export function upstreamPath(upstream: Upstream, path: string, query: string): string {
+  const base = path === "/" && upstream.basePath !== "" ? upstream.basePath : `${upstream.basePath}${path}`;
+  if (upstream.baseQuery === "") return `${base}${query}`;
+  return query === "" ? `${base}?${upstream.baseQuery}` : `${base}?${upstream.baseQuery}&${query.slice(1)}`;
+}

@@ -1,0 +1,104 @@
+import type { AddressInfo } from "node:net";
+import { type Dispatcher, request } from "undici";
+import { DEFAULT_CONFIG, DEFAULT_LIMITS } from "../../src/config/defaults.js";
+import type { GatewayConfig, Limits, StaticKey } from "../../src/config/types.js";
+import { createGateway, type Gateway, type GatewayOptions } from "../../src/gateway.js";
+import { StaticKeyStore } from "../../src/keys/static-store.js";
+import { createLogger } from "../../src/log.js";
+
+export const DOMAIN = "gw.test";
+/** Test keys: one with every network, one limited to `eth`, one dedicated-plan key. */
+export const KEYS = {
+  all: "FNtestAllNetworks00000000000000",
+  ethOnly: "FNtestEthOnly000000000000000000",
+  dedicated: "FNtestDedicated0000000000000000",
+  noArchive: "FNtestNoArchive0000000000000000",
+} as const;
+
+export const TEST_KEYS: StaticKey[] = [
+  { key: KEYS.all, networks: "*", rate: { perSecond: 10_000, burst: 10_000 } },
+  { key: KEYS.ethOnly, networks: ["eth"], rate: { perSecond: 10_000, burst: 10_000 } },
+  { key: KEYS.dedicated, networks: "*", plan: "dedicated", rate: { perSecond: 10_000, burst: 10_000 } },
+  { key: KEYS.noArchive, networks: "*", archive: false, rate: { perSecond: 10_000, burst: 10_000 } },
+];
+
+export interface RunningGateway {
+  readonly gateway: Gateway;
+  readonly origin: string;
+  readonly port: number;
+  readonly logs: string[];
+  /** A request to `<label>.gw.test`, sent to the gateway's loopback address. */
+  call(label: string, path: string, init?: CallInit): Promise<CallResult>;
+  close(): Promise<void>;
+}
+
+export interface CallInit {
+  readonly method?: Dispatcher.HttpMethod;
+  readonly body?: string;
+  readonly headers?: Record<string, string>;
+  readonly host?: string;
+}
+
+export interface CallResult {
+  readonly status: number;
+  readonly headers: Record<string, string | string[] | undefined>;
+  readonly text: string;
+  readonly json: unknown;
+}
+
+export interface StartOptions extends Partial<Omit<GatewayConfig, "limits">> {
+  readonly limits?: Partial<Limits>;
+  readonly dispatcherFactory?: GatewayOptions["dispatcherFactory"];
+}
+
+export async function startGateway(options: StartOptions = {}): Promise<RunningGateway> {
+  const { dispatcherFactory, limits, ...rest } = options;
+  const config: GatewayConfig = {
+    ...DEFAULT_CONFIG,
+    domain: DOMAIN,
+    keys: TEST_KEYS,
+    log: { level: "info", access: true },
+    ...rest,
+    limits: { ...DEFAULT_LIMITS, ...limits },
+  };
+  const logs: string[] = [];
+  const gateway = createGateway({
+    config,
+    keys: new StaticKeyStore(config.keys, config.defaultRate),
+    logger: createLogger("debug", (line) => logs.push(line)),
+    ...(dispatcherFactory ? { dispatcherFactory } : {}),
+  });
+  await new Promise<void>((resolve) => gateway.server.listen(0, "127.0.0.1", resolve));
+  const { port } = gateway.server.address() as AddressInfo;
+  const origin = `http://127.0.0.1:${port}`;
+  return {
+    gateway,
+    origin,
+    port,
+    logs,
+    async call(label, path, init = {}) {
+      const response = await request(`${origin}${path}`, {
+        method: init.method ?? (init.body === undefined ? "GET" : "POST"),
+        headers: {
+          host: init.host ?? `${label}.${DOMAIN}`,
+          ...(init.body === undefined ? {} : { "content-type": "application/json" }),
+          ...init.headers,
+        },
+        ...(init.body === undefined ? {} : { body: init.body }),
+      });
+      const text = await response.body.text();
+      let json: unknown;
+      try {
+        json = JSON.parse(text);
+      } catch {
+        json = undefined;
+      }
+      return { status: response.statusCode, headers: response.headers, text, json };
+    },
+    close: () => gateway.close(),
+  };
+}
+
+export function rpcBody(method: string, params: unknown = [], id: unknown = 1): string {
+  return JSON.stringify({ jsonrpc: "2.0", id, method, params });
+}
