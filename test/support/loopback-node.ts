@@ -19,7 +19,7 @@ export interface Reply {
   readonly body: unknown;
 }
 
-export type Responder = (request: SeenRequest) => Reply | Promise<Reply> | undefined;
+export type Responder = (request: SeenRequest) => Reply | undefined | Promise<Reply | undefined>;
 
 export interface LoopbackNode {
   readonly url: string;
