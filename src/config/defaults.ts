@@ -36,4 +36,6 @@ export const DEFAULT_CONFIG: GatewayConfig = {
   defaultRate: { perSecond: 50, burst: 100 },
   keys: [],
   log: { level: "info", access: true },
+  localNodes: [],
+  demoKey: false,
 };

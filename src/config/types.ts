@@ -60,4 +60,17 @@ export interface GatewayConfig {
   /** Keys known without an account store (tests, a local demo). */
   readonly keys: readonly StaticKey[];
   readonly log: { readonly level: "debug" | "info" | "warn" | "error" | "silent"; readonly access: boolean };
+  /** Local nodes to start with the gateway (the embedded default starts anvil); each becomes its label's upstream. */
+  readonly localNodes: readonly LocalNodeSpec[];
+  /** Issue a key at start and print it with a working curl line (the local demo). */
+  readonly demoKey: boolean;
+}
+
+export interface LocalNodeSpec {
+  readonly label: string;
+  /** A command found in node_modules/.bin or on the PATH; `--port <free port>` is appended. */
+  readonly command: string;
+  readonly args: readonly string[];
+  /** Whether the gateway may start without it (the command is missing on this machine). */
+  readonly optional?: boolean;
 }

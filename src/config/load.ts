@@ -1,0 +1,89 @@
+import { readFileSync } from "node:fs";
+import { join } from "node:path";
+import { Ajv } from "ajv";
+import { parse } from "yaml";
+import { packageRoot } from "../package-root.js";
+import type { Endpoint } from "../registry/types.js";
+import { DEFAULT_CONFIG, DEFAULT_LIMITS } from "./defaults.js";
+import { configSchema } from "./schema.js";
+import type { GatewayConfig, Limits } from "./types.js";
+
+/** The embedded default deployment that `npm start` runs: deploy/local.yaml. */
+export const EMBEDDED_CONFIG = join(packageRoot(), "deploy/local.yaml");
+
+export class ConfigError extends Error {
+  override name = "ConfigError";
+}
+
+const validate = new Ajv({ allErrors: true, allowUnionTypes: true }).compile(configSchema);
+
+/**
+ * The deployment config: the file named by GATEWAY_CONFIG (else the embedded default) over the built-in
+ * limits, then the environment, which is where secrets such as upstream credentials belong:
+ * GATEWAY_UPSTREAM_<LABEL>=url[,url] (ETH_ARCHIVE for eth-archive), GATEWAY_HOST, GATEWAY_PORT,
+ * GATEWAY_DOMAIN, GATEWAY_LOG_LEVEL.
+ */
+export function loadConfig(
+  endpoints: ReadonlyMap<string, Endpoint>,
+  env: NodeJS.ProcessEnv = process.env,
+): GatewayConfig {
+  const file = env.GATEWAY_CONFIG || EMBEDDED_CONFIG;
+  let raw: unknown;
+  try {
+    raw = parse(readFileSync(file, "utf8")) ?? {};
+  } catch (error) {
+    throw new ConfigError(`${file}: ${(error as Error).message}`);
+  }
+  if (!validate(raw)) {
+    const problems = (validate.errors ?? []).map(
+      (e) => `${file}: ${e.instancePath || "config"} ${e.message ?? "is invalid"}`,
+    );
+    throw new ConfigError(problems.join("\n"));
+  }
+  const partial = raw as Partial<GatewayConfig> & { limits?: Partial<Limits> };
+  const limits: Limits = {
+    ...DEFAULT_LIMITS,
+    ...partial.limits,
+    upstream: { ...DEFAULT_LIMITS.upstream, ...partial.limits?.upstream },
+  };
+  let config: GatewayConfig = { ...DEFAULT_CONFIG, ...partial, limits };
+  config = applyEnvironment(config, env);
+  checkLabels(config, endpoints, file);
+  return config;
+}
+
+function applyEnvironment(config: GatewayConfig, env: NodeJS.ProcessEnv): GatewayConfig {
+  const upstreams = { ...config.upstreams };
+  for (const [name, value] of Object.entries(env)) {
+    if (!name.startsWith("GATEWAY_UPSTREAM_") || value === undefined || value === "") continue;
+    const label = name.slice("GATEWAY_UPSTREAM_".length).toLowerCase().replace(/_/g, "-");
+    upstreams[label] = value.split(",").map((url) => url.trim());
+  }
+  const level = env.GATEWAY_LOG_LEVEL as GatewayConfig["log"]["level"] | undefined;
+  return {
+    ...config,
+    upstreams,
+    domain: env.GATEWAY_DOMAIN ?? config.domain,
+    listen: {
+      host: env.GATEWAY_HOST ?? config.listen.host,
+      port: env.GATEWAY_PORT === undefined ? config.listen.port : Number(env.GATEWAY_PORT),
+    },
+    log: level === undefined ? config.log : { ...config.log, level },
+  };
+}
+
+function checkLabels(config: GatewayConfig, endpoints: ReadonlyMap<string, Endpoint>, file: string): void {
+  const problems: string[] = [];
+  const known = (label: string, where: string) => {
+    if (!endpoints.has(label)) problems.push(`${where}: "${label}" is not a label of the registry`);
+  };
+  for (const label of Object.keys(config.upstreams)) known(label, "upstreams");
+  for (const node of config.localNodes) known(node.label, "localNodes");
+  for (const [host, label] of Object.entries(config.publicHosts)) {
+    known(label, `publicHosts.${host}`);
+    if (endpoints.get(label)?.public === false)
+      problems.push(`publicHosts.${host}: "${label}" has no public endpoint in the registry`);
+  }
+  if (!Number.isInteger(config.listen.port)) problems.push("GATEWAY_PORT must be an integer");
+  if (problems.length > 0) throw new ConfigError(problems.map((p) => `${file}: ${p}`).join("\n"));
+}

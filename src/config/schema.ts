@@ -1,0 +1,121 @@
+// The deployment config's JSON Schema: separate from the registry's, and as strict.
+
+const rate = {
+  type: "object",
+  additionalProperties: false,
+  required: ["perSecond", "burst"],
+  properties: { perSecond: { type: "number", exclusiveMinimum: 0 }, burst: { type: "number", minimum: 1 } },
+} as const;
+
+const upstream = {
+  anyOf: [
+    { type: "string", pattern: "^https?://" },
+    {
+      type: "object",
+      additionalProperties: false,
+      required: ["url"],
+      properties: {
+        url: { type: "string", pattern: "^https?://" },
+        headers: { type: "object", additionalProperties: { type: "string" } },
+      },
+    },
+  ],
+} as const;
+
+const ms = { type: "integer", minimum: 1 } as const;
+
+export const configSchema = {
+  type: "object",
+  additionalProperties: false,
+  properties: {
+    domain: { type: "string", pattern: "^[A-Za-z0-9.-]+$" },
+    listen: {
+      type: "object",
+      additionalProperties: false,
+      properties: { host: { type: "string" }, port: { type: "integer", minimum: 0, maximum: 65535 } },
+    },
+    publicHosts: { type: "object", additionalProperties: { type: "string" } },
+    trustedProxies: { type: "array", items: { type: "string" } },
+    support: {
+      type: "object",
+      additionalProperties: false,
+      properties: { email: { type: "string" }, dedicatedNodeUrl: { type: "string" } },
+    },
+    upstreams: {
+      type: "object",
+      additionalProperties: {
+        anyOf: [
+          { type: "array", items: upstream },
+          { type: "object", additionalProperties: { type: "array", items: upstream } },
+        ],
+      },
+    },
+    limits: {
+      type: "object",
+      additionalProperties: false,
+      properties: {
+        maxHeaderBytes: ms,
+        maxHeaders: ms,
+        maxBodyBytes: ms,
+        maxBatch: ms,
+        maxJsonDepth: ms,
+        headersTimeoutMs: ms,
+        requestTimeoutMs: ms,
+        connectionsCheckingIntervalMs: ms,
+        socketIdleTimeoutMs: ms,
+        keepAliveTimeoutMs: ms,
+        upstream: {
+          type: "object",
+          additionalProperties: false,
+          properties: {
+            connectTimeoutMs: ms,
+            headersTimeoutMs: ms,
+            bodyTimeoutMs: ms,
+            maxResponseBytes: ms,
+            connections: ms,
+          },
+        },
+        publicRate: rate,
+      },
+    },
+    defaultRate: rate,
+    keys: {
+      type: "array",
+      items: {
+        type: "object",
+        additionalProperties: false,
+        required: ["key", "networks"],
+        properties: {
+          key: { type: "string", pattern: "^FN[A-Za-z0-9_-]{16,128}$" },
+          networks: { anyOf: [{ const: "*" }, { type: "array", items: { type: "string" } }] },
+          archive: { type: "boolean" },
+          plan: { enum: ["free-test", "shared", "dedicated"] },
+          rate,
+        },
+      },
+    },
+    log: {
+      type: "object",
+      additionalProperties: false,
+      properties: {
+        level: { enum: ["debug", "info", "warn", "error", "silent"] },
+        access: { type: "boolean" },
+      },
+    },
+    localNodes: {
+      type: "array",
+      items: {
+        type: "object",
+        additionalProperties: false,
+        required: ["label", "command", "args"],
+        properties: {
+          label: { type: "string" },
+          command: { type: "string" },
+          args: { type: "array", items: { type: "string" } },
+          optional: { type: "boolean" },
+        },
+      },
+    },
+    demoKey: { type: "boolean" },
+  },
+} as const;
