@@ -71,5 +71,6 @@ export async function handleRest(
     ctx.res,
     data,
     stream ? Number.POSITIVE_INFINITY : ctx.limits.upstream.maxResponseBytes,
+    stream,
   );
 }

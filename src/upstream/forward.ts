@@ -74,6 +74,7 @@ export async function relayResponse(
   res: ServerResponse,
   data: Dispatcher.ResponseData,
   maxBytes: number,
+  stream = false,
 ): Promise<void> {
   const declared = Number(data.headers["content-length"] ?? -1);
   if (declared > maxBytes) {
@@ -86,6 +87,8 @@ export async function relayResponse(
     if (value !== undefined) headers[name] = value;
   }
   res.writeHead(data.statusCode, headers);
+  // A stream's next item may be minutes away: the client must see the status now.
+  if (stream) res.flushHeaders();
   let seen = 0;
   try {
     for await (const chunk of data.body) {

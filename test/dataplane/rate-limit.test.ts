@@ -1,0 +1,57 @@
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { type RunningGateway, rpcBody, startGateway } from "../support/gateway.js";
+import { jsonRpcResponder, type LoopbackNode, startLoopbackNode } from "../support/loopback-node.js";
+
+const SLOW_KEY = "FNtestSlowKey000000000000000000";
+
+describe("rate limits", () => {
+  let node: LoopbackNode;
+  let gw: RunningGateway;
+
+  beforeAll(async () => {
+    node = await startLoopbackNode(jsonRpcResponder({ eth_blockNumber: "0x10" }));
+    gw = await startGateway({
+      upstreams: { eth: [node.url], bsc: [node.url] },
+      keys: [{ key: SLOW_KEY, networks: "*", rate: { perSecond: 0.5, burst: 3 } }],
+      publicHosts: { "bsc-public.gw.test": "bsc" },
+      trustedProxies: ["127.0.0.1"],
+      limits: { publicRate: { perSecond: 0.5, burst: 2 } },
+    });
+  });
+  afterAll(async () => {
+    await gw?.close();
+    await node?.close();
+  });
+
+  it("a key over its token bucket gets 429 with Retry-After and RateLimit headers", async () => {
+    const statuses: number[] = [];
+    let last: Awaited<ReturnType<RunningGateway["call"]>> | undefined;
+    for (let i = 0; i < 4; i++) {
+      last = await gw.call("eth", `/${SLOW_KEY}/`, { body: rpcBody("eth_blockNumber", [], i) });
+      statuses.push(last.status);
+    }
+    expect(statuses).toEqual([200, 200, 200, 429]);
+    expect(last?.headers["retry-after"]).toBe("2");
+    expect(last?.headers["ratelimit-limit"]).toBe("3");
+    expect(last?.headers["ratelimit-remaining"]).toBe("0");
+    expect(last?.json).toMatchObject({
+      id: null,
+      error: { code: -32005, data: { code: "RATE_LIMITED", retryAfter: 2 } },
+    });
+    expect(node.requests).toHaveLength(3);
+  });
+
+  it("public endpoints are limited per client IP, from X-Forwarded-For only behind a trusted proxy", async () => {
+    const fromClient = (ip: string) =>
+      gw.call("bsc", "/", {
+        host: "bsc-public.gw.test",
+        body: rpcBody("eth_blockNumber"),
+        headers: { "x-forwarded-for": `${ip}, 127.0.0.1` },
+      });
+    expect((await fromClient("203.0.113.1")).status).toBe(200);
+    expect((await fromClient("203.0.113.1")).status).toBe(200);
+    expect((await fromClient("203.0.113.1")).status).toBe(429);
+    // another client behind the same proxy has its own bucket
+    expect((await fromClient("203.0.113.2")).status).toBe(200);
+  });
+});
