@@ -77,6 +77,9 @@ export function createGateway(options: GatewayOptions): Gateway {
     const started = performance.now();
     const fields: Record<string, string | number> = {};
     let style: ErrorStyle = "rest";
+    // Browser dapps call node endpoints directly (a key in the URL, no cookies), so any origin may read.
+    res.setHeader("access-control-allow-origin", "*");
+    if (req.method === "OPTIONS") return preflight(res);
     const abort = new AbortController();
     res.once("close", () => {
       if (!res.writableFinished) abort.abort();
@@ -204,6 +207,15 @@ export function createGateway(options: GatewayOptions): Gateway {
       await upstreams.close();
     },
   };
+}
+
+function preflight(res: ServerResponse): void {
+  res.writeHead(204, {
+    "access-control-allow-methods": "GET, POST",
+    "access-control-allow-headers": "content-type, accept",
+    "access-control-max-age": "86400",
+  });
+  res.end();
 }
 
 /** Mounts are ordered longest first; "/" takes whatever the others do not. */
