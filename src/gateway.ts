@@ -79,7 +79,6 @@ export function createGateway(options: GatewayOptions): Gateway {
     let style: ErrorStyle = "rest";
     // Browser dapps call node endpoints directly (a key in the URL, no cookies), so any origin may read.
     res.setHeader("access-control-allow-origin", "*");
-    if (req.method === "OPTIONS") return preflight(res);
     const abort = new AbortController();
     res.once("close", () => {
       if (!res.writableFinished) abort.abort();
@@ -93,8 +92,13 @@ export function createGateway(options: GatewayOptions): Gateway {
         throw new GatewayError("UNKNOWN_NETWORK");
       fields.label = endpoint.label;
       style = endpoint.family === "rest" ? "rest" : "jsonrpc";
+      if (req.method === "OPTIONS") return preflight(res);
 
-      const target = parseTarget(req.url ?? "/", host.kind === "label" || firstSegmentIsKey(req.url ?? "/"));
+      // On a public host a first segment that looks like a key is one, and must be valid.
+      const target = parseTarget(
+        req.url ?? "/",
+        host.kind === "label" || ((first) => first.startsWith("FN")),
+      );
       const principal = authenticate(host, target, endpoint);
       if (principal !== undefined) fields.key = principal.keyId;
       const mount = mountFor(endpoint, target.path);
@@ -140,13 +144,14 @@ export function createGateway(options: GatewayOptions): Gateway {
       await dispatch(ctx);
     } catch (error) {
       if (!(error instanceof GatewayError)) throw error;
-      fields.error = error.code;
-      if (!abort.signal.aborted) sendError(res, error, style);
+      const gone = abort.signal.aborted || error.code === "CLIENT_CLOSED";
+      fields.error = gone ? "CLIENT_CLOSED" : error.code;
+      if (!gone) sendError(res, error, style, error.rawId);
     } finally {
       if (config.log.access) {
         logger.log("info", "request", {
           ...fields,
-          status: res.statusCode,
+          status: res.headersSent ? res.statusCode : 499,
           ms: Math.round(performance.now() - started),
         });
       }
@@ -224,8 +229,4 @@ function mountFor(endpoint: Endpoint, path: string): Mount {
     if (mount.path === "/" || path === mount.path || path.startsWith(`${mount.path}/`)) return mount;
   }
   throw new GatewayError("NOT_FOUND");
-}
-
-function firstSegmentIsKey(url: string): boolean {
-  return url.startsWith("/FN");
 }

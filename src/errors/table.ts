@@ -60,6 +60,7 @@ export const ERRORS = {
     rpc: -32020,
     message: "The upstream response is larger than the gateway allows",
   },
+  CLIENT_CLOSED: { status: 499, rpc: -32603, message: "The client went away before the answer" },
   INTERNAL: { status: 500, rpc: -32603, message: "Internal gateway error" },
 } as const satisfies Record<string, ErrorSpec>;
 
@@ -70,6 +71,8 @@ export class GatewayError extends Error {
   readonly code: ErrorCode;
   readonly detail: Readonly<Record<string, unknown>> | undefined;
   readonly headers: Readonly<Record<string, string>> | undefined;
+  /** The JSON-RPC id token to answer with, once the request's id is known; null before. */
+  rawId: string | undefined;
 
   constructor(code: ErrorCode, detail?: Record<string, unknown>, headers?: Record<string, string>) {
     super(ERRORS[code].message);
@@ -77,6 +80,7 @@ export class GatewayError extends Error {
     this.code = code;
     this.detail = detail;
     this.headers = headers;
+    this.rawId = undefined;
   }
 
   get status(): number {

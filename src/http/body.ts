@@ -7,10 +7,15 @@ export async function readBody(req: IncomingMessage, maxBytes: number): Promise<
   if (declared > maxBytes) throw new GatewayError("BODY_TOO_LARGE", { maxBytes });
   const chunks: Buffer[] = [];
   let seen = 0;
-  for await (const chunk of req) {
-    seen += (chunk as Buffer).length;
-    if (seen > maxBytes) throw new GatewayError("BODY_TOO_LARGE", { maxBytes });
-    chunks.push(chunk as Buffer);
+  try {
+    for await (const chunk of req) {
+      seen += (chunk as Buffer).length;
+      if (seen > maxBytes) throw new GatewayError("BODY_TOO_LARGE", { maxBytes });
+      chunks.push(chunk as Buffer);
+    }
+  } catch (error) {
+    // The client hung up (or Node timed the request out and answered 408 itself).
+    throw error instanceof GatewayError ? error : new GatewayError("CLIENT_CLOSED");
   }
   return chunks.length === 1 ? (chunks[0] as Buffer) : Buffer.concat(chunks);
 }

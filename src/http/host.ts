@@ -53,7 +53,13 @@ function hostName(value: string): string {
     host = host.slice(0, colon);
   }
   if (host.endsWith(".")) host = host.slice(0, -1);
-  if (host.length === 0 || host.length > 253 || !HOST_CHARS.test(host) || host.includes("..")) {
+  if (
+    host.length === 0 ||
+    host.endsWith(".") ||
+    host.length > 253 ||
+    !HOST_CHARS.test(host) ||
+    host.includes("..")
+  ) {
     throw new GatewayError("BAD_HOST", { reason: "malformed host name" });
   }
   return host;

@@ -18,7 +18,7 @@ const ENCODED_SEPARATOR = /%(2e|2f|5c|00)/i;
  * Splits the raw request target once, as sent: no URL parser runs on it, so nothing the caller writes
  * can change the upstream's host or base path. An absolute-form target was checked against Host already.
  */
-export function parseTarget(url: string, keyed: boolean): RequestTarget {
+export function parseTarget(url: string, keyed: boolean | ((first: string) => boolean)): RequestTarget {
   let target = url;
   if (target.charCodeAt(0) !== 47) target = target.replace(/^https?:\/\/[^/?#]*/i, "") || "/";
   const q = target.indexOf("?");
@@ -39,7 +39,9 @@ export function parseTarget(url: string, keyed: boolean): RequestTarget {
   }
   if (parts.length === 1 && parts[0] === "") parts.pop();
 
-  const key = keyed ? parts.shift() : undefined;
+  const first = parts[0];
+  const hasKey = typeof keyed === "function" ? first !== undefined && keyed(first) : keyed;
+  const key = hasKey ? parts.shift() : undefined;
   return { key, path: `/${parts.join("/")}`, segments: parts, query };
 }
 

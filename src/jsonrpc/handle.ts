@@ -5,7 +5,7 @@ import { ERRORS, type ErrorCode, GatewayError } from "../errors/table.js";
 import { mediaType } from "../http/body.js";
 import type { JsonRpcPolicy } from "../registry/types.js";
 import { readUpstreamBody, relayResponse, sendUpstream } from "../upstream/forward.js";
-import { parseJsonRpcBody, type RawCall } from "./scan.js";
+import { type ParsedBody, parseJsonRpcBody, type RawCall } from "./scan.js";
 
 type Checked =
   | { readonly ok: true; readonly json: string }
@@ -17,6 +17,18 @@ const UPSTREAM_HEADERS = { "content-type": "application/json", accept: "applicat
 export async function handleJsonRpc(ctx: CallContext, policy: JsonRpcPolicy, body: Buffer): Promise<void> {
   checkMediaType(ctx.req.headers["content-type"], policy.plainTextBody);
   const parsed = parseJsonRpcBody(body.toString("utf8"), ctx.limits.maxJsonDepth);
+  try {
+    await answer(ctx, policy, parsed);
+  } catch (error) {
+    // Whatever fails from here on (rate, upstream) answers a single call with the caller's own id.
+    if (error instanceof GatewayError && !parsed.batch && parsed.calls[0] !== undefined) {
+      error.rawId ??= idOf(parsed.calls[0]);
+    }
+    throw error;
+  }
+}
+
+async function answer(ctx: CallContext, policy: JsonRpcPolicy, parsed: ParsedBody): Promise<void> {
   if (parsed.batch) {
     if (!policy.batch) throw new GatewayError("BATCH_NOT_SUPPORTED");
     if (parsed.calls.length === 0) throw new GatewayError("EMPTY_BATCH");

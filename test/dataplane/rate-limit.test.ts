@@ -35,7 +35,7 @@ describe("rate limits", () => {
     expect(last?.headers["ratelimit-limit"]).toBe("3");
     expect(last?.headers["ratelimit-remaining"]).toBe("0");
     expect(last?.json).toMatchObject({
-      id: null,
+      id: 3,
       error: { code: -32005, data: { code: "RATE_LIMITED", retryAfter: 2 } },
     });
     expect(node.requests).toHaveLength(3);
