@@ -10,7 +10,7 @@ import {
   type TrieNode,
 } from "./route-template.js";
 
-const METHOD_GROUPS = ["shared", "dedicated", "websocket"] as const;
+const METHOD_GROUPS = ["shared", "dedicated", "websocket", "subscribe", "unsubscribe"] as const;
 const ROUTE_GROUPS = ["shared", "dedicated", "stream"] as const;
 
 /** The rules a JSON Schema cannot express. Each issue points at the YAML node to fix. */

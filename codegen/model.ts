@@ -118,7 +118,7 @@ function mergePolicy(id: string, ids: readonly string[], spec: RegistrySpec): Po
   const methods = new Map<string, MethodAccess>();
   let routes: TrieNode | undefined;
   for (const iface of interfaces) {
-    for (const access of ["shared", "dedicated", "websocket"] as const) {
+    for (const access of ["shared", "dedicated", "websocket", "subscribe", "unsubscribe"] as const) {
       for (const name of iface.methods?.[access] ?? []) if (!methods.has(name)) methods.set(name, access);
     }
     for (const access of ["shared", "dedicated", "stream"] as const) {

@@ -15,6 +15,8 @@ export interface MethodGroups {
   shared: string[];
   dedicated?: string[];
   websocket?: string[];
+  subscribe?: string[];
+  unsubscribe?: string[];
   deny?: string[];
 }
 

@@ -1,15 +1,11 @@
 import type { CallContext } from "../context.js";
-import { dedicatedPointer } from "../context.js";
-import { rpcErrorJson, sendJson } from "../errors/respond.js";
-import { ERRORS, type ErrorCode, GatewayError } from "../errors/table.js";
+import { sendJson } from "../errors/respond.js";
+import { ERRORS, GatewayError } from "../errors/table.js";
 import { mediaType } from "../http/body.js";
 import type { JsonRpcPolicy } from "../registry/types.js";
 import { readUpstreamBody, relayResponse, sendUpstream } from "../upstream/forward.js";
-import { type ParsedBody, parseJsonRpcBody, type RawCall } from "./scan.js";
-
-type Checked =
-  | { readonly ok: true; readonly json: string }
-  | { readonly ok: false; readonly json: string; readonly code: ErrorCode };
+import { type Checked, checkCall, idOf } from "./check.js";
+import { type ParsedBody, parseJsonRpcBody } from "./scan.js";
 
 const UPSTREAM_HEADERS = { "content-type": "application/json", accept: "application/json" };
 
@@ -37,7 +33,9 @@ async function answer(ctx: CallContext, policy: JsonRpcPolicy, parsed: ParsedBod
     }
   }
   ctx.charge(parsed.calls.length);
-  const checked = parsed.calls.map((call) => checkCall(ctx, policy, call));
+  const rules = { policy, plan: ctx.principal?.plan, support: ctx.support, transport: "http" as const };
+  const checked = parsed.calls.map((call) => checkCall(rules, call));
+  for (const c of checked) if (c.ok) ctx.note({ method: c.method });
 
   if (!parsed.batch) {
     const only = checked[0] as Checked;
@@ -58,60 +56,6 @@ function checkMediaType(contentType: string | undefined, plainTextBody: boolean)
   if (media === "application/json") return;
   if (plainTextBody && (media === undefined || media === "text/plain")) return;
   throw new GatewayError("UNSUPPORTED_MEDIA_TYPE");
-}
-
-/** Applies the envelope rule and the method allow-list, and re-serialises what passed. */
-function checkCall(ctx: CallContext, policy: JsonRpcPolicy, call: RawCall): Checked {
-  const envelope = call.value as { id?: unknown; method?: unknown };
-  if (!policy.validate(call.value)) {
-    const first = policy.validate.errors?.[0];
-    const detail = { reason: `${first?.instancePath || "request"} ${first?.message ?? "is invalid"}`.trim() };
-    return refuse("INVALID_REQUEST", idOf(call), detail);
-  }
-  const id = idOf(call);
-  const method = envelope.method as string;
-  const access = policy.methods.get(method);
-  if (access === undefined) return refuse("METHOD_NOT_FOUND", id, { method });
-  if (access === "websocket") return refuse("WEBSOCKET_ONLY", id, { method });
-  if (access === "dedicated" && ctx.principal?.plan !== "dedicated") {
-    return refuse("METHOD_NOT_ON_PLAN", id, { method, ...dedicatedPointer(ctx.support) });
-  }
-  ctx.note({ method });
-  return { ok: true, json: reserialise(call, method) };
-}
-
-/**
- * What goes upstream is what was validated: the known members only, the method as parsed, and the id
- * and params as the caller's own source text (so an id keeps all its digits). Extra members are dropped.
- */
-function reserialise(call: RawCall, method: string): string {
-  const { members } = call;
-  const jsonrpc = members.get("jsonrpc");
-  const id = members.get("id");
-  const params = members.get("params");
-  let out = "{";
-  if (jsonrpc !== undefined) out += `"jsonrpc":${jsonrpc},`;
-  if (id !== undefined) out += `"id":${id},`;
-  out += `"method":${JSON.stringify(method)}`;
-  if (params !== undefined) out += `,"params":${params}`;
-  return `${out}}`;
-}
-
-/** The id to answer with: the caller's own token when it is a valid id, else null (JSON-RPC 2.0 §5). */
-function idOf(call: RawCall): string {
-  const raw = call.members.get("id");
-  if (raw === undefined) return "null";
-  const id = (call.value as { id?: unknown }).id;
-  const valid =
-    id === null ||
-    typeof id === "number" ||
-    typeof id === "string" ||
-    (typeof id === "object" && !Array.isArray(id));
-  return valid ? raw : "null";
-}
-
-function refuse(code: ErrorCode, id: string, detail: Record<string, unknown>): Checked {
-  return { ok: false, code, json: rpcErrorJson(code, id, detail) };
 }
 
 async function forward(ctx: CallContext, json: string): Promise<void> {

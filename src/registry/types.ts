@@ -5,8 +5,12 @@ export type Family = "jsonrpc" | "rest" | "mixed";
 export type NodeClass = "full" | "archive";
 export type HttpMethod = "GET" | "HEAD" | "POST" | "PUT" | "PATCH" | "DELETE";
 
-/** Who may call a JSON-RPC method: everyone, dedicated-node keys only, or WebSocket connections only. */
-export type MethodAccess = "shared" | "dedicated" | "websocket";
+/**
+ * Who may call a JSON-RPC method: everyone, dedicated-node keys only, or WebSocket connections only;
+ * `subscribe` and `unsubscribe` are WebSocket-only calls that open and close a subscription, which the
+ * relay counts against its per-connection bound.
+ */
+export type MethodAccess = "shared" | "dedicated" | "websocket" | "subscribe" | "unsubscribe";
 /** Who may call a REST route; `stream` routes are long-lived chunked responses. */
 export type RouteAccess = "shared" | "dedicated" | "stream";
 

@@ -45,11 +45,8 @@ describe.skipIf(!existsSync(REFERENCE))(
       describe(id, () => {
         const ref = sets[key] ?? {};
         const methods = registry.interfaces[id].methods;
-        const allowed = new Set<string>([
-          ...methods.shared,
-          ...(methods.dedicated ?? []),
-          ...(methods.websocket ?? []),
-        ]);
+        const groups = ["shared", "dedicated", "websocket", "subscribe", "unsubscribe"];
+        const allowed = new Set<string>(groups.flatMap((group) => methods[group] ?? []));
         const denied: string[] = methods.deny ?? [];
 
         it("includes the full standard set", () => {
