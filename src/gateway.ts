@@ -1,21 +1,20 @@
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
 import { endpointsByLabel } from "../generated/endpoints.js";
+import { Admission } from "./admission.js";
 import type { GatewayConfig } from "./config/types.js";
 import type { CallContext } from "./context.js";
 import { dedicatedPointer } from "./context.js";
 import { type ErrorStyle, sendError } from "./errors/respond.js";
 import { GatewayError } from "./errors/table.js";
 import { readBody } from "./http/body.js";
-import { clientAddress } from "./http/client-address.js";
-import { HostResolver, type HostTarget } from "./http/host.js";
-import { parseTarget, type RequestTarget } from "./http/target.js";
+import type { RequestTarget } from "./http/target.js";
 import { handleJsonRpc } from "./jsonrpc/handle.js";
-import { type KeyStore, looksLikeKey, type Principal } from "./keys/types.js";
-import { TokenBuckets } from "./limits/token-bucket.js";
+import type { KeyStore } from "./keys/types.js";
 import { createLogger, type Logger } from "./log.js";
 import type { Endpoint, Mount } from "./registry/types.js";
 import { handleRest } from "./rest/handle.js";
 import { type DispatcherFactory, UpstreamTable } from "./upstream/upstreams.js";
+import { WebSocketGateway } from "./ws/upgrade.js";
 
 export interface GatewayOptions {
   readonly config: GatewayConfig;
@@ -39,9 +38,8 @@ export function createGateway(options: GatewayOptions): Gateway {
   const { limits } = config;
   const endpoints = options.endpoints ?? endpointsByLabel;
   const logger = options.logger ?? createLogger(config.log.level);
-  const hosts = new HostResolver(config.domain, config.publicHosts);
+  const admission = new Admission(config, keys, endpoints);
   const upstreams = new UpstreamTable(config, options.dispatcherFactory);
-  const buckets = new TokenBuckets();
 
   const server = createServer(
     {
@@ -61,6 +59,8 @@ export function createGateway(options: GatewayOptions): Gateway {
       });
     },
   );
+  const websockets = new WebSocketGateway(config, admission, upstreams, logger);
+  server.on("upgrade", websockets.handleUpgrade);
   // One more than the limit, so a request over it is seen and refused rather than silently truncated.
   server.maxHeadersCount = limits.maxHeaders + 1;
   server.timeout = limits.socketIdleTimeoutMs;
@@ -84,29 +84,17 @@ export function createGateway(options: GatewayOptions): Gateway {
       if (!res.writableFinished) abort.abort();
     });
     try {
-      if (req.rawHeaders.length / 2 > limits.maxHeaders)
-        throw new GatewayError("HEADERS_TOO_LARGE", { maxHeaders: limits.maxHeaders });
-      const host = hosts.resolve(req.rawHeaders, req.url ?? "/");
-      const endpoint = endpoints.get(host.label);
-      if (endpoint === undefined || (host.kind === "public" && !endpoint.public))
-        throw new GatewayError("UNKNOWN_NETWORK");
+      const { endpoint, publicHost } = admission.endpoint(req);
       fields.label = endpoint.label;
       style = endpoint.family === "rest" ? "rest" : "jsonrpc";
       if (req.method === "OPTIONS") return preflight(res);
-
-      // On a public host a first segment that looks like a key is one, and must be valid.
-      const target = parseTarget(
-        req.url ?? "/",
-        host.kind === "label" || ((first) => first.startsWith("FN")),
-      );
-      const principal = authenticate(host, target, endpoint);
+      const admitted = admission.admit(req, endpoint, publicHost);
+      const { target, principal } = admitted;
       if (principal !== undefined) fields.key = principal.keyId;
       const mount = mountFor(endpoint, target.path);
       style = mount.policy.family;
       checkDedicatedOnly(endpoint, target);
 
-      const rateId = principal?.keyId ?? `ip:${clientAddress(req, config.trustedProxies)}`;
-      const rate = principal?.rate ?? limits.publicRate;
       const ctx: CallContext = {
         req,
         res,
@@ -118,18 +106,7 @@ export function createGateway(options: GatewayOptions): Gateway {
         support: config.support,
         signal: abort.signal,
         charge(cost) {
-          const decision = buckets.take(rateId, rate, cost);
-          if (decision.allowed) return;
-          throw new GatewayError(
-            "RATE_LIMITED",
-            { retryAfter: decision.retryAfter },
-            {
-              "retry-after": String(decision.retryAfter),
-              "ratelimit-limit": String(rate.burst),
-              "ratelimit-remaining": String(decision.remaining),
-              "ratelimit-reset": String(decision.retryAfter),
-            },
-          );
+          admission.charge(admitted, cost);
         },
         note(extra) {
           Object.assign(fields, extra);
@@ -156,24 +133,6 @@ export function createGateway(options: GatewayOptions): Gateway {
         });
       }
     }
-  }
-
-  function authenticate(host: HostTarget, target: RequestTarget, endpoint: Endpoint): Principal | undefined {
-    if (host.kind === "public" && target.key === undefined) return undefined;
-    // A wrong key on a public host is refused like anywhere else, never downgraded to public access.
-    if (!looksLikeKey(target.key)) throw new GatewayError("UNAUTHORIZED");
-    const principal = keys.lookup(target.key);
-    if (principal === undefined) throw new GatewayError("UNAUTHORIZED");
-    if (principal.networks !== "*" && !principal.networks.has(endpoint.code)) {
-      throw new GatewayError("NETWORK_FORBIDDEN", { network: endpoint.code });
-    }
-    if (endpoint.nodeClass === "archive" && !principal.archive) {
-      throw new GatewayError("NETWORK_FORBIDDEN", {
-        network: endpoint.code,
-        reason: "the key has no archive access",
-      });
-    }
-    return principal;
   }
 
   function checkDedicatedOnly(endpoint: Endpoint, target: RequestTarget): void {
@@ -205,6 +164,7 @@ export function createGateway(options: GatewayOptions): Gateway {
     server,
     upstreams,
     async close() {
+      websockets.close();
       await new Promise<void>((resolve) => {
         server.close(() => resolve());
         server.closeAllConnections();

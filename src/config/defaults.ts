@@ -20,6 +20,17 @@ export const DEFAULT_LIMITS: Limits = {
     connections: 64,
   },
   publicRate: { perSecond: 10, burst: 20 },
+  ws: {
+    maxMessageBytes: 1024 * 1024,
+    maxBufferedBytes: 4 * 1024 * 1024,
+    maxSubscriptions: 100,
+    maxInFlight: 100,
+    maxConnectionsPerKey: 100,
+    maxConnectionsPerIp: 100,
+    pingIntervalMs: 30_000,
+    idleTimeoutMs: 120_000,
+    handshakeTimeoutMs: 10_000,
+  },
 };
 
 export const DEFAULT_CONFIG: GatewayConfig = {

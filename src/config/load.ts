@@ -45,6 +45,7 @@ export function loadConfig(
     ...DEFAULT_LIMITS,
     ...partial.limits,
     upstream: { ...DEFAULT_LIMITS.upstream, ...partial.limits?.upstream },
+    ws: { ...DEFAULT_LIMITS.ws, ...partial.limits?.ws },
   };
   let config: GatewayConfig = { ...DEFAULT_CONFIG, ...partial, limits };
   config = applyEnvironment(config, env);

@@ -1,6 +1,8 @@
 /** An upstream node: a base URL (which may carry a path and basic auth) and headers to add, such as a token. */
 export interface UpstreamSpec {
   readonly url: string;
+  /** The node's WebSocket URL when it is not the HTTP URL with a ws:// or wss:// scheme. */
+  readonly ws?: string;
   readonly headers?: Readonly<Record<string, string>>;
 }
 
@@ -35,6 +37,24 @@ export interface Limits {
     readonly connections: number;
   };
   readonly publicRate: RateSpec;
+  readonly ws: WebSocketLimits;
+}
+
+export interface WebSocketLimits {
+  /** Larger client messages close the connection with 1009. */
+  readonly maxMessageBytes: number;
+  /** Bytes queued to a client that does not read; past it the connection closes with 1008. */
+  readonly maxBufferedBytes: number;
+  readonly maxSubscriptions: number;
+  /** Calls sent upstream and not yet answered, per connection. */
+  readonly maxInFlight: number;
+  readonly maxConnectionsPerKey: number;
+  readonly maxConnectionsPerIp: number;
+  readonly pingIntervalMs: number;
+  /** A connection with no message either way for this long is closed with 1000. */
+  readonly idleTimeoutMs: number;
+  /** Time to open the upstream socket before the client's upgrade is refused with 504. */
+  readonly handshakeTimeoutMs: number;
 }
 
 export interface StaticKey {

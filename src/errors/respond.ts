@@ -1,4 +1,4 @@
-import type { ServerResponse } from "node:http";
+import { type ServerResponse, STATUS_CODES } from "node:http";
 import { ERRORS, type ErrorCode, type GatewayError } from "./table.js";
 
 // The one place where gateway errors become bytes.
@@ -21,6 +21,16 @@ export function restErrorJson(code: ErrorCode, detail?: Readonly<Record<string, 
 }
 
 export type ErrorStyle = "jsonrpc" | "rest";
+
+/** A refused WebSocket upgrade: a whole HTTP response for the raw socket, sent before any handshake. */
+export function upgradeRefusal(error: GatewayError): string {
+  const body = rpcErrorJson(error.code, "null", error.detail);
+  const extra = Object.entries(error.headers ?? {})
+    .map(([name, value]) => `${name}: ${value}\r\n`)
+    .join("");
+  const reason = STATUS_CODES[error.status] ?? "Error";
+  return `HTTP/1.1 ${error.status} ${reason}\r\ncontent-type: application/json\r\ncontent-length: ${Buffer.byteLength(body)}\r\n${extra}connection: close\r\n\r\n${body}`;
+}
 
 export function sendError(res: ServerResponse, error: GatewayError, style: ErrorStyle, rawId = "null"): void {
   const body =

@@ -9,6 +9,8 @@ export interface Upstream {
   readonly basePath: string;
   readonly baseQuery: string;
   readonly headers: Readonly<Record<string, string>>;
+  /** Where the node takes WebSocket connections. */
+  readonly wsUrl: string;
 }
 
 /** The upstreams of one label and mount, taken in turn. */
@@ -68,7 +70,7 @@ export class UpstreamTable {
   }
 
   #upstream(spec: string | UpstreamSpec, factory: DispatcherFactory, limits: Limits["upstream"]): Upstream {
-    const { url, headers = {} } = typeof spec === "string" ? { url: spec } : spec;
+    const { url, headers = {}, ws } = typeof spec === "string" ? { url: spec, ws: undefined } : spec;
     const parsed = new URL(url);
     const extra: Record<string, string> = { ...headers };
     if (parsed.username !== "" || parsed.password !== "") {
@@ -88,6 +90,9 @@ export class UpstreamTable {
       basePath,
       baseQuery: parsed.search.slice(1),
       headers: extra,
+      wsUrl:
+        ws ??
+        `${parsed.protocol === "https:" ? "wss:" : "ws:"}//${parsed.host}${parsed.pathname}${parsed.search}`,
     };
   }
 }

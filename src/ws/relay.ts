@@ -1,0 +1,230 @@
+import type { RawData, WebSocket } from "ws";
+import type { WebSocketLimits } from "../config/types.js";
+import { rpcErrorJson } from "../errors/respond.js";
+import { GatewayError } from "../errors/table.js";
+import { type CallRules, type Checked, checkCall, refuse } from "../jsonrpc/check.js";
+import { parseJsonRpcBody, scanMembers } from "../jsonrpc/scan.js";
+import { CLOSE } from "./close-codes.js";
+
+export interface RelayOptions {
+  readonly rules: CallRules;
+  readonly limits: WebSocketLimits;
+  readonly maxBatch: number;
+  readonly maxJsonDepth: number;
+  /** Takes tokens from the caller's rate limit; throws RATE_LIMITED. */
+  readonly charge: (cost: number) => void;
+  readonly onClose: () => void;
+}
+
+type Pending = "call" | "subscribe" | "unsubscribe";
+
+/**
+ * One client connection and its own upstream connection, so the node's subscription semantics hold as
+ * they are. Both directions are handled synchronously in arrival order, so order is preserved, and
+ * notifications are passed on the moment they arrive. Every client message passes the same envelope and
+ * allow-list checks as HTTP.
+ */
+export class Relay {
+  readonly #client: WebSocket;
+  readonly #upstream: WebSocket;
+  readonly #options: RelayOptions;
+  /** Raw id token of each call sent upstream and not answered yet. */
+  readonly #pending = new Map<string, Pending>();
+  #subscriptions = 0;
+  #reservedSubscriptions = 0;
+  /** Batches with refused calls: the node's answer to the rest is merged with the refusals. */
+  readonly #partialBatches: { ids: Set<string>; refused: string[] }[] = [];
+  #alive = true;
+  #closed = false;
+  readonly #ping: NodeJS.Timeout;
+  #idle: NodeJS.Timeout;
+
+  constructor(client: WebSocket, upstream: WebSocket, options: RelayOptions) {
+    this.#client = client;
+    this.#upstream = upstream;
+    this.#options = options;
+    client.on("message", (data) => this.#fromClient(data));
+    upstream.on("message", (data, isBinary) => this.#fromUpstream(data, isBinary));
+    client.on("pong", () => {
+      this.#alive = true;
+    });
+    client.on("close", (code) => this.#end("client", code));
+    upstream.on("close", (code) => this.#end("upstream", code));
+    client.on("error", () => this.#end("client", CLOSE.INTERNAL));
+    upstream.on("error", () => this.#end("upstream", CLOSE.BAD_GATEWAY));
+    this.#ping = setInterval(() => this.#heartbeat(), options.limits.pingIntervalMs);
+    this.#idle = this.#idleTimer();
+  }
+
+  /** Closes both sides with one code, for shutdown (1001) and revocation. */
+  close(code: number, reason: string): void {
+    if (this.#closed) return;
+    this.#client.close(code, reason);
+    this.#upstream.close(code === CLOSE.GOING_AWAY ? CLOSE.GOING_AWAY : CLOSE.NORMAL, reason);
+    this.#finish();
+  }
+
+  #fromClient(data: RawData): void {
+    this.#touch();
+    const text = toText(data);
+    let answer: string | undefined;
+    try {
+      answer = this.#route(text);
+    } catch (error) {
+      if (!(error instanceof GatewayError)) throw error;
+      answer = rpcErrorJson(error.code, error.rawId ?? "null", error.detail);
+    }
+    if (answer !== undefined) this.#toClient(answer, false);
+  }
+
+  /** Validates one client message; sends what passed upstream and returns the answer for what did not. */
+  #route(text: string): string | undefined {
+    const { rules, maxBatch, maxJsonDepth } = this.#options;
+    const parsed = parseJsonRpcBody(text, maxJsonDepth);
+    if (parsed.batch) {
+      if (!rules.policy.batch) throw new GatewayError("BATCH_NOT_SUPPORTED");
+      if (parsed.calls.length === 0) throw new GatewayError("EMPTY_BATCH");
+      if (parsed.calls.length > maxBatch) throw new GatewayError("BATCH_TOO_LARGE", { maxBatch });
+    }
+    this.#options.charge(parsed.calls.length);
+    const checked = parsed.calls.map((call) => this.#admit(checkCall(rules, call)));
+    const passed = checked.filter((c) => c.ok);
+    const refused = checked.filter((c) => !c.ok).map((c) => c.json);
+    if (!parsed.batch) {
+      const only = checked[0] as Checked;
+      if (!only.ok) return only.json;
+      this.#upstream.send(only.json);
+      return undefined;
+    }
+    if (passed.length === 0) return `[${refused.join(",")}]`;
+    if (refused.length > 0) {
+      const ids = new Set(passed.flatMap((c) => (c.ok && c.id !== undefined ? [c.id] : [])));
+      this.#partialBatches.push({ ids, refused });
+    }
+    this.#upstream.send(`[${passed.map((c) => c.json).join(",")}]`);
+    return undefined;
+  }
+
+  /** Reserves in-flight and subscription slots at the moment a call is sent, so a burst cannot overshoot. */
+  #admit(checked: Checked): Checked {
+    if (!checked.ok || checked.id === undefined) return checked;
+    const { limits } = this.#options;
+    if (this.#pending.size >= limits.maxInFlight) {
+      return refuse("TOO_MANY_IN_FLIGHT", checked.id, { maxInFlight: limits.maxInFlight });
+    }
+    if (checked.access === "subscribe") {
+      if (this.#subscriptions + this.#reservedSubscriptions >= limits.maxSubscriptions) {
+        return refuse("TOO_MANY_SUBSCRIPTIONS", checked.id, { maxSubscriptions: limits.maxSubscriptions });
+      }
+      this.#reservedSubscriptions++;
+    }
+    const kind: Pending =
+      checked.access === "subscribe" || checked.access === "unsubscribe" ? checked.access : "call";
+    this.#pending.set(checked.id, kind);
+    return checked;
+  }
+
+  #fromUpstream(data: RawData, isBinary: boolean): void {
+    this.#touch();
+    // Notifications with nothing pending pass straight through, never decoded.
+    if (this.#pending.size === 0) {
+      this.#toClient(data, isBinary);
+      return;
+    }
+    const text = toText(data);
+    const answered = this.#settle(text);
+    const merged =
+      this.#partialBatches.length > 0 && answered.length > 0 ? this.#mergeBatch(text, answered) : undefined;
+    this.#toClient(merged ?? data, merged === undefined && isBinary);
+  }
+
+  /** Clears the pending calls this message answers and updates the subscription count. */
+  #settle(text: string): string[] {
+    const ids: string[] = [];
+    for (const members of scanMembers(text)) {
+      const id = members.get("id");
+      if (id === undefined || members.has("method")) continue;
+      const kind = this.#pending.get(id);
+      if (kind === undefined) continue;
+      this.#pending.delete(id);
+      ids.push(id);
+      const ok = members.has("result") && !members.has("error");
+      if (kind === "subscribe") {
+        this.#reservedSubscriptions--;
+        if (ok) this.#subscriptions++;
+      } else if (kind === "unsubscribe" && ok && members.get("result") !== "false") {
+        this.#subscriptions = Math.max(0, this.#subscriptions - 1);
+      }
+    }
+    return ids;
+  }
+
+  #mergeBatch(text: string, answered: readonly string[]): string | undefined {
+    const index = this.#partialBatches.findIndex((b) => answered.some((id) => b.ids.has(id)));
+    if (index < 0) return undefined;
+    const [batch] = this.#partialBatches.splice(index, 1);
+    const trimmed = text.trim();
+    if (batch === undefined || !trimmed.startsWith("[") || !trimmed.endsWith("]")) return undefined;
+    const inner = trimmed.slice(1, -1).trim();
+    return `[${inner}${inner === "" ? "" : ","}${batch.refused.join(",")}]`;
+  }
+
+  /** Sends to the client unless it stopped reading: past the buffer bound it is closed, not buffered. */
+  #toClient(data: string | RawData, binary: boolean): void {
+    if (this.#closed || this.#client.readyState !== this.#client.OPEN) return;
+    if (this.#client.bufferedAmount > this.#options.limits.maxBufferedBytes) {
+      this.#client.close(CLOSE.POLICY, "send buffer full: the client is not reading");
+      // A client that does not read will not read the close frame either.
+      setTimeout(() => this.#client.terminate(), 1000).unref();
+      this.#end("client", CLOSE.POLICY);
+      return;
+    }
+    this.#client.send(data, { binary });
+  }
+
+  #heartbeat(): void {
+    if (!this.#alive) {
+      this.#client.terminate();
+      return;
+    }
+    this.#alive = false;
+    this.#client.ping();
+  }
+
+  #touch(): void {
+    this.#idle.refresh();
+  }
+
+  #idleTimer(): NodeJS.Timeout {
+    return setTimeout(() => this.close(CLOSE.NORMAL, "idle timeout"), this.#options.limits.idleTimeoutMs);
+  }
+
+  /** One side went away: the other is closed too, so nothing is left half-open. */
+  #end(side: "client" | "upstream", code: number): void {
+    if (this.#closed) return;
+    if (side === "upstream") {
+      if (this.#client.readyState === this.#client.OPEN)
+        this.#client.close(CLOSE.BAD_GATEWAY, `upstream closed (${code})`);
+    } else if (
+      this.#upstream.readyState === this.#upstream.OPEN ||
+      this.#upstream.readyState === this.#upstream.CONNECTING
+    ) {
+      this.#upstream.close(CLOSE.NORMAL, "client closed");
+    }
+    this.#finish();
+  }
+
+  #finish(): void {
+    if (this.#closed) return;
+    this.#closed = true;
+    clearInterval(this.#ping);
+    clearTimeout(this.#idle);
+    this.#options.onClose();
+  }
+}
+
+function toText(data: RawData): string {
+  if (Buffer.isBuffer(data)) return data.toString("utf8");
+  if (Array.isArray(data)) return Buffer.concat(data).toString("utf8");
+  return Buffer.from(data).toString("utf8");
+}
