@@ -29,6 +29,8 @@ export interface GatewayOptions {
 export interface Gateway {
   readonly server: Server;
   readonly upstreams: UpstreamTable;
+  /** Closes the WebSocket connections of a key that was just withdrawn. */
+  closeConnectionsOf(keyId: string): void;
   close(): Promise<void>;
 }
 
@@ -163,6 +165,7 @@ export function createGateway(options: GatewayOptions): Gateway {
   return {
     server,
     upstreams,
+    closeConnectionsOf: (keyId) => websockets.closeKey(keyId),
     async close() {
       websockets.close();
       await new Promise<void>((resolve) => {

@@ -1,11 +1,15 @@
-import { endpointsByLabel } from "../generated/endpoints.js";
+import type { Server } from "node:http";
+import { endpointsByLabel, networkCodes } from "../generated/endpoints.js";
+import { type Accounts, setUpAccounts } from "./accounts/setup.js";
 import { ConfigError, loadConfig } from "./config/load.js";
 import type { GatewayConfig } from "./config/types.js";
-import { curlLine } from "./dev/demo.js";
+import { printDemo } from "./dev/demo.js";
 import { type LocalNode, startLocalNodes } from "./dev/local-nodes.js";
 import { createGateway } from "./gateway.js";
+import { KeyStoreChain } from "./keys/chain.js";
 import { newApiKey } from "./keys/issue.js";
 import { StaticKeyStore } from "./keys/static-store.js";
+import type { KeyStore } from "./keys/types.js";
 import { createLogger } from "./log.js";
 
 async function main(): Promise<void> {
@@ -22,23 +26,39 @@ async function main(): Promise<void> {
   const upstreams = { ...config.upstreams };
   for (const node of nodes) upstreams[node.label] ??= [node.url];
 
-  const demoKey = config.demoKey ? newApiKey() : undefined;
-  const keys =
-    demoKey === undefined ? config.keys : [...config.keys, { key: demoKey, networks: "*" as const }];
-  const effective: GatewayConfig = { ...config, upstreams, keys };
-  const gateway = createGateway({
-    config: effective,
-    keys: new StaticKeyStore(keys, config.defaultRate),
-    logger,
-  });
+  const accounts =
+    config.accounts &&
+    setUpAccounts({
+      config: config.accounts,
+      defaultRate: config.defaultRate,
+      networks: new Set(networkCodes),
+      trustedProxies: config.trustedProxies,
+      logger,
+    });
+  const stores: KeyStore[] = [new StaticKeyStore(config.keys, config.defaultRate)];
+  if (accounts !== undefined) stores.push(accounts.keys);
+  const demoKey = config.demoKey ? issueDemoKey(accounts, stores) : undefined;
 
-  await new Promise<void>((resolve, reject) => {
-    gateway.server.once("error", reject);
-    gateway.server.listen(config.listen.port, config.listen.host, resolve);
-  });
-  const { port } = gateway.server.address() as { port: number };
+  const effective: GatewayConfig = { ...config, upstreams };
+  const gateway = createGateway({ config: effective, keys: new KeyStoreChain(stores), logger });
+  accounts?.keys.onWithdrawn((keyId) => gateway.closeConnectionsOf(keyId));
+
+  const port = await listen(gateway.server, config.listen.port, config.listen.host);
   logger.log("info", "gateway listening", { host: config.listen.host, port, domain: config.domain });
-  if (demoKey !== undefined) printDemo(effective, port, demoKey, nodes);
+  const accountsPort =
+    accounts &&
+    (await listen(
+      accounts.api,
+      config.accounts?.listen.port ?? 0,
+      config.accounts?.listen.host ?? "127.0.0.1",
+    ));
+  if (accountsPort !== undefined)
+    logger.log("info", "accounts api listening", {
+      port: accountsPort,
+      outbox: config.accounts?.mail.smtp ? undefined : config.accounts?.mail.outbox,
+    });
+  if (demoKey !== undefined)
+    printDemo({ config: effective, port, key: demoKey, nodes, accountsPort, endpoints: endpointsByLabel });
 
   let stopping = false;
   const stop = async () => {
@@ -46,6 +66,7 @@ async function main(): Promise<void> {
     stopping = true;
     logger.log("info", "shutting down");
     await gateway.close();
+    await accounts?.close();
     await Promise.all(nodes.map((n) => n.stop()));
     process.exit(0);
   };
@@ -53,20 +74,23 @@ async function main(): Promise<void> {
   process.on("SIGTERM", stop);
 }
 
-function printDemo(config: GatewayConfig, port: number, key: string, nodes: readonly LocalNode[]): void {
-  const lines = ["", `API key (shown once, valid until this process stops): ${key}`, "", "Try it:"];
-  for (const node of nodes) {
-    const endpoint = endpointsByLabel.get(node.label);
-    if (endpoint !== undefined) lines.push(`  ${curlLine(endpoint, config.domain, port, key)}`);
+/** The local demo's key: issued through the account store when there is one, so it shows in listings. */
+function issueDemoKey(accounts: Accounts | undefined, stores: KeyStore[]): string {
+  if (accounts === undefined) {
+    const key = newApiKey();
+    stores.unshift(new StaticKeyStore([{ key, networks: "*" }], { perSecond: 50, burst: 100 }));
+    return key;
   }
-  lines.push(
-    "",
-    `Every label is served at http://<label>.${config.domain}:${port}/<API_KEY>/ (curl resolves *.localhost by itself;`,
-    `other clients can send the request to 127.0.0.1:${port} with a Host header of <label>.${config.domain}).`,
-    "Labels without a local node answer 503 until GATEWAY_UPSTREAM_<LABEL> or a GATEWAY_CONFIG file gives them upstreams.",
-    "",
-  );
-  process.stdout.write(`${lines.join("\n")}\n`);
+  const email = "demo@example.com";
+  const account = accounts.store.accountByEmail(email) ?? accounts.service.createAccount(email);
+  return accounts.service.issueKey(account.id, { networks: "*", plan: "shared" }).key;
+}
+
+function listen(server: Server, port: number, host: string): Promise<number> {
+  return new Promise((resolve, reject) => {
+    server.once("error", reject);
+    server.listen(port, host, () => resolve((server.address() as { port: number }).port));
+  });
 }
 
 main().catch((error: unknown) => {

@@ -1,4 +1,4 @@
-import type { GatewayConfig, Limits } from "./types.js";
+import type { AccountsConfig, GatewayConfig, Limits } from "./types.js";
 
 // Numbers from ../shared/reference/limits-and-errors.md §0.1; docs/limits.md explains each.
 export const DEFAULT_LIMITS: Limits = {
@@ -31,6 +31,19 @@ export const DEFAULT_LIMITS: Limits = {
     idleTimeoutMs: 120_000,
     handshakeTimeoutMs: 10_000,
   },
+};
+
+export const DEFAULT_ACCOUNTS: AccountsConfig = {
+  database: ".data/gateway.sqlite",
+  listen: { host: "127.0.0.1", port: 8081 },
+  mail: { from: "Node gateway <no-reply@localhost>", outbox: ".data/outbox" },
+  freeTest: { days: 7, maxPerEmail: 3, rate: { perSecond: 10, burst: 20 } },
+  rotationGraceSeconds: 24 * 3600,
+  confirmTokenHours: 24,
+  sessionHours: 24,
+  signupRatePerIp: { perSecond: 1 / 60, burst: 5 },
+  signupRatePerEmail: { perSecond: 1 / 600, burst: 3 },
+  followIntervalMs: 500,
 };
 
 export const DEFAULT_CONFIG: GatewayConfig = {

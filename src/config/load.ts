@@ -4,9 +4,9 @@ import { Ajv } from "ajv";
 import { parse } from "yaml";
 import { packageRoot } from "../package-root.js";
 import type { Endpoint } from "../registry/types.js";
-import { DEFAULT_CONFIG, DEFAULT_LIMITS } from "./defaults.js";
+import { DEFAULT_ACCOUNTS, DEFAULT_CONFIG, DEFAULT_LIMITS } from "./defaults.js";
 import { configSchema } from "./schema.js";
-import type { GatewayConfig, Limits } from "./types.js";
+import type { AccountsConfig, GatewayConfig, Limits } from "./types.js";
 
 /** The embedded default deployment that `npm start` runs: deploy/local.yaml. */
 export const EMBEDDED_CONFIG = join(packageRoot(), "deploy/local.yaml");
@@ -47,7 +47,22 @@ export function loadConfig(
     upstream: { ...DEFAULT_LIMITS.upstream, ...partial.limits?.upstream },
     ws: { ...DEFAULT_LIMITS.ws, ...partial.limits?.ws },
   };
-  let config: GatewayConfig = { ...DEFAULT_CONFIG, ...partial, limits };
+  const { accounts, ...rest } = partial as Partial<GatewayConfig> & { accounts?: Partial<AccountsConfig> };
+  let config: GatewayConfig = {
+    ...DEFAULT_CONFIG,
+    ...rest,
+    limits,
+    ...(accounts === undefined
+      ? {}
+      : {
+          accounts: {
+            ...DEFAULT_ACCOUNTS,
+            ...accounts,
+            mail: { ...DEFAULT_ACCOUNTS.mail, ...accounts.mail },
+            freeTest: { ...DEFAULT_ACCOUNTS.freeTest, ...accounts.freeTest },
+          } as AccountsConfig,
+        }),
+  };
   config = applyEnvironment(config, env);
   checkLabels(config, endpoints, file);
   return config;
@@ -63,6 +78,7 @@ function applyEnvironment(config: GatewayConfig, env: NodeJS.ProcessEnv): Gatewa
   const level = env.GATEWAY_LOG_LEVEL as GatewayConfig["log"]["level"] | undefined;
   return {
     ...config,
+    ...(config.accounts === undefined ? {} : { accounts: accountsFromEnvironment(config.accounts, env) }),
     upstreams,
     domain: env.GATEWAY_DOMAIN ?? config.domain,
     listen: {
@@ -87,4 +103,35 @@ function checkLabels(config: GatewayConfig, endpoints: ReadonlyMap<string, Endpo
   }
   if (!Number.isInteger(config.listen.port)) problems.push("GATEWAY_PORT must be an integer");
   if (problems.length > 0) throw new ConfigError(problems.map((p) => `${file}: ${p}`).join("\n"));
+}
+
+/**
+ * GATEWAY_ACCOUNTS_DB, GATEWAY_ACCOUNTS_PORT, GATEWAY_OUTBOX, and GATEWAY_SMTP_URL
+ * (smtp://user:pass@host:port, or smtps:// for implicit TLS), where the SMTP password belongs.
+ */
+function accountsFromEnvironment(accounts: AccountsConfig, env: NodeJS.ProcessEnv): AccountsConfig {
+  let mail = env.GATEWAY_OUTBOX ? { ...accounts.mail, outbox: env.GATEWAY_OUTBOX } : accounts.mail;
+  if (env.GATEWAY_SMTP_URL) {
+    const url = new URL(env.GATEWAY_SMTP_URL);
+    const secure = url.protocol === "smtps:";
+    mail = {
+      ...mail,
+      smtp: {
+        host: url.hostname,
+        port: url.port === "" ? (secure ? 465 : 587) : Number(url.port),
+        secure,
+        ...(url.username === ""
+          ? {}
+          : { user: decodeURIComponent(url.username), pass: decodeURIComponent(url.password) }),
+      },
+    };
+  }
+  return {
+    ...accounts,
+    mail,
+    database: env.GATEWAY_ACCOUNTS_DB || accounts.database,
+    listen: env.GATEWAY_ACCOUNTS_PORT
+      ? { ...accounts.listen, port: Number(env.GATEWAY_ACCOUNTS_PORT) }
+      : accounts.listen,
+  };
 }

@@ -133,5 +133,52 @@ export const configSchema = {
       },
     },
     demoKey: { type: "boolean" },
+    accounts: {
+      type: "object",
+      additionalProperties: false,
+      required: ["database", "listen", "mail"],
+      properties: {
+        database: { type: "string" },
+        listen: {
+          type: "object",
+          additionalProperties: false,
+          required: ["host", "port"],
+          properties: { host: { type: "string" }, port: { type: "integer", minimum: 0, maximum: 65535 } },
+        },
+        publicUrl: { type: "string", pattern: "^https?://" },
+        mail: {
+          type: "object",
+          additionalProperties: false,
+          required: ["from", "outbox"],
+          properties: {
+            from: { type: "string" },
+            outbox: { type: "string" },
+            smtp: {
+              type: "object",
+              additionalProperties: false,
+              required: ["host", "port"],
+              properties: {
+                host: { type: "string" },
+                port: { type: "integer" },
+                secure: { type: "boolean" },
+                user: { type: "string" },
+                pass: { type: "string" },
+              },
+            },
+          },
+        },
+        freeTest: {
+          type: "object",
+          additionalProperties: false,
+          properties: { days: ms, maxPerEmail: ms, rate },
+        },
+        rotationGraceSeconds: ms,
+        confirmTokenHours: ms,
+        sessionHours: ms,
+        signupRatePerIp: rate,
+        signupRatePerEmail: rate,
+        followIntervalMs: ms,
+      },
+    },
   },
 } as const;

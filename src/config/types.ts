@@ -84,6 +84,39 @@ export interface GatewayConfig {
   readonly localNodes: readonly LocalNodeSpec[];
   /** Issue a key at start and print it with a working curl line (the local demo). */
   readonly demoKey: boolean;
+  /** Accounts, keys and the self-service API; without it only `keys` are known. */
+  readonly accounts?: AccountsConfig;
+}
+
+export interface AccountsConfig {
+  /** The SQLite file (created and migrated on start). */
+  readonly database: string;
+  /** The self-service API listens here, apart from the node endpoints. */
+  readonly listen: { readonly host: string; readonly port: number };
+  /** The self-service API's address as users reach it, for links in e-mails. */
+  readonly publicUrl?: string;
+  readonly mail: {
+    readonly from: string;
+    /** Without an SMTP server, messages are written as .eml files to this folder. */
+    readonly outbox: string;
+    readonly smtp?: {
+      readonly host: string;
+      readonly port: number;
+      readonly secure?: boolean;
+      readonly user?: string;
+      readonly pass?: string;
+    };
+  };
+  readonly freeTest: { readonly days: number; readonly maxPerEmail: number; readonly rate: RateSpec };
+  /** How long a rotated key keeps working next to its successor. */
+  readonly rotationGraceSeconds: number;
+  readonly confirmTokenHours: number;
+  readonly sessionHours: number;
+  /** Sign-ups, logins and free tests per client IP, and per e-mail address. */
+  readonly signupRatePerIp: RateSpec;
+  readonly signupRatePerEmail: RateSpec;
+  /** How often to pick up key changes made by other instances sharing the store. */
+  readonly followIntervalMs: number;
 }
 
 export interface LocalNodeSpec {

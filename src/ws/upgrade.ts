@@ -21,7 +21,7 @@ export class WebSocketGateway {
   readonly #upstreams: UpstreamTable;
   readonly #logger: Logger;
   readonly #server: WebSocketServer;
-  readonly #relays = new Set<Relay>();
+  readonly #relays = new Map<Relay, string>();
   readonly #perClient = new Map<string, number>();
   readonly #perIp = new Map<string, number>();
 
@@ -52,7 +52,13 @@ export class WebSocketGateway {
 
   /** Closes every connection, both sides, with 1001. */
   close(): void {
-    for (const relay of this.#relays) relay.close(CLOSE.GOING_AWAY, "server shutting down");
+    for (const relay of this.#relays.keys()) relay.close(CLOSE.GOING_AWAY, "server shutting down");
+  }
+
+  /** Closes a key's connections when it is revoked or its account stops being active. */
+  closeKey(keyId: string): void {
+    for (const [relay, owner] of this.#relays)
+      if (owner === keyId) relay.close(CLOSE.POLICY, "API key withdrawn");
   }
 
   async #upgrade(req: IncomingMessage, socket: Duplex, head: Buffer): Promise<void> {
@@ -108,7 +114,7 @@ export class WebSocketGateway {
           release();
         },
       });
-      this.#relays.add(relay);
+      this.#relays.set(relay, admitted.clientId);
       this.#logger.log("info", "websocket open", { label: endpoint.label, key: admitted.principal?.keyId });
     });
   }

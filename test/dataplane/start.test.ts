@@ -1,9 +1,14 @@
 import { type ChildProcess, execFile, spawn } from "node:child_process";
+import { mkdtempSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
 import { ROOT } from "../registry/helpers.js";
 
 // `npm start` on the embedded defaults: it must issue a key, start anvil behind eth and eth-archive, and
 // print curl lines that work exactly as printed.
+const data = mkdtempSync(join(tmpdir(), "gateway-start-"));
+
 describe("the embedded default deployment", () => {
   let child: ChildProcess | undefined;
   afterAll(() => {
@@ -13,7 +18,15 @@ describe("the embedded default deployment", () => {
   it("prints a key and curl lines that work as printed, then shuts down cleanly", async () => {
     child = spawn(process.execPath, ["--import", "tsx", "src/main.ts"], {
       cwd: ROOT,
-      env: { ...process.env, GATEWAY_PORT: "0", GATEWAY_LOG_LEVEL: "warn", GATEWAY_CONFIG: "" },
+      env: {
+        ...process.env,
+        GATEWAY_PORT: "0",
+        GATEWAY_ACCOUNTS_PORT: "0",
+        GATEWAY_ACCOUNTS_DB: join(data, "gateway.sqlite"),
+        GATEWAY_OUTBOX: join(data, "outbox"),
+        GATEWAY_LOG_LEVEL: "warn",
+        GATEWAY_CONFIG: "",
+      },
       stdio: ["ignore", "pipe", "pipe"],
     });
     let out = "";
@@ -25,7 +38,7 @@ describe("the embedded default deployment", () => {
       if (Date.now() > deadline || child.exitCode !== null) throw new Error(`no banner: ${out}`);
       await new Promise((resolve) => setTimeout(resolve, 100));
     }
-    expect(out).toMatch(/API key \(shown once, valid until this process stops\): FN[A-Za-z0-9]{32}\n/);
+    expect(out).toMatch(/API key \(shown once\): FN[A-Za-z0-9]{32}\n/);
     const curls = out.split("\n").filter((line) => line.trim().startsWith("curl "));
     expect(curls).toHaveLength(2);
     for (const line of curls) {

@@ -4,6 +4,7 @@ import { DEFAULT_CONFIG, DEFAULT_LIMITS } from "../../src/config/defaults.js";
 import type { GatewayConfig, Limits, StaticKey } from "../../src/config/types.js";
 import { createGateway, type Gateway, type GatewayOptions } from "../../src/gateway.js";
 import { StaticKeyStore } from "../../src/keys/static-store.js";
+import type { KeyStore } from "../../src/keys/types.js";
 import { createLogger } from "../../src/log.js";
 
 export const DOMAIN = "gw.test";
@@ -49,10 +50,12 @@ export interface CallResult {
 export interface StartOptions extends Partial<Omit<GatewayConfig, "limits">> {
   readonly limits?: Partial<Limits>;
   readonly dispatcherFactory?: GatewayOptions["dispatcherFactory"];
+  /** Keys from somewhere else than `keys` (the account store's cache). */
+  readonly keyStore?: KeyStore;
 }
 
 export async function startGateway(options: StartOptions = {}): Promise<RunningGateway> {
-  const { dispatcherFactory, limits, ...rest } = options;
+  const { dispatcherFactory, limits, keyStore, ...rest } = options;
   const config: GatewayConfig = {
     ...DEFAULT_CONFIG,
     domain: DOMAIN,
@@ -64,7 +67,7 @@ export async function startGateway(options: StartOptions = {}): Promise<RunningG
   const logs: string[] = [];
   const gateway = createGateway({
     config,
-    keys: new StaticKeyStore(config.keys, config.defaultRate),
+    keys: keyStore ?? new StaticKeyStore(config.keys, config.defaultRate),
     logger: createLogger("debug", (line) => logs.push(line)),
     ...(dispatcherFactory ? { dispatcherFactory } : {}),
   });

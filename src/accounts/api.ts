@@ -1,0 +1,148 @@
+import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
+import { sendError, sendJson } from "../errors/respond.js";
+import { GatewayError } from "../errors/table.js";
+import { mediaType, readBody } from "../http/body.js";
+import { clientAddress } from "../http/client-address.js";
+import type { Logger } from "../log.js";
+import type { AccountService } from "./service.js";
+import type { Account } from "./types.js";
+
+type Handler = (input: {
+  body: Record<string, unknown>;
+  account: () => Account;
+  ip: string;
+  params: readonly string[];
+}) => Promise<[number, unknown]> | [number, unknown];
+
+interface Route {
+  readonly method: string;
+  readonly pattern: RegExp;
+  readonly handler: Handler;
+}
+
+const MAX_BODY = 16 * 1024;
+
+/**
+ * The self-service API, on its own listener apart from the node endpoints (docs/accounts.md):
+ * sign up, confirm, sign in, order a node or a free test, list, rotate and revoke keys.
+ */
+export function createAccountsApi(
+  service: AccountService,
+  trustedProxies: readonly string[],
+  logger: Logger,
+): Server {
+  const routes: Route[] = [
+    route("POST", /^\/v1\/signup$/, async ({ body, ip }) => {
+      const account = await service.signUp(body.email, ip);
+      return [
+        202,
+        {
+          account: publicAccount(account),
+          next: "Confirm with the token sent to your e-mail: POST /v1/confirm",
+        },
+      ];
+    }),
+    route("POST", /^\/v1\/confirm$/, ({ body }) => {
+      const { account, session } = service.confirm(body.token);
+      return [200, { account: publicAccount(account), session }];
+    }),
+    route("POST", /^\/v1\/login$/, async ({ body, ip }) => {
+      await service.requestLogin(body.email, ip);
+      return [
+        202,
+        { next: "If the address has an active account, a sign-in token was sent to it: POST /v1/session" },
+      ];
+    }),
+    route("POST", /^\/v1\/session$/, ({ body }) => {
+      const { account, session } = service.startSession(body.token);
+      return [200, { account: publicAccount(account), session }];
+    }),
+    route("GET", /^\/v1\/account$/, ({ account }) => [200, { account: publicAccount(account()) }]),
+    route("POST", /^\/v1\/free-tests$/, async ({ body, account, ip }) => [
+      201,
+      {
+        key: await service.requestFreeTest(account(), body.network, ip),
+        delivery: "The key was sent to your e-mail",
+      },
+    ]),
+    route("POST", /^\/v1\/orders$/, async ({ body, account }) => [
+      201,
+      {
+        key: await service.order(account(), body.network, body.plan),
+        delivery: "The key was sent to your e-mail",
+      },
+    ]),
+    route("GET", /^\/v1\/keys$/, ({ account }) => [200, { keys: service.listKeys(account()) }]),
+    route("POST", /^\/v1\/keys\/(\d{1,15})\/rotate$/, async ({ account, params }) => [
+      201,
+      { key: await service.rotate(account(), params[0]), delivery: "The new key was sent to your e-mail" },
+    ]),
+    route("POST", /^\/v1\/keys\/(\d{1,15})\/revoke$/, ({ account, params }) => [
+      200,
+      { key: service.revoke(account(), params[0]) },
+    ]),
+  ];
+
+  return createServer({ requestTimeout: 30_000, headersTimeout: 10_000 }, (req, res) => {
+    handle(req, res).catch((error: unknown) => {
+      logger.log("error", "accounts api", { error: String(error) });
+      sendError(res, new GatewayError("INTERNAL"), "rest");
+    });
+  });
+
+  async function handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
+    const path = (req.url ?? "/").split("?")[0] ?? "/";
+    try {
+      const candidates = routes.filter((r) => r.pattern.test(path));
+      if (candidates.length === 0) throw new GatewayError("NOT_FOUND");
+      const match = candidates.find((r) => r.method === req.method);
+      if (match === undefined) {
+        const allow = candidates.map((r) => r.method).join(", ");
+        throw new GatewayError("HTTP_METHOD_NOT_ALLOWED", { allow }, { allow });
+      }
+      const params = (match.pattern.exec(path) ?? []).slice(1);
+      const body = req.method === "POST" ? await jsonBody(req) : {};
+      const session = /^Bearer (\S+)$/.exec(req.headers.authorization ?? "")?.[1];
+      const [status, answer] = await match.handler({
+        body,
+        params,
+        ip: clientAddress(req, trustedProxies),
+        account: () => service.authenticate(session),
+      });
+      sendJson(res, status, JSON.stringify(answer));
+    } catch (error) {
+      if (!(error instanceof GatewayError)) throw error;
+      sendError(res, error, "rest");
+    }
+  }
+}
+
+function route(method: string, pattern: RegExp, handler: Handler): Route {
+  return { method, pattern, handler };
+}
+
+async function jsonBody(req: IncomingMessage): Promise<Record<string, unknown>> {
+  const text = (await readBody(req, MAX_BODY)).toString("utf8");
+  // Actions on a key (rotate, revoke) carry no body at all.
+  if (text === "") return {};
+  if (mediaType(req.headers["content-type"]) !== "application/json")
+    throw new GatewayError("UNSUPPORTED_MEDIA_TYPE");
+  let value: unknown;
+  try {
+    value = JSON.parse(text);
+  } catch {
+    throw new GatewayError("PARSE_ERROR");
+  }
+  if (value === null || typeof value !== "object" || Array.isArray(value))
+    throw new GatewayError("INVALID_FIELD", { reason: "send a JSON object" });
+  return value as Record<string, unknown>;
+}
+
+function publicAccount(account: Account): Record<string, unknown> {
+  return {
+    id: account.id,
+    email: account.email,
+    status: account.status,
+    createdAt: new Date(account.createdAt).toISOString(),
+  };
+}

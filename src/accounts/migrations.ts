@@ -1,0 +1,63 @@
+import type Database from "better-sqlite3";
+
+// Versioned, append-only: a released migration is never edited, a change is a new entry.
+const MIGRATIONS: readonly string[] = [
+  `CREATE TABLE accounts (
+     id INTEGER PRIMARY KEY,
+     email TEXT NOT NULL UNIQUE COLLATE NOCASE,
+     status TEXT NOT NULL CHECK (status IN ('pending', 'active', 'suspended', 'closed')),
+     created_at INTEGER NOT NULL,
+     free_tests_used INTEGER NOT NULL DEFAULT 0,
+     revision INTEGER NOT NULL
+   );
+   CREATE TABLE tokens (
+     token_hash TEXT PRIMARY KEY,
+     account_id INTEGER NOT NULL REFERENCES accounts (id),
+     purpose TEXT NOT NULL CHECK (purpose IN ('confirm', 'login', 'session')),
+     expires_at INTEGER NOT NULL,
+     used_at INTEGER
+   );
+   CREATE TABLE api_keys (
+     id INTEGER PRIMARY KEY,
+     account_id INTEGER NOT NULL REFERENCES accounts (id),
+     key_hash TEXT NOT NULL UNIQUE,
+     prefix TEXT NOT NULL,
+     plan TEXT NOT NULL CHECK (plan IN ('free-test', 'shared', 'dedicated')),
+     networks TEXT NOT NULL,
+     archive INTEGER NOT NULL,
+     rate_per_second REAL,
+     rate_burst REAL,
+     status TEXT NOT NULL CHECK (status IN ('active', 'revoked')),
+     created_at INTEGER NOT NULL,
+     expires_at INTEGER,
+     revoked_at INTEGER,
+     replaced_by INTEGER REFERENCES api_keys (id),
+     revision INTEGER NOT NULL
+   );
+   CREATE INDEX api_keys_account ON api_keys (account_id);
+   CREATE INDEX api_keys_revision ON api_keys (revision);
+   CREATE INDEX accounts_revision ON accounts (revision);
+   CREATE TABLE revision (id INTEGER PRIMARY KEY CHECK (id = 1), value INTEGER NOT NULL);
+   INSERT INTO revision (id, value) VALUES (1, 0);`,
+];
+
+/** Applies the migrations this database has not seen, each in its own transaction. */
+export function migrate(db: Database.Database): number {
+  db.exec(
+    "CREATE TABLE IF NOT EXISTS schema_migrations (version INTEGER PRIMARY KEY, applied_at INTEGER NOT NULL)",
+  );
+  const applied =
+    (db.prepare("SELECT MAX(version) AS v FROM schema_migrations").get() as { v: number | null }).v ?? 0;
+  MIGRATIONS.forEach((sql, index) => {
+    const version = index + 1;
+    if (version <= applied) return;
+    db.transaction(() => {
+      db.exec(sql);
+      db.prepare("INSERT INTO schema_migrations (version, applied_at) VALUES (?, ?)").run(
+        version,
+        Date.now(),
+      );
+    })();
+  });
+  return MIGRATIONS.length;
+}

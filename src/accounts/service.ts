@@ -1,0 +1,354 @@
+import { randomBytes } from "node:crypto";
+import type { AccountsConfig } from "../config/types.js";
+import { GatewayError } from "../errors/table.js";
+import { newApiKey } from "../keys/issue.js";
+import type { Plan } from "../keys/types.js";
+import { TokenBuckets } from "../limits/token-bucket.js";
+import { keyHash } from "./key-cache.js";
+import type { Mailer } from "./mailer.js";
+import type { Account, AccountStore, KeyRecord, NewKey } from "./types.js";
+
+/** A key as its owner sees it in a listing: never the key itself. */
+export interface KeyView {
+  readonly id: number;
+  readonly prefix: string;
+  readonly plan: Plan;
+  readonly networks: readonly string[] | "*";
+  readonly archive: boolean;
+  readonly status: "active" | "expired" | "revoked";
+  readonly createdAt: string;
+  readonly expiresAt: string | undefined;
+  readonly replacedBy: number | undefined;
+}
+
+export interface IssueOptions {
+  readonly networks: readonly string[] | "*";
+  readonly plan: Plan;
+  readonly archive?: boolean;
+  readonly expiresAt?: number;
+}
+
+const EMAIL =
+  /^[^\s@<>(),;:"[\]\\]+@[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?(?:\.[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?)+$/;
+const PREFIX_LENGTH = 10;
+
+/**
+ * Accounts and keys: sign-up by e-mail, keys issued on an order or a free test and sent by e-mail,
+ * rotation with a grace period, revocation. Every change is followed by `onChange`, which refreshes the
+ * data plane's key cache, so a revoked key stops working at once on this instance.
+ */
+export class AccountService {
+  readonly #store: AccountStore;
+  readonly #mailer: Mailer;
+  readonly #config: AccountsConfig;
+  readonly #networks: ReadonlySet<string>;
+  readonly #onChange: () => void;
+  readonly #now: () => number;
+  readonly #buckets = new TokenBuckets(50_000);
+
+  constructor(options: {
+    store: AccountStore;
+    mailer: Mailer;
+    config: AccountsConfig;
+    networks: ReadonlySet<string>;
+    onChange: () => void;
+    now?: () => number;
+  }) {
+    this.#store = options.store;
+    this.#mailer = options.mailer;
+    this.#config = options.config;
+    this.#networks = options.networks;
+    this.#onChange = options.onChange;
+    this.#now = options.now ?? Date.now;
+  }
+
+  /** Creates a pending account and e-mails a confirmation token. */
+  async signUp(emailInput: unknown, ip: string): Promise<Account> {
+    const email = this.#email(emailInput);
+    this.#limit(`signup-ip:${ip}`, this.#config.signupRatePerIp);
+    this.#limit(`signup-email:${email}`, this.#config.signupRatePerEmail);
+    if (this.#store.accountByEmail(email) !== undefined) throw new GatewayError("EMAIL_TAKEN");
+    const account = this.#store.createAccount(email, "pending", this.#now());
+    const token = this.#token(account.id, "confirm", this.#config.confirmTokenHours);
+    await this.#mailer.send(
+      email,
+      "Confirm your e-mail address",
+      `Confirm your account with this token:\n\n  ${token}\n\nPOST ${this.#publicUrl()}/v1/confirm {"token":"${token}"}\n\nIt expires in ${this.#config.confirmTokenHours} hours.\n`,
+    );
+    return account;
+  }
+
+  /** Confirms the e-mail address: the account becomes active, and a session starts. */
+  confirm(tokenInput: unknown): { account: Account; session: string } {
+    const account = this.#redeem(tokenInput, "confirm");
+    if (account.status === "pending") {
+      this.#store.setAccountStatus(account.id, "active");
+      this.#onChange();
+    }
+    const active = this.#store.account(account.id) as Account;
+    return { account: active, session: this.#token(active.id, "session", this.#config.sessionHours) };
+  }
+
+  /** E-mails a one-use sign-in token; answers the same whether the address has an account or not. */
+  async requestLogin(emailInput: unknown, ip: string): Promise<void> {
+    const email = this.#email(emailInput);
+    this.#limit(`signup-ip:${ip}`, this.#config.signupRatePerIp);
+    this.#limit(`signup-email:${email}`, this.#config.signupRatePerEmail);
+    const account = this.#store.accountByEmail(email);
+    if (account?.status !== "active") return;
+    const token = this.#token(account.id, "login", 1);
+    await this.#mailer.send(
+      email,
+      "Your sign-in token",
+      `Sign in with this token (valid for one hour):\n\n  ${token}\n\nPOST ${this.#publicUrl()}/v1/session {"token":"${token}"}\n`,
+    );
+  }
+
+  startSession(tokenInput: unknown): { account: Account; session: string } {
+    const account = this.#active(this.#redeem(tokenInput, "login"));
+    return { account, session: this.#token(account.id, "session", this.#config.sessionHours) };
+  }
+
+  /** The active account a session token belongs to. */
+  authenticate(session: string | undefined): Account {
+    if (session === undefined || session === "") throw new GatewayError("SESSION_REQUIRED");
+    const taken = this.#store.takeToken(keyHash(session), "session", this.#now());
+    if (taken === undefined || taken === "expired") throw new GatewayError("SESSION_REQUIRED");
+    return this.#active(this.#store.account(taken.accountId) as Account);
+  }
+
+  /** A free test: one per network, at most `maxPerEmail` per account, ending after `days`. */
+  async requestFreeTest(account: Account, networkInput: unknown, ip: string): Promise<KeyView> {
+    const network = this.#network(networkInput);
+    this.#limit(`free-test-ip:${ip}`, this.#config.signupRatePerIp);
+    const now = this.#now();
+    const tests = this.#store.keys(account.id).filter((k) => k.plan === "free-test");
+    if (
+      account.freeTestsUsed >= this.#config.freeTest.maxPerEmail ||
+      tests.some((k) => k.networks !== "*" && k.networks.includes(network))
+    ) {
+      throw new GatewayError("FREE_TEST_LIMIT", { maxPerEmail: this.#config.freeTest.maxPerEmail });
+    }
+    this.#store.countFreeTest(account.id);
+    const expiresAt = now + this.#config.freeTest.days * 86_400_000;
+    const { record, key } = this.#issue(
+      account.id,
+      { networks: [network], plan: "free-test", archive: false, expiresAt },
+      this.#config.freeTest.rate,
+    );
+    await this.#mailKey(account, key, record, `Your free test key for ${network}`);
+    return this.#view(record);
+  }
+
+  /** Ordering a node issues a key for that network on the chosen plan. */
+  async order(account: Account, networkInput: unknown, planInput: unknown): Promise<KeyView> {
+    const network = this.#network(networkInput);
+    const plan = planInput ?? "shared";
+    if (plan !== "shared" && plan !== "dedicated")
+      throw new GatewayError("INVALID_FIELD", { field: "plan", allowed: ["shared", "dedicated"] });
+    const { record, key } = this.#issue(account.id, { networks: [network], plan, archive: true });
+    await this.#mailKey(account, key, record, `Your ${plan} node key for ${network}`);
+    return this.#view(record);
+  }
+
+  listKeys(account: Account): KeyView[] {
+    return this.#store.keys(account.id).map((k) => this.#view(k));
+  }
+
+  /** A new key with the same scopes, e-mailed; the old one keeps working for the grace period. */
+  async rotate(account: Account, keyId: unknown): Promise<KeyView> {
+    const { record, key, old, graceEnds } = this.#rotate(account, keyId);
+    await this.#mailKey(
+      account,
+      key,
+      record,
+      `Your rotated key (${old.prefix}… works until ${new Date(graceEnds).toISOString()})`,
+    );
+    return this.#view(record);
+  }
+
+  /** Operator: rotates a key and returns the new one for the caller to show once. */
+  rotateKey(keyId: number): { key: string; view: KeyView } {
+    const record = this.#store.key(keyId);
+    const account = record && this.#store.account(record.accountId);
+    if (account === undefined) throw new GatewayError("KEY_NOT_FOUND");
+    const { record: next, key } = this.#rotate(account, keyId);
+    return { key, view: this.#view(next) };
+  }
+
+  #rotate(
+    account: Account,
+    keyId: unknown,
+  ): { record: KeyRecord; key: string; old: KeyRecord; graceEnds: number } {
+    const old = this.#ownKey(account, keyId);
+    if (this.#status(old) !== "active")
+      throw new GatewayError("KEY_NOT_FOUND", { reason: "the key is no longer active" });
+    const { record, key } = this.#issue(
+      account.id,
+      {
+        networks: old.networks,
+        plan: old.plan,
+        archive: old.archive,
+        ...(old.expiresAt === undefined ? {} : { expiresAt: old.expiresAt }),
+      },
+      old.rate,
+    );
+    const graceEnds = this.#now() + this.#config.rotationGraceSeconds * 1000;
+    this.#store.retireKey(old.id, graceEnds, record.id);
+    this.#onChange();
+    return { record, key, old, graceEnds };
+  }
+
+  /** Operator: revokes any key by id. */
+  revokeKey(keyId: number): KeyView {
+    const record = this.#store.key(keyId);
+    const account = record && this.#store.account(record.accountId);
+    if (account === undefined) throw new GatewayError("KEY_NOT_FOUND");
+    return this.revoke(account, keyId);
+  }
+
+  revoke(account: Account, keyId: unknown): KeyView {
+    const key = this.#ownKey(account, keyId);
+    if (key.status !== "revoked") {
+      this.#store.revokeKey(key.id, this.#now());
+      this.#onChange();
+    }
+    return this.#view(this.#store.key(key.id) as KeyRecord);
+  }
+
+  /** Operator: an account that needs no e-mail confirmation. */
+  createAccount(emailInput: unknown): Account {
+    const email = this.#email(emailInput);
+    if (this.#store.accountByEmail(email) !== undefined) throw new GatewayError("EMAIL_TAKEN");
+    const account = this.#store.createAccount(email, "active", this.#now());
+    this.#onChange();
+    return account;
+  }
+
+  setStatus(accountId: number, status: Account["status"]): Account {
+    const account = this.#store.account(accountId);
+    if (account === undefined) throw new GatewayError("INVALID_FIELD", { field: "account" });
+    if (account.status === "closed")
+      throw new GatewayError("ACCOUNT_NOT_ACTIVE", { reason: "a closed account stays closed" });
+    this.#store.setAccountStatus(accountId, status);
+    this.#onChange();
+    return this.#store.account(accountId) as Account;
+  }
+
+  /** Operator: issues a key and returns it; the caller shows it once. */
+  issueKey(accountId: number, options: IssueOptions): { key: string; view: KeyView } {
+    const account = this.#store.account(accountId);
+    if (account === undefined) throw new GatewayError("INVALID_FIELD", { field: "account" });
+    if (options.networks !== "*") for (const n of options.networks) this.#network(n);
+    const { record, key } = this.#issue(accountId, options);
+    return { key, view: this.#view(record) };
+  }
+
+  #issue(
+    accountId: number,
+    options: IssueOptions,
+    rate?: KeyRecord["rate"],
+  ): { record: KeyRecord; key: string } {
+    const key = newApiKey();
+    const spec: NewKey = {
+      accountId,
+      keyHash: keyHash(key),
+      prefix: key.slice(0, PREFIX_LENGTH),
+      plan: options.plan,
+      networks: options.networks,
+      archive: options.archive ?? true,
+      ...(rate === undefined ? {} : { rate }),
+      ...(options.expiresAt === undefined ? {} : { expiresAt: options.expiresAt }),
+    };
+    const record = this.#store.insertKey(spec, this.#now());
+    this.#onChange();
+    return { record, key };
+  }
+
+  async #mailKey(account: Account, key: string, record: KeyRecord, subject: string): Promise<void> {
+    const networks = record.networks === "*" ? "every network" : record.networks.join(", ");
+    const until =
+      record.expiresAt === undefined
+        ? "until you revoke it"
+        : `until ${new Date(record.expiresAt).toISOString()}`;
+    await this.#mailer.send(
+      account.email,
+      subject,
+      `Your API key (${record.plan} plan, ${networks}, valid ${until}):\n\n  ${key}\n\nUse it as the first path segment: https://<label>.{domain}/${key}/\nKeep it secret. It is shown in this e-mail only; you can rotate or revoke it at any time.\n`,
+    );
+  }
+
+  #ownKey(account: Account, keyId: unknown): KeyRecord {
+    const id = typeof keyId === "number" ? keyId : Number(keyId);
+    const key = Number.isInteger(id) ? this.#store.key(id) : undefined;
+    // Someone else's key is "not found": its existence is not revealed.
+    if (key === undefined || key.accountId !== account.id) throw new GatewayError("KEY_NOT_FOUND");
+    return key;
+  }
+
+  #view(key: KeyRecord): KeyView {
+    return {
+      id: key.id,
+      prefix: key.prefix,
+      plan: key.plan,
+      networks: key.networks,
+      archive: key.archive,
+      status: this.#status(key),
+      createdAt: new Date(key.createdAt).toISOString(),
+      expiresAt: key.expiresAt === undefined ? undefined : new Date(key.expiresAt).toISOString(),
+      replacedBy: key.replacedBy,
+    };
+  }
+
+  #status(key: KeyRecord): KeyView["status"] {
+    if (key.status === "revoked") return "revoked";
+    return key.expiresAt !== undefined && key.expiresAt <= this.#now() ? "expired" : "active";
+  }
+
+  #redeem(tokenInput: unknown, purpose: "confirm" | "login"): Account {
+    if (typeof tokenInput !== "string" || tokenInput.length < 16 || tokenInput.length > 128)
+      throw new GatewayError("TOKEN_INVALID");
+    const taken = this.#store.takeToken(keyHash(tokenInput), purpose, this.#now());
+    if (taken === "expired") throw new GatewayError("TOKEN_EXPIRED");
+    if (taken === undefined) throw new GatewayError("TOKEN_INVALID");
+    return this.#store.account(taken.accountId) as Account;
+  }
+
+  #token(accountId: number, purpose: "confirm" | "login" | "session", hours: number): string {
+    const token = randomBytes(24).toString("base64url");
+    this.#store.saveToken(keyHash(token), accountId, purpose, this.#now() + hours * 3_600_000);
+    return token;
+  }
+
+  #active(account: Account): Account {
+    if (account.status !== "active") throw new GatewayError("ACCOUNT_NOT_ACTIVE", { status: account.status });
+    return account;
+  }
+
+  #email(input: unknown): string {
+    if (typeof input !== "string" || input.length > 254 || !EMAIL.test(input.trim()))
+      throw new GatewayError("INVALID_EMAIL");
+    return input.trim().toLowerCase();
+  }
+
+  #network(input: unknown): string {
+    if (typeof input !== "string") throw new GatewayError("INVALID_FIELD", { field: "network" });
+    if (!this.#networks.has(input)) throw new GatewayError("NETWORK_NOT_FOUND", { network: input });
+    return input;
+  }
+
+  #limit(id: string, rate: AccountsConfig["signupRatePerIp"]): void {
+    const decision = this.#buckets.take(id, rate);
+    if (!decision.allowed) {
+      throw new GatewayError(
+        "RATE_LIMITED",
+        { retryAfter: decision.retryAfter },
+        { "retry-after": String(decision.retryAfter) },
+      );
+    }
+  }
+
+  #publicUrl(): string {
+    return this.#config.publicUrl ?? `http://${this.#config.listen.host}:${this.#config.listen.port}`;
+  }
+}

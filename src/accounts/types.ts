@@ -1,0 +1,89 @@
+import type { RateSpec } from "../config/types.js";
+import type { Plan } from "../keys/types.js";
+
+/**
+ * Account states (docs/accounts.md has the table):
+ * pending (e-mail not confirmed) → active → suspended ⇄ active; any → closed (final).
+ * Only an active account's keys work.
+ */
+export type AccountStatus = "pending" | "active" | "suspended" | "closed";
+
+/** Stored key states; `expired` is derived from expiresAt, so no job has to flip it on time. */
+export type KeyStatus = "active" | "revoked";
+
+export interface Account {
+  readonly id: number;
+  readonly email: string;
+  readonly status: AccountStatus;
+  readonly createdAt: number;
+  readonly freeTestsUsed: number;
+}
+
+export interface KeyRecord {
+  readonly id: number;
+  readonly accountId: number;
+  /** The key's first characters: shown in listings and logs, never enough to use it. */
+  readonly prefix: string;
+  readonly plan: Plan;
+  /** Network codes, or "*" for all. */
+  readonly networks: readonly string[] | "*";
+  readonly archive: boolean;
+  readonly rate: RateSpec | undefined;
+  readonly status: KeyStatus;
+  readonly createdAt: number;
+  readonly expiresAt: number | undefined;
+  /** Set on a rotated key: the key that replaced it. */
+  readonly replacedBy: number | undefined;
+}
+
+/** A key as the data plane needs it: its digest, scopes, and whether its account is active. */
+export interface KeyGrant extends KeyRecord {
+  readonly keyHash: string;
+  readonly accountStatus: AccountStatus;
+  readonly revision: number;
+}
+
+export interface NewKey {
+  readonly accountId: number;
+  readonly keyHash: string;
+  readonly prefix: string;
+  readonly plan: Plan;
+  readonly networks: readonly string[] | "*";
+  readonly archive: boolean;
+  readonly rate?: RateSpec;
+  readonly expiresAt?: number;
+}
+
+export type TokenPurpose = "confirm" | "login" | "session";
+
+/**
+ * Where accounts and keys live. SQLite is the embedded default; a shared store (PostgreSQL, say) can
+ * implement the same interface to serve several gateway instances, which follow it through changesSince.
+ */
+export interface AccountStore {
+  createAccount(email: string, status: AccountStatus, now: number): Account;
+  accountByEmail(email: string): Account | undefined;
+  account(id: number): Account | undefined;
+  listAccounts(): Account[];
+  setAccountStatus(id: number, status: AccountStatus): void;
+  countFreeTest(id: number): void;
+
+  saveToken(tokenHash: string, accountId: number, purpose: TokenPurpose, expiresAt: number): void;
+  /** Marks a one-use token used and returns it; session tokens are not consumed. */
+  takeToken(
+    tokenHash: string,
+    purpose: TokenPurpose,
+    now: number,
+  ): { accountId: number } | "expired" | undefined;
+
+  insertKey(key: NewKey, now: number): KeyRecord;
+  keys(accountId: number): KeyRecord[];
+  key(id: number): KeyRecord | undefined;
+  revokeKey(id: number, now: number): void;
+  /** Limits an old key to a grace period and links it to its successor. */
+  retireKey(id: number, expiresAt: number, replacedBy: number): void;
+
+  /** Every key whose grant changed after `revision` (new, revoked, rotated, account status); for caches. */
+  changesSince(revision: number): { readonly revision: number; readonly grants: KeyGrant[] };
+  close(): void;
+}

@@ -1,0 +1,164 @@
+import { parseArgs } from "node:util";
+import { endpointsByLabel, networkCodes } from "../../generated/endpoints.js";
+import { AccountService, type KeyView } from "../accounts/service.js";
+import { SqliteAccountStore } from "../accounts/sqlite-store.js";
+import type { Account } from "../accounts/types.js";
+import { ConfigError, loadConfig } from "../config/load.js";
+import { GatewayError } from "../errors/table.js";
+import type { Plan } from "../keys/types.js";
+
+const USAGE = `usage: npm run admin -- <command>
+
+  accounts create --email <address>         an active account, no confirmation e-mail
+  accounts list
+  accounts suspend --account <id>           its keys stop working (within a second on running gateways)
+  accounts activate --account <id>
+  accounts close --account <id>             final
+  keys issue --account <id> [--network <code>]... [--plan shared|dedicated|free-test] [--no-archive] [--days <n>]
+                                            prints the new key once; it is never shown again
+  keys list --account <id>                  prefixes only
+  keys revoke --key <id>
+  keys rotate --key <id>                    prints the new key once; the old one works for the grace period
+
+The account store is the one the deployment config names (GATEWAY_CONFIG, or deploy/local.yaml).`;
+
+function main(argv: readonly string[]): number {
+  const { positionals, values } = parseArgs({
+    args: [...argv],
+    allowPositionals: true,
+    options: {
+      email: { type: "string" },
+      account: { type: "string" },
+      key: { type: "string" },
+      network: { type: "string", multiple: true },
+      plan: { type: "string" },
+      days: { type: "string" },
+      "no-archive": { type: "boolean" },
+      help: { type: "boolean", short: "h" },
+    },
+  });
+  const [noun, verb] = positionals;
+  if (values.help || noun === undefined) {
+    console.log(USAGE);
+    return noun === undefined && !values.help ? 2 : 0;
+  }
+  const config = loadConfig(endpointsByLabel);
+  if (config.accounts === undefined) throw new ConfigError("the deployment config has no accounts section");
+  const store = new SqliteAccountStore(config.accounts.database);
+  const service = new AccountService({
+    store,
+    // The operator's key is printed, not mailed; e-mails from other commands go to the configured place.
+    mailer: { send: async () => {} },
+    config: config.accounts,
+    networks: new Set(networkCodes),
+    onChange: () => {},
+  });
+  try {
+    return run(`${noun} ${verb ?? ""}`.trim(), values, service, store);
+  } finally {
+    store.close();
+  }
+}
+
+type Values = {
+  email?: string;
+  account?: string;
+  key?: string;
+  network?: string[];
+  plan?: string;
+  days?: string;
+  "no-archive"?: boolean;
+};
+
+function run(command: string, values: Values, service: AccountService, store: SqliteAccountStore): number {
+  const accountId = () => numberOf(values.account, "--account");
+  switch (command) {
+    case "accounts create":
+      printAccount(service.createAccount(values.email));
+      return 0;
+    case "accounts list":
+      for (const account of store.listAccounts()) printAccount(account);
+      return 0;
+    case "accounts suspend":
+    case "accounts activate":
+    case "accounts close": {
+      const status = {
+        "accounts suspend": "suspended",
+        "accounts activate": "active",
+        "accounts close": "closed",
+      } as const;
+      printAccount(service.setStatus(accountId(), status[command]));
+      return 0;
+    }
+    case "keys issue": {
+      const plan = (values.plan ?? "shared") as Plan;
+      if (!["shared", "dedicated", "free-test"].includes(plan))
+        throw new GatewayError("INVALID_FIELD", { field: "plan" });
+      const days = values.days === undefined ? undefined : numberOf(values.days, "--days");
+      const { key, view } = service.issueKey(accountId(), {
+        networks: values.network ?? "*",
+        plan,
+        archive: values["no-archive"] !== true,
+        ...(days === undefined ? {} : { expiresAt: Date.now() + days * 86_400_000 }),
+      });
+      printKey(view);
+      console.log(`\n${key}\n\nThis is the only time the key is shown.`);
+      return 0;
+    }
+    case "keys list": {
+      const account = store.account(accountId());
+      if (account === undefined) throw new GatewayError("INVALID_FIELD", { field: "account" });
+      for (const view of service.listKeys(account)) printKey(view);
+      return 0;
+    }
+    case "keys revoke":
+      printKey(service.revokeKey(numberOf(values.key, "--key")));
+      return 0;
+    case "keys rotate": {
+      const { key, view } = service.rotateKey(numberOf(values.key, "--key"));
+      printKey(view);
+      console.log(
+        `\n${key}\n\nThis is the only time the key is shown. The old key works until its grace period ends.`,
+      );
+      return 0;
+    }
+    default:
+      console.error(`unknown command "${command}"\n\n${USAGE}`);
+      return 2;
+  }
+}
+
+function numberOf(value: string | undefined, flag: string): number {
+  const n = Number(value);
+  if (value === undefined || !Number.isInteger(n) || n < 0)
+    throw new GatewayError("INVALID_FIELD", { field: flag });
+  return n;
+}
+
+function printAccount(account: Account): void {
+  console.log(
+    `account ${account.id}  ${account.email}  ${account.status}  free tests used: ${account.freeTestsUsed}`,
+  );
+}
+
+function printKey(view: KeyView): void {
+  const networks = view.networks === "*" ? "*" : view.networks.join(",");
+  const expires = view.expiresAt === undefined ? "" : `  expires ${view.expiresAt}`;
+  console.log(
+    `key ${view.id}  ${view.prefix}…  ${view.plan}  ${networks}  archive:${view.archive}  ${view.status}${expires}`,
+  );
+}
+
+try {
+  process.exitCode = main(process.argv.slice(2));
+} catch (error) {
+  if (error instanceof GatewayError) {
+    console.error(
+      `error: ${error.code}: ${error.message}${error.detail ? ` ${JSON.stringify(error.detail)}` : ""}`,
+    );
+    process.exitCode = 1;
+  } else if (error instanceof ConfigError) {
+    console.error(`invalid configuration:\n${error.message}`);
+    process.exitCode = 2;
+  } else throw error;
+}

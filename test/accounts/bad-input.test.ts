@@ -1,0 +1,130 @@
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { keyIn, type SmtpCapture, startSmtp, tokenIn } from "../support/smtp.js";
+import { type AccountsFixture, startAccounts } from "./helpers.js";
+
+// Each row gets a clear error, and nothing changes in the store (its change feed and accounts compared).
+describe("self-service API bad input", () => {
+  let smtp: SmtpCapture;
+  let fx: AccountsFixture;
+  let alice = "";
+  let bobKeyId = 0;
+  let expiredToken = "";
+
+  const snapshot = () =>
+    JSON.stringify([fx.accounts.store.changesSince(0), fx.accounts.store.listAccounts()]);
+
+  beforeAll(async () => {
+    smtp = await startSmtp();
+    fx = await startAccounts({ confirmTokenHours: 1 }, smtp.port);
+    for (const email of ["alice@example.com", "bob@example.com"]) {
+      const mail = smtp.next(email);
+      await fx.api("POST", "/v1/signup", { email });
+      const session = (await fx.api("POST", "/v1/confirm", { token: tokenIn(await mail) })).json
+        .session as string;
+      if (email.startsWith("alice")) alice = session;
+      else {
+        const keyMail = smtp.next(email);
+        bobKeyId = (await fx.api("POST", "/v1/orders", { network: "eth" }, session)).json.key.id;
+        keyIn(await keyMail);
+      }
+    }
+    // a pending account whose confirmation token will have expired
+    const mail = smtp.next("late@example.com");
+    await fx.api("POST", "/v1/signup", { email: "late@example.com" });
+    expiredToken = tokenIn(await mail);
+    fx.advance(2 * 3_600_000);
+  });
+  afterAll(async () => {
+    await fx?.close();
+    await smtp?.close();
+  });
+
+  const rows: [
+    string,
+    () => [method: "GET" | "POST", path: string, body?: unknown, session?: string],
+    number,
+    string,
+  ][] = [
+    ["a malformed e-mail", () => ["POST", "/v1/signup", { email: "not-an-address" }], 400, "INVALID_EMAIL"],
+    [
+      "an e-mail with a display name",
+      () => ["POST", "/v1/signup", { email: "Alice <alice@example.com>" }],
+      400,
+      "INVALID_EMAIL",
+    ],
+    ["no e-mail at all", () => ["POST", "/v1/signup", {}], 400, "INVALID_EMAIL"],
+    ["a duplicate sign-up", () => ["POST", "/v1/signup", { email: "alice@example.com" }], 409, "EMAIL_TAKEN"],
+    [
+      "a duplicate sign-up in other case",
+      () => ["POST", "/v1/signup", { email: "ALICE@example.com" }],
+      409,
+      "EMAIL_TAKEN",
+    ],
+    [
+      "an unknown confirmation token",
+      () => ["POST", "/v1/confirm", { token: "x".repeat(32) }],
+      400,
+      "TOKEN_INVALID",
+    ],
+    [
+      "an expired confirmation token",
+      () => ["POST", "/v1/confirm", { token: expiredToken }],
+      400,
+      "TOKEN_EXPIRED",
+    ],
+    [
+      "a revoke of someone else's key",
+      () => ["POST", `/v1/keys/${bobKeyId}/revoke`, undefined, alice],
+      404,
+      "KEY_NOT_FOUND",
+    ],
+    [
+      "a rotate of someone else's key",
+      () => ["POST", `/v1/keys/${bobKeyId}/rotate`, undefined, alice],
+      404,
+      "KEY_NOT_FOUND",
+    ],
+    ["a key list without a session", () => ["GET", "/v1/keys"], 401, "SESSION_REQUIRED"],
+    ["a made-up session", () => ["GET", "/v1/keys", undefined, "y".repeat(32)], 401, "SESSION_REQUIRED"],
+    [
+      "a free test for an unknown network",
+      () => ["POST", "/v1/free-tests", { network: "ethereum" }, alice],
+      404,
+      "NETWORK_NOT_FOUND",
+    ],
+    [
+      "an order on an unknown plan",
+      () => ["POST", "/v1/orders", { network: "eth", plan: "gold" }, alice],
+      400,
+      "INVALID_FIELD",
+    ],
+    ["a body that is not JSON", () => ["POST", "/v1/signup", "{email:"], 400, "PARSE_ERROR"],
+    ["a JSON array", () => ["POST", "/v1/signup", ["a@example.com"]], 400, "INVALID_FIELD"],
+    ["an unknown route", () => ["GET", "/v1/admin"], 404, "NOT_FOUND"],
+    ["a wrong HTTP method", () => ["GET", "/v1/signup"], 405, "HTTP_METHOD_NOT_ALLOWED"],
+  ];
+
+  for (const [name, request, status, code] of rows) {
+    it(`${name} → ${status} ${code}, store unchanged`, async () => {
+      const before = snapshot();
+      const [method, path, body, session] = request();
+      const answer = await fx.api(method, path, body, session);
+      expect(answer.status).toBe(status);
+      expect(answer.json.error).toMatchObject({ code, status });
+      expect(answer.json.error.message.length).toBeGreaterThan(10);
+      expect(snapshot()).toBe(before);
+    });
+  }
+
+  it("sign-ups are rate limited per IP", async () => {
+    const limited = await startAccounts({ signupRatePerIp: { perSecond: 0.001, burst: 2 } });
+    try {
+      const statuses: number[] = [];
+      for (let i = 0; i < 3; i++)
+        statuses.push((await limited.api("POST", "/v1/signup", { email: `u${i}@example.com` })).status);
+      expect(statuses).toEqual([202, 202, 429]);
+    } finally {
+      await limited.close();
+    }
+  });
+});

@@ -1,0 +1,65 @@
+import { execFile } from "node:child_process";
+import { mkdtempSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { describe, expect, it } from "vitest";
+import { ROOT } from "../registry/helpers.js";
+
+const database = join(mkdtempSync(join(tmpdir(), "admin-cli-")), "gateway.sqlite");
+
+function admin(...args: string[]): Promise<{ code: number; out: string; err: string }> {
+  return new Promise((resolve) => {
+    execFile(
+      process.execPath,
+      ["--import", "tsx", "src/cli/admin.ts", ...args],
+      { cwd: ROOT, env: { ...process.env, GATEWAY_CONFIG: "", GATEWAY_ACCOUNTS_DB: database } },
+      (error, out, err) => resolve({ code: error ? Number(error.code ?? 1) : 0, out, err }),
+    );
+  });
+}
+
+describe("the operator CLI", () => {
+  it("creates and lists accounts, issues, lists, rotates and revokes keys, suspends", async () => {
+    expect((await admin("accounts", "create", "--email", "ops@example.com")).out).toMatch(
+      /^account 1 {2}ops@example.com {2}active/,
+    );
+
+    const issued = await admin(
+      "keys",
+      "issue",
+      "--account",
+      "1",
+      "--network",
+      "eth",
+      "--network",
+      "dot",
+      "--plan",
+      "dedicated",
+    );
+    const key = /\n(FN[A-Za-z0-9]{32})\n/.exec(issued.out)?.[1] ?? "";
+    expect(key).not.toBe("");
+    expect(issued.out).toContain("This is the only time the key is shown.");
+
+    const listed = await admin("keys", "list", "--account", "1");
+    expect(listed.out).toContain(`key 1  ${key.slice(0, 10)}…  dedicated  eth,dot  archive:true  active`);
+    expect(listed.out).not.toContain(key);
+
+    const rotated = await admin("keys", "rotate", "--key", "1");
+    const next = /\n(FN[A-Za-z0-9]{32})\n/.exec(rotated.out)?.[1] ?? "";
+    expect(next).not.toBe(key);
+    expect((await admin("keys", "list", "--account", "1")).out).toMatch(/key 1 .* active {2}expires /);
+
+    expect((await admin("keys", "revoke", "--key", "2")).out).toMatch(/key 2 .* revoked/);
+    expect((await admin("accounts", "suspend", "--account", "1")).out).toMatch(/suspended/);
+    expect((await admin("accounts", "list")).out).toMatch(/account 1 {2}ops@example.com {2}suspended/);
+  });
+
+  it("refuses bad input with a clear message and a non-zero exit", async () => {
+    const bad = await admin("accounts", "create", "--email", "nope");
+    expect(bad.code).toBe(1);
+    expect(bad.err).toContain("INVALID_EMAIL");
+    const unknown = await admin("keys", "revoke", "--key", "999");
+    expect(unknown.err).toContain("KEY_NOT_FOUND");
+    expect((await admin("frobnicate")).code).toBe(2);
+  });
+});

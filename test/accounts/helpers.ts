@@ -1,0 +1,84 @@
+import { mkdtempSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { request } from "undici";
+import { networkCodes } from "../../generated/endpoints.js";
+import { type Accounts, setUpAccounts } from "../../src/accounts/setup.js";
+import { DEFAULT_ACCOUNTS } from "../../src/config/defaults.js";
+import type { AccountsConfig } from "../../src/config/types.js";
+import { createLogger } from "../../src/log.js";
+
+export interface AccountsFixture {
+  readonly accounts: Accounts;
+  readonly dir: string;
+  readonly database: string;
+  readonly logs: string[];
+  readonly origin: string;
+  /** Moves this fixture's clock forward. */
+  advance(ms: number): void;
+  api(
+    method: "GET" | "POST",
+    path: string,
+    body?: unknown,
+    session?: string,
+  ): Promise<{ status: number; json: any }>;
+  close(): Promise<void>;
+}
+
+/** An account store, key cache, service and self-service API on a fresh SQLite file, with a movable clock. */
+export async function startAccounts(
+  overrides: Partial<AccountsConfig> = {},
+  smtpPort?: number,
+): Promise<AccountsFixture> {
+  const dir = mkdtempSync(join(tmpdir(), "accounts-"));
+  const database = join(dir, "gateway.sqlite");
+  let offset = 0;
+  const logs: string[] = [];
+  const config: AccountsConfig = {
+    ...DEFAULT_ACCOUNTS,
+    database,
+    listen: { host: "127.0.0.1", port: 0 },
+    mail: {
+      from: "gateway@example.com",
+      outbox: join(dir, "outbox"),
+      ...(smtpPort === undefined ? {} : { smtp: { host: "127.0.0.1", port: smtpPort } }),
+    },
+    signupRatePerIp: { perSecond: 100, burst: 100 },
+    signupRatePerEmail: { perSecond: 100, burst: 100 },
+    ...overrides,
+  };
+  const accounts = setUpAccounts({
+    config,
+    defaultRate: { perSecond: 1000, burst: 1000 },
+    networks: new Set(networkCodes),
+    trustedProxies: [],
+    logger: createLogger("debug", (line) => logs.push(line)),
+    now: () => Date.now() + offset,
+  });
+  await new Promise<void>((resolve) => accounts.api.listen(0, "127.0.0.1", resolve));
+  const { port } = accounts.api.address() as { port: number };
+  const origin = `http://127.0.0.1:${port}`;
+  return {
+    accounts,
+    dir,
+    database,
+    logs,
+    origin,
+    advance(ms) {
+      offset += ms;
+    },
+    async api(method, path, body, session) {
+      const response = await request(`${origin}${path}`, {
+        method,
+        headers: {
+          ...(body === undefined ? {} : { "content-type": "application/json" }),
+          ...(session === undefined ? {} : { authorization: `Bearer ${session}` }),
+        },
+        ...(body === undefined ? {} : { body: typeof body === "string" ? body : JSON.stringify(body) }),
+      });
+      const text = await response.body.text();
+      return { status: response.statusCode, json: text === "" ? undefined : JSON.parse(text) };
+    },
+    close: () => accounts.close(),
+  };
+}
