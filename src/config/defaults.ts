@@ -62,4 +62,5 @@ export const DEFAULT_CONFIG: GatewayConfig = {
   log: { level: "info", access: true },
   localNodes: [],
   demoKey: false,
+  workers: 1,
 };

@@ -1,4 +1,5 @@
 import { readFileSync } from "node:fs";
+import { availableParallelism } from "node:os";
 import { join } from "node:path";
 import { Ajv } from "ajv";
 import { parse } from "yaml";
@@ -86,6 +87,7 @@ function applyEnvironment(config: GatewayConfig, env: NodeJS.ProcessEnv): Gatewa
       port: env.GATEWAY_PORT === undefined ? config.listen.port : Number(env.GATEWAY_PORT),
     },
     log: level === undefined ? config.log : { ...config.log, level },
+    workers: workersFrom(env.GATEWAY_WORKERS, config.workers),
   };
 }
 
@@ -103,6 +105,16 @@ function checkLabels(config: GatewayConfig, endpoints: ReadonlyMap<string, Endpo
   }
   if (!Number.isInteger(config.listen.port)) problems.push("GATEWAY_PORT must be an integer");
   if (problems.length > 0) throw new ConfigError(problems.map((p) => `${file}: ${p}`).join("\n"));
+}
+
+/** GATEWAY_WORKERS: a number, or "auto" for one per core. */
+function workersFrom(value: string | undefined, fallback: number): number {
+  if (value === undefined || value === "") return fallback;
+  if (value === "auto") return availableParallelism();
+  const n = Number(value);
+  if (!Number.isInteger(n) || n < 1)
+    throw new ConfigError(`GATEWAY_WORKERS must be a positive integer or "auto", not "${value}"`);
+  return n;
 }
 
 /**

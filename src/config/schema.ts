@@ -133,6 +133,7 @@ export const configSchema = {
       },
     },
     demoKey: { type: "boolean" },
+    workers: { type: "integer", minimum: 1, maximum: 256 },
     accounts: {
       type: "object",
       additionalProperties: false,

@@ -84,6 +84,11 @@ export interface GatewayConfig {
   readonly localNodes: readonly LocalNodeSpec[];
   /** Issue a key at start and print it with a working curl line (the local demo). */
   readonly demoKey: boolean;
+  /**
+   * Worker processes sharing the listening socket (node:cluster); 1 runs everything in one process.
+   * Each worker keeps its own rate-limit buckets, so a key may reach up to `workers` times its rate.
+   */
+  readonly workers: number;
   /** Accounts, keys and the self-service API; without it only `keys` are known. */
   readonly accounts?: AccountsConfig;
 }

@@ -15,44 +15,49 @@ describe("the embedded default deployment", () => {
     child?.kill("SIGKILL");
   });
 
-  it("prints a key and curl lines that work as printed, then shuts down cleanly", async () => {
-    child = spawn(process.execPath, ["--import", "tsx", "src/main.ts"], {
-      cwd: ROOT,
-      env: {
-        ...process.env,
-        GATEWAY_PORT: "0",
-        GATEWAY_ACCOUNTS_PORT: "0",
-        GATEWAY_ACCOUNTS_DB: join(data, "gateway.sqlite"),
-        GATEWAY_OUTBOX: join(data, "outbox"),
-        GATEWAY_LOG_LEVEL: "warn",
-        GATEWAY_CONFIG: "",
-      },
-      stdio: ["ignore", "pipe", "pipe"],
-    });
-    let out = "";
-    child.stdout?.on("data", (chunk: Buffer) => {
-      out += chunk.toString();
-    });
-    const deadline = Date.now() + 30_000;
-    while (!/Labels without a local node/.test(out)) {
-      if (Date.now() > deadline || child.exitCode !== null) throw new Error(`no banner: ${out}`);
-      await new Promise((resolve) => setTimeout(resolve, 100));
-    }
-    expect(out).toMatch(/API key \(shown once\): FN[A-Za-z0-9]{32}\n/);
-    const curls = out.split("\n").filter((line) => line.trim().startsWith("curl "));
-    expect(curls).toHaveLength(2);
-    for (const line of curls) {
-      const answer = await new Promise<string>((resolve, reject) =>
-        execFile("sh", ["-c", line.trim()], (error, stdout) => (error ? reject(error) : resolve(stdout))),
-      );
-      expect(JSON.parse(answer)).toMatchObject({
-        jsonrpc: "2.0",
-        id: 1,
-        result: expect.stringMatching(/^0x[0-9a-f]+$/),
+  it.each([1, 2])(
+    "with %i worker process(es): prints a key and curl lines that work as printed, then shuts down cleanly",
+    async (workers) => {
+      child = spawn(process.execPath, ["--import", "tsx", "src/main.ts"], {
+        cwd: ROOT,
+        env: {
+          ...process.env,
+          GATEWAY_PORT: "0",
+          GATEWAY_WORKERS: String(workers),
+          GATEWAY_ACCOUNTS_PORT: "0",
+          GATEWAY_ACCOUNTS_DB: join(data, `gateway-${workers}.sqlite`),
+          GATEWAY_OUTBOX: join(data, "outbox"),
+          GATEWAY_LOG_LEVEL: "warn",
+          GATEWAY_CONFIG: "",
+        },
+        stdio: ["ignore", "pipe", "pipe"],
       });
-    }
-    const exited = new Promise<number | null>((resolve) => child?.once("exit", (code) => resolve(code)));
-    child.kill("SIGTERM");
-    expect(await exited).toBe(0);
-  });
+      let out = "";
+      child.stdout?.on("data", (chunk: Buffer) => {
+        out += chunk.toString();
+      });
+      const deadline = Date.now() + 30_000;
+      while (!/Labels without a local node/.test(out)) {
+        if (Date.now() > deadline || child.exitCode !== null) throw new Error(`no banner: ${out}`);
+        await new Promise((resolve) => setTimeout(resolve, 100));
+      }
+      expect(out).toMatch(/API key \(shown once\): FN[A-Za-z0-9]{32}\n/);
+      const curls = out.split("\n").filter((line) => line.trim().startsWith("curl "));
+      expect(curls).toHaveLength(2);
+      // each curl is a new connection, so with two workers both serve the key
+      for (const line of [...curls, ...curls]) {
+        const answer = await new Promise<string>((resolve, reject) =>
+          execFile("sh", ["-c", line.trim()], (error, stdout) => (error ? reject(error) : resolve(stdout))),
+        );
+        expect(JSON.parse(answer)).toMatchObject({
+          jsonrpc: "2.0",
+          id: 1,
+          result: expect.stringMatching(/^0x[0-9a-f]+$/),
+        });
+      }
+      const exited = new Promise<number | null>((resolve) => child?.once("exit", (code) => resolve(code)));
+      child.kill("SIGTERM");
+      expect(await exited).toBe(0);
+    },
+  );
 });
