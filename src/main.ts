@@ -37,6 +37,10 @@ async function main(): Promise<void> {
 
   // The primary owns what must exist once: local nodes, the account store's API, the demo key.
   const nodes: LocalNode[] = await startLocalNodes(config.localNodes, logger);
+  // Nodes it started must not outlive a failed start.
+  process.once("exit", () => {
+    for (const node of nodes) node.kill();
+  });
   const upstreams: Record<string, LabelUpstreams> = { ...config.upstreams };
   for (const node of nodes) upstreams[node.label] ??= [node.url];
   const accounts =

@@ -104,6 +104,8 @@ function checkLabels(config: GatewayConfig, endpoints: ReadonlyMap<string, Endpo
       problems.push(`publicHosts.${host}: "${label}" has no public endpoint in the registry`);
   }
   if (!Number.isInteger(config.listen.port)) problems.push("GATEWAY_PORT must be an integer");
+  if (!/^[A-Za-z0-9-]+(\.[A-Za-z0-9-]+)*\.?$/.test(config.domain))
+    problems.push(`domain "${config.domain}" is not a host name`);
   if (problems.length > 0) throw new ConfigError(problems.map((p) => `${file}: ${p}`).join("\n"));
 }
 

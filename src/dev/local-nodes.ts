@@ -10,6 +10,8 @@ export interface LocalNode {
   readonly label: string;
   readonly url: string;
   stop(): Promise<void>;
+  /** Synchronous, for process exit. */
+  kill(): void;
 }
 
 const BIN = join(packageRoot(), "node_modules/.bin");
@@ -53,6 +55,9 @@ async function startOne(spec: LocalNodeSpec, logger: Logger): Promise<LocalNode 
   return {
     label: spec.label,
     url,
+    kill() {
+      if (child.exitCode === null && child.signalCode === null) child.kill("SIGTERM");
+    },
     async stop() {
       if (child.exitCode !== null || child.signalCode !== null) return;
       const exited = new Promise((resolve) => child.once("exit", resolve));
