@@ -232,17 +232,37 @@ function checkNetworkHead(
   interfaces: Record<string, InterfaceSpec>,
   report: Report,
 ): void {
-  const method = network.head?.method;
-  if (method === undefined) return;
-  const served = network.mounts.some((mount) =>
-    (typeof mount.interface === "string" ? [mount.interface] : mount.interface).some((id) =>
-      interfaces[id]?.methods?.shared.includes(method),
-    ),
+  const head = network.head;
+  if (head === undefined) return;
+  const mounted = network.mounts.flatMap((mount) =>
+    (typeof mount.interface === "string" ? [mount.interface] : mount.interface).flatMap((id) => {
+      const iface = interfaces[id];
+      return iface ? [{ mount, iface }] : [];
+    }),
+  );
+  if (head.method !== undefined) {
+    const method = head.method;
+    if (!mounted.some(({ iface }) => iface.methods?.shared.includes(method)))
+      report(
+        [...path, "head", "method"],
+        `head method "${method}" is not shared by any interface of network ${network.code}`,
+      );
+    return;
+  }
+  if (head.route === undefined) return;
+  const route = parseOrReport(head.route, [...path, "head", "route"], report);
+  if (route === undefined) return;
+  const ignore: Report = () => {};
+  const served = mounted.some(
+    ({ mount, iface }) =>
+      mount.path === "/" &&
+      iface.routes !== undefined &&
+      reaches(checkRoutes(iface.routes, [], ignore), route),
   );
   if (!served)
     report(
-      [...path, "head", "method"],
-      `head method "${method}" is not shared by any interface of network ${network.code}`,
+      [...path, "head", "route"],
+      `head route "${head.route}" is not shared by any REST interface mounted at / on network ${network.code}`,
     );
 }
 

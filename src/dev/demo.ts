@@ -13,7 +13,13 @@ export function curlLine(endpoint: Endpoint, domain: string, port: number, key: 
   }
   const mount = endpoint.mounts.find((m) => m.policy.jsonrpc?.methods.get(head.method) === "shared");
   const path = mount === undefined || mount.path === "/" ? "/" : mount.path;
-  const call = { jsonrpc: "2.0", id: 1, method: head.method, params: head.params ?? [] };
+  // some interfaces (Ogmios) refuse a params member the method does not take, so none is invented
+  const call = {
+    jsonrpc: "2.0",
+    id: 1,
+    method: head.method,
+    ...(head.params === undefined ? {} : { params: head.params }),
+  };
   return `curl -s ${base}${path} -H 'content-type: application/json' -d '${JSON.stringify(call)}'`;
 }
 

@@ -69,6 +69,8 @@ async function forwardAndMerge(ctx: CallContext, json: string, refused: readonly
   const { upstream, data } = await sendUpstream(ctx.upstreams(), request(ctx, json), ctx.signal);
   ctx.note({ upstream: upstream.name });
   const body = (await readUpstreamBody(data, ctx.limits.upstream.maxResponseBytes)).toString("utf8").trim();
+  // Only notifications went upstream, and nodes answer those with no body (JSON-RPC 2.0 §6).
+  if (body === "" && data.statusCode < 300) return sendJson(ctx.res, 200, `[${refused.join(",")}]`);
   if (data.statusCode !== 200 || !body.startsWith("[") || !body.endsWith("]")) {
     // Not a batch answer (the node refused the batch as a whole): pass it on as the node sent it.
     return sendJson(ctx.res, data.statusCode, body);

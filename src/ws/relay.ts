@@ -2,7 +2,7 @@ import type { RawData, WebSocket } from "ws";
 import type { WebSocketLimits } from "../config/types.js";
 import { rpcErrorJson } from "../errors/respond.js";
 import { GatewayError } from "../errors/table.js";
-import { type CallRules, type Checked, checkCall, refuse } from "../jsonrpc/check.js";
+import { type CallRules, type Checked, checkCall, idOf, refuse } from "../jsonrpc/check.js";
 import { parseJsonRpcBody, scanMembers } from "../jsonrpc/scan.js";
 import { CLOSE } from "./close-codes.js";
 
@@ -86,7 +86,15 @@ export class Relay {
       if (parsed.calls.length === 0) throw new GatewayError("EMPTY_BATCH");
       if (parsed.calls.length > maxBatch) throw new GatewayError("BATCH_TOO_LARGE", { maxBatch });
     }
-    this.#options.charge(parsed.calls.length);
+    try {
+      this.#options.charge(parsed.calls.length);
+    } catch (error) {
+      // as over HTTP: a single call's refusal carries its own id
+      if (error instanceof GatewayError && !parsed.batch && parsed.calls[0] !== undefined) {
+        error.rawId ??= idOf(parsed.calls[0]);
+      }
+      throw error;
+    }
     const checked = parsed.calls.map((call) => this.#admit(checkCall(rules, call)));
     const passed = checked.filter((c) => c.ok);
     const refused = checked.filter((c) => !c.ok).map((c) => c.json);
@@ -97,11 +105,12 @@ export class Relay {
       return undefined;
     }
     if (passed.length === 0) return `[${refused.join(",")}]`;
-    if (refused.length > 0) {
-      const ids = new Set(passed.flatMap((c) => (c.ok && c.id !== undefined ? [c.id] : [])));
-      this.#partialBatches.push({ ids, refused });
-    }
     this.#upstream.send(`[${passed.map((c) => c.json).join(",")}]`);
+    if (refused.length === 0) return undefined;
+    const ids = new Set(passed.flatMap((c) => (c.ok && c.id !== undefined ? [c.id] : [])));
+    // Only notifications went upstream: the node will send nothing to merge into (JSON-RPC 2.0 §6).
+    if (ids.size === 0) return `[${refused.join(",")}]`;
+    this.#partialBatches.push({ ids, refused });
     return undefined;
   }
 

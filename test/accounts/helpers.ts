@@ -21,9 +21,13 @@ export interface AccountsFixture {
     path: string,
     body?: unknown,
     session?: string,
-  ): Promise<{ status: number; json: any }>;
+  ): Promise<ApiAnswer>;
   close(): Promise<void>;
 }
+
+/** The API's answer; tests read whichever fields the call under test returns. */
+// biome-ignore lint/suspicious/noExplicitAny: assertions walk arbitrary JSON answers
+export type ApiAnswer = { status: number; json: any };
 
 /** An account store, key cache, service and self-service API on a fresh SQLite file, with a movable clock. */
 export async function startAccounts(

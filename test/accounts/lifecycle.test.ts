@@ -4,7 +4,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { type RunningGateway, rpcBody, startGateway } from "../support/gateway.js";
 import { jsonRpcResponder, type LoopbackNode, startLoopbackNode } from "../support/loopback-node.js";
 import { keyIn, type SmtpCapture, startSmtp, tokenIn } from "../support/smtp.js";
-import { type AccountsFixture, startAccounts } from "./helpers.js";
+import { type AccountsFixture, type ApiAnswer, startAccounts } from "./helpers.js";
 
 const DAY = 86_400_000;
 
@@ -24,7 +24,7 @@ describe("key lifecycle", () => {
 
   async function keyFrom(
     email: string,
-    call: () => Promise<{ status: number; json: any }>,
+    call: () => Promise<ApiAnswer>,
   ): Promise<{ key: string; id: number }> {
     const mail = smtp.next(email);
     const answer = await call();

@@ -886,6 +886,20 @@ const rows: Row[] = [
       expect(r.text).toContain(`"id":${OBJECT_ID},`);
     },
   },
+  {
+    name: "PARTIAL BATCH (reaches upstream with the notification only): the refusal is still answered",
+    label: "eth",
+    path: `/${K}/`,
+    body: `[{"jsonrpc":"2.0","method":"eth_blockNumber","params":[]},${call("7", "admin_peers")}]`,
+    status: 200,
+    upstream: 1,
+    check: (r, seen) => {
+      expect(seen[0]?.body).toBe('[{"jsonrpc":"2.0","method":"eth_blockNumber","params":[]}]');
+      expect(JSON.parse(r.text)).toEqual([
+        expect.objectContaining({ id: 7, error: expect.objectContaining({ code: -32601 }) }),
+      ]);
+    },
+  },
 ];
 
 describe("bad input is refused with the documented error and never reaches the upstream", () => {

@@ -95,6 +95,13 @@ const defects: readonly Defect[] = [
     message: '32:20 head route "GET /blocks/{block}" must be a concrete path, without parameters',
   },
   {
+    name: "a network head route that no interface of the network serves",
+    from: "    mounts: [{ path: /, interface: chainrest }]\n",
+    to: "    mounts: [{ path: /, interface: chainrest }]\n    head: { route: GET /height, field: height, encoding: integer }\n",
+    message:
+      '43:20 head route "GET /height" is not shared by any REST interface mounted at / on network beta',
+  },
+  {
     name: "a duplicate YAML key",
     from: "    name: Beta\n",
     to: "    name: Beta\n    name: Gamma\n",

@@ -80,9 +80,12 @@ export function jsonRpcResponder(
     if (request.method !== "POST" || (options.path !== undefined && request.url !== options.path))
       return undefined;
     const parsed = parseJsonRpcBody(request.body, 1000);
-    const answers = parsed.calls.map((call) => {
+    // JSON-RPC 2.0 §4.1/§6, as geth does over HTTP: a notification is not answered, and a batch of
+    // notifications only gets an empty body.
+    const answers = parsed.calls.flatMap((call) => {
       const { method, params } = call.value as { method: string; params?: unknown };
-      const id = call.members.get("id") ?? "null";
+      const id = call.members.get("id");
+      if (id === undefined) return [];
       if (!Object.hasOwn(results, method)) {
         return `{"jsonrpc":"2.0","id":${id},"error":{"code":-32601,"message":"the method ${method} does not exist/is not available"}}`;
       }
@@ -90,6 +93,7 @@ export function jsonRpcResponder(
       const value = typeof result === "function" ? (result as (p: unknown) => unknown)(params) : result;
       return `{"jsonrpc":"2.0","id":${id},"result":${JSON.stringify(value)}}`;
     });
+    if (answers.length === 0) return { body: "" };
     return { body: parsed.batch ? `[${answers.join(",")}]` : (answers[0] as string) };
   };
 }

@@ -1,0 +1,202 @@
+import { randomBytes } from "node:crypto";
+import { request } from "node:http";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { WebSocket } from "ws";
+import { DOMAIN, KEYS, type RunningGateway, startGateway } from "../support/gateway.js";
+import { evmNode, type LoopbackWsNode, startLoopbackWsNode, waitUntil } from "../support/loopback-ws-node.js";
+import { resolveTestHosts } from "../support/test-hosts.js";
+
+// Every refusal of a WebSocket upgrade is an HTTP response with a JSON-RPC error body, sent before the
+// handshake and before any upstream socket is opened. Upgrades are sent raw (node:http with the Upgrade
+// headers) so the status and body can be read as they are.
+
+interface UpgradeResult {
+  readonly status: number;
+  readonly headers: Record<string, string | string[] | undefined>;
+  readonly text: string;
+  readonly json: { error?: { code?: number; message?: string; data?: Record<string, unknown> } } | undefined;
+}
+
+function upgrade(port: number, host: string, path: string, extra: Record<string, string> = {}) {
+  return new Promise<UpgradeResult>((resolve, reject) => {
+    const req = request({
+      host: "127.0.0.1",
+      port,
+      path,
+      headers: {
+        host,
+        connection: "Upgrade",
+        upgrade: "websocket",
+        "sec-websocket-version": "13",
+        "sec-websocket-key": randomBytes(16).toString("base64"),
+        ...extra,
+      },
+    });
+    req.on("response", (res) => {
+      const chunks: Buffer[] = [];
+      res.on("data", (chunk: Buffer) => chunks.push(chunk));
+      res.on("end", () => {
+        const text = Buffer.concat(chunks).toString("utf8");
+        let json: UpgradeResult["json"];
+        try {
+          json = JSON.parse(text) as UpgradeResult["json"];
+        } catch {
+          json = undefined;
+        }
+        resolve({ status: res.statusCode ?? 0, headers: res.headers, text, json });
+      });
+      res.on("error", reject);
+    });
+    req.on("upgrade", (res, socket) => {
+      socket.destroy();
+      resolve({ status: res.statusCode ?? 0, headers: res.headers, text: "", json: undefined });
+    });
+    req.on("error", reject);
+    req.end();
+  });
+}
+
+describe("WebSocket upgrade refusals", () => {
+  let node: LoopbackWsNode;
+  let gw: RunningGateway;
+  let restore: () => void;
+
+  beforeAll(async () => {
+    restore = resolveTestHosts();
+    node = await startLoopbackWsNode(evmNode());
+    // every label has an upstream, so only the gateway's checks can stop an upstream socket being opened
+    gw = await startGateway({
+      upstreams: {
+        eth: [node.url],
+        "eth-sepolia": [node.url],
+        xtz: [node.url],
+        dot: [node.url],
+      },
+    });
+  });
+  afterAll(async () => {
+    await gw?.close();
+    await node?.close();
+    restore?.();
+  });
+
+  const cases: {
+    name: string;
+    label: string;
+    path: string;
+    status: number;
+    code: string;
+    rpc: number;
+    data?: Record<string, unknown>;
+    extra?: Record<string, string>;
+  }[] = [
+    {
+      name: "a label without WebSocket (eth-sepolia)",
+      label: "eth-sepolia",
+      path: `/${KEYS.all}`,
+      status: 400,
+      code: "WEBSOCKET_NOT_OFFERED",
+      rpc: -32600,
+      data: { label: "eth-sepolia" },
+    },
+    {
+      name: "a label without WebSocket (xtz)",
+      label: "xtz",
+      path: `/${KEYS.all}`,
+      status: 400,
+      code: "WEBSOCKET_NOT_OFFERED",
+      rpc: -32600,
+      data: { label: "xtz" },
+    },
+    {
+      name: "an upgrade to something else than websocket",
+      label: "dot",
+      path: `/${KEYS.all}`,
+      status: 400,
+      code: "WEBSOCKET_NOT_OFFERED",
+      rpc: -32600,
+      extra: { upgrade: "h2c" },
+    },
+    { name: "no key", label: "dot", path: "/", status: 401, code: "UNAUTHORIZED", rpc: -32040 },
+    {
+      name: "an unknown key",
+      label: "dot",
+      path: "/FNunknownKey0000000000000000000",
+      status: 401,
+      code: "UNAUTHORIZED",
+      rpc: -32040,
+    },
+    {
+      name: "a key for another network (ethOnly on dot)",
+      label: "dot",
+      path: `/${KEYS.ethOnly}`,
+      status: 403,
+      code: "NETWORK_FORBIDDEN",
+      rpc: -32041,
+      data: { network: "dot" },
+    },
+    {
+      name: "a path after the key",
+      label: "dot",
+      path: `/${KEYS.all}/extra`,
+      status: 404,
+      code: "NOT_FOUND",
+      rpc: -32601,
+    },
+    {
+      name: "an unknown label",
+      label: "nosuchnetwork",
+      path: `/${KEYS.all}`,
+      status: 404,
+      code: "UNKNOWN_NETWORK",
+      rpc: -32601,
+    },
+  ];
+
+  for (const c of cases) {
+    it(`${c.name} → HTTP ${c.status} ${c.code} before the handshake, no upstream socket`, async () => {
+      const before = node.connections.length;
+      const result = await upgrade(gw.port, `${c.label}.${DOMAIN}`, c.path, c.extra);
+      expect(result.status).toBe(c.status);
+      expect(result.headers["content-type"]).toBe("application/json");
+      expect(result.json).toBeDefined();
+      expect(result.json).toMatchObject({
+        jsonrpc: "2.0",
+        id: null,
+        error: { code: c.rpc, data: { code: c.code, ...c.data } },
+      });
+      expect(typeof result.json?.error?.message).toBe("string");
+      // the key is never echoed
+      expect(result.text).not.toContain(KEYS.all);
+      expect(result.text).not.toContain(KEYS.ethOnly);
+      await new Promise((resolve) => setTimeout(resolve, 30));
+      expect(node.connections.length).toBe(before);
+    });
+  }
+
+  it("`/KEY/` is accepted like `/KEY`: both complete the handshake and relay calls", async () => {
+    for (const path of [`/${KEYS.all}`, `/${KEYS.all}/`]) {
+      const before = node.connections.length;
+      const raw = await upgrade(gw.port, `dot.${DOMAIN}`, path);
+      expect(raw.status).toBe(101);
+      expect(node.connections.length).toBe(before + 1);
+      // the raw socket was destroyed at once: its upstream socket is closed too
+      const upstream = node.latest();
+      await waitUntil(() => !upstream.isOpen, 3_000, "the upstream socket to close");
+
+      const ws = new WebSocket(`ws://eth.${DOMAIN}:${gw.port}${path}`);
+      await new Promise<void>((resolve, reject) => {
+        ws.once("open", () => resolve());
+        ws.once("error", reject);
+      });
+      const answer = new Promise<string>((resolve) => ws.once("message", (data) => resolve(String(data))));
+      ws.send('{"jsonrpc":"2.0","id":1,"method":"eth_chainId","params":[]}');
+      expect(JSON.parse(await answer)).toEqual({ jsonrpc: "2.0", id: 1, result: "0x1" });
+      const relayed = node.latest();
+      expect(relayed.url).toBe("/");
+      expect(relayed.methods()).toEqual(["eth_chainId"]);
+      ws.close();
+      await waitUntil(() => !relayed.isOpen, 3_000, "the upstream socket to close");
+    }
+  });
+});
