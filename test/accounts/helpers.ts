@@ -16,12 +16,7 @@ export interface AccountsFixture {
   readonly origin: string;
   /** Moves this fixture's clock forward. */
   advance(ms: number): void;
-  api(
-    method: "GET" | "POST",
-    path: string,
-    body?: unknown,
-    session?: string,
-  ): Promise<ApiAnswer>;
+  api(method: "GET" | "POST", path: string, body?: unknown, session?: string): Promise<ApiAnswer>;
   close(): Promise<void>;
 }
 
