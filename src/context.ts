@@ -3,6 +3,7 @@ import type { GatewayConfig, Limits } from "./config/types.js";
 import type { RequestTarget } from "./http/target.js";
 import type { Principal } from "./keys/types.js";
 import type { Endpoint, Mount } from "./registry/types.js";
+import type { UpstreamSignal } from "./upstream/forward.js";
 import type { UpstreamGroup } from "./upstream/upstreams.js";
 
 /** Everything a family handler needs for one request, resolved by the core before it runs. */
@@ -16,7 +17,8 @@ export interface CallContext {
   readonly principal: Principal | undefined;
   readonly limits: Limits;
   readonly support: GatewayConfig["support"];
-  readonly signal: AbortSignal;
+  /** Aborts upstream requests when the client goes away. */
+  readonly signal: UpstreamSignal;
   /** Takes `cost` tokens from the caller's rate limit; throws RATE_LIMITED when they are not there. */
   charge(cost: number): void;
   /** Adds fields to this request's access-log line. */

@@ -4,9 +4,10 @@ import { Admission } from "./admission.js";
 import type { GatewayConfig } from "./config/types.js";
 import type { CallContext } from "./context.js";
 import { dedicatedPointer } from "./context.js";
-import { type ErrorStyle, sendError } from "./errors/respond.js";
+import { ANY_ORIGIN, type ErrorStyle, sendError } from "./errors/respond.js";
 import { GatewayError } from "./errors/table.js";
 import { readBody } from "./http/body.js";
+import { ClientGone } from "./http/client-gone.js";
 import type { RequestTarget } from "./http/target.js";
 import { handleJsonRpc } from "./jsonrpc/handle.js";
 import type { KeyStore } from "./keys/types.js";
@@ -79,12 +80,7 @@ export function createGateway(options: GatewayOptions): Gateway {
     const started = performance.now();
     const fields: Record<string, string | number> = {};
     let style: ErrorStyle = "rest";
-    // Browser dapps call node endpoints directly (a key in the URL, no cookies), so any origin may read.
-    res.setHeader("access-control-allow-origin", "*");
-    const abort = new AbortController();
-    res.once("close", () => {
-      if (!res.writableFinished) abort.abort();
-    });
+    const gone = new ClientGone(res);
     try {
       const { endpoint, publicHost } = admission.endpoint(req);
       fields.label = endpoint.label;
@@ -106,7 +102,7 @@ export function createGateway(options: GatewayOptions): Gateway {
         principal,
         limits,
         support: config.support,
-        signal: abort.signal,
+        signal: gone,
         charge(cost) {
           admission.charge(admitted, cost);
         },
@@ -123,9 +119,9 @@ export function createGateway(options: GatewayOptions): Gateway {
       await dispatch(ctx);
     } catch (error) {
       if (!(error instanceof GatewayError)) throw error;
-      const gone = abort.signal.aborted || error.code === "CLIENT_CLOSED";
-      fields.error = gone ? "CLIENT_CLOSED" : error.code;
-      if (!gone) sendError(res, error, style, error.rawId);
+      const closed = gone.aborted || error.code === "CLIENT_CLOSED";
+      fields.error = closed ? "CLIENT_CLOSED" : error.code;
+      if (!closed) sendError(res, error, style, error.rawId);
     } finally {
       if (config.log.access) {
         logger.log("info", "request", {
@@ -179,6 +175,7 @@ export function createGateway(options: GatewayOptions): Gateway {
 
 function preflight(res: ServerResponse): void {
   res.writeHead(204, {
+    ...ANY_ORIGIN,
     "access-control-allow-methods": "GET, POST",
     "access-control-allow-headers": "content-type, accept",
     "access-control-max-age": "86400",

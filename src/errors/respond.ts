@@ -40,6 +40,13 @@ export function sendError(res: ServerResponse, error: GatewayError, style: Error
   sendJson(res, error.status, body, error.headers);
 }
 
+/**
+ * Browser dapps call node endpoints straight from the page (a key in the URL, no cookies), so any origin
+ * may read answers and errors. Passed to writeHead with the rest rather than set with setHeader
+ * beforehand, which sends Node's writeHead down its slow merging path (bench/README.md).
+ */
+export const ANY_ORIGIN = { "access-control-allow-origin": "*" } as const;
+
 export function sendJson(
   res: ServerResponse,
   status: number,
@@ -52,6 +59,7 @@ export function sendJson(
   }
   res.writeHead(status, {
     ...headers,
+    ...ANY_ORIGIN,
     "content-type": "application/json",
     "content-length": Buffer.byteLength(body),
   });

@@ -3,7 +3,7 @@ import { sendJson } from "../errors/respond.js";
 import { ERRORS, GatewayError } from "../errors/table.js";
 import { mediaType } from "../http/body.js";
 import type { JsonRpcPolicy } from "../registry/types.js";
-import { readUpstreamBody, relayResponse, sendUpstream } from "../upstream/forward.js";
+import { readUpstreamBody, relayUpstream, sendUpstream } from "../upstream/forward.js";
 import { type Checked, checkCall, idOf } from "./check.js";
 import { type ParsedBody, parseJsonRpcBody } from "./scan.js";
 
@@ -59,9 +59,15 @@ function checkMediaType(contentType: string | undefined, plainTextBody: boolean)
 }
 
 async function forward(ctx: CallContext, json: string): Promise<void> {
-  const { upstream, data } = await sendUpstream(ctx.upstreams(), request(ctx, json), ctx.signal);
+  const { res, signal, limits } = ctx;
+  const upstream = await relayUpstream(
+    ctx.upstreams(),
+    request(ctx, json),
+    signal,
+    res,
+    limits.upstream.maxResponseBytes,
+  );
   ctx.note({ upstream: upstream.name });
-  await relayResponse(ctx.res, data, ctx.limits.upstream.maxResponseBytes);
 }
 
 /** A batch with refused calls: the upstream answers the rest, and the refusals join its array. */

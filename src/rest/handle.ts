@@ -5,7 +5,7 @@ import { GatewayError } from "../errors/table.js";
 import { mediaType } from "../http/body.js";
 import { matchRoute } from "../registry/match-route.js";
 import type { RouteNode } from "../registry/types.js";
-import { relayResponse, sendUpstream } from "../upstream/forward.js";
+import { relayUpstream } from "../upstream/forward.js";
 
 // Bodies a REST node takes: JSON for most, raw bytes for signed transactions (algod takes msgpack).
 const BODY_TYPES = new Set([
@@ -54,7 +54,7 @@ export async function handleRest(
   const stream = match.access === "stream";
   // A stream stays open while the node pushes: the socket's idle timeout must not cut it.
   if (stream) ctx.req.socket.setTimeout(0);
-  const { upstream, data } = await sendUpstream(
+  const upstream = await relayUpstream(
     ctx.upstreams(),
     {
       method: method as Dispatcher.HttpMethod,
@@ -65,12 +65,8 @@ export async function handleRest(
       stream,
     },
     ctx.signal,
+    ctx.res,
+    stream ? Number.POSITIVE_INFINITY : ctx.limits.upstream.maxResponseBytes,
   );
   ctx.note({ upstream: upstream.name });
-  await relayResponse(
-    ctx.res,
-    data,
-    stream ? Number.POSITIVE_INFINITY : ctx.limits.upstream.maxResponseBytes,
-    stream,
-  );
 }

@@ -1,5 +1,6 @@
-import { type Dispatcher, Pool } from "undici";
+import type { Dispatcher } from "undici";
 import type { GatewayConfig, LabelUpstreams, Limits, UpstreamSpec } from "../config/types.js";
+import { Pool } from "./undici-core.js";
 
 /** One upstream node: where to send, and what to add to every request. */
 export interface Upstream {
@@ -9,6 +10,8 @@ export interface Upstream {
   readonly basePath: string;
   readonly baseQuery: string;
   readonly headers: Readonly<Record<string, string>>;
+  /** Whether `headers` has any, so requests without them skip a merge. */
+  readonly hasHeaders: boolean;
   /** Where the node takes WebSocket connections. */
   readonly wsUrl: string;
 }
@@ -23,7 +26,8 @@ export class UpstreamGroup {
   }
 
   /** Members in the order to try them for one request: the next in turn first, then the others. */
-  order(): Upstream[] {
+  order(): readonly Upstream[] {
+    if (this.members.length === 1) return this.members;
     const start = this.#next;
     this.#next = (start + 1) % this.members.length;
     return this.members.slice(start).concat(this.members.slice(0, start));
@@ -90,6 +94,7 @@ export class UpstreamTable {
       basePath,
       baseQuery: parsed.search.slice(1),
       headers: extra,
+      hasHeaders: Object.keys(extra).length > 0,
       wsUrl:
         ws ??
         `${parsed.protocol === "https:" ? "wss:" : "ws:"}//${parsed.host}${parsed.pathname}${parsed.search}`,

@@ -1,0 +1,87 @@
+// Development aid: `node --import tsx bench/ab.ts A.yaml B.yaml [seconds] [rounds]` runs the small
+// JSON-RPC scenario against two gateway deployments and the Node floor, alternating, and prints medians.
+// Each YAML is a gateway config whose upstreams get pointed at the bench node (see gateway-config.ts).
+import { readFileSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { parse, stringify } from "yaml";
+import { packageRoot } from "../src/package-root.js";
+import { benchConfig } from "./gateway-config.js";
+import { measure, type Scenario, type Target } from "./load.js";
+import { freePort, start } from "./processes.js";
+import { median } from "./stats.js";
+
+const [a, b, seconds = "3", rounds = "4"] = process.argv.slice(2);
+const root = packageRoot();
+const scenario: Scenario = {
+  name: "ab",
+  connections: Number(process.env.AB_CONNECTIONS ?? 50),
+  method: "POST",
+  path: "/",
+  body: `{"jsonrpc":"2.0","id":1,"method":"${process.env.AB_METHOD ?? "eth_blockNumber"}","params":[]}`,
+  label: "eth",
+};
+const port = await freePort();
+const wsPort = await freePort();
+const node = await start(
+  "node",
+  ["--import", "tsx", "bench/upstream.ts"],
+  { BENCH_PORT: `${port}`, BENCH_WS_PORT: `${wsPort}` },
+  port,
+  root,
+);
+const base = benchConfig({
+  http: `http://127.0.0.1:${port}`,
+  ws: `ws://127.0.0.1:${wsPort}`,
+  labels: ["eth"],
+});
+const targets: Target[] = [];
+for (const [i, file] of [a, b].entries()) {
+  if (file === undefined) continue;
+  const config = join(tmpdir(), `ab-${i}.yaml`);
+  writeFileSync(config, stringify({ ...base, ...(parse(readFileSync(file, "utf8")) ?? {}) }));
+  const p = await freePort();
+  targets.push({
+    ...(await start(
+      file,
+      [process.env.AB_ENTRY ?? "dist/gateway.js"],
+      { GATEWAY_CONFIG: config, GATEWAY_PORT: `${p}` },
+      p,
+      root,
+    )),
+    gateway: true,
+  });
+}
+const fp = await freePort();
+targets.push({
+  ...(await start(
+    "floor",
+    ["--import", "tsx", "bench/targets/floor.ts"],
+    { BENCH_PORT: `${fp}`, BENCH_UPSTREAM: `http://127.0.0.1:${port}` },
+    fp,
+    root,
+  )),
+  gateway: false,
+});
+const rps = new Map(targets.map((t) => [t.name, [] as number[]]));
+const rss = new Map(targets.map((t) => [t.name, [] as number[]]));
+for (const t of targets) await measure(t, scenario, 1);
+for (let r = 0; r < Number(rounds); r++) {
+  for (const t of targets) {
+    const sample = await measure(t, scenario, Number(seconds));
+    rps.get(t.name)?.push(sample.rps);
+    rss.get(t.name)?.push(sample.rssBytes / 2 ** 20);
+  }
+}
+const floor = median(rps.get("floor") ?? []);
+for (const [name, list] of rps) {
+  const peak = Math.round(median(rss.get(name) ?? []));
+  console.log(
+    name.padEnd(24),
+    Math.round(median(list)),
+    (median(list) / floor).toFixed(2),
+    `${peak} MB`,
+    list.map(Math.round).join(" "),
+  );
+}
+await Promise.all([node, ...targets].map((t) => t.stop()));

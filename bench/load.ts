@@ -1,0 +1,53 @@
+import autocannon from "autocannon";
+import { BENCH_DOMAIN, BENCH_KEY } from "./gateway-config.js";
+import { type Running, samplePeakRss } from "./processes.js";
+
+/** One kind of request, as a client of the gateway sends it and as a client of a plain proxy sends it. */
+export interface Scenario {
+  readonly name: string;
+  readonly connections: number;
+  readonly method: "GET" | "POST";
+  /** The upstream path; the gateway gets `/<key>` in front of it. */
+  readonly path: string;
+  readonly body?: string;
+  /** The gateway's host label. */
+  readonly label: string;
+}
+
+export interface Target extends Running {
+  /** Whether requests need the gateway's Host label and key path. */
+  readonly gateway: boolean;
+  /** A host label of its own, in place of the scenario's. */
+  readonly label?: string;
+}
+
+export interface Sample {
+  readonly rps: number;
+  readonly p50: number;
+  readonly p99: number;
+  readonly rssBytes: number;
+  readonly failures: number;
+}
+
+export async function measure(target: Target, scenario: Scenario, seconds: number): Promise<Sample> {
+  const headers: Record<string, string> = { "content-type": "application/json" };
+  if (target.gateway) headers.host = `${target.label ?? scenario.label}.${BENCH_DOMAIN}`;
+  const path = target.gateway ? `/${BENCH_KEY}${scenario.path}` : scenario.path;
+  const peak = samplePeakRss(target);
+  const result = await autocannon({
+    url: `http://127.0.0.1:${target.port}${path}`,
+    connections: scenario.connections,
+    duration: seconds,
+    method: scenario.method,
+    headers,
+    ...(scenario.body === undefined ? {} : { body: scenario.body }),
+  });
+  return {
+    rps: result.requests.total / result.duration,
+    p50: result.latency.p50,
+    p99: result.latency.p99,
+    rssBytes: peak(),
+    // A run in which nothing completed is a failure too: the target stalled.
+    failures: result.errors + result.timeouts + result.non2xx + (result.requests.total === 0 ? 1 : 0),
+  };
+}

@@ -1,0 +1,286 @@
+// `npm run bench [-- --quick]`: the gateway against direct access, the Node floor and the proxies a Node
+// user would pick instead, in one run on one machine. bench/README.md explains targets and scenarios.
+import { execFileSync } from "node:child_process";
+import { mkdirSync, mkdtempSync, writeFileSync } from "node:fs";
+import { cpus, tmpdir, totalmem } from "node:os";
+import { join } from "node:path";
+import { parseArgs } from "node:util";
+import { build } from "esbuild";
+import { stringify } from "yaml";
+import { packageRoot } from "../src/package-root.js";
+import { BENCH_DOMAIN, BENCH_KEY, benchConfig } from "./gateway-config.js";
+import { measure, type Sample, type Scenario, type Target } from "./load.js";
+import { freePort, type Running, start } from "./processes.js";
+import { type Check, type FanoutRow, markdown, type Row } from "./report.js";
+import { median } from "./stats.js";
+import { buildSyntheticRegistry, SYNTHETIC_NETWORKS } from "./synthetic-registry.js";
+import { wsFanout } from "./ws-fanout.js";
+
+const { values: args } = parseArgs({
+  options: {
+    quick: { type: "boolean", default: false },
+    // while working on one thing: only scenarios whose name contains this, and no routing or fan-out
+    only: { type: "string" },
+  },
+});
+const quick = args.quick;
+const ROUNDS = 3;
+const SECONDS = quick ? 0.5 : 5;
+const WARMUP_SECONDS = quick ? 0.2 : 1;
+const root = packageRoot();
+const tsx = (file: string) => ["--import", "tsx", join("bench", file)];
+const CACHE = join("node_modules", ".cache", "gateway-bench");
+/** Targets run as plain JavaScript, like the gateway's own bundle, so no loader sits in their CPU or RSS. */
+const compiled = (file: string) => [join(CACHE, file.replace(/\.ts$/, ".mjs"))];
+
+async function compileTargets(): Promise<void> {
+  await build({
+    entryPoints: ["upstream.ts", "targets/floor.ts", "targets/http-proxy.ts", "targets/fastify-proxy.ts"].map(
+      (file) => join(root, "bench", file),
+    ),
+    outbase: join(root, "bench"),
+    outdir: join(root, CACHE),
+    outExtension: { ".js": ".mjs" },
+    bundle: true,
+    packages: "external",
+    platform: "node",
+    target: "node20",
+    format: "esm",
+    logLevel: "warning",
+  });
+}
+
+const rpc = (method: string, id = 1) => JSON.stringify({ jsonrpc: "2.0", id, method, params: [] });
+const SMALL: Omit<Scenario, "name" | "connections"> = {
+  method: "POST",
+  path: "/",
+  body: rpc("eth_blockNumber"),
+  label: "eth",
+};
+// The 1 MB scenario runs first: a process keeps the heap it grew, so each target's peak RSS there is its
+// own and not what earlier scenarios left behind.
+const SCENARIOS: readonly Scenario[] = [
+  { name: "1 MB response, 200 conns", connections: 200, ...SMALL, body: rpc("eth_getLogs") },
+  { name: "eth_blockNumber, 50 conns", connections: 50, ...SMALL },
+  { name: "eth_blockNumber, 200 conns", connections: 200, ...SMALL },
+  {
+    name: "batch of 10, 50 conns",
+    connections: 50,
+    ...SMALL,
+    body: `[${Array.from({ length: 10 }, (_, i) => rpc("eth_blockNumber", i + 1)).join(",")}]`,
+  },
+  { name: "REST GET, 50 conns", connections: 50, method: "GET", path: "/v2/status", label: "algo" },
+];
+const QUICK_SCENARIOS = new Set(["eth_blockNumber, 50 conns", "1 MB response, 200 conns"]);
+
+const running: Running[] = [];
+process.once("exit", () => {
+  for (const r of running) r.child.kill("SIGKILL");
+});
+
+async function launch(name: string, entry: string[], env: Record<string, string>, gateway: boolean) {
+  const port = await freePort();
+  const target = { ...(await start(name, entry, { ...env, BENCH_PORT: String(port) }, port, root)), gateway };
+  running.push(target);
+  return target;
+}
+
+/** Every target runs in turn within a round (A B C A B C …), so drift on a shared machine hits all alike. */
+async function compare(scenario: Scenario, targets: readonly Target[]): Promise<Map<string, Sample[]>> {
+  const samples = new Map<string, Sample[]>(targets.map((t) => [t.name, []]));
+  for (const target of targets) await measure(target, scenario, WARMUP_SECONDS);
+  for (let round = 0; round < ROUNDS; round++) {
+    for (const target of targets) {
+      samples.get(target.name)?.push(await measure(target, scenario, SECONDS));
+    }
+  }
+  return samples;
+}
+
+function summarise(scenario: string, samples: Map<string, Sample[]>, floor: string | undefined): Row[] {
+  const floorRps = floor === undefined ? undefined : median((samples.get(floor) ?? []).map((s) => s.rps));
+  return [...samples].map(([target, list]) => {
+    const rps = median(list.map((s) => s.rps));
+    return {
+      scenario,
+      target,
+      rps,
+      p50Ms: median(list.map((s) => s.p50)),
+      p99Ms: median(list.map((s) => s.p99)),
+      rssMB: median(list.map((s) => s.rssBytes)) / 2 ** 20,
+      floorRatio: floorRps === undefined ? undefined : rps / floorRps,
+      failures: list.reduce((sum, s) => sum + s.failures, 0),
+      rounds: list.length,
+    };
+  });
+}
+
+async function main(): Promise<void> {
+  const began = Date.now();
+  execFileSync(process.execPath, ["--import", "tsx", "scripts/build.ts"], { cwd: root, stdio: "inherit" });
+  await compileTargets();
+
+  const wsPort = await freePort();
+  const node = await launch("direct", compiled("upstream.ts"), { BENCH_WS_PORT: String(wsPort) }, false);
+  const upstream = `http://127.0.0.1:${node.port}`;
+  const upstreamWs = `ws://127.0.0.1:${wsPort}`;
+
+  const dir = mkdtempSync(join(tmpdir(), "gateway-bench-"));
+  const configFile = join(dir, "gateway.yaml");
+  writeFileSync(
+    configFile,
+    stringify(benchConfig({ http: upstream, ws: upstreamWs, labels: ["eth", "algo"] })),
+  );
+  // As `npm start` runs it: the built binary, with the deployment file in GATEWAY_CONFIG.
+  const gatewayEntry = ["dist/gateway.js"];
+  const gatewayEnv = (workers: number) => ({ GATEWAY_CONFIG: configFile, GATEWAY_WORKERS: String(workers) });
+  const gateway = await launchGateway("gateway", gatewayEntry, gatewayEnv(1));
+  const cluster = await launchGateway(
+    `gateway, ${cpus().length} workers`,
+    gatewayEntry,
+    gatewayEnv(cpus().length),
+  );
+  const proxied = { BENCH_UPSTREAM: upstream };
+  const httpProxy = await launch("http-proxy", compiled("targets/http-proxy.ts"), proxied, false);
+  const fastify = await launch("@fastify/http-proxy", compiled("targets/fastify-proxy.ts"), proxied, false);
+  const floor = await launch("Node floor", compiled("targets/floor.ts"), proxied, false);
+  const targets = [node, gateway, cluster, httpProxy, fastify, floor];
+
+  const rows: Row[] = [];
+  for (const scenario of SCENARIOS) {
+    if (quick && !QUICK_SCENARIOS.has(scenario.name)) continue;
+    if (args.only !== undefined && !scenario.name.includes(args.only)) continue;
+    rows.push(...summarise(scenario.name, await compare(scenario, targets), floor.name));
+    process.stderr.write(`done: ${scenario.name}\n`);
+  }
+
+  // The HTTP targets are done: stopped, they leave the cores to what follows.
+  await Promise.all([gateway, cluster, httpProxy, fastify, floor].map((target) => target.stop()));
+  const fanout: FanoutRow[] = [];
+  if (args.only === undefined) {
+    rows.push(...(await routingCost(dir, upstream, upstreamWs)));
+    // A fresh gateway, so the memory per connection is not blurred by heap that earlier load left behind.
+    const holder = await launchGateway("gateway (WebSocket)", gatewayEntry, gatewayEnv(1));
+    fanout.push(...(await webSocketFanout(wsPort, upstreamWs, holder)));
+  }
+
+  const checks = evaluate(rows, fanout, gateway.name, cluster.name);
+  const table = markdown(rows, fanout, checks);
+  const seconds = Math.round((Date.now() - began) / 1000);
+  const machine = `${cpus().length} × ${cpus()[0]?.model ?? "cpu"}, ${Math.round(totalmem() / 2 ** 30)} GB, Node ${process.version}`;
+  process.stdout.write(`\n${table}\n\n${quick ? "quick" : "full"} run, ${seconds} s, ${machine}\n`);
+  const results = join(root, "bench", "results");
+  mkdirSync(results, { recursive: true });
+  const file = join(
+    results,
+    `${new Date().toISOString().replace(/[:.]/g, "-")}${quick ? "-quick" : ""}.json`,
+  );
+  writeFileSync(
+    file,
+    `${JSON.stringify({ quick, seconds, machine, rounds: ROUNDS, rows, fanout, checks }, null, 2)}\n`,
+  );
+  process.stdout.write(`written: ${file}\n`);
+  await Promise.all(running.map((r) => r.stop()));
+}
+
+const REAL_REGISTRY = "gateway, real registry";
+const BIG_REGISTRY = `gateway, +${SYNTHETIC_NETWORKS} networks`;
+
+/** The same in-process gateway with the committed table and with a 1,000-network one, alternating. */
+async function routingCost(dir: string, upstream: string, upstreamWs: string): Promise<Row[]> {
+  const synthetic = buildSyntheticRegistry(root, join(dir, "synthetic"));
+  const inproc = (label: string, endpoints?: string) => ({
+    BENCH_UPSTREAM: upstream,
+    BENCH_UPSTREAM_WS: upstreamWs,
+    BENCH_LABEL: label,
+    ...(endpoints === undefined ? {} : { BENCH_ENDPOINTS: endpoints }),
+  });
+  const entry = tsx("targets/gateway-inproc.ts");
+  const real = await launch(REAL_REGISTRY, entry, inproc("eth"), true);
+  const big = await launch(BIG_REGISTRY, entry, inproc(synthetic.label, synthetic.endpoints), true);
+  const small = SCENARIOS.find((scenario) => scenario.name === "eth_blockNumber, 50 conns") as Scenario;
+  const samples = await compare(small, [real, { ...big, label: synthetic.label }]);
+  await Promise.all([real.stop(), big.stop()]);
+  return summarise("routing, eth_blockNumber, 50 conns", samples, undefined);
+}
+
+async function webSocketFanout(wsPort: number, upstreamWs: string, gateway: Target): Promise<FanoutRow[]> {
+  const connections = quick ? 500 : 9000;
+  const pushes = quick ? 3 : 10;
+  const pushUrl = `http://127.0.0.1:${wsPort}/push`;
+  const direct = await wsFanout({ url: upstreamWs, connections, pushes, pushUrl });
+  const relayed = await wsFanout({
+    url: `ws://127.0.0.1:${gateway.port}/${BENCH_KEY}`,
+    host: `eth.${BENCH_DOMAIN}`,
+    connections,
+    pushes,
+    pushUrl,
+    rss: () => gateway.rss(),
+  });
+  return [
+    { target: "direct", ...direct },
+    { target: "gateway", ...relayed },
+  ];
+}
+
+async function launchGateway(name: string, entry: string[], env: Record<string, string>): Promise<Target> {
+  const port = await freePort();
+  const target = {
+    ...(await start(name, entry, { ...env, GATEWAY_PORT: String(port) }, port, root)),
+    gateway: true,
+  };
+  running.push(target);
+  return target;
+}
+
+function evaluate(
+  rows: readonly Row[],
+  fanout: readonly FanoutRow[],
+  gateway: string,
+  cluster: string,
+): Check[] {
+  const find = (scenario: string, target: string) =>
+    rows.find((r) => r.scenario.startsWith(scenario) && r.target === target);
+  const checks: Check[] = [];
+  for (const scenario of ["eth_blockNumber, 50 conns", "eth_blockNumber, 200 conns"]) {
+    const one = find(scenario, gateway);
+    const many = find(scenario, cluster);
+    if (one?.floorRatio !== undefined)
+      checks.push({
+        name: `${scenario}: one process ≥ 0.9× the Node floor`,
+        pass: one.floorRatio >= 0.9,
+        measured: `${one.floorRatio.toFixed(2)}×`,
+      });
+    if (one && many)
+      checks.push({
+        name: `${scenario}: ${cluster} ≥ 1.4× one process`,
+        pass: many.rps >= 1.4 * one.rps,
+        measured: `${(many.rps / one.rps).toFixed(2)}×`,
+      });
+  }
+  const large = find("1 MB response", gateway);
+  if (large)
+    checks.push({
+      name: "1 MB responses at 200 conns: gateway peak RSS < 150 MB",
+      pass: large.rssMB < 150,
+      measured: `${large.rssMB.toFixed(0)} MB`,
+    });
+  const small = find("routing", REAL_REGISTRY);
+  const synthetic = find("routing", BIG_REGISTRY);
+  if (small && synthetic)
+    checks.push({
+      name: `${SYNTHETIC_NETWORKS}-network registry within 5% of the real one`,
+      pass: synthetic.rps >= 0.95 * small.rps,
+      measured: `${((synthetic.rps / small.rps) * 100).toFixed(1)}%`,
+    });
+  const ws = fanout.find((f) => f.target === "gateway");
+  if (ws?.bytesPerConnection !== undefined)
+    checks.push({
+      name: "idle WebSocket connection ≤ 18 KB of gateway RSS",
+      pass: ws.bytesPerConnection <= 18 * 1024,
+      measured: `${(ws.bytesPerConnection / 1024).toFixed(1)} KB at ${ws.connections} connections`,
+    });
+  return checks;
+}
+
+await main();

@@ -1,0 +1,106 @@
+import { type ChildProcess, spawn } from "node:child_process";
+import { openSync, readFileSync } from "node:fs";
+import { connect, createServer } from "node:net";
+
+export interface Running {
+  readonly name: string;
+  readonly port: number;
+  readonly child: ChildProcess;
+  /** Resident memory of the process and its children (cluster workers), in bytes. */
+  rss(): number;
+  stop(): Promise<void>;
+}
+
+export async function freePort(): Promise<number> {
+  const server = createServer();
+  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
+  const { port } = server.address() as { port: number };
+  await new Promise((resolve) => server.close(resolve));
+  return port;
+}
+
+/** Starts a TypeScript or JavaScript entry in its own process and waits until `port` accepts connections. */
+export async function start(
+  name: string,
+  entry: readonly string[],
+  env: Record<string, string>,
+  port: number,
+  root: string,
+): Promise<Running> {
+  // Output goes to /dev/null: a file write per log line, as in production, with nothing read back here.
+  const sink = openSync("/dev/null", "w");
+  const child = spawn(process.execPath, entry, {
+    cwd: root,
+    env: { ...process.env, ...env },
+    stdio: ["ignore", sink, sink],
+  });
+  const exited = new Promise<never>((_, reject) =>
+    child.once("exit", (code) => reject(new Error(`${name} exited with ${code} before listening`))),
+  );
+  exited.catch(() => {});
+  await Promise.race([waitForPort(port, 20_000), exited]);
+  return {
+    name,
+    port,
+    child,
+    rss: () => treeRss(child.pid as number),
+    stop: () =>
+      new Promise((resolve) => {
+        if (child.exitCode !== null || child.signalCode !== null) return resolve();
+        child.once("exit", () => resolve());
+        child.kill("SIGTERM");
+      }),
+  };
+}
+
+async function waitForPort(port: number, timeoutMs: number): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const open = await new Promise<boolean>((resolve) => {
+      const socket = connect(port, "127.0.0.1");
+      socket.once("connect", () => resolve(true)).once("error", () => resolve(false));
+      setTimeout(() => resolve(false), 500).unref();
+    }).then((ok) => ok);
+    if (open) return;
+    if (Date.now() > deadline) throw new Error(`nothing listening on ${port} after ${timeoutMs} ms`);
+    await new Promise((resolve) => setTimeout(resolve, 100));
+  }
+}
+
+function treeRss(pid: number): number {
+  let total = 0;
+  for (const id of [pid, ...children(pid)]) {
+    try {
+      const match = /VmRSS:\s+(\d+) kB/.exec(readFileSync(`/proc/${id}/status`, "utf8"));
+      total += match ? Number(match[1]) * 1024 : 0;
+    } catch {
+      // the process ended between listing and reading
+    }
+  }
+  return total;
+}
+
+function children(pid: number): number[] {
+  try {
+    const direct = readFileSync(`/proc/${pid}/task/${pid}/children`, "utf8")
+      .trim()
+      .split(/\s+/)
+      .filter(Boolean)
+      .map(Number);
+    return direct.flatMap((child) => [child, ...children(child)]);
+  } catch {
+    return [];
+  }
+}
+
+/** Samples a process tree's RSS until stopped; returns the peak. */
+export function samplePeakRss(target: Running, everyMs = 100): () => number {
+  let peak = target.rss();
+  const timer = setInterval(() => {
+    peak = Math.max(peak, target.rss());
+  }, everyMs);
+  return () => {
+    clearInterval(timer);
+    return Math.max(peak, target.rss());
+  };
+}

@@ -1,0 +1,55 @@
+import type { FanoutResult } from "./ws-fanout.js";
+
+export interface Row {
+  readonly scenario: string;
+  readonly target: string;
+  readonly rps: number;
+  readonly p50Ms: number;
+  readonly p99Ms: number;
+  readonly rssMB: number;
+  /** Throughput over the Node floor's in the same scenario. */
+  readonly floorRatio: number | undefined;
+  readonly failures: number;
+  readonly rounds: number;
+}
+
+export interface FanoutRow extends FanoutResult {
+  readonly target: string;
+}
+
+export interface Check {
+  readonly name: string;
+  readonly pass: boolean;
+  readonly measured: string;
+}
+
+const fixed = (value: number | undefined, digits: number) =>
+  value === undefined || Number.isNaN(value) ? "–" : value.toFixed(digits);
+
+export function markdown(
+  rows: readonly Row[],
+  fanout: readonly FanoutRow[],
+  checks: readonly Check[],
+): string {
+  const lines = [
+    "| scenario | target | req/s | p50 ms | p99 ms | peak RSS MB | × floor | failed |",
+    "|---|---|---:|---:|---:|---:|---:|---:|",
+    ...rows.map(
+      (r) =>
+        `| ${r.scenario} | ${r.target} | ${Math.round(r.rps)} | ${fixed(r.p50Ms, 0)} | ${fixed(r.p99Ms, 0)} | ${fixed(r.rssMB, 0)} | ${fixed(r.floorRatio, 2)} | ${r.failures} |`,
+    ),
+  ];
+  if (fanout.length > 0) {
+    lines.push(
+      "",
+      "| WebSocket fan-out | connections | RSS per connection KB | push p50 ms | push p99 ms |",
+      "|---|---:|---:|---:|---:|",
+      ...fanout.map(
+        (f) =>
+          `| ${f.target} | ${f.connections} | ${fixed(f.bytesPerConnection === undefined ? undefined : f.bytesPerConnection / 1024, 1)} | ${fixed(f.p50Ms, 1)} | ${fixed(f.p99Ms, 1)} |`,
+      ),
+    );
+  }
+  lines.push("", ...checks.map((c) => `- ${c.pass ? "PASS" : "MISS"} ${c.name}: ${c.measured}`));
+  return lines.join("\n");
+}

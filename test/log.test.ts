@@ -1,0 +1,82 @@
+import { spawn } from "node:child_process";
+import { closeSync, mkdtempSync, openSync, readFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { describe, expect, it } from "vitest";
+import { createLogger } from "../src/log.js";
+
+function lines(
+  level: Parameters<typeof createLogger>[0],
+  run: (log: ReturnType<typeof createLogger>) => void,
+) {
+  const out: string[] = [];
+  run(createLogger(level, (line) => out.push(line)));
+  return out;
+}
+
+describe("the logger", () => {
+  it("writes one JSON object per line, fields in order, undefined fields left out", () => {
+    const [line] = lines("info", (log) =>
+      log.log("info", "request", { label: "eth", key: undefined, status: 200, ms: 3, cached: false }),
+    );
+    expect(line?.endsWith("}\n")).toBe(true);
+    const parsed = JSON.parse(line as string);
+    expect(parsed).toEqual({
+      t: expect.stringMatching(/^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$/),
+      level: "info",
+      msg: "request",
+      label: "eth",
+      status: 200,
+      ms: 3,
+      cached: false,
+    });
+    expect(Object.keys(parsed)).toEqual(["t", "level", "msg", "label", "status", "ms", "cached"]);
+  });
+
+  it("escapes what a caller could put in a value, and keeps numbers JSON", () => {
+    const [line] = lines("debug", (log) =>
+      log.log("warn", 'say "hi"\n', {
+        method: 'eth_"x"\\\u0001',
+        big: Number.POSITIVE_INFINITY,
+        nan: Number.NaN,
+      }),
+    );
+    expect(JSON.parse(line as string)).toMatchObject({
+      msg: 'say "hi"\n',
+      method: 'eth_"x"\\\u0001',
+      big: null,
+      nan: null,
+    });
+  });
+
+  it("drops lines below its level", () => {
+    expect(lines("warn", (log) => log.log("info", "quiet"))).toEqual([]);
+    expect(lines("silent", (log) => log.log("error", "quiet"))).toEqual([]);
+    expect(lines("warn", (log) => log.log("error", "loud"))).toHaveLength(1);
+  });
+
+  it("by default batches lines to stderr and loses none, even when the process exits at once", async () => {
+    const script = `
+      import { createLogger } from "./src/log.ts";
+      const log = createLogger("info");
+      for (let i = 0; i < 100000; i++) log.log("info", "line", { i });
+      setImmediate(() => { log.log("info", "last"); process.exit(0); });
+    `;
+    // A file, as in production logging to disk: stderr is synchronous there, so what is lost is ours.
+    const file = join(mkdtempSync(join(tmpdir(), "log-")), "stderr.log");
+    const fd = openSync(file, "w");
+    const child = spawn(process.execPath, ["--import", "tsx", "--input-type=module", "-e", script], {
+      stdio: ["ignore", "ignore", fd],
+    });
+    expect(await new Promise((resolve) => child.once("exit", resolve))).toBe(0);
+    closeSync(fd);
+    const stderr = readFileSync(file, "utf8");
+    const written = stderr
+      .trimEnd()
+      .split("\n")
+      .map((line) => JSON.parse(line) as { i?: number; msg: string });
+    expect(written).toHaveLength(100001);
+    expect(written[99999]?.i).toBe(99999);
+    expect(written[100000]?.msg).toBe("last");
+  });
+});
