@@ -22,7 +22,8 @@ export function createLogger(level: LogLevel, write: (line: string) => void = st
         for (const name in fields) {
           const value = fields[name];
           if (value === undefined) continue;
-          line += `,${JSON.stringify(name)}:${typeof value === "number" && Number.isFinite(value) ? value : JSON.stringify(value)}`;
+          // names are identifiers written in code; values may carry what a caller sent, so they are escaped
+          line += `,"${name}":${typeof value === "number" && Number.isFinite(value) ? value : JSON.stringify(value)}`;
         }
       }
       write(`${line}}\n`);

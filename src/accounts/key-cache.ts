@@ -1,11 +1,7 @@
-import { createHash } from "node:crypto";
 import type { RateSpec } from "../config/types.js";
+import { keyHash } from "../keys/digest.js";
 import type { KeyStore, Principal } from "../keys/types.js";
 import type { AccountStore, KeyGrant } from "./types.js";
-
-export function keyHash(key: string): string {
-  return createHash("sha256").update(key).digest("base64url");
-}
 
 interface Entry {
   readonly principal: Principal;

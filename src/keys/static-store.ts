@@ -1,5 +1,5 @@
-import { createHash } from "node:crypto";
 import type { RateSpec, StaticKey } from "../config/types.js";
+import { keyHash } from "./digest.js";
 import type { KeyStore, Principal } from "./types.js";
 
 /** Keys from the deployment config or a test, held only as SHA-256 digests. */
@@ -8,7 +8,7 @@ export class StaticKeyStore implements KeyStore {
 
   constructor(keys: readonly StaticKey[], defaultRate: RateSpec) {
     for (const entry of keys) {
-      this.#byDigest.set(digest(entry.key), {
+      this.#byDigest.set(keyHash(entry.key), {
         keyId: entry.key.slice(0, 8),
         networks: entry.networks === "*" ? "*" : new Set(entry.networks),
         archive: entry.archive ?? true,
@@ -20,10 +20,6 @@ export class StaticKeyStore implements KeyStore {
 
   lookup(key: string): Principal | undefined {
     // Looking up by digest leaks no timing about how much of a key matched.
-    return this.#byDigest.get(digest(key));
+    return this.#byDigest.get(keyHash(key));
   }
-}
-
-function digest(key: string): string {
-  return createHash("sha256").update(key).digest("base64url");
 }
