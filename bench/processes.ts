@@ -1,6 +1,8 @@
 import { type ChildProcess, spawn } from "node:child_process";
 import { openSync, readFileSync } from "node:fs";
-import { connect, createServer } from "node:net";
+import { connect } from "node:net";
+
+export { freePort } from "../src/dev/free-port.js";
 
 export interface Running {
   readonly name: string;
@@ -9,14 +11,6 @@ export interface Running {
   /** Resident memory of the process and its children (cluster workers), in bytes. */
   rss(): number;
   stop(): Promise<void>;
-}
-
-export async function freePort(): Promise<number> {
-  const server = createServer();
-  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
-  const { port } = server.address() as { port: number };
-  await new Promise((resolve) => server.close(resolve));
-  return port;
 }
 
 /** Starts a TypeScript or JavaScript entry in its own process and waits until `port` accepts connections. */

@@ -1,10 +1,10 @@
 import { type ChildProcess, spawn } from "node:child_process";
 import { existsSync } from "node:fs";
-import { createServer } from "node:net";
 import { join } from "node:path";
 import type { LocalNodeSpec } from "../config/types.js";
 import type { Logger } from "../log.js";
 import { packageRoot } from "../package-root.js";
+import { freePort } from "./free-port.js";
 
 export interface LocalNode {
   readonly label: string;
@@ -79,15 +79,4 @@ async function waitForPort(url: string, child: ChildProcess): Promise<void> {
     }
   }
   throw new Error(`local node at ${url} did not open its port`);
-}
-
-function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const server = createServer();
-    server.once("error", reject);
-    server.listen(0, "127.0.0.1", () => {
-      const { port } = server.address() as { port: number };
-      server.close(() => resolve(port));
-    });
-  });
 }

@@ -1,7 +1,7 @@
 import { type ChildProcess, spawn } from "node:child_process";
 import { existsSync } from "node:fs";
-import { createServer } from "node:net";
 import { join } from "node:path";
+import { freePort } from "../../src/dev/free-port.js";
 import { ROOT } from "../registry/helpers.js";
 
 /** anvil from the optional npm package, or one on the PATH. */
@@ -10,19 +10,13 @@ export function anvilBinary(): string {
   return existsSync(local) ? local : "anvil";
 }
 
+export { freePort };
+
 export interface Anvil {
   readonly url: string;
   readonly port: number;
   rpc<T = unknown>(method: string, params?: unknown[]): Promise<T>;
   stop(): Promise<void>;
-}
-
-export async function freePort(): Promise<number> {
-  const server = createServer();
-  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
-  const { port } = server.address() as { port: number };
-  await new Promise((resolve) => server.close(resolve));
-  return port;
 }
 
 /** A real local EVM node. `pruned` makes it behave like a full node that refuses historical state. */
