@@ -1,10 +1,9 @@
 import type { EventEmitter } from "node:events";
-import type { IncomingHttpHeaders, ServerResponse } from "node:http";
-import { Writable } from "node:stream";
+import type { ServerResponse } from "node:http";
 import type { Dispatcher } from "undici";
-import { ANY_ORIGIN } from "../errors/respond.js";
 import { type ErrorCode, GatewayError } from "../errors/table.js";
-import { stream, request as undiciRequest } from "./undici-core.js";
+import { ResponseRelay } from "./response-relay.js";
+import { request as undiciRequest } from "./undici-core.js";
 import { type Upstream, type UpstreamGroup, upstreamPath } from "./upstreams.js";
 
 export interface ForwardRequest {
@@ -44,15 +43,14 @@ export async function sendUpstream(
 ): Promise<UpstreamResponse> {
   return withFailover(group, signal, async (upstream) => ({
     upstream,
-    data: await undiciRequest(upstream.dispatcher, options(upstream, request, signal)),
+    data: await undiciRequest(upstream.dispatcher, { ...options(upstream, request), signal }),
   }));
 }
 
 /**
  * Relays the upstream's answer (status, passed headers, body) into `res` as it arrives, with
- * backpressure: undici's `stream()` writes the body straight into the response, with no Readable in
- * between (the cheapest relay undici offers; bench/README.md has the numbers). Past `maxBytes` the
- * upstream request is aborted and the client's connection cut, since its status line is gone.
+ * backpressure (response-relay.ts). Past `maxBytes` the upstream request is aborted and the client's
+ * connection cut, since its status line is gone.
  */
 export async function relayUpstream(
   group: UpstreamGroup,
@@ -63,14 +61,15 @@ export async function relayUpstream(
 ): Promise<Upstream> {
   try {
     return await withFailover(group, signal, async (upstream) => {
-      await stream(upstream.dispatcher, options(upstream, request, signal), ({ statusCode, headers }) => {
-        const declared = Number(headers["content-length"] ?? -1);
-        if (declared > maxBytes) throw new GatewayError("UPSTREAM_RESPONSE_TOO_LARGE", { maxBytes });
-        res.writeHead(statusCode, passedHeaders(headers));
-        // A stream's next item may be minutes away: the client must see the status now.
-        if (request.stream) res.flushHeaders();
-        // A declared length is enforced by the HTTP parser; only an undeclared one needs counting.
-        return declared >= 0 || maxBytes === Number.POSITIVE_INFINITY ? res : new ByteCap(res, maxBytes);
+      await new Promise<void>((resolve, reject) => {
+        const relay = new ResponseRelay({
+          res,
+          signal,
+          maxBytes,
+          flushHeaders: request.stream,
+          settle: (error) => (error === undefined ? resolve() : reject(error)),
+        });
+        upstream.dispatcher.dispatch(options(upstream, request), relay);
       });
       return upstream;
     });
@@ -102,64 +101,14 @@ async function withFailover<T>(
   throw toGatewayError(failure);
 }
 
-function options(upstream: Upstream, request: ForwardRequest, signal: UpstreamSignal) {
+function options(upstream: Upstream, request: ForwardRequest): Dispatcher.DispatchOptions {
   return {
     method: request.method,
     path: upstreamPath(upstream, request.path, request.query),
     headers: upstream.hasHeaders ? { ...request.headers, ...upstream.headers } : request.headers,
     body: request.body ?? null,
-    signal,
     ...(request.stream ? { bodyTimeout: 0 } : {}),
   };
-}
-
-const PASSED_HEADERS = [
-  "content-type",
-  "content-length",
-  "content-encoding",
-  "cache-control",
-  "etag",
-  "last-modified",
-  "retry-after",
-];
-
-function passedHeaders(from: IncomingHttpHeaders): Record<string, string | string[]> {
-  const headers: Record<string, string | string[]> = { ...ANY_ORIGIN };
-  for (const name of PASSED_HEADERS) {
-    const value = from[name];
-    if (value !== undefined) headers[name] = value;
-  }
-  return headers;
-}
-
-/** Writes through to the response, counting; past the cap it fails, which aborts the upstream request. */
-class ByteCap extends Writable {
-  readonly #res: ServerResponse;
-  readonly #maxBytes: number;
-  #seen = 0;
-
-  constructor(res: ServerResponse, maxBytes: number) {
-    super();
-    this.#res = res;
-    this.#maxBytes = maxBytes;
-  }
-
-  override _write(chunk: Buffer, _encoding: BufferEncoding, done: (error?: Error | null) => void): void {
-    this.#seen += chunk.length;
-    if (this.#seen > this.#maxBytes) {
-      done(new GatewayError("UPSTREAM_RESPONSE_TOO_LARGE", { maxBytes: this.#maxBytes }));
-    } else if (this.#res.write(chunk)) done();
-    else this.#res.once("drain", () => done());
-  }
-
-  override _final(done: (error?: Error | null) => void): void {
-    this.#res.end(() => done());
-  }
-
-  override _destroy(error: Error | null, done: (error?: Error | null) => void): void {
-    if (error) this.#res.destroy();
-    done(error);
-  }
 }
 
 /** Reads a whole upstream body, up to the cap, for answers the gateway must merge (partial batches). */

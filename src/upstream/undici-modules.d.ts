@@ -9,13 +9,3 @@ declare module "undici/lib/api/api-request.js" {
   const request: (this: Dispatcher, options: Dispatcher.RequestOptions) => Promise<Dispatcher.ResponseData>;
   export default request;
 }
-declare module "undici/lib/api/api-stream.js" {
-  import type { Dispatcher } from "undici";
-
-  const stream: (
-    this: Dispatcher,
-    options: Dispatcher.RequestOptions,
-    factory: Dispatcher.StreamFactory,
-  ) => Promise<Dispatcher.StreamData>;
-  export default stream;
-}

@@ -1,0 +1,104 @@
+import type { ServerResponse } from "node:http";
+import type { Dispatcher } from "undici";
+import { ANY_ORIGIN } from "../errors/respond.js";
+import { GatewayError } from "../errors/table.js";
+import type { UpstreamSignal } from "./forward.js";
+
+/** Upstream response headers a client gets; everything else (cookies, server banners, hop-by-hop) stays behind. */
+const PASSED_HEADERS = new Set([
+  "content-type",
+  "content-length",
+  "content-encoding",
+  "cache-control",
+  "etag",
+  "last-modified",
+  "retry-after",
+]);
+
+export interface RelayOptions {
+  readonly res: ServerResponse;
+  readonly signal: UpstreamSignal;
+  /** Past this many body bytes the upstream request is aborted; Infinity for streams. */
+  readonly maxBytes: number;
+  /** A stream: the client must see the status line before the first item, which may be minutes away. */
+  readonly flushHeaders: boolean;
+  readonly settle: (error?: unknown) => void;
+}
+
+/**
+ * An undici dispatch handler that writes the upstream's answer straight into the client's response:
+ * status and passed headers, then each chunk as it arrives, pausing the upstream socket while the client's
+ * socket is full. It is undici's own handler interface (lib/core/request.js calls onConnect, onHeaders,
+ * onData, onComplete, onError), so no Readable, promise or stream-finished listener stands between the
+ * two sockets; `stream()` added those per request (bench/README.md).
+ */
+export class ResponseRelay implements Dispatcher.DispatchHandler {
+  readonly #options: RelayOptions;
+  #abort: ((error: Error) => void) | undefined;
+  #resume: (() => void) | undefined;
+  #counted = false;
+  #seen = 0;
+
+  constructor(options: RelayOptions) {
+    this.#options = options;
+  }
+
+  onConnect(abort: (error?: Error) => void): void {
+    this.#abort = abort;
+    const { signal } = this.#options;
+    // A request queued behind busy connections reaches here after its client may have left.
+    if (signal.aborted) abort(new GatewayError("CLIENT_CLOSED"));
+    else signal.once("abort", this.#clientGone);
+  }
+
+  onHeaders(statusCode: number, raw: Buffer[] | string[] | null, resume: () => void): boolean {
+    const { res, maxBytes, flushHeaders } = this.#options;
+    const headers: Record<string, string | string[]> = { ...ANY_ORIGIN };
+    let declared = -1;
+    for (let i = 0; raw !== null && i + 1 < raw.length; i += 2) {
+      const name = String(raw[i]).toLowerCase();
+      if (!PASSED_HEADERS.has(name)) continue;
+      const value = String(raw[i + 1]);
+      const previous = headers[name];
+      headers[name] = previous === undefined ? value : [previous, value].flat();
+      if (name === "content-length") declared = Number(value);
+    }
+    if (declared > maxBytes) throw new GatewayError("UPSTREAM_RESPONSE_TOO_LARGE", { maxBytes });
+    // A declared length is enforced by undici's parser; only an undeclared one needs counting.
+    this.#counted = declared < 0 && maxBytes !== Number.POSITIVE_INFINITY;
+    res.writeHead(statusCode, headers);
+    if (flushHeaders) res.flushHeaders();
+    this.#resume = resume;
+    res.on("drain", resume);
+    return true;
+  }
+
+  onData(chunk: Buffer): boolean {
+    const { res, maxBytes } = this.#options;
+    if (this.#counted) {
+      this.#seen += chunk.length;
+      if (this.#seen > maxBytes) throw new GatewayError("UPSTREAM_RESPONSE_TOO_LARGE", { maxBytes });
+    }
+    return res.write(chunk);
+  }
+
+  onComplete(): void {
+    this.#finish();
+    this.#options.res.end();
+    this.#options.settle();
+  }
+
+  onError(error: Error): void {
+    this.#finish();
+    this.#options.settle(error);
+  }
+
+  readonly #clientGone = (): void => {
+    this.#abort?.(new GatewayError("CLIENT_CLOSED"));
+  };
+
+  #finish(): void {
+    this.#options.signal.off("abort", this.#clientGone);
+    if (this.#resume) this.#options.res.off("drain", this.#resume);
+  }
+}
