@@ -1,7 +1,9 @@
 import cluster from "node:cluster";
 import type { Server } from "node:http";
 import { endpointsByLabel, networkCodes } from "../generated/endpoints.js";
-import type { Accounts } from "./accounts/setup.js";
+import { CachedKeyStore } from "./accounts/key-cache.js";
+import { type Accounts, setUpAccounts } from "./accounts/setup.js";
+import { SqliteAccountStore } from "./accounts/sqlite-store.js";
 import { ConfigError, loadConfig } from "./config/load.js";
 import type { GatewayConfig, LabelUpstreams } from "./config/types.js";
 import { printDemo } from "./dev/demo.js";
@@ -41,10 +43,9 @@ async function main(): Promise<void> {
   });
   const upstreams: Record<string, LabelUpstreams> = { ...config.upstreams };
   for (const node of nodes) upstreams[node.label] ??= [node.url];
-  // Loaded only when configured: SQLite and the mailer are memory a gateway without accounts never uses.
   const accounts =
     config.accounts &&
-    (await import("./accounts/setup.js")).setUpAccounts({
+    setUpAccounts({
       config: config.accounts,
       defaultRate: config.defaultRate,
       networks: new Set(networkCodes),
@@ -91,11 +92,8 @@ async function main(): Promise<void> {
 /** A worker serves the data plane on the shared socket, with its own cache following the account store. */
 async function runWorker(config: GatewayConfig, logger: Logger): Promise<void> {
   const state = JSON.parse(process.env[STATE_VARIABLE] ?? "{}") as WorkerState;
-  const store =
-    config.accounts &&
-    new (await import("./accounts/sqlite-store.js")).SqliteAccountStore(config.accounts.database);
-  const cache =
-    store && new (await import("./accounts/key-cache.js")).CachedKeyStore(store, config.defaultRate);
+  const store = config.accounts && new SqliteAccountStore(config.accounts.database);
+  const cache = store && new CachedKeyStore(store, config.defaultRate);
   cache?.follow(config.accounts?.followIntervalMs ?? 500);
   const gateway = createGateway({
     config: { ...config, upstreams: state.upstreams },
