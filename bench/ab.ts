@@ -67,15 +67,18 @@ targets.push({
 });
 const rps = new Map(targets.map((t) => [t.name, [] as number[]]));
 const rss = new Map(targets.map((t) => [t.name, [] as number[]]));
+const cpu = new Map(targets.map((t) => [t.name, [] as number[]]));
 for (const t of targets) await measure(t, scenario, 1);
 for (let r = 0; r < Number(rounds); r++) {
   for (const t of targets) {
     const sample = await measure(t, scenario, Number(seconds));
     rps.get(t.name)?.push(sample.rps);
     rss.get(t.name)?.push(sample.rssBytes / 2 ** 20);
+    cpu.get(t.name)?.push(sample.cpuMicros);
   }
 }
 const floor = median(rps.get("floor") ?? []);
+const floorCpu = median(cpu.get("floor") ?? []);
 for (const [name, list] of rps) {
   const peak = Math.round(median(rss.get(name) ?? []));
   console.log(
@@ -83,6 +86,7 @@ for (const [name, list] of rps) {
     Math.round(median(list)),
     (median(list) / floor).toFixed(2),
     `${peak} MB`,
+    `${median(cpu.get(name) ?? []).toFixed(1)} µs/req (${(median(cpu.get(name) ?? []) / floorCpu).toFixed(2)}×)`,
     list.map(Math.round).join(" "),
   );
 }

@@ -26,6 +26,8 @@ export interface Sample {
   readonly p50: number;
   readonly p99: number;
   readonly rssBytes: number;
+  /** The target's CPU time (all its processes) per completed request, in microseconds. */
+  readonly cpuMicros: number;
   readonly failures: number;
 }
 
@@ -34,6 +36,7 @@ export async function measure(target: Target, scenario: Scenario, seconds: numbe
   if (target.gateway) headers.host = `${target.label ?? scenario.label}.${BENCH_DOMAIN}`;
   const path = target.gateway ? `/${BENCH_KEY}${scenario.path}` : scenario.path;
   const peak = samplePeakRss(target);
+  const cpuBefore = target.cpu();
   const result = await autocannon({
     url: `http://127.0.0.1:${target.port}${path}`,
     connections: scenario.connections,
@@ -47,6 +50,7 @@ export async function measure(target: Target, scenario: Scenario, seconds: numbe
     p50: result.latency.p50,
     p99: result.latency.p99,
     rssBytes: peak(),
+    cpuMicros: ((target.cpu() - cpuBefore) * 1e6) / Math.max(1, result.requests.total),
     // A run in which nothing completed is a failure too: the target stalled.
     failures: result.errors + result.timeouts + result.non2xx + (result.requests.total === 0 ? 1 : 0),
   };

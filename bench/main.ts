@@ -106,9 +106,12 @@ async function compare(
 }
 
 function summarise(scenario: string, samples: Map<string, Sample[]>, floor: string | undefined): Row[] {
-  const floorRps = floor === undefined ? undefined : median((samples.get(floor) ?? []).map((s) => s.rps));
+  const floorSamples = floor === undefined ? undefined : samples.get(floor);
+  const floorRps = floorSamples && median(floorSamples.map((s) => s.rps));
+  const floorCpu = floorSamples && median(floorSamples.map((s) => s.cpuMicros));
   return [...samples].map(([target, list]) => {
     const rps = median(list.map((s) => s.rps));
+    const cpuMicros = median(list.map((s) => s.cpuMicros));
     return {
       scenario,
       target,
@@ -116,7 +119,9 @@ function summarise(scenario: string, samples: Map<string, Sample[]>, floor: stri
       p50Ms: median(list.map((s) => s.p50)),
       p99Ms: median(list.map((s) => s.p99)),
       rssMB: median(list.map((s) => s.rssBytes)) / 2 ** 20,
+      cpuMicros,
       floorRatio: floorRps === undefined ? undefined : rps / floorRps,
+      floorCpuRatio: floorCpu === undefined ? undefined : cpuMicros / floorCpu,
       failures: list.reduce((sum, s) => sum + s.failures, 0),
       rounds: list.length,
     };

@@ -10,6 +10,8 @@ export interface Running {
   readonly child: ChildProcess;
   /** Resident memory of the process and its children (cluster workers), in bytes. */
   rss(): number;
+  /** CPU time (user and system) the process and its live children have used so far, in seconds. */
+  cpu(): number;
   stop(): Promise<void>;
 }
 
@@ -38,6 +40,7 @@ export async function start(
     port,
     child,
     rss: () => treeRss(child.pid as number),
+    cpu: () => treeCpu(child.pid as number),
     stop: () =>
       new Promise((resolve) => {
         if (child.exitCode !== null || child.signalCode !== null) return resolve();
@@ -72,6 +75,23 @@ function treeRss(pid: number): number {
     }
   }
   return total;
+}
+
+const TICKS_PER_SECOND = 100; // USER_HZ, 100 on every Linux this runs on
+
+/** utime + stime from /proc/<pid>/stat (fields 14 and 15, counted after the parenthesised name). */
+function treeCpu(pid: number): number {
+  let ticks = 0;
+  for (const id of [pid, ...children(pid)]) {
+    try {
+      const stat = readFileSync(`/proc/${id}/stat`, "utf8");
+      const fields = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
+      ticks += Number(fields[11]) + Number(fields[12]);
+    } catch {
+      // the process ended between listing and reading
+    }
+  }
+  return ticks / TICKS_PER_SECOND;
 }
 
 function children(pid: number): number[] {

@@ -7,8 +7,12 @@ export interface Row {
   readonly p50Ms: number;
   readonly p99Ms: number;
   readonly rssMB: number;
+  /** The target's CPU time per request, in microseconds, over all its processes. */
+  readonly cpuMicros: number;
   /** Throughput over the Node floor's in the same scenario. */
   readonly floorRatio: number | undefined;
+  /** CPU per request over the Node floor's in the same scenario. */
+  readonly floorCpuRatio: number | undefined;
   readonly failures: number;
   readonly rounds: number;
 }
@@ -32,11 +36,11 @@ export function markdown(
   checks: readonly Check[],
 ): string {
   const lines = [
-    "| scenario | target | req/s | p50 ms | p99 ms | peak RSS MB | × floor | failed |",
-    "|---|---|---:|---:|---:|---:|---:|---:|",
+    "| scenario | target | req/s | p50 ms | p99 ms | peak RSS MB | CPU µs/req | × floor req/s | × floor CPU | failed |",
+    "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|",
     ...rows.map(
       (r) =>
-        `| ${r.scenario} | ${r.target} | ${Math.round(r.rps)} | ${fixed(r.p50Ms, 0)} | ${fixed(r.p99Ms, 0)} | ${fixed(r.rssMB, 0)} | ${fixed(r.floorRatio, 2)} | ${r.failures} |`,
+        `| ${r.scenario} | ${r.target} | ${Math.round(r.rps)} | ${fixed(r.p50Ms, 0)} | ${fixed(r.p99Ms, 0)} | ${fixed(r.rssMB, 0)} | ${fixed(r.cpuMicros, 1)} | ${fixed(r.floorRatio, 2)} | ${fixed(r.floorCpuRatio, 2)} | ${r.failures} |`,
     ),
   ];
   if (fanout.length > 0) {

@@ -1,13 +1,19 @@
 import type { IncomingMessage, ServerResponse } from "node:http";
+import type { Admission, Admitted } from "./admission.js";
 import type { GatewayConfig, Limits } from "./config/types.js";
+import { GatewayError } from "./errors/table.js";
 import type { RequestTarget } from "./http/target.js";
 import type { Principal } from "./keys/types.js";
+import type { AccessLine } from "./log.js";
 import type { Endpoint, Mount } from "./registry/types.js";
 import type { UpstreamSignal } from "./upstream/forward.js";
-import type { UpstreamGroup } from "./upstream/upstreams.js";
+import type { UpstreamGroup, UpstreamTable } from "./upstream/upstreams.js";
 
-/** Everything a family handler needs for one request, resolved by the core before it runs. */
-export interface CallContext {
+/**
+ * Everything a family handler needs for one request, resolved by the core before it runs. A class
+ * rather than an object literal with closures: one per request, so one shape and no closures to allocate.
+ */
+export class CallContext {
   readonly req: IncomingMessage;
   readonly res: ServerResponse;
   readonly endpoint: Endpoint;
@@ -19,12 +25,50 @@ export interface CallContext {
   readonly support: GatewayConfig["support"];
   /** Aborts upstream requests when the client goes away. */
   readonly signal: UpstreamSignal;
+  /** This request's access-log line. */
+  readonly access: AccessLine;
+  /** The id an error answers with: a single call's own id once its body is parsed. */
+  replyId: string | undefined = undefined;
+  readonly #admission: Admission;
+  readonly #admitted: Admitted;
+  readonly #upstreams: UpstreamTable;
+
+  constructor(
+    req: IncomingMessage,
+    res: ServerResponse,
+    mount: Mount,
+    admitted: Admitted,
+    services: { admission: Admission; upstreams: UpstreamTable; config: GatewayConfig },
+    signal: UpstreamSignal,
+    access: AccessLine,
+  ) {
+    this.req = req;
+    this.res = res;
+    this.endpoint = admitted.endpoint;
+    this.mount = mount;
+    this.target = admitted.target;
+    this.principal = admitted.principal;
+    this.limits = services.config.limits;
+    this.support = services.config.support;
+    this.signal = signal;
+    this.access = access;
+    this.#admission = services.admission;
+    this.#admitted = admitted;
+    this.#upstreams = services.upstreams;
+  }
+
   /** Takes `cost` tokens from the caller's rate limit; throws RATE_LIMITED when they are not there. */
-  charge(cost: number): void;
-  /** Adds fields to this request's access-log line. */
-  note(fields: Record<string, string | number>): void;
+  charge(cost: number): void {
+    this.#admission.charge(this.#admitted, cost);
+  }
+
   /** The upstreams serving this endpoint's mount; throws NO_UPSTREAM when none is configured. */
-  upstreams(): UpstreamGroup;
+  upstreams(): UpstreamGroup {
+    const group = this.#upstreams.group(this.endpoint.label, this.mount.path);
+    if (group === undefined)
+      throw new GatewayError("NO_UPSTREAM", { reason: "no upstream is configured for this endpoint" });
+    return group;
+  }
 }
 
 /** The detail every "not on your plan" error carries: how to get the capability. */

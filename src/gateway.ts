@@ -2,17 +2,16 @@ import { createServer, type IncomingMessage, type Server, type ServerResponse } 
 import { endpointsByLabel } from "../generated/endpoints.js";
 import { Admission } from "./admission.js";
 import type { GatewayConfig } from "./config/types.js";
-import type { CallContext } from "./context.js";
-import { dedicatedPointer } from "./context.js";
+import { CallContext, dedicatedPointer } from "./context.js";
 import { ANY_ORIGIN, type ErrorStyle, sendError } from "./errors/respond.js";
 import { GatewayError } from "./errors/table.js";
-import { readBody } from "./http/body.js";
+import { collectBody } from "./http/body.js";
 import { ClientGone } from "./http/client-gone.js";
 import type { RequestTarget } from "./http/target.js";
 import { handleJsonRpc } from "./jsonrpc/handle.js";
 import type { KeyStore } from "./keys/types.js";
-import { createLogger, type Logger } from "./log.js";
-import type { Endpoint, Mount } from "./registry/types.js";
+import { AccessLine, createLogger, type Logger } from "./log.js";
+import type { Endpoint, JsonRpcPolicy, Mount, RouteNode } from "./registry/types.js";
 import { handleRest } from "./rest/handle.js";
 import { type DispatcherFactory, UpstreamTable } from "./upstream/upstreams.js";
 import { WebSocketGateway } from "./ws/upgrade.js";
@@ -54,13 +53,7 @@ export function createGateway(options: GatewayOptions): Gateway {
       // Host is checked here, with a JSON error body, not by Node's bodiless 400.
       requireHostHeader: false,
     },
-    (req, res) => {
-      handle(req, res).catch((error: unknown) => {
-        logger.log("error", "unhandled", { error: String(error) });
-        if (!res.headersSent) sendError(res, new GatewayError("INTERNAL"), "rest");
-        else res.destroy();
-      });
-    },
+    handle,
   );
   const websockets = new WebSocketGateway(config, admission, upstreams, logger);
   server.on("upgrade", websockets.handleUpgrade);
@@ -76,60 +69,74 @@ export function createGateway(options: GatewayOptions): Gateway {
     );
   });
 
-  async function handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
+  const services = { admission, upstreams, config };
+
+  /**
+   * One request, from Host to access-log line. Callbacks and one promise (the relay's) rather than an
+   * async function per layer: each await showed in the profile of this path (bench/README.md).
+   */
+  function handle(req: IncomingMessage, res: ServerResponse): void {
     const started = performance.now();
-    const fields: Record<string, string | number> = {};
-    let style: ErrorStyle = "rest";
+    const access = new AccessLine();
     const gone = new ClientGone(res);
+    let style: ErrorStyle = "rest";
+    let call: CallContext | undefined;
+
+    const finish = (error?: unknown): void => {
+      if (error !== undefined) fail(error);
+      if (!config.log.access) return;
+      access.status = res.headersSent ? res.statusCode : 499;
+      access.ms = Math.round(performance.now() - started);
+      logger.log("info", "request", access);
+    };
+    const fail = (error: unknown): void => {
+      if (!(error instanceof GatewayError)) {
+        logger.log("error", "unhandled", { error: String(error) });
+        access.error = "INTERNAL";
+        if (!res.headersSent) sendError(res, new GatewayError("INTERNAL"), "rest");
+        else res.destroy();
+        return;
+      }
+      const closed = gone.aborted || error.code === "CLIENT_CLOSED";
+      access.error = closed ? "CLIENT_CLOSED" : error.code;
+      if (!closed) sendError(res, error, style, error.rawId ?? call?.replyId);
+    };
+    const settle = (pending: Promise<void> | undefined): void => {
+      if (pending === undefined) finish();
+      else pending.then(() => finish(), finish);
+    };
+
     try {
       const { endpoint, publicHost } = admission.endpoint(req);
-      fields.label = endpoint.label;
+      access.label = endpoint.label;
       style = endpoint.family === "rest" ? "rest" : "jsonrpc";
-      if (req.method === "OPTIONS") return preflight(res);
-      const admitted = admission.admit(req, endpoint, publicHost);
-      const { target, principal } = admitted;
-      if (principal !== undefined) fields.key = principal.keyId;
-      const mount = mountFor(endpoint, target.path);
-      style = mount.policy.family;
-      checkDedicatedOnly(endpoint, target);
-
-      const ctx: CallContext = {
-        req,
-        res,
-        endpoint,
-        mount,
-        target,
-        principal,
-        limits,
-        support: config.support,
-        signal: gone,
-        charge(cost) {
-          admission.charge(admitted, cost);
-        },
-        note(extra) {
-          Object.assign(fields, extra);
-        },
-        upstreams() {
-          const group = upstreams.group(endpoint.label, mount.path);
-          if (group === undefined)
-            throw new GatewayError("NO_UPSTREAM", { reason: "no upstream is configured for this endpoint" });
-          return group;
-        },
-      };
-      await dispatch(ctx);
-    } catch (error) {
-      if (!(error instanceof GatewayError)) throw error;
-      const closed = gone.aborted || error.code === "CLIENT_CLOSED";
-      fields.error = closed ? "CLIENT_CLOSED" : error.code;
-      if (!closed) sendError(res, error, style, error.rawId);
-    } finally {
-      if (config.log.access) {
-        logger.log("info", "request", {
-          ...fields,
-          status: res.headersSent ? res.statusCode : 499,
-          ms: Math.round(performance.now() - started),
-        });
+      if (req.method === "OPTIONS") {
+        preflight(res);
+        finish();
+        return;
       }
+      const admitted = admission.admit(req, endpoint, publicHost);
+      if (admitted.principal !== undefined) access.key = admitted.principal.keyId;
+      const mount = mountFor(endpoint, admitted.target.path);
+      style = mount.policy.family;
+      checkDedicatedOnly(endpoint, admitted.target);
+      call = new CallContext(req, res, mount, admitted, services, gone, access);
+      const ctx = call;
+      const rpc = jsonRpcAt(ctx);
+      if (rpc === undefined) {
+        settle(handleRest(ctx, routesOf(mount), restSegments(ctx)));
+        return;
+      }
+      collectBody(req, limits.maxBodyBytes, (error, body) => {
+        if (error !== undefined) return finish(error);
+        try {
+          settle(handleJsonRpc(ctx, rpc, body));
+        } catch (thrown) {
+          finish(thrown);
+        }
+      });
+    } catch (error) {
+      finish(error);
     }
   }
 
@@ -142,20 +149,6 @@ export function createGateway(options: GatewayOptions): Gateway {
         });
       }
     }
-  }
-
-  async function dispatch(ctx: CallContext): Promise<void> {
-    const { mount, target, req } = ctx;
-    const depth = mount.path === "/" ? 0 : mount.path.split("/").length - 1;
-    const segments = target.segments.slice(depth);
-    const rpc = mount.policy.jsonrpc;
-    if (rpc !== undefined && segments.length === 0) {
-      if (req.method !== "POST")
-        throw new GatewayError("HTTP_METHOD_NOT_ALLOWED", { allow: ["POST"] }, { allow: "POST" });
-      return handleJsonRpc(ctx, rpc, await readBody(req, limits.maxBodyBytes));
-    }
-    if (mount.policy.routes === undefined) throw new GatewayError("NOT_FOUND");
-    return handleRest(ctx, mount.policy.routes, segments, () => readBody(req, limits.maxBodyBytes));
   }
 
   return {
@@ -181,6 +174,26 @@ function preflight(res: ServerResponse): void {
     "access-control-max-age": "86400",
   });
   res.end();
+}
+
+/** The mount's JSON-RPC policy when the request is a POST to the mount's root; undefined for REST. */
+function jsonRpcAt(ctx: CallContext): JsonRpcPolicy | undefined {
+  const rpc = ctx.mount.policy.jsonrpc;
+  if (rpc === undefined || restSegments(ctx).length > 0) return undefined;
+  if (ctx.req.method !== "POST")
+    throw new GatewayError("HTTP_METHOD_NOT_ALLOWED", { allow: ["POST"] }, { allow: "POST" });
+  return rpc;
+}
+
+/** The target's path segments below the mount. */
+function restSegments(ctx: CallContext): readonly string[] {
+  const depth = ctx.mount.path === "/" ? 0 : ctx.mount.path.split("/").length - 1;
+  return depth === 0 ? ctx.target.segments : ctx.target.segments.slice(depth);
+}
+
+function routesOf(mount: Mount): RouteNode {
+  if (mount.policy.routes === undefined) throw new GatewayError("NOT_FOUND");
+  return mount.policy.routes;
 }
 
 /** Mounts are ordered longest first; "/" takes whatever the others do not. */

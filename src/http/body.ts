@@ -1,37 +1,52 @@
 import type { IncomingMessage } from "node:http";
 import { GatewayError } from "../errors/table.js";
+import { rawHeader } from "./raw-headers.js";
 
-/** Reads a request body up to `maxBytes`; a declared or actual size past it is refused with 413. */
+export type BodyCallback = (error: GatewayError | undefined, body: Buffer) => void;
+
+const NO_BODY = Buffer.alloc(0);
+
+/**
+ * Reads a request body up to `maxBytes` and calls back once; a declared or actual size past it is
+ * refused with 413. Events and a callback rather than an async iterator or a promise: this runs once per
+ * request, and both showed in the profile (bench/README.md).
+ */
+export function collectBody(req: IncomingMessage, maxBytes: number, callback: BodyCallback): void {
+  const declared = Number(rawHeader(req.rawHeaders, "content-length", true) ?? 0);
+  if (declared > maxBytes) {
+    callback(new GatewayError("BODY_TOO_LARGE", { maxBytes }), NO_BODY);
+    return;
+  }
+  const chunks: Buffer[] = [];
+  let seen = 0;
+  const onData = (chunk: Buffer) => {
+    seen += chunk.length;
+    chunks.push(chunk);
+    if (seen <= maxBytes) return;
+    done();
+    req.resume();
+    callback(new GatewayError("BODY_TOO_LARGE", { maxBytes }), NO_BODY);
+  };
+  const onEnd = () => {
+    done();
+    callback(undefined, chunks.length === 1 ? (chunks[0] as Buffer) : Buffer.concat(chunks));
+  };
+  // The client hung up (or Node timed the request out and answered 408 itself).
+  const onGone = () => {
+    done();
+    callback(new GatewayError("CLIENT_CLOSED"), NO_BODY);
+  };
+  const done = () => {
+    req.off("data", onData).off("end", onEnd).off("error", onGone).off("close", onGone);
+  };
+  req.on("data", onData).on("end", onEnd).on("error", onGone).on("close", onGone);
+}
+
+/** `collectBody` as a promise, for paths off the data plane's hot loop. */
 export function readBody(req: IncomingMessage, maxBytes: number): Promise<Buffer> {
-  const declared = Number(req.headers["content-length"] ?? 0);
-  if (declared > maxBytes) return Promise.reject(new GatewayError("BODY_TOO_LARGE", { maxBytes }));
-  // Events rather than an async iterator: this runs once per request, and the iterator cost showed up
-  // in the profile (bench/README.md).
-  return new Promise((resolve, reject) => {
-    const chunks: Buffer[] = [];
-    let seen = 0;
-    const onData = (chunk: Buffer) => {
-      seen += chunk.length;
-      chunks.push(chunk);
-      if (seen <= maxBytes) return;
-      done();
-      req.resume();
-      reject(new GatewayError("BODY_TOO_LARGE", { maxBytes }));
-    };
-    const onEnd = () => {
-      done();
-      resolve(chunks.length === 1 ? (chunks[0] as Buffer) : Buffer.concat(chunks));
-    };
-    // The client hung up (or Node timed the request out and answered 408 itself).
-    const onGone = () => {
-      done();
-      reject(new GatewayError("CLIENT_CLOSED"));
-    };
-    const done = () => {
-      req.off("data", onData).off("end", onEnd).off("error", onGone).off("close", onGone);
-    };
-    req.on("data", onData).on("end", onEnd).on("error", onGone).on("close", onGone);
-  });
+  return new Promise((resolve, reject) =>
+    collectBody(req, maxBytes, (error, body) => (error === undefined ? resolve(body) : reject(error))),
+  );
 }
 
 /** The media type of a Content-Type header, lower-cased, without parameters. */
@@ -39,4 +54,9 @@ export function mediaType(contentType: string | undefined): string | undefined {
   if (contentType === undefined) return undefined;
   const semicolon = contentType.indexOf(";");
   return (semicolon < 0 ? contentType : contentType.slice(0, semicolon)).trim().toLowerCase();
+}
+
+/** The media type of the request's Content-Type (see mediaType). */
+export function requestMediaType(req: IncomingMessage): string | undefined {
+  return mediaType(rawHeader(req.rawHeaders, "content-type", true));
 }

@@ -1,4 +1,5 @@
 import type { IncomingMessage } from "node:http";
+import { rawHeader } from "./raw-headers.js";
 
 /**
  * The client's address for per-IP limits. X-Forwarded-For is believed only when the TCP peer is a
@@ -8,8 +9,7 @@ import type { IncomingMessage } from "node:http";
 export function clientAddress(req: IncomingMessage, trustedProxies: readonly string[]): string {
   const peer = normalise(req.socket.remoteAddress ?? "unknown");
   if (trustedProxies.length === 0 || !trustedProxies.includes(peer)) return peer;
-  const header = req.headers["x-forwarded-for"];
-  const hops = (Array.isArray(header) ? header.join(",") : (header ?? ""))
+  const hops = (rawHeader(req.rawHeaders, "x-forwarded-for") ?? "")
     .split(",")
     .map((h) => normalise(h.trim()));
   for (let i = hops.length - 1; i >= 0; i--) {

@@ -1,30 +1,31 @@
 import type { CallContext } from "../context.js";
 import { sendJson } from "../errors/respond.js";
 import { ERRORS, GatewayError } from "../errors/table.js";
-import { mediaType } from "../http/body.js";
+import { requestMediaType } from "../http/body.js";
 import type { JsonRpcPolicy } from "../registry/types.js";
 import { readUpstreamBody, relayUpstream, sendUpstream } from "../upstream/forward.js";
-import { type Checked, checkCall, idOf } from "./check.js";
-import { type ParsedBody, parseJsonRpcBody } from "./scan.js";
+import { checkCall, idOf } from "./check.js";
+import { type ParsedBody, parseJsonRpcBody, type RawCall } from "./scan.js";
 
 const UPSTREAM_HEADERS = { "content-type": "application/json", accept: "application/json" };
 
-/** A JSON-RPC POST: validate every call against the registry, forward what passed, answer the rest. */
-export async function handleJsonRpc(ctx: CallContext, policy: JsonRpcPolicy, body: Buffer): Promise<void> {
-  checkMediaType(ctx.req.headers["content-type"], policy.plainTextBody);
+/**
+ * A JSON-RPC POST: validate every call against the registry, forward what passed, answer the rest.
+ * Returns the pending relay, or nothing when the answer was written at once.
+ */
+export function handleJsonRpc(
+  ctx: CallContext,
+  policy: JsonRpcPolicy,
+  body: Buffer,
+): Promise<void> | undefined {
+  checkMediaType(requestMediaType(ctx.req), policy.plainTextBody);
   const parsed = parseJsonRpcBody(body.toString("utf8"), ctx.limits.maxJsonDepth);
-  try {
-    await answer(ctx, policy, parsed);
-  } catch (error) {
-    // Whatever fails from here on (rate, upstream) answers a single call with the caller's own id.
-    if (error instanceof GatewayError && !parsed.batch && parsed.calls[0] !== undefined) {
-      error.rawId ??= idOf(parsed.calls[0]);
-    }
-    throw error;
-  }
+  // Whatever fails from here on (rate, upstream) answers a single call with the caller's own id.
+  if (!parsed.batch && parsed.calls[0] !== undefined) ctx.replyId = idOf(parsed.calls[0]);
+  return answer(ctx, policy, parsed);
 }
 
-async function answer(ctx: CallContext, policy: JsonRpcPolicy, parsed: ParsedBody): Promise<void> {
+function answer(ctx: CallContext, policy: JsonRpcPolicy, parsed: ParsedBody): Promise<void> | undefined {
   if (parsed.batch) {
     if (!policy.batch) throw new GatewayError("BATCH_NOT_SUPPORTED");
     if (parsed.calls.length === 0) throw new GatewayError("EMPTY_BATCH");
@@ -34,46 +35,52 @@ async function answer(ctx: CallContext, policy: JsonRpcPolicy, parsed: ParsedBod
   }
   ctx.charge(parsed.calls.length);
   const rules = { policy, plan: ctx.principal?.plan, support: ctx.support, transport: "http" as const };
-  const checked = parsed.calls.map((call) => checkCall(rules, call));
-  for (const c of checked) if (c.ok) ctx.note({ method: c.method });
-
   if (!parsed.batch) {
-    const only = checked[0] as Checked;
-    if (!only.ok) return sendJson(ctx.res, ERRORS[only.code].status, only.json);
+    const only = checkCall(rules, parsed.calls[0] as RawCall);
+    if (!only.ok) {
+      sendJson(ctx.res, ERRORS[only.code].status, only.json);
+      return;
+    }
+    ctx.access.method = only.method;
     return forward(ctx, only.json);
   }
+  const checked = parsed.calls.map((call) => checkCall(rules, call));
+  for (const c of checked) if (c.ok) ctx.access.method = c.method;
   const passed = checked.filter((c) => c.ok).map((c) => c.json);
   const refused = checked.filter((c) => !c.ok).map((c) => c.json);
-  ctx.note({ batch: parsed.calls.length, refused: refused.length });
+  ctx.access.batch = parsed.calls.length;
+  ctx.access.refused = refused.length;
   // Inside a batch each call gets its own answer and the HTTP status is 200 (proxyd does the same).
-  if (passed.length === 0) return sendJson(ctx.res, 200, `[${refused.join(",")}]`);
+  if (passed.length === 0) {
+    sendJson(ctx.res, 200, `[${refused.join(",")}]`);
+    return;
+  }
   if (refused.length === 0) return forward(ctx, `[${passed.join(",")}]`);
   return forwardAndMerge(ctx, `[${passed.join(",")}]`, refused);
 }
 
-function checkMediaType(contentType: string | undefined, plainTextBody: boolean): void {
-  const media = mediaType(contentType);
+function checkMediaType(media: string | undefined, plainTextBody: boolean): void {
   if (media === "application/json") return;
   if (plainTextBody && (media === undefined || media === "text/plain")) return;
   throw new GatewayError("UNSUPPORTED_MEDIA_TYPE");
 }
 
-async function forward(ctx: CallContext, json: string): Promise<void> {
+function forward(ctx: CallContext, json: string): Promise<void> {
   const { res, signal, limits } = ctx;
-  const upstream = await relayUpstream(
+  return relayUpstream(
     ctx.upstreams(),
     request(ctx, json),
     signal,
     res,
     limits.upstream.maxResponseBytes,
+    ctx.access,
   );
-  ctx.note({ upstream: upstream.name });
 }
 
 /** A batch with refused calls: the upstream answers the rest, and the refusals join its array. */
 async function forwardAndMerge(ctx: CallContext, json: string, refused: readonly string[]): Promise<void> {
   const { upstream, data } = await sendUpstream(ctx.upstreams(), request(ctx, json), ctx.signal);
-  ctx.note({ upstream: upstream.name });
+  ctx.access.upstream = upstream.name;
   const body = (await readUpstreamBody(data, ctx.limits.upstream.maxResponseBytes)).toString("utf8").trim();
   // Only notifications went upstream, and nodes answer those with no body (JSON-RPC 2.0 §6).
   if (body === "" && data.statusCode < 300) return sendJson(ctx.res, 200, `[${refused.join(",")}]`);

@@ -2,7 +2,8 @@ import type { Dispatcher } from "undici";
 import type { CallContext } from "../context.js";
 import { dedicatedPointer } from "../context.js";
 import { GatewayError } from "../errors/table.js";
-import { mediaType } from "../http/body.js";
+import { readBody, requestMediaType } from "../http/body.js";
+import { rawHeader } from "../http/raw-headers.js";
 import { matchRoute } from "../registry/match-route.js";
 import type { RouteNode } from "../registry/types.js";
 import { relayUpstream } from "../upstream/forward.js";
@@ -18,12 +19,7 @@ const BODY_TYPES = new Set([
 const WITH_BODY = new Set(["POST", "PUT", "PATCH"]);
 
 /** A REST call: the method and path must match a registry route; the query string goes along. */
-export async function handleRest(
-  ctx: CallContext,
-  routes: RouteNode,
-  segments: readonly string[],
-  readBody: () => Promise<Buffer>,
-): Promise<void> {
+export function handleRest(ctx: CallContext, routes: RouteNode, segments: readonly string[]): Promise<void> {
   const method = ctx.req.method ?? "GET";
   const match = matchRoute(routes, method, segments);
   if (match.kind === "not-found") throw new GatewayError("NOT_FOUND");
@@ -41,32 +37,43 @@ export async function handleRest(
     });
   }
   ctx.charge(1);
-  ctx.note({ route: method });
+  ctx.access.route = method;
 
-  const headers: Record<string, string> = { accept: ctx.req.headers.accept ?? "application/json" };
-  let body: Buffer | undefined;
-  if (WITH_BODY.has(method)) {
-    body = await readBody();
-    const media = mediaType(ctx.req.headers["content-type"]) ?? "application/json";
+  const headers: Record<string, string> = {
+    accept: rawHeader(ctx.req.rawHeaders, "accept") ?? "application/json",
+  };
+  const stream = match.access === "stream";
+  if (!WITH_BODY.has(method)) return relay(ctx, method, headers, undefined, stream);
+  return readBody(ctx.req, ctx.limits.maxBodyBytes).then((body) => {
+    const media = requestMediaType(ctx.req) ?? "application/json";
     if (body.length > 0 && !BODY_TYPES.has(media)) throw new GatewayError("UNSUPPORTED_MEDIA_TYPE");
     headers["content-type"] = media;
-  }
-  const stream = match.access === "stream";
+    return relay(ctx, method, headers, body, stream);
+  });
+}
+
+function relay(
+  ctx: CallContext,
+  method: string,
+  headers: Record<string, string>,
+  body: Buffer | undefined,
+  stream: boolean,
+): Promise<void> {
   // A stream stays open while the node pushes: the socket's idle timeout must not cut it.
   if (stream) ctx.req.socket.setTimeout(0);
-  const upstream = await relayUpstream(
+  return relayUpstream(
     ctx.upstreams(),
     {
       method: method as Dispatcher.HttpMethod,
       path: ctx.target.path,
       query: ctx.target.query,
       headers,
-      ...(body === undefined ? {} : { body }),
+      body,
       stream,
     },
     ctx.signal,
     ctx.res,
     stream ? Number.POSITIVE_INFINITY : ctx.limits.upstream.maxResponseBytes,
+    ctx.access,
   );
-  ctx.note({ upstream: upstream.name });
 }

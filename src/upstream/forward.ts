@@ -12,7 +12,7 @@ export interface ForwardRequest {
   readonly query: string;
   /** Built from an allow-list by the caller; never the client's Host, cookies or credentials. */
   readonly headers: Readonly<Record<string, string>>;
-  readonly body?: string | Buffer;
+  readonly body?: string | Buffer | undefined;
   /** A long-lived stream: no body timeout, chunks flushed as they arrive. */
   readonly stream: boolean;
 }
@@ -49,36 +49,44 @@ export async function sendUpstream(
 
 /**
  * Relays the upstream's answer (status, passed headers, body) into `res` as it arrives, with
- * backpressure (response-relay.ts). Past `maxBytes` the upstream request is aborted and the client's
- * connection cut, since its status line is gone.
+ * backpressure (response-relay.ts), failing over like `sendUpstream`; `note.upstream` names the
+ * upstream tried last, for the access log. Past `maxBytes` the upstream request is aborted and the client's connection cut, since its
+ * status line is gone. One promise per request, not an async function per layer: this is the data
+ * plane's hot path, and each await showed in the profile (bench/README.md).
  */
-export async function relayUpstream(
+export function relayUpstream(
   group: UpstreamGroup,
   request: ForwardRequest,
   signal: UpstreamSignal,
   res: ServerResponse,
   maxBytes: number,
-): Promise<Upstream> {
-  try {
-    return await withFailover(group, signal, async (upstream) => {
-      await new Promise<void>((resolve, reject) => {
-        const relay = new ResponseRelay({
-          res,
-          signal,
-          maxBytes,
-          flushHeaders: request.stream,
-          settle: (error) => (error === undefined ? resolve() : reject(error)),
-        });
+  note: { upstream: string | undefined },
+): Promise<void> {
+  const order = group.order();
+  return new Promise<void>((resolve, reject) => {
+    let attempt = 0;
+    const settle = (error?: unknown) => {
+      if (error === undefined) return resolve();
+      if (!res.headersSent) {
+        if (attempt < order.length && attempt < MAX_ATTEMPTS && mayRetry(error, signal)) return send();
+        return reject(failure(error));
+      }
+      // The status line is gone: all that is left is to cut the connection.
+      res.destroy();
+      reject(signal.aborted ? new GatewayError("CLIENT_CLOSED") : failure(error));
+    };
+    const send = () => {
+      const upstream = order[attempt++] as Upstream;
+      note.upstream = upstream.name;
+      const relay = new ResponseRelay({ res, signal, maxBytes, flushHeaders: request.stream, settle });
+      try {
         upstream.dispatcher.dispatch(options(upstream, request), relay);
-      });
-      return upstream;
-    });
-  } catch (error) {
-    if (!res.headersSent) throw error;
-    // The status line is gone: all that is left is to cut the connection.
-    res.destroy();
-    throw signal.aborted ? new GatewayError("CLIENT_CLOSED") : error;
-  }
+      } catch (error) {
+        settle(error);
+      }
+    };
+    send();
+  });
 }
 
 /** Tries the group's upstreams in order; moves on only when the request cannot have reached the node. */
@@ -87,18 +95,26 @@ async function withFailover<T>(
   signal: UpstreamSignal,
   attempt: (upstream: Upstream) => Promise<T>,
 ): Promise<T> {
-  let failure: unknown;
+  let last: unknown;
   const order = group.order();
   for (let i = 0; i < order.length && i < MAX_ATTEMPTS; i++) {
     try {
       return await attempt(order[i] as Upstream);
     } catch (error) {
-      if (error instanceof GatewayError) throw error;
-      failure = error;
-      if (signal.aborted || !NOT_SENT.has(errorCode(error))) break;
+      last = error;
+      if (!mayRetry(error, signal)) break;
     }
   }
-  throw toGatewayError(failure);
+  throw failure(last);
+}
+
+/** Only failures where the request cannot have reached the node, and whose client is still there. */
+function mayRetry(error: unknown, signal: UpstreamSignal): boolean {
+  return !(error instanceof GatewayError) && !signal.aborted && NOT_SENT.has(errorCode(error));
+}
+
+function failure(error: unknown): GatewayError {
+  return error instanceof GatewayError ? error : toGatewayError(error);
 }
 
 function options(upstream: Upstream, request: ForwardRequest): Dispatcher.DispatchOptions {
@@ -107,7 +123,8 @@ function options(upstream: Upstream, request: ForwardRequest): Dispatcher.Dispat
     path: upstreamPath(upstream, request.path, request.query),
     headers: upstream.hasHeaders ? { ...request.headers, ...upstream.headers } : request.headers,
     body: request.body ?? null,
-    ...(request.stream ? { bodyTimeout: 0 } : {}),
+    // null leaves the pool's own bodyTimeout
+    bodyTimeout: request.stream ? 0 : null,
   };
 }
 

@@ -1,6 +1,5 @@
 import type { ServerResponse } from "node:http";
 import type { Dispatcher } from "undici";
-import { ANY_ORIGIN } from "../errors/respond.js";
 import { GatewayError } from "../errors/table.js";
 import type { UpstreamSignal } from "./forward.js";
 
@@ -14,6 +13,8 @@ const PASSED_HEADERS = new Set([
   "last-modified",
   "retry-after",
 ]);
+// Most of a node's headers (date, connection, keep-alive, server) are told apart by length alone.
+const PASSED_LENGTHS = new Set([...PASSED_HEADERS].map((name) => name.length));
 
 export interface RelayOptions {
   readonly res: ServerResponse;
@@ -53,14 +54,15 @@ export class ResponseRelay implements Dispatcher.DispatchHandler {
 
   onHeaders(statusCode: number, raw: Buffer[] | string[] | null, resume: () => void): boolean {
     const { res, maxBytes, flushHeaders } = this.#options;
-    const headers: Record<string, string | string[]> = { ...ANY_ORIGIN };
+    // A flat [name, value, ...] list: writeHead takes it as is, with no object built per response.
+    const headers: string[] = ["access-control-allow-origin", "*"];
     let declared = -1;
     for (let i = 0; raw !== null && i + 1 < raw.length; i += 2) {
+      if (!PASSED_LENGTHS.has(raw[i]?.length ?? 0)) continue;
       const name = String(raw[i]).toLowerCase();
       if (!PASSED_HEADERS.has(name)) continue;
       const value = String(raw[i + 1]);
-      const previous = headers[name];
-      headers[name] = previous === undefined ? value : [previous, value].flat();
+      headers.push(name, value);
       if (name === "content-length") declared = Number(value);
     }
     if (declared > maxBytes) throw new GatewayError("UPSTREAM_RESPONSE_TOO_LARGE", { maxBytes });
