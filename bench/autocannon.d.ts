@@ -7,6 +7,8 @@ declare module "autocannon" {
     method?: "GET" | "POST";
     headers?: Record<string, string>;
     body?: string;
+    /** Requests per second across all connections. */
+    overallRate?: number;
   }
   interface Histogram {
     average: number;

@@ -12,6 +12,8 @@ export interface Scenario {
   readonly body?: string;
   /** The gateway's host label. */
   readonly label: string;
+  /** A fixed offered load in requests per second, for comparing CPU per request at equal load. */
+  readonly rate?: number;
 }
 
 export interface Target extends Running {
@@ -44,6 +46,7 @@ export async function measure(target: Target, scenario: Scenario, seconds: numbe
     method: scenario.method,
     headers,
     ...(scenario.body === undefined ? {} : { body: scenario.body }),
+    ...(scenario.rate === undefined ? {} : { overallRate: scenario.rate }),
   });
   return {
     rps: result.requests.total / result.duration,

@@ -20,6 +20,20 @@ export class AccessLine {
   error: string | undefined = undefined;
   status = 0;
   ms = 0;
+
+  /** The fields as JSON members, each read by name: a loop over names made every read a megamorphic one. */
+  members(): string {
+    let out = "";
+    if (this.label !== undefined) out += `,"label":${JSON.stringify(this.label)}`;
+    if (this.key !== undefined) out += `,"key":${JSON.stringify(this.key)}`;
+    if (this.route !== undefined) out += `,"route":${JSON.stringify(this.route)}`;
+    if (this.method !== undefined) out += `,"method":${JSON.stringify(this.method)}`;
+    if (this.batch !== undefined) out += `,"batch":${this.batch}`;
+    if (this.refused !== undefined) out += `,"refused":${this.refused}`;
+    if (this.upstream !== undefined) out += `,"upstream":${JSON.stringify(this.upstream)}`;
+    if (this.error !== undefined) out += `,"error":${JSON.stringify(this.error)}`;
+    return `${out},"status":${this.status},"ms":${this.ms}`;
+  }
 }
 
 /**
@@ -37,7 +51,8 @@ export function createLogger(level: LogLevel, write: (line: string) => void = st
       if (RANK[at] < threshold) return;
       // Built by hand: one line per request, and JSON.stringify of a spread object showed in profiles.
       let line = `{"t":"${timestamp()}","level":"${at}","msg":${JSON.stringify(msg)}`;
-      if (fields !== undefined) {
+      if (fields instanceof AccessLine) line += fields.members();
+      else if (fields !== undefined) {
         for (const name in fields) {
           const value = (fields as LogFields)[name];
           if (value === undefined) continue;

@@ -3,7 +3,7 @@ import { closeSync, mkdtempSync, openSync, readFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
-import { createLogger } from "../src/log.js";
+import { AccessLine, createLogger } from "../src/log.js";
 
 function lines(
   level: Parameters<typeof createLogger>[0],
@@ -47,6 +47,19 @@ describe("the logger", () => {
       big: null,
       nan: null,
     });
+  });
+
+  it("writes an access line with the fields that were set, in a fixed order, escaped", () => {
+    const access = new AccessLine();
+    access.label = "eth";
+    access.method = 'eth_"x"';
+    access.upstream = "http://node:8545";
+    access.status = 200;
+    access.ms = 4;
+    const [line] = lines("info", (log) => log.log("info", "request", access));
+    const parsed = JSON.parse(line as string);
+    expect(Object.keys(parsed)).toEqual(["t", "level", "msg", "label", "method", "upstream", "status", "ms"]);
+    expect(parsed).toMatchObject({ label: "eth", method: 'eth_"x"', status: 200, ms: 4 });
   });
 
   it("drops lines below its level", () => {
