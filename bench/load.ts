@@ -30,15 +30,26 @@ export interface Sample {
   readonly rssBytes: number;
   /** The target's CPU time (all its processes) per completed request, in microseconds. */
   readonly cpuMicros: number;
+  /** The load generator's (this process's) CPU time per request, in microseconds. */
+  readonly clientMicros: number;
+  /** The upstream node's CPU time per request, in microseconds, when it was given. */
+  readonly upstreamMicros: number | undefined;
   readonly failures: number;
 }
 
-export async function measure(target: Target, scenario: Scenario, seconds: number): Promise<Sample> {
+export async function measure(
+  target: Target,
+  scenario: Scenario,
+  seconds: number,
+  upstream?: Running,
+): Promise<Sample> {
   const headers: Record<string, string> = { "content-type": "application/json" };
   if (target.gateway) headers.host = `${target.label ?? scenario.label}.${BENCH_DOMAIN}`;
   const path = target.gateway ? `/${BENCH_KEY}${scenario.path}` : scenario.path;
   const peak = samplePeakRss(target);
   const cpuBefore = target.cpu();
+  const upstreamBefore = upstream?.cpu() ?? 0;
+  const clientBefore = process.cpuUsage();
   const result = await autocannon({
     url: `http://127.0.0.1:${target.port}${path}`,
     connections: scenario.connections,
@@ -48,12 +59,16 @@ export async function measure(target: Target, scenario: Scenario, seconds: numbe
     ...(scenario.body === undefined ? {} : { body: scenario.body }),
     ...(scenario.rate === undefined ? {} : { overallRate: scenario.rate }),
   });
+  const client = process.cpuUsage(clientBefore);
+  const requests = Math.max(1, result.requests.total);
   return {
     rps: result.requests.total / result.duration,
     p50: result.latency.p50,
     p99: result.latency.p99,
     rssBytes: peak(),
-    cpuMicros: ((target.cpu() - cpuBefore) * 1e6) / Math.max(1, result.requests.total),
+    cpuMicros: ((target.cpu() - cpuBefore) * 1e6) / requests,
+    clientMicros: (client.user + client.system) / requests,
+    upstreamMicros: upstream && ((upstream.cpu() - upstreamBefore) * 1e6) / requests,
     // A run in which nothing completed is a failure too: the target stalled.
     failures: result.errors + result.timeouts + result.non2xx + (result.requests.total === 0 ? 1 : 0),
   };

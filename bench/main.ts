@@ -93,13 +93,14 @@ async function launch(name: string, entry: string[], env: Record<string, string>
 async function compare(
   scenario: Scenario,
   targets: readonly Target[],
-  rounds = ROUNDS,
+  { rounds = ROUNDS, upstream }: { rounds?: number; upstream?: Running } = {},
 ): Promise<Map<string, Sample[]>> {
   const samples = new Map<string, Sample[]>(targets.map((t) => [t.name, []]));
   for (const target of targets) await measure(target, scenario, WARMUP_SECONDS);
   for (let round = 0; round < rounds; round++) {
     for (const target of targets) {
-      samples.get(target.name)?.push(await measure(target, scenario, SECONDS));
+      const node = target === upstream ? undefined : upstream;
+      samples.get(target.name)?.push(await measure(target, scenario, SECONDS, node));
     }
   }
   return samples;
@@ -112,6 +113,7 @@ function summarise(scenario: string, samples: Map<string, Sample[]>, floor: stri
   return [...samples].map(([target, list]) => {
     const rps = median(list.map((s) => s.rps));
     const cpuMicros = median(list.map((s) => s.cpuMicros));
+    const upstreamMicros = list.map((s) => s.upstreamMicros).filter((m) => m !== undefined);
     return {
       scenario,
       target,
@@ -120,6 +122,8 @@ function summarise(scenario: string, samples: Map<string, Sample[]>, floor: stri
       p99Ms: median(list.map((s) => s.p99)),
       rssMB: median(list.map((s) => s.rssBytes)) / 2 ** 20,
       cpuMicros,
+      clientMicros: median(list.map((s) => s.clientMicros)),
+      upstreamMicros: upstreamMicros.length > 0 ? median(upstreamMicros) : undefined,
       floorRatio: floorRps === undefined ? undefined : rps / floorRps,
       floorCpuRatio: floorCpu === undefined ? undefined : cpuMicros / floorCpu,
       failures: list.reduce((sum, s) => sum + s.failures, 0),
@@ -164,7 +168,7 @@ async function main(): Promise<void> {
   for (const scenario of SCENARIOS) {
     if (quick && !QUICK_SCENARIOS.has(scenario.name)) continue;
     if (args.only !== undefined && !scenario.name.includes(args.only)) continue;
-    rows.push(...summarise(scenario.name, await compare(scenario, targets), floor.name));
+    rows.push(...summarise(scenario.name, await compare(scenario, targets, { upstream: node }), floor.name));
     progress(scenario.name);
   }
 
@@ -181,7 +185,8 @@ async function main(): Promise<void> {
   }
 
   const checks = evaluate(rows, fanout, gateway.name, cluster.name);
-  const table = markdown(rows, fanout, checks);
+  const notes = ceilings(rows, cluster.name);
+  const table = markdown(rows, fanout, checks, notes);
   const seconds = Math.round((Date.now() - began) / 1000);
   const machine = `${cpus().length} × ${cpus()[0]?.model ?? "cpu"}, ${Math.round(totalmem() / 2 ** 30)} GB, Node ${process.version}`;
   process.stdout.write(`\n${table}\n\n${quick ? "quick" : "full"} run, ${seconds} s, ${machine}\n`);
@@ -193,10 +198,25 @@ async function main(): Promise<void> {
   );
   writeFileSync(
     file,
-    `${JSON.stringify({ quick, seconds, machine, rounds: ROUNDS, rows, fanout, checks }, null, 2)}\n`,
+    `${JSON.stringify({ quick, seconds, machine, rounds: ROUNDS, rows, fanout, checks, notes }, null, 2)}\n`,
   );
   process.stdout.write(`written: ${file}\n`);
   await Promise.all(running.map((r) => r.stop()));
+}
+
+/**
+ * What the machine allows the multi-process gateway: the load generator and the node share its cores,
+ * so throughput cannot pass cores / (CPU per request of gateway + node + load generator).
+ */
+function ceilings(rows: readonly Row[], cluster: string): string[] {
+  const cores = cpus().length;
+  return rows
+    .filter((r) => r.target === cluster && r.upstreamMicros !== undefined)
+    .map((r) => {
+      const perRequest = r.cpuMicros + (r.upstreamMicros ?? 0) + r.clientMicros;
+      const ceiling = (cores * 1e6) / perRequest;
+      return `${r.scenario}: ${cluster} at ${Math.round(r.rps)} req/s is ${((r.rps / ceiling) * 100).toFixed(0)}% of the ${Math.round(ceiling)} req/s that ${cores} cores allow (${cores} × 10⁶ µs / (gateway ${r.cpuMicros.toFixed(0)} + node ${(r.upstreamMicros ?? 0).toFixed(0)} + load generator ${r.clientMicros.toFixed(0)} µs per request))`;
+    });
 }
 
 const REAL_REGISTRY = "gateway, real registry";
@@ -218,11 +238,9 @@ async function routingCost(dir: string, upstream: string, upstreamWs: string): P
   progress("in-process gateways listening");
   const small = SCENARIOS.find((scenario) => scenario.name === "eth_blockNumber, 50 conns") as Scenario;
   // Two targets only, and a 5% question: more rounds, so the median is not one noisy run.
-  const samples = await compare(
-    small,
-    [real, { ...big, label: synthetic.label }],
-    quick ? ROUNDS : 2 * ROUNDS + 1,
-  );
+  const samples = await compare(small, [real, { ...big, label: synthetic.label }], {
+    rounds: quick ? ROUNDS : 2 * ROUNDS + 1,
+  });
   await Promise.all([real.stop(), big.stop()]);
   return summarise("routing, eth_blockNumber, 50 conns", samples, undefined);
 }

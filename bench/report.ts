@@ -9,6 +9,10 @@ export interface Row {
   readonly rssMB: number;
   /** The target's CPU time per request, in microseconds, over all its processes. */
   readonly cpuMicros: number;
+  /** The load generator's CPU per request, in microseconds. */
+  readonly clientMicros: number;
+  /** The upstream node's CPU per request, in microseconds (undefined for the node itself). */
+  readonly upstreamMicros: number | undefined;
   /** Throughput over the Node floor's in the same scenario. */
   readonly floorRatio: number | undefined;
   /** CPU per request over the Node floor's in the same scenario. */
@@ -34,6 +38,7 @@ export function markdown(
   rows: readonly Row[],
   fanout: readonly FanoutRow[],
   checks: readonly Check[],
+  notes: readonly string[] = [],
 ): string {
   const lines = [
     "| scenario | target | req/s | p50 ms | p99 ms | peak RSS MB | CPU µs/req | × floor req/s | × floor CPU | failed |",
@@ -55,5 +60,6 @@ export function markdown(
     );
   }
   lines.push("", ...checks.map((c) => `- ${c.pass ? "PASS" : "MISS"} ${c.name}: ${c.measured}`));
+  lines.push(...notes.map((note) => `- NOTE ${note}`));
   return lines.join("\n");
 }

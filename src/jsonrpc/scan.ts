@@ -75,7 +75,11 @@ function scanEnvelopes(text: string, maxDepth: number, refuseDuplicates = true):
   const closeMember = (end: number) => {
     if (current === undefined || valueStart < 0) return;
     if (refuseDuplicates && current.has(key)) throw new GatewayError("DUPLICATE_MEMBER", { member: key });
-    current.set(key, text.slice(valueStart, end).trim());
+    let from = valueStart;
+    let to = end;
+    while (from < to && isSpace(text.charCodeAt(from))) from++;
+    while (to > from && isSpace(text.charCodeAt(to - 1))) to--;
+    current.set(key, text.slice(from, to));
     valueStart = -1;
   };
 
@@ -84,7 +88,7 @@ function scanEnvelopes(text: string, maxDepth: number, refuseDuplicates = true):
     if (c === QUOTE) {
       const end = endOfString(text, i);
       if (expectKey && depth === envelopeDepth && current !== undefined) {
-        key = decodeKey(text.slice(i, end + 1));
+        key = keyAt(text, i, end);
         expectKey = false;
       }
       i = end;
@@ -113,21 +117,26 @@ function scanEnvelopes(text: string, maxDepth: number, refuseDuplicates = true):
   return envelopes;
 }
 
+/** The closing quote of the string opened at `open`: a native search, then a count of the backslashes before it. */
 function endOfString(text: string, open: number): number {
-  for (let i = open + 1; i < text.length; i++) {
-    const c = text.charCodeAt(i);
-    if (c === BACKSLASH) i++;
-    else if (c === QUOTE) return i;
+  let quote = text.indexOf('"', open + 1);
+  while (quote >= 0) {
+    let slashes = 0;
+    for (let j = quote - 1; text.charCodeAt(j) === BACKSLASH; j--) slashes++;
+    if (slashes % 2 === 0) return quote;
+    quote = text.indexOf('"', quote + 1);
   }
   return text.length;
 }
 
-function decodeKey(quoted: string): string {
-  if (!quoted.includes("\\")) return quoted.slice(1, -1);
+/** A member name, decoded only when it has an escape in it. */
+function keyAt(text: string, open: number, close: number): string {
+  const name = text.slice(open + 1, close);
+  if (!name.includes("\\")) return name;
   try {
-    return JSON.parse(quoted) as string;
+    return JSON.parse(text.slice(open, close + 1)) as string;
   } catch {
-    return quoted;
+    return text.slice(open, close + 1);
   }
 }
 
