@@ -4,6 +4,7 @@ import { GatewayError } from "./errors/table.js";
 import { clientAddress } from "./http/client-address.js";
 import { HostResolver } from "./http/host.js";
 import { parseTarget, type RequestTarget } from "./http/target.js";
+import { keyHash } from "./keys/digest.js";
 import { type KeyStore, looksLikeKey, type Principal } from "./keys/types.js";
 import { TokenBuckets } from "./limits/token-bucket.js";
 import type { Endpoint } from "./registry/types.js";
@@ -76,7 +77,7 @@ export class Admission {
   #authenticate(key: string | undefined, endpoint: Endpoint): Principal {
     // A wrong key on a public host is refused like anywhere else, never downgraded to public access.
     if (!looksLikeKey(key)) throw new GatewayError("UNAUTHORIZED");
-    const principal = this.#keys.lookup(key);
+    const principal = this.#keys.lookup(keyHash(key));
     if (principal === undefined) throw new GatewayError("UNAUTHORIZED");
     if (principal.networks !== "*" && !principal.networks.has(endpoint.code)) {
       throw new GatewayError("NETWORK_FORBIDDEN", { network: endpoint.code });

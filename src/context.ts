@@ -6,7 +6,6 @@ import type { RequestTarget } from "./http/target.js";
 import type { Principal } from "./keys/types.js";
 import type { AccessLine } from "./log.js";
 import type { Endpoint, Mount } from "./registry/types.js";
-import type { UpstreamSignal } from "./upstream/forward.js";
 import type { UpstreamGroup, UpstreamTable } from "./upstream/upstreams.js";
 
 /**
@@ -23,8 +22,6 @@ export class CallContext {
   readonly principal: Principal | undefined;
   readonly limits: Limits;
   readonly support: GatewayConfig["support"];
-  /** Aborts upstream requests when the client goes away. */
-  readonly signal: UpstreamSignal;
   /** This request's access-log line. */
   readonly access: AccessLine;
   /** The id an error answers with: a single call's own id once its body is parsed. */
@@ -39,7 +36,6 @@ export class CallContext {
     mount: Mount,
     admitted: Admitted,
     services: { admission: Admission; upstreams: UpstreamTable; config: GatewayConfig },
-    signal: UpstreamSignal,
     access: AccessLine,
   ) {
     this.req = req;
@@ -50,7 +46,6 @@ export class CallContext {
     this.principal = admitted.principal;
     this.limits = services.config.limits;
     this.support = services.config.support;
-    this.signal = signal;
     this.access = access;
     this.#admission = services.admission;
     this.#admitted = admitted;

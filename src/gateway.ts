@@ -6,7 +6,7 @@ import { CallContext, dedicatedPointer } from "./context.js";
 import { ANY_ORIGIN, type ErrorStyle, sendError } from "./errors/respond.js";
 import { GatewayError } from "./errors/table.js";
 import { collectBody } from "./http/body.js";
-import { ClientGone } from "./http/client-gone.js";
+import { clientGone } from "./http/client-gone.js";
 import type { RequestTarget } from "./http/target.js";
 import { handleJsonRpc } from "./jsonrpc/handle.js";
 import type { KeyStore } from "./keys/types.js";
@@ -78,7 +78,6 @@ export function createGateway(options: GatewayOptions): Gateway {
   function handle(req: IncomingMessage, res: ServerResponse): void {
     const started = performance.now();
     const access = new AccessLine();
-    const gone = new ClientGone(res);
     let style: ErrorStyle = "rest";
     let call: CallContext | undefined;
 
@@ -97,7 +96,7 @@ export function createGateway(options: GatewayOptions): Gateway {
         else res.destroy();
         return;
       }
-      const closed = gone.aborted || error.code === "CLIENT_CLOSED";
+      const closed = clientGone(res) || error.code === "CLIENT_CLOSED";
       access.error = closed ? "CLIENT_CLOSED" : error.code;
       if (!closed) sendError(res, error, style, error.rawId ?? call?.replyId);
     };
@@ -120,7 +119,7 @@ export function createGateway(options: GatewayOptions): Gateway {
       const mount = mountFor(endpoint, admitted.target.path);
       style = mount.policy.family;
       checkDedicatedOnly(endpoint, admitted.target);
-      call = new CallContext(req, res, mount, admitted, services, gone, access);
+      call = new CallContext(req, res, mount, admitted, services, access);
       const ctx = call;
       const rpc = jsonRpcAt(ctx);
       if (rpc === undefined) {

@@ -1,5 +1,4 @@
 import type { RateSpec } from "../config/types.js";
-import { keyHash } from "../keys/digest.js";
 import type { KeyStore, Principal } from "../keys/types.js";
 import type { AccountStore, KeyGrant } from "./types.js";
 
@@ -31,8 +30,8 @@ export class CachedKeyStore implements KeyStore {
     this.refresh();
   }
 
-  lookup(key: string): Principal | undefined {
-    const entry = this.#byHash.get(keyHash(key));
+  lookup(digest: string): Principal | undefined {
+    const entry = this.#byHash.get(digest);
     if (entry === undefined) return undefined;
     // Expiry is checked on use, so a free test ends on time without any job running.
     if (entry.expiresAt !== undefined && entry.expiresAt <= this.#now()) return undefined;

@@ -1,21 +1,25 @@
-import { EventEmitter } from "node:events";
 import type { ServerResponse } from "node:http";
 
 /**
- * Fires "abort" when the client goes away before its answer is complete, so the upstream request is
- * abandoned too. undici takes any emitter with `aborted` and an "abort" event as a request's signal
- * (lib/core/util.js, addAbortListener); an AbortController per request cost measurably more
- * (bench/README.md, "What the profile showed").
+ * Whether the client went away before its answer was complete. Node marks a response destroyed when
+ * its socket closes (and when the gateway cuts it); a finished answer is writableFinished first. Read
+ * off the response itself, so the data plane keeps no emitter or AbortController per request: both
+ * showed in the profile (bench/README.md).
  */
-export class ClientGone extends EventEmitter {
-  aborted = false;
+export function clientGone(res: ServerResponse): boolean {
+  return res.destroyed && !res.writableFinished;
+}
 
-  constructor(res: ServerResponse) {
-    super();
-    res.once("close", () => {
-      if (res.writableFinished) return;
-      this.aborted = true;
-      this.emit("abort");
-    });
-  }
+/**
+ * An AbortSignal that fires when the client goes away, for undici's request(); `release` detaches it
+ * once the upstream answer is in. Only the paths that read a whole upstream answer use one.
+ */
+export function clientGoneSignal(res: ServerResponse): { signal: AbortSignal; release: () => void } {
+  const controller = new AbortController();
+  const onClose = () => {
+    if (!res.writableFinished) controller.abort();
+  };
+  if (clientGone(res)) controller.abort();
+  else res.on("close", onClose);
+  return { signal: controller.signal, release: () => res.off("close", onClose) };
 }

@@ -19,13 +19,25 @@ export function handleJsonRpc(
   body: Buffer,
 ): Promise<void> | undefined {
   checkMediaType(requestMediaType(ctx.req), policy.plainTextBody);
-  const parsed = parseJsonRpcBody(body.toString("utf8"), ctx.limits.maxJsonDepth);
+  const text = body.toString("utf8");
+  const parsed = parseJsonRpcBody(text, ctx.limits.maxJsonDepth);
   // Whatever fails from here on (rate, upstream) answers a single call with the caller's own id.
   if (!parsed.batch && parsed.calls[0] !== undefined) ctx.replyId = idOf(parsed.calls[0]);
-  return answer(ctx, policy, parsed);
+  return answer(ctx, policy, parsed, { text, bytes: body });
 }
 
-function answer(ctx: CallContext, policy: JsonRpcPolicy, parsed: ParsedBody): Promise<void> | undefined {
+/** The body as received, sent on as is when the re-serialised call is the same text (no re-encoding). */
+interface Received {
+  readonly text: string;
+  readonly bytes: Buffer;
+}
+
+function answer(
+  ctx: CallContext,
+  policy: JsonRpcPolicy,
+  parsed: ParsedBody,
+  received: Received,
+): Promise<void> | undefined {
   if (parsed.batch) {
     if (!policy.batch) throw new GatewayError("BATCH_NOT_SUPPORTED");
     if (parsed.calls.length === 0) throw new GatewayError("EMPTY_BATCH");
@@ -42,7 +54,7 @@ function answer(ctx: CallContext, policy: JsonRpcPolicy, parsed: ParsedBody): Pr
       return;
     }
     ctx.access.method = only.method;
-    return forward(ctx, only.json);
+    return forward(ctx, only.json === received.text ? received.bytes : only.json);
   }
   const passed: string[] = [];
   const refused: string[] = [];
@@ -68,12 +80,11 @@ function checkMediaType(media: string | undefined, plainTextBody: boolean): void
   throw new GatewayError("UNSUPPORTED_MEDIA_TYPE");
 }
 
-function forward(ctx: CallContext, json: string): Promise<void> {
-  const { res, signal, limits } = ctx;
+function forward(ctx: CallContext, json: string | Buffer): Promise<void> {
+  const { res, limits } = ctx;
   return relayUpstream(
     ctx.upstreams(),
     request(ctx, json),
-    signal,
     res,
     limits.upstream.maxResponseBytes,
     ctx.access,
@@ -82,7 +93,7 @@ function forward(ctx: CallContext, json: string): Promise<void> {
 
 /** A batch with refused calls: the upstream answers the rest, and the refusals join its array. */
 async function forwardAndMerge(ctx: CallContext, json: string, refused: readonly string[]): Promise<void> {
-  const { upstream, data } = await sendUpstream(ctx.upstreams(), request(ctx, json), ctx.signal);
+  const { upstream, data } = await sendUpstream(ctx.upstreams(), request(ctx, json), ctx.res);
   ctx.access.upstream = upstream.name;
   const body = (await readUpstreamBody(data, ctx.limits.upstream.maxResponseBytes)).toString("utf8").trim();
   // Only notifications went upstream, and nodes answer those with no body (JSON-RPC 2.0 §6).
@@ -95,7 +106,7 @@ async function forwardAndMerge(ctx: CallContext, json: string, refused: readonly
   sendJson(ctx.res, 200, `[${inner}${inner === "" ? "" : ","}${refused.join(",")}]`);
 }
 
-function request(ctx: CallContext, json: string) {
+function request(ctx: CallContext, json: string | Buffer) {
   return {
     method: "POST" as const,
     path: ctx.target.path,

@@ -8,9 +8,9 @@ export class KeyStoreChain implements KeyStore {
     this.#stores = stores;
   }
 
-  lookup(key: string): Principal | undefined {
+  lookup(digest: string): Principal | undefined {
     for (const store of this.#stores) {
-      const principal = store.lookup(key);
+      const principal = store.lookup(digest);
       if (principal !== undefined) return principal;
     }
     return undefined;

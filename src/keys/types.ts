@@ -15,11 +15,11 @@ export interface Principal {
 }
 
 /**
- * Key in, principal out. Lookups are synchronous: a store keeps its keys (or a cache of them) in memory,
- * so the hot path never waits on disk or network.
+ * Key digest (keyHash) in, principal out. Lookups are synchronous: a store keeps its keys (or a cache of
+ * them) in memory, so the hot path never waits on disk or network. The caller hashes once for all stores.
  */
 export interface KeyStore {
-  lookup(key: string): Principal | undefined;
+  lookup(digest: string): Principal | undefined;
 }
 
 /** `FN` and a URL-safe body; anything else is refused before any lookup. */

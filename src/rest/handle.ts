@@ -71,7 +71,6 @@ function relay(
       body,
       stream,
     },
-    ctx.signal,
     ctx.res,
     stream ? Number.POSITIVE_INFINITY : ctx.limits.upstream.maxResponseBytes,
     ctx.access,

@@ -1,7 +1,7 @@
-import type { EventEmitter } from "node:events";
 import type { ServerResponse } from "node:http";
 import type { Dispatcher } from "undici";
 import { type ErrorCode, GatewayError } from "../errors/table.js";
+import { clientGone, clientGoneSignal } from "../http/client-gone.js";
 import { ResponseRelay } from "./response-relay.js";
 import { request as undiciRequest } from "./undici-core.js";
 import { type Upstream, type UpstreamGroup, upstreamPath } from "./upstreams.js";
@@ -16,9 +16,6 @@ export interface ForwardRequest {
   /** A long-lived stream: no body timeout, chunks flushed as they arrive. */
   readonly stream: boolean;
 }
-
-/** What aborts an upstream request when its client goes away (src/http/client-gone.ts). */
-export type UpstreamSignal = EventEmitter & { readonly aborted: boolean };
 
 export interface UpstreamResponse {
   readonly upstream: Upstream;
@@ -39,12 +36,17 @@ const MAX_ATTEMPTS = 2;
 export async function sendUpstream(
   group: UpstreamGroup,
   request: ForwardRequest,
-  signal: UpstreamSignal,
+  res: ServerResponse,
 ): Promise<UpstreamResponse> {
-  return withFailover(group, signal, async (upstream) => ({
-    upstream,
-    data: await undiciRequest(upstream.dispatcher, { ...options(upstream, request), signal }),
-  }));
+  const { signal, release } = clientGoneSignal(res);
+  try {
+    return await withFailover(group, res, async (upstream) => ({
+      upstream,
+      data: await undiciRequest(upstream.dispatcher, { ...options(upstream, request), signal }),
+    }));
+  } finally {
+    release();
+  }
 }
 
 /**
@@ -57,7 +59,6 @@ export async function sendUpstream(
 export function relayUpstream(
   group: UpstreamGroup,
   request: ForwardRequest,
-  signal: UpstreamSignal,
   res: ServerResponse,
   maxBytes: number,
   note: { upstream: string | undefined },
@@ -68,17 +69,17 @@ export function relayUpstream(
     const settle = (error?: unknown) => {
       if (error === undefined) return resolve();
       if (!res.headersSent) {
-        if (attempt < order.length && attempt < MAX_ATTEMPTS && mayRetry(error, signal)) return send();
+        if (attempt < order.length && attempt < MAX_ATTEMPTS && mayRetry(error, res)) return send();
         return reject(failure(error));
       }
       // The status line is gone: all that is left is to cut the connection.
       res.destroy();
-      reject(signal.aborted ? new GatewayError("CLIENT_CLOSED") : failure(error));
+      reject(clientGone(res) ? new GatewayError("CLIENT_CLOSED") : failure(error));
     };
     const send = () => {
       const upstream = order[attempt++] as Upstream;
       note.upstream = upstream.name;
-      const relay = new ResponseRelay({ res, signal, maxBytes, flushHeaders: request.stream, settle });
+      const relay = new ResponseRelay({ res, maxBytes, flushHeaders: request.stream, settle });
       try {
         upstream.dispatcher.dispatch(options(upstream, request), relay);
       } catch (error) {
@@ -92,7 +93,7 @@ export function relayUpstream(
 /** Tries the group's upstreams in order; moves on only when the request cannot have reached the node. */
 async function withFailover<T>(
   group: UpstreamGroup,
-  signal: UpstreamSignal,
+  res: ServerResponse,
   attempt: (upstream: Upstream) => Promise<T>,
 ): Promise<T> {
   let last: unknown;
@@ -102,15 +103,15 @@ async function withFailover<T>(
       return await attempt(order[i] as Upstream);
     } catch (error) {
       last = error;
-      if (!mayRetry(error, signal)) break;
+      if (!mayRetry(error, res)) break;
     }
   }
   throw failure(last);
 }
 
 /** Only failures where the request cannot have reached the node, and whose client is still there. */
-function mayRetry(error: unknown, signal: UpstreamSignal): boolean {
-  return !(error instanceof GatewayError) && !signal.aborted && NOT_SENT.has(errorCode(error));
+function mayRetry(error: unknown, res: ServerResponse): boolean {
+  return !(error instanceof GatewayError) && !clientGone(res) && NOT_SENT.has(errorCode(error));
 }
 
 function failure(error: unknown): GatewayError {

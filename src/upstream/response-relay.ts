@@ -1,7 +1,7 @@
 import type { ServerResponse } from "node:http";
 import type { Dispatcher } from "undici";
 import { GatewayError } from "../errors/table.js";
-import type { UpstreamSignal } from "./forward.js";
+import { clientGone } from "../http/client-gone.js";
 
 /** Upstream response headers a client gets; everything else (cookies, server banners, hop-by-hop) stays behind. */
 const PASSED_HEADERS = new Set([
@@ -18,7 +18,6 @@ const PASSED_LENGTHS = new Set([...PASSED_HEADERS].map((name) => name.length));
 
 export interface RelayOptions {
   readonly res: ServerResponse;
-  readonly signal: UpstreamSignal;
   /** Past this many body bytes the upstream request is aborted; Infinity for streams. */
   readonly maxBytes: number;
   /** A stream: the client must see the status line before the first item, which may be minutes away. */
@@ -46,10 +45,10 @@ export class ResponseRelay implements Dispatcher.DispatchHandler {
 
   onConnect(abort: (error?: Error) => void): void {
     this.#abort = abort;
-    const { signal } = this.#options;
+    const { res } = this.#options;
     // A request queued behind busy connections reaches here after its client may have left.
-    if (signal.aborted) abort(new GatewayError("CLIENT_CLOSED"));
-    else signal.once("abort", this.#clientGone);
+    if (clientGone(res)) abort(new GatewayError("CLIENT_CLOSED"));
+    else res.on("close", this.#clientGone);
   }
 
   onHeaders(statusCode: number, raw: Buffer[] | string[] | null, resume: () => void): boolean {
@@ -96,11 +95,11 @@ export class ResponseRelay implements Dispatcher.DispatchHandler {
   }
 
   readonly #clientGone = (): void => {
-    this.#abort?.(new GatewayError("CLIENT_CLOSED"));
+    if (!this.#options.res.writableFinished) this.#abort?.(new GatewayError("CLIENT_CLOSED"));
   };
 
   #finish(): void {
-    this.#options.signal.off("abort", this.#clientGone);
+    this.#options.res.off("close", this.#clientGone);
     if (this.#resume) this.#options.res.off("drain", this.#resume);
   }
 }
