@@ -1,7 +1,7 @@
 // Development aid: `node --import tsx bench/ab.ts A.yaml B.yaml [seconds] [rounds]` runs the small
 // JSON-RPC scenario against two gateway deployments and the Node floor, alternating, and prints medians.
 // AB_ENTRY_0 / AB_ENTRY_1 run another build for A or B (a copy of an older dist/gateway.js);
-// AB_CONNECTIONS and AB_METHOD change the load.
+// AB_ARGS_0 / AB_ARGS_1 add Node options (say, V8 heap flags); AB_CONNECTIONS and AB_METHOD change the load.
 // Each YAML is a gateway config whose upstreams get pointed at the bench node (see gateway-config.ts).
 import { readFileSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
@@ -46,7 +46,7 @@ for (const [i, file] of [a, b].entries()) {
   targets.push({
     ...(await start(
       file,
-      [process.env[`AB_ENTRY_${i}`] ?? "dist/gateway.js"],
+      [...(process.env[`AB_ARGS_${i}`]?.split(" ") ?? []), process.env[`AB_ENTRY_${i}`] ?? "dist/gateway.js"],
       { GATEWAY_CONFIG: config, GATEWAY_PORT: `${p}` },
       p,
       root,
