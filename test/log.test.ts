@@ -92,4 +92,23 @@ describe("the logger", () => {
     expect(written[99999]?.i).toBe(99999);
     expect(written[100000]?.msg).toBe("last");
   });
+
+  it("writes a lone line within about 50 ms, without waiting for more lines or for exit", async () => {
+    const script = `
+      import { writeSync } from "node:fs";
+      import { createLogger } from "./src/log.ts";
+      createLogger("info").log("info", "lone");
+      setTimeout(() => { writeSync(2, "mark\\n"); process.exit(0); }, 300);
+    `;
+    const file = join(mkdtempSync(join(tmpdir(), "log-")), "stderr.log");
+    const fd = openSync(file, "w");
+    const child = spawn(process.execPath, ["--import", "tsx", "--input-type=module", "-e", script], {
+      stdio: ["ignore", "ignore", fd],
+    });
+    expect(await new Promise((resolve) => child.once("exit", resolve))).toBe(0);
+    closeSync(fd);
+    const [first, second] = readFileSync(file, "utf8").trimEnd().split("\n");
+    expect(JSON.parse(first as string)).toMatchObject({ msg: "lone" });
+    expect(second).toBe("mark");
+  });
 });
