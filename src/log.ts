@@ -82,31 +82,21 @@ let pending = "";
 let flushScheduled = false;
 let flushAtExit = false;
 
-/** How long a line may wait for others to share its write, as nginx's `access_log … flush=`. */
-const FLUSH_AFTER_MS = 50;
-const FLUSH_AT_BYTES = 64 * 1024;
-let flushTimer: NodeJS.Timeout | undefined;
-
 /**
- * Lines go to stderr in one write per 64 KB or per 50 ms, whichever comes first, rather than one per
- * line or per event-loop turn: under load a write per line, and then a write per turn at 50
- * connections, were a visible share of the gateway's CPU (bench/README.md). Whatever is pending at exit
- * is written then; Node writes stderr synchronously to a file, while a full pipe may still drop the
- * tail at exit, as it would for any stderr write. A process killed outright loses at most 50 ms of lines.
+ * Lines go to stderr in one write per event-loop turn rather than one per line: under load a write per
+ * access-log line was a visible share of the gateway's CPU (bench/README.md). Whatever is pending at
+ * exit is written then; Node writes stderr synchronously to a file, while a full pipe may still drop
+ * the tail at exit, as it would for any stderr write.
  */
 function stderrLines(line: string): void {
   pending += line;
-  if (pending.length >= FLUSH_AT_BYTES) {
+  if (pending.length >= 64 * 1024) {
     flushLines();
     return;
   }
   if (flushScheduled) return;
   flushScheduled = true;
-  if (flushTimer === undefined) {
-    flushTimer = setTimeout(flushLines, FLUSH_AFTER_MS);
-    // An idle process is not kept alive for its log: the exit hook writes what is left.
-    flushTimer.unref();
-  } else flushTimer.refresh();
+  setImmediate(flushLines);
   if (flushAtExit) return;
   flushAtExit = true;
   process.once("exit", flushLines);
