@@ -177,7 +177,9 @@ async function main(): Promise<void> {
     if (args.only !== undefined && !scenario.name.includes(args.only)) continue;
     const checked = scenario.name.startsWith("eth_blockNumber");
     const run = checked ? { rounds: CHECKED_ROUNDS, seconds: CHECKED_SECONDS } : {};
-    rows.push(...summarise(scenario.name, await compare(scenario, targets, { ...run, upstream: node }), floor.name));
+    rows.push(
+      ...summarise(scenario.name, await compare(scenario, targets, { ...run, upstream: node }), floor.name),
+    );
     progress(scenario.name);
   }
 
