@@ -96,7 +96,8 @@ export function createGateway(options: GatewayOptions): Gateway {
         else res.destroy();
         return;
       }
-      const closed = clientGone(res) || error.code === "CLIENT_CLOSED";
+      // Once the status line is out the relay has told a client that left from a connection it cut itself.
+      const closed = error.code === "CLIENT_CLOSED" || (!res.headersSent && clientGone(res));
       access.error = closed ? "CLIENT_CLOSED" : error.code;
       if (!closed) sendError(res, error, style, error.rawId ?? call?.replyId);
     };
@@ -121,9 +122,10 @@ export function createGateway(options: GatewayOptions): Gateway {
       checkDedicatedOnly(endpoint, admitted.target);
       call = new CallContext(req, res, mount, admitted, services, access);
       const ctx = call;
-      const rpc = jsonRpcAt(ctx);
+      const segments = belowMount(mount, admitted.target);
+      const rpc = jsonRpcAt(ctx, segments);
       if (rpc === undefined) {
-        settle(handleRest(ctx, routesOf(mount), restSegments(ctx)));
+        settle(handleRest(ctx, routesOf(mount), segments));
         return;
       }
       collectBody(req, limits.maxBodyBytes, (error, body) => {
@@ -176,18 +178,18 @@ function preflight(res: ServerResponse): void {
 }
 
 /** The mount's JSON-RPC policy when the request is a POST to the mount's root; undefined for REST. */
-function jsonRpcAt(ctx: CallContext): JsonRpcPolicy | undefined {
+function jsonRpcAt(ctx: CallContext, segments: readonly string[]): JsonRpcPolicy | undefined {
   const rpc = ctx.mount.policy.jsonrpc;
-  if (rpc === undefined || restSegments(ctx).length > 0) return undefined;
+  if (rpc === undefined || segments.length > 0) return undefined;
   if (ctx.req.method !== "POST")
     throw new GatewayError("HTTP_METHOD_NOT_ALLOWED", { allow: ["POST"] }, { allow: "POST" });
   return rpc;
 }
 
 /** The target's path segments below the mount. */
-function restSegments(ctx: CallContext): readonly string[] {
-  const depth = ctx.mount.path === "/" ? 0 : ctx.mount.path.split("/").length - 1;
-  return depth === 0 ? ctx.target.segments : ctx.target.segments.slice(depth);
+function belowMount(mount: Mount, target: RequestTarget): readonly string[] {
+  const depth = mount.path === "/" ? 0 : mount.path.split("/").length - 1;
+  return depth === 0 ? target.segments : target.segments.slice(depth);
 }
 
 function routesOf(mount: Mount): RouteNode {

@@ -23,20 +23,15 @@ export function handleJsonRpc(
   const parsed = parseJsonRpcBody(text, ctx.limits.maxJsonDepth);
   // Whatever fails from here on (rate, upstream) answers a single call with the caller's own id.
   if (!parsed.batch && parsed.calls[0] !== undefined) ctx.replyId = idOf(parsed.calls[0]);
-  return answer(ctx, policy, parsed, { text, bytes: body });
-}
-
-/** The body as received, sent on as is when the re-serialised call is the same text (no re-encoding). */
-interface Received {
-  readonly text: string;
-  readonly bytes: Buffer;
+  return answer(ctx, policy, parsed, text, body);
 }
 
 function answer(
   ctx: CallContext,
   policy: JsonRpcPolicy,
   parsed: ParsedBody,
-  received: Received,
+  text: string,
+  body: Buffer,
 ): Promise<void> | undefined {
   if (parsed.batch) {
     if (!policy.batch) throw new GatewayError("BATCH_NOT_SUPPORTED");
@@ -54,7 +49,8 @@ function answer(
       return;
     }
     ctx.access.method = only.method;
-    return forward(ctx, only.json === received.text ? received.bytes : only.json);
+    // The body goes on as received when re-serialising left it unchanged: no second encoding.
+    return forward(ctx, only.json === text ? body : only.json);
   }
   const passed: string[] = [];
   const refused: string[] = [];

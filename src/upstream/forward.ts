@@ -33,28 +33,25 @@ const NOT_SENT = new Set([
 const MAX_ATTEMPTS = 2;
 
 /** Sends to the group's next upstream; fails over once when the first could not be reached. */
-export async function sendUpstream(
+export function sendUpstream(
   group: UpstreamGroup,
   request: ForwardRequest,
   res: ServerResponse,
 ): Promise<UpstreamResponse> {
   const { signal, release } = clientGoneSignal(res);
-  try {
-    return await withFailover(group, res, async (upstream) => ({
-      upstream,
-      data: await undiciRequest(upstream.dispatcher, { ...options(upstream, request), signal }),
-    }));
-  } finally {
-    release();
-  }
+  return withFailover<UpstreamResponse>(group, res, (upstream, done) => {
+    undiciRequest(upstream.dispatcher, { ...options(upstream, request), signal }).then(
+      (data) => done(undefined, { upstream, data }),
+      done,
+    );
+  }).finally(release);
 }
 
 /**
  * Relays the upstream's answer (status, passed headers, body) into `res` as it arrives, with
  * backpressure (response-relay.ts), failing over like `sendUpstream`; `note.upstream` names the
- * upstream tried last, for the access log. Past `maxBytes` the upstream request is aborted and the client's connection cut, since its
- * status line is gone. One promise per request, not an async function per layer: this is the data
- * plane's hot path, and each await showed in the profile (bench/README.md).
+ * upstream tried last, for the access log. Past `maxBytes` the upstream request is aborted and the
+ * client's connection cut, since its status line is gone.
  */
 export function relayUpstream(
   group: UpstreamGroup,
@@ -63,55 +60,56 @@ export function relayUpstream(
   maxBytes: number,
   note: { upstream: string | undefined },
 ): Promise<void> {
-  const order = group.order();
-  return new Promise<void>((resolve, reject) => {
-    let attempt = 0;
+  return withFailover<void>(group, res, (upstream, done) => {
+    note.upstream = upstream.name;
     const settle = (error?: unknown) => {
-      if (error === undefined) return resolve();
-      if (!res.headersSent) {
-        if (attempt < order.length && attempt < MAX_ATTEMPTS && mayRetry(error, res)) return send();
-        return reject(failure(error));
-      }
+      if (error === undefined || !res.headersSent) return done(error);
       // The status line is gone: all that is left is to cut the connection.
+      const gone = clientGone(res);
       res.destroy();
-      reject(clientGone(res) ? new GatewayError("CLIENT_CLOSED") : failure(error));
+      done(gone ? new GatewayError("CLIENT_CLOSED") : error);
     };
-    const send = () => {
-      const upstream = order[attempt++] as Upstream;
-      note.upstream = upstream.name;
-      const relay = new ResponseRelay({ res, maxBytes, flushHeaders: request.stream, settle });
-      try {
-        upstream.dispatcher.dispatch(options(upstream, request), relay);
-      } catch (error) {
-        settle(error);
-      }
-    };
-    send();
+    upstream.dispatcher.dispatch(
+      options(upstream, request),
+      new ResponseRelay({ res, maxBytes, flushHeaders: request.stream, settle }),
+    );
   });
 }
 
-/** Tries the group's upstreams in order; moves on only when the request cannot have reached the node. */
-async function withFailover<T>(
+/**
+ * Tries the group's upstreams in order; moves on only when the request cannot have reached the node.
+ * One promise for all attempts, with callbacks inside: this is the data plane's hot path, and an async
+ * function per layer showed in the profile (bench/README.md).
+ */
+function withFailover<T>(
   group: UpstreamGroup,
   res: ServerResponse,
-  attempt: (upstream: Upstream) => Promise<T>,
+  attempt: (upstream: Upstream, done: (error: unknown, value?: T) => void) => void,
 ): Promise<T> {
-  let last: unknown;
   const order = group.order();
-  for (let i = 0; i < order.length && i < MAX_ATTEMPTS; i++) {
-    try {
-      return await attempt(order[i] as Upstream);
-    } catch (error) {
-      last = error;
-      if (!mayRetry(error, res)) break;
-    }
-  }
-  throw failure(last);
+  return new Promise<T>((resolve, reject) => {
+    let tried = 0;
+    const done = (error: unknown, value?: T) => {
+      if (error === undefined) return resolve(value as T);
+      if (tried < order.length && tried < MAX_ATTEMPTS && mayRetry(error, res)) return next();
+      reject(failure(error));
+    };
+    const next = () => {
+      try {
+        attempt(order[tried++] as Upstream, done);
+      } catch (error) {
+        done(error);
+      }
+    };
+    next();
+  });
 }
 
-/** Only failures where the request cannot have reached the node, and whose client is still there. */
+/** Only failures where the request cannot have reached the node, whose client is still there and unanswered. */
 function mayRetry(error: unknown, res: ServerResponse): boolean {
-  return !(error instanceof GatewayError) && !clientGone(res) && NOT_SENT.has(errorCode(error));
+  return (
+    !(error instanceof GatewayError) && !res.headersSent && !clientGone(res) && NOT_SENT.has(errorCode(error))
+  );
 }
 
 function failure(error: unknown): GatewayError {

@@ -241,6 +241,7 @@ describe("bad upstreams", () => {
   });
 
   it("a chunked upstream body growing past maxResponseBytes is cut: the client never gets the whole body", async () => {
+    const logsBefore = gw.logs.length;
     const body = rpcBody("GetLatestTxBlock", [], 6);
     const conn = await openRaw(gw.port);
     await conn.write(`${HEAD("zil", body.length)}${body}`);
@@ -251,6 +252,14 @@ describe("bad upstreams", () => {
     expect(response?.status).toBe(200);
     expect(response?.complete).toBe(false);
     expect(response?.text.length ?? 0).toBeLessThan(2 * MAX_RESPONSE);
+    // The gateway cut the client, so the access log names the upstream's fault, not a client that left.
+    const access = () => gw.logs.slice(logsBefore).find((line) => line.includes('"label":"zil"'));
+    await within(
+      waitFor(() => access() !== undefined),
+      5000,
+      "the cut request's access-log line",
+    );
+    expect(access()).toContain('"error":"UPSTREAM_RESPONSE_TOO_LARGE"');
   });
 
   it("those upstream errors echo the caller's id, as every error on a readable request does", async () => {
