@@ -1,7 +1,8 @@
 // Development aid: `node --import tsx bench/ab.ts A.yaml B.yaml [seconds] [rounds]` runs the small
 // JSON-RPC scenario against two gateway deployments and the Node floor, alternating, and prints medians.
 // AB_ENTRY_0 / AB_ENTRY_1 run another build for A or B (a copy of an older dist/gateway.js);
-// AB_ARGS_0 / AB_ARGS_1 add Node options (say, V8 heap flags); AB_CONNECTIONS and AB_METHOD change the load.
+// AB_ARGS_0 / AB_ARGS_1 add Node options (say, V8 heap flags); AB_CONNECTIONS and AB_METHOD change the load,
+// and AB_RATE fixes it (requests per second), which compares CPU per request at equal work.
 // Each YAML is a gateway config whose upstreams get pointed at the bench node (see gateway-config.ts).
 import { readFileSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
@@ -22,6 +23,7 @@ const scenario: Scenario = {
   path: "/",
   body: `{"jsonrpc":"2.0","id":1,"method":"${process.env.AB_METHOD ?? "eth_blockNumber"}","params":[]}`,
   label: "eth",
+  ...(process.env.AB_RATE === undefined ? {} : { rate: Number(process.env.AB_RATE) }),
 };
 const port = await freePort();
 const wsPort = await freePort();
@@ -88,6 +90,8 @@ for (const [name, list] of rps) {
     `${peak} MB`,
     `${median(cpu.get(name) ?? []).toFixed(1)} µs/req (${(median(cpu.get(name) ?? []) / floorCpu).toFixed(2)}×)`,
     list.map(Math.round).join(" "),
+    "| µs/req",
+    (cpu.get(name) ?? []).map((c) => c.toFixed(1)).join(" "),
   );
 }
 await Promise.all([node, ...targets].map((t) => t.stop()));

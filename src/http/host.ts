@@ -5,6 +5,13 @@ export type HostTarget =
   | { readonly kind: "public"; readonly label: string };
 
 const HOST_CHARS = /^[a-z0-9.-]+$/;
+// Clients send the same few Host values over and over; past this many distinct ones the memo starts over.
+const MEMO_SIZE = 1024;
+
+interface Resolved {
+  readonly name: string;
+  readonly target: HostTarget;
+}
 
 /**
  * Finds the network from the request's one Host header (RFC 9112 §3.2): compared without case, with an
@@ -13,6 +20,8 @@ const HOST_CHARS = /^[a-z0-9.-]+$/;
 export class HostResolver {
   readonly #suffix: string;
   readonly #publicHosts: ReadonlyMap<string, string>;
+  /** Host header value as sent → what it resolved to; only values that resolved are kept. */
+  readonly #memo = new Map<string, Resolved>();
 
   constructor(domain: string, publicHosts: Readonly<Record<string, string>>) {
     this.#suffix = `.${normaliseName(domain)}`;
@@ -31,15 +40,26 @@ export class HostResolver {
       }
     }
     if (host === undefined) throw new GatewayError("BAD_HOST", { reason: "no Host header" });
-    const name = hostName(host);
-    if (url.charCodeAt(0) !== 47 /* "/" */) checkAbsoluteForm(url, name);
+    const resolved = this.#memo.get(host) ?? this.#remember(host);
+    if (url.charCodeAt(0) !== 47 /* "/" */) checkAbsoluteForm(url, resolved.name);
+    return resolved.target;
+  }
 
+  #remember(host: string): Resolved {
+    const name = hostName(host);
     const publicLabel = this.#publicHosts.get(name);
-    if (publicLabel !== undefined) return { kind: "public", label: publicLabel };
-    if (!name.endsWith(this.#suffix)) throw new GatewayError("UNKNOWN_NETWORK");
-    const label = name.slice(0, -this.#suffix.length);
-    if (label.length === 0 || label.includes(".")) throw new GatewayError("UNKNOWN_NETWORK");
-    return { kind: "label", label };
+    let target: HostTarget;
+    if (publicLabel !== undefined) target = { kind: "public", label: publicLabel };
+    else {
+      if (!name.endsWith(this.#suffix)) throw new GatewayError("UNKNOWN_NETWORK");
+      const label = name.slice(0, -this.#suffix.length);
+      if (label.length === 0 || label.includes(".")) throw new GatewayError("UNKNOWN_NETWORK");
+      target = { kind: "label", label };
+    }
+    if (this.#memo.size >= MEMO_SIZE) this.#memo.clear();
+    const resolved = { name, target };
+    this.#memo.set(host, resolved);
+    return resolved;
   }
 }
 

@@ -36,6 +36,8 @@ export class ResponseRelay implements Dispatcher.DispatchHandler {
   readonly #options: RelayOptions;
   #abort: ((error: Error) => void) | undefined;
   #resume: (() => void) | undefined;
+  #waitingForDrain = false;
+  #done = false;
   #counted = false;
   #seen = 0;
 
@@ -70,7 +72,6 @@ export class ResponseRelay implements Dispatcher.DispatchHandler {
     res.writeHead(statusCode, headers);
     if (flushHeaders) res.flushHeaders();
     this.#resume = resume;
-    res.on("drain", resume);
     return true;
   }
 
@@ -80,7 +81,15 @@ export class ResponseRelay implements Dispatcher.DispatchHandler {
       this.#seen += chunk.length;
       if (this.#seen > maxBytes) throw new GatewayError("UPSTREAM_RESPONSE_TOO_LARGE", { maxBytes });
     }
-    return res.write(chunk);
+    if (res.write(chunk)) return true;
+    // undici pauses the upstream socket until resume(); most answers never fill the client's socket.
+    if (!this.#waitingForDrain) {
+      this.#waitingForDrain = true;
+      res.on("drain", () => {
+        if (!this.#done) this.#resume?.();
+      });
+    }
+    return false;
   }
 
   onComplete(): void {
@@ -95,11 +104,12 @@ export class ResponseRelay implements Dispatcher.DispatchHandler {
   }
 
   readonly #clientGone = (): void => {
-    if (!this.#options.res.writableFinished) this.#abort?.(new GatewayError("CLIENT_CLOSED"));
+    if (!this.#done && !this.#options.res.writableFinished) this.#abort?.(new GatewayError("CLIENT_CLOSED"));
   };
 
+  // A flag, not off(): a ServerResponse's event table is not kept in shape, so removing a listener
+  // deletes a key and turns it into a dictionary; the response is dropped right after anyway.
   #finish(): void {
-    this.#options.res.off("close", this.#clientGone);
-    if (this.#resume) this.#options.res.off("drain", this.#resume);
+    this.#done = true;
   }
 }

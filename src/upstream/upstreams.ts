@@ -49,7 +49,8 @@ export const poolPerOrigin: DispatcherFactory = (origin, limits) =>
 
 /** The deployment's label → mount → upstream table, built once at start. */
 export class UpstreamTable {
-  readonly #groups = new Map<string, UpstreamGroup>();
+  /** Label, then mount path ("*" for the label's endpoint-wide list): no key string is built per request. */
+  readonly #groups = new Map<string, Map<string, UpstreamGroup>>();
   readonly #dispatchers = new Map<string, Dispatcher>();
 
   constructor(
@@ -59,14 +60,17 @@ export class UpstreamTable {
     for (const [label, upstreams] of Object.entries(config.upstreams)) {
       for (const [mount, specs] of byMount(upstreams)) {
         const members = specs.map((spec) => this.#upstream(spec, factory, config.limits.upstream));
-        if (members.length > 0) this.#groups.set(`${label} ${mount}`, new UpstreamGroup(members));
+        if (members.length === 0) continue;
+        const mounts = this.#groups.get(label) ?? new Map<string, UpstreamGroup>();
+        this.#groups.set(label, mounts.set(mount, new UpstreamGroup(members)));
       }
     }
   }
 
   /** The group for a label's mount, falling back to the label's endpoint-wide list. */
   group(label: string, mountPath: string): UpstreamGroup | undefined {
-    return this.#groups.get(`${label} ${mountPath}`) ?? this.#groups.get(`${label} *`);
+    const mounts = this.#groups.get(label);
+    return mounts?.get(mountPath) ?? mounts?.get("*");
   }
 
   async close(): Promise<void> {
