@@ -27,22 +27,34 @@ export function parseTarget(url: string, keyed: boolean | ((first: string) => bo
   if (rawPath.charCodeAt(0) !== 47) throw badPath("the path must start with /");
   if (query.includes("#") || rawPath.includes("#")) throw badPath("fragments are not sent to servers");
   if (rawPath.includes("\\") || rawPath.includes("\0")) throw badPath("backslash or NUL in the path");
-  if (ENCODED_SEPARATOR.test(rawPath)) throw badPath("encoded dot, slash, backslash or NUL in the path");
-
-  const parts = rawPath.split("/");
-  parts.shift();
-  // One trailing slash is how users type a root or a directory; it is dropped, never forwarded empty.
-  if (parts.length > 1 && parts[parts.length - 1] === "") parts.pop();
-  for (const part of parts) {
-    if (part === "" && parts.length > 1) throw badPath("empty path segment");
-    if (part === "." || part === "..") throw badPath("dot segment in the path");
+  if (rawPath.includes("%") && ENCODED_SEPARATOR.test(rawPath)) {
+    throw badPath("encoded dot, slash, backslash or NUL in the path");
   }
-  if (parts.length === 1 && parts[0] === "") parts.pop();
-
+  const parts = segmentsOf(rawPath);
   const first = parts[0];
   const hasKey = typeof keyed === "function" ? first !== undefined && keyed(first) : keyed;
   const key = hasKey ? parts.shift() : undefined;
-  return { key, path: `/${parts.join("/")}`, segments: parts, query };
+  return { key, path: parts.length === 0 ? "/" : `/${parts.join("/")}`, segments: parts, query };
+}
+
+/** The path's segments; "/", "/a" and "/a/" (a JSON-RPC call's "/<key>") are split without `split`. */
+function segmentsOf(rawPath: string): string[] {
+  const second = rawPath.indexOf("/", 1);
+  // One trailing slash is how users type a root or a directory; it is dropped, never forwarded empty.
+  if (second < 0 || second === rawPath.length - 1) {
+    const only = second < 0 ? rawPath.slice(1) : rawPath.slice(1, -1);
+    if (only === "") return [];
+    if (only === "." || only === "..") throw badPath("dot segment in the path");
+    return [only];
+  }
+  const parts = rawPath.split("/");
+  parts.shift();
+  if (parts[parts.length - 1] === "") parts.pop();
+  for (const part of parts) {
+    if (part === "") throw badPath("empty path segment");
+    if (part === "." || part === "..") throw badPath("dot segment in the path");
+  }
+  return parts;
 }
 
 function badPath(reason: string): GatewayError {

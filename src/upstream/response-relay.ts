@@ -4,7 +4,7 @@ import { GatewayError } from "../errors/table.js";
 import { clientGone } from "../http/client-gone.js";
 
 /** Upstream response headers a client gets; everything else (cookies, server banners, hop-by-hop) stays behind. */
-const PASSED_HEADERS = new Set([
+const PASSED_HEADERS = [
   "content-type",
   "content-length",
   "content-encoding",
@@ -12,9 +12,32 @@ const PASSED_HEADERS = new Set([
   "etag",
   "last-modified",
   "retry-after",
-]);
+];
 // Most of a node's headers (date, connection, keep-alive, server) are told apart by length alone.
-const PASSED_LENGTHS = new Set([...PASSED_HEADERS].map((name) => name.length));
+const PASSED_BY_LENGTH: (readonly string[] | undefined)[] = [];
+for (const name of PASSED_HEADERS)
+  PASSED_BY_LENGTH[name.length] = [...(PASSED_BY_LENGTH[name.length] ?? []), name];
+
+/**
+ * The lower-case name of a header the client gets, or undefined. undici hands names over as the bytes
+ * it parsed; they are compared as bytes, since turning each into a string showed in the profile.
+ */
+function passedName(name: Buffer | string): string | undefined {
+  const candidates = PASSED_BY_LENGTH[name.length];
+  if (candidates === undefined) return undefined;
+  for (const candidate of candidates) if (sameName(name, candidate)) return candidate;
+  return undefined;
+}
+
+function sameName(name: Buffer | string, lower: string): boolean {
+  if (typeof name === "string") return name.toLowerCase() === lower;
+  for (let i = 0; i < lower.length; i++) {
+    // Names are tokens (RFC 9110 §5.6.2, checked by llhttp): setting bit 5 lower-cases a letter and
+    // leaves "-" as it is, and no other token byte becomes a lower-case letter or "-" that way.
+    if (((name[i] as number) | 0x20) !== lower.charCodeAt(i)) return false;
+  }
+  return true;
+}
 
 export interface RelayOptions {
   readonly res: ServerResponse;
@@ -59,9 +82,8 @@ export class ResponseRelay implements Dispatcher.DispatchHandler {
     const headers: string[] = ["access-control-allow-origin", "*"];
     let declared = -1;
     for (let i = 0; raw !== null && i + 1 < raw.length; i += 2) {
-      if (!PASSED_LENGTHS.has(raw[i]?.length ?? 0)) continue;
-      const name = String(raw[i]).toLowerCase();
-      if (!PASSED_HEADERS.has(name)) continue;
+      const name = passedName(raw[i] as Buffer | string);
+      if (name === undefined) continue;
       const value = String(raw[i + 1]);
       headers.push(name, value);
       if (name === "content-length") declared = Number(value);
