@@ -65,15 +65,18 @@ export function createLogger(level: LogLevel, write: (line: string) => void = st
   };
 }
 
-let lastMs = 0;
+let stampedAt = Number.NEGATIVE_INFINITY;
 let lastStamp = "";
 
-/** ISO time, formatted once per millisecond however many lines share it. */
+/**
+ * ISO time, formatted once per millisecond however many lines share it. The monotonic clock says when a
+ * millisecond has passed (a fast call); the wall clock, a C++ builtin, is read only then.
+ */
 function timestamp(): string {
-  const now = Date.now();
-  if (now !== lastMs) {
-    lastMs = now;
-    lastStamp = new Date(now).toISOString();
+  const now = performance.now();
+  if (now - stampedAt >= 1) {
+    stampedAt = now;
+    lastStamp = new Date().toISOString();
   }
   return lastStamp;
 }

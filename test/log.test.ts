@@ -45,6 +45,17 @@ describe("the logger", () => {
     expect(Object.keys(parsed)).toEqual(["t", "level", "msg", "label", "status", "ms", "cached"]);
   });
 
+  it("stamps each line with the wall-clock time, to the millisecond", async () => {
+    for (let i = 0; i < 3; i++) {
+      const before = Date.now();
+      const [line] = lines("info", (log) => log.log("info", "tick"));
+      const stamped = Date.parse(JSON.parse(line as string).t);
+      expect(stamped).toBeGreaterThanOrEqual(before - 1);
+      expect(stamped).toBeLessThanOrEqual(Date.now());
+      await new Promise((resolve) => setTimeout(resolve, 15));
+    }
+  });
+
   it("escapes what a caller could put in a value, and keeps numbers JSON", () => {
     const [line] = lines("debug", (log) =>
       log.log("warn", 'say "hi"\n', {

@@ -31,15 +31,16 @@ export function collectBody(req: IncomingMessage, maxBytes: number, callback: Bo
     done();
     callback(undefined, chunks.length === 1 ? (chunks[0] as Buffer) : Buffer.concat(chunks));
   };
-  // The client hung up (or Node timed the request out and answered 408 itself).
+  // The client hung up (or Node timed the request out and answered 408 itself). An IncomingMessage emits
+  // 'error' only to listeners it has, and 'close' after every destroy, so 'close' alone is enough.
   const onGone = () => {
     done();
     callback(new GatewayError("CLIENT_CLOSED"), NO_BODY);
   };
   const done = () => {
-    req.off("data", onData).off("end", onEnd).off("error", onGone).off("close", onGone);
+    req.off("data", onData).off("end", onEnd).off("close", onGone);
   };
-  req.on("data", onData).on("end", onEnd).on("error", onGone).on("close", onGone);
+  req.on("data", onData).on("end", onEnd).on("close", onGone);
 }
 
 /** `collectBody` as a promise, for paths off the data plane's hot loop. */

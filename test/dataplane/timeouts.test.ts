@@ -117,6 +117,27 @@ describe("slow clients (small server limits)", () => {
     expect.soft(access()[0]).not.toContain('"status":200');
   });
 
+  it("a client that hangs up halfway through its body is logged as gone (499), and nothing goes upstream", async () => {
+    node.requests.length = 0;
+    const logsBefore = gw.logs.length;
+    const conn = await openRaw(gw.port);
+    await conn.write(`${HEAD("eth", BLOCK_NUMBER.length)}${BLOCK_NUMBER.slice(0, 10)}`);
+    await sleep(50);
+    conn.close();
+    const lines = () => gw.logs.slice(logsBefore);
+    const access = () => lines().filter((line) => line.includes('"msg":"request"'));
+    await within(
+      waitFor(() => access().length >= 1),
+      5000,
+      "the access-log line of the client that left",
+    );
+    expect(access()[0]).toContain('"error":"CLIENT_CLOSED"');
+    expect(access()[0]).toContain('"status":499');
+    expect(lines().filter((line) => line.includes('"level":"error"'))).toEqual([]);
+    expect(node.requests).toEqual([]);
+    expect((await gw.call("eth", `/${K}/`, { body: BLOCK_NUMBER })).status).toBe(200);
+  });
+
   it("a client sending its headers one byte every 200 ms (slowloris) is cut after headersTimeout", async () => {
     node.requests.length = 0;
     const logsBefore = gw.logs.length;
