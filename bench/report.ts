@@ -13,12 +13,14 @@ export interface Row {
   readonly clientMicros: number;
   /** The upstream node's CPU per request, in microseconds (undefined for the node itself). */
   readonly upstreamMicros: number | undefined;
-  /** Throughput over the Node floor's in the same scenario. */
+  /** Throughput over the Node floor's in the same scenario: the median of the rounds' own ratios. */
   readonly floorRatio: number | undefined;
-  /** CPU per request over the Node floor's in the same scenario. */
+  /** CPU per request over the Node floor's in the same scenario, as floorRatio. */
   readonly floorCpuRatio: number | undefined;
   readonly failures: number;
   readonly rounds: number;
+  /** Each round's requests per second, in round order, for ratios paired by round. */
+  readonly roundRps: readonly number[];
 }
 
 export interface FanoutRow extends FanoutResult {

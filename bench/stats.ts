@@ -9,3 +9,14 @@ export function percentile(values: readonly number[], p: number): number {
   const rank = Math.ceil((p / 100) * sorted.length);
   return sorted[Math.min(sorted.length - 1, Math.max(0, rank - 1))] as number;
 }
+
+/**
+ * The median of the per-round ratios a[i] / b[i]. Two targets measured seconds apart in the same round
+ * share that moment's machine; the ratio of two medians mixes rounds and lets a slow stretch of a shared
+ * VM land on one target only.
+ */
+export function pairedRatio(a: readonly number[], b: readonly number[]): number {
+  const ratios: number[] = [];
+  for (let i = 0; i < Math.min(a.length, b.length); i++) ratios.push((a[i] as number) / (b[i] as number));
+  return median(ratios);
+}
