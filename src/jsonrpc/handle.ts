@@ -49,8 +49,7 @@ function answer(
       return;
     }
     ctx.access.method = only.method;
-    // The body goes on as received when re-serialising left it unchanged: no second encoding.
-    return forward(ctx, only.json === text ? body : only.json);
+    return forward(ctx, sameOrNew(only.json, text, body));
   }
   const passed: string[] = [];
   const refused: string[] = [];
@@ -66,8 +65,13 @@ function answer(
     sendJson(ctx.res, 200, `[${refused.join(",")}]`);
     return;
   }
-  if (refused.length === 0) return forward(ctx, `[${passed.join(",")}]`);
+  if (refused.length === 0) return forward(ctx, sameOrNew(`[${passed.join(",")}]`, text, body));
   return forwardAndMerge(ctx, `[${passed.join(",")}]`, refused);
+}
+
+/** The body as received when re-serialising left it unchanged (no second encoding), else the new text. */
+function sameOrNew(json: string, text: string, body: Buffer): string | Buffer {
+  return json === text ? body : json;
 }
 
 function checkMediaType(media: string | undefined, plainTextBody: boolean): void {

@@ -863,6 +863,30 @@ const rows: Row[] = [
     },
   },
   {
+    name: "POSITIVE CONTROL (reaches upstream): a batch goes on as sent, ids with all their digits",
+    label: "eth",
+    path: `/${K}/`,
+    body: `[${call(BIG_ID, "eth_blockNumber")},${call(OBJECT_ID, "eth_blockNumber")}]`,
+    status: 200,
+    upstream: 1,
+    check: (_r, seen) => {
+      expect(seen[0]?.body).toBe(
+        `[${call(BIG_ID, "eth_blockNumber")},${call(OBJECT_ID, "eth_blockNumber")}]`,
+      );
+    },
+  },
+  {
+    name: "POSITIVE CONTROL (reaches upstream): a batch with spaces and an extra member goes on re-serialised",
+    label: "eth",
+    path: `/${K}/`,
+    body: `[ {"jsonrpc":"2.0","id":1,"method":"eth_blockNumber","params":[],"x":1} ,\n${call("2", "eth_blockNumber")} ]`,
+    status: 200,
+    upstream: 1,
+    check: (_r, seen) => {
+      expect(seen[0]?.body).toBe(`[${call("1", "eth_blockNumber")},${call("2", "eth_blockNumber")}]`);
+    },
+  },
+  {
     name: "PARTIAL BATCH (reaches upstream with the allowed call only): one allowed, one denied",
     label: "eth",
     path: `/${K}/`,
