@@ -85,6 +85,25 @@ describe("the logger", () => {
     expect(parsed).toMatchObject({ label: "eth", method: 'eth_"x"', status: 200, ms: 4 });
   });
 
+  it("writes each access line's own values, escaped, however many distinct ones it has seen", () => {
+    const written = lines("info", (log) => {
+      for (let i = 0; i < 10_000; i++) {
+        const access = new AccessLine();
+        access.label = `net-${i % 5000}`;
+        access.method = i % 2 === 0 ? `m"${i}\\` : "eth_blockNumber";
+        access.status = 200;
+        log.log("info", "request", access);
+      }
+    });
+    expect(written).toHaveLength(10_000);
+    written.forEach((line, i) => {
+      expect(JSON.parse(line)).toMatchObject({
+        label: `net-${i % 5000}`,
+        method: i % 2 === 0 ? `m"${i}\\` : "eth_blockNumber",
+      });
+    });
+  });
+
   it("drops lines below its level", () => {
     expect(lines("warn", (log) => log.log("info", "quiet"))).toEqual([]);
     expect(lines("silent", (log) => log.log("error", "quiet"))).toEqual([]);
