@@ -11,12 +11,28 @@ export function percentile(values: readonly number[], p: number): number {
 }
 
 /**
- * The median of the per-round ratios a[i] / b[i]. Two targets measured seconds apart in the same round
- * share that moment's machine; the ratio of two medians mixes rounds and lets a slow stretch of a shared
- * VM land on one target only.
+ * The ratio a / b from rounds in which both were measured seconds apart: the median of each round's own
+ * ratio, so a slow stretch of a shared VM weighs on both targets of its round and not on one. `compare`
+ * in main.ts runs even rounds forwards and odd ones in reverse, and the order itself showed (one target
+ * read 0.88–0.90× the other in every forward round and 0.94–0.97× in every reverse one): with rounds in
+ * both orders the result is the geometric mean of the two orders' medians, so neither order outvotes the
+ * other.
  */
 export function pairedRatio(a: readonly number[], b: readonly number[]): number {
-  const ratios: number[] = [];
-  for (let i = 0; i < Math.min(a.length, b.length); i++) ratios.push((a[i] as number) / (b[i] as number));
-  return median(ratios);
+  const forward: number[] = [];
+  const reverse: number[] = [];
+  for (let i = 0; i < Math.min(a.length, b.length); i++) {
+    (i % 2 === 0 ? forward : reverse).push((a[i] as number) / (b[i] as number));
+  }
+  if (reverse.length === 0) return median(forward);
+  return Math.sqrt(middle(forward) * middle(reverse));
+}
+
+/** The median that averages the two middle values of an even count. */
+function middle(values: readonly number[]): number {
+  const sorted = [...values].sort((x, y) => x - y);
+  const half = Math.floor(sorted.length / 2);
+  return sorted.length % 2 === 1
+    ? (sorted[half] as number)
+    : ((sorted[half - 1] as number) + (sorted[half] as number)) / 2;
 }
