@@ -25,7 +25,9 @@ export async function start(
 ): Promise<Running> {
   // Output goes to /dev/null: a file write per log line, as in production, with nothing read back here.
   const sink = openSync("/dev/null", "w");
-  const child = spawn(process.execPath, entry, {
+  // BENCH_NODE_ARGS: V8 or Node flags for every target alike (NODE_OPTIONS refuses most V8 flags).
+  const extra = process.env.BENCH_NODE_ARGS?.split(" ").filter(Boolean) ?? [];
+  const child = spawn(process.execPath, [...extra, ...entry], {
     cwd: root,
     env: { ...process.env, ...env },
     stdio: ["ignore", sink, sink],
