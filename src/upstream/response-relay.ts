@@ -126,7 +126,7 @@ export class ResponseRelay implements Dispatcher.DispatchHandler {
   }
 
   readonly #clientGone = (): void => {
-    if (!this.#done && !this.#options.res.writableFinished) this.#abort?.(new GatewayError("CLIENT_CLOSED"));
+    if (!this.#done && clientGone(this.#options.res)) this.#abort?.(new GatewayError("CLIENT_CLOSED"));
   };
 
   // A flag, not off(): a ServerResponse's event table is not kept in shape, so removing a listener

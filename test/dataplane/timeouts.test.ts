@@ -44,6 +44,18 @@ async function within<T>(promise: Promise<T>, ms: number, what: string): Promise
   return Promise.race([promise, guard]).finally(() => clearTimeout(timer));
 }
 
+/** The gateway's log lines since `before`, once `count` access-log lines are among them. */
+async function logsSince(gw: RunningGateway, before: number, count: number, what: string) {
+  const lines = () => gw.logs.slice(before);
+  const access = () => lines().filter((line) => line.includes('"msg":"request"'));
+  await within(
+    waitFor(() => access().length >= count),
+    5000,
+    what,
+  );
+  return { lines, access };
+}
+
 describe("slow clients (small server limits)", () => {
   let gw: RunningGateway;
   let node: LoopbackNode;
@@ -88,12 +100,7 @@ describe("slow clients (small server limits)", () => {
     expect(node.requests).toHaveLength(1);
     expect(node.requests[0]?.body).toBe(rpcBody("eth_blockNumber", [], 2));
     // Let the slow request's handler finish (its access-log line) before the next test reads the logs.
-    const access = () => gw.logs.slice(logsBefore).filter((line) => line.includes('"msg":"request"'));
-    await within(
-      waitFor(() => access().length >= 2),
-      5000,
-      "the slow request's access-log line",
-    );
+    await logsSince(gw, logsBefore, 2, "the slow request's access-log line");
     await sleep(50);
   });
 
@@ -103,13 +110,7 @@ describe("slow clients (small server limits)", () => {
     await conn.write(`${HEAD("eth", BLOCK_NUMBER.length)}{`);
     const response = await within(conn.response, 8000, "the 408");
     expect(response?.status).toBe(408);
-    const lines = () => gw.logs.slice(logsBefore);
-    const access = () => lines().filter((line) => line.includes('"msg":"request"'));
-    await within(
-      waitFor(() => access().length >= 1),
-      5000,
-      "the timed-out request's access-log line",
-    );
+    const { lines, access } = await logsSince(gw, logsBefore, 1, "the timed-out request's access-log line");
     await sleep(50);
     // docs/errors.md: INTERNAL and an "unhandled" error line are for gateway bugs; a client that went away
     // or timed out is not one, and its access-log line must not record a success.
@@ -124,11 +125,10 @@ describe("slow clients (small server limits)", () => {
     await conn.write(`${HEAD("eth", BLOCK_NUMBER.length)}${BLOCK_NUMBER.slice(0, 10)}`);
     await sleep(50);
     conn.close();
-    const lines = () => gw.logs.slice(logsBefore);
-    const access = () => lines().filter((line) => line.includes('"msg":"request"'));
-    await within(
-      waitFor(() => access().length >= 1),
-      5000,
+    const { lines, access } = await logsSince(
+      gw,
+      logsBefore,
+      1,
       "the access-log line of the client that left",
     );
     expect(access()[0]).toContain('"error":"CLIENT_CLOSED"');
