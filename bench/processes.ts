@@ -1,6 +1,7 @@
 import { type ChildProcess, spawn } from "node:child_process";
 import { openSync, readFileSync } from "node:fs";
 import { connect } from "node:net";
+import { GATEWAY_V8_FLAGS } from "../src/v8-flags.js";
 
 export { freePort } from "../src/dev/free-port.js";
 
@@ -25,8 +26,10 @@ export async function start(
 ): Promise<Running> {
   // Output goes to /dev/null: a file write per log line, as in production, with nothing read back here.
   const sink = openSync("/dev/null", "w");
-  // BENCH_NODE_ARGS: V8 or Node flags for every target alike (NODE_OPTIONS refuses most V8 flags).
-  const extra = process.env.BENCH_NODE_ARGS?.split(" ").filter(Boolean) ?? [];
+  // Every process runs with the V8 settings the gateway sets for itself, so that the floor and the other
+  // proxies are compared on the same runtime; BENCH_NODE_ARGS adds more for all alike (NODE_OPTIONS
+  // refuses most V8 flags).
+  const extra = [...GATEWAY_V8_FLAGS, ...(process.env.BENCH_NODE_ARGS?.split(" ").filter(Boolean) ?? [])];
   const child = spawn(process.execPath, [...extra, ...entry], {
     cwd: root,
     env: { ...process.env, ...env },

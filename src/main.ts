@@ -1,3 +1,5 @@
+// First: V8 settings must hold before the other modules run (v8-flags.ts).
+import "./v8-flags.js";
 import cluster from "node:cluster";
 import type { Server } from "node:http";
 import { endpointsByLabel, networkCodes } from "../generated/endpoints.js";
