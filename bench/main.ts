@@ -262,9 +262,11 @@ async function routingCost(dir: string, upstream: string, upstreamWs: string): P
   const big = await launch(BIG_REGISTRY, entry, inproc(synthetic.label, synthetic.endpoints), true);
   progress("in-process gateways listening");
   const small = SCENARIOS.find((scenario) => scenario.name === "eth_blockNumber, 50 conns") as Scenario;
-  // Two targets only, and a 5% question: more rounds (as many in each order), so no one noisy run decides.
+  // Two targets only, and a 5% question: more, shorter rounds (as many in each order), so that one noisy
+  // round cannot move a direction's median; with 4 per direction one round at half speed read 93%.
   const samples = await compare(small, [real, { ...big, label: synthetic.label }], {
-    rounds: quick ? 4 : 8,
+    rounds: quick ? 4 : 12,
+    seconds: CHECKED_SECONDS,
   });
   await Promise.all([real.stop(), big.stop()]);
   return summarise("routing, eth_blockNumber, 50 conns", samples, undefined);
