@@ -11,7 +11,7 @@ import { setFlagsFromString } from "node:v8";
  * the threshold depends on timing: in one process in five (floor and gateway alike, bench/README.md) it
  * did, and from then on every scavenge promoted about 3 MB, a major GC ran every 0.7 s and the process used
  * 30-50% more CPU per request with 30-50 MB more RSS. With the flag off, none of 25 trial processes and none
- * of six full bench runs showed that state; without it, 6 of 33 trials and 4 of 6 full runs did.
+ * of eight full bench runs showed that state; without it, 6 of 33 trials and 4 of 6 full runs did.
  */
 export const GATEWAY_V8_FLAGS: readonly string[] = ["--no-allocation-site-pretenuring"];
 
