@@ -20,10 +20,11 @@ function pretenuringTrace(withGatewayFlags: boolean): Promise<string[]> {
 }
 
 describe("the gateway's V8 settings", () => {
-  it("turn allocation-site pretenuring off: the workload that gets sites tenured gets none", async () => {
+  it("turn allocation-site pretenuring off: V8 weighs the workload's sites by default, and not at all with them", async () => {
     const [plain, gateway] = await Promise.all([pretenuringTrace(false), pretenuringTrace(true)]);
-    // Without them V8 decides to tenure the workload's sites, so the check below can fail.
-    expect(plain.some((line) => line.includes("=> tenure"))).toBe(true);
+    // By default V8 counts the sites' survivors and decides on them (whether to tenure depends on the
+    // machine's load), so the check below can fail.
+    expect(plain.length).toBeGreaterThan(0);
     expect(gateway).toEqual([]);
   });
 
