@@ -1,31 +1,40 @@
-import { type ChildProcess, execFile, spawn } from "node:child_process";
+import { type ChildProcess, execFile, execFileSync, spawn } from "node:child_process";
 import { mkdtempSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { afterAll, describe, expect, it } from "vitest";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { ROOT } from "../registry/helpers.js";
 
 // `npm start` on the embedded defaults: it must issue a key, start anvil behind eth and eth-archive, and
-// print curl lines that work exactly as printed.
+// print curl lines that work exactly as printed. Both from source and as the bundle `npm start` builds and
+// runs: the bundle once failed on the account store's native addon while the source ran fine.
 const data = mkdtempSync(join(tmpdir(), "gateway-start-"));
+const ENTRIES = { source: ["--import", "tsx", "src/main.ts"], bundle: ["dist/gateway.js"] };
 
 describe("the embedded default deployment", () => {
   let child: ChildProcess | undefined;
+  beforeAll(() => {
+    execFileSync(process.execPath, ["--import", "tsx", "scripts/build.ts"], { cwd: ROOT });
+  });
   afterAll(() => {
     child?.kill("SIGKILL");
   });
 
-  it.each([1, 2])(
-    "with %i worker process(es): prints a key and curl lines that work as printed, then shuts down cleanly",
-    async (workers) => {
-      child = spawn(process.execPath, ["--import", "tsx", "src/main.ts"], {
+  it.each([
+    ["source", 1],
+    ["source", 2],
+    ["bundle", 2],
+  ] as const)(
+    "%s with %i worker process(es): prints a key and curl lines that work as printed, then shuts down cleanly",
+    async (entry, workers) => {
+      child = spawn(process.execPath, ENTRIES[entry], {
         cwd: ROOT,
         env: {
           ...process.env,
           GATEWAY_PORT: "0",
           GATEWAY_WORKERS: String(workers),
           GATEWAY_ACCOUNTS_PORT: "0",
-          GATEWAY_ACCOUNTS_DB: join(data, `gateway-${workers}.sqlite`),
+          GATEWAY_ACCOUNTS_DB: join(data, `gateway-${entry}-${workers}.sqlite`),
           GATEWAY_OUTBOX: join(data, "outbox"),
           GATEWAY_LOG_LEVEL: "warn",
           GATEWAY_CONFIG: "",
