@@ -26,9 +26,9 @@ export async function start(
 ): Promise<Running> {
   // Output goes to /dev/null: a file write per log line, as in production, with nothing read back here.
   const sink = openSync("/dev/null", "w");
-  // Every process runs with the V8 settings the gateway sets for itself, so that the floor and the other
-  // proxies are compared on the same runtime; BENCH_NODE_ARGS adds more for all alike (NODE_OPTIONS
-  // refuses most V8 flags).
+  // Every process runs with the V8 settings the gateway sets for itself (importing them set them for this
+  // load-generating process too), so that the floor and the other proxies are compared on the same
+  // runtime; BENCH_NODE_ARGS adds more for all alike (NODE_OPTIONS refuses most V8 flags).
   const extra = [...GATEWAY_V8_FLAGS, ...(process.env.BENCH_NODE_ARGS?.split(" ").filter(Boolean) ?? [])];
   const child = spawn(process.execPath, [...extra, ...entry], {
     cwd: root,

@@ -24,7 +24,7 @@ export function pairedRatio(a: readonly number[], b: readonly number[]): number 
   for (let i = 0; i < Math.min(a.length, b.length); i++) {
     (i % 2 === 0 ? forward : reverse).push((a[i] as number) / (b[i] as number));
   }
-  if (reverse.length === 0) return median(forward);
+  if (reverse.length === 0) return middle(forward);
   return Math.sqrt(middle(forward) * middle(reverse));
 }
 
