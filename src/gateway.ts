@@ -72,16 +72,20 @@ export function createGateway(options: GatewayOptions): Gateway {
   const services = { admission, upstreams, config };
 
   /**
-   * One request, from Host to access-log line. Callbacks and one promise (the relay's) rather than an
-   * async function per layer: each await showed in the profile of this path (bench/README.md).
+   * One request, from Host to access-log line. Callbacks rather than an async function per layer: each
+   * await and promise showed in the profile of this path (bench/README.md).
    */
   function handle(req: IncomingMessage, res: ServerResponse): void {
     const started = performance.now();
     const access = new AccessLine();
     let style: ErrorStyle = "rest";
     let call: CallContext | undefined;
+    let finished = false;
 
+    // Called once per request, whichever way it ends; a second call (a throw after a handler's done) is ignored.
     const finish = (error?: unknown): void => {
+      if (finished) return;
+      finished = true;
       if (error !== undefined) fail(error);
       if (!config.log.access) return;
       access.status = res.headersSent ? res.statusCode : 499;
@@ -100,10 +104,6 @@ export function createGateway(options: GatewayOptions): Gateway {
       const closed = error.code === "CLIENT_CLOSED" || (!res.headersSent && clientGone(res));
       access.error = closed ? "CLIENT_CLOSED" : error.code;
       if (!closed) sendError(res, error, style, error.rawId ?? call?.replyId);
-    };
-    const settle = (pending: Promise<void> | undefined): void => {
-      if (pending === undefined) finish();
-      else pending.then(() => finish(), finish);
     };
 
     try {
@@ -125,13 +125,13 @@ export function createGateway(options: GatewayOptions): Gateway {
       const segments = belowMount(mount, admitted.target);
       const rpc = jsonRpcAt(ctx, segments);
       if (rpc === undefined) {
-        settle(handleRest(ctx, routesOf(mount), segments));
+        handleRest(ctx, routesOf(mount), segments, finish);
         return;
       }
       collectBody(req, limits.maxBodyBytes, (error, body) => {
         if (error !== undefined) return finish(error);
         try {
-          settle(handleJsonRpc(ctx, rpc, body));
+          handleJsonRpc(ctx, rpc, body, finish);
         } catch (thrown) {
           finish(thrown);
         }

@@ -62,11 +62,24 @@ export interface Logger {
 
 export function createLogger(level: LogLevel, write: (line: string) => void = stderrLines): Logger {
   const threshold = RANK[level];
+  // The line's opening members, kept while the millisecond, level and message stay the same: under load
+  // that is one access line after another.
+  let head = "";
+  let headStamp = "";
+  let headLevel = "";
+  let headMsg = "";
   return {
     log(at, msg, fields) {
       if (RANK[at] < threshold) return;
+      const stamp = timestamp();
+      if (stamp !== headStamp || at !== headLevel || msg !== headMsg) {
+        headStamp = stamp;
+        headLevel = at;
+        headMsg = msg;
+        head = `{"t":"${stamp}","level":"${at}","msg":${JSON.stringify(msg)}`;
+      }
       // Built by hand: one line per request, and JSON.stringify of a spread object showed in profiles.
-      let line = `{"t":"${timestamp()}","level":"${at}","msg":${JSON.stringify(msg)}`;
+      let line = head;
       if (fields instanceof AccessLine) line += fields.members();
       else if (fields !== undefined) {
         for (const name in fields) {

@@ -104,6 +104,23 @@ describe("the logger", () => {
     });
   });
 
+  it("gives each line its own level and message when they change within one millisecond", () => {
+    const sent = [
+      ["info", "request"],
+      ["warn", "request"],
+      ["warn", "upstream slow"],
+      ["info", "request"],
+      ["info", 'say "hi"'],
+      ["info", "request"],
+    ] as const;
+    const written = lines("info", (log) => {
+      for (const [level, msg] of sent) log.log(level, msg, { n: 1 });
+    });
+    expect(written.map((line) => JSON.parse(line))).toEqual(
+      sent.map(([level, msg]) => ({ t: expect.any(String), level, msg, n: 1 })),
+    );
+  });
+
   it("drops lines below its level", () => {
     expect(lines("warn", (log) => log.log("info", "quiet"))).toEqual([]);
     expect(lines("silent", (log) => log.log("error", "quiet"))).toEqual([]);

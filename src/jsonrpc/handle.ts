@@ -3,27 +3,23 @@ import { sendJson } from "../errors/respond.js";
 import { ERRORS, GatewayError } from "../errors/table.js";
 import { requestMediaType } from "../http/body.js";
 import type { JsonRpcPolicy } from "../registry/types.js";
-import { readUpstreamBody, relayUpstream, sendUpstream } from "../upstream/forward.js";
-import { checkCall, idOf } from "./check.js";
+import { type RelayDone, readUpstreamBody, relayUpstream, sendUpstream } from "../upstream/forward.js";
+import { type CallRules, type Checked, checkCall, idOf } from "./check.js";
 import { type ParsedBody, parseJsonRpcBody, type RawCall } from "./scan.js";
 
 const UPSTREAM_HEADERS = { "content-type": "application/json", accept: "application/json" };
 
 /**
- * A JSON-RPC POST: validate every call against the registry, forward what passed, answer the rest.
- * Returns the pending relay, or nothing when the answer was written at once.
+ * A JSON-RPC POST: validate every call against the registry, forward what passed, answer the rest, and
+ * call `done` once the answer is out. What is refused before anything is sent is thrown.
  */
-export function handleJsonRpc(
-  ctx: CallContext,
-  policy: JsonRpcPolicy,
-  body: Buffer,
-): Promise<void> | undefined {
+export function handleJsonRpc(ctx: CallContext, policy: JsonRpcPolicy, body: Buffer, done: RelayDone): void {
   checkMediaType(requestMediaType(ctx.req), policy.plainTextBody);
   const text = body.toString("utf8");
   const parsed = parseJsonRpcBody(text, ctx.limits.maxJsonDepth);
   // Whatever fails from here on (rate, upstream) answers a single call with the caller's own id.
   if (!parsed.batch && parsed.calls[0] !== undefined) ctx.replyId = idOf(parsed.calls[0]);
-  return answer(ctx, policy, parsed, text, body);
+  answer(ctx, policy, parsed, text, body, done);
 }
 
 function answer(
@@ -32,7 +28,8 @@ function answer(
   parsed: ParsedBody,
   text: string,
   body: Buffer,
-): Promise<void> | undefined {
+  done: RelayDone,
+): void {
   if (parsed.batch) {
     if (!policy.batch) throw new GatewayError("BATCH_NOT_SUPPORTED");
     if (parsed.calls.length === 0) throw new GatewayError("EMPTY_BATCH");
@@ -42,31 +39,46 @@ function answer(
   }
   ctx.charge(parsed.calls.length);
   const rules = { policy, plan: ctx.principal?.plan, support: ctx.support, transport: "http" as const };
-  if (!parsed.batch) {
-    const only = checkCall(rules, parsed.calls[0] as RawCall);
-    if (!only.ok) {
-      sendJson(ctx.res, ERRORS[only.code].status, only.json);
-      return;
-    }
+  if (parsed.batch) answerBatch(ctx, rules, parsed.calls, text, body, done);
+  else answerOne(ctx, checkCall(rules, parsed.calls[0] as RawCall), text, body, done);
+}
+
+function answerOne(ctx: CallContext, only: Checked, text: string, body: Buffer, done: RelayDone): void {
+  if (only.ok) {
     ctx.access.method = only.method;
-    return forward(ctx, sameOrNew(only.json, text, body));
+    forward(ctx, sameOrNew(only.json, text, body), done);
+  } else {
+    sendJson(ctx.res, ERRORS[only.code].status, only.json);
+    done();
   }
+}
+
+function answerBatch(
+  ctx: CallContext,
+  rules: CallRules,
+  calls: readonly RawCall[],
+  text: string,
+  body: Buffer,
+  done: RelayDone,
+): void {
   const passed: string[] = [];
   const refused: string[] = [];
-  for (const call of parsed.calls) {
+  for (const call of calls) {
     const checked = checkCall(rules, call);
     if (checked.ok) ctx.access.method = checked.method;
     (checked.ok ? passed : refused).push(checked.json);
   }
-  ctx.access.batch = parsed.calls.length;
+  ctx.access.batch = calls.length;
   ctx.access.refused = refused.length;
   // Inside a batch each call gets its own answer and the HTTP status is 200 (proxyd does the same).
   if (passed.length === 0) {
     sendJson(ctx.res, 200, `[${refused.join(",")}]`);
-    return;
+    done();
+  } else if (refused.length === 0) {
+    forward(ctx, sameOrNew(`[${passed.join(",")}]`, text, body), done);
+  } else {
+    forwardAndMerge(ctx, `[${passed.join(",")}]`, refused).then(() => done(), done);
   }
-  if (refused.length === 0) return forward(ctx, sameOrNew(`[${passed.join(",")}]`, text, body));
-  return forwardAndMerge(ctx, `[${passed.join(",")}]`, refused);
 }
 
 /** The body as received when re-serialising left it unchanged (no second encoding), else the new text. */
@@ -80,14 +92,14 @@ function checkMediaType(media: string | undefined, plainTextBody: boolean): void
   throw new GatewayError("UNSUPPORTED_MEDIA_TYPE");
 }
 
-function forward(ctx: CallContext, json: string | Buffer): Promise<void> {
-  const { res, limits } = ctx;
-  return relayUpstream(
+function forward(ctx: CallContext, json: string | Buffer, done: RelayDone): void {
+  relayUpstream(
     ctx.upstreams(),
     request(ctx, json),
-    res,
-    limits.upstream.maxResponseBytes,
+    ctx.res,
+    ctx.limits.upstream.maxResponseBytes,
     ctx.access,
+    done,
   );
 }
 

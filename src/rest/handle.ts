@@ -2,11 +2,11 @@ import type { Dispatcher } from "undici";
 import type { CallContext } from "../context.js";
 import { dedicatedPointer } from "../context.js";
 import { GatewayError } from "../errors/table.js";
-import { readBody, requestMediaType } from "../http/body.js";
+import { collectBody, requestMediaType } from "../http/body.js";
 import { rawHeader } from "../http/raw-headers.js";
 import { matchRoute } from "../registry/match-route.js";
 import type { RouteNode } from "../registry/types.js";
-import { relayUpstream } from "../upstream/forward.js";
+import { type RelayDone, relayUpstream } from "../upstream/forward.js";
 
 // Bodies a REST node takes: JSON for most, raw bytes for signed transactions (algod takes msgpack).
 const BODY_TYPES = new Set([
@@ -18,8 +18,16 @@ const BODY_TYPES = new Set([
 ]);
 const WITH_BODY = new Set(["POST", "PUT", "PATCH"]);
 
-/** A REST call: the method and path must match a registry route; the query string goes along. */
-export function handleRest(ctx: CallContext, routes: RouteNode, segments: readonly string[]): Promise<void> {
+/**
+ * A REST call: the method and path must match a registry route; the query string goes along. `done` is
+ * called once the answer is out; what is refused before the body is read is thrown.
+ */
+export function handleRest(
+  ctx: CallContext,
+  routes: RouteNode,
+  segments: readonly string[],
+  done: RelayDone,
+): void {
   const method = ctx.req.method ?? "GET";
   const match = matchRoute(routes, method, segments);
   if (match.kind === "not-found") throw new GatewayError("NOT_FOUND");
@@ -43,12 +51,20 @@ export function handleRest(ctx: CallContext, routes: RouteNode, segments: readon
     accept: rawHeader(ctx.req.rawHeaders, "accept") ?? "application/json",
   };
   const stream = match.access === "stream";
-  if (!WITH_BODY.has(method)) return relay(ctx, method, headers, undefined, stream);
-  return readBody(ctx.req, ctx.limits.maxBodyBytes).then((body) => {
-    const media = requestMediaType(ctx.req) ?? "application/json";
-    if (body.length > 0 && !BODY_TYPES.has(media)) throw new GatewayError("UNSUPPORTED_MEDIA_TYPE");
-    headers["content-type"] = media;
-    return relay(ctx, method, headers, body, stream);
+  if (!WITH_BODY.has(method)) {
+    relay(ctx, method, headers, undefined, stream, done);
+    return;
+  }
+  collectBody(ctx.req, ctx.limits.maxBodyBytes, (error, body) => {
+    try {
+      if (error !== undefined) throw error;
+      const media = requestMediaType(ctx.req) ?? "application/json";
+      if (body.length > 0 && !BODY_TYPES.has(media)) throw new GatewayError("UNSUPPORTED_MEDIA_TYPE");
+      headers["content-type"] = media;
+      relay(ctx, method, headers, body, stream, done);
+    } catch (thrown) {
+      done(thrown);
+    }
   });
 }
 
@@ -58,10 +74,11 @@ function relay(
   headers: Record<string, string>,
   body: Buffer | undefined,
   stream: boolean,
-): Promise<void> {
+  done: RelayDone,
+): void {
   // A stream stays open while the node pushes: the socket's idle timeout must not cut it.
   if (stream) ctx.req.socket.setTimeout(0);
-  return relayUpstream(
+  relayUpstream(
     ctx.upstreams(),
     {
       method: method as Dispatcher.HttpMethod,
@@ -74,5 +91,6 @@ function relay(
     ctx.res,
     stream ? Number.POSITIVE_INFINITY : ctx.limits.upstream.maxResponseBytes,
     ctx.access,
+    done,
   );
 }

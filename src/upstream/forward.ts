@@ -39,19 +39,30 @@ export function sendUpstream(
   res: ServerResponse,
 ): Promise<UpstreamResponse> {
   const { signal, release } = clientGoneSignal(res);
-  return withFailover<UpstreamResponse>(group, res, (upstream, done) => {
-    undiciRequest(upstream.dispatcher, { ...options(upstream, request), signal }).then(
-      (data) => done(undefined, { upstream, data }),
-      done,
-    );
-  }).finally(release);
+  return new Promise<UpstreamResponse>((resolve, reject) =>
+    withFailover<UpstreamResponse>(
+      group,
+      res,
+      (upstream, done) => {
+        undiciRequest(upstream.dispatcher, { ...options(upstream, request), signal }).then(
+          (data) => done(undefined, { upstream, data }),
+          done,
+        );
+      },
+      (error, value) => (error === undefined ? resolve(value as UpstreamResponse) : reject(error)),
+    ),
+  ).finally(release);
 }
+
+/** Called once when a relay is over: with nothing when the answer went out whole, else with why not. */
+export type RelayDone = (error?: unknown) => void;
 
 /**
  * Relays the upstream's answer (status, passed headers, body) into `res` as it arrives, with
- * backpressure (response-relay.ts), failing over like `sendUpstream`; `note.upstream` names the
- * upstream tried last, for the access log. Past `maxBytes` the upstream request is aborted and the
- * client's connection cut, since its status line is gone.
+ * backpressure (response-relay.ts), failing over like `sendUpstream`, and calls `done` once; `note.upstream`
+ * names the upstream tried last, for the access log. Past `maxBytes` the upstream request is aborted and
+ * the client's connection cut, since its status line is gone. A callback, not a promise: this is the data
+ * plane's hot path, and each promise and reaction per request showed in the profile (bench/README.md).
  */
 export function relayUpstream(
   group: UpstreamGroup,
@@ -59,50 +70,54 @@ export function relayUpstream(
   res: ServerResponse,
   maxBytes: number,
   note: { upstream: string | undefined },
-): Promise<void> {
-  return withFailover<void>(group, res, (upstream, done) => {
-    note.upstream = upstream.name;
-    const settle = (error?: unknown) => {
-      if (error === undefined || !res.headersSent) return done(error);
-      // The status line is gone: all that is left is to cut the connection.
-      const gone = clientGone(res);
-      res.destroy();
-      done(gone ? new GatewayError("CLIENT_CLOSED") : error);
-    };
-    upstream.dispatcher.dispatch(
-      options(upstream, request),
-      new ResponseRelay({ res, maxBytes, flushHeaders: request.stream, settle }),
-    );
-  });
+  done: RelayDone,
+): void {
+  withFailover<void>(
+    group,
+    res,
+    (upstream, attempted) => {
+      note.upstream = upstream.name;
+      const settle = (error?: unknown) => {
+        if (error === undefined || !res.headersSent) return attempted(error);
+        // The status line is gone: all that is left is to cut the connection.
+        const gone = clientGone(res);
+        res.destroy();
+        attempted(gone ? new GatewayError("CLIENT_CLOSED") : error);
+      };
+      upstream.dispatcher.dispatch(
+        options(upstream, request),
+        new ResponseRelay({ res, maxBytes, flushHeaders: request.stream, settle }),
+      );
+    },
+    done,
+  );
 }
 
 /**
  * Tries the group's upstreams in order; moves on only when the request cannot have reached the node.
- * One promise for all attempts, with callbacks inside: this is the data plane's hot path, and an async
- * function per layer showed in the profile (bench/README.md).
+ * `callback` gets the value, or the last failure as a GatewayError.
  */
 function withFailover<T>(
   group: UpstreamGroup,
   res: ServerResponse,
   attempt: (upstream: Upstream, done: (error: unknown, value?: T) => void) => void,
-): Promise<T> {
+  callback: (error: GatewayError | undefined, value?: T) => void,
+): void {
   const order = group.order();
-  return new Promise<T>((resolve, reject) => {
-    let tried = 0;
-    const done = (error: unknown, value?: T) => {
-      if (error === undefined) return resolve(value as T);
-      if (tried < order.length && tried < MAX_ATTEMPTS && mayRetry(error, res)) return next();
-      reject(failure(error));
-    };
-    const next = () => {
-      try {
-        attempt(order[tried++] as Upstream, done);
-      } catch (error) {
-        done(error);
-      }
-    };
-    next();
-  });
+  let tried = 0;
+  const done = (error: unknown, value?: T) => {
+    if (error === undefined) return callback(undefined, value);
+    if (tried < order.length && tried < MAX_ATTEMPTS && mayRetry(error, res)) return next();
+    callback(failure(error));
+  };
+  const next = () => {
+    try {
+      attempt(order[tried++] as Upstream, done);
+    } catch (error) {
+      done(error);
+    }
+  };
+  next();
 }
 
 /** Only failures where the request cannot have reached the node, whose client is still there and unanswered. */

@@ -63,6 +63,9 @@ export class ResponseRelay implements Dispatcher.DispatchHandler {
   #done = false;
   #counted = false;
   #seen = 0;
+  /** Body bytes still to come under a declared length; -1 when none was declared. */
+  #remaining = -1;
+  #ended = false;
 
   constructor(options: RelayOptions) {
     this.#options = options;
@@ -91,6 +94,7 @@ export class ResponseRelay implements Dispatcher.DispatchHandler {
     if (declared > maxBytes) throw new GatewayError("UPSTREAM_RESPONSE_TOO_LARGE", { maxBytes });
     // A declared length is enforced by undici's parser; only an undeclared one needs counting.
     this.#counted = declared < 0 && maxBytes !== Number.POSITIVE_INFINITY;
+    this.#remaining = declared;
     res.writeHead(statusCode, headers);
     if (flushHeaders) res.flushHeaders();
     this.#resume = resume;
@@ -103,6 +107,14 @@ export class ResponseRelay implements Dispatcher.DispatchHandler {
       this.#seen += chunk.length;
       if (this.#seen > maxBytes) throw new GatewayError("UPSTREAM_RESPONSE_TOO_LARGE", { maxBytes });
     }
+    if (chunk.length === this.#remaining) {
+      // The last bytes of a declared length (most answers come in one chunk): writing them with end()
+      // saves the response a second pass through its write path.
+      this.#ended = true;
+      res.end(chunk);
+      return true;
+    }
+    if (this.#remaining > 0) this.#remaining -= chunk.length;
     if (res.write(chunk)) return true;
     // undici pauses the upstream socket until resume(); most answers never fill the client's socket.
     if (!this.#waitingForDrain) {
@@ -116,7 +128,7 @@ export class ResponseRelay implements Dispatcher.DispatchHandler {
 
   onComplete(): void {
     this.#finish();
-    this.#options.res.end();
+    if (!this.#ended) this.#options.res.end();
     this.#options.settle();
   }
 
