@@ -1,7 +1,8 @@
 // Development aid: `node --import tsx bench/ab.ts A.yaml B.yaml [seconds] [rounds]` runs the small
 // JSON-RPC scenario against two gateway deployments and the Node floor, alternating, and prints medians.
 // AB_ENTRY_0 / AB_ENTRY_1 run another build for A or B (a copy of an older dist/gateway.js);
-// AB_ARGS_0 / AB_ARGS_1 add Node options (say, V8 heap flags); AB_CONNECTIONS and AB_METHOD change the load,
+// AB_ARGS_0 / AB_ARGS_1 add Node options (say, V8 heap flags); AB_CONNECTIONS, AB_METHOD and AB_BATCH (calls
+// per batch) change the load,
 // and AB_RATE fixes it (requests per second), which compares CPU per request at equal work.
 // Each YAML is a gateway config whose upstreams get pointed at the bench node (see gateway-config.ts).
 import { readFileSync, writeFileSync } from "node:fs";
@@ -21,10 +22,17 @@ const scenario: Scenario = {
   connections: Number(process.env.AB_CONNECTIONS ?? 50),
   method: "POST",
   path: "/",
-  body: `{"jsonrpc":"2.0","id":1,"method":"${process.env.AB_METHOD ?? "eth_blockNumber"}","params":[]}`,
+  body: body(process.env.AB_METHOD ?? "eth_blockNumber", Number(process.env.AB_BATCH ?? 0)),
   label: "eth",
   ...(process.env.AB_RATE === undefined ? {} : { rate: Number(process.env.AB_RATE) }),
 };
+/** One call, or a batch of `batch` calls when it is above 0. */
+function body(method: string, batch: number): string {
+  const call = (id: number) => `{"jsonrpc":"2.0","id":${id},"method":"${method}","params":[]}`;
+  if (batch === 0) return call(1);
+  return `[${Array.from({ length: batch }, (_, i) => call(i + 1)).join(",")}]`;
+}
+
 const port = await freePort();
 const wsPort = await freePort();
 const node = await start(

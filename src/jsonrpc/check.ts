@@ -6,15 +6,60 @@ import type { Plan } from "../keys/types.js";
 import type { JsonRpcPolicy, MethodAccess } from "../registry/types.js";
 import type { RawCall } from "./scan.js";
 
-export type Checked =
-  | {
-      readonly ok: true;
-      readonly json: string;
-      readonly method: string;
-      readonly access: MethodAccess;
-      readonly id: string | undefined;
-    }
-  | { readonly ok: false; readonly json: string; readonly code: ErrorCode };
+export type Checked = PassedCall | { readonly ok: false; readonly json: string; readonly code: ErrorCode };
+
+/** A call that passed its checks. What goes upstream is built only when the body cannot go as received. */
+export class PassedCall {
+  readonly ok = true;
+  readonly call: RawCall;
+  readonly method: string;
+  readonly access: MethodAccess;
+  readonly id: string | undefined;
+
+  constructor(call: RawCall, method: string, access: MethodAccess) {
+    this.call = call;
+    this.method = method;
+    this.access = access;
+    this.id = call.members.get("id");
+  }
+
+  /**
+   * What goes upstream is what was validated: the envelope's members only, the method as parsed, and the
+   * id and params as the caller's own source text (so an id keeps all its digits). Others are dropped.
+   */
+  get json(): string {
+    const { members } = this.call;
+    const jsonrpc = members.get("jsonrpc");
+    const params = members.get("params");
+    let out = "{";
+    if (jsonrpc !== undefined) out += `"jsonrpc":${jsonrpc},`;
+    if (this.id !== undefined) out += `"id":${this.id},`;
+    out += `"method":${JSON.stringify(this.method)}`;
+    if (params !== undefined) out += `,"params":${params}`;
+    return `${out}}`;
+  }
+}
+
+/** The members `PassedCall.json` keeps. */
+const ENVELOPE_MEMBERS = ["jsonrpc", "id", "method", "params"];
+
+/**
+ * Whether a message can go upstream as received instead of as its calls' `json`: every call in it passed,
+ * each has the envelope's members only, and nothing in it is escaped, so no member name or method can
+ * read differently to the node than it did to the checks. Re-serialising it would change only spacing
+ * and member order, and would cost a string per call and a second encoding of the body.
+ */
+export function sendableAsReceived(text: string, checked: readonly Checked[]): boolean {
+  if (text.includes("\\")) return false;
+  for (const call of checked) {
+    if (!call.ok) return false;
+    const { members } = call.call;
+    let kept = 0;
+    for (const name of ENVELOPE_MEMBERS) if (members.has(name)) kept++;
+    if (kept !== members.size) return false;
+  }
+  return true;
+}
 
 export interface CallRules {
   readonly policy: JsonRpcPolicy;
@@ -24,7 +69,7 @@ export interface CallRules {
   readonly transport: "http" | "websocket";
 }
 
-/** Applies the envelope rule and the method allow-list to one call, and re-serialises it if it passed. */
+/** Applies the envelope rule and the method allow-list to one call. */
 export function checkCall(rules: CallRules, call: RawCall): Checked {
   const { policy } = rules;
   if (!policy.validate(call.value)) {
@@ -32,34 +77,16 @@ export function checkCall(rules: CallRules, call: RawCall): Checked {
     const detail = { reason: `${first?.instancePath || "request"} ${first?.message ?? "is invalid"}`.trim() };
     return refuse("INVALID_REQUEST", idOf(call), detail);
   }
-  const id = idOf(call);
   const method = (call.value as { method: string }).method;
   const access = policy.methods.get(method);
-  if (access === undefined) return refuse("METHOD_NOT_FOUND", id, { method });
+  if (access === undefined) return refuse("METHOD_NOT_FOUND", idOf(call), { method });
   if (rules.transport === "http" && access !== "shared" && access !== "dedicated") {
-    return refuse("WEBSOCKET_ONLY", id, { method });
+    return refuse("WEBSOCKET_ONLY", idOf(call), { method });
   }
   if (access === "dedicated" && rules.plan !== "dedicated") {
-    return refuse("METHOD_NOT_ON_PLAN", id, { method, ...dedicatedPointer(rules.support) });
+    return refuse("METHOD_NOT_ON_PLAN", idOf(call), { method, ...dedicatedPointer(rules.support) });
   }
-  return { ok: true, json: reserialise(call, method), method, access, id: call.members.get("id") };
-}
-
-/**
- * What goes upstream is what was validated: the known members only, the method as parsed, and the id
- * and params as the caller's own source text (so an id keeps all its digits). Extra members are dropped.
- */
-function reserialise(call: RawCall, method: string): string {
-  const { members } = call;
-  const jsonrpc = members.get("jsonrpc");
-  const id = members.get("id");
-  const params = members.get("params");
-  let out = "{";
-  if (jsonrpc !== undefined) out += `"jsonrpc":${jsonrpc},`;
-  if (id !== undefined) out += `"id":${id},`;
-  out += `"method":${JSON.stringify(method)}`;
-  if (params !== undefined) out += `,"params":${params}`;
-  return `${out}}`;
+  return new PassedCall(call, method, access);
 }
 
 /** The id to answer with: the caller's own token when it is a valid id, else null (JSON-RPC 2.0 §5). */

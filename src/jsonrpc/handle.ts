@@ -4,7 +4,14 @@ import { ERRORS, GatewayError } from "../errors/table.js";
 import { requestMediaType } from "../http/body.js";
 import type { JsonRpcPolicy } from "../registry/types.js";
 import { type RelayDone, readUpstreamBody, relayUpstream, sendUpstream } from "../upstream/forward.js";
-import { type CallRules, type Checked, checkCall, idOf } from "./check.js";
+import {
+  type CallRules,
+  type Checked,
+  checkCall,
+  idOf,
+  type PassedCall,
+  sendableAsReceived,
+} from "./check.js";
 import { type ParsedBody, parseJsonRpcBody, type RawCall } from "./scan.js";
 
 const UPSTREAM_HEADERS = { "content-type": "application/json", accept: "application/json" };
@@ -46,7 +53,7 @@ function answer(
 function answerOne(ctx: CallContext, only: Checked, text: string, body: Buffer, done: RelayDone): void {
   if (only.ok) {
     ctx.access.method = only.method;
-    forward(ctx, sameOrNew(only.json, text, body), done);
+    forward(ctx, sendableAsReceived(text, [only]) ? body : only.json, done);
   } else {
     sendJson(ctx.res, ERRORS[only.code].status, only.json);
     done();
@@ -61,29 +68,24 @@ function answerBatch(
   body: Buffer,
   done: RelayDone,
 ): void {
-  const passed: string[] = [];
-  const refused: string[] = [];
-  for (const call of calls) {
-    const checked = checkCall(rules, call);
-    if (checked.ok) ctx.access.method = checked.method;
-    (checked.ok ? passed : refused).push(checked.json);
-  }
+  const checked = calls.map((call) => checkCall(rules, call));
+  const passed = checked.filter((call): call is PassedCall => call.ok);
+  const refused = checked.flatMap((call) => (call.ok ? [] : [call.json]));
+  ctx.access.method = passed.at(-1)?.method;
   ctx.access.batch = calls.length;
   ctx.access.refused = refused.length;
   // Inside a batch each call gets its own answer and the HTTP status is 200 (proxyd does the same).
   if (passed.length === 0) {
     sendJson(ctx.res, 200, `[${refused.join(",")}]`);
     done();
-  } else if (refused.length === 0) {
-    forward(ctx, sameOrNew(`[${passed.join(",")}]`, text, body), done);
-  } else {
-    forwardAndMerge(ctx, `[${passed.join(",")}]`, refused).then(() => done(), done);
+    return;
   }
+  if (refused.length > 0) forwardAndMerge(ctx, batchOf(passed), refused).then(() => done(), done);
+  else forward(ctx, sendableAsReceived(text, checked) ? body : batchOf(passed), done);
 }
 
-/** The body as received when re-serialising left it unchanged (no second encoding), else the new text. */
-function sameOrNew(json: string, text: string, body: Buffer): string | Buffer {
-  return json === text ? body : json;
+function batchOf(calls: readonly PassedCall[]): string {
+  return `[${calls.map((call) => call.json).join(",")}]`;
 }
 
 function checkMediaType(media: string | undefined, plainTextBody: boolean): void {

@@ -2,7 +2,14 @@ import type { RawData, WebSocket } from "ws";
 import type { WebSocketLimits } from "../config/types.js";
 import { rpcErrorJson } from "../errors/respond.js";
 import { GatewayError } from "../errors/table.js";
-import { type CallRules, type Checked, checkCall, idOf, refuse } from "../jsonrpc/check.js";
+import {
+  type CallRules,
+  type Checked,
+  checkCall,
+  idOf,
+  refuse,
+  sendableAsReceived,
+} from "../jsonrpc/check.js";
 import { parseJsonRpcBody, scanMembers } from "../jsonrpc/scan.js";
 import { CLOSE } from "./close-codes.js";
 
@@ -101,11 +108,13 @@ export class Relay {
     if (!parsed.batch) {
       const only = checked[0] as Checked;
       if (!only.ok) return only.json;
-      this.#upstream.send(only.json);
+      this.#upstream.send(sendableAsReceived(text, checked) ? text : only.json);
       return undefined;
     }
     if (passed.length === 0) return `[${refused.join(",")}]`;
-    this.#upstream.send(`[${passed.map((c) => c.json).join(",")}]`);
+    this.#upstream.send(
+      sendableAsReceived(text, checked) ? text : `[${passed.map((c) => c.json).join(",")}]`,
+    );
     if (refused.length === 0) return undefined;
     const ids = new Set(passed.flatMap((c) => (c.ok && c.id !== undefined ? [c.id] : [])));
     // Only notifications went upstream: the node will send nothing to merge into (JSON-RPC 2.0 §6).

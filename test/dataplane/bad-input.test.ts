@@ -887,6 +887,76 @@ const rows: Row[] = [
     },
   },
   {
+    name: "POSITIVE CONTROL (reaches upstream): a call with spaces and the envelope's members only goes on as received",
+    label: "eth",
+    path: `/${K}/`,
+    body: ` { "params" : [ ] , "id": 7,\n"method": "eth_blockNumber", "jsonrpc": "2.0" } `,
+    status: 200,
+    upstream: 1,
+    check: (_r, seen) => {
+      expect(seen[0]?.body).toBe(
+        ` { "params" : [ ] , "id": 7,\n"method": "eth_blockNumber", "jsonrpc": "2.0" } `,
+      );
+    },
+  },
+  {
+    name: "POSITIVE CONTROL (reaches upstream): a batch with spaces and the envelope's members only goes on as received",
+    label: "eth",
+    path: `/${K}/`,
+    body: `[ ${call("1", "eth_blockNumber")} ,\n { "id": 2, "jsonrpc": "2.0", "method": "eth_chainId" } ]`,
+    status: 200,
+    upstream: 1,
+    check: (_r, seen) => {
+      expect(seen[0]?.body).toBe(
+        `[ ${call("1", "eth_blockNumber")} ,\n { "id": 2, "jsonrpc": "2.0", "method": "eth_chainId" } ]`,
+      );
+    },
+  },
+  {
+    name: "POSITIVE CONTROL (reaches upstream): an extra member is dropped from a single call",
+    label: "eth",
+    path: `/${K}/`,
+    body: `{"jsonrpc":"2.0","id":1,"method":"eth_blockNumber","params":[],"x":{"method":"admin_peers"}}`,
+    status: 200,
+    upstream: 1,
+    check: (_r, seen) => {
+      expect(seen[0]?.body).toBe(call("1", "eth_blockNumber"));
+    },
+  },
+  {
+    name: "POSITIVE CONTROL (reaches upstream): an escaped method goes on written out as the one that was checked",
+    label: "eth",
+    path: `/${K}/`,
+    body: '{"jsonrpc":"2.0","id":1,"method":"eth_\\u0062lockNumber","params":[]}',
+    status: 200,
+    upstream: 1,
+    check: (_r, seen) => {
+      expect(seen[0]?.body).toBe(call("1", "eth_blockNumber"));
+    },
+  },
+  {
+    name: "POSITIVE CONTROL (reaches upstream): an escaped member name goes on written out plainly",
+    label: "eth",
+    path: `/${K}/`,
+    body: '{"jsonrpc":"2.0","id":1,"\\u006dethod":"eth_blockNumber","params":[]}',
+    status: 200,
+    upstream: 1,
+    check: (_r, seen) => {
+      expect(seen[0]?.body).toBe(call("1", "eth_blockNumber"));
+    },
+  },
+  {
+    name: "POSITIVE CONTROL (reaches upstream): an escape in a parameter sends the call re-serialised, the parameter as written",
+    label: "eth",
+    path: `/${K}/`,
+    body: '{ "jsonrpc":"2.0", "id":1, "method":"eth_call", "params":[{"data":"0x\\u0030"}, "latest"] }',
+    status: 200,
+    upstream: 1,
+    check: (_r, seen) => {
+      expect(seen[0]?.body).toBe(call("1", "eth_call", '[{"data":"0x\\u0030"}, "latest"]'));
+    },
+  },
+  {
     name: "PARTIAL BATCH (reaches upstream with the allowed call only): one allowed, one denied",
     label: "eth",
     path: `/${K}/`,

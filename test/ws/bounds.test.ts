@@ -511,6 +511,29 @@ describe("WebSocket bounds", () => {
     await witness.stop();
   });
 
+  it("a message goes to the node as received only when nothing in it could read differently there", async () => {
+    const gw = await gatewayWith({});
+    const witness = await witnessOn(gw);
+    const { client, upstream } = await open(urlOf(gw));
+    const spaced = ' { "id": 1, "method": "eth_blockNumber", "jsonrpc": "2.0" } ';
+    const spacedBatch = `[ ${spaced},\n{"jsonrpc":"2.0","id":2,"method":"eth_chainId","params":[]} ]`;
+    const rewritten = [
+      '{"jsonrpc":"2.0","id":3,"method":"eth_\\u0062lockNumber","params":[]}',
+      '{"jsonrpc":"2.0","id":4,"\\u006dethod":"eth_blockNumber"}',
+      '{"jsonrpc":"2.0","id":5,"method":"eth_blockNumber","params":[],"extra":{"method":"admin_peers"}}',
+    ];
+    for (const message of [spaced, spacedBatch, ...rewritten]) client.send(message);
+    await waitUntil(() => upstream.messages.length === 5, 3_000, "five messages at the node");
+    expect(upstream.messages).toEqual([
+      spaced,
+      spacedBatch,
+      '{"jsonrpc":"2.0","id":3,"method":"eth_blockNumber","params":[]}',
+      '{"jsonrpc":"2.0","id":4,"method":"eth_blockNumber"}',
+      '{"jsonrpc":"2.0","id":5,"method":"eth_blockNumber","params":[]}',
+    ]);
+    await witness.stop();
+  });
+
   it("a batch of a notification and a refused call is answered with the refusal", async () => {
     // JSON-RPC 2.0 §6: the answer to a batch holds a response for each call with an id; the node sends
     // nothing for a batch of notifications, so the gateway must answer the refused call itself.
