@@ -82,9 +82,13 @@ export function createGateway(options: GatewayOptions): Gateway {
     let call: CallContext | undefined;
     let finished = false;
 
-    // Called once per request, whichever way it ends; a second call (a throw after a handler's done) is ignored.
+    // Ends the request once, whichever way it ends. A second call can only be a throw after a handler
+    // called back: the answer is settled by then, so a bug's error is logged and nothing else is done.
     const finish = (error?: unknown): void => {
-      if (finished) return;
+      if (finished) {
+        if (error !== undefined && !(error instanceof GatewayError)) unhandled(error);
+        return;
+      }
       finished = true;
       if (error !== undefined) fail(error);
       if (!config.log.access) return;
@@ -94,7 +98,7 @@ export function createGateway(options: GatewayOptions): Gateway {
     };
     const fail = (error: unknown): void => {
       if (!(error instanceof GatewayError)) {
-        logger.log("error", "unhandled", { error: String(error) });
+        unhandled(error);
         access.error = "INTERNAL";
         if (!res.headersSent) sendError(res, new GatewayError("INTERNAL"), "rest");
         else res.destroy();
@@ -139,6 +143,10 @@ export function createGateway(options: GatewayOptions): Gateway {
     } catch (error) {
       finish(error);
     }
+  }
+
+  function unhandled(error: unknown): void {
+    logger.log("error", "unhandled", { error: String(error) });
   }
 
   function checkDedicatedOnly(endpoint: Endpoint, target: RequestTarget): void {
