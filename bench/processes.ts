@@ -23,6 +23,8 @@ export async function start(
   env: Record<string, string>,
   port: number,
   root: string,
+  /** Rewrites the command line, say to start it inside a CPU budget (cpu-budget.ts). */
+  wrap: (argv: readonly string[]) => readonly string[] = (argv) => argv,
 ): Promise<Running> {
   // Output goes to /dev/null: a file write per log line, as in production, with nothing read back here.
   const sink = openSync("/dev/null", "w");
@@ -30,7 +32,8 @@ export async function start(
   // load-generating process too), so that the floor and the other proxies are compared on the same
   // runtime; BENCH_NODE_ARGS adds more for all alike (NODE_OPTIONS refuses most V8 flags).
   const extra = [...GATEWAY_V8_FLAGS, ...(process.env.BENCH_NODE_ARGS?.split(" ").filter(Boolean) ?? [])];
-  const child = spawn(process.execPath, [...extra, ...entry], {
+  const [command, ...args] = wrap([process.execPath, ...extra, ...entry]) as [string, ...string[]];
+  const child = spawn(command, args, {
     cwd: root,
     env: { ...process.env, ...env },
     stdio: ["ignore", sink, sink],
