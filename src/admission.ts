@@ -9,14 +9,47 @@ import { type KeyStore, looksLikeKey, type Principal } from "./keys/types.js";
 import { TokenBuckets } from "./limits/token-bucket.js";
 import type { Endpoint } from "./registry/types.js";
 
-export interface Admitted {
+/** A request that passed admission: where it goes and on whose behalf. */
+export class Admitted {
   readonly endpoint: Endpoint;
   readonly target: RequestTarget;
   /** Undefined on a public no-key endpoint. */
   readonly principal: Principal | undefined;
+  // Let go once the address is known: a WebSocket connection keeps its Admitted for its whole life.
+  #req: IncomingMessage | undefined;
+  readonly #trustedProxies: readonly string[];
+  #ip: string | undefined = undefined;
+  #publicId: string | undefined = undefined;
+
+  constructor(
+    endpoint: Endpoint,
+    target: RequestTarget,
+    principal: Principal | undefined,
+    req: IncomingMessage,
+    trustedProxies: readonly string[],
+  ) {
+    this.endpoint = endpoint;
+    this.target = target;
+    this.principal = principal;
+    this.#req = req;
+    this.#trustedProxies = trustedProxies;
+  }
+
+  /** The client's address, worked out on first use: a keyed HTTP call counts against its key and never asks. */
+  get ip(): string {
+    if (this.#ip === undefined) {
+      this.#ip = clientAddress(this.#req as IncomingMessage, this.#trustedProxies);
+      this.#req = undefined;
+    }
+    return this.#ip;
+  }
+
   /** Who the rate limit and connection caps count against: a key's id, or the client IP. */
-  readonly clientId: string;
-  readonly ip: string;
+  get clientId(): string {
+    if (this.principal !== undefined) return this.principal.keyId;
+    if (this.#publicId === undefined) this.#publicId = `ip:${this.ip}`;
+    return this.#publicId;
+  }
 }
 
 /**
@@ -53,8 +86,7 @@ export class Admission {
     const target = parseTarget(req.url ?? "/", !publicHost || ((first) => first.startsWith("FN")));
     const principal =
       publicHost && target.key === undefined ? undefined : this.#authenticate(target.key, endpoint);
-    const ip = clientAddress(req, this.#config.trustedProxies);
-    return { endpoint, target, principal, clientId: principal?.keyId ?? `ip:${ip}`, ip };
+    return new Admitted(endpoint, target, principal, req, this.#config.trustedProxies);
   }
 
   /** Takes `cost` tokens from the caller's bucket, or throws RATE_LIMITED with Retry-After and RateLimit-*. */

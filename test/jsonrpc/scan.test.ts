@@ -1,0 +1,77 @@
+import { describe, expect, it } from "vitest";
+import type { GatewayError } from "../../src/errors/table.js";
+import { parseJsonRpcBody } from "../../src/jsonrpc/scan.js";
+
+const members = (text: string) => Object.fromEntries(parseJsonRpcBody(text, 64).calls[0]?.members ?? []);
+const codeOf = (text: string) => {
+  try {
+    parseJsonRpcBody(text, 64);
+    return undefined;
+  } catch (error) {
+    return (error as GatewayError).code;
+  }
+};
+
+describe("JSON-RPC scan", () => {
+  it("keeps each member's source text under its name", () => {
+    expect(
+      members('{"jsonrpc":"2.0", "id": 12345678901234567890 ,"method":"eth_call","params":[{"a":1}]}'),
+    ).toEqual({
+      jsonrpc: '"2.0"',
+      id: "12345678901234567890",
+      method: '"eth_call"',
+      params: '[{"a":1}]',
+    });
+  });
+
+  it("tells an envelope name from another of the same length", () => {
+    expect(members('{"ix":1,"methox":"a","paramz":[],"jsonrpx":"2.0"}')).toEqual({
+      ix: "1",
+      methox: '"a"',
+      paramz: "[]",
+      jsonrpx: '"2.0"',
+    });
+  });
+
+  it("reads an escaped name as the name it decodes to, so it cannot hide a second method", () => {
+    expect(members('{"\\u006dethod":"a"}')).toEqual({ method: '"a"' });
+    expect(codeOf('{"method":"eth_call","\\u006dethod":"admin_addPeer"}')).toBe("DUPLICATE_MEMBER");
+    expect(codeOf('{"id":1,"id":2}')).toBe("DUPLICATE_MEMBER");
+  });
+
+  it("finds the same members as JSON.parse in generated objects, names known and unknown", () => {
+    const names = [
+      "id",
+      "method",
+      "params",
+      "jsonrpc",
+      "i",
+      "idd",
+      "Method",
+      "param",
+      "jsonrpc2",
+      'x\\"y',
+      "\\u0069d",
+    ];
+    let seed = 7;
+    const next = (n: number) => {
+      seed = (seed * 1103515245 + 12345) % 2 ** 31;
+      return seed % n;
+    };
+    for (let round = 0; round < 2000; round++) {
+      const chosen = [
+        ...new Set(Array.from({ length: 1 + next(5) }, () => names[next(names.length)] as string)),
+      ];
+      const text = `{${chosen.map((name, i) => `"${name}":${i % 2 === 0 ? `[${i},"s"]` : `"v${i}"`}`).join(",")}}`;
+      const decoded = chosen.map((name) => JSON.parse(`"${name}"`) as string);
+      if (new Set(decoded).size < decoded.length) {
+        expect(codeOf(text)).toBe("DUPLICATE_MEMBER");
+        continue;
+      }
+      const expected = Object.fromEntries(
+        Object.entries(JSON.parse(text) as Record<string, unknown>).map(([k, v]) => [k, JSON.stringify(v)]),
+      );
+      expect(members(text)).toEqual(expected);
+    }
+  });
+});
