@@ -456,7 +456,7 @@ function evaluate(
     checks.push({
       name: "idle WebSocket connection ≤ 18 KB of gateway RSS",
       pass: ws.bytesPerConnection <= 18 * 1024,
-      measured: `${(ws.bytesPerConnection / 1024).toFixed(1)} KB at ${ws.connections} connections (${ws.target})`,
+      measured: `${(ws.bytesPerConnection / 1024).toFixed(1)} KB at ${ws.connections} connections (${ws.target}); from ${ws.connections / 2} to ${ws.connections}, ${((ws.marginalBytesPerConnection ?? Number.NaN) / 1024).toFixed(1)} KB each`,
     });
   return checks;
 }

@@ -15,7 +15,10 @@ export interface FanoutOptions {
 
 export interface FanoutResult {
   readonly connections: number;
+  /** The holder's RSS growth over all N connections, per connection. */
   readonly bytesPerConnection: number | undefined;
+  /** The growth from N/2 to N connections, per connection: what one more costs. */
+  readonly marginalBytesPerConnection: number | undefined;
   readonly p50Ms: number;
   readonly p99Ms: number;
 }
@@ -29,13 +32,22 @@ export async function wsFanout(options: FanoutOptions): Promise<FanoutResult> {
   const before = options.rss?.();
   const sockets: WebSocket[] = [];
   let onNotification: (sentAt: bigint) => void = () => {};
-  for (let opened = 0; opened < options.connections; ) {
-    const batch = Math.min(200, options.connections - opened);
-    const ready = Array.from({ length: batch }, () => subscribe(options, (sentAt) => onNotification(sentAt)));
-    sockets.push(...(await Promise.all(ready)));
-    opened += batch;
-  }
-  await new Promise((resolve) => setTimeout(resolve, 2000));
+  const openUpTo = async (count: number) => {
+    while (sockets.length < count) {
+      const batch = Math.min(200, count - sockets.length);
+      const ready = Array.from({ length: batch }, () =>
+        subscribe(options, (sentAt) => onNotification(sentAt)),
+      );
+      sockets.push(...(await Promise.all(ready)));
+    }
+    await new Promise((resolve) => setTimeout(resolve, 2000));
+  };
+  // Half first, then the rest: the second half's growth is what a connection adds once the holder's
+  // heaps have grown for the burst of handshakes, which the whole growth over N also carries.
+  const half = Math.floor(options.connections / 2);
+  await openUpTo(half);
+  const middle = options.rss?.();
+  await openUpTo(options.connections);
   const after = options.rss?.();
 
   const latencies: number[] = [];
@@ -58,6 +70,10 @@ export async function wsFanout(options: FanoutOptions): Promise<FanoutResult> {
     connections: sockets.length,
     bytesPerConnection:
       before === undefined || after === undefined ? undefined : (after - before) / options.connections,
+    marginalBytesPerConnection:
+      middle === undefined || after === undefined
+        ? undefined
+        : (after - middle) / (options.connections - half),
     p50Ms: percentile(latencies, 50),
     p99Ms: percentile(latencies, 99),
   };
