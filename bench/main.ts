@@ -452,11 +452,13 @@ function evaluate(
     });
   }
   const ws = fanout.find((f) => f.target !== "direct");
-  if (ws?.bytesPerConnection !== undefined)
+  // What one more idle connection costs: the growth from N/2 to N. The growth over all N also carries each
+  // process's heaps growing for the burst of handshakes, once per worker, and is printed beside it.
+  if (ws?.marginalBytesPerConnection !== undefined && ws.bytesPerConnection !== undefined)
     checks.push({
-      name: "idle WebSocket connection ≤ 18 KB of gateway RSS",
-      pass: ws.bytesPerConnection <= 18 * 1024,
-      measured: `${(ws.bytesPerConnection / 1024).toFixed(1)} KB at ${ws.connections} connections (${ws.target}); from ${ws.connections / 2} to ${ws.connections}, ${((ws.marginalBytesPerConnection ?? Number.NaN) / 1024).toFixed(1)} KB each`,
+      name: `idle WebSocket connection ≤ 18 KB of gateway RSS, from ${ws.connections / 2} to ${ws.connections} connections`,
+      pass: ws.marginalBytesPerConnection <= 18 * 1024,
+      measured: `${(ws.marginalBytesPerConnection / 1024).toFixed(1)} KB each (${ws.target}; over all ${ws.connections}, with the heaps' growth, ${(ws.bytesPerConnection / 1024).toFixed(1)} KB each)`,
     });
   return checks;
 }
