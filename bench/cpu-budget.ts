@@ -11,7 +11,13 @@ export interface CpuBudget {
   readonly cpus: number;
   /** The command line that starts `argv` inside the group, before it can fork a worker. */
   wrap(argv: readonly string[]): readonly string[];
-  remove(): void;
+  /**
+   * Lifts the quota (false) or sets it again (true). A process warming up on half a core spends seconds
+   * compiling its hot paths on that half, so targets warm up unbudgeted and are measured budgeted.
+   */
+  enforce(on: boolean): void;
+  /** Removes the group once its processes are gone (a cluster's workers exit a moment after it). */
+  remove(): Promise<void>;
 }
 
 const PERIOD_US = 10_000;
@@ -20,20 +26,24 @@ const write = (file: string, value: string) => writeFileSync(file, value, { flag
 
 interface Layout {
   readonly root: string;
-  quota(dir: string, cpus: number): void;
+  /** Sets the quota to `cpus`, or lifts it when undefined. */
+  quota(dir: string, cpus: number | undefined): void;
 }
+
+const quotaOf = (cpus: number) => String(Math.round(cpus * PERIOD_US));
 
 // cgroup v2 (one tree, cpu.max), then v1 (a tree per controller, cfs_quota_us).
 const LAYOUTS: readonly Layout[] = [
   {
     root: "/sys/fs/cgroup",
-    quota: (dir, cpus) => write(join(dir, "cpu.max"), `${Math.round(cpus * PERIOD_US)} ${PERIOD_US}`),
+    quota: (dir, cpus) =>
+      write(join(dir, "cpu.max"), `${cpus === undefined ? "max" : quotaOf(cpus)} ${PERIOD_US}`),
   },
   {
     root: "/sys/fs/cgroup/cpu",
     quota: (dir, cpus) => {
       write(join(dir, "cpu.cfs_period_us"), String(PERIOD_US));
-      write(join(dir, "cpu.cfs_quota_us"), String(Math.round(cpus * PERIOD_US)));
+      write(join(dir, "cpu.cfs_quota_us"), cpus === undefined ? "-1" : quotaOf(cpus));
     },
   },
 ];
@@ -58,11 +68,16 @@ export function createCpuBudget(name: string, cpus: number): CpuBudget | undefin
       // The shell moves itself into the group and then becomes the target, so the pid is the same and
       // every process the target forks (cluster workers, V8's threads) is in the group from its start.
       wrap: (argv) => ["/bin/sh", "-c", 'echo $$ > "$0/cgroup.procs" && exec "$@"', dir, ...argv],
-      remove: () => {
-        try {
-          rmdirSync(dir);
-        } catch {
-          // still has a process in it: the kernel frees it with the last one
+      enforce: (on) => layout.quota(dir, on ? cpus : undefined),
+      remove: async () => {
+        for (let attempt = 0; attempt < 50; attempt++) {
+          try {
+            rmdirSync(dir);
+            return;
+          } catch {
+            // EBUSY while a process is still in it
+            await new Promise((resolve) => setTimeout(resolve, 100));
+          }
         }
       },
     };
