@@ -354,7 +354,7 @@ async function routingCost(dir: string, upstream: string, upstreamWs: string): P
   // Two targets only, and a 5% question: more, shorter rounds (as many in each order), so that one noisy
   // round cannot move a direction's median; with 4 per direction one round at half speed read 93%.
   const samples = await compare(small, [real, { ...big, label: synthetic.label }], {
-    rounds: quick ? 4 : 12,
+    rounds: quick ? 2 : 12,
     seconds: CHECKED_SECONDS,
   });
   await Promise.all([real.stop(), big.stop()]);
