@@ -8,7 +8,6 @@ import { join } from "node:path";
  * (root, or a delegated subtree); `createCpuBudget` returns undefined where there is none.
  */
 export interface CpuBudget {
-  readonly cpus: number;
   /** The command line that starts `argv` inside the group, before it can fork a worker. */
   wrap(argv: readonly string[]): readonly string[];
   /**
@@ -64,7 +63,6 @@ export function createCpuBudget(name: string, cpus: number): CpuBudget | undefin
       continue;
     }
     return {
-      cpus,
       // The shell moves itself into the group and then becomes the target, so the pid is the same and
       // every process the target forks (cluster workers, V8's threads) is in the group from its start.
       wrap: (argv) => ["/bin/sh", "-c", 'echo $$ > "$0/cgroup.procs" && exec "$@"', dir, ...argv],
