@@ -1,4 +1,15 @@
 import { GatewayError } from "../errors/table.js";
+import {
+  BACKSLASH,
+  CLOSE_ARRAY,
+  CLOSE_OBJECT,
+  COLON,
+  COMMA,
+  OPEN_ARRAY,
+  OPEN_OBJECT,
+  QUOTE,
+} from "./json-chars.js";
+import { readPlainCall } from "./plain-call.js";
 
 /** One request object of a body: its parsed value and the raw source text of each top-level member. */
 export interface RawCall {
@@ -12,21 +23,21 @@ export interface ParsedBody {
   readonly calls: readonly RawCall[];
 }
 
-const QUOTE = 34;
-const BACKSLASH = 92;
-const OPEN_OBJECT = 123;
-const CLOSE_OBJECT = 125;
-const OPEN_ARRAY = 91;
-const CLOSE_ARRAY = 93;
-const COMMA = 44;
-const COLON = 58;
+/**
+ * A JSON-RPC body's calls. The common single call is read in one pass (plain-call.ts); any other body
+ * takes `parseAnyJsonRpcBody`.
+ */
+export function parseJsonRpcBody(text: string, maxDepth: number): ParsedBody {
+  const plain = readPlainCall(text, maxDepth);
+  return plain === undefined ? parseAnyJsonRpcBody(text, maxDepth) : { batch: false, calls: [plain] };
+}
 
 /**
- * Reads a JSON-RPC body in one iterative pass before anything recursive touches it: it bounds the
+ * Reads any JSON-RPC body in one iterative pass before anything recursive touches it: it bounds the
  * nesting depth, refuses a member named twice in a request object (so no second reading of the bytes can
  * see another method), and keeps each member's source text, then lets V8's JSON.parse check the syntax.
  */
-export function parseJsonRpcBody(text: string, maxDepth: number): ParsedBody {
+export function parseAnyJsonRpcBody(text: string, maxDepth: number): ParsedBody {
   const spans = scanEnvelopes(text, maxDepth);
   let value: unknown;
   try {
