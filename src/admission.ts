@@ -4,7 +4,7 @@ import { GatewayError } from "./errors/table.js";
 import { clientAddress } from "./http/client-address.js";
 import { HostResolver } from "./http/host.js";
 import { parseTarget, type RequestTarget } from "./http/target.js";
-import { keyHash } from "./keys/digest.js";
+import { KeyLookup } from "./keys/digest.js";
 import { type KeyStore, looksLikeKey, type Principal } from "./keys/types.js";
 import { TokenBuckets } from "./limits/token-bucket.js";
 import type { Endpoint } from "./registry/types.js";
@@ -58,14 +58,14 @@ export class Admitted {
  */
 export class Admission {
   readonly #config: GatewayConfig;
-  readonly #keys: KeyStore;
+  readonly #keys: KeyLookup;
   readonly #endpoints: ReadonlyMap<string, Endpoint>;
   readonly #hosts: HostResolver;
   readonly #buckets = new TokenBuckets();
 
   constructor(config: GatewayConfig, keys: KeyStore, endpoints: ReadonlyMap<string, Endpoint>) {
     this.#config = config;
-    this.#keys = keys;
+    this.#keys = new KeyLookup(keys);
     this.#endpoints = endpoints;
     this.#hosts = new HostResolver(config.domain, config.publicHosts);
   }
@@ -109,7 +109,7 @@ export class Admission {
   #authenticate(key: string | undefined, endpoint: Endpoint): Principal {
     // A wrong key on a public host is refused like anywhere else, never downgraded to public access.
     if (!looksLikeKey(key)) throw new GatewayError("UNAUTHORIZED");
-    const principal = this.#keys.lookup(keyHash(key));
+    const principal = this.#keys.principal(key);
     if (principal === undefined) throw new GatewayError("UNAUTHORIZED");
     if (principal.networks !== "*" && !principal.networks.has(endpoint.code)) {
       throw new GatewayError("NETWORK_FORBIDDEN", { network: endpoint.code });
