@@ -26,6 +26,19 @@ async function stderrOf(script: string): Promise<string> {
   return readFileSync(file, "utf8");
 }
 
+/** The child's stderr through a pipe the test reads only after `lateMs`, so the child finds it full. */
+async function stderrThroughPipe(script: string, lateMs: number): Promise<string> {
+  const child = spawn(process.execPath, ["--import", "tsx", "--input-type=module", "-e", script], {
+    stdio: ["ignore", "ignore", "pipe"],
+  });
+  const chunks: Buffer[] = [];
+  const exited = new Promise((resolve) => child.once("close", resolve));
+  await new Promise((resolve) => setTimeout(resolve, lateMs));
+  child.stderr.on("data", (chunk: Buffer) => chunks.push(chunk));
+  expect(await exited).toBe(0);
+  return Buffer.concat(chunks).toString("utf8");
+}
+
 describe("the logger", () => {
   it("writes one JSON object per line, fields in order, undefined fields left out", () => {
     const [line] = lines("info", (log) =>
@@ -140,8 +153,27 @@ describe("the logger", () => {
       .split("\n")
       .map((line) => JSON.parse(line) as { i?: number; msg: string });
     expect(written).toHaveLength(100001);
-    expect(written[99999]?.i).toBe(99999);
+    expect(written.slice(0, 100000).every((line, i) => line.i === i)).toBe(true);
     expect(written[100000]?.msg).toBe("last");
+  });
+
+  it("keeps every line, in order, when its pipe is full and then drains", async () => {
+    const script = `
+      import { createLogger } from "./src/log.ts";
+      const log = createLogger("info");
+      let i = 0;
+      const burst = () => {
+        for (const end = i + 5000; i < end; i++) log.log("info", "line", { i, pad: "é".repeat(40) });
+        if (i < 100000) setImmediate(burst);
+      };
+      burst();
+    `;
+    const written = (await stderrThroughPipe(script, 1500))
+      .trimEnd()
+      .split("\n")
+      .map((line) => JSON.parse(line) as { i: number });
+    expect(written).toHaveLength(100000);
+    expect(written.every((line, i) => line.i === i)).toBe(true);
   });
 
   it("writes a lone line soon, without waiting for more lines or for exit", async () => {
