@@ -1,5 +1,5 @@
 import { CLOSE_ARRAY, CLOSE_OBJECT, COLON, COMMA, OPEN_ARRAY, OPEN_OBJECT, QUOTE } from "./json-chars.js";
-import type { RawCall } from "./scan.js";
+import type { ParsedBody, RawCall } from "./scan.js";
 
 const MINUS = 45;
 const PLUS = 43;
@@ -10,27 +10,51 @@ const LOWER_E = 101;
 const UPPER_E = 69;
 
 /**
- * Reads the call most traffic is, in one pass and without JSON.parse: a single object whose members are
- * only the envelope's, each named once and without escapes, with scalar values (strings without escapes)
- * and params, if any, a scalar or an array of scalars — `{"jsonrpc":"2.0","id":1,"method":"eth_getBalance",
- * "params":["0x…","latest"]}`. It follows JSON's grammar (RFC 8259) strictly for this subset and answers
- * undefined for anything else, which then takes the general path: so it can only be faster, never
- * more permissive, than JSON.parse (test/jsonrpc/plain-call.test.ts checks this against it).
+ * Reads the calls most traffic is, in one pass and without JSON.parse: one object, or a batch of them,
+ * whose members are only the envelope's, each named once and without escapes, with scalar values (strings
+ * without escapes) and params, if any, a scalar or an array of scalars —
+ * `{"jsonrpc":"2.0","id":1,"method":"eth_getBalance","params":["0x…","latest"]}`. It follows JSON's grammar
+ * (RFC 8259) strictly for this subset and answers undefined for anything else, which then takes the
+ * general path: so it can only be faster, never more permissive, than JSON.parse
+ * (test/jsonrpc/plain-call.test.ts checks this against it).
  */
-export function readPlainCall(text: string, maxDepth: number): RawCall | undefined {
-  if (maxDepth < 2 || ESCAPE_OR_CONTROL.test(text)) return undefined;
+export function readPlainBody(text: string, maxDepth: number): ParsedBody | undefined {
+  if (ESCAPE_OR_CONTROL.test(text)) return undefined;
   let i = skipSpace(text, 0);
-  if (text.charCodeAt(i) !== OPEN_OBJECT) return undefined;
+  const batch = text.charCodeAt(i) === OPEN_ARRAY;
+  // A call's params sit two levels down, three inside a batch.
+  if (maxDepth < (batch ? 3 : 2)) return undefined;
+  if (batch) i = skipSpace(text, i + 1);
+  const calls: RawCall[] = [];
+  for (;;) {
+    i = readCall(text, i, calls);
+    if (i < 0) return undefined;
+    i = skipSpace(text, i);
+    if (!batch) break;
+    const c = text.charCodeAt(i);
+    if (c === CLOSE_ARRAY) {
+      i = skipSpace(text, i + 1);
+      break;
+    }
+    if (c !== COMMA) return undefined;
+    i = skipSpace(text, i + 1);
+  }
+  return i === text.length ? { batch, calls } : undefined;
+}
+
+/** Reads the call object opened at `open` into `calls`: past its closing brace, or -1. */
+function readCall(text: string, open: number, calls: RawCall[]): number {
+  if (text.charCodeAt(open) !== OPEN_OBJECT) return -1;
   const members = new Map<string, string>();
   const value: Record<string, unknown> = {};
-  i = skipSpace(text, i + 1);
+  let i = skipSpace(text, open + 1);
   for (;;) {
-    if (text.charCodeAt(i) !== QUOTE) return undefined;
+    if (text.charCodeAt(i) !== QUOTE) return -1;
     const nameEnd = plainStringEnd(text, i);
     const name = nameEnd < 0 ? undefined : envelopeName(text, i + 1, nameEnd - 1);
-    if (name === undefined || members.has(name)) return undefined;
+    if (name === undefined || members.has(name)) return -1;
     i = skipSpace(text, nameEnd);
-    if (text.charCodeAt(i) !== COLON) return undefined;
+    if (text.charCodeAt(i) !== COLON) return -1;
     const from = skipSpace(text, i + 1);
     let to: number;
     if (name === "params" && text.charCodeAt(from) === OPEN_ARRAY) {
@@ -41,15 +65,16 @@ export function readPlainCall(text: string, maxDepth: number): RawCall | undefin
       to = scalarEnd(text, from);
       if (to >= 0) value[name] = scalarValue(text, from, to);
     }
-    if (to < 0) return undefined;
+    if (to < 0) return -1;
     members.set(name, text.slice(from, to));
     i = skipSpace(text, to);
     const c = text.charCodeAt(i);
     if (c === CLOSE_OBJECT) break;
-    if (c !== COMMA) return undefined;
+    if (c !== COMMA) return -1;
     i = skipSpace(text, i + 1);
   }
-  return skipSpace(text, i + 1) === text.length ? { value, members } : undefined;
+  calls.push({ value, members });
+  return i + 1;
 }
 
 /** The envelope member named between `from` and `to`, as an interned string whose hash is already known. */

@@ -9,7 +9,7 @@ import {
   OPEN_OBJECT,
   QUOTE,
 } from "./json-chars.js";
-import { readPlainCall } from "./plain-call.js";
+import { readPlainBody } from "./plain-call.js";
 
 /** One request object of a body: its parsed value and the raw source text of each top-level member. */
 export interface RawCall {
@@ -24,12 +24,11 @@ export interface ParsedBody {
 }
 
 /**
- * A JSON-RPC body's calls. The common single call is read in one pass (plain-call.ts); any other body
- * takes `parseAnyJsonRpcBody`.
+ * A JSON-RPC body's calls. The common calls, alone or in a batch, are read in one pass (plain-call.ts);
+ * any other body takes `parseAnyJsonRpcBody`.
  */
 export function parseJsonRpcBody(text: string, maxDepth: number): ParsedBody {
-  const plain = readPlainCall(text, maxDepth);
-  return plain === undefined ? parseAnyJsonRpcBody(text, maxDepth) : { batch: false, calls: [plain] };
+  return readPlainBody(text, maxDepth) ?? parseAnyJsonRpcBody(text, maxDepth);
 }
 
 /**

@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
 import type { GatewayError } from "../../src/errors/table.js";
-import { readPlainCall } from "../../src/jsonrpc/plain-call.js";
+import { readPlainBody } from "../../src/jsonrpc/plain-call.js";
 import { type ParsedBody, parseAnyJsonRpcBody, parseJsonRpcBody } from "../../src/jsonrpc/scan.js";
 
 const DEPTH = 64;
@@ -16,20 +16,25 @@ function general(text: string): ParsedBody | string {
 
 /** A body the plain reader accepts must read exactly as the general path (and JSON.parse) reads it. */
 function expectSameAsGeneral(text: string): boolean {
-  const plain = readPlainCall(text, DEPTH);
+  const plain = readPlainBody(text, DEPTH);
   if (plain === undefined) return false;
   const expected = general(text);
   expect(expected, text).not.toBeTypeOf("string");
   const { batch, calls } = expected as ParsedBody;
-  expect(batch, text).toBe(false);
-  expect(plain.value, text).toStrictEqual(calls[0]?.value);
-  expect(plain.value, text).toStrictEqual(JSON.parse(text));
-  expect(Object.keys(plain.value as object), text).toEqual(Object.keys(JSON.parse(text)));
-  expect([...plain.members], text).toEqual([...(calls[0]?.members ?? [])]);
+  const parsed: unknown = JSON.parse(text);
+  expect(plain.batch, text).toBe(batch);
+  expect(plain.calls.length, text).toBe(calls.length);
+  plain.calls.forEach((call, i) => {
+    const fromJson = (batch ? (parsed as unknown[])[i] : parsed) as object;
+    expect(call.value, text).toStrictEqual(calls[i]?.value);
+    expect(call.value, text).toStrictEqual(fromJson);
+    expect(Object.keys(call.value as object), text).toEqual(Object.keys(fromJson));
+    expect([...call.members], text).toEqual([...(calls[i]?.members ?? [])]);
+  });
   return true;
 }
 
-describe("plain call reader", () => {
+describe("plain body reader", () => {
   it("reads the calls most traffic is, as the general path does", () => {
     const common = [
       '{"jsonrpc":"2.0","id":1,"method":"eth_blockNumber","params":[]}',
@@ -39,13 +44,19 @@ describe("plain call reader", () => {
       '{ "jsonrpc" : "2.0" , "id" : null , "method" : "system_health" }',
       '{"jsonrpc":"2.0","id":-1.5e+3,"method":"m","params":null}',
       '{"jsonrpc":"2.0","id":0,"method":"getblockcount","params":[false, -0, 1E2, "é ☃"]}',
+      '[{"jsonrpc":"2.0","id":1,"method":"eth_chainId"}]',
+      '[ {"jsonrpc":"2.0","id":1,"method":"eth_chainId","params":[]} , {"jsonrpc":"2.0","id":2,"method":"net_version"} ]',
     ];
     for (const text of common) expect(expectSameAsGeneral(text), text).toBe(true);
   });
 
   it("leaves to the general path what it does not read, and the general path still decides", () => {
     const others = [
-      '[{"jsonrpc":"2.0","id":1,"method":"a"}]',
+      "[]",
+      "[1]",
+      '[{"jsonrpc":"2.0","id":1,"method":"a"},]',
+      '[{"jsonrpc":"2.0","id":1,"method":"a"} {"id":2}]',
+      '[{"jsonrpc":"2.0","id":1,"method":"a"},{"method":"eth_call","params":[{"to":"0x1"}]}]',
       '{"jsonrpc":"2.0","id":1,"method":"eth_call","params":[{"to":"0x1"},"latest"]}',
       '{"jsonrpc":"2.0","id":{"x":1},"method":"a"}',
       '{"jsonrpc":"2.0","method":"a","extra":1}',
@@ -58,15 +69,21 @@ describe("plain call reader", () => {
       '{"id":01}',
       '{"params":[1,]}',
     ];
-    for (const text of others) expect(readPlainCall(text, DEPTH), text).toBeUndefined();
+    for (const text of others) expect(readPlainBody(text, DEPTH), text).toBeUndefined();
     expect(general('{"method":"a","method":"b"}')).toBe("DUPLICATE_MEMBER");
     expect(general('{"id":01}')).toBe("PARSE_ERROR");
+    expect(general("[]")).toMatchObject({ batch: true, calls: [] });
     expect(parseJsonRpcBody('{"method":"a"}\n', DEPTH).calls[0]?.value).toEqual({ method: "a" });
   });
 
-  it("keeps the depth limit: params need two levels", () => {
-    expect(readPlainCall('{"id":1}', 1)).toBeUndefined();
+  it("keeps the depth limit: params need two levels, three in a batch", () => {
+    expect(readPlainBody('{"id":1}', 1)).toBeUndefined();
+    expect(readPlainBody('[{"id":1}]', 2)).toBeUndefined();
+    expect(readPlainBody('[{"id":1}]', 3)).toBeDefined();
     expect(() => parseJsonRpcBody('{"method":"a","params":[]}', 1)).toThrow(
+      expect.objectContaining({ code: "NESTING_TOO_DEEP" }),
+    );
+    expect(() => parseJsonRpcBody('[{"method":"a","params":[]}]', 2)).toThrow(
       expect.objectContaining({ code: "NESTING_TOO_DEEP" }),
     );
   });
@@ -122,10 +139,8 @@ describe("plain call reader", () => {
     };
     const pick = <T>(list: readonly T[]): T => list[next(list.length)] as T;
     const space = () => (next(4) === 0 ? " " : "");
-    let accepted = 0;
-    let refusedByJson = 0;
-    for (let round = 0; round < 5000; round++) {
-      // Mostly the envelope's names, each once, so that many bodies are ones the reader should take.
+    // Mostly the envelope's names, each once, so that many bodies are ones the reader should take.
+    const object = () => {
       const chosen =
         next(4) === 0
           ? Array.from({ length: next(5) }, () => pick(names))
@@ -134,7 +149,17 @@ describe("plain call reader", () => {
         (name) =>
           `${space()}"${name}"${space()}:${space()}${pick(next(2) === 0 ? values : plainValues)}${space()}`,
       );
-      let text = `${space()}{${members.join(",")}}${space()}`;
+      return `${space()}{${members.join(",")}}${space()}`;
+    };
+    const separators = [",", ",", ",", ",", " ", ",,"];
+    const trailers = ["", "", "", ","];
+    let accepted = 0;
+    let acceptedBatches = 0;
+    let refusedByJson = 0;
+    for (let round = 0; round < 8000; round++) {
+      const calls = Array.from({ length: 1 + next(3) }, object);
+      let text =
+        next(3) === 0 ? `[${calls.join(pick(separators))}${pick(trailers)}]${space()}` : (calls[0] as string);
       for (let edits = next(3) === 0 ? 1 + next(2) : 0; edits > 0; edits--) {
         const at = next(text.length + 1);
         text =
@@ -146,13 +171,16 @@ describe("plain call reader", () => {
         JSON.parse(text);
       } catch {
         refusedByJson++;
-        expect(readPlainCall(text, DEPTH), text).toBeUndefined();
+        expect(readPlainBody(text, DEPTH), text).toBeUndefined();
         continue;
       }
-      if (expectSameAsGeneral(text)) accepted++;
+      if (!expectSameAsGeneral(text)) continue;
+      accepted++;
+      if (text.startsWith("[")) acceptedBatches++;
     }
     // Both sides of the line must be well represented, or the comparison proves little.
-    expect(accepted).toBeGreaterThan(500);
+    expect(accepted).toBeGreaterThan(800);
+    expect(acceptedBatches).toBeGreaterThan(100);
     expect(refusedByJson).toBeGreaterThan(1000);
   });
 });
