@@ -1,6 +1,7 @@
 import { describe, expect, it } from "vitest";
 import type { GatewayError } from "../../src/errors/table.js";
 import { parseJsonRpcBody } from "../../src/jsonrpc/scan.js";
+import { seeded } from "../support/random.js";
 
 const members = (text: string) => Object.fromEntries(parseJsonRpcBody(text, 64).calls[0]?.members ?? []);
 const codeOf = (text: string) => {
@@ -53,11 +54,7 @@ describe("JSON-RPC scan", () => {
       'x\\"y',
       "\\u0069d",
     ];
-    let seed = 7;
-    const next = (n: number) => {
-      seed = (seed * 1103515245 + 12345) % 2 ** 31;
-      return seed % n;
-    };
+    const { next } = seeded(7);
     for (let round = 0; round < 2000; round++) {
       const chosen = [
         ...new Set(Array.from({ length: 1 + next(5) }, () => names[next(names.length)] as string)),

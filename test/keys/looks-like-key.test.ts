@@ -1,5 +1,6 @@
 import { describe, expect, it } from "vitest";
 import { looksLikeKey } from "../../src/keys/types.js";
+import { seeded } from "../support/random.js";
 
 const RULE = /^FN[A-Za-z0-9_-]{16,128}$/;
 
@@ -17,11 +18,7 @@ describe("looksLikeKey", () => {
   it("agrees with the rule's regular expression on generated segments", () => {
     // Characters at the edges of each range, and ones a caller might slip in.
     const alphabet = "FNaAzZ09_-`@[{/:.~%é\u0000 ";
-    let seed = 11;
-    const next = (n: number) => {
-      seed = (seed * 1103515245 + 12345) % 2 ** 31;
-      return seed % n;
-    };
+    const { next } = seeded(11);
     for (let round = 0; round < 20_000; round++) {
       const length = next(140);
       let segment = next(4) === 0 ? "" : "FN";
