@@ -19,7 +19,6 @@ const UPPER_E = 69;
  * (test/jsonrpc/plain-call.test.ts checks this against it).
  */
 export function readPlainBody(text: string, maxDepth: number): ParsedBody | undefined {
-  if (ESCAPE_OR_CONTROL.test(text)) return undefined;
   let i = skipSpace(text, 0);
   const batch = text.charCodeAt(i) === OPEN_ARRAY;
   // A call's params sit two levels down, three inside a batch.
@@ -39,7 +38,9 @@ export function readPlainBody(text: string, maxDepth: number): ParsedBody | unde
     if (c !== COMMA) return undefined;
     i = skipSpace(text, i + 1);
   }
-  return i === text.length ? { batch, calls } : undefined;
+  // Checked last, so that a body which is not plain leaves at its first other construct without a pass
+  // over all of it; what was read before is thrown away if the text has an escape after all.
+  return i === text.length && !ESCAPE_OR_CONTROL.test(text) ? { batch, calls } : undefined;
 }
 
 /** Reads the call object opened at `open` into `calls`: past its closing brace, or -1. */
@@ -133,13 +134,13 @@ function scalarValue(text: string, from: number, to: number): unknown {
 
 /**
  * Bodies with a backslash or a control character anywhere (even a newline between members) take the
- * general path. Without them every string ends at its next quote, and irregexp checks the whole text
- * in about half the time a loop over its characters takes.
+ * general path. Without them every string ends at its next quote (`plainStringEnd`), and irregexp checks
+ * the whole text in about half the time a loop over its characters takes.
  */
 // biome-ignore lint/suspicious/noControlCharactersInRegex: JSON refuses these unescaped in a string
 const ESCAPE_OR_CONTROL = /[\\\u0000-\u001f]/;
 
-/** Past the closing quote of the string opened at `open`, or -1; the text has no escapes (above). */
+/** Past the next quote after `open`, or -1: the string's end once the text is known to have no escapes. */
 function plainStringEnd(text: string, open: number): number {
   const close = text.indexOf('"', open + 1);
   return close < 0 ? -1 : close + 1;

@@ -34,7 +34,8 @@ export class KeyLookup {
     const principal = this.#store.lookup(digest);
     if (principal === undefined) return undefined;
     if (this.#digests.size >= this.#size) this.#digests.clear();
-    this.#digests.set(key, digest);
+    // A copy: the key is a slice of the request's URL, which would otherwise stay alive with it.
+    this.#digests.set(Buffer.from(key, "latin1").toString("latin1"), digest);
     return principal;
   }
 }
