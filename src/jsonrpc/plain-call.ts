@@ -1,4 +1,13 @@
-import { CLOSE_ARRAY, CLOSE_OBJECT, COLON, COMMA, OPEN_ARRAY, OPEN_OBJECT, QUOTE } from "./json-chars.js";
+import {
+  CLOSE_ARRAY,
+  CLOSE_OBJECT,
+  COLON,
+  COMMA,
+  envelopeNameAt,
+  OPEN_ARRAY,
+  OPEN_OBJECT,
+  QUOTE,
+} from "./json-chars.js";
 import type { ParsedBody, RawCall } from "./scan.js";
 
 const MINUS = 45;
@@ -52,7 +61,7 @@ function readCall(text: string, open: number, calls: RawCall[]): number {
   for (;;) {
     if (text.charCodeAt(i) !== QUOTE) return -1;
     const nameEnd = plainStringEnd(text, i);
-    const name = nameEnd < 0 ? undefined : envelopeName(text, i + 1, nameEnd - 1);
+    const name = nameEnd < 0 ? undefined : envelopeNameAt(text, i + 1, nameEnd - 1);
     if (name === undefined || members.has(name)) return -1;
     i = skipSpace(text, nameEnd);
     if (text.charCodeAt(i) !== COLON) return -1;
@@ -77,17 +86,6 @@ function readCall(text: string, open: number, calls: RawCall[]): number {
   calls.push({ value, members });
   return i + 1;
 }
-
-/** The envelope member named between `from` and `to`, as an interned string whose hash is already known. */
-function envelopeName(text: string, from: number, to: number): string | undefined {
-  const name = ENVELOPE_NAMES[to - from];
-  if (name !== undefined && text.startsWith(name, from)) return name;
-  if (to - from === 6 && text.startsWith("params", from)) return "params";
-  return undefined;
-}
-
-const ENVELOPE_NAMES: (string | undefined)[] = [];
-for (const name of ["id", "method", "jsonrpc"]) ENVELOPE_NAMES[name.length] = name;
 
 /** The end of `[scalar, …]` opened at `open`, pushing each item's value, or -1. */
 function scalarArrayEnd(text: string, open: number, items: unknown[]): number {

@@ -5,6 +5,7 @@ import {
   CLOSE_OBJECT,
   COLON,
   COMMA,
+  envelopeNameAt,
   OPEN_ARRAY,
   OPEN_OBJECT,
   QUOTE,
@@ -149,15 +150,10 @@ function endOfString(text: string, open: number): number {
   return text.length;
 }
 
-// The names nearly every member has, by length: found in place, they need no new string, and the Map
-// that keys on them finds their hash already computed.
-const ENVELOPE_NAMES: (string | undefined)[] = [];
-for (const name of ["id", "method", "params", "jsonrpc"]) ENVELOPE_NAMES[name.length] = name;
-
 /** A member name, decoded only when it has an escape in it. */
 function keyAt(text: string, open: number, close: number): string {
-  const known = ENVELOPE_NAMES[close - open - 1];
-  if (known !== undefined && text.startsWith(known, open + 1)) return known;
+  const known = envelopeNameAt(text, open + 1, close);
+  if (known !== undefined) return known;
   const name = text.slice(open + 1, close);
   if (!name.includes("\\")) return name;
   try {
