@@ -7,7 +7,8 @@ import { emptyTrie, insertRoute, parseRouteTemplate, type TrieNode } from "./rou
 /** What one mount serves, merged across the interfaces listed on it. */
 export interface PolicyModel {
   readonly id: string;
-  readonly family: "jsonrpc" | "rest";
+  /** The family handler that serves the mount (src/families/table.ts); see InterfacePolicy.family. */
+  readonly family: Family;
   readonly envelope?: string;
   readonly methods: readonly (readonly [string, MethodAccess])[];
   readonly routes?: TrieNode;
@@ -61,7 +62,15 @@ function normalise(loaded: LoadedRegistry): RegistryModel {
         if (!policies.has(id)) policies.set(id, mergePolicy(id, ids, spec));
         return { path: mount.path, policy: id };
       });
-    const families = new Set(mounts.map((m) => policies.get(m.policy)?.family));
+    // The network's interface style (spec §1.2) comes from its interfaces as the registry declares them;
+    // a JSON-RPC interface that also carries HTTP routes is still a JSON-RPC network.
+    const families = new Set(
+      network.mounts.flatMap((m) =>
+        (typeof m.interface === "string" ? [m.interface] : m.interface).map(
+          (i) => (spec.interfaces[i] as InterfaceSpec).family,
+        ),
+      ),
+    );
     const family: Family =
       network.mounts.some((m) => typeof m.interface !== "string" && m.interface.length > 1) ||
       families.size > 1
@@ -128,9 +137,11 @@ function mergePolicy(id: string, ids: readonly string[], spec: RegistrySpec): Po
       }
     }
   }
+  // A mount that serves a JSON-RPC dialect and HTTP routes too is served by the mixed family handler.
+  const family: Family = first.family === "jsonrpc" && routes !== undefined ? "mixed" : first.family;
   return {
     id,
-    family: first.family,
+    family,
     ...(first.envelope === undefined ? {} : { envelope: first.envelope }),
     methods: [...methods.entries()],
     ...(routes === undefined ? {} : { routes }),

@@ -760,7 +760,7 @@ export const substratePolicy: InterfacePolicy = {
 };
 export const nearPolicy: InterfacePolicy = {
   id: "near",
-  family: "jsonrpc",
+  family: "mixed",
   jsonrpc: {
     envelope: "nearcore",
     validate: validateNearcore,
@@ -1117,7 +1117,7 @@ export const ethereumZilliqaPolicy: InterfacePolicy = {
 };
 export const ogmiosPolicy: InterfacePolicy = {
   id: "ogmios",
-  family: "jsonrpc",
+  family: "mixed",
   jsonrpc: {
     envelope: "named-unbatched",
     validate: validateNamedUnbatched,

@@ -32,6 +32,27 @@ export function upgradeRefusal(error: GatewayError): string {
   return `HTTP/1.1 ${error.status} ${reason}\r\ncontent-type: application/json\r\ncontent-length: ${Buffer.byteLength(body)}\r\n${extra}connection: close\r\n\r\n${body}`;
 }
 
+/**
+ * The whole HTTP response for a request Node's parser refused before any handler ran (a malformed
+ * request line or header, headers past the size cap, a request that timed out): no body, and the
+ * connection closed, as the parser has lost its place in the stream.
+ */
+export function parserRefusal(code: string | undefined): string {
+  const status = code === "HPE_HEADER_OVERFLOW" ? 431 : code === "ERR_HTTP_REQUEST_TIMEOUT" ? 408 : 400;
+  return `HTTP/1.1 ${status} ${STATUS_CODES[status]}\r\nconnection: close\r\ncontent-length: 0\r\n\r\n`;
+}
+
+/** A CORS preflight: any origin may call with POST or GET and a JSON body (see ANY_ORIGIN). */
+export function preflight(res: ServerResponse): void {
+  res.writeHead(204, {
+    ...ANY_ORIGIN,
+    "access-control-allow-methods": "GET, POST",
+    "access-control-allow-headers": "content-type, accept",
+    "access-control-max-age": "86400",
+  });
+  res.end();
+}
+
 export function sendError(res: ServerResponse, error: GatewayError, style: ErrorStyle, rawId = "null"): void {
   const body =
     style === "jsonrpc"

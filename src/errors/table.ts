@@ -36,6 +36,11 @@ export const ERRORS = {
   UNAUTHORIZED: { status: 401, rpc: -32040, message: "A valid API key is required" },
   NETWORK_FORBIDDEN: { status: 403, rpc: -32041, message: "The API key has no access to this network" },
   RATE_LIMITED: { status: 429, rpc: -32005, message: "Request rate limit exceeded" },
+  UNSUPPORTED_TRANSFER_ENCODING: {
+    status: 400,
+    rpc: -32600,
+    message: "The request's Transfer-Encoding is not chunked alone",
+  },
   BODY_TOO_LARGE: { status: 413, rpc: -32021, message: "The body is larger than the gateway allows" },
   BATCH_TOO_LARGE: {
     status: 413,

@@ -1,5 +1,5 @@
 import type { GatewayConfig } from "../config/types.js";
-import { dedicatedPointer } from "../context.js";
+import { dedicatedPointer } from "../errors/dedicated-pointer.js";
 import { rpcErrorJson } from "../errors/respond.js";
 import type { ErrorCode } from "../errors/table.js";
 import type { Plan } from "../keys/types.js";

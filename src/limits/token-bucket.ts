@@ -7,6 +7,11 @@ export interface RateDecision {
   readonly retryAfter: number;
 }
 
+/** Stage 5's limiter: takes `cost` tokens from the bucket of `id`, refilled at `rate`. */
+export interface RateLimiter {
+  take(id: string, rate: RateSpec, cost: number): RateDecision;
+}
+
 interface Bucket {
   tokens: number;
   updated: number;
@@ -16,7 +21,7 @@ interface Bucket {
  * Token buckets by an opaque id (a key's id, a client IP), refilled lazily on use. Idle buckets are
  * swept so a flood of distinct ids cannot grow memory without bound.
  */
-export class TokenBuckets {
+export class TokenBuckets implements RateLimiter {
   readonly #buckets = new Map<string, Bucket>();
   readonly #maxEntries: number;
   readonly #now: () => number;

@@ -51,7 +51,13 @@ export interface JsonRpcPolicy {
 /** What one mount of an endpoint serves: a JSON-RPC dialect, REST routes, or both (a bridge's GET /health). */
 export interface InterfacePolicy {
   readonly id: string;
-  readonly family: "jsonrpc" | "rest";
+  /**
+   * The family handler that serves this mount (src/families/table.ts): `jsonrpc` for a dialect at the
+   * mount's root, `rest` for routes, `mixed` for a dialect at the root with HTTP routes beside it (a
+   * bridge's GET /health). An endpoint's own `family` is its interface style as the spec lists it, which
+   * can differ: a JSON-RPC network whose interface also has a GET /status route has one mixed mount.
+   */
+  readonly family: Family;
   readonly jsonrpc?: JsonRpcPolicy;
   readonly routes?: RouteNode;
 }

@@ -1,6 +1,5 @@
 import type { Dispatcher } from "undici";
 import type { GatewayConfig, LabelUpstreams, Limits, UpstreamSpec } from "../config/types.js";
-import { Pool } from "./undici-core.js";
 
 /** One upstream node: where to send, and what to add to every request. */
 export interface Upstream {
@@ -34,18 +33,8 @@ export class UpstreamGroup {
   }
 }
 
+/** How upstream connections are made: upstream/policy.ts's poolPerOrigin, or a test's MockAgent. */
 export type DispatcherFactory = (origin: string, limits: Limits["upstream"]) => Dispatcher;
-
-/** One keep-alive undici Pool per upstream origin, with every timeout set (undici's defaults are 300 s). */
-export const poolPerOrigin: DispatcherFactory = (origin, limits) =>
-  new Pool(origin, {
-    connections: limits.connections,
-    connectTimeout: limits.connectTimeoutMs,
-    headersTimeout: limits.headersTimeoutMs,
-    bodyTimeout: limits.bodyTimeoutMs,
-    keepAliveTimeout: 4_000,
-    pipelining: 1,
-  });
 
 /** The deployment's label → mount → upstream table, built once at start. */
 export class UpstreamTable {
@@ -53,10 +42,7 @@ export class UpstreamTable {
   readonly #groups = new Map<string, Map<string, UpstreamGroup>>();
   readonly #dispatchers = new Map<string, Dispatcher>();
 
-  constructor(
-    config: Pick<GatewayConfig, "upstreams" | "limits">,
-    factory: DispatcherFactory = poolPerOrigin,
-  ) {
+  constructor(config: Pick<GatewayConfig, "upstreams" | "limits">, factory: DispatcherFactory) {
     for (const [label, upstreams] of Object.entries(config.upstreams)) {
       for (const [mount, specs] of byMount(upstreams)) {
         const members = specs.map((spec) => this.#upstream(spec, factory, config.limits.upstream));

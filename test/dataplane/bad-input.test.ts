@@ -603,6 +603,26 @@ const rows: Row[] = [
     error: BODILESS,
   },
 
+  ...["gzip, chunked", "identity, chunked"].map(
+    (coding): Row => ({
+      name: `Transfer-Encoding: ${coding}, which Node's parser reads as plain chunked: 400 before any body is read`,
+      raw: `${raw(`/${K}/`, { body: null, headers: ["Content-Type: application/json", `Transfer-Encoding: ${coding}`] })}${BLOCK_NUMBER.length.toString(16)}\r\n${BLOCK_NUMBER}\r\n0\r\n\r\n`,
+      status: 400,
+      error: rpcError("UNSUPPORTED_TRANSFER_ENCODING", -32600),
+      check: (r) => expect(r.headers.connection).toBe("close"),
+    }),
+  ),
+  {
+    name: "positive control: Transfer-Encoding: Chunked (codings are case-insensitive) is relayed",
+    raw: `${raw(`/${K}/`, { body: null, headers: ["Content-Type: application/json", "Transfer-Encoding: Chunked"] })}${BLOCK_NUMBER.length.toString(16)}\r\n${BLOCK_NUMBER}\r\n0\r\n\r\n`,
+    status: 200,
+    upstream: 1,
+    check: (r, seen) => {
+      expect(JSON.parse(r.text)).toMatchObject({ id: 1, result: "0x2a" });
+      expect(seen[0]?.body).toBe(BLOCK_NUMBER);
+    },
+  },
+
   // ---- keys ----------------------------------------------------------------------------------------------
   {
     name: "no key",

@@ -1,25 +1,20 @@
 import type { RawData, WebSocket } from "ws";
-import type { WebSocketLimits } from "../config/types.js";
+import type { GatewayConfig, Limits } from "../config/types.js";
 import { rpcErrorJson } from "../errors/respond.js";
 import { GatewayError } from "../errors/table.js";
-import {
-  type CallRules,
-  type Checked,
-  checkCall,
-  idOf,
-  refuse,
-  sendableAsReceived,
-} from "../jsonrpc/check.js";
-import { parseJsonRpcBody, scanMembers } from "../jsonrpc/scan.js";
+import { type CallRules, type Checked, refuse, sendableAsReceived } from "../jsonrpc/check.js";
+import { mergeBatchAnswer } from "../jsonrpc/merge.js";
+import { type CheckedMessage, checkMessage } from "../jsonrpc/message.js";
+import { scanMembers } from "../jsonrpc/scan.js";
+import type { Mounted, Stages } from "../pipeline/stages.js";
 import { CLOSE } from "./close-codes.js";
 
-export interface RelayOptions {
-  readonly rules: CallRules;
-  readonly limits: WebSocketLimits;
-  readonly maxBatch: number;
-  readonly maxJsonDepth: number;
-  /** Takes tokens from the caller's rate limit; throws RATE_LIMITED. */
-  readonly charge: (cost: number) => void;
+export interface ConnectionOptions {
+  readonly stages: Stages;
+  /** The connection's stage 3 value, from its upgrade. */
+  readonly mounted: Mounted;
+  readonly support: GatewayConfig["support"];
+  readonly limits: Limits;
   readonly onClose: () => void;
 }
 
@@ -28,13 +23,14 @@ type Pending = "call" | "subscribe" | "unsubscribe";
 /**
  * One client connection and its own upstream connection, so the node's subscription semantics hold as
  * they are. Both directions are handled synchronously in arrival order, so order is preserved, and
- * notifications are passed on the moment they arrive. Every client message passes the same envelope and
- * allow-list checks as HTTP.
+ * notifications are passed on the moment they arrive. Every client message passes stages 4, 5 and 7 of
+ * the pipeline (pipeline/stages.ts), with the same checks as over HTTP.
  */
-export class Relay {
+export class Connection {
   readonly #client: WebSocket;
   readonly #upstream: WebSocket;
-  readonly #options: RelayOptions;
+  readonly #options: ConnectionOptions;
+  readonly #rules: CallRules;
   /** Raw id token of each call sent upstream and not answered yet. */
   readonly #pending = new Map<string, Pending>();
   #subscriptions = 0;
@@ -46,10 +42,17 @@ export class Relay {
   readonly #ping: NodeJS.Timeout;
   #idle: NodeJS.Timeout;
 
-  constructor(client: WebSocket, upstream: WebSocket, options: RelayOptions) {
+  constructor(client: WebSocket, upstream: WebSocket, options: ConnectionOptions) {
     this.#client = client;
     this.#upstream = upstream;
     this.#options = options;
+    const { mounted } = options;
+    this.#rules = {
+      policy: mounted.mount.policy.jsonrpc as NonNullable<typeof mounted.mount.policy.jsonrpc>,
+      plan: mounted.admitted.principal?.plan,
+      support: options.support,
+      transport: "websocket",
+    };
     client.on("message", (data) => this.#fromClient(data));
     upstream.on("message", (data, isBinary) => this.#fromUpstream(data, isBinary));
     client.on("pong", () => {
@@ -59,7 +62,7 @@ export class Relay {
     upstream.on("close", (code) => this.#end("upstream", code));
     client.on("error", () => this.#end("client", CLOSE.INTERNAL));
     upstream.on("error", () => this.#end("upstream", CLOSE.BAD_GATEWAY));
-    this.#ping = setInterval(() => this.#heartbeat(), options.limits.pingIntervalMs);
+    this.#ping = setInterval(() => this.#heartbeat(), options.limits.ws.pingIntervalMs);
     this.#idle = this.#idleTimer();
   }
 
@@ -74,38 +77,27 @@ export class Relay {
   #fromClient(data: RawData): void {
     this.#touch();
     const text = toText(data);
+    const { stages, mounted, limits } = this.#options;
+    let replyId = "null";
     let answer: string | undefined;
     try {
-      answer = this.#route(text);
+      const message = checkMessage(text, this.#rules, limits); // 4
+      replyId = message.replyId;
+      stages.chargeRate(mounted.admitted, message.checked.length); // 5
+      answer = this.#send(message, text); // 7
     } catch (error) {
       if (!(error instanceof GatewayError)) throw error;
-      answer = rpcErrorJson(error.code, error.rawId ?? "null", error.detail);
+      answer = rpcErrorJson(error.code, replyId, error.detail);
     }
     if (answer !== undefined) this.#toClient(answer, false);
   }
 
-  /** Validates one client message; sends what passed upstream and returns the answer for what did not. */
-  #route(text: string): string | undefined {
-    const { rules, maxBatch, maxJsonDepth } = this.#options;
-    const parsed = parseJsonRpcBody(text, maxJsonDepth);
-    if (parsed.batch) {
-      if (!rules.policy.batch) throw new GatewayError("BATCH_NOT_SUPPORTED");
-      if (parsed.calls.length === 0) throw new GatewayError("EMPTY_BATCH");
-      if (parsed.calls.length > maxBatch) throw new GatewayError("BATCH_TOO_LARGE", { maxBatch });
-    }
-    try {
-      this.#options.charge(parsed.calls.length);
-    } catch (error) {
-      // as over HTTP: a single call's refusal carries its own id
-      if (error instanceof GatewayError && !parsed.batch && parsed.calls[0] !== undefined) {
-        error.rawId ??= idOf(parsed.calls[0]);
-      }
-      throw error;
-    }
-    const checked = parsed.calls.map((call) => this.#admit(checkCall(rules, call)));
+  /** Sends what passed upstream and returns the answer for what did not. */
+  #send(message: CheckedMessage, text: string): string | undefined {
+    const checked = message.checked.map((call) => this.#admit(call));
     const passed = checked.filter((c) => c.ok);
     const refused = checked.filter((c) => !c.ok).map((c) => c.json);
-    if (!parsed.batch) {
+    if (!message.batch) {
       const only = checked[0] as Checked;
       if (!only.ok) return only.json;
       this.#upstream.send(sendableAsReceived(text, checked) ? text : only.json);
@@ -126,7 +118,7 @@ export class Relay {
   /** Reserves in-flight and subscription slots at the moment a call is sent, so a burst cannot overshoot. */
   #admit(checked: Checked): Checked {
     if (!checked.ok || checked.id === undefined) return checked;
-    const { limits } = this.#options;
+    const limits = this.#options.limits.ws;
     if (this.#pending.size >= limits.maxInFlight) {
       return refuse("TOO_MANY_IN_FLIGHT", checked.id, { maxInFlight: limits.maxInFlight });
     }
@@ -181,16 +173,13 @@ export class Relay {
     const index = this.#partialBatches.findIndex((b) => answered.some((id) => b.ids.has(id)));
     if (index < 0) return undefined;
     const [batch] = this.#partialBatches.splice(index, 1);
-    const trimmed = text.trim();
-    if (batch === undefined || !trimmed.startsWith("[") || !trimmed.endsWith("]")) return undefined;
-    const inner = trimmed.slice(1, -1).trim();
-    return `[${inner}${inner === "" ? "" : ","}${batch.refused.join(",")}]`;
+    return batch === undefined ? undefined : mergeBatchAnswer(text, batch.refused);
   }
 
   /** Sends to the client unless it stopped reading: past the buffer bound it is closed, not buffered. */
   #toClient(data: string | RawData, binary: boolean): void {
     if (this.#closed || this.#client.readyState !== this.#client.OPEN) return;
-    if (this.#client.bufferedAmount > this.#options.limits.maxBufferedBytes) {
+    if (this.#client.bufferedAmount > this.#options.limits.ws.maxBufferedBytes) {
       this.#client.close(CLOSE.POLICY, "send buffer full: the client is not reading");
       // A client that does not read will not read the close frame either.
       setTimeout(() => this.#client.terminate(), 1000).unref();
@@ -214,7 +203,7 @@ export class Relay {
   }
 
   #idleTimer(): NodeJS.Timeout {
-    return setTimeout(() => this.close(CLOSE.NORMAL, "idle timeout"), this.#options.limits.idleTimeoutMs);
+    return setTimeout(() => this.close(CLOSE.NORMAL, "idle timeout"), this.#options.limits.ws.idleTimeoutMs);
   }
 
   /** One side went away: the other is closed too, so nothing is left half-open. */

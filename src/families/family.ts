@@ -1,0 +1,69 @@
+import type { IncomingMessage } from "node:http";
+import type { Dispatcher } from "undici";
+import type { Limits } from "../config/types.js";
+import type { ErrorStyle } from "../errors/respond.js";
+import type { Mounted } from "../pipeline/stages.js";
+
+/**
+ * One interface family (JSON-RPC, REST, or both on one mount), as `FAMILIES` in table.ts looks it up by
+ * the mount's registry family. It is stage 4 of the pipeline (src/pipeline/stages.ts): the family parses
+ * the message and authorizes it against the registry, synchronously, returning a value or throwing a
+ * GatewayError.
+ */
+export interface Family {
+  /**
+   * How a refusal on this family's mounts is written before and after routing: a JSON-RPC error object
+   * wherever the mount speaks a JSON-RPC dialect (an SDK reads those, even from a mixed mount's HTTP
+   * route), a REST error body elsewhere.
+   */
+  readonly style: ErrorStyle;
+  /**
+   * Stage 4 on an HTTP request, from its method, path and headers: what can be refused before any body
+   * is read (an unknown route, a method the path does not take). The route it returns finishes stage 4
+   * once the body, if any, is in.
+   */
+  route(req: IncomingMessage, mounted: Mounted): RoutedRequest;
+}
+
+/** An HTTP request its family has routed: whether a body is read, and how stage 4 ends. */
+export interface RoutedRequest {
+  /** Whether the transport reads a body before `authorize`. */
+  readonly readsBody: boolean;
+  /** The rest of stage 4: the body parsed and checked; `body` is empty when none was read. */
+  authorize(body: Buffer): Authorized;
+}
+
+/** Stage 4's value: what the caller is charged, and what goes upstream or is answered at once. */
+export interface Authorized {
+  /** Tokens the rate-limit stage takes: one per call (a batch of n costs n). */
+  readonly cost: number;
+  /** The id a refusal from a later stage answers with: a single call's own id token, else "null". */
+  readonly replyId: string;
+  /** Answered without any upstream, because every call in it was refused. */
+  readonly answer: { readonly status: number; readonly body: string } | undefined;
+  /** What goes upstream when something does. */
+  readonly outgoing: Outgoing | undefined;
+  /** Refusals of a partial batch, merged into the node's answer to the calls that passed. */
+  readonly refusals: readonly string[] | undefined;
+  /** For the access log: the method (the last that passed, in a batch) or the route's HTTP method. */
+  readonly method: string | undefined;
+  readonly route: string | undefined;
+  readonly batch: number | undefined;
+  readonly refused: number | undefined;
+}
+
+/** The upstream request a family built: the caller's path below the key and only allow-listed headers. */
+export interface Outgoing {
+  readonly method: Dispatcher.HttpMethod;
+  /** Built from an allow-list by the family; never the client's Host, cookies or credentials. */
+  readonly headers: Readonly<Record<string, string>>;
+  readonly body: string | Buffer | undefined;
+  /** A long-lived stream (a REST monitor route): no body timeout or size cap, chunks flushed at once. */
+  readonly stream: boolean;
+}
+
+/** What the families read from the deployment config. */
+export interface FamilySettings {
+  readonly limits: Pick<Limits, "maxBatch" | "maxJsonDepth">;
+  readonly support: { readonly email: string; readonly dedicatedNodeUrl: string };
+}

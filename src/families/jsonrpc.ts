@@ -1,0 +1,106 @@
+import type { IncomingMessage } from "node:http";
+import { ERRORS, GatewayError } from "../errors/table.js";
+import { requestMediaType } from "../http/body.js";
+import { type CallRules, type Checked, type PassedCall, sendableAsReceived } from "../jsonrpc/check.js";
+import { checkMessage } from "../jsonrpc/message.js";
+import type { Mounted } from "../pipeline/stages.js";
+import type { JsonRpcPolicy } from "../registry/types.js";
+import type { Authorized, Family, FamilySettings, Outgoing, RoutedRequest } from "./family.js";
+
+const UPSTREAM_HEADERS = { "content-type": "application/json", accept: "application/json" };
+
+/**
+ * The JSON-RPC family: a POST of one call or a batch to the mount's root. Every call is checked against
+ * the dialect's envelope and allow-list; what passed goes upstream, and what did not is answered by the
+ * gateway (within a batch, merged into the node's answer).
+ */
+export function jsonRpcFamily(settings: FamilySettings): Family {
+  return {
+    style: "jsonrpc",
+    route: (req, mounted) => routeJsonRpc(req, mounted, settings),
+  };
+}
+
+/** The JSON-RPC half of a family: also what a mixed mount's root goes through. */
+export function routeJsonRpc(
+  req: IncomingMessage,
+  mounted: Mounted,
+  settings: FamilySettings,
+): RoutedRequest {
+  const policy = mounted.mount.policy.jsonrpc;
+  if (policy === undefined || mounted.segments.length > 0) throw new GatewayError("NOT_FOUND");
+  if (req.method !== "POST")
+    throw new GatewayError("HTTP_METHOD_NOT_ALLOWED", { allow: ["POST"] }, { allow: "POST" });
+  const rules: CallRules = {
+    policy,
+    plan: mounted.admitted.principal?.plan,
+    support: settings.support,
+    transport: "http",
+  };
+  return new JsonRpcRequest(req, rules, settings);
+}
+
+class JsonRpcRequest implements RoutedRequest {
+  readonly readsBody = true;
+  readonly #req: IncomingMessage;
+  readonly #rules: CallRules;
+  readonly #settings: FamilySettings;
+
+  constructor(req: IncomingMessage, rules: CallRules, settings: FamilySettings) {
+    this.#req = req;
+    this.#rules = rules;
+    this.#settings = settings;
+  }
+
+  authorize(body: Buffer): Authorized {
+    checkMediaType(requestMediaType(this.#req), this.#rules.policy);
+    const text = body.toString("utf8");
+    const { batch, checked, replyId } = checkMessage(text, this.#rules, this.#settings.limits);
+    if (!batch) {
+      // a body that is not a batch holds exactly one call
+      const only = checked[0] as Checked;
+      return {
+        cost: 1,
+        replyId,
+        answer: only.ok ? undefined : { status: ERRORS[only.code].status, body: only.json },
+        outgoing: only.ok ? post(sendableAsReceived(text, checked) ? body : only.json) : undefined,
+        refusals: undefined,
+        method: only.ok ? only.method : undefined,
+        route: undefined,
+        batch: undefined,
+        refused: undefined,
+      };
+    }
+    const passed = checked.filter((call): call is PassedCall => call.ok);
+    const refused = checked.flatMap((call) => (call.ok ? [] : [call.json]));
+    let outgoing: Outgoing | undefined;
+    if (refused.length === 0) outgoing = post(sendableAsReceived(text, checked) ? body : batchOf(passed));
+    else if (passed.length > 0) outgoing = post(batchOf(passed));
+    return {
+      cost: checked.length,
+      replyId,
+      // Inside a batch each call gets its own answer and the HTTP status is 200 (proxyd does the same).
+      answer: passed.length === 0 ? { status: 200, body: `[${refused.join(",")}]` } : undefined,
+      outgoing,
+      refusals: passed.length > 0 && refused.length > 0 ? refused : undefined,
+      method: passed.at(-1)?.method,
+      route: undefined,
+      batch: checked.length,
+      refused: refused.length,
+    };
+  }
+}
+
+function post(body: string | Buffer): Outgoing {
+  return { method: "POST", headers: UPSTREAM_HEADERS, body, stream: false };
+}
+
+export function batchOf(calls: readonly PassedCall[]): string {
+  return `[${calls.map((call) => call.json).join(",")}]`;
+}
+
+function checkMediaType(media: string | undefined, policy: JsonRpcPolicy): void {
+  if (media === "application/json") return;
+  if (policy.plainTextBody && (media === undefined || media === "text/plain")) return;
+  throw new GatewayError("UNSUPPORTED_MEDIA_TYPE");
+}

@@ -1,0 +1,94 @@
+import type { IncomingMessage } from "node:http";
+import type { Dispatcher } from "undici";
+import { dedicatedPointer } from "../errors/dedicated-pointer.js";
+import { GatewayError } from "../errors/table.js";
+import { requestMediaType } from "../http/body.js";
+import { rawHeader } from "../http/raw-headers.js";
+import type { Mounted } from "../pipeline/stages.js";
+import { matchRoute } from "../registry/match-route.js";
+import type { Authorized, Family, FamilySettings, RoutedRequest } from "./family.js";
+
+// Bodies a REST node takes: JSON for most, raw bytes for signed transactions (algod takes msgpack).
+const BODY_TYPES = new Set([
+  "application/json",
+  "application/x-binary",
+  "application/msgpack",
+  "application/octet-stream",
+  "text/plain",
+]);
+const WITH_BODY = new Set(["POST", "PUT", "PATCH"]);
+
+/**
+ * The REST family: the method and the path below the mount must match one of the interface's registry
+ * routes; the query string goes along, and the body of a POST, PUT or PATCH in one of the types above.
+ */
+export function restFamily(settings: FamilySettings): Family {
+  return {
+    style: "rest",
+    route: (req, mounted) => routeRest(req, mounted, settings),
+  };
+}
+
+/** The REST half of a family: also what a mixed mount's HTTP routes go through. */
+export function routeRest(req: IncomingMessage, mounted: Mounted, settings: FamilySettings): RoutedRequest {
+  const routes = mounted.mount.policy.routes;
+  if (routes === undefined) throw new GatewayError("NOT_FOUND");
+  const method = req.method ?? "GET";
+  const match = matchRoute(routes, method, mounted.segments);
+  if (match.kind === "not-found") throw new GatewayError("NOT_FOUND");
+  if (match.kind === "method-not-allowed") {
+    throw new GatewayError(
+      "HTTP_METHOD_NOT_ALLOWED",
+      { allow: match.allow },
+      { allow: match.allow.join(", ") },
+    );
+  }
+  if (match.access === "dedicated" && mounted.admitted.principal?.plan !== "dedicated") {
+    throw new GatewayError("METHOD_NOT_ON_PLAN", {
+      route: `${method} ${mounted.admitted.target.path}`,
+      ...dedicatedPointer(settings.support),
+    });
+  }
+  return new RestRequest(req, method as Dispatcher.HttpMethod, match.access === "stream");
+}
+
+class RestRequest implements RoutedRequest {
+  readonly readsBody: boolean;
+  readonly #req: IncomingMessage;
+  readonly #method: Dispatcher.HttpMethod;
+  readonly #stream: boolean;
+
+  constructor(req: IncomingMessage, method: Dispatcher.HttpMethod, stream: boolean) {
+    this.#req = req;
+    this.#method = method;
+    this.#stream = stream;
+    this.readsBody = WITH_BODY.has(method);
+  }
+
+  authorize(body: Buffer): Authorized {
+    const headers: Record<string, string> = {
+      accept: rawHeader(this.#req.rawHeaders, "accept") ?? "application/json",
+    };
+    if (this.readsBody) {
+      const media = requestMediaType(this.#req) ?? "application/json";
+      if (body.length > 0 && !BODY_TYPES.has(media)) throw new GatewayError("UNSUPPORTED_MEDIA_TYPE");
+      headers["content-type"] = media;
+    }
+    return {
+      cost: 1,
+      replyId: "null",
+      answer: undefined,
+      outgoing: {
+        method: this.#method,
+        headers,
+        body: this.readsBody ? body : undefined,
+        stream: this.#stream,
+      },
+      refusals: undefined,
+      method: undefined,
+      route: this.#method,
+      batch: undefined,
+      refused: undefined,
+    };
+  }
+}

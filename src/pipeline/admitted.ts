@@ -1,0 +1,48 @@
+import type { IncomingMessage } from "node:http";
+import { clientAddress } from "../http/client-address.js";
+import type { RequestTarget } from "../http/target.js";
+import type { Principal } from "../keys/types.js";
+import type { Endpoint } from "../registry/types.js";
+
+/** Stage 2's value: a request that passed admission, where it goes and on whose behalf. */
+export class Admitted {
+  readonly endpoint: Endpoint;
+  readonly target: RequestTarget;
+  /** Undefined on a public no-key endpoint. */
+  readonly principal: Principal | undefined;
+  // Let go once the address is known: a WebSocket connection keeps its Admitted for its whole life.
+  #req: IncomingMessage | undefined;
+  readonly #trustedProxies: readonly string[];
+  #ip: string | undefined = undefined;
+  #publicId: string | undefined = undefined;
+
+  constructor(
+    endpoint: Endpoint,
+    target: RequestTarget,
+    principal: Principal | undefined,
+    req: IncomingMessage,
+    trustedProxies: readonly string[],
+  ) {
+    this.endpoint = endpoint;
+    this.target = target;
+    this.principal = principal;
+    this.#req = req;
+    this.#trustedProxies = trustedProxies;
+  }
+
+  /** The client's address, worked out on first use: a keyed HTTP call counts against its key and never asks. */
+  get ip(): string {
+    if (this.#ip === undefined) {
+      this.#ip = clientAddress(this.#req as IncomingMessage, this.#trustedProxies);
+      this.#req = undefined;
+    }
+    return this.#ip;
+  }
+
+  /** Who the rate limit and connection caps count against: a key's id, or the client IP. */
+  get clientId(): string {
+    if (this.principal !== undefined) return this.principal.keyId;
+    if (this.#publicId === undefined) this.#publicId = `ip:${this.ip}`;
+    return this.#publicId;
+  }
+}

@@ -1,0 +1,172 @@
+import type { IncomingMessage, ServerResponse } from "node:http";
+import type { Limits } from "../config/types.js";
+import { type ErrorStyle, preflight, sendError, sendJson } from "../errors/respond.js";
+import { GatewayError } from "../errors/table.js";
+import type { Authorized, RoutedRequest } from "../families/family.js";
+import { collectBody } from "../http/body.js";
+import { clientGone } from "../http/client-gone.js";
+import { checkFraming } from "../http/framing.js";
+import { mergeBatchAnswer } from "../jsonrpc/merge.js";
+import { AccessLine, type Logger } from "../log.js";
+import type { WholeAnswer } from "../upstream/buffered-answer.js";
+import { fetchWhole, relayAnswer, type UpstreamCall } from "../upstream/policy.js";
+import type { Upstream } from "../upstream/upstreams.js";
+import type { Mounted, Stages } from "./stages.js";
+
+const NO_BODY = Buffer.alloc(0);
+
+/**
+ * The HTTP transport of the pipeline (stages.ts): one request, from Host to access-log line. It runs the
+ * stages in order, reads the body between the two halves of stage 4, and ends the request one way,
+ * whichever stage it ends in. Callbacks rather than an async function per stage: each await and promise
+ * showed in the profile of this path.
+ */
+export class HttpExchange {
+  readonly #req: IncomingMessage;
+  readonly #res: ServerResponse;
+  readonly #stages: Stages;
+  readonly #limits: Limits;
+  readonly #logger: Logger;
+  readonly #logAccess: boolean;
+  readonly #started = performance.now();
+  readonly #access = new AccessLine();
+  /** How a refusal is written: REST-style until the endpoint and then its mount say otherwise. */
+  #style: ErrorStyle = "rest";
+  #ended = false;
+
+  constructor(
+    req: IncomingMessage,
+    res: ServerResponse,
+    stages: Stages,
+    options: { limits: Limits; logger: Logger; logAccess: boolean },
+  ) {
+    this.#req = req;
+    this.#res = res;
+    this.#stages = stages;
+    this.#limits = options.limits;
+    this.#logger = options.logger;
+    this.#logAccess = options.logAccess;
+  }
+
+  /** Stages 1 to 4's first half, then the body if the family reads one. */
+  run(): void {
+    const req = this.#req;
+    try {
+      const resolved = this.#stages.resolveEndpoint(req); // 1
+      this.#access.label = resolved.endpoint.label;
+      this.#style = resolved.endpoint.family === "rest" ? "rest" : "jsonrpc";
+      checkFraming(req);
+      if (req.method === "OPTIONS") {
+        preflight(this.#res);
+        this.#end();
+        return;
+      }
+      const admitted = this.#stages.admitCaller(resolved, req); // 2
+      this.#access.key = admitted.principal?.keyId;
+      const mounted = this.#stages.pickMount(admitted); // 3
+      this.#style = mounted.family.style;
+      const routed = mounted.family.route(req, mounted); // 4, from the request's head
+      if (!routed.readsBody) {
+        this.#authorize(mounted, routed, NO_BODY);
+        return;
+      }
+      collectBody(req, this.#limits.maxBodyBytes, (error, body) => {
+        if (error !== undefined) this.#end(error);
+        else this.#authorize(mounted, routed, body);
+      });
+    } catch (error) {
+      this.#end(error);
+    }
+  }
+
+  /** Stage 4's second half, then 5 to 7. */
+  #authorize(mounted: Mounted, routed: RoutedRequest, body: Buffer): void {
+    let replyId = "null";
+    try {
+      const authorized = routed.authorize(body); // 4
+      replyId = authorized.replyId;
+      this.#note(authorized);
+      this.#stages.chargeRate(mounted.admitted, authorized.cost); // 5
+      if (authorized.outgoing === undefined) {
+        const answer = authorized.answer ?? { status: 500, body: "" };
+        sendJson(this.#res, answer.status, answer.body);
+        this.#end();
+        return;
+      }
+      const call = this.#stages.planUpstream(mounted, authorized.outgoing); // 6
+      // A stream stays open while the node pushes: the socket's idle timeout must not cut it.
+      if (call.stream) this.#req.socket.setTimeout(0);
+      // 7: a partial batch's answer is read whole and merged; any other streams through
+      if (authorized.refusals !== undefined) this.#relayMerged(call, authorized.refusals, replyId);
+      else relayAnswer(call, this.#res, this.#onAttempt, (error) => this.#end(error, replyId));
+    } catch (error) {
+      this.#end(error, replyId);
+    }
+  }
+
+  /** 7, for a partial batch: the node answers the calls that passed, and the refusals join its array. */
+  #relayMerged(call: UpstreamCall, refusals: readonly string[], replyId: string): void {
+    fetchWhole(call, this.#res, this.#onAttempt, (error, answer?: WholeAnswer) => {
+      if (error !== undefined || answer === undefined) return this.#end(error, replyId);
+      const text = answer.body.toString("utf8");
+      // Only notifications went upstream, and nodes answer those with no body (JSON-RPC 2.0 §6).
+      const merged =
+        text.trim() === "" && answer.statusCode < 300
+          ? `[${refusals.join(",")}]`
+          : answer.statusCode === 200
+            ? mergeBatchAnswer(text, refusals)
+            : undefined;
+      sendJson(this.#res, merged === undefined ? answer.statusCode : 200, merged ?? text.trim());
+      this.#end();
+    });
+  }
+
+  #note(authorized: Authorized): void {
+    const access = this.#access;
+    access.method = authorized.method;
+    access.route = authorized.route;
+    access.batch = authorized.batch;
+    access.refused = authorized.refused;
+  }
+
+  readonly #onAttempt = (upstream: Upstream): void => {
+    this.#access.upstream = upstream.name;
+  };
+
+  /**
+   * Ends the request once, whichever way it ends. A second call can only be a throw after the relay
+   * called back: the answer is settled by then, so a bug's error is logged and nothing else is done.
+   */
+  #end(error?: unknown, replyId = "null"): void {
+    if (this.#ended) {
+      if (error !== undefined && !(error instanceof GatewayError)) this.#unhandled(error);
+      return;
+    }
+    this.#ended = true;
+    if (error !== undefined) this.#fail(error, replyId);
+    if (!this.#logAccess) return;
+    const access = this.#access;
+    access.status = this.#res.headersSent ? this.#res.statusCode : 499;
+    access.ms = Math.round(performance.now() - this.#started);
+    this.#logger.log("info", "request", access);
+  }
+
+  #fail(error: unknown, replyId: string): void {
+    const res = this.#res;
+    if (!(error instanceof GatewayError)) {
+      this.#unhandled(error);
+      this.#access.error = "INTERNAL";
+      if (!res.headersSent) sendError(res, new GatewayError("INTERNAL"), "rest");
+      else res.destroy();
+      return;
+    }
+    // Once the status line is out the relay has told a client that left from a connection it cut itself.
+    const closed = error.code === "CLIENT_CLOSED" || (!res.headersSent && clientGone(res));
+    this.#access.error = closed ? "CLIENT_CLOSED" : error.code;
+    if (!closed) sendError(res, error, this.#style, replyId);
+  }
+
+  #unhandled(error: unknown): void {
+    this.#logger.log("error", "unhandled", { error: String(error) });
+  }
+}

@@ -1,0 +1,188 @@
+import type { IncomingMessage } from "node:http";
+import type { GatewayConfig, RateSpec } from "../config/types.js";
+import { dedicatedPointer } from "../errors/dedicated-pointer.js";
+import { GatewayError } from "../errors/table.js";
+import type { Family, Outgoing } from "../families/family.js";
+import { familyTable } from "../families/table.js";
+import { HostResolver } from "../http/host.js";
+import { parseTarget } from "../http/target.js";
+import { KeyLookup } from "../keys/digest.js";
+import { type KeyStore, looksLikeKey, type Principal } from "../keys/types.js";
+import { type RateLimiter, TokenBuckets } from "../limits/token-bucket.js";
+import type { Endpoint, Family as FamilyName, Mount } from "../registry/types.js";
+import type { UpstreamCall } from "../upstream/policy.js";
+import type { UpstreamGroup, UpstreamTable } from "../upstream/upstreams.js";
+import { Admitted } from "./admitted.js";
+
+/**
+ * The request pipeline. Every HTTP request and every WebSocket message passes these stages, in order:
+ *
+ *   1. resolveEndpoint   Host → the registry's endpoint for the label              HTTP request, WS upgrade
+ *   2. admitCaller       the key segment → principal (or a public client)          HTTP request, WS upgrade
+ *   3. pickMount         the path → the mount → its family (families/table.ts)     HTTP request, WS upgrade
+ *   4. family authorizes the family parses the message, checks it on the registry  HTTP request, WS message
+ *   5. chargeRate        the caller's rate limit, by the calls in the message      HTTP request, WS message
+ *   6. planUpstream      the label's upstreams, and the request's caps              HTTP request, WS upgrade
+ *   7. relay             the one asynchronous tail (upstream/policy.ts)            HTTP request, WS message
+ *
+ * Stages 1–6 are plain synchronous functions: each returns a value or throws a GatewayError, and none
+ * reaches back into another. The transports run them: pipeline/http.ts for a request (reading the body
+ * between the two halves of stage 4), ws/upgrade.ts at a WebSocket upgrade and ws/connection.ts for each
+ * message on it. The README's request-flow diagram is this list.
+ */
+export class Stages {
+  readonly #config: GatewayConfig;
+  readonly #endpoints: ReadonlyMap<string, Endpoint>;
+  readonly #hosts: HostResolver;
+  readonly #keys: KeyLookup;
+  readonly #limiter: RateLimiter;
+  readonly #upstreams: UpstreamTable;
+  readonly #families: Readonly<Record<FamilyName, Family>>;
+
+  constructor(options: {
+    config: GatewayConfig;
+    endpoints: ReadonlyMap<string, Endpoint>;
+    keys: KeyStore;
+    upstreams: UpstreamTable;
+    limiter?: RateLimiter;
+  }) {
+    this.#config = options.config;
+    this.#endpoints = options.endpoints;
+    this.#hosts = new HostResolver(options.config.domain, options.config.publicHosts);
+    this.#keys = new KeyLookup(options.keys);
+    this.#limiter = options.limiter ?? new TokenBuckets();
+    this.#upstreams = options.upstreams;
+    this.#families = familyTable(options.config);
+  }
+
+  /** 1. The endpoint the request's one Host names; BAD_HOST, UNKNOWN_NETWORK or HEADERS_TOO_LARGE. */
+  resolveEndpoint(req: IncomingMessage): Resolved {
+    const { maxHeaders } = this.#config.limits;
+    if (req.rawHeaders.length / 2 > maxHeaders) throw new GatewayError("HEADERS_TOO_LARGE", { maxHeaders });
+    const host = this.#hosts.resolve(req.rawHeaders, req.url ?? "/");
+    const endpoint = this.#endpoints.get(host.label);
+    if (endpoint === undefined || (host.kind === "public" && !endpoint.public))
+      throw new GatewayError("UNKNOWN_NETWORK");
+    return { endpoint, publicHost: host.kind === "public" };
+  }
+
+  /**
+   * 2. Splits the target and checks the key: UNAUTHORIZED, NETWORK_FORBIDDEN or BAD_PATH. On a public
+   * host a first segment that looks like a key is one, and a wrong key is refused like anywhere else.
+   */
+  admitCaller(resolved: Resolved, req: IncomingMessage): Admitted {
+    const { endpoint, publicHost } = resolved;
+    const target = parseTarget(req.url ?? "/", !publicHost || ((first) => first.startsWith("FN")));
+    const principal =
+      publicHost && target.key === undefined ? undefined : this.#authenticate(target.key, endpoint);
+    return new Admitted(endpoint, target, principal, req, this.#config.trustedProxies);
+  }
+
+  /**
+   * 3. The mount the path falls under (mounts are ordered longest first; "/" takes the rest) and the
+   * family that serves it; NOT_FOUND, or DEDICATED_ONLY_INTERFACE under a dedicated-only path.
+   */
+  pickMount(admitted: Admitted): Mounted {
+    const { endpoint, target } = admitted;
+    for (const iface of endpoint.dedicatedOnly) {
+      if (iface.paths.some((p) => target.path === p || target.path.startsWith(`${p}/`))) {
+        throw new GatewayError("DEDICATED_ONLY_INTERFACE", {
+          interface: iface.name,
+          ...dedicatedPointer(this.#config.support),
+        });
+      }
+    }
+    for (const mount of endpoint.mounts) {
+      if (mount.path === "/" || target.path === mount.path || target.path.startsWith(`${mount.path}/`)) {
+        const depth = mount.path === "/" ? 0 : mount.path.split("/").length - 1;
+        const segments = depth === 0 ? target.segments : target.segments.slice(depth);
+        return { admitted, mount, family: this.#families[mount.policy.family], segments };
+      }
+    }
+    throw new GatewayError("NOT_FOUND");
+  }
+
+  /**
+   * 3, at a WebSocket upgrade: the mount whose JSON-RPC dialect the connection speaks. The socket lives at
+   * the key itself: `/KEY`, or `/KEY/` as SDKs send what the user typed; NOT_FOUND for anything below.
+   */
+  pickWebSocketMount(admitted: Admitted): Mounted {
+    if (admitted.target.segments.length > 0) throw new GatewayError("NOT_FOUND");
+    // codegen refuses a WebSocket endpoint without a JSON-RPC interface to relay over it
+    const mount = admitted.endpoint.mounts.find((m) => m.policy.jsonrpc !== undefined);
+    if (mount === undefined)
+      throw new GatewayError("WEBSOCKET_NOT_OFFERED", { label: admitted.endpoint.label });
+    return { admitted, mount, family: this.#families[mount.policy.family], segments: [] };
+  }
+
+  /** 5. Takes `cost` tokens from the caller's bucket, or throws RATE_LIMITED with Retry-After and RateLimit-*. */
+  chargeRate(admitted: Admitted, cost: number): void {
+    const rate: RateSpec = admitted.principal?.rate ?? this.#config.limits.publicRate;
+    const decision = this.#limiter.take(admitted.clientId, rate, cost);
+    if (decision.allowed) return;
+    throw new GatewayError(
+      "RATE_LIMITED",
+      { retryAfter: decision.retryAfter },
+      {
+        "retry-after": String(decision.retryAfter),
+        "ratelimit-limit": String(rate.burst),
+        "ratelimit-remaining": String(decision.remaining),
+        "ratelimit-reset": String(decision.retryAfter),
+      },
+    );
+  }
+
+  /** 6. The upstream call: the mount's upstreams, the caller's path and query, and the answer's size cap. */
+  planUpstream(mounted: Mounted, outgoing: Outgoing): UpstreamCall {
+    const { target } = mounted.admitted;
+    return {
+      group: this.upstreamGroup(mounted),
+      method: outgoing.method,
+      path: target.path,
+      query: target.query,
+      headers: outgoing.headers,
+      body: outgoing.body,
+      stream: outgoing.stream,
+      // A stream stays open while the node pushes: it has no size cap, as it has no end.
+      maxBytes: outgoing.stream ? Number.POSITIVE_INFINITY : this.#config.limits.upstream.maxResponseBytes,
+    };
+  }
+
+  /** 6, at a WebSocket upgrade: the upstreams the connection's socket is opened to; NO_UPSTREAM without any. */
+  upstreamGroup(mounted: Mounted): UpstreamGroup {
+    const group = this.#upstreams.group(mounted.admitted.endpoint.label, mounted.mount.path);
+    if (group === undefined)
+      throw new GatewayError("NO_UPSTREAM", { reason: "no upstream is configured for this endpoint" });
+    return group;
+  }
+
+  #authenticate(key: string | undefined, endpoint: Endpoint): Principal {
+    if (!looksLikeKey(key)) throw new GatewayError("UNAUTHORIZED");
+    const principal = this.#keys.principal(key);
+    if (principal === undefined) throw new GatewayError("UNAUTHORIZED");
+    if (principal.networks !== "*" && !principal.networks.has(endpoint.code)) {
+      throw new GatewayError("NETWORK_FORBIDDEN", { network: endpoint.code });
+    }
+    if (endpoint.nodeClass === "archive" && !principal.archive) {
+      throw new GatewayError("NETWORK_FORBIDDEN", {
+        network: endpoint.code,
+        reason: "the key has no archive access",
+      });
+    }
+    return principal;
+  }
+}
+
+/** Stage 1's value. */
+export interface Resolved {
+  readonly endpoint: Endpoint;
+  readonly publicHost: boolean;
+}
+
+/** Stage 3's value: the admitted request, its mount, the family serving it, and the path below the mount. */
+export interface Mounted {
+  readonly admitted: Admitted;
+  readonly mount: Mount;
+  readonly family: Family;
+  readonly segments: readonly string[];
+}
