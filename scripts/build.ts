@@ -1,20 +1,35 @@
 import { build } from "esbuild";
 
-// The proxy ships as one bundled file: node:http, ws, undici and the generated tables, nothing else.
-await build({
-  entryPoints: ["src/main.ts"],
-  outfile: "dist/gateway.js",
-  bundle: true,
-  platform: "node",
-  target: "node20",
-  format: "esm",
-  sourcemap: true,
-  minifySyntax: true,
-  // A native addon stays in node_modules: its loader (bindings) finds the .node file from its own
-  // package's path and reads __filename, neither of which exists inside an ES module bundle.
-  external: ["better-sqlite3"],
-  banner: {
-    js: "import { createRequire as __createRequire } from 'node:module'; const require = __createRequire(import.meta.url);",
-  },
-  logLevel: "warning",
-});
+// Three bundles, one per entry point. dist/gateway.js is the proxy: node:http, ws, undici, the generated
+// tables and the reader of the account store's grants, nothing of the control plane (a test reads the
+// build's metafile to keep it so). dist/control-plane.js is the control plane; dist/demo.js is `npm start`,
+// both in one process with the local nodes.
+const ENTRIES = {
+  gateway: "src/proxy/main.ts",
+  "control-plane": "src/control/main.ts",
+  demo: "src/dev/main.ts",
+};
+
+/** Builds the three bundles into `outdir` (a test builds its own, below the project's node_modules). */
+export async function buildBundles(outdir = "dist", metafile = false) {
+  return build({
+    entryPoints: ENTRIES,
+    outdir,
+    bundle: true,
+    platform: "node",
+    target: "node20",
+    format: "esm",
+    sourcemap: true,
+    minifySyntax: true,
+    metafile,
+    // A native addon stays in node_modules: its loader (bindings) finds the .node file from its own
+    // package's path and reads __filename, neither of which exists inside an ES module bundle.
+    external: ["better-sqlite3"],
+    banner: {
+      js: "import { createRequire as __createRequire } from 'node:module'; const require = __createRequire(import.meta.url);",
+    },
+    logLevel: "warning",
+  });
+}
+
+if (import.meta.url === `file://${process.argv[1]}`) await buildBundles();

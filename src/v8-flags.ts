@@ -1,9 +1,9 @@
 import { setFlagsFromString } from "node:v8";
 
 /**
- * V8 settings every gateway process runs with. main.ts imports this module before any other, so the
- * settings hold before the bundle's other modules run, however the process was started (`npm start`,
- * `node dist/gateway.js`, a cluster worker), with no command-line flag to forget.
+ * V8 settings every gateway process runs with. Each entry point (proxy/main.ts, dev/main.ts) imports this
+ * module before any other, so the settings hold before the bundle's other modules run, however the process
+ * was started (`npm start`, `node dist/gateway.js`, a cluster worker), with no command-line flag to forget.
  *
  * `--no-allocation-site-pretenuring`: V8 watches which allocation sites produce objects that survive
  * scavenges and, past a threshold, allocates that site's objects straight into old space for the rest of

@@ -11,7 +11,7 @@ function admin(...args: string[]): Promise<{ code: number; out: string; err: str
   return new Promise((resolve) => {
     execFile(
       process.execPath,
-      ["--import", "tsx", "src/cli/admin.ts", ...args],
+      ["--import", "tsx", "src/control/cli.ts", ...args],
       { cwd: ROOT, env: { ...process.env, GATEWAY_CONFIG: "", GATEWAY_ACCOUNTS_DB: database } },
       (error, out, err) => resolve({ code: error ? Number(error.code ?? 1) : 0, out, err }),
     );

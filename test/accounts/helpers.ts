@@ -3,10 +3,17 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { request } from "undici";
 import { networkCodes } from "../../generated/endpoints.js";
-import { type Accounts, setUpAccounts } from "../../src/accounts/setup.js";
 import { DEFAULT_ACCOUNTS } from "../../src/config/defaults.js";
 import type { AccountsConfig } from "../../src/config/types.js";
+import { type ControlPlane, createControlPlane } from "../../src/control/plane.js";
+import { CachedKeyStore } from "../../src/keys/key-cache.js";
+import { SqliteGrantFeed } from "../../src/keys/sqlite-grants.js";
 import { createLogger } from "../../src/log.js";
+
+/** The control plane, and the proxy's key cache reading its store, as `npm start` wires them. */
+export interface Accounts extends ControlPlane {
+  readonly keys: CachedKeyStore;
+}
 
 export interface AccountsFixture {
   readonly accounts: Accounts;
@@ -24,7 +31,10 @@ export interface AccountsFixture {
 // biome-ignore lint/suspicious/noExplicitAny: assertions walk arbitrary JSON answers
 export type ApiAnswer = { status: number; json: any };
 
-/** An account store, key cache, service and self-service API on a fresh SQLite file, with a movable clock. */
+/**
+ * A control plane (account store, service and self-service API) on a fresh SQLite file, and the proxy's
+ * key cache reading that file, with a movable clock.
+ */
 export async function startAccounts(
   overrides: Partial<AccountsConfig> = {},
   smtpPort?: number,
@@ -46,14 +56,29 @@ export async function startAccounts(
     signupRatePerEmail: { perSecond: 100, burst: 100 },
     ...overrides,
   };
-  const accounts = setUpAccounts({
+  const now = () => Date.now() + offset;
+  const control = createControlPlane({
     config,
-    defaultRate: { perSecond: 1000, burst: 1000 },
     networks: new Set(networkCodes),
     trustedProxies: [],
     logger: createLogger("debug", (line) => logs.push(line)),
-    now: () => Date.now() + offset,
+    now,
   });
+  const keys = new CachedKeyStore(
+    new SqliteGrantFeed(database, config.followIntervalMs),
+    { perSecond: 1000, burst: 1000 },
+    now,
+  );
+  keys.follow();
+  control.onKeysChanged(() => keys.refresh());
+  const accounts: Accounts = {
+    ...control,
+    keys,
+    async close() {
+      keys.close();
+      await control.close();
+    },
+  };
   await new Promise<void>((resolve) => accounts.api.listen(0, "127.0.0.1", resolve));
   const { port } = accounts.api.address() as { port: number };
   const origin = `http://127.0.0.1:${port}`;

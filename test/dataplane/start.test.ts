@@ -9,7 +9,7 @@ import { ROOT } from "../registry/helpers.js";
 // print curl lines that work exactly as printed. Both from source and as the bundle `npm start` builds and
 // runs: the bundle once failed on the account store's native addon while the source ran fine.
 const data = mkdtempSync(join(tmpdir(), "gateway-start-"));
-const ENTRIES = { source: ["--import", "tsx", "src/main.ts"], bundle: ["dist/gateway.js"] };
+const ENTRIES = { source: ["--import", "tsx", "src/dev/main.ts"], bundle: ["dist/demo.js"] };
 
 describe("the embedded default deployment", () => {
   let child: ChildProcess | undefined;

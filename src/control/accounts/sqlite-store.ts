@@ -1,16 +1,10 @@
 import { mkdirSync } from "node:fs";
 import { dirname } from "node:path";
 import Database from "better-sqlite3";
+import type { KeyGrant } from "../../keys/grants.js";
+import { grantsSince } from "../../keys/sqlite-grants.js";
 import { migrate } from "./migrations.js";
-import type {
-  Account,
-  AccountStatus,
-  AccountStore,
-  KeyGrant,
-  KeyRecord,
-  NewKey,
-  TokenPurpose,
-} from "./types.js";
+import type { Account, AccountStatus, AccountStore, KeyRecord, NewKey, TokenPurpose } from "./types.js";
 
 interface AccountRow {
   id: number;
@@ -35,7 +29,6 @@ interface KeyRow {
   expires_at: number | null;
   replaced_by: number | null;
   revision: number;
-  account_status?: AccountStatus;
 }
 
 /** The embedded default store: one SQLite file, migrated on open, no setup. */
@@ -172,16 +165,7 @@ export class SqliteAccountStore implements AccountStore {
   }
 
   changesSince(revision: number): { revision: number; grants: KeyGrant[] } {
-    const current = (this.#db.prepare("SELECT value FROM revision WHERE id = 1").get() as { value: number })
-      .value;
-    if (current === revision) return { revision, grants: [] };
-    const rows = this.#db
-      .prepare(
-        `SELECT k.*, a.status AS account_status FROM api_keys k JOIN accounts a ON a.id = k.account_id
-         WHERE k.revision > ? ORDER BY k.revision`,
-      )
-      .all(revision) as KeyRow[];
-    return { revision: current, grants: rows.map(toGrant) };
+    return grantsSince(this.#db, revision);
   }
 
   close(): void {
@@ -225,14 +209,5 @@ function toKey(row: KeyRow): KeyRecord {
     createdAt: row.created_at,
     expiresAt: row.expires_at ?? undefined,
     replacedBy: row.replaced_by ?? undefined,
-  };
-}
-
-function toGrant(row: KeyRow): KeyGrant {
-  return {
-    ...toKey(row),
-    keyHash: row.key_hash,
-    accountStatus: row.account_status ?? "closed",
-    revision: row.revision,
   };
 }

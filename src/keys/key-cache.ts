@@ -1,6 +1,6 @@
 import type { RateSpec } from "../config/types.js";
-import type { KeyStore, Principal } from "../keys/types.js";
-import type { AccountStore, KeyGrant } from "./types.js";
+import type { GrantFeed, KeyGrant } from "./grants.js";
+import type { KeyStore, Principal } from "./types.js";
 
 interface Entry {
   readonly principal: Principal;
@@ -8,23 +8,23 @@ interface Entry {
 }
 
 /**
- * The data plane's view of the account store: every usable key held in memory by digest, so a lookup
- * never touches disk and a flood of unknown keys costs one Map probe each and never reaches the store.
- * The cache follows the store's change feed: `refresh()` runs after every change made through this
- * instance (so a revocation takes effect at once) and on a short timer for changes made elsewhere.
+ * The proxy's view of the account store: every usable key held in memory by digest, so a lookup never
+ * touches disk and a flood of unknown keys costs one Map probe each and never reaches the store. It
+ * follows the store's change feed; `refresh()` applies what changed at once (the control plane calls it
+ * through `onKeysChanged` when both run in one process).
  */
 export class CachedKeyStore implements KeyStore {
-  readonly #store: AccountStore;
+  readonly #feed: GrantFeed;
   readonly #defaultRate: RateSpec;
   readonly #now: () => number;
   readonly #byHash = new Map<string, Entry>();
   readonly #hashById = new Map<number, string>();
   #revision = 0;
-  #timer: NodeJS.Timeout | undefined;
+  #unwatch: (() => void) | undefined;
   readonly #listeners = new Set<(keyId: string) => void>();
 
-  constructor(store: AccountStore, defaultRate: RateSpec, now: () => number = Date.now) {
-    this.#store = store;
+  constructor(feed: GrantFeed, defaultRate: RateSpec, now: () => number = Date.now) {
+    this.#feed = feed;
     this.#defaultRate = defaultRate;
     this.#now = now;
     this.refresh();
@@ -40,15 +40,14 @@ export class CachedKeyStore implements KeyStore {
 
   /** Applies the store's changes since the last refresh. */
   refresh(): void {
-    const { revision, grants } = this.#store.changesSince(this.#revision);
+    const { revision, grants } = this.#feed.changesSince(this.#revision);
     for (const grant of grants) this.#apply(grant);
     this.#revision = revision;
   }
 
-  /** Follows changes made by other instances sharing the store. */
-  follow(intervalMs: number): void {
-    this.#timer = setInterval(() => this.refresh(), intervalMs);
-    this.#timer.unref();
+  /** Follows the feed: changes made by the control plane or any other instance sharing the store. */
+  follow(): void {
+    this.#unwatch ??= this.#feed.watch(() => this.refresh());
   }
 
   /** Called with a key's id when it stops being usable (revoked, or its account no longer active). */
@@ -56,8 +55,10 @@ export class CachedKeyStore implements KeyStore {
     this.#listeners.add(listener);
   }
 
-  stop(): void {
-    clearInterval(this.#timer);
+  /** Stops following the feed and closes it. */
+  close(): void {
+    this.#unwatch?.();
+    this.#feed.close();
   }
 
   #apply(grant: KeyGrant): void {

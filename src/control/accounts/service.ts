@@ -1,10 +1,10 @@
 import { randomBytes } from "node:crypto";
-import type { AccountsConfig } from "../config/types.js";
-import { GatewayError } from "../errors/table.js";
-import { keyHash } from "../keys/digest.js";
-import { newApiKey } from "../keys/issue.js";
-import type { Plan } from "../keys/types.js";
-import { TokenBuckets } from "../limits/token-bucket.js";
+import type { AccountsConfig } from "../../config/types.js";
+import { GatewayError } from "../../errors/table.js";
+import { keyHash } from "../../keys/digest.js";
+import { newApiKey } from "../../keys/issue.js";
+import type { Plan } from "../../keys/types.js";
+import { TokenBuckets } from "../../limits/token-bucket.js";
 import type { Mailer } from "./mailer.js";
 import type { Account, AccountStore, KeyRecord, NewKey } from "./types.js";
 

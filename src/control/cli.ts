@@ -1,11 +1,11 @@
 import { parseArgs } from "node:util";
 import { endpointsByLabel, networkCodes } from "../../generated/endpoints.js";
-import { AccountService, type KeyView } from "../accounts/service.js";
-import { SqliteAccountStore } from "../accounts/sqlite-store.js";
-import type { Account } from "../accounts/types.js";
 import { ConfigError, loadConfig } from "../config/load.js";
 import { GatewayError } from "../errors/table.js";
 import type { Plan } from "../keys/types.js";
+import { AccountService, type KeyView } from "./accounts/service.js";
+import { SqliteAccountStore } from "./accounts/sqlite-store.js";
+import type { Account } from "./accounts/types.js";
 
 const USAGE = `usage: npm run admin -- <command>
 

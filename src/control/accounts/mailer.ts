@@ -1,7 +1,7 @@
 import { mkdirSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import nodemailer from "nodemailer";
-import type { AccountsConfig } from "../config/types.js";
+import type { AccountsConfig } from "../../config/types.js";
 
 export interface Mailer {
   send(to: string, subject: string, text: string): Promise<void>;

@@ -1,9 +1,9 @@
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
-import { sendError, sendJson } from "../errors/respond.js";
-import { GatewayError } from "../errors/table.js";
-import { mediaType, readBody } from "../http/body.js";
-import { clientAddress } from "../http/client-address.js";
-import type { Logger } from "../log.js";
+import { sendError, sendJson } from "../../errors/respond.js";
+import { GatewayError } from "../../errors/table.js";
+import { mediaType, readBody } from "../../http/body.js";
+import { clientAddress } from "../../http/client-address.js";
+import type { Logger } from "../../log.js";
 import type { AccountService } from "./service.js";
 import type { Account } from "./types.js";
 

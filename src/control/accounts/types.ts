@@ -1,5 +1,6 @@
-import type { RateSpec } from "../config/types.js";
-import type { Plan } from "../keys/types.js";
+import type { RateSpec } from "../../config/types.js";
+import type { KeyGrant } from "../../keys/grants.js";
+import type { Plan } from "../../keys/types.js";
 
 /**
  * Account states (docs/accounts.md has the table):
@@ -36,13 +37,6 @@ export interface KeyRecord {
   readonly replacedBy: number | undefined;
 }
 
-/** A key as the data plane needs it: its digest, scopes, and whether its account is active. */
-export interface KeyGrant extends KeyRecord {
-  readonly keyHash: string;
-  readonly accountStatus: AccountStatus;
-  readonly revision: number;
-}
-
 export interface NewKey {
   readonly accountId: number;
   readonly keyHash: string;
@@ -57,8 +51,8 @@ export interface NewKey {
 export type TokenPurpose = "confirm" | "login" | "session";
 
 /**
- * Where accounts and keys live. SQLite is the embedded default; a shared store (PostgreSQL, say) can
- * implement the same interface to serve several gateway instances, which follow it through changesSince.
+ * Where accounts and keys live, as the control plane writes them. SQLite is the embedded default. The
+ * proxy never sees this interface: it reads the same store's grants through keys/grants.ts's GrantFeed.
  */
 export interface AccountStore {
   createAccount(email: string, status: AccountStatus, now: number): Account;
@@ -83,7 +77,7 @@ export interface AccountStore {
   /** Limits an old key to a grace period and links it to its successor. */
   retireKey(id: number, expiresAt: number, replacedBy: number): void;
 
-  /** Every key whose grant changed after `revision` (new, revoked, rotated, account status); for caches. */
-  changesSince(revision: number): { readonly revision: number; readonly grants: KeyGrant[] };
+  /** Every key whose grant changed after `revision` (new, revoked, rotated, account status). */
+  changesSince(revision: number): { readonly revision: number; readonly grants: readonly KeyGrant[] };
   close(): void;
 }

@@ -1,0 +1,25 @@
+import { networkCodes } from "../../generated/endpoints.js";
+import { exitOnStartFailure, listen, loadConfigOrExit, onStopSignal } from "../lifecycle.js";
+import { createLogger } from "../log.js";
+import { createControlPlane } from "./plane.js";
+
+// The control plane, alone: `node dist/control-plane.js` (npm run build). It creates and migrates the
+// account store the deployment config names, sends e-mail, and serves the self-service API. Proxies read
+// the store's key grants on their own (proxy/main.ts).
+const config = loadConfigOrExit();
+const logger = createLogger(config.log.level);
+const accounts = config.accounts;
+if (accounts === undefined) {
+  process.stderr.write("invalid configuration:\nthe deployment config has no accounts section\n");
+  process.exit(2);
+}
+const control = createControlPlane({
+  config: accounts,
+  networks: new Set(networkCodes),
+  trustedProxies: config.trustedProxies,
+  logger,
+});
+listen(control.api, accounts.listen.port, accounts.listen.host).then((port) => {
+  logger.log("info", "control plane listening", { host: accounts.listen.host, port });
+  onStopSignal(() => control.close(), logger);
+}, exitOnStartFailure);

@@ -1,0 +1,35 @@
+import type { RateSpec } from "../config/types.js";
+import type { Plan } from "./types.js";
+
+/**
+ * A key as the proxy needs it: its digest, what it may reach, and whether it and its account are in
+ * force. The control plane writes keys; the proxy reads grants, and nothing else, from the account store.
+ */
+export interface KeyGrant {
+  readonly id: number;
+  readonly keyHash: string;
+  /** The key's first characters: its id in logs, never enough to use it. */
+  readonly prefix: string;
+  readonly plan: Plan;
+  /** Network codes, or "*" for all. */
+  readonly networks: readonly string[] | "*";
+  readonly archive: boolean;
+  readonly rate: RateSpec | undefined;
+  readonly status: "active" | "revoked";
+  readonly expiresAt: number | undefined;
+  readonly accountStatus: "pending" | "active" | "suspended" | "closed";
+  readonly revision: number;
+}
+
+/**
+ * The proxy's one dependency on the control plane: the account store's grants and its change feed. Every
+ * change to a key or its account bumps the store's revision, so a reader asks for what changed since
+ * the revision it last saw.
+ */
+export interface GrantFeed {
+  /** Every grant that changed after `revision`, with the store's current revision. */
+  changesSince(revision: number): { readonly revision: number; readonly grants: readonly KeyGrant[] };
+  /** Calls `listener` whenever the store may have changed; returns a function that stops it. */
+  watch(listener: () => void): () => void;
+  close(): void;
+}

@@ -1,0 +1,92 @@
+import Database from "better-sqlite3";
+import type { GrantFeed, KeyGrant } from "./grants.js";
+
+interface GrantRow {
+  id: number;
+  key_hash: string;
+  prefix: string;
+  plan: KeyGrant["plan"];
+  networks: string;
+  archive: number;
+  rate_per_second: number | null;
+  rate_burst: number | null;
+  status: KeyGrant["status"];
+  expires_at: number | null;
+  revision: number;
+  account_status: KeyGrant["accountStatus"] | null;
+}
+
+/** The grants of the embedded SQLite account store that changed after `revision`; also the control plane's. */
+export function grantsSince(
+  db: Database.Database,
+  revision: number,
+): { revision: number; grants: KeyGrant[] } {
+  const current = (db.prepare("SELECT value FROM revision WHERE id = 1").get() as { value: number }).value;
+  if (current === revision) return { revision, grants: [] };
+  const rows = db
+    .prepare(
+      `SELECT k.id, k.key_hash, k.prefix, k.plan, k.networks, k.archive, k.rate_per_second, k.rate_burst,
+              k.status, k.expires_at, k.revision, a.status AS account_status
+         FROM api_keys k JOIN accounts a ON a.id = k.account_id
+        WHERE k.revision > ? ORDER BY k.revision`,
+    )
+    .all(revision) as GrantRow[];
+  return { revision: current, grants: rows.map(toGrant) };
+}
+
+/**
+ * The proxy's reader of the embedded store: a read-only connection to the SQLite file the control plane
+ * writes (WAL mode lets it read while the control plane writes), asked for changes every `intervalMs`.
+ * The query is one indexed read of the revision when nothing changed.
+ */
+export class SqliteGrantFeed implements GrantFeed {
+  readonly #db: Database.Database;
+  readonly #intervalMs: number;
+
+  constructor(path: string, intervalMs: number) {
+    try {
+      this.#db = new Database(path, { readonly: true, fileMustExist: true });
+      this.#db.pragma("busy_timeout = 2000");
+      // Read once now, so a file that is not an account store fails the start, not the first request.
+      grantsSince(this.#db, Number.MAX_SAFE_INTEGER);
+    } catch (error) {
+      throw new Error(
+        `the account store ${path} cannot be read (${(error as Error).message}); the control plane creates it`,
+      );
+    }
+    this.#intervalMs = intervalMs;
+  }
+
+  changesSince(revision: number): { revision: number; grants: KeyGrant[] } {
+    return grantsSince(this.#db, revision);
+  }
+
+  watch(listener: () => void): () => void {
+    const timer = setInterval(listener, this.#intervalMs);
+    timer.unref();
+    return () => clearInterval(timer);
+  }
+
+  close(): void {
+    this.#db.close();
+  }
+}
+
+function toGrant(row: GrantRow): KeyGrant {
+  return {
+    id: row.id,
+    keyHash: row.key_hash,
+    prefix: row.prefix,
+    plan: row.plan,
+    networks: JSON.parse(row.networks) as string[] | "*",
+    archive: row.archive === 1,
+    rate:
+      row.rate_per_second === null || row.rate_burst === null
+        ? undefined
+        : { perSecond: row.rate_per_second, burst: row.rate_burst },
+    status: row.status,
+    expiresAt: row.expires_at ?? undefined,
+    accountStatus: row.account_status ?? "closed",
+    revision: row.revision,
+  };
+}

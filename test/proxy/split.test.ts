@@ -1,0 +1,151 @@
+import { type ChildProcess, execFile, spawn } from "node:child_process";
+import { mkdtempSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join, relative } from "node:path";
+import { request } from "undici";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { buildBundles } from "../../scripts/build.js";
+import { ROOT } from "../registry/helpers.js";
+import { jsonRpcResponder, type LoopbackNode, startLoopbackNode } from "../support/loopback-node.js";
+
+// The proxy apart from the control plane: its bundle carries nothing of the control plane, and it runs
+// alone against the account store that the control plane created, following the store's changes.
+const OUT = join(ROOT, "node_modules/.cache/split-test");
+let inputs: Record<string, string[]> = {};
+
+beforeAll(async () => {
+  const { metafile } = await buildBundles(OUT, true);
+  inputs = Object.fromEntries(
+    Object.entries(metafile?.outputs ?? {})
+      .filter(([file]) => file.endsWith(".js"))
+      .map(([file, output]) => [relative(OUT, join(ROOT, file)), Object.keys(output.inputs)]),
+  );
+}, 60_000);
+
+describe("the proxy bundle", () => {
+  const controlPlane = (input: string) =>
+    input.startsWith("src/control/") ||
+    input.startsWith("src/dev/") ||
+    input.includes("node_modules/nodemailer/");
+
+  it("holds no control-plane module, no demo module and no mailer", () => {
+    expect(inputs["gateway.js"]?.length).toBeGreaterThan(20);
+    expect(inputs["gateway.js"]?.filter(controlPlane)).toEqual([]);
+  });
+
+  it("while the demo bundle, which runs both, holds them (the check sees what it looks for)", () => {
+    expect(inputs["demo.js"]?.filter(controlPlane).length).toBeGreaterThan(5);
+  });
+});
+
+describe("the proxy alone, against the store the control plane created", () => {
+  const dir = mkdtempSync(join(tmpdir(), "split-"));
+  const config = join(dir, "deployment.yaml");
+  const children: ChildProcess[] = [];
+  let node: LoopbackNode;
+
+  beforeAll(async () => {
+    node = await startLoopbackNode(jsonRpcResponder({ eth_blockNumber: "0x2a" }));
+    writeFileSync(
+      config,
+      [
+        "domain: gw.test",
+        "listen: { host: 127.0.0.1, port: 0 }",
+        `upstreams: { eth: ["${node.url}"] }`,
+        "log: { level: info, access: false }",
+        "accounts:",
+        `  database: ${join(dir, "store.sqlite")}`,
+        "  listen: { host: 127.0.0.1, port: 0 }",
+        `  mail: { from: "gw@example.com", outbox: ${join(dir, "outbox")} }`,
+        "  followIntervalMs: 100",
+      ].join("\n"),
+    );
+  });
+  afterAll(async () => {
+    for (const child of children) child.kill("SIGKILL");
+    await node?.close();
+  });
+
+  const env = { ...process.env, GATEWAY_CONFIG: config };
+  const start = (bundle: string) => {
+    const child = spawn(process.execPath, [join(OUT, bundle)], {
+      cwd: ROOT,
+      env,
+      stdio: ["ignore", "ignore", "pipe"],
+    });
+    children.push(child);
+    return child;
+  };
+  const admin = (...args: string[]) =>
+    new Promise<string>((resolve, reject) =>
+      execFile(
+        process.execPath,
+        ["--import", "tsx", "src/control/cli.ts", ...args],
+        { cwd: ROOT, env },
+        (error, out) => (error ? reject(error) : resolve(out)),
+      ),
+    );
+  const call = async (port: number, key: string) => {
+    const answer = await request(`http://127.0.0.1:${port}/${key}/`, {
+      method: "POST",
+      headers: { host: "eth.gw.test", "content-type": "application/json" },
+      body: '{"jsonrpc":"2.0","id":1,"method":"eth_blockNumber","params":[]}',
+    });
+    return { status: answer.statusCode, json: await answer.body.json() };
+  };
+
+  it("refuses to start before the store exists, and says why", async () => {
+    const proxy = start("gateway.js");
+    let err = "";
+    proxy.stderr?.on("data", (chunk: Buffer) => {
+      err += chunk.toString();
+    });
+    const code = await new Promise((resolve) => proxy.once("exit", resolve));
+    expect(code).toBe(1);
+    expect(err).toMatch(/account store .*store\.sqlite cannot be read/);
+  });
+
+  it("serves a key the control plane issued, and refuses it once revoked there", async () => {
+    const control = start("control-plane.js");
+    await listeningPort(control, "control plane listening");
+    const account = /^account (\d+)/.exec(
+      await admin("accounts", "create", "--email", "ops@example.com"),
+    )?.[1];
+    const issued = await admin("keys", "issue", "--account", account ?? "", "--network", "eth");
+    const key = /\n(FN[A-Za-z0-9]{32})\n/.exec(issued)?.[1] ?? "";
+    const keyId = /^key (\d+)/.exec(issued)?.[1] ?? "";
+
+    const proxy = start("gateway.js");
+    const port = await listeningPort(proxy, "gateway listening");
+    const served = await call(port, key);
+    expect(served.status).toBe(200);
+    expect(served.json).toEqual({ jsonrpc: "2.0", id: 1, result: "0x2a" });
+
+    await admin("keys", "revoke", "--key", keyId);
+    const revoked = Date.now();
+    let status = 200;
+    while (status === 200 && Date.now() - revoked < 2000) {
+      status = (await call(port, key)).status;
+      await new Promise((resolve) => setTimeout(resolve, 20));
+    }
+    expect(status).toBe(401);
+    // the proxy never writes the store: the control plane is still the only writer and keeps serving
+    expect(control.exitCode).toBe(null);
+  });
+});
+
+/** The port a bundle logs in its "… listening" line on stderr. */
+function listeningPort(child: ChildProcess, message: string): Promise<number> {
+  return new Promise((resolve, reject) => {
+    let seen = "";
+    const timer = setTimeout(() => reject(new Error(`no "${message}" line: ${seen}`)), 20_000);
+    child.stderr?.on("data", (chunk: Buffer) => {
+      seen += chunk.toString();
+      const line = seen.split("\n").find((l) => l.includes(`"msg":"${message}"`));
+      if (line === undefined) return;
+      clearTimeout(timer);
+      resolve(JSON.parse(line).port);
+    });
+    child.once("exit", (code) => reject(new Error(`exited with ${code}: ${seen}`)));
+  });
+}
