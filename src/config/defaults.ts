@@ -1,6 +1,7 @@
 import type { AccountsConfig, GatewayConfig, Limits } from "./types.js";
 
-// Numbers from ../shared/reference/limits-and-errors.md §0.1; docs/limits.md explains each.
+// The limits trusted proxies use (Node's and undici's own defaults replaced where they are unbounded or
+// minutes long; nginx, Envoy and proxyd for the sizes); docs/configuration.md lists each with what it bounds.
 export const DEFAULT_LIMITS: Limits = {
   maxHeaderBytes: 16 * 1024,
   maxHeaders: 100,

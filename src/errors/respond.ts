@@ -1,11 +1,11 @@
 import { type ServerResponse, STATUS_CODES } from "node:http";
-import { ERRORS, type ErrorCode, type GatewayError } from "./table.js";
+import { ERRORS, type ErrorCode, type GatewayError, hasRpcNumber, type RpcErrorCode } from "./table.js";
 
 // The one place where gateway errors become bytes.
 
 /** A JSON-RPC error object; `rawId` is the request's id token exactly as the caller wrote it. */
 export function rpcErrorJson(
-  code: ErrorCode,
+  code: RpcErrorCode,
   rawId: string,
   detail?: Readonly<Record<string, unknown>>,
 ): string {
@@ -22,9 +22,16 @@ export function restErrorJson(code: ErrorCode, detail?: Readonly<Record<string, 
 
 export type ErrorStyle = "jsonrpc" | "rest";
 
+/** An error's body in the given style; a code without a JSON-RPC number is always a REST body. */
+export function errorBody(error: GatewayError, style: ErrorStyle, rawId = "null"): string {
+  return style === "jsonrpc" && hasRpcNumber(error.code)
+    ? rpcErrorJson(error.code, rawId, error.detail)
+    : restErrorJson(error.code, error.detail);
+}
+
 /** A refused WebSocket upgrade: a whole HTTP response for the raw socket, sent before any handshake. */
 export function upgradeRefusal(error: GatewayError): string {
-  const body = rpcErrorJson(error.code, "null", error.detail);
+  const body = errorBody(error, "jsonrpc");
   const extra = Object.entries(error.headers ?? {})
     .map(([name, value]) => `${name}: ${value}\r\n`)
     .join("");
@@ -54,11 +61,7 @@ export function preflight(res: ServerResponse): void {
 }
 
 export function sendError(res: ServerResponse, error: GatewayError, style: ErrorStyle, rawId = "null"): void {
-  const body =
-    style === "jsonrpc"
-      ? rpcErrorJson(error.code, rawId, error.detail)
-      : restErrorJson(error.code, error.detail);
-  sendJson(res, error.status, body, error.headers);
+  sendJson(res, error.status, errorBody(error, style, rawId), error.headers);
 }
 
 /**

@@ -1,11 +1,18 @@
 // Every error the gateway itself makes, with both wire codes side by side (proxyd's RPCErr, eRPC's status
-// map). docs/errors.md lists the same rows; test/errors/docs.test.ts keeps the two in agreement.
-// JSON-RPC codes: the spec's -32700..-32601 where one fits, EIP-1474's -32005 for "limit exceeded", and
-// the gateway's own block -32040..-32049 for failures only a gateway has. Upstream errors pass untouched.
+// map). docs/errors.md lists the same rows; test/errors/docs.test.ts keeps the two in agreement. An
+// upstream node's own errors are not here: they pass untouched.
+//
+// JSON-RPC numbers, in four blocks:
+// - JSON-RPC 2.0's own where one fits: -32700, -32600, -32601, -32603;
+// - EIP-1474's -32005 "limit exceeded" for every rate and capacity limit;
+// - -32011..-32021 for upstream and size failures, the numbers proxyd gives the same failures;
+// - -32040..-32049, the gateway's own block, for keys and plans (-32040..-32044 in use).
+// Codes of the self-service API (its rows at the end) have no JSON-RPC number: that API speaks REST only.
 
 export interface ErrorSpec {
   readonly status: number;
-  readonly rpc: number;
+  /** Absent on the self-service API's codes, which are never written as a JSON-RPC error. */
+  readonly rpc?: number;
   readonly message: string;
 }
 
@@ -65,20 +72,6 @@ export const ERRORS = {
   },
   TOO_MANY_SUBSCRIPTIONS: { status: 429, rpc: -32005, message: "Too many subscriptions on this connection" },
   TOO_MANY_IN_FLIGHT: { status: 429, rpc: -32005, message: "Too many unanswered calls on this connection" },
-  INVALID_EMAIL: { status: 400, rpc: -32602, message: "The e-mail address is not valid" },
-  INVALID_FIELD: { status: 400, rpc: -32602, message: "A field of the request is missing or invalid" },
-  EMAIL_TAKEN: { status: 409, rpc: -32602, message: "An account with this e-mail address already exists" },
-  TOKEN_INVALID: { status: 400, rpc: -32602, message: "The token is unknown or already used" },
-  TOKEN_EXPIRED: { status: 400, rpc: -32602, message: "The token has expired" },
-  SESSION_REQUIRED: {
-    status: 401,
-    rpc: -32040,
-    message: "Sign in: send Authorization: Bearer <session token>",
-  },
-  ACCOUNT_NOT_ACTIVE: { status: 403, rpc: -32041, message: "The account is not active" },
-  FREE_TEST_LIMIT: { status: 409, rpc: -32005, message: "No more free tests for this account" },
-  KEY_NOT_FOUND: { status: 404, rpc: -32602, message: "No such key on this account" },
-  NETWORK_NOT_FOUND: { status: 404, rpc: -32602, message: "No such network" },
   NO_UPSTREAM: { status: 503, rpc: -32011, message: "No upstream node is available for this network" },
   UPSTREAM_TIMEOUT: { status: 504, rpc: -32015, message: "The upstream node did not answer in time" },
   UPSTREAM_BAD_RESPONSE: { status: 502, rpc: -32013, message: "The upstream node sent an invalid response" },
@@ -89,17 +82,38 @@ export const ERRORS = {
   },
   CLIENT_CLOSED: { status: 499, rpc: -32603, message: "The client went away before the answer" },
   INTERNAL: { status: 500, rpc: -32603, message: "Internal gateway error" },
+  // The self-service API's own (control plane, REST only)
+  INVALID_EMAIL: { status: 400, message: "The e-mail address is not valid" },
+  INVALID_FIELD: { status: 400, message: "A field of the request is missing or invalid" },
+  EMAIL_TAKEN: { status: 409, message: "An account with this e-mail address already exists" },
+  TOKEN_INVALID: { status: 400, message: "The token is unknown or already used" },
+  TOKEN_EXPIRED: { status: 400, message: "The token has expired" },
+  SESSION_REQUIRED: {
+    status: 401,
+    message: "Sign in: send Authorization: Bearer <session token>",
+  },
+  ACCOUNT_NOT_ACTIVE: { status: 403, message: "The account is not active" },
+  FREE_TEST_LIMIT: { status: 409, message: "No more free tests for this account" },
+  KEY_NOT_FOUND: { status: 404, message: "No such key on this account" },
+  NETWORK_NOT_FOUND: { status: 404, message: "No such network" },
 } as const satisfies Record<string, ErrorSpec>;
 
 export type ErrorCode = keyof typeof ERRORS;
+
+/** The codes with a JSON-RPC number: all but the self-service API's. */
+export type RpcErrorCode = {
+  [C in ErrorCode]: (typeof ERRORS)[C] extends { readonly rpc: number } ? C : never;
+}[ErrorCode];
+
+export function hasRpcNumber(code: ErrorCode): code is RpcErrorCode {
+  return (ERRORS[code] as ErrorSpec).rpc !== undefined;
+}
 
 /** A gateway-made failure: a stable string code plus what the caller can act on. */
 export class GatewayError extends Error {
   readonly code: ErrorCode;
   readonly detail: Readonly<Record<string, unknown>> | undefined;
   readonly headers: Readonly<Record<string, string>> | undefined;
-  /** The JSON-RPC id token to answer with, once the request's id is known; null before. */
-  rawId: string | undefined;
 
   constructor(code: ErrorCode, detail?: Record<string, unknown>, headers?: Record<string, string>) {
     super(ERRORS[code].message);
@@ -107,7 +121,6 @@ export class GatewayError extends Error {
     this.code = code;
     this.detail = detail;
     this.headers = headers;
-    this.rawId = undefined;
   }
 
   get status(): number {

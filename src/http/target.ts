@@ -11,7 +11,8 @@ export interface RequestTarget {
 }
 
 // Percent-encoded dot, slash, backslash and NUL: WHATWG URL and some upstream routers decode them into
-// path syntax, so they are refused rather than passed on (limits-and-errors.md §2.4, Envoy's stance).
+// path syntax, so they are refused rather than passed on (Envoy offers the same refusal for escaped
+// slashes); the gateway cannot know how each upstream decodes them.
 const ENCODED_SEPARATOR = /%(2e|2f|5c|00)/i;
 
 /**

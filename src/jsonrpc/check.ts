@@ -1,12 +1,12 @@
 import type { GatewayConfig } from "../config/types.js";
 import { dedicatedPointer } from "../errors/dedicated-pointer.js";
 import { rpcErrorJson } from "../errors/respond.js";
-import type { ErrorCode } from "../errors/table.js";
+import type { RpcErrorCode } from "../errors/table.js";
 import type { Plan } from "../keys/types.js";
 import type { JsonRpcPolicy, MethodAccess } from "../registry/types.js";
 import type { RawCall } from "./scan.js";
 
-export type Checked = PassedCall | { readonly ok: false; readonly json: string; readonly code: ErrorCode };
+export type Checked = PassedCall | { readonly ok: false; readonly json: string; readonly code: RpcErrorCode };
 
 /** A call that passed its checks. What goes upstream is built only when the body cannot go as received. */
 export class PassedCall {
@@ -102,6 +102,6 @@ export function idOf(call: RawCall): string {
   return valid ? raw : "null";
 }
 
-export function refuse(code: ErrorCode, id: string, detail: Record<string, unknown>): Checked {
+export function refuse(code: RpcErrorCode, id: string, detail: Record<string, unknown>): Checked {
   return { ok: false, code, json: rpcErrorJson(code, id, detail) };
 }

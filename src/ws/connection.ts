@@ -1,6 +1,6 @@
 import type { RawData, WebSocket } from "ws";
 import type { GatewayConfig, Limits } from "../config/types.js";
-import { rpcErrorJson } from "../errors/respond.js";
+import { errorBody } from "../errors/respond.js";
 import { GatewayError } from "../errors/table.js";
 import { type CallRules, type Checked, refuse, sendableAsReceived } from "../jsonrpc/check.js";
 import { mergeBatchAnswer } from "../jsonrpc/merge.js";
@@ -87,7 +87,7 @@ export class Connection {
       answer = this.#send(message, text); // 7
     } catch (error) {
       if (!(error instanceof GatewayError)) throw error;
-      answer = rpcErrorJson(error.code, replyId, error.detail);
+      answer = errorBody(error, "jsonrpc", replyId);
     }
     if (answer !== undefined) this.#toClient(answer, false);
   }

@@ -4,7 +4,7 @@ import { jsonRpcResponder, type LoopbackNode, startLoopbackNode } from "../suppo
 import { keyIn, type SmtpCapture, startSmtp, tokenIn } from "../support/smtp.js";
 import { type AccountsFixture, startAccounts } from "./helpers.js";
 
-// Issue #4's path, with a real SMTP server: sign up, confirm, free test for eth, read the key from the
+// The path of docs/accounts.md, with a real SMTP server: sign up, confirm, free test for eth, read the key from the
 // e-mail, use it, see it refused on dot, revoke it and see it refused within a second.
 describe("accounts end to end", () => {
   let smtp: SmtpCapture;

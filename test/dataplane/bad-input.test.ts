@@ -11,7 +11,7 @@ import {
 } from "../support/loopback-node.js";
 import { rawRequest } from "../support/raw-http.js";
 
-// Hostile and malformed input, one row per case (limits-and-errors.md §0.2, §2.2-2.6, docs/errors.md).
+// Hostile and malformed input, one row per case (docs/errors.md, docs/configuration.md's limits).
 // Every row checks the HTTP status, the error in the network's own shape, and what reached the upstream
 // node: nothing, except the few positive controls marked `upstream: 1`.
 

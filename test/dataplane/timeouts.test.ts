@@ -8,7 +8,7 @@ import { DOMAIN, KEYS, type RunningGateway, rpcBody, startGateway } from "../sup
 import { jsonRpcResponder, type LoopbackNode, startLoopbackNode } from "../support/loopback-node.js";
 import { openRaw, type RawConnection, rawRequest } from "../support/raw-http.js";
 
-// Slow clients and bad upstreams (limits-and-errors.md §2.1, §3.7, docs/errors.md). Timing is asserted only
+// Slow clients and bad upstreams (docs/configuration.md's limits, docs/errors.md). Timing is asserted only
 // as outcomes and generous upper bounds: the machine may be slow, the limits are what matter.
 
 const K = KEYS.all;
@@ -284,7 +284,7 @@ describe("bad upstreams", () => {
   });
 
   it("those upstream errors echo the caller's id, as every error on a readable request does", async () => {
-    // docs/errors.md and limits-and-errors.md §0.2: the id is null only when the request could not be read.
+    // docs/errors.md: the id is null only when the request could not be read.
     const cases = [
       { label: "eth", body: call(BIG_ID, "eth_blockNumber"), id: BIG_ID, status: 504 },
       { label: "avax", body: call('"req-42"', "eth_blockNumber"), id: '"req-42"', status: 503 },
