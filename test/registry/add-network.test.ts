@@ -23,12 +23,18 @@ describe("a network added by YAML alone", () => {
   });
 
   it("resolves its labels with their flags", () => {
-    expect([...endpoints.keys()]).toEqual(["zph", "zph-archive"]);
+    expect([...endpoints.keys()]).toEqual(["zph", "zph-devnet", "zph-archive"]);
     expect(endpoints.get("zph")).toMatchObject({
       family: "mixed",
       websocket: true,
       public: true,
       nodeClass: "full",
+    });
+    expect(endpoints.get("zph-devnet")).toMatchObject({
+      environment: "devnet",
+      nodeClass: "full",
+      websocket: false,
+      public: false,
     });
     expect(endpoints.get("zph-archive")).toMatchObject({
       nodeClass: "archive",

@@ -39,6 +39,33 @@ const defects: readonly Defect[] = [
     message: "44:7 network beta needs exactly one mainnet endpoint (or mainnet: false), found 0",
   },
   {
+    name: "an environment that the network does not name",
+    from: "{ label: alpha-archive, environment: archive, nodeClass: archive, chainId: 7 }",
+    to: "{ label: alpha-devnet, environment: devnet, nodeClass: full, chainId: 8 }",
+    message:
+      '39:45 endpoint "alpha-devnet": environment "devnet" is not one of mainnet, testnet, archive; name a testnet under the network\'s testnets',
+  },
+  {
+    name: "a named testnet whose label breaks the §4.1 rules",
+    from: "      - { label: alpha-archive, environment: archive, nodeClass: archive, chainId: 7 }\n",
+    to: "      - { label: alpha-archive, environment: archive, nodeClass: archive, chainId: 7 }\n      - { label: alpha-dev, environment: devnet, nodeClass: full, chainId: 8 }\n    testnets: [devnet]\n",
+    message:
+      '40:18 label "alpha-dev" breaks the spec §4.1 label rules for environment devnet (expected "alpha-devnet"); declare labelRule to make an exception',
+  },
+  {
+    name: "a named testnet that no endpoint serves",
+    from: "    name: Alpha\n",
+    to: "    name: Alpha\n    testnets: [devnet]\n",
+    message: '36:16 network alpha names testnet "devnet" but no endpoint serves it',
+  },
+  {
+    name: "a named testnet called like a base environment",
+    from: "    name: Alpha\n",
+    to: "    name: Alpha\n    testnets: [archive]\n",
+    message:
+      '36:16 network alpha names testnet "archive", which is a base environment; list only named testnets',
+  },
+  {
     name: "a method both allowed and denied",
     from: "deny: [admin_*, eth_sign]",
     to: "deny: [admin_*, eth_sign, eth_get*]",
