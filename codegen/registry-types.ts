@@ -68,6 +68,8 @@ export interface NetworkSpec {
   mainnet?: boolean;
   /** The network's named testnets: each is an environment of its own, with the label `<code>-<name>`. */
   testnets?: string[];
+  /** Why the endpoints declare no chainId although their interface serves eth_chainId. */
+  noChainId?: string;
   mounts: MountSpec[];
   head?: HeadSpec;
   dedicatedOnly?: { name: string; paths: string[] }[];
