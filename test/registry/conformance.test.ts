@@ -153,13 +153,10 @@ describe("every label in the registry: the generated tables against the referenc
           const mount = generated.mounts.find((m) => m.policy.jsonrpc?.methods.has(head.method));
           expect(mount?.policy.jsonrpc?.methods.get(head.method)).toBe("shared");
         } else {
-          const mount = generated.mounts.find((m) => m.path === "/");
-          const routes = mount?.policy.routes;
-          if (routes === undefined) throw new Error(`${ref.label}: no routes at /`);
-          expect(matchRoute(routes, head.method, head.path.split("/").slice(1))).toEqual({
-            kind: "match",
-            access: "shared",
-          });
+          const answers = generated.mounts.flatMap((m) =>
+            m.policy.routes ? [matchRoute(m.policy.routes, head.method, head.path.split("/").slice(1))] : [],
+          );
+          expect(answers).toContainEqual({ kind: "match", access: "shared" });
         }
       });
 
