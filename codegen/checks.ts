@@ -1,4 +1,5 @@
 import { matchRoute } from "../src/registry/match-route.js";
+import { checkChainIds } from "./chain-ids.js";
 import type { LoadedRegistry, RegistryIssue, YamlPath } from "./load.js";
 import type { InterfaceSpec, MethodGroups, NetworkSpec, RouteGroups } from "./registry-types.js";
 import {
@@ -12,6 +13,8 @@ import {
 
 const METHOD_GROUPS = ["shared", "dedicated", "websocket", "subscribe", "unsubscribe"] as const;
 const ROUTE_GROUPS = ["shared", "dedicated", "stream"] as const;
+/** The environments every network may have; a network names any other testnet under `testnets`. */
+const BASE_ENVIRONMENTS = new Set(["mainnet", "testnet", "archive"]);
 
 /** The rules a JSON Schema cannot express. Each issue points at the YAML node to fix. */
 export function checkRegistry(registry: LoadedRegistry): RegistryIssue[] {
@@ -33,6 +36,7 @@ export function checkRegistry(registry: LoadedRegistry): RegistryIssue[] {
     else codes.set(network.code, n);
     checkMounts(network, path, spec.interfaces, report);
     checkEndpoints(network, path, labels, report);
+    checkChainIds(network, path, spec.interfaces, report);
     if (network.head !== undefined) checkNetworkHead(network, path, spec.interfaces, report);
   });
   return issues;
@@ -186,6 +190,8 @@ function checkEndpoints(
   report: Report,
 ): void {
   let mainnets = 0;
+  const testnets = network.testnets ?? [];
+  const used = new Set<string>();
   network.endpoints.forEach((endpoint, e) => {
     const at: YamlPath = [...path, "endpoints", e];
     const owner = labels.get(endpoint.label);
@@ -193,12 +199,19 @@ function checkEndpoints(
       report([...at, "label"], `label "${endpoint.label}" is already used by network ${owner}`);
     else labels.set(endpoint.label, network.code);
 
+    if (!BASE_ENVIRONMENTS.has(endpoint.environment) && !testnets.includes(endpoint.environment)) {
+      const named = testnets.length === 0 ? "" : `, ${testnets.join(", ")}`;
+      report(
+        [...at, "environment"],
+        `endpoint "${endpoint.label}": environment "${endpoint.environment}" is not one of mainnet, testnet, archive${named}; name a testnet under the network's testnets`,
+      );
+    }
+    used.add(endpoint.environment);
     const expected = expectedLabel(network.code, endpoint.environment);
     if (endpoint.label !== expected && endpoint.labelRule === undefined) {
-      const want = expected === undefined ? "" : ` (expected "${expected}")`;
       report(
         [...at, "label"],
-        `label "${endpoint.label}" breaks the spec §4.1 label rules for environment ${endpoint.environment}${want}; declare labelRule to make an exception`,
+        `label "${endpoint.label}" breaks the spec §4.1 label rules for environment ${endpoint.environment} (expected "${expected}"); declare labelRule to make an exception`,
       );
     }
     if (endpoint.label === expected && endpoint.labelRule !== undefined) {
@@ -214,6 +227,18 @@ function checkEndpoints(
       report([...at, "public"], `endpoint "${endpoint.label}": public no-key access is only for a mainnet`);
     }
     if (endpoint.environment === "mainnet") mainnets += 1;
+  });
+  testnets.forEach((name, i) => {
+    if (BASE_ENVIRONMENTS.has(name))
+      report(
+        [...path, "testnets", i],
+        `network ${network.code} names testnet "${name}", which is a base environment; list only named testnets`,
+      );
+    else if (!used.has(name))
+      report(
+        [...path, "testnets", i],
+        `network ${network.code} names testnet "${name}" but no endpoint serves it`,
+      );
   });
   if (network.mainnet === false && mainnets > 0) {
     report([...path, "mainnet"], `network ${network.code} says mainnet: false but lists a mainnet endpoint`);
@@ -266,10 +291,12 @@ function checkNetworkHead(
     );
 }
 
-export function expectedLabel(code: string, environment: string): string | undefined {
-  if (environment === "mainnet") return code;
-  if (environment === "testnet" || environment === "archive") return `${code}-${environment}`;
-  return undefined;
+/**
+ * Spec §4.1's label rules: a mainnet's label is the network code, every other environment's is
+ * `<code>-<environment>`: `<code>-testnet`, `<code>-archive`, and `<code>-<name>` for a named testnet.
+ */
+export function expectedLabel(code: string, environment: string): string {
+  return environment === "mainnet" ? code : `${code}-${environment}`;
 }
 
 /** `admin_*` style patterns: `*` stands for any run of characters, everything else is literal. */

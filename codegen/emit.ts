@@ -3,6 +3,7 @@ import { createRequire } from "node:module";
 import { Ajv } from "ajv";
 import standalone from "ajv/dist/standalone/index.js";
 import { Project, type SourceFile, VariableDeclarationKind } from "ts-morph";
+import { emitConfigValidator } from "./config-validator.js";
 import type { EndpointModel, PolicyModel, RegistryModel } from "./model.js";
 import type { EnvelopeRule } from "./registry-types.js";
 import type { TrieNode } from "./route-template.js";
@@ -18,6 +19,7 @@ export function emitGenerated(model: RegistryModel): Map<string, string> {
   files.set("envelopes.d.ts", emitEnvelopeTypes(project, stamp, envelopeNames));
   files.set("policies.ts", emitPolicies(project, stamp, model));
   files.set("endpoints.ts", emitEndpoints(project, stamp, model));
+  for (const [name, text] of emitConfigValidator(project)) files.set(name, text);
   for (const [name, text] of files) files.set(name, format(name, text));
   return files;
 }

@@ -53,7 +53,8 @@ export interface MountSpec {
 
 export interface EndpointSpec {
   label: string;
-  environment: "mainnet" | "testnet" | "archive" | "holesky" | "sepolia";
+  /** `mainnet`, `testnet`, `archive`, or one of the network's own `testnets` (codegen/checks.ts). */
+  environment: string;
   nodeClass: "full" | "archive";
   websocket?: boolean;
   public?: boolean;
@@ -65,6 +66,10 @@ export interface NetworkSpec {
   code: string;
   name: string;
   mainnet?: boolean;
+  /** The network's named testnets: each is an environment of its own, with the label `<code>-<name>`. */
+  testnets?: string[];
+  /** Why the endpoints declare no chainId although their interface serves eth_chainId. */
+  noChainId?: string;
   mounts: MountSpec[];
   head?: HeadSpec;
   dedicatedOnly?: { name: string; paths: string[] }[];

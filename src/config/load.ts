@@ -1,12 +1,11 @@
 import { readFileSync } from "node:fs";
 import { availableParallelism } from "node:os";
 import { join } from "node:path";
-import { Ajv } from "ajv";
 import { parse } from "yaml";
+import { validateConfig as validate } from "../../generated/config-validator.js";
 import { packageRoot } from "../package-root.js";
 import type { Endpoint } from "../registry/types.js";
 import { DEFAULT_ACCOUNTS, DEFAULT_CONFIG, DEFAULT_LIMITS } from "./defaults.js";
-import { configSchema } from "./schema.js";
 import type { AccountsConfig, GatewayConfig, Limits } from "./types.js";
 
 /** The embedded default deployment that `npm start` runs: deploy/local.yaml. */
@@ -15,8 +14,6 @@ export const EMBEDDED_CONFIG = join(packageRoot(), "deploy/local.yaml");
 export class ConfigError extends Error {
   override name = "ConfigError";
 }
-
-const validate = new Ajv({ allErrors: true, allowUnionTypes: true }).compile(configSchema);
 
 /**
  * The deployment config: the file named by GATEWAY_CONFIG (else the embedded default) over the built-in

@@ -1,4 +1,6 @@
-// The deployment config's JSON Schema: separate from the registry's, and as strict.
+// The deployment config's JSON Schema: separate from the registry's, and as strict. `npm run codegen`
+// compiles it into generated/config-validator.js (codegen/config-validator.ts), which src/config/load.ts
+// runs; nothing in src/ imports this file, so ajv stays out of the gateway.
 
 const rate = {
   type: "object",

@@ -1,4 +1,4 @@
-import { readFileSync } from "node:fs";
+import { readdirSync, readFileSync } from "node:fs";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
 import {
@@ -57,9 +57,13 @@ describe("envelope validators accept what the native node accepts", () => {
     expect(validateBitcoin({ jsonrpc: "3.0", id: 1, method: "getblockcount" })).toBe(false);
   });
 
-  it("the generated validators are self-contained: no import, no require (ajv#2509)", () => {
-    const source = readFileSync(join(ROOT, "generated/envelopes.js"), "utf8");
-    expect(source).not.toMatch(/\brequire\s*\(/);
-    expect(source).not.toMatch(/^\s*import\s/m);
+  it("the generated validators (envelopes, deployment config) are self-contained: no import, no require (ajv#2509)", () => {
+    const modules = readdirSync(join(ROOT, "generated")).filter((name) => name.endsWith(".js"));
+    expect(modules.sort()).toEqual(["config-validator.js", "envelopes.js"]);
+    for (const name of modules) {
+      const source = readFileSync(join(ROOT, "generated", name), "utf8");
+      expect(source, name).not.toMatch(/\brequire\s*\(/);
+      expect(source, name).not.toMatch(/^\s*import\s/m);
+    }
   });
 });

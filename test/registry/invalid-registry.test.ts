@@ -39,6 +39,72 @@ const defects: readonly Defect[] = [
     message: "44:7 network beta needs exactly one mainnet endpoint (or mainnet: false), found 0",
   },
   {
+    name: "an environment that the network does not name",
+    from: "{ label: alpha-archive, environment: archive, nodeClass: archive, chainId: 7 }",
+    to: "{ label: alpha-devnet, environment: devnet, nodeClass: full, chainId: 8 }",
+    message:
+      '39:45 endpoint "alpha-devnet": environment "devnet" is not one of mainnet, testnet, archive; name a testnet under the network\'s testnets',
+  },
+  {
+    name: "a named testnet whose label breaks the §4.1 rules",
+    from: "      - { label: alpha-archive, environment: archive, nodeClass: archive, chainId: 7 }\n",
+    to: "      - { label: alpha-archive, environment: archive, nodeClass: archive, chainId: 7 }\n      - { label: alpha-dev, environment: devnet, nodeClass: full, chainId: 8 }\n    testnets: [devnet]\n",
+    message:
+      '40:18 label "alpha-dev" breaks the spec §4.1 label rules for environment devnet (expected "alpha-devnet"); declare labelRule to make an exception',
+  },
+  {
+    name: "a named testnet that no endpoint serves",
+    from: "    name: Alpha\n",
+    to: "    name: Alpha\n    testnets: [devnet]\n",
+    message: '36:16 network alpha names testnet "devnet" but no endpoint serves it',
+  },
+  {
+    name: "a named testnet called like a base environment",
+    from: "    name: Alpha\n",
+    to: "    name: Alpha\n    testnets: [archive]\n",
+    message:
+      '36:16 network alpha names testnet "archive", which is a base environment; list only named testnets',
+  },
+  {
+    name: "an endpoint that serves eth_chainId without a chain id",
+    from: "{ label: alpha-archive, environment: archive, nodeClass: archive, chainId: 7 }",
+    to: "{ label: alpha-archive, environment: archive, nodeClass: archive }",
+    message:
+      '39:9 endpoint "alpha-archive" serves eth_chainId but declares no chainId; declare it, or say why there is none with noChainId on network alpha',
+  },
+  {
+    name: "a chain id on a network that serves no eth_chainId",
+    from: "{ label: beta, environment: mainnet, nodeClass: full }",
+    to: "{ label: beta, environment: mainnet, nodeClass: full, chainId: 9 }",
+    message: '44:72 endpoint "beta" declares chainId 9 but network beta serves no eth_chainId',
+  },
+  {
+    name: "an archive whose chain id is not its mainnet's",
+    from: "{ label: alpha-archive, environment: archive, nodeClass: archive, chainId: 7 }",
+    to: "{ label: alpha-archive, environment: archive, nodeClass: archive, chainId: 8 }",
+    message:
+      '39:84 endpoint "alpha-archive" declares chainId 8 but "alpha" of the same chain (mainnet) declares 7',
+  },
+  {
+    name: "a testnet with its mainnet's chain id",
+    from: "      - { label: alpha-archive, environment: archive, nodeClass: archive, chainId: 7 }\n",
+    to: "      - { label: alpha-archive, environment: archive, nodeClass: archive, chainId: 7 }\n      - { label: alpha-testnet, environment: testnet, nodeClass: full, chainId: 7 }\n",
+    message:
+      '40:81 endpoint "alpha-testnet" (testnet) declares chainId 7, the id of "alpha" (mainnet); each chain has its own id',
+  },
+  {
+    name: "a chain id on a network that says it has none",
+    from: "    name: Alpha\n    mounts: [{ path: /, interface: evm }]\n    endpoints:\n      - { label: alpha, environment: mainnet, nodeClass: full, websocket: true, chainId: 7 }\n      - { label: alpha-archive, environment: archive, nodeClass: archive, chainId: 7 }\n",
+    to: "    name: Alpha\n    noChainId: the defect under test\n    mounts: [{ path: /, interface: evm }]\n    endpoints:\n      - { label: alpha, environment: mainnet, nodeClass: full, websocket: true, chainId: 7 }\n      - { label: alpha-archive, environment: archive, nodeClass: archive }\n",
+    message: '39:90 endpoint "alpha" declares chainId 7 but network alpha says noChainId',
+  },
+  {
+    name: "noChainId on a network that serves no eth_chainId",
+    from: "    name: Beta\n",
+    to: "    name: Beta\n    noChainId: the defect under test\n",
+    message: "42:16 network beta serves no eth_chainId, so it needs no noChainId; remove it",
+  },
+  {
     name: "a method both allowed and denied",
     from: "deny: [admin_*, eth_sign]",
     to: "deny: [admin_*, eth_sign, eth_get*]",
