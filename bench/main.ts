@@ -10,12 +10,12 @@ import { stringify } from "yaml";
 import { packageRoot } from "../src/package-root.js";
 import { type CpuBudget, createCpuBudget } from "./cpu-budget.js";
 import { BENCH_DOMAIN, BENCH_KEY, benchConfig } from "./gateway-config.js";
-import { measure, type Sample, type Scenario, type Target } from "./load.js";
+import { measure, type Sample, type Target, type Workload } from "./load.js";
 import { freePort, type Running, start } from "./processes.js";
 import { type Check, type FanoutRow, markdown, type Row } from "./report.js";
 import { median, pairedRatio } from "./stats.js";
 import { buildSyntheticRegistry, SYNTHETIC_NETWORKS } from "./synthetic-registry.js";
-import { wsFanout } from "./ws-fanout.js";
+import { wsFanout } from "./ws-load.js";
 
 const { values: args } = parseArgs({
   options: {
@@ -60,7 +60,7 @@ async function compileTargets(): Promise<void> {
 }
 
 const rpc = (method: string, id = 1) => JSON.stringify({ jsonrpc: "2.0", id, method, params: [] });
-const SMALL: Omit<Scenario, "name" | "connections"> = {
+const SMALL: Omit<Workload, "name" | "connections"> = {
   method: "POST",
   path: "/",
   body: rpc("eth_blockNumber"),
@@ -68,7 +68,7 @@ const SMALL: Omit<Scenario, "name" | "connections"> = {
 };
 // The 1 MB scenario runs first: a process keeps the heap it grew, so each target's peak RSS there is its
 // own and not what earlier scenarios left behind.
-const SCENARIOS: readonly Scenario[] = [
+const SCENARIOS: readonly Workload[] = [
   { name: "1 MB response, 200 conns", connections: 200, ...SMALL, body: rpc("eth_getLogs") },
   { name: "eth_blockNumber, 50 conns", connections: 50, ...SMALL },
   { name: "eth_blockNumber, 200 conns", connections: 200, ...SMALL },
@@ -103,7 +103,7 @@ async function launch(name: string, entry: string[], env: Record<string, string>
  * round runs them in reverse (A B C, C B A, …), so no target always follows the same one.
  */
 async function compare(
-  scenario: Scenario,
+  scenario: Workload,
   targets: readonly Target[],
   {
     rounds = ROUNDS,
@@ -308,7 +308,7 @@ async function scalingAtBudget(
     if (one === undefined || many === undefined) return undefined;
     const single = await launchGateway(ONE_BUDGETED, entry, env(1), one);
     const cluster = await launchGateway(MANY_BUDGETED, entry, env(WORKERS), many);
-    const small = SCENARIOS.find((scenario) => scenario.name === "eth_blockNumber, 50 conns") as Scenario;
+    const small = SCENARIOS.find((scenario) => scenario.name === "eth_blockNumber, 50 conns") as Workload;
     // Warmed up unbudgeted, as the other targets were (their compiled hot paths are not what is compared).
     for (const budget of [one, many]) budget.enforce(false);
     for (const target of [single, cluster]) await measure(target, small, CHECKED_SECONDS);
@@ -350,7 +350,7 @@ async function routingCost(dir: string, upstream: string, upstreamWs: string): P
   const real = await launch(REAL_REGISTRY, entry, inproc("eth"), true);
   const big = await launch(BIG_REGISTRY, entry, inproc(synthetic.label, synthetic.endpoints), true);
   progress("in-process gateways listening");
-  const small = SCENARIOS.find((scenario) => scenario.name === "eth_blockNumber, 50 conns") as Scenario;
+  const small = SCENARIOS.find((scenario) => scenario.name === "eth_blockNumber, 50 conns") as Workload;
   // Two targets only, and a 5% question: more, shorter rounds (as many in each order), so that one noisy
   // round cannot move a direction's median; with 4 per direction one round at half speed read 93%.
   const samples = await compare(small, [real, { ...big, label: synthetic.label }], {
