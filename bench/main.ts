@@ -1,6 +1,6 @@
 // `npm run bench [-- --quick | --only <workload>]`: the gateway against direct access, the Node floor and
 // the proxies a Node user would pick instead, in one run on one machine. bench/README.md explains the
-// method and the targets.
+// method and the targets; a full run rewrites its results section.
 import { mkdirSync, writeFileSync } from "node:fs";
 import { cpus, totalmem } from "node:os";
 import { join } from "node:path";
@@ -9,6 +9,7 @@ import { packageRoot } from "../src/package-root.js";
 import { ROUNDS } from "./compare.js";
 import { benchConfig } from "./gateway-config.js";
 import { Launcher } from "./launcher.js";
+import { commitUnderTest, writeResults } from "./readme-results.js";
 import { markdown } from "./report.js";
 import type { Bench, Scenario, ScenarioResult } from "./scenario.js";
 import { budgetScaling } from "./scenarios/budget.js";
@@ -24,6 +25,7 @@ const { values: args } = parseArgs({
   },
 });
 const quick = args.quick;
+const full = !quick && args.only === undefined;
 const SCENARIOS: readonly Scenario[] =
   args.only === undefined ? [httpScenarios, budgetScaling, routingCost, webSocketFanout] : [httpScenarios];
 
@@ -31,6 +33,7 @@ const began = Date.now();
 const progress = (done: string) =>
   process.stderr.write(`${((Date.now() - began) / 1000).toFixed(0)} s: ${done}\n`);
 const root = packageRoot();
+const commit = commitUnderTest(root);
 
 const launcher = new Launcher(root);
 await launcher.build();
@@ -75,3 +78,14 @@ writeFileSync(
   `${JSON.stringify({ quick, seconds, machine, rounds: ROUNDS, rows, fanout, checks, notes }, null, 2)}\n`,
 );
 process.stdout.write(`written: ${file}\n`);
+if (full) {
+  const finished = `${new Date().toISOString().slice(0, 16).replace("T", " ")} UTC`;
+  const readme = join(root, "bench", "README.md");
+  try {
+    writeResults(readme, `Commit ${commit}, finished ${finished}.\n\n${table}\n\n${run}`);
+    process.stdout.write(`written: ${readme}, between its results markers\n`);
+  } catch (error) {
+    process.stderr.write(`${readme} not written: ${(error as Error).message}\n`);
+    process.exitCode = 1;
+  }
+}
