@@ -1,5 +1,5 @@
 // Development aid: `node --import tsx bench/ab.ts A.yaml B.yaml [seconds] [rounds]` runs the small
-// JSON-RPC scenario against two gateway deployments and the Node floor, alternating, and prints medians.
+// JSON-RPC workload against two gateway deployments and the Node floor, alternating, and prints medians.
 // AB_ENTRY_0 / AB_ENTRY_1 run another build for A or B (a copy of an older dist/gateway.js);
 // AB_ARGS_0 / AB_ARGS_1 add Node options (say, V8 heap flags); AB_CONNECTIONS, AB_METHOD and AB_BATCH (calls
 // per batch) change the load,
