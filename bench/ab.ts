@@ -1,5 +1,5 @@
 // Development aid: `node --import tsx bench/ab.ts A.yaml B.yaml [seconds] [rounds]` runs the small
-// JSON-RPC scenario against two gateway deployments and the Node floor, alternating, and prints medians.
+// JSON-RPC workload against two gateway deployments and the Node floor, alternating, and prints medians.
 // AB_ENTRY_0 / AB_ENTRY_1 run another build for A or B (a copy of an older dist/gateway.js);
 // AB_ARGS_0 / AB_ARGS_1 add Node options (say, V8 heap flags); AB_CONNECTIONS, AB_METHOD and AB_BATCH (calls
 // per batch) change the load,
@@ -11,13 +11,13 @@ import { join } from "node:path";
 import { parse, stringify } from "yaml";
 import { packageRoot } from "../src/package-root.js";
 import { benchConfig } from "./gateway-config.js";
-import { measure, type Scenario, type Target } from "./load.js";
+import { measure, type Target, type Workload } from "./load.js";
 import { freePort, start } from "./processes.js";
 import { median } from "./stats.js";
 
 const [a, b, seconds = "3", rounds = "4"] = process.argv.slice(2);
 const root = packageRoot();
-const scenario: Scenario = {
+const workload: Workload = {
   name: "ab",
   connections: Number(process.env.AB_CONNECTIONS ?? 50),
   method: "POST",
@@ -78,10 +78,10 @@ targets.push({
 const rps = new Map(targets.map((t) => [t.name, [] as number[]]));
 const rss = new Map(targets.map((t) => [t.name, [] as number[]]));
 const cpu = new Map(targets.map((t) => [t.name, [] as number[]]));
-for (const t of targets) await measure(t, scenario, 1);
+for (const t of targets) await measure(t, workload, 1);
 for (let r = 0; r < Number(rounds); r++) {
   for (const t of targets) {
-    const sample = await measure(t, scenario, Number(seconds));
+    const sample = await measure(t, workload, Number(seconds));
     rps.get(t.name)?.push(sample.rps);
     rss.get(t.name)?.push(sample.rssBytes / 2 ** 20);
     cpu.get(t.name)?.push(sample.cpuMicros);

@@ -3,7 +3,7 @@ import { BENCH_DOMAIN, BENCH_KEY } from "./gateway-config.js";
 import { type Running, samplePeakRss } from "./processes.js";
 
 /** One kind of request, as a client of the gateway sends it and as a client of a plain proxy sends it. */
-export interface Scenario {
+export interface Workload {
   readonly name: string;
   readonly connections: number;
   readonly method: "GET" | "POST";
@@ -19,7 +19,7 @@ export interface Scenario {
 export interface Target extends Running {
   /** Whether requests need the gateway's Host label and key path. */
   readonly gateway: boolean;
-  /** A host label of its own, in place of the scenario's. */
+  /** A host label of its own, in place of the workload's. */
   readonly label?: string;
 }
 
@@ -39,25 +39,25 @@ export interface Sample {
 
 export async function measure(
   target: Target,
-  scenario: Scenario,
+  workload: Workload,
   seconds: number,
   upstream?: Running,
 ): Promise<Sample> {
   const headers: Record<string, string> = { "content-type": "application/json" };
-  if (target.gateway) headers.host = `${target.label ?? scenario.label}.${BENCH_DOMAIN}`;
-  const path = target.gateway ? `/${BENCH_KEY}${scenario.path}` : scenario.path;
+  if (target.gateway) headers.host = `${target.label ?? workload.label}.${BENCH_DOMAIN}`;
+  const path = target.gateway ? `/${BENCH_KEY}${workload.path}` : workload.path;
   const peak = samplePeakRss(target);
   const cpuBefore = target.cpu();
   const upstreamBefore = upstream?.cpu() ?? 0;
   const clientBefore = process.cpuUsage();
   const result = await autocannon({
     url: `http://127.0.0.1:${target.port}${path}`,
-    connections: scenario.connections,
+    connections: workload.connections,
     duration: seconds,
-    method: scenario.method,
+    method: workload.method,
     headers,
-    ...(scenario.body === undefined ? {} : { body: scenario.body }),
-    ...(scenario.rate === undefined ? {} : { overallRate: scenario.rate }),
+    ...(workload.body === undefined ? {} : { body: workload.body }),
+    ...(workload.rate === undefined ? {} : { overallRate: workload.rate }),
   });
   const client = process.cpuUsage(clientBefore);
   const requests = Math.max(1, result.requests.total);

@@ -54,6 +54,8 @@ export async function start(
         if (child.exitCode !== null || child.signalCode !== null) return resolve();
         child.once("exit", () => resolve());
         child.kill("SIGTERM");
+        // A process held with SIGSTOP (a node made to hang) takes the SIGTERM only once it runs again.
+        child.kill("SIGCONT");
       }),
   };
 }

@@ -1,4 +1,4 @@
-import type { FanoutResult } from "./ws-fanout.js";
+import type { FanoutResult } from "./ws-load.js";
 
 export interface Row {
   readonly scenario: string;

@@ -13,7 +13,7 @@ export function percentile(values: readonly number[], p: number): number {
 /**
  * The ratio a / b from rounds in which both were measured seconds apart: the median of each round's own
  * ratio, so a slow stretch of a shared VM weighs on both targets of its round and not on one. `compare`
- * in main.ts runs even rounds forwards and odd ones in reverse, and the order itself showed (one target
+ * in compare.ts runs even rounds forwards and odd ones in reverse, and the order itself showed (one target
  * read 0.88–0.90× the other in every forward round and 0.94–0.97× in every reverse one): with rounds in
  * both orders the result is the geometric mean of the two orders' medians, so neither order outvotes the
  * other.

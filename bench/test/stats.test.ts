@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { median, pairedRatio, percentile } from "../../bench/stats.js";
+import { median, pairedRatio, percentile } from "../stats.js";
 
 describe("bench statistics", () => {
   it("takes nearest-rank percentiles and medians", () => {

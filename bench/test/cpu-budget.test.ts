@@ -1,7 +1,7 @@
 import { execFileSync } from "node:child_process";
 import { existsSync, readFileSync } from "node:fs";
 import { describe, expect, it } from "vitest";
-import { createCpuBudget } from "../../bench/cpu-budget.js";
+import { createCpuBudget } from "../cpu-budget.js";
 
 // Where no cgroup can be made (no root, no delegated subtree) the bench skips its budgeted scaling
 // check and says so; there is nothing to test here either.
