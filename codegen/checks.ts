@@ -75,6 +75,7 @@ function checkInterface(
       report([...path, "head"], `interface "${id}" is rest; its head needs a route`);
   }
   const trie = iface.routes ? checkRoutes(iface.routes, [...path, "routes"], report) : undefined;
+  checkWrites(iface, trie, [...path, "writes"], report);
   if (iface.head.route !== undefined) {
     const route = parseOrReport(iface.head.route, [...path, "head", "route"], report);
     if (route?.segments.some((s) => s.kind !== "static")) {
@@ -87,6 +88,25 @@ function checkInterface(
       report([...path, "head", "route"], `head route "${iface.head.route}" is not allowed by routes.shared`);
     }
   }
+}
+
+/** Each write is a method the interface allows, or a route (`METHOD /path`) its routes reach. */
+function checkWrites(iface: InterfaceSpec, trie: TrieNode | undefined, path: YamlPath, report: Report): void {
+  const allowed = new Set(METHOD_GROUPS.flatMap((group) => iface.methods?.[group] ?? []));
+  (iface.writes ?? []).forEach((text, i) => {
+    if (!isRouteText(text)) {
+      if (!allowed.has(text)) report([...path, i], `write "${text}" is not a method this interface allows`);
+      return;
+    }
+    const route = parseOrReport(text, [...path, i], report);
+    if (route !== undefined && (trie === undefined || !reaches(trie, route)))
+      report([...path, i], `write "${text}" is not a route this interface allows`);
+  });
+}
+
+/** A write names a route (`POST /transactions`) or, without a path, a JSON-RPC method. */
+export function isRouteText(text: string): boolean {
+  return /^[A-Z|]+ \//.test(text);
 }
 
 function checkMethods(methods: MethodGroups, path: YamlPath, report: Report): void {

@@ -158,9 +158,11 @@ function policyLiteral(policy: PolicyModel, model: RegistryModel): string {
       batch: ${rule.batch},
       plainTextBody: ${rule.plainTextBody === true},
       methods: new Map<string, MethodAccess>([${methods.join(",\n")}]),
+      writes: new Set<string>(${literal(policy.writes)}),
     }`);
   }
   if (policy.routes !== undefined) parts.push(`routes: ${trieLiteral(policy.routes)}`);
+  if (policy.writeRoutes !== undefined) parts.push(`writeRoutes: ${trieLiteral(policy.writeRoutes)}`);
   return `{ ${parts.join(",\n")} }`;
 }
 
@@ -180,7 +182,9 @@ function trieLiteral(node: TrieNode): string {
 
 function endpointLiteral(endpoint: EndpointModel): string {
   const { mounts, ...plain } = endpoint;
-  const mountList = mounts.map((m) => `{ path: ${JSON.stringify(m.path)}, policy: ${policyName(m.policy)} }`);
+  const mountList = mounts.map(
+    (m) => `{ path: ${JSON.stringify(m.path)}, policy: ${policyName(m.policy)}, head: ${literal(m.head)} }`,
+  );
   const fields = Object.entries(plain).map(([key, value]) => `${key}: ${literal(value)}`);
   return `{ ${fields.join(", ")}, mounts: [${mountList.join(", ")}] }`;
 }

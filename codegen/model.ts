@@ -1,5 +1,6 @@
+import { matchRoute } from "../src/registry/match-route.js";
 import type { Family, HeadCall, HttpMethod, MethodAccess } from "../src/registry/types.js";
-import { checkRegistry } from "./checks.js";
+import { checkRegistry, isRouteText } from "./checks.js";
 import { type LoadedRegistry, loadRegistry, RegistryError } from "./load.js";
 import type { EnvelopeRule, HeadSpec, InterfaceSpec, RegistrySpec } from "./registry-types.js";
 import { emptyTrie, insertRoute, parseRouteTemplate, type TrieNode } from "./route-template.js";
@@ -12,6 +13,10 @@ export interface PolicyModel {
   readonly envelope?: string;
   readonly methods: readonly (readonly [string, MethodAccess])[];
   readonly routes?: TrieNode;
+  /** Methods that submit something (registry `writes`). */
+  readonly writes: readonly string[];
+  /** Routes that submit something, compiled like `routes`. */
+  readonly writeRoutes?: TrieNode;
 }
 
 export interface EndpointModel {
@@ -24,8 +29,9 @@ export interface EndpointModel {
   readonly public: boolean;
   readonly chainId?: number;
   readonly family: Family;
-  readonly mounts: readonly { readonly path: string; readonly policy: string }[];
+  readonly mounts: readonly { readonly path: string; readonly policy: string; readonly head: HeadCall }[];
   readonly head: HeadCall;
+  readonly blockTimeSeconds: number;
   readonly dedicatedOnly: readonly { readonly name: string; readonly paths: readonly string[] }[];
 }
 
@@ -60,7 +66,14 @@ function normalise(loaded: LoadedRegistry): RegistryModel {
         const ids = typeof mount.interface === "string" ? [mount.interface] : mount.interface;
         const id = ids.join("+");
         if (!policies.has(id)) policies.set(id, mergePolicy(id, ids, spec));
-        return { path: mount.path, policy: id };
+        // The network's own head call replaces the head of the mount that serves it (codegen checks that
+        // one does); every other mount is probed with its first interface's.
+        const own =
+          network.head && serves(policies.get(id) as PolicyModel, toHeadCall(network.head))
+            ? network.head
+            : undefined;
+        const head = toHeadCall(own ?? (spec.interfaces[ids[0] as string] as InterfaceSpec).head);
+        return { path: mount.path, policy: id, head };
       });
     // The network's interface style (spec §1.2) comes from its interfaces as the registry declares them;
     // a JSON-RPC interface that also carries HTTP routes is still a JSON-RPC network.
@@ -104,6 +117,7 @@ function normalise(loaded: LoadedRegistry): RegistryModel {
         mounts,
         head,
         dedicatedOnly: network.dedicatedOnly ?? [],
+        blockTimeSeconds: network.blockTime,
       });
     }
   }
@@ -126,7 +140,16 @@ function mergePolicy(id: string, ids: readonly string[], spec: RegistrySpec): Po
   const first = interfaces[0] as InterfaceSpec;
   const methods = new Map<string, MethodAccess>();
   let routes: TrieNode | undefined;
+  let writeRoutes: TrieNode | undefined;
+  const writes = new Set<string>();
   for (const iface of interfaces) {
+    for (const text of iface.writes ?? []) {
+      if (!isRouteText(text)) writes.add(text);
+      else {
+        writeRoutes ??= emptyTrie();
+        insertRoute(writeRoutes, parseRouteTemplate(text), "shared");
+      }
+    }
     for (const access of ["shared", "dedicated", "websocket", "subscribe", "unsubscribe"] as const) {
       for (const name of iface.methods?.[access] ?? []) if (!methods.has(name)) methods.set(name, access);
     }
@@ -145,7 +168,17 @@ function mergePolicy(id: string, ids: readonly string[], spec: RegistrySpec): Po
     ...(first.envelope === undefined ? {} : { envelope: first.envelope }),
     methods: [...methods.entries()],
     ...(routes === undefined ? {} : { routes }),
+    writes: [...writes],
+    ...(writeRoutes === undefined ? {} : { writeRoutes }),
   };
+}
+
+/** Whether a mount's merged policy serves a head call: its method, or a route its trie reaches. */
+function serves(policy: PolicyModel, head: HeadCall): boolean {
+  if (head.kind === "jsonrpc") return policy.methods.some(([name]) => name === head.method);
+  if (policy.routes === undefined) return false;
+  const segments = head.path.split("/").filter((s) => s !== "");
+  return matchRoute(policy.routes, head.method, segments).kind === "match";
 }
 
 function toHeadCall(head: HeadSpec): HeadCall {

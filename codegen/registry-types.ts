@@ -43,6 +43,8 @@ export interface InterfaceSpec {
   envelope?: string;
   methods?: MethodGroups;
   routes?: RouteGroups;
+  /** Methods and routes that submit something: the gateway never sends one of them to a node twice. */
+  writes?: string[];
   head: HeadSpec;
 }
 
@@ -70,6 +72,8 @@ export interface NetworkSpec {
   testnets?: string[];
   /** Why the endpoints declare no chainId although their interface serves eth_chainId. */
   noChainId?: string;
+  /** Seconds between blocks (one unit of the head call's height), for the lag threshold in seconds. */
+  blockTime: number;
   mounts: MountSpec[];
   head?: HeadSpec;
   dedicatedOnly?: { name: string; paths: string[] }[];

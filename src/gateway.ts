@@ -9,6 +9,7 @@ import { HttpExchange } from "./pipeline/http.js";
 import { Stages } from "./pipeline/stages.js";
 import type { Endpoint } from "./registry/types.js";
 import { poolPerOrigin } from "./upstream/policy.js";
+import { Prober } from "./upstream/prober.js";
 import { type DispatcherFactory, UpstreamTable } from "./upstream/upstreams.js";
 import { WebSocketGateway } from "./ws/upgrade.js";
 
@@ -40,10 +41,28 @@ export function createGateway(options: GatewayOptions): Gateway {
   const { config } = options;
   const { limits } = config;
   const logger = options.logger ?? createLogger(config.log.level);
-  const upstreams = new UpstreamTable(config, options.dispatcherFactory ?? poolPerOrigin);
+  const endpoints = options.endpoints ?? endpointsByLabel;
+  const upstreams = new UpstreamTable(
+    config,
+    endpoints,
+    options.dispatcherFactory ?? poolPerOrigin,
+    (group, upstream, from, to, reason) => {
+      // Leaving rotation is what an operator must see; coming back is news.
+      logger.log(to === "healthy" ? "info" : "warn", "upstream state", {
+        label: group.label,
+        mount: group.mount,
+        upstream: upstream.name,
+        from,
+        to,
+        reason,
+      });
+      if (to === "failing") websockets.upstreamFailed(upstream);
+    },
+  );
+  const prober = new Prober(upstreams, endpoints, config.health);
   const stages = new Stages({
     config,
-    endpoints: options.endpoints ?? endpointsByLabel,
+    endpoints,
     keys: options.keys,
     upstreams,
     ...(options.limiter === undefined ? {} : { limiter: options.limiter }),
@@ -64,6 +83,7 @@ export function createGateway(options: GatewayOptions): Gateway {
   );
   const websockets = new WebSocketGateway(config, stages, logger);
   server.on("upgrade", websockets.handleUpgrade);
+  prober.start();
   // One more than the limit, so a request over it is seen and refused rather than silently truncated.
   server.maxHeadersCount = limits.maxHeaders + 1;
   server.timeout = limits.socketIdleTimeoutMs;
@@ -76,6 +96,7 @@ export function createGateway(options: GatewayOptions): Gateway {
     upstreams,
     closeConnectionsOf: (keyId) => websockets.closeKey(keyId),
     async close() {
+      prober.stop();
       websockets.close();
       await new Promise<void>((resolve) => {
         server.close(() => resolve());

@@ -1,4 +1,4 @@
-import type { AccountsConfig, GatewayConfig, Limits } from "./types.js";
+import type { AccountsConfig, GatewayConfig, HealthConfig, Limits } from "./types.js";
 
 // The limits trusted proxies use (Node's and undici's own defaults replaced where they are unbounded or
 // minutes long; nginx, Envoy and proxyd for the sizes); docs/configuration.md lists each with what it bounds.
@@ -19,6 +19,9 @@ export const DEFAULT_LIMITS: Limits = {
     bodyTimeoutMs: 10_000,
     maxResponseBytes: 16 * 1024 * 1024,
     connections: 64,
+    deadlineMs: 10_000,
+    hedgeMinMs: 250,
+    hedgeMaxMs: 2_000,
   },
   publicRate: { perSecond: 10, burst: 20 },
   ws: {
@@ -32,6 +35,16 @@ export const DEFAULT_LIMITS: Limits = {
     idleTimeoutMs: 120_000,
     handshakeTimeoutMs: 10_000,
   },
+};
+
+export const DEFAULT_HEALTH: HealthConfig = {
+  probeIntervalMs: 2_000,
+  probeTimeoutMs: 1_500,
+  failAfter: 3,
+  recoverAfter: 2,
+  maxLagBlocks: 2,
+  maxLagSeconds: 30,
+  labels: {},
 };
 
 export const DEFAULT_ACCOUNTS: AccountsConfig = {
@@ -57,6 +70,8 @@ export const DEFAULT_CONFIG: GatewayConfig = {
     dedicatedNodeUrl: "https://example.com/dashboard/dedicated-nodes",
   },
   upstreams: {},
+  health: DEFAULT_HEALTH,
+  operator: { listen: { host: "127.0.0.1", port: 8082 } },
   limits: DEFAULT_LIMITS,
   defaultRate: { perSecond: 50, burst: 100 },
   keys: [],

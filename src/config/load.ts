@@ -5,8 +5,9 @@ import { parse } from "yaml";
 import { validateConfig as validate } from "../../generated/config-validator.js";
 import { packageRoot } from "../package-root.js";
 import type { Endpoint } from "../registry/types.js";
-import { DEFAULT_ACCOUNTS, DEFAULT_CONFIG, DEFAULT_LIMITS } from "./defaults.js";
-import type { AccountsConfig, GatewayConfig, Limits } from "./types.js";
+import { DEFAULT_ACCOUNTS, DEFAULT_CONFIG, DEFAULT_HEALTH, DEFAULT_LIMITS } from "./defaults.js";
+import type { AccountsConfig, GatewayConfig, HealthConfig, Limits, UpstreamSpec } from "./types.js";
+import { upstreamName } from "./upstream-name.js";
 
 /** The embedded default deployment that `npm start` runs: deploy/local.yaml. */
 export const EMBEDDED_CONFIG = join(packageRoot(), "deploy/local.yaml");
@@ -45,11 +46,26 @@ export function loadConfig(
     upstream: { ...DEFAULT_LIMITS.upstream, ...partial.limits?.upstream },
     ws: { ...DEFAULT_LIMITS.ws, ...partial.limits?.ws },
   };
-  const { accounts, ...rest } = partial as Partial<GatewayConfig> & { accounts?: Partial<AccountsConfig> };
+  const { accounts, health, operator, ...rest } = partial as Partial<GatewayConfig> & {
+    accounts?: Partial<AccountsConfig>;
+    health?: Partial<HealthConfig>;
+    operator?: { listen?: Partial<{ host: string; port: number }> } | null;
+  };
   let config: GatewayConfig = {
     ...DEFAULT_CONFIG,
     ...rest,
     limits,
+    health: { ...DEFAULT_HEALTH, ...health, labels: { ...health?.labels } },
+    // `operator: null` turns the operator API off
+    operator:
+      operator === null
+        ? undefined
+        : {
+            listen: {
+              ...(DEFAULT_CONFIG.operator?.listen ?? { host: "127.0.0.1", port: 8082 }),
+              ...operator?.listen,
+            },
+          },
     ...(accounts === undefined
       ? {}
       : {
@@ -84,6 +100,10 @@ function applyEnvironment(config: GatewayConfig, env: NodeJS.ProcessEnv): Gatewa
       port: env.GATEWAY_PORT === undefined ? config.listen.port : Number(env.GATEWAY_PORT),
     },
     log: level === undefined ? config.log : { ...config.log, level },
+    operator:
+      config.operator === undefined || !env.GATEWAY_OPERATOR_PORT
+        ? config.operator
+        : { listen: { ...config.operator.listen, port: Number(env.GATEWAY_OPERATOR_PORT) } },
     workers: workersFrom(env.GATEWAY_WORKERS, config.workers),
   };
 }
@@ -94,6 +114,17 @@ function checkLabels(config: GatewayConfig, endpoints: ReadonlyMap<string, Endpo
     if (!endpoints.has(label)) problems.push(`${where}: "${label}" is not a label of the registry`);
   };
   for (const label of Object.keys(config.upstreams)) known(label, "upstreams");
+  for (const label of Object.keys(config.health.labels)) known(label, "health.labels");
+  for (const [label, upstreams] of Object.entries(config.upstreams)) {
+    // The operator API and the logs tell upstreams apart by name.
+    const lists = Array.isArray(upstreams) ? [upstreams] : Object.values(upstreams);
+    for (const list of lists as (string | UpstreamSpec)[][]) {
+      const names = list.map(upstreamName);
+      const twice = names.find((name, i) => names.indexOf(name) !== i);
+      if (twice !== undefined)
+        problems.push(`upstreams.${label}: two upstreams are named "${twice}"; give each a name`);
+    }
+  }
   for (const node of config.localNodes) known(node.label, "localNodes");
   for (const [host, label] of Object.entries(config.publicHosts)) {
     known(label, `publicHosts.${host}`);

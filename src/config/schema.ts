@@ -20,12 +20,24 @@ const upstream = {
         url: { type: "string", pattern: "^https?://" },
         ws: { type: "string", pattern: "^wss?://" },
         headers: { type: "object", additionalProperties: { type: "string" } },
+        name: { type: "string", pattern: "^[A-Za-z0-9._:/-]{1,100}$" },
+        tier: { enum: ["primary", "fallback"] },
+        weight: { type: "number", exclusiveMinimum: 0, maximum: 1000 },
       },
     },
   ],
 } as const;
 
 const ms = { type: "integer", minimum: 1 } as const;
+
+const healthFields = {
+  probeIntervalMs: { type: "integer", minimum: 0 },
+  probeTimeoutMs: ms,
+  failAfter: { type: "integer", minimum: 1 },
+  recoverAfter: { type: "integer", minimum: 1 },
+  maxLagBlocks: { type: "integer", minimum: 0 },
+  maxLagSeconds: { type: "number", minimum: 0 },
+} as const;
 
 export const configSchema = {
   type: "object",
@@ -76,6 +88,9 @@ export const configSchema = {
             bodyTimeoutMs: ms,
             maxResponseBytes: ms,
             connections: ms,
+            deadlineMs: ms,
+            hedgeMinMs: ms,
+            hedgeMaxMs: ms,
           },
         },
         publicRate: rate,
@@ -95,6 +110,34 @@ export const configSchema = {
           },
         },
       },
+    },
+    health: {
+      type: "object",
+      additionalProperties: false,
+      properties: {
+        ...healthFields,
+        labels: {
+          type: "object",
+          additionalProperties: { type: "object", additionalProperties: false, properties: healthFields },
+        },
+      },
+    },
+    operator: {
+      anyOf: [
+        { type: "null" },
+        {
+          type: "object",
+          additionalProperties: false,
+          required: ["listen"],
+          properties: {
+            listen: {
+              type: "object",
+              additionalProperties: false,
+              properties: { host: { type: "string" }, port: { type: "integer", minimum: 0, maximum: 65535 } },
+            },
+          },
+        },
+      ],
     },
     defaultRate: rate,
     keys: {

@@ -4,6 +4,33 @@ export interface UpstreamSpec {
   /** The node's WebSocket URL when it is not the HTTP URL with a ws:// or wss:// scheme. */
   readonly ws?: string;
   readonly headers?: Readonly<Record<string, string>>;
+  /** How logs and the operator API name it; its origin and base path without credentials by default. */
+  readonly name?: string;
+  /** `fallback` nodes serve only while no `primary` (the default) is in rotation. */
+  readonly tier?: "primary" | "fallback";
+  /** Its share of its tier's traffic, all else equal (1 by default). */
+  readonly weight?: number;
+}
+
+/** How upstreams are probed and judged (docs/upstreams.md). */
+export interface HealthConfig {
+  /**
+   * Time between two probes of one upstream, with ±20% jitter. 0 turns probing off, and with it taking
+   * nodes out of rotation: nothing would bring a failing node back.
+   */
+  readonly probeIntervalMs: number;
+  /** A probe's own timeout. */
+  readonly probeTimeoutMs: number;
+  /** Live calls that fail in a row before a node is failing. */
+  readonly failAfter: number;
+  /** Good probes in a row before a failing or lagging node is back in rotation. */
+  readonly recoverAfter: number;
+  /** A node is lagging when it is more than this many blocks behind the best head... */
+  readonly maxLagBlocks: number;
+  /** ...and more than this many seconds of the network's blocks. */
+  readonly maxLagSeconds: number;
+  /** Per label: any of the fields above. */
+  readonly labels: Readonly<Record<string, Partial<Omit<HealthConfig, "labels">>>>;
 }
 
 /** A label's upstreams: one list for the whole endpoint, or one list per registry mount path. */
@@ -35,6 +62,11 @@ export interface Limits {
     readonly bodyTimeoutMs: number;
     readonly maxResponseBytes: number;
     readonly connections: number;
+    /** One call's whole budget, over every attempt, until an answer's headers arrive. */
+    readonly deadlineMs: number;
+    /** Bounds of a read's wait before it is tried on another node too, derived from the node's latency. */
+    readonly hedgeMinMs: number;
+    readonly hedgeMaxMs: number;
   };
   readonly publicRate: RateSpec;
   readonly ws: WebSocketLimits;
@@ -75,6 +107,9 @@ export interface GatewayConfig {
   readonly trustedProxies: readonly string[];
   readonly support: { readonly email: string; readonly dedicatedNodeUrl: string };
   readonly upstreams: Readonly<Record<string, LabelUpstreams>>;
+  readonly health: HealthConfig;
+  /** The operator API (GET /upstreams, cordon): off the public port, on loopback by default. */
+  readonly operator: { readonly listen: { readonly host: string; readonly port: number } } | undefined;
   readonly limits: Limits;
   readonly defaultRate: RateSpec;
   /** Keys known without an account store (tests, a local demo). */

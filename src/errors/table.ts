@@ -5,7 +5,8 @@
 // JSON-RPC numbers, in four blocks:
 // - JSON-RPC 2.0's own where one fits: -32700, -32600, -32601, -32603;
 // - EIP-1474's -32005 "limit exceeded" for every rate and capacity limit;
-// - -32011..-32021 for upstream and size failures, the numbers proxyd gives the same failures;
+// - -32011..-32022 for upstream and size failures: the numbers proxyd gives the same failures, and
+//   -32022 for the one it has no number for, a write the node did not confirm;
 // - -32040..-32049, the gateway's own block, for keys and plans (-32040..-32044 in use).
 // Codes of the self-service API (its rows at the end) have no JSON-RPC number: that API speaks REST only.
 
@@ -79,6 +80,11 @@ export const ERRORS = {
     status: 502,
     rpc: -32020,
     message: "The upstream response is larger than the gateway allows",
+  },
+  WRITE_NOT_CONFIRMED: {
+    status: 502,
+    rpc: -32022,
+    message: "The upstream node took the write but did not confirm it; it was not sent again",
   },
   CLIENT_CLOSED: { status: 499, rpc: -32603, message: "The client went away before the answer" },
   INTERNAL: { status: 500, rpc: -32603, message: "Internal gateway error" },

@@ -60,6 +60,8 @@ export interface Outgoing {
   readonly body: string | Buffer | undefined;
   /** A long-lived stream (a REST monitor route): no body timeout or size cap, chunks flushed at once. */
   readonly stream: boolean;
+  /** It submits something (the registry's `writes`): the upstream policy never sends it twice. */
+  readonly write: boolean;
 }
 
 /** What the families read from the deployment config. */

@@ -45,11 +45,13 @@ class JsonRpcRequest implements RoutedRequest {
   readonly #req: IncomingMessage;
   readonly #rules: CallRules;
   readonly #settings: FamilySettings;
+  readonly #writes: ReadonlySet<string>;
 
   constructor(req: IncomingMessage, rules: CallRules, settings: FamilySettings) {
     this.#req = req;
     this.#rules = rules;
     this.#settings = settings;
+    this.#writes = rules.policy.writes;
   }
 
   authorize(body: Buffer): Authorized {
@@ -63,7 +65,9 @@ class JsonRpcRequest implements RoutedRequest {
         cost: 1,
         replyId,
         answer: only.ok ? undefined : { status: ERRORS[only.code].status, body: only.json },
-        outgoing: only.ok ? post(sendableAsReceived(text, checked) ? body : only.json) : undefined,
+        outgoing: only.ok
+          ? post(sendableAsReceived(text, checked) ? body : only.json, this.#writes.has(only.method))
+          : undefined,
         refusals: undefined,
         method: only.ok ? only.method : undefined,
         route: undefined,
@@ -73,9 +77,12 @@ class JsonRpcRequest implements RoutedRequest {
     }
     const passed = checked.filter((call): call is PassedCall => call.ok);
     const refused = checked.flatMap((call) => (call.ok ? [] : [call.json]));
+    // A batch with one write in it is a write: the node gets it once.
+    const write = passed.some((call) => this.#writes.has(call.method));
     let outgoing: Outgoing | undefined;
-    if (refused.length === 0) outgoing = post(sendableAsReceived(text, checked) ? body : batchOf(passed));
-    else if (passed.length > 0) outgoing = post(batchOf(passed));
+    if (refused.length === 0)
+      outgoing = post(sendableAsReceived(text, checked) ? body : batchOf(passed), write);
+    else if (passed.length > 0) outgoing = post(batchOf(passed), write);
     return {
       cost: checked.length,
       replyId,
@@ -91,8 +98,8 @@ class JsonRpcRequest implements RoutedRequest {
   }
 }
 
-function post(body: string | Buffer): Outgoing {
-  return { method: "POST", headers: UPSTREAM_HEADERS, body, stream: false };
+function post(body: string | Buffer, write: boolean): Outgoing {
+  return { method: "POST", headers: UPSTREAM_HEADERS, body, stream: false, write };
 }
 
 export function batchOf(calls: readonly PassedCall[]): string {

@@ -49,7 +49,10 @@ export function routeRest(req: IncomingMessage, mounted: Mounted, settings: Fami
       ...dedicatedPointer(settings.support),
     });
   }
-  return new RestRequest(req, method as Dispatcher.HttpMethod, match.access === "stream");
+  const { writeRoutes } = mounted.mount.policy;
+  const write =
+    writeRoutes !== undefined && matchRoute(writeRoutes, method, mounted.segments).kind === "match";
+  return new RestRequest(req, method as Dispatcher.HttpMethod, match.access === "stream", write);
 }
 
 class RestRequest implements RoutedRequest {
@@ -57,11 +60,13 @@ class RestRequest implements RoutedRequest {
   readonly #req: IncomingMessage;
   readonly #method: Dispatcher.HttpMethod;
   readonly #stream: boolean;
+  readonly #write: boolean;
 
-  constructor(req: IncomingMessage, method: Dispatcher.HttpMethod, stream: boolean) {
+  constructor(req: IncomingMessage, method: Dispatcher.HttpMethod, stream: boolean, write: boolean) {
     this.#req = req;
     this.#method = method;
     this.#stream = stream;
+    this.#write = write;
     this.readsBody = WITH_BODY.has(method);
   }
 
@@ -83,6 +88,7 @@ class RestRequest implements RoutedRequest {
         headers,
         body: this.readsBody ? body : undefined,
         stream: this.#stream,
+        write: this.#write,
       },
       refusals: undefined,
       method: undefined,

@@ -10,7 +10,6 @@ import { mergeBatchAnswer } from "../jsonrpc/merge.js";
 import { AccessLine, type Logger } from "../log.js";
 import type { WholeAnswer } from "../upstream/buffered-answer.js";
 import { fetchWhole, relayAnswer, type UpstreamCall } from "../upstream/policy.js";
-import type { Upstream } from "../upstream/upstreams.js";
 import type { Mounted, Stages } from "./stages.js";
 
 const NO_BODY = Buffer.alloc(0);
@@ -98,7 +97,7 @@ export class HttpExchange {
       if (call.stream) this.#req.socket.setTimeout(0);
       // 7: a partial batch's answer is read whole and merged; any other streams through
       if (authorized.refusals !== undefined) this.#relayMerged(call, authorized.refusals, replyId);
-      else relayAnswer(call, this.#res, this.#onAttempt, (error) => this.#end(error, replyId));
+      else relayAnswer(call, this.#res, this.#access, (error) => this.#end(error, replyId));
     } catch (error) {
       this.#end(error, replyId);
     }
@@ -106,7 +105,7 @@ export class HttpExchange {
 
   /** 7, for a partial batch: the node answers the calls that passed, and the refusals join its array. */
   #relayMerged(call: UpstreamCall, refusals: readonly string[], replyId: string): void {
-    fetchWhole(call, this.#res, this.#onAttempt, (error, answer?: WholeAnswer) => {
+    fetchWhole(call, this.#res, this.#access, (error, answer?: WholeAnswer) => {
       if (error !== undefined || answer === undefined) return this.#end(error, replyId);
       const text = answer.body.toString("utf8");
       // Only notifications went upstream, and nodes answer those with no body (JSON-RPC 2.0 §6).
@@ -128,10 +127,6 @@ export class HttpExchange {
     access.batch = authorized.batch;
     access.refused = authorized.refused;
   }
-
-  readonly #onAttempt = (upstream: Upstream): void => {
-    this.#access.upstream = upstream.name;
-  };
 
   /**
    * Ends the request once, whichever way it ends. A second call can only be a throw after the relay

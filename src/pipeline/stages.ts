@@ -143,6 +143,8 @@ export class Stages {
       headers: outgoing.headers,
       body: outgoing.body,
       stream: outgoing.stream,
+      write: outgoing.write,
+      limits: this.#config.limits.upstream,
       // A stream stays open while the node pushes: it has no size cap, as it has no end.
       maxBytes: outgoing.stream ? Number.POSITIVE_INFINITY : this.#config.limits.upstream.maxResponseBytes,
     };

@@ -1,13 +1,26 @@
-import cluster from "node:cluster";
+import cluster, { type Worker } from "node:cluster";
+import type { Server } from "node:http";
 import type { GatewayConfig, LabelUpstreams } from "../config/types.js";
 import { createGateway } from "../gateway.js";
 import type { CachedKeyStore } from "../keys/key-cache.js";
 import { listen } from "../lifecycle.js";
 import type { Logger } from "../log.js";
+import type { UpstreamTable } from "../upstream/upstreams.js";
 import { openKeyStores } from "./key-stores.js";
+import {
+  type CordonRequest,
+  cordonIn,
+  createOperatorApi,
+  localView,
+  type ProcessReport,
+  reportOf,
+  type UpstreamView,
+} from "./operator.js";
 
 export interface RunningProxy {
   readonly port: number;
+  /** The operator API's port; undefined when the config has no operator listener. */
+  readonly operatorPort: number | undefined;
   /** This process's cache of the account store; undefined when workers serve, or without a store. */
   readonly accountKeys: CachedKeyStore | undefined;
   close(): Promise<void>;
@@ -18,7 +31,8 @@ const UPSTREAMS_VARIABLE = "GATEWAY_PRIMARY_UPSTREAMS";
 
 /**
  * Runs the proxy on `config.listen`: in this process, or as `config.workers` node:cluster workers that
- * share the listening socket. A worker runs the entry point its primary ran, which calls this again.
+ * share the listening socket. A worker runs the entry point its primary ran, which calls this again. The
+ * operator API runs once: in this process, or in the primary, which asks the workers.
  */
 export function runProxy(config: GatewayConfig, logger: Logger): Promise<RunningProxy> {
   if (cluster.isPrimary && config.workers > 1) return forkWorkers(config, logger);
@@ -30,11 +44,19 @@ async function serveHere(config: GatewayConfig, logger: Logger): Promise<Running
   const gateway = createGateway({ config, keys: keys.store, logger });
   keys.accounts?.onWithdrawn((keyId) => gateway.closeConnectionsOf(keyId));
   const port = await listen(gateway.server, config.listen.port, config.listen.host);
+  let operator: Server | undefined;
+  if (cluster.isWorker) answerPrimary(gateway.upstreams);
+  else if (config.operator !== undefined) operator = createOperatorApi(localView(gateway.upstreams), logger);
+  const operatorPort =
+    operator &&
+    config.operator &&
+    (await listen(operator, config.operator.listen.port, config.operator.listen.host));
   return {
     port,
+    operatorPort,
     accountKeys: keys.accounts,
     async close() {
-      await gateway.close();
+      await Promise.all([closeServer(operator), gateway.close()]);
       keys.close();
     },
   };
@@ -44,10 +66,23 @@ async function serveHere(config: GatewayConfig, logger: Logger): Promise<Running
 function forkWorkers(config: GatewayConfig, logger: Logger): Promise<RunningProxy> {
   return new Promise((resolve, reject) => {
     let listening = 0;
-    cluster.on("listening", (_worker, address) => {
+    cluster.on("listening", async (_worker, address) => {
       listening += 1;
-      if (listening === config.workers)
-        resolve({ port: address.port, accountKeys: undefined, close: stopWorkers });
+      if (listening !== config.workers) return;
+      const operator = config.operator && createOperatorApi(workersView(), logger);
+      const operatorPort =
+        operator &&
+        config.operator &&
+        (await listen(operator, config.operator.listen.port, config.operator.listen.host));
+      resolve({
+        port: address.port,
+        operatorPort,
+        accountKeys: undefined,
+        close: async () => {
+          await closeServer(operator);
+          await stopWorkers();
+        },
+      });
     });
     cluster.on("exit", (worker, code, signal) => {
       if (listening < config.workers)
@@ -57,6 +92,49 @@ function forkWorkers(config: GatewayConfig, logger: Logger): Promise<RunningProx
     const env = { [UPSTREAMS_VARIABLE]: JSON.stringify(config.upstreams) };
     for (let i = 0; i < config.workers; i++) cluster.fork(env);
   });
+}
+
+type OperatorMessage =
+  | { readonly type: "gateway:upstreams"; readonly id: number }
+  | ({ readonly type: "gateway:cordon"; readonly id: number } & CordonRequest);
+
+/** A worker answers its primary's operator API over the cluster's IPC channel. */
+function answerPrimary(table: UpstreamTable): void {
+  process.on("message", (message: OperatorMessage) => {
+    if (message?.type === "gateway:upstreams") process.send?.({ id: message.id, value: reportOf(table) });
+    else if (message?.type === "gateway:cordon")
+      process.send?.({ id: message.id, value: cordonIn(table, message) });
+  });
+}
+
+let nextMessage = 0;
+
+/** The primary's view: every worker asked, each worker's health as its own entry. */
+function workersView(): UpstreamView {
+  const ask = <T>(worker: Worker, message: OperatorMessage): Promise<T> =>
+    new Promise((resolve) => {
+      const listener = (reply: { id?: number; value?: T }) => {
+        if (reply?.id !== message.id) return;
+        worker.off("message", listener);
+        resolve(reply.value as T);
+      };
+      worker.on("message", listener);
+      worker.send(message);
+    });
+  const workers = () =>
+    Object.values(cluster.workers ?? {}).filter((w): w is Worker => w !== undefined && !w.isDead());
+  return {
+    report: () =>
+      Promise.all(
+        workers().map((w) => ask<ProcessReport>(w, { type: "gateway:upstreams", id: ++nextMessage })),
+      ),
+    cordon: async (request) => {
+      const counts = await Promise.all(
+        workers().map((w) => ask<number>(w, { type: "gateway:cordon", id: ++nextMessage, ...request })),
+      );
+      return counts.reduce((a, b) => a + b, 0);
+    },
+  };
 }
 
 async function stopWorkers(): Promise<void> {
@@ -71,6 +149,14 @@ async function stopWorkers(): Promise<void> {
         }),
     ),
   );
+}
+
+function closeServer(server: Server | undefined): Promise<void> {
+  return new Promise((resolve) => {
+    if (server === undefined || !server.listening) return resolve();
+    server.close(() => resolve());
+    server.closeAllConnections();
+  });
 }
 
 function withPrimaryUpstreams(config: GatewayConfig): GatewayConfig {

@@ -46,6 +46,8 @@ export interface JsonRpcPolicy {
   /** Some dialects' nodes accept bodies sent with no Content-Type or as text/plain. */
   readonly plainTextBody: boolean;
   readonly methods: ReadonlyMap<string, MethodAccess>;
+  /** Methods that submit something (registry `writes`): never sent to a node twice. */
+  readonly writes: ReadonlySet<string>;
 }
 
 /** What one mount of an endpoint serves: a JSON-RPC dialect, REST routes, or both (a bridge's GET /health). */
@@ -60,12 +62,16 @@ export interface InterfacePolicy {
   readonly family: Family;
   readonly jsonrpc?: JsonRpcPolicy;
   readonly routes?: RouteNode;
+  /** The routes that submit something (registry `writes`), compiled like `routes`: never sent twice. */
+  readonly writeRoutes?: RouteNode;
 }
 
 export interface Mount {
   /** Path prefix under the key segment; mounts are ordered longest first. */
   readonly path: string;
   readonly policy: InterfacePolicy;
+  /** The head call of the mount's interface, which the prober asks this mount's upstreams. */
+  readonly head: HeadCall;
 }
 
 export type HeadEncoding = "integer" | "hex-quantity" | "decimal-string";
@@ -105,4 +111,6 @@ export interface Endpoint {
   readonly mounts: readonly Mount[];
   readonly head: HeadCall;
   readonly dedicatedOnly: readonly DedicatedOnlyInterface[];
+  /** Seconds between blocks (registry `blockTime`): what turns a lag in seconds into blocks. */
+  readonly blockTimeSeconds: number;
 }

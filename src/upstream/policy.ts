@@ -2,16 +2,19 @@ import type { ServerResponse } from "node:http";
 import type { Dispatcher } from "undici";
 import { WebSocket } from "ws";
 import type { Limits } from "../config/types.js";
-import { type ErrorCode, GatewayError } from "../errors/table.js";
+import { GatewayError } from "../errors/table.js";
 import { clientGone } from "../http/client-gone.js";
+import type { AttemptHandler } from "./attempt.js";
 import { BufferedAnswer, type WholeAnswer } from "./buffered-answer.js";
+import { type AttemptNote, CallRun, MAX_ATTEMPTS } from "./call-run.js";
 import { ResponseRelay } from "./response-relay.js";
 import { Pool } from "./undici-pool.js";
-import { type Upstream, type UpstreamGroup, upstreamPath } from "./upstreams.js";
+import type { Upstream, UpstreamGroup } from "./upstreams.js";
 
-// The upstream policy, composed here and nowhere else: which upstreams a call tries and in what order
-// (`inTurn`), when it moves on to the next, its timeouts, and its size caps. The HTTP relay, the merged
-// batch answer and the WebSocket upgrade all go through `inTurn`.
+// The upstream policy, composed here: a call's upstreams come from the group's choice (upstreams.ts),
+// its attempts, hedges, retries and deadline from CallRun (call-run.ts), its timeouts from the pool and
+// the limits, and its size cap from the plan. The HTTP relay, the merged batch and the WebSocket upgrade
+// all choose through the same group.
 
 /** One upstream call, as stage 6 (pipeline/stages.ts) planned it. */
 export interface UpstreamCall {
@@ -24,27 +27,15 @@ export interface UpstreamCall {
   readonly body: string | Buffer | undefined;
   /** A long-lived stream: no body timeout, chunks flushed as they arrive. */
   readonly stream: boolean;
+  /** It submits something (registry `writes`): never sent to a second node unless the first refused it. */
+  readonly write: boolean;
   /** Past this many answer bytes the call is aborted; Infinity for streams. */
   readonly maxBytes: number;
+  readonly limits: Limits["upstream"];
 }
-
-/** At most this many upstreams per call: the one in turn, and the next when that one could not be reached. */
-export const MAX_ATTEMPTS = 2;
-
-// Failures where the request cannot have reached the node: the only ones an HTTP call moves on after.
-const NOT_SENT = new Set([
-  "ECONNREFUSED",
-  "UND_ERR_CONNECT_TIMEOUT",
-  "ENOTFOUND",
-  "EHOSTUNREACH",
-  "EAI_AGAIN",
-]);
 
 /** Called once when a relay is over: with nothing when the answer went out whole, else with why not. */
 export type RelayDone = (error?: GatewayError) => void;
-
-/** Told of each upstream a call tries, for the access log. */
-export type OnAttempt = (upstream: Upstream) => void;
 
 /** One keep-alive undici Pool per upstream origin, with every timeout set (undici's defaults are 300 s). */
 export function poolPerOrigin(origin: string, limits: Limits["upstream"]): Dispatcher {
@@ -59,150 +50,123 @@ export function poolPerOrigin(origin: string, limits: Limits["upstream"]): Dispa
 }
 
 /**
- * 7. Relays the upstream's answer (status, passed headers, body) into `res` as it arrives, with
- * backpressure (response-relay.ts). Past `maxBytes` the upstream request is aborted and, once the status
- * line is out, the client's connection cut. A callback, not a promise: this is the data plane's hot path.
+ * 7. Relays the answer of the call's chosen upstream (status, passed headers, body) into `res` as it
+ * arrives, with backpressure (response-relay.ts). Past `maxBytes` the upstream request is aborted and, once
+ * the status line is out, the client's connection cut. A callback, not a promise: the data plane's hot path.
  */
 export function relayAnswer(
   call: UpstreamCall,
   res: ServerResponse,
-  onAttempt: OnAttempt,
+  note: AttemptNote,
   done: RelayDone,
 ): void {
-  inTurn<undefined>(
-    call.group,
-    (upstream, attempted) => {
-      onAttempt(upstream);
-      const settle = (error?: Error) => {
-        if (error === undefined || !res.headersSent) return attempted(error);
-        // The status line is gone: all that is left is to cut the connection.
-        const gone = clientGone(res);
-        res.destroy();
-        attempted(gone ? new GatewayError("CLIENT_CLOSED") : error);
-      };
-      upstream.dispatcher.dispatch(
-        dispatchOptions(upstream, call),
-        new ResponseRelay({ res, maxBytes: call.maxBytes, flushHeaders: call.stream, settle }),
-      );
-    },
-    (error) => notSent(error) && !res.headersSent && !clientGone(res),
-    done,
-  );
+  new RelayRun(call, res, note, done).start();
+}
+
+class RelayRun extends CallRun {
+  readonly #done: RelayDone;
+
+  constructor(call: UpstreamCall, res: ServerResponse, note: AttemptNote, done: RelayDone) {
+    super(call, res, note);
+    this.#done = done;
+  }
+
+  protected attempt(upstream: Upstream): AttemptHandler {
+    return new ResponseRelay(upstream, this.res, this, this.call.maxBytes, this.call.stream);
+  }
+
+  protected finished(error?: GatewayError): void {
+    const { res } = this;
+    if (error === undefined || !res.headersSent) {
+      this.#done(error);
+      return;
+    }
+    // The status line is gone: all that is left is to cut the connection.
+    const gone = clientGone(res);
+    res.destroy();
+    this.#done(gone ? new GatewayError("CLIENT_CLOSED") : error);
+  }
 }
 
 /** 7, for an answer the gateway must change before it goes out (a partial batch): read whole, up to the cap. */
 export function fetchWhole(
   call: UpstreamCall,
   res: ServerResponse,
-  onAttempt: OnAttempt,
+  note: AttemptNote,
   callback: (error: GatewayError | undefined, answer?: WholeAnswer) => void,
 ): void {
-  inTurn<WholeAnswer>(
-    call.group,
-    (upstream, attempted) => {
-      onAttempt(upstream);
-      upstream.dispatcher.dispatch(
-        dispatchOptions(upstream, call),
-        new BufferedAnswer(res, call.maxBytes, attempted),
-      );
-    },
-    (error) => notSent(error) && !clientGone(res),
-    callback,
-  );
+  new WholeRun(call, res, note, callback).start();
+}
+
+class WholeRun extends CallRun {
+  readonly #callback: (error: GatewayError | undefined, answer?: WholeAnswer) => void;
+  #taken: BufferedAnswer | undefined = undefined;
+
+  constructor(
+    call: UpstreamCall,
+    res: ServerResponse,
+    note: AttemptNote,
+    callback: (error: GatewayError | undefined, answer?: WholeAnswer) => void,
+  ) {
+    super(call, res, note);
+    this.#callback = callback;
+  }
+
+  protected attempt(upstream: Upstream): AttemptHandler {
+    return new BufferedAnswer(upstream, this.res, this, this.call.maxBytes);
+  }
+
+  override answered(attempt: AttemptHandler, statusCode: number): boolean {
+    const taken = super.answered(attempt, statusCode);
+    if (taken) this.#taken = attempt as BufferedAnswer;
+    return taken;
+  }
+
+  protected finished(error?: GatewayError): void {
+    this.#callback(error, error === undefined ? this.#taken?.answer : undefined);
+  }
 }
 
 /**
- * The upstream socket of a WebSocket connection, opened before the client's handshake completes. A
- * socket that does not open has carried no call, so the next upstream is tried whatever the failure,
- * while the client still waits (`wanted`).
+ * The upstream socket of a WebSocket connection, opened before the client's handshake completes, on the
+ * group's chosen upstream. A socket that does not open has carried no call, so the next upstream is tried
+ * whatever the failure, while the client still waits (`wanted`).
  */
 export function openWebSocket(
   group: UpstreamGroup,
   limits: Limits,
   wanted: () => boolean,
-  callback: (error: GatewayError | undefined, socket?: WebSocket) => void,
+  callback: (error: GatewayError | undefined, socket?: WebSocket, upstream?: Upstream) => void,
 ): void {
-  inTurn<WebSocket>(
-    group,
-    (upstream, attempted) => {
-      const socket = new WebSocket(upstream.wsUrl, {
-        perMessageDeflate: false,
-        handshakeTimeout: limits.ws.handshakeTimeoutMs,
-        maxPayload: limits.upstream.maxResponseBytes,
-        headers: { ...upstream.headers },
-      });
-      socket.once("open", () => attempted(undefined, socket));
-      socket.once("error", (error: Error) => {
-        socket.terminate();
-        const timedOut = /timed out/i.test(error.message);
-        attempted(
-          new GatewayError(timedOut ? "UPSTREAM_TIMEOUT" : "NO_UPSTREAM", {
-            reason: "the upstream WebSocket did not open",
-          }),
-        );
-      });
-    },
-    wanted,
-    callback,
-  );
-}
-
-/**
- * Tries the group's upstreams in the order it gives, at most MAX_ATTEMPTS of them, moving on only when
- * `retryable` says the failure left nothing behind. `callback` gets the value, or the last failure as a
- * GatewayError.
- */
-function inTurn<T>(
-  group: UpstreamGroup,
-  attempt: (upstream: Upstream, done: (error: Error | undefined, value?: T) => void) => void,
-  retryable: (error: Error) => boolean,
-  callback: (error: GatewayError | undefined, value?: T) => void,
-): void {
-  const order = group.order();
+  const order = group.choose();
+  if (order.length === 0) {
+    callback(
+      new GatewayError("NO_UPSTREAM", { reason: "every upstream of this network is out of rotation" }),
+    );
+    return;
+  }
   const attempts = Math.min(order.length, MAX_ATTEMPTS);
   let tried = 0;
-  const done = (error: Error | undefined, value?: T) => {
-    if (error === undefined) return callback(undefined, value);
-    if (tried < attempts && retryable(error)) return next();
-    callback(toGatewayError(error));
-  };
-  const next = () => {
-    try {
-      attempt(order[tried++] as Upstream, done);
-    } catch (error) {
-      done(error as Error);
-    }
+  const next = (): void => {
+    const upstream = order[tried++] as Upstream;
+    const socket = new WebSocket(upstream.wsUrl, {
+      perMessageDeflate: false,
+      handshakeTimeout: limits.ws.handshakeTimeoutMs,
+      maxPayload: limits.upstream.maxResponseBytes,
+      headers: { ...upstream.headers },
+    });
+    socket.once("open", () => callback(undefined, socket, upstream));
+    socket.once("error", (error: Error) => {
+      socket.terminate();
+      const timedOut = /timed out/i.test(error.message);
+      upstream.health.failed(timedOut ? "timeout" : "refused", error.message);
+      if (tried < attempts && wanted()) return next();
+      callback(
+        new GatewayError(timedOut ? "UPSTREAM_TIMEOUT" : "NO_UPSTREAM", {
+          reason: "the upstream WebSocket did not open",
+        }),
+      );
+    });
   };
   next();
-}
-
-function notSent(error: Error): boolean {
-  return !(error instanceof GatewayError) && NOT_SENT.has(errorCode(error));
-}
-
-function dispatchOptions(upstream: Upstream, call: UpstreamCall): Dispatcher.DispatchOptions {
-  return {
-    method: call.method,
-    path: upstreamPath(upstream, call.path, call.query),
-    headers: upstream.hasHeaders ? { ...call.headers, ...upstream.headers } : call.headers,
-    body: call.body ?? null,
-    // null leaves the pool's own bodyTimeout
-    bodyTimeout: call.stream ? 0 : null,
-  };
-}
-
-/** An upstream failure as the caller sees it; a GatewayError is already one. */
-export function toGatewayError(error: unknown): GatewayError {
-  if (error instanceof GatewayError) return error;
-  const code = errorCode(error);
-  let mapped: ErrorCode = "UPSTREAM_BAD_RESPONSE";
-  if (code === "UND_ERR_HEADERS_TIMEOUT" || code === "UND_ERR_BODY_TIMEOUT") mapped = "UPSTREAM_TIMEOUT";
-  else if (NOT_SENT.has(code)) mapped = "NO_UPSTREAM";
-  else if (code === "UND_ERR_RES_EXCEEDED_MAX_SIZE") mapped = "UPSTREAM_RESPONSE_TOO_LARGE";
-  return new GatewayError(mapped);
-}
-
-function errorCode(error: unknown): string {
-  const code = (error as { code?: unknown } | null)?.code;
-  return typeof code === "string" ? code : "";
 }

@@ -1,9 +1,12 @@
 import type { Dispatcher } from "undici";
-import type { GatewayConfig, LabelUpstreams, Limits, UpstreamSpec } from "../config/types.js";
+import type { GatewayConfig, HealthConfig, LabelUpstreams, Limits, UpstreamSpec } from "../config/types.js";
+import { upstreamName } from "../config/upstream-name.js";
+import type { Endpoint } from "../registry/types.js";
+import { type HealthRules, UpstreamHealth, type UpstreamState } from "./health.js";
 
-/** One upstream node: where to send, and what to add to every request. */
-export interface Upstream {
-  /** Origin and base path without credentials: safe to log. */
+/** One upstream node of a group: where to send, what to add to every request, and its health. */
+export class Upstream {
+  /** The operator's name for it, else its origin and base path without credentials: safe to log. */
   readonly name: string;
   readonly dispatcher: Dispatcher;
   readonly basePath: string;
@@ -13,28 +16,134 @@ export interface Upstream {
   readonly hasHeaders: boolean;
   /** Where the node takes WebSocket connections. */
   readonly wsUrl: string;
+  /** Fallbacks serve only while no primary is in rotation. */
+  readonly tier: "primary" | "fallback";
+  /** Its share of traffic against the other members of its tier, all else equal. */
+  readonly weight: number;
+  readonly health: UpstreamHealth;
+  /** Smooth weighted round robin's running weight (`UpstreamGroup.choose`). */
+  current = 0;
+
+  constructor(fields: Omit<Upstream, "current" | "effectiveWeight">) {
+    this.name = fields.name;
+    this.dispatcher = fields.dispatcher;
+    this.basePath = fields.basePath;
+    this.baseQuery = fields.baseQuery;
+    this.headers = fields.headers;
+    this.hasHeaders = fields.hasHeaders;
+    this.wsUrl = fields.wsUrl;
+    this.tier = fields.tier;
+    this.weight = fields.weight;
+    this.health = fields.health;
+  }
+
+  /**
+   * Its weight as things stand: the configured weight, divided by what makes it worse to send to now
+   * (its latency, its calls in flight, its error rate, its lag). A node that starts to hang sees its
+   * calls in flight grow and its share fall before it is taken out. Latency counts from 10 ms: below
+   * that, between nodes on one network, differences are noise, not a better node.
+   */
+  effectiveWeight(): number {
+    const { health } = this;
+    return (
+      this.weight /
+      (Math.max(10, health.latencyMs) *
+        (1 + health.inFlight) *
+        (1 + 10 * health.errorRate) *
+        (1 + health.lagBlocks))
+    );
+  }
 }
 
-/** The upstreams of one label and mount, taken in turn. */
+const NONE: readonly Upstream[] = [];
+
+/** The upstreams of one label and mount. */
 export class UpstreamGroup {
+  readonly label: string;
+  /** The registry mount the group serves, or "*" for the label's endpoint-wide list. */
+  readonly mount: string;
   readonly members: readonly Upstream[];
-  #next = 0;
+  /** Blocks a member may fall behind the best head before it is lagging. */
+  readonly maxLagBlocks: number;
 
-  constructor(members: readonly Upstream[]) {
+  constructor(label: string, mount: string, members: readonly Upstream[], maxLagBlocks: number) {
+    this.label = label;
+    this.mount = mount;
     this.members = members;
+    this.maxLagBlocks = maxLagBlocks;
   }
 
-  /** Members in the order to try them for one request: the next in turn first, then the others. */
-  order(): readonly Upstream[] {
-    if (this.members.length === 1) return this.members;
-    const start = this.#next;
-    this.#next = (start + 1) % this.members.length;
-    return this.members.slice(start).concat(this.members.slice(0, start));
+  /**
+   * The upstreams to try for one call, best first: the in-rotation primaries, the first of them chosen by
+   * smooth weighted round robin over their effective weights (nginx's algorithm: deterministic, and it
+   * spreads calls in proportion); then the in-rotation fallbacks; then, as a last resort, lagging nodes,
+   * least behind first. Failing and cordoned nodes are never chosen: empty means every upstream is down.
+   */
+  choose(): readonly Upstream[] {
+    if (this.members.length === 1) {
+      const only = this.members[0] as Upstream;
+      return only.health.inRotation || only.health.usableAsLastResort ? this.members : NONE;
+    }
+    const primaries: Upstream[] = [];
+    const fallbacks: Upstream[] = [];
+    const lastResort: Upstream[] = [];
+    for (const member of this.members) {
+      if (member.health.inRotation) (member.tier === "primary" ? primaries : fallbacks).push(member);
+      else if (member.health.usableAsLastResort) lastResort.push(member);
+    }
+    const first = primaries.length > 0 ? primaries : fallbacks;
+    const chosen = pickSmoothly(first);
+    const order: Upstream[] = chosen === undefined ? [] : [chosen];
+    for (const member of first) if (member !== chosen) order.push(member);
+    if (first === primaries) order.push(...fallbacks);
+    if (lastResort.length > 1) lastResort.sort((a, b) => a.health.lagBlocks - b.health.lagBlocks);
+    order.push(...lastResort);
+    return order;
   }
+
+  /**
+   * After `probed`'s good probe: its lag against the best head of the members that are not failing (and
+   * its own), which counts towards its coming back; the others' lag against that best head, which does not.
+   */
+  judgeProbe(probed: Upstream): void {
+    let best = probed.health.head ?? Number.NEGATIVE_INFINITY;
+    for (const member of this.members) {
+      const { head, state } = member.health;
+      if (head !== undefined && state !== "failing" && head > best) best = head;
+    }
+    probed.health.judgeProbe(best, this.maxLagBlocks);
+    for (const member of this.members) {
+      if (member !== probed && member.health.head !== undefined && member.health.state !== "failing")
+        member.health.judgeLag(best, this.maxLagBlocks);
+    }
+  }
+}
+
+function pickSmoothly(candidates: readonly Upstream[]): Upstream | undefined {
+  if (candidates.length <= 1) return candidates[0];
+  let total = 0;
+  let chosen: Upstream | undefined;
+  for (const candidate of candidates) {
+    const weight = candidate.effectiveWeight();
+    candidate.current += weight;
+    total += weight;
+    if (chosen === undefined || candidate.current > chosen.current) chosen = candidate;
+  }
+  if (chosen !== undefined) chosen.current -= total;
+  return chosen;
 }
 
 /** How upstream connections are made: upstream/policy.ts's poolPerOrigin, or a test's MockAgent. */
 export type DispatcherFactory = (origin: string, limits: Limits["upstream"]) => Dispatcher;
+
+/** Told of every state change, for the log (and the operator's view). */
+export type StateChange = (
+  group: UpstreamGroup,
+  upstream: Upstream,
+  from: UpstreamState,
+  to: UpstreamState,
+  reason: string,
+) => void;
 
 /** The deployment's label → mount → upstream table, built once at start. */
 export class UpstreamTable {
@@ -42,13 +151,28 @@ export class UpstreamTable {
   readonly #groups = new Map<string, Map<string, UpstreamGroup>>();
   readonly #dispatchers = new Map<string, Dispatcher>();
 
-  constructor(config: Pick<GatewayConfig, "upstreams" | "limits">, factory: DispatcherFactory) {
+  constructor(
+    config: Pick<GatewayConfig, "upstreams" | "limits" | "health">,
+    endpoints: ReadonlyMap<string, Endpoint>,
+    factory: DispatcherFactory,
+    onStateChange: StateChange,
+  ) {
     for (const [label, upstreams] of Object.entries(config.upstreams)) {
+      const health = healthFor(config.health, label);
+      const maxLagBlocks = lagThreshold(health, endpoints.get(label));
       for (const [mount, specs] of byMount(upstreams)) {
-        const members = specs.map((spec) => this.#upstream(spec, factory, config.limits.upstream));
-        if (members.length === 0) continue;
+        if (specs.length === 0) continue;
+        const members: Upstream[] = [];
+        const group = new UpstreamGroup(label, mount, members, maxLagBlocks);
+        for (const spec of specs) {
+          const rules = { ...health, takeOut: health.probeIntervalMs > 0 };
+          const upstream = this.#upstream(spec, factory, config.limits.upstream, rules, (from, to, reason) =>
+            onStateChange(group, upstream, from, to, reason),
+          );
+          members.push(upstream);
+        }
         const mounts = this.#groups.get(label) ?? new Map<string, UpstreamGroup>();
-        this.#groups.set(label, mounts.set(mount, new UpstreamGroup(members)));
+        this.#groups.set(label, mounts.set(mount, group));
       }
     }
   }
@@ -59,12 +183,30 @@ export class UpstreamTable {
     return mounts?.get(mountPath) ?? mounts?.get("*");
   }
 
+  /** Every group, for the prober and the operator's view. */
+  groups(): UpstreamGroup[] {
+    return [...this.#groups.values()].flatMap((mounts) => [...mounts.values()]);
+  }
+
   async close(): Promise<void> {
     await Promise.all([...this.#dispatchers.values()].map((d) => d.close()));
   }
 
-  #upstream(spec: string | UpstreamSpec, factory: DispatcherFactory, limits: Limits["upstream"]): Upstream {
-    const { url, headers = {}, ws } = typeof spec === "string" ? { url: spec, ws: undefined } : spec;
+  #upstream(
+    spec: string | UpstreamSpec,
+    factory: DispatcherFactory,
+    limits: Limits["upstream"],
+    rules: HealthRules,
+    listener: (from: UpstreamState, to: UpstreamState, reason: string) => void,
+  ): Upstream {
+    const {
+      url,
+      headers = {},
+      ws,
+      name,
+      tier = "primary",
+      weight = 1,
+    } = typeof spec === "string" ? { url: spec } : spec;
     const parsed = new URL(url);
     const extra: Record<string, string> = { ...headers };
     if (parsed.username !== "" || parsed.password !== "") {
@@ -78,8 +220,8 @@ export class UpstreamTable {
       this.#dispatchers.set(parsed.origin, dispatcher);
     }
     const basePath = parsed.pathname.replace(/\/+$/, "");
-    return {
-      name: `${parsed.origin}${basePath}`,
+    return new Upstream({
+      name: name ?? upstreamName(spec),
       dispatcher,
       basePath,
       baseQuery: parsed.search.slice(1),
@@ -88,8 +230,27 @@ export class UpstreamTable {
       wsUrl:
         ws ??
         `${parsed.protocol === "https:" ? "wss:" : "ws:"}//${parsed.host}${parsed.pathname}${parsed.search}`,
-    };
+      tier,
+      weight,
+      health: new UpstreamHealth(rules, listener),
+    });
   }
+}
+
+/** The health settings of one label: the defaults, with the label's own overrides. */
+export function healthFor(health: HealthConfig, label: string): Omit<HealthConfig, "labels"> {
+  return { ...health, ...health.labels[label] };
+}
+
+/**
+ * Blocks a node may be behind before it is lagging: more than `maxLagBlocks` and more than
+ * `maxLagSeconds` of the network's blocks (registry `blockTime`), so a fast chain is judged in time and a
+ * slow one is not judged lagging for the moment between two nodes seeing a new block.
+ */
+function lagThreshold(health: Omit<HealthConfig, "labels">, endpoint: Endpoint | undefined): number {
+  const blockTime = endpoint?.blockTimeSeconds ?? 0;
+  const bySeconds = blockTime > 0 ? Math.ceil(health.maxLagSeconds / blockTime) : 0;
+  return Math.max(health.maxLagBlocks, bySeconds);
 }
 
 function byMount(upstreams: LabelUpstreams): [string, readonly (string | UpstreamSpec)[]][] {

@@ -8,6 +8,7 @@ import type { Logger } from "../log.js";
 import type { Admitted } from "../pipeline/admitted.js";
 import type { Mounted, Stages } from "../pipeline/stages.js";
 import { openWebSocket } from "../upstream/policy.js";
+import type { Upstream } from "../upstream/upstreams.js";
 import { CLOSE } from "./close-codes.js";
 import { Connection } from "./connection.js";
 
@@ -22,7 +23,8 @@ export class WebSocketGateway {
   readonly #stages: Stages;
   readonly #logger: Logger;
   readonly #server: WebSocketServer;
-  readonly #connections = new Map<Connection, string>();
+  /** Each open connection: who it counts against, and the upstream its socket is on. */
+  readonly #connections = new Map<Connection, { readonly owner: string; readonly upstream: Upstream }>();
   readonly #perClient = new Map<string, number>();
   readonly #perIp = new Map<string, number>();
 
@@ -54,19 +56,19 @@ export class WebSocketGateway {
         group,
         this.#config.limits,
         () => socket.writable,
-        (error, upstream) => {
-          if (error !== undefined || upstream === undefined) {
+        (error, upstreamSocket, upstream) => {
+          if (error !== undefined || upstreamSocket === undefined || upstream === undefined) {
             release();
             this.#refuse(socket, error);
             return;
           }
           if (!socket.writable) {
             release();
-            upstream.close();
+            upstreamSocket.close();
             return;
           }
           this.#server.handleUpgrade(req, socket, head, (client) =>
-            this.#open(client, upstream, mounted, release),
+            this.#open(client, upstreamSocket, upstream, mounted, release),
           );
         },
       );
@@ -83,13 +85,29 @@ export class WebSocketGateway {
 
   /** Closes a key's connections when it is revoked or its account stops being active. */
   closeKey(keyId: string): void {
-    for (const [connection, owner] of this.#connections)
+    for (const [connection, { owner }] of this.#connections)
       if (owner === keyId) connection.close(CLOSE.POLICY, "API key withdrawn");
   }
 
-  #open(client: WebSocket, upstream: WebSocket, mounted: Mounted, release: () => void): void {
+  /**
+   * Closes the connections on an upstream that is failing: a node that hangs keeps its sockets open
+   * without answering, so the prober's verdict, not the socket, says it is gone. The client reconnects
+   * and gets an upstream in rotation.
+   */
+  upstreamFailed(upstream: Upstream): void {
+    for (const [connection, entry] of this.#connections)
+      if (entry.upstream === upstream) connection.close(CLOSE.BAD_GATEWAY, "upstream out of rotation");
+  }
+
+  #open(
+    client: WebSocket,
+    upstreamSocket: WebSocket,
+    upstream: Upstream,
+    mounted: Mounted,
+    release: () => void,
+  ): void {
     const { admitted } = mounted;
-    const connection = new Connection(client, upstream, {
+    const connection = new Connection(client, upstreamSocket, {
       stages: this.#stages,
       mounted,
       support: this.#config.support,
@@ -99,7 +117,7 @@ export class WebSocketGateway {
         release();
       },
     });
-    this.#connections.set(connection, admitted.clientId);
+    this.#connections.set(connection, { owner: admitted.clientId, upstream });
     this.#logger.log("info", "websocket open", {
       label: admitted.endpoint.label,
       key: admitted.principal?.keyId,

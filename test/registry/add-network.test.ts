@@ -92,6 +92,7 @@ describe("a network added by YAML alone", () => {
 const POLYGON = `
   - code: pol
     name: Polygon PoS
+    blockTime: 2
     mounts: [{ path: /, interface: ethereum }]
     testnets: [amoy]
     endpoints:

@@ -146,6 +146,43 @@ describe("every label in the registry: the generated tables against the referenc
         }
       });
 
+      it("marks exactly the registry's writes, so the upstream policy never sends one twice", () => {
+        for (const mount of ref.mounts) {
+          const policy = mountOf(generatedOf(ref.label), mount.path).policy;
+          if (policy.jsonrpc !== undefined)
+            expect([...policy.jsonrpc.writes].sort(), mount.path).toEqual([...mount.writeMethods].sort());
+          const writeOf = (method: string, path: readonly string[]) =>
+            policy.writeRoutes !== undefined && matchRoute(policy.writeRoutes, method, path).kind === "match";
+          for (const route of mount.writeRoutes)
+            for (const method of route.methods)
+              expect(writeOf(method, samplePath(route)), route.text).toBe(true);
+          const writes = new Set(mount.writeRoutes.map((r) => r.text));
+          for (const route of mount.routes.filter((r) => !writes.has(r.text)))
+            for (const method of route.methods)
+              expect(writeOf(method, samplePath(route)), `${route.text} is no write`).toBe(false);
+        }
+      });
+
+      it("probes each mount with a head call that mount serves, and knows its network's block time", () => {
+        const generated = generatedOf(ref.label);
+        expect(generated.blockTimeSeconds).toBe(ref.blockTime);
+        for (const mount of generated.mounts) {
+          const { head } = mount;
+          if (head.kind === "jsonrpc")
+            expect(mount.policy.jsonrpc?.methods.get(head.method), mount.path).toBe("shared");
+          else {
+            const routes = mount.policy.routes;
+            expect(
+              routes && matchRoute(routes, head.method, head.path.split("/").slice(1)),
+              mount.path,
+            ).toEqual({
+              kind: "match",
+              access: "shared",
+            });
+          }
+        }
+      });
+
       it("serves its head call", () => {
         const generated = generatedOf(ref.label);
         const head = generated.head;

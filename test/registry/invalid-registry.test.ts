@@ -23,34 +23,34 @@ const defects: readonly Defect[] = [
     name: "a label used twice",
     from: "{ label: beta-testnet,",
     to: "{ label: alpha, labelRule: the defect under test,",
-    message: '45:18 label "alpha" is already used by network alpha',
+    message: '47:18 label "alpha" is already used by network alpha',
   },
   {
     name: "a label that breaks the §4.1 rules",
     from: "{ label: alpha-archive,",
     to: "{ label: alpha-old,",
     message:
-      '39:18 label "alpha-old" breaks the spec §4.1 label rules for environment archive (expected "alpha-archive"); declare labelRule to make an exception',
+      '40:18 label "alpha-old" breaks the spec §4.1 label rules for environment archive (expected "alpha-archive"); declare labelRule to make an exception',
   },
   {
     name: "a network without a mainnet",
     from: "      - { label: beta, environment: mainnet, nodeClass: full }\n",
     to: "",
-    message: "44:7 network beta needs exactly one mainnet endpoint (or mainnet: false), found 0",
+    message: "46:7 network beta needs exactly one mainnet endpoint (or mainnet: false), found 0",
   },
   {
     name: "an environment that the network does not name",
     from: "{ label: alpha-archive, environment: archive, nodeClass: archive, chainId: 7 }",
     to: "{ label: alpha-devnet, environment: devnet, nodeClass: full, chainId: 8 }",
     message:
-      '39:45 endpoint "alpha-devnet": environment "devnet" is not one of mainnet, testnet, archive; name a testnet under the network\'s testnets',
+      '40:45 endpoint "alpha-devnet": environment "devnet" is not one of mainnet, testnet, archive; name a testnet under the network\'s testnets',
   },
   {
     name: "a named testnet whose label breaks the §4.1 rules",
     from: "      - { label: alpha-archive, environment: archive, nodeClass: archive, chainId: 7 }\n",
     to: "      - { label: alpha-archive, environment: archive, nodeClass: archive, chainId: 7 }\n      - { label: alpha-dev, environment: devnet, nodeClass: full, chainId: 8 }\n    testnets: [devnet]\n",
     message:
-      '40:18 label "alpha-dev" breaks the spec §4.1 label rules for environment devnet (expected "alpha-devnet"); declare labelRule to make an exception',
+      '41:18 label "alpha-dev" breaks the spec §4.1 label rules for environment devnet (expected "alpha-devnet"); declare labelRule to make an exception',
   },
   {
     name: "a named testnet that no endpoint serves",
@@ -70,39 +70,39 @@ const defects: readonly Defect[] = [
     from: "{ label: alpha-archive, environment: archive, nodeClass: archive, chainId: 7 }",
     to: "{ label: alpha-archive, environment: archive, nodeClass: archive }",
     message:
-      '39:9 endpoint "alpha-archive" serves eth_chainId but declares no chainId; declare it, or say why there is none with noChainId on network alpha',
+      '40:9 endpoint "alpha-archive" serves eth_chainId but declares no chainId; declare it, or say why there is none with noChainId on network alpha',
   },
   {
     name: "a chain id on a network that serves no eth_chainId",
     from: "{ label: beta, environment: mainnet, nodeClass: full }",
     to: "{ label: beta, environment: mainnet, nodeClass: full, chainId: 9 }",
-    message: '44:72 endpoint "beta" declares chainId 9 but network beta serves no eth_chainId',
+    message: '46:72 endpoint "beta" declares chainId 9 but network beta serves no eth_chainId',
   },
   {
     name: "an archive whose chain id is not its mainnet's",
     from: "{ label: alpha-archive, environment: archive, nodeClass: archive, chainId: 7 }",
     to: "{ label: alpha-archive, environment: archive, nodeClass: archive, chainId: 8 }",
     message:
-      '39:84 endpoint "alpha-archive" declares chainId 8 but "alpha" of the same chain (mainnet) declares 7',
+      '40:84 endpoint "alpha-archive" declares chainId 8 but "alpha" of the same chain (mainnet) declares 7',
   },
   {
     name: "a testnet with its mainnet's chain id",
     from: "      - { label: alpha-archive, environment: archive, nodeClass: archive, chainId: 7 }\n",
     to: "      - { label: alpha-archive, environment: archive, nodeClass: archive, chainId: 7 }\n      - { label: alpha-testnet, environment: testnet, nodeClass: full, chainId: 7 }\n",
     message:
-      '40:81 endpoint "alpha-testnet" (testnet) declares chainId 7, the id of "alpha" (mainnet); each chain has its own id',
+      '41:81 endpoint "alpha-testnet" (testnet) declares chainId 7, the id of "alpha" (mainnet); each chain has its own id',
   },
   {
     name: "a chain id on a network that says it has none",
-    from: "    name: Alpha\n    mounts: [{ path: /, interface: evm }]\n    endpoints:\n      - { label: alpha, environment: mainnet, nodeClass: full, websocket: true, chainId: 7 }\n      - { label: alpha-archive, environment: archive, nodeClass: archive, chainId: 7 }\n",
-    to: "    name: Alpha\n    noChainId: the defect under test\n    mounts: [{ path: /, interface: evm }]\n    endpoints:\n      - { label: alpha, environment: mainnet, nodeClass: full, websocket: true, chainId: 7 }\n      - { label: alpha-archive, environment: archive, nodeClass: archive }\n",
-    message: '39:90 endpoint "alpha" declares chainId 7 but network alpha says noChainId',
+    from: "    name: Alpha\n    blockTime: 6\n    mounts: [{ path: /, interface: evm }]\n    endpoints:\n      - { label: alpha, environment: mainnet, nodeClass: full, websocket: true, chainId: 7 }\n      - { label: alpha-archive, environment: archive, nodeClass: archive, chainId: 7 }\n",
+    to: "    name: Alpha\n    blockTime: 6\n    noChainId: the defect under test\n    mounts: [{ path: /, interface: evm }]\n    endpoints:\n      - { label: alpha, environment: mainnet, nodeClass: full, websocket: true, chainId: 7 }\n      - { label: alpha-archive, environment: archive, nodeClass: archive }\n",
+    message: '40:90 endpoint "alpha" declares chainId 7 but network alpha says noChainId',
   },
   {
     name: "noChainId on a network that serves no eth_chainId",
     from: "    name: Beta\n",
     to: "    name: Beta\n    noChainId: the defect under test\n",
-    message: "42:16 network beta serves no eth_chainId, so it needs no noChainId; remove it",
+    message: "43:16 network beta serves no eth_chainId, so it needs no noChainId; remove it",
   },
   {
     name: "a method both allowed and denied",
@@ -139,7 +139,7 @@ const defects: readonly Defect[] = [
     name: "a mount of an undefined interface",
     from: "mounts: [{ path: /, interface: chainrest }]",
     to: "mounts: [{ path: /, interface: chain-rest }]",
-    message: '42:36 interface "chain-rest" is not defined under interfaces',
+    message: '44:36 interface "chain-rest" is not defined under interfaces',
   },
   {
     name: "an unknown field",
@@ -152,7 +152,7 @@ const defects: readonly Defect[] = [
     from: "{ label: beta, environment: mainnet, nodeClass: full }",
     to: "{ label: beta, environment: mainnet, nodeClass: pruned }",
     message:
-      "44:57 networks[1].endpoints[0].nodeClass: must be equal to one of the allowed values (full, archive) (schema: enum)",
+      "46:57 networks[1].endpoints[0].nodeClass: must be equal to one of the allowed values (full, archive) (schema: enum)",
   },
   {
     name: "a head route with parameters",
@@ -165,13 +165,31 @@ const defects: readonly Defect[] = [
     from: "    mounts: [{ path: /, interface: chainrest }]\n",
     to: "    mounts: [{ path: /, interface: chainrest }]\n    head: { route: GET /height, field: height, encoding: integer }\n",
     message:
-      '43:20 head route "GET /height" is not shared by any REST interface mounted at / on network beta',
+      '45:20 head route "GET /height" is not shared by any REST interface mounted at / on network beta',
+  },
+  {
+    name: "a write that is not a method the interface allows",
+    from: "      deny: [admin_*, eth_sign]\n",
+    to: "      deny: [admin_*, eth_sign]\n    writes: [eth_sendRawTransaction]\n",
+    message: '19:14 write "eth_sendRawTransaction" is not a method this interface allows',
+  },
+  {
+    name: "a write route that the interface's routes do not reach",
+    from: "        - POST /admin/shutdown\n",
+    to: "        - POST /admin/shutdown\n    writes: [POST /transactions]\n",
+    message: '32:14 write "POST /transactions" is not a route this interface allows',
+  },
+  {
+    name: "a network without its block time",
+    from: "    name: Beta\n    blockTime: 6\n",
+    to: "    name: Beta\n",
+    message: "41:5 networks[1]: must have required property 'blockTime' (schema: required)",
   },
   {
     name: "a duplicate YAML key",
     from: "    name: Beta\n",
     to: "    name: Beta\n    name: Gamma\n",
-    message: "42:5 YAML: Map keys must be unique",
+    message: "43:5 YAML: Map keys must be unique",
   },
 ];
 

@@ -17,6 +17,7 @@ interface RawInterface {
   envelope?: string;
   methods?: Partial<Record<Access | "deny", string[]>>;
   routes?: Partial<Record<RouteAccess | "deny", string[]>>;
+  writes?: string[];
   head: {
     method?: string;
     params?: unknown;
@@ -40,6 +41,7 @@ interface RawNetwork {
   code: string;
   name: string;
   noChainId?: string;
+  blockTime: number;
   mounts: { path: string; interface: string | string[] }[];
   head?: RawInterface["head"];
   dedicatedOnly?: { name: string; paths: string[] }[];
@@ -75,6 +77,9 @@ export interface RefMount {
   readonly deniedMethods: readonly string[];
   readonly routes: readonly RefRoute[];
   readonly deniedRoutes: readonly RefRoute[];
+  /** The mount's writes: JSON-RPC methods, and routes (a write names a path when it starts with a verb). */
+  readonly writeMethods: ReadonlySet<string>;
+  readonly writeRoutes: readonly RefRoute[];
 }
 
 export interface RefEndpoint {
@@ -92,6 +97,7 @@ export interface RefEndpoint {
   readonly mounts: readonly RefMount[];
   readonly head: RawInterface["head"];
   readonly dedicatedOnly: readonly { name: string; paths: string[] }[];
+  readonly blockTime: number;
 }
 
 export function readReference(file: string): RefEndpoint[] {
@@ -121,6 +127,7 @@ export function readReference(file: string): RefEndpoint[] {
       mounts,
       head,
       dedicatedOnly: network.dedicatedOnly ?? [],
+      blockTime: network.blockTime,
     }));
   });
 }
@@ -158,6 +165,12 @@ function readMount(registry: RawRegistry, mount: RawNetwork["mounts"][number]): 
     deniedMethods: interfaces.flatMap((iface) => iface.methods?.deny ?? []),
     routes,
     deniedRoutes,
+    writeMethods: new Set(
+      interfaces.flatMap((iface) => (iface.writes ?? []).filter((w) => !w.includes(" /"))),
+    ),
+    writeRoutes: interfaces.flatMap((iface) =>
+      (iface.writes ?? []).filter((w) => w.includes(" /")).map((text) => readRoute(text, "shared")),
+    ),
   };
 }
 

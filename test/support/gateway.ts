@@ -1,6 +1,6 @@
 import type { AddressInfo } from "node:net";
 import { type Dispatcher, request } from "undici";
-import { DEFAULT_CONFIG, DEFAULT_LIMITS } from "../../src/config/defaults.js";
+import { DEFAULT_CONFIG, DEFAULT_HEALTH, DEFAULT_LIMITS } from "../../src/config/defaults.js";
 import type { GatewayConfig, Limits, StaticKey } from "../../src/config/types.js";
 import { createGateway, type Gateway, type GatewayOptions } from "../../src/gateway.js";
 import { StaticKeyStore } from "../../src/keys/static-store.js";
@@ -61,6 +61,8 @@ export async function startGateway(options: StartOptions = {}): Promise<RunningG
     domain: DOMAIN,
     keys: TEST_KEYS,
     log: { level: "info", access: true },
+    // No probes unless a test asks: the loopback nodes count every request they see.
+    health: { ...DEFAULT_HEALTH, probeIntervalMs: 0 },
     ...rest,
     limits: { ...DEFAULT_LIMITS, ...limits },
   };

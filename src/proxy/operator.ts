@@ -1,0 +1,124 @@
+import { createServer, type IncomingMessage, type Server } from "node:http";
+import { sendError, sendJson } from "../errors/respond.js";
+import { GatewayError } from "../errors/table.js";
+import { readBody } from "../http/body.js";
+import type { Logger } from "../log.js";
+import type { HealthReport } from "../upstream/health.js";
+import type { UpstreamTable } from "../upstream/upstreams.js";
+
+/** One process's upstreams, as GET /upstreams shows them. */
+export interface ProcessReport {
+  readonly pid: number;
+  readonly labels: readonly LabelReport[];
+}
+
+export interface LabelReport {
+  readonly label: string;
+  /** The registry mount the upstreams serve, or "*" for the label's endpoint-wide list. */
+  readonly mount: string;
+  readonly upstreams: readonly ({ name: string; tier: string; weight: number } & HealthReport)[];
+}
+
+export interface CordonRequest {
+  readonly label: string;
+  readonly upstream: string;
+  readonly cordoned: boolean;
+}
+
+/** What the operator API reads and changes: this process's table, or every worker's (proxy/run.ts). */
+export interface UpstreamView {
+  report(): Promise<readonly ProcessReport[]>;
+  /** How many upstreams matched, over every process. */
+  cordon(request: CordonRequest): Promise<number>;
+}
+
+/** The view of this process's own upstream table. */
+export function localView(table: UpstreamTable): UpstreamView {
+  return {
+    report: async () => [reportOf(table)],
+    cordon: async (request) => cordonIn(table, request),
+  };
+}
+
+export function reportOf(table: UpstreamTable): ProcessReport {
+  return {
+    pid: process.pid,
+    labels: table.groups().map((group) => ({
+      label: group.label,
+      mount: group.mount,
+      upstreams: group.members.map((member) => ({
+        name: member.name,
+        tier: member.tier,
+        weight: member.weight,
+        ...member.health.report(),
+      })),
+    })),
+  };
+}
+
+export function cordonIn(table: UpstreamTable, request: CordonRequest): number {
+  let matched = 0;
+  for (const group of table.groups()) {
+    if (group.label !== request.label) continue;
+    for (const member of group.members) {
+      if (member.name !== request.upstream) continue;
+      member.health.cordon(request.cordoned);
+      matched += 1;
+    }
+  }
+  return matched;
+}
+
+/**
+ * The operator API, on its own listener (`operator.listen`, 127.0.0.1:8082 by default), never on the
+ * public port. docs/upstreams.md:
+ *
+ *   GET  /upstreams            every label's upstreams: state, head, lag, latency, error rate, in flight
+ *   POST /upstreams/cordon     {"label": <label>, "upstream": <name>}: out of rotation until uncordoned
+ *   POST /upstreams/uncordon   the same body: back to what its probes say
+ */
+export function createOperatorApi(view: UpstreamView, logger: Logger): Server {
+  return createServer({ requestTimeout: 10_000, headersTimeout: 5_000 }, (req, res) => {
+    answer(req, view, logger).then(
+      ([status, body]) => sendJson(res, status, JSON.stringify(body)),
+      (error: unknown) => {
+        if (!(error instanceof GatewayError)) logger.log("error", "operator api", { error: String(error) });
+        sendError(res, error instanceof GatewayError ? error : new GatewayError("INTERNAL"), "rest");
+      },
+    );
+  });
+}
+
+async function answer(req: IncomingMessage, view: UpstreamView, logger: Logger): Promise<[number, unknown]> {
+  const path = (req.url ?? "/").split("?")[0];
+  if (path === "/upstreams") {
+    if (req.method !== "GET")
+      throw new GatewayError("HTTP_METHOD_NOT_ALLOWED", { allow: ["GET"] }, { allow: "GET" });
+    return [200, { processes: await view.report() }];
+  }
+  if (path === "/upstreams/cordon" || path === "/upstreams/uncordon") {
+    if (req.method !== "POST")
+      throw new GatewayError("HTTP_METHOD_NOT_ALLOWED", { allow: ["POST"] }, { allow: "POST" });
+    const { label, upstream } = await target(req);
+    const cordoned = path.endsWith("/cordon");
+    const matched = await view.cordon({ label, upstream, cordoned });
+    if (matched === 0) throw new GatewayError("NOT_FOUND", { reason: `no upstream ${upstream} on ${label}` });
+    logger.log("warn", cordoned ? "upstream cordoned" : "upstream uncordoned", { label, upstream });
+    return [200, { label, upstream, cordoned, matched }];
+  }
+  throw new GatewayError("NOT_FOUND");
+}
+
+async function target(req: IncomingMessage): Promise<{ label: string; upstream: string }> {
+  let body: unknown;
+  try {
+    body = JSON.parse((await readBody(req, 4096)).toString("utf8"));
+  } catch (error) {
+    if (error instanceof GatewayError) throw error;
+    throw new GatewayError("PARSE_ERROR");
+  }
+  const { label, upstream } = (body ?? {}) as { label?: unknown; upstream?: unknown };
+  if (typeof label !== "string" || typeof upstream !== "string")
+    throw new GatewayError("INVALID_REQUEST", { reason: 'send {"label": …, "upstream": …}' });
+  return { label, upstream };
+}

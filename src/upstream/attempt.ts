@@ -1,0 +1,99 @@
+import type { IncomingHttpHeaders, ServerResponse } from "node:http";
+import type { Dispatcher } from "undici";
+import { GatewayError } from "../errors/table.js";
+import { clientGone } from "../http/client-gone.js";
+import type { Upstream } from "./upstreams.js";
+
+// How an attempt whose answer the call did not take ends; the call no longer listens to it.
+const NOT_TAKEN = new Error("answer not taken");
+
+/** What an attempt tells the call it belongs to (call-run.ts). */
+export interface AttemptGate {
+  /** The attempt's answer began with this status: whether it is the answer the client gets. */
+  answered(attempt: AttemptHandler, statusCode: number): boolean;
+  /** The attempt is over: with nothing when its answer went out whole. */
+  ended(attempt: AttemptHandler, error?: Error): void;
+}
+
+/**
+ * One attempt of a call on one upstream, as an undici dispatch handler (undici 7's handler interface).
+ * The call decides, when the answer's status arrives, whether this attempt's answer is the one the
+ * client gets; a subclass then takes the answer (response-relay.ts streams it, buffered-answer.ts
+ * reads it whole). The client's leaving aborts every attempt of its call.
+ */
+export abstract class AttemptHandler implements Dispatcher.DispatchHandler {
+  readonly upstream: Upstream;
+  readonly startedAt = performance.now();
+  protected readonly res: ServerResponse;
+  protected readonly gate: AttemptGate;
+  protected controller: Dispatcher.DispatchController | undefined = undefined;
+  #pendingAbort: Error | undefined = undefined;
+  #over = false;
+
+  constructor(upstream: Upstream, res: ServerResponse, gate: AttemptGate) {
+    this.upstream = upstream;
+    this.res = res;
+    this.gate = gate;
+  }
+
+  /** Ends the attempt with `reason`: now if it has started, else as soon as it does. */
+  abort(reason: Error): void {
+    if (this.controller === undefined) this.#pendingAbort = reason;
+    else this.controller.abort(reason);
+  }
+
+  onRequestStart(controller: Dispatcher.DispatchController): void {
+    this.controller = controller;
+    // A request queued behind busy connections reaches here after its call may have moved on.
+    if (this.#pendingAbort !== undefined) controller.abort(this.#pendingAbort);
+    else if (clientGone(this.res)) controller.abort(new GatewayError("CLIENT_CLOSED"));
+    else this.res.on("close", this.#clientGone);
+  }
+
+  onResponseStart(
+    controller: Dispatcher.DispatchController,
+    statusCode: number,
+    headers: IncomingHttpHeaders,
+  ): void {
+    if (!this.gate.answered(this, statusCode)) {
+      controller.abort(NOT_TAKEN);
+      return;
+    }
+    this.taken(controller, statusCode, headers);
+  }
+
+  /** This attempt's answer is the client's: its status and headers. */
+  protected abstract taken(
+    controller: Dispatcher.DispatchController,
+    statusCode: number,
+    headers: IncomingHttpHeaders,
+  ): void;
+
+  abstract onResponseData(controller: Dispatcher.DispatchController, chunk: Buffer): void;
+
+  onResponseEnd(): void {
+    this.end();
+  }
+
+  onResponseError(_controller: Dispatcher.DispatchController, error: Error): void {
+    this.end(error);
+  }
+
+  /** Whether the attempt has been reported over. */
+  protected get over(): boolean {
+    return this.#over;
+  }
+
+  /** Reports the attempt over, once. */
+  protected end(error?: Error): void {
+    if (this.#over) return;
+    this.#over = true;
+    this.gate.ended(this, error);
+  }
+
+  // A flag rather than off() once over: a ServerResponse's event table is not kept in shape, so removing
+  // a listener turns it into a dictionary; the response is dropped right after anyway.
+  readonly #clientGone = (): void => {
+    if (!this.#over && clientGone(this.res)) this.controller?.abort(new GatewayError("CLIENT_CLOSED"));
+  };
+}

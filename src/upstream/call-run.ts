@@ -1,0 +1,239 @@
+import type { ServerResponse } from "node:http";
+import type { Dispatcher } from "undici";
+import { GatewayError } from "../errors/table.js";
+import { clientGone } from "../http/client-gone.js";
+import type { AttemptGate, AttemptHandler } from "./attempt.js";
+import { callClock, type Due } from "./call-clock.js";
+import type { FailureKind } from "./health.js";
+import type { UpstreamCall } from "./policy.js";
+import { type Upstream, upstreamPath } from "./upstreams.js";
+
+/** At most this many upstreams per call: the chosen one and two more. */
+export const MAX_ATTEMPTS = 3;
+
+/** Where a call notes each upstream it tries (the access line's `upstream`). */
+export interface AttemptNote {
+  upstream: string | undefined;
+}
+
+// The reason the run gives an attempt it no longer wants; what the attempt does with it is not read.
+const DISMISSED = new Error("attempt dismissed");
+
+/**
+ * One call over the group's upstreams, in the order `choose()` gives, within one deadline
+ * (`limits.upstream.deadlineMs`) until an answer's status arrives. docs/upstreams.md has the rules:
+ *
+ * - A read moves on to the next node when its attempt fails before any byte of the answer (a refused or
+ *   reset connection, a 5xx or 429), and also, without giving up on the first, when the first has not
+ *   answered within its node's hedge delay (its latency plus four deviations): a hung node costs one
+ *   short wait. The first answer to arrive is the one the client gets, whole, from that one node.
+ * - A write goes to one node, and to the next only when the connection was refused: it is never sent
+ *   twice. Any other failure after it was sent is WRITE_NOT_CONFIRMED.
+ *
+ * A subclass says what an attempt does with its answer (policy.ts: stream it, or read it whole). A class
+ * with methods rather than a function with closures: one of these runs for every call.
+ */
+export abstract class CallRun implements AttemptGate, Due {
+  protected readonly call: UpstreamCall;
+  protected readonly res: ServerResponse;
+  readonly #note: AttemptNote;
+  #order: readonly Upstream[] = [];
+  #next = 0;
+  readonly #live = new Set<AttemptHandler>();
+  #winner: AttemptHandler | undefined = undefined;
+  #finished = false;
+  #lastError: Error | undefined = undefined;
+  #deadlineAt = 0;
+  dueAt = Number.POSITIVE_INFINITY;
+
+  constructor(call: UpstreamCall, res: ServerResponse, note: AttemptNote) {
+    this.call = call;
+    this.res = res;
+    this.#note = note;
+  }
+
+  /** The handler of one attempt on `upstream`. */
+  protected abstract attempt(upstream: Upstream): AttemptHandler;
+
+  /** Called once: with nothing when the answer went out whole, else with the failure the caller gets. */
+  protected abstract finished(error?: GatewayError): void;
+
+  start(): void {
+    this.#order = this.call.group.choose();
+    if (this.#order.length === 0) {
+      this.#finish(
+        new GatewayError("NO_UPSTREAM", { reason: "every upstream of this network is out of rotation" }),
+      );
+      return;
+    }
+    this.#deadlineAt = performance.now() + this.call.limits.deadlineMs;
+    this.#launch();
+  }
+
+  answered(attempt: AttemptHandler, statusCode: number): boolean {
+    if (!this.#live.has(attempt) || this.#winner !== undefined) return false;
+    const failedStatus = statusCode >= 500 || statusCode === 429;
+    if (failedStatus) attempt.upstream.health.failed("status", `HTTP ${statusCode}`);
+    if (failedStatus && this.#mayRetry("status")) {
+      this.#dismiss(attempt);
+      this.#launch();
+      return false;
+    }
+    this.#winner = attempt;
+    if (!failedStatus) attempt.upstream.health.succeeded(performance.now() - attempt.startedAt);
+    this.#stopWaiting();
+    if (this.#live.size > 1) {
+      for (const other of [...this.#live]) {
+        if (other === attempt) continue;
+        // Started before the winner and outrun by it: that node was slow.
+        if (other.startedAt < attempt.startedAt)
+          other.upstream.health.failed("timeout", "outrun by a hedged attempt on another node");
+        this.#dismiss(other);
+        other.abort(DISMISSED);
+      }
+    }
+    return true;
+  }
+
+  ended(attempt: AttemptHandler, error?: Error): void {
+    if (!this.#live.has(attempt)) return;
+    this.#dismiss(attempt);
+    if (attempt === this.#winner) {
+      this.#finish(error === undefined ? undefined : toGatewayError(error));
+      return;
+    }
+    if (this.#finished) return;
+    const kind = error === undefined ? undefined : failureKind(error);
+    if (kind !== undefined) attempt.upstream.health.failed(kind, describe(error as Error));
+    this.#lastError = error;
+    if (kind !== undefined && this.#mayRetry(kind)) this.#launch();
+    else if (this.#live.size === 0) this.#finish(this.#failure());
+  }
+
+  /** The call clock's turn: the hedge. The attempt in flight keeps going; the next node gets the same read. */
+  due(now: number): void {
+    this.#stopWaiting();
+    if (this.#winner !== undefined || this.#finished) return;
+    if (this.#hasAnother() && now < this.#deadlineAt && !clientGone(this.res)) this.#launch();
+  }
+
+  #launch(): void {
+    const { call } = this;
+    const upstream = this.#order[this.#next++] as Upstream;
+    const attempt = this.attempt(upstream);
+    this.#live.add(attempt);
+    upstream.health.inFlight += 1;
+    this.#note.upstream = upstream.name;
+    if (!call.write && this.#hasAnother()) {
+      this.dueAt =
+        attempt.startedAt + upstream.health.hedgeDelay(call.limits.hedgeMinMs, call.limits.hedgeMaxMs);
+      callClock.add(this);
+    }
+    // Each attempt may wait for its answer's headers until the call's deadline, and no longer than the
+    // pool's headers timeout: undici enforces it per request, so no timer of ours runs for it.
+    const remaining = Math.max(1, Math.round(this.#deadlineAt - attempt.startedAt));
+    try {
+      upstream.dispatcher.dispatch(
+        dispatchOptions(upstream, call, Math.min(call.limits.headersTimeoutMs, remaining)),
+        attempt,
+      );
+    } catch (error) {
+      this.ended(attempt, error as Error);
+    }
+  }
+
+  #stopWaiting(): void {
+    if (this.dueAt === Number.POSITIVE_INFINITY) return;
+    this.dueAt = Number.POSITIVE_INFINITY;
+    callClock.delete(this);
+  }
+
+  #dismiss(attempt: AttemptHandler): void {
+    if (this.#live.delete(attempt)) attempt.upstream.health.inFlight -= 1;
+  }
+
+  #hasAnother(): boolean {
+    return this.#next < this.#order.length && this.#next < MAX_ATTEMPTS;
+  }
+
+  /** Whether a failure of this kind may be tried on the next node. */
+  #mayRetry(kind: FailureKind): boolean {
+    if (!this.#hasAnother() || performance.now() >= this.#deadlineAt) return false;
+    if (this.res.headersSent || clientGone(this.res)) return false;
+    return !this.call.write || kind === "refused";
+  }
+
+  /** What the caller gets when no attempt answered. */
+  #failure(): GatewayError {
+    const error = this.#lastError;
+    if (this.call.write && error !== undefined && !(error instanceof GatewayError)) {
+      if (failureKind(error) !== "refused") return new GatewayError("WRITE_NOT_CONFIRMED");
+    }
+    return toGatewayError(error);
+  }
+
+  #finish(error?: GatewayError): void {
+    if (this.#finished) return;
+    this.#finished = true;
+    this.#stopWaiting();
+    this.finished(error);
+  }
+}
+
+function dispatchOptions(
+  upstream: Upstream,
+  call: UpstreamCall,
+  headersTimeout: number,
+): Dispatcher.DispatchOptions {
+  return {
+    method: call.method,
+    path: upstreamPath(upstream, call.path, call.query),
+    headers: upstream.hasHeaders ? { ...call.headers, ...upstream.headers } : call.headers,
+    body: call.body ?? null,
+    headersTimeout,
+    // null leaves the pool's own bodyTimeout
+    bodyTimeout: call.stream ? 0 : null,
+  };
+}
+
+// Failures where the request cannot have reached the node: the only ones a write is sent again after.
+const NOT_SENT = new Set([
+  "ECONNREFUSED",
+  "UND_ERR_CONNECT_TIMEOUT",
+  "ENOTFOUND",
+  "EHOSTUNREACH",
+  "EAI_AGAIN",
+]);
+const RESET = new Set(["ECONNRESET", "UND_ERR_SOCKET", "EPIPE", "UND_ERR_CLOSED"]);
+
+/** What a failed attempt says about its node; undefined when it says nothing (the caller left, a cap). */
+export function failureKind(error: Error): FailureKind | undefined {
+  if (error instanceof GatewayError) return undefined;
+  const code = errorCode(error);
+  if (NOT_SENT.has(code)) return "refused";
+  if (RESET.has(code)) return "reset";
+  if (code === "UND_ERR_HEADERS_TIMEOUT" || code === "UND_ERR_BODY_TIMEOUT") return "timeout";
+  return undefined;
+}
+
+/** An upstream failure as the caller sees it; a GatewayError is already one. */
+export function toGatewayError(error: unknown): GatewayError {
+  if (error instanceof GatewayError) return error;
+  const code = errorCode(error);
+  if (code === "UND_ERR_HEADERS_TIMEOUT" || code === "UND_ERR_BODY_TIMEOUT")
+    return new GatewayError("UPSTREAM_TIMEOUT");
+  if (NOT_SENT.has(code)) return new GatewayError("NO_UPSTREAM");
+  if (code === "UND_ERR_RES_EXCEEDED_MAX_SIZE") return new GatewayError("UPSTREAM_RESPONSE_TOO_LARGE");
+  return new GatewayError("UPSTREAM_BAD_RESPONSE");
+}
+
+function errorCode(error: unknown): string {
+  const code = (error as { code?: unknown } | null)?.code;
+  return typeof code === "string" ? code : "";
+}
+
+/** An error for the health record and the operator: its code and message, which carry no credentials. */
+function describe(error: Error): string {
+  const code = errorCode(error);
+  return code === "" ? error.message : `${code} ${error.message}`;
+}

@@ -1,0 +1,195 @@
+import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
+import { endpointsByLabel } from "../../generated/endpoints.js";
+import { DEFAULT_HEALTH, DEFAULT_LIMITS } from "../../src/config/defaults.js";
+import type { UpstreamState } from "../../src/upstream/health.js";
+import { eventually } from "../support/eventually.js";
+import { type FaultyNode, startFaultyNode } from "../support/faulty-node.js";
+import { type CallResult, KEYS, type RunningGateway, startGateway } from "../support/gateway.js";
+import type { SeenRequest } from "../support/loopback-node.js";
+import { readHeight, typicalCalls, typicalNode, typicalRequest } from "../support/typical-calls.js";
+
+// A node that dies, hangs, answers 5xx, resets or falls behind costs callers nothing, for an EVM, a
+// non-EVM JSON-RPC (Substrate) and a REST family (algod). Two loopback nodes with fault knobs serve each
+// label; the callers' reads are the label's own head call, sent with a marker the probes never carry
+// (a JSON-RPC id of 7000 and up, a query string on REST), so the nodes can tell them apart.
+
+const PROBE_MS = 150;
+const HEALTH = {
+  ...DEFAULT_HEALTH,
+  probeIntervalMs: PROBE_MS,
+  probeTimeoutMs: 300,
+  failAfter: 3,
+  recoverAfter: 2,
+  maxLagBlocks: 2,
+  maxLagSeconds: 0,
+};
+const LIMITS = {
+  upstream: {
+    ...DEFAULT_LIMITS.upstream,
+    hedgeMinMs: 50,
+    hedgeMaxMs: 200,
+    deadlineMs: 3000,
+    headersTimeoutMs: 3000,
+  },
+};
+const HEIGHT = 5000;
+
+for (const label of ["eth", "dot", "algo"]) {
+  const endpoint = endpointsByLabel.get(label);
+  if (endpoint === undefined) throw new Error(`no ${label} in the registry`);
+  const [call] = typicalCalls(endpoint);
+  if (call === undefined) throw new Error(`no typical call for ${label}`);
+
+  describe(`${label} (${endpoint.mounts[0]?.policy.id}): two upstreams, one of them at fault`, () => {
+    let a: FaultyNode;
+    let b: FaultyNode;
+    let gw: RunningGateway;
+    let nextId = 7000;
+
+    const read = async (): Promise<CallResult> => {
+      const id = nextId++;
+      const request = typicalRequest(call, id);
+      const path = request.body === undefined ? `${request.path}?caller=${id}` : request.path;
+      return gw.call(label, `/${KEYS.all}${path}`, {
+        method: request.method,
+        ...(request.body === undefined ? {} : { body: request.body }),
+      });
+    };
+    const byCaller = (r: SeenRequest) => r.url.includes("?caller=") || /"id":7\d\d\d/.test(r.body);
+    const callers = (node: FaultyNode) => node.requests.filter(byCaller).length;
+    const state = (name: string): UpstreamState | undefined =>
+      gw.gateway.upstreams.group(label, "/")?.members.find((m) => m.name === name)?.health.state;
+    /** Reads `count` times, `concurrency` at once; every answer must be a whole, good one. */
+    const reads = async (count: number, concurrency = 5): Promise<number[]> => {
+      const heights: number[] = [];
+      for (let sent = 0; sent < count; sent += concurrency) {
+        const answers = await Promise.all(Array.from({ length: Math.min(concurrency, count - sent) }, read));
+        for (const r of answers) {
+          expect(r.status, r.text).toBe(200);
+          heights.push(readHeight(r.json, call.head));
+        }
+      }
+      return heights;
+    };
+
+    beforeAll(async () => {
+      const respond = (height: number) => typicalNode(label, [call], height, [""]);
+      [a, b] = await Promise.all([
+        startFaultyNode(respond, { height: HEIGHT }),
+        startFaultyNode(respond, { height: HEIGHT }),
+      ]);
+      gw = await startGateway({
+        upstreams: {
+          [label]: [
+            { url: a.url, name: "a" },
+            { url: b.url, name: "b" },
+          ],
+        },
+        health: HEALTH,
+        limits: LIMITS,
+      });
+    });
+    afterAll(async () => {
+      await gw?.close();
+      await Promise.all([a?.close(), b?.close()]);
+    });
+    beforeEach(async () => {
+      for (const node of [a, b]) {
+        node.fault = "none";
+        node.height = HEIGHT;
+        await node.revive();
+      }
+      await eventually(() => state("a") === "healthy" && state("b") === "healthy", 5000, "both in rotation");
+    });
+
+    it("spreads reads over both while both are healthy", async () => {
+      const before = [callers(a), callers(b)];
+      await reads(20);
+      expect(callers(a) - (before[0] ?? 0)).toBeGreaterThan(3);
+      expect(callers(b) - (before[1] ?? 0)).toBeGreaterThan(3);
+    });
+
+    it("a node killed mid-traffic fails no read, leaves rotation, and is back in rotation once restarted", async () => {
+      const traffic = reads(60, 5);
+      await eventually(() => callers(a) > 0, 2000, "traffic reaching a");
+      await a.kill();
+      expect(await traffic).toHaveLength(60);
+      await eventually(() => state("a") === "failing", 1000, "a out of rotation");
+      const onA = callers(a);
+      await reads(10);
+      expect(callers(a)).toBe(onA);
+      await a.revive();
+      const back = await eventually(() => state("a") === "healthy", 5 * PROBE_MS * 2, "a back in rotation");
+      expect(back).toBeGreaterThan(0);
+      await reads(20);
+      expect(callers(a)).toBeGreaterThan(onA);
+    });
+
+    it("a hung node costs each read one short wait, and leaves rotation", async () => {
+      a.fault = "hang";
+      const started = performance.now();
+      const times: number[] = [];
+      for (let i = 0; i < 10; i++) {
+        const t = performance.now();
+        const [r] = await Promise.all([read()]);
+        expect(r?.status).toBe(200);
+        times.push(performance.now() - t);
+      }
+      // no read waited out the deadline (3 s): the hedge went to b after at most hedgeMaxMs
+      expect(Math.max(...times)).toBeLessThan(1000);
+      expect(performance.now() - started).toBeLessThan(5000);
+      await eventually(() => state("a") === "failing", 2 * PROBE_MS + 1000, "the hung node out of rotation");
+      const onA = a.requests.length;
+      const fast = performance.now();
+      await reads(10);
+      expect(performance.now() - fast).toBeLessThan(1000);
+      expect(a.requests.filter(byCaller).length).toBe(a.requests.slice(0, onA).filter(byCaller).length);
+    });
+
+    it("a node answering 503 fails no read: each is tried on the other, and the node leaves rotation", async () => {
+      a.fault = "error";
+      await reads(20);
+      await eventually(() => state("a") === "failing", 1000, "the erroring node out of rotation");
+      a.fault = "none";
+      await eventually(() => state("a") === "healthy", 10 * PROBE_MS, "the recovered node back in rotation");
+    });
+
+    it("a node that resets the connection after reading a read fails no read", async () => {
+      a.fault = "reset";
+      await reads(20);
+      await eventually(() => state("a") === "failing", 1000, "the resetting node out of rotation");
+    });
+
+    it("a node that falls behind is out of rotation within two probe intervals; reads get the best head", async () => {
+      a.height = HEIGHT - 10;
+      const out = await eventually(
+        () => state("a") === "lagging",
+        4 * PROBE_MS,
+        "the lagging node out of rotation",
+      );
+      expect(out).toBeLessThan(2 * PROBE_MS * 1.2 + 100);
+      const onA = callers(a);
+      const heights = await reads(20);
+      expect(new Set(heights)).toEqual(new Set([HEIGHT]));
+      expect(callers(a)).toBe(onA);
+      a.height = HEIGHT;
+      await eventually(() => state("a") === "healthy", 10 * PROBE_MS, "caught up, back in rotation");
+    });
+
+    it("the least bad node serves when none is healthy; with every node down a read fails at once", async () => {
+      b.height = HEIGHT - 10; // b lags behind a
+      await eventually(() => state("b") === "lagging", 10 * PROBE_MS, "b lagging");
+      await a.kill();
+      await eventually(() => state("a") === "failing", 10 * PROBE_MS, "a down");
+      expect(new Set(await reads(5))).toEqual(new Set([HEIGHT - 10])); // b, lagging, rather than nothing
+      await b.kill();
+      await eventually(() => state("b") === "failing", 10 * PROBE_MS, "b down");
+      const started = performance.now();
+      const r = await read();
+      expect(performance.now() - started).toBeLessThan(200);
+      expect(r.status).toBe(503);
+      expect(JSON.stringify(r.json)).toContain("NO_UPSTREAM");
+      expect(JSON.stringify(r.json)).toContain("out of rotation");
+    });
+  });
+}
