@@ -6,6 +6,7 @@ import type { Plan } from "../keys/types.js";
 import { AccountService, type KeyView } from "./accounts/service.js";
 import { SqliteAccountStore } from "./accounts/sqlite-store.js";
 import type { Account } from "./accounts/types.js";
+import { UPSTREAMS_USAGE, upstreamsCommand } from "./upstreams-cli.js";
 
 const USAGE = `usage: npm run admin -- <command>
 
@@ -19,10 +20,12 @@ const USAGE = `usage: npm run admin -- <command>
   keys list --account <id>                  prefixes only
   keys revoke --key <id>
   keys rotate --key <id>                    prints the new key once; the old one works for the grace period
+${UPSTREAMS_USAGE}
 
-The account store is the one the deployment config names (GATEWAY_CONFIG, or deploy/local.yaml).`;
+The account store and the operator API are the ones the deployment config names (GATEWAY_CONFIG, or
+deploy/local.yaml).`;
 
-function main(argv: readonly string[]): number {
+async function main(argv: readonly string[]): Promise<number> {
   const { positionals, values } = parseArgs({
     args: [...argv],
     allowPositionals: true,
@@ -34,6 +37,9 @@ function main(argv: readonly string[]): number {
       plan: { type: "string" },
       days: { type: "string" },
       "no-archive": { type: "boolean" },
+      label: { type: "string" },
+      upstream: { type: "string" },
+      proxy: { type: "string" },
       help: { type: "boolean", short: "h" },
     },
   });
@@ -43,6 +49,7 @@ function main(argv: readonly string[]): number {
     return noun === undefined && !values.help ? 2 : 0;
   }
   const config = loadConfig(endpointsByLabel);
+  if (noun === "upstreams") return upstreamsCommand(verb, values, config);
   if (config.accounts === undefined) throw new ConfigError("the deployment config has no accounts section");
   const store = new SqliteAccountStore(config.accounts.database);
   const service = new AccountService({
@@ -150,7 +157,7 @@ function printKey(view: KeyView): void {
 }
 
 try {
-  process.exitCode = main(process.argv.slice(2));
+  process.exitCode = await main(process.argv.slice(2));
 } catch (error) {
   if (error instanceof GatewayError) {
     console.error(

@@ -32,6 +32,7 @@ describe("the embedded default deployment", () => {
         env: {
           ...process.env,
           GATEWAY_PORT: "0",
+          GATEWAY_OPERATOR_PORT: "0",
           GATEWAY_WORKERS: String(workers),
           GATEWAY_ACCOUNTS_PORT: "0",
           GATEWAY_ACCOUNTS_DB: join(data, `gateway-${entry}-${workers}.sqlite`),

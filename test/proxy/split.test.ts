@@ -66,7 +66,7 @@ describe("the proxy alone, against the store the control plane created", () => {
     await node?.close();
   });
 
-  const env = { ...process.env, GATEWAY_CONFIG: config };
+  const env = { ...process.env, GATEWAY_CONFIG: config, GATEWAY_OPERATOR_PORT: "0" };
   const start = (bundle: string) => {
     const child = spawn(process.execPath, [join(OUT, bundle)], {
       cwd: ROOT,

@@ -1,0 +1,102 @@
+import type { GatewayConfig } from "../config/types.js";
+import { GatewayError } from "../errors/table.js";
+
+export const UPSTREAMS_USAGE = `  upstreams list [--proxy <url>]           every label's upstreams: state, head, lag, latency, errors
+  upstreams cordon --label <label> --upstream <name> [--proxy <url>]
+                                            takes it out of rotation until uncordoned
+  upstreams uncordon --label <label> --upstream <name> [--proxy <url>]`;
+
+interface UpstreamsValues {
+  label?: string;
+  upstream?: string;
+  proxy?: string;
+}
+
+/**
+ * The operator CLI's upstream commands: they ask a running proxy's operator API (docs/upstreams.md), at
+ * `--proxy` or at the deployment config's `operator.listen`.
+ */
+export async function upstreamsCommand(
+  verb: string | undefined,
+  values: UpstreamsValues,
+  config: GatewayConfig,
+): Promise<number> {
+  const listen = config.operator?.listen;
+  const base = values.proxy ?? (listen === undefined ? undefined : `http://${listen.host}:${listen.port}`);
+  if (base === undefined)
+    throw new GatewayError("INVALID_FIELD", {
+      field: "--proxy",
+      reason: "the config has no operator listener",
+    });
+  if (verb === "list") {
+    const answer = (await call(`${base}/upstreams`)) as { processes: { pid: number; labels: LabelRow[] }[] };
+    for (const process of answer.processes) {
+      if (answer.processes.length > 1) console.log(`process ${process.pid}`);
+      for (const row of process.labels)
+        for (const upstream of row.upstreams) console.log(line(row, upstream));
+    }
+    return 0;
+  }
+  if (verb === "cordon" || verb === "uncordon") {
+    if (values.label === undefined) throw new GatewayError("INVALID_FIELD", { field: "--label" });
+    if (values.upstream === undefined) throw new GatewayError("INVALID_FIELD", { field: "--upstream" });
+    const answer = (await call(`${base}/upstreams/${verb}`, {
+      label: values.label,
+      upstream: values.upstream,
+    })) as {
+      matched: number;
+    };
+    console.log(
+      `${values.label} ${values.upstream}: ${verb === "cordon" ? "cordoned" : "uncordoned"} (${answer.matched})`,
+    );
+    return 0;
+  }
+  console.error(`unknown command "upstreams ${verb ?? ""}"\n\n${UPSTREAMS_USAGE}`);
+  return 2;
+}
+
+interface LabelRow {
+  label: string;
+  mount: string;
+  upstreams: {
+    name: string;
+    tier: string;
+    state: string;
+    head: number | null;
+    lagBlocks: number;
+    latencyMs: { p50: number | null; p95: number | null };
+    errorRate: number;
+    inFlight: number;
+    lastError: string | null;
+  }[];
+}
+
+function line(row: LabelRow, u: LabelRow["upstreams"][number]): string {
+  const where = row.mount === "*" ? row.label : `${row.label}${row.mount}`;
+  const latency = `p50 ${u.latencyMs.p50 ?? "-"} ms, p95 ${u.latencyMs.p95 ?? "-"} ms`;
+  const error = u.lastError === null ? "" : `  last error: ${u.lastError}`;
+  return `${where}  ${u.name}  ${u.state}${u.tier === "fallback" ? " (fallback)" : ""}  head ${u.head ?? "-"}  lag ${u.lagBlocks}  ${latency}  errors ${(u.errorRate * 100).toFixed(0)}%  in flight ${u.inFlight}${error}`;
+}
+
+async function call(url: string, body?: unknown): Promise<unknown> {
+  let response: Response;
+  try {
+    response = await fetch(
+      url,
+      body === undefined
+        ? {}
+        : { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify(body) },
+    );
+  } catch (error) {
+    throw new GatewayError("INVALID_FIELD", {
+      field: "--proxy",
+      reason: `no operator API at ${url}: ${(error as Error).message}`,
+    });
+  }
+  const answer = (await response.json()) as { error?: { code: string; message: string } };
+  if (!response.ok)
+    throw new GatewayError("INVALID_FIELD", {
+      reason: `${response.status} ${answer.error?.code}: ${answer.error?.message}`,
+    });
+  return answer;
+}

@@ -1,0 +1,164 @@
+import { execFile } from "node:child_process";
+import { request } from "undici";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { DEFAULT_CONFIG, DEFAULT_HEALTH } from "../../src/config/defaults.js";
+import type { GatewayConfig } from "../../src/config/types.js";
+import { createLogger } from "../../src/log.js";
+import { type RunningProxy, runProxy } from "../../src/proxy/run.js";
+import { ROOT } from "../registry/helpers.js";
+import { eventually } from "../support/eventually.js";
+import { type FaultyNode, startFaultyNode } from "../support/faulty-node.js";
+import { DOMAIN, KEYS, TEST_KEYS } from "../support/gateway.js";
+import { jsonRpcResponder } from "../support/loopback-node.js";
+
+// The operator API, as the proxy runs it: on its own listener, never on the public port. GET /upstreams
+// shows every upstream's state and numbers; cordon and uncordon move traffic, through the API and the CLI.
+
+describe("the operator API", () => {
+  let a: FaultyNode;
+  let b: FaultyNode;
+  let proxy: RunningProxy;
+  const logs: string[] = [];
+
+  const operator = async (method: "GET" | "POST", path: string, body?: unknown) => {
+    const r = await request(`http://127.0.0.1:${proxy.operatorPort}${path}`, {
+      method,
+      ...(body === undefined
+        ? {}
+        : { body: JSON.stringify(body), headers: { "content-type": "application/json" } }),
+    });
+    return { status: r.statusCode, json: (await r.body.json()) as Record<string, unknown> };
+  };
+  const upstreams = async () => {
+    const { json } = await operator("GET", "/upstreams");
+    const [process] = json.processes as {
+      labels: { label: string; upstreams: Record<string, unknown>[] }[];
+    }[];
+    return process?.labels.find((l) => l.label === "eth")?.upstreams ?? [];
+  };
+  const read = async (id: number) => {
+    const r = await request(`http://127.0.0.1:${proxy.port}/${KEYS.all}/`, {
+      method: "POST",
+      headers: { host: `eth.${DOMAIN}`, "content-type": "application/json" },
+      body: `{"jsonrpc":"2.0","id":${id},"method":"eth_blockNumber","params":[]}`,
+    });
+    await r.body.text();
+    return r.statusCode;
+  };
+  const callers = (node: FaultyNode) => node.requests.filter((r) => /"id":9\d\d\d/.test(r.body)).length;
+  const cli = (...args: string[]) =>
+    new Promise<{ code: number; out: string; err: string }>((resolve) =>
+      execFile(
+        process.execPath,
+        [
+          "--import",
+          "tsx",
+          "src/control/cli.ts",
+          "upstreams",
+          ...args,
+          "--proxy",
+          `http://127.0.0.1:${proxy.operatorPort}`,
+        ],
+        { cwd: ROOT, env: { ...process.env, GATEWAY_CONFIG: "" } },
+        (error, out, err) => resolve({ code: error ? Number(error.code ?? 1) : 0, out, err }),
+      ),
+    );
+
+  beforeAll(async () => {
+    const respond = (h: number) => jsonRpcResponder({ eth_blockNumber: `0x${h.toString(16)}` });
+    [a, b] = await Promise.all([startFaultyNode(respond), startFaultyNode(respond)]);
+    const config: GatewayConfig = {
+      ...DEFAULT_CONFIG,
+      domain: DOMAIN,
+      listen: { host: "127.0.0.1", port: 0 },
+      operator: { listen: { host: "127.0.0.1", port: 0 } },
+      keys: TEST_KEYS,
+      upstreams: {
+        eth: [
+          { url: `http://user:secret-password@127.0.0.1:${a.port}`, name: "a" },
+          { url: b.url, name: "b" },
+        ],
+      },
+      health: { ...DEFAULT_HEALTH, probeIntervalMs: 100, probeTimeoutMs: 300 },
+      log: { level: "info", access: false },
+    };
+    proxy = await runProxy(
+      config,
+      createLogger("info", (line) => logs.push(line)),
+    );
+    await eventually(() => a.requests.length > 0 && b.requests.length > 0, 3000, "the first probes");
+  });
+  afterAll(async () => {
+    await proxy?.close();
+    await Promise.all([a?.close(), b?.close()]);
+  });
+
+  it("GET /upstreams shows each upstream's state, head, lag, latency, error rate, calls in flight and last error, and no credentials", async () => {
+    await eventually(() => b.requests.length > 2, 3000, "a few probes");
+    for (let id = 9000; id < 9010; id++) expect(await read(id)).toBe(200);
+    const list = await upstreams();
+    expect(list.map((u) => u.name)).toEqual(["a", "b"]);
+    for (const upstream of list) {
+      expect(upstream).toMatchObject({
+        tier: "primary",
+        weight: 1,
+        state: "healthy",
+        head: 1000,
+        lagBlocks: 0,
+        errorRate: 0,
+        inFlight: 0,
+        lastError: null,
+        latencyMs: { p50: expect.any(Number), p95: expect.any(Number) },
+      });
+    }
+    const { json } = await operator("GET", "/upstreams");
+    expect(JSON.stringify(json)).not.toContain("secret-password");
+  });
+
+  it("cordon takes an upstream out of rotation until uncordoned, through the API and the operator CLI", async () => {
+    const cordoned = await operator("POST", "/upstreams/cordon", { label: "eth", upstream: "a" });
+    expect(cordoned).toEqual({
+      status: 200,
+      json: { label: "eth", upstream: "a", cordoned: true, matched: 1 },
+    });
+    expect((await upstreams()).find((u) => u.name === "a")?.state).toBe("cordoned");
+    const onA = callers(a);
+    for (let id = 9100; id < 9110; id++) expect(await read(id)).toBe(200);
+    expect(callers(a)).toBe(onA);
+    expect(logs.some((l) => l.includes('"msg":"upstream state"') && l.includes('"to":"cordoned"'))).toBe(
+      true,
+    );
+
+    const uncordoned = await cli("uncordon", "--label", "eth", "--upstream", "a");
+    expect(uncordoned).toMatchObject({ code: 0, out: "eth a: uncordoned (1)\n" });
+    expect((await upstreams()).find((u) => u.name === "a")?.state).toBe("healthy");
+    for (let id = 9200; id < 9210; id++) expect(await read(id)).toBe(200);
+    expect(callers(a)).toBeGreaterThan(onA);
+
+    const listed = await cli("list");
+    expect(listed.code).toBe(0);
+    expect(listed.out).toMatch(
+      /^eth {2}a {2}healthy {2}head 1000 {2}lag 0 {2}p50 [\d.]+ ms, p95 [\d.]+ ms {2}errors 0% {2}in flight 0$/m,
+    );
+    expect(listed.out).not.toContain("secret-password");
+  }, 20_000);
+
+  it("refuses what it does not know: a wrong upstream, a bad body, a wrong method, another path", async () => {
+    expect(await operator("POST", "/upstreams/cordon", { label: "eth", upstream: "nope" })).toMatchObject({
+      status: 404,
+      json: { error: { code: "NOT_FOUND" } },
+    });
+    expect((await operator("POST", "/upstreams/cordon", { label: "eth" })).status).toBe(400);
+    expect((await operator("GET", "/upstreams/cordon")).status).toBe(405);
+    expect((await operator("GET", "/metrics-or-anything")).status).toBe(404);
+    expect((await cli("cordon", "--label", "eth")).code).toBe(1);
+  });
+
+  it("is not on the public port", async () => {
+    const r = await request(`http://127.0.0.1:${proxy.port}/upstreams`, {
+      headers: { host: `eth.${DOMAIN}` },
+    });
+    expect(r.statusCode).toBe(401);
+    await r.body.text();
+  });
+});

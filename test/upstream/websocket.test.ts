@@ -1,0 +1,120 @@
+import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
+import { WebSocket } from "ws";
+import { DEFAULT_HEALTH } from "../../src/config/defaults.js";
+import { eventually } from "../support/eventually.js";
+import { type FaultyNode, startFaultyNode } from "../support/faulty-node.js";
+import { DOMAIN, KEYS, type RunningGateway, startGateway } from "../support/gateway.js";
+import { jsonRpcResponder } from "../support/loopback-node.js";
+import { type LoopbackWsNode, startLoopbackWsNode } from "../support/loopback-ws-node.js";
+
+// WebSocket connections and upstream health. Each upstream is a node with its HTTP port (what the prober
+// asks: a fault-knob node) and its WebSocket port (a loopback WebSocket node), as a geth's 8545 and 8546.
+
+interface Node {
+  readonly http: FaultyNode;
+  ws: LoopbackWsNode;
+}
+
+const PROBE_MS = 150;
+
+describe("WebSocket connections go to upstreams in rotation, and close when theirs fails", () => {
+  let a: Node;
+  let b: Node;
+  let gw: RunningGateway;
+  const member = (name: string) =>
+    gw.gateway.upstreams.group("eth", "/")?.members.find((m) => m.name === name);
+  const state = (name: string) => member(name)?.health.state;
+  /** In rotation on the word of a probe, not only as every node starts. */
+  const probedHealthy = (name: string) =>
+    state(name) === "healthy" && member(name)?.health.head !== undefined;
+
+  const startNode = async (): Promise<Node> => ({
+    http: await startFaultyNode((h) => jsonRpcResponder({ eth_blockNumber: `0x${h.toString(16)}` })),
+    ws: await startLoopbackWsNode({ results: { eth_blockNumber: "0x10" } }),
+  });
+
+  /** A client connection through the gateway, with its close code once closed. */
+  const connect = async () => {
+    const ws = new WebSocket(`ws://127.0.0.1:${gw.port}/${KEYS.all}`, { headers: { host: `eth.${DOMAIN}` } });
+    const closed = new Promise<{ code: number; at: number }>((resolve) =>
+      ws.once("close", (code) => resolve({ code, at: performance.now() })),
+    );
+    await new Promise<void>((resolve, reject) => {
+      ws.once("open", () => resolve());
+      ws.once("error", reject);
+    });
+    return { ws, closed };
+  };
+
+  beforeAll(async () => {
+    [a, b] = await Promise.all([startNode(), startNode()]);
+    gw = await startGateway({
+      upstreams: {
+        eth: [
+          { url: a.http.url, ws: a.ws.wsUrl, name: "a" },
+          { url: b.http.url, ws: b.ws.wsUrl, name: "b" },
+        ],
+      },
+      health: { ...DEFAULT_HEALTH, probeIntervalMs: PROBE_MS, probeTimeoutMs: 300, recoverAfter: 2 },
+    });
+  });
+  afterAll(async () => {
+    await gw?.close();
+    await Promise.all([a?.http.close(), b?.http.close(), a?.ws.close(), b?.ws.close()]);
+  });
+  beforeEach(async () => {
+    for (const node of [a, b]) {
+      node.http.fault = "none";
+      await node.http.revive();
+    }
+    await eventually(() => probedHealthy("a") && probedHealthy("b"), 5000, "both in rotation");
+  });
+
+  it("a new connection goes to an upstream in rotation: none to a failing one", async () => {
+    await a.http.kill();
+    await eventually(() => state("a") === "failing", 10 * PROBE_MS, "a out of rotation");
+    const before = [a.ws.connections.length, b.ws.connections.length];
+    const clients = await Promise.all(Array.from({ length: 6 }, connect));
+    expect([a.ws.connections.length - (before[0] ?? 0), b.ws.connections.length - (before[1] ?? 0)]).toEqual([
+      0, 6,
+    ]);
+    for (const { ws } of clients) ws.close();
+  });
+
+  it("when the node of an open connection dies, the client is closed at once with 1014", async () => {
+    await a.http.kill(); // so the connection lands on b
+    await eventually(() => state("a") === "failing", 10 * PROBE_MS, "a out of rotation");
+    const { closed } = await connect();
+    expect(b.ws.openConnections()).toBeGreaterThan(0);
+    const dying = performance.now();
+    await b.ws.close(); // b's WebSocket port goes away with its sockets
+    const { code, at } = await closed;
+    expect(code).toBe(1014);
+    expect(at - dying).toBeLessThan(500);
+    b.ws = await startLoopbackWsNode({ results: { eth_blockNumber: "0x10" } });
+    await gw.close();
+    gw = await startGateway({
+      upstreams: {
+        eth: [
+          { url: a.http.url, ws: a.ws.wsUrl, name: "a" },
+          { url: b.http.url, ws: b.ws.wsUrl, name: "b" },
+        ],
+      },
+      health: { ...DEFAULT_HEALTH, probeIntervalMs: PROBE_MS, probeTimeoutMs: 300, recoverAfter: 2 },
+    });
+  });
+
+  it("when the node of an open connection hangs, its socket stays open, and the client is closed with 1014 once the prober says so", async () => {
+    await b.http.kill(); // so the connection lands on a
+    await eventually(() => state("b") === "failing", 10 * PROBE_MS, "b out of rotation");
+    const { closed } = await connect();
+    await b.http.revive();
+    a.http.fault = "hang";
+    const hung = performance.now();
+    const { code, at } = await closed;
+    expect(code).toBe(1014);
+    // a probe times out (300 ms) within an interval (150 ms ± 20%) of the hang
+    expect(at - hung).toBeLessThan(1500);
+    expect(state("a")).toBe("failing");
+  });
+});

@@ -1,0 +1,152 @@
+import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from "vitest";
+import { DEFAULT_HEALTH, DEFAULT_LIMITS } from "../../src/config/defaults.js";
+import { eventually } from "../support/eventually.js";
+import { type FaultyNode, startFaultyNode } from "../support/faulty-node.js";
+import { KEYS, type RunningGateway, startGateway } from "../support/gateway.js";
+import { firstOf, jsonRpcResponder, restResponder, type SeenRequest } from "../support/loopback-node.js";
+
+// A write is never sent to a node twice, counted at the nodes. Node a is the primary and b a fallback,
+// so a write goes to a first; the probes run rarely, so they never move a node during a test, and each
+// test gets a gateway of its own, with both nodes in rotation.
+
+const RAW_TX = `0x${"f8".repeat(60)}`;
+const TX_HASH = `0x${"ab".repeat(32)}`;
+const isWrite = (r: SeenRequest) =>
+  r.body.includes("eth_sendRawTransaction") || (r.method === "POST" && r.url.startsWith("/v2/transactions"));
+
+describe("writes are never sent twice", () => {
+  let a: FaultyNode;
+  let b: FaultyNode;
+  let gw: RunningGateway;
+  const writes = (node: FaultyNode) => node.requests.filter(isWrite).length;
+  const state = (label: string, name: string) =>
+    gw.gateway.upstreams.group(label, "/")?.members.find((m) => m.name === name)?.health.state;
+
+  // A node's own JSON-RPC error (here: for the transaction 0xdead) is an answer, not a failure.
+  const nodeError: typeof jsonRpcResponder = () => (request) =>
+    request.body.includes('"0xdead"')
+      ? {
+          body: `{"jsonrpc":"2.0","id":${/"id":(\d+)/.exec(request.body)?.[1]},"error":{"code":-32000,"message":"nonce too low"}}`,
+        }
+      : undefined;
+  const respond = (height: number) =>
+    firstOf(
+      restResponder({
+        "GET /v2/status": { "last-round": height, "time-since-last-round": 1 },
+        "POST /v2/transactions": { txId: "TXID" },
+      }),
+      nodeError({}),
+      jsonRpcResponder({ eth_blockNumber: `0x${height.toString(16)}`, eth_sendRawTransaction: TX_HASH }),
+    );
+
+  beforeAll(async () => {
+    [a, b] = await Promise.all([startFaultyNode(respond), startFaultyNode(respond)]);
+  });
+  afterAll(async () => {
+    await Promise.all([a?.close(), b?.close()]);
+  });
+  beforeEach(async () => {
+    a.fault = "none";
+    await a.revive();
+    a.requests.length = 0;
+    b.requests.length = 0;
+    const pair = [
+      { url: a.url, name: "a" },
+      { url: b.url, name: "b", tier: "fallback" as const },
+    ];
+    gw = await startGateway({
+      upstreams: { eth: pair, algo: pair },
+      health: { ...DEFAULT_HEALTH, probeIntervalMs: 60_000 },
+      limits: { upstream: { ...DEFAULT_LIMITS.upstream, deadlineMs: 800, hedgeMinMs: 50, hedgeMaxMs: 100 } },
+    });
+    // the first probe, sent at start, has been answered by both
+    await eventually(() => a.requests.length > 0 && b.requests.length > 0, 2000, "the first probes");
+  });
+  afterEach(async () => {
+    await gw?.close();
+  });
+
+  const sendRaw = (id: number, tx = RAW_TX) =>
+    gw.call("eth", `/${KEYS.all}/`, {
+      body: JSON.stringify({ jsonrpc: "2.0", id, method: "eth_sendRawTransaction", params: [tx] }),
+    });
+
+  it("a node that reads the write and resets the connection: it reached one node once, and the caller is told it is unconfirmed", async () => {
+    a.fault = "reset";
+    const r = await sendRaw(41);
+    expect(r.status).toBe(502);
+    expect(r.json).toMatchObject({
+      jsonrpc: "2.0",
+      id: 41,
+      error: { code: -32022, data: { code: "WRITE_NOT_CONFIRMED" } },
+    });
+    expect([writes(a), writes(b)]).toEqual([1, 0]);
+  });
+
+  it("a node that reads the write and hangs: no hedge, no second node, unconfirmed at the deadline", async () => {
+    a.fault = "hang";
+    const started = performance.now();
+    const r = await sendRaw(42);
+    const took = performance.now() - started;
+    expect(r.status).toBe(502);
+    expect(r.json).toMatchObject({ id: 42, error: { data: { code: "WRITE_NOT_CONFIRMED" } } });
+    expect(took).toBeGreaterThan(700);
+    expect(took).toBeLessThan(3000);
+    expect([writes(a), writes(b)]).toEqual([1, 0]);
+  });
+
+  it("a node that refuses the connection got nothing: the write goes to the next node, once", async () => {
+    await a.kill();
+    const r = await sendRaw(43);
+    expect(r.status).toBe(200);
+    expect(r.json).toEqual({ jsonrpc: "2.0", id: 43, result: TX_HASH });
+    expect([writes(a), writes(b)]).toEqual([0, 1]);
+  });
+
+  it("a read on the same node is tried on the next one: only writes are held back", async () => {
+    a.fault = "reset";
+    const r = await gw.call("eth", `/${KEYS.all}/`, {
+      body: '{"jsonrpc":"2.0","id":44,"method":"eth_blockNumber","params":[]}',
+    });
+    expect(r.status).toBe(200);
+    expect(b.requests.some((req) => req.body.includes('"id":44'))).toBe(true);
+  });
+
+  it("a batch with a write in it is a write", async () => {
+    a.fault = "reset";
+    const r = await gw.call("eth", `/${KEYS.all}/`, {
+      body: `[{"jsonrpc":"2.0","id":45,"method":"eth_blockNumber","params":[]},{"jsonrpc":"2.0","id":46,"method":"eth_sendRawTransaction","params":["${RAW_TX}"]}]`,
+    });
+    expect(r.status).toBe(502);
+    expect(JSON.stringify(r.json)).toContain("WRITE_NOT_CONFIRMED");
+    expect([writes(a), writes(b)]).toEqual([1, 0]);
+  });
+
+  it("a REST write (POST /v2/transactions) follows the same rule", async () => {
+    a.fault = "reset";
+    const r = await gw.call("algo", `/${KEYS.all}/v2/transactions`, {
+      method: "POST",
+      body: "signed-transaction-bytes",
+      headers: { "content-type": "application/x-binary" },
+    });
+    expect(r.status).toBe(502);
+    expect(r.json).toMatchObject({ error: { code: "WRITE_NOT_CONFIRMED", status: 502 } });
+    expect([writes(a), writes(b)]).toEqual([1, 0]);
+  });
+
+  it("a node's own JSON-RPC error passes through and does not count against the node", async () => {
+    const before = gw.gateway.upstreams.group("eth", "/")?.members.find((m) => m.name === "a")
+      ?.health.errorRate;
+    for (let i = 0; i < 5; i++) {
+      const r = await sendRaw(50 + i, "0xdead");
+      expect(r.status).toBe(200);
+      expect(r.json).toMatchObject({ id: 50 + i, error: { code: -32000, message: "nonce too low" } });
+    }
+    expect(state("eth", "a")).toBe("healthy");
+    expect(
+      gw.gateway.upstreams.group("eth", "/")?.members.find((m) => m.name === "a")?.health.errorRate,
+    ).toBe(before);
+    await eventually(() => writes(a) === 5, 1000, "the five writes at a");
+    expect(writes(b)).toBe(0);
+  });
+});
