@@ -8,7 +8,7 @@ export type LogFields = Readonly<Record<string, string | number | boolean | unde
 /**
  * The fields of one request's access-log line. A class with every field declared up front, so all the
  * lines share one object shape; a record grown field by field and spread at the end showed in the
- * profile as shape transitions and megamorphic lookups (bench/README.md).
+ * profile as shape transitions and megamorphic lookups (docs/performance.md).
  */
 export class AccessLine {
   label: string | undefined = undefined;
@@ -118,7 +118,7 @@ let flushAtExit = false;
 
 /**
  * Lines go to stderr in one write per event-loop turn rather than one per line: under load a write per
- * access-log line was a visible share of the gateway's CPU (bench/README.md). Whatever is pending at
+ * access-log line was a visible share of the gateway's CPU (docs/performance.md). Whatever is pending at
  * exit is written then; Node writes stderr synchronously to a file, while a full pipe may still drop
  * the tail at exit, as it would for any stderr write.
  */
@@ -147,7 +147,7 @@ function flushLines(): void {
 /**
  * Writes straight to file descriptor 2 while nothing is queued on `process.stderr`: a stream's write
  * first turns the batch into a new Buffer, which cost more than the system call (about 0.2 µs per line,
- * bench/README.md). It is what the stream does anyway: Node writes stderr synchronously to files and
+ * docs/performance.md). It is what the stream does anyway: Node writes stderr synchronously to files and
  * terminals, and to a pipe as much as the pipe takes at once, queueing the rest
  * (https://nodejs.org/api/process.html#a-note-on-process-io). What the descriptor does not take (a full
  * pipe's EAGAIN or a short write, EPIPE) goes to the stream, which queues or reports it as it always has,

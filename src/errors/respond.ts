@@ -67,7 +67,7 @@ export function sendError(res: ServerResponse, error: GatewayError, style: Error
 /**
  * Browser dapps call node endpoints straight from the page (a key in the URL, no cookies), so any origin
  * may read answers and errors. Passed to writeHead with the rest rather than set with setHeader
- * beforehand, which sends Node's writeHead down its slow merging path (bench/README.md).
+ * beforehand, which sends Node's writeHead down its slow merging path (docs/performance.md).
  */
 export const ANY_ORIGIN = { "access-control-allow-origin": "*" } as const;
 

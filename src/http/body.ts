@@ -9,7 +9,7 @@ const NO_BODY = Buffer.alloc(0);
 /**
  * Reads a request body up to `maxBytes` and calls back once; a declared or actual size past it is
  * refused with 413. Events and a callback rather than an async iterator or a promise: this runs once per
- * request, and both showed in the profile (bench/README.md).
+ * request, and both showed in the profile (docs/performance.md).
  */
 export function collectBody(req: IncomingMessage, maxBytes: number, callback: BodyCallback): void {
   const declared = Number(rawHeader(req.rawHeaders, "content-length", true) ?? 0);

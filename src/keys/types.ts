@@ -25,7 +25,7 @@ export interface KeyStore {
 /**
  * `FN` and 16 to 128 URL-safe characters (`^FN[A-Za-z0-9_-]{16,128}$`); anything else is refused before
  * any lookup. A loop over character codes: this runs once per request, and the regular expression's
- * entry and exit showed in its profile (bench/README.md).
+ * entry and exit showed in its profile (docs/performance.md).
  */
 export function looksLikeKey(segment: string | undefined): segment is string {
   if (segment === undefined || segment.length < 18 || segment.length > 130) return false;

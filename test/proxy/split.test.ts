@@ -33,6 +33,11 @@ describe("the proxy bundle", () => {
     expect(inputs["gateway.js"]?.filter(controlPlane)).toEqual([]);
   });
 
+  it("compiles no schema at run time: the config's validator is generated, so ajv is not in it", () => {
+    expect(inputs["gateway.js"]?.filter((input) => input.includes("node_modules/ajv/"))).toEqual([]);
+    expect(inputs["gateway.js"]).toContain("generated/config-validator.js");
+  });
+
   it("while the demo bundle, which runs both, holds them (the check sees what it looks for)", () => {
     expect(inputs["demo.js"]?.filter(controlPlane).length).toBeGreaterThan(5);
   });
