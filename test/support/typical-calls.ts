@@ -6,7 +6,7 @@ import type { Endpoint, HeadCall, HttpMethod, Mount } from "../../src/registry/t
 import { firstOf, jsonRpcResponder, type Responder, restResponder } from "./loopback-node.js";
 
 // Each interface family's typical call (its registry `head`), and how a real node of that interface answers
-// it (spec §2.4, ../shared/reference/upstream-interfaces.md). The conformance suite derives every call from
+// it (spec §2.4, and each upstream's own documentation). The conformance suite derives every call from
 // the registry; only the answers live here, keyed by the head call as the registry writes it: a JSON-RPC
 // method name, or "METHOD /path" for a REST route. A new interface whose head call is not below makes the
 // suite fail for its labels until an entry is added.
