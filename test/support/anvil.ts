@@ -15,17 +15,38 @@ export { freePort };
 export interface Anvil {
   readonly url: string;
   readonly port: number;
+  /** The id of the anvil process this test started: the only process `kill` and `stop` signal. */
+  readonly pid: number;
   rpc<T = unknown>(method: string, params?: unknown[]): Promise<T>;
+  /** Sends `signal` to this anvil's process and waits for it to exit: SIGKILL is a node that dies. */
+  kill(signal: NodeJS.Signals): Promise<void>;
   stop(): Promise<void>;
 }
 
-/** A real local EVM node. `pruned` makes it behave like a full node that refuses historical state. */
-export async function startAnvil(options: { pruned?: boolean; blockTime?: number } = {}): Promise<Anvil> {
-  const port = await freePort();
+export interface AnvilOptions {
+  /** Behave like a full node that refuses historical state. */
+  readonly pruned?: boolean;
+  /** Mine a block every this many seconds; else a block per transaction. */
+  readonly blockTime?: number;
+  /** Listen on this port (a node restarted where it was) rather than a free one. */
+  readonly port?: number;
+}
+
+/** A real local EVM node on loopback, started by this process and answering once this resolves. */
+export async function startAnvil(options: AnvilOptions = {}): Promise<Anvil> {
+  const port = options.port ?? (await freePort());
   const args = ["--port", String(port), "--host", "127.0.0.1", "--silent"];
   if (options.pruned) args.push("--prune-history");
   if (options.blockTime !== undefined) args.push("--block-time", String(options.blockTime));
   const child: ChildProcess = spawn(anvilBinary(), args, { stdio: "ignore" });
+  const exited = new Promise<void>((resolve) => child.once("exit", () => resolve()));
+  // A process killed by a signal has a signalCode and no exitCode.
+  const running = () => child.exitCode === null && child.signalCode === null;
+  const kill = async (signal: NodeJS.Signals) => {
+    if (!running()) return;
+    child.kill(signal);
+    await exited;
+  };
   const url = `http://127.0.0.1:${port}`;
   const rpc = async <T>(method: string, params: unknown[] = []): Promise<T> => {
     const response = await fetch(url, {
@@ -39,24 +60,29 @@ export async function startAnvil(options: { pruned?: boolean; blockTime?: number
   };
   const deadline = Date.now() + 15_000;
   for (;;) {
-    try {
-      await rpc("eth_chainId");
-      break;
-    } catch (error) {
-      if (Date.now() > deadline || child.exitCode !== null)
-        throw new Error(`anvil did not start: ${String(error)}`);
-      await new Promise((resolve) => setTimeout(resolve, 50));
+    let failure: unknown;
+    const answered = await rpc("eth_chainId").then(
+      () => true,
+      (error: unknown) => {
+        failure = error;
+        return false;
+      },
+    );
+    // on a given port, an answer while this anvil has exited (it could not bind) came from something else
+    if (!running()) throw new Error(`anvil exited before it answered on port ${port}`);
+    if (answered) break;
+    if (Date.now() > deadline) {
+      await kill("SIGKILL");
+      throw new Error(`anvil did not start: ${String(failure)}`);
     }
+    await new Promise((resolve) => setTimeout(resolve, 50));
   }
   return {
     url,
     port,
+    pid: child.pid as number,
     rpc,
-    async stop() {
-      if (child.exitCode !== null) return;
-      const exited = new Promise((resolve) => child.once("exit", resolve));
-      child.kill("SIGTERM");
-      await exited;
-    },
+    kill,
+    stop: () => kill("SIGTERM"),
   };
 }
