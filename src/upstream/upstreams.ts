@@ -76,8 +76,10 @@ export class UpstreamGroup {
   /**
    * The upstreams to try for one call, best first: the in-rotation primaries, the first of them chosen by
    * smooth weighted round robin over their effective weights (nginx's algorithm: deterministic, and it
-   * spreads calls in proportion); then the in-rotation fallbacks; then, as a last resort, lagging nodes,
-   * least behind first. Failing and cordoned nodes are never chosen: empty means every upstream is down.
+   * spreads calls in proportion); then the in-rotation fallbacks. Only when nothing is in rotation, the
+   * lagging nodes, least behind first: a stale answer is better than none, but never better than a
+   * fresh one, so no hedge or retry reaches a lagging node while a node is in rotation. Failing and
+   * cordoned nodes are never chosen: empty means every upstream is down.
    */
   choose(): readonly Upstream[] {
     if (this.members.length === 1) {
@@ -91,13 +93,15 @@ export class UpstreamGroup {
       if (member.health.inRotation) (member.tier === "primary" ? primaries : fallbacks).push(member);
       else if (member.health.usableAsLastResort) lastResort.push(member);
     }
+    if (primaries.length === 0 && fallbacks.length === 0) {
+      if (lastResort.length > 1) lastResort.sort((a, b) => a.health.lagBlocks - b.health.lagBlocks);
+      return lastResort;
+    }
     const first = primaries.length > 0 ? primaries : fallbacks;
     const chosen = pickSmoothly(first);
     const order: Upstream[] = chosen === undefined ? [] : [chosen];
     for (const member of first) if (member !== chosen) order.push(member);
     if (first === primaries) order.push(...fallbacks);
-    if (lastResort.length > 1) lastResort.sort((a, b) => a.health.lagBlocks - b.health.lagBlocks);
-    order.push(...lastResort);
     return order;
   }
 

@@ -17,6 +17,8 @@ export interface FaultyNode {
   /** Every request it read, whatever it then did with it. */
   readonly requests: SeenRequest[];
   fault: Fault;
+  /** How long it takes to answer, in ms: a slow node that is still healthy. */
+  delayMs: number;
   /** The chain height its head answers report; tests move it to make the node lag or catch up. */
   height: number;
   /** Stops listening and cuts every connection: a dead node, refusing connections. */
@@ -42,6 +44,7 @@ export async function startFaultyNode(
     port: 0,
     requests,
     fault: "none",
+    delayMs: 0,
     height: options.height ?? 1000,
     kill: () => stop(),
     revive: () => (server.listening ? Promise.resolve() : listen(node.port)),
@@ -69,6 +72,7 @@ export async function startFaultyNode(
       res.writeHead(503, { "content-type": "application/json" }).end('{"error":"service unavailable"}');
       return;
     }
+    if (node.delayMs > 0) await new Promise((resolve) => setTimeout(resolve, node.delayMs));
     const reply = await respond(node.height)(seen);
     if (reply === undefined) {
       res.writeHead(404, { "content-type": "application/json" }).end('{"error":"not found"}');

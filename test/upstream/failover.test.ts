@@ -96,6 +96,7 @@ for (const label of ["eth", "dot", "algo"]) {
     beforeEach(async () => {
       for (const node of [a, b]) {
         node.fault = "none";
+        node.delayMs = 0;
         node.height = HEIGHT;
         await node.revive();
       }
@@ -174,6 +175,15 @@ for (const label of ["eth", "dot", "algo"]) {
       expect(callers(a)).toBe(onA);
       a.height = HEIGHT;
       await eventually(() => state("a") === "healthy", 10 * PROBE_MS, "caught up, back in rotation");
+    });
+
+    it("a lagging node never answers while a node is in rotation, even one slower than its hedge delay", async () => {
+      b.height = HEIGHT - 10;
+      await eventually(() => state("b") === "lagging", 10 * PROBE_MS, "b lagging");
+      a.delayMs = 250; // over hedgeMaxMs (200), under the probe timeout (300): slow, not failing
+      const heights = await reads(6, 3);
+      expect(new Set(heights)).toEqual(new Set([HEIGHT]));
+      expect(state("a")).toBe("healthy");
     });
 
     it("the least bad node serves when none is healthy; with every node down a read fails at once", async () => {
