@@ -30,9 +30,10 @@ export function printDemo(options: {
   key: string;
   nodes: readonly LocalNode[];
   accountsPort: number | undefined;
+  operatorPort?: number | undefined;
   endpoints: ReadonlyMap<string, Endpoint>;
 }): void {
-  const { config, port, key, nodes, accountsPort, endpoints } = options;
+  const { config, port, key, nodes, accountsPort, operatorPort, endpoints } = options;
   const lines = ["", `API key (shown once): ${key}`, "", "Try it:"];
   for (const node of nodes) {
     const endpoint = endpoints.get(node.label);
@@ -54,6 +55,10 @@ export function printDemo(options: {
       `Self-service API: http://${config.accounts.listen.host}:${accountsPort}/v1/signup (e-mails go to ${mail}).`,
     );
   }
+  if (operatorPort !== undefined && config.operator !== undefined)
+    lines.push(
+      `Operator API (upstreams, their state and head): http://${config.operator.listen.host}:${operatorPort}/upstreams`,
+    );
   lines.push("");
   process.stdout.write(`${lines.join("\n")}\n`);
 }

@@ -55,7 +55,15 @@ async function startDemo(config: GatewayConfig, logger: Logger): Promise<void> {
     workers: config.workers,
   });
   if (key !== undefined)
-    printDemo({ config, port: proxy.port, key, nodes, accountsPort, endpoints: endpointsByLabel });
+    printDemo({
+      config,
+      port: proxy.port,
+      key,
+      nodes,
+      accountsPort,
+      operatorPort: proxy.operatorPort,
+      endpoints: endpointsByLabel,
+    });
 
   onStopSignal(async () => {
     await proxy.close();

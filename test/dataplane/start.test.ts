@@ -3,6 +3,7 @@ import { mkdtempSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { freePort } from "../../src/dev/free-port.js";
 import { ROOT } from "../registry/helpers.js";
 
 // `npm start` on the embedded defaults: it must issue a key, start anvil behind eth and eth-archive, and
@@ -27,12 +28,13 @@ describe("the embedded default deployment", () => {
   ] as const)(
     "%s with %i worker process(es): prints a key and curl lines that work as printed, then shuts down cleanly",
     async (entry, workers) => {
+      const operatorPort = await freePort();
       child = spawn(process.execPath, ENTRIES[entry], {
         cwd: ROOT,
         env: {
           ...process.env,
           GATEWAY_PORT: "0",
-          GATEWAY_OPERATOR_PORT: "0",
+          GATEWAY_OPERATOR_PORT: String(operatorPort),
           GATEWAY_WORKERS: String(workers),
           GATEWAY_ACCOUNTS_PORT: "0",
           GATEWAY_ACCOUNTS_DB: join(data, `gateway-${entry}-${workers}.sqlite`),
@@ -64,6 +66,16 @@ describe("the embedded default deployment", () => {
           id: 1,
           result: expect.stringMatching(/^0x[0-9a-f]+$/),
         });
+      }
+      // The operator API answers once, for every worker: each probes and judges its upstreams itself.
+      const { processes } = (await (await fetch(`http://127.0.0.1:${operatorPort}/upstreams`)).json()) as {
+        processes: { pid: number; labels: { label: string; upstreams: { state: string }[] }[] }[];
+      };
+      expect(processes).toHaveLength(workers);
+      expect(new Set(processes.map((p) => p.pid)).size).toBe(workers);
+      for (const { labels } of processes) {
+        expect(labels.map((l) => l.label).sort()).toEqual(["eth", "eth-archive"]);
+        for (const { upstreams } of labels) expect(upstreams.map((u) => u.state)).toEqual(["healthy"]);
       }
       const exited = new Promise<number | null>((resolve) => child?.once("exit", (code) => resolve(code)));
       child.kill("SIGTERM");
