@@ -72,18 +72,30 @@ export class SqliteGrantFeed implements GrantFeed {
   }
 }
 
-function toGrant(row: GrantRow): KeyGrant {
+/** A key row's scopes as the store keeps them: networks as JSON, archive as 0/1, the rate in two columns. */
+export function scopesOf(row: {
+  networks: string;
+  archive: number;
+  rate_per_second: number | null;
+  rate_burst: number | null;
+}): Pick<KeyGrant, "networks" | "archive" | "rate"> {
   return {
-    id: row.id,
-    keyHash: row.key_hash,
-    prefix: row.prefix,
-    plan: row.plan,
     networks: JSON.parse(row.networks) as string[] | "*",
     archive: row.archive === 1,
     rate:
       row.rate_per_second === null || row.rate_burst === null
         ? undefined
         : { perSecond: row.rate_per_second, burst: row.rate_burst },
+  };
+}
+
+function toGrant(row: GrantRow): KeyGrant {
+  return {
+    id: row.id,
+    keyHash: row.key_hash,
+    prefix: row.prefix,
+    plan: row.plan,
+    ...scopesOf(row),
     status: row.status,
     expiresAt: row.expires_at ?? undefined,
     accountStatus: row.account_status ?? "closed",

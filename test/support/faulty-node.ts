@@ -1,6 +1,6 @@
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
 import type { AddressInfo, Socket } from "node:net";
-import type { Responder, SeenRequest } from "./loopback-node.js";
+import { type Responder, readSeen, type SeenRequest } from "./loopback-node.js";
 
 /**
  * What a faulty node does with the next request:
@@ -52,15 +52,7 @@ export async function startFaultyNode(
   };
 
   const handler = async (req: IncomingMessage, res: ServerResponse) => {
-    const chunks: Buffer[] = [];
-    for await (const chunk of req) chunks.push(chunk as Buffer);
-    const seen: SeenRequest = {
-      method: req.method ?? "",
-      url: req.url ?? "",
-      headers: req.headers,
-      rawHeaders: req.rawHeaders,
-      body: Buffer.concat(chunks).toString("utf8"),
-    };
+    const seen = await readSeen(req);
     requests.push(seen);
     const fault = node.fault;
     if (fault === "hang") return;

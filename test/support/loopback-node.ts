@@ -29,19 +29,24 @@ export interface LoopbackNode {
   close(): Promise<void>;
 }
 
+/** Reads a request whole, as an upstream node sees it. */
+export async function readSeen(req: IncomingMessage): Promise<SeenRequest> {
+  const chunks: Buffer[] = [];
+  for await (const chunk of req) chunks.push(chunk as Buffer);
+  return {
+    method: req.method ?? "",
+    url: req.url ?? "",
+    headers: req.headers,
+    rawHeaders: req.rawHeaders,
+    body: Buffer.concat(chunks).toString("utf8"),
+  };
+}
+
 /** A loopback upstream node that records every request and answers through `respond` (404 otherwise). */
 export async function startLoopbackNode(respond: Responder): Promise<LoopbackNode> {
   const requests: SeenRequest[] = [];
   const server = createServer(async (req, res) => {
-    const chunks: Buffer[] = [];
-    for await (const chunk of req) chunks.push(chunk as Buffer);
-    const seen: SeenRequest = {
-      method: req.method ?? "",
-      url: req.url ?? "",
-      headers: req.headers,
-      rawHeaders: req.rawHeaders,
-      body: Buffer.concat(chunks).toString("utf8"),
-    };
+    const seen = await readSeen(req);
     requests.push(seen);
     const reply = await respond(seen);
     if (reply === undefined) {

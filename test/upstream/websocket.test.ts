@@ -46,9 +46,8 @@ describe("WebSocket connections go to upstreams in rotation, and close when thei
     return { ws, closed };
   };
 
-  beforeAll(async () => {
-    [a, b] = await Promise.all([startNode(), startNode()]);
-    gw = await startGateway({
+  const startGatewayOnBoth = () =>
+    startGateway({
       upstreams: {
         eth: [
           { url: a.http.url, ws: a.ws.wsUrl, name: "a" },
@@ -57,6 +56,10 @@ describe("WebSocket connections go to upstreams in rotation, and close when thei
       },
       health: { ...DEFAULT_HEALTH, probeIntervalMs: PROBE_MS, probeTimeoutMs: 300, recoverAfter: 2 },
     });
+
+  beforeAll(async () => {
+    [a, b] = await Promise.all([startNode(), startNode()]);
+    gw = await startGatewayOnBoth();
   });
   afterAll(async () => {
     await gw?.close();
@@ -93,15 +96,7 @@ describe("WebSocket connections go to upstreams in rotation, and close when thei
     expect(at - dying).toBeLessThan(500);
     b.ws = await startLoopbackWsNode({ results: { eth_blockNumber: "0x10" } });
     await gw.close();
-    gw = await startGateway({
-      upstreams: {
-        eth: [
-          { url: a.http.url, ws: a.ws.wsUrl, name: "a" },
-          { url: b.http.url, ws: b.ws.wsUrl, name: "b" },
-        ],
-      },
-      health: { ...DEFAULT_HEALTH, probeIntervalMs: PROBE_MS, probeTimeoutMs: 300, recoverAfter: 2 },
-    });
+    gw = await startGatewayOnBoth();
   });
 
   it("when the node of an open connection hangs, its socket stays open, and the client is closed with 1014 once the prober says so", async () => {

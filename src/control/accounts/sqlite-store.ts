@@ -2,7 +2,7 @@ import { mkdirSync } from "node:fs";
 import { dirname } from "node:path";
 import Database from "better-sqlite3";
 import type { KeyGrant } from "../../keys/grants.js";
-import { grantsSince } from "../../keys/sqlite-grants.js";
+import { grantsSince, scopesOf } from "../../keys/sqlite-grants.js";
 import { migrate } from "./migrations.js";
 import type { Account, AccountStatus, AccountStore, KeyRecord, NewKey, TokenPurpose } from "./types.js";
 
@@ -193,18 +193,12 @@ function toAccount(row: AccountRow): Account {
 }
 
 function toKey(row: KeyRow): KeyRecord {
-  const networks = JSON.parse(row.networks) as string[] | "*";
   return {
     id: row.id,
     accountId: row.account_id,
     prefix: row.prefix,
     plan: row.plan,
-    networks,
-    archive: row.archive === 1,
-    rate:
-      row.rate_per_second === null || row.rate_burst === null
-        ? undefined
-        : { perSecond: row.rate_per_second, burst: row.rate_burst },
+    ...scopesOf(row),
     status: row.status,
     createdAt: row.created_at,
     expiresAt: row.expires_at ?? undefined,
