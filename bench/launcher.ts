@@ -96,14 +96,27 @@ export class Launcher {
 
   /**
    * The gateway as `npm start` runs it: the built binary, with the deployment file in GATEWAY_CONFIG and
-   * `workers` in GATEWAY_WORKERS, inside `budget` when one is given.
+   * `workers` in GATEWAY_WORKERS, inside `budget` when one is given. Its operator API listens where the
+   * deployment says when `ownOperatorPort`, else on a free port of its own (GATEWAY_OPERATOR_PORT): two
+   * gateways of one deployment file, as the HTTP scenario runs, would both take the default 8082, and the
+   * second would exit.
    */
   async startGateway(
     name: string,
-    { deployment, workers = 1, budget }: { deployment: string; workers?: number; budget?: CpuBudget },
+    {
+      deployment,
+      workers = 1,
+      budget,
+      ownOperatorPort = false,
+    }: { deployment: string; workers?: number; budget?: CpuBudget; ownOperatorPort?: boolean },
   ): Promise<Target> {
     const port = await freePort();
-    const env = { GATEWAY_CONFIG: deployment, GATEWAY_WORKERS: String(workers), GATEWAY_PORT: String(port) };
+    const env: Record<string, string> = {
+      GATEWAY_CONFIG: deployment,
+      GATEWAY_WORKERS: String(workers),
+      GATEWAY_PORT: String(port),
+    };
+    if (!ownOperatorPort) env.GATEWAY_OPERATOR_PORT = String(await freePort());
     return this.#keep({
       ...(await start(name, ["dist/gateway.js"], env, port, this.root, budget?.wrap)),
       gateway: true,
