@@ -7,7 +7,7 @@ import { join } from "node:path";
 import { parseArgs } from "node:util";
 import { packageRoot } from "../src/package-root.js";
 import { ROUNDS } from "./compare.js";
-import { benchConfig } from "./gateway-config.js";
+import { BENCH_LABELS, benchConfig } from "./gateway-config.js";
 import { Launcher } from "./launcher.js";
 import { commitUnderTest, writeResults } from "./readme-results.js";
 import { markdown } from "./report.js";
@@ -46,7 +46,7 @@ const bench: Bench = {
   node,
   deployment: launcher.writeDeployment(
     "gateway",
-    benchConfig({ http: node.http, ws: node.ws, labels: ["eth", "algo"] }),
+    benchConfig({ http: node.http, ws: node.ws, labels: BENCH_LABELS }),
   ),
   launcher,
   progress,
