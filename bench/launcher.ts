@@ -61,24 +61,33 @@ export class Launcher {
     });
   }
 
-  /** A bench entry (`compiled` or `tsx`), told its port in BENCH_PORT. */
+  /** A bench entry (`compiled` or `tsx`), told its port in BENCH_PORT: `port`, else a free one. */
   async start(
     name: string,
     entry: readonly string[],
     env: Record<string, string>,
-    { gateway = false }: { gateway?: boolean } = {},
+    { gateway = false, port: given }: { gateway?: boolean; port?: number } = {},
   ): Promise<Target> {
-    const port = await freePort();
+    const port = given ?? (await freePort());
     return this.#keep({
       ...(await start(name, entry, { ...env, BENCH_PORT: String(port) }, port, this.root)),
       gateway,
     });
   }
 
-  /** A bench node of its own; the shared one is `Bench.node`. */
-  async startNode(name: string): Promise<BenchNode> {
-    const wsPort = await freePort();
-    const target = await this.start(name, compiled("upstream.ts"), { BENCH_WS_PORT: String(wsPort) });
+  /**
+   * A bench node of its own; the shared one is `Bench.node`. With `again`, a node that was stopped or
+   * killed starts anew on that one's ports, as a restarted node comes back where its gateway looks for it.
+   */
+  async startNode(name: string, again?: BenchNode): Promise<BenchNode> {
+    const port = again === undefined ? undefined : Number(new URL(again.http).port);
+    const wsPort = again === undefined ? await freePort() : Number(new URL(again.ws).port);
+    const target = await this.start(
+      name,
+      compiled("upstream.ts"),
+      { BENCH_WS_PORT: String(wsPort) },
+      port === undefined ? {} : { port },
+    );
     return {
       target,
       http: `http://127.0.0.1:${target.port}`,
