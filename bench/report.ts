@@ -80,17 +80,6 @@ export function markdown({ rows, fanout, failover, checks, notes }: Report): str
         `| ${r.scenario} | ${r.target} | ${Math.round(r.rps)} | ${fixed(r.p50Ms, 0)} | ${fixed(r.p99Ms, 0)} | ${fixed(r.rssMB, 0)} | ${fixed(r.cpuMicros, 1)} | ${fixed(r.floorRatio, 2)} | ${fixed(r.floorCpuRatio, 2)} | ${r.failures} |`,
     ),
   ];
-  if (fanout.length > 0) {
-    lines.push(
-      "",
-      "| WebSocket fan-out | connections | RSS per connection KB | the second half's, per connection KB | push p50 ms | push p99 ms |",
-      "|---|---:|---:|---:|---:|---:|",
-      ...fanout.map(
-        (f) =>
-          `| ${f.target} | ${f.connections} | ${kilobytes(f.bytesPerConnection)} | ${kilobytes(f.marginalBytesPerConnection)} | ${fixed(f.p50Ms, 1)} | ${fixed(f.p99Ms, 1)} |`,
-      ),
-    );
-  }
   for (const table of failover) {
     lines.push(
       "",
@@ -102,6 +91,17 @@ export function markdown({ rows, fanout, failover, checks, notes }: Report): str
       ),
       "",
       table.settings,
+    );
+  }
+  if (fanout.length > 0) {
+    lines.push(
+      "",
+      "| WebSocket fan-out | connections | RSS per connection KB | the second half's, per connection KB | push p50 ms | push p99 ms |",
+      "|---|---:|---:|---:|---:|---:|",
+      ...fanout.map(
+        (f) =>
+          `| ${f.target} | ${f.connections} | ${kilobytes(f.bytesPerConnection)} | ${kilobytes(f.marginalBytesPerConnection)} | ${fixed(f.p50Ms, 1)} | ${fixed(f.p99Ms, 1)} |`,
+      ),
     );
   }
   lines.push("", ...checks.map((c) => `- ${c.pass ? "PASS" : "MISS"} ${c.name}: ${c.measured}`));

@@ -57,7 +57,16 @@ const AFTER_BACK_MS = 2_000;
 
 const HEALTH = DEFAULT_HEALTH;
 const HEDGE = DEFAULT_LIMITS.upstream;
-const SETTINGS = `Failover: the gateway in one process, \`eth\` on two bench nodes a and b (a process each), ${SMALL_CALL_50.name}; a is faulted after a few seconds of load and runs again after the window. Health settings, the gateway's defaults: every upstream probed every ${HEALTH.probeIntervalMs} ms ± 20% with a ${HEALTH.probeTimeoutMs} ms timeout; out of rotation at a failed probe, a refused connection or ${HEALTH.failAfter} failed calls in a row; back after ${HEALTH.recoverAfter} good probes in a row; reads retried on the other node after a refused or reset connection, a 5xx or 429, and hedged on it after the node's latency plus four deviations (${HEDGE.hedgeMinMs}–${HEDGE.hedgeMaxMs} ms). Out of and back in rotation: A's \`state\` in GET /upstreams on the operator API, read every 50 ms; back is timed from when a listens again (restart) or from SIGCONT.`;
+const SETTINGS = [
+  `Failover: the gateway in one process, \`eth\` on bench nodes a and b (a process each), ${SMALL_CALL_50.name};`,
+  "a is faulted after a few seconds of load and runs again after the window.",
+  `Health settings, the defaults: probes every ${HEALTH.probeIntervalMs} ms ± 20%, timeout ${HEALTH.probeTimeoutMs} ms;`,
+  `out at a failed probe, a refused connection or ${HEALTH.failAfter} failed calls in a row;`,
+  `back after ${HEALTH.recoverAfter} good probes in a row; reads retried after a refused or reset connection, a 5xx or 429,`,
+  `and hedged after the node's latency + 4 deviations (${HEDGE.hedgeMinMs}–${HEDGE.hedgeMaxMs} ms).`,
+  "Out of and back in rotation: a's `state` in GET /upstreams, polled every 50 ms;",
+  "back is timed from when a listens again, or from SIGCONT.",
+].join(" ");
 
 export const failover: Scenario = {
   name: "failover",
