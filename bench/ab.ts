@@ -57,7 +57,8 @@ for (const [i, file] of [a, b].entries()) {
     ...(await start(
       file,
       [...(process.env[`AB_ARGS_${i}`]?.split(" ") ?? []), process.env[`AB_ENTRY_${i}`] ?? "dist/gateway.js"],
-      { GATEWAY_CONFIG: config, GATEWAY_PORT: `${p}` },
+      // An operator port of its own: both would take the default 8082, and the second would exit.
+      { GATEWAY_CONFIG: config, GATEWAY_PORT: `${p}`, GATEWAY_OPERATOR_PORT: `${await freePort()}` },
       p,
       root,
     )),

@@ -4,19 +4,41 @@
 // with its defaults, as in a deployment.
 export const BENCH_KEY = "FNbenchmark0000000000000000000000";
 export const BENCH_DOMAIN = "bench.localhost";
+/** The labels the workloads call: `eth` (JSON-RPC) and `algo` (REST). */
+export const BENCH_LABELS: readonly string[] = ["eth", "algo"];
 
-export interface BenchDeployment {
+/** Where a bench node answers: JSON-RPC and REST over HTTP, subscriptions over WebSocket. */
+export interface NodeUrls {
   readonly http: string;
   readonly ws: string;
-  /** Labels to point at the bench node: JSON-RPC ones get both URLs. */
-  readonly labels: readonly string[];
 }
 
-export function benchConfig({ http, ws, labels }: BenchDeployment) {
+export interface BenchDeployment extends NodeUrls {
+  /** Labels to point at the bench node: JSON-RPC ones get both URLs. */
+  readonly labels: readonly string[];
+  /**
+   * Labels whose list names the node twice, as upstreams `a` and `b`: two healthy upstreams, as the
+   * gateway is deployed, with the node's work unchanged (one origin, so one connection pool).
+   */
+  readonly twice?: readonly string[];
+}
+
+/** An upstream entry with the name the operator API and the logs show. */
+export function namedUpstream(name: string, { http, ws }: NodeUrls) {
+  return { url: http, ws, name };
+}
+
+export function benchConfig({ http, ws, labels, twice = [] }: BenchDeployment) {
+  const node = { http, ws };
   return {
     domain: BENCH_DOMAIN,
     listen: { host: "127.0.0.1", port: 0 },
-    upstreams: Object.fromEntries(labels.map((label) => [label, [{ url: http, ws }]])),
+    upstreams: Object.fromEntries(
+      labels.map((label) => [
+        label,
+        twice.includes(label) ? [namedUpstream("a", node), namedUpstream("b", node)] : [{ url: http, ws }],
+      ]),
+    ),
     keys: [{ key: BENCH_KEY, networks: "*" as const, rate: { perSecond: 1e9, burst: 1e9 } }],
     log: { level: "info" as const, access: true },
     // Several gateways run at once: none takes the operator API's fixed port unless a scenario asks.

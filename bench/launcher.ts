@@ -61,24 +61,33 @@ export class Launcher {
     });
   }
 
-  /** A bench entry (`compiled` or `tsx`), told its port in BENCH_PORT. */
+  /** A bench entry (`compiled` or `tsx`), told its port in BENCH_PORT: `port`, else a free one. */
   async start(
     name: string,
     entry: readonly string[],
     env: Record<string, string>,
-    { gateway = false }: { gateway?: boolean } = {},
+    { gateway = false, port: given }: { gateway?: boolean; port?: number } = {},
   ): Promise<Target> {
-    const port = await freePort();
+    const port = given ?? (await freePort());
     return this.#keep({
       ...(await start(name, entry, { ...env, BENCH_PORT: String(port) }, port, this.root)),
       gateway,
     });
   }
 
-  /** A bench node of its own; the shared one is `Bench.node`. */
-  async startNode(name: string): Promise<BenchNode> {
-    const wsPort = await freePort();
-    const target = await this.start(name, compiled("upstream.ts"), { BENCH_WS_PORT: String(wsPort) });
+  /**
+   * A bench node of its own; the shared one is `Bench.node`. With `again`, a node that was stopped or
+   * killed starts anew on that one's ports, as a restarted node comes back where its gateway looks for it.
+   */
+  async startNode(name: string, again?: BenchNode): Promise<BenchNode> {
+    const port = again === undefined ? undefined : Number(new URL(again.http).port);
+    const wsPort = again === undefined ? await freePort() : Number(new URL(again.ws).port);
+    const target = await this.start(
+      name,
+      compiled("upstream.ts"),
+      { BENCH_WS_PORT: String(wsPort) },
+      port === undefined ? {} : { port },
+    );
     return {
       target,
       http: `http://127.0.0.1:${target.port}`,
@@ -96,14 +105,27 @@ export class Launcher {
 
   /**
    * The gateway as `npm start` runs it: the built binary, with the deployment file in GATEWAY_CONFIG and
-   * `workers` in GATEWAY_WORKERS, inside `budget` when one is given.
+   * `workers` in GATEWAY_WORKERS, inside `budget` when one is given. Its operator API listens where the
+   * deployment says when `ownOperatorPort`, else on a free port of its own (GATEWAY_OPERATOR_PORT): two
+   * gateways of one deployment file, as the HTTP scenario runs, would both take the default 8082, and the
+   * second would exit.
    */
   async startGateway(
     name: string,
-    { deployment, workers = 1, budget }: { deployment: string; workers?: number; budget?: CpuBudget },
+    {
+      deployment,
+      workers = 1,
+      budget,
+      ownOperatorPort = false,
+    }: { deployment: string; workers?: number; budget?: CpuBudget; ownOperatorPort?: boolean },
   ): Promise<Target> {
     const port = await freePort();
-    const env = { GATEWAY_CONFIG: deployment, GATEWAY_WORKERS: String(workers), GATEWAY_PORT: String(port) };
+    const env: Record<string, string> = {
+      GATEWAY_CONFIG: deployment,
+      GATEWAY_WORKERS: String(workers),
+      GATEWAY_PORT: String(port),
+    };
+    if (!ownOperatorPort) env.GATEWAY_OPERATOR_PORT = String(await freePort());
     return this.#keep({
       ...(await start(name, ["dist/gateway.js"], env, port, this.root, budget?.wrap)),
       gateway: true,

@@ -7,12 +7,13 @@ import { join } from "node:path";
 import { parseArgs } from "node:util";
 import { packageRoot } from "../src/package-root.js";
 import { ROUNDS } from "./compare.js";
-import { benchConfig } from "./gateway-config.js";
+import { BENCH_LABELS, benchConfig } from "./gateway-config.js";
 import { Launcher } from "./launcher.js";
 import { commitUnderTest, writeResults } from "./readme-results.js";
 import { markdown } from "./report.js";
 import type { Bench, Scenario, ScenarioResult } from "./scenario.js";
 import { budgetScaling } from "./scenarios/budget.js";
+import { failover } from "./scenarios/failover.js";
 import { httpScenarios } from "./scenarios/http.js";
 import { routingCost } from "./scenarios/routing.js";
 import { webSocketFanout } from "./scenarios/ws-fanout.js";
@@ -27,7 +28,9 @@ const { values: args } = parseArgs({
 const quick = args.quick;
 const full = !quick && args.only === undefined;
 const SCENARIOS: readonly Scenario[] =
-  args.only === undefined ? [httpScenarios, budgetScaling, routingCost, webSocketFanout] : [httpScenarios];
+  args.only === undefined
+    ? [httpScenarios, budgetScaling, routingCost, failover, webSocketFanout]
+    : [httpScenarios];
 
 const began = Date.now();
 const progress = (done: string) =>
@@ -46,7 +49,7 @@ const bench: Bench = {
   node,
   deployment: launcher.writeDeployment(
     "gateway",
-    benchConfig({ http: node.http, ws: node.ws, labels: ["eth", "algo"] }),
+    benchConfig({ http: node.http, ws: node.ws, labels: BENCH_LABELS }),
   ),
   launcher,
   progress,
@@ -62,9 +65,10 @@ await launcher.stopAll();
 
 const rows = outcomes.flatMap((r) => r.rows);
 const fanout = outcomes.flatMap((r) => r.fanout ?? []);
+const failovers = outcomes.flatMap((r) => r.failover ?? []);
 const checks = outcomes.flatMap((r) => r.checks);
 const notes = outcomes.flatMap((r) => r.notes ?? []);
-const table = markdown(rows, fanout, checks, notes);
+const table = markdown({ rows, fanout, failover: failovers, checks, notes });
 const seconds = Math.round((Date.now() - began) / 1000);
 const machine = `${cpus().length} × ${cpus()[0]?.model ?? "cpu"}, ${Math.round(totalmem() / 2 ** 30)} GB, Node ${process.version}`;
 const run = `${quick ? "quick" : "full"} run, ${seconds} s, ${machine}`;
@@ -75,7 +79,7 @@ mkdirSync(dir, { recursive: true });
 const file = join(dir, `${new Date().toISOString().replace(/[:.]/g, "-")}${quick ? "-quick" : ""}.json`);
 writeFileSync(
   file,
-  `${JSON.stringify({ quick, seconds, machine, rounds: ROUNDS, rows, fanout, checks, notes }, null, 2)}\n`,
+  `${JSON.stringify({ quick, seconds, machine, rounds: ROUNDS, rows, fanout, failover: failovers, checks, notes }, null, 2)}\n`,
 );
 process.stdout.write(`written: ${file}\n`);
 if (full) {

@@ -27,6 +27,31 @@ export interface FanoutRow extends FanoutResult {
   readonly target: string;
 }
 
+/** One fault of the failover scenario, and what the load and the operator API saw. */
+export interface FailoverRow {
+  readonly fault: string;
+  /** The window after the fault that `failed` and the latencies cover. */
+  readonly windowSeconds: number;
+  readonly rpsBefore: number;
+  readonly rpsWindow: number;
+  readonly failedWindow: number;
+  readonly p99MsBefore: number;
+  readonly p99MsWindow: number;
+  readonly maxMsWindow: number;
+  /** From the fault until the operator API showed the node out of rotation; undefined if it never did. */
+  readonly outMs: number | undefined;
+  /** From the node running again until the operator API showed it healthy; undefined if it did not. */
+  readonly backMs: number | undefined;
+  /** Failed from the restart (or resumption) until shortly after the node was back in rotation. */
+  readonly failedAfter: number;
+}
+
+/** The failover rows, and the settings they were measured with, printed under them. */
+export interface FailoverTable {
+  readonly rows: readonly FailoverRow[];
+  readonly settings: string;
+}
+
 export interface Check {
   readonly name: string;
   readonly pass: boolean;
@@ -38,12 +63,15 @@ const fixed = (value: number | undefined, digits: number) =>
 
 const kilobytes = (bytes: number | undefined) => fixed(bytes === undefined ? undefined : bytes / 1024, 1);
 
-export function markdown(
-  rows: readonly Row[],
-  fanout: readonly FanoutRow[],
-  checks: readonly Check[],
-  notes: readonly string[] = [],
-): string {
+export interface Report {
+  readonly rows: readonly Row[];
+  readonly fanout: readonly FanoutRow[];
+  readonly failover: readonly FailoverTable[];
+  readonly checks: readonly Check[];
+  readonly notes: readonly string[];
+}
+
+export function markdown({ rows, fanout, failover, checks, notes }: Report): string {
   const lines = [
     "| scenario | target | req/s | p50 ms | p99 ms | peak RSS MB | CPU µs/req | × floor req/s | × floor CPU | failed |",
     "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|",
@@ -52,6 +80,19 @@ export function markdown(
         `| ${r.scenario} | ${r.target} | ${Math.round(r.rps)} | ${fixed(r.p50Ms, 0)} | ${fixed(r.p99Ms, 0)} | ${fixed(r.rssMB, 0)} | ${fixed(r.cpuMicros, 1)} | ${fixed(r.floorRatio, 2)} | ${fixed(r.floorCpuRatio, 2)} | ${r.failures} |`,
     ),
   ];
+  for (const table of failover) {
+    lines.push(
+      "",
+      "| failover | window s | req/s before | req/s in window | failed in window | p99 ms before | p99 ms in window | max ms in window | out of rotation after ms | back in rotation after ms | failed after it ran again |",
+      "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
+      ...table.rows.map(
+        (f) =>
+          `| ${f.fault} | ${f.windowSeconds} | ${Math.round(f.rpsBefore)} | ${Math.round(f.rpsWindow)} | ${f.failedWindow} | ${fixed(f.p99MsBefore, 0)} | ${fixed(f.p99MsWindow, 0)} | ${fixed(f.maxMsWindow, 0)} | ${fixed(f.outMs, 0)} | ${fixed(f.backMs, 0)} | ${f.failedAfter} |`,
+      ),
+      "",
+      table.settings,
+    );
+  }
   if (fanout.length > 0) {
     lines.push(
       "",

@@ -1,5 +1,5 @@
 import type { BenchNode, Launcher } from "./launcher.js";
-import type { Check, FanoutRow, Row } from "./report.js";
+import type { Check, FailoverTable, FanoutRow, Row } from "./report.js";
 
 /**
  * One part of a bench run, in a module of its own under scenarios/. It starts the processes it measures
@@ -17,6 +17,8 @@ export interface ScenarioResult {
   readonly rows: readonly Row[];
   /** Rows of the WebSocket fan-out table. */
   readonly fanout?: readonly FanoutRow[];
+  /** The failover table. */
+  readonly failover?: FailoverTable;
   /** PASS or MISS against the targets in bench/README.md. */
   readonly checks: readonly Check[];
   /** NOTE lines: what a reader needs to read the checks, or what was skipped. */

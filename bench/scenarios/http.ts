@@ -2,6 +2,7 @@
 // in one per core, and the two proxies a Node user would pick instead.
 import { cpus } from "node:os";
 import { compare, summarise } from "../compare.js";
+import { BENCH_LABELS, benchConfig } from "../gateway-config.js";
 import { compiled } from "../launcher.js";
 import type { Check, Row } from "../report.js";
 import type { Scenario } from "../scenario.js";
@@ -15,7 +16,13 @@ export const httpScenarios: Scenario = {
   name: "HTTP scenarios",
   async run(bench) {
     const { launcher, node, deployment } = bench;
-    const gateway = await launcher.startGateway("gateway", { deployment });
+    // The checked one process runs as the gateway is deployed, with two healthy upstreams behind `eth`:
+    // the shared node twice, so the node's work is the floor's and only the choice between two is added.
+    const twoUpstreams = launcher.writeDeployment(
+      "gateway-two-upstreams",
+      benchConfig({ http: node.http, ws: node.ws, labels: BENCH_LABELS, twice: ["eth"] }),
+    );
+    const gateway = await launcher.startGateway("gateway", { deployment: twoUpstreams });
     const workers = cpus().length;
     const cluster = await launcher.startGateway(`gateway, ${workers} workers`, { deployment, workers });
     const proxied = { BENCH_UPSTREAM: node.http };
