@@ -43,14 +43,20 @@ async function serveHere(config: GatewayConfig, logger: Logger): Promise<Running
   const keys = openKeyStores(config);
   const gateway = createGateway({ config, keys: keys.store, logger });
   keys.accounts?.onWithdrawn((keyId) => gateway.closeConnectionsOf(keyId));
-  const port = await listen(gateway.server, config.listen.port, config.listen.host);
   let operator: Server | undefined;
   if (cluster.isWorker) answerPrimary(gateway.upstreams);
   else if (config.operator !== undefined) operator = createOperatorApi(localView(gateway.upstreams), logger);
-  const operatorPort =
-    operator &&
-    config.operator &&
-    (await listen(operator, config.operator.listen.port, config.operator.listen.host));
+  let operatorPort: number | undefined;
+  let port: number;
+  try {
+    // The operator's listener first: a proxy that cannot be watched does not start taking traffic.
+    operatorPort = await listenOperator(operator, config);
+    port = await listen(gateway.server, config.listen.port, config.listen.host);
+  } catch (error) {
+    await Promise.all([closeServer(operator), gateway.close()]);
+    keys.close();
+    throw error;
+  }
   return {
     port,
     operatorPort,
@@ -62,18 +68,15 @@ async function serveHere(config: GatewayConfig, logger: Logger): Promise<Running
   };
 }
 
-/** Forks the workers and resolves once every one is listening. */
-function forkWorkers(config: GatewayConfig, logger: Logger): Promise<RunningProxy> {
+/** Forks the workers and resolves once every one is listening; the operator API listens first. */
+async function forkWorkers(config: GatewayConfig, logger: Logger): Promise<RunningProxy> {
+  const operator = config.operator && createOperatorApi(workersView(), logger);
+  const operatorPort = await listenOperator(operator, config);
   return new Promise((resolve, reject) => {
     let listening = 0;
-    cluster.on("listening", async (_worker, address) => {
+    cluster.on("listening", (_worker, address) => {
       listening += 1;
       if (listening !== config.workers) return;
-      const operator = config.operator && createOperatorApi(workersView(), logger);
-      const operatorPort =
-        operator &&
-        config.operator &&
-        (await listen(operator, config.operator.listen.port, config.operator.listen.host));
       resolve({
         port: address.port,
         operatorPort,
@@ -149,6 +152,22 @@ async function stopWorkers(): Promise<void> {
         }),
     ),
   );
+}
+
+/** The operator API on its listener, or undefined without one; a clash names the listener. */
+async function listenOperator(
+  operator: Server | undefined,
+  config: GatewayConfig,
+): Promise<number | undefined> {
+  if (operator === undefined || config.operator === undefined) return undefined;
+  const { host, port } = config.operator.listen;
+  try {
+    return await listen(operator, port, host);
+  } catch (error) {
+    throw new Error(
+      `the operator API cannot listen on ${host}:${port} (operator.listen): ${(error as Error).message}`,
+    );
+  }
 }
 
 function closeServer(server: Server | undefined): Promise<void> {

@@ -45,6 +45,7 @@ export abstract class CallRun implements AttemptGate, Due {
   #lastError: Error | undefined = undefined;
   #deadlineAt = 0;
   dueAt = Number.POSITIVE_INFINITY;
+  clockSlot = -1;
 
   constructor(call: UpstreamCall, res: ServerResponse, note: AttemptNote) {
     this.call = call;

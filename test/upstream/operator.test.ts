@@ -1,8 +1,10 @@
 import { execFile } from "node:child_process";
+import { createServer } from "node:net";
 import { request } from "undici";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { DEFAULT_CONFIG, DEFAULT_HEALTH } from "../../src/config/defaults.js";
 import type { GatewayConfig } from "../../src/config/types.js";
+import { freePort } from "../../src/dev/free-port.js";
 import { createLogger } from "../../src/log.js";
 import { type RunningProxy, runProxy } from "../../src/proxy/run.js";
 import { ROOT } from "../registry/helpers.js";
@@ -18,6 +20,7 @@ describe("the operator API", () => {
   let a: FaultyNode;
   let b: FaultyNode;
   let proxy: RunningProxy;
+  let config: GatewayConfig;
   const logs: string[] = [];
 
   const operator = async (method: "GET" | "POST", path: string, body?: unknown) => {
@@ -67,7 +70,7 @@ describe("the operator API", () => {
   beforeAll(async () => {
     const respond = (h: number) => jsonRpcResponder({ eth_blockNumber: `0x${h.toString(16)}` });
     [a, b] = await Promise.all([startFaultyNode(respond), startFaultyNode(respond)]);
-    const config: GatewayConfig = {
+    config = {
       ...DEFAULT_CONFIG,
       domain: DOMAIN,
       listen: { host: "127.0.0.1", port: 0 },
@@ -152,6 +155,27 @@ describe("the operator API", () => {
     expect((await operator("GET", "/upstreams/cordon")).status).toBe(405);
     expect((await operator("GET", "/metrics-or-anything")).status).toBe(404);
     expect((await cli("cordon", "--label", "eth")).code).toBe(1);
+  });
+
+  it("a second proxy whose operator port is taken does not start, says which listener, and leaves no port open", async () => {
+    const port = await freePort();
+    const clash = runProxy(
+      {
+        ...config,
+        listen: { host: "127.0.0.1", port },
+        operator: { listen: { host: "127.0.0.1", port: proxy.operatorPort ?? 0 } },
+      },
+      createLogger("silent"),
+    );
+    await expect(clash).rejects.toThrow(
+      /operator API cannot listen on 127\.0\.0\.1:\d+ \(operator\.listen\): .*EADDRINUSE/,
+    );
+    // the public port was never taken: another process may have it
+    const server = createServer();
+    await new Promise<void>((resolve, reject) =>
+      server.once("error", reject).listen(port, "127.0.0.1", resolve),
+    );
+    await new Promise((resolve) => server.close(resolve));
   });
 
   it("is not on the public port", async () => {
