@@ -8,6 +8,7 @@ import {
   parseRouteTemplate,
   type RouteTemplate,
   samplePath,
+  shapeOf,
   type TrieNode,
 } from "./route-template.js";
 
@@ -345,10 +346,6 @@ function parseOrReport(text: string, path: YamlPath, report: Report): RouteTempl
     report(path, (error as Error).message);
     return undefined;
   }
-}
-
-function shapeOf(route: RouteTemplate): string {
-  return `/${route.segments.map((s) => (s.kind === "static" ? s.value : s.kind === "param" ? "{}" : "{...}")).join("/")}`;
 }
 
 /** Whether the allowed trie would let a sample request for this route through. */

@@ -175,8 +175,10 @@ function trieLiteral(node: TrieNode): string {
     parts.push(`children: new Map([${entries.join(",\n")}])`);
   }
   if (node.param !== undefined) parts.push(`param: ${trieLiteral(node.param)}`);
-  if (node.rest !== undefined) parts.push(`rest: ${literal(node.rest)}`);
-  if (node.methods !== undefined) parts.push(`methods: ${literal(node.methods)}`);
+  if (node.rest !== undefined)
+    parts.push(`rest: ${literal(node.rest)}, restShape: ${JSON.stringify(node.restShape)}`);
+  if (node.methods !== undefined)
+    parts.push(`methods: ${literal(node.methods)}, shape: ${JSON.stringify(node.shape)}`);
   return `{ ${parts.join(", ")} }`;
 }
 

@@ -53,7 +53,16 @@ export interface TrieNode {
   children: Map<string, TrieNode>;
   param?: TrieNode;
   rest?: Partial<Record<HttpMethod, RouteAccess>>;
+  /** The shape of the routes that end in `rest` (`/chains/{}/blocks/{...}`): a metric's label. */
+  restShape?: string;
   methods?: Partial<Record<HttpMethod, RouteAccess>>;
+  /** The shape of the routes that end at this node. */
+  shape?: string;
+}
+
+/** A route's path with its parameters unnamed: `/v2/accounts/{}`, `/chains/{}/blocks/{...}`. */
+export function shapeOf(route: RouteTemplate): string {
+  return `/${route.segments.map((s) => (s.kind === "static" ? s.value : s.kind === "param" ? "{}" : "{...}")).join("/")}`;
 }
 
 export function emptyTrie(): TrieNode {
@@ -81,11 +90,13 @@ export function insertRoute(
       node = node.param;
     } else {
       node.rest ??= {};
+      node.restShape = shapeOf(route);
       table = node.rest;
     }
   }
   if (table === undefined) {
     node.methods ??= {};
+    node.shape = shapeOf(route);
     table = node.methods;
   }
   let previous: RouteAccess | undefined;

@@ -28,152 +28,564 @@ export const tezosPolicy: InterfacePolicy = {
                         "context",
                         {
                           children: new Map([
-                            ["adaptive_issuance_launch_cycle", { methods: { GET: "shared" } }],
+                            [
+                              "adaptive_issuance_launch_cycle",
+                              {
+                                methods: { GET: "shared" },
+                                shape: "/chains/{}/blocks/{}/context/adaptive_issuance_launch_cycle",
+                              },
+                            ],
                             [
                               "big_maps",
                               {
                                 param: {
                                   param: {
-                                    children: new Map([["normalized", { methods: { POST: "shared" } }]]),
+                                    children: new Map([
+                                      [
+                                        "normalized",
+                                        {
+                                          methods: { POST: "shared" },
+                                          shape: "/chains/{}/blocks/{}/context/big_maps/{}/{}/normalized",
+                                        },
+                                      ],
+                                    ]),
                                     methods: { GET: "shared" },
+                                    shape: "/chains/{}/blocks/{}/context/big_maps/{}/{}",
                                   },
                                 },
                               },
                             ],
-                            ["cache", { rest: { GET: "shared" } }],
-                            ["constants", { rest: { GET: "shared" }, methods: { GET: "shared" } }],
+                            [
+                              "cache",
+                              {
+                                rest: { GET: "shared" },
+                                restShape: "/chains/{}/blocks/{}/context/cache/{...}",
+                              },
+                            ],
+                            [
+                              "constants",
+                              {
+                                rest: { GET: "shared" },
+                                restShape: "/chains/{}/blocks/{}/context/constants/{...}",
+                                methods: { GET: "shared" },
+                                shape: "/chains/{}/blocks/{}/context/constants",
+                              },
+                            ],
                             [
                               "contracts",
                               {
                                 param: {
                                   children: new Map([
-                                    ["big_map_get", { methods: { POST: "shared" } }],
+                                    [
+                                      "big_map_get",
+                                      {
+                                        methods: { POST: "shared" },
+                                        shape: "/chains/{}/blocks/{}/context/contracts/{}/big_map_get",
+                                      },
+                                    ],
                                     [
                                       "script",
                                       {
-                                        children: new Map([["normalized", { methods: { POST: "shared" } }]]),
+                                        children: new Map([
+                                          [
+                                            "normalized",
+                                            {
+                                              methods: { POST: "shared" },
+                                              shape:
+                                                "/chains/{}/blocks/{}/context/contracts/{}/script/normalized",
+                                            },
+                                          ],
+                                        ]),
                                       },
                                     ],
                                     [
                                       "storage",
                                       {
-                                        children: new Map([["normalized", { methods: { POST: "shared" } }]]),
+                                        children: new Map([
+                                          [
+                                            "normalized",
+                                            {
+                                              methods: { POST: "shared" },
+                                              shape:
+                                                "/chains/{}/blocks/{}/context/contracts/{}/storage/normalized",
+                                            },
+                                          ],
+                                        ]),
                                       },
                                     ],
-                                    ["ticket_balance", { methods: { POST: "shared" } }],
+                                    [
+                                      "ticket_balance",
+                                      {
+                                        methods: { POST: "shared" },
+                                        shape: "/chains/{}/blocks/{}/context/contracts/{}/ticket_balance",
+                                      },
+                                    ],
                                   ]),
                                   rest: { GET: "shared" },
+                                  restShape: "/chains/{}/blocks/{}/context/contracts/{}/{...}",
                                 },
                                 methods: { GET: "dedicated" },
+                                shape: "/chains/{}/blocks/{}/context/contracts",
                               },
                             ],
                             [
                               "delegates",
-                              { param: { rest: { GET: "shared" } }, methods: { GET: "dedicated" } },
+                              {
+                                param: {
+                                  rest: { GET: "shared" },
+                                  restShape: "/chains/{}/blocks/{}/context/delegates/{}/{...}",
+                                },
+                                methods: { GET: "dedicated" },
+                                shape: "/chains/{}/blocks/{}/context/delegates",
+                              },
                             ],
-                            ["denunciations", { methods: { GET: "shared" } }],
-                            ["issuance", { rest: { GET: "shared" }, methods: { GET: "shared" } }],
-                            ["liquidity_baking", { param: { methods: { GET: "shared" } } }],
-                            ["nonces", { param: { methods: { GET: "shared" } } }],
-                            ["sapling", { rest: { GET: "shared" } }],
-                            ["seed_computation", { methods: { GET: "shared" } }],
-                            ["selected_snapshot", { methods: { GET: "shared" } }],
-                            ["total_frozen_stake", { methods: { GET: "shared" } }],
-                            ["total_supply", { methods: { GET: "shared" } }],
-                            ["seed", { methods: { POST: "shared" } }],
-                            ["smart_rollups", { rest: { GET: "shared" } }],
-                            ["dal", { rest: { GET: "shared" } }],
-                            ["stez", { rest: { GET: "shared" } }],
+                            [
+                              "denunciations",
+                              {
+                                methods: { GET: "shared" },
+                                shape: "/chains/{}/blocks/{}/context/denunciations",
+                              },
+                            ],
+                            [
+                              "issuance",
+                              {
+                                rest: { GET: "shared" },
+                                restShape: "/chains/{}/blocks/{}/context/issuance/{...}",
+                                methods: { GET: "shared" },
+                                shape: "/chains/{}/blocks/{}/context/issuance",
+                              },
+                            ],
+                            [
+                              "liquidity_baking",
+                              {
+                                param: {
+                                  methods: { GET: "shared" },
+                                  shape: "/chains/{}/blocks/{}/context/liquidity_baking/{}",
+                                },
+                              },
+                            ],
+                            [
+                              "nonces",
+                              {
+                                param: {
+                                  methods: { GET: "shared" },
+                                  shape: "/chains/{}/blocks/{}/context/nonces/{}",
+                                },
+                              },
+                            ],
+                            [
+                              "sapling",
+                              {
+                                rest: { GET: "shared" },
+                                restShape: "/chains/{}/blocks/{}/context/sapling/{...}",
+                              },
+                            ],
+                            [
+                              "seed_computation",
+                              {
+                                methods: { GET: "shared" },
+                                shape: "/chains/{}/blocks/{}/context/seed_computation",
+                              },
+                            ],
+                            [
+                              "selected_snapshot",
+                              {
+                                methods: { GET: "shared" },
+                                shape: "/chains/{}/blocks/{}/context/selected_snapshot",
+                              },
+                            ],
+                            [
+                              "total_frozen_stake",
+                              {
+                                methods: { GET: "shared" },
+                                shape: "/chains/{}/blocks/{}/context/total_frozen_stake",
+                              },
+                            ],
+                            [
+                              "total_supply",
+                              {
+                                methods: { GET: "shared" },
+                                shape: "/chains/{}/blocks/{}/context/total_supply",
+                              },
+                            ],
+                            [
+                              "seed",
+                              { methods: { POST: "shared" }, shape: "/chains/{}/blocks/{}/context/seed" },
+                            ],
+                            [
+                              "smart_rollups",
+                              {
+                                rest: { GET: "shared" },
+                                restShape: "/chains/{}/blocks/{}/context/smart_rollups/{...}",
+                              },
+                            ],
+                            [
+                              "dal",
+                              {
+                                rest: { GET: "shared" },
+                                restShape: "/chains/{}/blocks/{}/context/dal/{...}",
+                              },
+                            ],
+                            [
+                              "stez",
+                              {
+                                rest: { GET: "shared" },
+                                restShape: "/chains/{}/blocks/{}/context/stez/{...}",
+                              },
+                            ],
                             [
                               "protocol",
-                              { children: new Map([["first_level", { methods: { GET: "shared" } }]]) },
+                              {
+                                children: new Map([
+                                  [
+                                    "first_level",
+                                    {
+                                      methods: { GET: "shared" },
+                                      shape: "/chains/{}/blocks/{}/context/protocol/first_level",
+                                    },
+                                  ],
+                                ]),
+                              },
                             ],
-                            ["raw", { children: new Map([["bytes", { methods: { GET: "dedicated" } }]]) }],
-                            ["merkle_tree", { methods: { GET: "dedicated" } }],
-                            ["merkle_tree_v2", { methods: { GET: "dedicated" } }],
+                            [
+                              "raw",
+                              {
+                                children: new Map([
+                                  [
+                                    "bytes",
+                                    {
+                                      methods: { GET: "dedicated" },
+                                      shape: "/chains/{}/blocks/{}/context/raw/bytes",
+                                    },
+                                  ],
+                                ]),
+                              },
+                            ],
+                            [
+                              "merkle_tree",
+                              {
+                                methods: { GET: "dedicated" },
+                                shape: "/chains/{}/blocks/{}/context/merkle_tree",
+                              },
+                            ],
+                            [
+                              "merkle_tree_v2",
+                              {
+                                methods: { GET: "dedicated" },
+                                shape: "/chains/{}/blocks/{}/context/merkle_tree_v2",
+                              },
+                            ],
                           ]),
                         },
                       ],
-                      ["hash", { methods: { GET: "shared" } }],
-                      ["header", { rest: { GET: "shared" }, methods: { GET: "shared" } }],
+                      ["hash", { methods: { GET: "shared" }, shape: "/chains/{}/blocks/{}/hash" }],
+                      [
+                        "header",
+                        {
+                          rest: { GET: "shared" },
+                          restShape: "/chains/{}/blocks/{}/header/{...}",
+                          methods: { GET: "shared" },
+                          shape: "/chains/{}/blocks/{}/header",
+                        },
+                      ],
                       [
                         "helpers",
                         {
                           children: new Map([
-                            ["current_level", { methods: { GET: "shared" } }],
+                            [
+                              "current_level",
+                              {
+                                methods: { GET: "shared" },
+                                shape: "/chains/{}/blocks/{}/helpers/current_level",
+                              },
+                            ],
                             [
                               "scripts",
                               {
                                 children: new Map([
-                                  ["run_operation", { methods: { POST: "shared" } }],
-                                  ["simulate_operation", { methods: { POST: "shared" } }],
-                                  ["run_code", { methods: { POST: "shared" } }],
-                                  ["run_view", { methods: { POST: "shared" } }],
-                                  ["run_script_view", { methods: { POST: "shared" } }],
-                                  ["pack_data", { methods: { POST: "shared" } }],
-                                  ["typecheck_code", { methods: { POST: "shared" } }],
-                                  ["typecheck_data", { methods: { POST: "shared" } }],
-                                  ["normalize_data", { methods: { POST: "shared" } }],
-                                  ["normalize_script", { methods: { POST: "shared" } }],
-                                  ["normalize_type", { methods: { POST: "shared" } }],
-                                  ["normalize_stack", { methods: { POST: "shared" } }],
-                                  ["entrypoint", { methods: { POST: "shared" } }],
-                                  ["entrypoints", { methods: { POST: "shared" } }],
-                                  ["script_size", { methods: { POST: "shared" } }],
-                                  ["trace_code", { methods: { POST: "dedicated" } }],
-                                  ["run_instruction", { methods: { POST: "dedicated" } }],
+                                  [
+                                    "run_operation",
+                                    {
+                                      methods: { POST: "shared" },
+                                      shape: "/chains/{}/blocks/{}/helpers/scripts/run_operation",
+                                    },
+                                  ],
+                                  [
+                                    "simulate_operation",
+                                    {
+                                      methods: { POST: "shared" },
+                                      shape: "/chains/{}/blocks/{}/helpers/scripts/simulate_operation",
+                                    },
+                                  ],
+                                  [
+                                    "run_code",
+                                    {
+                                      methods: { POST: "shared" },
+                                      shape: "/chains/{}/blocks/{}/helpers/scripts/run_code",
+                                    },
+                                  ],
+                                  [
+                                    "run_view",
+                                    {
+                                      methods: { POST: "shared" },
+                                      shape: "/chains/{}/blocks/{}/helpers/scripts/run_view",
+                                    },
+                                  ],
+                                  [
+                                    "run_script_view",
+                                    {
+                                      methods: { POST: "shared" },
+                                      shape: "/chains/{}/blocks/{}/helpers/scripts/run_script_view",
+                                    },
+                                  ],
+                                  [
+                                    "pack_data",
+                                    {
+                                      methods: { POST: "shared" },
+                                      shape: "/chains/{}/blocks/{}/helpers/scripts/pack_data",
+                                    },
+                                  ],
+                                  [
+                                    "typecheck_code",
+                                    {
+                                      methods: { POST: "shared" },
+                                      shape: "/chains/{}/blocks/{}/helpers/scripts/typecheck_code",
+                                    },
+                                  ],
+                                  [
+                                    "typecheck_data",
+                                    {
+                                      methods: { POST: "shared" },
+                                      shape: "/chains/{}/blocks/{}/helpers/scripts/typecheck_data",
+                                    },
+                                  ],
+                                  [
+                                    "normalize_data",
+                                    {
+                                      methods: { POST: "shared" },
+                                      shape: "/chains/{}/blocks/{}/helpers/scripts/normalize_data",
+                                    },
+                                  ],
+                                  [
+                                    "normalize_script",
+                                    {
+                                      methods: { POST: "shared" },
+                                      shape: "/chains/{}/blocks/{}/helpers/scripts/normalize_script",
+                                    },
+                                  ],
+                                  [
+                                    "normalize_type",
+                                    {
+                                      methods: { POST: "shared" },
+                                      shape: "/chains/{}/blocks/{}/helpers/scripts/normalize_type",
+                                    },
+                                  ],
+                                  [
+                                    "normalize_stack",
+                                    {
+                                      methods: { POST: "shared" },
+                                      shape: "/chains/{}/blocks/{}/helpers/scripts/normalize_stack",
+                                    },
+                                  ],
+                                  [
+                                    "entrypoint",
+                                    {
+                                      methods: { POST: "shared" },
+                                      shape: "/chains/{}/blocks/{}/helpers/scripts/entrypoint",
+                                    },
+                                  ],
+                                  [
+                                    "entrypoints",
+                                    {
+                                      methods: { POST: "shared" },
+                                      shape: "/chains/{}/blocks/{}/helpers/scripts/entrypoints",
+                                    },
+                                  ],
+                                  [
+                                    "script_size",
+                                    {
+                                      methods: { POST: "shared" },
+                                      shape: "/chains/{}/blocks/{}/helpers/scripts/script_size",
+                                    },
+                                  ],
+                                  [
+                                    "trace_code",
+                                    {
+                                      methods: { POST: "dedicated" },
+                                      shape: "/chains/{}/blocks/{}/helpers/scripts/trace_code",
+                                    },
+                                  ],
+                                  [
+                                    "run_instruction",
+                                    {
+                                      methods: { POST: "dedicated" },
+                                      shape: "/chains/{}/blocks/{}/helpers/scripts/run_instruction",
+                                    },
+                                  ],
                                 ]),
                               },
                             ],
                             [
                               "preapply",
-                              { children: new Map([["operations", { methods: { POST: "shared" } }]]) },
+                              {
+                                children: new Map([
+                                  [
+                                    "operations",
+                                    {
+                                      methods: { POST: "shared" },
+                                      shape: "/chains/{}/blocks/{}/helpers/preapply/operations",
+                                    },
+                                  ],
+                                ]),
+                              },
                             ],
                             [
                               "forge",
-                              { children: new Map([["operations", { methods: { POST: "shared" } }]]) },
+                              {
+                                children: new Map([
+                                  [
+                                    "operations",
+                                    {
+                                      methods: { POST: "shared" },
+                                      shape: "/chains/{}/blocks/{}/helpers/forge/operations",
+                                    },
+                                  ],
+                                ]),
+                              },
                             ],
                             [
                               "parse",
-                              { children: new Map([["operations", { methods: { POST: "shared" } }]]) },
+                              {
+                                children: new Map([
+                                  [
+                                    "operations",
+                                    {
+                                      methods: { POST: "shared" },
+                                      shape: "/chains/{}/blocks/{}/helpers/parse/operations",
+                                    },
+                                  ],
+                                ]),
+                              },
                             ],
-                            ["baking_rights", { methods: { GET: "shared" } }],
-                            ["attestation_rights", { methods: { GET: "shared" } }],
-                            ["validators", { methods: { GET: "shared" } }],
-                            ["levels_in_current_cycle", { methods: { GET: "shared" } }],
-                            ["round", { methods: { GET: "shared" } }],
+                            [
+                              "baking_rights",
+                              {
+                                methods: { GET: "shared" },
+                                shape: "/chains/{}/blocks/{}/helpers/baking_rights",
+                              },
+                            ],
+                            [
+                              "attestation_rights",
+                              {
+                                methods: { GET: "shared" },
+                                shape: "/chains/{}/blocks/{}/helpers/attestation_rights",
+                              },
+                            ],
+                            [
+                              "validators",
+                              {
+                                methods: { GET: "shared" },
+                                shape: "/chains/{}/blocks/{}/helpers/validators",
+                              },
+                            ],
+                            [
+                              "levels_in_current_cycle",
+                              {
+                                methods: { GET: "shared" },
+                                shape: "/chains/{}/blocks/{}/helpers/levels_in_current_cycle",
+                              },
+                            ],
+                            [
+                              "round",
+                              { methods: { GET: "shared" }, shape: "/chains/{}/blocks/{}/helpers/round" },
+                            ],
                           ]),
                         },
                       ],
-                      ["live_blocks", { methods: { GET: "shared" } }],
-                      ["metadata", { methods: { GET: "shared" } }],
-                      ["metadata_hash", { methods: { GET: "shared" } }],
-                      ["minimal_valid_time", { methods: { GET: "shared" } }],
-                      ["operation_hashes", { rest: { GET: "shared" }, methods: { GET: "shared" } }],
-                      ["operation_metadata_hashes", { methods: { GET: "shared" } }],
-                      ["operations", { rest: { GET: "shared" }, methods: { GET: "shared" } }],
-                      ["operations_metadata_hash", { methods: { GET: "shared" } }],
-                      ["protocols", { methods: { GET: "shared" } }],
-                      ["resulting_context_hash", { methods: { GET: "shared" } }],
-                      ["votes", { rest: { GET: "shared" } }],
+                      [
+                        "live_blocks",
+                        { methods: { GET: "shared" }, shape: "/chains/{}/blocks/{}/live_blocks" },
+                      ],
+                      ["metadata", { methods: { GET: "shared" }, shape: "/chains/{}/blocks/{}/metadata" }],
+                      [
+                        "metadata_hash",
+                        { methods: { GET: "shared" }, shape: "/chains/{}/blocks/{}/metadata_hash" },
+                      ],
+                      [
+                        "minimal_valid_time",
+                        { methods: { GET: "shared" }, shape: "/chains/{}/blocks/{}/minimal_valid_time" },
+                      ],
+                      [
+                        "operation_hashes",
+                        {
+                          rest: { GET: "shared" },
+                          restShape: "/chains/{}/blocks/{}/operation_hashes/{...}",
+                          methods: { GET: "shared" },
+                          shape: "/chains/{}/blocks/{}/operation_hashes",
+                        },
+                      ],
+                      [
+                        "operation_metadata_hashes",
+                        {
+                          methods: { GET: "shared" },
+                          shape: "/chains/{}/blocks/{}/operation_metadata_hashes",
+                        },
+                      ],
+                      [
+                        "operations",
+                        {
+                          rest: { GET: "shared" },
+                          restShape: "/chains/{}/blocks/{}/operations/{...}",
+                          methods: { GET: "shared" },
+                          shape: "/chains/{}/blocks/{}/operations",
+                        },
+                      ],
+                      [
+                        "operations_metadata_hash",
+                        {
+                          methods: { GET: "shared" },
+                          shape: "/chains/{}/blocks/{}/operations_metadata_hash",
+                        },
+                      ],
+                      ["protocols", { methods: { GET: "shared" }, shape: "/chains/{}/blocks/{}/protocols" }],
+                      [
+                        "resulting_context_hash",
+                        { methods: { GET: "shared" }, shape: "/chains/{}/blocks/{}/resulting_context_hash" },
+                      ],
+                      ["votes", { rest: { GET: "shared" }, restShape: "/chains/{}/blocks/{}/votes/{...}" }],
                     ]),
                     methods: { GET: "shared" },
+                    shape: "/chains/{}/blocks/{}",
                   },
                   methods: { GET: "shared" },
+                  shape: "/chains/{}/blocks",
                 },
               ],
-              ["chain_id", { methods: { GET: "shared" } }],
-              ["checkpoint", { methods: { GET: "shared" } }],
-              ["invalid_blocks", { param: { methods: { GET: "shared" } }, methods: { GET: "shared" } }],
-              ["is_bootstrapped", { methods: { GET: "shared" } }],
-              ["levels", { param: { methods: { GET: "shared" } } }],
+              ["chain_id", { methods: { GET: "shared" }, shape: "/chains/{}/chain_id" }],
+              ["checkpoint", { methods: { GET: "shared" }, shape: "/chains/{}/checkpoint" }],
+              [
+                "invalid_blocks",
+                {
+                  param: { methods: { GET: "shared" }, shape: "/chains/{}/invalid_blocks/{}" },
+                  methods: { GET: "shared" },
+                  shape: "/chains/{}/invalid_blocks",
+                },
+              ],
+              ["is_bootstrapped", { methods: { GET: "shared" }, shape: "/chains/{}/is_bootstrapped" }],
+              ["levels", { param: { methods: { GET: "shared" }, shape: "/chains/{}/levels/{}" } }],
               [
                 "mempool",
                 {
                   children: new Map([
-                    ["filter", { methods: { GET: "shared" } }],
-                    ["pending_operations", { methods: { GET: "shared" } }],
-                    ["monitor_operations", { methods: { GET: "stream" } }],
+                    ["filter", { methods: { GET: "shared" }, shape: "/chains/{}/mempool/filter" }],
+                    [
+                      "pending_operations",
+                      { methods: { GET: "shared" }, shape: "/chains/{}/mempool/pending_operations" },
+                    ],
+                    [
+                      "monitor_operations",
+                      { methods: { GET: "stream" }, shape: "/chains/{}/mempool/monitor_operations" },
+                    ],
                   ]),
                 },
               ],
@@ -185,42 +597,64 @@ export const tezosPolicy: InterfacePolicy = {
         "config",
         {
           children: new Map([
-            ["history_mode", { methods: { GET: "shared" } }],
+            ["history_mode", { methods: { GET: "shared" }, shape: "/config/history_mode" }],
             [
               "network",
               {
                 children: new Map([
-                  ["user_activated_protocol_overrides", { methods: { GET: "shared" } }],
-                  ["user_activated_upgrades", { methods: { GET: "shared" } }],
-                  ["dal", { methods: { GET: "shared" } }],
+                  [
+                    "user_activated_protocol_overrides",
+                    {
+                      methods: { GET: "shared" },
+                      shape: "/config/network/user_activated_protocol_overrides",
+                    },
+                  ],
+                  [
+                    "user_activated_upgrades",
+                    { methods: { GET: "shared" }, shape: "/config/network/user_activated_upgrades" },
+                  ],
+                  ["dal", { methods: { GET: "shared" }, shape: "/config/network/dal" }],
                 ]),
               },
             ],
           ]),
         },
       ],
-      ["network", { children: new Map([["stat", { methods: { GET: "shared" } }]]) }],
+      ["network", { children: new Map([["stat", { methods: { GET: "shared" }, shape: "/network/stat" }]]) }],
       [
         "protocols",
         {
-          param: { children: new Map([["environment", { methods: { GET: "shared" } }]]) },
+          param: {
+            children: new Map([
+              ["environment", { methods: { GET: "shared" }, shape: "/protocols/{}/environment" }],
+            ]),
+          },
           methods: { GET: "shared" },
+          shape: "/protocols",
         },
       ],
-      ["version", { methods: { GET: "shared" } }],
-      ["injection", { children: new Map([["operation", { methods: { POST: "shared" } }]]) }],
-      ["errors", { methods: { GET: "shared" } }],
+      ["version", { methods: { GET: "shared" }, shape: "/version" }],
+      [
+        "injection",
+        {
+          children: new Map([["operation", { methods: { POST: "shared" }, shape: "/injection/operation" }]]),
+        },
+      ],
+      ["errors", { methods: { GET: "shared" }, shape: "/errors" }],
       [
         "monitor",
         {
           children: new Map([
-            ["heads", { param: { methods: { GET: "stream" } } }],
-            ["validated_blocks", { methods: { GET: "stream" } }],
-            ["applied_blocks", { methods: { GET: "stream" } }],
-            ["received_blocks", { param: { methods: { GET: "stream" } } }],
-            ["bootstrapped", { methods: { GET: "stream" } }],
-            ["active_chains", { methods: { GET: "stream" } }],
-            ["protocols", { methods: { GET: "stream" } }],
+            ["heads", { param: { methods: { GET: "stream" }, shape: "/monitor/heads/{}" } }],
+            ["validated_blocks", { methods: { GET: "stream" }, shape: "/monitor/validated_blocks" }],
+            ["applied_blocks", { methods: { GET: "stream" }, shape: "/monitor/applied_blocks" }],
+            [
+              "received_blocks",
+              { param: { methods: { GET: "stream" }, shape: "/monitor/received_blocks/{}" } },
+            ],
+            ["bootstrapped", { methods: { GET: "stream" }, shape: "/monitor/bootstrapped" }],
+            ["active_chains", { methods: { GET: "stream" }, shape: "/monitor/active_chains" }],
+            ["protocols", { methods: { GET: "stream" }, shape: "/monitor/protocols" }],
           ]),
         },
       ],
@@ -228,7 +662,12 @@ export const tezosPolicy: InterfacePolicy = {
   },
   writeRoutes: {
     children: new Map([
-      ["injection", { children: new Map([["operation", { methods: { POST: "shared" } }]]) }],
+      [
+        "injection",
+        {
+          children: new Map([["operation", { methods: { POST: "shared" }, shape: "/injection/operation" }]]),
+        },
+      ],
     ]),
   },
 };
@@ -242,38 +681,47 @@ export const vechainThorPolicy: InterfacePolicy = {
         {
           param: {
             children: new Map([
-              ["code", { methods: { GET: "shared" } }],
+              ["code", { methods: { GET: "shared" }, shape: "/accounts/{}/code" }],
               [
                 "storage",
                 {
-                  children: new Map([["raw", { param: { methods: { GET: "shared" } } }]]),
-                  param: { methods: { GET: "shared" } },
+                  children: new Map([
+                    ["raw", { param: { methods: { GET: "shared" }, shape: "/accounts/{}/storage/raw/{}" } }],
+                  ]),
+                  param: { methods: { GET: "shared" }, shape: "/accounts/{}/storage/{}" },
                 },
               ],
             ]),
             rest: { POST: "shared" },
+            restShape: "/accounts/{}/{...}",
             methods: { GET: "shared", POST: "shared" },
+            shape: "/accounts/{}",
           },
           methods: { POST: "shared" },
+          shape: "/accounts",
         },
       ],
       [
         "transactions",
         {
           param: {
-            children: new Map([["receipt", { methods: { GET: "shared" } }]]),
+            children: new Map([
+              ["receipt", { methods: { GET: "shared" }, shape: "/transactions/{}/receipt" }],
+            ]),
             methods: { GET: "shared" },
+            shape: "/transactions/{}",
           },
           methods: { POST: "shared" },
+          shape: "/transactions",
         },
       ],
-      ["blocks", { param: { methods: { GET: "shared" } } }],
+      ["blocks", { param: { methods: { GET: "shared" }, shape: "/blocks/{}" } }],
       [
         "logs",
         {
           children: new Map([
-            ["event", { methods: { POST: "shared" } }],
-            ["transfer", { methods: { POST: "shared" } }],
+            ["event", { methods: { POST: "shared" }, shape: "/logs/event" }],
+            ["transfer", { methods: { POST: "shared" }, shape: "/logs/transfer" }],
           ]),
         },
       ],
@@ -281,8 +729,8 @@ export const vechainThorPolicy: InterfacePolicy = {
         "fees",
         {
           children: new Map([
-            ["history", { methods: { GET: "shared" } }],
-            ["priority", { methods: { GET: "shared" } }],
+            ["history", { methods: { GET: "shared" }, shape: "/fees/history" }],
+            ["priority", { methods: { GET: "shared" }, shape: "/fees/priority" }],
           ]),
         },
       ],
@@ -290,12 +738,22 @@ export const vechainThorPolicy: InterfacePolicy = {
         "node",
         {
           children: new Map([
-            ["network", { children: new Map([["peers", { methods: { GET: "dedicated" } }]]) }],
+            [
+              "network",
+              {
+                children: new Map([
+                  ["peers", { methods: { GET: "dedicated" }, shape: "/node/network/peers" }],
+                ]),
+              },
+            ],
             [
               "txpool",
               {
-                children: new Map([["status", { methods: { GET: "dedicated" } }]]),
+                children: new Map([
+                  ["status", { methods: { GET: "dedicated" }, shape: "/node/txpool/status" }],
+                ]),
                 methods: { GET: "dedicated" },
+                shape: "/node/txpool",
               },
             ],
           ]),
@@ -308,38 +766,50 @@ export const vechainThorPolicy: InterfacePolicy = {
             [
               "tracers",
               {
-                children: new Map([["call", { methods: { POST: "dedicated" } }]]),
+                children: new Map([
+                  ["call", { methods: { POST: "dedicated" }, shape: "/debug/tracers/call" }],
+                ]),
                 methods: { POST: "dedicated" },
+                shape: "/debug/tracers",
               },
             ],
-            ["storage-range", { methods: { POST: "dedicated" } }],
+            ["storage-range", { methods: { POST: "dedicated" }, shape: "/debug/storage-range" }],
           ]),
         },
       ],
     ]),
   },
-  writeRoutes: { children: new Map([["transactions", { methods: { POST: "shared" } }]]) },
+  writeRoutes: {
+    children: new Map([["transactions", { methods: { POST: "shared" }, shape: "/transactions" }]]),
+  },
 };
 export const nemNis1Policy: InterfacePolicy = {
   id: "nem-nis1",
   family: "rest",
   routes: {
     children: new Map([
-      ["heartbeat", { methods: { GET: "shared" } }],
-      ["status", { methods: { GET: "shared" } }],
+      ["heartbeat", { methods: { GET: "shared" }, shape: "/heartbeat" }],
+      ["status", { methods: { GET: "shared" }, shape: "/status" }],
       [
         "chain",
         {
           children: new Map([
-            ["height", { methods: { GET: "shared" } }],
-            ["score", { methods: { GET: "shared" } }],
-            ["last-block", { methods: { GET: "shared" } }],
+            ["height", { methods: { GET: "shared" }, shape: "/chain/height" }],
+            ["score", { methods: { GET: "shared" }, shape: "/chain/score" }],
+            ["last-block", { methods: { GET: "shared" }, shape: "/chain/last-block" }],
           ]),
         },
       ],
       [
         "block",
-        { children: new Map([["at", { children: new Map([["public", { methods: { POST: "shared" } }]]) }]]) },
+        {
+          children: new Map([
+            [
+              "at",
+              { children: new Map([["public", { methods: { POST: "shared" }, shape: "/block/at/public" }]]) },
+            ],
+          ]),
+        },
       ],
       [
         "account",
@@ -349,33 +819,43 @@ export const nemNis1Policy: InterfacePolicy = {
               "get",
               {
                 children: new Map([
-                  ["batch", { methods: { POST: "shared" } }],
-                  ["from-public-key", { methods: { GET: "shared" } }],
+                  ["batch", { methods: { POST: "shared" }, shape: "/account/get/batch" }],
+                  ["from-public-key", { methods: { GET: "shared" }, shape: "/account/get/from-public-key" }],
                   [
                     "forwarded",
                     {
-                      children: new Map([["from-public-key", { methods: { GET: "shared" } }]]),
+                      children: new Map([
+                        [
+                          "from-public-key",
+                          { methods: { GET: "shared" }, shape: "/account/get/forwarded/from-public-key" },
+                        ],
+                      ]),
                       methods: { GET: "shared" },
+                      shape: "/account/get/forwarded",
                     },
                   ],
                 ]),
                 methods: { GET: "shared" },
+                shape: "/account/get",
               },
             ],
-            ["status", { methods: { GET: "shared" } }],
+            ["status", { methods: { GET: "shared" }, shape: "/account/status" }],
             [
               "transfers",
               {
                 children: new Map([
-                  ["incoming", { methods: { GET: "shared" } }],
-                  ["outgoing", { methods: { GET: "shared" } }],
-                  ["all", { methods: { GET: "shared" } }],
+                  ["incoming", { methods: { GET: "shared" }, shape: "/account/transfers/incoming" }],
+                  ["outgoing", { methods: { GET: "shared" }, shape: "/account/transfers/outgoing" }],
+                  ["all", { methods: { GET: "shared" }, shape: "/account/transfers/all" }],
                 ]),
               },
             ],
-            ["unconfirmedTransactions", { methods: { GET: "shared" } }],
-            ["harvests", { methods: { GET: "shared" } }],
-            ["importances", { methods: { GET: "shared" } }],
+            [
+              "unconfirmedTransactions",
+              { methods: { GET: "shared" }, shape: "/account/unconfirmedTransactions" },
+            ],
+            ["harvests", { methods: { GET: "shared" }, shape: "/account/harvests" }],
+            ["importances", { methods: { GET: "shared" }, shape: "/account/importances" }],
             [
               "historical",
               {
@@ -383,14 +863,24 @@ export const nemNis1Policy: InterfacePolicy = {
                   [
                     "get",
                     {
-                      children: new Map([["batch", { methods: { POST: "shared" } }]]),
+                      children: new Map([
+                        ["batch", { methods: { POST: "shared" }, shape: "/account/historical/get/batch" }],
+                      ]),
                       methods: { GET: "shared" },
+                      shape: "/account/historical/get",
                     },
                   ],
                 ]),
               },
             ],
-            ["namespace", { children: new Map([["page", { methods: { GET: "shared" } }]]) }],
+            [
+              "namespace",
+              {
+                children: new Map([
+                  ["page", { methods: { GET: "shared" }, shape: "/account/namespace/page" }],
+                ]),
+              },
+            ],
             [
               "mosaic",
               {
@@ -402,15 +892,32 @@ export const nemNis1Policy: InterfacePolicy = {
                         [
                           "definition",
                           {
-                            children: new Map([["batch", { methods: { POST: "shared" } }]]),
+                            children: new Map([
+                              [
+                                "batch",
+                                {
+                                  methods: { POST: "shared" },
+                                  shape: "/account/mosaic/owned/definition/batch",
+                                },
+                              ],
+                            ]),
                             methods: { GET: "shared" },
+                            shape: "/account/mosaic/owned/definition",
                           },
                         ],
                       ]),
                       methods: { GET: "shared" },
+                      shape: "/account/mosaic/owned",
                     },
                   ],
-                  ["definition", { children: new Map([["page", { methods: { GET: "shared" } }]]) }],
+                  [
+                    "definition",
+                    {
+                      children: new Map([
+                        ["page", { methods: { GET: "shared" }, shape: "/account/mosaic/definition/page" }],
+                      ]),
+                    },
+                  ],
                 ]),
               },
             ],
@@ -421,17 +928,30 @@ export const nemNis1Policy: InterfacePolicy = {
         "namespace",
         {
           children: new Map([
-            ["root", { children: new Map([["page", { methods: { GET: "shared" } }]]) }],
+            [
+              "root",
+              {
+                children: new Map([["page", { methods: { GET: "shared" }, shape: "/namespace/root/page" }]]),
+              },
+            ],
             [
               "mosaic",
               {
                 children: new Map([
-                  ["definition", { children: new Map([["page", { methods: { GET: "shared" } }]]) }],
+                  [
+                    "definition",
+                    {
+                      children: new Map([
+                        ["page", { methods: { GET: "shared" }, shape: "/namespace/mosaic/definition/page" }],
+                      ]),
+                    },
+                  ],
                 ]),
               },
             ],
           ]),
           methods: { GET: "shared" },
+          shape: "/namespace",
         },
       ],
       [
@@ -442,15 +962,22 @@ export const nemNis1Policy: InterfacePolicy = {
               "definition",
               {
                 children: new Map([
-                  ["last", { methods: { GET: "shared" } }],
-                  ["page", { methods: { GET: "shared" } }],
+                  ["last", { methods: { GET: "shared" }, shape: "/mosaic/definition/last" }],
+                  ["page", { methods: { GET: "shared" }, shape: "/mosaic/definition/page" }],
                 ]),
                 methods: { GET: "shared" },
+                shape: "/mosaic/definition",
               },
             ],
             [
               "supply",
-              { children: new Map([["batch", { methods: { POST: "shared" } }]]), methods: { GET: "shared" } },
+              {
+                children: new Map([
+                  ["batch", { methods: { POST: "shared" }, shape: "/mosaic/supply/batch" }],
+                ]),
+                methods: { GET: "shared" },
+                shape: "/mosaic/supply",
+              },
             ],
           ]),
         },
@@ -459,33 +986,47 @@ export const nemNis1Policy: InterfacePolicy = {
         "transaction",
         {
           children: new Map([
-            ["get", { methods: { GET: "shared" } }],
-            ["announce", { methods: { POST: "shared" } }],
+            ["get", { methods: { GET: "shared" }, shape: "/transaction/get" }],
+            ["announce", { methods: { POST: "shared" }, shape: "/transaction/announce" }],
           ]),
         },
       ],
-      ["time-sync", { children: new Map([["network-time", { methods: { GET: "shared" } }]]) }],
+      [
+        "time-sync",
+        {
+          children: new Map([
+            ["network-time", { methods: { GET: "shared" }, shape: "/time-sync/network-time" }],
+          ]),
+        },
+      ],
       [
         "node",
         {
           children: new Map([
-            ["info", { methods: { GET: "shared" } }],
-            ["extended-info", { methods: { GET: "dedicated" } }],
+            ["info", { methods: { GET: "shared" }, shape: "/node/info" }],
+            ["extended-info", { methods: { GET: "dedicated" }, shape: "/node/extended-info" }],
             [
               "peer-list",
               {
                 children: new Map([
-                  ["all", { methods: { GET: "dedicated" } }],
-                  ["reachable", { methods: { GET: "dedicated" } }],
-                  ["active", { methods: { GET: "dedicated" } }],
+                  ["all", { methods: { GET: "dedicated" }, shape: "/node/peer-list/all" }],
+                  ["reachable", { methods: { GET: "dedicated" }, shape: "/node/peer-list/reachable" }],
+                  ["active", { methods: { GET: "dedicated" }, shape: "/node/peer-list/active" }],
                 ]),
               },
             ],
             [
               "active-peers",
-              { children: new Map([["max-chain-height", { methods: { GET: "dedicated" } }]]) },
+              {
+                children: new Map([
+                  [
+                    "max-chain-height",
+                    { methods: { GET: "dedicated" }, shape: "/node/active-peers/max-chain-height" },
+                  ],
+                ]),
+              },
             ],
-            ["experiences", { methods: { GET: "dedicated" } }],
+            ["experiences", { methods: { GET: "dedicated" }, shape: "/node/experiences" }],
           ]),
         },
       ],
@@ -497,13 +1038,13 @@ export const nemNis1Policy: InterfacePolicy = {
               "connections",
               {
                 children: new Map([
-                  ["incoming", { methods: { GET: "dedicated" } }],
-                  ["outgoing", { methods: { GET: "dedicated" } }],
+                  ["incoming", { methods: { GET: "dedicated" }, shape: "/debug/connections/incoming" }],
+                  ["outgoing", { methods: { GET: "dedicated" }, shape: "/debug/connections/outgoing" }],
                 ]),
               },
             ],
-            ["time-synchronization", { methods: { GET: "dedicated" } }],
-            ["timers", { methods: { GET: "dedicated" } }],
+            ["time-synchronization", { methods: { GET: "dedicated" }, shape: "/debug/time-synchronization" }],
+            ["timers", { methods: { GET: "dedicated" }, shape: "/debug/timers" }],
           ]),
         },
       ],
@@ -511,7 +1052,12 @@ export const nemNis1Policy: InterfacePolicy = {
   },
   writeRoutes: {
     children: new Map([
-      ["transaction", { children: new Map([["announce", { methods: { POST: "shared" } }]]) }],
+      [
+        "transaction",
+        {
+          children: new Map([["announce", { methods: { POST: "shared" }, shape: "/transaction/announce" }]]),
+        },
+      ],
     ]),
   },
 };
@@ -520,11 +1066,11 @@ export const algodPolicy: InterfacePolicy = {
   family: "rest",
   routes: {
     children: new Map([
-      ["health", { methods: { GET: "shared" } }],
-      ["ready", { methods: { GET: "shared" } }],
-      ["genesis", { methods: { GET: "shared" } }],
-      ["versions", { methods: { GET: "shared" } }],
-      ["swagger.json", { methods: { GET: "shared" } }],
+      ["health", { methods: { GET: "shared" }, shape: "/health" }],
+      ["ready", { methods: { GET: "shared" }, shape: "/ready" }],
+      ["genesis", { methods: { GET: "shared" }, shape: "/genesis" }],
+      ["versions", { methods: { GET: "shared" }, shape: "/versions" }],
+      ["swagger.json", { methods: { GET: "shared" }, shape: "/swagger.json" }],
       [
         "v2",
         {
@@ -532,8 +1078,14 @@ export const algodPolicy: InterfacePolicy = {
             [
               "status",
               {
-                children: new Map([["wait-for-block-after", { param: { methods: { GET: "shared" } } }]]),
+                children: new Map([
+                  [
+                    "wait-for-block-after",
+                    { param: { methods: { GET: "shared" }, shape: "/v2/status/wait-for-block-after/{}" } },
+                  ],
+                ]),
                 methods: { GET: "shared" },
+                shape: "/v2/status",
               },
             ],
             [
@@ -541,11 +1093,36 @@ export const algodPolicy: InterfacePolicy = {
               {
                 param: {
                   children: new Map([
-                    ["assets", { param: { methods: { GET: "shared" } }, methods: { GET: "shared" } }],
-                    ["applications", { param: { methods: { GET: "shared" } }, methods: { GET: "shared" } }],
-                    ["transactions", { children: new Map([["pending", { methods: { GET: "shared" } }]]) }],
+                    [
+                      "assets",
+                      {
+                        param: { methods: { GET: "shared" }, shape: "/v2/accounts/{}/assets/{}" },
+                        methods: { GET: "shared" },
+                        shape: "/v2/accounts/{}/assets",
+                      },
+                    ],
+                    [
+                      "applications",
+                      {
+                        param: { methods: { GET: "shared" }, shape: "/v2/accounts/{}/applications/{}" },
+                        methods: { GET: "shared" },
+                        shape: "/v2/accounts/{}/applications",
+                      },
+                    ],
+                    [
+                      "transactions",
+                      {
+                        children: new Map([
+                          [
+                            "pending",
+                            { methods: { GET: "shared" }, shape: "/v2/accounts/{}/transactions/pending" },
+                          ],
+                        ]),
+                      },
+                    ],
                   ]),
                   methods: { GET: "shared" },
+                  shape: "/v2/accounts/{}",
                 },
               },
             ],
@@ -554,30 +1131,58 @@ export const algodPolicy: InterfacePolicy = {
               {
                 param: {
                   children: new Map([
-                    ["txids", { methods: { GET: "shared" } }],
-                    ["hash", { methods: { GET: "shared" } }],
+                    ["txids", { methods: { GET: "shared" }, shape: "/v2/blocks/{}/txids" }],
+                    ["hash", { methods: { GET: "shared" }, shape: "/v2/blocks/{}/hash" }],
                     [
                       "transactions",
-                      { param: { children: new Map([["proof", { methods: { GET: "shared" } }]]) } },
+                      {
+                        param: {
+                          children: new Map([
+                            [
+                              "proof",
+                              { methods: { GET: "shared" }, shape: "/v2/blocks/{}/transactions/{}/proof" },
+                            ],
+                          ]),
+                        },
+                      },
                     ],
-                    ["logs", { methods: { GET: "shared" } }],
-                    ["lightheader", { children: new Map([["proof", { methods: { GET: "shared" } }]]) }],
+                    ["logs", { methods: { GET: "shared" }, shape: "/v2/blocks/{}/logs" }],
+                    [
+                      "lightheader",
+                      {
+                        children: new Map([
+                          ["proof", { methods: { GET: "shared" }, shape: "/v2/blocks/{}/lightheader/proof" }],
+                        ]),
+                      },
+                    ],
                   ]),
                   methods: { GET: "shared" },
+                  shape: "/v2/blocks/{}",
                 },
               },
             ],
-            ["stateproofs", { param: { methods: { GET: "shared" } } }],
-            ["ledger", { children: new Map([["supply", { methods: { GET: "shared" } }]]) }],
+            ["stateproofs", { param: { methods: { GET: "shared" }, shape: "/v2/stateproofs/{}" } }],
+            [
+              "ledger",
+              { children: new Map([["supply", { methods: { GET: "shared" }, shape: "/v2/ledger/supply" }]]) },
+            ],
             [
               "transactions",
               {
                 children: new Map([
-                  ["params", { methods: { GET: "shared" } }],
-                  ["pending", { param: { methods: { GET: "shared" } }, methods: { GET: "shared" } }],
-                  ["simulate", { methods: { POST: "dedicated" } }],
+                  ["params", { methods: { GET: "shared" }, shape: "/v2/transactions/params" }],
+                  [
+                    "pending",
+                    {
+                      param: { methods: { GET: "shared" }, shape: "/v2/transactions/pending/{}" },
+                      methods: { GET: "shared" },
+                      shape: "/v2/transactions/pending",
+                    },
+                  ],
+                  ["simulate", { methods: { POST: "dedicated" }, shape: "/v2/transactions/simulate" }],
                 ]),
                 methods: { POST: "shared" },
+                shape: "/v2/transactions",
               },
             ],
             [
@@ -585,20 +1190,21 @@ export const algodPolicy: InterfacePolicy = {
               {
                 param: {
                   children: new Map([
-                    ["boxes", { methods: { GET: "shared" } }],
-                    ["box", { methods: { GET: "shared" } }],
+                    ["boxes", { methods: { GET: "shared" }, shape: "/v2/applications/{}/boxes" }],
+                    ["box", { methods: { GET: "shared" }, shape: "/v2/applications/{}/box" }],
                   ]),
                   methods: { GET: "shared" },
+                  shape: "/v2/applications/{}",
                 },
               },
             ],
-            ["assets", { param: { methods: { GET: "shared" } } }],
+            ["assets", { param: { methods: { GET: "shared" }, shape: "/v2/assets/{}" } }],
             [
               "teal",
               {
                 children: new Map([
-                  ["disassemble", { methods: { POST: "shared" } }],
-                  ["compile", { methods: { POST: "dedicated" } }],
+                  ["disassemble", { methods: { POST: "shared" }, shape: "/v2/teal/disassemble" }],
+                  ["compile", { methods: { POST: "dedicated" }, shape: "/v2/teal/compile" }],
                 ]),
               },
             ],
@@ -606,13 +1212,31 @@ export const algodPolicy: InterfacePolicy = {
               "deltas",
               {
                 children: new Map([
-                  ["txn", { children: new Map([["group", { param: { methods: { GET: "dedicated" } } }]]) }],
+                  [
+                    "txn",
+                    {
+                      children: new Map([
+                        [
+                          "group",
+                          { param: { methods: { GET: "dedicated" }, shape: "/v2/deltas/txn/group/{}" } },
+                        ],
+                      ]),
+                    },
+                  ],
                 ]),
                 param: {
                   children: new Map([
-                    ["txn", { children: new Map([["group", { methods: { GET: "dedicated" } }]]) }],
+                    [
+                      "txn",
+                      {
+                        children: new Map([
+                          ["group", { methods: { GET: "dedicated" }, shape: "/v2/deltas/{}/txn/group" }],
+                        ]),
+                      },
+                    ],
                   ]),
                   methods: { GET: "dedicated" },
+                  shape: "/v2/deltas/{}",
                 },
               },
             ],
@@ -622,7 +1246,12 @@ export const algodPolicy: InterfacePolicy = {
     ]),
   },
   writeRoutes: {
-    children: new Map([["v2", { children: new Map([["transactions", { methods: { POST: "shared" } }]]) }]]),
+    children: new Map([
+      [
+        "v2",
+        { children: new Map([["transactions", { methods: { POST: "shared" }, shape: "/v2/transactions" }]]) },
+      ],
+    ]),
   },
 };
 export const stellarRpcPolicy: InterfacePolicy = {
@@ -833,9 +1462,9 @@ export const nearPolicy: InterfacePolicy = {
   },
   routes: {
     children: new Map([
-      ["status", { methods: { GET: "shared", HEAD: "shared" } }],
-      ["health", { methods: { GET: "shared", HEAD: "shared" } }],
-      ["network_info", { methods: { GET: "dedicated" } }],
+      ["status", { methods: { GET: "shared", HEAD: "shared" }, shape: "/status" }],
+      ["health", { methods: { GET: "shared", HEAD: "shared" }, shape: "/health" }],
+      ["network_info", { methods: { GET: "dedicated" }, shape: "/network_info" }],
     ]),
   },
 };
@@ -1187,7 +1816,7 @@ export const ogmiosPolicy: InterfacePolicy = {
     ]),
     writes: new Set<string>(["submitTransaction"]),
   },
-  routes: { children: new Map([["health", { methods: { GET: "shared" } }]]) },
+  routes: { children: new Map([["health", { methods: { GET: "shared" }, shape: "/health" }]]) },
 };
 export const dogecoinCorePolicy: InterfacePolicy = {
   id: "dogecoin-core",
@@ -1418,111 +2047,282 @@ export const tronHttpPolicy: InterfacePolicy = {
         "wallet",
         {
           children: new Map([
-            ["getaccount", { methods: { GET: "shared", POST: "shared" } }],
-            ["getaccountbyid", { methods: { GET: "shared", POST: "shared" } }],
-            ["getaccountnet", { methods: { GET: "shared", POST: "shared" } }],
-            ["getaccountresource", { methods: { GET: "shared", POST: "shared" } }],
-            ["getaccountbalance", { methods: { GET: "shared", POST: "shared" } }],
-            ["getblockbalance", { methods: { GET: "shared", POST: "shared" } }],
-            ["getnowblock", { methods: { GET: "shared", POST: "shared" } }],
-            ["getblock", { methods: { GET: "shared", POST: "shared" } }],
-            ["getblockbynum", { methods: { GET: "shared", POST: "shared" } }],
-            ["getblockbyid", { methods: { GET: "shared", POST: "shared" } }],
-            ["getblockbylimitnext", { methods: { GET: "shared", POST: "shared" } }],
-            ["getblockbylatestnum", { methods: { GET: "shared", POST: "shared" } }],
-            ["gettransactionbyid", { methods: { GET: "shared", POST: "shared" } }],
-            ["gettransactioninfobyid", { methods: { GET: "shared", POST: "shared" } }],
-            ["gettransactionreceiptbyid", { methods: { GET: "shared", POST: "shared" } }],
-            ["gettransactioninfobyblocknum", { methods: { GET: "shared", POST: "shared" } }],
-            ["gettransactioncountbyblocknum", { methods: { GET: "shared", POST: "shared" } }],
-            ["gettransactionfrompending", { methods: { GET: "shared", POST: "shared" } }],
-            ["gettransactionlistfrompending", { methods: { GET: "shared", POST: "shared" } }],
-            ["getpendingsize", { methods: { GET: "shared", POST: "shared" } }],
-            ["getcontract", { methods: { GET: "shared", POST: "shared" } }],
-            ["getcontractinfo", { methods: { GET: "shared", POST: "shared" } }],
-            ["triggerconstantcontract", { methods: { GET: "shared", POST: "shared" } }],
-            ["estimateenergy", { methods: { GET: "shared", POST: "shared" } }],
-            ["getchainparameters", { methods: { GET: "shared", POST: "shared" } }],
-            ["getenergyprices", { methods: { GET: "shared", POST: "shared" } }],
-            ["getbandwidthprices", { methods: { GET: "shared", POST: "shared" } }],
-            ["getmemofee", { methods: { GET: "shared", POST: "shared" } }],
-            ["getburntrx", { methods: { GET: "shared", POST: "shared" } }],
-            ["getnextmaintenancetime", { methods: { GET: "shared", POST: "shared" } }],
-            ["totaltransaction", { methods: { GET: "shared", POST: "shared" } }],
-            ["validateaddress", { methods: { GET: "shared", POST: "shared" } }],
-            ["listwitnesses", { methods: { GET: "shared", POST: "shared" } }],
-            ["getBrokerage", { methods: { GET: "shared", POST: "shared" } }],
-            ["getReward", { methods: { GET: "shared", POST: "shared" } }],
-            ["listproposals", { methods: { GET: "shared", POST: "shared" } }],
-            ["getproposalbyid", { methods: { GET: "shared", POST: "shared" } }],
-            ["getpaginatedproposallist", { methods: { GET: "shared", POST: "shared" } }],
-            ["listexchanges", { methods: { GET: "shared", POST: "shared" } }],
-            ["getexchangebyid", { methods: { GET: "shared", POST: "shared" } }],
-            ["getpaginatedexchangelist", { methods: { GET: "shared", POST: "shared" } }],
-            ["getassetissuebyaccount", { methods: { GET: "shared", POST: "shared" } }],
-            ["getassetissuebyname", { methods: { GET: "shared", POST: "shared" } }],
-            ["getassetissuelistbyname", { methods: { GET: "shared", POST: "shared" } }],
-            ["getassetissuebyid", { methods: { GET: "shared", POST: "shared" } }],
-            ["getassetissuelist", { methods: { GET: "shared", POST: "shared" } }],
-            ["getpaginatedassetissuelist", { methods: { GET: "shared", POST: "shared" } }],
-            ["getsignweight", { methods: { GET: "shared", POST: "shared" } }],
-            ["getapprovedlist", { methods: { GET: "shared", POST: "shared" } }],
-            ["getdelegatedresource", { methods: { GET: "shared", POST: "shared" } }],
-            ["getdelegatedresourcev2", { methods: { GET: "shared", POST: "shared" } }],
-            ["getdelegatedresourceaccountindex", { methods: { GET: "shared", POST: "shared" } }],
-            ["getdelegatedresourceaccountindexv2", { methods: { GET: "shared", POST: "shared" } }],
-            ["getcandelegatedmaxsize", { methods: { GET: "shared", POST: "shared" } }],
-            ["getavailableunfreezecount", { methods: { GET: "shared", POST: "shared" } }],
-            ["getcanwithdrawunfreezeamount", { methods: { GET: "shared", POST: "shared" } }],
-            ["getmarketorderbyaccount", { methods: { GET: "shared", POST: "shared" } }],
-            ["getmarketorderbyid", { methods: { GET: "shared", POST: "shared" } }],
-            ["getmarketpricebypair", { methods: { GET: "shared", POST: "shared" } }],
-            ["getmarketorderlistbypair", { methods: { GET: "shared", POST: "shared" } }],
-            ["getmarketpairlist", { methods: { GET: "shared", POST: "shared" } }],
-            ["isshieldedtrc20contractnotespent", { methods: { GET: "shared", POST: "shared" } }],
-            ["gettriggerinputforshieldedtrc20contract", { methods: { GET: "shared", POST: "shared" } }],
-            ["createtransaction", { methods: { POST: "shared" } }],
-            ["triggersmartcontract", { methods: { POST: "shared" } }],
-            ["deploycontract", { methods: { POST: "shared" } }],
-            ["createaccount", { methods: { POST: "shared" } }],
-            ["updateaccount", { methods: { POST: "shared" } }],
-            ["setaccountid", { methods: { POST: "shared" } }],
-            ["accountpermissionupdate", { methods: { POST: "shared" } }],
-            ["votewitnessaccount", { methods: { POST: "shared" } }],
-            ["createwitness", { methods: { POST: "shared" } }],
-            ["updatewitness", { methods: { POST: "shared" } }],
-            ["updateBrokerage", { methods: { POST: "shared" } }],
-            ["withdrawbalance", { methods: { POST: "shared" } }],
-            ["createassetissue", { methods: { POST: "shared" } }],
-            ["updateasset", { methods: { POST: "shared" } }],
-            ["transferasset", { methods: { POST: "shared" } }],
-            ["participateassetissue", { methods: { POST: "shared" } }],
-            ["unfreezeasset", { methods: { POST: "shared" } }],
-            ["freezebalance", { methods: { POST: "shared" } }],
-            ["unfreezebalance", { methods: { POST: "shared" } }],
-            ["freezebalancev2", { methods: { POST: "shared" } }],
-            ["unfreezebalancev2", { methods: { POST: "shared" } }],
-            ["cancelallunfreezev2", { methods: { POST: "shared" } }],
-            ["withdrawexpireunfreeze", { methods: { POST: "shared" } }],
-            ["delegateresource", { methods: { POST: "shared" } }],
-            ["undelegateresource", { methods: { POST: "shared" } }],
-            ["updatesetting", { methods: { POST: "shared" } }],
-            ["updateenergylimit", { methods: { POST: "shared" } }],
-            ["clearabi", { methods: { POST: "shared" } }],
-            ["proposalcreate", { methods: { POST: "shared" } }],
-            ["proposalapprove", { methods: { POST: "shared" } }],
-            ["proposaldelete", { methods: { POST: "shared" } }],
-            ["exchangecreate", { methods: { POST: "shared" } }],
-            ["exchangeinject", { methods: { POST: "shared" } }],
-            ["exchangewithdraw", { methods: { POST: "shared" } }],
-            ["exchangetransaction", { methods: { POST: "shared" } }],
-            ["marketsellasset", { methods: { POST: "shared" } }],
-            ["marketcancelorder", { methods: { POST: "shared" } }],
-            ["createCommonTransaction", { methods: { POST: "shared" } }],
-            ["broadcasttransaction", { methods: { POST: "shared" } }],
-            ["broadcasthex", { methods: { POST: "shared" } }],
-            ["listnodes", { methods: { GET: "dedicated", POST: "dedicated" } }],
-            ["getnodeinfo", { methods: { GET: "dedicated", POST: "dedicated" } }],
+            ["getaccount", { methods: { GET: "shared", POST: "shared" }, shape: "/wallet/getaccount" }],
+            [
+              "getaccountbyid",
+              { methods: { GET: "shared", POST: "shared" }, shape: "/wallet/getaccountbyid" },
+            ],
+            ["getaccountnet", { methods: { GET: "shared", POST: "shared" }, shape: "/wallet/getaccountnet" }],
+            [
+              "getaccountresource",
+              { methods: { GET: "shared", POST: "shared" }, shape: "/wallet/getaccountresource" },
+            ],
+            [
+              "getaccountbalance",
+              { methods: { GET: "shared", POST: "shared" }, shape: "/wallet/getaccountbalance" },
+            ],
+            [
+              "getblockbalance",
+              { methods: { GET: "shared", POST: "shared" }, shape: "/wallet/getblockbalance" },
+            ],
+            ["getnowblock", { methods: { GET: "shared", POST: "shared" }, shape: "/wallet/getnowblock" }],
+            ["getblock", { methods: { GET: "shared", POST: "shared" }, shape: "/wallet/getblock" }],
+            ["getblockbynum", { methods: { GET: "shared", POST: "shared" }, shape: "/wallet/getblockbynum" }],
+            ["getblockbyid", { methods: { GET: "shared", POST: "shared" }, shape: "/wallet/getblockbyid" }],
+            [
+              "getblockbylimitnext",
+              { methods: { GET: "shared", POST: "shared" }, shape: "/wallet/getblockbylimitnext" },
+            ],
+            [
+              "getblockbylatestnum",
+              { methods: { GET: "shared", POST: "shared" }, shape: "/wallet/getblockbylatestnum" },
+            ],
+            [
+              "gettransactionbyid",
+              { methods: { GET: "shared", POST: "shared" }, shape: "/wallet/gettransactionbyid" },
+            ],
+            [
+              "gettransactioninfobyid",
+              { methods: { GET: "shared", POST: "shared" }, shape: "/wallet/gettransactioninfobyid" },
+            ],
+            [
+              "gettransactionreceiptbyid",
+              { methods: { GET: "shared", POST: "shared" }, shape: "/wallet/gettransactionreceiptbyid" },
+            ],
+            [
+              "gettransactioninfobyblocknum",
+              { methods: { GET: "shared", POST: "shared" }, shape: "/wallet/gettransactioninfobyblocknum" },
+            ],
+            [
+              "gettransactioncountbyblocknum",
+              { methods: { GET: "shared", POST: "shared" }, shape: "/wallet/gettransactioncountbyblocknum" },
+            ],
+            [
+              "gettransactionfrompending",
+              { methods: { GET: "shared", POST: "shared" }, shape: "/wallet/gettransactionfrompending" },
+            ],
+            [
+              "gettransactionlistfrompending",
+              { methods: { GET: "shared", POST: "shared" }, shape: "/wallet/gettransactionlistfrompending" },
+            ],
+            [
+              "getpendingsize",
+              { methods: { GET: "shared", POST: "shared" }, shape: "/wallet/getpendingsize" },
+            ],
+            ["getcontract", { methods: { GET: "shared", POST: "shared" }, shape: "/wallet/getcontract" }],
+            [
+              "getcontractinfo",
+              { methods: { GET: "shared", POST: "shared" }, shape: "/wallet/getcontractinfo" },
+            ],
+            [
+              "triggerconstantcontract",
+              { methods: { GET: "shared", POST: "shared" }, shape: "/wallet/triggerconstantcontract" },
+            ],
+            [
+              "estimateenergy",
+              { methods: { GET: "shared", POST: "shared" }, shape: "/wallet/estimateenergy" },
+            ],
+            [
+              "getchainparameters",
+              { methods: { GET: "shared", POST: "shared" }, shape: "/wallet/getchainparameters" },
+            ],
+            [
+              "getenergyprices",
+              { methods: { GET: "shared", POST: "shared" }, shape: "/wallet/getenergyprices" },
+            ],
+            [
+              "getbandwidthprices",
+              { methods: { GET: "shared", POST: "shared" }, shape: "/wallet/getbandwidthprices" },
+            ],
+            ["getmemofee", { methods: { GET: "shared", POST: "shared" }, shape: "/wallet/getmemofee" }],
+            ["getburntrx", { methods: { GET: "shared", POST: "shared" }, shape: "/wallet/getburntrx" }],
+            [
+              "getnextmaintenancetime",
+              { methods: { GET: "shared", POST: "shared" }, shape: "/wallet/getnextmaintenancetime" },
+            ],
+            [
+              "totaltransaction",
+              { methods: { GET: "shared", POST: "shared" }, shape: "/wallet/totaltransaction" },
+            ],
+            [
+              "validateaddress",
+              { methods: { GET: "shared", POST: "shared" }, shape: "/wallet/validateaddress" },
+            ],
+            ["listwitnesses", { methods: { GET: "shared", POST: "shared" }, shape: "/wallet/listwitnesses" }],
+            ["getBrokerage", { methods: { GET: "shared", POST: "shared" }, shape: "/wallet/getBrokerage" }],
+            ["getReward", { methods: { GET: "shared", POST: "shared" }, shape: "/wallet/getReward" }],
+            ["listproposals", { methods: { GET: "shared", POST: "shared" }, shape: "/wallet/listproposals" }],
+            [
+              "getproposalbyid",
+              { methods: { GET: "shared", POST: "shared" }, shape: "/wallet/getproposalbyid" },
+            ],
+            [
+              "getpaginatedproposallist",
+              { methods: { GET: "shared", POST: "shared" }, shape: "/wallet/getpaginatedproposallist" },
+            ],
+            ["listexchanges", { methods: { GET: "shared", POST: "shared" }, shape: "/wallet/listexchanges" }],
+            [
+              "getexchangebyid",
+              { methods: { GET: "shared", POST: "shared" }, shape: "/wallet/getexchangebyid" },
+            ],
+            [
+              "getpaginatedexchangelist",
+              { methods: { GET: "shared", POST: "shared" }, shape: "/wallet/getpaginatedexchangelist" },
+            ],
+            [
+              "getassetissuebyaccount",
+              { methods: { GET: "shared", POST: "shared" }, shape: "/wallet/getassetissuebyaccount" },
+            ],
+            [
+              "getassetissuebyname",
+              { methods: { GET: "shared", POST: "shared" }, shape: "/wallet/getassetissuebyname" },
+            ],
+            [
+              "getassetissuelistbyname",
+              { methods: { GET: "shared", POST: "shared" }, shape: "/wallet/getassetissuelistbyname" },
+            ],
+            [
+              "getassetissuebyid",
+              { methods: { GET: "shared", POST: "shared" }, shape: "/wallet/getassetissuebyid" },
+            ],
+            [
+              "getassetissuelist",
+              { methods: { GET: "shared", POST: "shared" }, shape: "/wallet/getassetissuelist" },
+            ],
+            [
+              "getpaginatedassetissuelist",
+              { methods: { GET: "shared", POST: "shared" }, shape: "/wallet/getpaginatedassetissuelist" },
+            ],
+            ["getsignweight", { methods: { GET: "shared", POST: "shared" }, shape: "/wallet/getsignweight" }],
+            [
+              "getapprovedlist",
+              { methods: { GET: "shared", POST: "shared" }, shape: "/wallet/getapprovedlist" },
+            ],
+            [
+              "getdelegatedresource",
+              { methods: { GET: "shared", POST: "shared" }, shape: "/wallet/getdelegatedresource" },
+            ],
+            [
+              "getdelegatedresourcev2",
+              { methods: { GET: "shared", POST: "shared" }, shape: "/wallet/getdelegatedresourcev2" },
+            ],
+            [
+              "getdelegatedresourceaccountindex",
+              {
+                methods: { GET: "shared", POST: "shared" },
+                shape: "/wallet/getdelegatedresourceaccountindex",
+              },
+            ],
+            [
+              "getdelegatedresourceaccountindexv2",
+              {
+                methods: { GET: "shared", POST: "shared" },
+                shape: "/wallet/getdelegatedresourceaccountindexv2",
+              },
+            ],
+            [
+              "getcandelegatedmaxsize",
+              { methods: { GET: "shared", POST: "shared" }, shape: "/wallet/getcandelegatedmaxsize" },
+            ],
+            [
+              "getavailableunfreezecount",
+              { methods: { GET: "shared", POST: "shared" }, shape: "/wallet/getavailableunfreezecount" },
+            ],
+            [
+              "getcanwithdrawunfreezeamount",
+              { methods: { GET: "shared", POST: "shared" }, shape: "/wallet/getcanwithdrawunfreezeamount" },
+            ],
+            [
+              "getmarketorderbyaccount",
+              { methods: { GET: "shared", POST: "shared" }, shape: "/wallet/getmarketorderbyaccount" },
+            ],
+            [
+              "getmarketorderbyid",
+              { methods: { GET: "shared", POST: "shared" }, shape: "/wallet/getmarketorderbyid" },
+            ],
+            [
+              "getmarketpricebypair",
+              { methods: { GET: "shared", POST: "shared" }, shape: "/wallet/getmarketpricebypair" },
+            ],
+            [
+              "getmarketorderlistbypair",
+              { methods: { GET: "shared", POST: "shared" }, shape: "/wallet/getmarketorderlistbypair" },
+            ],
+            [
+              "getmarketpairlist",
+              { methods: { GET: "shared", POST: "shared" }, shape: "/wallet/getmarketpairlist" },
+            ],
+            [
+              "isshieldedtrc20contractnotespent",
+              {
+                methods: { GET: "shared", POST: "shared" },
+                shape: "/wallet/isshieldedtrc20contractnotespent",
+              },
+            ],
+            [
+              "gettriggerinputforshieldedtrc20contract",
+              {
+                methods: { GET: "shared", POST: "shared" },
+                shape: "/wallet/gettriggerinputforshieldedtrc20contract",
+              },
+            ],
+            ["createtransaction", { methods: { POST: "shared" }, shape: "/wallet/createtransaction" }],
+            ["triggersmartcontract", { methods: { POST: "shared" }, shape: "/wallet/triggersmartcontract" }],
+            ["deploycontract", { methods: { POST: "shared" }, shape: "/wallet/deploycontract" }],
+            ["createaccount", { methods: { POST: "shared" }, shape: "/wallet/createaccount" }],
+            ["updateaccount", { methods: { POST: "shared" }, shape: "/wallet/updateaccount" }],
+            ["setaccountid", { methods: { POST: "shared" }, shape: "/wallet/setaccountid" }],
+            [
+              "accountpermissionupdate",
+              { methods: { POST: "shared" }, shape: "/wallet/accountpermissionupdate" },
+            ],
+            ["votewitnessaccount", { methods: { POST: "shared" }, shape: "/wallet/votewitnessaccount" }],
+            ["createwitness", { methods: { POST: "shared" }, shape: "/wallet/createwitness" }],
+            ["updatewitness", { methods: { POST: "shared" }, shape: "/wallet/updatewitness" }],
+            ["updateBrokerage", { methods: { POST: "shared" }, shape: "/wallet/updateBrokerage" }],
+            ["withdrawbalance", { methods: { POST: "shared" }, shape: "/wallet/withdrawbalance" }],
+            ["createassetissue", { methods: { POST: "shared" }, shape: "/wallet/createassetissue" }],
+            ["updateasset", { methods: { POST: "shared" }, shape: "/wallet/updateasset" }],
+            ["transferasset", { methods: { POST: "shared" }, shape: "/wallet/transferasset" }],
+            [
+              "participateassetissue",
+              { methods: { POST: "shared" }, shape: "/wallet/participateassetissue" },
+            ],
+            ["unfreezeasset", { methods: { POST: "shared" }, shape: "/wallet/unfreezeasset" }],
+            ["freezebalance", { methods: { POST: "shared" }, shape: "/wallet/freezebalance" }],
+            ["unfreezebalance", { methods: { POST: "shared" }, shape: "/wallet/unfreezebalance" }],
+            ["freezebalancev2", { methods: { POST: "shared" }, shape: "/wallet/freezebalancev2" }],
+            ["unfreezebalancev2", { methods: { POST: "shared" }, shape: "/wallet/unfreezebalancev2" }],
+            ["cancelallunfreezev2", { methods: { POST: "shared" }, shape: "/wallet/cancelallunfreezev2" }],
+            [
+              "withdrawexpireunfreeze",
+              { methods: { POST: "shared" }, shape: "/wallet/withdrawexpireunfreeze" },
+            ],
+            ["delegateresource", { methods: { POST: "shared" }, shape: "/wallet/delegateresource" }],
+            ["undelegateresource", { methods: { POST: "shared" }, shape: "/wallet/undelegateresource" }],
+            ["updatesetting", { methods: { POST: "shared" }, shape: "/wallet/updatesetting" }],
+            ["updateenergylimit", { methods: { POST: "shared" }, shape: "/wallet/updateenergylimit" }],
+            ["clearabi", { methods: { POST: "shared" }, shape: "/wallet/clearabi" }],
+            ["proposalcreate", { methods: { POST: "shared" }, shape: "/wallet/proposalcreate" }],
+            ["proposalapprove", { methods: { POST: "shared" }, shape: "/wallet/proposalapprove" }],
+            ["proposaldelete", { methods: { POST: "shared" }, shape: "/wallet/proposaldelete" }],
+            ["exchangecreate", { methods: { POST: "shared" }, shape: "/wallet/exchangecreate" }],
+            ["exchangeinject", { methods: { POST: "shared" }, shape: "/wallet/exchangeinject" }],
+            ["exchangewithdraw", { methods: { POST: "shared" }, shape: "/wallet/exchangewithdraw" }],
+            ["exchangetransaction", { methods: { POST: "shared" }, shape: "/wallet/exchangetransaction" }],
+            ["marketsellasset", { methods: { POST: "shared" }, shape: "/wallet/marketsellasset" }],
+            ["marketcancelorder", { methods: { POST: "shared" }, shape: "/wallet/marketcancelorder" }],
+            [
+              "createCommonTransaction",
+              { methods: { POST: "shared" }, shape: "/wallet/createCommonTransaction" },
+            ],
+            ["broadcasttransaction", { methods: { POST: "shared" }, shape: "/wallet/broadcasttransaction" }],
+            ["broadcasthex", { methods: { POST: "shared" }, shape: "/wallet/broadcasthex" }],
+            ["listnodes", { methods: { GET: "dedicated", POST: "dedicated" }, shape: "/wallet/listnodes" }],
+            [
+              "getnodeinfo",
+              { methods: { GET: "dedicated", POST: "dedicated" }, shape: "/wallet/getnodeinfo" },
+            ],
           ]),
         },
       ],
@@ -1530,47 +2330,200 @@ export const tronHttpPolicy: InterfacePolicy = {
         "walletsolidity",
         {
           children: new Map([
-            ["getaccount", { methods: { GET: "shared", POST: "shared" } }],
-            ["getaccountbyid", { methods: { GET: "shared", POST: "shared" } }],
-            ["getnowblock", { methods: { GET: "shared", POST: "shared" } }],
-            ["getblock", { methods: { GET: "shared", POST: "shared" } }],
-            ["getblockbynum", { methods: { GET: "shared", POST: "shared" } }],
-            ["getblockbyid", { methods: { GET: "shared", POST: "shared" } }],
-            ["getblockbylimitnext", { methods: { GET: "shared", POST: "shared" } }],
-            ["getblockbylatestnum", { methods: { GET: "shared", POST: "shared" } }],
-            ["gettransactionbyid", { methods: { GET: "shared", POST: "shared" } }],
-            ["gettransactioninfobyid", { methods: { GET: "shared", POST: "shared" } }],
-            ["gettransactioninfobyblocknum", { methods: { GET: "shared", POST: "shared" } }],
-            ["gettransactioncountbyblocknum", { methods: { GET: "shared", POST: "shared" } }],
-            ["triggerconstantcontract", { methods: { GET: "shared", POST: "shared" } }],
-            ["estimateenergy", { methods: { GET: "shared", POST: "shared" } }],
-            ["listwitnesses", { methods: { GET: "shared", POST: "shared" } }],
-            ["getBrokerage", { methods: { GET: "shared", POST: "shared" } }],
-            ["getReward", { methods: { GET: "shared", POST: "shared" } }],
-            ["getburntrx", { methods: { GET: "shared", POST: "shared" } }],
-            ["getbandwidthprices", { methods: { GET: "shared", POST: "shared" } }],
-            ["getenergyprices", { methods: { GET: "shared", POST: "shared" } }],
-            ["getassetissuelist", { methods: { GET: "shared", POST: "shared" } }],
-            ["getpaginatedassetissuelist", { methods: { GET: "shared", POST: "shared" } }],
-            ["getassetissuebyname", { methods: { GET: "shared", POST: "shared" } }],
-            ["getassetissuebyid", { methods: { GET: "shared", POST: "shared" } }],
-            ["getassetissuelistbyname", { methods: { GET: "shared", POST: "shared" } }],
-            ["getdelegatedresource", { methods: { GET: "shared", POST: "shared" } }],
-            ["getdelegatedresourcev2", { methods: { GET: "shared", POST: "shared" } }],
-            ["getdelegatedresourceaccountindex", { methods: { GET: "shared", POST: "shared" } }],
-            ["getdelegatedresourceaccountindexv2", { methods: { GET: "shared", POST: "shared" } }],
-            ["getcandelegatedmaxsize", { methods: { GET: "shared", POST: "shared" } }],
-            ["getavailableunfreezecount", { methods: { GET: "shared", POST: "shared" } }],
-            ["getcanwithdrawunfreezeamount", { methods: { GET: "shared", POST: "shared" } }],
-            ["getexchangebyid", { methods: { GET: "shared", POST: "shared" } }],
-            ["listexchanges", { methods: { GET: "shared", POST: "shared" } }],
-            ["getmarketorderbyaccount", { methods: { GET: "shared", POST: "shared" } }],
-            ["getmarketorderbyid", { methods: { GET: "shared", POST: "shared" } }],
-            ["getmarketpricebypair", { methods: { GET: "shared", POST: "shared" } }],
-            ["getmarketorderlistbypair", { methods: { GET: "shared", POST: "shared" } }],
-            ["getmarketpairlist", { methods: { GET: "shared", POST: "shared" } }],
-            ["isshieldedtrc20contractnotespent", { methods: { GET: "shared", POST: "shared" } }],
-            ["getnodeinfo", { methods: { GET: "dedicated", POST: "dedicated" } }],
+            [
+              "getaccount",
+              { methods: { GET: "shared", POST: "shared" }, shape: "/walletsolidity/getaccount" },
+            ],
+            [
+              "getaccountbyid",
+              { methods: { GET: "shared", POST: "shared" }, shape: "/walletsolidity/getaccountbyid" },
+            ],
+            [
+              "getnowblock",
+              { methods: { GET: "shared", POST: "shared" }, shape: "/walletsolidity/getnowblock" },
+            ],
+            ["getblock", { methods: { GET: "shared", POST: "shared" }, shape: "/walletsolidity/getblock" }],
+            [
+              "getblockbynum",
+              { methods: { GET: "shared", POST: "shared" }, shape: "/walletsolidity/getblockbynum" },
+            ],
+            [
+              "getblockbyid",
+              { methods: { GET: "shared", POST: "shared" }, shape: "/walletsolidity/getblockbyid" },
+            ],
+            [
+              "getblockbylimitnext",
+              { methods: { GET: "shared", POST: "shared" }, shape: "/walletsolidity/getblockbylimitnext" },
+            ],
+            [
+              "getblockbylatestnum",
+              { methods: { GET: "shared", POST: "shared" }, shape: "/walletsolidity/getblockbylatestnum" },
+            ],
+            [
+              "gettransactionbyid",
+              { methods: { GET: "shared", POST: "shared" }, shape: "/walletsolidity/gettransactionbyid" },
+            ],
+            [
+              "gettransactioninfobyid",
+              { methods: { GET: "shared", POST: "shared" }, shape: "/walletsolidity/gettransactioninfobyid" },
+            ],
+            [
+              "gettransactioninfobyblocknum",
+              {
+                methods: { GET: "shared", POST: "shared" },
+                shape: "/walletsolidity/gettransactioninfobyblocknum",
+              },
+            ],
+            [
+              "gettransactioncountbyblocknum",
+              {
+                methods: { GET: "shared", POST: "shared" },
+                shape: "/walletsolidity/gettransactioncountbyblocknum",
+              },
+            ],
+            [
+              "triggerconstantcontract",
+              {
+                methods: { GET: "shared", POST: "shared" },
+                shape: "/walletsolidity/triggerconstantcontract",
+              },
+            ],
+            [
+              "estimateenergy",
+              { methods: { GET: "shared", POST: "shared" }, shape: "/walletsolidity/estimateenergy" },
+            ],
+            [
+              "listwitnesses",
+              { methods: { GET: "shared", POST: "shared" }, shape: "/walletsolidity/listwitnesses" },
+            ],
+            [
+              "getBrokerage",
+              { methods: { GET: "shared", POST: "shared" }, shape: "/walletsolidity/getBrokerage" },
+            ],
+            ["getReward", { methods: { GET: "shared", POST: "shared" }, shape: "/walletsolidity/getReward" }],
+            [
+              "getburntrx",
+              { methods: { GET: "shared", POST: "shared" }, shape: "/walletsolidity/getburntrx" },
+            ],
+            [
+              "getbandwidthprices",
+              { methods: { GET: "shared", POST: "shared" }, shape: "/walletsolidity/getbandwidthprices" },
+            ],
+            [
+              "getenergyprices",
+              { methods: { GET: "shared", POST: "shared" }, shape: "/walletsolidity/getenergyprices" },
+            ],
+            [
+              "getassetissuelist",
+              { methods: { GET: "shared", POST: "shared" }, shape: "/walletsolidity/getassetissuelist" },
+            ],
+            [
+              "getpaginatedassetissuelist",
+              {
+                methods: { GET: "shared", POST: "shared" },
+                shape: "/walletsolidity/getpaginatedassetissuelist",
+              },
+            ],
+            [
+              "getassetissuebyname",
+              { methods: { GET: "shared", POST: "shared" }, shape: "/walletsolidity/getassetissuebyname" },
+            ],
+            [
+              "getassetissuebyid",
+              { methods: { GET: "shared", POST: "shared" }, shape: "/walletsolidity/getassetissuebyid" },
+            ],
+            [
+              "getassetissuelistbyname",
+              {
+                methods: { GET: "shared", POST: "shared" },
+                shape: "/walletsolidity/getassetissuelistbyname",
+              },
+            ],
+            [
+              "getdelegatedresource",
+              { methods: { GET: "shared", POST: "shared" }, shape: "/walletsolidity/getdelegatedresource" },
+            ],
+            [
+              "getdelegatedresourcev2",
+              { methods: { GET: "shared", POST: "shared" }, shape: "/walletsolidity/getdelegatedresourcev2" },
+            ],
+            [
+              "getdelegatedresourceaccountindex",
+              {
+                methods: { GET: "shared", POST: "shared" },
+                shape: "/walletsolidity/getdelegatedresourceaccountindex",
+              },
+            ],
+            [
+              "getdelegatedresourceaccountindexv2",
+              {
+                methods: { GET: "shared", POST: "shared" },
+                shape: "/walletsolidity/getdelegatedresourceaccountindexv2",
+              },
+            ],
+            [
+              "getcandelegatedmaxsize",
+              { methods: { GET: "shared", POST: "shared" }, shape: "/walletsolidity/getcandelegatedmaxsize" },
+            ],
+            [
+              "getavailableunfreezecount",
+              {
+                methods: { GET: "shared", POST: "shared" },
+                shape: "/walletsolidity/getavailableunfreezecount",
+              },
+            ],
+            [
+              "getcanwithdrawunfreezeamount",
+              {
+                methods: { GET: "shared", POST: "shared" },
+                shape: "/walletsolidity/getcanwithdrawunfreezeamount",
+              },
+            ],
+            [
+              "getexchangebyid",
+              { methods: { GET: "shared", POST: "shared" }, shape: "/walletsolidity/getexchangebyid" },
+            ],
+            [
+              "listexchanges",
+              { methods: { GET: "shared", POST: "shared" }, shape: "/walletsolidity/listexchanges" },
+            ],
+            [
+              "getmarketorderbyaccount",
+              {
+                methods: { GET: "shared", POST: "shared" },
+                shape: "/walletsolidity/getmarketorderbyaccount",
+              },
+            ],
+            [
+              "getmarketorderbyid",
+              { methods: { GET: "shared", POST: "shared" }, shape: "/walletsolidity/getmarketorderbyid" },
+            ],
+            [
+              "getmarketpricebypair",
+              { methods: { GET: "shared", POST: "shared" }, shape: "/walletsolidity/getmarketpricebypair" },
+            ],
+            [
+              "getmarketorderlistbypair",
+              {
+                methods: { GET: "shared", POST: "shared" },
+                shape: "/walletsolidity/getmarketorderlistbypair",
+              },
+            ],
+            [
+              "getmarketpairlist",
+              { methods: { GET: "shared", POST: "shared" }, shape: "/walletsolidity/getmarketpairlist" },
+            ],
+            [
+              "isshieldedtrc20contractnotespent",
+              {
+                methods: { GET: "shared", POST: "shared" },
+                shape: "/walletsolidity/isshieldedtrc20contractnotespent",
+              },
+            ],
+            [
+              "getnodeinfo",
+              { methods: { GET: "dedicated", POST: "dedicated" }, shape: "/walletsolidity/getnodeinfo" },
+            ],
           ]),
         },
       ],
@@ -1578,56 +2531,183 @@ export const tronHttpPolicy: InterfacePolicy = {
         "walletpbft",
         {
           children: new Map([
-            ["getaccount", { methods: { GET: "shared", POST: "shared" } }],
-            ["getaccountbyid", { methods: { GET: "shared", POST: "shared" } }],
-            ["getnowblock", { methods: { GET: "shared", POST: "shared" } }],
-            ["getblock", { methods: { GET: "shared", POST: "shared" } }],
-            ["getblockbynum", { methods: { GET: "shared", POST: "shared" } }],
-            ["getblockbyid", { methods: { GET: "shared", POST: "shared" } }],
-            ["getblockbylimitnext", { methods: { GET: "shared", POST: "shared" } }],
-            ["getblockbylatestnum", { methods: { GET: "shared", POST: "shared" } }],
-            ["gettransactionbyid", { methods: { GET: "shared", POST: "shared" } }],
-            ["gettransactioninfobyid", { methods: { GET: "shared", POST: "shared" } }],
-            ["gettransactioncountbyblocknum", { methods: { GET: "shared", POST: "shared" } }],
-            ["triggerconstantcontract", { methods: { GET: "shared", POST: "shared" } }],
-            ["estimateenergy", { methods: { GET: "shared", POST: "shared" } }],
-            ["listwitnesses", { methods: { GET: "shared", POST: "shared" } }],
-            ["getBrokerage", { methods: { GET: "shared", POST: "shared" } }],
-            ["getReward", { methods: { GET: "shared", POST: "shared" } }],
-            ["getburntrx", { methods: { GET: "shared", POST: "shared" } }],
-            ["getbandwidthprices", { methods: { GET: "shared", POST: "shared" } }],
-            ["getenergyprices", { methods: { GET: "shared", POST: "shared" } }],
-            ["getassetissuelist", { methods: { GET: "shared", POST: "shared" } }],
-            ["getpaginatedassetissuelist", { methods: { GET: "shared", POST: "shared" } }],
-            ["getassetissuebyname", { methods: { GET: "shared", POST: "shared" } }],
-            ["getassetissuebyid", { methods: { GET: "shared", POST: "shared" } }],
-            ["getassetissuelistbyname", { methods: { GET: "shared", POST: "shared" } }],
-            ["getdelegatedresource", { methods: { GET: "shared", POST: "shared" } }],
-            ["getdelegatedresourcev2", { methods: { GET: "shared", POST: "shared" } }],
-            ["getdelegatedresourceaccountindex", { methods: { GET: "shared", POST: "shared" } }],
-            ["getdelegatedresourceaccountindexv2", { methods: { GET: "shared", POST: "shared" } }],
-            ["getcandelegatedmaxsize", { methods: { GET: "shared", POST: "shared" } }],
-            ["getavailableunfreezecount", { methods: { GET: "shared", POST: "shared" } }],
-            ["getcanwithdrawunfreezeamount", { methods: { GET: "shared", POST: "shared" } }],
-            ["getexchangebyid", { methods: { GET: "shared", POST: "shared" } }],
-            ["listexchanges", { methods: { GET: "shared", POST: "shared" } }],
-            ["getmarketorderbyaccount", { methods: { GET: "shared", POST: "shared" } }],
-            ["getmarketorderbyid", { methods: { GET: "shared", POST: "shared" } }],
-            ["getmarketpricebypair", { methods: { GET: "shared", POST: "shared" } }],
-            ["getmarketorderlistbypair", { methods: { GET: "shared", POST: "shared" } }],
-            ["getmarketpairlist", { methods: { GET: "shared", POST: "shared" } }],
-            ["isshieldedtrc20contractnotespent", { methods: { GET: "shared", POST: "shared" } }],
-            ["getnodeinfo", { methods: { GET: "dedicated", POST: "dedicated" } }],
+            ["getaccount", { methods: { GET: "shared", POST: "shared" }, shape: "/walletpbft/getaccount" }],
+            [
+              "getaccountbyid",
+              { methods: { GET: "shared", POST: "shared" }, shape: "/walletpbft/getaccountbyid" },
+            ],
+            ["getnowblock", { methods: { GET: "shared", POST: "shared" }, shape: "/walletpbft/getnowblock" }],
+            ["getblock", { methods: { GET: "shared", POST: "shared" }, shape: "/walletpbft/getblock" }],
+            [
+              "getblockbynum",
+              { methods: { GET: "shared", POST: "shared" }, shape: "/walletpbft/getblockbynum" },
+            ],
+            [
+              "getblockbyid",
+              { methods: { GET: "shared", POST: "shared" }, shape: "/walletpbft/getblockbyid" },
+            ],
+            [
+              "getblockbylimitnext",
+              { methods: { GET: "shared", POST: "shared" }, shape: "/walletpbft/getblockbylimitnext" },
+            ],
+            [
+              "getblockbylatestnum",
+              { methods: { GET: "shared", POST: "shared" }, shape: "/walletpbft/getblockbylatestnum" },
+            ],
+            [
+              "gettransactionbyid",
+              { methods: { GET: "shared", POST: "shared" }, shape: "/walletpbft/gettransactionbyid" },
+            ],
+            [
+              "gettransactioninfobyid",
+              { methods: { GET: "shared", POST: "shared" }, shape: "/walletpbft/gettransactioninfobyid" },
+            ],
+            [
+              "gettransactioncountbyblocknum",
+              {
+                methods: { GET: "shared", POST: "shared" },
+                shape: "/walletpbft/gettransactioncountbyblocknum",
+              },
+            ],
+            [
+              "triggerconstantcontract",
+              { methods: { GET: "shared", POST: "shared" }, shape: "/walletpbft/triggerconstantcontract" },
+            ],
+            [
+              "estimateenergy",
+              { methods: { GET: "shared", POST: "shared" }, shape: "/walletpbft/estimateenergy" },
+            ],
+            [
+              "listwitnesses",
+              { methods: { GET: "shared", POST: "shared" }, shape: "/walletpbft/listwitnesses" },
+            ],
+            [
+              "getBrokerage",
+              { methods: { GET: "shared", POST: "shared" }, shape: "/walletpbft/getBrokerage" },
+            ],
+            ["getReward", { methods: { GET: "shared", POST: "shared" }, shape: "/walletpbft/getReward" }],
+            ["getburntrx", { methods: { GET: "shared", POST: "shared" }, shape: "/walletpbft/getburntrx" }],
+            [
+              "getbandwidthprices",
+              { methods: { GET: "shared", POST: "shared" }, shape: "/walletpbft/getbandwidthprices" },
+            ],
+            [
+              "getenergyprices",
+              { methods: { GET: "shared", POST: "shared" }, shape: "/walletpbft/getenergyprices" },
+            ],
+            [
+              "getassetissuelist",
+              { methods: { GET: "shared", POST: "shared" }, shape: "/walletpbft/getassetissuelist" },
+            ],
+            [
+              "getpaginatedassetissuelist",
+              { methods: { GET: "shared", POST: "shared" }, shape: "/walletpbft/getpaginatedassetissuelist" },
+            ],
+            [
+              "getassetissuebyname",
+              { methods: { GET: "shared", POST: "shared" }, shape: "/walletpbft/getassetissuebyname" },
+            ],
+            [
+              "getassetissuebyid",
+              { methods: { GET: "shared", POST: "shared" }, shape: "/walletpbft/getassetissuebyid" },
+            ],
+            [
+              "getassetissuelistbyname",
+              { methods: { GET: "shared", POST: "shared" }, shape: "/walletpbft/getassetissuelistbyname" },
+            ],
+            [
+              "getdelegatedresource",
+              { methods: { GET: "shared", POST: "shared" }, shape: "/walletpbft/getdelegatedresource" },
+            ],
+            [
+              "getdelegatedresourcev2",
+              { methods: { GET: "shared", POST: "shared" }, shape: "/walletpbft/getdelegatedresourcev2" },
+            ],
+            [
+              "getdelegatedresourceaccountindex",
+              {
+                methods: { GET: "shared", POST: "shared" },
+                shape: "/walletpbft/getdelegatedresourceaccountindex",
+              },
+            ],
+            [
+              "getdelegatedresourceaccountindexv2",
+              {
+                methods: { GET: "shared", POST: "shared" },
+                shape: "/walletpbft/getdelegatedresourceaccountindexv2",
+              },
+            ],
+            [
+              "getcandelegatedmaxsize",
+              { methods: { GET: "shared", POST: "shared" }, shape: "/walletpbft/getcandelegatedmaxsize" },
+            ],
+            [
+              "getavailableunfreezecount",
+              { methods: { GET: "shared", POST: "shared" }, shape: "/walletpbft/getavailableunfreezecount" },
+            ],
+            [
+              "getcanwithdrawunfreezeamount",
+              {
+                methods: { GET: "shared", POST: "shared" },
+                shape: "/walletpbft/getcanwithdrawunfreezeamount",
+              },
+            ],
+            [
+              "getexchangebyid",
+              { methods: { GET: "shared", POST: "shared" }, shape: "/walletpbft/getexchangebyid" },
+            ],
+            [
+              "listexchanges",
+              { methods: { GET: "shared", POST: "shared" }, shape: "/walletpbft/listexchanges" },
+            ],
+            [
+              "getmarketorderbyaccount",
+              { methods: { GET: "shared", POST: "shared" }, shape: "/walletpbft/getmarketorderbyaccount" },
+            ],
+            [
+              "getmarketorderbyid",
+              { methods: { GET: "shared", POST: "shared" }, shape: "/walletpbft/getmarketorderbyid" },
+            ],
+            [
+              "getmarketpricebypair",
+              { methods: { GET: "shared", POST: "shared" }, shape: "/walletpbft/getmarketpricebypair" },
+            ],
+            [
+              "getmarketorderlistbypair",
+              { methods: { GET: "shared", POST: "shared" }, shape: "/walletpbft/getmarketorderlistbypair" },
+            ],
+            [
+              "getmarketpairlist",
+              { methods: { GET: "shared", POST: "shared" }, shape: "/walletpbft/getmarketpairlist" },
+            ],
+            [
+              "isshieldedtrc20contractnotespent",
+              {
+                methods: { GET: "shared", POST: "shared" },
+                shape: "/walletpbft/isshieldedtrc20contractnotespent",
+              },
+            ],
+            [
+              "getnodeinfo",
+              { methods: { GET: "dedicated", POST: "dedicated" }, shape: "/walletpbft/getnodeinfo" },
+            ],
           ]),
         },
       ],
-      ["net", { children: new Map([["listnodes", { methods: { GET: "dedicated", POST: "dedicated" } }]]) }],
+      [
+        "net",
+        {
+          children: new Map([
+            ["listnodes", { methods: { GET: "dedicated", POST: "dedicated" }, shape: "/net/listnodes" }],
+          ]),
+        },
+      ],
       [
         "monitor",
         {
           children: new Map([
-            ["getnodeinfo", { methods: { GET: "dedicated" } }],
-            ["getstatsinfo", { methods: { GET: "dedicated" } }],
+            ["getnodeinfo", { methods: { GET: "dedicated" }, shape: "/monitor/getnodeinfo" }],
+            ["getstatsinfo", { methods: { GET: "dedicated" }, shape: "/monitor/getstatsinfo" }],
           ]),
         },
       ],
@@ -1639,8 +2719,8 @@ export const tronHttpPolicy: InterfacePolicy = {
         "wallet",
         {
           children: new Map([
-            ["broadcasttransaction", { methods: { POST: "shared" } }],
-            ["broadcasthex", { methods: { POST: "shared" } }],
+            ["broadcasttransaction", { methods: { POST: "shared" }, shape: "/wallet/broadcasttransaction" }],
+            ["broadcasthex", { methods: { POST: "shared" }, shape: "/wallet/broadcasthex" }],
           ]),
         },
       ],

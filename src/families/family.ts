@@ -45,7 +45,7 @@ export interface Authorized {
   readonly outgoing: Outgoing | undefined;
   /** Refusals of a partial batch, merged into the node's answer to the calls that passed. */
   readonly refusals: readonly string[] | undefined;
-  /** For the access log: the method (the last that passed, in a batch) or the route's HTTP method. */
+  /** For the access log and the metrics: the method (the last that passed, in a batch), or the route by its shape. */
   readonly method: string | undefined;
   readonly route: string | undefined;
   readonly batch: number | undefined;

@@ -52,19 +52,34 @@ export function routeRest(req: IncomingMessage, mounted: Mounted, settings: Fami
   const { writeRoutes } = mounted.mount.policy;
   const write =
     writeRoutes !== undefined && matchRoute(writeRoutes, method, mounted.segments).kind === "match";
-  return new RestRequest(req, method as Dispatcher.HttpMethod, match.access === "stream", write);
+  return new RestRequest(
+    req,
+    method as Dispatcher.HttpMethod,
+    `${method} ${match.shape}`,
+    match.access === "stream",
+    write,
+  );
 }
 
 class RestRequest implements RoutedRequest {
   readonly readsBody: boolean;
   readonly #req: IncomingMessage;
   readonly #method: Dispatcher.HttpMethod;
+  /** The route by its shape (`GET /v2/accounts/{}`): for the access log and the metrics, never the raw path. */
+  readonly #route: string;
   readonly #stream: boolean;
   readonly #write: boolean;
 
-  constructor(req: IncomingMessage, method: Dispatcher.HttpMethod, stream: boolean, write: boolean) {
+  constructor(
+    req: IncomingMessage,
+    method: Dispatcher.HttpMethod,
+    route: string,
+    stream: boolean,
+    write: boolean,
+  ) {
     this.#req = req;
     this.#method = method;
+    this.#route = route;
     this.#stream = stream;
     this.#write = write;
     this.readsBody = WITH_BODY.has(method);
@@ -92,7 +107,7 @@ class RestRequest implements RoutedRequest {
       },
       refusals: undefined,
       method: undefined,
-      route: this.#method,
+      route: this.#route,
       batch: undefined,
       refused: undefined,
     };

@@ -1,7 +1,7 @@
 import type { HttpMethod, MethodTable, RouteAccess, RouteNode } from "./types.js";
 
 export type RouteMatch =
-  | { readonly kind: "match"; readonly access: RouteAccess }
+  | { readonly kind: "match"; readonly access: RouteAccess; readonly shape: string }
   | { readonly kind: "method-not-allowed"; readonly allow: readonly string[] }
   | { readonly kind: "not-found" };
 
@@ -15,14 +15,20 @@ const NOT_FOUND: RouteMatch = { kind: "not-found" };
 export function matchRoute(root: RouteNode, method: string, segments: readonly string[]): RouteMatch {
   let node: RouteNode | undefined = root;
   let wildcard: MethodTable | undefined;
+  let wildShape: string | undefined;
   for (const segment of segments) {
-    if (node.rest !== undefined) wildcard = node.rest;
+    if (node.rest !== undefined) {
+      wildcard = node.rest;
+      wildShape = node.restShape;
+    }
     node = node.children?.get(segment) ?? node.param;
     if (node === undefined) break;
   }
   const exact = node?.methods;
-  const access = accessFor(exact, method) ?? accessFor(wildcard, method);
-  if (access !== undefined) return { kind: "match", access };
+  const exactAccess = accessFor(exact, method);
+  if (exactAccess !== undefined) return { kind: "match", access: exactAccess, shape: node?.shape ?? "" };
+  const wildAccess = accessFor(wildcard, method);
+  if (wildAccess !== undefined) return { kind: "match", access: wildAccess, shape: wildShape ?? "" };
   if (exact === undefined && wildcard === undefined) return NOT_FOUND;
   return { kind: "method-not-allowed", allow: [...new Set([...keysOf(exact), ...keysOf(wildcard)])] };
 }

@@ -25,7 +25,11 @@ export interface RouteNode {
   readonly children?: ReadonlyMap<string, RouteNode>;
   readonly param?: RouteNode;
   readonly rest?: MethodTable;
+  /** The shape of the routes ending in `rest` (`/chains/{}/blocks/{...}`): bounded, so a metric may carry it. */
+  readonly restShape?: string;
   readonly methods?: MethodTable;
+  /** The shape of the routes ending at this node (`/v2/accounts/{}`). */
+  readonly shape?: string;
 }
 
 export interface EnvelopeErrorDetail {

@@ -62,8 +62,12 @@ describe("a network added by YAML alone", () => {
   it("gets compiled REST routes, streams marked", () => {
     const routes = endpoints.get("zph")?.mounts[1]?.policy.routes;
     if (routes === undefined) throw new Error("no routes");
-    expect(matchRoute(routes, "GET", ["v1", "accounts", "abc"])).toEqual({ kind: "match", access: "shared" });
-    expect(matchRoute(routes, "GET", ["v1", "stream", "blocks"])).toEqual({
+    expect(matchRoute(routes, "GET", ["v1", "accounts", "abc"])).toEqual({
+      kind: "match",
+      access: "shared",
+      shape: "/v1/accounts/{}",
+    });
+    expect(matchRoute(routes, "GET", ["v1", "stream", "blocks"])).toMatchObject({
       kind: "match",
       access: "stream",
     });

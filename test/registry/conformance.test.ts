@@ -175,10 +175,7 @@ describe("every label in the registry: the generated tables against the referenc
             expect(
               routes && matchRoute(routes, head.method, head.path.split("/").slice(1)),
               mount.path,
-            ).toEqual({
-              kind: "match",
-              access: "shared",
-            });
+            ).toMatchObject({ kind: "match", access: "shared" });
           }
         }
       });
@@ -193,7 +190,7 @@ describe("every label in the registry: the generated tables against the referenc
           const answers = generated.mounts.flatMap((m) =>
             m.policy.routes ? [matchRoute(m.policy.routes, head.method, head.path.split("/").slice(1))] : [],
           );
-          expect(answers).toContainEqual({ kind: "match", access: "shared" });
+          expect(answers).toContainEqual(expect.objectContaining({ kind: "match", access: "shared" }));
         }
       });
 

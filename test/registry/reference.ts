@@ -186,7 +186,7 @@ export function deniedBy(pattern: string, name: string): boolean {
 }
 
 export type RefAnswer =
-  | { kind: "match"; access: RouteAccess }
+  | { kind: "match"; access: RouteAccess; shape: string }
   | { kind: "method-not-allowed"; allow: string[] }
   | { kind: "not-found" };
 
@@ -213,12 +213,17 @@ export function answerRoute(mount: RefMount, method: string, path: readonly stri
   }
   const exact = live.filter((r) => r.segments.length === path.length);
   const serving = [...exact, ...wildcard].find((r) => r.methods.includes(method));
-  if (serving !== undefined) return { kind: "match", access: serving.access };
+  if (serving !== undefined) return { kind: "match", access: serving.access, shape: shapeOf(serving) };
   if (exact.length === 0 && wildcard.length === 0) return { kind: "not-found" };
   return {
     kind: "method-not-allowed",
     allow: [...new Set([...exact, ...wildcard].flatMap((r) => r.methods))].sort(),
   };
+}
+
+/** The route's path with its parameters unnamed (`/v2/accounts/{}`, `/x/{...}`): what a metric names it by. */
+function shapeOf(route: RefRoute): string {
+  return `/${route.segments.map((s) => (isRest(s) ? "{...}" : isParam(s) ? "{}" : s)).join("/")}`;
 }
 
 /** A concrete path for a template: each `{param}` one sample segment, a `{rest...}` two. */

@@ -46,11 +46,11 @@ describe("the route trie", () => {
   }
 
   it.each([
-    ["GET", "/blocks/12", { kind: "match", access: "shared" }],
+    ["GET", "/blocks/12", { kind: "match", access: "shared", shape: "/blocks/{}" }],
     ["GET", "/blocks/best", { kind: "not-found" }],
-    ["GET", "/blocks/best/extra", { kind: "match", access: "shared" }],
-    ["GET", "/files/a/b/c", { kind: "match", access: "dedicated" }],
-    ["GET", "/files/readme", { kind: "match", access: "stream" }],
+    ["GET", "/blocks/best/extra", { kind: "match", access: "shared", shape: "/blocks/best/extra" }],
+    ["GET", "/files/a/b/c", { kind: "match", access: "dedicated", shape: "/files/{...}" }],
+    ["GET", "/files/readme", { kind: "match", access: "stream", shape: "/files/readme" }],
     ["GET", "/files", { kind: "not-found" }],
     ["GET", "/tx", { kind: "method-not-allowed", allow: ["POST"] }],
     ["GET", "/blocks", { kind: "not-found" }],
@@ -82,7 +82,7 @@ describe("the route trie", () => {
       ["near", "GET", "/status", "shared"],
     ];
     for (const [label, method, path, access] of calls) {
-      expect(matchRoute(routes(label), method, split(path)), `${label} ${method} ${path}`).toEqual({
+      expect(matchRoute(routes(label), method, split(path)), `${label} ${method} ${path}`).toMatchObject({
         kind: "match",
         access,
       });
