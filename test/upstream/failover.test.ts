@@ -5,7 +5,7 @@ import type { UpstreamState } from "../../src/upstream/health.js";
 import { eventually } from "../support/eventually.js";
 import { type FaultyNode, startFaultyNode } from "../support/faulty-node.js";
 import { type CallResult, KEYS, type RunningGateway, startGateway } from "../support/gateway.js";
-import type { SeenRequest } from "../support/loopback-node.js";
+import { jsonRpcResponder, type SeenRequest } from "../support/loopback-node.js";
 import { readHeight, typicalCalls, typicalNode, typicalRequest } from "../support/typical-calls.js";
 
 // A node that dies, hangs, answers 5xx, resets or falls behind costs callers nothing, for an EVM, a
@@ -33,6 +33,8 @@ const LIMITS = {
   },
 };
 const HEIGHT = 5000;
+/** A label none of the families below uses. */
+const OTHER_LABEL = "bsc";
 
 for (const label of ["eth", "dot", "algo"]) {
   const endpoint = endpointsByLabel.get(label);
@@ -43,6 +45,8 @@ for (const label of ["eth", "dot", "algo"]) {
   describe(`${label} (${endpoint.mounts[0]?.policy.id}): two upstreams, one of them at fault`, () => {
     let a: FaultyNode;
     let b: FaultyNode;
+    /** Another label's node, to show it keeps serving. */
+    let other: FaultyNode;
     let gw: RunningGateway;
     let nextId = 7000;
 
@@ -74,9 +78,10 @@ for (const label of ["eth", "dot", "algo"]) {
 
     beforeAll(async () => {
       const respond = (height: number) => typicalNode(label, [call], height, [""]);
-      [a, b] = await Promise.all([
+      [a, b, other] = await Promise.all([
         startFaultyNode(respond, { height: HEIGHT }),
         startFaultyNode(respond, { height: HEIGHT }),
+        startFaultyNode((height) => jsonRpcResponder({ eth_blockNumber: `0x${height.toString(16)}` })),
       ]);
       gw = await startGateway({
         upstreams: {
@@ -84,6 +89,7 @@ for (const label of ["eth", "dot", "algo"]) {
             { url: a.url, name: "a" },
             { url: b.url, name: "b" },
           ],
+          [OTHER_LABEL]: [other.url],
         },
         health: HEALTH,
         limits: LIMITS,
@@ -91,7 +97,7 @@ for (const label of ["eth", "dot", "algo"]) {
     });
     afterAll(async () => {
       await gw?.close();
-      await Promise.all([a?.close(), b?.close()]);
+      await Promise.all([a?.close(), b?.close(), other?.close()]);
     });
     beforeEach(async () => {
       for (const node of [a, b]) {
@@ -200,6 +206,11 @@ for (const label of ["eth", "dot", "algo"]) {
       expect(r.status).toBe(503);
       expect(JSON.stringify(r.json)).toContain("NO_UPSTREAM");
       expect(JSON.stringify(r.json)).toContain("out of rotation");
+      // another label is not affected
+      const elsewhere = await gw.call(OTHER_LABEL, `/${KEYS.all}/`, {
+        body: '{"jsonrpc":"2.0","id":1,"method":"eth_blockNumber","params":[]}',
+      });
+      expect(elsewhere.status).toBe(200);
     });
   });
 }
