@@ -1,7 +1,8 @@
 // Development aid: `node --import tsx bench/ab.ts A.yaml B.yaml [seconds] [rounds]` runs the small
 // JSON-RPC workload against two gateway deployments and the Node floor, alternating, and prints medians.
 // AB_ENTRY_0 / AB_ENTRY_1 run another build for A or B (a copy of an older dist/gateway.js);
-// AB_ARGS_0 / AB_ARGS_1 add Node options (say, V8 heap flags); AB_CONNECTIONS, AB_METHOD and AB_BATCH (calls
+// AB_ARGS_0 / AB_ARGS_1 add Node options (say, V8 heap flags); AB_TWICE_0 / AB_TWICE_1 name labels that get
+// two upstreams (the same node twice); AB_CONNECTIONS, AB_METHOD and AB_BATCH (calls
 // per batch) change the load,
 // and AB_RATE fixes it (requests per second), which compares CPU per request at equal work.
 // Each YAML is a gateway config whose upstreams get pointed at the bench node (see gateway-config.ts).
@@ -42,14 +43,15 @@ const node = await start(
   port,
   root,
 );
-const base = benchConfig({
-  http: `http://127.0.0.1:${port}`,
-  ws: `ws://127.0.0.1:${wsPort}`,
-  labels: ["eth"],
-});
 const targets: Target[] = [];
 for (const [i, file] of [a, b].entries()) {
   if (file === undefined) continue;
+  const base = benchConfig({
+    http: `http://127.0.0.1:${port}`,
+    ws: `ws://127.0.0.1:${wsPort}`,
+    labels: ["eth"],
+    twice: process.env[`AB_TWICE_${i}`]?.split(",") ?? [],
+  });
   const config = join(tmpdir(), `ab-${i}.yaml`);
   writeFileSync(config, stringify({ ...base, ...(parse(readFileSync(file, "utf8")) ?? {}) }));
   const p = await freePort();

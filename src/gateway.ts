@@ -3,8 +3,10 @@ import { endpointsByLabel } from "../generated/endpoints.js";
 import type { GatewayConfig } from "./config/types.js";
 import { parserRefusal } from "./errors/respond.js";
 import type { KeyStore } from "./keys/types.js";
+import type { UsageRecorder } from "./keys/usage.js";
 import type { RateLimiter } from "./limits/token-bucket.js";
 import { createLogger, type Logger } from "./log.js";
+import { GatewayMetrics } from "./metrics/gateway-metrics.js";
 import { HttpExchange } from "./pipeline/http.js";
 import { Stages } from "./pipeline/stages.js";
 import type { Endpoint } from "./registry/types.js";
@@ -22,12 +24,16 @@ export interface GatewayOptions {
   readonly dispatcherFactory?: DispatcherFactory;
   /** Stage 5's limiter; in-process token buckets unless given. */
   readonly limiter?: RateLimiter;
+  /** Where keyed calls are counted per day (keys/usage.ts); none unless given. */
+  readonly usage?: UsageRecorder;
   readonly logger?: Logger;
 }
 
 export interface Gateway {
   readonly server: Server;
   readonly upstreams: UpstreamTable;
+  /** The data plane's series; undefined with `metrics.enabled: false`. */
+  readonly metrics: GatewayMetrics | undefined;
   /** Closes the WebSocket connections of a key that was just withdrawn. */
   closeConnectionsOf(keyId: string): void;
   close(): Promise<void>;
@@ -67,7 +73,18 @@ export function createGateway(options: GatewayOptions): Gateway {
     upstreams,
     ...(options.limiter === undefined ? {} : { limiter: options.limiter }),
   });
-  const exchange = { limits, logger, logAccess: config.log.access };
+  const websockets = new WebSocketGateway(config, stages, logger);
+  const metrics = config.metrics.enabled ? new GatewayMetrics(upstreams, websockets) : undefined;
+  websockets.metrics = metrics;
+  websockets.usage = options.usage;
+  const exchange = {
+    limits,
+    logger,
+    logAccess: config.log.access,
+    metrics,
+    usage: options.usage,
+    inFlight: { count: 0 },
+  };
 
   const server = createServer(
     {
@@ -81,7 +98,6 @@ export function createGateway(options: GatewayOptions): Gateway {
     },
     (req, res) => new HttpExchange(req, res, stages, exchange).run(),
   );
-  const websockets = new WebSocketGateway(config, stages, logger);
   server.on("upgrade", websockets.handleUpgrade);
   prober.start();
   // One more than the limit, so a request over it is seen and refused rather than silently truncated.
@@ -94,14 +110,22 @@ export function createGateway(options: GatewayOptions): Gateway {
   return {
     server,
     upstreams,
+    metrics,
     closeConnectionsOf: (keyId) => websockets.closeKey(keyId),
+    /**
+     * Stops accepting, closes WebSockets with 1001 and idle keep-alive connections, lets requests in
+     * flight finish for up to `limits.drainTimeoutMs`, then cuts what is left.
+     */
     async close() {
       prober.stop();
       websockets.close();
-      await new Promise<void>((resolve) => {
-        server.close(() => resolve());
-        server.closeAllConnections();
-      });
+      const closed = new Promise<void>((resolve) => server.close(() => resolve()));
+      server.closeIdleConnections();
+      const deadline = performance.now() + limits.drainTimeoutMs;
+      while (exchange.inFlight.count > 0 && performance.now() < deadline)
+        await new Promise((resolve) => setTimeout(resolve, 20));
+      server.closeAllConnections();
+      await closed;
       await upstreams.close();
     },
   };

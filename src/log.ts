@@ -19,6 +19,12 @@ export class AccessLine {
   batch: number | undefined = undefined;
   refused: number | undefined = undefined;
   upstream: string | undefined = undefined;
+  /** Upstreams tried (hedges and retries included). */
+  attempts: number | undefined = undefined;
+  /** The answering upstream's own time, from sending to its answer's last byte. */
+  upstreamMs: number | undefined = undefined;
+  /** The upstream that answered, as the metrics name it; not written to the log. */
+  answeredBy: string | undefined = undefined;
   error: string | undefined = undefined;
   status = 0;
   ms = 0;
@@ -33,6 +39,8 @@ export class AccessLine {
     if (this.batch !== undefined) out += `,"batch":${this.batch}`;
     if (this.refused !== undefined) out += `,"refused":${this.refused}`;
     if (this.upstream !== undefined) out += `,"upstream":${quoted(this.upstream)}`;
+    if (this.attempts !== undefined) out += `,"attempts":${this.attempts}`;
+    if (this.upstreamMs !== undefined) out += `,"upstreamMs":${this.upstreamMs}`;
     if (this.error !== undefined) out += `,"error":${quoted(this.error)}`;
     return `${out},"status":${this.status},"ms":${this.ms}`;
   }

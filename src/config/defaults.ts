@@ -13,6 +13,8 @@ export const DEFAULT_LIMITS: Limits = {
   connectionsCheckingIntervalMs: 1_000,
   socketIdleTimeoutMs: 60_000,
   keepAliveTimeoutMs: 5_000,
+  shutdownDelayMs: 0,
+  drainTimeoutMs: 10_000,
   upstream: {
     connectTimeoutMs: 3_000,
     headersTimeoutMs: 10_000,
@@ -58,6 +60,7 @@ export const DEFAULT_ACCOUNTS: AccountsConfig = {
   signupRatePerIp: { perSecond: 1 / 60, burst: 5 },
   signupRatePerEmail: { perSecond: 1 / 600, burst: 3 },
   followIntervalMs: 500,
+  usageFlushIntervalMs: 10_000,
 };
 
 export const DEFAULT_CONFIG: GatewayConfig = {
@@ -71,6 +74,7 @@ export const DEFAULT_CONFIG: GatewayConfig = {
   },
   upstreams: {},
   health: DEFAULT_HEALTH,
+  metrics: { enabled: true },
   operator: { listen: { host: "127.0.0.1", port: 8082 } },
   limits: DEFAULT_LIMITS,
   defaultRate: { perSecond: 50, burst: 100 },

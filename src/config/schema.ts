@@ -79,6 +79,8 @@ export const configSchema = {
         connectionsCheckingIntervalMs: ms,
         socketIdleTimeoutMs: ms,
         keepAliveTimeoutMs: ms,
+        shutdownDelayMs: { type: "integer", minimum: 0 },
+        drainTimeoutMs: { type: "integer", minimum: 0 },
         upstream: {
           type: "object",
           additionalProperties: false,
@@ -121,6 +123,11 @@ export const configSchema = {
           additionalProperties: { type: "object", additionalProperties: false, properties: healthFields },
         },
       },
+    },
+    metrics: {
+      type: "object",
+      additionalProperties: false,
+      properties: { enabled: { type: "boolean" } },
     },
     operator: {
       anyOf: [
@@ -224,6 +231,7 @@ export const configSchema = {
         signupRatePerIp: rate,
         signupRatePerEmail: rate,
         followIntervalMs: ms,
+        usageFlushIntervalMs: ms,
       },
     },
   },

@@ -56,6 +56,13 @@ export interface Limits {
   readonly connectionsCheckingIntervalMs: number;
   readonly socketIdleTimeoutMs: number;
   readonly keepAliveTimeoutMs: number;
+  /**
+   * On a graceful stop, how long the proxy keeps serving while GET /readyz already says not ready, so a
+   * load balancer's readiness probe sees it and stops sending before the listener closes.
+   */
+  readonly shutdownDelayMs: number;
+  /** Then, how long requests in flight may take to finish before their connections are cut. */
+  readonly drainTimeoutMs: number;
   readonly upstream: {
     readonly connectTimeoutMs: number;
     readonly headersTimeoutMs: number;
@@ -108,6 +115,8 @@ export interface GatewayConfig {
   readonly support: { readonly email: string; readonly dedicatedNodeUrl: string };
   readonly upstreams: Readonly<Record<string, LabelUpstreams>>;
   readonly health: HealthConfig;
+  /** The data plane's Prometheus series, served by the operator API's GET /metrics. */
+  readonly metrics: { readonly enabled: boolean };
   /** The operator API (GET /upstreams, cordon): off the public port, on loopback by default. */
   readonly operator: { readonly listen: { readonly host: string; readonly port: number } } | undefined;
   readonly limits: Limits;
@@ -157,6 +166,8 @@ export interface AccountsConfig {
   readonly signupRatePerEmail: RateSpec;
   /** How often to pick up key changes made by other instances sharing the store. */
   readonly followIntervalMs: number;
+  /** How often a proxy adds its usage counts to the store; a crash loses at most this much. */
+  readonly usageFlushIntervalMs: number;
 }
 
 export interface LocalNodeSpec {

@@ -18,6 +18,8 @@ const USAGE = `usage: npm run admin -- <command>
   keys issue --account <id> [--network <code>]... [--plan shared|dedicated|free-test] [--no-archive] [--days <n>]
                                             prints the new key once; it is never shown again
   keys list --account <id>                  prefixes only
+  keys usage --key <id> [--from YYYY-MM-DD] [--to YYYY-MM-DD]
+                                            calls per day and network, errors apart (last 30 days)
   keys revoke --key <id>
   keys rotate --key <id>                    prints the new key once; the old one works for the grace period
 ${UPSTREAMS_USAGE}
@@ -38,6 +40,8 @@ async function main(argv: readonly string[]): Promise<number> {
       days: { type: "string" },
       "no-archive": { type: "boolean" },
       label: { type: "string" },
+      from: { type: "string" },
+      to: { type: "string" },
       upstream: { type: "string" },
       proxy: { type: "string" },
       help: { type: "boolean", short: "h" },
@@ -68,6 +72,8 @@ async function main(argv: readonly string[]): Promise<number> {
 }
 
 type Values = {
+  from?: string;
+  to?: string;
   email?: string;
   account?: string;
   key?: string;
@@ -110,6 +116,17 @@ function run(command: string, values: Values, service: AccountService, store: Sq
       });
       printKey(view);
       console.log(`\n${key}\n\nThis is the only time the key is shown.`);
+      return 0;
+    }
+    case "keys usage": {
+      const key = store.key(numberOf(values.key, "--key"));
+      const account = key && store.account(key.accountId);
+      if (key === undefined || account === undefined) throw new GatewayError("KEY_NOT_FOUND");
+      const report = service.keyUsage(account, key.id, values.from, values.to);
+      console.log(`key ${key.id}  ${key.prefix}…  ${report.from} to ${report.to}`);
+      for (const row of report.days)
+        console.log(`${row.day}  ${row.label}  calls ${row.calls}  errors ${row.errors}`);
+      console.log(`total  calls ${report.total.calls}  errors ${report.total.errors}`);
       return 0;
     }
     case "keys list": {

@@ -2,6 +2,7 @@ import type { IncomingMessage } from "node:http";
 import type { Dispatcher } from "undici";
 import type { Limits } from "../config/types.js";
 import type { ErrorStyle } from "../errors/respond.js";
+import type { RpcErrorCode } from "../errors/table.js";
 import type { Mounted } from "../pipeline/stages.js";
 
 /**
@@ -27,6 +28,8 @@ export interface Family {
 
 /** An HTTP request its family has routed: whether a body is read, and how stage 4 ends. */
 export interface RoutedRequest {
+  /** The family the request is served as: a mixed mount's root is JSON-RPC, its routes REST. */
+  readonly family: "jsonrpc" | "rest";
   /** Whether the transport reads a body before `authorize`. */
   readonly readsBody: boolean;
   /** The rest of stage 4: the body parsed and checked; `body` is empty when none was read. */
@@ -39,8 +42,10 @@ export interface Authorized {
   readonly cost: number;
   /** The id a refusal from a later stage answers with: a single call's own id token, else "null". */
   readonly replyId: string;
-  /** Answered without any upstream, because every call in it was refused. */
-  readonly answer: { readonly status: number; readonly body: string } | undefined;
+  /** Answered without any upstream, because every call in it was refused (the first refusal's code). */
+  readonly answer:
+    | { readonly status: number; readonly body: string; readonly code: RpcErrorCode }
+    | undefined;
   /** What goes upstream when something does. */
   readonly outgoing: Outgoing | undefined;
   /** Refusals of a partial batch, merged into the node's answer to the calls that passed. */

@@ -41,6 +41,7 @@ export function routeJsonRpc(
 }
 
 class JsonRpcRequest implements RoutedRequest {
+  readonly family = "jsonrpc";
   readonly readsBody = true;
   readonly #req: IncomingMessage;
   readonly #rules: CallRules;
@@ -64,7 +65,7 @@ class JsonRpcRequest implements RoutedRequest {
       return {
         cost: 1,
         replyId,
-        answer: only.ok ? undefined : { status: ERRORS[only.code].status, body: only.json },
+        answer: only.ok ? undefined : { status: ERRORS[only.code].status, body: only.json, code: only.code },
         outgoing: only.ok
           ? post(sendableAsReceived(text, checked) ? body : only.json, this.#writes.has(only.method))
           : undefined,
@@ -77,6 +78,7 @@ class JsonRpcRequest implements RoutedRequest {
     }
     const passed = checked.filter((call): call is PassedCall => call.ok);
     const refused = checked.flatMap((call) => (call.ok ? [] : [call.json]));
+    const firstRefusal = checked.find((call) => !call.ok);
     // A batch with one write in it is a write: the node gets it once.
     const write = passed.some((call) => this.#writes.has(call.method));
     let outgoing: Outgoing | undefined;
@@ -87,7 +89,10 @@ class JsonRpcRequest implements RoutedRequest {
       cost: checked.length,
       replyId,
       // Inside a batch each call gets its own answer and the HTTP status is 200 (proxyd does the same).
-      answer: passed.length === 0 ? { status: 200, body: `[${refused.join(",")}]` } : undefined,
+      answer:
+        passed.length === 0 && firstRefusal !== undefined && !firstRefusal.ok
+          ? { status: 200, body: `[${refused.join(",")}]`, code: firstRefusal.code }
+          : undefined,
       outgoing,
       refusals: passed.length > 0 && refused.length > 0 ? refused : undefined,
       method: passed.at(-1)?.method,

@@ -62,6 +62,7 @@ export function routeRest(req: IncomingMessage, mounted: Mounted, settings: Fami
 }
 
 class RestRequest implements RoutedRequest {
+  readonly family = "rest";
   readonly readsBody: boolean;
   readonly #req: IncomingMessage;
   readonly #method: Dispatcher.HttpMethod;

@@ -1,5 +1,6 @@
 import Database from "better-sqlite3";
 import type { GrantFeed, KeyGrant } from "./grants.js";
+import type { UsageRow, UsageSink } from "./usage.js";
 
 interface GrantRow {
   id: number;
@@ -101,4 +102,33 @@ function toGrant(row: GrantRow): KeyGrant {
     accountStatus: row.account_status ?? "closed",
     revision: row.revision,
   };
+}
+
+/**
+ * The proxy's one write to the embedded store: usage counts, added in one transaction per flush
+ * (keys/usage.ts). Its own connection, so the grant reader stays read-only; WAL mode and the busy timeout
+ * let it share the file with the control plane and the other proxy processes.
+ */
+export class SqliteUsageSink implements UsageSink {
+  readonly #db: Database.Database;
+  readonly #add: Database.Statement;
+
+  constructor(path: string) {
+    this.#db = new Database(path, { fileMustExist: true });
+    this.#db.pragma("busy_timeout = 2000");
+    this.#add = this.#db.prepare(
+      `INSERT INTO usage (key_prefix, day, label, calls, errors) VALUES (?, ?, ?, ?, ?)
+       ON CONFLICT (key_prefix, day, label) DO UPDATE SET calls = calls + excluded.calls, errors = errors + excluded.errors`,
+    );
+  }
+
+  add(rows: readonly UsageRow[]): void {
+    this.#db.transaction(() => {
+      for (const row of rows) this.#add.run(row.key, row.day, row.label, row.calls, row.errors);
+    })();
+  }
+
+  close(): void {
+    this.#db.close();
+  }
 }

@@ -1,13 +1,15 @@
 import type { IncomingMessage, ServerResponse } from "node:http";
 import type { Limits } from "../config/types.js";
 import { type ErrorStyle, preflight, sendError, sendJson } from "../errors/respond.js";
-import { GatewayError } from "../errors/table.js";
+import { type ErrorCode, GatewayError } from "../errors/table.js";
 import type { Authorized, RoutedRequest } from "../families/family.js";
 import { collectBody } from "../http/body.js";
 import { clientGone } from "../http/client-gone.js";
 import { checkFraming } from "../http/framing.js";
 import { mergeBatchAnswer } from "../jsonrpc/merge.js";
+import type { UsageRecorder } from "../keys/usage.js";
 import { AccessLine, type Logger } from "../log.js";
+import { type GatewayMetrics, resultOf } from "../metrics/gateway-metrics.js";
 import type { WholeAnswer } from "../upstream/buffered-answer.js";
 import { fetchWhole, relayAnswer, type UpstreamCall } from "../upstream/policy.js";
 import type { Mounted, Stages } from "./stages.js";
@@ -27,8 +29,20 @@ export class HttpExchange {
   readonly #limits: Limits;
   readonly #logger: Logger;
   readonly #logAccess: boolean;
+  readonly #metrics: GatewayMetrics | undefined;
+  readonly #usage: UsageRecorder | undefined;
+  readonly #inFlight: { count: number };
+  /** Calls in the request (a batch of n is n), and how many of them the gateway refused. */
+  #calls = 1;
+  #refusedCalls = 0;
   readonly #started = performance.now();
   readonly #access = new AccessLine();
+  /** What the metrics count the request as: its family and method or route, as far as it got. */
+  #family = "none";
+  #metricMethod = "other";
+  #requestBytes = 0;
+  /** The socket's bytes written before this request's answer (a keep-alive socket carries many). */
+  readonly #writtenBefore: number;
   /** How a refusal is written: REST-style until the endpoint and then its mount say otherwise. */
   #style: ErrorStyle = "rest";
   #ended = false;
@@ -37,7 +51,15 @@ export class HttpExchange {
     req: IncomingMessage,
     res: ServerResponse,
     stages: Stages,
-    options: { limits: Limits; logger: Logger; logAccess: boolean },
+    options: {
+      limits: Limits;
+      logger: Logger;
+      logAccess: boolean;
+      metrics: GatewayMetrics | undefined;
+      usage: UsageRecorder | undefined;
+      /** Requests begun and not ended, which a graceful close waits for. */
+      inFlight: { count: number };
+    },
   ) {
     this.#req = req;
     this.#res = res;
@@ -45,6 +67,11 @@ export class HttpExchange {
     this.#limits = options.limits;
     this.#logger = options.logger;
     this.#logAccess = options.logAccess;
+    this.#metrics = options.metrics;
+    this.#usage = options.usage;
+    this.#inFlight = options.inFlight;
+    this.#inFlight.count += 1;
+    this.#writtenBefore = req.socket.bytesWritten;
   }
 
   /** Stages 1 to 4's first half, then the body if the family reads one. */
@@ -53,6 +80,7 @@ export class HttpExchange {
     try {
       const resolved = this.#stages.resolveEndpoint(req); // 1
       this.#access.label = resolved.endpoint.label;
+      this.#family = resolved.endpoint.family;
       this.#style = resolved.endpoint.family === "rest" ? "rest" : "jsonrpc";
       checkFraming(req);
       if (req.method === "OPTIONS") {
@@ -65,6 +93,7 @@ export class HttpExchange {
       const mounted = this.#stages.pickMount(admitted); // 3
       this.#style = mounted.family.style;
       const routed = mounted.family.route(req, mounted); // 4, from the request's head
+      this.#family = routed.family;
       if (!routed.readsBody) {
         this.#authorize(mounted, routed, NO_BODY);
         return;
@@ -82,13 +111,17 @@ export class HttpExchange {
   #authorize(mounted: Mounted, routed: RoutedRequest, body: Buffer): void {
     let replyId = "null";
     try {
+      this.#requestBytes = body.length;
       const authorized = routed.authorize(body); // 4
       replyId = authorized.replyId;
       this.#note(authorized);
       this.#stages.chargeRate(mounted.admitted, authorized.cost); // 5
       if (authorized.outgoing === undefined) {
-        const answer = authorized.answer ?? { status: 500, body: "" };
+        const answer = authorized.answer;
+        if (answer === undefined) throw new GatewayError("INTERNAL");
         sendJson(this.#res, answer.status, answer.body);
+        // The gateway's refusal, as the caller's JSON-RPC error objects carry it, for the log and metrics.
+        this.#access.error = answer.code;
         this.#end();
         return;
       }
@@ -126,6 +159,10 @@ export class HttpExchange {
     access.route = authorized.route;
     access.batch = authorized.batch;
     access.refused = authorized.refused;
+    this.#metricMethod =
+      authorized.batch !== undefined ? "batch" : (authorized.route ?? authorized.method ?? "other");
+    this.#calls = authorized.cost;
+    this.#refusedCalls = authorized.refused ?? 0;
   }
 
   /**
@@ -138,12 +175,33 @@ export class HttpExchange {
       return;
     }
     this.#ended = true;
+    this.#inFlight.count -= 1;
     if (error !== undefined) this.#fail(error, replyId);
-    if (!this.#logAccess) return;
     const access = this.#access;
+    const elapsed = performance.now() - this.#started;
     access.status = this.#res.headersSent ? this.#res.statusCode : 499;
-    access.ms = Math.round(performance.now() - this.#started);
-    this.#logger.log("info", "request", access);
+    access.ms = Math.round(elapsed);
+    const code = access.error as ErrorCode | undefined;
+    if (this.#usage !== undefined && access.key !== undefined && access.label !== undefined) {
+      // A call the gateway or the node failed is an error; one whose caller left is not either side's.
+      const result = resultOf(code, access.status);
+      const failed = result !== "ok" && result !== "client_closed";
+      this.#usage.record(access.key, access.label, this.#calls, failed ? this.#calls : this.#refusedCalls);
+    }
+    this.#metrics?.request({
+      label: access.label ?? "none",
+      family: this.#family,
+      method: this.#metricMethod,
+      code,
+      status: access.status,
+      seconds: elapsed / 1000,
+      upstream: access.answeredBy,
+      upstreamSeconds: access.upstreamMs === undefined ? undefined : access.upstreamMs / 1000,
+      requestBytes: this.#requestBytes,
+      responseBytes: this.#req.socket.bytesWritten - this.#writtenBefore,
+      keyed: access.key !== undefined,
+    });
+    if (this.#logAccess) this.#logger.log("info", "request", access);
   }
 
   #fail(error: unknown, replyId: string): void {

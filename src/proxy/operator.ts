@@ -1,10 +1,13 @@
 import { createServer, type IncomingMessage, type Server } from "node:http";
+import type { Registry } from "prom-client";
 import { sendError, sendJson } from "../errors/respond.js";
 import { GatewayError } from "../errors/table.js";
 import { readBody } from "../http/body.js";
 import type { Logger } from "../log.js";
+import { type MetricsText, scrape } from "../metrics/registry.js";
 import type { HealthReport } from "../upstream/health.js";
 import type { UpstreamTable } from "../upstream/upstreams.js";
+import type { Readiness, ReadyReport } from "./readiness.js";
 
 /** One process's upstreams, as GET /upstreams shows them. */
 export interface ProcessReport {
@@ -25,18 +28,22 @@ export interface CordonRequest {
   readonly cordoned: boolean;
 }
 
-/** What the operator API reads and changes: this process's table, or every worker's (proxy/run.ts). */
-export interface UpstreamView {
+/** What the operator API reads and changes: this process, or every worker of a cluster (proxy/run.ts). */
+export interface OperatorView {
   report(): Promise<readonly ProcessReport[]>;
   /** How many upstreams matched, over every process. */
   cordon(request: CordonRequest): Promise<number>;
+  metrics(): Promise<MetricsText>;
+  ready(): Promise<ReadyReport>;
 }
 
-/** The view of this process's own upstream table. */
-export function localView(table: UpstreamTable): UpstreamView {
+/** The view of this process: its own upstream table, registry and readiness. */
+export function localView(table: UpstreamTable, registry: Registry, readiness: Readiness): OperatorView {
   return {
     report: async () => [reportOf(table)],
     cordon: async (request) => cordonIn(table, request),
+    metrics: () => scrape(registry),
+    ready: async () => readiness.report(),
   };
 }
 
@@ -71,14 +78,27 @@ export function cordonIn(table: UpstreamTable, request: CordonRequest): number {
 
 /**
  * The operator API, on its own listener (`operator.listen`, 127.0.0.1:8082 by default), never on the
- * public port. docs/upstreams.md:
+ * public port. docs/upstreams.md and docs/operations.md:
  *
  *   GET  /upstreams            every label's upstreams: state, head, lag, latency, error rate, in flight
  *   POST /upstreams/cordon     {"label": <label>, "upstream": <name>}: out of rotation until uncordoned
  *   POST /upstreams/uncordon   the same body: back to what its probes say
+ *   GET  /metrics              Prometheus' text format
+ *   GET  /healthz              200 while the process runs
+ *   GET  /readyz               200 while it can serve, 503 with the reasons otherwise
  */
-export function createOperatorApi(view: UpstreamView, logger: Logger): Server {
+export function createOperatorApi(view: OperatorView, logger: Logger): Server {
   return createServer({ requestTimeout: 10_000, headersTimeout: 5_000 }, (req, res) => {
+    if (req.method === "GET" && (req.url ?? "").split("?")[0] === "/metrics") {
+      view.metrics().then(
+        ({ contentType, text }) => res.writeHead(200, { "content-type": contentType }).end(text),
+        (error: unknown) => {
+          logger.log("error", "operator api", { error: String(error) });
+          sendError(res, new GatewayError("INTERNAL"), "rest");
+        },
+      );
+      return;
+    }
     answer(req, view, logger).then(
       ([status, body]) => sendJson(res, status, JSON.stringify(body)),
       (error: unknown) => {
@@ -89,8 +109,15 @@ export function createOperatorApi(view: UpstreamView, logger: Logger): Server {
   });
 }
 
-async function answer(req: IncomingMessage, view: UpstreamView, logger: Logger): Promise<[number, unknown]> {
+async function answer(req: IncomingMessage, view: OperatorView, logger: Logger): Promise<[number, unknown]> {
   const path = (req.url ?? "/").split("?")[0];
+  if (path === "/healthz" || path === "/readyz" || path === "/metrics") {
+    if (req.method !== "GET")
+      throw new GatewayError("HTTP_METHOD_NOT_ALLOWED", { allow: ["GET"] }, { allow: "GET" });
+    if (path === "/healthz") return [200, { status: "alive" }];
+    const report = await view.ready();
+    return [report.ready ? 200 : 503, report];
+  }
   if (path === "/upstreams") {
     if (req.method !== "GET")
       throw new GatewayError("HTTP_METHOD_NOT_ALLOWED", { allow: ["GET"] }, { allow: "GET" });

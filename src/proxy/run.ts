@@ -1,10 +1,12 @@
 import cluster, { type Worker } from "node:cluster";
 import type { Server } from "node:http";
+import { setTimeout as delay } from "node:timers/promises";
 import type { GatewayConfig, LabelUpstreams } from "../config/types.js";
 import { createGateway } from "../gateway.js";
 import type { CachedKeyStore } from "../keys/key-cache.js";
 import { listen } from "../lifecycle.js";
 import type { Logger } from "../log.js";
+import { clusterScraper, processRegistry } from "../metrics/registry.js";
 import type { UpstreamTable } from "../upstream/upstreams.js";
 import { openKeyStores } from "./key-stores.js";
 import {
@@ -12,10 +14,11 @@ import {
   cordonIn,
   createOperatorApi,
   localView,
+  type OperatorView,
   type ProcessReport,
   reportOf,
-  type UpstreamView,
 } from "./operator.js";
+import { Readiness, type ReadyReport } from "./readiness.js";
 
 export interface RunningProxy {
   readonly port: number;
@@ -41,17 +44,26 @@ export function runProxy(config: GatewayConfig, logger: Logger): Promise<Running
 
 async function serveHere(config: GatewayConfig, logger: Logger): Promise<RunningProxy> {
   const keys = openKeyStores(config);
-  const gateway = createGateway({ config, keys: keys.store, logger });
+  const gateway = createGateway({
+    config,
+    keys: keys.store,
+    logger,
+    ...(keys.usage === undefined ? {} : { usage: keys.usage }),
+  });
   keys.accounts?.onWithdrawn((keyId) => gateway.closeConnectionsOf(keyId));
+  const registry = processRegistry(gateway.metrics, cluster.isWorker);
+  const readiness = new Readiness(gateway.upstreams);
   let operator: Server | undefined;
-  if (cluster.isWorker) answerPrimary(gateway.upstreams);
-  else if (config.operator !== undefined) operator = createOperatorApi(localView(gateway.upstreams), logger);
+  if (cluster.isWorker) answerPrimary(gateway.upstreams, readiness);
+  else if (config.operator !== undefined)
+    operator = createOperatorApi(localView(gateway.upstreams, registry, readiness), logger);
   let operatorPort: number | undefined;
   let port: number;
   try {
     // The operator's listener first: a proxy that cannot be watched does not start taking traffic.
     operatorPort = await listenOperator(operator, config);
     port = await listen(gateway.server, config.listen.port, config.listen.host);
+    readiness.listening();
   } catch (error) {
     await Promise.all([closeServer(operator), gateway.close()]);
     keys.close();
@@ -62,7 +74,12 @@ async function serveHere(config: GatewayConfig, logger: Logger): Promise<Running
     operatorPort,
     accountKeys: keys.accounts,
     async close() {
-      await Promise.all([closeServer(operator), gateway.close()]);
+      // Not ready first, while the operator's listener still answers: a balancer stops sending, then
+      // the public listener closes.
+      readiness.stopping();
+      await delay(config.limits.shutdownDelayMs);
+      await gateway.close();
+      await closeServer(operator);
       keys.close();
     },
   };
@@ -70,7 +87,13 @@ async function serveHere(config: GatewayConfig, logger: Logger): Promise<Running
 
 /** Forks the workers and resolves once every one is listening; the operator API listens first. */
 async function forkWorkers(config: GatewayConfig, logger: Logger): Promise<RunningProxy> {
-  const operator = config.operator && createOperatorApi(workersView(), logger);
+  let stopping = false;
+  const operator =
+    config.operator &&
+    createOperatorApi(
+      workersView(() => stopping),
+      logger,
+    );
   const operatorPort = await listenOperator(operator, config);
   return new Promise((resolve, reject) => {
     let listening = 0;
@@ -82,8 +105,10 @@ async function forkWorkers(config: GatewayConfig, logger: Logger): Promise<Runni
         operatorPort,
         accountKeys: undefined,
         close: async () => {
-          await closeServer(operator);
+          stopping = true;
+          await delay(config.limits.shutdownDelayMs);
           await stopWorkers();
+          await closeServer(operator);
         },
       });
     });
@@ -98,13 +123,14 @@ async function forkWorkers(config: GatewayConfig, logger: Logger): Promise<Runni
 }
 
 type OperatorMessage =
-  | { readonly type: "gateway:upstreams"; readonly id: number }
+  | { readonly type: "gateway:upstreams" | "gateway:ready"; readonly id: number }
   | ({ readonly type: "gateway:cordon"; readonly id: number } & CordonRequest);
 
 /** A worker answers its primary's operator API over the cluster's IPC channel. */
-function answerPrimary(table: UpstreamTable): void {
+function answerPrimary(table: UpstreamTable, readiness: Readiness): void {
   process.on("message", (message: OperatorMessage) => {
     if (message?.type === "gateway:upstreams") process.send?.({ id: message.id, value: reportOf(table) });
+    else if (message?.type === "gateway:ready") process.send?.({ id: message.id, value: readiness.report() });
     else if (message?.type === "gateway:cordon")
       process.send?.({ id: message.id, value: cordonIn(table, message) });
   });
@@ -112,8 +138,11 @@ function answerPrimary(table: UpstreamTable): void {
 
 let nextMessage = 0;
 
-/** The primary's view: every worker asked, each worker's health as its own entry. */
-function workersView(): UpstreamView {
+/**
+ * The primary's view: every worker asked. Each worker's upstreams are their own entry; its series are
+ * summed with the others'; the cluster is ready when every worker is, and not while the primary stops.
+ */
+function workersView(stopping: () => boolean): OperatorView {
   const ask = <T>(worker: Worker, message: OperatorMessage): Promise<T> =>
     new Promise((resolve) => {
       const listener = (reply: { id?: number; value?: T }) => {
@@ -136,6 +165,16 @@ function workersView(): UpstreamView {
         workers().map((w) => ask<number>(w, { type: "gateway:cordon", id: ++nextMessage, ...request })),
       );
       return counts.reduce((a, b) => a + b, 0);
+    },
+    metrics: clusterScraper(),
+    ready: async () => {
+      const reports = await Promise.all(
+        workers().map((w) => ask<ReadyReport>(w, { type: "gateway:ready", id: ++nextMessage })),
+      );
+      const reasons = new Set(reports.flatMap((r) => r.reasons));
+      if (stopping()) reasons.add("shutting down");
+      if (reports.length === 0) reasons.add("no worker is running");
+      return { ready: reasons.size === 0, reasons: [...reasons] };
     },
   };
 }

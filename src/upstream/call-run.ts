@@ -11,9 +11,13 @@ import { type Upstream, upstreamPath } from "./upstreams.js";
 /** At most this many upstreams per call: the chosen one and two more. */
 export const MAX_ATTEMPTS = 3;
 
-/** Where a call notes each upstream it tries (the access line's `upstream`). */
+/** Where a call notes what it did (the access line's fields): the upstream tried last, how many, and its time. */
 export interface AttemptNote {
   upstream: string | undefined;
+  attempts: number | undefined;
+  upstreamMs: number | undefined;
+  /** The answering upstream's metric name. */
+  answeredBy: string | undefined;
 }
 
 // The reason the run gives an attempt it no longer wants; what the attempt does with it is not read.
@@ -125,6 +129,7 @@ export abstract class CallRun implements AttemptGate, Due {
     this.#live.add(attempt);
     upstream.health.inFlight += 1;
     this.#note.upstream = upstream.name;
+    this.#note.attempts = this.#next;
     if (!call.write && this.#hasAnother()) {
       this.dueAt =
         attempt.startedAt + upstream.health.hedgeDelay(call.limits.hedgeMinMs, call.limits.hedgeMaxMs);
@@ -177,6 +182,12 @@ export abstract class CallRun implements AttemptGate, Due {
     if (this.#finished) return;
     this.#finished = true;
     this.#stopWaiting();
+    const winner = this.#winner;
+    if (winner !== undefined) {
+      this.#note.upstream = winner.upstream.name;
+      this.#note.answeredBy = winner.upstream.metricName;
+      this.#note.upstreamMs = Math.round(performance.now() - winner.startedAt);
+    }
     this.finished(error);
   }
 }

@@ -8,6 +8,11 @@ import { type HealthRules, UpstreamHealth, type UpstreamState } from "./health.j
 export class Upstream {
   /** The operator's name for it, else its origin and base path without credentials: safe to log. */
   readonly name: string;
+  /**
+   * How the metrics name it: the operator's name, else its place in its list (`upstream-0`), since a
+   * metric's label carries no host or address.
+   */
+  readonly metricName: string;
   readonly dispatcher: Dispatcher;
   readonly basePath: string;
   readonly baseQuery: string;
@@ -26,6 +31,7 @@ export class Upstream {
 
   constructor(fields: Omit<Upstream, "current" | "effectiveWeight">) {
     this.name = fields.name;
+    this.metricName = fields.metricName;
     this.dispatcher = fields.dispatcher;
     this.basePath = fields.basePath;
     this.baseQuery = fields.baseQuery;
@@ -168,10 +174,15 @@ export class UpstreamTable {
         if (specs.length === 0) continue;
         const members: Upstream[] = [];
         const group = new UpstreamGroup(label, mount, members, maxLagBlocks);
-        for (const spec of specs) {
+        for (const [index, spec] of specs.entries()) {
           const rules = { ...health, takeOut: health.probeIntervalMs > 0 };
-          const upstream = this.#upstream(spec, factory, config.limits.upstream, rules, (from, to, reason) =>
-            onStateChange(group, upstream, from, to, reason),
+          const upstream = this.#upstream(
+            spec,
+            index,
+            factory,
+            config.limits.upstream,
+            rules,
+            (from, to, reason) => onStateChange(group, upstream, from, to, reason),
           );
           members.push(upstream);
         }
@@ -198,6 +209,7 @@ export class UpstreamTable {
 
   #upstream(
     spec: string | UpstreamSpec,
+    index: number,
     factory: DispatcherFactory,
     limits: Limits["upstream"],
     rules: HealthRules,
@@ -226,6 +238,7 @@ export class UpstreamTable {
     const basePath = parsed.pathname.replace(/\/+$/, "");
     return new Upstream({
       name: name ?? upstreamName(spec),
+      metricName: name ?? `upstream-${index}`,
       dispatcher,
       basePath,
       baseQuery: parsed.search.slice(1),

@@ -1,11 +1,13 @@
 import type { RawData, WebSocket } from "ws";
 import type { GatewayConfig, Limits } from "../config/types.js";
 import { errorBody } from "../errors/respond.js";
-import { GatewayError } from "../errors/table.js";
+import { type ErrorCode, GatewayError } from "../errors/table.js";
 import { type CallRules, type Checked, refuse, sendableAsReceived } from "../jsonrpc/check.js";
 import { mergeBatchAnswer } from "../jsonrpc/merge.js";
 import { type CheckedMessage, checkMessage } from "../jsonrpc/message.js";
 import { scanMembers } from "../jsonrpc/scan.js";
+import type { UsageRecorder } from "../keys/usage.js";
+import type { GatewayMetrics } from "../metrics/gateway-metrics.js";
 import type { Mounted, Stages } from "../pipeline/stages.js";
 import { CLOSE } from "./close-codes.js";
 
@@ -15,6 +17,8 @@ export interface ConnectionOptions {
   readonly mounted: Mounted;
   readonly support: GatewayConfig["support"];
   readonly limits: Limits;
+  readonly metrics: GatewayMetrics | undefined;
+  readonly usage: UsageRecorder | undefined;
   readonly onClose: () => void;
 }
 
@@ -31,6 +35,7 @@ export class Connection {
   readonly #upstream: WebSocket;
   readonly #options: ConnectionOptions;
   readonly #rules: CallRules;
+  readonly #label: string;
   /** Raw id token of each call sent upstream and not answered yet. */
   readonly #pending = new Map<string, Pending>();
   #subscriptions = 0;
@@ -47,6 +52,7 @@ export class Connection {
     this.#upstream = upstream;
     this.#options = options;
     const { mounted } = options;
+    this.#label = mounted.admitted.endpoint.label;
     this.#rules = {
       policy: mounted.mount.policy.jsonrpc as NonNullable<typeof mounted.mount.policy.jsonrpc>,
       plan: mounted.admitted.principal?.plan,
@@ -80,16 +86,35 @@ export class Connection {
     const { stages, mounted, limits } = this.#options;
     let replyId = "null";
     let answer: string | undefined;
+    let method = "other";
+    let code: ErrorCode | undefined;
+    let calls = 1;
+    let refused = 0;
     try {
       const message = checkMessage(text, this.#rules, limits); // 4
       replyId = message.replyId;
+      calls = message.checked.length;
+      refused = message.checked.filter((c) => !c.ok).length;
+      const only = message.batch ? undefined : message.checked[0];
+      method = message.batch ? "batch" : only?.ok ? only.method : "other";
+      if (only !== undefined && !only.ok) code = only.code;
       stages.chargeRate(mounted.admitted, message.checked.length); // 5
       answer = this.#send(message, text); // 7
     } catch (error) {
       if (!(error instanceof GatewayError)) throw error;
+      code = error.code;
       answer = errorBody(error, "jsonrpc", replyId);
     }
+    const { principal } = mounted.admitted;
+    this.#options.metrics?.message(this.#label, method, code, principal !== undefined);
+    if (principal !== undefined)
+      this.#options.usage?.record(principal.keyId, this.#label, calls, code === undefined ? refused : calls);
     if (answer !== undefined) this.#toClient(answer, false);
+  }
+
+  /** Open subscriptions on this connection, for the metrics. */
+  get subscriptionCount(): number {
+    return this.#subscriptions;
   }
 
   /** Sends what passed upstream and returns the answer for what did not. */
@@ -187,6 +212,7 @@ export class Connection {
       return;
     }
     this.#client.send(data, { binary });
+    this.#options.metrics?.webSocketFrames.add([this.#label, "out"]);
   }
 
   #heartbeat(): void {

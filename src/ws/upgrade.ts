@@ -4,7 +4,9 @@ import { type WebSocket, WebSocketServer } from "ws";
 import type { GatewayConfig } from "../config/types.js";
 import { upgradeRefusal } from "../errors/respond.js";
 import { GatewayError } from "../errors/table.js";
+import type { UsageRecorder } from "../keys/usage.js";
 import type { Logger } from "../log.js";
+import type { GatewayMetrics, WebSocketCounts } from "../metrics/gateway-metrics.js";
 import type { Admitted } from "../pipeline/admitted.js";
 import type { Mounted, Stages } from "../pipeline/stages.js";
 import { openWebSocket } from "../upstream/policy.js";
@@ -18,13 +20,20 @@ import { Connection } from "./connection.js";
  * refusal is an HTTP response. Each message on the connection then passes stages 4, 5 and 7
  * (connection.ts).
  */
-export class WebSocketGateway {
+export class WebSocketGateway implements WebSocketCounts {
   readonly #config: GatewayConfig;
   readonly #stages: Stages;
   readonly #logger: Logger;
   readonly #server: WebSocketServer;
   /** Each open connection: who it counts against, and the upstream its socket is on. */
-  readonly #connections = new Map<Connection, { readonly owner: string; readonly upstream: Upstream }>();
+  readonly #connections = new Map<
+    Connection,
+    { readonly owner: string; readonly upstream: Upstream; readonly label: string }
+  >();
+  /** Where each connection counts its messages; undefined with metrics off. */
+  metrics: GatewayMetrics | undefined = undefined;
+  /** Where keyed messages are counted per day; undefined without an account store. */
+  usage: UsageRecorder | undefined = undefined;
   readonly #perClient = new Map<string, number>();
   readonly #perIp = new Map<string, number>();
 
@@ -94,6 +103,19 @@ export class WebSocketGateway {
    * without answering, so the prober's verdict, not the socket, says it is gone. The client reconnects
    * and gets an upstream in rotation.
    */
+  connections(): Map<string, number> {
+    const counts = new Map<string, number>();
+    for (const { label } of this.#connections.values()) counts.set(label, (counts.get(label) ?? 0) + 1);
+    return counts;
+  }
+
+  subscriptions(): Map<string, number> {
+    const counts = new Map<string, number>();
+    for (const [connection, { label }] of this.#connections)
+      counts.set(label, (counts.get(label) ?? 0) + connection.subscriptionCount);
+    return counts;
+  }
+
   upstreamFailed(upstream: Upstream): void {
     for (const [connection, entry] of this.#connections)
       if (entry.upstream === upstream) connection.close(CLOSE.BAD_GATEWAY, "upstream out of rotation");
@@ -112,12 +134,14 @@ export class WebSocketGateway {
       mounted,
       support: this.#config.support,
       limits: this.#config.limits,
+      metrics: this.metrics,
+      usage: this.usage,
       onClose: () => {
         this.#connections.delete(connection);
         release();
       },
     });
-    this.#connections.set(connection, { owner: admitted.clientId, upstream });
+    this.#connections.set(connection, { owner: admitted.clientId, upstream, label: admitted.endpoint.label });
     this.#logger.log("info", "websocket open", {
       label: admitted.endpoint.label,
       key: admitted.principal?.keyId,

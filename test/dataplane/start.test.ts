@@ -5,6 +5,7 @@ import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { freePort } from "../../src/dev/free-port.js";
 import { ROOT } from "../registry/helpers.js";
+import { parseExposition } from "../support/prometheus-text.js";
 
 // `npm start` on the embedded defaults: it must issue a key, start anvil behind eth and eth-archive, and
 // print curl lines that work exactly as printed. Both from source and as the bundle `npm start` builds and
@@ -77,6 +78,17 @@ describe("the embedded default deployment", () => {
         expect(labels.map((l) => l.label).sort()).toEqual(["eth", "eth-archive"]);
         for (const { upstreams } of labels) expect(upstreams.map((u) => u.state)).toEqual(["healthy"]);
       }
+      // Ready, and one scrape holds every worker's counts, summed by the primary: the four curls.
+      const readyz = await fetch(`http://127.0.0.1:${operatorPort}/readyz`);
+      expect({ status: readyz.status, body: await readyz.json() }).toEqual({
+        status: 200,
+        body: { ready: true, reasons: [] },
+      });
+      const metrics = parseExposition(await (await fetch(`http://127.0.0.1:${operatorPort}/metrics`)).text());
+      const served = metrics.samples.filter(
+        (s) => s.name === "gateway_requests_total" && s.labels.result === "ok",
+      );
+      expect(served.reduce((sum, s) => sum + s.value, 0)).toBe(4);
       const exited = new Promise<number | null>((resolve) => child?.once("exit", (code) => resolve(code)));
       child.kill("SIGTERM");
       expect(await exited).toBe(0);

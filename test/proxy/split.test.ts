@@ -6,6 +6,7 @@ import { request } from "undici";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { buildBundles } from "../../scripts/build.js";
 import { ROOT } from "../registry/helpers.js";
+import { listeningPort } from "../support/child-process.js";
 import { jsonRpcResponder, type LoopbackNode, startLoopbackNode } from "../support/loopback-node.js";
 
 // The proxy apart from the control plane: its bundle carries nothing of the control plane, and it runs
@@ -134,23 +135,7 @@ describe("the proxy alone, against the store the control plane created", () => {
       await new Promise((resolve) => setTimeout(resolve, 20));
     }
     expect(status).toBe(401);
-    // the proxy never writes the store: the control plane is still the only writer and keeps serving
+    // the proxy writes nothing of the store but its usage counts: the control plane keeps serving
     expect(control.exitCode).toBe(null);
   });
 });
-
-/** The port a bundle logs in its "… listening" line on stderr. */
-function listeningPort(child: ChildProcess, message: string): Promise<number> {
-  return new Promise((resolve, reject) => {
-    let seen = "";
-    const timer = setTimeout(() => reject(new Error(`no "${message}" line: ${seen}`)), 20_000);
-    child.stderr?.on("data", (chunk: Buffer) => {
-      seen += chunk.toString();
-      const line = seen.split("\n").find((l) => l.includes(`"msg":"${message}"`));
-      if (line === undefined) return;
-      clearTimeout(timer);
-      resolve(JSON.parse(line).port);
-    });
-    child.once("exit", (code) => reject(new Error(`exited with ${code}: ${seen}`)));
-  });
-}

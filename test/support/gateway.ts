@@ -64,7 +64,8 @@ export async function startGateway(options: StartOptions = {}): Promise<RunningG
     // No probes unless a test asks: the loopback nodes count every request they see.
     health: { ...DEFAULT_HEALTH, probeIntervalMs: 0 },
     ...rest,
-    limits: { ...DEFAULT_LIMITS, ...limits },
+    // Closed at once after each suite unless a test asks to drain.
+    limits: { ...DEFAULT_LIMITS, drainTimeoutMs: 0, ...limits },
   };
   const logs: string[] = [];
   const gateway = createGateway({

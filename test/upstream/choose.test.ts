@@ -18,7 +18,10 @@ function group(specs: readonly UpstreamSpec[]) {
 }
 
 const counts = (picks: readonly string[]) =>
-  picks.reduce<Record<string, number>>((all, name) => ({ ...all, [name]: (all[name] ?? 0) + 1 }), {});
+  picks.reduce<Record<string, number>>((all, name) => {
+    all[name] = (all[name] ?? 0) + 1;
+    return all;
+  }, {});
 
 describe("choosing an upstream", () => {
   it("spreads calls over equal nodes in turn, and in proportion to their weights", () => {

@@ -12,6 +12,7 @@ type Handler = (input: {
   account: () => Account;
   ip: string;
   params: readonly string[];
+  query: URLSearchParams;
 }) => Promise<[number, unknown]> | [number, unknown];
 
 interface Route {
@@ -81,6 +82,14 @@ export function createAccountsApi(
       200,
       { key: service.revoke(account(), params[0]) },
     ]),
+    route("GET", /^\/v1\/keys\/(\d{1,15})\/usage$/, ({ account, params, query }) => [
+      200,
+      service.keyUsage(account(), params[0], query.get("from") ?? undefined, query.get("to") ?? undefined),
+    ]),
+    route("GET", /^\/v1\/usage$/, ({ account, query }) => [
+      200,
+      service.accountUsage(account(), query.get("from") ?? undefined, query.get("to") ?? undefined),
+    ]),
   ];
 
   return createServer({ requestTimeout: 30_000, headersTimeout: 10_000 }, (req, res) => {
@@ -91,7 +100,7 @@ export function createAccountsApi(
   });
 
   async function handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
-    const path = (req.url ?? "/").split("?")[0] ?? "/";
+    const [path = "/", search = ""] = (req.url ?? "/").split("?", 2);
     try {
       const candidates = routes.filter((r) => r.pattern.test(path));
       if (candidates.length === 0) throw new GatewayError("NOT_FOUND");
@@ -107,6 +116,7 @@ export function createAccountsApi(
         body,
         params,
         ip: clientAddress(req, trustedProxies),
+        query: new URLSearchParams(search),
         account: () => service.authenticate(session),
       });
       sendJson(res, status, JSON.stringify(answer));

@@ -39,6 +39,17 @@ const MIGRATIONS: readonly string[] = [
    CREATE INDEX accounts_revision ON accounts (revision);
    CREATE TABLE revision (id INTEGER PRIMARY KEY CHECK (id = 1), value INTEGER NOT NULL);
    INSERT INTO revision (id, value) VALUES (1, 0);`,
+  // Calls per key, per label, per UTC day, errors apart: what proxies flush (keys/usage.ts), what an owner
+  // reads, and what a daily or monthly quota sums. One row per key, day and label; a key's range of days
+  // is one index range.
+  `CREATE TABLE usage (
+     key_prefix TEXT NOT NULL,
+     day TEXT NOT NULL CHECK (length(day) = 10),
+     label TEXT NOT NULL,
+     calls INTEGER NOT NULL DEFAULT 0,
+     errors INTEGER NOT NULL DEFAULT 0,
+     PRIMARY KEY (key_prefix, day, label)
+   ) WITHOUT ROWID;`,
 ];
 
 /** Applies the migrations this database has not seen, each in its own transaction. */

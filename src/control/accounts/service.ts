@@ -8,6 +8,29 @@ import { TokenBuckets } from "../../limits/token-bucket.js";
 import type { Mailer } from "./mailer.js";
 import type { Account, AccountStore, KeyRecord, NewKey } from "./types.js";
 
+/** Calls per day and network over a range, errors apart (GET /v1/keys/{id}/usage, GET /v1/usage). */
+export interface UsageReport {
+  readonly key?: { readonly id: number; readonly prefix: string };
+  readonly from: string;
+  readonly to: string;
+  readonly days: readonly { day: string; label: string; calls: number; errors: number; key?: string }[];
+  readonly total: { readonly calls: number; readonly errors: number };
+}
+
+function totalOf(rows: readonly { calls: number; errors: number }[]): { calls: number; errors: number } {
+  return rows.reduce((sum, r) => ({ calls: sum.calls + r.calls, errors: sum.errors + r.errors }), {
+    calls: 0,
+    errors: 0,
+  });
+}
+
+/** A day as YYYY-MM-DD, or INVALID_FIELD naming `field`. */
+function dayOf(input: unknown, field: string): string {
+  if (typeof input !== "string" || !/^\d{4}-\d{2}-\d{2}$/.test(input) || Number.isNaN(Date.parse(input)))
+    throw new GatewayError("INVALID_FIELD", { field, reason: "a day as YYYY-MM-DD" });
+  return input;
+}
+
 /** A key as its owner sees it in a listing: never the key itself. */
 export interface KeyView {
   readonly id: number;
@@ -276,6 +299,36 @@ export class AccountService {
       subject,
       `Your API key (${record.plan} plan, ${networks}, valid ${until}):\n\n  ${key}\n\nUse it as the first path segment: https://<label>.{domain}/${key}/\nKeep it secret. It is shown in this e-mail only; you can rotate or revoke it at any time.\n`,
     );
+  }
+
+  /**
+   * A key's calls per day and network, errors apart, from `from` to `to` (YYYY-MM-DD, UTC, both included;
+   * the last 30 days by default). Counts reach the store within the proxies' flush interval.
+   */
+  keyUsage(account: Account, keyId: unknown, from: unknown, to: unknown): UsageReport {
+    const key = this.#ownKey(account, keyId);
+    const range = this.#range(from, to);
+    const days = this.#store.usage([key.prefix], range.from, range.to).map(({ key: _, ...row }) => row);
+    return { key: { id: key.id, prefix: key.prefix }, ...range, days, total: totalOf(days) };
+  }
+
+  /** Every key of the account, the same way, each row naming its key's prefix. */
+  accountUsage(account: Account, from: unknown, to: unknown): UsageReport {
+    const range = this.#range(from, to);
+    const keys = this.#store.keys(account.id).map((k) => k.prefix);
+    const days = this.#store.usage(keys, range.from, range.to);
+    return { ...range, days, total: totalOf(days) };
+  }
+
+  #range(fromInput: unknown, toInput: unknown): { from: string; to: string } {
+    const today = new Date(this.#now()).toISOString().slice(0, 10);
+    const to = fromInput === undefined && toInput === undefined ? today : dayOf(toInput ?? today, "to");
+    const from =
+      fromInput === undefined
+        ? new Date(Date.parse(to) - 29 * 86_400_000).toISOString().slice(0, 10)
+        : dayOf(fromInput, "from");
+    if (from > to) throw new GatewayError("INVALID_FIELD", { field: "from", reason: "after to" });
+    return { from, to };
   }
 
   #ownKey(account: Account, keyId: unknown): KeyRecord {

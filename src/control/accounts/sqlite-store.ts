@@ -3,6 +3,7 @@ import { dirname } from "node:path";
 import Database from "better-sqlite3";
 import type { KeyGrant } from "../../keys/grants.js";
 import { grantsSince, scopesOf } from "../../keys/sqlite-grants.js";
+import type { UsageRow } from "../../keys/usage.js";
 import { migrate } from "./migrations.js";
 import type { Account, AccountStatus, AccountStore, KeyRecord, NewKey, TokenPurpose } from "./types.js";
 
@@ -162,6 +163,17 @@ export class SqliteAccountStore implements AccountStore {
         )
         .run(expiresAt, expiresAt, replacedBy, revision, id);
     });
+  }
+
+  usage(prefixes: readonly string[], from: string, to: string): UsageRow[] {
+    if (prefixes.length === 0) return [];
+    return this.#db
+      .prepare(
+        `SELECT key_prefix AS key, day, label, calls, errors FROM usage
+          WHERE key_prefix IN (${prefixes.map(() => "?").join(",")}) AND day BETWEEN ? AND ?
+          ORDER BY day, key_prefix, label`,
+      )
+      .all(...prefixes, from, to) as UsageRow[];
   }
 
   changesSince(revision: number): { revision: number; grants: KeyGrant[] } {

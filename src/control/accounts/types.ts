@@ -1,6 +1,7 @@
 import type { RateSpec } from "../../config/types.js";
 import type { KeyGrant } from "../../keys/grants.js";
 import type { Plan } from "../../keys/types.js";
+import type { UsageRow } from "../../keys/usage.js";
 
 /**
  * Account states (docs/accounts.md has the table):
@@ -76,6 +77,9 @@ export interface AccountStore {
   revokeKey(id: number, now: number): void;
   /** Limits an old key to a grace period and links it to its successor. */
   retireKey(id: number, expiresAt: number, replacedBy: number): void;
+
+  /** The usage rows of these keys (by prefix) from day `from` to day `to` (YYYY-MM-DD, both included). */
+  usage(prefixes: readonly string[], from: string, to: string): UsageRow[];
 
   /** Every key whose grant changed after `revision` (new, revoked, rotated, account status). */
   changesSince(revision: number): { readonly revision: number; readonly grants: readonly KeyGrant[] };

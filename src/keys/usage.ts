@@ -1,0 +1,102 @@
+/** One row of counts: a key's calls on one label on one UTC day (YYYY-MM-DD). */
+export interface UsageRow {
+  readonly key: string;
+  readonly day: string;
+  readonly label: string;
+  readonly calls: number;
+  readonly errors: number;
+}
+
+/** What the data plane counts a keyed call with. */
+export interface UsageRecorder {
+  record(key: string, label: string, calls: number, errors: number): void;
+}
+
+/** Where a proxy's counts go: added to what the store holds, one batch at a time. */
+export interface UsageSink {
+  add(rows: readonly UsageRow[]): void;
+  close(): void;
+}
+
+interface Counts {
+  calls: number;
+  errors: number;
+}
+
+const DAY_MS = 86_400_000;
+
+/**
+ * Calls per key, per label, per UTC day, errors apart, counted in memory and flushed to the store in one
+ * batch every `flushIntervalMs` and at a graceful stop: never one write per request. A crash loses at most
+ * one interval's counts. Counting is two Map lookups and two additions; the day is read from the clock
+ * only when it may have turned.
+ */
+export class UsageCounter implements UsageRecorder {
+  readonly #sink: UsageSink;
+  readonly #now: () => number;
+  /** key → label → counts, for `#day`. */
+  #counts = new Map<string, Map<string, Counts>>();
+  #day = "";
+  #dayEndsAt = 0;
+  /** Rows of a day that turned before they were flushed. */
+  #earlier: UsageRow[] = [];
+  #timer: NodeJS.Timeout | undefined;
+
+  constructor(sink: UsageSink, flushIntervalMs: number, now: () => number = Date.now) {
+    this.#sink = sink;
+    this.#now = now;
+    this.#turnDay(now());
+    this.#timer = setInterval(() => this.flush(), flushIntervalMs);
+    this.#timer.unref();
+  }
+
+  record(key: string, label: string, calls: number, errors: number): void {
+    const now = this.#now();
+    if (now >= this.#dayEndsAt) this.#turnDay(now);
+    let byLabel = this.#counts.get(key);
+    if (byLabel === undefined) {
+      byLabel = new Map();
+      this.#counts.set(key, byLabel);
+    }
+    const counts = byLabel.get(label);
+    if (counts === undefined) byLabel.set(label, { calls, errors });
+    else {
+      counts.calls += calls;
+      counts.errors += errors;
+    }
+  }
+
+  /** Writes what was counted since the last flush; on failure the counts are kept for the next one. */
+  flush(): void {
+    const rows = [...this.#earlier, ...rowsOf(this.#counts, this.#day)];
+    if (rows.length === 0) return;
+    this.#earlier = [];
+    this.#counts = new Map();
+    try {
+      this.#sink.add(rows);
+    } catch (error) {
+      this.#earlier = rows;
+      throw error;
+    }
+  }
+
+  close(): void {
+    clearInterval(this.#timer);
+    this.flush();
+    this.#sink.close();
+  }
+
+  #turnDay(now: number): void {
+    this.#earlier.push(...rowsOf(this.#counts, this.#day));
+    this.#counts = new Map();
+    this.#day = new Date(now).toISOString().slice(0, 10);
+    this.#dayEndsAt = (Math.floor(now / DAY_MS) + 1) * DAY_MS;
+  }
+}
+
+function rowsOf(counts: ReadonlyMap<string, ReadonlyMap<string, Counts>>, day: string): UsageRow[] {
+  const rows: UsageRow[] = [];
+  for (const [key, byLabel] of counts)
+    for (const [label, { calls, errors }] of byLabel) rows.push({ key, day, label, calls, errors });
+  return rows;
+}

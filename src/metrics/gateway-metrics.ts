@@ -1,0 +1,203 @@
+import { ERRORS, type ErrorCode } from "../errors/table.js";
+import type { UpstreamHealth, UpstreamState } from "../upstream/health.js";
+import type { UpstreamTable } from "../upstream/upstreams.js";
+import {
+  CounterTable,
+  GaugeReading,
+  HistogramTable,
+  type MetricValue,
+  type RegistrableMetric,
+} from "./tables.js";
+
+/** Whose the outcome of a request is: served, the caller's fault, a node's, the gateway's, or the caller left. */
+export type ResultClass = "ok" | "client" | "upstream" | "gateway" | "client_closed";
+
+/** One request or WebSocket message as the metrics count it. Every string comes from the registry or the error table. */
+export interface RequestOutcome {
+  /** The registry label; `none` when the Host named none. */
+  readonly label: string;
+  readonly family: string;
+  /** The JSON-RPC method (`batch` for a batch, `other` when not an allowed method), or the REST route template. */
+  readonly method: string;
+  /** The gateway's error code; undefined when it relayed an answer. */
+  readonly code: ErrorCode | undefined;
+  /** The HTTP status the caller got (0 for a WebSocket message). */
+  readonly status: number;
+  readonly seconds: number;
+  /** The node that answered and its own share of the time, when one did. */
+  readonly upstream: string | undefined;
+  readonly upstreamSeconds: number | undefined;
+  readonly requestBytes: number;
+  readonly responseBytes: number;
+  /** Whether a key (rather than a client address on a public host) made it. */
+  readonly keyed: boolean;
+}
+
+const SECONDS = [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10];
+const BYTES = [128, 512, 2048, 8192, 32_768, 131_072, 524_288, 2_097_152, 8_388_608];
+const STATES: readonly UpstreamState[] = ["healthy", "lagging", "failing", "cordoned"];
+const UPSTREAM_CODES = new Set<ErrorCode>([
+  "NO_UPSTREAM",
+  "UPSTREAM_TIMEOUT",
+  "UPSTREAM_BAD_RESPONSE",
+  "UPSTREAM_RESPONSE_TOO_LARGE",
+  "WRITE_NOT_CONFIRMED",
+]);
+
+/** Whose fault an outcome is, from its error code, or for a relayed answer from the node's own status. */
+export function resultOf(code: ErrorCode | undefined, status: number): ResultClass {
+  if (code === undefined) return status >= 500 || status === 429 ? "upstream" : "ok";
+  if (code === "CLIENT_CLOSED") return "client_closed";
+  if (UPSTREAM_CODES.has(code)) return "upstream";
+  return ERRORS[code].status >= 500 ? "gateway" : "client";
+}
+
+/** WebSocket counts a scrape reads, per label. */
+export interface WebSocketCounts {
+  connections(): ReadonlyMap<string, number>;
+  subscriptions(): ReadonlyMap<string, number>;
+}
+
+/**
+ * The data plane's series (docs/operations.md lists them with their labels). Label values come only from
+ * the registry, the error table and the deployment's upstream names: never a key, a path, a host or an IP.
+ */
+export class GatewayMetrics {
+  readonly requests = new CounterTable(
+    "gateway_requests_total",
+    "Requests and WebSocket messages, by label, family, method or route, result class and error code",
+    ["label", "family", "method", "result", "code"],
+  );
+  readonly duration = new HistogramTable(
+    "gateway_request_duration_seconds",
+    "A request's whole time in the gateway, to its last byte",
+    ["label", "family"],
+    SECONDS,
+  );
+  readonly upstreamDuration = new HistogramTable(
+    "gateway_upstream_duration_seconds",
+    "The answering node's own time, from sending the request to the answer's last byte",
+    ["label", "upstream"],
+    SECONDS,
+  );
+  readonly requestBytes = new HistogramTable(
+    "gateway_request_body_bytes",
+    "Request bodies",
+    ["label"],
+    BYTES,
+  );
+  readonly responseBytes = new HistogramTable(
+    "gateway_response_bytes",
+    "Answers, headers included",
+    ["label"],
+    BYTES,
+  );
+  readonly rateLimited = new CounterTable(
+    "gateway_rate_limited_total",
+    "Requests refused by a rate limit, by label and by whom they count against (a key or a public client)",
+    ["label", "client"],
+  );
+  readonly webSocketFrames = new CounterTable(
+    "gateway_websocket_messages_total",
+    "WebSocket messages relayed, by label and direction",
+    ["label", "direction"],
+  );
+
+  /** Every series, for the registry. */
+  readonly all: readonly RegistrableMetric[];
+
+  constructor(upstreams: UpstreamTable, webSockets: WebSocketCounts) {
+    this.all = [
+      this.requests,
+      this.duration,
+      this.upstreamDuration,
+      this.requestBytes,
+      this.responseBytes,
+      this.rateLimited,
+      this.webSocketFrames,
+      new GaugeReading("gateway_websocket_connections", "Open WebSocket connections", "sum", () =>
+        perLabel(webSockets.connections()),
+      ),
+      new GaugeReading(
+        "gateway_websocket_subscriptions",
+        "Open subscriptions on WebSocket connections",
+        "sum",
+        () => perLabel(webSockets.subscriptions()),
+      ),
+      ...upstreamSeries(upstreams),
+    ];
+  }
+
+  /** A client's WebSocket message, after its checks: counted like a request, with no duration of its own. */
+  message(label: string, method: string, code: ErrorCode | undefined, keyed: boolean): void {
+    this.requests.add([label, "jsonrpc", method, resultOf(code, 0), code ?? ""]);
+    this.webSocketFrames.add([label, "in"]);
+    if (code === "RATE_LIMITED") this.rateLimited.add([label, keyed ? "key" : "ip"]);
+  }
+
+  request(outcome: RequestOutcome): void {
+    const { label, family } = outcome;
+    const result = resultOf(outcome.code, outcome.status);
+    this.requests.add([label, family, outcome.method, result, outcome.code ?? ""]);
+    this.duration.observe([label, family], outcome.seconds);
+    if (outcome.upstream !== undefined && outcome.upstreamSeconds !== undefined)
+      this.upstreamDuration.observe([label, outcome.upstream], outcome.upstreamSeconds);
+    if (outcome.requestBytes > 0) this.requestBytes.observe([label], outcome.requestBytes);
+    if (outcome.responseBytes > 0) this.responseBytes.observe([label], outcome.responseBytes);
+    if (outcome.code === "RATE_LIMITED") this.rateLimited.add([label, outcome.keyed ? "key" : "ip"]);
+  }
+}
+
+function perLabel(counts: ReadonlyMap<string, number>): MetricValue[] {
+  return [...counts].map(([label, value]) => ({ labels: { label }, value }));
+}
+
+/**
+ * Per upstream, from its health record. With node:cluster, each worker judges its upstreams itself; the
+ * primary adds up the workers' state gauges (how many workers see the node in each state) and calls in
+ * flight, and takes the highest head and lag and the mean latency and error rate.
+ */
+function upstreamSeries(table: UpstreamTable): RegistrableMetric[] {
+  const gauge = (
+    name: string,
+    help: string,
+    aggregator: "sum" | "max" | "average",
+    read: (health: UpstreamHealth, push: (value: number, extra?: Record<string, string>) => void) => void,
+  ) =>
+    new GaugeReading(name, help, aggregator, () => {
+      const values: MetricValue[] = [];
+      for (const group of table.groups()) {
+        for (const member of group.members) {
+          const labels = { label: group.label, mount: group.mount, upstream: member.metricName };
+          read(member.health, (value, extra) => values.push({ labels: { ...labels, ...extra }, value }));
+        }
+      }
+      return values;
+    });
+  return [
+    gauge("gateway_upstream_state", "1 for the upstream's state, 0 for the others", "sum", (health, push) => {
+      for (const state of STATES) push(health.state === state ? 1 : 0, { state });
+    }),
+    gauge("gateway_upstream_head", "The head its last good probe read", "max", (health, push) => {
+      if (health.head !== undefined) push(health.head);
+    }),
+    gauge("gateway_upstream_lag_blocks", "Blocks behind the label's best head", "max", (health, push) =>
+      push(health.lagBlocks),
+    ),
+    gauge(
+      "gateway_upstream_latency_seconds",
+      "Its smoothed time to an answer's headers",
+      "average",
+      (health, push) => push(health.latencyMs / 1000),
+    ),
+    gauge(
+      "gateway_upstream_error_ratio",
+      "The share of its last 100 calls that failed",
+      "average",
+      (health, push) => push(health.errorRate),
+    ),
+    gauge("gateway_upstream_in_flight", "Calls sent to it and not answered yet", "sum", (health, push) =>
+      push(health.inFlight),
+    ),
+  ];
+}

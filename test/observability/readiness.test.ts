@@ -1,0 +1,109 @@
+import { request } from "undici";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { DEFAULT_CONFIG, DEFAULT_HEALTH, DEFAULT_LIMITS } from "../../src/config/defaults.js";
+import { createLogger } from "../../src/log.js";
+import { Readiness } from "../../src/proxy/readiness.js";
+import { type RunningProxy, runProxy } from "../../src/proxy/run.js";
+import { type FaultyNode, startFaultyNode } from "../support/faulty-node.js";
+import { DOMAIN, KEYS, TEST_KEYS } from "../support/gateway.js";
+import { jsonRpcResponder } from "../support/loopback-node.js";
+
+// GET /healthz and GET /readyz on the operator listener, through a proxy's life: ready once it listens,
+// not ready while its only node is lost and ready again when the node is back, and not ready through a
+// graceful shutdown's delay while the public port still serves, until the listener closes.
+
+const SHUTDOWN_DELAY_MS = 600;
+
+describe("health and readiness", () => {
+  let node: FaultyNode;
+  let proxy: RunningProxy;
+
+  const probe = async (path: "/healthz" | "/readyz") => {
+    const r = await request(`http://127.0.0.1:${proxy.operatorPort}${path}`);
+    return { status: r.statusCode, body: (await r.body.json()) as { ready?: boolean; reasons?: string[] } };
+  };
+  const serve = async () => {
+    const r = await request(`http://127.0.0.1:${proxy.port}/${KEYS.all}/`, {
+      method: "POST",
+      headers: { host: `eth.${DOMAIN}`, "content-type": "application/json" },
+      body: '{"jsonrpc":"2.0","id":1,"method":"eth_blockNumber","params":[]}',
+    });
+    await r.body.text();
+    return r.statusCode;
+  };
+  /** Polls /readyz until its status is `status`, and returns the body that said so. */
+  const readyzUntil = async (status: number, what: string) => {
+    const started = performance.now();
+    for (;;) {
+      const last = await probe("/readyz");
+      if (last.status === status) return last.body;
+      if (performance.now() - started > 5000)
+        throw new Error(`not within 5 s: ${what}; last ${JSON.stringify(last)}`);
+      await new Promise((resolve) => setTimeout(resolve, 20));
+    }
+  };
+
+  beforeAll(async () => {
+    node = await startFaultyNode((h) => jsonRpcResponder({ eth_blockNumber: `0x${h.toString(16)}` }));
+    proxy = await runProxy(
+      {
+        ...DEFAULT_CONFIG,
+        domain: DOMAIN,
+        listen: { host: "127.0.0.1", port: 0 },
+        operator: { listen: { host: "127.0.0.1", port: 0 } },
+        keys: TEST_KEYS,
+        upstreams: { eth: [{ url: node.url, name: "only-node" }] },
+        health: {
+          ...DEFAULT_HEALTH,
+          probeIntervalMs: 50,
+          probeTimeoutMs: 200,
+          failAfter: 2,
+          recoverAfter: 1,
+        },
+        limits: { ...DEFAULT_LIMITS, shutdownDelayMs: SHUTDOWN_DELAY_MS, drainTimeoutMs: 1000 },
+        log: { level: "silent", access: false },
+      },
+      createLogger("silent"),
+    );
+  });
+  afterAll(async () => {
+    await proxy?.close().catch(() => {});
+    await node?.close();
+  });
+
+  it("is not ready before its public listener listens, whatever its upstreams", () => {
+    const readiness = new Readiness({ groups: () => [] });
+    expect(readiness.report()).toEqual({
+      ready: false,
+      reasons: ["not listening yet", "no upstream of any label is in rotation"],
+    });
+  });
+
+  it("is alive and ready once started", async () => {
+    expect(await probe("/healthz")).toEqual({ status: 200, body: { status: "alive" } });
+    expect(await probe("/readyz")).toEqual({ status: 200, body: { ready: true, reasons: [] } });
+  });
+
+  it("turns not ready when its only upstream is lost, and ready again when it is back", async () => {
+    await node.kill();
+    const body = await readyzUntil(503, "not ready once the node is out of rotation");
+    expect(body).toEqual({ ready: false, reasons: ["no upstream of any label is in rotation"] });
+    expect((await probe("/healthz")).status).toBe(200); // alive all the same: restarting it would not help
+    await node.revive();
+    await readyzUntil(200, "ready again once the node answers its probes");
+    expect(await serve()).toBe(200);
+  });
+
+  it("turns not ready as a graceful shutdown begins, and keeps serving until its listener closes", async () => {
+    const started = performance.now();
+    const closed = proxy.close();
+    const body = await readyzUntil(503, "not ready as the shutdown begins");
+    expect(body.reasons).toContain("shutting down");
+    expect(performance.now() - started).toBeLessThan(SHUTDOWN_DELAY_MS);
+    expect(await serve()).toBe(200); // a balancer that has not noticed yet loses nothing
+    await closed;
+    expect(performance.now() - started).toBeGreaterThanOrEqual(SHUTDOWN_DELAY_MS - 5);
+    await expect(serve()).rejects.toThrow(/ECONNREFUSED/);
+    await expect(probe("/readyz")).rejects.toThrow(/ECONNREFUSED/);
+  });
+});

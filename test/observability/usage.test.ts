@@ -1,0 +1,180 @@
+import { type ChildProcess, spawn } from "node:child_process";
+import { writeFileSync } from "node:fs";
+import { join } from "node:path";
+import { request } from "undici";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import {
+  DEFAULT_ACCOUNTS,
+  DEFAULT_CONFIG,
+  DEFAULT_HEALTH,
+  DEFAULT_LIMITS,
+} from "../../src/config/defaults.js";
+import type { GatewayConfig } from "../../src/config/types.js";
+import { createLogger } from "../../src/log.js";
+import { type RunningProxy, runProxy } from "../../src/proxy/run.js";
+import { type AccountsFixture, startAccounts } from "../accounts/helpers.js";
+import { ROOT } from "../registry/helpers.js";
+import { listeningPort } from "../support/child-process.js";
+import { DOMAIN } from "../support/gateway.js";
+import { jsonRpcResponder, type LoopbackNode, startLoopbackNode } from "../support/loopback-node.js";
+import { keyIn, type SmtpCapture, startSmtp, tokenIn } from "../support/smtp.js";
+
+// Usage per key: the proxy counts a key's calls per network and day, errors apart, and adds them to the
+// account store once per flush interval. Its owner reads them through the self-service API. A graceful
+// restart loses nothing; a crash loses at most the calls of the last interval.
+
+const FLUSH_MS = 300;
+
+describe("usage per key", () => {
+  let smtp: SmtpCapture;
+  let fx: AccountsFixture;
+  let node: LoopbackNode;
+  let session = "";
+  let key = "";
+  let keyId = 0;
+  const children: ChildProcess[] = [];
+
+  const config = (): GatewayConfig => ({
+    ...DEFAULT_CONFIG,
+    domain: DOMAIN,
+    listen: { host: "127.0.0.1", port: 0 },
+    operator: undefined,
+    keys: [],
+    upstreams: { eth: [node.url] },
+    health: { ...DEFAULT_HEALTH, probeIntervalMs: 0 },
+    limits: { ...DEFAULT_LIMITS, drainTimeoutMs: 0 },
+    log: { level: "silent", access: false },
+    accounts: {
+      ...DEFAULT_ACCOUNTS,
+      database: fx.database,
+      listen: { host: "127.0.0.1", port: 0 },
+      mail: { from: "gw@example.com", outbox: join(fx.dir, "outbox") },
+      followIntervalMs: 50,
+      usageFlushIntervalMs: FLUSH_MS,
+    },
+  });
+  const call = async (port: number, body: string) => {
+    const r = await request(`http://127.0.0.1:${port}/${key}/`, {
+      method: "POST",
+      headers: { host: `eth.${DOMAIN}`, "content-type": "application/json" },
+      body,
+    });
+    await r.body.text();
+    return r.statusCode;
+  };
+  const rpc = (method: string) => `{"jsonrpc":"2.0","id":1,"method":"${method}","params":[]}`;
+  const usage = async (query = "") => fx.api("GET", `/v1/keys/${keyId}/usage${query}`, undefined, session);
+  const totalNow = async () => (await usage()).json.total as { calls: number; errors: number };
+
+  beforeAll(async () => {
+    smtp = await startSmtp();
+    fx = await startAccounts({}, smtp.port);
+    node = await startLoopbackNode(jsonRpcResponder({ eth_blockNumber: "0x1", eth_chainId: "0x1" }));
+    const email = "usage@example.com";
+    const confirmation = smtp.next(email);
+    await fx.api("POST", "/v1/signup", { email });
+    session = (await fx.api("POST", "/v1/confirm", { token: tokenIn(await confirmation) })).json.session;
+    const keyMail = smtp.next(email);
+    const issued = await fx.api("POST", "/v1/free-tests", { network: "eth" }, session);
+    expect(issued.status).toBe(201);
+    keyId = issued.json.key.id;
+    key = keyIn(await keyMail);
+  });
+  afterAll(async () => {
+    for (const child of children) child.kill("SIGKILL");
+    await node?.close();
+    await fx?.close();
+    await smtp?.close();
+  });
+
+  it("counts calls per network and day, errors apart, and a graceful restart keeps every one", async () => {
+    let proxy: RunningProxy = await runProxy(config(), createLogger("silent"));
+    for (let i = 0; i < 3; i++) expect(await call(proxy.port, rpc("eth_blockNumber"))).toBe(200);
+    expect(await call(proxy.port, rpc("admin_peers"))).toBe(403); // refused: a call, and an error
+    expect(await call(proxy.port, `[${rpc("eth_blockNumber")},${rpc("eth_chainId")}]`)).toBe(200);
+    await proxy.close(); // flushes what it counted, well inside the interval
+    proxy = await runProxy(config(), createLogger("silent"));
+    for (let i = 0; i < 2; i++) expect(await call(proxy.port, rpc("eth_blockNumber"))).toBe(200);
+    await proxy.close();
+
+    const today = new Date().toISOString().slice(0, 10);
+    const answer = await usage();
+    expect(answer.status).toBe(200);
+    expect(answer.json).toMatchObject({
+      key: { id: keyId },
+      to: today,
+      days: [{ day: today, label: "eth", calls: 8, errors: 1 }],
+      total: { calls: 8, errors: 1 },
+    });
+    expect(JSON.stringify(answer.json)).not.toContain(key);
+  });
+
+  it("loses no more than one flush interval's calls when the proxy is killed", async () => {
+    const file = join(fx.dir, "deployment.yaml");
+    writeFileSync(
+      file,
+      [
+        `domain: ${DOMAIN}`,
+        "listen: { host: 127.0.0.1, port: 0 }",
+        "operator: null",
+        `upstreams: { eth: ["${node.url}"] }`,
+        "log: { level: info, access: false }",
+        "accounts:",
+        `  database: ${fx.database}`,
+        "  listen: { host: 127.0.0.1, port: 0 }",
+        `  mail: { from: "gw@example.com", outbox: ${join(fx.dir, "outbox")} }`,
+        `  usageFlushIntervalMs: ${FLUSH_MS}`,
+      ].join("\n"),
+    );
+    const start = () => {
+      const child = spawn(process.execPath, ["--import", "tsx", "src/proxy/main.ts"], {
+        cwd: ROOT,
+        env: { ...process.env, GATEWAY_CONFIG: file },
+        stdio: ["ignore", "ignore", "pipe"],
+      });
+      children.push(child);
+      return child;
+    };
+    const before = await totalNow();
+    const proxy = start();
+    const port = await listeningPort(proxy, "gateway listening");
+    for (let i = 0; i < 5; i++) expect(await call(port, rpc("eth_blockNumber"))).toBe(200);
+    await new Promise((resolve) => setTimeout(resolve, FLUSH_MS * 2)); // one flush has passed since
+    const killed = new Promise((resolve) => proxy.once("exit", resolve));
+    proxy.kill("SIGKILL");
+    await killed;
+    expect(await totalNow()).toEqual({ calls: before.calls + 5, errors: before.errors });
+
+    // and the proxy that takes over adds to what is there
+    const next = start();
+    const nextPort = await listeningPort(next, "gateway listening");
+    expect(await call(nextPort, rpc("eth_blockNumber"))).toBe(200);
+    const exited = new Promise((resolve) => next.once("exit", resolve));
+    next.kill("SIGTERM");
+    expect(await exited).toBe(0);
+    expect(await totalNow()).toEqual({ calls: before.calls + 6, errors: before.errors });
+  });
+
+  it("shows a key's usage to its owner only, over a range of days they choose", async () => {
+    const ranged = await usage("?from=2026-01-01&to=2026-01-31");
+    expect(ranged.status).toBe(200);
+    expect(ranged.json).toMatchObject({
+      from: "2026-01-01",
+      to: "2026-01-31",
+      days: [],
+      total: { calls: 0 },
+    });
+    expect((await usage("?from=yesterday")).json.error).toMatchObject({ code: "INVALID_FIELD" });
+    expect((await usage("?from=2026-02-01&to=2026-01-01")).status).toBe(400);
+    expect((await fx.api("GET", `/v1/keys/${keyId}/usage`)).status).toBe(401);
+
+    const stranger = "stranger@example.com";
+    const mail = smtp.next(stranger);
+    await fx.api("POST", "/v1/signup", { email: stranger });
+    const theirs = (await fx.api("POST", "/v1/confirm", { token: tokenIn(await mail) })).json.session;
+    expect((await fx.api("GET", `/v1/keys/${keyId}/usage`, undefined, theirs)).status).toBe(404);
+    // the account-wide view names each key by its prefix
+    const all = await fx.api("GET", "/v1/usage", undefined, session);
+    expect(all.json.days.every((row: { key: string }) => key.startsWith(row.key))).toBe(true);
+  });
+});
