@@ -15,6 +15,7 @@ import type { Bench, Scenario, ScenarioResult } from "./scenario.js";
 import { budgetScaling } from "./scenarios/budget.js";
 import { failover } from "./scenarios/failover.js";
 import { httpScenarios } from "./scenarios/http.js";
+import { metricsCost } from "./scenarios/metrics.js";
 import { routingCost } from "./scenarios/routing.js";
 import { webSocketFanout } from "./scenarios/ws-fanout.js";
 
@@ -29,7 +30,7 @@ const quick = args.quick;
 const full = !quick && args.only === undefined;
 const SCENARIOS: readonly Scenario[] =
   args.only === undefined
-    ? [httpScenarios, budgetScaling, routingCost, failover, webSocketFanout]
+    ? [httpScenarios, metricsCost, budgetScaling, routingCost, failover, webSocketFanout]
     : [httpScenarios];
 
 const began = Date.now();

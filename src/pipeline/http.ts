@@ -182,9 +182,9 @@ export class HttpExchange {
     access.status = this.#res.headersSent ? this.#res.statusCode : 499;
     access.ms = Math.round(elapsed);
     const code = access.error as ErrorCode | undefined;
+    const result = resultOf(code, access.status);
     if (this.#usage !== undefined && access.key !== undefined && access.label !== undefined) {
       // A call the gateway or the node failed is an error; one whose caller left is not either side's.
-      const result = resultOf(code, access.status);
       const failed = result !== "ok" && result !== "client_closed";
       this.#usage.record(access.key, access.label, this.#calls, failed ? this.#calls : this.#refusedCalls);
     }
@@ -201,7 +201,11 @@ export class HttpExchange {
       responseBytes: this.#req.socket.bytesWritten - this.#writtenBefore,
       keyed: access.key !== undefined,
     });
-    if (this.#logAccess) this.#logger.log("info", "request", access);
+    // A request a node or the gateway failed is a warning, written even with the access log off: its
+    // line names the error code and the upstream (by name, never its credentials), and never the key.
+    const failed = result === "upstream" || result === "gateway";
+    if (failed) this.#logger.log("warn", "request", access);
+    else if (this.#logAccess) this.#logger.log("info", "request", access);
   }
 
   #fail(error: unknown, replyId: string): void {
@@ -220,6 +224,7 @@ export class HttpExchange {
   }
 
   #unhandled(error: unknown): void {
-    this.#logger.log("error", "unhandled", { error: String(error) });
+    const { label, upstream } = this.#access;
+    this.#logger.log("error", "unhandled", { code: "INTERNAL", label, upstream, error: String(error) });
   }
 }
