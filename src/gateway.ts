@@ -73,10 +73,17 @@ export function createGateway(options: GatewayOptions): Gateway {
     upstreams,
     ...(options.limiter === undefined ? {} : { limiter: options.limiter }),
   });
-  const websockets = new WebSocketGateway(config, stages, logger);
-  const metrics = config.metrics.enabled ? new GatewayMetrics(upstreams, websockets) : undefined;
-  websockets.metrics = metrics;
-  websockets.usage = options.usage;
+  // The WebSocket gauges are read at scrape time, from the connections the WebSocket gateway holds.
+  const metrics: GatewayMetrics | undefined = config.metrics.enabled
+    ? new GatewayMetrics(upstreams, {
+        connections: () => websockets.connections(),
+        subscriptions: () => websockets.subscriptions(),
+      })
+    : undefined;
+  const websockets: WebSocketGateway = new WebSocketGateway(config, stages, logger, {
+    metrics,
+    usage: options.usage,
+  });
   const exchange = {
     limits,
     logger,

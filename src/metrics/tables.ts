@@ -41,7 +41,7 @@ export class CounterTable implements RegistrableMetric {
   readonly name: string;
   readonly #help: string;
   readonly #labelNames: readonly string[];
-  readonly #values = new Map<string, { labels: readonly string[]; value: number }>();
+  readonly #values = new Map<string, CounterCell>();
 
   constructor(name: string, help: string, labelNames: readonly string[]) {
     this.name = name;
@@ -50,10 +50,18 @@ export class CounterTable implements RegistrableMetric {
   }
 
   add(labels: readonly string[], value = 1): void {
+    this.cell(labels).value += value;
+  }
+
+  /** The count of these label values, to add to directly: a caller that keeps it builds no key again. */
+  cell(labels: readonly string[]): CounterCell {
     const key = labels.join(SEPARATOR);
-    const entry = this.#values.get(key);
-    if (entry === undefined) this.#values.set(key, { labels: [...labels], value });
-    else entry.value += value;
+    let cell = this.#values.get(key);
+    if (cell === undefined) {
+      cell = { labels: [...labels], value: 0 };
+      this.#values.set(key, cell);
+    }
+    return cell;
   }
 
   /** The count for exactly these label values (0 when never counted). */
@@ -79,7 +87,14 @@ export class CounterTable implements RegistrableMetric {
   }
 }
 
-interface HistogramEntry {
+/** One series of a counter. */
+export interface CounterCell {
+  readonly labels: readonly string[];
+  value: number;
+}
+
+/** One series of a histogram. */
+export interface HistogramEntry {
   readonly labels: readonly string[];
   /** Observations at or below each bound, not yet cumulative. */
   readonly counts: Float64Array;
@@ -102,12 +117,21 @@ export class HistogramTable implements RegistrableMetric {
   }
 
   observe(labels: readonly string[], value: number): void {
+    this.observeIn(this.entry(labels), value);
+  }
+
+  /** The series of these label values, to observe into directly: a caller that keeps it builds no key again. */
+  entry(labels: readonly string[]): HistogramEntry {
     const key = labels.join(SEPARATOR);
     let entry = this.#entries.get(key);
     if (entry === undefined) {
       entry = { labels: [...labels], counts: new Float64Array(this.#bounds.length + 1), sum: 0, count: 0 };
       this.#entries.set(key, entry);
     }
+    return entry;
+  }
+
+  observeIn(entry: HistogramEntry, value: number): void {
     let bucket = 0;
     while (bucket < this.#bounds.length && value > (this.#bounds[bucket] as number)) bucket++;
     entry.counts[bucket] = (entry.counts[bucket] as number) + 1;

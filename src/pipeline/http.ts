@@ -71,7 +71,7 @@ export class HttpExchange {
     this.#usage = options.usage;
     this.#inFlight = options.inFlight;
     this.#inFlight.count += 1;
-    this.#writtenBefore = req.socket.bytesWritten;
+    this.#writtenBefore = this.#metrics === undefined ? 0 : req.socket.bytesWritten;
   }
 
   /** Stages 1 to 4's first half, then the body if the family reads one. */

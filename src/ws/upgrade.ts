@@ -30,17 +30,27 @@ export class WebSocketGateway implements WebSocketCounts {
     Connection,
     { readonly owner: string; readonly upstream: Upstream; readonly label: string }
   >();
-  /** Where each connection counts its messages; undefined with metrics off. */
-  metrics: GatewayMetrics | undefined = undefined;
-  /** Where keyed messages are counted per day; undefined without an account store. */
-  usage: UsageRecorder | undefined = undefined;
+  readonly #metrics: GatewayMetrics | undefined;
+  readonly #usage: UsageRecorder | undefined;
   readonly #perClient = new Map<string, number>();
   readonly #perIp = new Map<string, number>();
 
-  constructor(config: GatewayConfig, stages: Stages, logger: Logger) {
+  constructor(
+    config: GatewayConfig,
+    stages: Stages,
+    logger: Logger,
+    counted: {
+      /** Where each connection counts its messages; undefined with metrics off. */
+      readonly metrics: GatewayMetrics | undefined;
+      /** Where keyed messages are counted per day; undefined without an account store. */
+      readonly usage: UsageRecorder | undefined;
+    },
+  ) {
     this.#config = config;
     this.#stages = stages;
     this.#logger = logger;
+    this.#metrics = counted.metrics;
+    this.#usage = counted.usage;
     this.#server = new WebSocketServer({
       noServer: true,
       clientTracking: false,
@@ -134,8 +144,8 @@ export class WebSocketGateway implements WebSocketCounts {
       mounted,
       support: this.#config.support,
       limits: this.#config.limits,
-      metrics: this.metrics,
-      usage: this.usage,
+      metrics: this.#metrics,
+      usage: this.#usage,
       onClose: () => {
         this.#connections.delete(connection);
         release();
