@@ -24,14 +24,24 @@ const { values: args } = parseArgs({
     quick: { type: "boolean", default: false },
     // while working on one thing: only HTTP workloads whose name contains this, and no other scenario
     only: { type: "string" },
+    // or only the scenario whose name contains this ("fan-out", "failover")
+    scenario: { type: "string" },
   },
 });
 const quick = args.quick;
-const full = !quick && args.only === undefined;
+const full = !quick && args.only === undefined && args.scenario === undefined;
+const ALL: readonly Scenario[] = [
+  httpScenarios,
+  metricsCost,
+  budgetScaling,
+  routingCost,
+  failover,
+  webSocketFanout,
+];
 const SCENARIOS: readonly Scenario[] =
-  args.only === undefined
-    ? [httpScenarios, metricsCost, budgetScaling, routingCost, failover, webSocketFanout]
-    : [httpScenarios];
+  args.only !== undefined
+    ? [httpScenarios]
+    : ALL.filter((s) => args.scenario === undefined || s.name.includes(args.scenario));
 
 const began = Date.now();
 const progress = (done: string) =>

@@ -77,6 +77,7 @@ function checkInterface(
   }
   const trie = iface.routes ? checkRoutes(iface.routes, [...path, "routes"], report) : undefined;
   checkWrites(iface, trie, [...path, "writes"], report);
+  checkSubscriptions(iface, [...path, "subscriptions"], report);
   if (iface.head.route !== undefined) {
     const route = parseOrReport(iface.head.route, [...path, "head", "route"], report);
     if (route?.segments.some((s) => s.kind !== "static")) {
@@ -102,6 +103,36 @@ function checkWrites(iface: InterfaceSpec, trie: TrieNode | undefined, path: Yam
     const route = parseOrReport(text, [...path, i], report);
     if (route !== undefined && (trie === undefined || !reaches(trie, route)))
       report([...path, i], `write "${text}" is not a route this interface allows`);
+  });
+}
+
+/**
+ * Subscription rules name the interface's own subscribe methods, and the calls that fill a gap are
+ * methods it serves to every caller: the relay sends them on the caller's behalf.
+ */
+function checkSubscriptions(iface: InterfaceSpec, path: YamlPath, report: Report): void {
+  const rules = iface.subscriptions;
+  if (rules === undefined) return;
+  const subscribe = new Set(iface.methods?.subscribe ?? []);
+  const shared = new Set(iface.methods?.shared ?? []);
+  (rules.pinned ?? []).forEach((name, i) => {
+    if (!subscribe.has(name)) report([...path, "pinned", i], `"${name}" is not in methods.subscribe`);
+  });
+  rules.kinds.forEach((kind, k) => {
+    kind.subscribe.forEach((name, i) => {
+      if (!subscribe.has(name))
+        report([...path, "kinds", k, "subscribe", i], `"${name}" is not in methods.subscribe`);
+    });
+    const fills = [
+      ["heads", kind.heads?.byHash.method],
+      ["events", kind.events?.backfill.method],
+    ] as const;
+    for (const [rule, method] of fills) {
+      if (method !== undefined && !shared.has(method))
+        report([...path, "kinds", k, rule], `"${method}" is not in methods.shared`);
+    }
+    if (kind.heads !== undefined && kind.events !== undefined)
+      report([...path, "kinds", k], "a kind carries heads or events, not both");
   });
 }
 

@@ -159,6 +159,7 @@ function policyLiteral(policy: PolicyModel, model: RegistryModel): string {
       plainTextBody: ${rule.plainTextBody === true},
       methods: new Map<string, MethodAccess>([${methods.join(",\n")}]),
       writes: new Set<string>(${literal(policy.writes)}),
+      ${policy.subscriptions === undefined ? "" : `subscriptions: ${literal(policy.subscriptions)},`}
     }`);
   }
   if (policy.routes !== undefined) parts.push(`routes: ${trieLiteral(policy.routes)}`);

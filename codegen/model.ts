@@ -1,5 +1,5 @@
 import { matchRoute } from "../src/registry/match-route.js";
-import type { Family, HeadCall, HttpMethod, MethodAccess } from "../src/registry/types.js";
+import type { Family, HeadCall, HttpMethod, MethodAccess, SubscriptionRules } from "../src/registry/types.js";
 import { checkRegistry, isRouteText } from "./checks.js";
 import { type LoadedRegistry, loadRegistry, RegistryError } from "./load.js";
 import type { EnvelopeRule, HeadSpec, InterfaceSpec, RegistrySpec } from "./registry-types.js";
@@ -17,6 +17,8 @@ export interface PolicyModel {
   readonly writes: readonly string[];
   /** Routes that submit something, compiled like `routes`. */
   readonly writeRoutes?: TrieNode;
+  /** The first of the mount's interfaces that describes its subscriptions. */
+  readonly subscriptions?: SubscriptionRules;
 }
 
 export interface EndpointModel {
@@ -162,6 +164,7 @@ function mergePolicy(id: string, ids: readonly string[], spec: RegistrySpec): Po
   }
   // A mount that serves a JSON-RPC dialect and HTTP routes too is served by the mixed family handler.
   const family: Family = first.family === "jsonrpc" && routes !== undefined ? "mixed" : first.family;
+  const subscriptions = interfaces.find((i) => i.subscriptions !== undefined)?.subscriptions;
   return {
     id,
     family,
@@ -170,6 +173,7 @@ function mergePolicy(id: string, ids: readonly string[], spec: RegistrySpec): Po
     ...(routes === undefined ? {} : { routes }),
     writes: [...writes],
     ...(writeRoutes === undefined ? {} : { writeRoutes }),
+    ...(subscriptions === undefined ? {} : { subscriptions: { pinned: [], ...subscriptions } }),
   };
 }
 

@@ -1,5 +1,7 @@
 // The registry file as the schema (registry/schema.json) admits it.
 
+import type { SubscriptionKind } from "../src/registry/types.js";
+
 export type ParamsForm = "array" | "object" | "null" | "absent";
 export type JsonRpcVersion = "1.0" | "2.0" | "absent";
 export type Encoding = "integer" | "hex-quantity" | "decimal-string";
@@ -46,6 +48,14 @@ export interface InterfaceSpec {
   /** Methods and routes that submit something: the gateway never sends one of them to a node twice. */
   writes?: string[];
   head: HeadSpec;
+  /** How the WebSocket relay moves subscriptions (src/registry/types.ts SubscriptionRules, as written). */
+  subscriptions?: SubscriptionsSpec;
+}
+
+export interface SubscriptionsSpec {
+  idMember: string;
+  pinned?: string[];
+  kinds: SubscriptionKind[];
 }
 
 export interface MountSpec {

@@ -28,9 +28,13 @@ export class PassedCall {
    * id and params as the caller's own source text (so an id keeps all its digits). Others are dropped.
    */
   get json(): string {
+    return this.withParams(this.call.members.get("params"));
+  }
+
+  /** `json` with other params: an unsubscribe naming the id its subscription has on the node now. */
+  withParams(params: string | undefined): string {
     const { members } = this.call;
     const jsonrpc = members.get("jsonrpc");
-    const params = members.get("params");
     let out = "{";
     if (jsonrpc !== undefined) out += `"jsonrpc":${jsonrpc},`;
     if (this.id !== undefined) out += `"id":${this.id},`;

@@ -104,6 +104,11 @@ export class GatewayMetrics {
     "WebSocket messages relayed, by label and direction",
     ["label", "direction"],
   );
+  readonly webSocketMoves = new CounterTable(
+    "gateway_websocket_moves_total",
+    "WebSocket connections whose upstream socket was lost: moved to another node, or closed (1014)",
+    ["label", "outcome"],
+  );
 
   /** Every series, for the registry. */
   readonly all: readonly RegistrableMetric[];
@@ -118,6 +123,7 @@ export class GatewayMetrics {
       this.responseBytes,
       this.rateLimited,
       this.webSocketFrames,
+      this.webSocketMoves,
       new GaugeReading("gateway_websocket_connections", "Open WebSocket connections", "sum", () =>
         perLabel(webSockets.connections()),
       ),

@@ -52,6 +52,60 @@ export interface JsonRpcPolicy {
   readonly methods: ReadonlyMap<string, MethodAccess>;
   /** Methods that submit something (registry `writes`): never sent to a node twice. */
   readonly writes: ReadonlySet<string>;
+  /** How the dialect's subscriptions are made again on another node (registry `subscriptions`). */
+  readonly subscriptions?: SubscriptionRules;
+}
+
+/**
+ * What the WebSocket relay needs to move a connection's subscriptions to another node when its own goes
+ * (src/ws/subscriptions.ts): where a notification names its subscription, which subscriptions cannot
+ * move, and which carry a block position, with the calls that fill a gap.
+ */
+export interface SubscriptionRules {
+  /** The member of a notification's `params` that holds the subscription's id (`subscription`). */
+  readonly idMember: string;
+  /** Subscribe methods whose subscription is node state or submits something: the connection stays pinned. */
+  readonly pinned: readonly string[];
+  readonly kinds: readonly SubscriptionKind[];
+}
+
+/** Subscriptions that carry a position. A subscribe call that matches none is made again, nothing filled. */
+export interface SubscriptionKind {
+  readonly subscribe: readonly string[];
+  /** When set, only subscribe calls whose first param is this string (`eth_subscribe` `newHeads`). */
+  readonly first?: string;
+  /** Each notification is one block header: a gap is filled by walking back from the first new one. */
+  readonly heads?: HeadsRule;
+  /** Each notification is one event (a log): a gap is filled with a range query. */
+  readonly events?: EventsRule;
+}
+
+export interface HeadsRule {
+  /** Member of a header that holds its height, and of a header that names its parent block. */
+  readonly number: string;
+  readonly parent: string;
+  readonly encoding: HeadEncoding;
+  /** The call that returns a header by hash; the string "{hash}" in `params` stands for the hash. */
+  readonly byHash: { readonly method: string; readonly params: unknown };
+}
+
+export interface EventsRule {
+  /** The notification method, for events the range query finds before the node pushes one. */
+  readonly notification: string;
+  /** Members of an event that hold its block's height and its place in the block. */
+  readonly number: string;
+  readonly index: string;
+  readonly encoding: HeadEncoding;
+  /**
+   * The range query: `method` with one param, the subscribe call's `filterParam`-th param (an object, or
+   * {} when absent) with the members `from` and `to` set to the range's first and last height.
+   */
+  readonly backfill: {
+    readonly method: string;
+    readonly filterParam: number;
+    readonly from: string;
+    readonly to: string;
+  };
 }
 
 /** What one mount of an endpoint serves: a JSON-RPC dialect, REST routes, or both (a bridge's GET /health). */

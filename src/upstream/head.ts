@@ -53,7 +53,8 @@ export function readHead(call: HeadCall, text: string): number {
   return decode(value, call.encoding, call.field.join("."));
 }
 
-function decode(value: unknown, encoding: HeadEncoding, field: string): number {
+/** A height as the registry's encoding writes it; throws when `value` is not one. */
+export function decode(value: unknown, encoding: HeadEncoding, field: string): number {
   let height = Number.NaN;
   if (encoding === "integer" && typeof value === "number") height = value;
   else if (encoding === "hex-quantity" && typeof value === "string" && /^0x[0-9a-f]+$/i.test(value))
@@ -63,6 +64,12 @@ function decode(value: unknown, encoding: HeadEncoding, field: string): number {
   if (!Number.isSafeInteger(height) || height < 0)
     throw new Error(`${field} is not a height (${encoding}): ${JSON.stringify(value)?.slice(0, 80)}`);
   return height;
+}
+
+/** A height written in the registry's encoding, for a call that takes one (a range query's bounds). */
+export function encodeHeight(height: number, encoding: HeadEncoding): string | number {
+  if (encoding === "hex-quantity") return `0x${height.toString(16)}`;
+  return encoding === "decimal-string" ? String(height) : height;
 }
 
 function isObject(value: unknown): value is Record<string, unknown> {

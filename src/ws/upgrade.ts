@@ -25,11 +25,8 @@ export class WebSocketGateway implements WebSocketCounts {
   readonly #stages: Stages;
   readonly #logger: Logger;
   readonly #server: WebSocketServer;
-  /** Each open connection: who it counts against, and the upstream its socket is on. */
-  readonly #connections = new Map<
-    Connection,
-    { readonly owner: string; readonly upstream: Upstream; readonly label: string }
-  >();
+  /** Each open connection: who it counts against, and its label. */
+  readonly #connections = new Map<Connection, { readonly owner: string; readonly label: string }>();
   readonly #metrics: GatewayMetrics | undefined;
   readonly #usage: UsageRecorder | undefined;
   readonly #perClient = new Map<string, number>();
@@ -108,17 +105,14 @@ export class WebSocketGateway implements WebSocketCounts {
       if (owner === keyId) connection.close(CLOSE.POLICY, "API key withdrawn");
   }
 
-  /**
-   * Closes the connections on an upstream that is failing: a node that hangs keeps its sockets open
-   * without answering, so the prober's verdict, not the socket, says it is gone. The client reconnects
-   * and gets an upstream in rotation.
-   */
+  /** Open connections per label, for the metrics. */
   connections(): Map<string, number> {
     const counts = new Map<string, number>();
     for (const { label } of this.#connections.values()) counts.set(label, (counts.get(label) ?? 0) + 1);
     return counts;
   }
 
+  /** Open subscriptions per label, for the metrics. */
   subscriptions(): Map<string, number> {
     const counts = new Map<string, number>();
     for (const [connection, { label }] of this.#connections)
@@ -126,9 +120,14 @@ export class WebSocketGateway implements WebSocketCounts {
     return counts;
   }
 
+  /**
+   * Moves the connections off an upstream that is failing: a node that hangs keeps its sockets open
+   * without answering, so the prober's verdict, not the socket, says it is gone. Each connection opens a
+   * socket on a node in rotation and takes its subscriptions along (connection.ts).
+   */
   upstreamFailed(upstream: Upstream): void {
-    for (const [connection, entry] of this.#connections)
-      if (entry.upstream === upstream) connection.close(CLOSE.BAD_GATEWAY, "upstream out of rotation");
+    for (const connection of [...this.#connections.keys()])
+      if (connection.node === upstream) connection.nodeFailed();
   }
 
   #open(
@@ -139,19 +138,21 @@ export class WebSocketGateway implements WebSocketCounts {
     release: () => void,
   ): void {
     const { admitted } = mounted;
-    const connection = new Connection(client, upstreamSocket, {
+    const group = this.#stages.upstreamGroup(mounted);
+    const connection = new Connection(client, upstreamSocket, upstream, {
       stages: this.#stages,
       mounted,
       support: this.#config.support,
       limits: this.#config.limits,
       metrics: this.#metrics,
       usage: this.#usage,
+      reconnect: (wanted, callback) => openWebSocket(group, this.#config.limits, wanted, callback),
       onClose: () => {
         this.#connections.delete(connection);
         release();
       },
     });
-    this.#connections.set(connection, { owner: admitted.clientId, upstream, label: admitted.endpoint.label });
+    this.#connections.set(connection, { owner: admitted.clientId, label: admitted.endpoint.label });
     this.#logger.log("info", "websocket open", {
       label: admitted.endpoint.label,
       key: admitted.principal?.keyId,

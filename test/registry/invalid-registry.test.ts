@@ -180,6 +180,12 @@ const defects: readonly Defect[] = [
     message: '32:14 write "POST /transactions" is not a route this interface allows',
   },
   {
+    name: "a subscription kind whose subscribe method is not in methods.subscribe",
+    from: "    head: { method: eth_blockNumber, params: [], field: result, encoding: hex-quantity }\n",
+    to: '    head: { method: eth_blockNumber, params: [], field: result, encoding: hex-quantity }\n    subscriptions:\n      idMember: subscription\n      kinds:\n        - subscribe: [eth_subscribe]\n          heads: { number: number, parent: parentHash, encoding: hex-quantity, byHash: { method: eth_getBalance, params: ["{hash}"] } }\n',
+    message: '23:23 "eth_subscribe" is not in methods.subscribe',
+  },
+  {
     name: "a network without its block time",
     from: "    name: Beta\n    blockTime: 6\n",
     to: "    name: Beta\n",

@@ -30,6 +30,11 @@ export interface AnvilOptions {
   readonly blockTime?: number;
   /** Listen on this port (a node restarted where it was) rather than a free one. */
   readonly port?: number;
+  /**
+   * Mine only on `evm_mine`, on a genesis block of this timestamp: nodes started alike and mined with
+   * the same timestamps and transactions build the same chain, block hashes and all.
+   */
+  readonly sameChainAs?: { readonly genesisTimestamp: number };
 }
 
 /** A real local EVM node on loopback, started by this process and answering once this resolves. */
@@ -38,6 +43,8 @@ export async function startAnvil(options: AnvilOptions = {}): Promise<Anvil> {
   const args = ["--port", String(port), "--host", "127.0.0.1", "--silent"];
   if (options.pruned) args.push("--prune-history");
   if (options.blockTime !== undefined) args.push("--block-time", String(options.blockTime));
+  if (options.sameChainAs !== undefined)
+    args.push("--no-mining", "--timestamp", String(options.sameChainAs.genesisTimestamp));
   const child: ChildProcess = spawn(anvilBinary(), args, { stdio: "ignore" });
   const exited = new Promise<void>((resolve) => child.once("exit", () => resolve()));
   // A process killed by a signal has a signalCode and no exitCode.

@@ -332,6 +332,43 @@ function substrateStateCall(params: unknown): unknown {
 export interface SubstrateOptions {
   /** How often a new-heads subscription gets a header pushed; 50 ms unless given. */
   readonly newHeadEveryMs?: number;
+  /**
+   * A chain the node follows, shared with other nodes: new heads are pushed as the chain makes them (the
+   * current one first, as a Substrate node does), and chain_getHeader finds its headers by hash.
+   */
+  readonly chain?: SharedSubstrateChain;
+}
+
+/** One simulated Substrate chain that several loopback nodes follow: block n's parent is block n - 1. */
+export class SharedSubstrateChain {
+  head = SUBSTRATE_HEAD_NUMBER;
+  readonly #followers = new Set<(number: number) => void>();
+
+  static hash(number: number): string {
+    return `0x${number.toString(16).padStart(8, "0")}${"e7".repeat(28)}`;
+  }
+
+  static header(number: number): ReturnType<typeof substrateHeader> {
+    return { ...substrateHeader(number), parentHash: SharedSubstrateChain.hash(number - 1) };
+  }
+
+  /** The header whose hash is `hash`, or null for a hash of no block up to the head. */
+  headerByHash(hash: unknown): ReturnType<typeof substrateHeader> | null {
+    if (typeof hash !== "string" || !hash.endsWith("e7".repeat(28))) return null;
+    const number = Number.parseInt(hash.slice(2, 10), 16);
+    return number <= this.head ? SharedSubstrateChain.header(number) : null;
+  }
+
+  /** Makes the next block: every follower hears of it. */
+  produce(): void {
+    this.head++;
+    for (const follow of this.#followers) follow(this.head);
+  }
+
+  follow(listener: (number: number) => void): () => void {
+    this.#followers.add(listener);
+    return () => this.#followers.delete(listener);
+  }
 }
 
 /**
@@ -343,7 +380,13 @@ export interface SubstrateOptions {
  */
 export function substrateNode(options: SubstrateOptions = {}): LoopbackWsNodeOptions {
   const every = options.newHeadEveryMs ?? 50;
+  const { chain } = options;
   const headFeed = (subscription: ActiveSubscription) => {
+    if (chain !== undefined) {
+      subscription.notify(SharedSubstrateChain.header(chain.head));
+      subscription.onEnd(chain.follow((n) => subscription.notify(SharedSubstrateChain.header(n))));
+      return;
+    }
     let number = SUBSTRATE_HEAD_NUMBER;
     const timer = setInterval(() => subscription.notify(substrateHeader(++number)), every);
     subscription.onEnd(() => clearInterval(timer));
@@ -353,7 +396,13 @@ export function substrateNode(options: SubstrateOptions = {}): LoopbackWsNodeOpt
       rpc_methods: rpc,
       chain_getBlockHash: (params: unknown) =>
         Array.isArray(params) && params[0] === 0 ? SUBSTRATE_GENESIS : SUBSTRATE_HEAD_HASH,
-      chain_getHeader: substrateHeader(SUBSTRATE_HEAD_NUMBER),
+      chain_getHeader:
+        chain === undefined
+          ? substrateHeader(SUBSTRATE_HEAD_NUMBER)
+          : (params: unknown) =>
+              Array.isArray(params) && params.length > 0
+                ? chain.headerByHash(params[0])
+                : SharedSubstrateChain.header(chain.head),
       chain_getFinalizedHead: SUBSTRATE_HEAD_HASH,
       chain_getFinalisedHead: SUBSTRATE_HEAD_HASH,
       state_getRuntimeVersion: version,

@@ -1,6 +1,5 @@
 import type { Socket } from "node:net";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
-import { WebSocket } from "ws";
 import { DEFAULT_LIMITS } from "../../src/config/defaults.js";
 import type { WebSocketLimits } from "../../src/config/types.js";
 import { type Anvil, startAnvil } from "../support/anvil.js";
@@ -17,128 +16,7 @@ import { resolveTestHosts } from "../support/test-hosts.js";
 // Each WebSocket bound, broken by one client, while another well-behaved client on the same gateway keeps
 // getting answers during and after. Clients are the `ws` package's, at `ws://<label>.gw.test:<port>/<KEY>`.
 
-interface Closed {
-  readonly code: number;
-  readonly reason: string;
-}
-
-interface RpcAnswer {
-  readonly id?: unknown;
-  readonly result?: unknown;
-  readonly error?: { code: number; message: string; data?: { code?: string } & Record<string, unknown> };
-}
-
-/** A raw JSON-RPC client over one socket: every message kept as text, answers found by id. */
-class Client {
-  readonly ws: WebSocket;
-  readonly received: string[] = [];
-  readonly closed: Promise<Closed>;
-  #closedWith: Closed | undefined;
-  /** Far from the ids tests write by hand. */
-  #nextId = 1000;
-  readonly #waiters = new Set<() => void>();
-
-  private constructor(ws: WebSocket) {
-    this.ws = ws;
-    ws.on("message", (data) => {
-      this.received.push(String(data));
-      for (const wake of this.#waiters) wake();
-    });
-    ws.on("error", () => {});
-    this.closed = new Promise((resolve) => {
-      ws.once("close", (code, reason) => {
-        this.#closedWith = { code, reason: reason.toString() };
-        resolve(this.#closedWith);
-        for (const wake of this.#waiters) wake();
-      });
-    });
-  }
-
-  static open(url: string): Promise<Client> {
-    const ws = new WebSocket(url);
-    return new Promise((resolve, reject) => {
-      ws.once("open", () => resolve(new Client(ws)));
-      ws.once("error", reject);
-      ws.once("unexpected-response", (_req, res) => reject(new Error(`upgrade refused: ${res.statusCode}`)));
-    });
-  }
-
-  /** The upgrade is expected to be refused: its status and JSON body. */
-  static refused(url: string): Promise<{ status: number; body: unknown }> {
-    const ws = new WebSocket(url);
-    return new Promise((resolve, reject) => {
-      ws.once("open", () => {
-        ws.terminate();
-        reject(new Error("the upgrade was accepted"));
-      });
-      ws.once("error", () => {});
-      ws.once("unexpected-response", (_req, res) => {
-        const chunks: Buffer[] = [];
-        res.on("data", (chunk: Buffer) => chunks.push(chunk));
-        res.on("end", () => {
-          resolve({ status: res.statusCode ?? 0, body: JSON.parse(Buffer.concat(chunks).toString("utf8")) });
-          ws.terminate();
-        });
-      });
-    });
-  }
-
-  get isOpen(): boolean {
-    return this.ws.readyState === WebSocket.OPEN;
-  }
-
-  send(text: string | Buffer, binary = false): void {
-    this.ws.send(text, { binary });
-  }
-
-  /** The first message (from `from` on) that `match` accepts. */
-  async waitFor(match: (text: string) => boolean, timeoutMs = 3_000, from = 0): Promise<string> {
-    const deadline = Date.now() + timeoutMs;
-    for (;;) {
-      const found = this.received.slice(from).find(match);
-      if (found !== undefined) return found;
-      if (this.#closedWith !== undefined)
-        throw new Error(
-          `socket closed (${this.#closedWith.code} ${this.#closedWith.reason}) before the answer`,
-        );
-      const left = deadline - Date.now();
-      if (left <= 0) throw new Error(`no matching message within ${timeoutMs} ms`);
-      await new Promise<void>((resolve) => {
-        const timer = setTimeout(done, left);
-        function done() {
-          clearTimeout(timer);
-          waiters.delete(done);
-          resolve();
-        }
-        const waiters = this.#waiters;
-        waiters.add(done);
-      });
-    }
-  }
-
-  /** The answer whose id token is exactly `rawId` (single answers only). */
-  async answerTo(rawId: string, timeoutMs = 3_000): Promise<RpcAnswer> {
-    const text = await this.waitFor((t) => t.startsWith("{") && rawIdOf(t) === rawId, timeoutMs);
-    return JSON.parse(text) as RpcAnswer;
-  }
-
-  /** Sends one call with a fresh numeric id and returns its answer. */
-  async call(method: string, params: unknown[] = [], timeoutMs = 3_000): Promise<RpcAnswer> {
-    const id = this.#nextId++;
-    this.send(JSON.stringify({ jsonrpc: "2.0", id, method, params }));
-    return this.answerTo(String(id), timeoutMs);
-  }
-
-  close(): void {
-    if (this.ws.readyState === WebSocket.CONNECTING || this.ws.readyState === WebSocket.OPEN)
-      this.ws.terminate();
-  }
-}
-
-/** The id member's source text of a single JSON-RPC answer. */
-function rawIdOf(text: string): string | undefined {
-  return /"id"\s*:\s*("(?:[^"\\]|\\.)*"|-?\d[\d.eE+-]*|null)/.exec(text)?.[1];
-}
+import { Client, type RpcAnswer, rawIdOf } from "../support/ws-client.js";
 
 /** A well-behaved client that calls `method` in a loop and counts the answers. */
 interface Witness {
@@ -615,22 +493,38 @@ describe("WebSocket bounds", () => {
     await witness.stop();
   });
 
-  it("the upstream dropping closes the client with 1014", async () => {
+  it("the upstream dropping its socket moves the connection to a new one: the client stays open and is answered", async () => {
     const gw = await gatewayWith({});
     const witness = await witnessOn(gw);
     const dropped = await open(urlOf(gw));
     const closedByNode = await open(urlOf(gw));
     const since = witness.answers();
+    const before = node.connections.length;
     dropped.upstream.socket.terminate();
-    const first = await dropped.client.closed;
-    expect(first.code).toBe(1014);
-    expect(first.reason).toMatch(/upstream closed/);
     closedByNode.upstream.socket.close(1011, "node restarting");
-    const second = await closedByNode.client.closed;
-    expect(second.code).toBe(1014);
-    expect(second.reason).toContain("1011");
+    await waitUntil(() => node.connections.length === before + 2, 3_000, "two new upstream sockets");
+    expect((await dropped.client.call("eth_chainId")).result).toBe("0x1");
+    expect((await closedByNode.client.call("eth_chainId")).result).toBe("0x1");
+    expect(dropped.client.isOpen && closedByNode.client.isOpen).toBe(true);
     await witnessAnswers(witness, since);
     await witness.stop();
+  });
+
+  it("a node that drops every socket at once: the connection moves three times in a minute, then closes with 1014", async () => {
+    const gw = await gatewayWith({});
+    const { client, upstream } = await open(urlOf(gw));
+    let dropped = 0;
+    let latest = upstream;
+    while (client.isOpen && dropped < 10) {
+      latest.socket.close(1011, "node restarting");
+      dropped++;
+      await waitUntil(() => node.latest() !== latest || !client.isOpen, 3_000, "a new socket or the close");
+      latest = node.latest();
+    }
+    const closed = await client.closed;
+    expect(closed.code).toBe(1014);
+    expect(closed.reason).toMatch(/lost 3 times within a minute/);
+    expect(dropped).toBe(4);
   });
 
   it("gateway.close() closes every client with 1001 and their upstream sockets with 1001", async () => {

@@ -1,0 +1,173 @@
+import { scanMembers } from "../jsonrpc/scan.js";
+import type { HeadCall } from "../registry/types.js";
+import { encodeHeight, readHead } from "../upstream/head.js";
+import type { GatewayCalls } from "./gateway-calls.js";
+import { heightOf, type Subscription } from "./subscriptions.js";
+
+// After a move (connection.ts), what the client would have missed: the heads between the last one it saw
+// and the first one the new node pushes, found by walking back through their parents; the events of the
+// blocks since the last one it saw, found with the registry's range query. Held notifications follow.
+
+/** Past this many heads the walk back stops: a longer gap is left as it is (docs/websocket.md). */
+export const MAX_FILLED_HEADS = 128;
+
+export interface FillContext {
+  readonly calls: GatewayCalls;
+  /** The member of a notification's params that holds the subscription id. */
+  readonly idMember: string;
+  /** The head call of the connection's mount: where a range query ends. */
+  readonly head: HeadCall;
+  /** Sends a notification to the client. */
+  readonly send: (text: string) => void;
+}
+
+/**
+ * One notification's result for `subscription`: sent (under the client's id), dropped as a repeat, or
+ * held while a gap before it is filled. `original` is the node's own text, sent as it is when the ids match.
+ */
+export function deliver(
+  subscription: Subscription,
+  result: string,
+  original: string | undefined,
+  context: FillContext,
+): void {
+  if (subscription.held !== undefined) {
+    subscription.held.push(result);
+    return;
+  }
+  const verdict = subscription.judge(result);
+  if (verdict === "drop") return;
+  if (verdict === "fill") {
+    subscription.held = [result];
+    fillHeads(subscription, result, context);
+    return;
+  }
+  context.send(
+    original !== undefined && subscription.upstreamId === subscription.clientId
+      ? original
+      : subscription.notification(context.idMember, result),
+  );
+}
+
+/** Walks back from `first`'s parent to the head after the last one sent, then sends them oldest first. */
+function fillHeads(subscription: Subscription, first: string, context: FillContext): void {
+  const rule = subscription.kind?.heads;
+  const last = subscription.lastNumber;
+  if (rule === undefined || last === undefined) {
+    release(subscription, [], context);
+    return;
+  }
+  const found: string[] = [];
+  const step = (header: string): void => {
+    const parent = scanMembers(header)[0]?.get(rule.parent);
+    if (parent === undefined || found.length >= MAX_FILLED_HEADS) {
+      release(subscription, found, context);
+      return;
+    }
+    const params = JSON.stringify(withHash(rule.byHash.params, JSON.parse(parent) as unknown));
+    context.calls.call(rule.byHash.method, params, (answer) => {
+      const older = answer?.members.get("result");
+      const height = heightOf(older && scanMembers(older)[0]?.get(rule.number), rule.encoding);
+      if (older === undefined || height === undefined || height <= last) {
+        release(subscription, found, context);
+        return;
+      }
+      found.push(older);
+      if (height === last + 1) {
+        release(subscription, found, context);
+        return;
+      }
+      step(older);
+    });
+  };
+  step(first);
+}
+
+/**
+ * After a move, the events of the blocks from the last one the client saw (or, with none seen, the block
+ * it subscribed at) to the new node's head, with the registry's range query; what the new subscription
+ * pushes meanwhile is held, and the events the query returned are not sent again.
+ */
+export function backfillEvents(subscription: Subscription, context: FillContext): void {
+  const rule = subscription.kind?.events;
+  const from = subscription.lastNumber ?? subscription.startNumber;
+  if (rule === undefined || from === undefined) return;
+  subscription.held = [];
+  headHeight(context, (to) => {
+    if (to === undefined || to < from) {
+      release(subscription, [], context);
+      return;
+    }
+    const { filterParam } = rule.backfill;
+    const given = Array.isArray(subscription.paramsValue) ? subscription.paramsValue[filterParam] : undefined;
+    const filter = {
+      ...(typeof given === "object" && given !== null ? given : {}),
+      [rule.backfill.from]: encodeHeight(from, rule.encoding),
+      [rule.backfill.to]: encodeHeight(to, rule.encoding),
+    };
+    context.calls.call(rule.backfill.method, JSON.stringify([filter]), (answer) => {
+      const events = parseArray(answer?.members.get("result"));
+      const held = subscription.held ?? [];
+      subscription.held = undefined;
+      for (const event of events ?? []) deliver(subscription, JSON.stringify(event), undefined, context);
+      // Everything up to the query's last block has been sent: the new subscription's copies are repeats.
+      if (events !== undefined && (subscription.lastNumber ?? Number.NEGATIVE_INFINITY) <= to) {
+        subscription.lastNumber = to;
+        subscription.lastIndex = Number.POSITIVE_INFINITY;
+      }
+      for (const result of held) deliver(subscription, result, undefined, context);
+    });
+  });
+}
+
+/** Records the head at which an events subscription was made, where a later range query starts. */
+export function recordStart(subscription: Subscription, context: FillContext): void {
+  headHeight(context, (height) => {
+    subscription.startNumber ??= height;
+  });
+}
+
+/** Sends the heads found (walked back, so newest first), each judged, then what was held. */
+function release(subscription: Subscription, found: readonly string[], context: FillContext): void {
+  const held = subscription.held ?? [];
+  subscription.held = undefined;
+  for (const result of [...found].reverse()) deliver(subscription, result, undefined, context);
+  for (const result of held) deliver(subscription, result, undefined, context);
+}
+
+function headHeight(context: FillContext, then: (height: number | undefined) => void): void {
+  const { head } = context;
+  if (head.kind !== "jsonrpc") {
+    then(undefined);
+    return;
+  }
+  const params = head.params === undefined ? undefined : JSON.stringify(head.params);
+  context.calls.call(head.method, params, (answer) => {
+    let height: number | undefined;
+    try {
+      height = answer === undefined ? undefined : readHead(head, answer.text);
+    } catch {
+      height = undefined;
+    }
+    then(height);
+  });
+}
+
+/** The registry's by-hash params with every "{hash}" replaced by the hash. */
+function withHash(template: unknown, hash: unknown): unknown {
+  if (template === "{hash}") return hash;
+  if (Array.isArray(template)) return template.map((item) => withHash(item, hash));
+  if (typeof template === "object" && template !== null)
+    return Object.fromEntries(Object.entries(template).map(([k, v]) => [k, withHash(v, hash)]));
+  return template;
+}
+
+function parseArray(text: string | undefined): unknown[] | undefined {
+  if (text === undefined) return undefined;
+  try {
+    const value: unknown = JSON.parse(text);
+    return Array.isArray(value) ? value : undefined;
+  } catch {
+    return undefined;
+  }
+}

@@ -1,0 +1,245 @@
+import { scanMembers } from "../jsonrpc/scan.js";
+import type { HeadEncoding, SubscriptionKind, SubscriptionRules } from "../registry/types.js";
+import { decode } from "../upstream/head.js";
+
+// The subscriptions a WebSocket connection holds, remembered so that they can be made again on another
+// node when theirs goes (connection.ts), with what the registry says about them (registry `subscriptions`).
+
+/** What a notification's position says about it: pass it on, drop it as a repeat, or fill a gap first. */
+export type Verdict = "send" | "drop" | "fill";
+
+/** One subscription the client holds: how to make it again, and what it has seen. */
+export class Subscription {
+  readonly method: string;
+  /** The subscribe call's params as sent, copied out of the message that carried them. */
+  readonly params: string | undefined;
+  readonly paramsValue: unknown;
+  /** The id the client was given, as its source token (`"0x1a"`, with its quotes). */
+  readonly clientId: string;
+  /** The id the node it is on now gave it. */
+  upstreamId: string;
+  readonly kind: SubscriptionKind | undefined;
+  readonly pinned: boolean;
+  /** The notification method's token, from the last notification (`"eth_subscription"`). */
+  notificationMethod: string | undefined;
+  /** Heads: the last height the client was sent. Events: the height of the last event sent. */
+  lastNumber: number | undefined;
+  /** Events: the place in its block of the last event sent. */
+  lastIndex = Number.NEGATIVE_INFINITY;
+  /** Events: the head height when it was made, where a range query starts if no event came. */
+  startNumber: number | undefined;
+  /** Set by a move: a gap before the first head the new node pushes is filled. */
+  fillNext = false;
+  /** Notifications' results held back while a gap is filled, in arrival order. */
+  held: string[] | undefined;
+  /**
+   * The last notification passed on undecoded (the connection's only subscription, never moved): its
+   * position is read only when it is needed (`catchUp`), so a fan-out pays no decoding per message.
+   */
+  unread: string | Buffer | undefined;
+
+  constructor(fields: {
+    method: string;
+    params: string | undefined;
+    paramsValue: unknown;
+    id: string;
+    kind: SubscriptionKind | undefined;
+    pinned: boolean;
+  }) {
+    this.method = fields.method;
+    this.params = fields.params;
+    this.paramsValue = fields.paramsValue;
+    this.clientId = fields.id;
+    this.upstreamId = fields.id;
+    this.kind = fields.kind;
+    this.pinned = fields.pinned;
+  }
+
+  /** Whether its notifications must be read: it carries a position, or its id on the node changed. */
+  get watched(): boolean {
+    return this.kind !== undefined || this.upstreamId !== this.clientId;
+  }
+
+  /** Records the position of the notification passed on undecoded, if any. */
+  catchUp(idMember: string): void {
+    const { unread } = this;
+    if (unread === undefined) return;
+    this.unread = undefined;
+    const params = scanMembers(typeof unread === "string" ? unread : unread.toString("utf8"))[0]?.get(
+      "params",
+    );
+    const inner = params === undefined ? undefined : scanMembers(params)[0];
+    const result = inner?.get("result");
+    if (result !== undefined && inner?.get(idMember) === this.upstreamId) this.judge(result);
+  }
+
+  /** Judges one notification's result by its position, and records it as sent when it is to be sent. */
+  judge(result: string): Verdict {
+    const { kind } = this;
+    if (kind?.heads !== undefined) {
+      const fields = scanMembers(result)[0];
+      const height = heightOf(fields?.get(kind.heads.number), kind.heads.encoding);
+      if (height === undefined) return "send";
+      const last = this.lastNumber;
+      if (last !== undefined && height <= last) return "drop";
+      if (this.fillNext && last !== undefined && height > last + 1) {
+        this.fillNext = false;
+        return "fill";
+      }
+      this.fillNext = false;
+      this.lastNumber = height;
+      return "send";
+    }
+    if (kind?.events !== undefined) {
+      const fields = scanMembers(result)[0];
+      // A log taken back by a reorganisation is news, whatever its position.
+      if (fields === undefined || fields.get("removed") === "true") return "send";
+      const height = heightOf(fields.get(kind.events.number), kind.events.encoding);
+      const index = heightOf(fields.get(kind.events.index), kind.events.encoding);
+      if (height === undefined || index === undefined) return "send";
+      const last = this.lastNumber;
+      if (last !== undefined && (height < last || (height === last && index <= this.lastIndex)))
+        return "drop";
+      this.lastNumber = height;
+      this.lastIndex = index;
+    }
+    return "send";
+  }
+
+  /** A notification of `result` under the client's id, as the node would have sent it. */
+  notification(idMember: string, result: string): string {
+    const method = this.notificationMethod ?? JSON.stringify(this.kind?.events?.notification ?? "");
+    return `{"jsonrpc":"2.0","method":${method},"params":{${JSON.stringify(idMember)}:${this.clientId},"result":${result}}}`;
+  }
+}
+
+/** A height from a member's source token, or undefined when it is not one in `encoding`. */
+export function heightOf(token: string | undefined, encoding: HeadEncoding): number | undefined {
+  if (token === undefined) return undefined;
+  try {
+    return decode(JSON.parse(token), encoding, "height");
+  } catch {
+    return undefined;
+  }
+}
+
+/** A connection's subscriptions, by the id the client knows and by the id the node uses. */
+export class RememberedSubscriptions {
+  readonly rules: SubscriptionRules | undefined;
+  readonly #byClientId = new Map<string, Subscription>();
+  readonly #byUpstreamId = new Map<string, Subscription>();
+  /** How many are watched (Subscription.watched): while none is, notifications pass undecoded. */
+  #watched = 0;
+
+  constructor(rules: SubscriptionRules | undefined) {
+    this.rules = rules;
+  }
+
+  get size(): number {
+    return this.#byClientId.size;
+  }
+
+  get watching(): boolean {
+    return this.#watched > 0;
+  }
+
+  /**
+   * The subscription whose notifications may pass undecoded: the only one, never moved, filling nothing.
+   * Anything the node pushes on the connection is then its notification.
+   */
+  solo(): Subscription | undefined {
+    if (this.#byClientId.size !== 1) return undefined;
+    const [only] = this.#byClientId.values();
+    return only !== undefined &&
+      only.upstreamId === only.clientId &&
+      only.held === undefined &&
+      !only.fillNext
+      ? only
+      : undefined;
+  }
+
+  /** Whether one of them cannot move to another node (registry `pinned`). */
+  get pinned(): boolean {
+    for (const subscription of this.#byClientId.values()) if (subscription.pinned) return true;
+    return false;
+  }
+
+  isPinned(method: string): boolean {
+    return this.rules?.pinned.includes(method) ?? false;
+  }
+
+  all(): Subscription[] {
+    return [...this.#byClientId.values()];
+  }
+
+  /** Remembers a subscription the node has just confirmed with `id`. */
+  add(method: string, params: string | undefined, paramsValue: unknown, id: string): Subscription {
+    const subscription = new Subscription({
+      method,
+      // A copy: a slice would keep the whole message it came in alive.
+      params: params === undefined ? undefined : Buffer.from(params).toString(),
+      paramsValue,
+      id,
+      kind: this.#kindOf(method, paramsValue),
+      pinned: this.isPinned(method),
+    });
+    this.remove(this.#byClientId.get(id));
+    this.#byClientId.set(id, subscription);
+    this.#byUpstreamId.set(id, subscription);
+    if (subscription.watched) this.#watched++;
+    return subscription;
+  }
+
+  remove(subscription: Subscription | undefined): void {
+    if (subscription === undefined || this.#byClientId.get(subscription.clientId) !== subscription) return;
+    this.#byClientId.delete(subscription.clientId);
+    this.#byUpstreamId.delete(subscription.upstreamId);
+    if (subscription.watched) this.#watched--;
+  }
+
+  /** After a move: the subscription is `id` on the new node. */
+  rebind(subscription: Subscription, id: string): void {
+    const watched = subscription.watched;
+    this.#byUpstreamId.delete(subscription.upstreamId);
+    subscription.upstreamId = id;
+    this.#byUpstreamId.set(id, subscription);
+    if (subscription.watched !== watched) this.#watched += watched ? -1 : 1;
+  }
+
+  /** The subscription an unsubscribe call's params name, by the id the client knows. */
+  named(paramsValue: unknown): Subscription | undefined {
+    if (this.size === 0) return undefined;
+    const values = Array.isArray(paramsValue)
+      ? paramsValue
+      : typeof paramsValue === "object" && paramsValue !== null
+        ? Object.values(paramsValue)
+        : [];
+    for (const value of values) {
+      if (typeof value !== "string" && typeof value !== "number") continue;
+      const found = this.#byClientId.get(JSON.stringify(value));
+      if (found !== undefined) return found;
+    }
+    return undefined;
+  }
+
+  /** The subscription a notification is for, with its result's source text. */
+  notified(members: ReadonlyMap<string, string>): { subscription: Subscription; result: string } | undefined {
+    const params = members.get("params");
+    if (params === undefined || this.rules === undefined) return undefined;
+    const inner = scanMembers(params)[0];
+    const id = inner?.get(this.rules.idMember);
+    const result = inner?.get("result");
+    const subscription = id === undefined ? undefined : this.#byUpstreamId.get(id);
+    if (subscription === undefined || result === undefined) return undefined;
+    subscription.notificationMethod = members.get("method");
+    subscription.catchUp(this.rules.idMember);
+    return { subscription, result };
+  }
+
+  #kindOf(method: string, paramsValue: unknown): SubscriptionKind | undefined {
+    const first = Array.isArray(paramsValue) ? paramsValue[0] : undefined;
+    return this.rules?.kinds.find(
+      (kind) => kind.subscribe.includes(method) && (kind.first === undefined || kind.first === first),
+    );
+  }
+}

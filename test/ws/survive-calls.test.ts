@@ -1,0 +1,76 @@
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { DOMAIN, KEYS, type RunningGateway, startGateway } from "../support/gateway.js";
+import { evmNode, type LoopbackWsNode, startLoopbackWsNode, waitUntil } from "../support/loopback-ws-node.js";
+import { resolveTestHosts } from "../support/test-hosts.js";
+import { Client } from "../support/ws-client.js";
+
+// What a move does to the calls and ids of one connection, seen message by message at both nodes: `a`
+// (where the connection opens) holds a write and a read unanswered when it goes; `b` takes the
+// connection, gets the read again and never the write, and knows the subscription under its own id.
+
+describe("a moved connection's calls in flight and subscription ids", () => {
+  let a: LoopbackWsNode;
+  let b: LoopbackWsNode;
+  let gw: RunningGateway;
+  let restore: () => void;
+  const never = () => new Promise(() => {});
+
+  beforeAll(async () => {
+    restore = resolveTestHosts();
+    a = await startLoopbackWsNode(evmNode({ eth_sendRawTransaction: never, eth_getBalance: never }));
+    b = await startLoopbackWsNode({
+      ...evmNode({ eth_getBalance: "0x2a", eth_sendRawTransaction: "0xfeed" }),
+      subscriptionId: (n) => `0xb0b${n}`,
+    });
+    gw = await startGateway({
+      upstreams: {
+        eth: [
+          { url: a.url, name: "a" },
+          { url: b.url, name: "b", tier: "fallback" },
+        ],
+      },
+    });
+  });
+  afterAll(async () => {
+    await gw?.close();
+    await Promise.all([a?.close(), b?.close()]);
+    restore?.();
+  });
+
+  it("a read in flight is sent again on the new node, a write is not; the client keeps its subscription id for notifications and unsubscribe", async () => {
+    const client = await Client.open(`ws://eth.${DOMAIN}:${gw.port}/${KEYS.all}`);
+    const subscribed = await client.call("eth_subscribe", ["newHeads"]);
+    const id = subscribed.result as string;
+    expect(a.latest().subscriptions.has(id)).toBe(true);
+    client.send('{"jsonrpc":"2.0","id":"write","method":"eth_sendRawTransaction","params":["0x02f8"]}');
+    client.send(
+      '{"jsonrpc":"2.0","id":"read","method":"eth_getBalance","params":["0x00000000000000000000000000000000000000aa","latest"]}',
+    );
+    await waitUntil(() => a.methods().includes("eth_getBalance"), 3_000, "both calls at a");
+
+    await a.close();
+    const write = await client.answerTo('"write"');
+    expect(write.error?.data?.code).toBe("WRITE_NOT_CONFIRMED");
+    expect((await client.answerTo('"read"')).result).toBe("0x2a");
+    // the write reached the upstreams once, at a
+    expect([...a.methods(), ...b.methods()].filter((m) => m === "eth_sendRawTransaction")).toHaveLength(1);
+    expect(b.latest().methods()).toEqual(["eth_subscribe", "eth_getBalance"]);
+
+    const [onB] = [...b.latest().subscriptions.values()];
+    expect(onB?.id).not.toBe(id);
+    const from = client.received.length;
+    onB?.notify({ number: "0x5", parentHash: `0x${"44".repeat(32)}` });
+    const pushed = JSON.parse(await client.waitFor((t) => t.includes("eth_subscription"), 3_000, from));
+    expect(pushed.params).toEqual({
+      subscription: id,
+      result: { number: "0x5", parentHash: `0x${"44".repeat(32)}` },
+    });
+
+    expect((await client.call("eth_unsubscribe", [id])).result).toBe(true);
+    const unsubscribe = b.latest().messages.find((m) => m.includes("eth_unsubscribe"));
+    expect(JSON.parse(unsubscribe as string).params).toEqual([onB?.id]);
+    expect(onB?.active).toBe(false);
+    expect(client.isOpen).toBe(true);
+    client.close();
+  });
+});
