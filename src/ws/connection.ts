@@ -47,8 +47,8 @@ const MOVE_WINDOW_MS = 60_000;
 /** A client message sent upstream, or waiting to be while the connection moves. */
 interface Outgoing {
   /** Its text as it goes out; undefined when it must be built at sending (an unsubscribe is rewritten). */
-  readonly text: string | undefined;
-  readonly calls: readonly PassedCall[];
+  text: string | undefined;
+  calls: readonly PassedCall[];
   readonly batch: boolean;
   sent: boolean;
 }
@@ -206,21 +206,18 @@ export class Connection {
 
   /** Sends what passed upstream and returns the answer for what did not. */
   #send(message: CheckedMessage, text: string): string | undefined {
+    const outgoing: Outgoing = { text: undefined, calls: [], batch: message.batch, sent: false };
     const pending: Pending[] = [];
-    const checked = message.checked.map((call) => this.#admit(call, pending));
+    const checked = message.checked.map((call) => this.#admit(call, outgoing, pending));
     const passed = checked.filter((c): c is PassedCall => c.ok);
     const refused = checked.filter((c) => !c.ok).map((c) => c.json);
     if (passed.length === 0) return message.batch ? `[${refused.join(",")}]` : (checked[0] as Checked).json;
     const rewritten = pending.some(
       (p) => p.target !== undefined && p.target.upstreamId !== p.target.clientId,
     );
-    const outgoing: Outgoing = {
-      text: rewritten ? undefined : sendableAsReceived(text, checked) ? text : undefined,
-      calls: passed,
-      batch: message.batch,
-      sent: false,
-    };
-    for (const entry of pending) this.#pending.set(entry.call.id as string, { ...entry, message: outgoing });
+    outgoing.calls = passed;
+    outgoing.text = rewritten ? undefined : sendableAsReceived(text, checked) ? text : undefined;
+    for (const entry of pending) this.#pending.set(entry.call.id as string, entry);
     this.#transmit(outgoing);
     if (refused.length === 0 || !message.batch) return undefined;
     const ids = new Set(passed.flatMap((c) => (c.id !== undefined ? [c.id] : [])));
@@ -231,7 +228,7 @@ export class Connection {
   }
 
   /** Reserves in-flight and subscription slots at the moment a call is sent, so a burst cannot overshoot. */
-  #admit(checked: Checked, pending: Omit<Pending, "message">[]): Checked {
+  #admit(checked: Checked, message: Outgoing, pending: Pending[]): Checked {
     if (!checked.ok) return checked;
     if (checked.access === "websocket") this.#stateful = true;
     if (checked.id === undefined) return checked;
@@ -250,6 +247,7 @@ export class Connection {
     pending.push({
       kind,
       call: checked,
+      message,
       write: this.#policy.writes.has(checked.method),
       target: kind === "unsubscribe" ? this.#remembered.named(paramsOf(checked)) : undefined,
     });

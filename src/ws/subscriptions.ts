@@ -65,12 +65,9 @@ export class Subscription {
     const { unread } = this;
     if (unread === undefined) return;
     this.unread = undefined;
-    const params = scanMembers(typeof unread === "string" ? unread : unread.toString("utf8"))[0]?.get(
-      "params",
-    );
-    const inner = params === undefined ? undefined : scanMembers(params)[0];
-    const result = inner?.get("result");
-    if (result !== undefined && inner?.get(idMember) === this.upstreamId) this.judge(result);
+    const members = scanMembers(typeof unread === "string" ? unread : unread.toString("utf8"))[0];
+    const pushed = members === undefined ? undefined : readNotification(members, idMember);
+    if (pushed !== undefined && pushed.id === this.upstreamId) this.judge(pushed.result);
   }
 
   /** Judges one notification's result by its position, and records it as sent when it is to be sent. */
@@ -111,6 +108,18 @@ export class Subscription {
     const method = this.notificationMethod ?? JSON.stringify(this.kind?.events?.notification ?? "");
     return `{"jsonrpc":"2.0","method":${method},"params":{${JSON.stringify(idMember)}:${this.clientId},"result":${result}}}`;
   }
+}
+
+/** A notification's subscription id and result, as source tokens, from its top-level members. */
+function readNotification(
+  members: ReadonlyMap<string, string>,
+  idMember: string,
+): { id: string; result: string } | undefined {
+  const params = members.get("params");
+  const inner = params === undefined ? undefined : scanMembers(params)[0];
+  const id = inner?.get(idMember);
+  const result = inner?.get("result");
+  return id === undefined || result === undefined ? undefined : { id, result };
 }
 
 /** A height from a member's source token, or undefined when it is not one in `encoding`. */
@@ -224,16 +233,13 @@ export class RememberedSubscriptions {
 
   /** The subscription a notification is for, with its result's source text. */
   notified(members: ReadonlyMap<string, string>): { subscription: Subscription; result: string } | undefined {
-    const params = members.get("params");
-    if (params === undefined || this.rules === undefined) return undefined;
-    const inner = scanMembers(params)[0];
-    const id = inner?.get(this.rules.idMember);
-    const result = inner?.get("result");
-    const subscription = id === undefined ? undefined : this.#byUpstreamId.get(id);
-    if (subscription === undefined || result === undefined) return undefined;
+    if (this.rules === undefined) return undefined;
+    const pushed = readNotification(members, this.rules.idMember);
+    const subscription = pushed === undefined ? undefined : this.#byUpstreamId.get(pushed.id);
+    if (subscription === undefined || pushed === undefined) return undefined;
     subscription.notificationMethod = members.get("method");
     subscription.catchUp(this.rules.idMember);
-    return { subscription, result };
+    return { subscription, result: pushed.result };
   }
 
   #kindOf(method: string, paramsValue: unknown): SubscriptionKind | undefined {
