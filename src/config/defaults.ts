@@ -49,6 +49,9 @@ export const DEFAULT_HEALTH: HealthConfig = {
   labels: {},
 };
 
+/** What `sharedLimits` holds besides its Redis URL. */
+export const DEFAULT_SHARED_LIMITS = { leaseMs: 100, fallbackShare: 1 } as const;
+
 export const DEFAULT_ACCOUNTS: AccountsConfig = {
   database: ".data/gateway.sqlite",
   listen: { host: "127.0.0.1", port: 8081 },

@@ -5,7 +5,13 @@ import { parse } from "yaml";
 import { validateConfig as validate } from "../../generated/config-validator.js";
 import { packageRoot } from "../package-root.js";
 import type { Endpoint } from "../registry/types.js";
-import { DEFAULT_ACCOUNTS, DEFAULT_CONFIG, DEFAULT_HEALTH, DEFAULT_LIMITS } from "./defaults.js";
+import {
+  DEFAULT_ACCOUNTS,
+  DEFAULT_CONFIG,
+  DEFAULT_HEALTH,
+  DEFAULT_LIMITS,
+  DEFAULT_SHARED_LIMITS,
+} from "./defaults.js";
 import type { AccountsConfig, GatewayConfig, HealthConfig, Limits, UpstreamSpec } from "./types.js";
 import { upstreamName } from "./upstream-name.js";
 
@@ -46,7 +52,7 @@ export function loadConfig(
     upstream: { ...DEFAULT_LIMITS.upstream, ...partial.limits?.upstream },
     ws: { ...DEFAULT_LIMITS.ws, ...partial.limits?.ws },
   };
-  const { accounts, health, operator, ...rest } = partial as Partial<GatewayConfig> & {
+  const { accounts, health, operator, sharedLimits, ...rest } = partial as Partial<GatewayConfig> & {
     accounts?: Partial<AccountsConfig>;
     health?: Partial<HealthConfig>;
     operator?: { listen?: Partial<{ host: string; port: number }> } | null;
@@ -66,6 +72,7 @@ export function loadConfig(
               ...operator?.listen,
             },
           },
+    ...(sharedLimits === undefined ? {} : { sharedLimits: { ...DEFAULT_SHARED_LIMITS, ...sharedLimits } }),
     ...(accounts === undefined
       ? {}
       : {
@@ -105,6 +112,15 @@ function applyEnvironment(config: GatewayConfig, env: NodeJS.ProcessEnv): Gatewa
         ? config.operator
         : { listen: { ...config.operator.listen, port: Number(env.GATEWAY_OPERATOR_PORT) } },
     workers: workersFrom(env.GATEWAY_WORKERS, config.workers),
+    ...(env.GATEWAY_SHARED_LIMITS_REDIS
+      ? {
+          sharedLimits: {
+            ...DEFAULT_SHARED_LIMITS,
+            ...config.sharedLimits,
+            redis: env.GATEWAY_SHARED_LIMITS_REDIS,
+          },
+        }
+      : {}),
   };
 }
 

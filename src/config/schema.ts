@@ -186,12 +186,22 @@ export const configSchema = {
     },
     demoKey: { type: "boolean" },
     workers: { type: "integer", minimum: 1, maximum: 256 },
+    sharedLimits: {
+      type: "object",
+      additionalProperties: false,
+      required: ["redis"],
+      properties: {
+        redis: { type: "string", pattern: "^rediss?://" },
+        leaseMs: { type: "number", minimum: 1, maximum: 10_000 },
+        fallbackShare: { type: "number", exclusiveMinimum: 0, maximum: 1 },
+      },
+    },
     accounts: {
       type: "object",
       additionalProperties: false,
       required: ["database", "listen", "mail"],
       properties: {
-        database: { type: "string" },
+        database: { type: "string", pattern: "^\\S" },
         listen: {
           type: "object",
           additionalProperties: false,

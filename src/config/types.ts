@@ -130,15 +130,31 @@ export interface GatewayConfig {
   readonly demoKey: boolean;
   /**
    * Worker processes sharing the listening socket (node:cluster); 1 runs everything in one process.
-   * Each worker keeps its own rate-limit buckets, so a key may reach up to `workers` times its rate.
+   * Without `sharedLimits` each worker keeps its own rate-limit buckets, so a key may reach up to
+   * `workers` times its rate.
    */
   readonly workers: number;
+  /** Rate limits shared by every instance and worker through Redis; without it each process limits alone. */
+  readonly sharedLimits?: SharedLimitsConfig;
   /** Accounts, keys and the self-service API; without it only `keys` are known. */
   readonly accounts?: AccountsConfig;
 }
 
+/** docs/deployment.md: how tokens are leased, and what happens while Redis is away. */
+export interface SharedLimitsConfig {
+  /** `redis://[user:password@]host:port[/db]`; GATEWAY_SHARED_LIMITS_REDIS overrides it. */
+  readonly redis: string;
+  /** How much of a key's rate an instance leases at a time, in milliseconds of it. */
+  readonly leaseMs: number;
+  /** While Redis cannot be reached, the share of a key's rate each instance grants alone. */
+  readonly fallbackShare: number;
+}
+
 export interface AccountsConfig {
-  /** The SQLite file (created and migrated on start). */
+  /**
+   * The account store: a SQLite file (the embedded default), or a `postgres://` URL for many instances;
+   * created and migrated on start. GATEWAY_ACCOUNTS_DB overrides it.
+   */
   readonly database: string;
   /** The self-service API listens here, apart from the node endpoints. */
   readonly listen: { readonly host: string; readonly port: number };
@@ -164,7 +180,10 @@ export interface AccountsConfig {
   /** Sign-ups, logins and free tests per client IP, and per e-mail address. */
   readonly signupRatePerIp: RateSpec;
   readonly signupRatePerEmail: RateSpec;
-  /** How often to pick up key changes made by other instances sharing the store. */
+  /**
+   * How often a proxy asks a SQLite store for key changes made by other processes. A PostgreSQL store
+   * announces its changes instead (LISTEN/NOTIFY), and is never polled.
+   */
   readonly followIntervalMs: number;
   /** How often a proxy adds its usage counts to the store; a crash loses at most this much. */
   readonly usageFlushIntervalMs: number;

@@ -3,9 +3,9 @@ import { endpointsByLabel, networkCodes } from "../../generated/endpoints.js";
 import { ConfigError, loadConfig } from "../config/load.js";
 import { GatewayError } from "../errors/table.js";
 import type { Plan } from "../keys/types.js";
+import { openAccountStore } from "./accounts/open-store.js";
 import { AccountService, type KeyView } from "./accounts/service.js";
-import { SqliteAccountStore } from "./accounts/sqlite-store.js";
-import type { Account } from "./accounts/types.js";
+import type { Account, AccountStore } from "./accounts/types.js";
 import { UPSTREAMS_USAGE, upstreamsCommand } from "./upstreams-cli.js";
 
 const USAGE = `usage: npm run admin -- <command>
@@ -55,7 +55,7 @@ async function main(argv: readonly string[]): Promise<number> {
   const config = loadConfig(endpointsByLabel);
   if (noun === "upstreams") return upstreamsCommand(verb, values, config);
   if (config.accounts === undefined) throw new ConfigError("the deployment config has no accounts section");
-  const store = new SqliteAccountStore(config.accounts.database);
+  const store = await openAccountStore(config.accounts.database);
   const service = new AccountService({
     store,
     // The operator's key is printed, not mailed; e-mails from other commands go to the configured place.
@@ -65,9 +65,9 @@ async function main(argv: readonly string[]): Promise<number> {
     onChange: () => {},
   });
   try {
-    return run(`${noun} ${verb ?? ""}`.trim(), values, service, store);
+    return await run(`${noun} ${verb ?? ""}`.trim(), values, service, store);
   } finally {
-    store.close();
+    await store.close();
   }
 }
 
@@ -83,14 +83,19 @@ type Values = {
   "no-archive"?: boolean;
 };
 
-function run(command: string, values: Values, service: AccountService, store: SqliteAccountStore): number {
+async function run(
+  command: string,
+  values: Values,
+  service: AccountService,
+  store: AccountStore,
+): Promise<number> {
   const accountId = () => numberOf(values.account, "--account");
   switch (command) {
     case "accounts create":
-      printAccount(service.createAccount(values.email));
+      printAccount(await service.createAccount(values.email));
       return 0;
     case "accounts list":
-      for (const account of store.listAccounts()) printAccount(account);
+      for (const account of await store.listAccounts()) printAccount(account);
       return 0;
     case "accounts suspend":
     case "accounts activate":
@@ -100,7 +105,7 @@ function run(command: string, values: Values, service: AccountService, store: Sq
         "accounts activate": "active",
         "accounts close": "closed",
       } as const;
-      printAccount(service.setStatus(accountId(), status[command]));
+      printAccount(await service.setStatus(accountId(), status[command]));
       return 0;
     }
     case "keys issue": {
@@ -108,7 +113,7 @@ function run(command: string, values: Values, service: AccountService, store: Sq
       if (!["shared", "dedicated", "free-test"].includes(plan))
         throw new GatewayError("INVALID_FIELD", { field: "plan" });
       const days = values.days === undefined ? undefined : numberOf(values.days, "--days");
-      const { key, view } = service.issueKey(accountId(), {
+      const { key, view } = await service.issueKey(accountId(), {
         networks: values.network ?? "*",
         plan,
         archive: values["no-archive"] !== true,
@@ -119,10 +124,10 @@ function run(command: string, values: Values, service: AccountService, store: Sq
       return 0;
     }
     case "keys usage": {
-      const key = store.key(numberOf(values.key, "--key"));
-      const account = key && store.account(key.accountId);
+      const key = await store.key(numberOf(values.key, "--key"));
+      const account = key && (await store.account(key.accountId));
       if (key === undefined || account === undefined) throw new GatewayError("KEY_NOT_FOUND");
-      const report = service.keyUsage(account, key.id, values.from, values.to);
+      const report = await service.keyUsage(account, key.id, values.from, values.to);
       console.log(`key ${key.id}  ${key.prefix}…  ${report.from} to ${report.to}`);
       for (const row of report.days)
         console.log(`${row.day}  ${row.label}  calls ${row.calls}  errors ${row.errors}`);
@@ -130,16 +135,16 @@ function run(command: string, values: Values, service: AccountService, store: Sq
       return 0;
     }
     case "keys list": {
-      const account = store.account(accountId());
+      const account = await store.account(accountId());
       if (account === undefined) throw new GatewayError("INVALID_FIELD", { field: "account" });
-      for (const view of service.listKeys(account)) printKey(view);
+      for (const view of await service.listKeys(account)) printKey(view);
       return 0;
     }
     case "keys revoke":
-      printKey(service.revokeKey(numberOf(values.key, "--key")));
+      printKey(await service.revokeKey(numberOf(values.key, "--key")));
       return 0;
     case "keys rotate": {
-      const { key, view } = service.rotateKey(numberOf(values.key, "--key"));
+      const { key, view } = await service.rotateKey(numberOf(values.key, "--key"));
       printKey(view);
       console.log(
         `\n${key}\n\nThis is the only time the key is shown. The old key works until its grace period ends.`,

@@ -13,13 +13,15 @@ if (accounts === undefined) {
   process.stderr.write("invalid configuration:\nthe deployment config has no accounts section\n");
   process.exit(2);
 }
-const control = createControlPlane({
+createControlPlane({
   config: accounts,
   networks: new Set(networkCodes),
   trustedProxies: config.trustedProxies,
   logger,
-});
-listen(control.api, accounts.listen.port, accounts.listen.host).then((port) => {
-  logger.log("info", "control plane listening", { host: accounts.listen.host, port });
-  onStopSignal(() => control.close(), logger);
-}, exitOnStartFailure);
+})
+  .then(async (control) => {
+    const port = await listen(control.api, accounts.listen.port, accounts.listen.host);
+    logger.log("info", "control plane listening", { host: accounts.listen.host, port });
+    onStopSignal(() => control.close(), logger);
+  })
+  .catch(exitOnStartFailure);

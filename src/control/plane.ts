@@ -3,8 +3,8 @@ import type { AccountsConfig } from "../config/types.js";
 import type { Logger } from "../log.js";
 import { createAccountsApi } from "./accounts/api.js";
 import { createMailer, type Mailer } from "./accounts/mailer.js";
+import { openAccountStore } from "./accounts/open-store.js";
 import { AccountService } from "./accounts/service.js";
-import { SqliteAccountStore } from "./accounts/sqlite-store.js";
 import type { AccountStore } from "./accounts/types.js";
 
 /**
@@ -17,29 +17,29 @@ export interface ControlPlane {
   readonly service: AccountService;
   /** The self-service API, not yet listening. */
   readonly api: Server;
-  /** Calls `listener` after every change this control plane makes to a key or an account. */
-  onKeysChanged(listener: () => void): void;
+  /** Calls `listener` after every change this control plane makes to a key or an account, and awaits it. */
+  onKeysChanged(listener: () => void | Promise<void>): void;
   close(): Promise<void>;
 }
 
-export function createControlPlane(options: {
+export async function createControlPlane(options: {
   config: AccountsConfig;
   networks: ReadonlySet<string>;
   trustedProxies: readonly string[];
   logger: Logger;
   mailer?: Mailer;
   now?: () => number;
-}): ControlPlane {
+}): Promise<ControlPlane> {
   const { config, logger } = options;
-  const store = new SqliteAccountStore(config.database);
-  const listeners = new Set<() => void>();
+  const store = await openAccountStore(config.database);
+  const listeners = new Set<() => void | Promise<void>>();
   const service = new AccountService({
     store,
     mailer: options.mailer ?? createMailer(config.mail),
     config,
     networks: options.networks,
-    onChange: () => {
-      for (const listener of listeners) listener();
+    onChange: async () => {
+      await Promise.all([...listeners].map((listener) => listener()));
     },
     ...(options.now === undefined ? {} : { now: options.now }),
   });
@@ -54,7 +54,7 @@ export function createControlPlane(options: {
         api.close(() => resolve());
         api.closeAllConnections();
       });
-      store.close();
+      await store.close();
     },
   };
 }

@@ -31,18 +31,18 @@ async function startDemo(config: GatewayConfig, logger: Logger): Promise<void> {
   // The control plane first: it creates the account store that the proxy reads.
   const control =
     config.accounts &&
-    createControlPlane({
+    (await createControlPlane({
       config: config.accounts,
       networks: new Set(networkCodes),
       trustedProxies: config.trustedProxies,
       logger,
-    });
+    }));
   const accountsPort =
     control &&
     config.accounts &&
     (await listen(control.api, config.accounts.listen.port, config.accounts.listen.host));
   if (accountsPort !== undefined) logger.log("info", "accounts api listening", { port: accountsPort });
-  const key = control && config.demoKey ? issueDemoKey(control) : undefined;
+  const key = control && config.demoKey ? await issueDemoKey(control) : undefined;
 
   const proxy = await runProxy({ ...config, upstreams }, logger);
   const keys = proxy.accountKeys;
@@ -78,8 +78,8 @@ async function serveWorker(config: GatewayConfig, logger: Logger): Promise<void>
 }
 
 /** The demo's key, issued through the account store like any other, so it shows in listings. */
-function issueDemoKey(control: ControlPlane): string {
+async function issueDemoKey(control: ControlPlane): Promise<string> {
   const email = "demo@example.com";
-  const account = control.store.accountByEmail(email) ?? control.service.createAccount(email);
-  return control.service.issueKey(account.id, { networks: "*", plan: "shared" }).key;
+  const account = (await control.store.accountByEmail(email)) ?? (await control.service.createAccount(email));
+  return (await control.service.issueKey(account.id, { networks: "*", plan: "shared" })).key;
 }

@@ -28,8 +28,19 @@ export interface KeyGrant {
  */
 export interface GrantFeed {
   /** Every grant that changed after `revision`, with the store's current revision. */
-  changesSince(revision: number): { readonly revision: number; readonly grants: readonly KeyGrant[] };
-  /** Calls `listener` whenever the store may have changed; returns a function that stops it. */
-  watch(listener: () => void): () => void;
-  close(): void;
+  changesSince(
+    revision: number,
+  ): Promise<{ readonly revision: number; readonly grants: readonly KeyGrant[] }>;
+  /**
+   * Calls `listener` whenever the store may have changed, and `status` when the feed loses or regains the
+   * store; returns a function that stops it.
+   */
+  watch(listener: () => void, status?: (change: GrantStatus) => void): () => void;
+  close(): Promise<void>;
+}
+
+/** Whether the feed reaches its store; `reason` says why not. */
+export interface GrantStatus {
+  readonly reachable: boolean;
+  readonly reason?: string;
 }

@@ -1,5 +1,5 @@
 import type { RateSpec } from "../config/types.js";
-import type { GrantFeed, KeyGrant } from "./grants.js";
+import type { GrantFeed, GrantStatus, KeyGrant } from "./grants.js";
 import type { KeyStore, Principal } from "./types.js";
 
 interface Entry {
@@ -9,9 +9,10 @@ interface Entry {
 
 /**
  * The proxy's view of the account store: every usable key held in memory by digest, so a lookup never
- * touches disk and a flood of unknown keys costs one Map probe each and never reaches the store. It
- * follows the store's change feed; `refresh()` applies what changed at once (the control plane calls it
- * through `onKeysChanged` when both run in one process).
+ * touches disk or network and a flood of unknown keys costs one Map probe each and never reaches the store.
+ * It follows the store's change feed; `refresh()` applies what changed (the control plane calls it through
+ * `onKeysChanged` when both run in one process). While the store cannot be reached it keeps serving the
+ * keys it holds, reports it through `onStatus`, and catches up when the store is back.
  */
 export class CachedKeyStore implements KeyStore {
   readonly #feed: GrantFeed;
@@ -22,12 +23,28 @@ export class CachedKeyStore implements KeyStore {
   #revision = 0;
   #unwatch: (() => void) | undefined;
   readonly #listeners = new Set<(keyId: string) => void>();
+  readonly #statusListeners = new Set<(status: GrantStatus) => void>();
+  #reachable = true;
+  /** The refresh under way, and whether another must follow it: refreshes never overlap. */
+  #running: Promise<void> | undefined;
+  #again = false;
 
   constructor(feed: GrantFeed, defaultRate: RateSpec, now: () => number = Date.now) {
     this.#feed = feed;
     this.#defaultRate = defaultRate;
     this.#now = now;
-    this.refresh();
+  }
+
+  /** A cache holding every grant of the store; it fails when the store cannot be read at all. */
+  static async open(feed: GrantFeed, defaultRate: RateSpec, now?: () => number): Promise<CachedKeyStore> {
+    const cache = new CachedKeyStore(feed, defaultRate, now);
+    try {
+      await cache.#load();
+    } catch (error) {
+      await feed.close();
+      throw error;
+    }
+    return cache;
   }
 
   lookup(digest: string): Principal | undefined {
@@ -38,16 +55,46 @@ export class CachedKeyStore implements KeyStore {
     return entry.principal;
   }
 
-  /** Applies the store's changes since the last refresh. */
-  refresh(): void {
-    const { revision, grants } = this.#feed.changesSince(this.#revision);
-    for (const grant of grants) this.#apply(grant);
-    this.#revision = revision;
+  /**
+   * Applies the store's changes since the last refresh. It never throws: a store that cannot be read is
+   * reported through `onStatus`, and the keys already held keep working.
+   */
+  refresh(): Promise<void> {
+    if (this.#running !== undefined) {
+      this.#again = true;
+      return this.#running;
+    }
+    this.#running = (async () => {
+      do {
+        this.#again = false;
+        try {
+          await this.#load();
+          this.#setStatus({ reachable: true });
+        } catch (error) {
+          this.#setStatus({ reachable: false, reason: (error as Error).message });
+        }
+      } while (this.#again);
+      this.#running = undefined;
+    })();
+    return this.#running;
   }
 
   /** Follows the feed: changes made by the control plane or any other instance sharing the store. */
   follow(): void {
-    this.#unwatch ??= this.#feed.watch(() => this.refresh());
+    this.#unwatch ??= this.#feed.watch(
+      () => void this.refresh(),
+      (status) => this.#setStatus(status),
+    );
+  }
+
+  /** Whether the last word from the store was good. */
+  get reachable(): boolean {
+    return this.#reachable;
+  }
+
+  /** Called when the store becomes unreachable or reachable again. */
+  onStatus(listener: (status: GrantStatus) => void): void {
+    this.#statusListeners.add(listener);
   }
 
   /** Called with a key's id when it stops being usable (revoked, or its account no longer active). */
@@ -56,9 +103,22 @@ export class CachedKeyStore implements KeyStore {
   }
 
   /** Stops following the feed and closes it. */
-  close(): void {
+  async close(): Promise<void> {
     this.#unwatch?.();
-    this.#feed.close();
+    await this.#running;
+    await this.#feed.close();
+  }
+
+  async #load(): Promise<void> {
+    const { revision, grants } = await this.#feed.changesSince(this.#revision);
+    for (const grant of grants) this.#apply(grant);
+    this.#revision = revision;
+  }
+
+  #setStatus(status: GrantStatus): void {
+    if (status.reachable === this.#reachable) return;
+    this.#reachable = status.reachable;
+    for (const listener of this.#statusListeners) listener(status);
   }
 
   #apply(grant: KeyGrant): void {

@@ -2,7 +2,8 @@ import Database from "better-sqlite3";
 import type { GrantFeed, KeyGrant } from "./grants.js";
 import type { UsageRow, UsageSink } from "./usage.js";
 
-interface GrantRow {
+/** A key row joined with its account's status: what both stores' readers select (GRANTS_CHANGED). */
+export interface GrantRow {
   id: number;
   key_hash: string;
   prefix: string;
@@ -24,16 +25,15 @@ export function grantsSince(
 ): { revision: number; grants: KeyGrant[] } {
   const current = (db.prepare("SELECT value FROM revision WHERE id = 1").get() as { value: number }).value;
   if (current === revision) return { revision, grants: [] };
-  const rows = db
-    .prepare(
-      `SELECT k.id, k.key_hash, k.prefix, k.plan, k.networks, k.archive, k.rate_per_second, k.rate_burst,
-              k.status, k.expires_at, k.revision, a.status AS account_status
-         FROM api_keys k JOIN accounts a ON a.id = k.account_id
-        WHERE k.revision > ? ORDER BY k.revision`,
-    )
-    .all(revision) as GrantRow[];
-  return { revision: current, grants: rows.map(toGrant) };
+  const rows = db.prepare(GRANTS_CHANGED).all(revision) as GrantRow[];
+  return { revision: current, grants: rows.map(grantOf) };
 }
+
+/** The grants whose key or account changed after the revision given as the one parameter. */
+export const GRANTS_CHANGED = `SELECT k.id, k.key_hash, k.prefix, k.plan, k.networks, k.archive, k.rate_per_second,
+         k.rate_burst, k.status, k.expires_at, k.revision, a.status AS account_status
+    FROM api_keys k JOIN accounts a ON a.id = k.account_id
+   WHERE k.revision > ? ORDER BY k.revision`;
 
 /**
  * The proxy's reader of the embedded store: a read-only connection to the SQLite file the control plane
@@ -58,7 +58,7 @@ export class SqliteGrantFeed implements GrantFeed {
     this.#intervalMs = intervalMs;
   }
 
-  changesSince(revision: number): { revision: number; grants: KeyGrant[] } {
+  async changesSince(revision: number): Promise<{ revision: number; grants: KeyGrant[] }> {
     return grantsSince(this.#db, revision);
   }
 
@@ -68,7 +68,7 @@ export class SqliteGrantFeed implements GrantFeed {
     return () => clearInterval(timer);
   }
 
-  close(): void {
+  async close(): Promise<void> {
     this.#db.close();
   }
 }
@@ -90,7 +90,7 @@ export function scopesOf(row: {
   };
 }
 
-function toGrant(row: GrantRow): KeyGrant {
+export function grantOf(row: GrantRow): KeyGrant {
   return {
     id: row.id,
     keyHash: row.key_hash,
@@ -122,13 +122,13 @@ export class SqliteUsageSink implements UsageSink {
     );
   }
 
-  add(rows: readonly UsageRow[]): void {
+  async add(rows: readonly UsageRow[]): Promise<void> {
     this.#db.transaction(() => {
       for (const row of rows) this.#add.run(row.key, row.day, row.label, row.calls, row.errors);
     })();
   }
 
-  close(): void {
+  async close(): Promise<void> {
     this.#db.close();
   }
 }

@@ -14,8 +14,8 @@ export interface UsageRecorder {
 
 /** Where a proxy's counts go: added to what the store holds, one batch at a time. */
 export interface UsageSink {
-  add(rows: readonly UsageRow[]): void;
-  close(): void;
+  add(rows: readonly UsageRow[]): Promise<void>;
+  close(): Promise<void>;
 }
 
 interface Counts {
@@ -28,7 +28,8 @@ const DAY_MS = 86_400_000;
 /**
  * Calls per key, per label, per UTC day, errors apart, counted in memory and flushed to the store in one
  * batch every `flushIntervalMs` and at a graceful stop: never one write per request. A crash loses at most
- * one interval's counts. Counting is two Map lookups and two additions; the day is read from the clock
+ * one interval's counts. A flush the store refuses (it cannot be reached) keeps its rows for the next one,
+ * merged with what was counted since. Counting is two Map lookups and two additions; the day is read from the clock
  * only when it may have turned.
  */
 export class UsageCounter implements UsageRecorder {
@@ -41,12 +42,19 @@ export class UsageCounter implements UsageRecorder {
   /** Rows of a day that turned before they were flushed. */
   #earlier: UsageRow[] = [];
   #timer: NodeJS.Timeout | undefined;
+  #flushing: Promise<void> = Promise.resolve();
 
-  constructor(sink: UsageSink, flushIntervalMs: number, now: () => number = Date.now) {
+  /** `onError` hears of a flush that failed; its rows wait for the next flush. */
+  constructor(
+    sink: UsageSink,
+    flushIntervalMs: number,
+    onError: (error: Error) => void = () => {},
+    now: () => number = Date.now,
+  ) {
     this.#sink = sink;
     this.#now = now;
     this.#turnDay(now());
-    this.#timer = setInterval(() => this.flush(), flushIntervalMs);
+    this.#timer = setInterval(() => this.flush().catch(onError), flushIntervalMs);
     this.#timer.unref();
   }
 
@@ -66,24 +74,33 @@ export class UsageCounter implements UsageRecorder {
     }
   }
 
-  /** Writes what was counted since the last flush; on failure the counts are kept for the next one. */
-  flush(): void {
-    const rows = [...this.#earlier, ...rowsOf(this.#counts, this.#day)];
+  /** Writes what was counted since the last flush, after any flush under way; rejects if the store refuses. */
+  flush(): Promise<void> {
+    this.#flushing = this.#flushing.catch(() => {}).then(() => this.#write());
+    return this.#flushing;
+  }
+
+  async close(): Promise<void> {
+    clearInterval(this.#timer);
+    try {
+      await this.flush();
+    } finally {
+      await this.#sink.close();
+    }
+  }
+
+  async #write(): Promise<void> {
+    const rows = merged([...this.#earlier, ...rowsOf(this.#counts, this.#day)]);
     if (rows.length === 0) return;
     this.#earlier = [];
     this.#counts = new Map();
     try {
-      this.#sink.add(rows);
+      await this.#sink.add(rows);
     } catch (error) {
-      this.#earlier = rows;
+      // Rows of a day that turned meanwhile were added to #earlier; one row per key, day and label.
+      this.#earlier = merged([...rows, ...this.#earlier]);
       throw error;
     }
-  }
-
-  close(): void {
-    clearInterval(this.#timer);
-    this.flush();
-    this.#sink.close();
   }
 
   #turnDay(now: number): void {
@@ -99,4 +116,18 @@ function rowsOf(counts: ReadonlyMap<string, ReadonlyMap<string, Counts>>, day: s
   for (const [key, byLabel] of counts)
     for (const [label, { calls, errors }] of byLabel) rows.push({ key, day, label, calls, errors });
   return rows;
+}
+
+/** Rows with the same key, day and label added into one: a store adds a batch in one statement. */
+function merged(rows: readonly UsageRow[]): UsageRow[] {
+  const byId = new Map<string, UsageRow>();
+  for (const row of rows) {
+    const id = `${row.key}\n${row.day}\n${row.label}`;
+    const seen = byId.get(id);
+    byId.set(
+      id,
+      seen === undefined ? row : { ...seen, calls: seen.calls + row.calls, errors: seen.errors + row.errors },
+    );
+  }
+  return [...byId.values()];
 }

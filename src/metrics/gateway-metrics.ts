@@ -110,6 +110,14 @@ export class GatewayMetrics {
     ["label", "outcome"],
   );
 
+  /**
+   * Shared services the proxy works without while they are away (docs/deployment.md): the account store,
+   * the shared rate limits. Each is read at scrape time; with workers the primary shows the lowest.
+   */
+  readonly dependencies = new Map<string, () => boolean>();
+  /** The shared limiter's lease counts by outcome, read at scrape time; none without shared limits. */
+  leases: (() => Readonly<Record<string, number>>) | undefined;
+
   /** Every series, for the registry. */
   readonly all: readonly RegistrableMetric[];
   readonly #labels = new Map<string, LabelSeries>();
@@ -132,6 +140,21 @@ export class GatewayMetrics {
         "Open subscriptions on WebSocket connections",
         "sum",
         () => perLabel(webSockets.subscriptions()),
+      ),
+      new GaugeReading(
+        "gateway_dependency_up",
+        "1 while the proxy reaches a shared service (account_store, shared_limits); 0 while it serves without it",
+        "min",
+        () =>
+          [...this.dependencies].map(([dependency, up]) => ({ labels: { dependency }, value: up() ? 1 : 0 })),
+      ),
+      new GaugeReading(
+        "gateway_rate_limit_leases_total",
+        "Token leases asked of Redis, by outcome: granted, dry (the key's bucket ran out), failed",
+        "sum",
+        () =>
+          Object.entries(this.leases?.() ?? {}).map(([outcome, value]) => ({ labels: { outcome }, value })),
+        "counter",
       ),
       ...upstreamSeries(upstreams),
     ];

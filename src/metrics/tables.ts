@@ -16,7 +16,7 @@ export interface CollectedMetric {
   readonly type: "counter" | "gauge" | "histogram";
   readonly values: readonly MetricValue[];
   /** How node:cluster's primary combines the workers' values (prom-client's aggregators). */
-  readonly aggregator: "sum" | "max" | "average";
+  readonly aggregator: "sum" | "max" | "min" | "average";
 }
 
 /** A metric prom-client's Registry can register. */
@@ -168,30 +168,36 @@ export class HistogramTable implements RegistrableMetric {
   }
 }
 
-/** A gauge whose values are read when scraped, from whatever holds them (the upstream table, the sockets). */
+/**
+ * A gauge whose values are read when scraped, from whatever holds them (the upstream table, the sockets);
+ * or a counter kept elsewhere, read the same way.
+ */
 export class GaugeReading implements RegistrableMetric {
   readonly name: string;
   readonly #help: string;
   readonly #aggregator: CollectedMetric["aggregator"];
   readonly #read: () => readonly MetricValue[];
+  readonly #type: "gauge" | "counter";
 
   constructor(
     name: string,
     help: string,
     aggregator: CollectedMetric["aggregator"],
     read: () => readonly MetricValue[],
+    type: "gauge" | "counter" = "gauge",
   ) {
     this.name = name;
     this.#help = help;
     this.#aggregator = aggregator;
     this.#read = read;
+    this.#type = type;
   }
 
   async get(): Promise<CollectedMetric> {
     return {
       name: this.name,
       help: this.#help,
-      type: "gauge",
+      type: this.#type,
       aggregator: this.#aggregator,
       values: this.#read(),
     };

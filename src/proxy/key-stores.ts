@@ -1,10 +1,14 @@
 import type { GatewayConfig } from "../config/types.js";
 import { KeyStoreChain } from "../keys/chain.js";
+import type { GrantFeed } from "../keys/grants.js";
 import { CachedKeyStore } from "../keys/key-cache.js";
+import { PostgresGrantFeed, PostgresUsageSink } from "../keys/postgres-grants.js";
 import { SqliteGrantFeed, SqliteUsageSink } from "../keys/sqlite-grants.js";
 import { StaticKeyStore } from "../keys/static-store.js";
 import type { KeyStore } from "../keys/types.js";
-import { UsageCounter } from "../keys/usage.js";
+import { UsageCounter, type UsageSink } from "../keys/usage.js";
+import type { Logger } from "../log.js";
+import { isPostgresUrl } from "../store/postgres.js";
 
 /** The keys one proxy process knows. */
 export interface ProxyKeys {
@@ -13,34 +17,48 @@ export interface ProxyKeys {
   readonly accounts: CachedKeyStore | undefined;
   /** Calls per key, flushed to the account store; undefined without one. */
   readonly usage: UsageCounter | undefined;
-  close(): void;
+  close(): Promise<void>;
 }
 
 /**
  * The deployment config's static keys first, then the account store's grants (keys/grants.ts): a
- * read-only view of the store the control plane writes, followed every `accounts.followIntervalMs`. The
- * proxy's one write to the store is its usage counts, added every `accounts.usageFlushIntervalMs`.
+ * read-only view of the store the control plane writes. A SQLite store is read every
+ * `accounts.followIntervalMs`; a PostgreSQL store announces its changes (LISTEN/NOTIFY), so it is read
+ * only when something changed. The proxy's one write to the store is its usage counts, added every
+ * `accounts.usageFlushIntervalMs`.
  */
-export function openKeyStores(config: GatewayConfig): ProxyKeys {
-  const accounts =
-    config.accounts &&
-    new CachedKeyStore(
-      new SqliteGrantFeed(config.accounts.database, config.accounts.followIntervalMs),
-      config.defaultRate,
-    );
-  accounts?.follow();
-  const usage =
-    config.accounts &&
-    new UsageCounter(new SqliteUsageSink(config.accounts.database), config.accounts.usageFlushIntervalMs);
+export async function openKeyStores(config: GatewayConfig, logger: Logger): Promise<ProxyKeys> {
   const stores: KeyStore[] = [new StaticKeyStore(config.keys, config.defaultRate)];
-  if (accounts !== undefined) stores.push(accounts);
+  if (config.accounts === undefined)
+    return { store: new KeyStoreChain(stores), accounts: undefined, usage: undefined, close: async () => {} };
+  const { database, followIntervalMs, usageFlushIntervalMs } = config.accounts;
+  const postgres = isPostgresUrl(database);
+  const feed: GrantFeed = postgres
+    ? new PostgresGrantFeed(database)
+    : new SqliteGrantFeed(database, followIntervalMs);
+  const accounts = await CachedKeyStore.open(feed, config.defaultRate);
+  accounts.onStatus(({ reachable, reason }) =>
+    reachable
+      ? logger.log("info", "account store reachable again: caught up with its changes")
+      : logger.log("warn", "account store unreachable: serving the keys held", { reason }),
+  );
+  accounts.follow();
+  const sink: UsageSink = postgres ? new PostgresUsageSink(database) : new SqliteUsageSink(database);
+  const usage = new UsageCounter(sink, usageFlushIntervalMs, (error) =>
+    logger.log("warn", "usage counts not flushed: kept for the next flush", { reason: error.message }),
+  );
+  stores.push(accounts);
   return {
     store: new KeyStoreChain(stores),
     accounts,
     usage,
-    close: () => {
-      usage?.close();
-      accounts?.close();
+    close: async () => {
+      await usage
+        .close()
+        .catch((error: Error) =>
+          logger.log("warn", "usage counts not flushed at stop", { reason: error.message }),
+        );
+      await accounts.close();
     },
   };
 }

@@ -16,6 +16,7 @@ runProxy(config, logger).then((proxy) => {
     logger.log("info", "gateway listening", {
       host: config.listen.host,
       port: proxy.port,
+      operatorPort: proxy.operatorPort,
       domain: config.domain,
       workers: config.workers,
     });

@@ -2,13 +2,14 @@ import cluster, { type Worker } from "node:cluster";
 import type { Server } from "node:http";
 import { setTimeout as delay } from "node:timers/promises";
 import type { GatewayConfig, LabelUpstreams } from "../config/types.js";
-import { createGateway } from "../gateway.js";
+import { createGateway, type Gateway } from "../gateway.js";
 import type { CachedKeyStore } from "../keys/key-cache.js";
 import { listen } from "../lifecycle.js";
+import { SharedTokenBuckets } from "../limits/shared-buckets.js";
 import type { Logger } from "../log.js";
 import { clusterScraper, processRegistry } from "../metrics/registry.js";
 import type { UpstreamTable } from "../upstream/upstreams.js";
-import { openKeyStores } from "./key-stores.js";
+import { openKeyStores, type ProxyKeys } from "./key-stores.js";
 import {
   type CordonRequest,
   cordonIn,
@@ -43,14 +44,19 @@ export function runProxy(config: GatewayConfig, logger: Logger): Promise<Running
 }
 
 async function serveHere(config: GatewayConfig, logger: Logger): Promise<RunningProxy> {
-  const keys = openKeyStores(config);
+  const keys = await openKeyStores(config, logger);
+  const limiter = config.sharedLimits && new SharedTokenBuckets(config.sharedLimits, logger);
+  // A start does not wait long for Redis: until it answers, limits are local (docs/deployment.md).
+  await limiter?.ready(2_000);
   const gateway = createGateway({
     config,
     keys: keys.store,
     logger,
     ...(keys.usage === undefined ? {} : { usage: keys.usage }),
+    ...(limiter === undefined ? {} : { limiter }),
   });
   keys.accounts?.onWithdrawn((keyId) => gateway.closeConnectionsOf(keyId));
+  watchDependencies(gateway, keys, limiter);
   const registry = processRegistry(gateway.metrics, cluster.isWorker);
   const readiness = new Readiness(gateway.upstreams);
   let operator: Server | undefined;
@@ -66,7 +72,7 @@ async function serveHere(config: GatewayConfig, logger: Logger): Promise<Running
     readiness.listening();
   } catch (error) {
     await Promise.all([closeServer(operator), gateway.close()]);
-    keys.close();
+    await Promise.all([keys.close(), limiter?.close()]);
     throw error;
   }
   return {
@@ -80,9 +86,21 @@ async function serveHere(config: GatewayConfig, logger: Logger): Promise<Running
       await delay(config.limits.shutdownDelayMs);
       await gateway.close();
       await closeServer(operator);
-      keys.close();
+      await Promise.all([keys.close(), limiter?.close()]);
     },
   };
+}
+
+/** What the proxy serves without while it is away, in gateway_dependency_up; the logs say when it changes. */
+function watchDependencies(gateway: Gateway, keys: ProxyKeys, limiter: SharedTokenBuckets | undefined): void {
+  const { metrics } = gateway;
+  if (metrics === undefined) return;
+  const accounts = keys.accounts;
+  if (accounts !== undefined) metrics.dependencies.set("account_store", () => accounts.reachable);
+  if (limiter !== undefined) {
+    metrics.dependencies.set("shared_limits", () => limiter.shared);
+    metrics.leases = () => limiter.leases;
+  }
 }
 
 /** Forks the workers and resolves once every one is listening; the operator API listens first. */

@@ -1,21 +1,21 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { keyIn, type SmtpCapture, startSmtp, tokenIn } from "../support/smtp.js";
-import { type AccountsFixture, startAccounts } from "./helpers.js";
+import { type AccountsFixture, STORES, startAccounts } from "./helpers.js";
 
 // Each row gets a clear error, and nothing changes in the store (its change feed and accounts compared).
-describe("self-service API bad input", () => {
+describe.each(STORES)("self-service API bad input (%s store)", (store) => {
   let smtp: SmtpCapture;
   let fx: AccountsFixture;
   let alice = "";
   let bobKeyId = 0;
   let expiredToken = "";
 
-  const snapshot = () =>
-    JSON.stringify([fx.accounts.store.changesSince(0), fx.accounts.store.listAccounts()]);
+  const snapshot = async () =>
+    JSON.stringify([await fx.accounts.store.changesSince(0), await fx.accounts.store.listAccounts()]);
 
   beforeAll(async () => {
     smtp = await startSmtp();
-    fx = await startAccounts({ confirmTokenHours: 1 }, smtp.port);
+    fx = await startAccounts({ confirmTokenHours: 1 }, smtp.port, store);
     for (const email of ["alice@example.com", "bob@example.com"]) {
       const mail = smtp.next(email);
       await fx.api("POST", "/v1/signup", { email });
@@ -106,18 +106,22 @@ describe("self-service API bad input", () => {
 
   for (const [name, request, status, code] of rows) {
     it(`${name} → ${status} ${code}, store unchanged`, async () => {
-      const before = snapshot();
+      const before = await snapshot();
       const [method, path, body, session] = request();
       const answer = await fx.api(method, path, body, session);
       expect(answer.status).toBe(status);
       expect(answer.json.error).toMatchObject({ code, status });
       expect(answer.json.error.message.length).toBeGreaterThan(10);
-      expect(snapshot()).toBe(before);
+      expect(await snapshot()).toBe(before);
     });
   }
 
   it("sign-ups are rate limited per IP", async () => {
-    const limited = await startAccounts({ signupRatePerIp: { perSecond: 0.001, burst: 2 } });
+    const limited = await startAccounts(
+      { signupRatePerIp: { perSecond: 0.001, burst: 2 } },
+      undefined,
+      store,
+    );
     try {
       const statuses: number[] = [];
       for (let i = 0; i < 3; i++)

@@ -2,11 +2,11 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { type RunningGateway, rpcBody, startGateway } from "../support/gateway.js";
 import { jsonRpcResponder, type LoopbackNode, startLoopbackNode } from "../support/loopback-node.js";
 import { keyIn, type SmtpCapture, startSmtp, tokenIn } from "../support/smtp.js";
-import { type AccountsFixture, startAccounts } from "./helpers.js";
+import { type AccountsFixture, STORES, startAccounts } from "./helpers.js";
 
 // The path of docs/accounts.md, with a real SMTP server: sign up, confirm, free test for eth, read the key from the
 // e-mail, use it, see it refused on dot, revoke it and see it refused within a second.
-describe("accounts end to end", () => {
+describe.each(STORES)("accounts end to end (%s store)", (store) => {
   let smtp: SmtpCapture;
   let fx: AccountsFixture;
   let node: LoopbackNode;
@@ -15,7 +15,7 @@ describe("accounts end to end", () => {
 
   beforeAll(async () => {
     smtp = await startSmtp();
-    fx = await startAccounts({}, smtp.port);
+    fx = await startAccounts({}, smtp.port, store);
     node = await startLoopbackNode(
       jsonRpcResponder({ eth_blockNumber: "0x2a", chain_getHeader: { number: "0x1" } }),
     );

@@ -1,14 +1,28 @@
-import { mkdtempSync } from "node:fs";
+import { mkdtempSync, readdirSync, readFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import pg from "pg";
 import { request } from "undici";
 import { networkCodes } from "../../generated/endpoints.js";
 import { DEFAULT_ACCOUNTS } from "../../src/config/defaults.js";
 import type { AccountsConfig } from "../../src/config/types.js";
 import { type ControlPlane, createControlPlane } from "../../src/control/plane.js";
 import { CachedKeyStore } from "../../src/keys/key-cache.js";
+import { PostgresGrantFeed } from "../../src/keys/postgres-grants.js";
 import { SqliteGrantFeed } from "../../src/keys/sqlite-grants.js";
 import { createLogger } from "../../src/log.js";
+import { freshPostgresDatabase, needServices } from "../support/services.js";
+
+/** Which account store a fixture runs on: the embedded SQLite file, or a fresh PostgreSQL database. */
+export type StoreKind = "sqlite" | "postgres";
+
+/**
+ * The stores the store's behaviour suites run against here: SQLite always, PostgreSQL when the machine's
+ * server answers (test/support/services.ts prints why not, and under CI a missing server fails instead).
+ */
+export const STORES: readonly StoreKind[] = (await needServices("postgres")).skip
+  ? ["sqlite"]
+  : ["sqlite", "postgres"];
 
 /** The control plane, and the proxy's key cache reading its store, as `npm start` wires them. */
 export interface Accounts extends ControlPlane {
@@ -18,12 +32,16 @@ export interface Accounts extends ControlPlane {
 export interface AccountsFixture {
   readonly accounts: Accounts;
   readonly dir: string;
+  /** The SQLite file, or the PostgreSQL database's URL. */
   readonly database: string;
+  readonly store: StoreKind;
   readonly logs: string[];
   readonly origin: string;
   /** Moves this fixture's clock forward. */
   advance(ms: number): void;
   api(method: "GET" | "POST", path: string, body?: unknown, session?: string): Promise<ApiAnswer>;
+  /** Everything the store holds on disk, as text: the SQLite files, or every PostgreSQL table's rows. */
+  dump(): Promise<string>;
   close(): Promise<void>;
 }
 
@@ -32,15 +50,17 @@ export interface AccountsFixture {
 export type ApiAnswer = { status: number; json: any };
 
 /**
- * A control plane (account store, service and self-service API) on a fresh SQLite file, and the proxy's
- * key cache reading that file, with a movable clock.
+ * A control plane (account store, service and self-service API) on a fresh store, and the proxy's key
+ * cache following that store, with a movable clock.
  */
 export async function startAccounts(
   overrides: Partial<AccountsConfig> = {},
   smtpPort?: number,
+  store: StoreKind = "sqlite",
 ): Promise<AccountsFixture> {
   const dir = mkdtempSync(join(tmpdir(), "accounts-"));
-  const database = join(dir, "gateway.sqlite");
+  const postgres = store === "postgres" ? await freshPostgresDatabase() : undefined;
+  const database = postgres?.url ?? join(dir, "gateway.sqlite");
   let offset = 0;
   const logs: string[] = [];
   const config: AccountsConfig = {
@@ -57,15 +77,17 @@ export async function startAccounts(
     ...overrides,
   };
   const now = () => Date.now() + offset;
-  const control = createControlPlane({
+  const control = await createControlPlane({
     config,
     networks: new Set(networkCodes),
     trustedProxies: [],
     logger: createLogger("debug", (line) => logs.push(line)),
     now,
   });
-  const keys = new CachedKeyStore(
-    new SqliteGrantFeed(database, config.followIntervalMs),
+  const keys = await CachedKeyStore.open(
+    postgres === undefined
+      ? new SqliteGrantFeed(database, config.followIntervalMs)
+      : new PostgresGrantFeed(database),
     { perSecond: 1000, burst: 1000 },
     now,
   );
@@ -75,8 +97,9 @@ export async function startAccounts(
     ...control,
     keys,
     async close() {
-      keys.close();
+      await keys.close();
       await control.close();
+      await postgres?.drop();
     },
   };
   await new Promise<void>((resolve) => accounts.api.listen(0, "127.0.0.1", resolve));
@@ -86,6 +109,7 @@ export async function startAccounts(
     accounts,
     dir,
     database,
+    store,
     logs,
     origin,
     advance(ms) {
@@ -102,6 +126,22 @@ export async function startAccounts(
       });
       const text = await response.body.text();
       return { status: response.statusCode, json: text === "" ? undefined : JSON.parse(text) };
+    },
+    async dump() {
+      if (postgres === undefined)
+        return readdirSync(dir)
+          .filter((f) => f.startsWith("gateway.sqlite"))
+          .map((f) => readFileSync(join(dir, f)).toString("latin1"))
+          .join("");
+      const client = new pg.Client(database);
+      await client.connect();
+      try {
+        const tables = ["accounts", "tokens", "api_keys", "usage", "revision"];
+        const rows = await Promise.all(tables.map((t) => client.query(`SELECT * FROM ${t}`)));
+        return JSON.stringify(rows.map((r) => r.rows));
+      } finally {
+        await client.end();
+      }
     },
     close: () => accounts.close(),
   };

@@ -12,7 +12,7 @@ import {
 import type { GatewayConfig } from "../../src/config/types.js";
 import { createLogger } from "../../src/log.js";
 import { type RunningProxy, runProxy } from "../../src/proxy/run.js";
-import { type AccountsFixture, startAccounts } from "../accounts/helpers.js";
+import { type AccountsFixture, STORES, startAccounts } from "../accounts/helpers.js";
 import { ROOT } from "../registry/helpers.js";
 import { listeningPort } from "../support/child-process.js";
 import { DOMAIN } from "../support/gateway.js";
@@ -25,7 +25,7 @@ import { keyIn, type SmtpCapture, startSmtp, tokenIn } from "../support/smtp.js"
 
 const FLUSH_MS = 300;
 
-describe("usage per key", () => {
+describe.each(STORES)("usage per key (%s store)", (store) => {
   let smtp: SmtpCapture;
   let fx: AccountsFixture;
   let node: LoopbackNode;
@@ -68,7 +68,7 @@ describe("usage per key", () => {
 
   beforeAll(async () => {
     smtp = await startSmtp();
-    fx = await startAccounts({}, smtp.port);
+    fx = await startAccounts({}, smtp.port, store);
     node = await startLoopbackNode(jsonRpcResponder({ eth_blockNumber: "0x1", eth_chainId: "0x1" }));
     const email = "usage@example.com";
     const confirmation = smtp.next(email);

@@ -9,7 +9,7 @@ import type { Account } from "./types.js";
 
 type Handler = (input: {
   body: Record<string, unknown>;
-  account: () => Account;
+  account: () => Promise<Account>;
   ip: string;
   params: readonly string[];
   query: URLSearchParams;
@@ -43,8 +43,8 @@ export function createAccountsApi(
         },
       ];
     }),
-    route("POST", /^\/v1\/confirm$/, ({ body }) => {
-      const { account, session } = service.confirm(body.token);
+    route("POST", /^\/v1\/confirm$/, async ({ body }) => {
+      const { account, session } = await service.confirm(body.token);
       return [200, { account: publicAccount(account), session }];
     }),
     route("POST", /^\/v1\/login$/, async ({ body, ip }) => {
@@ -54,41 +54,59 @@ export function createAccountsApi(
         { next: "If the address has an active account, a sign-in token was sent to it: POST /v1/session" },
       ];
     }),
-    route("POST", /^\/v1\/session$/, ({ body }) => {
-      const { account, session } = service.startSession(body.token);
+    route("POST", /^\/v1\/session$/, async ({ body }) => {
+      const { account, session } = await service.startSession(body.token);
       return [200, { account: publicAccount(account), session }];
     }),
-    route("GET", /^\/v1\/account$/, ({ account }) => [200, { account: publicAccount(account()) }]),
+    route("GET", /^\/v1\/account$/, async ({ account }) => [
+      200,
+      { account: publicAccount(await account()) },
+    ]),
     route("POST", /^\/v1\/free-tests$/, async ({ body, account, ip }) => [
       201,
       {
-        key: await service.requestFreeTest(account(), body.network, ip),
+        key: await service.requestFreeTest(await account(), body.network, ip),
         delivery: "The key was sent to your e-mail",
       },
     ]),
     route("POST", /^\/v1\/orders$/, async ({ body, account }) => [
       201,
       {
-        key: await service.order(account(), body.network, body.plan),
+        key: await service.order(await account(), body.network, body.plan),
         delivery: "The key was sent to your e-mail",
       },
     ]),
-    route("GET", /^\/v1\/keys$/, ({ account }) => [200, { keys: service.listKeys(account()) }]),
+    route("GET", /^\/v1\/keys$/, async ({ account }) => [
+      200,
+      { keys: await service.listKeys(await account()) },
+    ]),
     route("POST", /^\/v1\/keys\/(\d{1,15})\/rotate$/, async ({ account, params }) => [
       201,
-      { key: await service.rotate(account(), params[0]), delivery: "The new key was sent to your e-mail" },
+      {
+        key: await service.rotate(await account(), params[0]),
+        delivery: "The new key was sent to your e-mail",
+      },
     ]),
-    route("POST", /^\/v1\/keys\/(\d{1,15})\/revoke$/, ({ account, params }) => [
+    route("POST", /^\/v1\/keys\/(\d{1,15})\/revoke$/, async ({ account, params }) => [
       200,
-      { key: service.revoke(account(), params[0]) },
+      { key: await service.revoke(await account(), params[0]) },
     ]),
-    route("GET", /^\/v1\/keys\/(\d{1,15})\/usage$/, ({ account, params, query }) => [
+    route("GET", /^\/v1\/keys\/(\d{1,15})\/usage$/, async ({ account, params, query }) => [
       200,
-      service.keyUsage(account(), params[0], query.get("from") ?? undefined, query.get("to") ?? undefined),
+      await service.keyUsage(
+        await account(),
+        params[0],
+        query.get("from") ?? undefined,
+        query.get("to") ?? undefined,
+      ),
     ]),
-    route("GET", /^\/v1\/usage$/, ({ account, query }) => [
+    route("GET", /^\/v1\/usage$/, async ({ account, query }) => [
       200,
-      service.accountUsage(account(), query.get("from") ?? undefined, query.get("to") ?? undefined),
+      await service.accountUsage(
+        await account(),
+        query.get("from") ?? undefined,
+        query.get("to") ?? undefined,
+      ),
     ]),
   ];
 

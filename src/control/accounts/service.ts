@@ -1,5 +1,5 @@
 import { randomBytes } from "node:crypto";
-import type { AccountsConfig } from "../../config/types.js";
+import type { AccountsConfig, RateSpec } from "../../config/types.js";
 import { GatewayError } from "../../errors/table.js";
 import { keyHash } from "../../keys/digest.js";
 import { newApiKey } from "../../keys/issue.js";
@@ -49,6 +49,8 @@ export interface IssueOptions {
   readonly plan: Plan;
   readonly archive?: boolean;
   readonly expiresAt?: number;
+  /** The key's own rate; the proxies' `defaultRate` without one. */
+  readonly rate?: RateSpec;
 }
 
 const EMAIL =
@@ -57,15 +59,16 @@ const PREFIX_LENGTH = 10;
 
 /**
  * Accounts and keys: sign-up by e-mail, keys issued on an order or a free test and sent by e-mail,
- * rotation with a grace period, revocation. Every change is followed by `onChange`, which refreshes the
- * data plane's key cache, so a revoked key stops working at once on this instance.
+ * rotation with a grace period, revocation. Every change is followed by `onChange`, awaited before the
+ * answer: it refreshes the key cache of a proxy in the same process, so a revoked key stops working there
+ * before the answer says so. Other instances hear of it from the store's change feed.
  */
 export class AccountService {
   readonly #store: AccountStore;
   readonly #mailer: Mailer;
   readonly #config: AccountsConfig;
   readonly #networks: ReadonlySet<string>;
-  readonly #onChange: () => void;
+  readonly #onChange: () => void | Promise<void>;
   readonly #now: () => number;
   readonly #buckets = new TokenBuckets(50_000);
 
@@ -74,7 +77,7 @@ export class AccountService {
     mailer: Mailer;
     config: AccountsConfig;
     networks: ReadonlySet<string>;
-    onChange: () => void;
+    onChange: () => void | Promise<void>;
     now?: () => number;
   }) {
     this.#store = options.store;
@@ -90,9 +93,9 @@ export class AccountService {
     const email = this.#email(emailInput);
     this.#limit(`signup-ip:${ip}`, this.#config.signupRatePerIp);
     this.#limit(`signup-email:${email}`, this.#config.signupRatePerEmail);
-    if (this.#store.accountByEmail(email) !== undefined) throw new GatewayError("EMAIL_TAKEN");
-    const account = this.#store.createAccount(email, "pending", this.#now());
-    const token = this.#token(account.id, "confirm", this.#config.confirmTokenHours);
+    if ((await this.#store.accountByEmail(email)) !== undefined) throw new GatewayError("EMAIL_TAKEN");
+    const account = await this.#store.createAccount(email, "pending", this.#now());
+    const token = await this.#token(account.id, "confirm", this.#config.confirmTokenHours);
     await this.#mailer.send(
       email,
       "Confirm your e-mail address",
@@ -102,14 +105,14 @@ export class AccountService {
   }
 
   /** Confirms the e-mail address: the account becomes active, and a session starts. */
-  confirm(tokenInput: unknown): { account: Account; session: string } {
-    const account = this.#redeem(tokenInput, "confirm");
+  async confirm(tokenInput: unknown): Promise<{ account: Account; session: string }> {
+    const account = await this.#redeem(tokenInput, "confirm");
     if (account.status === "pending") {
-      this.#store.setAccountStatus(account.id, "active");
-      this.#onChange();
+      await this.#store.setAccountStatus(account.id, "active");
+      await this.#onChange();
     }
-    const active = this.#store.account(account.id) as Account;
-    return { account: active, session: this.#token(active.id, "session", this.#config.sessionHours) };
+    const active = (await this.#store.account(account.id)) as Account;
+    return { account: active, session: await this.#token(active.id, "session", this.#config.sessionHours) };
   }
 
   /** E-mails a one-use sign-in token; answers the same whether the address has an account or not. */
@@ -117,9 +120,9 @@ export class AccountService {
     const email = this.#email(emailInput);
     this.#limit(`signup-ip:${ip}`, this.#config.signupRatePerIp);
     this.#limit(`signup-email:${email}`, this.#config.signupRatePerEmail);
-    const account = this.#store.accountByEmail(email);
+    const account = await this.#store.accountByEmail(email);
     if (account?.status !== "active") return;
-    const token = this.#token(account.id, "login", 1);
+    const token = await this.#token(account.id, "login", 1);
     await this.#mailer.send(
       email,
       "Your sign-in token",
@@ -127,17 +130,17 @@ export class AccountService {
     );
   }
 
-  startSession(tokenInput: unknown): { account: Account; session: string } {
-    const account = this.#active(this.#redeem(tokenInput, "login"));
-    return { account, session: this.#token(account.id, "session", this.#config.sessionHours) };
+  async startSession(tokenInput: unknown): Promise<{ account: Account; session: string }> {
+    const account = this.#active(await this.#redeem(tokenInput, "login"));
+    return { account, session: await this.#token(account.id, "session", this.#config.sessionHours) };
   }
 
   /** The active account a session token belongs to. */
-  authenticate(session: string | undefined): Account {
+  async authenticate(session: string | undefined): Promise<Account> {
     if (session === undefined || session === "") throw new GatewayError("SESSION_REQUIRED");
-    const taken = this.#store.takeToken(keyHash(session), "session", this.#now());
+    const taken = await this.#store.takeToken(keyHash(session), "session", this.#now());
     if (taken === undefined || taken === "expired") throw new GatewayError("SESSION_REQUIRED");
-    return this.#active(this.#store.account(taken.accountId) as Account);
+    return this.#active((await this.#store.account(taken.accountId)) as Account);
   }
 
   /** A free test: one per network, at most `maxPerEmail` per account, ending after `days`. */
@@ -145,16 +148,16 @@ export class AccountService {
     const network = this.#network(networkInput);
     this.#limit(`free-test-ip:${ip}`, this.#config.signupRatePerIp);
     const now = this.#now();
-    const tests = this.#store.keys(account.id).filter((k) => k.plan === "free-test");
+    const tests = (await this.#store.keys(account.id)).filter((k) => k.plan === "free-test");
     if (
       account.freeTestsUsed >= this.#config.freeTest.maxPerEmail ||
       tests.some((k) => k.networks !== "*" && k.networks.includes(network))
     ) {
       throw new GatewayError("FREE_TEST_LIMIT", { maxPerEmail: this.#config.freeTest.maxPerEmail });
     }
-    this.#store.countFreeTest(account.id);
+    await this.#store.countFreeTest(account.id);
     const expiresAt = now + this.#config.freeTest.days * 86_400_000;
-    const { record, key } = this.#issue(
+    const { record, key } = await this.#issue(
       account.id,
       { networks: [network], plan: "free-test", archive: false, expiresAt },
       this.#config.freeTest.rate,
@@ -169,18 +172,18 @@ export class AccountService {
     const plan = planInput ?? "shared";
     if (plan !== "shared" && plan !== "dedicated")
       throw new GatewayError("INVALID_FIELD", { field: "plan", allowed: ["shared", "dedicated"] });
-    const { record, key } = this.#issue(account.id, { networks: [network], plan, archive: true });
+    const { record, key } = await this.#issue(account.id, { networks: [network], plan, archive: true });
     await this.#mailKey(account, key, record, `Your ${plan} node key for ${network}`);
     return this.#view(record);
   }
 
-  listKeys(account: Account): KeyView[] {
-    return this.#store.keys(account.id).map((k) => this.#view(k));
+  async listKeys(account: Account): Promise<KeyView[]> {
+    return (await this.#store.keys(account.id)).map((k) => this.#view(k));
   }
 
   /** A new key with the same scopes, e-mailed; the old one keeps working for the grace period. */
   async rotate(account: Account, keyId: unknown): Promise<KeyView> {
-    const { record, key, old, graceEnds } = this.#rotate(account, keyId);
+    const { record, key, old, graceEnds } = await this.#rotate(account, keyId);
     await this.#mailKey(
       account,
       key,
@@ -191,22 +194,22 @@ export class AccountService {
   }
 
   /** Operator: rotates a key and returns the new one for the caller to show once. */
-  rotateKey(keyId: number): { key: string; view: KeyView } {
-    const record = this.#store.key(keyId);
-    const account = record && this.#store.account(record.accountId);
+  async rotateKey(keyId: number): Promise<{ key: string; view: KeyView }> {
+    const record = await this.#store.key(keyId);
+    const account = record && (await this.#store.account(record.accountId));
     if (account === undefined) throw new GatewayError("KEY_NOT_FOUND");
-    const { record: next, key } = this.#rotate(account, keyId);
+    const { record: next, key } = await this.#rotate(account, keyId);
     return { key, view: this.#view(next) };
   }
 
-  #rotate(
+  async #rotate(
     account: Account,
     keyId: unknown,
-  ): { record: KeyRecord; key: string; old: KeyRecord; graceEnds: number } {
-    const old = this.#ownKey(account, keyId);
+  ): Promise<{ record: KeyRecord; key: string; old: KeyRecord; graceEnds: number }> {
+    const old = await this.#ownKey(account, keyId);
     if (this.#status(old) !== "active")
       throw new GatewayError("KEY_NOT_FOUND", { reason: "the key is no longer active" });
-    const { record, key } = this.#issue(
+    const { record, key } = await this.#issue(
       account.id,
       {
         networks: old.networks,
@@ -217,61 +220,61 @@ export class AccountService {
       old.rate,
     );
     const graceEnds = this.#now() + this.#config.rotationGraceSeconds * 1000;
-    this.#store.retireKey(old.id, graceEnds, record.id);
-    this.#onChange();
+    await this.#store.retireKey(old.id, graceEnds, record.id);
+    await this.#onChange();
     return { record, key, old, graceEnds };
   }
 
   /** Operator: revokes any key by id. */
-  revokeKey(keyId: number): KeyView {
-    const record = this.#store.key(keyId);
-    const account = record && this.#store.account(record.accountId);
+  async revokeKey(keyId: number): Promise<KeyView> {
+    const record = await this.#store.key(keyId);
+    const account = record && (await this.#store.account(record.accountId));
     if (account === undefined) throw new GatewayError("KEY_NOT_FOUND");
-    return this.revoke(account, keyId);
+    return await this.revoke(account, keyId);
   }
 
-  revoke(account: Account, keyId: unknown): KeyView {
-    const key = this.#ownKey(account, keyId);
+  async revoke(account: Account, keyId: unknown): Promise<KeyView> {
+    const key = await this.#ownKey(account, keyId);
     if (key.status !== "revoked") {
-      this.#store.revokeKey(key.id, this.#now());
-      this.#onChange();
+      await this.#store.revokeKey(key.id, this.#now());
+      await this.#onChange();
     }
-    return this.#view(this.#store.key(key.id) as KeyRecord);
+    return this.#view((await this.#store.key(key.id)) as KeyRecord);
   }
 
   /** Operator: an account that needs no e-mail confirmation. */
-  createAccount(emailInput: unknown): Account {
+  async createAccount(emailInput: unknown): Promise<Account> {
     const email = this.#email(emailInput);
-    if (this.#store.accountByEmail(email) !== undefined) throw new GatewayError("EMAIL_TAKEN");
-    const account = this.#store.createAccount(email, "active", this.#now());
-    this.#onChange();
+    if ((await this.#store.accountByEmail(email)) !== undefined) throw new GatewayError("EMAIL_TAKEN");
+    const account = await this.#store.createAccount(email, "active", this.#now());
+    await this.#onChange();
     return account;
   }
 
-  setStatus(accountId: number, status: Account["status"]): Account {
-    const account = this.#store.account(accountId);
+  async setStatus(accountId: number, status: Account["status"]): Promise<Account> {
+    const account = await this.#store.account(accountId);
     if (account === undefined) throw new GatewayError("INVALID_FIELD", { field: "account" });
     if (account.status === "closed")
       throw new GatewayError("ACCOUNT_NOT_ACTIVE", { reason: "a closed account stays closed" });
-    this.#store.setAccountStatus(accountId, status);
-    this.#onChange();
-    return this.#store.account(accountId) as Account;
+    await this.#store.setAccountStatus(accountId, status);
+    await this.#onChange();
+    return (await this.#store.account(accountId)) as Account;
   }
 
   /** Operator: issues a key and returns it; the caller shows it once. */
-  issueKey(accountId: number, options: IssueOptions): { key: string; view: KeyView } {
-    const account = this.#store.account(accountId);
+  async issueKey(accountId: number, options: IssueOptions): Promise<{ key: string; view: KeyView }> {
+    const account = await this.#store.account(accountId);
     if (account === undefined) throw new GatewayError("INVALID_FIELD", { field: "account" });
     if (options.networks !== "*") for (const n of options.networks) this.#network(n);
-    const { record, key } = this.#issue(accountId, options);
+    const { record, key } = await this.#issue(accountId, options, options.rate);
     return { key, view: this.#view(record) };
   }
 
-  #issue(
+  async #issue(
     accountId: number,
     options: IssueOptions,
     rate?: KeyRecord["rate"],
-  ): { record: KeyRecord; key: string } {
+  ): Promise<{ record: KeyRecord; key: string }> {
     const key = newApiKey();
     const spec: NewKey = {
       accountId,
@@ -283,8 +286,8 @@ export class AccountService {
       ...(rate === undefined ? {} : { rate }),
       ...(options.expiresAt === undefined ? {} : { expiresAt: options.expiresAt }),
     };
-    const record = this.#store.insertKey(spec, this.#now());
-    this.#onChange();
+    const record = await this.#store.insertKey(spec, this.#now());
+    await this.#onChange();
     return { record, key };
   }
 
@@ -305,18 +308,20 @@ export class AccountService {
    * A key's calls per day and network, errors apart, from `from` to `to` (YYYY-MM-DD, UTC, both included;
    * the last 30 days by default). Counts reach the store within the proxies' flush interval.
    */
-  keyUsage(account: Account, keyId: unknown, from: unknown, to: unknown): UsageReport {
-    const key = this.#ownKey(account, keyId);
+  async keyUsage(account: Account, keyId: unknown, from: unknown, to: unknown): Promise<UsageReport> {
+    const key = await this.#ownKey(account, keyId);
     const range = this.#range(from, to);
-    const days = this.#store.usage([key.prefix], range.from, range.to).map(({ key: _, ...row }) => row);
+    const days = (await this.#store.usage([key.prefix], range.from, range.to)).map(
+      ({ key: _, ...row }) => row,
+    );
     return { key: { id: key.id, prefix: key.prefix }, ...range, days, total: totalOf(days) };
   }
 
   /** Every key of the account, the same way, each row naming its key's prefix. */
-  accountUsage(account: Account, from: unknown, to: unknown): UsageReport {
+  async accountUsage(account: Account, from: unknown, to: unknown): Promise<UsageReport> {
     const range = this.#range(from, to);
-    const keys = this.#store.keys(account.id).map((k) => k.prefix);
-    const days = this.#store.usage(keys, range.from, range.to);
+    const keys = (await this.#store.keys(account.id)).map((k) => k.prefix);
+    const days = await this.#store.usage(keys, range.from, range.to);
     return { ...range, days, total: totalOf(days) };
   }
 
@@ -331,9 +336,9 @@ export class AccountService {
     return { from, to };
   }
 
-  #ownKey(account: Account, keyId: unknown): KeyRecord {
+  async #ownKey(account: Account, keyId: unknown): Promise<KeyRecord> {
     const id = typeof keyId === "number" ? keyId : Number(keyId);
-    const key = Number.isInteger(id) ? this.#store.key(id) : undefined;
+    const key = Number.isInteger(id) ? await this.#store.key(id) : undefined;
     // Someone else's key is "not found": its existence is not revealed.
     if (key === undefined || key.accountId !== account.id) throw new GatewayError("KEY_NOT_FOUND");
     return key;
@@ -358,18 +363,18 @@ export class AccountService {
     return key.expiresAt !== undefined && key.expiresAt <= this.#now() ? "expired" : "active";
   }
 
-  #redeem(tokenInput: unknown, purpose: "confirm" | "login"): Account {
+  async #redeem(tokenInput: unknown, purpose: "confirm" | "login"): Promise<Account> {
     if (typeof tokenInput !== "string" || tokenInput.length < 16 || tokenInput.length > 128)
       throw new GatewayError("TOKEN_INVALID");
-    const taken = this.#store.takeToken(keyHash(tokenInput), purpose, this.#now());
+    const taken = await this.#store.takeToken(keyHash(tokenInput), purpose, this.#now());
     if (taken === "expired") throw new GatewayError("TOKEN_EXPIRED");
     if (taken === undefined) throw new GatewayError("TOKEN_INVALID");
-    return this.#store.account(taken.accountId) as Account;
+    return (await this.#store.account(taken.accountId)) as Account;
   }
 
-  #token(accountId: number, purpose: "confirm" | "login" | "session", hours: number): string {
+  async #token(accountId: number, purpose: "confirm" | "login" | "session", hours: number): Promise<string> {
     const token = randomBytes(24).toString("base64url");
-    this.#store.saveToken(keyHash(token), accountId, purpose, this.#now() + hours * 3_600_000);
+    await this.#store.saveToken(keyHash(token), accountId, purpose, this.#now() + hours * 3_600_000);
     return token;
   }
 

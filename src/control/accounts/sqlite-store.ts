@@ -2,35 +2,11 @@ import { mkdirSync } from "node:fs";
 import { dirname } from "node:path";
 import Database from "better-sqlite3";
 import type { KeyGrant } from "../../keys/grants.js";
-import { grantsSince, scopesOf } from "../../keys/sqlite-grants.js";
+import { grantsSince } from "../../keys/sqlite-grants.js";
 import type { UsageRow } from "../../keys/usage.js";
 import { migrate } from "./migrations.js";
+import { type AccountRow, type KeyRow, toAccount, toKey } from "./rows.js";
 import type { Account, AccountStatus, AccountStore, KeyRecord, NewKey, TokenPurpose } from "./types.js";
-
-interface AccountRow {
-  id: number;
-  email: string;
-  status: AccountStatus;
-  created_at: number;
-  free_tests_used: number;
-}
-
-interface KeyRow {
-  id: number;
-  account_id: number;
-  key_hash: string;
-  prefix: string;
-  plan: KeyRecord["plan"];
-  networks: string;
-  archive: number;
-  rate_per_second: number | null;
-  rate_burst: number | null;
-  status: KeyRecord["status"];
-  created_at: number;
-  expires_at: number | null;
-  replaced_by: number | null;
-  revision: number;
-}
 
 /** The embedded default store: one SQLite file, migrated on open, no setup. */
 export class SqliteAccountStore implements AccountStore {
@@ -45,33 +21,37 @@ export class SqliteAccountStore implements AccountStore {
     migrate(this.#db);
   }
 
-  createAccount(email: string, status: AccountStatus, now: number): Account {
+  async createAccount(email: string, status: AccountStatus, now: number): Promise<Account> {
     return this.#write(() => {
       const revision = this.#bump();
       const info = this.#db
         .prepare("INSERT INTO accounts (email, status, created_at, revision) VALUES (?, ?, ?, ?)")
         .run(email, status, now, revision);
-      return this.account(Number(info.lastInsertRowid)) as Account;
+      return this.#account(Number(info.lastInsertRowid)) as Account;
     });
   }
 
-  accountByEmail(email: string): Account | undefined {
+  async accountByEmail(email: string): Promise<Account | undefined> {
     const row = this.#db.prepare("SELECT * FROM accounts WHERE email = ?").get(email) as
       | AccountRow
       | undefined;
     return row && toAccount(row);
   }
 
-  account(id: number): Account | undefined {
+  async account(id: number): Promise<Account | undefined> {
+    return this.#account(id);
+  }
+
+  #account(id: number): Account | undefined {
     const row = this.#db.prepare("SELECT * FROM accounts WHERE id = ?").get(id) as AccountRow | undefined;
     return row && toAccount(row);
   }
 
-  listAccounts(): Account[] {
+  async listAccounts(): Promise<Account[]> {
     return (this.#db.prepare("SELECT * FROM accounts ORDER BY id").all() as AccountRow[]).map(toAccount);
   }
 
-  setAccountStatus(id: number, status: AccountStatus): void {
+  async setAccountStatus(id: number, status: AccountStatus): Promise<void> {
     this.#write(() => {
       const revision = this.#bump();
       this.#db.prepare("UPDATE accounts SET status = ?, revision = ? WHERE id = ?").run(status, revision, id);
@@ -80,21 +60,26 @@ export class SqliteAccountStore implements AccountStore {
     });
   }
 
-  countFreeTest(id: number): void {
+  async countFreeTest(id: number): Promise<void> {
     this.#db.prepare("UPDATE accounts SET free_tests_used = free_tests_used + 1 WHERE id = ?").run(id);
   }
 
-  saveToken(tokenHash: string, accountId: number, purpose: TokenPurpose, expiresAt: number): void {
+  async saveToken(
+    tokenHash: string,
+    accountId: number,
+    purpose: TokenPurpose,
+    expiresAt: number,
+  ): Promise<void> {
     this.#db
       .prepare("INSERT INTO tokens (token_hash, account_id, purpose, expires_at) VALUES (?, ?, ?, ?)")
       .run(tokenHash, accountId, purpose, expiresAt);
   }
 
-  takeToken(
+  async takeToken(
     tokenHash: string,
     purpose: TokenPurpose,
     now: number,
-  ): { accountId: number } | "expired" | undefined {
+  ): Promise<{ accountId: number } | "expired" | undefined> {
     return this.#write(() => {
       const row = this.#db
         .prepare("SELECT account_id, expires_at, used_at FROM tokens WHERE token_hash = ? AND purpose = ?")
@@ -109,7 +94,7 @@ export class SqliteAccountStore implements AccountStore {
     });
   }
 
-  insertKey(key: NewKey, now: number): KeyRecord {
+  async insertKey(key: NewKey, now: number): Promise<KeyRecord> {
     return this.#write(() => {
       const revision = this.#bump();
       const info = this.#db
@@ -130,22 +115,26 @@ export class SqliteAccountStore implements AccountStore {
           key.expiresAt ?? null,
           revision,
         );
-      return this.key(Number(info.lastInsertRowid)) as KeyRecord;
+      return this.#key(Number(info.lastInsertRowid)) as KeyRecord;
     });
   }
 
-  keys(accountId: number): KeyRecord[] {
+  async keys(accountId: number): Promise<KeyRecord[]> {
     return (
       this.#db.prepare("SELECT * FROM api_keys WHERE account_id = ? ORDER BY id").all(accountId) as KeyRow[]
     ).map(toKey);
   }
 
-  key(id: number): KeyRecord | undefined {
+  async key(id: number): Promise<KeyRecord | undefined> {
+    return this.#key(id);
+  }
+
+  #key(id: number): KeyRecord | undefined {
     const row = this.#db.prepare("SELECT * FROM api_keys WHERE id = ?").get(id) as KeyRow | undefined;
     return row && toKey(row);
   }
 
-  revokeKey(id: number, now: number): void {
+  async revokeKey(id: number, now: number): Promise<void> {
     this.#write(() => {
       const revision = this.#bump();
       this.#db
@@ -154,7 +143,7 @@ export class SqliteAccountStore implements AccountStore {
     });
   }
 
-  retireKey(id: number, expiresAt: number, replacedBy: number): void {
+  async retireKey(id: number, expiresAt: number, replacedBy: number): Promise<void> {
     this.#write(() => {
       const revision = this.#bump();
       this.#db
@@ -165,7 +154,7 @@ export class SqliteAccountStore implements AccountStore {
     });
   }
 
-  usage(prefixes: readonly string[], from: string, to: string): UsageRow[] {
+  async usage(prefixes: readonly string[], from: string, to: string): Promise<UsageRow[]> {
     if (prefixes.length === 0) return [];
     return this.#db
       .prepare(
@@ -176,11 +165,11 @@ export class SqliteAccountStore implements AccountStore {
       .all(...prefixes, from, to) as UsageRow[];
   }
 
-  changesSince(revision: number): { revision: number; grants: KeyGrant[] } {
+  async changesSince(revision: number): Promise<{ revision: number; grants: KeyGrant[] }> {
     return grantsSince(this.#db, revision);
   }
 
-  close(): void {
+  async close(): Promise<void> {
     this.#db.close();
   }
 
@@ -192,28 +181,4 @@ export class SqliteAccountStore implements AccountStore {
   #write<T>(work: () => T): T {
     return this.#db.transaction(work).immediate();
   }
-}
-
-function toAccount(row: AccountRow): Account {
-  return {
-    id: row.id,
-    email: row.email,
-    status: row.status,
-    createdAt: row.created_at,
-    freeTestsUsed: row.free_tests_used,
-  };
-}
-
-function toKey(row: KeyRow): KeyRecord {
-  return {
-    id: row.id,
-    accountId: row.account_id,
-    prefix: row.prefix,
-    plan: row.plan,
-    ...scopesOf(row),
-    status: row.status,
-    createdAt: row.created_at,
-    expiresAt: row.expires_at ?? undefined,
-    replacedBy: row.replaced_by ?? undefined,
-  };
 }

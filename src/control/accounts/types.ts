@@ -56,32 +56,34 @@ export type TokenPurpose = "confirm" | "login" | "session";
  * proxy never sees this interface: it reads the same store's grants through keys/grants.ts's GrantFeed.
  */
 export interface AccountStore {
-  createAccount(email: string, status: AccountStatus, now: number): Account;
-  accountByEmail(email: string): Account | undefined;
-  account(id: number): Account | undefined;
-  listAccounts(): Account[];
-  setAccountStatus(id: number, status: AccountStatus): void;
-  countFreeTest(id: number): void;
+  createAccount(email: string, status: AccountStatus, now: number): Promise<Account>;
+  accountByEmail(email: string): Promise<Account | undefined>;
+  account(id: number): Promise<Account | undefined>;
+  listAccounts(): Promise<Account[]>;
+  setAccountStatus(id: number, status: AccountStatus): Promise<void>;
+  countFreeTest(id: number): Promise<void>;
 
-  saveToken(tokenHash: string, accountId: number, purpose: TokenPurpose, expiresAt: number): void;
+  saveToken(tokenHash: string, accountId: number, purpose: TokenPurpose, expiresAt: number): Promise<void>;
   /** Marks a one-use token used and returns it; session tokens are not consumed. */
   takeToken(
     tokenHash: string,
     purpose: TokenPurpose,
     now: number,
-  ): { accountId: number } | "expired" | undefined;
+  ): Promise<{ accountId: number } | "expired" | undefined>;
 
-  insertKey(key: NewKey, now: number): KeyRecord;
-  keys(accountId: number): KeyRecord[];
-  key(id: number): KeyRecord | undefined;
-  revokeKey(id: number, now: number): void;
+  insertKey(key: NewKey, now: number): Promise<KeyRecord>;
+  keys(accountId: number): Promise<KeyRecord[]>;
+  key(id: number): Promise<KeyRecord | undefined>;
+  revokeKey(id: number, now: number): Promise<void>;
   /** Limits an old key to a grace period and links it to its successor. */
-  retireKey(id: number, expiresAt: number, replacedBy: number): void;
+  retireKey(id: number, expiresAt: number, replacedBy: number): Promise<void>;
 
   /** The usage rows of these keys (by prefix) from day `from` to day `to` (YYYY-MM-DD, both included). */
-  usage(prefixes: readonly string[], from: string, to: string): UsageRow[];
+  usage(prefixes: readonly string[], from: string, to: string): Promise<UsageRow[]>;
 
   /** Every key whose grant changed after `revision` (new, revoked, rotated, account status). */
-  changesSince(revision: number): { readonly revision: number; readonly grants: readonly KeyGrant[] };
-  close(): void;
+  changesSince(
+    revision: number,
+  ): Promise<{ readonly revision: number; readonly grants: readonly KeyGrant[] }>;
+  close(): Promise<void>;
 }

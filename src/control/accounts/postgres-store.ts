@@ -1,0 +1,248 @@
+import type pg from "pg";
+import { GatewayError } from "../../errors/table.js";
+import type { KeyGrant } from "../../keys/grants.js";
+import { postgresGrantsSince } from "../../keys/postgres-grants.js";
+import type { UsageRow } from "../../keys/usage.js";
+import { GRANTS_CHANNEL, isUnavailable, openPool } from "../../store/postgres.js";
+import { migratePostgres } from "./postgres-migrations.js";
+import { type AccountRow, type KeyRow, toAccount, toKey } from "./rows.js";
+import type { Account, AccountStatus, AccountStore, KeyRecord, NewKey, TokenPurpose } from "./types.js";
+
+type Query = <R extends pg.QueryResultRow>(sql: string, values?: unknown[]) => Promise<R[]>;
+
+/**
+ * The account store on PostgreSQL, for many proxy instances and one control plane (docs/deployment.md).
+ * The same tables and versions as the SQLite store. Every change to a key or an account bumps the one
+ * revision row inside its transaction, which orders the changes, and announces the revision with NOTIFY
+ * on commit: proxies LISTEN (keys/postgres-grants.ts). While the server cannot be reached, every call
+ * fails with STORE_UNAVAILABLE (503).
+ */
+export class PostgresAccountStore implements AccountStore {
+  readonly #pool: pg.Pool;
+
+  private constructor(pool: pg.Pool) {
+    this.#pool = pool;
+  }
+
+  /** Connects and applies the migrations the database has not seen. */
+  static async open(url: string): Promise<PostgresAccountStore> {
+    const pool = openPool(url, 8);
+    try {
+      const client = await pool.connect();
+      try {
+        await migratePostgres(client);
+      } finally {
+        client.release();
+      }
+    } catch (error) {
+      await pool.end();
+      throw new Error(`the account store ${redacted(url)} cannot be opened: ${(error as Error).message}`);
+    }
+    return new PostgresAccountStore(pool);
+  }
+
+  async createAccount(email: string, status: AccountStatus, now: number): Promise<Account> {
+    return this.#change(async (query, revision) => {
+      const [row] = await query<AccountRow>(
+        "INSERT INTO accounts (email, status, created_at, revision) VALUES ($1, $2, $3, $4) RETURNING *",
+        [email, status, now, revision],
+      );
+      return toAccount(row as AccountRow);
+    });
+  }
+
+  async accountByEmail(email: string): Promise<Account | undefined> {
+    const [row] = await this.#query<AccountRow>("SELECT * FROM accounts WHERE lower(email) = lower($1)", [
+      email,
+    ]);
+    return row && toAccount(row);
+  }
+
+  async account(id: number): Promise<Account | undefined> {
+    const [row] = await this.#query<AccountRow>("SELECT * FROM accounts WHERE id = $1", [id]);
+    return row && toAccount(row);
+  }
+
+  async listAccounts(): Promise<Account[]> {
+    return (await this.#query<AccountRow>("SELECT * FROM accounts ORDER BY id")).map(toAccount);
+  }
+
+  async setAccountStatus(id: number, status: AccountStatus): Promise<void> {
+    await this.#change(async (query, revision) => {
+      await query("UPDATE accounts SET status = $1, revision = $2 WHERE id = $3", [status, revision, id]);
+      // The account's keys change grant with it: caches must see them again.
+      await query("UPDATE api_keys SET revision = $1 WHERE account_id = $2", [revision, id]);
+    });
+  }
+
+  async countFreeTest(id: number): Promise<void> {
+    await this.#query("UPDATE accounts SET free_tests_used = free_tests_used + 1 WHERE id = $1", [id]);
+  }
+
+  async saveToken(
+    tokenHash: string,
+    accountId: number,
+    purpose: TokenPurpose,
+    expiresAt: number,
+  ): Promise<void> {
+    await this.#query(
+      "INSERT INTO tokens (token_hash, account_id, purpose, expires_at) VALUES ($1, $2, $3, $4)",
+      [tokenHash, accountId, purpose, expiresAt],
+    );
+  }
+
+  async takeToken(
+    tokenHash: string,
+    purpose: TokenPurpose,
+    now: number,
+  ): Promise<{ accountId: number } | "expired" | undefined> {
+    return this.#transaction(async (query) => {
+      const [row] = await query<{ account_id: number; expires_at: number; used_at: number | null }>(
+        "SELECT account_id, expires_at, used_at FROM tokens WHERE token_hash = $1 AND purpose = $2 FOR UPDATE",
+        [tokenHash, purpose],
+      );
+      if (row === undefined || row.used_at !== null) return undefined;
+      if (row.expires_at <= now) return "expired";
+      if (purpose !== "session")
+        await query("UPDATE tokens SET used_at = $1 WHERE token_hash = $2", [now, tokenHash]);
+      return { accountId: row.account_id };
+    });
+  }
+
+  async insertKey(key: NewKey, now: number): Promise<KeyRecord> {
+    return this.#change(async (query, revision) => {
+      const [row] = await query<KeyRow>(
+        `INSERT INTO api_keys (account_id, key_hash, prefix, plan, networks, archive, rate_per_second, rate_burst,
+           status, created_at, expires_at, revision)
+         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, 'active', $9, $10, $11) RETURNING *`,
+        [
+          key.accountId,
+          key.keyHash,
+          key.prefix,
+          key.plan,
+          JSON.stringify(key.networks),
+          key.archive ? 1 : 0,
+          key.rate?.perSecond ?? null,
+          key.rate?.burst ?? null,
+          now,
+          key.expiresAt ?? null,
+          revision,
+        ],
+      );
+      return toKey(row as KeyRow);
+    });
+  }
+
+  async keys(accountId: number): Promise<KeyRecord[]> {
+    return (
+      await this.#query<KeyRow>("SELECT * FROM api_keys WHERE account_id = $1 ORDER BY id", [accountId])
+    ).map(toKey);
+  }
+
+  async key(id: number): Promise<KeyRecord | undefined> {
+    const [row] = await this.#query<KeyRow>("SELECT * FROM api_keys WHERE id = $1", [id]);
+    return row && toKey(row);
+  }
+
+  async revokeKey(id: number, now: number): Promise<void> {
+    await this.#change(async (query, revision) => {
+      await query("UPDATE api_keys SET status = 'revoked', revoked_at = $1, revision = $2 WHERE id = $3", [
+        now,
+        revision,
+        id,
+      ]);
+    });
+  }
+
+  async retireKey(id: number, expiresAt: number, replacedBy: number): Promise<void> {
+    await this.#change(async (query, revision) => {
+      await query(
+        "UPDATE api_keys SET expires_at = LEAST(COALESCE(expires_at, $1), $1), replaced_by = $2, revision = $3 WHERE id = $4",
+        [expiresAt, replacedBy, revision, id],
+      );
+    });
+  }
+
+  async usage(prefixes: readonly string[], from: string, to: string): Promise<UsageRow[]> {
+    if (prefixes.length === 0) return [];
+    return this.#query<UsageRow & pg.QueryResultRow>(
+      `SELECT key_prefix AS key, day, label, calls, errors FROM usage
+        WHERE key_prefix = ANY($1::text[]) AND day BETWEEN $2 AND $3
+        ORDER BY day, key_prefix, label`,
+      [prefixes, from, to],
+    );
+  }
+
+  async changesSince(revision: number): Promise<{ revision: number; grants: KeyGrant[] }> {
+    return this.#withClient((client) => postgresGrantsSince(client, revision));
+  }
+
+  async close(): Promise<void> {
+    await this.#pool.end();
+  }
+
+  /** A change to keys or accounts: the next revision, the work, and the announcement, in one transaction. */
+  #change<T>(work: (query: Query, revision: number) => Promise<T>): Promise<T> {
+    return this.#transaction(async (query) => {
+      const [bumped] = await query<{ value: number }>(
+        "UPDATE revision SET value = value + 1 WHERE id = 1 RETURNING value",
+      );
+      const revision = (bumped as { value: number }).value;
+      const result = await work(query, revision);
+      await query("SELECT pg_notify($1, $2)", [GRANTS_CHANNEL, String(revision)]);
+      return result;
+    });
+  }
+
+  #transaction<T>(work: (query: Query) => Promise<T>): Promise<T> {
+    return this.#withClient(async (client) => {
+      await client.query("BEGIN");
+      try {
+        const result = await work(async (sql, values) => (await client.query(sql, values)).rows);
+        await client.query("COMMIT");
+        return result;
+      } catch (error) {
+        await client.query("ROLLBACK").catch(() => {});
+        throw error;
+      }
+    });
+  }
+
+  async #query<R extends pg.QueryResultRow>(sql: string, values?: unknown[]): Promise<R[]> {
+    try {
+      return (await this.#pool.query<R>(sql, values)).rows;
+    } catch (error) {
+      throw unavailableOr(error);
+    }
+  }
+
+  async #withClient<T>(work: (client: pg.PoolClient) => Promise<T>): Promise<T> {
+    let client: pg.PoolClient;
+    try {
+      client = await this.#pool.connect();
+    } catch (error) {
+      throw unavailableOr(error);
+    }
+    let failure: unknown;
+    try {
+      return await work(client);
+    } catch (error) {
+      failure = error;
+      throw unavailableOr(error);
+    } finally {
+      // A connection that failed is destroyed rather than given back to the pool.
+      client.release(isUnavailable(failure) ? (failure as Error) : undefined);
+    }
+  }
+}
+
+/** STORE_UNAVAILABLE (503, Retry-After) for a server that cannot be reached; any other error as it is. */
+function unavailableOr(error: unknown): unknown {
+  if (error instanceof GatewayError || !isUnavailable(error)) return error;
+  return new GatewayError("STORE_UNAVAILABLE", undefined, { "retry-after": "5" });
+}
+
+/** The URL without its password, for messages. */
+function redacted(url: string): string {
+  return url.replace(/\/\/([^:@/]+):[^@/]*@/, "//$1:***@");
+}

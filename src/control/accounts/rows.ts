@@ -1,0 +1,53 @@
+import { scopesOf } from "../../keys/sqlite-grants.js";
+import type { Account, AccountStatus, KeyRecord } from "./types.js";
+
+// Rows as both stores keep them (the same columns in SQLite and PostgreSQL), and the records they make.
+
+export interface AccountRow {
+  id: number;
+  email: string;
+  status: AccountStatus;
+  created_at: number;
+  free_tests_used: number;
+}
+
+export interface KeyRow {
+  id: number;
+  account_id: number;
+  key_hash: string;
+  prefix: string;
+  plan: KeyRecord["plan"];
+  networks: string;
+  archive: number;
+  rate_per_second: number | null;
+  rate_burst: number | null;
+  status: KeyRecord["status"];
+  created_at: number;
+  expires_at: number | null;
+  replaced_by: number | null;
+  revision: number;
+}
+
+export function toAccount(row: AccountRow): Account {
+  return {
+    id: row.id,
+    email: row.email,
+    status: row.status,
+    createdAt: row.created_at,
+    freeTestsUsed: row.free_tests_used,
+  };
+}
+
+export function toKey(row: KeyRow): KeyRecord {
+  return {
+    id: row.id,
+    accountId: row.account_id,
+    prefix: row.prefix,
+    plan: row.plan,
+    ...scopesOf(row),
+    status: row.status,
+    createdAt: row.created_at,
+    expiresAt: row.expires_at ?? undefined,
+    replacedBy: row.replaced_by ?? undefined,
+  };
+}

@@ -1,0 +1,215 @@
+import { Redis } from "ioredis";
+import type { RateSpec, SharedLimitsConfig } from "../config/types.js";
+import type { Logger } from "../log.js";
+import { type RateDecision, type RateLimiter, TokenBuckets } from "./token-bucket.js";
+
+// The global bucket, in Redis: refilled by Redis's own clock (so instances' clocks do not matter), it grants
+// up to ARGV[3] whole tokens and says how long until the next one when it runs dry. An idle bucket expires
+// once it would be full again, which is the same as its absence.
+const LEASE_SCRIPT = `
+local rate = tonumber(ARGV[1])
+local burst = tonumber(ARGV[2])
+local want = tonumber(ARGV[3])
+local time = redis.call('TIME')
+local now = tonumber(time[1]) * 1000 + math.floor(tonumber(time[2]) / 1000)
+local state = redis.call('HMGET', KEYS[1], 't', 'at')
+local tokens = tonumber(state[1])
+local at = tonumber(state[2])
+if tokens == nil or at == nil then
+  tokens = burst
+  at = now
+end
+if now > at then
+  tokens = math.min(burst, tokens + (now - at) * rate / 1000)
+  at = now
+end
+local granted = math.max(0, math.min(want, math.floor(tokens)))
+tokens = tokens - granted
+redis.call('HSET', KEYS[1], 't', tostring(tokens), 'at', at)
+redis.call('PEXPIRE', KEYS[1], math.ceil(burst / rate * 1000) + 1000)
+local wait = 0
+if granted < want then wait = math.ceil((1 - tokens) * 1000 / rate) end
+return {granted, wait}
+`;
+
+interface Lease {
+  /** Tokens this instance may spend; below zero while it spends on credit. */
+  balance: number;
+  /** A lease asked of Redis and not answered yet, and since when. */
+  pending: boolean;
+  askedAt: number;
+  /** Whether Redis's last answer left the global bucket dry: then no credit until it refills. */
+  dry: boolean;
+  /** When to ask again after a dry answer. */
+  nextAt: number;
+  usedAt: number;
+}
+
+/** A lease still unanswered after this long is given up on for the decision at hand (Redis is slow). */
+const LEASE_WAIT_MS = 250;
+/** A lease not used for this long is dropped; its few tokens are not worth keeping. */
+const IDLE_MS = 30_000;
+
+type LeaseCommand = (
+  key: string,
+  perSecond: number,
+  burst: number,
+  want: number,
+) => Promise<[number, number]>;
+
+/**
+ * Rate limits shared by every proxy instance and worker through Redis, with no Redis round trip on a
+ * request's path. Each instance leases a key's tokens from the key's global bucket in Redis, `leaseMs` of
+ * its rate at a time, and spends them locally; it asks for the next lease when half of one is left, so a
+ * busy key's requests find tokens already there. A key an instance has not seen lately may spend one
+ * lease's worth on credit while its first lease is on the way; the credit is paid back from that lease.
+ * How far a key can go over its rate: the credit and the unspent leases, one lease and a half per
+ * instance (docs/deployment.md). proxyd and rate-limiter-flexible ask Redis on every request instead.
+ *
+ * While Redis cannot be reached (or a lease is slow), each instance decides alone with in-process buckets
+ * at `fallbackShare` of the key's rate; it reconnects with backoff and shares again once Redis is back.
+ */
+export class SharedTokenBuckets implements RateLimiter {
+  readonly #redis: Redis;
+  readonly #lease: LeaseCommand;
+  readonly #config: SharedLimitsConfig;
+  readonly #logger: Logger;
+  readonly #local: TokenBuckets;
+  readonly #leases = new Map<string, Lease>();
+  readonly #maxEntries: number;
+  readonly #now: () => number;
+  #shared = false;
+  /** Leases asked of Redis, by outcome, for the metrics. */
+  readonly leases = { granted: 0, dry: 0, failed: 0 };
+
+  constructor(config: SharedLimitsConfig, logger: Logger, maxEntries = 100_000) {
+    this.#config = config;
+    this.#logger = logger;
+    this.#maxEntries = maxEntries;
+    this.#now = performance.now.bind(performance);
+    this.#local = new TokenBuckets(maxEntries);
+    this.#redis = new Redis(config.redis, {
+      // A command while disconnected fails at once instead of waiting in a queue: the request is decided
+      // locally meanwhile.
+      enableOfflineQueue: false,
+      maxRetriesPerRequest: 0,
+      commandTimeout: 1_000,
+      connectTimeout: 2_000,
+      retryStrategy: (attempt) => Math.min(100 * 2 ** attempt, 5_000),
+      keyPrefix: "gateway:rate:",
+    });
+    this.#redis.defineCommand("gatewayLease", { numberOfKeys: 1, lua: LEASE_SCRIPT });
+    this.#lease = (this.#redis as unknown as { gatewayLease: LeaseCommand }).gatewayLease.bind(this.#redis);
+    this.#redis.on("ready", () => this.#setShared(true));
+    this.#redis.on("close", () => this.#setShared(false));
+    // Errors arrive with every failed reconnection; the state change is what is logged, once.
+    this.#redis.on("error", () => {});
+  }
+
+  /** Whether limits are shared through Redis now (false: each instance decides alone). */
+  get shared(): boolean {
+    return this.#shared;
+  }
+
+  /** Resolves once Redis answered, or after `timeoutMs` with limits still local. */
+  async ready(timeoutMs: number): Promise<boolean> {
+    if (this.#shared) return true;
+    await new Promise<void>((resolve) => {
+      const timer = setTimeout(resolve, timeoutMs);
+      this.#redis.once("ready", () => {
+        clearTimeout(timer);
+        resolve();
+      });
+    });
+    return this.#shared;
+  }
+
+  take(id: string, rate: RateSpec, cost = 1): RateDecision {
+    if (!this.#shared) return this.#local.take(id, this.#fallback(rate), cost);
+    const now = this.#now();
+    const lease = this.#leaseOf(id, now);
+    lease.usedAt = now;
+    const size = leaseSize(rate, this.#config.leaseMs);
+    if (lease.balance >= cost) {
+      lease.balance -= cost;
+      if (lease.balance < size / 2) this.#renew(id, lease, rate, size, now);
+      return { allowed: true, remaining: Math.floor(lease.balance), retryAfter: 0 };
+    }
+    if (lease.pending && now - lease.askedAt > LEASE_WAIT_MS)
+      return this.#local.take(id, this.#fallback(rate), cost);
+    if (!lease.dry && lease.balance - cost >= -size) {
+      lease.balance -= cost;
+      this.#renew(id, lease, rate, size, now);
+      return { allowed: true, remaining: 0, retryAfter: 0 };
+    }
+    if (now >= lease.nextAt) this.#renew(id, lease, rate, size, now);
+    const wait = Math.max(lease.nextAt - now, ((cost - lease.balance) / rate.perSecond) * 1000);
+    return { allowed: false, remaining: 0, retryAfter: Math.max(1, Math.ceil(wait / 1000)) };
+  }
+
+  async close(): Promise<void> {
+    this.#redis.removeAllListeners("close");
+    await this.#redis.quit().catch(() => this.#redis.disconnect());
+  }
+
+  #renew(id: string, lease: Lease, rate: RateSpec, size: number, now: number): void {
+    if (lease.pending) return;
+    lease.pending = true;
+    lease.askedAt = now;
+    const want = size + Math.max(0, Math.ceil(-lease.balance));
+    this.#lease(id, rate.perSecond, rate.burst, want).then(
+      ([granted, waitMs]) => {
+        lease.pending = false;
+        lease.balance += granted;
+        lease.dry = granted < want;
+        lease.nextAt = lease.dry ? this.#now() + waitMs : 0;
+        if (lease.dry) this.leases.dry += 1;
+        else this.leases.granted += 1;
+      },
+      () => {
+        lease.pending = false;
+        // Not asked again at once: a failing Redis is not hammered by every request.
+        lease.nextAt = this.#now() + LEASE_WAIT_MS;
+        this.leases.failed += 1;
+      },
+    );
+  }
+
+  #leaseOf(id: string, now: number): Lease {
+    let lease = this.#leases.get(id);
+    if (lease === undefined) {
+      if (this.#leases.size >= this.#maxEntries) this.#sweep(now);
+      lease = { balance: 0, pending: false, askedAt: 0, dry: false, nextAt: 0, usedAt: now };
+      this.#leases.set(id, lease);
+    }
+    return lease;
+  }
+
+  #sweep(now: number): void {
+    for (const [id, lease] of this.#leases)
+      if (!lease.pending && now - lease.usedAt > IDLE_MS) this.#leases.delete(id);
+    if (this.#leases.size >= this.#maxEntries) this.#leases.clear();
+  }
+
+  #fallback(rate: RateSpec): RateSpec {
+    const share = this.#config.fallbackShare;
+    return { perSecond: rate.perSecond * share, burst: Math.max(1, rate.burst * share) };
+  }
+
+  #setShared(shared: boolean): void {
+    if (shared === this.#shared) return;
+    this.#shared = shared;
+    // Leases held from before an outage are forgotten: Redis may have lost its buckets too.
+    this.#leases.clear();
+    if (shared) this.#logger.log("info", "shared rate limits: Redis reachable, limits shared again");
+    else
+      this.#logger.log("warn", "shared rate limits: Redis unreachable, each instance limits alone", {
+        fallbackShare: this.#config.fallbackShare,
+      });
+  }
+}
+
+/** `leaseMs` of the key's rate, in whole tokens, at least one and at most its burst. */
+export function leaseSize(rate: RateSpec, leaseMs: number): number {
+  return Math.max(1, Math.min(Math.floor(rate.burst), Math.ceil((rate.perSecond * leaseMs) / 1000)));
+}

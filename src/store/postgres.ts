@@ -1,0 +1,61 @@
+import pg from "pg";
+
+/** Whether the account store the config names is PostgreSQL (a URL) rather than a SQLite file (a path). */
+export function isPostgresUrl(database: string): boolean {
+  return database.startsWith("postgres://") || database.startsWith("postgresql://");
+}
+
+// BIGINT columns (times in ms, revisions, counts) as numbers: every one of them stays far below 2^53.
+const types = {
+  getTypeParser: ((oid: number, format?: "text" | "binary") =>
+    oid === pg.types.builtins.INT8
+      ? (value: string) => Number(value)
+      : pg.types.getTypeParser(oid, format)) as typeof pg.types.getTypeParser,
+};
+
+/** A pool on the store's database, with bounded waits so an unreachable server fails a call, not hangs it. */
+export function openPool(url: string, max: number): pg.Pool {
+  const pool = new pg.Pool({
+    connectionString: url,
+    max,
+    types,
+    connectionTimeoutMillis: 2_000,
+    idleTimeoutMillis: 30_000,
+    query_timeout: 10_000,
+    keepAlive: true,
+    application_name: "node-gateway",
+  });
+  // An idle client that loses its server emits here; without a listener the process would exit.
+  pool.on("error", () => {});
+  return pool;
+}
+
+/** One connection outside any pool, for LISTEN. */
+export function openClient(url: string): pg.Client {
+  return new pg.Client({
+    connectionString: url,
+    types,
+    connectionTimeoutMillis: 2_000,
+    keepAlive: true,
+    application_name: "node-gateway",
+  });
+}
+
+/**
+ * Whether an error means the server cannot be reached or is going away (connection refused or reset, a
+ * timeout, SQLSTATE class 08 connection exception or 57P0x shutdown), as opposed to a query's own error.
+ */
+export function isUnavailable(error: unknown): boolean {
+  const code = (error as { code?: unknown } | undefined)?.code;
+  if (typeof code === "string") {
+    if (code.startsWith("08") || code.startsWith("57P")) return true;
+    if (/^E[A-Z]+$/.test(code)) return true; // ECONNREFUSED, ECONNRESET, ETIMEDOUT, EPIPE…
+  }
+  const message = error instanceof Error ? error.message : "";
+  return /Connection terminated|timeout exceeded when trying to connect|Client has encountered a connection error|Connection ended/i.test(
+    message,
+  );
+}
+
+/** The channel every change to a key or an account is announced on; its payload is the new revision. */
+export const GRANTS_CHANNEL = "gateway_grants";

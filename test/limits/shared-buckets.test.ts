@@ -1,0 +1,142 @@
+import { randomUUID } from "node:crypto";
+import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
+import type { RateSpec } from "../../src/config/types.js";
+import { SharedTokenBuckets } from "../../src/limits/shared-buckets.js";
+import { createLogger } from "../../src/log.js";
+import { eventually } from "../support/eventually.js";
+import { needOwnServerBinaries, type OwnRedis, startOwnRedis } from "../support/own-servers.js";
+import { needServices, SHARED_REDIS_URL } from "../support/services.js";
+
+// Stage 5's limiter shared through Redis: leases of a key's tokens, spent locally. These run against the
+// machine's Redis (never restarted here) and, for an outage, against a Redis of their own.
+
+const silent = createLogger("silent");
+const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+
+/** Takes from `limiters` in turn, `perSecond` times a second for `ms`; returns how many were allowed. */
+async function drive(
+  limiters: readonly SharedTokenBuckets[],
+  id: string,
+  rate: RateSpec,
+  perSecond: number,
+  ms: number,
+): Promise<{ allowed: number; taken: number }> {
+  let allowed = 0;
+  let taken = 0;
+  const started = performance.now();
+  while (performance.now() - started < ms) {
+    // In turn: each limiter takes the key's traffic for a tenth of a second.
+    const turn = Math.floor((performance.now() - started) / 100) % limiters.length;
+    const limiter = limiters[turn] as SharedTokenBuckets;
+    if (limiter.take(id, rate, 1).allowed) allowed += 1;
+    taken += 1;
+    await sleep(1000 / perSecond);
+  }
+  return { allowed, taken };
+}
+
+const redis = await needServices("redis");
+
+describe.skipIf(redis.skip)("shared token buckets on the machine's Redis", () => {
+  const config = { redis: SHARED_REDIS_URL, leaseMs: 100, fallbackShare: 1 };
+  const limiters: SharedTokenBuckets[] = [];
+  beforeAll(async () => {
+    for (let i = 0; i < 3; i++) limiters.push(new SharedTokenBuckets(config, silent));
+    for (const limiter of limiters) expect(await limiter.ready(3_000)).toBe(true);
+  });
+  afterAll(async () => {
+    await Promise.all(limiters.map((l) => l.close()));
+  });
+
+  it("holds a key's rate across three instances taking its traffic in turn (±10% over 3 s)", async () => {
+    const rate = { perSecond: 100, burst: 10 };
+    const { allowed, taken } = await drive(limiters, `test-${randomUUID()}`, rate, 300, 3_000);
+    const expected = rate.burst + rate.perSecond * 3;
+    expect(taken).toBeGreaterThan(expected * 1.5); // offered well over the rate
+    expect(Math.abs(allowed - expected)).toBeLessThanOrEqual(rate.perSecond * 3 * 0.1);
+  }, 10_000);
+
+  it("asks Redis once per lease, not once per request", async () => {
+    const [limiter] = limiters as [SharedTokenBuckets];
+    const before = { ...limiter.leases };
+    const rate = { perSecond: 10_000, burst: 10_000 };
+    const id = `test-${randomUUID()}`;
+    let allowed = 0;
+    for (let round = 0; round < 20; round++) {
+      for (let i = 0; i < 100; i++) if (limiter.take(id, rate, 1).allowed) allowed += 1;
+      await sleep(5);
+    }
+    expect(allowed).toBe(2000);
+    const asked = limiter.leases.granted + limiter.leases.dry - before.granted - before.dry;
+    // a lease is 100 ms of 10 000/s = 1 000 tokens: two or three for 2 000 requests
+    expect(asked).toBeGreaterThan(0);
+    expect(asked).toBeLessThanOrEqual(4);
+  });
+
+  it("refuses with a Retry-After once the key's bucket is dry everywhere", async () => {
+    const rate = { perSecond: 1, burst: 5 };
+    const id = `test-${randomUUID()}`;
+    const decisions = [];
+    for (let i = 0; i < 20; i++) {
+      decisions.push((limiters[i % 3] as SharedTokenBuckets).take(id, rate, 1));
+      await sleep(5);
+    }
+    const allowed = decisions.filter((d) => d.allowed).length;
+    // the burst, and at most one lease of credit per instance (a lease is one token here)
+    expect(allowed).toBeGreaterThanOrEqual(5);
+    expect(allowed).toBeLessThanOrEqual(5 + 3);
+    const refused = decisions.filter((d) => !d.allowed);
+    expect(refused.length).toBeGreaterThan(10);
+    for (const d of refused) expect(d.retryAfter).toBeGreaterThanOrEqual(1);
+  });
+});
+
+const binaries = needOwnServerBinaries("redis");
+
+describe.skipIf(binaries.skip)("shared token buckets while Redis is away", () => {
+  let own: OwnRedis;
+  let limiter: SharedTokenBuckets | undefined;
+  beforeAll(async () => {
+    own = await startOwnRedis();
+  });
+  afterEach(async () => {
+    await limiter?.close();
+    limiter = undefined;
+  });
+  afterAll(async () => {
+    await own?.close();
+  });
+
+  it("limits alone at fallbackShare of the rate when Redis cannot be reached at all", async () => {
+    limiter = new SharedTokenBuckets(
+      { redis: "redis://127.0.0.1:1", leaseMs: 100, fallbackShare: 0.5 },
+      silent,
+    );
+    expect(await limiter.ready(300)).toBe(false);
+    const rate = { perSecond: 1, burst: 10 };
+    const allowed = Array.from({ length: 10 }, () => limiter?.take("a", rate, 1).allowed).filter(Boolean);
+    expect(allowed.length).toBe(5);
+  });
+
+  it("falls back when Redis stops, and shares again when it is back", async () => {
+    limiter = new SharedTokenBuckets({ redis: own.url, leaseMs: 100, fallbackShare: 1 }, silent);
+    expect(await limiter.ready(3_000)).toBe(true);
+    const shared = limiter;
+    await own.stop();
+    await eventually(() => !shared.shared, 2_000, "limits local once Redis stopped");
+    const rate = { perSecond: 1, burst: 3 };
+    const local = Array.from({ length: 5 }, () => shared.take("k", rate, 1).allowed);
+    expect(local).toEqual([true, true, true, false, false]);
+    await own.start();
+    await eventually(() => shared.shared, 8_000, "limits shared again once Redis is back");
+    // the key's bucket in Redis is new: its burst, then refusals
+    const decisions = [];
+    for (let i = 0; i < 6; i++) {
+      decisions.push(shared.take("k", rate, 1).allowed);
+      await sleep(20);
+    }
+    expect(decisions.filter(Boolean).length).toBeGreaterThanOrEqual(3);
+    expect(decisions.filter(Boolean).length).toBeLessThanOrEqual(4);
+    expect(shared.leases.granted).toBeGreaterThan(0);
+  }, 20_000);
+});

@@ -1,0 +1,242 @@
+import { mkdtempSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { request } from "undici";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { networkCodes } from "../../generated/endpoints.js";
+import { DEFAULT_ACCOUNTS } from "../../src/config/defaults.js";
+import type { RateSpec } from "../../src/config/types.js";
+import { type ControlPlane, createControlPlane } from "../../src/control/plane.js";
+import { createLogger } from "../../src/log.js";
+import { type FleetProxy, startFleetProxy, stopFleetProxy, writeFleetConfig } from "../support/fleet.js";
+import { jsonRpcResponder, type LoopbackNode, startLoopbackNode } from "../support/loopback-node.js";
+import {
+  needOwnServerBinaries,
+  type OwnPostgres,
+  type OwnRedis,
+  startOwnPostgres,
+  startOwnRedis,
+} from "../support/own-servers.js";
+
+// Three proxy processes and the control plane sharing one PostgreSQL and one Redis, all on loopback. The
+// servers are this test's own (it stops and restarts them), never the machine's shared ones.
+
+const binaries = needOwnServerBinaries("postgres", "redis");
+const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+
+describe.skipIf(binaries.skip)("three proxies and a control plane on PostgreSQL and Redis", () => {
+  let postgres: OwnPostgres;
+  let redis: OwnRedis;
+  let node: LoopbackNode;
+  let control: ControlPlane;
+  let controlOrigin = "";
+  let accountId = 0;
+  const proxies: FleetProxy[] = [];
+  const issued: string[] = [];
+
+  const issue = async (rate?: RateSpec) => {
+    const { key, view } = await control.service.issueKey(accountId, {
+      networks: ["eth"],
+      plan: "shared",
+      ...(rate === undefined ? {} : { rate }),
+    });
+    issued.push(key);
+    return { key, id: view.id };
+  };
+  /** Every proxy's status for `key`, at once. */
+  const statuses = (key: string) => Promise.all(proxies.map((p) => p.call(key)));
+
+  beforeAll(async () => {
+    [postgres, redis, node] = await Promise.all([
+      startOwnPostgres(),
+      startOwnRedis(),
+      startLoopbackNode(jsonRpcResponder({ eth_blockNumber: "0x2a" })),
+    ]);
+    const dir = mkdtempSync(join(tmpdir(), "fleet-"));
+    control = await createControlPlane({
+      config: {
+        ...DEFAULT_ACCOUNTS,
+        database: postgres.url,
+        listen: { host: "127.0.0.1", port: 0 },
+        mail: { from: "gw@example.com", outbox: join(dir, "outbox") },
+      },
+      networks: new Set(networkCodes),
+      trustedProxies: [],
+      logger: createLogger("silent"),
+    });
+    await new Promise<void>((resolve) => control.api.listen(0, "127.0.0.1", resolve));
+    controlOrigin = `http://127.0.0.1:${(control.api.address() as { port: number }).port}`;
+    accountId = (await control.service.createAccount("fleet@example.com")).id;
+    const config = writeFleetConfig(dir, { database: postgres.url, redis: redis.url, upstream: node.url });
+    proxies.push(...(await Promise.all([0, 1, 2].map(() => startFleetProxy(config)))));
+  }, 60_000);
+  afterAll(async () => {
+    await Promise.all(proxies.map(stopFleetProxy));
+    await control?.close();
+    await Promise.all([postgres?.close(), redis?.close(), node?.close()]);
+  });
+
+  it("refuses a key revoked through the control plane on all three, within milliseconds", async () => {
+    const times: number[] = [];
+    for (let round = 0; round < 5; round++) {
+      const { key, id } = await issue();
+      let served = await statuses(key);
+      // a new key reaches every proxy through the same feed
+      for (let i = 0; i < 50 && served.some((s) => s !== 200); i++) {
+        await sleep(10);
+        served = await statuses(key);
+      }
+      expect(served).toEqual([200, 200, 200]);
+      await control.service.revokeKey(id);
+      const revoked = performance.now();
+      const refusedAt = await Promise.all(
+        proxies.map(async (proxy) => {
+          while ((await proxy.call(key)) !== 401) {
+            if (performance.now() - revoked > 2_000) throw new Error("still served 2 s after its revocation");
+            await sleep(2);
+          }
+          return performance.now() - revoked;
+        }),
+      );
+      times.push(Math.max(...refusedAt));
+    }
+    times.sort((a, b) => a - b);
+    console.log(
+      `revocation reached all three proxies in ${times.map((t) => t.toFixed(1)).join(", ")} ms (median ${times[2]?.toFixed(1)} ms)`,
+    );
+    expect(Math.max(...times)).toBeLessThan(1_000);
+  }, 30_000);
+
+  it("holds a key's rate across the three taking its traffic in turn: within ±10% over 10 s", async () => {
+    const rate = { perSecond: 50, burst: 10 };
+    const { key } = await issue(rate);
+    await sleep(200); // the key reaches the three
+    const counts = new Map<number, number>();
+    const started = performance.now();
+    const pending: Promise<void>[] = [];
+    // 150 calls a second, three times the rate; each proxy takes the traffic for a quarter second in turn
+    for (let sent = 0; performance.now() - started < 10_000; sent++) {
+      const turn = Math.floor((performance.now() - started) / 250) % 3;
+      const proxy = proxies[turn] as FleetProxy;
+      pending.push(proxy.call(key).then((status) => void counts.set(status, (counts.get(status) ?? 0) + 1)));
+      const due = started + ((sent + 1) * 1000) / 150;
+      await sleep(Math.max(0, due - performance.now()));
+    }
+    await Promise.all(pending);
+    const allowed = counts.get(200) ?? 0;
+    const expected = rate.burst + rate.perSecond * 10;
+    console.log(
+      `rate across three proxies: ${allowed} allowed of ${[...counts.values()].reduce((a, b) => a + b, 0)} in 10 s, for ${expected} expected (${(allowed / expected).toFixed(3)}x)`,
+    );
+    expect([...counts.keys()].filter((status) => status !== 200 && status !== 429)).toEqual([]);
+    expect(Math.abs(allowed - expected)).toBeLessThanOrEqual(rate.perSecond * 10 * 0.1);
+  }, 30_000);
+
+  it("keeps serving through a Redis restart: no 5xx, limits local meanwhile, shared again after", async () => {
+    const rate = { perSecond: 5, burst: 20 };
+    const { key } = await issue(rate);
+    await sleep(200);
+    const seen: number[] = [];
+    let streaming = true;
+    let redisDown = false;
+    let duringOutage = 0;
+    // a steady stream of calls with another key through the whole restart
+    const stream = (async () => {
+      const { key: other } = await issue({ perSecond: 1000, burst: 1000 });
+      await sleep(200);
+      for (let i = 0; streaming; i++) {
+        seen.push(await (proxies[i % 3] as FleetProxy).call(other));
+        if (redisDown) duringOutage += 1;
+        await sleep(10);
+      }
+    })();
+
+    await redis.stop();
+    redisDown = true;
+    for (const proxy of proxies) {
+      for (let i = 0; i < 100 && (await proxy.dependencyUp("shared_limits")) !== 0; i++) await sleep(20);
+      expect(await proxy.dependencyUp("shared_limits")).toBe(0);
+    }
+    // local limits: each proxy grants the key its whole burst alone (fallbackShare 1)
+    const local = await Promise.all(
+      proxies.map(async (proxy) => {
+        const answers = await Promise.all(Array.from({ length: 30 }, () => proxy.call(key)));
+        return answers.filter((s) => s === 200).length;
+      }),
+    );
+    for (const allowed of local) expect(allowed).toBeGreaterThanOrEqual(20);
+    for (const allowed of local) expect(allowed).toBeLessThanOrEqual(21);
+
+    await sleep(1_000); // the stream goes on while Redis is away
+    await redis.start();
+    redisDown = false;
+    for (const proxy of proxies) {
+      for (let i = 0; i < 400 && (await proxy.dependencyUp("shared_limits")) !== 1; i++) await sleep(20);
+      expect(await proxy.dependencyUp("shared_limits")).toBe(1);
+    }
+    // shared again: a fresh key's burst is the fleet's, not each proxy's
+    const { key: fresh } = await issue(rate);
+    await sleep(200);
+    let allowed = 0;
+    for (let i = 0; i < 45; i++) if ((await (proxies[i % 3] as FleetProxy).call(fresh)) === 200) allowed += 1;
+    expect(allowed).toBeGreaterThanOrEqual(20);
+    expect(allowed).toBeLessThanOrEqual(20 + 3 + 3); // the burst, a token of credit each, what refilled
+    streaming = false;
+    await stream;
+    expect(duringOutage).toBeGreaterThan(30);
+    expect(seen.filter((s) => s !== 200)).toEqual([]);
+    for (const proxy of proxies)
+      expect(proxy.logs.join("\n")).toContain(
+        "shared rate limits: Redis unreachable, each instance limits alone",
+      );
+  }, 60_000);
+
+  it("keeps serving known keys through a PostgreSQL restart, and picks up a change made after it", async () => {
+    const known = await issue();
+    await sleep(200);
+    expect(await statuses(known.key)).toEqual([200, 200, 200]);
+
+    await postgres.stop();
+    for (const proxy of proxies) {
+      for (let i = 0; i < 100 && (await proxy.dependencyUp("account_store")) !== 0; i++) await sleep(20);
+      expect(await proxy.dependencyUp("account_store")).toBe(0);
+    }
+    expect(await statuses(known.key)).toEqual([200, 200, 200]);
+    // the control plane cannot write meanwhile, and says so
+    const signup = await request(`${controlOrigin}/v1/signup`, {
+      method: "POST",
+      headers: { "content-type": "application/json" },
+      body: JSON.stringify({ email: "during@example.com" }),
+    });
+    expect(signup.statusCode).toBe(503);
+    expect(signup.headers["retry-after"]).toBe("5");
+    expect(((await signup.body.json()) as { error: { code: string } }).error.code).toBe("STORE_UNAVAILABLE");
+
+    await postgres.start();
+    for (const proxy of proxies) {
+      for (let i = 0; i < 400 && (await proxy.dependencyUp("account_store")) !== 1; i++) await sleep(20);
+      expect(await proxy.dependencyUp("account_store")).toBe(1);
+    }
+    // changes made after it returned reach every proxy
+    const after = await issue();
+    await control.service.revokeKey(known.id);
+    let last: number[] = [];
+    for (let i = 0; i < 100; i++) {
+      last = [...(await statuses(known.key)), ...(await statuses(after.key))];
+      if (last.join() === "401,401,401,200,200,200") break;
+      await sleep(10);
+    }
+    expect(last).toEqual([401, 401, 401, 200, 200, 200]);
+    for (const proxy of proxies) {
+      const log = proxy.logs.join("\n");
+      expect(log).toContain("account store unreachable: serving the keys held");
+      expect(log).toContain("account store reachable again");
+    }
+  }, 60_000);
+
+  it("no key appears in any proxy's log", () => {
+    const logs = proxies.flatMap((p) => p.logs).join("\n");
+    expect(issued.length).toBeGreaterThan(8);
+    for (const key of issued) expect(logs).not.toContain(key);
+  });
+});

@@ -1,0 +1,114 @@
+import { type ChildProcess, spawn } from "node:child_process";
+import { writeFileSync } from "node:fs";
+import { join } from "node:path";
+import { request } from "undici";
+import { ROOT } from "../registry/helpers.js";
+
+/** One proxy process of a fleet: its ports, its log lines, and calls to it. */
+export interface FleetProxy {
+  readonly port: number;
+  readonly operatorPort: number;
+  readonly child: ChildProcess;
+  readonly logs: string[];
+  /** eth_blockNumber with `key` on `eth.<domain>`; the HTTP status. */
+  call(key: string): Promise<number>;
+  /** The value of gateway_dependency_up for `dependency` on its /metrics. */
+  dependencyUp(dependency: "account_store" | "shared_limits"): Promise<number | undefined>;
+}
+
+export const FLEET_DOMAIN = "gw.test";
+const BODY = '{"jsonrpc":"2.0","id":1,"method":"eth_blockNumber","params":[]}';
+
+/** Writes a deployment config for proxies sharing one account store and one Redis, and returns its path. */
+export function writeFleetConfig(
+  dir: string,
+  options: { database: string; redis: string; upstream: string; extra?: readonly string[] },
+): string {
+  const file = join(dir, "fleet.yaml");
+  writeFileSync(
+    file,
+    [
+      `domain: ${FLEET_DOMAIN}`,
+      "listen: { host: 127.0.0.1, port: 0 }",
+      "operator: { listen: { host: 127.0.0.1, port: 0 } }",
+      `upstreams: { eth: ["${options.upstream}"] }`,
+      "health: { probeIntervalMs: 0 }",
+      "log: { level: info, access: false }",
+      "accounts:",
+      `  database: "${options.database}"`,
+      "  listen: { host: 127.0.0.1, port: 0 }",
+      `  mail: { from: "gw@example.com", outbox: "${join(dir, "outbox")}" }`,
+      "  usageFlushIntervalMs: 500",
+      `sharedLimits: { redis: "${options.redis}", leaseMs: 100, fallbackShare: 1 }`,
+      ...(options.extra ?? []),
+    ].join("\n"),
+  );
+  return file;
+}
+
+/** Starts one proxy process (`src/proxy/main.ts`) on `config`; resolves once it listens. */
+export function startFleetProxy(config: string): Promise<FleetProxy> {
+  const child = spawn(process.execPath, ["--import", "tsx", "src/proxy/main.ts"], {
+    cwd: ROOT,
+    env: { ...process.env, GATEWAY_CONFIG: config },
+    stdio: ["ignore", "ignore", "pipe"],
+  });
+  const logs: string[] = [];
+  return new Promise((resolve, reject) => {
+    const timer = setTimeout(
+      () => reject(new Error(`no "gateway listening" line: ${logs.join("")}`)),
+      30_000,
+    );
+    let pending = "";
+    child.stderr?.on("data", (chunk: Buffer) => {
+      pending += chunk.toString();
+      const lines = pending.split("\n");
+      pending = lines.pop() ?? "";
+      for (const line of lines) {
+        logs.push(line);
+        if (!line.includes('"msg":"gateway listening"')) continue;
+        clearTimeout(timer);
+        const { port, operatorPort } = JSON.parse(line) as { port: number; operatorPort: number };
+        resolve(fleetProxy(child, logs, port, operatorPort));
+      }
+    });
+    child.once("exit", (code) => {
+      clearTimeout(timer);
+      reject(new Error(`exited with ${code}: ${logs.join("\n")}`));
+    });
+  });
+}
+
+function fleetProxy(child: ChildProcess, logs: string[], port: number, operatorPort: number): FleetProxy {
+  return {
+    port,
+    operatorPort,
+    child,
+    logs,
+    async call(key) {
+      const answer = await request(`http://127.0.0.1:${port}/${key}/`, {
+        method: "POST",
+        headers: { host: `eth.${FLEET_DOMAIN}`, "content-type": "application/json" },
+        body: BODY,
+      });
+      await answer.body.dump();
+      return answer.statusCode;
+    },
+    async dependencyUp(dependency) {
+      const answer = await request(`http://127.0.0.1:${operatorPort}/metrics`);
+      const text = await answer.body.text();
+      const line = text
+        .split("\n")
+        .find((l) => l.startsWith(`gateway_dependency_up{dependency="${dependency}"}`));
+      return line === undefined ? undefined : Number(line.split(" ").pop());
+    },
+  };
+}
+
+/** Stops a proxy by its PID and waits for it to exit. */
+export async function stopFleetProxy(proxy: FleetProxy): Promise<void> {
+  if (proxy.child.exitCode !== null || proxy.child.signalCode !== null) return;
+  const exited = new Promise((resolve) => proxy.child.once("exit", resolve));
+  proxy.child.kill("SIGTERM");
+  await exited;
+}
