@@ -8,7 +8,7 @@ import { StaticKeyStore } from "../keys/static-store.js";
 import type { KeyStore } from "../keys/types.js";
 import { UsageCounter, type UsageSink } from "../keys/usage.js";
 import type { Logger } from "../log.js";
-import { isPostgresUrl } from "../store/postgres.js";
+import { isPostgresUrl, redacted } from "../store/postgres.js";
 
 /** The keys one proxy process knows. */
 export interface ProxyKeys {
@@ -36,7 +36,11 @@ export async function openKeyStores(config: GatewayConfig, logger: Logger): Prom
   const feed: GrantFeed = postgres
     ? new PostgresGrantFeed(database)
     : new SqliteGrantFeed(database, followIntervalMs);
-  const accounts = await CachedKeyStore.open(feed, config.defaultRate);
+  const accounts = await CachedKeyStore.open(feed, config.defaultRate).catch((error: Error) => {
+    throw new Error(
+      `the account store ${redacted(database)} cannot be read (${error.message}); the control plane creates it`,
+    );
+  });
   accounts.onStatus(({ reachable, reason }) =>
     reachable
       ? logger.log("info", "account store reachable again: caught up with its changes")

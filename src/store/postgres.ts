@@ -57,5 +57,10 @@ export function isUnavailable(error: unknown): boolean {
   );
 }
 
+/** The URL without its password, for messages and logs. */
+export function redacted(url: string): string {
+  return url.replace(/\/\/([^:@/]*):[^@/]*@/, "//$1:***@");
+}
+
 /** The channel every change to a key or an account is announced on; its payload is the new revision. */
 export const GRANTS_CHANNEL = "gateway_grants";

@@ -4,6 +4,7 @@ import { join } from "node:path";
 import { describe, expect, it } from "vitest";
 import { endpointsByLabel } from "../../generated/endpoints.js";
 import { ConfigError, loadConfig } from "../../src/config/load.js";
+import { ROOT } from "../registry/helpers.js";
 
 const dir = mkdtempSync(join(tmpdir(), "gateway-config-"));
 function file(name: string, text: string): string {
@@ -18,6 +19,36 @@ describe("the deployment config", () => {
     expect(config.localNodes.map((n) => n.label)).toEqual(["eth", "eth-archive"]);
     expect(config.demoKey).toBe(true);
     expect(config.limits.maxBatch).toBe(100);
+  });
+
+  it("deploy/scale-out.yaml, the many-instance example, is a valid deployment; secrets come from the environment", () => {
+    const config = loadConfig(endpointsByLabel, {
+      GATEWAY_CONFIG: join(ROOT, "deploy/scale-out.yaml"),
+      GATEWAY_ACCOUNTS_DB: "postgres://gateway:secret@db.internal:5432/gateway",
+      GATEWAY_SHARED_LIMITS_REDIS: "redis://:secret@redis.internal:6379",
+    });
+    expect(config.accounts?.database).toBe("postgres://gateway:secret@db.internal:5432/gateway");
+    expect(config.sharedLimits).toEqual({
+      redis: "redis://:secret@redis.internal:6379",
+      leaseMs: 100,
+      fallbackShare: 0.125,
+    });
+    expect(config.workers).toBe(2);
+  });
+
+  it("shared limits take their defaults besides the Redis URL, and refuse a URL that is not Redis's", () => {
+    const config = loadConfig(endpointsByLabel, {
+      GATEWAY_CONFIG: file("shared.yaml", 'sharedLimits: { redis: "redis://127.0.0.1:6379" }\n'),
+    });
+    expect(config.sharedLimits).toEqual({ redis: "redis://127.0.0.1:6379", leaseMs: 100, fallbackShare: 1 });
+    expect(() =>
+      loadConfig(endpointsByLabel, {
+        GATEWAY_CONFIG: file(
+          "shared-bad.yaml",
+          'sharedLimits: { redis: "127.0.0.1:6379", fallbackShare: 2 }\n',
+        ),
+      }),
+    ).toThrow(/sharedLimits/);
   });
 
   it("a file's limits merge field by field over the defaults", () => {

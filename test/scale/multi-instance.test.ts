@@ -132,6 +132,17 @@ describe.skipIf(binaries.skip)("three proxies and a control plane on PostgreSQL 
     expect(Math.abs(allowed - expected)).toBeLessThanOrEqual(rate.perSecond * 10 * 0.1);
   }, 30_000);
 
+  it("shares a public client's per-IP limit across the three the same way", async () => {
+    // publicRate is 2/s, burst 10: thirty quick calls from one address, ten to each proxy
+    const statuses: number[] = [];
+    for (let i = 0; i < 30; i++) statuses.push(await (proxies[i % 3] as FleetProxy).callPublic());
+    const allowed = statuses.filter((s) => s === 200).length;
+    expect(statuses.filter((s) => s !== 200 && s !== 429)).toEqual([]);
+    // the burst, a token of credit per proxy and what refilled meanwhile; alone, each would allow all ten
+    expect(allowed).toBeGreaterThanOrEqual(10);
+    expect(allowed).toBeLessThanOrEqual(10 + 3 + 2);
+  });
+
   it("keeps serving through a Redis restart: no 5xx, limits local meanwhile, shared again after", async () => {
     const rate = { perSecond: 5, burst: 20 };
     const { key } = await issue(rate);

@@ -12,6 +12,8 @@ export interface FleetProxy {
   readonly logs: string[];
   /** eth_blockNumber with `key` on `eth.<domain>`; the HTTP status. */
   call(key: string): Promise<number>;
+  /** eth_blockNumber with no key on the public host `bsc-public.<domain>`; the HTTP status. */
+  callPublic(): Promise<number>;
   /** The value of gateway_dependency_up for `dependency` on its /metrics. */
   dependencyUp(dependency: "account_store" | "shared_limits"): Promise<number | undefined>;
 }
@@ -31,7 +33,9 @@ export function writeFleetConfig(
       `domain: ${FLEET_DOMAIN}`,
       "listen: { host: 127.0.0.1, port: 0 }",
       "operator: { listen: { host: 127.0.0.1, port: 0 } }",
-      `upstreams: { eth: ["${options.upstream}"] }`,
+      `upstreams: { eth: ["${options.upstream}"], bsc: ["${options.upstream}"] }`,
+      `publicHosts: { "bsc-public.${FLEET_DOMAIN}": bsc }`,
+      "limits: { publicRate: { perSecond: 2, burst: 10 } }",
       "health: { probeIntervalMs: 0 }",
       "log: { level: info, access: false }",
       "accounts:",
@@ -85,15 +89,8 @@ function fleetProxy(child: ChildProcess, logs: string[], port: number, operatorP
     operatorPort,
     child,
     logs,
-    async call(key) {
-      const answer = await request(`http://127.0.0.1:${port}/${key}/`, {
-        method: "POST",
-        headers: { host: `eth.${FLEET_DOMAIN}`, "content-type": "application/json" },
-        body: BODY,
-      });
-      await answer.body.dump();
-      return answer.statusCode;
-    },
+    call: (key) => post(port, `eth.${FLEET_DOMAIN}`, `/${key}/`),
+    callPublic: () => post(port, `bsc-public.${FLEET_DOMAIN}`, "/"),
     async dependencyUp(dependency) {
       const answer = await request(`http://127.0.0.1:${operatorPort}/metrics`);
       const text = await answer.body.text();
@@ -103,6 +100,16 @@ function fleetProxy(child: ChildProcess, logs: string[], port: number, operatorP
       return line === undefined ? undefined : Number(line.split(" ").pop());
     },
   };
+}
+
+async function post(port: number, host: string, path: string): Promise<number> {
+  const answer = await request(`http://127.0.0.1:${port}${path}`, {
+    method: "POST",
+    headers: { host, "content-type": "application/json" },
+    body: BODY,
+  });
+  await answer.body.dump();
+  return answer.statusCode;
 }
 
 /** Stops a proxy by its PID and waits for it to exit. */

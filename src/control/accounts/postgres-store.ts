@@ -3,9 +3,9 @@ import { GatewayError } from "../../errors/table.js";
 import type { KeyGrant } from "../../keys/grants.js";
 import { postgresGrantsSince } from "../../keys/postgres-grants.js";
 import type { UsageRow } from "../../keys/usage.js";
-import { GRANTS_CHANNEL, isUnavailable, openPool } from "../../store/postgres.js";
+import { GRANTS_CHANNEL, isUnavailable, openPool, redacted } from "../../store/postgres.js";
 import { migratePostgres } from "./postgres-migrations.js";
-import { type AccountRow, type KeyRow, toAccount, toKey } from "./rows.js";
+import { type AccountRow, type KeyRow, NEW_KEY_COLUMNS, newKeyValues, toAccount, toKey } from "./rows.js";
 import type { Account, AccountStatus, AccountStore, KeyRecord, NewKey, TokenPurpose } from "./types.js";
 
 type Query = <R extends pg.QueryResultRow>(sql: string, values?: unknown[]) => Promise<R[]>;
@@ -112,22 +112,9 @@ export class PostgresAccountStore implements AccountStore {
   async insertKey(key: NewKey, now: number): Promise<KeyRecord> {
     return this.#change(async (query, revision) => {
       const [row] = await query<KeyRow>(
-        `INSERT INTO api_keys (account_id, key_hash, prefix, plan, networks, archive, rate_per_second, rate_burst,
-           status, created_at, expires_at, revision)
-         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, 'active', $9, $10, $11) RETURNING *`,
-        [
-          key.accountId,
-          key.keyHash,
-          key.prefix,
-          key.plan,
-          JSON.stringify(key.networks),
-          key.archive ? 1 : 0,
-          key.rate?.perSecond ?? null,
-          key.rate?.burst ?? null,
-          now,
-          key.expiresAt ?? null,
-          revision,
-        ],
+        `INSERT INTO api_keys (${NEW_KEY_COLUMNS})
+         VALUES (${NEW_KEY_COLUMNS.split(",").map((_, i) => `$${i + 1}`)}) RETURNING *`,
+        newKeyValues(key, now, revision),
       );
       return toKey(row as KeyRow);
     });
@@ -240,9 +227,4 @@ export class PostgresAccountStore implements AccountStore {
 function unavailableOr(error: unknown): unknown {
   if (error instanceof GatewayError || !isUnavailable(error)) return error;
   return new GatewayError("STORE_UNAVAILABLE", undefined, { "retry-after": "5" });
-}
-
-/** The URL without its password, for messages. */
-function redacted(url: string): string {
-  return url.replace(/\/\/([^:@/]+):[^@/]*@/, "//$1:***@");
 }

@@ -1,5 +1,5 @@
 import { scopesOf } from "../../keys/sqlite-grants.js";
-import type { Account, AccountStatus, KeyRecord } from "./types.js";
+import type { Account, AccountStatus, KeyRecord, NewKey } from "./types.js";
 
 // Rows as both stores keep them (the same columns in SQLite and PostgreSQL), and the records they make.
 
@@ -50,4 +50,26 @@ export function toKey(row: KeyRow): KeyRecord {
     expiresAt: row.expires_at ?? undefined,
     replacedBy: row.replaced_by ?? undefined,
   };
+}
+
+/** The columns a new key's row is inserted with, in the order of `newKeyValues`. */
+export const NEW_KEY_COLUMNS =
+  "account_id,key_hash,prefix,plan,networks,archive,rate_per_second,rate_burst,status,created_at,expires_at,revision";
+
+/** A new key's row, as both stores write it. */
+export function newKeyValues(key: NewKey, now: number, revision: number): unknown[] {
+  return [
+    key.accountId,
+    key.keyHash,
+    key.prefix,
+    key.plan,
+    JSON.stringify(key.networks),
+    key.archive ? 1 : 0,
+    key.rate?.perSecond ?? null,
+    key.rate?.burst ?? null,
+    "active",
+    now,
+    key.expiresAt ?? null,
+    revision,
+  ];
 }

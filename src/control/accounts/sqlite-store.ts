@@ -5,7 +5,7 @@ import type { KeyGrant } from "../../keys/grants.js";
 import { grantsSince } from "../../keys/sqlite-grants.js";
 import type { UsageRow } from "../../keys/usage.js";
 import { migrate } from "./migrations.js";
-import { type AccountRow, type KeyRow, toAccount, toKey } from "./rows.js";
+import { type AccountRow, type KeyRow, NEW_KEY_COLUMNS, newKeyValues, toAccount, toKey } from "./rows.js";
 import type { Account, AccountStatus, AccountStore, KeyRecord, NewKey, TokenPurpose } from "./types.js";
 
 /** The embedded default store: one SQLite file, migrated on open, no setup. */
@@ -99,22 +99,9 @@ export class SqliteAccountStore implements AccountStore {
       const revision = this.#bump();
       const info = this.#db
         .prepare(
-          `INSERT INTO api_keys (account_id, key_hash, prefix, plan, networks, archive, rate_per_second, rate_burst,
-             status, created_at, expires_at, revision) VALUES (?, ?, ?, ?, ?, ?, ?, ?, 'active', ?, ?, ?)`,
+          `INSERT INTO api_keys (${NEW_KEY_COLUMNS}) VALUES (${NEW_KEY_COLUMNS.split(",").map(() => "?")})`,
         )
-        .run(
-          key.accountId,
-          key.keyHash,
-          key.prefix,
-          key.plan,
-          JSON.stringify(key.networks),
-          key.archive ? 1 : 0,
-          key.rate?.perSecond ?? null,
-          key.rate?.burst ?? null,
-          now,
-          key.expiresAt ?? null,
-          revision,
-        );
+        .run(...newKeyValues(key, now, revision));
       return this.#key(Number(info.lastInsertRowid)) as KeyRecord;
     });
   }
