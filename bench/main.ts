@@ -16,7 +16,9 @@ import { budgetScaling } from "./scenarios/budget.js";
 import { failover } from "./scenarios/failover.js";
 import { httpScenarios } from "./scenarios/http.js";
 import { metricsCost } from "./scenarios/metrics.js";
+import { revocation } from "./scenarios/revocation.js";
 import { routingCost } from "./scenarios/routing.js";
+import { sharedLimits } from "./scenarios/shared-limits.js";
 import { webSocketFanout } from "./scenarios/ws-fanout.js";
 
 const { values: args } = parseArgs({
@@ -33,10 +35,12 @@ const full = !quick && args.only === undefined && args.scenario === undefined;
 const ALL: readonly Scenario[] = [
   httpScenarios,
   metricsCost,
+  sharedLimits,
   budgetScaling,
   routingCost,
   failover,
   webSocketFanout,
+  revocation,
 ];
 const SCENARIOS: readonly Scenario[] =
   args.only !== undefined
