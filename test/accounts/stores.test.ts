@@ -43,7 +43,8 @@ describe.skipIf(postgres.skip)("the two stores' schemas", () => {
         "SELECT table_name, column_name FROM information_schema.columns WHERE table_schema = 'public'",
       );
       const postgresColumns: Record<string, string[]> = {};
-      for (const row of rows) (postgresColumns[row.table_name] ??= []).push(row.column_name);
+      for (const row of rows)
+        postgresColumns[row.table_name] = [...(postgresColumns[row.table_name] ?? []), row.column_name];
       for (const columns of Object.values(postgresColumns)) columns.sort();
       expect(postgresColumns).toEqual(sqliteColumns);
     } finally {
