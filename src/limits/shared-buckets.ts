@@ -40,8 +40,10 @@ interface Lease {
   askedAt: number;
   /** Whether Redis's last answer left the global bucket dry: then no credit until it refills. */
   dry: boolean;
-  /** When to ask again after a dry answer. */
+  /** When to ask again after a dry answer or a failure. */
   nextAt: number;
+  /** Whether the last lease failed (Redis connected but not answering): decide locally until one succeeds. */
+  failing: boolean;
   usedAt: number;
 }
 
@@ -135,8 +137,10 @@ export class SharedTokenBuckets implements RateLimiter {
       if (lease.balance < size / 2) this.#renew(id, lease, rate, size, now);
       return { allowed: true, remaining: Math.floor(lease.balance), retryAfter: 0 };
     }
-    if (lease.pending && now - lease.askedAt > LEASE_WAIT_MS)
+    if (lease.failing || (lease.pending && now - lease.askedAt > LEASE_WAIT_MS)) {
+      if (now >= lease.nextAt) this.#renew(id, lease, rate, size, now);
       return this.#local.take(id, this.#fallback(rate), cost);
+    }
     if (!lease.dry && lease.balance - cost >= -size) {
       lease.balance -= cost;
       this.#renew(id, lease, rate, size, now);
@@ -160,6 +164,7 @@ export class SharedTokenBuckets implements RateLimiter {
     this.#lease(id, rate.perSecond, rate.burst, want).then(
       ([granted, waitMs]) => {
         lease.pending = false;
+        lease.failing = false;
         lease.balance += granted;
         lease.dry = granted < want;
         lease.nextAt = lease.dry ? this.#now() + waitMs : 0;
@@ -168,6 +173,7 @@ export class SharedTokenBuckets implements RateLimiter {
       },
       () => {
         lease.pending = false;
+        lease.failing = true;
         // Not asked again at once: a failing Redis is not hammered by every request.
         lease.nextAt = this.#now() + LEASE_WAIT_MS;
         this.leases.failed += 1;
@@ -179,7 +185,7 @@ export class SharedTokenBuckets implements RateLimiter {
     let lease = this.#leases.get(id);
     if (lease === undefined) {
       if (this.#leases.size >= this.#maxEntries) this.#sweep(now);
-      lease = { balance: 0, pending: false, askedAt: 0, dry: false, nextAt: 0, usedAt: now };
+      lease = { balance: 0, pending: false, askedAt: 0, dry: false, nextAt: 0, failing: false, usedAt: now };
       this.#leases.set(id, lease);
     }
     return lease;

@@ -118,6 +118,38 @@ describe.skipIf(binaries.skip)("shared token buckets while Redis is away", () =>
     expect(allowed.length).toBe(5);
   });
 
+  it("decides locally while Redis hangs (connected, not answering), and leases again once it answers", async () => {
+    limiter = new SharedTokenBuckets({ redis: own.url, leaseMs: 100, fallbackShare: 1 }, silent);
+    expect(await limiter.ready(3_000)).toBe(true);
+    const hung = limiter;
+    const rate = { perSecond: 100, burst: 100 };
+    process.kill(own.pid, "SIGSTOP");
+    let allowed = 0;
+    let taken = 0;
+    try {
+      // 100 calls a second for 1.5 s: within the key's rate, so a local decision allows every one
+      for (; taken < 150; taken++) {
+        if (hung.take("hung", rate, 1).allowed) allowed += 1;
+        await sleep(10);
+      }
+    } finally {
+      process.kill(own.pid, "SIGCONT");
+    }
+    // one lease of credit, then refusals until the lease is 250 ms late; local decisions after that
+    expect(allowed).toBeGreaterThanOrEqual(120);
+    expect(hung.shared).toBe(true);
+    expect(hung.leases.failed).toBeGreaterThan(0);
+    const granted = hung.leases.granted;
+    await eventually(
+      () => {
+        hung.take("hung", rate, 1);
+        return hung.leases.granted > granted;
+      },
+      3_000,
+      "a lease granted once Redis answers again",
+    );
+  }, 15_000);
+
   it("falls back when Redis stops, and shares again when it is back", async () => {
     limiter = new SharedTokenBuckets({ redis: own.url, leaseMs: 100, fallbackShare: 1 }, silent);
     expect(await limiter.ready(3_000)).toBe(true);
