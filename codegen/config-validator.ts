@@ -46,6 +46,12 @@ function declarations(project: Project): string {
     properties: [
       { name: "instancePath", type: "string", isReadonly: true },
       { name: "message", type: "string | undefined", hasQuestionToken: true, isReadonly: true },
+      {
+        name: "params",
+        type: "Readonly<Record<string, unknown>>",
+        isReadonly: true,
+        docs: ["The keyword's details: `additionalProperty` names a key the schema does not know."],
+      },
     ],
   });
   file.addInterface({

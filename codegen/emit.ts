@@ -128,6 +128,12 @@ function emitEndpoints(project: Project, stamp: string, model: RegistryModel): s
   file.addVariableStatement({
     isExported: true,
     declarationKind: VariableDeclarationKind.Const,
+    docs: ["The registry these tables were compiled from: what `node-gateway --version` prints."],
+    declarations: [{ name: "registryStamp", initializer: JSON.stringify(`sha256:${model.sha256}`) }],
+  });
+  file.addVariableStatement({
+    isExported: true,
+    declarationKind: VariableDeclarationKind.Const,
     docs: ["Host label to endpoint: one Map probe per request."],
     declarations: [
       {

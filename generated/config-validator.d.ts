@@ -3,6 +3,8 @@
 export interface ConfigProblem {
   readonly instancePath: string;
   readonly message?: string | undefined;
+  /** The keyword's details: `additionalProperty` names a key the schema does not know. */
+  readonly params: Readonly<Record<string, unknown>>;
 }
 
 export interface ConfigValidator {

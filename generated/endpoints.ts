@@ -108,6 +108,8 @@ export const networkCodes: readonly NetworkCode[] = [
   "trx",
   "btc",
 ];
+/** The registry these tables were compiled from: what `node-gateway --version` prints. */
+export const registryStamp = "sha256:f35b7eaac87d571ea21f7fca1db22d7b24434a98cf33e774e6eca204e13ac477";
 /** Host label to endpoint: one Map probe per request. */
 export const endpointsByLabel: ReadonlyMap<string, Endpoint> = new Map<Label, Endpoint>([
   [

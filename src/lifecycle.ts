@@ -6,6 +6,9 @@ import type { Logger } from "./log.js";
 
 // What each entry point (proxy/main.ts, control/main.ts, dev/main.ts) does at start and at stop.
 
+/** Exit codes, as `node-gateway --help` and the README list them. */
+export const EXIT = { OK: 0, START_FAILED: 1, INVALID: 2 } as const;
+
 /** The deployment config, or exit 2 with its problems on stderr. */
 export function loadConfigOrExit(): GatewayConfig {
   try {
@@ -13,7 +16,7 @@ export function loadConfigOrExit(): GatewayConfig {
   } catch (error) {
     if (!(error instanceof ConfigError)) throw error;
     process.stderr.write(`invalid configuration:\n${error.message}\n`);
-    process.exit(2);
+    process.exit(EXIT.INVALID);
   }
 }
 
@@ -32,7 +35,7 @@ export function onStopSignal(stop: () => Promise<void>, logger: Logger): void {
     stopping = true;
     logger.log("info", "shutting down");
     await stop();
-    process.exit(0);
+    process.exit(EXIT.OK);
   };
   process.on("SIGINT", handler);
   process.on("SIGTERM", handler);
@@ -41,5 +44,5 @@ export function onStopSignal(stop: () => Promise<void>, logger: Logger): void {
 /** Exits 1 with the reason on stderr when an entry point fails to start. */
 export function exitOnStartFailure(error: unknown): never {
   process.stderr.write(`failed to start: ${error instanceof Error ? error.message : String(error)}\n`);
-  process.exit(1);
+  process.exit(EXIT.START_FAILED);
 }

@@ -1,9 +1,7 @@
 import { readFileSync } from "node:fs";
 import { availableParallelism } from "node:os";
-import { join } from "node:path";
-import { parse } from "yaml";
 import { validateConfig as validate } from "../../generated/config-validator.js";
-import { packageRoot } from "../package-root.js";
+import { EMBEDDED_CONFIG, embeddedConfigText } from "../embedded.js";
 import type { Endpoint } from "../registry/types.js";
 import {
   DEFAULT_ACCOUNTS,
@@ -12,15 +10,11 @@ import {
   DEFAULT_LIMITS,
   DEFAULT_SHARED_LIMITS,
 } from "./defaults.js";
+import { ConfigError, ConfigSource } from "./source.js";
 import type { AccountsConfig, GatewayConfig, HealthConfig, Limits, UpstreamSpec } from "./types.js";
 import { upstreamName } from "./upstream-name.js";
 
-/** The embedded default deployment that `npm start` runs: deploy/local.yaml. */
-export const EMBEDDED_CONFIG = join(packageRoot(), "deploy/local.yaml");
-
-export class ConfigError extends Error {
-  override name = "ConfigError";
-}
+export { ConfigError };
 
 /**
  * The deployment config: the file named by GATEWAY_CONFIG (else the embedded default) over the built-in
@@ -32,17 +26,14 @@ export function loadConfig(
   endpoints: ReadonlyMap<string, Endpoint>,
   env: NodeJS.ProcessEnv = process.env,
 ): GatewayConfig {
-  const file = env.GATEWAY_CONFIG || EMBEDDED_CONFIG;
-  let raw: unknown;
-  try {
-    raw = parse(readFileSync(file, "utf8")) ?? {};
-  } catch (error) {
-    throw new ConfigError(`${file}: ${(error as Error).message}`);
-  }
+  const source = readSource(env.GATEWAY_CONFIG);
+  const raw = source.value();
   if (!validate(raw)) {
-    const problems = (validate.errors ?? []).map(
-      (e) => `${file}: ${e.instancePath || "config"} ${e.message ?? "is invalid"}`,
-    );
+    const problems = (validate.errors ?? []).map((e) => {
+      const key = (e.params as { additionalProperty?: string }).additionalProperty;
+      const where = source.atPointer(e.instancePath, key);
+      return `${where}: ${e.instancePath || "config"} ${e.message ?? "is invalid"}${key === undefined ? "" : ` (${key})`}`;
+    });
     throw new ConfigError(problems.join("\n"));
   }
   const partial = raw as Partial<GatewayConfig> & { limits?: Partial<Limits> };
@@ -85,7 +76,7 @@ export function loadConfig(
         }),
   };
   config = applyEnvironment(config, env);
-  checkLabels(config, endpoints, file);
+  checkLabels(config, endpoints, source);
   return config;
 }
 
@@ -124,10 +115,29 @@ function applyEnvironment(config: GatewayConfig, env: NodeJS.ProcessEnv): Gatewa
   };
 }
 
-function checkLabels(config: GatewayConfig, endpoints: ReadonlyMap<string, Endpoint>, file: string): void {
+/** The deployment file GATEWAY_CONFIG names, or the embedded default; a file that cannot be read says so. */
+function readSource(path: string | undefined): ConfigSource {
+  if (!path) return new ConfigSource(EMBEDDED_CONFIG, embeddedConfigText());
+  let text: string;
+  try {
+    text = readFileSync(path, "utf8");
+  } catch (error) {
+    throw new ConfigError(`${path}: ${(error as Error).message}`);
+  }
+  return new ConfigSource(path, text);
+}
+
+function checkLabels(
+  config: GatewayConfig,
+  endpoints: ReadonlyMap<string, Endpoint>,
+  source: ConfigSource,
+): void {
   const problems: string[] = [];
   const known = (label: string, where: string) => {
-    if (!endpoints.has(label)) problems.push(`${where}: "${label}" is not a label of the registry`);
+    if (!endpoints.has(label))
+      problems.push(
+        `${source.at(where.split("."), label)}: ${where}: "${label}" is not a label of the registry`,
+      );
   };
   for (const label of Object.keys(config.upstreams)) known(label, "upstreams");
   for (const label of Object.keys(config.health.labels)) known(label, "health.labels");
@@ -138,19 +148,27 @@ function checkLabels(config: GatewayConfig, endpoints: ReadonlyMap<string, Endpo
       const names = list.map(upstreamName);
       const twice = names.find((name, i) => names.indexOf(name) !== i);
       if (twice !== undefined)
-        problems.push(`upstreams.${label}: two upstreams are named "${twice}"; give each a name`);
+        problems.push(
+          `${source.at(["upstreams", label])}: upstreams.${label}: two upstreams are named "${twice}"; give each a name`,
+        );
     }
   }
-  for (const node of config.localNodes) known(node.label, "localNodes");
+  for (const [index, node] of config.localNodes.entries())
+    if (!endpoints.has(node.label))
+      problems.push(
+        `${source.at(["localNodes", index])}: localNodes: "${node.label}" is not a label of the registry`,
+      );
   for (const [host, label] of Object.entries(config.publicHosts)) {
-    known(label, `publicHosts.${host}`);
-    if (endpoints.get(label)?.public === false)
-      problems.push(`publicHosts.${host}: "${label}" has no public endpoint in the registry`);
+    const where = source.at(["publicHosts", host]);
+    if (!endpoints.has(label))
+      problems.push(`${where}: publicHosts.${host}: "${label}" is not a label of the registry`);
+    else if (endpoints.get(label)?.public === false)
+      problems.push(`${where}: publicHosts.${host}: "${label}" has no public endpoint in the registry`);
   }
-  if (!Number.isInteger(config.listen.port)) problems.push("GATEWAY_PORT must be an integer");
+  if (!Number.isInteger(config.listen.port)) problems.push(`${source.file}: GATEWAY_PORT must be an integer`);
   if (!/^[A-Za-z0-9-]+(\.[A-Za-z0-9-]+)*\.?$/.test(config.domain))
-    problems.push(`domain "${config.domain}" is not a host name`);
-  if (problems.length > 0) throw new ConfigError(problems.map((p) => `${file}: ${p}`).join("\n"));
+    problems.push(`${source.at(["domain"])}: domain "${config.domain}" is not a host name`);
+  if (problems.length > 0) throw new ConfigError(problems.join("\n"));
 }
 
 /** GATEWAY_WORKERS: a number, or "auto" for one per core. */

@@ -1,4 +1,5 @@
 import Database from "better-sqlite3";
+import { sqliteNative } from "../store/sqlite-addon.js";
 import type { GrantFeed, KeyGrant } from "./grants.js";
 import type { UsageRow, UsageSink } from "./usage.js";
 
@@ -46,7 +47,7 @@ export class SqliteGrantFeed implements GrantFeed {
 
   constructor(path: string, intervalMs: number) {
     try {
-      this.#db = new Database(path, { readonly: true, fileMustExist: true });
+      this.#db = new Database(path, { readonly: true, fileMustExist: true, ...sqliteNative() });
       this.#db.pragma("busy_timeout = 2000");
       // Read once now, so a file that is not an account store fails the start, not the first request.
       grantsSince(this.#db, Number.MAX_SAFE_INTEGER);
@@ -114,7 +115,7 @@ export class SqliteUsageSink implements UsageSink {
   readonly #add: Database.Statement;
 
   constructor(path: string) {
-    this.#db = new Database(path, { fileMustExist: true });
+    this.#db = new Database(path, { fileMustExist: true, ...sqliteNative() });
     this.#db.pragma("busy_timeout = 2000");
     this.#add = this.#db.prepare(
       `INSERT INTO usage (key_prefix, day, label, calls, errors) VALUES (?, ?, ?, ?, ?)

@@ -122,7 +122,7 @@ export class GatewayMetrics {
   readonly all: readonly RegistrableMetric[];
   readonly #labels = new Map<string, LabelSeries>();
 
-  constructor(upstreams: UpstreamTable, webSockets: WebSocketCounts) {
+  constructor(upstreams: Pick<UpstreamTable, "groups">, webSockets: WebSocketCounts) {
     this.all = [
       this.requests,
       this.duration,
@@ -251,7 +251,7 @@ function perLabel(counts: ReadonlyMap<string, number>): MetricValue[] {
  * primary adds up the workers' state gauges (how many workers see the node in each state) and calls in
  * flight, and takes the highest head and lag and the mean latency and error rate.
  */
-function upstreamSeries(table: UpstreamTable): RegistrableMetric[] {
+function upstreamSeries(table: Pick<UpstreamTable, "groups">): RegistrableMetric[] {
   const gauge = (
     name: string,
     help: string,

@@ -16,6 +16,17 @@ import type { Mounted, Stages } from "./stages.js";
 
 const NO_BODY = Buffer.alloc(0);
 
+/** What every exchange of one deployment config shares. */
+export interface ExchangeContext {
+  readonly limits: Limits;
+  readonly logger: Logger;
+  readonly logAccess: boolean;
+  readonly metrics: GatewayMetrics | undefined;
+  readonly usage: UsageRecorder | undefined;
+  /** Requests begun and not ended, which a graceful close or a reload's retiring config waits for. */
+  readonly inFlight: { count: number };
+}
+
 /**
  * The HTTP transport of the pipeline (stages.ts): one request, from Host to access-log line. It runs the
  * stages in order, reads the body between the two halves of stage 4, and ends the request one way,
@@ -47,20 +58,7 @@ export class HttpExchange {
   #style: ErrorStyle = "rest";
   #ended = false;
 
-  constructor(
-    req: IncomingMessage,
-    res: ServerResponse,
-    stages: Stages,
-    options: {
-      limits: Limits;
-      logger: Logger;
-      logAccess: boolean;
-      metrics: GatewayMetrics | undefined;
-      usage: UsageRecorder | undefined;
-      /** Requests begun and not ended, which a graceful close waits for. */
-      inFlight: { count: number };
-    },
-  ) {
+  constructor(req: IncomingMessage, res: ServerResponse, stages: Stages, options: ExchangeContext) {
     this.#req = req;
     this.#res = res;
     this.#stages = stages;

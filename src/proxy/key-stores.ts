@@ -13,6 +13,8 @@ import { isPostgresUrl, redacted } from "../store/postgres.js";
 /** The keys one proxy process knows. */
 export interface ProxyKeys {
   readonly store: KeyStore;
+  /** The store for a reloaded config: its static keys, then the same account store. */
+  storeFor(config: GatewayConfig): KeyStore;
   /** The account store's grants, followed through its change feed; undefined without an account store. */
   readonly accounts: CachedKeyStore | undefined;
   /** Calls per key, flushed to the account store; undefined without one. */
@@ -28,9 +30,15 @@ export interface ProxyKeys {
  * `accounts.usageFlushIntervalMs`.
  */
 export async function openKeyStores(config: GatewayConfig, logger: Logger): Promise<ProxyKeys> {
-  const stores: KeyStore[] = [new StaticKeyStore(config.keys, config.defaultRate)];
+  const staticKeys = (config: GatewayConfig) => new StaticKeyStore(config.keys, config.defaultRate);
   if (config.accounts === undefined)
-    return { store: new KeyStoreChain(stores), accounts: undefined, usage: undefined, close: async () => {} };
+    return {
+      store: new KeyStoreChain([staticKeys(config)]),
+      storeFor: (next) => new KeyStoreChain([staticKeys(next)]),
+      accounts: undefined,
+      usage: undefined,
+      close: async () => {},
+    };
   const { database, followIntervalMs, usageFlushIntervalMs } = config.accounts;
   const postgres = isPostgresUrl(database);
   const feed: GrantFeed = postgres
@@ -51,9 +59,9 @@ export async function openKeyStores(config: GatewayConfig, logger: Logger): Prom
   const usage = new UsageCounter(sink, usageFlushIntervalMs, (error) =>
     logger.log("warn", "usage counts not flushed: kept for the next flush", { reason: error.message }),
   );
-  stores.push(accounts);
   return {
-    store: new KeyStoreChain(stores),
+    store: new KeyStoreChain([staticKeys(config), accounts]),
+    storeFor: (next) => new KeyStoreChain([staticKeys(next), accounts]),
     accounts,
     usage,
     close: async () => {

@@ -1,14 +1,55 @@
 // First: V8 settings must hold before the other modules run (v8-flags.ts).
 import "../v8-flags.js";
 import cluster from "node:cluster";
-import { exitOnStartFailure, loadConfigOrExit, onStopSignal } from "../lifecycle.js";
+import { parseArgs } from "node:util";
+import { endpointsByLabel, registryStamp } from "../../generated/endpoints.js";
+import { ConfigError, loadConfig } from "../config/load.js";
+import { EMBEDDED_CONFIG, gatewayVersion } from "../embedded.js";
+import { EXIT, exitOnStartFailure, loadConfigOrExit, onStopSignal } from "../lifecycle.js";
 import { createLogger } from "../log.js";
-import { runProxy } from "./run.js";
+import { type RunningProxy, runProxy } from "./run.js";
 
-// The proxy, alone: `node dist/gateway.js` (npm run build). It serves the labels of the deployment config
-// (GATEWAY_CONFIG, else deploy/local.yaml) with its static keys and, when the config names an account
-// store, the keys the control plane keeps there. It never writes the store and needs no control plane
-// running, only the store it created.
+// The proxy, alone: `node dist/gateway.js` (npm run build), or the single executable `dist/node-gateway`
+// (npm run build:binary). It serves the labels of the deployment config (--config, GATEWAY_CONFIG, else the
+// embedded default) with its static keys and, when the config names an account store, the keys the control
+// plane keeps there. It never writes the store but for usage counts, and needs no control plane running.
+
+const USAGE = `usage: node-gateway [--config PATH] [--check-config] [--version] [--help]
+
+  --config PATH    the deployment config (the same as GATEWAY_CONFIG); the embedded default without it
+  --check-config   validate the config against the schema and the registry built into this gateway, print
+                   each problem as file:line:column, and exit: 0 when it is valid, 2 when not. Run it
+                   before a reload.
+  --version        the gateway's version and the registry's stamp
+  --help           this text
+
+signals:
+  SIGHUP           re-read the config: upstreams, health, limits and static keys. New requests use it;
+                   requests and WebSocket connections in flight finish on the old one. A config that
+                   fails validation is refused, its problems logged, and the old one keeps serving.
+  SIGTERM, SIGINT  drain: /readyz turns 503, the listener stops accepting, requests in flight finish
+                   (limits.drainTimeoutMs), WebSockets close with 1001, then exit 0.
+
+exit codes: 0 stopped by a signal, or --check-config found no problem; 1 failed to start (a port taken,
+the account store unreadable); 2 an invalid config or command line.
+
+Environment: GATEWAY_CONFIG, GATEWAY_PORT, GATEWAY_HOST, GATEWAY_UPSTREAM_<LABEL>, GATEWAY_LOG_LEVEL, …
+(docs/configuration.md).`;
+
+const args = readArgs();
+if (args.help) {
+  process.stdout.write(`${USAGE}\n`);
+  process.exit(EXIT.OK);
+}
+if (args.version) {
+  process.stdout.write(
+    `node-gateway ${gatewayVersion()} (registry ${registryStamp}, Node ${process.version})\n`,
+  );
+  process.exit(EXIT.OK);
+}
+if (args.config !== undefined) process.env.GATEWAY_CONFIG = args.config;
+if (args["check-config"]) checkConfig();
+
 const config = loadConfigOrExit();
 const logger = createLogger(config.log.level);
 runProxy(config, logger).then((proxy) => {
@@ -20,6 +61,54 @@ runProxy(config, logger).then((proxy) => {
       domain: config.domain,
       workers: config.workers,
     });
+    process.on("SIGHUP", () => reload(proxy));
   }
   onStopSignal(() => proxy.close(), logger);
 }, exitOnStartFailure);
+
+/** SIGHUP: the config read again and, when valid, served; when not, the old one keeps serving. */
+function reload(proxy: RunningProxy): void {
+  try {
+    proxy.reload(loadConfig(endpointsByLabel));
+    logger.log("info", "config reloaded", { file: process.env.GATEWAY_CONFIG || EMBEDDED_CONFIG });
+  } catch (error) {
+    if (!(error instanceof ConfigError)) throw error;
+    logger.log("error", "config reload refused: the old config keeps serving", {
+      problems: error.message,
+    });
+  }
+}
+
+function checkConfig(): never {
+  try {
+    const checked = loadConfig(endpointsByLabel);
+    const file = process.env.GATEWAY_CONFIG || EMBEDDED_CONFIG;
+    const labels = Object.keys(checked.upstreams).length;
+    process.stdout.write(
+      `${file}: valid (${labels} labels with upstreams; registry ${registryStamp}, ${endpointsByLabel.size} labels)\n`,
+    );
+    process.exit(EXIT.OK);
+  } catch (error) {
+    if (!(error instanceof ConfigError)) throw error;
+    process.stderr.write(`invalid configuration:\n${error.message}\n`);
+    process.exit(EXIT.INVALID);
+  }
+}
+
+function readArgs() {
+  try {
+    return parseArgs({
+      // A single executable's argv[1] is itself; a script's is the script.
+      args: process.argv.slice(2),
+      options: {
+        config: { type: "string" },
+        "check-config": { type: "boolean" },
+        version: { type: "boolean" },
+        help: { type: "boolean", short: "h" },
+      },
+    }).values;
+  } catch (error) {
+    process.stderr.write(`${(error as Error).message}\n\n${USAGE}\n`);
+    process.exit(EXIT.INVALID);
+  }
+}

@@ -38,7 +38,11 @@ export interface OperatorView {
 }
 
 /** The view of this process: its own upstream table, registry and readiness. */
-export function localView(table: UpstreamTable, registry: Registry, readiness: Readiness): OperatorView {
+export function localView(
+  table: Pick<UpstreamTable, "groups">,
+  registry: Registry,
+  readiness: Readiness,
+): OperatorView {
   return {
     report: async () => [reportOf(table)],
     cordon: async (request) => cordonIn(table, request),
@@ -47,7 +51,7 @@ export function localView(table: UpstreamTable, registry: Registry, readiness: R
   };
 }
 
-export function reportOf(table: UpstreamTable): ProcessReport {
+export function reportOf(table: Pick<UpstreamTable, "groups">): ProcessReport {
   return {
     pid: process.pid,
     labels: table.groups().map((group) => ({
@@ -63,7 +67,7 @@ export function reportOf(table: UpstreamTable): ProcessReport {
   };
 }
 
-export function cordonIn(table: UpstreamTable, request: CordonRequest): number {
+export function cordonIn(table: Pick<UpstreamTable, "groups">, request: CordonRequest): number {
   let matched = 0;
   for (const group of table.groups()) {
     if (group.label !== request.label) continue;

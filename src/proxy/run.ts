@@ -27,6 +27,11 @@ export interface RunningProxy {
   readonly operatorPort: number | undefined;
   /** This process's cache of the account store; undefined when workers serve, or without a store. */
   readonly accountKeys: CachedKeyStore | undefined;
+  /**
+   * Serves new requests with `config` (SIGHUP): upstreams, health, limits and static keys. Requests and
+   * WebSocket connections in flight finish on the old one. With workers, each worker is sent it.
+   */
+  reload(config: GatewayConfig): void;
   close(): Promise<void>;
 }
 
@@ -60,7 +65,8 @@ async function serveHere(config: GatewayConfig, logger: Logger): Promise<Running
   const registry = processRegistry(gateway.metrics, cluster.isWorker);
   const readiness = new Readiness(gateway.upstreams);
   let operator: Server | undefined;
-  if (cluster.isWorker) answerPrimary(gateway.upstreams, readiness);
+  const reload = (next: GatewayConfig) => gateway.reload(next, keys.storeFor(next));
+  if (cluster.isWorker) answerPrimary(gateway.upstreams, readiness, reload);
   else if (config.operator !== undefined)
     operator = createOperatorApi(localView(gateway.upstreams, registry, readiness), logger);
   let operatorPort: number | undefined;
@@ -79,6 +85,7 @@ async function serveHere(config: GatewayConfig, logger: Logger): Promise<Running
     port,
     operatorPort,
     accountKeys: keys.accounts,
+    reload,
     async close() {
       // Not ready first, while the operator's listener still answers: a balancer stops sending, then
       // the public listener closes.
@@ -122,6 +129,11 @@ async function forkWorkers(config: GatewayConfig, logger: Logger): Promise<Runni
         port: address.port,
         operatorPort,
         accountKeys: undefined,
+        reload: (next) => {
+          for (const worker of Object.values(cluster.workers ?? {}))
+            if (worker !== undefined && !worker.isDead())
+              worker.send({ type: "gateway:reload", config: next });
+        },
         close: async () => {
           stopping = true;
           await delay(config.limits.shutdownDelayMs);
@@ -140,13 +152,19 @@ async function forkWorkers(config: GatewayConfig, logger: Logger): Promise<Runni
   });
 }
 
+type ReloadMessage = { readonly type: "gateway:reload"; readonly config: GatewayConfig };
 type OperatorMessage =
   | { readonly type: "gateway:upstreams" | "gateway:ready"; readonly id: number }
   | ({ readonly type: "gateway:cordon"; readonly id: number } & CordonRequest);
 
-/** A worker answers its primary's operator API over the cluster's IPC channel. */
-function answerPrimary(table: UpstreamTable, readiness: Readiness): void {
-  process.on("message", (message: OperatorMessage) => {
+/** A worker answers its primary's operator API over the cluster's IPC channel, and takes its reloads. */
+function answerPrimary(
+  table: Pick<UpstreamTable, "groups">,
+  readiness: Readiness,
+  reload: (config: GatewayConfig) => void,
+): void {
+  process.on("message", (message: OperatorMessage | ReloadMessage) => {
+    if (message?.type === "gateway:reload") return reload(message.config);
     if (message?.type === "gateway:upstreams") process.send?.({ id: message.id, value: reportOf(table) });
     else if (message?.type === "gateway:ready") process.send?.({ id: message.id, value: readiness.report() });
     else if (message?.type === "gateway:cordon")

@@ -1,0 +1,93 @@
+import { execFileSync } from "node:child_process";
+import { chmodSync, copyFileSync, mkdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { createRequire } from "node:module";
+import { join, resolve } from "node:path";
+import { build, type Plugin } from "esbuild";
+// @ts-expect-error postject ships no types: inject(file, resource, data, { sentinelFuse }) is its API
+import { inject } from "postject";
+import { EMBEDDED_CONFIG } from "../src/embedded.js";
+import { packageRoot } from "../src/package-root.js";
+import { SQLITE_ADDON_ASSET } from "../src/store/sqlite-addon.js";
+
+// `npm run build:binary`: dist/node-gateway, the proxy as one executable file (a Node.js single executable
+// application, nodejs.org/api/single-executable-applications.html). It is this machine's `node` with a blob
+// injected into it: the proxy bundled into one CommonJS script (what a single executable runs) with V8's
+// code cache, and as assets the embedded default config, package.json (its version) and better-sqlite3's
+// native addon, which src/store/sqlite-addon.ts loads from the file itself. Everything comes from the npm
+// registry: esbuild, postject and the addon npm ci built; nothing is downloaded.
+
+const SEA_FUSE = "NODE_SEA_FUSE_fce680ab2cc467b6e072b8b5df1996b2";
+
+/**
+ * Modules the bundle's libraries ask for and do without: ws's native helpers (it falls back to JavaScript),
+ * pg's native client (never chosen), better-sqlite3's addon finder (it gets its addon from sqlite-addon.ts).
+ * In the executable, `require` reaches only Node's built-in modules, and warns on any other name.
+ */
+const OPTIONAL_MODULES = ["bufferutil", "utf-8-validate", "pg-native", "bindings"];
+
+/** An esbuild plugin that makes each of `names` a module that throws when loaded, as a missing one would. */
+function absent(names: readonly string[]): Plugin {
+  const filter = new RegExp(`^(${names.map((n) => n.replace(/[-/]/g, "\\$&")).join("|")})$`);
+  return {
+    name: "absent",
+    setup(bundle) {
+      bundle.onResolve({ filter }, ({ path }) => ({ path, namespace: "absent" }));
+      bundle.onLoad({ filter: /.*/, namespace: "absent" }, ({ path }) => ({
+        contents: `throw new Error(${JSON.stringify(`${path} is not in the single executable`)});`,
+        loader: "js",
+      }));
+    },
+  };
+}
+
+/** Builds `out` (dist/node-gateway by default; relative to the package) and returns its path. */
+export async function buildBinary(out = "dist/node-gateway"): Promise<string> {
+  const root = packageRoot();
+  const binary = resolve(root, out);
+  // Its parts (the script, the blob) beside it, in a folder of their own.
+  const work = `${binary}.parts`;
+  rmSync(work, { recursive: true, force: true });
+  mkdirSync(work, { recursive: true });
+  const script = join(work, "gateway.cjs");
+  await build({
+    entryPoints: [join(root, "src/proxy/main.ts")],
+    outfile: script,
+    bundle: true,
+    platform: "node",
+    target: "node20",
+    format: "cjs",
+    minifySyntax: true,
+    plugins: [absent(OPTIONAL_MODULES)],
+    // import.meta serves only the Node path (package-root.ts), never taken inside the executable.
+    logOverride: { "empty-import-meta": "silent" },
+    logLevel: "warning",
+  });
+  const require = createRequire(import.meta.url);
+  const addon = join(require.resolve("better-sqlite3/package.json"), "../build/Release/better_sqlite3.node");
+  const config = join(work, "sea-config.json");
+  writeFileSync(
+    config,
+    JSON.stringify({
+      main: script,
+      output: join(work, "gateway.blob"),
+      disableExperimentalSEAWarning: true,
+      useCodeCache: true,
+      assets: {
+        [EMBEDDED_CONFIG]: join(root, EMBEDDED_CONFIG),
+        "package.json": join(root, "package.json"),
+        [SQLITE_ADDON_ASSET]: addon,
+      },
+    }),
+  );
+  execFileSync(process.execPath, ["--experimental-sea-config", config], { stdio: "ignore" });
+  rmSync(binary, { force: true });
+  copyFileSync(process.execPath, binary);
+  chmodSync(binary, 0o755);
+  await inject(binary, "NODE_SEA_BLOB", readFileSync(join(work, "gateway.blob")), { sentinelFuse: SEA_FUSE });
+  return binary;
+}
+
+if (import.meta.url === `file://${process.argv[1]}`) {
+  const binary = await buildBinary();
+  process.stdout.write(`${binary}\n`);
+}

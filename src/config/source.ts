@@ -1,0 +1,81 @@
+import { type Document, isMap, isNode, isPair, isScalar, LineCounter, parseDocument } from "yaml";
+
+export class ConfigError extends Error {
+  override name = "ConfigError";
+}
+
+/**
+ * A deployment file as parsed YAML that remembers where each value was written, so a problem is reported as
+ * `file:line:column: …`: what an operator running `--check-config` before a reload needs to find it.
+ */
+export class ConfigSource {
+  readonly file: string;
+  readonly #lines = new LineCounter();
+  readonly #doc: Document;
+
+  /** Parses `text`; a YAML syntax error is a ConfigError naming its line. */
+  constructor(file: string, text: string) {
+    this.file = file;
+    this.#doc = parseDocument(text, { lineCounter: this.#lines });
+    if (this.#doc.errors.length > 0) {
+      throw new ConfigError(
+        this.#doc.errors
+          .map((e) => `${this.#where(e.pos[0])}: ${e.message.split("\n")[0] ?? e.code}`)
+          .join("\n"),
+      );
+    }
+  }
+
+  /** The file's value as plain data; an empty file is an empty object. */
+  value(): unknown {
+    return this.#doc.toJS() ?? {};
+  }
+
+  /**
+   * `file:line:column` of the value at `path` (keys and indexes), or of its key `key` below it; the nearest
+   * ancestor written in the file when that value is not (a default, or a missing field).
+   */
+  at(path: readonly (string | number)[], key?: string): string {
+    let node: unknown = this.#doc.contents;
+    let offset = rangeStart(node);
+    for (const step of [...path, ...(key === undefined ? [] : [key])]) {
+      if (!isMap(node) && !isSeqLike(node)) break;
+      const pair = isMap(node)
+        ? node.items.find((p) => isPair(p) && keyOf(p.key) === String(step))
+        : undefined;
+      const next = isMap(node) ? pair?.value : node.items[Number(step)];
+      if (next === undefined) break;
+      // A key named by `key` points at the key itself, the word the operator typed.
+      offset = step === key && pair !== undefined ? rangeStart(pair.key) : rangeStart(next);
+      node = next;
+    }
+    return this.#where(offset);
+  }
+
+  /** `at` for a JSON pointer, as ajv reports where a value failed (`/upstreams/eth/0`). */
+  atPointer(pointer: string, key?: string): string {
+    const path = pointer
+      .split("/")
+      .slice(1)
+      .map((part) => part.replace(/~1/g, "/").replace(/~0/g, "~"));
+    return this.at(path, key);
+  }
+
+  #where(offset: number | undefined): string {
+    if (offset === undefined) return this.file;
+    const { line, col } = this.#lines.linePos(offset);
+    return `${this.file}:${line}:${col}`;
+  }
+}
+
+function isSeqLike(node: unknown): node is { items: unknown[] } {
+  return isNode(node) && !isMap(node) && Array.isArray((node as { items?: unknown }).items);
+}
+
+function keyOf(key: unknown): string | undefined {
+  return isScalar(key) ? String(key.value) : undefined;
+}
+
+function rangeStart(node: unknown): number | undefined {
+  return isNode(node) ? node.range?.[0] : undefined;
+}

@@ -1,0 +1,92 @@
+import type { GatewayConfig } from "./config/types.js";
+import type { KeyStore } from "./keys/types.js";
+import type { UsageRecorder } from "./keys/usage.js";
+import type { RateLimiter } from "./limits/token-bucket.js";
+import type { Logger } from "./log.js";
+import type { GatewayMetrics } from "./metrics/gateway-metrics.js";
+import type { ExchangeContext } from "./pipeline/http.js";
+import { Stages } from "./pipeline/stages.js";
+import type { Endpoint } from "./registry/types.js";
+import { Prober } from "./upstream/prober.js";
+import { type DispatcherFactory, UpstreamTable } from "./upstream/upstreams.js";
+import { WebSocketGateway } from "./ws/upgrade.js";
+
+/**
+ * Everything one deployment config makes of the data plane: its upstreams and their prober, the pipeline's
+ * stages, the WebSocket gateway and the HTTP exchanges' context. The gateway serves new requests with its
+ * current plane; a reload builds a new one, and the old one serves what it already took until it is done.
+ */
+export interface Plane {
+  readonly config: GatewayConfig;
+  readonly upstreams: UpstreamTable;
+  readonly stages: Stages;
+  readonly websockets: WebSocketGateway;
+  readonly exchange: ExchangeContext;
+  /** Stops probing; what is in flight goes on. */
+  retire(): void;
+}
+
+export interface PlaneParts {
+  readonly config: GatewayConfig;
+  readonly keys: KeyStore;
+  readonly endpoints: ReadonlyMap<string, Endpoint>;
+  readonly dispatcherFactory: DispatcherFactory;
+  readonly limiter: RateLimiter;
+  readonly usage: UsageRecorder | undefined;
+  readonly metrics: GatewayMetrics | undefined;
+  readonly logger: Logger;
+}
+
+export function buildPlane(parts: PlaneParts): Plane {
+  const { config, logger, metrics } = parts;
+  const upstreams = new UpstreamTable(
+    config,
+    parts.endpoints,
+    parts.dispatcherFactory,
+    (group, upstream, from, to, reason) => {
+      // Leaving rotation is what an operator must see; coming back is news.
+      logger.log(to === "healthy" ? "info" : "warn", "upstream state", {
+        label: group.label,
+        mount: group.mount,
+        upstream: upstream.name,
+        from,
+        to,
+        reason,
+      });
+      if (to === "failing") websockets.upstreamFailed(upstream);
+    },
+  );
+  const prober = new Prober(upstreams, parts.endpoints, config.health);
+  const stages = new Stages({
+    config,
+    endpoints: parts.endpoints,
+    keys: parts.keys,
+    upstreams,
+    limiter: parts.limiter,
+  });
+  const websockets: WebSocketGateway = new WebSocketGateway(config, stages, logger, {
+    metrics,
+    usage: parts.usage,
+  });
+  const exchange: ExchangeContext = {
+    limits: config.limits,
+    logger,
+    logAccess: config.log.access,
+    metrics,
+    usage: parts.usage,
+    inFlight: { count: 0 },
+  };
+  prober.start();
+  return { config, upstreams, stages, websockets, exchange, retire: () => prober.stop() };
+}
+
+/** An operator's cordons carried over to a new plane's upstreams of the same label, mount and name. */
+export function carryCordons(from: UpstreamTable, to: UpstreamTable): void {
+  for (const group of from.groups()) {
+    const next = to.group(group.label, group.mount);
+    for (const member of group.members) {
+      if (member.health.state !== "cordoned") continue;
+      next?.members.find((m) => m.name === member.name)?.health.cordon(true);
+    }
+  }
+}

@@ -1,0 +1,136 @@
+import { type ChildProcess, execFile } from "node:child_process";
+import { statSync, writeFileSync } from "node:fs";
+import { join } from "node:path";
+import { promisify } from "node:util";
+import { request } from "undici";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { networkCodes, registryStamp } from "../../generated/endpoints.js";
+import { DEFAULT_ACCOUNTS } from "../../src/config/defaults.js";
+import { createControlPlane } from "../../src/control/plane.js";
+import { createLogger } from "../../src/log.js";
+import { type BinaryFolder, binaryInEmptyFolder, startBinary } from "../support/binary.js";
+import { jsonRpcResponder, type LoopbackNode, startLoopbackNode } from "../support/loopback-node.js";
+
+// The proxy as one executable file: built once, copied alone into an empty folder, and run there with a
+// PATH that holds no `node` and no node_modules anywhere near it.
+
+const run = promisify(execFile);
+const STATIC_KEY = "FNstatic0000000000000000000000001";
+let folder: BinaryFolder;
+let dir = "";
+let bin = "";
+let binary = "";
+let env: NodeJS.ProcessEnv = {};
+
+beforeAll(async () => {
+  folder = await binaryInEmptyFolder();
+  ({ dir, bin, binary, env } = folder);
+}, 120_000);
+
+describe("dist/node-gateway, alone in an empty folder", () => {
+  let node: LoopbackNode;
+  let accountKey = "";
+  let config = "";
+  let proxy: ChildProcess | undefined;
+
+  beforeAll(async () => {
+    node = await startLoopbackNode(jsonRpcResponder({ eth_blockNumber: "0x2a" }));
+    // The control plane (not in the binary) creates the embedded SQLite store and issues a key in it.
+    const store = join(dir, "store.sqlite");
+    const accounts = {
+      ...DEFAULT_ACCOUNTS,
+      database: store,
+      listen: { host: "127.0.0.1", port: 0 },
+      mail: { from: "gw@example.com", outbox: join(dir, "outbox") },
+    };
+    const control = await createControlPlane({
+      config: accounts,
+      networks: new Set(networkCodes),
+      trustedProxies: [],
+      logger: createLogger("silent"),
+    });
+    const account = await control.service.createAccount("binary@example.com");
+    accountKey = (await control.service.issueKey(account.id, { networks: ["eth"], plan: "shared" })).key;
+    await control.close();
+    config = join(dir, "deployment.yaml");
+    writeFileSync(
+      config,
+      [
+        "domain: gw.test",
+        "listen: { host: 127.0.0.1, port: 0 }",
+        "operator: null",
+        `upstreams: { eth: ["${node.url}"] }`,
+        `keys: [{ key: ${STATIC_KEY}, networks: "*" }]`,
+        "log: { level: info, access: false }",
+        "accounts:",
+        `  database: ${store}`,
+        "  listen: { host: 127.0.0.1, port: 0 }",
+        `  mail: { from: gw@example.com, outbox: ${join(dir, "outbox")} }`,
+      ].join("\n"),
+    );
+  });
+  afterAll(async () => {
+    proxy?.kill("SIGKILL");
+    await node?.close();
+  });
+
+  it("is one file, runs with no node on the PATH, and says its version and the registry's stamp", async () => {
+    expect(statSync(binary).size).toBeGreaterThan(50 * 1024 * 1024);
+    const { stdout } = await run(binary, ["--version"], { cwd: bin, env });
+    expect(stdout).toMatch(/^node-gateway \d+\.\d+\.\d+ \(registry sha256:[0-9a-f]{64}/);
+    expect(stdout).toContain(registryStamp);
+    await expect(run("node", ["--version"], { env })).rejects.toThrow(/ENOENT/);
+  });
+
+  it("serves a call with a key from the embedded SQLite store and with a static key", async () => {
+    const started = await startBinary(folder, ["--config", config]);
+    proxy = started.child;
+    for (const key of [accountKey, STATIC_KEY]) {
+      const answer = await request(`http://127.0.0.1:${started.port}/${key}/`, {
+        method: "POST",
+        headers: { host: "eth.gw.test", "content-type": "application/json" },
+        body: '{"jsonrpc":"2.0","id":1,"method":"eth_blockNumber","params":[]}',
+      });
+      expect(answer.statusCode).toBe(200);
+      expect(await answer.body.json()).toEqual({ jsonrpc: "2.0", id: 1, result: "0x2a" });
+    }
+    expect(started.logs.join("\n")).not.toContain("Warning");
+  });
+
+  it("--check-config passes a valid file and refuses a broken one, naming the line", async () => {
+    const ok = await run(binary, ["--check-config", "--config", config], { cwd: bin, env });
+    expect(ok.stdout).toContain("valid");
+    const broken = join(dir, "broken.yaml");
+    writeFileSync(
+      broken,
+      [
+        "domain: gw.test",
+        "upstreams:",
+        "  eth: [http://127.0.0.1:1]",
+        "  ethereum: []",
+        "limits: { maxBatch: lots }",
+      ].join("\n"),
+    );
+    const refused = await run(binary, ["--check-config", "--config", broken], { cwd: bin, env }).catch(
+      (error: { code: number; stderr: string }) => error,
+    );
+    expect((refused as { code: number }).code).toBe(2);
+    expect((refused as { stderr: string }).stderr).toContain(`${broken}:5:`);
+    expect((refused as { stderr: string }).stderr).toContain("maxBatch must be integer");
+    const syntax = join(dir, "syntax.yaml");
+    writeFileSync(syntax, "domain: gw.test\nlisten: { host: 127.0.0.1\n");
+    const bad = await run(binary, ["--check-config", "--config", syntax], { cwd: bin, env }).catch(
+      (error: { code: number; stderr: string }) => error,
+    );
+    expect((bad as { code: number }).code).toBe(2);
+    expect((bad as { stderr: string }).stderr).toMatch(new RegExp(`${syntax}:\\d+:\\d+: `));
+  });
+
+  it("an unknown flag is a usage error, exit 2; --help lists the flags, signals and exit codes", async () => {
+    const wrong = await run(binary, ["--frobnicate"], { cwd: bin, env }).catch((e: { code: number }) => e);
+    expect((wrong as { code: number }).code).toBe(2);
+    const { stdout } = await run(binary, ["--help"], { cwd: bin, env });
+    for (const word of ["--config", "--check-config", "--version", "SIGHUP", "SIGTERM", "exit codes"])
+      expect(stdout).toContain(word);
+  });
+});

@@ -1,0 +1,116 @@
+import { writeFileSync } from "node:fs";
+import { join } from "node:path";
+import { Agent, request } from "undici";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import {
+  type BinaryFolder,
+  binaryInEmptyFolder,
+  type RunningBinary,
+  startBinary,
+} from "../support/binary.js";
+import { eventually } from "../support/eventually.js";
+import { jsonRpcResponder, type LoopbackNode, startLoopbackNode } from "../support/loopback-node.js";
+
+// SIGHUP under a steady stream of calls: the label moves to its new upstream without one failed call, and
+// a broken file changes nothing.
+
+const KEY = "FNreload0000000000000000000000001";
+const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+
+describe("SIGHUP reloads the deployment config", () => {
+  let folder: BinaryFolder;
+  let a: LoopbackNode;
+  let b: LoopbackNode;
+  let gateway: RunningBinary;
+  let config = "";
+  const agent = new Agent({ connections: 8 });
+  const write = (upstream: string, extra = "") =>
+    writeFileSync(
+      config,
+      [
+        "domain: gw.test",
+        "listen: { host: 127.0.0.1, port: 0 }",
+        "operator: null",
+        "health: { probeIntervalMs: 0 }",
+        `upstreams: { eth: ["${upstream}"] }`,
+        `keys: [{ key: ${KEY}, networks: "*", rate: { perSecond: 100000, burst: 100000 } }]`,
+        "log: { level: info, access: false }",
+        extra,
+      ].join("\n"),
+    );
+
+  beforeAll(async () => {
+    folder = await binaryInEmptyFolder();
+    config = join(folder.dir, "deployment.yaml");
+    a = await startLoopbackNode(jsonRpcResponder({ eth_blockNumber: "0xa" }));
+    b = await startLoopbackNode(jsonRpcResponder({ eth_blockNumber: "0xb" }));
+    write(a.url);
+    gateway = await startBinary(folder, ["--config", config]);
+  }, 120_000);
+  afterAll(async () => {
+    gateway?.child.kill("SIGKILL");
+    await Promise.all([a?.close(), b?.close(), agent.close()]);
+  });
+
+  it("moves eth to a new upstream without one failed call, and a broken file changes nothing", async () => {
+    const calls: { started: number; ended: number; status: number; result: string }[] = [];
+    let streaming = true;
+    const call = async () => {
+      const started = performance.now();
+      const answer = await request(`http://127.0.0.1:${gateway.port}/${KEY}/`, {
+        method: "POST",
+        dispatcher: agent,
+        headers: { host: "eth.gw.test", "content-type": "application/json" },
+        body: '{"jsonrpc":"2.0","id":1,"method":"eth_blockNumber","params":[]}',
+      }).catch(() => undefined);
+      const body = answer === undefined ? {} : ((await answer.body.json()) as { result?: string });
+      calls.push({
+        started,
+        ended: performance.now(),
+        status: answer?.statusCode ?? 0,
+        result: body.result ?? "",
+      });
+    };
+    // eight callers, each calling again as soon as it has its answer
+    const stream = Promise.all(
+      Array.from({ length: 8 }, async () => {
+        while (streaming) await call();
+      }),
+    );
+    await sleep(300);
+    write(b.url);
+    const reloaded = performance.now();
+    gateway.child.kill("SIGHUP");
+    await eventually(
+      () => gateway.logs.some((l) => l.includes('"msg":"config reloaded"')),
+      3_000,
+      "reloaded",
+    );
+    await sleep(300);
+    write(b.url, "limits: { maxBatch: many }");
+    gateway.child.kill("SIGHUP");
+    await eventually(
+      () => gateway.logs.some((l) => l.includes("config reload refused")),
+      3_000,
+      "the broken file refused",
+    );
+    await sleep(300);
+    streaming = false;
+    await stream;
+
+    expect(calls.length).toBeGreaterThan(100);
+    expect(calls.filter((c) => c.status !== 200)).toEqual([]);
+    // every call begun after the reload (and its signal's trip) was served by the new upstream
+    const after = calls.filter((c) => c.started > reloaded + 50);
+    expect(after.length).toBeGreaterThan(50);
+    expect(after.filter((c) => c.result !== "0xb")).toEqual([]);
+    // and the old one served every call answered before it
+    const before = calls.filter((c) => c.ended < reloaded);
+    expect(before.length).toBeGreaterThan(20);
+    expect(before.filter((c) => c.result !== "0xa")).toEqual([]);
+    const refusal = gateway.logs.find((l) => l.includes("config reload refused")) ?? "";
+    expect(refusal).toContain("maxBatch must be integer");
+    expect(refusal).toMatch(/deployment\.yaml:8:/);
+    expect(gateway.child.exitCode).toBe(null);
+  }, 30_000);
+});
