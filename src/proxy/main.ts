@@ -98,8 +98,7 @@ function checkConfig(): never {
 function readArgs() {
   try {
     return parseArgs({
-      // A single executable's argv[1] is itself; a script's is the script.
-      args: process.argv.slice(2),
+      args: ownArgs(),
       options: {
         config: { type: "string" },
         "check-config": { type: "boolean" },
@@ -111,4 +110,14 @@ function readArgs() {
     process.stderr.write(`${(error as Error).message}\n\n${USAGE}\n`);
     process.exit(EXIT.INVALID);
   }
+}
+
+/**
+ * The command line after the program: a script's argv[1] is the script, a single executable's is itself.
+ * A worker that node:cluster forks from a single executable gets the executable's path once more, as the
+ * script it was told to run.
+ */
+function ownArgs(): string[] {
+  const args = process.argv.slice(2);
+  return cluster.isWorker && args[0] === process.execPath ? args.slice(1) : args;
 }

@@ -17,7 +17,7 @@ import { jsonRpcResponder, type LoopbackNode, startLoopbackNode } from "../suppo
 const KEY = "FNreload0000000000000000000000001";
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
-describe("SIGHUP reloads the deployment config", () => {
+describe.each([1, 2])("SIGHUP reloads the deployment config (%i worker process(es))", (workers) => {
   let folder: BinaryFolder;
   let a: LoopbackNode;
   let b: LoopbackNode;
@@ -35,6 +35,7 @@ describe("SIGHUP reloads the deployment config", () => {
         `upstreams: { eth: ["${upstream}"] }`,
         `keys: [{ key: ${KEY}, networks: "*", rate: { perSecond: 100000, burst: 100000 } }]`,
         "log: { level: info, access: false }",
+        `workers: ${workers}`,
         extra,
       ].join("\n"),
     );
@@ -110,7 +111,7 @@ describe("SIGHUP reloads the deployment config", () => {
     expect(before.filter((c) => c.result !== "0xa")).toEqual([]);
     const refusal = gateway.logs.find((l) => l.includes("config reload refused")) ?? "";
     expect(refusal).toContain("maxBatch must be integer");
-    expect(refusal).toMatch(/deployment\.yaml:8:/);
+    expect(refusal).toMatch(/deployment\.yaml:9:/);
     expect(gateway.child.exitCode).toBe(null);
   }, 30_000);
 });
