@@ -1,4 +1,3 @@
-import { writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { request } from "undici";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
@@ -7,6 +6,7 @@ import {
   binaryInEmptyFolder,
   type RunningBinary,
   startBinary,
+  writeDeployment,
 } from "../support/binary.js";
 import { type LoopbackNode, startLoopbackNode } from "../support/loopback-node.js";
 import { evmNode, type LoopbackWsNode, startLoopbackWsNode } from "../support/loopback-ws-node.js";
@@ -34,18 +34,10 @@ describe("SIGTERM drains", () => {
       return { body: { jsonrpc: "2.0", id, result: "0x10" } };
     });
     ws = await startLoopbackWsNode(evmNode());
-    const config = join(folder.dir, "deployment.yaml");
-    writeFileSync(
-      config,
-      [
-        "domain: gw.test",
-        "listen: { host: 127.0.0.1, port: 0 }",
-        "operator: null",
-        "health: { probeIntervalMs: 0 }",
-        `upstreams: { eth: [{ url: "${slow.url}", ws: "${ws.wsUrl}" }] }`,
-        `keys: [{ key: ${KEY}, networks: "*" }]`,
-        "log: { level: info, access: false }",
-      ].join("\n"),
+    const config = writeDeployment(
+      join(folder.dir, "deployment.yaml"),
+      `{ url: "${slow.url}", ws: "${ws.wsUrl}" }`,
+      KEY,
     );
     gateway = await startBinary(folder, ["--config", config]);
   }, 120_000);

@@ -1,4 +1,3 @@
-import { writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { Agent, request } from "undici";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
@@ -7,6 +6,7 @@ import {
   binaryInEmptyFolder,
   type RunningBinary,
   startBinary,
+  writeDeployment,
 } from "../support/binary.js";
 import { eventually } from "../support/eventually.js";
 import { jsonRpcResponder, type LoopbackNode, startLoopbackNode } from "../support/loopback-node.js";
@@ -24,21 +24,8 @@ describe.each([1, 2])("SIGHUP reloads the deployment config (%i worker process(e
   let gateway: RunningBinary;
   let config = "";
   const agent = new Agent({ connections: 8 });
-  const write = (upstream: string, extra = "") =>
-    writeFileSync(
-      config,
-      [
-        "domain: gw.test",
-        "listen: { host: 127.0.0.1, port: 0 }",
-        "operator: null",
-        "health: { probeIntervalMs: 0 }",
-        `upstreams: { eth: ["${upstream}"] }`,
-        `keys: [{ key: ${KEY}, networks: "*", rate: { perSecond: 100000, burst: 100000 } }]`,
-        "log: { level: info, access: false }",
-        `workers: ${workers}`,
-        extra,
-      ].join("\n"),
-    );
+  const write = (upstream: string, extra?: string) =>
+    writeDeployment(config, upstream, KEY, [`workers: ${workers}`, ...(extra === undefined ? [] : [extra])]);
 
   beforeAll(async () => {
     folder = await binaryInEmptyFolder();

@@ -1,5 +1,5 @@
 import { type ChildProcess, spawn } from "node:child_process";
-import { copyFileSync, mkdirSync, mkdtempSync } from "node:fs";
+import { copyFileSync, mkdirSync, mkdtempSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { buildBinary } from "../../scripts/build-binary.js";
@@ -25,6 +25,33 @@ export async function binaryInEmptyFolder(): Promise<BinaryFolder> {
   const binary = join(bin, "node-gateway");
   copyFileSync(built, binary);
   return { dir, bin, binary, env: { PATH: empty, HOME: dir } };
+}
+
+/**
+ * Writes the deployment a binary test runs: `gw.test`, any port, no operator API, no probing, `key` with a
+ * rate the test cannot reach, and `eth` on `upstream` (a URL, or a `{ url, ws }` flow map); `extra` lines after.
+ * Returns the file; the line numbers of `extra` start at 8.
+ */
+export function writeDeployment(
+  file: string,
+  upstream: string,
+  key: string,
+  extra: readonly string[] = [],
+): string {
+  writeFileSync(
+    file,
+    [
+      "domain: gw.test",
+      "listen: { host: 127.0.0.1, port: 0 }",
+      "operator: null",
+      "health: { probeIntervalMs: 0 }",
+      `upstreams: { eth: [${upstream.startsWith("{") ? upstream : `"${upstream}"`}] }`,
+      `keys: [{ key: ${key}, networks: "*", rate: { perSecond: 100000, burst: 100000 } }]`,
+      "log: { level: info, access: false }",
+      ...extra,
+    ].join("\n"),
+  );
+  return file;
 }
 
 export interface RunningBinary {
