@@ -12,6 +12,7 @@ import { Launcher } from "./launcher.js";
 import { commitUnderTest, writeResults } from "./readme-results.js";
 import { markdown } from "./report.js";
 import type { Bench, Scenario, ScenarioResult } from "./scenario.js";
+import { binary } from "./scenarios/binary.js";
 import { budgetScaling } from "./scenarios/budget.js";
 import { failover } from "./scenarios/failover.js";
 import { httpScenarios } from "./scenarios/http.js";
@@ -41,6 +42,7 @@ const ALL: readonly Scenario[] = [
   failover,
   webSocketFanout,
   revocation,
+  binary,
 ];
 const SCENARIOS: readonly Scenario[] =
   args.only !== undefined
