@@ -34,6 +34,7 @@ export interface EndpointModel {
   readonly mounts: readonly { readonly path: string; readonly policy: string; readonly head: HeadCall }[];
   readonly head: HeadCall;
   readonly blockTimeSeconds: number;
+  readonly example?: { readonly sdk: string; readonly code: string };
   readonly dedicatedOnly: readonly { readonly name: string; readonly paths: readonly string[] }[];
 }
 
@@ -96,6 +97,7 @@ function normalise(loaded: LoadedRegistry): RegistryModel {
       firstMount &&
       (typeof firstMount.interface === "string" ? firstMount.interface : firstMount.interface[0]);
     const head = toHeadCall(network.head ?? (spec.interfaces[firstInterface ?? ""] as InterfaceSpec).head);
+    const example = (spec.interfaces[firstInterface ?? ""] as InterfaceSpec).example;
 
     for (const [e, endpoint] of network.endpoints.entries()) {
       if (endpoint.websocket === true && !families.has("jsonrpc")) {
@@ -120,6 +122,7 @@ function normalise(loaded: LoadedRegistry): RegistryModel {
         head,
         dedicatedOnly: network.dedicatedOnly ?? [],
         blockTimeSeconds: network.blockTime,
+        ...(example === undefined ? {} : { example }),
       });
     }
   }

@@ -50,6 +50,8 @@ export interface InterfaceSpec {
   head: HeadSpec;
   /** How the WebSocket relay moves subscriptions (src/registry/types.ts SubscriptionRules, as written). */
   subscriptions?: SubscriptionsSpec;
+  /** The dashboard's first call in the interface's usual SDK; `{url}` is the endpoint's URL. */
+  example?: { sdk: string; code: string };
 }
 
 export interface SubscriptionsSpec {

@@ -18,6 +18,7 @@ createControlPlane({
   networks: new Set(networkCodes),
   trustedProxies: config.trustedProxies,
   logger,
+  gateway: config,
 })
   .then(async (control) => {
     const port = await listen(control.api, accounts.listen.port, accounts.listen.host);

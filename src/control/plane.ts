@@ -1,11 +1,15 @@
 import type { Server } from "node:http";
-import type { AccountsConfig } from "../config/types.js";
+import { endpointsByLabel } from "../../generated/endpoints.js";
+import { DEFAULT_CONFIG } from "../config/defaults.js";
+import type { AccountsConfig, GatewayConfig } from "../config/types.js";
 import type { Logger } from "../log.js";
 import { createAccountsApi } from "./accounts/api.js";
 import { createMailer, type Mailer } from "./accounts/mailer.js";
 import { openAccountStore } from "./accounts/open-store.js";
 import { AccountService } from "./accounts/service.js";
 import type { AccountStore } from "./accounts/types.js";
+import { networkCatalog } from "./dashboard/catalog.js";
+import { DashboardFiles } from "./dashboard/serve.js";
 
 /**
  * The control plane: the account store (it creates and migrates it), e-mail, the account service and
@@ -22,6 +26,19 @@ export interface ControlPlane {
   close(): Promise<void>;
 }
 
+/**
+ * The gateway's URL templates (`{label}` and `{key}` stand for the label and the key): TLS on a real domain,
+ * plain HTTP with the port on `localhost`, as `npm start` serves.
+ */
+export function gatewayUrls(gateway: Pick<GatewayConfig, "domain" | "listen">): { http: string; ws: string } {
+  const local = gateway.domain === "localhost";
+  const host = local ? `{label}.localhost:${gateway.listen.port}` : `{label}.${gateway.domain}`;
+  return {
+    http: `${local ? "http" : "https"}://${host}/{key}/`,
+    ws: `${local ? "ws" : "wss"}://${host}/{key}`,
+  };
+}
+
 export async function createControlPlane(options: {
   config: AccountsConfig;
   networks: ReadonlySet<string>;
@@ -29,6 +46,11 @@ export async function createControlPlane(options: {
   logger: Logger;
   mailer?: Mailer;
   now?: () => number;
+  /**
+   * Where callers reach the gateway and whom they write to, for the dashboard's endpoints and "not on your
+   * plan" pages: the deployment config's `domain`, `listen.port` and `support`.
+   */
+  gateway?: Pick<GatewayConfig, "domain" | "listen" | "support">;
 }): Promise<ControlPlane> {
   const { config, logger } = options;
   const store = await openAccountStore(config.database);
@@ -43,7 +65,19 @@ export async function createControlPlane(options: {
     },
     ...(options.now === undefined ? {} : { now: options.now }),
   });
-  const api = createAccountsApi(service, options.trustedProxies, logger);
+  const gateway = options.gateway ?? DEFAULT_CONFIG;
+  const api = createAccountsApi(service, options.trustedProxies, logger, {
+    files: new DashboardFiles(),
+    catalog: {
+      gateway: gatewayUrls(gateway),
+      support: gateway.support,
+      // Where e-mails go without an SMTP server, which the page names after each one it sends.
+      mail: config.mail.smtp === undefined ? { outbox: config.mail.outbox } : {},
+      networks: networkCatalog(endpointsByLabel),
+    },
+    secure: config.publicUrl?.startsWith("https://") ?? false,
+    sessionSeconds: config.sessionHours * 3600,
+  });
   return {
     store,
     service,

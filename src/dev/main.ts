@@ -36,6 +36,7 @@ async function startDemo(config: GatewayConfig, logger: Logger): Promise<void> {
       networks: new Set(networkCodes),
       trustedProxies: config.trustedProxies,
       logger,
+      gateway: config,
     }));
   const accountsPort =
     control &&

@@ -102,6 +102,10 @@ export const ERRORS = {
   FREE_TEST_LIMIT: { status: 409, message: "No more free tests for this account" },
   KEY_NOT_FOUND: { status: 404, message: "No such key on this account" },
   NETWORK_NOT_FOUND: { status: 404, message: "No such network" },
+  CSRF_REFUSED: {
+    status: 403,
+    message: "The request lacks the dashboard's X-CSRF-Token: reload the page",
+  },
   STORE_UNAVAILABLE: {
     status: 503,
     message: "The account store cannot be reached; try again shortly",

@@ -171,4 +171,6 @@ export interface Endpoint {
   readonly dedicatedOnly: readonly DedicatedOnlyInterface[];
   /** Seconds between blocks (registry `blockTime`): what turns a lag in seconds into blocks. */
   readonly blockTimeSeconds: number;
+  /** Its first interface's first call in the SDK people use (registry `example`); `{url}` is the URL. */
+  readonly example?: { readonly sdk: string; readonly code: string };
 }

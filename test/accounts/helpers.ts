@@ -5,7 +5,7 @@ import pg from "pg";
 import { request } from "undici";
 import { networkCodes } from "../../generated/endpoints.js";
 import { DEFAULT_ACCOUNTS } from "../../src/config/defaults.js";
-import type { AccountsConfig } from "../../src/config/types.js";
+import type { AccountsConfig, GatewayConfig } from "../../src/config/types.js";
 import { type ControlPlane, createControlPlane } from "../../src/control/plane.js";
 import { CachedKeyStore } from "../../src/keys/key-cache.js";
 import { PostgresGrantFeed } from "../../src/keys/postgres-grants.js";
@@ -57,6 +57,7 @@ export async function startAccounts(
   overrides: Partial<AccountsConfig> = {},
   smtpPort?: number,
   store: StoreKind = "sqlite",
+  gateway?: Pick<GatewayConfig, "domain" | "listen" | "support">,
 ): Promise<AccountsFixture> {
   const dir = mkdtempSync(join(tmpdir(), "accounts-"));
   const postgres = store === "postgres" ? await freshPostgresDatabase() : undefined;
@@ -83,6 +84,7 @@ export async function startAccounts(
     trustedProxies: [],
     logger: createLogger("debug", (line) => logs.push(line)),
     now,
+    ...(gateway === undefined ? {} : { gateway }),
   });
   const keys = await CachedKeyStore.open(
     postgres === undefined

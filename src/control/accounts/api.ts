@@ -4,6 +4,15 @@ import { GatewayError } from "../../errors/table.js";
 import { mediaType, readBody } from "../../http/body.js";
 import { clientAddress } from "../../http/client-address.js";
 import type { Logger } from "../../log.js";
+import { type DashboardFiles, SECURITY_HEADERS } from "../dashboard/serve.js";
+import {
+  checkCsrf,
+  clearedCookies,
+  cookiesOf,
+  fromDashboard,
+  SESSION_COOKIE,
+  sessionCookies,
+} from "./browser-session.js";
 import type { AccountService } from "./service.js";
 import type { Account } from "./types.js";
 
@@ -13,7 +22,14 @@ type Handler = (input: {
   ip: string;
   params: readonly string[];
   query: URLSearchParams;
-}) => Promise<[number, unknown]> | [number, unknown];
+  /** The session token the request carries, if any. */
+  token: string | undefined;
+  /** Answers a dashboard request with a session in cookies rather than in the body. */
+  session: (answer: { account: Account; session: string }) => [number, unknown, Record<string, string[]>?];
+}) => Promise<Reply> | Reply;
+
+/** Status, body, and headers such as Set-Cookie. */
+type Reply = [number, unknown, Readonly<Record<string, string[] | string>>?];
 
 interface Route {
   readonly method: string;
@@ -23,14 +39,26 @@ interface Route {
 
 const MAX_BODY = 16 * 1024;
 
+/** What the dashboard needs besides the API: its files, the registry's networks and where the gateway is. */
+export interface DashboardOptions {
+  readonly files: DashboardFiles;
+  /** GET /v1/networks: the registry's networks, the gateway's URL templates, the support contact. */
+  readonly catalog: unknown;
+  /** Whether cookies are marked Secure: the dashboard is reached over TLS. */
+  readonly secure: boolean;
+  readonly sessionSeconds: number;
+}
+
 /**
  * The self-service API, on its own listener apart from the node endpoints (docs/accounts.md):
- * sign up, confirm, sign in, order a node or a free test, list, rotate and revoke keys.
+ * sign up, confirm, sign in, order a node or a free test, list, rotate and revoke keys; and the customer
+ * dashboard that uses it (src/control/dashboard/), at `/`.
  */
 export function createAccountsApi(
   service: AccountService,
   trustedProxies: readonly string[],
   logger: Logger,
+  dashboard: DashboardOptions,
 ): Server {
   const routes: Route[] = [
     route("POST", /^\/v1\/signup$/, async ({ body, ip }) => {
@@ -43,10 +71,7 @@ export function createAccountsApi(
         },
       ];
     }),
-    route("POST", /^\/v1\/confirm$/, async ({ body }) => {
-      const { account, session } = await service.confirm(body.token);
-      return [200, { account: publicAccount(account), session }];
-    }),
+    route("POST", /^\/v1\/confirm$/, async ({ body, session }) => session(await service.confirm(body.token))),
     route("POST", /^\/v1\/login$/, async ({ body, ip }) => {
       await service.requestLogin(body.email, ip);
       return [
@@ -54,10 +79,15 @@ export function createAccountsApi(
         { next: "If the address has an active account, a sign-in token was sent to it: POST /v1/session" },
       ];
     }),
-    route("POST", /^\/v1\/session$/, async ({ body }) => {
-      const { account, session } = await service.startSession(body.token);
-      return [200, { account: publicAccount(account), session }];
+    route("POST", /^\/v1\/session$/, async ({ body, session }) =>
+      session(await service.startSession(body.token)),
+    ),
+    route("POST", /^\/v1\/logout$/, async ({ account, token }) => {
+      await account();
+      await service.endSession(token);
+      return [200, { signedOut: true }, { "set-cookie": clearedCookies(dashboard.secure) }];
     }),
+    route("GET", /^\/v1\/networks$/, () => [200, dashboard.catalog]),
     route("GET", /^\/v1\/account$/, async ({ account }) => [
       200,
       { account: publicAccount(await account()) },
@@ -119,6 +149,8 @@ export function createAccountsApi(
 
   async function handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
     const [path = "/", search = ""] = (req.url ?? "/").split("?", 2);
+    for (const [name, value] of Object.entries(SECURITY_HEADERS)) res.setHeader(name, value);
+    if (!path.startsWith("/v1/") && dashboard.files.serve(req, res, path)) return;
     try {
       const candidates = routes.filter((r) => r.pattern.test(path));
       if (candidates.length === 0) throw new GatewayError("NOT_FOUND");
@@ -129,14 +161,30 @@ export function createAccountsApi(
       }
       const params = (match.pattern.exec(path) ?? []).slice(1);
       const body = req.method === "POST" ? await jsonBody(req) : {};
-      const session = /^Bearer (\S+)$/.exec(req.headers.authorization ?? "")?.[1];
-      const [status, answer] = await match.handler({
+      const bearer = /^Bearer (\S+)$/.exec(req.headers.authorization ?? "")?.[1];
+      const cookies = cookiesOf(req);
+      const token = bearer ?? cookies.get(SESSION_COOKIE);
+      const [status, answer, headers] = await match.handler({
         body,
         params,
         ip: clientAddress(req, trustedProxies),
         query: new URLSearchParams(search),
-        account: () => service.authenticate(session),
+        token,
+        account: async () => {
+          // A session carried by the browser's cookie is ambient: a state change must prove it is ours.
+          if (bearer === undefined && req.method === "POST") checkCsrf(req, cookies);
+          return service.authenticate(token);
+        },
+        session: ({ account, session }) =>
+          fromDashboard(req)
+            ? [
+                200,
+                { account: publicAccount(account) },
+                { "set-cookie": sessionCookies(session, dashboard.sessionSeconds, dashboard.secure) },
+              ]
+            : [200, { account: publicAccount(account), session }],
       });
+      for (const [name, value] of Object.entries(headers ?? {})) res.setHeader(name, value);
       sendJson(res, status, JSON.stringify(answer));
     } catch (error) {
       if (!(error instanceof GatewayError)) throw error;

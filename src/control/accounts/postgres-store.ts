@@ -91,6 +91,10 @@ export class PostgresAccountStore implements AccountStore {
     );
   }
 
+  async dropToken(tokenHash: string): Promise<void> {
+    await this.#query("DELETE FROM tokens WHERE token_hash = $1", [tokenHash]);
+  }
+
   async takeToken(
     tokenHash: string,
     purpose: TokenPurpose,

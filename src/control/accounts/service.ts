@@ -99,7 +99,7 @@ export class AccountService {
     await this.#mailer.send(
       email,
       "Confirm your e-mail address",
-      `Confirm your account with this token:\n\n  ${token}\n\nPOST ${this.#publicUrl()}/v1/confirm {"token":"${token}"}\n\nIt expires in ${this.#config.confirmTokenHours} hours.\n`,
+      `Confirm your account: open\n\n${this.#publicUrl()}/#confirm=${token}\n\nor paste this token on the sign-in page:\n\n  ${token}\n\nWith the API: POST ${this.#publicUrl()}/v1/confirm {"token":"${token}"}\n\nIt expires in ${this.#config.confirmTokenHours} hours.\n`,
     );
     return account;
   }
@@ -126,13 +126,18 @@ export class AccountService {
     await this.#mailer.send(
       email,
       "Your sign-in token",
-      `Sign in with this token (valid for one hour):\n\n  ${token}\n\nPOST ${this.#publicUrl()}/v1/session {"token":"${token}"}\n`,
+      `Sign in: open\n\n${this.#publicUrl()}/#signin=${token}\n\nor paste this token on the sign-in page (valid for one hour):\n\n  ${token}\n\nWith the API: POST ${this.#publicUrl()}/v1/session {"token":"${token}"}\n`,
     );
   }
 
   async startSession(tokenInput: unknown): Promise<{ account: Account; session: string }> {
     const account = this.#active(await this.#redeem(tokenInput, "login"));
     return { account, session: await this.#token(account.id, "session", this.#config.sessionHours) };
+  }
+
+  /** Signs a session out: its token stops working at once. */
+  async endSession(session: string | undefined): Promise<void> {
+    if (session !== undefined && session !== "") await this.#store.dropToken(keyHash(session));
   }
 
   /** The active account a session token belongs to. */

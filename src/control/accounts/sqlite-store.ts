@@ -75,6 +75,10 @@ export class SqliteAccountStore implements AccountStore {
       .run(tokenHash, accountId, purpose, expiresAt);
   }
 
+  async dropToken(tokenHash: string): Promise<void> {
+    this.#db.prepare("DELETE FROM tokens WHERE token_hash = ?").run(tokenHash);
+  }
+
   async takeToken(
     tokenHash: string,
     purpose: TokenPurpose,

@@ -64,6 +64,8 @@ export interface AccountStore {
   countFreeTest(id: number): Promise<void>;
 
   saveToken(tokenHash: string, accountId: number, purpose: TokenPurpose, expiresAt: number): Promise<void>;
+  /** Forgets a token: a session that signed out. */
+  dropToken(tokenHash: string): Promise<void>;
   /** Marks a one-use token used and returns it; session tokens are not consumed. */
   takeToken(
     tokenHash: string,

@@ -1,0 +1,502 @@
+// The customer dashboard: a few views over the self-service API (docs/accounts.md), with no framework and
+// no build step. Every text from the server is set as text, never as markup; the page runs under a strict
+// Content-Security-Policy (no inline script). The session lives in an HttpOnly cookie; state changes repeat
+// the gw_csrf cookie in X-CSRF-Token. A key is never shown here: it is sent by e-mail, once.
+
+const main = document.getElementById("main");
+const status = document.getElementById("status");
+let catalog;
+let account;
+
+function el(tag, attributes = {}, ...children) {
+  const node = document.createElement(tag);
+  for (const [name, value] of Object.entries(attributes)) {
+    if (name.startsWith("on")) node.addEventListener(name.slice(2), value);
+    else if (value !== undefined && value !== false) node.setAttribute(name, value === true ? "" : value);
+  }
+  for (const child of children.flat()) node.append(child instanceof Node ? child : String(child));
+  return node;
+}
+
+function say(text, isError = false) {
+  status.textContent = text;
+  status.className = isError ? "error" : "";
+}
+
+function csrf() {
+  const match = /(?:^|;\s*)gw_csrf=([^;]+)/.exec(document.cookie);
+  return match ? match[1] : "";
+}
+
+async function api(method, path, body) {
+  const headers = { "x-gateway-client": "dashboard" };
+  if (body !== undefined) headers["content-type"] = "application/json";
+  if (method === "POST") headers["x-csrf-token"] = csrf();
+  const response = await fetch(path, {
+    method,
+    headers,
+    credentials: "same-origin",
+    body: body === undefined ? undefined : JSON.stringify(body),
+  });
+  const json = await response.json().catch(() => ({}));
+  if (!response.ok) {
+    const error = new Error(json.error?.message ?? `HTTP ${response.status}`);
+    error.code = json.error?.code;
+    error.status = response.status;
+    throw error;
+  }
+  return json;
+}
+
+function show(title, ...content) {
+  document.title = `${title}: Node gateway`;
+  main.replaceChildren(el("h1", {}, title), ...content.flat());
+  main.focus();
+}
+
+function networkName(code) {
+  return catalog.networks.find((n) => n.code === code)?.name ?? code;
+}
+
+function deliveryNote() {
+  return catalog.mail.outbox
+    ? `It was written to the outbox folder (${catalog.mail.outbox}), as this gateway sends no e-mail.`
+    : "Check your inbox.";
+}
+
+// ---- signed out ----
+
+function signInView(message) {
+  const email = el("input", {
+    id: "email",
+    type: "email",
+    name: "email",
+    autocomplete: "email",
+    required: true,
+  });
+  const token = el("input", { id: "token", name: "token", autocomplete: "one-time-code", required: true });
+  show(
+    "Sign up or sign in",
+    message ? el("p", { role: "alert" }, message) : "",
+    el("p", {}, "Enter your e-mail address. We send a link that signs you in; no password."),
+    el(
+      "form",
+      { id: "email-form", onsubmit: (e) => submitEmail(e, email.value) },
+      el("label", { for: "email" }, "E-mail address"),
+      email,
+      el(
+        "div",
+        { class: "actions" },
+        el("button", { type: "submit", name: "signup" }, "Sign up"),
+        " ",
+        el("button", { type: "submit", name: "signin", class: "quiet" }, "Sign in"),
+      ),
+    ),
+    el(
+      "form",
+      { id: "token-form", onsubmit: (e) => submitToken(e, token.value.trim()) },
+      el("label", { for: "token" }, "Have a token from the e-mail? Paste it here"),
+      token,
+      el("button", { type: "submit" }, "Continue"),
+    ),
+  );
+}
+
+async function submitEmail(event, email) {
+  event.preventDefault();
+  const signup = event.submitter?.name !== "signin";
+  try {
+    await api("POST", signup ? "/v1/signup" : "/v1/login", { email });
+    say(`${signup ? "Confirmation" : "Sign-in"} e-mail sent to ${email}. ${deliveryNote()}`);
+  } catch (error) {
+    say(error.code === "EMAIL_TAKEN" ? "That address has an account: sign in instead." : error.message, true);
+  }
+}
+
+async function submitToken(event, token) {
+  event.preventDefault();
+  await redeem(token, "/v1/session").catch(() => redeem(token, "/v1/confirm"));
+}
+
+async function redeem(token, path) {
+  try {
+    account = (await api("POST", path, { token })).account;
+    history.replaceState(null, "", "#/keys");
+    await route();
+  } catch (error) {
+    if (path === "/v1/session") throw error;
+    say(error.message, true);
+  }
+}
+
+// ---- keys ----
+
+async function keysView() {
+  const { keys } = await api("GET", "/v1/keys");
+  const rows = keys.map((key) =>
+    el(
+      "tr",
+      { "data-key-id": key.id },
+      el("td", {}, el("code", {}, `${key.prefix}…`)),
+      el("td", {}, key.plan),
+      el("td", {}, key.networks === "*" ? "all" : key.networks.map(networkName).join(", ")),
+      el("td", {}, key.archive ? "yes" : "no"),
+      el("td", { class: "key-status" }, statusText(key)),
+      el("td", {}, key.createdAt.slice(0, 10)),
+      el("td", {}, key.expiresAt ? key.expiresAt.replace("T", " ").slice(0, 16) : "never"),
+      el(
+        "td",
+        {},
+        el(
+          "div",
+          { class: "actions" },
+          el("a", { href: `#/keys/${key.id}/endpoints` }, "Endpoints"),
+          el("a", { href: `#/keys/${key.id}/usage` }, "Usage"),
+          key.status === "active"
+            ? [
+                el("button", { type: "button", class: "quiet", onclick: () => rotate(key) }, "Rotate"),
+                el("button", { type: "button", class: "danger", onclick: () => revoke(key) }, "Revoke"),
+              ]
+            : [],
+        ),
+      ),
+    ),
+  );
+  show(
+    "Your keys",
+    keys.length === 0
+      ? el("p", {}, "No keys yet: get one below.")
+      : el(
+          "div",
+          { class: "table-wrap" },
+          el(
+            "table",
+            { id: "keys" },
+            el(
+              "caption",
+              { class: "note" },
+              "Keys are shown by their first characters only. The key itself was sent by e-mail.",
+            ),
+            el(
+              "thead",
+              {},
+              el(
+                "tr",
+                {},
+                ...["Key", "Plan", "Networks", "Archive", "Status", "Created", "Expires", "Actions"].map(
+                  (h) => el("th", { scope: "col" }, h),
+                ),
+              ),
+            ),
+            el("tbody", {}, rows),
+          ),
+        ),
+    getKeyForm(),
+    el("p", {}, el("a", { href: "#/usage" }, "Usage of all your keys")),
+  );
+}
+
+function statusText(key) {
+  if (key.status === "expired" && key.replacedBy) return `replaced (rotation grace period over)`;
+  if (key.replacedBy)
+    return `active until ${key.expiresAt.replace("T", " ").slice(0, 16)} UTC (rotation grace period)`;
+  return key.status;
+}
+
+function getKeyForm() {
+  const network = el(
+    "select",
+    { id: "network", name: "network", required: true },
+    catalog.networks.map((n) => el("option", { value: n.code }, `${n.name} (${n.code})`)),
+  );
+  const plan = el(
+    "select",
+    { id: "plan", name: "plan" },
+    el("option", { value: "free-test" }, "Free test (7 days)"),
+    el("option", { value: "shared" }, "Shared node"),
+    el("option", { value: "dedicated" }, "Dedicated node"),
+  );
+  return el(
+    "form",
+    { id: "get-key", onsubmit: (e) => getKey(e, network.value, plan.value) },
+    el("h2", {}, "Get a key"),
+    el("label", { for: "network" }, "Network"),
+    network,
+    el("label", { for: "plan" }, "Plan"),
+    plan,
+    el("button", { type: "submit" }, "Send me the key"),
+    el("p", { class: "note" }, "The key is sent to your e-mail address and is not shown here."),
+  );
+}
+
+async function getKey(event, network, plan) {
+  event.preventDefault();
+  try {
+    const answer =
+      plan === "free-test"
+        ? await api("POST", "/v1/free-tests", { network })
+        : await api("POST", "/v1/orders", { network, plan });
+    await keysView();
+    say(`Key ${answer.key.prefix}… for ${networkName(network)} sent to ${account.email}. ${deliveryNote()}`);
+  } catch (error) {
+    say(error.message, true);
+  }
+}
+
+async function rotate(key) {
+  if (
+    !confirm(
+      `Rotate ${key.prefix}…? A new key is e-mailed to you; the old one keeps working for the grace period, then stops.`,
+    )
+  )
+    return;
+  try {
+    const answer = await api("POST", `/v1/keys/${key.id}/rotate`);
+    await keysView();
+    say(
+      `New key ${answer.key.prefix}… sent. ${deliveryNote()} ${key.prefix}… works until its grace period ends.`,
+    );
+  } catch (error) {
+    say(error.message, true);
+  }
+}
+
+async function revoke(key) {
+  if (!confirm(`Revoke ${key.prefix}…? It stops working at once, everywhere. This cannot be undone.`)) return;
+  try {
+    await api("POST", `/v1/keys/${key.id}/revoke`);
+    await keysView();
+    say(`${key.prefix}… revoked.`);
+  } catch (error) {
+    say(error.message, true);
+  }
+}
+
+// ---- endpoints ----
+
+async function endpointsView(id) {
+  const { keys } = await api("GET", "/v1/keys");
+  const key = keys.find((k) => String(k.id) === id);
+  if (!key) return show("No such key", el("p", {}, el("a", { href: "#/keys" }, "Back to your keys")));
+  const networks = catalog.networks.filter((n) => key.networks === "*" || key.networks.includes(n.code));
+  const placeholder = "YOUR_API_KEY";
+  const url = (template, label) => template.replace("{label}", label).replace("{key}", placeholder);
+  const sections = networks.map((network) => {
+    const endpoints = network.endpoints.filter((e) => key.archive || e.nodeClass !== "archive");
+    const first = endpoints.find((e) => e.environment === "mainnet") ?? endpoints[0];
+    const base = url(catalog.gateway.http, first.label).replace(/\/$/, "");
+    const call = network.firstCall;
+    const curl =
+      call.method === "GET"
+        ? `curl -s ${base}${call.path}`
+        : `curl -s ${base}${call.path} -H 'content-type: application/json' -d '${call.body ?? ""}'`;
+    return el(
+      "section",
+      { "data-network": network.code },
+      el("h2", {}, network.name),
+      endpoints.map((e) =>
+        el(
+          "div",
+          {},
+          el("p", { class: "note" }, `${e.label}: ${e.environment}, ${e.nodeClass} node`),
+          copyable(`HTTP, ${e.label}`, url(catalog.gateway.http, e.label)),
+          e.websocket ? copyable(`WebSocket, ${e.label}`, url(catalog.gateway.ws, e.label)) : "",
+        ),
+      ),
+      el("p", {}, "A first call:"),
+      el("pre", {}, curl),
+      network.example
+        ? [
+            el("p", {}, `With ${network.example.sdk}:`),
+            el("pre", { class: "sdk" }, network.example.code.replace("{url}", `${base}/`)),
+          ]
+        : "",
+    );
+  });
+  show(
+    `Endpoints of ${key.prefix}…`,
+    el("p", {}, `Put your key, from the e-mail, where the URLs say ${placeholder}.`),
+    sections,
+    el("p", {}, el("a", { href: "#/keys" }, "Back to your keys")),
+  );
+}
+
+function copyable(label, text) {
+  return el(
+    "div",
+    { class: "url" },
+    el("code", { "aria-label": label }, text),
+    el(
+      "button",
+      {
+        type: "button",
+        class: "quiet",
+        "aria-label": `Copy ${label}`,
+        onclick: async () => {
+          await navigator.clipboard.writeText(text);
+          say(`Copied the ${label} URL.`);
+        },
+      },
+      "Copy",
+    ),
+  );
+}
+
+// ---- usage ----
+
+async function usageView(id) {
+  const report = id === undefined ? await api("GET", "/v1/usage") : await api("GET", `/v1/keys/${id}/usage`);
+  const days = new Map();
+  for (const row of report.days) {
+    const day = days.get(row.day) ?? { calls: 0, errors: 0, byNetwork: new Map() };
+    day.calls += row.calls;
+    day.errors += row.errors;
+    day.byNetwork.set(row.label, (day.byNetwork.get(row.label) ?? 0) + row.calls);
+    days.set(row.day, day);
+  }
+  const title = id === undefined ? "Usage of all your keys" : `Usage of ${report.key.prefix}…`;
+  show(
+    title,
+    el(
+      "p",
+      {},
+      `${report.from} to ${report.to}: ${report.total.calls} calls, ${report.total.errors} errors.`,
+    ),
+    el("div", { class: "chart" }, chart(everyDay(report.from, report.to, days))),
+    el(
+      "div",
+      { class: "table-wrap" },
+      el(
+        "table",
+        { id: "usage" },
+        el(
+          "thead",
+          {},
+          el("tr", {}, ...["Day", "Network", "Calls", "Errors"].map((h) => el("th", { scope: "col" }, h))),
+        ),
+        el(
+          "tbody",
+          {},
+          report.days.map((row) =>
+            el(
+              "tr",
+              {},
+              el("td", {}, row.day),
+              el("td", {}, row.label),
+              el("td", {}, row.calls),
+              el("td", {}, row.errors),
+            ),
+          ),
+        ),
+      ),
+    ),
+    el("p", {}, el("a", { href: "#/keys" }, "Back to your keys")),
+  );
+}
+
+/** Each day of the range with its counts, zero on a day without calls, so the bars keep their places. */
+function everyDay(from, to, days) {
+  const all = [];
+  for (let t = Date.parse(from); t <= Date.parse(to); t += 86_400_000) {
+    const day = new Date(t).toISOString().slice(0, 10);
+    all.push([day, days.get(day) ?? { calls: 0, errors: 0 }]);
+  }
+  return all;
+}
+
+/** Calls per day as bars, errors as a darker bar at their foot: plain SVG, no library. */
+function chart(days) {
+  const ns = "http://www.w3.org/2000/svg";
+  const svg = document.createElementNS(ns, "svg");
+  const width = 640;
+  const height = 220;
+  svg.setAttribute("viewBox", `0 0 ${width} ${height}`);
+  svg.setAttribute("role", "img");
+  const total = days.reduce((n, [, d]) => n + d.calls, 0);
+  const busy = days.filter(([, d]) => d.calls > 0);
+  svg.setAttribute(
+    "aria-label",
+    `Calls per day: ${busy.map(([day, d]) => `${day} ${d.calls} calls, ${d.errors} errors`).join("; ") || "none"}. ${total} in all.`,
+  );
+  const max = Math.max(1, ...days.map(([, d]) => d.calls));
+  const slot = (width - 40) / Math.max(days.length, 1);
+  const draw = (tag, attributes, text) => {
+    const node = document.createElementNS(ns, tag);
+    for (const [name, value] of Object.entries(attributes)) node.setAttribute(name, value);
+    if (text !== undefined) node.textContent = text;
+    svg.append(node);
+    return node;
+  };
+  days.forEach(([day, d], i) => {
+    const x = 30 + i * slot;
+    const h = (d.calls / max) * (height - 50);
+    const eh = (d.errors / max) * (height - 50);
+    draw("rect", { class: "calls", x, y: height - 30 - h, width: Math.max(2, slot * 0.7), height: h }).append(
+      Object.assign(document.createElementNS(ns, "title"), { textContent: `${day}: ${d.calls} calls` }),
+    );
+    if (d.errors > 0)
+      draw("rect", { class: "errors", x, y: height - 30 - eh, width: Math.max(2, slot * 0.7), height: eh });
+    if (i % 5 === 0 || i === days.length - 1) draw("text", { x, y: height - 12 }, day.slice(5));
+    if (d.calls > 0) draw("text", { x, y: height - 34 - h }, String(d.calls));
+  });
+  if (total === 0) draw("text", { x: 30, y: height / 2 }, "No calls in this range yet.");
+  return svg;
+}
+
+/** The dedicated-node option and the support contact: in the footer, and on a "not on your plan" answer. */
+function supportLine() {
+  return el(
+    "p",
+    {},
+    "Need a node of your own? ",
+    el("a", { href: catalog.support.dedicatedNodeUrl }, "Order a dedicated node"),
+    ". Questions: ",
+    el("a", { href: `mailto:${catalog.support.email}` }, catalog.support.email),
+    ".",
+  );
+}
+
+// ---- routing ----
+
+async function route() {
+  const hash = location.hash;
+  const token = /^#(confirm|signin)=([A-Za-z0-9_-]+)$/.exec(hash);
+  if (token) {
+    history.replaceState(null, "", "#/");
+    return redeem(token[2], token[1] === "confirm" ? "/v1/confirm" : "/v1/session").catch((e) =>
+      signInView(e.message),
+    );
+  }
+  try {
+    account = (await api("GET", "/v1/account")).account;
+  } catch (error) {
+    account = undefined;
+    document.getElementById("account-nav").hidden = true;
+    return signInView(error.status === 401 ? "" : error.message);
+  }
+  document.getElementById("account-nav").hidden = false;
+  document.getElementById("account-email").textContent = account.email;
+  const keyPage = /^#\/keys\/(\d+)\/(endpoints|usage)$/.exec(hash);
+  if (keyPage) return keyPage[2] === "endpoints" ? endpointsView(keyPage[1]) : usageView(keyPage[1]);
+  if (hash === "#/usage") return usageView(undefined);
+  return keysView();
+}
+
+async function start() {
+  catalog = await api("GET", "/v1/networks");
+  document.getElementById("footer").replaceChildren(supportLine());
+  document.getElementById("sign-out").addEventListener("click", async () => {
+    await api("POST", "/v1/logout").catch(() => {});
+    account = undefined;
+    location.hash = "#/";
+    say("Signed out.");
+    await route();
+  });
+  window.addEventListener("hashchange", () => {
+    say("");
+    route().catch((e) => say(e.message, true));
+  });
+  await route();
+}
+
+start().catch((error) => say(error.message, true));

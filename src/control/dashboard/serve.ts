@@ -1,0 +1,48 @@
+import { readFileSync } from "node:fs";
+import type { IncomingMessage, ServerResponse } from "node:http";
+import { join } from "node:path";
+import { packageRoot } from "../../package-root.js";
+
+/**
+ * Headers every page and answer of the control plane carries. A strict Content-Security-Policy: scripts,
+ * styles and requests from this origin only, no inline script or style, no frames, no plugins; with them, a
+ * string that slipped into the page cannot run. The dashboard is served by the control plane only, never by
+ * a proxy.
+ */
+export const SECURITY_HEADERS: Readonly<Record<string, string>> = {
+  "content-security-policy":
+    "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; connect-src 'self'; " +
+    "form-action 'self'; frame-ancestors 'none'; base-uri 'none'",
+  "x-content-type-options": "nosniff",
+  "x-frame-options": "DENY",
+  "referrer-policy": "no-referrer",
+  "cross-origin-opener-policy": "same-origin",
+  "cache-control": "no-store",
+};
+
+const TYPES: Readonly<Record<string, string>> = {
+  "index.html": "text/html; charset=utf-8",
+  "app.js": "text/javascript; charset=utf-8",
+  "app.css": "text/css; charset=utf-8",
+};
+
+/** The dashboard's files, read once: a handful of small files, no build step (src/control/dashboard/assets). */
+export class DashboardFiles {
+  readonly #files = new Map<string, Buffer>();
+
+  constructor(dir = join(packageRoot(), "src/control/dashboard/assets")) {
+    for (const name of Object.keys(TYPES)) this.#files.set(name, readFileSync(join(dir, name)));
+  }
+
+  /** Answers GET / and the dashboard's files; false for any other request. */
+  serve(req: IncomingMessage, res: ServerResponse, path: string): boolean {
+    if (req.method !== "GET" && req.method !== "HEAD") return false;
+    const name = path === "/" ? "index.html" : path.slice(1);
+    const body = this.#files.get(name);
+    const type = TYPES[name];
+    if (body === undefined || type === undefined) return false;
+    res.writeHead(200, { ...SECURITY_HEADERS, "content-type": type, "content-length": body.length });
+    res.end(req.method === "HEAD" ? undefined : body);
+    return true;
+  }
+}

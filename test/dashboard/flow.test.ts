@@ -1,0 +1,220 @@
+import { mkdirSync, readdirSync, readFileSync } from "node:fs";
+import { join } from "node:path";
+import type { Browser, BrowserContext, Page } from "playwright-core";
+import { request } from "undici";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { DEFAULT_CONFIG, DEFAULT_HEALTH, DEFAULT_LIMITS } from "../../src/config/defaults.js";
+import type { GatewayConfig } from "../../src/config/types.js";
+import { freePort } from "../../src/dev/free-port.js";
+import { createLogger } from "../../src/log.js";
+import { type RunningProxy, runProxy } from "../../src/proxy/run.js";
+import { type AccountsFixture, startAccounts } from "../accounts/helpers.js";
+import { ROOT } from "../registry/helpers.js";
+import { launchChromium, needChromium } from "../support/browser.js";
+import { jsonRpcResponder, type LoopbackNode, startLoopbackNode } from "../support/loopback-node.js";
+
+// The customer's path through the dashboard in a real browser (Debian's Chromium, driven by playwright-core):
+// sign up, confirm from the outbox, request a free test, read the key from the e-mail, call the gateway with
+// the copied endpoint, see the call in the usage chart, rotate, revoke, and see the revoked key refused.
+// Screenshots of each page go to test/artifacts/dashboard/.
+
+const ARTIFACTS = join(ROOT, "test/artifacts/dashboard");
+const EMAIL = "carol@example.com";
+const chromium = needChromium();
+
+describe.skipIf(chromium.skip)("the dashboard, in Chromium", () => {
+  let fx: AccountsFixture;
+  let node: LoopbackNode;
+  let proxy: RunningProxy;
+  let browser: Browser;
+  let context: BrowserContext;
+  let page: Page;
+  let port = 0;
+  let key = "";
+  const mails = () =>
+    readdirSync(join(fx.dir, "outbox"))
+      .sort()
+      .map((f) => quotedPrintable(readFileSync(join(fx.dir, "outbox", f), "utf8")))
+      .filter((m) => m.includes(EMAIL));
+  const shot = (name: string) => page.screenshot({ path: join(ARTIFACTS, `${name}.png`), fullPage: true });
+  const status = () => page.locator("#status").textContent();
+  /** Calls eth_blockNumber at `url` (the page's endpoint, with the key put in), over loopback with its Host. */
+  const callAt = async (url: string) => {
+    const target = new URL(url);
+    const answer = await request(`http://127.0.0.1:${port}${target.pathname}`, {
+      method: "POST",
+      headers: { host: target.host, "content-type": "application/json" },
+      body: '{"jsonrpc":"2.0","id":1,"method":"eth_blockNumber","params":[]}',
+    });
+    return { status: answer.statusCode, json: (await answer.body.json()) as { result?: string } };
+  };
+
+  beforeAll(async () => {
+    mkdirSync(ARTIFACTS, { recursive: true });
+    port = await freePort();
+    const gateway = {
+      domain: "localhost",
+      listen: { host: "127.0.0.1", port },
+      support: DEFAULT_CONFIG.support,
+    };
+    fx = await startAccounts(
+      { usageFlushIntervalMs: 200, followIntervalMs: 50 },
+      undefined,
+      "sqlite",
+      gateway,
+    );
+    node = await startLoopbackNode(jsonRpcResponder({ eth_blockNumber: "0x2a" }));
+    const config: GatewayConfig = {
+      ...DEFAULT_CONFIG,
+      listen: gateway.listen,
+      operator: undefined,
+      upstreams: { eth: [node.url] },
+      health: { ...DEFAULT_HEALTH, probeIntervalMs: 0 },
+      limits: { ...DEFAULT_LIMITS, drainTimeoutMs: 0 },
+      log: { level: "silent", access: false },
+      accounts: fixtureAccounts(fx),
+    };
+    proxy = await runProxy(config, createLogger("silent"));
+    browser = await launchChromium();
+    context = await browser.newContext({ viewport: { width: 1100, height: 900 } });
+    page = await context.newPage();
+  }, 60_000);
+  afterAll(async () => {
+    await browser?.close();
+    await proxy?.close();
+    await node?.close();
+    await fx?.close();
+  });
+
+  it("signs up, and says where the confirmation went", async () => {
+    await page.goto(fx.origin);
+    await page.getByLabel("E-mail address").fill(EMAIL);
+    await page.getByRole("button", { name: "Sign up" }).click();
+    await expect.poll(status).toContain("outbox");
+    expect(mails()).toHaveLength(1);
+  });
+
+  it("confirms with the link from the e-mail and lands on an empty key list", async () => {
+    const link = /(http:\/\/\S+#confirm=[A-Za-z0-9_-]+)/.exec(mails()[0] ?? "")?.[1];
+    expect(link).toBeDefined();
+    // The store's fixture listens on any port; a deployment names its address in accounts.publicUrl.
+    await page.goto((link as string).replace("http://127.0.0.1:0", fx.origin));
+    await expect.poll(() => page.locator("h1").textContent()).toBe("Your keys");
+    expect(await page.locator("#account-email").textContent()).toBe(EMAIL);
+    // the session is in an HttpOnly cookie the page cannot read
+    const cookies = await context.cookies();
+    expect(cookies.find((c) => c.name === "gw_session")).toMatchObject({
+      httpOnly: true,
+      sameSite: "Strict",
+    });
+    expect(await page.evaluate<string>("document.cookie")).not.toContain("gw_session");
+  });
+
+  it("requests a free test for eth; the key arrives by e-mail and never on the page", async () => {
+    await page.getByLabel("Network").selectOption("eth");
+    await page.getByLabel("Plan").selectOption("free-test");
+    await page.getByRole("button", { name: "Send me the key" }).click();
+    await expect.poll(status).toContain("sent to");
+    key = /\b(FN[A-Za-z0-9]{32})\b/.exec(mails().at(-1) ?? "")?.[1] ?? "";
+    expect(key).not.toBe("");
+    const row = page.locator("#keys tbody tr");
+    await expect.poll(() => row.count()).toBe(1);
+    expect(await row.first().textContent()).toContain(key.slice(0, 10));
+    expect(await page.content()).not.toContain(key);
+    await shot("keys");
+  });
+
+  it("copies the endpoint, and the gateway answers a call made with it", async () => {
+    await page.getByRole("link", { name: "Endpoints" }).click();
+    await expect.poll(() => page.locator("h1").textContent()).toContain("Endpoints of");
+    // What the button puts on the clipboard, caught at the clipboard API: a headless browser has no desktop
+    // clipboard to read back.
+    await page.evaluate(
+      "window.copied = []; navigator.clipboard.writeText = async (text) => { window.copied.push(text); };",
+    );
+    await page.getByRole("button", { name: "Copy HTTP, eth", exact: true }).click();
+    const copied = await page.evaluate<string>("window.copied[0]");
+    expect(copied).toBe(`http://eth.localhost:${port}/YOUR_API_KEY/`);
+    expect(await page.locator("pre").first().textContent()).toContain("eth_blockNumber");
+    // the SDK snippet comes from the registry's example for the interface, with the URL put in
+    expect(await page.locator("pre.sdk").first().textContent()).toContain(
+      `http: http://eth.localhost:${port}/YOUR_API_KEY/`.replace("http: ", 'http("').concat('")'),
+    );
+    const answer = await callAt(copied.replace("YOUR_API_KEY", key));
+    expect(answer).toEqual({ status: 200, json: { jsonrpc: "2.0", id: 1, result: "0x2a" } });
+    await shot("endpoints");
+  });
+
+  it("shows the call in the usage chart", async () => {
+    const id = await page.evaluate<string>('location.hash.split("/")[2]');
+    await new Promise((resolve) => setTimeout(resolve, 500)); // the proxy's flush interval is 200 ms
+    await page.goto(`${fx.origin}/#/keys/${id}/usage`);
+    await expect.poll(() => page.locator("#usage tbody tr").count()).toBe(1);
+    expect(await page.locator("#usage tbody tr td").allTextContents()).toEqual([
+      new Date().toISOString().slice(0, 10),
+      "eth",
+      "1",
+      "0",
+    ]);
+    expect(await page.locator(".chart svg").getAttribute("aria-label")).toContain("1 calls, 0 errors");
+    await shot("usage");
+  });
+
+  it("rotates with a confirmation, then revokes; the revoked key is refused by the gateway", async () => {
+    await page.goto(`${fx.origin}/#/keys`);
+    page.once("dialog", (dialog) => void dialog.accept());
+    await page.getByRole("button", { name: "Rotate" }).click();
+    await expect.poll(status).toContain("grace period");
+    const rotated = /\b(FN[A-Za-z0-9]{32})\b/.exec(mails().at(-1) ?? "")?.[1] ?? "";
+    expect(rotated).not.toBe(key);
+    await expect.poll(() => page.locator("#keys tbody tr").count()).toBe(2);
+    expect(await page.locator("#keys").textContent()).toContain("rotation grace period");
+
+    const row = page.locator("#keys tbody tr", { hasText: rotated.slice(0, 10) });
+    page.once("dialog", (dialog) => void dialog.accept());
+    await row.getByRole("button", { name: "Revoke" }).click();
+    await expect.poll(status).toContain("revoked");
+    expect(await row.locator(".key-status").textContent()).toBe("revoked");
+    let refused = 0;
+    for (let i = 0; i < 50 && refused !== 401; i++) {
+      refused = (await callAt(`http://eth.localhost:${port}/${rotated}/`)).status;
+      if (refused !== 401) await new Promise((resolve) => setTimeout(resolve, 20));
+    }
+    expect(refused).toBe(401);
+    expect(await page.content()).not.toContain(rotated);
+  });
+
+  it("fits a phone-sized screen", async () => {
+    const phone = await context.newPage();
+    await phone.setViewportSize({ width: 375, height: 740 });
+    await phone.goto(`${fx.origin}/#/keys`);
+    await expect.poll(() => phone.locator("h1").textContent()).toBe("Your keys");
+    expect(await phone.evaluate<number>("document.documentElement.scrollWidth")).toBeLessThanOrEqual(375);
+    await phone.screenshot({ path: join(ARTIFACTS, "keys-phone.png"), fullPage: true });
+    await phone.close();
+  });
+});
+
+/** The accounts section a proxy reads the fixture's store with. */
+function fixtureAccounts(fx: AccountsFixture): NonNullable<GatewayConfig["accounts"]> {
+  return {
+    database: fx.database,
+    listen: { host: "127.0.0.1", port: 0 },
+    mail: { from: "gw@example.com", outbox: join(fx.dir, "outbox") },
+    freeTest: { days: 7, maxPerEmail: 3, rate: { perSecond: 10, burst: 20 } },
+    rotationGraceSeconds: 86_400,
+    confirmTokenHours: 24,
+    sessionHours: 24,
+    signupRatePerIp: { perSecond: 100, burst: 100 },
+    signupRatePerEmail: { perSecond: 100, burst: 100 },
+    followIntervalMs: 50,
+    usageFlushIntervalMs: 200,
+  };
+}
+
+/** An .eml body as written, quoted-printable decoded: soft line breaks joined, `=3D` and the like undone. */
+function quotedPrintable(text: string): string {
+  return text
+    .replace(/=\r?\n/g, "")
+    .replace(/=([0-9A-F]{2})/g, (_, hex: string) => String.fromCharCode(Number.parseInt(hex, 16)));
+}

@@ -1,0 +1,33 @@
+import { existsSync } from "node:fs";
+import { type Browser, chromium } from "playwright-core";
+
+/** Debian's Chromium (package `chromium`); playwright-core never downloads a browser of its own. */
+export const CHROMIUM = "/usr/bin/chromium";
+
+/**
+ * Whether the browser suites can run: skipped with a printed reason where Chromium is missing, and a
+ * failure under CI (`.ci/run` installs it).
+ */
+export function needChromium(): { skip: boolean; reason: string } {
+  if (existsSync(CHROMIUM)) return { skip: false, reason: "" };
+  const reason = `${CHROMIUM} is missing (apt-get install -y chromium)`;
+  if (process.env.CI === "true") throw new Error(`the browser suites cannot be skipped under CI: ${reason}`);
+  process.stderr.write(`skipping the browser suites: ${reason}\n`);
+  return { skip: true, reason };
+}
+
+/** Headless Chromium, with the flags that keep it off the network it cannot reach here. */
+export function launchChromium(): Promise<Browser> {
+  return chromium.launch({
+    executablePath: CHROMIUM,
+    headless: true,
+    args: [
+      "--no-sandbox",
+      "--disable-gpu",
+      "--disable-background-networking",
+      "--disable-component-update",
+      "--no-first-run",
+      "--disable-sync",
+    ],
+  });
+}
