@@ -399,7 +399,7 @@ function everyDay(from, to, days) {
   const all = [];
   for (let t = Date.parse(from); t <= Date.parse(to); t += 86_400_000) {
     const day = new Date(t).toISOString().slice(0, 10);
-    all.push([day, days.get(day) ?? { calls: 0, errors: 0 }]);
+    all.push([day, days.get(day) ?? { calls: 0, errors: 0, byNetwork: new Map() }]);
   }
   return all;
 }
@@ -427,21 +427,52 @@ function chart(days) {
     svg.append(node);
     return node;
   };
+  // One colour per network (label), in a fixed order: each day's bar is its networks' calls stacked.
+  const labels = [...new Set(days.flatMap(([, d]) => [...d.byNetwork.keys()]))].sort();
+  const colour = (label) => PALETTE[labels.indexOf(label) % PALETTE.length];
   days.forEach(([day, d], i) => {
     const x = 30 + i * slot;
     const h = (d.calls / max) * (height - 50);
     const eh = (d.errors / max) * (height - 50);
-    draw("rect", { class: "calls", x, y: height - 30 - h, width: Math.max(2, slot * 0.7), height: h }).append(
-      Object.assign(document.createElementNS(ns, "title"), { textContent: `${day}: ${d.calls} calls` }),
-    );
+    let top = height - 30;
+    for (const label of labels) {
+      const calls = d.byNetwork.get(label) ?? 0;
+      if (calls === 0) continue;
+      const part = (calls / max) * (height - 50);
+      top -= part;
+      draw("rect", {
+        class: "calls",
+        x,
+        y: top,
+        width: Math.max(2, slot * 0.7),
+        height: part,
+        fill: colour(label),
+      }).append(
+        Object.assign(document.createElementNS(ns, "title"), {
+          textContent: `${day}, ${label}: ${calls} calls`,
+        }),
+      );
+    }
     if (d.errors > 0)
       draw("rect", { class: "errors", x, y: height - 30 - eh, width: Math.max(2, slot * 0.7), height: eh });
     if (i % 5 === 0 || i === days.length - 1) draw("text", { x, y: height - 12 }, day.slice(5));
     if (d.calls > 0) draw("text", { x, y: height - 34 - h }, String(d.calls));
   });
   if (total === 0) draw("text", { x: 30, y: height / 2 }, "No calls in this range yet.");
-  return svg;
+  const legend = el(
+    "ul",
+    { class: "legend" },
+    labels.map((label) => el("li", {}, el("span", { class: "swatch", "data-colour": colour(label) }), label)),
+    days.some(([, d]) => d.errors > 0) ? el("li", {}, el("span", { class: "swatch errors" }), "errors") : "",
+  );
+  // The CSP allows no inline style: a swatch's colour is set through the DOM, which it does not govern.
+  for (const swatch of legend.querySelectorAll("[data-colour]"))
+    swatch.style.background = swatch.dataset.colour;
+  return el("figure", {}, svg, legend);
 }
+
+/** Network colours for the chart, dark enough against white for its thin bars (WCAG 3:1 for graphics). */
+const PALETTE = ["#0b5cad", "#7a3e9d", "#1f7a4d", "#a35200", "#5a6270", "#8a1c5b", "#00607a", "#6b5b00"];
 
 /** The dedicated-node option and the support contact: in the footer, and on a "not on your plan" answer. */
 function supportLine() {
