@@ -97,7 +97,12 @@ function normalise(loaded: LoadedRegistry): RegistryModel {
       firstMount &&
       (typeof firstMount.interface === "string" ? firstMount.interface : firstMount.interface[0]);
     const head = toHeadCall(network.head ?? (spec.interfaces[firstInterface ?? ""] as InterfaceSpec).head);
-    const example = (spec.interfaces[firstInterface ?? ""] as InterfaceSpec).example;
+    // The root mount's interfaces first: the URL a caller is shown is the endpoint's root.
+    const byRoot = [...network.mounts].sort((a, b) => Number(b.path === "/") - Number(a.path === "/"));
+    const example = byRoot
+      .flatMap((m) => (typeof m.interface === "string" ? [m.interface] : m.interface))
+      .map((id) => (spec.interfaces[id] as InterfaceSpec).example)
+      .find((e) => e !== undefined);
 
     for (const [e, endpoint] of network.endpoints.entries()) {
       if (endpoint.websocket === true && !families.has("jsonrpc")) {

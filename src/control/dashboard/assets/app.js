@@ -307,7 +307,13 @@ async function endpointsView(id) {
       el("pre", {}, curl),
       network.example
         ? [
-            el("p", {}, `With ${network.example.sdk}:`),
+            el(
+              "p",
+              {},
+              network.example.sdk === "fetch"
+                ? "With fetch, built into browsers and Node (no SDK needed):"
+                : `With ${network.example.sdk}:`,
+            ),
             el("pre", { class: "sdk" }, network.example.code.replace("{url}", `${base}/`)),
           ]
         : "",
