@@ -115,6 +115,23 @@ describe("the dashboard's security", () => {
     await after.body.dump();
   });
 
+  it("writes text in colours that keep WCAG AA contrast (4.5:1) on its white background", () => {
+    const css = readFileSync(join(ROOT, "src/control/dashboard/assets/app.css"), "utf8");
+    const luminance = (hex: string) => {
+      const [r, g, b] = [1, 3, 5].map((i) => {
+        const c = Number.parseInt(hex.slice(i, i + 2), 16) / 255;
+        return c <= 0.03928 ? c / 12.92 : ((c + 0.055) / 1.055) ** 2.4;
+      }) as [number, number, number];
+      return 0.2126 * r + 0.7152 * g + 0.0722 * b;
+    };
+    const contrast = (hex: string) => 1.05 / (luminance(hex) + 0.05);
+    for (const name of ["fg", "muted", "accent", "bad"]) {
+      const hex = new RegExp(`--${name}: (#[0-9a-f]{6})`).exec(css)?.[1];
+      expect(hex, name).toBeDefined();
+      expect(contrast(hex as string), name).toBeGreaterThanOrEqual(4.5);
+    }
+  });
+
   it("has no script that writes markup from data", () => {
     const app = readFileSync(join(ROOT, "src/control/dashboard/assets/app.js"), "utf8");
     expect(app).not.toMatch(/innerHTML|outerHTML|insertAdjacentHTML|document\.write|eval\(|new Function/);
