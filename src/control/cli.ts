@@ -16,6 +16,7 @@ const USAGE = `usage: npm run admin -- <command>
   accounts activate --account <id>
   accounts close --account <id>             final
   keys issue --account <id> [--network <code>]... [--plan shared|dedicated|free-test] [--no-archive] [--days <n>]
+             [--rate <per second>[/<burst>]]   the key's own rate limit (the gateway's defaultRate without it)
                                             prints the new key once; it is never shown again
   keys list --account <id>                  prefixes only
   keys usage --key <id> [--from YYYY-MM-DD] [--to YYYY-MM-DD]
@@ -38,6 +39,7 @@ async function main(argv: readonly string[]): Promise<number> {
       network: { type: "string", multiple: true },
       plan: { type: "string" },
       days: { type: "string" },
+      rate: { type: "string" },
       "no-archive": { type: "boolean" },
       label: { type: "string" },
       from: { type: "string" },
@@ -80,6 +82,7 @@ type Values = {
   network?: string[];
   plan?: string;
   days?: string;
+  rate?: string;
   "no-archive"?: boolean;
 };
 
@@ -118,6 +121,7 @@ async function run(
         plan,
         archive: values["no-archive"] !== true,
         ...(days === undefined ? {} : { expiresAt: Date.now() + days * 86_400_000 }),
+        ...(values.rate === undefined ? {} : { rate: rateOf(values.rate) }),
       });
       printKey(view);
       console.log(`\n${key}\n\nThis is the only time the key is shown.`);
@@ -173,9 +177,21 @@ function printAccount(account: Account): void {
 function printKey(view: KeyView): void {
   const networks = view.networks === "*" ? "*" : view.networks.join(",");
   const expires = view.expiresAt === undefined ? "" : `  expires ${view.expiresAt}`;
+  const rate = view.rate === undefined ? "" : `  rate ${view.rate.perSecond}/s burst ${view.rate.burst}`;
   console.log(
-    `key ${view.id}  ${view.prefix}…  ${view.plan}  ${networks}  archive:${view.archive}  ${view.status}${expires}`,
+    `key ${view.id}  ${view.prefix}…  ${view.plan}  ${networks}  archive:${view.archive}  ${view.status}${expires}${rate}`,
   );
+}
+
+/** `--rate 100` or `--rate 100/200`: per second, and a burst (twice the rate unless given). */
+function rateOf(text: string): { perSecond: number; burst: number } {
+  const [perSecond, burst] = text.split("/").map(Number);
+  if (perSecond === undefined || !(perSecond > 0) || (burst !== undefined && !(burst >= 1)))
+    throw new GatewayError("INVALID_FIELD", {
+      field: "--rate",
+      reason: "<per second>[/<burst>], both positive",
+    });
+  return { perSecond, burst: burst ?? Math.max(1, perSecond * 2) };
 }
 
 try {

@@ -50,7 +50,8 @@ export async function createControlPlane(options: {
    * Where callers reach the gateway and whom they write to, for the dashboard's endpoints and "not on your
    * plan" pages: the deployment config's `domain`, `listen.port` and `support`.
    */
-  gateway?: Pick<GatewayConfig, "domain" | "listen" | "support">;
+  gateway?: Pick<GatewayConfig, "domain" | "listen" | "support"> &
+    Partial<Pick<GatewayConfig, "defaultRate">>;
 }): Promise<ControlPlane> {
   const { config, logger } = options;
   const store = await openAccountStore(config.database);
@@ -71,6 +72,8 @@ export async function createControlPlane(options: {
     catalog: {
       gateway: gatewayUrls(gateway),
       support: gateway.support,
+      // A key without a rate of its own has the proxies' default: the page says which.
+      defaultRate: gateway.defaultRate ?? DEFAULT_CONFIG.defaultRate,
       // Where e-mails go without an SMTP server, which the page names after each one it sends.
       mail: config.mail.smtp === undefined ? { outbox: config.mail.outbox } : {},
       networks: networkCatalog(endpointsByLabel),

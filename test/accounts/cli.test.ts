@@ -35,13 +35,17 @@ describe("the operator CLI", () => {
       "dot",
       "--plan",
       "dedicated",
+      "--rate",
+      "25/40",
     );
     const key = /\n(FN[A-Za-z0-9]{32})\n/.exec(issued.out)?.[1] ?? "";
     expect(key).not.toBe("");
     expect(issued.out).toContain("This is the only time the key is shown.");
 
     const listed = await admin("keys", "list", "--account", "1");
-    expect(listed.out).toContain(`key 1  ${key.slice(0, 10)}…  dedicated  eth,dot  archive:true  active`);
+    expect(listed.out).toContain(
+      `key 1  ${key.slice(0, 10)}…  dedicated  eth,dot  archive:true  active  rate 25/s burst 40`,
+    );
     expect(listed.out).not.toContain(key);
 
     const rotated = await admin("keys", "rotate", "--key", "1");
@@ -61,5 +65,7 @@ describe("the operator CLI", () => {
     const unknown = await admin("keys", "revoke", "--key", "999");
     expect(unknown.err).toContain("KEY_NOT_FOUND");
     expect((await admin("frobnicate")).code).toBe(2);
+    const rate = await admin("keys", "issue", "--account", "1", "--rate", "fast");
+    expect(rate.err).toContain("INVALID_FIELD");
   });
 });

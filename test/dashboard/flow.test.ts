@@ -127,6 +127,8 @@ describe.skipIf(chromium.skip)("the dashboard, in Chromium", () => {
     const row = page.locator("#keys tbody tr");
     await expect.poll(() => row.count()).toBe(1);
     expect(await row.first().textContent()).toContain(key.slice(0, 10));
+    // what the key can do, honestly: a free test's rate (accounts.freeTest.rate)
+    expect(await row.first().textContent()).toContain("10/s, bursts of 20");
     expect(await page.content()).not.toContain(key);
     await shot("keys");
   });

@@ -42,6 +42,8 @@ export interface KeyView {
   readonly createdAt: string;
   readonly expiresAt: string | undefined;
   readonly replacedBy: number | undefined;
+  /** Its own rate limit; undefined for the gateway's default (`defaultRate`). */
+  readonly rate: KeyRecord["rate"];
 }
 
 export interface IssueOptions {
@@ -360,6 +362,7 @@ export class AccountService {
       createdAt: new Date(key.createdAt).toISOString(),
       expiresAt: key.expiresAt === undefined ? undefined : new Date(key.expiresAt).toISOString(),
       replacedBy: key.replacedBy,
+      rate: key.rate,
     };
   }
 

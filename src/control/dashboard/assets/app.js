@@ -141,6 +141,7 @@ async function keysView() {
       el("td", {}, key.plan),
       el("td", {}, key.networks === "*" ? "all" : key.networks.map(networkName).join(", ")),
       el("td", {}, key.archive ? "yes" : "no"),
+      el("td", {}, rateText(key.rate ?? catalog.defaultRate)),
       el("td", { class: "key-status" }, statusText(key)),
       el("td", {}, key.createdAt.slice(0, 10)),
       el("td", {}, key.expiresAt ? key.expiresAt.replace("T", " ").slice(0, 16) : "never"),
@@ -183,9 +184,17 @@ async function keysView() {
               el(
                 "tr",
                 {},
-                ...["Key", "Plan", "Networks", "Archive", "Status", "Created", "Expires", "Actions"].map(
-                  (h) => el("th", { scope: "col" }, h),
-                ),
+                ...[
+                  "Key",
+                  "Plan",
+                  "Networks",
+                  "Archive",
+                  "Rate",
+                  "Status",
+                  "Created",
+                  "Expires",
+                  "Actions",
+                ].map((h) => el("th", { scope: "col" }, h)),
               ),
             ),
             el("tbody", {}, rows),
@@ -194,6 +203,10 @@ async function keysView() {
     getKeyForm(),
     el("p", {}, el("a", { href: "#/usage" }, "Usage of all your keys")),
   );
+}
+
+function rateText(rate) {
+  return `${rate.perSecond}/s, bursts of ${rate.burst}`;
 }
 
 function statusText(key) {
