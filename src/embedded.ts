@@ -24,8 +24,3 @@ export function gatewayVersion(): string {
     : readFileSync(join(packageRoot(), "package.json"), "utf8");
   return (JSON.parse(text) as { version: string }).version;
 }
-
-/** Whether this process is the single executable, not Node running a script. */
-export function isBinary(): boolean {
-  return isSea();
-}

@@ -1,4 +1,4 @@
-import { type Document, isMap, isNode, isPair, isScalar, LineCounter, parseDocument } from "yaml";
+import { type Document, isMap, isNode, isPair, isScalar, isSeq, LineCounter, parseDocument } from "yaml";
 
 export class ConfigError extends Error {
   override name = "ConfigError";
@@ -39,7 +39,7 @@ export class ConfigSource {
     let node: unknown = this.#doc.contents;
     let offset = rangeStart(node);
     for (const step of [...path, ...(key === undefined ? [] : [key])]) {
-      if (!isMap(node) && !isSeqLike(node)) break;
+      if (!isMap(node) && !isSeq(node)) break;
       const pair = isMap(node)
         ? node.items.find((p) => isPair(p) && keyOf(p.key) === String(step))
         : undefined;
@@ -66,10 +66,6 @@ export class ConfigSource {
     const { line, col } = this.#lines.linePos(offset);
     return `${this.file}:${line}:${col}`;
   }
-}
-
-function isSeqLike(node: unknown): node is { items: unknown[] } {
-  return isNode(node) && !isMap(node) && Array.isArray((node as { items?: unknown }).items);
 }
 
 function keyOf(key: unknown): string | undefined {

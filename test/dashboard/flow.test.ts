@@ -3,7 +3,12 @@ import { join } from "node:path";
 import type { Browser, BrowserContext, Page } from "playwright-core";
 import { request } from "undici";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { DEFAULT_CONFIG, DEFAULT_HEALTH, DEFAULT_LIMITS } from "../../src/config/defaults.js";
+import {
+  DEFAULT_ACCOUNTS,
+  DEFAULT_CONFIG,
+  DEFAULT_HEALTH,
+  DEFAULT_LIMITS,
+} from "../../src/config/defaults.js";
 import type { GatewayConfig } from "../../src/config/types.js";
 import { freePort } from "../../src/dev/free-port.js";
 import { createLogger } from "../../src/log.js";
@@ -204,18 +209,13 @@ describe.skipIf(chromium.skip)("the dashboard, in Chromium", () => {
   });
 });
 
-/** The accounts section a proxy reads the fixture's store with. */
+/** The accounts section a proxy reads the fixture's store with: the defaults, on its store, flushing often. */
 function fixtureAccounts(fx: AccountsFixture): NonNullable<GatewayConfig["accounts"]> {
   return {
+    ...DEFAULT_ACCOUNTS,
     database: fx.database,
     listen: { host: "127.0.0.1", port: 0 },
     mail: { from: "gw@example.com", outbox: join(fx.dir, "outbox") },
-    freeTest: { days: 7, maxPerEmail: 3, rate: { perSecond: 10, burst: 20 } },
-    rotationGraceSeconds: 86_400,
-    confirmTokenHours: 24,
-    sessionHours: 24,
-    signupRatePerIp: { perSecond: 100, burst: 100 },
-    signupRatePerEmail: { perSecond: 100, burst: 100 },
     followIntervalMs: 50,
     usageFlushIntervalMs: 200,
   };

@@ -1,5 +1,6 @@
 import { existsSync } from "node:fs";
 import { type Browser, chromium } from "playwright-core";
+import { skipUnlessCi } from "./services.js";
 
 /** Debian's Chromium (package `chromium`); playwright-core never downloads a browser of its own. */
 export const CHROMIUM = "/usr/bin/chromium";
@@ -9,11 +10,11 @@ export const CHROMIUM = "/usr/bin/chromium";
  * failure under CI (`.ci/run` installs it).
  */
 export function needChromium(): { skip: boolean; reason: string } {
-  if (existsSync(CHROMIUM)) return { skip: false, reason: "" };
-  const reason = `${CHROMIUM} is missing (apt-get install -y chromium)`;
-  if (process.env.CI === "true") throw new Error(`the browser suites cannot be skipped under CI: ${reason}`);
-  process.stderr.write(`skipping the browser suites: ${reason}\n`);
-  return { skip: true, reason };
+  return skipUnlessCi(
+    existsSync(CHROMIUM)
+      ? []
+      : [{ suites: "browser", reason: `${CHROMIUM} is missing (apt-get install -y chromium)` }],
+  );
 }
 
 /** Headless Chromium, with the flags that keep it off the network it cannot reach here. */

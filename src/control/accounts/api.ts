@@ -25,7 +25,7 @@ type Handler = (input: {
   /** The session token the request carries, if any. */
   token: string | undefined;
   /** Answers a dashboard request with a session in cookies rather than in the body. */
-  session: (answer: { account: Account; session: string }) => [number, unknown, Record<string, string[]>?];
+  session: (answer: { account: Account; session: string }) => Reply;
 }) => Promise<Reply> | Reply;
 
 /** Status, body, and headers such as Set-Cookie. */
