@@ -1,5 +1,5 @@
 import { matchRoute } from "../src/registry/match-route.js";
-import { checkChainIds } from "./chain-ids.js";
+import { checkChainCall, checkChainIds, checkChainNames } from "./chain-ids.js";
 import type { LoadedRegistry, RegistryIssue, YamlPath } from "./load.js";
 import type { InterfaceSpec, MethodGroups, NetworkSpec, RouteGroups } from "./registry-types.js";
 import {
@@ -25,6 +25,7 @@ export function checkRegistry(registry: LoadedRegistry): RegistryIssue[] {
 
   for (const [id, iface] of Object.entries(spec.interfaces)) {
     checkInterface(id, iface, spec.envelopes, report);
+    checkChainCall(id, iface, report);
   }
 
   const codes = new Map<string, number>();
@@ -38,6 +39,7 @@ export function checkRegistry(registry: LoadedRegistry): RegistryIssue[] {
     checkMounts(network, path, spec.interfaces, report);
     checkEndpoints(network, path, labels, report);
     checkChainIds(network, path, spec.interfaces, report);
+    checkChainNames(network, path, spec.interfaces, report);
     if (network.head !== undefined) checkNetworkHead(network, path, spec.interfaces, report);
   });
   return issues;
@@ -59,11 +61,6 @@ function checkInterface(
     }
     if (iface.methods === undefined) report(path, `interface "${id}" is jsonrpc and needs methods`);
     else checkMethods(iface.methods, [...path, "methods"], report);
-    if (iface.head.method === undefined)
-      report([...path, "head"], `interface "${id}" is jsonrpc; its head needs a method`);
-    else if (iface.methods && !iface.methods.shared.includes(iface.head.method)) {
-      report([...path, "head", "method"], `head method "${iface.head.method}" is not in methods.shared`);
-    }
   } else {
     if (iface.envelope !== undefined)
       report([...path, "envelope"], `interface "${id}" is rest and takes no envelope`);
@@ -72,24 +69,50 @@ function checkInterface(
     if ((iface.routes?.shared ?? []).length === 0) {
       report(path, `interface "${id}" is rest and needs at least one route in routes.shared`);
     }
-    if (iface.head.route === undefined)
-      report([...path, "head"], `interface "${id}" is rest; its head needs a route`);
   }
   const trie = iface.routes ? checkRoutes(iface.routes, [...path, "routes"], report) : undefined;
   checkWrites(iface, trie, [...path, "writes"], report);
   checkSubscriptions(iface, [...path, "subscriptions"], report);
-  if (iface.head.route !== undefined) {
-    const route = parseOrReport(iface.head.route, [...path, "head", "route"], report);
-    if (route?.segments.some((s) => s.kind !== "static")) {
-      report(
-        [...path, "head", "route"],
-        `head route "${iface.head.route}" must be a concrete path, without parameters`,
-      );
-    }
-    if (route && trie && !reaches(trie, route)) {
-      report([...path, "head", "route"], `head route "${iface.head.route}" is not allowed by routes.shared`);
-    }
+  if (iface.family === "jsonrpc" && iface.errorMember !== undefined)
+    report(
+      [...path, "errorMember"],
+      `interface "${id}" is jsonrpc: its nodes' errors are the answer's \`error\` member, so it takes no errorMember`,
+    );
+  checkProbeCall(id, iface, "head", trie, path, report);
+  checkProbeCall(id, iface, "chain", trie, path, report);
+}
+
+/**
+ * The prober's calls (the head, and how a node names its chain) are calls the interface serves to every
+ * caller: a JSON-RPC interface's are methods in methods.shared, a REST interface's concrete routes its
+ * routes.shared reaches.
+ */
+function checkProbeCall(
+  id: string,
+  iface: InterfaceSpec,
+  key: "head" | "chain",
+  trie: TrieNode | undefined,
+  path: YamlPath,
+  report: Report,
+): void {
+  const call = iface[key];
+  if (call === undefined) return;
+  const at: YamlPath = [...path, key];
+  if (iface.family === "jsonrpc") {
+    if (call.method === undefined) report(at, `interface "${id}" is jsonrpc; its ${key} needs a method`);
+    else if (iface.methods && !iface.methods.shared.includes(call.method))
+      report([...at, "method"], `${key} method "${call.method}" is not in methods.shared`);
+    return;
   }
+  if (call.route === undefined) {
+    report(at, `interface "${id}" is rest; its ${key} needs a route`);
+    return;
+  }
+  const route = parseOrReport(call.route, [...at, "route"], report);
+  if (route?.segments.some((s) => s.kind !== "static"))
+    report([...at, "route"], `${key} route "${call.route}" must be a concrete path, without parameters`);
+  if (route && trie && !reaches(trie, route))
+    report([...at, "route"], `${key} route "${call.route}" is not allowed by routes.shared`);
 }
 
 /** Each write is a method the interface allows, or a route (`METHOD /path`) its routes reach. */

@@ -170,6 +170,7 @@ function policyLiteral(policy: PolicyModel, model: RegistryModel): string {
   }
   if (policy.routes !== undefined) parts.push(`routes: ${trieLiteral(policy.routes)}`);
   if (policy.writeRoutes !== undefined) parts.push(`writeRoutes: ${trieLiteral(policy.writeRoutes)}`);
+  if (policy.errorMember !== undefined) parts.push(`errorMember: ${JSON.stringify(policy.errorMember)}`);
   return `{ ${parts.join(",\n")} }`;
 }
 
@@ -192,7 +193,9 @@ function trieLiteral(node: TrieNode): string {
 function endpointLiteral(endpoint: EndpointModel): string {
   const { mounts, ...plain } = endpoint;
   const mountList = mounts.map(
-    (m) => `{ path: ${JSON.stringify(m.path)}, policy: ${policyName(m.policy)}, head: ${literal(m.head)} }`,
+    (m) =>
+      `{ path: ${JSON.stringify(m.path)}, policy: ${policyName(m.policy)}, head: ${literal(m.head)}` +
+      `${m.chain === undefined ? "" : `, chain: ${literal(m.chain)}`} }`,
   );
   const fields = Object.entries(plain).map(([key, value]) => `${key}: ${literal(value)}`);
   return `{ ${fields.join(", ")}, mounts: [${mountList.join(", ")}] }`;

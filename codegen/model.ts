@@ -1,8 +1,16 @@
 import { matchRoute } from "../src/registry/match-route.js";
-import type { Family, HeadCall, HttpMethod, MethodAccess, SubscriptionRules } from "../src/registry/types.js";
+import type {
+  ChainCall,
+  Family,
+  HeadCall,
+  HttpMethod,
+  MethodAccess,
+  ProbeCall,
+  SubscriptionRules,
+} from "../src/registry/types.js";
 import { checkRegistry, isRouteText } from "./checks.js";
 import { type LoadedRegistry, loadRegistry, RegistryError } from "./load.js";
-import type { EnvelopeRule, HeadSpec, InterfaceSpec, RegistrySpec } from "./registry-types.js";
+import type { ChainSpec, EnvelopeRule, HeadSpec, InterfaceSpec, RegistrySpec } from "./registry-types.js";
 import { emptyTrie, insertRoute, parseRouteTemplate, type TrieNode } from "./route-template.js";
 
 /** What one mount serves, merged across the interfaces listed on it. */
@@ -19,6 +27,8 @@ export interface PolicyModel {
   readonly writeRoutes?: TrieNode;
   /** The first of the mount's interfaces that describes its subscriptions. */
   readonly subscriptions?: SubscriptionRules;
+  /** The member of a REST answer that holds the node's error, where the interface says. */
+  readonly errorMember?: string;
 }
 
 export interface EndpointModel {
@@ -31,11 +41,19 @@ export interface EndpointModel {
   readonly public: boolean;
   readonly chainId?: number;
   readonly family: Family;
-  readonly mounts: readonly { readonly path: string; readonly policy: string; readonly head: HeadCall }[];
+  readonly chain?: string;
+  readonly mounts: readonly MountModel[];
   readonly head: HeadCall;
   readonly blockTimeSeconds: number;
   readonly example?: { readonly sdk: string; readonly code: string };
   readonly dedicatedOnly: readonly { readonly name: string; readonly paths: readonly string[] }[];
+}
+
+export interface MountModel {
+  readonly path: string;
+  readonly policy: string;
+  readonly head: HeadCall;
+  readonly chain?: ChainCall;
 }
 
 export interface RegistryModel {
@@ -76,7 +94,10 @@ function normalise(loaded: LoadedRegistry): RegistryModel {
             ? network.head
             : undefined;
         const head = toHeadCall(own ?? (spec.interfaces[ids[0] as string] as InterfaceSpec).head);
-        return { path: mount.path, policy: id, head };
+        // The first of the mount's interfaces that says how a node names its chain.
+        const chainSpec = ids.map((i) => (spec.interfaces[i] as InterfaceSpec).chain).find(Boolean);
+        const chain = chainSpec === undefined ? undefined : toChainCall(chainSpec);
+        return { path: mount.path, policy: id, head, ...(chain === undefined ? {} : { chain }) };
       });
     // The network's interface style (spec §1.2) comes from its interfaces as the registry declares them;
     // a JSON-RPC interface that also carries HTTP routes is still a JSON-RPC network.
@@ -122,6 +143,7 @@ function normalise(loaded: LoadedRegistry): RegistryModel {
         websocket: endpoint.websocket ?? false,
         public: endpoint.public ?? false,
         ...(endpoint.chainId === undefined ? {} : { chainId: endpoint.chainId }),
+        ...(endpoint.chain === undefined ? {} : { chain: endpoint.chain }),
         family,
         mounts,
         head,
@@ -173,6 +195,7 @@ function mergePolicy(id: string, ids: readonly string[], spec: RegistrySpec): Po
   // A mount that serves a JSON-RPC dialect and HTTP routes too is served by the mixed family handler.
   const family: Family = first.family === "jsonrpc" && routes !== undefined ? "mixed" : first.family;
   const subscriptions = interfaces.find((i) => i.subscriptions !== undefined)?.subscriptions;
+  const errorMember = interfaces.find((i) => i.errorMember !== undefined)?.errorMember;
   return {
     id,
     family,
@@ -182,6 +205,7 @@ function mergePolicy(id: string, ids: readonly string[], spec: RegistrySpec): Po
     writes: [...writes],
     ...(writeRoutes === undefined ? {} : { writeRoutes }),
     ...(subscriptions === undefined ? {} : { subscriptions: { pinned: [], ...subscriptions } }),
+    ...(errorMember === undefined ? {} : { errorMember }),
   };
 }
 
@@ -194,23 +218,31 @@ function serves(policy: PolicyModel, head: HeadCall): boolean {
 }
 
 function toHeadCall(head: HeadSpec): HeadCall {
-  const field = head.field.split(".");
-  if (head.method !== undefined) {
+  return { ...toProbeCall(head), encoding: head.encoding };
+}
+
+function toChainCall(chain: ChainSpec): ChainCall {
+  const call = toProbeCall(chain);
+  return chain.encoding === undefined ? call : { ...call, encoding: chain.encoding };
+}
+
+/** A head or chain call as the registry writes it, in the shape the prober sends. */
+function toProbeCall(spec: HeadSpec | ChainSpec): ProbeCall {
+  const field = spec.field.split(".");
+  if (spec.method !== undefined) {
     return {
       kind: "jsonrpc",
-      method: head.method,
-      ...(head.params === undefined ? {} : { params: head.params }),
+      method: spec.method,
+      ...(spec.params === undefined ? {} : { params: spec.params }),
       field,
-      encoding: head.encoding,
     };
   }
-  const route = parseRouteTemplate(head.route as string);
+  const route = parseRouteTemplate(spec.route as string);
   return {
     kind: "rest",
     method: route.methods[0] as HttpMethod,
     path: `/${route.segments.map((s) => (s.kind === "static" ? s.value : "")).join("/")}`,
-    ...(head.body === undefined ? {} : { body: head.body }),
+    ...(spec.body === undefined ? {} : { body: spec.body }),
     field,
-    encoding: head.encoding,
   };
 }

@@ -38,6 +38,19 @@ export interface HeadSpec {
   encoding: Encoding;
 }
 
+/**
+ * How a node says which chain it is on. With an `encoding` the answer is a number, compared with an
+ * endpoint's `chainId`; without, it is text, compared with an endpoint's `chain`.
+ */
+export interface ChainSpec {
+  method?: string;
+  params?: unknown[] | Record<string, unknown>;
+  route?: string;
+  body?: Record<string, unknown>;
+  field: string;
+  encoding?: Encoding;
+}
+
 export interface InterfaceSpec {
   title: string;
   source: string;
@@ -48,6 +61,9 @@ export interface InterfaceSpec {
   /** Methods and routes that submit something: the gateway never sends one of them to a node twice. */
   writes?: string[];
   head: HeadSpec;
+  chain?: ChainSpec;
+  /** A REST interface whose nodes answer errors with a success status: the member that holds the error. */
+  errorMember?: string;
   /** How the WebSocket relay moves subscriptions (src/registry/types.ts SubscriptionRules, as written). */
   subscriptions?: SubscriptionsSpec;
   /** The dashboard's first call in the interface's usual SDK; `{url}` is the endpoint's URL. */
@@ -73,6 +89,8 @@ export interface EndpointSpec {
   websocket?: boolean;
   public?: boolean;
   chainId?: number;
+  /** The chain as its nodes name it, for an interface whose chain call answers text. */
+  chain?: string;
   labelRule?: string;
 }
 

@@ -53,10 +53,10 @@ export function buildPlane(parts: PlaneParts): Plane {
         to,
         reason,
       });
-      if (to === "failing") websockets.upstreamFailed(upstream);
+      if (to === "failing" || to === "wrong-chain") websockets.upstreamFailed(upstream);
     },
   );
-  const prober = new Prober(upstreams, parts.endpoints, config.health);
+  const prober = new Prober(upstreams, parts.endpoints, config.health, logger);
   const stages = new Stages({
     config,
     endpoints: parts.endpoints,

@@ -42,6 +42,7 @@ export const DEFAULT_LIMITS: Limits = {
 export const DEFAULT_HEALTH: HealthConfig = {
   probeIntervalMs: 2_000,
   probeTimeoutMs: 1_500,
+  chainCheckIntervalMs: 60_000,
   failAfter: 3,
   recoverAfter: 2,
   maxLagBlocks: 2,

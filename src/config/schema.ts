@@ -33,6 +33,7 @@ const ms = { type: "integer", minimum: 1 } as const;
 const healthFields = {
   probeIntervalMs: { type: "integer", minimum: 0 },
   probeTimeoutMs: ms,
+  chainCheckIntervalMs: ms,
   failAfter: { type: "integer", minimum: 1 },
   recoverAfter: { type: "integer", minimum: 1 },
   maxLagBlocks: { type: "integer", minimum: 0 },

@@ -21,6 +21,11 @@ export interface HealthConfig {
   readonly probeIntervalMs: number;
   /** A probe's own timeout. */
   readonly probeTimeoutMs: number;
+  /**
+   * Time between two checks of which chain an upstream is on (registry `chain`), after the one before its
+   * first probe; while a node is on another chain, every probe checks.
+   */
+  readonly chainCheckIntervalMs: number;
   /** Live calls that fail in a row before a node is failing. */
   readonly failAfter: number;
   /** Good probes in a row before a failing or lagging node is back in rotation. */

@@ -1,5 +1,5 @@
 import { ERRORS, type ErrorCode } from "../errors/table.js";
-import type { UpstreamHealth, UpstreamState } from "../upstream/health.js";
+import { UPSTREAM_STATES, type UpstreamHealth } from "../upstream/health.js";
 import type { UpstreamTable } from "../upstream/upstreams.js";
 import {
   type CounterCell,
@@ -37,7 +37,6 @@ export interface RequestOutcome {
 
 const SECONDS = [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10];
 const BYTES = [128, 512, 2048, 8192, 32_768, 131_072, 524_288, 2_097_152, 8_388_608];
-const STATES: readonly UpstreamState[] = ["healthy", "lagging", "failing", "cordoned"];
 const UPSTREAM_CODES = new Set<ErrorCode>([
   "NO_UPSTREAM",
   "UPSTREAM_TIMEOUT",
@@ -270,7 +269,7 @@ function upstreamSeries(table: Pick<UpstreamTable, "groups">): RegistrableMetric
     });
   return [
     gauge("gateway_upstream_state", "1 for the upstream's state, 0 for the others", "sum", (health, push) => {
-      for (const state of STATES) push(health.state === state ? 1 : 0, { state });
+      for (const state of UPSTREAM_STATES) push(health.state === state ? 1 : 0, { state });
     }),
     gauge("gateway_upstream_head", "The head its last good probe read", "max", (health, push) => {
       if (health.head !== undefined) push(health.head);

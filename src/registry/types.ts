@@ -122,6 +122,11 @@ export interface InterfacePolicy {
   readonly routes?: RouteNode;
   /** The routes that submit something (registry `writes`), compiled like `routes`: never sent twice. */
   readonly writeRoutes?: RouteNode;
+  /**
+   * The member of a REST answer that holds the node's error, for an interface whose nodes answer errors
+   * with a success status (registry `errorMember`); a JSON-RPC answer's is always `error`.
+   */
+  readonly errorMember?: string;
 }
 
 export interface Mount {
@@ -130,26 +135,26 @@ export interface Mount {
   readonly policy: InterfacePolicy;
   /** The head call of the mount's interface, which the prober asks this mount's upstreams. */
   readonly head: HeadCall;
+  /** How the prober asks this mount's upstreams which chain they are on, where the interface says. */
+  readonly chain?: ChainCall;
 }
 
 export type HeadEncoding = "integer" | "hex-quantity" | "decimal-string";
 
-export type HeadCall =
-  | {
-      readonly kind: "jsonrpc";
-      readonly method: string;
-      readonly params?: unknown;
-      readonly field: readonly string[];
-      readonly encoding: HeadEncoding;
-    }
-  | {
-      readonly kind: "rest";
-      readonly method: HttpMethod;
-      readonly path: string;
-      readonly body?: unknown;
-      readonly field: readonly string[];
-      readonly encoding: HeadEncoding;
-    };
+/** A call the prober sends a node, and the field of its answer it reads: a JSON-RPC method, or a REST route. */
+export type ProbeCall = (
+  | { readonly kind: "jsonrpc"; readonly method: string; readonly params?: unknown }
+  | { readonly kind: "rest"; readonly method: HttpMethod; readonly path: string; readonly body?: unknown }
+) & { readonly field: readonly string[] };
+
+/** The call whose answer holds a node's head: a height in the registry's encoding. */
+export type HeadCall = ProbeCall & { readonly encoding: HeadEncoding };
+
+/**
+ * The call whose answer names the chain a node is on (registry `chain`). With an `encoding` it is a number,
+ * compared with the endpoint's `chainId`; without, text, compared with the endpoint's `chain`.
+ */
+export type ChainCall = ProbeCall & { readonly encoding?: HeadEncoding };
 
 export interface DedicatedOnlyInterface {
   readonly name: string;
@@ -165,6 +170,8 @@ export interface Endpoint {
   readonly websocket: boolean;
   readonly public: boolean;
   readonly chainId?: number;
+  /** The chain as its nodes name it, for a mount whose chain call answers text (registry `chain`). */
+  readonly chain?: string;
   readonly family: Family;
   readonly mounts: readonly Mount[];
   readonly head: HeadCall;

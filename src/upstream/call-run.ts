@@ -4,7 +4,7 @@ import { GatewayError } from "../errors/table.js";
 import { clientGone } from "../http/client-gone.js";
 import type { AttemptGate, AttemptHandler } from "./attempt.js";
 import { callClock, type Due } from "./call-clock.js";
-import type { FailureKind } from "./health.js";
+import { describeFailure, type FailureKind, failureKind, toGatewayError } from "./failure.js";
 import type { UpstreamCall } from "./policy.js";
 import { type Upstream, upstreamPath } from "./upstreams.js";
 
@@ -64,15 +64,24 @@ export abstract class CallRun implements AttemptGate, Due {
   protected abstract finished(error?: GatewayError): void;
 
   start(): void {
-    this.#order = this.call.group.choose();
-    if (this.#order.length === 0) {
-      this.#finish(
-        new GatewayError("NO_UPSTREAM", { reason: "every upstream of this network is out of rotation" }),
-      );
+    this.#deadlineAt = performance.now() + this.call.limits.deadlineMs;
+    this.#begin();
+  }
+
+  /** The first attempt, once the group has a node to try; a call that arrives as the prober makes its first verdicts waits for them. */
+  #begin(): void {
+    const { group, write } = this.call;
+    this.#order = group.choose(write);
+    if (this.#order.length > 0) {
+      this.#launch();
       return;
     }
-    this.#deadlineAt = performance.now() + this.call.limits.deadlineMs;
-    this.#launch();
+    const wait = this.#deadlineAt - performance.now();
+    if (group.checking && wait > 0 && !clientGone(this.res)) {
+      group.whenChecked(wait, () => this.#begin());
+      return;
+    }
+    this.#finish(new GatewayError("NO_UPSTREAM", { reason: group.whyNone(write) }));
   }
 
   answered(attempt: AttemptHandler, statusCode: number): boolean {
@@ -109,7 +118,7 @@ export abstract class CallRun implements AttemptGate, Due {
     }
     if (this.#finished) return;
     const kind = error === undefined ? undefined : failureKind(error);
-    if (kind !== undefined) attempt.upstream.health.failed(kind, describe(error as Error));
+    if (kind !== undefined) attempt.upstream.health.failed(kind, describeFailure(error));
     this.#lastError = error;
     if (kind !== undefined && this.#mayRetry(kind)) this.#launch();
     else if (this.#live.size === 0) this.#finish(this.#failure());
@@ -206,46 +215,4 @@ function dispatchOptions(
     // null leaves the pool's own bodyTimeout
     bodyTimeout: call.stream ? 0 : null,
   };
-}
-
-// Failures where the request cannot have reached the node: the only ones a write is sent again after.
-const NOT_SENT = new Set([
-  "ECONNREFUSED",
-  "UND_ERR_CONNECT_TIMEOUT",
-  "ENOTFOUND",
-  "EHOSTUNREACH",
-  "EAI_AGAIN",
-]);
-const RESET = new Set(["ECONNRESET", "UND_ERR_SOCKET", "EPIPE", "UND_ERR_CLOSED"]);
-
-/** What a failed attempt says about its node; undefined when it says nothing (the caller left, a cap). */
-export function failureKind(error: Error): FailureKind | undefined {
-  if (error instanceof GatewayError) return undefined;
-  const code = errorCode(error);
-  if (NOT_SENT.has(code)) return "refused";
-  if (RESET.has(code)) return "reset";
-  if (code === "UND_ERR_HEADERS_TIMEOUT" || code === "UND_ERR_BODY_TIMEOUT") return "timeout";
-  return undefined;
-}
-
-/** An upstream failure as the caller sees it; a GatewayError is already one. */
-export function toGatewayError(error: unknown): GatewayError {
-  if (error instanceof GatewayError) return error;
-  const code = errorCode(error);
-  if (code === "UND_ERR_HEADERS_TIMEOUT" || code === "UND_ERR_BODY_TIMEOUT")
-    return new GatewayError("UPSTREAM_TIMEOUT");
-  if (NOT_SENT.has(code)) return new GatewayError("NO_UPSTREAM");
-  if (code === "UND_ERR_RES_EXCEEDED_MAX_SIZE") return new GatewayError("UPSTREAM_RESPONSE_TOO_LARGE");
-  return new GatewayError("UPSTREAM_BAD_RESPONSE");
-}
-
-function errorCode(error: unknown): string {
-  const code = (error as { code?: unknown } | null)?.code;
-  return typeof code === "string" ? code : "";
-}
-
-/** An error for the health record and the operator: its code and message, which carry no credentials. */
-function describe(error: Error): string {
-  const code = errorCode(error);
-  return code === "" ? error.message : `${code} ${error.message}`;
 }

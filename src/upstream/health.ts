@@ -1,17 +1,35 @@
+import type { FailureKind } from "./failure.js";
+
 /**
  * One upstream's health, as live traffic and the prober (prober.ts) report it. docs/upstreams.md has the
  * table of states and what moves a node between them:
  *
- * - healthy:  in rotation.
- * - lagging:  its head is behind the best head of its label's upstreams by more than the threshold.
- * - failing:  a probe failed, a connection was refused, or live calls failed `failAfter` times in a row.
- * - cordoned: an operator took it out; it is still probed, and goes back to what its probes say when
- *             uncordoned.
+ * - checking:    not probed yet: which chain it is on and its head are not known, so it gets no call.
+ * - healthy:     in rotation.
+ * - lagging:     its head is behind the best head of its label's upstreams by more than the threshold.
+ * - failing:     a probe found evidence of failure (no connection, no answer in time, a 5xx or 429, an
+ *                error object), or live calls failed `failAfter` times in a row.
+ * - wrong-chain: it answered that it is on another chain than its label's: it never gets a call.
+ * - cordoned:    an operator took it out; it is still probed, and goes back to what its probes say when
+ *                uncordoned.
  *
  * A node leaves rotation at the first sign and comes back only after `recoverAfter` good probes in a row
- * (hysteresis). A failing node is tried again by the prober alone, never by a caller's request.
+ * (hysteresis); its first probe after a start puts it in rotation at once. A failing node is tried again
+ * by the prober, and by callers' reads only while no node of its label is in rotation (upstreams.ts).
  */
-export type UpstreamState = "healthy" | "lagging" | "failing" | "cordoned";
+export type UpstreamState = "checking" | "healthy" | "lagging" | "failing" | "wrong-chain" | "cordoned";
+
+/** Every state, in the order the operator's views list them. */
+export const UPSTREAM_STATES: readonly UpstreamState[] = [
+  "checking",
+  "healthy",
+  "lagging",
+  "failing",
+  "wrong-chain",
+  "cordoned",
+];
+
+type Condition = Exclude<UpstreamState, "cordoned">;
 
 export interface HealthRules {
   /**
@@ -21,12 +39,9 @@ export interface HealthRules {
   readonly takeOut: boolean;
   /** Live calls that fail in a row (5xx, 429, a reset, a timeout) before the node is failing. */
   readonly failAfter: number;
-  /** Good probes in a row before a failing or lagging node is back in rotation. */
+  /** Good probes in a row before a failing, lagging or wrong-chain node is back in rotation. */
   readonly recoverAfter: number;
 }
-
-/** Why a live call failed, for the health record: a refused connection is proof at once. */
-export type FailureKind = "refused" | "reset" | "timeout" | "status";
 
 export type StateListener = (from: UpstreamState, to: UpstreamState, reason: string) => void;
 
@@ -36,8 +51,10 @@ const SAMPLES = 256;
 const OUTCOMES = 100;
 
 export class UpstreamHealth {
-  #condition: Exclude<UpstreamState, "cordoned"> = "healthy";
+  #condition: Condition;
   #cordoned = false;
+  /** Its last failure was a connection that could not be made, and nothing has answered since. */
+  #unreachable = false;
   #failuresInRow = 0;
   #goodProbesInRow = 0;
   /** Blocks behind the label's best head at the last probe; 0 until known. */
@@ -58,9 +75,11 @@ export class UpstreamHealth {
   readonly #rules: HealthRules;
   readonly #listener: StateListener;
 
-  constructor(rules: HealthRules, listener: StateListener) {
+  /** `checking` when a prober will judge it first; `healthy` when none will (no probes). */
+  constructor(rules: HealthRules, listener: StateListener, initial: "checking" | "healthy" = "healthy") {
     this.#rules = rules;
     this.#listener = listener;
+    this.#condition = initial;
   }
 
   get state(): UpstreamState {
@@ -72,9 +91,18 @@ export class UpstreamHealth {
     return !this.#cordoned && this.#condition === "healthy";
   }
 
-  /** Whether it may serve when nothing is in rotation: a lagging node is the least bad. */
+  /**
+   * Whether a read may go to it when no node of its label is in rotation: a lagging or failing node may
+   * still answer, and a stale or slow answer is better than none. Never a node on another chain, one not
+   * checked yet, or one an operator took out.
+   */
   get usableAsLastResort(): boolean {
-    return !this.#cordoned && this.#condition === "lagging";
+    return !this.#cordoned && (this.#condition === "lagging" || this.#condition === "failing");
+  }
+
+  /** Its last failure was a connection that could not be made, and nothing has answered since. */
+  get unreachable(): boolean {
+    return this.#unreachable;
   }
 
   get head(): number | undefined {
@@ -109,6 +137,7 @@ export class UpstreamHealth {
     this.#sample(latencyMs);
     this.#outcome(false);
     this.#failuresInRow = 0;
+    this.#unreachable = false;
   }
 
   /** A live call failed; a refused connection takes the node out at once, others after `failAfter` in a row. */
@@ -117,6 +146,7 @@ export class UpstreamHealth {
     this.#lastError = `${kind}: ${detail}`;
     this.#lastErrorAt = Date.now();
     this.#failuresInRow += 1;
+    this.#unreachable = kind === "refused";
     if (!this.#rules.takeOut) return;
     if (kind === "refused" || this.#failuresInRow >= this.#rules.failAfter) {
       this.#goodProbesInRow = 0;
@@ -128,22 +158,49 @@ export class UpstreamHealth {
   probed(head: number, latencyMs: number): void {
     this.#head = head;
     this.#headAt = Date.now();
-    this.#sample(latencyMs);
+    this.#answered(latencyMs);
   }
 
-  /** A probe failed: out of rotation at once. */
-  probeFailed(detail: string): void {
+  /**
+   * A probe was answered, but its answer holds no head the registry's field and encoding can read (a
+   * node at its genesis, a proxy's page): the head is unknown, which is no evidence that the node failed.
+   */
+  headUnknown(detail: string, latencyMs: number): void {
+    this.#head = undefined;
+    this.#lagBlocks = 0;
+    this.#lastError = `probe: head unknown: ${detail}`;
+    this.#lastErrorAt = Date.now();
+    this.#answered(latencyMs);
+  }
+
+  /** A probe found evidence of failure: out of rotation at once. */
+  probeFailed(kind: FailureKind, detail: string): void {
     this.#lastError = `probe: ${detail}`;
     this.#lastErrorAt = Date.now();
     this.#goodProbesInRow = 0;
+    this.#unreachable = kind === "refused";
     this.#become("failing", this.#lastError);
+  }
+
+  /** It answered that it is on another chain: it gets no call until it answers its own again. */
+  wrongChain(detail: string): void {
+    this.#lastError = `probe: ${detail}`;
+    this.#lastErrorAt = Date.now();
+    this.#goodProbesInRow = 0;
+    this.#head = undefined;
+    this.#lagBlocks = 0;
+    this.#become("wrong-chain", detail);
   }
 
   /**
    * After its own good probe: lagging if more than `maxLag` blocks behind the label's best head, else one
-   * more good probe towards coming back.
+   * more good probe towards coming back. A node's first probe after a start settles it at once.
    */
   judgeProbe(bestHead: number, maxLag: number): void {
+    if (this.#condition === "checking") {
+      if (!this.judgeLag(bestHead, maxLag)) this.#become("healthy", "first probe");
+      return;
+    }
     if (this.judgeLag(bestHead, maxLag)) return;
     if (this.#condition === "healthy") return;
     this.#goodProbesInRow += 1;
@@ -160,6 +217,11 @@ export class UpstreamHealth {
     this.#goodProbesInRow = 0;
     this.#become("lagging", `${this.#lagBlocks} blocks behind the best head ${bestHead}`);
     return true;
+  }
+
+  /** Whether its head may count towards its label's best head: not a node on another chain or failing. */
+  get headCounts(): boolean {
+    return this.#head !== undefined && this.#condition !== "failing" && this.#condition !== "wrong-chain";
   }
 
   cordon(cordoned: boolean): void {
@@ -187,7 +249,12 @@ export class UpstreamHealth {
     };
   }
 
-  #become(condition: Exclude<UpstreamState, "cordoned">, reason: string): void {
+  #answered(latencyMs: number): void {
+    this.#unreachable = false;
+    this.#sample(latencyMs);
+  }
+
+  #become(condition: Condition, reason: string): void {
     if (this.#condition === condition) return;
     const from = this.state;
     this.#condition = condition;

@@ -7,6 +7,7 @@ import { clientGone } from "../http/client-gone.js";
 import type { AttemptHandler } from "./attempt.js";
 import { BufferedAnswer, type WholeAnswer } from "./buffered-answer.js";
 import { type AttemptNote, CallRun, MAX_ATTEMPTS } from "./call-run.js";
+import { deadlineError, describeFailure, failureKind } from "./failure.js";
 import { ResponseRelay } from "./response-relay.js";
 import { Pool } from "./undici-pool.js";
 import type { Upstream, UpstreamGroup } from "./upstreams.js";
@@ -130,7 +131,8 @@ class WholeRun extends CallRun {
 /**
  * The upstream socket of a WebSocket connection, opened before the client's handshake completes, on the
  * group's chosen upstream. A socket that does not open has carried no call, so the next upstream is tried
- * whatever the failure, while the client still waits (`wanted`).
+ * whatever the failure, while the client still waits (`wanted`). Within `handshakeTimeoutMs` per node: a
+ * deadline of the gateway's own, classified like any other failure (failure.ts).
  */
 export function openWebSocket(
   group: UpstreamGroup,
@@ -140,9 +142,11 @@ export function openWebSocket(
 ): void {
   const order = group.choose();
   if (order.length === 0) {
-    callback(
-      new GatewayError("NO_UPSTREAM", { reason: "every upstream of this network is out of rotation" }),
-    );
+    if (group.checking && wanted()) {
+      group.whenChecked(limits.ws.handshakeTimeoutMs, () => openWebSocket(group, limits, wanted, callback));
+      return;
+    }
+    callback(new GatewayError("NO_UPSTREAM", { reason: group.whyNone(false) }));
     return;
   }
   const attempts = Math.min(order.length, MAX_ATTEMPTS);
@@ -151,22 +155,37 @@ export function openWebSocket(
     const upstream = order[tried++] as Upstream;
     const socket = new WebSocket(upstream.wsUrl, {
       perMessageDeflate: false,
-      handshakeTimeout: limits.ws.handshakeTimeoutMs,
       maxPayload: limits.upstream.maxResponseBytes,
       headers: { ...upstream.headers },
     });
-    socket.once("open", () => callback(undefined, socket, upstream));
-    socket.once("error", (error: Error) => {
+    const deadline = setTimeout(() => {
+      failed(deadlineError(`the WebSocket did not open within ${limits.ws.handshakeTimeoutMs} ms`));
+    }, limits.ws.handshakeTimeoutMs);
+    let settled = false;
+    const failed = (error: Error): void => {
+      if (settled) return;
+      settled = true;
+      clearTimeout(deadline);
       socket.terminate();
-      const timedOut = /timed out/i.test(error.message);
-      upstream.health.failed(timedOut ? "timeout" : "refused", error.message);
-      if (tried < attempts && wanted()) return next();
+      const kind = failureKind(error) ?? "refused";
+      upstream.health.failed(kind, describeFailure(error));
+      if (tried < attempts && wanted()) {
+        next();
+        return;
+      }
       callback(
-        new GatewayError(timedOut ? "UPSTREAM_TIMEOUT" : "NO_UPSTREAM", {
+        new GatewayError(kind === "timeout" ? "UPSTREAM_TIMEOUT" : "NO_UPSTREAM", {
           reason: "the upstream WebSocket did not open",
         }),
       );
+    };
+    socket.once("open", () => {
+      if (settled) return;
+      settled = true;
+      clearTimeout(deadline);
+      callback(undefined, socket, upstream);
     });
+    socket.once("error", failed);
   };
   next();
 }

@@ -1,8 +1,17 @@
-import type { IncomingHttpHeaders } from "node:http";
 import type { Dispatcher } from "undici";
 import type { HealthConfig } from "../config/types.js";
-import type { Endpoint, HeadCall, Mount } from "../registry/types.js";
-import { type HeadProbe, headProbe, readHead } from "./head.js";
+import type { Logger } from "../log.js";
+import type { ChainCall, Endpoint, HeadCall, Mount, ProbeCall } from "../registry/types.js";
+import { deadlineError, describeFailure, failureKind } from "./failure.js";
+import {
+  chainOf,
+  headOf,
+  isFailureStatus,
+  type ProbeRequest,
+  probeRequest,
+  readProbeAnswer,
+} from "./probe-call.js";
+import { requestOn } from "./undici-pool.js";
 import {
   healthFor,
   type Upstream,
@@ -11,36 +20,76 @@ import {
   upstreamPath,
 } from "./upstreams.js";
 
+/**
+ * A probe's answer is small, but not tiny: a head call may answer the whole block, transactions and all.
+ * A node that sends more than this is not answering the call, and its head is unknown.
+ */
+const MAX_PROBE_BYTES = 4 * 1024 * 1024;
+
+/** A registry call, the request that carries it to a group's upstreams, and where its answer holds an error. */
+interface Probe<Call extends ProbeCall> {
+  readonly call: Call;
+  readonly request: ProbeRequest;
+  readonly errorMember: string | undefined;
+}
+
+/** How a group's upstreams say which chain they are on, and the chain its label is. */
+interface ChainCheck extends Probe<ChainCall> {
+  readonly expected: string;
+}
+
 interface ProbeTarget {
   readonly group: UpstreamGroup;
-  readonly probe: HeadProbe;
+  readonly head: Probe<HeadCall>;
+  readonly chain: ChainCheck | undefined;
   readonly intervalMs: number;
   readonly timeoutMs: number;
+  readonly chainIntervalMs: number;
 }
 
 /**
- * Probes every upstream with its interface's registry head call, each on its own timer: every
+ * Probes every upstream with its interface's registry calls, each on its own timer: every
  * `probeIntervalMs` (per label) with ±20% jitter, so a label's probes do not line up, and with its own
- * short timeout (`probeTimeoutMs`). A good probe records the head and its latency, and the group then
- * settles each member's lag against the best head; a failed probe takes the node out of rotation. This is
- * the only way back into rotation for a failing node: callers' requests never go to one.
+ * short timeout (`probeTimeoutMs`).
+ *
+ * - Which chain a node is on (registry `chain`) is asked before its first head probe, then every
+ *   `chainCheckIntervalMs`, and at every probe while it is on another: a node on another chain than its
+ *   label's is `wrong-chain` and gets no call. A node that cannot say is not held against.
+ * - A head probe answered records the head and its latency, and the group then settles each member's lag
+ *   against the best head; an answer without a readable head leaves the head unknown. Evidence of failure
+ *   (no connection, no answer in time, a 5xx, a 429, an error object) takes the node out of rotation.
+ *
+ * The prober alone brings a node back into rotation.
  */
 export class Prober {
   readonly #targets: ProbeTarget[] = [];
   readonly #timers = new Set<NodeJS.Timeout>();
+  /** When each upstream last said which chain it is on. */
+  readonly #chainAnsweredAt = new Map<Upstream, number>();
+  /** Upstreams that could not say which chain they are on, logged once each. */
+  readonly #chainUnknown = new Set<Upstream>();
+  readonly #logger: Logger;
   #stopped = false;
 
-  constructor(table: UpstreamTable, endpoints: ReadonlyMap<string, Endpoint>, health: HealthConfig) {
+  constructor(
+    table: UpstreamTable,
+    endpoints: ReadonlyMap<string, Endpoint>,
+    health: HealthConfig,
+    logger: Logger,
+  ) {
+    this.#logger = logger;
     for (const group of table.groups()) {
       const settings = healthFor(health, group.label);
       const endpoint = endpoints.get(group.label);
-      const probe = endpoint === undefined ? undefined : probeFor(endpoint, group.mount);
-      if (probe === undefined || settings.probeIntervalMs <= 0) continue;
+      const probed = endpoint === undefined ? undefined : probedMount(endpoint, group.mount);
+      if (endpoint === undefined || probed === undefined || settings.probeIntervalMs <= 0) continue;
       this.#targets.push({
         group,
-        probe,
+        head: probeOf(probed.head, probed.mount),
+        chain: chainCheck(endpoint, probed.mount, group.mount === "*"),
         intervalMs: settings.probeIntervalMs,
         timeoutMs: settings.probeTimeoutMs,
+        chainIntervalMs: settings.chainCheckIntervalMs,
       });
     }
   }
@@ -48,13 +97,15 @@ export class Prober {
   /** Probes every upstream once now, then on its timer. */
   start(): void {
     for (const target of this.#targets)
-      for (const member of target.group.members) this.#probe(target, member);
+      for (const member of target.group.members) void this.#probe(target, member);
   }
 
+  /** Stops probing; calls still waiting for a first verdict go on without one. */
   stop(): void {
     this.#stopped = true;
     for (const timer of this.#timers) clearTimeout(timer);
     this.#timers.clear();
+    for (const target of this.#targets) target.group.releaseWaiting();
   }
 
   #schedule(target: ProbeTarget, member: Upstream): void {
@@ -62,7 +113,7 @@ export class Prober {
     const timer = setTimeout(
       () => {
         this.#timers.delete(timer);
-        this.#probe(target, member);
+        void this.#probe(target, member);
       },
       target.intervalMs * (0.8 + 0.4 * Math.random()),
     );
@@ -70,62 +121,165 @@ export class Prober {
     this.#timers.add(timer);
   }
 
-  #probe(target: ProbeTarget, member: Upstream): void {
-    const { group, probe, timeoutMs } = target;
-    const started = performance.now();
-    const handler = new ProbeAnswer((error, statusCode, body) => {
-      clearTimeout(deadline);
-      if (this.#stopped) return;
-      try {
-        if (error !== undefined) throw error;
-        if (statusCode < 200 || statusCode >= 300) throw new Error(`HTTP ${statusCode}`);
-        member.health.probed(readHead(probe.call, body), performance.now() - started);
-        group.judgeProbe(member);
-      } catch (failure) {
-        member.health.probeFailed(describe(failure));
-      }
-      this.#schedule(target, member);
-    });
-    // The probe's own bound, over connecting too (the pool's connect timeout may be longer).
-    const deadline = setTimeout(
-      () => handler.abort(new Error(`no answer within ${timeoutMs} ms`)),
-      timeoutMs,
-    );
-    deadline.unref();
+  async #probe(target: ProbeTarget, member: Upstream): Promise<void> {
     try {
-      member.dispatcher.dispatch(
-        {
-          method: probe.method,
-          path: upstreamPath(member, probe.path, ""),
-          headers: member.hasHeaders ? { ...probe.headers, ...member.headers } : probe.headers,
-          body: probe.body ?? null,
-          headersTimeout: timeoutMs,
-          bodyTimeout: timeoutMs,
-        },
-        handler,
-      );
-    } catch (error) {
-      handler.fail(error as Error);
+      if (this.#chainDue(target, member) && !(await this.#onItsChain(target, member))) return;
+      await this.#probeHead(target, member);
+    } catch (failure) {
+      const error = failure as Error;
+      if (!this.#stopped) member.health.probeFailed(failureKind(error) ?? "reset", describeFailure(error));
+    } finally {
+      this.#schedule(target, member);
     }
+  }
+
+  #chainDue(target: ProbeTarget, member: Upstream): boolean {
+    if (target.chain === undefined) return false;
+    const { state } = member.health;
+    if (state === "checking" || state === "wrong-chain") return true;
+    const answeredAt = this.#chainAnsweredAt.get(member);
+    return answeredAt === undefined || Date.now() - answeredAt >= target.chainIntervalMs;
+  }
+
+  /** Asks which chain the node is on: false when it has failed or is on another chain. */
+  async #onItsChain(target: ProbeTarget, member: Upstream): Promise<boolean> {
+    const check = target.chain as ChainCheck;
+    const { statusCode, text } = await ask(member, check.request, target.timeoutMs);
+    if (this.#stopped) return false;
+    const reading = readProbeAnswer(check.call, statusCode, text, check.errorMember);
+    // An error object from a node that is otherwise up (a 2xx or 4xx: a method it does not serve) only
+    // means it cannot say which chain it is on.
+    if (reading.kind === "failed" && isFailureStatus(statusCode)) {
+      member.health.probeFailed("status", `chain call: ${reading.detail}`);
+      return false;
+    }
+    this.#chainAnsweredAt.set(member, Date.now());
+    const chain = reading.kind === "value" ? chainOf(check.call, reading.value) : undefined;
+    const { label } = target.group;
+    if (chain === undefined) {
+      if (!this.#chainUnknown.has(member)) {
+        this.#chainUnknown.add(member);
+        const answer =
+          reading.kind === "value" ? JSON.stringify(reading.value)?.slice(0, 80) : reading.detail;
+        this.#logger.log("warn", "upstream chain unknown", {
+          label,
+          upstream: member.name,
+          call: callName(check.call),
+          answer,
+          expected: check.expected,
+        });
+      }
+      // A node that cannot say is served; one found on another chain stays out until it names its own.
+      return member.health.state !== "wrong-chain";
+    }
+    if (chain === check.expected) return true;
+    member.health.wrongChain(
+      `${callName(check.call)} answered chain "${chain}", but ${label} is chain "${check.expected}"`,
+    );
+    return false;
+  }
+
+  async #probeHead(target: ProbeTarget, member: Upstream): Promise<void> {
+    const started = performance.now();
+    const { statusCode, text } = await ask(member, target.head.request, target.timeoutMs);
+    if (this.#stopped) return;
+    const latencyMs = performance.now() - started;
+    const reading = readProbeAnswer(target.head.call, statusCode, text, target.head.errorMember);
+    if (reading.kind === "failed") {
+      member.health.probeFailed("status", reading.detail);
+      return;
+    }
+    const head =
+      reading.kind === "value" ? headOf(target.head.call, reading.value) : { problem: reading.detail };
+    if ("problem" in head) member.health.headUnknown(head.problem, latencyMs);
+    else member.health.probed(head.height, latencyMs);
+    target.group.judgeProbe(member);
   }
 }
 
 /**
- * The head call a group's upstreams are probed with: the mount's own (registry `head` of its interface),
- * or for an endpoint-wide list, the endpoint's head call on the mount that serves it.
+ * Sends one probe request within `timeoutMs`, connecting included (the pool's connect timeout may be
+ * longer), and reads its answer whole up to MAX_PROBE_BYTES (past it, the text is cut short and so reads
+ * as no answer to the call).
  */
-export function probeFor(endpoint: Endpoint, mountPath: string): HeadProbe | undefined {
-  if (mountPath !== "*") {
-    const mount = endpoint.mounts.find((m) => m.path === mountPath);
-    const call = mount === undefined ? undefined : headOf(mount, endpoint);
-    return mount === undefined || call === undefined ? undefined : headProbe(call, mount.path);
+async function ask(
+  member: Upstream,
+  request: ProbeRequest,
+  timeoutMs: number,
+): Promise<{ statusCode: number; text: string }> {
+  const controller = new AbortController();
+  const deadline = setTimeout(
+    () => controller.abort(deadlineError(`no answer within ${timeoutMs} ms`)),
+    timeoutMs,
+  );
+  try {
+    const { statusCode, body } = await requestOn(member.dispatcher, {
+      method: request.method,
+      path: upstreamPath(member, request.path, ""),
+      headers: member.hasHeaders ? { ...request.headers, ...member.headers } : request.headers,
+      body: request.body ?? null,
+      headersTimeout: timeoutMs,
+      bodyTimeout: timeoutMs,
+      signal: controller.signal,
+    });
+    return { statusCode, text: await readCapped(body) };
+  } finally {
+    clearTimeout(deadline);
   }
-  for (const mount of endpoint.mounts)
-    if (serves(mount, endpoint.head)) return headProbe(endpoint.head, mount.path);
+}
+
+async function readCapped(body: Dispatcher.ResponseData["body"]): Promise<string> {
+  const chunks: Buffer[] = [];
+  let size = 0;
+  for await (const chunk of body) {
+    size += (chunk as Buffer).length;
+    if (size > MAX_PROBE_BYTES) {
+      body.destroy();
+      return "";
+    }
+    chunks.push(chunk as Buffer);
+  }
+  return Buffer.concat(chunks).toString("utf8");
+}
+
+/**
+ * The mount whose head call probes a group: the group's own mount, or for an endpoint-wide list, the mount
+ * that serves the endpoint's head call.
+ */
+export function probedMount(
+  endpoint: Endpoint,
+  groupMount: string,
+): { mount: Mount; head: HeadCall } | undefined {
+  if (groupMount !== "*") {
+    const mount = endpoint.mounts.find((m) => m.path === groupMount);
+    const head = mount === undefined ? undefined : mountHead(mount, endpoint);
+    return mount === undefined || head === undefined ? undefined : { mount, head };
+  }
+  const mount = endpoint.mounts.find((m) => serves(m, endpoint.head));
+  return mount === undefined ? undefined : { mount, head: endpoint.head };
+}
+
+/**
+ * How a group's upstreams are asked which chain they are on: the probed mount's chain call, else, for an
+ * endpoint-wide list (whose upstreams serve every mount), another mount's, where the endpoint says which
+ * chain its nodes must answer: its `chainId` for a call that answers a number, its `chain` for one that
+ * answers text. None where the registry says nothing.
+ */
+function chainCheck(endpoint: Endpoint, probed: Mount, endpointWide: boolean): ChainCheck | undefined {
+  const candidates = endpointWide ? [probed, ...endpoint.mounts.filter((m) => m !== probed)] : [probed];
+  for (const mount of candidates) {
+    const call = mount.chain;
+    const expected = call?.encoding === undefined ? endpoint.chain : endpoint.chainId?.toString();
+    if (call !== undefined && expected !== undefined) return { ...probeOf(call, mount), expected };
+  }
   return undefined;
 }
 
-function headOf(mount: Mount, endpoint: Endpoint): HeadCall | undefined {
+function probeOf<Call extends ProbeCall>(call: Call, mount: Mount): Probe<Call> {
+  return { call, request: probeRequest(call, mount.path), errorMember: mount.policy.errorMember };
+}
+
+function mountHead(mount: Mount, endpoint: Endpoint): HeadCall | undefined {
   return mount.head ?? (serves(mount, endpoint.head) ? endpoint.head : undefined);
 }
 
@@ -134,62 +288,7 @@ function serves(mount: Mount, call: HeadCall): boolean {
   return mount.policy.routes !== undefined;
 }
 
-/** Reads a probe's whole answer (a head call's is small) and calls back once. */
-class ProbeAnswer implements Dispatcher.DispatchHandler {
-  readonly #callback: (error: Error | undefined, statusCode: number, body: string) => void;
-  readonly #chunks: Buffer[] = [];
-  #statusCode = 0;
-  #controller: Dispatcher.DispatchController | undefined = undefined;
-  #pendingAbort: Error | undefined = undefined;
-  #done = false;
-
-  constructor(callback: (error: Error | undefined, statusCode: number, body: string) => void) {
-    this.#callback = callback;
-  }
-
-  abort(reason: Error): void {
-    if (this.#controller === undefined) this.#pendingAbort = reason;
-    else this.#controller.abort(reason);
-  }
-
-  fail(error: Error): void {
-    if (this.#done) return;
-    this.#done = true;
-    this.#callback(error, 0, "");
-  }
-
-  onRequestStart(controller: Dispatcher.DispatchController): void {
-    this.#controller = controller;
-    if (this.#pendingAbort !== undefined) controller.abort(this.#pendingAbort);
-  }
-
-  onResponseStart(
-    _controller: Dispatcher.DispatchController,
-    statusCode: number,
-    _headers: IncomingHttpHeaders,
-  ): void {
-    this.#statusCode = statusCode;
-  }
-
-  onResponseData(controller: Dispatcher.DispatchController, chunk: Buffer): void {
-    this.#chunks.push(chunk);
-    // A head call's answer is small; a node that streams megabytes back is not answering it.
-    if (this.#chunks.length > 256) controller.abort(new Error("the head call's answer is too large"));
-  }
-
-  onResponseEnd(): void {
-    if (this.#done) return;
-    this.#done = true;
-    this.#callback(undefined, this.#statusCode, Buffer.concat(this.#chunks).toString("utf8"));
-  }
-
-  onResponseError(_controller: Dispatcher.DispatchController, error: Error): void {
-    this.fail(error);
-  }
-}
-
-function describe(error: unknown): string {
-  const code = (error as { code?: unknown } | null)?.code;
-  const message = error instanceof Error ? error.message : String(error);
-  return typeof code === "string" ? `${code} ${message}` : message;
+/** A call as the registry writes it, for the log. */
+function callName(call: ProbeCall): string {
+  return call.kind === "jsonrpc" ? call.method : `${call.method} ${call.path}`;
 }

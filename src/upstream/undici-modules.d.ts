@@ -3,3 +3,12 @@ declare module "undici/lib/dispatcher/pool.js" {
   import { Pool } from "undici";
   export default Pool;
 }
+
+declare module "undici/lib/api/api-request.js" {
+  import type { Dispatcher } from "undici";
+  /** undici's request API, called with the dispatcher as `this`. */
+  export default function request(
+    this: Dispatcher,
+    options: Dispatcher.RequestOptions,
+  ): Promise<Dispatcher.ResponseData>;
+}

@@ -1,3 +1,5 @@
+import type { Dispatcher } from "undici";
+import apiRequest from "undici/lib/api/api-request.js";
 import Pool from "undici/lib/dispatcher/pool.js";
 
 // undici's Pool, imported by path: undici's index also evaluates fetch, WebSocket, caches and mocks,
@@ -6,3 +8,14 @@ import Pool from "undici/lib/dispatcher/pool.js";
 // Pool is undici's public class, the same object the index exports; undici is pinned to an exact version
 // in package.json.
 export { Pool };
+
+/**
+ * undici's `dispatcher.request()`, for any dispatcher: the index is what puts it on Dispatcher.prototype
+ * (`Object.assign(Dispatcher.prototype, api)`), so a Pool imported by path has none of its own.
+ */
+export function requestOn(
+  dispatcher: Dispatcher,
+  options: Dispatcher.RequestOptions,
+): Promise<Dispatcher.ResponseData> {
+  return apiRequest.call(dispatcher, options);
+}

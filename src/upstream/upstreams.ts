@@ -71,6 +71,7 @@ export class UpstreamGroup {
   readonly members: readonly Upstream[];
   /** Blocks a member may fall behind the best head before it is lagging. */
   readonly maxLagBlocks: number;
+  readonly #waiting = new Set<{ readonly callback: () => void; readonly timer: NodeJS.Timeout }>();
 
   constructor(label: string, mount: string, members: readonly Upstream[], maxLagBlocks: number) {
     this.label = label;
@@ -83,26 +84,20 @@ export class UpstreamGroup {
    * The upstreams to try for one call, best first: the in-rotation primaries, the first of them chosen by
    * smooth weighted round robin over their effective weights (nginx's algorithm: deterministic, and it
    * spreads calls in proportion); then the in-rotation fallbacks. Only when nothing is in rotation, the
-   * lagging nodes, least behind first: a stale answer is better than none, but never better than a
-   * fresh one, so no hedge or retry reaches a lagging node while a node is in rotation. Failing and
-   * cordoned nodes are never chosen: empty means every upstream is down.
+   * least bad (`#lastResort`): a stale or slow answer is better than none, but never better than a fresh
+   * one, so no hedge or retry reaches such a node while a node is in rotation. Empty means there is none
+   * to try: the caller answers NO_UPSTREAM with `whyNone()`.
    */
-  choose(): readonly Upstream[] {
+  choose(write = false): readonly Upstream[] {
     if (this.members.length === 1) {
       const only = this.members[0] as Upstream;
-      return only.health.inRotation || only.health.usableAsLastResort ? this.members : NONE;
+      return only.health.inRotation ? this.members : this.#lastResort(write);
     }
     const primaries: Upstream[] = [];
     const fallbacks: Upstream[] = [];
-    const lastResort: Upstream[] = [];
-    for (const member of this.members) {
+    for (const member of this.members)
       if (member.health.inRotation) (member.tier === "primary" ? primaries : fallbacks).push(member);
-      else if (member.health.usableAsLastResort) lastResort.push(member);
-    }
-    if (primaries.length === 0 && fallbacks.length === 0) {
-      if (lastResort.length > 1) lastResort.sort((a, b) => a.health.lagBlocks - b.health.lagBlocks);
-      return lastResort;
-    }
+    if (primaries.length === 0 && fallbacks.length === 0) return this.#lastResort(write);
     const first = primaries.length > 0 ? primaries : fallbacks;
     const chosen = pickSmoothly(first);
     const order: Upstream[] = chosen === undefined ? [] : [chosen];
@@ -112,18 +107,96 @@ export class UpstreamGroup {
   }
 
   /**
+   * When no member is in rotation: reads go to the least bad node, lagging ones least behind first, then
+   * failing ones that still take connections, fewest errors first, then those whose last connection
+   * could not be made. When every candidate's last connection could not be made, none: an attempt would
+   * only fail the same way, so the caller hears NO_UPSTREAM at once. A write goes to a lagging node only:
+   * sent to a node that is failing, it would most likely end WRITE_NOT_CONFIRMED, with no way to send it
+   * elsewhere. Nodes being checked, on another chain or cordoned never get a call.
+   */
+  #lastResort(write: boolean): readonly Upstream[] {
+    const lagging: Upstream[] = [];
+    const failing: Upstream[] = [];
+    const unreachable: Upstream[] = [];
+    for (const member of this.members) {
+      const { health } = member;
+      if (!health.usableAsLastResort) continue;
+      if (health.state === "lagging") lagging.push(member);
+      else if (!write) (health.unreachable ? unreachable : failing).push(member);
+    }
+    if (lagging.length === 0 && failing.length === 0) return NONE;
+    lagging.sort((a, b) => a.health.lagBlocks - b.health.lagBlocks);
+    failing.sort(
+      (a, b) => a.health.errorRate - b.health.errorRate || a.health.latencyMs - b.health.latencyMs,
+    );
+    return [...lagging, ...failing, ...unreachable];
+  }
+
+  /** Whether a member is still being checked by the prober: it gets its first verdict within a probe. */
+  get checking(): boolean {
+    return this.members.some((member) => member.health.state === "checking");
+  }
+
+  /**
+   * Calls back once a member being checked has its first verdict, or after `timeoutMs`: a call that
+   * arrives as the gateway starts waits for the prober rather than failing, since no node may get a call
+   * before the prober knows which chain it is on.
+   */
+  whenChecked(timeoutMs: number, callback: () => void): void {
+    const waiter = {
+      callback,
+      timer: setTimeout(() => {
+        this.#waiting.delete(waiter);
+        callback();
+      }, timeoutMs),
+    };
+    this.#waiting.add(waiter);
+  }
+
+  /**
+   * A member's state changed. Calls waiting for the prober's first verdicts go on once a node is in
+   * rotation, or once every node has its verdict (they then take the least bad, or none).
+   */
+  stateChanged(from: UpstreamState): void {
+    if (from !== "checking" || this.#waiting.size === 0) return;
+    if (this.members.some((m) => m.health.inRotation) || !this.checking) this.releaseWaiting();
+  }
+
+  /** Every call waiting for the prober goes on, with what the group has now. */
+  releaseWaiting(): void {
+    if (this.#waiting.size === 0) return;
+    const waiting = [...this.#waiting];
+    this.#waiting.clear();
+    for (const waiter of waiting) {
+      clearTimeout(waiter.timer);
+      waiter.callback();
+    }
+  }
+
+  /** Why `choose` found no node, for the NO_UPSTREAM a caller gets. */
+  whyNone(write: boolean): string {
+    const states = new Set(this.members.map((member) => member.health.state));
+    if (states.has("checking")) return "the upstreams of this network are still being checked";
+    const candidates = this.members.filter((member) => member.health.usableAsLastResort);
+    if (candidates.length > 0 && candidates.every((member) => member.health.unreachable))
+      return "no upstream of this network takes connections";
+    if (write && states.has("failing")) return "every upstream of this network that takes writes is failing";
+    return "every upstream of this network is out of rotation";
+  }
+
+  /**
    * After `probed`'s good probe: its lag against the best head of the members that are not failing (and
    * its own), which counts towards its coming back; the others' lag against that best head, which does not.
    */
   judgeProbe(probed: Upstream): void {
     let best = probed.health.head ?? Number.NEGATIVE_INFINITY;
     for (const member of this.members) {
-      const { head, state } = member.health;
-      if (head !== undefined && state !== "failing" && head > best) best = head;
+      const { health } = member;
+      if (health.headCounts && (health.head as number) > best) best = health.head as number;
     }
     probed.health.judgeProbe(best, this.maxLagBlocks);
     for (const member of this.members) {
-      if (member !== probed && member.health.head !== undefined && member.health.state !== "failing")
+      if (member !== probed && member.health.headCounts && member.health.state !== "checking")
         member.health.judgeLag(best, this.maxLagBlocks);
     }
   }
@@ -182,7 +255,10 @@ export class UpstreamTable {
             factory,
             config.limits.upstream,
             rules,
-            (from, to, reason) => onStateChange(group, upstream, from, to, reason),
+            (from, to, reason) => {
+              onStateChange(group, upstream, from, to, reason);
+              group.stateChanged(from);
+            },
           );
           members.push(upstream);
         }
@@ -249,7 +325,8 @@ export class UpstreamTable {
         `${parsed.protocol === "https:" ? "wss:" : "ws:"}//${parsed.host}${parsed.pathname}${parsed.search}`,
       tier,
       weight,
-      health: new UpstreamHealth(rules, listener),
+      // With a prober, a node gets no call before its first probe says which chain it is on.
+      health: new UpstreamHealth(rules, listener, rules.takeOut ? "checking" : "healthy"),
     });
   }
 }

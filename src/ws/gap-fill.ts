@@ -1,6 +1,7 @@
 import { scanMembers } from "../jsonrpc/scan.js";
 import type { HeadCall } from "../registry/types.js";
-import { encodeHeight, readHead } from "../upstream/head.js";
+import { encodeHeight } from "../upstream/head.js";
+import { readHead } from "../upstream/probe-call.js";
 import type { GatewayCalls } from "./gateway-calls.js";
 import { heightOf, type Subscription } from "./subscriptions.js";
 

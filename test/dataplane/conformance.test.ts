@@ -9,6 +9,7 @@ import {
   startGateway,
 } from "../support/gateway.js";
 import { type LoopbackNode, type SeenRequest, startLoopbackNode } from "../support/loopback-node.js";
+import { nodeState, softwareNode } from "../support/software-node.js";
 import {
   answerFor,
   expectedAnswer,
@@ -16,7 +17,6 @@ import {
   type TypicalCall,
   type TypicalRequest,
   typicalCalls,
-  typicalNode,
   typicalRequest,
   upstreamPath,
 } from "../support/typical-calls.js";
@@ -56,10 +56,7 @@ describe("conformance: every registry label answers its typical call end to end"
   beforeAll(async () => {
     const started = await Promise.all(
       endpoints.map(async (endpoint, index) => {
-        const responder = typicalNode(endpoint.label, typicalCalls(endpoint), heightOf(index), [
-          "",
-          BASE_PATH,
-        ]);
+        const responder = softwareNode(endpoint, nodeState(endpoint, heightOf(index)), ["", BASE_PATH]);
         return [endpoint.label, await startLoopbackNode(responder)] as const;
       }),
     );
@@ -141,7 +138,7 @@ describe("conformance: every registry label answers its typical call end to end"
             gw.call(label, `/${KEYS.all}${request.path}`, init(request)),
           );
           expect(result.status, result.text).toBe(200);
-          expect(result.json).toEqual(expectedAnswer(call, answer, height, id));
+          expect(result.json).toEqual(expectedAnswer(call, answer, nodeState(endpoint, height), id));
           expect(readHeight(result.json, call.head)).toBe(height);
           expect(elsewhere).toEqual([]);
           expect(seen).toHaveLength(1);
@@ -159,7 +156,7 @@ describe("conformance: every registry label answers its typical call end to end"
           );
           expect(result.status, result.text).toBe(200);
           expect(readHeight(result.json, call.head)).toBe(height);
-          expect(result.json).toEqual(expectedAnswer(call, answer, height, id));
+          expect(result.json).toEqual(expectedAnswer(call, answer, nodeState(endpoint, height), id));
           expect(seen.map((r) => r.url)).toEqual([upstreamPath(BASE_PATH, call.path)]);
           expectRelayed(seen[0] as SeenRequest, node, call, request);
         });
@@ -195,7 +192,9 @@ describe("conformance: every registry label answers its typical call end to end"
               gw.call(label, request.path, init(request, { host: publicHost(label) })),
             );
             expect(result.status, `${call.name}: ${result.text}`).toBe(200);
-            expect(result.json).toEqual(expectedAnswer(call, answer, height, idOf(index, n)));
+            expect(result.json).toEqual(
+              expectedAnswer(call, answer, nodeState(endpoint, height), idOf(index, n)),
+            );
             expect(readHeight(result.json, call.head)).toBe(height);
             expect(seen.map((r) => r.url)).toEqual([call.path]);
             expectRelayed(seen[0] as SeenRequest, node, call, request);

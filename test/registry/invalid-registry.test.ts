@@ -17,6 +17,23 @@ interface Defect {
   readonly message: string;
 }
 
+/** The REST interface's head call through the end of the file: the Beta network and its endpoints. */
+const BETA_TAIL = BASE.slice(BASE.indexOf("    head: { route: GET /status"));
+
+/** BETA_TAIL with a chain call on the REST interface and the chain each Beta endpoint names. */
+function betaTail(chain: { call: string; main?: string; testnet?: string }): string {
+  const named = (name: string | undefined) => (name === undefined ? "" : `, chain: ${name}`);
+  return BETA_TAIL.replace("\nnetworks:", `\n    chain: ${chain.call}\nnetworks:`)
+    .replace(
+      "{ label: beta, environment: mainnet, nodeClass: full }",
+      `{ label: beta, environment: mainnet, nodeClass: full${named(chain.main)} }`,
+    )
+    .replace(
+      "{ label: beta-testnet, environment: testnet, nodeClass: full }",
+      `{ label: beta-testnet, environment: testnet, nodeClass: full${named(chain.testnet)} }`,
+    );
+}
+
 // Each row makes exactly one edit to the valid minimal registry and names the message it must produce.
 const defects: readonly Defect[] = [
   {
@@ -184,6 +201,47 @@ const defects: readonly Defect[] = [
     from: "    head: { method: eth_blockNumber, params: [], field: result, encoding: hex-quantity }\n",
     to: '    head: { method: eth_blockNumber, params: [], field: result, encoding: hex-quantity }\n    subscriptions:\n      idMember: subscription\n      kinds:\n        - subscribe: [eth_subscribe]\n          heads: { number: number, parent: parentHash, encoding: hex-quantity, byHash: { method: eth_getBalance, params: ["{hash}"] } }\n',
     message: '23:23 "eth_subscribe" is not in methods.subscribe',
+  },
+  {
+    name: "a chain named on a network whose interface names none",
+    from: "{ label: beta, environment: mainnet, nodeClass: full }",
+    to: '{ label: beta, environment: mainnet, nodeClass: full, chain: "beta-main" }',
+    message:
+      '46:70 endpoint "beta" declares chain "beta-main" but no interface of network beta names its chain in text',
+  },
+  {
+    name: "a chain call that reads a number but is not eth_chainId",
+    from: "    head: { method: eth_blockNumber, params: [], field: result, encoding: hex-quantity }\n",
+    to: "    head: { method: eth_blockNumber, params: [], field: result, encoding: hex-quantity }\n    chain: { method: eth_getBalance, params: [], field: result, encoding: hex-quantity }\n",
+    message:
+      '20:75 interface "evm" reads its chain as a number, which only eth_chainId answers (compared with chainId); name the chain as text instead',
+  },
+  {
+    name: "an endpoint that names no chain where its interface names one in text",
+    from: BETA_TAIL,
+    to: betaTail({ call: "{ route: GET /blocks/0, field: hash }", main: "beta-main" }),
+    message:
+      '48:9 endpoint "beta-testnet" declares no chain; its interface chainrest names the chain its nodes are on, so declare the name they answer',
+  },
+  {
+    name: "a testnet that names its mainnet's chain",
+    from: BETA_TAIL,
+    to: betaTail({ call: "{ route: GET /blocks/0, field: hash }", main: "beta-main", testnet: "beta-main" }),
+    message:
+      '48:78 endpoint "beta-testnet" (testnet) declares chain "beta-main", the chain of "beta" (mainnet); each chain has its own',
+  },
+  {
+    name: "a chain route the interface does not allow",
+    from: BETA_TAIL,
+    to: betaTail({ call: "{ route: GET /genesis, field: hash }", main: "beta-main", testnet: "beta-test" }),
+    message: '33:21 chain route "GET /genesis" is not allowed by routes.shared',
+  },
+  {
+    name: "an errorMember on a JSON-RPC interface",
+    from: "    head: { method: eth_blockNumber, params: [], field: result, encoding: hex-quantity }\n",
+    to: "    head: { method: eth_blockNumber, params: [], field: result, encoding: hex-quantity }\n    errorMember: Error\n",
+    message:
+      "20:18 interface \"evm\" is jsonrpc: its nodes' errors are the answer's `error` member, so it takes no errorMember",
   },
   {
     name: "a network without its block time",

@@ -35,6 +35,11 @@ export interface AnvilOptions {
    * the same timestamps and transactions build the same chain, block hashes and all.
    */
   readonly sameChainAs?: { readonly genesisTimestamp: number };
+  /**
+   * The chain id it answers to eth_chainId (anvil's own is 31337): a gateway that probes its upstreams
+   * serves a node only when this is its label's registry `chainId`.
+   */
+  readonly chainId?: number;
 }
 
 /** A real local EVM node on loopback, started by this process and answering once this resolves. */
@@ -43,6 +48,7 @@ export async function startAnvil(options: AnvilOptions = {}): Promise<Anvil> {
   const args = ["--port", String(port), "--host", "127.0.0.1", "--silent"];
   if (options.pruned) args.push("--prune-history");
   if (options.blockTime !== undefined) args.push("--block-time", String(options.blockTime));
+  if (options.chainId !== undefined) args.push("--chain-id", String(options.chainId));
   if (options.sameChainAs !== undefined)
     args.push("--no-mining", "--timestamp", String(options.sameChainAs.genesisTimestamp));
   const child: ChildProcess = spawn(anvilBinary(), args, { stdio: "ignore" });

@@ -1,7 +1,14 @@
-/** Waits until `condition` holds, checking every 20 ms; fails with `what` after `timeoutMs`. */
-export async function eventually(condition: () => boolean, timeoutMs: number, what: string): Promise<number> {
+/**
+ * Waits until `condition` holds, checking every 20 ms; fails with `what` after `timeoutMs`. The condition
+ * may ask something over the network (a promise).
+ */
+export async function eventually(
+  condition: () => boolean | Promise<boolean>,
+  timeoutMs: number,
+  what: string,
+): Promise<number> {
   const started = performance.now();
-  while (!condition()) {
+  while (!(await condition())) {
     if (performance.now() - started > timeoutMs) throw new Error(`not within ${timeoutMs} ms: ${what}`);
     await new Promise((resolve) => setTimeout(resolve, 20));
   }

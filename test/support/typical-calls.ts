@@ -3,19 +3,23 @@ import { loadRegistry } from "../../codegen/load.js";
 import type { HeadSpec } from "../../codegen/registry-types.js";
 import { matchRoute } from "../../src/registry/match-route.js";
 import type { Endpoint, HeadCall, HttpMethod, Mount } from "../../src/registry/types.js";
-import { firstOf, jsonRpcResponder, type Responder, restResponder } from "./loopback-node.js";
+import { JSON_RPC_SOFTWARE, type NodeState } from "./node-software.js";
 
 // Each interface family's typical call (its registry `head`), and how a real node of that interface answers
-// it (spec §2.4, and each upstream's own documentation). The conformance suite derives every call from
-// the registry; only the answers live here, keyed by the head call as the registry writes it: a JSON-RPC
-// method name, or "METHOD /path" for a REST route. A new interface whose head call is not below makes the
-// suite fail for its labels until an entry is added.
+// it and its interface's `chain` call (spec §2.4, and each upstream's own documentation). The conformance
+// suite derives every call from the registry; only the answers live here, keyed by the call as the registry
+// writes it: a JSON-RPC method name, or "METHOD /path" for a REST route. The envelope around an answer is
+// the node software's own (node-software.ts). A new interface whose head call is not below makes the suite
+// fail for its labels until an entry is added.
 
 export interface TypicalAnswer {
-  /** The node's answer for a chain at `height`: the JSON-RPC `result`, or the whole REST body. */
-  readonly result: (height: number) => unknown;
-  /** Members the node puts in its JSON-RPC envelope besides jsonrpc, id and result. */
-  readonly envelope?: Readonly<Record<string, unknown>>;
+  /** The node's answer for the chain a loopback node serves: the JSON-RPC `result`, or the whole REST body. */
+  readonly result: (state: NodeState, params?: unknown) => unknown;
+  /**
+   * What a node that answers without a head gives instead, in its software's success shape: a node at its
+   * genesis, an empty block. `null` unless the software answers otherwise.
+   */
+  readonly noHead?: unknown;
 }
 
 const hex = (height: number): string => `0x${height.toString(16)}`;
@@ -24,10 +28,10 @@ const hash32 = (seed: number, fill = "ab"): string =>
 
 export const HEAD_ANSWERS: Readonly<Record<string, TypicalAnswer>> = {
   // EVM chains (geth, reth, avalanchego, bsc, frontier on Atleta, Zilliqa's EVM API) and java-tron /jsonrpc
-  eth_blockNumber: { result: hex },
+  eth_blockNumber: { result: ({ height }) => hex(height) },
   // Substrate: the best header, its number a hex string
   chain_getHeader: {
-    result: (height) => ({
+    result: ({ height }) => ({
       parentHash: hash32(height - 1, "11"),
       number: hex(height),
       stateRoot: hash32(height, "22"),
@@ -37,8 +41,8 @@ export const HEAD_ANSWERS: Readonly<Record<string, TypicalAnswer>> = {
   },
   // nearcore
   status: {
-    result: (height) => ({
-      chain_id: "mainnet",
+    result: ({ height, chain }) => ({
+      chain_id: chain,
       protocol_version: 73,
       latest_protocol_version: 73,
       rpc_addr: "0.0.0.0:3030",
@@ -56,12 +60,11 @@ export const HEAD_ANSWERS: Readonly<Record<string, TypicalAnswer>> = {
   },
   // Stellar RPC
   getLatestLedger: {
-    result: (height) => ({ id: hash32(height, "cd").slice(2), protocolVersion: 22, sequence: height }),
+    result: ({ height }) => ({ id: hash32(height, "cd").slice(2), protocolVersion: 22, sequence: height }),
   },
-  // toncenter v2: its own envelope, `ok` next to the result
+  // toncenter v2 (its `ok` member is the software's envelope); the zero state names the chain
   getMasterchainInfo: {
-    envelope: { ok: true },
-    result: (height) => ({
+    result: ({ height, chain }) => ({
       "@type": "blocks.masterchainInfo",
       last: {
         "@type": "ton.blockIdExt",
@@ -77,26 +80,23 @@ export const HEAD_ANSWERS: Readonly<Record<string, TypicalAnswer>> = {
         workchain: -1,
         shard: "-9223372036854775808",
         seqno: 0,
-        root_hash: "F6OpKZKqvqeFp6CQmFomXNMfMj2EnaUSOXN+Mh+wVWk=",
+        root_hash: chain,
         file_hash: "XplPz01CXAps5qeSWUtxcyBfdAo5zVb1N979KLSKD24=",
       },
       "@extra": "1735689600.123456:0:0.5",
     }),
   },
-  // Ogmios v6 echoes the method in its answer
-  "queryNetwork/blockHeight": {
-    envelope: { method: "queryNetwork/blockHeight" },
-    result: (height) => height,
-  },
+  // Ogmios v6; a node at the chain's origin has no height yet
+  "queryNetwork/blockHeight": { result: ({ height }) => height, noHead: "origin" },
   // Bitcoin Core, Dogecoin Core
-  getblockcount: { result: (height) => height },
+  getblockcount: { result: ({ height }) => height },
   // Starknet (Pathfinder, Juno)
-  starknet_blockNumber: { result: (height) => height },
+  starknet_blockNumber: { result: ({ height }) => height },
   // Nervos CKB
-  get_tip_block_number: { result: hex },
+  get_tip_block_number: { result: ({ height }) => hex(height) },
   // Zilliqa native API: numbers as decimal strings
   GetLatestTxBlock: {
-    result: (height) => ({
+    result: ({ height }) => ({
       body: { BlockHash: hash32(height).slice(2), HeaderSign: "5A".repeat(64), MicroBlockInfos: [] },
       header: {
         BlockNum: String(height),
@@ -120,9 +120,9 @@ export const HEAD_ANSWERS: Readonly<Record<string, TypicalAnswer>> = {
   },
   // Tezos Octez
   "GET /chains/main/blocks/head/header": {
-    result: (height) => ({
+    result: ({ height, chain }) => ({
       protocol: "PsQuebecnLByd3JwTiGadoG4nGWi3HYiLXUjkibeFV8dCFeVMUg",
-      chain_id: "NetXdQprcVkpaWU",
+      chain_id: chain,
       hash: "BLockGenesisGenesisGenesisGenesisGenesisf79b5d1CoW2",
       level: height,
       proto: 21,
@@ -143,7 +143,9 @@ export const HEAD_ANSWERS: Readonly<Record<string, TypicalAnswer>> = {
   },
   // VeChain Thor: the block id starts with the block number
   "GET /blocks/best": {
-    result: (height) => ({
+    // Thor's answer for a block it does not have
+    noHead: null,
+    result: ({ height }) => ({
       number: height,
       id: hash32(height),
       size: 361,
@@ -165,10 +167,10 @@ export const HEAD_ANSWERS: Readonly<Record<string, TypicalAnswer>> = {
     }),
   },
   // NEM NIS1
-  "GET /chain/height": { result: (height) => ({ height }) },
+  "GET /chain/height": { result: ({ height }) => ({ height }) },
   // Algorand algod v2
   "GET /v2/status": {
-    result: (height) => ({
+    result: ({ height }) => ({
       "catchup-time": 0,
       "last-catchpoint": "",
       "last-round": height,
@@ -184,7 +186,9 @@ export const HEAD_ANSWERS: Readonly<Record<string, TypicalAnswer>> = {
   },
   // java-tron HTTP API
   "POST /wallet/getnowblock": {
-    result: (height) => ({
+    // java-tron's answer for a block it does not have
+    noHead: {},
+    result: ({ height }) => ({
       blockID: `${height.toString(16).padStart(16, "0")}${"9c".repeat(24)}`,
       block_header: {
         raw_data: {
@@ -332,77 +336,28 @@ export function typicalRequest(call: TypicalCall, id: number): TypicalRequest {
   return { method: head.method, path: call.path, body: JSON.stringify(head.body), sent: head.body };
 }
 
-/** The whole answer the node sends, as JSON: what the caller must get back unchanged. */
+/**
+ * The whole answer a node of the call's interface sends for a chain in `state`, as JSON, in its software's
+ * envelope (node-software.ts): what the caller must get back unchanged.
+ */
 export function expectedAnswer(
   call: TypicalCall,
   answer: TypicalAnswer,
-  height: number,
+  state: NodeState,
   id: number,
 ): unknown {
-  if (call.head.kind === "rest") return answer.result(height);
-  return { ...answer.envelope, jsonrpc: "2.0", id, result: answer.result(height) };
+  if (call.head.kind === "rest") return answer.result(state);
+  const interfaceId = call.interfaces.split("+")[0] as string;
+  const software = JSON_RPC_SOFTWARE[interfaceId];
+  if (software === undefined) throw new Error(`no node software for interface ${interfaceId}`);
+  const sent = { id, jsonrpc: "2.0", method: call.head.method, params: call.head.params };
+  return software.answer(sent, { result: answer.result(state, call.head.params) })?.json;
 }
 
 /** Where a node whose base URL carries `basePath` receives a call: the base path, then the caller's path. */
 export function upstreamPath(basePath: string, path: string): string {
   if (basePath === "") return path;
   return path === "/" ? basePath : `${basePath}${path}`;
-}
-
-/**
- * A loopback node's responder for a label: it answers each typical call that has a typical answer, at its
- * path under each of `basePaths` ("" for none), for a chain at `height`. Anything else gets a 404.
- */
-export function typicalNode(
-  label: string,
-  calls: readonly TypicalCall[],
-  height: number,
-  basePaths: readonly string[],
-): Responder {
-  const responders: Responder[] = [];
-  for (const basePath of basePaths) {
-    const rpcByPath = new Map<string, Map<string, TypicalAnswer>>();
-    const routes: Record<string, unknown> = {};
-    for (const call of calls) {
-      const answer = HEAD_ANSWERS[call.answerKey];
-      if (answer === undefined) continue;
-      const path = upstreamPath(basePath, call.path);
-      if (call.head.kind === "rest") {
-        routes[`${call.head.method} ${path}`] = answer.result(height);
-      } else {
-        const methods = rpcByPath.get(path) ?? new Map<string, TypicalAnswer>();
-        methods.set(call.head.method, answer);
-        rpcByPath.set(path, methods);
-      }
-    }
-    for (const [path, methods] of rpcByPath) responders.push(jsonRpcNode(path, methods, height));
-    responders.push(restResponder(routes));
-  }
-  if (responders.length === 0) throw new Error(`label ${label}: no base path to serve`);
-  return firstOf(...responders);
-}
-
-/** jsonRpcResponder, plus the envelope members some nodes add to an answer (toncenter's `ok`). */
-function jsonRpcNode(path: string, methods: ReadonlyMap<string, TypicalAnswer>, height: number): Responder {
-  const results = Object.fromEntries([...methods].map(([method, answer]) => [method, answer.result(height)]));
-  const inner = jsonRpcResponder(results, { path });
-  return async (request) => {
-    const reply = await inner(request);
-    if (reply === undefined || typeof reply.body !== "string" || !reply.body.startsWith("{")) return reply;
-    const envelope = methods.get(methodOf(request.body) ?? "")?.envelope;
-    if (envelope === undefined) return reply;
-    return { ...reply, body: `{${JSON.stringify(envelope).slice(1, -1)},${reply.body.slice(1)}` };
-  };
-}
-
-function methodOf(body: string): string | undefined {
-  try {
-    const value = JSON.parse(body) as unknown;
-    const method = (value as { method?: unknown } | null)?.method;
-    return typeof method === "string" ? method : undefined;
-  } catch {
-    return undefined;
-  }
 }
 
 const HEX_QUANTITY = /^0x(0|[1-9a-fA-F][0-9a-fA-F]*)$/;

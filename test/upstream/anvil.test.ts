@@ -32,7 +32,8 @@ const TWO_PROBES_MS = 2 * PROBE_MS * 1.2 + 100;
 /** Each traffic worker's pause between two rounds of calls: steady traffic that leaves the probes room. */
 const PACE_MS = 20;
 
-const CHAIN_ID = 31337n;
+// the nodes are started as the chain eth is (registry chainId 1): the prober serves no other
+const CHAIN_ID = 1n;
 /** An anvil dev account: funded at genesis on every node, and no call here moves it. */
 const DEV_ADDRESS = "0xf39Fd6e51aad88F6F4ce6aB8827279cffFb92266";
 const GENESIS_BALANCE = 10_000n * 10n ** 18n;
@@ -181,7 +182,7 @@ describe("eth on three real anvil nodes, through viem and ethers", () => {
   }
 
   beforeAll(async () => {
-    const started = await Promise.allSettled([1, 2, 3].map(() => startAnvil({ blockTime: 1 })));
+    const started = await Promise.allSettled([1, 2, 3].map(() => startAnvil({ blockTime: 1, chainId: 1 })));
     for (const result of started) if (result.status === "fulfilled") anvils.push(result.value);
     const [first, second, third] = started.map((result) => {
       if (result.status === "rejected") throw result.reason;
@@ -239,7 +240,10 @@ describe("eth on three real anvil nodes, through viem and ethers", () => {
     const killedAt = performance.now();
     await c.kill("SIGKILL");
     await eventually(() => state("c") === "failing", TWO_PROBES_MS, "c out of rotation");
-    expect(stateChanges("c")).toEqual([expect.objectContaining({ from: "healthy", to: "failing" })]);
+    expect(stateChanges("c")).toEqual([
+      expect.objectContaining({ from: "checking", to: "healthy" }),
+      expect.objectContaining({ from: "healthy", to: "failing" }),
+    ]);
     // traffic goes on over the two nodes left
     await eventually(
       () =>
@@ -299,7 +303,7 @@ describe("eth on three real anvil nodes, through viem and ethers", () => {
   });
 
   it("the killed node restarted on its port is healthy after recoverAfter good probes, and serves calls again", async () => {
-    const restarted = await startAnvil({ blockTime: 1, port: c.port });
+    const restarted = await startAnvil({ blockTime: 1, port: c.port, chainId: 1 });
     anvils.push(restarted);
     await restarted.rpc("anvil_setBalance", [MARKER, numberToHex(markOf("c restarted"))]);
     // a new node starts at block 0; it syncs up to its sibling's head, as a real one would from its peers

@@ -4,7 +4,11 @@ import { DEFAULT_HEALTH, DEFAULT_LIMITS } from "../../src/config/defaults.js";
 import type { UpstreamSpec } from "../../src/config/types.js";
 import { UpstreamTable } from "../../src/upstream/upstreams.js";
 
-function group(specs: readonly UpstreamSpec[]) {
+/**
+ * A group of `eth` upstreams with probes on, as the prober leaves them after a first probe whose head it
+ * could not read (in rotation, nothing known), or still being checked.
+ */
+function group(specs: readonly UpstreamSpec[], start: "probed" | "checking" = "probed") {
   const table = new UpstreamTable(
     { upstreams: { eth: specs }, limits: DEFAULT_LIMITS, health: DEFAULT_HEALTH },
     endpointsByLabel,
@@ -14,6 +18,11 @@ function group(specs: readonly UpstreamSpec[]) {
   const found = table.group("eth", "/");
   if (found === undefined) throw new Error("no group");
   const byName = (name: string) => found.members.find((m) => m.name === name) ?? (undefined as never);
+  if (start === "probed")
+    for (const member of found.members) {
+      member.health.headUnknown("not probed in this test", 1);
+      found.judgeProbe(member);
+    }
   return { group: found, byName };
 }
 
@@ -58,7 +67,7 @@ describe("choosing an upstream", () => {
     expect(later.b).toBeGreaterThan(later.a ?? 0);
   });
 
-  it("tries every in-rotation node, fallbacks after primaries; lagging nodes only when none is in rotation; never a failing or cordoned one", () => {
+  it("tries every in-rotation node, fallbacks after primaries; the least bad only when none is in rotation; never a cordoned one", () => {
     const { group: g, byName } = group([
       { url: "http://a:1", name: "a" },
       { url: "http://b:1", name: "b", tier: "fallback" },
@@ -74,8 +83,40 @@ describe("choosing an upstream", () => {
     byName("a").health.failed("refused", "ECONNREFUSED");
     expect(g.choose().map((u) => u.name)).toEqual(["b"]); // the fallback serves
     byName("b").health.cordon(true);
-    expect(g.choose().map((u) => u.name)).toEqual(["c"]); // the least bad rather than none
-    byName("c").health.probeFailed("timeout");
-    expect(g.choose()).toEqual([]); // every upstream down
+    // the least bad rather than none: the lagging node, then the nodes that refused their last connection
+    expect(g.choose().map((u) => u.name)).toEqual(["c", "a", "d"]);
+    expect(g.choose(true).map((u) => u.name)).toEqual(["c"]); // a write goes to a lagging node only
+    byName("c").health.probeFailed("timeout", "no answer within 1500 ms");
+    // every node failing: reads try the one that still takes connections first, writes none
+    expect(g.choose().map((u) => u.name)).toEqual(["c", "a", "d"]);
+    expect(g.choose(true)).toEqual([]);
+    expect(g.whyNone(true)).toMatch(/failing/);
+    byName("c").health.probeFailed("refused", "ECONNREFUSED");
+    // every node refuses connections: nothing to try, NO_UPSTREAM at once
+    expect(g.choose()).toEqual([]);
+    expect(g.whyNone(false)).toBe("no upstream of this network takes connections");
+  });
+
+  it("never chooses a node on another chain or one not checked yet; calls wait for the first verdict", async () => {
+    const { group: g, byName } = group(
+      [
+        { url: "http://a:1", name: "a" },
+        { url: "http://b:1", name: "b" },
+      ],
+      "checking",
+    );
+    expect(g.choose()).toEqual([]);
+    expect(g.checking).toBe(true);
+    expect(g.whyNone(false)).toMatch(/still being checked/);
+    const waited = new Promise<string>((resolve) =>
+      g.whenChecked(5_000, () => resolve(g.choose()[0]?.name ?? "none")),
+    );
+    byName("a").health.wrongChain('eth_chainId answered chain "56", but eth is chain "1"');
+    byName("b").health.probed(100, 1);
+    g.judgeProbe(byName("b"));
+    expect(await waited).toBe("b");
+    byName("b").health.failed("refused", "ECONNREFUSED");
+    expect(g.choose()).toEqual([]); // the node on another chain is never a last resort
+    expect(byName("a").health.state).toBe("wrong-chain");
   });
 });

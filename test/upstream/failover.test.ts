@@ -6,7 +6,8 @@ import { eventually } from "../support/eventually.js";
 import { type FaultyNode, startFaultyNode } from "../support/faulty-node.js";
 import { type CallResult, KEYS, type RunningGateway, startGateway } from "../support/gateway.js";
 import { jsonRpcResponder, type SeenRequest } from "../support/loopback-node.js";
-import { readHeight, typicalCalls, typicalNode, typicalRequest } from "../support/typical-calls.js";
+import { nodeState, softwareNode } from "../support/software-node.js";
+import { readHeight, typicalCalls, typicalRequest } from "../support/typical-calls.js";
 
 // A node that dies, hangs, answers 5xx, resets or falls behind costs callers nothing, for an EVM, a
 // non-EVM JSON-RPC (Substrate) and a REST family (algod). Two loopback nodes with fault knobs serve each
@@ -77,7 +78,7 @@ for (const label of ["eth", "dot", "algo"]) {
     };
 
     beforeAll(async () => {
-      const respond = (height: number) => typicalNode(label, [call], height, [""]);
+      const respond = (height: number) => softwareNode(endpoint, nodeState(endpoint, height));
       [a, b, other] = await Promise.all([
         startFaultyNode(respond, { height: HEIGHT }),
         startFaultyNode(respond, { height: HEIGHT }),
@@ -192,6 +193,19 @@ for (const label of ["eth", "dot", "algo"]) {
       expect(state("a")).toBe("healthy");
     });
 
+    it("a slow node the prober gave up on still serves reads when no node is in rotation", async () => {
+      // Both answer, but slower than a probe waits: both failing on evidence of timeouts. A read waits
+      // longer than a probe does (its deadline), so the least bad of them answers it.
+      a.delayMs = 2 * HEALTH.probeTimeoutMs;
+      b.delayMs = 2 * HEALTH.probeTimeoutMs;
+      await eventually(
+        () => state("a") === "failing" && state("b") === "failing",
+        20 * PROBE_MS,
+        "both failing",
+      );
+      expect(await reads(4, 2)).toEqual([HEIGHT, HEIGHT, HEIGHT, HEIGHT]);
+    });
+
     it("the least bad node serves when none is healthy; with every node down a read fails at once", async () => {
       b.height = HEIGHT - 10; // b lags behind a
       await eventually(() => state("b") === "lagging", 10 * PROBE_MS, "b lagging");
@@ -205,7 +219,7 @@ for (const label of ["eth", "dot", "algo"]) {
       expect(performance.now() - started).toBeLessThan(200);
       expect(r.status).toBe(503);
       expect(JSON.stringify(r.json)).toContain("NO_UPSTREAM");
-      expect(JSON.stringify(r.json)).toContain("out of rotation");
+      expect(JSON.stringify(r.json)).toContain("no upstream of this network takes connections");
       // another label is not affected
       const elsewhere = await gw.call(OTHER_LABEL, `/${KEYS.all}/`, {
         body: '{"jsonrpc":"2.0","id":1,"method":"eth_blockNumber","params":[]}',

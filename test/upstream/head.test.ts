@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
 import type { HeadCall } from "../../src/registry/types.js";
-import { headProbe, readHead } from "../../src/upstream/head.js";
+import { probeRequest, readHead } from "../../src/upstream/probe-call.js";
 
 const rpc = (field: string[], encoding: HeadCall["encoding"], method = "m"): HeadCall => ({
   kind: "jsonrpc",
@@ -26,6 +26,12 @@ describe("reading a head call's answer", () => {
     ).toBe(7);
   });
 
+  it("reads a JSON-RPC 1.0 answer, whose null error is no error (Bitcoin Core, Dogecoin Core)", () => {
+    expect(
+      readHead(rpc(["result"], "integer", "getblockcount"), '{"result":812345,"error":null,"id":1}'),
+    ).toBe(812345);
+  });
+
   it("refuses an error answer, a missing field, a wrong encoding or a height that is not one", () => {
     expect(() =>
       readHead(rpc(["result"], "hex-quantity"), '{"error":{"code":-32000,"message":"syncing"}}'),
@@ -40,7 +46,7 @@ describe("reading a head call's answer", () => {
 
   it("builds the probe from the head call and its mount: the envelope's members only, the route under the mount", () => {
     expect(
-      headProbe(
+      probeRequest(
         {
           ...(rpc(["result"], "hex-quantity", "eth_blockNumber") as HeadCall & { kind: "jsonrpc" }),
           params: [],
@@ -52,16 +58,15 @@ describe("reading a head call's answer", () => {
       path: "/jsonrpc",
       body: '{"jsonrpc":"2.0","id":1,"method":"eth_blockNumber","params":[]}',
     });
-    expect(headProbe(rpc(["result"], "integer"), "/").body).toBe('{"jsonrpc":"2.0","id":1,"method":"m"}');
+    expect(probeRequest(rpc(["result"], "integer"), "/").body).toBe('{"jsonrpc":"2.0","id":1,"method":"m"}');
     expect(
-      headProbe(
+      probeRequest(
         {
           kind: "rest",
           method: "POST",
           path: "/wallet/getnowblock",
           body: {},
           field: ["n"],
-          encoding: "integer",
         },
         "/",
       ),

@@ -32,11 +32,11 @@ describe("an upstream's health", () => {
 
   it("comes back only after recoverAfter good probes in a row (hysteresis)", () => {
     const { health, changes } = record();
-    health.probeFailed("ECONNREFUSED");
+    health.probeFailed("refused", "ECONNREFUSED");
     health.probed(100, 3);
     health.judgeProbe(100, 2);
     expect(health.state).toBe("failing");
-    health.probeFailed("timeout"); // the run starts over
+    health.probeFailed("timeout", "no answer within 1500 ms"); // the run starts over
     health.probed(101, 3);
     health.judgeProbe(101, 2);
     expect(health.state).toBe("failing");
@@ -71,7 +71,7 @@ describe("an upstream's health", () => {
     health.cordon(true);
     expect(health.state).toBe("cordoned");
     expect(health.inRotation || health.usableAsLastResort).toBe(false);
-    health.probeFailed("timeout"); // still probed while cordoned, silently
+    health.probeFailed("timeout", "no answer within 1500 ms"); // still probed while cordoned, silently
     health.cordon(false);
     expect(health.state).toBe("failing");
     expect(changes).toEqual([

@@ -59,8 +59,13 @@ describe("writes are never sent twice", () => {
       health: { ...DEFAULT_HEALTH, probeIntervalMs: 60_000 },
       limits: { upstream: { ...DEFAULT_LIMITS.upstream, deadlineMs: 800, hedgeMinMs: 50, hedgeMaxMs: 100 } },
     });
-    // the first probe, sent at start, has been answered by both
-    await eventually(() => a.requests.length > 0 && b.requests.length > 0, 2000, "the first probes");
+    // the first probes, sent at start, have put both in rotation on both labels
+    await eventually(
+      () =>
+        ["eth", "algo"].every((label) => state(label, "a") === "healthy" && state(label, "b") === "healthy"),
+      2000,
+      "the first probes",
+    );
   });
   afterEach(async () => {
     await gw?.close();

@@ -1,0 +1,393 @@
+import type { Reply, SeenRequest } from "./loopback-node.js";
+
+// How each interface's node software answers over HTTP, quirks included, so that a loopback node proves
+// something about real nodes rather than about the gateway's own assumptions. Sources, read in each
+// software's code (commit and file):
+// - Bitcoin Core src/httprpc.cpp (JSONErrorReply) and src/rpc/request.cpp (JSONRPCReplyObj); Dogecoin
+//   Core 1.14 is Bitcoin 0.14's code: legacy answers carry "error": null, errors are HTTP 500 (404 for
+//   an unknown method), a request marked "jsonrpc": "2.0" gets a 2.0 answer and a 200 (v28 and later).
+// - nearcore chain/jsonrpc-primitives errors.rs: error objects carry name and cause; the HTTP status is
+//   200 for handler errors, 400 for validation errors (an unknown method), 500 for internal ones.
+// - toncenter/ton-http-api pyTON/main.py: {"ok": true, "result"} beside jsonrpc and the id as a string;
+//   an unknown method is 422; a tonlib failure escapes as {"ok": false, "error", "code"}, with that code.
+// - CardanoSolutions/ogmios Codec/Json/Rpc.hs and App/Server/Http.hs: every answer carries "method" and
+//   "id" (null when the request had none); over HTTP an answer with an error is a 400; an unknown method
+//   is -32600.
+// - stellar/stellar-rpc (jrpc2), eqlabs/pathfinder, nervosnetwork/ckb, go-ethereum, jsonrpsee: JSON-RPC
+//   2.0 with errors at HTTP 200.
+// - Octez resto server.ml: minified JSON and a newline; an RPC error is a 500 with a JSON array of
+//   {kind, id}; an unknown path or block is a 404 with no body.
+// - vechain/thor api/restutil: JSON and a newline; errors are plain text; an unknown block is 200 null.
+// - NemProject/nem ExceptionControllerAdvice: {timeStamp, error, message, status}.
+// - algorand/go-algorand daemon/algod/api/server/v2/utils.go: {"message"} with the status.
+// - tronprotocol/java-tron Util.processError: errors are HTTP 200 with {"Error": "class … : …"}.
+
+/** What a loopback node is doing. */
+export type NodeMode =
+  /** answering as a healthy node of its chain */
+  | "serving"
+  /** failing every call the way its software fails (warming up, its backend away) */
+  | "failing"
+  /** answering, in its software's success shape, with no head: a node at its genesis, an empty block */
+  | "no-head";
+
+/** The chain a loopback node serves, as a test sets it. */
+export interface NodeState {
+  height: number;
+  /** What it answers to an EVM eth_chainId. */
+  chainId: number | undefined;
+  /** What it answers to its interface's text chain call (a genesis hash, a chain name, a passphrase). */
+  chain: string | undefined;
+  mode: NodeMode;
+}
+
+/** One JSON-RPC call's outcome on a node: its result, or an error of the node's own. */
+export type Outcome =
+  | { readonly result: unknown }
+  | { readonly error: "unknown-method" | "failure"; readonly method: string };
+
+/** How a JSON-RPC server software writes its answers. */
+export interface JsonRpcSoftware {
+  readonly name: string;
+  /**
+   * One call's answer, and the HTTP status its software gives a request holding only that call; nothing
+   * for a call it takes as a notification (no id), where it answers none.
+   */
+  answer(call: IncomingCall, outcome: Outcome): Answer | undefined;
+  /** Appended to every body. */
+  readonly newline: boolean;
+  readonly contentType: string;
+}
+
+export interface Answer {
+  readonly json: Record<string, unknown>;
+  readonly status: number;
+}
+
+export interface IncomingCall {
+  /** The id as the caller sent it; absent when the request had none. */
+  readonly id?: unknown;
+  /** The request's jsonrpc member, if any. */
+  readonly jsonrpc?: unknown;
+  readonly method: string;
+  readonly params?: unknown;
+}
+
+const JSON_TYPE = "application/json";
+
+/** JSON-RPC 2.0 with errors at HTTP 200: go-ethereum, jsonrpsee (Substrate), jrpc2 (Stellar), pathfinder, CKB. */
+function twoPointZero(
+  name: string,
+  unknownMethod: (method: string) => Record<string, unknown>,
+  failure: Record<string, unknown>,
+  newline = false,
+): JsonRpcSoftware {
+  return {
+    name,
+    newline,
+    contentType: JSON_TYPE,
+    // A call without an id is a notification, which these servers do not answer.
+    answer: (call, outcome) =>
+      call.id === undefined
+        ? undefined
+        : {
+            status: 200,
+            json: {
+              jsonrpc: "2.0",
+              id: call.id,
+              ...("result" in outcome
+                ? { result: outcome.result }
+                : { error: outcome.error === "unknown-method" ? unknownMethod(outcome.method) : failure }),
+            },
+          },
+  };
+}
+
+/** Bitcoin Core (v28 and later) and Dogecoin Core (no 2.0 mode). */
+function bitcoind(name: string, twoPointZeroMode: boolean): JsonRpcSoftware {
+  return {
+    name,
+    newline: true,
+    contentType: JSON_TYPE,
+    answer: (call, outcome) => {
+      const error =
+        "result" in outcome
+          ? undefined
+          : outcome.error === "unknown-method"
+            ? { code: -32601, message: "Method not found" }
+            : { code: -28, message: "Loading block index…" };
+      if (twoPointZeroMode && call.jsonrpc === "2.0") {
+        // A 2.0 call without an id is a notification: run, and not answered.
+        if (call.id === undefined) return undefined;
+        return {
+          status: 200,
+          json: {
+            jsonrpc: "2.0",
+            ...(error === undefined ? { result: (outcome as { result: unknown }).result } : { error }),
+            id: call.id,
+          },
+        };
+      }
+      // Legacy: result and error side by side, the error null on success. Without an id, v28 answers
+      // with no id member, older versions (Dogecoin Core) with a null one.
+      const id = call.id !== undefined ? { id: call.id } : twoPointZeroMode ? {} : { id: null };
+      return {
+        status: error === undefined ? 200 : error.code === -32601 ? 404 : 500,
+        json: {
+          result: error === undefined ? (outcome as { result: unknown }).result : null,
+          error: error ?? null,
+          ...id,
+        },
+      };
+    },
+  };
+}
+
+const nearcore: JsonRpcSoftware = {
+  name: "nearcore",
+  newline: false,
+  contentType: JSON_TYPE,
+  answer: (call, outcome) => {
+    // A request without an id is a notification, which nearcore does not process.
+    if (call.id === undefined) return undefined;
+    if ("result" in outcome)
+      return { status: 200, json: { jsonrpc: "2.0", result: outcome.result, id: call.id } };
+    const error =
+      outcome.error === "unknown-method"
+        ? {
+            name: "REQUEST_VALIDATION_ERROR",
+            cause: { name: "METHOD_NOT_FOUND", info: { method_name: outcome.method } },
+            code: -32601,
+            message: "Method not found",
+            data: outcome.method,
+          }
+        : {
+            name: "INTERNAL_ERROR",
+            cause: { info: { error_message: "Node is syncing" }, name: "INTERNAL_ERROR" },
+            code: -32000,
+            message: "Server error",
+            data: "Node is syncing",
+          };
+    return {
+      status: outcome.error === "unknown-method" ? 400 : 500,
+      json: { jsonrpc: "2.0", error, id: call.id },
+    };
+  },
+};
+
+const toncenter: JsonRpcSoftware = {
+  name: "toncenter ton-http-api",
+  newline: false,
+  contentType: JSON_TYPE,
+  answer: (call, outcome) => {
+    const id = call.id === undefined ? {} : { id: String(call.id) };
+    if ("result" in outcome)
+      return { status: 200, json: { ok: true, result: outcome.result, jsonrpc: "2.0", ...id } };
+    if (outcome.error === "unknown-method")
+      return { status: 422, json: { ok: false, error: "Unknown method", jsonrpc: "2.0", ...id } };
+    // A tonlib failure escapes the JSON-RPC handler: no jsonrpc, no id.
+    return { status: 500, json: { ok: false, error: "LITE_SERVER_NETWORK timeout", code: 500 } };
+  },
+};
+
+const ogmios: JsonRpcSoftware = {
+  name: "Ogmios",
+  newline: false,
+  contentType: "application/json;charset=utf-8",
+  answer: (call, outcome) => {
+    if ("result" in outcome)
+      return {
+        status: 200,
+        json: { jsonrpc: "2.0", method: call.method, result: outcome.result, id: call.id ?? null },
+      };
+    if (outcome.error === "unknown-method")
+      return {
+        status: 400,
+        json: {
+          jsonrpc: "2.0",
+          error: {
+            code: -32600,
+            message: "Invalid request: unknown method in 'method' (beware names are case-sensitive).",
+          },
+          id: call.id ?? null,
+        },
+      };
+    return {
+      status: 400,
+      json: {
+        jsonrpc: "2.0",
+        method: call.method,
+        error: { code: -32603, message: "The server is not connected to a node." },
+        id: call.id ?? null,
+      },
+    };
+  },
+};
+
+/** Zilliqa's C++ node (libjson-rpc-cpp on JsonCpp, which writes members in sorted order). */
+const zilliqa: JsonRpcSoftware = {
+  name: "Zilliqa",
+  newline: false,
+  contentType: JSON_TYPE,
+  answer: (call, outcome) => {
+    if (call.id === undefined) return undefined;
+    const error =
+      "result" in outcome
+        ? undefined
+        : outcome.error === "unknown-method"
+          ? {
+              code: -32601,
+              message: `METHOD_NOT_FOUND: The method being requested is not available on this server`,
+            }
+          : { code: -32603, message: "INTERNAL_ERROR: Unable to process" };
+    return {
+      status: 200,
+      json:
+        error === undefined
+          ? { id: call.id, jsonrpc: "2.0", result: (outcome as { result: unknown }).result }
+          : { error, id: call.id, jsonrpc: "2.0" },
+    };
+  },
+};
+
+const geth = twoPointZero(
+  "go-ethereum",
+  (method) => ({ code: -32601, message: `the method ${method} does not exist/is not available` }),
+  { code: -32603, message: "method handler crashed" },
+  true,
+);
+
+/** The node software behind each JSON-RPC interface of the registry. */
+export const JSON_RPC_SOFTWARE: Readonly<Record<string, JsonRpcSoftware>> = {
+  ethereum: geth,
+  "tron-jsonrpc": twoPointZero(
+    "java-tron /jsonrpc",
+    (method) => ({ code: -32601, message: `method not found: ${method}` }),
+    { code: -32000, message: "internal error" },
+  ),
+  substrate: twoPointZero("Substrate (jsonrpsee)", () => ({ code: -32601, message: "Method not found" }), {
+    code: 4003,
+    message: "Client error: Backend error: database is busy",
+  }),
+  near: nearcore,
+  "stellar-rpc": twoPointZero(
+    "stellar-rpc (jrpc2)",
+    (method) => ({ code: -32601, message: "method not found", data: method }),
+    { code: -32603, message: "could not get latest ledger: context deadline exceeded" },
+  ),
+  toncenter,
+  ogmios,
+  "bitcoin-core": bitcoind("Bitcoin Core 28", true),
+  "dogecoin-core": bitcoind("Dogecoin Core 1.14", false),
+  starknet: twoPointZero("Pathfinder", () => ({ code: -32601, message: "Method not found" }), {
+    code: -32603,
+    message: "Internal error",
+  }),
+  ckb: twoPointZero("CKB", () => ({ code: -32601, message: "Method not found" }), {
+    code: -1,
+    message: "CKBInternalError: database is closed",
+  }),
+  zilliqa,
+};
+
+/** How a REST server software writes its answers. */
+export interface RestSoftware {
+  readonly name: string;
+  ok(body: unknown): Reply;
+  /** No such route, or no such block. */
+  readonly notFound: Reply;
+  /** The node failing the call. */
+  readonly failure: Reply;
+}
+
+const withNewline = (body: unknown, contentType = JSON_TYPE): Reply => ({
+  headers: { "content-type": contentType },
+  body: `${JSON.stringify(body)}\n`,
+});
+
+export const REST_SOFTWARE: Readonly<Record<string, RestSoftware>> = {
+  tezos: {
+    name: "Octez",
+    ok: (body) => withNewline(body),
+    notFound: { status: 404, body: "" },
+    failure: {
+      status: 500,
+      body: '[{"kind":"temporary","id":"failure","msg":"Error while applying operation: store closed"}]\n',
+    },
+  },
+  "vechain-thor": {
+    name: "Thor",
+    ok: (body) => withNewline(body, "application/json; charset=utf-8"),
+    notFound: {
+      status: 404,
+      headers: { "content-type": "text/plain; charset=utf-8" },
+      body: "404 page not found\n",
+    },
+    failure: {
+      status: 500,
+      headers: { "content-type": "text/plain; charset=utf-8" },
+      body: "leveldb: closed\n",
+    },
+  },
+  "nem-nis1": {
+    name: "NIS1",
+    ok: (body) => ({ body: JSON.stringify(body) }),
+    notFound: {
+      status: 404,
+      body: '{"timeStamp":0,"error":"Not Found","message":"invalid path","status":404}',
+    },
+    failure: {
+      status: 503,
+      body: '{"timeStamp":0,"error":"Service Unavailable","message":"NIS_ILLEGAL_STATE_NOT_BOOTED","status":503}',
+    },
+  },
+  algod: {
+    name: "algod",
+    ok: (body) => withNewline(body),
+    notFound: { status: 404, body: '{"message":"Not Found"}\n' },
+    failure: { status: 503, body: '{"message":"failed to retrieve information from the ledger"}\n' },
+  },
+  "tron-http": {
+    name: "java-tron HTTP",
+    ok: (body) => withNewline(body, "application/json; charset=utf-8"),
+    notFound: { status: 404, body: "" },
+    failure: withNewline(
+      { Error: "class java.lang.IllegalAccessException : lack of computing resources" },
+      "application/json; charset=utf-8",
+    ),
+  },
+};
+
+/** The call of a request body read the way a JSON-RPC server reads it: JSON.parse, nothing of the gateway's. */
+export function incomingCalls(request: SeenRequest): { batch: boolean; calls: IncomingCall[] } | undefined {
+  let value: unknown;
+  try {
+    value = JSON.parse(request.body);
+  } catch {
+    return undefined;
+  }
+  const read = (item: unknown): IncomingCall => {
+    const object = (typeof item === "object" && item !== null ? item : {}) as Record<string, unknown>;
+    return {
+      ...(Object.hasOwn(object, "id") ? { id: object.id } : {}),
+      ...(Object.hasOwn(object, "jsonrpc") ? { jsonrpc: object.jsonrpc } : {}),
+      method: typeof object.method === "string" ? object.method : "",
+      ...(Object.hasOwn(object, "params") ? { params: object.params } : {}),
+    };
+  };
+  return Array.isArray(value)
+    ? { batch: true, calls: value.map(read) }
+    : { batch: false, calls: [read(value)] };
+}
+
+/** A whole JSON-RPC answer as `software` writes it, for one call or a batch. */
+export function jsonRpcReply(software: JsonRpcSoftware, batch: boolean, answers: readonly Answer[]): Reply {
+  const end = software.newline ? "\n" : "";
+  const headers = { "content-type": software.contentType };
+  if (!batch) {
+    const only = answers[0];
+    if (only === undefined) return { status: 204, headers, body: "" };
+    return { status: only.status, headers, body: `${JSON.stringify(only.json)}${end}` };
+  }
+  return { status: 200, headers, body: `${JSON.stringify(answers.map((a) => a.json))}${end}` };
+}
