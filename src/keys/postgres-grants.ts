@@ -1,6 +1,7 @@
 import type pg from "pg";
 import { GRANTS_CHANNEL, openClient, openPool } from "../store/postgres.js";
 import type { GrantFeed, GrantStatus, KeyGrant } from "./grants.js";
+import { reconnectDelay } from "./reconnect-backoff.js";
 import { GRANTS_CHANGED, type GrantRow, grantOf } from "./sqlite-grants.js";
 import type { UsageRow, UsageSink } from "./usage.js";
 
@@ -26,15 +27,13 @@ export async function postgresGrantsSince(
   }
 }
 
-const RECONNECT_MIN_MS = 250;
-const RECONNECT_MAX_MS = 5_000;
-
 /**
  * The proxy's reader of a PostgreSQL account store. It LISTENs on the store's channel: every committed change
  * to a key or an account notifies it, and it reads what changed, so a revocation reaches every proxy within
- * milliseconds without any polling. When the listening connection drops, it says so and reconnects with
- * backoff; once back, it reads everything that changed meanwhile, since a notification sent while it was
- * away is not kept for it.
+ * milliseconds without any polling. When the listening connection drops, it says so and tries again every
+ * 250 ms at most (reconnect-backoff.ts); once back, it reads everything that changed meanwhile at once, since
+ * a notification sent while it was away is not kept for it. So a change made after the store returns reaches
+ * it within about a quarter second.
  */
 export class PostgresGrantFeed implements GrantFeed {
   readonly #url: string;
@@ -58,7 +57,8 @@ export class PostgresGrantFeed implements GrantFeed {
   }
 
   watch(listener: () => void, status: (change: GrantStatus) => void = () => {}): () => void {
-    let delay = RECONNECT_MIN_MS;
+    // retries since the connection was last good
+    let attempt = 0;
     const connect = async () => {
       if (this.#closed) return;
       const client = openClient(this.#url);
@@ -69,8 +69,8 @@ export class PostgresGrantFeed implements GrantFeed {
         this.#listening = undefined;
         client.end().catch(() => {});
         status({ reachable: false, reason: error?.message ?? "the listening connection ended" });
-        this.#retry = setTimeout(connect, delay);
-        delay = Math.min(delay * 2, RECONNECT_MAX_MS);
+        this.#retry = setTimeout(connect, reconnectDelay(attempt));
+        attempt += 1;
       };
       client.on("error", onLost);
       client.on("end", () => onLost());
@@ -87,7 +87,7 @@ export class PostgresGrantFeed implements GrantFeed {
         return;
       }
       this.#listening = client;
-      delay = RECONNECT_MIN_MS;
+      attempt = 0;
       status({ reachable: true });
       // What changed while no one listened.
       listener();

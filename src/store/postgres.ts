@@ -30,12 +30,17 @@ export function openPool(url: string, max: number): pg.Pool {
   return pool;
 }
 
-/** One connection outside any pool, for LISTEN. */
+/**
+ * One connection outside any pool, for LISTEN. Its waits are bounded too: a LISTEN the server never answers
+ * fails and is tried again, rather than leaving the proxy deaf to changes (notifications are no query, so the
+ * query timeout never ends a connection that is only listening).
+ */
 export function openClient(url: string): pg.Client {
   return new pg.Client({
     connectionString: url,
     types,
     connectionTimeoutMillis: 2_000,
+    query_timeout: 2_000,
     keepAlive: true,
     application_name: "node-gateway",
   });
