@@ -49,8 +49,14 @@ export const LISTENERS = {
  */
 export function listen(server: Server, port: number, host: string, listener: Listener): Promise<number> {
   return new Promise((resolve, reject) => {
-    server.once("error", (error) => reject(cannotListen(listener, host, port, error)));
-    server.listen(port, host, () => resolve((server.address() as { port: number }).port));
+    const fail = (error: NodeJS.ErrnoException) => reject(cannotListen(listener, host, port, error));
+    server.once("error", fail);
+    try {
+      server.listen(port, host, () => resolve((server.address() as { port: number }).port));
+    } catch (error) {
+      // listen() throws at once on some arguments (a port out of range): still this listener's failure.
+      fail(error as NodeJS.ErrnoException);
+    }
   });
 }
 
