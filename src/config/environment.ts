@@ -15,6 +15,8 @@ export interface Setting {
   readonly value: unknown;
 }
 
+const UPSTREAM_PREFIX = "GATEWAY_UPSTREAM_";
+
 /** The settings `env` makes over the file's data `file`, and the variables that cannot be read at all. */
 export function environmentSettings(
   env: NodeJS.ProcessEnv,
@@ -57,8 +59,6 @@ export function environmentSettings(
   }
   return { settings, problems };
 }
-
-const UPSTREAM_PREFIX = "GATEWAY_UPSTREAM_";
 
 /** The file's data with the settings written over it; neither is changed. */
 export function withSettings(file: unknown, settings: readonly Setting[]): unknown {

@@ -29,17 +29,18 @@ export function loadConfig(
   const source = readSource(env.GATEWAY_CONFIG);
   const file = source.value();
   const { settings, problems } = environmentSettings(env, file);
-  if (problems.length > 0) throw new ConfigError(problems.join("\n"));
   const raw = withSettings(file, settings);
   const where = origin(source, file, settings);
-  if (!validate(raw)) {
-    const problems = (validate.errors ?? []).map((e) => {
+  if (!validate(raw))
+    for (const e of validate.errors ?? []) {
       const key = (e.params as { additionalProperty?: string }).additionalProperty;
       const at = where(pointerPath(e.instancePath), key);
-      return `${at}: ${e.instancePath || "config"} ${e.message ?? "is invalid"}${detailOf(e.params)}${key === undefined ? "" : ` (${key})`}`;
-    });
-    throw new ConfigError(problems.join("\n"));
-  }
+      problems.push(
+        `${at}: ${e.instancePath || "config"} ${e.message ?? "is invalid"}${detailOf(e.params)}${key === undefined ? "" : ` (${key})`}`,
+      );
+    }
+  // Every problem at once, the file's and the variables': an operator fixes them in one go.
+  if (problems.length > 0) throw new ConfigError(problems.join("\n"));
   const config = withDefaults(raw as Partial<GatewayConfig>);
   checkAgainstRegistry(config, endpoints, where);
   return config;
