@@ -11,9 +11,10 @@ import { SQLITE_ADDON_ASSET } from "../src/store/sqlite-addon.js";
 
 // `npm run build:binary`: dist/node-gateway, the proxy as one executable file (a Node.js single executable
 // application, nodejs.org/api/single-executable-applications.html). It is this machine's `node`, stripped of
-// its native symbols, with a blob injected into it: the proxy bundled into one CommonJS script (what a single
-// executable runs) with V8's code cache, and as assets the embedded default config, package.json (its
-// version) and better-sqlite3's native addon, which src/store/sqlite-addon.ts loads from the file itself.
+// its native symbols, with a blob injected into it: the proxy and the operator CLI (`node-gateway admin`,
+// src/single-executable.ts) bundled into one CommonJS script (what a single executable runs) with V8's code
+// cache, and as assets the embedded default config, package.json (its version) and better-sqlite3's native
+// addon, which src/store/sqlite-addon.ts loads from the file itself.
 // Everything comes from the npm registry: esbuild, postject and the addon npm ci built; nothing is downloaded.
 
 const SEA_FUSE = "NODE_SEA_FUSE_fce680ab2cc467b6e072b8b5df1996b2";
@@ -50,7 +51,7 @@ export async function buildBinary(out = "dist/node-gateway"): Promise<string> {
   mkdirSync(work, { recursive: true });
   const script = join(work, "gateway.cjs");
   await build({
-    entryPoints: [join(root, "src/proxy/main.ts")],
+    entryPoints: [join(root, "src/single-executable.ts")],
     outfile: script,
     bundle: true,
     platform: "node",

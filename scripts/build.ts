@@ -1,16 +1,18 @@
 import { build } from "esbuild";
 
-// Three bundles, one per entry point. dist/gateway.js is the proxy: node:http, ws, undici, the generated
+// Four bundles, one per entry point. dist/gateway.js is the proxy: node:http, ws, undici, the generated
 // tables and the reader of the account store's grants, nothing of the control plane (a test reads the
-// build's metafile to keep it so). dist/control-plane.js is the control plane; dist/demo.js is `npm start`,
-// both in one process with the local nodes.
+// build's metafile to keep it so). dist/control-plane.js is the control plane; dist/admin.js the operator
+// CLI, so that a deployment of dist/ has it without tsx; dist/demo.js is `npm start`, the proxy and the
+// control plane in one process with the local nodes.
 const ENTRIES = {
   gateway: "src/proxy/main.ts",
   "control-plane": "src/control/main.ts",
+  admin: "src/control/cli.ts",
   demo: "src/dev/main.ts",
 };
 
-/** Builds the three bundles into `outdir` (a test builds its own, below the project's node_modules). */
+/** Builds the four bundles into `outdir` (a test builds its own, below the project's node_modules). */
 export async function buildBundles(outdir = "dist", metafile = false) {
   return build({
     entryPoints: ENTRIES,

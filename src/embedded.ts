@@ -1,5 +1,5 @@
-import { readFileSync } from "node:fs";
-import { join } from "node:path";
+import { existsSync, readFileSync } from "node:fs";
+import { dirname, join } from "node:path";
 import { getAsset, isSea } from "node:sea";
 import { packageRoot } from "./package-root.js";
 
@@ -23,4 +23,15 @@ export function gatewayVersion(): string {
     ? getAsset("package.json", "utf8")
     : readFileSync(join(packageRoot(), "package.json"), "utf8");
   return (JSON.parse(text) as { version: string }).version;
+}
+
+/**
+ * How an operator runs the operator CLI that came with this gateway, for a message that tells them to: the
+ * single executable's `admin` command, dist/admin.js beside a bundle, else npm in the source tree.
+ */
+export function adminCommand(): string {
+  if (isSea()) return `${process.execPath} admin`;
+  const script = process.argv[1] ?? "";
+  const beside = join(dirname(script), "admin.js");
+  return script.endsWith(".js") && existsSync(beside) ? `node ${beside}` : "npm run admin --";
 }

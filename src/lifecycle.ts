@@ -20,11 +20,65 @@ export function loadConfigOrExit(): GatewayConfig {
   }
 }
 
-export function listen(server: Server, port: number, host: string): Promise<number> {
+/** A listener as an operator moves it: what it serves, its config section, the variables for it. */
+export interface Listener {
+  readonly name: string;
+  readonly section: string;
+  readonly portVariable: string;
+  readonly hostVariable?: string;
+}
+
+export const LISTENERS = {
+  proxy: {
+    name: "the gateway",
+    section: "listen",
+    portVariable: "GATEWAY_PORT",
+    hostVariable: "GATEWAY_HOST",
+  },
+  operator: { name: "the operator API", section: "operator.listen", portVariable: "GATEWAY_OPERATOR_PORT" },
+  accounts: {
+    name: "the self-service API",
+    section: "accounts.listen",
+    portVariable: "GATEWAY_ACCOUNTS_PORT",
+  },
+} as const satisfies Record<string, Listener>;
+
+/**
+ * Listens on `host:port`; resolves with the port (the one the system chose for 0). A failure says which
+ * listener, why, and the setting and variable that move it: the defaults 8080 to 8082 are often taken.
+ */
+export function listen(server: Server, port: number, host: string, listener: Listener): Promise<number> {
   return new Promise((resolve, reject) => {
-    server.once("error", reject);
-    server.listen(port, host, () => resolve((server.address() as { port: number }).port));
+    const fail = (error: NodeJS.ErrnoException) => reject(cannotListen(listener, host, port, error));
+    server.once("error", fail);
+    try {
+      server.listen(port, host, () => resolve((server.address() as { port: number }).port));
+    } catch (error) {
+      // listen() throws at once on some arguments (a port out of range): still this listener's failure.
+      fail(error as NodeJS.ErrnoException);
+    }
   });
+}
+
+const WHY: Readonly<Record<string, string>> = {
+  EADDRINUSE: "the port is taken",
+  EACCES: "permission denied (a port below 1024 needs privileges)",
+  EADDRNOTAVAIL: "the address is not one of this machine's",
+  ENOTFOUND: "no such host",
+  EAI_AGAIN: "the host name cannot be resolved",
+};
+
+function cannotListen(listener: Listener, host: string, port: number, error: NodeJS.ErrnoException): Error {
+  const code = error.code ?? "";
+  const why = WHY[code] === undefined ? error.message : `${WHY[code]} (${code})`;
+  const hostIsWrong = ["EADDRNOTAVAIL", "ENOTFOUND", "EAI_AGAIN"].includes(code);
+  const move = hostIsWrong
+    ? `${listener.section}.host in the deployment config${listener.hostVariable === undefined ? "" : ` or ${listener.hostVariable}`}`
+    : `${listener.section}.port in the deployment config or ${listener.portVariable} (0 takes any free port)`;
+  const address = host.includes(":") ? `[${host}]:${port}` : `${host}:${port}`;
+  return new Error(
+    `${listener.name} cannot listen on ${address} (${listener.section}): ${why}; move it with ${move}`,
+  );
 }
 
 /** Runs `stop` once on SIGINT or SIGTERM, then exits 0. */

@@ -52,20 +52,19 @@ export class ConfigSource {
     return this.#where(offset);
   }
 
-  /** `at` for a JSON pointer, as ajv reports where a value failed (`/upstreams/eth/0`). */
-  atPointer(pointer: string, key?: string): string {
-    const path = pointer
-      .split("/")
-      .slice(1)
-      .map((part) => part.replace(/~1/g, "/").replace(/~0/g, "~"));
-    return this.at(path, key);
-  }
-
   #where(offset: number | undefined): string {
     if (offset === undefined) return this.file;
     const { line, col } = this.#lines.linePos(offset);
     return `${this.file}:${line}:${col}`;
   }
+}
+
+/** A JSON pointer, as ajv says where a value failed (`/upstreams/eth/0`), as the path `at` takes. */
+export function pointerPath(pointer: string): string[] {
+  return pointer
+    .split("/")
+    .slice(1)
+    .map((part) => part.replace(/~1/g, "/").replace(/~0/g, "~"));
 }
 
 function keyOf(key: unknown): string | undefined {

@@ -1,5 +1,5 @@
 import { networkCodes } from "../../generated/endpoints.js";
-import { exitOnStartFailure, listen, loadConfigOrExit, onStopSignal } from "../lifecycle.js";
+import { exitOnStartFailure, LISTENERS, listen, loadConfigOrExit, onStopSignal } from "../lifecycle.js";
 import { createLogger } from "../log.js";
 import { createControlPlane } from "./plane.js";
 
@@ -21,7 +21,7 @@ createControlPlane({
   gateway: config,
 })
   .then(async (control) => {
-    const port = await listen(control.api, accounts.listen.port, accounts.listen.host);
+    const port = await listen(control.api, accounts.listen.port, accounts.listen.host, LISTENERS.accounts);
     logger.log("info", "control plane listening", { host: accounts.listen.host, port });
     onStopSignal(() => control.close(), logger);
   })

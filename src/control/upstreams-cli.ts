@@ -1,5 +1,6 @@
 import type { GatewayConfig } from "../config/types.js";
 import { GatewayError } from "../errors/table.js";
+import { UsageError } from "./admin-failure.js";
 
 export const UPSTREAMS_USAGE = `  upstreams list [--proxy <url>]           every label's upstreams: state, head, lag, latency, errors
   upstreams cordon --label <label> --upstream <name> [--proxy <url>]
@@ -51,8 +52,9 @@ export async function upstreamsCommand(
     );
     return 0;
   }
-  console.error(`unknown command "upstreams ${verb ?? ""}"\n\n${UPSTREAMS_USAGE}`);
-  return 2;
+  throw new UsageError(
+    verb === undefined ? '"upstreams" needs list, cordon or uncordon' : `unknown command "upstreams ${verb}"`,
+  );
 }
 
 interface LabelRow {

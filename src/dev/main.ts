@@ -4,7 +4,7 @@ import cluster from "node:cluster";
 import { endpointsByLabel, networkCodes } from "../../generated/endpoints.js";
 import type { GatewayConfig, LabelUpstreams } from "../config/types.js";
 import { type ControlPlane, createControlPlane } from "../control/plane.js";
-import { exitOnStartFailure, listen, loadConfigOrExit, onStopSignal } from "../lifecycle.js";
+import { exitOnStartFailure, LISTENERS, listen, loadConfigOrExit, onStopSignal } from "../lifecycle.js";
 import { createLogger, type Logger } from "../log.js";
 import { runProxy } from "../proxy/run.js";
 import { printDemo } from "./demo.js";
@@ -41,7 +41,7 @@ async function startDemo(config: GatewayConfig, logger: Logger): Promise<void> {
   const accountsPort =
     control &&
     config.accounts &&
-    (await listen(control.api, config.accounts.listen.port, config.accounts.listen.host));
+    (await listen(control.api, config.accounts.listen.port, config.accounts.listen.host, LISTENERS.accounts));
   if (accountsPort !== undefined) logger.log("info", "accounts api listening", { port: accountsPort });
   const key = control && config.demoKey ? await issueDemoKey(control) : undefined;
 

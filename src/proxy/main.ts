@@ -7,19 +7,25 @@ import { ConfigError, loadConfig } from "../config/load.js";
 import { EMBEDDED_CONFIG, gatewayVersion } from "../embedded.js";
 import { EXIT, exitOnStartFailure, loadConfigOrExit, onStopSignal } from "../lifecycle.js";
 import { createLogger } from "../log.js";
+import { createStoreOnFirstRun } from "./first-run.js";
 import { type RunningProxy, runProxy } from "./run.js";
 
 // The proxy, alone: `node dist/gateway.js` (npm run build), or the single executable `dist/node-gateway`
 // (npm run build:binary). It serves the labels of the deployment config (--config, GATEWAY_CONFIG, else the
 // embedded default) with its static keys and, when the config names an account store, the keys the control
-// plane keeps there. It never writes the store but for usage counts, and needs no control plane running.
+// plane keeps there. It never writes the store but for usage counts, and needs no control plane running;
+// on the embedded default's first run it creates the empty store (first-run.ts).
 
 const USAGE = `usage: node-gateway [--config PATH] [--check-config] [--version] [--help]
+       node-gateway admin <command> [flags]   the operator CLI: accounts and keys (node-gateway admin --help;
+                                              node dist/admin.js beside node dist/gateway.js)
 
-  --config PATH    the deployment config (the same as GATEWAY_CONFIG); the embedded default without it
-  --check-config   validate the config against the schema and the registry built into this gateway, print
-                   each problem as file:line:column, and exit: 0 when it is valid, 2 when not. Run it
-                   before a reload.
+  --config PATH    the deployment config (the same as GATEWAY_CONFIG); the embedded default without it:
+                   127.0.0.1:8080, the operator API on 8082, and the account store .data/gateway.sqlite
+                   under the working directory, created on the first run
+  --check-config   validate the config and the environment's settings against the schema and the registry
+                   built into this gateway, print each problem as file:line:column or as the variable that
+                   set it, and exit: 0 when it is valid, 2 when not. Run it before a reload.
   --version        the gateway's version and the registry's stamp
   --help           this text
 
@@ -30,8 +36,9 @@ signals:
   SIGTERM, SIGINT  drain: /readyz turns 503, the listener stops accepting, requests in flight finish
                    (limits.drainTimeoutMs), WebSockets close with 1001, then exit 0.
 
-exit codes: 0 stopped by a signal, or --check-config found no problem; 1 failed to start (a port taken,
-the account store unreadable); 2 an invalid config or command line.
+exit codes: 0 stopped by a signal, or --check-config found no problem; 1 failed to start (a port taken:
+the message names the setting and variable that move it; the account store unreadable); 2 an invalid
+config or command line.
 
 Environment: GATEWAY_CONFIG, GATEWAY_PORT, GATEWAY_HOST, GATEWAY_UPSTREAM_<LABEL>, GATEWAY_LOG_LEVEL, …
 (docs/configuration.md).`;
@@ -52,6 +59,14 @@ if (args["check-config"]) checkConfig();
 
 const config = loadConfigOrExit();
 const logger = createLogger(config.log.level);
+// The embedded default runs with no setup, its account store included; workers find it made.
+if (cluster.isPrimary && !process.env.GATEWAY_CONFIG) {
+  try {
+    createStoreOnFirstRun(config, logger);
+  } catch (error) {
+    exitOnStartFailure(error);
+  }
+}
 runProxy(config, logger).then((proxy) => {
   if (cluster.isPrimary) {
     logger.log("info", "gateway listening", {

@@ -4,7 +4,7 @@ import { setTimeout as delay } from "node:timers/promises";
 import type { GatewayConfig, LabelUpstreams } from "../config/types.js";
 import { createGateway, type Gateway } from "../gateway.js";
 import type { CachedKeyStore } from "../keys/key-cache.js";
-import { listen } from "../lifecycle.js";
+import { LISTENERS, listen } from "../lifecycle.js";
 import { SharedTokenBuckets } from "../limits/shared-buckets.js";
 import type { Logger } from "../log.js";
 import { clusterScraper, processRegistry } from "../metrics/registry.js";
@@ -74,7 +74,7 @@ async function serveHere(config: GatewayConfig, logger: Logger): Promise<Running
   try {
     // The operator's listener first: a proxy that cannot be watched does not start taking traffic.
     operatorPort = await listenOperator(operator, config);
-    port = await listen(gateway.server, config.listen.port, config.listen.host);
+    port = await listen(gateway.server, config.listen.port, config.listen.host, LISTENERS.proxy);
     readiness.listening();
   } catch (error) {
     await Promise.all([closeServer(operator), gateway.close()]);
@@ -236,13 +236,7 @@ async function listenOperator(
 ): Promise<number | undefined> {
   if (operator === undefined || config.operator === undefined) return undefined;
   const { host, port } = config.operator.listen;
-  try {
-    return await listen(operator, port, host);
-  } catch (error) {
-    throw new Error(
-      `the operator API cannot listen on ${host}:${port} (operator.listen): ${(error as Error).message}`,
-    );
-  }
+  return listen(operator, port, host, LISTENERS.operator);
 }
 
 function closeServer(server: Server | undefined): Promise<void> {

@@ -1,10 +1,10 @@
 import Database from "better-sqlite3";
 import pg from "pg";
 import { describe, expect, it } from "vitest";
-import { migrate } from "../../src/control/accounts/migrations.js";
 import { migratePostgres } from "../../src/control/accounts/postgres-migrations.js";
 import { PostgresAccountStore } from "../../src/control/accounts/postgres-store.js";
 import { UsageCounter, type UsageRow } from "../../src/keys/usage.js";
+import { migrate } from "../../src/store/sqlite-migrations.js";
 import { freshPostgresDatabase, needServices } from "../support/services.js";
 
 const postgres = await needServices("postgres");

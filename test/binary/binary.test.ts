@@ -7,8 +7,15 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { networkCodes, registryStamp } from "../../generated/endpoints.js";
 import { DEFAULT_ACCOUNTS } from "../../src/config/defaults.js";
 import { createControlPlane } from "../../src/control/plane.js";
+import { freePort } from "../../src/dev/free-port.js";
 import { createLogger } from "../../src/log.js";
-import { type BinaryFolder, binaryInEmptyFolder, startBinary } from "../support/binary.js";
+import {
+  type BinaryFolder,
+  binaryInEmptyFolder,
+  type RunningBinary,
+  startBinary,
+} from "../support/binary.js";
+import { eventually } from "../support/eventually.js";
 import { jsonRpcResponder, type LoopbackNode, startLoopbackNode } from "../support/loopback-node.js";
 
 // The proxy as one executable file: built once, copied alone into an empty folder, and run there with a
@@ -132,5 +139,125 @@ describe("dist/node-gateway, alone in an empty folder", () => {
     const { stdout } = await run(binary, ["--help"], { cwd: bin, env });
     for (const word of ["--config", "--check-config", "--version", "SIGHUP", "SIGTERM", "exit codes"])
       expect(stdout).toContain(word);
+  });
+});
+
+/** An eth_blockNumber call through the proxy at `port` with `key`, on `host`. */
+async function blockNumber(
+  port: number,
+  key: string,
+  host: string,
+): Promise<{ status: number; json: unknown }> {
+  const answer = await request(`http://127.0.0.1:${port}/${key}/`, {
+    method: "POST",
+    headers: { host, "content-type": "application/json" },
+    body: '{"jsonrpc":"2.0","id":1,"method":"eth_blockNumber","params":[]}',
+  });
+  return { status: answer.statusCode, json: await answer.body.json() };
+}
+
+describe("dist/node-gateway with no config: the embedded default's first run", () => {
+  let node: LoopbackNode;
+  let proxy: RunningBinary | undefined;
+  // Any free ports rather than 8080 and 8082, which the machine may be using; no file, no --config.
+  const firstRun = { GATEWAY_PORT: "0", GATEWAY_OPERATOR_PORT: "0" };
+
+  beforeAll(async () => {
+    node = await startLoopbackNode(jsonRpcResponder({ eth_blockNumber: "0x2a" }));
+  });
+  afterAll(async () => {
+    proxy?.child.kill("SIGKILL");
+    await node?.close();
+  });
+
+  it("starts, creates its account store, says where and how to issue a first key, and answers its probes", async () => {
+    proxy = await startBinary(folder, [], { ...firstRun, GATEWAY_UPSTREAM_ETH: node.url });
+    const created = proxy.logs.find((line) => line.includes("account store created"));
+    expect(JSON.parse(created ?? "{}")).toMatchObject({
+      level: "info",
+      database: join(bin, ".data/gateway.sqlite"),
+      firstKey: `${binary} admin accounts create --email you@example.com; ${binary} admin keys issue --account 1`,
+    });
+    const operator = `http://127.0.0.1:${proxy.operatorPort}`;
+    const health = await request(`${operator}/healthz`);
+    expect(health.statusCode).toBe(200);
+    expect(await health.body.json()).toEqual({ status: "alive" });
+    await eventually(
+      async () => {
+        const ready = await request(`${operator}/readyz`);
+        await ready.body.dump();
+        return ready.statusCode === 200;
+      },
+      10_000,
+      "/readyz answers 200",
+    );
+  });
+
+  it("serves a key issued through the binary's own operator CLI, and never logs it", async () => {
+    const started = proxy;
+    if (started === undefined) throw new Error("the proxy did not start");
+    const admin = (...args: string[]) => run(binary, ["admin", ...args], { cwd: bin, env });
+    expect((await admin("accounts", "create", "--email", "first@example.com")).stdout).toMatch(
+      /^account 1 {2}first@example.com {2}active/,
+    );
+    const issued = await admin("keys", "issue", "--account", "1", "--network", "eth");
+    const key = /\n(FN[A-Za-z0-9]{32})\n/.exec(issued.stdout)?.[1] ?? "";
+    expect(key).not.toBe("");
+    let answer = { status: 0, json: undefined as unknown };
+    await eventually(
+      async () => {
+        answer = await blockNumber(started.port, key, "eth.localhost");
+        return answer.status === 200;
+      },
+      5_000,
+      "the proxy serves the key the CLI issued",
+    );
+    expect(answer.json).toEqual({ jsonrpc: "2.0", id: 1, result: "0x2a" });
+    expect(started.logs.join("\n")).not.toContain(key);
+  });
+
+  it("a second run finds the store and creates nothing", async () => {
+    proxy?.child.kill("SIGTERM");
+    expect(await proxy?.exited).toBe(0);
+    proxy = await startBinary(folder, [], firstRun);
+    expect(proxy.logs.some((line) => line.includes("account store created"))).toBe(false);
+  });
+});
+
+describe("node-gateway admin: the operator CLI inside the binary", () => {
+  type Failure = { code: number; stdout: string; stderr: string };
+  const fail = (args: readonly string[], extra: NodeJS.ProcessEnv = {}) =>
+    run(binary, ["admin", ...args], { cwd: bin, env: { ...env, ...extra } }).then(
+      () => {
+        throw new Error(`admin ${args.join(" ")} succeeded`);
+      },
+      (error: Failure) => error,
+    );
+
+  it("against a PostgreSQL that is down: one line with STORE_UNAVAILABLE, exit 1, no stack, no password", async () => {
+    const closed = await freePort();
+    const failed = await fail(["keys", "list", "--account", "1"], {
+      GATEWAY_ACCOUNTS_DB: `postgres://gateway:hunter2@127.0.0.1:${closed}/gateway`,
+    });
+    expect(failed.code).toBe(1);
+    expect(failed.stdout).toBe("");
+    expect(failed.stderr).toMatch(
+      /^error STORE_UNAVAILABLE: The account store cannot be reached; try again shortly \(reason: .*ECONNREFUSED.*\)\n$/,
+    );
+    expect(failed.stderr).not.toContain("hunter2");
+  });
+
+  it("a command line it cannot read is USAGE, exit 2, one line; --help lists the exit statuses", async () => {
+    const wrong = await fail(["keys", "list", "--frobnicate"]);
+    expect(wrong.code).toBe(2);
+    expect(wrong.stderr).toMatch(/^error USAGE: Unknown option '--frobnicate'.*\n$/);
+    const { stdout } = await run(binary, ["admin", "--help"], { cwd: bin, env });
+    for (const words of [
+      "node-gateway admin <command>",
+      "keys issue",
+      "STORE_UNAVAILABLE",
+      "  2  nothing was run",
+    ])
+      expect(stdout).toContain(words);
   });
 });

@@ -1,6 +1,7 @@
 import { mkdtempSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import fc from "fast-check";
 import { describe, expect, it } from "vitest";
 import { endpointsByLabel } from "../../generated/endpoints.js";
 import { ConfigError, loadConfig } from "../../src/config/load.js";
@@ -91,5 +92,145 @@ describe("the deployment config", () => {
     const path = file("bad.yaml", text);
     expect(() => loadConfig(endpointsByLabel, { GATEWAY_CONFIG: path })).toThrow(ConfigError);
     expect(() => loadConfig(endpointsByLabel, { GATEWAY_CONFIG: path })).toThrow(message);
+  });
+});
+
+describe("settings from the environment, checked with the file as one config", () => {
+  const deployment = file(
+    "env-base.yaml",
+    [
+      "domain: gw.test",
+      "listen: { host: 127.0.0.1, port: 9100 }",
+      "accounts:",
+      "  database: /tmp/gw.sqlite",
+      "  listen: { host: 127.0.0.1, port: 9101 }",
+      "  mail: { from: gw@example.com, outbox: /tmp/outbox }",
+    ].join("\n"),
+  );
+  /** The message of the ConfigError that `env` over the file makes; fails on any other outcome. */
+  function refusal(env: NodeJS.ProcessEnv): string {
+    try {
+      loadConfig(endpointsByLabel, { GATEWAY_CONFIG: deployment, ...env });
+    } catch (error) {
+      if (error instanceof ConfigError) return error.message;
+      throw error;
+    }
+    throw new Error(`accepted: ${JSON.stringify(env)}`);
+  }
+
+  it.each([
+    ["GATEWAY_UPSTREAM_ETH", "not-a-url", 'upstreams/eth/0 must match pattern "^https?://"'],
+    ["GATEWAY_UPSTREAM_ETH", "http://", "upstreams.eth[0] is not a URL"],
+    ["GATEWAY_UPSTREAM_ETH", "http://127.0.0.1:1,,http://127.0.0.1:2", "/upstreams/eth/1 must match pattern"],
+    [
+      "GATEWAY_UPSTREAM_ETHEREUM",
+      "http://127.0.0.1:1",
+      'upstreams: "ethereum" is not a label of the registry',
+    ],
+    [
+      "GATEWAY_LOG_LEVEL",
+      "verbose",
+      "/log/level must be equal to one of the allowed values: debug, info, warn, error, silent",
+    ],
+    ["GATEWAY_PORT", "80a", "/listen/port must be integer"],
+    ["GATEWAY_PORT", "70000", "/listen/port must be <= 65535"],
+    ["GATEWAY_OPERATOR_PORT", "-1", "/operator/listen/port must be >= 0"],
+    ["GATEWAY_WORKERS", "lots", "/workers must be integer"],
+    ["GATEWAY_DOMAIN", "not a host", "/domain must match pattern"],
+    ["GATEWAY_SHARED_LIMITS_REDIS", "127.0.0.1:6379", '/sharedLimits/redis must match pattern "^rediss?://"'],
+    ["GATEWAY_ACCOUNTS_PORT", "eighty", "/accounts/listen/port must be integer"],
+    ["GATEWAY_SMTP_URL", "http://user:hunter2@mail.example.com", "must be smtp://[user:pass@]host[:port]"],
+  ])("%s=%s is refused, naming the variable rather than a line of the file", (variable, value, message) => {
+    const text = refusal({ [variable]: value });
+    expect(text).toContain(message);
+    for (const line of text.split("\n")) expect(line.startsWith(`${variable}: `), line).toBe(true);
+    expect(text).not.toContain(deployment);
+    // a variable's value may hold a password: a problem never repeats it
+    expect(text).not.toContain("hunter2");
+  });
+
+  it("a problem of the file is still reported at its line, beside a variable's", () => {
+    const path = file("env-file-problem.yaml", "domain: gw.test\nlimits: { maxBatch: many }\n");
+    expect(() =>
+      loadConfig(endpointsByLabel, { GATEWAY_CONFIG: path, GATEWAY_LOG_LEVEL: "loud", GATEWAY_PORT: "9000" }),
+    ).toThrow(
+      new RegExp(
+        `^${path}:2:21: /limits/maxBatch must be integer\\nGATEWAY_LOG_LEVEL: /log/level must be`,
+        "m",
+      ),
+    );
+  });
+
+  it("GATEWAY_SHARED_LIMITS_REDIS fills in a file's sharedLimits section that has no Redis URL", () => {
+    const path = file("env-shared.yaml", "sharedLimits: { leaseMs: 50 }\n");
+    expect(() => loadConfig(endpointsByLabel, { GATEWAY_CONFIG: path })).toThrow(
+      `${path}:1:15: /sharedLimits must have required property 'redis'`,
+    );
+    const config = loadConfig(endpointsByLabel, {
+      GATEWAY_CONFIG: path,
+      GATEWAY_SHARED_LIMITS_REDIS: "redis://:secret@127.0.0.1:6379",
+    });
+    expect(config.sharedLimits).toEqual({
+      redis: "redis://:secret@127.0.0.1:6379",
+      leaseMs: 50,
+      fallbackShare: 1,
+    });
+  });
+
+  it("fills in the other sections field by field, and an empty variable counts as unset", () => {
+    const config = loadConfig(endpointsByLabel, {
+      GATEWAY_CONFIG: deployment,
+      GATEWAY_PORT: "",
+      GATEWAY_OPERATOR_PORT: "0",
+      GATEWAY_LOG_LEVEL: "warn",
+      GATEWAY_WORKERS: "3",
+      GATEWAY_ACCOUNTS_PORT: "9200",
+      GATEWAY_SMTP_URL: "smtps://ops%40example.com:p%40ss@mail.example.com",
+    });
+    expect(config.listen).toEqual({ host: "127.0.0.1", port: 9100 });
+    expect(config.operator?.listen).toEqual({ host: "127.0.0.1", port: 0 });
+    expect(config.log).toEqual({ level: "warn", access: true });
+    expect(config.workers).toBe(3);
+    expect(config.accounts?.listen).toEqual({ host: "127.0.0.1", port: 9200 });
+    expect(config.accounts?.mail.smtp).toEqual({
+      host: "mail.example.com",
+      port: 465,
+      secure: true,
+      user: "ops@example.com",
+      pass: "p@ss",
+    });
+  });
+
+  it("whatever a variable holds, the outcome is a config or a ConfigError, never another exception", () => {
+    const variables = [
+      "GATEWAY_UPSTREAM_ETH",
+      "GATEWAY_UPSTREAM_ETH_ARCHIVE",
+      "GATEWAY_HOST",
+      "GATEWAY_PORT",
+      "GATEWAY_DOMAIN",
+      "GATEWAY_LOG_LEVEL",
+      "GATEWAY_OPERATOR_PORT",
+      "GATEWAY_WORKERS",
+      "GATEWAY_SHARED_LIMITS_REDIS",
+      "GATEWAY_ACCOUNTS_DB",
+      "GATEWAY_ACCOUNTS_PORT",
+      "GATEWAY_OUTBOX",
+      "GATEWAY_SMTP_URL",
+    ];
+    const value = fc.oneof(
+      fc.string(),
+      fc.webUrl(),
+      fc.constantFrom("http://", "smtp://", "smtp://u:%@h", "redis://", "auto", "-1", "1e9", " 80 ", "0x50"),
+    );
+    fc.assert(
+      fc.property(fc.constantFrom(...variables), value, (variable, text) => {
+        try {
+          loadConfig(endpointsByLabel, { GATEWAY_CONFIG: deployment, [variable]: text });
+        } catch (error) {
+          expect(error).toBeInstanceOf(ConfigError);
+        }
+      }),
+      { numRuns: 300 },
+    );
   });
 });

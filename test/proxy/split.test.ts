@@ -139,3 +139,28 @@ describe("the proxy alone, against the store the control plane created", () => {
     expect(control.exitCode).toBe(null);
   });
 });
+
+describe("the proxy alone on the embedded default (no config)", () => {
+  it("creates the account store on its first run and names the CLI beside it that issues a first key", async () => {
+    const cwd = mkdtempSync(join(tmpdir(), "first-run-"));
+    const proxy = spawn(process.execPath, [join(OUT, "gateway.js")], {
+      cwd,
+      env: { ...process.env, GATEWAY_CONFIG: "", GATEWAY_PORT: "0", GATEWAY_OPERATOR_PORT: "0" },
+      stdio: ["ignore", "ignore", "pipe"],
+    });
+    let err = "";
+    proxy.stderr?.on("data", (chunk: Buffer) => {
+      err += chunk.toString();
+    });
+    try {
+      await listeningPort(proxy, "gateway listening");
+      const created = err.split("\n").find((line) => line.includes("account store created"));
+      expect(JSON.parse(created ?? "{}")).toMatchObject({
+        database: join(cwd, ".data/gateway.sqlite"),
+        firstKey: `node ${join(OUT, "admin.js")} accounts create --email you@example.com; node ${join(OUT, "admin.js")} keys issue --account 1`,
+      });
+    } finally {
+      proxy.kill("SIGKILL");
+    }
+  });
+});

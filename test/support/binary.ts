@@ -57,17 +57,23 @@ export function writeDeployment(
 export interface RunningBinary {
   readonly child: ChildProcess;
   readonly port: number;
+  /** The operator API's port; undefined when the config has none. */
+  readonly operatorPort: number | undefined;
   /** Its log lines (stderr), as they arrive. */
   readonly logs: string[];
   /** Resolves with its exit code. */
   readonly exited: Promise<number | null>;
 }
 
-/** Starts the binary with `args`; resolves once it logs that it listens. */
-export function startBinary(folder: BinaryFolder, args: readonly string[]): Promise<RunningBinary> {
+/** Starts the binary with `args` (and `env` besides the folder's); resolves once it logs that it listens. */
+export function startBinary(
+  folder: BinaryFolder,
+  args: readonly string[],
+  env: NodeJS.ProcessEnv = {},
+): Promise<RunningBinary> {
   const child = spawn(folder.binary, args, {
     cwd: folder.bin,
-    env: folder.env,
+    env: { ...folder.env, ...env },
     stdio: ["ignore", "ignore", "pipe"],
   });
   const logs: string[] = [];
@@ -76,8 +82,9 @@ export function startBinary(folder: BinaryFolder, args: readonly string[]): Prom
     child.stderr?.on("data", (chunk: Buffer) => {
       logs.push(...chunk.toString().split("\n").filter(Boolean));
       const line = logs.find((l) => l.includes('"msg":"gateway listening"'));
-      if (line !== undefined)
-        resolve({ child, port: (JSON.parse(line) as { port: number }).port, logs, exited });
+      if (line === undefined) return;
+      const { port, operatorPort } = JSON.parse(line) as { port: number; operatorPort?: number };
+      resolve({ child, port, operatorPort, logs, exited });
     });
     void exited.then((code) => reject(new Error(`exited with ${code}: ${logs.join("\n")}`)));
   });

@@ -14,3 +14,4 @@ export async function eventually(
   }
   return performance.now() - started;
 }
+

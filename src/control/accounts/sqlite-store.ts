@@ -4,7 +4,8 @@ import Database from "better-sqlite3";
 import type { KeyGrant } from "../../keys/grants.js";
 import { grantsSince } from "../../keys/sqlite-grants.js";
 import type { UsageRow } from "../../keys/usage.js";
-import { migrate } from "./migrations.js";
+import { sqliteNative } from "../../store/sqlite-addon.js";
+import { migrate } from "../../store/sqlite-migrations.js";
 import { type AccountRow, type KeyRow, NEW_KEY_COLUMNS, newKeyValues, toAccount, toKey } from "./rows.js";
 import type { Account, AccountStatus, AccountStore, KeyRecord, NewKey, TokenPurpose } from "./types.js";
 
@@ -14,7 +15,8 @@ export class SqliteAccountStore implements AccountStore {
 
   constructor(path: string) {
     if (path !== ":memory:") mkdirSync(dirname(path), { recursive: true });
-    this.#db = new Database(path);
+    // In the single executable (`node-gateway admin`) the addon comes from the file itself.
+    this.#db = new Database(path, sqliteNative());
     this.#db.pragma("journal_mode = WAL");
     this.#db.pragma("foreign_keys = ON");
     this.#db.pragma("busy_timeout = 2000");

@@ -1,5 +1,8 @@
 import type Database from "better-sqlite3";
 
+// The SQLite account store's tables. The control plane applies them when it opens the store; so does a
+// proxy on the embedded default's first run, which creates the store (proxy/first-run.ts): here rather
+// than under control/, which the proxy's bundle holds nothing of.
 // Versioned, append-only: a released migration is never edited, a change is a new entry.
 const MIGRATIONS: readonly string[] = [
   `CREATE TABLE accounts (

@@ -1,0 +1,43 @@
+import { execFile } from "node:child_process";
+import { describe, expect, it } from "vitest";
+import { ROOT } from "../registry/helpers.js";
+
+// `--check-config` as an operator runs it before a reload: a problem in a variable is one of the listed
+// problems, naming the variable, with exit 2, never a stack trace.
+
+function checkConfig(env: NodeJS.ProcessEnv): Promise<{ code: number; out: string; err: string }> {
+  return new Promise((resolve) => {
+    execFile(
+      process.execPath,
+      ["--import", "tsx", "src/proxy/main.ts", "--check-config"],
+      { cwd: ROOT, env: { ...process.env, GATEWAY_CONFIG: "", ...env } },
+      (error, out, err) => resolve({ code: error ? Number(error.code ?? 1) : 0, out, err }),
+    );
+  });
+}
+
+describe("--check-config with settings from the environment", () => {
+  it("GATEWAY_UPSTREAM_ETH=not-a-url: exit 2, the variable named, no stack trace", async () => {
+    const { code, err } = await checkConfig({ GATEWAY_UPSTREAM_ETH: "not-a-url" });
+    expect(code).toBe(2);
+    expect(err).toMatch(/^invalid configuration:\nGATEWAY_UPSTREAM_ETH: \/upstreams\/eth\/0 must match/);
+    expect(err).not.toMatch(/\n\s+at /);
+  });
+
+  it("GATEWAY_LOG_LEVEL=verbose: exit 2, with the levels it may be", async () => {
+    const { code, err } = await checkConfig({ GATEWAY_LOG_LEVEL: "verbose" });
+    expect(code).toBe(2);
+    expect(err).toContain(
+      "GATEWAY_LOG_LEVEL: /log/level must be equal to one of the allowed values: debug, info, warn, error, silent",
+    );
+  });
+
+  it("valid variables over the embedded default: exit 0", async () => {
+    const { code, out } = await checkConfig({
+      GATEWAY_UPSTREAM_DOT: "http://127.0.0.1:9933",
+      GATEWAY_PORT: "0",
+    });
+    expect(code).toBe(0);
+    expect(out).toContain("deploy/local.yaml: valid (1 labels with upstreams");
+  });
+});
