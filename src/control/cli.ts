@@ -6,6 +6,7 @@ import type { Plan } from "../keys/types.js";
 import { openAccountStore } from "./accounts/open-store.js";
 import { AccountService, type KeyView } from "./accounts/service.js";
 import type { Account, AccountStore } from "./accounts/types.js";
+import { gatewayOrigin } from "./endpoint-urls.js";
 import { UPSTREAMS_USAGE, upstreamsCommand } from "./upstreams-cli.js";
 
 const USAGE = `usage: npm run admin -- <command>
@@ -64,6 +65,8 @@ async function main(argv: readonly string[]): Promise<number> {
     mailer: { send: async () => {} },
     config: config.accounts,
     networks: new Set(networkCodes),
+    origin: gatewayOrigin(config),
+    endpoints: endpointsByLabel,
     onChange: () => {},
   });
   try {
