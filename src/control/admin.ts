@@ -8,6 +8,7 @@ import { AccountService } from "./accounts/service.js";
 import type { AccountStore } from "./accounts/types.js";
 import { accountsCommand } from "./admin-commands.js";
 import { ADMIN_EXIT, failureOf, UsageError } from "./admin-failure.js";
+import { gatewayOrigin } from "./endpoint-urls.js";
 import { UPSTREAMS_USAGE, upstreamsCommand } from "./upstreams-cli.js";
 
 // The operator CLI, wherever the gateway is deployed: `node-gateway admin …` in the single executable
@@ -93,6 +94,8 @@ async function run(argv: readonly string[]): Promise<number> {
     mailer: { send: async () => {} },
     config: config.accounts,
     networks: new Set(networkCodes),
+    origin: gatewayOrigin(config),
+    endpoints: endpointsByLabel,
     onChange: () => {},
   });
   try {

@@ -8,8 +8,9 @@ import { createMailer, type Mailer } from "./accounts/mailer.js";
 import { openAccountStore } from "./accounts/open-store.js";
 import { AccountService } from "./accounts/service.js";
 import type { AccountStore } from "./accounts/types.js";
-import { networkCatalog } from "./dashboard/catalog.js";
+import { dashboardNetworks } from "./dashboard/catalog.js";
 import { DashboardFiles } from "./dashboard/serve.js";
+import { gatewayOrigin, KEY_PLACEHOLDER } from "./endpoint-urls.js";
 
 /**
  * The control plane: the account store (it creates and migrates it), e-mail, the account service and
@@ -24,19 +25,6 @@ export interface ControlPlane {
   /** Calls `listener` after every change this control plane makes to a key or an account, and awaits it. */
   onKeysChanged(listener: () => void | Promise<void>): void;
   close(): Promise<void>;
-}
-
-/**
- * The gateway's URL templates (`{label}` and `{key}` stand for the label and the key): TLS on a real domain,
- * plain HTTP with the port on `localhost`, as `npm start` serves.
- */
-export function gatewayUrls(gateway: Pick<GatewayConfig, "domain" | "listen">): { http: string; ws: string } {
-  const local = gateway.domain === "localhost";
-  const host = local ? `{label}.localhost:${gateway.listen.port}` : `{label}.${gateway.domain}`;
-  return {
-    http: `${local ? "http" : "https"}://${host}/{key}/`,
-    ws: `${local ? "ws" : "wss"}://${host}/{key}`,
-  };
 }
 
 export async function createControlPlane(options: {
@@ -56,27 +44,31 @@ export async function createControlPlane(options: {
   const { config, logger } = options;
   const store = await openAccountStore(config.database);
   const listeners = new Set<() => void | Promise<void>>();
+  const gateway = options.gateway ?? DEFAULT_CONFIG;
+  // The e-mails and the dashboard take every URL they show from here (endpoint-urls.ts).
+  const origin = gatewayOrigin(gateway);
   const service = new AccountService({
     store,
     mailer: options.mailer ?? createMailer(config.mail),
     config,
     networks: options.networks,
+    origin,
+    endpoints: endpointsByLabel,
     onChange: async () => {
       await Promise.all([...listeners].map((listener) => listener()));
     },
     ...(options.now === undefined ? {} : { now: options.now }),
   });
-  const gateway = options.gateway ?? DEFAULT_CONFIG;
   const api = createAccountsApi(service, options.trustedProxies, logger, {
     files: new DashboardFiles(),
     catalog: {
-      gateway: gatewayUrls(gateway),
+      keyPlaceholder: KEY_PLACEHOLDER,
       support: gateway.support,
       // A key without a rate of its own has the proxies' default: the page says which.
       defaultRate: gateway.defaultRate ?? DEFAULT_CONFIG.defaultRate,
       // Where e-mails go without an SMTP server, which the page names after each one it sends.
       mail: config.mail.smtp === undefined ? { outbox: config.mail.outbox } : {},
-      networks: networkCatalog(endpointsByLabel),
+      networks: dashboardNetworks(endpointsByLabel, origin),
     },
     secure: config.publicUrl?.startsWith("https://") ?? false,
     sessionSeconds: config.sessionHours * 3600,

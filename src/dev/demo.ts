@@ -1,26 +1,12 @@
 import type { GatewayConfig } from "../config/types.js";
+import { curlCommand, firstCallOf } from "../control/dashboard/catalog.js";
+import { type GatewayOrigin, gatewayOrigin, labelUrls } from "../control/endpoint-urls.js";
 import type { Endpoint } from "../registry/types.js";
 import type { LocalNode } from "./local-nodes.js";
 
-/** A curl line that works as printed: the label's own head call, from the registry. */
-export function curlLine(endpoint: Endpoint, domain: string, port: number, key: string): string {
-  const base = `http://${endpoint.label}.${domain}:${port}/${key}`;
-  const head = endpoint.head;
-  if (head.kind === "rest") {
-    const body =
-      head.body === undefined ? "" : ` -H 'content-type: application/json' -d '${JSON.stringify(head.body)}'`;
-    return `curl -s -X ${head.method} ${base}${head.path}${body}`;
-  }
-  const mount = endpoint.mounts.find((m) => m.policy.jsonrpc?.methods.get(head.method) === "shared");
-  const path = mount === undefined || mount.path === "/" ? "/" : mount.path;
-  // some interfaces (Ogmios) refuse a params member the method does not take, so none is invented
-  const call = {
-    jsonrpc: "2.0",
-    id: 1,
-    method: head.method,
-    ...(head.params === undefined ? {} : { params: head.params }),
-  };
-  return `curl -s ${base}${path} -H 'content-type: application/json' -d '${JSON.stringify(call)}'`;
+/** A curl line that works as printed: the label's first call, as the dashboard shows it, with the key in. */
+export function curlLine(endpoint: Endpoint, origin: GatewayOrigin, key: string): string {
+  return curlCommand(labelUrls(origin, endpoint.label, key).http, firstCallOf(endpoint));
 }
 
 /** The local demo's banner: the key, curl lines for the local nodes, and where everything is. */
@@ -34,16 +20,18 @@ export function printDemo(options: {
   endpoints: ReadonlyMap<string, Endpoint>;
 }): void {
   const { config, port, key, nodes, accountsPort, operatorPort, endpoints } = options;
+  // The port the proxy took, which may differ from listen.port (0 picks a free one).
+  const origin = gatewayOrigin({ domain: config.domain, listen: { port } });
   const lines = ["", `API key (shown once): ${key}`, "", "Try it:"];
   for (const node of nodes) {
     const endpoint = endpoints.get(node.label);
-    if (endpoint !== undefined) lines.push(`  ${curlLine(endpoint, config.domain, port, key)}`);
+    if (endpoint !== undefined) lines.push(`  ${curlLine(endpoint, origin, key)}`);
   }
   const first = nodes[0] && endpoints.get(nodes[0].label);
-  if (first?.websocket) lines.push(`  WebSocket: ws://${first.label}.${config.domain}:${port}/${key}`);
+  if (first?.websocket) lines.push(`  WebSocket: ${labelUrls(origin, first.label, key).ws}`);
   lines.push(
     "",
-    `Every label is served at http://<label>.${config.domain}:${port}/<API_KEY>/ (curl resolves *.localhost by itself;`,
+    `Every label is served at ${labelUrls(origin, "<label>", "<API_KEY>").http} (curl resolves *.localhost by itself;`,
     `other clients can send the request to 127.0.0.1:${port} with a Host header of <label>.${config.domain}).`,
     "Labels without a local node answer 503 until GATEWAY_UPSTREAM_<LABEL> or a GATEWAY_CONFIG file gives them upstreams.",
   );

@@ -17,6 +17,7 @@ import { type AccountsFixture, startAccounts } from "../accounts/helpers.js";
 import { ROOT } from "../registry/helpers.js";
 import { launchChromium, needChromium } from "../support/browser.js";
 import { jsonRpcResponder, type LoopbackNode, startLoopbackNode } from "../support/loopback-node.js";
+import { quotedPrintable } from "../support/outbox.js";
 
 // The customer's path through the dashboard in a real browser (Debian's Chromium, driven by playwright-core):
 // sign up, confirm from the outbox, request a free test, read the key from the e-mail, call the gateway with
@@ -219,11 +220,4 @@ function fixtureAccounts(fx: AccountsFixture): NonNullable<GatewayConfig["accoun
     followIntervalMs: 50,
     usageFlushIntervalMs: 200,
   };
-}
-
-/** An .eml body as written, quoted-printable decoded: soft line breaks joined, `=3D` and the like undone. */
-function quotedPrintable(text: string): string {
-  return text
-    .replace(/=\r?\n/g, "")
-    .replace(/=([0-9A-F]{2})/g, (_, hex: string) => String.fromCharCode(Number.parseInt(hex, 16)));
 }

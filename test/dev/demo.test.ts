@@ -1,5 +1,6 @@
 import { describe, expect, it } from "vitest";
 import { endpointsByLabel } from "../../generated/endpoints.js";
+import { gatewayOrigin } from "../../src/control/endpoint-urls.js";
 import { curlLine } from "../../src/dev/demo.js";
 
 function endpoint(label: string) {
@@ -8,6 +9,8 @@ function endpoint(label: string) {
   return found;
 }
 
+const LOCAL = gatewayOrigin({ domain: "localhost", listen: { port: 8080 } });
+
 function bodyOf(line: string): unknown {
   const match = /-d '(.*)'$/.exec(line);
   return match ? JSON.parse(match[1] as string) : undefined;
@@ -15,7 +18,7 @@ function bodyOf(line: string): unknown {
 
 describe("the demo's curl lines", () => {
   it("send the registry's head call, with the params it declares", () => {
-    const line = curlLine(endpoint("eth"), "localhost", 8080, "FNkey");
+    const line = curlLine(endpoint("eth"), LOCAL, "FNkey");
     expect(line).toContain("http://eth.localhost:8080/FNkey/ ");
     expect(bodyOf(line)).toEqual({ jsonrpc: "2.0", id: 1, method: "eth_blockNumber", params: [] });
   });
@@ -23,11 +26,11 @@ describe("the demo's curl lines", () => {
   it("leave params out where the head call declares none, which Ogmios requires", () => {
     const head = endpoint("ada").head;
     expect(head.kind === "jsonrpc" && head.params).toBe(undefined);
-    expect(bodyOf(curlLine(endpoint("ada"), "localhost", 8080, "FNkey"))).not.toHaveProperty("params");
+    expect(bodyOf(curlLine(endpoint("ada"), LOCAL, "FNkey"))).not.toHaveProperty("params");
   });
 
   it("use TRON's native REST head, not the JSON-RPC mount", () => {
-    const line = curlLine(endpoint("trx"), "localhost", 8080, "FNkey");
+    const line = curlLine(endpoint("trx"), LOCAL, "FNkey");
     expect(line).toContain("-X POST http://trx.localhost:8080/FNkey/wallet/getnowblock");
     expect(bodyOf(line)).toEqual({});
   });

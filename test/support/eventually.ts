@@ -14,4 +14,3 @@ export async function eventually(
   }
   return performance.now() - started;
 }
-

@@ -5,6 +5,9 @@ import { keyHash } from "../../keys/digest.js";
 import { newApiKey } from "../../keys/issue.js";
 import type { Plan } from "../../keys/types.js";
 import { TokenBuckets } from "../../limits/token-bucket.js";
+import type { Endpoint } from "../../registry/types.js";
+import { type GatewayOrigin, keyEndpoints } from "../endpoint-urls.js";
+import { confirmationEmail, type Email, type KeyOccasion, keyEmail, signInEmail } from "./emails.js";
 import type { Mailer } from "./mailer.js";
 import type { Account, AccountStore, KeyRecord, NewKey } from "./types.js";
 
@@ -70,6 +73,8 @@ export class AccountService {
   readonly #mailer: Mailer;
   readonly #config: AccountsConfig;
   readonly #networks: ReadonlySet<string>;
+  readonly #origin: GatewayOrigin;
+  readonly #endpoints: ReadonlyMap<string, Endpoint>;
   readonly #onChange: () => void | Promise<void>;
   readonly #now: () => number;
   readonly #buckets = new TokenBuckets(50_000);
@@ -79,6 +84,9 @@ export class AccountService {
     mailer: Mailer;
     config: AccountsConfig;
     networks: ReadonlySet<string>;
+    /** Where callers reach the gateway, and the registry's labels: the URLs a key e-mail lists. */
+    origin: GatewayOrigin;
+    endpoints: ReadonlyMap<string, Endpoint>;
     onChange: () => void | Promise<void>;
     now?: () => number;
   }) {
@@ -86,6 +94,8 @@ export class AccountService {
     this.#mailer = options.mailer;
     this.#config = options.config;
     this.#networks = options.networks;
+    this.#origin = options.origin;
+    this.#endpoints = options.endpoints;
     this.#onChange = options.onChange;
     this.#now = options.now ?? Date.now;
   }
@@ -98,11 +108,7 @@ export class AccountService {
     if ((await this.#store.accountByEmail(email)) !== undefined) throw new GatewayError("EMAIL_TAKEN");
     const account = await this.#store.createAccount(email, "pending", this.#now());
     const token = await this.#token(account.id, "confirm", this.#config.confirmTokenHours);
-    await this.#mailer.send(
-      email,
-      "Confirm your e-mail address",
-      `Confirm your account: open\n\n${this.#publicUrl()}/#confirm=${token}\n\nor paste this token on the sign-in page:\n\n  ${token}\n\nWith the API: POST ${this.#publicUrl()}/v1/confirm {"token":"${token}"}\n\nIt expires in ${this.#config.confirmTokenHours} hours.\n`,
-    );
+    await this.#send(email, confirmationEmail(this.#publicUrl(), token, this.#config.confirmTokenHours));
     return account;
   }
 
@@ -125,11 +131,7 @@ export class AccountService {
     const account = await this.#store.accountByEmail(email);
     if (account?.status !== "active") return;
     const token = await this.#token(account.id, "login", 1);
-    await this.#mailer.send(
-      email,
-      "Your sign-in token",
-      `Sign in: open\n\n${this.#publicUrl()}/#signin=${token}\n\nor paste this token on the sign-in page (valid for one hour):\n\n  ${token}\n\nWith the API: POST ${this.#publicUrl()}/v1/session {"token":"${token}"}\n`,
-    );
+    await this.#send(email, signInEmail(this.#publicUrl(), token));
   }
 
   async startSession(tokenInput: unknown): Promise<{ account: Account; session: string }> {
@@ -169,7 +171,7 @@ export class AccountService {
       { networks: [network], plan: "free-test", archive: false, expiresAt },
       this.#config.freeTest.rate,
     );
-    await this.#mailKey(account, key, record, `Your free test key for ${network}`);
+    await this.#mailKey(account, key, record, { kind: "free-test", network });
     return this.#view(record);
   }
 
@@ -180,7 +182,7 @@ export class AccountService {
     if (plan !== "shared" && plan !== "dedicated")
       throw new GatewayError("INVALID_FIELD", { field: "plan", allowed: ["shared", "dedicated"] });
     const { record, key } = await this.#issue(account.id, { networks: [network], plan, archive: true });
-    await this.#mailKey(account, key, record, `Your ${plan} node key for ${network}`);
+    await this.#mailKey(account, key, record, { kind: "order", plan, network });
     return this.#view(record);
   }
 
@@ -191,12 +193,7 @@ export class AccountService {
   /** A new key with the same scopes, e-mailed; the old one keeps working for the grace period. */
   async rotate(account: Account, keyId: unknown): Promise<KeyView> {
     const { record, key, old, graceEnds } = await this.#rotate(account, keyId);
-    await this.#mailKey(
-      account,
-      key,
-      record,
-      `Your rotated key (${old.prefix}… works until ${new Date(graceEnds).toISOString()})`,
-    );
+    await this.#mailKey(account, key, record, { kind: "rotation", oldPrefix: old.prefix, graceEnds });
     return this.#view(record);
   }
 
@@ -298,17 +295,13 @@ export class AccountService {
     return { record, key };
   }
 
-  async #mailKey(account: Account, key: string, record: KeyRecord, subject: string): Promise<void> {
-    const networks = record.networks === "*" ? "every network" : record.networks.join(", ");
-    const until =
-      record.expiresAt === undefined
-        ? "until you revoke it"
-        : `until ${new Date(record.expiresAt).toISOString()}`;
-    await this.#mailer.send(
-      account.email,
-      subject,
-      `Your API key (${record.plan} plan, ${networks}, valid ${until}):\n\n  ${key}\n\nUse it as the first path segment: https://<label>.{domain}/${key}/\nKeep it secret. It is shown in this e-mail only; you can rotate or revoke it at any time.\n`,
-    );
+  async #mailKey(account: Account, key: string, record: KeyRecord, occasion: KeyOccasion): Promise<void> {
+    const endpoints = keyEndpoints(this.#origin, this.#endpoints, record, key);
+    await this.#send(account.email, keyEmail(occasion, key, record, endpoints));
+  }
+
+  async #send(to: string, email: Email): Promise<void> {
+    await this.#mailer.send(to, email.subject, email.text);
   }
 
   /**

@@ -1,4 +1,11 @@
 import type { Endpoint, HeadCall } from "../../registry/types.js";
+import {
+  type GatewayOrigin,
+  KEY_PLACEHOLDER,
+  type LabelEndpoint,
+  labelEndpoint,
+  labelUrls,
+} from "../endpoint-urls.js";
 
 /** A network as the dashboard lists it: its endpoints, and a first call built from its interface's head call. */
 export interface NetworkEntry {
@@ -10,6 +17,8 @@ export interface NetworkEntry {
     readonly nodeClass: string;
     readonly websocket: boolean;
   }[];
+  /** The label the first call and the snippet are shown at: its mainnet, or its first label. */
+  readonly firstLabel: string;
   readonly firstCall: FirstCall;
   /** The same call in the SDK people use with the interface (registry `example`); `{url}` is the URL. */
   readonly example?: { readonly sdk: string; readonly code: string };
@@ -18,56 +27,99 @@ export interface NetworkEntry {
 /** The head call as a request a caller can send: what the prober asks every node, so it works everywhere. */
 export interface FirstCall {
   readonly method: string;
-  /** Below the key: `/` for JSON-RPC, the route for REST. */
+  /** Below the key: the mount that serves the method for JSON-RPC, the route for REST. */
   readonly path: string;
   readonly body?: string;
 }
 
 /** The registry's networks for the dashboard, from the generated tables: nothing about a network is written here. */
 export function networkCatalog(endpoints: ReadonlyMap<string, Endpoint>): NetworkEntry[] {
-  const byCode = new Map<
-    string,
-    {
-      name: string;
-      endpoints: NetworkEntry["endpoints"][number][];
-      head: HeadCall;
-      example: Endpoint["example"];
-    }
-  >();
+  const byCode = new Map<string, Endpoint[]>();
   for (const endpoint of endpoints.values()) {
-    let entry = byCode.get(endpoint.code);
-    if (entry === undefined) {
-      entry = { name: endpoint.networkName, endpoints: [], head: endpoint.head, example: endpoint.example };
-      byCode.set(endpoint.code, entry);
-    }
-    entry.endpoints.push({
-      label: endpoint.label,
-      environment: endpoint.environment,
-      nodeClass: endpoint.nodeClass,
-      websocket: endpoint.websocket,
-    });
+    const labels = byCode.get(endpoint.code) ?? [];
+    labels.push(endpoint);
+    byCode.set(endpoint.code, labels);
   }
   return [...byCode]
-    .map(([code, { name, endpoints, head, example }]) => ({
-      code,
-      name,
-      endpoints,
-      firstCall: firstCallOf(head),
-      ...(example === undefined ? {} : { example }),
-    }))
+    .map(([code, labels]) => {
+      const first = labels.find((e) => e.environment === "mainnet") ?? (labels[0] as Endpoint);
+      return {
+        code,
+        name: first.networkName,
+        endpoints: labels.map(({ label, environment, nodeClass, websocket }) => ({
+          label,
+          environment,
+          nodeClass,
+          websocket,
+        })),
+        firstLabel: first.label,
+        firstCall: firstCallOf(first),
+        ...(first.example === undefined ? {} : { example: first.example }),
+      };
+    })
     .sort((a, b) => a.name.localeCompare(b.name));
 }
 
-function firstCallOf(head: HeadCall): FirstCall {
-  if (head.kind === "jsonrpc")
+/** A network as the page shows it, every URL from endpoint-urls.ts with KEY_PLACEHOLDER for the key. */
+export interface DashboardNetwork {
+  readonly code: string;
+  readonly name: string;
+  readonly endpoints: readonly LabelEndpoint[];
+  /** The first call as a curl command line at the first label. */
+  readonly curl: string;
+  /** The registry's snippet with the first label's URL put in. */
+  readonly sdk?: { readonly name: string; readonly code: string };
+}
+
+/** GET /v1/networks' networks: the page writes no URL of its own. */
+export function dashboardNetworks(
+  endpoints: ReadonlyMap<string, Endpoint>,
+  origin: GatewayOrigin,
+): DashboardNetwork[] {
+  return networkCatalog(endpoints).map((network) => {
+    const url = labelUrls(origin, network.firstLabel, KEY_PLACEHOLDER).http;
     return {
-      method: "POST",
-      path: "/",
-      body: JSON.stringify({ jsonrpc: "2.0", id: 1, method: head.method, params: head.params ?? [] }),
+      code: network.code,
+      name: network.name,
+      endpoints: network.endpoints.map(({ label }) =>
+        labelEndpoint(origin, endpoints.get(label) as Endpoint, KEY_PLACEHOLDER),
+      ),
+      curl: curlCommand(url, network.firstCall),
+      ...(network.example === undefined
+        ? {}
+        : { sdk: { name: network.example.sdk, code: network.example.code.replace("{url}", url) } }),
     };
-  return {
+  });
+}
+
+/**
+ * The first call as a curl command line, given the label's HTTP URL (which ends in `/`). The method is
+ * written out for anything but GET, so a REST route's POST reads as one.
+ */
+export function curlCommand(url: string, call: FirstCall): string {
+  const target = `${url.replace(/\/$/, "")}${call.path}`;
+  const method = call.method === "GET" ? "" : `-X ${call.method} `;
+  const body = call.body === undefined ? "" : ` -H 'content-type: application/json' -d '${call.body}'`;
+  return `curl -s ${method}${target}${body}`;
+}
+
+/** The label's head call: the network's own head where the registry gives one, else its root interface's. */
+export function firstCallOf(endpoint: Endpoint): FirstCall {
+  const head: HeadCall = endpoint.head;
+  if (head.kind === "rest")
+    return {
+      method: head.method,
+      path: head.path,
+      ...(head.body === undefined ? {} : { body: JSON.stringify(head.body) }),
+    };
+  // At the mount whose dialect serves the method, which need not be the root.
+  const mount = endpoint.mounts.find((m) => m.policy.jsonrpc?.methods.get(head.method) === "shared");
+  // Some dialects (Ogmios) refuse a params member the method does not take: none is invented.
+  const call = {
+    jsonrpc: "2.0",
+    id: 1,
     method: head.method,
-    path: head.path,
-    ...(head.body === undefined ? {} : { body: JSON.stringify(head.body) }),
+    ...(head.params === undefined ? {} : { params: head.params }),
   };
+  return { method: "POST", path: mount?.path ?? "/", body: JSON.stringify(call) };
 }

@@ -292,49 +292,43 @@ async function endpointsView(id) {
   const key = keys.find((k) => String(k.id) === id);
   if (!key) return show("No such key", el("p", {}, el("a", { href: "#/keys" }, "Back to your keys")));
   const networks = catalog.networks.filter((n) => key.networks === "*" || key.networks.includes(n.code));
-  const placeholder = "YOUR_API_KEY";
-  const url = (template, label) => template.replace("{label}", label).replace("{key}", placeholder);
-  const sections = networks.map((network) => {
-    const endpoints = network.endpoints.filter((e) => key.archive || e.nodeClass !== "archive");
-    const first = endpoints.find((e) => e.environment === "mainnet") ?? endpoints[0];
-    const base = url(catalog.gateway.http, first.label).replace(/\/$/, "");
-    const call = network.firstCall;
-    const curl =
-      call.method === "GET"
-        ? `curl -s ${base}${call.path}`
-        : `curl -s ${base}${call.path} -H 'content-type: application/json' -d '${call.body ?? ""}'`;
-    return el(
+  // Every URL, curl line and snippet comes from the server (GET /v1/networks), built where the key
+  // e-mails' are (src/control/endpoint-urls.ts), with the placeholder where the key goes.
+  const sections = networks.map((network) =>
+    el(
       "section",
       { "data-network": network.code },
       el("h2", {}, network.name),
-      endpoints.map((e) =>
-        el(
-          "div",
-          {},
-          el("p", { class: "note" }, `${e.label}: ${e.environment}, ${e.nodeClass} node`),
-          copyable(`HTTP, ${e.label}`, url(catalog.gateway.http, e.label)),
-          e.websocket ? copyable(`WebSocket, ${e.label}`, url(catalog.gateway.ws, e.label)) : "",
+      network.endpoints
+        .filter((e) => key.archive || e.nodeClass !== "archive")
+        .map((e) =>
+          el(
+            "div",
+            {},
+            el("p", { class: "note" }, `${e.label}: ${e.environment}, ${e.nodeClass} node`),
+            copyable(`HTTP, ${e.label}`, e.http),
+            e.ws ? copyable(`WebSocket, ${e.label}`, e.ws) : "",
+          ),
         ),
-      ),
       el("p", {}, "A first call:"),
-      el("pre", {}, curl),
-      network.example
+      el("pre", {}, network.curl),
+      network.sdk
         ? [
             el(
               "p",
               {},
-              network.example.sdk === "fetch"
+              network.sdk.name === "fetch"
                 ? "With fetch, built into browsers and Node (no SDK needed):"
-                : `With ${network.example.sdk}:`,
+                : `With ${network.sdk.name}:`,
             ),
-            el("pre", { class: "sdk" }, network.example.code.replace("{url}", `${base}/`)),
+            el("pre", { class: "sdk" }, network.sdk.code),
           ]
         : "",
-    );
-  });
+    ),
+  );
   show(
     `Endpoints of ${key.prefix}…`,
-    el("p", {}, `Put your key, from the e-mail, where the URLs say ${placeholder}.`),
+    el("p", {}, `Put your key, from the e-mail, where the URLs say ${catalog.keyPlaceholder}.`),
     sections,
     el("p", {}, el("a", { href: "#/keys" }, "Back to your keys")),
   );

@@ -1,0 +1,75 @@
+import type { NetworkEndpoints } from "../endpoint-urls.js";
+import type { KeyRecord } from "./types.js";
+
+// Every e-mail the control plane sends, word for word. A token or a key stands alone on an indented line,
+// which no transfer encoding rewrites, so it can be copied (and found by tests) as is. The endpoint URLs in a
+// key e-mail come from endpoint-urls.ts, as the dashboard's do.
+
+export interface Email {
+  readonly subject: string;
+  readonly text: string;
+}
+
+export function confirmationEmail(publicUrl: string, token: string, hours: number): Email {
+  return {
+    subject: "Confirm your e-mail address",
+    text: `Confirm your account: open\n\n${publicUrl}/#confirm=${token}\n\nor paste this token on the sign-in page:\n\n  ${token}\n\nWith the API: POST ${publicUrl}/v1/confirm {"token":"${token}"}\n\nIt expires in ${hours} hours.\n`,
+  };
+}
+
+export function signInEmail(publicUrl: string, token: string): Email {
+  return {
+    subject: "Your sign-in token",
+    text: `Sign in: open\n\n${publicUrl}/#signin=${token}\n\nor paste this token on the sign-in page (valid for one hour):\n\n  ${token}\n\nWith the API: POST ${publicUrl}/v1/session {"token":"${token}"}\n`,
+  };
+}
+
+/** Why a key is sent, which its subject says. */
+export type KeyOccasion =
+  | { readonly kind: "free-test"; readonly network: string }
+  | { readonly kind: "order"; readonly plan: string; readonly network: string }
+  | { readonly kind: "rotation"; readonly oldPrefix: string; readonly graceEnds: number };
+
+/** A new key, its scopes, and the URL of every label it reaches with the key already in. */
+export function keyEmail(
+  occasion: KeyOccasion,
+  key: string,
+  record: Pick<KeyRecord, "plan" | "networks" | "expiresAt">,
+  endpoints: readonly NetworkEndpoints[],
+): Email {
+  const networks = record.networks === "*" ? "every network" : record.networks.join(", ");
+  const until =
+    record.expiresAt === undefined
+      ? "until you revoke it"
+      : `until ${new Date(record.expiresAt).toISOString()}`;
+  return {
+    subject: keySubject(occasion),
+    text: `Your API key (${record.plan} plan, ${networks}, valid ${until}):\n\n  ${key}\n\n${endpointLines(endpoints)}Keep it secret. It is shown in this e-mail only; you can rotate or revoke it at any time.\n`,
+  };
+}
+
+function keySubject(occasion: KeyOccasion): string {
+  switch (occasion.kind) {
+    case "free-test":
+      return `Your free test key for ${occasion.network}`;
+    case "order":
+      return `Your ${occasion.plan} node key for ${occasion.network}`;
+    case "rotation":
+      return `Your rotated key (${occasion.oldPrefix}… works until ${new Date(occasion.graceEnds).toISOString()})`;
+  }
+}
+
+/** The key's URLs, network by network; nothing where the registry no longer has a label it reaches. */
+function endpointLines(endpoints: readonly NetworkEndpoints[]): string {
+  if (endpoints.length === 0) return "";
+  const lines = ["Your endpoints (the key is the first path segment):", ""];
+  for (const network of endpoints) {
+    lines.push(`${network.name} (${network.code})`);
+    for (const e of network.endpoints) {
+      lines.push(`  ${e.label}: ${e.environment}, ${e.nodeClass} node`, `    HTTP:      ${e.http}`);
+      if (e.ws !== undefined) lines.push(`    WebSocket: ${e.ws}`);
+    }
+    lines.push("");
+  }
+  return `${lines.join("\n")}\n`;
+}
