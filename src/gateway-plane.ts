@@ -4,6 +4,7 @@ import type { UsageRecorder } from "./keys/usage.js";
 import type { RateLimiter } from "./limits/token-bucket.js";
 import type { Logger } from "./log.js";
 import type { GatewayMetrics } from "./metrics/gateway-metrics.js";
+import { ErrorBoundary } from "./pipeline/boundary.js";
 import type { ExchangeContext } from "./pipeline/http.js";
 import { Stages } from "./pipeline/stages.js";
 import type { Endpoint } from "./registry/types.js";
@@ -57,6 +58,7 @@ export function buildPlane(parts: PlaneParts): Plane {
     },
   );
   const prober = new Prober(upstreams, parts.endpoints, config.health, logger);
+  const boundary = new ErrorBoundary(logger);
   const stages = new Stages({
     config,
     endpoints: parts.endpoints,
@@ -64,7 +66,7 @@ export function buildPlane(parts: PlaneParts): Plane {
     upstreams,
     limiter: parts.limiter,
   });
-  const websockets: WebSocketGateway = new WebSocketGateway(config, stages, logger, {
+  const websockets: WebSocketGateway = new WebSocketGateway(config, stages, logger, boundary, {
     metrics,
     usage: parts.usage,
   });
@@ -75,6 +77,7 @@ export function buildPlane(parts: PlaneParts): Plane {
     metrics,
     usage: parts.usage,
     inFlight: { count: 0 },
+    boundary,
   };
   prober.start();
   return { config, upstreams, stages, websockets, exchange, retire: () => prober.stop() };

@@ -34,6 +34,11 @@ export function looksLikeKey(segment: string | undefined): segment is string {
   return true;
 }
 
+/** `text` with anything shaped like a key replaced by `FN…`: for text the gateway did not write itself. */
+export function withoutKeys(text: string): string {
+  return text.replace(/FN[A-Za-z0-9_-]{16,128}/g, "FN…");
+}
+
 function isKeyChar(c: number): boolean {
   return (
     (c >= 97 && c <= 122) ||

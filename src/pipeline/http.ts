@@ -12,6 +12,7 @@ import { AccessLine, type Logger } from "../log.js";
 import { type GatewayMetrics, resultOf } from "../metrics/gateway-metrics.js";
 import type { WholeAnswer } from "../upstream/buffered-answer.js";
 import { fetchWhole, relayAnswer, type UpstreamCall } from "../upstream/policy.js";
+import type { ErrorBoundary } from "./boundary.js";
 import type { Mounted, Stages } from "./stages.js";
 
 const NO_BODY = Buffer.alloc(0);
@@ -25,6 +26,8 @@ export interface ExchangeContext {
   readonly usage: UsageRecorder | undefined;
   /** Requests begun and not ended, which a graceful close or a reload's retiring config waits for. */
   readonly inFlight: { count: number };
+  /** Where an unexpected error becomes a logged INTERNAL answer. */
+  readonly boundary: ErrorBoundary;
 }
 
 /**
@@ -39,6 +42,7 @@ export class HttpExchange {
   readonly #stages: Stages;
   readonly #limits: Limits;
   readonly #logger: Logger;
+  readonly #boundary: ErrorBoundary;
   readonly #logAccess: boolean;
   readonly #metrics: GatewayMetrics | undefined;
   readonly #usage: UsageRecorder | undefined;
@@ -64,6 +68,7 @@ export class HttpExchange {
     this.#stages = stages;
     this.#limits = options.limits;
     this.#logger = options.logger;
+    this.#boundary = options.boundary;
     this.#logAccess = options.logAccess;
     this.#metrics = options.metrics;
     this.#usage = options.usage;
@@ -138,16 +143,21 @@ export class HttpExchange {
   #relayMerged(call: UpstreamCall, refusals: readonly string[], replyId: string): void {
     fetchWhole(call, this.#res, this.#access, (error, answer?: WholeAnswer) => {
       if (error !== undefined || answer === undefined) return this.#end(error, replyId);
-      const text = answer.body.toString("utf8");
-      // Only notifications went upstream, and nodes answer those with no body (JSON-RPC 2.0 §6).
-      const merged =
-        text.trim() === "" && answer.statusCode < 300
-          ? `[${refusals.join(",")}]`
-          : answer.statusCode === 200
-            ? mergeBatchAnswer(text, refusals)
-            : undefined;
-      sendJson(this.#res, merged === undefined ? answer.statusCode : 200, merged ?? text.trim());
-      this.#end();
+      // Called back from the upstream's handler: what this throws must end this request, not reach undici.
+      try {
+        const text = answer.body.toString("utf8");
+        // Only notifications went upstream, and nodes answer those with no body (JSON-RPC 2.0 §6).
+        const merged =
+          text.trim() === "" && answer.statusCode < 300
+            ? `[${refusals.join(",")}]`
+            : answer.statusCode === 200
+              ? mergeBatchAnswer(text, refusals)
+              : undefined;
+        sendJson(this.#res, merged === undefined ? answer.statusCode : 200, merged ?? text.trim());
+        this.#end();
+      } catch (failure) {
+        this.#end(failure, replyId);
+      }
     });
   }
 
@@ -169,7 +179,7 @@ export class HttpExchange {
    */
   #end(error?: unknown, replyId = "null"): void {
     if (this.#ended) {
-      if (error !== undefined && !(error instanceof GatewayError)) this.#unhandled(error);
+      if (error !== undefined) this.#caught(error);
       return;
     }
     this.#ended = true;
@@ -206,13 +216,12 @@ export class HttpExchange {
     else if (this.#logAccess) this.#logger.log("info", "request", access);
   }
 
-  #fail(error: unknown, replyId: string): void {
+  #fail(failure: unknown, replyId: string): void {
     const res = this.#res;
-    if (!(error instanceof GatewayError)) {
-      this.#unhandled(error);
+    const error = this.#caught(failure);
+    if (res.headersSent && error.code === "INTERNAL") {
       this.#access.error = "INTERNAL";
-      if (!res.headersSent) sendError(res, new GatewayError("INTERNAL"), "rest");
-      else res.destroy();
+      res.destroy();
       return;
     }
     // Once the status line is out the relay has told a client that left from a connection it cut itself.
@@ -221,8 +230,8 @@ export class HttpExchange {
     if (!closed) sendError(res, error, this.#style, replyId);
   }
 
-  #unhandled(error: unknown): void {
+  #caught(error: unknown): GatewayError {
     const { label, upstream } = this.#access;
-    this.#logger.log("error", "unhandled", { code: "INTERNAL", label, upstream, error: String(error) });
+    return this.#boundary.caught(error, "http request", { label, upstream });
   }
 }

@@ -14,6 +14,7 @@ import { type CheckedMessage, checkMessage } from "../jsonrpc/message.js";
 import { scanMembers } from "../jsonrpc/scan.js";
 import type { UsageRecorder } from "../keys/usage.js";
 import type { GatewayMetrics } from "../metrics/gateway-metrics.js";
+import type { ErrorBoundary } from "../pipeline/boundary.js";
 import type { Mounted, Stages } from "../pipeline/stages.js";
 import type { JsonRpcPolicy } from "../registry/types.js";
 import type { Upstream } from "../upstream/upstreams.js";
@@ -30,6 +31,8 @@ export type Reconnect = (
 
 export interface ConnectionOptions {
   readonly stages: Stages;
+  /** Where an unexpected error becomes a logged INTERNAL answer (pipeline/boundary.ts). */
+  readonly boundary: ErrorBoundary;
   /** The connection's stage 3 value, from its upgrade. */
   readonly mounted: Mounted;
   readonly support: GatewayConfig["support"];
@@ -124,14 +127,26 @@ export class Connection {
       head: mounted.mount.head,
       send: (text) => this.#toClient(text, false),
     };
-    client.on("message", (data) => this.#fromClient(data));
+    client.on(
+      "message",
+      this.#guard((data: RawData) => this.#fromClient(data)),
+    );
     client.on("pong", () => {
       this.#alive = true;
     });
-    client.on("close", () => this.#end());
-    client.on("error", () => this.#end());
+    client.on(
+      "close",
+      this.#guard(() => this.#end()),
+    );
+    client.on(
+      "error",
+      this.#guard(() => this.#end()),
+    );
     this.#attach(upstream);
-    this.#ping = setInterval(() => this.#heartbeat(), options.limits.ws.pingIntervalMs);
+    this.#ping = setInterval(
+      this.#guard(() => this.#heartbeat()),
+      options.limits.ws.pingIntervalMs,
+    );
     this.#idle = this.#idleTimer();
   }
 
@@ -161,15 +176,49 @@ export class Connection {
   #attach(socket: WebSocket): void {
     this.#upstream = socket;
     // A lost socket's late events are ignored: only the current one speaks for the connection.
-    socket.on("message", (data, isBinary) => {
-      if (socket === this.#upstream) this.#fromUpstream(data, isBinary);
+    socket.on(
+      "message",
+      this.#guard((data: RawData, isBinary: boolean) => {
+        if (socket === this.#upstream) this.#fromUpstream(data, isBinary);
+      }),
+    );
+    socket.on(
+      "close",
+      this.#guard((code: number) => {
+        if (socket === this.#upstream) this.#lose(`closed (${code})`);
+      }),
+    );
+    socket.on(
+      "error",
+      this.#guard(() => {
+        if (socket === this.#upstream) this.#lose("failed");
+      }),
+    );
+  }
+
+  /**
+   * A listener whose throw breaks this connection only: the error goes through the pipeline's boundary,
+   * and the connection is closed with 1011. Without it, a throw in a socket's listener would reach the
+   * process's uncaught-exception handler and end every other connection and request with it.
+   */
+  #guard<A extends unknown[]>(listener: (...args: A) => void): (...args: A) => void {
+    return (...args) => {
+      try {
+        listener(...args);
+      } catch (error) {
+        this.#broke(error);
+      }
+    };
+  }
+
+  /** An unexpected error: logged INTERNAL, answered to the message it broke if there is one, and the connection closed with 1011. */
+  #broke(error: unknown, replyId?: string): void {
+    const caught = this.#options.boundary.caught(error, "websocket message", {
+      label: this.#label,
+      upstream: this.#node.name,
     });
-    socket.on("close", (code) => {
-      if (socket === this.#upstream) this.#lose(`closed (${code})`);
-    });
-    socket.on("error", () => {
-      if (socket === this.#upstream) this.#lose("failed");
-    });
+    if (replyId !== undefined) this.#toClient(errorBody(caught, "jsonrpc", replyId), false);
+    this.close(CLOSE.INTERNAL, "internal error");
   }
 
   #fromClient(data: RawData): void {
@@ -193,7 +242,10 @@ export class Connection {
       stages.chargeRate(mounted.admitted, message.checked.length); // 5
       answer = this.#send(message, text); // 7
     } catch (error) {
-      if (!(error instanceof GatewayError)) throw error;
+      if (!(error instanceof GatewayError)) {
+        this.#broke(error, replyId);
+        return;
+      }
       code = error.code;
       answer = errorBody(error, "jsonrpc", replyId);
     }
@@ -374,12 +426,12 @@ export class Connection {
     this.#waiting = [];
     const { limits } = this.#options;
     const deadline = setTimeout(
-      () => this.#closeMoved(`upstream ${why}; no node took the connection`),
+      this.#guard(() => this.#closeMoved(`upstream ${why}; no node took the connection`)),
       limits.ws.handshakeTimeoutMs,
     );
     this.#options.reconnect(
       () => !this.#closed,
-      (error, socket, node) => {
+      this.#guard((error: GatewayError | undefined, socket?: WebSocket, node?: Upstream) => {
         clearTimeout(deadline);
         if (this.#closed || error !== undefined || socket === undefined || node === undefined) {
           socket?.close();
@@ -390,7 +442,7 @@ export class Connection {
         this.#attach(socket);
         this.#options.metrics?.webSocketMoves.add([this.#label, "moved"]);
         this.#resubscribe();
-      },
+      }),
     );
   }
 
@@ -509,7 +561,10 @@ export class Connection {
   }
 
   #idleTimer(): NodeJS.Timeout {
-    return setTimeout(() => this.close(CLOSE.NORMAL, "idle timeout"), this.#options.limits.ws.idleTimeoutMs);
+    return setTimeout(
+      this.#guard(() => this.close(CLOSE.NORMAL, "idle timeout")),
+      this.#options.limits.ws.idleTimeoutMs,
+    );
   }
 
   /** The client went away (or must): its upstream socket is closed too, so nothing is left half-open. */

@@ -8,6 +8,7 @@ import type { UsageRecorder } from "../keys/usage.js";
 import type { Logger } from "../log.js";
 import type { GatewayMetrics, WebSocketCounts } from "../metrics/gateway-metrics.js";
 import type { Admitted } from "../pipeline/admitted.js";
+import type { ErrorBoundary } from "../pipeline/boundary.js";
 import type { Mounted, Stages } from "../pipeline/stages.js";
 import { openWebSocket } from "../upstream/policy.js";
 import type { Upstream } from "../upstream/upstreams.js";
@@ -24,6 +25,7 @@ export class WebSocketGateway implements WebSocketCounts {
   readonly #config: GatewayConfig;
   readonly #stages: Stages;
   readonly #logger: Logger;
+  readonly #boundary: ErrorBoundary;
   readonly #server: WebSocketServer;
   /** Each open connection: who it counts against, and its label. */
   readonly #connections = new Map<Connection, { readonly owner: string; readonly label: string }>();
@@ -36,6 +38,7 @@ export class WebSocketGateway implements WebSocketCounts {
     config: GatewayConfig,
     stages: Stages,
     logger: Logger,
+    boundary: ErrorBoundary,
     counted: {
       /** Where each connection counts its messages; undefined with metrics off. */
       readonly metrics: GatewayMetrics | undefined;
@@ -46,6 +49,7 @@ export class WebSocketGateway implements WebSocketCounts {
     this.#config = config;
     this.#stages = stages;
     this.#logger = logger;
+    this.#boundary = boundary;
     this.#metrics = counted.metrics;
     this.#usage = counted.usage;
     this.#server = new WebSocketServer({
@@ -59,10 +63,12 @@ export class WebSocketGateway implements WebSocketCounts {
 
   readonly handleUpgrade = (req: IncomingMessage, socket: Duplex, head: Buffer): void => {
     socket.on("error", () => socket.destroy());
+    let label: string | undefined;
     try {
       if (req.headers.upgrade?.toLowerCase() !== "websocket") throw new GatewayError("WEBSOCKET_NOT_OFFERED");
       const resolved = this.#stages.resolveEndpoint(req); // 1
       const { endpoint } = resolved;
+      label = endpoint.label;
       if (!endpoint.websocket) throw new GatewayError("WEBSOCKET_NOT_OFFERED", { label: endpoint.label });
       const admitted = this.#stages.admitCaller(resolved, req); // 2
       const mounted = this.#stages.pickWebSocketMount(admitted); // 3
@@ -75,7 +81,7 @@ export class WebSocketGateway implements WebSocketCounts {
         (error, upstreamSocket, upstream) => {
           if (error !== undefined || upstreamSocket === undefined || upstream === undefined) {
             release();
-            this.#refuse(socket, error);
+            this.#refuse(socket, error, label);
             return;
           }
           if (!socket.writable) {
@@ -83,13 +89,27 @@ export class WebSocketGateway implements WebSocketCounts {
             upstreamSocket.close();
             return;
           }
-          this.#server.handleUpgrade(req, socket, head, (client) =>
-            this.#open(client, upstreamSocket, upstream, mounted, release),
-          );
+          // Called back from the upstream socket's events: what this throws ends this upgrade only.
+          try {
+            this.#server.handleUpgrade(req, socket, head, (client) => {
+              try {
+                this.#open(client, upstreamSocket, upstream, mounted, release);
+              } catch (failure) {
+                this.#boundary.caught(failure, "websocket upgrade", { label, upstream: upstream.name });
+                release();
+                upstreamSocket.terminate();
+                client.close(CLOSE.INTERNAL, "internal error");
+              }
+            });
+          } catch (failure) {
+            release();
+            upstreamSocket.terminate();
+            this.#refuse(socket, failure, label);
+          }
         },
       );
     } catch (error) {
-      this.#refuse(socket, error);
+      this.#refuse(socket, error, label);
     }
   };
 
@@ -141,6 +161,7 @@ export class WebSocketGateway implements WebSocketCounts {
     const group = this.#stages.upstreamGroup(mounted);
     const connection = new Connection(client, upstreamSocket, upstream, {
       stages: this.#stages,
+      boundary: this.#boundary,
       mounted,
       support: this.#config.support,
       limits: this.#config.limits,
@@ -159,10 +180,8 @@ export class WebSocketGateway implements WebSocketCounts {
     });
   }
 
-  #refuse(socket: Duplex, error: unknown): void {
-    const refusal = error instanceof GatewayError ? error : new GatewayError("INTERNAL");
-    if (!(error instanceof GatewayError))
-      this.#logger.log("error", "websocket upgrade failed", { error: String(error) });
+  #refuse(socket: Duplex, error: unknown, label: string | undefined): void {
+    const refusal = this.#boundary.caught(error, "websocket upgrade", { label });
     if (socket.writable) socket.end(upgradeRefusal(refusal));
     socket.destroy();
   }
