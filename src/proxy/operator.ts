@@ -13,6 +13,8 @@ import type { Readiness, ReadyReport } from "./readiness.js";
 export interface ProcessReport {
   readonly pid: number;
   readonly labels: readonly LabelReport[];
+  /** Why a cluster's worker is missing from the report: it did not answer in time. */
+  readonly silent?: string;
 }
 
 export interface LabelReport {

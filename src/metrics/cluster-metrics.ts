@@ -1,0 +1,77 @@
+import { AggregatorRegistry, Counter, Gauge, Registry } from "prom-client";
+import type { WorkerMetrics } from "../proxy/worker-link.js";
+import type { MetricsText } from "./registry.js";
+
+/**
+ * A cluster's series, as its primary serves them on GET /metrics: every worker's, summed (counters and
+ * histograms; each gauge by its own aggregator), and the primary's own (workers configured and alive,
+ * restarts).
+ *
+ * A counter must never go backwards, though the workers that count come and go: a worker that dies takes
+ * its counts with it, and its replacement starts from zero. So the counters and histograms a worker last
+ * reported are kept when it dies and added to every later sum; and a worker that does not answer a scrape
+ * in time (stopped, busy) counts with what it last reported. What a worker counted after its last scrape
+ * is lost with it. Gauges are its present state, and go with it.
+ */
+export class ClusterMetrics {
+  /** Each worker's last answer, by its cluster id. */
+  readonly #lastSeen = new Map<number, WorkerMetrics>();
+  /** The counters and histograms of the workers that are gone, summed. */
+  #retired: WorkerMetrics = [];
+  readonly #own = new Registry();
+  readonly #restarts: Counter;
+
+  constructor(configured: number, alive: () => number) {
+    new Gauge({
+      name: "gateway_workers_configured",
+      help: "Worker processes the config asks for",
+      registers: [this.#own],
+      collect() {
+        this.set(configured);
+      },
+    });
+    new Gauge({
+      name: "gateway_workers_alive",
+      help: "Worker processes running",
+      registers: [this.#own],
+      collect() {
+        this.set(alive());
+      },
+    });
+    this.#restarts = new Counter({
+      name: "gateway_worker_restarts_total",
+      help: "Worker processes started again after one exited",
+      registers: [this.#own],
+    });
+  }
+
+  restarted(): void {
+    this.#restarts.inc();
+  }
+
+  /** A worker is gone: what it last counted is kept. */
+  async gone(worker: number): Promise<void> {
+    const last = this.#lastSeen.get(worker);
+    this.#lastSeen.delete(worker);
+    if (last === undefined) return;
+    this.#retired = await AggregatorRegistry.aggregate([this.#retired, cumulative(last)]).getMetricsAsJSON();
+  }
+
+  /** The text for one scrape: each running worker's answer, or undefined for one that gave none in time. */
+  async scrape(answers: ReadonlyMap<number, WorkerMetrics | undefined>): Promise<MetricsText> {
+    const parts: WorkerMetrics[] = [this.#retired];
+    for (const [worker, answer] of answers) {
+      if (answer !== undefined) this.#lastSeen.set(worker, answer);
+      const last = answer ?? this.#lastSeen.get(worker);
+      if (last !== undefined) parts.push(answer === undefined ? cumulative(last) : answer);
+    }
+    const workers = AggregatorRegistry.aggregate(parts.filter((part) => part.length > 0));
+    const merged = Registry.merge([workers as Registry, this.#own]);
+    return { contentType: merged.contentType, text: await merged.metrics() };
+  }
+}
+
+/** The series that only grow: counters and histograms. */
+function cumulative(metrics: WorkerMetrics): WorkerMetrics {
+  return metrics.filter((metric) => String(metric.type) === "counter" || String(metric.type) === "histogram");
+}

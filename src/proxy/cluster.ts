@@ -1,0 +1,209 @@
+import cluster, { type Worker } from "node:cluster";
+import { setTimeout as delay } from "node:timers/promises";
+import type { GatewayConfig, LabelUpstreams } from "../config/types.js";
+import type { Logger } from "../log.js";
+import { ClusterMetrics } from "../metrics/cluster-metrics.js";
+import { closeServer, listenOperator } from "./listeners.js";
+import { createOperatorApi, type OperatorView, type ProcessReport } from "./operator.js";
+import type { RunningProxy } from "./run.js";
+import { ask, type Question } from "./worker-link.js";
+
+// The primary's upstreams, as its caller may have added to the config (the demo's local nodes).
+const UPSTREAMS_VARIABLE = "GATEWAY_PRIMARY_UPSTREAMS";
+
+/** How long the operator API waits for each worker's answer before it reports the worker as silent. */
+export const WORKER_ANSWER_MS = 1_000;
+
+/**
+ * A worker that exits is started again after this long, doubled for each exit within the last minute
+ * (a worker that crashes at once must not fork in a tight loop), up to RESPAWN_MAX_MS.
+ */
+const RESPAWN_FIRST_MS = 100;
+const RESPAWN_MAX_MS = 30_000;
+
+/**
+ * The proxy as `config.workers` node:cluster workers sharing the listening socket, and their primary:
+ * it forks them, starts again one that exits (after a backoff, its exit code or signal logged and counted
+ * in gateway_worker_restarts_total), sends each a reload, and answers the operator API by asking them,
+ * each question with a deadline: a worker that does not answer in time is reported as silent, and the
+ * others' answers are served. The operator API listens first; this resolves once every worker listens.
+ */
+export async function runCluster(config: GatewayConfig, logger: Logger): Promise<RunningProxy> {
+  const primary = new Primary(config, logger);
+  const operator = config.operator && createOperatorApi(primary.view(), logger);
+  const operatorPort = await listenOperator(operator, config);
+  try {
+    const port = await primary.start();
+    return {
+      port,
+      operatorPort,
+      accountKeys: undefined,
+      reload: (next) => primary.reload(next),
+      close: async () => {
+        await primary.stop(config.limits.shutdownDelayMs);
+        await closeServer(operator);
+      },
+    };
+  } catch (error) {
+    await primary.stop(0);
+    await closeServer(operator);
+    throw error;
+  }
+}
+
+class Primary {
+  readonly #config: GatewayConfig;
+  readonly #logger: Logger;
+  readonly #metrics: ClusterMetrics;
+  /** The config a reload sent the workers; a worker started after a reload is sent it too. */
+  #reloaded: GatewayConfig | undefined;
+  /** When workers exited, within the last minute: how long the next one waits to be started. */
+  #exits: number[] = [];
+  #stopping = false;
+
+  constructor(config: GatewayConfig, logger: Logger) {
+    this.#config = config;
+    this.#logger = logger;
+    this.#metrics = new ClusterMetrics(config.workers, () => this.#workers().length);
+  }
+
+  /** Forks the workers; resolves with the port once every one listens, rejects if one exits before. */
+  start(): Promise<number> {
+    return new Promise((resolve, reject) => {
+      let listening = 0;
+      let started = false;
+      cluster.on("listening", (worker, address) => {
+        if (started) {
+          if (this.#reloaded !== undefined) send(worker, { type: "gateway:reload", config: this.#reloaded });
+          return;
+        }
+        listening += 1;
+        if (listening < this.#config.workers) return;
+        started = true;
+        resolve(address.port);
+      });
+      cluster.on("exit", (worker, code, signal) => {
+        void this.#metrics.gone(worker.id);
+        if (this.#stopping) return;
+        const how = signal === null ? { code } : { signal };
+        if (!started) {
+          reject(new Error(`worker ${worker.id} exited during start (${signal ?? `code ${code}`})`));
+          return;
+        }
+        this.#logger.log("error", "worker exited", { worker: worker.id, pid: worker.process.pid, ...how });
+        this.#respawn();
+      });
+      for (let i = 0; i < this.#config.workers; i++) this.#fork();
+    });
+  }
+
+  reload(config: GatewayConfig): void {
+    this.#reloaded = config;
+    for (const worker of this.#workers()) send(worker, { type: "gateway:reload", config });
+  }
+
+  /** Not ready first, while the operator API still answers; then every worker drains and exits. */
+  async stop(shutdownDelayMs: number): Promise<void> {
+    this.#stopping = true;
+    await delay(shutdownDelayMs);
+    await Promise.all(
+      Object.values(cluster.workers ?? {}).map(
+        (worker) =>
+          new Promise<void>((resolve) => {
+            if (worker === undefined || worker.isDead()) return resolve();
+            worker.once("exit", () => resolve());
+            worker.kill("SIGTERM");
+          }),
+      ),
+    );
+  }
+
+  /**
+   * The primary's view for the operator API: each worker's upstreams (a silent one as such), series
+   * summed, and readiness: ready when every configured worker runs and answers ready.
+   */
+  view(): OperatorView {
+    return {
+      report: async () => {
+        const workers = this.#workers();
+        const reports = await this.#askAll<"gateway:upstreams">(workers, { type: "gateway:upstreams" });
+        return workers.map((worker, i): ProcessReport => reports[i] ?? silent(worker));
+      },
+      cordon: async (request) => {
+        const counts = await this.#askAll<"gateway:cordon">(this.#workers(), {
+          type: "gateway:cordon",
+          ...request,
+        });
+        return counts.reduce<number>((sum, n) => sum + (n ?? 0), 0);
+      },
+      metrics: async () => {
+        const workers = this.#workers();
+        const answers = await this.#askAll<"gateway:metrics">(workers, { type: "gateway:metrics" });
+        return this.#metrics.scrape(new Map(workers.map((worker, i) => [worker.id, answers[i]])));
+      },
+      ready: async () => {
+        const workers = this.#workers();
+        const reports = await this.#askAll<"gateway:ready">(workers, { type: "gateway:ready" });
+        const reasons = new Set<string>();
+        if (this.#stopping) reasons.add("shutting down");
+        if (workers.length < this.#config.workers)
+          reasons.add(`${workers.length} of ${this.#config.workers} workers running`);
+        reports.forEach((report, i) => {
+          if (report === undefined) reasons.add(silentReason(workers[i] as Worker));
+          else for (const reason of report.reasons) reasons.add(reason);
+        });
+        return { ready: reasons.size === 0, reasons: [...reasons] };
+      },
+    };
+  }
+
+  #askAll<Type extends Question["type"]>(
+    workers: readonly Worker[],
+    question: Omit<Extract<Question, { type: Type }>, "id">,
+  ) {
+    return Promise.all(workers.map((worker) => ask<Type>(worker, question, WORKER_ANSWER_MS)));
+  }
+
+  #workers(): Worker[] {
+    return Object.values(cluster.workers ?? {}).filter((w): w is Worker => w !== undefined && !w.isDead());
+  }
+
+  #fork(): void {
+    const worker = cluster.fork({ [UPSTREAMS_VARIABLE]: JSON.stringify(this.#config.upstreams) });
+    // A failed send to a worker whose channel closed is an event: unheard, it would end the primary.
+    worker.on("error", (error: Error) =>
+      this.#logger.log("warn", "worker channel", { worker: worker.id, error: error.message }),
+    );
+  }
+
+  #respawn(): void {
+    const now = Date.now();
+    this.#exits = [...this.#exits.filter((at) => now - at < 60_000), now];
+    const wait = Math.min(RESPAWN_MAX_MS, RESPAWN_FIRST_MS * 2 ** (this.#exits.length - 1));
+    this.#logger.log("warn", "worker restarting", { inMs: wait, exitsInLastMinute: this.#exits.length });
+    setTimeout(() => {
+      if (this.#stopping) return;
+      this.#metrics.restarted();
+      this.#fork();
+    }, wait).unref();
+  }
+}
+
+function send(worker: Worker, message: unknown): void {
+  if (!worker.isDead() && worker.isConnected()) worker.send(message as never, () => {});
+}
+
+function silentReason(worker: Worker): string {
+  return `worker ${worker.id} (pid ${worker.process.pid}) did not answer within ${WORKER_ANSWER_MS} ms`;
+}
+
+function silent(worker: Worker): ProcessReport {
+  return { pid: worker.process.pid ?? 0, labels: [], silent: silentReason(worker) };
+}
+
+/** In a worker: the config with its primary's upstreams (the demo's local nodes, which only it knows). */
+export function withPrimaryUpstreams(config: GatewayConfig): GatewayConfig {
+  const passed = process.env[UPSTREAMS_VARIABLE];
+  if (passed === undefined) return config;
+  return { ...config, upstreams: JSON.parse(passed) as Record<string, LabelUpstreams> };
+}

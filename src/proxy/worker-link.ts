@@ -1,0 +1,108 @@
+import type { Worker } from "node:cluster";
+import type { MetricObjectWithValues, MetricValue } from "prom-client";
+import type { GatewayConfig } from "../config/types.js";
+import type { CordonRequest, ProcessReport } from "./operator.js";
+import type { ReadyReport } from "./readiness.js";
+
+// The messages between a cluster's primary (cluster.ts) and its workers, over node:cluster's IPC channel.
+
+/** A worker's metric series, as prom-client's registry gives them (getMetricsAsJSON). */
+export type WorkerMetrics = MetricObjectWithValues<MetricValue<string>>[];
+
+/** What the primary asks each worker; the worker answers with the same id. */
+export type Question =
+  | { readonly type: "gateway:upstreams"; readonly id: number }
+  | { readonly type: "gateway:ready"; readonly id: number }
+  | { readonly type: "gateway:metrics"; readonly id: number }
+  | ({ readonly type: "gateway:cordon"; readonly id: number } & CordonRequest);
+
+/** What each question's answer holds. */
+export interface Answers {
+  readonly "gateway:upstreams": ProcessReport;
+  readonly "gateway:ready": ReadyReport;
+  readonly "gateway:metrics": WorkerMetrics;
+  readonly "gateway:cordon": number;
+}
+
+/** The primary tells a worker to serve a new config (SIGHUP). */
+export interface ReloadMessage {
+  readonly type: "gateway:reload";
+  readonly config: GatewayConfig;
+}
+
+/** What a worker does with each question, and with a reload. */
+export interface WorkerSide {
+  readonly upstreams: () => ProcessReport;
+  readonly ready: () => ReadyReport;
+  readonly metrics: () => Promise<WorkerMetrics>;
+  readonly cordon: (request: CordonRequest) => number;
+  readonly reload: (config: GatewayConfig) => void;
+}
+
+/** A worker answers its primary's questions, and takes its reloads. */
+export function answerPrimary(side: WorkerSide): void {
+  process.on("message", (message: Question | ReloadMessage) => {
+    if (message?.type === "gateway:reload") {
+      side.reload(message.config);
+      return;
+    }
+    void answer(side, message).then(
+      (value) => reply({ id: message.id, value }),
+      (error: unknown) => reply({ id: message?.id, error: String(error) }),
+    );
+  });
+}
+
+async function answer(side: WorkerSide, question: Question): Promise<unknown> {
+  switch (question?.type) {
+    case "gateway:upstreams":
+      return side.upstreams();
+    case "gateway:ready":
+      return side.ready();
+    case "gateway:metrics":
+      return side.metrics();
+    case "gateway:cordon":
+      return side.cordon(question);
+    default:
+      throw new Error(`an unknown question: ${JSON.stringify(question)?.slice(0, 80)}`);
+  }
+}
+
+/** A reply that cannot go (the primary is gone) is dropped: the worker's own exit follows. */
+function reply(message: unknown): void {
+  if (process.connected) process.send?.(message, undefined, {}, () => {});
+}
+
+let nextQuestion = 0;
+
+/**
+ * One question to one worker, answered within `timeoutMs` or not at all (undefined): a stopped, dying or
+ * dead worker must not hold up the operator API, and a message to a worker whose channel just closed must
+ * not throw (ERR_IPC_CHANNEL_CLOSED) in the primary.
+ */
+export function ask<Type extends Question["type"]>(
+  worker: Worker,
+  question: Omit<Extract<Question, { type: Type }>, "id">,
+  timeoutMs: number,
+): Promise<Answers[Type] | undefined> {
+  return new Promise((resolve) => {
+    const id = ++nextQuestion;
+    const done = (value: Answers[Type] | undefined) => {
+      clearTimeout(timer);
+      worker.off("message", listener);
+      resolve(value);
+    };
+    const listener = (reply: { id?: number; value?: Answers[Type]; error?: string }) => {
+      if (reply?.id === id) done(reply.error === undefined ? reply.value : undefined);
+    };
+    const timer = setTimeout(() => done(undefined), timeoutMs);
+    if (worker.isDead() || !worker.isConnected()) {
+      done(undefined);
+      return;
+    }
+    worker.on("message", listener);
+    worker.send({ ...question, id }, (error: Error | null) => {
+      if (error !== null) done(undefined);
+    });
+  });
+}

@@ -1,0 +1,176 @@
+import { type ChildProcess, spawn } from "node:child_process";
+import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { request } from "undici";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { ROOT } from "../registry/helpers.js";
+import { eventually } from "../support/eventually.js";
+import { KEYS, TEST_KEYS } from "../support/gateway.js";
+import { jsonRpcResponder, type LoopbackNode, startLoopbackNode } from "../support/loopback-node.js";
+import { parseExposition } from "../support/prometheus-text.js";
+
+// A proxy with two workers (src/proxy/cluster.ts), as an operator meets it: a worker killed with SIGKILL
+// is logged with its signal and started again, counted in gateway_worker_restarts_total, and the summed
+// counters never go backwards; a worker stopped with SIGSTOP is reported as silent within the operator
+// API's deadline while the other's answers are served; and the primary survives questions sent to
+// workers as they die.
+
+const DOMAIN = "gw.test";
+
+interface Upstreams {
+  processes: { pid: number; silent?: string; labels: unknown[] }[];
+}
+
+describe("a proxy's workers", () => {
+  let node: LoopbackNode;
+  let child: ChildProcess;
+  let dir: string;
+  let port = 0;
+  let operatorPort = 0;
+  const logs: string[] = [];
+
+  const operator = async (path: string) => {
+    const r = await request(`http://127.0.0.1:${operatorPort}${path}`, { headersTimeout: 10_000 });
+    return { status: r.statusCode, text: await r.body.text() };
+  };
+  const pids = async () =>
+    (JSON.parse((await operator("/upstreams")).text) as Upstreams).processes.map((p) => p.pid);
+  const requests = async () => {
+    const metrics = parseExposition((await operator("/metrics")).text);
+    return metrics.samples
+      .filter((s) => s.name === "gateway_requests_total")
+      .reduce((sum, s) => sum + s.value, 0);
+  };
+  const series = async (name: string) =>
+    parseExposition((await operator("/metrics")).text).samples.find((s) => s.name === name)?.value;
+  /** Calls on new connections, so both workers take some. */
+  const calls = async (n: number) => {
+    for (let i = 0; i < n; i++) {
+      const r = await request(`http://127.0.0.1:${port}/${KEYS.all}/`, {
+        method: "POST",
+        headers: { host: `eth.${DOMAIN}`, "content-type": "application/json", connection: "close" },
+        body: '{"jsonrpc":"2.0","id":1,"method":"eth_blockNumber","params":[]}',
+      });
+      await r.body.text();
+      expect(r.statusCode).toBe(200);
+    }
+  };
+
+  beforeAll(async () => {
+    node = await startLoopbackNode(jsonRpcResponder({ eth_blockNumber: "0x10" }));
+    dir = mkdtempSync(join(tmpdir(), "gateway-workers-"));
+    const config = join(dir, "deployment.yaml");
+    writeFileSync(
+      config,
+      [
+        `domain: ${DOMAIN}`,
+        "listen: { host: 127.0.0.1, port: 0 }",
+        "operator: { listen: { host: 127.0.0.1, port: 0 } }",
+        "workers: 2",
+        `upstreams: { eth: ["${node.url}"] }`,
+        "health: { probeIntervalMs: 0 }",
+        "log: { level: info, access: false }",
+        `keys: [{ key: ${TEST_KEYS[0]?.key}, networks: "*" }]`,
+      ].join("\n"),
+    );
+    child = spawn(process.execPath, ["--import", "tsx", "src/proxy/main.ts"], {
+      cwd: ROOT,
+      env: { ...process.env, GATEWAY_CONFIG: config },
+      stdio: ["ignore", "ignore", "pipe"],
+    });
+    let pending = "";
+    child.stderr?.on("data", (chunk: Buffer) => {
+      pending += chunk.toString();
+      const lines = pending.split("\n");
+      pending = lines.pop() ?? "";
+      logs.push(...lines);
+    });
+    await eventually(() => logs.some((l) => l.includes('"msg":"gateway listening"')), 30_000, "listening");
+    const line = JSON.parse(logs.find((l) => l.includes('"msg":"gateway listening"')) as string);
+    ({ port, operatorPort } = line as { port: number; operatorPort: number });
+  });
+  afterAll(async () => {
+    if (child?.exitCode === null) {
+      const exited = new Promise((resolve) => child.once("exit", resolve));
+      child.kill("SIGTERM");
+      await exited;
+    }
+    await node?.close();
+    if (dir !== undefined) rmSync(dir, { recursive: true, force: true });
+  });
+
+  it("a worker killed with SIGKILL is logged with its signal, started again and counted; sums never go back", async () => {
+    await calls(20);
+    const before = await requests();
+    expect(before).toBe(20);
+    const [victim, survivor] = await pids();
+    process.kill(victim as number, "SIGKILL");
+    await eventually(() => logs.some((l) => l.includes('"msg":"worker exited"')), 5_000, "the exit logged");
+    const exited = JSON.parse(logs.find((l) => l.includes('"msg":"worker exited"')) as string);
+    expect(exited).toMatchObject({ level: "error", signal: "SIGKILL", pid: victim });
+    // replaced: two workers again, the survivor and a new one
+    await eventually(
+      async () => {
+        const now = await pids();
+        return now.length === 2 && now.includes(survivor as number) && !now.includes(victim as number);
+      },
+      10_000,
+      "a new worker in place of the killed one",
+    );
+    expect(await series("gateway_worker_restarts_total")).toBe(1);
+    expect(await series("gateway_workers_alive")).toBe(2);
+    expect(await series("gateway_workers_configured")).toBe(2);
+    // the killed worker's counts are kept: the sum is where it was, then grows
+    expect(await requests()).toBeGreaterThanOrEqual(before);
+    await calls(10);
+    expect(await requests()).toBeGreaterThanOrEqual(before + 10);
+    await eventually(async () => (await operator("/readyz")).status === 200, 5_000, "ready again");
+  });
+
+  it("a stopped worker is reported as silent within the deadline, and the other's answers are served", async () => {
+    const counted = await requests();
+    const [stopped] = await pids();
+    process.kill(stopped as number, "SIGSTOP");
+    try {
+      const started = performance.now();
+      const ready = await operator("/readyz");
+      expect(performance.now() - started).toBeLessThan(3_000);
+      expect(ready.status).toBe(503);
+      expect(JSON.parse(ready.text).reasons).toContainEqual(
+        expect.stringMatching(/did not answer within 1000 ms/),
+      );
+      const upstreams = JSON.parse((await operator("/upstreams")).text) as Upstreams;
+      expect(upstreams.processes).toHaveLength(2);
+      expect(upstreams.processes.find((p) => p.pid === stopped)?.silent).toMatch(/did not answer/);
+      expect(upstreams.processes.find((p) => p.pid !== stopped)?.labels).toHaveLength(1);
+      const metrics = await operator("/metrics");
+      expect(metrics.status).toBe(200);
+      expect(await requests()).toBeGreaterThanOrEqual(counted);
+    } finally {
+      process.kill(stopped as number, "SIGCONT");
+    }
+    await eventually(
+      async () => (await operator("/readyz")).status === 200,
+      5_000,
+      "ready once it runs again",
+    );
+  });
+
+  it("the primary lives through questions to workers that die as they are asked", async () => {
+    const primary = child.pid as number;
+    for (let round = 0; round < 3; round++) {
+      const [victim] = await pids();
+      const asking = Array.from({ length: 20 }, (_, i) =>
+        operator(["/readyz", "/metrics", "/upstreams"][i % 3] as string).catch(() => undefined),
+      );
+      process.kill(victim as number, "SIGKILL");
+      await Promise.all(asking);
+      await eventually(async () => (await pids()).length === 2, 15_000, "the worker replaced");
+    }
+    expect(child.exitCode).toBeNull();
+    expect(() => process.kill(primary, 0)).not.toThrow();
+    expect((await operator("/healthz")).status).toBe(200);
+    expect(logs.filter((l) => l.includes("ERR_IPC_CHANNEL_CLOSED"))).toEqual([]);
+  });
+});
