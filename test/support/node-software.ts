@@ -4,8 +4,8 @@ import type { Reply, SeenRequest } from "./loopback-node.js";
 // something about real nodes rather than about the gateway's own assumptions. Sources, read in each
 // software's code (commit and file):
 // - Bitcoin Core src/httprpc.cpp (JSONErrorReply) and src/rpc/request.cpp (JSONRPCReplyObj); Dogecoin
-//   Core 1.14 is Bitcoin 0.14's code: legacy answers carry "error": null, errors are HTTP 500 (404 for
-//   an unknown method), a request marked "jsonrpc": "2.0" gets a 2.0 answer and a 200 (v28 and later).
+//   Core 1.14 is Bitcoin 0.14's code: answers carry "error": null, errors are HTTP 500 (404 for an
+//   unknown method).
 // - nearcore chain/jsonrpc-primitives errors.rs: error objects carry name and cause; the HTTP status is
 //   200 for handler errors, 400 for validation errors (an unknown method), 500 for internal ones.
 // - toncenter/ton-http-api pyTON/main.py: {"ok": true, "result"} beside jsonrpc and the id as a string;
@@ -103,8 +103,14 @@ function twoPointZero(
   };
 }
 
-/** Bitcoin Core (v28 and later) and Dogecoin Core (no 2.0 mode). */
-function bitcoind(name: string, twoPointZeroMode: boolean): JsonRpcSoftware {
+/**
+ * Bitcoin Core up to v27 and Dogecoin Core 1.14: every answer JSON-RPC 1.0 style, whatever the request's
+ * jsonrpc member says, with "error": null beside a result; an error at HTTP 500 (404 for an unknown
+ * method) with its JSON body. (Bitcoin Core v28 answers a request marked "jsonrpc": "2.0" in 2.0 style,
+ * at HTTP 200; the registry's bitcoin-core interface covers v25 to v28, so the older answers are the
+ * ones every gateway must read.)
+ */
+function bitcoind(name: string): JsonRpcSoftware {
   return {
     name,
     newline: true,
@@ -116,27 +122,13 @@ function bitcoind(name: string, twoPointZeroMode: boolean): JsonRpcSoftware {
           : outcome.error === "unknown-method"
             ? { code: -32601, message: "Method not found" }
             : { code: -28, message: "Loading block index…" };
-      if (twoPointZeroMode && call.jsonrpc === "2.0") {
-        // A 2.0 call without an id is a notification: run, and not answered.
-        if (call.id === undefined) return undefined;
-        return {
-          status: 200,
-          json: {
-            jsonrpc: "2.0",
-            ...(error === undefined ? { result: (outcome as { result: unknown }).result } : { error }),
-            id: call.id,
-          },
-        };
-      }
-      // Legacy: result and error side by side, the error null on success. Without an id, v28 answers
-      // with no id member, older versions (Dogecoin Core) with a null one.
-      const id = call.id !== undefined ? { id: call.id } : twoPointZeroMode ? {} : { id: null };
       return {
         status: error === undefined ? 200 : error.code === -32601 ? 404 : 500,
         json: {
           result: error === undefined ? (outcome as { result: unknown }).result : null,
           error: error ?? null,
-          ...id,
+          // a call without an id is answered too, with a null one
+          id: call.id ?? null,
         },
       };
     },
@@ -277,8 +269,8 @@ export const JSON_RPC_SOFTWARE: Readonly<Record<string, JsonRpcSoftware>> = {
   ),
   toncenter,
   ogmios,
-  "bitcoin-core": bitcoind("Bitcoin Core 28", true),
-  "dogecoin-core": bitcoind("Dogecoin Core 1.14", false),
+  "bitcoin-core": bitcoind("Bitcoin Core 27"),
+  "dogecoin-core": bitcoind("Dogecoin Core 1.14"),
   starknet: twoPointZero("Pathfinder", () => ({ code: -32601, message: "Method not found" }), {
     code: -32603,
     message: "Internal error",
