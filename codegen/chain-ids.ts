@@ -1,12 +1,12 @@
 import type { YamlPath } from "./load.js";
 import type { InterfaceSpec, NetworkSpec } from "./registry-types.js";
 
-/** The call whose answer an endpoint's `chainId` is: an EVM node's chain id (spec §2.5). */
+/** The call whose answer an endpoint's `chainId` is: an EVM node's chain id (test/fixtures/spec-labels.yaml lists the product's). */
 const CHAIN_ID_METHOD = "eth_chainId";
 
 /**
  * An endpoint that serves eth_chainId declares the id it answers, unless its network records with
- * `noChainId` why it has none (spec §2.5 lists none for some networks); one that does not serve the call
+ * `noChainId` why it has none (the product lists none for some networks); one that does not serve the call
  * declares none. An id names a chain: endpoints of one environment share it, an archive shares its
  * mainnet's, and each testnet's differs from the mainnet's and from the other testnets'.
  */

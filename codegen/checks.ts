@@ -286,7 +286,7 @@ function checkEndpoints(
     if (endpoint.label !== expected && endpoint.labelRule === undefined) {
       report(
         [...at, "label"],
-        `label "${endpoint.label}" breaks the spec §4.1 label rules for environment ${endpoint.environment} (expected "${expected}"); declare labelRule to make an exception`,
+        `label "${endpoint.label}" breaks the label rules for environment ${endpoint.environment} (expected "${expected}"); declare labelRule to make an exception`,
       );
     }
     if (endpoint.label === expected && endpoint.labelRule !== undefined) {
@@ -367,7 +367,7 @@ function checkNetworkHead(
 }
 
 /**
- * Spec §4.1's label rules: a mainnet's label is the network code, every other environment's is
+ * The label rules: a mainnet's label is the network code, every other environment's is
  * `<code>-<environment>`: `<code>-testnet`, `<code>-archive`, and `<code>-<name>` for a named testnet.
  */
 export function expectedLabel(code: string, environment: string): string {

@@ -99,7 +99,7 @@ function normalise(loaded: LoadedRegistry): RegistryModel {
         const chain = chainSpec === undefined ? undefined : toChainCall(chainSpec);
         return { path: mount.path, policy: id, head, ...(chain === undefined ? {} : { chain }) };
       });
-    // The network's interface style (spec §1.2) comes from its interfaces as the registry declares them;
+    // The network's interface style (JSON-RPC, REST or mixed) comes from its interfaces as declared;
     // a JSON-RPC interface that also carries HTTP routes is still a JSON-RPC network.
     const families = new Set(
       network.mounts.flatMap((m) =>

@@ -4,9 +4,9 @@
 import { pathToFileURL } from "node:url";
 import { DEFAULT_CONFIG, DEFAULT_LIMITS } from "../../src/config/defaults.js";
 import type { GatewayConfig } from "../../src/config/types.js";
-import { createGateway } from "../../src/gateway.js";
 import { StaticKeyStore } from "../../src/keys/static-store.js";
 import { createLogger } from "../../src/log.js";
+import { createProxyServer } from "../../src/proxy/server.js";
 import type { Endpoint } from "../../src/registry/types.js";
 import { benchConfig } from "../gateway-config.js";
 
@@ -27,7 +27,7 @@ const config: GatewayConfig = {
   limits: { ...DEFAULT_LIMITS, ws: { ...DEFAULT_LIMITS.ws, ...bench.limits.ws } },
   operator: undefined,
 };
-const gateway = createGateway({
+const gateway = createProxyServer({
   config,
   keys: new StaticKeyStore(config.keys, config.defaultRate),
   endpoints: endpointsByLabel,

@@ -1,6 +1,7 @@
 // The deployment config's JSON Schema: separate from the registry's, and as strict. `npm run codegen`
 // compiles it into generated/config-validator.js (codegen/config-validator.ts), which src/config/load.ts
 // runs; nothing in src/ imports this file, so ajv stays out of the gateway.
+import { KEY_PATTERN } from "../keys/types.js";
 
 const rate = {
   type: "object",
@@ -155,7 +156,7 @@ export const configSchema = {
         additionalProperties: false,
         required: ["key", "networks"],
         properties: {
-          key: { type: "string", pattern: "^FN[A-Za-z0-9_-]{16,128}$" },
+          key: { type: "string", pattern: `^${KEY_PATTERN}$` },
           networks: { anyOf: [{ const: "*" }, { type: "array", items: { type: "string" } }] },
           archive: { type: "boolean" },
           plan: { enum: ["free-test", "shared", "dedicated"] },

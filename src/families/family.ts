@@ -6,8 +6,8 @@ import type { RpcErrorCode } from "../errors/table.js";
 import type { Mounted } from "../pipeline/stages.js";
 
 /**
- * One interface family (JSON-RPC, REST, or both on one mount), as `FAMILIES` in table.ts looks it up by
- * the mount's registry family. It is stage 4 of the pipeline (src/pipeline/stages.ts): the family parses
+ * One interface family (JSON-RPC, REST, or both on one mount), as `familyTable` in table.ts looks it up
+ * by the mount's registry family. It is stage 4 of the pipeline (src/pipeline/stages.ts): the family parses
  * the message and authorizes it against the registry, synchronously, returning a value or throwing a
  * GatewayError.
  */

@@ -6,6 +6,8 @@ import { parseJsonRpcBody } from "./scan.js";
 export interface CheckedMessage {
   readonly batch: boolean;
   readonly checked: readonly Checked[];
+  /** What the rate-limit stage charges for it: one per call, refused ones included. */
+  readonly cost: number;
   /** The id a later refusal answers with: a single call's own id token, else "null". */
   readonly replyId: string;
 }
@@ -32,6 +34,7 @@ export function checkMessage(
   return {
     batch: parsed.batch,
     checked: calls.map((call) => checkCall(rules, call)),
+    cost: calls.length,
     replyId: only === undefined ? "null" : idOf(only),
   };
 }

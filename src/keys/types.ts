@@ -22,21 +22,30 @@ export interface KeyStore {
   lookup(digest: string): Principal | undefined;
 }
 
+/** What every API key starts with: the one place the prefix is written. */
+export const KEY_PREFIX = "FN";
+
+/** A key as a pattern: the prefix and 16 to 128 URL-safe characters. */
+export const KEY_PATTERN = `${KEY_PREFIX}[A-Za-z0-9_-]{16,128}`;
+
 /**
- * `FN` and 16 to 128 URL-safe characters (`^FN[A-Za-z0-9_-]{16,128}$`); anything else is refused before
- * any lookup. A loop over character codes: this runs once per request, and the regular expression's
- * entry and exit showed in its profile (docs/performance.md).
+ * The prefix and 16 to 128 URL-safe characters (KEY_PATTERN); anything else is refused before any
+ * lookup. A loop over character codes: this runs once per request, and the regular expression's entry
+ * and exit showed in its profile (docs/performance.md).
  */
 export function looksLikeKey(segment: string | undefined): segment is string {
   if (segment === undefined || segment.length < 18 || segment.length > 130) return false;
-  if (segment.charCodeAt(0) !== 70 /* F */ || segment.charCodeAt(1) !== 78 /* N */) return false;
-  for (let i = 2; i < segment.length; i++) if (!isKeyChar(segment.charCodeAt(i))) return false;
+  if (!segment.startsWith(KEY_PREFIX)) return false;
+  for (let i = KEY_PREFIX.length; i < segment.length; i++)
+    if (!isKeyChar(segment.charCodeAt(i))) return false;
   return true;
 }
 
-/** `text` with anything shaped like a key replaced by `FN…`: for text the gateway did not write itself. */
+const ANY_KEY = new RegExp(KEY_PATTERN, "g");
+
+/** `text` with anything shaped like a key replaced by the prefix and `…`: for text the gateway did not write. */
 export function withoutKeys(text: string): string {
-  return text.replace(/FN[A-Za-z0-9_-]{16,128}/g, "FN…");
+  return text.replace(ANY_KEY, `${KEY_PREFIX}…`);
 }
 
 function isKeyChar(c: number): boolean {

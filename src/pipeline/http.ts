@@ -17,8 +17,8 @@ import type { Mounted, Stages } from "./stages.js";
 
 const NO_BODY = Buffer.alloc(0);
 
-/** What every exchange of one deployment config shares. */
-export interface ExchangeContext {
+/** What every HTTP exchange of one served config shares (proxy/served-config.ts). */
+export interface HttpContext {
   readonly limits: Limits;
   readonly logger: Logger;
   readonly logAccess: boolean;
@@ -62,7 +62,7 @@ export class HttpExchange {
   #style: ErrorStyle = "rest";
   #ended = false;
 
-  constructor(req: IncomingMessage, res: ServerResponse, stages: Stages, options: ExchangeContext) {
+  constructor(req: IncomingMessage, res: ServerResponse, stages: Stages, options: HttpContext) {
     this.#req = req;
     this.#res = res;
     this.#stages = stages;
@@ -118,7 +118,7 @@ export class HttpExchange {
       const authorized = routed.authorize(body); // 4
       replyId = authorized.replyId;
       this.#note(authorized);
-      this.#stages.chargeRate(mounted.admitted, authorized.cost); // 5
+      const charged = this.#stages.chargeRate(mounted, authorized); // 5
       if (authorized.outgoing === undefined) {
         const answer = authorized.answer;
         if (answer === undefined) throw new GatewayError("INTERNAL");
@@ -128,7 +128,7 @@ export class HttpExchange {
         this.#end();
         return;
       }
-      const call = this.#stages.planUpstream(mounted, authorized.outgoing); // 6
+      const call = this.#stages.planUpstream(charged, authorized.outgoing); // 6
       // A stream stays open while the node pushes: the socket's idle timeout must not cut it.
       if (call.stream) this.#req.socket.setTimeout(0);
       // 7: a partial batch's answer is read whole and merged; any other streams through

@@ -7,7 +7,7 @@ import { familyTable } from "../families/table.js";
 import { HostResolver } from "../http/host.js";
 import { parseTarget } from "../http/target.js";
 import { KeyLookup } from "../keys/digest.js";
-import { type KeyStore, looksLikeKey, type Principal } from "../keys/types.js";
+import { KEY_PREFIX, type KeyStore, looksLikeKey, type Principal } from "../keys/types.js";
 import { type RateLimiter, TokenBuckets } from "../limits/token-bucket.js";
 import type { Endpoint, Family as FamilyName, Mount } from "../registry/types.js";
 import type { UpstreamCall } from "../upstream/policy.js";
@@ -29,6 +29,11 @@ import { Admitted } from "./admitted.js";
  * reaches back into another. The transports run them: pipeline/http.ts for a request (reading the body
  * between the two halves of stage 4), ws/upgrade.ts at a WebSocket upgrade and ws/connection.ts for each
  * message on it. The README's request-flow diagram is this list.
+ *
+ * The order is in the types: each stage takes the value of the stage before it (Resolved, Admitted,
+ * Mounted, the family's Authorized or the message's CheckedMessage, Charged), and only the stage that
+ * makes a value can make it, so a transport cannot call a stage before the ones it depends on. A new
+ * stage takes the value of the one before it and gives the next its own.
  */
 export class Stages {
   readonly #config: GatewayConfig;
@@ -72,7 +77,7 @@ export class Stages {
    */
   admitCaller(resolved: Resolved, req: IncomingMessage): Admitted {
     const { endpoint, publicHost } = resolved;
-    const target = parseTarget(req.url ?? "/", !publicHost || ((first) => first.startsWith("FN")));
+    const target = parseTarget(req.url ?? "/", !publicHost || ((first) => first.startsWith(KEY_PREFIX)));
     const principal =
       publicHost && target.key === undefined ? undefined : this.#authenticate(target.key, endpoint);
     return new Admitted(endpoint, target, principal, req, this.#config.trustedProxies);
@@ -115,11 +120,18 @@ export class Stages {
     return { admitted, mount, family: this.#families[mount.policy.family], segments: [] };
   }
 
-  /** 5. Takes `cost` tokens from the caller's bucket, or throws RATE_LIMITED with Retry-After and RateLimit-*. */
-  chargeRate(admitted: Admitted, cost: number): void {
+  /**
+   * 5. Takes the message's cost in tokens from the caller's bucket, or throws RATE_LIMITED with
+   * Retry-After and RateLimit-*.
+   */
+  chargeRate<Message extends { readonly cost: number }>(
+    mounted: Mounted,
+    message: Message,
+  ): Charged<Message> {
+    const { admitted } = mounted;
     const rate: RateSpec = admitted.principal?.rate ?? this.#config.limits.publicRate;
-    const decision = this.#limiter.take(admitted.clientId, rate, cost);
-    if (decision.allowed) return;
+    const decision = this.#limiter.take(admitted.clientId, rate, message.cost);
+    if (decision.allowed) return { mounted, message } as Charged<Message>;
     throw new GatewayError(
       "RATE_LIMITED",
       { retryAfter: decision.retryAfter },
@@ -133,7 +145,11 @@ export class Stages {
   }
 
   /** 6. The upstream call: the mount's upstreams, the caller's path and query, and the answer's size cap. */
-  planUpstream(mounted: Mounted, outgoing: Outgoing): UpstreamCall {
+  planUpstream(
+    charged: Charged<{ readonly outgoing: Outgoing | undefined }>,
+    outgoing: Outgoing,
+  ): UpstreamCall {
+    const { mounted } = charged;
     const { target } = mounted.admitted;
     return {
       group: this.upstreamGroup(mounted),
@@ -173,6 +189,18 @@ export class Stages {
     }
     return principal;
   }
+}
+
+declare const charged: unique symbol;
+
+/**
+ * Stage 5's value: a message whose cost the caller's rate allowed, on its mount. Only `chargeRate` makes
+ * one (the brand), so a stage that takes it cannot run before the charge.
+ */
+export interface Charged<Message> {
+  readonly [charged]: true;
+  readonly mounted: Mounted;
+  readonly message: Message;
 }
 
 /** Stage 1's value. */

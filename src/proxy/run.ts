@@ -2,7 +2,6 @@ import cluster from "node:cluster";
 import type { Server } from "node:http";
 import { setTimeout as delay } from "node:timers/promises";
 import type { GatewayConfig } from "../config/types.js";
-import { createGateway, type Gateway } from "../gateway.js";
 import type { CachedKeyStore } from "../keys/key-cache.js";
 import { LISTENERS, listen } from "../lifecycle.js";
 import { SharedTokenBuckets } from "../limits/shared-buckets.js";
@@ -13,6 +12,7 @@ import { openKeyStores, type ProxyKeys } from "./key-stores.js";
 import { closeServer, listenOperator } from "./listeners.js";
 import { cordonIn, createOperatorApi, localView, reportOf } from "./operator.js";
 import { Readiness } from "./readiness.js";
+import { createProxyServer, type ProxyServer } from "./server.js";
 import { answerPrimary } from "./worker-link.js";
 
 export interface RunningProxy {
@@ -44,7 +44,7 @@ async function serveHere(config: GatewayConfig, logger: Logger): Promise<Running
   const limiter = config.sharedLimits && new SharedTokenBuckets(config.sharedLimits, logger);
   // A start does not wait long for Redis: until it answers, limits are local (docs/deployment.md).
   await limiter?.ready(2_000);
-  const gateway = createGateway({
+  const gateway = createProxyServer({
     config,
     keys: keys.store,
     logger,
@@ -97,7 +97,11 @@ async function serveHere(config: GatewayConfig, logger: Logger): Promise<Running
 }
 
 /** What the proxy serves without while it is away, in gateway_dependency_up; the logs say when it changes. */
-function watchDependencies(gateway: Gateway, keys: ProxyKeys, limiter: SharedTokenBuckets | undefined): void {
+function watchDependencies(
+  gateway: ProxyServer,
+  keys: ProxyKeys,
+  limiter: SharedTokenBuckets | undefined,
+): void {
   const { metrics } = gateway;
   if (metrics === undefined) return;
   const accounts = keys.accounts;

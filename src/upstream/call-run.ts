@@ -3,8 +3,8 @@ import type { Dispatcher } from "undici";
 import { GatewayError } from "../errors/table.js";
 import { clientGone } from "../http/client-gone.js";
 import type { AttemptGate, AttemptHandler } from "./attempt.js";
-import { callClock, type Due } from "./call-clock.js";
 import { describeFailure, type FailureKind, failureKind, toGatewayError } from "./failure.js";
+import { type AwaitingHedge, hedgeClock } from "./hedge-clock.js";
 import type { UpstreamCall } from "./policy.js";
 import { type Upstream, upstreamPath } from "./upstreams.js";
 
@@ -12,7 +12,7 @@ import { type Upstream, upstreamPath } from "./upstreams.js";
 export const MAX_ATTEMPTS = 3;
 
 /** Where a call notes what it did (the access line's fields): the upstream tried last, how many, and its time. */
-export interface AttemptNote {
+export interface UpstreamFields {
   upstream: string | undefined;
   attempts: number | undefined;
   upstreamMs: number | undefined;
@@ -37,10 +37,10 @@ const DISMISSED = new Error("attempt dismissed");
  * A subclass says what an attempt does with its answer (policy.ts: stream it, or read it whole). A class
  * with methods rather than a function with closures: one of these runs for every call.
  */
-export abstract class CallRun implements AttemptGate, Due {
+export abstract class CallRun implements AttemptGate, AwaitingHedge {
   protected readonly call: UpstreamCall;
   protected readonly res: ServerResponse;
-  readonly #note: AttemptNote;
+  readonly #note: UpstreamFields;
   #order: readonly Upstream[] = [];
   #next = 0;
   readonly #live = new Set<AttemptHandler>();
@@ -48,10 +48,10 @@ export abstract class CallRun implements AttemptGate, Due {
   #finished = false;
   #lastError: Error | undefined = undefined;
   #deadlineAt = 0;
-  dueAt = Number.POSITIVE_INFINITY;
-  clockSlot = -1;
+  hedgeAt = Number.POSITIVE_INFINITY;
+  hedgeSlot = -1;
 
-  constructor(call: UpstreamCall, res: ServerResponse, note: AttemptNote) {
+  constructor(call: UpstreamCall, res: ServerResponse, note: UpstreamFields) {
     this.call = call;
     this.res = res;
     this.#note = note;
@@ -124,8 +124,8 @@ export abstract class CallRun implements AttemptGate, Due {
     else if (this.#live.size === 0) this.#finish(this.#failure());
   }
 
-  /** The call clock's turn: the hedge. The attempt in flight keeps going; the next node gets the same read. */
-  due(now: number): void {
+  /** The hedge clock's turn: the attempt in flight keeps going, and the next node gets the same read. */
+  hedge(now: number): void {
     this.#stopWaiting();
     if (this.#winner !== undefined || this.#finished) return;
     if (this.#hasAnother() && now < this.#deadlineAt && !clientGone(this.res)) this.#launch();
@@ -140,9 +140,9 @@ export abstract class CallRun implements AttemptGate, Due {
     this.#note.upstream = upstream.name;
     this.#note.attempts = this.#next;
     if (!call.write && this.#hasAnother()) {
-      this.dueAt =
+      this.hedgeAt =
         attempt.startedAt + upstream.health.hedgeDelay(call.limits.hedgeMinMs, call.limits.hedgeMaxMs);
-      callClock.add(this);
+      hedgeClock.add(this);
     }
     // Each attempt may wait for its answer's headers until the call's deadline, and no longer than the
     // pool's headers timeout: undici enforces it per request, so no timer of ours runs for it.
@@ -158,9 +158,9 @@ export abstract class CallRun implements AttemptGate, Due {
   }
 
   #stopWaiting(): void {
-    if (this.dueAt === Number.POSITIVE_INFINITY) return;
-    this.dueAt = Number.POSITIVE_INFINITY;
-    callClock.delete(this);
+    if (this.hedgeAt === Number.POSITIVE_INFINITY) return;
+    this.hedgeAt = Number.POSITIVE_INFINITY;
+    hedgeClock.delete(this);
   }
 
   #dismiss(attempt: AttemptHandler): void {

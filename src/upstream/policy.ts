@@ -6,7 +6,7 @@ import { GatewayError } from "../errors/table.js";
 import { clientGone } from "../http/client-gone.js";
 import type { AttemptHandler } from "./attempt.js";
 import { BufferedAnswer, type WholeAnswer } from "./buffered-answer.js";
-import { type AttemptNote, CallRun, MAX_ATTEMPTS } from "./call-run.js";
+import { CallRun, MAX_ATTEMPTS, type UpstreamFields } from "./call-run.js";
 import { deadlineError, describeFailure, failureKind } from "./failure.js";
 import { ResponseRelay } from "./response-relay.js";
 import { Pool } from "./undici-pool.js";
@@ -58,7 +58,7 @@ export function poolPerOrigin(origin: string, limits: Limits["upstream"]): Dispa
 export function relayAnswer(
   call: UpstreamCall,
   res: ServerResponse,
-  note: AttemptNote,
+  note: UpstreamFields,
   done: RelayDone,
 ): void {
   new RelayRun(call, res, note, done).start();
@@ -67,7 +67,7 @@ export function relayAnswer(
 class RelayRun extends CallRun {
   readonly #done: RelayDone;
 
-  constructor(call: UpstreamCall, res: ServerResponse, note: AttemptNote, done: RelayDone) {
+  constructor(call: UpstreamCall, res: ServerResponse, note: UpstreamFields, done: RelayDone) {
     super(call, res, note);
     this.#done = done;
   }
@@ -93,7 +93,7 @@ class RelayRun extends CallRun {
 export function fetchWhole(
   call: UpstreamCall,
   res: ServerResponse,
-  note: AttemptNote,
+  note: UpstreamFields,
   callback: (error: GatewayError | undefined, answer?: WholeAnswer) => void,
 ): void {
   new WholeRun(call, res, note, callback).start();
@@ -106,7 +106,7 @@ class WholeRun extends CallRun {
   constructor(
     call: UpstreamCall,
     res: ServerResponse,
-    note: AttemptNote,
+    note: UpstreamFields,
     callback: (error: GatewayError | undefined, answer?: WholeAnswer) => void,
   ) {
     super(call, res, note);

@@ -15,7 +15,7 @@ import { scanMembers } from "../jsonrpc/scan.js";
 import type { UsageRecorder } from "../keys/usage.js";
 import type { GatewayMetrics } from "../metrics/gateway-metrics.js";
 import type { ErrorBoundary } from "../pipeline/boundary.js";
-import type { Mounted, Stages } from "../pipeline/stages.js";
+import type { Charged, Mounted, Stages } from "../pipeline/stages.js";
 import type { JsonRpcPolicy } from "../registry/types.js";
 import type { Upstream } from "../upstream/upstreams.js";
 import { CLOSE } from "./close-codes.js";
@@ -239,8 +239,8 @@ export class Connection {
       const only = message.batch ? undefined : message.checked[0];
       method = message.batch ? "batch" : only?.ok ? only.method : "other";
       if (only !== undefined && !only.ok) code = only.code;
-      stages.chargeRate(mounted.admitted, message.checked.length); // 5
-      answer = this.#send(message, text); // 7
+      const charged = stages.chargeRate(mounted, message); // 5
+      answer = this.#send(charged, text); // 7
     } catch (error) {
       if (!(error instanceof GatewayError)) {
         this.#broke(error, replyId);
@@ -257,7 +257,8 @@ export class Connection {
   }
 
   /** Sends what passed upstream and returns the answer for what did not. */
-  #send(message: CheckedMessage, text: string): string | undefined {
+  #send(charged: Charged<CheckedMessage>, text: string): string | undefined {
+    const { message } = charged;
     const outgoing: Outgoing = { text: undefined, calls: [], batch: message.batch, sent: false };
     const pending: Pending[] = [];
     const checked = message.checked.map((call) => this.#admit(call, outgoing, pending));

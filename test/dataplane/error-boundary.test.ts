@@ -2,11 +2,11 @@ import { request } from "undici";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { DEFAULT_CONFIG, DEFAULT_LIMITS } from "../../src/config/defaults.js";
 import type { GatewayConfig, StaticKey } from "../../src/config/types.js";
-import { createGateway, type Gateway } from "../../src/gateway.js";
 import { keyHash } from "../../src/keys/digest.js";
 import { StaticKeyStore } from "../../src/keys/static-store.js";
 import { TokenBuckets } from "../../src/limits/token-bucket.js";
 import { createLogger } from "../../src/log.js";
+import { createProxyServer, type ProxyServer } from "../../src/proxy/server.js";
 import { DOMAIN, TEST_KEYS } from "../support/gateway.js";
 import { jsonRpcResponder, type LoopbackNode, startLoopbackNode } from "../support/loopback-node.js";
 import { evmNode, type LoopbackWsNode, startLoopbackWsNode } from "../support/loopback-ws-node.js";
@@ -32,7 +32,7 @@ const GOOD = TEST_KEYS[0]?.key as string;
 describe("one error boundary for every transport", () => {
   let http: LoopbackNode;
   let ws: LoopbackWsNode;
-  let gateway: Gateway;
+  let gateway: ProxyServer;
   let port: number;
   let restore: () => void;
   const logs: string[] = [];
@@ -51,7 +51,7 @@ describe("one error boundary for every transport", () => {
     };
     const store = new StaticKeyStore(config.keys, config.defaultRate);
     const buckets = new TokenBuckets();
-    gateway = createGateway({
+    gateway = createProxyServer({
       config,
       keys: {
         lookup: (digest) => {

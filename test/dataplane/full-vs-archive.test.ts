@@ -2,9 +2,9 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { type Anvil, startAnvil } from "../support/anvil.js";
 import { KEYS, type RunningGateway, rpcBody, startGateway } from "../support/gateway.js";
 
-// Spec §7.2 with two real nodes: a pruned anvil behind `eth` (a full node) and a plain one behind
+// Full and archive endpoints with two real nodes: a pruned anvil behind `eth` (a full node) and a plain one behind
 // `eth-archive`.
-describe("full and archive endpoints (spec §7.2)", () => {
+describe("full and archive endpoints", () => {
   let full: Anvil;
   let archive: Anvil;
   let gw: RunningGateway;

@@ -50,7 +50,7 @@ describe("the spec's labels (test/fixtures/spec-labels.yaml)", () => {
     });
   }
 
-  it("spec §2.5's chain ids are the mainnets' ids", () => {
+  it("the product's chain ids (test/fixtures/spec-labels.yaml) are the mainnets' ids", () => {
     for (const [code, id] of Object.entries(spec.chainIds)) expect(generatedOf(code).chainId, code).toBe(id);
   });
 

@@ -47,7 +47,7 @@ const defects: readonly Defect[] = [
     from: "{ label: alpha-archive,",
     to: "{ label: alpha-old,",
     message:
-      '40:18 label "alpha-old" breaks the spec §4.1 label rules for environment archive (expected "alpha-archive"); declare labelRule to make an exception',
+      '40:18 label "alpha-old" breaks the label rules for environment archive (expected "alpha-archive"); declare labelRule to make an exception',
   },
   {
     name: "a network without a mainnet",
@@ -67,7 +67,7 @@ const defects: readonly Defect[] = [
     from: "      - { label: alpha-archive, environment: archive, nodeClass: archive, chainId: 7 }\n",
     to: "      - { label: alpha-archive, environment: archive, nodeClass: archive, chainId: 7 }\n      - { label: alpha-dev, environment: devnet, nodeClass: full, chainId: 8 }\n    testnets: [devnet]\n",
     message:
-      '41:18 label "alpha-dev" breaks the spec §4.1 label rules for environment devnet (expected "alpha-devnet"); declare labelRule to make an exception',
+      '41:18 label "alpha-dev" breaks the label rules for environment devnet (expected "alpha-devnet"); declare labelRule to make an exception',
   },
   {
     name: "a named testnet that no endpoint serves",

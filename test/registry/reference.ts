@@ -106,7 +106,7 @@ export function readReference(file: string): RefEndpoint[] {
     const mounts = network.mounts.map((mount) => readMount(registry, mount));
     const ids = mounts.flatMap((m) => m.interfaces);
     const families = new Set(ids.map((id) => (registry.interfaces[id] as RawInterface).family));
-    // Spec §1.2's interface style: one family, or mixed when the network's interfaces differ in family
+    // The interface style: one family, or mixed when the network's interfaces differ in family
     // or one root serves several dialects.
     const family =
       families.size > 1 || mounts.some((m) => m.interfaces.length > 1)

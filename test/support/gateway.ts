@@ -2,10 +2,10 @@ import type { AddressInfo } from "node:net";
 import { type Dispatcher, request } from "undici";
 import { DEFAULT_CONFIG, DEFAULT_HEALTH, DEFAULT_LIMITS } from "../../src/config/defaults.js";
 import type { GatewayConfig, Limits, StaticKey } from "../../src/config/types.js";
-import { createGateway, type Gateway, type GatewayOptions } from "../../src/gateway.js";
 import { StaticKeyStore } from "../../src/keys/static-store.js";
 import type { KeyStore } from "../../src/keys/types.js";
 import { createLogger } from "../../src/log.js";
+import { createProxyServer, type ProxyServer, type ProxyServerOptions } from "../../src/proxy/server.js";
 
 export const DOMAIN = "gw.test";
 /** Test keys: one with every network, one limited to `eth`, one dedicated-plan key. */
@@ -24,7 +24,7 @@ export const TEST_KEYS: StaticKey[] = [
 ];
 
 export interface RunningGateway {
-  readonly gateway: Gateway;
+  readonly gateway: ProxyServer;
   readonly origin: string;
   readonly port: number;
   readonly logs: string[];
@@ -49,7 +49,7 @@ export interface CallResult {
 
 export interface StartOptions extends Partial<Omit<GatewayConfig, "limits">> {
   readonly limits?: Partial<Limits>;
-  readonly dispatcherFactory?: GatewayOptions["dispatcherFactory"];
+  readonly dispatcherFactory?: ProxyServerOptions["dispatcherFactory"];
   /** Keys from somewhere else than `keys` (the account store's cache). */
   readonly keyStore?: KeyStore;
 }
@@ -68,7 +68,7 @@ export async function startGateway(options: StartOptions = {}): Promise<RunningG
     limits: { ...DEFAULT_LIMITS, drainTimeoutMs: 0, ...limits },
   };
   const logs: string[] = [];
-  const gateway = createGateway({
+  const gateway = createProxyServer({
     config,
     keys: keyStore ?? new StaticKeyStore(config.keys, config.defaultRate),
     logger: createLogger("debug", (line) => logs.push(line)),

@@ -1,33 +1,34 @@
-import type { GatewayConfig } from "./config/types.js";
-import type { KeyStore } from "./keys/types.js";
-import type { UsageRecorder } from "./keys/usage.js";
-import type { RateLimiter } from "./limits/token-bucket.js";
-import type { Logger } from "./log.js";
-import type { GatewayMetrics } from "./metrics/gateway-metrics.js";
-import { ErrorBoundary } from "./pipeline/boundary.js";
-import type { ExchangeContext } from "./pipeline/http.js";
-import { Stages } from "./pipeline/stages.js";
-import type { Endpoint } from "./registry/types.js";
-import { Prober } from "./upstream/prober.js";
-import { type DispatcherFactory, UpstreamTable } from "./upstream/upstreams.js";
-import { WebSocketGateway } from "./ws/upgrade.js";
+import type { GatewayConfig } from "../config/types.js";
+import type { KeyStore } from "../keys/types.js";
+import type { UsageRecorder } from "../keys/usage.js";
+import type { RateLimiter } from "../limits/token-bucket.js";
+import type { Logger } from "../log.js";
+import type { GatewayMetrics } from "../metrics/gateway-metrics.js";
+import { ErrorBoundary } from "../pipeline/boundary.js";
+import type { HttpContext } from "../pipeline/http.js";
+import { Stages } from "../pipeline/stages.js";
+import type { Endpoint } from "../registry/types.js";
+import { Prober } from "../upstream/prober.js";
+import { type DispatcherFactory, UpstreamTable } from "../upstream/upstreams.js";
+import { WebSocketGateway } from "../ws/upgrade.js";
 
 /**
- * Everything one deployment config makes of the data plane: its upstreams and their prober, the pipeline's
- * stages, the WebSocket gateway and the HTTP exchanges' context. The gateway serves new requests with its
- * current plane; a reload builds a new one, and the old one serves what it already took until it is done.
+ * One deployment config as the proxy serves it: its upstreams and their prober, the pipeline's stages, the
+ * WebSocket gateway and the context every HTTP exchange shares. The server (server.ts) serves new requests
+ * with its current served config; a reload builds a new one, and the old one serves what it already took
+ * until it is done.
  */
-export interface Plane {
+export interface ServedConfig {
   readonly config: GatewayConfig;
   readonly upstreams: UpstreamTable;
   readonly stages: Stages;
   readonly websockets: WebSocketGateway;
-  readonly exchange: ExchangeContext;
+  readonly http: HttpContext;
   /** Stops probing; what is in flight goes on. */
   retire(): void;
 }
 
-export interface PlaneParts {
+export interface ServedConfigParts {
   readonly config: GatewayConfig;
   readonly keys: KeyStore;
   readonly endpoints: ReadonlyMap<string, Endpoint>;
@@ -38,7 +39,7 @@ export interface PlaneParts {
   readonly logger: Logger;
 }
 
-export function buildPlane(parts: PlaneParts): Plane {
+export function buildServedConfig(parts: ServedConfigParts): ServedConfig {
   const { config, logger, metrics } = parts;
   const upstreams = new UpstreamTable(
     config,
@@ -70,7 +71,7 @@ export function buildPlane(parts: PlaneParts): Plane {
     metrics,
     usage: parts.usage,
   });
-  const exchange: ExchangeContext = {
+  const http: HttpContext = {
     limits: config.limits,
     logger,
     logAccess: config.log.access,
@@ -80,10 +81,10 @@ export function buildPlane(parts: PlaneParts): Plane {
     boundary,
   };
   prober.start();
-  return { config, upstreams, stages, websockets, exchange, retire: () => prober.stop() };
+  return { config, upstreams, stages, websockets, http, retire: () => prober.stop() };
 }
 
-/** An operator's cordons carried over to a new plane's upstreams of the same label, mount and name. */
+/** An operator's cordons carried over to a new config's upstreams of the same label, mount and name. */
 export function carryCordons(from: UpstreamTable, to: UpstreamTable): void {
   for (const group of from.groups()) {
     const next = to.group(group.label, group.mount);

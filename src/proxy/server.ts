@@ -1,19 +1,24 @@
 import { createServer, type Server } from "node:http";
-import { endpointsByLabel } from "../generated/endpoints.js";
-import type { GatewayConfig } from "./config/types.js";
-import { parserRefusal } from "./errors/respond.js";
-import { buildPlane, carryCordons, type Plane, type PlaneParts } from "./gateway-plane.js";
-import type { KeyStore } from "./keys/types.js";
-import type { UsageRecorder } from "./keys/usage.js";
-import { type RateLimiter, TokenBuckets } from "./limits/token-bucket.js";
-import { createLogger, type Logger } from "./log.js";
-import { GatewayMetrics } from "./metrics/gateway-metrics.js";
-import { HttpExchange } from "./pipeline/http.js";
-import type { Endpoint } from "./registry/types.js";
-import { poolPerOrigin } from "./upstream/policy.js";
-import type { DispatcherFactory, UpstreamTable } from "./upstream/upstreams.js";
+import { endpointsByLabel } from "../../generated/endpoints.js";
+import type { GatewayConfig } from "../config/types.js";
+import { parserRefusal } from "../errors/respond.js";
+import type { KeyStore } from "../keys/types.js";
+import type { UsageRecorder } from "../keys/usage.js";
+import { type RateLimiter, TokenBuckets } from "../limits/token-bucket.js";
+import { createLogger, type Logger } from "../log.js";
+import { GatewayMetrics } from "../metrics/gateway-metrics.js";
+import { HttpExchange } from "../pipeline/http.js";
+import type { Endpoint } from "../registry/types.js";
+import { poolPerOrigin } from "../upstream/policy.js";
+import type { DispatcherFactory, UpstreamTable } from "../upstream/upstreams.js";
+import {
+  buildServedConfig,
+  carryCordons,
+  type ServedConfig,
+  type ServedConfigParts,
+} from "./served-config.js";
 
-export interface GatewayOptions {
+export interface ProxyServerOptions {
   readonly config: GatewayConfig;
   readonly keys: KeyStore;
   /** The routing table; the generated one unless a test brings its own registry. */
@@ -30,7 +35,7 @@ export interface GatewayOptions {
 /** The upstreams the gateway serves new requests with: the current config's. */
 export type UpstreamView = Pick<UpstreamTable, "group" | "groups">;
 
-export interface Gateway {
+export interface ProxyServer {
   readonly server: Server;
   readonly upstreams: UpstreamView;
   /** The data plane's series; undefined with `metrics.enabled: false`. */
@@ -47,14 +52,15 @@ export interface Gateway {
 }
 
 /**
- * The data plane: a node:http server and its WebSocket upgrades, both running the pipeline's stages
- * (pipeline/stages.ts) over the generated tables, with the current plane (gateway-plane.ts).
+ * The proxy's server: a node:http server and its WebSocket upgrades, both running the pipeline's stages
+ * (pipeline/stages.ts) over the generated tables, with the current served config (served-config.ts): the
+ * one it started with, or the last that a reload (SIGHUP) brought.
  */
-export function createGateway(options: GatewayOptions): Gateway {
+export function createProxyServer(options: ProxyServerOptions): ProxyServer {
   const { config } = options;
   const { limits } = config;
   const logger = options.logger ?? createLogger(config.log.level);
-  const parts = (config: GatewayConfig, keys: KeyStore): PlaneParts => ({
+  const parts = (config: GatewayConfig, keys: KeyStore): ServedConfigParts => ({
     config,
     keys,
     endpoints: options.endpoints ?? endpointsByLabel,
@@ -64,28 +70,28 @@ export function createGateway(options: GatewayOptions): Gateway {
     metrics,
     logger,
   });
-  // One limiter for every plane: a reload does not refill anyone's bucket.
+  // One limiter for every served config: a reload does not refill anyone's bucket.
   const limiter = options.limiter ?? new TokenBuckets();
-  /** Every plane that may still hold work: the current one, and retired ones until they are done. */
-  const planes = new Set<Plane>();
+  /** Every served config that may still hold work: the current one, and retired ones until they are done. */
+  const servedConfigs = new Set<ServedConfig>();
   const upstreams: UpstreamView = {
     group: (label, mount) => current.upstreams.group(label, mount),
     groups: () => current.upstreams.groups(),
   };
-  // The gauges are read at scrape time: upstreams from the current plane, WebSockets from every plane.
+  // The gauges are read at scrape time: upstreams from the current config, WebSockets from every one.
   const metrics: GatewayMetrics | undefined = config.metrics.enabled
     ? new GatewayMetrics(upstreams, {
         connections: () => summed((p) => p.websockets.connections()),
         subscriptions: () => summed((p) => p.websockets.subscriptions()),
       })
     : undefined;
-  let current: Plane = buildPlane(parts(config, options.keys));
-  planes.add(current);
+  let current: ServedConfig = buildServedConfig(parts(config, options.keys));
+  servedConfigs.add(current);
 
-  const summed = (read: (plane: Plane) => Map<string, number>) => {
+  const summed = (read: (served: ServedConfig) => Map<string, number>) => {
     const total = new Map<string, number>();
-    for (const plane of planes)
-      for (const [label, n] of read(plane)) total.set(label, (total.get(label) ?? 0) + n);
+    for (const served of servedConfigs)
+      for (const [label, n] of read(served)) total.set(label, (total.get(label) ?? 0) + n);
     return total;
   };
 
@@ -99,7 +105,7 @@ export function createGateway(options: GatewayOptions): Gateway {
       // Host is checked by stage 1, with a JSON error body, not by Node's bodiless 400.
       requireHostHeader: false,
     },
-    (req, res) => new HttpExchange(req, res, current.stages, current.exchange).run(),
+    (req, res) => new HttpExchange(req, res, current.stages, current.http).run(),
   );
   server.on("upgrade", (req, socket, head) => current.websockets.handleUpgrade(req, socket, head));
   // One more than the limit, so a request over it is seen and refused rather than silently truncated.
@@ -109,12 +115,12 @@ export function createGateway(options: GatewayOptions): Gateway {
     if (socket.writable) socket.end(parserRefusal(error.code));
   });
 
-  /** A retired plane's upstream pools close once its requests are done; its WebSockets run on. */
-  const retire = async (plane: Plane) => {
-    plane.retire();
-    await drained([plane], plane.config.limits.drainTimeoutMs);
-    await plane.upstreams.close();
-    if (sum(plane.websockets.connections()) === 0) planes.delete(plane);
+  /** A retired config's upstream pools close once its requests are done; its WebSockets run on. */
+  const retire = async (served: ServedConfig) => {
+    served.retire();
+    await drained([served], served.config.limits.drainTimeoutMs);
+    await served.upstreams.close();
+    if (sum(served.websockets.connections()) === 0) servedConfigs.delete(served);
   };
 
   return {
@@ -122,16 +128,16 @@ export function createGateway(options: GatewayOptions): Gateway {
     upstreams,
     metrics,
     closeConnectionsOf: (keyId) => {
-      for (const plane of planes) plane.websockets.closeKey(keyId);
+      for (const served of servedConfigs) served.websockets.closeKey(keyId);
     },
     reload(config, keys) {
       const previous = current;
-      current = buildPlane(parts(config, keys));
+      current = buildServedConfig(parts(config, keys));
       carryCordons(previous.upstreams, current.upstreams);
-      planes.add(current);
-      for (const plane of planes)
-        if (plane !== current && plane !== previous && sum(plane.websockets.connections()) === 0)
-          planes.delete(plane);
+      servedConfigs.add(current);
+      for (const served of servedConfigs)
+        if (served !== current && served !== previous && sum(served.websockets.connections()) === 0)
+          servedConfigs.delete(served);
       void retire(previous);
     },
     /**
@@ -139,24 +145,24 @@ export function createGateway(options: GatewayOptions): Gateway {
      * flight finish for up to `limits.drainTimeoutMs`, then cuts what is left.
      */
     async close() {
-      for (const plane of planes) {
-        plane.retire();
-        plane.websockets.close();
+      for (const served of servedConfigs) {
+        served.retire();
+        served.websockets.close();
       }
       const closed = new Promise<void>((resolve) => server.close(() => resolve()));
       server.closeIdleConnections();
-      await drained([...planes], limits.drainTimeoutMs);
+      await drained([...servedConfigs], limits.drainTimeoutMs);
       server.closeAllConnections();
       await closed;
-      await Promise.all([...planes].map((plane) => plane.upstreams.close()));
+      await Promise.all([...servedConfigs].map((served) => served.upstreams.close()));
     },
   };
 }
 
-/** Waits until the planes' requests in flight are done, or `timeoutMs` passed. */
-async function drained(planes: readonly Plane[], timeoutMs: number): Promise<void> {
+/** Waits until the served configs' requests in flight are done, or `timeoutMs` passed. */
+async function drained(servedConfigs: readonly ServedConfig[], timeoutMs: number): Promise<void> {
   const deadline = performance.now() + timeoutMs;
-  const inFlight = () => planes.reduce((n, plane) => n + plane.exchange.inFlight.count, 0);
+  const inFlight = () => servedConfigs.reduce((n, served) => n + served.http.inFlight.count, 0);
   while (inFlight() > 0 && performance.now() < deadline)
     await new Promise((resolve) => setTimeout(resolve, 20));
 }

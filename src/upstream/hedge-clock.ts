@@ -1,10 +1,10 @@
-/** A call waiting for a moment: its next hedge. */
-export interface Due {
-  /** performance.now() at which `due()` is to run. */
-  readonly dueAt: number;
+/** A call waiting for the moment its read is tried on another node too. */
+export interface AwaitingHedge {
+  /** performance.now() at which `hedge()` is to run. */
+  readonly hedgeAt: number;
   /** Where the clock holds it; -1 when it holds it nowhere. */
-  clockSlot: number;
-  due(now: number): void;
+  hedgeSlot: number;
+  hedge(now: number): void;
 }
 
 // How often the clock looks at the calls it holds: a hedge may run this late.
@@ -20,17 +20,17 @@ const TICK_MS = 10;
  * adding and deleting an object per turn, and a Map does the same, an array does not. The clock runs only
  * while it holds calls, and never keeps the process up.
  */
-class CallClock {
-  readonly #slots: (Due | undefined)[] = [];
+class HedgeClock {
+  readonly #slots: (AwaitingHedge | undefined)[] = [];
   readonly #free: number[] = [];
   #held = 0;
   #timer: NodeJS.Timeout | undefined = undefined;
 
-  add(call: Due): void {
-    if (call.clockSlot >= 0) return;
+  add(call: AwaitingHedge): void {
+    if (call.hedgeSlot >= 0) return;
     const slot = this.#free.pop() ?? this.#slots.length;
     this.#slots[slot] = call;
-    call.clockSlot = slot;
+    call.hedgeSlot = slot;
     this.#held += 1;
     if (this.#timer === undefined) {
       this.#timer = setInterval(this.#tick, TICK_MS);
@@ -38,12 +38,12 @@ class CallClock {
     }
   }
 
-  delete(call: Due): void {
-    const slot = call.clockSlot;
+  delete(call: AwaitingHedge): void {
+    const slot = call.hedgeSlot;
     if (slot < 0 || this.#slots[slot] !== call) return;
     this.#slots[slot] = undefined;
     this.#free.push(slot);
-    call.clockSlot = -1;
+    call.hedgeSlot = -1;
     this.#held -= 1;
   }
 
@@ -56,9 +56,9 @@ class CallClock {
     const now = performance.now();
     for (let slot = 0; slot < this.#slots.length; slot++) {
       const call = this.#slots[slot];
-      if (call !== undefined && call.dueAt <= now) call.due(now);
+      if (call !== undefined && call.hedgeAt <= now) call.hedge(now);
     }
   };
 }
 
-export const callClock = new CallClock();
+export const hedgeClock = new HedgeClock();
