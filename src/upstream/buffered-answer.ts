@@ -1,6 +1,5 @@
 import type { ServerResponse } from "node:http";
 import type { Dispatcher } from "undici";
-import { GatewayError } from "../errors/table.js";
 import { type AttemptGate, AttemptHandler } from "./attempt.js";
 import type { Upstream } from "./upstreams.js";
 
@@ -10,16 +9,13 @@ export interface WholeAnswer {
   readonly body: Buffer;
 }
 
-/** An attempt that reads its answer whole, up to `maxBytes`, once its call takes it. */
+/** An attempt that reads its answer whole once its call takes it; the upstream's interceptor caps its size. */
 export class BufferedAnswer extends AttemptHandler {
-  readonly #maxBytes: number;
   readonly #chunks: Buffer[] = [];
-  #seen = 0;
   #statusCode = 0;
 
-  constructor(upstream: Upstream, res: ServerResponse, gate: AttemptGate, maxBytes: number) {
+  constructor(upstream: Upstream, res: ServerResponse, gate: AttemptGate) {
     super(upstream, res, gate);
-    this.#maxBytes = maxBytes;
   }
 
   /** The answer, once the attempt ended without an error. */
@@ -31,12 +27,7 @@ export class BufferedAnswer extends AttemptHandler {
     this.#statusCode = statusCode;
   }
 
-  onResponseData(controller: Dispatcher.DispatchController, chunk: Buffer): void {
-    this.#seen += chunk.length;
-    if (this.#seen > this.#maxBytes) {
-      controller.abort(new GatewayError("UPSTREAM_RESPONSE_TOO_LARGE", { maxBytes: this.#maxBytes }));
-      return;
-    }
+  onResponseData(_controller: Dispatcher.DispatchController, chunk: Buffer): void {
     this.#chunks.push(chunk);
   }
 }

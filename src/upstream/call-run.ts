@@ -1,10 +1,10 @@
 import type { ServerResponse } from "node:http";
-import type { Dispatcher } from "undici";
 import { GatewayError } from "../errors/table.js";
 import { clientGone } from "../http/client-gone.js";
 import type { AttemptGate, AttemptHandler } from "./attempt.js";
 import { describeFailure, type FailureKind, failureKind, toGatewayError } from "./failure.js";
 import { type AwaitingHedge, hedgeClock } from "./hedge-clock.js";
+import type { CappedOptions } from "./interceptors.js";
 import type { UpstreamCall } from "./policy.js";
 import { type Upstream, upstreamPath } from "./upstreams.js";
 
@@ -148,7 +148,7 @@ export abstract class CallRun implements AttemptGate, AwaitingHedge {
     // pool's headers timeout: undici enforces it per request, so no timer of ours runs for it.
     const remaining = Math.max(1, Math.round(this.#deadlineAt - attempt.startedAt));
     try {
-      upstream.dispatcher.dispatch(
+      upstream.dispatch(
         dispatchOptions(upstream, call, Math.min(call.limits.headersTimeoutMs, remaining)),
         attempt,
       );
@@ -201,11 +201,7 @@ export abstract class CallRun implements AttemptGate, AwaitingHedge {
   }
 }
 
-function dispatchOptions(
-  upstream: Upstream,
-  call: UpstreamCall,
-  headersTimeout: number,
-): Dispatcher.DispatchOptions {
+function dispatchOptions(upstream: Upstream, call: UpstreamCall, headersTimeout: number): CappedOptions {
   return {
     method: call.method,
     path: upstreamPath(upstream, call.path, call.query),
@@ -214,5 +210,6 @@ function dispatchOptions(
     headersTimeout,
     // null leaves the pool's own bodyTimeout
     bodyTimeout: call.stream ? 0 : null,
+    maxResponseBytes: call.maxBytes,
   };
 }

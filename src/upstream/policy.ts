@@ -73,7 +73,7 @@ class RelayRun extends CallRun {
   }
 
   protected attempt(upstream: Upstream): AttemptHandler {
-    return new ResponseRelay(upstream, this.res, this, this.call.maxBytes, this.call.stream);
+    return new ResponseRelay(upstream, this.res, this, this.call.stream);
   }
 
   protected finished(error?: GatewayError): void {
@@ -114,7 +114,7 @@ class WholeRun extends CallRun {
   }
 
   protected attempt(upstream: Upstream): AttemptHandler {
-    return new BufferedAnswer(upstream, this.res, this, this.call.maxBytes);
+    return new BufferedAnswer(upstream, this.res, this);
   }
 
   override answered(attempt: AttemptHandler, statusCode: number): boolean {

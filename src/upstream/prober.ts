@@ -1,12 +1,15 @@
 import type { Dispatcher } from "undici";
 import type { HealthConfig } from "../config/types.js";
+import { GatewayError } from "../errors/table.js";
 import type { Logger } from "../log.js";
 import type { ChainCall, Endpoint, HeadCall, Mount, ProbeCall } from "../registry/types.js";
 import { deadlineError, describeFailure, failureKind } from "./failure.js";
+import type { CappedOptions } from "./interceptors.js";
 import {
   chainOf,
   headOf,
   isFailureStatus,
+  type ProbeReading,
   type ProbeRequest,
   probeRequest,
   readProbeAnswer,
@@ -144,9 +147,10 @@ export class Prober {
   /** Asks which chain the node is on: false when it has failed or is on another chain. */
   async #onItsChain(target: ProbeTarget, member: Upstream): Promise<boolean> {
     const check = target.chain as ChainCheck;
-    const { statusCode, text } = await ask(member, check.request, target.timeoutMs);
+    const answer = await ask(member, check.request, target.timeoutMs);
     if (this.#stopped) return false;
-    const reading = readProbeAnswer(check.call, statusCode, text, check.errorMember);
+    const { statusCode } = answer;
+    const reading = read(check.call, answer, check.errorMember);
     // An error object from a node that is otherwise up (a 2xx or 4xx: a method it does not serve) only
     // means it cannot say which chain it is on.
     if (reading.kind === "failed" && isFailureStatus(statusCode)) {
@@ -181,10 +185,10 @@ export class Prober {
 
   async #probeHead(target: ProbeTarget, member: Upstream): Promise<void> {
     const started = performance.now();
-    const { statusCode, text } = await ask(member, target.head.request, target.timeoutMs);
+    const answer = await ask(member, target.head.request, target.timeoutMs);
     if (this.#stopped) return;
     const latencyMs = performance.now() - started;
-    const reading = readProbeAnswer(target.head.call, statusCode, text, target.head.errorMember);
+    const reading = read(target.head.call, answer, target.head.errorMember);
     if (reading.kind === "failed") {
       member.health.probeFailed("status", reading.detail);
       return;
@@ -197,49 +201,50 @@ export class Prober {
   }
 }
 
+/** A probe's answer; `cut` when it was longer than MAX_PROBE_BYTES and the read stopped. */
+interface ProbeAnswer {
+  readonly statusCode: number;
+  readonly text: string;
+  readonly cut?: true;
+}
+
 /**
  * Sends one probe request within `timeoutMs`, connecting included (the pool's connect timeout may be
- * longer), and reads its answer whole up to MAX_PROBE_BYTES (past it, the text is cut short and so reads
- * as no answer to the call).
+ * longer), through the upstream's interceptors, and reads its answer whole up to MAX_PROBE_BYTES.
  */
-async function ask(
-  member: Upstream,
-  request: ProbeRequest,
-  timeoutMs: number,
-): Promise<{ statusCode: number; text: string }> {
+async function ask(member: Upstream, request: ProbeRequest, timeoutMs: number): Promise<ProbeAnswer> {
   const controller = new AbortController();
   const deadline = setTimeout(
     () => controller.abort(deadlineError(`no answer within ${timeoutMs} ms`)),
     timeoutMs,
   );
+  const options: Dispatcher.RequestOptions & CappedOptions = {
+    method: request.method,
+    path: upstreamPath(member, request.path, ""),
+    headers: member.hasHeaders ? { ...request.headers, ...member.headers } : request.headers,
+    body: request.body ?? null,
+    headersTimeout: timeoutMs,
+    bodyTimeout: timeoutMs,
+    signal: controller.signal,
+    maxResponseBytes: MAX_PROBE_BYTES,
+  };
   try {
-    const { statusCode, body } = await requestOn(member.dispatcher, {
-      method: request.method,
-      path: upstreamPath(member, request.path, ""),
-      headers: member.hasHeaders ? { ...request.headers, ...member.headers } : request.headers,
-      body: request.body ?? null,
-      headersTimeout: timeoutMs,
-      bodyTimeout: timeoutMs,
-      signal: controller.signal,
-    });
-    return { statusCode, text: await readCapped(body) };
+    const { statusCode, body } = await requestOn({ dispatch: member.dispatch } as Dispatcher, options);
+    return { statusCode, text: await body.text() };
+  } catch (error) {
+    // Past the cap the node did answer, with more than an answer to the call: nothing to read.
+    if (error instanceof GatewayError && error.code === "UPSTREAM_RESPONSE_TOO_LARGE")
+      return { statusCode: 200, text: "", cut: true };
+    throw error;
   } finally {
     clearTimeout(deadline);
   }
 }
 
-async function readCapped(body: Dispatcher.ResponseData["body"]): Promise<string> {
-  const chunks: Buffer[] = [];
-  let size = 0;
-  for await (const chunk of body) {
-    size += (chunk as Buffer).length;
-    if (size > MAX_PROBE_BYTES) {
-      body.destroy();
-      return "";
-    }
-    chunks.push(chunk as Buffer);
-  }
-  return Buffer.concat(chunks).toString("utf8");
+function read(call: ProbeCall, answer: ProbeAnswer, errorMember: string | undefined): ProbeReading {
+  if (answer.cut === true)
+    return { kind: "unreadable", detail: `the answer is over ${MAX_PROBE_BYTES} bytes` };
+  return readProbeAnswer(call, answer.statusCode, answer.text, errorMember);
 }
 
 /**

@@ -1,6 +1,5 @@
 import type { IncomingHttpHeaders, ServerResponse } from "node:http";
 import type { Dispatcher } from "undici";
-import { GatewayError } from "../errors/table.js";
 import { type AttemptGate, AttemptHandler } from "./attempt.js";
 import type { Upstream } from "./upstreams.js";
 
@@ -18,28 +17,24 @@ const PASSED_HEADERS = [
 /**
  * An attempt that writes its answer straight into the client's response once its call takes it: status
  * and passed headers, then each chunk as it arrives, pausing the upstream socket while the client's
- * socket is full. No Readable, promise or stream-finished listener stands between the two sockets.
+ * socket is full. No Readable, promise or stream-finished listener stands between the two sockets. The
+ * answer's size cap is the upstream's interceptor's (interceptors.ts).
  */
 export class ResponseRelay extends AttemptHandler {
-  /** Past this many body bytes the upstream request is aborted; Infinity for streams. */
-  readonly #maxBytes: number;
   /** A stream: the client must see the status line before the first item, which may be minutes away. */
   readonly #flushHeaders: boolean;
   #waitingForDrain = false;
-  #counted = false;
-  #seen = 0;
   /** Body bytes still to come under a declared length; -1 when none was declared. */
   #remaining = -1;
   #ended = false;
 
-  constructor(upstream: Upstream, res: ServerResponse, gate: AttemptGate, maxBytes: number, stream: boolean) {
+  constructor(upstream: Upstream, res: ServerResponse, gate: AttemptGate, stream: boolean) {
     super(upstream, res, gate);
-    this.#maxBytes = maxBytes;
     this.#flushHeaders = stream;
   }
 
   protected taken(
-    controller: Dispatcher.DispatchController,
+    _controller: Dispatcher.DispatchController,
     statusCode: number,
     raw: IncomingHttpHeaders,
   ): void {
@@ -50,27 +45,13 @@ export class ResponseRelay extends AttemptHandler {
       const value = raw[name];
       if (value !== undefined) headers.push(name, String(value));
     }
-    const declared = raw["content-length"] === undefined ? -1 : Number(raw["content-length"]);
-    if (declared > this.#maxBytes) {
-      controller.abort(new GatewayError("UPSTREAM_RESPONSE_TOO_LARGE", { maxBytes: this.#maxBytes }));
-      return;
-    }
-    // A declared length is enforced by undici's parser; only an undeclared one needs counting.
-    this.#counted = declared < 0 && this.#maxBytes !== Number.POSITIVE_INFINITY;
-    this.#remaining = declared;
+    this.#remaining = raw["content-length"] === undefined ? -1 : Number(raw["content-length"]);
     res.writeHead(statusCode, headers);
     if (this.#flushHeaders) res.flushHeaders();
   }
 
   onResponseData(controller: Dispatcher.DispatchController, chunk: Buffer): void {
     const { res } = this;
-    if (this.#counted) {
-      this.#seen += chunk.length;
-      if (this.#seen > this.#maxBytes) {
-        controller.abort(new GatewayError("UPSTREAM_RESPONSE_TOO_LARGE", { maxBytes: this.#maxBytes }));
-        return;
-      }
-    }
     if (chunk.length === this.#remaining) {
       // The last bytes of a declared length (most answers come in one chunk): writing them with end()
       // saves the response a second pass through its write path.

@@ -12,3 +12,11 @@ declare module "undici/lib/api/api-request.js" {
     options: Dispatcher.RequestOptions,
   ): Promise<Dispatcher.ResponseData>;
 }
+
+declare module "undici/lib/handler/wrap-handler.js" {
+  import type { Dispatcher } from "undici";
+
+  /** undici's adapter from its older handler shape (onHeaders, onData, …) to the current one. */
+  const WrapHandler: { wrap(handler: Dispatcher.DispatchHandler): Dispatcher.DispatchHandler };
+  export default WrapHandler;
+}

@@ -3,6 +3,7 @@ import type { GatewayConfig, HealthConfig, LabelUpstreams, Limits, UpstreamSpec 
 import { upstreamName } from "../config/upstream-name.js";
 import type { Endpoint } from "../registry/types.js";
 import { type HealthRules, UpstreamHealth, type UpstreamState } from "./health.js";
+import { type Dispatch, intercepted, responseCap } from "./interceptors.js";
 
 /** One upstream node of a group: where to send, what to add to every request, and its health. */
 export class Upstream {
@@ -14,6 +15,8 @@ export class Upstream {
    */
   readonly metricName: string;
   readonly dispatcher: Dispatcher;
+  /** Its dispatcher's dispatch through the upstream interceptors (interceptors.ts): every call goes here. */
+  readonly dispatch: Dispatch;
   readonly basePath: string;
   readonly baseQuery: string;
   readonly headers: Readonly<Record<string, string>>;
@@ -29,10 +32,11 @@ export class Upstream {
   /** Smooth weighted round robin's running weight (`UpstreamGroup.choose`). */
   current = 0;
 
-  constructor(fields: Omit<Upstream, "current" | "effectiveWeight">) {
+  constructor(fields: Omit<Upstream, "current" | "effectiveWeight" | "dispatch">) {
     this.name = fields.name;
     this.metricName = fields.metricName;
     this.dispatcher = fields.dispatcher;
+    this.dispatch = intercepted(fields.dispatcher, responseCap);
     this.basePath = fields.basePath;
     this.baseQuery = fields.baseQuery;
     this.headers = fields.headers;
