@@ -1,26 +1,29 @@
 import type { Reply, SeenRequest } from "./loopback-node.js";
+import { ALGOD_API_TOKEN, type Guard, RPC_PASSWORD } from "./node-guards.js";
 
 // How each interface's node software answers over HTTP, quirks included, so that a loopback node proves
 // something about real nodes rather than about the gateway's own assumptions. Sources, read in each
 // software's code (commit and file):
-// - Bitcoin Core src/httprpc.cpp (JSONErrorReply) and src/rpc/request.cpp (JSONRPCReplyObj); Dogecoin
-//   Core 1.14 is Bitcoin 0.14's code: answers carry "error": null, errors are HTTP 500 (404 for an
-//   unknown method).
+// - Bitcoin Core src/httprpc.cpp (JSONErrorReply) and src/rpc/request.cpp (JSONRPCReplyObj), at
+//   dae0d13b; Dogecoin Core 1.14 is Bitcoin 0.14's code: answers carry "error": null, errors are HTTP 500
+//   (404 for an unknown method).
 // - nearcore chain/jsonrpc-primitives errors.rs: error objects carry name and cause; the HTTP status is
 //   200 for handler errors, 400 for validation errors (an unknown method), 500 for internal ones.
-// - toncenter/ton-http-api pyTON/main.py: {"ok": true, "result"} beside jsonrpc and the id as a string;
-//   an unknown method is 422; a tonlib failure escapes as {"ok": false, "error", "code"}, with that code.
-// - CardanoSolutions/ogmios Codec/Json/Rpc.hs and App/Server/Http.hs: every answer carries "method" and
-//   "id" (null when the request had none); over HTTP an answer with an error is a 400; an unknown method
-//   is -32600.
-// - stellar/stellar-rpc (jrpc2), eqlabs/pathfinder, nervosnetwork/ckb, go-ethereum, jsonrpsee: JSON-RPC
-//   2.0 with errors at HTTP 200.
+// - toncenter/ton-http-api@4b4e54fc pyTON/main.py: {"ok": true, "result"} beside jsonrpc and the id as a
+//   string; an unknown method is 422; a tonlib failure escapes as {"ok": false, "error", "code"}.
+// - CardanoSolutions/ogmios@435189ae Codec/Json/Rpc.hs and App/Server/Http.hs: every answer carries
+//   "method" and "id" (null when the request had none); over HTTP an answer with an error is a 400; an
+//   unknown method is -32600.
+// - stellar/stellar-rpc@41b2f0ff (creachadair/jrpc2 v1.3.3), eqlabs/pathfinder@afd4b22e,
+//   nervosnetwork/ckb@5ebbc392, go-ethereum, jsonrpsee: JSON-RPC 2.0 with errors at HTTP 200.
 // - Octez resto server.ml: minified JSON and a newline; an RPC error is a 500 with a JSON array of
 //   {kind, id}; an unknown path or block is a 404 with no body.
-// - vechain/thor api/restutil: JSON and a newline; errors are plain text; an unknown block is 200 null.
-// - NemProject/nem ExceptionControllerAdvice: {timeStamp, error, message, status}.
-// - algorand/go-algorand daemon/algod/api/server/v2/utils.go: {"message"} with the status.
-// - tronprotocol/java-tron Util.processError: errors are HTTP 200 with {"Error": "class … : …"}.
+// - vechain/thor@65b8e042 api/restutil: JSON and a newline; errors are plain text; an unknown block is
+//   200 null.
+// - NemProject/nem@a67b9943 ExceptionControllerAdvice: {timeStamp, error, message, status}.
+// - algorand/go-algorand@dd6de88f daemon/algod/api/server/v2/utils.go: {"message"} with the status.
+// - tronprotocol/java-tron@1e35f79a Util.processError: errors are HTTP 200 with {"Error": "class … : …"}.
+// /work/research/node-shapes.md has the quotes. The credentials they demand are in node-guards.ts.
 
 /** What a loopback node is doing. */
 export type NodeMode =
@@ -57,6 +60,12 @@ export interface JsonRpcSoftware {
   /** Appended to every body. */
   readonly newline: boolean;
   readonly contentType: string;
+  /** Where a default install serves JSON-RPC, which the operator writes in the upstream URL; `/` if absent. */
+  readonly path?: string;
+  /** What it answers a batch, for a software that takes one call a request; batches are answered call by call if absent. */
+  readonly unbatched?: Answer;
+  /** The credential it demands (node-guards.ts). */
+  readonly guard?: Guard;
 }
 
 export interface Answer {
@@ -115,6 +124,7 @@ function bitcoind(name: string): JsonRpcSoftware {
     name,
     newline: true,
     contentType: JSON_TYPE,
+    guard: RPC_PASSWORD,
     answer: (call, outcome) => {
       const error =
         "result" in outcome
@@ -167,12 +177,31 @@ const nearcore: JsonRpcSoftware = {
   },
 };
 
+const isObject = (value: unknown): boolean =>
+  typeof value === "object" && value !== null && !Array.isArray(value);
+
+/**
+ * A request ton-http-api's model refuses (TonRequestJsonRPC: params a dict, the id a string or what pydantic
+ * 1 turns into one), and a batch: FastAPI's RequestValidationError, answered by its global handler with no
+ * jsonrpc and no id (toncenter/ton-http-api@4b4e54fc ton-http-api/pyTON/models.py, main.py).
+ */
+const TON_VALIDATION_ERROR: Answer = {
+  status: 422,
+  json: { ok: false, error: "Validation error: value is not a valid dict", code: 422 },
+};
+
 const toncenter: JsonRpcSoftware = {
   name: "toncenter ton-http-api",
   newline: false,
   contentType: JSON_TYPE,
+  // @app.post('/jsonRPC') below TON_API_ROOT_PATH, "/" by default (pyTON/main.py, settings.py)
+  path: "/jsonRPC",
+  unbatched: TON_VALIDATION_ERROR,
   answer: (call, outcome) => {
-    const id = call.id === undefined ? {} : { id: String(call.id) };
+    const idValid = call.id == null || typeof call.id === "string" || typeof call.id === "number";
+    if (!idValid || !(call.params === undefined || isObject(call.params))) return TON_VALIDATION_ERROR;
+    // an absent or null id is None, which the model leaves out (response_model_exclude_none)
+    const id = call.id == null ? {} : { id: String(call.id) };
     if ("result" in outcome)
       return { status: 200, json: { ok: true, result: outcome.result, jsonrpc: "2.0", ...id } };
     if (outcome.error === "unknown-method")
@@ -182,35 +211,39 @@ const toncenter: JsonRpcSoftware = {
   },
 };
 
+/**
+ * Ogmios answers a request it cannot match (an unknown method, a jsonrpc other than "2.0", params that
+ * are not an object, a batch) with an "Invalid request", without `method` (CardanoSolutions/ogmios@435189ae
+ * server/src/Ogmios/App/Protocol.hs onUnmatchedMessage; Data/Json/Query.hs reads params as an object).
+ * The text after "Invalid request: " is Aeson's parse failure, which varies with the request.
+ */
+const ogmiosInvalidRequest = (id: unknown, why: string): Answer => ({
+  status: 400,
+  json: { jsonrpc: "2.0", error: { code: -32600, message: `Invalid request: ${why}.` }, id },
+});
+
 const ogmios: JsonRpcSoftware = {
   name: "Ogmios",
   newline: false,
   contentType: "application/json;charset=utf-8",
+  unbatched: ogmiosInvalidRequest(null, "must be a well-formed JSON object"),
   answer: (call, outcome) => {
+    const id = call.id ?? null;
+    if ("error" in outcome && outcome.error === "unknown-method")
+      return ogmiosInvalidRequest(id, "unknown method in 'method' (beware names are case-sensitive)");
+    if (call.jsonrpc !== "2.0")
+      return ogmiosInvalidRequest(id, "invalid value for field 'jsonrpc': should be '2.0'");
+    if (!(call.params === undefined || isObject(call.params)))
+      return ogmiosInvalidRequest(id, "parsing params failed, expected Object");
     if ("result" in outcome)
-      return {
-        status: 200,
-        json: { jsonrpc: "2.0", method: call.method, result: outcome.result, id: call.id ?? null },
-      };
-    if (outcome.error === "unknown-method")
-      return {
-        status: 400,
-        json: {
-          jsonrpc: "2.0",
-          error: {
-            code: -32600,
-            message: "Invalid request: unknown method in 'method' (beware names are case-sensitive).",
-          },
-          id: call.id ?? null,
-        },
-      };
+      return { status: 200, json: { jsonrpc: "2.0", method: call.method, result: outcome.result, id } };
     return {
       status: 400,
       json: {
         jsonrpc: "2.0",
         method: call.method,
         error: { code: -32603, message: "The server is not connected to a node." },
-        id: call.id ?? null,
+        id,
       },
     };
   },
@@ -290,6 +323,10 @@ export interface RestSoftware {
   readonly notFound: Reply;
   /** The node failing the call. */
   readonly failure: Reply;
+  /** The credential it demands on its routes (node-guards.ts). */
+  readonly guard?: Guard;
+  /** It answers a GET as the POST of the same path (java-tron's servlets: doGet and doPost alike). */
+  readonly getAsPost?: boolean;
 }
 
 const withNewline = (body: unknown, contentType = JSON_TYPE): Reply => ({
@@ -338,6 +375,7 @@ export const REST_SOFTWARE: Readonly<Record<string, RestSoftware>> = {
     ok: (body) => withNewline(body),
     notFound: { status: 404, body: '{"message":"Not Found"}\n' },
     failure: { status: 503, body: '{"message":"failed to retrieve information from the ledger"}\n' },
+    guard: ALGOD_API_TOKEN,
   },
   "tron-http": {
     name: "java-tron HTTP",
@@ -347,6 +385,8 @@ export const REST_SOFTWARE: Readonly<Record<string, RestSoftware>> = {
       { Error: "class java.lang.IllegalAccessException : lack of computing resources" },
       "application/json; charset=utf-8",
     ),
+    // framework/src/main/java/org/tron/core/services/http/GetNowBlockServlet.java: doPost calls doGet
+    getAsPost: true,
   },
 };
 

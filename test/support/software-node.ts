@@ -1,6 +1,7 @@
 import type { Endpoint, Mount } from "../../src/registry/types.js";
 import { CHAIN_ANSWERS } from "./chain-answers.js";
 import type { Reply, Responder, SeenRequest } from "./loopback-node.js";
+import { admits, type Guard } from "./node-guards.js";
 import {
   type IncomingCall,
   incomingCalls,
@@ -17,22 +18,33 @@ export function nodeState(endpoint: Endpoint, height: number): NodeState {
   return { height, chainId: endpoint.chainId, chain: endpoint.chain, mode: "serving" };
 }
 
+/** What a loopback node serves beyond its software's head and chain calls. */
+export interface NodeExtras {
+  /** Answers to more calls (an SDK's), keyed like HEAD_ANSWERS; they win over the head and chain answers. */
+  readonly answers?: Readonly<Record<string, TypicalAnswer>>;
+  /** Whether it demands its software's credential (node-guards.ts), as a real node does. */
+  readonly guarded?: boolean;
+}
+
 /**
  * A loopback node of an endpoint, answering as each of its mounts' node software does (node-software.ts):
  * the head and chain calls of every interface it serves, at each mount under each of `basePaths`, in the
  * software's own envelope, status codes and quirks; a method it does not know with the software's own
  * error; any other path with its 404. It reads `state` at every request, so a test moves the chain, or
- * makes the node fail, while it runs.
+ * makes the node fail, while it runs. `extras` adds calls (an SDK's, sdk-nodes.ts) and turns the
+ * software's credential on; the suites that need no credential leave it off.
  */
 export function softwareNode(
   endpoint: Endpoint,
   state: NodeState | (() => NodeState),
   basePaths: readonly string[] = [""],
+  extras: NodeExtras = {},
 ): Responder {
   const current = typeof state === "function" ? state : () => state;
   // Longest first, so "" does not take /base/path's calls; mounts come longest first from the registry.
   const bases = [...basePaths].sort((a, b) => b.length - a.length);
   const mounts = endpoint.mounts;
+  const node: Node = { answers: { ...ANSWERS, ...extras.answers }, guarded: extras.guarded === true };
   return (request) => {
     const path = request.url.split("?")[0] ?? "";
     for (const basePath of bases) {
@@ -40,38 +52,67 @@ export function softwareNode(
         const root = `${basePath}${mount.path === "/" ? "" : mount.path}`;
         if (path !== (root === "" ? "/" : root) && !path.startsWith(`${root}/`)) continue;
         const rest = path.slice(root.length) || "/";
-        return answerAt(mount, rest, request, current());
+        return answerAt(mount, rest, request, current(), node);
       }
     }
     return { status: 404, body: "" };
   };
 }
 
-function answerAt(mount: Mount, path: string, request: SeenRequest, state: NodeState): Reply {
+interface Node {
+  readonly answers: Readonly<Record<string, TypicalAnswer>>;
+  readonly guarded: boolean;
+}
+
+function answerAt(mount: Mount, path: string, request: SeenRequest, state: NodeState, node: Node): Reply {
   const ids = mount.policy.id.split("+");
-  const rest = ids.map((id) => REST_SOFTWARE[id]).find((software) => software !== undefined);
+  const refused = (guard: Guard | undefined) =>
+    node.guarded && guard !== undefined && !admits(guard, request) ? guard.refusal : undefined;
   if (mount.policy.jsonrpc !== undefined && request.method === "POST" && path === "/") {
     const software = JSON_RPC_SOFTWARE[ids[0] as string];
     if (software === undefined) throw new Error(`no node software for interface ${ids[0]}`);
+    const refusal = refused(software.guard);
+    if (refusal !== undefined) return refusal;
     const parsed = incomingCalls(request);
     if (parsed === undefined) return { status: 400, body: "" };
-    const answers = parsed.calls.flatMap((call) => software.answer(call, outcome(call, state)) ?? []);
+    if (parsed.batch && software.unbatched !== undefined)
+      return jsonRpcReply(software, false, [software.unbatched]);
+    const answers = parsed.calls.flatMap(
+      (call) => software.answer(call, outcome(call, state, node.answers)) ?? [],
+    );
     return jsonRpcReply(software, parsed.batch, answers);
   }
+  const rest = ids.map((id) => REST_SOFTWARE[id]).find((software) => software !== undefined);
   if (rest === undefined) return { status: 404, body: "" };
+  const key = `${rest.getAsPost === true && request.method === "GET" ? "POST" : request.method} ${path}`;
+  const answer = node.answers[key];
+  // A guard stands before the routes it keeps (algod's is on each route), so an unknown path is a 404.
+  const refusal = answer === undefined ? undefined : refused(rest.guard);
+  if (refusal !== undefined) return refusal;
   if (state.mode === "failing") return rest.failure;
-  const answer = ANSWERS[`${request.method} ${path}`];
   if (answer === undefined) return rest.notFound;
-  const body = request.body === "" ? undefined : (JSON.parse(request.body) as unknown);
-  if (state.mode === "no-head" && HEAD_ANSWERS[`${request.method} ${path}`] !== undefined)
-    return rest.ok(answer.noHead ?? {});
+  const body = jsonOrNothing(request.body);
+  if (state.mode === "no-head" && HEAD_ANSWERS[key] !== undefined) return rest.ok(answer.noHead ?? {});
   return rest.ok(answer.result(state, body));
+}
+
+/** A REST body as a route reads it; one that is not JSON (a fuzzed one) as none. */
+function jsonOrNothing(text: string): unknown {
+  try {
+    return JSON.parse(text) as unknown;
+  } catch {
+    return undefined;
+  }
 }
 
 const ANSWERS: Readonly<Record<string, TypicalAnswer>> = { ...CHAIN_ANSWERS, ...HEAD_ANSWERS };
 
-function outcome(call: IncomingCall, state: NodeState): Outcome {
-  const answer = ANSWERS[call.method];
+function outcome(
+  call: IncomingCall,
+  state: NodeState,
+  answers: Readonly<Record<string, TypicalAnswer>>,
+): Outcome {
+  const answer = Object.hasOwn(answers, call.method) ? answers[call.method] : undefined;
   if (answer === undefined) return { error: "unknown-method", method: call.method };
   if (state.mode === "failing") return { error: "failure", method: call.method };
   if (state.mode === "no-head" && HEAD_ANSWERS[call.method] !== undefined)
