@@ -23,7 +23,7 @@ import {
 
 // Conformance over every label of the generated table: each label's head call (and the head call of every
 // other interface it serves) goes through the gateway to that label's own loopback node, which answers as
-// the real interface does (spec §2.4). Nothing here names a network: a network added to the registry is
+// the real interface does. Nothing here names a network: a network added to the registry is
 // covered by `npm run codegen` alone, or fails with a pointer to HEAD_ANSWERS if its head call is new.
 
 const endpoints = [...endpointsByLabel.values()];

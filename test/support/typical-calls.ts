@@ -6,7 +6,7 @@ import type { Endpoint, HeadCall, HttpMethod, Mount } from "../../src/registry/t
 import { JSON_RPC_SOFTWARE, type NodeState } from "./node-software.js";
 
 // Each interface family's typical call (its registry `head`), and how a real node of that interface answers
-// it and its interface's `chain` call (spec §2.4, and each upstream's own documentation). The conformance
+// it and its interface's `chain` call (each upstream's own documentation and code). The conformance
 // suite derives every call from the registry; only the answers live here, keyed by the call as the registry
 // writes it: a JSON-RPC method name, or "METHOD /path" for a REST route. The envelope around an answer is
 // the node software's own (node-software.ts). A new interface whose head call is not below makes the suite
