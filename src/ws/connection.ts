@@ -1,6 +1,6 @@
 import type { RawData, WebSocket } from "ws";
 import type { GatewayConfig, Limits } from "../config/types.js";
-import { errorBody, rpcErrorJson } from "../errors/respond.js";
+import { errorBody } from "../errors/respond.js";
 import { type ErrorCode, GatewayError } from "../errors/table.js";
 import {
   type CallRules,
@@ -9,7 +9,6 @@ import {
   refuse,
   sendableAsReceived,
 } from "../jsonrpc/check.js";
-import { mergeBatchAnswer } from "../jsonrpc/merge.js";
 import { type CheckedMessage, checkMessage } from "../jsonrpc/message.js";
 import { scanMembers } from "../jsonrpc/scan.js";
 import type { UsageRecorder } from "../keys/usage.js";
@@ -19,15 +18,12 @@ import type { Charged, Mounted, Stages } from "../pipeline/stages.js";
 import type { JsonRpcPolicy } from "../registry/types.js";
 import type { Upstream } from "../upstream/upstreams.js";
 import { CLOSE } from "./close-codes.js";
-import { backfillEvents, deliver, type FillContext, recordStart } from "./gap-fill.js";
+import { deliver, type FillContext, recordStart } from "./gap-fill.js";
 import { GatewayCalls } from "./gateway-calls.js";
-import { RememberedSubscriptions, type Subscription } from "./subscriptions.js";
+import { ConnectionMove, type Reconnect } from "./move.js";
+import { type Outgoing, type Pending, PendingCalls, type Settled } from "./pending-calls.js";
+import { RememberedSubscriptions } from "./subscriptions.js";
 
-/** Opens an upstream socket on a node of the connection's group that is in rotation (upgrade.ts). */
-export type Reconnect = (
-  wanted: () => boolean,
-  callback: (error: GatewayError | undefined, socket?: WebSocket, upstream?: Upstream) => void,
-) => void;
 
 export interface ConnectionOptions {
   readonly stages: Stages;
@@ -43,41 +39,15 @@ export interface ConnectionOptions {
   readonly onClose: () => void;
 }
 
-/** A connection moves at most this many times within the window; once more and it is closed with 1014. */
-const MAX_MOVES = 3;
-const MOVE_WINDOW_MS = 60_000;
-
-/** A client message sent upstream, or waiting to be while the connection moves. */
-interface Outgoing {
-  /** Its text as it goes out; undefined when it must be built at sending (an unsubscribe is rewritten). */
-  text: string | undefined;
-  calls: readonly PassedCall[];
-  readonly batch: boolean;
-  sent: boolean;
-}
-
-/** A call sent upstream and not answered yet. */
-interface Pending {
-  readonly kind: "call" | "subscribe" | "unsubscribe";
-  readonly call: PassedCall;
-  readonly message: Outgoing;
-  /** It submits something (registry `writes`): never sent to a second node. */
-  readonly write: boolean;
-  /** An unsubscribe's subscription. */
-  readonly target: Subscription | undefined;
-}
-
 /**
  * One client connection and its upstream socket. Both directions are handled synchronously in arrival
  * order, so order is preserved, and notifications are passed on the moment they arrive. Every client
  * message passes stages 4, 5 and 7 of the pipeline (pipeline/stages.ts), with the same checks as over HTTP.
  *
- * The connection remembers its subscriptions. When its upstream socket is lost (the node closed it or
- * died, or the prober took the node out of rotation), it moves: it opens a socket on a node in rotation,
- * makes each subscription again, and from then on rewrites the new node's ids to the ones the client
- * was given, filling the gap a move leaves (gap-fill.ts). Calls in flight are sent again, except writes,
- * which get WRITE_NOT_CONFIRMED. A connection holding node state (registry `pinned` subscriptions, or
- * WebSocket-only calls) cannot move and is closed with 1014, as when no node takes it in time.
+ * The connection remembers its subscriptions (subscriptions.ts) and keeps a ledger of its calls in flight
+ * (pending-calls.ts). When its upstream socket is lost it moves to another node (move.ts); a connection
+ * holding node state (registry `pinned` subscriptions, or WebSocket-only calls) cannot, and is closed with
+ * 1014.
  */
 export class Connection {
   readonly #client: WebSocket;
@@ -87,20 +57,13 @@ export class Connection {
   readonly #rules: CallRules;
   readonly #policy: JsonRpcPolicy;
   readonly #label: string;
-  /** Raw id token of each call sent upstream and not answered yet. */
-  readonly #pending = new Map<string, Pending>();
+  readonly #pending = new PendingCalls();
   readonly #remembered: RememberedSubscriptions;
   readonly #calls: GatewayCalls;
   readonly #fill: FillContext;
-  #reservedSubscriptions = 0;
-  /** Batches with refused calls: the node's answer to the rest is merged with the refusals. */
-  readonly #partialBatches: { ids: Set<string>; refused: string[] }[] = [];
-  /** While moving: client messages waiting for the new socket, in order. */
-  #waiting: Outgoing[] | undefined;
+  readonly #move: ConnectionMove;
   /** A WebSocket-only call went upstream: the node holds state for this connection. */
   #stateful = false;
-  /** When the connection last moved, within MOVE_WINDOW_MS. */
-  #moves: number[] = [];
   #alive = true;
   #closed = false;
   readonly #ping: NodeJS.Timeout;
@@ -127,6 +90,29 @@ export class Connection {
       head: mounted.mount.head,
       send: (text) => this.#toClient(text, false),
     };
+    const connection = this;
+    this.#move = new ConnectionMove(
+      {
+        pending: this.#pending,
+        remembered: this.#remembered,
+        calls: this.#calls,
+        fill: this.#fill,
+        get closed() {
+          return connection.#closed;
+        },
+        attach: (socket, node) => {
+          this.#node = node;
+          this.#attach(socket);
+        },
+        transmit: (message) => this.#transmit(message),
+        toClient: (text) => this.#toClient(text, false),
+        closeMoved: (reason) => this.#closeMoved(reason),
+        guard: (listener) => this.#guard(listener),
+      },
+      options.reconnect,
+      options.limits.ws.handshakeTimeoutMs,
+      () => options.metrics?.webSocketMoves.add([this.#label, "moved"]),
+    );
     client.on(
       "message",
       this.#guard((data: RawData) => this.#fromClient(data)),
@@ -270,13 +256,13 @@ export class Connection {
     );
     outgoing.calls = passed;
     outgoing.text = rewritten ? undefined : sendableAsReceived(text, checked) ? text : undefined;
-    for (const entry of pending) this.#pending.set(entry.call.id as string, entry);
+    this.#pending.add(pending);
     this.#transmit(outgoing);
     if (refused.length === 0 || !message.batch) return undefined;
     const ids = new Set(passed.flatMap((c) => (c.id !== undefined ? [c.id] : [])));
     // Only notifications went upstream: the node will send nothing to merge into (JSON-RPC 2.0 §6).
     if (ids.size === 0) return `[${refused.join(",")}]`;
-    this.#partialBatches.push({ ids, refused });
+    this.#pending.holdRefusals(ids, refused);
     return undefined;
   }
 
@@ -290,10 +276,10 @@ export class Connection {
       return refuse("TOO_MANY_IN_FLIGHT", checked.id, { maxInFlight: limits.maxInFlight });
     }
     if (checked.access === "subscribe") {
-      if (this.#remembered.size + this.#reservedSubscriptions >= limits.maxSubscriptions) {
+      if (this.#remembered.size + this.#pending.reservedSubscriptions >= limits.maxSubscriptions) {
         return refuse("TOO_MANY_SUBSCRIPTIONS", checked.id, { maxSubscriptions: limits.maxSubscriptions });
       }
-      this.#reservedSubscriptions++;
+      this.#pending.reserveSubscription();
       if (this.#remembered.isPinned(checked.method)) this.#stateful = true;
     }
     const kind = checked.access === "subscribe" || checked.access === "unsubscribe" ? checked.access : "call";
@@ -309,8 +295,8 @@ export class Connection {
 
   /** Sends a message upstream, or keeps it for the new socket while the connection moves. */
   #transmit(outgoing: Outgoing): void {
-    if (this.#waiting !== undefined || this.#upstream === undefined) {
-      this.#waiting?.push(outgoing);
+    if (this.#move.moving || this.#upstream === undefined) {
+      this.#move.hold(outgoing);
       return;
     }
     outgoing.sent = true;
@@ -352,9 +338,8 @@ export class Connection {
       }
       if (id !== undefined && this.#calls.settle(id, text, only)) return;
     }
-    const answered = this.#settle(envelopes);
-    const merged =
-      this.#partialBatches.length > 0 && answered.length > 0 ? this.#mergeBatch(text, answered) : undefined;
+    const answered = this.#pending.settle(envelopes, this.#settled);
+    const merged = this.#pending.merged(text, answered);
     this.#toClient(merged ?? data, merged === undefined && isBinary);
   }
 
@@ -364,26 +349,11 @@ export class Connection {
     else deliver(found.subscription, found.result, text, this.#fill);
   }
 
-  /** Clears the pending calls this message answers and remembers the subscriptions it confirms. */
-  #settle(envelopes: readonly ReadonlyMap<string, string>[]): string[] {
-    const ids: string[] = [];
-    for (const members of envelopes) {
-      const id = members.get("id");
-      if (id === undefined || members.has("method")) continue;
-      const pending = this.#pending.get(id);
-      if (pending === undefined) continue;
-      this.#pending.delete(id);
-      ids.push(id);
-      const result = members.has("error") ? undefined : members.get("result");
-      if (pending.kind === "subscribe") {
-        this.#reservedSubscriptions--;
-        if (result !== undefined) this.#remember(pending.call, result);
-      } else if (pending.kind === "unsubscribe" && result !== undefined && result !== "false") {
-        this.#remembered.remove(pending.target);
-      }
-    }
-    return ids;
-  }
+  /** What the node's answers to subscribe and unsubscribe calls change in the remembered subscriptions. */
+  readonly #settled: Settled = {
+    subscribed: (call, id) => this.#remember(call, id),
+    unsubscribed: (target) => this.#remembered.remove(target),
+  };
 
   #remember(call: PassedCall, id: string): void {
     const subscription = this.#remembered.add(
@@ -395,19 +365,12 @@ export class Connection {
     if (subscription.kind?.events !== undefined) recordStart(subscription, this.#fill);
   }
 
-  #mergeBatch(text: string, answered: readonly string[]): string | undefined {
-    const index = this.#partialBatches.findIndex((b) => answered.some((id) => b.ids.has(id)));
-    if (index < 0) return undefined;
-    const [batch] = this.#partialBatches.splice(index, 1);
-    return batch === undefined ? undefined : mergeBatchAnswer(text, batch.refused);
-  }
-
   /**
-   * The upstream socket is gone, or its node out of rotation. A connection that can move opens a socket
-   * on a node in rotation within `handshakeTimeoutMs`; one that cannot, or finds none, is closed with 1014.
+   * The upstream socket is gone, or its node out of rotation: the connection moves to another node
+   * (move.ts), unless it holds node state or its client is leaving, and then it is closed with 1014.
    */
   #lose(why: string): void {
-    if (this.#closed || this.#waiting !== undefined) return;
+    if (this.#closed || this.#move.moving) return;
     const lost = this.#upstream;
     this.#upstream = undefined;
     lost?.terminate();
@@ -416,35 +379,7 @@ export class Connection {
       this.#closeMoved(`upstream ${why}`);
       return;
     }
-    // A node that takes sockets and drops them at once would have the connection move without end.
-    const now = performance.now();
-    this.#moves = this.#moves.filter((at) => now - at < MOVE_WINDOW_MS);
-    if (this.#moves.length >= MAX_MOVES) {
-      this.#closeMoved(`upstream ${why}; lost ${MAX_MOVES} times within a minute`);
-      return;
-    }
-    this.#moves.push(now);
-    this.#waiting = [];
-    const { limits } = this.#options;
-    const deadline = setTimeout(
-      this.#guard(() => this.#closeMoved(`upstream ${why}; no node took the connection`)),
-      limits.ws.handshakeTimeoutMs,
-    );
-    this.#options.reconnect(
-      () => !this.#closed,
-      this.#guard((error: GatewayError | undefined, socket?: WebSocket, node?: Upstream) => {
-        clearTimeout(deadline);
-        if (this.#closed || error !== undefined || socket === undefined || node === undefined) {
-          socket?.close();
-          this.#closeMoved(`upstream ${why}; no node took the connection`);
-          return;
-        }
-        this.#node = node;
-        this.#attach(socket);
-        this.#options.metrics?.webSocketMoves.add([this.#label, "moved"]);
-        this.#resubscribe();
-      }),
-    );
+    this.#move.start(why);
   }
 
   #closeMoved(reason: string): void {
@@ -453,85 +388,6 @@ export class Connection {
     if (this.#client.readyState === this.#client.OPEN) this.#client.close(CLOSE.BAD_GATEWAY, reason);
     this.#upstream?.close(CLOSE.NORMAL, reason);
     this.#finish();
-  }
-
-  /**
-   * On the new socket: an unsubscribe that was in flight has done its work (its subscription was on the
-   * lost node); every other subscription is made again, and once all are, the calls go out.
-   */
-  #resubscribe(): void {
-    for (const [id, pending] of this.#pending) {
-      if (pending.kind !== "unsubscribe" || !pending.message.sent || pending.message.batch) continue;
-      this.#pending.delete(id);
-      this.#remembered.remove(pending.target);
-      this.#toClient(`{"jsonrpc":"2.0","id":${id},"result":true}`, false);
-    }
-    const subscriptions = this.#remembered.all();
-    for (const subscription of subscriptions) subscription.catchUp(this.#fill.idMember);
-    let left = subscriptions.length;
-    if (left === 0) {
-      this.#resume();
-      return;
-    }
-    for (const subscription of subscriptions) {
-      this.#calls.call(subscription.method, subscription.params, (answer) => {
-        if (this.#closed) return;
-        const id = answer?.members.has("error") ? undefined : answer?.members.get("result");
-        if (id === undefined) {
-          this.#closeMoved("a subscription could not be made again on another node");
-          return;
-        }
-        this.#remembered.rebind(subscription, id);
-        if (subscription.kind?.heads !== undefined) subscription.fillNext = true;
-        if (subscription.kind?.events !== undefined) backfillEvents(subscription, this.#fill);
-        if (--left === 0) this.#resume();
-      });
-    }
-  }
-
-  /**
-   * Calls that went to the lost node are sent again, all but writes: a write gets WRITE_NOT_CONFIRMED, in
-   * its batch's answer if it had company. Then what the client sent during the move goes, in order.
-   */
-  #resume(): void {
-    const waiting = this.#waiting ?? [];
-    this.#waiting = undefined;
-    const lost = new Set<Outgoing>();
-    for (const pending of this.#pending.values()) if (pending.message.sent) lost.add(pending.message);
-    for (const message of lost) this.#sendAgain(message);
-    for (const message of waiting) this.#transmit(message);
-  }
-
-  #sendAgain(message: Outgoing): void {
-    const unanswered = message.calls.filter(
-      (c) => c.id !== undefined && this.#pending.get(c.id)?.message === message,
-    );
-    const writes = unanswered.filter((c) => this.#pending.get(c.id as string)?.write === true);
-    const refusals = writes.map((call) => {
-      this.#pending.delete(call.id as string);
-      return rpcErrorJson("WRITE_NOT_CONFIRMED", call.id as string, {
-        reason: "the upstream socket was lost before the node answered; the call was not sent again",
-      });
-    });
-    const reads = unanswered.filter((c) => !writes.includes(c));
-    if (reads.length === 0) {
-      if (refusals.length > 0)
-        this.#toClient(message.batch ? `[${refusals.join(",")}]` : (refusals[0] as string), false);
-      return;
-    }
-    if (refusals.length > 0)
-      this.#partialBatches.push({ ids: new Set(reads.map((c) => c.id as string)), refused: refusals });
-    const again: Outgoing = {
-      text: writes.length === 0 ? message.text : undefined,
-      calls: reads,
-      batch: message.batch,
-      sent: false,
-    };
-    for (const call of reads) {
-      const pending = this.#pending.get(call.id as string);
-      if (pending !== undefined) this.#pending.set(call.id as string, { ...pending, message: again });
-    }
-    this.#transmit(again);
   }
 
   /** Sends to the client unless it stopped reading: past the buffer bound it is closed, not buffered. */

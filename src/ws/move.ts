@@ -1,0 +1,182 @@
+import type { WebSocket } from "ws";
+import { rpcErrorJson } from "../errors/respond.js";
+import type { GatewayError } from "../errors/table.js";
+import type { Upstream } from "../upstream/upstreams.js";
+import { backfillEvents, type FillContext } from "./gap-fill.js";
+import type { GatewayCalls } from "./gateway-calls.js";
+import type { Outgoing, PendingCalls } from "./pending-calls.js";
+import type { RememberedSubscriptions } from "./subscriptions.js";
+
+/** Opens an upstream socket on a node of the connection's group that is in rotation (upgrade.ts). */
+export type Reconnect = (
+  wanted: () => boolean,
+  callback: (error: GatewayError | undefined, socket?: WebSocket, upstream?: Upstream) => void,
+) => void;
+
+/** A connection moves at most this many times within the window; once more and it is closed with 1014. */
+const MAX_MOVES = 3;
+const MOVE_WINDOW_MS = 60_000;
+
+/** What a move needs of its connection (connection.ts). */
+export interface MovingConnection {
+  readonly pending: PendingCalls;
+  readonly remembered: RememberedSubscriptions;
+  readonly calls: GatewayCalls;
+  readonly fill: FillContext;
+  readonly closed: boolean;
+  /** The new socket, on `node`, is the connection's upstream socket from now on. */
+  attach(socket: WebSocket, node: Upstream): void;
+  /** Sends a message on the upstream socket. */
+  transmit(message: Outgoing): void;
+  toClient(text: string): void;
+  /** Closes the connection with 1014: it could not move. */
+  closeMoved(reason: string): void;
+  /** Wraps a callback so that what it throws breaks this connection only (connection.ts's guard). */
+  guard<A extends unknown[]>(listener: (...args: A) => void): (...args: A) => void;
+}
+
+/**
+ * How a connection moves to another node when its upstream socket is lost (the node closed it or died,
+ * or the prober took the node out of rotation): it opens a socket on a node in rotation within
+ * `handshakeTimeoutMs`, makes each remembered subscription again (its ids rewritten both ways from then
+ * on, the gap filled: gap-fill.ts), sends again the calls that were in flight, except writes, which get
+ * WRITE_NOT_CONFIRMED, then what the client sent meanwhile, in order. A connection that cannot move, or
+ * finds no node in time, or moved MAX_MOVES times within a minute, is closed with 1014.
+ */
+export class ConnectionMove {
+  readonly #connection: MovingConnection;
+  readonly #reconnect: Reconnect;
+  readonly #handshakeTimeoutMs: number;
+  readonly #moved: () => void;
+  /** When the connection last moved, within MOVE_WINDOW_MS. */
+  #moves: number[] = [];
+  /** While moving: client messages waiting for the new socket, in order. */
+  #waiting: Outgoing[] | undefined;
+
+  constructor(
+    connection: MovingConnection,
+    reconnect: Reconnect,
+    handshakeTimeoutMs: number,
+    moved: () => void,
+  ) {
+    this.#connection = connection;
+    this.#reconnect = reconnect;
+    this.#handshakeTimeoutMs = handshakeTimeoutMs;
+    this.#moved = moved;
+  }
+
+  /** Whether a move is under way: client messages wait for its new socket. */
+  get moving(): boolean {
+    return this.#waiting !== undefined;
+  }
+
+  /** Keeps a client message for the new socket. */
+  hold(message: Outgoing): void {
+    this.#waiting?.push(message);
+  }
+
+  /** Moves the connection off its lost socket: `why` it was lost, for the close reason if it cannot move. */
+  start(why: string): void {
+    const connection = this.#connection;
+    // A node that takes sockets and drops them at once would have the connection move without end.
+    const now = performance.now();
+    this.#moves = this.#moves.filter((at) => now - at < MOVE_WINDOW_MS);
+    if (this.#moves.length >= MAX_MOVES) {
+      connection.closeMoved(`upstream ${why}; lost ${MAX_MOVES} times within a minute`);
+      return;
+    }
+    this.#moves.push(now);
+    this.#waiting = [];
+    const deadline = setTimeout(
+      connection.guard(() => connection.closeMoved(`upstream ${why}; no node took the connection`)),
+      this.#handshakeTimeoutMs,
+    );
+    this.#reconnect(
+      () => !connection.closed,
+      connection.guard((error: GatewayError | undefined, socket?: WebSocket, node?: Upstream) => {
+        clearTimeout(deadline);
+        if (connection.closed || error !== undefined || socket === undefined || node === undefined) {
+          socket?.close();
+          connection.closeMoved(`upstream ${why}; no node took the connection`);
+          return;
+        }
+        connection.attach(socket, node);
+        this.#moved();
+        this.#resubscribe();
+      }),
+    );
+  }
+
+  /**
+   * On the new socket: an unsubscribe that was in flight has done its work (its subscription was on the
+   * lost node); every other subscription is made again, and once all are, the calls go out.
+   */
+  #resubscribe(): void {
+    const { pending, remembered, calls, fill } = this.#connection;
+    for (const [id, entry] of [...pending.entries()]) {
+      if (entry.kind !== "unsubscribe" || !entry.message.sent || entry.message.batch) continue;
+      pending.delete(id);
+      remembered.remove(entry.target);
+      this.#connection.toClient(`{"jsonrpc":"2.0","id":${id},"result":true}`);
+    }
+    const subscriptions = remembered.all();
+    for (const subscription of subscriptions) subscription.catchUp(fill.idMember);
+    let left = subscriptions.length;
+    if (left === 0) {
+      this.#resume();
+      return;
+    }
+    for (const subscription of subscriptions) {
+      calls.call(subscription.method, subscription.params, (answer) => {
+        if (this.#connection.closed) return;
+        const id = answer?.members.has("error") ? undefined : answer?.members.get("result");
+        if (id === undefined) {
+          this.#connection.closeMoved("a subscription could not be made again on another node");
+          return;
+        }
+        remembered.rebind(subscription, id);
+        if (subscription.kind?.heads !== undefined) subscription.fillNext = true;
+        if (subscription.kind?.events !== undefined) backfillEvents(subscription, fill);
+        if (--left === 0) this.#resume();
+      });
+    }
+  }
+
+  /**
+   * Calls that went to the lost node are sent again, all but writes: a write gets WRITE_NOT_CONFIRMED, in
+   * its batch's answer if it had company. Then what the client sent during the move goes, in order.
+   */
+  #resume(): void {
+    const waiting = this.#waiting ?? [];
+    this.#waiting = undefined;
+    for (const message of this.#connection.pending.sentAndUnanswered()) this.#sendAgain(message);
+    for (const message of waiting) this.#connection.transmit(message);
+  }
+
+  #sendAgain(message: Outgoing): void {
+    const { pending } = this.#connection;
+    const unanswered = pending.unanswered(message);
+    const writes = unanswered.filter((c) => pending.get(c.id as string)?.write === true);
+    const refusals = writes.map((call) => {
+      pending.delete(call.id as string);
+      return rpcErrorJson("WRITE_NOT_CONFIRMED", call.id as string, {
+        reason: "the upstream socket was lost before the node answered; the call was not sent again",
+      });
+    });
+    const reads = unanswered.filter((c) => !writes.includes(c));
+    if (reads.length === 0) {
+      if (refusals.length > 0)
+        this.#connection.toClient(message.batch ? `[${refusals.join(",")}]` : (refusals[0] as string));
+      return;
+    }
+    if (refusals.length > 0) pending.holdRefusals(new Set(reads.map((c) => c.id as string)), refusals);
+    const again: Outgoing = {
+      text: writes.length === 0 ? message.text : undefined,
+      calls: reads,
+      batch: message.batch,
+      sent: false,
+    };
+    for (const call of reads) pending.resend(call.id as string, again);
+    this.#connection.transmit(again);
+  }
+}

@@ -1,0 +1,127 @@
+import type { PassedCall } from "../jsonrpc/check.js";
+import { mergeBatchAnswer } from "../jsonrpc/merge.js";
+import type { Subscription } from "./subscriptions.js";
+
+/** A client message sent upstream, or waiting to be while the connection moves. */
+export interface Outgoing {
+  /** Its text as it goes out; undefined when it must be built at sending (an unsubscribe is rewritten). */
+  text: string | undefined;
+  calls: readonly PassedCall[];
+  readonly batch: boolean;
+  sent: boolean;
+}
+
+/** A call sent upstream and not answered yet. */
+export interface Pending {
+  readonly kind: "call" | "subscribe" | "unsubscribe";
+  readonly call: PassedCall;
+  readonly message: Outgoing;
+  /** It submits something (registry `writes`): never sent to a second node. */
+  readonly write: boolean;
+  /** An unsubscribe's subscription. */
+  readonly target: Subscription | undefined;
+}
+
+/** What settling a node's answer tells the connection about its subscriptions. */
+export interface Settled {
+  /** A subscribe call was answered with the node's id for it. */
+  subscribed(call: PassedCall, upstreamId: string): void;
+  /** An unsubscribe call succeeded. */
+  unsubscribed(target: Subscription | undefined): void;
+}
+
+/**
+ * One connection's ledger of the calls it sent upstream and awaits answers to, by their raw id token; of
+ * the subscription slots that subscribe calls in flight hold; and of the batches some of whose calls the
+ * gateway refused, whose refusals join the node's answer to the rest when it comes.
+ */
+export class PendingCalls {
+  readonly #byId = new Map<string, Pending>();
+  /** Batches with refused calls: the node's answer to the rest is merged with the refusals. */
+  readonly #partialBatches: { ids: Set<string>; refused: string[] }[] = [];
+  #reservedSubscriptions = 0;
+
+  get size(): number {
+    return this.#byId.size;
+  }
+
+  /** Subscription slots held by subscribe calls not answered yet. */
+  get reservedSubscriptions(): number {
+    return this.#reservedSubscriptions;
+  }
+
+  get(id: string): Pending | undefined {
+    return this.#byId.get(id);
+  }
+
+  /** Holds a subscription slot for a subscribe call about to go out: a burst cannot overshoot the bound. */
+  reserveSubscription(): void {
+    this.#reservedSubscriptions++;
+  }
+
+  add(entries: readonly Pending[]): void {
+    for (const entry of entries) this.#byId.set(entry.call.id as string, entry);
+  }
+
+  delete(id: string): void {
+    this.#byId.delete(id);
+  }
+
+  /** The call, sent again in another message. */
+  resend(id: string, message: Outgoing): void {
+    const pending = this.#byId.get(id);
+    if (pending !== undefined) this.#byId.set(id, { ...pending, message });
+  }
+
+  /** A batch whose calls `ids` went upstream, and whose `refused` calls are answered with the node's answer. */
+  holdRefusals(ids: Set<string>, refused: string[]): void {
+    this.#partialBatches.push({ ids, refused });
+  }
+
+  /** Clears the calls these answers settle, telling `settled` of subscriptions made and ended; the ids settled. */
+  settle(envelopes: readonly ReadonlyMap<string, string>[], settled: Settled): string[] {
+    const ids: string[] = [];
+    for (const members of envelopes) {
+      const id = members.get("id");
+      if (id === undefined || members.has("method")) continue;
+      const pending = this.#byId.get(id);
+      if (pending === undefined) continue;
+      this.#byId.delete(id);
+      ids.push(id);
+      const result = members.has("error") ? undefined : members.get("result");
+      if (pending.kind === "subscribe") {
+        this.#reservedSubscriptions--;
+        if (result !== undefined) settled.subscribed(pending.call, result);
+      } else if (pending.kind === "unsubscribe" && result !== undefined && result !== "false") {
+        settled.unsubscribed(pending.target);
+      }
+    }
+    return ids;
+  }
+
+  /** The node's answer `text` to a partial batch, merged with its refusals; undefined when it answers none. */
+  merged(text: string, answered: readonly string[]): string | undefined {
+    if (this.#partialBatches.length === 0 || answered.length === 0) return undefined;
+    const index = this.#partialBatches.findIndex((b) => answered.some((id) => b.ids.has(id)));
+    if (index < 0) return undefined;
+    const [batch] = this.#partialBatches.splice(index, 1);
+    return batch === undefined ? undefined : mergeBatchAnswer(text, batch.refused);
+  }
+
+  /** The pending calls, by id. */
+  entries(): IterableIterator<[string, Pending]> {
+    return this.#byId.entries();
+  }
+
+  /** The messages that went out and still wait for an answer to one of their calls. */
+  sentAndUnanswered(): Set<Outgoing> {
+    const messages = new Set<Outgoing>();
+    for (const pending of this.#byId.values()) if (pending.message.sent) messages.add(pending.message);
+    return messages;
+  }
+
+  /** The calls of `message` still waiting for their answer in it. */
+  unanswered(message: Outgoing): PassedCall[] {
+    return message.calls.filter((c) => c.id !== undefined && this.#byId.get(c.id)?.message === message);
+  }
+}
