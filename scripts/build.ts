@@ -5,6 +5,11 @@ import { build } from "esbuild";
 // build's metafile to keep it so). dist/control-plane.js is the control plane; dist/admin.js the operator
 // CLI, so that a deployment of dist/ has it without tsx; dist/demo.js is `npm start`, the proxy and the
 // control plane in one process with the local nodes.
+// The first three are package.json's bin entries: their sources begin with `#!/usr/bin/env node`, which
+// esbuild keeps as the bundle's first line (before the banner) and for which it marks the file executable,
+// so that an installed `node-gateway` runs as a command (test/proxy/bin-entries.test.ts). Not the banner's
+// job: esbuild writes a banner after an entry's own `#!` line (two are a syntax error), and marks a file
+// executable only for the entry's.
 const ENTRIES = {
   gateway: "src/proxy/main.ts",
   "control-plane": "src/control/main.ts",

@@ -1,3 +1,4 @@
+#!/usr/bin/env node
 import { networkCodes } from "../../generated/endpoints.js";
 import { exitOnStartFailure, LISTENERS, listen, loadConfigOrExit, onStopSignal } from "../lifecycle.js";
 import { createLogger } from "../log.js";

@@ -33,7 +33,8 @@ export interface GrantFeed {
   ): Promise<{ readonly revision: number; readonly grants: readonly KeyGrant[] }>;
   /**
    * Calls `listener` whenever the store may have changed, and `status` when the feed loses or regains the
-   * store; returns a function that stops it.
+   * store; once it has regained it, it calls `listener` too (changes made meanwhile were not announced to
+   * it). Returns a function that stops it.
    */
   watch(listener: () => void, status?: (change: GrantStatus) => void): () => void;
   close(): Promise<void>;

@@ -1,5 +1,6 @@
 import type { RateSpec } from "../config/types.js";
 import type { GrantFeed, GrantStatus, KeyGrant } from "./grants.js";
+import { reconnectDelay } from "./reconnect-backoff.js";
 import type { KeyStore, Principal } from "./types.js";
 
 interface Entry {
@@ -12,7 +13,10 @@ interface Entry {
  * touches disk or network and a flood of unknown keys costs one Map probe each and never reaches the store.
  * It follows the store's change feed; `refresh()` applies what changed (the control plane calls it through
  * `onKeysChanged` when both run in one process). While the store cannot be reached it keeps serving the
- * keys it holds, reports it through `onStatus`, and catches up when the store is back.
+ * keys it holds, reports it through `onStatus`, and catches up when the store is back. A read of what
+ * changed that fails is tried again with the listening connection's backoff (reconnect-backoff.ts) until
+ * one succeeds: the change it missed may be the last the store ever announces. While the feed itself says
+ * the store is lost, the feed's own reconnection does the retrying, and asks for the read once it is back.
  */
 export class CachedKeyStore implements KeyStore {
   readonly #feed: GrantFeed;
@@ -28,6 +32,12 @@ export class CachedKeyStore implements KeyStore {
   /** The refresh under way, and whether another must follow it: refreshes never overlap. */
   #running: Promise<void> | undefined;
   #again = false;
+  /** The next try of a read that failed, and how many have failed in a row. */
+  #retry: NodeJS.Timeout | undefined;
+  #failures = 0;
+  /** Whether the feed says it has the store (its reads may fail all the same). */
+  #feedUp = true;
+  #closed = false;
 
   constructor(feed: GrantFeed, defaultRate: RateSpec, now: () => number = Date.now) {
     this.#feed = feed;
@@ -57,24 +67,34 @@ export class CachedKeyStore implements KeyStore {
 
   /**
    * Applies the store's changes since the last refresh. It never throws: a store that cannot be read is
-   * reported through `onStatus`, and the keys already held keep working.
+   * reported through `onStatus`, the keys already held keep working, and the read is tried again.
    */
   refresh(): Promise<void> {
     if (this.#running !== undefined) {
       this.#again = true;
       return this.#running;
     }
+    clearTimeout(this.#retry);
+    this.#retry = undefined;
     this.#running = (async () => {
+      let failure: Error | undefined;
       do {
         this.#again = false;
         try {
           await this.#load();
-          this.#setStatus({ reachable: true });
+          failure = undefined;
         } catch (error) {
-          this.#setStatus({ reachable: false, reason: (error as Error).message });
+          failure = error as Error;
         }
-      } while (this.#again);
+      } while (this.#again && !this.#closed);
       this.#running = undefined;
+      if (failure === undefined) {
+        this.#failures = 0;
+        this.#setStatus({ reachable: true });
+      } else {
+        this.#setStatus({ reachable: false, reason: failure.message });
+        this.#retryLater();
+      }
     })();
     return this.#running;
   }
@@ -83,8 +103,22 @@ export class CachedKeyStore implements KeyStore {
   follow(): void {
     this.#unwatch ??= this.#feed.watch(
       () => void this.refresh(),
-      (status) => this.#setStatus(status),
+      (status) => {
+        this.#feedUp = status.reachable;
+        // Back: reachable once the read of what changed meanwhile, which the feed asks for, succeeds.
+        if (!status.reachable) this.#setStatus(status);
+      },
     );
+  }
+
+  /** The next try of a read that failed, unless the feed is reconnecting (it asks for a read once back). */
+  #retryLater(): void {
+    if (this.#closed || this.#retry !== undefined) return;
+    this.#retry = setTimeout(() => {
+      this.#retry = undefined;
+      if (this.#feedUp && !this.#closed) void this.refresh();
+    }, reconnectDelay(this.#failures));
+    this.#failures += 1;
   }
 
   /** Whether the last word from the store was good. */
@@ -104,6 +138,8 @@ export class CachedKeyStore implements KeyStore {
 
   /** Stops following the feed and closes it. */
   async close(): Promise<void> {
+    this.#closed = true;
+    clearTimeout(this.#retry);
     this.#unwatch?.();
     await this.#running;
     await this.#feed.close();

@@ -1,5 +1,5 @@
 import type pg from "pg";
-import { GRANTS_CHANNEL, openClient, openPool } from "../store/postgres.js";
+import { GRANTS_CHANNEL, isUnavailable, openClient, openPool } from "../store/postgres.js";
 import type { GrantFeed, GrantStatus, KeyGrant } from "./grants.js";
 import { reconnectDelay } from "./reconnect-backoff.js";
 import { GRANTS_CHANGED, type GrantRow, grantOf } from "./sqlite-grants.js";
@@ -9,50 +9,113 @@ import type { UsageRow, UsageSink } from "./usage.js";
  * The grants of a PostgreSQL account store that changed after `revision`; also the control plane's. One
  * REPEATABLE READ snapshot for the revision and the rows, so a reader never records a revision whose rows
  * it has not seen. Writers bump the revision row inside their transaction, so revisions commit in order.
+ * When the read fails, a connection that still answers ends its transaction; one that failed (isUnavailable)
+ * is left as it is, for the caller to drop: another query on it would only wait behind the one that failed.
  */
 export async function postgresGrantsSince(
   client: pg.ClientBase,
   revision: number,
 ): Promise<{ revision: number; grants: KeyGrant[] }> {
   await client.query("BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY");
+  let changes: { revision: number; grants: KeyGrant[] };
   try {
     const current = (await client.query<{ value: number }>("SELECT value FROM revision WHERE id = 1")).rows[0]
       ?.value;
     if (current === undefined) throw new Error("the store has no revision row: is it migrated?");
-    if (current === revision) return { revision, grants: [] };
-    const { rows } = await client.query<GrantRow>(GRANTS_CHANGED.replace("?", "$1"), [revision]);
-    return { revision: current, grants: rows.map(grantOf) };
-  } finally {
-    await client.query("COMMIT");
+    if (current === revision) changes = { revision, grants: [] };
+    else {
+      const { rows } = await client.query<GrantRow>(GRANTS_CHANGED.replace("?", "$1"), [revision]);
+      changes = { revision: current, grants: rows.map(grantOf) };
+    }
+  } catch (error) {
+    if (!isUnavailable(error)) await client.query("ROLLBACK").catch(() => {});
+    throw error;
   }
+  await client.query("COMMIT");
+  return changes;
+}
+
+/**
+ * The listening connection's heartbeat: every HEARTBEAT_INTERVAL_MS it runs `SELECT 1`, and an answer later
+ * than HEARTBEAT_TIMEOUT_MS counts as the connection lost. A database host that dies or a network that
+ * splits closes nothing on the proxy's side, and notifications never say that none are coming: without it,
+ * a proxy would keep a revoked key working until the operating system gave up on the socket (TCP keepalive's
+ * default is two hours, and its probes are answered by anything on the path that holds the socket, such as
+ * a balancer). So a proxy that has gone deaf knows it within 3 s. A read under way on the connection stands
+ * for the heartbeat, which would only wait behind it: the read's own timeout (READ_TIMEOUT_MS) watches it.
+ */
+export const HEARTBEAT_INTERVAL_MS = 2_000;
+export const HEARTBEAT_TIMEOUT_MS = 1_000;
+/** How long the server may take to answer LISTEN once connected. */
+const LISTEN_TIMEOUT_MS = 2_000;
+/** How long one query of a read of what changed may take: a read after a long outage may be a large one. */
+const READ_TIMEOUT_MS = 10_000;
+
+/** The connection that listens, once it does. */
+interface Listening {
+  readonly client: pg.Client;
+  /** Reads under way on it. */
+  reads: number;
+  heartbeat: NodeJS.Timeout | undefined;
+  /** Drops it and connects again with the backoff, as when the connection reports its own end. */
+  lose(error: Error): void;
+}
+
+/** Rejects with "`what` got no answer within `ms` ms" when `promise` takes longer. */
+function within<T>(promise: Promise<T>, ms: number, what: string): Promise<T> {
+  let timer: NodeJS.Timeout | undefined;
+  const late = new Promise<never>((_, reject) => {
+    timer = setTimeout(() => reject(new Error(`${what} got no answer within ${ms} ms`)), ms);
+  });
+  return Promise.race([promise, late]).finally(() => clearTimeout(timer));
 }
 
 /**
  * The proxy's reader of a PostgreSQL account store. It LISTENs on the store's channel: every committed change
  * to a key or an account notifies it, and it reads what changed, so a revocation reaches every proxy within
- * milliseconds without any polling. When the listening connection drops, it says so and tries again every
+ * milliseconds without any polling. The reads go over the listening connection itself, whose heartbeat
+ * proves it alive: a read never waits on a pooled connection that died unnoticed. When the listening
+ * connection drops, or misses a heartbeat, or a read on it times out, it says so and tries again every
  * 250 ms at most (reconnect-backoff.ts); once back, it reads everything that changed meanwhile at once, since
  * a notification sent while it was away is not kept for it. So a change made after the store returns reaches
- * it within about a quarter second.
+ * it within about a quarter second. A read asked for while no connection listens (the first, before `watch`,
+ * or one during an outage) opens a connection of its own for it.
  */
 export class PostgresGrantFeed implements GrantFeed {
   readonly #url: string;
-  readonly #pool: pg.Pool;
-  #listening: pg.Client | undefined;
+  #listening: Listening | undefined;
   #closed = false;
   #retry: NodeJS.Timeout | undefined;
 
   constructor(url: string) {
     this.#url = url;
-    this.#pool = openPool(url, 2);
   }
 
   async changesSince(revision: number): Promise<{ revision: number; grants: KeyGrant[] }> {
-    const client = await this.#pool.connect();
+    const listening = this.#listening;
+    if (listening === undefined) return this.#readAlone(revision);
+    listening.reads += 1;
     try {
+      return await postgresGrantsSince(listening.client, revision);
+    } catch (error) {
+      // A read that timed out or lost its server leaves the connection unusable: start it again.
+      if (isUnavailable(error)) listening.lose(error as Error);
+      throw error;
+    } finally {
+      listening.reads -= 1;
+    }
+  }
+
+  async #readAlone(revision: number): Promise<{ revision: number; grants: KeyGrant[] }> {
+    const client = openClient(this.#url, READ_TIMEOUT_MS);
+    // a server that goes away during the read fails the read; without a listener it would end the process
+    client.on("error", () => {});
+    try {
+      await client.connect();
       return await postgresGrantsSince(client, revision);
     } finally {
-      client.release();
+      // with a query still under way (one that timed out), end() destroys the socket rather than wait
+      await client.end().catch(() => {});
     }
   }
 
@@ -61,23 +124,27 @@ export class PostgresGrantFeed implements GrantFeed {
     let attempt = 0;
     const connect = async () => {
       if (this.#closed) return;
-      const client = openClient(this.#url);
+      const client = openClient(this.#url, READ_TIMEOUT_MS);
       let lost = false;
       const onLost = (error?: Error) => {
         if (lost || this.#closed) return;
         lost = true;
-        this.#listening = undefined;
+        clearTimeout(listening.heartbeat);
+        if (this.#listening === listening) this.#listening = undefined;
+        // With a query under way (the heartbeat or a read the server never answered), this destroys the
+        // socket: a silent server would never answer a polite goodbye either.
         client.end().catch(() => {});
         status({ reachable: false, reason: error?.message ?? "the listening connection ended" });
         this.#retry = setTimeout(connect, reconnectDelay(attempt));
         attempt += 1;
       };
+      const listening: Listening = { client, reads: 0, heartbeat: undefined, lose: onLost };
       client.on("error", onLost);
       client.on("end", () => onLost());
       client.on("notification", () => listener());
       try {
         await client.connect();
-        await client.query(`LISTEN ${GRANTS_CHANNEL}`);
+        await within(client.query(`LISTEN ${GRANTS_CHANNEL}`), LISTEN_TIMEOUT_MS, "LISTEN");
       } catch (error) {
         onLost(error as Error);
         return;
@@ -86,25 +153,47 @@ export class PostgresGrantFeed implements GrantFeed {
         await client.end().catch(() => {});
         return;
       }
-      this.#listening = client;
+      if (lost) return;
+      this.#listening = listening;
       attempt = 0;
+      const beat = () => {
+        listening.heartbeat = setTimeout(async () => {
+          if (listening.reads === 0) {
+            try {
+              await within(
+                client.query("SELECT 1"),
+                HEARTBEAT_TIMEOUT_MS,
+                "the listening connection's heartbeat",
+              );
+            } catch (error) {
+              onLost(error as Error);
+              return;
+            }
+          }
+          if (!lost && !this.#closed) beat();
+        }, HEARTBEAT_INTERVAL_MS);
+      };
+      beat();
       status({ reachable: true });
       // What changed while no one listened.
       listener();
     };
     void connect();
-    return () => {
-      clearTimeout(this.#retry);
-      this.#closed = true;
-      this.#listening?.end().catch(() => {});
-    };
+    return () => this.#stop();
+  }
+
+  #stop(): Promise<void> {
+    this.#closed = true;
+    clearTimeout(this.#retry);
+    const listening = this.#listening;
+    this.#listening = undefined;
+    if (listening === undefined) return Promise.resolve();
+    clearTimeout(listening.heartbeat);
+    return listening.client.end().catch(() => {});
   }
 
   async close(): Promise<void> {
-    this.#closed = true;
-    clearTimeout(this.#retry);
-    await this.#listening?.end().catch(() => {});
-    await this.#pool.end();
+    await this.#stop();
   }
 }
 

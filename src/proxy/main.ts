@@ -1,3 +1,4 @@
+#!/usr/bin/env node
 // First: V8 settings must hold before the other modules run (v8-flags.ts).
 import "../v8-flags.js";
 import cluster from "node:cluster";

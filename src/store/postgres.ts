@@ -31,16 +31,17 @@ export function openPool(url: string, max: number): pg.Pool {
 }
 
 /**
- * One connection outside any pool, for LISTEN. Its waits are bounded too: a LISTEN the server never answers
- * fails and is tried again, rather than leaving the proxy deaf to changes (notifications are no query, so the
- * query timeout never ends a connection that is only listening).
+ * One connection outside any pool: the proxy's listening connection, which also carries its reads of what
+ * changed, and a read made while that connection is down. `queryTimeoutMs` bounds each query's wait; a
+ * notification is no query, so the timeout never ends a connection that is only listening (the heartbeat
+ * in keys/postgres-grants.ts watches that one).
  */
-export function openClient(url: string): pg.Client {
+export function openClient(url: string, queryTimeoutMs: number): pg.Client {
   return new pg.Client({
     connectionString: url,
     types,
     connectionTimeoutMillis: 2_000,
-    query_timeout: 2_000,
+    query_timeout: queryTimeoutMs,
     keepAlive: true,
     application_name: "node-gateway",
   });
@@ -49,6 +50,7 @@ export function openClient(url: string): pg.Client {
 /**
  * Whether an error means the server cannot be reached or is going away (connection refused or reset, a
  * timeout, SQLSTATE class 08 connection exception or 57P0x shutdown), as opposed to a query's own error.
+ * A query that timed out counts: pg leaves it under way on its connection, which no other query can use.
  */
 export function isUnavailable(error: unknown): boolean {
   const code = (error as { code?: unknown } | undefined)?.code;
@@ -57,7 +59,7 @@ export function isUnavailable(error: unknown): boolean {
     if (/^E[A-Z]+$/.test(code)) return true; // ECONNREFUSED, ECONNRESET, ETIMEDOUT, EPIPE…
   }
   const message = error instanceof Error ? error.message : "";
-  return /Connection terminated|timeout exceeded when trying to connect|Client has encountered a connection error|Connection ended/i.test(
+  return /Connection terminated|timeout exceeded when trying to connect|Client has encountered a connection error|Connection ended|Query read timeout/i.test(
     message,
   );
 }

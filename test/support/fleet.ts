@@ -21,10 +21,13 @@ export interface FleetProxy {
 export const FLEET_DOMAIN = "gw.test";
 const BODY = '{"jsonrpc":"2.0","id":1,"method":"eth_blockNumber","params":[]}';
 
-/** Writes a deployment config for proxies sharing one account store and one Redis, and returns its path. */
+/**
+ * Writes a deployment config for proxies sharing one account store and, given one, one Redis (without it,
+ * each limits alone), and returns its path.
+ */
 export function writeFleetConfig(
   dir: string,
-  options: { database: string; redis: string; upstream: string; extra?: readonly string[] },
+  options: { database: string; redis?: string; upstream: string; extra?: readonly string[] },
 ): string {
   const file = join(dir, "fleet.yaml");
   writeFileSync(
@@ -43,7 +46,9 @@ export function writeFleetConfig(
       "  listen: { host: 127.0.0.1, port: 0 }",
       `  mail: { from: "gw@example.com", outbox: "${join(dir, "outbox")}" }`,
       "  usageFlushIntervalMs: 500",
-      `sharedLimits: { redis: "${options.redis}", leaseMs: 100, fallbackShare: 1 }`,
+      ...(options.redis === undefined
+        ? []
+        : [`sharedLimits: { redis: "${options.redis}", leaseMs: 100, fallbackShare: 1 }`]),
       ...(options.extra ?? []),
     ].join("\n"),
   );
