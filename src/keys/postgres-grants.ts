@@ -1,9 +1,11 @@
 import type pg from "pg";
 import { GRANTS_CHANNEL, isUnavailable, openClient, openPool } from "../store/postgres.js";
+import { type GrantRow, grantOf, grantsChangedAfter } from "./grant-rows.js";
 import type { GrantFeed, GrantStatus, KeyGrant } from "./grants.js";
 import { reconnectDelay } from "./reconnect-backoff.js";
-import { GRANTS_CHANGED, type GrantRow, grantOf } from "./sqlite-grants.js";
 import type { UsageRow, UsageSink } from "./usage.js";
+
+const GRANTS_AFTER = grantsChangedAfter("$1");
 
 /**
  * The grants of a PostgreSQL account store that changed after `revision`; also the control plane's. One
@@ -24,7 +26,7 @@ export async function postgresGrantsSince(
     if (current === undefined) throw new Error("the store has no revision row: is it migrated?");
     if (current === revision) changes = { revision, grants: [] };
     else {
-      const { rows } = await client.query<GrantRow>(GRANTS_CHANGED.replace("?", "$1"), [revision]);
+      const { rows } = await client.query<GrantRow>(GRANTS_AFTER, [revision]);
       changes = { revision: current, grants: rows.map(grantOf) };
     }
   } catch (error) {

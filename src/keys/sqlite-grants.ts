@@ -1,23 +1,8 @@
 import Database from "better-sqlite3";
 import { sqliteNative } from "../store/sqlite-addon.js";
+import { type GrantRow, grantOf, grantsChangedAfter } from "./grant-rows.js";
 import type { GrantFeed, KeyGrant } from "./grants.js";
 import type { UsageRow, UsageSink } from "./usage.js";
-
-/** A key row joined with its account's status: what both stores' readers select (GRANTS_CHANGED). */
-export interface GrantRow {
-  id: number;
-  key_hash: string;
-  prefix: string;
-  plan: KeyGrant["plan"];
-  networks: string;
-  archive: number;
-  rate_per_second: number | null;
-  rate_burst: number | null;
-  status: KeyGrant["status"];
-  expires_at: number | null;
-  revision: number;
-  account_status: KeyGrant["accountStatus"] | null;
-}
 
 /** The grants of the embedded SQLite account store that changed after `revision`; also the control plane's. */
 export function grantsSince(
@@ -26,15 +11,9 @@ export function grantsSince(
 ): { revision: number; grants: KeyGrant[] } {
   const current = (db.prepare("SELECT value FROM revision WHERE id = 1").get() as { value: number }).value;
   if (current === revision) return { revision, grants: [] };
-  const rows = db.prepare(GRANTS_CHANGED).all(revision) as GrantRow[];
+  const rows = db.prepare(grantsChangedAfter("?")).all(revision) as GrantRow[];
   return { revision: current, grants: rows.map(grantOf) };
 }
-
-/** The grants whose key or account changed after the revision given as the one parameter. */
-export const GRANTS_CHANGED = `SELECT k.id, k.key_hash, k.prefix, k.plan, k.networks, k.archive, k.rate_per_second,
-         k.rate_burst, k.status, k.expires_at, k.revision, a.status AS account_status
-    FROM api_keys k JOIN accounts a ON a.id = k.account_id
-   WHERE k.revision > ? ORDER BY k.revision`;
 
 /**
  * The proxy's reader of the embedded store: a read-only connection to the SQLite file the control plane
@@ -72,37 +51,6 @@ export class SqliteGrantFeed implements GrantFeed {
   async close(): Promise<void> {
     this.#db.close();
   }
-}
-
-/** A key row's scopes as the store keeps them: networks as JSON, archive as 0/1, the rate in two columns. */
-export function scopesOf(row: {
-  networks: string;
-  archive: number;
-  rate_per_second: number | null;
-  rate_burst: number | null;
-}): Pick<KeyGrant, "networks" | "archive" | "rate"> {
-  return {
-    networks: JSON.parse(row.networks) as string[] | "*",
-    archive: row.archive === 1,
-    rate:
-      row.rate_per_second === null || row.rate_burst === null
-        ? undefined
-        : { perSecond: row.rate_per_second, burst: row.rate_burst },
-  };
-}
-
-export function grantOf(row: GrantRow): KeyGrant {
-  return {
-    id: row.id,
-    keyHash: row.key_hash,
-    prefix: row.prefix,
-    plan: row.plan,
-    ...scopesOf(row),
-    status: row.status,
-    expiresAt: row.expires_at ?? undefined,
-    accountStatus: row.account_status ?? "closed",
-    revision: row.revision,
-  };
 }
 
 /**

@@ -24,7 +24,6 @@ import { ConnectionMove, type Reconnect } from "./move.js";
 import { type Outgoing, type Pending, PendingCalls, type Settled } from "./pending-calls.js";
 import { RememberedSubscriptions } from "./subscriptions.js";
 
-
 export interface ConnectionOptions {
   readonly stages: Stages;
   /** Where an unexpected error becomes a logged INTERNAL answer (pipeline/boundary.ts). */

@@ -1,4 +1,4 @@
-import { scopesOf } from "../../keys/sqlite-grants.js";
+import { scopesOf } from "../../keys/grant-rows.js";
 import type { Account, AccountStatus, KeyRecord, NewKey } from "./types.js";
 
 // Rows as both stores keep them (the same columns in SQLite and PostgreSQL), and the records they make.
