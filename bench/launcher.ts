@@ -117,7 +117,15 @@ export class Launcher {
       workers = 1,
       budget,
       ownOperatorPort = false,
-    }: { deployment: string; workers?: number; budget?: CpuBudget; ownOperatorPort?: boolean },
+      nodeArgs = [],
+    }: {
+      deployment: string;
+      workers?: number;
+      budget?: CpuBudget;
+      ownOperatorPort?: boolean;
+      /** Node's own flags for this gateway alone (`--cpu-prof`). */
+      nodeArgs?: readonly string[];
+    },
   ): Promise<Target> {
     const port = await freePort();
     const env: Record<string, string> = {
@@ -127,7 +135,7 @@ export class Launcher {
     };
     if (!ownOperatorPort) env.GATEWAY_OPERATOR_PORT = String(await freePort());
     return this.#keep({
-      ...(await start(name, ["dist/gateway.js"], env, port, this.root, budget?.wrap)),
+      ...(await start(name, [...nodeArgs, "dist/gateway.js"], env, port, this.root, budget?.wrap)),
       gateway: true,
     });
   }

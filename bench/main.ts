@@ -17,6 +17,7 @@ import { budgetScaling } from "./scenarios/budget.js";
 import { failover } from "./scenarios/failover.js";
 import { httpScenarios } from "./scenarios/http.js";
 import { metricsCost } from "./scenarios/metrics.js";
+import { profile } from "./scenarios/profile.js";
 import { revocation } from "./scenarios/revocation.js";
 import { routingCost } from "./scenarios/routing.js";
 import { sharedLimits } from "./scenarios/shared-limits.js";
@@ -44,10 +45,14 @@ const ALL: readonly Scenario[] = [
   revocation,
   binary,
 ];
+/** Run only when named: the profiler's own cost would skew the full run's rows. */
+const ON_REQUEST: readonly Scenario[] = [profile];
 const SCENARIOS: readonly Scenario[] =
   args.only !== undefined
     ? [httpScenarios]
-    : ALL.filter((s) => args.scenario === undefined || s.name.includes(args.scenario));
+    : args.scenario === undefined
+      ? ALL
+      : [...ALL, ...ON_REQUEST].filter((s) => s.name.includes(args.scenario as string));
 
 const began = Date.now();
 const progress = (done: string) =>

@@ -4,6 +4,7 @@
 //
 //   POST, JSON-RPC  -> {"jsonrpc":"2.0","id":<the request's id>,"result":"0x10"}, per call for a batch
 //   POST eth_getLogs -> the same with a result of about 1 MB
+//   POST eth_chainId -> "0x1": the chain the bench's `eth` label is, which the gateway's prober checks
 //   GET any path     -> a small REST body
 //
 // A node:http server on a second port serves WebSocket (eth_subscribe) and POST /push, which sends one
@@ -21,7 +22,7 @@ function head(length: number): string {
 }
 
 function answerRpc(socket: Socket, body: string): void {
-  const parsed = JSON.parse(body) as { id?: unknown; method?: string } | { id?: unknown }[];
+  const parsed = JSON.parse(body) as { id?: unknown; method?: string } | { id?: unknown; method?: string }[];
   if (!Array.isArray(parsed) && parsed.method === "eth_getLogs") {
     const opening = Buffer.from(`{"jsonrpc":"2.0","id":${JSON.stringify(parsed.id)},`);
     socket.write(head(opening.length + LARGE_PREFIX.length));
@@ -29,7 +30,8 @@ function answerRpc(socket: Socket, body: string): void {
     socket.write(LARGE_PREFIX);
     return;
   }
-  const one = (call: { id?: unknown }) => `{"jsonrpc":"2.0","id":${JSON.stringify(call.id)},"result":"0x10"}`;
+  const one = (call: { id?: unknown; method?: string }) =>
+    `{"jsonrpc":"2.0","id":${JSON.stringify(call.id)},"result":"${call.method === "eth_chainId" ? "0x1" : "0x10"}"}`;
   const text = Array.isArray(parsed) ? `[${parsed.map(one).join(",")}]` : one(parsed);
   socket.write(head(Buffer.byteLength(text)) + text);
 }
