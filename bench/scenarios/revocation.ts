@@ -67,16 +67,19 @@ async function measure(bench: Bench, database: string) {
       proxies.push(await launcher.startGateway(`proxy ${i}`, { deployment }));
     bench.progress("control plane and three proxies listening");
 
-    const account = await control.service.createAccount("bench@example.com");
+    const account = await control.service.admin.createAccount("bench@example.com");
     const rounds = bench.quick ? 10 : 50;
     const times: number[] = [];
     let missed = 0;
     for (let round = 0; round < rounds; round++) {
-      const { key, view } = await control.service.issueKey(account.id, { networks: ["eth"], plan: "shared" });
+      const { key, view } = await control.service.keys.issue(account.id, {
+        networks: ["eth"],
+        plan: "shared",
+      });
       const served = await Promise.all(proxies.map((p) => answered(p, key, 200, performance.now())));
       if (served.includes(undefined))
         throw new Error(`a new key not served by all three within ${GIVE_UP_MS} ms`);
-      await control.service.revokeKey(view.id);
+      await control.service.keys.revokeAny(view.id);
       const t0 = performance.now();
       const refused = await Promise.all(proxies.map((p) => answered(p, key, 401, t0)));
       if (refused.includes(undefined)) missed += 1;

@@ -1,6 +1,7 @@
 import { GatewayError } from "../errors/table.js";
 import type { Plan } from "../keys/types.js";
-import type { AccountService, KeyView } from "./accounts/service.js";
+import type { KeyView } from "./accounts/key-view.js";
+import type { AccountService } from "./accounts/service.js";
 import type { Account, AccountStore } from "./accounts/types.js";
 import { UsageError } from "./admin-failure.js";
 
@@ -29,7 +30,7 @@ export async function accountsCommand(
   const accountId = () => numberOf(values.account, "--account");
   switch (command) {
     case "accounts create":
-      printAccount(await service.createAccount(values.email));
+      printAccount(await service.admin.createAccount(values.email));
       return 0;
     case "accounts list":
       for (const account of await store.listAccounts()) printAccount(account);
@@ -42,7 +43,7 @@ export async function accountsCommand(
         "accounts activate": "active",
         "accounts close": "closed",
       } as const;
-      printAccount(await service.setStatus(accountId(), status[command]));
+      printAccount(await service.admin.setStatus(accountId(), status[command]));
       return 0;
     }
     case "keys issue": {
@@ -50,7 +51,7 @@ export async function accountsCommand(
       if (!["shared", "dedicated", "free-test"].includes(plan))
         throw new GatewayError("INVALID_FIELD", { field: "plan" });
       const days = values.days === undefined ? undefined : numberOf(values.days, "--days");
-      const { key, view } = await service.issueKey(accountId(), {
+      const { key, view } = await service.keys.issue(accountId(), {
         networks: values.network ?? "*",
         plan,
         archive: values["no-archive"] !== true,
@@ -65,7 +66,7 @@ export async function accountsCommand(
       const key = await store.key(numberOf(values.key, "--key"));
       const account = key && (await store.account(key.accountId));
       if (key === undefined || account === undefined) throw new GatewayError("KEY_NOT_FOUND");
-      const report = await service.keyUsage(account, key.id, values.from, values.to);
+      const report = await service.usage.ofKey(account, key.id, values.from, values.to);
       console.log(`key ${key.id}  ${key.prefix}…  ${report.from} to ${report.to}`);
       for (const row of report.days)
         console.log(`${row.day}  ${row.label}  calls ${row.calls}  errors ${row.errors}`);
@@ -75,14 +76,14 @@ export async function accountsCommand(
     case "keys list": {
       const account = await store.account(accountId());
       if (account === undefined) throw new GatewayError("INVALID_FIELD", { field: "account" });
-      for (const view of await service.listKeys(account)) printKey(view);
+      for (const view of await service.keys.list(account)) printKey(view);
       return 0;
     }
     case "keys revoke":
-      printKey(await service.revokeKey(numberOf(values.key, "--key")));
+      printKey(await service.keys.revokeAny(numberOf(values.key, "--key")));
       return 0;
     case "keys rotate": {
-      const { key, view } = await service.rotateKey(numberOf(values.key, "--key"));
+      const { key, view } = await service.keys.rotateAny(numberOf(values.key, "--key"));
       printKey(view);
       console.log(
         `\n${key}\n\nThis is the only time the key is shown. The old key works until its grace period ends.`,

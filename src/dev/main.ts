@@ -81,6 +81,7 @@ async function serveWorker(config: GatewayConfig, logger: Logger): Promise<void>
 /** The demo's key, issued through the account store like any other, so it shows in listings. */
 async function issueDemoKey(control: ControlPlane): Promise<string> {
   const email = "demo@example.com";
-  const account = (await control.store.accountByEmail(email)) ?? (await control.service.createAccount(email));
-  return (await control.service.issueKey(account.id, { networks: "*", plan: "shared" })).key;
+  const account =
+    (await control.store.accountByEmail(email)) ?? (await control.service.admin.createAccount(email));
+  return (await control.service.keys.issue(account.id, { networks: "*", plan: "shared" })).key;
 }

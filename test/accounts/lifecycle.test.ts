@@ -60,7 +60,7 @@ describe.each(STORES)("key lifecycle (%s store)", (store) => {
     expect((await fx.api("GET", "/v1/keys", undefined, session)).status).toBe(401);
     const account = await fx.accounts.store.accountByEmail("free@example.com");
     if (account === undefined) throw new Error("no account");
-    expect((await fx.accounts.service.listKeys(account))[0]?.status).toBe("expired");
+    expect((await fx.accounts.service.keys.list(account))[0]?.status).toBe("expired");
   });
 
   it("a free test is one per network and a few per e-mail", async () => {
@@ -119,7 +119,7 @@ describe.each(STORES)("key lifecycle (%s store)", (store) => {
     const { key } = await keyFrom(email, () => fx.api("POST", "/v1/orders", { network: "eth" }, session));
     expect((await eth(key)).status).toBe(200);
     const account = await fx.accounts.store.accountByEmail(email);
-    await fx.accounts.service.setStatus(account?.id ?? 0, "suspended");
+    await fx.accounts.service.admin.setStatus(account?.id ?? 0, "suspended");
     expect((await eth(key)).status).toBe(401);
     expect((await fx.api("GET", "/v1/keys", undefined, session)).status).toBe(403);
   });

@@ -56,8 +56,8 @@ describe("dist/node-gateway, alone in an empty folder", () => {
       trustedProxies: [],
       logger: createLogger("silent"),
     });
-    const account = await control.service.createAccount("binary@example.com");
-    accountKey = (await control.service.issueKey(account.id, { networks: ["eth"], plan: "shared" })).key;
+    const account = await control.service.admin.createAccount("binary@example.com");
+    accountKey = (await control.service.keys.issue(account.id, { networks: ["eth"], plan: "shared" })).key;
     await control.close();
     config = join(dir, "deployment.yaml");
     writeFileSync(

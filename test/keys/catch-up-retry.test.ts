@@ -51,7 +51,7 @@ describe.skipIf(services.skip)("the key cache, when a read of what changed fails
       trustedProxies: [],
       logger: createLogger("silent"),
     });
-    accountId = (await control.service.createAccount("retry@example.com")).id;
+    accountId = (await control.service.admin.createAccount("retry@example.com")).id;
     const real = new PostgresGrantFeed(database.url);
     // the fault: the read itself fails, as a query the server refused or a connection cut mid-read would
     const feed: GrantFeed = {
@@ -79,13 +79,13 @@ describe.skipIf(services.skip)("the key cache, when a read of what changed fails
   });
 
   it(`tries it again until it succeeds: a key revoked as the last change is refused within ${REFUSED_WITHIN_MS} ms`, async () => {
-    const { key, view } = await control.service.issueKey(accountId, { networks: ["eth"], plan: "shared" });
+    const { key, view } = await control.service.keys.issue(accountId, { networks: ["eth"], plan: "shared" });
     const digest = keyHash(key);
     await eventually(() => cache.lookup(digest) !== undefined, 5_000, "the cache holds the new key");
 
     failNext = FAILURES;
     const readsBefore = reads;
-    await control.service.revokeKey(view.id);
+    await control.service.keys.revokeAny(view.id);
     const refused = await eventually(
       () => cache.lookup(digest) === undefined,
       10_000,

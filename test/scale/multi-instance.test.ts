@@ -35,7 +35,7 @@ describe.skipIf(binaries.skip)("three proxies and a control plane on PostgreSQL 
   const issued: string[] = [];
 
   const issue = async (rate?: RateSpec) => {
-    const { key, view } = await control.service.issueKey(accountId, {
+    const { key, view } = await control.service.keys.issue(accountId, {
       networks: ["eth"],
       plan: "shared",
       ...(rate === undefined ? {} : { rate }),
@@ -66,7 +66,7 @@ describe.skipIf(binaries.skip)("three proxies and a control plane on PostgreSQL 
     });
     await new Promise<void>((resolve) => control.api.listen(0, "127.0.0.1", resolve));
     controlOrigin = `http://127.0.0.1:${(control.api.address() as { port: number }).port}`;
-    accountId = (await control.service.createAccount("fleet@example.com")).id;
+    accountId = (await control.service.admin.createAccount("fleet@example.com")).id;
     const config = writeFleetConfig(dir, { database: postgres.url, redis: redis.url, upstream: node.url });
     proxies.push(...(await Promise.all([0, 1, 2].map(() => startFleetProxy(config)))));
   }, 60_000);
@@ -87,7 +87,7 @@ describe.skipIf(binaries.skip)("three proxies and a control plane on PostgreSQL 
         served = await statuses(key);
       }
       expect(served).toEqual([200, 200, 200]);
-      await control.service.revokeKey(id);
+      await control.service.keys.revokeAny(id);
       const revoked = performance.now();
       const refusedAt = await Promise.all(
         proxies.map(async (proxy) => {
@@ -237,7 +237,7 @@ describe.skipIf(binaries.skip)("three proxies and a control plane on PostgreSQL 
     }
     // changes made after it returned reach every proxy
     const after = await issue();
-    await control.service.revokeKey(known.id);
+    await control.service.keys.revokeAny(known.id);
     let last: number[] = [];
     for (let i = 0; i < 100; i++) {
       last = [...(await statuses(known.key)), ...(await statuses(after.key))];

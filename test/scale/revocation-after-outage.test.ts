@@ -100,7 +100,7 @@ describe.skipIf(binaries.skip)("a revocation made right after a PostgreSQL outag
   });
 
   it("is refused by every proxy within 1 s of the control plane's 200", async () => {
-    const { key, view } = await control.service.issueKey(accountId, { networks: ["eth"], plan: "shared" });
+    const { key, view } = await control.service.keys.issue(accountId, { networks: ["eth"], plan: "shared" });
     issued.push(key);
     for (const proxy of proxies)
       await expect.poll(() => proxy.call(key), { timeout: 5_000, interval: 20 }).toBe(200);

@@ -71,7 +71,7 @@ describe.skipIf(binaries.skip)("a proxy whose connection to PostgreSQL turns int
       trustedProxies: [],
       logger: createLogger("silent"),
     });
-    accountId = (await control.service.createAccount("dark@example.com")).id;
+    accountId = (await control.service.admin.createAccount("dark@example.com")).id;
     const viaForwarder = postgres.url.replace(`:${postgres.port}/`, `:${forwarder.port}/`);
     const config = writeFleetConfig(dir, { database: viaForwarder, upstream: node.url });
     proxy = await startFleetProxy(config);
@@ -85,13 +85,13 @@ describe.skipIf(binaries.skip)("a proxy whose connection to PostgreSQL turns int
   });
 
   it(`notices within ${NOTICED_WITHIN_MS} ms, and refuses a key revoked in the dark within ${REFUSED_WITHIN_MS} ms of a path's return`, async () => {
-    const { key, view } = await control.service.issueKey(accountId, { networks: ["eth"], plan: "shared" });
+    const { key, view } = await control.service.keys.issue(accountId, { networks: ["eth"], plan: "shared" });
     await eventually(async () => (await proxy.call(key)) === 200, 5_000, "the proxy accepts the new key");
     expect(await proxy.dependencyUp("account_store")).toBe(1);
 
     forwarder.blackHole();
     const dark = performance.now();
-    await control.service.revokeKey(view.id);
+    await control.service.keys.revokeAny(view.id);
     // its notification went into the black hole: the proxy cannot know yet, and nothing tells it so
     expect(await proxy.call(key)).toBe(200);
     expect(await proxy.dependencyUp("account_store")).toBe(1);

@@ -62,7 +62,7 @@ export function createAccountsApi(
 ): Server {
   const routes: Route[] = [
     route("POST", /^\/v1\/signup$/, async ({ body, ip }) => {
-      const account = await service.signUp(body.email, ip);
+      const account = await service.sessions.signUp(body.email, ip);
       return [
         202,
         {
@@ -71,20 +71,22 @@ export function createAccountsApi(
         },
       ];
     }),
-    route("POST", /^\/v1\/confirm$/, async ({ body, session }) => session(await service.confirm(body.token))),
+    route("POST", /^\/v1\/confirm$/, async ({ body, session }) =>
+      session(await service.sessions.confirm(body.token)),
+    ),
     route("POST", /^\/v1\/login$/, async ({ body, ip }) => {
-      await service.requestLogin(body.email, ip);
+      await service.sessions.requestLogin(body.email, ip);
       return [
         202,
         { next: "If the address has an active account, a sign-in token was sent to it: POST /v1/session" },
       ];
     }),
     route("POST", /^\/v1\/session$/, async ({ body, session }) =>
-      session(await service.startSession(body.token)),
+      session(await service.sessions.start(body.token)),
     ),
     route("POST", /^\/v1\/logout$/, async ({ account, token }) => {
       await account();
-      await service.endSession(token);
+      await service.sessions.end(token);
       return [200, { signedOut: true }, { "set-cookie": clearedCookies(dashboard.secure) }];
     }),
     route("GET", /^\/v1\/networks$/, () => [200, dashboard.catalog]),
@@ -95,35 +97,35 @@ export function createAccountsApi(
     route("POST", /^\/v1\/free-tests$/, async ({ body, account, ip }) => [
       201,
       {
-        key: await service.requestFreeTest(await account(), body.network, ip),
+        key: await service.keys.requestFreeTest(await account(), body.network, ip),
         delivery: "The key was sent to your e-mail",
       },
     ]),
     route("POST", /^\/v1\/orders$/, async ({ body, account }) => [
       201,
       {
-        key: await service.order(await account(), body.network, body.plan),
+        key: await service.keys.order(await account(), body.network, body.plan),
         delivery: "The key was sent to your e-mail",
       },
     ]),
     route("GET", /^\/v1\/keys$/, async ({ account }) => [
       200,
-      { keys: await service.listKeys(await account()) },
+      { keys: await service.keys.list(await account()) },
     ]),
     route("POST", /^\/v1\/keys\/(\d{1,15})\/rotate$/, async ({ account, params }) => [
       201,
       {
-        key: await service.rotate(await account(), params[0]),
+        key: await service.keys.rotate(await account(), params[0]),
         delivery: "The new key was sent to your e-mail",
       },
     ]),
     route("POST", /^\/v1\/keys\/(\d{1,15})\/revoke$/, async ({ account, params }) => [
       200,
-      { key: await service.revoke(await account(), params[0]) },
+      { key: await service.keys.revoke(await account(), params[0]) },
     ]),
     route("GET", /^\/v1\/keys\/(\d{1,15})\/usage$/, async ({ account, params, query }) => [
       200,
-      await service.keyUsage(
+      await service.usage.ofKey(
         await account(),
         params[0],
         query.get("from") ?? undefined,
@@ -132,7 +134,7 @@ export function createAccountsApi(
     ]),
     route("GET", /^\/v1\/usage$/, async ({ account, query }) => [
       200,
-      await service.accountUsage(
+      await service.usage.ofAccount(
         await account(),
         query.get("from") ?? undefined,
         query.get("to") ?? undefined,
@@ -173,7 +175,7 @@ export function createAccountsApi(
         account: async () => {
           // A session carried by the browser's cookie is ambient: a state change must prove it is ours.
           if (bearer === undefined && req.method === "POST") checkCsrf(req, cookies);
-          return service.authenticate(token);
+          return service.sessions.authenticate(token);
         },
         session: ({ account, session }) =>
           fromDashboard(req)

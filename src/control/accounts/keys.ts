@@ -1,0 +1,194 @@
+import type { RateSpec } from "../../config/types.js";
+import { GatewayError } from "../../errors/table.js";
+import { keyHash } from "../../keys/digest.js";
+import { newApiKey } from "../../keys/issue.js";
+import type { Plan } from "../../keys/types.js";
+import type { Endpoint } from "../../registry/types.js";
+import { type GatewayOrigin, keyEndpoints } from "../endpoint-urls.js";
+import type { ServiceContext } from "./context.js";
+import { type KeyOccasion, keyEmail } from "./emails.js";
+import { networkOf, ownKey } from "./input.js";
+import { type KeyView, keyStatus, keyView } from "./key-view.js";
+import type { RequestLimits } from "./request-limits.js";
+import type { Account, KeyRecord, NewKey } from "./types.js";
+
+export interface IssueOptions {
+  readonly networks: readonly string[] | "*";
+  readonly plan: Plan;
+  readonly archive?: boolean;
+  readonly expiresAt?: number;
+  /** The key's own rate; the proxies' `defaultRate` without one. */
+  readonly rate?: RateSpec;
+}
+
+const PREFIX_LENGTH = 10;
+
+/**
+ * API keys. A customer's key is issued on an order or a free test and sent by e-mail, never shown in an
+ * answer; rotation keeps the old key working for a grace period. The operator's `issue`, `rotateAny` and
+ * `revokeAny` act on any account's keys and return a new key for the caller to show once.
+ */
+export class Keys {
+  readonly #context: ServiceContext;
+  readonly #limits: RequestLimits;
+  readonly #networks: ReadonlySet<string>;
+  readonly #origin: GatewayOrigin;
+  readonly #endpoints: ReadonlyMap<string, Endpoint>;
+
+  constructor(
+    context: ServiceContext,
+    limits: RequestLimits,
+    /** The registry's networks, where callers reach the gateway and its labels: the URLs a key e-mail lists. */
+    registry: {
+      networks: ReadonlySet<string>;
+      origin: GatewayOrigin;
+      endpoints: ReadonlyMap<string, Endpoint>;
+    },
+  ) {
+    this.#context = context;
+    this.#limits = limits;
+    this.#networks = registry.networks;
+    this.#origin = registry.origin;
+    this.#endpoints = registry.endpoints;
+  }
+
+  /** A free test: one per network, at most `maxPerEmail` per account, ending after `days`. */
+  async requestFreeTest(account: Account, networkInput: unknown, ip: string): Promise<KeyView> {
+    const { store, config } = this.#context;
+    const network = networkOf(networkInput, this.#networks);
+    this.#limits.take(`free-test-ip:${ip}`, config.signupRatePerIp);
+    const now = this.#context.now();
+    const tests = (await store.keys(account.id)).filter((k) => k.plan === "free-test");
+    if (
+      account.freeTestsUsed >= config.freeTest.maxPerEmail ||
+      tests.some((k) => k.networks !== "*" && k.networks.includes(network))
+    ) {
+      throw new GatewayError("FREE_TEST_LIMIT", { maxPerEmail: config.freeTest.maxPerEmail });
+    }
+    await store.countFreeTest(account.id);
+    const expiresAt = now + config.freeTest.days * 86_400_000;
+    const { record, key } = await this.#issue(
+      account.id,
+      { networks: [network], plan: "free-test", archive: false, expiresAt },
+      config.freeTest.rate,
+    );
+    await this.#mailKey(account, key, record, { kind: "free-test", network });
+    return this.#view(record);
+  }
+
+  /** Ordering a node issues a key for that network on the chosen plan. */
+  async order(account: Account, networkInput: unknown, planInput: unknown): Promise<KeyView> {
+    const network = networkOf(networkInput, this.#networks);
+    const plan = planInput ?? "shared";
+    if (plan !== "shared" && plan !== "dedicated")
+      throw new GatewayError("INVALID_FIELD", { field: "plan", allowed: ["shared", "dedicated"] });
+    const { record, key } = await this.#issue(account.id, { networks: [network], plan, archive: true });
+    await this.#mailKey(account, key, record, { kind: "order", plan, network });
+    return this.#view(record);
+  }
+
+  async list(account: Account): Promise<KeyView[]> {
+    return (await this.#context.store.keys(account.id)).map((k) => this.#view(k));
+  }
+
+  /** A new key with the same scopes, e-mailed; the old one keeps working for the grace period. */
+  async rotate(account: Account, keyId: unknown): Promise<KeyView> {
+    const { record, key, old, graceEnds } = await this.#replace(account, keyId);
+    await this.#mailKey(account, key, record, { kind: "rotation", oldPrefix: old.prefix, graceEnds });
+    return this.#view(record);
+  }
+
+  async revoke(account: Account, keyId: unknown): Promise<KeyView> {
+    const { store } = this.#context;
+    const key = await ownKey(store, account, keyId);
+    if (key.status !== "revoked") {
+      await store.revokeKey(key.id, this.#context.now());
+      await this.#context.onChange();
+    }
+    return this.#view((await store.key(key.id)) as KeyRecord);
+  }
+
+  /** Operator: issues a key and returns it; the caller shows it once. */
+  async issue(accountId: number, options: IssueOptions): Promise<{ key: string; view: KeyView }> {
+    const account = await this.#context.store.account(accountId);
+    if (account === undefined) throw new GatewayError("INVALID_FIELD", { field: "account" });
+    if (options.networks !== "*") for (const n of options.networks) networkOf(n, this.#networks);
+    const { record, key } = await this.#issue(accountId, options, options.rate);
+    return { key, view: this.#view(record) };
+  }
+
+  /** Operator: rotates any account's key and returns the new one for the caller to show once. */
+  async rotateAny(keyId: number): Promise<{ key: string; view: KeyView }> {
+    const { record, key } = await this.#replace(await this.#owner(keyId), keyId);
+    return { key, view: this.#view(record) };
+  }
+
+  /** Operator: revokes any account's key. */
+  async revokeAny(keyId: number): Promise<KeyView> {
+    return await this.revoke(await this.#owner(keyId), keyId);
+  }
+
+  /** The account a key belongs to, for the operator, who names keys by id alone. */
+  async #owner(keyId: number): Promise<Account> {
+    const record = await this.#context.store.key(keyId);
+    const account = record && (await this.#context.store.account(record.accountId));
+    if (account === undefined) throw new GatewayError("KEY_NOT_FOUND");
+    return account;
+  }
+
+  /** Issues a successor with the old key's scopes, and limits the old key to the grace period. */
+  async #replace(
+    account: Account,
+    keyId: unknown,
+  ): Promise<{ record: KeyRecord; key: string; old: KeyRecord; graceEnds: number }> {
+    const { store, config } = this.#context;
+    const old = await ownKey(store, account, keyId);
+    if (keyStatus(old, this.#context.now()) !== "active")
+      throw new GatewayError("KEY_NOT_FOUND", { reason: "the key is no longer active" });
+    const { record, key } = await this.#issue(
+      account.id,
+      {
+        networks: old.networks,
+        plan: old.plan,
+        archive: old.archive,
+        ...(old.expiresAt === undefined ? {} : { expiresAt: old.expiresAt }),
+      },
+      old.rate,
+    );
+    const graceEnds = this.#context.now() + config.rotationGraceSeconds * 1000;
+    await store.retireKey(old.id, graceEnds, record.id);
+    await this.#context.onChange();
+    return { record, key, old, graceEnds };
+  }
+
+  /** Stores a new key's hash and prefix; the key itself goes only to the caller (an answer or an e-mail). */
+  async #issue(
+    accountId: number,
+    options: IssueOptions,
+    rate?: KeyRecord["rate"],
+  ): Promise<{ record: KeyRecord; key: string }> {
+    const key = newApiKey();
+    const spec: NewKey = {
+      accountId,
+      keyHash: keyHash(key),
+      prefix: key.slice(0, PREFIX_LENGTH),
+      plan: options.plan,
+      networks: options.networks,
+      archive: options.archive ?? true,
+      ...(rate === undefined ? {} : { rate }),
+      ...(options.expiresAt === undefined ? {} : { expiresAt: options.expiresAt }),
+    };
+    const record = await this.#context.store.insertKey(spec, this.#context.now());
+    await this.#context.onChange();
+    return { record, key };
+  }
+
+  async #mailKey(account: Account, key: string, record: KeyRecord, occasion: KeyOccasion): Promise<void> {
+    const endpoints = keyEndpoints(this.#origin, this.#endpoints, record, key);
+    await this.#context.mail(account.email, keyEmail(occasion, key, record, endpoints));
+  }
+
+  #view(key: KeyRecord): KeyView {
+    return keyView(key, this.#context.now());
+  }
+}
