@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # The Debian packages some suites use beside npm's, installed once per machine, as root:
-#   sudo bash scripts/system-packages.sh
+#   bash scripts/system-packages.sh        (or sudo bash … when not root)
 # - python3-prometheus-client: Prometheus' own parser, which reads the gateway's /metrics text back
 #   (test/support/prometheus-text.ts);
 # - chromium: the dashboard's browser suite drives Debian's Chromium, never a browser a tool downloads
@@ -21,7 +21,7 @@ done
 [ "${#missing[@]}" -eq 0 ] && exit 0
 
 if [ "$(id -u)" -ne 0 ]; then
-  echo "system-packages: missing ${missing[*]}; run as root: sudo bash scripts/system-packages.sh" >&2
+  echo "system-packages: missing ${missing[*]}; run it as root (sudo bash scripts/system-packages.sh)" >&2
   exit 1
 fi
 echo "system-packages: installing ${missing[*]}" >&2

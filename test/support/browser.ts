@@ -16,7 +16,7 @@ export function needChromium(): { skip: boolean; reason: string } {
       : [
           {
             suites: "browser",
-            reason: `${CHROMIUM} is missing (sudo bash scripts/system-packages.sh installs it)`,
+            reason: `${CHROMIUM} is missing (bash scripts/system-packages.sh, as root, installs it)`,
           },
         ],
   );

@@ -47,7 +47,7 @@ function prometheusParserProblem(): string | undefined {
       parserProblem = null;
     } catch (error) {
       const missing = (error as NodeJS.ErrnoException).code === "ENOENT";
-      parserProblem = `${missing ? `${PYTHON} is missing` : `${PYTHON} cannot import prometheus_client`}; install it once with \`sudo bash scripts/system-packages.sh\` (Debian's python3-prometheus-client)`;
+      parserProblem = `${missing ? `${PYTHON} is missing` : `${PYTHON} cannot import prometheus_client`}; install it once, as root, with \`bash scripts/system-packages.sh\` (Debian's python3-prometheus-client)`;
     }
   }
   return parserProblem ?? undefined;

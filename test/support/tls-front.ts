@@ -28,7 +28,7 @@ export function needOpenssl(): { skip: boolean; reason: string } {
       : [
           {
             suites: "TLS",
-            reason: "openssl is not on the PATH (sudo bash scripts/system-packages.sh installs it)",
+            reason: "openssl is not on the PATH (bash scripts/system-packages.sh, as root, installs it)",
           },
         ],
   );
