@@ -63,10 +63,17 @@ describe.skipIf(binaries.skip)("three proxies and a control plane on PostgreSQL 
     );
 
   beforeAll(async () => {
-    [postgres, redis, node] = await Promise.all([
-      startOwnPostgres(),
-      startOwnRedis(),
-      startLoopbackNode(jsonRpcResponder({ eth_blockNumber: "0x2a" })),
+    // each kept as soon as it runs, so that afterAll stops it (by its PID) when another failed to start
+    await Promise.all([
+      startOwnPostgres().then((started) => {
+        postgres = started;
+      }),
+      startOwnRedis().then((started) => {
+        redis = started;
+      }),
+      startLoopbackNode(jsonRpcResponder({ eth_blockNumber: "0x2a" })).then((started) => {
+        node = started;
+      }),
     ]);
     dir = mkdtempSync(join(tmpdir(), "fleet-"));
     control = await createControlPlane({
@@ -84,7 +91,7 @@ describe.skipIf(binaries.skip)("three proxies and a control plane on PostgreSQL 
     controlOrigin = `http://127.0.0.1:${(control.api.address() as { port: number }).port}`;
     accountId = (await control.service.createAccount("fleet@example.com")).id;
     const config = writeFleetConfig(dir, { database: postgres.url, redis: redis.url, upstream: node.url });
-    proxies.push(...(await Promise.all([0, 1, 2].map(() => startFleetProxy(config)))));
+    await Promise.all([0, 1, 2].map(async () => proxies.push(await startFleetProxy(config))));
   }, 60_000);
   afterAll(async () => {
     await Promise.all(proxies.map(stopFleetProxy));
