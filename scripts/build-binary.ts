@@ -85,8 +85,29 @@ export async function buildBinary(out = "dist/node-gateway"): Promise<string> {
   copyFileSync(process.execPath, binary);
   chmodSync(binary, 0o755);
   stripSymbols(binary);
-  await inject(binary, "NODE_SEA_BLOB", readFileSync(join(work, "gateway.blob")), { sentinelFuse: SEA_FUSE });
+  const blob = readFileSync(join(work, "gateway.blob"));
+  await quietly(() => inject(binary, "NODE_SEA_BLOB", blob, { sentinelFuse: SEA_FUSE }));
   return binary;
+}
+
+/**
+ * Runs `task` with console.warn held back, and prints what it said only if it fails. postject's ELF library
+ * (LIEF, compiled to WebAssembly, which writes its stderr through console.warn) warns once per note section
+ * it cannot name in a stripped node, `Can't find string offset for section name '.note.100'`, 44 times a
+ * build; the binary is sound all the same (test/binary/ runs it).
+ */
+async function quietly<T>(task: () => Promise<T>): Promise<T> {
+  const warn = console.warn;
+  const held: unknown[][] = [];
+  console.warn = (...args: unknown[]) => void held.push(args);
+  try {
+    return await task();
+  } catch (error) {
+    for (const args of held) warn(...args);
+    throw error;
+  } finally {
+    console.warn = warn;
+  }
 }
 
 /**

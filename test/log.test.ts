@@ -1,5 +1,5 @@
 import { spawn } from "node:child_process";
-import { closeSync, mkdtempSync, openSync, readFileSync } from "node:fs";
+import { closeSync, mkdtempSync, openSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
@@ -16,14 +16,19 @@ function lines(
 
 /** Runs a script with stderr on a file, as in production logging to disk: stderr is synchronous there, so what is lost is ours. */
 async function stderrOf(script: string): Promise<string> {
-  const file = join(mkdtempSync(join(tmpdir(), "log-")), "stderr.log");
-  const fd = openSync(file, "w");
-  const child = spawn(process.execPath, ["--import", "tsx", "--input-type=module", "-e", script], {
-    stdio: ["ignore", "ignore", fd],
-  });
-  expect(await new Promise((resolve) => child.once("exit", resolve))).toBe(0);
-  closeSync(fd);
-  return readFileSync(file, "utf8");
+  const dir = mkdtempSync(join(tmpdir(), "log-"));
+  try {
+    const file = join(dir, "stderr.log");
+    const fd = openSync(file, "w");
+    const child = spawn(process.execPath, ["--import", "tsx", "--input-type=module", "-e", script], {
+      stdio: ["ignore", "ignore", fd],
+    });
+    expect(await new Promise((resolve) => child.once("exit", resolve))).toBe(0);
+    closeSync(fd);
+    return readFileSync(file, "utf8");
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
 }
 
 /** The child's stderr through a pipe the test reads only after `lateMs`, so the child finds it full. */

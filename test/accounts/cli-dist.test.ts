@@ -1,8 +1,8 @@
 import { execFile } from "node:child_process";
-import { mkdtempSync } from "node:fs";
+import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { beforeAll, describe, expect, it } from "vitest";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { buildBundles } from "../../scripts/build.js";
 import { freePort } from "../../src/dev/free-port.js";
 import { ROOT } from "../registry/helpers.js";
@@ -11,7 +11,9 @@ import { ROOT } from "../registry/helpers.js";
 // failure is one line, `error <CODE>: <message>`, with the exit status its --help documents.
 
 const OUT = join(ROOT, "node_modules/.cache/admin-dist-test");
-const database = join(mkdtempSync(join(tmpdir(), "admin-dist-")), "gateway.sqlite");
+const scratch = mkdtempSync(join(tmpdir(), "admin-dist-"));
+const database = join(scratch, "gateway.sqlite");
+afterAll(() => rmSync(scratch, { recursive: true, force: true }));
 
 beforeAll(async () => {
   await buildBundles(OUT);

@@ -1,11 +1,13 @@
 import { execFile } from "node:child_process";
-import { mkdtempSync } from "node:fs";
+import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { describe, expect, it } from "vitest";
+import { afterAll, describe, expect, it } from "vitest";
 import { ROOT } from "../registry/helpers.js";
 
-const database = join(mkdtempSync(join(tmpdir(), "admin-cli-")), "gateway.sqlite");
+const scratch = mkdtempSync(join(tmpdir(), "admin-cli-"));
+const database = join(scratch, "gateway.sqlite");
+afterAll(() => rmSync(scratch, { recursive: true, force: true }));
 
 function admin(...args: string[]): Promise<{ code: number; out: string; err: string }> {
   return new Promise((resolve) => {

@@ -1,4 +1,4 @@
-import { mkdtempSync, readdirSync, readFileSync } from "node:fs";
+import { mkdtempSync, readdirSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import pg from "pg";
@@ -51,7 +51,7 @@ export type ApiAnswer = { status: number; json: any };
 
 /**
  * A control plane (account store, service and self-service API) on a fresh store, and the proxy's key
- * cache following that store, with a movable clock.
+ * cache following that store, with a movable clock. `close()` removes its folder (`dir`) and database.
  */
 export async function startAccounts(
   overrides: Partial<AccountsConfig> = {},
@@ -102,6 +102,7 @@ export async function startAccounts(
       await keys.close();
       await control.close();
       await postgres?.drop();
+      rmSync(dir, { recursive: true, force: true });
     },
   };
   await new Promise<void>((resolve) => accounts.api.listen(0, "127.0.0.1", resolve));
@@ -138,9 +139,11 @@ export async function startAccounts(
       const client = new pg.Client(database);
       await client.connect();
       try {
-        const tables = ["accounts", "tokens", "api_keys", "usage", "revision"];
-        const rows = await Promise.all(tables.map((t) => client.query(`SELECT * FROM ${t}`)));
-        return JSON.stringify(rows.map((r) => r.rows));
+        // one query at a time: pg deprecates a second query on a client still running one
+        const rows: unknown[][] = [];
+        for (const table of ["accounts", "tokens", "api_keys", "usage", "revision"])
+          rows.push((await client.query(`SELECT * FROM ${table}`)).rows);
+        return JSON.stringify(rows);
       } finally {
         await client.end();
       }

@@ -1,4 +1,4 @@
-import { type ChildProcess, execFile } from "node:child_process";
+import { execFile } from "node:child_process";
 import { statSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { promisify } from "node:util";
@@ -14,6 +14,7 @@ import {
   binaryInEmptyFolder,
   type RunningBinary,
   startBinary,
+  stopBinary,
 } from "../support/binary.js";
 import { eventually } from "../support/eventually.js";
 import { jsonRpcResponder, type LoopbackNode, startLoopbackNode } from "../support/loopback-node.js";
@@ -33,12 +34,14 @@ beforeAll(async () => {
   folder = await binaryInEmptyFolder();
   ({ dir, bin, binary, env } = folder);
 }, 120_000);
+// after every describe's own afterAll, which stops what it started from the folder
+afterAll(() => folder?.remove());
 
 describe("dist/node-gateway, alone in an empty folder", () => {
   let node: LoopbackNode;
   let accountKey = "";
   let config = "";
-  let proxy: ChildProcess | undefined;
+  let proxy: RunningBinary | undefined;
 
   beforeAll(async () => {
     node = await startLoopbackNode(jsonRpcResponder({ eth_blockNumber: "0x2a" }));
@@ -77,7 +80,7 @@ describe("dist/node-gateway, alone in an empty folder", () => {
     );
   });
   afterAll(async () => {
-    proxy?.kill("SIGKILL");
+    await stopBinary(proxy);
     await node?.close();
   });
 
@@ -91,7 +94,7 @@ describe("dist/node-gateway, alone in an empty folder", () => {
 
   it("serves a call with a key from the embedded SQLite store and with a static key", async () => {
     const started = await startBinary(folder, ["--config", config]);
-    proxy = started.child;
+    proxy = started;
     for (const key of [accountKey, STATIC_KEY]) {
       const answer = await request(`http://127.0.0.1:${started.port}/${key}/`, {
         method: "POST",
@@ -166,7 +169,7 @@ describe("dist/node-gateway with no config: the embedded default's first run", (
     node = await startLoopbackNode(jsonRpcResponder({ eth_blockNumber: "0x2a" }));
   });
   afterAll(async () => {
-    proxy?.child.kill("SIGKILL");
+    await stopBinary(proxy);
     await node?.close();
   });
 

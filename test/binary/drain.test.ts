@@ -6,8 +6,10 @@ import {
   binaryInEmptyFolder,
   type RunningBinary,
   startBinary,
+  stopBinary,
   writeDeployment,
 } from "../support/binary.js";
+import { eventually } from "../support/eventually.js";
 import { type LoopbackNode, startLoopbackNode } from "../support/loopback-node.js";
 import { evmNode, type LoopbackWsNode, startLoopbackWsNode } from "../support/loopback-ws-node.js";
 import { resolveTestHosts } from "../support/test-hosts.js";
@@ -43,8 +45,9 @@ describe("SIGTERM drains", () => {
   }, 120_000);
   afterAll(async () => {
     restore?.();
-    gateway?.child.kill("SIGKILL");
+    await stopBinary(gateway);
     await Promise.all([slow?.close(), ws?.close()]);
+    folder?.remove();
   });
 
   it("finishes every call in flight, closes WebSockets with 1001, and exits 0", async () => {
@@ -61,7 +64,8 @@ describe("SIGTERM drains", () => {
         body: (await r.body.json()) as { id: number; result: string },
       })),
     );
-    await new Promise((resolve) => setTimeout(resolve, 200));
+    // every call is at the node, which holds each for 600 ms: all ten in flight when the signal arrives
+    await eventually(() => slow.requests.length === 10, 5_000, "the ten calls at the node");
     gateway.child.kill("SIGTERM");
     const answers = await Promise.all(calls);
     expect(answers.map((a) => a.status)).toEqual(Array(10).fill(200));

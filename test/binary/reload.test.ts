@@ -6,6 +6,7 @@ import {
   binaryInEmptyFolder,
   type RunningBinary,
   startBinary,
+  stopBinary,
   writeDeployment,
 } from "../support/binary.js";
 import { eventually } from "../support/eventually.js";
@@ -15,7 +16,6 @@ import { jsonRpcResponder, type LoopbackNode, startLoopbackNode } from "../suppo
 // a broken file changes nothing.
 
 const KEY = "FNreload0000000000000000000000001";
-const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
 describe.each([1, 2])("SIGHUP reloads the deployment config (%i worker process(es))", (workers) => {
   let folder: BinaryFolder;
@@ -36,8 +36,9 @@ describe.each([1, 2])("SIGHUP reloads the deployment config (%i worker process(e
     gateway = await startBinary(folder, ["--config", config]);
   }, 120_000);
   afterAll(async () => {
-    gateway?.child.kill("SIGKILL");
+    await stopBinary(gateway);
     await Promise.all([a?.close(), b?.close(), agent.close()]);
+    folder?.remove();
   });
 
   it("moves eth to a new upstream without one failed call, and a broken file changes nothing", async () => {
@@ -65,7 +66,10 @@ describe.each([1, 2])("SIGHUP reloads the deployment config (%i worker process(e
         while (streaming) await call();
       }),
     );
-    await sleep(300);
+    /** Waits until `count` calls begun after `since` have been answered. */
+    const answered = (count: number, since: number, what: string) =>
+      eventually(() => calls.filter((c) => c.started > since).length >= count, 5_000, what);
+    await answered(40, 0, "forty calls answered before the reload");
     write(b.url);
     const reloaded = performance.now();
     gateway.child.kill("SIGHUP");
@@ -74,7 +78,8 @@ describe.each([1, 2])("SIGHUP reloads the deployment config (%i worker process(e
       3_000,
       "reloaded",
     );
-    await sleep(300);
+    await answered(60, reloaded + 50, "sixty calls begun after the reload answered");
+    const refused = performance.now();
     write(b.url, "limits: { maxBatch: many }");
     gateway.child.kill("SIGHUP");
     await eventually(
@@ -82,7 +87,7 @@ describe.each([1, 2])("SIGHUP reloads the deployment config (%i worker process(e
       3_000,
       "the broken file refused",
     );
-    await sleep(300);
+    await answered(40, refused + 50, "forty calls begun after the refused reload answered");
     streaming = false;
     await stream;
 

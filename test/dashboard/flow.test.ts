@@ -162,7 +162,10 @@ describe.skipIf(chromium.skip)("the dashboard, in Chromium", () => {
 
   it("shows the call in the usage chart", async () => {
     const id = await page.evaluate<string>('location.hash.split("/")[2]');
-    await new Promise((resolve) => setTimeout(resolve, 500)); // the proxy's flush interval is 200 ms
+    // the proxy adds its counts to the store once per flush interval (200 ms here): ask the API the page
+    // reads, with the page's own session, until the call is there
+    const calls = `fetch("/v1/keys/${id}/usage").then((r) => r.json()).then((usage) => usage.total.calls)`;
+    await expect.poll(() => page.evaluate<number>(calls), { timeout: 5_000 }).toBe(1);
     await page.goto(`${fx.origin}/#/keys/${id}/usage`);
     await expect.poll(() => page.locator("#usage tbody tr").count()).toBe(1);
     expect(await page.locator("#usage tbody tr td").allTextContents()).toEqual([

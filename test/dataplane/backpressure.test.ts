@@ -82,9 +82,11 @@ describe("an answer larger than a slow client reads", () => {
   it("pauses the node while the client does not read, then delivers every byte", async () => {
     const { node, gw } = pair;
     const socket = pausedCall(gw);
-    // Wait until the node has written all it can: its count stops moving.
+    // Wait until the node has written all it can: its count stops moving for a quarter second.
     let last = -1;
+    const deadline = Date.now() + 10_000;
     while (node.written !== last) {
+      if (Date.now() > deadline) throw new Error(`the node still writing after 10 s: ${node.written} bytes`);
       last = node.written;
       await sleep(250);
     }

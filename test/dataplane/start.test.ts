@@ -1,10 +1,11 @@
 import { type ChildProcess, execFile, execFileSync, spawn } from "node:child_process";
-import { mkdtempSync } from "node:fs";
+import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { freePort } from "../../src/dev/free-port.js";
 import { ROOT } from "../registry/helpers.js";
+import { killChild } from "../support/child-process.js";
 import { parseExposition } from "../support/prometheus-text.js";
 
 // `npm start` on the embedded defaults: it must issue a key, start anvil behind eth and eth-archive, and
@@ -18,8 +19,9 @@ describe("the embedded default deployment", () => {
   beforeAll(() => {
     execFileSync(process.execPath, ["--import", "tsx", "scripts/build.ts"], { cwd: ROOT });
   });
-  afterAll(() => {
-    child?.kill("SIGKILL");
+  afterAll(async () => {
+    await killChild(child);
+    rmSync(data, { recursive: true, force: true });
   });
 
   it.each([

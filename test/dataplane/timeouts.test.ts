@@ -1,9 +1,9 @@
 import { createServer as createHttpServer, type Server } from "node:http";
 import { type AddressInfo, createServer as createTcpServer, type Socket } from "node:net";
-import { setTimeout as sleep } from "node:timers/promises";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { DEFAULT_LIMITS } from "../../src/config/defaults.js";
 import { freePort } from "../support/anvil.js";
+import { eventually } from "../support/eventually.js";
 import { DOMAIN, KEYS, type RunningGateway, rpcBody, startGateway } from "../support/gateway.js";
 import { jsonRpcResponder, type LoopbackNode, startLoopbackNode } from "../support/loopback-node.js";
 import { openRaw, type RawConnection, rawRequest } from "../support/raw-http.js";
@@ -19,7 +19,7 @@ const HEAD = (label: string, length: number) =>
   `POST /${K}/ HTTP/1.1\r\nHost: ${label}.${DOMAIN}\r\nContent-Type: application/json\r\nContent-Length: ${length}\r\n\r\n`;
 
 /** Writes `text` one byte every `everyMs` until done or the connection closes; returns bytes written. */
-function trickle(conn: RawConnection, text: string, everyMs: number): { stop(): number } {
+function trickle(conn: RawConnection, text: string, everyMs: number): { sent(): number; stop(): number } {
   let sent = 0;
   const timer = setInterval(() => {
     if (sent >= text.length || conn.isClosed()) return;
@@ -28,11 +28,21 @@ function trickle(conn: RawConnection, text: string, everyMs: number): { stop(): 
   }, everyMs);
   void conn.closed.then(() => clearInterval(timer));
   return {
+    sent: () => sent,
     stop() {
       clearInterval(timer);
       return sent;
     },
   };
+}
+
+/** Resolves once the gateway has read the head of its next request (node:http's `request` event). */
+function nextRequest(gw: RunningGateway): Promise<void> {
+  return within(
+    new Promise<void>((resolve) => gw.gateway.server.once("request", () => resolve())),
+    5000,
+    "the gateway reading the request's head",
+  );
 }
 
 /** Settles with the promise's value, or rejects after `ms` (a guard, not an assertion on timing). */
@@ -48,11 +58,7 @@ async function within<T>(promise: Promise<T>, ms: number, what: string): Promise
 async function logsSince(gw: RunningGateway, before: number, count: number, what: string) {
   const lines = () => gw.logs.slice(before);
   const access = () => lines().filter((line) => line.includes('"msg":"request"'));
-  await within(
-    waitFor(() => access().length >= count),
-    5000,
-    what,
-  );
+  await eventually(() => access().length >= count, 5000, what);
   return { lines, access };
 }
 
@@ -77,6 +83,7 @@ describe("slow clients (small server limits)", () => {
     const logsBefore = gw.logs.length;
     const conn = await openRaw(gw.port);
     const started = performance.now();
+    const headRead = nextRequest(gw);
     await conn.write(HEAD("eth", BLOCK_NUMBER.length));
     const slow = trickle(conn, BLOCK_NUMBER, 200); // would take ~12 s to finish
     let slowSettled = false;
@@ -84,7 +91,9 @@ describe("slow clients (small server limits)", () => {
       slowSettled = true;
     });
 
-    await sleep(300);
+    // the slow request is in the gateway, its body coming a byte at a time
+    await headRead;
+    await eventually(() => slow.sent() >= 1, 5000, "the body's first byte sent");
     const normal = await gw.call("eth", `/${K}/`, { body: rpcBody("eth_blockNumber", [], 2) });
     expect(normal.status).toBe(200);
     expect(normal.text).toBe('{"jsonrpc":"2.0","id":2,"result":"0x2a"}');
@@ -101,7 +110,6 @@ describe("slow clients (small server limits)", () => {
     expect(node.requests[0]?.body).toBe(rpcBody("eth_blockNumber", [], 2));
     // Let the slow request's handler finish (its access-log line) before the next test reads the logs.
     await logsSince(gw, logsBefore, 2, "the slow request's access-log line");
-    await sleep(50);
   });
 
   it("a request that timed out mid-body is logged as the client's failure, not as a gateway error", async () => {
@@ -110,8 +118,10 @@ describe("slow clients (small server limits)", () => {
     await conn.write(`${HEAD("eth", BLOCK_NUMBER.length)}{`);
     const response = await within(conn.response, 8000, "the 408");
     expect(response?.status).toBe(408);
-    const { lines, access } = await logsSince(gw, logsBefore, 1, "the timed-out request's access-log line");
-    await sleep(50);
+    await logsSince(gw, logsBefore, 1, "the timed-out request's access-log line");
+    // and a normal call's after it: what the timed-out request's handling logged is in by then
+    expect((await gw.call("eth", `/${K}/`, { body: BLOCK_NUMBER })).status).toBe(200);
+    const { lines, access } = await logsSince(gw, logsBefore, 2, "the next call's access-log line");
     // docs/errors.md: INTERNAL and an "unhandled" error line are for gateway bugs; a client that went away
     // or timed out is not one, and its access-log line must not record a success.
     expect.soft(lines().filter((line) => line.includes('"level":"error"'))).toEqual([]);
@@ -122,8 +132,9 @@ describe("slow clients (small server limits)", () => {
     node.requests.length = 0;
     const logsBefore = gw.logs.length;
     const conn = await openRaw(gw.port);
+    const headRead = nextRequest(gw);
     await conn.write(`${HEAD("eth", BLOCK_NUMBER.length)}${BLOCK_NUMBER.slice(0, 10)}`);
-    await sleep(50);
+    await headRead; // the gateway is reading the body
     conn.close();
     const { lines, access } = await logsSince(
       gw,
@@ -146,7 +157,7 @@ describe("slow clients (small server limits)", () => {
     await conn.write(`POST /${K}/ HTTP/1.1\r\nHost: eth.${DOMAIN}\r\n`);
     const slow = trickle(conn, `X-Slow: ${"a".repeat(200)}\r\n`, 200);
 
-    await sleep(300);
+    await eventually(() => slow.sent() >= 1, 5000, "the headers trickling");
     const normal = await gw.call("eth", `/${K}/`, { body: BLOCK_NUMBER });
     expect(normal.status).toBe(200);
     expect(conn.isClosed()).toBe(false);
@@ -217,11 +228,7 @@ describe("bad upstreams", () => {
       hungSettled = true;
     });
     // Wait until the hung node holds all three requests, then use another network meanwhile.
-    await within(
-      waitFor(() => hung.received >= 3),
-      5000,
-      "the hung node receiving the calls",
-    );
+    await eventually(() => hung.received >= 3, 5000, "the hung node receiving the calls");
     expect(hungSettled).toBe(false);
     const others = await Promise.all(
       [1, 2, 3, 4, 5].map((id) => gw.call("bsc", `/${K}/`, { body: rpcBody("eth_blockNumber", [], id) })),
@@ -275,11 +282,7 @@ describe("bad upstreams", () => {
     expect(response?.text.length ?? 0).toBeLessThan(2 * MAX_RESPONSE);
     // The gateway cut the client, so the access log names the upstream's fault, not a client that left.
     const access = () => gw.logs.slice(logsBefore).find((line) => line.includes('"label":"zil"'));
-    await within(
-      waitFor(() => access() !== undefined),
-      5000,
-      "the cut request's access-log line",
-    );
+    await eventually(() => access() !== undefined, 5000, "the cut request's access-log line");
     expect(access()).toContain('"error":"UPSTREAM_RESPONSE_TOO_LARGE"');
   });
 
@@ -340,8 +343,4 @@ function closeHttp(server: Server | undefined): Promise<void> {
     server.close(() => resolve());
     server.closeAllConnections();
   });
-}
-
-async function waitFor(condition: () => boolean): Promise<void> {
-  while (!condition()) await sleep(10);
 }

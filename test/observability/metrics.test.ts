@@ -15,14 +15,22 @@ import {
   startLoopbackNode,
 } from "../support/loopback-node.js";
 import { type LoopbackWsNode, startLoopbackWsNode } from "../support/loopback-ws-node.js";
-import { type Exposition, parseExposition, seriesValue } from "../support/prometheus-text.js";
+import {
+  type Exposition,
+  needPrometheusParser,
+  parseExposition,
+  seriesValue,
+} from "../support/prometheus-text.js";
 
 // GET /metrics after a known mix of calls: every counter moved by exactly what was sent. The text is read
-// with a Prometheus text-format parser, and holds no key, path or address.
+// with Prometheus' own text-format parser (skipped with its reason where it is missing, failed under CI), and
+// holds no key, path or address.
 
 const SLOW_KEY = "FNtestMetricsSlowKey0000000000";
 
-describe("GET /metrics", () => {
+const parser = needPrometheusParser();
+
+describe.skipIf(parser.skip)("GET /metrics", () => {
   let node: LoopbackNode;
   let ws: LoopbackWsNode;
   let proxy: RunningProxy;

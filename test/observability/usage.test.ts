@@ -14,7 +14,8 @@ import { createLogger } from "../../src/log.js";
 import { type RunningProxy, runProxy } from "../../src/proxy/run.js";
 import { type AccountsFixture, STORES, startAccounts } from "../accounts/helpers.js";
 import { ROOT } from "../registry/helpers.js";
-import { listeningPort } from "../support/child-process.js";
+import { killChild, listeningPort } from "../support/child-process.js";
+import { eventually } from "../support/eventually.js";
 import { DOMAIN } from "../support/gateway.js";
 import { jsonRpcResponder, type LoopbackNode, startLoopbackNode } from "../support/loopback-node.js";
 import { keyIn, type SmtpCapture, startSmtp, tokenIn } from "../support/smtp.js";
@@ -81,7 +82,7 @@ describe.each(STORES)("usage per key (%s store)", (store) => {
     key = keyIn(await keyMail);
   });
   afterAll(async () => {
-    for (const child of children) child.kill("SIGKILL");
+    await Promise.all(children.map((child) => killChild(child)));
     await node?.close();
     await fx?.close();
     await smtp?.close();
@@ -139,7 +140,10 @@ describe.each(STORES)("usage per key (%s store)", (store) => {
     const proxy = start();
     const port = await listeningPort(proxy, "gateway listening");
     for (let i = 0; i < 5; i++) expect(await call(port, rpc("eth_blockNumber"))).toBe(200);
-    await new Promise((resolve) => setTimeout(resolve, FLUSH_MS * 2)); // one flush has passed since
+    // a flush while it runs, not only at a graceful stop: the five reach the store, then it is killed
+    const total = async () => JSON.stringify(await totalNow());
+    const flushed = JSON.stringify({ calls: before.calls + 5, errors: before.errors });
+    await eventually(async () => (await total()) === flushed, 10 * FLUSH_MS, "the five calls flushed");
     const killed = new Promise((resolve) => proxy.once("exit", resolve));
     proxy.kill("SIGKILL");
     await killed;

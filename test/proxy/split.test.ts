@@ -1,12 +1,12 @@
 import { type ChildProcess, execFile, spawn } from "node:child_process";
-import { mkdtempSync, writeFileSync } from "node:fs";
+import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join, relative } from "node:path";
 import { request } from "undici";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { buildBundles } from "../../scripts/build.js";
 import { ROOT } from "../registry/helpers.js";
-import { listeningPort } from "../support/child-process.js";
+import { killChild, listeningPort } from "../support/child-process.js";
 import { jsonRpcResponder, type LoopbackNode, startLoopbackNode } from "../support/loopback-node.js";
 
 // The proxy apart from the control plane: its bundle carries nothing of the control plane, and it runs
@@ -68,8 +68,9 @@ describe("the proxy alone, against the store the control plane created", () => {
     );
   });
   afterAll(async () => {
-    for (const child of children) child.kill("SIGKILL");
+    await Promise.all(children.map((child) => killChild(child)));
     await node?.close();
+    rmSync(dir, { recursive: true, force: true });
   });
 
   const env = { ...process.env, GATEWAY_CONFIG: config, GATEWAY_OPERATOR_PORT: "0" };
@@ -160,7 +161,8 @@ describe("the proxy alone on the embedded default (no config)", () => {
         firstKey: `node ${join(OUT, "admin.js")} accounts create --email you@example.com; node ${join(OUT, "admin.js")} keys issue --account 1`,
       });
     } finally {
-      proxy.kill("SIGKILL");
+      await killChild(proxy);
+      rmSync(cwd, { recursive: true, force: true });
     }
   });
 });

@@ -1,5 +1,5 @@
 import { execFile } from "node:child_process";
-import { mkdtempSync, writeFileSync } from "node:fs";
+import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { createServer, type Server } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -42,7 +42,10 @@ beforeAll(async () => {
   await new Promise<void>((resolve) => taken.listen(0, "127.0.0.1", resolve));
   port = (taken.address() as { port: number }).port;
 });
-afterAll(() => new Promise((resolve) => taken.close(resolve)));
+afterAll(async () => {
+  await new Promise((resolve) => taken.close(resolve));
+  rmSync(dir, { recursive: true, force: true });
+});
 
 /** Runs an entry point from source with `env` over its deployment above; its exit code and stderr. */
 function run(entry: string, env: NodeJS.ProcessEnv): Promise<{ code: number; err: string }> {

@@ -1,5 +1,15 @@
 import { execFile } from "node:child_process";
-import { appendFileSync, cpSync, mkdtempSync, realpathSync, rmSync, symlinkSync } from "node:fs";
+import {
+  appendFileSync,
+  cpSync,
+  mkdtempSync,
+  readdirSync,
+  readFileSync,
+  realpathSync,
+  rmSync,
+  symlinkSync,
+  writeFileSync,
+} from "node:fs";
 import { tmpdir } from "node:os";
 import { basename, join } from "node:path";
 import { pathToFileURL } from "node:url";
@@ -10,9 +20,10 @@ import { ROOT, runCodegen } from "./helpers.js";
 
 describe("a network added by YAML alone", () => {
   let endpoints: ReadonlyMap<string, Endpoint>;
+  const out = mkdtempSync(join(tmpdir(), "registry-added-"));
+  afterAll(() => rmSync(out, { recursive: true, force: true }));
 
   beforeAll(async () => {
-    const out = mkdtempSync(join(tmpdir(), "registry-added-"));
     const run = await runCodegen([
       "--registry",
       "test/fixtures/registry/invented-network.yaml",
@@ -104,34 +115,40 @@ const POLYGON = `
       - { label: pol-amoy, environment: amoy, nodeClass: full, chainId: 80002 }
 `;
 
-/** What the copy leaves out: git's files, the installed packages (linked instead), build and run output. */
-const NOT_COPIED = new Set([".git", "node_modules", "dist", ".data", "results"]);
+/** What the copy leaves out: git's files, the installed packages (linked instead), build, run and test output. */
+const NOT_COPIED = new Set([".git", "node_modules", "dist", ".data", "results", "artifacts"]);
 
 /**
- * `npm run check` is codegen:check, typecheck, lint and test. The copy runs the first three whole, and of
- * the tests those that depend on the registry's contents: test/registry (which reads networks.yaml and
- * the generated tables over every label, network and interface) and test/dataplane/conformance.test.ts
- * (every label of the generated table end to end). Every other test names the labels it uses (eth, bsc,
- * trx...), which appending a network leaves as they were, so they pass in the copy as they pass here;
- * running them too would take this test from ~20 s to over a minute. This file is excluded in the copy,
- * which would otherwise run it again inside itself.
+ * The folders `npm run typecheck` covers in the copy: tsconfig.json's `include` less test/ and bench/. Those
+ * two use the generated tables only as values (`new Set(networkCodes)` as a `ReadonlySet<string>`,
+ * `endpointsByLabel` as a `ReadonlyMap<string, Endpoint>`) and never name the generated `NetworkCode` and
+ * `Label` unions (the last test below holds them to that), so a network added to the registry cannot change
+ * their types; they are type-checked by `npm run typecheck` in the repository. Checking them again in the
+ * copy took 17 s of this test's 40, for the SDKs' type declarations.
  */
-const CHECK_IN_COPY: readonly (readonly string[])[] = [
-  ["run", "codegen:check"],
-  ["run", "typecheck"],
-  ["run", "lint"],
-  [
-    "exec",
-    "--",
-    "vitest",
-    "run",
-    "test/registry",
-    "test/dataplane/conformance.test.ts",
-    "--exclude",
-    `test/registry/${basename(import.meta.filename)}`,
-  ],
-];
+const TYPECHECKED_IN_COPY = ["src", "codegen", "generated", "scripts"];
 
+/**
+ * The tests that read networks.yaml or the generated tables over every label, network and interface:
+ * test/registry and test/dataplane/conformance.test.ts (every label of the generated table end to end), less
+ * these. This file, which would run itself again inside itself; codegen-check.test.ts, whose first test is
+ * the codegen:check this test runs in the copy anyway, and whose others edit copies of generated/ or append a
+ * broken network, whatever the registry holds; invalid-registry.test.ts, which edits a fixture registry, not
+ * networks.yaml. Every other test names the labels it uses (eth, bsc, trx...), which appending a network
+ * leaves as they were, so they pass in the copy as they pass here.
+ */
+const NOT_REGISTRY_DEPENDENT = new Set([
+  basename(import.meta.filename),
+  "codegen-check.test.ts",
+  "invalid-registry.test.ts",
+]);
+
+/**
+ * `npm run check` is codegen:check, typecheck, lint and test. In a copy of the repository with Polygon
+ * appended to its registry, this runs its codegen, then each of those, as far as the registry can change its
+ * outcome: codegen:check and lint whole, the typecheck of TYPECHECKED_IN_COPY, and the registry-dependent
+ * tests. Each runs as its npm script does, without npm's own start-up.
+ */
 describe("a network with a named testnet, added to the real registry by YAML alone", () => {
   const dir = mkdtempSync(join(tmpdir(), "registry-add-pol-"));
   afterAll(() => rmSync(dir, { recursive: true, force: true }));
@@ -141,7 +158,9 @@ describe("a network with a named testnet, added to the real registry by YAML alo
     symlinkSync(realpathSync(join(ROOT, "node_modules")), join(dir, "node_modules"), "dir");
     appendFileSync(join(dir, "registry/networks.yaml"), POLYGON);
 
-    await npm(dir, ["run", "codegen"]);
+    const codegen = await runCodegen([], dir);
+    expect(codegen.stderr).toBe("");
+    expect(codegen.code).toBe(0);
     const { endpointsByLabel } = (await import(pathToFileURL(join(dir, "generated/endpoints.ts")).href)) as {
       endpointsByLabel: ReadonlyMap<string, Endpoint>;
     };
@@ -153,20 +172,59 @@ describe("a network with a named testnet, added to the real registry by YAML alo
       chainId: 80002,
       family: "jsonrpc",
     });
-    for (const args of CHECK_IN_COPY) await npm(dir, args);
+
+    const check = await runCodegen(["--check"], dir);
+    expect(check.stderr).toBe("");
+    expect(check.code).toBe(0);
+    await node(dir, ["node_modules/@biomejs/biome/bin/biome", "check", "."]);
+    // (written after the lint, which would read it too)
+    writeFileSync(
+      join(dir, "tsconfig.registry.json"),
+      JSON.stringify({ extends: "./tsconfig.json", include: TYPECHECKED_IN_COPY }),
+    );
+    await node(dir, ["node_modules/typescript/bin/tsc", "-p", "tsconfig.registry.json", "--noEmit"]);
+    const tests = readdirSync(join(dir, "test/registry"))
+      .filter((name) => name.endsWith(".test.ts") && !NOT_REGISTRY_DEPENDENT.has(name))
+      .map((name) => `test/registry/${name}`);
+    expect(tests).toContain("test/registry/conformance.test.ts");
+    await node(dir, [
+      "node_modules/vitest/vitest.mjs",
+      "run",
+      ...tests,
+      "test/dataplane/conformance.test.ts",
+      // the files are few and CPU-bound: one worker, beside the outer run's
+      "--maxWorkers=1",
+    ]);
   }, 240_000);
+
+  it("leaves test/ and bench/ nothing a new network could change the types of", () => {
+    // the generated unions, imported by name or taken from the tables' own types
+    const unions =
+      /import[^;]*\b(NetworkCode|Label)\b[^;]*generated\/endpoints|typeof (networkCodes|endpointsByLabel)\b/;
+    const named: string[] = [];
+    const walk = (folder: string): void => {
+      for (const entry of readdirSync(join(ROOT, folder), { withFileTypes: true })) {
+        const path = join(folder, entry.name);
+        if (entry.isDirectory()) walk(path);
+        else if (path.endsWith(".ts") && unions.test(readFileSync(join(ROOT, path), "utf8")))
+          named.push(path);
+      }
+    };
+    for (const folder of ["test", "bench"]) walk(folder);
+    expect(named).toEqual([]);
+  });
 });
 
-/** Runs npm in the copy, as a maintainer would there; rejects with the command's output when it fails. */
-function npm(cwd: string, args: readonly string[]): Promise<void> {
+/** Runs `node args` in the copy, as its npm script would; rejects with the command's output when it fails. */
+function node(cwd: string, args: readonly string[]): Promise<void> {
   // The outer vitest's variables would tell the inner one it is a worker; drop them.
   const env = Object.fromEntries(Object.entries(process.env).filter(([name]) => !name.startsWith("VITEST")));
   return new Promise((resolve, reject) =>
-    execFile("npm", ["--silent", ...args], { cwd, env, maxBuffer: 64 << 20 }, (error, stdout, stderr) =>
+    execFile(process.execPath, args, { cwd, env, maxBuffer: 64 << 20 }, (error, stdout, stderr) =>
       error
         ? reject(
             new Error(
-              `npm ${args.join(" ")} failed in ${cwd}:\n${stdout.slice(-4000)}\n${stderr.slice(-4000)}`,
+              `${args.slice(0, 2).join(" ")} failed in ${cwd}:\n${stdout.slice(-4000)}\n${stderr.slice(-4000)}`,
             ),
           )
         : resolve(),

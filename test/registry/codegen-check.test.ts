@@ -1,11 +1,22 @@
-import { appendFileSync, cpSync, mkdtempSync, readFileSync, writeFileSync } from "node:fs";
+import { appendFileSync, cpSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { describe, expect, it } from "vitest";
+import { afterEach, describe, expect, it } from "vitest";
 import { parse } from "yaml";
 import { ROOT, runCodegen } from "./helpers.js";
 
 describe("codegen:check", () => {
+  const made: string[] = [];
+  /** A new folder for one test, removed after it. */
+  const scratch = (prefix: string) => {
+    const dir = mkdtempSync(join(tmpdir(), prefix));
+    made.push(dir);
+    return dir;
+  };
+  afterEach(() => {
+    for (const dir of made.splice(0)) rmSync(dir, { recursive: true, force: true });
+  });
+
   it("passes on the committed generated/", async () => {
     const run = await runCodegen(["--check"]);
     expect(run.stderr).toBe("");
@@ -13,7 +24,7 @@ describe("codegen:check", () => {
   });
 
   it("fails after a hand edit to generated/, naming the file and line", async () => {
-    const out = mkdtempSync(join(tmpdir(), "codegen-edited-"));
+    const out = scratch("codegen-edited-");
     cpSync(join(ROOT, "generated"), out, { recursive: true });
     const file = join(out, "endpoints.ts");
     writeFileSync(file, readFileSync(file, "utf8").replace('"eth-archive"', '"eth-archiv"'));
@@ -26,7 +37,7 @@ describe("codegen:check", () => {
   });
 
   it("fails on a file that the registry does not produce", async () => {
-    const out = mkdtempSync(join(tmpdir(), "codegen-extra-"));
+    const out = scratch("codegen-extra-");
     cpSync(join(ROOT, "generated"), out, { recursive: true });
     writeFileSync(join(out, "stray.ts"), "export {};\n");
     const run = await runCodegen(["--check", "--out", out]);
@@ -35,7 +46,7 @@ describe("codegen:check", () => {
   });
 
   it("fails after a bad edit to the registry, pointing at the line", async () => {
-    const dir = mkdtempSync(join(tmpdir(), "codegen-bad-registry-"));
+    const dir = scratch("codegen-bad-registry-");
     const registry = join(dir, "networks.yaml");
     cpSync(join(ROOT, "registry/networks.yaml"), registry);
     appendFileSync(

@@ -9,13 +9,16 @@ export interface CodegenRun {
   readonly stderr: string;
 }
 
-/** Runs the real codegen CLI, as `npm run codegen` does, against any registry and output folder. */
-export function runCodegen(args: readonly string[]): Promise<CodegenRun> {
+/**
+ * Runs the real codegen CLI, as `npm run codegen` does, against any registry and output folder; in `cwd`, a
+ * copy of the repository, it is that copy's own codegen.
+ */
+export function runCodegen(args: readonly string[], cwd = ROOT): Promise<CodegenRun> {
   return new Promise((resolve) => {
     execFile(
       process.execPath,
       ["--import", "tsx", "codegen/main.ts", ...args],
-      { cwd: ROOT, encoding: "utf8" },
+      { cwd, encoding: "utf8" },
       (error, stdout, stderr) => resolve({ code: error ? Number(error.code ?? 1) : 0, stdout, stderr }),
     );
   });

@@ -1,13 +1,14 @@
-import { mkdtempSync, readFileSync, writeFileSync } from "node:fs";
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join, relative } from "node:path";
-import { describe, expect, it } from "vitest";
+import { afterAll, describe, expect, it } from "vitest";
 import { RegistryError } from "../../codegen/load.js";
 import { buildModel } from "../../codegen/model.js";
 import { ROOT } from "./helpers.js";
 
 const BASE = readFileSync(join(ROOT, "test/fixtures/registry/minimal.yaml"), "utf8");
 const dir = mkdtempSync(join(tmpdir(), "registry-invalid-"));
+afterAll(() => rmSync(dir, { recursive: true, force: true }));
 
 interface Defect {
   readonly name: string;

@@ -1,4 +1,4 @@
-import { mkdtempSync } from "node:fs";
+import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { request } from "undici";
@@ -8,6 +8,7 @@ import { DEFAULT_ACCOUNTS } from "../../src/config/defaults.js";
 import type { RateSpec } from "../../src/config/types.js";
 import { type ControlPlane, createControlPlane } from "../../src/control/plane.js";
 import { createLogger } from "../../src/log.js";
+import { eventually } from "../support/eventually.js";
 import { type FleetProxy, startFleetProxy, stopFleetProxy, writeFleetConfig } from "../support/fleet.js";
 import { jsonRpcResponder, type LoopbackNode, startLoopbackNode } from "../support/loopback-node.js";
 import {
@@ -31,6 +32,7 @@ describe.skipIf(binaries.skip)("three proxies and a control plane on PostgreSQL 
   let control: ControlPlane;
   let controlOrigin = "";
   let accountId = 0;
+  let dir = "";
   const proxies: FleetProxy[] = [];
   const issued: string[] = [];
 
@@ -45,14 +47,35 @@ describe.skipIf(binaries.skip)("three proxies and a control plane on PostgreSQL 
   };
   /** Every proxy's status for `key`, at once. */
   const statuses = (key: string) => Promise.all(proxies.map((p) => p.call(key)));
+  /** Waits until every proxy knows `key` (through the store's feed), without spending its rate. */
+  const known = (key: string) =>
+    eventually(
+      async () => (await Promise.all(proxies.map((p) => p.knows(key)))).every(Boolean),
+      2_000,
+      "the key known to the three",
+    );
+  /** Waits until every proxy's gateway_dependency_up for `dependency` is `value`. */
+  const dependency = (name: "account_store" | "shared_limits", value: number, timeoutMs: number) =>
+    eventually(
+      async () => (await Promise.all(proxies.map((p) => p.dependencyUp(name)))).every((v) => v === value),
+      timeoutMs,
+      `${name} ${value === 1 ? "up" : "down"} on the three`,
+    );
 
   beforeAll(async () => {
-    [postgres, redis, node] = await Promise.all([
-      startOwnPostgres(),
-      startOwnRedis(),
-      startLoopbackNode(jsonRpcResponder({ eth_blockNumber: "0x2a" })),
+    // each kept as soon as it runs, so that afterAll stops it (by its PID) when another failed to start
+    await Promise.all([
+      startOwnPostgres().then((started) => {
+        postgres = started;
+      }),
+      startOwnRedis().then((started) => {
+        redis = started;
+      }),
+      startLoopbackNode(jsonRpcResponder({ eth_blockNumber: "0x2a" })).then((started) => {
+        node = started;
+      }),
     ]);
-    const dir = mkdtempSync(join(tmpdir(), "fleet-"));
+    dir = mkdtempSync(join(tmpdir(), "fleet-"));
     control = await createControlPlane({
       config: {
         ...DEFAULT_ACCOUNTS,
@@ -68,12 +91,13 @@ describe.skipIf(binaries.skip)("three proxies and a control plane on PostgreSQL 
     controlOrigin = `http://127.0.0.1:${(control.api.address() as { port: number }).port}`;
     accountId = (await control.service.admin.createAccount("fleet@example.com")).id;
     const config = writeFleetConfig(dir, { database: postgres.url, redis: redis.url, upstream: node.url });
-    proxies.push(...(await Promise.all([0, 1, 2].map(() => startFleetProxy(config)))));
+    await Promise.all([0, 1, 2].map(async () => proxies.push(await startFleetProxy(config))));
   }, 60_000);
   afterAll(async () => {
     await Promise.all(proxies.map(stopFleetProxy));
     await control?.close();
     await Promise.all([postgres?.close(), redis?.close(), node?.close()]);
+    if (dir !== "") rmSync(dir, { recursive: true, force: true });
   });
 
   it("refuses a key revoked through the control plane on all three, within milliseconds", async () => {
@@ -110,7 +134,7 @@ describe.skipIf(binaries.skip)("three proxies and a control plane on PostgreSQL 
   it("holds a key's rate across the three taking its traffic in turn: within ±10% over 10 s", async () => {
     const rate = { perSecond: 50, burst: 10 };
     const { key } = await issue(rate);
-    await sleep(200); // the key reaches the three
+    await known(key);
     const counts = new Map<number, number>();
     const started = performance.now();
     const pending: Promise<void>[] = [];
@@ -148,7 +172,7 @@ describe.skipIf(binaries.skip)("three proxies and a control plane on PostgreSQL 
   it("keeps serving through a Redis restart: no 5xx, limits local meanwhile, shared again after", async () => {
     const rate = { perSecond: 5, burst: 20 };
     const { key } = await issue(rate);
-    await sleep(200);
+    await known(key);
     const seen: number[] = [];
     let streaming = true;
     let redisDown = false;
@@ -156,7 +180,7 @@ describe.skipIf(binaries.skip)("three proxies and a control plane on PostgreSQL 
     // a steady stream of calls with another key through the whole restart
     const stream = (async () => {
       const { key: other } = await issue({ perSecond: 1000, burst: 1000 });
-      await sleep(200);
+      await known(other);
       for (let i = 0; streaming; i++) {
         seen.push(await (proxies[i % 3] as FleetProxy).call(other));
         if (redisDown) duringOutage += 1;
@@ -164,12 +188,11 @@ describe.skipIf(binaries.skip)("three proxies and a control plane on PostgreSQL 
       }
     })();
 
+    // the stream is under way with its own key before Redis goes
+    await eventually(() => seen.length >= 10, 5_000, "the stream under way");
     await redis.stop();
     redisDown = true;
-    for (const proxy of proxies) {
-      for (let i = 0; i < 100 && (await proxy.dependencyUp("shared_limits")) !== 0; i++) await sleep(20);
-      expect(await proxy.dependencyUp("shared_limits")).toBe(0);
-    }
+    await dependency("shared_limits", 0, 2_000);
     // local limits: each proxy grants the key its whole burst alone (fallbackShare 1)
     const localBegan = performance.now();
     const local = await Promise.all(
@@ -182,16 +205,14 @@ describe.skipIf(binaries.skip)("three proxies and a control plane on PostgreSQL 
     const localRefill = Math.ceil(((performance.now() - localBegan) / 1000) * rate.perSecond);
     for (const allowed of local) expect(allowed).toBeLessThanOrEqual(20 + localRefill);
 
-    await sleep(1_000); // the stream goes on while Redis is away
+    // the stream goes on while Redis is away
+    await eventually(() => duringOutage > 30, 10_000, "more than thirty calls while Redis is away");
     await redis.start();
     redisDown = false;
-    for (const proxy of proxies) {
-      for (let i = 0; i < 400 && (await proxy.dependencyUp("shared_limits")) !== 1; i++) await sleep(20);
-      expect(await proxy.dependencyUp("shared_limits")).toBe(1);
-    }
+    await dependency("shared_limits", 1, 8_000);
     // shared again: a fresh key's burst is the fleet's, not each proxy's
     const { key: fresh } = await issue(rate);
-    await sleep(200);
+    await known(fresh);
     let allowed = 0;
     const sharedBegan = performance.now();
     for (let i = 0; i < 45; i++) if ((await (proxies[i % 3] as FleetProxy).call(fresh)) === 200) allowed += 1;
@@ -210,16 +231,13 @@ describe.skipIf(binaries.skip)("three proxies and a control plane on PostgreSQL 
   }, 60_000);
 
   it("keeps serving known keys through a PostgreSQL restart, and picks up a change made after it", async () => {
-    const known = await issue();
-    await sleep(200);
-    expect(await statuses(known.key)).toEqual([200, 200, 200]);
+    const held = await issue();
+    await known(held.key);
+    expect(await statuses(held.key)).toEqual([200, 200, 200]);
 
     await postgres.stop();
-    for (const proxy of proxies) {
-      for (let i = 0; i < 100 && (await proxy.dependencyUp("account_store")) !== 0; i++) await sleep(20);
-      expect(await proxy.dependencyUp("account_store")).toBe(0);
-    }
-    expect(await statuses(known.key)).toEqual([200, 200, 200]);
+    await dependency("account_store", 0, 2_000);
+    expect(await statuses(held.key)).toEqual([200, 200, 200]);
     // the control plane cannot write meanwhile, and says so
     const signup = await request(`${controlOrigin}/v1/signup`, {
       method: "POST",
@@ -231,16 +249,13 @@ describe.skipIf(binaries.skip)("three proxies and a control plane on PostgreSQL 
     expect(((await signup.body.json()) as { error: { code: string } }).error.code).toBe("STORE_UNAVAILABLE");
 
     await postgres.start();
-    for (const proxy of proxies) {
-      for (let i = 0; i < 400 && (await proxy.dependencyUp("account_store")) !== 1; i++) await sleep(20);
-      expect(await proxy.dependencyUp("account_store")).toBe(1);
-    }
+    await dependency("account_store", 1, 8_000);
     // changes made after it returned reach every proxy
     const after = await issue();
-    await control.service.keys.revokeAny(known.id);
+    await control.service.keys.revokeAny(held.id);
     let last: number[] = [];
     for (let i = 0; i < 100; i++) {
-      last = [...(await statuses(known.key)), ...(await statuses(after.key))];
+      last = [...(await statuses(held.key)), ...(await statuses(after.key))];
       if (last.join() === "401,401,401,200,200,200") break;
       await sleep(10);
     }

@@ -1,8 +1,20 @@
 import { type ChildProcess, spawn } from "node:child_process";
-import { copyFileSync, mkdirSync, mkdtempSync, writeFileSync } from "node:fs";
+import {
+  copyFileSync,
+  existsSync,
+  linkSync,
+  mkdirSync,
+  mkdtempSync,
+  readFileSync,
+  rmSync,
+  writeFileSync,
+} from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import { inject } from "vitest";
 import { buildBinary } from "../../scripts/build-binary.js";
+import { eventually } from "./eventually.js";
+import { BUILDS } from "./global-setup.js";
 
 /** The single executable, built and copied alone into an empty folder, with a PATH that holds no `node`. */
 export interface BinaryFolder {
@@ -13,18 +25,73 @@ export interface BinaryFolder {
   readonly binary: string;
   /** PATH (an empty folder: no `node`) and HOME, nothing else. */
   readonly env: NodeJS.ProcessEnv;
+  /** Removes the folder and everything in it; once every process run from it has exited. */
+  remove(): void;
 }
 
+/** Longer than a build takes on a loaded 2-core machine; within the binary suites' 120 s hook timeout. */
+const BUILD_WAIT_MS = 110_000;
+
+let built: Promise<string> | undefined;
+
+/**
+ * The binary, built once per run (`npm run build:binary`'s build, into the run's folder, global-setup.ts) for
+ * every test file that runs it: the first file to ask builds it, files in other test processes wait for it.
+ */
+export function builtBinary(): Promise<string> {
+  built ??= buildOnce();
+  return built;
+}
+
+async function buildOnce(): Promise<string> {
+  const dir = join(inject("runDir"), BUILDS, "binary");
+  const binary = join(dir, "node-gateway");
+  const done = join(dir, "built");
+  const failed = join(dir, "failed");
+  mkdirSync(join(dir, ".."), { recursive: true });
+  try {
+    mkdirSync(dir); // the one file whose mkdir succeeds builds
+  } catch (error) {
+    if ((error as NodeJS.ErrnoException).code !== "EEXIST") throw error;
+    await eventually(
+      () => existsSync(done) || existsSync(failed),
+      BUILD_WAIT_MS,
+      "the binary another file builds",
+    );
+    if (existsSync(failed)) throw new Error(`the binary's build failed: ${readFileSync(failed, "utf8")}`);
+    return binary;
+  }
+  try {
+    await buildBinary(binary);
+  } catch (error) {
+    writeFileSync(failed, String((error as Error).stack ?? error));
+    throw error;
+  }
+  writeFileSync(done, "");
+  return binary;
+}
+
+/** The run's binary, alone in a new folder of its own (a hard link: the same file, no 90 MB copy). */
 export async function binaryInEmptyFolder(): Promise<BinaryFolder> {
+  const built = await builtBinary();
   const dir = mkdtempSync(join(tmpdir(), "binary-"));
-  const built = await buildBinary(join(dir, "build", "node-gateway"));
   const bin = join(dir, "bin");
   const empty = join(dir, "empty-path");
   mkdirSync(bin);
   mkdirSync(empty);
   const binary = join(bin, "node-gateway");
-  copyFileSync(built, binary);
-  return { dir, bin, binary, env: { PATH: empty, HOME: dir } };
+  try {
+    linkSync(built, binary);
+  } catch {
+    copyFileSync(built, binary); // another file system
+  }
+  return {
+    dir,
+    bin,
+    binary,
+    env: { PATH: empty, HOME: dir },
+    remove: () => rmSync(dir, { recursive: true, force: true }),
+  };
 }
 
 /**
@@ -88,4 +155,11 @@ export function startBinary(
     });
     void exited.then((code) => reject(new Error(`exited with ${code}: ${logs.join("\n")}`)));
   });
+}
+
+/** Kills a binary the test started (its own child, by PID) if it still runs, and waits until it has exited. */
+export async function stopBinary(running: RunningBinary | undefined): Promise<void> {
+  if (running === undefined) return;
+  if (running.child.exitCode === null && running.child.signalCode === null) running.child.kill("SIGKILL");
+  await running.exited;
 }

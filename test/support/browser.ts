@@ -13,7 +13,12 @@ export function needChromium(): { skip: boolean; reason: string } {
   return skipUnlessCi(
     existsSync(CHROMIUM)
       ? []
-      : [{ suites: "browser", reason: `${CHROMIUM} is missing (apt-get install -y chromium)` }],
+      : [
+          {
+            suites: "browser",
+            reason: `${CHROMIUM} is missing (bash scripts/system-packages.sh, as root, installs it)`,
+          },
+        ],
   );
 }
 

@@ -15,3 +15,14 @@ export function listeningPort(child: ChildProcess, message: string): Promise<num
     child.once("exit", (code) => reject(new Error(`exited with ${code}: ${seen}`)));
   });
 }
+
+/** Kills a process the test started (its own child, by PID) if it still runs; resolves once it has exited. */
+export async function killChild(
+  child: ChildProcess | undefined,
+  signal: NodeJS.Signals = "SIGKILL",
+): Promise<void> {
+  if (child === undefined || child.exitCode !== null || child.signalCode !== null) return;
+  const exited = new Promise((resolve) => child.once("exit", resolve));
+  child.kill(signal);
+  await exited;
+}

@@ -12,6 +12,12 @@ export interface FleetProxy {
   readonly logs: string[];
   /** eth_blockNumber with `key` on `eth.<domain>`; the HTTP status. */
   call(key: string): Promise<number>;
+  /**
+   * Whether it knows `key`, without spending its rate: a GET, which JSON-RPC does not take, is refused when
+   * the mount is picked (stage 3: 405), after the key is admitted (stage 2: 401 for a key it does not know)
+   * and before the rate is charged (stage 5). A refused call (a method eth does not serve) would cost a token.
+   */
+  knows(key: string): Promise<boolean>;
   /** eth_blockNumber with no key on the public host `bsc-public.<domain>`; the HTTP status. */
   callPublic(): Promise<number>;
   /** The value of gateway_dependency_up for `dependency` on its /metrics. */
@@ -95,6 +101,15 @@ function fleetProxy(child: ChildProcess, logs: string[], port: number, operatorP
     child,
     logs,
     call: (key) => post(port, `eth.${FLEET_DOMAIN}`, `/${key}/`),
+    async knows(key) {
+      const answer = await request(`http://127.0.0.1:${port}/${key}/`, {
+        headers: { host: `eth.${FLEET_DOMAIN}` },
+      });
+      await answer.body.dump();
+      if (answer.statusCode !== 401 && answer.statusCode !== 405)
+        throw new Error(`a GET with a key answered ${answer.statusCode}`);
+      return answer.statusCode === 405;
+    },
     callPublic: () => post(port, `bsc-public.${FLEET_DOMAIN}`, "/"),
     async dependencyUp(dependency) {
       const answer = await request(`http://127.0.0.1:${operatorPort}/metrics`);

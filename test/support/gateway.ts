@@ -30,6 +30,11 @@ export interface RunningGateway {
   readonly logs: string[];
   /** A request to `<label>.gw.test`, sent to the gateway's loopback address. */
   call(label: string, path: string, init?: CallInit): Promise<CallResult>;
+  /**
+   * One of its metrics (`Gateway.metrics`, what /metrics shows) now: the sum of the series whose labels
+   * include `labels`, 0 when there is none yet.
+   */
+  metric(name: string, labels?: Readonly<Record<string, string>>): Promise<number>;
   close(): Promise<void>;
 }
 
@@ -100,6 +105,14 @@ export async function startGateway(options: StartOptions = {}): Promise<RunningG
         json = undefined;
       }
       return { status: response.statusCode, headers: response.headers, text, json };
+    },
+    async metric(name, labels = {}) {
+      const metric = gateway.metrics?.all.find((m) => m.name === name);
+      if (metric === undefined) throw new Error(`the gateway has no metric ${name}`);
+      const { values } = await metric.get();
+      return values
+        .filter((v) => Object.entries(labels).every(([label, value]) => v.labels[label] === value))
+        .reduce((sum, v) => sum + v.value, 0);
     },
     close: () => gateway.close(),
   };

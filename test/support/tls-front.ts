@@ -22,7 +22,16 @@ export interface TlsFront {
 /** Whether the suites that need a certificate run: openssl makes it (Debian's `openssl` package). */
 export function needOpenssl(): { skip: boolean; reason: string } {
   const found = spawnSync("openssl", ["version"]).status === 0;
-  return skipUnlessCi(found ? [] : [{ suites: "TLS", reason: "openssl is not on the PATH" }]);
+  return skipUnlessCi(
+    found
+      ? []
+      : [
+          {
+            suites: "TLS",
+            reason: "openssl is not on the PATH (bash scripts/system-packages.sh, as root, installs it)",
+          },
+        ],
+  );
 }
 
 export async function startTlsFront(domain: string, gatewayPort: number): Promise<TlsFront> {

@@ -2,6 +2,7 @@ import { WebSocketProvider } from "ethers";
 import { createPublicClient, webSocket } from "viem";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { type Anvil, startAnvil } from "../support/anvil.js";
+import { eventually } from "../support/eventually.js";
 import { DOMAIN, KEYS, type RunningGateway, startGateway } from "../support/gateway.js";
 import { resolveTestHosts } from "../support/test-hosts.js";
 
@@ -18,6 +19,13 @@ describe("EVM subscriptions over WebSocket", () => {
     gw = await startGateway({ upstreams: { eth: [anvil.url] } });
     url = `ws://eth.${DOMAIN}:${gw.port}/${KEYS.all}`;
   });
+  /** Waits until the gateway holds `count` subscriptions on eth, each answered by the node. */
+  const subscribed = (count: number) =>
+    eventually(
+      async () => (await gw.metric("gateway_websocket_subscriptions", { label: "eth" })) === count,
+      5_000,
+      `${count} subscription(s) in place`,
+    );
   afterAll(async () => {
     await gw?.close();
     await anvil?.stop();
@@ -39,11 +47,11 @@ describe("EVM subscriptions over WebSocket", () => {
         },
       });
     });
-    // wait for the subscription to be in place, then mine
-    await new Promise((resolve) => setTimeout(resolve, 300));
-    for (let i = 0; i < 3; i++) {
+    // once the subscription is in place, mine: each block after the one before it has arrived
+    await subscribed(1);
+    for (let i = 1; i <= 3; i++) {
       await anvil.rpc("evm_mine");
-      await new Promise((resolve) => setTimeout(resolve, 50));
+      await eventually(() => seen.length >= i, 5_000, `block ${i} seen`);
     }
     await done;
     expect(seen).toHaveLength(3);
@@ -52,6 +60,7 @@ describe("EVM subscriptions over WebSocket", () => {
     await (client.transport as { getRpcClient?: () => Promise<{ close(): void }> })
       .getRpcClient?.()
       .then((c) => c.close());
+    await subscribed(0);
   });
 
   it("ethers WebSocketProvider on('block') sees mined blocks", async () => {
@@ -63,10 +72,10 @@ describe("EVM subscriptions over WebSocket", () => {
         if (blocks.length === 2) resolve();
       });
     });
-    await new Promise((resolve) => setTimeout(resolve, 500));
-    for (let i = 0; i < 2; i++) {
+    await subscribed(1);
+    for (let i = 1; i <= 2; i++) {
       await anvil.rpc("evm_mine");
-      await new Promise((resolve) => setTimeout(resolve, 100));
+      await eventually(() => blocks.length >= i, 5_000, `block ${i} seen`);
     }
     await done;
     expect(blocks[1]).toBe((blocks[0] as number) + 1);

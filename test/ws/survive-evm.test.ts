@@ -84,7 +84,12 @@ describe("EVM subscriptions survive the loss of their node (real anvil, viem, et
     const provider = new WebSocketProvider(`${url}/`);
     const ethersHeads: number[] = [];
     await provider.on("block", (n: number) => ethersHeads.push(n));
-    await new Promise((resolve) => setTimeout(resolve, 500));
+    // viem's newHeads and logs, ethers' newHeads: each answered by a, before a block is mined
+    await eventually(
+      async () => (await gw.metric("gateway_websocket_subscriptions", { label: "eth" })) === 3,
+      5000,
+      "the three subscriptions in place",
+    );
     const connections = opened();
 
     for (let i = 0; i < 3; i++) await mine([a, b]);
@@ -96,7 +101,13 @@ describe("EVM subscriptions survive the loss of their node (real anvil, viem, et
     // b goes ahead; a never sees blocks 4 and 5, then dies
     for (let i = 0; i < 2; i++) await mine([b]);
     await a.kill("SIGKILL");
-    await new Promise((resolve) => setTimeout(resolve, 500));
+    // both sockets (viem's, ethers') moved to b before b mines on
+    await eventually(
+      async () =>
+        (await gw.metric("gateway_websocket_moves_total", { label: "eth", outcome: "moved" })) === 2,
+      5000,
+      "both connections moved to b",
+    );
     for (let i = 0; i < 2; i++) await mine([b]);
 
     const all = [1, 2, 3, 4, 5, 6, 7];

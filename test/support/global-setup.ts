@@ -1,0 +1,36 @@
+import { chmodSync, mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import type { TestProject } from "vitest/node";
+
+// Once per `vitest run` (vitest.config.ts's globalSetup): a scratch folder for the whole run, removed when it
+// ends. Every test process gets it as its temporary directory (TMPDIR, which os.tmpdir() reads), so what a
+// test leaves there (it should leave nothing: each removes its own folders) goes with the run. What is built
+// once per run for several test files lives there too: the single executable (support/binary.ts).
+
+declare module "vitest" {
+  export interface ProvidedContext {
+    /** This run's scratch folder (support/global-setup.ts). */
+    runDir: string;
+  }
+}
+
+/** Where what one run builds for several test files is kept, under the run's folder. */
+export const BUILDS = "builds";
+
+export default function setup(project: TestProject): () => void {
+  const runDir = mkdtempSync(join(tmpdir(), "gateway-test-run-"));
+  // open as /tmp is (sticky, anyone may write): PostgreSQL runs as its own user in a folder under it
+  chmodSync(runDir, 0o1777);
+  project.provide("runDir", runDir);
+  const previous = process.env.TMPDIR;
+  // the test processes start after this, with this environment
+  process.env.TMPDIR = runDir;
+  // in watch mode, a rerun builds again from the files as they are then
+  project.onTestsRerun(() => rmSync(join(runDir, BUILDS), { recursive: true, force: true }));
+  return () => {
+    if (previous === undefined) delete process.env.TMPDIR;
+    else process.env.TMPDIR = previous;
+    rmSync(runDir, { recursive: true, force: true });
+  };
+}
