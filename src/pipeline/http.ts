@@ -128,7 +128,7 @@ export class HttpExchange {
         this.#end();
         return;
       }
-      const call = this.#stages.planUpstream(charged, authorized.outgoing); // 6
+      const call = this.#stages.planUpstream(mounted, charged, authorized.outgoing); // 6
       // A stream stays open while the node pushes: the socket's idle timeout must not cut it.
       if (call.stream) this.#req.socket.setTimeout(0);
       // 7: a partial batch's answer is read whole and merged; any other streams through

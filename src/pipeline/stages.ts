@@ -131,7 +131,8 @@ export class Stages {
     const { admitted } = mounted;
     const rate: RateSpec = admitted.principal?.rate ?? this.#config.limits.publicRate;
     const decision = this.#limiter.take(admitted.clientId, rate, message.cost);
-    if (decision.allowed) return { mounted, message } as Charged<Message>;
+    // The brand is the type's alone: the message goes on as it is, with nothing allocated per request.
+    if (decision.allowed) return message as unknown as Charged<Message>;
     throw new GatewayError(
       "RATE_LIMITED",
       { retryAfter: decision.retryAfter },
@@ -146,10 +147,10 @@ export class Stages {
 
   /** 6. The upstream call: the mount's upstreams, the caller's path and query, and the answer's size cap. */
   planUpstream(
-    charged: Charged<{ readonly outgoing: Outgoing | undefined }>,
+    mounted: Mounted,
+    _charged: Charged<{ readonly outgoing: Outgoing | undefined }>,
     outgoing: Outgoing,
   ): UpstreamCall {
-    const { mounted } = charged;
     const { target } = mounted.admitted;
     return {
       group: this.upstreamGroup(mounted),
@@ -194,14 +195,10 @@ export class Stages {
 declare const charged: unique symbol;
 
 /**
- * Stage 5's value: a message whose cost the caller's rate allowed, on its mount. Only `chargeRate` makes
- * one (the brand), so a stage that takes it cannot run before the charge.
+ * Stage 5's value: a message whose cost the caller's rate allowed. Only `chargeRate` makes one (the brand,
+ * which exists in the types alone), so a stage that takes it cannot run before the charge.
  */
-export interface Charged<Message> {
-  readonly [charged]: true;
-  readonly mounted: Mounted;
-  readonly message: Message;
-}
+export type Charged<Message> = Message & { readonly [charged]: true };
 
 /** Stage 1's value. */
 export interface Resolved {

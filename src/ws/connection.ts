@@ -242,8 +242,7 @@ export class Connection {
   }
 
   /** Sends what passed upstream and returns the answer for what did not. */
-  #send(charged: Charged<CheckedMessage>, text: string): string | undefined {
-    const { message } = charged;
+  #send(message: Charged<CheckedMessage>, text: string): string | undefined {
     const outgoing: Outgoing = { text: undefined, calls: [], batch: message.batch, sent: false };
     const pending: Pending[] = [];
     const checked = message.checked.map((call) => this.#admit(call, outgoing, pending));
