@@ -19,6 +19,8 @@ export interface FaultyNode {
   fault: Fault;
   /** How long it takes to answer, in ms: a slow node that is still healthy. */
   delayMs: number;
+  /** Which requests `delayMs` slows (every one unless set): a test may slow callers and not probes. */
+  slows: ((request: SeenRequest) => boolean) | undefined;
   /** The chain height its head answers report; tests move it to make the node lag or catch up. */
   height: number;
   /** Stops listening and cuts every connection: a dead node, refusing connections. */
@@ -45,6 +47,7 @@ export async function startFaultyNode(
     requests,
     fault: "none",
     delayMs: 0,
+    slows: undefined,
     height: options.height ?? 1000,
     kill: () => stop(),
     revive: () => (server.listening ? Promise.resolve() : listen(node.port)),
@@ -64,7 +67,8 @@ export async function startFaultyNode(
       res.writeHead(503, { "content-type": "application/json" }).end('{"error":"service unavailable"}');
       return;
     }
-    if (node.delayMs > 0) await new Promise((resolve) => setTimeout(resolve, node.delayMs));
+    if (node.delayMs > 0 && (node.slows === undefined || node.slows(seen)))
+      await new Promise((resolve) => setTimeout(resolve, node.delayMs));
     const reply = await respond(node.height)(seen);
     if (reply === undefined) {
       res.writeHead(404, { "content-type": "application/json" }).end('{"error":"not found"}');
