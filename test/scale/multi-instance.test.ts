@@ -3,13 +3,16 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { request } from "undici";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { networkCodes } from "../../generated/endpoints.js";
-import { DEFAULT_ACCOUNTS } from "../../src/config/defaults.js";
 import type { RateSpec } from "../../src/config/types.js";
-import { type ControlPlane, createControlPlane } from "../../src/control/plane.js";
-import { createLogger } from "../../src/log.js";
+import type { ControlPlane } from "../../src/control/plane.js";
 import { eventually } from "../support/eventually.js";
-import { type FleetProxy, startFleetProxy, stopFleetProxy, writeFleetConfig } from "../support/fleet.js";
+import {
+  type FleetProxy,
+  startFleetControlPlane,
+  startFleetProxy,
+  stopFleetProxy,
+  writeFleetConfig,
+} from "../support/fleet.js";
 import { jsonRpcResponder, type LoopbackNode, startLoopbackNode } from "../support/loopback-node.js";
 import {
   needOwnServerBinaries,
@@ -76,17 +79,7 @@ describe.skipIf(binaries.skip)("three proxies and a control plane on PostgreSQL 
       }),
     ]);
     dir = mkdtempSync(join(tmpdir(), "fleet-"));
-    control = await createControlPlane({
-      config: {
-        ...DEFAULT_ACCOUNTS,
-        database: postgres.url,
-        listen: { host: "127.0.0.1", port: 0 },
-        mail: { from: "gw@example.com", outbox: join(dir, "outbox") },
-      },
-      networks: new Set(networkCodes),
-      trustedProxies: [],
-      logger: createLogger("silent"),
-    });
+    control = await startFleetControlPlane(postgres.url, dir);
     await new Promise<void>((resolve) => control.api.listen(0, "127.0.0.1", resolve));
     controlOrigin = `http://127.0.0.1:${(control.api.address() as { port: number }).port}`;
     accountId = (await control.service.admin.createAccount("fleet@example.com")).id;

@@ -3,11 +3,14 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { request } from "undici";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { networkCodes } from "../../generated/endpoints.js";
-import { DEFAULT_ACCOUNTS } from "../../src/config/defaults.js";
-import { type ControlPlane, createControlPlane } from "../../src/control/plane.js";
-import { createLogger } from "../../src/log.js";
-import { type FleetProxy, startFleetProxy, stopFleetProxy, writeFleetConfig } from "../support/fleet.js";
+import type { ControlPlane } from "../../src/control/plane.js";
+import {
+  type FleetProxy,
+  startFleetControlPlane,
+  startFleetProxy,
+  stopFleetProxy,
+  writeFleetConfig,
+} from "../support/fleet.js";
 import { jsonRpcResponder, type LoopbackNode, startLoopbackNode } from "../support/loopback-node.js";
 import {
   needOwnServerBinaries,
@@ -68,18 +71,9 @@ describe.skipIf(binaries.skip)("a revocation made right after a PostgreSQL outag
       startLoopbackNode(jsonRpcResponder({ eth_blockNumber: "0x2a" })),
     ]);
     dir = mkdtempSync(join(tmpdir(), "outage-"));
-    control = await createControlPlane({
-      config: {
-        ...DEFAULT_ACCOUNTS,
-        database: postgres.url,
-        listen: { host: "127.0.0.1", port: 0 },
-        mail: { from: "gw@example.com", outbox: join(dir, "outbox") },
-      },
-      networks: new Set(networkCodes),
-      trustedProxies: [],
-      logger: createLogger("silent"),
-      // the confirmation token is read from here rather than from an outbox file
-      mailer: { send: async (_to, _subject, text) => void mails.push(text) },
+    // the confirmation token is read from the mailer rather than from an outbox file
+    control = await startFleetControlPlane(postgres.url, dir, {
+      send: async (_to, _subject, text) => void mails.push(text),
     });
     await new Promise<void>((resolve) => control.api.listen(0, "127.0.0.1", resolve));
     controlOrigin = `http://127.0.0.1:${(control.api.address() as { port: number }).port}`;

@@ -2,14 +2,17 @@ import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { networkCodes } from "../../generated/endpoints.js";
-import { DEFAULT_ACCOUNTS } from "../../src/config/defaults.js";
-import { type ControlPlane, createControlPlane } from "../../src/control/plane.js";
+import type { ControlPlane } from "../../src/control/plane.js";
 import { HEARTBEAT_INTERVAL_MS, HEARTBEAT_TIMEOUT_MS } from "../../src/keys/postgres-grants.js";
 import { RECONNECT_MAX_MS } from "../../src/keys/reconnect-backoff.js";
-import { createLogger } from "../../src/log.js";
 import { eventually } from "../support/eventually.js";
-import { type FleetProxy, startFleetProxy, stopFleetProxy, writeFleetConfig } from "../support/fleet.js";
+import {
+  type FleetProxy,
+  startFleetControlPlane,
+  startFleetProxy,
+  stopFleetProxy,
+  writeFleetConfig,
+} from "../support/fleet.js";
 import { jsonRpcResponder, type LoopbackNode, startLoopbackNode } from "../support/loopback-node.js";
 import { needOwnServerBinaries, type OwnPostgres, startOwnPostgres } from "../support/own-servers.js";
 import { startTcpForwarder, type TcpForwarder } from "../support/tcp-forwarder.js";
@@ -60,17 +63,7 @@ describe.skipIf(binaries.skip)("a proxy whose connection to PostgreSQL turns int
     ]);
     forwarder = await startTcpForwarder(postgres.port);
     dir = mkdtempSync(join(tmpdir(), "black-hole-"));
-    control = await createControlPlane({
-      config: {
-        ...DEFAULT_ACCOUNTS,
-        database: postgres.url,
-        listen: { host: "127.0.0.1", port: 0 },
-        mail: { from: "gw@example.com", outbox: join(dir, "outbox") },
-      },
-      networks: new Set(networkCodes),
-      trustedProxies: [],
-      logger: createLogger("silent"),
-    });
+    control = await startFleetControlPlane(postgres.url, dir);
     accountId = (await control.service.admin.createAccount("dark@example.com")).id;
     const viaForwarder = postgres.url.replace(`:${postgres.port}/`, `:${forwarder.port}/`);
     const config = writeFleetConfig(dir, { database: viaForwarder, upstream: node.url });

@@ -2,6 +2,11 @@ import { type ChildProcess, spawn } from "node:child_process";
 import { writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { request } from "undici";
+import { networkCodes } from "../../generated/endpoints.js";
+import { DEFAULT_ACCOUNTS } from "../../src/config/defaults.js";
+import type { Mailer } from "../../src/control/accounts/mailer.js";
+import { type ControlPlane, createControlPlane } from "../../src/control/plane.js";
+import { createLogger } from "../../src/log.js";
 import { ROOT } from "../registry/helpers.js";
 
 /** One proxy process of a fleet: its ports, its log lines, and calls to it. */
@@ -138,4 +143,28 @@ export async function stopFleetProxy(proxy: FleetProxy): Promise<void> {
   const exited = new Promise((resolve) => proxy.child.once("exit", resolve));
   proxy.child.kill("SIGTERM");
   await exited;
+}
+
+/**
+ * A control plane of a fleet's own, on the account store at `database`, its outbox in `dir`: what the
+ * scale-out suites start beside their proxies. `mailer` takes the e-mails instead (a suite that reads a
+ * confirmation token).
+ */
+export function startFleetControlPlane(
+  database: string,
+  dir: string,
+  mailer?: Mailer,
+): Promise<ControlPlane> {
+  return createControlPlane({
+    config: {
+      ...DEFAULT_ACCOUNTS,
+      database,
+      listen: { host: "127.0.0.1", port: 0 },
+      mail: { from: "gw@example.com", outbox: join(dir, "outbox") },
+    },
+    networks: new Set(networkCodes),
+    trustedProxies: [],
+    logger: createLogger("silent"),
+    ...(mailer === undefined ? {} : { mailer }),
+  });
 }
