@@ -43,7 +43,8 @@ export abstract class CallRun implements AttemptGate, AwaitingHedge {
   readonly #note: UpstreamFields;
   #order: readonly Upstream[] = [];
   #next = 0;
-  readonly #live = new Set<AttemptHandler>();
+  /** Attempts in flight, at most MAX_ATTEMPTS: an array, not a Set, since one is made for every call. */
+  readonly #live: AttemptHandler[] = [];
   #winner: AttemptHandler | undefined = undefined;
   #finished = false;
   #lastError: Error | undefined = undefined;
@@ -85,7 +86,7 @@ export abstract class CallRun implements AttemptGate, AwaitingHedge {
   }
 
   answered(attempt: AttemptHandler, statusCode: number): boolean {
-    if (!this.#live.has(attempt) || this.#winner !== undefined) return false;
+    if (!this.#live.includes(attempt) || this.#winner !== undefined) return false;
     const failedStatus = statusCode >= 500 || statusCode === 429;
     if (failedStatus) attempt.upstream.health.failed("status", `HTTP ${statusCode}`);
     if (failedStatus && this.#mayRetry("status")) {
@@ -96,8 +97,8 @@ export abstract class CallRun implements AttemptGate, AwaitingHedge {
     this.#winner = attempt;
     if (!failedStatus) attempt.upstream.health.succeeded(performance.now() - attempt.startedAt);
     this.#stopWaiting();
-    if (this.#live.size > 1) {
-      for (const other of [...this.#live]) {
+    if (this.#live.length > 1) {
+      for (const other of this.#live.slice()) {
         if (other === attempt) continue;
         // Started before the winner and outrun by it: that node was slow.
         if (other.startedAt < attempt.startedAt)
@@ -110,7 +111,7 @@ export abstract class CallRun implements AttemptGate, AwaitingHedge {
   }
 
   ended(attempt: AttemptHandler, error?: Error): void {
-    if (!this.#live.has(attempt)) return;
+    if (!this.#live.includes(attempt)) return;
     this.#dismiss(attempt);
     if (attempt === this.#winner) {
       this.#finish(error === undefined ? undefined : toGatewayError(error));
@@ -121,7 +122,7 @@ export abstract class CallRun implements AttemptGate, AwaitingHedge {
     if (kind !== undefined) attempt.upstream.health.failed(kind, describeFailure(error));
     this.#lastError = error;
     if (kind !== undefined && this.#mayRetry(kind)) this.#launch();
-    else if (this.#live.size === 0) this.#finish(this.#failure());
+    else if (this.#live.length === 0) this.#finish(this.#failure());
   }
 
   /** The hedge clock's turn: the attempt in flight keeps going, and the next node gets the same read. */
@@ -135,7 +136,7 @@ export abstract class CallRun implements AttemptGate, AwaitingHedge {
     const { call } = this;
     const upstream = this.#order[this.#next++] as Upstream;
     const attempt = this.attempt(upstream);
-    this.#live.add(attempt);
+    this.#live.push(attempt);
     upstream.health.inFlight += 1;
     this.#note.upstream = upstream.name;
     this.#note.attempts = this.#next;
@@ -164,7 +165,10 @@ export abstract class CallRun implements AttemptGate, AwaitingHedge {
   }
 
   #dismiss(attempt: AttemptHandler): void {
-    if (this.#live.delete(attempt)) attempt.upstream.health.inFlight -= 1;
+    const at = this.#live.indexOf(attempt);
+    if (at < 0) return;
+    this.#live.splice(at, 1);
+    attempt.upstream.health.inFlight -= 1;
   }
 
   #hasAnother(): boolean {

@@ -97,16 +97,20 @@ export class UpstreamGroup {
       const only = this.members[0] as Upstream;
       return only.health.inRotation ? this.members : this.#lastResort(write);
     }
-    const primaries: Upstream[] = [];
-    const fallbacks: Upstream[] = [];
+    // One array for the call: the in-rotation primaries, then the in-rotation fallbacks.
+    const order: Upstream[] = [];
     for (const member of this.members)
-      if (member.health.inRotation) (member.tier === "primary" ? primaries : fallbacks).push(member);
-    if (primaries.length === 0 && fallbacks.length === 0) return this.#lastResort(write);
-    const first = primaries.length > 0 ? primaries : fallbacks;
-    const chosen = pickSmoothly(first);
-    const order: Upstream[] = chosen === undefined ? [] : [chosen];
-    for (const member of first) if (member !== chosen) order.push(member);
-    if (first === primaries) order.push(...fallbacks);
+      if (member.health.inRotation && member.tier === "primary") order.push(member);
+    const primaries = order.length;
+    for (const member of this.members)
+      if (member.health.inRotation && member.tier !== "primary") order.push(member);
+    if (order.length === 0) return this.#lastResort(write);
+    const at = pickSmoothly(order, primaries > 0 ? primaries : order.length);
+    if (at > 0) {
+      const chosen = order[at] as Upstream;
+      order.copyWithin(1, 0, at);
+      order[0] = chosen;
+    }
     return order;
   }
 
@@ -206,17 +210,19 @@ export class UpstreamGroup {
   }
 }
 
-function pickSmoothly(candidates: readonly Upstream[]): Upstream | undefined {
-  if (candidates.length <= 1) return candidates[0];
+/** The index, below `end`, of the candidate whose turn it is; `current` carries each one's running weight. */
+function pickSmoothly(candidates: readonly Upstream[], end: number): number {
+  if (end <= 1) return 0;
   let total = 0;
-  let chosen: Upstream | undefined;
-  for (const candidate of candidates) {
+  let chosen = 0;
+  for (let at = 0; at < end; at++) {
+    const candidate = candidates[at] as Upstream;
     const weight = candidate.effectiveWeight();
     candidate.current += weight;
     total += weight;
-    if (chosen === undefined || candidate.current > chosen.current) chosen = candidate;
+    if (candidate.current > (candidates[chosen] as Upstream).current) chosen = at;
   }
-  if (chosen !== undefined) chosen.current -= total;
+  (candidates[chosen] as Upstream).current -= total;
   return chosen;
 }
 
