@@ -73,6 +73,7 @@ function checkInterface(
   const trie = iface.routes ? checkRoutes(iface.routes, [...path, "routes"], report) : undefined;
   checkWrites(iface, trie, [...path, "writes"], report);
   checkSubscriptions(iface, [...path, "subscriptions"], report);
+  checkReads(iface, [...path, "reads"], report);
   if (iface.family === "jsonrpc" && iface.errorMember !== undefined)
     report(
       [...path, "errorMember"],
@@ -127,6 +128,30 @@ function checkWrites(iface: InterfaceSpec, trie: TrieNode | undefined, path: Yam
     if (route !== undefined && (trie === undefined || !reaches(trie, route)))
       report([...path, i], `write "${text}" is not a route this interface allows`);
   });
+}
+
+/**
+ * Read rules (docs/upstreams.md, "Answers across nodes") are for a JSON-RPC interface, and name methods it
+ * serves; an answer's height is read only from a method whose block param is known.
+ */
+function checkReads(iface: InterfaceSpec, path: YamlPath, report: Report): void {
+  const rules = iface.reads;
+  if (rules === undefined) return;
+  if (iface.family !== "jsonrpc") report(path, "reads are rules for a jsonrpc interface's params");
+  const served = new Set(Object.values(iface.methods ?? {}).flat());
+  for (const method of Object.keys(rules.at))
+    if (!served.has(method))
+      report([...path, "at", method], `"${method}" is not one of the interface's methods`);
+  for (const method of Object.keys(rules.heightIn ?? {}))
+    if (rules.at[method] === undefined)
+      report([...path, "heightIn", method], `"${method}" has no block param in reads.at`);
+  if (rules.block.hashPattern !== undefined) {
+    try {
+      new RegExp(rules.block.hashPattern);
+    } catch {
+      report([...path, "block", "hashPattern"], "is not a regular expression");
+    }
+  }
 }
 
 /**

@@ -166,6 +166,7 @@ function policyLiteral(policy: PolicyModel, model: RegistryModel): string {
       methods: new Map<string, MethodAccess>([${methods.join(",\n")}]),
       writes: new Set<string>(${literal(policy.writes)}),
       ${policy.subscriptions === undefined ? "" : `subscriptions: ${literal(policy.subscriptions)},`}
+      ${policy.reads === undefined ? "" : `reads: ${literal(policy.reads)},`}
     }`);
   }
   if (policy.routes !== undefined) parts.push(`routes: ${trieLiteral(policy.routes)}`);

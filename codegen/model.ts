@@ -6,6 +6,7 @@ import type {
   HttpMethod,
   MethodAccess,
   ProbeCall,
+  ReadRules,
   SubscriptionRules,
 } from "../src/registry/types.js";
 import { checkRegistry, isRouteText } from "./checks.js";
@@ -27,6 +28,8 @@ export interface PolicyModel {
   readonly writeRoutes?: TrieNode;
   /** The first of the mount's interfaces that describes its subscriptions. */
   readonly subscriptions?: SubscriptionRules;
+  /** The first of the mount's interfaces that says how its calls name blocks. */
+  readonly reads?: ReadRules;
   /** The member of a REST answer that holds the node's error, where the interface says. */
   readonly errorMember?: string;
 }
@@ -196,6 +199,7 @@ function mergePolicy(id: string, ids: readonly string[], spec: RegistrySpec): Po
   const family: Family = first.family === "jsonrpc" && routes !== undefined ? "mixed" : first.family;
   const subscriptions = interfaces.find((i) => i.subscriptions !== undefined)?.subscriptions;
   const errorMember = interfaces.find((i) => i.errorMember !== undefined)?.errorMember;
+  const reads = interfaces.find((i) => i.reads !== undefined)?.reads;
   return {
     id,
     family,
@@ -206,6 +210,7 @@ function mergePolicy(id: string, ids: readonly string[], spec: RegistrySpec): Po
     ...(writeRoutes === undefined ? {} : { writeRoutes }),
     ...(subscriptions === undefined ? {} : { subscriptions: { pinned: [], ...subscriptions } }),
     ...(errorMember === undefined ? {} : { errorMember }),
+    ...(reads === undefined ? {} : { reads }),
   };
 }
 

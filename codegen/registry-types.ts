@@ -1,6 +1,6 @@
 // The registry file as the schema (registry/schema.json) admits it.
 
-import type { SubscriptionKind } from "../src/registry/types.js";
+import type { ReadRules, SubscriptionKind } from "../src/registry/types.js";
 
 export type ParamsForm = "array" | "object" | "null" | "absent";
 export type JsonRpcVersion = "1.0" | "2.0" | "absent";
@@ -66,6 +66,8 @@ export interface InterfaceSpec {
   errorMember?: string;
   /** How the WebSocket relay moves subscriptions (src/registry/types.ts SubscriptionRules, as written). */
   subscriptions?: SubscriptionsSpec;
+  /** How its calls name blocks (src/registry/types.ts ReadRules, as written). */
+  reads?: ReadRules;
   /** The dashboard's first call in the interface's usual SDK; `{url}` is the endpoint's URL. */
   example?: { sdk: string; code: string };
 }

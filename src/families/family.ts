@@ -1,5 +1,6 @@
 import type { IncomingMessage } from "node:http";
 import type { Dispatcher } from "undici";
+import type { ReadNeed } from "../answers/read-need.js";
 import type { Limits } from "../config/types.js";
 import type { ErrorStyle } from "../errors/respond.js";
 import type { RpcErrorCode } from "../errors/table.js";
@@ -67,6 +68,8 @@ export interface Outgoing {
   readonly stream: boolean;
   /** It submits something (the registry's `writes`): the upstream policy never sends it twice. */
   readonly write: boolean;
+  /** What its reads need of the node that answers them (src/answers/read-need.ts), when any reads by block. */
+  readonly reads: ReadNeed | undefined;
 }
 
 /** What the families read from the deployment config. */

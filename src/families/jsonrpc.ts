@@ -1,10 +1,11 @@
 import type { IncomingMessage } from "node:http";
+import { type ReadNeed, readNeed } from "../answers/read-need.js";
 import { ERRORS, GatewayError } from "../errors/table.js";
 import { requestMediaType } from "../http/body.js";
 import { type CallRules, type Checked, type PassedCall, sendableAsReceived } from "../jsonrpc/check.js";
 import { checkMessage } from "../jsonrpc/message.js";
 import type { Mounted } from "../pipeline/stages.js";
-import type { JsonRpcPolicy } from "../registry/types.js";
+import type { HeadCall, JsonRpcPolicy } from "../registry/types.js";
 import type { Authorized, Family, FamilySettings, Outgoing, RoutedRequest } from "./family.js";
 
 const UPSTREAM_HEADERS = { "content-type": "application/json", accept: "application/json" };
@@ -37,7 +38,7 @@ export function routeJsonRpc(
     support: settings.support,
     transport: "http",
   };
-  return new JsonRpcRequest(req, rules, settings);
+  return new JsonRpcRequest(req, rules, settings, mounted.mount.head);
 }
 
 class JsonRpcRequest implements RoutedRequest {
@@ -47,12 +48,19 @@ class JsonRpcRequest implements RoutedRequest {
   readonly #rules: CallRules;
   readonly #settings: FamilySettings;
   readonly #writes: ReadonlySet<string>;
+  readonly #head: HeadCall;
 
-  constructor(req: IncomingMessage, rules: CallRules, settings: FamilySettings) {
+  constructor(req: IncomingMessage, rules: CallRules, settings: FamilySettings, head: HeadCall) {
     this.#req = req;
     this.#rules = rules;
     this.#settings = settings;
     this.#writes = rules.policy.writes;
+    this.#head = head;
+  }
+
+  /** What the calls that go upstream need of the node (src/answers/read-need.ts). */
+  #reads(passed: readonly PassedCall[], single: boolean): ReadNeed | undefined {
+    return readNeed(this.#rules.policy.reads, this.#head, passed, single);
   }
 
   authorize(body: Buffer): Authorized {
@@ -67,7 +75,11 @@ class JsonRpcRequest implements RoutedRequest {
         replyId,
         answer: only.ok ? undefined : { status: ERRORS[only.code].status, body: only.json, code: only.code },
         outgoing: only.ok
-          ? post(sendableAsReceived(text, checked) ? body : only.json, this.#writes.has(only.method))
+          ? post(
+              sendableAsReceived(text, checked) ? body : only.json,
+              this.#writes.has(only.method),
+              this.#reads([only], true),
+            )
           : undefined,
         refusals: undefined,
         method: only.ok ? only.method : undefined,
@@ -83,8 +95,12 @@ class JsonRpcRequest implements RoutedRequest {
     const write = passed.some((call) => this.#writes.has(call.method));
     let outgoing: Outgoing | undefined;
     if (refused.length === 0)
-      outgoing = post(sendableAsReceived(text, checked) ? body : batchOf(passed), write);
-    else if (passed.length > 0) outgoing = post(batchOf(passed), write);
+      outgoing = post(
+        sendableAsReceived(text, checked) ? body : batchOf(passed),
+        write,
+        this.#reads(passed, false),
+      );
+    else if (passed.length > 0) outgoing = post(batchOf(passed), write, this.#reads(passed, false));
     return {
       cost: checked.length,
       replyId,
@@ -103,8 +119,8 @@ class JsonRpcRequest implements RoutedRequest {
   }
 }
 
-function post(body: string | Buffer, write: boolean): Outgoing {
-  return { method: "POST", headers: UPSTREAM_HEADERS, body, stream: false, write };
+function post(body: string | Buffer, write: boolean, reads: ReadNeed | undefined): Outgoing {
+  return { method: "POST", headers: UPSTREAM_HEADERS, body, stream: false, write, reads };
 }
 
 export function batchOf(calls: readonly PassedCall[]): string {

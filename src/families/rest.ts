@@ -105,6 +105,7 @@ class RestRequest implements RoutedRequest {
         body: this.readsBody ? body : undefined,
         stream: this.#stream,
         write: this.#write,
+        reads: undefined,
       },
       refusals: undefined,
       method: undefined,

@@ -145,15 +145,20 @@ export class Stages {
     );
   }
 
-  /** 6. The upstream call: the mount's upstreams, the caller's path and query, and the answer's size cap. */
+  /**
+   * 6. The upstream call: the mount's upstreams, the caller's path and query, the answer's size cap, and the
+   * head a node must have reached to take it (src/answers/).
+   */
   planUpstream(
     mounted: Mounted,
     _charged: Charged<{ readonly outgoing: Outgoing | undefined }>,
     outgoing: Outgoing,
   ): UpstreamCall {
     const { target } = mounted.admitted;
+    const group = this.upstreamGroup(mounted);
+    const { reads } = outgoing;
     return {
-      group: this.upstreamGroup(mounted),
+      group,
       method: outgoing.method,
       path: target.path,
       query: target.query,
@@ -164,6 +169,10 @@ export class Stages {
       limits: this.#config.limits.upstream,
       // A stream stays open while the node pushes: it has no size cap, as it has no end.
       maxBytes: outgoing.stream ? Number.POSITIVE_INFINITY : this.#config.limits.upstream.maxResponseBytes,
+      // A read at the head needs the head the label served; one that names a block, that block.
+      atLeast:
+        reads === undefined ? -1 : Math.max(reads.atHead ? group.served.height : -1, reads.highestBlock),
+      reads,
     };
   }
 

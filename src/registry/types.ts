@@ -54,6 +54,34 @@ export interface JsonRpcPolicy {
   readonly writes: ReadonlySet<string>;
   /** How the dialect's subscriptions are made again on another node (registry `subscriptions`). */
   readonly subscriptions?: SubscriptionRules;
+  /** How its calls name blocks, for the rules that keep answers consistent across nodes (registry `reads`). */
+  readonly reads?: ReadRules;
+}
+
+/**
+ * How a JSON-RPC dialect's reads relate to the chain's blocks (src/answers/, docs/upstreams.md "Answers
+ * across nodes"): where a call names its block, which of its values read at the head, and which answers
+ * say which block they read. The head call (the interface's `head`) is always a head read.
+ */
+export interface ReadRules {
+  /** How a block param names a block. */
+  readonly block: BlockParamRule;
+  /** Method → the position of its block param in `params`; a call that leaves it out reads at the head. */
+  readonly at: Readonly<Record<string, number>>;
+  /** Method → the member path, in the answer's `result`, of the height of the block it read. */
+  readonly heightIn?: Readonly<Record<string, readonly string[]>>;
+}
+
+/**
+ * A block param: a height in `encoding`, a tag that reads at the head (`latest`), a hash matching
+ * `hashPattern`, or an object whose `numberMember` or `hashMember` holds one of those (EIP-1898).
+ */
+export interface BlockParamRule {
+  readonly encoding: HeadEncoding;
+  readonly headTags: readonly string[];
+  readonly hashPattern?: string;
+  readonly numberMember?: string;
+  readonly hashMember?: string;
 }
 
 /**

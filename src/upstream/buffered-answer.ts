@@ -1,18 +1,24 @@
-import type { ServerResponse } from "node:http";
+import type { IncomingHttpHeaders, ServerResponse } from "node:http";
 import type { Dispatcher } from "undici";
 import { type AttemptGate, AttemptHandler } from "./attempt.js";
+import { passedHeaders } from "./response-relay.js";
 import type { Upstream } from "./upstreams.js";
 
 /** A whole upstream answer, read for the gateway to change before it goes out (a partial batch's merge). */
 export interface WholeAnswer {
   readonly statusCode: number;
   readonly body: Buffer;
+  /** The node that gave it. */
+  readonly upstream: Upstream;
+  /** The node's headers a client gets with it (response-relay.ts), as a flat list. */
+  readonly headers: readonly string[];
 }
 
 /** An attempt that reads its answer whole once its call takes it; the upstream's interceptor caps its size. */
 export class BufferedAnswer extends AttemptHandler {
   readonly #chunks: Buffer[] = [];
   #statusCode = 0;
+  #headers: string[] = [];
 
   constructor(upstream: Upstream, res: ServerResponse, gate: AttemptGate) {
     super(upstream, res, gate);
@@ -20,11 +26,21 @@ export class BufferedAnswer extends AttemptHandler {
 
   /** The answer, once the attempt ended without an error. */
   get answer(): WholeAnswer {
-    return { statusCode: this.#statusCode, body: Buffer.concat(this.#chunks) };
+    return {
+      statusCode: this.#statusCode,
+      body: Buffer.concat(this.#chunks),
+      upstream: this.upstream,
+      headers: this.#headers,
+    };
   }
 
-  protected taken(_controller: Dispatcher.DispatchController, statusCode: number): void {
+  protected taken(
+    _controller: Dispatcher.DispatchController,
+    statusCode: number,
+    raw: IncomingHttpHeaders,
+  ): void {
     this.#statusCode = statusCode;
+    this.#headers = passedHeaders(raw);
   }
 
   onResponseData(_controller: Dispatcher.DispatchController, chunk: Buffer): void {

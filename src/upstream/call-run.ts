@@ -49,6 +49,7 @@ export abstract class CallRun implements AttemptGate, AwaitingHedge {
   #finished = false;
   #lastError: Error | undefined = undefined;
   #deadlineAt = 0;
+  #waitedForHead = false;
   hedgeAt = Number.POSITIVE_INFINITY;
   hedgeSlot = -1;
 
@@ -69,10 +70,23 @@ export abstract class CallRun implements AttemptGate, AwaitingHedge {
     this.#begin();
   }
 
-  /** The first attempt, once the group has a node to try; a call that arrives as the prober makes its first verdicts waits for them. */
+  /**
+   * The first attempt, once the group has a node to try. A call that arrives as the prober makes its first
+   * verdicts waits for them; a read that needs a head no node in rotation has reached waits for one, about
+   * one block, and then goes to the highest (src/answers/).
+   */
   #begin(): void {
-    const { group, write } = this.call;
-    this.#order = group.choose(write);
+    const { group, write, atLeast } = this.call;
+    this.#order = group.choose(write, atLeast);
+    if (this.#order.length === 0 && group.behind(atLeast)) {
+      const wait = Math.min(group.headWaitMs, this.#deadlineAt - performance.now());
+      if (!this.#waitedForHead && wait > 0 && !clientGone(this.res)) {
+        this.#waitedForHead = true;
+        group.served.whenReached(atLeast, wait, () => this.#begin());
+        return;
+      }
+      this.#order = group.highestFirst(write);
+    }
     if (this.#order.length > 0) {
       this.#launch();
       return;

@@ -162,6 +162,16 @@ export class UpstreamHealth {
   }
 
   /**
+   * An answer it gave showed a height: its head (`isHead`, the head call's answer), which it now is, or a
+   * block it has (a block read at the head), which its head has at least reached.
+   */
+  answeredHeight(height: number, isHead: boolean): void {
+    if (!isHead && this.#head !== undefined && height <= this.#head) return;
+    this.#head = height;
+    this.#headAt = Date.now();
+  }
+
+  /**
    * A probe was answered, but its answer holds no head the registry's field and encoding can read (a
    * node at its genesis, a proxy's page): the head is unknown, which is no evidence that the node failed.
    */

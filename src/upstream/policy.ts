@@ -1,6 +1,7 @@
 import type { ServerResponse } from "node:http";
 import type { Dispatcher } from "undici";
 import { WebSocket } from "ws";
+import type { ReadNeed } from "../answers/read-need.js";
 import type { Limits } from "../config/types.js";
 import { GatewayError } from "../errors/table.js";
 import { clientGone } from "../http/client-gone.js";
@@ -32,6 +33,13 @@ export interface UpstreamCall {
   readonly write: boolean;
   /** Past this many answer bytes the call is aborted; Infinity for streams. */
   readonly maxBytes: number;
+  /**
+   * The lowest head a node must have reached to take the call (src/answers/): the label's served head for a
+   * read at the head, the block a read names by number; -1 for any node.
+   */
+  readonly atLeast: number;
+  /** What its reads need, when any reads by block: answers that show a height are read before they go out. */
+  readonly reads: ReadNeed | undefined;
   readonly limits: Limits["upstream"];
 }
 

@@ -15,6 +15,19 @@ const PASSED_HEADERS = [
 ] as const;
 
 /**
+ * The headers a client gets with a node's answer, as a flat [name, value, ...] list: writeHead takes it as
+ * is, with no object built per response.
+ */
+export function passedHeaders(raw: IncomingHttpHeaders): string[] {
+  const headers: string[] = ["access-control-allow-origin", "*"];
+  for (const name of PASSED_HEADERS) {
+    const value = raw[name];
+    if (value !== undefined) headers.push(name, String(value));
+  }
+  return headers;
+}
+
+/**
  * An attempt that writes its answer straight into the client's response once its call takes it: status
  * and passed headers, then each chunk as it arrives, pausing the upstream socket while the client's
  * socket is full. No Readable, promise or stream-finished listener stands between the two sockets. The
@@ -39,12 +52,7 @@ export class ResponseRelay extends AttemptHandler {
     raw: IncomingHttpHeaders,
   ): void {
     const { res } = this;
-    // A flat [name, value, ...] list: writeHead takes it as is, with no object built per response.
-    const headers: string[] = ["access-control-allow-origin", "*"];
-    for (const name of PASSED_HEADERS) {
-      const value = raw[name];
-      if (value !== undefined) headers.push(name, String(value));
-    }
+    const headers = passedHeaders(raw);
     this.#remaining = raw["content-length"] === undefined ? -1 : Number(raw["content-length"]);
     res.writeHead(statusCode, headers);
     if (this.#flushHeaders) res.flushHeaders();

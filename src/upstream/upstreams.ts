@@ -1,4 +1,5 @@
 import type { Dispatcher } from "undici";
+import { ServedHead } from "../answers/served-head.js";
 import type { GatewayConfig, HealthConfig, LabelUpstreams, Limits, UpstreamSpec } from "../config/types.js";
 import { upstreamName } from "../config/upstream-name.js";
 import type { Endpoint } from "../registry/types.js";
@@ -66,6 +67,8 @@ export class Upstream {
 }
 
 const NONE: readonly Upstream[] = [];
+/** The longest a read waits for a node at the served head, whatever the block time: a slow chain's block is minutes. */
+const HEAD_WAIT_CAP_MS = 3_000;
 
 /** The upstreams of one label and mount. */
 export class UpstreamGroup {
@@ -75,13 +78,24 @@ export class UpstreamGroup {
   readonly members: readonly Upstream[];
   /** Blocks a member may fall behind the best head before it is lagging. */
   readonly maxLagBlocks: number;
+  /** How long a read waits for a node to reach the head the label served: about one block. */
+  readonly headWaitMs: number;
+  /** The highest head the label has served (src/answers/served-head.ts). */
+  readonly served = new ServedHead();
   readonly #waiting = new Set<{ readonly callback: () => void; readonly timer: NodeJS.Timeout }>();
 
-  constructor(label: string, mount: string, members: readonly Upstream[], maxLagBlocks: number) {
+  constructor(
+    label: string,
+    mount: string,
+    members: readonly Upstream[],
+    maxLagBlocks: number,
+    headWaitMs = 0,
+  ) {
     this.label = label;
     this.mount = mount;
     this.members = members;
     this.maxLagBlocks = maxLagBlocks;
+    this.headWaitMs = headWaitMs;
   }
 
   /**
@@ -91,20 +105,30 @@ export class UpstreamGroup {
    * least bad (`#lastResort`): a stale or slow answer is better than none, but never better than a fresh
    * one, so no hedge or retry reaches such a node while a node is in rotation. Empty means there is none
    * to try: the caller answers NO_UPSTREAM with `whyNone()`.
+   *
+   * A read that needs a block (`atLeast`, from src/answers/) goes only to members that have reached it;
+   * when members are in rotation and none has, the list is empty and `behind(atLeast)` is true, and the
+   * caller waits for one (`served.whenReached`) before it takes `highestFirst`.
    */
-  choose(write = false): readonly Upstream[] {
+  choose(write = false, atLeast = -1): readonly Upstream[] {
     if (this.members.length === 1) {
       const only = this.members[0] as Upstream;
       return only.health.inRotation ? this.members : this.#lastResort(write);
     }
     // One array for the call: the in-rotation primaries, then the in-rotation fallbacks.
     const order: Upstream[] = [];
-    for (const member of this.members)
-      if (member.health.inRotation && member.tier === "primary") order.push(member);
+    let inRotation = 0;
+    for (const member of this.members) {
+      if (!member.health.inRotation) continue;
+      inRotation++;
+      if (member.tier === "primary" && reached(member, atLeast)) order.push(member);
+    }
     const primaries = order.length;
-    for (const member of this.members)
-      if (member.health.inRotation && member.tier !== "primary") order.push(member);
-    if (order.length === 0) return this.#lastResort(write);
+    for (const member of this.members) {
+      if (member.health.inRotation && member.tier !== "primary" && reached(member, atLeast))
+        order.push(member);
+    }
+    if (order.length === 0) return inRotation === 0 ? this.#lastResort(write) : NONE;
     const at = pickSmoothly(order, primaries > 0 ? primaries : order.length);
     if (at > 0) {
       const chosen = order[at] as Upstream;
@@ -112,6 +136,32 @@ export class UpstreamGroup {
       order[0] = chosen;
     }
     return order;
+  }
+
+  /** Whether members are in rotation but none has reached `atLeast`: a read may wait for one. */
+  behind(atLeast: number): boolean {
+    return (
+      atLeast >= 0 &&
+      this.members.some((m) => m.health.inRotation) &&
+      !this.members.some((m) => m.health.inRotation && reached(m, atLeast))
+    );
+  }
+
+  /** After a read waited for a head in vain: the members in rotation, the highest head first. */
+  highestFirst(write = false): readonly Upstream[] {
+    const order = this.members.filter((m) => m.health.inRotation);
+    if (order.length === 0) return this.#lastResort(write);
+    return order.sort((a, b) => (b.health.head ?? -1) - (a.health.head ?? -1));
+  }
+
+  /**
+   * An answer from `upstream` showed a height (src/answers/): the label has served it, and that node has
+   * it (`isHead`: it is that node's head). Calls waiting for a node at that head go on.
+   */
+  answeredHeight(upstream: Upstream, height: number, isHead: boolean): void {
+    upstream.health.answeredHeight(height, isHead);
+    this.served.raise(height);
+    if (upstream.health.inRotation) this.served.nodeReached(height);
   }
 
   /**
@@ -207,7 +257,18 @@ export class UpstreamGroup {
       if (member !== probed && member.health.headCounts && member.health.state !== "checking")
         member.health.judgeLag(best, this.maxLagBlocks);
     }
+    const head = probed.health.head;
+    if (head !== undefined && probed.health.inRotation) {
+      this.served.raise(head);
+      this.served.nodeReached(head);
+    }
   }
+}
+
+/** Whether a member has reached a block: one whose head is not known yet is given the benefit of the doubt. */
+function reached(member: Upstream, atLeast: number): boolean {
+  const head = member.health.head;
+  return atLeast < 0 || head === undefined || head >= atLeast;
 }
 
 /** The index, below `end`, of the candidate whose turn it is; `current` carries each one's running weight. */
@@ -253,10 +314,12 @@ export class UpstreamTable {
     for (const [label, upstreams] of Object.entries(config.upstreams)) {
       const health = healthFor(config.health, label);
       const maxLagBlocks = lagThreshold(health, endpoints.get(label));
+      // about one block: a read waits that long for a node at the head the label served
+      const headWaitMs = Math.min(HEAD_WAIT_CAP_MS, (endpoints.get(label)?.blockTimeSeconds ?? 0) * 1000);
       for (const [mount, specs] of byMount(upstreams)) {
         if (specs.length === 0) continue;
         const members: Upstream[] = [];
-        const group = new UpstreamGroup(label, mount, members, maxLagBlocks);
+        const group = new UpstreamGroup(label, mount, members, maxLagBlocks, headWaitMs);
         for (const [index, spec] of specs.entries()) {
           const rules = { ...health, takeOut: health.probeIntervalMs > 0 };
           const upstream = this.#upstream(

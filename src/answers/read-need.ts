@@ -1,0 +1,83 @@
+import type { PassedCall } from "../jsonrpc/check.js";
+import type { BlockParamRule, HeadCall, HeadEncoding, ReadRules } from "../registry/types.js";
+import { decode } from "../upstream/head.js";
+
+/**
+ * What a message's reads need of the node that answers them (docs/upstreams.md, "Answers across nodes"):
+ * whether one reads at the head, the highest block one names by number, and which answers say which block
+ * they read. A batch goes to one node, so its calls share one need: every call in it sees the same head.
+ */
+export class ReadNeed {
+  /** A call reads at the head: the node must have reached the head the label has served. */
+  atHead = false;
+  /** The highest block a call names by number; -1 when none does. */
+  highestBlock = -1;
+  /** Calls whose answers say which block they read: the label's served head learns from them. */
+  readonly learn: HeightInAnswer[] = [];
+}
+
+/** Where one call's answer holds a height: the call's id as sent, and the member path in the answer. */
+export interface HeightInAnswer {
+  /** The call's id as its source text, or undefined for a single call (its answer is the only one). */
+  readonly id: string | undefined;
+  readonly path: readonly string[];
+  readonly encoding: HeadEncoding;
+  /** The answer is the node's head itself (the head call), not a block that the node has. */
+  readonly isHead: boolean;
+}
+
+const RESULT = ["result"];
+
+/**
+ * The need of the calls that go upstream, or undefined when none of them reads by block: those go as they
+ * always did, and their answers are relayed as they arrive. `single` says the message is one call.
+ */
+export function readNeed(
+  rules: ReadRules | undefined,
+  head: HeadCall,
+  calls: readonly PassedCall[],
+  single: boolean,
+): ReadNeed | undefined {
+  let need: ReadNeed | undefined;
+  for (const call of calls) {
+    const id = single ? undefined : call.id;
+    if (head.kind === "jsonrpc" && call.method === head.method) {
+      need ??= new ReadNeed();
+      need.atHead = true;
+      need.learn.push({ id, path: head.field, encoding: head.encoding, isHead: true });
+      continue;
+    }
+    const position = rules?.at[call.method];
+    if (rules === undefined || position === undefined) continue;
+    const params = (call.call.value as { params?: unknown }).params;
+    const named = namedBlock(rules.block, Array.isArray(params) ? params[position] : undefined);
+    if (named === "none") continue;
+    need ??= new ReadNeed();
+    if (named === "head") {
+      need.atHead = true;
+      const path = rules.heightIn?.[call.method];
+      if (path !== undefined)
+        need.learn.push({ id, path: [...RESULT, ...path], encoding: rules.block.encoding, isHead: false });
+    } else if (named > need.highestBlock) need.highestBlock = named;
+  }
+  return need;
+}
+
+/**
+ * What a block param names: the head (a head tag, or the param left out), a block by number, or nothing
+ * this rule routes by (a hash, another tag such as `earliest`, or a value the node will refuse).
+ */
+export function namedBlock(rule: BlockParamRule, value: unknown): "head" | "none" | number {
+  if (value === undefined || value === null) return "head";
+  if (typeof value === "object" && !Array.isArray(value)) {
+    const member =
+      rule.numberMember === undefined ? undefined : (value as Record<string, unknown>)[rule.numberMember];
+    return member === undefined ? "none" : namedBlock(rule, member);
+  }
+  if (typeof value === "string" && rule.headTags.includes(value)) return "head";
+  try {
+    return decode(value, rule.encoding, "block");
+  } catch {
+    return "none";
+  }
+}

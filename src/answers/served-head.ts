@@ -1,0 +1,59 @@
+/**
+ * The highest head a label has served: from the prober's readings of its nodes and from the answers its
+ * callers got (docs/upstreams.md, "Answers across nodes"). A read at the head goes only to a node that has
+ * reached it, so the head a caller sees never goes backwards, even when its calls land on different nodes.
+ * Calls that find no node there yet wait here for one, for about one block.
+ */
+export class ServedHead {
+  #height = -1;
+  readonly #waiting = new Set<HeadWaiter>();
+  /** Told of every rise, to share it with other gateway instances (shared-head.ts). */
+  onRise: ((height: number) => void) | undefined = undefined;
+
+  /** The highest head served; -1 until one is known. */
+  get height(): number {
+    return this.#height;
+  }
+
+  /** A head was served or seen: the mark rises to it, never falls. */
+  raise(height: number): void {
+    if (height <= this.#height) return;
+    this.#height = height;
+    this.onRise?.(height);
+  }
+
+  /** Another gateway instance served this head: the mark rises as if this one had. */
+  raiseFromPeer(height: number): void {
+    if (height > this.#height) this.#height = height;
+  }
+
+  /** Calls back once a node has reached `height` (`nodeReached`), or after `timeoutMs`. */
+  whenReached(height: number, timeoutMs: number, callback: () => void): void {
+    const waiter: HeadWaiter = {
+      height,
+      callback,
+      timer: setTimeout(() => {
+        this.#waiting.delete(waiter);
+        callback();
+      }, timeoutMs),
+    };
+    this.#waiting.add(waiter);
+  }
+
+  /** A node in rotation is now at `height`: the calls waiting for a head up to it go on. */
+  nodeReached(height: number): void {
+    if (this.#waiting.size === 0) return;
+    for (const waiter of [...this.#waiting]) {
+      if (waiter.height > height) continue;
+      this.#waiting.delete(waiter);
+      clearTimeout(waiter.timer);
+      waiter.callback();
+    }
+  }
+}
+
+interface HeadWaiter {
+  readonly height: number;
+  readonly callback: () => void;
+  readonly timer: NodeJS.Timeout;
+}

@@ -1,0 +1,68 @@
+import { describe, expect, it } from "vitest";
+import { endpointsByLabel } from "../../generated/endpoints.js";
+import { readNeed } from "../../src/answers/read-need.js";
+import type { PassedCall } from "../../src/jsonrpc/check.js";
+import { checkMessage } from "../../src/jsonrpc/message.js";
+import type { JsonRpcPolicy, Mount } from "../../src/registry/types.js";
+
+// What the registry's `reads` rules make of a message's calls (docs/upstreams.md, "Answers across nodes").
+const mount = endpointsByLabel.get("eth")?.mounts[0] as Mount;
+const policy = mount.policy.jsonrpc as JsonRpcPolicy;
+
+function need(body: unknown) {
+  const text = JSON.stringify(body);
+  const rules = {
+    policy,
+    plan: "dedicated" as const,
+    support: { email: "", dedicatedNodeUrl: "" },
+    transport: "http" as const,
+  };
+  const { checked, batch } = checkMessage(text, rules, { maxBatch: 100, maxJsonDepth: 64 });
+  const passed = checked.filter((c): c is PassedCall => c.ok);
+  return readNeed(policy.reads, mount.head, passed, !batch);
+}
+const call = (method: string, params: unknown[], id: unknown = 1) => ({ jsonrpc: "2.0", id, method, params });
+
+describe("readNeed", () => {
+  it("the head call reads at the head, and its answer is the node's head", () => {
+    const n = need(call("eth_blockNumber", []));
+    expect(n?.atHead).toBe(true);
+    expect(n?.learn).toEqual([{ id: undefined, path: ["result"], encoding: "hex-quantity", isHead: true }]);
+  });
+
+  it("a head tag, or the block param left out, reads at the head; a block read at the head shows its height", () => {
+    for (const tag of ["latest", "pending", "safe", "finalized"]) {
+      expect(need(call("eth_getBalance", ["0x00000000000000000000000000000000000000aa", tag]))?.atHead).toBe(
+        true,
+      );
+    }
+    expect(need(call("eth_getBalance", ["0x00000000000000000000000000000000000000aa"]))?.atHead).toBe(true);
+    const block = need(call("eth_getBlockByNumber", ["latest", false]));
+    expect(block?.learn[0]?.path).toEqual(["result", "number"]);
+  });
+
+  it("a numbered block, plain or as EIP-1898's blockNumber, is the block a node must have", () => {
+    expect(need(call("eth_getBlockByNumber", ["0x10", false]))).toMatchObject({
+      atHead: false,
+      highestBlock: 16,
+    });
+    expect(
+      need(call("eth_call", [{ to: "0x00000000000000000000000000000000000000aa" }, { blockNumber: "0x20" }])),
+    ).toMatchObject({ atHead: false, highestBlock: 32 });
+  });
+
+  it("a hash, `earliest` or a call without a block param needs nothing; a batch needs its calls' highest", () => {
+    expect(need(call("eth_getBlockByNumber", ["earliest", false]))).toBeUndefined();
+    expect(
+      need(call("eth_getBalance", ["0x00000000000000000000000000000000000000aa", `0x${"ab".repeat(32)}`])),
+    ).toBeUndefined();
+    expect(need(call("eth_chainId", []))).toBeUndefined();
+    const batch = need([
+      call("eth_getBlockByNumber", ["0x5", false], 1),
+      call("eth_getBlockByNumber", ["0x9", false], 2),
+      call("eth_blockNumber", [], "b"),
+    ]);
+    expect(batch).toMatchObject({ atHead: true, highestBlock: 9 });
+    expect(batch?.learn[0]?.id).toBe('"b"');
+  });
+});
