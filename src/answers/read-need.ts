@@ -1,6 +1,6 @@
 import type { PassedCall } from "../jsonrpc/check.js";
 import type { BlockParamRule, HeadCall, HeadEncoding, ReadRules } from "../registry/types.js";
-import { decode } from "../upstream/head.js";
+import { readHeight } from "../upstream/head.js";
 
 /**
  * What a message's reads need of the node that answers them (docs/upstreams.md, "Answers across nodes"):
@@ -28,6 +28,20 @@ export interface HeightInAnswer {
 
 const RESULT = ["result"];
 
+/** The head call alone needs the same every time: one object per head call, not one per request. */
+const HEAD_CALL_NEEDS = new WeakMap<HeadCall, ReadNeed>();
+
+function headCallNeed(head: HeadCall): ReadNeed {
+  let need = HEAD_CALL_NEEDS.get(head);
+  if (need === undefined) {
+    need = new ReadNeed();
+    need.atHead = true;
+    need.learn.push({ id: undefined, path: head.field, encoding: head.encoding, isHead: true });
+    HEAD_CALL_NEEDS.set(head, need);
+  }
+  return need;
+}
+
 /**
  * The need of the calls that go upstream, or undefined when none of them reads by block: those go as they
  * always did, and their answers are relayed as they arrive. `single` says the message is one call.
@@ -38,6 +52,7 @@ export function readNeed(
   calls: readonly PassedCall[],
   single: boolean,
 ): ReadNeed | undefined {
+  if (single && head.kind === "jsonrpc" && calls[0]?.method === head.method) return headCallNeed(head);
   let need: ReadNeed | undefined;
   for (const call of calls) {
     const id = single ? undefined : call.id;
@@ -75,9 +90,5 @@ export function namedBlock(rule: BlockParamRule, value: unknown): "head" | "none
     return member === undefined ? "none" : namedBlock(rule, member);
   }
   if (typeof value === "string" && rule.headTags.includes(value)) return "head";
-  try {
-    return decode(value, rule.encoding, "block");
-  } catch {
-    return "none";
-  }
+  return readHeight(value, rule.encoding) ?? "none";
 }

@@ -78,6 +78,7 @@ export const DEFAULT_CONFIG: GatewayConfig = {
   },
   upstreams: {},
   health: DEFAULT_HEALTH,
+  blockRanges: {},
   metrics: { enabled: true },
   operator: { listen: { host: "127.0.0.1", port: 8082 } },
   limits: DEFAULT_LIMITS,

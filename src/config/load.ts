@@ -119,7 +119,7 @@ function checkAgainstRegistry(
   where: (path: ConfigPath, key?: string) => string,
 ): void {
   const problems: string[] = [];
-  const known = (label: string, section: "upstreams" | "health.labels") => {
+  const known = (label: string, section: "upstreams" | "health.labels" | "blockRanges") => {
     if (!endpoints.has(label))
       problems.push(
         `${where(section.split("."), label)}: ${section}: "${label}" is not a label of the registry`,
@@ -127,6 +127,7 @@ function checkAgainstRegistry(
   };
   for (const label of Object.keys(config.upstreams)) known(label, "upstreams");
   for (const label of Object.keys(config.health.labels)) known(label, "health.labels");
+  for (const label of Object.keys(config.blockRanges)) known(label, "blockRanges");
   for (const [label, upstreams] of Object.entries(config.upstreams)) {
     const lists: [ConfigPath, readonly (string | UpstreamSpec)[]][] = Array.isArray(upstreams)
       ? [[["upstreams", label], upstreams]]

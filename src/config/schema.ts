@@ -126,6 +126,17 @@ export const configSchema = {
         },
       },
     },
+    blockRanges: {
+      type: "object",
+      additionalProperties: {
+        type: "object",
+        additionalProperties: false,
+        properties: {
+          splitAbove: { type: "integer", minimum: 1 },
+          refuseAbove: { type: "integer", minimum: 1 },
+        },
+      },
+    },
     metrics: {
       type: "object",
       additionalProperties: false,

@@ -120,6 +120,12 @@ export interface GatewayConfig {
   readonly support: { readonly email: string; readonly dedicatedNodeUrl: string };
   readonly upstreams: Readonly<Record<string, LabelUpstreams>>;
   readonly health: HealthConfig;
+  /**
+   * Per label, the block-range limits of its range calls over the registry's (`reads.ranges`): wider than
+   * `splitAbove` blocks a call is split into sub-ranges, wider than `refuseAbove` it is refused
+   * (docs/upstreams.md, "Ranges").
+   */
+  readonly blockRanges: Readonly<Record<string, BlockRangeLimits>>;
   /** The data plane's Prometheus series, served by the operator API's GET /metrics. */
   readonly metrics: { readonly enabled: boolean };
   /** The operator API (GET /upstreams, cordon): off the public port, on loopback by default. */
@@ -143,6 +149,11 @@ export interface GatewayConfig {
   readonly sharedLimits?: SharedLimitsConfig;
   /** Accounts, keys and the self-service API; without it only `keys` are known. */
   readonly accounts?: AccountsConfig;
+}
+
+export interface BlockRangeLimits {
+  readonly splitAbove?: number;
+  readonly refuseAbove?: number;
 }
 
 /** docs/deployment.md: how tokens are leased, and what happens while Redis is away. */

@@ -1,5 +1,5 @@
 import type { IncomingMessage, ServerResponse } from "node:http";
-import { learnHeights, relayExamined } from "../answers/examined.js";
+import { learnHeights } from "../answers/examined.js";
 import type { Limits } from "../config/types.js";
 import { type ErrorStyle, preflight, sendError, sendJson } from "../errors/respond.js";
 import { type ErrorCode, GatewayError } from "../errors/table.js";
@@ -132,13 +132,9 @@ export class HttpExchange {
       const call = this.#stages.planUpstream(mounted, charged, authorized.outgoing); // 6
       // A stream stays open while the node pushes: the socket's idle timeout must not cut it.
       if (call.stream) this.#req.socket.setTimeout(0);
-      // 7: a partial batch's answer is read whole and merged, one that shows a height is read whole and
-      // learnt from (src/answers/), any other streams through
-      const done = (error?: GatewayError) => this.#end(error, replyId);
+      // 7: a partial batch's answer is read whole and merged; any other streams through
       if (authorized.refusals !== undefined) this.#relayMerged(call, authorized.refusals, replyId);
-      else if (call.reads !== undefined && call.reads.learn.length > 0)
-        relayExamined(call, this.#res, this.#access, done);
-      else relayAnswer(call, this.#res, this.#access, done);
+      else relayAnswer(call, this.#res, this.#access, (error) => this.#end(error, replyId));
     } catch (error) {
       this.#end(error, replyId);
     }
@@ -151,7 +147,7 @@ export class HttpExchange {
       // Called back from the upstream's handler: what this throws must end this request, not reach undici.
       try {
         const text = answer.body.toString("utf8");
-        if (answer.statusCode === 200) learnHeights(call, answer, text);
+        if (answer.statusCode === 200) learnHeights(call, answer.upstream, text);
         // Only notifications went upstream, and nodes answer those with no body (JSON-RPC 2.0 §6).
         const merged =
           text.trim() === "" && answer.statusCode < 300

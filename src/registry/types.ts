@@ -70,6 +70,22 @@ export interface ReadRules {
   readonly at: Readonly<Record<string, number>>;
   /** Method → the member path, in the answer's `result`, of the height of the block it read. */
   readonly heightIn?: Readonly<Record<string, readonly string[]>>;
+  /** Method → how it takes a block range, for calls whose answer is a list of what the range holds. */
+  readonly ranges?: Readonly<Record<string, RangeRule>>;
+}
+
+/**
+ * A call that takes a block range in an object param (`eth_getLogs`' filter): the range's bounds are its
+ * `from` and `to` members, each a block param (a height, a head tag, or left out for the head). Wider than
+ * `splitAbove` blocks, the gateway splits it into sub-ranges and merges their lists in order; wider than
+ * `refuseAbove`, it refuses it. A deployment may set both per label (`blockRanges`).
+ */
+export interface RangeRule {
+  readonly param: number;
+  readonly from: string;
+  readonly to: string;
+  readonly splitAbove: number;
+  readonly refuseAbove: number;
 }
 
 /**

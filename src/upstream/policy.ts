@@ -1,6 +1,7 @@
 import type { ServerResponse } from "node:http";
 import type { Dispatcher } from "undici";
 import { WebSocket } from "ws";
+import { learnHeights, showsHeight } from "../answers/examined.js";
 import type { ReadNeed } from "../answers/read-need.js";
 import type { Limits } from "../config/types.js";
 import { GatewayError } from "../errors/table.js";
@@ -9,7 +10,7 @@ import type { AttemptHandler } from "./attempt.js";
 import { BufferedAnswer, type WholeAnswer } from "./buffered-answer.js";
 import { CallRun, MAX_ATTEMPTS, type UpstreamFields } from "./call-run.js";
 import { deadlineError, describeFailure, failureKind } from "./failure.js";
-import { ResponseRelay } from "./response-relay.js";
+import { type AnswerReader, ResponseRelay } from "./response-relay.js";
 import { Pool } from "./undici-pool.js";
 import type { Upstream, UpstreamGroup } from "./upstreams.js";
 
@@ -72,16 +73,24 @@ export function relayAnswer(
   new RelayRun(call, res, note, done).start();
 }
 
-class RelayRun extends CallRun {
+class RelayRun extends CallRun implements AnswerReader {
   readonly #done: RelayDone;
+  /** A call whose answers show a height: the run reads the answer once it went out. */
+  readonly #reads: boolean;
 
   constructor(call: UpstreamCall, res: ServerResponse, note: UpstreamFields, done: RelayDone) {
     super(call, res, note);
     this.#done = done;
+    this.#reads = showsHeight(call);
   }
 
   protected attempt(upstream: Upstream): AttemptHandler {
-    return new ResponseRelay(upstream, this.res, this, this.call.stream);
+    return new ResponseRelay(upstream, this.res, this, this.call.stream, this.#reads ? this : undefined);
+  }
+
+  /** The answer that went out, for the heights it shows (src/answers/examined.ts). */
+  read(upstream: Upstream, statusCode: number, body: Buffer): void {
+    if (statusCode === 200) learnHeights(this.call, upstream, body.toString("utf8"));
   }
 
   protected finished(error?: GatewayError): void {

@@ -36,14 +36,26 @@ export function passedHeaders(raw: IncomingHttpHeaders): string[] {
 export class ResponseRelay extends AttemptHandler {
   /** A stream: the client must see the status line before the first item, which may be minutes away. */
   readonly #flushHeaders: boolean;
+  /** Told of the whole answer once it went out, when the call's answers show a height (src/answers/). */
+  readonly #reader: AnswerReader | undefined;
+  /** The answer's chunks, kept for the reader: the same buffers that went out, not copies. */
+  #kept: Buffer[] | undefined = undefined;
+  #statusCode = 0;
   #waitingForDrain = false;
   /** Body bytes still to come under a declared length; -1 when none was declared. */
   #remaining = -1;
   #ended = false;
 
-  constructor(upstream: Upstream, res: ServerResponse, gate: AttemptGate, stream: boolean) {
+  constructor(
+    upstream: Upstream,
+    res: ServerResponse,
+    gate: AttemptGate,
+    stream: boolean,
+    reader?: AnswerReader,
+  ) {
     super(upstream, res, gate);
     this.#flushHeaders = stream;
+    this.#reader = reader;
   }
 
   protected taken(
@@ -53,6 +65,10 @@ export class ResponseRelay extends AttemptHandler {
   ): void {
     const { res } = this;
     const headers = passedHeaders(raw);
+    if (this.#reader !== undefined) {
+      this.#kept = [];
+      this.#statusCode = statusCode;
+    }
     this.#remaining = raw["content-length"] === undefined ? -1 : Number(raw["content-length"]);
     res.writeHead(statusCode, headers);
     if (this.#flushHeaders) res.flushHeaders();
@@ -60,6 +76,7 @@ export class ResponseRelay extends AttemptHandler {
 
   onResponseData(controller: Dispatcher.DispatchController, chunk: Buffer): void {
     const { res } = this;
+    this.#kept?.push(chunk);
     if (chunk.length === this.#remaining) {
       // The last bytes of a declared length (most answers come in one chunk): writing them with end()
       // saves the response a second pass through its write path.
@@ -81,6 +98,16 @@ export class ResponseRelay extends AttemptHandler {
 
   override onResponseEnd(): void {
     if (!this.#ended) this.res.end();
+    const kept = this.#kept;
+    if (kept !== undefined && this.#reader !== undefined) {
+      const body = kept.length === 1 ? (kept[0] as Buffer) : Buffer.concat(kept);
+      this.#reader.read(this.upstream, this.#statusCode, body);
+    }
     this.end();
   }
+}
+
+/** Reads a node's whole answer after it went out to the client (src/answers/examined.ts). */
+export interface AnswerReader {
+  read(upstream: Upstream, statusCode: number, body: Buffer): void;
 }

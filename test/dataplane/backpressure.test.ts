@@ -55,8 +55,7 @@ async function startPair(limits: Record<string, unknown> = {}) {
 
 /** Sends one call on a raw socket and leaves the socket paused: the client reads nothing yet. */
 function pausedCall(gw: RunningGateway): Socket {
-  // A call whose answer streams through: the head call's answer is read whole (src/answers/examined.ts).
-  const body = rpcBody("eth_chainId");
+  const body = rpcBody("eth_blockNumber");
   const socket = connect(gw.port, "127.0.0.1");
   socket.write(
     `POST /${KEYS.all} HTTP/1.1\r\nhost: eth.${DOMAIN}\r\ncontent-type: application/json\r\n` +
