@@ -1,5 +1,5 @@
 import type { PassedCall } from "../jsonrpc/check.js";
-import type { BlockParamRule, HeadCall, HeadEncoding, ReadRules } from "../registry/types.js";
+import type { BlockParamRule, HeadCall, HeadEncoding, RangeRule, ReadRules } from "../registry/types.js";
 import { readHeight } from "../upstream/head.js";
 
 /**
@@ -14,6 +14,20 @@ export class ReadNeed {
   highestBlock = -1;
   /** Calls whose answers say which block they read: the label's served head learns from them. */
   readonly learn: HeightInAnswer[] = [];
+  /** Calls that take a block range (range.ts): each is checked against its limits before it goes. */
+  readonly ranges: RangeRead[] = [];
+  /** The message is one call: a range wider than its split limit may then be split. */
+  single = false;
+}
+
+/** A call that takes a block range, as the caller sent it. */
+export interface RangeRead {
+  readonly call: PassedCall;
+  readonly rule: RangeRule;
+  readonly block: BlockParamRule;
+  /** The call's params, with the range's object at `rule.param`. */
+  readonly params: readonly unknown[];
+  readonly filter: Readonly<Record<string, unknown>>;
 }
 
 /** Where one call's answer holds a height: the call's id as sent, and the member path in the answer. */
@@ -62,6 +76,15 @@ export function readNeed(
       need.learn.push({ id, path: head.field, encoding: head.encoding, isHead: true });
       continue;
     }
+    const range = rules?.ranges?.[call.method];
+    if (rules !== undefined && range !== undefined) {
+      const read = rangeRead(call, range, rules.block);
+      if (read !== undefined) {
+        need ??= new ReadNeed();
+        need.ranges.push(read);
+      }
+      continue;
+    }
     const position = rules?.at[call.method];
     if (rules === undefined || position === undefined) continue;
     const params = (call.call.value as { params?: unknown }).params;
@@ -75,7 +98,19 @@ export function readNeed(
         need.learn.push({ id, path: [...RESULT, ...path], encoding: rules.block.encoding, isHead: false });
     } else if (named > need.highestBlock) need.highestBlock = named;
   }
+  if (need !== undefined) need.single = single;
   return need;
+}
+
+/** A range call's range object, or undefined when it names no range (`eth_getLogs` by `blockHash`). */
+function rangeRead(call: PassedCall, rule: RangeRule, block: BlockParamRule): RangeRead | undefined {
+  const params = (call.call.value as { params?: unknown }).params;
+  if (!Array.isArray(params)) return undefined;
+  const filter = params[rule.param];
+  if (typeof filter !== "object" || filter === null || Array.isArray(filter)) return undefined;
+  const members = filter as Record<string, unknown>;
+  if (block.hashMember !== undefined && members[block.hashMember] !== undefined) return undefined;
+  return { call, rule, block, params, filter: members };
 }
 
 /**

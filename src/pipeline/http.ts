@@ -1,5 +1,6 @@
 import type { IncomingMessage, ServerResponse } from "node:http";
 import { learnHeights } from "../answers/examined.js";
+import { relaySplit } from "../answers/range-split.js";
 import type { Limits } from "../config/types.js";
 import { type ErrorStyle, preflight, sendError, sendJson } from "../errors/respond.js";
 import { type ErrorCode, GatewayError } from "../errors/table.js";
@@ -132,9 +133,12 @@ export class HttpExchange {
       const call = this.#stages.planUpstream(mounted, charged, authorized.outgoing); // 6
       // A stream stays open while the node pushes: the socket's idle timeout must not cut it.
       if (call.stream) this.#req.socket.setTimeout(0);
-      // 7: a partial batch's answer is read whole and merged; any other streams through
+      // 7: a partial batch's answer is read whole and merged, a range too wide for one node is split,
+      // and any other answer streams through
+      const done = (error?: GatewayError) => this.#end(error, replyId);
       if (authorized.refusals !== undefined) this.#relayMerged(call, authorized.refusals, replyId);
-      else relayAnswer(call, this.#res, this.#access, (error) => this.#end(error, replyId));
+      else if (call.split !== undefined) relaySplit(call, call.split, this.#res, this.#access, done);
+      else relayAnswer(call, this.#res, this.#access, done);
     } catch (error) {
       this.#end(error, replyId);
     }

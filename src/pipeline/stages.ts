@@ -1,4 +1,5 @@
 import type { IncomingMessage } from "node:http";
+import { planRanges } from "../answers/range-plan.js";
 import type { GatewayConfig, RateSpec } from "../config/types.js";
 import { dedicatedPointer } from "../errors/dedicated-pointer.js";
 import { GatewayError } from "../errors/table.js";
@@ -157,6 +158,10 @@ export class Stages {
     const { target } = mounted.admitted;
     const group = this.upstreamGroup(mounted);
     const { reads } = outgoing;
+    const ranges =
+      reads === undefined || reads.ranges.length === 0
+        ? undefined
+        : planRanges(reads, group.served.height, this.#config.blockRanges[group.label]);
     return {
       group,
       method: outgoing.method,
@@ -171,8 +176,11 @@ export class Stages {
       maxBytes: outgoing.stream ? Number.POSITIVE_INFINITY : this.#config.limits.upstream.maxResponseBytes,
       // A read at the head needs the head the label served; one that names a block, that block.
       atLeast:
-        reads === undefined ? -1 : Math.max(reads.atHead ? group.served.height : -1, reads.highestBlock),
+        reads === undefined
+          ? -1
+          : Math.max(reads.atHead ? group.served.height : -1, reads.highestBlock, ranges?.highestBlock ?? -1),
       reads,
+      split: ranges?.split,
     };
   }
 

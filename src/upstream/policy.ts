@@ -2,6 +2,7 @@ import type { ServerResponse } from "node:http";
 import type { Dispatcher } from "undici";
 import { WebSocket } from "ws";
 import { learnHeights, showsHeight } from "../answers/examined.js";
+import type { RangeSplit } from "../answers/range-plan.js";
 import type { ReadNeed } from "../answers/read-need.js";
 import type { Limits } from "../config/types.js";
 import { GatewayError } from "../errors/table.js";
@@ -39,8 +40,10 @@ export interface UpstreamCall {
    * read at the head, the block a read names by number; -1 for any node.
    */
   readonly atLeast: number;
-  /** What its reads need, when any reads by block: answers that show a height are read before they go out. */
+  /** What its reads need, when any reads by block: answers that show a height are read as they go out. */
   readonly reads: ReadNeed | undefined;
+  /** A range call wider than its split limit: it runs as sub-ranges (src/answers/range-split.ts). */
+  readonly split: RangeSplit | undefined;
   readonly limits: Limits["upstream"];
 }
 

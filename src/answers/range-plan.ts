@@ -1,0 +1,62 @@
+import type { BlockRangeLimits } from "../config/types.js";
+import { GatewayError } from "../errors/table.js";
+import { namedBlock, type RangeRead, type ReadNeed } from "./read-need.js";
+
+/** A range call that is split: its range, resolved to heights, and the widest sub-range. */
+export interface RangeSplit {
+  readonly read: RangeRead;
+  readonly from: number;
+  readonly to: number;
+  readonly size: number;
+}
+
+/** What the range calls of a message come to: the highest block they need, and the split, if one is. */
+export interface RangePlan {
+  readonly highestBlock: number;
+  readonly split: RangeSplit | undefined;
+}
+
+/**
+ * Checks each range call against its limits (the label's `blockRanges` over the registry's
+ * `reads.ranges`), with head tags and left-out bounds resolved against the label's served head: wider than
+ * `refuseAbove` blocks it is refused, wider than `splitAbove` it is split, when it is the message's only
+ * call; in a batch it is refused, since a batch's calls go to one node together. A range whose bounds
+ * cannot be read as heights (`earliest` aside), or that needs the head before one is known, goes as sent:
+ * the node judges it.
+ */
+export function planRanges(
+  need: ReadNeed,
+  servedHead: number,
+  limits: BlockRangeLimits | undefined,
+): RangePlan {
+  let highestBlock = -1;
+  let split: RangeSplit | undefined;
+  for (const read of need.ranges) {
+    const from = bound(read, read.filter[read.rule.from], servedHead);
+    const to = bound(read, read.filter[read.rule.to], servedHead);
+    if (from === undefined || to === undefined || to < from) continue;
+    if (to > highestBlock) highestBlock = to;
+    const blocks = to - from + 1;
+    const splitAbove = limits?.splitAbove ?? read.rule.splitAbove;
+    const refuseAbove = limits?.refuseAbove ?? read.rule.refuseAbove;
+    if (blocks <= splitAbove) continue;
+    const detail = { method: read.call.method, from, to, blocks, splitAbove, refuseAbove };
+    if (blocks > refuseAbove) throw new GatewayError("BLOCK_RANGE_TOO_LARGE", detail);
+    if (!need.single)
+      throw new GatewayError("BLOCK_RANGE_TOO_LARGE", {
+        ...detail,
+        reason: `a range wider than ${splitAbove} blocks is split only when it is sent alone, not in a batch`,
+      });
+    split = { read, from, to, size: splitAbove };
+  }
+  return { highestBlock, split };
+}
+
+/** A range bound as a height: a head tag or a left-out bound is the served head, `earliest` block 0. */
+function bound(read: RangeRead, value: unknown, servedHead: number): number | undefined {
+  if (value === "earliest") return 0;
+  const named = namedBlock(read.block, value);
+  if (named === "none") return undefined;
+  if (named === "head") return servedHead < 0 ? undefined : servedHead;
+  return named;
+}

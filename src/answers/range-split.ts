@@ -1,0 +1,149 @@
+import type { ServerResponse } from "node:http";
+import { sendJson } from "../errors/respond.js";
+import { GatewayError } from "../errors/table.js";
+import type { WholeAnswer } from "../upstream/buffered-answer.js";
+import type { UpstreamFields } from "../upstream/call-run.js";
+import { encodeHeight } from "../upstream/head.js";
+import { fetchWhole, type RelayDone, type UpstreamCall } from "../upstream/policy.js";
+import type { RangeSplit } from "./range-plan.js";
+
+/**
+ * Sub-ranges in flight at once: enough to spread one wide query over a label's nodes, few enough that one
+ * caller cannot take every connection to them.
+ */
+const IN_FLIGHT = 4;
+
+/**
+ * 7, for a range call wider than its split limit (range-plan.ts): the range runs as sub-ranges of at most
+ * `split.size` blocks, each an ordinary read that goes to a node that has its last block, and their lists
+ * are merged in order into one answer with the caller's id. The first sub-range that fails fails the call
+ * (its node's error object, or the gateway's error), as does a merged answer past the answer size cap.
+ */
+export function relaySplit(
+  call: UpstreamCall,
+  split: RangeSplit,
+  res: ServerResponse,
+  note: UpstreamFields,
+  done: RelayDone,
+): void {
+  new SplitRun(call, split, res, note, done).start();
+}
+
+class SplitRun {
+  readonly #call: UpstreamCall;
+  readonly #split: RangeSplit;
+  readonly #res: ServerResponse;
+  readonly #note: UpstreamFields;
+  readonly #done: RelayDone;
+  /** Each sub-range's list, in range order, once it is in. */
+  readonly #parts: unknown[][] = [];
+  #nextFrom: number;
+  #inFlight = 0;
+  #bytes = 0;
+  #over = false;
+
+  constructor(
+    call: UpstreamCall,
+    split: RangeSplit,
+    res: ServerResponse,
+    note: UpstreamFields,
+    done: RelayDone,
+  ) {
+    this.#call = call;
+    this.#split = split;
+    this.#res = res;
+    this.#note = note;
+    this.#done = done;
+    this.#nextFrom = split.from;
+  }
+
+  start(): void {
+    for (let i = 0; i < IN_FLIGHT; i++) this.#launch();
+  }
+
+  #launch(): void {
+    const { to, size } = this.#split;
+    if (this.#over || this.#nextFrom > to) return;
+    const from = this.#nextFrom;
+    const last = Math.min(from + size - 1, to);
+    this.#nextFrom = last + 1;
+    const index = this.#parts.length;
+    this.#parts.push([]);
+    this.#inFlight++;
+    const sub: UpstreamCall = {
+      ...this.#call,
+      body: this.#body(index + 1, from, last),
+      atLeast: last,
+      reads: undefined,
+      split: undefined,
+    };
+    fetchWhole(sub, this.#res, this.#note, (error, answer) => this.#settled(index, error, answer));
+  }
+
+  /** The caller's call with its range narrowed to `from`..`to`, as heights in the interface's encoding. */
+  #body(id: number, from: number, to: number): string {
+    const { read } = this.#split;
+    const params = [...read.params];
+    params[read.rule.param] = {
+      ...read.filter,
+      [read.rule.from]: encodeHeight(from, read.block.encoding),
+      [read.rule.to]: encodeHeight(to, read.block.encoding),
+    };
+    return JSON.stringify({ jsonrpc: "2.0", id, method: read.call.method, params });
+  }
+
+  #settled(index: number, error: GatewayError | undefined, answer: WholeAnswer | undefined): void {
+    this.#inFlight--;
+    if (this.#over) return;
+    if (error !== undefined || answer === undefined) return this.#fail(error ?? new GatewayError("INTERNAL"));
+    this.#bytes += answer.body.length;
+    if (this.#bytes > this.#call.maxBytes) {
+      const { from, to, size } = this.#split;
+      return this.#fail(
+        new GatewayError("BLOCK_RANGE_TOO_LARGE", {
+          from,
+          to,
+          splitAbove: size,
+          maxResponseBytes: this.#call.maxBytes,
+          reason: "the merged answer would pass the answer size cap: ask for a narrower range",
+        }),
+      );
+    }
+    let parsed: { result?: unknown; error?: unknown } | undefined;
+    try {
+      parsed = JSON.parse(answer.body.toString("utf8")) as typeof parsed;
+    } catch {
+      parsed = undefined;
+    }
+    if (parsed?.error !== undefined) return this.#nodeError(answer.statusCode, parsed.error);
+    if (answer.statusCode !== 200 || !Array.isArray(parsed?.result))
+      return this.#fail(new GatewayError("UPSTREAM_BAD_RESPONSE"));
+    this.#parts[index] = parsed.result;
+    if (this.#nextFrom <= this.#split.to) this.#launch();
+    else if (this.#inFlight === 0) this.#finish();
+  }
+
+  #finish(): void {
+    this.#over = true;
+    const result = JSON.stringify(this.#parts.flat());
+    sendJson(this.#res, 200, `{"jsonrpc":"2.0","id":${this.#callerId()},"result":${result}}`);
+    this.#done();
+  }
+
+  /** A node refused a sub-range: the caller gets its error object, as if it had asked that node itself. */
+  #nodeError(statusCode: number, error: unknown): void {
+    this.#over = true;
+    const body = `{"jsonrpc":"2.0","id":${this.#callerId()},"error":${JSON.stringify(error)}}`;
+    sendJson(this.#res, statusCode, body);
+    this.#done();
+  }
+
+  #fail(error: GatewayError): void {
+    this.#over = true;
+    this.#done(error);
+  }
+
+  #callerId(): string {
+    return this.#split.read.call.id ?? "null";
+  }
+}
