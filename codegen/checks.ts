@@ -142,6 +142,9 @@ function checkReads(iface: InterfaceSpec, path: YamlPath, report: Report): void 
   for (const method of Object.keys(rules.at))
     if (!served.has(method))
       report([...path, "at", method], `"${method}" is not one of the interface's methods`);
+  for (const method of rules.archive?.state ?? [])
+    if (rules.at[method] === undefined)
+      report([...path, "archive", "state"], `"${method}" has no block param in reads.at`);
   for (const method of Object.keys(rules.heightIn ?? {}))
     if (rules.at[method] === undefined)
       report([...path, "heightIn", method], `"${method}" has no block param in reads.at`);

@@ -49,6 +49,7 @@ export interface EndpointModel {
   readonly head: HeadCall;
   readonly blockTimeSeconds: number;
   readonly example?: { readonly sdk: string; readonly code: string };
+  readonly archiveLabel?: string;
   readonly dedicatedOnly: readonly { readonly name: string; readonly paths: readonly string[] }[];
 }
 
@@ -128,7 +129,13 @@ function normalise(loaded: LoadedRegistry): RegistryModel {
       .map((id) => (spec.interfaces[id] as InterfaceSpec).example)
       .find((e) => e !== undefined);
 
+    // The archive endpoint a mainnet full endpoint's old-state reads go to (docs/upstreams.md, "Archive").
+    const archive = network.endpoints.find((e) => e.nodeClass === "archive");
     for (const [e, endpoint] of network.endpoints.entries()) {
+      const archiveLabel =
+        archive !== undefined && endpoint.nodeClass === "full" && endpoint.environment === "mainnet"
+          ? archive.label
+          : undefined;
       if (endpoint.websocket === true && !families.has("jsonrpc")) {
         issues.push(
           loaded.locate(
@@ -153,6 +160,7 @@ function normalise(loaded: LoadedRegistry): RegistryModel {
         dedicatedOnly: network.dedicatedOnly ?? [],
         blockTimeSeconds: network.blockTime,
         ...(example === undefined ? {} : { example }),
+        ...(archiveLabel === undefined ? {} : { archiveLabel }),
       });
     }
   }

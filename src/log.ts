@@ -25,6 +25,8 @@ export class AccessLine {
   upstreamMs: number | undefined = undefined;
   /** The upstream that answered, as the metrics name it; not written to the log. */
   answeredBy: string | undefined = undefined;
+  /** Which tier answered a read of state at a numbered block: `full` or `archive` (src/answers/archive.ts). */
+  tier: string | undefined = undefined;
   error: string | undefined = undefined;
   status = 0;
   ms = 0;
@@ -41,6 +43,7 @@ export class AccessLine {
     if (this.upstream !== undefined) out += `,"upstream":${quoted(this.upstream)}`;
     if (this.attempts !== undefined) out += `,"attempts":${this.attempts}`;
     if (this.upstreamMs !== undefined) out += `,"upstreamMs":${this.upstreamMs}`;
+    if (this.tier !== undefined) out += `,"tier":${quoted(this.tier)}`;
     if (this.error !== undefined) out += `,"error":${quoted(this.error)}`;
     return `${out},"status":${this.status},"ms":${this.ms}`;
   }

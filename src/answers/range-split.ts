@@ -76,6 +76,7 @@ class SplitRun {
       atLeast: last,
       reads: undefined,
       split: undefined,
+      tier: undefined,
     };
     fetchWhole(sub, this.#res, this.#note, (error, answer) => this.#settled(index, error, answer));
   }
@@ -95,11 +96,14 @@ class SplitRun {
   #settled(index: number, error: GatewayError | undefined, answer: WholeAnswer | undefined): void {
     this.#inFlight--;
     if (this.#over) return;
-    if (error !== undefined || answer === undefined) return this.#fail(error ?? new GatewayError("INTERNAL"));
+    if (error !== undefined || answer === undefined) {
+      this.#fail(error ?? new GatewayError("INTERNAL"));
+      return;
+    }
     this.#bytes += answer.body.length;
     if (this.#bytes > this.#call.maxBytes) {
       const { from, to, size } = this.#split;
-      return this.#fail(
+      this.#fail(
         new GatewayError("BLOCK_RANGE_TOO_LARGE", {
           from,
           to,
@@ -108,6 +112,7 @@ class SplitRun {
           reason: "the merged answer would pass the answer size cap: ask for a narrower range",
         }),
       );
+      return;
     }
     let parsed: { result?: unknown; error?: unknown } | undefined;
     try {
@@ -115,9 +120,14 @@ class SplitRun {
     } catch {
       parsed = undefined;
     }
-    if (parsed?.error !== undefined) return this.#nodeError(answer.statusCode, parsed.error);
-    if (answer.statusCode !== 200 || !Array.isArray(parsed?.result))
-      return this.#fail(new GatewayError("UPSTREAM_BAD_RESPONSE"));
+    if (parsed?.error !== undefined) {
+      this.#nodeError(answer.statusCode, parsed.error);
+      return;
+    }
+    if (answer.statusCode !== 200 || !Array.isArray(parsed?.result)) {
+      this.#fail(new GatewayError("UPSTREAM_BAD_RESPONSE"));
+      return;
+    }
     this.#parts[index] = parsed.result;
     if (this.#nextFrom <= this.#split.to) this.#launch();
     else if (this.#inFlight === 0) this.#finish();

@@ -18,6 +18,8 @@ export class ReadNeed {
   readonly ranges: RangeRead[] = [];
   /** The message is one call: a range wider than its split limit may then be split. */
   single = false;
+  /** The block a read of state names by number (registry `reads.archive.state`); -1 when none does. */
+  stateBlock = -1;
 }
 
 /** A call that takes a block range, as the caller sent it. */
@@ -96,7 +98,10 @@ export function readNeed(
       const path = rules.heightIn?.[call.method];
       if (path !== undefined)
         need.learn.push({ id, path: [...RESULT, ...path], encoding: rules.block.encoding, isHead: false });
-    } else if (named > need.highestBlock) need.highestBlock = named;
+    } else {
+      if (named > need.highestBlock) need.highestBlock = named;
+      if (rules.archive?.state.includes(call.method)) need.stateBlock = named;
+    }
   }
   if (need !== undefined) need.single = single;
   return need;

@@ -7,7 +7,7 @@
 // - EIP-1474's -32005 "limit exceeded" for every rate and capacity limit;
 // - -32011..-32022 for upstream and size failures: the numbers proxyd gives the same failures, and
 //   -32022 for the one it has no number for, a write the node did not confirm;
-// - -32040..-32049, the gateway's own block, for keys and plans (-32040..-32044 in use).
+// - -32040..-32049, the gateway's own block, for keys and plans (-32040..-32045 in use).
 // Codes of the self-service API (its rows at the end) have no JSON-RPC number: that API speaks REST only.
 
 export interface ErrorSpec {
@@ -43,6 +43,11 @@ export const ERRORS = {
   },
   UNAUTHORIZED: { status: 401, rpc: -32040, message: "A valid API key is required" },
   NETWORK_FORBIDDEN: { status: 403, rpc: -32041, message: "The API key has no access to this network" },
+  ARCHIVE_REQUIRED: {
+    status: 403,
+    rpc: -32045,
+    message: "This read needs an archive node, and the API key has no archive access",
+  },
   RATE_LIMITED: { status: 429, rpc: -32005, message: "Request rate limit exceeded" },
   UNSUPPORTED_TRANSFER_ENCODING: {
     status: 400,

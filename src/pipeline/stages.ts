@@ -1,5 +1,7 @@
 import type { IncomingMessage } from "node:http";
+import type { TierPlan } from "../answers/archive.js";
 import { planRanges } from "../answers/range-plan.js";
+import type { ReadNeed } from "../answers/read-need.js";
 import type { GatewayConfig, RateSpec } from "../config/types.js";
 import { dedicatedPointer } from "../errors/dedicated-pointer.js";
 import { GatewayError } from "../errors/table.js";
@@ -181,6 +183,29 @@ export class Stages {
           : Math.max(reads.atHead ? group.served.height : -1, reads.highestBlock, ranges?.highestBlock ?? -1),
       reads,
       split: ranges?.split,
+      tier: reads === undefined ? undefined : this.#tierPlan(mounted, reads, group),
+    };
+  }
+
+  /**
+   * 6, for a read of state at a numbered block on a mainnet full label whose network has an archive
+   * endpoint: how it may reach the archive nodes (src/answers/archive.ts). None for a block above the
+   * label's head: it is not there yet, which no archive node changes.
+   */
+  #tierPlan(mounted: Mounted, reads: ReadNeed, group: UpstreamGroup): TierPlan | undefined {
+    const { endpoint, principal } = mounted.admitted;
+    const rule = mounted.mount.policy.jsonrpc?.reads?.archive;
+    const archiveLabel = endpoint.archiveLabel;
+    if (rule === undefined || archiveLabel === undefined || reads.stateBlock < 0 || !reads.single)
+      return undefined;
+    const head = group.served.height;
+    if (head >= 0 && reads.stateBlock > head) return undefined;
+    return {
+      direct: head >= 0 && reads.stateBlock < head - rule.fullHistory,
+      archiveLabel,
+      archiveGroup: this.#upstreams.group(archiveLabel, mounted.mount.path),
+      mayArchive: principal?.archive === true,
+      missingState: rule.missingState,
     };
   }
 

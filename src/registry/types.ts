@@ -72,6 +72,19 @@ export interface ReadRules {
   readonly heightIn?: Readonly<Record<string, readonly string[]>>;
   /** Method → how it takes a block range, for calls whose answer is a list of what the range holds. */
   readonly ranges?: Readonly<Record<string, RangeRule>>;
+  /** Which reads need old state, how much a full node keeps, and how a node says it has none. */
+  readonly archive?: ArchiveRule;
+}
+
+/**
+ * A full node keeps the state of its last `fullHistory` blocks: a `state` read of an older block goes to
+ * the network's archive endpoint, and so does one that a full node refuses with an error whose message
+ * holds one of `missingState` (docs/upstreams.md, "Archive").
+ */
+export interface ArchiveRule {
+  readonly state: readonly string[];
+  readonly fullHistory: number;
+  readonly missingState: readonly string[];
 }
 
 /**
@@ -222,6 +235,8 @@ export interface Endpoint {
   readonly dedicatedOnly: readonly DedicatedOnlyInterface[];
   /** Seconds between blocks (registry `blockTime`): what turns a lag in seconds into blocks. */
   readonly blockTimeSeconds: number;
+  /** A mainnet full endpoint's archive endpoint, where its reads of old state go (src/answers/archive.ts). */
+  readonly archiveLabel?: string;
   /** Its first interface's first call in the SDK people use (registry `example`); `{url}` is the URL. */
   readonly example?: { readonly sdk: string; readonly code: string };
 }

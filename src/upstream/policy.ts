@@ -1,6 +1,7 @@
 import type { ServerResponse } from "node:http";
 import type { Dispatcher } from "undici";
 import { WebSocket } from "ws";
+import type { TierPlan } from "../answers/archive.js";
 import { learnHeights, showsHeight } from "../answers/examined.js";
 import type { RangeSplit } from "../answers/range-plan.js";
 import type { ReadNeed } from "../answers/read-need.js";
@@ -44,6 +45,8 @@ export interface UpstreamCall {
   readonly reads: ReadNeed | undefined;
   /** A range call wider than its split limit: it runs as sub-ranges (src/answers/range-split.ts). */
   readonly split: RangeSplit | undefined;
+  /** A read of state at a numbered block on a full label: it may go to archive nodes (src/answers/archive.ts). */
+  readonly tier: TierPlan | undefined;
   readonly limits: Limits["upstream"];
 }
 

@@ -1,14 +1,13 @@
-import { createServer, type Server } from "node:http";
-import type { AddressInfo } from "node:net";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { DEFAULT_HEALTH } from "../../src/config/defaults.js";
 import { type Anvil, startAnvil } from "../support/anvil.js";
 import { eventually } from "../support/eventually.js";
 import { KEYS, type RunningGateway, startGateway } from "../support/gateway.js";
+import { type RecordingNode, startRecordingNode } from "../support/recording-node.js";
 
 // A log query wider than the label's split limit reaches the nodes as sub-ranges and comes back as one
 // answer with every log once, in order (docs/upstreams.md, "Ranges"). One real anvil with 2,000 blocks, a
-// log every 100; two recording forwarders in front of it are the label's two nodes, so the test sees each
+// log every 100; two recording nodes in front of it are the label's two nodes, so the test sees each
 // upstream request.
 
 const ETH_MAINNET = 1;
@@ -19,41 +18,19 @@ const EMITTER_CODE = `0x7f${TOPIC.slice(2)}60006000a100`;
 /** anvil's first dev account, unlocked: eth_sendTransaction needs no signature. */
 const DEV = "0xf39Fd6e51aad88F6F4ce6aB8827279cffFb92266";
 
-interface Recorder {
-  readonly server: Server;
-  readonly url: string;
-  /** The eth_getLogs ranges this node was asked, as [from, to]. */
-  readonly ranges: [number, number][];
-}
-
-/** A node in front of anvil that records every eth_getLogs range it is asked. */
-async function recorder(target: string): Promise<Recorder> {
-  const ranges: [number, number][] = [];
-  const server = createServer((req, res) => {
-    const chunks: Buffer[] = [];
-    req.on("data", (chunk: Buffer) => chunks.push(chunk));
-    req.on("end", async () => {
-      const body = Buffer.concat(chunks).toString("utf8");
-      const call = JSON.parse(body) as { method?: string; params?: { fromBlock: string; toBlock: string }[] };
-      const filter = call.params?.[0];
-      if (call.method === "eth_getLogs" && filter !== undefined)
-        ranges.push([Number(filter.fromBlock), Number(filter.toBlock)]);
-      const answer = await fetch(target, {
-        method: "POST",
-        headers: { "content-type": "application/json" },
-        body,
-      });
-      res.writeHead(answer.status, { "content-type": "application/json" });
-      res.end(await answer.text());
+/** The eth_getLogs ranges a recording node was asked, as [from, to]. */
+function ranges(node: RecordingNode): [number, number][] {
+  return node.calls
+    .filter((call) => call.method === "eth_getLogs")
+    .map((call) => {
+      const filter = (call.params as { fromBlock: string; toBlock: string }[])[0];
+      return [Number(filter?.fromBlock), Number(filter?.toBlock)];
     });
-  });
-  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
-  return { server, url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`, ranges };
 }
 
 describe("a wide eth_getLogs is split across the label's nodes and merged in order (real anvil)", () => {
   let anvil: Anvil;
-  let nodes: Recorder[];
+  let nodes: RecordingNode[];
   let gw: RunningGateway;
 
   async function getLogs(filter: Record<string, unknown>) {
@@ -72,7 +49,7 @@ describe("a wide eth_getLogs is split across the label's nodes and merged in ord
       await anvil.rpc("anvil_mine", ["0x63"]);
       await anvil.rpc("eth_sendTransaction", [{ from: DEV, to: EMITTER, gas: "0x186a0" }]);
     }
-    nodes = await Promise.all([recorder(anvil.url), recorder(anvil.url)]);
+    nodes = await Promise.all([startRecordingNode(anvil.url), startRecordingNode(anvil.url)]);
     gw = await startGateway({
       upstreams: { eth: nodes.map((node, i) => ({ url: node.url, name: `node-${i}` })) },
       health: { ...DEFAULT_HEALTH, probeIntervalMs: 100 },
@@ -86,12 +63,12 @@ describe("a wide eth_getLogs is split across the label's nodes and merged in ord
   });
   afterAll(async () => {
     await gw?.close();
-    for (const node of nodes ?? []) node.server.close();
+    await Promise.all((nodes ?? []).map((node) => node.close()));
     await anvil?.stop();
   });
 
   it("2,000 blocks with a limit of 500 reach the nodes as 4 ranges, and every log comes back once, in order", async () => {
-    for (const node of nodes) node.ranges.length = 0;
+    for (const node of nodes) node.calls.length = 0;
     const answer = await getLogs({ fromBlock: "0x1", toBlock: "0x7d0", address: EMITTER });
     expect(answer.status).toBe(200);
     const body = answer.json as { id: number; result: { blockNumber: string }[] };
@@ -99,7 +76,7 @@ describe("a wide eth_getLogs is split across the label's nodes and merged in ord
     expect(body.result.map((log) => Number(log.blockNumber))).toEqual(
       Array.from({ length: 20 }, (_, i) => 100 * (i + 1)),
     );
-    const asked = nodes.flatMap((node) => node.ranges).sort((a, b) => a[0] - b[0]);
+    const asked = nodes.flatMap(ranges).sort((a, b) => a[0] - b[0]);
     expect(asked).toEqual([
       [1, 500],
       [501, 1000],
@@ -107,18 +84,18 @@ describe("a wide eth_getLogs is split across the label's nodes and merged in ord
       [1501, 2000],
     ]);
     // across the label's nodes, not all on one
-    for (const node of nodes) expect(node.ranges.length).toBeGreaterThan(0);
+    for (const node of nodes) expect(ranges(node).length).toBeGreaterThan(0);
   });
 
   it("a left-out toBlock is the label's head: the range is resolved before it is split", async () => {
-    for (const node of nodes) node.ranges.length = 0;
+    for (const node of nodes) node.calls.length = 0;
     const answer = await getLogs({ fromBlock: "0x1", address: EMITTER });
     expect((answer.json as { result: unknown[] }).result).toHaveLength(20);
-    expect(nodes.flatMap((node) => node.ranges)).toHaveLength(4);
+    expect(nodes.flatMap(ranges)).toHaveLength(4);
   });
 
   it("a range past the refusal limit, or past the split limit in a batch, is refused with the limits stated", async () => {
-    for (const node of nodes) node.ranges.length = 0;
+    for (const node of nodes) node.calls.length = 0;
     const wide = await getLogs({ fromBlock: "0x1", toBlock: "0x2710" });
     expect(wide.status).toBe(413);
     expect(wide.json).toMatchObject({
@@ -137,13 +114,13 @@ describe("a wide eth_getLogs is split across the label's nodes and merged in ord
       headers: { "content-type": "application/json" },
     });
     expect(batch.status).toBe(413);
-    expect(nodes.flatMap((node) => node.ranges)).toEqual([]);
+    expect(nodes.flatMap(ranges)).toEqual([]);
   });
 
   it("a range within the limit goes as sent, to one node", async () => {
-    for (const node of nodes) node.ranges.length = 0;
+    for (const node of nodes) node.calls.length = 0;
     const answer = await getLogs({ fromBlock: "0x64", toBlock: "0x12c", address: EMITTER });
     expect((answer.json as { result: unknown[] }).result).toHaveLength(3);
-    expect(nodes.flatMap((node) => node.ranges)).toEqual([[100, 300]]);
+    expect(nodes.flatMap(ranges)).toEqual([[100, 300]]);
   });
 });

@@ -20,11 +20,20 @@ describe("full and archive endpoints", () => {
     await Promise.all([full?.stop(), archive?.stop()]);
   });
 
-  it("a historical eth_getBalance through eth returns the full node's own error", async () => {
+  it("a historical eth_getBalance through eth, which the full node refuses, is answered by eth-archive for an archive key", async () => {
     const r = await gw.call("eth", `/${KEYS.all}/`, { body: rpcBody("eth_getBalance", [account, "0x1"], 7) });
     expect(r.status).toBe(200);
-    expect(r.json).toMatchObject({ jsonrpc: "2.0", id: 7, error: { code: -32602 } });
-    expect(JSON.stringify(r.json)).toContain("BlockOutOfRangeError");
+    expect(r.json).toEqual({ jsonrpc: "2.0", id: 7, result: "0x21e19e0c9bab2400000" });
+    expect(r.headers["x-upstream-tier"]).toBe("archive");
+  });
+
+  it("and gets ARCHIVE_REQUIRED, never the full node's own error, for a key without archive access", async () => {
+    const r = await gw.call("eth", `/${KEYS.noArchive}/`, {
+      body: rpcBody("eth_getBalance", [account, "0x1"], 7),
+    });
+    expect(r.status).toBe(403);
+    expect(r.json).toMatchObject({ id: 7, error: { code: -32045, data: { archiveLabel: "eth-archive" } } });
+    expect(r.text).not.toContain("BlockOutOfRangeError");
   });
 
   it("the same call through eth-archive returns the balance", async () => {

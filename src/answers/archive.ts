@@ -1,0 +1,107 @@
+import type { ServerResponse } from "node:http";
+import { GatewayError } from "../errors/table.js";
+import type { WholeAnswer } from "../upstream/buffered-answer.js";
+import type { UpstreamFields } from "../upstream/call-run.js";
+import { fetchWhole, type RelayDone, type UpstreamCall } from "../upstream/policy.js";
+import type { UpstreamGroup } from "../upstream/upstreams.js";
+
+/** The response header that says which tier of nodes answered a read of state at a numbered block. */
+export const TIER_HEADER = "x-upstream-tier";
+
+/**
+ * How a read of state at a numbered block, on a mainnet full label, may reach the network's archive
+ * endpoint (docs/upstreams.md, "Archive"). Stage 6 plans it (pipeline/stages.ts).
+ */
+export interface TierPlan {
+  /** The block is older than a full node keeps: the read goes to the archive nodes at once. */
+  readonly direct: boolean;
+  readonly archiveLabel: string;
+  /** The archive label's upstreams for the same mount, when the deployment has any. */
+  readonly archiveGroup: UpstreamGroup | undefined;
+  /** Whether the caller's key has archive access. */
+  readonly mayArchive: boolean;
+  /** Error texts of a full node that no longer has the block's state. */
+  readonly missingState: readonly string[];
+}
+
+/** Where a served read is counted: the access line's label becomes the archive label when archive answered. */
+export interface TierFields extends UpstreamFields {
+  label: string | undefined;
+  tier: string | undefined;
+}
+
+/**
+ * 7, for a read of state at a numbered block on a full label. Sent to a full node and read whole: when that
+ * node says it has no such state, the read is sent to the archive nodes once more. A read older than a full
+ * node keeps goes to the archive nodes at once. A key without archive access gets ARCHIVE_REQUIRED, naming
+ * the archive label, in place of the node's error, and never archive data. The answer carries
+ * `x-upstream-tier: full` or `archive`; one from the archive is counted under the archive label.
+ */
+export function relayByTier(
+  call: UpstreamCall,
+  tier: TierPlan,
+  res: ServerResponse,
+  note: TierFields,
+  done: RelayDone,
+): void {
+  const fromArchive = (): void => {
+    const group = tier.archiveGroup;
+    if (!tier.mayArchive) done(archiveRequired(tier));
+    else if (group === undefined)
+      done(
+        new GatewayError("NO_UPSTREAM", {
+          reason: `this read needs an archive node, and ${tier.archiveLabel} has no upstream`,
+        }),
+      );
+    else fromGroup(group);
+  };
+  const fromGroup = (group: UpstreamGroup): void => {
+    fetchWhole({ ...call, group, tier: undefined }, res, note, (error, answer) => {
+      if (error !== undefined || answer === undefined) {
+        done(error);
+        return;
+      }
+      note.label = tier.archiveLabel;
+      note.tier = "archive";
+      send(res, answer, "archive");
+      done();
+    });
+  };
+  if (tier.direct) {
+    fromArchive();
+    return;
+  }
+  fetchWhole({ ...call, tier: undefined }, res, note, (error, answer) => {
+    if (error !== undefined || answer === undefined) done(error);
+    else if (missingState(answer, tier.missingState)) fromArchive();
+    else {
+      note.tier = "full";
+      send(res, answer, "full");
+      done();
+    }
+  });
+}
+
+function archiveRequired(tier: TierPlan): GatewayError {
+  return new GatewayError("ARCHIVE_REQUIRED", {
+    archiveLabel: tier.archiveLabel,
+    reason: `this read needs state that only archive nodes keep: call ${tier.archiveLabel} with a key that has archive access`,
+  });
+}
+
+/** Whether a node's answer is a JSON-RPC error whose message says it has no such state. */
+function missingState(answer: WholeAnswer, texts: readonly string[]): boolean {
+  let message: unknown;
+  try {
+    message = (JSON.parse(answer.body.toString("utf8")) as { error?: { message?: unknown } }).error?.message;
+  } catch {
+    return false;
+  }
+  return typeof message === "string" && texts.some((text) => message.includes(text));
+}
+
+function send(res: ServerResponse, answer: WholeAnswer, tier: "full" | "archive"): void {
+  if (res.headersSent) return;
+  res.writeHead(answer.statusCode, [...answer.headers, TIER_HEADER, tier]);
+  res.end(answer.body);
+}

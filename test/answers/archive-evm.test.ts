@@ -1,0 +1,109 @@
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { DEFAULT_HEALTH } from "../../src/config/defaults.js";
+import { type Anvil, startAnvil } from "../support/anvil.js";
+import { eventually } from "../support/eventually.js";
+import { KEYS, type RunningGateway, rpcBody, startGateway } from "../support/gateway.js";
+import { type RecordingNode, startRecordingNode } from "../support/recording-node.js";
+
+// Archive reads on a full label (docs/upstreams.md, "Archive"): a full node started with --prune-history
+// behind `eth`, and an archive node with the same 300 blocks behind `eth-archive`, both real anvils, each
+// behind a recording node so that the test sees which node was asked.
+
+const ETH_MAINNET = 1;
+const ACCOUNT = "0xf39Fd6e51aad88F6F4ce6aB8827279cffFb92266";
+/** The dev account's balance at genesis, in every block here: nothing is ever sent. */
+const BALANCE = "0x21e19e0c9bab2400000";
+
+describe("archive reads reach archive nodes, for keys with archive access only (real anvil)", () => {
+  let full: Anvil;
+  let archive: Anvil;
+  let fullNode: RecordingNode;
+  let archiveNode: RecordingNode;
+  let gw: RunningGateway;
+
+  const balanceCalls = (node: RecordingNode) =>
+    node.calls.filter((c) => c.method === "eth_getBalance").length;
+  const getBalance = (key: string, block: string) =>
+    gw.call("eth", `/${key}`, { body: rpcBody("eth_getBalance", [ACCOUNT, block], 7) });
+
+  beforeAll(async () => {
+    [full, archive] = await Promise.all([
+      startAnvil({ pruned: true, chainId: ETH_MAINNET }),
+      startAnvil({ chainId: ETH_MAINNET }),
+    ]);
+    await Promise.all([full.rpc("anvil_mine", ["0x12c"]), archive.rpc("anvil_mine", ["0x12c"])]);
+    [fullNode, archiveNode] = await Promise.all([
+      startRecordingNode(full.url),
+      startRecordingNode(archive.url),
+    ]);
+    gw = await startGateway({
+      upstreams: {
+        eth: [{ url: fullNode.url, name: "full" }],
+        "eth-archive": [{ url: archiveNode.url, name: "archive" }],
+      },
+      health: { ...DEFAULT_HEALTH, probeIntervalMs: 100 },
+    });
+    await eventually(
+      async () => (await gw.metric("gateway_upstream_state", { state: "healthy" })) === 2,
+      10_000,
+      "both nodes in rotation",
+    );
+    // the label's served head: the prober's reading of the full node
+    await eventually(
+      async () => (await gw.metric("gateway_upstream_head", { label: "eth" })) === 300,
+      5000,
+      "head",
+    );
+  });
+  afterAll(async () => {
+    await gw?.close();
+    await Promise.all([fullNode?.close(), archiveNode?.close()]);
+    await Promise.all([full?.stop(), archive?.stop()]);
+  });
+
+  it("a block older than a full node keeps goes to the archive node at once, for an archive key", async () => {
+    const [fullBefore, archiveBefore] = [balanceCalls(fullNode), balanceCalls(archiveNode)];
+    const r = await getBalance(KEYS.all, "0x1");
+    expect(r.json).toEqual({ jsonrpc: "2.0", id: 7, result: BALANCE });
+    expect(r.headers["x-upstream-tier"]).toBe("archive");
+    expect(balanceCalls(fullNode)).toBe(fullBefore);
+    expect(balanceCalls(archiveNode)).toBe(archiveBefore + 1);
+    // counted under the archive label
+    await eventually(
+      () =>
+        gw.logs.some((line) => line.includes('"label":"eth-archive"') && line.includes('"tier":"archive"')),
+      2000,
+      "the access line under eth-archive",
+    );
+  });
+
+  it("a recent block the full node refuses as missing is sent to the archive node once more", async () => {
+    const [fullBefore, archiveBefore] = [balanceCalls(fullNode), balanceCalls(archiveNode)];
+    const r = await getBalance(KEYS.all, "0x12b");
+    expect(r.json).toEqual({ jsonrpc: "2.0", id: 7, result: BALANCE });
+    expect(r.headers["x-upstream-tier"]).toBe("archive");
+    expect(balanceCalls(fullNode)).toBe(fullBefore + 1);
+    expect(balanceCalls(archiveNode)).toBe(archiveBefore + 1);
+  });
+
+  it("a key without archive access gets ARCHIVE_REQUIRED naming eth-archive: never the node's error, never archive data", async () => {
+    const archiveBefore = balanceCalls(archiveNode);
+    for (const block of ["0x1", "0x12b"]) {
+      const r = await getBalance(KEYS.noArchive, block);
+      expect(r.status).toBe(403);
+      expect(r.json).toMatchObject({
+        id: 7,
+        error: { code: -32045, data: { code: "ARCHIVE_REQUIRED", archiveLabel: "eth-archive" } },
+      });
+      expect(r.text).not.toContain("BlockOutOfRangeError");
+    }
+    expect(balanceCalls(archiveNode)).toBe(archiveBefore);
+  });
+
+  it("a read at the head stays on the full node, whatever the key", async () => {
+    const archiveBefore = balanceCalls(archiveNode);
+    const r = await getBalance(KEYS.noArchive, "latest");
+    expect(r.json).toEqual({ jsonrpc: "2.0", id: 7, result: BALANCE });
+    expect(balanceCalls(archiveNode)).toBe(archiveBefore);
+  });
+});

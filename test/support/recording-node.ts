@@ -1,0 +1,47 @@
+import { createServer, type Server } from "node:http";
+import type { AddressInfo } from "node:net";
+
+/** One JSON-RPC call a recording node was asked. */
+export interface RecordedCall {
+  readonly method: string;
+  readonly params: unknown;
+}
+
+/** A node in front of a real one (anvil) that records every JSON-RPC call it forwards, batches included. */
+export interface RecordingNode {
+  readonly url: string;
+  readonly calls: RecordedCall[];
+  close(): Promise<void>;
+}
+
+/** Starts a recording node on loopback that forwards every request to `target` and relays its answer. */
+export async function startRecordingNode(target: string): Promise<RecordingNode> {
+  const calls: RecordedCall[] = [];
+  const server: Server = createServer((req, res) => {
+    const chunks: Buffer[] = [];
+    req.on("data", (chunk: Buffer) => chunks.push(chunk));
+    req.on("end", async () => {
+      const body = Buffer.concat(chunks).toString("utf8");
+      const parsed = JSON.parse(body) as RecordedCall | RecordedCall[];
+      for (const call of Array.isArray(parsed) ? parsed : [parsed])
+        calls.push({ method: call.method, params: call.params });
+      const answer = await fetch(target, {
+        method: "POST",
+        headers: { "content-type": "application/json" },
+        body,
+      });
+      res.writeHead(answer.status, { "content-type": "application/json" });
+      res.end(await answer.text());
+    });
+  });
+  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
+  return {
+    url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`,
+    calls,
+    close: () =>
+      new Promise<void>((resolve) => {
+        server.closeAllConnections();
+        server.close(() => resolve());
+      }),
+  };
+}
