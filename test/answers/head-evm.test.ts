@@ -1,8 +1,11 @@
+import { createPublicClient, defineChain, http } from "viem";
+import { privateKeyToAccount } from "viem/accounts";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { DEFAULT_HEALTH } from "../../src/config/defaults.js";
 import { type Anvil, startAnvil } from "../support/anvil.js";
 import { eventually } from "../support/eventually.js";
-import { KEYS, type RunningGateway, startGateway } from "../support/gateway.js";
+import { DOMAIN, KEYS, type RunningGateway, startGateway } from "../support/gateway.js";
+import { resolveTestHosts } from "../support/test-hosts.js";
 
 // The head a caller sees never goes backwards (docs/upstreams.md, "Answers across nodes"). Two real anvil
 // nodes follow one chain (started alike, mined with the same timestamps, so their blocks are the same),
@@ -12,11 +15,14 @@ import { KEYS, type RunningGateway, startGateway } from "../support/gateway.js";
 const GENESIS = 1_700_000_000;
 /** The label's registry chainId: the prober serves only a node that answers it. */
 const ETH_MAINNET = 1;
+/** anvil's first dev account. */
+const DEV_KEY = "0xac0974bec39a17e36ba4a6b4d238ff944bacb478cbed5efcae784d7bf4f2ff80";
 
 describe("the head never goes backwards across two nodes one block apart (real anvil)", () => {
   let a: Anvil;
   let b: Anvil;
   let gw: RunningGateway;
+  let restore: () => void;
   /** Each node's height, to mine the next block with the same timestamp on both. */
   const heights = new Map<Anvil, number>();
 
@@ -44,6 +50,7 @@ describe("the head never goes backwards across two nodes one block apart (real a
   }
 
   beforeAll(async () => {
+    restore = resolveTestHosts();
     [a, b] = await Promise.all([
       startAnvil({ sameChainAs: { genesisTimestamp: GENESIS }, chainId: ETH_MAINNET }),
       startAnvil({ sameChainAs: { genesisTimestamp: GENESIS }, chainId: ETH_MAINNET }),
@@ -68,6 +75,7 @@ describe("the head never goes backwards across two nodes one block apart (real a
   afterAll(async () => {
     await gw?.close();
     await Promise.all([a?.stop(), b?.stop()]);
+    restore?.();
   });
 
   it("100 eth_blockNumber calls, the nodes moving on between them, never go backwards", async () => {
@@ -96,5 +104,49 @@ describe("the head never goes backwards across two nodes one block apart (real a
       expect(same, `block ${height}, call ${i}`).not.toBeNull();
       expect(Number(BigInt((same as { number: string }).number))).toBe(height);
     }
+  });
+
+  it("viem's waitForTransactionReceipt and watchBlockNumber work across them, every block once and in order", async () => {
+    const chain = defineChain({
+      id: ETH_MAINNET,
+      name: "eth",
+      nativeCurrency: { name: "Ether", symbol: "ETH", decimals: 18 },
+      rpcUrls: { default: { http: [`http://eth.${DOMAIN}:${gw.port}/${KEYS.all}`] } },
+    });
+    const client = createPublicClient({ chain, transport: http(), pollingInterval: 50 });
+    const seen: bigint[] = [];
+    const unwatch = client.watchBlockNumber({ onBlockNumber: (n) => seen.push(n), poll: true });
+    await eventually(() => seen.length > 0, 5000, "the first block number");
+
+    // a transaction both nodes will mine in the same block: a first, b a moment later
+    const account = privateKeyToAccount(DEV_KEY);
+    const raw = await account.signTransaction({
+      chainId: ETH_MAINNET,
+      type: "eip1559",
+      to: account.address,
+      value: 1n,
+      nonce: 0,
+      gas: 21_000n,
+      maxFeePerGas: 10_000_000_000n,
+      maxPriorityFeePerGas: 1n,
+    });
+    const hash = (await a.rpc<string>("eth_sendRawTransaction", [raw])) as `0x${string}`;
+    await b.rpc("eth_sendRawTransaction", [raw]);
+    const receipt = client.waitForTransactionReceipt({ hash, pollingInterval: 50 });
+    while ((heights.get(b) ?? 0) < (heights.get(a) ?? 0)) await mine(b);
+    await mine(a);
+    await new Promise((resolve) => setTimeout(resolve, 300));
+    await mine(b);
+    expect((await receipt).blockNumber).toBe(BigInt(heights.get(a) ?? 0));
+
+    for (let i = 0; i < 3; i++) {
+      await advance();
+      await new Promise((resolve) => setTimeout(resolve, 300));
+    }
+    const last = BigInt(heights.get(a) ?? 0);
+    await eventually(() => seen.at(-1) === last, 5000, "the last block number");
+    unwatch();
+    const first = seen[0] as bigint;
+    expect(seen).toEqual(Array.from({ length: Number(last - first) + 1 }, (_, i) => first + BigInt(i)));
   });
 });
