@@ -47,7 +47,11 @@ const RESULT = ["result"];
 /** The head call alone needs the same every time: one object per head call, not one per request. */
 const HEAD_CALL_NEEDS = new WeakMap<HeadCall, ReadNeed>();
 
-function headCallNeed(head: HeadCall): ReadNeed {
+/**
+ * The need of the mount's head call, sent as a caller's call: it reads at the head, and its answer (at the
+ * head call's `field`) is the node's head. A REST head call (algod's `GET /v2/status`) too.
+ */
+export function headCallNeed(head: HeadCall): ReadNeed {
   let need = HEAD_CALL_NEEDS.get(head);
   if (need === undefined) {
     need = new ReadNeed();

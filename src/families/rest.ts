@@ -1,5 +1,6 @@
 import type { IncomingMessage } from "node:http";
 import type { Dispatcher } from "undici";
+import { headCallNeed, type ReadNeed } from "../answers/read-need.js";
 import { dedicatedPointer } from "../errors/dedicated-pointer.js";
 import { GatewayError } from "../errors/table.js";
 import { requestMediaType } from "../http/body.js";
@@ -58,7 +59,18 @@ export function routeRest(req: IncomingMessage, mounted: Mounted, settings: Fami
     `${method} ${match.shape}`,
     match.access === "stream",
     write,
+    isHeadCall(mounted, method) ? headCallNeed(mounted.mount.head) : undefined,
   );
+}
+
+/**
+ * Whether the request is the mount's REST head call (`GET /v2/status`): it then reads at the head and its
+ * answer raises the label's served head (src/answers/), like a JSON-RPC head call.
+ */
+function isHeadCall(mounted: Mounted, method: string): boolean {
+  const head = mounted.mount.head;
+  if (head.kind !== "rest" || head.method !== method) return false;
+  return head.path === `/${mounted.segments.join("/")}`;
 }
 
 class RestRequest implements RoutedRequest {
@@ -70,6 +82,7 @@ class RestRequest implements RoutedRequest {
   readonly #route: string;
   readonly #stream: boolean;
   readonly #write: boolean;
+  readonly #reads: ReadNeed | undefined;
 
   constructor(
     req: IncomingMessage,
@@ -77,12 +90,14 @@ class RestRequest implements RoutedRequest {
     route: string,
     stream: boolean,
     write: boolean,
+    reads: ReadNeed | undefined,
   ) {
     this.#req = req;
     this.#method = method;
     this.#route = route;
     this.#stream = stream;
     this.#write = write;
+    this.#reads = reads;
     this.readsBody = WITH_BODY.has(method);
   }
 
@@ -105,7 +120,7 @@ class RestRequest implements RoutedRequest {
         body: this.readsBody ? body : undefined,
         stream: this.#stream,
         write: this.#write,
-        reads: undefined,
+        reads: this.#reads,
       },
       refusals: undefined,
       method: undefined,
