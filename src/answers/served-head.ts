@@ -22,6 +22,15 @@ export class ServedHead {
     this.onRise?.(height);
   }
 
+  /**
+   * A read waited about a block for a node at the served head and none came (its node went, another
+   * instance's chain was started again): the mark comes down to the best head a node in rotation has, or
+   * every read at the head would wait a block from now on.
+   */
+  settle(bestHead: number): void {
+    if (bestHead >= 0 && bestHead < this.#height) this.#height = bestHead;
+  }
+
   /** Another gateway instance served this head: the mark rises as if this one had. */
   raiseFromPeer(height: number): void {
     if (height > this.#height) this.#height = height;

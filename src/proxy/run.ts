@@ -1,6 +1,7 @@
 import cluster from "node:cluster";
 import type { Server } from "node:http";
 import { setTimeout as delay } from "node:timers/promises";
+import { SharedHeads } from "../answers/shared-heads.js";
 import type { GatewayConfig } from "../config/types.js";
 import type { CachedKeyStore } from "../keys/key-cache.js";
 import { LISTENERS, listen } from "../lifecycle.js";
@@ -42,6 +43,8 @@ export function runProxy(config: GatewayConfig, logger: Logger): Promise<Running
 async function serveHere(config: GatewayConfig, logger: Logger): Promise<RunningProxy> {
   const keys = await openKeyStores(config, logger);
   const limiter = config.sharedLimits && new SharedTokenBuckets(config.sharedLimits, logger);
+  // With Redis, the labels' served heads are shared too: a caller behind a balancer sees a rising head.
+  const heads = config.sharedLimits && new SharedHeads(config.sharedLimits);
   // A start does not wait long for Redis: until it answers, limits are local (docs/deployment.md).
   await limiter?.ready(2_000);
   const gateway = createProxyServer({
@@ -50,6 +53,7 @@ async function serveHere(config: GatewayConfig, logger: Logger): Promise<Running
     logger,
     ...(keys.usage === undefined ? {} : { usage: keys.usage }),
     ...(limiter === undefined ? {} : { limiter }),
+    ...(heads === undefined ? {} : { heads }),
   });
   keys.accounts?.onWithdrawn((keyId) => gateway.closeConnectionsOf(keyId));
   watchDependencies(gateway, keys, limiter);
@@ -76,7 +80,7 @@ async function serveHere(config: GatewayConfig, logger: Logger): Promise<Running
     readiness.listening();
   } catch (error) {
     await Promise.all([closeServer(operator), gateway.close()]);
-    await Promise.all([keys.close(), limiter?.close()]);
+    await Promise.all([keys.close(), limiter?.close(), heads?.close()]);
     throw error;
   }
   return {
@@ -91,7 +95,7 @@ async function serveHere(config: GatewayConfig, logger: Logger): Promise<Running
       await delay(config.limits.shutdownDelayMs);
       await gateway.close();
       await closeServer(operator);
-      await Promise.all([keys.close(), limiter?.close()]);
+      await Promise.all([keys.close(), limiter?.close(), heads?.close()]);
     },
   };
 }

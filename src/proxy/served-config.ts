@@ -1,3 +1,4 @@
+import type { SharedHeads } from "../answers/shared-heads.js";
 import type { GatewayConfig } from "../config/types.js";
 import type { KeyStore } from "../keys/types.js";
 import type { UsageRecorder } from "../keys/usage.js";
@@ -35,6 +36,7 @@ export interface ServedConfigParts {
   readonly dispatcherFactory: DispatcherFactory;
   readonly limiter: RateLimiter;
   readonly usage: UsageRecorder | undefined;
+  readonly heads: SharedHeads | undefined;
   readonly metrics: GatewayMetrics | undefined;
   readonly logger: Logger;
 }
@@ -81,7 +83,18 @@ export function buildServedConfig(parts: ServedConfigParts): ServedConfig {
     boundary,
   };
   prober.start();
-  return { config, upstreams, stages, websockets, http, retire: () => prober.stop() };
+  parts.heads?.attach(upstreams.groups());
+  const retire = () => {
+    prober.stop();
+    parts.heads?.detach(upstreams.groups());
+  };
+  return { config, upstreams, stages, websockets, http, retire };
+}
+
+/** The heads each label served, carried over to a new config's groups: a reload never takes one back. */
+export function carryServedHeads(from: UpstreamTable, to: UpstreamTable): void {
+  for (const group of from.groups())
+    to.group(group.label, group.mount)?.served.raiseFromPeer(group.served.height);
 }
 
 /** An operator's cordons carried over to a new config's upstreams of the same label, mount and name. */

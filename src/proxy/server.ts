@@ -1,5 +1,6 @@
 import { createServer, type Server } from "node:http";
 import { endpointsByLabel } from "../../generated/endpoints.js";
+import type { SharedHeads } from "../answers/shared-heads.js";
 import type { GatewayConfig } from "../config/types.js";
 import { parserRefusal } from "../errors/respond.js";
 import type { KeyStore } from "../keys/types.js";
@@ -14,6 +15,7 @@ import type { DispatcherFactory, UpstreamTable } from "../upstream/upstreams.js"
 import {
   buildServedConfig,
   carryCordons,
+  carryServedHeads,
   type ServedConfig,
   type ServedConfigParts,
 } from "./served-config.js";
@@ -29,6 +31,8 @@ export interface ProxyServerOptions {
   readonly limiter?: RateLimiter;
   /** Where keyed calls are counted per day (keys/usage.ts); none unless given. */
   readonly usage?: UsageRecorder;
+  /** The labels' served heads, shared with other instances through Redis (src/answers/shared-heads.ts). */
+  readonly heads?: SharedHeads;
   readonly logger?: Logger;
 }
 
@@ -67,6 +71,7 @@ export function createProxyServer(options: ProxyServerOptions): ProxyServer {
     dispatcherFactory: options.dispatcherFactory ?? poolPerOrigin,
     limiter,
     usage: options.usage,
+    heads: options.heads,
     metrics,
     logger,
   });
@@ -134,6 +139,7 @@ export function createProxyServer(options: ProxyServerOptions): ProxyServer {
       const previous = current;
       current = buildServedConfig(parts(config, keys));
       carryCordons(previous.upstreams, current.upstreams);
+      carryServedHeads(previous.upstreams, current.upstreams);
       servedConfigs.add(current);
       for (const served of servedConfigs)
         if (served !== current && served !== previous && sum(served.websockets.connections()) === 0)

@@ -147,11 +147,16 @@ export class UpstreamGroup {
     );
   }
 
-  /** After a read waited for a head in vain: the members in rotation, the highest head first. */
+  /**
+   * After a read waited for a head in vain: the members in rotation, the highest head first. The served
+   * head comes down to the highest they have (served-head.ts `settle`).
+   */
   highestFirst(write = false): readonly Upstream[] {
     const order = this.members.filter((m) => m.health.inRotation);
     if (order.length === 0) return this.#lastResort(write);
-    return order.sort((a, b) => (b.health.head ?? -1) - (a.health.head ?? -1));
+    order.sort((a, b) => (b.health.head ?? -1) - (a.health.head ?? -1));
+    this.served.settle(order[0]?.health.head ?? -1);
+    return order;
   }
 
   /**

@@ -57,10 +57,12 @@ export interface StartOptions extends Partial<Omit<GatewayConfig, "limits">> {
   readonly dispatcherFactory?: ProxyServerOptions["dispatcherFactory"];
   /** Keys from somewhere else than `keys` (the account store's cache). */
   readonly keyStore?: KeyStore;
+  /** Served heads shared through Redis (src/answers/shared-heads.ts), as runProxy makes with sharedLimits. */
+  readonly heads?: ProxyServerOptions["heads"];
 }
 
 export async function startGateway(options: StartOptions = {}): Promise<RunningGateway> {
-  const { dispatcherFactory, limits, keyStore, ...rest } = options;
+  const { dispatcherFactory, limits, keyStore, heads, ...rest } = options;
   const config: GatewayConfig = {
     ...DEFAULT_CONFIG,
     domain: DOMAIN,
@@ -78,6 +80,7 @@ export async function startGateway(options: StartOptions = {}): Promise<RunningG
     keys: keyStore ?? new StaticKeyStore(config.keys, config.defaultRate),
     logger: createLogger("debug", (line) => logs.push(line)),
     ...(dispatcherFactory ? { dispatcherFactory } : {}),
+    ...(heads ? { heads } : {}),
   });
   await new Promise<void>((resolve) => gateway.server.listen(0, "127.0.0.1", resolve));
   const { port } = gateway.server.address() as AddressInfo;

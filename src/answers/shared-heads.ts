@@ -1,0 +1,106 @@
+import { Redis } from "ioredis";
+import type { SharedLimitsConfig } from "../config/types.js";
+import type { UpstreamGroup } from "../upstream/upstreams.js";
+
+/**
+ * Raises a label's stored head to ARGV[1] when it is higher, keeps it ARGV[2] ms, and then tells every
+ * instance on the channel ARGV[3] with the message ARGV[4]. One round trip, and no instance hears of a head
+ * that is not the highest stored.
+ */
+const RAISE_SCRIPT = `
+local stored = tonumber(redis.call('GET', KEYS[1]) or '-1')
+if tonumber(ARGV[1]) <= stored then return 0 end
+redis.call('SET', KEYS[1], ARGV[1], 'PX', ARGV[2])
+redis.call('PUBLISH', ARGV[3], ARGV[4])
+return 1
+`;
+
+const CHANNEL = "gateway:heads";
+
+/**
+ * How long a stored head counts, in ms: a label whose head has not risen for this long (its nodes went, a
+ * test chain was started again) stops holding other instances back.
+ */
+const KEEP_MS = 60_000;
+
+type RaiseCommand = (
+  key: string,
+  height: number,
+  keepMs: number,
+  channel: string,
+  message: string,
+) => Promise<number>;
+
+/**
+ * The served head of every label, shared by every proxy instance and worker through the Redis of
+ * `sharedLimits` (docs/upstreams.md, "Answers across nodes"): each rise of a label's served head is stored
+ * and published, and each instance raises its own to what the others served. A caller behind a load
+ * balancer then sees a rising head too. While Redis is away, each instance keeps its own.
+ */
+export class SharedHeads {
+  readonly #redis: Redis;
+  readonly #subscriber: Redis;
+  readonly #raise: RaiseCommand;
+  /** The groups of the configs being served, by label: a reload adds its own, a retired config leaves. */
+  readonly #groups = new Map<string, Set<UpstreamGroup>>();
+
+  constructor(config: SharedLimitsConfig) {
+    const options = {
+      enableOfflineQueue: false,
+      maxRetriesPerRequest: 0,
+      commandTimeout: 1_000,
+      connectTimeout: 2_000,
+      retryStrategy: (attempt: number) => Math.min(100 * 2 ** attempt, 5_000),
+    };
+    this.#redis = new Redis(config.redis, { ...options, keyPrefix: "gateway:head:" });
+    this.#redis.defineCommand("gatewayRaiseHead", { numberOfKeys: 1, lua: RAISE_SCRIPT });
+    this.#raise = (this.#redis as unknown as { gatewayRaiseHead: RaiseCommand }).gatewayRaiseHead.bind(
+      this.#redis,
+    );
+    // The subscriber queues its SUBSCRIBE until it is connected, and makes it again after a reconnection.
+    this.#subscriber = new Redis(config.redis, { ...options, enableOfflineQueue: true });
+    this.#subscriber.on("message", (_channel: string, message: string) => this.#heard(message));
+    this.#subscriber.subscribe(CHANNEL).catch(() => {});
+    // Failed reconnections are retried with backoff; meanwhile each instance keeps its own heads.
+    this.#redis.on("error", () => {});
+    this.#subscriber.on("error", () => {});
+  }
+
+  /** Shares the heads of a served config's groups: their rises go out, and the others' come in. */
+  attach(groups: readonly UpstreamGroup[]): void {
+    for (const group of groups) {
+      const label = group.label;
+      const set = this.#groups.get(label) ?? new Set<UpstreamGroup>();
+      this.#groups.set(label, set.add(group));
+      group.served.onRise = (height) => {
+        this.#raise(label, height, KEEP_MS, CHANNEL, `${label} ${height}`).catch(() => {});
+      };
+      this.#redis
+        .get(label)
+        .then((stored) => {
+          if (stored !== null) group.served.raiseFromPeer(Number(stored));
+        })
+        .catch(() => {});
+    }
+  }
+
+  /** A retired config's groups no longer take what the others served. */
+  detach(groups: readonly UpstreamGroup[]): void {
+    for (const group of groups) {
+      group.served.onRise = undefined;
+      this.#groups.get(group.label)?.delete(group);
+    }
+  }
+
+  async close(): Promise<void> {
+    this.#redis.disconnect();
+    this.#subscriber.disconnect();
+  }
+
+  #heard(message: string): void {
+    const space = message.lastIndexOf(" ");
+    const height = Number(message.slice(space + 1));
+    if (space < 0 || !Number.isSafeInteger(height)) return;
+    for (const group of this.#groups.get(message.slice(0, space)) ?? []) group.served.raiseFromPeer(height);
+  }
+}

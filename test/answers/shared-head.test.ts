@@ -1,0 +1,91 @@
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { endpointsByLabel } from "../../generated/endpoints.js";
+import { SharedHeads } from "../../src/answers/shared-heads.js";
+import { DEFAULT_HEALTH } from "../../src/config/defaults.js";
+import type { Endpoint } from "../../src/registry/types.js";
+import { eventually } from "../support/eventually.js";
+import { KEYS, type RunningGateway, startGateway } from "../support/gateway.js";
+import { type LoopbackNode, startLoopbackNode } from "../support/loopback-node.js";
+import type { NodeState } from "../support/node-software.js";
+import { needServices, SHARED_REDIS_URL } from "../support/services.js";
+import { nodeState, softwareNode } from "../support/software-node.js";
+
+// The served head shared by two gateway instances through Redis (docs/upstreams.md, "Answers across
+// nodes"): a caller behind a load balancer, whose calls land on either, sees a rising head too. `a` reaches
+// only the node ahead; `b` reaches both, and its prober last saw the one ahead a block lower than it is now.
+// Redis database 7, so no other suite's heads mix with these.
+
+const REDIS = `${SHARED_REDIS_URL}/7`;
+const redis = await needServices("redis");
+const algo = endpointsByLabel.get("algo") as Endpoint;
+const H = 40_000_000;
+
+describe.skipIf(redis.skip)(
+  "the served head is shared across gateway instances through Redis (real Redis)",
+  () => {
+    let ahead: NodeState;
+    let behind: NodeState;
+    let nodes: LoopbackNode[];
+    let heads: SharedHeads[];
+    let a: RunningGateway;
+    let b: RunningGateway;
+
+    const status = async (gw: RunningGateway) =>
+      ((await gw.call("algo", `/${KEYS.all}/v2/status`)).json as { "last-round": number })["last-round"];
+
+    beforeAll(async () => {
+      ahead = nodeState(algo, H + 1);
+      behind = nodeState(algo, H);
+      nodes = await Promise.all([
+        startLoopbackNode(softwareNode(algo, () => ahead)),
+        startLoopbackNode(softwareNode(algo, () => behind)),
+      ]);
+      const [aheadNode, behindNode] = nodes as [LoopbackNode, LoopbackNode];
+      heads = [
+        new SharedHeads({ redis: REDIS, leaseMs: 100, fallbackShare: 1 }),
+        new SharedHeads({ redis: REDIS, leaseMs: 100, fallbackShare: 1 }),
+      ];
+      // one probe at the start, then none for the test's length: b's view of the node ahead stays a block old
+      const health = { ...DEFAULT_HEALTH, probeIntervalMs: 60_000 };
+      a = await startGateway({
+        upstreams: { algo: [{ url: aheadNode.url, name: "ahead" }] },
+        health,
+        heads: heads[0],
+      });
+      b = await startGateway({
+        upstreams: {
+          algo: [
+            { url: behindNode.url, name: "behind" },
+            { url: aheadNode.url, name: "ahead" },
+          ],
+        },
+        health,
+        heads: heads[1],
+      });
+      for (const gw of [a, b])
+        await eventually(
+          () =>
+            gw.gateway.upstreams.groups().every((g) => g.members.every((m) => m.health.state === "healthy")),
+          5000,
+          "the first probes",
+        );
+    });
+    afterAll(async () => {
+      await Promise.all([a?.close(), b?.close()]);
+      await Promise.all((heads ?? []).map((h) => h.close()));
+      await Promise.all((nodes ?? []).map((n) => n.close()));
+    });
+
+    it("a head one instance served holds the other's reads to it: the caller's head never goes back", async () => {
+      ahead.height = H + 5;
+      expect(await status(a)).toBe(H + 5);
+      const served = () => b.gateway.upstreams.group("algo", "/")?.served.height;
+      await eventually(() => served() === H + 5, 2000, "b's served head from a's answer");
+      // b knows the node behind at H and the one ahead at H + 1: it waits for a node at H + 5, then asks the
+      // highest, which has it
+      const seen = [H + 5];
+      for (let i = 0; i < 4; i++) seen.push(await status(i % 2 === 0 ? b : a));
+      expect(seen.filter((h, i) => i > 0 && h < (seen[i - 1] as number))).toEqual([]);
+    });
+  },
+);
