@@ -79,13 +79,13 @@ export class Launcher {
    * A bench node of its own; the shared one is `Bench.node`. With `again`, a node that was stopped or
    * killed starts anew on that one's ports, as a restarted node comes back where its gateway looks for it.
    */
-  async startNode(name: string, again?: BenchNode): Promise<BenchNode> {
+  async startNode(name: string, again?: BenchNode, env: Record<string, string> = {}): Promise<BenchNode> {
     const port = again === undefined ? undefined : Number(new URL(again.http).port);
     const wsPort = again === undefined ? await freePort() : Number(new URL(again.ws).port);
     const target = await this.start(
       name,
       compiled("upstream.ts"),
-      { BENCH_WS_PORT: String(wsPort) },
+      { ...env, BENCH_WS_PORT: String(wsPort) },
       port === undefined ? {} : { port },
     );
     return {

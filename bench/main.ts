@@ -15,6 +15,7 @@ import type { Bench, Scenario, ScenarioResult } from "./scenario.js";
 import { binary } from "./scenarios/binary.js";
 import { budgetScaling } from "./scenarios/budget.js";
 import { failover } from "./scenarios/failover.js";
+import { headScenario } from "./scenarios/head.js";
 import { httpScenarios } from "./scenarios/http.js";
 import { metricsCost } from "./scenarios/metrics.js";
 import { profile } from "./scenarios/profile.js";
@@ -41,6 +42,7 @@ const ALL: readonly Scenario[] = [
   budgetScaling,
   routingCost,
   failover,
+  headScenario,
   webSocketFanout,
   revocation,
   binary,

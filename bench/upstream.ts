@@ -5,6 +5,8 @@
 //   POST, JSON-RPC  -> {"jsonrpc":"2.0","id":<the request's id>,"result":"0x10"}, per call for a batch
 //   POST eth_getLogs -> the same with a result of about 1 MB
 //   POST eth_chainId -> "0x1": the chain the bench's `eth` label is, which the gateway's prober checks
+//   POST eth_blockNumber, with BENCH_BLOCK_MS set -> a head that moves on every BENCH_BLOCK_MS, reached
+//                    BENCH_HEAD_LAG_MS late (two nodes one block apart for part of each block)
 //   GET any path     -> a small REST body
 //
 // A node:http server on a second port serves WebSocket (eth_subscribe) and POST /push, which sends one
@@ -21,6 +23,15 @@ function head(length: number): string {
   return `HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: ${length}\r\n\r\n`;
 }
 
+const BLOCK_MS = Number(process.env.BENCH_BLOCK_MS ?? 0);
+const HEAD_LAG_MS = Number(process.env.BENCH_HEAD_LAG_MS ?? 0);
+
+/** The node's head: fixed at 0x10, or one block per BLOCK_MS of the wall clock, HEAD_LAG_MS late. */
+function headHex(): string {
+  if (BLOCK_MS <= 0) return "0x10";
+  return `0x${Math.floor((Date.now() - HEAD_LAG_MS) / BLOCK_MS).toString(16)}`;
+}
+
 function answerRpc(socket: Socket, body: string): void {
   const parsed = JSON.parse(body) as { id?: unknown; method?: string } | { id?: unknown; method?: string }[];
   if (!Array.isArray(parsed) && parsed.method === "eth_getLogs") {
@@ -31,7 +42,7 @@ function answerRpc(socket: Socket, body: string): void {
     return;
   }
   const one = (call: { id?: unknown; method?: string }) =>
-    `{"jsonrpc":"2.0","id":${JSON.stringify(call.id)},"result":"${call.method === "eth_chainId" ? "0x1" : "0x10"}"}`;
+    `{"jsonrpc":"2.0","id":${JSON.stringify(call.id)},"result":"${call.method === "eth_chainId" ? "0x1" : call.method === "eth_blockNumber" ? headHex() : "0x10"}"}`;
   const text = Array.isArray(parsed) ? `[${parsed.map(one).join(",")}]` : one(parsed);
   socket.write(head(Buffer.byteLength(text)) + text);
 }
