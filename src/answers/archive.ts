@@ -89,15 +89,20 @@ function archiveRequired(tier: TierPlan): GatewayError {
   });
 }
 
-/** Whether a node's answer is a JSON-RPC error whose message says it has no such state. */
+/**
+ * Whether a node's answer is a JSON-RPC error that says it has no such state: one of `texts` in its message,
+ * data or cause (nearcore puts the reason in `cause.name`, with a generic message).
+ */
 function missingState(answer: WholeAnswer, texts: readonly string[]): boolean {
-  let message: unknown;
+  let error: unknown;
   try {
-    message = (JSON.parse(answer.body.toString("utf8")) as { error?: { message?: unknown } }).error?.message;
+    error = (JSON.parse(answer.body.toString("utf8")) as { error?: unknown }).error;
   } catch {
     return false;
   }
-  return typeof message === "string" && texts.some((text) => message.includes(text));
+  if (error === undefined || error === null) return false;
+  const text = JSON.stringify(error);
+  return texts.some((wanted) => text.includes(wanted));
 }
 
 function send(res: ServerResponse, answer: WholeAnswer, tier: "full" | "archive"): void {

@@ -56,7 +56,7 @@ export function planRanges(
 function bound(read: RangeRead, value: unknown, servedHead: number): number | undefined {
   if (value === "earliest") return 0;
   const named = namedBlock(read.block, value);
-  if (named === "none") return undefined;
+  if (named === "none" || named === "hash") return undefined;
   if (named === "head") return servedHead < 0 ? undefined : servedHead;
   return named;
 }

@@ -20,6 +20,8 @@ export class ReadNeed {
   single = false;
   /** The block a read of state names by number (registry `reads.archive.state`); -1 when none does. */
   stateBlock = -1;
+  /** A read of state names its block by hash: only the node can say whether it still has that state. */
+  stateByHash = false;
 }
 
 /** A call that takes a block range, as the caller sent it. */
@@ -72,11 +74,11 @@ export function readNeed(
   calls: readonly PassedCall[],
   single: boolean,
 ): ReadNeed | undefined {
-  if (single && head.kind === "jsonrpc" && calls[0]?.method === head.method) return headCallNeed(head);
+  if (single && isHeadCall(calls[0] as PassedCall, head)) return headCallNeed(head);
   let need: ReadNeed | undefined;
   for (const call of calls) {
     const id = single ? undefined : call.id;
-    if (head.kind === "jsonrpc" && call.method === head.method) {
+    if (isHeadCall(call, head)) {
       need ??= new ReadNeed();
       need.atHead = true;
       need.learn.push({ id, path: head.field, encoding: head.encoding, isHead: true });
@@ -94,10 +96,13 @@ export function readNeed(
     const position = rules?.at[call.method];
     if (rules === undefined || position === undefined) continue;
     const params = (call.call.value as { params?: unknown }).params;
-    const named = namedBlock(rules.block, Array.isArray(params) ? params[position] : undefined);
+    const value = position === "params" ? params : Array.isArray(params) ? params[position] : undefined;
+    const named = namedBlock(rules.block, value);
     if (named === "none") continue;
     need ??= new ReadNeed();
-    if (named === "head") {
+    if (named === "hash") {
+      if (rules.archive?.state.includes(call.method)) need.stateByHash = true;
+    } else if (named === "head") {
       need.atHead = true;
       const path = rules.heightIn?.[call.method];
       if (path !== undefined)
@@ -123,16 +128,44 @@ function rangeRead(call: PassedCall, rule: RangeRule, block: BlockParamRule): Ra
 }
 
 /**
- * What a block param names: the head (a head tag, or the param left out), a block by number, or nothing
- * this rule routes by (a hash, another tag such as `earliest`, or a value the node will refuse).
+ * What a block param names: the head (a head tag, or the param left out), a block by number or by hash, or
+ * nothing this rule routes by (another tag such as `earliest`, or a value the node will refuse).
  */
-export function namedBlock(rule: BlockParamRule, value: unknown): "head" | "none" | number {
+export function namedBlock(rule: BlockParamRule, value: unknown): "head" | "hash" | "none" | number {
   if (value === undefined || value === null) return "head";
   if (typeof value === "object" && !Array.isArray(value)) {
-    const member =
-      rule.numberMember === undefined ? undefined : (value as Record<string, unknown>)[rule.numberMember];
-    return member === undefined ? "none" : namedBlock(rule, member);
+    const members = value as Record<string, unknown>;
+    if (rule.tagMember !== undefined && members[rule.tagMember] !== undefined) return "head";
+    if (rule.hashMember !== undefined && members[rule.hashMember] !== undefined) return "hash";
+    const number = rule.numberMember === undefined ? undefined : members[rule.numberMember];
+    return number === undefined ? "none" : namedBlock(rule, number);
   }
   if (typeof value === "string" && rule.headTags.includes(value)) return "head";
+  if (typeof value === "string" && rule.hashPattern !== undefined && hashRegExp(rule).test(value))
+    return "hash";
   return readHeight(value, rule.encoding) ?? "none";
+}
+
+const HASH_PATTERNS = new WeakMap<BlockParamRule, RegExp>();
+
+function hashRegExp(rule: BlockParamRule): RegExp {
+  let pattern = HASH_PATTERNS.get(rule);
+  if (pattern === undefined) {
+    pattern = new RegExp(rule.hashPattern as string);
+    HASH_PATTERNS.set(rule, pattern);
+  }
+  return pattern;
+}
+
+/**
+ * Whether a call is the interface's head call as the prober sends it: its method, with no params or the
+ * head call's own (`chain_getHeader` with a block hash reads that block, not the head).
+ */
+function isHeadCall(call: PassedCall, head: HeadCall): boolean {
+  if (head.kind !== "jsonrpc" || call.method !== head.method) return false;
+  const params = (call.call.value as { params?: unknown }).params;
+  if (params === undefined || params === null) return true;
+  if (!Array.isArray(params)) return JSON.stringify(params) === JSON.stringify(head.params ?? {});
+  const own = Array.isArray(head.params) ? head.params : [];
+  return params.length === own.length && params.every((value, i) => value === own[i]);
 }

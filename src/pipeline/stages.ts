@@ -196,12 +196,13 @@ export class Stages {
     const { endpoint, principal } = mounted.admitted;
     const rule = mounted.mount.policy.jsonrpc?.reads?.archive;
     const archiveLabel = endpoint.archiveLabel;
-    if (rule === undefined || archiveLabel === undefined || reads.stateBlock < 0 || !reads.single)
-      return undefined;
+    const named = reads.stateBlock >= 0 || reads.stateByHash;
+    if (rule === undefined || archiveLabel === undefined || !named || !reads.single) return undefined;
     const head = group.served.height;
     if (head >= 0 && reads.stateBlock > head) return undefined;
     return {
-      direct: head >= 0 && reads.stateBlock < head - rule.fullHistory,
+      // a block named by hash is not known to be old until a full node says so
+      direct: head >= 0 && reads.stateBlock >= 0 && reads.stateBlock < head - rule.fullHistory,
       archiveLabel,
       archiveGroup: this.#upstreams.group(archiveLabel, mounted.mount.path),
       mayArchive: principal?.archive === true,

@@ -66,8 +66,12 @@ export interface JsonRpcPolicy {
 export interface ReadRules {
   /** How a block param names a block. */
   readonly block: BlockParamRule;
-  /** Method → the position of its block param in `params`; a call that leaves it out reads at the head. */
-  readonly at: Readonly<Record<string, number>>;
+  /**
+   * Method → the position of its block param in `params`, or `params` when the params object itself names
+   * the block (nearcore's `{"finality": "final"}`, `{"block_id": 5}`); a call that leaves it out reads at
+   * the head.
+   */
+  readonly at: Readonly<Record<string, number | "params">>;
   /** Method → the member path, in the answer's `result`, of the height of the block it read. */
   readonly heightIn?: Readonly<Record<string, readonly string[]>>;
   /** Method → how it takes a block range, for calls whose answer is a list of what the range holds. */
@@ -111,6 +115,8 @@ export interface BlockParamRule {
   readonly hashPattern?: string;
   readonly numberMember?: string;
   readonly hashMember?: string;
+  /** An object with this member reads relative to the head, whatever its value (nearcore's `finality`). */
+  readonly tagMember?: string;
 }
 
 /**

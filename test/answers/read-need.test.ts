@@ -51,11 +51,12 @@ describe("readNeed", () => {
     ).toMatchObject({ atHead: false, highestBlock: 32 });
   });
 
-  it("a hash, `earliest` or a call without a block param needs nothing; a batch needs its calls' highest", () => {
+  it("`earliest` or a call without a block param needs nothing, a hash names no height; a batch needs its calls' highest", () => {
     expect(need(call("eth_getBlockByNumber", ["earliest", false]))).toBeUndefined();
+    // a state read by hash: only the node can say whether it still has that state (archive routing)
     expect(
       need(call("eth_getBalance", ["0x00000000000000000000000000000000000000aa", `0x${"ab".repeat(32)}`])),
-    ).toBeUndefined();
+    ).toMatchObject({ atHead: false, highestBlock: -1, stateByHash: true });
     expect(need(call("eth_chainId", []))).toBeUndefined();
     const batch = need([
       call("eth_getBlockByNumber", ["0x5", false], 1),

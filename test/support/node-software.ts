@@ -44,10 +44,13 @@ export interface NodeState {
   mode: NodeMode;
 }
 
-/** One JSON-RPC call's outcome on a node: its result, or an error of the node's own. */
+/**
+ * One JSON-RPC call's outcome on a node: its result, or an error of the node's own (`missing-state`: a
+ * full node no longer has the state of the block the call names).
+ */
 export type Outcome =
   | { readonly result: unknown }
-  | { readonly error: "unknown-method" | "failure"; readonly method: string };
+  | { readonly error: "unknown-method" | "failure" | "missing-state"; readonly method: string };
 
 /** How a JSON-RPC server software writes its answers. */
 export interface JsonRpcSoftware {
@@ -66,6 +69,8 @@ export interface JsonRpcSoftware {
   readonly unbatched?: Answer;
   /** The credential it demands (node-guards.ts). */
   readonly guard?: Guard;
+  /** Its answer to a call for state it no longer keeps; a software without one answers its failure. */
+  readonly missingState?: (call: IncomingCall) => Answer;
 }
 
 export interface Answer {
@@ -149,6 +154,25 @@ const nearcore: JsonRpcSoftware = {
   name: "nearcore",
   newline: false,
   contentType: JSON_TYPE,
+  // A handler error, at HTTP 200, its reason in cause.name (chain/jsonrpc-primitives errors.rs,
+  // RpcQueryError::GarbageCollectedBlock).
+  missingState: (call) => {
+    const height = (call.params as { block_id?: unknown } | undefined)?.block_id;
+    return {
+      status: 200,
+      json: {
+        jsonrpc: "2.0",
+        error: {
+          name: "HANDLER_ERROR",
+          cause: { name: "GARBAGE_COLLECTED_BLOCK", info: { block_height: height, block_hash: "" } },
+          code: -32000,
+          message: "Server error",
+          data: `The data for block #${String(height)} is garbage collected on this node, use an archival node to fetch historical data`,
+        },
+        id: call.id,
+      },
+    };
+  },
   answer: (call, outcome) => {
     // A request without an id is a notification, which nearcore does not process.
     if (call.id === undefined) return undefined;
@@ -176,6 +200,12 @@ const nearcore: JsonRpcSoftware = {
     };
   },
 };
+
+/** The block hash a Substrate state call names: its last param. */
+function blockHashOf(call: IncomingCall): string {
+  const params = Array.isArray(call.params) ? call.params : [];
+  return String(params.at(-1));
+}
 
 const isObject = (value: unknown): boolean =>
   typeof value === "object" && value !== null && !Array.isArray(value);
@@ -290,10 +320,24 @@ export const JSON_RPC_SOFTWARE: Readonly<Record<string, JsonRpcSoftware>> = {
     (method) => ({ code: -32601, message: `method not found: ${method}` }),
     { code: -32000, message: "internal error" },
   ),
-  substrate: twoPointZero("Substrate (jsonrpsee)", () => ({ code: -32601, message: "Method not found" }), {
-    code: 4003,
-    message: "Client error: Backend error: database is busy",
-  }),
+  substrate: {
+    ...twoPointZero("Substrate (jsonrpsee)", () => ({ code: -32601, message: "Method not found" }), {
+      code: 4003,
+      message: "Client error: Backend error: database is busy",
+    }),
+    // a pruned node's state error, as polkadot 1.x answers it (paritytech/substrate-api-sidecar#1562)
+    missingState: (call) => ({
+      status: 200,
+      json: {
+        jsonrpc: "2.0",
+        id: call.id,
+        error: {
+          code: 4003,
+          message: `Client error: Api called for an unknown Block: State already discarded for ${blockHashOf(call)}`,
+        },
+      },
+    }),
+  },
   near: nearcore,
   "stellar-rpc": twoPointZero(
     "stellar-rpc (jrpc2)",

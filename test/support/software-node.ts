@@ -77,9 +77,12 @@ function answerAt(mount: Mount, path: string, request: SeenRequest, state: NodeS
     if (parsed === undefined) return { status: 400, body: "" };
     if (parsed.batch && software.unbatched !== undefined)
       return jsonRpcReply(software, false, [software.unbatched]);
-    const answers = parsed.calls.flatMap(
-      (call) => software.answer(call, outcome(call, state, node.answers)) ?? [],
-    );
+    const answers = parsed.calls.flatMap((call) => {
+      const result = outcome(call, state, node.answers);
+      if ("error" in result && result.error === "missing-state" && software.missingState !== undefined)
+        return software.missingState(call);
+      return software.answer(call, result) ?? [];
+    });
     return jsonRpcReply(software, parsed.batch, answers);
   }
   const rest = ids.map((id) => REST_SOFTWARE[id]).find((software) => software !== undefined);
@@ -117,5 +120,6 @@ function outcome(
   if (state.mode === "failing") return { error: "failure", method: call.method };
   if (state.mode === "no-head" && HEAD_ANSWERS[call.method] !== undefined)
     return { result: answer.noHead ?? null };
+  if (answer.missing?.(state, call.params)) return { error: "missing-state", method: call.method };
   return { result: answer.result(state, call.params) };
 }

@@ -20,6 +20,8 @@ export interface TypicalAnswer {
    * genesis, an empty block. `null` unless the software answers otherwise.
    */
   readonly noHead?: unknown;
+  /** Whether the node no longer keeps the state the call's params name (a full node's pruned window). */
+  readonly missing?: (state: NodeState, params?: unknown) => boolean;
 }
 
 const hex = (height: number): string => `0x${height.toString(16)}`;

@@ -1,0 +1,152 @@
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { endpointsByLabel } from "../../generated/endpoints.js";
+import { DEFAULT_HEALTH } from "../../src/config/defaults.js";
+import type { Endpoint } from "../../src/registry/types.js";
+import { eventually } from "../support/eventually.js";
+import { KEYS, type RunningGateway, startGateway } from "../support/gateway.js";
+import { type LoopbackNode, startLoopbackNode } from "../support/loopback-node.js";
+import type { NodeState } from "../support/node-software.js";
+import { nodeState, softwareNode } from "../support/software-node.js";
+import type { TypicalAnswer } from "../support/typical-calls.js";
+
+// Archive routing for Substrate and NEAR (docs/upstreams.md, "Archive"), through loopback nodes that answer
+// as their software does: a pruned Substrate node's 4003 "State already discarded for 0x…", nearcore's
+// HANDLER_ERROR whose cause is GARBAGE_COLLECTED_BLOCK. Each full label's node keeps the state of its last
+// WINDOW blocks; its archive label's node keeps everything.
+
+const WINDOW = 1_000;
+const HEIGHT = 5_000_000;
+const endpoint = (label: string) => endpointsByLabel.get(label) as Endpoint;
+
+/** A Substrate block hash that says its height, as the loopback Substrate node writes them (chain-answers.ts). */
+const substrateHash = (height: number) => `0x${(height + 0xabc0_0000).toString(16).padStart(64, "0")}`;
+const heightOfSubstrateHash = (hash: unknown) => Number.parseInt(String(hash).slice(2), 16) - 0xabc0_0000;
+
+const storage = (pruned: boolean): TypicalAnswer => ({
+  result: () => "0x2a00000000000000",
+  ...(pruned
+    ? {
+        missing: (state: NodeState, params?: unknown) =>
+          heightOfSubstrateHash((params as unknown[])[1]) < state.height - WINDOW,
+      }
+    : {}),
+});
+const query = (pruned: boolean): TypicalAnswer => ({
+  result: (state, params) => ({
+    amount: "1000000000000000000000000",
+    locked: "0",
+    code_hash: "11111111111111111111111111111111",
+    storage_usage: 182,
+    storage_paid_at: 0,
+    block_height: (params as { block_id?: number }).block_id ?? state.height,
+    block_hash: "5mzY6JkVd2zK8T9HxR3o4bM5fN7qW2eY1uP9aS3dF6gH",
+  }),
+  ...(pruned
+    ? {
+        missing: (state: NodeState, params?: unknown) => {
+          const id = (params as { block_id?: unknown }).block_id;
+          return typeof id === "number" && id < state.height - WINDOW;
+        },
+      }
+    : {}),
+});
+
+describe("archive routing for Substrate and NEAR (loopback nodes of their software)", () => {
+  const nodes = new Map<string, LoopbackNode>();
+  let gw: RunningGateway;
+
+  const calls = (label: string, method: string) =>
+    (nodes.get(label)?.requests ?? []).filter((r) => r.body.includes(`"method":"${method}"`)).length;
+  const rpc = (label: string, key: string, method: string, params: unknown) =>
+    gw.call(label, `/${key}`, {
+      body: JSON.stringify({ jsonrpc: "2.0", id: 9, method, params }),
+      headers: { "content-type": "application/json" },
+    });
+
+  beforeAll(async () => {
+    const answers = (pruned: boolean) => ({ state_getStorage: storage(pruned), query: query(pruned) });
+    for (const label of ["dot", "dot-archive", "near", "near-archive"]) {
+      const e = endpoint(label);
+      const pruned = !label.endsWith("-archive");
+      nodes.set(
+        label,
+        await startLoopbackNode(softwareNode(e, nodeState(e, HEIGHT), [""], { answers: answers(pruned) })),
+      );
+    }
+    gw = await startGateway({
+      upstreams: Object.fromEntries(
+        [...nodes].map(([label, node]) => [label, [{ url: node.url, name: label }]]),
+      ),
+      health: { ...DEFAULT_HEALTH, probeIntervalMs: 100 },
+    });
+    await eventually(
+      () => gw.gateway.upstreams.groups().every((g) => g.served.height === HEIGHT),
+      5000,
+      "every label's served head from its first probe",
+    );
+  });
+  afterAll(async () => {
+    await gw?.close();
+    await Promise.all([...nodes.values()].map((node) => node.close()));
+  });
+
+  describe("Substrate: state at a block's hash", () => {
+    const key = "0x26aa394eea5630e07c48ae0c9558cef7b99d880ec681799c0cf30e8886371da9";
+
+    it("state a full node discarded is read from dot-archive once more, for an archive key", async () => {
+      const old = substrateHash(HEIGHT - 5_000);
+      const [full, archive] = [calls("dot", "state_getStorage"), calls("dot-archive", "state_getStorage")];
+      const r = await rpc("dot", KEYS.all, "state_getStorage", [key, old]);
+      expect(r.json).toEqual({ jsonrpc: "2.0", id: 9, result: "0x2a00000000000000" });
+      expect(r.headers["x-upstream-tier"]).toBe("archive");
+      expect([calls("dot", "state_getStorage"), calls("dot-archive", "state_getStorage")]).toEqual([
+        full + 1,
+        archive + 1,
+      ]);
+    });
+
+    it("state the full node keeps is its answer, and a key without archive access gets ARCHIVE_REQUIRED for the rest", async () => {
+      const recent = await rpc("dot", KEYS.noArchive, "state_getStorage", [key, substrateHash(HEIGHT - 10)]);
+      expect(recent.json).toMatchObject({ result: "0x2a00000000000000" });
+      expect(recent.headers["x-upstream-tier"]).toBe("full");
+      const archive = calls("dot-archive", "state_getStorage");
+      const old = await rpc("dot", KEYS.noArchive, "state_getStorage", [key, substrateHash(HEIGHT - 5_000)]);
+      expect(old.status).toBe(403);
+      expect(old.json).toMatchObject({
+        id: 9,
+        error: { code: -32045, data: { archiveLabel: "dot-archive" } },
+      });
+      expect(old.text).not.toContain("State already discarded");
+      expect(calls("dot-archive", "state_getStorage")).toBe(archive);
+    });
+  });
+
+  describe("NEAR: query by block_id and by finality", () => {
+    const account = { request_type: "view_account", account_id: "gateway.near" };
+
+    it("a block older than a non-archival node keeps goes to near-archive at once", async () => {
+      const [full, archive] = [calls("near", "query"), calls("near-archive", "query")];
+      const r = await rpc("near", KEYS.all, "query", { ...account, block_id: HEIGHT - 300_000 });
+      expect(r.json).toMatchObject({ id: 9, result: { block_height: HEIGHT - 300_000 } });
+      expect(r.headers["x-upstream-tier"]).toBe("archive");
+      expect([calls("near", "query"), calls("near-archive", "query")]).toEqual([full, archive + 1]);
+    });
+
+    it("one the node garbage-collected goes there once more; a key without archive access gets ARCHIVE_REQUIRED", async () => {
+      const gc = HEIGHT - 5_000;
+      const r = await rpc("near", KEYS.all, "query", { ...account, block_id: gc });
+      expect(r.json).toMatchObject({ result: { block_height: gc } });
+      expect(r.headers["x-upstream-tier"]).toBe("archive");
+      const refused = await rpc("near", KEYS.noArchive, "query", { ...account, block_id: gc });
+      expect(refused.json).toMatchObject({ error: { code: -32045, data: { archiveLabel: "near-archive" } } });
+      expect(refused.text).not.toContain("GARBAGE_COLLECTED_BLOCK");
+    });
+
+    it("a read by finality stays on the full node", async () => {
+      const archive = calls("near-archive", "query");
+      const r = await rpc("near", KEYS.noArchive, "query", { ...account, finality: "final" });
+      expect(r.json).toMatchObject({ result: { block_height: HEIGHT } });
+      expect(calls("near-archive", "query")).toBe(archive);
+    });
+  });
+});
