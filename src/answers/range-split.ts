@@ -77,6 +77,7 @@ class SplitRun {
       reads: undefined,
       split: undefined,
       tier: undefined,
+      byHash: false,
     };
     fetchWhole(sub, this.#res, this.#note, (error, answer) => this.#settled(index, error, answer));
   }

@@ -22,6 +22,8 @@ export class ReadNeed {
   stateBlock = -1;
   /** A read of state names its block by hash: only the node can say whether it still has that state. */
   stateByHash = false;
+  /** A read names a block by hash: a node that does not know the block yet answers null for it. */
+  byHash = false;
 }
 
 /** A call that takes a block range, as the caller sent it. */
@@ -101,6 +103,7 @@ export function readNeed(
     if (named === "none") continue;
     need ??= new ReadNeed();
     if (named === "hash") {
+      need.byHash = true;
       if (rules.archive?.state.includes(call.method)) need.stateByHash = true;
     } else if (named === "head") {
       need.atHead = true;

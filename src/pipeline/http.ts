@@ -1,5 +1,6 @@
 import type { IncomingMessage, ServerResponse } from "node:http";
 import { relayByTier } from "../answers/archive.js";
+import { relayByHash } from "../answers/by-hash.js";
 import { learnHeights } from "../answers/examined.js";
 import { relaySplit } from "../answers/range-split.js";
 import type { Limits } from "../config/types.js";
@@ -140,6 +141,7 @@ export class HttpExchange {
       if (authorized.refusals !== undefined) this.#relayMerged(call, authorized.refusals, replyId);
       else if (call.split !== undefined) relaySplit(call, call.split, this.#res, this.#access, done);
       else if (call.tier !== undefined) relayByTier(call, call.tier, this.#res, this.#access, done);
+      else if (call.byHash) relayByHash(call, this.#res, this.#access, done);
       else relayAnswer(call, this.#res, this.#access, done);
     } catch (error) {
       this.#end(error, replyId);

@@ -160,6 +160,7 @@ export class Stages {
     const { target } = mounted.admitted;
     const group = this.upstreamGroup(mounted);
     const { reads } = outgoing;
+    const tier = reads === undefined ? undefined : this.#tierPlan(mounted, reads, group);
     const ranges =
       reads === undefined || reads.ranges.length === 0
         ? undefined
@@ -183,7 +184,11 @@ export class Stages {
           : Math.max(reads.atHead ? group.served.height : -1, reads.highestBlock, ranges?.highestBlock ?? -1),
       reads,
       split: ranges?.split,
-      tier: reads === undefined ? undefined : this.#tierPlan(mounted, reads, group),
+      tier,
+      // a read by hash that one node answers null may find the block on another
+      byHash:
+        tier === undefined && reads !== undefined && reads.byHash && reads.single && group.members.length > 1,
+      exclude: undefined,
     };
   }
 

@@ -76,8 +76,8 @@ export abstract class CallRun implements AttemptGate, AwaitingHedge {
    * one block, and then goes to the highest (src/answers/).
    */
   #begin(): void {
-    const { group, write, atLeast } = this.call;
-    this.#order = group.choose(write, atLeast);
+    const { group, write, atLeast, exclude } = this.call;
+    this.#order = group.choose(write, atLeast, exclude);
     if (this.#order.length === 0 && group.behind(atLeast)) {
       const wait = Math.min(group.headWaitMs, this.#deadlineAt - performance.now());
       if (!this.#waitedForHead && wait > 0 && !clientGone(this.res)) {

@@ -47,6 +47,10 @@ export interface UpstreamCall {
   readonly split: RangeSplit | undefined;
   /** A read of state at a numbered block on a full label: it may go to archive nodes (src/answers/archive.ts). */
   readonly tier: TierPlan | undefined;
+  /** A read by block hash that a node may not know yet: asked of another node on null (src/answers/by-hash.ts). */
+  readonly byHash: boolean;
+  /** A node not to ask: the one that already answered null to this read. */
+  readonly exclude: Upstream | undefined;
   readonly limits: Limits["upstream"];
 }
 

@@ -110,22 +110,28 @@ export class UpstreamGroup {
    * when members are in rotation and none has, the list is empty and `behind(atLeast)` is true, and the
    * caller waits for one (`served.whenReached`) before it takes `highestFirst`.
    */
-  choose(write = false, atLeast = -1): readonly Upstream[] {
+  choose(write = false, atLeast = -1, exclude?: Upstream): readonly Upstream[] {
     if (this.members.length === 1) {
       const only = this.members[0] as Upstream;
+      if (only === exclude) return NONE;
       return only.health.inRotation ? this.members : this.#lastResort(write);
     }
     // One array for the call: the in-rotation primaries, then the in-rotation fallbacks.
     const order: Upstream[] = [];
     let inRotation = 0;
     for (const member of this.members) {
-      if (!member.health.inRotation) continue;
+      if (!member.health.inRotation || member === exclude) continue;
       inRotation++;
       if (member.tier === "primary" && reached(member, atLeast)) order.push(member);
     }
     const primaries = order.length;
     for (const member of this.members) {
-      if (member.health.inRotation && member.tier !== "primary" && reached(member, atLeast))
+      if (
+        member.health.inRotation &&
+        member !== exclude &&
+        member.tier !== "primary" &&
+        reached(member, atLeast)
+      )
         order.push(member);
     }
     if (order.length === 0) return inRotation === 0 ? this.#lastResort(write) : NONE;

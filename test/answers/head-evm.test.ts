@@ -154,4 +154,16 @@ describe("the head never goes backwards across two nodes one block apart (real a
     const first = seen[0] as bigint;
     expect(seen).toEqual(Array.from({ length: Number(last - first) + 1 }, (_, i) => first + BigInt(i)));
   });
+
+  it("a block one node has is found by its hash whichever node the read lands on", async () => {
+    await advance();
+    const latest = (await rpc("eth_getBlockByNumber", ["latest", false])) as { hash: string; number: string };
+    expect(Number(latest.number)).toBe(heights.get(a));
+    // b is a block behind: it answers null for this hash
+    expect(await b.rpc("eth_getBlockByHash", [latest.hash, false])).toBeNull();
+    for (let i = 0; i < 20; i++) {
+      const block = (await rpc("eth_getBlockByHash", [latest.hash, false])) as { hash: string } | null;
+      expect(block?.hash, `call ${i}`).toBe(latest.hash);
+    }
+  });
 });
