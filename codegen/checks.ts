@@ -137,16 +137,20 @@ function checkWrites(iface: InterfaceSpec, trie: TrieNode | undefined, path: Yam
 function checkReads(iface: InterfaceSpec, path: YamlPath, report: Report): void {
   const rules = iface.reads;
   if (rules === undefined) return;
-  if (iface.family !== "jsonrpc") report(path, "reads are rules for a jsonrpc interface's params");
+  if (iface.family === "jsonrpc" && rules.at === undefined)
+    report(path, "a jsonrpc interface's reads need at");
+  if (iface.family === "rest" && (rules.at !== undefined || rules.paths === undefined))
+    report(path, "a rest interface's reads name blocks by paths, not at");
   const served = new Set(Object.values(iface.methods ?? {}).flat());
-  for (const method of Object.keys(rules.at))
+  const at = rules.at ?? {};
+  for (const method of Object.keys(at))
     if (!served.has(method))
       report([...path, "at", method], `"${method}" is not one of the interface's methods`);
   for (const method of rules.archive?.state ?? [])
-    if (rules.at[method] === undefined)
+    if (at[method] === undefined)
       report([...path, "archive", "state"], `"${method}" has no block param in reads.at`);
   for (const method of Object.keys(rules.heightIn ?? {}))
-    if (rules.at[method] === undefined)
+    if (at[method] === undefined)
       report([...path, "heightIn", method], `"${method}" has no block param in reads.at`);
   if (rules.block.hashPattern !== undefined) {
     try {

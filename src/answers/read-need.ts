@@ -1,5 +1,12 @@
 import type { PassedCall } from "../jsonrpc/check.js";
-import type { BlockParamRule, HeadCall, HeadEncoding, RangeRule, ReadRules } from "../registry/types.js";
+import type {
+  BlockParamRule,
+  HeadCall,
+  HeadEncoding,
+  RangeRule,
+  ReadRules,
+  RestReadRules,
+} from "../registry/types.js";
 import { readHeight } from "../upstream/head.js";
 
 /**
@@ -95,7 +102,7 @@ export function readNeed(
       }
       continue;
     }
-    const position = rules?.at[call.method];
+    const position = rules?.at?.[call.method];
     if (rules === undefined || position === undefined) continue;
     const params = (call.call.value as { params?: unknown }).params;
     const value = position === "params" ? params : Array.isArray(params) ? params[position] : undefined;
@@ -171,4 +178,39 @@ function isHeadCall(call: PassedCall, head: HeadCall): boolean {
   if (!Array.isArray(params)) return JSON.stringify(params) === JSON.stringify(head.params ?? {});
   const own = Array.isArray(head.params) ? head.params : [];
   return params.length === own.length && params.every((value, i) => value === own[i]);
+}
+
+const PATH_RULES = new WeakMap<RestReadRules, readonly (readonly [string, number])[]>();
+
+/**
+ * The need of a REST request whose route names a block in a path segment (registry `reads.paths`):
+ * `/chains/main/blocks/head/…` reads at the head (so does Octez's `head~2`, a block counted back from it),
+ * `/v2/blocks/1000` names a block by number, a hash names none; undefined for any other route.
+ */
+export function restReadNeed(
+  rules: RestReadRules,
+  shape: string,
+  segments: readonly string[],
+): ReadNeed | undefined {
+  let paths = PATH_RULES.get(rules);
+  if (paths === undefined) {
+    paths = Object.entries(rules.paths ?? {});
+    PATH_RULES.set(rules, paths);
+  }
+  for (const [prefix, index] of paths) {
+    if (shape !== prefix && !shape.startsWith(`${prefix}/`)) continue;
+    const segment = segments[index];
+    if (segment === undefined) return undefined;
+    const tilde = segment.search(/[~-]\d+$/);
+    const base =
+      tilde > 0 && rules.block.headTags.includes(segment.slice(0, tilde)) ? segment.slice(0, tilde) : segment;
+    const named = namedBlock(rules.block, base);
+    if (named === "none" || named === "hash") return undefined;
+    const need = new ReadNeed();
+    need.single = true;
+    if (named === "head") need.atHead = true;
+    else need.highestBlock = named;
+    return need;
+  }
+  return undefined;
 }

@@ -1,6 +1,6 @@
 import type { IncomingMessage } from "node:http";
 import type { Dispatcher } from "undici";
-import { headCallNeed, type ReadNeed } from "../answers/read-need.js";
+import { headCallNeed, type ReadNeed, restReadNeed } from "../answers/read-need.js";
 import { dedicatedPointer } from "../errors/dedicated-pointer.js";
 import { GatewayError } from "../errors/table.js";
 import { requestMediaType } from "../http/body.js";
@@ -59,8 +59,15 @@ export function routeRest(req: IncomingMessage, mounted: Mounted, settings: Fami
     `${method} ${match.shape}`,
     match.access === "stream",
     write,
-    isHeadCall(mounted, method) ? headCallNeed(mounted.mount.head) : undefined,
+    readsOf(mounted, method, match.shape),
   );
+}
+
+/** What the request needs of the node (src/answers/read-need.ts): the head call, or a block its path names. */
+function readsOf(mounted: Mounted, method: string, shape: string): ReadNeed | undefined {
+  if (isHeadCall(mounted, method)) return headCallNeed(mounted.mount.head);
+  const rules = mounted.mount.policy.restReads;
+  return rules === undefined ? undefined : restReadNeed(rules, shape, mounted.segments);
 }
 
 /**

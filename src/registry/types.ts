@@ -71,7 +71,12 @@ export interface ReadRules {
    * the block (nearcore's `{"finality": "final"}`, `{"block_id": 5}`); a call that leaves it out reads at
    * the head.
    */
-  readonly at: Readonly<Record<string, number | "params">>;
+  readonly at?: Readonly<Record<string, number | "params">>;
+  /**
+   * A REST interface's routes that name a block in a path segment: the route's shape up to that segment
+   * (`/chains/{}/blocks/{}`), and the segment's place below the mount (3).
+   */
+  readonly paths?: Readonly<Record<string, number>>;
   /** Method → the member path, in the answer's `result`, of the height of the block it read. */
   readonly heightIn?: Readonly<Record<string, readonly string[]>>;
   /** Method → how it takes a block range, for calls whose answer is a list of what the range holds. */
@@ -118,6 +123,9 @@ export interface BlockParamRule {
   /** An object with this member reads relative to the head, whatever its value (nearcore's `finality`). */
   readonly tagMember?: string;
 }
+
+/** A REST interface's own rules: where its routes name a block, as `ReadRules` says for JSON-RPC. */
+export type RestReadRules = Pick<ReadRules, "block" | "paths">;
 
 /**
  * What the WebSocket relay needs to move a connection's subscriptions to another node when its own goes
@@ -190,6 +198,8 @@ export interface InterfacePolicy {
    * with a success status (registry `errorMember`); a JSON-RPC answer's is always `error`.
    */
   readonly errorMember?: string;
+  /** Where a REST interface's routes name a block (registry `reads.paths`), for src/answers/read-need.ts. */
+  readonly restReads?: RestReadRules;
 }
 
 export interface Mount {

@@ -1,9 +1,10 @@
 import { describe, expect, it } from "vitest";
 import { endpointsByLabel } from "../../generated/endpoints.js";
-import { readNeed } from "../../src/answers/read-need.js";
+import { readNeed, restReadNeed } from "../../src/answers/read-need.js";
 import type { PassedCall } from "../../src/jsonrpc/check.js";
 import { checkMessage } from "../../src/jsonrpc/message.js";
-import type { JsonRpcPolicy, Mount } from "../../src/registry/types.js";
+import { matchRoute } from "../../src/registry/match-route.js";
+import type { JsonRpcPolicy, Mount, RestReadRules, RouteNode } from "../../src/registry/types.js";
 
 // What the registry's `reads` rules make of a message's calls (docs/upstreams.md, "Answers across nodes").
 const mount = endpointsByLabel.get("eth")?.mounts[0] as Mount;
@@ -65,5 +66,29 @@ describe("readNeed", () => {
     ]);
     expect(batch).toMatchObject({ atHead: true, highestBlock: 9 });
     expect(batch?.learn[0]?.id).toBe('"b"');
+  });
+});
+
+describe("restReadNeed", () => {
+  const need = (label: string, path: string) => {
+    const mount = endpointsByLabel.get(label)?.mounts[0] as Mount;
+    const segments = path.split("/").filter((s) => s !== "");
+    const match = matchRoute(mount.policy.routes as RouteNode, "GET", segments);
+    if (match.kind !== "match") throw new Error(`${path} matches no route`);
+    return restReadNeed(mount.policy.restReads as RestReadRules, match.shape, segments);
+  };
+
+  it("a block in the path: the head, a block counted back from it, a number, a hash", () => {
+    expect(need("xtz", "/chains/main/blocks/head/context/constants")).toMatchObject({ atHead: true });
+    expect(need("xtz", "/chains/main/blocks/head~2/header")).toMatchObject({ atHead: true });
+    expect(need("xtz", "/chains/main/blocks/5000000/header")).toMatchObject({
+      atHead: false,
+      highestBlock: 5_000_000,
+    });
+    expect(need("xtz", `/chains/main/blocks/B${"a".repeat(50)}/header`)).toBeUndefined();
+    expect(need("vet", "/blocks/finalized")).toMatchObject({ atHead: true });
+    expect(need("vet", "/blocks/123")).toMatchObject({ highestBlock: 123 });
+    expect(need("algo", "/v2/blocks/42")).toMatchObject({ highestBlock: 42 });
+    expect(need("algo", "/v2/accounts/ABC")).toBeUndefined();
   });
 });
