@@ -5,12 +5,16 @@ import type { Upstream } from "../upstream/upstreams.js";
 import type { HeightInAnswer } from "./read-need.js";
 
 /**
- * Whether a call's answers show a height (read-need.ts). Its answer streams through as any other, and is
- * read once it has gone out (upstream/policy.ts RelayRun.read): holding it back until it was read cost the
- * one-process check a tenth of its throughput (bench/ab.ts, 2026-11-26).
+ * Whether a call's answers show a height (read-need.ts) that anything would use. Its answer streams through
+ * as any other, and is read once it has gone out (upstream/policy.ts RelayRun.read): holding it back until
+ * it was read cost the one-process check a tenth of its throughput (bench/ab.ts, 2026-11-26). A label with
+ * one node and no other instance to tell has no other node to hold back: its answers are not read, and its
+ * served head is the prober's.
  */
 export function showsHeight(call: UpstreamCall): boolean {
-  return call.reads !== undefined && call.reads.learn.length > 0;
+  if (call.reads === undefined || call.reads.learn.length === 0) return false;
+  const { group } = call;
+  return group.members.length > 1 || group.served.onRise !== undefined;
 }
 
 /**
