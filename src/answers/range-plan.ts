@@ -17,7 +17,7 @@ export interface RangePlan {
 }
 
 /**
- * Checks each range call against its limits (the label's `blockRanges` over the registry's
+ * Checks each range call against its limits (the label's `blockRanges` for its method over the registry's
  * `reads.ranges`), with head tags and left-out bounds resolved against the label's served head: wider than
  * `refuseAbove` blocks it is refused, wider than `splitAbove` it is split, when it is the message's only
  * call; in a batch it is refused, since a batch's calls go to one node together. A range whose bounds
@@ -27,7 +27,7 @@ export interface RangePlan {
 export function planRanges(
   need: ReadNeed,
   servedHead: number,
-  limits: BlockRangeLimits | undefined,
+  limits: Readonly<Record<string, BlockRangeLimits>> | undefined,
 ): RangePlan {
   let highestBlock = -1;
   let split: RangeSplit | undefined;
@@ -37,11 +37,14 @@ export function planRanges(
     if (from === undefined || to === undefined || to < from) continue;
     if (to > highestBlock) highestBlock = to;
     const blocks = to - from + 1;
-    const splitAbove = limits?.splitAbove ?? read.rule.splitAbove;
-    const refuseAbove = limits?.refuseAbove ?? read.rule.refuseAbove;
+    const own = limits?.[read.call.method];
+    const splitAbove = own?.splitAbove ?? read.rule.splitAbove;
+    const refuseAbove = own?.refuseAbove ?? read.rule.refuseAbove;
     if (blocks <= splitAbove) continue;
     const detail = { method: read.call.method, from, to, blocks, splitAbove, refuseAbove };
     if (blocks > refuseAbove) throw new GatewayError("BLOCK_RANGE_TOO_LARGE", detail);
+    // a paged call is the node's to page: split, its pages would no longer mean what the caller asked
+    if (read.rule.pages?.some((member) => read.filter[member] !== undefined)) continue;
     if (!need.single)
       throw new GatewayError("BLOCK_RANGE_TOO_LARGE", {
         ...detail,

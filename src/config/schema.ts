@@ -130,10 +130,13 @@ export const configSchema = {
       type: "object",
       additionalProperties: {
         type: "object",
-        additionalProperties: false,
-        properties: {
-          splitAbove: { type: "integer", minimum: 1 },
-          refuseAbove: { type: "integer", minimum: 1 },
+        additionalProperties: {
+          type: "object",
+          additionalProperties: false,
+          properties: {
+            splitAbove: { type: "integer", minimum: 1 },
+            refuseAbove: { type: "integer", minimum: 1 },
+          },
         },
       },
     },

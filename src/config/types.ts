@@ -121,11 +121,11 @@ export interface GatewayConfig {
   readonly upstreams: Readonly<Record<string, LabelUpstreams>>;
   readonly health: HealthConfig;
   /**
-   * Per label, the block-range limits of its range calls over the registry's (`reads.ranges`): wider than
+   * Per label and range method, its block-range limits over the registry's (`reads.ranges`): wider than
    * `splitAbove` blocks a call is split into sub-ranges, wider than `refuseAbove` it is refused
-   * (docs/upstreams.md, "Ranges").
+   * (docs/upstreams.md, "Ranges"). Per method, since a node's own caps differ by method.
    */
-  readonly blockRanges: Readonly<Record<string, BlockRangeLimits>>;
+  readonly blockRanges: Readonly<Record<string, Readonly<Record<string, BlockRangeLimits>>>>;
   /** The data plane's Prometheus series, served by the operator API's GET /metrics. */
   readonly metrics: { readonly enabled: boolean };
   /** The operator API (GET /upstreams, cordon): off the public port, on loopback by default. */

@@ -108,6 +108,11 @@ export interface RangeRule {
   readonly to: string;
   readonly splitAbove: number;
   readonly refuseAbove: number;
+  /**
+   * Members that page the answer (`trace_filter`'s `after` and `count`): with one of them the node pages
+   * the range itself, so it is not split, only refused above `refuseAbove`.
+   */
+  readonly pages?: readonly string[];
 }
 
 /**

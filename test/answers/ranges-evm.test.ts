@@ -53,7 +53,7 @@ describe("a wide eth_getLogs is split across the label's nodes and merged in ord
     gw = await startGateway({
       upstreams: { eth: nodes.map((node, i) => ({ url: node.url, name: `node-${i}` })) },
       health: { ...DEFAULT_HEALTH, probeIntervalMs: 100 },
-      blockRanges: { eth: { splitAbove: 500, refuseAbove: 5_000 } },
+      blockRanges: { eth: { eth_getLogs: { splitAbove: 500, refuseAbove: 5_000 } } },
     });
     await eventually(
       async () => (await gw.metric("gateway_upstream_state", { label: "eth", state: "healthy" })) === 2,
@@ -122,5 +122,27 @@ describe("a wide eth_getLogs is split across the label's nodes and merged in ord
     const answer = await getLogs({ fromBlock: "0x64", toBlock: "0x12c", address: EMITTER });
     expect((answer.json as { result: unknown[] }).result).toHaveLength(3);
     expect(nodes.flatMap(ranges)).toEqual([[100, 300]]);
+  });
+
+  it("trace_filter is split the same way, unless it pages itself with after or count", async () => {
+    for (const node of nodes) node.calls.length = 0;
+    const traces = async (filter: Record<string, unknown>) =>
+      (
+        await gw.call("eth", `/${KEYS.dedicated}`, {
+          method: "POST",
+          body: JSON.stringify({ jsonrpc: "2.0", id: 3, method: "trace_filter", params: [filter] }),
+          headers: { "content-type": "application/json" },
+        })
+      ).json as { result: { blockNumber: number }[] };
+    const asked = () => nodes.flatMap((node) => node.calls.filter((c) => c.method === "trace_filter"));
+    const split = await traces({ fromBlock: "0x1", toBlock: "0x3e8" });
+    expect(split.result.map((t) => t.blockNumber)).toEqual(
+      Array.from({ length: 10 }, (_, i) => 100 * (i + 1)),
+    );
+    // the registry's trace_filter limit, 100 blocks (anvil's own cap is 300)
+    expect(asked()).toHaveLength(10);
+    const paged = await traces({ fromBlock: "0x1", toBlock: "0x12c", count: 2 });
+    expect(paged.result.map((t) => t.blockNumber)).toEqual([100, 200]);
+    expect(asked()).toHaveLength(11);
   });
 });
