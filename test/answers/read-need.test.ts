@@ -8,19 +8,20 @@ import type { JsonRpcPolicy, Mount, RestReadRules, RouteNode } from "../../src/r
 
 // What the registry's `reads` rules make of a message's calls (docs/upstreams.md, "Answers across nodes").
 const mount = endpointsByLabel.get("eth")?.mounts[0] as Mount;
-const policy = mount.policy.jsonrpc as JsonRpcPolicy;
 
-function need(body: unknown) {
+function need(body: unknown, label = "eth") {
+  const at = label === "eth" ? mount : (endpointsByLabel.get(label)?.mounts[0] as Mount);
+  const dialect = at.policy.jsonrpc as JsonRpcPolicy;
   const text = JSON.stringify(body);
   const rules = {
-    policy,
+    policy: dialect,
     plan: "dedicated" as const,
     support: { email: "", dedicatedNodeUrl: "" },
     transport: "http" as const,
   };
   const { checked, batch } = checkMessage(text, rules, { maxBatch: 100, maxJsonDepth: 64 });
   const passed = checked.filter((c): c is PassedCall => c.ok);
-  return readNeed(policy.reads, mount.head, passed, !batch);
+  return readNeed(dialect.reads, at.head, passed, !batch);
 }
 const call = (method: string, params: unknown[], id: unknown = 1) => ({ jsonrpc: "2.0", id, method, params });
 
@@ -66,6 +67,40 @@ describe("readNeed", () => {
     ]);
     expect(batch).toMatchObject({ atHead: true, highestBlock: 9 });
     expect(batch?.learn[0]?.id).toBe('"b"');
+  });
+});
+
+describe("readNeed on other dialects", () => {
+  it("Bitcoin Core: a height names a block, a hash none; getblockcount is the head call", () => {
+    expect(need(call("getblockhash", [812_345]), "btc")).toMatchObject({ highestBlock: 812_345 });
+    expect(need(call("getblock", ["00".repeat(32)]), "btc")).toMatchObject({
+      byHash: true,
+      highestBlock: -1,
+    });
+    expect(need(call("getblockcount", []), "btc")).toMatchObject({ atHead: true });
+  });
+
+  it("Starknet: a block_id tag reads at the head, {block_number} names a block", () => {
+    expect(need(call("starknet_getBlockWithTxHashes", ["latest"]), "starknet")).toMatchObject({
+      atHead: true,
+    });
+    expect(need(call("starknet_getNonce", [{ block_number: 7 }, "0x1"]), "starknet")).toMatchObject({
+      highestBlock: 7,
+    });
+    expect(
+      need(call("starknet_getStorageAt", ["0x1", "0x2", { block_hash: "0x3" }]), "starknet"),
+    ).toMatchObject({
+      byHash: true,
+    });
+  });
+
+  it("nearcore: finality reads at the head, block_id names a block; Substrate: a hash is named, none left out is the head", () => {
+    expect(need(call("block", { finality: "final" } as never), "near")).toMatchObject({ atHead: true });
+    expect(need(call("block", { block_id: 99 } as never), "near")).toMatchObject({ highestBlock: 99 });
+    expect(need(call("chain_getBlock", []), "dot")).toMatchObject({ atHead: true });
+    expect(need(call("state_getStorage", ["0x00", `0x${"ab".repeat(32)}`]), "dot")).toMatchObject({
+      stateByHash: true,
+    });
   });
 });
 
