@@ -46,6 +46,9 @@ export function relayByTier(
 ): void {
   const fromArchive = (): void => {
     const group = tier.archiveGroup;
+    call.group.answers.add(
+      !tier.mayArchive ? "archive_required" : tier.direct ? "archive_direct" : "archive_again",
+    );
     if (!tier.mayArchive) done(archiveRequired(tier));
     else if (group === undefined)
       done(

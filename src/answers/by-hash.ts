@@ -25,6 +25,7 @@ export function relayByHash(
       done();
       return;
     }
+    call.group.answers.add("by_hash_again");
     fetchWhole({ ...call, byHash: false, exclude: first.upstream }, res, note, (again, second) => {
       // no other node to ask, or it failed: the first node's null is still an answer
       send(res, again === undefined && second !== undefined ? second : first);

@@ -58,6 +58,7 @@ class SplitRun {
   }
 
   start(): void {
+    this.#call.group.answers.add("range_split");
     for (let i = 0; i < IN_FLIGHT; i++) this.#launch();
   }
 

@@ -155,6 +155,19 @@ export class GatewayMetrics {
           Object.entries(this.leases?.() ?? {}).map(([outcome, value]) => ({ labels: { outcome }, value })),
         "counter",
       ),
+      new GaugeReading(
+        "gateway_answer_rules_total",
+        "What the answer rules did, by label and rule: reads that waited for a node at the served head (and in vain), archive reads and refusals, ranges split or refused, by-hash reads asked again",
+        "sum",
+        () => answerRules(upstreams),
+        "counter",
+      ),
+      new GaugeReading(
+        "gateway_served_head",
+        "The highest head each label has served (the prober's readings and the answers')",
+        "max",
+        () => servedHeads(upstreams),
+      ),
       ...upstreamSeries(upstreams),
     ];
   }
@@ -293,4 +306,25 @@ function upstreamSeries(table: Pick<UpstreamTable, "groups">): RegistrableMetric
       push(health.inFlight),
     ),
   ];
+}
+
+/** Each label's answer-rule counts, summed over its mounts' groups: one series per label and rule. */
+function answerRules(upstreams: Pick<UpstreamTable, "groups">): MetricValue[] {
+  const sums = new Map<string, { label: string; rule: string; value: number }>();
+  for (const group of upstreams.groups())
+    for (const [rule, value] of group.answers.entries()) {
+      const key = `${group.label} ${rule}`;
+      const entry = sums.get(key) ?? { label: group.label, rule, value: 0 };
+      entry.value += value;
+      sums.set(key, entry);
+    }
+  return [...sums.values()].map(({ label, rule, value }) => ({ labels: { label, rule }, value }));
+}
+
+/** Each label's served head, the highest of its mounts' groups. */
+function servedHeads(upstreams: Pick<UpstreamTable, "groups">): MetricValue[] {
+  const heads = new Map<string, number>();
+  for (const group of upstreams.groups())
+    if (group.served.height > (heads.get(group.label) ?? -1)) heads.set(group.label, group.served.height);
+  return [...heads].map(([label, value]) => ({ labels: { label }, value }));
 }

@@ -1,6 +1,6 @@
 import type { IncomingMessage } from "node:http";
 import type { TierPlan } from "../answers/archive.js";
-import { planRanges } from "../answers/range-plan.js";
+import { planRanges, type RangePlan } from "../answers/range-plan.js";
 import type { ReadNeed } from "../answers/read-need.js";
 import type { GatewayConfig, RateSpec } from "../config/types.js";
 import { dedicatedPointer } from "../errors/dedicated-pointer.js";
@@ -162,9 +162,7 @@ export class Stages {
     const { reads } = outgoing;
     const tier = reads === undefined ? undefined : this.#tierPlan(mounted, reads, group);
     const ranges =
-      reads === undefined || reads.ranges.length === 0
-        ? undefined
-        : planRanges(reads, group.served.height, this.#config.blockRanges[group.label]);
+      reads === undefined || reads.ranges.length === 0 ? undefined : this.#planRanges(reads, group);
     return {
       group,
       method: outgoing.method,
@@ -190,6 +188,16 @@ export class Stages {
         tier === undefined && reads !== undefined && reads.byHash && reads.single && group.members.length > 1,
       exclude: undefined,
     };
+  }
+
+  /** 6, for range calls: their limits checked, and a split planned (src/answers/range-plan.ts). */
+  #planRanges(reads: ReadNeed, group: UpstreamGroup): RangePlan {
+    try {
+      return planRanges(reads, group.served.height, this.#config.blockRanges[group.label]);
+    } catch (error) {
+      group.answers.add("range_refused");
+      throw error;
+    }
   }
 
   /**

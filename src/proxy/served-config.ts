@@ -93,8 +93,11 @@ export function buildServedConfig(parts: ServedConfigParts): ServedConfig {
 
 /** The heads each label served, carried over to a new config's groups: a reload never takes one back. */
 export function carryServedHeads(from: UpstreamTable, to: UpstreamTable): void {
-  for (const group of from.groups())
-    to.group(group.label, group.mount)?.served.raiseFromPeer(group.served.height);
+  for (const group of from.groups()) {
+    const next = to.group(group.label, group.mount);
+    next?.served.raiseFromPeer(group.served.height);
+    next?.answers.carryFrom(group.answers);
+  }
 }
 
 /** An operator's cordons carried over to a new config's upstreams of the same label, mount and name. */

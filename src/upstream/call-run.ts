@@ -82,9 +82,11 @@ export abstract class CallRun implements AttemptGate, AwaitingHedge {
       const wait = Math.min(group.headWaitMs, this.#deadlineAt - performance.now());
       if (!this.#waitedForHead && wait > 0 && !clientGone(this.res)) {
         this.#waitedForHead = true;
+        group.answers.add("head_wait");
         group.served.whenReached(atLeast, wait, () => this.#begin());
         return;
       }
+      group.answers.add("head_wait_in_vain");
       this.#order = group.highestFirst(write);
     }
     if (this.#order.length > 0) {

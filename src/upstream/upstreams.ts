@@ -1,4 +1,5 @@
 import type { Dispatcher } from "undici";
+import { AnswerCounts } from "../answers/answer-counts.js";
 import { ServedHead } from "../answers/served-head.js";
 import type { GatewayConfig, HealthConfig, LabelUpstreams, Limits, UpstreamSpec } from "../config/types.js";
 import { upstreamName } from "../config/upstream-name.js";
@@ -82,6 +83,8 @@ export class UpstreamGroup {
   readonly headWaitMs: number;
   /** The highest head the label has served (src/answers/served-head.ts). */
   readonly served = new ServedHead();
+  /** What the answer rules did on this group, for the metrics (src/answers/answer-counts.ts). */
+  readonly answers = new AnswerCounts();
   readonly #waiting = new Set<{ readonly callback: () => void; readonly timer: NodeJS.Timeout }>();
 
   constructor(

@@ -100,6 +100,19 @@ describe("archive reads reach archive nodes, for keys with archive access only (
     expect(balanceCalls(archiveNode)).toBe(archiveBefore);
   });
 
+  it("the operator sees each rule at work in gateway_answer_rules_total", async () => {
+    expect(
+      await gw.metric("gateway_answer_rules_total", { label: "eth", rule: "archive_direct" }),
+    ).toBeGreaterThan(0);
+    expect(
+      await gw.metric("gateway_answer_rules_total", { label: "eth", rule: "archive_again" }),
+    ).toBeGreaterThan(0);
+    expect(
+      await gw.metric("gateway_answer_rules_total", { label: "eth", rule: "archive_required" }),
+    ).toBeGreaterThan(0);
+    expect(await gw.metric("gateway_served_head", { label: "eth" })).toBe(300);
+  });
+
   it("a read at the head stays on the full node, whatever the key", async () => {
     const archiveBefore = balanceCalls(archiveNode);
     const r = await getBalance(KEYS.noArchive, "latest");

@@ -115,6 +115,8 @@ describe("a wide eth_getLogs is split across the label's nodes and merged in ord
     });
     expect(batch.status).toBe(413);
     expect(nodes.flatMap(ranges)).toEqual([]);
+    expect(await gw.metric("gateway_answer_rules_total", { label: "eth", rule: "range_refused" })).toBe(2);
+    expect(await gw.metric("gateway_answer_rules_total", { label: "eth", rule: "range_split" })).toBe(2);
   });
 
   it("a range within the limit goes as sent, to one node", async () => {
