@@ -1,5 +1,6 @@
 import { Redis } from "ioredis";
 import type { SharedLimitsConfig } from "../config/types.js";
+import { sharedRedisOptions } from "../limits/redis-options.js";
 import type { UpstreamGroup } from "../upstream/upstreams.js";
 
 /**
@@ -45,25 +46,22 @@ export class SharedHeads {
   readonly #groups = new Map<string, Set<UpstreamGroup>>();
 
   constructor(config: SharedLimitsConfig) {
-    const options = {
-      enableOfflineQueue: false,
-      maxRetriesPerRequest: 0,
-      commandTimeout: 1_000,
-      connectTimeout: 2_000,
-      retryStrategy: (attempt: number) => Math.min(100 * 2 ** attempt, 5_000),
-    };
-    this.#redis = new Redis(config.redis, { ...options, keyPrefix: "gateway:head:" });
+    this.#redis = new Redis(config.redis, sharedRedisOptions("gateway:head:"));
     this.#redis.defineCommand("gatewayRaiseHead", { numberOfKeys: 1, lua: RAISE_SCRIPT });
     this.#raise = (this.#redis as unknown as { gatewayRaiseHead: RaiseCommand }).gatewayRaiseHead.bind(
       this.#redis,
     );
     // The subscriber queues its SUBSCRIBE until it is connected, and makes it again after a reconnection.
-    this.#subscriber = new Redis(config.redis, { ...options, enableOfflineQueue: true });
+    this.#subscriber = new Redis(config.redis, { ...sharedRedisOptions(""), enableOfflineQueue: true });
     this.#subscriber.on("message", (_channel: string, message: string) => this.#heard(message));
     this.#subscriber.subscribe(CHANNEL).catch(() => {});
     // Failed reconnections are retried with backoff; meanwhile each instance keeps its own heads.
     this.#redis.on("error", () => {});
     this.#subscriber.on("error", () => {});
+    // Heads the others stored while this one could not ask (it starts before Redis answers, or it was away).
+    this.#redis.on("ready", () => {
+      for (const groups of this.#groups.values()) for (const group of groups) this.#seed(group);
+    });
   }
 
   /** Shares the heads of a served config's groups: their rises go out, and the others' come in. */
@@ -75,13 +73,18 @@ export class SharedHeads {
       group.served.onRise = (height) => {
         this.#raise(label, height, KEEP_MS, CHANNEL, `${label} ${height}`).catch(() => {});
       };
-      this.#redis
-        .get(label)
-        .then((stored) => {
-          if (stored !== null) group.served.raiseFromPeer(Number(stored));
-        })
-        .catch(() => {});
+      if (this.#redis.status === "ready") this.#seed(group);
     }
+  }
+
+  /** The group's served head rises to what the others stored for its label. */
+  #seed(group: UpstreamGroup): void {
+    this.#redis
+      .get(group.label)
+      .then((stored) => {
+        if (stored !== null) group.served.raiseFromPeer(Number(stored));
+      })
+      .catch(() => {});
   }
 
   /** A retired config's groups no longer take what the others served. */

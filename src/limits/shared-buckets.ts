@@ -1,6 +1,7 @@
 import { Redis } from "ioredis";
 import type { RateSpec, SharedLimitsConfig } from "../config/types.js";
 import type { Logger } from "../log.js";
+import { sharedRedisOptions } from "./redis-options.js";
 import { type RateDecision, type RateLimiter, TokenBuckets } from "./token-bucket.js";
 
 // The global bucket, in Redis: refilled by Redis's own clock (so instances' clocks do not matter), it grants
@@ -90,16 +91,8 @@ export class SharedTokenBuckets implements RateLimiter {
     this.#maxEntries = maxEntries;
     this.#now = performance.now.bind(performance);
     this.#local = new TokenBuckets(maxEntries);
-    this.#redis = new Redis(config.redis, {
-      // A command while disconnected fails at once instead of waiting in a queue: the request is decided
-      // locally meanwhile.
-      enableOfflineQueue: false,
-      maxRetriesPerRequest: 0,
-      commandTimeout: 1_000,
-      connectTimeout: 2_000,
-      retryStrategy: (attempt) => Math.min(100 * 2 ** attempt, 5_000),
-      keyPrefix: "gateway:rate:",
-    });
+    // a command while disconnected fails at once: the request is decided locally meanwhile
+    this.#redis = new Redis(config.redis, sharedRedisOptions("gateway:rate:"));
     this.#redis.defineCommand("gatewayLease", { numberOfKeys: 1, lua: LEASE_SCRIPT });
     this.#lease = (this.#redis as unknown as { gatewayLease: LeaseCommand }).gatewayLease.bind(this.#redis);
     this.#redis.on("ready", () => this.#setShared(true));

@@ -4,6 +4,7 @@ import { type Anvil, startAnvil } from "../support/anvil.js";
 import { eventually } from "../support/eventually.js";
 import { KEYS, type RunningGateway, rpcBody, startGateway } from "../support/gateway.js";
 import { type RecordingNode, startRecordingNode } from "../support/recording-node.js";
+import { everyNodeInRotation } from "../support/rotation.js";
 
 // Archive reads on a full label (docs/upstreams.md, "Archive"): a full node started with --prune-history
 // behind `eth`, and an archive node with the same 300 blocks behind `eth-archive`, both real anvils, each
@@ -43,11 +44,7 @@ describe("archive reads reach archive nodes, for keys with archive access only (
       },
       health: { ...DEFAULT_HEALTH, probeIntervalMs: 100 },
     });
-    await eventually(
-      async () => (await gw.metric("gateway_upstream_state", { state: "healthy" })) === 2,
-      10_000,
-      "both nodes in rotation",
-    );
+    await everyNodeInRotation(gw);
     // the label's served head: the prober's reading of the full node
     await eventually(
       async () => (await gw.metric("gateway_upstream_head", { label: "eth" })) === 300,

@@ -3,10 +3,10 @@ import { endpointsByLabel } from "../../generated/endpoints.js";
 import { DEFAULT_HEALTH } from "../../src/config/defaults.js";
 import type { LabelUpstreams } from "../../src/config/types.js";
 import type { Endpoint } from "../../src/registry/types.js";
-import { eventually } from "../support/eventually.js";
 import { KEYS, type RunningGateway, startGateway } from "../support/gateway.js";
 import { type LoopbackNode, startLoopbackNode } from "../support/loopback-node.js";
 import type { NodeState } from "../support/node-software.js";
+import { everyNodeInRotation } from "../support/rotation.js";
 import { nodeState, softwareNode } from "../support/software-node.js";
 import {
   answerKey,
@@ -94,12 +94,7 @@ describe("the head never goes backwards, on every interface's head call (loopbac
 
   for (const { endpoint, call, ahead, behind } of cases) {
     it.concurrent(`${endpoint.label}: ${call.name}`, async () => {
-      const groups = gw.gateway.upstreams.groups().filter((g) => g.label === endpoint.label);
-      await eventually(
-        () => groups.every((g) => g.members.every((m) => m.health.state === "healthy")),
-        40 * PROBE_MS,
-        `${endpoint.label}: both nodes in rotation`,
-      );
+      await everyNodeInRotation(gw, endpoint.label, 40 * PROBE_MS);
       const seen: number[] = [];
       for (let i = 0; i < CALLS; i++) {
         if (i === CALLS / 2) {

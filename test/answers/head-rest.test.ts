@@ -2,9 +2,9 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { endpointsByLabel } from "../../generated/endpoints.js";
 import { DEFAULT_HEALTH } from "../../src/config/defaults.js";
 import type { Endpoint } from "../../src/registry/types.js";
-import { eventually } from "../support/eventually.js";
 import { KEYS, type RunningGateway, startGateway } from "../support/gateway.js";
 import { type LoopbackNode, startLoopbackNode } from "../support/loopback-node.js";
+import { everyNodeInRotation } from "../support/rotation.js";
 import { nodeState, softwareNode } from "../support/software-node.js";
 
 // A REST route that names a block in its path (registry `reads.paths`) goes only to a node that has that
@@ -40,11 +40,7 @@ describe("a REST read of a numbered block reaches a node that has it (loopback V
       upstreams: { vet: nodes.map((node, i) => ({ url: node.url, name: i === 0 ? "ahead" : "behind" })) },
       health: { ...DEFAULT_HEALTH, probeIntervalMs: 100 },
     });
-    await eventually(
-      () => gw.gateway.upstreams.groups().every((g) => g.members.every((m) => m.health.state === "healthy")),
-      5000,
-      "both nodes in rotation",
-    );
+    await everyNodeInRotation(gw);
   });
   afterAll(async () => {
     await gw?.close();

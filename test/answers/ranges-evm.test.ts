@@ -1,9 +1,9 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { DEFAULT_HEALTH } from "../../src/config/defaults.js";
 import { type Anvil, startAnvil } from "../support/anvil.js";
-import { eventually } from "../support/eventually.js";
 import { KEYS, type RunningGateway, startGateway } from "../support/gateway.js";
 import { type RecordingNode, startRecordingNode } from "../support/recording-node.js";
+import { everyNodeInRotation } from "../support/rotation.js";
 
 // A log query wider than the label's split limit reaches the nodes as sub-ranges and comes back as one
 // answer with every log once, in order (docs/upstreams.md, "Ranges"). One real anvil with 2,000 blocks, a
@@ -55,11 +55,7 @@ describe("a wide eth_getLogs is split across the label's nodes and merged in ord
       health: { ...DEFAULT_HEALTH, probeIntervalMs: 100 },
       blockRanges: { eth: { eth_getLogs: { splitAbove: 500, refuseAbove: 5_000 } } },
     });
-    await eventually(
-      async () => (await gw.metric("gateway_upstream_state", { label: "eth", state: "healthy" })) === 2,
-      10_000,
-      "both nodes in rotation",
-    );
+    await everyNodeInRotation(gw);
   });
   afterAll(async () => {
     await gw?.close();
