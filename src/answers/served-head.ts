@@ -1,3 +1,5 @@
+import { Waiters } from "../upstream/waiters.js";
+
 /**
  * The highest head a label has served: from the prober's readings of its nodes and from the answers its
  * callers got (docs/upstreams.md, "Answers across nodes"). A read at the head goes only to a node that has
@@ -6,7 +8,8 @@
  */
 export class ServedHead {
   #height = -1;
-  readonly #waiting = new Set<HeadWaiter>();
+  /** Calls waiting for a node at a head, by the head they wait for. */
+  readonly #waiting = new Waiters<number>();
   /** Told of every rise, to share it with other gateway instances (shared-head.ts). */
   onRise: ((height: number) => void) | undefined = undefined;
 
@@ -38,31 +41,11 @@ export class ServedHead {
 
   /** Calls back once a node has reached `height` (`nodeReached`), or after `timeoutMs`. */
   whenReached(height: number, timeoutMs: number, callback: () => void): void {
-    const waiter: HeadWaiter = {
-      height,
-      callback,
-      timer: setTimeout(() => {
-        this.#waiting.delete(waiter);
-        callback();
-      }, timeoutMs),
-    };
-    this.#waiting.add(waiter);
+    this.#waiting.add(height, timeoutMs, callback);
   }
 
   /** A node in rotation is now at `height`: the calls waiting for a head up to it go on. */
   nodeReached(height: number): void {
-    if (this.#waiting.size === 0) return;
-    for (const waiter of [...this.#waiting]) {
-      if (waiter.height > height) continue;
-      this.#waiting.delete(waiter);
-      clearTimeout(waiter.timer);
-      waiter.callback();
-    }
+    this.#waiting.release((wanted) => wanted <= height);
   }
-}
-
-interface HeadWaiter {
-  readonly height: number;
-  readonly callback: () => void;
-  readonly timer: NodeJS.Timeout;
 }

@@ -6,6 +6,7 @@ import { upstreamName } from "../config/upstream-name.js";
 import type { Endpoint } from "../registry/types.js";
 import { type HealthRules, UpstreamHealth, type UpstreamState } from "./health.js";
 import { type Dispatch, intercepted, responseCap } from "./interceptors.js";
+import { Waiters } from "./waiters.js";
 
 /** One upstream node of a group: where to send, what to add to every request, and its health. */
 export class Upstream {
@@ -85,7 +86,8 @@ export class UpstreamGroup {
   readonly served = new ServedHead();
   /** What the answer rules did on this group, for the metrics (src/answers/answer-counts.ts). */
   readonly answers = new AnswerCounts();
-  readonly #waiting = new Set<{ readonly callback: () => void; readonly timer: NodeJS.Timeout }>();
+  /** Calls waiting for the prober's first verdicts. */
+  readonly #waiting = new Waiters<undefined>();
 
   constructor(
     label: string,
@@ -215,14 +217,7 @@ export class UpstreamGroup {
    * before the prober knows which chain it is on.
    */
   whenChecked(timeoutMs: number, callback: () => void): void {
-    const waiter = {
-      callback,
-      timer: setTimeout(() => {
-        this.#waiting.delete(waiter);
-        callback();
-      }, timeoutMs),
-    };
-    this.#waiting.add(waiter);
+    this.#waiting.add(undefined, timeoutMs, callback);
   }
 
   /**
@@ -236,13 +231,7 @@ export class UpstreamGroup {
 
   /** Every call waiting for the prober goes on, with what the group has now. */
   releaseWaiting(): void {
-    if (this.#waiting.size === 0) return;
-    const waiting = [...this.#waiting];
-    this.#waiting.clear();
-    for (const waiter of waiting) {
-      clearTimeout(waiter.timer);
-      waiter.callback();
-    }
+    this.#waiting.release();
   }
 
   /** Why `choose` found no node, for the NO_UPSTREAM a caller gets. */
