@@ -2,8 +2,8 @@ import type { ServerResponse } from "node:http";
 import { GatewayError } from "../errors/table.js";
 import type { WholeAnswer } from "../upstream/buffered-answer.js";
 import type { UpstreamFields } from "../upstream/call-run.js";
+import type { UpstreamGroup } from "../upstream/group.js";
 import { fetchWhole, type RelayDone, type UpstreamCall } from "../upstream/policy.js";
-import type { UpstreamGroup } from "../upstream/upstreams.js";
 
 /** The response header that says which tier of nodes answered a read of state at a numbered block. */
 export const TIER_HEADER = "x-upstream-tier";

@@ -1,7 +1,7 @@
 import { Redis } from "ioredis";
 import type { SharedLimitsConfig } from "../config/types.js";
 import { sharedRedisOptions } from "../limits/redis-options.js";
-import type { UpstreamGroup } from "../upstream/upstreams.js";
+import type { UpstreamGroup } from "../upstream/group.js";
 
 /**
  * Raises a label's stored head to ARGV[1] when it is higher, keeps it ARGV[2] ms, and then tells every

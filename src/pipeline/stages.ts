@@ -13,8 +13,9 @@ import { KeyLookup } from "../keys/digest.js";
 import { KEY_PREFIX, type KeyStore, looksLikeKey, type Principal } from "../keys/types.js";
 import { type RateLimiter, TokenBuckets } from "../limits/token-bucket.js";
 import type { Endpoint, Family as FamilyName, Mount } from "../registry/types.js";
+import type { UpstreamGroup } from "../upstream/group.js";
 import type { UpstreamCall } from "../upstream/policy.js";
-import type { UpstreamGroup, UpstreamTable } from "../upstream/upstreams.js";
+import type { UpstreamTable } from "../upstream/upstreams.js";
 import { Admitted } from "./admitted.js";
 
 /**

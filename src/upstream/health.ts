@@ -15,7 +15,7 @@ import type { FailureKind } from "./failure.js";
  *
  * A node leaves rotation at the first sign and comes back only after `recoverAfter` good probes in a row
  * (hysteresis); its first probe after a start puts it in rotation at once. A failing node is tried again
- * by the prober, and by callers' reads only while no node of its label is in rotation (upstreams.ts).
+ * by the prober, and by callers' reads only while no node of its label is in rotation (group.ts).
  */
 export type UpstreamState = "checking" | "healthy" | "lagging" | "failing" | "wrong-chain" | "cordoned";
 

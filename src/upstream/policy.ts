@@ -12,11 +12,12 @@ import type { AttemptHandler } from "./attempt.js";
 import { BufferedAnswer, type WholeAnswer } from "./buffered-answer.js";
 import { CallRun, MAX_ATTEMPTS, type UpstreamFields } from "./call-run.js";
 import { deadlineError, describeFailure, failureKind } from "./failure.js";
+import type { UpstreamGroup } from "./group.js";
 import { type AnswerReader, ResponseRelay } from "./response-relay.js";
 import { Pool } from "./undici-pool.js";
-import type { Upstream, UpstreamGroup } from "./upstreams.js";
+import type { Upstream } from "./upstreams.js";
 
-// The upstream policy, composed here: a call's upstreams come from the group's choice (upstreams.ts),
+// The upstream policy, composed here: a call's upstreams come from the group's choice (group.ts),
 // its attempts, hedges, retries and deadline from CallRun (call-run.ts), its timeouts from the pool and
 // the limits, and its size cap from the plan. The HTTP relay, the merged batch and the WebSocket upgrade
 // all choose through the same group.

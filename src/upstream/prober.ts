@@ -4,6 +4,7 @@ import { GatewayError } from "../errors/table.js";
 import type { Logger } from "../log.js";
 import type { ChainCall, Endpoint, HeadCall, Mount, ProbeCall } from "../registry/types.js";
 import { deadlineError, describeFailure, failureKind } from "./failure.js";
+import type { UpstreamGroup } from "./group.js";
 import type { CappedOptions } from "./interceptors.js";
 import {
   chainOf,
@@ -15,13 +16,7 @@ import {
   readProbeAnswer,
 } from "./probe-call.js";
 import { requestOn } from "./undici-pool.js";
-import {
-  healthFor,
-  type Upstream,
-  type UpstreamGroup,
-  type UpstreamTable,
-  upstreamPath,
-} from "./upstreams.js";
+import { healthFor, type Upstream, type UpstreamTable, upstreamPath } from "./upstreams.js";
 
 /**
  * A probe's answer is small, but not tiny: a head call may answer the whole block, transactions and all.

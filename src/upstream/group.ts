@@ -1,0 +1,225 @@
+import { AnswerCounts } from "../answers/answer-counts.js";
+import { ServedHead } from "../answers/served-head.js";
+import type { UpstreamState } from "./health.js";
+import type { Upstream } from "./upstreams.js";
+import { Waiters } from "./waiters.js";
+
+const NONE: readonly Upstream[] = [];
+
+/** The upstreams of one label and mount. */
+export class UpstreamGroup {
+  readonly label: string;
+  /** The registry mount the group serves, or "*" for the label's endpoint-wide list. */
+  readonly mount: string;
+  readonly members: readonly Upstream[];
+  /** Blocks a member may fall behind the best head before it is lagging. */
+  readonly maxLagBlocks: number;
+  /** How long a read waits for a node to reach the head the label served: about one block. */
+  readonly headWaitMs: number;
+  /** The highest head the label has served (src/answers/served-head.ts). */
+  readonly served = new ServedHead();
+  /** What the answer rules did on this group, for the metrics (src/answers/answer-counts.ts). */
+  readonly answers = new AnswerCounts();
+  /** Calls waiting for the prober's first verdicts. */
+  readonly #waiting = new Waiters<undefined>();
+
+  constructor(
+    label: string,
+    mount: string,
+    members: readonly Upstream[],
+    maxLagBlocks: number,
+    headWaitMs = 0,
+  ) {
+    this.label = label;
+    this.mount = mount;
+    this.members = members;
+    this.maxLagBlocks = maxLagBlocks;
+    this.headWaitMs = headWaitMs;
+  }
+
+  /**
+   * The upstreams to try for one call, best first: the in-rotation primaries, the first of them chosen by
+   * smooth weighted round robin over their effective weights (nginx's algorithm: deterministic, and it
+   * spreads calls in proportion); then the in-rotation fallbacks. Only when nothing is in rotation, the
+   * least bad (`#lastResort`): a stale or slow answer is better than none, but never better than a fresh
+   * one, so no hedge or retry reaches such a node while a node is in rotation. Empty means there is none
+   * to try: the caller answers NO_UPSTREAM with `whyNone()`.
+   *
+   * A read that needs a block (`atLeast`, from src/answers/) goes only to members that have reached it;
+   * when members are in rotation and none has, the list is empty and `behind(atLeast)` is true, and the
+   * caller waits for one (`served.whenReached`) before it takes `highestFirst`.
+   */
+  choose(write = false, atLeast = -1, exclude?: Upstream): readonly Upstream[] {
+    if (this.members.length === 1) {
+      const only = this.members[0] as Upstream;
+      if (only === exclude) return NONE;
+      return only.health.inRotation ? this.members : this.#lastResort(write);
+    }
+    // One array for the call: the in-rotation primaries, then the in-rotation fallbacks.
+    const order: Upstream[] = [];
+    let inRotation = 0;
+    for (const member of this.members) {
+      if (!member.health.inRotation || member === exclude) continue;
+      inRotation++;
+      if (member.tier === "primary" && reached(member, atLeast)) order.push(member);
+    }
+    const primaries = order.length;
+    for (const member of this.members) {
+      if (
+        member.health.inRotation &&
+        member !== exclude &&
+        member.tier !== "primary" &&
+        reached(member, atLeast)
+      )
+        order.push(member);
+    }
+    if (order.length === 0) return inRotation === 0 ? this.#lastResort(write) : NONE;
+    const at = pickSmoothly(order, primaries > 0 ? primaries : order.length);
+    if (at > 0) {
+      const chosen = order[at] as Upstream;
+      order.copyWithin(1, 0, at);
+      order[0] = chosen;
+    }
+    return order;
+  }
+
+  /** Whether members are in rotation but none has reached `atLeast`: a read may wait for one. */
+  behind(atLeast: number): boolean {
+    return (
+      atLeast >= 0 &&
+      this.members.some((m) => m.health.inRotation) &&
+      !this.members.some((m) => m.health.inRotation && reached(m, atLeast))
+    );
+  }
+
+  /**
+   * After a read waited for a head in vain: the members in rotation, the highest head first. The served
+   * head comes down to the highest they have (served-head.ts `settle`).
+   */
+  highestFirst(write = false): readonly Upstream[] {
+    const order = this.members.filter((m) => m.health.inRotation);
+    if (order.length === 0) return this.#lastResort(write);
+    order.sort((a, b) => (b.health.head ?? -1) - (a.health.head ?? -1));
+    this.served.settle(order[0]?.health.head ?? -1);
+    return order;
+  }
+
+  /**
+   * An answer from `upstream` showed a height (src/answers/): the label has served it, and that node has
+   * it (`isHead`: it is that node's head). Calls waiting for a node at that head go on.
+   */
+  answeredHeight(upstream: Upstream, height: number, isHead: boolean): void {
+    upstream.health.answeredHeight(height, isHead);
+    this.served.raise(height);
+    if (upstream.health.inRotation) this.served.nodeReached(height);
+  }
+
+  /**
+   * When no member is in rotation: reads go to the least bad node, lagging ones least behind first, then
+   * failing ones that still take connections, fewest errors first, then those whose last connection
+   * could not be made. When every candidate's last connection could not be made, none: an attempt would
+   * only fail the same way, so the caller hears NO_UPSTREAM at once. A write goes to a lagging node only:
+   * sent to a node that is failing, it would most likely end WRITE_NOT_CONFIRMED, with no way to send it
+   * elsewhere. Nodes being checked, on another chain or cordoned never get a call.
+   */
+  #lastResort(write: boolean): readonly Upstream[] {
+    const lagging: Upstream[] = [];
+    const failing: Upstream[] = [];
+    const unreachable: Upstream[] = [];
+    for (const member of this.members) {
+      const { health } = member;
+      if (!health.usableAsLastResort) continue;
+      if (health.state === "lagging") lagging.push(member);
+      else if (!write) (health.unreachable ? unreachable : failing).push(member);
+    }
+    if (lagging.length === 0 && failing.length === 0) return NONE;
+    lagging.sort((a, b) => a.health.lagBlocks - b.health.lagBlocks);
+    failing.sort(
+      (a, b) => a.health.errorRate - b.health.errorRate || a.health.latencyMs - b.health.latencyMs,
+    );
+    return [...lagging, ...failing, ...unreachable];
+  }
+
+  /** Whether a member is still being checked by the prober: it gets its first verdict within a probe. */
+  get checking(): boolean {
+    return this.members.some((member) => member.health.state === "checking");
+  }
+
+  /**
+   * Calls back once a member being checked has its first verdict, or after `timeoutMs`: a call that
+   * arrives as the gateway starts waits for the prober rather than failing, since no node may get a call
+   * before the prober knows which chain it is on.
+   */
+  whenChecked(timeoutMs: number, callback: () => void): void {
+    this.#waiting.add(undefined, timeoutMs, callback);
+  }
+
+  /**
+   * A member's state changed. Calls waiting for the prober's first verdicts go on once a node is in
+   * rotation, or once every node has its verdict (they then take the least bad, or none).
+   */
+  stateChanged(from: UpstreamState): void {
+    if (from !== "checking" || this.#waiting.size === 0) return;
+    if (this.members.some((m) => m.health.inRotation) || !this.checking) this.releaseWaiting();
+  }
+
+  /** Every call waiting for the prober goes on, with what the group has now. */
+  releaseWaiting(): void {
+    this.#waiting.release();
+  }
+
+  /** Why `choose` found no node, for the NO_UPSTREAM a caller gets. */
+  whyNone(write: boolean): string {
+    const states = new Set(this.members.map((member) => member.health.state));
+    if (states.has("checking")) return "the upstreams of this network are still being checked";
+    const candidates = this.members.filter((member) => member.health.usableAsLastResort);
+    if (candidates.length > 0 && candidates.every((member) => member.health.unreachable))
+      return "no upstream of this network takes connections";
+    if (write && states.has("failing")) return "every upstream of this network that takes writes is failing";
+    return "every upstream of this network is out of rotation";
+  }
+
+  /**
+   * After `probed`'s good probe: its lag against the best head of the members that are not failing (and
+   * its own), which counts towards its coming back; the others' lag against that best head, which does not.
+   */
+  judgeProbe(probed: Upstream): void {
+    let best = probed.health.head ?? Number.NEGATIVE_INFINITY;
+    for (const member of this.members) {
+      const { health } = member;
+      if (health.headCounts && (health.head as number) > best) best = health.head as number;
+    }
+    probed.health.judgeProbe(best, this.maxLagBlocks);
+    for (const member of this.members) {
+      if (member !== probed && member.health.headCounts && member.health.state !== "checking")
+        member.health.judgeLag(best, this.maxLagBlocks);
+    }
+    const head = probed.health.head;
+    if (head !== undefined && probed.health.inRotation) {
+      this.served.raise(head);
+      this.served.nodeReached(head);
+    }
+  }
+}
+
+/** Whether a member has reached a block: one whose head is not known yet is given the benefit of the doubt. */
+function reached(member: Upstream, atLeast: number): boolean {
+  const head = member.health.head;
+  return atLeast < 0 || head === undefined || head >= atLeast;
+}
+
+/** The index, below `end`, of the candidate whose turn it is; `current` carries each one's running weight. */
+function pickSmoothly(candidates: readonly Upstream[], end: number): number {
+  if (end <= 1) return 0;
+  let total = 0;
+  let chosen = 0;
+  for (let at = 0; at < end; at++) {
+    const candidate = candidates[at] as Upstream;
+    const weight = candidate.effectiveWeight();
+    candidate.current += weight;
+    total += weight;
+    if (candidate.current > (candidates[chosen] as Upstream).current) chosen = at;
+  }
+  (candidates[chosen] as Upstream).current -= total;
+  return chosen;
+}
