@@ -86,12 +86,13 @@ class SplitRun {
   /** The caller's call with its range narrowed to `from`..`to`, as heights in the interface's encoding. */
   #body(id: number, from: number, to: number): string {
     const { read } = this.#split;
-    const params = [...read.params];
-    params[read.rule.param] = {
+    const range = {
       ...read.filter,
       [read.rule.from]: encodeHeight(from, read.block.encoding),
       [read.rule.to]: encodeHeight(to, read.block.encoding),
     };
+    const { param } = read.rule;
+    const params = param === "params" ? range : Object.assign([...read.params], { [param]: range });
     return JSON.stringify({ jsonrpc: "2.0", id, method: read.call.method, params });
   }
 

@@ -129,12 +129,11 @@ export function readNeed(
 /** A range call's range object, or undefined when it names no range (`eth_getLogs` by `blockHash`). */
 function rangeRead(call: PassedCall, rule: RangeRule, block: BlockParamRule): RangeRead | undefined {
   const params = (call.call.value as { params?: unknown }).params;
-  if (!Array.isArray(params)) return undefined;
-  const filter = params[rule.param];
+  const filter = rule.param === "params" ? params : Array.isArray(params) ? params[rule.param] : undefined;
   if (typeof filter !== "object" || filter === null || Array.isArray(filter)) return undefined;
   const members = filter as Record<string, unknown>;
   if (block.hashMember !== undefined && members[block.hashMember] !== undefined) return undefined;
-  return { call, rule, block, params, filter: members };
+  return { call, rule, block, params: Array.isArray(params) ? params : [], filter: members };
 }
 
 /**

@@ -103,7 +103,8 @@ export interface ArchiveRule {
  * `refuseAbove`, it refuses it. A deployment may set both per label (`blockRanges`).
  */
 export interface RangeRule {
-  readonly param: number;
+  /** The range object's position in `params`, or `params` when the params object itself is the range. */
+  readonly param: number | "params";
   readonly from: string;
   readonly to: string;
   readonly splitAbove: number;

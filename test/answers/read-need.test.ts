@@ -1,6 +1,7 @@
 import { describe, expect, it } from "vitest";
 import { endpointsByLabel } from "../../generated/endpoints.js";
-import { readNeed, restReadNeed } from "../../src/answers/read-need.js";
+import { planRanges } from "../../src/answers/range-plan.js";
+import { type ReadNeed, readNeed, restReadNeed } from "../../src/answers/read-need.js";
 import type { PassedCall } from "../../src/jsonrpc/check.js";
 import { checkMessage } from "../../src/jsonrpc/message.js";
 import { matchRoute } from "../../src/registry/match-route.js";
@@ -101,6 +102,37 @@ describe("readNeed on other dialects", () => {
     expect(need(call("state_getStorage", ["0x00", `0x${"ab".repeat(32)}`]), "dot")).toMatchObject({
       stateByHash: true,
     });
+  });
+});
+
+describe("ranges that page themselves: refused when too wide, never split", () => {
+  const plan = (body: unknown, label: string, head = 1_000_000) =>
+    planRanges(need(body, label) as ReadNeed, head, undefined);
+
+  it("Stellar getEvents: startLedger to the head, its params object the range", () => {
+    expect(
+      plan(call("getEvents", { startLedger: 999_000, pagination: { limit: 10 } } as never), "xlm"),
+    ).toEqual({
+      highestBlock: 1_000_000,
+      split: undefined,
+    });
+    expect(() =>
+      plan(call("getEvents", { startLedger: 100, pagination: { limit: 10 } } as never), "xlm"),
+    ).toThrow("block range");
+  });
+
+  it("Starknet getEvents: a block_number range with a chunk_size", () => {
+    const filter = (from: number, to: number) => ({
+      from_block: { block_number: from },
+      to_block: { block_number: to },
+      chunk_size: 100,
+    });
+    expect(plan(call("starknet_getEvents", [filter(1, 50_000)]), "starknet").split).toBeUndefined();
+    expect(() => plan(call("starknet_getEvents", [filter(1, 500_000)]), "starknet")).toThrow("block range");
+  });
+
+  it("Stellar getLedgers names its first ledger", () => {
+    expect(need(call("getLedgers", { startLedger: 42 } as never), "xlm")).toMatchObject({ highestBlock: 42 });
   });
 });
 
