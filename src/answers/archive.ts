@@ -1,5 +1,7 @@
 import type { ServerResponse } from "node:http";
+import { rpcErrorJson, sendJson } from "../errors/respond.js";
 import { GatewayError } from "../errors/table.js";
+import type { PassedCall } from "../jsonrpc/check.js";
 import type { WholeAnswer } from "../upstream/buffered-answer.js";
 import type { UpstreamFields } from "../upstream/call-run.js";
 import type { UpstreamGroup } from "../upstream/group.js";
@@ -15,6 +17,8 @@ export const TIER_HEADER = "x-upstream-tier";
 export interface TierPlan {
   /** The block is older than a full node keeps: the read goes to the archive nodes at once. */
   readonly direct: boolean;
+  /** In a batch: its calls that read state at a named block, which alone go on when a full node refuses them. */
+  readonly batch: readonly PassedCall[] | undefined;
   readonly archiveLabel: string;
   /** The archive label's upstreams for the same mount, when the deployment has any. */
   readonly archiveGroup: UpstreamGroup | undefined;
@@ -70,6 +74,10 @@ export function relayByTier(
       done();
     });
   };
+  if (tier.batch !== undefined) {
+    relayBatchByTier(call, tier, tier.batch, res, note, done);
+    return;
+  }
   if (tier.direct) {
     fromArchive();
     return;
@@ -83,6 +91,90 @@ export function relayByTier(
       done();
     }
   });
+}
+
+/**
+ * 7, for a batch with reads of state at a named block: the batch goes to a full node, read whole; the calls
+ * it refuses as missing state are sent, as one batch, to the archive nodes once more, and their answers
+ * take the refusals' places (by id). For a key without archive access each refusal becomes ARCHIVE_REQUIRED.
+ */
+function relayBatchByTier(
+  call: UpstreamCall,
+  tier: TierPlan,
+  stateCalls: readonly PassedCall[],
+  res: ServerResponse,
+  note: TierFields,
+  done: RelayDone,
+): void {
+  fetchWhole({ ...call, tier: undefined }, res, note, (error, answer) => {
+    if (error !== undefined || answer === undefined) return done(error);
+    const answers = batchAnswers(answer);
+    const refused = answers === undefined ? [] : stateCalls.filter((c) => missingIn(answers, c, tier));
+    if (answers === undefined || refused.length === 0) {
+      note.tier = "full";
+      send(res, answer, "full");
+      return done();
+    }
+    const group = tier.archiveGroup;
+    if (!tier.mayArchive || group === undefined) {
+      call.group.answers.add("archive_required");
+      for (const c of refused) replace(answers, c, JSON.parse(refusal(tier, c)) as unknown);
+      note.tier = "full";
+      sendJson(res, 200, JSON.stringify(answers), { [TIER_HEADER]: "full" });
+      return done();
+    }
+    call.group.answers.add("archive_again");
+    const body = `[${refused.map((c) => c.json).join(",")}]`;
+    fetchWhole({ ...call, group, body, tier: undefined }, res, note, (again, fromArchive) => {
+      const archived =
+        again === undefined && fromArchive !== undefined ? batchAnswers(fromArchive) : undefined;
+      if (archived === undefined) return done(again ?? new GatewayError("UPSTREAM_BAD_RESPONSE"));
+      for (const c of refused) {
+        const found = archived.find((a) => sameId(a, c));
+        if (found !== undefined) replace(answers, c, found);
+      }
+      note.tier = "archive";
+      sendJson(res, 200, JSON.stringify(answers), { [TIER_HEADER]: "full+archive" });
+      done();
+    });
+  });
+}
+
+/** A batch's answers, when the node answered 200 with a JSON array. */
+function batchAnswers(answer: WholeAnswer): unknown[] | undefined {
+  if (answer.statusCode !== 200) return undefined;
+  try {
+    const parsed = JSON.parse(answer.body.toString("utf8")) as unknown;
+    return Array.isArray(parsed) ? parsed : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
+function sameId(answer: unknown, call: PassedCall): boolean {
+  if (call.id === undefined || typeof answer !== "object" || answer === null) return false;
+  try {
+    return (answer as { id?: unknown }).id === JSON.parse(call.id);
+  } catch {
+    return false;
+  }
+}
+
+function missingIn(answers: readonly unknown[], call: PassedCall, tier: TierPlan): boolean {
+  const answer = answers.find((a) => sameId(a, call)) as { error?: unknown } | undefined;
+  if (answer?.error === undefined || answer.error === null) return false;
+  const text = JSON.stringify(answer.error);
+  return tier.missingState.some((wanted) => text.includes(wanted));
+}
+
+function replace(answers: unknown[], call: PassedCall, by: unknown): void {
+  const at = answers.findIndex((a) => sameId(a, call));
+  if (at >= 0) answers[at] = by;
+}
+
+function refusal(tier: TierPlan, call: PassedCall): string {
+  const error = archiveRequired(tier);
+  return rpcErrorJson("ARCHIVE_REQUIRED", call.id ?? "null", error.detail);
 }
 
 function archiveRequired(tier: TierPlan): GatewayError {

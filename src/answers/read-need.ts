@@ -31,6 +31,8 @@ export class ReadNeed {
   stateByHash = false;
   /** A read names a block by hash: a node that does not know the block yet answers null for it. */
   byHash = false;
+  /** The calls that read state at a named block: in a batch, those a full node refuses go to archive nodes. */
+  readonly stateCalls: PassedCall[] = [];
 }
 
 /** A call that takes a block range, as the caller sent it. */
@@ -111,7 +113,10 @@ export function readNeed(
     need ??= new ReadNeed();
     if (named === "hash") {
       need.byHash = true;
-      if (rules.archive?.state.includes(call.method)) need.stateByHash = true;
+      if (rules.archive?.state.includes(call.method)) {
+        need.stateByHash = true;
+        need.stateCalls.push(call);
+      }
     } else if (named === "head") {
       need.atHead = true;
       const path = rules.heightIn?.[call.method];
@@ -119,7 +124,10 @@ export function readNeed(
         need.learn.push({ id, path: [...RESULT, ...path], encoding: rules.block.encoding, isHead: false });
     } else {
       if (named > need.highestBlock) need.highestBlock = named;
-      if (rules.archive?.state.includes(call.method)) need.stateBlock = named;
+      if (rules.archive?.state.includes(call.method)) {
+        need.stateBlock = named;
+        need.stateCalls.push(call);
+      }
     }
   }
   if (need !== undefined) need.single = single;

@@ -211,12 +211,15 @@ export class Stages {
     const rule = mounted.mount.policy.jsonrpc?.reads?.archive;
     const archiveLabel = endpoint.archiveLabel;
     const named = reads.stateBlock >= 0 || reads.stateByHash;
-    if (rule === undefined || archiveLabel === undefined || !named || !reads.single) return undefined;
+    if (rule === undefined || archiveLabel === undefined || !named) return undefined;
     const head = group.served.height;
-    if (head >= 0 && reads.stateBlock > head) return undefined;
+    if (reads.single && head >= 0 && reads.stateBlock > head) return undefined;
     return {
-      // a block named by hash is not known to be old until a full node says so
-      direct: head >= 0 && reads.stateBlock >= 0 && reads.stateBlock < head - rule.fullHistory,
+      // a block named by hash is not known to be old until a full node says so; a batch goes to a full node
+      // first, and only the calls it refuses go on
+      direct:
+        reads.single && head >= 0 && reads.stateBlock >= 0 && reads.stateBlock < head - rule.fullHistory,
+      batch: reads.single ? undefined : reads.stateCalls,
       archiveLabel,
       archiveGroup: this.#upstreams.group(archiveLabel, mounted.mount.path),
       mayArchive: principal?.archive === true,

@@ -97,6 +97,37 @@ describe("archive reads reach archive nodes, for keys with archive access only (
     expect(balanceCalls(archiveNode)).toBe(archiveBefore);
   });
 
+  it("in a batch, the calls the full node refuses as missing go to the archive node, the rest stay", async () => {
+    const batch = (key: string) =>
+      gw.call("eth", `/${key}`, {
+        body: JSON.stringify([
+          { jsonrpc: "2.0", id: 1, method: "eth_getBalance", params: [ACCOUNT, "0x12b"] },
+          { jsonrpc: "2.0", id: 2, method: "eth_chainId", params: [] },
+          { jsonrpc: "2.0", id: 3, method: "eth_getBalance", params: [ACCOUNT, "0x1"] },
+        ]),
+        headers: { "content-type": "application/json" },
+      });
+    const archiveBefore = balanceCalls(archiveNode);
+    const archived = await batch(KEYS.all);
+    expect(archived.json).toEqual([
+      { jsonrpc: "2.0", id: 1, result: BALANCE },
+      { jsonrpc: "2.0", id: 2, result: "0x1" },
+      { jsonrpc: "2.0", id: 3, result: BALANCE },
+    ]);
+    expect(archived.headers["x-upstream-tier"]).toBe("full+archive");
+    expect(balanceCalls(archiveNode)).toBe(archiveBefore + 2);
+
+    const refused = await batch(KEYS.noArchive);
+    expect(refused.status).toBe(200);
+    expect(refused.json).toMatchObject([
+      { id: 1, error: { code: -32045, data: { archiveLabel: "eth-archive" } } },
+      { id: 2, result: "0x1" },
+      { id: 3, error: { code: -32045 } },
+    ]);
+    expect(refused.text).not.toContain("BlockOutOfRangeError");
+    expect(balanceCalls(archiveNode)).toBe(archiveBefore + 2);
+  });
+
   it("the operator sees each rule at work in gateway_answer_rules_total", async () => {
     expect(
       await gw.metric("gateway_answer_rules_total", { label: "eth", rule: "archive_direct" }),
