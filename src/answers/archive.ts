@@ -6,6 +6,7 @@ import type { WholeAnswer } from "../upstream/buffered-answer.js";
 import type { UpstreamFields } from "../upstream/call-run.js";
 import type { UpstreamGroup } from "../upstream/group.js";
 import { fetchWhole, type RelayDone, type UpstreamCall } from "../upstream/policy.js";
+import { answerTo, batchAnswers, batchOf, replaceAnswer } from "./batch-answers.js";
 
 /** The response header that says which tier of nodes answered a read of state at a numbered block. */
 export const TIER_HEADER = "x-upstream-tier";
@@ -118,20 +119,20 @@ function relayBatchByTier(
     const group = tier.archiveGroup;
     if (!tier.mayArchive || group === undefined) {
       call.group.answers.add("archive_required");
-      for (const c of refused) replace(answers, c, JSON.parse(refusal(tier, c)) as unknown);
+      for (const c of refused) replaceAnswer(answers, c, JSON.parse(refusal(tier, c)) as unknown);
       note.tier = "full";
       sendJson(res, 200, JSON.stringify(answers), { [TIER_HEADER]: "full" });
       return done();
     }
     call.group.answers.add("archive_again");
-    const body = `[${refused.map((c) => c.json).join(",")}]`;
+    const body = batchOf(refused);
     fetchWhole({ ...call, group, body, tier: undefined }, res, note, (again, fromArchive) => {
       const archived =
         again === undefined && fromArchive !== undefined ? batchAnswers(fromArchive) : undefined;
       if (archived === undefined) return done(again ?? new GatewayError("UPSTREAM_BAD_RESPONSE"));
       for (const c of refused) {
-        const found = archived.find((a) => sameId(a, c));
-        if (found !== undefined) replace(answers, c, found);
+        const found = answerTo(archived, c);
+        if (found !== undefined) replaceAnswer(answers, c, found);
       }
       note.tier = "archive";
       sendJson(res, 200, JSON.stringify(answers), { [TIER_HEADER]: "full+archive" });
@@ -140,36 +141,11 @@ function relayBatchByTier(
   });
 }
 
-/** A batch's answers, when the node answered 200 with a JSON array. */
-function batchAnswers(answer: WholeAnswer): unknown[] | undefined {
-  if (answer.statusCode !== 200) return undefined;
-  try {
-    const parsed = JSON.parse(answer.body.toString("utf8")) as unknown;
-    return Array.isArray(parsed) ? parsed : undefined;
-  } catch {
-    return undefined;
-  }
-}
-
-function sameId(answer: unknown, call: PassedCall): boolean {
-  if (call.id === undefined || typeof answer !== "object" || answer === null) return false;
-  try {
-    return (answer as { id?: unknown }).id === JSON.parse(call.id);
-  } catch {
-    return false;
-  }
-}
-
 function missingIn(answers: readonly unknown[], call: PassedCall, tier: TierPlan): boolean {
-  const answer = answers.find((a) => sameId(a, call)) as { error?: unknown } | undefined;
+  const answer = answerTo(answers, call) as { error?: unknown } | undefined;
   if (answer?.error === undefined || answer.error === null) return false;
   const text = JSON.stringify(answer.error);
   return tier.missingState.some((wanted) => text.includes(wanted));
-}
-
-function replace(answers: unknown[], call: PassedCall, by: unknown): void {
-  const at = answers.findIndex((a) => sameId(a, call));
-  if (at >= 0) answers[at] = by;
 }
 
 function refusal(tier: TierPlan, call: PassedCall): string {

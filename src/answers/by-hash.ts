@@ -1,7 +1,10 @@
 import type { ServerResponse } from "node:http";
+import { sendJson } from "../errors/respond.js";
+import type { PassedCall } from "../jsonrpc/check.js";
 import type { WholeAnswer } from "../upstream/buffered-answer.js";
 import type { UpstreamFields } from "../upstream/call-run.js";
 import { fetchWhole, type RelayDone, type UpstreamCall } from "../upstream/policy.js";
+import { answerTo, batchAnswers, batchOf, replaceAnswer } from "./batch-answers.js";
 
 /**
  * 7, for a read that names a block by hash on a label with more than one node: read whole, and when the node
@@ -20,6 +23,11 @@ export function relayByHash(
       done(error);
       return;
     }
+    const calls = call.reads?.byHashCalls ?? [];
+    if (call.reads !== undefined && !call.reads.single) {
+      askAgainInBatch(call, calls, first, res, note, done);
+      return;
+    }
     if (!answeredNull(first)) {
       send(res, first);
       done();
@@ -31,6 +39,43 @@ export function relayByHash(
       send(res, again === undefined && second !== undefined ? second : first);
       done();
     });
+  });
+}
+
+/**
+ * In a batch: the calls by hash that the node answered null are asked, as one batch, of another node; its
+ * answers that are not null take their places (by id).
+ */
+function askAgainInBatch(
+  call: UpstreamCall,
+  byHash: readonly PassedCall[],
+  first: WholeAnswer,
+  res: ServerResponse,
+  note: UpstreamFields,
+  done: RelayDone,
+): void {
+  const answers = batchAnswers(first);
+  const unanswered =
+    answers === undefined
+      ? []
+      : byHash.filter((c) => (answerTo(answers, c) as { result?: unknown } | undefined)?.result === null);
+  if (answers === undefined || unanswered.length === 0) {
+    send(res, first);
+    done();
+    return;
+  }
+  call.group.answers.add("by_hash_again");
+  const again = { ...call, body: batchOf(unanswered), byHash: false, exclude: first.upstream };
+  fetchWhole(again, res, note, (error, second) => {
+    const found = error === undefined && second !== undefined ? batchAnswers(second) : undefined;
+    for (const c of unanswered) {
+      const answer =
+        found === undefined ? undefined : (answerTo(found, c) as { result?: unknown } | undefined);
+      if (answer !== undefined && answer.result !== null && answer.result !== undefined)
+        replaceAnswer(answers, c, answer);
+    }
+    sendJson(res, 200, JSON.stringify(answers));
+    done();
   });
 }
 

@@ -31,6 +31,8 @@ export class ReadNeed {
   stateByHash = false;
   /** A read names a block by hash: a node that does not know the block yet answers null for it. */
   byHash = false;
+  /** The calls that name a block by hash: in a batch, those a node answers null are asked of another. */
+  readonly byHashCalls: PassedCall[] = [];
   /** The calls that read state at a named block: in a batch, those a full node refuses go to archive nodes. */
   readonly stateCalls: PassedCall[] = [];
 }
@@ -113,6 +115,7 @@ export function readNeed(
     need ??= new ReadNeed();
     if (named === "hash") {
       need.byHash = true;
+      need.byHashCalls.push(call);
       if (rules.archive?.state.includes(call.method)) {
         need.stateByHash = true;
         need.stateCalls.push(call);

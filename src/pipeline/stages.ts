@@ -185,8 +185,7 @@ export class Stages {
       split: ranges?.split,
       tier,
       // a read by hash that one node answers null may find the block on another
-      byHash:
-        tier === undefined && reads !== undefined && reads.byHash && reads.single && group.members.length > 1,
+      byHash: tier === undefined && reads !== undefined && reads.byHash && group.members.length > 1,
       exclude: undefined,
     };
   }
