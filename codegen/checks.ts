@@ -152,11 +152,13 @@ function checkReads(iface: InterfaceSpec, path: YamlPath, report: Report): void 
   for (const method of Object.keys(rules.heightIn ?? {}))
     if (at[method] === undefined)
       report([...path, "heightIn", method], `"${method}" has no block param in reads.at`);
-  if (rules.block.hashPattern !== undefined) {
+  for (const field of ["hashPattern", "headRelative"] as const) {
+    const pattern = rules.block[field];
+    if (pattern === undefined) continue;
     try {
-      new RegExp(rules.block.hashPattern);
+      new RegExp(pattern);
     } catch {
-      report([...path, "block", "hashPattern"], "is not a regular expression");
+      report([...path, "block", field], "is not a regular expression");
     }
   }
 }

@@ -161,20 +161,23 @@ export function namedBlock(rule: BlockParamRule, value: unknown): "head" | "hash
     return number === undefined ? "none" : namedBlock(rule, number);
   }
   if (typeof value === "string" && rule.headTags.includes(value)) return "head";
-  if (typeof value === "string" && rule.hashPattern !== undefined && hashRegExp(rule).test(value))
+  if (typeof value === "string" && rule.headRelative !== undefined && compiled(rule.headRelative).test(value))
+    return "head";
+  if (typeof value === "string" && rule.hashPattern !== undefined && compiled(rule.hashPattern).test(value))
     return "hash";
   return readHeight(value, rule.encoding) ?? "none";
 }
 
-const HASH_PATTERNS = new WeakMap<BlockParamRule, RegExp>();
+/** The registry's patterns, each compiled once. */
+const PATTERNS = new Map<string, RegExp>();
 
-function hashRegExp(rule: BlockParamRule): RegExp {
-  let pattern = HASH_PATTERNS.get(rule);
-  if (pattern === undefined) {
-    pattern = new RegExp(rule.hashPattern as string);
-    HASH_PATTERNS.set(rule, pattern);
+function compiled(pattern: string): RegExp {
+  let regExp = PATTERNS.get(pattern);
+  if (regExp === undefined) {
+    regExp = new RegExp(pattern);
+    PATTERNS.set(pattern, regExp);
   }
-  return pattern;
+  return regExp;
 }
 
 /**
@@ -194,7 +197,8 @@ const PATH_RULES = new WeakMap<RestReadRules, readonly (readonly [string, number
 
 /**
  * The need of a REST request whose route names a block in a path segment (registry `reads.paths`):
- * `/chains/main/blocks/head/…` reads at the head (so does Octez's `head~2`, a block counted back from it),
+ * `/chains/main/blocks/head/…` reads at the head (so does a block counted back from it, where the
+ * registry's `headRelative` says how one is written),
  * `/v2/blocks/1000` names a block by number, a hash names none; undefined for any other route.
  */
 export function restReadNeed(
@@ -211,10 +215,7 @@ export function restReadNeed(
     if (shape !== prefix && !shape.startsWith(`${prefix}/`)) continue;
     const segment = segments[index];
     if (segment === undefined) return undefined;
-    const tilde = segment.search(/[~-]\d+$/);
-    const base =
-      tilde > 0 && rules.block.headTags.includes(segment.slice(0, tilde)) ? segment.slice(0, tilde) : segment;
-    const named = namedBlock(rules.block, base);
+    const named = namedBlock(rules.block, segment);
     if (named === "none" || named === "hash") return undefined;
     const need = new ReadNeed();
     need.single = true;

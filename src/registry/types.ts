@@ -128,6 +128,8 @@ export interface BlockParamRule {
   readonly hashMember?: string;
   /** An object with this member reads relative to the head, whatever its value (nearcore's `finality`). */
   readonly tagMember?: string;
+  /** A pattern for values that read relative to the head other than `headTags` (a block counted back from it). */
+  readonly headRelative?: string;
 }
 
 /** A REST interface's own rules: where its routes name a block, as `ReadRules` says for JSON-RPC. */

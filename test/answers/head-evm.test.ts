@@ -83,7 +83,8 @@ describe("the head never goes backwards across two nodes one block apart (real a
     }
     const backwards = seen.filter((height, i) => i > 0 && height < (seen[i - 1] as number));
     expect(backwards).toEqual([]);
-    expect(seen.at(-1)).toBe(heights.get(a));
+    // and it keeps up: a node that is a block behind may answer until the prober or an answer shows a's block
+    expect(seen.at(-1)).toBeGreaterThanOrEqual((heights.get(a) ?? 0) - 1);
   });
 
   it("100 eth_getBlockByNumber calls, by latest and then by the number just seen, never go backwards or get null", async () => {
@@ -139,13 +140,15 @@ describe("the head never goes backwards across two nodes one block apart (real a
     await b.rpc("eth_sendRawTransaction", [raw]);
     const receipt = client.waitForTransactionReceipt({ hash, pollingInterval: 50 });
     await mine(a);
-    await new Promise((resolve) => setTimeout(resolve, 300));
+    // b mines its block only once the client has seen a's: the client polls while b is a block behind
+    const seenA = () => seen.at(-1) === BigInt(heights.get(a) ?? 0);
+    await eventually(seenA, 15_000, "the client at a's new block");
     await mine(b);
     expect((await receipt).blockNumber).toBe(BigInt(heights.get(a) ?? 0));
 
     for (let i = 0; i < 3; i++) {
       await advance();
-      await new Promise((resolve) => setTimeout(resolve, 300));
+      await eventually(seenA, 15_000, "the client at a's new block");
     }
     const last = BigInt(heights.get(a) ?? 0);
     await eventually(
