@@ -164,7 +164,10 @@ const nearcore: JsonRpcSoftware = {
         jsonrpc: "2.0",
         error: {
           name: "HANDLER_ERROR",
-          cause: { name: "GARBAGE_COLLECTED_BLOCK", info: { block_height: height, block_hash: "" } },
+          cause: {
+            name: "GARBAGE_COLLECTED_BLOCK",
+            info: { block_height: height, block_hash: "9rq1nBvJ4Kc2Lx7Mz8Np3Qo5Rs6Tu7Vw8Xy9Za1Bc2De" },
+          },
           code: -32000,
           message: "Server error",
           data: `The data for block #${String(height)} is garbage collected on this node, use an archival node to fetch historical data`,
