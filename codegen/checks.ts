@@ -152,6 +152,7 @@ function checkReads(iface: InterfaceSpec, path: YamlPath, report: Report): void 
   for (const method of Object.keys(rules.heightIn ?? {}))
     if (at[method] === undefined)
       report([...path, "heightIn", method], `"${method}" has no block param in reads.at`);
+  checkCacheRules(rules, served, [...path, "cache"], report);
   for (const field of ["hashPattern", "headRelative"] as const) {
     const pattern = rules.block[field];
     if (pattern === undefined) continue;
@@ -159,6 +160,38 @@ function checkReads(iface: InterfaceSpec, path: YamlPath, report: Report): void 
       new RegExp(pattern);
     } catch {
       report([...path, "block", field], "is not a regular expression");
+    }
+  }
+}
+
+/**
+ * Cache rules (docs/cache.md) name methods the interface serves; a method cached by the block it reads
+ * must have a block param or a range to read it from.
+ */
+function checkCacheRules(
+  rules: NonNullable<InterfaceSpec["reads"]>,
+  served: ReadonlySet<string>,
+  path: YamlPath,
+  report: Report,
+): void {
+  const cache = rules.cache;
+  if (cache === undefined) return;
+  const named = [...(cache.always ?? []), ...(cache.atBlock ?? []), ...Object.keys(cache.blockIn ?? {})];
+  for (const method of named)
+    if (!served.has(method)) report(path, `"${method}" is not one of the interface's methods`);
+  for (const method of cache.atBlock ?? [])
+    if (rules.at?.[method] === undefined && rules.ranges?.[method] === undefined)
+      report([...path, "atBlock"], `"${method}" has no block param in reads.at nor a range in reads.ranges`);
+  const finalized = cache.finalized;
+  if (finalized !== undefined && "method" in finalized && !served.has(finalized.method))
+    report([...path, "finalized"], `"${finalized.method}" is not one of the interface's methods`);
+  if (cache.headBlock !== undefined && !served.has(cache.headBlock.method))
+    report([...path, "headBlock"], `"${cache.headBlock.method}" is not one of the interface's methods`);
+  if (cache.foldCase !== undefined) {
+    try {
+      new RegExp(cache.foldCase);
+    } catch {
+      report([...path, "foldCase"], "is not a regular expression");
     }
   }
 }

@@ -1,6 +1,7 @@
 import type { ServerResponse } from "node:http";
 import { rpcErrorJson, sendJson } from "../errors/respond.js";
 import { GatewayError } from "../errors/table.js";
+import type { CallerSide } from "../http/client-gone.js";
 import type { PassedCall } from "../jsonrpc/check.js";
 import type { WholeAnswer } from "../upstream/buffered-answer.js";
 import type { UpstreamFields } from "../upstream/call-run.js";
@@ -49,47 +50,57 @@ export function relayByTier(
   note: TierFields,
   done: RelayDone,
 ): void {
+  if (tier.batch !== undefined) {
+    relayBatchByTier(call, tier, tier.batch, res, note, done);
+    return;
+  }
+  fetchByTier(call, tier, res, note, (error, answer, served) => {
+    if (error === undefined && answer !== undefined && served !== undefined) send(res, answer, served);
+    done(error);
+  });
+}
+
+/**
+ * One read of state at a named block, read whole (`relayByTier`): the answer, and the tier that gave it.
+ * The access line's label and tier say where it was served.
+ */
+export function fetchByTier(
+  call: UpstreamCall,
+  tier: TierPlan,
+  caller: CallerSide,
+  note: TierFields,
+  callback: (error: GatewayError | undefined, answer?: WholeAnswer, served?: "full" | "archive") => void,
+): void {
   const fromArchive = (): void => {
     const group = tier.archiveGroup;
     call.group.answers.add(
       !tier.mayArchive ? "archive_required" : tier.direct ? "archive_direct" : "archive_again",
     );
-    if (!tier.mayArchive) done(archiveRequired(tier));
+    if (!tier.mayArchive) callback(archiveRequired(tier));
     else if (group === undefined)
-      done(
+      callback(
         new GatewayError("NO_UPSTREAM", {
           reason: `this read needs an archive node, and ${tier.archiveLabel} has no upstream`,
         }),
       );
-    else fromGroup(group);
+    else
+      fetchWhole({ ...call, group, tier: undefined }, caller, note, (error, answer) => {
+        if (error !== undefined || answer === undefined) return callback(error);
+        note.label = tier.archiveLabel;
+        note.tier = "archive";
+        callback(undefined, answer, "archive");
+      });
   };
-  const fromGroup = (group: UpstreamGroup): void => {
-    fetchWhole({ ...call, group, tier: undefined }, res, note, (error, answer) => {
-      if (error !== undefined || answer === undefined) {
-        done(error);
-        return;
-      }
-      note.label = tier.archiveLabel;
-      note.tier = "archive";
-      send(res, answer, "archive");
-      done();
-    });
-  };
-  if (tier.batch !== undefined) {
-    relayBatchByTier(call, tier, tier.batch, res, note, done);
-    return;
-  }
   if (tier.direct) {
     fromArchive();
     return;
   }
-  fetchWhole({ ...call, tier: undefined }, res, note, (error, answer) => {
-    if (error !== undefined || answer === undefined) done(error);
+  fetchWhole({ ...call, tier: undefined }, caller, note, (error, answer) => {
+    if (error !== undefined || answer === undefined) callback(error);
     else if (missingState(answer, tier.missingState)) fromArchive();
     else {
       note.tier = "full";
-      send(res, answer, "full");
-      done();
+      callback(undefined, answer, "full");
     }
   });
 }

@@ -1,5 +1,7 @@
 import type { ServerResponse } from "node:http";
 import { sendJson } from "../errors/respond.js";
+import type { GatewayError } from "../errors/table.js";
+import type { CallerSide } from "../http/client-gone.js";
 import type { PassedCall } from "../jsonrpc/check.js";
 import type { WholeAnswer } from "../upstream/buffered-answer.js";
 import type { UpstreamFields } from "../upstream/call-run.js";
@@ -18,26 +20,35 @@ export function relayByHash(
   note: UpstreamFields,
   done: RelayDone,
 ): void {
-  fetchWhole(call, res, note, (error, first) => {
-    if (error !== undefined || first === undefined) {
-      done(error);
-      return;
-    }
-    const calls = call.reads?.byHashCalls ?? [];
-    if (call.reads !== undefined && !call.reads.single) {
-      askAgainInBatch(call, calls, first, res, note, done);
-      return;
-    }
-    if (!answeredNull(first)) {
-      send(res, first);
-      done();
+  if (call.reads !== undefined && !call.reads.single) {
+    fetchWhole(call, res, note, (error, first) => {
+      if (error !== undefined || first === undefined) done(error);
+      else askAgainInBatch(call, call.reads?.byHashCalls ?? [], first, res, note, done);
+    });
+    return;
+  }
+  fetchByHash(call, res, note, (error, answer) => {
+    if (error === undefined && answer !== undefined) send(res, answer);
+    done(error);
+  });
+}
+
+/** One read by hash, read whole: the first node's answer, or another node's where the first answered null. */
+export function fetchByHash(
+  call: UpstreamCall,
+  caller: CallerSide,
+  note: UpstreamFields,
+  callback: (error: GatewayError | undefined, answer?: WholeAnswer) => void,
+): void {
+  fetchWhole(call, caller, note, (error, first) => {
+    if (error !== undefined || first === undefined || !answeredNull(first)) {
+      callback(error, first);
       return;
     }
     call.group.answers.add("by_hash_again");
-    fetchWhole({ ...call, byHash: false, exclude: first.upstream }, res, note, (again, second) => {
+    fetchWhole({ ...call, byHash: false, exclude: first.upstream }, caller, note, (again, second) => {
       // no other node to ask, or it failed: the first node's null is still an answer
-      send(res, again === undefined && second !== undefined ? second : first);
-      done();
+      callback(undefined, again === undefined && second !== undefined ? second : first);
     });
   });
 }

@@ -184,7 +184,7 @@ function compiled(pattern: string): RegExp {
  * Whether a call is the interface's head call as the prober sends it: its method, with no params or the
  * head call's own (`chain_getHeader` with a block hash reads that block, not the head).
  */
-function isHeadCall(call: PassedCall, head: HeadCall): boolean {
+export function isHeadCall(call: PassedCall, head: HeadCall): boolean {
   if (head.kind !== "jsonrpc" || call.method !== head.method) return false;
   const params = (call.call.value as { params?: unknown }).params;
   if (params === undefined || params === null) return true;

@@ -8,6 +8,7 @@ import { Waiters } from "../upstream/waiters.js";
  */
 export class ServedHead {
   #height = -1;
+  #epoch = 0;
   /** Calls waiting for a node at a head, by the head they wait for. */
   readonly #waiting = new Waiters<number>();
   /** Told of every rise, to share it with other gateway instances (shared-head.ts). */
@@ -18,11 +19,28 @@ export class ServedHead {
     return this.#height;
   }
 
+  /**
+   * Counts the moves of the label's head: each rise, each settle, and each time a node's chain was seen
+   * rewound. An answer kept while the head stays (src/cache/) is kept for one epoch.
+   */
+  get epoch(): number {
+    return this.#epoch;
+  }
+
   /** A head was served or seen: the mark rises to it, never falls. */
   raise(height: number): void {
     if (height <= this.#height) return;
     this.#height = height;
+    this.#epoch++;
     this.onRise?.(height);
+  }
+
+  /**
+   * A node's head went back (a reorg, a rewound dev chain), or a block under the head may have been
+   * replaced (src/upstream/group.ts `blockSeen`): what was read at the head may be gone.
+   */
+  moved(): void {
+    this.#epoch++;
   }
 
   /**
@@ -31,12 +49,17 @@ export class ServedHead {
    * every read at the head would wait a block from now on.
    */
   settle(bestHead: number): void {
-    if (bestHead >= 0 && bestHead < this.#height) this.#height = bestHead;
+    if (bestHead >= 0 && bestHead < this.#height) {
+      this.#height = bestHead;
+      this.#epoch++;
+    }
   }
 
   /** Another gateway instance served this head: the mark rises as if this one had. */
   raiseFromPeer(height: number): void {
-    if (height > this.#height) this.#height = height;
+    if (height <= this.#height) return;
+    this.#height = height;
+    this.#epoch++;
   }
 
   /** Calls back once a node has reached `height` (`nodeReached`), or after `timeoutMs`. */

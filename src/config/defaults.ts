@@ -1,4 +1,4 @@
-import type { AccountsConfig, GatewayConfig, HealthConfig, Limits } from "./types.js";
+import type { AccountsConfig, CacheConfig, GatewayConfig, HealthConfig, Limits } from "./types.js";
 
 // The limits trusted proxies use (Node's and undici's own defaults replaced where they are unbounded or
 // minutes long; nginx, Envoy and proxyd for the sizes); docs/configuration.md lists each with what it bounds.
@@ -50,6 +50,16 @@ export const DEFAULT_HEALTH: HealthConfig = {
   labels: {},
 };
 
+/** The answer cache of every label (docs/cache.md). */
+export const DEFAULT_CACHE: CacheConfig = {
+  enabled: true,
+  maxBytes: 64 * 1024 * 1024,
+  maxEntryBytes: 2 * 1024 * 1024,
+  headRelative: true,
+  headMaxAgeMs: 0,
+  labels: {},
+};
+
 /** What `sharedLimits` holds besides its Redis URL. */
 export const DEFAULT_SHARED_LIMITS = { leaseMs: 100, fallbackShare: 1 } as const;
 
@@ -79,6 +89,7 @@ export const DEFAULT_CONFIG: GatewayConfig = {
   upstreams: {},
   health: DEFAULT_HEALTH,
   blockRanges: {},
+  cache: DEFAULT_CACHE,
   metrics: { enabled: true },
   operator: { listen: { host: "127.0.0.1", port: 8082 } },
   limits: DEFAULT_LIMITS,

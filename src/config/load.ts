@@ -4,6 +4,7 @@ import { EMBEDDED_CONFIG, embeddedConfigText } from "../embedded.js";
 import type { Endpoint } from "../registry/types.js";
 import {
   DEFAULT_ACCOUNTS,
+  DEFAULT_CACHE,
   DEFAULT_CONFIG,
   DEFAULT_HEALTH,
   DEFAULT_LIMITS,
@@ -11,7 +12,14 @@ import {
 } from "./defaults.js";
 import { type ConfigPath, environmentSettings, origin, withSettings } from "./environment.js";
 import { ConfigError, ConfigSource, pointerPath } from "./source.js";
-import type { AccountsConfig, GatewayConfig, HealthConfig, Limits, UpstreamSpec } from "./types.js";
+import type {
+  AccountsConfig,
+  CacheConfig,
+  GatewayConfig,
+  HealthConfig,
+  Limits,
+  UpstreamSpec,
+} from "./types.js";
 import { upstreamName } from "./upstream-name.js";
 
 export { ConfigError };
@@ -54,10 +62,11 @@ function withDefaults(partial: Partial<GatewayConfig> & { limits?: Partial<Limit
     upstream: { ...DEFAULT_LIMITS.upstream, ...partial.limits?.upstream },
     ws: { ...DEFAULT_LIMITS.ws, ...partial.limits?.ws },
   };
-  const { accounts, health, operator, sharedLimits, listen, log, ...rest } =
+  const { accounts, cache, health, operator, sharedLimits, listen, log, ...rest } =
     partial as Partial<GatewayConfig> & {
       accounts?: Partial<AccountsConfig>;
       health?: Partial<HealthConfig>;
+      cache?: Partial<CacheConfig>;
       operator?: { listen?: Partial<{ host: string; port: number }> } | null;
       listen?: Partial<GatewayConfig["listen"]>;
       log?: Partial<GatewayConfig["log"]>;
@@ -70,6 +79,7 @@ function withDefaults(partial: Partial<GatewayConfig> & { limits?: Partial<Limit
     log: { ...DEFAULT_CONFIG.log, ...log },
     limits,
     health: { ...DEFAULT_HEALTH, ...health, labels: { ...health?.labels } },
+    cache: { ...DEFAULT_CACHE, ...cache, labels: { ...cache?.labels } },
     // `operator: null` turns the operator API off
     operator:
       operator === null
@@ -119,7 +129,7 @@ function checkAgainstRegistry(
   where: (path: ConfigPath, key?: string) => string,
 ): void {
   const problems: string[] = [];
-  const known = (label: string, section: "upstreams" | "health.labels" | "blockRanges") => {
+  const known = (label: string, section: "upstreams" | "health.labels" | "blockRanges" | "cache.labels") => {
     if (!endpoints.has(label))
       problems.push(
         `${where(section.split("."), label)}: ${section}: "${label}" is not a label of the registry`,
@@ -128,6 +138,7 @@ function checkAgainstRegistry(
   for (const label of Object.keys(config.upstreams)) known(label, "upstreams");
   for (const label of Object.keys(config.health.labels)) known(label, "health.labels");
   for (const label of Object.keys(config.blockRanges)) known(label, "blockRanges");
+  for (const label of Object.keys(config.cache.labels)) known(label, "cache.labels");
   for (const [label, upstreams] of Object.entries(config.upstreams)) {
     const lists: [ConfigPath, readonly (string | UpstreamSpec)[]][] = Array.isArray(upstreams)
       ? [[["upstreams", label], upstreams]]

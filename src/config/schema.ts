@@ -41,6 +41,14 @@ const healthFields = {
   maxLagSeconds: { type: "number", minimum: 0 },
 } as const;
 
+const cacheFields = {
+  enabled: { type: "boolean" },
+  maxBytes: { type: "integer", minimum: 0 },
+  maxEntryBytes: { type: "integer", minimum: 1 },
+  headRelative: { type: "boolean" },
+  headMaxAgeMs: { type: "integer", minimum: 0 },
+} as const;
+
 export const configSchema = {
   type: "object",
   additionalProperties: false,
@@ -137,6 +145,17 @@ export const configSchema = {
             splitAbove: { type: "integer", minimum: 1 },
             refuseAbove: { type: "integer", minimum: 1 },
           },
+        },
+      },
+    },
+    cache: {
+      type: "object",
+      additionalProperties: false,
+      properties: {
+        ...cacheFields,
+        labels: {
+          type: "object",
+          additionalProperties: { type: "object", additionalProperties: false, properties: cacheFields },
         },
       },
     },

@@ -101,6 +101,26 @@ export interface WebSocketLimits {
   readonly handshakeTimeoutMs: number;
 }
 
+/** One label's answer cache (src/cache/, docs/cache.md). */
+export interface CacheSettings {
+  readonly enabled: boolean;
+  /** The bytes of answers a label's cache holds before the least recently used go. */
+  readonly maxBytes: number;
+  /** An answer larger than this is never kept. */
+  readonly maxEntryBytes: number;
+  /** Whether answers read at the head are kept while the head stays (final answers always are). */
+  readonly headRelative: boolean;
+  /**
+   * The longest an answer read at the head is served, however still the head looks: the prober sees a new
+   * block only at its next probe. 0: half the network's block time, at most 2 s.
+   */
+  readonly headMaxAgeMs: number;
+}
+
+export interface CacheConfig extends CacheSettings {
+  readonly labels: Readonly<Record<string, Partial<CacheSettings>>>;
+}
+
 export interface StaticKey {
   readonly key: string;
   readonly networks: readonly string[] | "*";
@@ -126,6 +146,8 @@ export interface GatewayConfig {
    * (docs/upstreams.md, "Ranges"). Per method, since a node's own caps differ by method.
    */
   readonly blockRanges: Readonly<Record<string, Readonly<Record<string, BlockRangeLimits>>>>;
+  /** The answer cache (docs/cache.md): its settings, and per label what differs from them. */
+  readonly cache: CacheConfig;
   /** The data plane's Prometheus series, served by the operator API's GET /metrics. */
   readonly metrics: { readonly enabled: boolean };
   /** The operator API (GET /upstreams, cordon): off the public port, on loopback by default. */

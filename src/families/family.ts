@@ -4,6 +4,7 @@ import type { ReadNeed } from "../answers/read-need.js";
 import type { Limits } from "../config/types.js";
 import type { ErrorStyle } from "../errors/respond.js";
 import type { RpcErrorCode } from "../errors/table.js";
+import type { PassedCall } from "../jsonrpc/check.js";
 import type { Mounted } from "../pipeline/stages.js";
 
 /**
@@ -70,6 +71,8 @@ export interface Outgoing {
   readonly write: boolean;
   /** What its reads need of the node that answers them (src/answers/read-need.ts), when any reads by block. */
   readonly reads: ReadNeed | undefined;
+  /** A JSON-RPC message of one call: the call, which the answer cache may answer (src/cache/). */
+  readonly single?: PassedCall | undefined;
 }
 
 /** What the families read from the deployment config. */

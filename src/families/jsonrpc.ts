@@ -79,6 +79,7 @@ class JsonRpcRequest implements RoutedRequest {
               sendableAsReceived(text, checked) ? body : only.json,
               this.#writes.has(only.method),
               this.#reads([only], true),
+              only,
             )
           : undefined,
         refusals: undefined,
@@ -119,8 +120,13 @@ class JsonRpcRequest implements RoutedRequest {
   }
 }
 
-function post(body: string | Buffer, write: boolean, reads: ReadNeed | undefined): Outgoing {
-  return { method: "POST", headers: UPSTREAM_HEADERS, body, stream: false, write, reads };
+function post(
+  body: string | Buffer,
+  write: boolean,
+  reads: ReadNeed | undefined,
+  single?: PassedCall,
+): Outgoing {
+  return { method: "POST", headers: UPSTREAM_HEADERS, body, stream: false, write, reads, single };
 }
 
 export function batchOf(calls: readonly PassedCall[]): string {

@@ -1,3 +1,4 @@
+import type { AnswerCache, CacheCounts } from "../cache/answer-cache.js";
 import { ERRORS, type ErrorCode } from "../errors/table.js";
 import { UPSTREAM_STATES, type UpstreamHealth } from "../upstream/health.js";
 import type { UpstreamTable } from "../upstream/upstreams.js";
@@ -163,6 +164,26 @@ export class GatewayMetrics {
         "counter",
       ),
       new GaugeReading(
+        "gateway_cache_requests_total",
+        "Calls the answer cache could answer, by label and outcome: hit (from the cache), miss (from a node, then kept if it may be), coalesced (given another call's answer in flight)",
+        "sum",
+        () => cacheCounts(upstreams, ["hit", "miss", "coalesced"], "outcome"),
+        "counter",
+      ),
+      new GaugeReading(
+        "gateway_cache_evictions_total",
+        "Answers the cache let go to stay within its byte budget, by label",
+        "sum",
+        () => cacheCounts(upstreams, ["evicted"]),
+        "counter",
+      ),
+      new GaugeReading("gateway_cache_bytes", "Bytes of answers the cache holds, by label", "sum", () =>
+        cacheSizes(upstreams, (cache) => cache.bytes),
+      ),
+      new GaugeReading("gateway_cache_entries", "Answers the cache holds, by label", "sum", () =>
+        cacheSizes(upstreams, (cache) => cache.size),
+      ),
+      new GaugeReading(
         "gateway_served_head",
         "The highest head each label has served (the prober's readings and the answers')",
         "max",
@@ -319,6 +340,38 @@ function answerRules(upstreams: Pick<UpstreamTable, "groups">): MetricValue[] {
       sums.set(key, entry);
     }
   return [...sums.values()].map(({ label, rule, value }) => ({ labels: { label, rule }, value }));
+}
+
+/** Each label's cache counts, summed over its mounts' groups: per label, and per `by` when it is given. */
+function cacheCounts(
+  upstreams: Pick<UpstreamTable, "groups">,
+  names: readonly (keyof CacheCounts)[],
+  by?: string,
+): MetricValue[] {
+  const sums = new Map<string, MetricValue>();
+  for (const group of upstreams.groups()) {
+    const cache = group.cache;
+    if (cache === undefined) continue;
+    for (const name of names) {
+      const labels: Record<string, string> =
+        by === undefined ? { label: group.label } : { label: group.label, [by]: name };
+      const key = JSON.stringify(labels);
+      const entry = sums.get(key) ?? { labels, value: 0 };
+      sums.set(key, { labels, value: entry.value + cache.counts[name] });
+    }
+  }
+  return [...sums.values()];
+}
+
+/** A size of each label's caches, summed over its mounts' groups. */
+function cacheSizes(
+  upstreams: Pick<UpstreamTable, "groups">,
+  size: (cache: AnswerCache) => number,
+): MetricValue[] {
+  const sums = new Map<string, number>();
+  for (const group of upstreams.groups())
+    if (group.cache !== undefined) sums.set(group.label, (sums.get(group.label) ?? 0) + size(group.cache));
+  return [...sums].map(([label, value]) => ({ labels: { label }, value }));
 }
 
 /** Each label's served head, the highest of its mounts' groups. */

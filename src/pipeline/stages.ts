@@ -1,7 +1,8 @@
 import type { IncomingMessage } from "node:http";
 import type { TierPlan } from "../answers/archive.js";
 import { planRanges, type RangePlan } from "../answers/range-plan.js";
-import type { ReadNeed } from "../answers/read-need.js";
+import { isHeadCall, type ReadNeed } from "../answers/read-need.js";
+import { type CacheRead, cacheRead } from "../cache/cache-read.js";
 import type { GatewayConfig, RateSpec } from "../config/types.js";
 import { dedicatedPointer } from "../errors/dedicated-pointer.js";
 import { GatewayError } from "../errors/table.js";
@@ -186,8 +187,18 @@ export class Stages {
       tier,
       // a read by hash that one node answers null may find the block on another
       byHash: tier === undefined && reads !== undefined && reads.byHash && group.members.length > 1,
+      cache: ranges?.split === undefined ? this.#cacheRead(mounted, group, outgoing) : undefined,
       exclude: undefined,
     };
+  }
+
+  /** 6, for a single call on a label whose cache is on: what the cache may answer it with (src/cache/). */
+  #cacheRead(mounted: Mounted, group: UpstreamGroup, outgoing: Outgoing): CacheRead | undefined {
+    const call = outgoing.single;
+    const reads = mounted.mount.policy.jsonrpc?.reads;
+    if (call === undefined || group.cache === undefined || reads === undefined || outgoing.write)
+      return undefined;
+    return cacheRead(reads, call, isHeadCall(call, mounted.mount.head));
   }
 
   /** 6, for range calls: their limits checked, and a split planned (src/answers/range-plan.ts). */

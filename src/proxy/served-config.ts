@@ -97,6 +97,8 @@ export function carryServedHeads(from: UpstreamTable, to: UpstreamTable): void {
     const next = to.group(group.label, group.mount);
     next?.served.raiseFromPeer(group.served.height);
     next?.answers.carryFrom(group.answers);
+    if (next?.cache !== undefined && group.cache !== undefined) next.cache.carryFrom(group.cache);
+    next?.finalizedSeen(group.finalized);
   }
 }
 

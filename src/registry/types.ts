@@ -83,7 +83,73 @@ export interface ReadRules {
   readonly ranges?: Readonly<Record<string, RangeRule>>;
   /** Which reads need old state, how much a full node keeps, and how a node says it has none. */
   readonly archive?: ArchiveRule;
+  /** Which answers the gateway may keep, and for how long (src/cache/, docs/cache.md). */
+  readonly cache?: CacheRules;
 }
+
+/**
+ * Which answers of a JSON-RPC dialect the answer cache keeps (docs/cache.md). An answer about a block that
+ * can no longer change is kept until memory runs short; any other cacheable answer only while the label's
+ * head stays where it was. The head call is always cacheable, at the head. Writes, subscriptions and any
+ * method not named here never are.
+ */
+export interface CacheRules {
+  /** Methods whose answer never changes on one chain (`eth_chainId`). */
+  readonly always?: readonly string[];
+  /**
+   * Methods that read the block their `reads.at` param or `reads.ranges` range names: final when that block
+   * is named by hash or is at or below the finalized height, else kept while the head stays.
+   */
+  readonly atBlock?: readonly string[];
+  /**
+   * Methods named by something other than a block (a transaction hash), whose answer says which block it
+   * is in: the member path, in the answer's `result`, of that block's height. Final once that block is.
+   */
+  readonly blockIn?: Readonly<Record<string, readonly string[]>>;
+  /** How the finalized height is learned; without it, no answer is final but those of `always`. */
+  readonly finalized?: FinalityRule;
+  /**
+   * How the prober reads a node's head block with its hash and its parent's: a block replaced under a height
+   * the gateway saw (a reorg) ends every answer kept while the head stays. Without it, only a head that goes
+   * back is seen.
+   */
+  readonly headBlock?: HeadBlockCall;
+  /**
+   * Members of a result that change even in a final answer (a UTXO chain's `confirmations`): an answer that
+   * holds one at its top level is kept only while the head stays.
+   */
+  readonly changing?: readonly string[];
+  /** Block tags that read what no block holds yet (`pending`): a call naming one is never kept. */
+  readonly liveTags?: readonly string[];
+  /** Error texts that are the node's deterministic answer (a revert): kept when the call is final. */
+  readonly deterministicErrors?: readonly string[];
+  /** A pattern for param strings that mean the same in any letter case (EVM hex): compared folded. */
+  readonly foldCase?: string;
+}
+
+/** A call whose answer is the head block: where its height, hash and parent hash are (paths in the answer). */
+export interface HeadBlockCall {
+  readonly method: string;
+  readonly params?: unknown;
+  readonly number: readonly string[];
+  readonly hash: readonly string[];
+  readonly parent: readonly string[];
+  readonly encoding: HeadEncoding;
+}
+
+/**
+ * How the finalized height is learned: a call the prober sends each node (`eth_getBlockByNumber` at
+ * `finalized`), whose answer at `field` is the height; or a depth below the label's served head (a
+ * confirmation depth, or 0 for a chain whose blocks are final at once).
+ */
+export type FinalityRule =
+  | {
+      readonly method: string;
+      readonly params?: unknown;
+      readonly field: readonly string[];
+      readonly encoding: HeadEncoding;
+    }
+  | { readonly depth: number };
 
 /**
  * A full node keeps the state of its last `fullHistory` blocks: a `state` read of an older block goes to

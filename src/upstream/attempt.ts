@@ -1,7 +1,7 @@
-import type { IncomingHttpHeaders, ServerResponse } from "node:http";
+import type { IncomingHttpHeaders } from "node:http";
 import type { Dispatcher } from "undici";
 import { GatewayError } from "../errors/table.js";
-import { clientGone } from "../http/client-gone.js";
+import { type CallerSide, clientGone } from "../http/client-gone.js";
 import type { Upstream } from "./upstreams.js";
 
 // How an attempt whose answer the call did not take ends; the call no longer listens to it.
@@ -21,16 +21,18 @@ export interface AttemptGate {
  * client gets; a subclass then takes the answer (response-relay.ts streams it, buffered-answer.ts
  * reads it whole). The client's leaving aborts every attempt of its call.
  */
-export abstract class AttemptHandler implements Dispatcher.DispatchHandler {
+export abstract class AttemptHandler<Caller extends CallerSide = CallerSide>
+  implements Dispatcher.DispatchHandler
+{
   readonly upstream: Upstream;
   readonly startedAt = performance.now();
-  protected readonly res: ServerResponse;
+  protected readonly res: Caller;
   protected readonly gate: AttemptGate;
   protected controller: Dispatcher.DispatchController | undefined = undefined;
   #pendingAbort: Error | undefined = undefined;
   #over = false;
 
-  constructor(upstream: Upstream, res: ServerResponse, gate: AttemptGate) {
+  constructor(upstream: Upstream, res: Caller, gate: AttemptGate) {
     this.upstream = upstream;
     this.res = res;
     this.gate = gate;

@@ -1,5 +1,6 @@
-import type { IncomingHttpHeaders, ServerResponse } from "node:http";
+import type { IncomingHttpHeaders } from "node:http";
 import type { Dispatcher } from "undici";
+import type { CallerSide } from "../http/client-gone.js";
 import { type AttemptGate, AttemptHandler } from "./attempt.js";
 import { passedHeaders } from "./response-relay.js";
 import type { Upstream } from "./upstreams.js";
@@ -20,7 +21,7 @@ export class BufferedAnswer extends AttemptHandler {
   #statusCode = 0;
   #headers: string[] = [];
 
-  constructor(upstream: Upstream, res: ServerResponse, gate: AttemptGate) {
+  constructor(upstream: Upstream, res: CallerSide, gate: AttemptGate) {
     super(upstream, res, gate);
   }
 

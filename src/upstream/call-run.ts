@@ -1,6 +1,5 @@
-import type { ServerResponse } from "node:http";
 import { GatewayError } from "../errors/table.js";
-import { clientGone } from "../http/client-gone.js";
+import { type CallerSide, clientGone } from "../http/client-gone.js";
 import type { AttemptGate, AttemptHandler } from "./attempt.js";
 import { describeFailure, type FailureKind, failureKind, toGatewayError } from "./failure.js";
 import { type AwaitingHedge, hedgeClock } from "./hedge-clock.js";
@@ -37,9 +36,9 @@ const DISMISSED = new Error("attempt dismissed");
  * A subclass says what an attempt does with its answer (policy.ts: stream it, or read it whole). A class
  * with methods rather than a function with closures: one of these runs for every call.
  */
-export abstract class CallRun implements AttemptGate, AwaitingHedge {
+export abstract class CallRun<Caller extends CallerSide = CallerSide> implements AttemptGate, AwaitingHedge {
   protected readonly call: UpstreamCall;
-  protected readonly res: ServerResponse;
+  protected readonly res: Caller;
   readonly #note: UpstreamFields;
   #order: readonly Upstream[] = [];
   #next = 0;
@@ -53,7 +52,7 @@ export abstract class CallRun implements AttemptGate, AwaitingHedge {
   hedgeAt = Number.POSITIVE_INFINITY;
   hedgeSlot = -1;
 
-  constructor(call: UpstreamCall, res: ServerResponse, note: UpstreamFields) {
+  constructor(call: UpstreamCall, res: Caller, note: UpstreamFields) {
     this.call = call;
     this.res = res;
     this.#note = note;

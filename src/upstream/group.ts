@@ -1,10 +1,14 @@
 import { AnswerCounts } from "../answers/answer-counts.js";
 import { ServedHead } from "../answers/served-head.js";
+import type { AnswerCache } from "../cache/answer-cache.js";
 import type { UpstreamState } from "./health.js";
 import type { Upstream } from "./upstreams.js";
 import { Waiters } from "./waiters.js";
 
 const NONE: readonly Upstream[] = [];
+
+/** Heights below the newest head whose block hash the group remembers. */
+const KEPT_HASHES = 128;
 
 /** The upstreams of one label and mount. */
 export class UpstreamGroup {
@@ -20,6 +24,13 @@ export class UpstreamGroup {
   readonly served = new ServedHead();
   /** What the answer rules did on this group, for the metrics (src/answers/answer-counts.ts). */
   readonly answers = new AnswerCounts();
+  /** The answers it keeps (src/cache/), when the label's cache is on. */
+  cache: AnswerCache | undefined = undefined;
+  /** The highest block a node in rotation named finalized (registry `reads.cache.finalized`); -1 if none. */
+  #finalized = -1;
+  /** The block hashes the prober saw at recent heights, to see one replaced (a reorg). */
+  readonly #hashes = new Map<number, string>();
+  #newestSeen = -1;
   /** Calls waiting for the prober's first verdicts. */
   readonly #waiting = new Waiters<undefined>();
 
@@ -81,6 +92,34 @@ export class UpstreamGroup {
       order[0] = chosen;
     }
     return order;
+  }
+
+  get finalized(): number {
+    return this.#finalized;
+  }
+
+  /** A node in rotation named its finalized block: the label's finalized height rises to it, never falls. */
+  finalizedSeen(height: number): void {
+    if (height > this.#finalized) this.#finalized = height;
+  }
+
+  /**
+   * A node's head block, with its hash and its parent's. Where either differs from the hash seen at that
+   * height before, a block was replaced (a reorg), and what was read at the head may be gone; so it may be
+   * when a new head is seen here first, since the head probe that saw its height came before this read of
+   * its block, and the block may have been replaced in between.
+   */
+  blockSeen(height: number, hash: string, parent: string): void {
+    const known = this.#hashes.get(height);
+    const knownParent = this.#hashes.get(height - 1);
+    const replaced =
+      (known !== undefined && known !== hash) || (knownParent !== undefined && knownParent !== parent);
+    if (replaced || height > this.#newestSeen) this.served.moved();
+    if (height > this.#newestSeen) this.#newestSeen = height;
+    this.#hashes.set(height, hash);
+    this.#hashes.set(height - 1, parent);
+    // a reorg deeper than this many blocks is also seen as a head that goes back
+    for (const kept of this.#hashes.keys()) if (kept < height - KEPT_HASHES) this.#hashes.delete(kept);
   }
 
   /** Whether members are in rotation but none has reached `atLeast`: a read may wait for one. */

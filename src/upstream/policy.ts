@@ -5,9 +5,10 @@ import type { TierPlan } from "../answers/archive.js";
 import { learnHeights, showsHeight } from "../answers/examined.js";
 import type { RangeSplit } from "../answers/range-plan.js";
 import type { ReadNeed } from "../answers/read-need.js";
+import type { CacheRead } from "../cache/cache-read.js";
 import type { Limits } from "../config/types.js";
 import { GatewayError } from "../errors/table.js";
-import { clientGone } from "../http/client-gone.js";
+import { type CallerSide, clientGone } from "../http/client-gone.js";
 import type { AttemptHandler } from "./attempt.js";
 import { BufferedAnswer, type WholeAnswer } from "./buffered-answer.js";
 import { CallRun, MAX_ATTEMPTS, type UpstreamFields } from "./call-run.js";
@@ -50,6 +51,8 @@ export interface UpstreamCall {
   readonly tier: TierPlan | undefined;
   /** A read by block hash that a node may not know yet: asked of another node on null (src/answers/by-hash.ts). */
   readonly byHash: boolean;
+  /** A single call the label's answer cache may answer (src/cache/relay-cached.ts). */
+  readonly cache: CacheRead | undefined;
   /** A node not to ask: the one that already answered null to this read. */
   readonly exclude: Upstream | undefined;
   readonly limits: Limits["upstream"];
@@ -84,7 +87,7 @@ export function relayAnswer(
   new RelayRun(call, res, note, done).start();
 }
 
-class RelayRun extends CallRun implements AnswerReader {
+class RelayRun extends CallRun<ServerResponse> implements AnswerReader {
   readonly #done: RelayDone;
   /** A call whose answers show a height: the run reads the answer once it went out. */
   readonly #reads: boolean;
@@ -120,7 +123,7 @@ class RelayRun extends CallRun implements AnswerReader {
 /** 7, for an answer the gateway must change before it goes out (a partial batch): read whole, up to the cap. */
 export function fetchWhole(
   call: UpstreamCall,
-  res: ServerResponse,
+  res: CallerSide,
   note: UpstreamFields,
   callback: (error: GatewayError | undefined, answer?: WholeAnswer) => void,
 ): void {
@@ -133,7 +136,7 @@ class WholeRun extends CallRun {
 
   constructor(
     call: UpstreamCall,
-    res: ServerResponse,
+    res: CallerSide,
     note: UpstreamFields,
     callback: (error: GatewayError | undefined, answer?: WholeAnswer) => void,
   ) {

@@ -2,9 +2,10 @@ import type { Dispatcher } from "undici";
 import type { HealthConfig } from "../config/types.js";
 import { GatewayError } from "../errors/table.js";
 import type { Logger } from "../log.js";
-import type { ChainCall, Endpoint, HeadCall, Mount, ProbeCall } from "../registry/types.js";
+import type { ChainCall, Endpoint, HeadBlockCall, HeadCall, Mount, ProbeCall } from "../registry/types.js";
 import { deadlineError, describeFailure, failureKind } from "./failure.js";
 import type { UpstreamGroup } from "./group.js";
+import { readHeight } from "./head.js";
 import type { CappedOptions } from "./interceptors.js";
 import {
   chainOf,
@@ -40,6 +41,10 @@ interface ProbeTarget {
   readonly group: UpstreamGroup;
   readonly head: Probe<HeadCall>;
   readonly chain: ChainCheck | undefined;
+  /** How a node names its finalized block, where the registry's cache rules say (src/cache/). */
+  readonly finality: Probe<HeadCall> | undefined;
+  /** How a node's head block is read with its hash and parent's, to see a reorg (src/cache/). */
+  readonly headBlock: { readonly probe: Probe<HeadCall>; readonly rule: HeadBlockCall } | undefined;
   readonly intervalMs: number;
   readonly timeoutMs: number;
   readonly chainIntervalMs: number;
@@ -85,6 +90,8 @@ export class Prober {
         group,
         head: probeOf(probed.head, probed.mount),
         chain: chainCheck(endpoint, probed.mount, group.mount === "*"),
+        finality: finalityProbe(probed.mount),
+        headBlock: headBlockProbe(probed.mount),
         intervalMs: settings.probeIntervalMs,
         timeoutMs: settings.probeTimeoutMs,
         chainIntervalMs: settings.chainCheckIntervalMs,
@@ -191,8 +198,41 @@ export class Prober {
     const head =
       reading.kind === "value" ? headOf(target.head.call, reading.value) : { problem: reading.detail };
     if ("problem" in head) member.health.headUnknown(head.problem, latencyMs);
-    else member.health.probed(head.height, latencyMs);
+    else {
+      const before = member.health.head;
+      // its chain went back under it (a reorg, a dev chain reverted): what was read at the head may be gone
+      if (before !== undefined && head.height < before) target.group.served.moved();
+      member.health.probed(head.height, latencyMs);
+    }
     target.group.judgeProbe(member);
+    if (!member.health.inRotation) return;
+    if (target.headBlock !== undefined) await this.#probeHeadBlock(target, member);
+    if (target.finality !== undefined) await this.#probeFinality(target, member);
+  }
+
+  /** Reads a node's head block with its hash and its parent's: the group sees a block replaced under it. */
+  async #probeHeadBlock(target: ProbeTarget, member: Upstream): Promise<void> {
+    const { probe, rule } = target.headBlock as NonNullable<ProbeTarget["headBlock"]>;
+    const answer = await ask(member, probe.request, target.timeoutMs);
+    if (this.#stopped) return;
+    const reading = read(probe.call, answer, probe.errorMember);
+    if (reading.kind !== "value") return;
+    const at = (path: readonly string[]) => valueAt(reading.value, path);
+    const height = readHeight(at(rule.number), rule.encoding);
+    const hash = at(rule.hash);
+    const parent = at(rule.parent);
+    if (height !== undefined && typeof hash === "string" && typeof parent === "string")
+      target.group.blockSeen(height, hash, parent);
+  }
+
+  /** Asks a node in rotation for its finalized block: the group's finalized height rises to it. */
+  async #probeFinality(target: ProbeTarget, member: Upstream): Promise<void> {
+    const finality = target.finality as Probe<HeadCall>;
+    const answer = await ask(member, finality.request, target.timeoutMs);
+    if (this.#stopped) return;
+    const reading = read(finality.call, answer, finality.errorMember);
+    const height = reading.kind === "value" ? headOf(finality.call, reading.value) : undefined;
+    if (height !== undefined && !("problem" in height)) target.group.finalizedSeen(height.height);
   }
 }
 
@@ -273,6 +313,36 @@ function chainCheck(endpoint: Endpoint, probed: Mount, endpointWide: boolean): C
     if (call !== undefined && expected !== undefined) return { ...probeOf(call, mount), expected };
   }
   return undefined;
+}
+
+/** The head block call of a mount's cache rules, as the prober sends it (the whole answer is read). */
+function headBlockProbe(mount: Mount): ProbeTarget["headBlock"] {
+  const rule = mount.policy.jsonrpc?.reads?.cache?.headBlock;
+  if (rule === undefined) return undefined;
+  const call: HeadCall = {
+    kind: "jsonrpc",
+    method: rule.method,
+    params: rule.params,
+    field: [],
+    encoding: rule.encoding,
+  };
+  return { probe: probeOf(call, mount), rule };
+}
+
+function valueAt(value: unknown, path: readonly string[]): unknown {
+  for (const member of path) {
+    if (typeof value !== "object" || value === null) return undefined;
+    value = (value as Record<string, unknown>)[member];
+  }
+  return value;
+}
+
+/** The finality call of a mount's cache rules, as the prober sends it; none for a depth or no rule. */
+function finalityProbe(mount: Mount): Probe<HeadCall> | undefined {
+  const rule = mount.policy.jsonrpc?.reads?.cache?.finalized;
+  if (rule === undefined || !("method" in rule)) return undefined;
+  const call: HeadCall = { kind: "jsonrpc", ...rule };
+  return probeOf(call, mount);
 }
 
 function probeOf<Call extends ProbeCall>(call: Call, mount: Mount): Probe<Call> {

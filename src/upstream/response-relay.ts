@@ -33,7 +33,7 @@ export function passedHeaders(raw: IncomingHttpHeaders): string[] {
  * socket is full. No Readable, promise or stream-finished listener stands between the two sockets. The
  * answer's size cap is the upstream's interceptor's (interceptors.ts).
  */
-export class ResponseRelay extends AttemptHandler {
+export class ResponseRelay extends AttemptHandler<ServerResponse> {
   /** A stream: the client must see the status line before the first item, which may be minutes away. */
   readonly #flushHeaders: boolean;
   /** Told of the whole answer once it went out, when the call's answers show a height (src/answers/). */

@@ -1,5 +1,14 @@
 import type { Dispatcher } from "undici";
-import type { GatewayConfig, HealthConfig, LabelUpstreams, Limits, UpstreamSpec } from "../config/types.js";
+import { AnswerCache } from "../cache/answer-cache.js";
+import type {
+  CacheConfig,
+  CacheSettings,
+  GatewayConfig,
+  HealthConfig,
+  LabelUpstreams,
+  Limits,
+  UpstreamSpec,
+} from "../config/types.js";
 import { upstreamName } from "../config/upstream-name.js";
 import type { Endpoint } from "../registry/types.js";
 import { UpstreamGroup } from "./group.js";
@@ -88,7 +97,7 @@ export class UpstreamTable {
   readonly #dispatchers = new Map<string, Dispatcher>();
 
   constructor(
-    config: Pick<GatewayConfig, "upstreams" | "limits" | "health">,
+    config: Pick<GatewayConfig, "upstreams" | "limits" | "health"> & { readonly cache?: CacheConfig },
     endpoints: ReadonlyMap<string, Endpoint>,
     factory: DispatcherFactory,
     onStateChange: StateChange,
@@ -102,6 +111,8 @@ export class UpstreamTable {
         if (specs.length === 0) continue;
         const members: Upstream[] = [];
         const group = new UpstreamGroup(label, mount, members, maxLagBlocks, headWaitMs);
+        const cache = config.cache === undefined ? undefined : cacheFor(config.cache, endpoints.get(label));
+        if (cache !== undefined) group.cache = new AnswerCache(cache);
         for (const [index, spec] of specs.entries()) {
           const rules = { ...health, takeOut: health.probeIntervalMs > 0 };
           const upstream = this.#upstream(
@@ -187,6 +198,22 @@ export class UpstreamTable {
 }
 
 /** The health settings of one label: the defaults, with the label's own overrides. */
+/**
+ * A label's cache settings, or undefined when its cache is off: the label's own over the deployment's,
+ * with an answer read at the head kept at most half a block (at most 2 s) unless the config says.
+ */
+export function cacheFor(cache: CacheConfig, endpoint: Endpoint | undefined): CacheSettings | undefined {
+  const { labels, ...shared } = cache;
+  const settings = { ...shared, ...(endpoint === undefined ? {} : labels[endpoint.label]) };
+  if (!settings.enabled || settings.maxBytes === 0) return undefined;
+  if (settings.headMaxAgeMs > 0) return settings;
+  const halfBlockMs = ((endpoint?.blockTimeSeconds ?? 0) * 1000) / 2;
+  return { ...settings, headMaxAgeMs: Math.min(HEAD_MAX_AGE_CAP_MS, halfBlockMs) };
+}
+
+/** The longest an answer read at the head is kept by default, on a slow chain. */
+const HEAD_MAX_AGE_CAP_MS = 2_000;
+
 export function healthFor(health: HealthConfig, label: string): Omit<HealthConfig, "labels"> {
   return { ...health, ...health.labels[label] };
 }

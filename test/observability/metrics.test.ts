@@ -1,7 +1,7 @@
 import { request } from "undici";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { WebSocket } from "ws";
-import { DEFAULT_CONFIG, DEFAULT_HEALTH, DEFAULT_LIMITS } from "../../src/config/defaults.js";
+import { DEFAULT_CACHE, DEFAULT_CONFIG, DEFAULT_HEALTH, DEFAULT_LIMITS } from "../../src/config/defaults.js";
 import type { GatewayConfig } from "../../src/config/types.js";
 import { freePort } from "../../src/dev/free-port.js";
 import { createLogger } from "../../src/log.js";
@@ -64,6 +64,8 @@ describe.skipIf(parser.skip)("GET /metrics", () => {
     });
     const config: GatewayConfig = {
       ...DEFAULT_CONFIG,
+      // what reaches the nodes is what this counts: no answer cache in between
+      cache: { ...DEFAULT_CACHE, enabled: false },
       domain: DOMAIN,
       listen: { host: "127.0.0.1", port: 0 },
       operator: { listen: { host: "127.0.0.1", port: 0 } },

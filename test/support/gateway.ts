@@ -1,6 +1,6 @@
 import type { AddressInfo } from "node:net";
 import { type Dispatcher, request } from "undici";
-import { DEFAULT_CONFIG, DEFAULT_HEALTH, DEFAULT_LIMITS } from "../../src/config/defaults.js";
+import { DEFAULT_CACHE, DEFAULT_CONFIG, DEFAULT_HEALTH, DEFAULT_LIMITS } from "../../src/config/defaults.js";
 import type { GatewayConfig, Limits, StaticKey } from "../../src/config/types.js";
 import { StaticKeyStore } from "../../src/keys/static-store.js";
 import type { KeyStore } from "../../src/keys/types.js";
@@ -70,6 +70,9 @@ export async function startGateway(options: StartOptions = {}): Promise<RunningG
     log: { level: "info", access: true },
     // No probes unless a test asks: the loopback nodes count every request they see.
     health: { ...DEFAULT_HEALTH, probeIntervalMs: 0 },
+    // No answer cache unless a test asks: these tests drive their nodes behind the gateway's back, and
+    // count what reaches them (the cache's own tests turn it on: test/cache/).
+    cache: { ...DEFAULT_CACHE, enabled: false },
     ...rest,
     // Closed at once after each suite unless a test asks to drain.
     limits: { ...DEFAULT_LIMITS, drainTimeoutMs: 0, ...limits },

@@ -11,6 +11,8 @@ export interface RecordedCall {
 export interface RecordingNode {
   readonly url: string;
   readonly calls: RecordedCall[];
+  /** Each request waits this long before it is forwarded: a slow node. */
+  delayMs: number;
   close(): Promise<void>;
 }
 
@@ -25,6 +27,7 @@ export async function startRecordingNode(target: string): Promise<RecordingNode>
       const parsed = JSON.parse(body) as RecordedCall | RecordedCall[];
       for (const call of Array.isArray(parsed) ? parsed : [parsed])
         calls.push({ method: call.method, params: call.params });
+      if (node.delayMs > 0) await new Promise((resolve) => setTimeout(resolve, node.delayMs));
       const answer = await fetch(target, {
         method: "POST",
         headers: { "content-type": "application/json" },
@@ -35,13 +38,15 @@ export async function startRecordingNode(target: string): Promise<RecordingNode>
     });
   });
   await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
-  return {
+  const node: RecordingNode = {
     url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`,
     calls,
+    delayMs: 0,
     close: () =>
       new Promise<void>((resolve) => {
         server.closeAllConnections();
         server.close(() => resolve());
       }),
   };
+  return node;
 }

@@ -2,7 +2,7 @@ import { execFile } from "node:child_process";
 import { createServer } from "node:net";
 import { request } from "undici";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { DEFAULT_CONFIG, DEFAULT_HEALTH } from "../../src/config/defaults.js";
+import { DEFAULT_CACHE, DEFAULT_CONFIG, DEFAULT_HEALTH } from "../../src/config/defaults.js";
 import type { GatewayConfig } from "../../src/config/types.js";
 import { freePort } from "../../src/dev/free-port.js";
 import { createLogger } from "../../src/log.js";
@@ -72,6 +72,8 @@ describe("the operator API", () => {
     [a, b] = await Promise.all([startFaultyNode(respond), startFaultyNode(respond)]);
     config = {
       ...DEFAULT_CONFIG,
+      // what reaches the nodes is what this counts: no answer cache in between
+      cache: { ...DEFAULT_CACHE, enabled: false },
       domain: DOMAIN,
       listen: { host: "127.0.0.1", port: 0 },
       operator: { listen: { host: "127.0.0.1", port: 0 } },

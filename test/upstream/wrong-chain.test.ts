@@ -1,6 +1,6 @@
 import { request } from "undici";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { DEFAULT_CONFIG, DEFAULT_HEALTH } from "../../src/config/defaults.js";
+import { DEFAULT_CACHE, DEFAULT_CONFIG, DEFAULT_HEALTH } from "../../src/config/defaults.js";
 import { createLogger } from "../../src/log.js";
 import { type RunningProxy, runProxy } from "../../src/proxy/run.js";
 import { type Anvil, startAnvil } from "../support/anvil.js";
@@ -28,6 +28,8 @@ describe("a node on another chain than its label's", () => {
     proxy = await runProxy(
       {
         ...DEFAULT_CONFIG,
+        // what reaches the nodes is what this counts: no answer cache in between
+        cache: { ...DEFAULT_CACHE, enabled: false },
         domain: DOMAIN,
         listen: { host: "127.0.0.1", port: 0 },
         operator: { listen: { host: "127.0.0.1", port: 0 } },

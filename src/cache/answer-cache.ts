@@ -1,0 +1,89 @@
+import { LRUCache } from "lru-cache";
+import type { CacheSettings } from "../config/types.js";
+
+/** One kept answer: its text around the id, which each caller's own id fills (relay-cached.ts). */
+export interface CacheEntry {
+  readonly beforeId: string;
+  readonly afterId: string;
+  /** The label's head epoch it was read at, or FINAL for an answer that can no longer change. */
+  readonly epoch: number;
+  /** For an answer read at the head: when it is too old to serve, however still the head (performance.now()). */
+  readonly expiresAt: number;
+  /** Which tier of nodes gave it, for a read that may reach the archive nodes (src/answers/archive.ts). */
+  readonly tier: "full" | "archive" | undefined;
+}
+
+/** The epoch of an answer that can no longer change: kept until memory runs short. */
+export const FINAL = -1;
+
+/** Bytes an entry costs beyond its text: the entry object, its key's slot and the LRU's links. */
+const ENTRY_OVERHEAD = 120;
+
+/** What the cache did, for the metrics (`gateway_cache_*`, docs/cache.md). */
+export interface CacheCounts {
+  hit: number;
+  miss: number;
+  coalesced: number;
+  evicted: number;
+}
+
+/**
+ * The answers one label's group keeps (docs/cache.md): least recently used out first, within a byte budget,
+ * and none larger than the largest entry. An answer read at the head is served only in the epoch it was
+ * read in (src/answers/served-head.ts), and only while young; a final one until it is evicted.
+ */
+export class AnswerCache {
+  readonly settings: CacheSettings;
+  readonly counts: CacheCounts = { hit: 0, miss: 0, coalesced: 0, evicted: 0 };
+  readonly #entries: LRUCache<string, CacheEntry>;
+
+  constructor(settings: CacheSettings) {
+    this.settings = settings;
+    this.#entries = new LRUCache<string, CacheEntry>({
+      maxSize: settings.maxBytes,
+      maxEntrySize: settings.maxEntryBytes,
+      sizeCalculation: (entry, key) => sizeOf(entry, key),
+      dispose: (_entry, _key, reason) => {
+        if (reason === "evict") this.counts.evicted++;
+      },
+    });
+  }
+
+  /**
+   * The entry for `key` that may answer now: a final one, or one read in this head epoch that is still young.
+   * An archive node's answer goes only to a key with archive access.
+   */
+  get(key: string, epoch: number, mayArchive: boolean): CacheEntry | undefined {
+    const entry = this.#entries.get(key);
+    if (entry === undefined) return undefined;
+    if (entry.epoch !== FINAL && (entry.epoch !== epoch || performance.now() > entry.expiresAt)) {
+      this.#entries.delete(key);
+      return undefined;
+    }
+    if (entry.tier === "archive" && !mayArchive) return undefined;
+    return entry;
+  }
+
+  set(key: string, entry: CacheEntry): void {
+    this.#entries.set(key, entry);
+  }
+
+  /** Bytes held, as the budget counts them. */
+  get bytes(): number {
+    return this.#entries.calculatedSize;
+  }
+
+  get size(): number {
+    return this.#entries.size;
+  }
+
+  /** A reload's new cache goes on from the old one's counts, so the counters never go back. */
+  carryFrom(other: AnswerCache): void {
+    for (const name of ["hit", "miss", "coalesced", "evicted"] as const)
+      this.counts[name] += other.counts[name];
+  }
+}
+
+function sizeOf(entry: CacheEntry, key: string): number {
+  return entry.beforeId.length + entry.afterId.length + key.length + ENTRY_OVERHEAD;
+}

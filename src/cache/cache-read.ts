@@ -1,0 +1,130 @@
+import { namedBlock } from "../answers/read-need.js";
+import type { PassedCall } from "../jsonrpc/check.js";
+import type { CacheRules, ReadRules } from "../registry/types.js";
+
+/**
+ * How long a call's answer may be kept (docs/cache.md):
+ * - `always`: it never changes on the label's chain;
+ * - `block`: it reads one block, named by number (`block`) or by hash (`block` is -1): final once that block
+ *   is at or below the finalized height, and a block named by hash always is;
+ * - `blockIn`: the answer names its block (`path`), final once that block is;
+ * - `head`: it reads at the head, and is kept only while the label's head stays.
+ */
+export type Lifetime =
+  | { readonly kind: "always" }
+  | { readonly kind: "block"; readonly block: number }
+  | { readonly kind: "blockIn"; readonly path: readonly string[] }
+  | { readonly kind: "head" };
+
+/** A single JSON-RPC call the cache may answer: its key, its lifetime, and the caller's id. */
+export interface CacheRead {
+  /** The method, the canonical params and the caller's `jsonrpc` member: never the API key. */
+  readonly key: string;
+  readonly lifetime: Lifetime;
+  /** The caller's id as its source text, which the cached answer is sent with. */
+  readonly id: string;
+  readonly rules: CacheRules;
+}
+
+const ALWAYS: Lifetime = { kind: "always" };
+const HEAD: Lifetime = { kind: "head" };
+const BY_HASH: Lifetime = { kind: "block", block: -1 };
+
+/** The registry's method lists as sets, made once per rule table. */
+interface RuleSets {
+  readonly always: ReadonlySet<string>;
+  readonly atBlock: ReadonlySet<string>;
+  readonly foldCase: RegExp | undefined;
+  readonly blockIn: ReadonlyMap<string, Lifetime>;
+}
+
+const SETS = new WeakMap<CacheRules, RuleSets>();
+
+function setsOf(rules: CacheRules): RuleSets {
+  let sets = SETS.get(rules);
+  if (sets === undefined) {
+    sets = {
+      always: new Set(rules.always),
+      atBlock: new Set(rules.atBlock),
+      foldCase: rules.foldCase === undefined ? undefined : new RegExp(rules.foldCase),
+      blockIn: new Map(
+        Object.entries(rules.blockIn ?? {}).map(([method, path]) => [method, { kind: "blockIn", path }]),
+      ),
+    };
+    SETS.set(rules, sets);
+  }
+  return sets;
+}
+
+/**
+ * The cache read of a single call, or undefined when its answer may not be kept: a method the registry's
+ * `reads.cache` does not name, a live tag (`pending`), a block param the rules cannot read, a call with no id.
+ * `isHeadCall`: it is the interface's head call, kept while the head stays.
+ */
+export function cacheRead(reads: ReadRules, call: PassedCall, isHeadCall: boolean): CacheRead | undefined {
+  const rules = reads.cache;
+  if (rules === undefined || call.id === undefined) return undefined;
+  const lifetime = isHeadCall ? HEAD : lifetimeOf(reads, rules, call);
+  if (lifetime === undefined) return undefined;
+  const params = (call.call.value as { params?: unknown }).params;
+  const jsonrpc = call.call.members.get("jsonrpc") ?? "";
+  const key = `${call.method}\n${canonical(params, setsOf(rules).foldCase)}\n${jsonrpc}`;
+  return { key, lifetime, id: call.id, rules };
+}
+
+function lifetimeOf(reads: ReadRules, rules: CacheRules, call: PassedCall): Lifetime | undefined {
+  const sets = setsOf(rules);
+  const { method } = call;
+  if (sets.always.has(method)) return ALWAYS;
+  const blockIn = sets.blockIn.get(method);
+  if (blockIn !== undefined) return blockIn;
+  if (!sets.atBlock.has(method)) return undefined;
+  const params = (call.call.value as { params?: unknown }).params;
+  const range = reads.ranges?.[method];
+  if (range !== undefined) {
+    const filter =
+      range.param === "params" ? params : Array.isArray(params) ? params[range.param] : undefined;
+    if (typeof filter !== "object" || filter === null || Array.isArray(filter)) return undefined;
+    const members = filter as Record<string, unknown>;
+    const { hashMember } = reads.block;
+    if (hashMember !== undefined && members[hashMember] !== undefined) return BY_HASH;
+    const from = blockOf(reads, rules, members[range.from]);
+    const to = blockOf(reads, rules, members[range.to]);
+    if (from === undefined || to === undefined) return undefined;
+    // a range that reaches the head is the head's; one wholly below it is as final as its last block
+    return to.kind === "head" || from.kind === "head" ? HEAD : to;
+  }
+  const position = reads.at?.[method];
+  if (position === undefined) return undefined;
+  const value = position === "params" ? params : Array.isArray(params) ? params[position] : undefined;
+  return blockOf(reads, rules, value);
+}
+
+/** What a block param makes of the answer's lifetime: undefined for a live tag or a value no rule reads. */
+function blockOf(reads: ReadRules, rules: CacheRules, value: unknown): Lifetime | undefined {
+  if (typeof value === "string" && rules.liveTags?.includes(value)) return undefined;
+  if (value === "earliest") return { kind: "block", block: 0 };
+  const named = namedBlock(reads.block, value);
+  if (named === "none") return undefined;
+  if (named === "head") return HEAD;
+  if (named === "hash") return BY_HASH;
+  return { kind: "block", block: named };
+}
+
+/**
+ * Params as one text that is the same for calls that mean the same: object members sorted, and strings the
+ * registry's `foldCase` matches (EVM hex) in lower case. Any other string keeps its case: base58
+ * addresses are case-sensitive.
+ */
+export function canonical(value: unknown, foldCase: RegExp | undefined): string {
+  if (value === undefined) return "";
+  if (typeof value === "string")
+    return JSON.stringify(foldCase?.test(value) === true ? value.toLowerCase() : value);
+  if (typeof value !== "object" || value === null) return JSON.stringify(value);
+  if (Array.isArray(value)) return `[${value.map((item) => canonical(item ?? null, foldCase)).join(",")}]`;
+  const members = value as Record<string, unknown>;
+  const names = Object.keys(members)
+    .filter((name) => members[name] !== undefined)
+    .sort();
+  return `{${names.map((name) => `${JSON.stringify(name)}:${canonical(members[name], foldCase)}`).join(",")}}`;
+}

@@ -1,0 +1,125 @@
+import type { CacheSettings } from "../config/types.js";
+import { scanMembers } from "../jsonrpc/scan.js";
+import type { CacheRules, HeadEncoding } from "../registry/types.js";
+import type { WholeAnswer } from "../upstream/buffered-answer.js";
+import type { UpstreamGroup } from "../upstream/group.js";
+import { readHeight } from "../upstream/head.js";
+import { type CacheEntry, FINAL } from "./answer-cache.js";
+import type { CacheRead } from "./cache-read.js";
+
+/** A node's answer as the cache holds it: its text around the id, and whether it may be kept at all. */
+export interface KeptAnswer {
+  readonly entry: Omit<CacheEntry, "tier">;
+  readonly store: boolean;
+}
+
+/**
+ * What the cache makes of a node's answer to `read` (docs/cache.md): the answer's text split at its id, so
+ * each waiting client gets its own id in it, and whether and how long it is kept. Undefined for an answer
+ * that is not one JSON-RPC answer object with an id: it goes to the clients as the node sent it.
+ *
+ * Kept: a result, or a deterministic error (a revert) of a final call. Final (until evicted): an answer that
+ * never changes, or one about a block at or below the finalized height, or named by hash. Any other is kept
+ * for the head epoch it was read in (`epoch`), if the head has not moved since, and if the label keeps
+ * answers read at the head. An empty result (null, []) only when final, and never for a block named by
+ * hash, which the node may not have seen yet.
+ */
+export function keptAnswer(
+  answer: WholeAnswer,
+  read: CacheRead,
+  group: UpstreamGroup,
+  settings: CacheSettings,
+  epoch: number,
+): KeptAnswer | undefined {
+  const text = answer.body.toString("utf8");
+  const envelopes = text.trimStart().startsWith("{") ? scanMembers(text) : [];
+  const members = envelopes.length === 1 ? envelopes[0] : undefined;
+  if (members === undefined || !members.has("id")) return undefined;
+  const before: string[] = [];
+  const after: string[] = [];
+  let seenId = false;
+  for (const [name, value] of members) {
+    if (name === "id") seenId = true;
+    else (seenId ? after : before).push(`${JSON.stringify(name)}:${value}`);
+  }
+  const beforeId = `{${[...before, '"id":'].join(",")}`;
+  const afterId = `${after.length > 0 ? `,${after.join(",")}` : ""}}`;
+  const lifetime = answer.statusCode === 200 ? lifetimeOf(members, read, group) : undefined;
+  const final = lifetime === "final";
+  const store =
+    lifetime !== undefined &&
+    (final || (settings.headRelative && settings.headMaxAgeMs > 0 && group.served.epoch === epoch));
+  return {
+    entry: {
+      beforeId,
+      afterId,
+      epoch: final ? FINAL : epoch,
+      expiresAt: final ? Number.POSITIVE_INFINITY : performance.now() + settings.headMaxAgeMs,
+    },
+    store,
+  };
+}
+
+/** How long the answer may be kept: until evicted, for its head epoch, or (undefined) not at all. */
+function lifetimeOf(
+  members: ReadonlyMap<string, string>,
+  read: CacheRead,
+  group: UpstreamGroup,
+): "final" | "head" | undefined {
+  const { rules, lifetime } = read;
+  const error = members.get("error");
+  const result = members.get("result");
+  const failed = error !== undefined && error !== "null";
+  if (failed || result === undefined) {
+    // a node's own answer to a final call, such as a revert, is the same on every node and every time
+    const deterministic = failed && rules.deterministicErrors?.some((text) => error.includes(text));
+    return deterministic === true && isFinal(read, group, undefined) ? "final" : undefined;
+  }
+  const empty = result === "null" || result === "[]";
+  if (lifetime.kind === "block" && lifetime.block < 0 && result === "null") return undefined;
+  let final = isFinal(read, group, result);
+  if (final && rules.changing !== undefined && result.startsWith("{")) {
+    const top = scanMembers(result)[0];
+    if (top !== undefined && rules.changing.some((member) => top.has(member))) final = false;
+  }
+  if (final) return "final";
+  return empty ? undefined : "head";
+}
+
+/** Whether the call's answer can no longer change, by its lifetime and the label's finalized height. */
+function isFinal(read: CacheRead, group: UpstreamGroup, result: string | undefined): boolean {
+  const { lifetime } = read;
+  if (lifetime.kind === "always") return true;
+  if (lifetime.kind === "head") return false;
+  const finalized = finalizedHeight(read.rules, group);
+  if (lifetime.kind === "block") return lifetime.block < 0 || lifetime.block <= finalized;
+  const block = result === undefined ? undefined : heightAt(result, lifetime.path, read.rules);
+  return block !== undefined && block <= finalized;
+}
+
+/** The label's finalized height: a node's word for it, or a depth below the served head; -1 when unknown. */
+export function finalizedHeight(rules: CacheRules, group: UpstreamGroup): number {
+  const rule = rules.finalized;
+  if (rule === undefined) return -1;
+  if ("depth" in rule) return group.served.height < 0 ? -1 : group.served.height - rule.depth;
+  return group.finalized;
+}
+
+/** The height at `path` in a result, in the finality call's encoding (or a hex quantity, as EVM's are). */
+function heightAt(result: string, path: readonly string[], rules: CacheRules): number | undefined {
+  let value: unknown;
+  try {
+    value = JSON.parse(result);
+  } catch {
+    return undefined;
+  }
+  for (const member of path) {
+    if (typeof value !== "object" || value === null) return undefined;
+    value = (value as Record<string, unknown>)[member];
+  }
+  const encoding: HeadEncoding =
+    rules.finalized !== undefined && "encoding" in rules.finalized
+      ? rules.finalized.encoding
+      : "hex-quantity";
+  return readHeight(value, encoding);
+}

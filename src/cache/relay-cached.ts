@@ -1,0 +1,152 @@
+import type { ServerResponse } from "node:http";
+import { fetchByTier, TIER_HEADER, type TierFields } from "../answers/archive.js";
+import { fetchByHash } from "../answers/by-hash.js";
+import { learnHeights } from "../answers/examined.js";
+import { sendJson } from "../errors/respond.js";
+import type { GatewayError } from "../errors/table.js";
+import type { WholeAnswer } from "../upstream/buffered-answer.js";
+import { fetchWhole, type RelayDone, type UpstreamCall } from "../upstream/policy.js";
+import type { AnswerCache } from "./answer-cache.js";
+import type { CacheRead } from "./cache-read.js";
+import { keptAnswer } from "./kept-answer.js";
+import { SharedCaller } from "./shared-caller.js";
+
+/** The response header that says how the cache answered: `hit`, `miss` or `coalesced`. */
+export const CACHE_HEADER = "x-cache";
+
+/** A page's script may read how the cache answered, and which tier did. */
+const EXPOSED = { "access-control-expose-headers": `${CACHE_HEADER}, ${TIER_HEADER}` };
+
+/** One client waiting for a coalesced call's answer. */
+interface Waiter {
+  readonly res: ServerResponse;
+  readonly id: string;
+  readonly note: TierFields;
+  readonly done: RelayDone;
+}
+
+/** An upstream call in flight, and the clients waiting for its answer; the first of them started it. */
+interface Flight {
+  readonly caller: SharedCaller;
+  readonly waiters: Waiter[];
+}
+
+/** Calls in flight by their key and head epoch: one table for the process, as keys name their group's cache. */
+const flights = new WeakMap<AnswerCache, Map<string, Flight>>();
+
+/**
+ * 7, for a call the cache may answer (docs/cache.md): from the label's cache when it holds a live answer
+ * (`hit`); else, when the same call is already in flight, with that call's answer (`coalesced`); else from
+ * a node (`miss`), whose answer is kept for as long as its block allows. Every client gets the answer with
+ * its own id, as one node would have sent it. The upstream call belongs to every client waiting on it: the
+ * first hanging up does not cancel it for the others.
+ */
+export function relayCached(
+  call: UpstreamCall,
+  read: CacheRead,
+  cache: AnswerCache,
+  res: ServerResponse,
+  note: TierFields,
+  done: RelayDone,
+): void {
+  const epoch = call.group.served.epoch;
+  const mayArchive = call.tier?.mayArchive ?? false;
+  const entry = cache.get(read.key, epoch, mayArchive);
+  if (entry !== undefined) {
+    cache.counts.hit++;
+    const headers: Record<string, string> = { ...EXPOSED, [CACHE_HEADER]: "hit" };
+    if (entry.tier !== undefined) headers[TIER_HEADER] = entry.tier;
+    if (entry.tier === "archive" && call.tier !== undefined) note.label = call.tier.archiveLabel;
+    note.tier = entry.tier;
+    sendJson(res, 200, entry.beforeId + read.id + entry.afterId, headers);
+    done();
+    return;
+  }
+  // a read that may reach the archive nodes is answered by access: an archive key's call is not another's
+  const flightKey = `${read.key}\n${epoch}\n${mayArchive ? "archive" : "full"}`;
+  let inFlight = flights.get(cache);
+  if (inFlight === undefined) {
+    inFlight = new Map();
+    flights.set(cache, inFlight);
+  }
+  const waiter: Waiter = { res, id: read.id, note, done };
+  const joined = inFlight.get(flightKey);
+  if (joined !== undefined) {
+    cache.counts.coalesced++;
+    joined.caller.join(res);
+    joined.waiters.push(waiter);
+    return;
+  }
+  cache.counts.miss++;
+  const flight: Flight = { caller: new SharedCaller(), waiters: [waiter] };
+  flight.caller.join(res);
+  inFlight.set(flightKey, flight);
+  fetchAnswer(call, flight.caller, note, (error, answer, tier) => {
+    (inFlight as Map<string, Flight>).delete(flightKey);
+    if (error !== undefined || answer === undefined) {
+      for (const w of flight.waiters) w.done(error);
+      return;
+    }
+    if (answer.statusCode === 200) learnHeights(call, answer.upstream, answer.body.toString("utf8"));
+    const kept = keptAnswer(answer, read, call.group, cache.settings, epoch);
+    if (kept === undefined) {
+      sendEach(flight.waiters, answer, tier, note);
+      return;
+    }
+    const { entry: fresh, store } = kept;
+    if (store) cache.set(read.key, { ...fresh, tier });
+    flight.waiters.forEach((w, i) => {
+      const headers: Record<string, string> = { ...EXPOSED, [CACHE_HEADER]: i === 0 ? "miss" : "coalesced" };
+      if (tier !== undefined) headers[TIER_HEADER] = tier;
+      copyNote(note, w.note);
+      sendJson(w.res, answer.statusCode, fresh.beforeId + w.id + fresh.afterId, headers);
+      w.done();
+    });
+  });
+}
+
+/** The call's answer, read whole, as the relay for its kind of read would have fetched it. */
+function fetchAnswer(
+  call: UpstreamCall,
+  caller: SharedCaller,
+  note: TierFields,
+  callback: (error: GatewayError | undefined, answer?: WholeAnswer, tier?: "full" | "archive") => void,
+): void {
+  if (call.tier !== undefined) fetchByTier(call, call.tier, caller, note, callback);
+  else if (call.byHash) fetchByHash(call, caller, note, callback);
+  else fetchWhole(call, caller, note, callback);
+}
+
+/**
+ * An answer with no id to put each client's in (not JSON, or not one answer object): the node's own body
+ * to the first client, as the relay would have sent it; another client, which asked the same, gets the
+ * same body, since no id in it is the first client's.
+ */
+function sendEach(
+  waiters: readonly Waiter[],
+  answer: WholeAnswer,
+  tier: "full" | "archive" | undefined,
+  note: TierFields,
+): void {
+  for (const w of waiters) {
+    copyNote(note, w.note);
+    if (!w.res.headersSent) {
+      w.res.writeHead(answer.statusCode, [
+        ...answer.headers,
+        ...(tier === undefined ? [] : [TIER_HEADER, tier]),
+      ]);
+      w.res.end(answer.body);
+    }
+    w.done();
+  }
+}
+
+/** A coalesced client's access line names the node that answered, as the first client's does. */
+function copyNote(from: TierFields, to: TierFields): void {
+  if (from === to) return;
+  to.upstream = from.upstream;
+  to.answeredBy = from.answeredBy;
+  to.upstreamMs = from.upstreamMs;
+  to.label = from.label;
+  to.tier = from.tier;
+}

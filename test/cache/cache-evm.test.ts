@@ -1,0 +1,199 @@
+import { request } from "undici";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { DEFAULT_CACHE, DEFAULT_HEALTH } from "../../src/config/defaults.js";
+import { type Anvil, startAnvil } from "../support/anvil.js";
+import { eventually } from "../support/eventually.js";
+import { DOMAIN, KEYS, type RunningGateway, startGateway } from "../support/gateway.js";
+import { type RecordingNode, startRecordingNode } from "../support/recording-node.js";
+import { resolveTestHosts } from "../support/test-hosts.js";
+
+// The answer cache on a real anvil (docs/cache.md), behind a node that records every call it forwards.
+// anvil names `finalized` the block 64 below its head (two epochs of 32 slots), as a beacon chain would.
+
+const ETH_MAINNET = 1;
+const FINALITY_DEPTH = 64;
+/** anvil's first and second dev accounts. */
+const DEV = "0xf39fd6e51aad88f6f4ce6ab8827279cfffb92266";
+const OTHER = "0x70997970C51812dc3A010C7d01b0E0aEC37D6C8F";
+
+describe("the answer cache on a real anvil", () => {
+  let node: Anvil;
+  let recorder: RecordingNode;
+  let gw: RunningGateway;
+  let restore: () => void;
+
+  /** A call through the gateway: its id, result or error, and the cache header. */
+  async function call(method: string, params: unknown[], id: unknown = 1) {
+    const answer = await gw.call("eth", `/${KEYS.all}`, {
+      body: JSON.stringify({ jsonrpc: "2.0", id, method, params }),
+    });
+    const body = answer.json as { id: unknown; result?: unknown; error?: { message: string } };
+    return { ...body, cache: answer.headers["x-cache"], text: answer.text };
+  }
+
+  /** How many calls of `method` (with these params, when given) reached the node. */
+  function reached(method: string, params?: unknown[]): number {
+    return recorder.calls.filter(
+      (c) =>
+        c.method === method && (params === undefined || JSON.stringify(c.params) === JSON.stringify(params)),
+    ).length;
+  }
+
+  beforeAll(async () => {
+    restore = resolveTestHosts();
+    node = await startAnvil({ chainId: ETH_MAINNET });
+    await node.rpc("anvil_mine", ["0x50"]); // 80 blocks: blocks up to 16 are final
+    recorder = await startRecordingNode(node.url);
+    gw = await startGateway({
+      upstreams: { eth: [{ url: recorder.url, name: "a" }] },
+      health: { ...DEFAULT_HEALTH, probeIntervalMs: 100 },
+      cache: { ...DEFAULT_CACHE, headMaxAgeMs: 5_000 },
+    });
+    // the prober has asked the node for its finalized block
+    await eventually(
+      () => reached("eth_getBlockByNumber", ["finalized", false]) > 0,
+      5_000,
+      "a finality probe",
+    );
+    await new Promise((resolve) => setTimeout(resolve, 100));
+  });
+  afterAll(async () => {
+    await gw?.close();
+    await recorder?.close();
+    await node?.stop();
+    restore?.();
+  });
+
+  it("a final block is read from the node once, and each caller gets it with its own id", async () => {
+    const ids = [7, "seven", 70_000_000_000_000_000_001n.toString(), null];
+    const answers = [];
+    for (const id of ids) answers.push(await call("eth_getBlockByNumber", ["0x2", false], id));
+    expect(answers.map((a) => a.cache)).toEqual(["miss", "hit", "hit", "hit"]);
+    expect(answers.map((a) => a.id)).toEqual(ids);
+    expect(new Set(answers.map((a) => JSON.stringify(a.result))).size).toBe(1);
+    expect(answers[0]?.result).toMatchObject({ number: "0x2" });
+    expect(reached("eth_getBlockByNumber", ["0x2", false])).toBe(1);
+    // the same call written another way is the same call: hex in capitals
+    const before = reached("eth_getBalance");
+    await call("eth_getBalance", [DEV, "0x3"]);
+    const again = await call("eth_getBalance", [DEV.toUpperCase().replace("0X", "0x"), "0x3"]);
+    expect(again.cache).toBe("hit");
+    expect(reached("eth_getBalance")).toBe(before + 1);
+  });
+
+  it("eth_chainId is asked once, whatever the ids", async () => {
+    const first = await call("eth_chainId", [], 1);
+    const second = await call("eth_chainId", [], 2);
+    expect(first.result).toBe("0x1");
+    expect([first.cache, second.cache]).toEqual(expect.arrayContaining(["hit"]));
+    expect(second).toMatchObject({ id: 2, result: "0x1", cache: "hit" });
+  });
+
+  it("an answer at the head changes when a block is mined", async () => {
+    const first = (await call("eth_blockNumber", [])).result as string;
+    const balance = (await call("eth_getBalance", [OTHER, "latest"])).result as string;
+    expect((await call("eth_blockNumber", [])).cache).toBe("hit");
+    expect((await call("eth_getBalance", [OTHER, "latest"])).cache).toBe("hit");
+    await node.rpc("anvil_setBalance", [OTHER, "0x1234"]);
+    await node.rpc("evm_mine", []);
+    await eventually(
+      async () => (await call("eth_blockNumber", [])).result === `0x${(Number(first) + 1).toString(16)}`,
+      3_000,
+      "the new head through the cache",
+    );
+    const after = await call("eth_getBalance", [OTHER, "latest"]);
+    expect(after.result).toBe("0x1234");
+    expect(after.result).not.toBe(balance);
+  });
+
+  it("a block above the finalized height is kept only while the head stays", async () => {
+    const head = Number((await node.rpc<string>("eth_blockNumber", [])) as string);
+    const recent = `0x${(head - 1).toString(16)}`;
+    expect(head - 1).toBeGreaterThan(head - FINALITY_DEPTH);
+    await call("eth_getBlockByNumber", [recent, false]);
+    expect((await call("eth_getBlockByNumber", [recent, false])).cache).toBe("hit");
+    await node.rpc("evm_mine", []);
+    await eventually(
+      async () => (await call("eth_getBlockByNumber", [recent, false])).cache === "miss",
+      3_000,
+      "the entry gone with the head's move",
+    );
+  });
+
+  it("100 identical calls in flight at once reach a slow node once; a caller hanging up does not cancel the others", async () => {
+    recorder.delayMs = 1_500;
+    try {
+      const params = [DEV, "0x5"];
+      const before = reached("eth_getTransactionCount", params);
+      // the first caller leaves before the node answers
+      const leaving = new AbortController();
+      const first = request(`${gw.origin}/${KEYS.all}`, {
+        method: "POST",
+        headers: { host: `eth.${DOMAIN}`, "content-type": "application/json" },
+        body: JSON.stringify({ jsonrpc: "2.0", id: 0, method: "eth_getTransactionCount", params }),
+        signal: leaving.signal,
+      }).catch(() => undefined);
+      // the node holds the call 1.5 s: the others arrive while it is in flight
+      await eventually(
+        () => reached("eth_getTransactionCount", params) > before,
+        2_000,
+        "the call at the node",
+      );
+      const rest = Array.from({ length: 99 }, (_, i) => call("eth_getTransactionCount", params, i + 1));
+      await new Promise((resolve) => setTimeout(resolve, 200));
+      leaving.abort();
+      await first;
+      const answers = await Promise.all(rest);
+      expect(answers.every((a) => a.result === "0x0")).toBe(true);
+      expect(answers.map((a) => a.id)).toEqual(Array.from({ length: 99 }, (_, i) => i + 1));
+      expect(answers.every((a) => a.cache === "coalesced")).toBe(true);
+      expect(reached("eth_getTransactionCount", params)).toBe(before + 1);
+      expect(
+        await gw.metric("gateway_cache_requests_total", { label: "eth", outcome: "coalesced" }),
+      ).toBeGreaterThanOrEqual(99);
+    } finally {
+      recorder.delayMs = 0;
+    }
+  });
+
+  it("after a reorg no answer from the replaced blocks is served", async () => {
+    const snapshot = await node.rpc<string>("evm_snapshot", []);
+    await node.rpc("evm_mine", []);
+    await node.rpc("evm_mine", []);
+    const head = await node.rpc<string>("eth_blockNumber", []);
+    await eventually(async () => (await call("eth_blockNumber", [])).result === head, 3_000, "the head seen");
+    const replaced = (await call("eth_getBlockByNumber", [head, false])).result as { hash: string };
+    expect((await call("eth_getBlockByNumber", [head, false])).cache).toBe("hit");
+    // the two blocks are replaced by two others, with other timestamps: the head is where it was
+    await node.rpc("evm_revert", [snapshot]);
+    await node.rpc("evm_mine", [Math.floor(Date.now() / 1000) + 1000]);
+    await node.rpc("evm_mine", [Math.floor(Date.now() / 1000) + 2000]);
+    const now = (await node.rpc<{ hash: string }>("eth_getBlockByNumber", [head, false])).hash;
+    expect(now).not.toBe(replaced.hash);
+    // the prober sees the new chain at its next probe (100 ms here); from then on, only the new block
+    await new Promise((resolve) => setTimeout(resolve, 400));
+    for (let i = 0; i < 20; i++) {
+      const got = await call("eth_getBlockByNumber", [head, false]);
+      const answer = got.result as { hash: string };
+      expect(answer.hash).toBe(now);
+    }
+  });
+
+  it("a revert at a final block is kept as the node's answer; other errors never are", async () => {
+    // calling the zero address with a value it cannot take reverts nowhere; an invalid opcode from code we set does
+    await node.rpc("anvil_setCode", [OTHER, "0x60006000fd"]); // PUSH1 0 PUSH1 0 REVERT
+    await node.rpc("anvil_mine", ["0x50"]);
+    await new Promise((resolve) => setTimeout(resolve, 300));
+    const head = Number(await node.rpc<string>("eth_blockNumber", []));
+    const final = `0x${(head - FINALITY_DEPTH - 1).toString(16)}`;
+    const first = await call("eth_call", [{ to: OTHER, data: "0x" }, final]);
+    expect(first.error?.message).toMatch(/execution reverted/);
+    const second = await call("eth_call", [{ to: OTHER, data: "0x" }, final], 2);
+    expect(second).toMatchObject({ id: 2, cache: "hit" });
+    expect(second.error).toEqual(first.error);
+    // a method the node does not know is its error, asked again each time
+    const unknown = await call("eth_getBlockByNumber", ["0xnot-a-number", false]);
+    expect(unknown.error).toBeDefined();
+    expect((await call("eth_getBlockByNumber", ["0xnot-a-number", false])).cache).not.toBe("hit");
+  });
+});
