@@ -165,6 +165,7 @@ export function namedBlock(rule: BlockParamRule, value: unknown): "head" | "hash
     return "head";
   if (typeof value === "string" && rule.hashPattern !== undefined && compiled(rule.hashPattern).test(value))
     return "hash";
+  if (typeof value === "number" && rule.plainNumbers === true) return readHeight(value, "integer") ?? "none";
   return readHeight(value, rule.encoding) ?? "none";
 }
 

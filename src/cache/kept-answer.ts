@@ -92,7 +92,8 @@ function isFinal(read: CacheRead, group: UpstreamGroup, result: string | undefin
   if (lifetime.kind === "always") return true;
   if (lifetime.kind === "head") return false;
   const finalized = finalizedHeight(read.rules, group);
-  if (lifetime.kind === "block") return lifetime.block < 0 || lifetime.block <= finalized;
+  // a block named by hash, and the genesis block, never change
+  if (lifetime.kind === "block") return lifetime.block <= 0 || lifetime.block <= finalized;
   const block = result === undefined ? undefined : heightAt(result, lifetime.path, read.rules);
   return block !== undefined && block <= finalized;
 }

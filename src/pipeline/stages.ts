@@ -196,9 +196,11 @@ export class Stages {
   #cacheRead(mounted: Mounted, group: UpstreamGroup, outgoing: Outgoing): CacheRead | undefined {
     const call = outgoing.single;
     const reads = mounted.mount.policy.jsonrpc?.reads;
-    if (call === undefined || group.cache === undefined || reads === undefined || outgoing.write)
-      return undefined;
-    return cacheRead(reads, call, isHeadCall(call, mounted.mount.head));
+    const cache = group.cache;
+    if (call === undefined || cache === undefined || reads === undefined || outgoing.write) return undefined;
+    const read = cacheRead(reads, call, isHeadCall(call, mounted.mount.head));
+    // a label that keeps no answer read at the head relays those as any other call, streamed
+    return read?.lifetime.kind === "head" && !cache.settings.headRelative ? undefined : read;
   }
 
   /** 6, for range calls: their limits checked, and a split planned (src/answers/range-plan.ts). */

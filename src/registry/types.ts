@@ -196,6 +196,8 @@ export interface BlockParamRule {
   readonly tagMember?: string;
   /** A pattern for values that read relative to the head other than `headTags` (a block counted back from it). */
   readonly headRelative?: string;
+  /** A plain JSON number is a height too, whatever `encoding` (Substrate's NumberOrHex). */
+  readonly plainNumbers?: boolean;
 }
 
 /** A REST interface's own rules: where its routes name a block, as `ReadRules` says for JSON-RPC. */

@@ -11,7 +11,7 @@ import type { UpstreamSpec } from "../../src/config/types.js";
 import type { Endpoint, Mount } from "../../src/registry/types.js";
 import { type LoopbackNode, startLoopbackNode } from "./loopback-node.js";
 import type { Guard } from "./node-guards.js";
-import { JSON_RPC_SOFTWARE, REST_SOFTWARE } from "./node-software.js";
+import { JSON_RPC_SOFTWARE, type NodeState, REST_SOFTWARE } from "./node-software.js";
 import { stellarLatestLedger } from "./sdk-stellar-ledger.js";
 import { nodeState, softwareNode } from "./software-node.js";
 import type { TypicalAnswer } from "./typical-calls.js";
@@ -36,7 +36,11 @@ export interface NodeForMount {
  * A node of the mount's interfaces for `endpoint`'s chain at HEIGHT: one server, even where it serves two
  * interfaces at one root (Zilliqa's EVM and native JSON-RPC).
  */
-export async function startNodeFor(endpoint: Endpoint, mount: Mount): Promise<NodeForMount> {
+export async function startNodeFor(
+  endpoint: Endpoint,
+  mount: Mount,
+  state: NodeState = nodeState(endpoint, HEIGHT),
+): Promise<NodeForMount> {
   const ids = mount.policy.id.split("+");
   const id = ids[0] as string;
   const rpc = JSON_RPC_SOFTWARE[id];
@@ -48,7 +52,7 @@ export async function startNodeFor(endpoint: Endpoint, mount: Mount): Promise<No
     {},
     ...ids.map((each) => SDK_CALLS[each]?.(endpoint) ?? {}),
   );
-  const serve = softwareNode({ ...endpoint, mounts: [mount] }, nodeState(endpoint, HEIGHT), [basePath], {
+  const serve = softwareNode({ ...endpoint, mounts: [mount] }, () => state, [basePath], {
     answers,
     guarded: true,
   });

@@ -1,0 +1,152 @@
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { endpointsByLabel } from "../../generated/endpoints.js";
+import { DEFAULT_CACHE, DEFAULT_HEALTH } from "../../src/config/defaults.js";
+import type { LabelUpstreams } from "../../src/config/types.js";
+import type { Endpoint, Mount } from "../../src/registry/types.js";
+import { eventually } from "../support/eventually.js";
+import { KEYS, type RunningGateway, startGateway } from "../support/gateway.js";
+import type { NodeState } from "../support/node-software.js";
+import { everyNodeInRotation } from "../support/rotation.js";
+import { HEIGHT, type NodeForMount, startNodeFor } from "../support/sdk-nodes.js";
+import { nodeState } from "../support/software-node.js";
+import { readHeight, typicalCalls } from "../support/typical-calls.js";
+
+// The answer cache on every interface whose registry entry declares cache rules (docs/cache.md), one label
+// each, behind a loopback node that answers as its node software does (support/node-software.ts): a final
+// call reaches the node once and is answered from the cache after, with each caller's id and in the
+// caller's envelope; the head call is kept while the head stays, and changes once the node moves on.
+
+const PROBE_MS = 100;
+
+/**
+ * A call of each interface whose answer can no longer change: by its registry rules (an `always` method,
+ * the genesis block, a block at or below the finalized height), and one its node software answers.
+ */
+const FINAL_CALLS: Readonly<Record<string, { readonly method: string; readonly params?: unknown }>> = {
+  ethereum: { method: "eth_chainId", params: [] },
+  substrate: { method: "chain_getBlockHash", params: [0] },
+  near: { method: "block", params: { block_id: HEIGHT - 10 } },
+  "stellar-rpc": { method: "getNetwork" },
+  "bitcoin-core": { method: "getblockhash", params: [0] },
+  "dogecoin-core": { method: "getblockhash", params: [0] },
+  starknet: { method: "starknet_chainId", params: [] },
+};
+
+interface Case {
+  readonly endpoint: Endpoint;
+  readonly mount: Mount;
+  readonly id: string;
+  readonly state: NodeState;
+  node?: NodeForMount;
+}
+
+/** The first label of each interface with cache rules, on a single-mount endpoint. */
+function cases(): Case[] {
+  const seen = new Set<string>();
+  const found: Case[] = [];
+  for (const endpoint of endpointsByLabel.values()) {
+    const mount = endpoint.mounts[0];
+    const id = mount?.policy.id.split("+")[0];
+    if (mount === undefined || id === undefined || endpoint.mounts.length !== 1 || seen.has(id)) continue;
+    if (mount.policy.jsonrpc?.reads?.cache === undefined) continue;
+    seen.add(id);
+    found.push({ endpoint, mount, id, state: nodeState(endpoint, HEIGHT) });
+  }
+  return found;
+}
+
+const CASES = cases();
+
+describe("the answer cache on every interface with cache rules (loopback nodes of each software)", () => {
+  let gw: RunningGateway;
+
+  beforeAll(async () => {
+    const upstreams: Record<string, LabelUpstreams> = {};
+    for (const c of CASES) {
+      c.node = await startNodeFor(c.endpoint, c.mount, c.state);
+      upstreams[c.endpoint.label] = [c.node.upstream];
+    }
+    gw = await startGateway({
+      upstreams,
+      health: { ...DEFAULT_HEALTH, probeIntervalMs: PROBE_MS },
+      cache: { ...DEFAULT_CACHE, headMaxAgeMs: 10_000 },
+    });
+  });
+  afterAll(async () => {
+    await gw?.close();
+    await Promise.all(CASES.map((c) => c.node?.node.close()));
+  });
+
+  it("covers every interface with cache rules, and each has a final call here", () => {
+    expect(CASES.map((c) => c.id).sort()).toEqual(Object.keys(FINAL_CALLS).sort());
+  });
+
+  /** A call through the gateway, as the interface's SDK writes it, with the node's requests for it counted. */
+  async function send(c: Case, body: Record<string, unknown>) {
+    const answer = await gw.call(c.endpoint.label, `/${KEYS.all}`, {
+      body: JSON.stringify(body),
+      headers: { "content-type": "application/json" },
+    });
+    return {
+      status: answer.status,
+      json: answer.json as Record<string, unknown>,
+      cache: answer.headers["x-cache"],
+    };
+  }
+
+  /** The node's requests for `method` with these params (not the prober's call of it with others). */
+  function reached(c: Case, method: string, params: unknown): number {
+    const named = params === undefined ? "" : JSON.stringify(params);
+    return (c.node?.node.requests ?? []).filter(
+      (r) => r.body.includes(`"${method}"`) && r.body.includes(named),
+    ).length;
+  }
+
+  for (const c of CASES) {
+    it.concurrent(`${c.endpoint.label} (${c.id}): a final call is read once, the head call follows the head`, async () => {
+      await everyNodeInRotation(gw, c.endpoint.label, 40 * PROBE_MS);
+      // the prober has read the finalized height where the interface names it
+      await new Promise((resolve) => setTimeout(resolve, 3 * PROBE_MS));
+      const final = FINAL_CALLS[c.id] as (typeof FINAL_CALLS)[string];
+      // JSON-RPC 1.0 callers (Bitcoin-style) get a 1.0 envelope from the cache too
+      const envelope = c.id.endsWith("-core") ? { jsonrpc: "1.0" } : { jsonrpc: "2.0" };
+      const call = (id: unknown) => ({
+        ...envelope,
+        id,
+        method: final.method,
+        ...(final.params === undefined ? {} : { params: final.params }),
+      });
+      const before = reached(c, final.method, final.params);
+      const first = await send(c, call("first"));
+      const second = await send(c, call(2));
+      expect(first.status, JSON.stringify(first.json)).toBe(200);
+      expect(first.json.error ?? null).toBeNull();
+      expect([first.cache, second.cache]).toEqual(["miss", "hit"]);
+      expect(second.json).toEqual({ ...first.json, id: 2 });
+      expect(first.json.id).toBe("first");
+      // Bitcoin Core 27 answers a 1.0 call with "error": null and no "jsonrpc" member: so does the cache
+      if (envelope.jsonrpc === "1.0")
+        expect(Object.keys(second.json).sort()).toEqual(["error", "id", "result"]);
+      expect(reached(c, final.method, final.params)).toBe(before + 1);
+
+      const head = typicalCalls(c.endpoint)[0];
+      if (head === undefined || head.head.kind !== "jsonrpc") throw new Error("no JSON-RPC head call");
+      const headCall = {
+        jsonrpc: "2.0",
+        id: 1,
+        method: head.head.method,
+        ...(head.head.params === undefined ? {} : { params: head.head.params }),
+      };
+      const now = await send(c, headCall);
+      const again = await send(c, headCall);
+      expect(again.cache).toBe("hit");
+      expect(readHeight(again.json, head.head)).toBe(readHeight(now.json, head.head));
+      c.state.height += 1;
+      await eventually(
+        async () => readHeight((await send(c, headCall)).json, head.head) === c.state.height,
+        40 * PROBE_MS,
+        `${c.endpoint.label}: the new head through the cache`,
+      );
+    });
+  }
+});
