@@ -34,7 +34,20 @@ export function keptAnswer(
   const text = answer.body.toString("utf8");
   const envelopes = text.trimStart().startsWith("{") ? scanMembers(text) : [];
   const members = envelopes.length === 1 ? envelopes[0] : undefined;
-  if (members === undefined || !members.has("id")) return undefined;
+  if (members === undefined) return undefined;
+  return keptMembers(members, answer.statusCode, read, group, settings, epoch);
+}
+
+/** `keptAnswer` for one answer object's members (one element of a batch's answer, too). */
+export function keptMembers(
+  members: ReadonlyMap<string, string>,
+  statusCode: number,
+  read: CacheRead,
+  group: UpstreamGroup,
+  settings: CacheSettings,
+  epoch: number,
+): KeptAnswer | undefined {
+  if (!members.has("id")) return undefined;
   const before: string[] = [];
   const after: string[] = [];
   let seenId = false;
@@ -44,7 +57,7 @@ export function keptAnswer(
   }
   const beforeId = `{${[...before, '"id":'].join(",")}`;
   const afterId = `${after.length > 0 ? `,${after.join(",")}` : ""}}`;
-  const lifetime = answer.statusCode === 200 ? lifetimeOf(members, read, group) : undefined;
+  const lifetime = statusCode === 200 ? lifetimeOf(members, read, group) : undefined;
   const final = lifetime === "final";
   const store =
     lifetime !== undefined &&

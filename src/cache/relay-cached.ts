@@ -15,7 +15,7 @@ import { SharedCaller } from "./shared-caller.js";
 export const CACHE_HEADER = "x-cache";
 
 /** A page's script may read how the cache answered, and which tier did. */
-const EXPOSED = { "access-control-expose-headers": `${CACHE_HEADER}, ${TIER_HEADER}` };
+export const EXPOSED = { "access-control-expose-headers": `${CACHE_HEADER}, ${TIER_HEADER}` };
 
 /** One client waiting for a coalesced call's answer. */
 interface Waiter {

@@ -73,6 +73,8 @@ export interface Outgoing {
   readonly reads: ReadNeed | undefined;
   /** A JSON-RPC message of one call: the call, which the answer cache may answer (src/cache/). */
   readonly single?: PassedCall | undefined;
+  /** A JSON-RPC batch whose calls all passed: its calls, which the cache may answer one by one. */
+  readonly batch?: readonly PassedCall[] | undefined;
 }
 
 /** What the families read from the deployment config. */

@@ -96,11 +96,14 @@ class JsonRpcRequest implements RoutedRequest {
     const write = passed.some((call) => this.#writes.has(call.method));
     let outgoing: Outgoing | undefined;
     if (refused.length === 0)
-      outgoing = post(
-        sendableAsReceived(text, checked) ? body : batchOf(passed),
-        write,
-        this.#reads(passed, false),
-      );
+      outgoing = {
+        ...post(
+          sendableAsReceived(text, checked) ? body : batchOf(passed),
+          write,
+          this.#reads(passed, false),
+        ),
+        batch: passed,
+      };
     else if (passed.length > 0) outgoing = post(batchOf(passed), write, this.#reads(passed, false));
     return {
       cost: checked.length,

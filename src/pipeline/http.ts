@@ -3,6 +3,7 @@ import { relayByTier } from "../answers/archive.js";
 import { relayByHash } from "../answers/by-hash.js";
 import { learnHeights } from "../answers/examined.js";
 import { relaySplit } from "../answers/range-split.js";
+import { relayCachedBatch } from "../cache/batch-cached.js";
 import { relayCached } from "../cache/relay-cached.js";
 import type { Limits } from "../config/types.js";
 import { type ErrorStyle, preflight, sendError, sendJson } from "../errors/respond.js";
@@ -142,6 +143,8 @@ export class HttpExchange {
       if (authorized.refusals !== undefined) this.#relayMerged(call, authorized.refusals, replyId);
       else if (call.cache !== undefined && call.group.cache !== undefined)
         relayCached(call, call.cache, call.group.cache, this.#res, this.#access, done);
+      else if (call.cacheBatch !== undefined && call.group.cache !== undefined)
+        relayCachedBatch(call, call.cacheBatch, call.group.cache, this.#res, this.#access, done);
       else if (call.split !== undefined) relaySplit(call, call.split, this.#res, this.#access, done);
       else if (call.tier !== undefined) relayByTier(call, call.tier, this.#res, this.#access, done);
       else if (call.byHash) relayByHash(call, this.#res, this.#access, done);

@@ -2,6 +2,7 @@ import type { IncomingMessage } from "node:http";
 import type { TierPlan } from "../answers/archive.js";
 import { planRanges, type RangePlan } from "../answers/range-plan.js";
 import { isHeadCall, type ReadNeed } from "../answers/read-need.js";
+import type { BatchRead } from "../cache/batch-cached.js";
 import { type CacheRead, cacheRead } from "../cache/cache-read.js";
 import type { GatewayConfig, RateSpec } from "../config/types.js";
 import { dedicatedPointer } from "../errors/dedicated-pointer.js";
@@ -188,6 +189,12 @@ export class Stages {
       // a read by hash that one node answers null may find the block on another
       byHash: tier === undefined && reads !== undefined && reads.byHash && group.members.length > 1,
       cache: ranges?.split === undefined ? this.#cacheRead(mounted, group, outgoing) : undefined,
+      cacheBatch:
+        tier === undefined &&
+        ranges?.split === undefined &&
+        !(reads?.byHash === true && group.members.length > 1)
+          ? this.#cacheBatch(mounted, group, outgoing)
+          : undefined,
       exclude: undefined,
     };
   }
@@ -201,6 +208,27 @@ export class Stages {
     const read = cacheRead(reads, call, isHeadCall(call, mounted.mount.head));
     // a label that keeps no answer read at the head relays those as any other call, streamed
     return read?.lifetime.kind === "head" && !cache.settings.headRelative ? undefined : read;
+  }
+
+  /**
+   * 6, for a batch on a label whose cache is on: each call with what the cache may answer it with, or none
+   * when no call may be, or when two calls share an id (their answers could not be told apart).
+   */
+  #cacheBatch(mounted: Mounted, group: UpstreamGroup, outgoing: Outgoing): readonly BatchRead[] | undefined {
+    const calls = outgoing.batch;
+    const reads = mounted.mount.policy.jsonrpc?.reads;
+    const cache = group.cache;
+    if (calls === undefined || cache === undefined || reads === undefined || outgoing.write) return undefined;
+    const ids = new Set<string>();
+    let any = false;
+    const batch = calls.map((call) => {
+      if (call.id !== undefined) ids.add(call.id);
+      const read = cacheRead(reads, call, isHeadCall(call, mounted.mount.head));
+      const kept = read?.lifetime.kind === "head" && !cache.settings.headRelative ? undefined : read;
+      if (kept !== undefined) any = true;
+      return { call, read: kept };
+    });
+    return any && ids.size === calls.length ? batch : undefined;
   }
 
   /** 6, for range calls: their limits checked, and a split planned (src/answers/range-plan.ts). */

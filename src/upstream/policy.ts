@@ -5,6 +5,7 @@ import type { TierPlan } from "../answers/archive.js";
 import { learnHeights, showsHeight } from "../answers/examined.js";
 import type { RangeSplit } from "../answers/range-plan.js";
 import type { ReadNeed } from "../answers/read-need.js";
+import type { BatchRead } from "../cache/batch-cached.js";
 import type { CacheRead } from "../cache/cache-read.js";
 import type { Limits } from "../config/types.js";
 import { GatewayError } from "../errors/table.js";
@@ -53,6 +54,8 @@ export interface UpstreamCall {
   readonly byHash: boolean;
   /** A single call the label's answer cache may answer (src/cache/relay-cached.ts). */
   readonly cache: CacheRead | undefined;
+  /** A batch's calls, each with what the cache may answer it with, when any may be (src/cache/batch-cached.ts). */
+  readonly cacheBatch: readonly BatchRead[] | undefined;
   /** A node not to ask: the one that already answered null to this read. */
   readonly exclude: Upstream | undefined;
   readonly limits: Limits["upstream"];

@@ -81,6 +81,54 @@ describe("the answer cache on a real anvil", () => {
     expect(reached("eth_getBalance")).toBe(before + 1);
   });
 
+  it("a batch is answered call by call: cached calls from the cache, the rest in one batch to the node", async () => {
+    const batch = async (ids: readonly number[]) => {
+      const calls = [
+        { jsonrpc: "2.0", id: ids[0], method: "eth_getBlockByNumber", params: ["0x2", false] },
+        { jsonrpc: "2.0", id: ids[1], method: "eth_getBlockByNumber", params: ["0x4", false] },
+        { jsonrpc: "2.0", id: ids[2], method: "eth_gasPrice", params: [] },
+      ];
+      const answer = await gw.call("eth", `/${KEYS.all}`, { body: JSON.stringify(calls) });
+      return { answers: answer.json as { id: number; result: unknown }[], cache: answer.headers["x-cache"] };
+    };
+    const before = recorder.calls.length;
+    const first = await batch([11, 12, 13]);
+    expect(first.answers.map((a) => a.id)).toEqual([11, 12, 13]);
+    expect(first.answers[0]?.result).toMatchObject({ number: "0x2" });
+    expect(first.answers[1]?.result).toMatchObject({ number: "0x4" });
+    expect(first.cache).toBe("miss");
+    // block 2 was kept by the test before: only block 4 and the gas price went to the node
+    const sent = recorder.calls
+      .slice(before)
+      .filter((c) => c.method !== "eth_blockNumber" && c.params !== undefined);
+    expect(sent.filter((c) => JSON.stringify(c.params) === '["0x2",false]')).toEqual([]);
+    expect(sent.filter((c) => JSON.stringify(c.params) === '["0x4",false]')).toHaveLength(1);
+    const second = await batch([21, 22, 23]);
+    expect(second.answers.map((a) => a.id)).toEqual([21, 22, 23]);
+    expect(second.answers[1]?.result).toEqual(first.answers[1]?.result);
+    expect(reached("eth_getBlockByNumber", ["0x4", false])).toBe(1);
+    expect(reached("eth_gasPrice")).toBeGreaterThanOrEqual(2);
+    // every call held: nothing reaches the node
+    const held = [
+      { jsonrpc: "2.0", id: "a", method: "eth_getBlockByNumber", params: ["0x2", false] },
+      { jsonrpc: "2.0", id: "b", method: "eth_getBlockByNumber", params: ["0x4", false] },
+    ];
+    const calls = recorder.calls.length;
+    const all = await gw.call("eth", `/${KEYS.all}`, { body: JSON.stringify(held) });
+    expect(all.headers["x-cache"]).toBe("hit");
+    expect((all.json as { id: string }[]).map((a) => a.id)).toEqual(["a", "b"]);
+    expect(
+      recorder.calls
+        .slice(calls)
+        .filter(
+          (c) =>
+            c.method === "eth_getBlockByNumber" &&
+            JSON.stringify(c.params) !== '["latest",false]' &&
+            JSON.stringify(c.params) !== '["finalized",false]',
+        ),
+    ).toEqual([]);
+  });
+
   it("eth_chainId is asked once, whatever the ids", async () => {
     const first = await call("eth_chainId", [], 1);
     const second = await call("eth_chainId", [], 2);

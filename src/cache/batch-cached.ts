@@ -1,0 +1,88 @@
+import type { ServerResponse } from "node:http";
+import { learnHeights } from "../answers/examined.js";
+import { sendJson } from "../errors/respond.js";
+import type { PassedCall } from "../jsonrpc/check.js";
+import { scanMembers } from "../jsonrpc/scan.js";
+import type { UpstreamFields } from "../upstream/call-run.js";
+import { fetchWhole, type RelayDone, type UpstreamCall } from "../upstream/policy.js";
+import type { AnswerCache } from "./answer-cache.js";
+import type { CacheRead } from "./cache-read.js";
+import { keptMembers } from "./kept-answer.js";
+import { CACHE_HEADER, EXPOSED } from "./relay-cached.js";
+
+/** One call of a batch, and what the cache may answer it with (none: the node answers it). */
+export interface BatchRead {
+  readonly call: PassedCall;
+  readonly read: CacheRead | undefined;
+}
+
+/**
+ * 7, for a batch the cache may answer in part (docs/cache.md): the calls it holds live answers to are
+ * answered from it, and the rest go to a node as one batch, whose answers are kept as a single call's
+ * would be. The caller gets one array, each answer with its own id, in the order of its calls; `x-cache`
+ * says `hit` when no call went to a node. An answer the node gave in no array (it refused the batch) goes
+ * to the caller as the node sent it.
+ */
+export function relayCachedBatch(
+  call: UpstreamCall,
+  batch: readonly BatchRead[],
+  cache: AnswerCache,
+  res: ServerResponse,
+  note: UpstreamFields,
+  done: RelayDone,
+): void {
+  const epoch = call.group.served.epoch;
+  const parts: (string | undefined)[] = batch.map(({ call: c, read }) => {
+    const entry = read === undefined ? undefined : cache.get(read.key, epoch, false);
+    if (entry === undefined) return undefined;
+    cache.counts.hit++;
+    return entry.beforeId + (c.id ?? "null") + entry.afterId;
+  });
+  const missing = batch.filter((_, i) => parts[i] === undefined);
+  if (missing.length === 0) {
+    sendJson(res, 200, `[${parts.join(",")}]`, { ...EXPOSED, [CACHE_HEADER]: "hit" });
+    done();
+    return;
+  }
+  for (const { read } of missing) if (read !== undefined) cache.counts.miss++;
+  const body = `[${missing.map(({ call: c }) => c.json).join(",")}]`;
+  fetchWhole({ ...call, body, cacheBatch: undefined }, res, note, (error, answer) => {
+    if (error !== undefined || answer === undefined) return done(error);
+    const text = answer.body.toString("utf8");
+    if (answer.statusCode === 200) learnHeights(call, answer.upstream, text);
+    const elements = text.trimStart().startsWith("[") ? scanMembers(text) : undefined;
+    if (answer.statusCode !== 200 || elements === undefined) {
+      res.writeHead(answer.statusCode, answer.headers as string[]);
+      res.end(answer.body);
+      return done();
+    }
+    const byId = new Map(elements.map((members) => [idKey(members.get("id")), members]));
+    batch.forEach(({ call: c, read }, i) => {
+      if (parts[i] !== undefined) return;
+      const members = byId.get(idKey(c.id));
+      if (members === undefined) return;
+      const kept = keptMembers(members, 200, read ?? UNCACHED, call.group, cache.settings, epoch);
+      if (kept === undefined) return;
+      if (read !== undefined && kept.store) cache.set(read.key, { ...kept.entry, tier: undefined });
+      parts[i] = kept.entry.beforeId + (c.id ?? "null") + kept.entry.afterId;
+    });
+    sendJson(res, 200, `[${parts.filter((part) => part !== undefined).join(",")}]`, {
+      ...EXPOSED,
+      [CACHE_HEADER]: "miss",
+    });
+    done();
+  });
+}
+
+/** A call the cache may not answer: its answer is put back together, never kept. */
+const UNCACHED: CacheRead = { key: "", lifetime: { kind: "head" }, id: "null", rules: {} };
+
+/** An id's source text as one value, so that the node's `1` and the caller's ` 1` are the same id. */
+function idKey(id: string | undefined): string {
+  if (id === undefined) return "null";
+  try {
+    return JSON.stringify(JSON.parse(id));
+  } catch {
+    return id;
+  }
+}
