@@ -1,5 +1,6 @@
 import { LRUCache } from "lru-cache";
 import type { CacheSettings } from "../config/types.js";
+import type { SharedAnswers } from "./shared-answers.js";
 
 /** One kept answer: its text around the id, which each caller's own id fills (relay-cached.ts). */
 export interface CacheEntry {
@@ -36,6 +37,8 @@ export class AnswerCache {
   readonly settings: CacheSettings;
   readonly counts: CacheCounts = { hit: 0, miss: 0, coalesced: 0, evicted: 0 };
   readonly #entries: LRUCache<string, CacheEntry>;
+  /** Final answers shared with other instances through Redis, when `sharedLimits` names one. */
+  shared: SharedAnswers | undefined = undefined;
 
   constructor(settings: CacheSettings) {
     this.settings = settings;

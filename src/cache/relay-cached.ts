@@ -3,10 +3,10 @@ import { fetchByTier, TIER_HEADER, type TierFields } from "../answers/archive.js
 import { fetchByHash } from "../answers/by-hash.js";
 import { learnHeights } from "../answers/examined.js";
 import { sendJson } from "../errors/respond.js";
-import type { GatewayError } from "../errors/table.js";
+import { GatewayError } from "../errors/table.js";
 import type { WholeAnswer } from "../upstream/buffered-answer.js";
 import { fetchWhole, type RelayDone, type UpstreamCall } from "../upstream/policy.js";
-import type { AnswerCache } from "./answer-cache.js";
+import { type AnswerCache, type CacheEntry, FINAL } from "./answer-cache.js";
 import type { CacheRead } from "./cache-read.js";
 import { keptAnswer } from "./kept-answer.js";
 import { SharedCaller } from "./shared-caller.js";
@@ -54,11 +54,9 @@ export function relayCached(
   const entry = cache.get(read.key, epoch, mayArchive);
   if (entry !== undefined) {
     cache.counts.hit++;
-    const headers: Record<string, string> = { ...EXPOSED, [CACHE_HEADER]: "hit" };
-    if (entry.tier !== undefined) headers[TIER_HEADER] = entry.tier;
     if (entry.tier === "archive" && call.tier !== undefined) note.label = call.tier.archiveLabel;
     note.tier = entry.tier;
-    sendJson(res, 200, entry.beforeId + read.id + entry.afterId, headers);
+    sendJson(res, 200, entry.beforeId + read.id + entry.afterId, headersFor("hit", entry.tier));
     done();
     return;
   }
@@ -77,32 +75,82 @@ export function relayCached(
     joined.waiters.push(waiter);
     return;
   }
-  cache.counts.miss++;
   const flight: Flight = { caller: new SharedCaller(), waiters: [waiter] };
   flight.caller.join(res);
   inFlight.set(flightKey, flight);
-  fetchAnswer(call, flight.caller, note, (error, answer, tier) => {
-    (inFlight as Map<string, Flight>).delete(flightKey);
-    if (error !== undefined || answer === undefined) {
-      for (const w of flight.waiters) w.done(error);
-      return;
-    }
-    if (answer.statusCode === 200) learnHeights(call, answer.upstream, answer.body.toString("utf8"));
-    const kept = keptAnswer(answer, read, call.group, cache.settings, epoch);
-    if (kept === undefined) {
-      sendEach(flight.waiters, answer, tier, note);
-      return;
-    }
-    const { entry: fresh, store } = kept;
-    if (store) cache.set(read.key, { ...fresh, tier });
-    flight.waiters.forEach((w, i) => {
-      const headers: Record<string, string> = { ...EXPOSED, [CACHE_HEADER]: i === 0 ? "miss" : "coalesced" };
-      if (tier !== undefined) headers[TIER_HEADER] = tier;
-      copyNote(note, w.note);
-      sendJson(w.res, answer.statusCode, fresh.beforeId + w.id + fresh.afterId, headers);
-      w.done();
+  const landed = () => (inFlight as Map<string, Flight>).delete(flightKey);
+  const fromNode = (): void => {
+    cache.counts.miss++;
+    fetchAnswer(call, flight.caller, note, (error, answer, tier) => {
+      landed();
+      if (error !== undefined || answer === undefined) {
+        for (const w of flight.waiters) w.done(error);
+        return;
+      }
+      if (answer.statusCode === 200) learnHeights(call, answer.upstream, answer.body.toString("utf8"));
+      const kept = keptAnswer(answer, read, call.group, cache.settings, epoch);
+      if (kept === undefined) {
+        sendEach(flight.waiters, answer, tier, note);
+        return;
+      }
+      const { entry: fresh, store } = kept;
+      if (store) {
+        cache.set(read.key, { ...fresh, tier });
+        if (fresh.epoch === FINAL) cache.shared?.put(call.group.label, read.key, { ...fresh, tier });
+      }
+      deliver(flight, { ...fresh, tier }, "miss", answer.statusCode, note);
     });
+  };
+  // a final answer another instance fetched is in the shared layer; an answer read at the head never is
+  const shared = cache.shared;
+  if (shared === undefined || read.lifetime.kind === "head" || !shared.up) {
+    fromNode();
+    return;
+  }
+  shared.get(call.group.label, read.key).then(
+    (found) => {
+      if (found === undefined || (found.tier === "archive" && !mayArchive)) return fromNode();
+      landed();
+      cache.counts.hit++;
+      cache.set(read.key, { ...found, epoch: FINAL, expiresAt: Number.POSITIVE_INFINITY });
+      deliver(flight, found, "hit", 200, note);
+    },
+    (failure: unknown) => {
+      landed();
+      // a bug past the lookup: each waiting client's request ends at its error boundary
+      const error = failure instanceof GatewayError ? failure : new GatewayError("INTERNAL");
+      for (const w of flight.waiters) w.done(error);
+    },
+  );
+}
+
+/** The answer for every client waiting on a flight: the first as `first` says, the others coalesced. */
+function deliver(
+  flight: Flight,
+  entry: Pick<CacheEntry, "beforeId" | "afterId" | "tier">,
+  first: "hit" | "miss",
+  statusCode: number,
+  note: TierFields,
+): void {
+  flight.waiters.forEach((w, i) => {
+    copyNote(note, w.note);
+    sendJson(
+      w.res,
+      statusCode,
+      entry.beforeId + w.id + entry.afterId,
+      headersFor(i === 0 ? first : "coalesced", entry.tier),
+    );
+    w.done();
   });
+}
+
+function headersFor(
+  outcome: "hit" | "miss" | "coalesced",
+  tier: "full" | "archive" | undefined,
+): Record<string, string> {
+  const headers: Record<string, string> = { ...EXPOSED, [CACHE_HEADER]: outcome };
+  if (tier !== undefined) headers[TIER_HEADER] = tier;
+  return headers;
 }
 
 /** The call's answer, read whole, as the relay for its kind of read would have fetched it. */

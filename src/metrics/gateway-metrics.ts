@@ -177,6 +177,13 @@ export class GatewayMetrics {
         () => cacheCounts(upstreams, ["evicted"]),
         "counter",
       ),
+      new GaugeReading(
+        "gateway_cache_shared_total",
+        "The shared layer of the cache, through Redis: lookups that found an answer (hit) or none (miss), answers stored, and failures (Redis slow or away)",
+        "sum",
+        () => sharedCounts(upstreams),
+        "counter",
+      ),
       new GaugeReading("gateway_cache_bytes", "Bytes of answers the cache holds, by label", "sum", () =>
         cacheSizes(upstreams, (cache) => cache.bytes),
       ),
@@ -361,6 +368,19 @@ function cacheCounts(
     }
   }
   return [...sums.values()];
+}
+
+/** The process's shared layer's counts (one layer, whichever groups use it). */
+function sharedCounts(upstreams: Pick<UpstreamTable, "groups">): MetricValue[] {
+  const layers = new Set(
+    upstreams.groups().flatMap((group) => (group.cache?.shared ? [group.cache.shared] : [])),
+  );
+  const sums = { hit: 0, miss: 0, stored: 0, error: 0 };
+  for (const layer of layers)
+    for (const name of Object.keys(sums) as (keyof typeof sums)[]) sums[name] += layer.counts[name];
+  return layers.size === 0
+    ? []
+    : Object.entries(sums).map(([outcome, value]) => ({ labels: { outcome }, value }));
 }
 
 /** A size of each label's caches, summed over its mounts' groups. */

@@ -2,6 +2,7 @@ import cluster from "node:cluster";
 import type { Server } from "node:http";
 import { setTimeout as delay } from "node:timers/promises";
 import { SharedHeads } from "../answers/shared-heads.js";
+import { SharedAnswers } from "../cache/shared-answers.js";
 import type { GatewayConfig } from "../config/types.js";
 import type { CachedKeyStore } from "../keys/key-cache.js";
 import { LISTENERS, listen } from "../lifecycle.js";
@@ -45,6 +46,9 @@ async function serveHere(config: GatewayConfig, logger: Logger): Promise<Running
   const limiter = config.sharedLimits && new SharedTokenBuckets(config.sharedLimits, logger);
   // With Redis, the labels' served heads are shared too: a caller behind a balancer sees a rising head.
   const heads = config.sharedLimits && new SharedHeads(config.sharedLimits);
+  // and final answers, behind each instance's own cache (docs/cache.md, "Many instances")
+  const sharedAnswers =
+    config.sharedLimits && config.cache.enabled ? new SharedAnswers(config.sharedLimits) : undefined;
   // A start does not wait long for Redis: until it answers, limits are local (docs/deployment.md).
   await limiter?.ready(2_000);
   const gateway = createProxyServer({
@@ -54,6 +58,7 @@ async function serveHere(config: GatewayConfig, logger: Logger): Promise<Running
     ...(keys.usage === undefined ? {} : { usage: keys.usage }),
     ...(limiter === undefined ? {} : { limiter }),
     ...(heads === undefined ? {} : { heads }),
+    ...(sharedAnswers === undefined ? {} : { sharedAnswers }),
   });
   keys.accounts?.onWithdrawn((keyId) => gateway.closeConnectionsOf(keyId));
   watchDependencies(gateway, keys, limiter);
@@ -81,6 +86,7 @@ async function serveHere(config: GatewayConfig, logger: Logger): Promise<Running
   } catch (error) {
     await Promise.all([closeServer(operator), gateway.close()]);
     await Promise.all([keys.close(), limiter?.close(), heads?.close()]);
+    sharedAnswers?.close();
     throw error;
   }
   return {
@@ -96,6 +102,7 @@ async function serveHere(config: GatewayConfig, logger: Logger): Promise<Running
       await gateway.close();
       await closeServer(operator);
       await Promise.all([keys.close(), limiter?.close(), heads?.close()]);
+      sharedAnswers?.close();
     },
   };
 }

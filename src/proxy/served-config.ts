@@ -1,4 +1,5 @@
 import type { SharedHeads } from "../answers/shared-heads.js";
+import type { SharedAnswers } from "../cache/shared-answers.js";
 import type { GatewayConfig } from "../config/types.js";
 import type { KeyStore } from "../keys/types.js";
 import type { UsageRecorder } from "../keys/usage.js";
@@ -37,6 +38,7 @@ export interface ServedConfigParts {
   readonly limiter: RateLimiter;
   readonly usage: UsageRecorder | undefined;
   readonly heads: SharedHeads | undefined;
+  readonly sharedAnswers: SharedAnswers | undefined;
   readonly metrics: GatewayMetrics | undefined;
   readonly logger: Logger;
 }
@@ -84,6 +86,8 @@ export function buildServedConfig(parts: ServedConfigParts): ServedConfig {
   };
   prober.start();
   parts.heads?.attach(upstreams.groups());
+  for (const group of upstreams.groups())
+    if (group.cache !== undefined) group.cache.shared = parts.sharedAnswers;
   const retire = () => {
     prober.stop();
     parts.heads?.detach(upstreams.groups());

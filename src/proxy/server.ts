@@ -1,6 +1,7 @@
 import { createServer, type Server } from "node:http";
 import { endpointsByLabel } from "../../generated/endpoints.js";
 import type { SharedHeads } from "../answers/shared-heads.js";
+import type { SharedAnswers } from "../cache/shared-answers.js";
 import type { GatewayConfig } from "../config/types.js";
 import { parserRefusal } from "../errors/respond.js";
 import type { KeyStore } from "../keys/types.js";
@@ -33,6 +34,8 @@ export interface ProxyServerOptions {
   readonly usage?: UsageRecorder;
   /** The labels' served heads, shared with other instances through Redis (src/answers/shared-heads.ts). */
   readonly heads?: SharedHeads;
+  /** Final answers shared with other instances through Redis (src/cache/shared-answers.ts). */
+  readonly sharedAnswers?: SharedAnswers;
   readonly logger?: Logger;
 }
 
@@ -72,6 +75,7 @@ export function createProxyServer(options: ProxyServerOptions): ProxyServer {
     limiter,
     usage: options.usage,
     heads: options.heads,
+    sharedAnswers: options.sharedAnswers,
     metrics,
     logger,
   });

@@ -59,10 +59,12 @@ export interface StartOptions extends Partial<Omit<GatewayConfig, "limits">> {
   readonly keyStore?: KeyStore;
   /** Served heads shared through Redis (src/answers/shared-heads.ts), as runProxy makes with sharedLimits. */
   readonly heads?: ProxyServerOptions["heads"];
+  /** Final answers shared through Redis (src/cache/shared-answers.ts), as runProxy makes with sharedLimits. */
+  readonly sharedAnswers?: ProxyServerOptions["sharedAnswers"];
 }
 
 export async function startGateway(options: StartOptions = {}): Promise<RunningGateway> {
-  const { dispatcherFactory, limits, keyStore, heads, ...rest } = options;
+  const { dispatcherFactory, limits, keyStore, heads, sharedAnswers, ...rest } = options;
   const config: GatewayConfig = {
     ...DEFAULT_CONFIG,
     domain: DOMAIN,
@@ -84,6 +86,7 @@ export async function startGateway(options: StartOptions = {}): Promise<RunningG
     logger: createLogger("debug", (line) => logs.push(line)),
     ...(dispatcherFactory ? { dispatcherFactory } : {}),
     ...(heads ? { heads } : {}),
+    ...(sharedAnswers ? { sharedAnswers } : {}),
   });
   await new Promise<void>((resolve) => gateway.server.listen(0, "127.0.0.1", resolve));
   const { port } = gateway.server.address() as AddressInfo;

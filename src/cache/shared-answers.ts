@@ -1,0 +1,93 @@
+import { createHash } from "node:crypto";
+import { promisify } from "node:util";
+import { deflateRaw, inflateRaw } from "node:zlib";
+import { Redis } from "ioredis";
+import type { SharedLimitsConfig } from "../config/types.js";
+import { sharedRedisOptions } from "../limits/redis-options.js";
+
+const deflate = promisify(deflateRaw);
+const inflate = promisify(inflateRaw);
+
+/** A final answer as instances share it: its text around the id, and the tier that gave it. */
+export interface SharedEntry {
+  readonly beforeId: string;
+  readonly afterId: string;
+  readonly tier: "full" | "archive" | undefined;
+}
+
+/**
+ * A lookup waits this long for Redis before the call goes to a node: a node's answer is tens of ms, and a
+ * shared layer slower than that saves a node's work at a caller's cost.
+ */
+const LOOKUP_MS = 50;
+
+/** How long a shared answer is kept when Redis does not evict it first (its maxmemory policy). */
+const KEEP_MS = 24 * 3600 * 1000;
+
+/**
+ * Final answers shared by every gateway instance through the Redis of `sharedLimits` (docs/cache.md,
+ * "Many instances"), compressed, behind each instance's own cache: an answer one instance fetched, another
+ * serves without asking a node. Only answers that can no longer change are shared. While Redis is away the
+ * shared layer is off and each instance keeps its own; nothing waits for it to come back.
+ */
+export class SharedAnswers {
+  readonly #redis: Redis;
+  /** Lookups that found an answer or none, answers stored, and failures (Redis slow or away): the metrics. */
+  readonly counts = { hit: 0, miss: 0, stored: 0, error: 0 };
+
+  constructor(config: SharedLimitsConfig, keyPrefix = "gateway:answer:") {
+    this.#redis = new Redis(config.redis, { ...sharedRedisOptions(keyPrefix), commandTimeout: LOOKUP_MS });
+    // Failed reconnections are retried with backoff; meanwhile each instance answers from its own cache.
+    this.#redis.on("error", () => {});
+  }
+
+  /** Whether lookups go to Redis now: not while it is away. */
+  get up(): boolean {
+    return this.#redis.status === "ready";
+  }
+
+  /** The shared answer for a label's call, or undefined when there is none or Redis did not say in time. */
+  async get(label: string, key: string): Promise<SharedEntry | undefined> {
+    if (!this.up) return undefined;
+    try {
+      const stored = await this.#redis.getBuffer(redisKey(label, key));
+      if (stored === null) {
+        this.counts.miss++;
+        return undefined;
+      }
+      const [beforeId, afterId, tier] = JSON.parse((await inflate(stored)).toString("utf8")) as [
+        string,
+        string,
+        SharedEntry["tier"] | null,
+      ];
+      this.counts.hit++;
+      return { beforeId, afterId, tier: tier ?? undefined };
+    } catch {
+      this.counts.error++;
+      return undefined;
+    }
+  }
+
+  /** Shares a final answer; a failure only leaves it unshared. */
+  put(label: string, key: string, entry: SharedEntry): void {
+    if (!this.up) return;
+    const text = JSON.stringify([entry.beforeId, entry.afterId, entry.tier ?? null]);
+    deflate(Buffer.from(text, "utf8"))
+      .then((packed) => this.#redis.set(redisKey(label, key), packed, "PX", KEEP_MS))
+      .then(() => {
+        this.counts.stored++;
+      })
+      .catch(() => {
+        this.counts.error++;
+      });
+  }
+
+  close(): void {
+    this.#redis.disconnect();
+  }
+}
+
+/** The label and a digest of the call's key: a bounded Redis key, whatever the params' length. */
+function redisKey(label: string, key: string): string {
+  return `${label}:${createHash("sha256").update(key).digest("base64url")}`;
+}

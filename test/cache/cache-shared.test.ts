@@ -1,0 +1,116 @@
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { SharedAnswers } from "../../src/cache/shared-answers.js";
+import { DEFAULT_CACHE, DEFAULT_HEALTH } from "../../src/config/defaults.js";
+import { type Anvil, startAnvil } from "../support/anvil.js";
+import { eventually } from "../support/eventually.js";
+import { KEYS, type RunningGateway, startGateway } from "../support/gateway.js";
+import { needOwnServerBinaries, type OwnRedis, startOwnRedis } from "../support/own-servers.js";
+import { type RecordingNode, startRecordingNode } from "../support/recording-node.js";
+import { resolveTestHosts } from "../support/test-hosts.js";
+
+// The shared layer of the answer cache (docs/cache.md, "Many instances"): two gateway instances with their
+// own caches and one Redis (this suite's own, which it stops). An answer one fetched, the other serves
+// without asking the node; with Redis stopped, both keep serving from the node and their own caches.
+
+const own = needOwnServerBinaries("redis");
+
+describe.skipIf(own.skip)(
+  "final answers shared by two gateway instances through Redis (real Redis, real anvil)",
+  () => {
+    let node: Anvil;
+    let recorder: RecordingNode;
+    let redis: OwnRedis;
+    let shared: SharedAnswers[];
+    let a: RunningGateway;
+    let b: RunningGateway;
+    let restore: () => void;
+
+    async function block(gw: RunningGateway, number: string, id = 1) {
+      const answer = await gw.call("eth", `/${KEYS.all}`, {
+        body: JSON.stringify({ jsonrpc: "2.0", id, method: "eth_getBlockByNumber", params: [number, false] }),
+      });
+      return {
+        json: answer.json as { id: number; result: { hash: string } },
+        cache: answer.headers["x-cache"],
+      };
+    }
+    const reached = (number: string) =>
+      recorder.calls.filter(
+        (c) => c.method === "eth_getBlockByNumber" && JSON.stringify(c.params) === `["${number}",false]`,
+      ).length;
+
+    beforeAll(async () => {
+      restore = resolveTestHosts();
+      node = await startAnvil({ chainId: 1 });
+      await node.rpc("anvil_mine", ["0x50"]);
+      recorder = await startRecordingNode(node.url);
+      redis = await startOwnRedis();
+      shared = [0, 1].map(() => new SharedAnswers({ redis: redis.url, leaseMs: 100, fallbackShare: 1 }));
+      const options = {
+        upstreams: { eth: [{ url: recorder.url, name: "a" }] },
+        health: { ...DEFAULT_HEALTH, probeIntervalMs: 100 },
+        cache: DEFAULT_CACHE,
+      };
+      a = await startGateway({ ...options, sharedAnswers: shared[0] as SharedAnswers });
+      b = await startGateway({ ...options, sharedAnswers: shared[1] as SharedAnswers });
+      await eventually(() => shared.every((s) => s.up), 5_000, "both instances connected to Redis");
+      // both probers have read the finalized height (block 16 of 80)
+      await eventually(
+        () => recorder.calls.filter((c) => JSON.stringify(c.params) === '["finalized",false]').length >= 2,
+        5_000,
+        "finality probes",
+      );
+    });
+    afterAll(async () => {
+      await Promise.all([a?.close(), b?.close()]);
+      for (const s of shared ?? []) s.close();
+      await redis?.close();
+      await recorder?.close();
+      await node?.stop();
+      restore?.();
+    });
+
+    it("an answer fetched by one instance is served by the other, compressed in Redis, with the caller's id", async () => {
+      const first = await block(a, "0x3", 1);
+      expect(first.cache).toBe("miss");
+      // the answer is shared once it is compressed and stored
+      await eventually(async () => (await block(b, "0x3", 9)).cache === "hit", 2_000, "b serves a's answer");
+      const fromB = await block(b, "0x3", 10);
+      expect(fromB.json).toEqual({ ...first.json, id: 10 });
+      expect(reached("0x3")).toBe(1);
+      expect(shared[1]?.counts.hit).toBeGreaterThanOrEqual(1);
+    });
+
+    it("an answer read at the head is not shared", async () => {
+      const latest = (
+        await a.call("eth", `/${KEYS.all}`, {
+          body: JSON.stringify({ jsonrpc: "2.0", id: 1, method: "eth_blockNumber", params: [] }),
+        })
+      ).headers["x-cache"];
+      expect(latest).toBe("miss");
+      const onB = await b.call("eth", `/${KEYS.all}`, {
+        body: JSON.stringify({ jsonrpc: "2.0", id: 1, method: "eth_blockNumber", params: [] }),
+      });
+      expect(onB.headers["x-cache"]).toBe("miss");
+    });
+
+    it("with Redis stopped, both keep serving, from the node and their own caches", async () => {
+      await redis.stop();
+      await eventually(() => shared.every((s) => !s.up), 5_000, "both instances see Redis away");
+      for (const gw of [a, b]) {
+        const miss = await block(gw, "0x5");
+        expect(miss.json.result.hash).toMatch(/^0x[0-9a-f]{64}$/);
+        expect((await block(gw, "0x5")).cache).toBe("hit");
+      }
+      expect(reached("0x5")).toBe(2);
+      // and share again once it is back
+      await redis.start();
+      await eventually(() => shared.every((s) => s.up), 10_000, "both instances back on Redis");
+      const stored = shared[0]?.counts.stored ?? 0;
+      await block(a, "0x6");
+      await eventually(() => (shared[0]?.counts.stored ?? 0) > stored, 2_000, "a's answer stored");
+      expect((await block(b, "0x6")).cache, JSON.stringify(shared[1]?.counts)).toBe("hit");
+      expect(reached("0x6")).toBe(1);
+    });
+  },
+);
