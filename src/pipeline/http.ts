@@ -139,7 +139,11 @@ export class HttpExchange {
       if (call.stream) this.#req.socket.setTimeout(0);
       // 7: a partial batch's answer is read whole and merged, a range too wide for one node is split,
       // and any other answer streams through
-      const done = (error?: GatewayError) => this.#end(error, replyId);
+      const done = (error?: GatewayError) => {
+        // what a caller wrote may change what it reads next at the head: those answers are not kept past it
+        if (call.write) call.group.served.moved();
+        this.#end(error, replyId);
+      };
       if (authorized.refusals !== undefined) this.#relayMerged(call, authorized.refusals, replyId);
       else if (call.cache !== undefined && call.group.cache !== undefined)
         relayCached(call, call.cache, call.group.cache, this.#res, this.#access, done);

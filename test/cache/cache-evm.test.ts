@@ -1,4 +1,5 @@
 import { request } from "undici";
+import { privateKeyToAccount } from "viem/accounts";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { DEFAULT_CACHE, DEFAULT_HEALTH } from "../../src/config/defaults.js";
 import { type Anvil, startAnvil } from "../support/anvil.js";
@@ -14,7 +15,8 @@ const ETH_MAINNET = 1;
 const FINALITY_DEPTH = 64;
 /** anvil's first and second dev accounts. */
 const DEV = "0xf39fd6e51aad88f6f4ce6ab8827279cfffb92266";
-const OTHER = "0x70997970C51812dc3A010C7d01b0E0aEC37D6C8F";
+const DEV_KEY = "0xac0974bec39a17e36ba4a6b4d238ff944bacb478cbed5efcae784d7bf4f2ff80";
+const OTHER = "0x70997970c51812dc3a010c7d01b0e0aec37d6c8f";
 
 describe("the answer cache on a real anvil", () => {
   let node: Anvil;
@@ -152,6 +154,27 @@ describe("the answer cache on a real anvil", () => {
     const after = await call("eth_getBalance", [OTHER, "latest"]);
     expect(after.result).toBe("0x1234");
     expect(after.result).not.toBe(balance);
+  });
+
+  it("a caller reads its own write: a transaction sent through the gateway ends the answers read at the head", async () => {
+    const before = (await call("eth_getBalance", [OTHER, "latest"])).result as string;
+    expect((await call("eth_getBalance", [OTHER, "latest"])).cache).toBe("hit");
+    const account = privateKeyToAccount(DEV_KEY);
+    const nonce = await node.rpc<string>("eth_getTransactionCount", [DEV, "latest"]);
+    const raw = await account.signTransaction({
+      chainId: ETH_MAINNET,
+      nonce: Number(nonce),
+      to: OTHER,
+      value: 1n,
+      gas: 21_000n,
+      gasPrice: 10n ** 10n,
+    });
+    const sent = await call("eth_sendRawTransaction", [raw]);
+    expect(sent.error).toBeUndefined();
+    // anvil mined it at once; the next read is the node's, not the answer from before the write
+    const after = await call("eth_getBalance", [OTHER, "latest"]);
+    expect(after.cache).toBe("miss");
+    expect(BigInt(after.result as string)).toBe(BigInt(before) + 1n);
   });
 
   it("a block above the finalized height is kept only while the head stays", async () => {
