@@ -1,0 +1,84 @@
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { DEFAULT_CACHE, DEFAULT_HEALTH } from "../../src/config/defaults.js";
+import { type Anvil, startAnvil } from "../support/anvil.js";
+import { eventually } from "../support/eventually.js";
+import { KEYS, type RunningGateway, rpcBody, startGateway } from "../support/gateway.js";
+import { type RecordingNode, startRecordingNode } from "../support/recording-node.js";
+import { everyNodeInRotation } from "../support/rotation.js";
+
+// The answer cache and the archive tier (docs/cache.md, "The key"): an archive node's answer is kept with
+// its tier and served only to keys with archive access. A full node started with --prune-history behind
+// `eth`, an archive node with the same 300 blocks behind `eth-archive` (real anvils, recorded).
+
+const ETH_MAINNET = 1;
+const ACCOUNT = "0xf39Fd6e51aad88F6F4ce6aB8827279cffFb92266";
+const BALANCE = "0x21e19e0c9bab2400000";
+
+describe("cached archive answers go to archive keys only (real anvil)", () => {
+  let full: Anvil;
+  let archive: Anvil;
+  let fullNode: RecordingNode;
+  let archiveNode: RecordingNode;
+  let gw: RunningGateway;
+
+  const balanceCalls = (node: RecordingNode) =>
+    node.calls.filter((c) => c.method === "eth_getBalance").length;
+  const getBalance = (key: string, block: string, id = 7) =>
+    gw.call("eth", `/${key}`, { body: rpcBody("eth_getBalance", [ACCOUNT, block], id) });
+
+  beforeAll(async () => {
+    [full, archive] = await Promise.all([
+      startAnvil({ pruned: true, chainId: ETH_MAINNET }),
+      startAnvil({ chainId: ETH_MAINNET }),
+    ]);
+    await Promise.all([full.rpc("anvil_mine", ["0x12c"]), archive.rpc("anvil_mine", ["0x12c"])]);
+    [fullNode, archiveNode] = await Promise.all([
+      startRecordingNode(full.url),
+      startRecordingNode(archive.url),
+    ]);
+    gw = await startGateway({
+      upstreams: {
+        eth: [{ url: fullNode.url, name: "full" }],
+        "eth-archive": [{ url: archiveNode.url, name: "archive" }],
+      },
+      health: { ...DEFAULT_HEALTH, probeIntervalMs: 100 },
+      cache: DEFAULT_CACHE,
+    });
+    await everyNodeInRotation(gw);
+    await eventually(
+      async () => (await gw.metric("gateway_upstream_head", { label: "eth" })) === 300,
+      5000,
+      "head",
+    );
+    // the finalized height (anvil: 64 below the head) is known, so block 1 is final
+    await eventually(
+      () => fullNode.calls.some((c) => JSON.stringify(c.params) === '["finalized",false]'),
+      5000,
+      "a finality probe",
+    );
+    await new Promise((resolve) => setTimeout(resolve, 100));
+  });
+  afterAll(async () => {
+    await gw?.close();
+    await Promise.all([fullNode?.close(), archiveNode?.close()]);
+    await Promise.all([full?.stop(), archive?.stop()]);
+  });
+
+  it("an archive key's old read is fetched from the archive node once, then served from the cache with its tier", async () => {
+    const before = balanceCalls(archiveNode);
+    const first = await getBalance(KEYS.all, "0x1", 1);
+    const second = await getBalance(KEYS.all, "0x1", 2);
+    expect(first.json).toEqual({ jsonrpc: "2.0", id: 1, result: BALANCE });
+    expect(second.json).toEqual({ jsonrpc: "2.0", id: 2, result: BALANCE });
+    expect([first.headers["x-cache"], second.headers["x-cache"]]).toEqual(["miss", "hit"]);
+    expect(second.headers["x-upstream-tier"]).toBe("archive");
+    expect(balanceCalls(archiveNode)).toBe(before + 1);
+  });
+
+  it("a key without archive access never gets the cached archive answer: ARCHIVE_REQUIRED, as without the cache", async () => {
+    const r = await getBalance(KEYS.noArchive, "0x1");
+    expect(r.status).toBe(403);
+    expect((r.json as { error: { data?: { code?: string } } }).error.data?.code).toBe("ARCHIVE_REQUIRED");
+    expect(r.text).not.toContain(BALANCE);
+  });
+});
