@@ -176,6 +176,17 @@ function checkCacheRules(
 ): void {
   const cache = rules.cache;
   if (cache === undefined) return;
+  if (rules.paths !== undefined) {
+    // a REST interface: block reads by the paths that name a block; a finality call is JSON-RPC's
+    for (const prefix of cache.atBlock ?? [])
+      if (rules.paths[prefix] === undefined)
+        report([...path, "atBlock"], `"${prefix}" is not a prefix in reads.paths`);
+    for (const shape of cache.always ?? [])
+      if (!shape.startsWith("GET /")) report([...path, "always"], `"${shape}" is not a GET route shape`);
+    if (cache.finalized !== undefined && !("depth" in cache.finalized))
+      report([...path, "finalized"], "a rest interface's finalized height is a depth");
+    return;
+  }
   const named = [...(cache.always ?? []), ...(cache.atBlock ?? []), ...Object.keys(cache.blockIn ?? {})];
   for (const method of named)
     if (!served.has(method)) report(path, `"${method}" is not one of the interface's methods`);

@@ -12,6 +12,8 @@ export interface CacheEntry {
   readonly expiresAt: number;
   /** Which tier of nodes gave it, for a read that may reach the archive nodes (src/answers/archive.ts). */
   readonly tier: "full" | "archive" | undefined;
+  /** A REST answer's content type; its body is `beforeId`, its bytes as latin1 text. */
+  readonly contentType?: string | undefined;
 }
 
 /** The epoch of an answer that can no longer change: kept until memory runs short. */

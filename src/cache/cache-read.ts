@@ -21,9 +21,11 @@ export interface CacheRead {
   /** The method, the canonical params and the caller's `jsonrpc` member: never the API key. */
   readonly key: string;
   readonly lifetime: Lifetime;
-  /** The caller's id as its source text, which the cached answer is sent with. */
+  /** The caller's id as its source text, which the cached answer is sent with ("" for a REST answer). */
   readonly id: string;
   readonly rules: CacheRules;
+  /** A REST answer: kept whole, with its content type, and no id in it. */
+  readonly rest?: true;
 }
 
 const ALWAYS: Lifetime = { kind: "always" };
@@ -127,4 +129,49 @@ export function canonical(value: unknown, foldCase: RegExp | undefined): string 
     .filter((name) => members[name] !== undefined)
     .sort();
   return `{${names.map((name) => `${JSON.stringify(name)}:${canonical(members[name], foldCase)}`).join(",")}}`;
+}
+
+/** A REST GET as the REST family routed it: its route's shape, the segments below the mount, and more. */
+export interface RestRequestShape {
+  /** `GET /v2/blocks/{}`. */
+  readonly route: string;
+  /** `/v2/blocks/{}`: the route's shape without its method. */
+  readonly shape: string;
+  readonly segments: readonly string[];
+  /** The caller's path below the key, and its query with its "?" (or ""). */
+  readonly path: string;
+  readonly query: string;
+  /** What the caller accepts: algod answers JSON or msgpack by it. */
+  readonly accept: string;
+  /** It is the mount's head call (`GET /v2/status`). */
+  readonly isHead: boolean;
+}
+
+/**
+ * The cache read of a REST GET (docs/cache.md), or undefined when its answer may not be kept: the head call
+ * (kept while the head stays), a route whose answer never changes (`cache.always`), or a route under a
+ * `reads.paths` prefix the rules name (`cache.atBlock`), by the block its segment names. Its key is the
+ * path, the query and what the caller accepts; it has no id.
+ */
+export function restCacheRead(
+  rules: Pick<ReadRules, "block" | "paths" | "cache">,
+  request: RestRequestShape,
+): CacheRead | undefined {
+  const cache = rules.cache;
+  if (cache === undefined || !request.route.startsWith("GET ")) return undefined;
+  const key = `${request.path}${request.query}\n${request.accept}`;
+  const read = (lifetime: Lifetime): CacheRead => ({ key, lifetime, id: "", rules: cache, rest: true });
+  if (request.isHead) return read(HEAD);
+  if (cache.always?.includes(request.route)) return read(ALWAYS);
+  for (const prefix of cache.atBlock ?? []) {
+    const { shape } = request;
+    if (shape !== prefix && !shape.startsWith(`${prefix}/`)) continue;
+    const index = rules.paths?.[prefix];
+    const segment = index === undefined ? undefined : request.segments[index];
+    if (segment === undefined) return undefined;
+    const named = namedBlock(rules.block, segment);
+    if (named === "none") return undefined;
+    return read(named === "head" ? HEAD : named === "hash" ? BY_HASH : { kind: "block", block: named });
+  }
+  return undefined;
 }

@@ -31,6 +31,7 @@ export function keptAnswer(
   settings: CacheSettings,
   epoch: number,
 ): KeptAnswer | undefined {
+  if (read.rest === true) return keptRest(answer, read, group, settings, epoch);
   const text = answer.body.toString("utf8");
   const envelopes = text.trimStart().startsWith("{") ? scanMembers(text) : [];
   const members = envelopes.length === 1 ? envelopes[0] : undefined;
@@ -66,6 +67,37 @@ export function keptMembers(
     entry: {
       beforeId,
       afterId,
+      epoch: final ? FINAL : epoch,
+      expiresAt: final ? Number.POSITIVE_INFINITY : performance.now() + settings.headMaxAgeMs,
+    },
+    store,
+  };
+}
+
+/**
+ * A REST answer as the cache holds it: its body whole (bytes as latin1 text, since algod may answer msgpack)
+ * with its content type. Kept when its status is 200: final as `isFinal` says, else for its head epoch.
+ */
+function keptRest(
+  answer: WholeAnswer,
+  read: CacheRead,
+  group: UpstreamGroup,
+  settings: CacheSettings,
+  epoch: number,
+): KeptAnswer {
+  const body = answer.body.toString("latin1");
+  const at = answer.headers.findIndex((name, i) => i % 2 === 0 && name.toLowerCase() === "content-type");
+  const contentType = at < 0 ? "application/json" : (answer.headers[at + 1] as string);
+  const final = answer.statusCode === 200 && isFinal(read, group, undefined);
+  const empty = body.trim() === "null" || body.trim() === "[]";
+  const store =
+    answer.statusCode === 200 &&
+    (final || (!empty && settings.headRelative && settings.headMaxAgeMs > 0 && group.served.epoch === epoch));
+  return {
+    entry: {
+      beforeId: body,
+      afterId: "",
+      contentType,
       epoch: final ? FINAL : epoch,
       expiresAt: final ? Number.POSITIVE_INFINITY : performance.now() + settings.headMaxAgeMs,
     },

@@ -2,7 +2,7 @@ import type { ServerResponse } from "node:http";
 import { fetchByTier, TIER_HEADER, type TierFields } from "../answers/archive.js";
 import { fetchByHash } from "../answers/by-hash.js";
 import { learnHeights } from "../answers/examined.js";
-import { sendJson } from "../errors/respond.js";
+import { ANY_ORIGIN, sendJson } from "../errors/respond.js";
 import { GatewayError } from "../errors/table.js";
 import type { WholeAnswer } from "../upstream/buffered-answer.js";
 import { fetchWhole, type RelayDone, type UpstreamCall } from "../upstream/policy.js";
@@ -56,7 +56,7 @@ export function relayCached(
     cache.counts.hit++;
     if (entry.tier === "archive" && call.tier !== undefined) note.label = call.tier.archiveLabel;
     note.tier = entry.tier;
-    sendJson(res, 200, entry.beforeId + read.id + entry.afterId, headersFor("hit", entry.tier));
+    send(res, 200, entry, read.id, headersFor("hit", entry.tier));
     done();
     return;
   }
@@ -127,21 +127,42 @@ export function relayCached(
 /** The answer for every client waiting on a flight: the first as `first` says, the others coalesced. */
 function deliver(
   flight: Flight,
-  entry: Pick<CacheEntry, "beforeId" | "afterId" | "tier">,
+  entry: Pick<CacheEntry, "beforeId" | "afterId" | "tier" | "contentType">,
   first: "hit" | "miss",
   statusCode: number,
   note: TierFields,
 ): void {
   flight.waiters.forEach((w, i) => {
     copyNote(note, w.note);
-    sendJson(
-      w.res,
-      statusCode,
-      entry.beforeId + w.id + entry.afterId,
-      headersFor(i === 0 ? first : "coalesced", entry.tier),
-    );
+    send(w.res, statusCode, entry, w.id, headersFor(i === 0 ? first : "coalesced", entry.tier));
     w.done();
   });
+}
+
+/**
+ * A kept answer with the caller's id in it: a JSON-RPC answer as JSON, a REST answer's bytes (kept as latin1
+ * text) with the content type its node gave.
+ */
+function send(
+  res: ServerResponse,
+  statusCode: number,
+  entry: Pick<CacheEntry, "beforeId" | "afterId" | "contentType">,
+  id: string,
+  headers: Record<string, string>,
+): void {
+  if (entry.contentType === undefined) {
+    sendJson(res, statusCode, entry.beforeId + id + entry.afterId, headers);
+    return;
+  }
+  if (res.headersSent) return;
+  const body = Buffer.from(entry.beforeId, "latin1");
+  res.writeHead(statusCode, {
+    ...headers,
+    ...ANY_ORIGIN,
+    "content-type": entry.contentType,
+    "content-length": body.length,
+  });
+  res.end(body);
 }
 
 function headersFor(

@@ -13,6 +13,8 @@ export interface SharedEntry {
   readonly beforeId: string;
   readonly afterId: string;
   readonly tier: "full" | "archive" | undefined;
+  /** A REST answer's content type (its body is `beforeId`, as latin1 text). */
+  readonly contentType?: string | undefined;
 }
 
 /**
@@ -55,13 +57,14 @@ export class SharedAnswers {
         this.counts.miss++;
         return undefined;
       }
-      const [beforeId, afterId, tier] = JSON.parse((await inflate(stored)).toString("utf8")) as [
+      const [beforeId, afterId, tier, contentType] = JSON.parse((await inflate(stored)).toString("utf8")) as [
         string,
         string,
         SharedEntry["tier"] | null,
+        string | null,
       ];
       this.counts.hit++;
-      return { beforeId, afterId, tier: tier ?? undefined };
+      return { beforeId, afterId, tier: tier ?? undefined, contentType: contentType ?? undefined };
     } catch {
       this.counts.error++;
       return undefined;
@@ -71,7 +74,12 @@ export class SharedAnswers {
   /** Shares a final answer; a failure only leaves it unshared. */
   put(label: string, key: string, entry: SharedEntry): void {
     if (!this.up) return;
-    const text = JSON.stringify([entry.beforeId, entry.afterId, entry.tier ?? null]);
+    const text = JSON.stringify([
+      entry.beforeId,
+      entry.afterId,
+      entry.tier ?? null,
+      entry.contentType ?? null,
+    ]);
     deflate(Buffer.from(text, "utf8"))
       .then((packed) => this.#redis.set(redisKey(label, key), packed, "PX", KEEP_MS))
       .then(() => {

@@ -1,6 +1,7 @@
 import type { IncomingMessage } from "node:http";
 import type { Dispatcher } from "undici";
 import type { ReadNeed } from "../answers/read-need.js";
+import type { CacheRead } from "../cache/cache-read.js";
 import type { Limits } from "../config/types.js";
 import type { ErrorStyle } from "../errors/respond.js";
 import type { RpcErrorCode } from "../errors/table.js";
@@ -73,6 +74,8 @@ export interface Outgoing {
   readonly reads: ReadNeed | undefined;
   /** A JSON-RPC message of one call: the call, which the answer cache may answer (src/cache/). */
   readonly single?: PassedCall | undefined;
+  /** A REST GET the answer cache may answer, as the family read its route (src/cache/cache-read.ts). */
+  readonly restCache?: CacheRead | undefined;
   /** A JSON-RPC batch whose calls all passed: its calls, which the cache may answer one by one. */
   readonly batch?: readonly PassedCall[] | undefined;
 }

@@ -1,6 +1,7 @@
 import type { IncomingMessage } from "node:http";
 import type { Dispatcher } from "undici";
 import { headCallNeed, type ReadNeed, restReadNeed } from "../answers/read-need.js";
+import { type CacheRead, restCacheRead } from "../cache/cache-read.js";
 import { dedicatedPointer } from "../errors/dedicated-pointer.js";
 import { GatewayError } from "../errors/table.js";
 import { requestMediaType } from "../http/body.js";
@@ -53,13 +54,28 @@ export function routeRest(req: IncomingMessage, mounted: Mounted, settings: Fami
   const { writeRoutes } = mounted.mount.policy;
   const write =
     writeRoutes !== undefined && matchRoute(writeRoutes, method, mounted.segments).kind === "match";
+  const route = `${method} ${match.shape}`;
+  const rules = mounted.mount.policy.restReads;
+  const cache =
+    rules?.cache === undefined || write || match.access === "stream"
+      ? undefined
+      : restCacheRead(rules, {
+          route,
+          shape: match.shape,
+          segments: mounted.segments,
+          path: mounted.admitted.target.path,
+          query: mounted.admitted.target.query,
+          accept: rawHeader(req.rawHeaders, "accept") ?? "application/json",
+          isHead: isHeadCall(mounted, method),
+        });
   return new RestRequest(
     req,
     method as Dispatcher.HttpMethod,
-    `${method} ${match.shape}`,
+    route,
     match.access === "stream",
     write,
     readsOf(mounted, method, match.shape),
+    cache,
   );
 }
 
@@ -90,6 +106,7 @@ class RestRequest implements RoutedRequest {
   readonly #stream: boolean;
   readonly #write: boolean;
   readonly #reads: ReadNeed | undefined;
+  readonly #cache: CacheRead | undefined;
 
   constructor(
     req: IncomingMessage,
@@ -98,6 +115,7 @@ class RestRequest implements RoutedRequest {
     stream: boolean,
     write: boolean,
     reads: ReadNeed | undefined,
+    cache: CacheRead | undefined,
   ) {
     this.#req = req;
     this.#method = method;
@@ -105,6 +123,7 @@ class RestRequest implements RoutedRequest {
     this.#stream = stream;
     this.#write = write;
     this.#reads = reads;
+    this.#cache = cache;
     this.readsBody = WITH_BODY.has(method);
   }
 
@@ -128,6 +147,7 @@ class RestRequest implements RoutedRequest {
         stream: this.#stream,
         write: this.#write,
         reads: this.#reads,
+        restCache: this.#cache,
       },
       refusals: undefined,
       method: undefined,

@@ -201,9 +201,13 @@ export class Stages {
 
   /** 6, for a single call on a label whose cache is on: what the cache may answer it with (src/cache/). */
   #cacheRead(mounted: Mounted, group: UpstreamGroup, outgoing: Outgoing): CacheRead | undefined {
+    const cache = group.cache;
+    if (outgoing.restCache !== undefined && cache !== undefined)
+      return outgoing.restCache.lifetime.kind === "head" && !cache.settings.headRelative
+        ? undefined
+        : outgoing.restCache;
     const call = outgoing.single;
     const reads = mounted.mount.policy.jsonrpc?.reads;
-    const cache = group.cache;
     if (call === undefined || cache === undefined || reads === undefined || outgoing.write) return undefined;
     const read = cacheRead(reads, call, isHeadCall(call, mounted.mount.head));
     // a label that keeps no answer read at the head relays those as any other call, streamed

@@ -200,8 +200,12 @@ export interface BlockParamRule {
   readonly plainNumbers?: boolean;
 }
 
-/** A REST interface's own rules: where its routes name a block, as `ReadRules` says for JSON-RPC. */
-export type RestReadRules = Pick<ReadRules, "block" | "paths">;
+/**
+ * A REST interface's own rules: where its routes name a block, as `ReadRules` says for JSON-RPC, and which
+ * GET answers the cache keeps: `cache.always` names route shapes (`GET /v2/genesis`), `cache.atBlock` the
+ * `paths` prefixes whose block segment says how long an answer lives, `cache.finalized` a depth.
+ */
+export type RestReadRules = Pick<ReadRules, "block" | "paths" | "cache">;
 
 /**
  * What the WebSocket relay needs to move a connection's subscriptions to another node when its own goes

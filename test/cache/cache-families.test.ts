@@ -9,10 +9,10 @@ import type { NodeState } from "../support/node-software.js";
 import { everyNodeInRotation } from "../support/rotation.js";
 import { HEIGHT, type NodeForMount, startNodeFor } from "../support/sdk-nodes.js";
 import { nodeState } from "../support/software-node.js";
-import { readHeight, typicalCalls } from "../support/typical-calls.js";
+import { readHeight, type TypicalAnswer, typicalCalls } from "../support/typical-calls.js";
 
 // The answer cache on every interface whose registry entry declares cache rules (docs/cache.md), one label
-// each, behind a loopback node that answers as its node software does (support/node-software.ts): a final
+// each, JSON-RPC and REST, behind a loopback node that answers as its node software does (support/node-software.ts): a final
 // call reaches the node once and is answered from the cache after, with each caller's id and in the
 // caller's envelope; the head call is kept while the head stays, and changes once the node moves on.
 
@@ -23,6 +23,10 @@ const PROBE_MS = 100;
  * the genesis block, a block at or below the finalized height), and one its node software answers.
  */
 const FINAL_CALLS: Readonly<Record<string, { readonly method: string; readonly params?: unknown }>> = {
+  // REST: the route, which the node answers (MORE_ANSWERS)
+  tezos: { method: "GET /chains/main/chain_id" },
+  algod: { method: "GET /v2/blocks/1000" },
+  "vechain-thor": { method: "GET /blocks/0" },
   ethereum: { method: "eth_chainId", params: [] },
   substrate: { method: "chain_getBlockHash", params: [0] },
   near: { method: "block", params: { block_id: HEIGHT - 10 } },
@@ -30,6 +34,12 @@ const FINAL_CALLS: Readonly<Record<string, { readonly method: string; readonly p
   "bitcoin-core": { method: "getblockhash", params: [0] },
   "dogecoin-core": { method: "getblockhash", params: [0] },
   starknet: { method: "starknet_chainId", params: [] },
+};
+
+/** What the REST nodes answer beyond their head and chain calls: the final routes above. */
+const MORE_ANSWERS: Readonly<Record<string, Record<string, TypicalAnswer>>> = {
+  tezos: { "GET /chains/main/chain_id": { result: ({ chain }) => chain } },
+  algod: { "GET /v2/blocks/1000": { result: () => ({ block: { rnd: 1000, gen: "mainnet-v1.0" } }) } },
 };
 
 interface Case {
@@ -48,7 +58,7 @@ function cases(): Case[] {
     const mount = endpoint.mounts[0];
     const id = mount?.policy.id.split("+")[0];
     if (mount === undefined || id === undefined || endpoint.mounts.length !== 1 || seen.has(id)) continue;
-    if (mount.policy.jsonrpc?.reads?.cache === undefined) continue;
+    if ((mount.policy.jsonrpc?.reads ?? mount.policy.restReads)?.cache === undefined) continue;
     seen.add(id);
     found.push({ endpoint, mount, id, state: nodeState(endpoint, HEIGHT) });
   }
@@ -63,7 +73,7 @@ describe("the answer cache on every interface with cache rules (loopback nodes o
   beforeAll(async () => {
     const upstreams: Record<string, LabelUpstreams> = {};
     for (const c of CASES) {
-      c.node = await startNodeFor(c.endpoint, c.mount, c.state);
+      c.node = await startNodeFor(c.endpoint, c.mount, c.state, MORE_ANSWERS[c.id]);
       upstreams[c.endpoint.label] = [c.node.upstream];
     }
     gw = await startGateway({
@@ -81,11 +91,13 @@ describe("the answer cache on every interface with cache rules (loopback nodes o
     expect(CASES.map((c) => c.id).sort()).toEqual(Object.keys(FINAL_CALLS).sort());
   });
 
-  /** A call through the gateway, as the interface's SDK writes it, with the node's requests for it counted. */
-  async function send(c: Case, body: Record<string, unknown>) {
-    const answer = await gw.call(c.endpoint.label, `/${KEYS.all}`, {
-      body: JSON.stringify(body),
-      headers: { "content-type": "application/json" },
+  /** A call through the gateway: a JSON-RPC body, or a REST route (`GET /path`). */
+  async function send(c: Case, call: Record<string, unknown> | string) {
+    const rest = typeof call === "string";
+    const [method, path] = rest ? (call.split(" ") as [string, string]) : ["POST", ""];
+    const answer = await gw.call(c.endpoint.label, `/${KEYS.all}${path}`, {
+      method: method as "GET" | "POST",
+      ...(rest ? {} : { body: JSON.stringify(call), headers: { "content-type": "application/json" } }),
     });
     return {
       status: answer.status,
@@ -94,12 +106,15 @@ describe("the answer cache on every interface with cache rules (loopback nodes o
     };
   }
 
-  /** The node's requests for `method` with these params (not the prober's call of it with others). */
+  /** The node's requests for `method` (or a route) with these params, not the prober's calls of it with others. */
   function reached(c: Case, method: string, params: unknown): number {
+    const requests = c.node?.node.requests ?? [];
+    if (method.includes(" ")) {
+      const [verb, path] = method.split(" ") as [string, string];
+      return requests.filter((r) => r.method === verb && r.url.endsWith(path)).length;
+    }
     const named = params === undefined ? "" : JSON.stringify(params);
-    return (c.node?.node.requests ?? []).filter(
-      (r) => r.body.includes(`"${method}"`) && r.body.includes(named),
-    ).length;
+    return requests.filter((r) => r.body.includes(`"${method}"`) && r.body.includes(named)).length;
   }
 
   for (const c of CASES) {
@@ -110,33 +125,40 @@ describe("the answer cache on every interface with cache rules (loopback nodes o
       const final = FINAL_CALLS[c.id] as (typeof FINAL_CALLS)[string];
       // JSON-RPC 1.0 callers (Bitcoin-style) get a 1.0 envelope from the cache too
       const envelope = c.id.endsWith("-core") ? { jsonrpc: "1.0" } : { jsonrpc: "2.0" };
-      const call = (id: unknown) => ({
-        ...envelope,
-        id,
-        method: final.method,
-        ...(final.params === undefined ? {} : { params: final.params }),
-      });
+      const rest = final.method.includes(" ");
+      const call = (id: unknown) =>
+        rest
+          ? final.method
+          : {
+              ...envelope,
+              id,
+              method: final.method,
+              ...(final.params === undefined ? {} : { params: final.params }),
+            };
       const before = reached(c, final.method, final.params);
       const first = await send(c, call("first"));
       const second = await send(c, call(2));
       expect(first.status, JSON.stringify(first.json)).toBe(200);
       expect(first.json.error ?? null).toBeNull();
       expect([first.cache, second.cache]).toEqual(["miss", "hit"]);
-      expect(second.json).toEqual({ ...first.json, id: 2 });
-      expect(first.json.id).toBe("first");
+      expect(second.json).toEqual(rest ? first.json : { ...first.json, id: 2 });
+      if (!rest) expect(first.json.id).toBe("first");
       // Bitcoin Core 27 answers a 1.0 call with "error": null and no "jsonrpc" member: so does the cache
       if (envelope.jsonrpc === "1.0")
         expect(Object.keys(second.json).sort()).toEqual(["error", "id", "result"]);
       expect(reached(c, final.method, final.params)).toBe(before + 1);
 
       const head = typicalCalls(c.endpoint)[0];
-      if (head === undefined || head.head.kind !== "jsonrpc") throw new Error("no JSON-RPC head call");
-      const headCall = {
-        jsonrpc: "2.0",
-        id: 1,
-        method: head.head.method,
-        ...(head.head.params === undefined ? {} : { params: head.head.params }),
-      };
+      if (head === undefined) throw new Error("no head call");
+      const headCall =
+        head.head.kind === "rest"
+          ? `${head.head.method} ${head.path}`
+          : {
+              jsonrpc: "2.0",
+              id: 1,
+              method: head.head.method,
+              ...(head.head.params === undefined ? {} : { params: head.head.params }),
+            };
       const now = await send(c, headCall);
       const again = await send(c, headCall);
       expect(again.cache).toBe("hit");

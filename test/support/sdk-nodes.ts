@@ -40,6 +40,7 @@ export async function startNodeFor(
   endpoint: Endpoint,
   mount: Mount,
   state: NodeState = nodeState(endpoint, HEIGHT),
+  more: Readonly<Record<string, TypicalAnswer>> = {},
 ): Promise<NodeForMount> {
   const ids = mount.policy.id.split("+");
   const id = ids[0] as string;
@@ -51,6 +52,7 @@ export async function startNodeFor(
   const answers: Record<string, TypicalAnswer> = Object.assign(
     {},
     ...ids.map((each) => SDK_CALLS[each]?.(endpoint) ?? {}),
+    more,
   );
   const serve = softwareNode({ ...endpoint, mounts: [mount] }, () => state, [basePath], {
     answers,
