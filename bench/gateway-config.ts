@@ -1,11 +1,17 @@
 // The deployment the benchmark runs the gateway with: the product's defaults (access log on, every
 // check on), upstreams pointed at the bench's node, and limits raised only where the load itself would
 // trip them (the key's rate, WebSocket connections per key and IP, the idle timer). Upstream probing runs
-// with its defaults, as in a deployment.
+// with its defaults, as in a deployment. The answer cache is on with its defaults too, but for one thing:
+// the labels whose head call the checked workloads send keep no answer read at the head
+// (`headRelative: false`), so `eth_blockNumber` is relayed to the node as it was before the cache, and
+// the one-process check against the Node floor still measures a relay, with the cache on. What the cache
+// answers itself is the cache scenario's (scenarios/cache.ts).
 export const BENCH_KEY = "FNbenchmark0000000000000000000000";
 export const BENCH_DOMAIN = "bench.localhost";
 /** The labels the workloads call: `eth` (JSON-RPC) and `algo` (REST). */
 export const BENCH_LABELS: readonly string[] = ["eth", "algo"];
+/** The labels whose head call (`eth_blockNumber`) the checked workloads send: relayed, never cached. */
+export const HEAD_RELAYED: readonly string[] = ["eth"];
 
 /** Where a bench node answers: JSON-RPC and REST over HTTP, subscriptions over WebSocket. */
 export interface NodeUrls {
@@ -40,6 +46,13 @@ export function benchConfig({ http, ws, labels, twice = [] }: BenchDeployment) {
       ]),
     ),
     keys: [{ key: BENCH_KEY, networks: "*" as const, rate: { perSecond: 1e9, burst: 1e9 } }],
+    cache: {
+      labels: Object.fromEntries(
+        labels
+          .filter((label) => HEAD_RELAYED.includes(label))
+          .map((label) => [label, { headRelative: false }]),
+      ),
+    },
     log: { level: "info" as const, access: true },
     // Several gateways run at once: none takes the operator API's fixed port unless a scenario asks.
     operator: null,

@@ -9,7 +9,14 @@ import type { Target } from "./load.js";
 import { freePort, type Running, start } from "./processes.js";
 
 const CACHE = join("node_modules", ".cache", "gateway-bench");
-const COMPILED = ["upstream.ts", "targets/floor.ts", "targets/http-proxy.ts", "targets/fastify-proxy.ts"];
+const COMPILED = [
+  "upstream.ts",
+  "forwarder.ts",
+  "targets/floor.ts",
+  "targets/ceiling.ts",
+  "targets/http-proxy.ts",
+  "targets/fastify-proxy.ts",
+];
 
 /** A bench file run as plain JavaScript, like the gateway's own bundle, so no loader sits in its CPU or RSS. */
 export const compiled = (file: string) => [join(CACHE, file.replace(/\.ts$/, ".mjs"))];

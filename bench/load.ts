@@ -1,4 +1,5 @@
 import autocannon from "autocannon";
+import { request } from "undici";
 import { BENCH_DOMAIN, BENCH_KEY } from "./gateway-config.js";
 import { type Running, samplePeakRss } from "./processes.js";
 
@@ -72,4 +73,27 @@ export async function measure(
     // A run in which nothing completed is a failure too: the target stalled.
     failures: result.errors + result.timeouts + result.non2xx + (result.requests.total === 0 ? 1 : 0),
   };
+}
+
+/**
+ * Waits for a fresh gateway's prober to give its first verdicts on `label`'s nodes (and learn what they
+ * hold final), then until `body` gets a 200 through it.
+ */
+export async function untilAnswering(
+  gateway: Target,
+  label = "eth",
+  body = '{"jsonrpc":"2.0","id":2,"method":"eth_chainId","params":[]}',
+): Promise<void> {
+  await new Promise((resolve) => setTimeout(resolve, 2_500));
+  for (let tries = 0; tries < 50; tries++) {
+    const answer = await request(`http://127.0.0.1:${gateway.port}/${BENCH_KEY}`, {
+      method: "POST",
+      headers: { host: `${label}.${BENCH_DOMAIN}`, "content-type": "application/json" },
+      body,
+    }).catch(() => undefined);
+    await answer?.body.dump();
+    if (answer?.statusCode === 200) return;
+    await new Promise((resolve) => setTimeout(resolve, 100));
+  }
+  throw new Error(`${gateway.name} did not answer ${body} on ${label}`);
 }

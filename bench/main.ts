@@ -14,6 +14,7 @@ import { markdown } from "./report.js";
 import type { Bench, Scenario, ScenarioResult } from "./scenario.js";
 import { binary } from "./scenarios/binary.js";
 import { budgetScaling } from "./scenarios/budget.js";
+import { cacheScenario } from "./scenarios/cache.js";
 import { failover } from "./scenarios/failover.js";
 import { headScenario } from "./scenarios/head.js";
 import { httpScenarios } from "./scenarios/http.js";
@@ -29,7 +30,7 @@ const { values: args } = parseArgs({
     quick: { type: "boolean", default: false },
     // while working on one thing: only HTTP workloads whose name contains this, and no other scenario
     only: { type: "string" },
-    // or only the scenario whose name contains this ("fan-out", "failover")
+    // or only the scenario whose name contains this ("fan-out", "failover", "cache")
     scenario: { type: "string" },
   },
 });
@@ -43,6 +44,7 @@ const ALL: readonly Scenario[] = [
   routingCost,
   failover,
   headScenario,
+  cacheScenario,
   webSocketFanout,
   revocation,
   binary,

@@ -5,8 +5,12 @@
 //   POST, JSON-RPC  -> {"jsonrpc":"2.0","id":<the request's id>,"result":"0x10"}, per call for a batch
 //   POST eth_getLogs -> the same with a result of about 1 MB
 //   POST eth_chainId -> "0x1": the chain the bench's `eth` label is, which the gateway's prober checks
-//   POST eth_blockNumber, with BENCH_BLOCK_MS set -> a head that moves on every BENCH_BLOCK_MS, reached
-//                    BENCH_HEAD_LAG_MS late (two nodes one block apart for part of each block)
+//   POST eth_blockNumber -> the head: BENCH_HEAD (0x10 without it), or with BENCH_BLOCK_MS set one that
+//                    moves on every BENCH_BLOCK_MS, reached BENCH_HEAD_LAG_MS late (two nodes one block apart
+//                    for part of each block)
+//   POST eth_getBlockByNumber -> a block object: number, hash and parentHash, as the gateway's prober reads
+//                    them for "latest" (reorgs) and "finalized" (head - 64, as anvil names it), so the
+//                    cache's finality rules run as against a real node; BENCH_BLOCK_BYTES of filler in it
 //   GET any path     -> a small REST body
 //
 // A node:http server on a second port serves WebSocket (eth_subscribe) and POST /push, which sends one
@@ -25,15 +29,42 @@ function head(length: number): string {
 
 const BLOCK_MS = Number(process.env.BENCH_BLOCK_MS ?? 0);
 const HEAD_LAG_MS = Number(process.env.BENCH_HEAD_LAG_MS ?? 0);
+const FIXED_HEAD = Number(process.env.BENCH_HEAD ?? 0x10);
+/** Blocks this far below the head are final, as anvil answers "finalized". */
+const FINALITY_DEPTH = 64;
+const BLOCK_FILLER = `"0x${"ab".repeat(Number(process.env.BENCH_BLOCK_BYTES ?? 0) / 2)}"`;
 
-/** The node's head: fixed at 0x10, or one block per BLOCK_MS of the wall clock, HEAD_LAG_MS late. */
-function headHex(): string {
-  if (BLOCK_MS <= 0) return "0x10";
-  return `0x${Math.floor((Date.now() - HEAD_LAG_MS) / BLOCK_MS).toString(16)}`;
+/** The node's head: fixed, or one block per BLOCK_MS of the wall clock, HEAD_LAG_MS late. */
+function headNumber(): number {
+  if (BLOCK_MS <= 0) return FIXED_HEAD;
+  return Math.floor((Date.now() - HEAD_LAG_MS) / BLOCK_MS);
+}
+
+const hex = (n: number) => `0x${n.toString(16)}`;
+/** A block's hash, the same on every bench node: blocks of one height are one block, so no reorg shows. */
+const hashOf = (n: number) => (n < 0 ? `0x${"0".repeat(64)}` : `0xa${n.toString(16).padStart(63, "0")}`);
+
+/** The block a tag or a number names, as a JSON text; null above the head. */
+function block(param: unknown): string {
+  const head = headNumber();
+  const n =
+    param === "finalized" || param === "safe"
+      ? Math.max(0, head - FINALITY_DEPTH)
+      : typeof param === "string" && param.startsWith("0x")
+        ? Number.parseInt(param, 16)
+        : head;
+  if (n > head) return "null";
+  return `{"number":"${hex(n)}","hash":"${hashOf(n)}","parentHash":"${hashOf(n - 1)}","timestamp":"${hex(n * 12)}","transactions":[],"extraData":${BLOCK_FILLER}}`;
+}
+
+interface Call {
+  readonly id?: unknown;
+  readonly method?: string;
+  readonly params?: unknown[];
 }
 
 function answerRpc(socket: Socket, body: string): void {
-  const parsed = JSON.parse(body) as { id?: unknown; method?: string } | { id?: unknown; method?: string }[];
+  const parsed = JSON.parse(body) as Call | Call[];
   if (!Array.isArray(parsed) && parsed.method === "eth_getLogs") {
     const opening = Buffer.from(`{"jsonrpc":"2.0","id":${JSON.stringify(parsed.id)},`);
     socket.write(head(opening.length + LARGE_PREFIX.length));
@@ -41,10 +72,16 @@ function answerRpc(socket: Socket, body: string): void {
     socket.write(LARGE_PREFIX);
     return;
   }
-  const one = (call: { id?: unknown; method?: string }) =>
-    `{"jsonrpc":"2.0","id":${JSON.stringify(call.id)},"result":"${call.method === "eth_chainId" ? "0x1" : call.method === "eth_blockNumber" ? headHex() : "0x10"}"}`;
+  const one = (call: Call) => `{"jsonrpc":"2.0","id":${JSON.stringify(call.id)},"result":${result(call)}}`;
   const text = Array.isArray(parsed) ? `[${parsed.map(one).join(",")}]` : one(parsed);
   socket.write(head(Buffer.byteLength(text)) + text);
+}
+
+function result(call: Call): string {
+  if (call.method === "eth_chainId") return '"0x1"';
+  if (call.method === "eth_blockNumber") return `"${hex(headNumber())}"`;
+  if (call.method === "eth_getBlockByNumber") return block(call.params?.[0]);
+  return '"0x10"';
 }
 
 function serveHttp(socket: Socket): void {

@@ -11,6 +11,17 @@ const SMALL: Omit<Workload, "name" | "connections"> = {
 /** The small JSON-RPC call at 50 connections: the quick run's, and the one scaling and routing run on. */
 export const SMALL_CALL_50: Workload = { name: "eth_blockNumber, 50 conns", connections: 50, ...SMALL };
 
+/**
+ * A call the answer cache keeps for good (registry `reads.cache.always`): after the first, every one is a
+ * hit. The cache scenario's hit path.
+ */
+export const CACHE_HIT_50: Workload = {
+  name: "eth_chainId, 50 conns",
+  connections: 50,
+  ...SMALL,
+  body: rpc("eth_chainId"),
+};
+
 // The 1 MB workload runs first: a process keeps the heap it grew, so each target's peak RSS there is its
 // own and not what earlier workloads left behind.
 export const HTTP_WORKLOADS: readonly Workload[] = [

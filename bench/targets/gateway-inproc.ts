@@ -25,6 +25,7 @@ const config: GatewayConfig = {
   ...DEFAULT_CONFIG,
   ...bench,
   limits: { ...DEFAULT_LIMITS, ws: { ...DEFAULT_LIMITS.ws, ...bench.limits.ws } },
+  cache: { ...DEFAULT_CONFIG.cache, ...bench.cache },
   operator: undefined,
 };
 const gateway = createProxyServer({
