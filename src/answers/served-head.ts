@@ -9,6 +9,8 @@ import { Waiters } from "../upstream/waiters.js";
 export class ServedHead {
   #height = -1;
   #epoch = 0;
+  #risenAt = 0;
+  #blockMs: number | undefined = undefined;
   /** Calls waiting for a node at a head, by the head they wait for. */
   readonly #waiting = new Waiters<number>();
   /** Told of every rise, to share it with other gateway instances (shared-head.ts). */
@@ -27,12 +29,30 @@ export class ServedHead {
     return this.#epoch;
   }
 
+  /**
+   * The time between blocks as the label's head has risen, smoothed; undefined until two rises were seen.
+   * The registry's block time is the network's; a dev chain or a slow network may differ (src/cache/).
+   */
+  get blockMs(): number | undefined {
+    return this.#blockMs;
+  }
+
   /** A head was served or seen: the mark rises to it, never falls. */
   raise(height: number): void {
     if (height <= this.#height) return;
+    this.#timeRise(height);
     this.#height = height;
     this.#epoch++;
     this.onRise?.(height);
+  }
+
+  #timeRise(height: number): void {
+    const now = performance.now();
+    if (this.#height >= 0 && this.#risenAt > 0) {
+      const sample = (now - this.#risenAt) / (height - this.#height);
+      this.#blockMs = this.#blockMs === undefined ? sample : 0.8 * this.#blockMs + 0.2 * sample;
+    }
+    this.#risenAt = now;
   }
 
   /**
@@ -58,6 +78,7 @@ export class ServedHead {
   /** Another gateway instance served this head: the mark rises as if this one had. */
   raiseFromPeer(height: number): void {
     if (height <= this.#height) return;
+    this.#timeRise(height);
     this.#height = height;
     this.#epoch++;
   }

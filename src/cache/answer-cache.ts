@@ -2,25 +2,30 @@ import { LRUCache } from "lru-cache";
 import type { CacheSettings } from "../config/types.js";
 import type { SharedAnswers } from "./shared-answers.js";
 
-/** One kept answer: its text around the id, which each caller's own id fills (relay-cached.ts). */
+/**
+ * One kept answer: its bytes around the id, which each caller's own id fills (relay-cached.ts). Bytes, not
+ * strings: outside V8's heap, an entry costs what it holds (the bench's 256 MB budget showed 1.7× in RSS as
+ * strings, the heap grown for them and for the garbage of the answers they were cut from).
+ */
 export interface CacheEntry {
-  readonly beforeId: string;
-  readonly afterId: string;
+  readonly before: Buffer;
+  /** Empty for a REST answer, which has no id: `before` is its body. */
+  readonly after: Buffer;
   /** The label's head epoch it was read at, or FINAL for an answer that can no longer change. */
   readonly epoch: number;
   /** For an answer read at the head: when it is too old to serve, however still the head (performance.now()). */
   readonly expiresAt: number;
   /** Which tier of nodes gave it, for a read that may reach the archive nodes (src/answers/archive.ts). */
   readonly tier: "full" | "archive" | undefined;
-  /** A REST answer's content type; its body is `beforeId`, its bytes as latin1 text. */
+  /** A REST answer's content type; its body is `before`. */
   readonly contentType?: string | undefined;
 }
 
 /** The epoch of an answer that can no longer change: kept until memory runs short. */
 export const FINAL = -1;
 
-/** Bytes an entry costs beyond its text: the entry object, its key's slot and the LRU's links. */
-const ENTRY_OVERHEAD = 120;
+/** Bytes an entry costs beyond its bytes: the entry and two Buffer objects, its key's slot, the LRU's links. */
+const ENTRY_OVERHEAD = 240;
 
 /** What the cache did, for the metrics (`gateway_cache_*`, docs/cache.md). */
 export interface CacheCounts {
@@ -90,5 +95,23 @@ export class AnswerCache {
 }
 
 function sizeOf(entry: CacheEntry, key: string): number {
-  return entry.beforeId.length + entry.afterId.length + key.length + ENTRY_OVERHEAD;
+  return entry.before.length + entry.after.length + key.length + ENTRY_OVERHEAD;
+}
+
+/**
+ * Bytes of their own: a small Buffer from Node's pool would keep the pool's 8 KB slab alive for as long as
+ * the entry lives.
+ */
+export function ownBytes(source: string | Buffer): Buffer {
+  const length = typeof source === "string" ? Buffer.byteLength(source) : source.length;
+  const bytes = Buffer.allocUnsafeSlow(length);
+  if (typeof source === "string") bytes.write(source);
+  else source.copy(bytes);
+  return bytes;
+}
+
+/** A kept answer with a caller's id (its source text) in it. */
+export function withId(entry: Pick<CacheEntry, "before" | "after">, id: string): Buffer {
+  if (entry.after.length === 0 && id === "") return entry.before;
+  return Buffer.concat([entry.before, Buffer.from(id), entry.after]);
 }

@@ -4,10 +4,13 @@ import type { CacheRules, HeadEncoding } from "../registry/types.js";
 import type { WholeAnswer } from "../upstream/buffered-answer.js";
 import type { UpstreamGroup } from "../upstream/group.js";
 import { readHeight } from "../upstream/head.js";
-import { type CacheEntry, FINAL } from "./answer-cache.js";
+import { type CacheEntry, FINAL, ownBytes } from "./answer-cache.js";
+
+const EMPTY = Buffer.alloc(0);
+
 import type { CacheRead } from "./cache-read.js";
 
-/** A node's answer as the cache holds it: its text around the id, and whether it may be kept at all. */
+/** A node's answer as the cache holds it: its bytes around the id, and whether it may be kept at all. */
 export interface KeptAnswer {
   readonly entry: Omit<CacheEntry, "tier">;
   readonly store: boolean;
@@ -58,6 +61,7 @@ export function keptMembers(
   }
   const beforeId = `{${[...before, '"id":'].join(",")}`;
   const afterId = `${after.length > 0 ? `,${after.join(",")}` : ""}}`;
+  const bytes = { before: ownBytes(beforeId), after: ownBytes(afterId) };
   const lifetime = statusCode === 200 ? lifetimeOf(members, read, group) : undefined;
   const final = lifetime === "final";
   const store =
@@ -65,18 +69,16 @@ export function keptMembers(
     (final || (settings.headRelative && settings.headMaxAgeMs > 0 && group.served.epoch === epoch));
   return {
     entry: {
-      beforeId,
-      afterId,
+      ...bytes,
       epoch: final ? FINAL : epoch,
-      expiresAt: final ? Number.POSITIVE_INFINITY : performance.now() + settings.headMaxAgeMs,
+      expiresAt: final ? Number.POSITIVE_INFINITY : performance.now() + headMaxAge(settings, group),
     },
     store,
   };
 }
 
 /**
- * A REST answer as the cache holds it: its body whole (bytes as latin1 text, since algod may answer msgpack)
- * with its content type. Kept when its status is 200: final as `isFinal` says, else for its head epoch.
+ * A REST answer as the cache holds it: its body whole (algod may answer msgpack) with its content type. Kept when its status is 200: final as `isFinal` says, else for its head epoch.
  */
 function keptRest(
   answer: WholeAnswer,
@@ -85,24 +87,35 @@ function keptRest(
   settings: CacheSettings,
   epoch: number,
 ): KeptAnswer {
-  const body = answer.body.toString("latin1");
+  const body = answer.body;
   const at = answer.headers.findIndex((name, i) => i % 2 === 0 && name.toLowerCase() === "content-type");
   const contentType = at < 0 ? "application/json" : (answer.headers[at + 1] as string);
   const final = answer.statusCode === 200 && isFinal(read, group, undefined);
-  const empty = body.trim() === "null" || body.trim() === "[]";
+  const text = body.length <= 8 ? body.toString("latin1").trim() : "";
+  const empty = text === "null" || text === "[]";
   const store =
     answer.statusCode === 200 &&
     (final || (!empty && settings.headRelative && settings.headMaxAgeMs > 0 && group.served.epoch === epoch));
   return {
     entry: {
-      beforeId: body,
-      afterId: "",
+      before: ownBytes(body),
+      after: EMPTY,
       contentType,
       epoch: final ? FINAL : epoch,
-      expiresAt: final ? Number.POSITIVE_INFINITY : performance.now() + settings.headMaxAgeMs,
+      expiresAt: final ? Number.POSITIVE_INFINITY : performance.now() + headMaxAge(settings, group),
     },
     store,
   };
+}
+
+/**
+ * How long an answer read at the head is served at most: the settings' age, and no more than half the time
+ * between the blocks the label's head has been seen to make (a dev chain's blocks may come faster than its
+ * network's): a caller sees a head at most one block old.
+ */
+function headMaxAge(settings: CacheSettings, group: UpstreamGroup): number {
+  const blockMs = group.served.blockMs;
+  return blockMs === undefined ? settings.headMaxAgeMs : Math.min(settings.headMaxAgeMs, blockMs / 2);
 }
 
 /** How long the answer may be kept: until evicted, for its head epoch, or (undefined) not at all. */

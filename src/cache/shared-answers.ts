@@ -4,16 +4,16 @@ import { deflateRaw, inflateRaw } from "node:zlib";
 import { Redis } from "ioredis";
 import type { SharedLimitsConfig } from "../config/types.js";
 import { sharedRedisOptions } from "../limits/redis-options.js";
+import { ownBytes } from "./answer-cache.js";
 
 const deflate = promisify(deflateRaw);
 const inflate = promisify(inflateRaw);
 
-/** A final answer as instances share it: its text around the id, and the tier that gave it. */
+/** A final answer as instances share it: its bytes around the id, the tier that gave it, a REST content type. */
 export interface SharedEntry {
-  readonly beforeId: string;
-  readonly afterId: string;
+  readonly before: Buffer;
+  readonly after: Buffer;
   readonly tier: "full" | "archive" | undefined;
-  /** A REST answer's content type (its body is `beforeId`, as latin1 text). */
   readonly contentType?: string | undefined;
 }
 
@@ -57,14 +57,9 @@ export class SharedAnswers {
         this.counts.miss++;
         return undefined;
       }
-      const [beforeId, afterId, tier, contentType] = JSON.parse((await inflate(stored)).toString("utf8")) as [
-        string,
-        string,
-        SharedEntry["tier"] | null,
-        string | null,
-      ];
+      const entry = unpacked(await inflate(stored));
       this.counts.hit++;
-      return { beforeId, afterId, tier: tier ?? undefined, contentType: contentType ?? undefined };
+      return entry;
     } catch {
       this.counts.error++;
       return undefined;
@@ -74,13 +69,10 @@ export class SharedAnswers {
   /** Shares a final answer; a failure only leaves it unshared. */
   put(label: string, key: string, entry: SharedEntry): void {
     if (!this.up) return;
-    const text = JSON.stringify([
-      entry.beforeId,
-      entry.afterId,
-      entry.tier ?? null,
-      entry.contentType ?? null,
-    ]);
-    deflate(Buffer.from(text, "utf8"))
+    const head = Buffer.from(
+      `${JSON.stringify([entry.before.length, entry.tier ?? null, entry.contentType ?? null])}\n`,
+    );
+    deflate(Buffer.concat([head, entry.before, entry.after]))
       .then((packed) => this.#redis.set(redisKey(label, key), packed, "PX", KEEP_MS))
       .then(() => {
         this.counts.stored++;
@@ -93,6 +85,26 @@ export class SharedAnswers {
   close(): void {
     this.#redis.disconnect();
   }
+}
+
+/**
+ * A stored answer: a JSON line `[bytes before the id, tier, content type]`, then the bytes before the id
+ * and after it.
+ */
+function unpacked(stored: Buffer): SharedEntry {
+  const line = stored.indexOf(10);
+  const [beforeLength, tier, contentType] = JSON.parse(stored.subarray(0, line).toString("utf8")) as [
+    number,
+    SharedEntry["tier"] | null,
+    string | null,
+  ];
+  const start = line + 1;
+  return {
+    before: ownBytes(stored.subarray(start, start + beforeLength)),
+    after: ownBytes(stored.subarray(start + beforeLength)),
+    tier: tier ?? undefined,
+    contentType: contentType ?? undefined,
+  };
 }
 
 /** The label and a digest of the call's key: a bounded Redis key, whatever the params' length. */
