@@ -1,5 +1,5 @@
 import type { ServerResponse } from "node:http";
-import { learnHeights } from "../answers/examined.js";
+import { learnHeights, showsHeight } from "../answers/examined.js";
 import { ANY_ORIGIN } from "../errors/respond.js";
 import type { PassedCall } from "../jsonrpc/check.js";
 import { scanMembers } from "../jsonrpc/scan.js";
@@ -49,7 +49,7 @@ export function relayCachedBatch(
   fetchWhole({ ...call, body, cacheBatch: undefined }, res, note, (error, answer) => {
     if (error !== undefined || answer === undefined) return done(error);
     const text = answer.body.toString("utf8");
-    if (answer.statusCode === 200) learnHeights(call, answer.upstream, text);
+    if (answer.statusCode === 200 && showsHeight(call)) learnHeights(call, answer.upstream, text);
     const elements = text.trimStart().startsWith("[") ? scanMembers(text) : undefined;
     if (answer.statusCode !== 200 || elements === undefined) {
       res.writeHead(answer.statusCode, answer.headers as string[]);

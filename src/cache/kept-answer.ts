@@ -29,13 +29,13 @@ export interface KeptAnswer {
  */
 export function keptAnswer(
   answer: WholeAnswer,
+  text: string,
   read: CacheRead,
   group: UpstreamGroup,
   settings: CacheSettings,
   epoch: number,
 ): KeptAnswer | undefined {
   if (read.rest === true) return keptRest(answer, read, group, settings, epoch);
-  const text = answer.body.toString("utf8");
   const envelopes = text.trimStart().startsWith("{") ? scanMembers(text) : [];
   const members = envelopes.length === 1 ? envelopes[0] : undefined;
   if (members === undefined) return undefined;
@@ -52,16 +52,24 @@ export function keptMembers(
   epoch: number,
 ): KeptAnswer | undefined {
   if (!members.has("id")) return undefined;
-  const before: string[] = [];
+  // `{"jsonrpc":"2.0","id":` and `,"result":…}`, written straight into bytes: no joined copy of a large result
+  const before: string[] = ["{"];
   const after: string[] = [];
   let seenId = false;
+  let first = true;
   for (const [name, value] of members) {
-    if (name === "id") seenId = true;
-    else (seenId ? after : before).push(`${JSON.stringify(name)}:${value}`);
+    if (name === "id") {
+      before.push(first ? '"id":' : ',"id":');
+      seenId = true;
+    } else {
+      const parts = seenId ? after : before;
+      if (!first) parts.push(",");
+      parts.push(JSON.stringify(name), ":", value);
+    }
+    first = false;
   }
-  const beforeId = `{${[...before, '"id":'].join(",")}`;
-  const afterId = `${after.length > 0 ? `,${after.join(",")}` : ""}}`;
-  const bytes = { before: ownBytes(beforeId), after: ownBytes(afterId) };
+  after.push("}");
+  const bytes = { before: bytesOf(before), after: bytesOf(after) };
   const lifetime = statusCode === 200 ? lifetimeOf(members, read, group) : undefined;
   const final = lifetime === "final";
   const store =
@@ -116,6 +124,16 @@ function keptRest(
 function headMaxAge(settings: CacheSettings, group: UpstreamGroup): number {
   const blockMs = group.served.blockMs;
   return blockMs === undefined ? settings.headMaxAgeMs : Math.min(settings.headMaxAgeMs, blockMs / 2);
+}
+
+/** Pieces of text as one Buffer of its own (answer-cache.ts `ownBytes`), each written once. */
+function bytesOf(parts: readonly string[]): Buffer {
+  let length = 0;
+  for (const part of parts) length += Buffer.byteLength(part);
+  const bytes = Buffer.allocUnsafeSlow(length);
+  let at = 0;
+  for (const part of parts) at += bytes.write(part, at);
+  return bytes;
 }
 
 /** How long the answer may be kept: until evicted, for its head epoch, or (undefined) not at all. */

@@ -1,7 +1,7 @@
 import type { ServerResponse } from "node:http";
 import { fetchByTier, TIER_HEADER, type TierFields } from "../answers/archive.js";
 import { fetchByHash } from "../answers/by-hash.js";
-import { learnHeights } from "../answers/examined.js";
+import { learnHeights, showsHeight } from "../answers/examined.js";
 import { ANY_ORIGIN } from "../errors/respond.js";
 import { GatewayError } from "../errors/table.js";
 import type { WholeAnswer } from "../upstream/buffered-answer.js";
@@ -87,8 +87,11 @@ export function relayCached(
         for (const w of flight.waiters) w.done(error);
         return;
       }
-      if (answer.statusCode === 200) learnHeights(call, answer.upstream, answer.body.toString("utf8"));
-      const kept = keptAnswer(answer, read, call.group, cache.settings, epoch);
+      // a REST answer may be bytes that are no text (msgpack): its heights are read only as the relay does
+      const text = read.rest === true ? "" : answer.body.toString("utf8");
+      if (answer.statusCode === 200 && showsHeight(call))
+        learnHeights(call, answer.upstream, text === "" ? answer.body.toString("utf8") : text);
+      const kept = keptAnswer(answer, text, read, call.group, cache.settings, epoch);
       if (kept === undefined) {
         sendEach(flight.waiters, answer, tier, note);
         return;
