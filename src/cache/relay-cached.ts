@@ -6,7 +6,7 @@ import { ANY_ORIGIN } from "../errors/respond.js";
 import { GatewayError } from "../errors/table.js";
 import type { WholeAnswer } from "../upstream/buffered-answer.js";
 import { fetchWhole, type RelayDone, type UpstreamCall } from "../upstream/policy.js";
-import { type AnswerCache, type CacheEntry, FINAL, withId } from "./answer-cache.js";
+import { type AnswerCache, type CacheEntry, FINAL } from "./answer-cache.js";
 import type { CacheRead } from "./cache-read.js";
 import { keptAnswer } from "./kept-answer.js";
 import { SharedCaller } from "./shared-caller.js";
@@ -167,10 +167,15 @@ function send(
     res.end(text, "latin1");
     return;
   }
-  const body = withId(entry, id);
-  headers["content-length"] = String(body.length);
+  // a large one in three writes, corked into one: no copy of it per caller
+  const idBytes = Buffer.from(id);
+  headers["content-length"] = String(length + idBytes.length);
   res.writeHead(statusCode, headers);
-  res.end(body);
+  res.cork();
+  res.write(entry.before);
+  if (idBytes.length > 0) res.write(idBytes);
+  res.end(entry.after);
+  res.uncork();
 }
 
 /** Answers up to this size are written as text with their headers. */
