@@ -66,8 +66,9 @@ export async function createControlPlane(options: {
       support: gateway.support,
       // A key without a rate of its own has the proxies' default: the page says which.
       defaultRate: gateway.defaultRate ?? DEFAULT_CONFIG.defaultRate,
-      // Where e-mails go without an SMTP server, which the page names after each one it sends.
-      mail: config.mail.smtp === undefined ? { outbox: config.mail.outbox } : {},
+      // Whether e-mails go to an outbox folder, having no SMTP server: the page says so, never where (a path
+      // on the server is not a customer's to read).
+      mail: config.mail.smtp === undefined ? { outbox: true } : {},
       networks: dashboardNetworks(endpointsByLabel, origin),
     },
     secure: config.publicUrl?.startsWith("https://") ?? false,

@@ -36,7 +36,7 @@ describe.each(STORES)("accounts end to end (%s store)", (store) => {
     const confirmation = smtp.next(email);
     const signup = await fx.api("POST", "/v1/signup", { email });
     expect(signup.status).toBe(202);
-    expect(signup.json.account).toMatchObject({ email, status: "pending" });
+    expect(signup.json.email).toBe(email);
     const token = tokenIn(await confirmation);
     const confirmed = await fx.api("POST", "/v1/confirm", { token });
     expect(confirmed.status).toBe(200);

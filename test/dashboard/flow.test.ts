@@ -104,6 +104,8 @@ describe.skipIf(chromium.skip)("the dashboard, in Chromium", () => {
     expect(await page.evaluate<string>("document.activeElement.textContent")).toBe("Sign up");
     await page.keyboard.press("Enter");
     await expect.poll(status).toContain("outbox");
+    // never where on the server
+    expect(await status()).not.toContain(fx.dir);
     expect(mails()).toHaveLength(1);
   });
 

@@ -62,12 +62,13 @@ export function createAccountsApi(
 ): Server {
   const routes: Route[] = [
     route("POST", /^\/v1\/signup$/, async ({ body, ip }) => {
-      const account = await service.sessions.signUp(body.email, ip);
+      // the same answer whether or not the address has an account: the e-mail says which
+      const email = await service.sessions.signUp(body.email, ip);
       return [
         202,
         {
-          account: publicAccount(account),
-          next: "Confirm with the token sent to your e-mail: POST /v1/confirm",
+          email,
+          next: "Follow the e-mail sent to this address: a confirmation token for POST /v1/confirm, or, for an address that has an account, a sign-in token for POST /v1/session",
         },
       ];
     }),

@@ -24,6 +24,24 @@ export function signInEmail(publicUrl: string, token: string): Email {
   };
 }
 
+/** A sign-up with an address that has an account: the way in is signing in, with a token. */
+export function alreadySignedUpEmail(publicUrl: string, token: string): Email {
+  return {
+    subject: "You already have an account",
+    text: `Someone, probably you, asked to sign up with this address, which already has an account. Sign in
+instead: open
+
+${publicUrl}/#signin=${token}
+
+or paste this token on the sign-in page (valid for one hour):
+
+  ${token}
+
+If it was not you, there is nothing to do: your account is as it was.
+`,
+  };
+}
+
 /** Why a key is sent, which its subject says. */
 export type KeyOccasion =
   | { readonly kind: "free-test"; readonly network: string }

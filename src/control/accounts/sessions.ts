@@ -2,7 +2,7 @@ import { randomBytes } from "node:crypto";
 import { GatewayError } from "../../errors/table.js";
 import { keyHash } from "../../keys/digest.js";
 import type { ServiceContext } from "./context.js";
-import { confirmationEmail, signInEmail } from "./emails.js";
+import { alreadySignedUpEmail, confirmationEmail, signInEmail } from "./emails.js";
 import { emailOf } from "./input.js";
 import type { RequestLimits } from "./request-limits.js";
 import type { Account, TokenPurpose } from "./types.js";
@@ -20,16 +20,26 @@ export class Sessions {
     this.#limits = limits;
   }
 
-  /** Creates a pending account and e-mails a confirmation token. */
-  async signUp(emailInput: unknown, ip: string): Promise<Account> {
+  /**
+   * Creates a pending account and e-mails a confirmation token. The caller learns nothing about whether the
+   * address had an account: the answer is the same, and only the e-mail differs. An address with an active
+   * account gets a sign-in token, one still pending a new confirmation token.
+   */
+  async signUp(emailInput: unknown, ip: string): Promise<string> {
     const { store, config, now } = this.#context;
     const email = emailOf(emailInput);
     this.#limit(ip, email);
-    if ((await store.accountByEmail(email)) !== undefined) throw new GatewayError("EMAIL_TAKEN");
-    const account = await store.createAccount(email, "pending", now());
+    const existing = await store.accountByEmail(email);
+    if (existing?.status === "active") {
+      const token = await this.#token(existing.id, "login", 1);
+      await this.#context.mail(email, alreadySignedUpEmail(this.#publicUrl(), token));
+      return email;
+    }
+    const account = existing ?? (await store.createAccount(email, "pending", now()));
+    if (account.status !== "pending") return email;
     const token = await this.#token(account.id, "confirm", config.confirmTokenHours);
     await this.#context.mail(email, confirmationEmail(this.#publicUrl(), token, config.confirmTokenHours));
-    return account;
+    return email;
   }
 
   /** Confirms the e-mail address: the account becomes active, and a session starts. */

@@ -60,7 +60,7 @@ function networkName(code) {
 
 function deliveryNote() {
   return catalog.mail.outbox
-    ? `It was written to the outbox folder (${catalog.mail.outbox}), as this gateway sends no e-mail.`
+    ? "This gateway sends no e-mail: it was written to the gateway's outbox folder, which its operator reads."
     : "Check your inbox.";
 }
 
@@ -109,7 +109,7 @@ async function submitEmail(event, email) {
     await api("POST", signup ? "/v1/signup" : "/v1/login", { email });
     say(`${signup ? "Confirmation" : "Sign-in"} e-mail sent to ${email}. ${deliveryNote()}`);
   } catch (error) {
-    say(error.code === "EMAIL_TAKEN" ? "That address has an account: sign in instead." : error.message, true);
+    say(error.message, true);
   }
 }
 
