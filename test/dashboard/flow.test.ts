@@ -94,6 +94,9 @@ describe.skipIf(chromium.skip)("the dashboard, in Chromium", () => {
 
   it("signs up, and says where the confirmation went", async () => {
     await page.goto(fx.origin);
+    // signed out, the header offers no "Sign out"
+    await expect.poll(() => page.getByLabel("E-mail address").count()).toBe(1);
+    expect(await page.locator("#sign-out").isVisible()).toBe(false);
     // by keyboard alone: Tab from the page's start reaches the labelled field, Enter submits the sign-up
     await expect.poll(() => page.getByLabel("E-mail address").count()).toBe(1);
     for (let i = 0; i < 5 && (await page.evaluate<string>("document.activeElement.id")) !== "email"; i++)
@@ -123,6 +126,22 @@ describe.skipIf(chromium.skip)("the dashboard, in Chromium", () => {
       sameSite: "Strict",
     });
     expect(await page.evaluate<string>("document.cookie")).not.toContain("gw_session");
+  });
+
+  it("a confirmation link used once already says so, on the sign-in page, never on Loading…", async () => {
+    const link = /(http:\/\/\S+#confirm=[A-Za-z0-9_-]+)/.exec(mails()[0] ?? "")?.[1] as string;
+    const again = await browser.newPage();
+    try {
+      await again.goto(link.replace("http://127.0.0.1:0", fx.origin));
+      await expect.poll(() => again.locator("[role=alert]").textContent()).toContain("already used");
+      expect(await again.locator("h1").textContent()).toBe("Sign up or sign in");
+      expect(await again.getByLabel("E-mail address").count()).toBe(1);
+      // a link cut short is the same
+      await again.goto(`${fx.origin}/#confirm=${"x".repeat(20)}`);
+      await expect.poll(() => again.locator("[role=alert]").textContent()).toContain("not a whole link");
+    } finally {
+      await again.close();
+    }
   });
 
   it("requests a free test for eth; the key arrives by e-mail and never on the page", async () => {
@@ -204,14 +223,40 @@ describe.skipIf(chromium.skip)("the dashboard, in Chromium", () => {
     expect(await page.content()).not.toContain(rotated);
   });
 
-  it("fits a phone-sized screen", async () => {
+  it("fits a phone-sized screen: nothing scrolls sideways, the key and usage tables included", async () => {
     const phone = await context.newPage();
-    await phone.setViewportSize({ width: 375, height: 740 });
+    await phone.setViewportSize({ width: 390, height: 844 });
+    // the page, and any element that could scroll inside it
+    const sideways = () =>
+      phone.evaluate<string[]>(`[
+        ...(document.documentElement.scrollWidth > 390 ? ["the page: " + document.documentElement.scrollWidth] : []),
+        ...[...document.querySelectorAll("main *")]
+          .filter((e) => e.scrollWidth > e.clientWidth + 1 && ["auto", "scroll"].includes(getComputedStyle(e).overflowX))
+          .map((e) => e.tagName + "." + e.className + ": " + e.scrollWidth + " > " + e.clientWidth),
+      ]`);
+    for (const [hash, title] of [
+      ["#/keys", "Your keys"],
+      ["#/usage", "Usage of all your keys"],
+    ]) {
+      await phone.goto(`${fx.origin}/${hash}`);
+      await expect.poll(() => phone.locator("h1").textContent()).toBe(title);
+      expect(await sideways(), hash).toEqual([]);
+    }
+    // each cell says which column it is, since the table's head is not shown
     await phone.goto(`${fx.origin}/#/keys`);
     await expect.poll(() => phone.locator("h1").textContent()).toBe("Your keys");
-    expect(await phone.evaluate<number>("document.documentElement.scrollWidth")).toBeLessThanOrEqual(375);
+    expect(await phone.locator("#keys td").first().getAttribute("data-label")).toBe("Key");
     await phone.screenshot({ path: join(ARTIFACTS, "keys-phone.png"), fullPage: true });
     await phone.close();
+  });
+
+  it("signs out: the header forgets the account and offers no sign-out", async () => {
+    await page.goto(`${fx.origin}/#/keys`);
+    await expect.poll(() => page.locator("#account-email").textContent()).toBe(EMAIL);
+    await page.getByRole("button", { name: "Sign out" }).click();
+    await expect.poll(status).toBe("Signed out.");
+    expect(await page.locator("#account-email").textContent()).toBe("");
+    expect(await page.locator("#sign-out").isVisible()).toBe(false);
   });
 });
 

@@ -8,6 +8,14 @@ const status = document.getElementById("status");
 let catalog;
 let account;
 
+/** A table's rows, each cell labelled by its column, which a phone-wide screen shows beside its value. */
+function labelled(headers, cells) {
+  return cells.map((cell, i) => {
+    cell.setAttribute("data-label", headers[i]);
+    return cell;
+  });
+}
+
 function el(tag, attributes = {}, ...children) {
   const node = document.createElement(tag);
   for (const [name, value] of Object.entries(attributes)) {
@@ -115,21 +123,40 @@ async function submitEmail(event, email) {
 
 async function submitToken(event, token) {
   event.preventDefault();
-  await redeem(token, "/v1/session").catch(() => redeem(token, "/v1/confirm"));
+  await redeem(token, "/v1/session")
+    .catch(() => redeem(token, "/v1/confirm"))
+    .catch((error) => say(linkProblem(error), true));
 }
 
+/** Signs in with a token from an e-mail: the keys page, or the error for the caller to show. */
 async function redeem(token, path) {
-  try {
-    account = (await api("POST", path, { token })).account;
-    history.replaceState(null, "", "#/keys");
-    await route();
-  } catch (error) {
-    if (path === "/v1/session") throw error;
-    say(error.message, true);
-  }
+  account = (await api("POST", path, { token })).account;
+  history.replaceState(null, "", "#/keys");
+  await route();
+}
+
+/** What a used, expired or mistyped link or token means for the customer, and the way on. */
+function linkProblem(error) {
+  if (error.code === "TOKEN_EXPIRED")
+    return "This link has expired. Enter your e-mail address below to get a new one.";
+  if (error.code === "TOKEN_INVALID")
+    return "This link was already used, or it is not a whole link. Enter your e-mail address below to get a new one.";
+  return error.message;
 }
 
 // ---- keys ----
+
+const KEY_COLUMNS = [
+  "Key",
+  "Plan",
+  "Networks",
+  "Archive",
+  "Rate",
+  "Status",
+  "Created",
+  "Expires (UTC)",
+  "Actions",
+];
 
 async function keysView() {
   const { keys } = await api("GET", "/v1/keys");
@@ -137,30 +164,32 @@ async function keysView() {
     el(
       "tr",
       { "data-key-id": key.id },
-      el("td", {}, el("code", {}, `${key.prefix}…`)),
-      el("td", {}, key.plan),
-      el("td", {}, key.networks === "*" ? "all" : key.networks.map(networkName).join(", ")),
-      el("td", {}, key.archive ? "yes" : "no"),
-      el("td", {}, rateText(key.rate ?? catalog.defaultRate)),
-      el("td", { class: "key-status" }, statusText(key)),
-      el("td", {}, key.createdAt.slice(0, 10)),
-      el("td", {}, key.expiresAt ? key.expiresAt.replace("T", " ").slice(0, 16) : "never"),
-      el(
-        "td",
-        {},
+      ...labelled(KEY_COLUMNS, [
+        el("td", {}, el("code", {}, `${key.prefix}…`)),
+        el("td", {}, key.plan),
+        el("td", {}, key.networks === "*" ? "all" : key.networks.map(networkName).join(", ")),
+        el("td", {}, key.archive ? "yes" : "no"),
+        el("td", {}, rateText(key.rate ?? catalog.defaultRate)),
+        el("td", { class: "key-status" }, statusText(key)),
+        el("td", {}, key.createdAt.slice(0, 10)),
+        el("td", {}, key.expiresAt ? `${key.expiresAt.replace("T", " ").slice(0, 16)} UTC` : "never"),
         el(
-          "div",
-          { class: "actions" },
-          el("a", { href: `#/keys/${key.id}/endpoints` }, "Endpoints"),
-          el("a", { href: `#/keys/${key.id}/usage` }, "Usage"),
-          key.status === "active"
-            ? [
-                el("button", { type: "button", class: "quiet", onclick: () => rotate(key) }, "Rotate"),
-                el("button", { type: "button", class: "danger", onclick: () => revoke(key) }, "Revoke"),
-              ]
-            : [],
+          "td",
+          {},
+          el(
+            "div",
+            { class: "actions" },
+            el("a", { href: `#/keys/${key.id}/endpoints` }, "Endpoints"),
+            el("a", { href: `#/keys/${key.id}/usage` }, "Usage"),
+            key.status === "active"
+              ? [
+                  el("button", { type: "button", class: "quiet", onclick: () => rotate(key) }, "Rotate"),
+                  el("button", { type: "button", class: "danger", onclick: () => revoke(key) }, "Revoke"),
+                ]
+              : [],
+          ),
         ),
-      ),
+      ]),
     ),
   );
   show(
@@ -178,25 +207,7 @@ async function keysView() {
               { class: "note" },
               "Keys are shown by their first characters only. The key itself was sent by e-mail.",
             ),
-            el(
-              "thead",
-              {},
-              el(
-                "tr",
-                {},
-                ...[
-                  "Key",
-                  "Plan",
-                  "Networks",
-                  "Archive",
-                  "Rate",
-                  "Status",
-                  "Created",
-                  "Expires",
-                  "Actions",
-                ].map((h) => el("th", { scope: "col" }, h)),
-              ),
-            ),
+            el("thead", {}, el("tr", {}, ...KEY_COLUMNS.map((h) => el("th", { scope: "col" }, h)))),
             el("tbody", {}, rows),
           ),
         ),
@@ -368,6 +379,8 @@ async function usageView(id) {
     days.set(row.day, day);
   }
   const title = id === undefined ? "Usage of all your keys" : `Usage of ${report.key.prefix}…`;
+  // the all-keys report names each row's key; days are UTC days
+  const columns = [...(id === undefined ? ["Key"] : []), "Day (UTC)", "Network", "Calls", "Errors"];
   show(
     title,
     el(
@@ -382,11 +395,7 @@ async function usageView(id) {
       el(
         "table",
         { id: "usage" },
-        el(
-          "thead",
-          {},
-          el("tr", {}, ...["Day", "Network", "Calls", "Errors"].map((h) => el("th", { scope: "col" }, h))),
-        ),
+        el("thead", {}, el("tr", {}, ...columns.map((h) => el("th", { scope: "col" }, h)))),
         el(
           "tbody",
           {},
@@ -394,10 +403,13 @@ async function usageView(id) {
             el(
               "tr",
               {},
-              el("td", {}, row.day),
-              el("td", {}, row.label),
-              el("td", {}, row.calls),
-              el("td", {}, row.errors),
+              ...labelled(columns, [
+                ...(id === undefined ? [el("td", {}, el("code", {}, `${row.key}…`))] : []),
+                el("td", {}, row.day),
+                el("td", {}, row.label),
+                el("td", {}, row.calls),
+                el("td", {}, row.errors),
+              ]),
             ),
           ),
         ),
@@ -508,13 +520,14 @@ async function route() {
   if (token) {
     history.replaceState(null, "", "#/");
     return redeem(token[2], token[1] === "confirm" ? "/v1/confirm" : "/v1/session").catch((e) =>
-      signInView(e.message),
+      signInView(linkProblem(e)),
     );
   }
   try {
     account = (await api("GET", "/v1/account")).account;
   } catch (error) {
     account = undefined;
+    document.getElementById("account-email").textContent = "";
     document.getElementById("account-nav").hidden = true;
     return signInView(error.status === 401 ? "" : error.message);
   }
@@ -532,9 +545,12 @@ async function start() {
   document.getElementById("sign-out").addEventListener("click", async () => {
     await api("POST", "/v1/logout").catch(() => {});
     account = undefined;
-    location.hash = "#/";
-    say("Signed out.");
+    document.getElementById("account-email").textContent = "";
+    document.getElementById("account-nav").hidden = true;
+    // no hashchange: its handler would clear the message below
+    history.replaceState(null, "", "#/");
     await route();
+    say("Signed out.");
   });
   window.addEventListener("hashchange", () => {
     say("");
