@@ -146,17 +146,7 @@ function linkProblem(error) {
 
 // ---- keys ----
 
-const KEY_COLUMNS = [
-  "Key",
-  "Plan",
-  "Networks",
-  "Archive",
-  "Rate",
-  "Status",
-  "Created",
-  "Expires (UTC)",
-  "Actions",
-];
+const KEY_COLUMNS = ["Key", "Plan", "Networks", "Archive", "Rate", "Status", "Created", "Expires", "Actions"];
 
 async function keysView() {
   const { keys } = await api("GET", "/v1/keys");
