@@ -1,25 +1,23 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { DEFAULT_HEALTH } from "../../src/config/defaults.js";
-import { type Anvil, startAnvil } from "../support/anvil.js";
+import { type ArchivePair, startArchivePair } from "../support/archive-pair.js";
 import { eventually } from "../support/eventually.js";
 import { KEYS, type RunningGateway, rpcBody, startGateway } from "../support/gateway.js";
-import { type RecordingNode, startRecordingNode } from "../support/recording-node.js";
+import type { RecordingNode } from "../support/recording-node.js";
 import { everyNodeInRotation } from "../support/rotation.js";
 
 // Archive reads on a full label (docs/upstreams.md, "Archive"): a full node started with --prune-history
 // behind `eth`, and an archive node with the same 300 blocks behind `eth-archive`, both real anvils, each
 // behind a recording node so that the test sees which node was asked.
 
-const ETH_MAINNET = 1;
 const ACCOUNT = "0xf39Fd6e51aad88F6F4ce6aB8827279cffFb92266";
 /** The dev account's balance at genesis, in every block here: nothing is ever sent. */
 const BALANCE = "0x21e19e0c9bab2400000";
 
 describe("archive reads reach archive nodes, for keys with archive access only (real anvil)", () => {
-  let full: Anvil;
-  let archive: Anvil;
   let fullNode: RecordingNode;
   let archiveNode: RecordingNode;
+  let pair: ArchivePair;
   let gw: RunningGateway;
 
   const balanceCalls = (node: RecordingNode) =>
@@ -28,20 +26,10 @@ describe("archive reads reach archive nodes, for keys with archive access only (
     gw.call("eth", `/${key}`, { body: rpcBody("eth_getBalance", [ACCOUNT, block], 7) });
 
   beforeAll(async () => {
-    [full, archive] = await Promise.all([
-      startAnvil({ pruned: true, chainId: ETH_MAINNET }),
-      startAnvil({ chainId: ETH_MAINNET }),
-    ]);
-    await Promise.all([full.rpc("anvil_mine", ["0x12c"]), archive.rpc("anvil_mine", ["0x12c"])]);
-    [fullNode, archiveNode] = await Promise.all([
-      startRecordingNode(full.url),
-      startRecordingNode(archive.url),
-    ]);
+    pair = await startArchivePair(300);
+    ({ fullNode, archiveNode } = pair);
     gw = await startGateway({
-      upstreams: {
-        eth: [{ url: fullNode.url, name: "full" }],
-        "eth-archive": [{ url: archiveNode.url, name: "archive" }],
-      },
+      upstreams: pair.upstreams,
       health: { ...DEFAULT_HEALTH, probeIntervalMs: 100 },
     });
     await everyNodeInRotation(gw);
@@ -54,8 +42,7 @@ describe("archive reads reach archive nodes, for keys with archive access only (
   });
   afterAll(async () => {
     await gw?.close();
-    await Promise.all([fullNode?.close(), archiveNode?.close()]);
-    await Promise.all([full?.stop(), archive?.stop()]);
+    await pair?.stop();
   });
 
   it("a block older than a full node keeps goes to the archive node at once, for an archive key", async () => {

@@ -1,24 +1,22 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { DEFAULT_CACHE, DEFAULT_HEALTH } from "../../src/config/defaults.js";
-import { type Anvil, startAnvil } from "../support/anvil.js";
+import { type ArchivePair, startArchivePair } from "../support/archive-pair.js";
 import { eventually } from "../support/eventually.js";
 import { KEYS, type RunningGateway, rpcBody, startGateway } from "../support/gateway.js";
-import { type RecordingNode, startRecordingNode } from "../support/recording-node.js";
+import type { RecordingNode } from "../support/recording-node.js";
 import { everyNodeInRotation } from "../support/rotation.js";
 
 // The answer cache and the archive tier (docs/cache.md, "The key"): an archive node's answer is kept with
 // its tier and served only to keys with archive access. A full node started with --prune-history behind
 // `eth`, an archive node with the same 300 blocks behind `eth-archive` (real anvils, recorded).
 
-const ETH_MAINNET = 1;
 const ACCOUNT = "0xf39Fd6e51aad88F6F4ce6aB8827279cffFb92266";
 const BALANCE = "0x21e19e0c9bab2400000";
 
 describe("cached archive answers go to archive keys only (real anvil)", () => {
-  let full: Anvil;
-  let archive: Anvil;
   let fullNode: RecordingNode;
   let archiveNode: RecordingNode;
+  let pair: ArchivePair;
   let gw: RunningGateway;
 
   const balanceCalls = (node: RecordingNode) =>
@@ -27,20 +25,10 @@ describe("cached archive answers go to archive keys only (real anvil)", () => {
     gw.call("eth", `/${key}`, { body: rpcBody("eth_getBalance", [ACCOUNT, block], id) });
 
   beforeAll(async () => {
-    [full, archive] = await Promise.all([
-      startAnvil({ pruned: true, chainId: ETH_MAINNET }),
-      startAnvil({ chainId: ETH_MAINNET }),
-    ]);
-    await Promise.all([full.rpc("anvil_mine", ["0x12c"]), archive.rpc("anvil_mine", ["0x12c"])]);
-    [fullNode, archiveNode] = await Promise.all([
-      startRecordingNode(full.url),
-      startRecordingNode(archive.url),
-    ]);
+    pair = await startArchivePair(300);
+    ({ fullNode, archiveNode } = pair);
     gw = await startGateway({
-      upstreams: {
-        eth: [{ url: fullNode.url, name: "full" }],
-        "eth-archive": [{ url: archiveNode.url, name: "archive" }],
-      },
+      upstreams: pair.upstreams,
       health: { ...DEFAULT_HEALTH, probeIntervalMs: 100 },
       cache: DEFAULT_CACHE,
     });
@@ -60,8 +48,7 @@ describe("cached archive answers go to archive keys only (real anvil)", () => {
   });
   afterAll(async () => {
     await gw?.close();
-    await Promise.all([fullNode?.close(), archiveNode?.close()]);
-    await Promise.all([full?.stop(), archive?.stop()]);
+    await pair?.stop();
   });
 
   it("an archive key's old read is fetched from the archive node once, then served from the cache with its tier", async () => {
