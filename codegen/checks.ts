@@ -74,6 +74,7 @@ function checkInterface(
   checkWrites(iface, trie, [...path, "writes"], report);
   checkSubscriptions(iface, [...path, "subscriptions"], report);
   checkReads(iface, [...path, "reads"], report);
+  checkComputeUnits(iface, trie, [...path, "computeUnits"], report);
   if (iface.family === "jsonrpc" && iface.errorMember !== undefined)
     report(
       [...path, "errorMember"],
@@ -128,6 +129,32 @@ function checkWrites(iface: InterfaceSpec, trie: TrieNode | undefined, path: Yam
     if (route !== undefined && (trie === undefined || !reaches(trie, route)))
       report([...path, i], `write "${text}" is not a route this interface allows`);
   });
+}
+
+/**
+ * Compute units (docs/compute-units.md) name methods the interface serves (a `prefix*` at least one) and
+ * routes its routes reach.
+ */
+function checkComputeUnits(
+  iface: InterfaceSpec,
+  trie: TrieNode | undefined,
+  path: YamlPath,
+  report: Report,
+): void {
+  const units = iface.computeUnits;
+  if (units === undefined) return;
+  const served = new Set(METHOD_GROUPS.flatMap((group) => iface.methods?.[group] ?? []));
+  for (const name of Object.keys(units.methods ?? {})) {
+    const known = name.endsWith("*")
+      ? [...served].some((m) => m.startsWith(name.slice(0, -1)))
+      : served.has(name);
+    if (!known) report([...path, "methods", name], `"${name}" is not a method this interface serves`);
+  }
+  for (const text of Object.keys(units.routes ?? {})) {
+    const route = parseOrReport(text, [...path, "routes", text], report);
+    if (route !== undefined && (trie === undefined || !reaches(trie, route)))
+      report([...path, "routes", text], `"${text}" is not a route this interface serves`);
+  }
 }
 
 /**

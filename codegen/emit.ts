@@ -174,6 +174,13 @@ function policyLiteral(policy: PolicyModel, model: RegistryModel): string {
   if (policy.errorMember !== undefined) parts.push(`errorMember: ${JSON.stringify(policy.errorMember)}`);
   if (policy.envelope === undefined && policy.reads !== undefined)
     parts.push(`restReads: ${literal(policy.reads)}`);
+  const units = policy.computeUnits;
+  parts.push(`computeUnits: {
+    default: ${units.default},
+    methods: new Map<string, number>(${literal(units.methods)}),
+    routes: new Map<string, number>(${literal(units.routes)}),
+    archive: ${units.archive},
+  }`);
   return `{ ${parts.join(",\n")} }`;
 }
 

@@ -1,6 +1,7 @@
 import { mkdirSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { join, resolve } from "node:path";
 import { parseArgs } from "node:util";
+import { computeUnitsDoc } from "./compute-units.js";
 import { emitGenerated } from "./emit.js";
 import { RegistryError } from "./load.js";
 import { buildModel } from "./model.js";
@@ -14,10 +15,19 @@ const { values } = parseArgs({
 });
 
 const outDir = resolve(values.out);
+/** The generated page of docs/, beside the tables: the compute units each call costs. */
+const DOC = resolve("docs/compute-units.md");
+/** A run on another registry or into another folder (a test's) leaves the repository's docs alone. */
+const withDoc = values.registry === "registry/networks.yaml" && values.out === "generated";
 try {
-  const files = emitGenerated(buildModel(resolve(values.registry)));
-  if (values.check) process.exitCode = check(outDir, files) ? 0 : 1;
-  else write(outDir, files);
+  const model = buildModel(resolve(values.registry));
+  const files = emitGenerated(model);
+  const doc = withDoc ? computeUnitsDoc(model) : "";
+  if (values.check) process.exitCode = check(outDir, files) && (!withDoc || checkDoc(doc)) ? 0 : 1;
+  else {
+    write(outDir, files);
+    if (withDoc) writeFileSync(DOC, doc);
+  }
 } catch (error) {
   if (!(error instanceof RegistryError)) throw error;
   console.error(`${values.registry} is invalid:\n${error.message}`);
@@ -61,6 +71,20 @@ function check(dir: string, files: Map<string, string>): boolean {
   }
   console.error(
     `codegen:check failed:\n${problems.map((p) => `  - ${p}`).join("\n")}\nRun \`npm run codegen\` and commit the result; never edit ${values.out}/ by hand.`,
+  );
+  return false;
+}
+
+function checkDoc(doc: string): boolean {
+  let current = "";
+  try {
+    current = readFileSync(DOC, "utf8");
+  } catch {
+    // missing: reported below
+  }
+  if (current === doc) return true;
+  console.error(
+    `codegen:check failed: docs/compute-units.md differs from what ${values.registry} produces${firstDifference(current, doc)}\nRun \`npm run codegen\` and commit the result.`,
   );
   return false;
 }

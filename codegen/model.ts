@@ -10,6 +10,7 @@ import type {
   SubscriptionRules,
 } from "../src/registry/types.js";
 import { checkRegistry, isRouteText } from "./checks.js";
+import { type ComputeUnitsModel, compileComputeUnits } from "./compute-units.js";
 import { type LoadedRegistry, loadRegistry, RegistryError } from "./load.js";
 import type { ChainSpec, EnvelopeRule, HeadSpec, InterfaceSpec, RegistrySpec } from "./registry-types.js";
 import { emptyTrie, insertRoute, parseRouteTemplate, type TrieNode } from "./route-template.js";
@@ -32,6 +33,8 @@ export interface PolicyModel {
   readonly reads?: ReadRules;
   /** The member of a REST answer that holds the node's error, where the interface says. */
   readonly errorMember?: string;
+  /** What one call costs in compute units (compute-units.ts). */
+  readonly computeUnits: ComputeUnitsModel;
 }
 
 export interface EndpointModel {
@@ -48,6 +51,7 @@ export interface EndpointModel {
   readonly mounts: readonly MountModel[];
   readonly head: HeadCall;
   readonly blockTimeSeconds: number;
+  readonly computeUnitMultiplier: number;
   readonly example?: { readonly sdk: string; readonly code: string };
   readonly archiveLabel?: string;
   readonly dedicatedOnly: readonly { readonly name: string; readonly paths: readonly string[] }[];
@@ -159,6 +163,7 @@ function normalise(loaded: LoadedRegistry): RegistryModel {
         head,
         dedicatedOnly: network.dedicatedOnly ?? [],
         blockTimeSeconds: network.blockTime,
+        computeUnitMultiplier: network.computeUnitMultiplier ?? 1,
         ...(example === undefined ? {} : { example }),
         ...(archiveLabel === undefined ? {} : { archiveLabel }),
       });
@@ -219,6 +224,7 @@ function mergePolicy(id: string, ids: readonly string[], spec: RegistrySpec): Po
     ...(subscriptions === undefined ? {} : { subscriptions: { pinned: [], ...subscriptions } }),
     ...(errorMember === undefined ? {} : { errorMember }),
     ...(reads === undefined ? {} : { reads }),
+    computeUnits: compileComputeUnits(interfaces),
   };
 }
 

@@ -70,6 +70,20 @@ export interface InterfaceSpec {
   reads?: ReadRules;
   /** The dashboard's first call in the interface's usual SDK; `{url}` is the endpoint's URL. */
   example?: { sdk: string; code: string };
+  /** What one call costs in compute units (docs/compute-units.md). */
+  computeUnits: ComputeUnitsSpec;
+}
+
+export interface ComputeUnitsSpec {
+  default: number;
+  /** Method (or `prefix*`) → its cost. */
+  methods?: Record<string, number>;
+  /** Route as in `routes` (`GET /chains/{chain}/blocks/{block}`) → its cost. */
+  routes?: Record<string, number>;
+  /** Every method and route in `writes`, unless named above. */
+  writes?: number;
+  /** The factor of a call an archive node answers. */
+  archive?: number;
 }
 
 export interface SubscriptionsSpec {
@@ -106,6 +120,8 @@ export interface NetworkSpec {
   noChainId?: string;
   /** Seconds between blocks (one unit of the head call's height), for the lag threshold in seconds. */
   blockTime: number;
+  /** What its calls cost against its interfaces' compute units; 1 when absent. */
+  computeUnitMultiplier?: number;
   mounts: MountSpec[];
   head?: HeadSpec;
   dedicatedOnly?: { name: string; paths: string[] }[];

@@ -27,6 +27,8 @@ export class AccessLine {
   answeredBy: string | undefined = undefined;
   /** Which tier answered a read of state at a numbered block: `full` or `archive` (src/answers/archive.ts). */
   tier: string | undefined = undefined;
+  /** What the request cost in compute units (src/plans/compute-units.ts). */
+  cu: number | undefined = undefined;
   error: string | undefined = undefined;
   status = 0;
   ms = 0;
@@ -44,6 +46,7 @@ export class AccessLine {
     if (this.attempts !== undefined) out += `,"attempts":${this.attempts}`;
     if (this.upstreamMs !== undefined) out += `,"upstreamMs":${this.upstreamMs}`;
     if (this.tier !== undefined) out += `,"tier":${quoted(this.tier)}`;
+    if (this.cu !== undefined) out += `,"cu":${this.cu}`;
     if (this.error !== undefined) out += `,"error":${quoted(this.error)}`;
     return `${out},"status":${this.status},"ms":${this.ms}`;
   }

@@ -43,6 +43,8 @@ export interface RoutedRequest {
 export interface Authorized {
   /** Tokens the rate-limit stage takes: one per call (a batch of n costs n). */
   readonly cost: number;
+  /** What the calls that go upstream cost in compute units (src/plans/compute-units.ts). */
+  readonly computeUnits: number;
   /** The id a refusal from a later stage answers with: a single call's own id token, else "null". */
   readonly replyId: string;
   /** Answered without any upstream, because every call in it was refused (the first refusal's code). */

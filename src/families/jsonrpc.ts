@@ -5,6 +5,7 @@ import { requestMediaType } from "../http/body.js";
 import { type CallRules, type Checked, type PassedCall, sendableAsReceived } from "../jsonrpc/check.js";
 import { checkMessage } from "../jsonrpc/message.js";
 import type { Mounted } from "../pipeline/stages.js";
+import { callsUnits } from "../plans/compute-units.js";
 import type { HeadCall, JsonRpcPolicy } from "../registry/types.js";
 import type { Authorized, Family, FamilySettings, Outgoing, RoutedRequest } from "./family.js";
 
@@ -38,7 +39,7 @@ export function routeJsonRpc(
     support: settings.support,
     transport: "http",
   };
-  return new JsonRpcRequest(req, rules, settings, mounted.mount.head);
+  return new JsonRpcRequest(req, rules, settings, mounted);
 }
 
 class JsonRpcRequest implements RoutedRequest {
@@ -49,13 +50,25 @@ class JsonRpcRequest implements RoutedRequest {
   readonly #settings: FamilySettings;
   readonly #writes: ReadonlySet<string>;
   readonly #head: HeadCall;
+  readonly #mounted: Mounted;
 
-  constructor(req: IncomingMessage, rules: CallRules, settings: FamilySettings, head: HeadCall) {
+  constructor(req: IncomingMessage, rules: CallRules, settings: FamilySettings, mounted: Mounted) {
     this.#req = req;
     this.#rules = rules;
     this.#settings = settings;
     this.#writes = rules.policy.writes;
-    this.#head = head;
+    this.#head = mounted.mount.head;
+    this.#mounted = mounted;
+  }
+
+  /** What the calls that passed cost in compute units. */
+  #units(passed: readonly PassedCall[]): number {
+    const { mount, admitted } = this.#mounted;
+    return callsUnits(
+      mount.policy.computeUnits,
+      passed.map((call) => call.method),
+      admitted.endpoint,
+    );
   }
 
   /** What the calls that go upstream need of the node (src/answers/read-need.ts). */
@@ -72,6 +85,7 @@ class JsonRpcRequest implements RoutedRequest {
       const only = checked[0] as Checked;
       return {
         cost: 1,
+        computeUnits: only.ok ? this.#units([only]) : 0,
         replyId,
         answer: only.ok ? undefined : { status: ERRORS[only.code].status, body: only.json, code: only.code },
         outgoing: only.ok
@@ -107,6 +121,7 @@ class JsonRpcRequest implements RoutedRequest {
     else if (passed.length > 0) outgoing = post(batchOf(passed), write, this.#reads(passed, false));
     return {
       cost: checked.length,
+      computeUnits: this.#units(passed),
       replyId,
       // Inside a batch each call gets its own answer and the HTTP status is 200 (proxyd does the same).
       answer:

@@ -7,6 +7,7 @@ import { GatewayError } from "../errors/table.js";
 import { requestMediaType } from "../http/body.js";
 import { rawHeader } from "../http/raw-headers.js";
 import type { Mounted } from "../pipeline/stages.js";
+import { routeUnits } from "../plans/compute-units.js";
 import { matchRoute } from "../registry/match-route.js";
 import type { Authorized, Family, FamilySettings, RoutedRequest } from "./family.js";
 
@@ -76,6 +77,7 @@ export function routeRest(req: IncomingMessage, mounted: Mounted, settings: Fami
     write,
     readsOf(mounted, method, match.shape),
     cache,
+    routeUnits(mounted.mount.policy.computeUnits, route, mounted.admitted.endpoint),
   );
 }
 
@@ -107,6 +109,7 @@ class RestRequest implements RoutedRequest {
   readonly #write: boolean;
   readonly #reads: ReadNeed | undefined;
   readonly #cache: CacheRead | undefined;
+  readonly #units: number;
 
   constructor(
     req: IncomingMessage,
@@ -116,6 +119,7 @@ class RestRequest implements RoutedRequest {
     write: boolean,
     reads: ReadNeed | undefined,
     cache: CacheRead | undefined,
+    units: number,
   ) {
     this.#req = req;
     this.#method = method;
@@ -124,6 +128,7 @@ class RestRequest implements RoutedRequest {
     this.#write = write;
     this.#reads = reads;
     this.#cache = cache;
+    this.#units = units;
     this.readsBody = WITH_BODY.has(method);
   }
 
@@ -138,6 +143,7 @@ class RestRequest implements RoutedRequest {
     }
     return {
       cost: 1,
+      computeUnits: this.#units,
       replyId: "null",
       answer: undefined,
       outgoing: {

@@ -34,6 +34,8 @@ export interface RequestOutcome {
   readonly responseBytes: number;
   /** Whether a key (rather than a client address on a public host) made it. */
   readonly keyed: boolean;
+  /** What it cost in compute units (src/plans/compute-units.ts); 0 for a call the gateway refused. */
+  readonly computeUnits: number;
 }
 
 const SECONDS = [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10];
@@ -121,6 +123,8 @@ export class GatewayMetrics {
   /** Every series, for the registry. */
   readonly all: readonly RegistrableMetric[];
   readonly #labels = new Map<string, LabelSeries>();
+  /** Compute units served, per label. */
+  readonly #computeUnits = new Map<string, number>();
 
   constructor(upstreams: Pick<UpstreamTable, "groups">, webSockets: WebSocketCounts) {
     this.all = [
@@ -161,6 +165,13 @@ export class GatewayMetrics {
         "What the answer rules did, by label and rule: reads that waited for a node at the served head (and in vain), archive reads and refusals, ranges split or refused, by-hash reads asked again",
         "sum",
         () => answerRules(upstreams),
+        "counter",
+      ),
+      new GaugeReading(
+        "gateway_compute_units_total",
+        "Compute units of the calls served, by label (docs/compute-units.md): each call's registry cost, times the network's multiplier, times the archive factor when an archive node answered",
+        "sum",
+        () => [...this.#computeUnits].map(([label, value]) => ({ labels: { label }, value })),
         "counter",
       ),
       new GaugeReading(
@@ -223,6 +234,8 @@ export class GatewayMetrics {
     if (outcome.requestBytes > 0) this.requestBytes.observeIn(series.requestBytes, outcome.requestBytes);
     if (outcome.responseBytes > 0) this.responseBytes.observeIn(series.responseBytes, outcome.responseBytes);
     if (outcome.code === "RATE_LIMITED") this.rateLimited.add([label, outcome.keyed ? "key" : "ip"]);
+    if (outcome.computeUnits > 0)
+      this.#computeUnits.set(label, (this.#computeUnits.get(label) ?? 0) + outcome.computeUnits);
   }
 }
 

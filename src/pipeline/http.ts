@@ -16,6 +16,8 @@ import { mergeBatchAnswer } from "../jsonrpc/merge.js";
 import type { UsageRecorder } from "../keys/usage.js";
 import { AccessLine, type Logger } from "../log.js";
 import { type GatewayMetrics, resultOf } from "../metrics/gateway-metrics.js";
+import { archiveUnits } from "../plans/compute-units.js";
+import type { ComputeUnits } from "../registry/types.js";
 import type { WholeAnswer } from "../upstream/buffered-answer.js";
 import { fetchWhole, relayAnswer, type UpstreamCall } from "../upstream/policy.js";
 import type { ErrorBoundary } from "./boundary.js";
@@ -62,6 +64,10 @@ export class HttpExchange {
   #family = "none";
   #metricMethod = "other";
   #requestBytes = 0;
+  /** The calls' compute units (stage 4), and the rules that price an archive node's answer. */
+  #computeUnits = 0;
+  #unitRules: ComputeUnits | undefined = undefined;
+  #archiveEndpoint = false;
   /** The socket's bytes written before this request's answer (a keep-alive socket carries many). */
   readonly #writtenBefore: number;
   /** How a refusal is written: REST-style until the endpoint and then its mount say otherwise. */
@@ -124,6 +130,8 @@ export class HttpExchange {
       const authorized = routed.authorize(body); // 4
       replyId = authorized.replyId;
       this.#note(authorized);
+      this.#unitRules = mounted.mount.policy.computeUnits;
+      this.#archiveEndpoint = mounted.admitted.endpoint.nodeClass === "archive";
       const charged = this.#stages.chargeRate(mounted, authorized); // 5
       if (authorized.outgoing === undefined) {
         const answer = authorized.answer;
@@ -191,6 +199,19 @@ export class HttpExchange {
       authorized.batch !== undefined ? "batch" : (authorized.route ?? authorized.method ?? "other");
     this.#calls = authorized.cost;
     this.#refusedCalls = authorized.refused ?? 0;
+    this.#computeUnits = authorized.computeUnits;
+  }
+
+  /**
+   * What the request cost in compute units: its calls' registry costs, times the archive factor when an
+   * archive node answered; nothing when it was not served (refused, rate limited, failed: as the anchors
+   * bill, docs/compute-units.md).
+   */
+  #unitsServed(result: string): number {
+    const rules = this.#unitRules;
+    if (result !== "ok" || rules === undefined) return 0;
+    const archive = this.#archiveEndpoint || this.#access.tier === "archive";
+    return archive ? archiveUnits(this.#computeUnits, rules) : this.#computeUnits;
   }
 
   /**
@@ -211,6 +232,8 @@ export class HttpExchange {
     access.ms = Math.round(elapsed);
     const code = access.error as ErrorCode | undefined;
     const result = resultOf(code, access.status);
+    const computeUnits = this.#unitsServed(result);
+    if (computeUnits > 0) access.cu = computeUnits;
     if (this.#usage !== undefined && access.key !== undefined && access.label !== undefined) {
       // A call the gateway or the node failed is an error; one whose caller left is not either side's.
       const failed = result !== "ok" && result !== "client_closed";
@@ -228,6 +251,7 @@ export class HttpExchange {
       requestBytes: this.#requestBytes,
       responseBytes: this.#req.socket.bytesWritten - this.#writtenBefore,
       keyed: access.key !== undefined,
+      computeUnits,
     });
     // A request a node or the gateway failed is a warning, written even with the access log off: its
     // line names the error code and the upstream (by name, never its credentials), and never the key.

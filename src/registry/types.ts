@@ -280,6 +280,20 @@ export interface InterfacePolicy {
   readonly errorMember?: string;
   /** Where a REST interface's routes name a block (registry `reads.paths`), for src/answers/read-need.ts. */
   readonly restReads?: RestReadRules;
+  /** What one call costs in compute units (registry `computeUnits`, docs/compute-units.md). */
+  readonly computeUnits: ComputeUnits;
+}
+
+/**
+ * Compute units per call, compiled: by method (patterns expanded, writes filled in) and by route shape
+ * (`GET /chains/{}/blocks/{}`, as the REST family names a route), else `default`; `archive` times that when
+ * an archive node answered.
+ */
+export interface ComputeUnits {
+  readonly default: number;
+  readonly methods: ReadonlyMap<string, number>;
+  readonly routes: ReadonlyMap<string, number>;
+  readonly archive: number;
 }
 
 export interface Mount {
@@ -331,6 +345,8 @@ export interface Endpoint {
   readonly dedicatedOnly: readonly DedicatedOnlyInterface[];
   /** Seconds between blocks (registry `blockTime`): what turns a lag in seconds into blocks. */
   readonly blockTimeSeconds: number;
+  /** What its calls cost against its interfaces' compute units (registry `computeUnitMultiplier`). */
+  readonly computeUnitMultiplier: number;
   /** A mainnet full endpoint's archive endpoint, where its reads of old state go (src/answers/archive.ts). */
   readonly archiveLabel?: string;
   /** Its first interface's first call in the SDK people use (registry `example`); `{url}` is the URL. */

@@ -41,111 +41,111 @@ const defects: readonly Defect[] = [
     name: "a label used twice",
     from: "{ label: beta-testnet,",
     to: "{ label: alpha, labelRule: the defect under test,",
-    message: '47:18 label "alpha" is already used by network alpha',
+    message: '49:18 label "alpha" is already used by network alpha',
   },
   {
     name: "a label that breaks the §4.1 rules",
     from: "{ label: alpha-archive,",
     to: "{ label: alpha-old,",
     message:
-      '40:18 label "alpha-old" breaks the label rules for environment archive (expected "alpha-archive"); declare labelRule to make an exception',
+      '42:18 label "alpha-old" breaks the label rules for environment archive (expected "alpha-archive"); declare labelRule to make an exception',
   },
   {
     name: "a network without a mainnet",
     from: "      - { label: beta, environment: mainnet, nodeClass: full }\n",
     to: "",
-    message: "46:7 network beta needs exactly one mainnet endpoint (or mainnet: false), found 0",
+    message: "48:7 network beta needs exactly one mainnet endpoint (or mainnet: false), found 0",
   },
   {
     name: "an environment that the network does not name",
     from: "{ label: alpha-archive, environment: archive, nodeClass: archive, chainId: 7 }",
     to: "{ label: alpha-devnet, environment: devnet, nodeClass: full, chainId: 8 }",
     message:
-      '40:45 endpoint "alpha-devnet": environment "devnet" is not one of mainnet, testnet, archive; name a testnet under the network\'s testnets',
+      '42:45 endpoint "alpha-devnet": environment "devnet" is not one of mainnet, testnet, archive; name a testnet under the network\'s testnets',
   },
   {
     name: "a named testnet whose label breaks the §4.1 rules",
     from: "      - { label: alpha-archive, environment: archive, nodeClass: archive, chainId: 7 }\n",
     to: "      - { label: alpha-archive, environment: archive, nodeClass: archive, chainId: 7 }\n      - { label: alpha-dev, environment: devnet, nodeClass: full, chainId: 8 }\n    testnets: [devnet]\n",
     message:
-      '41:18 label "alpha-dev" breaks the label rules for environment devnet (expected "alpha-devnet"); declare labelRule to make an exception',
+      '43:18 label "alpha-dev" breaks the label rules for environment devnet (expected "alpha-devnet"); declare labelRule to make an exception',
   },
   {
     name: "a named testnet that no endpoint serves",
     from: "    name: Alpha\n",
     to: "    name: Alpha\n    testnets: [devnet]\n",
-    message: '36:16 network alpha names testnet "devnet" but no endpoint serves it',
+    message: '38:16 network alpha names testnet "devnet" but no endpoint serves it',
   },
   {
     name: "a named testnet called like a base environment",
     from: "    name: Alpha\n",
     to: "    name: Alpha\n    testnets: [archive]\n",
     message:
-      '36:16 network alpha names testnet "archive", which is a base environment; list only named testnets',
+      '38:16 network alpha names testnet "archive", which is a base environment; list only named testnets',
   },
   {
     name: "an endpoint that serves eth_chainId without a chain id",
     from: "{ label: alpha-archive, environment: archive, nodeClass: archive, chainId: 7 }",
     to: "{ label: alpha-archive, environment: archive, nodeClass: archive }",
     message:
-      '40:9 endpoint "alpha-archive" serves eth_chainId but declares no chainId; declare it, or say why there is none with noChainId on network alpha',
+      '42:9 endpoint "alpha-archive" serves eth_chainId but declares no chainId; declare it, or say why there is none with noChainId on network alpha',
   },
   {
     name: "a chain id on a network that serves no eth_chainId",
     from: "{ label: beta, environment: mainnet, nodeClass: full }",
     to: "{ label: beta, environment: mainnet, nodeClass: full, chainId: 9 }",
-    message: '46:72 endpoint "beta" declares chainId 9 but network beta serves no eth_chainId',
+    message: '48:72 endpoint "beta" declares chainId 9 but network beta serves no eth_chainId',
   },
   {
     name: "an archive whose chain id is not its mainnet's",
     from: "{ label: alpha-archive, environment: archive, nodeClass: archive, chainId: 7 }",
     to: "{ label: alpha-archive, environment: archive, nodeClass: archive, chainId: 8 }",
     message:
-      '40:84 endpoint "alpha-archive" declares chainId 8 but "alpha" of the same chain (mainnet) declares 7',
+      '42:84 endpoint "alpha-archive" declares chainId 8 but "alpha" of the same chain (mainnet) declares 7',
   },
   {
     name: "a testnet with its mainnet's chain id",
     from: "      - { label: alpha-archive, environment: archive, nodeClass: archive, chainId: 7 }\n",
     to: "      - { label: alpha-archive, environment: archive, nodeClass: archive, chainId: 7 }\n      - { label: alpha-testnet, environment: testnet, nodeClass: full, chainId: 7 }\n",
     message:
-      '41:81 endpoint "alpha-testnet" (testnet) declares chainId 7, the id of "alpha" (mainnet); each chain has its own id',
+      '43:81 endpoint "alpha-testnet" (testnet) declares chainId 7, the id of "alpha" (mainnet); each chain has its own id',
   },
   {
     name: "a chain id on a network that says it has none",
     from: "    name: Alpha\n    blockTime: 6\n    mounts: [{ path: /, interface: evm }]\n    endpoints:\n      - { label: alpha, environment: mainnet, nodeClass: full, websocket: true, chainId: 7 }\n      - { label: alpha-archive, environment: archive, nodeClass: archive, chainId: 7 }\n",
     to: "    name: Alpha\n    blockTime: 6\n    noChainId: the defect under test\n    mounts: [{ path: /, interface: evm }]\n    endpoints:\n      - { label: alpha, environment: mainnet, nodeClass: full, websocket: true, chainId: 7 }\n      - { label: alpha-archive, environment: archive, nodeClass: archive }\n",
-    message: '40:90 endpoint "alpha" declares chainId 7 but network alpha says noChainId',
+    message: '42:90 endpoint "alpha" declares chainId 7 but network alpha says noChainId',
   },
   {
     name: "noChainId on a network that serves no eth_chainId",
     from: "    name: Beta\n",
     to: "    name: Beta\n    noChainId: the defect under test\n",
-    message: "43:16 network beta serves no eth_chainId, so it needs no noChainId; remove it",
+    message: "45:16 network beta serves no eth_chainId, so it needs no noChainId; remove it",
   },
   {
     name: "a method both allowed and denied",
     from: "deny: [admin_*, eth_sign]",
     to: "deny: [admin_*, eth_sign, eth_get*]",
-    message: '18:33 method "eth_getBalance" is both allowed (shared) and denied by "eth_get*"',
+    message: '19:33 method "eth_getBalance" is both allowed (shared) and denied by "eth_get*"',
   },
   {
     name: "a method in two groups",
     from: "dedicated: [debug_traceTransaction]",
     to: "dedicated: [debug_traceTransaction, eth_getBalance]",
-    message: '16:43 method "eth_getBalance" is listed in both shared and dedicated',
+    message: '17:43 method "eth_getBalance" is listed in both shared and dedicated',
   },
   {
     name: "a route template that does not compile",
     from: "- GET /blocks/{block}\n",
     to: "- GET /blocks/{block}x\n",
     message:
-      '26:11 route "GET /blocks/{block}x": segment "{block}x" is neither a literal nor a whole {parameter}',
+      '28:11 route "GET /blocks/{block}x": segment "{block}x" is neither a literal nor a whole {parameter}',
   },
   {
     name: "a denied route that an allowed route would serve",
     from: "- POST /admin/shutdown",
     to: "- GET /blocks/latest",
-    message: '31:11 denied route "GET /blocks/latest" is reachable through an allowed route',
+    message: '33:11 denied route "GET /blocks/latest" is reachable through an allowed route',
   },
   {
     name: "a jsonrpc interface without an envelope",
@@ -157,104 +157,104 @@ const defects: readonly Defect[] = [
     name: "a mount of an undefined interface",
     from: "mounts: [{ path: /, interface: chainrest }]",
     to: "mounts: [{ path: /, interface: chain-rest }]",
-    message: '44:36 interface "chain-rest" is not defined under interfaces',
+    message: '46:36 interface "chain-rest" is not defined under interfaces',
   },
   {
     name: "an unknown field",
     from: "    name: Alpha\n",
     to: "    name: Alpha\n    colour: red\n",
-    message: '36:5 networks[0]: unknown field "colour" (schema: additionalProperties)',
+    message: '38:5 networks[0]: unknown field "colour" (schema: additionalProperties)',
   },
   {
     name: "a value outside its enum",
     from: "{ label: beta, environment: mainnet, nodeClass: full }",
     to: "{ label: beta, environment: mainnet, nodeClass: pruned }",
     message:
-      "46:57 networks[1].endpoints[0].nodeClass: must be equal to one of the allowed values (full, archive) (schema: enum)",
+      "48:57 networks[1].endpoints[0].nodeClass: must be equal to one of the allowed values (full, archive) (schema: enum)",
   },
   {
     name: "a head route with parameters",
     from: "head: { route: GET /status,",
     to: 'head: { route: "GET /blocks/{block}",',
-    message: '32:20 head route "GET /blocks/{block}" must be a concrete path, without parameters',
+    message: '34:20 head route "GET /blocks/{block}" must be a concrete path, without parameters',
   },
   {
     name: "a network head route that no interface of the network serves",
     from: "    mounts: [{ path: /, interface: chainrest }]\n",
     to: "    mounts: [{ path: /, interface: chainrest }]\n    head: { route: GET /height, field: height, encoding: integer }\n",
     message:
-      '45:20 head route "GET /height" is not shared by any REST interface mounted at / on network beta',
+      '47:20 head route "GET /height" is not shared by any REST interface mounted at / on network beta',
   },
   {
     name: "a write that is not a method the interface allows",
     from: "      deny: [admin_*, eth_sign]\n",
     to: "      deny: [admin_*, eth_sign]\n    writes: [eth_sendRawTransaction]\n",
-    message: '19:14 write "eth_sendRawTransaction" is not a method this interface allows',
+    message: '20:14 write "eth_sendRawTransaction" is not a method this interface allows',
   },
   {
     name: "a write route that the interface's routes do not reach",
     from: "        - POST /admin/shutdown\n",
     to: "        - POST /admin/shutdown\n    writes: [POST /transactions]\n",
-    message: '32:14 write "POST /transactions" is not a route this interface allows',
+    message: '34:14 write "POST /transactions" is not a route this interface allows',
   },
   {
     name: "a subscription kind whose subscribe method is not in methods.subscribe",
     from: "    head: { method: eth_blockNumber, params: [], field: result, encoding: hex-quantity }\n",
     to: '    head: { method: eth_blockNumber, params: [], field: result, encoding: hex-quantity }\n    subscriptions:\n      idMember: subscription\n      kinds:\n        - subscribe: [eth_subscribe]\n          heads: { number: number, parent: parentHash, encoding: hex-quantity, byHash: { method: eth_getBalance, params: ["{hash}"] } }\n',
-    message: '23:23 "eth_subscribe" is not in methods.subscribe',
+    message: '24:23 "eth_subscribe" is not in methods.subscribe',
   },
   {
     name: "a chain named on a network whose interface names none",
     from: "{ label: beta, environment: mainnet, nodeClass: full }",
     to: '{ label: beta, environment: mainnet, nodeClass: full, chain: "beta-main" }',
     message:
-      '46:70 endpoint "beta" declares chain "beta-main" but no interface of network beta names its chain in text',
+      '48:70 endpoint "beta" declares chain "beta-main" but no interface of network beta names its chain in text',
   },
   {
     name: "a chain call that reads a number but is not eth_chainId",
     from: "    head: { method: eth_blockNumber, params: [], field: result, encoding: hex-quantity }\n",
     to: "    head: { method: eth_blockNumber, params: [], field: result, encoding: hex-quantity }\n    chain: { method: eth_getBalance, params: [], field: result, encoding: hex-quantity }\n",
     message:
-      '20:75 interface "evm" reads its chain as a number, which only eth_chainId answers (compared with chainId); name the chain as text instead',
+      '21:75 interface "evm" reads its chain as a number, which only eth_chainId answers (compared with chainId); name the chain as text instead',
   },
   {
     name: "an endpoint that names no chain where its interface names one in text",
     from: BETA_TAIL,
     to: betaTail({ call: "{ route: GET /blocks/0, field: hash }", main: "beta-main" }),
     message:
-      '48:9 endpoint "beta-testnet" declares no chain; its interface chainrest names the chain its nodes are on, so declare the name they answer',
+      '50:9 endpoint "beta-testnet" declares no chain; its interface chainrest names the chain its nodes are on, so declare the name they answer',
   },
   {
     name: "a testnet that names its mainnet's chain",
     from: BETA_TAIL,
     to: betaTail({ call: "{ route: GET /blocks/0, field: hash }", main: "beta-main", testnet: "beta-main" }),
     message:
-      '48:78 endpoint "beta-testnet" (testnet) declares chain "beta-main", the chain of "beta" (mainnet); each chain has its own',
+      '50:78 endpoint "beta-testnet" (testnet) declares chain "beta-main", the chain of "beta" (mainnet); each chain has its own',
   },
   {
     name: "a chain route the interface does not allow",
     from: BETA_TAIL,
     to: betaTail({ call: "{ route: GET /genesis, field: hash }", main: "beta-main", testnet: "beta-test" }),
-    message: '33:21 chain route "GET /genesis" is not allowed by routes.shared',
+    message: '35:21 chain route "GET /genesis" is not allowed by routes.shared',
   },
   {
     name: "an errorMember on a JSON-RPC interface",
     from: "    head: { method: eth_blockNumber, params: [], field: result, encoding: hex-quantity }\n",
     to: "    head: { method: eth_blockNumber, params: [], field: result, encoding: hex-quantity }\n    errorMember: Error\n",
     message:
-      "20:18 interface \"evm\" is jsonrpc: its nodes' errors are the answer's `error` member, so it takes no errorMember",
+      "21:18 interface \"evm\" is jsonrpc: its nodes' errors are the answer's `error` member, so it takes no errorMember",
   },
   {
     name: "a network without its block time",
     from: "    name: Beta\n    blockTime: 6\n",
     to: "    name: Beta\n",
-    message: "41:5 networks[1]: must have required property 'blockTime' (schema: required)",
+    message: "43:5 networks[1]: must have required property 'blockTime' (schema: required)",
   },
   {
     name: "a duplicate YAML key",
     from: "    name: Beta\n",
     to: "    name: Beta\n    name: Gamma\n",
-    message: "43:5 YAML: Map keys must be unique",
+    message: "45:5 YAML: Map keys must be unique",
   },
 ];
 

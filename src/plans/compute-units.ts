@@ -1,0 +1,22 @@
+import type { ComputeUnits, Endpoint } from "../registry/types.js";
+
+/**
+ * What calls cost in compute units (registry `computeUnits`, docs/compute-units.md): each JSON-RPC call by
+ * its method, each REST request by its route's shape, else the interface's default, times the network's
+ * multiplier. Calls the gateway refused cost nothing.
+ */
+export function callsUnits(units: ComputeUnits, methods: readonly string[], endpoint: Endpoint): number {
+  let sum = 0;
+  for (const method of methods) sum += units.methods.get(method) ?? units.default;
+  return Math.round(sum * endpoint.computeUnitMultiplier);
+}
+
+/** One REST request's compute units, by its route (`GET /chains/{}/blocks/{}`). */
+export function routeUnits(units: ComputeUnits, route: string, endpoint: Endpoint): number {
+  return Math.round((units.routes.get(route) ?? units.default) * endpoint.computeUnitMultiplier);
+}
+
+/** A request an archive node answered costs the interface's archive factor times as much. */
+export function archiveUnits(units: number, computeUnits: ComputeUnits): number {
+  return Math.round(units * computeUnits.archive);
+}

@@ -1,0 +1,81 @@
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { endpointsByLabel } from "../../generated/endpoints.js";
+import type { Endpoint, Mount } from "../../src/registry/types.js";
+import { KEYS, type RunningGateway, rpcBody, startGateway } from "../support/gateway.js";
+import { jsonRpcResponder, type LoopbackNode, startLoopbackNode } from "../support/loopback-node.js";
+
+// Compute units (docs/compute-units.md): each call's cost from the registry, counted per label for what the
+// gateway served, and nothing for what it refused.
+
+const eth = endpointsByLabel.get("eth") as Endpoint;
+const xtz = endpointsByLabel.get("xtz") as Endpoint;
+const units = (endpoint: Endpoint) => (endpoint.mounts[0] as Mount).policy.computeUnits;
+
+describe("compute units from the registry", () => {
+  it("prices methods, patterns, writes and routes as the registry says, and the rest at the default", () => {
+    const evm = units(eth);
+    expect(evm.default).toBe(20);
+    expect(evm.methods.get("eth_getLogs")).toBe(75);
+    expect(evm.methods.get("eth_blockNumber")).toBe(10);
+    // a `debug_*` pattern reaches every debug method the interface serves
+    expect(evm.methods.get("debug_traceTransaction")).toBe(300);
+    // a write is priced as the interface's writes
+    expect(evm.methods.get("eth_sendRawTransaction")).toBe(250);
+    expect(evm.methods.has("eth_getBalance")).toBe(false);
+    expect(evm.archive).toBe(2);
+    const rest = units(xtz);
+    expect(rest.routes.get("GET /chains/{}/blocks/{}")).toBe(40);
+    expect(rest.routes.get("POST /injection/operation")).toBe(250);
+  });
+});
+
+describe("compute units counted by the gateway", () => {
+  let node: LoopbackNode;
+  let gw: RunningGateway;
+  beforeAll(async () => {
+    node = await startLoopbackNode(
+      jsonRpcResponder({ eth_blockNumber: "0x10", eth_getLogs: [], eth_call: "0x", eth_getBalance: "0x1" }),
+    );
+    gw = await startGateway({ upstreams: { eth: [node.url], "eth-archive": [node.url] } });
+  });
+  afterAll(async () => {
+    await gw?.close();
+    await node?.close();
+  });
+
+  it("counts each served call's cost per label, a batch as the sum of its calls, and nothing for a refusal", async () => {
+    const before = await gw.metric("gateway_compute_units_total", { label: "eth" });
+    const send = (body: string, label = "eth", key: string = KEYS.all) => gw.call(label, `/${key}`, { body });
+    expect((await send(rpcBody("eth_blockNumber"))).status).toBe(200); // 10
+    expect((await send(rpcBody("eth_getLogs", [{ fromBlock: "0x1", toBlock: "0x2" }]))).status).toBe(200); // 75
+    const batch = JSON.stringify([
+      {
+        jsonrpc: "2.0",
+        id: 1,
+        method: "eth_call",
+        params: [{ to: "0x0000000000000000000000000000000000000000" }, "latest"],
+      },
+      {
+        jsonrpc: "2.0",
+        id: 2,
+        method: "eth_getBalance",
+        params: ["0x0000000000000000000000000000000000000000", "latest"],
+      },
+    ]);
+    expect((await send(batch)).status).toBe(200); // 26 + 20
+    // refused by the gateway: a method the registry does not allow costs nothing
+    expect(((await send(rpcBody("admin_peers"))).json as { error?: unknown }).error).toBeDefined();
+    expect(await gw.metric("gateway_compute_units_total", { label: "eth" })).toBe(before + 10 + 75 + 26 + 20);
+    expect(gw.logs.some((line) => line.includes('"method":"eth_getLogs"') && line.includes('"cu":75'))).toBe(
+      true,
+    );
+  });
+
+  it("a call an archive node answers costs the interface's archive factor times as much", async () => {
+    const before = await gw.metric("gateway_compute_units_total", { label: "eth-archive" });
+    expect((await gw.call("eth-archive", `/${KEYS.all}`, { body: rpcBody("eth_blockNumber") })).status).toBe(
+      200,
+    );
+    expect(await gw.metric("gateway_compute_units_total", { label: "eth-archive" })).toBe(before + 2 * 10);
+  });
+});
