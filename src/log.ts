@@ -29,6 +29,8 @@ export class AccessLine {
   tier: string | undefined = undefined;
   /** What the request cost in compute units (src/plans/compute-units.ts). */
   cu: number | undefined = undefined;
+  /** The sub-ranges a range call too wide for one node ran as (src/answers/range-split.ts). */
+  parts: number | undefined = undefined;
   error: string | undefined = undefined;
   status = 0;
   ms = 0;
@@ -47,6 +49,7 @@ export class AccessLine {
     if (this.upstreamMs !== undefined) out += `,"upstreamMs":${this.upstreamMs}`;
     if (this.tier !== undefined) out += `,"tier":${quoted(this.tier)}`;
     if (this.cu !== undefined) out += `,"cu":${this.cu}`;
+    if (this.parts !== undefined) out += `,"parts":${this.parts}`;
     if (this.error !== undefined) out += `,"error":${quoted(this.error)}`;
     return `${out},"status":${this.status},"ms":${this.ms}`;
   }

@@ -7,6 +7,11 @@ import { encodeHeight } from "../upstream/head.js";
 import { fetchWhole, type RelayDone, type UpstreamCall } from "../upstream/policy.js";
 import type { RangeSplit } from "./range-plan.js";
 
+/** Where a split range notes how many sub-ranges it ran as: each is priced as a call (docs/compute-units.md). */
+export interface SplitFields extends UpstreamFields {
+  parts: number | undefined;
+}
+
 /**
  * Sub-ranges in flight at once: enough to spread one wide query over a label's nodes, few enough that one
  * caller cannot take every connection to them.
@@ -23,7 +28,7 @@ export function relaySplit(
   call: UpstreamCall,
   split: RangeSplit,
   res: ServerResponse,
-  note: UpstreamFields,
+  note: SplitFields,
   done: RelayDone,
 ): void {
   new SplitRun(call, split, res, note, done).start();
@@ -33,7 +38,7 @@ class SplitRun {
   readonly #call: UpstreamCall;
   readonly #split: RangeSplit;
   readonly #res: ServerResponse;
-  readonly #note: UpstreamFields;
+  readonly #note: SplitFields;
   readonly #done: RelayDone;
   /** Each sub-range's list, in range order, once it is in. */
   readonly #parts: unknown[][] = [];
@@ -46,7 +51,7 @@ class SplitRun {
     call: UpstreamCall,
     split: RangeSplit,
     res: ServerResponse,
-    note: UpstreamFields,
+    note: SplitFields,
     done: RelayDone,
   ) {
     this.#call = call;
@@ -138,6 +143,7 @@ class SplitRun {
 
   #finish(): void {
     this.#over = true;
+    this.#note.parts = this.#parts.length;
     const result = JSON.stringify(this.#parts.flat());
     sendJson(this.#res, 200, `{"jsonrpc":"2.0","id":${this.#callerId()},"result":${result}}`);
     this.#done();

@@ -211,7 +211,9 @@ export class HttpExchange {
     const rules = this.#unitRules;
     if (result !== "ok" || rules === undefined) return 0;
     const archive = this.#archiveEndpoint || this.#access.tier === "archive";
-    return archive ? archiveUnits(this.#computeUnits, rules) : this.#computeUnits;
+    // a range split into sub-ranges cost the nodes a call each
+    const units = this.#computeUnits * (this.#access.parts ?? 1);
+    return archive ? archiveUnits(units, rules) : units;
   }
 
   /**

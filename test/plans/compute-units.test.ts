@@ -36,7 +36,10 @@ describe("compute units counted by the gateway", () => {
     node = await startLoopbackNode(
       jsonRpcResponder({ eth_blockNumber: "0x10", eth_getLogs: [], eth_call: "0x", eth_getBalance: "0x1" }),
     );
-    gw = await startGateway({ upstreams: { eth: [node.url], "eth-archive": [node.url] } });
+    gw = await startGateway({
+      upstreams: { eth: [node.url], "eth-archive": [node.url] },
+      blockRanges: { eth: { eth_getLogs: { splitAbove: 500 } } },
+    });
   });
   afterAll(async () => {
     await gw?.close();
@@ -69,6 +72,15 @@ describe("compute units counted by the gateway", () => {
     expect(gw.logs.some((line) => line.includes('"method":"eth_getLogs"') && line.includes('"cu":75'))).toBe(
       true,
     );
+  });
+
+  it("a log range split into sub-ranges costs a call for each", async () => {
+    const before = await gw.metric("gateway_compute_units_total", { label: "eth" });
+    // 2,000 blocks at 500 a sub-range: four calls at the node
+    const wide = rpcBody("eth_getLogs", [{ fromBlock: "0x1", toBlock: "0x7d0" }]);
+    expect((await gw.call("eth", `/${KEYS.all}`, { body: wide })).status).toBe(200);
+    expect(await gw.metric("gateway_compute_units_total", { label: "eth" })).toBe(before + 4 * 75);
+    expect(gw.logs.some((line) => line.includes('"parts":4') && line.includes('"cu":300'))).toBe(true);
   });
 
   it("a call an archive node answers costs the interface's archive factor times as much", async () => {
