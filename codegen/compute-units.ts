@@ -62,7 +62,7 @@ export function computeUnitsDoc(model: RegistryModel): string {
     "What one call costs in compute units (CU): its method's or route's cost below, else its interface's",
     "default, times its network's multiplier; a call an archive node answers costs the interface's archive",
     "factor times as much. A call the gateway refuses, rate limits or fails costs nothing. A batch costs the",
-    "sum of its calls, and a range the gateway splits into sub-ranges (docs/upstreams.md, \"Ranges\") a call",
+    'sum of its calls, and a range the gateway splits into sub-ranges (docs/upstreams.md, "Ranges") a call',
     "for each. An answer from the cache costs what the call costs (docs/cache.md). The proxies count it per",
     "label (`gateway_compute_units_total`) and in each access line (`cu`, with `parts` for a split range).",
     "",
