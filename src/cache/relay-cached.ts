@@ -31,7 +31,7 @@ interface Flight {
   readonly waiters: Waiter[];
 }
 
-/** Calls in flight by their key and head epoch: one table for the process, as keys name their group's cache. */
+/** Each cache's calls in flight, by their key, the head epoch they were asked in, and the caller's access. */
 const flights = new WeakMap<AnswerCache, Map<string, Flight>>();
 
 /**
