@@ -35,6 +35,8 @@ export interface ConnectionOptions {
   readonly metrics: GatewayMetrics | undefined;
   readonly usage: UsageRecorder | undefined;
   readonly reconnect: Reconnect;
+  /** A write the connection sent was answered: its label's answers read at the head end (src/cache/). */
+  readonly onWrite: () => void;
   readonly onClose: () => void;
 }
 
@@ -351,6 +353,7 @@ export class Connection {
   readonly #settled: Settled = {
     subscribed: (call, id) => this.#remember(call, id),
     unsubscribed: (target) => this.#remembered.remove(target),
+    wrote: () => this.#options.onWrite(),
   };
 
   #remember(call: PassedCall, id: string): void {

@@ -22,12 +22,14 @@ export interface Pending {
   readonly target: Subscription | undefined;
 }
 
-/** What settling a node's answer tells the connection about its subscriptions. */
+/** What settling a node's answer tells the connection about its subscriptions, and about its writes. */
 export interface Settled {
   /** A subscribe call was answered with the node's id for it. */
   subscribed(call: PassedCall, upstreamId: string): void;
   /** An unsubscribe call succeeded. */
   unsubscribed(target: Subscription | undefined): void;
+  /** A write was answered: what the caller reads next at the head may differ (src/cache/). */
+  wrote(): void;
 }
 
 /**
@@ -89,6 +91,7 @@ export class PendingCalls {
       this.#byId.delete(id);
       ids.push(id);
       const result = members.has("error") ? undefined : members.get("result");
+      if (pending.write) settled.wrote();
       if (pending.kind === "subscribe") {
         this.#reservedSubscriptions--;
         if (result !== undefined) settled.subscribed(pending.call, result);

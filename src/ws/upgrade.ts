@@ -168,6 +168,8 @@ export class WebSocketGateway implements WebSocketCounts {
       metrics: this.#metrics,
       usage: this.#usage,
       reconnect: (wanted, callback) => openWebSocket(group, this.#config.limits, wanted, callback),
+      // as over HTTP: a caller reads its own write, not an answer the cache kept from before it
+      onWrite: () => group.served.moved(),
       onClose: () => {
         this.#connections.delete(connection);
         release();

@@ -7,6 +7,7 @@ import { eventually } from "../support/eventually.js";
 import { DOMAIN, KEYS, type RunningGateway, startGateway } from "../support/gateway.js";
 import { type RecordingNode, startRecordingNode } from "../support/recording-node.js";
 import { resolveTestHosts } from "../support/test-hosts.js";
+import { Client } from "../support/ws-client.js";
 
 // The answer cache on a real anvil (docs/cache.md), behind a node that records every call it forwards.
 // anvil names `finalized` the block 64 below its head (two epochs of 32 slots), as a beacon chain would.
@@ -47,7 +48,8 @@ describe("the answer cache on a real anvil", () => {
     await node.rpc("anvil_mine", ["0x50"]); // 80 blocks: blocks up to 16 are final
     recorder = await startRecordingNode(node.url);
     gw = await startGateway({
-      upstreams: { eth: [{ url: recorder.url, name: "a" }] },
+      // calls over HTTP are recorded; the WebSocket goes to anvil itself
+      upstreams: { eth: [{ url: recorder.url, ws: node.url.replace("http:", "ws:"), name: "a" }] },
       health: { ...DEFAULT_HEALTH, probeIntervalMs: 100 },
       cache: { ...DEFAULT_CACHE, headMaxAgeMs: 5_000 },
     });
@@ -175,6 +177,30 @@ describe("the answer cache on a real anvil", () => {
     const after = await call("eth_getBalance", [OTHER, "latest"]);
     expect(after.cache).toBe("miss");
     expect(BigInt(after.result as string)).toBe(BigInt(before) + 1n);
+  });
+
+  it("so does a transaction sent over the gateway's WebSocket", async () => {
+    const before = (await call("eth_getBalance", [OTHER, "latest"])).result as string;
+    expect((await call("eth_getBalance", [OTHER, "latest"])).cache).toBe("hit");
+    const account = privateKeyToAccount(DEV_KEY);
+    const nonce = await node.rpc<string>("eth_getTransactionCount", [DEV, "latest"]);
+    const raw = await account.signTransaction({
+      chainId: ETH_MAINNET,
+      nonce: Number(nonce),
+      to: OTHER,
+      value: 2n,
+      gas: 21_000n,
+      gasPrice: 10n ** 10n,
+    });
+    const socket = await Client.open(`ws://eth.${DOMAIN}:${gw.port}/${KEYS.all}`);
+    try {
+      expect((await socket.call("eth_sendRawTransaction", [raw])).error).toBeUndefined();
+    } finally {
+      socket.close();
+    }
+    const after = await call("eth_getBalance", [OTHER, "latest"]);
+    expect(after.cache).toBe("miss");
+    expect(BigInt(after.result as string)).toBe(BigInt(before) + 2n);
   });
 
   it("a block above the finalized height is kept only while the head stays", async () => {
