@@ -1,5 +1,6 @@
 import { LRUCache } from "lru-cache";
 import type { CacheSettings } from "../config/types.js";
+import type { CacheRead } from "./cache-read.js";
 import type { SharedAnswers } from "./shared-answers.js";
 
 /**
@@ -72,6 +73,14 @@ export class AnswerCache {
     }
     if (entry.tier === "archive" && !mayArchive) return undefined;
     return entry;
+  }
+
+  /**
+   * The read, unless it reads at the head and the label keeps no answer read there: such a call is relayed
+   * as any other, streamed.
+   */
+  takes(read: CacheRead | undefined): CacheRead | undefined {
+    return read?.lifetime.kind === "head" && !this.settings.headRelative ? undefined : read;
   }
 
   set(key: string, entry: CacheEntry): void {

@@ -202,16 +202,11 @@ export class Stages {
   /** 6, for a single call on a label whose cache is on: what the cache may answer it with (src/cache/). */
   #cacheRead(mounted: Mounted, group: UpstreamGroup, outgoing: Outgoing): CacheRead | undefined {
     const cache = group.cache;
-    if (outgoing.restCache !== undefined && cache !== undefined)
-      return outgoing.restCache.lifetime.kind === "head" && !cache.settings.headRelative
-        ? undefined
-        : outgoing.restCache;
+    if (outgoing.restCache !== undefined && cache !== undefined) return cache.takes(outgoing.restCache);
     const call = outgoing.single;
     const reads = mounted.mount.policy.jsonrpc?.reads;
     if (call === undefined || cache === undefined || reads === undefined || outgoing.write) return undefined;
-    const read = cacheRead(reads, call, isHeadCall(call, mounted.mount.head));
-    // a label that keeps no answer read at the head relays those as any other call, streamed
-    return read?.lifetime.kind === "head" && !cache.settings.headRelative ? undefined : read;
+    return cache.takes(cacheRead(reads, call, isHeadCall(call, mounted.mount.head)));
   }
 
   /**
@@ -227,8 +222,7 @@ export class Stages {
     let any = false;
     const batch = calls.map((call) => {
       if (call.id !== undefined) ids.add(call.id);
-      const read = cacheRead(reads, call, isHeadCall(call, mounted.mount.head));
-      const kept = read?.lifetime.kind === "head" && !cache.settings.headRelative ? undefined : read;
+      const kept = cache.takes(cacheRead(reads, call, isHeadCall(call, mounted.mount.head)));
       if (kept !== undefined) any = true;
       return { call, read: kept };
     });

@@ -3,7 +3,7 @@ import { DEFAULT_CACHE, DEFAULT_HEALTH } from "../../src/config/defaults.js";
 import { type ArchivePair, startArchivePair } from "../support/archive-pair.js";
 import { eventually } from "../support/eventually.js";
 import { KEYS, type RunningGateway, rpcBody, startGateway } from "../support/gateway.js";
-import type { RecordingNode } from "../support/recording-node.js";
+import { answeredSince, type RecordingNode } from "../support/recording-node.js";
 import { everyNodeInRotation } from "../support/rotation.js";
 
 // The answer cache and the archive tier (docs/cache.md, "The key"): an archive node's answer is kept with
@@ -40,11 +40,10 @@ describe("cached archive answers go to archive keys only (real anvil)", () => {
     );
     // the finalized height (anvil: 64 below the head) is known, so block 1 is final
     await eventually(
-      () => fullNode.calls.some((c) => JSON.stringify(c.params) === '["finalized",false]'),
+      () => answeredSince(fullNode, 0, ["finalized", false]),
       5000,
-      "a finality probe",
+      "a finality probe answered",
     );
-    await new Promise((resolve) => setTimeout(resolve, 100));
   });
   afterAll(async () => {
     await gw?.close();

@@ -5,7 +5,7 @@ import { DEFAULT_CACHE, DEFAULT_HEALTH } from "../../src/config/defaults.js";
 import { type Anvil, startAnvil } from "../support/anvil.js";
 import { eventually } from "../support/eventually.js";
 import { DOMAIN, KEYS, type RunningGateway, startGateway } from "../support/gateway.js";
-import { type RecordingNode, startRecordingNode } from "../support/recording-node.js";
+import { answeredSince, type RecordingNode, startRecordingNode } from "../support/recording-node.js";
 import { resolveTestHosts } from "../support/test-hosts.js";
 import { Client } from "../support/ws-client.js";
 
@@ -14,6 +14,9 @@ import { Client } from "../support/ws-client.js";
 
 const ETH_MAINNET = 1;
 const FINALITY_DEPTH = 64;
+/** The prober's finality and head block calls (registry `reads.cache`). */
+const FINALIZED = ["finalized", false];
+const LATEST = ["latest", false];
 /** anvil's first and second dev accounts. */
 const DEV = "0xf39fd6e51aad88f6f4ce6ab8827279cfffb92266";
 const DEV_KEY = "0xac0974bec39a17e36ba4a6b4d238ff944bacb478cbed5efcae784d7bf4f2ff80";
@@ -42,6 +45,19 @@ describe("the answer cache on a real anvil", () => {
     ).length;
   }
 
+  /** A signed transfer of `value` wei from the first dev account to the second, at its next nonce. */
+  async function transfer(value: bigint): Promise<`0x${string}`> {
+    const nonce = await node.rpc<string>("eth_getTransactionCount", [DEV, "latest"]);
+    return privateKeyToAccount(DEV_KEY).signTransaction({
+      chainId: ETH_MAINNET,
+      nonce: Number(nonce),
+      to: OTHER,
+      value,
+      gas: 21_000n,
+      gasPrice: 10n ** 10n,
+    });
+  }
+
   beforeAll(async () => {
     restore = resolveTestHosts();
     node = await startAnvil({ chainId: ETH_MAINNET });
@@ -53,13 +69,8 @@ describe("the answer cache on a real anvil", () => {
       health: { ...DEFAULT_HEALTH, probeIntervalMs: 100 },
       cache: { ...DEFAULT_CACHE, headMaxAgeMs: 5_000 },
     });
-    // the prober has asked the node for its finalized block
-    await eventually(
-      () => reached("eth_getBlockByNumber", ["finalized", false]) > 0,
-      5_000,
-      "a finality probe",
-    );
-    await new Promise((resolve) => setTimeout(resolve, 100));
+    // the prober has read the node's finalized block
+    await eventually(() => answeredSince(recorder, 0, FINALIZED), 5_000, "a finality probe answered");
   });
   afterAll(async () => {
     await gw?.close();
@@ -161,16 +172,7 @@ describe("the answer cache on a real anvil", () => {
   it("a caller reads its own write: a transaction sent through the gateway ends the answers read at the head", async () => {
     const before = (await call("eth_getBalance", [OTHER, "latest"])).result as string;
     expect((await call("eth_getBalance", [OTHER, "latest"])).cache).toBe("hit");
-    const account = privateKeyToAccount(DEV_KEY);
-    const nonce = await node.rpc<string>("eth_getTransactionCount", [DEV, "latest"]);
-    const raw = await account.signTransaction({
-      chainId: ETH_MAINNET,
-      nonce: Number(nonce),
-      to: OTHER,
-      value: 1n,
-      gas: 21_000n,
-      gasPrice: 10n ** 10n,
-    });
+    const raw = await transfer(1n);
     const sent = await call("eth_sendRawTransaction", [raw]);
     expect(sent.error).toBeUndefined();
     // anvil mined it at once; the next read is the node's, not the answer from before the write
@@ -182,16 +184,7 @@ describe("the answer cache on a real anvil", () => {
   it("so does a transaction sent over the gateway's WebSocket", async () => {
     const before = (await call("eth_getBalance", [OTHER, "latest"])).result as string;
     expect((await call("eth_getBalance", [OTHER, "latest"])).cache).toBe("hit");
-    const account = privateKeyToAccount(DEV_KEY);
-    const nonce = await node.rpc<string>("eth_getTransactionCount", [DEV, "latest"]);
-    const raw = await account.signTransaction({
-      chainId: ETH_MAINNET,
-      nonce: Number(nonce),
-      to: OTHER,
-      value: 2n,
-      gas: 21_000n,
-      gasPrice: 10n ** 10n,
-    });
+    const raw = await transfer(2n);
     const socket = await Client.open(`ws://eth.${DOMAIN}:${gw.port}/${KEYS.all}`);
     try {
       expect((await socket.call("eth_sendRawTransaction", [raw])).error).toBeUndefined();
@@ -236,8 +229,12 @@ describe("the answer cache on a real anvil", () => {
         2_000,
         "the call at the node",
       );
+      const coalesced = () =>
+        gw.metric("gateway_cache_requests_total", { label: "eth", outcome: "coalesced" });
+      const waiting = await coalesced();
       const rest = Array.from({ length: 99 }, (_, i) => call("eth_getTransactionCount", params, i + 1));
-      await new Promise((resolve) => setTimeout(resolve, 200));
+      // every one of them is waiting on the first caller's call before that caller leaves
+      await eventually(async () => (await coalesced()) >= waiting + 99, 1_000, "99 callers coalesced");
       leaving.abort();
       await first;
       const answers = await Promise.all(rest);
@@ -265,10 +262,11 @@ describe("the answer cache on a real anvil", () => {
     await node.rpc("evm_revert", [snapshot]);
     await node.rpc("evm_mine", [Math.floor(Date.now() / 1000) + 1000]);
     await node.rpc("evm_mine", [Math.floor(Date.now() / 1000) + 2000]);
+    const mark = recorder.calls.length;
     const now = (await node.rpc<{ hash: string }>("eth_getBlockByNumber", [head, false])).hash;
     expect(now).not.toBe(replaced.hash);
     // the prober sees the new chain at its next probe (100 ms here); from then on, only the new block
-    await new Promise((resolve) => setTimeout(resolve, 400));
+    await eventually(() => answeredSince(recorder, mark, LATEST), 3_000, "the new head block probed");
     for (let i = 0; i < 20; i++) {
       const got = await call("eth_getBlockByNumber", [head, false]);
       const answer = got.result as { hash: string };
@@ -279,8 +277,9 @@ describe("the answer cache on a real anvil", () => {
   it("a revert at a final block is kept as the node's answer; other errors never are", async () => {
     // calling the zero address with a value it cannot take reverts nowhere; an invalid opcode from code we set does
     await node.rpc("anvil_setCode", [OTHER, "0x60006000fd"]); // PUSH1 0 PUSH1 0 REVERT
+    const mark = recorder.calls.length;
     await node.rpc("anvil_mine", ["0x50"]);
-    await new Promise((resolve) => setTimeout(resolve, 300));
+    await eventually(() => answeredSince(recorder, mark, FINALIZED), 3_000, "the new finalized block probed");
     const head = Number(await node.rpc<string>("eth_blockNumber", []));
     const final = `0x${(head - FINALITY_DEPTH - 1).toString(16)}`;
     const first = await call("eth_call", [{ to: OTHER, data: "0x" }, final]);

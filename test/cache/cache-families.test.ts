@@ -120,8 +120,13 @@ describe("the answer cache on every interface with cache rules (loopback nodes o
   for (const c of CASES) {
     it.concurrent(`${c.endpoint.label} (${c.id}): a final call is read once, the head call follows the head`, async () => {
       await everyNodeInRotation(gw, c.endpoint.label, 40 * PROBE_MS);
-      // the prober has read the finalized height where the interface names it
-      await new Promise((resolve) => setTimeout(resolve, 3 * PROBE_MS));
+      // a whole probe round (head, and the finalized height where the interface names it) has been answered
+      const mark = c.node?.node.requests.length ?? 0;
+      await eventually(
+        () => (c.node?.node.requests.length ?? 0) >= mark + 4,
+        40 * PROBE_MS,
+        `${c.endpoint.label}: a probe round`,
+      );
       const final = FINAL_CALLS[c.id] as (typeof FINAL_CALLS)[string];
       // JSON-RPC 1.0 callers (Bitcoin-style) get a 1.0 envelope from the cache too
       const envelope = c.id.endsWith("-core") ? { jsonrpc: "1.0" } : { jsonrpc: "2.0" };

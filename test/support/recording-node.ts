@@ -50,3 +50,14 @@ export async function startRecordingNode(target: string): Promise<RecordingNode>
   };
   return node;
 }
+
+/**
+ * Whether the node has answered a call with these params that was sent at or after `from` (an index in
+ * `calls`): a prober sends its calls one after another, so a later call means the answer is in and read.
+ */
+export function answeredSince(node: RecordingNode, from: number, params: unknown): boolean {
+  const wanted = JSON.stringify(params);
+  for (let i = from; i < node.calls.length - 1; i++)
+    if (JSON.stringify(node.calls[i]?.params) === wanted) return true;
+  return false;
+}
