@@ -29,6 +29,8 @@ export class AccessLine {
   tier: string | undefined = undefined;
   /** What the request cost in compute units (src/plans/compute-units.ts). */
   cu: number | undefined = undefined;
+  /** How the answer cache answered: `hit`, `coalesced` (one node answer shared) or `miss` (src/cache/). */
+  cache: string | undefined = undefined;
   /** The sub-ranges a range call too wide for one node ran as (src/answers/range-split.ts). */
   parts: number | undefined = undefined;
   error: string | undefined = undefined;
@@ -48,6 +50,7 @@ export class AccessLine {
     if (this.attempts !== undefined) out += `,"attempts":${this.attempts}`;
     if (this.upstreamMs !== undefined) out += `,"upstreamMs":${this.upstreamMs}`;
     if (this.tier !== undefined) out += `,"tier":${quoted(this.tier)}`;
+    if (this.cache !== undefined) out += `,"cache":${quoted(this.cache)}`;
     if (this.cu !== undefined) out += `,"cu":${this.cu}`;
     if (this.parts !== undefined) out += `,"parts":${this.parts}`;
     if (this.error !== undefined) out += `,"error":${quoted(this.error)}`;

@@ -28,7 +28,7 @@ export function relayCachedBatch(
   batch: readonly BatchRead[],
   cache: AnswerCache,
   res: ServerResponse,
-  note: UpstreamFields,
+  note: UpstreamFields & { cache: string | undefined },
   done: RelayDone,
 ): void {
   const epoch = call.group.served.epoch;
@@ -40,6 +40,7 @@ export function relayCachedBatch(
   });
   const missing = batch.filter((_, i) => parts[i] === undefined);
   if (missing.length === 0) {
+    note.cache = "hit";
     sendArray(res, parts, "hit");
     done();
     return;

@@ -18,10 +18,15 @@ export const CACHE_HEADER = "x-cache";
 export const EXPOSED = { "access-control-expose-headers": `${CACHE_HEADER}, ${TIER_HEADER}` };
 
 /** One client waiting for a coalesced call's answer. */
+/** Where a cached call notes how the cache answered it, beside the upstream fields. */
+export interface CacheFields extends TierFields {
+  cache: string | undefined;
+}
+
 interface Waiter {
   readonly res: ServerResponse;
   readonly id: string;
-  readonly note: TierFields;
+  readonly note: CacheFields;
   readonly done: RelayDone;
 }
 
@@ -46,7 +51,7 @@ export function relayCached(
   read: CacheRead,
   cache: AnswerCache,
   res: ServerResponse,
-  note: TierFields,
+  note: CacheFields,
   done: RelayDone,
 ): void {
   const epoch = call.group.served.epoch;
@@ -56,6 +61,7 @@ export function relayCached(
     cache.counts.hit++;
     if (entry.tier === "archive" && call.tier !== undefined) note.label = call.tier.archiveLabel;
     note.tier = entry.tier;
+    note.cache = "hit";
     send(res, 200, entry, read.id, headersFor("hit", entry.tier));
     done();
     return;
@@ -137,6 +143,7 @@ function deliver(
 ): void {
   flight.waiters.forEach((w, i) => {
     copyNote(note, w.note);
+    w.note.cache = i === 0 ? first : "coalesced";
     send(w.res, statusCode, entry, w.id, headersFor(i === 0 ? first : "coalesced", entry.tier));
     w.done();
   });
@@ -223,8 +230,9 @@ function sendEach(
   tier: "full" | "archive" | undefined,
   note: TierFields,
 ): void {
-  for (const w of waiters) {
+  waiters.forEach((w, i) => {
     copyNote(note, w.note);
+    w.note.cache = i === 0 ? "miss" : "coalesced";
     if (!w.res.headersSent) {
       w.res.writeHead(answer.statusCode, [
         ...answer.headers,
@@ -233,7 +241,7 @@ function sendEach(
       w.res.end(answer.body);
     }
     w.done();
-  }
+  });
 }
 
 /** A coalesced client's access line names the node that answered, as the first client's does. */

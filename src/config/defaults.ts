@@ -1,4 +1,4 @@
-import type { AccountsConfig, CacheConfig, GatewayConfig, HealthConfig, Limits } from "./types.js";
+import type { AccountsConfig, CacheConfig, GatewayConfig, HealthConfig, Limits, PlanSpec } from "./types.js";
 
 // The limits trusted proxies use (Node's and undici's own defaults replaced where they are unbounded or
 // minutes long; nginx, Envoy and proxyd for the sizes); docs/configuration.md lists each with what it bounds.
@@ -77,6 +77,48 @@ export const DEFAULT_ACCOUNTS: AccountsConfig = {
   usageFlushIntervalMs: 10_000,
 };
 
+/** What a plan an operator adds has unless it says otherwise: no quota, nothing extra, no archive. */
+export const PLAN_FIELDS: Omit<PlanSpec, "computeUnitRate"> = {
+  dailyQuota: 0,
+  monthlyQuota: 0,
+  quotaPer: "key",
+  dedicatedMethods: false,
+  disabledMethods: [],
+  archive: false,
+  maxKeys: 10,
+  cachedShare: 1,
+  orderable: true,
+};
+
+/**
+ * The plans that ship (docs/plans.md). A call costs 5 to 300 compute units, most 20
+ * (docs/compute-units.md): the free test's rate is about 20 calls a second and its day 50,000 calls; the
+ * shared plan's 100 calls a second, 500,000 a day and 10 million a month, GetBlock's and Infura's orders
+ * of size (docs/plans.md); a dedicated node has no quota.
+ */
+export const DEFAULT_PLANS: Readonly<Record<string, PlanSpec>> = {
+  "free-test": {
+    ...PLAN_FIELDS,
+    computeUnitRate: { perSecond: 400, burst: 800 },
+    dailyQuota: 1_000_000,
+    maxKeys: 3,
+    orderable: false,
+  },
+  shared: {
+    ...PLAN_FIELDS,
+    computeUnitRate: { perSecond: 2_000, burst: 4_000 },
+    dailyQuota: 10_000_000,
+    monthlyQuota: 200_000_000,
+  },
+  dedicated: {
+    ...PLAN_FIELDS,
+    computeUnitRate: { perSecond: 20_000, burst: 40_000 },
+    dedicatedMethods: true,
+    archive: true,
+    maxKeys: 50,
+  },
+};
+
 export const DEFAULT_CONFIG: GatewayConfig = {
   domain: "localhost",
   listen: { host: "127.0.0.1", port: 8080 },
@@ -94,6 +136,7 @@ export const DEFAULT_CONFIG: GatewayConfig = {
   operator: { listen: { host: "127.0.0.1", port: 8082 } },
   limits: DEFAULT_LIMITS,
   defaultRate: { perSecond: 50, burst: 100 },
+  plans: DEFAULT_PLANS,
   keys: [],
   log: { level: "info", access: true },
   localNodes: [],

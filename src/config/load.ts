@@ -8,7 +8,9 @@ import {
   DEFAULT_CONFIG,
   DEFAULT_HEALTH,
   DEFAULT_LIMITS,
+  DEFAULT_PLANS,
   DEFAULT_SHARED_LIMITS,
+  PLAN_FIELDS,
 } from "./defaults.js";
 import { type ConfigPath, environmentSettings, origin, withSettings } from "./environment.js";
 import { ConfigError, ConfigSource, pointerPath } from "./source.js";
@@ -18,6 +20,7 @@ import type {
   GatewayConfig,
   HealthConfig,
   Limits,
+  PlanSpec,
   UpstreamSpec,
 } from "./types.js";
 import { upstreamName } from "./upstream-name.js";
@@ -62,11 +65,12 @@ function withDefaults(partial: Partial<GatewayConfig> & { limits?: Partial<Limit
     upstream: { ...DEFAULT_LIMITS.upstream, ...partial.limits?.upstream },
     ws: { ...DEFAULT_LIMITS.ws, ...partial.limits?.ws },
   };
-  const { accounts, cache, health, operator, sharedLimits, listen, log, ...rest } =
+  const { accounts, cache, health, operator, sharedLimits, listen, log, plans, ...rest } =
     partial as Partial<GatewayConfig> & {
       accounts?: Partial<AccountsConfig>;
       health?: Partial<HealthConfig>;
       cache?: Partial<CacheConfig>;
+      plans?: Readonly<Record<string, Partial<PlanSpec>>>;
       operator?: { listen?: Partial<{ host: string; port: number }> } | null;
       listen?: Partial<GatewayConfig["listen"]>;
       log?: Partial<GatewayConfig["log"]>;
@@ -80,6 +84,7 @@ function withDefaults(partial: Partial<GatewayConfig> & { limits?: Partial<Limit
     limits,
     health: { ...DEFAULT_HEALTH, ...health, labels: { ...health?.labels } },
     cache: { ...DEFAULT_CACHE, ...cache, labels: { ...cache?.labels } },
+    plans: plansOver(plans),
     // `operator: null` turns the operator API off
     operator:
       operator === null
@@ -102,6 +107,21 @@ function withDefaults(partial: Partial<GatewayConfig> & { limits?: Partial<Limit
           } as AccountsConfig,
         }),
   };
+}
+
+/**
+ * The shipped plans with what the file changes in each, field by field, and the plans it adds: those over
+ * PLAN_FIELDS, with the shared plan's rate unless they give one.
+ */
+function plansOver(given: Readonly<Record<string, Partial<PlanSpec>>> | undefined): Record<string, PlanSpec> {
+  const plans: Record<string, PlanSpec> = { ...DEFAULT_PLANS };
+  const shared = DEFAULT_PLANS.shared as PlanSpec;
+  for (const [name, fields] of Object.entries(given ?? {}))
+    plans[name] = {
+      ...(DEFAULT_PLANS[name] ?? { ...PLAN_FIELDS, computeUnitRate: shared.computeUnitRate }),
+      ...fields,
+    };
+  return plans;
 }
 
 /** What ajv's message leaves out that the operator needs: the values an enum allows. */
@@ -159,6 +179,11 @@ function checkAgainstRegistry(
         );
     }
   }
+  for (const [index, key] of config.keys.entries())
+    if (key.plan !== undefined && config.plans[key.plan] === undefined)
+      problems.push(
+        `${where(["keys", index, "plan"])}: keys[${index}].plan: "${key.plan}" is not a plan in plans`,
+      );
   for (const [index, node] of config.localNodes.entries())
     if (!endpoints.has(node.label))
       problems.push(

@@ -31,6 +31,9 @@ const upstream = {
 
 const ms = { type: "integer", minimum: 1 } as const;
 
+/** A plan's name: what the account store keeps with each key. */
+const PLAN_NAME = "^[a-z0-9][a-z0-9-]{0,39}$";
+
 const healthFields = {
   probeIntervalMs: { type: "integer", minimum: 0 },
   probeTimeoutMs: ms,
@@ -182,6 +185,30 @@ export const configSchema = {
       ],
     },
     defaultRate: rate,
+    plans: {
+      type: "object",
+      propertyNames: { pattern: PLAN_NAME },
+      additionalProperties: {
+        type: "object",
+        additionalProperties: false,
+        properties: {
+          computeUnitRate: rate,
+          dailyQuota: { type: "integer", minimum: 0 },
+          monthlyQuota: { type: "integer", minimum: 0 },
+          quotaPer: { enum: ["key", "account"] },
+          dedicatedMethods: { type: "boolean" },
+          disabledMethods: {
+            type: "array",
+            maxItems: 200,
+            items: { type: "string", pattern: "^[A-Za-z0-9_.*/:-]{1,100}$" },
+          },
+          archive: { type: "boolean" },
+          maxKeys: { type: "integer", minimum: 1 },
+          cachedShare: { type: "number", minimum: 0, maximum: 1 },
+          orderable: { type: "boolean" },
+        },
+      },
+    },
     keys: {
       type: "array",
       items: {
@@ -192,7 +219,7 @@ export const configSchema = {
           key: { type: "string", pattern: `^${KEY_PATTERN}$` },
           networks: { anyOf: [{ const: "*" }, { type: "array", items: { type: "string" } }] },
           archive: { type: "boolean" },
-          plan: { enum: ["free-test", "shared", "dedicated"] },
+          plan: { type: "string", pattern: PLAN_NAME },
           rate,
         },
       },

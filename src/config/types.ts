@@ -125,8 +125,32 @@ export interface StaticKey {
   readonly key: string;
   readonly networks: readonly string[] | "*";
   readonly archive?: boolean;
-  readonly plan?: "free-test" | "shared" | "dedicated";
+  /** A name in `plans`; "shared" when absent. */
+  readonly plan?: string;
   readonly rate?: RateSpec;
+}
+
+/** What a plan sells (docs/plans.md): its limits in compute units, and what it serves. */
+export interface PlanSpec {
+  /** Compute units per second, with a burst: the short window, refused with 429 like the call rate. */
+  readonly computeUnitRate: RateSpec;
+  /** Compute units per UTC day and per calendar month (UTC), refused with 402 once spent; 0: no quota. */
+  readonly dailyQuota: number;
+  readonly monthlyQuota: number;
+  /** Whether the quotas count each key apart, or every key of the account together. */
+  readonly quotaPer: "key" | "account";
+  /** Whether the registry's dedicated-only methods and interfaces are served. */
+  readonly dedicatedMethods: boolean;
+  /** More methods refused on this plan, `*` matching any run of characters (`debug_*`). */
+  readonly disabledMethods: readonly string[];
+  /** Whether every key of the plan reaches archive nodes (else only a key granted archive does). */
+  readonly archive: boolean;
+  /** The keys an account may hold on this plan at once. */
+  readonly maxKeys: number;
+  /** What an answer from the cache costs, as a share of its compute units (1: the full price). */
+  readonly cachedShare: number;
+  /** Whether a customer may order keys of this plan from the self-service API. */
+  readonly orderable: boolean;
 }
 
 export interface GatewayConfig {
@@ -154,6 +178,8 @@ export interface GatewayConfig {
   readonly operator: { readonly listen: { readonly host: string; readonly port: number } } | undefined;
   readonly limits: Limits;
   readonly defaultRate: RateSpec;
+  /** Plans by name (docs/plans.md); "free-test", "shared" and "dedicated" always exist. */
+  readonly plans: Readonly<Record<string, PlanSpec>>;
   /** Keys known without an account store (tests, a local demo). */
   readonly keys: readonly StaticKey[];
   readonly log: { readonly level: "debug" | "info" | "warn" | "error" | "silent"; readonly access: boolean };

@@ -93,6 +93,7 @@ async function run(argv: readonly string[]): Promise<number> {
     // The operator's key is printed, not mailed; e-mails from other commands go to the configured place.
     mailer: { send: async () => {} },
     config: config.accounts,
+    plans: config.plans,
     networks: new Set(networkCodes),
     origin: gatewayOrigin(config),
     endpoints: endpointsByLabel,

@@ -39,7 +39,7 @@ export async function createControlPlane(options: {
    * plan" pages: the deployment config's `domain`, `listen.port` and `support`.
    */
   gateway?: Pick<GatewayConfig, "domain" | "listen" | "support"> &
-    Partial<Pick<GatewayConfig, "defaultRate">>;
+    Partial<Pick<GatewayConfig, "defaultRate" | "plans">>;
 }): Promise<ControlPlane> {
   const { config, logger } = options;
   const store = await openAccountStore(config.database);
@@ -51,6 +51,7 @@ export async function createControlPlane(options: {
     store,
     mailer: options.mailer ?? createMailer(config.mail),
     config,
+    plans: gateway.plans ?? DEFAULT_CONFIG.plans,
     networks: options.networks,
     origin,
     endpoints: endpointsByLabel,
@@ -58,6 +59,8 @@ export async function createControlPlane(options: {
       await Promise.all([...listeners].map((listener) => listener()));
     },
     ...(options.now === undefined ? {} : { now: options.now }),
+    noticeIntervalMs: config.followIntervalMs,
+    onMailError: (error) => logger.log("warn", "quota e-mail not sent: retried", { reason: error.message }),
   });
   const api = createAccountsApi(service, options.trustedProxies, logger, {
     files: new DashboardFiles(),
@@ -84,6 +87,7 @@ export async function createControlPlane(options: {
         api.close(() => resolve());
         api.closeAllConnections();
       });
+      await service.quotaMail?.close();
       await store.close();
     },
   };

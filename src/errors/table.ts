@@ -7,7 +7,7 @@
 // - EIP-1474's -32005 "limit exceeded" for every rate and capacity limit;
 // - -32011..-32022 for upstream and size failures: the numbers proxyd gives the same failures, and
 //   -32022 for the one it has no number for, a write the node did not confirm;
-// - -32040..-32049, the gateway's own block, for keys and plans (-32040..-32045 in use).
+// - -32040..-32049, the gateway's own block, for keys and plans (-32040..-32048 in use).
 // Codes of the self-service API (its rows at the end) have no JSON-RPC number: that API speaks REST only.
 
 export interface ErrorSpec {
@@ -49,6 +49,13 @@ export const ERRORS = {
     message: "This read needs an archive node, and the API key has no archive access",
   },
   RATE_LIMITED: { status: 429, rpc: -32005, message: "Request rate limit exceeded" },
+  QUOTA_EXCEEDED: {
+    status: 402,
+    rpc: -32046,
+    message: "The key's compute-unit quota for this period is spent",
+  },
+  KEY_SETTING_REFUSED: { status: 403, rpc: -32047, message: "The API key's settings do not allow this call" },
+  JWT_REQUIRED: { status: 401, rpc: -32048, message: "This API key requires a valid JWT with every call" },
   UNSUPPORTED_TRANSFER_ENCODING: {
     status: 400,
     rpc: -32600,
@@ -110,6 +117,7 @@ export const ERRORS = {
   },
   ACCOUNT_NOT_ACTIVE: { status: 403, message: "The account is not active" },
   FREE_TEST_LIMIT: { status: 409, message: "No more free tests for this account" },
+  KEY_LIMIT: { status: 409, message: "The account holds as many keys of this plan as the plan allows" },
   KEY_NOT_FOUND: { status: 404, message: "No such key on this account" },
   NETWORK_NOT_FOUND: { status: 404, message: "No such network" },
   CSRF_REFUSED: {

@@ -35,7 +35,7 @@ export function routeJsonRpc(
     throw new GatewayError("HTTP_METHOD_NOT_ALLOWED", { allow: ["POST"] }, { allow: "POST" });
   const rules: CallRules = {
     policy,
-    plan: mounted.admitted.principal?.plan,
+    plan: mounted.admitted.plan,
     support: settings.support,
     transport: "http",
   };

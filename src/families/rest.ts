@@ -46,9 +46,14 @@ export function routeRest(req: IncomingMessage, mounted: Mounted, settings: Fami
       { allow: match.allow.join(", ") },
     );
   }
-  if (match.access === "dedicated" && mounted.admitted.principal?.plan !== "dedicated") {
+  const { plan } = mounted.admitted;
+  if (
+    (match.access === "dedicated" && plan?.dedicatedMethods !== true) ||
+    plan?.disables(`${method} ${match.shape}`)
+  ) {
     throw new GatewayError("METHOD_NOT_ON_PLAN", {
       route: `${method} ${mounted.admitted.target.path}`,
+      ...(plan === undefined ? {} : { plan: plan.name }),
       ...dedicatedPointer(settings.support),
     });
   }

@@ -2,7 +2,7 @@ import type { GatewayConfig } from "../config/types.js";
 import { dedicatedPointer } from "../errors/dedicated-pointer.js";
 import { rpcErrorJson } from "../errors/respond.js";
 import type { RpcErrorCode } from "../errors/table.js";
-import type { Plan } from "../keys/types.js";
+import type { PlanTerms } from "../plans/plan-terms.js";
 import type { JsonRpcPolicy, MethodAccess } from "../registry/types.js";
 import type { RawCall } from "./scan.js";
 
@@ -67,7 +67,8 @@ export function sendableAsReceived(text: string, checked: readonly Checked[]): b
 
 export interface CallRules {
   readonly policy: JsonRpcPolicy;
-  readonly plan: Plan | undefined;
+  /** The caller's plan; undefined for a public caller, who has no dedicated methods either. */
+  readonly plan: PlanTerms | undefined;
   readonly support: GatewayConfig["support"];
   /** Subscriptions and stateful calls only make sense on a WebSocket. */
   readonly transport: "http" | "websocket";
@@ -87,8 +88,13 @@ export function checkCall(rules: CallRules, call: RawCall): Checked {
   if (rules.transport === "http" && access !== "shared" && access !== "dedicated") {
     return refuse("WEBSOCKET_ONLY", idOf(call), { method });
   }
-  if (access === "dedicated" && rules.plan !== "dedicated") {
-    return refuse("METHOD_NOT_ON_PLAN", idOf(call), { method, ...dedicatedPointer(rules.support) });
+  if ((access === "dedicated" && rules.plan?.dedicatedMethods !== true) || rules.plan?.disables(method)) {
+    const plan = rules.plan?.name;
+    return refuse("METHOD_NOT_ON_PLAN", idOf(call), {
+      method,
+      ...(plan === undefined ? {} : { plan }),
+      ...dedicatedPointer(rules.support),
+    });
   }
   return new PassedCall(call, method, access);
 }

@@ -6,6 +6,7 @@ import type { KeyGrant } from "./grants.js";
 /** A key row joined with its account's status: what both stores' readers select (grantsChangedAfter). */
 export interface GrantRow {
   id: number;
+  account_id: number;
   key_hash: string;
   prefix: string;
   plan: KeyGrant["plan"];
@@ -24,7 +25,7 @@ export interface GrantRow {
  * the store's placeholder: `?` for SQLite, `$1` for PostgreSQL.
  */
 export function grantsChangedAfter(placeholder: "?" | "$1"): string {
-  return `SELECT k.id, k.key_hash, k.prefix, k.plan, k.networks, k.archive, k.rate_per_second,
+  return `SELECT k.id, k.account_id, k.key_hash, k.prefix, k.plan, k.networks, k.archive, k.rate_per_second,
          k.rate_burst, k.status, k.expires_at, k.revision, a.status AS account_status
     FROM api_keys k JOIN accounts a ON a.id = k.account_id
    WHERE k.revision > ${placeholder} ORDER BY k.revision`;
@@ -50,6 +51,7 @@ export function scopesOf(row: {
 export function grantOf(row: GrantRow): KeyGrant {
   return {
     id: row.id,
+    accountId: row.account_id,
     keyHash: row.key_hash,
     prefix: row.prefix,
     plan: row.plan,

@@ -7,6 +7,7 @@ import type { Plan } from "./types.js";
  */
 export interface KeyGrant {
   readonly id: number;
+  readonly accountId: number;
   readonly keyHash: string;
   /** The key's first characters: its id in logs, never enough to use it. */
   readonly prefix: string;

@@ -174,6 +174,7 @@ export class CachedKeyStore implements KeyStore {
         archive: grant.archive,
         plan: grant.plan,
         rate: grant.rate ?? this.#defaultRate,
+        accountId: `account:${grant.accountId}`,
       },
     });
   }

@@ -1,4 +1,5 @@
 import type pg from "pg";
+import type { NoticeSink, QuotaNotice } from "../plans/quota-notices.js";
 import { GRANTS_CHANNEL, isUnavailable, openClient, openPool } from "../store/postgres.js";
 import { type GrantRow, grantOf, grantsChangedAfter } from "./grant-rows.js";
 import type { GrantFeed, GrantStatus, KeyGrant } from "./grants.js";
@@ -200,7 +201,7 @@ export class PostgresGrantFeed implements GrantFeed {
 }
 
 /** Usage counts added to a PostgreSQL store: one statement per flush, whatever the number of rows. */
-export class PostgresUsageSink implements UsageSink {
+export class PostgresUsageSink implements UsageSink, NoticeSink {
   readonly #pool: pg.Pool;
 
   constructor(url: string) {
@@ -209,17 +210,27 @@ export class PostgresUsageSink implements UsageSink {
 
   async add(rows: readonly UsageRow[]): Promise<void> {
     await this.#pool.query(
-      `INSERT INTO usage (key_prefix, day, label, calls, errors)
-       SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::bigint[], $5::bigint[])
+      `INSERT INTO usage (key_prefix, day, label, calls, errors, units)
+       SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::bigint[], $5::bigint[], $6::bigint[])
        ON CONFLICT (key_prefix, day, label)
-       DO UPDATE SET calls = usage.calls + excluded.calls, errors = usage.errors + excluded.errors`,
+       DO UPDATE SET calls = usage.calls + excluded.calls, errors = usage.errors + excluded.errors,
+         units = usage.units + excluded.units`,
       [
         rows.map((r) => r.key),
         rows.map((r) => r.day),
         rows.map((r) => r.label),
         rows.map((r) => r.calls),
         rows.map((r) => r.errors),
+        rows.map((r) => r.units),
       ],
+    );
+  }
+
+  async notice(n: QuotaNotice): Promise<void> {
+    await this.#pool.query(
+      `INSERT INTO quota_notices (scope, period, threshold, account_id, key_prefix, plan, quota, resets_at, created_at)
+       VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9) ON CONFLICT DO NOTHING`,
+      [n.scope, n.period, n.threshold, n.accountId, n.keyPrefix, n.plan, n.quota, n.resetsAt, Date.now()],
     );
   }
 

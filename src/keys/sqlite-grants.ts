@@ -1,4 +1,5 @@
 import Database from "better-sqlite3";
+import type { NoticeSink, QuotaNotice } from "../plans/quota-notices.js";
 import { sqliteNative } from "../store/sqlite-addon.js";
 import { type GrantRow, grantOf, grantsChangedAfter } from "./grant-rows.js";
 import type { GrantFeed, KeyGrant } from "./grants.js";
@@ -58,22 +59,42 @@ export class SqliteGrantFeed implements GrantFeed {
  * (keys/usage.ts). Its own connection, so the grant reader stays read-only; WAL mode and the busy timeout
  * let it share the file with the control plane and the other proxy processes.
  */
-export class SqliteUsageSink implements UsageSink {
+export class SqliteUsageSink implements UsageSink, NoticeSink {
   readonly #db: Database.Database;
   readonly #add: Database.Statement;
+  readonly #notice: Database.Statement;
 
   constructor(path: string) {
     this.#db = new Database(path, { fileMustExist: true, ...sqliteNative() });
     this.#db.pragma("busy_timeout = 2000");
     this.#add = this.#db.prepare(
-      `INSERT INTO usage (key_prefix, day, label, calls, errors) VALUES (?, ?, ?, ?, ?)
-       ON CONFLICT (key_prefix, day, label) DO UPDATE SET calls = calls + excluded.calls, errors = errors + excluded.errors`,
+      `INSERT INTO usage (key_prefix, day, label, calls, errors, units) VALUES (?, ?, ?, ?, ?, ?)
+       ON CONFLICT (key_prefix, day, label) DO UPDATE SET calls = calls + excluded.calls,
+         errors = errors + excluded.errors, units = units + excluded.units`,
+    );
+    this.#notice = this.#db.prepare(
+      `INSERT INTO quota_notices (scope, period, threshold, account_id, key_prefix, plan, quota, resets_at, created_at)
+       VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT DO NOTHING`,
+    );
+  }
+
+  async notice(n: QuotaNotice): Promise<void> {
+    this.#notice.run(
+      n.scope,
+      n.period,
+      n.threshold,
+      n.accountId,
+      n.keyPrefix,
+      n.plan,
+      n.quota,
+      n.resetsAt,
+      Date.now(),
     );
   }
 
   async add(rows: readonly UsageRow[]): Promise<void> {
     this.#db.transaction(() => {
-      for (const row of rows) this.#add.run(row.key, row.day, row.label, row.calls, row.errors);
+      for (const row of rows) this.#add.run(row.key, row.day, row.label, row.calls, row.errors, row.units);
     })();
   }
 

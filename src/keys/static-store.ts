@@ -8,8 +8,10 @@ export class StaticKeyStore implements KeyStore {
 
   constructor(keys: readonly StaticKey[], defaultRate: RateSpec) {
     for (const entry of keys) {
+      const keyId = entry.key.slice(0, 8);
       this.#byDigest.set(keyHash(entry.key), {
-        keyId: entry.key.slice(0, 8),
+        keyId,
+        accountId: keyId,
         networks: entry.networks === "*" ? "*" : new Set(entry.networks),
         archive: entry.archive ?? true,
         plan: entry.plan ?? "shared",

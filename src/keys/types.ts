@@ -1,6 +1,7 @@
 import type { RateSpec } from "../config/types.js";
 
-export type Plan = "free-test" | "shared" | "dedicated";
+/** A plan's name, as the deployment config's `plans` defines it (docs/plans.md). */
+export type Plan = string;
 
 /** Who a key belongs to and what it may reach: the data plane's whole view of an account. */
 export interface Principal {
@@ -12,6 +13,11 @@ export interface Principal {
   readonly archive: boolean;
   readonly plan: Plan;
   readonly rate: RateSpec;
+  /**
+   * Who a plan's quota counts against when it is per account: `account:<id>`; the key's id for a key
+   * without an account (the deployment config's).
+   */
+  readonly accountId: string;
 }
 
 /**

@@ -1,15 +1,17 @@
-/** One row of counts: a key's calls on one label on one UTC day (YYYY-MM-DD). */
+/** One row of counts: a key's calls and compute units on one label on one UTC day (YYYY-MM-DD). */
 export interface UsageRow {
   readonly key: string;
   readonly day: string;
   readonly label: string;
   readonly calls: number;
   readonly errors: number;
+  /** The compute units served (docs/compute-units.md): what a plan's quota and a bill count. */
+  readonly units: number;
 }
 
 /** What the data plane counts a keyed call with. */
 export interface UsageRecorder {
-  record(key: string, label: string, calls: number, errors: number): void;
+  record(key: string, label: string, calls: number, errors: number, units: number): void;
 }
 
 /** Where a proxy's counts go: added to what the store holds, one batch at a time. */
@@ -21,12 +23,13 @@ export interface UsageSink {
 interface Counts {
   calls: number;
   errors: number;
+  units: number;
 }
 
 const DAY_MS = 86_400_000;
 
 /**
- * Calls per key, per label, per UTC day, errors apart, counted in memory and flushed to the store in one
+ * Calls and compute units per key, per label, per UTC day, errors apart, counted in memory and flushed to the store in one
  * batch every `flushIntervalMs` and at a graceful stop: never one write per request. A crash loses at most
  * one interval's counts. A flush the store refuses (it cannot be reached) keeps its rows for the next one,
  * merged with what was counted since. Counting is two Map lookups and two additions; the day is read from the clock
@@ -58,7 +61,7 @@ export class UsageCounter implements UsageRecorder {
     this.#timer.unref();
   }
 
-  record(key: string, label: string, calls: number, errors: number): void {
+  record(key: string, label: string, calls: number, errors: number, units: number): void {
     const now = this.#now();
     if (now >= this.#dayEndsAt) this.#turnDay(now);
     let byLabel = this.#counts.get(key);
@@ -67,10 +70,11 @@ export class UsageCounter implements UsageRecorder {
       this.#counts.set(key, byLabel);
     }
     const counts = byLabel.get(label);
-    if (counts === undefined) byLabel.set(label, { calls, errors });
+    if (counts === undefined) byLabel.set(label, { calls, errors, units });
     else {
       counts.calls += calls;
       counts.errors += errors;
+      counts.units += units;
     }
   }
 
@@ -114,7 +118,8 @@ export class UsageCounter implements UsageRecorder {
 function rowsOf(counts: ReadonlyMap<string, ReadonlyMap<string, Counts>>, day: string): UsageRow[] {
   const rows: UsageRow[] = [];
   for (const [key, byLabel] of counts)
-    for (const [label, { calls, errors }] of byLabel) rows.push({ key, day, label, calls, errors });
+    for (const [label, { calls, errors, units }] of byLabel)
+      rows.push({ key, day, label, calls, errors, units });
   return rows;
 }
 
@@ -126,7 +131,14 @@ function merged(rows: readonly UsageRow[]): UsageRow[] {
     const seen = byId.get(id);
     byId.set(
       id,
-      seen === undefined ? row : { ...seen, calls: seen.calls + row.calls, errors: seen.errors + row.errors },
+      seen === undefined
+        ? row
+        : {
+            ...seen,
+            calls: seen.calls + row.calls,
+            errors: seen.errors + row.errors,
+            units: seen.units + row.units,
+          },
     );
   }
   return [...byId.values()];

@@ -2,6 +2,7 @@ import type { IncomingMessage } from "node:http";
 import { clientAddress } from "../http/client-address.js";
 import type { RequestTarget } from "../http/target.js";
 import type { Principal } from "../keys/types.js";
+import type { PlanTerms } from "../plans/plan-terms.js";
 import type { Endpoint } from "../registry/types.js";
 
 /** Stage 2's value: a request that passed admission, where it goes and on whose behalf. */
@@ -10,6 +11,8 @@ export class Admitted {
   readonly target: RequestTarget;
   /** Undefined on a public no-key endpoint. */
   readonly principal: Principal | undefined;
+  /** The terms of the principal's plan (docs/plans.md); undefined with the principal. */
+  readonly plan: PlanTerms | undefined;
   // Let go once the address is known: a WebSocket connection keeps its Admitted for its whole life.
   #req: IncomingMessage | undefined;
   readonly #trustedProxies: readonly string[];
@@ -20,12 +23,14 @@ export class Admitted {
     endpoint: Endpoint,
     target: RequestTarget,
     principal: Principal | undefined,
+    plan: PlanTerms | undefined,
     req: IncomingMessage,
     trustedProxies: readonly string[],
   ) {
     this.endpoint = endpoint;
     this.target = target;
     this.principal = principal;
+    this.plan = plan;
     this.#req = req;
     this.#trustedProxies = trustedProxies;
   }

@@ -8,7 +8,7 @@ import { relayCached } from "../cache/relay-cached.js";
 import type { Limits } from "../config/types.js";
 import { type ErrorStyle, preflight, sendError, sendJson } from "../errors/respond.js";
 import { type ErrorCode, GatewayError } from "../errors/table.js";
-import type { Authorized, RoutedRequest } from "../families/family.js";
+import type { Authorized, Outgoing, RoutedRequest } from "../families/family.js";
 import { collectBody } from "../http/body.js";
 import { clientGone } from "../http/client-gone.js";
 import { checkFraming } from "../http/framing.js";
@@ -21,7 +21,7 @@ import type { ComputeUnits } from "../registry/types.js";
 import type { WholeAnswer } from "../upstream/buffered-answer.js";
 import { fetchWhole, relayAnswer, type UpstreamCall } from "../upstream/policy.js";
 import type { ErrorBoundary } from "./boundary.js";
-import type { Mounted, Stages } from "./stages.js";
+import type { Charged, Mounted, QuotaHold, Stages } from "./stages.js";
 
 const NO_BODY = Buffer.alloc(0);
 
@@ -68,6 +68,8 @@ export class HttpExchange {
   #computeUnits = 0;
   #unitRules: ComputeUnits | undefined = undefined;
   #archiveEndpoint = false;
+  /** The compute units reserved against the key's quota (stage 5), settled at the end. */
+  #quota: QuotaHold | undefined = undefined;
   /** The socket's bytes written before this request's answer (a keep-alive socket carries many). */
   readonly #writtenBefore: number;
   /** How a refusal is written: REST-style until the endpoint and then its mount say otherwise. */
@@ -122,7 +124,7 @@ export class HttpExchange {
     }
   }
 
-  /** Stage 4's second half, then 5 to 7. */
+  /** Stage 4's second half and 5; then 6 and 7, once a quota that asked Redis has its answer. */
   #authorize(mounted: Mounted, routed: RoutedRequest, body: Buffer): void {
     let replyId = "null";
     try {
@@ -142,7 +144,30 @@ export class HttpExchange {
         this.#end();
         return;
       }
-      const call = this.#stages.planUpstream(mounted, charged, authorized.outgoing); // 6
+      const held = this.#stages.holdQuota(mounted, authorized.computeUnits); // 5, the quota
+      if (held instanceof Promise)
+        held.then(
+          (hold) => this.#relay(mounted, authorized, charged, hold, replyId),
+          (error) => this.#end(error, replyId),
+        );
+      else this.#relay(mounted, authorized, charged, held, replyId);
+    } catch (error) {
+      this.#end(error, replyId);
+    }
+  }
+
+  /** 6 and 7. */
+  #relay(
+    mounted: Mounted,
+    authorized: Authorized,
+    charged: Charged<Authorized>,
+    hold: QuotaHold | undefined,
+    replyId: string,
+  ): void {
+    this.#quota = hold;
+    try {
+      const outgoing = authorized.outgoing as Outgoing;
+      const call = this.#stages.planUpstream(mounted, charged, outgoing); // 6
       // A stream stays open while the node pushes: the socket's idle timeout must not cut it.
       if (call.stream) this.#req.socket.setTimeout(0);
       // 7: a partial batch's answer is read whole and merged, a range too wide for one node is split,
@@ -213,7 +238,11 @@ export class HttpExchange {
     const archive = this.#archiveEndpoint || this.#access.tier === "archive";
     // a range split into sub-ranges cost the nodes a call each
     const units = this.#computeUnits * (this.#access.parts ?? 1);
-    return archive ? archiveUnits(units, rules) : units;
+    const priced = archive ? archiveUnits(units, rules) : units;
+    // an answer the cache gave, or one node answer shared, costs what the plan says
+    const cached = this.#access.cache === "hit" || this.#access.cache === "coalesced";
+    const share = this.#quota?.cachedShare ?? 1;
+    return cached && share !== 1 ? Math.round(priced * share) : priced;
   }
 
   /**
@@ -236,10 +265,17 @@ export class HttpExchange {
     const result = resultOf(code, access.status);
     const computeUnits = this.#unitsServed(result);
     if (computeUnits > 0) access.cu = computeUnits;
+    this.#quota?.settle(computeUnits);
     if (this.#usage !== undefined && access.key !== undefined && access.label !== undefined) {
       // A call the gateway or the node failed is an error; one whose caller left is not either side's.
       const failed = result !== "ok" && result !== "client_closed";
-      this.#usage.record(access.key, access.label, this.#calls, failed ? this.#calls : this.#refusedCalls);
+      this.#usage.record(
+        access.key,
+        access.label,
+        this.#calls,
+        failed ? this.#calls : this.#refusedCalls,
+        computeUnits,
+      );
     }
     this.#metrics?.request({
       label: access.label ?? "none",

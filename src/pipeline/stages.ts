@@ -14,6 +14,13 @@ import { parseTarget } from "../http/target.js";
 import { KeyLookup } from "../keys/digest.js";
 import { KEY_PREFIX, type KeyStore, looksLikeKey, type Principal } from "../keys/types.js";
 import { type RateLimiter, TokenBuckets } from "../limits/token-bucket.js";
+import { PlanBook, type PlanTerms } from "../plans/plan-terms.js";
+import {
+  LocalQuotaLedger,
+  type QuotaDecision,
+  type QuotaLedger,
+  type QuotaLimits,
+} from "../plans/quota-ledger.js";
 import type { Endpoint, Family as FamilyName, Mount } from "../registry/types.js";
 import type { UpstreamGroup } from "../upstream/group.js";
 import type { UpstreamCall } from "../upstream/policy.js";
@@ -27,7 +34,8 @@ import { Admitted } from "./admitted.js";
  *   2. admitCaller       the key segment → principal (or a public client)          HTTP request, WS upgrade
  *   3. pickMount         the path → the mount → its family (families/table.ts)     HTTP request, WS upgrade
  *   4. family authorizes the family parses the message, checks it on the registry  HTTP request, WS message
- *   5. chargeRate        the caller's rate limit, by the calls in the message      HTTP request, WS message
+ *   5. chargeRate        the caller's call rate and its plan's compute-unit rate   HTTP request, WS message
+ *      holdQuota         the plan's daily and monthly quota, in compute units      HTTP request, WS message
  *   6. planUpstream      the label's upstreams, and the request's caps              HTTP request, WS upgrade
  *   7. relay             the one asynchronous tail (upstream/policy.ts)            HTTP request, WS message
  *
@@ -47,6 +55,8 @@ export class Stages {
   readonly #hosts: HostResolver;
   readonly #keys: KeyLookup;
   readonly #limiter: RateLimiter;
+  readonly #plans: PlanBook;
+  readonly #quotas: QuotaLedger;
   readonly #upstreams: UpstreamTable;
   readonly #families: Readonly<Record<FamilyName, Family>>;
 
@@ -56,12 +66,15 @@ export class Stages {
     keys: KeyStore;
     upstreams: UpstreamTable;
     limiter?: RateLimiter;
+    quotas?: QuotaLedger;
   }) {
     this.#config = options.config;
     this.#endpoints = options.endpoints;
     this.#hosts = new HostResolver(options.config.domain, options.config.publicHosts);
     this.#keys = new KeyLookup(options.keys);
     this.#limiter = options.limiter ?? new TokenBuckets();
+    this.#plans = new PlanBook(options.config.plans);
+    this.#quotas = options.quotas ?? new LocalQuotaLedger();
     this.#upstreams = options.upstreams;
     this.#families = familyTable(options.config);
   }
@@ -86,7 +99,8 @@ export class Stages {
     const target = parseTarget(req.url ?? "/", !publicHost || ((first) => first.startsWith(KEY_PREFIX)));
     const principal =
       publicHost && target.key === undefined ? undefined : this.#authenticate(target.key, endpoint);
-    return new Admitted(endpoint, target, principal, req, this.#config.trustedProxies);
+    const plan = principal === undefined ? undefined : this.#plans.terms(principal.plan);
+    return new Admitted(endpoint, target, principal, plan, req, this.#config.trustedProxies);
   }
 
   /**
@@ -127,18 +141,26 @@ export class Stages {
   }
 
   /**
-   * 5. Takes the message's cost in tokens from the caller's bucket, or throws RATE_LIMITED with
-   * Retry-After and RateLimit-*.
+   * 5. Takes the message's calls from the caller's call rate and its compute units from its plan's
+   * compute-unit rate, or throws RATE_LIMITED with Retry-After and RateLimit-* (those of the limit it hit).
    */
-  chargeRate<Message extends { readonly cost: number }>(
+  chargeRate<Message extends { readonly cost: number; readonly computeUnits: number }>(
     mounted: Mounted,
     message: Message,
   ): Charged<Message> {
     const { admitted } = mounted;
     const rate: RateSpec = admitted.principal?.rate ?? this.#config.limits.publicRate;
-    const decision = this.#limiter.take(admitted.clientId, rate, message.cost);
+    this.#take(admitted.clientId, rate, message.cost);
+    const plan = admitted.plan;
+    if (plan !== undefined && message.computeUnits > 0)
+      this.#take(`cu:${admitted.clientId}`, plan.computeUnitRate, message.computeUnits);
     // The brand is the type's alone: the message goes on as it is, with nothing allocated per request.
-    if (decision.allowed) return message as unknown as Charged<Message>;
+    return message as unknown as Charged<Message>;
+  }
+
+  #take(id: string, rate: RateSpec, cost: number): void {
+    const decision = this.#limiter.take(id, rate, cost);
+    if (decision.allowed) return;
     throw new GatewayError(
       "RATE_LIMITED",
       { retryAfter: decision.retryAfter },
@@ -149,6 +171,24 @@ export class Stages {
         "ratelimit-reset": String(decision.retryAfter),
       },
     );
+  }
+
+  /**
+   * 5, then: reserves the message's compute units against its plan's daily and monthly quotas (docs/plans.md),
+   * or throws QUOTA_EXCEEDED with Retry-After at the period's end. A shared ledger may need to ask Redis
+   * first: then the answer is a promise. Nothing to hold for a public caller, a plan without quotas or a
+   * message that costs nothing.
+   */
+  holdQuota(mounted: Mounted, units: number): QuotaHold | Promise<QuotaHold> | undefined {
+    const { admitted } = mounted;
+    const plan = admitted.plan;
+    const principal = admitted.principal;
+    if (plan === undefined || principal === undefined || !plan.hasQuota || units <= 0) return undefined;
+    const scope = plan.quotaPer === "account" ? principal.accountId : principal.keyId;
+    const hold = new QuotaHold(this.#quotas, scope, principal, plan, units);
+    const decided = this.#quotas.take(scope, hold.limits, units, plan.computeUnitRate.perSecond);
+    if (decided instanceof Promise) return decided.then((decision) => hold.granted(decision));
+    return hold.granted(decided);
   }
 
   /**
@@ -260,7 +300,7 @@ export class Stages {
       batch: reads.single ? undefined : reads.stateCalls,
       archiveLabel,
       archiveGroup: this.#upstreams.group(archiveLabel, mounted.mount.path),
-      mayArchive: principal?.archive === true,
+      mayArchive: principal?.archive === true || mounted.admitted.plan?.archive === true,
       missingState: rule.missingState,
     };
   }
@@ -280,13 +320,60 @@ export class Stages {
     if (principal.networks !== "*" && !principal.networks.has(endpoint.code)) {
       throw new GatewayError("NETWORK_FORBIDDEN", { network: endpoint.code });
     }
-    if (endpoint.nodeClass === "archive" && !principal.archive) {
+    if (
+      endpoint.nodeClass === "archive" &&
+      !principal.archive &&
+      !this.#plans.terms(principal.plan).archive
+    ) {
       throw new GatewayError("NETWORK_FORBIDDEN", {
         network: endpoint.code,
         reason: "the key has no archive access",
       });
     }
     return principal;
+  }
+}
+
+/** Compute units reserved against a quota: settled once the answer says what the request cost. */
+export class QuotaHold {
+  readonly #ledger: QuotaLedger;
+  readonly #scope: string;
+  readonly limits: QuotaLimits;
+  readonly #reserved: number;
+  /** What a cached answer costs, as a share of its price (the plan's `cachedShare`). */
+  readonly cachedShare: number;
+
+  constructor(ledger: QuotaLedger, scope: string, principal: Principal, plan: PlanTerms, reserved: number) {
+    this.#ledger = ledger;
+    this.#scope = scope;
+    this.limits = {
+      daily: plan.dailyQuota,
+      monthly: plan.monthlyQuota,
+      owner: { keyId: principal.keyId, accountId: principal.accountId, plan: plan.name },
+    };
+    this.#reserved = reserved;
+    this.cachedShare = plan.cachedShare;
+  }
+
+  /** This hold, or QUOTA_EXCEEDED with the seconds until the spent period ends. */
+  granted(decision: QuotaDecision): QuotaHold {
+    if (decision.allowed) return this;
+    const retryAfter = Math.max(1, Math.ceil((decision.resetsAt - Date.now()) / 1000));
+    throw new GatewayError(
+      "QUOTA_EXCEEDED",
+      {
+        period: decision.period,
+        limit: decision.limit,
+        resetsAt: new Date(decision.resetsAt).toISOString(),
+        retryAfter,
+      },
+      { "retry-after": String(retryAfter) },
+    );
+  }
+
+  /** What the request cost in the end (0 when it was not served): the rest given back, or the excess added. */
+  settle(units: number): void {
+    this.#ledger.adjust(this.#scope, this.limits, units - this.#reserved);
   }
 }
 

@@ -8,6 +8,7 @@ import { StaticKeyStore } from "../keys/static-store.js";
 import type { KeyStore } from "../keys/types.js";
 import { UsageCounter, type UsageSink } from "../keys/usage.js";
 import type { Logger } from "../log.js";
+import type { NoticeSink } from "../plans/quota-notices.js";
 import { isPostgresUrl, redacted } from "../store/postgres.js";
 
 /** The keys one proxy process knows. */
@@ -19,6 +20,8 @@ export interface ProxyKeys {
   readonly accounts: CachedKeyStore | undefined;
   /** Calls per key, flushed to the account store; undefined without one. */
   readonly usage: UsageCounter | undefined;
+  /** Where quota crossings are written for the control plane to mail; undefined without a store. */
+  readonly notices: NoticeSink | undefined;
   close(): Promise<void>;
 }
 
@@ -37,6 +40,7 @@ export async function openKeyStores(config: GatewayConfig, logger: Logger): Prom
       storeFor: (next) => new KeyStoreChain([staticKeys(next)]),
       accounts: undefined,
       usage: undefined,
+      notices: undefined,
       close: async () => {},
     };
   const { database, followIntervalMs, usageFlushIntervalMs } = config.accounts;
@@ -55,7 +59,9 @@ export async function openKeyStores(config: GatewayConfig, logger: Logger): Prom
       : logger.log("warn", "account store unreachable: serving the keys held", { reason }),
   );
   accounts.follow();
-  const sink: UsageSink = postgres ? new PostgresUsageSink(database) : new SqliteUsageSink(database);
+  const sink: UsageSink & NoticeSink = postgres
+    ? new PostgresUsageSink(database)
+    : new SqliteUsageSink(database);
   const usage = new UsageCounter(sink, usageFlushIntervalMs, (error) =>
     logger.log("warn", "usage counts not flushed: kept for the next flush", { reason: error.message }),
   );
@@ -64,6 +70,7 @@ export async function openKeyStores(config: GatewayConfig, logger: Logger): Prom
     storeFor: (next) => new KeyStoreChain([staticKeys(next), accounts]),
     accounts,
     usage,
+    notices: sink,
     close: async () => {
       await usage
         .close()

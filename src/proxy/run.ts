@@ -9,6 +9,9 @@ import { LISTENERS, listen } from "../lifecycle.js";
 import { SharedTokenBuckets } from "../limits/shared-buckets.js";
 import type { Logger } from "../log.js";
 import { processRegistry } from "../metrics/registry.js";
+import { LocalQuotaLedger, type QuotaLedger } from "../plans/quota-ledger.js";
+import { quotaNotices } from "../plans/quota-notices.js";
+import { SharedQuotaLedger } from "../plans/shared-quotas.js";
 import { runCluster, withPrimaryUpstreams } from "./cluster.js";
 import { openKeyStores, type ProxyKeys } from "./key-stores.js";
 import { closeServer, listenOperator } from "./listeners.js";
@@ -44,6 +47,11 @@ export function runProxy(config: GatewayConfig, logger: Logger): Promise<Running
 async function serveHere(config: GatewayConfig, logger: Logger): Promise<RunningProxy> {
   const keys = await openKeyStores(config, logger);
   const limiter = config.sharedLimits && new SharedTokenBuckets(config.sharedLimits, logger);
+  // Quotas the same way: in Redis for every instance, else counted here (docs/plans.md)
+  const crossed = quotaNotices(keys.notices, logger);
+  const quotas: QuotaLedger = config.sharedLimits
+    ? new SharedQuotaLedger(config.sharedLimits, logger, crossed)
+    : new LocalQuotaLedger(crossed);
   // With Redis, the labels' served heads are shared too: a caller behind a balancer sees a rising head.
   const heads = config.sharedLimits && new SharedHeads(config.sharedLimits);
   // and final answers, behind each instance's own cache (docs/cache.md, "Many instances")
@@ -55,6 +63,7 @@ async function serveHere(config: GatewayConfig, logger: Logger): Promise<Running
     config,
     keys: keys.store,
     logger,
+    quotas,
     ...(keys.usage === undefined ? {} : { usage: keys.usage }),
     ...(limiter === undefined ? {} : { limiter }),
     ...(heads === undefined ? {} : { heads }),
@@ -85,7 +94,7 @@ async function serveHere(config: GatewayConfig, logger: Logger): Promise<Running
     readiness.listening();
   } catch (error) {
     await Promise.all([closeServer(operator), gateway.close()]);
-    await Promise.all([keys.close(), limiter?.close(), heads?.close()]);
+    await Promise.all([keys.close(), limiter?.close(), heads?.close(), quotas.close()]);
     sharedAnswers?.close();
     throw error;
   }
@@ -101,7 +110,7 @@ async function serveHere(config: GatewayConfig, logger: Logger): Promise<Running
       await delay(config.limits.shutdownDelayMs);
       await gateway.close();
       await closeServer(operator);
-      await Promise.all([keys.close(), limiter?.close(), heads?.close()]);
+      await Promise.all([keys.close(), limiter?.close(), heads?.close(), quotas.close()]);
       sharedAnswers?.close();
     },
   };

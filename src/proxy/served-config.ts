@@ -9,6 +9,7 @@ import type { GatewayMetrics } from "../metrics/gateway-metrics.js";
 import { ErrorBoundary } from "../pipeline/boundary.js";
 import type { HttpContext } from "../pipeline/http.js";
 import { Stages } from "../pipeline/stages.js";
+import type { QuotaLedger } from "../plans/quota-ledger.js";
 import type { Endpoint } from "../registry/types.js";
 import { Prober } from "../upstream/prober.js";
 import { type DispatcherFactory, UpstreamTable } from "../upstream/upstreams.js";
@@ -36,6 +37,7 @@ export interface ServedConfigParts {
   readonly endpoints: ReadonlyMap<string, Endpoint>;
   readonly dispatcherFactory: DispatcherFactory;
   readonly limiter: RateLimiter;
+  readonly quotas: QuotaLedger;
   readonly usage: UsageRecorder | undefined;
   readonly heads: SharedHeads | undefined;
   readonly sharedAnswers: SharedAnswers | undefined;
@@ -70,6 +72,7 @@ export function buildServedConfig(parts: ServedConfigParts): ServedConfig {
     keys: parts.keys,
     upstreams,
     limiter: parts.limiter,
+    quotas: parts.quotas,
   });
   const websockets: WebSocketGateway = new WebSocketGateway(config, stages, logger, boundary, {
     metrics,

@@ -10,6 +10,7 @@ import { type RateLimiter, TokenBuckets } from "../limits/token-bucket.js";
 import { createLogger, type Logger } from "../log.js";
 import { GatewayMetrics } from "../metrics/gateway-metrics.js";
 import { HttpExchange } from "../pipeline/http.js";
+import { LocalQuotaLedger, type QuotaLedger } from "../plans/quota-ledger.js";
 import type { Endpoint } from "../registry/types.js";
 import { poolPerOrigin } from "../upstream/policy.js";
 import type { DispatcherFactory, UpstreamTable } from "../upstream/upstreams.js";
@@ -30,6 +31,8 @@ export interface ProxyServerOptions {
   readonly dispatcherFactory?: DispatcherFactory;
   /** Stage 5's limiter; in-process token buckets unless given. */
   readonly limiter?: RateLimiter;
+  /** Stage 5's quota ledger (src/plans/); an in-process one unless given. */
+  readonly quotas?: QuotaLedger;
   /** Where keyed calls are counted per day (keys/usage.ts); none unless given. */
   readonly usage?: UsageRecorder;
   /** The labels' served heads, shared with other instances through Redis (src/answers/shared-heads.ts). */
@@ -73,6 +76,7 @@ export function createProxyServer(options: ProxyServerOptions): ProxyServer {
     endpoints: options.endpoints ?? endpointsByLabel,
     dispatcherFactory: options.dispatcherFactory ?? poolPerOrigin,
     limiter,
+    quotas,
     usage: options.usage,
     heads: options.heads,
     sharedAnswers: options.sharedAnswers,
@@ -81,6 +85,8 @@ export function createProxyServer(options: ProxyServerOptions): ProxyServer {
   });
   // One limiter for every served config: a reload does not refill anyone's bucket.
   const limiter = options.limiter ?? new TokenBuckets();
+  // and one quota ledger: a reload does not forget what a key spent
+  const quotas = options.quotas ?? new LocalQuotaLedger();
   /** Every served config that may still hold work: the current one, and retired ones until they are done. */
   const servedConfigs = new Set<ServedConfig>();
   const upstreams: UpstreamView = {

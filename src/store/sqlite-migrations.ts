@@ -53,6 +53,51 @@ const MIGRATIONS: readonly string[] = [
      errors INTEGER NOT NULL DEFAULT 0,
      PRIMARY KEY (key_prefix, day, label)
    ) WITHOUT ROWID;`,
+  // Plans by name, as the deployment config defines them (docs/plans.md): the plan's CHECK goes, which
+  // SQLite drops only by building the table again. With it: each key's security settings (JSON, NULL for
+  // none), the compute units each usage row counts, and the quota e-mails sent, one per scope, period and
+  // threshold, which the control plane mails. The new table names itself in its REFERENCES, which the rename carries over.
+  `CREATE TABLE api_keys_v3 (
+     id INTEGER PRIMARY KEY,
+     account_id INTEGER NOT NULL REFERENCES accounts (id),
+     key_hash TEXT NOT NULL UNIQUE,
+     prefix TEXT NOT NULL,
+     plan TEXT NOT NULL,
+     networks TEXT NOT NULL,
+     archive INTEGER NOT NULL,
+     rate_per_second REAL,
+     rate_burst REAL,
+     status TEXT NOT NULL CHECK (status IN ('active', 'revoked')),
+     created_at INTEGER NOT NULL,
+     expires_at INTEGER,
+     revoked_at INTEGER,
+     replaced_by INTEGER REFERENCES api_keys_v3 (id),
+     revision INTEGER NOT NULL,
+     settings TEXT
+   );
+   INSERT INTO api_keys_v3 (id, account_id, key_hash, prefix, plan, networks, archive, rate_per_second,
+     rate_burst, status, created_at, expires_at, revoked_at, replaced_by, revision)
+   SELECT id, account_id, key_hash, prefix, plan, networks, archive, rate_per_second, rate_burst, status,
+     created_at, expires_at, revoked_at, replaced_by, revision FROM api_keys;
+   DROP TABLE api_keys;
+   ALTER TABLE api_keys_v3 RENAME TO api_keys;
+   CREATE INDEX api_keys_account ON api_keys (account_id);
+   CREATE INDEX api_keys_revision ON api_keys (revision);
+   ALTER TABLE usage ADD COLUMN units INTEGER NOT NULL DEFAULT 0;
+   CREATE TABLE quota_notices (
+     scope TEXT NOT NULL,
+     period TEXT NOT NULL,
+     threshold INTEGER NOT NULL,
+     account_id INTEGER NOT NULL REFERENCES accounts (id),
+     key_prefix TEXT NOT NULL,
+     plan TEXT NOT NULL,
+     quota INTEGER NOT NULL,
+     resets_at INTEGER NOT NULL,
+     created_at INTEGER NOT NULL,
+     sent_at INTEGER,
+     PRIMARY KEY (scope, period, threshold)
+   ) WITHOUT ROWID;
+   CREATE INDEX quota_notices_unsent ON quota_notices (created_at) WHERE sent_at IS NULL;`,
 ];
 
 /** Applies the migrations this database has not seen, each in its own transaction. */

@@ -11,4 +11,6 @@ export const CLOSE = {
   INTERNAL: 1011,
   /** The upstream node closed or failed: the connection has nothing behind it any more. */
   BAD_GATEWAY: 1014,
+  /** The key's compute-unit quota is spent (QUOTA_EXCEEDED, docs/plans.md); 4000–4999 is for applications. */
+  QUOTA_EXCEEDED: 4402,
 } as const;

@@ -15,6 +15,7 @@ import type { UsageRecorder } from "../keys/usage.js";
 import type { GatewayMetrics } from "../metrics/gateway-metrics.js";
 import type { ErrorBoundary } from "../pipeline/boundary.js";
 import type { Charged, Mounted, Stages } from "../pipeline/stages.js";
+import { callsUnits } from "../plans/compute-units.js";
 import type { JsonRpcPolicy } from "../registry/types.js";
 import type { Upstream } from "../upstream/upstreams.js";
 import { CLOSE } from "./close-codes.js";
@@ -23,6 +24,18 @@ import { GatewayCalls } from "./gateway-calls.js";
 import { ConnectionMove, type Reconnect } from "./move.js";
 import { type Outgoing, type Pending, PendingCalls, type Settled } from "./pending-calls.js";
 import { RememberedSubscriptions } from "./subscriptions.js";
+
+/** What the metrics and the usage count of one client message, as far as it got. */
+interface MessageSeen {
+  replyId: string;
+  method: string;
+  code: ErrorCode | undefined;
+  calls: number;
+  refused: number;
+  /** The compute units of its calls that passed their checks; billed when sent. */
+  units: number;
+  counted?: boolean;
+}
 
 export interface ConnectionOptions {
   readonly stages: Stages;
@@ -65,6 +78,8 @@ export class Connection {
   readonly #move: ConnectionMove;
   /** A WebSocket-only call went upstream: the node holds state for this connection. */
   #stateful = false;
+  /** Messages that arrived while one waits for its quota's answer from Redis; undefined when none waits. */
+  #queued: RawData[] | undefined = undefined;
   #alive = true;
   #closed = false;
   readonly #ping: NodeJS.Timeout;
@@ -79,7 +94,7 @@ export class Connection {
     this.#policy = mounted.mount.policy.jsonrpc as JsonRpcPolicy;
     this.#rules = {
       policy: this.#policy,
-      plan: mounted.admitted.principal?.plan,
+      plan: mounted.admitted.plan,
       support: options.support,
       transport: "websocket",
     };
@@ -210,37 +225,111 @@ export class Connection {
 
   #fromClient(data: RawData): void {
     this.#touch();
+    // a message waits while one before it waits for its quota: calls reach the node in the order sent
+    if (this.#queued !== undefined) {
+      this.#queued.push(data);
+      return;
+    }
     const text = toText(data);
     const { stages, mounted, limits } = this.#options;
-    let replyId = "null";
+    const seen: MessageSeen = {
+      replyId: "null",
+      method: "other",
+      code: undefined,
+      calls: 1,
+      refused: 0,
+      units: 0,
+    };
     let answer: string | undefined;
-    let method = "other";
-    let code: ErrorCode | undefined;
-    let calls = 1;
-    let refused = 0;
     try {
       const message = checkMessage(text, this.#rules, limits); // 4
-      replyId = message.replyId;
-      calls = message.checked.length;
-      refused = message.checked.filter((c) => !c.ok).length;
+      seen.replyId = message.replyId;
+      seen.calls = message.checked.length;
+      seen.refused = message.checked.filter((c) => !c.ok).length;
       const only = message.batch ? undefined : message.checked[0];
-      method = message.batch ? "batch" : only?.ok ? only.method : "other";
-      if (only !== undefined && !only.ok) code = only.code;
-      const charged = stages.chargeRate(mounted, message); // 5
+      seen.method = message.batch ? "batch" : only?.ok ? only.method : "other";
+      if (only !== undefined && !only.ok) seen.code = only.code;
+      seen.units = this.#unitsOf(message);
+      const charged = stages.chargeRate(mounted, { ...message, computeUnits: seen.units }); // 5
+      const held = stages.holdQuota(mounted, seen.units); // 5, the quota
+      if (held instanceof Promise) {
+        this.#queued = [];
+        held.then(
+          () => this.#sent(seen, () => this.#send(charged, text)),
+          (error) =>
+            this.#sent(seen, () => {
+              throw error;
+            }),
+        );
+        return;
+      }
       answer = this.#send(charged, text); // 7
     } catch (error) {
       if (!(error instanceof GatewayError)) {
-        this.#broke(error, replyId);
+        this.#broke(error, seen.replyId);
         return;
       }
-      code = error.code;
-      answer = errorBody(error, "jsonrpc", replyId);
+      answer = this.#refused(seen, error);
     }
-    const { principal } = mounted.admitted;
-    this.#options.metrics?.message(this.#label, method, code, principal !== undefined);
+    this.#counted(seen, answer);
+  }
+
+  /** A message whose quota was asked of Redis: sent (or refused) now, then the messages that waited. */
+  #sent(seen: MessageSeen, send: () => string | undefined): void {
+    const queued = this.#queued ?? [];
+    this.#queued = undefined;
+    if (this.#closed) return;
+    let answer: string | undefined;
+    try {
+      answer = send();
+    } catch (error) {
+      if (!(error instanceof GatewayError)) {
+        this.#broke(error, seen.replyId);
+        return;
+      }
+      answer = this.#refused(seen, error);
+    }
+    this.#counted(seen, answer);
+    for (const data of queued) this.#guard((d: RawData) => this.#fromClient(d))(data);
+  }
+
+  /** The error's answer; a spent quota also ends the connection (4402), as it ends the key's calls. */
+  #refused(seen: MessageSeen, error: GatewayError): string {
+    seen.code = error.code;
+    const answer = errorBody(error, "jsonrpc", seen.replyId);
+    if (error.code === "QUOTA_EXCEEDED") {
+      this.#toClient(answer, false);
+      this.#counted(seen, undefined);
+      this.close(CLOSE.QUOTA_EXCEEDED, "quota exceeded");
+      seen.counted = true;
+    }
+    return answer;
+  }
+
+  /** The message in the metrics and the key's usage, and its answer to the client. */
+  #counted(seen: MessageSeen, answer: string | undefined): void {
+    if (seen.counted === true) return;
+    seen.counted = true;
+    const { principal } = this.#options.mounted.admitted;
+    const { code, calls, refused } = seen;
+    this.#options.metrics?.message(this.#label, seen.method, code, principal !== undefined);
     if (principal !== undefined)
-      this.#options.usage?.record(principal.keyId, this.#label, calls, code === undefined ? refused : calls);
+      this.#options.usage?.record(
+        principal.keyId,
+        this.#label,
+        calls,
+        code === undefined ? refused : calls,
+        code === undefined ? seen.units : 0,
+      );
     if (answer !== undefined) this.#toClient(answer, false);
+  }
+
+  /** The compute units of the message's calls that passed their checks (docs/compute-units.md). */
+  #unitsOf(message: CheckedMessage): number {
+    const { mount, admitted } = this.#options.mounted;
+    const methods: string[] = [];
+    for (const call of message.checked) if (call.ok) methods.push(call.method);
+    return callsUnits(mount.policy.computeUnits, methods, admitted.endpoint);
   }
 
   /** Sends what passed upstream and returns the answer for what did not. */

@@ -66,16 +66,18 @@ describe("usage counts when the store refuses a flush", () => {
       close: async () => {},
     };
     const counter = new UsageCounter(sink, 3_600_000);
-    counter.record("FNkey1", "eth", 2, 1);
+    counter.record("FNkey1", "eth", 2, 1, 40);
     await expect(counter.flush()).rejects.toThrow("connection refused");
-    counter.record("FNkey1", "eth", 3, 0);
-    counter.record("FNkey2", "dot", 1, 0);
+    counter.record("FNkey1", "eth", 3, 0, 60);
+    counter.record("FNkey2", "dot", 1, 0, 20);
     refuse = false;
     await counter.flush();
     expect(written).toHaveLength(1);
-    expect(written[0]?.map(({ key, label, calls, errors }) => ({ key, label, calls, errors }))).toEqual([
-      { key: "FNkey1", label: "eth", calls: 5, errors: 1 },
-      { key: "FNkey2", label: "dot", calls: 1, errors: 0 },
+    expect(
+      written[0]?.map(({ key, label, calls, errors, units }) => ({ key, label, calls, errors, units })),
+    ).toEqual([
+      { key: "FNkey1", label: "eth", calls: 5, errors: 1, units: 100 },
+      { key: "FNkey2", label: "dot", calls: 1, errors: 0, units: 20 },
     ]);
     await counter.close();
     expect(written).toHaveLength(1); // nothing new: nothing written

@@ -2,8 +2,10 @@ import { describe, expect, it } from "vitest";
 import { endpointsByLabel } from "../../generated/endpoints.js";
 import { planRanges } from "../../src/answers/range-plan.js";
 import { type ReadNeed, readNeed, restReadNeed } from "../../src/answers/read-need.js";
+import { DEFAULT_PLANS } from "../../src/config/defaults.js";
 import type { PassedCall } from "../../src/jsonrpc/check.js";
 import { checkMessage } from "../../src/jsonrpc/message.js";
+import { PlanBook } from "../../src/plans/plan-terms.js";
 import { matchRoute } from "../../src/registry/match-route.js";
 import type { JsonRpcPolicy, Mount, RestReadRules, RouteNode } from "../../src/registry/types.js";
 
@@ -16,7 +18,7 @@ function need(body: unknown, label = "eth") {
   const text = JSON.stringify(body);
   const rules = {
     policy: dialect,
-    plan: "dedicated" as const,
+    plan: new PlanBook(DEFAULT_PLANS).terms("dedicated"),
     support: { email: "", dedicatedNodeUrl: "" },
     transport: "http" as const,
   };

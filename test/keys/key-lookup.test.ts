@@ -8,6 +8,7 @@ const principal = (keyId: string): Principal => ({
   archive: false,
   plan: "shared",
   rate: { perSecond: 10, burst: 10 },
+  accountId: keyId,
 });
 
 /** A store keyed by digest, recording what it was asked. */

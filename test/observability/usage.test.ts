@@ -65,7 +65,7 @@ describe.each(STORES)("usage per key (%s store)", (store) => {
   };
   const rpc = (method: string) => `{"jsonrpc":"2.0","id":1,"method":"${method}","params":[]}`;
   const usage = async (query = "") => fx.api("GET", `/v1/keys/${keyId}/usage${query}`, undefined, session);
-  const totalNow = async () => (await usage()).json.total as { calls: number; errors: number };
+  const totalNow = async () => (await usage()).json.total as { calls: number; errors: number; units: number };
 
   beforeAll(async () => {
     smtp = await startSmtp();
@@ -142,12 +142,21 @@ describe.each(STORES)("usage per key (%s store)", (store) => {
     for (let i = 0; i < 5; i++) expect(await call(port, rpc("eth_blockNumber"))).toBe(200);
     // a flush while it runs, not only at a graceful stop: the five reach the store, then it is killed
     const total = async () => JSON.stringify(await totalNow());
-    const flushed = JSON.stringify({ calls: before.calls + 5, errors: before.errors });
+    // eth_blockNumber costs 10 compute units (docs/compute-units.md)
+    const flushed = JSON.stringify({
+      calls: before.calls + 5,
+      errors: before.errors,
+      units: before.units + 50,
+    });
     await eventually(async () => (await total()) === flushed, 10 * FLUSH_MS, "the five calls flushed");
     const killed = new Promise((resolve) => proxy.once("exit", resolve));
     proxy.kill("SIGKILL");
     await killed;
-    expect(await totalNow()).toEqual({ calls: before.calls + 5, errors: before.errors });
+    expect(await totalNow()).toEqual({
+      calls: before.calls + 5,
+      errors: before.errors,
+      units: before.units + 50,
+    });
 
     // and the proxy that takes over adds to what is there
     const next = start();
@@ -156,7 +165,11 @@ describe.each(STORES)("usage per key (%s store)", (store) => {
     const exited = new Promise((resolve) => next.once("exit", resolve));
     next.kill("SIGTERM");
     expect(await exited).toBe(0);
-    expect(await totalNow()).toEqual({ calls: before.calls + 6, errors: before.errors });
+    expect(await totalNow()).toEqual({
+      calls: before.calls + 6,
+      errors: before.errors,
+      units: before.units + 60,
+    });
   });
 
   it("shows a key's usage to its owner only, over a range of days they choose", async () => {

@@ -1,6 +1,12 @@
 import type { AddressInfo } from "node:net";
 import { type Dispatcher, request } from "undici";
-import { DEFAULT_CACHE, DEFAULT_CONFIG, DEFAULT_HEALTH, DEFAULT_LIMITS } from "../../src/config/defaults.js";
+import {
+  DEFAULT_CACHE,
+  DEFAULT_CONFIG,
+  DEFAULT_HEALTH,
+  DEFAULT_LIMITS,
+  DEFAULT_PLANS,
+} from "../../src/config/defaults.js";
 import type { GatewayConfig, Limits, StaticKey } from "../../src/config/types.js";
 import { StaticKeyStore } from "../../src/keys/static-store.js";
 import type { KeyStore } from "../../src/keys/types.js";
@@ -22,6 +28,17 @@ export const TEST_KEYS: StaticKey[] = [
   { key: KEYS.dedicated, networks: "*", plan: "dedicated", rate: { perSecond: 10_000, burst: 10_000 } },
   { key: KEYS.noArchive, networks: "*", archive: false, rate: { perSecond: 10_000, burst: 10_000 } },
 ];
+
+/**
+ * The shipped plans without their compute-unit rates and quotas: these suites send thousands of calls a
+ * second on their keys, and count what reaches the nodes. The plans' own tests give theirs (test/plans/).
+ */
+export const TEST_PLANS: GatewayConfig["plans"] = Object.fromEntries(
+  Object.entries(DEFAULT_PLANS).map(([name, plan]) => [
+    name,
+    { ...plan, computeUnitRate: { perSecond: 1e9, burst: 1e9 }, dailyQuota: 0, monthlyQuota: 0 },
+  ]),
+);
 
 export interface RunningGateway {
   readonly gateway: ProxyServer;
@@ -75,6 +92,7 @@ export async function startGateway(options: StartOptions = {}): Promise<RunningG
     // No answer cache unless a test asks: these tests drive their nodes behind the gateway's back, and
     // count what reaches them (the cache's own tests turn it on: test/cache/).
     cache: { ...DEFAULT_CACHE, enabled: false },
+    plans: TEST_PLANS,
     ...rest,
     // Closed at once after each suite unless a test asks to drain.
     limits: { ...DEFAULT_LIMITS, drainTimeoutMs: 0, ...limits },

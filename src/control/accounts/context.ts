@@ -1,4 +1,4 @@
-import type { AccountsConfig } from "../../config/types.js";
+import type { AccountsConfig, PlanSpec } from "../../config/types.js";
 import type { Email } from "./emails.js";
 import type { AccountStore } from "./types.js";
 
@@ -6,6 +6,7 @@ import type { AccountStore } from "./types.js";
 export interface ServiceContext {
   readonly store: AccountStore;
   readonly config: AccountsConfig;
+  readonly plans: Readonly<Record<string, PlanSpec>>;
   /** Sends one of emails.ts's messages. */
   readonly mail: (to: string, email: Email) => Promise<void>;
   /**

@@ -1,5 +1,5 @@
 import type { NetworkEndpoints } from "../endpoint-urls.js";
-import type { KeyRecord } from "./types.js";
+import type { KeyRecord, PendingNotice } from "./types.js";
 
 // Every e-mail the control plane sends, word for word. A token or a key stands alone on an indented line,
 // which no transfer encoding rewrites, so it can be copied (and found by tests) as is. The endpoint URLs in a
@@ -90,4 +90,22 @@ function endpointLines(endpoints: readonly NetworkEndpoints[]): string {
     lines.push("");
   }
   return `${lines.join("\n")}\n`;
+}
+
+/** A quota at 80 % or spent: which key, which quota, when it resets, and where to see usage or get more. */
+export function quotaEmail(notice: PendingNotice, publicUrl: string): Email {
+  const period = notice.period.length === 10 ? "daily" : "monthly";
+  const resets = new Date(notice.resetsAt).toISOString().replace(".000Z", "Z");
+  const scope = notice.scope.startsWith("account:") ? "your account's keys" : `your key ${notice.keyPrefix}…`;
+  const spent = notice.threshold >= 100;
+  return {
+    subject: spent
+      ? `The ${period} quota of ${notice.keyPrefix}… is spent`
+      : `${notice.threshold}% of the ${period} quota of ${notice.keyPrefix}… used`,
+    text: `${
+      spent
+        ? `The ${period} quota of ${scope} (${notice.quota} compute units on the ${notice.plan} plan) is spent: calls are refused with HTTP 402 (QUOTA_EXCEEDED) until it resets at ${resets}.`
+        : `${scope[0]?.toUpperCase()}${scope.slice(1)} used ${notice.threshold}% of the ${period} quota (${notice.quota} compute units on the ${notice.plan} plan). At 100% calls are refused with HTTP 402 until it resets at ${resets}.`
+    }\n\nSee the usage per key and network on the dashboard:\n\n${publicUrl}/\n\nFor a higher quota, order a plan with more, or a dedicated node.\n`,
+  };
 }

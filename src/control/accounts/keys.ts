@@ -79,9 +79,16 @@ export class Keys {
   /** Ordering a node issues a key for that network on the chosen plan. */
   async order(account: Account, networkInput: unknown, planInput: unknown): Promise<KeyView> {
     const network = networkOf(networkInput, this.#networks);
+    const { plans, store } = this.#context;
+    const orderable = Object.keys(plans).filter((name) => plans[name]?.orderable === true);
     const plan = planInput ?? "shared";
-    if (plan !== "shared" && plan !== "dedicated")
-      throw new GatewayError("INVALID_FIELD", { field: "plan", allowed: ["shared", "dedicated"] });
+    if (typeof plan !== "string" || !orderable.includes(plan))
+      throw new GatewayError("INVALID_FIELD", { field: "plan", allowed: orderable });
+    const maxKeys = plans[plan]?.maxKeys ?? 1;
+    const held = (await store.keys(account.id)).filter(
+      (k) => k.plan === plan && keyStatus(k, this.#context.now()) === "active",
+    );
+    if (held.length >= maxKeys) throw new GatewayError("KEY_LIMIT", { plan, maxKeys });
     const { record, key } = await this.#issue(account.id, { networks: [network], plan, archive: true });
     await this.#mailKey(account, key, record, { kind: "order", plan, network });
     return this.#view(record);

@@ -49,6 +49,23 @@ const MIGRATIONS: readonly string[] = [
      errors BIGINT NOT NULL DEFAULT 0,
      PRIMARY KEY (key_prefix, day, label)
    );`,
+  `ALTER TABLE api_keys DROP CONSTRAINT api_keys_plan_check;
+   ALTER TABLE api_keys ADD COLUMN settings TEXT;
+   ALTER TABLE usage ADD COLUMN units BIGINT NOT NULL DEFAULT 0;
+   CREATE TABLE quota_notices (
+     scope TEXT NOT NULL,
+     period TEXT NOT NULL,
+     threshold INTEGER NOT NULL,
+     account_id INTEGER NOT NULL REFERENCES accounts (id),
+     key_prefix TEXT NOT NULL,
+     plan TEXT NOT NULL,
+     quota BIGINT NOT NULL,
+     resets_at BIGINT NOT NULL,
+     created_at BIGINT NOT NULL,
+     sent_at BIGINT,
+     PRIMARY KEY (scope, period, threshold)
+   );
+   CREATE INDEX quota_notices_unsent ON quota_notices (created_at) WHERE sent_at IS NULL;`,
 ];
 
 // Any constant: the lock that keeps two control planes starting at once from migrating twice.

@@ -5,8 +5,24 @@ import { postgresGrantsSince } from "../../keys/postgres-grants.js";
 import type { UsageRow } from "../../keys/usage.js";
 import { GRANTS_CHANNEL, isUnavailable, openPool, redacted } from "../../store/postgres.js";
 import { migratePostgres } from "./postgres-migrations.js";
-import { type AccountRow, type KeyRow, NEW_KEY_COLUMNS, newKeyValues, toAccount, toKey } from "./rows.js";
-import type { Account, AccountStatus, AccountStore, KeyRecord, NewKey, TokenPurpose } from "./types.js";
+import {
+  type AccountRow,
+  type KeyRow,
+  NEW_KEY_COLUMNS,
+  NOTICE_COLUMNS,
+  newKeyValues,
+  toAccount,
+  toKey,
+} from "./rows.js";
+import type {
+  Account,
+  AccountStatus,
+  AccountStore,
+  KeyRecord,
+  NewKey,
+  PendingNotice,
+  TokenPurpose,
+} from "./types.js";
 
 type Query = <R extends pg.QueryResultRow>(sql: string, values?: unknown[]) => Promise<R[]>;
 
@@ -157,10 +173,33 @@ export class PostgresAccountStore implements AccountStore {
   async usage(prefixes: readonly string[], from: string, to: string): Promise<UsageRow[]> {
     if (prefixes.length === 0) return [];
     return this.#query<UsageRow & pg.QueryResultRow>(
-      `SELECT key_prefix AS key, day, label, calls, errors FROM usage
+      `SELECT key_prefix AS key, day, label, calls, errors, units FROM usage
         WHERE key_prefix = ANY($1::text[]) AND day BETWEEN $2 AND $3
         ORDER BY day, key_prefix, label`,
       [prefixes, from, to],
+    );
+  }
+
+  async unsentNotices(): Promise<PendingNotice[]> {
+    return this.#query<PendingNotice & pg.QueryResultRow>(
+      `SELECT ${NOTICE_COLUMNS} FROM quota_notices n JOIN accounts a ON a.id = n.account_id
+        WHERE n.sent_at IS NULL ORDER BY n.created_at LIMIT 100`,
+    );
+  }
+
+  async markNoticeSent(notice: PendingNotice, now: number): Promise<boolean> {
+    const rows = await this.#query(
+      `UPDATE quota_notices SET sent_at = $1
+        WHERE scope = $2 AND period = $3 AND threshold = $4 AND sent_at IS NULL RETURNING scope`,
+      [now, notice.scope, notice.period, notice.threshold],
+    );
+    return rows.length === 1;
+  }
+
+  async unmarkNotice(notice: PendingNotice): Promise<void> {
+    await this.#query(
+      "UPDATE quota_notices SET sent_at = NULL WHERE scope = $1 AND period = $2 AND threshold = $3",
+      [notice.scope, notice.period, notice.threshold],
     );
   }
 

@@ -73,3 +73,7 @@ export function newKeyValues(key: NewKey, now: number, revision: number): unknow
     revision,
   ];
 }
+
+/** A quota notice's columns, as PendingNotice names them, from `quota_notices n JOIN accounts a`. */
+export const NOTICE_COLUMNS = `n.scope, n.period, n.threshold, n.account_id AS "accountId",
+  n.key_prefix AS "keyPrefix", n.plan, n.quota, n.resets_at AS "resetsAt", a.email`;

@@ -1,10 +1,11 @@
-import type { AccountsConfig } from "../../config/types.js";
+import type { AccountsConfig, PlanSpec } from "../../config/types.js";
 import type { Endpoint } from "../../registry/types.js";
 import type { GatewayOrigin } from "../endpoint-urls.js";
 import { AccountAdmin } from "./account-admin.js";
 import type { ServiceContext } from "./context.js";
 import { Keys } from "./keys.js";
 import type { Mailer } from "./mailer.js";
+import { QuotaMail } from "./quota-mail.js";
 import { RequestLimits } from "./request-limits.js";
 import { Sessions } from "./sessions.js";
 import type { AccountStore } from "./types.js";
@@ -23,11 +24,15 @@ export class AccountService {
   readonly keys: Keys;
   readonly usage: UsageReports;
   readonly admin: AccountAdmin;
+  /** The quota e-mails, sent every `noticeIntervalMs`; undefined without it (the operator CLI). */
+  readonly quotaMail: QuotaMail | undefined;
 
   constructor(options: {
     store: AccountStore;
     mailer: Mailer;
     config: AccountsConfig;
+    /** The deployment config's plans: what a customer may order, and how many keys of each. */
+    plans: Readonly<Record<string, PlanSpec>>;
     networks: ReadonlySet<string>;
     /** Where callers reach the gateway, and the registry's labels: the URLs a key e-mail lists. */
     origin: GatewayOrigin;
@@ -35,11 +40,15 @@ export class AccountService {
     /** Awaited after every change (context.ts says why). */
     onChange: () => void | Promise<void>;
     now?: () => number;
+    /** How often quota notices are looked for and mailed; none are without it. */
+    noticeIntervalMs?: number;
+    onMailError?: (error: Error) => void;
   }) {
-    const { store, mailer, config, networks, origin, endpoints, onChange } = options;
+    const { store, mailer, config, plans, networks, origin, endpoints, onChange } = options;
     const context: ServiceContext = {
       store,
       config,
+      plans,
       mail: (to, email) => mailer.send(to, email.subject, email.text),
       onChange,
       now: options.now ?? Date.now,
@@ -50,5 +59,9 @@ export class AccountService {
     this.keys = new Keys(context, limits, { networks, origin, endpoints });
     this.usage = new UsageReports(context);
     this.admin = new AccountAdmin(context);
+    this.quotaMail =
+      options.noticeIntervalMs === undefined
+        ? undefined
+        : new QuotaMail(context, options.noticeIntervalMs, options.onMailError ?? (() => {}));
   }
 }

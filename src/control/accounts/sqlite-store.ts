@@ -6,8 +6,24 @@ import { grantsSince } from "../../keys/sqlite-grants.js";
 import type { UsageRow } from "../../keys/usage.js";
 import { sqliteNative } from "../../store/sqlite-addon.js";
 import { migrate } from "../../store/sqlite-migrations.js";
-import { type AccountRow, type KeyRow, NEW_KEY_COLUMNS, newKeyValues, toAccount, toKey } from "./rows.js";
-import type { Account, AccountStatus, AccountStore, KeyRecord, NewKey, TokenPurpose } from "./types.js";
+import {
+  type AccountRow,
+  type KeyRow,
+  NEW_KEY_COLUMNS,
+  NOTICE_COLUMNS,
+  newKeyValues,
+  toAccount,
+  toKey,
+} from "./rows.js";
+import type {
+  Account,
+  AccountStatus,
+  AccountStore,
+  KeyRecord,
+  NewKey,
+  PendingNotice,
+  TokenPurpose,
+} from "./types.js";
 
 /** The embedded default store: one SQLite file, migrated on open, no setup. */
 export class SqliteAccountStore implements AccountStore {
@@ -151,11 +167,35 @@ export class SqliteAccountStore implements AccountStore {
     if (prefixes.length === 0) return [];
     return this.#db
       .prepare(
-        `SELECT key_prefix AS key, day, label, calls, errors FROM usage
+        `SELECT key_prefix AS key, day, label, calls, errors, units FROM usage
           WHERE key_prefix IN (${prefixes.map(() => "?").join(",")}) AND day BETWEEN ? AND ?
           ORDER BY day, key_prefix, label`,
       )
       .all(...prefixes, from, to) as UsageRow[];
+  }
+
+  async unsentNotices(): Promise<PendingNotice[]> {
+    return this.#db
+      .prepare(
+        `SELECT ${NOTICE_COLUMNS} FROM quota_notices n JOIN accounts a ON a.id = n.account_id
+          WHERE n.sent_at IS NULL ORDER BY n.created_at LIMIT 100`,
+      )
+      .all() as PendingNotice[];
+  }
+
+  async markNoticeSent(notice: PendingNotice, now: number): Promise<boolean> {
+    const { changes } = this.#db
+      .prepare(
+        "UPDATE quota_notices SET sent_at = ? WHERE scope = ? AND period = ? AND threshold = ? AND sent_at IS NULL",
+      )
+      .run(now, notice.scope, notice.period, notice.threshold);
+    return changes === 1;
+  }
+
+  async unmarkNotice(notice: PendingNotice): Promise<void> {
+    this.#db
+      .prepare("UPDATE quota_notices SET sent_at = NULL WHERE scope = ? AND period = ? AND threshold = ?")
+      .run(notice.scope, notice.period, notice.threshold);
   }
 
   async changesSince(revision: number): Promise<{ revision: number; grants: KeyGrant[] }> {

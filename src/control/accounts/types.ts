@@ -2,6 +2,7 @@ import type { RateSpec } from "../../config/types.js";
 import type { KeyGrant } from "../../keys/grants.js";
 import type { Plan } from "../../keys/types.js";
 import type { UsageRow } from "../../keys/usage.js";
+import type { QuotaNotice } from "../../plans/quota-notices.js";
 
 /**
  * Account states (docs/accounts.md has the table):
@@ -51,6 +52,11 @@ export interface NewKey {
 
 export type TokenPurpose = "confirm" | "login" | "session";
 
+/** A quota crossing to mail (plans/quota-notices.ts), as the store holds it. */
+export interface PendingNotice extends QuotaNotice {
+  readonly email: string;
+}
+
 /**
  * Where accounts and keys live, as the control plane writes them. SQLite is the embedded default. The
  * proxy never sees this interface: it reads the same store's grants through keys/grants.ts's GrantFeed.
@@ -82,6 +88,13 @@ export interface AccountStore {
 
   /** The usage rows of these keys (by prefix) from day `from` to day `to` (YYYY-MM-DD, both included). */
   usage(prefixes: readonly string[], from: string, to: string): Promise<UsageRow[]>;
+
+  /** Quota notices the proxies wrote and no control plane has mailed yet, with their account's e-mail. */
+  unsentNotices(): Promise<PendingNotice[]>;
+  /** Marks a notice sent; false when another control plane did first (then it is not mailed again). */
+  markNoticeSent(notice: PendingNotice, now: number): Promise<boolean>;
+  /** A notice the mailer failed to send: unsent again, for the next round. */
+  unmarkNotice(notice: PendingNotice): Promise<void>;
 
   /** Every key whose grant changed after `revision` (new, revoked, rotated, account status). */
   changesSince(

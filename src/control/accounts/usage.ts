@@ -3,13 +3,23 @@ import type { ServiceContext } from "./context.js";
 import { ownKey } from "./input.js";
 import type { Account } from "./types.js";
 
-/** Calls per day and network over a range, errors apart (GET /v1/keys/{id}/usage, GET /v1/usage). */
+/**
+ * Calls and compute units per day and network over a range, errors apart (GET /v1/keys/{id}/usage,
+ * GET /v1/usage).
+ */
 export interface UsageReport {
   readonly key?: { readonly id: number; readonly prefix: string };
   readonly from: string;
   readonly to: string;
-  readonly days: readonly { day: string; label: string; calls: number; errors: number; key?: string }[];
-  readonly total: { readonly calls: number; readonly errors: number };
+  readonly days: readonly {
+    day: string;
+    label: string;
+    calls: number;
+    errors: number;
+    units: number;
+    key?: string;
+  }[];
+  readonly total: { readonly calls: number; readonly errors: number; readonly units: number };
 }
 
 /**
@@ -60,9 +70,15 @@ function dayOf(input: unknown, field: string): string {
   return input;
 }
 
-function totalOf(rows: readonly { calls: number; errors: number }[]): { calls: number; errors: number } {
-  return rows.reduce((sum, r) => ({ calls: sum.calls + r.calls, errors: sum.errors + r.errors }), {
-    calls: 0,
-    errors: 0,
-  });
+interface Totals {
+  calls: number;
+  errors: number;
+  units: number;
+}
+
+function totalOf(rows: readonly Totals[]): Totals {
+  return rows.reduce(
+    (sum, r) => ({ calls: sum.calls + r.calls, errors: sum.errors + r.errors, units: sum.units + r.units }),
+    { calls: 0, errors: 0, units: 0 },
+  );
 }

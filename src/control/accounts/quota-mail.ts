@@ -1,0 +1,47 @@
+import type { ServiceContext } from "./context.js";
+import { quotaEmail } from "./emails.js";
+
+/**
+ * The e-mails at 80 % and 100 % of a quota (docs/plans.md). Proxies write each crossing to the store once
+ * (plans/quota-notices.ts); this sends what is unsent every `intervalMs`. A notice is marked sent before it
+ * is mailed, so two control planes never both send it, and unmarked again if the mailer fails, so a
+ * failure is retried rather than lost.
+ */
+export class QuotaMail {
+  readonly #context: ServiceContext;
+  readonly #timer: NodeJS.Timeout;
+  #sending: Promise<void> = Promise.resolve();
+  readonly #onError: (error: Error) => void;
+
+  constructor(context: ServiceContext, intervalMs: number, onError: (error: Error) => void) {
+    this.#context = context;
+    this.#onError = onError;
+    this.#timer = setInterval(() => void this.sendPending(), intervalMs);
+    this.#timer.unref();
+  }
+
+  /** Sends every unsent notice, after any send under way. */
+  sendPending(): Promise<void> {
+    this.#sending = this.#sending.then(() => this.#send().catch(this.#onError));
+    return this.#sending;
+  }
+
+  async close(): Promise<void> {
+    clearInterval(this.#timer);
+    await this.#sending;
+  }
+
+  async #send(): Promise<void> {
+    const { store, config, now } = this.#context;
+    const publicUrl = config.publicUrl ?? `http://${config.listen.host}:${config.listen.port}`;
+    for (const notice of await store.unsentNotices()) {
+      if (!(await store.markNoticeSent(notice, now()))) continue;
+      try {
+        await this.#context.mail(notice.email, quotaEmail(notice, publicUrl));
+      } catch (error) {
+        await store.unmarkNotice(notice);
+        throw error;
+      }
+    }
+  }
+}

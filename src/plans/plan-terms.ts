@@ -1,0 +1,54 @@
+import type { PlanSpec } from "../config/types.js";
+
+/** A plan as the pipeline applies it: its spec, and its disabled methods as one test. */
+export interface PlanTerms extends PlanSpec {
+  readonly name: string;
+  /** Whether the plan refuses `method` (`disabledMethods`; `*` matches any run of characters). */
+  disables(method: string): boolean;
+  /** Whether the plan has a daily or a monthly quota. */
+  readonly hasQuota: boolean;
+}
+
+/**
+ * The deployment config's plans, each compiled once. A key whose plan the config no longer has (an
+ * operator removed it while keys held it) is served on the shared plan's terms, which always exist.
+ */
+export class PlanBook {
+  readonly #terms = new Map<string, PlanTerms>();
+  readonly #fallback: PlanTerms;
+
+  constructor(plans: Readonly<Record<string, PlanSpec>>) {
+    for (const [name, spec] of Object.entries(plans)) this.#terms.set(name, termsOf(name, spec));
+    const shared = this.#terms.get("shared");
+    if (shared === undefined) throw new Error("plans: the shared plan is missing");
+    this.#fallback = shared;
+  }
+
+  terms(name: string): PlanTerms {
+    return this.#terms.get(name) ?? this.#fallback;
+  }
+
+  has(name: string): boolean {
+    return this.#terms.has(name);
+  }
+}
+
+function termsOf(name: string, spec: PlanSpec): PlanTerms {
+  const exact = new Set(spec.disabledMethods.filter((m) => !m.includes("*")));
+  const patterns = spec.disabledMethods.filter((m) => m.includes("*")).map(patternOf);
+  return {
+    ...spec,
+    name,
+    hasQuota: spec.dailyQuota > 0 || spec.monthlyQuota > 0,
+    disables:
+      exact.size === 0 && patterns.length === 0
+        ? () => false
+        : (method) => exact.has(method) || patterns.some((p) => p.test(method)),
+  };
+}
+
+/** `debug_*` as an anchored regular expression; everything but `*` is literal. */
+export function patternOf(glob: string): RegExp {
+  const escaped = glob.split("*").map((part) => part.replace(/[.+?^${}()|[\]\\/]/g, "\\$&"));
+  return new RegExp(`^${escaped.join(".*")}$`);
+}

@@ -1,0 +1,206 @@
+/** A scope's quotas in compute units: per UTC day and per calendar month; 0 is none. */
+export interface QuotaLimits {
+  readonly daily: number;
+  readonly monthly: number;
+  /** Whose quota it is: what a crossing's e-mail names. */
+  readonly owner?: QuotaOwner;
+}
+
+/** The key that spent, its account and its plan. */
+export interface QuotaOwner {
+  readonly keyId: string;
+  /** `account:<id>`, or the key's id for a key without an account. */
+  readonly accountId: string;
+  readonly plan: string;
+}
+
+export type QuotaPeriod = "day" | "month";
+
+export type QuotaDecision =
+  | { readonly allowed: true }
+  | {
+      readonly allowed: false;
+      readonly period: QuotaPeriod;
+      readonly limit: number;
+      /** When the spent period ends, in milliseconds since the epoch: midnight UTC, or the month's first. */
+      readonly resetsAt: number;
+    };
+
+/** A quota's threshold passed: the period it is in (`2026-11-26`, `2026-11`) and the share reached. */
+export interface QuotaCrossing {
+  readonly scope: string;
+  readonly period: QuotaPeriod;
+  readonly periodId: string;
+  readonly threshold: 80 | 100;
+  readonly limit: number;
+  /** When the period ends, in milliseconds since the epoch. */
+  readonly resetsAt: number;
+  readonly owner: QuotaOwner | undefined;
+}
+
+/**
+ * Compute units spent per scope (a key's id, or an account's) against its quotas. `take` reserves a
+ * call's price before it goes upstream and answers at once when it can, or later when it must ask a shared
+ * store; `adjust` gives back what was reserved and not spent, or adds what the answer cost beyond it.
+ */
+export interface QuotaLedger {
+  /** `ratePerSecond`: the scope's compute-unit rate, which sizes what a shared ledger leases at a time. */
+  take(
+    scope: string,
+    limits: QuotaLimits,
+    cost: number,
+    ratePerSecond?: number,
+  ): QuotaDecision | Promise<QuotaDecision>;
+  adjust(scope: string, limits: QuotaLimits, delta: number): void;
+  close(): Promise<void>;
+}
+
+export const ALLOWED: QuotaDecision = { allowed: true };
+
+/** The UTC day and month a moment falls in, and when each ends. */
+export class QuotaClock {
+  day = "";
+  month = "";
+  dayEndsAt = 0;
+  monthEndsAt = 0;
+  readonly #now: () => number;
+
+  constructor(now: () => number = Date.now) {
+    this.#now = now;
+  }
+
+  /** Brings the periods up to now; true when one turned. */
+  tick(): boolean {
+    const now = this.#now();
+    if (now < this.dayEndsAt) return false;
+    const date = new Date(now);
+    this.day = date.toISOString().slice(0, 10);
+    this.month = this.day.slice(0, 7);
+    this.dayEndsAt = Date.UTC(date.getUTCFullYear(), date.getUTCMonth(), date.getUTCDate() + 1);
+    this.monthEndsAt = Date.UTC(date.getUTCFullYear(), date.getUTCMonth() + 1, 1);
+    return true;
+  }
+
+  /** What refuses `cost` on top of `day` and `month` spent, else ALLOWED. */
+  decide(limits: QuotaLimits, day: number, month: number, cost: number): QuotaDecision {
+    if (limits.monthly > 0 && month + cost > limits.monthly)
+      return { allowed: false, period: "month", limit: limits.monthly, resetsAt: this.monthEndsAt };
+    if (limits.daily > 0 && day + cost > limits.daily)
+      return { allowed: false, period: "day", limit: limits.daily, resetsAt: this.dayEndsAt };
+    return ALLOWED;
+  }
+
+  /** A refusal as the 100 % crossing: the call that finds a quota spent marks it when none landed on it. */
+  spentCrossing(scope: string, limits: QuotaLimits, decision: QuotaDecision): QuotaCrossing {
+    const refused = decision as Extract<QuotaDecision, { allowed: false }>;
+    return {
+      scope,
+      period: refused.period,
+      periodId: refused.period === "day" ? this.day : this.month,
+      threshold: 100,
+      limit: refused.limit,
+      resetsAt: refused.resetsAt,
+      owner: limits.owner,
+    };
+  }
+
+  /** The thresholds `before` → `after` passed, for each quota, as crossings to announce. */
+  crossings(
+    scope: string,
+    limits: QuotaLimits,
+    spent: { readonly day: [number, number]; readonly month: [number, number] },
+  ): QuotaCrossing[] {
+    const out: QuotaCrossing[] = [];
+    const check = (period: QuotaPeriod, limit: number, [before, after]: [number, number]) => {
+      if (limit <= 0) return;
+      const periodId = period === "day" ? this.day : this.month;
+      const resetsAt = period === "day" ? this.dayEndsAt : this.monthEndsAt;
+      for (const threshold of [80, 100] as const) {
+        const at = (limit * threshold) / 100;
+        if (before < at && after >= at)
+          out.push({ scope, period, periodId, threshold, limit, resetsAt, owner: limits.owner });
+      }
+    };
+    check("day", limits.daily, spent.day);
+    check("month", limits.monthly, spent.month);
+    return out;
+  }
+}
+
+interface Spent {
+  day: string;
+  dayUnits: number;
+  month: string;
+  monthUnits: number;
+}
+
+/**
+ * Quotas counted in this process alone: exact, and forgotten at a restart. Without Redis, each worker
+ * and instance counts its own (docs/plans.md, "Many instances").
+ */
+export class LocalQuotaLedger implements QuotaLedger {
+  readonly #spent = new Map<string, Spent>();
+  readonly #clock: QuotaClock;
+  readonly #crossed: (crossing: QuotaCrossing) => void;
+
+  constructor(crossed: (crossing: QuotaCrossing) => void = () => {}, now: () => number = Date.now) {
+    this.#clock = new QuotaClock(now);
+    this.#crossed = crossed;
+  }
+
+  take(scope: string, limits: QuotaLimits, cost: number): QuotaDecision {
+    const spent = this.#spentOf(scope);
+    const decision = this.#clock.decide(limits, spent.dayUnits, spent.monthUnits, cost);
+    if (!decision.allowed) {
+      // the call that finds the quota spent is the 100 % mark when no call landed on it exactly
+      this.#crossed(this.#clock.spentCrossing(scope, limits, decision));
+      return decision;
+    }
+    this.#add(scope, spent, limits, cost);
+    return decision;
+  }
+
+  adjust(scope: string, limits: QuotaLimits, delta: number): void {
+    if (delta !== 0) this.#add(scope, this.#spentOf(scope), limits, delta);
+  }
+
+  /** What `scope` spent today and this month, as this process counted it. */
+  spent(scope: string): { readonly day: number; readonly month: number } {
+    const spent = this.#spentOf(scope);
+    return { day: spent.dayUnits, month: spent.monthUnits };
+  }
+
+  async close(): Promise<void> {}
+
+  #add(scope: string, spent: Spent, limits: QuotaLimits, delta: number): void {
+    const day: [number, number] = [spent.dayUnits, Math.max(0, spent.dayUnits + delta)];
+    const month: [number, number] = [spent.monthUnits, Math.max(0, spent.monthUnits + delta)];
+    spent.dayUnits = day[1];
+    spent.monthUnits = month[1];
+    if (delta > 0)
+      for (const crossing of this.#clock.crossings(scope, limits, { day, month })) this.#crossed(crossing);
+  }
+
+  #spentOf(scope: string): Spent {
+    const clock = this.#clock;
+    if (clock.tick()) this.#forgetEnded();
+    let spent = this.#spent.get(scope);
+    if (spent === undefined) {
+      spent = { day: clock.day, dayUnits: 0, month: clock.month, monthUnits: 0 };
+      this.#spent.set(scope, spent);
+    }
+    return spent;
+  }
+
+  /** A day turned: every scope's day starts at 0, and a month that ended too. */
+  #forgetEnded(): void {
+    const { day, month } = this.#clock;
+    for (const [scope, spent] of this.#spent) {
+      if (spent.month !== month) this.#spent.delete(scope);
+      else if (spent.day !== day) {
+        spent.day = day;
+        spent.dayUnits = 0;
+      }
+    }
+  }
+}

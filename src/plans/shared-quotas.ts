@@ -1,0 +1,264 @@
+import { Redis } from "ioredis";
+import type { SharedLimitsConfig } from "../config/types.js";
+import { sharedRedisOptions } from "../limits/redis-options.js";
+import type { Logger } from "../log.js";
+import {
+  ALLOWED,
+  LocalQuotaLedger,
+  QuotaClock,
+  type QuotaCrossing,
+  type QuotaDecision,
+  type QuotaLedger,
+  type QuotaLimits,
+} from "./quota-ledger.js";
+
+// A scope's day and month counters in Redis, moved together: it grants what fits under both quotas, at most
+// ARGV[4] and never less than ARGV[3] (else nothing), and a quarter of what is left once little is, so the
+// leases instances hold near the end are small. Answers the grant and both counters after it.
+const LEASE_SCRIPT = `
+local day = tonumber(redis.call('GET', KEYS[1]) or '0')
+local month = tonumber(redis.call('GET', KEYS[2]) or '0')
+local daily = tonumber(ARGV[1])
+local monthly = tonumber(ARGV[2])
+local need = tonumber(ARGV[3])
+local want = tonumber(ARGV[4])
+local left = want * 4
+if daily > 0 then left = math.min(left, daily - day) end
+if monthly > 0 then left = math.min(left, monthly - month) end
+if left < need then return {0, day, month} end
+local grant = math.min(want, math.max(need, math.floor(left / 4)))
+day = redis.call('INCRBY', KEYS[1], grant)
+month = redis.call('INCRBY', KEYS[2], grant)
+redis.call('PEXPIRE', KEYS[1], tonumber(ARGV[5]))
+redis.call('PEXPIRE', KEYS[2], tonumber(ARGV[6]))
+return {grant, day, month}
+`;
+
+type LeaseCommand = (
+  dayKey: string,
+  monthKey: string,
+  daily: number,
+  monthly: number,
+  need: number,
+  want: number,
+  dayTtlMs: number,
+  monthTtlMs: number,
+) => Promise<[number, number, number]>;
+
+interface Lease {
+  /** The period the lease was granted in: a lease ends with its day. */
+  day: string;
+  /** Compute units this instance may spend; below zero when answers cost more than was reserved. */
+  balance: number;
+  /** A lease asked of Redis and not answered yet. */
+  pending: Promise<void> | undefined;
+  /** Whether Redis's last answer granted nothing: the quota is spent until the period turns. */
+  spent: boolean;
+  /** The scope's counters in Redis at its last answer: what every instance leased this day and month. */
+  dayUnits: number;
+  monthUnits: number;
+  usedAt: number;
+}
+
+/** A lease is this many milliseconds of the scope's compute-unit rate, as rate leases are. */
+const IDLE_MS = 60_000;
+const DAY_MS = 86_400_000;
+
+/**
+ * Quotas counted for every proxy instance and worker together in Redis, the way rate limits are
+ * (limits/shared-buckets.ts): each instance leases compute units from the scope's day and month counters
+ * and spends them locally, asking for the next lease when half of one is left. Redis never grants more
+ * than the quota holds, so no instance serves past it; what instances hold unspent when it runs out is at
+ * most a quarter of what was left each, so a quota may refuse that much early, and never late.
+ *
+ * A call that finds its lease short waits for Redis (once per lease, not per call). While Redis cannot be
+ * reached, each instance counts alone (LocalQuotaLedger) and says so in the log.
+ */
+export class SharedQuotaLedger implements QuotaLedger {
+  readonly #redis: Redis;
+  readonly #lease: LeaseCommand;
+  readonly #leaseMs: number;
+  readonly #local: LocalQuotaLedger;
+  readonly #leases = new Map<string, Lease>();
+  readonly #clock = new QuotaClock();
+  readonly #crossed: (crossing: QuotaCrossing) => void;
+  readonly #logger: Logger;
+  #shared = false;
+
+  constructor(config: SharedLimitsConfig, logger: Logger, crossed: (crossing: QuotaCrossing) => void) {
+    this.#leaseMs = config.leaseMs;
+    this.#logger = logger;
+    this.#crossed = crossed;
+    this.#local = new LocalQuotaLedger(crossed);
+    this.#redis = new Redis(config.redis, sharedRedisOptions("gateway:quota:"));
+    this.#redis.defineCommand("gatewayQuotaLease", { numberOfKeys: 2, lua: LEASE_SCRIPT });
+    this.#lease = (this.#redis as unknown as { gatewayQuotaLease: LeaseCommand }).gatewayQuotaLease.bind(
+      this.#redis,
+    );
+    this.#redis.on("ready", () => this.#setShared(true));
+    this.#redis.on("close", () => this.#setShared(false));
+    this.#redis.on("error", () => {});
+  }
+
+  get shared(): boolean {
+    return this.#shared;
+  }
+
+  /** `ratePerSecond`: the scope's compute-unit rate, of which a lease is `leaseMs`. */
+  take(
+    scope: string,
+    limits: QuotaLimits,
+    cost: number,
+    ratePerSecond = cost,
+  ): QuotaDecision | Promise<QuotaDecision> {
+    const size = ratePerSecond;
+    if (!this.#shared) return this.#local.take(scope, limits, cost);
+    const lease = this.#leaseOf(scope);
+    if (lease.balance >= cost) {
+      lease.balance -= cost;
+      if (lease.balance < this.#size(size, cost) / 2 && !lease.spent)
+        this.#renew(scope, lease, limits, 0, size, cost);
+      return ALLOWED;
+    }
+    if (lease.spent) return this.#refusal(scope, limits, lease, cost);
+    return this.#waitFor(scope, lease, limits, cost, size);
+  }
+
+  adjust(scope: string, limits: QuotaLimits, delta: number): void {
+    if (!this.#shared) {
+      this.#local.adjust(scope, limits, delta);
+      return;
+    }
+    const lease = this.#leases.get(scope);
+    if (lease !== undefined) lease.balance -= delta;
+  }
+
+  async close(): Promise<void> {
+    this.#redis.removeAllListeners("close");
+    await this.#redis.quit().catch(() => this.#redis.disconnect());
+  }
+
+  async #waitFor(
+    scope: string,
+    lease: Lease,
+    limits: QuotaLimits,
+    cost: number,
+    size: number,
+  ): Promise<QuotaDecision> {
+    // one lease at a time per scope: a call that finds one on the way waits for it, then looks again
+    while (lease.pending !== undefined) await lease.pending;
+    if (lease.balance >= cost) {
+      lease.balance -= cost;
+      return ALLOWED;
+    }
+    if (!lease.spent) await this.#renew(scope, lease, limits, cost - lease.balance, size, cost);
+    if (!this.#shared) return this.#local.take(scope, limits, cost);
+    if (lease.balance >= cost) {
+      lease.balance -= cost;
+      return ALLOWED;
+    }
+    return this.#refusal(scope, limits, lease, cost);
+  }
+
+  #renew(
+    scope: string,
+    lease: Lease,
+    limits: QuotaLimits,
+    need: number,
+    size: number,
+    cost: number,
+  ): Promise<void> {
+    if (lease.pending !== undefined) return lease.pending;
+    const clock = this.#clock;
+    const want = this.#size(size, cost) + Math.max(0, need);
+    const day = lease.day;
+    const month = day.slice(0, 7);
+    const now = Date.now();
+    lease.pending = this.#lease(
+      `${scope}:${day}`,
+      `${scope}:${month}`,
+      limits.daily,
+      limits.monthly,
+      Math.max(1, need),
+      want,
+      clock.dayEndsAt - now + DAY_MS,
+      clock.monthEndsAt - now + DAY_MS,
+    ).then(
+      ([granted, dayUnits, monthUnits]) => {
+        lease.pending = undefined;
+        if (lease.day !== day) return;
+        lease.balance += granted;
+        lease.spent = granted === 0;
+        lease.dayUnits = dayUnits;
+        lease.monthUnits = monthUnits;
+        const spent = { day: [dayUnits - granted, dayUnits], month: [monthUnits - granted, monthUnits] } as {
+          day: [number, number];
+          month: [number, number];
+        };
+        for (const crossing of clock.crossings(scope, limits, spent)) this.#crossed(crossing);
+      },
+      (error: Error) => {
+        lease.pending = undefined;
+        // a lease that failed is decided locally; a dropped connection says so through `close`
+        this.#logger.log("warn", "shared quotas: a lease failed, counted locally", { reason: error.message });
+        this.#setShared(false);
+      },
+    );
+    return lease.pending;
+  }
+
+  /** The quota Redis had no room in: the counters less this instance's unspent balance, with this call. */
+  #refusal(scope: string, limits: QuotaLimits, lease: Lease, cost: number): QuotaDecision {
+    const clock = this.#clock;
+    const unspent = Math.max(0, lease.balance);
+    const decided = clock.decide(limits, lease.dayUnits - unspent, lease.monthUnits - unspent, cost);
+    // what other instances hold unspent is not known here: the quota with the less room left refused
+    const decision: QuotaDecision = decided.allowed
+      ? limits.daily > 0 &&
+        (limits.monthly === 0 || limits.daily - lease.dayUnits <= limits.monthly - lease.monthUnits)
+        ? { allowed: false, period: "day", limit: limits.daily, resetsAt: clock.dayEndsAt }
+        : { allowed: false, period: "month", limit: limits.monthly, resetsAt: clock.monthEndsAt }
+      : decided;
+    this.#crossed(clock.spentCrossing(scope, limits, decision));
+    return decision;
+  }
+
+  #size(size: number, cost: number): number {
+    return Math.max(cost, Math.ceil((size * this.#leaseMs) / 1000));
+  }
+
+  #leaseOf(scope: string): Lease {
+    const clock = this.#clock;
+    if (clock.tick()) this.#leases.clear();
+    const now = Date.now();
+    let lease = this.#leases.get(scope);
+    if (lease === undefined) {
+      if (this.#leases.size >= 100_000) this.#sweep(now);
+      lease = {
+        day: clock.day,
+        balance: 0,
+        pending: undefined,
+        spent: false,
+        dayUnits: 0,
+        monthUnits: 0,
+        usedAt: now,
+      };
+      this.#leases.set(scope, lease);
+    }
+    lease.usedAt = now;
+    return lease;
+  }
+
+  #sweep(now: number): void {
+    for (const [scope, lease] of this.#leases)
+      if (lease.pending === undefined && now - lease.usedAt > IDLE_MS) this.#leases.delete(scope);
+  }
+
+  #setShared(shared: boolean): void {
+    if (shared === this.#shared) return;
+    this.#shared = shared;
+    this.#leases.clear();
+    if (shared) this.#logger.log("info", "shared quotas: Redis reachable, quotas shared again");
+    else this.#logger.log("warn", "shared quotas: Redis unreachable, each instance counts its quotas alone");
+  }
+}

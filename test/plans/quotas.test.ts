@@ -1,0 +1,147 @@
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { DEFAULT_PLANS, PLAN_FIELDS } from "../../src/config/defaults.js";
+import type { PlanSpec } from "../../src/config/types.js";
+import { LocalQuotaLedger, type QuotaCrossing } from "../../src/plans/quota-ledger.js";
+import { DOMAIN, type RunningGateway, rpcBody, startGateway, TEST_KEYS } from "../support/gateway.js";
+import { jsonRpcResponder, type LoopbackNode, startLoopbackNode } from "../support/loopback-node.js";
+import { type LoopbackWsNode, startLoopbackWsNode } from "../support/loopback-ws-node.js";
+import { resolveTestHosts } from "../support/test-hosts.js";
+import { Client } from "../support/ws-client.js";
+
+// Quotas in compute units (docs/plans.md): a day's and a month's, per key, refused with 402 QUOTA_EXCEEDED at
+// the exact call that would pass them, with Retry-After at the period's end. eth_blockNumber costs 10,
+// eth_chainId 5 and eth_getLogs 75 (registry/networks.yaml, docs/compute-units.md).
+
+const plan = (fields: Partial<PlanSpec>): PlanSpec => ({
+  ...PLAN_FIELDS,
+  computeUnitRate: { perSecond: 1_000_000, burst: 1_000_000 },
+  ...fields,
+});
+const RATE = { perSecond: 10_000, burst: 10_000 };
+const DAILY = "FNquotaDaily000000000000000000";
+const DAILY_TOO = "FNotherDaily000000000000000000";
+const MONTHLY = "FNquotaMonthly0000000000000000";
+const FAILING = "FNquotaFailing0000000000000000";
+const SOCKET = "FNquotaSocket00000000000000000";
+
+/** Seconds from now to the next UTC midnight, and to the first of next month. */
+function untilReset(period: "day" | "month"): number {
+  const now = new Date();
+  const at =
+    period === "day"
+      ? Date.UTC(now.getUTCFullYear(), now.getUTCMonth(), now.getUTCDate() + 1)
+      : Date.UTC(now.getUTCFullYear(), now.getUTCMonth() + 1, 1);
+  return (at - now.getTime()) / 1000;
+}
+
+interface RpcError {
+  error?: { code: number; data?: Record<string, unknown> };
+}
+
+describe("quotas in compute units", () => {
+  let node: LoopbackNode;
+  let ws: LoopbackWsNode;
+  let gw: RunningGateway;
+  let restore: () => void = () => {};
+  const send = (key: string, method: string, params: unknown[] = []) =>
+    gw.call("eth", `/${key}`, { body: rpcBody(method, params) });
+
+  beforeAll(async () => {
+    node = await startLoopbackNode(
+      jsonRpcResponder({ eth_blockNumber: "0x10", eth_chainId: "0x1", eth_getLogs: [] }),
+    );
+    ws = await startLoopbackWsNode({ results: { eth_blockNumber: "0x10" } });
+    restore = resolveTestHosts();
+    gw = await startGateway({
+      upstreams: { eth: [{ url: node.url, ws: ws.wsUrl }], bsc: [`http://127.0.0.1:9`] },
+      plans: {
+        ...DEFAULT_PLANS,
+        daily: plan({ dailyQuota: 100 }),
+        monthly: plan({ monthlyQuota: 30 }),
+      },
+      keys: [
+        ...TEST_KEYS,
+        { key: DAILY, networks: "*", plan: "daily", rate: RATE },
+        { key: DAILY_TOO, networks: "*", plan: "daily", rate: RATE },
+        { key: MONTHLY, networks: "*", plan: "monthly", rate: RATE },
+        { key: FAILING, networks: "*", plan: "monthly", rate: RATE },
+        { key: SOCKET, networks: "*", plan: "monthly", rate: RATE },
+      ],
+    });
+  });
+  afterAll(async () => {
+    restore();
+    await gw?.close();
+    await Promise.all([node?.close(), ws?.close()]);
+  });
+
+  it("serves a day's quota to the unit and refuses the exact call that would pass it, with the day's reset", async () => {
+    expect((await send(DAILY, "eth_blockNumber")).status).toBe(200); // 10
+    expect((await send(DAILY, "eth_blockNumber")).status).toBe(200); // 20
+    expect((await send(DAILY, "eth_getLogs", [{ fromBlock: "0x1", toBlock: "0x2" }])).status).toBe(200); // 95
+    const refused = await send(DAILY, "eth_blockNumber"); // 105: over
+    expect(refused.status).toBe(402);
+    const error = (refused.json as RpcError).error;
+    expect(error?.code).toBe(-32046);
+    expect(error?.data).toMatchObject({ code: "QUOTA_EXCEEDED", period: "day", limit: 100 });
+    const retryAfter = Number(refused.headers["retry-after"]);
+    expect(Math.abs(retryAfter - untilReset("day"))).toBeLessThanOrEqual(2);
+    const resetsAt = Date.parse(String(error?.data?.resetsAt));
+    expect(new Date(resetsAt).toISOString().slice(11)).toBe("00:00:00.000Z");
+    // what still fits is served: 5 more reach 100 exactly, and then nothing does
+    expect((await send(DAILY, "eth_chainId")).status).toBe(200); // 100
+    expect((await send(DAILY, "eth_chainId")).status).toBe(402);
+    // the key's quota is its own: another key of the same plan is served
+    expect((await send(DAILY_TOO, "eth_blockNumber")).status).toBe(200);
+    // the access line names the refusal, and the key only by its id
+    const line = gw.logs.find((l) => l.includes('"error":"QUOTA_EXCEEDED"'));
+    expect(line).toContain(`"key":"${DAILY.slice(0, 8)}"`);
+    expect(line).not.toContain(DAILY);
+  });
+
+  it("a month's quota resets on the first of next month; a REST-style body before the network is known", async () => {
+    for (let i = 0; i < 3; i++) expect((await send(MONTHLY, "eth_blockNumber")).status).toBe(200);
+    const refused = await send(MONTHLY, "eth_blockNumber");
+    expect(refused.status).toBe(402);
+    expect((refused.json as RpcError).error?.data).toMatchObject({ period: "month", limit: 30 });
+    expect(Math.abs(Number(refused.headers["retry-after"]) - untilReset("month"))).toBeLessThanOrEqual(2);
+  });
+
+  it("a call the node failed costs nothing: the units reserved for it are given back", async () => {
+    // bsc's only node refuses connections: the call fails, and its 10 units return to the quota
+    for (let i = 0; i < 4; i++) {
+      const failed = await gw.call("bsc", `/${FAILING}`, { body: rpcBody("eth_blockNumber") });
+      expect(failed.status).toBeGreaterThanOrEqual(500);
+    }
+    for (let i = 0; i < 3; i++) expect((await send(FAILING, "eth_blockNumber")).status).toBe(200);
+    expect((await send(FAILING, "eth_blockNumber")).status).toBe(402);
+  });
+
+  it("over a WebSocket: the call that passes the quota is answered with -32046, and the socket closed with 4402", async () => {
+    const socket = await Client.open(`ws://eth.${DOMAIN}:${gw.port}/${SOCKET}`);
+    for (let i = 0; i < 3; i++) expect((await socket.call("eth_blockNumber")).result).toBe("0x10");
+    const refused = await socket.call("eth_blockNumber");
+    expect(refused.error?.code).toBe(-32046);
+    expect(refused.error?.data?.code).toBe("QUOTA_EXCEEDED");
+    expect((await socket.closed).code).toBe(4402);
+    // and the HTTP path agrees: the quota is the key's, whichever transport spent it
+    expect((await send(SOCKET, "eth_chainId")).status).toBe(402);
+  });
+});
+
+describe("the in-process ledger", () => {
+  it("announces 80 % and 100 % once each per period, and a refusal as 100 % when no call landed on it", () => {
+    const crossed: QuotaCrossing[] = [];
+    const ledger = new LocalQuotaLedger((c) => crossed.push(c));
+    const limits = { daily: 100, monthly: 0 };
+    for (let i = 0; i < 7; i++) expect(ledger.take("k", limits, 10).allowed).toBe(true);
+    expect(crossed).toEqual([]);
+    expect(ledger.take("k", limits, 10).allowed).toBe(true); // 80
+    expect(crossed.map((c) => c.threshold)).toEqual([80]);
+    ledger.adjust("k", limits, -10); // the call failed: 70 again
+    expect(ledger.take("k", limits, 25).allowed).toBe(true); // 95: 80 again, from below
+    expect(ledger.take("k", limits, 10).allowed).toBe(false);
+    expect(crossed.map((c) => c.threshold)).toEqual([80, 80, 100]);
+    expect(ledger.spent("k").day).toBe(95);
+  });
+});
