@@ -120,7 +120,9 @@ export class SharedQuotaLedger implements QuotaLedger {
         this.#renew(scope, lease, limits, 0, size, cost);
       return ALLOWED;
     }
-    if (lease.spent) return this.#refusal(scope, limits, lease, cost);
+    // Redis had no room for a call before: one that needs more than the room it had is refused at once
+    if (lease.spent && cost - lease.balance > this.#room(limits, lease))
+      return this.#refusal(scope, limits, lease, cost);
     return this.#waitFor(scope, lease, limits, cost, size);
   }
 
@@ -151,7 +153,7 @@ export class SharedQuotaLedger implements QuotaLedger {
       lease.balance -= cost;
       return ALLOWED;
     }
-    if (!lease.spent) await this.#renew(scope, lease, limits, cost - lease.balance, size, cost);
+    await this.#renew(scope, lease, limits, cost - lease.balance, size, cost);
     if (!this.#shared) return this.#local.take(scope, limits, cost);
     if (lease.balance >= cost) {
       lease.balance -= cost;
@@ -221,6 +223,14 @@ export class SharedQuotaLedger implements QuotaLedger {
       : decided;
     this.#crossed(clock.spentCrossing(scope, limits, decision));
     return decision;
+  }
+
+  /** What Redis had left under both quotas at its last answer. */
+  #room(limits: QuotaLimits, lease: Lease): number {
+    let room = Number.POSITIVE_INFINITY;
+    if (limits.daily > 0) room = Math.min(room, limits.daily - lease.dayUnits);
+    if (limits.monthly > 0) room = Math.min(room, limits.monthly - lease.monthUnits);
+    return room;
   }
 
   #size(size: number, cost: number): number {

@@ -37,6 +37,11 @@ describe("the answer cache on a real anvil", () => {
     return { ...body, cache: answer.headers["x-cache"], text: answer.text };
   }
 
+  /** The head the gateway serves on eth, and the finalized height it read from its probes. */
+  const group = () => gw.gateway.upstreams.group("eth", "/");
+  const servedHeight = () => group()?.served.height ?? -1;
+  const finalizedHeight = () => group()?.finalized ?? -1;
+
   /** How many calls of `method` (with these params, when given) reached the node. */
   function reached(method: string, params?: unknown[]): number {
     return recorder.calls.filter(
@@ -198,6 +203,8 @@ describe("the answer cache on a real anvil", () => {
 
   it("a block above the finalized height is kept only while the head stays", async () => {
     const head = Number((await node.rpc<string>("eth_blockNumber", [])) as string);
+    // the head the gateway serves has caught up with the blocks the tests before mined: it stays now
+    await eventually(() => servedHeight() === head, 3_000, "the served head at the node's");
     const recent = `0x${(head - 1).toString(16)}`;
     expect(head - 1).toBeGreaterThan(head - FINALITY_DEPTH);
     await call("eth_getBlockByNumber", [recent, false]);
@@ -281,6 +288,8 @@ describe("the answer cache on a real anvil", () => {
     await node.rpc("anvil_mine", ["0x50"]);
     await eventually(() => answeredSince(recorder, mark, FINALIZED), 3_000, "the new finalized block probed");
     const head = Number(await node.rpc<string>("eth_blockNumber", []));
+    // the probe's answer reached the node's recording before the gateway read it: wait for the gateway's
+    await eventually(() => finalizedHeight() >= head - FINALITY_DEPTH - 1, 3_000, "the finalized height read");
     const final = `0x${(head - FINALITY_DEPTH - 1).toString(16)}`;
     const first = await call("eth_call", [{ to: OTHER, data: "0x" }, final]);
     expect(first.error?.message).toMatch(/execution reverted/);
