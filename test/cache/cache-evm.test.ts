@@ -289,7 +289,11 @@ describe("the answer cache on a real anvil", () => {
     await eventually(() => answeredSince(recorder, mark, FINALIZED), 3_000, "the new finalized block probed");
     const head = Number(await node.rpc<string>("eth_blockNumber", []));
     // the probe's answer reached the node's recording before the gateway read it: wait for the gateway's
-    await eventually(() => finalizedHeight() >= head - FINALITY_DEPTH - 1, 3_000, "the finalized height read");
+    await eventually(
+      () => finalizedHeight() >= head - FINALITY_DEPTH - 1,
+      3_000,
+      "the finalized height read",
+    );
     const final = `0x${(head - FINALITY_DEPTH - 1).toString(16)}`;
     const first = await call("eth_call", [{ to: OTHER, data: "0x" }, final]);
     expect(first.error?.message).toMatch(/execution reverted/);
