@@ -75,6 +75,7 @@ function checkInterface(
   checkSubscriptions(iface, [...path, "subscriptions"], report);
   checkReads(iface, [...path, "reads"], report);
   checkComputeUnits(iface, trie, [...path, "computeUnits"], report);
+  checkContracts(iface, trie, [...path, "contracts"], report);
   if (iface.family === "jsonrpc" && iface.errorMember !== undefined)
     report(
       [...path, "errorMember"],
@@ -154,6 +155,32 @@ function checkComputeUnits(
     const route = parseOrReport(text, [...path, "routes", text], report);
     if (route !== undefined && (trie === undefined || !reaches(trie, route)))
       report([...path, "routes", text], `"${text}" is not a route this interface serves`);
+  }
+}
+
+/**
+ * Where a key's contract allow-list looks (docs/plans.md): a JSON-RPC interface's own methods, in their
+ * params; a REST interface's routes, in their bodies.
+ */
+function checkContracts(
+  iface: InterfaceSpec,
+  trie: TrieNode | undefined,
+  path: YamlPath,
+  report: Report,
+): void {
+  const served = new Set(METHOD_GROUPS.flatMap((group) => iface.methods?.[group] ?? []));
+  for (const [name, where] of Object.entries(iface.contracts ?? {})) {
+    const rest = name.includes(" ");
+    if (rest) {
+      const route = parseOrReport(name, [...path, name], report);
+      if (route !== undefined && (trie === undefined || !reaches(trie, route)))
+        report([...path, name], `"${name}" is not a route this interface serves`);
+    } else if (!served.has(name)) report([...path, name], `"${name}" is not a method this interface serves`);
+    if (where.startsWith(rest ? "params." : "body."))
+      report(
+        [...path, name],
+        `a ${rest ? "route's" : "method's"} address is in its ${rest ? "body" : "params"}`,
+      );
   }
 }
 

@@ -172,6 +172,7 @@ function policyLiteral(policy: PolicyModel, model: RegistryModel): string {
   if (policy.routes !== undefined) parts.push(`routes: ${trieLiteral(policy.routes)}`);
   if (policy.writeRoutes !== undefined) parts.push(`writeRoutes: ${trieLiteral(policy.writeRoutes)}`);
   if (policy.errorMember !== undefined) parts.push(`errorMember: ${JSON.stringify(policy.errorMember)}`);
+  if (policy.contracts !== undefined) parts.push(`contracts: ${literal(policy.contracts)}`);
   if (policy.envelope === undefined && policy.reads !== undefined)
     parts.push(`restReads: ${literal(policy.reads)}`);
   const units = policy.computeUnits;

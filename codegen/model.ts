@@ -22,6 +22,8 @@ export interface PolicyModel {
   readonly family: Family;
   readonly envelope?: string;
   readonly methods: readonly (readonly [string, MethodAccess])[];
+  /** Method or route → the member path of its contract address (`["params", "0", "to"]`). */
+  readonly contracts?: Readonly<Record<string, readonly string[]>>;
   readonly routes?: TrieNode;
   /** Methods that submit something (registry `writes`). */
   readonly writes: readonly string[];
@@ -213,6 +215,9 @@ function mergePolicy(id: string, ids: readonly string[], spec: RegistrySpec): Po
   const subscriptions = interfaces.find((i) => i.subscriptions !== undefined)?.subscriptions;
   const errorMember = interfaces.find((i) => i.errorMember !== undefined)?.errorMember;
   const reads = interfaces.find((i) => i.reads !== undefined)?.reads;
+  const contracts: Record<string, string[]> = {};
+  for (const iface of interfaces)
+    for (const [name, path] of Object.entries(iface.contracts ?? {})) contracts[name] ??= path.split(".");
   return {
     id,
     family,
@@ -224,6 +229,7 @@ function mergePolicy(id: string, ids: readonly string[], spec: RegistrySpec): Po
     ...(subscriptions === undefined ? {} : { subscriptions: { pinned: [], ...subscriptions } }),
     ...(errorMember === undefined ? {} : { errorMember }),
     ...(reads === undefined ? {} : { reads }),
+    ...(Object.keys(contracts).length === 0 ? {} : { contracts }),
     computeUnits: compileComputeUnits(interfaces),
   };
 }

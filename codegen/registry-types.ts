@@ -68,6 +68,8 @@ export interface InterfaceSpec {
   subscriptions?: SubscriptionsSpec;
   /** How its calls name blocks (src/registry/types.ts ReadRules, as written). */
   reads?: ReadRules;
+  /** Method or route → where its contract address sits (`params.0.to`, `body.contract_address`). */
+  contracts?: Record<string, string>;
   /** The dashboard's first call in the interface's usual SDK; `{url}` is the endpoint's URL. */
   example?: { sdk: string; code: string };
   /** What one call costs in compute units (docs/compute-units.md). */

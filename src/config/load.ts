@@ -1,6 +1,8 @@
 import { readFileSync } from "node:fs";
 import { validateConfig as validate } from "../../generated/config-validator.js";
 import { EMBEDDED_CONFIG, embeddedConfigText } from "../embedded.js";
+import type { GatewayError } from "../errors/table.js";
+import { checkedSettings } from "../keys/key-settings.js";
 import type { Endpoint } from "../registry/types.js";
 import {
   DEFAULT_ACCOUNTS,
@@ -179,11 +181,19 @@ function checkAgainstRegistry(
         );
     }
   }
-  for (const [index, key] of config.keys.entries())
+  for (const [index, key] of config.keys.entries()) {
     if (key.plan !== undefined && config.plans[key.plan] === undefined)
       problems.push(
         `${where(["keys", index, "plan"])}: keys[${index}].plan: "${key.plan}" is not a plan in plans`,
       );
+    if (key.settings === undefined) continue;
+    try {
+      checkedSettings(key.settings);
+    } catch (error) {
+      const { field, reason } = ((error as GatewayError).detail ?? {}) as { field?: string; reason?: string };
+      problems.push(`${where(["keys", index, "settings"])}: keys[${index}].settings.${field}: ${reason}`);
+    }
+  }
   for (const [index, node] of config.localNodes.entries())
     if (!endpoints.has(node.label))
       problems.push(

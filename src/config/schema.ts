@@ -31,6 +31,9 @@ const upstream = {
 
 const ms = { type: "integer", minimum: 1 } as const;
 
+/** A key setting's list (src/keys/key-settings.ts checks each entry's form). */
+const strings = { type: "array", maxItems: 30, items: { type: "string" } } as const;
+
 /** A plan's name: what the account store keeps with each key. */
 const PLAN_NAME = "^[a-z0-9][a-z0-9-]{0,39}$";
 
@@ -221,6 +224,26 @@ export const configSchema = {
           archive: { type: "boolean" },
           plan: { type: "string", pattern: PLAN_NAME },
           rate,
+          settings: {
+            type: "object",
+            additionalProperties: false,
+            properties: {
+              origins: strings,
+              ips: strings,
+              methods: strings,
+              contracts: strings,
+              jwtKeys: {
+                type: "array",
+                maxItems: 30,
+                items: {
+                  type: "object",
+                  additionalProperties: false,
+                  required: ["pem"],
+                  properties: { id: { type: "string" }, pem: { type: "string" } },
+                },
+              },
+            },
+          },
         },
       },
     },

@@ -1,3 +1,4 @@
+import type { KeySettings } from "../keys/key-settings.js";
 /** An upstream node: a base URL (which may carry a path and basic auth) and headers to add, such as a token. */
 export interface UpstreamSpec {
   readonly url: string;
@@ -128,6 +129,8 @@ export interface StaticKey {
   /** A name in `plans`; "shared" when absent. */
   readonly plan?: string;
   readonly rate?: RateSpec;
+  /** What the key is restricted to (docs/plans.md, "Key settings"). */
+  readonly settings?: KeySettings;
 }
 
 /** What a plan sells (docs/plans.md): its limits in compute units, and what it serves. */

@@ -54,7 +54,8 @@ export function preflight(res: ServerResponse): void {
   res.writeHead(204, {
     ...ANY_ORIGIN,
     "access-control-allow-methods": "GET, POST",
-    "access-control-allow-headers": "content-type, accept",
+    // authorization: a key whose owner requires a JWT takes it as a bearer token (docs/plans.md)
+    "access-control-allow-headers": "content-type, accept, authorization",
     "access-control-max-age": "86400",
   });
   res.end();

@@ -38,6 +38,8 @@ export function routeJsonRpc(
     plan: mounted.admitted.plan,
     support: settings.support,
     transport: "http",
+    keyRules: mounted.admitted.principal?.rules,
+    contracts: mounted.mount.policy.contracts,
   };
   return new JsonRpcRequest(req, rules, settings, mounted);
 }

@@ -6,6 +6,8 @@ import { dedicatedPointer } from "../errors/dedicated-pointer.js";
 import { GatewayError } from "../errors/table.js";
 import { requestMediaType } from "../http/body.js";
 import { rawHeader } from "../http/raw-headers.js";
+import { addressesAt } from "../jsonrpc/check.js";
+import type { KeyRules } from "../keys/key-settings.js";
 import type { Mounted } from "../pipeline/stages.js";
 import { routeUnits } from "../plans/compute-units.js";
 import { matchRoute } from "../registry/match-route.js";
@@ -61,6 +63,13 @@ export function routeRest(req: IncomingMessage, mounted: Mounted, settings: Fami
   const write =
     writeRoutes !== undefined && matchRoute(writeRoutes, method, mounted.segments).kind === "match";
   const route = `${method} ${match.shape}`;
+  const keyRules = mounted.admitted.principal?.rules;
+  if (keyRules !== undefined && !keyRules.allowsMethod(route))
+    throw new GatewayError("KEY_SETTING_REFUSED", { setting: "methods", route });
+  // a route that names a contract in its body is checked on it; a GET form of it has none, and is refused
+  const contractAt = keyRules?.limitsContracts
+    ? mounted.mount.policy.contracts?.[`POST ${match.shape}`]
+    : undefined;
   const rules = mounted.mount.policy.restReads;
   const cache =
     rules?.cache === undefined || write || match.access === "stream"
@@ -83,6 +92,7 @@ export function routeRest(req: IncomingMessage, mounted: Mounted, settings: Fami
     readsOf(mounted, method, match.shape),
     cache,
     routeUnits(mounted.mount.policy.computeUnits, route, mounted.admitted.endpoint),
+    contractAt === undefined ? undefined : { rules: keyRules as KeyRules, at: contractAt },
   );
 }
 
@@ -115,6 +125,8 @@ class RestRequest implements RoutedRequest {
   readonly #reads: ReadNeed | undefined;
   readonly #cache: CacheRead | undefined;
   readonly #units: number;
+  /** The key's contract list, and where this route's body names its contract. */
+  readonly #contract: { readonly rules: KeyRules; readonly at: readonly string[] } | undefined;
 
   constructor(
     req: IncomingMessage,
@@ -125,6 +137,7 @@ class RestRequest implements RoutedRequest {
     reads: ReadNeed | undefined,
     cache: CacheRead | undefined,
     units: number,
+    contract: { readonly rules: KeyRules; readonly at: readonly string[] } | undefined,
   ) {
     this.#req = req;
     this.#method = method;
@@ -134,6 +147,7 @@ class RestRequest implements RoutedRequest {
     this.#reads = reads;
     this.#cache = cache;
     this.#units = units;
+    this.#contract = contract;
     this.readsBody = WITH_BODY.has(method);
   }
 
@@ -146,6 +160,12 @@ class RestRequest implements RoutedRequest {
       if (body.length > 0 && !BODY_TYPES.has(media)) throw new GatewayError("UNSUPPORTED_MEDIA_TYPE");
       headers["content-type"] = media;
     }
+    const contract = this.#contract;
+    if (
+      contract !== undefined &&
+      !contract.rules.allowsContracts(addressesAt({ body: jsonOf(body) }, contract.at))
+    )
+      throw new GatewayError("KEY_SETTING_REFUSED", { setting: "contracts", route: this.#route });
     return {
       cost: 1,
       computeUnits: this.#units,
@@ -166,5 +186,14 @@ class RestRequest implements RoutedRequest {
       batch: undefined,
       refused: undefined,
     };
+  }
+}
+
+/** A body as JSON, or undefined when it is none (it then names no contract). */
+function jsonOf(body: Buffer): unknown {
+  try {
+    return JSON.parse(body.toString("utf8"));
+  } catch {
+    return undefined;
   }
 }

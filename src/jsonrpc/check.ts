@@ -2,6 +2,7 @@ import type { GatewayConfig } from "../config/types.js";
 import { dedicatedPointer } from "../errors/dedicated-pointer.js";
 import { rpcErrorJson } from "../errors/respond.js";
 import type { RpcErrorCode } from "../errors/table.js";
+import type { KeyRules } from "../keys/key-settings.js";
 import type { PlanTerms } from "../plans/plan-terms.js";
 import type { JsonRpcPolicy, MethodAccess } from "../registry/types.js";
 import type { RawCall } from "./scan.js";
@@ -72,6 +73,9 @@ export interface CallRules {
   readonly support: GatewayConfig["support"];
   /** Subscriptions and stateful calls only make sense on a WebSocket. */
   readonly transport: "http" | "websocket";
+  /** What the key's owner restricted it to, and where each method names its contract (registry `contracts`). */
+  readonly keyRules?: KeyRules | undefined;
+  readonly contracts?: Readonly<Record<string, readonly string[]>> | undefined;
 }
 
 /** Applies the envelope rule and the method allow-list to one call. */
@@ -96,7 +100,29 @@ export function checkCall(rules: CallRules, call: RawCall): Checked {
       ...dedicatedPointer(rules.support),
     });
   }
+  const keyRules = rules.keyRules;
+  if (keyRules !== undefined) {
+    if (!keyRules.allowsMethod(method))
+      return refuse("KEY_SETTING_REFUSED", idOf(call), { setting: "methods", method });
+    const where = keyRules.limitsContracts ? rules.contracts?.[method] : undefined;
+    if (where !== undefined && !keyRules.allowsContracts(addressesAt(call.value, where)))
+      return refuse("KEY_SETTING_REFUSED", idOf(call), { setting: "contracts", method });
+  }
   return new PassedCall(call, method, access);
+}
+
+/**
+ * The addresses at `path` in a parsed call (`params.0.to`) or `{ body }` (`body.contract_address`): a
+ * string, or each string of a list (eth_getLogs' `address` may be either); none when the member is absent.
+ */
+export function addressesAt(value: unknown, path: readonly string[]): string[] {
+  let at: unknown = value;
+  for (const member of path) {
+    if (typeof at !== "object" || at === null) return [];
+    at = (at as Record<string, unknown>)[member];
+  }
+  if (typeof at === "string") return [at];
+  return Array.isArray(at) ? at.filter((a): a is string => typeof a === "string") : [];
 }
 
 /** The id to answer with: the caller's own token when it is a valid id, else null (JSON-RPC 2.0 §5). */

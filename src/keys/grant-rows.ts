@@ -1,4 +1,5 @@
 import type { KeyGrant } from "./grants.js";
+import type { KeySettings } from "./key-settings.js";
 
 // What both account stores' grant readers share (sqlite-grants.ts, postgres-grants.ts): the query, in each
 // store's own placeholder, and how a row becomes a grant.
@@ -18,6 +19,7 @@ export interface GrantRow {
   expires_at: number | null;
   revision: number;
   account_status: KeyGrant["accountStatus"] | null;
+  settings: string | null;
 }
 
 /**
@@ -26,7 +28,7 @@ export interface GrantRow {
  */
 export function grantsChangedAfter(placeholder: "?" | "$1"): string {
   return `SELECT k.id, k.account_id, k.key_hash, k.prefix, k.plan, k.networks, k.archive, k.rate_per_second,
-         k.rate_burst, k.status, k.expires_at, k.revision, a.status AS account_status
+         k.rate_burst, k.status, k.expires_at, k.revision, k.settings, a.status AS account_status
     FROM api_keys k JOIN accounts a ON a.id = k.account_id
    WHERE k.revision > ${placeholder} ORDER BY k.revision`;
 }
@@ -60,5 +62,6 @@ export function grantOf(row: GrantRow): KeyGrant {
     expiresAt: row.expires_at ?? undefined,
     accountStatus: row.account_status ?? "closed",
     revision: row.revision,
+    settings: row.settings === null ? undefined : (JSON.parse(row.settings) as KeySettings),
   };
 }

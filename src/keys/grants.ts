@@ -1,4 +1,5 @@
 import type { RateSpec } from "../config/types.js";
+import type { KeySettings } from "./key-settings.js";
 import type { Plan } from "./types.js";
 
 /**
@@ -20,6 +21,8 @@ export interface KeyGrant {
   readonly expiresAt: number | undefined;
   readonly accountStatus: "pending" | "active" | "suspended" | "closed";
   readonly revision: number;
+  /** The owner's restrictions (keys/key-settings.ts); undefined when none. */
+  readonly settings: KeySettings | undefined;
 }
 
 /**

@@ -1,5 +1,6 @@
 import type { RateSpec } from "../config/types.js";
 import type { GrantFeed, GrantStatus, KeyGrant } from "./grants.js";
+import { KeyRules } from "./key-settings.js";
 import { reconnectDelay } from "./reconnect-backoff.js";
 import type { KeyStore, Principal } from "./types.js";
 
@@ -24,6 +25,8 @@ export class CachedKeyStore implements KeyStore {
   readonly #now: () => number;
   readonly #byHash = new Map<string, Entry>();
   readonly #hashById = new Map<number, string>();
+  /** The settings of keys that have some, as JSON: a change of them is told to onWithdrawn's listeners. */
+  readonly #settingsById = new Map<number, string>();
   #revision = 0;
   #unwatch: (() => void) | undefined;
   readonly #listeners = new Set<(keyId: string) => void>();
@@ -131,7 +134,10 @@ export class CachedKeyStore implements KeyStore {
     this.#statusListeners.add(listener);
   }
 
-  /** Called with a key's id when it stops being usable (revoked, or its account no longer active). */
+  /**
+   * Called with a key's id when it stops being usable (revoked, or its account no longer active), and when
+   * its owner changed its settings.
+   */
   onWithdrawn(listener: (keyId: string) => void): void {
     this.#listeners.add(listener);
   }
@@ -159,13 +165,20 @@ export class CachedKeyStore implements KeyStore {
 
   #apply(grant: KeyGrant): void {
     const previous = this.#hashById.get(grant.id);
+    const settingsBefore = this.#settingsById.get(grant.id);
     if (previous !== undefined) this.#byHash.delete(previous);
     this.#hashById.delete(grant.id);
+    this.#settingsById.delete(grant.id);
     if (grant.status !== "active" || grant.accountStatus !== "active") {
       if (previous !== undefined) for (const listener of this.#listeners) listener(grant.prefix);
       return;
     }
     this.#hashById.set(grant.id, grant.keyHash);
+    const settings = grant.settings === undefined ? "" : JSON.stringify(grant.settings);
+    if (settings !== "") this.#settingsById.set(grant.id, settings);
+    // New settings hold for a WebSocket's every message: its connections end, and come back under them.
+    if (previous !== undefined && settings !== (settingsBefore ?? ""))
+      for (const listener of this.#listeners) listener(grant.prefix);
     this.#byHash.set(grant.keyHash, {
       expiresAt: grant.expiresAt,
       principal: {
@@ -175,6 +188,7 @@ export class CachedKeyStore implements KeyStore {
         plan: grant.plan,
         rate: grant.rate ?? this.#defaultRate,
         accountId: `account:${grant.accountId}`,
+        rules: KeyRules.of(grant.settings),
       },
     });
   }

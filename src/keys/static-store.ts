@@ -1,5 +1,6 @@
 import type { RateSpec, StaticKey } from "../config/types.js";
 import { keyHash } from "./digest.js";
+import { KeyRules } from "./key-settings.js";
 import type { KeyStore, Principal } from "./types.js";
 
 /** Keys from the deployment config or a test, held only as SHA-256 digests. */
@@ -12,6 +13,7 @@ export class StaticKeyStore implements KeyStore {
       this.#byDigest.set(keyHash(entry.key), {
         keyId,
         accountId: keyId,
+        rules: KeyRules.of(entry.settings),
         networks: entry.networks === "*" ? "*" : new Set(entry.networks),
         archive: entry.archive ?? true,
         plan: entry.plan ?? "shared",

@@ -1,4 +1,5 @@
 import type { RateSpec } from "../config/types.js";
+import type { KeyRules } from "./key-settings.js";
 
 /** A plan's name, as the deployment config's `plans` defines it (docs/plans.md). */
 export type Plan = string;
@@ -18,6 +19,8 @@ export interface Principal {
    * without an account (the deployment config's).
    */
   readonly accountId: string;
+  /** What the key's owner restricted it to (keys/key-settings.ts); undefined when nothing. */
+  readonly rules: KeyRules | undefined;
 }
 
 /**

@@ -12,6 +12,7 @@ import { familyTable } from "../families/table.js";
 import { HostResolver } from "../http/host.js";
 import { parseTarget } from "../http/target.js";
 import { KeyLookup } from "../keys/digest.js";
+import type { KeyRules } from "../keys/key-settings.js";
 import { KEY_PREFIX, type KeyStore, looksLikeKey, type Principal } from "../keys/types.js";
 import { type RateLimiter, TokenBuckets } from "../limits/token-bucket.js";
 import { PlanBook, type PlanTerms } from "../plans/plan-terms.js";
@@ -100,7 +101,9 @@ export class Stages {
     const principal =
       publicHost && target.key === undefined ? undefined : this.#authenticate(target.key, endpoint);
     const plan = principal === undefined ? undefined : this.#plans.terms(principal.plan);
-    return new Admitted(endpoint, target, principal, plan, req, this.#config.trustedProxies);
+    const admitted = new Admitted(endpoint, target, principal, plan, req, this.#config.trustedProxies);
+    if (principal?.rules !== undefined) checkKeySettings(principal.rules, admitted, req);
+    return admitted;
   }
 
   /**
@@ -332,6 +335,24 @@ export class Stages {
     }
     return principal;
   }
+}
+
+/**
+ * 2, for a key whose owner restricted it (docs/plans.md, "Key settings"): the client's address, the page
+ * it came from, and its JWT, at each HTTP request and at a WebSocket's upgrade; KEY_SETTING_REFUSED naming
+ * the list, or JWT_REQUIRED with the reason. Methods and contracts are the calls' own (jsonrpc/check.ts).
+ */
+function checkKeySettings(rules: KeyRules, admitted: Admitted, req: IncomingMessage): void {
+  if (!rules.allowsIp(admitted.ip)) throw new GatewayError("KEY_SETTING_REFUSED", { setting: "ips" });
+  if (!rules.allowsOrigin(req.headers.origin))
+    throw new GatewayError("KEY_SETTING_REFUSED", { setting: "origins" });
+  const refusal = rules.jwt?.refusal(req.headers.authorization);
+  if (refusal !== undefined)
+    throw new GatewayError(
+      "JWT_REQUIRED",
+      { reason: refusal },
+      { "www-authenticate": 'Bearer realm="api key"' },
+    );
 }
 
 /** Compute units reserved against a quota: settled once the answer says what the request cost. */

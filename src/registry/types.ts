@@ -282,6 +282,11 @@ export interface InterfacePolicy {
   readonly restReads?: RestReadRules;
   /** What one call costs in compute units (registry `computeUnits`, docs/compute-units.md). */
   readonly computeUnits: ComputeUnits;
+  /**
+   * Method or REST route (`POST /wallet/triggersmartcontract`) → the member path of the contract address it
+   * names (`["params", "0", "to"]`, `["body", "contract_address"]`), for a key's contract allow-list.
+   */
+  readonly contracts?: Readonly<Record<string, readonly string[]>>;
 }
 
 /**

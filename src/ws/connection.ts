@@ -97,6 +97,9 @@ export class Connection {
       plan: mounted.admitted.plan,
       support: options.support,
       transport: "websocket",
+      // the key's settings hold for every message; a change of them ends the connection (keys/key-cache.ts)
+      keyRules: mounted.admitted.principal?.rules,
+      contracts: mounted.mount.policy.contracts,
     };
     this.#remembered = new RememberedSubscriptions(this.#policy.subscriptions);
     this.#calls = new GatewayCalls((text) => this.#upstream?.send(text));

@@ -119,10 +119,10 @@ export class WebSocketGateway implements WebSocketCounts {
       connection.close(CLOSE.GOING_AWAY, "server shutting down");
   }
 
-  /** Closes a key's connections when it is revoked or its account stops being active. */
+  /** Closes a key's connections when it is revoked, its account stops being active, or its settings change. */
   closeKey(keyId: string): void {
     for (const [connection, { owner }] of this.#connections)
-      if (owner === keyId) connection.close(CLOSE.POLICY, "API key withdrawn");
+      if (owner === keyId) connection.close(CLOSE.POLICY, "API key withdrawn or its settings changed");
   }
 
   /** Open connections per label, for the metrics. */

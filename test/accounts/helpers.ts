@@ -39,7 +39,7 @@ export interface AccountsFixture {
   readonly origin: string;
   /** Moves this fixture's clock forward. */
   advance(ms: number): void;
-  api(method: "GET" | "POST", path: string, body?: unknown, session?: string): Promise<ApiAnswer>;
+  api(method: "GET" | "POST" | "PUT", path: string, body?: unknown, session?: string): Promise<ApiAnswer>;
   /** Everything the store holds on disk, as text: the SQLite files, or every PostgreSQL table's rows. */
   dump(): Promise<string>;
   close(): Promise<void>;

@@ -9,6 +9,7 @@ const principal = (keyId: string): Principal => ({
   plan: "shared",
   rate: { perSecond: 10, burst: 10 },
   accountId: keyId,
+  rules: undefined,
 });
 
 /** A store keyed by digest, recording what it was asked. */

@@ -124,6 +124,10 @@ export function createAccountsApi(
       200,
       { key: await service.keys.revoke(await account(), params[0]) },
     ]),
+    route("PUT", /^\/v1\/keys\/(\d{1,15})\/settings$/, async ({ account, params, body }) => [
+      200,
+      { key: await service.keys.updateSettings(await account(), params[0], body) },
+    ]),
     route("GET", /^\/v1\/keys\/(\d{1,15})\/usage$/, async ({ account, params, query }) => [
       200,
       await service.usage.ofKey(
@@ -163,7 +167,8 @@ export function createAccountsApi(
         throw new GatewayError("HTTP_METHOD_NOT_ALLOWED", { allow }, { allow });
       }
       const params = (match.pattern.exec(path) ?? []).slice(1);
-      const body = req.method === "POST" ? await jsonBody(req) : {};
+      const changes = req.method === "POST" || req.method === "PUT";
+      const body = changes ? await jsonBody(req) : {};
       const bearer = /^Bearer (\S+)$/.exec(req.headers.authorization ?? "")?.[1];
       const cookies = cookiesOf(req);
       const token = bearer ?? cookies.get(SESSION_COOKIE);
@@ -175,7 +180,7 @@ export function createAccountsApi(
         token,
         account: async () => {
           // A session carried by the browser's cookie is ambient: a state change must prove it is ours.
-          if (bearer === undefined && req.method === "POST") checkCsrf(req, cookies);
+          if (bearer === undefined && changes) checkCsrf(req, cookies);
           return service.sessions.authenticate(token);
         },
         session: ({ account, session }) =>

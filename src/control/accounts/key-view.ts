@@ -14,6 +14,8 @@ export interface KeyView {
   readonly replacedBy: number | undefined;
   /** Its own rate limit; undefined for the gateway's default (`defaultRate`). */
   readonly rate: KeyRecord["rate"];
+  /** What its owner restricted it to (docs/plans.md, "Key settings"); `{}` for nothing. */
+  readonly settings: KeyRecord["settings"];
 }
 
 export function keyView(key: KeyRecord, now: number): KeyView {
@@ -28,6 +30,7 @@ export function keyView(key: KeyRecord, now: number): KeyView {
     expiresAt: key.expiresAt === undefined ? undefined : new Date(key.expiresAt).toISOString(),
     replacedBy: key.replacedBy,
     rate: key.rate,
+    settings: key.settings,
   };
 }
 

@@ -2,6 +2,7 @@ import type { RateSpec } from "../../config/types.js";
 import { GatewayError } from "../../errors/table.js";
 import { keyHash } from "../../keys/digest.js";
 import { newApiKey } from "../../keys/issue.js";
+import { checkedSettings } from "../../keys/key-settings.js";
 import type { Plan } from "../../keys/types.js";
 import type { Endpoint } from "../../registry/types.js";
 import { type GatewayOrigin, keyEndpoints } from "../endpoint-urls.js";
@@ -112,6 +113,19 @@ export class Keys {
       await store.revokeKey(key.id, this.#context.now());
       await this.#context.onChange();
     }
+    return this.#view((await store.key(key.id)) as KeyRecord);
+  }
+
+  /**
+   * Replaces an active key's settings with what its owner sent (keys/key-settings.ts checks them;
+   * INVALID_FIELD names the entry). Every proxy applies them from its next call, as it does a revocation.
+   */
+  async updateSettings(account: Account, keyId: unknown, input: unknown): Promise<KeyView> {
+    const { store } = this.#context;
+    const key = await ownKey(store, account, keyId);
+    if (keyStatus(key, this.#context.now()) !== "active") throw new GatewayError("KEY_NOT_FOUND");
+    await store.setKeySettings(key.id, checkedSettings(input));
+    await this.#context.onChange();
     return this.#view((await store.key(key.id)) as KeyRecord);
   }
 

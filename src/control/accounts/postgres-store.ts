@@ -1,6 +1,7 @@
 import type pg from "pg";
 import { GatewayError } from "../../errors/table.js";
 import type { KeyGrant } from "../../keys/grants.js";
+import type { KeySettings } from "../../keys/key-settings.js";
 import { postgresGrantsSince } from "../../keys/postgres-grants.js";
 import type { UsageRow } from "../../keys/usage.js";
 import { GRANTS_CHANNEL, isUnavailable, openPool, redacted } from "../../store/postgres.js";
@@ -11,6 +12,7 @@ import {
   NEW_KEY_COLUMNS,
   NOTICE_COLUMNS,
   newKeyValues,
+  settingsText,
   toAccount,
   toKey,
 } from "./rows.js";
@@ -149,6 +151,16 @@ export class PostgresAccountStore implements AccountStore {
   async key(id: number): Promise<KeyRecord | undefined> {
     const [row] = await this.#query<KeyRow>("SELECT * FROM api_keys WHERE id = $1", [id]);
     return row && toKey(row);
+  }
+
+  async setKeySettings(id: number, settings: KeySettings): Promise<void> {
+    await this.#change(async (query, revision) => {
+      await query("UPDATE api_keys SET settings = $1, revision = $2 WHERE id = $3", [
+        settingsText(settings),
+        revision,
+        id,
+      ]);
+    });
   }
 
   async revokeKey(id: number, now: number): Promise<void> {

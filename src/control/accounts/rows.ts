@@ -1,4 +1,5 @@
 import { scopesOf } from "../../keys/grant-rows.js";
+import type { KeySettings } from "../../keys/key-settings.js";
 import type { Account, AccountStatus, KeyRecord, NewKey } from "./types.js";
 
 // Rows as both stores keep them (the same columns in SQLite and PostgreSQL), and the records they make.
@@ -26,6 +27,7 @@ export interface KeyRow {
   expires_at: number | null;
   replaced_by: number | null;
   revision: number;
+  settings: string | null;
 }
 
 export function toAccount(row: AccountRow): Account {
@@ -49,6 +51,7 @@ export function toKey(row: KeyRow): KeyRecord {
     createdAt: row.created_at,
     expiresAt: row.expires_at ?? undefined,
     replacedBy: row.replaced_by ?? undefined,
+    settings: row.settings === null ? {} : (JSON.parse(row.settings) as KeySettings),
   };
 }
 
@@ -77,3 +80,8 @@ export function newKeyValues(key: NewKey, now: number, revision: number): unknow
 /** A quota notice's columns, as PendingNotice names them, from `quota_notices n JOIN accounts a`. */
 export const NOTICE_COLUMNS = `n.scope, n.period, n.threshold, n.account_id AS "accountId",
   n.key_prefix AS "keyPrefix", n.plan, n.quota, n.resets_at AS "resetsAt", a.email`;
+
+/** Settings as the store keeps them: JSON, or NULL when they restrict nothing. */
+export function settingsText(settings: KeySettings): string | null {
+  return Object.keys(settings).length === 0 ? null : JSON.stringify(settings);
+}

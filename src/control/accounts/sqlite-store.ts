@@ -2,6 +2,7 @@ import { mkdirSync } from "node:fs";
 import { dirname } from "node:path";
 import Database from "better-sqlite3";
 import type { KeyGrant } from "../../keys/grants.js";
+import type { KeySettings } from "../../keys/key-settings.js";
 import { grantsSince } from "../../keys/sqlite-grants.js";
 import type { UsageRow } from "../../keys/usage.js";
 import { sqliteNative } from "../../store/sqlite-addon.js";
@@ -12,6 +13,7 @@ import {
   NEW_KEY_COLUMNS,
   NOTICE_COLUMNS,
   newKeyValues,
+  settingsText,
   toAccount,
   toKey,
 } from "./rows.js";
@@ -141,6 +143,15 @@ export class SqliteAccountStore implements AccountStore {
   #key(id: number): KeyRecord | undefined {
     const row = this.#db.prepare("SELECT * FROM api_keys WHERE id = ?").get(id) as KeyRow | undefined;
     return row && toKey(row);
+  }
+
+  async setKeySettings(id: number, settings: KeySettings): Promise<void> {
+    this.#write(() => {
+      const revision = this.#bump();
+      this.#db
+        .prepare("UPDATE api_keys SET settings = ?, revision = ? WHERE id = ?")
+        .run(settingsText(settings), revision, id);
+    });
   }
 
   async revokeKey(id: number, now: number): Promise<void> {

@@ -1,5 +1,6 @@
 import type { RateSpec } from "../../config/types.js";
 import type { KeyGrant } from "../../keys/grants.js";
+import type { KeySettings } from "../../keys/key-settings.js";
 import type { Plan } from "../../keys/types.js";
 import type { UsageRow } from "../../keys/usage.js";
 import type { QuotaNotice } from "../../plans/quota-notices.js";
@@ -37,6 +38,8 @@ export interface KeyRecord {
   readonly expiresAt: number | undefined;
   /** Set on a rotated key: the key that replaced it. */
   readonly replacedBy: number | undefined;
+  /** What its owner restricted it to (keys/key-settings.ts); `{}` for nothing. */
+  readonly settings: KeySettings;
 }
 
 export interface NewKey {
@@ -83,6 +86,8 @@ export interface AccountStore {
   keys(accountId: number): Promise<KeyRecord[]>;
   key(id: number): Promise<KeyRecord | undefined>;
   revokeKey(id: number, now: number): Promise<void>;
+  /** Replaces a key's settings; `{}` clears them. Proxies hear of it as of a revocation. */
+  setKeySettings(id: number, settings: KeySettings): Promise<void>;
   /** Limits an old key to a grace period and links it to its successor. */
   retireKey(id: number, expiresAt: number, replacedBy: number): Promise<void>;
 

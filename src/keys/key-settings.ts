@@ -1,0 +1,195 @@
+import { BlockList, isIP } from "node:net";
+import { GatewayError } from "../errors/table.js";
+import { patternOf } from "../plans/plan-terms.js";
+import { type JwtKey, JwtVerifier, publicKeyOf } from "./jwt.js";
+
+/**
+ * What a key's owner may restrict it to (docs/plans.md, "Key settings"). No list: anything passes. Once a
+ * list is set every call must pass it; lists of different kinds all apply, entries of one list are
+ * alternatives (Infura's rule). At most MAX_ENTRIES per list.
+ */
+export interface KeySettings {
+  /** `Origin` values: `https://app.example.com`, `https://*.example.com`, or without the scheme. */
+  readonly origins?: readonly string[];
+  /** Client addresses and CIDR blocks: `203.0.113.7`, `203.0.113.0/24`, `2001:db8::/32`. */
+  readonly ips?: readonly string[];
+  /** JSON-RPC methods, or REST routes as `GET /chains/{}/blocks/{}`; `*` matches any run of characters. */
+  readonly methods?: readonly string[];
+  /** Contract addresses a call may name where the registry says one sits (`eth_call`'s `to`). */
+  readonly contracts?: readonly string[];
+  /** Public keys (PEM, RSA or P-256) of which one must sign a JWT sent with every call. */
+  readonly jwtKeys?: readonly JwtKey[];
+}
+
+export const MAX_ENTRIES = 30;
+
+const KINDS = ["origins", "ips", "methods", "contracts", "jwtKeys"] as const;
+const ORIGIN = /^(?:(https?):\/\/)?(\*\.)?([a-z0-9-]+(?:\.[a-z0-9-]+)*)(?::(\d{1,5}))?$/;
+const METHOD = /^[A-Za-z0-9_.*:-]+(?: \/[A-Za-z0-9_.{}*/:-]*)?$/;
+const CONTRACT = /^(?:0x[0-9a-fA-F]{40}|T[1-9A-HJ-NP-Za-km-z]{33}|41[0-9a-fA-F]{40})$/;
+
+/**
+ * The settings a customer sent, checked: INVALID_FIELD naming the list and the entry that is wrong. Empty
+ * lists are dropped (an empty list would refuse everything, which no one means: eRPC's `maxCount: 0`).
+ */
+export function checkedSettings(input: unknown): KeySettings {
+  if (typeof input !== "object" || input === null || Array.isArray(input))
+    throw new GatewayError("INVALID_FIELD", { field: "settings", reason: "an object of lists" });
+  const settings: Record<string, unknown> = {};
+  for (const [kind, value] of Object.entries(input)) {
+    if (!(KINDS as readonly string[]).includes(kind))
+      throw new GatewayError("INVALID_FIELD", { field: kind, reason: `not one of ${KINDS.join(", ")}` });
+    if (value === null || value === undefined) continue;
+    if (!Array.isArray(value)) throw new GatewayError("INVALID_FIELD", { field: kind, reason: "a list" });
+    if (value.length > MAX_ENTRIES)
+      throw new GatewayError("INVALID_FIELD", { field: kind, reason: `at most ${MAX_ENTRIES} entries` });
+    if (value.length === 0) continue;
+    settings[kind] = value.map((entry, i) =>
+      checkedEntry(kind as (typeof KINDS)[number], entry, `${kind}[${i}]`),
+    );
+  }
+  return settings as KeySettings;
+}
+
+function checkedEntry(kind: (typeof KINDS)[number], entry: unknown, field: string): unknown {
+  const refuse = (reason: string): never => {
+    throw new GatewayError("INVALID_FIELD", { field, reason });
+  };
+  if (kind === "jwtKeys") {
+    const key = entry as Partial<JwtKey> | null;
+    if (typeof key !== "object" || key === null || typeof key.pem !== "string")
+      return refuse("an object with pem (and an optional id)");
+    if (key.id !== undefined && (typeof key.id !== "string" || !/^[\w.:-]{1,64}$/.test(key.id)))
+      return refuse("id: up to 64 letters, digits, _ . : -");
+    try {
+      publicKeyOf(key.pem);
+    } catch (error) {
+      return refuse((error as Error).message);
+    }
+    return key.id === undefined ? { pem: key.pem.trim() } : { id: key.id, pem: key.pem.trim() };
+  }
+  if (typeof entry !== "string" || entry.length === 0 || entry.length > 200) return refuse("a string");
+  if (kind === "origins") {
+    const origin = entry.toLowerCase().replace(/\/$/, "");
+    if (!ORIGIN.test(origin)) return refuse("an origin: https://app.example.com or https://*.example.com");
+    return origin;
+  }
+  if (kind === "ips") {
+    const [address, bits, extra] = entry.split("/");
+    const family = isIP(address ?? "");
+    const max = family === 4 ? 32 : 128;
+    if (
+      family === 0 ||
+      extra !== undefined ||
+      (bits !== undefined && !(/^\d{1,3}$/.test(bits) && Number(bits) <= max))
+    )
+      return refuse("an IP address or a CIDR block: 203.0.113.0/24");
+    return entry;
+  }
+  if (kind === "methods") {
+    if (!METHOD.test(entry)) return refuse("a method (eth_call, debug_*) or a REST route (GET /blocks/{})");
+    return entry;
+  }
+  if (!CONTRACT.test(entry)) return refuse("a contract address: 0x and 40 hex digits, or a TRON address");
+  return entry.startsWith("0x") ? entry.toLowerCase() : entry;
+}
+
+/** Which list refused a call: what KEY_SETTING_REFUSED names. */
+export type KeySetting = "origins" | "ips" | "methods" | "contracts";
+
+/** A key's settings compiled once per change of its grant, as the pipeline applies them. */
+export class KeyRules {
+  readonly #origins:
+    | readonly { scheme?: string; wildcard: boolean; host: string; port?: string }[]
+    | undefined;
+  readonly #ips: BlockList | undefined;
+  readonly #methods: ((method: string) => boolean) | undefined;
+  readonly #contracts: ReadonlySet<string> | undefined;
+  readonly jwt: JwtVerifier | undefined;
+
+  private constructor(settings: KeySettings) {
+    this.#origins = settings.origins?.map((origin) => {
+      const [, scheme, wildcard, host, port] = ORIGIN.exec(origin) ?? [];
+      return {
+        ...(scheme === undefined ? {} : { scheme }),
+        wildcard: wildcard !== undefined,
+        host: host ?? "",
+        ...(port === undefined ? {} : { port }),
+      };
+    });
+    if (settings.ips !== undefined) {
+      const list = new BlockList();
+      for (const entry of settings.ips) {
+        const [address = "", bits] = entry.split("/");
+        const type = isIP(address) === 6 ? "ipv6" : "ipv4";
+        if (bits === undefined) list.addAddress(address, type);
+        else list.addSubnet(address, Number(bits), type);
+      }
+      this.#ips = list;
+    }
+    if (settings.methods !== undefined) {
+      const exact = new Set(settings.methods.filter((m) => !m.includes("*")));
+      const patterns = settings.methods.filter((m) => m.includes("*")).map(patternOf);
+      this.#methods = (method) => exact.has(method) || patterns.some((p) => p.test(method));
+    }
+    if (settings.contracts !== undefined)
+      this.#contracts = new Set(settings.contracts.map((c) => (c.startsWith("0x") ? c.toLowerCase() : c)));
+    this.jwt = settings.jwtKeys === undefined ? undefined : new JwtVerifier(settings.jwtKeys);
+  }
+
+  /** The rules of `settings`, or undefined when they restrict nothing (most keys: nothing to check). */
+  static of(settings: KeySettings | undefined): KeyRules | undefined {
+    if (settings === undefined || !KINDS.some((kind) => settings[kind] !== undefined)) return undefined;
+    return new KeyRules(settings);
+  }
+
+  /** The request's `Origin`, when origins are set: a request without one is refused. */
+  allowsOrigin(origin: string | undefined): boolean {
+    const origins = this.#origins;
+    if (origins === undefined) return true;
+    if (origin === undefined) return false;
+    let url: URL;
+    try {
+      url = new URL(origin);
+    } catch {
+      return false;
+    }
+    const scheme = url.protocol.slice(0, -1);
+    const host = url.hostname;
+    return origins.some(
+      (o) =>
+        (o.scheme === undefined || o.scheme === scheme) &&
+        (o.port === undefined || o.port === url.port) &&
+        (o.wildcard ? host.endsWith(`.${o.host}`) : host === o.host),
+    );
+  }
+
+  allowsIp(ip: string): boolean {
+    const list = this.#ips;
+    if (list === undefined) return true;
+    const type = isIP(ip);
+    if (type === 0) return false;
+    // an IPv4 client on a dual-stack socket shows as ::ffff:a.b.c.d
+    const mapped = ip.startsWith("::ffff:") && isIP(ip.slice(7)) === 4 ? ip.slice(7) : undefined;
+    return (
+      list.check(ip, type === 6 ? "ipv6" : "ipv4") || (mapped !== undefined && list.check(mapped, "ipv4"))
+    );
+  }
+
+  allowsMethod(method: string): boolean {
+    return this.#methods === undefined || this.#methods(method);
+  }
+
+  /** Whether a contract list is set: then calls that name a contract are checked. */
+  get limitsContracts(): boolean {
+    return this.#contracts !== undefined;
+  }
+
+  /** Every address the call names is listed; a call that names none (eth_getLogs over every contract) is not. */
+  allowsContracts(addresses: readonly string[]): boolean {
+    const contracts = this.#contracts;
+    if (contracts === undefined) return true;
+    if (addresses.length === 0) return false;
+    return addresses.every((a) => contracts.has(a.startsWith("0x") ? a.toLowerCase() : a));
+  }
+}

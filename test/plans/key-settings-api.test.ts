@@ -1,0 +1,91 @@
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { type AccountsFixture, STORES, startAccounts } from "../accounts/helpers.js";
+import { type RunningGateway, rpcBody, startGateway } from "../support/gateway.js";
+import { jsonRpcResponder, type LoopbackNode, startLoopbackNode } from "../support/loopback-node.js";
+import { keyIn, type SmtpCapture, startSmtp, tokenIn } from "../support/smtp.js";
+
+// A key's owner restricts it through the self-service API (PUT /v1/keys/{id}/settings, docs/accounts.md), and
+// the proxy applies the settings from its next call; a wrong entry is named, and nothing is changed.
+describe.each(STORES)("key settings through the self-service API (%s store)", (store) => {
+  let smtp: SmtpCapture;
+  let fx: AccountsFixture;
+  let node: LoopbackNode;
+  let gw: RunningGateway;
+  let session = "";
+  let key = "";
+  let keyId = 0;
+  const email = "settings@example.com";
+
+  beforeAll(async () => {
+    smtp = await startSmtp();
+    fx = await startAccounts({}, smtp.port, store);
+    node = await startLoopbackNode(jsonRpcResponder({ eth_blockNumber: "0x2a", eth_chainId: "0x1" }));
+    gw = await startGateway({ upstreams: { eth: [node.url] }, keyStore: fx.accounts.keys });
+    const confirmation = smtp.next(email);
+    await fx.api("POST", "/v1/signup", { email });
+    session = (await fx.api("POST", "/v1/confirm", { token: tokenIn(await confirmation) })).json.session;
+    const delivery = smtp.next(email);
+    const ordered = await fx.api("POST", "/v1/orders", { network: "eth" }, session);
+    expect(ordered.status).toBe(201);
+    keyId = ordered.json.key.id;
+    key = keyIn(await delivery);
+  });
+  afterAll(async () => {
+    await gw?.close();
+    await node?.close();
+    await fx?.close();
+    await smtp?.close();
+  });
+
+  const call = (method: string, headers: Record<string, string> = {}) =>
+    gw.call("eth", `/${key}`, { body: rpcBody(method), headers });
+
+  it("applies new settings from the next call, and clears them with empty lists", async () => {
+    expect((await call("eth_chainId")).status).toBe(200);
+    const set = await fx.api(
+      "PUT",
+      `/v1/keys/${keyId}/settings`,
+      { methods: ["eth_blockNumber"], origins: ["https://app.example.com"] },
+      session,
+    );
+    expect(set.status).toBe(200);
+    expect(set.json.key.settings).toEqual({
+      methods: ["eth_blockNumber"],
+      origins: ["https://app.example.com"],
+    });
+    const origin = { origin: "https://app.example.com" };
+    expect((await call("eth_blockNumber", origin)).status).toBe(200);
+    const refused = await call("eth_chainId", origin);
+    expect(refused.status).toBe(403);
+    expect(JSON.stringify(refused.json)).toContain('"setting":"methods"');
+    expect(refused.text).not.toContain(key);
+    expect(JSON.stringify((await call("eth_blockNumber")).json)).toContain('"setting":"origins"');
+    // the listing shows them
+    const listed = await fx.api("GET", "/v1/keys", undefined, session);
+    expect(listed.json.keys[0].settings.methods).toEqual(["eth_blockNumber"]);
+    // cleared
+    expect(
+      (await fx.api("PUT", `/v1/keys/${keyId}/settings`, { methods: [], origins: [] }, session)).status,
+    ).toBe(200);
+    expect((await call("eth_chainId")).status).toBe(200);
+  });
+
+  it("names a wrong entry and changes nothing; another account's key is not found", async () => {
+    const wrong = await fx.api(
+      "PUT",
+      `/v1/keys/${keyId}/settings`,
+      { ips: ["10.0.0.0/8", "nowhere"] },
+      session,
+    );
+    expect(wrong.status).toBe(400);
+    expect(wrong.json.error.code).toBe("INVALID_FIELD");
+    expect(wrong.json.error.data?.field ?? wrong.json.error.field).toBe("ips[1]");
+    expect((await call("eth_chainId")).status).toBe(200);
+    expect((await fx.api("PUT", "/v1/keys/999999/settings", { ips: ["10.0.0.0/8"] }, session)).status).toBe(
+      404,
+    );
+    // without a session: a state change carried by no bearer token must prove the dashboard sent it
+    const anonymous = await fx.api("PUT", `/v1/keys/${keyId}/settings`, { ips: ["10.0.0.0/8"] });
+    expect(anonymous.json.error.code).toBe("CSRF_REFUSED");
+  });
+});

@@ -1,0 +1,279 @@
+import { generateKeyPairSync, type KeyObject, sign } from "node:crypto";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import type { StaticKey } from "../../src/config/types.js";
+import { checkedSettings, KeyRules } from "../../src/keys/key-settings.js";
+import { DOMAIN, type RunningGateway, rpcBody, startGateway, TEST_KEYS } from "../support/gateway.js";
+import {
+  firstOf,
+  jsonRpcResponder,
+  type LoopbackNode,
+  restResponder,
+  startLoopbackNode,
+} from "../support/loopback-node.js";
+import { type LoopbackWsNode, startLoopbackWsNode } from "../support/loopback-ws-node.js";
+import { resolveTestHosts } from "../support/test-hosts.js";
+import { Client } from "../support/ws-client.js";
+
+// A key's security settings (docs/plans.md, "Key settings"): each list allowed and refused, over HTTP and
+// over a WebSocket, and a JWT that is missing, expired or signed by a key the owner did not upload. A refusal
+// names the setting, never the key.
+
+const RATE = { perSecond: 10_000, burst: 10_000 };
+const AA = "0x00000000000000000000000000000000000000aa";
+const BB = "0x00000000000000000000000000000000000000bb";
+const TRON_CONTRACT = "TR7NHqjeKQxGTCi8q8ZY4pL8otSzgjLj6t";
+
+const ec = generateKeyPairSync("ec", { namedCurve: "prime256v1" });
+const rsa = generateKeyPairSync("rsa", { modulusLength: 2048 });
+const stranger = generateKeyPairSync("ec", { namedCurve: "prime256v1" });
+const pem = (key: KeyObject) => key.export({ type: "spki", format: "pem" }).toString();
+
+/** A compact JWT signed with `key` (ES256 for EC, RS256 for RSA), expiring `exp` seconds from now. */
+function jwt(key: KeyObject, exp: number, kid?: string): string {
+  const alg = key.asymmetricKeyType === "ec" ? "ES256" : "RS256";
+  const part = (value: object) => Buffer.from(JSON.stringify(value)).toString("base64url");
+  const signed = `${part({ alg, typ: "JWT", ...(kid === undefined ? {} : { kid }) })}.${part({
+    sub: "test",
+    exp: Math.floor(Date.now() / 1000) + exp,
+  })}`;
+  const signature = sign(
+    "sha256",
+    Buffer.from(signed),
+    alg === "ES256" ? { key, dsaEncoding: "ieee-p1363" } : key,
+  );
+  return `${signed}.${signature.toString("base64url")}`;
+}
+
+const KEY = {
+  origins: "FNsetOrigins000000000000000000",
+  ipsOther: "FNsetIpsOther00000000000000000",
+  ipsLoop: "FNsetIpsLoop000000000000000000",
+  methods: "FNsetMethods000000000000000000",
+  contracts: "FNsetContracts0000000000000000",
+  jwt: "FNsetJwt0000000000000000000000",
+} as const;
+
+const KEYS_WITH_SETTINGS: StaticKey[] = [
+  {
+    key: KEY.origins,
+    networks: "*",
+    rate: RATE,
+    settings: { origins: ["https://app.example.com", "*.example.org"] },
+  },
+  { key: KEY.ipsOther, networks: "*", rate: RATE, settings: { ips: ["10.0.0.0/8", "2001:db8::/32"] } },
+  { key: KEY.ipsLoop, networks: "*", rate: RATE, settings: { ips: ["127.0.0.1"] } },
+  { key: KEY.methods, networks: "*", rate: RATE, settings: { methods: ["eth_blockNumber", "eth_get*"] } },
+  { key: KEY.contracts, networks: "*", rate: RATE, settings: { contracts: [AA, TRON_CONTRACT] } },
+  {
+    key: KEY.jwt,
+    networks: "*",
+    rate: RATE,
+    settings: { jwtKeys: [{ id: "ec-1", pem: pem(ec.publicKey) }, { pem: pem(rsa.publicKey) }] },
+  },
+];
+
+interface RpcAnswer {
+  result?: unknown;
+  error?: { code: number; data?: Record<string, unknown> };
+}
+
+describe("key settings", () => {
+  let node: LoopbackNode;
+  let ws: LoopbackWsNode;
+  let gw: RunningGateway;
+  let restore: () => void = () => {};
+  const call = (key: string, body: string, headers: Record<string, string> = {}) =>
+    gw.call("eth", `/${key}`, { body, headers });
+  const refusal = (answer: { status: number; json: unknown; text: string }) => {
+    const error = (answer.json as RpcAnswer).error;
+    return { status: answer.status, code: error?.code, data: error?.data };
+  };
+
+  beforeAll(async () => {
+    node = await startLoopbackNode(
+      firstOf(
+        jsonRpcResponder({
+          eth_blockNumber: "0x10",
+          eth_chainId: "0x1",
+          eth_getBalance: "0x0",
+          eth_call: "0x",
+          eth_getLogs: [],
+        }),
+        restResponder({ "POST /wallet/triggerconstantcontract": { result: { result: true } } }),
+      ),
+    );
+    ws = await startLoopbackWsNode({
+      results: { eth_blockNumber: "0x10", eth_chainId: "0x1", eth_call: "0x" },
+    });
+    restore = resolveTestHosts();
+    gw = await startGateway({
+      upstreams: { eth: [{ url: node.url, ws: ws.wsUrl }], trx: { "/": [node.url] } },
+      trustedProxies: ["127.0.0.1"],
+      keys: [...TEST_KEYS, ...KEYS_WITH_SETTINGS],
+    });
+  });
+  afterAll(async () => {
+    restore();
+    await gw?.close();
+    await Promise.all([node?.close(), ws?.close()]);
+  });
+
+  it("origins: the page's Origin, with wildcard subdomains; none at all is refused", async () => {
+    const body = rpcBody("eth_blockNumber");
+    expect((await call(KEY.origins, body, { origin: "https://app.example.com" })).status).toBe(200);
+    expect((await call(KEY.origins, body, { origin: "https://shop.example.org" })).status).toBe(200);
+    expect((await call(KEY.origins, body, { origin: "http://deep.shop.example.org" })).status).toBe(200);
+    for (const origin of [
+      "https://evil.example",
+      "https://example.org",
+      "https://app.example.com.evil.example",
+    ]) {
+      const refused = refusal(await call(KEY.origins, body, { origin }));
+      expect(refused).toMatchObject({
+        status: 403,
+        code: -32047,
+        data: { code: "KEY_SETTING_REFUSED", setting: "origins" },
+      });
+    }
+    const none = await call(KEY.origins, body);
+    expect(refusal(none).data?.setting).toBe("origins");
+    expect(none.text).not.toContain(KEY.origins);
+  });
+
+  it("ips: the client's address or block, read through trusted proxies' X-Forwarded-For", async () => {
+    const body = rpcBody("eth_blockNumber");
+    expect((await call(KEY.ipsLoop, body)).status).toBe(200);
+    expect(refusal(await call(KEY.ipsOther, body))).toMatchObject({ status: 403, data: { setting: "ips" } });
+    expect((await call(KEY.ipsOther, body, { "x-forwarded-for": "10.20.30.40" })).status).toBe(200);
+    expect((await call(KEY.ipsOther, body, { "x-forwarded-for": "2001:db8::7" })).status).toBe(200);
+    expect(refusal(await call(KEY.ipsOther, body, { "x-forwarded-for": "11.0.0.1" })).data?.setting).toBe(
+      "ips",
+    );
+  });
+
+  it("methods: the listed ones and patterns, call by call in a batch", async () => {
+    expect((await call(KEY.methods, rpcBody("eth_blockNumber"))).status).toBe(200);
+    expect((await call(KEY.methods, rpcBody("eth_getBalance", [AA, "latest"]))).status).toBe(200);
+    const refused = refusal(await call(KEY.methods, rpcBody("eth_chainId")));
+    expect(refused).toMatchObject({
+      status: 403,
+      code: -32047,
+      data: { setting: "methods", method: "eth_chainId" },
+    });
+    const batch = await call(
+      KEY.methods,
+      JSON.stringify([
+        JSON.parse(rpcBody("eth_blockNumber", [], 1)),
+        JSON.parse(rpcBody("eth_chainId", [], 2)),
+      ]),
+    );
+    expect(batch.status).toBe(200);
+    const answers = batch.json as RpcAnswer[];
+    expect(answers.find((a) => a.result !== undefined)?.result).toBe("0x10");
+    expect(answers.find((a) => a.error !== undefined)?.error?.data?.setting).toBe("methods");
+  });
+
+  it("contracts: eth_call's to and eth_getLogs' addresses; a log query over every contract is refused", async () => {
+    const ok = (params: unknown[], method = "eth_call") => call(KEY.contracts, rpcBody(method, params));
+    expect((await ok([{ to: AA, data: "0x" }, "latest"])).status).toBe(200);
+    expect((await ok([{ to: AA.toUpperCase().replace("0X", "0x"), data: "0x" }, "latest"])).status).toBe(200);
+    expect(refusal(await ok([{ to: BB, data: "0x" }, "latest"]))).toMatchObject({
+      status: 403,
+      data: { setting: "contracts" },
+    });
+    expect((await ok([{ address: AA, fromBlock: "0x1", toBlock: "0x2" }], "eth_getLogs")).status).toBe(200);
+    expect((await ok([{ address: [AA], fromBlock: "0x1", toBlock: "0x2" }], "eth_getLogs")).status).toBe(200);
+    expect((await ok([{ address: [AA, BB], fromBlock: "0x1", toBlock: "0x2" }], "eth_getLogs")).status).toBe(
+      403,
+    );
+    expect((await ok([{ fromBlock: "0x1", toBlock: "0x2" }], "eth_getLogs")).status).toBe(403);
+    // a call that names no contract is not the list's concern
+    expect((await ok([], "eth_blockNumber")).status).toBe(200);
+  });
+
+  it("contracts on TRON's REST API: the body's contract_address, where the registry says", async () => {
+    const trigger = (contract: string) =>
+      gw.call("trx", `/${KEY.contracts}/wallet/triggerconstantcontract`, {
+        body: JSON.stringify({
+          owner_address: TRON_CONTRACT,
+          contract_address: contract,
+          function_selector: "name()",
+          visible: true,
+        }),
+      });
+    expect((await trigger(TRON_CONTRACT)).status).toBe(200);
+    const refused = await trigger("TXYZopYRdj2D9XRtbG411XZZ3kM5VkAeBf");
+    expect(refused.status).toBe(403);
+    expect((refused.json as { error: { code: string } }).error.code).toBe("KEY_SETTING_REFUSED");
+  });
+
+  it("a JWT with every call: ES256 or RS256 from an uploaded key; missing, expired or a stranger's is refused", async () => {
+    const body = rpcBody("eth_blockNumber");
+    const bearer = (token: string) => ({ authorization: `Bearer ${token}` });
+    expect((await call(KEY.jwt, body, bearer(jwt(ec.privateKey, 60, "ec-1")))).status).toBe(200);
+    expect((await call(KEY.jwt, body, bearer(jwt(rsa.privateKey, 60)))).status).toBe(200);
+    const reason = async (headers: Record<string, string>) => {
+      const answer = await call(KEY.jwt, body, headers);
+      expect(answer.status).toBe(401);
+      expect((answer.json as RpcAnswer).error?.code).toBe(-32048);
+      return (answer.json as RpcAnswer).error?.data?.reason;
+    };
+    expect(await reason({})).toBe("missing");
+    expect(await reason(bearer(jwt(ec.privateKey, -120)))).toBe("expired");
+    expect(await reason(bearer(jwt(stranger.privateKey, 60)))).toBe("bad signature");
+    expect(await reason(bearer("not.a.jwt"))).toBe("malformed");
+  });
+
+  it("over a WebSocket: origin, IP and JWT at the upgrade; methods and contracts on every message", async () => {
+    const url = (key: string) => `ws://eth.${DOMAIN}:${gw.port}/${key}`;
+    const upgrade = await Client.refused(url(KEY.origins));
+    expect(upgrade.status).toBe(403);
+    expect(JSON.stringify(upgrade.body)).toContain("origins");
+    expect((await Client.refused(url(KEY.jwt))).status).toBe(401);
+    const methods = await Client.open(url(KEY.methods));
+    try {
+      expect((await methods.call("eth_blockNumber")).result).toBe("0x10");
+      const refused = await methods.call("eth_chainId");
+      expect(refused.error?.code).toBe(-32047);
+      expect(refused.error?.data?.setting).toBe("methods");
+      expect(methods.isOpen).toBe(true);
+    } finally {
+      methods.close();
+    }
+    const contracts = await Client.open(url(KEY.contracts));
+    try {
+      expect((await contracts.call("eth_call", [{ to: AA, data: "0x" }, "latest"])).result).toBe("0x");
+      expect(
+        (await contracts.call("eth_call", [{ to: BB, data: "0x" }, "latest"])).error?.data?.setting,
+      ).toBe("contracts");
+    } finally {
+      contracts.close();
+    }
+  });
+});
+
+describe("checking settings a customer sends", () => {
+  it("takes lists of the right forms, drops empty ones, and names the entry that is wrong", () => {
+    expect(checkedSettings({ origins: ["HTTPS://App.Example.com/"], ips: [], methods: ["eth_*"] })).toEqual({
+      origins: ["https://app.example.com"],
+      methods: ["eth_*"],
+    });
+    const wrong = (settings: unknown) => {
+      try {
+        checkedSettings(settings);
+      } catch (error) {
+        return (error as { detail: { field: string } }).detail.field;
+      }
+      return undefined;
+    };
+    expect(wrong({ ips: ["10.0.0.0/33"] })).toBe("ips[0]");
+    expect(wrong({ origins: ["https://exa mple.com"] })).toBe("origins[0]");
+    expect(wrong({ contracts: [AA, "0x12"] })).toBe("contracts[1]");
+    expect(wrong({ jwtKeys: [{ pem: "-----BEGIN PUBLIC KEY-----\nAAAA\n-----END PUBLIC KEY-----" }] })).toBe(
+      "jwtKeys[0]",
+    );
+    expect(wrong({ methods: Array.from({ length: 31 }, () => "eth_call") })).toBe("methods");
+    expect(wrong({ colours: ["red"] })).toBe("colours");
+    expect(KeyRules.of({})).toBeUndefined();
+  });
+});
