@@ -26,7 +26,8 @@ export const MAX_ENTRIES = 30;
 const KINDS = ["origins", "ips", "methods", "contracts", "jwtKeys"] as const;
 const ORIGIN = /^(?:(https?):\/\/)?(\*\.)?([a-z0-9-]+(?:\.[a-z0-9-]+)*)(?::(\d{1,5}))?$/;
 const METHOD = /^[A-Za-z0-9_.*:-]+(?: \/[A-Za-z0-9_.{}*/:-]*)?$/;
-const CONTRACT = /^(?:0x[0-9a-fA-F]{40}|T[1-9A-HJ-NP-Za-km-z]{33}|41[0-9a-fA-F]{40})$/;
+// An address as a network writes it: EVM hex, base58 (25 to 64 characters), or bare hex.
+const CONTRACT = /^(?:0x[0-9a-fA-F]{40}|[1-9A-HJ-NP-Za-km-z]{25,64}|[0-9a-fA-F]{40,64})$/;
 
 /**
  * The settings a customer sent, checked: INVALID_FIELD naming the list and the entry that is wrong. Empty
@@ -90,7 +91,7 @@ function checkedEntry(kind: (typeof KINDS)[number], entry: unknown, field: strin
     if (!METHOD.test(entry)) return refuse("a method (eth_call, debug_*) or a REST route (GET /blocks/{})");
     return entry;
   }
-  if (!CONTRACT.test(entry)) return refuse("a contract address: 0x and 40 hex digits, or a TRON address");
+  if (!CONTRACT.test(entry)) return refuse("a contract address: 0x and 40 hex digits, base58, or hex");
   return entry.startsWith("0x") ? entry.toLowerCase() : entry;
 }
 

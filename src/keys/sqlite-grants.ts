@@ -4,6 +4,7 @@ import { sqliteNative } from "../store/sqlite-addon.js";
 import { type GrantRow, grantOf, grantsChangedAfter } from "./grant-rows.js";
 import type { GrantFeed, KeyGrant } from "./grants.js";
 import type { UsageRow, UsageSink } from "./usage.js";
+import type { CodeRow, MethodRow } from "./usage-detail.js";
 
 /** The grants of the embedded SQLite account store that changed after `revision`; also the control plane's. */
 export function grantsSince(
@@ -63,6 +64,8 @@ export class SqliteUsageSink implements UsageSink, NoticeSink {
   readonly #db: Database.Database;
   readonly #add: Database.Statement;
   readonly #notice: Database.Statement;
+  readonly #addMethod: Database.Statement;
+  readonly #addCode: Database.Statement;
 
   constructor(path: string) {
     this.#db = new Database(path, { fileMustExist: true, ...sqliteNative() });
@@ -71,6 +74,17 @@ export class SqliteUsageSink implements UsageSink, NoticeSink {
       `INSERT INTO usage (key_prefix, day, label, calls, errors, units) VALUES (?, ?, ?, ?, ?, ?)
        ON CONFLICT (key_prefix, day, label) DO UPDATE SET calls = calls + excluded.calls,
          errors = errors + excluded.errors, units = units + excluded.units`,
+    );
+    this.#addMethod = this.#db.prepare(
+      `INSERT INTO usage_methods (key_prefix, day, label, method, calls, units, errors, ms_sum, lat0, lat1, lat2, lat3, lat4, lat5, lat6, lat7, lat8, lat9)
+       VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+       ON CONFLICT (key_prefix, day, label, method) DO UPDATE SET calls = calls + excluded.calls,
+         units = units + excluded.units, errors = errors + excluded.errors, ms_sum = ms_sum + excluded.ms_sum,
+         lat0 = lat0 + excluded.lat0, lat1 = lat1 + excluded.lat1, lat2 = lat2 + excluded.lat2, lat3 = lat3 + excluded.lat3, lat4 = lat4 + excluded.lat4, lat5 = lat5 + excluded.lat5, lat6 = lat6 + excluded.lat6, lat7 = lat7 + excluded.lat7, lat8 = lat8 + excluded.lat8, lat9 = lat9 + excluded.lat9`,
+    );
+    this.#addCode = this.#db.prepare(
+      `INSERT INTO usage_codes (key_prefix, day, label, code, count) VALUES (?, ?, ?, ?, ?)
+       ON CONFLICT (key_prefix, day, label, code) DO UPDATE SET count = count + excluded.count`,
     );
     this.#notice = this.#db.prepare(
       `INSERT INTO quota_notices (scope, period, threshold, account_id, key_prefix, plan, quota, resets_at, created_at)
@@ -90,6 +104,24 @@ export class SqliteUsageSink implements UsageSink, NoticeSink {
       n.resetsAt,
       Date.now(),
     );
+  }
+
+  async addDetail(methods: readonly MethodRow[], codes: readonly CodeRow[]): Promise<void> {
+    this.#db.transaction(() => {
+      for (const r of methods)
+        this.#addMethod.run(
+          r.key,
+          r.day,
+          r.label,
+          r.method,
+          r.calls,
+          r.units,
+          r.errors,
+          r.msSum,
+          ...r.latency,
+        );
+      for (const r of codes) this.#addCode.run(r.key, r.day, r.label, r.code, r.count);
+    })();
   }
 
   async add(rows: readonly UsageRow[]): Promise<void> {

@@ -1,3 +1,5 @@
+import { type CallDetail, type CodeRow, type MethodRow, mergedDetail, UsageDetail } from "./usage-detail.js";
+
 /** One row of counts: a key's calls and compute units on one label on one UTC day (YYYY-MM-DD). */
 export interface UsageRow {
   readonly key: string;
@@ -11,12 +13,14 @@ export interface UsageRow {
 
 /** What the data plane counts a keyed call with. */
 export interface UsageRecorder {
-  record(key: string, label: string, calls: number, errors: number, units: number): void;
+  record(key: string, label: string, calls: number, errors: number, units: number, detail?: CallDetail): void;
 }
 
 /** Where a proxy's counts go: added to what the store holds, one batch at a time. */
 export interface UsageSink {
   add(rows: readonly UsageRow[]): Promise<void>;
+  /** The per-method and per-code detail (keys/usage-detail.ts), added the same way. */
+  addDetail(methods: readonly MethodRow[], codes: readonly CodeRow[]): Promise<void>;
   close(): Promise<void>;
 }
 
@@ -45,6 +49,8 @@ export class UsageCounter implements UsageRecorder {
   /** Rows of a day that turned before they were flushed. */
   #earlier: UsageRow[] = [];
   #timer: NodeJS.Timeout | undefined;
+  readonly #detail = new UsageDetail();
+  #earlierDetail: { methods: MethodRow[]; codes: CodeRow[] } = { methods: [], codes: [] };
   #flushing: Promise<void> = Promise.resolve();
 
   /** `onError` hears of a flush that failed; its rows wait for the next flush. */
@@ -61,9 +67,17 @@ export class UsageCounter implements UsageRecorder {
     this.#timer.unref();
   }
 
-  record(key: string, label: string, calls: number, errors: number, units: number): void {
+  record(
+    key: string,
+    label: string,
+    calls: number,
+    errors: number,
+    units: number,
+    detail?: CallDetail,
+  ): void {
     const now = this.#now();
     if (now >= this.#dayEndsAt) this.#turnDay(now);
+    if (detail !== undefined) this.#detail.add(key, label, calls, units, errors, detail);
     let byLabel = this.#counts.get(key);
     if (byLabel === undefined) {
       byLabel = new Map();
@@ -95,20 +109,45 @@ export class UsageCounter implements UsageRecorder {
 
   async #write(): Promise<void> {
     const rows = merged([...this.#earlier, ...rowsOf(this.#counts, this.#day)]);
-    if (rows.length === 0) return;
-    this.#earlier = [];
-    this.#counts = new Map();
+    const today = this.#detail.take(this.#day);
+    const detail = mergedDetail(
+      [...this.#earlierDetail.methods, ...today.methods],
+      [...this.#earlierDetail.codes, ...today.codes],
+    );
+    this.#earlierDetail = { methods: [], codes: [] };
+    if (rows.length > 0) {
+      this.#earlier = [];
+      this.#counts = new Map();
+      try {
+        await this.#sink.add(rows);
+      } catch (error) {
+        // Rows of a day that turned meanwhile were added to #earlier; one row per key, day and label.
+        this.#earlier = merged([...rows, ...this.#earlier]);
+        this.#keepDetail(detail);
+        throw error;
+      }
+    }
+    if (detail.methods.length === 0 && detail.codes.length === 0) return;
     try {
-      await this.#sink.add(rows);
+      await this.#sink.addDetail(detail.methods, detail.codes);
     } catch (error) {
-      // Rows of a day that turned meanwhile were added to #earlier; one row per key, day and label.
-      this.#earlier = merged([...rows, ...this.#earlier]);
+      this.#keepDetail(detail);
       throw error;
     }
   }
 
+  /** Detail a flush could not write, kept for the next one with what was counted since. */
+  #keepDetail(detail: { methods: MethodRow[]; codes: CodeRow[] }): void {
+    this.#earlierDetail = mergedDetail(
+      [...detail.methods, ...this.#earlierDetail.methods],
+      [...detail.codes, ...this.#earlierDetail.codes],
+    );
+  }
+
   #turnDay(now: number): void {
     this.#earlier.push(...rowsOf(this.#counts, this.#day));
+    const ended = this.#detail.take(this.#day);
+    this.#keepDetail(ended);
     this.#counts = new Map();
     this.#day = new Date(now).toISOString().slice(0, 10);
     this.#dayEndsAt = (Math.floor(now / DAY_MS) + 1) * DAY_MS;

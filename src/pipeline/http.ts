@@ -275,6 +275,7 @@ export class HttpExchange {
         this.#calls,
         failed ? this.#calls : this.#refusedCalls,
         computeUnits,
+        { method: this.#metricMethod, code, ms: elapsed },
       );
     }
     this.#metrics?.request({

@@ -98,6 +98,38 @@ const MIGRATIONS: readonly string[] = [
      PRIMARY KEY (scope, period, threshold)
    ) WITHOUT ROWID;
    CREATE INDEX quota_notices_unsent ON quota_notices (created_at) WHERE sent_at IS NULL;`,
+  // Per key, day, label and method: calls, compute units, errors, and the gateway's time in ten buckets
+  // (keys/usage-detail.ts LATENCY_BOUNDS_MS); per key, day, label and error code: how many. What the
+  // dashboard's overview shows: the slowest and the dearest methods, errors by code, p50 and p95.
+  `CREATE TABLE usage_methods (
+     key_prefix TEXT NOT NULL,
+     day TEXT NOT NULL,
+     label TEXT NOT NULL,
+     method TEXT NOT NULL,
+     calls INTEGER NOT NULL DEFAULT 0,
+     units INTEGER NOT NULL DEFAULT 0,
+     errors INTEGER NOT NULL DEFAULT 0,
+     ms_sum INTEGER NOT NULL DEFAULT 0,
+     lat0 INTEGER NOT NULL DEFAULT 0,
+     lat1 INTEGER NOT NULL DEFAULT 0,
+     lat2 INTEGER NOT NULL DEFAULT 0,
+     lat3 INTEGER NOT NULL DEFAULT 0,
+     lat4 INTEGER NOT NULL DEFAULT 0,
+     lat5 INTEGER NOT NULL DEFAULT 0,
+     lat6 INTEGER NOT NULL DEFAULT 0,
+     lat7 INTEGER NOT NULL DEFAULT 0,
+     lat8 INTEGER NOT NULL DEFAULT 0,
+     lat9 INTEGER NOT NULL DEFAULT 0,
+     PRIMARY KEY (key_prefix, day, label, method)
+   ) WITHOUT ROWID;
+   CREATE TABLE usage_codes (
+     key_prefix TEXT NOT NULL,
+     day TEXT NOT NULL,
+     label TEXT NOT NULL,
+     code TEXT NOT NULL,
+     count INTEGER NOT NULL DEFAULT 0,
+     PRIMARY KEY (key_prefix, day, label, code)
+   ) WITHOUT ROWID;`,
 ];
 
 /** Applies the migrations this database has not seen, each in its own transaction. */

@@ -323,6 +323,7 @@ export class Connection {
         calls,
         code === undefined ? refused : calls,
         code === undefined ? seen.units : 0,
+        { method: seen.method, code, ms: undefined },
       );
     if (answer !== undefined) this.#toClient(answer, false);
   }

@@ -58,7 +58,8 @@ describe("the operator CLI", () => {
     expect((await admin("keys", "revoke", "--key", "2")).out).toMatch(/key 2 .* revoked/);
     expect((await admin("accounts", "suspend", "--account", "1")).out).toMatch(/suspended/);
     expect((await admin("accounts", "list")).out).toMatch(/account 1 {2}ops@example.com {2}suspended/);
-  });
+    // nine CLI processes, each loading TypeScript through tsx: a minute on a machine the suite keeps busy
+  }, 60_000);
 
   it("refuses bad input with a clear message and a non-zero exit", async () => {
     const bad = await admin("accounts", "create", "--email", "nope");

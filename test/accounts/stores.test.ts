@@ -63,6 +63,7 @@ describe("usage counts when the store refuses a flush", () => {
         if (refuse) throw new Error("connection refused");
         written.push([...rows]);
       },
+      addDetail: async () => {},
       close: async () => {},
     };
     const counter = new UsageCounter(sink, 3_600_000);

@@ -137,6 +137,10 @@ export function createAccountsApi(
         query.get("to") ?? undefined,
       ),
     ]),
+    route("GET", /^\/v1\/overview$/, async ({ account }) => [
+      200,
+      await service.usage.overview(await account()),
+    ]),
     route("GET", /^\/v1\/usage$/, async ({ account, query }) => [
       200,
       await service.usage.ofAccount(

@@ -66,6 +66,35 @@ const MIGRATIONS: readonly string[] = [
      PRIMARY KEY (scope, period, threshold)
    );
    CREATE INDEX quota_notices_unsent ON quota_notices (created_at) WHERE sent_at IS NULL;`,
+  `CREATE TABLE usage_methods (
+     key_prefix TEXT NOT NULL,
+     day TEXT NOT NULL,
+     label TEXT NOT NULL,
+     method TEXT NOT NULL,
+     calls BIGINT NOT NULL DEFAULT 0,
+     units BIGINT NOT NULL DEFAULT 0,
+     errors BIGINT NOT NULL DEFAULT 0,
+     ms_sum BIGINT NOT NULL DEFAULT 0,
+     lat0 BIGINT NOT NULL DEFAULT 0,
+     lat1 BIGINT NOT NULL DEFAULT 0,
+     lat2 BIGINT NOT NULL DEFAULT 0,
+     lat3 BIGINT NOT NULL DEFAULT 0,
+     lat4 BIGINT NOT NULL DEFAULT 0,
+     lat5 BIGINT NOT NULL DEFAULT 0,
+     lat6 BIGINT NOT NULL DEFAULT 0,
+     lat7 BIGINT NOT NULL DEFAULT 0,
+     lat8 BIGINT NOT NULL DEFAULT 0,
+     lat9 BIGINT NOT NULL DEFAULT 0,
+     PRIMARY KEY (key_prefix, day, label, method)
+   );
+   CREATE TABLE usage_codes (
+     key_prefix TEXT NOT NULL,
+     day TEXT NOT NULL,
+     label TEXT NOT NULL,
+     code TEXT NOT NULL,
+     count BIGINT NOT NULL DEFAULT 0,
+     PRIMARY KEY (key_prefix, day, label, code)
+   );`,
 ];
 
 // Any constant: the lock that keeps two control planes starting at once from migrating twice.

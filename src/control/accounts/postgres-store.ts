@@ -4,11 +4,14 @@ import type { KeyGrant } from "../../keys/grants.js";
 import type { KeySettings } from "../../keys/key-settings.js";
 import { postgresGrantsSince } from "../../keys/postgres-grants.js";
 import type { UsageRow } from "../../keys/usage.js";
+import type { CodeRow, MethodRow } from "../../keys/usage-detail.js";
 import { GRANTS_CHANNEL, isUnavailable, openPool, redacted } from "../../store/postgres.js";
 import { migratePostgres } from "./postgres-migrations.js";
 import {
   type AccountRow,
   type KeyRow,
+  METHOD_SUMS,
+  methodRowOf,
   NEW_KEY_COLUMNS,
   NOTICE_COLUMNS,
   newKeyValues,
@@ -190,6 +193,28 @@ export class PostgresAccountStore implements AccountStore {
         ORDER BY day, key_prefix, label`,
       [prefixes, from, to],
     );
+  }
+
+  async usageMethods(prefixes: readonly string[], from: string, to: string): Promise<MethodRow[]> {
+    if (prefixes.length === 0) return [];
+    const rows = await this.#query(
+      `SELECT ${METHOD_SUMS} FROM usage_methods
+        WHERE key_prefix = ANY($1::text[]) AND day BETWEEN $2 AND $3
+        GROUP BY key_prefix, label, method`,
+      [prefixes, from, to],
+    );
+    return rows.map(methodRowOf);
+  }
+
+  async usageCodes(prefixes: readonly string[], from: string, to: string): Promise<CodeRow[]> {
+    if (prefixes.length === 0) return [];
+    const rows = await this.#query(
+      `SELECT key_prefix AS key, MAX(day) AS day, label, code, SUM(count) AS count FROM usage_codes
+        WHERE key_prefix = ANY($1::text[]) AND day BETWEEN $2 AND $3
+        GROUP BY key_prefix, label, code`,
+      [prefixes, from, to],
+    );
+    return rows.map((row) => ({ ...(row as unknown as CodeRow), count: Number(row.count) }));
   }
 
   async unsentNotices(): Promise<PendingNotice[]> {

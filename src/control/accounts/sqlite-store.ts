@@ -5,11 +5,14 @@ import type { KeyGrant } from "../../keys/grants.js";
 import type { KeySettings } from "../../keys/key-settings.js";
 import { grantsSince } from "../../keys/sqlite-grants.js";
 import type { UsageRow } from "../../keys/usage.js";
+import type { CodeRow, MethodRow } from "../../keys/usage-detail.js";
 import { sqliteNative } from "../../store/sqlite-addon.js";
 import { migrate } from "../../store/sqlite-migrations.js";
 import {
   type AccountRow,
   type KeyRow,
+  METHOD_SUMS,
+  methodRowOf,
   NEW_KEY_COLUMNS,
   NOTICE_COLUMNS,
   newKeyValues,
@@ -183,6 +186,29 @@ export class SqliteAccountStore implements AccountStore {
           ORDER BY day, key_prefix, label`,
       )
       .all(...prefixes, from, to) as UsageRow[];
+  }
+
+  async usageMethods(prefixes: readonly string[], from: string, to: string): Promise<MethodRow[]> {
+    if (prefixes.length === 0) return [];
+    const rows = this.#db
+      .prepare(
+        `SELECT ${METHOD_SUMS} FROM usage_methods
+          WHERE key_prefix IN (${prefixes.map(() => "?").join(",")}) AND day BETWEEN ? AND ?
+          GROUP BY key_prefix, label, method`,
+      )
+      .all(...prefixes, from, to) as Record<string, unknown>[];
+    return rows.map(methodRowOf);
+  }
+
+  async usageCodes(prefixes: readonly string[], from: string, to: string): Promise<CodeRow[]> {
+    if (prefixes.length === 0) return [];
+    return this.#db
+      .prepare(
+        `SELECT key_prefix AS key, MAX(day) AS day, label, code, SUM(count) AS count FROM usage_codes
+          WHERE key_prefix IN (${prefixes.map(() => "?").join(",")}) AND day BETWEEN ? AND ?
+          GROUP BY key_prefix, label, code`,
+      )
+      .all(...prefixes, from, to) as CodeRow[];
   }
 
   async unsentNotices(): Promise<PendingNotice[]> {

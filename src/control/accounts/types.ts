@@ -3,6 +3,7 @@ import type { KeyGrant } from "../../keys/grants.js";
 import type { KeySettings } from "../../keys/key-settings.js";
 import type { Plan } from "../../keys/types.js";
 import type { UsageRow } from "../../keys/usage.js";
+import type { CodeRow, MethodRow } from "../../keys/usage-detail.js";
 import type { QuotaNotice } from "../../plans/quota-notices.js";
 
 /**
@@ -93,6 +94,11 @@ export interface AccountStore {
 
   /** The usage rows of these keys (by prefix) from day `from` to day `to` (YYYY-MM-DD, both included). */
   usage(prefixes: readonly string[], from: string, to: string): Promise<UsageRow[]>;
+
+  /** The per-method rows of these keys over the days, summed over the days (keys/usage-detail.ts). */
+  usageMethods(prefixes: readonly string[], from: string, to: string): Promise<MethodRow[]>;
+  /** The per-code rows of these keys over the days, summed over the days. */
+  usageCodes(prefixes: readonly string[], from: string, to: string): Promise<CodeRow[]>;
 
   /** Quota notices the proxies wrote and no control plane has mailed yet, with their account's e-mail. */
   unsentNotices(): Promise<PendingNotice[]>;

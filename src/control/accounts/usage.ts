@@ -1,6 +1,7 @@
 import { GatewayError } from "../../errors/table.js";
 import type { ServiceContext } from "./context.js";
 import { ownKey } from "./input.js";
+import { type Overview, overviewOf } from "./overview.js";
 import type { Account } from "./types.js";
 
 /**
@@ -49,6 +50,11 @@ export class UsageReports {
     const keys = (await this.#context.store.keys(account.id)).map((k) => k.prefix);
     const days = await this.#context.store.usage(keys, range.from, range.to);
     return { ...range, days, total: totalOf(days) };
+  }
+
+  /** The account's month so far: meters against quotas, errors by code, slow and dear methods, latency. */
+  overview(account: Account): Promise<Overview> {
+    return overviewOf(this.#context, account);
   }
 
   #range(fromInput: unknown, toInput: unknown): { from: string; to: string } {

@@ -1,0 +1,148 @@
+import { percentileOf } from "../../keys/usage-detail.js";
+import type { ServiceContext } from "./context.js";
+import { keyStatus } from "./key-view.js";
+import type { Account, KeyRecord } from "./types.js";
+
+/** Calls and compute units over a period. */
+export interface Spent {
+  readonly calls: number;
+  readonly units: number;
+}
+
+/** One key in the overview: what it spent today and this month, per network, against its plan's quotas. */
+export interface KeyOverview {
+  readonly id: number;
+  readonly prefix: string;
+  readonly plan: string;
+  /** The plan's quotas in compute units (0: none), and whether they count the key or the account. */
+  readonly quota: { readonly daily: number; readonly monthly: number; readonly per: "key" | "account" };
+  readonly today: Spent;
+  readonly month: Spent;
+  readonly networks: readonly { readonly label: string; readonly today: Spent; readonly month: Spent }[];
+}
+
+/** GET /v1/overview: the account's month so far, for the dashboard's first page (docs/plans.md). */
+export interface Overview {
+  readonly day: string;
+  readonly month: string;
+  /** When today's and this month's quotas reset (ISO 8601, UTC). */
+  readonly resets: { readonly day: string; readonly month: string };
+  readonly keys: readonly KeyOverview[];
+  /** This month's refusals and failures by error code, most first. */
+  readonly errors: readonly { readonly code: string; readonly count: number }[];
+  /** This month's methods by the gateway's mean time, slowest first, and by compute units, dearest first. */
+  readonly slowest: readonly { label: string; method: string; calls: number; meanMs: number }[];
+  readonly dearest: readonly { label: string; method: string; calls: number; units: number }[];
+  /** This month's p50 and p95 of the gateway's time per network, as the bounds of their buckets. */
+  readonly latency: readonly { label: string; calls: number; p50Ms: number | null; p95Ms: number | null }[];
+}
+
+const TOP = 5;
+
+/** A bucket's bound; null for the last, open one (slower than 5 s). */
+function bound(ms: number | undefined): number | null {
+  return ms === undefined || !Number.isFinite(ms) ? null : ms;
+}
+const ZERO: Spent = { calls: 0, units: 0 };
+
+/** The account's overview: its keys that are active, or were this month. */
+export async function overviewOf(context: ServiceContext, account: Account): Promise<Overview> {
+  const { store, plans } = context;
+  const now = context.now();
+  const date = new Date(now);
+  const day = date.toISOString().slice(0, 10);
+  const month = day.slice(0, 7);
+  const monthStart = `${month}-01`;
+  const keys = (await store.keys(account.id)).filter(
+    (k) => keyStatus(k, now) === "active" || k.createdAt >= Date.parse(monthStart),
+  );
+  const prefixes = keys.map((k) => k.prefix);
+  const [rows, methods, codes] = await Promise.all([
+    store.usage(prefixes, monthStart, day),
+    store.usageMethods(prefixes, monthStart, day),
+    store.usageCodes(prefixes, monthStart, day),
+  ]);
+  const overviewOfKey = (key: KeyRecord): KeyOverview => {
+    const own = rows.filter((r) => r.key === key.prefix);
+    const labels = [...new Set(own.map((r) => r.label))].sort();
+    const spent = (list: typeof own): Spent =>
+      list.reduce((sum, r) => ({ calls: sum.calls + r.calls, units: sum.units + r.units }), ZERO);
+    const plan = plans[key.plan];
+    return {
+      id: key.id,
+      prefix: key.prefix,
+      plan: key.plan,
+      quota: { daily: plan?.dailyQuota ?? 0, monthly: plan?.monthlyQuota ?? 0, per: plan?.quotaPer ?? "key" },
+      today: spent(own.filter((r) => r.day === day)),
+      month: spent(own),
+      networks: labels.map((label) => ({
+        label,
+        today: spent(own.filter((r) => r.label === label && r.day === day)),
+        month: spent(own.filter((r) => r.label === label)),
+      })),
+    };
+  };
+  const byCode = new Map<string, number>();
+  for (const c of codes) byCode.set(c.code, (byCode.get(c.code) ?? 0) + c.count);
+  const byMethod = new Map<
+    string,
+    { label: string; method: string; calls: number; units: number; msSum: number; timed: number }
+  >();
+  const byLabel = new Map<string, number[]>();
+  for (const m of methods) {
+    const id = `${m.label} ${m.method}`;
+    const seen = byMethod.get(id) ?? {
+      label: m.label,
+      method: m.method,
+      calls: 0,
+      units: 0,
+      msSum: 0,
+      timed: 0,
+    };
+    seen.calls += m.calls;
+    seen.units += m.units;
+    seen.msSum += m.msSum;
+    seen.timed += m.latency.reduce((sum, n) => sum + n, 0);
+    byMethod.set(id, seen);
+    const buckets = byLabel.get(m.label) ?? m.latency.map(() => 0);
+    byLabel.set(
+      m.label,
+      buckets.map((n, i) => n + (m.latency[i] ?? 0)),
+    );
+  }
+  const all = [...byMethod.values()];
+  return {
+    day,
+    month,
+    resets: {
+      day: new Date(Date.UTC(date.getUTCFullYear(), date.getUTCMonth(), date.getUTCDate() + 1)).toISOString(),
+      month: new Date(Date.UTC(date.getUTCFullYear(), date.getUTCMonth() + 1, 1)).toISOString(),
+    },
+    keys: keys.map(overviewOfKey),
+    errors: [...byCode.entries()].map(([code, count]) => ({ code, count })).sort((a, b) => b.count - a.count),
+    slowest: all
+      .filter((m) => m.timed > 0)
+      .map((m) => ({
+        label: m.label,
+        method: m.method,
+        calls: m.calls,
+        meanMs: Math.round(m.msSum / m.timed),
+      }))
+      .sort((a, b) => b.meanMs - a.meanMs)
+      .slice(0, TOP),
+    dearest: all
+      .filter((m) => m.units > 0)
+      .map((m) => ({ label: m.label, method: m.method, calls: m.calls, units: m.units }))
+      .sort((a, b) => b.units - a.units)
+      .slice(0, TOP),
+    latency: [...byLabel.entries()]
+      .map(([label, buckets]) => ({
+        label,
+        calls: buckets.reduce((sum, n) => sum + n, 0),
+        p50Ms: bound(percentileOf(buckets, 0.5)),
+        p95Ms: bound(percentileOf(buckets, 0.95)),
+      }))
+      .filter((l) => l.calls > 0)
+      .sort((a, b) => a.label.localeCompare(b.label)),
+  };
+}

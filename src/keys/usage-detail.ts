@@ -1,0 +1,140 @@
+/**
+ * The upper bounds, in milliseconds, of the ten buckets the gateway's time per call falls in; the last is
+ * everything slower. A percentile read from them is the bound of the bucket it falls in: coarse, and
+ * mergeable across proxies and days by adding, which exact percentiles are not.
+ */
+export const LATENCY_BOUNDS_MS = [10, 25, 50, 100, 250, 500, 1000, 2500, 5000, Number.POSITIVE_INFINITY];
+
+/** One key's calls of one method on one label on one day. */
+export interface MethodRow {
+  readonly key: string;
+  readonly day: string;
+  readonly label: string;
+  readonly method: string;
+  readonly calls: number;
+  readonly units: number;
+  readonly errors: number;
+  readonly msSum: number;
+  /** Calls per LATENCY_BOUNDS_MS bucket. */
+  readonly latency: readonly number[];
+}
+
+/** One key's refusals and failures of one error code on one label on one day. */
+export interface CodeRow {
+  readonly key: string;
+  readonly day: string;
+  readonly label: string;
+  readonly code: string;
+  readonly count: number;
+}
+
+/** What a request adds to the detail: its method or route (`batch` for a batch), its error code, its time. */
+export interface CallDetail {
+  readonly method: string;
+  readonly code: string | undefined;
+  /** The gateway's whole time for it; undefined when it has none (a WebSocket message). */
+  readonly ms: number | undefined;
+}
+
+interface MethodCounts {
+  calls: number;
+  units: number;
+  errors: number;
+  msSum: number;
+  latency: number[];
+}
+
+/**
+ * Calls per key, label and method, and errors per code, for one day: what the dashboard's overview reads.
+ * Kept beside UsageCounter's rows (keys/usage.ts) and flushed with them. The methods a key can call are
+ * the registry's, so the rows a key makes in a day are bounded.
+ */
+export class UsageDetail {
+  #methods = new Map<string, MethodCounts>();
+  #codes = new Map<string, number>();
+
+  add(key: string, label: string, calls: number, units: number, errors: number, detail: CallDetail): void {
+    const id = `${key}\n${label}\n${detail.method}`;
+    let counts = this.#methods.get(id);
+    if (counts === undefined) {
+      counts = { calls: 0, units: 0, errors: 0, msSum: 0, latency: LATENCY_BOUNDS_MS.map(() => 0) };
+      this.#methods.set(id, counts);
+    }
+    counts.calls += calls;
+    counts.units += units;
+    counts.errors += errors;
+    if (detail.ms !== undefined) {
+      counts.msSum += Math.round(detail.ms);
+      const bucket = LATENCY_BOUNDS_MS.findIndex((bound) => detail.ms !== undefined && detail.ms <= bound);
+      (counts.latency as number[])[bucket] = (counts.latency[bucket] ?? 0) + 1;
+    }
+    if (detail.code !== undefined) {
+      const codeId = `${key}\n${label}\n${detail.code}`;
+      this.#codes.set(codeId, (this.#codes.get(codeId) ?? 0) + 1);
+    }
+  }
+
+  /** The rows counted since the last call, for `day`; the counts start again. */
+  take(day: string): { methods: MethodRow[]; codes: CodeRow[] } {
+    const methods: MethodRow[] = [];
+    for (const [id, c] of this.#methods) {
+      const [key = "", label = "", method = ""] = id.split("\n");
+      methods.push({ key, day, label, method, ...c });
+    }
+    const codes: CodeRow[] = [];
+    for (const [id, count] of this.#codes) {
+      const [key = "", label = "", code = ""] = id.split("\n");
+      codes.push({ key, day, label, code, count });
+    }
+    this.#methods = new Map();
+    this.#codes = new Map();
+    return { methods, codes };
+  }
+}
+
+/** Rows of the same key, day, label and method (or code) added into one: a store upserts each once. */
+export function mergedDetail(
+  methods: readonly MethodRow[],
+  codes: readonly CodeRow[],
+): {
+  methods: MethodRow[];
+  codes: CodeRow[];
+} {
+  const byMethod = new Map<string, MethodRow>();
+  for (const row of methods) {
+    const id = `${row.key}\n${row.day}\n${row.label}\n${row.method}`;
+    const seen = byMethod.get(id);
+    byMethod.set(
+      id,
+      seen === undefined
+        ? row
+        : {
+            ...seen,
+            calls: seen.calls + row.calls,
+            units: seen.units + row.units,
+            errors: seen.errors + row.errors,
+            msSum: seen.msSum + row.msSum,
+            latency: seen.latency.map((n, i) => n + (row.latency[i] ?? 0)),
+          },
+    );
+  }
+  const byCode = new Map<string, CodeRow>();
+  for (const row of codes) {
+    const id = `${row.key}\n${row.day}\n${row.label}\n${row.code}`;
+    const seen = byCode.get(id);
+    byCode.set(id, seen === undefined ? row : { ...seen, count: seen.count + row.count });
+  }
+  return { methods: [...byMethod.values()], codes: [...byCode.values()] };
+}
+
+/** The bound of the bucket that holds the `share` (0.5, 0.95) of the calls; undefined without calls. */
+export function percentileOf(latency: readonly number[], share: number): number | undefined {
+  const total = latency.reduce((sum, n) => sum + n, 0);
+  if (total === 0) return undefined;
+  let seen = 0;
+  for (const [i, n] of latency.entries()) {
+    seen += n;
+    if (seen >= total * share) return LATENCY_BOUNDS_MS[i];
+  }
+  return LATENCY_BOUNDS_MS[LATENCY_BOUNDS_MS.length - 1];
+}
