@@ -5,7 +5,7 @@ import { type GrantRow, grantOf, grantsChangedAfter } from "./grant-rows.js";
 import type { GrantFeed, GrantStatus, KeyGrant } from "./grants.js";
 import { reconnectDelay } from "./reconnect-backoff.js";
 import type { UsageRow, UsageSink } from "./usage.js";
-import type { CodeRow, MethodRow } from "./usage-detail.js";
+import { type CodeRow, LATENCY_BOUNDS_MS, LATENCY_COLUMNS, type MethodRow } from "./usage-detail.js";
 
 const GRANTS_AFTER = grantsChangedAfter("$1");
 
@@ -230,12 +230,12 @@ export class PostgresUsageSink implements UsageSink, NoticeSink {
   async addDetail(methods: readonly MethodRow[], codes: readonly CodeRow[]): Promise<void> {
     if (methods.length > 0)
       await this.#pool.query(
-        `INSERT INTO usage_methods (key_prefix, day, label, method, calls, units, errors, ms_sum, lat0, lat1, lat2, lat3, lat4, lat5, lat6, lat7, lat8, lat9)
+        `INSERT INTO usage_methods (key_prefix, day, label, method, calls, units, errors, ms_sum, ${LATENCY_COLUMNS.join(", ")})
          SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::bigint[], $6::bigint[],
-           $7::bigint[], $8::bigint[], $9::bigint[], $10::bigint[], $11::bigint[], $12::bigint[], $13::bigint[], $14::bigint[], $15::bigint[], $16::bigint[], $17::bigint[], $18::bigint[])
+           $7::bigint[], $8::bigint[], ${LATENCY_COLUMNS.map((_, i) => `$${i + 9}::bigint[]`).join(", ")})
          ON CONFLICT (key_prefix, day, label, method) DO UPDATE SET calls = usage_methods.calls + excluded.calls,
            units = usage_methods.units + excluded.units, errors = usage_methods.errors + excluded.errors,
-           ms_sum = usage_methods.ms_sum + excluded.ms_sum, lat0 = usage_methods.lat0 + excluded.lat0, lat1 = usage_methods.lat1 + excluded.lat1, lat2 = usage_methods.lat2 + excluded.lat2, lat3 = usage_methods.lat3 + excluded.lat3, lat4 = usage_methods.lat4 + excluded.lat4, lat5 = usage_methods.lat5 + excluded.lat5, lat6 = usage_methods.lat6 + excluded.lat6, lat7 = usage_methods.lat7 + excluded.lat7, lat8 = usage_methods.lat8 + excluded.lat8, lat9 = usage_methods.lat9 + excluded.lat9`,
+           ms_sum = usage_methods.ms_sum + excluded.ms_sum, ${LATENCY_COLUMNS.map((c) => `${c} = usage_methods.${c} + excluded.${c}`).join(", ")}`,
         [
           methods.map((r) => r.key),
           methods.map((r) => r.day),
@@ -245,25 +245,7 @@ export class PostgresUsageSink implements UsageSink, NoticeSink {
           methods.map((r) => r.units),
           methods.map((r) => r.errors),
           methods.map((r) => r.msSum),
-          methods.map((r) => r.latency[0] ?? 0),
-          ,
-          methods.map((r) => r.latency[1] ?? 0),
-          ,
-          methods.map((r) => r.latency[2] ?? 0),
-          ,
-          methods.map((r) => r.latency[3] ?? 0),
-          ,
-          methods.map((r) => r.latency[4] ?? 0),
-          ,
-          methods.map((r) => r.latency[5] ?? 0),
-          ,
-          methods.map((r) => r.latency[6] ?? 0),
-          ,
-          methods.map((r) => r.latency[7] ?? 0),
-          ,
-          methods.map((r) => r.latency[8] ?? 0),
-          ,
-          methods.map((r) => r.latency[9] ?? 0),
+          ...LATENCY_BOUNDS_MS.map((_, bucket) => methods.map((r) => r.latency[bucket] ?? 0)),
         ],
       );
     if (codes.length > 0)

@@ -4,7 +4,7 @@ import { sqliteNative } from "../store/sqlite-addon.js";
 import { type GrantRow, grantOf, grantsChangedAfter } from "./grant-rows.js";
 import type { GrantFeed, KeyGrant } from "./grants.js";
 import type { UsageRow, UsageSink } from "./usage.js";
-import type { CodeRow, MethodRow } from "./usage-detail.js";
+import { type CodeRow, LATENCY_COLUMNS, type MethodRow } from "./usage-detail.js";
 
 /** The grants of the embedded SQLite account store that changed after `revision`; also the control plane's. */
 export function grantsSince(
@@ -76,11 +76,11 @@ export class SqliteUsageSink implements UsageSink, NoticeSink {
          errors = errors + excluded.errors, units = units + excluded.units`,
     );
     this.#addMethod = this.#db.prepare(
-      `INSERT INTO usage_methods (key_prefix, day, label, method, calls, units, errors, ms_sum, lat0, lat1, lat2, lat3, lat4, lat5, lat6, lat7, lat8, lat9)
-       VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+      `INSERT INTO usage_methods (key_prefix, day, label, method, calls, units, errors, ms_sum, ${LATENCY_COLUMNS.join(", ")})
+       VALUES (?, ?, ?, ?, ?, ?, ?, ?, ${LATENCY_COLUMNS.map(() => "?").join(", ")})
        ON CONFLICT (key_prefix, day, label, method) DO UPDATE SET calls = calls + excluded.calls,
          units = units + excluded.units, errors = errors + excluded.errors, ms_sum = ms_sum + excluded.ms_sum,
-         lat0 = lat0 + excluded.lat0, lat1 = lat1 + excluded.lat1, lat2 = lat2 + excluded.lat2, lat3 = lat3 + excluded.lat3, lat4 = lat4 + excluded.lat4, lat5 = lat5 + excluded.lat5, lat6 = lat6 + excluded.lat6, lat7 = lat7 + excluded.lat7, lat8 = lat8 + excluded.lat8, lat9 = lat9 + excluded.lat9`,
+         ${LATENCY_COLUMNS.map((c) => `${c} = ${c} + excluded.${c}`).join(", ")}`,
     );
     this.#addCode = this.#db.prepare(
       `INSERT INTO usage_codes (key_prefix, day, label, code, count) VALUES (?, ?, ?, ?, ?)

@@ -5,6 +5,9 @@
  */
 export const LATENCY_BOUNDS_MS = [10, 25, 50, 100, 250, 500, 1000, 2500, 5000, Number.POSITIVE_INFINITY];
 
+/** The stores' columns of the buckets, `lat0` to `lat9` (store/sqlite-migrations.ts). */
+export const LATENCY_COLUMNS = LATENCY_BOUNDS_MS.map((_, i) => `lat${i}`);
+
 /** One key's calls of one method on one label on one day. */
 export interface MethodRow {
   readonly key: string;

@@ -57,7 +57,7 @@ export async function startAccounts(
   overrides: Partial<AccountsConfig> = {},
   smtpPort?: number,
   store: StoreKind = "sqlite",
-  gateway?: Pick<GatewayConfig, "domain" | "listen" | "support">,
+  gateway?: Pick<GatewayConfig, "domain" | "listen" | "support"> & Partial<Pick<GatewayConfig, "plans">>,
 ): Promise<AccountsFixture> {
   const dir = mkdtempSync(join(tmpdir(), "accounts-"));
   const postgres = store === "postgres" ? await freshPostgresDatabase() : undefined;

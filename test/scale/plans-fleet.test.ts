@@ -136,6 +136,19 @@ describe.skipIf(binaries.skip)("plans across three proxies on PostgreSQL and Red
     expect(expected).toBe(4 * 151);
     // each proxy flushes every 500 ms; the store adds their rows
     await eventually(async () => (await unitsOf(key.slice(0, 10))) === expected, 5_000, "the units flushed");
+    // and per method, for the dashboard's overview: eth_getLogs 4 calls of 75, the refusals by their code
+    const today = new Date().toISOString().slice(0, 10);
+    await eventually(
+      async () => {
+        const methods = await control.store.usageMethods([key.slice(0, 10)], today, today);
+        const logs = methods.find((m) => m.method === "eth_getLogs");
+        return logs?.calls === 4 && logs.units === 300 && logs.latency.reduce((a, b) => a + b, 0) === 4;
+      },
+      5_000,
+      "the per-method rows flushed",
+    );
+    const codes = await control.store.usageCodes([key.slice(0, 10)], today, today);
+    expect(codes.find((c) => c.code === "METHOD_NOT_FOUND")?.count).toBe(4);
   });
 
   it("holds a quota for the three together: never past it, and the e-mails at 80 % and 100 % once each", async () => {

@@ -1,6 +1,6 @@
 import { scopesOf } from "../../keys/grant-rows.js";
 import type { KeySettings } from "../../keys/key-settings.js";
-import type { MethodRow } from "../../keys/usage-detail.js";
+import { LATENCY_COLUMNS, type MethodRow } from "../../keys/usage-detail.js";
 import type { Account, AccountStatus, KeyRecord, NewKey } from "./types.js";
 
 // Rows as both stores keep them (the same columns in SQLite and PostgreSQL), and the records they make.
@@ -84,11 +84,11 @@ export const NOTICE_COLUMNS = `n.scope, n.period, n.threshold, n.account_id AS "
 
 /** The columns of a per-method usage query, summed over its days (`day` is the range's last). */
 export const METHOD_SUMS = `key_prefix AS key, MAX(day) AS day, label, method, SUM(calls) AS calls,
-  SUM(units) AS units, SUM(errors) AS errors, SUM(ms_sum) AS "msSum", SUM(lat0) AS lat0, SUM(lat1) AS lat1, SUM(lat2) AS lat2, SUM(lat3) AS lat3, SUM(lat4) AS lat4, SUM(lat5) AS lat5, SUM(lat6) AS lat6, SUM(lat7) AS lat7, SUM(lat8) AS lat8, SUM(lat9) AS lat9`;
+  SUM(units) AS units, SUM(errors) AS errors, SUM(ms_sum) AS "msSum", ${LATENCY_COLUMNS.map((c) => `SUM(${c}) AS ${c}`).join(", ")}`;
 
 /** A summed per-method row as the stores answer it: its ten latency buckets as one list. */
 export function methodRowOf(row: Record<string, unknown>): MethodRow {
-  const latency = Array.from({ length: 10 }, (_, i) => Number(row[`lat${i}`] ?? 0));
+  const latency = LATENCY_COLUMNS.map((column) => Number(row[column] ?? 0));
   return {
     key: String(row.key),
     day: String(row.day),

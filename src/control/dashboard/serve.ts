@@ -23,6 +23,7 @@ export const SECURITY_HEADERS: Readonly<Record<string, string>> = {
 const TYPES: Readonly<Record<string, string>> = {
   "index.html": "text/html; charset=utf-8",
   "app.js": "text/javascript; charset=utf-8",
+  "plans.js": "text/javascript; charset=utf-8",
   "app.css": "text/css; charset=utf-8",
 };
 

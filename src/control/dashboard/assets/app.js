@@ -39,7 +39,7 @@ function csrf() {
 async function api(method, path, body) {
   const headers = { "x-gateway-client": "dashboard" };
   if (body !== undefined) headers["content-type"] = "application/json";
-  if (method === "POST") headers["x-csrf-token"] = csrf();
+  if (method === "POST" || method === "PUT") headers["x-csrf-token"] = csrf();
   const response = await fetch(path, {
     method,
     headers,
@@ -51,6 +51,8 @@ async function api(method, path, body) {
     const error = new Error(json.error?.message ?? `HTTP ${response.status}`);
     error.code = json.error?.code;
     error.status = response.status;
+    // a REST error's members: `field` and `reason` say which input was wrong
+    error.data = json.error;
     throw error;
   }
   return json;
@@ -171,6 +173,7 @@ async function keysView() {
             { class: "actions" },
             el("a", { href: `#/keys/${key.id}/endpoints` }, "Endpoints"),
             el("a", { href: `#/keys/${key.id}/usage` }, "Usage"),
+            key.status === "active" ? el("a", { href: `#/keys/${key.id}/settings` }, "Settings") : [],
             key.status === "active"
               ? [
                   el("button", { type: "button", class: "quiet", onclick: () => rotate(key) }, "Rotate"),
@@ -519,14 +522,28 @@ async function route() {
     account = undefined;
     document.getElementById("account-email").textContent = "";
     document.getElementById("account-nav").hidden = true;
+    document.getElementById("page-nav").hidden = true;
     return signInView(error.status === 401 ? "" : error.message);
   }
   document.getElementById("account-nav").hidden = false;
+  document.getElementById("page-nav").hidden = false;
   document.getElementById("account-email").textContent = account.email;
-  const keyPage = /^#\/keys\/(\d+)\/(endpoints|usage)$/.exec(hash);
+  markPage(hash);
+  const keyPage = /^#\/keys\/(\d+)\/(endpoints|usage|settings)$/.exec(hash);
+  if (keyPage?.[2] === "settings") return settingsView(keyPage[1]);
   if (keyPage) return keyPage[2] === "endpoints" ? endpointsView(keyPage[1]) : usageView(keyPage[1]);
   if (hash === "#/usage") return usageView(undefined);
+  if (hash === "#/overview") return overviewView();
   return keysView();
+}
+
+/** The page navigation's link for the page shown, marked as the current one. */
+function markPage(hash) {
+  const page = hash.startsWith("#/overview") ? "#/overview" : hash === "#/usage" ? "#/usage" : "#/keys";
+  for (const link of document.querySelectorAll("#page-nav a")) {
+    if (link.getAttribute("href") === page) link.setAttribute("aria-current", "page");
+    else link.removeAttribute("aria-current");
+  }
 }
 
 async function start() {
@@ -537,6 +554,7 @@ async function start() {
     account = undefined;
     document.getElementById("account-email").textContent = "";
     document.getElementById("account-nav").hidden = true;
+    document.getElementById("page-nav").hidden = true;
     // no hashchange: its handler would clear the message below
     history.replaceState(null, "", "#/");
     await route();

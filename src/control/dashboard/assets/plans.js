@@ -1,0 +1,235 @@
+// The dashboard's overview (GET /v1/overview) and a key's settings (PUT /v1/keys/{id}/settings), beside
+// app.js, which loads after this file and shares its functions (el, api, show, labelled, say): docs/plans.md.
+
+/** A meter of `value` against `max` compute units, with its numbers as text; no meter without a quota. */
+function quotaMeter(label, value, max) {
+  if (!max) return el("p", { class: "meter-line" }, `${label}: ${value.toLocaleString("en")} CU (no quota)`);
+  const share = Math.min(100, Math.round((value / max) * 100));
+  return el(
+    "div",
+    { class: "meter-line" },
+    el(
+      "span",
+      { class: "meter-label" },
+      `${label}: ${value.toLocaleString("en")} of ${max.toLocaleString("en")} CU (${share}%)`,
+    ),
+    el("meter", {
+      min: "0",
+      max: String(max),
+      low: String(Math.round(max * 0.8)),
+      high: String(Math.round(max * 0.95)),
+      optimum: "0",
+      value: String(Math.min(value, max)),
+      "aria-label": `${label} compute units used`,
+      "data-used": String(value),
+      "data-quota": String(max),
+    }),
+  );
+}
+
+function plainTable(id, caption, columns, rows) {
+  if (rows.length === 0) return el("p", { class: "note" }, `${caption}: none this month.`);
+  return el(
+    "div",
+    { class: "table-wrap" },
+    el(
+      "table",
+      { id },
+      el("caption", {}, caption),
+      el("thead", {}, el("tr", {}, ...columns.map((h) => el("th", { scope: "col" }, h)))),
+      el(
+        "tbody",
+        {},
+        rows.map((cells) =>
+          el(
+            "tr",
+            {},
+            ...labelled(
+              columns,
+              cells.map((c) => el("td", {}, c)),
+            ),
+          ),
+        ),
+      ),
+    ),
+  );
+}
+
+function msText(ms) {
+  return ms === null ? "over 5 s" : `≤ ${ms} ms`;
+}
+
+// biome-ignore lint/correctness/noUnusedVariables: app.js's router calls it
+async function overviewView() {
+  const o = await api("GET", "/v1/overview");
+  const cards = o.keys.map((key) =>
+    el(
+      "section",
+      { class: "card", "data-key-id": key.id, "aria-labelledby": `key-${key.id}` },
+      el("h2", { id: `key-${key.id}` }, el("code", {}, `${key.prefix}…`), ` ${key.plan} plan`),
+      quotaMeter("Today", key.today.units, key.quota.daily),
+      quotaMeter("This month", key.month.units, key.quota.monthly),
+      key.quota.per === "account"
+        ? el("p", { class: "note" }, "This plan's quotas count every key of your account on it together.")
+        : [],
+      el(
+        "p",
+        {},
+        `${key.today.calls.toLocaleString("en")} calls today, ${key.month.calls.toLocaleString("en")} this month.`,
+      ),
+      plainTable(
+        `networks-${key.id}`,
+        "Per network",
+        ["Network", "Calls today", "CU today", "Calls this month", "CU this month"],
+        key.networks.map((n) => [n.label, n.today.calls, n.today.units, n.month.calls, n.month.units]),
+      ),
+      el(
+        "p",
+        { class: "actions" },
+        el("a", { href: `#/keys/${key.id}/settings` }, "Settings"),
+        el("a", { href: `#/keys/${key.id}/usage` }, "Usage by day"),
+      ),
+    ),
+  );
+  show(
+    "Overview",
+    el(
+      "p",
+      {},
+      `${o.month} so far (UTC). Daily quotas reset at ${o.resets.day.replace("T", " ").slice(0, 16)} UTC, monthly ones at ${o.resets.month.replace("T", " ").slice(0, 16)} UTC.`,
+    ),
+    o.keys.length === 0 ? el("p", {}, "No keys yet: ", el("a", { href: "#/keys" }, "get one")) : cards,
+    el("h2", {}, "This month"),
+    plainTable(
+      "latency",
+      "Gateway time per network",
+      ["Network", "Calls", "p50", "p95"],
+      o.latency.map((l) => [l.label, l.calls, msText(l.p50Ms), msText(l.p95Ms)]),
+    ),
+    plainTable(
+      "errors",
+      "Errors by code",
+      ["Code", "Calls"],
+      o.errors.map((e) => [e.code, e.count]),
+    ),
+    plainTable(
+      "slowest",
+      "Slowest methods",
+      ["Network", "Method", "Calls", "Mean time"],
+      o.slowest.map((m) => [m.label, m.method, m.calls, `${m.meanMs} ms`]),
+    ),
+    plainTable(
+      "dearest",
+      "Most compute units",
+      ["Network", "Method", "Calls", "CU"],
+      o.dearest.map((m) => [m.label, m.method, m.calls, m.units]),
+    ),
+  );
+}
+
+const SETTING_FIELDS = [
+  [
+    "origins",
+    "Allowed origins",
+    "One per line: https://app.example.com, or https://*.example.com for every subdomain.",
+  ],
+  ["ips", "Allowed client IPs", "One per line: 203.0.113.7, or a block such as 10.0.0.0/8 or 2001:db8::/32."],
+  [
+    "methods",
+    "Allowed methods",
+    "One per line: eth_call, eth_get* or a REST route such as GET /v2/accounts/{}.",
+  ],
+  ["contracts", "Allowed contracts", "One per line: the addresses eth_call and eth_getLogs may name."],
+];
+
+// biome-ignore lint/correctness/noUnusedVariables: app.js's router calls it
+async function settingsView(id) {
+  const { keys } = await api("GET", "/v1/keys");
+  const key = keys.find((k) => String(k.id) === String(id));
+  if (!key) return show("No such key", el("p", {}, el("a", { href: "#/keys" }, "Back to your keys")));
+  const settings = key.settings ?? {};
+  const problem = el("p", { id: "settings-problem", class: "error", role: "alert", hidden: true });
+  const areas = SETTING_FIELDS.map(([name, title, hint]) => {
+    const area = el("textarea", {
+      id: `setting-${name}`,
+      name,
+      rows: "3",
+      "aria-describedby": `hint-${name}`,
+    });
+    area.value = (settings[name] ?? []).join("\n");
+    return [
+      name,
+      el(
+        "div",
+        { class: "field" },
+        el("label", { for: `setting-${name}` }, title),
+        el("p", { id: `hint-${name}`, class: "note" }, hint),
+        area,
+      ),
+    ];
+  });
+  const jwt = el("textarea", {
+    id: "setting-jwtKeys",
+    name: "jwtKeys",
+    rows: "4",
+    "aria-describedby": "hint-jwtKeys",
+  });
+  jwt.value = (settings.jwtKeys ?? []).map((k) => k.pem).join("\n\n");
+  const lines = (text) =>
+    text
+      .split("\n")
+      .map((l) => l.trim())
+      .filter((l) => l !== "");
+  const pems = (text) =>
+    (text.match(/-----BEGIN PUBLIC KEY-----[\s\S]*?-----END PUBLIC KEY-----/g) ?? []).map((pem) => ({ pem }));
+  const form = el(
+    "form",
+    {
+      id: "settings",
+      onsubmit: async (event) => {
+        event.preventDefault();
+        problem.hidden = true;
+        const body = Object.fromEntries(
+          areas.map(([name, field]) => [name, lines(field.querySelector("textarea").value)]),
+        );
+        body.jwtKeys = pems(jwt.value);
+        if (jwt.value.trim() !== "" && body.jwtKeys.length === 0) {
+          problem.textContent =
+            "JWT keys: paste public keys in PEM, each from -----BEGIN PUBLIC KEY----- to -----END PUBLIC KEY-----.";
+          problem.hidden = false;
+          return;
+        }
+        try {
+          await api("PUT", `/v1/keys/${id}/settings`, body);
+          say("Settings saved: every proxy applies them from the next call.");
+        } catch (error) {
+          const field = error.data?.field;
+          problem.textContent = field ? `${field}: ${error.data.reason ?? error.message}` : error.message;
+          problem.hidden = false;
+          const name = field?.replace(/\[\d+\]$/, "");
+          document.getElementById(`setting-${name}`)?.focus();
+        }
+      },
+    },
+    areas.map(([, field]) => field),
+    el(
+      "div",
+      { class: "field" },
+      el("label", { for: "setting-jwtKeys" }, "JWT public keys"),
+      el(
+        "p",
+        { id: "hint-jwtKeys", class: "note" },
+        "With keys here, every call needs Authorization: Bearer <JWT> signed RS256 or ES256 by one of them, with an exp claim.",
+      ),
+      jwt,
+    ),
+    problem,
+    el("button", { type: "submit" }, "Save settings"),
+  );
+  show(
+    `Settings of ${key.prefix}…`,
+    el("p", {}, "An empty list allows everything. With several lists, a call must pass each of them."),
+    form,
+    el("p", {}, el("a", { href: "#/overview" }, "Back to the overview")),
+  );
+}

@@ -1,0 +1,194 @@
+import { mkdirSync, readdirSync, readFileSync } from "node:fs";
+import { createRequire } from "node:module";
+import { join } from "node:path";
+import type { Browser, BrowserContext, Page } from "playwright-core";
+import { request } from "undici";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import {
+  DEFAULT_ACCOUNTS,
+  DEFAULT_CONFIG,
+  DEFAULT_HEALTH,
+  DEFAULT_LIMITS,
+  DEFAULT_PLANS,
+} from "../../src/config/defaults.js";
+import type { GatewayConfig, PlanSpec } from "../../src/config/types.js";
+import { freePort } from "../../src/dev/free-port.js";
+import { createLogger } from "../../src/log.js";
+import { type RunningProxy, runProxy } from "../../src/proxy/run.js";
+import { type AccountsFixture, startAccounts } from "../accounts/helpers.js";
+import { ROOT } from "../registry/helpers.js";
+import { launchChromium, needChromium } from "../support/browser.js";
+import { jsonRpcResponder, type LoopbackNode, startLoopbackNode } from "../support/loopback-node.js";
+import { quotedPrintable } from "../support/outbox.js";
+
+// The dashboard's overview and key settings in Chromium (docs/plans.md): the meters show what the usage API
+// says against the plan's quotas, settings edited on the page hold on the next call, a wrong entry is named
+// beside its field, nothing scrolls sideways on a phone, and axe finds no serious or critical violation.
+
+const ARTIFACTS = join(ROOT, "test/artifacts/dashboard");
+const EMAIL = "dora@example.com";
+const chromium = needChromium();
+const AXE = readFileSync(createRequire(import.meta.url).resolve("axe-core/axe.min.js"), "utf8");
+const PLANS: GatewayConfig["plans"] = {
+  ...DEFAULT_PLANS,
+  shared: { ...(DEFAULT_PLANS.shared as PlanSpec), dailyQuota: 1_000 },
+};
+
+describe.skipIf(chromium.skip)("the overview and key settings, in Chromium", () => {
+  let fx: AccountsFixture;
+  let node: LoopbackNode;
+  let proxy: RunningProxy;
+  let browser: Browser;
+  let context: BrowserContext;
+  let page: Page;
+  let port = 0;
+  let key = "";
+  let keyId = 0;
+
+  const call = async (method: string) => {
+    const answer = await request(`http://127.0.0.1:${port}/${key}`, {
+      method: "POST",
+      headers: { host: "eth.localhost", "content-type": "application/json" },
+      body: JSON.stringify({ jsonrpc: "2.0", id: 1, method, params: [] }),
+    });
+    return { status: answer.statusCode, text: await answer.body.text() };
+  };
+  const heading = () => page.locator("h1").textContent();
+  /** axe's serious and critical violations on the page, by rule. */
+  const violations = async (p: Page) => {
+    await p.addScriptTag({ content: AXE });
+    const found = await p.evaluate<{ id: string; impact: string }[]>(
+      "axe.run(document, { resultTypes: ['violations'] }).then((r) => r.violations.map((v) => ({ id: v.id, impact: v.impact })))",
+    );
+    return found.filter((v) => v.impact === "serious" || v.impact === "critical");
+  };
+
+  beforeAll(async () => {
+    mkdirSync(ARTIFACTS, { recursive: true });
+    port = await freePort();
+    const gateway = {
+      domain: "localhost",
+      listen: { host: "127.0.0.1", port },
+      support: DEFAULT_CONFIG.support,
+      plans: PLANS,
+    };
+    fx = await startAccounts(
+      { usageFlushIntervalMs: 200, followIntervalMs: 50 },
+      undefined,
+      "sqlite",
+      gateway,
+    );
+    node = await startLoopbackNode(jsonRpcResponder({ eth_blockNumber: "0x2a", eth_chainId: "0x1" }));
+    const config: GatewayConfig = {
+      ...DEFAULT_CONFIG,
+      listen: gateway.listen,
+      operator: undefined,
+      upstreams: { eth: [node.url] },
+      health: { ...DEFAULT_HEALTH, probeIntervalMs: 0 },
+      limits: { ...DEFAULT_LIMITS, drainTimeoutMs: 0 },
+      log: { level: "silent", access: false },
+      plans: PLANS,
+      accounts: {
+        ...DEFAULT_ACCOUNTS,
+        database: fx.database,
+        listen: { host: "127.0.0.1", port: 0 },
+        mail: { from: "gw@example.com", outbox: join(fx.dir, "outbox") },
+        followIntervalMs: 50,
+        usageFlushIntervalMs: 200,
+      },
+    };
+    proxy = await runProxy(config, createLogger("silent"));
+    browser = await launchChromium();
+    // axe is put into the page as a script of its own: the dashboard's CSP would refuse it
+    context = await browser.newContext({ viewport: { width: 1100, height: 900 }, bypassCSP: true });
+    page = await context.newPage();
+    // sign up and confirm with the e-mail's link: the browser holds the session
+    expect((await fx.api("POST", "/v1/signup", { email: EMAIL })).status).toBe(202);
+    const mail = readdirSync(join(fx.dir, "outbox"))
+      .map((f) => quotedPrintable(readFileSync(join(fx.dir, "outbox", f), "utf8")))
+      .find((m) => m.includes(EMAIL));
+    const link = /(http:\/\/\S+#confirm=[A-Za-z0-9_-]+)/.exec(mail ?? "")?.[1] as string;
+    await page.goto(link.replace("http://127.0.0.1:0", fx.origin));
+    await page.locator("h1", { hasText: "Your keys" }).waitFor();
+    const account = await fx.accounts.store.accountByEmail(EMAIL);
+    const issued = await fx.accounts.service.keys.issue(account?.id ?? 0, {
+      networks: ["eth"],
+      plan: "shared",
+    });
+    key = issued.key;
+    keyId = issued.view.id;
+    await fx.accounts.keys.refresh();
+  }, 60_000);
+  afterAll(async () => {
+    await browser?.close();
+    await proxy?.close();
+    await node?.close();
+    await fx?.close();
+  });
+
+  it("the overview's meters show what the usage API says, against the plan's daily quota", async () => {
+    // 3 × eth_blockNumber (10 CU) + eth_chainId (5 CU) = 35 compute units (docs/compute-units.md)
+    for (let i = 0; i < 3; i++) expect((await call("eth_blockNumber")).status).toBe(200);
+    expect((await call("eth_chainId")).status).toBe(200);
+    await page.goto(`${fx.origin}/#/overview`);
+    await expect.poll(heading).toBe("Overview");
+    const today = page.locator(`[data-key-id="${keyId}"] meter`).first();
+    await expect
+      .poll(
+        async () => {
+          await page.goto(`${fx.origin}/#/keys`);
+          await page.goto(`${fx.origin}/#/overview`);
+          return today.getAttribute("data-used");
+        },
+        { timeout: 5_000 },
+      )
+      .toBe("35");
+    expect(await today.getAttribute("data-quota")).toBe("1000");
+    const api = await page.evaluate<{ keys: { id: number; today: { units: number; calls: number } }[] }>(
+      "fetch('/v1/overview', { headers: { 'x-gateway-client': 'dashboard' } }).then((r) => r.json())",
+    );
+    const mine = api.keys.find((k) => k.id === keyId);
+    expect(mine?.today).toEqual({ calls: 4, units: 35 });
+    expect(await page.locator(`[data-key-id="${keyId}"]`).textContent()).toContain("35 of 1,000 CU (4%)");
+    expect(await page.locator("#dearest").textContent()).toContain("eth_blockNumber");
+    expect(await page.locator("#latency").textContent()).toContain("eth");
+    expect(await violations(page)).toEqual([]);
+    await page.screenshot({ path: join(ARTIFACTS, "overview.png"), fullPage: true });
+  });
+
+  it("settings edited on the page hold on the next call; a wrong entry is named beside its field", async () => {
+    await page.goto(`${fx.origin}/#/keys/${keyId}/settings`);
+    await expect.poll(heading).toContain("Settings of");
+    await page.getByLabel("Allowed methods").fill("eth_blockNumber");
+    await page.getByRole("button", { name: "Save settings" }).click();
+    await expect.poll(() => page.locator("#status").textContent()).toContain("Settings saved");
+    await expect.poll(async () => (await call("eth_chainId")).status, { timeout: 3_000 }).toBe(403);
+    expect((await call("eth_chainId")).text).toContain("KEY_SETTING_REFUSED");
+    expect((await call("eth_blockNumber")).status).toBe(200);
+    await page.getByLabel("Allowed client IPs").fill("10.0.0.0/8\nnowhere");
+    await page.getByRole("button", { name: "Save settings" }).click();
+    await expect.poll(() => page.locator("#settings-problem").textContent()).toContain("ips[1]");
+    expect(await page.evaluate<string>("document.activeElement.id")).toBe("setting-ips");
+    expect(await violations(page)).toEqual([]);
+    await page.screenshot({ path: join(ARTIFACTS, "settings.png"), fullPage: true });
+    // nothing was changed by the refused save
+    expect((await call("eth_blockNumber")).status).toBe(200);
+  });
+
+  it("fits a phone-sized screen: no sideways scroll on the overview or the settings", async () => {
+    const phone = await context.newPage();
+    await phone.setViewportSize({ width: 390, height: 844 });
+    for (const [hash, title] of [
+      ["#/overview", "Overview"],
+      [`#/keys/${keyId}/settings`, "Settings of"],
+    ] as const) {
+      await phone.goto(`${fx.origin}/${hash}`);
+      await expect.poll(() => phone.locator("h1").textContent()).toContain(title);
+      expect(await phone.evaluate<number>("document.documentElement.scrollWidth"), hash).toBeLessThanOrEqual(
+        390,
+      );
+    }
+    await phone.screenshot({ path: join(ARTIFACTS, "settings-phone.png"), fullPage: true });
+    await phone.close();
+  });
+});
