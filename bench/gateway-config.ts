@@ -13,6 +13,24 @@ export const BENCH_LABELS: readonly string[] = ["eth", "algo"];
 /** The labels whose head call (`eth_blockNumber`) the checked workloads send: relayed, never cached. */
 export const HEAD_RELAYED: readonly string[] = ["eth"];
 
+/**
+ * The bench key's plan (docs/plans.md): a compute-unit rate and daily and monthly quotas the load never
+ * reaches, so that each request pays for counting them, as a sold plan's would.
+ */
+export const BENCH_PLAN = {
+  computeUnitRate: { perSecond: 1e12, burst: 1e12 },
+  dailyQuota: 1e15,
+  monthlyQuota: 1e16,
+};
+
+/** The bench key, on that plan, with settings that each request is checked against and passes. */
+export const BENCH_KEY_SPEC = {
+  key: BENCH_KEY,
+  networks: "*" as const,
+  plan: "bench",
+  settings: { ips: ["127.0.0.0/8", "::1"], methods: ["eth_*", "net_*", "web3_*", "GET *", "POST *"] },
+};
+
 /** Where a bench node answers: JSON-RPC and REST over HTTP, subscriptions over WebSocket. */
 export interface NodeUrls {
   readonly http: string;
@@ -45,7 +63,8 @@ export function benchConfig({ http, ws, labels, twice = [] }: BenchDeployment) {
         twice.includes(label) ? [namedUpstream("a", node), namedUpstream("b", node)] : [{ url: http, ws }],
       ]),
     ),
-    keys: [{ key: BENCH_KEY, networks: "*" as const, rate: { perSecond: 1e9, burst: 1e9 } }],
+    keys: [{ ...BENCH_KEY_SPEC, rate: { perSecond: 1e9, burst: 1e9 } }],
+    plans: { bench: BENCH_PLAN },
     cache: {
       labels: Object.fromEntries(
         labels

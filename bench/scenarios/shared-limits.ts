@@ -1,9 +1,9 @@
-// The cost of sharing rate limits through Redis: the gateway with in-process token buckets (the default)
-// and with `sharedLimits` on the machine's Redis, next to the Node floor, in one run. Leasing takes no
+// The cost of sharing rate limits and quotas through Redis: the gateway with in-process token buckets and
+// quota counts (the default) and with `sharedLimits` on the machine's Redis, next to the Node floor, in one run. Leasing takes no
 // Redis round trip on a request's path, so the two should serve alike; the check says whether they do.
 import { connect } from "node:net";
 import { compare, summarise } from "../compare.js";
-import { BENCH_KEY, BENCH_LABELS, benchConfig } from "../gateway-config.js";
+import { BENCH_KEY_SPEC, BENCH_LABELS, BENCH_PLAN, benchConfig } from "../gateway-config.js";
 import { compiled } from "../launcher.js";
 import type { Check, Row } from "../report.js";
 import type { Scenario } from "../scenario.js";
@@ -24,7 +24,10 @@ export const sharedLimits: Scenario = {
       ...benchConfig({ http: node.http, ws: node.ws, labels: BENCH_LABELS, twice: ["eth"] }),
       // A rate the load cannot reach but whose leases (leaseMs of it: 10,000 tokens) run out about once a
       // second, so the shared gateway leases from Redis during every round and not only at its start.
-      keys: [{ key: BENCH_KEY, networks: "*" as const, rate: { perSecond: 1e5, burst: 1e5 } }],
+      keys: [{ ...BENCH_KEY_SPEC, rate: { perSecond: 1e5, burst: 1e5 } }],
+      // and the same for the plan's compute units (10 a call): its quota's leases (leaseMs of its rate,
+      // 100,000 units) run out about once a second too, so quotas are counted in Redis during every round
+      plans: { bench: { ...BENCH_PLAN, computeUnitRate: { perSecond: 1e6, burst: 1e6 } } },
     };
     const local = await launcher.startGateway(LOCAL, {
       deployment: launcher.writeDeployment("limits-local", config),
@@ -59,7 +62,7 @@ function judge(rows: readonly Row[]): { checks: Check[]; notes: string[] } {
   return {
     checks: [
       {
-        name: "shared limits: throughput ≥ 0.9× local limits",
+        name: "shared limits and quotas: throughput ≥ 0.9× local limits and quotas",
         pass: ratio >= 0.9,
         measured: `${ratio.toFixed(2)}× (shared ${shared.cpuMicros.toFixed(1)} µs, local ${local.cpuMicros.toFixed(1)} µs CPU per request)`,
       },

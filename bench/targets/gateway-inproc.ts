@@ -2,7 +2,7 @@
 // codegen made from a synthetic registry (BENCH_ENDPOINTS names its endpoints.ts). Both runs go through
 // this same file, so the registry's size is the only difference between them.
 import { pathToFileURL } from "node:url";
-import { DEFAULT_CONFIG, DEFAULT_LIMITS } from "../../src/config/defaults.js";
+import { DEFAULT_CONFIG, DEFAULT_LIMITS, PLAN_FIELDS } from "../../src/config/defaults.js";
 import type { GatewayConfig } from "../../src/config/types.js";
 import { StaticKeyStore } from "../../src/keys/static-store.js";
 import { createLogger } from "../../src/log.js";
@@ -26,6 +26,7 @@ const config: GatewayConfig = {
   ...bench,
   limits: { ...DEFAULT_LIMITS, ws: { ...DEFAULT_LIMITS.ws, ...bench.limits.ws } },
   cache: { ...DEFAULT_CONFIG.cache, ...bench.cache },
+  plans: { ...DEFAULT_CONFIG.plans, bench: { ...PLAN_FIELDS, ...bench.plans.bench } },
   operator: undefined,
 };
 const gateway = createProxyServer({

@@ -1,6 +1,8 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { DEFAULT_PLANS, PLAN_FIELDS } from "../../src/config/defaults.js";
 import type { PlanSpec } from "../../src/config/types.js";
+import { keyHash } from "../../src/keys/digest.js";
+import type { Principal } from "../../src/keys/types.js";
 import { LocalQuotaLedger, type QuotaCrossing } from "../../src/plans/quota-ledger.js";
 import { DOMAIN, type RunningGateway, rpcBody, startGateway, TEST_KEYS } from "../support/gateway.js";
 import { jsonRpcResponder, type LoopbackNode, startLoopbackNode } from "../support/loopback-node.js";
@@ -126,6 +128,44 @@ describe("quotas in compute units", () => {
     expect((await socket.closed).code).toBe(4402);
     // and the HTTP path agrees: the quota is the key's, whichever transport spent it
     expect((await send(SOCKET, "eth_chainId")).status).toBe(402);
+  });
+});
+
+describe("a quota per account", () => {
+  it("is spent by every key of the account together; another account's key goes on", async () => {
+    const node = await startLoopbackNode(jsonRpcResponder({ eth_blockNumber: "0x10" }));
+    const team = (keyId: string, accountId: string): Principal => ({
+      keyId,
+      accountId,
+      networks: "*",
+      archive: false,
+      plan: "team",
+      rate: RATE,
+      rules: undefined,
+    });
+    const keys = new Map([
+      ["FNteamFirst0000000000000000000", team("FNteamFi", "account:7")],
+      ["FNteamSecond000000000000000000", team("FNteamSe", "account:7")],
+      ["FNteamOther0000000000000000000", team("FNteamOt", "account:8")],
+    ]);
+    const byDigest = new Map([...keys].map(([key, principal]) => [keyHash(key), principal]));
+    const gw = await startGateway({
+      upstreams: { eth: [node.url] },
+      plans: { ...DEFAULT_PLANS, team: plan({ dailyQuota: 30, quotaPer: "account" }) },
+      keyStore: { lookup: (digest) => byDigest.get(digest) },
+    });
+    try {
+      const send = (key: string) => gw.call("eth", `/${key}`, { body: rpcBody("eth_blockNumber") });
+      expect((await send("FNteamFirst0000000000000000000")).status).toBe(200);
+      expect((await send("FNteamFirst0000000000000000000")).status).toBe(200);
+      expect((await send("FNteamSecond000000000000000000")).status).toBe(200); // 30: the account's quota
+      expect((await send("FNteamSecond000000000000000000")).status).toBe(402);
+      expect((await send("FNteamFirst0000000000000000000")).status).toBe(402);
+      expect((await send("FNteamOther0000000000000000000")).status).toBe(200);
+    } finally {
+      await gw.close();
+      await node.close();
+    }
   });
 });
 
