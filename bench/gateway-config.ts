@@ -28,7 +28,7 @@ export const BENCH_KEY_SPEC = {
   key: BENCH_KEY,
   networks: "*" as const,
   plan: "bench",
-  settings: { ips: ["127.0.0.0/8", "::1"], methods: ["eth_*", "net_*", "web3_*", "GET *", "POST *"] },
+  settings: { ips: ["127.0.0.0/8", "::1"], methods: ["eth_*", "net_*", "web3_*", "GET /*", "POST /*"] },
 };
 
 /** Where a bench node answers: JSON-RPC and REST over HTTP, subscriptions over WebSocket. */
