@@ -25,6 +25,12 @@ import { ConnectionMove, type Reconnect } from "./move.js";
 import { type Outgoing, type Pending, PendingCalls, type Settled } from "./pending-calls.js";
 import { RememberedSubscriptions } from "./subscriptions.js";
 
+/** How long a connection whose quota is spent waits for the answers to its calls before it closes. */
+const QUOTA_CLOSE_MS = 5_000;
+
+/** A message that waits for its quota's answer from Redis: it is answered and counted then. */
+const WAITING = Symbol("waiting for the quota");
+
 /** What the metrics and the usage count of one client message, as far as it got. */
 interface MessageSeen {
   replyId: string;
@@ -78,6 +84,8 @@ export class Connection {
   readonly #move: ConnectionMove;
   /** A WebSocket-only call went upstream: the node holds state for this connection. */
   #stateful = false;
+  /** Set once the key's quota is spent: the connection closes when its calls are answered (#refused). */
+  #quotaSpent: NodeJS.Timeout | undefined = undefined;
   /** Messages that arrived while one waits for its quota's answer from Redis; undefined when none waits. */
   #queued: RawData[] | undefined = undefined;
   #alive = true;
@@ -243,8 +251,7 @@ export class Connection {
       refused: 0,
       units: 0,
     };
-    let answer: string | undefined;
-    try {
+    this.#answer(seen, () => {
       const message = checkMessage(text, this.#rules, limits); // 4
       seen.replyId = message.replyId;
       seen.calls = message.checked.length;
@@ -255,36 +262,39 @@ export class Connection {
       seen.units = this.#unitsOf(message);
       const charged = stages.chargeRate(mounted, { ...message, computeUnits: seen.units }); // 5
       const held = stages.holdQuota(mounted, seen.units); // 5, the quota
-      if (held instanceof Promise) {
-        this.#queued = [];
-        held.then(
-          () => this.#sent(seen, () => this.#send(charged, text)),
-          (error) =>
-            this.#sent(seen, () => {
-              throw error;
-            }),
-        );
-        return;
-      }
-      answer = this.#send(charged, text); // 7
-    } catch (error) {
-      if (!(error instanceof GatewayError)) {
-        this.#broke(error, seen.replyId);
-        return;
-      }
-      answer = this.#refused(seen, error);
-    }
-    this.#counted(seen, answer);
+      if (!(held instanceof Promise)) return this.#send(charged, text); // 7
+      // the quota asked Redis: this message goes on with its answer, the next ones wait for it
+      this.#queued = [];
+      held.then(
+        () => this.#afterQuota(seen, () => this.#send(charged, text)),
+        (error) =>
+          this.#afterQuota(seen, () => {
+            throw error;
+          }),
+      );
+      return WAITING;
+    });
   }
 
   /** A message whose quota was asked of Redis: sent (or refused) now, then the messages that waited. */
-  #sent(seen: MessageSeen, send: () => string | undefined): void {
+  #afterQuota(seen: MessageSeen, send: () => string | undefined): void {
     const queued = this.#queued ?? [];
     this.#queued = undefined;
     if (this.#closed) return;
+    this.#answer(seen, send);
+    for (const data of queued) this.#guard((d: RawData) => this.#fromClient(d))(data);
+  }
+
+  /**
+   * Runs a message's stages: its answer (or none when all of it went upstream) to the client and the
+   * counts; a gateway refusal answered as its error; anything else broke the connection.
+   */
+  #answer(seen: MessageSeen, run: () => string | undefined | typeof WAITING): void {
     let answer: string | undefined;
     try {
-      answer = send();
+      const ran = run();
+      if (ran === WAITING) return;
+      answer = ran;
     } catch (error) {
       if (!(error instanceof GatewayError)) {
         this.#broke(error, seen.replyId);
@@ -293,20 +303,28 @@ export class Connection {
       answer = this.#refused(seen, error);
     }
     this.#counted(seen, answer);
-    for (const data of queued) this.#guard((d: RawData) => this.#fromClient(d))(data);
   }
 
-  /** The error's answer; a spent quota also ends the connection (4402), as it ends the key's calls. */
+  /**
+   * The error's answer. A spent quota also ends the connection (4402), as it ends the key's calls: once the
+   * calls sent before it, which it was charged for, are answered, or after QUOTA_CLOSE_MS.
+   */
   #refused(seen: MessageSeen, error: GatewayError): string {
     seen.code = error.code;
     const answer = errorBody(error, "jsonrpc", seen.replyId);
-    if (error.code === "QUOTA_EXCEEDED") {
-      this.#toClient(answer, false);
-      this.#counted(seen, undefined);
-      this.close(CLOSE.QUOTA_EXCEEDED, "quota exceeded");
-      seen.counted = true;
+    if (error.code === "QUOTA_EXCEEDED" && this.#quotaSpent === undefined) {
+      this.#quotaSpent = setTimeout(() => this.close(CLOSE.QUOTA_EXCEEDED, "quota exceeded"), QUOTA_CLOSE_MS);
+      this.#quotaSpent.unref();
+      queueMicrotask(() => this.#closeIfSpent());
     }
     return answer;
+  }
+
+  /** Closes a connection whose quota is spent once nothing it was charged for waits for the node. */
+  #closeIfSpent(): void {
+    if (this.#quotaSpent === undefined || this.#pending.size > 0 || this.#closed) return;
+    clearTimeout(this.#quotaSpent);
+    this.close(CLOSE.QUOTA_EXCEEDED, "quota exceeded");
   }
 
   /** The message in the metrics and the key's usage, and its answer to the client. */
@@ -434,6 +452,7 @@ export class Connection {
     const answered = this.#pending.settle(envelopes, this.#settled);
     const merged = this.#pending.merged(text, answered);
     this.#toClient(merged ?? data, merged === undefined && isBinary);
+    this.#closeIfSpent();
   }
 
   #notification(text: string, members: ReadonlyMap<string, string>): void {

@@ -1,12 +1,17 @@
+import { randomBytes } from "node:crypto";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { DEFAULT_PLANS, PLAN_FIELDS } from "../../src/config/defaults.js";
 import type { PlanSpec } from "../../src/config/types.js";
 import { keyHash } from "../../src/keys/digest.js";
 import type { Principal } from "../../src/keys/types.js";
+import { createLogger } from "../../src/log.js";
 import { LocalQuotaLedger, type QuotaCrossing } from "../../src/plans/quota-ledger.js";
+import { SharedQuotaLedger } from "../../src/plans/shared-quotas.js";
+import { eventually } from "../support/eventually.js";
 import { DOMAIN, type RunningGateway, rpcBody, startGateway, TEST_KEYS } from "../support/gateway.js";
 import { jsonRpcResponder, type LoopbackNode, startLoopbackNode } from "../support/loopback-node.js";
 import { type LoopbackWsNode, startLoopbackWsNode } from "../support/loopback-ws-node.js";
+import { needServices, SHARED_REDIS_URL } from "../support/services.js";
 import { resolveTestHosts } from "../support/test-hosts.js";
 import { Client } from "../support/ws-client.js";
 
@@ -165,6 +170,51 @@ describe("a quota per account", () => {
     } finally {
       await gw.close();
       await node.close();
+    }
+  });
+});
+
+const redis = await needServices("redis");
+
+describe.skipIf(redis.skip)("a quota shared through Redis", () => {
+  it("holds over a WebSocket whose calls wait for a lease: in order, and the socket closed at the quota", async () => {
+    const node = await startLoopbackWsNode({ results: { eth_blockNumber: "0x10" } });
+    const http = await startLoopbackNode(jsonRpcResponder({ eth_blockNumber: "0x10" }));
+    // a key of its own on the shared Redis (its id, the first 8 characters, is the quota's scope): its
+    // counters are new, whatever ran before
+    const key = `FN${randomBytes(3).toString("hex")}sharedQuota0000000000`;
+    const quotas = new SharedQuotaLedger(
+      { redis: SHARED_REDIS_URL, leaseMs: 1, fallbackShare: 1 },
+      createLogger("silent"),
+      () => {},
+    );
+    const restore = resolveTestHosts();
+    // a rate of 10 units a second, at 1 ms a lease: each call waits for a lease of its own from Redis
+    const gw = await startGateway({
+      upstreams: { eth: [{ url: http.url, ws: node.wsUrl }] },
+      plans: {
+        ...DEFAULT_PLANS,
+        leased: plan({ dailyQuota: 50, computeUnitRate: { perSecond: 10, burst: 1e6 } }),
+      },
+      keys: [{ key, networks: "*", plan: "leased", rate: RATE }],
+      quotas,
+    });
+    try {
+      await eventually(() => quotas.shared, 2_000, "Redis reached");
+      const socket = await Client.open(`ws://eth.${DOMAIN}:${gw.port}/${key}`);
+      // seven calls at once: five fit in 50 units, the sixth is refused, and the socket closes
+      for (let id = 1; id <= 7; id++) socket.send(rpcBody("eth_blockNumber", [], id));
+      const answers = await Promise.all([1, 2, 3, 4, 5, 6].map((id) => socket.answerTo(String(id))));
+      expect(answers.slice(0, 5).map((a) => a.result)).toEqual(["0x10", "0x10", "0x10", "0x10", "0x10"]);
+      expect(answers[5]?.error?.data?.code).toBe("QUOTA_EXCEEDED");
+      expect((await socket.closed).code).toBe(4402);
+      // and over HTTP, the same quota
+      expect((await gw.call("eth", `/${key}`, { body: rpcBody("eth_blockNumber") })).status).toBe(402);
+    } finally {
+      restore();
+      await gw.close();
+      await quotas.close();
+      await Promise.all([node.close(), http.close()]);
     }
   });
 });

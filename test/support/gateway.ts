@@ -78,10 +78,12 @@ export interface StartOptions extends Partial<Omit<GatewayConfig, "limits">> {
   readonly heads?: ProxyServerOptions["heads"];
   /** Final answers shared through Redis (src/cache/shared-answers.ts), as runProxy makes with sharedLimits. */
   readonly sharedAnswers?: ProxyServerOptions["sharedAnswers"];
+  /** The quota ledger (src/plans/), as runProxy makes one: shared through Redis with sharedLimits. */
+  readonly quotas?: ProxyServerOptions["quotas"];
 }
 
 export async function startGateway(options: StartOptions = {}): Promise<RunningGateway> {
-  const { dispatcherFactory, limits, keyStore, heads, sharedAnswers, ...rest } = options;
+  const { dispatcherFactory, limits, keyStore, heads, sharedAnswers, quotas, ...rest } = options;
   const config: GatewayConfig = {
     ...DEFAULT_CONFIG,
     domain: DOMAIN,
@@ -105,6 +107,7 @@ export async function startGateway(options: StartOptions = {}): Promise<RunningG
     ...(dispatcherFactory ? { dispatcherFactory } : {}),
     ...(heads ? { heads } : {}),
     ...(sharedAnswers ? { sharedAnswers } : {}),
+    ...(quotas ? { quotas } : {}),
   });
   await new Promise<void>((resolve) => gateway.server.listen(0, "127.0.0.1", resolve));
   const { port } = gateway.server.address() as AddressInfo;
