@@ -7,12 +7,15 @@
 #   (test/support/browser.ts);
 # - openssl: the TLS front of the dashboard's examples suite (test/support/tls-front.ts);
 # - postgresql and redis-server: the binaries of the servers the scale suites start of their own
-#   (test/support/own-servers.ts).
+#   (test/support/own-servers.ts);
+# - prometheus: promtool checks and unit-tests deploy/prometheus/'s rules, and a real Prometheus scrapes a
+#   test gateway (test/operator-kit/); the package's service is not started (no systemd here), the test
+#   runs its own on its own port and data folder.
 # `npm test` installs nothing and needs no root: without these, the suites that need them are skipped with
 # their reason printed, and fail under CI (CI=true), which runs this script first (.ci/run). On a machine
 # that has them all, this only asks dpkg.
 set -euo pipefail
-packages=(python3-prometheus-client chromium openssl postgresql redis-server)
+packages=(python3-prometheus-client chromium openssl postgresql redis-server prometheus)
 
 missing=()
 for package in "${packages[@]}"; do

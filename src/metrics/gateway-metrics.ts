@@ -322,7 +322,8 @@ function upstreamSeries(table: Pick<UpstreamTable, "groups">): RegistrableMetric
       return values;
     });
   return [
-    gauge("gateway_upstream_state", "1 for the upstream's state, 0 for the others", "sum", (health, push) => {
+    // "max" over workers: each worker judges the node on its own; a state any of them sees is shown
+    gauge("gateway_upstream_state", "1 for the upstream's state, 0 for the others", "max", (health, push) => {
       for (const state of UPSTREAM_STATES) push(health.state === state ? 1 : 0, { state });
     }),
     gauge("gateway_upstream_head", "The head its last good probe read", "max", (health, push) => {
