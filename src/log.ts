@@ -12,6 +12,8 @@ export type LogFields = Readonly<Record<string, string | number | boolean | unde
  */
 export class AccessLine {
   label: string | undefined = undefined;
+  /** The request's id (X-Request-Id): what a customer quotes, and what finds this line. */
+  requestId: string | undefined = undefined;
   /** The key's id, its short non-secret prefix; never the key. */
   key: string | undefined = undefined;
   route: string | undefined = undefined;
@@ -40,6 +42,7 @@ export class AccessLine {
   /** The fields as JSON members, each read by name: a loop over names made every read a megamorphic one. */
   members(): string {
     let out = "";
+    if (this.requestId !== undefined) out += `,"requestId":${quoted(this.requestId)}`;
     if (this.label !== undefined) out += `,"label":${quoted(this.label)}`;
     if (this.key !== undefined) out += `,"key":${quoted(this.key)}`;
     if (this.route !== undefined) out += `,"route":${quoted(this.route)}`;

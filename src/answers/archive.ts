@@ -2,6 +2,7 @@ import type { ServerResponse } from "node:http";
 import { rpcErrorJson, sendJson } from "../errors/respond.js";
 import { GatewayError } from "../errors/table.js";
 import type { CallerSide } from "../http/client-gone.js";
+import { withRequestId } from "../http/request-id.js";
 import type { PassedCall } from "../jsonrpc/check.js";
 import type { WholeAnswer } from "../upstream/buffered-answer.js";
 import type { UpstreamFields } from "../upstream/call-run.js";
@@ -189,6 +190,6 @@ function missingState(answer: WholeAnswer, texts: readonly string[]): boolean {
 
 function send(res: ServerResponse, answer: WholeAnswer, tier: "full" | "archive"): void {
   if (res.headersSent) return;
-  res.writeHead(answer.statusCode, [...answer.headers, TIER_HEADER, tier]);
+  res.writeHead(answer.statusCode, withRequestId(res, [...answer.headers, TIER_HEADER, tier]));
   res.end(answer.body);
 }

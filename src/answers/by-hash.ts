@@ -2,6 +2,7 @@ import type { ServerResponse } from "node:http";
 import { sendJson } from "../errors/respond.js";
 import type { GatewayError } from "../errors/table.js";
 import type { CallerSide } from "../http/client-gone.js";
+import { withRequestId } from "../http/request-id.js";
 import type { PassedCall } from "../jsonrpc/check.js";
 import type { WholeAnswer } from "../upstream/buffered-answer.js";
 import type { UpstreamFields } from "../upstream/call-run.js";
@@ -103,6 +104,6 @@ function answeredNull(answer: WholeAnswer): boolean {
 
 function send(res: ServerResponse, answer: WholeAnswer): void {
   if (res.headersSent) return;
-  res.writeHead(answer.statusCode, answer.headers as string[]);
+  res.writeHead(answer.statusCode, withRequestId(res, answer.headers as string[]));
   res.end(answer.body);
 }

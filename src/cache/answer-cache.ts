@@ -1,5 +1,5 @@
 import { LRUCache } from "lru-cache";
-import type { CacheSettings } from "../config/types.js";
+import type { LabelCacheSettings } from "../config/types.js";
 import type { CacheRead } from "./cache-read.js";
 import type { SharedAnswers } from "./shared-answers.js";
 
@@ -42,13 +42,13 @@ export interface CacheCounts {
  * read in (src/answers/served-head.ts), and only while young; a final one until it is evicted.
  */
 export class AnswerCache {
-  readonly settings: CacheSettings;
+  readonly settings: LabelCacheSettings;
   readonly counts: CacheCounts = { hit: 0, miss: 0, coalesced: 0, evicted: 0 };
   readonly #entries: LRUCache<string, CacheEntry>;
   /** Final answers shared with other instances through Redis, when `sharedLimits` names one. */
   shared: SharedAnswers | undefined = undefined;
 
-  constructor(settings: CacheSettings) {
+  constructor(settings: LabelCacheSettings) {
     this.settings = settings;
     this.#entries = new LRUCache<string, CacheEntry>({
       maxSize: settings.maxBytes,

@@ -1,6 +1,7 @@
 import type { ServerResponse } from "node:http";
 import { learnHeights, showsHeight } from "../answers/examined.js";
 import { ANY_ORIGIN } from "../errors/respond.js";
+import { addRequestId, withRequestId } from "../http/request-id.js";
 import type { PassedCall } from "../jsonrpc/check.js";
 import { scanMembers } from "../jsonrpc/scan.js";
 import type { UpstreamFields } from "../upstream/call-run.js";
@@ -53,7 +54,7 @@ export function relayCachedBatch(
     if (answer.statusCode === 200 && showsHeight(call)) learnHeights(call, answer.upstream, text);
     const elements = text.trimStart().startsWith("[") ? scanMembers(text) : undefined;
     if (answer.statusCode !== 200 || elements === undefined) {
-      res.writeHead(answer.statusCode, answer.headers as string[]);
+      res.writeHead(answer.statusCode, withRequestId(res, answer.headers as string[]));
       res.end(answer.body);
       return done();
     }
@@ -90,13 +91,16 @@ function sendArray(
   }
   pieces.push(CLOSE);
   const body = Buffer.concat(pieces);
-  res.writeHead(200, {
-    ...EXPOSED,
-    [CACHE_HEADER]: outcome,
-    ...ANY_ORIGIN,
-    "content-type": "application/json",
-    "content-length": body.length,
-  });
+  res.writeHead(
+    200,
+    addRequestId(res, {
+      ...EXPOSED,
+      [CACHE_HEADER]: outcome,
+      ...ANY_ORIGIN,
+      "content-type": "application/json",
+      "content-length": body.length,
+    }),
+  );
   res.end(body);
 }
 

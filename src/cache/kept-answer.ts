@@ -1,4 +1,4 @@
-import type { CacheSettings } from "../config/types.js";
+import type { LabelCacheSettings } from "../config/types.js";
 import { scanMembers } from "../jsonrpc/scan.js";
 import type { CacheRules, HeadEncoding } from "../registry/types.js";
 import type { WholeAnswer } from "../upstream/buffered-answer.js";
@@ -32,7 +32,7 @@ export function keptAnswer(
   text: string,
   read: CacheRead,
   group: UpstreamGroup,
-  settings: CacheSettings,
+  settings: LabelCacheSettings,
   epoch: number,
 ): KeptAnswer | undefined {
   if (read.rest === true) return keptRest(answer, read, group, settings, epoch);
@@ -48,7 +48,7 @@ export function keptMembers(
   statusCode: number,
   read: CacheRead,
   group: UpstreamGroup,
-  settings: CacheSettings,
+  settings: LabelCacheSettings,
   epoch: number,
 ): KeptAnswer | undefined {
   if (!members.has("id")) return undefined;
@@ -92,7 +92,7 @@ function keptRest(
   answer: WholeAnswer,
   read: CacheRead,
   group: UpstreamGroup,
-  settings: CacheSettings,
+  settings: LabelCacheSettings,
   epoch: number,
 ): KeptAnswer {
   const body = answer.body;
@@ -117,13 +117,16 @@ function keptRest(
 }
 
 /**
- * How long an answer read at the head is served at most: the settings' age, and no more than half the time
- * between the blocks the label's head has been seen to make (a dev chain's blocks may come faster than its
- * network's): a caller sees a head at most one block old.
+ * How long an answer read at the head is served at most: the settings' age and, when that age is the
+ * network's (no `headMaxAgeMs` in the config), no more than half the time between the blocks the label's
+ * head has been seen to make (a dev chain's blocks may come faster than its network's): a caller sees a
+ * head at most one block old. An age the operator set is theirs.
  */
-function headMaxAge(settings: CacheSettings, group: UpstreamGroup): number {
+function headMaxAge(settings: LabelCacheSettings, group: UpstreamGroup): number {
   const blockMs = group.served.blockMs;
-  return blockMs === undefined ? settings.headMaxAgeMs : Math.min(settings.headMaxAgeMs, blockMs / 2);
+  return blockMs === undefined || !settings.followsBlocks
+    ? settings.headMaxAgeMs
+    : Math.min(settings.headMaxAgeMs, blockMs / 2);
 }
 
 /** Pieces of text as one Buffer of its own (answer-cache.ts `ownBytes`), each written once. */

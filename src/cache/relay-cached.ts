@@ -4,6 +4,7 @@ import { fetchByHash } from "../answers/by-hash.js";
 import { learnHeights, showsHeight } from "../answers/examined.js";
 import { ANY_ORIGIN } from "../errors/respond.js";
 import { GatewayError } from "../errors/table.js";
+import { addRequestId, REQUEST_ID_HEADER, withRequestId } from "../http/request-id.js";
 import type { WholeAnswer } from "../upstream/buffered-answer.js";
 import { fetchWhole, type RelayDone, type UpstreamCall } from "../upstream/policy.js";
 import { type AnswerCache, type CacheEntry, FINAL } from "./answer-cache.js";
@@ -15,7 +16,9 @@ import { SharedCaller } from "./shared-caller.js";
 export const CACHE_HEADER = "x-cache";
 
 /** A page's script may read how the cache answered, and which tier did. */
-export const EXPOSED = { "access-control-expose-headers": `${CACHE_HEADER}, ${TIER_HEADER}` };
+export const EXPOSED = {
+  "access-control-expose-headers": `${CACHE_HEADER}, ${TIER_HEADER}, ${REQUEST_ID_HEADER}`,
+};
 
 /** One client waiting for a coalesced call's answer. */
 /** Where a cached call notes how the cache answered it, beside the upstream fields. */
@@ -170,14 +173,14 @@ function send(
   if (length <= SMALL_BYTES) {
     const text = entry.before.toString("latin1") + asLatin1(id) + entry.after.toString("latin1");
     headers["content-length"] = String(text.length);
-    res.writeHead(statusCode, headers);
+    res.writeHead(statusCode, addRequestId(res, headers));
     res.end(text, "latin1");
     return;
   }
   // a large one in three writes, corked into one: no copy of it per caller
   const idBytes = Buffer.from(id);
   headers["content-length"] = String(length + idBytes.length);
-  res.writeHead(statusCode, headers);
+  res.writeHead(statusCode, addRequestId(res, headers));
   res.cork();
   res.write(entry.before);
   if (idBytes.length > 0) res.write(idBytes);
@@ -234,10 +237,10 @@ function sendEach(
     copyNote(note, w.note);
     w.note.cache = i === 0 ? "miss" : "coalesced";
     if (!w.res.headersSent) {
-      w.res.writeHead(answer.statusCode, [
-        ...answer.headers,
-        ...(tier === undefined ? [] : [TIER_HEADER, tier]),
-      ]);
+      w.res.writeHead(
+        answer.statusCode,
+        withRequestId(w.res, [...answer.headers, ...(tier === undefined ? [] : [TIER_HEADER, tier])]),
+      );
       w.res.end(answer.body);
     }
     w.done();

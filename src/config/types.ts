@@ -118,6 +118,15 @@ export interface CacheSettings {
   readonly headMaxAgeMs: number;
 }
 
+/**
+ * A label's cache settings as its cache applies them (upstream/upstreams.ts `cacheFor`): `headMaxAgeMs`
+ * resolved, and whether it came from the network's block time, which the blocks the label is seen to make
+ * may shorten further; an age the config gives is the operator's, and is kept.
+ */
+export interface LabelCacheSettings extends CacheSettings {
+  readonly followsBlocks: boolean;
+}
+
 export interface CacheConfig extends CacheSettings {
   readonly labels: Readonly<Record<string, Partial<CacheSettings>>>;
 }

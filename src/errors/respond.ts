@@ -1,4 +1,5 @@
 import { type ServerResponse, STATUS_CODES } from "node:http";
+import { addRequestId, requestIdOf } from "../http/request-id.js";
 import { ERRORS, type ErrorCode, type GatewayError, hasRpcNumber, type RpcErrorCode } from "./table.js";
 
 // The one place where gateway errors become bytes.
@@ -23,10 +24,17 @@ export function restErrorJson(code: ErrorCode, detail?: Readonly<Record<string, 
 export type ErrorStyle = "jsonrpc" | "rest";
 
 /** An error's body in the given style; a code without a JSON-RPC number is always a REST body. */
-export function errorBody(error: GatewayError, style: ErrorStyle, rawId = "null"): string {
+export function errorBody(
+  error: GatewayError,
+  style: ErrorStyle,
+  rawId = "null",
+  requestId: string | undefined = undefined,
+): string {
+  // the request's id, which a customer quotes and an operator finds in the log (docs/operations.md)
+  const detail = requestId === undefined ? error.detail : { ...error.detail, requestId };
   return style === "jsonrpc" && hasRpcNumber(error.code)
-    ? rpcErrorJson(error.code, rawId, error.detail)
-    : restErrorJson(error.code, error.detail);
+    ? rpcErrorJson(error.code, rawId, detail)
+    : restErrorJson(error.code, detail);
 }
 
 /** A refused WebSocket upgrade: a whole HTTP response for the raw socket, sent before any handshake. */
@@ -62,7 +70,7 @@ export function preflight(res: ServerResponse): void {
 }
 
 export function sendError(res: ServerResponse, error: GatewayError, style: ErrorStyle, rawId = "null"): void {
-  sendJson(res, error.status, errorBody(error, style, rawId), error.headers);
+  sendJson(res, error.status, errorBody(error, style, rawId, requestIdOf(res)), error.headers);
 }
 
 /**
@@ -82,11 +90,14 @@ export function sendJson(
     res.destroy();
     return;
   }
-  res.writeHead(status, {
-    ...headers,
-    ...ANY_ORIGIN,
-    "content-type": "application/json",
-    "content-length": Buffer.byteLength(body),
-  });
+  res.writeHead(
+    status,
+    addRequestId(res, {
+      ...headers,
+      ...ANY_ORIGIN,
+      "content-type": "application/json",
+      "content-length": Buffer.byteLength(body),
+    }),
+  );
   res.end(body);
 }

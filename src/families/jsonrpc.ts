@@ -40,6 +40,7 @@ export function routeJsonRpc(
     transport: "http",
     keyRules: mounted.admitted.principal?.rules,
     contracts: mounted.mount.policy.contracts,
+    requestId: mounted.admitted.requestId,
   };
   return new JsonRpcRequest(req, rules, settings, mounted);
 }

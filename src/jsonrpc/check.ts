@@ -76,6 +76,8 @@ export interface CallRules {
   /** What the key's owner restricted it to, and where each method names its contract (registry `contracts`). */
   readonly keyRules?: KeyRules | undefined;
   readonly contracts?: Readonly<Record<string, readonly string[]>> | undefined;
+  /** The HTTP request's id (http/request-id.ts), which each refusal names. */
+  readonly requestId?: string | undefined;
 }
 
 /** Applies the envelope rule and the method allow-list to one call. */
@@ -84,17 +86,17 @@ export function checkCall(rules: CallRules, call: RawCall): Checked {
   if (!policy.validate(call.value)) {
     const first = policy.validate.errors?.[0];
     const detail = { reason: `${first?.instancePath || "request"} ${first?.message ?? "is invalid"}`.trim() };
-    return refuse("INVALID_REQUEST", idOf(call), detail);
+    return no(rules, "INVALID_REQUEST", idOf(call), detail);
   }
   const method = (call.value as { method: string }).method;
   const access = policy.methods.get(method);
-  if (access === undefined) return refuse("METHOD_NOT_FOUND", idOf(call), { method });
+  if (access === undefined) return no(rules, "METHOD_NOT_FOUND", idOf(call), { method });
   if (rules.transport === "http" && access !== "shared" && access !== "dedicated") {
-    return refuse("WEBSOCKET_ONLY", idOf(call), { method });
+    return no(rules, "WEBSOCKET_ONLY", idOf(call), { method });
   }
   if ((access === "dedicated" && rules.plan?.dedicatedMethods !== true) || rules.plan?.disables(method)) {
     const plan = rules.plan?.name;
-    return refuse("METHOD_NOT_ON_PLAN", idOf(call), {
+    return no(rules, "METHOD_NOT_ON_PLAN", idOf(call), {
       method,
       ...(plan === undefined ? {} : { plan }),
       ...dedicatedPointer(rules.support),
@@ -103,10 +105,10 @@ export function checkCall(rules: CallRules, call: RawCall): Checked {
   const keyRules = rules.keyRules;
   if (keyRules !== undefined) {
     if (!keyRules.allowsMethod(method))
-      return refuse("KEY_SETTING_REFUSED", idOf(call), { setting: "methods", method });
+      return no(rules, "KEY_SETTING_REFUSED", idOf(call), { setting: "methods", method });
     const where = keyRules.limitsContracts ? rules.contracts?.[method] : undefined;
     if (where !== undefined && !keyRules.allowsContracts(addressesAt(call.value, where)))
-      return refuse("KEY_SETTING_REFUSED", idOf(call), { setting: "contracts", method });
+      return no(rules, "KEY_SETTING_REFUSED", idOf(call), { setting: "contracts", method });
   }
   return new PassedCall(call, method, access);
 }
@@ -123,6 +125,12 @@ export function addressesAt(value: unknown, path: readonly string[]): string[] {
   }
   if (typeof at === "string") return [at];
   return Array.isArray(at) ? at.filter((a): a is string => typeof a === "string") : [];
+}
+
+/** A refusal of one call, naming the request's id as every error body the gateway writes does. */
+function no(rules: CallRules, code: RpcErrorCode, id: string, detail: Record<string, unknown>): Checked {
+  const { requestId } = rules;
+  return refuse(code, id, requestId === undefined ? detail : { ...detail, requestId });
 }
 
 /** The id to answer with: the caller's own token when it is a valid id, else null (JSON-RPC 2.0 §5). */

@@ -13,6 +13,8 @@ export class Admitted {
   readonly principal: Principal | undefined;
   /** The terms of the principal's plan (docs/plans.md); undefined with the principal. */
   readonly plan: PlanTerms | undefined;
+  /** An HTTP request's id (http/request-id.ts), sent on to the node; undefined for a WebSocket. */
+  readonly requestId: string | undefined;
   // Let go once the address is known: a WebSocket connection keeps its Admitted for its whole life.
   #req: IncomingMessage | undefined;
   readonly #trustedProxies: readonly string[];
@@ -26,11 +28,13 @@ export class Admitted {
     plan: PlanTerms | undefined,
     req: IncomingMessage,
     trustedProxies: readonly string[],
+    requestId: string | undefined = undefined,
   ) {
     this.endpoint = endpoint;
     this.target = target;
     this.principal = principal;
     this.plan = plan;
+    this.requestId = requestId;
     this.#req = req;
     this.#trustedProxies = trustedProxies;
   }

@@ -12,6 +12,7 @@ import type { Authorized, Outgoing, RoutedRequest } from "../families/family.js"
 import { collectBody } from "../http/body.js";
 import { clientGone } from "../http/client-gone.js";
 import { checkFraming } from "../http/framing.js";
+import { requestIdFor, tagResponse } from "../http/request-id.js";
 import { mergeBatchAnswer } from "../jsonrpc/merge.js";
 import type { UsageRecorder } from "../keys/usage.js";
 import { AccessLine, type Logger } from "../log.js";
@@ -75,6 +76,8 @@ export class HttpExchange {
   /** How a refusal is written: REST-style until the endpoint and then its mount say otherwise. */
   #style: ErrorStyle = "rest";
   #ended = false;
+  /** The caller's X-Request-Id, or one made for it: on the answer, its error, the log line and the node's request. */
+  readonly #requestId: string;
 
   constructor(req: IncomingMessage, res: ServerResponse, stages: Stages, options: HttpContext) {
     this.#req = req;
@@ -88,6 +91,9 @@ export class HttpExchange {
     this.#usage = options.usage;
     this.#inFlight = options.inFlight;
     this.#inFlight.count += 1;
+    this.#requestId = requestIdFor(req.rawHeaders);
+    tagResponse(res, this.#requestId);
+    this.#access.requestId = this.#requestId;
     this.#writtenBefore = this.#metrics === undefined ? 0 : req.socket.bytesWritten;
   }
 
@@ -105,7 +111,7 @@ export class HttpExchange {
         this.#end();
         return;
       }
-      const admitted = this.#stages.admitCaller(resolved, req); // 2
+      const admitted = this.#stages.admitCaller(resolved, req, this.#requestId); // 2
       this.#access.key = admitted.principal?.keyId;
       const mounted = this.#stages.pickMount(admitted); // 3
       this.#style = mounted.family.style;

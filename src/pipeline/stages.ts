@@ -10,6 +10,7 @@ import { GatewayError } from "../errors/table.js";
 import type { Family, Outgoing } from "../families/family.js";
 import { familyTable } from "../families/table.js";
 import { HostResolver } from "../http/host.js";
+import { REQUEST_ID_HEADER } from "../http/request-id.js";
 import { parseTarget } from "../http/target.js";
 import { KeyLookup } from "../keys/digest.js";
 import type { KeyRules } from "../keys/key-settings.js";
@@ -95,13 +96,21 @@ export class Stages {
    * 2. Splits the target and checks the key: UNAUTHORIZED, NETWORK_FORBIDDEN or BAD_PATH. On a public
    * host a first segment that looks like a key is one, and a wrong key is refused like anywhere else.
    */
-  admitCaller(resolved: Resolved, req: IncomingMessage): Admitted {
+  admitCaller(resolved: Resolved, req: IncomingMessage, requestId?: string): Admitted {
     const { endpoint, publicHost } = resolved;
     const target = parseTarget(req.url ?? "/", !publicHost || ((first) => first.startsWith(KEY_PREFIX)));
     const principal =
       publicHost && target.key === undefined ? undefined : this.#authenticate(target.key, endpoint);
     const plan = principal === undefined ? undefined : this.#plans.terms(principal.plan);
-    const admitted = new Admitted(endpoint, target, principal, plan, req, this.#config.trustedProxies);
+    const admitted = new Admitted(
+      endpoint,
+      target,
+      principal,
+      plan,
+      req,
+      this.#config.trustedProxies,
+      requestId,
+    );
     if (principal?.rules !== undefined) checkKeySettings(principal.rules, admitted, req);
     return admitted;
   }
@@ -214,7 +223,11 @@ export class Stages {
       method: outgoing.method,
       path: target.path,
       query: target.query,
-      headers: outgoing.headers,
+      // the node's logs can name the caller's request too
+      headers:
+        mounted.admitted.requestId === undefined
+          ? outgoing.headers
+          : { ...outgoing.headers, [REQUEST_ID_HEADER]: mounted.admitted.requestId },
       body: outgoing.body,
       stream: outgoing.stream,
       write: outgoing.write,

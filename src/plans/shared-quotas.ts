@@ -104,6 +104,19 @@ export class SharedQuotaLedger implements QuotaLedger {
     return this.#shared;
   }
 
+  /** Resolves once Redis answered, or after `timeoutMs` with quotas counted here meanwhile. */
+  async ready(timeoutMs: number): Promise<boolean> {
+    if (this.#shared) return true;
+    await new Promise<void>((resolve) => {
+      const timer = setTimeout(resolve, timeoutMs);
+      this.#redis.once("ready", () => {
+        clearTimeout(timer);
+        resolve();
+      });
+    });
+    return this.#shared;
+  }
+
   /** `ratePerSecond`: the scope's compute-unit rate, of which a lease is `leaseMs`. */
   take(
     scope: string,

@@ -58,7 +58,10 @@ async function serveHere(config: GatewayConfig, logger: Logger): Promise<Running
   const sharedAnswers =
     config.sharedLimits && config.cache.enabled ? new SharedAnswers(config.sharedLimits) : undefined;
   // A start does not wait long for Redis: until it answers, limits are local (docs/deployment.md).
-  await limiter?.ready(2_000);
+  await Promise.all([
+    limiter?.ready(2_000),
+    quotas instanceof SharedQuotaLedger ? quotas.ready(2_000) : undefined,
+  ]);
   const gateway = createProxyServer({
     config,
     keys: keys.store,

@@ -1,5 +1,6 @@
 import type { IncomingHttpHeaders, ServerResponse } from "node:http";
 import type { Dispatcher } from "undici";
+import { withRequestId } from "../http/request-id.js";
 import { type AttemptGate, AttemptHandler } from "./attempt.js";
 import type { Upstream } from "./upstreams.js";
 
@@ -70,7 +71,7 @@ export class ResponseRelay extends AttemptHandler<ServerResponse> {
       this.#statusCode = statusCode;
     }
     this.#remaining = raw["content-length"] === undefined ? -1 : Number(raw["content-length"]);
-    res.writeHead(statusCode, headers);
+    res.writeHead(statusCode, withRequestId(res, headers));
     if (this.#flushHeaders) res.flushHeaders();
   }
 

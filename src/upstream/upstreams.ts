@@ -2,9 +2,9 @@ import type { Dispatcher } from "undici";
 import { AnswerCache } from "../cache/answer-cache.js";
 import type {
   CacheConfig,
-  CacheSettings,
   GatewayConfig,
   HealthConfig,
+  LabelCacheSettings,
   LabelUpstreams,
   Limits,
   UpstreamSpec,
@@ -202,13 +202,13 @@ export class UpstreamTable {
  * A label's cache settings, or undefined when its cache is off: the label's own over the deployment's,
  * with an answer read at the head kept at most half a block (at most 2 s) unless the config says.
  */
-export function cacheFor(cache: CacheConfig, endpoint: Endpoint | undefined): CacheSettings | undefined {
+export function cacheFor(cache: CacheConfig, endpoint: Endpoint | undefined): LabelCacheSettings | undefined {
   const { labels, ...shared } = cache;
   const settings = { ...shared, ...(endpoint === undefined ? {} : labels[endpoint.label]) };
   if (!settings.enabled || settings.maxBytes === 0) return undefined;
-  if (settings.headMaxAgeMs > 0) return settings;
+  if (settings.headMaxAgeMs > 0) return { ...settings, followsBlocks: false };
   const halfBlockMs = ((endpoint?.blockTimeSeconds ?? 0) * 1000) / 2;
-  return { ...settings, headMaxAgeMs: Math.min(HEAD_MAX_AGE_CAP_MS, halfBlockMs) };
+  return { ...settings, headMaxAgeMs: Math.min(HEAD_MAX_AGE_CAP_MS, halfBlockMs), followsBlocks: true };
 }
 
 /** The longest an answer read at the head is kept by default, on a slow chain. */

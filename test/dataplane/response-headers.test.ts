@@ -45,6 +45,8 @@ describe("upstream response headers", () => {
     expect(res.text).toBe(answer);
     const { date, connection, "keep-alive": keepAlive, ...rest } = res.headers;
     expect(rest).toEqual({
+      // the request's id (docs/operations.md), the gateway's own
+      "x-request-id": expect.stringMatching(/^[0-9a-f-]{36}$/),
       "content-type": "application/json; charset=utf-8",
       "content-length": String(Buffer.byteLength(answer)),
       etag: '"v1"',

@@ -144,7 +144,12 @@ describe("algosdk Algodv2 through the gateway", () => {
     // relay with NOT_FOUND
     expect(response?.status).toBe(404);
     expect(JSON.parse(Buffer.from(response?.body ?? new Uint8Array()).toString("utf8"))).toEqual({
-      error: { code: "NOT_FOUND", status: 404, message: "No such route on this network" },
+      error: {
+        code: "NOT_FOUND",
+        status: 404,
+        requestId: expect.any(String),
+        message: "No such route on this network",
+      },
     });
     expect(node.requests.length).toBe(from);
   });

@@ -175,7 +175,11 @@ describe("EVM SDKs through the gateway", () => {
       const cause = (error as MethodNotFoundRpcError).cause as RpcRequestError;
       expect(cause).toBeInstanceOf(RpcRequestError);
       expect(cause.status).toBe(403);
-      expect(cause.data).toEqual({ code: "METHOD_NOT_FOUND", method: "eth_sign" });
+      expect(cause.data).toEqual({
+        code: "METHOD_NOT_FOUND",
+        method: "eth_sign",
+        requestId: expect.any(String),
+      });
       expect(relay.requests.length).toBe(from);
     });
 

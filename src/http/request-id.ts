@@ -1,0 +1,47 @@
+import { randomUUID } from "node:crypto";
+import type { ServerResponse } from "node:http";
+import { rawHeader } from "./raw-headers.js";
+
+/** The header that carries a request's id, from the caller, on the answer, and to the node. */
+export const REQUEST_ID_HEADER = "x-request-id";
+
+const ID = Symbol("requestId");
+type Tagged = ServerResponse & { [ID]?: string };
+
+/**
+ * The caller's X-Request-Id when it is well-formed (1 to 128 letters, digits and `.` `_` `:` `-`: a UUID, a
+ * ULID, a trace's id), else a new UUID. Anything else from the caller is not repeated: an id goes into the
+ * log line, error bodies and the node's request, where a header's arbitrary text must not.
+ */
+export function requestIdFor(rawHeaders: readonly string[]): string {
+  const given = rawHeader(rawHeaders, REQUEST_ID_HEADER, true);
+  return given !== undefined && WELL_FORMED.test(given) ? given : randomUUID();
+}
+
+const WELL_FORMED = /^[A-Za-z0-9._:-]{1,128}$/;
+
+/** Notes the request's id on its response, for every place that writes the answer's head. */
+export function tagResponse(res: ServerResponse, id: string): void {
+  (res as Tagged)[ID] = id;
+}
+
+/** The response's request id, if its request has one (an HTTP request of the data plane). */
+export function requestIdOf(res: ServerResponse): string | undefined {
+  return (res as Tagged)[ID];
+}
+
+/** Raw headers for writeHead with the request id among them. */
+export function withRequestId(res: ServerResponse, headers: readonly string[]): string[] {
+  const id = (res as Tagged)[ID];
+  return id === undefined ? (headers as string[]) : [...headers, REQUEST_ID_HEADER, id];
+}
+
+/** A headers object for writeHead with the request id among them (the object is the caller's own). */
+export function addRequestId(
+  res: ServerResponse,
+  headers: Record<string, string | number | string[]>,
+): Record<string, string | number | string[]> {
+  const id = (res as Tagged)[ID];
+  if (id !== undefined) headers[REQUEST_ID_HEADER] = id;
+  return headers;
+}

@@ -1,0 +1,106 @@
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { DEFAULT_CACHE } from "../../src/config/defaults.js";
+import { KEYS, type RunningGateway, rpcBody, startGateway } from "../support/gateway.js";
+import {
+  firstOf,
+  jsonRpcResponder,
+  type LoopbackNode,
+  restResponder,
+  startLoopbackNode,
+} from "../support/loopback-node.js";
+
+// A request id from caller to node (docs/operations.md, "Request ids"): every answer carries X-Request-Id,
+// the caller's own when well-formed and a new one otherwise; the access line, every error body and the
+// node's request carry the same id, so that a customer who quotes it lets an operator find the call.
+
+const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/;
+
+describe("request ids", () => {
+  let node: LoopbackNode;
+  let gw: RunningGateway;
+  const line = (id: string) => gw.logs.find((l) => l.includes(`"requestId":"${id}"`));
+
+  beforeAll(async () => {
+    node = await startLoopbackNode(
+      firstOf(
+        jsonRpcResponder({ eth_blockNumber: "0x10", eth_chainId: "0x1" }),
+        restResponder({ "GET /v2/status": { "last-round": 7 } }),
+      ),
+    );
+    // algo's answers all reach its node; eth's head-independent ones may come from the cache
+    gw = await startGateway({
+      upstreams: { eth: [node.url], algo: [node.url] },
+      cache: { ...DEFAULT_CACHE, labels: { algo: { enabled: false } } },
+    });
+  });
+  afterAll(async () => {
+    await gw?.close();
+    await node?.close();
+  });
+
+  it("keeps a well-formed id of the caller's: on the answer, in the log line and in the node's request", async () => {
+    const id = "01J9ZQ4X8Y2K-trace_7:abc";
+    const answer = await gw.call("eth", `/${KEYS.all}`, {
+      body: rpcBody("eth_blockNumber"),
+      headers: { "x-request-id": id },
+    });
+    expect(answer.status).toBe(200);
+    expect(answer.headers["x-request-id"]).toBe(id);
+    expect(line(id)).toContain('"method":"eth_blockNumber"');
+    expect(node.requests.at(-1)?.headers["x-request-id"]).toBe(id);
+    // and a browser may read it
+    expect(String(answer.headers["access-control-expose-headers"] ?? "")).toContain("x-request-id");
+  });
+
+  it("makes one when the caller sent none, or one that is not well-formed", async () => {
+    for (const given of [undefined, "has spaces in it", "x".repeat(129), "semi;colon"]) {
+      const answer = await gw.call("algo", `/${KEYS.all}/v2/status`, {
+        headers: given === undefined ? {} : { "x-request-id": given },
+      });
+      expect(answer.status).toBe(200);
+      const id = String(answer.headers["x-request-id"]);
+      expect(id).toMatch(UUID);
+      expect(line(id)).toBeDefined();
+      expect(node.requests.at(-1)?.headers["x-request-id"]).toBe(id);
+    }
+  });
+
+  it("is in every error body: JSON-RPC data.requestId, a REST body's requestId, a batch's each refusal", async () => {
+    const single = await gw.call("eth", `/${KEYS.all}`, { body: rpcBody("admin_peers") });
+    const singleId = String(single.headers["x-request-id"]);
+    expect((single.json as { error: { data: { requestId: string } } }).error.data.requestId).toBe(singleId);
+
+    const batch = await gw.call("eth", `/${KEYS.all}`, {
+      body: `[${rpcBody("eth_blockNumber", [], 1)},${rpcBody("admin_peers", [], 2)}]`,
+    });
+    const batchId = String(batch.headers["x-request-id"]);
+    const refused = (batch.json as { id: number; error?: { data: { requestId: string } } }[]).find(
+      (a) => a.id === 2,
+    );
+    expect(refused?.error?.data.requestId).toBe(batchId);
+
+    const rest = await gw.call("algo", `/${KEYS.all}/v2/nothing-here`);
+    expect(rest.status).toBe(404);
+    expect((rest.json as { error: { requestId: string } }).error.requestId).toBe(
+      rest.headers["x-request-id"],
+    );
+
+    const unauthorized = await gw.call("eth", "/FNnoSuchKey000000000000000000", {
+      body: rpcBody("eth_chainId"),
+    });
+    expect(unauthorized.status).toBe(401);
+    const id = String(unauthorized.headers["x-request-id"]);
+    expect((unauthorized.json as { error: { data: { requestId: string } } }).error.data.requestId).toBe(id);
+    expect(line(id)).toContain('"error":"UNAUTHORIZED"');
+  });
+
+  it("is on an answer the cache gave", async () => {
+    await gw.call("eth", `/${KEYS.all}`, { body: rpcBody("eth_chainId") });
+    const hit = await gw.call("eth", `/${KEYS.all}`, {
+      body: rpcBody("eth_chainId"),
+      headers: { "x-request-id": "cached-1" },
+    });
+    expect(hit.headers["x-cache"]).toBe("hit");
+    expect(hit.headers["x-request-id"]).toBe("cached-1");
+  });
+});
