@@ -1,3 +1,4 @@
+import { spawnSync } from "node:child_process";
 import { build } from "esbuild";
 
 // Four bundles, one per entry point. dist/gateway.js is the proxy: node:http, ws, undici, the generated
@@ -17,6 +18,12 @@ const ENTRIES = {
   demo: "src/dev/main.ts",
 };
 
+/** The commit the bundles are built from: `git rev-parse HEAD`, or `unknown` outside a checkout. */
+function buildCommit(): string {
+  const git = spawnSync("git", ["rev-parse", "--short=12", "HEAD"], { encoding: "utf8" });
+  return git.status === 0 ? git.stdout.trim() : "unknown";
+}
+
 /** Builds the four bundles into `outdir` (a test builds its own, below the project's node_modules). */
 export async function buildBundles(outdir = "dist", metafile = false) {
   return build({
@@ -32,6 +39,8 @@ export async function buildBundles(outdir = "dist", metafile = false) {
     // A native addon stays in node_modules: its loader (bindings) finds the .node file from its own
     // package's path and reads __filename, neither of which exists inside an ES module bundle.
     external: ["better-sqlite3"],
+    // gateway_build_info's commit (metrics/process-info.ts): the tree's at build time, when it is a checkout
+    define: { "process.env.GATEWAY_BUILD_COMMIT": JSON.stringify(buildCommit()) },
     banner: {
       js: "import { createRequire as __createRequire } from 'node:module'; const require = __createRequire(import.meta.url);",
     },

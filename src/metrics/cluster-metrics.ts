@@ -1,5 +1,6 @@
 import { AggregatorRegistry, Counter, Gauge, Registry } from "prom-client";
 import type { WorkerMetrics } from "../proxy/worker-link.js";
+import { registerProcessInfo } from "./process-info.js";
 import type { MetricsText } from "./registry.js";
 
 /**
@@ -38,6 +39,7 @@ export class ClusterMetrics {
         this.set(alive());
       },
     });
+    registerProcessInfo(this.#own);
     this.#restarts = new Counter({
       name: "gateway_worker_restarts_total",
       help: "Worker processes started again after one exited",

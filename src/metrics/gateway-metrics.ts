@@ -336,7 +336,10 @@ function upstreamSeries(table: Pick<UpstreamTable, "groups">): RegistrableMetric
       "gateway_upstream_latency_seconds",
       "Its smoothed time to an answer's headers",
       "average",
-      (health, push) => push(health.latencyMs / 1000),
+      // a node that never answered has no latency: no series, rather than a 0 that looks like the best
+      (health, push) => {
+        if (health.latencyMs > 0) push(health.latencyMs / 1000);
+      },
     ),
     gauge(
       "gateway_upstream_error_ratio",

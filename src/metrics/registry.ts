@@ -1,5 +1,7 @@
+import cluster from "node:cluster";
 import { collectDefaultMetrics, Registry } from "prom-client";
 import type { GatewayMetrics } from "./gateway-metrics.js";
+import { registerProcessInfo } from "./process-info.js";
 
 /** What GET /metrics answers: Prometheus' text format. */
 export interface MetricsText {
@@ -15,6 +17,8 @@ export function processRegistry(metrics: GatewayMetrics | undefined): Registry {
   const registry = new Registry();
   if (metrics !== undefined) for (const metric of metrics.all) registry.registerMetric(metric as never);
   collectDefaultMetrics({ register: registry });
+  // a cluster's primary has these; its workers do not (metrics/process-info.ts)
+  if (cluster.isPrimary) registerProcessInfo(registry);
   return registry;
 }
 

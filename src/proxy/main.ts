@@ -8,6 +8,7 @@ import { ConfigError, loadConfig } from "../config/load.js";
 import { EMBEDDED_CONFIG, gatewayVersion } from "../embedded.js";
 import { EXIT, exitOnStartFailure, loadConfigOrExit, onStopSignal } from "../lifecycle.js";
 import { createLogger } from "../log.js";
+import { reloadCounted } from "../metrics/process-info.js";
 import { createStoreOnFirstRun } from "./first-run.js";
 import { type RunningProxy, runProxy } from "./run.js";
 
@@ -86,9 +87,11 @@ runProxy(config, logger).then((proxy) => {
 function reload(proxy: RunningProxy): void {
   try {
     proxy.reload(loadConfig(endpointsByLabel));
+    reloadCounted("success");
     logger.log("info", "config reloaded", { file: process.env.GATEWAY_CONFIG || EMBEDDED_CONFIG });
   } catch (error) {
     if (!(error instanceof ConfigError)) throw error;
+    reloadCounted("failure");
     logger.log("error", "config reload refused: the old config keeps serving", {
       problems: error.message,
     });

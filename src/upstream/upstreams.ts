@@ -113,11 +113,10 @@ export class UpstreamTable {
         const group = new UpstreamGroup(label, mount, members, maxLagBlocks, headWaitMs);
         const cache = config.cache === undefined ? undefined : cacheFor(config.cache, endpoints.get(label));
         if (cache !== undefined) group.cache = new AnswerCache(cache);
-        for (const [index, spec] of specs.entries()) {
+        for (const spec of specs) {
           const rules = { ...health, takeOut: health.probeIntervalMs > 0 };
           const upstream = this.#upstream(
             spec,
-            index,
             factory,
             config.limits.upstream,
             rules,
@@ -151,7 +150,6 @@ export class UpstreamTable {
 
   #upstream(
     spec: string | UpstreamSpec,
-    index: number,
     factory: DispatcherFactory,
     limits: Limits["upstream"],
     rules: HealthRules,
@@ -180,7 +178,8 @@ export class UpstreamTable {
     const basePath = parsed.pathname.replace(/\/+$/, "");
     return new Upstream({
       name: name ?? upstreamName(spec),
-      metricName: name ?? `upstream-${index}`,
+      // one name everywhere: the operator API's, the logs' and the metrics' (bounded by the config)
+      metricName: name ?? upstreamName(spec),
       dispatcher,
       basePath,
       baseQuery: parsed.search.slice(1),
