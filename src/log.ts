@@ -19,6 +19,8 @@ export class AccessLine {
   route: string | undefined = undefined;
   method: string | undefined = undefined;
   batch: number | undefined = undefined;
+  /** A batch's methods with their counts (jsonrpc/batch-methods.ts). */
+  methods: string | undefined = undefined;
   refused: number | undefined = undefined;
   upstream: string | undefined = undefined;
   /** Upstreams tried (hedges and retries included). */
@@ -48,6 +50,7 @@ export class AccessLine {
     if (this.route !== undefined) out += `,"route":${quoted(this.route)}`;
     if (this.method !== undefined) out += `,"method":${quoted(this.method)}`;
     if (this.batch !== undefined) out += `,"batch":${this.batch}`;
+    if (this.methods !== undefined) out += `,"methods":${quoted(this.methods)}`;
     if (this.refused !== undefined) out += `,"refused":${this.refused}`;
     if (this.upstream !== undefined) out += `,"upstream":${quoted(this.upstream)}`;
     if (this.attempts !== undefined) out += `,"attempts":${this.attempts}`;

@@ -55,8 +55,10 @@ export interface Authorized {
   readonly outgoing: Outgoing | undefined;
   /** Refusals of a partial batch, merged into the node's answer to the calls that passed. */
   readonly refusals: readonly string[] | undefined;
-  /** For the access log and the metrics: the method (the last that passed, in a batch), or the route by its shape. */
+  /** For the access log and the metrics: a single call's method, or the route by its shape. */
   readonly method: string | undefined;
+  /** A batch's methods for the access log, each with its count, bounded (jsonrpc/batch-methods.ts). */
+  readonly methods?: string | undefined;
   readonly route: string | undefined;
   readonly batch: number | undefined;
   readonly refused: number | undefined;

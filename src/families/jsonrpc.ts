@@ -2,6 +2,7 @@ import type { IncomingMessage } from "node:http";
 import { type ReadNeed, readNeed } from "../answers/read-need.js";
 import { ERRORS, GatewayError } from "../errors/table.js";
 import { requestMediaType } from "../http/body.js";
+import { batchMethods } from "../jsonrpc/batch-methods.js";
 import { type CallRules, type Checked, type PassedCall, sendableAsReceived } from "../jsonrpc/check.js";
 import { checkMessage } from "../jsonrpc/message.js";
 import type { Mounted } from "../pipeline/stages.js";
@@ -133,7 +134,8 @@ class JsonRpcRequest implements RoutedRequest {
           : undefined,
       outgoing,
       refusals: passed.length > 0 && refused.length > 0 ? refused : undefined,
-      method: passed.at(-1)?.method,
+      method: undefined,
+      methods: batchMethods(checked),
       route: undefined,
       batch: checked.length,
       refused: refused.length,

@@ -1,7 +1,7 @@
 import type { AnswerCache, CacheCounts } from "../cache/answer-cache.js";
 import { ERRORS, type ErrorCode } from "../errors/table.js";
 import { UPSTREAM_STATES, type UpstreamHealth } from "../upstream/health.js";
-import type { UpstreamTable } from "../upstream/upstreams.js";
+import type { Upstream, UpstreamTable } from "../upstream/upstreams.js";
 import {
   type CounterCell,
   CounterTable,
@@ -300,28 +300,72 @@ function perLabel(counts: ReadonlyMap<string, number>): MetricValue[] {
 }
 
 /**
- * Per upstream, from its health record. With node:cluster, each worker judges its upstreams itself; the
- * primary adds up the workers' state gauges (how many workers see the node in each state) and calls in
- * flight, and takes the highest head and lag and the mean latency and error rate.
+ * Per upstream, from its health record and its counts (upstream/upstream-counts.ts). With node:cluster,
+ * each worker judges its upstreams itself; the primary takes the highest state gauge (a state any worker
+ * sees), head and lag, adds up calls in flight and the counters, and takes the mean latency and error rate.
  */
 function upstreamSeries(table: Pick<UpstreamTable, "groups">): RegistrableMetric[] {
+  const reading = (
+    name: string,
+    help: string,
+    aggregator: "sum" | "max" | "average",
+    read: (member: Upstream, push: (value: number, extra?: Record<string, string>) => void) => void,
+    type: "gauge" | "counter" = "gauge",
+  ) =>
+    new GaugeReading(
+      name,
+      help,
+      aggregator,
+      () => {
+        const values: MetricValue[] = [];
+        for (const group of table.groups()) {
+          for (const member of group.members) {
+            const labels = { label: group.label, mount: group.mount, upstream: member.metricName };
+            read(member, (value, extra) => values.push({ labels: { ...labels, ...extra }, value }));
+          }
+        }
+        return values;
+      },
+      type,
+    );
   const gauge = (
     name: string,
     help: string,
     aggregator: "sum" | "max" | "average",
     read: (health: UpstreamHealth, push: (value: number, extra?: Record<string, string>) => void) => void,
-  ) =>
-    new GaugeReading(name, help, aggregator, () => {
-      const values: MetricValue[] = [];
-      for (const group of table.groups()) {
-        for (const member of group.members) {
-          const labels = { label: group.label, mount: group.mount, upstream: member.metricName };
-          read(member.health, (value, extra) => values.push({ labels: { ...labels, ...extra }, value }));
-        }
-      }
-      return values;
-    });
+  ) => reading(name, help, aggregator, (member, push) => read(member.health, push));
+  const counter = (
+    name: string,
+    help: string,
+    read: (member: Upstream, push: (value: number, extra?: Record<string, string>) => void) => void,
+  ) => reading(name, help, "sum", read, "counter");
   return [
+    counter(
+      "gateway_upstream_attempts_total",
+      "Attempts sent to the upstream, by outcome: answered, failed (an error, a 5xx or 429), dismissed (another node answered first)",
+      ({ counts }, push) => {
+        push(counts.answered, { outcome: "answered" });
+        push(counts.failed, { outcome: "failed" });
+        push(counts.dismissed, { outcome: "dismissed" });
+      },
+    ),
+    counter(
+      "gateway_upstream_retries_total",
+      "Attempts that retried a call another node failed",
+      ({ counts }, push) => push(counts.retries),
+    ),
+    counter(
+      "gateway_upstream_hedges_total",
+      "Attempts that hedged a read another node was slow on",
+      ({ counts }, push) => push(counts.hedges),
+    ),
+    counter(
+      "gateway_upstream_state_changes_total",
+      "Times the upstream entered each state",
+      ({ counts }, push) => {
+        for (const [state, n] of counts.statesEntered) push(n, { state });
+      },
+    ),
     // "max" over workers: each worker judges the node on its own; a state any of them sees is shown
     gauge("gateway_upstream_state", "1 for the upstream's state, 0 for the others", "max", (health, push) => {
       for (const state of UPSTREAM_STATES) push(health.state === state ? 1 : 0, { state });

@@ -225,6 +225,7 @@ export class HttpExchange {
     access.method = authorized.method;
     access.route = authorized.route;
     access.batch = authorized.batch;
+    access.methods = authorized.methods;
     access.refused = authorized.refused;
     this.#metricMethod =
       authorized.batch !== undefined ? "batch" : (authorized.route ?? authorized.method ?? "other");

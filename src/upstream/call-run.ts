@@ -103,14 +103,20 @@ export abstract class CallRun<Caller extends CallerSide = CallerSide> implements
   answered(attempt: AttemptHandler, statusCode: number): boolean {
     if (!this.#live.includes(attempt) || this.#winner !== undefined) return false;
     const failedStatus = statusCode >= 500 || statusCode === 429;
-    if (failedStatus) attempt.upstream.health.failed("status", `HTTP ${statusCode}`);
+    if (failedStatus) {
+      attempt.upstream.health.failed("status", `HTTP ${statusCode}`);
+      attempt.upstream.counts.failed += 1;
+    }
     if (failedStatus && this.#mayRetry("status")) {
       this.#dismiss(attempt);
-      this.#launch();
+      this.#launch("retry");
       return false;
     }
     this.#winner = attempt;
-    if (!failedStatus) attempt.upstream.health.succeeded(performance.now() - attempt.startedAt);
+    if (!failedStatus) {
+      attempt.upstream.health.succeeded(performance.now() - attempt.startedAt);
+      attempt.upstream.counts.answered += 1;
+    }
     this.#stopWaiting();
     if (this.#live.length > 1) {
       for (const other of this.#live.slice()) {
@@ -118,6 +124,7 @@ export abstract class CallRun<Caller extends CallerSide = CallerSide> implements
         // Started before the winner and outrun by it: that node was slow.
         if (other.startedAt < attempt.startedAt)
           other.upstream.health.failed("timeout", "outrun by a hedged attempt on another node");
+        other.upstream.counts.dismissed += 1;
         this.#dismiss(other);
         other.abort(DISMISSED);
       }
@@ -134,9 +141,12 @@ export abstract class CallRun<Caller extends CallerSide = CallerSide> implements
     }
     if (this.#finished) return;
     const kind = error === undefined ? undefined : failureKind(error);
-    if (kind !== undefined) attempt.upstream.health.failed(kind, describeFailure(error));
+    if (kind !== undefined) {
+      attempt.upstream.health.failed(kind, describeFailure(error));
+      attempt.upstream.counts.failed += 1;
+    }
     this.#lastError = error;
-    if (kind !== undefined && this.#mayRetry(kind)) this.#launch();
+    if (kind !== undefined && this.#mayRetry(kind)) this.#launch("retry");
     else if (this.#live.length === 0) this.#finish(this.#failure());
   }
 
@@ -144,12 +154,14 @@ export abstract class CallRun<Caller extends CallerSide = CallerSide> implements
   hedge(now: number): void {
     this.#stopWaiting();
     if (this.#winner !== undefined || this.#finished) return;
-    if (this.#hasAnother() && now < this.#deadlineAt && !clientGone(this.res)) this.#launch();
+    if (this.#hasAnother() && now < this.#deadlineAt && !clientGone(this.res)) this.#launch("hedge");
   }
 
-  #launch(): void {
+  #launch(why: "first" | "retry" | "hedge" = "first"): void {
     const { call } = this;
     const upstream = this.#order[this.#next++] as Upstream;
+    if (why === "retry") upstream.counts.retries += 1;
+    else if (why === "hedge") upstream.counts.hedges += 1;
     const attempt = this.attempt(upstream);
     this.#live.push(attempt);
     upstream.health.inFlight += 1;

@@ -14,16 +14,16 @@ import type { Endpoint } from "../registry/types.js";
 import { UpstreamGroup } from "./group.js";
 import { type HealthRules, UpstreamHealth, type UpstreamState } from "./health.js";
 import { type Dispatch, intercepted, responseCap } from "./interceptors.js";
+import { UpstreamCounts } from "./upstream-counts.js";
 
 /** One upstream node of a group: where to send, what to add to every request, and its health. */
 export class Upstream {
   /** The operator's name for it, else its origin and base path without credentials: safe to log. */
   readonly name: string;
-  /**
-   * How the metrics name it: the operator's name, else its place in its list (`upstream-0`), since a
-   * metric's label carries no host or address.
-   */
+  /** How the metrics name it: as the logs and the operator API do (config/upstream-name.ts). */
   readonly metricName: string;
+  /** Its attempts' outcomes, retries, hedges and state changes, for the metrics. */
+  readonly counts = new UpstreamCounts();
   readonly dispatcher: Dispatcher;
   /** Its dispatcher's dispatch through the upstream interceptors (interceptors.ts): every call goes here. */
   readonly dispatch: Dispatch;
@@ -42,7 +42,7 @@ export class Upstream {
   /** Smooth weighted round robin's running weight (`UpstreamGroup.choose`). */
   current = 0;
 
-  constructor(fields: Omit<Upstream, "current" | "effectiveWeight" | "dispatch">) {
+  constructor(fields: Omit<Upstream, "current" | "effectiveWeight" | "dispatch" | "counts">) {
     this.name = fields.name;
     this.metricName = fields.metricName;
     this.dispatcher = fields.dispatcher;
@@ -121,6 +121,7 @@ export class UpstreamTable {
             config.limits.upstream,
             rules,
             (from, to, reason) => {
+              upstream.counts.entered(to);
               onStateChange(group, upstream, from, to, reason);
               group.stateChanged(from);
             },

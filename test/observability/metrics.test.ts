@@ -215,6 +215,26 @@ describe.skipIf(parser.skip)("GET /metrics", () => {
     expect(
       seriesValue(families, "gateway_upstream_error_ratio", { label: "avax", upstream: deadNode }),
     ).toBeGreaterThan(0);
+    // the dead node's two attempts failed, and it has no latency (rather than a 0 that looks fastest)
+    expect(
+      seriesValue(families, "gateway_upstream_attempts_total", {
+        label: "avax",
+        upstream: deadNode,
+        outcome: "failed",
+      }),
+    ).toBe(2);
+    expect(
+      families.samples.some(
+        (s) => s.name === "gateway_upstream_latency_seconds" && s.labels.upstream === deadNode,
+      ),
+    ).toBe(false);
+    expect(
+      seriesValue(families, "gateway_upstream_attempts_total", {
+        label: "eth",
+        upstream: "eth-node",
+        outcome: "answered",
+      }),
+    ).toBeGreaterThan(0);
     expect(families.types.get("process_cpu_seconds")).toBe("counter");
     for (const name of ["process_resident_memory_bytes", "nodejs_eventloop_lag_seconds"])
       expect(families.types.get(name), name).toBe("gauge");

@@ -94,6 +94,21 @@ describe("request ids", () => {
     expect(line(id)).toContain('"error":"UNAUTHORIZED"');
   });
 
+  it("a batch's line names its size and its methods with their counts, refused calls as one count", async () => {
+    const calls = [
+      rpcBody("eth_blockNumber", [], 1),
+      rpcBody("eth_chainId", [], 2),
+      rpcBody("eth_blockNumber", [], 3),
+      rpcBody("admin_peers", [], 4),
+      rpcBody("not a method, and a secret FNabcdefabcdefabcdef", [], 5),
+    ];
+    const answer = await gw.call("eth", `/${KEYS.all}`, { body: `[${calls.join(",")}]` });
+    const found = line(String(answer.headers["x-request-id"]));
+    expect(found).toContain('"batch":5');
+    expect(found).toContain('"methods":"eth_blockNumber×2 eth_chainId refused×2"');
+    expect(found).not.toContain("secret");
+  });
+
   it("is on an answer the cache gave", async () => {
     await gw.call("eth", `/${KEYS.all}`, { body: rpcBody("eth_chainId") });
     const hit = await gw.call("eth", `/${KEYS.all}`, {
