@@ -73,7 +73,7 @@ async function serveHere(config: GatewayConfig, logger: Logger): Promise<Running
     ...(sharedAnswers === undefined ? {} : { sharedAnswers }),
   });
   keys.accounts?.onWithdrawn((keyId) => gateway.closeConnectionsOf(keyId));
-  watchDependencies(gateway, keys, limiter);
+  watchDependencies(gateway, keys, limiter, quotas instanceof SharedQuotaLedger ? quotas : undefined);
   const registry = processRegistry(gateway.metrics);
   const readiness = new Readiness(gateway.upstreams);
   let operator: Server | undefined;
@@ -124,13 +124,15 @@ function watchDependencies(
   gateway: ProxyServer,
   keys: ProxyKeys,
   limiter: SharedTokenBuckets | undefined,
+  quotas: SharedQuotaLedger | undefined,
 ): void {
   const { metrics } = gateway;
   if (metrics === undefined) return;
   const accounts = keys.accounts;
   if (accounts !== undefined) metrics.dependencies.set("account_store", () => accounts.reachable);
   if (limiter !== undefined) {
-    metrics.dependencies.set("shared_limits", () => limiter.shared);
+    // rates and quotas both: either counted alone is an instance deciding alone
+    metrics.dependencies.set("shared_limits", () => limiter.shared && (quotas?.shared ?? true));
     metrics.leases = () => limiter.leases;
   }
 }

@@ -192,7 +192,14 @@ describe("the answer cache on a real anvil", () => {
     const raw = await transfer(2n);
     const socket = await Client.open(`ws://eth.${DOMAIN}:${gw.port}/${KEYS.all}`);
     try {
-      expect((await socket.call("eth_sendRawTransaction", [raw])).error).toBeUndefined();
+      const sent = await socket.call("eth_sendRawTransaction", [raw]);
+      expect(sent.error).toBeUndefined();
+      // anvil mines a transaction as it takes it, but a loaded machine may answer the hash first
+      await eventually(
+        async () => (await socket.call("eth_getTransactionReceipt", [sent.result])).result !== null,
+        5_000,
+        "the transaction mined",
+      );
     } finally {
       socket.close();
     }

@@ -141,6 +141,8 @@ describe.skipIf(promtool.skip || redis.skip)("the kit against a live gateway", (
       ].join("\n"),
     );
     proxy = await startFleetProxy(config);
+    // both workers count rates and quotas in Redis before the workload (a loaded machine connects slowly)
+    await eventually(async () => (await proxy.dependencyUp("shared_limits")) === 1, 10_000, "Redis shared");
     // the workload: 20 served, 3 refused as bad input, 5 on a key of one call per 1,000 s (the workers
     // share its bucket through Redis, a lease's credit aside: some are refused), 1 served and 1 over quota
     for (let i = 0; i < 20; i++) expect(await call(KEY, "eth_blockNumber")).toBe(200);
