@@ -36,7 +36,15 @@ export interface RequestOutcome {
   readonly keyed: boolean;
   /** What it cost in compute units (src/plans/compute-units.ts); 0 for a call the gateway refused. */
   readonly computeUnits: number;
+  /** What kind of call it was, a bounded set (METHOD_CLASSES): the duration histogram's `class`. */
+  readonly methodClass: MethodClass;
 }
+
+/**
+ * The kinds of call whose times differ by nature: a read, a write, a block range (split or not), a batch,
+ * a stream, and `none` for a request that never reached a node (refused, or answered by the gateway).
+ */
+export type MethodClass = "read" | "write" | "range" | "batch" | "stream" | "none";
 
 const SECONDS = [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10];
 const BYTES = [128, 512, 2048, 8192, 32_768, 131_072, 524_288, 2_097_152, 8_388_608];
@@ -74,8 +82,8 @@ export class GatewayMetrics {
   );
   readonly duration = new HistogramTable(
     "gateway_request_duration_seconds",
-    "A request's whole time in the gateway, to its last byte",
-    ["label", "family"],
+    "A request's whole time in the gateway, to its last byte, by label, family and the kind of call",
+    ["label", "family", "class"],
     SECONDS,
   );
   readonly upstreamDuration = new HistogramTable(
@@ -228,7 +236,7 @@ export class GatewayMetrics {
     const result = resultOf(outcome.code, outcome.status);
     if (result === "ok") series.served(family, outcome.method).value += 1;
     else this.requests.add([label, family, outcome.method, result, outcome.code ?? ""]);
-    this.duration.observeIn(series.duration(family), outcome.seconds);
+    this.duration.observeIn(series.duration(family, outcome.methodClass), outcome.seconds);
     if (outcome.upstream !== undefined && outcome.upstreamSeconds !== undefined)
       this.upstreamDuration.observeIn(series.upstream(outcome.upstream), outcome.upstreamSeconds);
     if (outcome.requestBytes > 0) this.requestBytes.observeIn(series.requestBytes, outcome.requestBytes);
@@ -252,7 +260,8 @@ class LabelSeries {
   readonly #metrics: GatewayMetrics;
   /** family → method → its count of `ok` results. */
   readonly #served = new Map<string, Map<string, CounterCell>>();
-  readonly #duration = new Map<string, HistogramEntry>();
+  /** family → method class → its duration histogram. */
+  readonly #duration = new Map<string, Map<string, HistogramEntry>>();
   readonly #upstream = new Map<string, HistogramEntry>();
 
   constructor(label: string, metrics: GatewayMetrics) {
@@ -276,11 +285,16 @@ class LabelSeries {
     return cell;
   }
 
-  duration(family: string): HistogramEntry {
-    let entry = this.#duration.get(family);
+  duration(family: string, methodClass: string): HistogramEntry {
+    let classes = this.#duration.get(family);
+    if (classes === undefined) {
+      classes = new Map();
+      this.#duration.set(family, classes);
+    }
+    let entry = classes.get(methodClass);
     if (entry === undefined) {
-      entry = this.#metrics.duration.entry([this.#label, family]);
-      this.#duration.set(family, entry);
+      entry = this.#metrics.duration.entry([this.#label, family, methodClass]);
+      classes.set(methodClass, entry);
     }
     return entry;
   }

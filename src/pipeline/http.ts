@@ -16,7 +16,7 @@ import { requestIdFor, tagResponse } from "../http/request-id.js";
 import { mergeBatchAnswer } from "../jsonrpc/merge.js";
 import type { UsageRecorder } from "../keys/usage.js";
 import { AccessLine, type Logger } from "../log.js";
-import { type GatewayMetrics, resultOf } from "../metrics/gateway-metrics.js";
+import { type GatewayMetrics, type MethodClass, resultOf } from "../metrics/gateway-metrics.js";
 import { archiveUnits } from "../plans/compute-units.js";
 import type { ComputeUnits } from "../registry/types.js";
 import type { WholeAnswer } from "../upstream/buffered-answer.js";
@@ -64,6 +64,8 @@ export class HttpExchange {
   /** What the metrics count the request as: its family and method or route, as far as it got. */
   #family = "none";
   #metricMethod = "other";
+  /** The kind of call, once its upstream call is planned: the duration histogram's `class`. */
+  #methodClass: MethodClass = "none";
   #requestBytes = 0;
   /** The calls' compute units (stage 4), and the rules that price an archive node's answer. */
   #computeUnits = 0;
@@ -174,6 +176,7 @@ export class HttpExchange {
     try {
       const outgoing = authorized.outgoing as Outgoing;
       const call = this.#stages.planUpstream(mounted, charged, outgoing); // 6
+      this.#methodClass = classOf(call, authorized);
       // A stream stays open while the node pushes: the socket's idle timeout must not cut it.
       if (call.stream) this.#req.socket.setTimeout(0);
       // 7: a partial batch's answer is read whole and merged, a range too wide for one node is split,
@@ -298,6 +301,7 @@ export class HttpExchange {
       responseBytes: this.#req.socket.bytesWritten - this.#writtenBefore,
       keyed: access.key !== undefined,
       computeUnits,
+      methodClass: this.#methodClass,
     });
     // A request a node or the gateway failed is a warning, written even with the access log off: its
     // line names the error code and the upstream (by name, never its credentials), and never the key.
@@ -324,4 +328,12 @@ export class HttpExchange {
     const { label, upstream } = this.#access;
     return this.#boundary.caught(error, "http request", { label, upstream });
   }
+}
+
+/** The kind of call a planned upstream call is, for the duration histogram (a bounded set). */
+function classOf(call: UpstreamCall, authorized: Authorized): MethodClass {
+  if (call.write) return "write";
+  if (call.stream) return "stream";
+  if (authorized.batch !== undefined) return "batch";
+  return call.reads !== undefined && call.reads.ranges.length > 0 ? "range" : "read";
 }

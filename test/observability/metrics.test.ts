@@ -144,12 +144,24 @@ describe.skipIf(parser.skip)("GET /metrics", () => {
     expect(rateLimited(after) - rateLimited(before)).toBe(2);
 
     // durations and sizes: one observation per request, and the node's own time for those it answered
+    // summed over the series that match: the duration histogram has a series per kind of call
     const count = (f: Exposition, name: string, labels: Record<string, string>) =>
-      seriesValue(f, `${name}_count`, labels);
+      f.samples
+        .filter(
+          (s) => s.name === `${name}_count` && Object.entries(labels).every(([k, v]) => s.labels[k] === v),
+        )
+        .reduce((sum, s) => sum + s.value, 0);
     expect(
       count(after, "gateway_request_duration_seconds", { label: "eth", family: "jsonrpc" }) -
         count(before, "gateway_request_duration_seconds", { label: "eth", family: "jsonrpc" }),
     ).toBe(13);
+    // by kind of call: reads that reached a node, and refusals that did not
+    for (const kind of ["read", "none", "batch"])
+      expect(
+        count(after, "gateway_request_duration_seconds", { label: "eth", class: kind }) -
+          count(before, "gateway_request_duration_seconds", { label: "eth", class: kind }),
+        kind,
+      ).toBeGreaterThan(0);
     expect(
       count(after, "gateway_upstream_duration_seconds", { label: "eth", upstream: "eth-node" }) -
         count(before, "gateway_upstream_duration_seconds", { label: "eth", upstream: "eth-node" }),
