@@ -1,5 +1,5 @@
 import { type ServerResponse, STATUS_CODES } from "node:http";
-import { addRequestId, requestIdOf } from "../http/request-id.js";
+import { addRequestId, REQUEST_ID_HEADER, requestIdOf } from "../http/request-id.js";
 import { ERRORS, type ErrorCode, type GatewayError, hasRpcNumber, type RpcErrorCode } from "./table.js";
 
 // The one place where gateway errors become bytes.
@@ -38,9 +38,11 @@ export function errorBody(
 }
 
 /** A refused WebSocket upgrade: a whole HTTP response for the raw socket, sent before any handshake. */
-export function upgradeRefusal(error: GatewayError): string {
-  const body = errorBody(error, "jsonrpc");
-  const extra = Object.entries(error.headers ?? {})
+export function upgradeRefusal(error: GatewayError, requestId?: string): string {
+  const body = errorBody(error, "jsonrpc", "null", requestId);
+  const headers =
+    requestId === undefined ? error.headers : { ...error.headers, [REQUEST_ID_HEADER]: requestId };
+  const extra = Object.entries(headers ?? {})
     .map(([name, value]) => `${name}: ${value}\r\n`)
     .join("");
   const reason = STATUS_CODES[error.status] ?? "Error";

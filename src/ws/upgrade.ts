@@ -4,6 +4,7 @@ import { type WebSocket, WebSocketServer } from "ws";
 import type { GatewayConfig } from "../config/types.js";
 import { upgradeRefusal } from "../errors/respond.js";
 import { GatewayError } from "../errors/table.js";
+import { REQUEST_ID_HEADER, requestIdFor } from "../http/request-id.js";
 import type { UsageRecorder } from "../keys/usage.js";
 import type { Logger } from "../log.js";
 import type { GatewayMetrics, WebSocketCounts } from "../metrics/gateway-metrics.js";
@@ -59,18 +60,28 @@ export class WebSocketGateway implements WebSocketCounts {
       perMessageDeflate: false,
       maxPayload: config.limits.ws.maxMessageBytes,
     });
+    // the handshake's answer carries the upgrade's request id, as every HTTP answer does
+    this.#server.on("headers", (headers, req) => {
+      const id = this.#requestIds.get(req);
+      if (id !== undefined) headers.push(`${REQUEST_ID_HEADER}: ${id}`);
+    });
   }
+
+  /** Each upgrade's request id (http/request-id.ts), until its handshake is answered. */
+  readonly #requestIds = new WeakMap<IncomingMessage, string>();
 
   readonly handleUpgrade = (req: IncomingMessage, socket: Duplex, head: Buffer): void => {
     socket.on("error", () => socket.destroy());
     let label: string | undefined;
+    const requestId = requestIdFor(req.rawHeaders);
+    this.#requestIds.set(req, requestId);
     try {
       if (req.headers.upgrade?.toLowerCase() !== "websocket") throw new GatewayError("WEBSOCKET_NOT_OFFERED");
       const resolved = this.#stages.resolveEndpoint(req); // 1
       const { endpoint } = resolved;
       label = endpoint.label;
       if (!endpoint.websocket) throw new GatewayError("WEBSOCKET_NOT_OFFERED", { label: endpoint.label });
-      const admitted = this.#stages.admitCaller(resolved, req); // 2
+      const admitted = this.#stages.admitCaller(resolved, req, requestId); // 2
       const mounted = this.#stages.pickWebSocketMount(admitted); // 3
       const group = this.#stages.upstreamGroup(mounted); // 6
       const release = this.#reserve(admitted);
@@ -81,7 +92,7 @@ export class WebSocketGateway implements WebSocketCounts {
         (error, upstreamSocket, upstream) => {
           if (error !== undefined || upstreamSocket === undefined || upstream === undefined) {
             release();
-            this.#refuse(socket, error, label);
+            this.#refuse(socket, error, label, requestId);
             return;
           }
           if (!socket.writable) {
@@ -104,12 +115,12 @@ export class WebSocketGateway implements WebSocketCounts {
           } catch (failure) {
             release();
             upstreamSocket.terminate();
-            this.#refuse(socket, failure, label);
+            this.#refuse(socket, failure, label, requestId);
           }
         },
       );
     } catch (error) {
-      this.#refuse(socket, error, label);
+      this.#refuse(socket, error, label, requestId);
     }
   };
 
@@ -177,14 +188,15 @@ export class WebSocketGateway implements WebSocketCounts {
     });
     this.#connections.set(connection, { owner: admitted.clientId, label: admitted.endpoint.label });
     this.#logger.log("info", "websocket open", {
+      requestId: admitted.requestId,
       label: admitted.endpoint.label,
       key: admitted.principal?.keyId,
     });
   }
 
-  #refuse(socket: Duplex, error: unknown, label: string | undefined): void {
+  #refuse(socket: Duplex, error: unknown, label: string | undefined, requestId: string): void {
     const refusal = this.#boundary.caught(error, "websocket upgrade", { label });
-    if (socket.writable) socket.end(upgradeRefusal(refusal));
+    if (socket.writable) socket.end(upgradeRefusal(refusal, requestId));
     socket.destroy();
   }
 

@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { DEFAULT_CACHE } from "../../src/config/defaults.js";
-import { KEYS, type RunningGateway, rpcBody, startGateway } from "../support/gateway.js";
+import { DOMAIN, KEYS, type RunningGateway, rpcBody, startGateway } from "../support/gateway.js";
 import {
   firstOf,
   jsonRpcResponder,
@@ -8,6 +8,7 @@ import {
   restResponder,
   startLoopbackNode,
 } from "../support/loopback-node.js";
+import { type LoopbackWsNode, startLoopbackWsNode } from "../support/loopback-ws-node.js";
 
 // A request id from caller to node (docs/operations.md, "Request ids"): every answer carries X-Request-Id,
 // the caller's own when well-formed and a new one otherwise; the access line, every error body and the
@@ -18,6 +19,7 @@ const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{1
 describe("request ids", () => {
   let node: LoopbackNode;
   let gw: RunningGateway;
+  let wsNode: LoopbackWsNode;
   const line = (id: string) => gw.logs.find((l) => l.includes(`"requestId":"${id}"`));
 
   beforeAll(async () => {
@@ -27,15 +29,16 @@ describe("request ids", () => {
         restResponder({ "GET /v2/status": { "last-round": 7 } }),
       ),
     );
+    wsNode = await startLoopbackWsNode({ results: { eth_blockNumber: "0x10" } });
     // algo's answers all reach its node; eth's head-independent ones may come from the cache
     gw = await startGateway({
-      upstreams: { eth: [node.url], algo: [node.url] },
+      upstreams: { eth: [{ url: node.url, ws: wsNode.wsUrl }], algo: [node.url] },
       cache: { ...DEFAULT_CACHE, labels: { algo: { enabled: false } } },
     });
   });
   afterAll(async () => {
     await gw?.close();
-    await node?.close();
+    await Promise.all([node?.close(), wsNode?.close()]);
   });
 
   it("keeps a well-formed id of the caller's: on the answer, in the log line and in the node's request", async () => {
@@ -107,6 +110,38 @@ describe("request ids", () => {
     expect(found).toContain('"batch":5');
     expect(found).toContain('"methods":"eth_blockNumber×2 eth_chainId refused×2"');
     expect(found).not.toContain("secret");
+  });
+
+  it("is on a WebSocket's handshake, and on a refused upgrade's answer and body", async () => {
+    const { WebSocket } = await import("ws");
+    const opened = new WebSocket(`ws://127.0.0.1:${gw.port}/${KEYS.all}`, {
+      headers: { host: `eth.${DOMAIN}`, "x-request-id": "ws-upgrade-1" },
+    });
+    const headers = await new Promise<Record<string, string | string[] | undefined>>((resolve, reject) => {
+      opened.once("upgrade", (res) => resolve(res.headers));
+      opened.once("error", reject);
+    });
+    opened.terminate();
+    expect(headers["x-request-id"]).toBe("ws-upgrade-1");
+    expect(
+      gw.logs.some((l) => l.includes('"msg":"websocket open"') && l.includes('"requestId":"ws-upgrade-1"')),
+    ).toBe(true);
+    const refused = new WebSocket(`ws://127.0.0.1:${gw.port}/FNnoSuchKey000000000000000000`, {
+      headers: { host: `eth.${DOMAIN}`, "x-request-id": "ws-refused-1" },
+    });
+    const answer = await new Promise<{ id: unknown; body: string }>((resolve) => {
+      refused.once("error", () => {});
+      refused.once("unexpected-response", (_req, res) => {
+        let body = "";
+        res.on("data", (chunk: Buffer) => {
+          body += chunk.toString();
+        });
+        res.on("end", () => resolve({ id: res.headers["x-request-id"], body }));
+      });
+    });
+    refused.terminate();
+    expect(answer.id).toBe("ws-refused-1");
+    expect(JSON.parse(answer.body).error.data.requestId).toBe("ws-refused-1");
   });
 
   it("is on an answer the cache gave", async () => {
