@@ -1,4 +1,20 @@
-import type { RedisOptions } from "ioredis";
+import type { Redis, RedisOptions } from "ioredis";
+
+/**
+ * Resolves once `redis` is ready, or after `timeoutMs`, with `shared()` then: what a proxy's start waits for
+ * before its limits and quotas count in Redis (they count locally meanwhile).
+ */
+export async function redisReady(redis: Redis, timeoutMs: number, shared: () => boolean): Promise<boolean> {
+  if (shared()) return true;
+  await new Promise<void>((resolve) => {
+    const timer = setTimeout(resolve, timeoutMs);
+    redis.once("ready", () => {
+      clearTimeout(timer);
+      resolve();
+    });
+  });
+  return shared();
+}
 
 /**
  * How the data plane talks to the Redis of `sharedLimits` (the leased rate limits, the shared served heads):

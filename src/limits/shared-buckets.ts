@@ -1,7 +1,7 @@
 import { Redis } from "ioredis";
 import type { RateSpec, SharedLimitsConfig } from "../config/types.js";
 import type { Logger } from "../log.js";
-import { sharedRedisOptions } from "./redis-options.js";
+import { redisReady, sharedRedisOptions } from "./redis-options.js";
 import { type RateDecision, type RateLimiter, TokenBuckets } from "./token-bucket.js";
 
 // The global bucket, in Redis: refilled by Redis's own clock (so instances' clocks do not matter), it grants
@@ -107,16 +107,8 @@ export class SharedTokenBuckets implements RateLimiter {
   }
 
   /** Resolves once Redis answered, or after `timeoutMs` with limits still local. */
-  async ready(timeoutMs: number): Promise<boolean> {
-    if (this.#shared) return true;
-    await new Promise<void>((resolve) => {
-      const timer = setTimeout(resolve, timeoutMs);
-      this.#redis.once("ready", () => {
-        clearTimeout(timer);
-        resolve();
-      });
-    });
-    return this.#shared;
+  ready(timeoutMs: number): Promise<boolean> {
+    return redisReady(this.#redis, timeoutMs, () => this.#shared);
   }
 
   take(id: string, rate: RateSpec, cost = 1): RateDecision {

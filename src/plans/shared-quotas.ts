@@ -1,6 +1,6 @@
 import { Redis } from "ioredis";
 import type { SharedLimitsConfig } from "../config/types.js";
-import { sharedRedisOptions } from "../limits/redis-options.js";
+import { redisReady, sharedRedisOptions } from "../limits/redis-options.js";
 import type { Logger } from "../log.js";
 import {
   ALLOWED,
@@ -105,16 +105,8 @@ export class SharedQuotaLedger implements QuotaLedger {
   }
 
   /** Resolves once Redis answered, or after `timeoutMs` with quotas counted here meanwhile. */
-  async ready(timeoutMs: number): Promise<boolean> {
-    if (this.#shared) return true;
-    await new Promise<void>((resolve) => {
-      const timer = setTimeout(resolve, timeoutMs);
-      this.#redis.once("ready", () => {
-        clearTimeout(timer);
-        resolve();
-      });
-    });
-    return this.#shared;
+  ready(timeoutMs: number): Promise<boolean> {
+    return redisReady(this.#redis, timeoutMs, () => this.#shared);
   }
 
   /** `ratePerSecond`: the scope's compute-unit rate, of which a lease is `leaseMs`. */

@@ -18,6 +18,7 @@ import { type RunningProxy, runProxy } from "../../src/proxy/run.js";
 import { type AccountsFixture, startAccounts } from "../accounts/helpers.js";
 import { ROOT } from "../registry/helpers.js";
 import { launchChromium, needChromium } from "../support/browser.js";
+import { eventually } from "../support/eventually.js";
 import { jsonRpcResponder, type LoopbackNode, startLoopbackNode } from "../support/loopback-node.js";
 import { quotedPrintable } from "../support/outbox.js";
 
@@ -124,7 +125,7 @@ describe.skipIf(chromium.skip)("the overview and key settings, in Chromium", () 
       await answer.body.dump();
       return answer.statusCode === 405;
     };
-    for (let i = 0; i < 200 && !(await known()); i++) await new Promise((resolve) => setTimeout(resolve, 25));
+    await eventually(known, 5_000, "the proxy knows the key");
   }, 60_000);
   afterAll(async () => {
     await browser?.close();
