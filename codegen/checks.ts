@@ -200,6 +200,9 @@ function checkReads(iface: InterfaceSpec, path: YamlPath, report: Report): void 
   for (const method of Object.keys(at))
     if (!served.has(method))
       report([...path, "at", method], `"${method}" is not one of the interface's methods`);
+  for (const method of rules.atHead ?? [])
+    if (!served.has(method))
+      report([...path, "atHead", method], `"${method}" is not one of the interface's methods`);
   for (const method of rules.archive?.state ?? [])
     if (at[method] === undefined)
       report([...path, "archive", "state"], `"${method}" has no block param in reads.at`);

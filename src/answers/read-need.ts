@@ -97,6 +97,11 @@ export function readNeed(
       need.learn.push({ id, path: head.field, encoding: head.encoding, isHead: true });
       continue;
     }
+    if (rules?.atHead?.includes(call.method) === true) {
+      need ??= new ReadNeed();
+      need.atHead = true;
+      continue;
+    }
     const range = rules?.ranges?.[call.method];
     if (rules !== undefined && range !== undefined) {
       const read = rangeRead(call, range, rules.block);

@@ -73,6 +73,11 @@ export interface ReadRules {
    */
   readonly at?: Readonly<Record<string, number | "params">>;
   /**
+   * Methods that name no block and answer from what the node holds at its head: a transaction looked up by
+   * its hash, which a node a block behind answers null for a transaction the caller has seen mined.
+   */
+  readonly atHead?: readonly string[];
+  /**
    * A REST interface's routes that name a block in a path segment: the route's shape up to that segment
    * (`/chains/{}/blocks/{}`), and the segment's place below the mount (3).
    */

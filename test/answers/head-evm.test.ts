@@ -138,7 +138,8 @@ describe("the head never goes backwards across two nodes one block apart (real a
     });
     const hash = (await a.rpc<string>("eth_sendRawTransaction", [raw])) as `0x${string}`;
     await b.rpc("eth_sendRawTransaction", [raw]);
-    const receipt = client.waitForTransactionReceipt({ hash, pollingInterval: 50 });
+    // the receipt is read at the head (reads.atHead): asked while b is a block behind, only a answers it
+    const receipt = client.waitForTransactionReceipt({ hash, pollingInterval: 50, timeout: 15_000 });
     await mine(a);
     // b mines its block only once the client has seen a's: the client polls while b is a block behind
     const seenA = () => seen.at(-1) === BigInt(heights.get(a) ?? 0);

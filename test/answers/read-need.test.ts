@@ -46,6 +46,23 @@ describe("readNeed", () => {
     expect(block?.learn[0]?.path).toEqual(["result", "number"]);
   });
 
+  it("a transaction looked up by hash reads at the head: a node a block behind has not mined it", () => {
+    const hash = `0x${"ab".repeat(32)}`;
+    for (const method of ["eth_getTransactionReceipt", "eth_getTransactionByHash"])
+      expect(need(call(method, [hash]))).toMatchObject({ atHead: true, byHash: false, learn: [] });
+    expect(
+      need(
+        call("tx", {
+          tx_hash: "6zgh2u9DqHHiXzdy9ouTP7oGky2T4nugqzqt9wJZwNFm",
+          sender_account_id: "a.near",
+        } as never),
+        "near",
+      )?.atHead,
+    ).toBe(true);
+    // a block by hash is not a transaction by hash
+    expect(need(call("eth_getBlockByHash", [hash, false]))).toMatchObject({ atHead: false, byHash: true });
+  });
+
   it("a numbered block, plain or as EIP-1898's blockNumber, is the block a node must have", () => {
     expect(need(call("eth_getBlockByNumber", ["0x10", false]))).toMatchObject({
       atHead: false,
