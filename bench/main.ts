@@ -23,6 +23,7 @@ import { profile } from "./scenarios/profile.js";
 import { revocation } from "./scenarios/revocation.js";
 import { routingCost } from "./scenarios/routing.js";
 import { sharedLimits } from "./scenarios/shared-limits.js";
+import { tracingCost } from "./scenarios/tracing.js";
 import { webSocketFanout } from "./scenarios/ws-fanout.js";
 
 const { values: args } = parseArgs({
@@ -39,6 +40,7 @@ const full = !quick && args.only === undefined && args.scenario === undefined;
 const ALL: readonly Scenario[] = [
   httpScenarios,
   metricsCost,
+  tracingCost,
   sharedLimits,
   budgetScaling,
   routingCost,

@@ -1,10 +1,12 @@
 import type { ServerResponse } from "node:http";
+import type { Span } from "@opentelemetry/api";
 import { fetchByTier, TIER_HEADER, type TierFields } from "../answers/archive.js";
 import { fetchByHash } from "../answers/by-hash.js";
 import { learnHeights, showsHeight } from "../answers/examined.js";
 import { ANY_ORIGIN } from "../errors/respond.js";
 import { GatewayError } from "../errors/table.js";
 import { addRequestId, REQUEST_ID_HEADER, withRequestId } from "../http/request-id.js";
+import { CACHE } from "../tracing/attributes.js";
 import type { WholeAnswer } from "../upstream/buffered-answer.js";
 import { fetchWhole, type RelayDone, type UpstreamCall } from "../upstream/policy.js";
 import { type AnswerCache, type CacheEntry, FINAL } from "./answer-cache.js";
@@ -31,6 +33,8 @@ interface Waiter {
   readonly id: string;
   readonly note: CacheFields;
   readonly done: RelayDone;
+  /** A coalesced client's wait for the call it joined, when its request is traced. */
+  readonly wait: Span | undefined;
 }
 
 /** An upstream call in flight, and the clients waiting for its answer; the first of them started it. */
@@ -59,8 +63,10 @@ export function relayCached(
 ): void {
   const epoch = call.group.served.epoch;
   const mayArchive = call.tier?.mayArchive ?? false;
+  const lookup = call.trace?.step("cache lookup");
   const entry = cache.get(read.key, epoch, mayArchive);
   if (entry !== undefined) {
+    looked(lookup, "hit");
     cache.counts.hit++;
     if (entry.tier === "archive" && call.tier !== undefined) note.label = call.tier.archiveLabel;
     note.tier = entry.tier;
@@ -76,24 +82,30 @@ export function relayCached(
     inFlight = new Map();
     flights.set(cache, inFlight);
   }
-  const waiter: Waiter = { res, id: read.id, note, done };
   const joined = inFlight.get(flightKey);
   if (joined !== undefined) {
+    looked(lookup, "coalesced");
+    const waiter: Waiter = { res, id: read.id, note, done, wait: call.trace?.step("coalesced wait") };
     cache.counts.coalesced++;
     joined.caller.join(res);
     joined.waiters.push(waiter);
     return;
   }
+  const waiter: Waiter = { res, id: read.id, note, done, wait: undefined };
   const flight: Flight = { caller: new SharedCaller(), waiters: [waiter] };
   flight.caller.join(res);
   inFlight.set(flightKey, flight);
   const landed = () => (inFlight as Map<string, Flight>).delete(flightKey);
   const fromNode = (): void => {
+    looked(lookup, "miss");
     cache.counts.miss++;
     fetchAnswer(call, flight.caller, note, (error, answer, tier) => {
       landed();
       if (error !== undefined || answer === undefined) {
-        for (const w of flight.waiters) w.done(error);
+        for (const w of flight.waiters) {
+          w.wait?.end(performance.now());
+          w.done(error);
+        }
         return;
       }
       // a REST answer may be bytes that are no text (msgpack): its heights are read only as the relay does
@@ -122,16 +134,21 @@ export function relayCached(
   shared.get(call.group.label, read.key).then(
     (found) => {
       if (found === undefined || (found.tier === "archive" && !mayArchive)) return fromNode();
+      looked(lookup, "hit");
       landed();
       cache.counts.hit++;
       cache.set(read.key, { ...found, epoch: FINAL, expiresAt: Number.POSITIVE_INFINITY });
       deliver(flight, found, "hit", 200, note);
     },
     (failure: unknown) => {
+      looked(lookup, "failed");
       landed();
       // a bug past the lookup: each waiting client's request ends at its error boundary
       const error = failure instanceof GatewayError ? failure : new GatewayError("INTERNAL");
-      for (const w of flight.waiters) w.done(error);
+      for (const w of flight.waiters) {
+        w.wait?.end(performance.now());
+        w.done(error);
+      }
     },
   );
 }
@@ -147,6 +164,7 @@ function deliver(
   flight.waiters.forEach((w, i) => {
     copyNote(note, w.note);
     w.note.cache = i === 0 ? first : "coalesced";
+    w.wait?.end(performance.now());
     send(w.res, statusCode, entry, w.id, headersFor(i === 0 ? first : "coalesced", entry.tier));
     w.done();
   });
@@ -236,6 +254,7 @@ function sendEach(
   waiters.forEach((w, i) => {
     copyNote(note, w.note);
     w.note.cache = i === 0 ? "miss" : "coalesced";
+    w.wait?.end(performance.now());
     if (!w.res.headersSent) {
       w.res.writeHead(
         answer.statusCode,
@@ -245,6 +264,13 @@ function sendEach(
     }
     w.done();
   });
+}
+
+/** The lookup's span ends with what it found: the metrics' outcome (gateway_cache_requests_total). */
+function looked(lookup: Span | undefined, outcome: "hit" | "miss" | "coalesced" | "failed"): void {
+  if (lookup === undefined) return;
+  lookup.setAttribute(CACHE, outcome);
+  lookup.end(performance.now());
 }
 
 /** A coalesced client's access line names the node that answered, as the first client's does. */

@@ -1,4 +1,12 @@
-import type { AccountsConfig, CacheConfig, GatewayConfig, HealthConfig, Limits, PlanSpec } from "./types.js";
+import type {
+  AccountsConfig,
+  CacheConfig,
+  GatewayConfig,
+  HealthConfig,
+  Limits,
+  PlanSpec,
+  TracingConfig,
+} from "./types.js";
 
 // The limits trusted proxies use (Node's and undici's own defaults replaced where they are unbounded or
 // minutes long; nginx, Envoy and proxyd for the sizes); docs/configuration.md lists each with what it bounds.
@@ -119,6 +127,17 @@ export const DEFAULT_PLANS: Readonly<Record<string, PlanSpec>> = {
   },
 };
 
+/** Traces are off until an operator points them at a collector (docs/operations.md, "Traces"). */
+export const DEFAULT_TRACING: TracingConfig = {
+  enabled: false,
+  endpoint: "http://127.0.0.1:4318/v1/traces",
+  headers: {},
+  sampleRatio: 0.01,
+  labels: {},
+  followCallerSampling: true,
+  serviceName: "node-gateway",
+};
+
 export const DEFAULT_CONFIG: GatewayConfig = {
   domain: "localhost",
   listen: { host: "127.0.0.1", port: 8080 },
@@ -133,6 +152,7 @@ export const DEFAULT_CONFIG: GatewayConfig = {
   blockRanges: {},
   cache: DEFAULT_CACHE,
   metrics: { enabled: true },
+  tracing: DEFAULT_TRACING,
   operator: { listen: { host: "127.0.0.1", port: 8082 } },
   limits: DEFAULT_LIMITS,
   defaultRate: { perSecond: 50, burst: 100 },

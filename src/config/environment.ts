@@ -40,6 +40,7 @@ export function environmentSettings(
   set("GATEWAY_LOG_LEVEL", ["log", "level"]);
   set("GATEWAY_WORKERS", ["workers"], (text) => (text === "auto" ? availableParallelism() : numeric(text)));
   set("GATEWAY_SHARED_LIMITS_REDIS", ["sharedLimits", "redis"]);
+  set("GATEWAY_TRACING_ENDPOINT", ["tracing", "endpoint"]);
   // `operator: null` turns the operator API off; a port for it does not turn it back on.
   if (!isRecord(file) || file.operator !== null)
     set("GATEWAY_OPERATOR_PORT", ["operator", "listen", "port"], numeric);

@@ -12,6 +12,7 @@ import {
   DEFAULT_LIMITS,
   DEFAULT_PLANS,
   DEFAULT_SHARED_LIMITS,
+  DEFAULT_TRACING,
   PLAN_FIELDS,
 } from "./defaults.js";
 import { type ConfigPath, environmentSettings, origin, withSettings } from "./environment.js";
@@ -23,6 +24,7 @@ import type {
   HealthConfig,
   Limits,
   PlanSpec,
+  TracingConfig,
   UpstreamSpec,
 } from "./types.js";
 import { upstreamName } from "./upstream-name.js";
@@ -67,11 +69,12 @@ function withDefaults(partial: Partial<GatewayConfig> & { limits?: Partial<Limit
     upstream: { ...DEFAULT_LIMITS.upstream, ...partial.limits?.upstream },
     ws: { ...DEFAULT_LIMITS.ws, ...partial.limits?.ws },
   };
-  const { accounts, cache, health, operator, sharedLimits, listen, log, plans, ...rest } =
+  const { accounts, cache, health, operator, sharedLimits, listen, log, plans, tracing, ...rest } =
     partial as Partial<GatewayConfig> & {
       accounts?: Partial<AccountsConfig>;
       health?: Partial<HealthConfig>;
       cache?: Partial<CacheConfig>;
+      tracing?: Partial<TracingConfig>;
       plans?: Readonly<Record<string, Partial<PlanSpec>>>;
       operator?: { listen?: Partial<{ host: string; port: number }> } | null;
       listen?: Partial<GatewayConfig["listen"]>;
@@ -86,6 +89,7 @@ function withDefaults(partial: Partial<GatewayConfig> & { limits?: Partial<Limit
     limits,
     health: { ...DEFAULT_HEALTH, ...health, labels: { ...health?.labels } },
     cache: { ...DEFAULT_CACHE, ...cache, labels: { ...cache?.labels } },
+    tracing: { ...DEFAULT_TRACING, ...tracing, labels: { ...tracing?.labels } },
     plans: plansOver(plans),
     // `operator: null` turns the operator API off
     operator:
@@ -151,7 +155,10 @@ function checkAgainstRegistry(
   where: (path: ConfigPath, key?: string) => string,
 ): void {
   const problems: string[] = [];
-  const known = (label: string, section: "upstreams" | "health.labels" | "blockRanges" | "cache.labels") => {
+  const known = (
+    label: string,
+    section: "upstreams" | "health.labels" | "blockRanges" | "cache.labels" | "tracing.labels",
+  ) => {
     if (!endpoints.has(label))
       problems.push(
         `${where(section.split("."), label)}: ${section}: "${label}" is not a label of the registry`,
@@ -161,6 +168,7 @@ function checkAgainstRegistry(
   for (const label of Object.keys(config.health.labels)) known(label, "health.labels");
   for (const label of Object.keys(config.blockRanges)) known(label, "blockRanges");
   for (const label of Object.keys(config.cache.labels)) known(label, "cache.labels");
+  for (const label of Object.keys(config.tracing.labels)) known(label, "tracing.labels");
   for (const [label, upstreams] of Object.entries(config.upstreams)) {
     const lists: [ConfigPath, readonly (string | UpstreamSpec)[]][] = Array.isArray(upstreams)
       ? [[["upstreams", label], upstreams]]

@@ -170,6 +170,19 @@ export const configSchema = {
       additionalProperties: false,
       properties: { enabled: { type: "boolean" } },
     },
+    tracing: {
+      type: "object",
+      additionalProperties: false,
+      properties: {
+        enabled: { type: "boolean" },
+        endpoint: { type: "string", pattern: "^https?://" },
+        headers: { type: "object", additionalProperties: { type: "string" } },
+        sampleRatio: { type: "number", minimum: 0, maximum: 1 },
+        labels: { type: "object", additionalProperties: { type: "number", minimum: 0, maximum: 1 } },
+        followCallerSampling: { type: "boolean" },
+        serviceName: { type: "string", minLength: 1 },
+      },
+    },
     operator: {
       anyOf: [
         { type: "null" },

@@ -186,6 +186,8 @@ export interface GatewayConfig {
   readonly cache: CacheConfig;
   /** The data plane's Prometheus series, served by the operator API's GET /metrics. */
   readonly metrics: { readonly enabled: boolean };
+  /** OpenTelemetry traces of the data plane, exported over OTLP/HTTP (docs/operations.md, "Traces"). */
+  readonly tracing: TracingConfig;
   /** The operator API (GET /upstreams, cordon): off the public port, on loopback by default. */
   readonly operator: { readonly listen: { readonly host: string; readonly port: number } } | undefined;
   readonly limits: Limits;
@@ -209,6 +211,24 @@ export interface GatewayConfig {
   readonly sharedLimits?: SharedLimitsConfig;
   /** Accounts, keys and the self-service API; without it only `keys` are known. */
   readonly accounts?: AccountsConfig;
+}
+
+/** docs/operations.md, "Traces". */
+export interface TracingConfig {
+  /** Off by default: no span is made, and the caller's `traceparent` alone is passed on to the node. */
+  readonly enabled: boolean;
+  /** The collector's OTLP/HTTP traces URL; GATEWAY_TRACING_ENDPOINT overrides it. */
+  readonly endpoint: string;
+  /** Headers for the collector (an authorization token): sent to it alone, never written to a span. */
+  readonly headers: Readonly<Record<string, string>>;
+  /** The share of requests traced when the caller sent no sampled `traceparent`. */
+  readonly sampleRatio: number;
+  /** Per label, the share that differs from `sampleRatio`. */
+  readonly labels: Readonly<Record<string, number>>;
+  /** Whether a caller's `traceparent` decides: sampled is traced, not sampled is not. */
+  readonly followCallerSampling: boolean;
+  /** The resource's `service.name`. */
+  readonly serviceName: string;
 }
 
 export interface BlockRangeLimits {

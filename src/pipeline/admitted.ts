@@ -1,9 +1,12 @@
 import type { IncomingMessage } from "node:http";
 import { clientAddress } from "../http/client-address.js";
+import { REQUEST_ID_HEADER } from "../http/request-id.js";
 import type { RequestTarget } from "../http/target.js";
 import type { Principal } from "../keys/types.js";
 import type { PlanTerms } from "../plans/plan-terms.js";
 import type { Endpoint } from "../registry/types.js";
+import { TRACE_PARENT_HEADER } from "../tracing/trace-parent.js";
+import type { RequestTrace } from "../tracing/tracing.js";
 
 /** Stage 2's value: a request that passed admission, where it goes and on whose behalf. */
 export class Admitted {
@@ -13,8 +16,13 @@ export class Admitted {
   readonly principal: Principal | undefined;
   /** The terms of the principal's plan (docs/plans.md); undefined with the principal. */
   readonly plan: PlanTerms | undefined;
-  /** An HTTP request's id (http/request-id.ts), sent on to the node; undefined for a WebSocket. */
+  /** The request's id (http/request-id.ts), sent on to the node: an HTTP request's, or a WebSocket's upgrade's. */
   readonly requestId: string | undefined;
+  /**
+   * How the node's request joins the caller's trace (docs/operations.md, "Traces"): the request's span when
+   * tracing is on, else the caller's own well-formed `traceparent`, passed on as it came; or neither.
+   */
+  readonly trace: RequestTrace | string | undefined;
   // Let go once the address is known: a WebSocket connection keeps its Admitted for its whole life.
   #req: IncomingMessage | undefined;
   readonly #trustedProxies: readonly string[];
@@ -29,14 +37,31 @@ export class Admitted {
     req: IncomingMessage,
     trustedProxies: readonly string[],
     requestId: string | undefined = undefined,
+    trace: RequestTrace | string | undefined = undefined,
   ) {
     this.endpoint = endpoint;
     this.target = target;
     this.principal = principal;
     this.plan = plan;
     this.requestId = requestId;
+    this.trace = trace;
     this.#req = req;
     this.#trustedProxies = trustedProxies;
+  }
+
+  /**
+   * The headers of the node's request: `headers`, the request's id, and the caller's trace: with tracing
+   * off the caller's own `traceparent`; with tracing on, each HTTP attempt sends its own span's
+   * (upstream/call-run.ts) and a WebSocket's handshake its upgrade's.
+   */
+  nodeHeaders(headers: Readonly<Record<string, string>>): Readonly<Record<string, string>> {
+    const { requestId, trace } = this;
+    const passed = typeof trace === "string" ? trace : undefined;
+    if (requestId === undefined && passed === undefined) return headers;
+    const all: Record<string, string> = { ...headers };
+    if (requestId !== undefined) all[REQUEST_ID_HEADER] = requestId;
+    if (passed !== undefined) all[TRACE_PARENT_HEADER] = passed;
+    return all;
   }
 
   /** The client's address, worked out on first use: a keyed HTTP call counts against its key and never asks. */

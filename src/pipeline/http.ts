@@ -19,6 +19,8 @@ import { AccessLine, type Logger } from "../log.js";
 import { type GatewayMetrics, type MethodClass, resultOf } from "../metrics/gateway-metrics.js";
 import { archiveUnits } from "../plans/compute-units.js";
 import type { ComputeUnits } from "../registry/types.js";
+import { callerTraceParent } from "../tracing/trace-parent.js";
+import type { RequestTrace, Tracing } from "../tracing/tracing.js";
 import type { WholeAnswer } from "../upstream/buffered-answer.js";
 import { fetchWhole, relayAnswer, type UpstreamCall } from "../upstream/policy.js";
 import type { ErrorBoundary } from "./boundary.js";
@@ -37,6 +39,8 @@ export interface HttpContext {
   readonly inFlight: { count: number };
   /** Where an unexpected error becomes a logged INTERNAL answer. */
   readonly boundary: ErrorBoundary;
+  /** The traces' exporter and sampler; undefined with tracing off. */
+  readonly tracing: Tracing | undefined;
 }
 
 /**
@@ -56,6 +60,9 @@ export class HttpExchange {
   readonly #metrics: GatewayMetrics | undefined;
   readonly #usage: UsageRecorder | undefined;
   readonly #inFlight: { count: number };
+  readonly #tracing: Tracing | undefined;
+  /** The request's span, from the moment its label is known; undefined with tracing off. */
+  #trace: RequestTrace | undefined = undefined;
   /** Calls in the request (a batch of n is n), and how many of them the gateway refused. */
   #calls = 1;
   #refusedCalls = 0;
@@ -92,6 +99,7 @@ export class HttpExchange {
     this.#metrics = options.metrics;
     this.#usage = options.usage;
     this.#inFlight = options.inFlight;
+    this.#tracing = options.tracing;
     this.#inFlight.count += 1;
     this.#requestId = requestIdFor(req.rawHeaders);
     tagResponse(res, this.#requestId);
@@ -105,6 +113,7 @@ export class HttpExchange {
     try {
       const resolved = this.#stages.resolveEndpoint(req); // 1
       this.#access.label = resolved.endpoint.label;
+      if (this.#tracing !== undefined) this.#traceFrom(resolved.endpoint.label);
       this.#family = resolved.endpoint.family;
       this.#style = resolved.endpoint.family === "rest" ? "rest" : "jsonrpc";
       checkFraming(req);
@@ -113,7 +122,7 @@ export class HttpExchange {
         this.#end();
         return;
       }
-      const admitted = this.#stages.admitCaller(resolved, req, this.#requestId); // 2
+      const admitted = this.#stages.admitCaller(resolved, req, this.#requestId, this.#trace); // 2
       this.#access.key = admitted.principal?.keyId;
       const mounted = this.#stages.pickMount(admitted); // 3
       this.#style = mounted.family.style;
@@ -130,6 +139,12 @@ export class HttpExchange {
     } catch (error) {
       this.#end(error);
     }
+  }
+
+  /** The request's span, begun when the request arrived, under the caller's trace when it sent one. */
+  #traceFrom(label: string): void {
+    const parent = callerTraceParent(this.#req.rawHeaders);
+    this.#trace = this.#tracing?.request(label, "http", this.#requestId, parent, this.#started);
   }
 
   /** Stage 4's second half and 5; then 6 and 7, once a quota that asked Redis has its answer. */
@@ -302,6 +317,18 @@ export class HttpExchange {
       keyed: access.key !== undefined,
       computeUnits,
       methodClass: this.#methodClass,
+    });
+    this.#trace?.end({
+      family: this.#family,
+      method: this.#metricMethod,
+      methodClass: this.#methodClass,
+      result,
+      code,
+      status: access.status,
+      upstream: access.answeredBy,
+      cache: access.cache,
+      tier: access.tier,
+      computeUnits,
     });
     // A request a node or the gateway failed is a warning, written even with the access log off: its
     // line names the error code and the upstream (by name, never its credentials), and never the key.

@@ -10,7 +10,6 @@ import { GatewayError } from "../errors/table.js";
 import type { Family, Outgoing } from "../families/family.js";
 import { familyTable } from "../families/table.js";
 import { HostResolver } from "../http/host.js";
-import { REQUEST_ID_HEADER } from "../http/request-id.js";
 import { parseTarget } from "../http/target.js";
 import { KeyLookup } from "../keys/digest.js";
 import type { KeyRules } from "../keys/key-settings.js";
@@ -24,6 +23,8 @@ import {
   type QuotaLimits,
 } from "../plans/quota-ledger.js";
 import type { Endpoint, Family as FamilyName, Mount } from "../registry/types.js";
+import { passedTraceParent } from "../tracing/trace-parent.js";
+import type { RequestTrace } from "../tracing/tracing.js";
 import type { UpstreamGroup } from "../upstream/group.js";
 import type { UpstreamCall } from "../upstream/policy.js";
 import type { UpstreamTable } from "../upstream/upstreams.js";
@@ -96,7 +97,7 @@ export class Stages {
    * 2. Splits the target and checks the key: UNAUTHORIZED, NETWORK_FORBIDDEN or BAD_PATH. On a public
    * host a first segment that looks like a key is one, and a wrong key is refused like anywhere else.
    */
-  admitCaller(resolved: Resolved, req: IncomingMessage, requestId?: string): Admitted {
+  admitCaller(resolved: Resolved, req: IncomingMessage, requestId?: string, trace?: RequestTrace): Admitted {
     const { endpoint, publicHost } = resolved;
     const target = parseTarget(req.url ?? "/", !publicHost || ((first) => first.startsWith(KEY_PREFIX)));
     const principal =
@@ -110,6 +111,7 @@ export class Stages {
       req,
       this.#config.trustedProxies,
       requestId,
+      trace ?? passedTraceParent(req.rawHeaders),
     );
     if (principal?.rules !== undefined) checkKeySettings(principal.rules, admitted, req);
     return admitted;
@@ -223,11 +225,9 @@ export class Stages {
       method: outgoing.method,
       path: target.path,
       query: target.query,
-      // the node's logs can name the caller's request too
-      headers:
-        mounted.admitted.requestId === undefined
-          ? outgoing.headers
-          : { ...outgoing.headers, [REQUEST_ID_HEADER]: mounted.admitted.requestId },
+      // the node's logs can name the caller's request too, and its traces join the caller's
+      headers: mounted.admitted.nodeHeaders(outgoing.headers),
+      trace: typeof mounted.admitted.trace === "object" ? mounted.admitted.trace : undefined,
       body: outgoing.body,
       stream: outgoing.stream,
       write: outgoing.write,

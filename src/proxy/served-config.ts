@@ -11,6 +11,7 @@ import type { HttpContext } from "../pipeline/http.js";
 import { Stages } from "../pipeline/stages.js";
 import type { QuotaLedger } from "../plans/quota-ledger.js";
 import type { Endpoint } from "../registry/types.js";
+import type { Tracing } from "../tracing/tracing.js";
 import { Prober } from "../upstream/prober.js";
 import { type DispatcherFactory, UpstreamTable } from "../upstream/upstreams.js";
 import { WebSocketGateway } from "../ws/upgrade.js";
@@ -42,6 +43,7 @@ export interface ServedConfigParts {
   readonly heads: SharedHeads | undefined;
   readonly sharedAnswers: SharedAnswers | undefined;
   readonly metrics: GatewayMetrics | undefined;
+  readonly tracing: Tracing | undefined;
   readonly logger: Logger;
 }
 
@@ -77,6 +79,7 @@ export function buildServedConfig(parts: ServedConfigParts): ServedConfig {
   const websockets: WebSocketGateway = new WebSocketGateway(config, stages, logger, boundary, {
     metrics,
     usage: parts.usage,
+    tracing: parts.tracing,
   });
   const http: HttpContext = {
     limits: config.limits,
@@ -86,6 +89,7 @@ export function buildServedConfig(parts: ServedConfigParts): ServedConfig {
     usage: parts.usage,
     inFlight: { count: 0 },
     boundary,
+    tracing: parts.tracing,
   };
   prober.start();
   parts.heads?.attach(upstreams.groups());

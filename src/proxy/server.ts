@@ -12,6 +12,7 @@ import { GatewayMetrics } from "../metrics/gateway-metrics.js";
 import { HttpExchange } from "../pipeline/http.js";
 import { LocalQuotaLedger, type QuotaLedger } from "../plans/quota-ledger.js";
 import type { Endpoint } from "../registry/types.js";
+import { Tracing } from "../tracing/tracing.js";
 import { poolPerOrigin } from "../upstream/policy.js";
 import type { DispatcherFactory, UpstreamTable } from "../upstream/upstreams.js";
 import {
@@ -81,6 +82,7 @@ export function createProxyServer(options: ProxyServerOptions): ProxyServer {
     heads: options.heads,
     sharedAnswers: options.sharedAnswers,
     metrics,
+    tracing,
     logger,
   });
   // One limiter for every served config: a reload does not refill anyone's bucket.
@@ -100,6 +102,8 @@ export function createProxyServer(options: ProxyServerOptions): ProxyServer {
         subscriptions: () => summed((p) => p.websockets.subscriptions()),
       })
     : undefined;
+  // Like the metrics, the traces stay as the server started: a reload changes neither.
+  const tracing = config.tracing.enabled ? new Tracing(config.tracing, logger) : undefined;
   let current: ServedConfig = buildServedConfig(parts(config, options.keys));
   servedConfigs.add(current);
 
@@ -171,6 +175,8 @@ export function createProxyServer(options: ProxyServerOptions): ProxyServer {
       server.closeAllConnections();
       await closed;
       await Promise.all([...servedConfigs].map((served) => served.upstreams.close()));
+      // the spans of the last requests go to the collector before the process ends
+      await tracing?.shutdown();
     },
   };
 }

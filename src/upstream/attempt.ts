@@ -1,4 +1,5 @@
 import type { IncomingHttpHeaders } from "node:http";
+import type { Span } from "@opentelemetry/api";
 import type { Dispatcher } from "undici";
 import { GatewayError } from "../errors/table.js";
 import { type CallerSide, clientGone } from "../http/client-gone.js";
@@ -26,6 +27,8 @@ export abstract class AttemptHandler<Caller extends CallerSide = CallerSide>
 {
   readonly upstream: Upstream;
   readonly startedAt = performance.now();
+  /** The attempt's span, when its request is traced (src/tracing/); its call ends it. */
+  span: Span | undefined = undefined;
   protected readonly res: Caller;
   protected readonly gate: AttemptGate;
   protected controller: Dispatcher.DispatchController | undefined = undefined;

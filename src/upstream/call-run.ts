@@ -1,5 +1,7 @@
 import { GatewayError } from "../errors/table.js";
 import { type CallerSide, clientGone } from "../http/client-gone.js";
+import { TRACE_PARENT_HEADER, traceParentOf } from "../tracing/trace-parent.js";
+import { type AttemptOutcome, endAttempt } from "../tracing/tracing.js";
 import type { AttemptGate, AttemptHandler } from "./attempt.js";
 import { describeFailure, type FailureKind, failureKind, toGatewayError } from "./failure.js";
 import { type AwaitingHedge, hedgeClock } from "./hedge-clock.js";
@@ -108,7 +110,7 @@ export abstract class CallRun<Caller extends CallerSide = CallerSide> implements
       attempt.upstream.counts.failed += 1;
     }
     if (failedStatus && this.#mayRetry("status")) {
-      this.#dismiss(attempt);
+      this.#dismiss(attempt, "failed", "status", statusCode);
       this.#launch("retry");
       return false;
     }
@@ -125,7 +127,7 @@ export abstract class CallRun<Caller extends CallerSide = CallerSide> implements
         if (other.startedAt < attempt.startedAt)
           other.upstream.health.failed("timeout", "outrun by a hedged attempt on another node");
         other.upstream.counts.dismissed += 1;
-        this.#dismiss(other);
+        this.#dismiss(other, "dismissed");
         other.abort(DISMISSED);
       }
     }
@@ -134,13 +136,15 @@ export abstract class CallRun<Caller extends CallerSide = CallerSide> implements
 
   ended(attempt: AttemptHandler, error?: Error): void {
     if (!this.#live.includes(attempt)) return;
-    this.#dismiss(attempt);
+    const kind = error === undefined ? undefined : failureKind(error);
     if (attempt === this.#winner) {
+      if (error === undefined) this.#dismiss(attempt, "answered");
+      else this.#dismiss(attempt, "failed", kind ?? (error instanceof GatewayError ? error.code : "error"));
       this.#finish(error === undefined ? undefined : toGatewayError(error));
       return;
     }
+    this.#dismiss(attempt, kind === undefined ? "dismissed" : "failed", kind);
     if (this.#finished) return;
-    const kind = error === undefined ? undefined : failureKind(error);
     if (kind !== undefined) {
       attempt.upstream.health.failed(kind, describeFailure(error));
       attempt.upstream.counts.failed += 1;
@@ -163,6 +167,8 @@ export abstract class CallRun<Caller extends CallerSide = CallerSide> implements
     if (why === "retry") upstream.counts.retries += 1;
     else if (why === "hedge") upstream.counts.hedges += 1;
     const attempt = this.attempt(upstream);
+    if (call.trace !== undefined)
+      attempt.span = call.trace.attempt(upstream.metricName, why, attempt.startedAt);
     this.#live.push(attempt);
     upstream.health.inFlight += 1;
     this.#note.upstream = upstream.name;
@@ -177,7 +183,7 @@ export abstract class CallRun<Caller extends CallerSide = CallerSide> implements
     const remaining = Math.max(1, Math.round(this.#deadlineAt - attempt.startedAt));
     try {
       upstream.dispatch(
-        dispatchOptions(upstream, call, Math.min(call.limits.headersTimeoutMs, remaining)),
+        dispatchOptions(upstream, call, attempt, Math.min(call.limits.headersTimeoutMs, remaining)),
         attempt,
       );
     } catch (error) {
@@ -191,11 +197,13 @@ export abstract class CallRun<Caller extends CallerSide = CallerSide> implements
     hedgeClock.delete(this);
   }
 
-  #dismiss(attempt: AttemptHandler): void {
+  /** The attempt leaves the call, and its span ends with how it went. */
+  #dismiss(attempt: AttemptHandler, outcome: AttemptOutcome, failure?: string, status?: number): void {
     const at = this.#live.indexOf(attempt);
     if (at < 0) return;
     this.#live.splice(at, 1);
     attempt.upstream.health.inFlight -= 1;
+    endAttempt(attempt.span, outcome, failure, status);
   }
 
   #hasAnother(): boolean {
@@ -232,11 +240,25 @@ export abstract class CallRun<Caller extends CallerSide = CallerSide> implements
   }
 }
 
-function dispatchOptions(upstream: Upstream, call: UpstreamCall, headersTimeout: number): CappedOptions {
+function dispatchOptions(
+  upstream: Upstream,
+  call: UpstreamCall,
+  attempt: AttemptHandler,
+  headersTimeout: number,
+): CappedOptions {
+  const headers = upstream.hasHeaders ? { ...call.headers, ...upstream.headers } : call.headers;
+  // a traced request's node joins its trace under the attempt's span, or the request's when not sampled
+  const trace = call.trace;
   return {
     method: call.method,
     path: upstreamPath(upstream, call.path, call.query),
-    headers: upstream.hasHeaders ? { ...call.headers, ...upstream.headers } : call.headers,
+    headers:
+      trace === undefined
+        ? headers
+        : {
+            ...headers,
+            [TRACE_PARENT_HEADER]: traceParentOf((attempt.span ?? trace.span).spanContext()),
+          },
     body: call.body ?? null,
     headersTimeout,
     // null leaves the pool's own bodyTimeout

@@ -10,6 +10,7 @@ import type { CacheRead } from "../cache/cache-read.js";
 import type { Limits } from "../config/types.js";
 import { GatewayError } from "../errors/table.js";
 import { type CallerSide, clientGone } from "../http/client-gone.js";
+import type { RequestTrace } from "../tracing/tracing.js";
 import type { AttemptHandler } from "./attempt.js";
 import { BufferedAnswer, type WholeAnswer } from "./buffered-answer.js";
 import { CallRun, MAX_ATTEMPTS, type UpstreamFields } from "./call-run.js";
@@ -56,6 +57,8 @@ export interface UpstreamCall {
   readonly cache: CacheRead | undefined;
   /** A batch's calls, each with what the cache may answer it with, when any may be (src/cache/batch-cached.ts). */
   readonly cacheBatch: readonly BatchRead[] | undefined;
+  /** The request's trace, when tracing is on: each attempt makes a span under it (src/tracing/). */
+  readonly trace: RequestTrace | undefined;
   /** A node not to ask: the one that already answered null to this read. */
   readonly exclude: Upstream | undefined;
   readonly limits: Limits["upstream"];
@@ -173,11 +176,14 @@ export function openWebSocket(
   limits: Limits,
   wanted: () => boolean,
   callback: (error: GatewayError | undefined, socket?: WebSocket, upstream?: Upstream) => void,
+  headers: Readonly<Record<string, string>> = {},
 ): void {
   const order = group.choose();
   if (order.length === 0) {
     if (group.checking && wanted()) {
-      group.whenChecked(limits.ws.handshakeTimeoutMs, () => openWebSocket(group, limits, wanted, callback));
+      group.whenChecked(limits.ws.handshakeTimeoutMs, () =>
+        openWebSocket(group, limits, wanted, callback, headers),
+      );
       return;
     }
     callback(new GatewayError("NO_UPSTREAM", { reason: group.whyNone(false) }));
@@ -190,7 +196,8 @@ export function openWebSocket(
     const socket = new WebSocket(upstream.wsUrl, {
       perMessageDeflate: false,
       maxPayload: limits.upstream.maxResponseBytes,
-      headers: { ...upstream.headers },
+      // the upgrade's id and trace (pipeline/admitted.ts nodeHeaders), then the node's own headers
+      headers: { ...headers, ...upstream.headers },
     });
     const deadline = setTimeout(() => {
       failed(deadlineError(`the WebSocket did not open within ${limits.ws.handshakeTimeoutMs} ms`));

@@ -1,3 +1,4 @@
+import type { Span } from "@opentelemetry/api";
 import type { RawData, WebSocket } from "ws";
 import type { GatewayConfig, Limits } from "../config/types.js";
 import { errorBody } from "../errors/respond.js";
@@ -17,6 +18,7 @@ import type { ErrorBoundary } from "../pipeline/boundary.js";
 import type { Charged, Mounted, Stages } from "../pipeline/stages.js";
 import { callsUnits } from "../plans/compute-units.js";
 import type { JsonRpcPolicy } from "../registry/types.js";
+import { endMessage, type RequestTrace } from "../tracing/tracing.js";
 import type { Upstream } from "../upstream/upstreams.js";
 import { CLOSE } from "./close-codes.js";
 import { deliver, type FillContext, recordStart } from "./gap-fill.js";
@@ -41,6 +43,10 @@ interface MessageSeen {
   /** The compute units of its calls that passed their checks; billed when sent. */
   units: number;
   counted?: boolean;
+  /** Its span, when the connection is traced (src/tracing/). */
+  span: Span | undefined;
+  /** Its calls went to the node: its span ends with the node's last answer (pending-calls.ts). */
+  sent?: boolean;
 }
 
 export interface ConnectionOptions {
@@ -53,6 +59,8 @@ export interface ConnectionOptions {
   readonly limits: Limits;
   readonly metrics: GatewayMetrics | undefined;
   readonly usage: UsageRecorder | undefined;
+  /** The upgrade's trace, when it was sampled: every message of the connection is traced under it. */
+  readonly trace: RequestTrace | undefined;
   readonly reconnect: Reconnect;
   /** A write the connection sent was answered: its label's answers read at the head end (src/cache/). */
   readonly onWrite: () => void;
@@ -108,6 +116,8 @@ export class Connection {
       // the key's settings hold for every message; a change of them ends the connection (keys/key-cache.ts)
       keyRules: mounted.admitted.principal?.rules,
       contracts: mounted.mount.policy.contracts,
+      // the upgrade's id, in every refusal's data: what a customer quotes for a message on this connection
+      requestId: mounted.admitted.requestId,
     };
     this.#remembered = new RememberedSubscriptions(this.#policy.subscriptions);
     this.#calls = new GatewayCalls((text) => this.#upstream?.send(text));
@@ -250,6 +260,7 @@ export class Connection {
       calls: 1,
       refused: 0,
       units: 0,
+      span: this.#options.trace?.message(),
     };
     this.#answer(seen, () => {
       const message = checkMessage(text, this.#rules, limits); // 4
@@ -262,11 +273,11 @@ export class Connection {
       seen.units = this.#unitsOf(message);
       const charged = stages.chargeRate(mounted, { ...message, computeUnits: seen.units }); // 5
       const held = stages.holdQuota(mounted, seen.units); // 5, the quota
-      if (!(held instanceof Promise)) return this.#send(charged, text); // 7
+      if (!(held instanceof Promise)) return this.#send(charged, text, seen); // 7
       // the quota asked Redis: this message goes on with its answer, the next ones wait for it
       this.#queued = [];
       held.then(
-        () => this.#afterQuota(seen, () => this.#send(charged, text)),
+        () => this.#afterQuota(seen, () => this.#send(charged, text, seen)),
         (error) =>
           this.#afterQuota(seen, () => {
             throw error;
@@ -311,7 +322,7 @@ export class Connection {
    */
   #refused(seen: MessageSeen, error: GatewayError): string {
     seen.code = error.code;
-    const answer = errorBody(error, "jsonrpc", seen.replyId);
+    const answer = errorBody(error, "jsonrpc", seen.replyId, this.#rules.requestId);
     if (error.code === "QUOTA_EXCEEDED" && this.#quotaSpent === undefined) {
       this.#quotaSpent = setTimeout(() => this.close(CLOSE.QUOTA_EXCEEDED, "quota exceeded"), QUOTA_CLOSE_MS);
       this.#quotaSpent.unref();
@@ -334,6 +345,7 @@ export class Connection {
     const { principal } = this.#options.mounted.admitted;
     const { code, calls, refused } = seen;
     this.#options.metrics?.message(this.#label, seen.method, code, principal !== undefined);
+    if (seen.sent !== true) endMessage(seen.span, this.#label, seen.method, code);
     if (principal !== undefined)
       this.#options.usage?.record(
         principal.keyId,
@@ -355,7 +367,7 @@ export class Connection {
   }
 
   /** Sends what passed upstream and returns the answer for what did not. */
-  #send(message: Charged<CheckedMessage>, text: string): string | undefined {
+  #send(message: Charged<CheckedMessage>, text: string, seen: MessageSeen): string | undefined {
     const outgoing: Outgoing = { text: undefined, calls: [], batch: message.batch, sent: false };
     const pending: Pending[] = [];
     const checked = message.checked.map((call) => this.#admit(call, outgoing, pending));
@@ -367,6 +379,10 @@ export class Connection {
     );
     outgoing.calls = passed;
     outgoing.text = rewritten ? undefined : sendableAsReceived(text, checked) ? text : undefined;
+    if (seen.span !== undefined && pending.length > 0) {
+      outgoing.span = seen.span;
+      seen.sent = true;
+    }
     this.#pending.add(pending);
     this.#transmit(outgoing);
     if (refused.length === 0 || !message.batch) return undefined;
@@ -384,11 +400,17 @@ export class Connection {
     if (checked.id === undefined) return checked;
     const limits = this.#options.limits.ws;
     if (this.#pending.size + pending.length >= limits.maxInFlight) {
-      return refuse("TOO_MANY_IN_FLIGHT", checked.id, { maxInFlight: limits.maxInFlight });
+      return refuse("TOO_MANY_IN_FLIGHT", checked.id, {
+        maxInFlight: limits.maxInFlight,
+        requestId: this.#rules.requestId,
+      });
     }
     if (checked.access === "subscribe") {
       if (this.#remembered.size + this.#pending.reservedSubscriptions >= limits.maxSubscriptions) {
-        return refuse("TOO_MANY_SUBSCRIPTIONS", checked.id, { maxSubscriptions: limits.maxSubscriptions });
+        return refuse("TOO_MANY_SUBSCRIPTIONS", checked.id, {
+          maxSubscriptions: limits.maxSubscriptions,
+          requestId: this.#rules.requestId,
+        });
       }
       this.#pending.reserveSubscription();
       if (this.#remembered.isPinned(checked.method)) this.#stateful = true;
@@ -466,6 +488,13 @@ export class Connection {
     subscribed: (call, id) => this.#remember(call, id),
     unsubscribed: (target) => this.#remembered.remove(target),
     wrote: () => this.#options.onWrite(),
+    answered: (message) =>
+      endMessage(
+        message.span,
+        this.#label,
+        message.batch ? "batch" : (message.calls[0]?.method ?? "other"),
+        undefined,
+      ),
   };
 
   #remember(call: PassedCall, id: string): void {

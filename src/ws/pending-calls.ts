@@ -1,3 +1,4 @@
+import type { Span } from "@opentelemetry/api";
 import type { PassedCall } from "../jsonrpc/check.js";
 import { mergeBatchAnswer } from "../jsonrpc/merge.js";
 import type { Subscription } from "./subscriptions.js";
@@ -9,6 +10,8 @@ export interface Outgoing {
   calls: readonly PassedCall[];
   readonly batch: boolean;
   sent: boolean;
+  /** Its span, when its connection is traced: it ends when the node has answered its last call. */
+  span?: Span | undefined;
 }
 
 /** A call sent upstream and not answered yet. */
@@ -30,6 +33,8 @@ export interface Settled {
   unsubscribed(target: Subscription | undefined): void;
   /** A write was answered: what the caller reads next at the head may differ (src/cache/). */
   wrote(): void;
+  /** The last of a traced message's calls was answered. */
+  answered(message: Outgoing): void;
 }
 
 /**
@@ -98,6 +103,8 @@ export class PendingCalls {
       } else if (pending.kind === "unsubscribe" && result !== undefined && result !== "false") {
         settled.unsubscribed(pending.target);
       }
+      if (pending.message.span !== undefined && this.unanswered(pending.message).length === 0)
+        settled.answered(pending.message);
     }
     return ids;
   }

@@ -3,14 +3,16 @@ import type { Duplex } from "node:stream";
 import { type WebSocket, WebSocketServer } from "ws";
 import type { GatewayConfig } from "../config/types.js";
 import { upgradeRefusal } from "../errors/respond.js";
-import { GatewayError } from "../errors/table.js";
+import { type ErrorCode, GatewayError } from "../errors/table.js";
 import { REQUEST_ID_HEADER, requestIdFor } from "../http/request-id.js";
 import type { UsageRecorder } from "../keys/usage.js";
 import type { Logger } from "../log.js";
-import type { GatewayMetrics, WebSocketCounts } from "../metrics/gateway-metrics.js";
+import { type GatewayMetrics, resultOf, type WebSocketCounts } from "../metrics/gateway-metrics.js";
 import type { Admitted } from "../pipeline/admitted.js";
 import type { ErrorBoundary } from "../pipeline/boundary.js";
 import type { Mounted, Stages } from "../pipeline/stages.js";
+import { callerTraceParent, TRACE_PARENT_HEADER } from "../tracing/trace-parent.js";
+import type { RequestTrace, Tracing } from "../tracing/tracing.js";
 import { openWebSocket } from "../upstream/policy.js";
 import type { Upstream } from "../upstream/upstreams.js";
 import { CLOSE } from "./close-codes.js";
@@ -32,6 +34,7 @@ export class WebSocketGateway implements WebSocketCounts {
   readonly #connections = new Map<Connection, { readonly owner: string; readonly label: string }>();
   readonly #metrics: GatewayMetrics | undefined;
   readonly #usage: UsageRecorder | undefined;
+  readonly #tracing: Tracing | undefined;
   readonly #perClient = new Map<string, number>();
   readonly #perIp = new Map<string, number>();
 
@@ -45,6 +48,8 @@ export class WebSocketGateway implements WebSocketCounts {
       readonly metrics: GatewayMetrics | undefined;
       /** Where keyed messages are counted per day; undefined without an account store. */
       readonly usage: UsageRecorder | undefined;
+      /** The traces' exporter and sampler; undefined with tracing off. */
+      readonly tracing: Tracing | undefined;
     },
   ) {
     this.#config = config;
@@ -53,6 +58,7 @@ export class WebSocketGateway implements WebSocketCounts {
     this.#boundary = boundary;
     this.#metrics = counted.metrics;
     this.#usage = counted.usage;
+    this.#tracing = counted.tracing;
     this.#server = new WebSocketServer({
       noServer: true,
       clientTracking: false,
@@ -72,7 +78,9 @@ export class WebSocketGateway implements WebSocketCounts {
 
   readonly handleUpgrade = (req: IncomingMessage, socket: Duplex, head: Buffer): void => {
     socket.on("error", () => socket.destroy());
+    const startedAt = performance.now();
     let label: string | undefined;
+    let trace: RequestTrace | undefined;
     const requestId = requestIdFor(req.rawHeaders);
     this.#requestIds.set(req, requestId);
     try {
@@ -80,8 +88,10 @@ export class WebSocketGateway implements WebSocketCounts {
       const resolved = this.#stages.resolveEndpoint(req); // 1
       const { endpoint } = resolved;
       label = endpoint.label;
+      if (this.#tracing !== undefined)
+        trace = this.#tracing.request(label, "ws", requestId, callerTraceParent(req.rawHeaders), startedAt);
       if (!endpoint.websocket) throw new GatewayError("WEBSOCKET_NOT_OFFERED", { label: endpoint.label });
-      const admitted = this.#stages.admitCaller(resolved, req, requestId); // 2
+      const admitted = this.#stages.admitCaller(resolved, req, requestId, trace); // 2
       const mounted = this.#stages.pickWebSocketMount(admitted); // 3
       const group = this.#stages.upstreamGroup(mounted); // 6
       const release = this.#reserve(admitted);
@@ -92,7 +102,7 @@ export class WebSocketGateway implements WebSocketCounts {
         (error, upstreamSocket, upstream) => {
           if (error !== undefined || upstreamSocket === undefined || upstream === undefined) {
             release();
-            this.#refuse(socket, error, label, requestId);
+            this.#refuse(socket, error, label, requestId, trace);
             return;
           }
           if (!socket.writable) {
@@ -105,6 +115,7 @@ export class WebSocketGateway implements WebSocketCounts {
             this.#server.handleUpgrade(req, socket, head, (client) => {
               try {
                 this.#open(client, upstreamSocket, upstream, mounted, release);
+                endUpgrade(trace, 101, undefined, upstream.metricName);
               } catch (failure) {
                 this.#boundary.caught(failure, "websocket upgrade", { label, upstream: upstream.name });
                 release();
@@ -115,12 +126,13 @@ export class WebSocketGateway implements WebSocketCounts {
           } catch (failure) {
             release();
             upstreamSocket.terminate();
-            this.#refuse(socket, failure, label, requestId);
+            this.#refuse(socket, failure, label, requestId, trace);
           }
         },
+        nodeHandshakeHeaders(admitted),
       );
     } catch (error) {
-      this.#refuse(socket, error, label, requestId);
+      this.#refuse(socket, error, label, requestId, trace);
     }
   };
 
@@ -178,7 +190,9 @@ export class WebSocketGateway implements WebSocketCounts {
       limits: this.#config.limits,
       metrics: this.#metrics,
       usage: this.#usage,
-      reconnect: (wanted, callback) => openWebSocket(group, this.#config.limits, wanted, callback),
+      trace: typeof admitted.trace === "object" ? admitted.trace : undefined,
+      reconnect: (wanted, callback) =>
+        openWebSocket(group, this.#config.limits, wanted, callback, nodeHandshakeHeaders(admitted)),
       // as over HTTP: a caller reads its own write, not an answer the cache kept from before it
       onWrite: () => group.served.moved(),
       onClose: () => {
@@ -194,8 +208,15 @@ export class WebSocketGateway implements WebSocketCounts {
     });
   }
 
-  #refuse(socket: Duplex, error: unknown, label: string | undefined, requestId: string): void {
+  #refuse(
+    socket: Duplex,
+    error: unknown,
+    label: string | undefined,
+    requestId: string,
+    trace: RequestTrace | undefined,
+  ): void {
     const refusal = this.#boundary.caught(error, "websocket upgrade", { label });
+    endUpgrade(trace, refusal.status, refusal.code, undefined);
     if (socket.writable) socket.end(upgradeRefusal(refusal, requestId));
     socket.destroy();
   }
@@ -218,6 +239,34 @@ export class WebSocketGateway implements WebSocketCounts {
       decrement(this.#perIp, admitted.ip);
     };
   }
+}
+
+/** The node's handshake carries the upgrade's id and trace, as an HTTP request's node request does. */
+function nodeHandshakeHeaders(admitted: Admitted): Readonly<Record<string, string>> {
+  const { trace } = admitted;
+  const headers = admitted.nodeHeaders({});
+  return typeof trace === "object" ? { ...headers, [TRACE_PARENT_HEADER]: trace.traceParent() } : headers;
+}
+
+/** The upgrade's span ends when the client's handshake is answered: 101 with its node, or the refusal. */
+function endUpgrade(
+  trace: RequestTrace | undefined,
+  status: number,
+  code: ErrorCode | undefined,
+  upstream: string | undefined,
+): void {
+  trace?.end({
+    family: "jsonrpc",
+    method: "websocket",
+    methodClass: "stream",
+    result: resultOf(code, status === 101 ? 200 : status),
+    code,
+    status,
+    upstream,
+    cache: undefined,
+    tier: undefined,
+    computeUnits: 0,
+  });
 }
 
 function decrement(counts: Map<string, number>, id: string): void {

@@ -40,8 +40,9 @@ export class Client {
     });
   }
 
-  static open(url: string): Promise<Client> {
-    const ws = new WebSocket(url);
+  /** `headers` go with the upgrade request (a traceparent, an X-Request-Id). */
+  static open(url: string, headers?: Record<string, string>): Promise<Client> {
+    const ws = new WebSocket(url, headers === undefined ? undefined : { headers });
     return new Promise((resolve, reject) => {
       ws.once("open", () => resolve(new Client(ws)));
       ws.once("error", reject);
