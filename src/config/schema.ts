@@ -180,7 +180,7 @@ export const configSchema = {
         sampleRatio: { type: "number", minimum: 0, maximum: 1 },
         labels: { type: "object", additionalProperties: { type: "number", minimum: 0, maximum: 1 } },
         followCallerSampling: { type: "boolean" },
-        serviceName: { type: "string", minLength: 1 },
+        serviceName: { type: "string", pattern: "\\S" },
       },
     },
     operator: {

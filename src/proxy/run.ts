@@ -12,6 +12,7 @@ import { processRegistry } from "../metrics/registry.js";
 import { LocalQuotaLedger, type QuotaLedger } from "../plans/quota-ledger.js";
 import { quotaNotices } from "../plans/quota-notices.js";
 import { SharedQuotaLedger } from "../plans/shared-quotas.js";
+import { startTracing } from "../tracing/start.js";
 import { runCluster, withPrimaryUpstreams } from "./cluster.js";
 import { openKeyStores, type ProxyKeys } from "./key-stores.js";
 import { closeServer, listenOperator } from "./listeners.js";
@@ -62,11 +63,13 @@ async function serveHere(config: GatewayConfig, logger: Logger): Promise<Running
     limiter?.ready(2_000),
     quotas instanceof SharedQuotaLedger ? quotas.ready(2_000) : undefined,
   ]);
+  const tracing = await startTracing(config.tracing, logger);
   const gateway = createProxyServer({
     config,
     keys: keys.store,
     logger,
     quotas,
+    ...(tracing === undefined ? {} : { tracing }),
     ...(keys.usage === undefined ? {} : { usage: keys.usage }),
     ...(limiter === undefined ? {} : { limiter }),
     ...(heads === undefined ? {} : { heads }),

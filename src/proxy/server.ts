@@ -12,7 +12,7 @@ import { GatewayMetrics } from "../metrics/gateway-metrics.js";
 import { HttpExchange } from "../pipeline/http.js";
 import { LocalQuotaLedger, type QuotaLedger } from "../plans/quota-ledger.js";
 import type { Endpoint } from "../registry/types.js";
-import { Tracing } from "../tracing/tracing.js";
+import type { Tracing } from "../tracing/tracing.js";
 import { poolPerOrigin } from "../upstream/policy.js";
 import type { DispatcherFactory, UpstreamTable } from "../upstream/upstreams.js";
 import {
@@ -41,6 +41,8 @@ export interface ProxyServerOptions {
   /** Final answers shared with other instances through Redis (src/cache/shared-answers.ts). */
   readonly sharedAnswers?: SharedAnswers;
   readonly logger?: Logger;
+  /** The process's traces (tracing/start.ts), made from `config.tracing`; none with tracing off. */
+  readonly tracing?: Tracing;
 }
 
 /** The upstreams the gateway serves new requests with: the current config's. */
@@ -103,7 +105,7 @@ export function createProxyServer(options: ProxyServerOptions): ProxyServer {
       })
     : undefined;
   // Like the metrics, the traces stay as the server started: a reload changes neither.
-  const tracing = config.tracing.enabled ? new Tracing(config.tracing, logger) : undefined;
+  const { tracing } = options;
   let current: ServedConfig = buildServedConfig(parts(config, options.keys));
   servedConfigs.add(current);
 

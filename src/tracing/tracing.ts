@@ -5,7 +5,6 @@ import {
   type SpanContext,
   SpanKind,
   SpanStatusCode,
-  TraceFlags,
   type Tracer,
   trace,
 } from "@opentelemetry/api";
@@ -20,21 +19,17 @@ import {
 } from "@opentelemetry/sdk-trace";
 import type { TracingConfig } from "../config/types.js";
 import { gatewayVersion } from "../embedded.js";
-import type { ErrorCode } from "../errors/table.js";
 import type { Logger } from "../log.js";
-import { resultOf } from "../metrics/gateway-metrics.js";
 import * as A from "./attributes.js";
 import { gatewaySampler } from "./label-sampler.js";
-import { traceParentOf } from "./trace-parent.js";
-
-/** How an attempt on a node came about, and how it ended: the metrics' words (gateway_upstream_attempts_total). */
-export type AttemptKind = "first" | "retry" | "hedge";
-export type AttemptOutcome = "answered" | "failed" | "dismissed";
+import type { AttemptKind } from "./span-ends.js";
+import { SAMPLED, traceParentOf } from "./trace-parent.js";
 
 /**
  * The data plane's OpenTelemetry traces (docs/operations.md, "Traces"): spans exported over OTLP/HTTP in
  * batches to the configured collector, sampled per label (label-sampler.ts). One per proxy server, made
- * only when `tracing.enabled`: with tracing off no span, no id and no sampler run on a request.
+ * only when `tracing.enabled`, by start.ts, which loads this module and the SDK only then: with tracing off
+ * no span, no id and no sampler run on a request, and the SDK is not in memory.
  */
 export class Tracing {
   readonly #provider: TracerProvider;
@@ -87,7 +82,7 @@ export class Tracing {
     if (parent === undefined) {
       // the trace id is ours to make: a random draw at the label's ratio is the ratio sampler's decision
       if (!(Math.random() < (config.labels[label] ?? config.sampleRatio))) return undefined;
-    } else if (config.followCallerSampling && (parent.traceFlags & TraceFlags.SAMPLED) === 0) {
+    } else if (config.followCallerSampling && (parent.traceFlags & SAMPLED) === 0) {
       return undefined;
     }
     const attributes = { [A.LABEL]: label, [A.TRANSPORT]: transport };
@@ -202,40 +197,6 @@ export class RequestTrace {
       span.setStatus({ code: SpanStatusCode.ERROR, message: end.code ?? `HTTP ${end.status}` });
     span.end(performance.now());
   }
-}
-
-/**
- * Ends a WebSocket message's span: its method as the metrics count it (`batch` for a batch), and the
- * gateway's error code when the gateway answered it; a message the node answered ends when its last call's
- * answer arrives.
- */
-export function endMessage(
-  span: Span | undefined,
-  label: string,
-  method: string,
-  code: string | undefined,
-): void {
-  if (span === undefined) return;
-  span.updateName(`${label} ${method}`);
-  span.setAttribute(A.METHOD, method);
-  span.setAttribute(A.RESULT, resultOf(code as ErrorCode | undefined, 200));
-  if (code !== undefined) span.setAttribute(A.ERROR_CODE, code);
-  span.end(performance.now());
-}
-
-/** Ends an attempt's span with how it went: answered, failed (and how), or dismissed for another's answer. */
-export function endAttempt(
-  span: Span | undefined,
-  outcome: AttemptOutcome,
-  failure?: string,
-  status?: number,
-): void {
-  if (span === undefined) return;
-  span.setAttribute(A.OUTCOME, outcome);
-  if (failure !== undefined) span.setAttribute(A.FAILURE, failure);
-  if (status !== undefined) span.setAttribute(A.STATUS, status);
-  if (outcome === "failed") span.setStatus({ code: SpanStatusCode.ERROR, message: failure ?? "failed" });
-  span.end(performance.now());
 }
 
 /** The OTLP exporter, with its failures logged: at most one line a minute, so a collector that is down does not flood the log. */

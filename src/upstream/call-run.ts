@@ -1,7 +1,7 @@
 import { GatewayError } from "../errors/table.js";
 import { type CallerSide, clientGone } from "../http/client-gone.js";
+import { type AttemptOutcome, endAttempt } from "../tracing/span-ends.js";
 import { TRACE_PARENT_HEADER, traceParentOf } from "../tracing/trace-parent.js";
-import { type AttemptOutcome, endAttempt } from "../tracing/tracing.js";
 import type { AttemptGate, AttemptHandler } from "./attempt.js";
 import { describeFailure, type FailureKind, failureKind, toGatewayError } from "./failure.js";
 import { type AwaitingHedge, hedgeClock } from "./hedge-clock.js";

@@ -1,9 +1,9 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { endpointsByLabel } from "../../generated/endpoints.js";
-import { DEFAULT_CACHE, DEFAULT_TRACING } from "../../src/config/defaults.js";
+import { DEFAULT_CACHE, DEFAULT_LIMITS, DEFAULT_TRACING } from "../../src/config/defaults.js";
 import type { LabelUpstreams } from "../../src/config/types.js";
 import { KEYS, type RunningGateway, rpcBody, startGateway } from "../support/gateway.js";
-import { type LoopbackNode, startLoopbackNode } from "../support/loopback-node.js";
+import { jsonRpcResponder, type LoopbackNode, startLoopbackNode } from "../support/loopback-node.js";
 import { type OtlpReceiver, type ReceivedSpan, startOtlpReceiver } from "../support/otlp-receiver.js";
 import { nodeState, softwareNode } from "../support/software-node.js";
 import { typicalCalls, typicalRequest } from "../support/typical-calls.js";
@@ -145,6 +145,52 @@ describe("traces never hold a key (every family, an in-process OTLP receiver)", 
     expect(seen?.headers.traceparent).toBe(`00-${TRACE_ID}-${attempt?.spanId}-01`);
     expect(seen?.headers.tracestate).toBeUndefined();
     expect(seen?.headers.baggage).toBeUndefined();
+  });
+});
+
+describe("attempt spans: a retry after a node's 503, a hedge past a slow node", () => {
+  it("names each attempt's node, why it was made and how it ended", async () => {
+    const receiver = await startOtlpReceiver();
+    const ok = jsonRpcResponder({ eth_chainId: "0x1" });
+    const busy = await startLoopbackNode(() => ({ status: 503, body: "busy" }));
+    const slow = await startLoopbackNode(async (request) => {
+      await new Promise((resolve) => setTimeout(resolve, 600));
+      return ok(request);
+    });
+    const [answersA, answersB] = await Promise.all([startLoopbackNode(ok), startLoopbackNode(ok)]);
+    const gw = await startGateway({
+      upstreams: {
+        eth: [
+          { url: busy.url, name: "busy" },
+          { url: answersA.url, name: "answers-a" },
+        ],
+        bsc: [
+          { url: slow.url, name: "slow" },
+          { url: answersB.url, name: "answers-b" },
+        ],
+      },
+      limits: { upstream: { ...DEFAULT_LIMITS.upstream, hedgeMinMs: 50, hedgeMaxMs: 100 } },
+      tracing: { ...DEFAULT_TRACING, enabled: true, endpoint: receiver.url, sampleRatio: 1 },
+    });
+    for (let i = 0; i < 4; i++) {
+      expect((await gw.call("eth", `/${KEYS.all}/`, { body: rpcBody("eth_chainId") })).status).toBe(200);
+      expect((await gw.call("bsc", `/${KEYS.all}/`, { body: rpcBody("eth_chainId") })).status).toBe(200);
+    }
+    await gw.close();
+    await Promise.all([busy, slow, answersA, answersB, receiver].map((s) => s.close()));
+    const attempts = receiver
+      .spans()
+      .filter((s) => s.name === "upstream attempt")
+      .map((s) => [
+        attr(s, "gateway.upstream"),
+        attr(s, "gateway.attempt"),
+        attr(s, "gateway.outcome"),
+        attr(s, "gateway.failure"),
+      ]);
+    expect(attempts).toContainEqual(["busy", "first", "failed", "status"]);
+    expect(attempts).toContainEqual(["answers-a", "retry", "answered", undefined]);
+    expect(attempts).toContainEqual(["slow", "first", "dismissed", undefined]);
+    expect(attempts).toContainEqual(["answers-b", "hedge", "answered", undefined]);
   });
 });
 

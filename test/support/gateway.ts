@@ -12,6 +12,7 @@ import { StaticKeyStore } from "../../src/keys/static-store.js";
 import type { KeyStore } from "../../src/keys/types.js";
 import { createLogger } from "../../src/log.js";
 import { createProxyServer, type ProxyServer, type ProxyServerOptions } from "../../src/proxy/server.js";
+import { startTracing } from "../../src/tracing/start.js";
 
 export const DOMAIN = "gw.test";
 /** Test keys: one with every network, one limited to `eth`, one dedicated-plan key. */
@@ -100,10 +101,13 @@ export async function startGateway(options: StartOptions = {}): Promise<RunningG
     limits: { ...DEFAULT_LIMITS, drainTimeoutMs: 0, ...limits },
   };
   const logs: string[] = [];
+  const logger = createLogger("debug", (line) => logs.push(line));
+  const tracing = await startTracing(config.tracing, logger);
   const gateway = createProxyServer({
     config,
     keys: keyStore ?? new StaticKeyStore(config.keys, config.defaultRate),
-    logger: createLogger("debug", (line) => logs.push(line)),
+    logger,
+    ...(tracing ? { tracing } : {}),
     ...(dispatcherFactory ? { dispatcherFactory } : {}),
     ...(heads ? { heads } : {}),
     ...(sharedAnswers ? { sharedAnswers } : {}),
