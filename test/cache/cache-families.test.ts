@@ -34,12 +34,25 @@ const FINAL_CALLS: Readonly<Record<string, { readonly method: string; readonly p
   "bitcoin-core": { method: "getblockhash", params: [0] },
   "dogecoin-core": { method: "getblockhash", params: [0] },
   starknet: { method: "starknet_chainId", params: [] },
+  ckb: { method: "get_block_hash", params: ["0x0"] },
 };
 
 /** What the REST nodes answer beyond their head and chain calls: the final routes above. */
 const MORE_ANSWERS: Readonly<Record<string, Record<string, TypicalAnswer>>> = {
   tezos: { "GET /chains/main/chain_id": { result: ({ chain }) => chain } },
   algod: { "GET /v2/blocks/1000": { result: () => ({ block: { rnd: 1000, gen: "mainnet-v1.0" } }) } },
+  // CKB: the block hash at a height, null above its tip (rpc/README.md get_block_hash); block 0 is mainnet's genesis
+  ckb: {
+    get_block_hash: {
+      result: ({ height }, params) => {
+        const number = Number(BigInt(String((params as unknown[])[0])));
+        if (number > height) return null;
+        return number === 0
+          ? "0x92b197aa1fba0f63633922c61c92375c9c074a93e85963554f5499fe1450d0e5"
+          : `0x${(number + 0xc4b0000).toString(16).padStart(64, "0")}`;
+      },
+    },
+  },
 };
 
 interface Case {
