@@ -74,10 +74,12 @@ export class PendingCalls {
     this.#byId.delete(id);
   }
 
-  /** The call, sent again in another message. */
+  /** The call, sent again in another message; that message carries on the first one's span, if any. */
   resend(id: string, message: Outgoing): void {
     const pending = this.#byId.get(id);
-    if (pending !== undefined) this.#byId.set(id, { ...pending, message });
+    if (pending === undefined) return;
+    if (message.span === undefined) message.span = pending.message.span;
+    this.#byId.set(id, { ...pending, message });
   }
 
   /** A batch whose calls `ids` went upstream, and whose `refused` calls are answered with the node's answer. */
