@@ -21,6 +21,7 @@ import type { JsonRpcPolicy } from "../registry/types.js";
 import { endMessage } from "../tracing/span-ends.js";
 import type { RequestTrace } from "../tracing/tracing.js";
 import type { Upstream } from "../upstream/upstreams.js";
+import type { CachedCalls } from "./cached-calls.js";
 import { CLOSE } from "./close-codes.js";
 import { deliver, type FillContext, recordStart } from "./gap-fill.js";
 import { GatewayCalls } from "./gateway-calls.js";
@@ -62,6 +63,8 @@ export interface ConnectionOptions {
   readonly usage: UsageRecorder | undefined;
   /** The upgrade's trace, when it was sampled: every message of the connection is traced under it. */
   readonly trace: RequestTrace | undefined;
+  /** The label's answer cache, for single calls (cached-calls.ts); undefined when the label has none. */
+  readonly cache: CachedCalls | undefined;
   readonly reconnect: Reconnect;
   /** A write the connection sent was answered: its label's answers read at the head end (src/cache/). */
   readonly onWrite: () => void;
@@ -369,9 +372,12 @@ export class Connection {
 
   /** Sends what passed upstream and returns the answer for what did not. */
   #send(message: Charged<CheckedMessage>, text: string, seen: MessageSeen): string | undefined {
+    const looked = message.batch ? undefined : this.#lookup(message.checked[0]);
+    if (looked !== undefined && "answer" in looked) return looked.answer;
     const outgoing: Outgoing = { text: undefined, calls: [], batch: message.batch, sent: false };
     const pending: Pending[] = [];
     const checked = message.checked.map((call) => this.#admit(call, outgoing, pending));
+    if (looked !== undefined && pending[0] !== undefined) pending[0].keep = looked.keep;
     const passed = checked.filter((c): c is PassedCall => c.ok);
     const refused = checked.filter((c) => !c.ok).map((c) => c.json);
     if (passed.length === 0) return message.batch ? `[${refused.join(",")}]` : (checked[0] as Checked).json;
@@ -392,6 +398,15 @@ export class Connection {
     if (ids.size === 0) return `[${refused.join(",")}]`;
     this.#pending.holdRefusals(ids, refused);
     return undefined;
+  }
+
+  /** The cache's answer to a single call, or what to keep of the node's: a read only, never a write. */
+  #lookup(checked: Checked | undefined): ReturnType<CachedCalls["lookup"]> {
+    const cache = this.#options.cache;
+    if (cache === undefined || checked === undefined || !checked.ok) return undefined;
+    if (checked.access !== "shared" && checked.access !== "dedicated") return undefined;
+    if (this.#policy.writes.has(checked.method)) return undefined;
+    return cache.lookup(checked);
   }
 
   /** Reserves in-flight and subscription slots at the moment a call is sent, so a burst cannot overshoot. */
@@ -489,6 +504,7 @@ export class Connection {
     subscribed: (call, id) => this.#remember(call, id),
     unsubscribed: (target) => this.#remembered.remove(target),
     wrote: () => this.#options.onWrite(),
+    kept: (keep, members) => this.#options.cache?.keep(keep, members),
     answered: (message) =>
       endMessage(
         message.span,

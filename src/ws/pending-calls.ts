@@ -1,6 +1,7 @@
 import type { Span } from "@opentelemetry/api";
 import type { PassedCall } from "../jsonrpc/check.js";
 import { mergeBatchAnswer } from "../jsonrpc/merge.js";
+import type { CacheKeep } from "./cached-calls.js";
 import type { Subscription } from "./subscriptions.js";
 
 /** A client message sent upstream, or waiting to be while the connection moves. */
@@ -23,6 +24,8 @@ export interface Pending {
   readonly write: boolean;
   /** An unsubscribe's subscription. */
   readonly target: Subscription | undefined;
+  /** A call the cache missed: what it keeps of the node's answer (cached-calls.ts). */
+  keep?: CacheKeep | undefined;
 }
 
 /** What settling a node's answer tells the connection about its subscriptions, and about its writes. */
@@ -35,6 +38,8 @@ export interface Settled {
   wrote(): void;
   /** The last of a traced message's calls was answered. */
   answered(message: Outgoing): void;
+  /** A call the cache missed was answered: the cache may keep the answer. */
+  kept(keep: CacheKeep, members: ReadonlyMap<string, string>): void;
 }
 
 /**
@@ -99,6 +104,7 @@ export class PendingCalls {
       ids.push(id);
       const result = members.has("error") ? undefined : members.get("result");
       if (pending.write) settled.wrote();
+      if (pending.keep !== undefined) settled.kept(pending.keep, members);
       if (pending.kind === "subscribe") {
         this.#reservedSubscriptions--;
         if (result !== undefined) settled.subscribed(pending.call, result);

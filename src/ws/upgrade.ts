@@ -13,8 +13,10 @@ import type { ErrorBoundary } from "../pipeline/boundary.js";
 import type { Mounted, Stages } from "../pipeline/stages.js";
 import { callerTraceParent, TRACE_PARENT_HEADER } from "../tracing/trace-parent.js";
 import type { RequestTrace, Tracing } from "../tracing/tracing.js";
+import type { UpstreamGroup } from "../upstream/group.js";
 import { openWebSocket } from "../upstream/policy.js";
 import type { Upstream } from "../upstream/upstreams.js";
+import { CachedCalls } from "./cached-calls.js";
 import { CLOSE } from "./close-codes.js";
 import { Connection } from "./connection.js";
 
@@ -191,6 +193,7 @@ export class WebSocketGateway implements WebSocketCounts {
       metrics: this.#metrics,
       usage: this.#usage,
       trace: typeof admitted.trace === "object" ? admitted.trace : undefined,
+      cache: cachedCallsOf(group, mounted),
       reconnect: (wanted, callback) =>
         openWebSocket(group, this.#config.limits, wanted, callback, nodeHandshakeHeaders(admitted)),
       // as over HTTP: a caller reads its own write, not an answer the cache kept from before it
@@ -239,6 +242,13 @@ export class WebSocketGateway implements WebSocketCounts {
       decrement(this.#perIp, admitted.ip);
     };
   }
+}
+
+/** The label's answer cache for a connection's single calls, when the label has one and its reads have rules. */
+function cachedCallsOf(group: UpstreamGroup, mounted: Mounted): CachedCalls | undefined {
+  const reads = mounted.mount.policy.jsonrpc?.reads;
+  if (group.cache === undefined || reads?.cache === undefined) return undefined;
+  return new CachedCalls(group, reads, mounted.mount.head);
 }
 
 /** The node's handshake carries the upgrade's id and trace, as an HTTP request's node request does. */

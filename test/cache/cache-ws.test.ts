@@ -1,0 +1,72 @@
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { DEFAULT_CACHE } from "../../src/config/defaults.js";
+import { DOMAIN, KEYS, type RunningGateway, startGateway } from "../support/gateway.js";
+import { evmNode, type LoopbackWsNode, startLoopbackWsNode } from "../support/loopback-ws-node.js";
+import { resolveTestHosts } from "../support/test-hosts.js";
+import { Client } from "../support/ws-client.js";
+
+// The answer cache over a WebSocket (docs/cache.md, "WebSockets"): a single call the label's cache may
+// answer is answered from it with the caller's own id and never reaches the node; a batch, a subscription
+// and a write always do; the same cache serves both connections of a label.
+
+const HASH = `0x${"ab".repeat(32)}`;
+const BLOCK = { number: "0x5", hash: HASH, parentHash: `0x${"cd".repeat(32)}`, transactions: [] };
+
+describe("the answer cache over a WebSocket", () => {
+  let node: LoopbackWsNode;
+  let gw: RunningGateway;
+  let restore: () => void;
+  const url = () => `ws://eth.${DOMAIN}:${gw.port}/${KEYS.all}`;
+  const count = (method: string) => node.methods().filter((m) => m === method).length;
+
+  beforeAll(async () => {
+    restore = resolveTestHosts();
+    node = await startLoopbackWsNode(
+      evmNode({ eth_getBlockByHash: BLOCK, eth_sendRawTransaction: `0x${"12".repeat(32)}` }),
+    );
+    gw = await startGateway({ upstreams: { eth: [node.url] }, cache: { ...DEFAULT_CACHE, enabled: true } });
+  });
+  afterAll(async () => {
+    await gw?.close();
+    await node?.close();
+    restore?.();
+  });
+
+  it("answers a final call from the cache, with each caller's id, on every connection of the label", async () => {
+    const a = await Client.open(url());
+    const b = await Client.open(url());
+    const answers = [
+      await a.call("eth_chainId"),
+      await a.call("eth_chainId"),
+      await b.call("eth_chainId"),
+      await a.call("eth_getBlockByHash", [HASH, false]),
+      await b.call("eth_getBlockByHash", [HASH, false]),
+    ];
+    expect(answers.map((x) => x.result)).toEqual(["0x1", "0x1", "0x1", BLOCK, BLOCK]);
+    // each answer carries its own call's id (call() waits for the answer to the id it sent), a string id too
+    b.ws.send('{"jsonrpc":"2.0","id":"the-caller\'s","method":"eth_chainId","params":[]}');
+    expect(await b.waitFor((text) => text.includes('"id":"the-caller\'s"'))).toBe(
+      '{"jsonrpc":"2.0","id":"the-caller\'s","result":"0x1"}',
+    );
+    expect(count("eth_chainId")).toBe(1);
+    expect(count("eth_getBlockByHash")).toBe(1);
+    expect(await gw.metric("gateway_cache_requests_total", { label: "eth", outcome: "hit" })).toBe(4);
+    a.close();
+    b.close();
+  });
+
+  it("sends a write, a batch and a subscription to the node every time", async () => {
+    const client = await Client.open(url());
+    const before = count("eth_chainId");
+    await client.call("eth_sendRawTransaction", ["0x02"]);
+    await client.call("eth_sendRawTransaction", ["0x02"]);
+    expect(count("eth_sendRawTransaction")).toBe(2);
+    client.ws.send(JSON.stringify([{ jsonrpc: "2.0", id: 91, method: "eth_chainId", params: [] }]));
+    await client.waitFor((text) => text.includes('"id":91'));
+    expect(count("eth_chainId")).toBe(before + 1);
+    const subscribed = await client.call("eth_subscribe", ["newHeads"]);
+    expect(typeof subscribed.result).toBe("string");
+    expect(count("eth_subscribe")).toBe(1);
+    client.close();
+  });
+});
