@@ -1,12 +1,13 @@
 import type { ServerResponse } from "node:http";
 import { learnHeights, showsHeight } from "../answers/examined.js";
 import { ANY_ORIGIN } from "../errors/respond.js";
+import { GatewayError } from "../errors/table.js";
 import { addRequestId, withRequestId } from "../http/request-id.js";
 import type { PassedCall } from "../jsonrpc/check.js";
 import { scanMembers } from "../jsonrpc/scan.js";
 import type { UpstreamFields } from "../upstream/call-run.js";
 import { fetchWhole, type RelayDone, type UpstreamCall } from "../upstream/policy.js";
-import { type AnswerCache, withId } from "./answer-cache.js";
+import { type AnswerCache, FINAL, withId } from "./answer-cache.js";
 import type { CacheRead } from "./cache-read.js";
 import { keptMembers } from "./kept-answer.js";
 import { CACHE_HEADER, EXPOSED } from "./relay-cached.js";
@@ -19,10 +20,11 @@ export interface BatchRead {
 
 /**
  * 7, for a batch the cache may answer in part (docs/cache.md): the calls it holds live answers to are
- * answered from it, and the rest go to a node as one batch, whose answers are kept as a single call's
- * would be. The caller gets one array, each answer with its own id, in the order of its calls; `x-cache`
- * says `hit` when no call went to a node. An answer the node gave in no array (it refused the batch) goes
- * to the caller as the node sent it.
+ * answered from it, then those final answers another instance shared through Redis, and the rest go to a
+ * node as one batch, whose answers are kept as a single call's would be (and shared when final). The caller
+ * gets one array, each answer with its own id, in the order of its calls; `x-cache` says `hit` when no call
+ * went to a node. An answer the node gave in no array (it refused the batch) goes to the caller as the node
+ * sent it.
  */
 export function relayCachedBatch(
   call: UpstreamCall,
@@ -39,6 +41,48 @@ export function relayCachedBatch(
     cache.counts.hit++;
     return withId(entry, c.id ?? "null");
   });
+  const run = { call, batch, cache, res, note, done, epoch, parts };
+  // a final answer another instance fetched is in the shared layer; an answer read at the head never is
+  const shared = cache.shared;
+  const sharable = batch.flatMap(({ call: c, read }, i) =>
+    parts[i] === undefined && read !== undefined && read.lifetime.kind !== "head" ? [{ c, read, i }] : [],
+  );
+  if (shared === undefined || !shared.up || sharable.length === 0) {
+    fromNode(run);
+    return;
+  }
+  Promise.all(sharable.map(({ read }) => shared.get(call.group.label, read.key))).then(
+    (found) => {
+      found.forEach((entry, n) => {
+        const { c, read, i } = sharable[n] as (typeof sharable)[number];
+        // an archive node's answer is kept for keys with archive access, which a batch never reads as
+        if (entry === undefined || entry.tier === "archive") return;
+        cache.counts.hit++;
+        cache.set(read.key, { ...entry, epoch: FINAL, expiresAt: Number.POSITIVE_INFINITY });
+        parts[i] = withId(entry, c.id ?? "null");
+      });
+      fromNode(run);
+    },
+    // a bug past the lookup (the shared layer answers its own failures with undefined)
+    () => done(new GatewayError("INTERNAL")),
+  );
+}
+
+/** The batch's state between its lookups and the node's answer. */
+interface BatchRun {
+  readonly call: UpstreamCall;
+  readonly batch: readonly BatchRead[];
+  readonly cache: AnswerCache;
+  readonly res: ServerResponse;
+  readonly note: UpstreamFields & { cache: string | undefined };
+  readonly done: RelayDone;
+  readonly epoch: number;
+  /** Each call's answer with its id, once the cache or the node gave it. */
+  readonly parts: (Buffer | undefined)[];
+}
+
+/** The calls no cache answered, to a node as one batch; the caller's array once it answers. */
+function fromNode({ call, batch, cache, res, note, done, epoch, parts }: BatchRun): void {
   const missing = batch.filter((_, i) => parts[i] === undefined);
   if (missing.length === 0) {
     note.cache = "hit";
@@ -65,7 +109,11 @@ export function relayCachedBatch(
       if (members === undefined) return;
       const kept = keptMembers(members, 200, read ?? UNCACHED, call.group, cache.settings, epoch);
       if (kept === undefined) return;
-      if (read !== undefined && kept.store) cache.set(read.key, { ...kept.entry, tier: undefined });
+      if (read !== undefined && kept.store) {
+        const entry = { ...kept.entry, tier: undefined };
+        cache.set(read.key, entry);
+        if (entry.epoch === FINAL) cache.shared?.put(call.group.label, read.key, entry);
+      }
       parts[i] = withId(kept.entry, c.id ?? "null");
     });
     sendArray(res, parts, "miss");

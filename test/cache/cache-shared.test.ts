@@ -83,6 +83,37 @@ describe.skipIf(own.skip)(
       expect(shared[1]?.counts.hit).toBeGreaterThanOrEqual(1);
     });
 
+    it("a batch's final answers are shared both ways: kept by one instance's batch, served to the other's", async () => {
+      const batch = async (gw: RunningGateway, numbers: string[], firstId: number) => {
+        const answer = await gw.call("eth", `/${KEYS.all}`, {
+          body: JSON.stringify(
+            numbers.map((n, i) => ({
+              jsonrpc: "2.0",
+              id: firstId + i,
+              method: "eth_getBlockByNumber",
+              params: [n, false],
+            })),
+          ),
+        });
+        return {
+          json: answer.json as { id: number; result: { number: string } }[],
+          cache: answer.headers["x-cache"],
+        };
+      };
+      const stored = shared[0]?.counts.stored ?? 0;
+      const first = await batch(a, ["0x7", "0x8"], 1);
+      expect(first.cache).toBe("miss");
+      await eventually(() => (shared[0]?.counts.stored ?? 0) >= stored + 2, 2_000, "a's two answers stored");
+      // b's batch finds both in Redis: no call of it reaches the node, each answer with b's caller's id
+      const onB = await batch(b, ["0x8", "0x7"], 50);
+      expect(onB.cache).toBe("hit");
+      expect(onB.json.map((x) => [x.id, x.result.number])).toEqual([
+        [50, "0x8"],
+        [51, "0x7"],
+      ]);
+      expect([reached("0x7"), reached("0x8")]).toEqual([1, 1]);
+    });
+
     it("an answer read at the head is not shared", async () => {
       const latest = (
         await a.call("eth", `/${KEYS.all}`, {
