@@ -193,8 +193,11 @@ function checkReads(iface: InterfaceSpec, path: YamlPath, report: Report): void 
   if (rules === undefined) return;
   if (iface.family === "jsonrpc" && rules.at === undefined)
     report(path, "a jsonrpc interface's reads need at");
-  if (iface.family === "rest" && (rules.at !== undefined || rules.paths === undefined))
-    report(path, "a rest interface's reads name blocks by paths, not at");
+  if (
+    iface.family === "rest" &&
+    (rules.at !== undefined || (rules.paths === undefined && rules.bodies === undefined))
+  )
+    report(path, "a rest interface's reads name blocks by paths or bodies, not at");
   const served = new Set(Object.values(iface.methods ?? {}).flat());
   const at = rules.at ?? {};
   for (const method of Object.keys(at))
@@ -233,11 +236,14 @@ function checkCacheRules(
 ): void {
   const cache = rules.cache;
   if (cache === undefined) return;
-  if (rules.paths !== undefined) {
-    // a REST interface: block reads by the paths that name a block; a finality call is JSON-RPC's
+  if (rules.paths !== undefined || rules.bodies !== undefined) {
+    // a REST interface: block reads by the paths or bodies that name a block; a finality call is JSON-RPC's
     for (const prefix of cache.atBlock ?? [])
-      if (rules.paths[prefix] === undefined)
-        report([...path, "atBlock"], `"${prefix}" is not a prefix in reads.paths`);
+      if (rules.paths?.[prefix] === undefined && rules.bodies?.[prefix] === undefined)
+        report(
+          [...path, "atBlock"],
+          `"${prefix}" is not a prefix in reads.paths nor a route in reads.bodies`,
+        );
     for (const shape of cache.always ?? [])
       if (!shape.startsWith("GET /")) report([...path, "always"], `"${shape}" is not a GET route shape`);
     if (cache.finalized !== undefined && !("depth" in cache.finalized))

@@ -26,6 +26,8 @@ export interface CacheRead {
   readonly rules: CacheRules;
   /** A REST answer: kept whole, with its content type, and no id in it. */
   readonly rest?: true;
+  /** The member a REST node answers its errors in, with a success status (java-tron's `Error`): never kept. */
+  readonly errorMember?: string | undefined;
 }
 
 const ALWAYS: Lifetime = { kind: "always" };

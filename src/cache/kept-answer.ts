@@ -98,11 +98,15 @@ function keptRest(
   const body = answer.body;
   const at = answer.headers.findIndex((name, i) => i % 2 === 0 && name.toLowerCase() === "content-type");
   const contentType = at < 0 ? "application/json" : (answer.headers[at + 1] as string);
-  const final = answer.statusCode === 200 && isFinal(read, group, undefined);
   const text = body.length <= 8 ? body.toString("latin1").trim() : "";
-  const empty = text === "null" || text === "[]";
+  // java-tron answers a block or transaction it does not have with {}
+  const empty = text === "null" || text === "[]" || text === "{}";
+  // a block named by its id that the node has not seen yet is no answer about it
+  const byHash = read.lifetime.kind === "block" && read.lifetime.block < 0;
+  const ok = answer.statusCode === 200 && !(empty && byHash) && !errorIn(body, read.errorMember);
+  const final = ok && isFinal(read, group, undefined);
   const store =
-    answer.statusCode === 200 &&
+    ok &&
     (final || (!empty && settings.headRelative && settings.headMaxAgeMs > 0 && group.served.epoch === epoch));
   return {
     entry: {
@@ -114,6 +118,13 @@ function keptRest(
     },
     store,
   };
+}
+
+/** Whether a REST answer is an error a node sends with a success status (java-tron's `{"Error": …}`). */
+function errorIn(body: Buffer, member: string | undefined): boolean {
+  if (member === undefined || body[0] !== 0x7b) return false;
+  const members = scanMembers(body.toString("utf8"));
+  return members.length === 1 && (members[0] as ReadonlyMap<string, string>).has(member);
 }
 
 /**

@@ -12,6 +12,7 @@ import type { Mounted } from "../pipeline/stages.js";
 import { routeUnits } from "../plans/compute-units.js";
 import { matchRoute } from "../registry/match-route.js";
 import type { Authorized, Family, FamilySettings, RoutedRequest } from "./family.js";
+import { type BodyBlock, bodyReads } from "./rest-body-reads.js";
 
 // Bodies a REST node takes: JSON for most, raw bytes for signed transactions (algod takes msgpack).
 const BODY_TYPES = new Set([
@@ -71,16 +72,30 @@ export function routeRest(req: IncomingMessage, mounted: Mounted, settings: Fami
     ? mounted.mount.policy.contracts?.[`POST ${match.shape}`]
     : undefined;
   const rules = mounted.mount.policy.restReads;
+  const cacheable = rules?.cache !== undefined && !write && match.access !== "stream";
+  const accept = rawHeader(req.rawHeaders, "accept") ?? "application/json";
+  const { path, query } = mounted.admitted.target;
+  const member = rules?.bodies?.[match.shape];
+  const bodyBlock: BodyBlock | undefined =
+    rules === undefined || member === undefined || write
+      ? undefined
+      : {
+          rules,
+          shape: match.shape,
+          member,
+          cacheKey: cacheable ? `${route}\n${path}${query}\n${accept}` : undefined,
+          errorMember: mounted.mount.policy.errorMember,
+        };
   const cache =
-    rules?.cache === undefined || write || match.access === "stream"
+    !cacheable || rules === undefined || bodyBlock !== undefined
       ? undefined
       : restCacheRead(rules, {
           route,
           shape: match.shape,
           segments: mounted.segments,
-          path: mounted.admitted.target.path,
-          query: mounted.admitted.target.query,
-          accept: rawHeader(req.rawHeaders, "accept") ?? "application/json",
+          path,
+          query,
+          accept,
           isHead: isHeadCall(mounted, method),
         });
   return new RestRequest(
@@ -89,8 +104,10 @@ export function routeRest(req: IncomingMessage, mounted: Mounted, settings: Fami
     route,
     match.access === "stream",
     write,
-    readsOf(mounted, method, match.shape),
+    bodyBlock === undefined ? readsOf(mounted, method, match.shape) : undefined,
     cache,
+    bodyBlock,
+    query,
     routeUnits(mounted.mount.policy.computeUnits, route, mounted.admitted.endpoint),
     contractAt === undefined ? undefined : { rules: keyRules as KeyRules, at: contractAt },
   );
@@ -124,6 +141,9 @@ class RestRequest implements RoutedRequest {
   readonly #write: boolean;
   readonly #reads: ReadNeed | undefined;
   readonly #cache: CacheRead | undefined;
+  /** The route names its block in its body or query: its reads and cache read are known at authorize. */
+  readonly #bodyBlock: BodyBlock | undefined;
+  readonly #query: string;
   readonly #units: number;
   /** The key's contract list, and where this route's body names its contract. */
   readonly #contract: { readonly rules: KeyRules; readonly at: readonly string[] } | undefined;
@@ -136,6 +156,8 @@ class RestRequest implements RoutedRequest {
     write: boolean,
     reads: ReadNeed | undefined,
     cache: CacheRead | undefined,
+    bodyBlock: BodyBlock | undefined,
+    query: string,
     units: number,
     contract: { readonly rules: KeyRules; readonly at: readonly string[] } | undefined,
   ) {
@@ -146,6 +168,8 @@ class RestRequest implements RoutedRequest {
     this.#write = write;
     this.#reads = reads;
     this.#cache = cache;
+    this.#bodyBlock = bodyBlock;
+    this.#query = query;
     this.#units = units;
     this.#contract = contract;
     this.readsBody = WITH_BODY.has(method);
@@ -161,11 +185,10 @@ class RestRequest implements RoutedRequest {
       headers["content-type"] = media;
     }
     const contract = this.#contract;
-    if (
-      contract !== undefined &&
-      !contract.rules.allowsContracts(addressesAt({ body: jsonOf(body) }, contract.at))
-    )
+    const json = contract !== undefined || this.#bodyBlock !== undefined ? jsonOf(body) : undefined;
+    if (contract !== undefined && !contract.rules.allowsContracts(addressesAt({ body: json }, contract.at)))
       throw new GatewayError("KEY_SETTING_REFUSED", { setting: "contracts", route: this.#route });
+    const named = this.#bodyBlock === undefined ? undefined : bodyReads(this.#bodyBlock, json, this.#query);
     return {
       cost: 1,
       computeUnits: this.#units,
@@ -177,8 +200,8 @@ class RestRequest implements RoutedRequest {
         body: this.readsBody ? body : undefined,
         stream: this.#stream,
         write: this.#write,
-        reads: this.#reads,
-        restCache: this.#cache,
+        reads: named === undefined ? this.#reads : named.reads,
+        restCache: named === undefined ? this.#cache : named.cache,
       },
       refusals: undefined,
       method: undefined,

@@ -82,6 +82,11 @@ export interface ReadRules {
    * (`/chains/{}/blocks/{}`), and the segment's place below the mount (3).
    */
   readonly paths?: Readonly<Record<string, number>>;
+  /**
+   * A REST interface's routes that name a block in a member of their JSON body, or in the query parameter
+   * of that name for a GET (java-tron's `{"num": 5}`, `?num=5`): the route's shape to the member.
+   */
+  readonly bodies?: Readonly<Record<string, string>>;
   /** Method → the member path, in the answer's `result`, of the height of the block it read. */
   readonly heightIn?: Readonly<Record<string, readonly string[]>>;
   /** Method → how it takes a block range, for calls whose answer is a list of what the range holds. */
@@ -210,7 +215,7 @@ export interface BlockParamRule {
  * GET answers the cache keeps: `cache.always` names route shapes (`GET /v2/genesis`), `cache.atBlock` the
  * `paths` prefixes whose block segment says how long an answer lives, `cache.finalized` a depth.
  */
-export type RestReadRules = Pick<ReadRules, "block" | "paths" | "cache">;
+export type RestReadRules = Pick<ReadRules, "block" | "paths" | "bodies" | "cache">;
 
 /**
  * What the WebSocket relay needs to move a connection's subscriptions to another node when its own goes

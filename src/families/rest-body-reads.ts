@@ -1,0 +1,61 @@
+import { namedBlock, ReadNeed } from "../answers/read-need.js";
+import { type CacheRead, canonical, type Lifetime } from "../cache/cache-read.js";
+import type { RestReadRules } from "../registry/types.js";
+
+/**
+ * A REST route that names its block in a member of its JSON body, or in the query parameter of that name
+ * for a GET (registry `reads.bodies`: java-tron's `{"num": 5}`, `{"value": "<block id>"}`, `?num=5`). What
+ * the request needs of a node, and what the cache may answer it with, are known only once its body is read.
+ */
+export interface BodyBlock {
+  readonly rules: RestReadRules;
+  readonly shape: string;
+  readonly member: string;
+  /** The request's cache key without its body (route, path, query, accept); undefined: never cached. */
+  readonly cacheKey: string | undefined;
+  /** The member a node answers its errors in with a 200 (java-tron's `Error`). */
+  readonly errorMember: string | undefined;
+}
+
+/** The block the request names: its JSON body's member, else its query parameter (a number when digits). */
+function namedValue(member: string, json: unknown, query: string): unknown {
+  if (json !== null && typeof json === "object" && !Array.isArray(json))
+    return (json as Record<string, unknown>)[member];
+  const value = query === "" ? null : new URLSearchParams(query).get(member);
+  if (value === null) return undefined;
+  return /^\d{1,15}$/.test(value) ? Number(value) : value;
+}
+
+/**
+ * What the request needs of a node (a numbered block it must have reached) and what the cache may answer
+ * it with: by the block it names, final at or below the finalized height, or when named by its id.
+ */
+export function bodyReads(
+  block: BodyBlock,
+  json: unknown,
+  query: string,
+): { readonly reads: ReadNeed | undefined; readonly cache: CacheRead | undefined } {
+  const value = namedValue(block.member, json, query);
+  // a request that names no block is the node's to refuse (java-tron answers an Error): nothing to read by
+  const named = value === undefined ? "none" : namedBlock(block.rules.block, value);
+  if (named === "none" || named === "head") return { reads: undefined, cache: undefined };
+  let reads: ReadNeed | undefined;
+  if (typeof named === "number") {
+    reads = new ReadNeed();
+    reads.single = true;
+    reads.highestBlock = named;
+  }
+  const rules = block.rules.cache;
+  if (block.cacheKey === undefined || rules === undefined || !rules.atBlock?.includes(block.shape))
+    return { reads, cache: undefined };
+  const lifetime: Lifetime = { kind: "block", block: named === "hash" ? -1 : named };
+  const cache: CacheRead = {
+    key: `${block.cacheKey}\n${json === undefined ? "" : canonical(json, undefined)}`,
+    lifetime,
+    id: "",
+    rules,
+    rest: true,
+    errorMember: block.errorMember,
+  };
+  return { reads, cache };
+}
