@@ -13,6 +13,7 @@ import { nodeState, softwareNode } from "../support/software-node.js";
 // the block the node ahead just made must never get that null.
 
 const vet = endpointsByLabel.get("vet") as Endpoint;
+const trx = endpointsByLabel.get("trx") as Endpoint;
 const H = 20_000_000;
 
 describe("a REST read of a numbered block reaches a node that has it (loopback VeChain Thor)", () => {
@@ -53,5 +54,37 @@ describe("a REST read of a numbered block reaches a node that has it (loopback V
       expect(r.status).toBe(200);
       expect(r.json, `read ${i}`).toMatchObject({ number: H + 1 });
     }
+  });
+});
+
+// And one that names it in its JSON body (registry `reads.bodies`): java-tron's POST /wallet/getblockbynum
+// {"num": n}, which a node that does not have the block answers with 200 and {}.
+describe("a REST read naming its block in its body reaches a node that has it (loopback java-tron)", () => {
+  let nodes: LoopbackNode[];
+  let gw: RunningGateway;
+  const T = 70_000_000;
+
+  beforeAll(async () => {
+    nodes = await Promise.all(
+      [T + 1, T].map((height) => startLoopbackNode(softwareNode(trx, nodeState(trx, height)))),
+    );
+    const list = nodes.map((node, i) => ({ url: node.url, name: i === 0 ? "ahead" : "behind" }));
+    gw = await startGateway({
+      upstreams: { trx: Object.fromEntries(trx.mounts.map((m) => [m.path, list])) },
+      health: { ...DEFAULT_HEALTH, probeIntervalMs: 100 },
+    });
+    await everyNodeInRotation(gw, "trx");
+  });
+  afterAll(async () => {
+    await gw?.close();
+    await Promise.all((nodes ?? []).map((node) => node.close()));
+  });
+
+  it("10 reads of the block only the node ahead has, by its POST body: never {}", async () => {
+    for (let i = 0; i < 10; i++) {
+      const posted = await gw.call("trx", `/${KEYS.all}/wallet/getblockbynum`, { body: `{"num":${T + 1}}` });
+      expect(posted.json, `POST ${i}`).toMatchObject({ block_header: { raw_data: { number: T + 1 } } });
+    }
+    expect(nodes[1]?.requests.filter((r) => r.body.includes(`${T + 1}`))).toEqual([]);
   });
 });
