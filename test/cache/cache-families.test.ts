@@ -22,11 +22,15 @@ const PROBE_MS = 100;
  * A call of each interface whose answer can no longer change: by its registry rules (an `always` method,
  * the genesis block, a block at or below the finalized height), and one its node software answers.
  */
-const FINAL_CALLS: Readonly<Record<string, { readonly method: string; readonly params?: unknown }>> = {
+const FINAL_CALLS: Readonly<
+  Record<string, { readonly method: string; readonly params?: unknown; readonly body?: unknown }>
+> = {
   // REST: the route, which the node answers (MORE_ANSWERS)
   tezos: { method: "GET /chains/main/chain_id" },
   algod: { method: "GET /v2/blocks/1000" },
   "vechain-thor": { method: "GET /blocks/0" },
+  // a REST route that names its block in its body (reads.bodies)
+  "nem-nis1": { method: "POST /block/at/public", body: { height: 2 } },
   ethereum: { method: "eth_chainId", params: [] },
   substrate: { method: "chain_getBlockHash", params: [0] },
   near: { method: "block", params: { block_id: HEIGHT - 10 } },
@@ -41,6 +45,21 @@ const FINAL_CALLS: Readonly<Record<string, { readonly method: string; readonly p
 const MORE_ANSWERS: Readonly<Record<string, Record<string, TypicalAnswer>>> = {
   tezos: { "GET /chains/main/chain_id": { result: ({ chain }) => chain } },
   algod: { "GET /v2/blocks/1000": { result: () => ({ block: { rnd: 1000, gen: "mainnet-v1.0" } }) } },
+  // NIS1 BlockController.blockAt: the block at a height, as its JSON serializer writes it
+  "nem-nis1": {
+    "POST /block/at/public": {
+      result: (_state, body) => ({
+        timeStamp: 9_232_000 + Number((body as { height?: number }).height),
+        signature: "ab".repeat(64),
+        prevBlockHash: { data: "cd".repeat(32) },
+        type: 1,
+        transactions: [],
+        version: 1744830465,
+        signer: "ef".repeat(32),
+        height: (body as { height?: number }).height,
+      }),
+    },
+  },
   // CKB: the block hash at a height, null above its tip (rpc/README.md get_block_hash); block 0 is mainnet's genesis
   ckb: {
     get_block_hash: {
@@ -105,12 +124,17 @@ describe("the answer cache on every interface with cache rules (loopback nodes o
   });
 
   /** A call through the gateway: a JSON-RPC body, or a REST route (`GET /path`). */
-  async function send(c: Case, call: Record<string, unknown> | string) {
+  async function send(c: Case, call: Record<string, unknown> | string, restBody?: unknown) {
     const rest = typeof call === "string";
     const [method, path] = rest ? (call.split(" ") as [string, string]) : ["POST", ""];
+    const body = rest
+      ? restBody === undefined
+        ? undefined
+        : JSON.stringify(restBody)
+      : JSON.stringify(call);
     const answer = await gw.call(c.endpoint.label, `/${KEYS.all}${path}`, {
       method: method as "GET" | "POST",
-      ...(rest ? {} : { body: JSON.stringify(call), headers: { "content-type": "application/json" } }),
+      ...(body === undefined ? {} : { body, headers: { "content-type": "application/json" } }),
     });
     return {
       status: answer.status,
@@ -154,8 +178,8 @@ describe("the answer cache on every interface with cache rules (loopback nodes o
               ...(final.params === undefined ? {} : { params: final.params }),
             };
       const before = reached(c, final.method, final.params);
-      const first = await send(c, call("first"));
-      const second = await send(c, call(2));
+      const first = await send(c, call("first"), final.body);
+      const second = await send(c, call(2), final.body);
       expect(first.status, JSON.stringify(first.json)).toBe(200);
       expect(first.json.error ?? null).toBeNull();
       expect([first.cache, second.cache]).toEqual(["miss", "hit"]);
