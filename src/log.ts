@@ -44,7 +44,9 @@ export class AccessLine {
   /** The fields as JSON members, each read by name: a loop over names made every read a megamorphic one. */
   members(): string {
     let out = "";
-    if (this.requestId !== undefined) out += `,"requestId":${quoted(this.requestId)}`;
+    // an id is new with each request, and only letters, digits and ._:- (http/request-id.ts): no escaping, and
+    // kept out of the memo below, which would start over every 4096 requests
+    if (this.requestId !== undefined) out += `,"requestId":"${this.requestId}"`;
     if (this.label !== undefined) out += `,"label":${quoted(this.label)}`;
     if (this.key !== undefined) out += `,"key":${quoted(this.key)}`;
     if (this.route !== undefined) out += `,"route":${quoted(this.route)}`;

@@ -8,7 +8,10 @@ export function rawHeader(raw: readonly string[], name: string, first = false): 
   let value: string | undefined;
   for (let i = 0; i < raw.length; i += 2) {
     const field = raw[i] as string;
-    if (field.length !== name.length || field.toLowerCase() !== name) continue;
+    // the first letter, case folded, before a lower-cased copy: Content-Type is as long as X-Request-Id
+    if (field.length !== name.length || (field.charCodeAt(0) | 0x20) !== (name.charCodeAt(0) | 0x20))
+      continue;
+    if (field.toLowerCase() !== name) continue;
     const next = raw[i + 1] as string;
     if (first) return next;
     value = value === undefined ? next : `${value}, ${next}`;

@@ -240,25 +240,35 @@ export abstract class CallRun<Caller extends CallerSide = CallerSide> implements
   }
 }
 
+/** The request's headers and the upstream's own, which replace any of the same name. */
+function withNodeHeaders(headers: readonly string[], upstream: Upstream): string[] {
+  const own = upstream.headers;
+  const kept: string[] = [];
+  for (let i = 0; i < headers.length; i += 2) {
+    const name = headers[i] as string;
+    if (!Object.keys(own).some((key) => key.toLowerCase() === name.toLowerCase()))
+      kept.push(name, headers[i + 1] as string);
+  }
+  return [...kept, ...upstream.flatHeaders];
+}
+
 function dispatchOptions(
   upstream: Upstream,
   call: UpstreamCall,
   attempt: AttemptHandler,
   headersTimeout: number,
 ): CappedOptions {
-  const headers = upstream.hasHeaders ? { ...call.headers, ...upstream.headers } : call.headers;
-  // a traced request's node joins its trace under the attempt's span, or the request's when not sampled
+  // the operator's headers for the node win over the request's of the same name
+  const headers = upstream.hasHeaders ? withNodeHeaders(call.headers, upstream) : call.headers;
+  // a traced request's node joins its trace under the attempt's span
   const trace = call.trace;
   return {
     method: call.method,
     path: upstreamPath(upstream, call.path, call.query),
     headers:
       trace === undefined
-        ? headers
-        : {
-            ...headers,
-            [TRACE_PARENT_HEADER]: traceParentOf((attempt.span ?? trace.span).spanContext()),
-          },
+        ? (headers as string[])
+        : [...headers, TRACE_PARENT_HEADER, traceParentOf((attempt.span ?? trace.span).spanContext())],
     body: call.body ?? null,
     headersTimeout,
     // null leaves the pool's own bodyTimeout

@@ -32,7 +32,8 @@ export interface UpstreamCall {
   /** The caller's path below the key, and its query string with its "?" (or ""). */
   readonly path: string;
   readonly query: string;
-  readonly headers: Readonly<Record<string, string>>;
+  /** The node's request headers, as undici's flat list of names and values (pipeline/admitted.ts). */
+  readonly headers: readonly string[];
   readonly body: string | Buffer | undefined;
   /** A long-lived stream: no body timeout, chunks flushed as they arrive. */
   readonly stream: boolean;

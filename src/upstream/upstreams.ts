@@ -32,6 +32,8 @@ export class Upstream {
   readonly headers: Readonly<Record<string, string>>;
   /** Whether `headers` has any, so requests without them skip a merge. */
   readonly hasHeaders: boolean;
+  /** `headers` as a flat list of names and values, for the node's requests (call-run.ts). */
+  readonly flatHeaders: readonly string[];
   /** Where the node takes WebSocket connections. */
   readonly wsUrl: string;
   /** Fallbacks serve only while no primary is in rotation. */
@@ -42,7 +44,7 @@ export class Upstream {
   /** Smooth weighted round robin's running weight (`UpstreamGroup.choose`). */
   current = 0;
 
-  constructor(fields: Omit<Upstream, "current" | "effectiveWeight" | "dispatch" | "counts">) {
+  constructor(fields: Omit<Upstream, "current" | "effectiveWeight" | "dispatch" | "counts" | "flatHeaders">) {
     this.name = fields.name;
     this.metricName = fields.metricName;
     this.dispatcher = fields.dispatcher;
@@ -51,6 +53,7 @@ export class Upstream {
     this.baseQuery = fields.baseQuery;
     this.headers = fields.headers;
     this.hasHeaders = fields.hasHeaders;
+    this.flatHeaders = Object.entries(fields.headers).flat();
     this.wsUrl = fields.wsUrl;
     this.tier = fields.tier;
     this.weight = fields.weight;
