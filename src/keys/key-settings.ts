@@ -99,6 +99,9 @@ function checkedEntry(kind: (typeof KINDS)[number], entry: unknown, field: strin
 export type KeySetting = "origins" | "ips" | "methods" | "contracts";
 
 /** A key's settings compiled once per change of its grant, as the pipeline applies them. */
+/** How many client addresses a key's IP answers are kept for (allowsIp). */
+const IP_ANSWERS = 1024;
+
 export class KeyRules {
   readonly #origins:
     | readonly { scheme?: string; wildcard: boolean; host: string; port?: string }[]
@@ -107,6 +110,8 @@ export class KeyRules {
   readonly #methods: ((method: string) => boolean) | undefined;
   readonly #contracts: ReadonlySet<string> | undefined;
   readonly jwt: JwtVerifier | undefined;
+  /** Addresses checked against `#ips`, and their answers; started over past IP_ANSWERS of them. */
+  readonly #ipAnswers = new Map<string, boolean>();
 
   private constructor(settings: KeySettings) {
     this.#origins = settings.origins?.map((origin) => {
@@ -168,13 +173,26 @@ export class KeyRules {
   allowsIp(ip: string): boolean {
     const list = this.#ips;
     if (list === undefined) return true;
-    const type = isIP(ip);
-    if (type === 0) return false;
-    // an IPv4 client on a dual-stack socket shows as ::ffff:a.b.c.d
-    const mapped = ip.startsWith("::ffff:") && isIP(ip.slice(7)) === 4 ? ip.slice(7) : undefined;
-    return (
-      list.check(ip, type === 6 ? "ipv6" : "ipv4") || (mapped !== undefined && list.check(mapped, "ipv4"))
-    );
+    // A client's calls come from one address, many at a time: BlockList.check makes a SocketAddress for
+    // each check, which cost about 2 µs a request (docs/performance.md), so each address's answer is kept.
+    let allowed = this.#ipAnswers.get(ip);
+    if (allowed === undefined) {
+      const type = isIP(ip);
+      // an IPv4 client on a dual-stack socket shows as ::ffff:a.b.c.d
+      const mapped = ip.startsWith("::ffff:") && isIP(ip.slice(7)) === 4 ? ip.slice(7) : undefined;
+      allowed =
+        type !== 0 &&
+        (list.check(ip, type === 6 ? "ipv6" : "ipv4") ||
+          (mapped !== undefined && list.check(mapped, "ipv4")));
+      if (this.#ipAnswers.size >= IP_ANSWERS) this.#ipAnswers.clear();
+      this.#ipAnswers.set(ip, allowed);
+    }
+    return allowed;
+  }
+
+  /** Whether origins are set: only then is a request's Origin read. */
+  get limitsOrigins(): boolean {
+    return this.#origins !== undefined;
   }
 
   allowsMethod(method: string): boolean {

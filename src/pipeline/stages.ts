@@ -10,6 +10,7 @@ import { GatewayError } from "../errors/table.js";
 import type { Family, Outgoing } from "../families/family.js";
 import { familyTable } from "../families/table.js";
 import { HostResolver } from "../http/host.js";
+import { rawHeader } from "../http/raw-headers.js";
 import { parseTarget } from "../http/target.js";
 import { KeyLookup } from "../keys/digest.js";
 import type { KeyRules } from "../keys/key-settings.js";
@@ -357,9 +358,10 @@ export class Stages {
  */
 function checkKeySettings(rules: KeyRules, admitted: Admitted, req: IncomingMessage): void {
   if (!rules.allowsIp(admitted.ip)) throw new GatewayError("KEY_SETTING_REFUSED", { setting: "ips" });
-  if (!rules.allowsOrigin(req.headers.origin))
+  // read from the raw headers, and only when set: req.headers builds an object of every header
+  if (rules.limitsOrigins && !rules.allowsOrigin(rawHeader(req.rawHeaders, "origin")))
     throw new GatewayError("KEY_SETTING_REFUSED", { setting: "origins" });
-  const refusal = rules.jwt?.refusal(req.headers.authorization);
+  const refusal = rules.jwt?.refusal(rawHeader(req.rawHeaders, "authorization", true));
   if (refusal !== undefined)
     throw new GatewayError(
       "JWT_REQUIRED",
