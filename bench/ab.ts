@@ -6,12 +6,15 @@
 // per batch) change the load,
 // and AB_RATE fixes it (requests per second), which compares CPU per request at equal work.
 // Each YAML is a gateway config whose upstreams get pointed at the bench node (see gateway-config.ts).
+// AB_MINIMAL_0 / AB_MINIMAL_1 start that side from a minimal deployment (the bench node behind `eth`, the
+// bench key with a rate, the access log on) instead of today's bench config: an older build refuses
+// sections it does not know (plans, cache), so its YAML adds only what that build has.
 import { readFileSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { parse, stringify } from "yaml";
 import { packageRoot } from "../src/package-root.js";
-import { benchConfig } from "./gateway-config.js";
+import { BENCH_KEY, benchConfig } from "./gateway-config.js";
 import { measure, type Target, type Workload } from "./load.js";
 import { freePort, start } from "./processes.js";
 import { median } from "./stats.js";
@@ -46,12 +49,11 @@ const node = await start(
 const targets: Target[] = [];
 for (const [i, file] of [a, b].entries()) {
   if (file === undefined) continue;
-  const base = benchConfig({
-    http: `http://127.0.0.1:${port}`,
-    ws: `ws://127.0.0.1:${wsPort}`,
-    labels: ["eth"],
-    twice: process.env[`AB_TWICE_${i}`]?.split(",") ?? [],
-  });
+  const urls = { http: `http://127.0.0.1:${port}`, ws: `ws://127.0.0.1:${wsPort}` };
+  const base =
+    process.env[`AB_MINIMAL_${i}`] === undefined
+      ? benchConfig({ ...urls, labels: ["eth"], twice: process.env[`AB_TWICE_${i}`]?.split(",") ?? [] })
+      : minimalConfig(urls);
   const config = join(tmpdir(), `ab-${i}.yaml`);
   writeFileSync(config, stringify({ ...base, ...(parse(readFileSync(file, "utf8")) ?? {}) }));
   const p = await freePort();
@@ -106,3 +108,15 @@ for (const [name, list] of rps) {
   );
 }
 await Promise.all([node, ...targets].map((t) => t.stop()));
+
+/** A deployment every build since the first wave accepts: one label, one key, the access log on. */
+function minimalConfig({ http, ws }: { http: string; ws: string }) {
+  return {
+    domain: "bench.localhost",
+    listen: { host: "127.0.0.1", port: 0 },
+    upstreams: { eth: [{ url: http, ws }] },
+    keys: [{ key: BENCH_KEY, networks: "*", rate: { perSecond: 1e9, burst: 1e9 } }],
+    log: { level: "info", access: true },
+    operator: null,
+  };
+}
