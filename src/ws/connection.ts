@@ -15,7 +15,7 @@ import { scanMembers } from "../jsonrpc/scan.js";
 import type { UsageRecorder } from "../keys/usage.js";
 import type { GatewayMetrics } from "../metrics/gateway-metrics.js";
 import type { ErrorBoundary } from "../pipeline/boundary.js";
-import type { Charged, Mounted, Stages } from "../pipeline/stages.js";
+import type { Charged, Mounted, QuotaHold, Stages } from "../pipeline/stages.js";
 import { callsUnits } from "../plans/compute-units.js";
 import type { JsonRpcPolicy } from "../registry/types.js";
 import { endMessage } from "../tracing/span-ends.js";
@@ -277,11 +277,11 @@ export class Connection {
       seen.units = this.#unitsOf(message);
       const charged = stages.chargeRate(mounted, { ...message, computeUnits: seen.units }); // 5
       const held = stages.holdQuota(mounted, seen.units); // 5, the quota
-      if (!(held instanceof Promise)) return this.#send(charged, text, seen); // 7
+      if (!(held instanceof Promise)) return this.#send(charged, text, seen, held); // 7
       // the quota asked Redis: this message goes on with its answer, the next ones wait for it
       this.#queued = [];
       held.then(
-        () => this.#afterQuota(seen, () => this.#send(charged, text, seen)),
+        (hold) => this.#afterQuota(seen, () => this.#send(charged, text, seen, hold)),
         (error) =>
           this.#afterQuota(seen, () => {
             throw error;
@@ -371,9 +371,21 @@ export class Connection {
   }
 
   /** Sends what passed upstream and returns the answer for what did not. */
-  #send(message: Charged<CheckedMessage>, text: string, seen: MessageSeen): string | undefined {
+  #send(
+    message: Charged<CheckedMessage>,
+    text: string,
+    seen: MessageSeen,
+    hold: QuotaHold | undefined,
+  ): string | undefined {
     const looked = message.batch ? undefined : this.#lookup(message.checked[0]);
-    if (looked !== undefined && "answer" in looked) return looked.answer;
+    if (looked !== undefined && "answer" in looked) {
+      // an answer from the cache costs what the plan says (its cachedShare), as over HTTP
+      if (hold !== undefined && hold.cachedShare !== 1) {
+        seen.units = Math.round(seen.units * hold.cachedShare);
+        hold.settle(seen.units);
+      }
+      return looked.answer;
+    }
     const outgoing: Outgoing = { text: undefined, calls: [], batch: message.batch, sent: false };
     const pending: Pending[] = [];
     const checked = message.checked.map((call) => this.#admit(call, outgoing, pending));

@@ -1,6 +1,8 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { DEFAULT_CACHE } from "../../src/config/defaults.js";
-import { DOMAIN, KEYS, type RunningGateway, startGateway } from "../support/gateway.js";
+import type { PlanSpec } from "../../src/config/types.js";
+import { LocalQuotaLedger } from "../../src/plans/quota-ledger.js";
+import { DOMAIN, KEYS, type RunningGateway, startGateway, TEST_PLANS } from "../support/gateway.js";
 import { evmNode, type LoopbackWsNode, startLoopbackWsNode } from "../support/loopback-ws-node.js";
 import { resolveTestHosts } from "../support/test-hosts.js";
 import { Client } from "../support/ws-client.js";
@@ -67,6 +69,46 @@ describe("the answer cache over a WebSocket", () => {
     const subscribed = await client.call("eth_subscribe", ["newHeads"]);
     expect(typeof subscribed.result).toBe("string");
     expect(count("eth_subscribe")).toBe(1);
+    client.close();
+  });
+});
+
+describe("a cached answer over a WebSocket costs the plan's cachedShare", () => {
+  const key = "FNwsHalfPrice0000000000000000000";
+  let node: LoopbackWsNode;
+  let gw: RunningGateway;
+  let restore: () => void;
+  const quotas = new LocalQuotaLedger();
+
+  beforeAll(async () => {
+    restore = resolveTestHosts();
+    node = await startLoopbackWsNode(evmNode({ eth_getBlockByHash: BLOCK }));
+    gw = await startGateway({
+      upstreams: { eth: [node.url] },
+      cache: { ...DEFAULT_CACHE, enabled: true },
+      plans: {
+        ...TEST_PLANS,
+        half: { ...(TEST_PLANS.shared as PlanSpec), dailyQuota: 1e9, cachedShare: 0.5 },
+      },
+      keys: [{ key, networks: "*", plan: "half", rate: { perSecond: 1e6, burst: 1e6 } }],
+      quotas,
+    });
+  });
+  afterAll(async () => {
+    await gw?.close();
+    await node?.close();
+    restore?.();
+  });
+
+  it("a miss at its full price, each hit at half", async () => {
+    const client = await Client.open(`ws://eth.${DOMAIN}:${gw.port}/${key}`);
+    await client.call("eth_getBlockByHash", [HASH, false]);
+    const full = quotas.spent(key.slice(0, 8)).day;
+    expect(full).toBeGreaterThan(0);
+    await client.call("eth_getBlockByHash", [HASH, false]);
+    await client.call("eth_getBlockByHash", [HASH, false]);
+    expect(quotas.spent(key.slice(0, 8)).day).toBe(full + 2 * Math.round(full / 2));
+    expect(node.methods().filter((m) => m === "eth_getBlockByHash")).toHaveLength(1);
     client.close();
   });
 });
