@@ -223,7 +223,9 @@ for (const label of ["eth", "dot", "algo"]) {
       await eventually(() => down("a") && down("b"), 10 * PROBE_MS, "a and b down");
       const started = performance.now();
       const r = await read();
-      expect(performance.now() - started).toBeLessThan(200);
+      // at once: not after the call's deadline (3 s) or a wait for a head (up to 3 s); a loaded CI machine
+      // took 218 ms for this one round trip, so the bound is the deadline's third, not a speed target
+      expect(performance.now() - started).toBeLessThan(1_000);
       expect(r.status).toBe(503);
       expect(JSON.stringify(r.json)).toContain("NO_UPSTREAM");
       expect(JSON.stringify(r.json)).toContain("no upstream of this network takes connections");
