@@ -68,7 +68,8 @@ export interface Authorized {
 export interface Outgoing {
   readonly method: Dispatcher.HttpMethod;
   /** Built from an allow-list by the family; never the client's Host, cookies or credentials. */
-  readonly headers: Readonly<Record<string, string>>;
+  /** Names and values in turn, undici's flat form: the node's request is built without an object per call. */
+  readonly headers: readonly string[];
   readonly body: string | Buffer | undefined;
   /** A long-lived stream (a REST monitor route): no body timeout or size cap, chunks flushed at once. */
   readonly stream: boolean;

@@ -10,7 +10,7 @@ import { callsUnits } from "../plans/compute-units.js";
 import type { HeadCall, JsonRpcPolicy } from "../registry/types.js";
 import type { Authorized, Family, FamilySettings, Outgoing, RoutedRequest } from "./family.js";
 
-const UPSTREAM_HEADERS = { "content-type": "application/json", accept: "application/json" };
+const UPSTREAM_HEADERS = ["content-type", "application/json", "accept", "application/json"] as const;
 
 /**
  * The JSON-RPC family: a POST of one call or a batch to the mount's root. Every call is checked against

@@ -176,13 +176,11 @@ class RestRequest implements RoutedRequest {
   }
 
   authorize(body: Buffer): Authorized {
-    const headers: Record<string, string> = {
-      accept: rawHeader(this.#req.rawHeaders, "accept") ?? "application/json",
-    };
+    const headers = ["accept", rawHeader(this.#req.rawHeaders, "accept") ?? "application/json"];
     if (this.readsBody) {
       const media = requestMediaType(this.#req) ?? "application/json";
       if (body.length > 0 && !BODY_TYPES.has(media)) throw new GatewayError("UNSUPPORTED_MEDIA_TYPE");
-      headers["content-type"] = media;
+      headers.push("content-type", media);
     }
     const contract = this.#contract;
     const json = contract !== undefined || this.#bodyBlock !== undefined ? jsonOf(body) : undefined;

@@ -8,19 +8,6 @@ import type { Endpoint } from "../registry/types.js";
 import { TRACE_PARENT_HEADER } from "../tracing/trace-parent.js";
 import type { RequestTrace } from "../tracing/tracing.js";
 
-/** Each headers object's flat list, made once: a family's headers are one object for all its requests. */
-const FLAT = new WeakMap<object, string[]>();
-
-/** `headers` as undici's flat list of names and values. */
-export function flatHeaders(headers: Readonly<Record<string, string>>): string[] {
-  let flat = FLAT.get(headers);
-  if (flat === undefined) {
-    flat = Object.entries(headers).flat();
-    FLAT.set(headers, flat);
-  }
-  return flat;
-}
-
 /** Stage 2's value: a request that passed admission, where it goes and on whose behalf. */
 export class Admitted {
   readonly endpoint: Endpoint;
@@ -68,12 +55,11 @@ export class Admitted {
    * attempt adds its own span's (upstream/call-run.ts). A list, not an object: an object spread with the
    * id's member, made for every request, cost the relay 11 µs of CPU a request (docs/performance.md).
    */
-  nodeHeaders(headers: Readonly<Record<string, string>>): readonly string[] {
-    const flat = flatHeaders(headers);
+  nodeHeaders(headers: readonly string[]): readonly string[] {
     const { requestId, trace } = this;
     const passed = typeof trace === "string" ? trace : undefined;
-    if (requestId === undefined && passed === undefined) return flat;
-    const all = flat.slice();
+    if (requestId === undefined && passed === undefined) return headers;
+    const all = headers.slice();
     if (requestId !== undefined) all.push(REQUEST_ID_HEADER, requestId);
     if (passed !== undefined) all.push(TRACE_PARENT_HEADER, passed);
     return all;

@@ -242,12 +242,10 @@ export abstract class CallRun<Caller extends CallerSide = CallerSide> implements
 
 /** The request's headers and the upstream's own, which replace any of the same name. */
 function withNodeHeaders(headers: readonly string[], upstream: Upstream): string[] {
-  const own = upstream.headers;
   const kept: string[] = [];
   for (let i = 0; i < headers.length; i += 2) {
     const name = headers[i] as string;
-    if (!Object.keys(own).some((key) => key.toLowerCase() === name.toLowerCase()))
-      kept.push(name, headers[i + 1] as string);
+    if (!upstream.headerNames.has(name.toLowerCase())) kept.push(name, headers[i + 1] as string);
   }
   return [...kept, ...upstream.flatHeaders];
 }

@@ -34,6 +34,8 @@ export class Upstream {
   readonly hasHeaders: boolean;
   /** `headers` as a flat list of names and values, for the node's requests (call-run.ts). */
   readonly flatHeaders: readonly string[];
+  /** `headers`' names, lower-cased: a request's header of one of these names gives way to the upstream's. */
+  readonly headerNames: ReadonlySet<string>;
   /** Where the node takes WebSocket connections. */
   readonly wsUrl: string;
   /** Fallbacks serve only while no primary is in rotation. */
@@ -44,7 +46,12 @@ export class Upstream {
   /** Smooth weighted round robin's running weight (`UpstreamGroup.choose`). */
   current = 0;
 
-  constructor(fields: Omit<Upstream, "current" | "effectiveWeight" | "dispatch" | "counts" | "flatHeaders">) {
+  constructor(
+    fields: Omit<
+      Upstream,
+      "current" | "effectiveWeight" | "dispatch" | "counts" | "flatHeaders" | "headerNames"
+    >,
+  ) {
     this.name = fields.name;
     this.metricName = fields.metricName;
     this.dispatcher = fields.dispatcher;
@@ -54,6 +61,7 @@ export class Upstream {
     this.headers = fields.headers;
     this.hasHeaders = fields.hasHeaders;
     this.flatHeaders = Object.entries(fields.headers).flat();
+    this.headerNames = new Set(Object.keys(fields.headers).map((name) => name.toLowerCase()));
     this.wsUrl = fields.wsUrl;
     this.tier = fields.tier;
     this.weight = fields.weight;

@@ -251,13 +251,11 @@ function cachedCallsOf(group: UpstreamGroup, mounted: Mounted): CachedCalls | un
   return new CachedCalls(group, reads, mounted.mount.head);
 }
 
-const NO_HEADERS: Readonly<Record<string, string>> = Object.freeze({});
-
 /** The node's handshake carries the upgrade's id and trace, as an HTTP request's node request does. */
 function nodeHandshakeHeaders(admitted: Admitted): Readonly<Record<string, string>> {
   const { trace } = admitted;
   const headers: Record<string, string> = {};
-  const flat = admitted.nodeHeaders(NO_HEADERS);
+  const flat = admitted.nodeHeaders([]);
   for (let i = 0; i < flat.length; i += 2) headers[flat[i] as string] = flat[i + 1] as string;
   if (typeof trace === "object") headers[TRACE_PARENT_HEADER] = trace.traceParent();
   return headers;

@@ -153,6 +153,7 @@ describe("attempt spans: a retry after a node's 503, a hedge past a slow node", 
     const receiver = await startOtlpReceiver();
     const ok = jsonRpcResponder({ eth_chainId: "0x1" });
     const busy = await startLoopbackNode(() => ({ status: 503, body: "busy" }));
+    // a node that takes 600 ms over each answer: the node's own slowness, which the hedge goes around
     const slow = await startLoopbackNode(async (request) => {
       await new Promise((resolve) => setTimeout(resolve, 600));
       return ok(request);

@@ -94,9 +94,21 @@ function answerAt(mount: Mount, path: string, request: SeenRequest, state: NodeS
   if (refusal !== undefined) return refusal;
   if (state.mode === "failing") return rest.failure;
   if (answer === undefined) return rest.notFound;
-  const body = jsonOrNothing(request.body);
+  // java-tron's doGet reads the same fields from the query (GetBlockByNumServlet: getParameter("num"))
+  const body =
+    rest.getAsPost === true && request.method === "GET"
+      ? queryAsBody(request.url)
+      : jsonOrNothing(request.body);
   if (state.mode === "no-head" && HEAD_ANSWERS[key] !== undefined) return rest.ok(answer.noHead ?? {});
   return rest.ok(answer.result(state, body));
+}
+
+/** A GET's query as the fields a java-tron servlet reads from it, numbers as the numbers it parses. */
+function queryAsBody(url: string): Record<string, unknown> {
+  const query = new URLSearchParams(url.split("?")[1] ?? "");
+  return Object.fromEntries(
+    [...query].map(([name, value]) => [name, /^\d+$/.test(value) ? Number(value) : value]),
+  );
 }
 
 /** A REST body as a route reads it; one that is not JSON (a fuzzed one) as none. */
