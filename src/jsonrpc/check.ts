@@ -128,7 +128,12 @@ export function addressesAt(value: unknown, path: readonly string[]): string[] {
 }
 
 /** A refusal of one call, naming the request's id as every error body the gateway writes does. */
-function no(rules: CallRules, code: RpcErrorCode, id: string, detail: Record<string, unknown>): Checked {
+export function no(
+  rules: CallRules,
+  code: RpcErrorCode,
+  id: string,
+  detail: Record<string, unknown>,
+): Checked {
   const { requestId } = rules;
   return refuse(code, id, requestId === undefined ? detail : { ...detail, requestId });
 }

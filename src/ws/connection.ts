@@ -3,13 +3,7 @@ import type { RawData, WebSocket } from "ws";
 import type { GatewayConfig, Limits } from "../config/types.js";
 import { errorBody } from "../errors/respond.js";
 import { type ErrorCode, GatewayError } from "../errors/table.js";
-import {
-  type CallRules,
-  type Checked,
-  type PassedCall,
-  refuse,
-  sendableAsReceived,
-} from "../jsonrpc/check.js";
+import { type CallRules, type Checked, no, type PassedCall, sendableAsReceived } from "../jsonrpc/check.js";
 import { type CheckedMessage, checkMessage } from "../jsonrpc/message.js";
 import { scanMembers } from "../jsonrpc/scan.js";
 import type { UsageRecorder } from "../keys/usage.js";
@@ -428,16 +422,12 @@ export class Connection {
     if (checked.id === undefined) return checked;
     const limits = this.#options.limits.ws;
     if (this.#pending.size + pending.length >= limits.maxInFlight) {
-      return refuse("TOO_MANY_IN_FLIGHT", checked.id, {
-        maxInFlight: limits.maxInFlight,
-        requestId: this.#rules.requestId,
-      });
+      return no(this.#rules, "TOO_MANY_IN_FLIGHT", checked.id, { maxInFlight: limits.maxInFlight });
     }
     if (checked.access === "subscribe") {
       if (this.#remembered.size + this.#pending.reservedSubscriptions >= limits.maxSubscriptions) {
-        return refuse("TOO_MANY_SUBSCRIPTIONS", checked.id, {
+        return no(this.#rules, "TOO_MANY_SUBSCRIPTIONS", checked.id, {
           maxSubscriptions: limits.maxSubscriptions,
-          requestId: this.#rules.requestId,
         });
       }
       this.#pending.reserveSubscription();
