@@ -72,7 +72,8 @@ function checkedEntry(kind: (typeof KINDS)[number], entry: unknown, field: strin
   if (typeof entry !== "string" || entry.length === 0 || entry.length > 200) return refuse("a string");
   if (kind === "origins") {
     const origin = entry.toLowerCase().replace(/\/$/, "");
-    if (!ORIGIN.test(origin)) return refuse("an origin: https://app.example.com or https://*.example.com");
+    if (!ORIGIN.test(origin))
+      return refuse("an origin, such as https://app.example.com or https://*.example.com");
     return origin;
   }
   if (kind === "ips") {
@@ -84,7 +85,7 @@ function checkedEntry(kind: (typeof KINDS)[number], entry: unknown, field: strin
       extra !== undefined ||
       (bits !== undefined && !(/^\d{1,3}$/.test(bits) && Number(bits) <= max))
     )
-      return refuse("an IP address or a CIDR block: 203.0.113.0/24");
+      return refuse("an IP address or a CIDR block, such as 203.0.113.0/24");
     return entry;
   }
   if (kind === "methods") {

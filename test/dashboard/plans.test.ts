@@ -176,8 +176,14 @@ describe.skipIf(chromium.skip)("the overview and key settings, in Chromium", () 
     expect((await call("eth_blockNumber")).status).toBe(200);
     await page.getByLabel("Allowed client IPs").fill("10.0.0.0/8\nnowhere");
     await page.getByRole("button", { name: "Save settings" }).click();
-    await expect.poll(() => page.locator("#settings-problem").textContent()).toContain("ips[1]");
+    await expect.poll(() => page.locator("#settings-problem").textContent()).toContain("Line 2, “nowhere”");
     expect(await page.evaluate<string>("document.activeElement.id")).toBe("setting-ips");
+    // said under its field, which it describes, and the earlier save's message is gone
+    expect(
+      await page.evaluate<string>("document.querySelector('#setting-ips + #settings-problem')?.id"),
+    ).toBe("settings-problem");
+    expect(await page.locator("#setting-ips").getAttribute("aria-describedby")).toContain("settings-problem");
+    expect(await page.locator("#status").textContent()).toBe("");
     expect(await violations(page)).toEqual([]);
     await page.screenshot({ path: join(ARTIFACTS, "settings.png"), fullPage: true });
     // nothing was changed by the refused save

@@ -182,32 +182,52 @@ async function settingsView(id) {
       .filter((l) => l !== "");
   const pems = (text) =>
     (text.match(/-----BEGIN PUBLIC KEY-----[\s\S]*?-----END PUBLIC KEY-----/g) ?? []).map((pem) => ({ pem }));
+  // A refusal is said under the field it names, which it describes to a screen reader, and takes the focus
+  // there; one that names no field is said above the button.
+  const showProblem = (area, text) => {
+    problem.textContent = text;
+    problem.hidden = false;
+    if (area === null) return button.before(problem);
+    area.after(problem);
+    area.setAttribute("aria-invalid", "true");
+    area.setAttribute("aria-describedby", `${area.getAttribute("aria-describedby")} settings-problem`);
+    area.focus();
+  };
+  const button = el("button", { type: "submit" }, "Save settings");
   const form = el(
     "form",
     {
       id: "settings",
       onsubmit: async (event) => {
         event.preventDefault();
+        // a message from an earlier save, good or bad, would now say something untrue
+        say("");
         problem.hidden = true;
+        for (const area of form.querySelectorAll("[aria-invalid]")) {
+          area.removeAttribute("aria-invalid");
+          area.setAttribute("aria-describedby", `hint-${area.name}`);
+        }
         const body = Object.fromEntries(
           areas.map(([name, field]) => [name, lines(field.querySelector("textarea").value)]),
         );
         body.jwtKeys = pems(jwt.value);
         if (jwt.value.trim() !== "" && body.jwtKeys.length === 0) {
-          problem.textContent =
-            "JWT keys: paste public keys in PEM, each from -----BEGIN PUBLIC KEY----- to -----END PUBLIC KEY-----.";
-          problem.hidden = false;
+          showProblem(
+            jwt,
+            "Paste public keys in PEM, each from -----BEGIN PUBLIC KEY----- to -----END PUBLIC KEY-----.",
+          );
           return;
         }
         try {
           await api("PUT", `/v1/keys/${id}/settings`, body);
           say("Settings saved: every proxy applies them from the next call.");
         } catch (error) {
-          const field = error.data?.field;
-          problem.textContent = field ? `${field}: ${error.data.reason ?? error.message}` : error.message;
-          problem.hidden = false;
-          const name = field?.replace(/\[\d+\]$/, "");
-          document.getElementById(`setting-${name}`)?.focus();
+          const [, name, index] = /^(\w+)(?:\[(\d+)\])?$/.exec(error.data?.field ?? "") ?? [];
+          const area = name === undefined ? null : document.getElementById(`setting-${name}`);
+          if (area === null || error.data?.reason === undefined) return showProblem(null, error.message);
+          const entry = index === undefined ? undefined : body[name]?.[Number(index)];
+          const where = entry === undefined ? "" : `Line ${Number(index) + 1}, “${entry}”: `;
+          showProblem(area, `${where}not ${error.data.reason}.`);
         }
       },
     },
@@ -224,7 +244,7 @@ async function settingsView(id) {
       jwt,
     ),
     problem,
-    el("button", { type: "submit" }, "Save settings"),
+    button,
   );
   show(
     `Settings of ${key.prefix}…`,
