@@ -191,8 +191,9 @@ function checkContracts(
 function checkReads(iface: InterfaceSpec, path: YamlPath, report: Report): void {
   const rules = iface.reads;
   if (rules === undefined) return;
-  if (iface.family === "jsonrpc" && rules.at === undefined)
-    report(path, "a jsonrpc interface's reads need at");
+  // a JSON-RPC interface's reads name where its calls name a block, or, where none does, which read at the head
+  if (iface.family === "jsonrpc" && rules.at === undefined && rules.atHead === undefined)
+    report(path, "a jsonrpc interface's reads need at or atHead");
   if (
     iface.family === "rest" &&
     (rules.at !== undefined || (rules.paths === undefined && rules.bodies === undefined))
@@ -248,9 +249,16 @@ function checkCacheRules(
       if (!shape.startsWith("GET /")) report([...path, "always"], `"${shape}" is not a GET route shape`);
     if (cache.finalized !== undefined && !("depth" in cache.finalized))
       report([...path, "finalized"], "a rest interface's finalized height is a depth");
+    if (cache.atHead !== undefined)
+      report([...path, "atHead"], "a rest interface's answer at the head is its head call's");
     return;
   }
-  const named = [...(cache.always ?? []), ...(cache.atBlock ?? []), ...Object.keys(cache.blockIn ?? {})];
+  const named = [
+    ...(cache.always ?? []),
+    ...(cache.atHead ?? []),
+    ...(cache.atBlock ?? []),
+    ...Object.keys(cache.blockIn ?? {}),
+  ];
   for (const method of named)
     if (!served.has(method)) report(path, `"${method}" is not one of the interface's methods`);
   for (const method of cache.atBlock ?? [])

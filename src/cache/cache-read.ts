@@ -8,7 +8,8 @@ import type { CacheRules, ReadRules } from "../registry/types.js";
  * - `block`: it reads one block, named by number (`block`) or by hash (`block` is -1): final once that block
  *   is at or below the finalized height, and a block named by hash always is;
  * - `blockIn`: the answer names its block (`path`), final once that block is;
- * - `head`: it reads at the head, and is kept only while the label's head stays.
+ * - `head`: it reads at the head (the head call, a head tag, a `cache.atHead` method), and is kept only
+ *   while the label's head stays.
  */
 export type Lifetime =
   | { readonly kind: "always" }
@@ -37,6 +38,7 @@ const BY_HASH: Lifetime = { kind: "block", block: -1 };
 /** The registry's method lists as sets, made once per rule table. */
 interface RuleSets {
   readonly always: ReadonlySet<string>;
+  readonly atHead: ReadonlySet<string>;
   readonly atBlock: ReadonlySet<string>;
   readonly foldCase: RegExp | undefined;
   readonly blockIn: ReadonlyMap<string, Lifetime>;
@@ -49,6 +51,7 @@ function setsOf(rules: CacheRules): RuleSets {
   if (sets === undefined) {
     sets = {
       always: new Set(rules.always),
+      atHead: new Set(rules.atHead),
       atBlock: new Set(rules.atBlock),
       foldCase: rules.foldCase === undefined ? undefined : new RegExp(rules.foldCase),
       blockIn: new Map(
@@ -80,6 +83,7 @@ function lifetimeOf(reads: ReadRules, rules: CacheRules, call: PassedCall): Life
   const sets = setsOf(rules);
   const { method } = call;
   if (sets.always.has(method)) return ALWAYS;
+  if (sets.atHead.has(method)) return HEAD;
   const blockIn = sets.blockIn.get(method);
   if (blockIn !== undefined) return blockIn;
   if (!sets.atBlock.has(method)) return undefined;

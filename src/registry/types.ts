@@ -107,6 +107,11 @@ export interface CacheRules {
   /** Methods whose answer never changes on one chain (`eth_chainId`). */
   readonly always?: readonly string[];
   /**
+   * Methods that name no block and answer with the node's state at its head (Ogmios' ledger-state queries):
+   * kept while the label's head stays, as the head call is.
+   */
+  readonly atHead?: readonly string[];
+  /**
    * Methods that read the block their `reads.at` param or `reads.ranges` range names: final when that block
    * is named by hash or is at or below the finalized height, else kept while the head stays.
    */

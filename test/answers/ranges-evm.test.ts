@@ -1,6 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { DEFAULT_HEALTH } from "../../src/config/defaults.js";
 import { type Anvil, startAnvil } from "../support/anvil.js";
+import { eventually } from "../support/eventually.js";
 import { KEYS, type RunningGateway, startGateway } from "../support/gateway.js";
 import { type RecordingNode, startRecordingNode } from "../support/recording-node.js";
 import { everyNodeInRotation } from "../support/rotation.js";
@@ -47,7 +48,14 @@ describe("a wide eth_getLogs is split across the label's nodes and merged in ord
     // blocks 1-99 empty, 100 with a log, and so on up to block 2000
     for (let i = 0; i < 20; i++) {
       await anvil.rpc("anvil_mine", ["0x63"]);
-      await anvil.rpc("eth_sendTransaction", [{ from: DEV, to: EMITTER, gas: "0x186a0" }]);
+      const hash = await anvil.rpc("eth_sendTransaction", [{ from: DEV, to: EMITTER, gas: "0x186a0" }]);
+      // anvil mines a sent transaction in a block of its own only after it answered: a mine that began
+      // first would take it into its own first block, one lower (seen on a loaded machine)
+      await eventually(
+        async () => (await anvil.rpc("eth_getTransactionReceipt", [hash])) !== null,
+        10_000,
+        `the log of block ${100 * (i + 1)} mined`,
+      );
     }
     nodes = await Promise.all([startRecordingNode(anvil.url), startRecordingNode(anvil.url)]);
     gw = await startGateway({

@@ -39,6 +39,15 @@ const FINAL_CALLS: Readonly<
   "dogecoin-core": { method: "getblockhash", params: [0] },
   starknet: { method: "starknet_chainId", params: [] },
   ckb: { method: "get_block_hash", params: ["0x0"] },
+  ogmios: { method: "queryNetwork/genesisConfiguration", params: { era: "shelley" } },
+};
+
+/**
+ * A call of each interface that names no block and reads the node's state at its head (`cache.atHead`): kept
+ * while the head stays, and read again once it moved.
+ */
+const HEAD_READS: Readonly<Record<string, { readonly method: string; readonly params?: unknown }>> = {
+  ogmios: { method: "queryNetwork/tip" },
 };
 
 /** What the REST nodes answer beyond their head and chain calls: the final routes above. */
@@ -57,6 +66,15 @@ const MORE_ANSWERS: Readonly<Record<string, Record<string, TypicalAnswer>>> = {
         version: 1744830465,
         signer: "ef".repeat(32),
         height: (body as { height?: number }).height,
+      }),
+    },
+  },
+  // Ogmios' tip: the slot and the hash of the node's newest block (Data/Json/Query.hs encodePoint)
+  ogmios: {
+    "queryNetwork/tip": {
+      result: ({ height }) => ({
+        slot: 140_000_000 + height * 20,
+        id: height.toString(16).padStart(64, "0"),
       }),
     },
   },
@@ -205,12 +223,25 @@ describe("the answer cache on every interface with cache rules (loopback nodes o
       const again = await send(c, headCall);
       expect(again.cache).toBe("hit");
       expect(readHeight(again.json, head.head)).toBe(readHeight(now.json, head.head));
+      const atHead = HEAD_READS[c.id];
+      const stateCall = atHead && { jsonrpc: "2.0", id: 3, method: atHead.method, params: atHead.params };
+      const state = stateCall && (await send(c, stateCall));
+      if (stateCall !== undefined && state !== undefined) {
+        expect(state.status, JSON.stringify(state.json)).toBe(200);
+        expect((await send(c, stateCall)).cache).toBe("hit");
+      }
       c.state.height += 1;
       await eventually(
         async () => readHeight((await send(c, headCall)).json, head.head) === c.state.height,
         40 * PROBE_MS,
         `${c.endpoint.label}: the new head through the cache`,
       );
+      // the node's state at the new head, not the one kept at the old
+      if (stateCall !== undefined && state !== undefined) {
+        const moved = await send(c, stateCall);
+        expect(moved.json.result).not.toEqual(state.json.result);
+        expect(moved.cache).toBe("miss");
+      }
     });
   }
 });
