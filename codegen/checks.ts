@@ -204,6 +204,12 @@ function checkReads(iface: InterfaceSpec, path: YamlPath, report: Report): void 
   for (const method of Object.keys(at))
     if (!served.has(method))
       report([...path, "at", method], `"${method}" is not one of the interface's methods`);
+  for (const method of Object.keys(rules.when ?? {}))
+    if (at[method] !== "params")
+      report(
+        [...path, "when", method],
+        `"${method}" does not name its block by its params object in reads.at`,
+      );
   for (const method of rules.atHead ?? [])
     if (!served.has(method))
       report([...path, "atHead", method], `"${method}" is not one of the interface's methods`);

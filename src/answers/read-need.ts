@@ -111,10 +111,9 @@ export function readNeed(
       }
       continue;
     }
-    const position = rules?.at?.[call.method];
-    if (rules === undefined || position === undefined) continue;
-    const params = (call.call.value as { params?: unknown }).params;
-    const value = position === "params" ? params : Array.isArray(params) ? params[position] : undefined;
+    if (rules === undefined) continue;
+    const value = blockParam(rules, call);
+    if (value === NO_BLOCK_PARAM) continue;
     const named = namedBlock(rules.block, value);
     if (named === "none") continue;
     need ??= new ReadNeed();
@@ -140,6 +139,26 @@ export function readNeed(
   }
   if (need !== undefined) need.single = single;
   return need;
+}
+
+/** What `blockParam` answers for a call that names no block the rules read. */
+export const NO_BLOCK_PARAM = Symbol("no block param");
+
+/**
+ * A call's block param as `reads.at` places it (undefined when the caller left it out: the head), or
+ * NO_BLOCK_PARAM when the method has none, or its params do not match the method's `reads.when`.
+ */
+export function blockParam(rules: ReadRules, call: PassedCall): unknown {
+  const position = rules.at?.[call.method];
+  if (position === undefined) return NO_BLOCK_PARAM;
+  const params = (call.call.value as { params?: unknown }).params;
+  const when = rules.when?.[call.method];
+  if (when !== undefined) {
+    if (typeof params !== "object" || params === null) return NO_BLOCK_PARAM;
+    for (const [member, wanted] of Object.entries(when))
+      if ((params as Record<string, unknown>)[member] !== wanted) return NO_BLOCK_PARAM;
+  }
+  return position === "params" ? params : Array.isArray(params) ? params[position] : undefined;
 }
 
 /** A range call's range object, or undefined when it names no range (`eth_getLogs` by `blockHash`). */

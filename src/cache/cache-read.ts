@@ -1,4 +1,4 @@
-import { namedBlock } from "../answers/read-need.js";
+import { blockParam, NO_BLOCK_PARAM, namedBlock } from "../answers/read-need.js";
 import type { PassedCall } from "../jsonrpc/check.js";
 import type { CacheRules, ReadRules } from "../registry/types.js";
 
@@ -76,7 +76,12 @@ export function cacheRead(reads: ReadRules, call: PassedCall, isHeadCall: boolea
   const params = (call.call.value as { params?: unknown }).params;
   const jsonrpc = call.call.members.get("jsonrpc") ?? "";
   const key = `${call.method}\n${canonical(params, setsOf(rules).foldCase)}\n${jsonrpc}`;
-  return { key, lifetime, id: call.id, rules };
+  return { key, lifetime, id: rules.idAsText === true ? idAsText(call.id) : call.id, rules };
+}
+
+/** A number id's source text as the JSON string a node that answers ids as strings sends back. */
+function idAsText(id: string): string {
+  return id.startsWith('"') || id === "null" ? id : JSON.stringify(id);
 }
 
 function lifetimeOf(reads: ReadRules, rules: CacheRules, call: PassedCall): Lifetime | undefined {
@@ -102,10 +107,8 @@ function lifetimeOf(reads: ReadRules, rules: CacheRules, call: PassedCall): Life
     // a range that reaches the head is the head's; one wholly below it is as final as its last block
     return to.kind === "head" || from.kind === "head" ? HEAD : to;
   }
-  const position = reads.at?.[method];
-  if (position === undefined) return undefined;
-  const value = position === "params" ? params : Array.isArray(params) ? params[position] : undefined;
-  return blockOf(reads, rules, value);
+  const value = blockParam(reads, call);
+  return value === NO_BLOCK_PARAM ? undefined : blockOf(reads, rules, value);
 }
 
 /** What a block param makes of the answer's lifetime: undefined for a live tag or a value no rule reads. */

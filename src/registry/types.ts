@@ -73,6 +73,12 @@ export interface ReadRules {
    */
   readonly at?: Readonly<Record<string, number | "params">>;
   /**
+   * Method → members of its params object and the values they must have for its block param to name a block
+   * the head counts: toncenter's `seqno` is the masterchain's only with `workchain: -1`, a shard's otherwise.
+   * A call that does not match names no block the rules read: it is routed and cached as one without `at`.
+   */
+  readonly when?: Readonly<Record<string, Readonly<Record<string, string | number | boolean>>>>;
+  /**
    * Methods that name no block and answer from what the node holds at its head: a transaction looked up by
    * its hash, which a node a block behind answers null for a transaction the caller has seen mined.
    */
@@ -140,6 +146,11 @@ export interface CacheRules {
   readonly deterministicErrors?: readonly string[];
   /** A pattern for param strings that mean the same in any letter case (EVM hex): compared folded. */
   readonly foldCase?: string;
+  /**
+   * The node answers every id as a string (ton-http-api's request model types it so): a kept answer goes to
+   * a caller whose id is a number with that number as a string, as the node would have sent it.
+   */
+  readonly idAsText?: boolean;
 }
 
 /** A call whose answer is the head block: where its height, hash and parent hash are (paths in the answer). */

@@ -150,6 +150,24 @@ describe("ranges that page themselves: refused when too wide, never split", () =
     expect(() => plan(call("starknet_getEvents", [filter(1, 500_000)]), "starknet")).toThrow("block range");
   });
 
+  it("toncenter: a seqno names a masterchain block for the block calls only with workchain -1; Ogmios reads at the tip", () => {
+    const shard = "-9223372036854775808";
+    const header = (workchain: number) =>
+      need(
+        { jsonrpc: "2.0", id: 1, method: "getBlockHeader", params: { workchain, shard, seqno: 50 } },
+        "ton",
+      );
+    expect(header(-1)?.highestBlock).toBe(50);
+    // a shard block's seqno is not the masterchain's, which the head counts
+    expect(header(0)).toBeUndefined();
+    expect(
+      need({ jsonrpc: "2.0", id: 1, method: "getShards", params: { seqno: 60 } }, "ton")?.highestBlock,
+    ).toBe(60);
+    expect(
+      need({ jsonrpc: "2.0", id: 1, method: "queryLedgerState/protocolParameters" }, "ada")?.atHead,
+    ).toBe(true);
+  });
+
   it("Stellar getLedgers names its first ledger", () => {
     expect(need(call("getLedgers", { startLedger: 42 } as never), "xlm")).toMatchObject({ highestBlock: 42 });
   });
