@@ -41,6 +41,38 @@ interface Waiter {
 interface Flight {
   readonly caller: SharedCaller;
   readonly waiters: Waiter[];
+  /** WebSocket calls waiting on it too (ws/cached-calls.ts). */
+  readonly followers: FlightFollower[];
+}
+
+/** A kept answer, as a flight lands with it. */
+export type FlightEntry = Pick<CacheEntry, "before" | "after" | "tier" | "contentType">;
+
+/**
+ * A call waiting on another's flight without a response of its own to write: given the answer as the cache
+ * holds it, or undefined when the flight has none to share (it failed, or its answer names no id), and the
+ * call must then be asked of a node itself.
+ */
+export type FlightFollower = (entry: FlightEntry | undefined) => void;
+
+/**
+ * Joins an HTTP call in flight for the same read in the same head epoch, for a caller that may not read
+ * archive data: true when there was one, and `follower` is told of its answer.
+ */
+export function followFlight(
+  cache: AnswerCache,
+  key: string,
+  epoch: number,
+  follower: FlightFollower,
+): boolean {
+  const flight = flights.get(cache)?.get(`${key}\n${epoch}\nfull`);
+  if (flight === undefined) return false;
+  flight.followers.push(follower);
+  return true;
+}
+
+function land(flight: Flight, entry: FlightEntry | undefined): void {
+  for (const follow of flight.followers) follow(entry);
 }
 
 /** Each cache's calls in flight, by their key, the head epoch they were asked in, and the caller's access. */
@@ -92,7 +124,7 @@ export function relayCached(
     return;
   }
   const waiter: Waiter = { res, id: read.id, note, done, wait: undefined };
-  const flight: Flight = { caller: new SharedCaller(), waiters: [waiter] };
+  const flight: Flight = { caller: new SharedCaller(), waiters: [waiter], followers: [] };
   flight.caller.join(res);
   inFlight.set(flightKey, flight);
   const landed = () => (inFlight as Map<string, Flight>).delete(flightKey);
@@ -106,6 +138,7 @@ export function relayCached(
           w.wait?.end(performance.now());
           w.done(error);
         }
+        land(flight, undefined);
         return;
       }
       // a REST answer may be bytes that are no text (msgpack): its heights are read only as the relay does
@@ -115,6 +148,7 @@ export function relayCached(
       const kept = keptAnswer(answer, text, read, call.group, cache.settings, epoch);
       if (kept === undefined) {
         sendEach(flight.waiters, answer, tier, note);
+        land(flight, undefined);
         return;
       }
       const { entry: fresh, store } = kept;
@@ -149,6 +183,7 @@ export function relayCached(
         w.wait?.end(performance.now());
         w.done(error);
       }
+      land(flight, undefined);
     },
   );
 }
@@ -168,6 +203,7 @@ function deliver(
     send(w.res, statusCode, entry, w.id, headersFor(i === 0 ? first : "coalesced", entry.tier));
     w.done();
   });
+  land(flight, entry);
 }
 
 /**

@@ -1,7 +1,8 @@
 import { isHeadCall } from "../answers/read-need.js";
-import { FINAL, withId } from "../cache/answer-cache.js";
+import { type AnswerCache, FINAL, withId } from "../cache/answer-cache.js";
 import { type CacheRead, cacheRead } from "../cache/cache-read.js";
 import { keptMembers } from "../cache/kept-answer.js";
+import { type FlightEntry, type FlightFollower, followFlight } from "../cache/relay-cached.js";
 import type { PassedCall } from "../jsonrpc/check.js";
 import type { HeadCall, ReadRules } from "../registry/types.js";
 import type { UpstreamGroup } from "../upstream/group.js";
@@ -10,19 +11,48 @@ import type { UpstreamGroup } from "../upstream/group.js";
 export interface CacheKeep {
   readonly read: CacheRead;
   readonly epoch: number;
+  /** Its flight, which identical calls on the label's connections wait on. */
+  readonly flight: SocketFlight;
 }
 
 /**
+ * What a call waiting on another's answer is told: the answer with its own id, or undefined when there is
+ * none to share (the call failed, its connection closed, or it took longer than FOLLOW_MS) and it must be
+ * asked of the node.
+ */
+export type Follow = (answer: string | undefined) => void;
+
+/** A miss in flight on a connection's node: identical calls on the label's other connections wait for it. */
+interface SocketFlight {
+  readonly key: string;
+  readonly followers: FlightFollower[];
+  readonly timer: NodeJS.Timeout;
+  landed: boolean;
+}
+
+/**
+ * How long a call waits on another connection's call before it asks a node itself: the first call's node
+ * may hang without its connection closing, and a follower must not hang with it.
+ */
+const FOLLOW_MS = 10_000;
+
+/** Each cache's misses in flight on connections, by their key and head epoch. */
+const socketFlights = new WeakMap<AnswerCache, Map<string, SocketFlight>>();
+
+/**
  * The answer cache for a WebSocket connection's calls (docs/cache.md, "WebSockets"): a single call the
- * label's cache may answer is answered from it, with the caller's id, and never reaches the node; on a miss
- * it goes to the node, and its answer is kept when it arrives, as an HTTP call's would be. The same cache
- * and rules as HTTP: a call over either transport finds what the other kept. A batch, a subscription and a
- * write always go to the node.
+ * label's cache may answer is answered from it, with the caller's id, and never reaches the node; a call
+ * identical to one in flight, over HTTP or on any of the label's connections, waits for that call's answer
+ * (coalesced); on a miss it goes to the node, and its answer is kept when it arrives, as an HTTP call's
+ * would be. The same cache and rules as HTTP: a call over either transport finds what the other kept. A
+ * batch, a subscription and a write always go to the node.
  */
 export class CachedCalls {
   readonly #group: UpstreamGroup;
   readonly #reads: ReadRules;
   readonly #head: HeadCall;
+  /** This connection's misses in flight: they land with nothing to share if it closes first. */
+  readonly #opened = new Set<SocketFlight>();
 
   constructor(group: UpstreamGroup, reads: ReadRules, head: HeadCall) {
     this.#group = group;
@@ -30,8 +60,15 @@ export class CachedCalls {
     this.#head = head;
   }
 
-  /** The cached answer to `call` with its id, or what to keep of the node's answer; undefined when neither. */
-  lookup(call: PassedCall): { readonly answer: string } | { readonly keep: CacheKeep } | undefined {
+  /**
+   * The cached answer to `call` with its id; "following" when it waits on an identical call in flight and
+   * `follow` will be told; else what to keep of the node's answer; undefined when none of these applies. A
+   * call that may not wait (the connection's in-flight cap) passes no `follow`.
+   */
+  lookup(
+    call: PassedCall,
+    follow: Follow | undefined,
+  ): { readonly answer: string } | { readonly keep: CacheKeep } | "following" | undefined {
     const cache = this.#group.cache;
     if (cache === undefined) return undefined;
     const read = cache.takes(cacheRead(this.#reads, call, isHeadCall(call, this.#head)));
@@ -43,18 +80,66 @@ export class CachedCalls {
       cache.counts.hit++;
       return { answer: withId(entry, read.id).toString("utf8") };
     }
+    const flights = flightsOf(cache);
+    const flightKey = `${read.key}\n${epoch}`;
+    if (follow !== undefined) {
+      const follower: FlightFollower = (landed) =>
+        follow(landed === undefined ? undefined : withId(landed, read.id).toString("utf8"));
+      const onSocket = flights.get(flightKey);
+      if (onSocket !== undefined || followFlight(cache, read.key, epoch, follower)) {
+        onSocket?.followers.push(follower);
+        cache.counts.coalesced++;
+        return "following";
+      }
+    }
     cache.counts.miss++;
-    return { keep: { read, epoch } };
+    const flight: SocketFlight = {
+      key: flightKey,
+      followers: [],
+      timer: setTimeout(() => this.#land(cache, flight, undefined), FOLLOW_MS).unref(),
+      landed: false,
+    };
+    // a second miss of the same call (one that could not wait) leaves the first's flight in place
+    if (!flights.has(flightKey)) flights.set(flightKey, flight);
+    this.#opened.add(flight);
+    return { keep: { read, epoch, flight } };
   }
 
-  /** The node's answer to a call that missed: kept if its lifetime allows, shared when final. */
+  /** The node's answer to a call that missed: kept if its lifetime allows, shared when final, and given to the calls waiting on it. */
   keep(keep: CacheKeep, members: ReadonlyMap<string, string>): void {
     const cache = this.#group.cache;
     if (cache === undefined) return;
     const kept = keptMembers(members, 200, keep.read, this.#group, cache.settings, keep.epoch);
+    this.#land(cache, keep.flight, kept === undefined ? undefined : { ...kept.entry, tier: undefined });
     if (kept === undefined || !kept.store) return;
     const entry = { ...kept.entry, tier: undefined };
     cache.set(keep.read.key, entry);
     if (entry.epoch === FINAL) cache.shared?.put(this.#group.label, keep.read.key, entry);
   }
+
+  /** The connection closed: calls waiting on its misses ask a node themselves. */
+  close(): void {
+    const cache = this.#group.cache;
+    if (cache === undefined) return;
+    for (const flight of this.#opened) this.#land(cache, flight, undefined);
+  }
+
+  #land(cache: AnswerCache, flight: SocketFlight, entry: FlightEntry | undefined): void {
+    if (flight.landed) return;
+    flight.landed = true;
+    clearTimeout(flight.timer);
+    this.#opened.delete(flight);
+    const flights = flightsOf(cache);
+    if (flights.get(flight.key) === flight) flights.delete(flight.key);
+    for (const follow of flight.followers) follow(entry);
+  }
+}
+
+function flightsOf(cache: AnswerCache): Map<string, SocketFlight> {
+  let flights = socketFlights.get(cache);
+  if (flights === undefined) {
+    flights = new Map();
+    socketFlights.set(cache, flights);
+  }
+  return flights;
 }

@@ -15,7 +15,7 @@ import type { JsonRpcPolicy } from "../registry/types.js";
 import { endMessage } from "../tracing/span-ends.js";
 import type { RequestTrace } from "../tracing/tracing.js";
 import type { Upstream } from "../upstream/upstreams.js";
-import type { CachedCalls } from "./cached-calls.js";
+import type { CachedCalls, Follow } from "./cached-calls.js";
 import { CLOSE } from "./close-codes.js";
 import { deliver, type FillContext, recordStart } from "./gap-fill.js";
 import { GatewayCalls } from "./gateway-calls.js";
@@ -90,6 +90,8 @@ export class Connection {
   readonly #move: ConnectionMove;
   /** A WebSocket-only call went upstream: the node holds state for this connection. */
   #stateful = false;
+  /** Calls waiting on an identical call in flight (cached-calls.ts), counted against the in-flight cap. */
+  #following = 0;
   /** Set once the key's quota is spent: the connection closes when its calls are answered (#refused). */
   #quotaSpent: NodeJS.Timeout | undefined = undefined;
   /** Messages that arrived while one waits for its quota's answer from Redis; undefined when none waits. */
@@ -331,7 +333,8 @@ export class Connection {
 
   /** Closes a connection whose quota is spent once nothing it was charged for waits for the node. */
   #closeIfSpent(): void {
-    if (this.#quotaSpent === undefined || this.#pending.size > 0 || this.#closed) return;
+    if (this.#quotaSpent === undefined || this.#pending.size > 0 || this.#following > 0 || this.#closed)
+      return;
     clearTimeout(this.#quotaSpent);
     this.close(CLOSE.QUOTA_EXCEEDED, "quota exceeded");
   }
@@ -364,19 +367,32 @@ export class Connection {
     return callsUnits(mount.policy.computeUnits, methods, admitted.endpoint);
   }
 
-  /** Sends what passed upstream and returns the answer for what did not. */
+  /**
+   * Sends what passed upstream and returns the answer for what did not. A single call the cache answers, or
+   * one that waits on an identical call in flight, does not reach the node (`cached` false: it is asked of
+   * the node, after the call it waited on had no answer to share).
+   */
   #send(
     message: Charged<CheckedMessage>,
     text: string,
     seen: MessageSeen,
     hold: QuotaHold | undefined,
+    cached = true,
   ): string | undefined {
-    const looked = message.batch ? undefined : this.#lookup(message.checked[0]);
-    if (looked !== undefined && "answer" in looked) {
-      // an answer from the cache costs what the plan says (its cachedShare), as over HTTP
+    const looked =
+      message.batch || !cached
+        ? undefined
+        : this.#lookup(message.checked[0], (answer) => this.#followed(answer, message, text, seen, hold));
+    if (looked === "following" || (looked !== undefined && "answer" in looked)) {
+      // an answer from the cache, or one node answer shared, costs what the plan says (its cachedShare),
+      // as over HTTP
       if (hold !== undefined && hold.cachedShare !== 1) {
         seen.units = Math.round(seen.units * hold.cachedShare);
         hold.settle(seen.units);
+      }
+      if (looked === "following") {
+        this.#following++;
+        return undefined;
       }
       return looked.answer;
     }
@@ -407,12 +423,35 @@ export class Connection {
   }
 
   /** The cache's answer to a single call, or what to keep of the node's: a read only, never a write. */
-  #lookup(checked: Checked | undefined): ReturnType<CachedCalls["lookup"]> {
+  #lookup(checked: Checked | undefined, follow: Follow): ReturnType<CachedCalls["lookup"]> {
     const cache = this.#options.cache;
     if (cache === undefined || checked === undefined || !checked.ok) return undefined;
     if (checked.access !== "shared" && checked.access !== "dedicated") return undefined;
     if (this.#policy.writes.has(checked.method)) return undefined;
-    return cache.lookup(checked);
+    // a call that waits on another counts against the in-flight cap as one sent would
+    const room = this.#pending.size + this.#following < this.#options.limits.ws.maxInFlight;
+    return cache.lookup(checked, room ? follow : undefined);
+  }
+
+  /** The call a message waited on landed: its answer to the client, or, with none to share, the node asked. */
+  #followed(
+    answer: string | undefined,
+    message: Charged<CheckedMessage>,
+    text: string,
+    seen: MessageSeen,
+    hold: QuotaHold | undefined,
+  ): void {
+    this.#following--;
+    if (this.#closed) return;
+    if (answer !== undefined) {
+      this.#toClient(answer, false);
+      this.#closeIfSpent();
+      return;
+    }
+    this.#guard(() => {
+      const refused = this.#send(message, text, seen, hold, false);
+      if (refused !== undefined) this.#toClient(refused, false);
+    })();
   }
 
   /** Reserves in-flight and subscription slots at the moment a call is sent, so a burst cannot overshoot. */
@@ -603,6 +642,7 @@ export class Connection {
     clearInterval(this.#ping);
     clearTimeout(this.#idle);
     this.#calls.abandon();
+    this.#options.cache?.close();
     this.#options.onClose();
   }
 }

@@ -272,6 +272,44 @@ describe("the answer cache on a real anvil", () => {
     }
   });
 
+  it("a WebSocket call identical to an HTTP call in flight waits for that call's answer, with its own id", async () => {
+    recorder.delayMs = 1_000;
+    const socket = await Client.open(`ws://eth.${DOMAIN}:${gw.port}/${KEYS.all}`);
+    try {
+      // a block read, which no archive key's flight could answer from another tier
+      const params = ["0x7", false];
+      const before = reached("eth_getBlockByNumber", params);
+      const overHttp = call("eth_getBlockByNumber", params, 1);
+      await eventually(
+        () => reached("eth_getBlockByNumber", params) > before,
+        2_000,
+        "the HTTP call at the node",
+      );
+      const coalesced = await gw.metric("gateway_cache_requests_total", {
+        label: "eth",
+        outcome: "coalesced",
+      });
+      socket.ws.send(JSON.stringify({ jsonrpc: "2.0", id: "ws", method: "eth_getBlockByNumber", params }));
+      // waiting on the HTTP call, not sent over the connection's own node socket
+      await eventually(
+        async () =>
+          (await gw.metric("gateway_cache_requests_total", { label: "eth", outcome: "coalesced" })) ===
+          coalesced + 1,
+        900,
+        "the WebSocket call waiting",
+      );
+      const answer = JSON.parse(await socket.waitFor((text) => text.includes('"id":"ws"')));
+      const first = await overHttp;
+      expect(first.cache).toBe("miss");
+      expect(answer).toEqual({ jsonrpc: "2.0", id: "ws", result: first.result });
+      expect(answer.result).toMatchObject({ number: "0x7" });
+      expect(reached("eth_getBlockByNumber", params)).toBe(before + 1);
+    } finally {
+      recorder.delayMs = 0;
+      socket.close();
+    }
+  });
+
   it("after a reorg no answer from the replaced blocks is served", async () => {
     const snapshot = await node.rpc<string>("evm_snapshot", []);
     await node.rpc("evm_mine", []);

@@ -2,6 +2,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { DEFAULT_CACHE } from "../../src/config/defaults.js";
 import type { PlanSpec } from "../../src/config/types.js";
 import { LocalQuotaLedger } from "../../src/plans/quota-ledger.js";
+import { eventually } from "../support/eventually.js";
 import { DOMAIN, KEYS, type RunningGateway, startGateway, TEST_PLANS } from "../support/gateway.js";
 import { evmNode, type LoopbackWsNode, startLoopbackWsNode } from "../support/loopback-ws-node.js";
 import { resolveTestHosts } from "../support/test-hosts.js";
@@ -110,5 +111,89 @@ describe("a cached answer over a WebSocket costs the plan's cachedShare", () => 
     expect(quotas.spent(key.slice(0, 8)).day).toBe(full + 2 * Math.round(full / 2));
     expect(node.methods().filter((m) => m === "eth_getBlockByHash")).toHaveLength(1);
     client.close();
+  });
+});
+
+describe("identical calls in flight on a label's WebSockets reach the node once", () => {
+  let node: LoopbackWsNode;
+  let gw: RunningGateway;
+  let restore: () => void;
+  /** The node holds each eth_getBlockByHash until the test lets it answer. */
+  let release: () => void = () => {};
+  let held = Promise.resolve();
+  const hold = () => {
+    held = new Promise((resolve) => {
+      release = resolve;
+    });
+  };
+  const url = () => `ws://eth.${DOMAIN}:${gw.port}/${KEYS.all}`;
+  const asked = (hash: string) =>
+    node.connections
+      .flatMap((c) => c.messages)
+      .filter((m) => m.includes("eth_getBlockByHash") && m.includes(hash)).length;
+  const coalesced = () => gw.metric("gateway_cache_requests_total", { label: "eth", outcome: "coalesced" });
+  const send = (client: Client, id: string, hash: string) =>
+    client.ws.send(
+      JSON.stringify({ jsonrpc: "2.0", id, method: "eth_getBlockByHash", params: [hash, false] }),
+    );
+  const answerTo = (client: Client, id: string) => client.waitFor((text) => text.includes(`"id":"${id}"`));
+
+  beforeAll(async () => {
+    restore = resolveTestHosts();
+    node = await startLoopbackWsNode(
+      evmNode({ eth_getBlockByHash: ([hash]: [string]) => held.then(() => ({ ...BLOCK, hash })) }),
+    );
+    gw = await startGateway({ upstreams: { eth: [node.url] }, cache: { ...DEFAULT_CACHE, enabled: true } });
+  });
+  afterAll(async () => {
+    release();
+    await gw?.close();
+    await node?.close();
+    restore?.();
+  });
+
+  it("the calls that arrive while the first is at the node get its answer, each with its own id", async () => {
+    const hash = `0x${"01".repeat(32)}`;
+    const [a, b, c] = await Promise.all([Client.open(url()), Client.open(url()), Client.open(url())]);
+    hold();
+    const before = await coalesced();
+    send(a, "a", hash);
+    await eventually(() => asked(hash) === 1, 2_000, "the first call at the node");
+    send(b, "b", hash);
+    send(c, "c", hash);
+    send(a, "a2", hash);
+    await eventually(async () => (await coalesced()) === before + 3, 2_000, "three calls waiting");
+    release();
+    const answers = await Promise.all([
+      answerTo(a, "a"),
+      answerTo(b, "b"),
+      answerTo(c, "c"),
+      answerTo(a, "a2"),
+    ]);
+    expect(answers.map((text) => JSON.parse(text))).toEqual(
+      ["a", "b", "c", "a2"].map((id) => ({ jsonrpc: "2.0", id, result: { ...BLOCK, hash } })),
+    );
+    expect(asked(hash)).toBe(1);
+    for (const client of [a, b, c]) client.close();
+  });
+
+  it("when the first call's connection closes before its answer, the others ask the node themselves", async () => {
+    const hash = `0x${"02".repeat(32)}`;
+    const [first, other] = await Promise.all([Client.open(url()), Client.open(url())]);
+    hold();
+    const before = await coalesced();
+    send(first, "first", hash);
+    await eventually(() => asked(hash) === 1, 2_000, "the first call at the node");
+    send(other, "other", hash);
+    await eventually(async () => (await coalesced()) === before + 1, 2_000, "the other call waiting");
+    first.close();
+    await eventually(() => asked(hash) === 2, 2_000, "the other call at the node");
+    release();
+    expect(JSON.parse(await answerTo(other, "other"))).toEqual({
+      jsonrpc: "2.0",
+      id: "other",
+      result: { ...BLOCK, hash },
+    });
+    other.close();
   });
 });
