@@ -1,26 +1,26 @@
-import type { Span } from "@opentelemetry/api";
 import type { RawData, WebSocket } from "ws";
 import type { GatewayConfig, Limits } from "../config/types.js";
 import { errorBody } from "../errors/respond.js";
-import { type ErrorCode, GatewayError } from "../errors/table.js";
-import { type CallRules, type Checked, no, type PassedCall, sendableAsReceived } from "../jsonrpc/check.js";
+import { GatewayError } from "../errors/table.js";
+import type { CallRules, PassedCall } from "../jsonrpc/check.js";
 import { type CheckedMessage, checkMessage } from "../jsonrpc/message.js";
 import { scanMembers } from "../jsonrpc/scan.js";
 import type { UsageRecorder } from "../keys/usage.js";
 import type { GatewayMetrics } from "../metrics/gateway-metrics.js";
 import type { ErrorBoundary } from "../pipeline/boundary.js";
-import type { Charged, Mounted, QuotaHold, Stages } from "../pipeline/stages.js";
+import type { Mounted, Stages } from "../pipeline/stages.js";
 import { callsUnits } from "../plans/compute-units.js";
 import type { JsonRpcPolicy } from "../registry/types.js";
 import { endMessage } from "../tracing/span-ends.js";
 import type { RequestTrace } from "../tracing/tracing.js";
 import type { Upstream } from "../upstream/upstreams.js";
-import type { CachedCalls, Follow } from "./cached-calls.js";
+import type { CachedCalls } from "./cached-calls.js";
 import { CLOSE } from "./close-codes.js";
 import { deliver, type FillContext, recordStart } from "./gap-fill.js";
 import { GatewayCalls } from "./gateway-calls.js";
+import { type MessageSeen, MessageSender, paramsOf } from "./message-sender.js";
 import { ConnectionMove, type Reconnect } from "./move.js";
-import { type Outgoing, type Pending, PendingCalls, type Settled } from "./pending-calls.js";
+import { type Outgoing, PendingCalls, type Settled } from "./pending-calls.js";
 import { RememberedSubscriptions } from "./subscriptions.js";
 
 /** How long a connection whose quota is spent waits for the answers to its calls before it closes. */
@@ -28,22 +28,6 @@ const QUOTA_CLOSE_MS = 5_000;
 
 /** A message that waits for its quota's answer from Redis: it is answered and counted then. */
 const WAITING = Symbol("waiting for the quota");
-
-/** What the metrics and the usage count of one client message, as far as it got. */
-interface MessageSeen {
-  replyId: string;
-  method: string;
-  code: ErrorCode | undefined;
-  calls: number;
-  refused: number;
-  /** The compute units of its calls that passed their checks; billed when sent. */
-  units: number;
-  counted?: boolean;
-  /** Its span, when the connection is traced (src/tracing/). */
-  span: Span | undefined;
-  /** Its calls went to the node: its span ends with the node's last answer (pending-calls.ts). */
-  sent?: boolean;
-}
 
 export interface ConnectionOptions {
   readonly stages: Stages;
@@ -71,7 +55,8 @@ export interface ConnectionOptions {
  * message passes stages 4, 5 and 7 of the pipeline (pipeline/stages.ts), with the same checks as over HTTP.
  *
  * The connection remembers its subscriptions (subscriptions.ts) and keeps a ledger of its calls in flight
- * (pending-calls.ts). When its upstream socket is lost it moves to another node (move.ts); a connection
+ * (pending-calls.ts); its messages go toward the node through its sender (message-sender.ts), which answers
+ * from the cache and waits on calls in flight first. When its upstream socket is lost it moves to another node (move.ts); a connection
  * holding node state (registry `pinned` subscriptions, or WebSocket-only calls) cannot, and is closed with
  * 1014.
  */
@@ -88,10 +73,9 @@ export class Connection {
   readonly #calls: GatewayCalls;
   readonly #fill: FillContext;
   readonly #move: ConnectionMove;
+  readonly #sender: MessageSender;
   /** A WebSocket-only call went upstream: the node holds state for this connection. */
   #stateful = false;
-  /** Calls waiting on an identical call in flight (cached-calls.ts), counted against the in-flight cap. */
-  #following = 0;
   /** Set once the key's quota is spent: the connection closes when its calls are answered (#refused). */
   #quotaSpent: NodeJS.Timeout | undefined = undefined;
   /** Messages that arrived while one waits for its quota's answer from Redis; undefined when none waits. */
@@ -128,6 +112,24 @@ export class Connection {
       send: (text) => this.#toClient(text, false),
     };
     const connection = this;
+    this.#sender = new MessageSender({
+      pending: this.#pending,
+      remembered: this.#remembered,
+      rules: this.#rules,
+      policy: this.#policy,
+      limits: options.limits,
+      cache: options.cache,
+      get closed() {
+        return connection.#closed;
+      },
+      stateful: () => {
+        this.#stateful = true;
+      },
+      transmit: (outgoing) => this.#transmit(outgoing),
+      toClient: (text) => this.#toClient(text, false),
+      closeIfSpent: () => this.#closeIfSpent(),
+      guard: (listener) => this.#guard(listener),
+    });
     this.#move = new ConnectionMove(
       {
         pending: this.#pending,
@@ -273,11 +275,11 @@ export class Connection {
       seen.units = this.#unitsOf(message);
       const charged = stages.chargeRate(mounted, { ...message, computeUnits: seen.units }); // 5
       const held = stages.holdQuota(mounted, seen.units); // 5, the quota
-      if (!(held instanceof Promise)) return this.#send(charged, text, seen, held); // 7
+      if (!(held instanceof Promise)) return this.#sender.send(charged, text, seen, held); // 7
       // the quota asked Redis: this message goes on with its answer, the next ones wait for it
       this.#queued = [];
       held.then(
-        (hold) => this.#afterQuota(seen, () => this.#send(charged, text, seen, hold)),
+        (hold) => this.#afterQuota(seen, () => this.#sender.send(charged, text, seen, hold)),
         (error) =>
           this.#afterQuota(seen, () => {
             throw error;
@@ -333,7 +335,12 @@ export class Connection {
 
   /** Closes a connection whose quota is spent once nothing it was charged for waits for the node. */
   #closeIfSpent(): void {
-    if (this.#quotaSpent === undefined || this.#pending.size > 0 || this.#following > 0 || this.#closed)
+    if (
+      this.#quotaSpent === undefined ||
+      this.#pending.size > 0 ||
+      this.#sender.following > 0 ||
+      this.#closed
+    )
       return;
     clearTimeout(this.#quotaSpent);
     this.close(CLOSE.QUOTA_EXCEEDED, "quota exceeded");
@@ -367,122 +374,6 @@ export class Connection {
     return callsUnits(mount.policy.computeUnits, methods, admitted.endpoint);
   }
 
-  /**
-   * Sends what passed upstream and returns the answer for what did not. A single call the cache answers, or
-   * one that waits on an identical call in flight, does not reach the node (`cached` false: it is asked of
-   * the node, after the call it waited on had no answer to share).
-   */
-  #send(
-    message: Charged<CheckedMessage>,
-    text: string,
-    seen: MessageSeen,
-    hold: QuotaHold | undefined,
-    cached = true,
-  ): string | undefined {
-    const looked =
-      message.batch || !cached
-        ? undefined
-        : this.#lookup(message.checked[0], (answer) => this.#followed(answer, message, text, seen, hold));
-    if (looked === "following" || (looked !== undefined && "answer" in looked)) {
-      // an answer from the cache, or one node answer shared, costs what the plan says (its cachedShare),
-      // as over HTTP
-      if (hold !== undefined && hold.cachedShare !== 1) {
-        seen.units = Math.round(seen.units * hold.cachedShare);
-        hold.settle(seen.units);
-      }
-      if (looked === "following") {
-        this.#following++;
-        return undefined;
-      }
-      return looked.answer;
-    }
-    const outgoing: Outgoing = { text: undefined, calls: [], batch: message.batch, sent: false };
-    const pending: Pending[] = [];
-    const checked = message.checked.map((call) => this.#admit(call, outgoing, pending));
-    if (looked !== undefined && pending[0] !== undefined) pending[0].keep = looked.keep;
-    const passed = checked.filter((c): c is PassedCall => c.ok);
-    const refused = checked.filter((c) => !c.ok).map((c) => c.json);
-    if (passed.length === 0) return message.batch ? `[${refused.join(",")}]` : (checked[0] as Checked).json;
-    const rewritten = pending.some(
-      (p) => p.target !== undefined && p.target.upstreamId !== p.target.clientId,
-    );
-    outgoing.calls = passed;
-    outgoing.text = rewritten ? undefined : sendableAsReceived(text, checked) ? text : undefined;
-    if (seen.span !== undefined && pending.length > 0) {
-      outgoing.span = seen.span;
-      seen.sent = true;
-    }
-    this.#pending.add(pending);
-    this.#transmit(outgoing);
-    if (refused.length === 0 || !message.batch) return undefined;
-    const ids = new Set(passed.flatMap((c) => (c.id !== undefined ? [c.id] : [])));
-    // Only notifications went upstream: the node will send nothing to merge into (JSON-RPC 2.0 §6).
-    if (ids.size === 0) return `[${refused.join(",")}]`;
-    this.#pending.holdRefusals(ids, refused);
-    return undefined;
-  }
-
-  /** The cache's answer to a single call, or what to keep of the node's: a read only, never a write. */
-  #lookup(checked: Checked | undefined, follow: Follow): ReturnType<CachedCalls["lookup"]> {
-    const cache = this.#options.cache;
-    if (cache === undefined || checked === undefined || !checked.ok) return undefined;
-    if (checked.access !== "shared" && checked.access !== "dedicated") return undefined;
-    if (this.#policy.writes.has(checked.method)) return undefined;
-    // a call that waits on another counts against the in-flight cap as one sent would
-    const room = this.#pending.size + this.#following < this.#options.limits.ws.maxInFlight;
-    return cache.lookup(checked, room ? follow : undefined);
-  }
-
-  /** The call a message waited on landed: its answer to the client, or, with none to share, the node asked. */
-  #followed(
-    answer: string | undefined,
-    message: Charged<CheckedMessage>,
-    text: string,
-    seen: MessageSeen,
-    hold: QuotaHold | undefined,
-  ): void {
-    this.#following--;
-    if (this.#closed) return;
-    if (answer !== undefined) {
-      this.#toClient(answer, false);
-      this.#closeIfSpent();
-      return;
-    }
-    this.#guard(() => {
-      const refused = this.#send(message, text, seen, hold, false);
-      if (refused !== undefined) this.#toClient(refused, false);
-    })();
-  }
-
-  /** Reserves in-flight and subscription slots at the moment a call is sent, so a burst cannot overshoot. */
-  #admit(checked: Checked, message: Outgoing, pending: Pending[]): Checked {
-    if (!checked.ok) return checked;
-    if (checked.access === "websocket") this.#stateful = true;
-    if (checked.id === undefined) return checked;
-    const limits = this.#options.limits.ws;
-    if (this.#pending.size + pending.length >= limits.maxInFlight) {
-      return no(this.#rules, "TOO_MANY_IN_FLIGHT", checked.id, { maxInFlight: limits.maxInFlight });
-    }
-    if (checked.access === "subscribe") {
-      if (this.#remembered.size + this.#pending.reservedSubscriptions >= limits.maxSubscriptions) {
-        return no(this.#rules, "TOO_MANY_SUBSCRIPTIONS", checked.id, {
-          maxSubscriptions: limits.maxSubscriptions,
-        });
-      }
-      this.#pending.reserveSubscription();
-      if (this.#remembered.isPinned(checked.method)) this.#stateful = true;
-    }
-    const kind = checked.access === "subscribe" || checked.access === "unsubscribe" ? checked.access : "call";
-    pending.push({
-      kind,
-      call: checked,
-      message,
-      write: this.#policy.writes.has(checked.method),
-      target: kind === "unsubscribe" ? this.#remembered.named(paramsOf(checked)) : undefined,
-    });
-    return checked;
-  }
-
   /** Sends a message upstream, or keeps it for the new socket while the connection moves. */
   #transmit(outgoing: Outgoing): void {
     if (this.#move.moving || this.#upstream === undefined) {
@@ -490,19 +381,7 @@ export class Connection {
       return;
     }
     outgoing.sent = true;
-    this.#upstream.send(outgoing.text ?? this.#build(outgoing.calls, outgoing.batch));
-  }
-
-  /** The message from its calls, each unsubscribe naming its subscription by the id the node uses. */
-  #build(calls: readonly PassedCall[], batch: boolean): string {
-    const texts = calls.map((call) => {
-      const target = call.id === undefined ? undefined : this.#pending.get(call.id)?.target;
-      const params = call.call.members.get("params");
-      if (target === undefined || params === undefined || target.upstreamId === target.clientId)
-        return call.json;
-      return call.withParams(params.replace(target.clientId, target.upstreamId));
-    });
-    return batch ? `[${texts.join(",")}]` : (texts[0] as string);
+    this.#upstream.send(outgoing.text ?? this.#sender.build(outgoing.calls, outgoing.batch));
   }
 
   #fromUpstream(data: RawData, isBinary: boolean): void {
@@ -645,11 +524,6 @@ export class Connection {
     this.#options.cache?.close();
     this.#options.onClose();
   }
-}
-
-function paramsOf(call: PassedCall): unknown {
-  const value = call.call.value;
-  return typeof value === "object" && value !== null ? (value as { params?: unknown }).params : undefined;
 }
 
 function toText(data: RawData): string {

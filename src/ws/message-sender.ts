@@ -1,0 +1,199 @@
+import type { Span } from "@opentelemetry/api";
+import type { Limits } from "../config/types.js";
+import type { ErrorCode } from "../errors/table.js";
+import { type CallRules, type Checked, no, type PassedCall, sendableAsReceived } from "../jsonrpc/check.js";
+import type { CheckedMessage } from "../jsonrpc/message.js";
+import type { Charged, QuotaHold } from "../pipeline/stages.js";
+import type { JsonRpcPolicy } from "../registry/types.js";
+import type { CachedCalls, Follow } from "./cached-calls.js";
+import type { Outgoing, Pending, PendingCalls } from "./pending-calls.js";
+import type { RememberedSubscriptions } from "./subscriptions.js";
+
+/** What the metrics and the usage count of one client message, as far as it got. */
+export interface MessageSeen {
+  replyId: string;
+  method: string;
+  code: ErrorCode | undefined;
+  calls: number;
+  refused: number;
+  /** The compute units of its calls that passed their checks; billed when sent. */
+  units: number;
+  counted?: boolean;
+  /** Its span, when the connection is traced (src/tracing/). */
+  span: Span | undefined;
+  /** Its calls went to the node: its span ends with the node's last answer (pending-calls.ts). */
+  sent?: boolean;
+}
+
+/** What a connection lends its sender (connection.ts). */
+export interface SenderHost {
+  readonly pending: PendingCalls;
+  readonly remembered: RememberedSubscriptions;
+  readonly rules: CallRules;
+  readonly policy: JsonRpcPolicy;
+  readonly limits: Limits;
+  readonly cache: CachedCalls | undefined;
+  readonly closed: boolean;
+  /** A WebSocket-only call went upstream: the node holds state for the connection now. */
+  stateful(): void;
+  /** Sends a message to the node, or keeps it while the connection moves. */
+  transmit(outgoing: Outgoing): void;
+  toClient(text: string): void;
+  /** Closes a connection whose quota is spent once nothing it was charged for waits. */
+  closeIfSpent(): void;
+  guard<A extends unknown[]>(listener: (...args: A) => void): (...args: A) => void;
+}
+
+/**
+ * Stage 7 of a connection's messages, toward the node: a single call from the label's cache, or waiting on
+ * an identical call in flight (cached-calls.ts); the rest within the connection's in-flight and
+ * subscription slots, as one message to the node, its unsubscribe calls naming the node's own ids.
+ */
+export class MessageSender {
+  readonly #host: SenderHost;
+  /** Calls waiting on an identical call in flight (cached-calls.ts), counted against the in-flight cap. */
+  #following = 0;
+
+  constructor(host: SenderHost) {
+    this.#host = host;
+  }
+
+  /** Calls that wait on another's answer and have not had it. */
+  get following(): number {
+    return this.#following;
+  }
+
+  /**
+   * Sends what passed upstream and returns the answer for what did not. A single call the cache answers, or
+   * one that waits on an identical call in flight, does not reach the node (`cached` false: it is asked of
+   * the node, after the call it waited on had no answer to share).
+   */
+  send(
+    message: Charged<CheckedMessage>,
+    text: string,
+    seen: MessageSeen,
+    hold: QuotaHold | undefined,
+    cached = true,
+  ): string | undefined {
+    const looked =
+      message.batch || !cached
+        ? undefined
+        : this.#lookup(message.checked[0], (answer) => this.#followed(answer, message, text, seen, hold));
+    if (looked === "following" || (looked !== undefined && "answer" in looked)) {
+      // an answer from the cache, or one node answer shared, costs what the plan says (its cachedShare),
+      // as over HTTP
+      if (hold !== undefined && hold.cachedShare !== 1) {
+        seen.units = Math.round(seen.units * hold.cachedShare);
+        hold.settle(seen.units);
+      }
+      if (looked === "following") {
+        this.#following++;
+        return undefined;
+      }
+      return looked.answer;
+    }
+    const outgoing: Outgoing = { text: undefined, calls: [], batch: message.batch, sent: false };
+    const pending: Pending[] = [];
+    const checked = message.checked.map((call) => this.#admit(call, outgoing, pending));
+    if (looked !== undefined && pending[0] !== undefined) pending[0].keep = looked.keep;
+    const passed = checked.filter((c): c is PassedCall => c.ok);
+    const refused = checked.filter((c) => !c.ok).map((c) => c.json);
+    if (passed.length === 0) return message.batch ? `[${refused.join(",")}]` : (checked[0] as Checked).json;
+    const rewritten = pending.some(
+      (p) => p.target !== undefined && p.target.upstreamId !== p.target.clientId,
+    );
+    outgoing.calls = passed;
+    outgoing.text = rewritten ? undefined : sendableAsReceived(text, checked) ? text : undefined;
+    if (seen.span !== undefined && pending.length > 0) {
+      outgoing.span = seen.span;
+      seen.sent = true;
+    }
+    this.#host.pending.add(pending);
+    this.#host.transmit(outgoing);
+    if (refused.length === 0 || !message.batch) return undefined;
+    const ids = new Set(passed.flatMap((c) => (c.id !== undefined ? [c.id] : [])));
+    // Only notifications went upstream: the node will send nothing to merge into (JSON-RPC 2.0 §6).
+    if (ids.size === 0) return `[${refused.join(",")}]`;
+    this.#host.pending.holdRefusals(ids, refused);
+    return undefined;
+  }
+
+  /** The cache's answer to a single call, or what to keep of the node's: a read only, never a write. */
+  #lookup(checked: Checked | undefined, follow: Follow): ReturnType<CachedCalls["lookup"]> {
+    const cache = this.#host.cache;
+    if (cache === undefined || checked === undefined || !checked.ok) return undefined;
+    if (checked.access !== "shared" && checked.access !== "dedicated") return undefined;
+    if (this.#host.policy.writes.has(checked.method)) return undefined;
+    // a call that waits on another counts against the in-flight cap as one sent would
+    const room = this.#host.pending.size + this.#following < this.#host.limits.ws.maxInFlight;
+    return cache.lookup(checked, room ? follow : undefined);
+  }
+
+  /** The call a message waited on landed: its answer to the client, or, with none to share, the node asked. */
+  #followed(
+    answer: string | undefined,
+    message: Charged<CheckedMessage>,
+    text: string,
+    seen: MessageSeen,
+    hold: QuotaHold | undefined,
+  ): void {
+    this.#following--;
+    if (this.#host.closed) return;
+    if (answer !== undefined) {
+      this.#host.toClient(answer);
+      this.#host.closeIfSpent();
+      return;
+    }
+    this.#host.guard(() => {
+      const refused = this.send(message, text, seen, hold, false);
+      if (refused !== undefined) this.#host.toClient(refused);
+    })();
+  }
+
+  /** Reserves in-flight and subscription slots at the moment a call is sent, so a burst cannot overshoot. */
+  #admit(checked: Checked, message: Outgoing, pending: Pending[]): Checked {
+    if (!checked.ok) return checked;
+    if (checked.access === "websocket") this.#host.stateful();
+    if (checked.id === undefined) return checked;
+    const limits = this.#host.limits.ws;
+    if (this.#host.pending.size + pending.length >= limits.maxInFlight) {
+      return no(this.#host.rules, "TOO_MANY_IN_FLIGHT", checked.id, { maxInFlight: limits.maxInFlight });
+    }
+    if (checked.access === "subscribe") {
+      if (this.#host.remembered.size + this.#host.pending.reservedSubscriptions >= limits.maxSubscriptions) {
+        return no(this.#host.rules, "TOO_MANY_SUBSCRIPTIONS", checked.id, {
+          maxSubscriptions: limits.maxSubscriptions,
+        });
+      }
+      this.#host.pending.reserveSubscription();
+      if (this.#host.remembered.isPinned(checked.method)) this.#host.stateful();
+    }
+    const kind = checked.access === "subscribe" || checked.access === "unsubscribe" ? checked.access : "call";
+    pending.push({
+      kind,
+      call: checked,
+      message,
+      write: this.#host.policy.writes.has(checked.method),
+      target: kind === "unsubscribe" ? this.#host.remembered.named(paramsOf(checked)) : undefined,
+    });
+    return checked;
+  }
+
+  /** The message from its calls, each unsubscribe naming its subscription by the id the node uses. */
+  build(calls: readonly PassedCall[], batch: boolean): string {
+    const texts = calls.map((call) => {
+      const target = call.id === undefined ? undefined : this.#host.pending.get(call.id)?.target;
+      const params = call.call.members.get("params");
+      if (target === undefined || params === undefined || target.upstreamId === target.clientId)
+        return call.json;
+      return call.withParams(params.replace(target.clientId, target.upstreamId));
+    });
+    return batch ? `[${texts.join(",")}]` : (texts[0] as string);
+  }
+}
+
+/** A call's params, whatever their shape. */
+export function paramsOf(call: PassedCall): unknown {
+  const value = call.call.value;
+  return typeof value === "object" && value !== null ? (value as { params?: unknown }).params : undefined;
+}
