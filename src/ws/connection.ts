@@ -145,6 +145,7 @@ export class Connection {
         },
         transmit: (message) => this.#transmit(message),
         toClient: (text) => this.#toClient(text, false),
+        refused: (message, code) => endMessage(message.span, this.#label, methodOf(message), code),
         closeMoved: (reason) => this.#closeMoved(reason),
         guard: (listener) => this.#guard(listener),
       },
@@ -425,13 +426,7 @@ export class Connection {
     unsubscribed: (target) => this.#remembered.remove(target),
     wrote: () => this.#options.onWrite(),
     kept: (keep, members) => this.#options.cache?.keep(keep, members),
-    answered: (message) =>
-      endMessage(
-        message.span,
-        this.#label,
-        message.batch ? "batch" : (message.calls[0]?.method ?? "other"),
-        undefined,
-      ),
+    answered: (message) => endMessage(message.span, this.#label, methodOf(message), undefined),
   };
 
   #remember(call: PassedCall, id: string): void {
@@ -524,6 +519,11 @@ export class Connection {
     this.#options.cache?.close();
     this.#options.onClose();
   }
+}
+
+/** A message's method as the metrics and its span name it. */
+function methodOf(message: Outgoing): string {
+  return message.batch ? "batch" : (message.calls[0]?.method ?? "other");
 }
 
 function toText(data: RawData): string {

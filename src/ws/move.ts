@@ -29,6 +29,8 @@ export interface MovingConnection {
   /** Sends a message on the upstream socket. */
   transmit(message: Outgoing): void;
   toClient(text: string): void;
+  /** A message none of whose calls goes on (its writes refused): its span, if traced, ends with `code`. */
+  refused(message: Outgoing, code: "WRITE_NOT_CONFIRMED"): void;
   /** Closes the connection with 1014: it could not move. */
   closeMoved(reason: string): void;
   /** Wraps a callback so that what it throws breaks this connection only (connection.ts's guard). */
@@ -165,8 +167,10 @@ export class ConnectionMove {
     });
     const reads = unanswered.filter((c) => !writes.includes(c));
     if (reads.length === 0) {
-      if (refusals.length > 0)
+      if (refusals.length > 0) {
         this.#connection.toClient(message.batch ? `[${refusals.join(",")}]` : (refusals[0] as string));
+        this.#connection.refused(message, "WRITE_NOT_CONFIRMED");
+      }
       return;
     }
     if (refusals.length > 0) pending.holdRefusals(new Set(reads.map((c) => c.id as string)), refusals);

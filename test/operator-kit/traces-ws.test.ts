@@ -1,5 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { DEFAULT_TRACING } from "../../src/config/defaults.js";
+import { eventually } from "../support/eventually.js";
 import { DOMAIN, KEYS, type RunningGateway, startGateway } from "../support/gateway.js";
 import { evmNode, type LoopbackWsNode, startLoopbackWsNode } from "../support/loopback-ws-node.js";
 import { type OtlpReceiver, type ReceivedSpan, startOtlpReceiver } from "../support/otlp-receiver.js";
@@ -65,5 +66,54 @@ describe("WebSocket traces", () => {
     expect(handshake?.["x-request-id"]).toBe("ws-upgrade-1");
     expect(handshake?.traceparent).toBe(`00-${TRACE_ID}-${upgrade?.spanId}-01`);
     expect(receiver.bodies.join("\n")).not.toContain("FNtest");
+  });
+});
+
+describe("a traced WebSocket message whose node went before it answered", () => {
+  let receiver: OtlpReceiver;
+  let a: LoopbackWsNode;
+  let b: LoopbackWsNode;
+  let gw: RunningGateway;
+  let restore: () => void;
+
+  beforeAll(async () => {
+    restore = resolveTestHosts();
+    receiver = await startOtlpReceiver();
+    // a never answers the write: its socket is lost with the write in flight
+    a = await startLoopbackWsNode(evmNode({ eth_sendRawTransaction: () => new Promise(() => {}) }));
+    b = await startLoopbackWsNode(evmNode());
+    gw = await startGateway({
+      upstreams: {
+        eth: [
+          { url: a.url, name: "a" },
+          { url: b.url, name: "b", tier: "fallback" },
+        ],
+      },
+      tracing: { ...DEFAULT_TRACING, enabled: true, endpoint: receiver.url, sampleRatio: 1 },
+    });
+  });
+  afterAll(async () => {
+    await receiver?.close();
+    await b?.close();
+    restore?.();
+  });
+
+  it("ends with WRITE_NOT_CONFIRMED when it held only a write, which is not sent again", async () => {
+    const client = await Client.open(`ws://eth.${DOMAIN}:${gw.port}/${KEYS.all}`, {
+      "x-request-id": "ws-move-1",
+    });
+    client.send('{"jsonrpc":"2.0","id":"write","method":"eth_sendRawTransaction","params":["0x02f8"]}');
+    await eventually(() => a.methods().includes("eth_sendRawTransaction"), 3_000, "the write at a");
+    await a.close();
+    expect((await client.answerTo('"write"')).error?.data?.code).toBe("WRITE_NOT_CONFIRMED");
+    client.close();
+    await gw.close();
+    const spans = receiver.spans();
+    const upgrade = spans.find((s) => attr(s, "gateway.request_id") === "ws-move-1");
+    const messages = spans.filter((s) => s.parentSpanId === upgrade?.spanId);
+    expect(messages.map((s) => [s.name, attr(s, "gateway.error_code")])).toEqual([
+      ["eth eth_sendRawTransaction", "WRITE_NOT_CONFIRMED"],
+    ]);
+    expect(b.methods()).not.toContain("eth_sendRawTransaction");
   });
 });
