@@ -1,4 +1,5 @@
 import type { ServerResponse } from "node:http";
+import type { Span } from "@opentelemetry/api";
 import { learnHeights, showsHeight } from "../answers/examined.js";
 import { ANY_ORIGIN } from "../errors/respond.js";
 import { GatewayError } from "../errors/table.js";
@@ -10,7 +11,7 @@ import { fetchWhole, type RelayDone, type UpstreamCall } from "../upstream/polic
 import { type AnswerCache, FINAL, withId } from "./answer-cache.js";
 import type { CacheRead } from "./cache-read.js";
 import { keptMembers } from "./kept-answer.js";
-import { CACHE_HEADER, EXPOSED } from "./relay-cached.js";
+import { CACHE_HEADER, EXPOSED, looked } from "./relay-cached.js";
 
 /** One call of a batch, and what the cache may answer it with (none: the node answers it). */
 export interface BatchRead {
@@ -35,13 +36,14 @@ export function relayCachedBatch(
   done: RelayDone,
 ): void {
   const epoch = call.group.served.epoch;
+  const lookup = call.trace?.step("cache lookup");
   const parts: (Buffer | undefined)[] = batch.map(({ call: c, read }) => {
     const entry = read === undefined ? undefined : cache.get(read.key, epoch, false);
     if (entry === undefined) return undefined;
     cache.counts.hit++;
     return withId(entry, c.id ?? "null");
   });
-  const run = { call, batch, cache, res, note, done, epoch, parts };
+  const run = { call, batch, cache, res, note, done, epoch, parts, lookup };
   // a final answer another instance fetched is in the shared layer; an answer read at the head never is
   const shared = cache.shared;
   const sharable = batch.flatMap(({ call: c, read }, i) =>
@@ -64,7 +66,10 @@ export function relayCachedBatch(
       fromNode(run);
     },
     // a bug past the lookup (the shared layer answers its own failures with undefined)
-    () => done(new GatewayError("INTERNAL")),
+    () => {
+      looked(lookup, "failed");
+      done(new GatewayError("INTERNAL"));
+    },
   );
 }
 
@@ -79,11 +84,14 @@ interface BatchRun {
   readonly epoch: number;
   /** Each call's answer with its id, once the cache or the node gave it. */
   readonly parts: (Buffer | undefined)[];
+  /** The lookup's span, when the request is traced: a hit when no call goes to a node. */
+  readonly lookup: Span | undefined;
 }
 
 /** The calls no cache answered, to a node as one batch; the caller's array once it answers. */
-function fromNode({ call, batch, cache, res, note, done, epoch, parts }: BatchRun): void {
+function fromNode({ call, batch, cache, res, note, done, epoch, parts, lookup }: BatchRun): void {
   const missing = batch.filter((_, i) => parts[i] === undefined);
+  looked(lookup, missing.length === 0 ? "hit" : "miss");
   if (missing.length === 0) {
     note.cache = "hit";
     sendArray(res, parts, "hit");

@@ -303,7 +303,7 @@ function sendEach(
 }
 
 /** The lookup's span ends with what it found: the metrics' outcome (gateway_cache_requests_total). */
-function looked(lookup: Span | undefined, outcome: "hit" | "miss" | "coalesced" | "failed"): void {
+export function looked(lookup: Span | undefined, outcome: "hit" | "miss" | "coalesced" | "failed"): void {
   if (lookup === undefined) return;
   lookup.setAttribute(CACHE, outcome);
   lookup.end(performance.now());

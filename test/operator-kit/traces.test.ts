@@ -82,6 +82,15 @@ describe("traces never hold a key (every family, an in-process OTLP receiver)", 
         "x-request-id": "traced-call-1",
       },
     });
+    // a batch of calls the cache holds (the call above read eth_chainId)
+    const batch = JSON.stringify(
+      [1, 2].map((id) => ({ jsonrpc: "2.0", id, method: "eth_chainId", params: [] })),
+    );
+    for (const id of ["traced-batch-1", "traced-batch-2"])
+      await gw.call("eth", `/${KEYS.all}/`, {
+        body: batch,
+        headers: { "content-type": "application/json", "x-request-id": id },
+      });
     // closing sends what is queued
     await gw.close();
   }, 60_000);
@@ -112,6 +121,10 @@ describe("traces never hold a key (every family, an in-process OTLP receiver)", 
     const lookups = spans.filter((s) => s.name === "cache lookup").map((s) => attr(s, "gateway.cache"));
     expect(lookups).toContain("hit");
     expect(lookups).toContain("miss");
+    // a batch's lookup too: a hit when none of its calls went to a node
+    const batch = spans.find((s) => attr(s, "gateway.request_id") === "traced-batch-2");
+    const batchLookup = spans.find((s) => s.name === "cache lookup" && s.parentSpanId === batch?.spanId);
+    expect(batchLookup?.attributes["gateway.cache"]).toBe("hit");
     // refusals are traced too, with the error's code
     expect(spans.map((s) => attr(s, "gateway.error_code"))).toEqual(
       expect.arrayContaining(["UNAUTHORIZED", "METHOD_NOT_FOUND"]),
