@@ -127,6 +127,15 @@ export class QuotaClock {
   }
 }
 
+/** Whether `before` → `after` passes 80 % or 100 % of `limit` (0: no quota). */
+function passes(limit: number, before: number, after: number): boolean {
+  if (limit <= 0) return false;
+  // the marks as crossings() computes them, to the last bit
+  const mark = (limit * 80) / 100;
+  const full = (limit * 100) / 100;
+  return (before < mark && after >= mark) || (before < full && after >= full);
+}
+
 interface Spent {
   day: string;
   dayUnits: number;
@@ -173,12 +182,20 @@ export class LocalQuotaLedger implements QuotaLedger {
   async close(): Promise<void> {}
 
   #add(scope: string, spent: Spent, limits: QuotaLimits, delta: number): void {
-    const day: [number, number] = [spent.dayUnits, Math.max(0, spent.dayUnits + delta)];
-    const month: [number, number] = [spent.monthUnits, Math.max(0, spent.monthUnits + delta)];
-    spent.dayUnits = day[1];
-    spent.monthUnits = month[1];
-    if (delta > 0)
+    const dayBefore = spent.dayUnits;
+    const monthBefore = spent.monthUnits;
+    spent.dayUnits = Math.max(0, dayBefore + delta);
+    spent.monthUnits = Math.max(0, monthBefore + delta);
+    // every call passes here: the crossings' lists are made only when a threshold is passed
+    if (
+      delta > 0 &&
+      (passes(limits.daily, dayBefore, spent.dayUnits) ||
+        passes(limits.monthly, monthBefore, spent.monthUnits))
+    ) {
+      const day: [number, number] = [dayBefore, spent.dayUnits];
+      const month: [number, number] = [monthBefore, spent.monthUnits];
       for (const crossing of this.#clock.crossings(scope, limits, { day, month })) this.#crossed(crossing);
+    }
   }
 
   #spentOf(scope: string): Spent {
