@@ -109,10 +109,15 @@ export abstract class CallRun<Caller extends CallerSide = CallerSide> implements
       attempt.upstream.health.failed("status", `HTTP ${statusCode}`);
       attempt.upstream.counts.failed += 1;
     }
-    if (failedStatus && this.#mayRetry("status")) {
-      this.#dismiss(attempt, "failed", "status", statusCode);
-      this.#launch("retry");
-      return false;
+    if (failedStatus) {
+      const retry = this.#mayRetry("status");
+      // another attempt still on its way (the one a hedge went around) may yet answer well: a failed
+      // status does not win over it, nor mark it slow
+      if (retry || this.#live.length > 1) {
+        this.#dismiss(attempt, "failed", "status", statusCode);
+        if (retry) this.#launch("retry");
+        return false;
+      }
     }
     this.#winner = attempt;
     if (!failedStatus) {

@@ -119,6 +119,23 @@ describe("writes are never sent twice", () => {
     expect(b.requests.some((req) => req.body.includes('"id":44'))).toBe(true);
   });
 
+  it("a hedge's 503 does not win over the first node's answer still on its way", async () => {
+    // a answers after the hedge went to b, which answers 503 at once: the caller gets a's answer
+    a.delayMs = 300;
+    b.fault = "error";
+    try {
+      const r = await gw.call("eth", `/${KEYS.all}/`, {
+        body: '{"jsonrpc":"2.0","id":47,"method":"eth_blockNumber","params":[]}',
+      });
+      expect(r.status, r.text).toBe(200);
+      expect(r.json).toMatchObject({ id: 47, result: expect.stringMatching(/^0x/) });
+      expect(b.requests.some((req) => req.body.includes('"id":47'))).toBe(true);
+    } finally {
+      a.delayMs = 0;
+      b.fault = "none";
+    }
+  });
+
   it("a batch with a write in it is a write", async () => {
     a.fault = "reset";
     const r = await gw.call("eth", `/${KEYS.all}/`, {
