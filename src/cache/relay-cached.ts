@@ -65,10 +65,15 @@ export function followFlight(
   epoch: number,
   follower: FlightFollower,
 ): boolean {
-  const flight = flights.get(cache)?.get(`${key}\n${epoch}\nfull`);
+  const flight = flights.get(cache)?.get(flightKeyOf(key, epoch, false));
   if (flight === undefined) return false;
   flight.followers.push(follower);
   return true;
+}
+
+/** A flight's key: its read, the head epoch it was asked in, and whether its caller may read archive data. */
+function flightKeyOf(key: string, epoch: number, mayArchive: boolean): string {
+  return `${key}\n${epoch}\n${mayArchive ? "archive" : "full"}`;
 }
 
 function land(flight: Flight, entry: FlightEntry | undefined): void {
@@ -108,7 +113,7 @@ export function relayCached(
     return;
   }
   // a read that may reach the archive nodes is answered by access: an archive key's call is not another's
-  const flightKey = `${read.key}\n${epoch}\n${mayArchive ? "archive" : "full"}`;
+  const flightKey = flightKeyOf(read.key, epoch, mayArchive);
   let inFlight = flights.get(cache);
   if (inFlight === undefined) {
     inFlight = new Map();

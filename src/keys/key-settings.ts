@@ -99,10 +99,10 @@ function checkedEntry(kind: (typeof KINDS)[number], entry: unknown, field: strin
 /** Which list refused a call: what KEY_SETTING_REFUSED names. */
 export type KeySetting = "origins" | "ips" | "methods" | "contracts";
 
-/** A key's settings compiled once per change of its grant, as the pipeline applies them. */
 /** How many client addresses a key's IP answers are kept for (allowsIp). */
 const IP_ANSWERS = 1024;
 
+/** A key's settings compiled once per change of its grant, as the pipeline applies them. */
 export class KeyRules {
   readonly #origins:
     | readonly { scheme?: string; wildcard: boolean; host: string; port?: string }[]

@@ -57,6 +57,15 @@ export interface QuotaLedger {
 
 export const ALLOWED: QuotaDecision = { allowed: true };
 
+/** The shares of a quota whose passing is announced (an e-mail each, once per period). */
+const THRESHOLDS = [80, 100] as const;
+
+/** Whether `before` → `after` reaches `threshold` % of `limit` from below. */
+function passesMark(limit: number, threshold: number, before: number, after: number): boolean {
+  const at = (limit * threshold) / 100;
+  return before < at && after >= at;
+}
+
 /** The UTC day and month a moment falls in, and when each ends. */
 export class QuotaClock {
   day = "";
@@ -115,11 +124,9 @@ export class QuotaClock {
       if (limit <= 0) return;
       const periodId = period === "day" ? this.day : this.month;
       const resetsAt = period === "day" ? this.dayEndsAt : this.monthEndsAt;
-      for (const threshold of [80, 100] as const) {
-        const at = (limit * threshold) / 100;
-        if (before < at && after >= at)
+      for (const threshold of THRESHOLDS)
+        if (passesMark(limit, threshold, before, after))
           out.push({ scope, period, periodId, threshold, limit, resetsAt, owner: limits.owner });
-      }
     };
     check("day", limits.daily, spent.day);
     check("month", limits.monthly, spent.month);
@@ -127,13 +134,11 @@ export class QuotaClock {
   }
 }
 
-/** Whether `before` → `after` passes 80 % or 100 % of `limit` (0: no quota). */
+/** Whether `before` → `after` passes a threshold of `limit` (0: no quota). */
 function passes(limit: number, before: number, after: number): boolean {
   if (limit <= 0) return false;
-  // the marks as crossings() computes them, to the last bit
-  const mark = (limit * 80) / 100;
-  const full = (limit * 100) / 100;
-  return (before < mark && after >= mark) || (before < full && after >= full);
+  for (const threshold of THRESHOLDS) if (passesMark(limit, threshold, before, after)) return true;
+  return false;
 }
 
 interface Spent {
