@@ -13,6 +13,7 @@ import { type AnswerCache, type CacheEntry, FINAL } from "./answer-cache.js";
 import type { CacheRead } from "./cache-read.js";
 import { keptAnswer } from "./kept-answer.js";
 import { SharedCaller } from "./shared-caller.js";
+import { followSocketFlight } from "./socket-flights.js";
 
 /** The response header that says how the cache answered: `hit`, `miss` or `coalesced`. */
 export const CACHE_HEADER = "x-cache";
@@ -112,6 +113,55 @@ export function relayCached(
     done();
     return;
   }
+  const missed: Missed = { call, read, cache, res, note, done, epoch };
+  if (!mayArchive && followSocket(missed)) {
+    looked(lookup, "coalesced");
+    return;
+  }
+  joinOrFly(missed, lookup);
+}
+
+/** A client's call the cache holds no live answer to, on its way to one. */
+interface Missed {
+  readonly call: UpstreamCall;
+  readonly read: CacheRead;
+  readonly cache: AnswerCache;
+  readonly res: ServerResponse;
+  readonly note: CacheFields;
+  readonly done: RelayDone;
+  /** The head epoch it was asked in. */
+  readonly epoch: number;
+}
+
+/**
+ * Waits on an identical call in flight on one of the label's WebSocket connections, for a caller that may
+ * not read archive data: true when there is one. If it lands with nothing to share, the call goes on as
+ * if it had found none.
+ */
+function followSocket(missed: Missed): boolean {
+  const { call, read, cache, res, note, done, epoch } = missed;
+  // set once the call waits: a flight lands in a later turn of the event loop, never within this one
+  let wait: Span | undefined;
+  const following = followSocketFlight(cache, read.key, epoch, (landed) => {
+    wait?.end(performance.now());
+    if (landed === undefined) return joinOrFly(missed, undefined);
+    // a connection's node is one of the label's own: the full tier, for a read the tiers divide
+    const tier = landed.tier ?? (call.tier === undefined ? undefined : "full");
+    note.tier = tier;
+    note.cache = "coalesced";
+    send(res, 200, landed, read.id, headersFor("coalesced", tier));
+    done();
+  });
+  if (!following) return false;
+  wait = call.trace?.step("coalesced wait");
+  cache.counts.coalesced++;
+  return true;
+}
+
+/** The call joins an identical HTTP call in flight, or goes to the node (or the shared layer) itself. */
+function joinOrFly(missed: Missed, lookup: Span | undefined): void {
+  const { call, read, cache, res, note, done, epoch } = missed;
+  const mayArchive = call.tier?.mayArchive ?? false;
   // a read that may reach the archive nodes is answered by access: an archive key's call is not another's
   const flightKey = flightKeyOf(read.key, epoch, mayArchive);
   let inFlight = flights.get(cache);

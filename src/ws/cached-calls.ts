@@ -3,6 +3,12 @@ import { type AnswerCache, FINAL, withId } from "../cache/answer-cache.js";
 import { type CacheRead, cacheRead } from "../cache/cache-read.js";
 import { keptMembers } from "../cache/kept-answer.js";
 import { type FlightEntry, type FlightFollower, followFlight } from "../cache/relay-cached.js";
+import {
+  followSocketFlight,
+  landSocketFlight,
+  openSocketFlight,
+  type SocketFlight,
+} from "../cache/socket-flights.js";
 import type { PassedCall } from "../jsonrpc/check.js";
 import type { HeadCall, ReadRules } from "../registry/types.js";
 import type { UpstreamGroup } from "../upstream/group.js";
@@ -17,27 +23,10 @@ export interface CacheKeep {
 
 /**
  * What a call waiting on another's answer is told: the answer with its own id, or undefined when there is
- * none to share (the call failed, its connection closed, or it took longer than FOLLOW_MS) and it must be
- * asked of the node.
+ * none to share (the call failed, its connection closed, or it took too long: cache/socket-flights.ts) and
+ * it must be asked of the node.
  */
 export type Follow = (answer: string | undefined) => void;
-
-/** A miss in flight on a connection's node: identical calls on the label's other connections wait for it. */
-interface SocketFlight {
-  readonly key: string;
-  readonly followers: FlightFollower[];
-  readonly timer: NodeJS.Timeout;
-  landed: boolean;
-}
-
-/**
- * How long a call waits on another connection's call before it asks a node itself: the first call's node
- * may hang without its connection closing, and a follower must not hang with it.
- */
-const FOLLOW_MS = 10_000;
-
-/** Each cache's misses in flight on connections, by their key and head epoch. */
-const socketFlights = new WeakMap<AnswerCache, Map<string, SocketFlight>>();
 
 /**
  * The answer cache for a WebSocket connection's calls (docs/cache.md, "WebSockets"): a single call the
@@ -80,27 +69,19 @@ export class CachedCalls {
       cache.counts.hit++;
       return { answer: withId(entry, read.id).toString("utf8") };
     }
-    const flights = flightsOf(cache);
-    const flightKey = `${read.key}\n${epoch}`;
     if (follow !== undefined) {
       const follower: FlightFollower = (landed) =>
         follow(landed === undefined ? undefined : withId(landed, read.id).toString("utf8"));
-      const onSocket = flights.get(flightKey);
-      if (onSocket !== undefined || followFlight(cache, read.key, epoch, follower)) {
-        onSocket?.followers.push(follower);
+      if (
+        followSocketFlight(cache, read.key, epoch, follower) ||
+        followFlight(cache, read.key, epoch, follower)
+      ) {
         cache.counts.coalesced++;
         return "following";
       }
     }
     cache.counts.miss++;
-    const flight: SocketFlight = {
-      key: flightKey,
-      followers: [],
-      timer: setTimeout(() => this.#land(cache, flight, undefined), FOLLOW_MS).unref(),
-      landed: false,
-    };
-    // a second miss of the same call (one that could not wait) leaves the first's flight in place
-    if (!flights.has(flightKey)) flights.set(flightKey, flight);
+    const flight = openSocketFlight(cache, read.key, epoch);
     this.#opened.add(flight);
     return { keep: { read, epoch, flight } };
   }
@@ -125,21 +106,7 @@ export class CachedCalls {
   }
 
   #land(cache: AnswerCache, flight: SocketFlight, entry: FlightEntry | undefined): void {
-    if (flight.landed) return;
-    flight.landed = true;
-    clearTimeout(flight.timer);
     this.#opened.delete(flight);
-    const flights = flightsOf(cache);
-    if (flights.get(flight.key) === flight) flights.delete(flight.key);
-    for (const follow of flight.followers) follow(entry);
+    landSocketFlight(cache, flight, entry);
   }
-}
-
-function flightsOf(cache: AnswerCache): Map<string, SocketFlight> {
-  let flights = socketFlights.get(cache);
-  if (flights === undefined) {
-    flights = new Map();
-    socketFlights.set(cache, flights);
-  }
-  return flights;
 }

@@ -177,6 +177,54 @@ describe("identical calls in flight on a label's WebSockets reach the node once"
     for (const client of [a, b, c]) client.close();
   });
 
+  it("an HTTP call identical to a connection's call in flight waits for its answer", async () => {
+    const hash = `0x${"03".repeat(32)}`;
+    const client = await Client.open(url());
+    hold();
+    const before = await coalesced();
+    send(client, "ws", hash);
+    await eventually(() => asked(hash) === 1, 2_000, "the connection's call at the node");
+    const overHttp = gw.call("eth", `/${KEYS.all}`, {
+      body: JSON.stringify({ jsonrpc: "2.0", id: 7, method: "eth_getBlockByHash", params: [hash, false] }),
+    });
+    await eventually(async () => (await coalesced()) === before + 1, 2_000, "the HTTP call waiting");
+    release();
+    const answer = await overHttp;
+    expect(answer.status).toBe(200);
+    expect(answer.headers["x-cache"]).toBe("coalesced");
+    expect(answer.json).toEqual({ jsonrpc: "2.0", id: 7, result: { ...BLOCK, hash } });
+    expect(JSON.parse(await answerTo(client, "ws"))).toEqual({
+      jsonrpc: "2.0",
+      id: "ws",
+      result: { ...BLOCK, hash },
+    });
+    expect(asked(hash)).toBe(1);
+    client.close();
+  });
+
+  it("an HTTP call waiting on a connection that closes goes to a node itself", async () => {
+    const hash = `0x${"04".repeat(32)}`;
+    const client = await Client.open(url());
+    hold();
+    const before = await coalesced();
+    send(client, "ws", hash);
+    await eventually(() => asked(hash) === 1, 2_000, "the connection's call at the node");
+    const misses = await gw.metric("gateway_cache_requests_total", { label: "eth", outcome: "miss" });
+    const overHttp = gw.call("eth", `/${KEYS.all}`, {
+      body: JSON.stringify({ jsonrpc: "2.0", id: 8, method: "eth_getBlockByHash", params: [hash, false] }),
+    });
+    await eventually(async () => (await coalesced()) === before + 1, 2_000, "the HTTP call waiting");
+    client.close();
+    // this node answers only over WebSockets: its 426 shows that the HTTP call reached it
+    const answer = await overHttp;
+    expect(answer.status).toBe(426);
+    expect(answer.headers["x-cache"]).not.toBe("coalesced");
+    expect(await gw.metric("gateway_cache_requests_total", { label: "eth", outcome: "miss" })).toBe(
+      misses + 1,
+    );
+    release();
+  });
+
   it("when the first call's connection closes before its answer, the others ask the node themselves", async () => {
     const hash = `0x${"02".repeat(32)}`;
     const [first, other] = await Promise.all([Client.open(url()), Client.open(url())]);
