@@ -5,7 +5,7 @@ import { fetchByHash } from "../answers/by-hash.js";
 import { learnHeights, showsHeight } from "../answers/examined.js";
 import { ANY_ORIGIN } from "../errors/respond.js";
 import { GatewayError } from "../errors/table.js";
-import { addRequestId, REQUEST_ID_HEADER, withRequestId } from "../http/request-id.js";
+import { pushRequestId, REQUEST_ID_HEADER, withRequestId } from "../http/request-id.js";
 import { CACHE } from "../tracing/attributes.js";
 import type { WholeAnswer } from "../upstream/buffered-answer.js";
 import { fetchWhole, type RelayDone, type UpstreamCall } from "../upstream/policy.js";
@@ -271,25 +271,25 @@ function send(
   statusCode: number,
   entry: Pick<CacheEntry, "before" | "after" | "contentType">,
   id: string,
-  headers: Record<string, string>,
+  headers: string[],
 ): void {
   if (res.headersSent) {
     res.destroy();
     return;
   }
-  headers["content-type"] = entry.contentType ?? "application/json";
+  headers.push("content-type", entry.contentType ?? "application/json");
   const length = entry.before.length + entry.after.length;
   if (length <= SMALL_BYTES) {
     const text = entry.before.toString("latin1") + asLatin1(id) + entry.after.toString("latin1");
-    headers["content-length"] = String(text.length);
-    res.writeHead(statusCode, addRequestId(res, headers));
+    headers.push("content-length", String(text.length));
+    res.writeHead(statusCode, pushRequestId(res, headers));
     res.end(text, "latin1");
     return;
   }
   // a large one in three writes, corked into one: no copy of it per caller
   const idBytes = Buffer.from(id);
-  headers["content-length"] = String(length + idBytes.length);
-  res.writeHead(statusCode, addRequestId(res, headers));
+  headers.push("content-length", String(length + idBytes.length));
+  res.writeHead(statusCode, pushRequestId(res, headers));
   res.cork();
   res.write(entry.before);
   if (idBytes.length > 0) res.write(idBytes);
@@ -306,16 +306,20 @@ function asLatin1(id: string): string {
   return /^[\x00-\x7f]*$/.test(id) ? id : Buffer.from(id).toString("latin1");
 }
 
-function headersFor(
-  outcome: "hit" | "miss" | "coalesced",
-  tier: "full" | "archive" | undefined,
-): Record<string, string> {
-  const headers: Record<string, string> = {
-    "access-control-allow-origin": ANY_ORIGIN["access-control-allow-origin"],
-    "access-control-expose-headers": EXPOSED["access-control-expose-headers"],
-    [CACHE_HEADER]: outcome,
-  };
-  if (tier !== undefined) headers[TIER_HEADER] = tier;
+/**
+ * The answer's headers as Node's flat list of names and values, which send() adds to: an object grown
+ * member by member changed shape on every answer (docs/performance.md).
+ */
+function headersFor(outcome: "hit" | "miss" | "coalesced", tier: "full" | "archive" | undefined): string[] {
+  const headers = [
+    "access-control-allow-origin",
+    ANY_ORIGIN["access-control-allow-origin"],
+    "access-control-expose-headers",
+    EXPOSED["access-control-expose-headers"],
+    CACHE_HEADER,
+    outcome,
+  ];
+  if (tier !== undefined) headers.push(TIER_HEADER, tier);
   return headers;
 }
 

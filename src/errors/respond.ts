@@ -1,24 +1,42 @@
 import { type ServerResponse, STATUS_CODES } from "node:http";
-import { addRequestId, REQUEST_ID_HEADER, requestIdOf } from "../http/request-id.js";
+import { pushRequestId, REQUEST_ID_HEADER, requestIdOf } from "../http/request-id.js";
 import { ERRORS, type ErrorCode, type GatewayError, hasRpcNumber, type RpcErrorCode } from "./table.js";
 
 // The one place where gateway errors become bytes.
 
-/** A JSON-RPC error object; `rawId` is the request's id token exactly as the caller wrote it. */
+/**
+ * A JSON-RPC error object; `rawId` is the request's id token exactly as the caller wrote it. Its `data`
+ * holds the code, the detail's members and the request's id, written out rather than spread into an
+ * object first: a refusal is the answer an over-limit caller gets at its full rate, and the spreads
+ * showed in its profile (docs/performance.md).
+ */
 export function rpcErrorJson(
   code: RpcErrorCode,
   rawId: string,
   detail?: Readonly<Record<string, unknown>>,
+  requestId: string | undefined = undefined,
 ): string {
   const spec = ERRORS[code];
-  const data = JSON.stringify({ code, ...detail });
-  return `{"jsonrpc":"2.0","id":${rawId},"error":{"code":${spec.rpc},"message":${JSON.stringify(spec.message)},"data":${data}}}`;
+  // a code is an identifier, and a request id only letters, digits and ._:- (http/request-id.ts)
+  let data = `{"code":"${code}"`;
+  if (detail !== undefined) {
+    const members = JSON.stringify(detail);
+    if (members.length > 2) data += `,${members.slice(1, -1)}`;
+  }
+  if (requestId !== undefined) data += `,"requestId":"${requestId}"`;
+  return `{"jsonrpc":"2.0","id":${rawId},"error":{"code":${spec.rpc},"message":${JSON.stringify(spec.message)},"data":${data}}}}`;
 }
 
 /** A REST-style JSON error body. */
-export function restErrorJson(code: ErrorCode, detail?: Readonly<Record<string, unknown>>): string {
+export function restErrorJson(
+  code: ErrorCode,
+  detail?: Readonly<Record<string, unknown>>,
+  requestId: string | undefined = undefined,
+): string {
   const spec = ERRORS[code];
-  return JSON.stringify({ error: { code, status: spec.status, message: spec.message, ...detail } });
+  return JSON.stringify({
+    error: { code, status: spec.status, message: spec.message, ...detail, requestId },
+  });
 }
 
 export type ErrorStyle = "jsonrpc" | "rest";
@@ -31,10 +49,9 @@ export function errorBody(
   requestId: string | undefined = undefined,
 ): string {
   // the request's id, which a customer quotes and an operator finds in the log (docs/operations.md)
-  const detail = requestId === undefined ? error.detail : { ...error.detail, requestId };
   return style === "jsonrpc" && hasRpcNumber(error.code)
-    ? rpcErrorJson(error.code, rawId, detail)
-    : restErrorJson(error.code, detail);
+    ? rpcErrorJson(error.code, rawId, error.detail, requestId)
+    : restErrorJson(error.code, error.detail, requestId);
 }
 
 /** A refused WebSocket upgrade: a whole HTTP response for the raw socket, sent before any handshake. */
@@ -92,14 +109,18 @@ export function sendJson(
     res.destroy();
     return;
   }
-  res.writeHead(
-    status,
-    addRequestId(res, {
-      ...headers,
-      ...ANY_ORIGIN,
-      "content-type": "application/json",
-      "content-length": Buffer.byteLength(body),
-    }),
+  // Node's flat list of names and values: objects spread together for every answer showed in a
+  // refusal's profile (docs/performance.md)
+  const raw: string[] = [];
+  if (headers !== undefined) for (const name in headers) raw.push(name, headers[name] as string);
+  raw.push(
+    "access-control-allow-origin",
+    ANY_ORIGIN["access-control-allow-origin"],
+    "content-type",
+    "application/json",
+    "content-length",
+    String(Buffer.byteLength(body)),
   );
+  res.writeHead(status, pushRequestId(res, raw));
   res.end(body);
 }

@@ -148,7 +148,12 @@ export class GatewayError extends Error {
   readonly headers: Readonly<Record<string, string>> | undefined;
 
   constructor(code: ErrorCode, detail?: Record<string, unknown>, headers?: Record<string, string>) {
+    // A refusal is an answer, not a defect: its stack is never read (pipeline/boundary.ts logs only other
+    // errors'), and capturing one cost more than the rest of a refused request (docs/performance.md).
+    const limit = Error.stackTraceLimit;
+    Error.stackTraceLimit = 0;
     super(ERRORS[code].message);
+    Error.stackTraceLimit = limit;
     this.name = "GatewayError";
     this.code = code;
     this.detail = detail;

@@ -36,6 +36,13 @@ export function withRequestId(res: ServerResponse, headers: readonly string[]): 
   return id === undefined ? (headers as string[]) : [...headers, REQUEST_ID_HEADER, id];
 }
 
+/** Adds the request id, if any, to a flat list of names and values the caller owns; returns the list. */
+export function pushRequestId(res: ServerResponse, headers: string[]): string[] {
+  const id = (res as Tagged)[ID];
+  if (id !== undefined) headers.push(REQUEST_ID_HEADER, id);
+  return headers;
+}
+
 /** A headers object for writeHead with the request id among them (the object is the caller's own). */
 export function addRequestId(
   res: ServerResponse,
