@@ -172,6 +172,12 @@ class WholeRun extends CallRun {
  * whatever the failure, while the client still waits (`wanted`). Within `handshakeTimeoutMs` per node: a
  * deadline of the gateway's own, classified like any other failure (failure.ts).
  */
+/**
+ * An opened socket's error, before its user has listened for errors (an error with no listener would be
+ * thrown): its user learns of the failure from the close that follows.
+ */
+function afterOpen(): void {}
+
 export function openWebSocket(
   group: UpstreamGroup,
   limits: Limits,
@@ -225,6 +231,9 @@ export function openWebSocket(
       if (settled) return;
       settled = true;
       clearTimeout(deadline);
+      // `failed` would stay on the socket for its whole life, and with it this opener's callback and what
+      // that holds (a WebSocket upgrade's request): a listener of no closure takes its place
+      socket.off("error", failed).on("error", afterOpen);
       callback(undefined, socket, upstream);
     });
     socket.once("error", failed);

@@ -72,7 +72,11 @@ export class Connection {
   readonly #remembered: RememberedSubscriptions;
   readonly #calls: GatewayCalls;
   readonly #fill: FillContext;
-  readonly #move: ConnectionMove;
+  /**
+   * Made at the connection's first move (move.ts): most connections never move, and what a move needs of
+   * the connection is a dozen closures, which every idle connection held (docs/websocket.md).
+   */
+  #move: ConnectionMove | undefined = undefined;
   readonly #sender: MessageSender;
   /** A WebSocket-only call went upstream: the node holds state for this connection. */
   #stateful = false;
@@ -130,29 +134,6 @@ export class Connection {
       closeIfSpent: () => this.#closeIfSpent(),
       guard: (listener) => this.#guard(listener),
     });
-    this.#move = new ConnectionMove(
-      {
-        pending: this.#pending,
-        remembered: this.#remembered,
-        calls: this.#calls,
-        fill: this.#fill,
-        get closed() {
-          return connection.#closed;
-        },
-        attach: (socket, node) => {
-          this.#node = node;
-          this.#attach(socket);
-        },
-        transmit: (message) => this.#transmit(message),
-        toClient: (text) => this.#toClient(text, false),
-        refused: (message, code) => endMessage(message.span, this.#label, methodOf(message), code),
-        closeMoved: (reason) => this.#closeMoved(reason),
-        guard: (listener) => this.#guard(listener),
-      },
-      options.reconnect,
-      options.limits.ws.handshakeTimeoutMs,
-      () => options.metrics?.webSocketMoves.add([this.#label, "moved"]),
-    );
     client.on(
       "message",
       this.#guard((data: RawData) => this.#fromClient(data)),
@@ -377,8 +358,8 @@ export class Connection {
 
   /** Sends a message upstream, or keeps it for the new socket while the connection moves. */
   #transmit(outgoing: Outgoing): void {
-    if (this.#move.moving || this.#upstream === undefined) {
-      this.#move.hold(outgoing);
+    if (this.#move?.moving === true || this.#upstream === undefined) {
+      this.#move?.hold(outgoing);
       return;
     }
     outgoing.sent = true;
@@ -444,7 +425,7 @@ export class Connection {
    * (move.ts), unless it holds node state or its client is leaving, and then it is closed with 1014.
    */
   #lose(why: string): void {
-    if (this.#closed || this.#move.moving) return;
+    if (this.#closed || this.#move?.moving === true) return;
     const lost = this.#upstream;
     this.#upstream = undefined;
     lost?.terminate();
@@ -453,7 +434,37 @@ export class Connection {
       this.#closeMoved(`upstream ${why}`);
       return;
     }
-    this.#move.start(why);
+    this.#mover().start(why);
+  }
+
+  /** The connection's move, made the first time it has to move. */
+  #mover(): ConnectionMove {
+    if (this.#move !== undefined) return this.#move;
+    const connection = this;
+    this.#move = new ConnectionMove(
+      {
+        pending: this.#pending,
+        remembered: this.#remembered,
+        calls: this.#calls,
+        fill: this.#fill,
+        get closed() {
+          return connection.#closed;
+        },
+        attach: (socket, node) => {
+          this.#node = node;
+          this.#attach(socket);
+        },
+        transmit: (message) => this.#transmit(message),
+        toClient: (text) => this.#toClient(text, false),
+        refused: (message, code) => endMessage(message.span, this.#label, methodOf(message), code),
+        closeMoved: (reason) => this.#closeMoved(reason),
+        guard: (listener) => this.#guard(listener),
+      },
+      this.#options.reconnect,
+      this.#options.limits.ws.handshakeTimeoutMs,
+      () => this.#options.metrics?.webSocketMoves.add([this.#label, "moved"]),
+    );
+    return this.#move;
   }
 
   #closeMoved(reason: string): void {

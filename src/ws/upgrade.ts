@@ -79,7 +79,7 @@ export class WebSocketGateway implements WebSocketCounts {
   readonly #requestIds = new WeakMap<IncomingMessage, string>();
 
   readonly handleUpgrade = (req: IncomingMessage, socket: Duplex, head: Buffer): void => {
-    socket.on("error", () => socket.destroy());
+    socket.on("error", destroyOnError);
     const startedAt = performance.now();
     let label: string | undefined;
     let trace: RequestTrace | undefined;
@@ -286,4 +286,13 @@ function decrement(counts: Map<string, number>, id: string): void {
   const next = (counts.get(id) ?? 1) - 1;
   if (next <= 0) counts.delete(id);
   else counts.set(id, next);
+}
+
+/**
+ * An upgrading socket's error ends it. A function of its own rather than a closure in handleUpgrade: the
+ * socket keeps its listener for the connection's life, and a closure there kept the upgrade request, its
+ * headers and the rest of handleUpgrade's variables alive with it.
+ */
+function destroyOnError(this: Duplex): void {
+  this.destroy();
 }
