@@ -43,6 +43,19 @@ export function collectBody(req: IncomingMessage, maxBytes: number, callback: Bo
   req.on("data", onData).on("end", onEnd).on("close", onGone);
 }
 
+/**
+ * Whether keeping the connection after refusing this request would mean reading and discarding more body
+ * than the gateway takes: Node reads a refused request's unread body to the end before the next request
+ * on the connection, however large it was declared or however long a chunked one runs. Such a refusal
+ * closes the connection instead (`Connection: close`), as nginx does for its 413.
+ */
+export function unreadBodyTooLarge(req: IncomingMessage, maxBytes: number): boolean {
+  if (req.complete) return false;
+  const declared = rawHeader(req.rawHeaders, "content-length", true);
+  if (declared !== undefined) return Number(declared) > maxBytes;
+  return rawHeader(req.rawHeaders, "transfer-encoding", true) !== undefined;
+}
+
 /** `collectBody` as a promise, for paths off the data plane's hot loop. */
 export function readBody(req: IncomingMessage, maxBytes: number): Promise<Buffer> {
   return new Promise((resolve, reject) =>

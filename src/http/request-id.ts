@@ -1,4 +1,4 @@
-import { randomUUID } from "node:crypto";
+import { randomBytes } from "node:crypto";
 import type { ServerResponse } from "node:http";
 import { rawHeader } from "./raw-headers.js";
 
@@ -10,12 +10,34 @@ type Tagged = ServerResponse & { [ID]?: string };
 
 /**
  * The caller's X-Request-Id when it is well-formed (1 to 128 letters, digits and `.` `_` `:` `-`: a UUID, a
- * ULID, a trace's id), else a new UUID. Anything else from the caller is not repeated: an id goes into the
- * log line, error bodies and the node's request, where a header's arbitrary text must not.
+ * ULID, a trace's id), else a new id (`newRequestId`). Anything else from the caller is not repeated: an id
+ * goes into the log line, error bodies and the node's request, where a header's arbitrary text must not.
  */
 export function requestIdFor(rawHeaders: readonly string[]): string {
   const given = rawHeader(rawHeaders, REQUEST_ID_HEADER, true);
-  return given !== undefined && WELL_FORMED.test(given) ? given : randomUUID();
+  return given !== undefined && WELL_FORMED.test(given) ? given : newRequestId();
+}
+
+/**
+ * A new request id: a UUID (RFC 9562's version 8, its custom layout) whose first 74 bits are random and
+ * drawn once per process, and whose last 48 count the process's requests from a random start. It is unique
+ * as a random UUID is (two processes share a prefix with odds of one in 2⁷⁴), which is all an id needs: it
+ * names a request, it guards nothing. `randomUUID()` drew and formatted 16 random bytes per request, 0.6 µs
+ * of a cached answer's 50 in its profile; this is one counter's hex (docs/performance.md).
+ */
+export function newRequestId(): string {
+  sequence = sequence + 1 < 2 ** 48 ? sequence + 1 : 0;
+  return ID_PREFIX + sequence.toString(16).padStart(12, "0");
+}
+
+const ID_PREFIX = uuidPrefix(randomBytes(10));
+let sequence = randomBytes(6).readUIntBE(0, 6);
+
+/** `xxxxxxxx-xxxx-8xxx-Vxxx-` from 10 random bytes: the version nibble 8, the variant bits 10. */
+function uuidPrefix(random: Buffer): string {
+  const hex = random.toString("hex");
+  const variant = (8 | (Number.parseInt(hex.charAt(16), 16) & 3)).toString(16);
+  return `${hex.slice(0, 8)}-${hex.slice(8, 12)}-8${hex.slice(13, 16)}-${variant}${hex.slice(17, 20)}-`;
 }
 
 const WELL_FORMED = /^[A-Za-z0-9._:-]{1,128}$/;

@@ -9,7 +9,7 @@ import type { Limits } from "../config/types.js";
 import { type ErrorStyle, preflight, sendError, sendJson } from "../errors/respond.js";
 import { type ErrorCode, GatewayError } from "../errors/table.js";
 import type { Authorized, Outgoing, RoutedRequest } from "../families/family.js";
-import { collectBody } from "../http/body.js";
+import { collectBody, unreadBodyTooLarge } from "../http/body.js";
 import { clientGone } from "../http/client-gone.js";
 import { checkFraming } from "../http/framing.js";
 import { requestIdFor, tagResponse } from "../http/request-id.js";
@@ -348,7 +348,10 @@ export class HttpExchange {
     // Once the status line is out the relay has told a client that left from a connection it cut itself.
     const closed = error.code === "CLIENT_CLOSED" || (!res.headersSent && clientGone(res));
     this.#access.error = closed ? "CLIENT_CLOSED" : error.code;
-    if (!closed) sendError(res, error, this.#style, replyId);
+    if (closed) return;
+    if (error.code === "BODY_TOO_LARGE" || unreadBodyTooLarge(this.#req, this.#limits.maxBodyBytes))
+      res.shouldKeepAlive = false;
+    sendError(res, error, this.#style, replyId);
   }
 
   #caught(error: unknown): GatewayError {

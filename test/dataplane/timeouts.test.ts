@@ -172,6 +172,39 @@ describe("slow clients (small server limits)", () => {
     expect(gw.logs.slice(logsBefore).join("")).not.toContain('"level":"error"');
   });
 
+  it("a body declared larger than the limit gets 413 at once, and the connection is closed, not drained", async () => {
+    node.requests.length = 0;
+    const conn = await openRaw(gw.port);
+    // 50 MB declared, a few bytes sent: the answer must not wait for the rest, nor read it afterwards
+    await conn.write(`${HEAD("eth", 50_000_000)}{"jsonrpc"`);
+    const answer = await conn.response;
+    expect(answer?.status).toBe(413);
+    expect(answer?.headers.connection).toBe("close");
+    expect(JSON.parse(answer?.text ?? "{}").error.data.code).toBe("BODY_TOO_LARGE");
+    await Promise.race([
+      conn.closed,
+      new Promise((_, reject) => setTimeout(() => reject(new Error("connection kept open")), 5000)),
+    ]);
+    expect(node.requests).toHaveLength(0);
+  });
+
+  it("a refusal before the body is read closes the connection only when the unread body is over the limit", async () => {
+    const refuse = async (length: number) => {
+      const conn = await openRaw(gw.port);
+      const head = HEAD("eth", length).replace(`/${K}/`, "/FNnotakey000000000000000000000000/");
+      await conn.write(head);
+      const answer = await conn.response;
+      conn.close();
+      return answer;
+    };
+    const big = await refuse(50_000_000);
+    expect(big?.status).toBe(401);
+    expect(big?.headers.connection).toBe("close");
+    const small = await refuse(BLOCK_NUMBER.length);
+    expect(small?.status).toBe(401);
+    expect(small?.headers.connection).toBe("keep-alive");
+  });
+
   it("still serves a normal request afterwards", async () => {
     const r = await gw.call("eth", `/${K}/`, { body: BLOCK_NUMBER });
     expect(r.status).toBe(200);

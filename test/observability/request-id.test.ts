@@ -14,7 +14,8 @@ import { type LoopbackWsNode, startLoopbackWsNode } from "../support/loopback-ws
 // the caller's own when well-formed and a new one otherwise; the access line, every error body and the
 // node's request carry the same id, so that a customer who quotes it lets an operator find the call.
 
-const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/;
+// RFC 9562's layout, version 8 (src/http/request-id.ts)
+const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-8[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/;
 
 describe("request ids", () => {
   let node: LoopbackNode;
@@ -56,6 +57,7 @@ describe("request ids", () => {
   });
 
   it("makes one when the caller sent none, or one that is not well-formed", async () => {
+    const made = new Set<string>();
     for (const given of [undefined, "has spaces in it", "x".repeat(129), "semi;colon"]) {
       const answer = await gw.call("algo", `/${KEYS.all}/v2/status`, {
         headers: given === undefined ? {} : { "x-request-id": given },
@@ -63,9 +65,11 @@ describe("request ids", () => {
       expect(answer.status).toBe(200);
       const id = String(answer.headers["x-request-id"]);
       expect(id).toMatch(UUID);
+      made.add(id);
       expect(line(id)).toBeDefined();
       expect(node.requests.at(-1)?.headers["x-request-id"]).toBe(id);
     }
+    expect(made.size).toBe(4);
   });
 
   it("is in every error body: JSON-RPC data.requestId, a REST body's requestId, a batch's each refusal", async () => {
