@@ -1,6 +1,6 @@
 import { ConfigError } from "../config/load.js";
 import { GatewayError } from "../errors/table.js";
-import { redacted } from "../store/postgres.js";
+import { redacted } from "../store/database-url.js";
 
 /** A command line the CLI cannot read: an unknown command or flag, a flag without its value. */
 export class UsageError extends Error {

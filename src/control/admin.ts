@@ -2,7 +2,7 @@ import { parseArgs } from "node:util";
 import { endpointsByLabel, networkCodes } from "../../generated/endpoints.js";
 import { ConfigError, loadConfig } from "../config/load.js";
 import { GatewayError } from "../errors/table.js";
-import { isPostgresUrl } from "../store/postgres.js";
+import { isPostgresUrl } from "../store/database-url.js";
 import { openAccountStore } from "./accounts/open-store.js";
 import { AccountService } from "./accounts/service.js";
 import type { AccountStore } from "./accounts/types.js";

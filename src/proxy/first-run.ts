@@ -4,7 +4,7 @@ import Database from "better-sqlite3";
 import type { GatewayConfig } from "../config/types.js";
 import { adminCommand } from "../embedded.js";
 import type { Logger } from "../log.js";
-import { isPostgresUrl } from "../store/postgres.js";
+import { isPostgresUrl } from "../store/database-url.js";
 import { sqliteNative } from "../store/sqlite-addon.js";
 import { migrate } from "../store/sqlite-migrations.js";
 

@@ -2,14 +2,13 @@ import type { GatewayConfig } from "../config/types.js";
 import { KeyStoreChain } from "../keys/chain.js";
 import type { GrantFeed } from "../keys/grants.js";
 import { CachedKeyStore } from "../keys/key-cache.js";
-import { PostgresGrantFeed, PostgresUsageSink } from "../keys/postgres-grants.js";
 import { SqliteGrantFeed, SqliteUsageSink } from "../keys/sqlite-grants.js";
 import { StaticKeyStore } from "../keys/static-store.js";
 import type { KeyStore } from "../keys/types.js";
 import { UsageCounter, type UsageSink } from "../keys/usage.js";
 import type { Logger } from "../log.js";
 import type { NoticeSink } from "../plans/quota-notices.js";
-import { isPostgresUrl, redacted } from "../store/postgres.js";
+import { isPostgresUrl, redacted } from "../store/database-url.js";
 
 /** The keys one proxy process knows. */
 export interface ProxyKeys {
@@ -44,10 +43,12 @@ export async function openKeyStores(config: GatewayConfig, logger: Logger): Prom
       close: async () => {},
     };
   const { database, followIntervalMs, usageFlushIntervalMs } = config.accounts;
-  const postgres = isPostgresUrl(database);
-  const feed: GrantFeed = postgres
-    ? new PostgresGrantFeed(database)
-    : new SqliteGrantFeed(database, followIntervalMs);
+  // pg is loaded only for a PostgreSQL store: a proxy without one does not hold its code
+  const postgres = isPostgresUrl(database) ? await import("../keys/postgres-grants.js") : undefined;
+  const feed: GrantFeed =
+    postgres !== undefined
+      ? new postgres.PostgresGrantFeed(database)
+      : new SqliteGrantFeed(database, followIntervalMs);
   const accounts = await CachedKeyStore.open(feed, config.defaultRate).catch((error: Error) => {
     throw new Error(
       `the account store ${redacted(database)} cannot be read (${error.message}); the control plane creates it`,
@@ -59,9 +60,8 @@ export async function openKeyStores(config: GatewayConfig, logger: Logger): Prom
       : logger.log("warn", "account store unreachable: serving the keys held", { reason }),
   );
   accounts.follow();
-  const sink: UsageSink & NoticeSink = postgres
-    ? new PostgresUsageSink(database)
-    : new SqliteUsageSink(database);
+  const sink: UsageSink & NoticeSink =
+    postgres !== undefined ? new postgres.PostgresUsageSink(database) : new SqliteUsageSink(database);
   const usage = new UsageCounter(sink, usageFlushIntervalMs, (error) =>
     logger.log("warn", "usage counts not flushed: kept for the next flush", { reason: error.message }),
   );

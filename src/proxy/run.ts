@@ -1,17 +1,14 @@
 import cluster from "node:cluster";
 import type { Server } from "node:http";
 import { setTimeout as delay } from "node:timers/promises";
-import { SharedHeads } from "../answers/shared-heads.js";
-import { SharedAnswers } from "../cache/shared-answers.js";
 import type { GatewayConfig } from "../config/types.js";
 import type { CachedKeyStore } from "../keys/key-cache.js";
 import { LISTENERS, listen } from "../lifecycle.js";
-import { SharedTokenBuckets } from "../limits/shared-buckets.js";
+import type { SharedTokenBuckets } from "../limits/shared-buckets.js";
 import type { Logger } from "../log.js";
 import { processRegistry } from "../metrics/registry.js";
-import { LocalQuotaLedger, type QuotaLedger } from "../plans/quota-ledger.js";
 import { quotaNotices } from "../plans/quota-notices.js";
-import { SharedQuotaLedger } from "../plans/shared-quotas.js";
+import type { SharedQuotaLedger } from "../plans/shared-quotas.js";
 import { startTracing } from "../tracing/start.js";
 import { runCluster, withPrimaryUpstreams } from "./cluster.js";
 import { openKeyStores, type ProxyKeys } from "./key-stores.js";
@@ -19,6 +16,7 @@ import { closeServer, listenOperator } from "./listeners.js";
 import { cordonIn, createOperatorApi, localView, reportOf } from "./operator.js";
 import { Readiness } from "./readiness.js";
 import { createProxyServer, type ProxyServer } from "./server.js";
+import { openSharedState } from "./shared-state.js";
 import { answerPrimary } from "./worker-link.js";
 
 export interface RunningProxy {
@@ -47,22 +45,10 @@ export function runProxy(config: GatewayConfig, logger: Logger): Promise<Running
 
 async function serveHere(config: GatewayConfig, logger: Logger): Promise<RunningProxy> {
   const keys = await openKeyStores(config, logger);
-  const limiter = config.sharedLimits && new SharedTokenBuckets(config.sharedLimits, logger);
-  // Quotas the same way: in Redis for every instance, else counted here (docs/plans.md)
-  const crossed = quotaNotices(keys.notices, logger);
-  const quotas: QuotaLedger = config.sharedLimits
-    ? new SharedQuotaLedger(config.sharedLimits, logger, crossed)
-    : new LocalQuotaLedger(crossed);
-  // With Redis, the labels' served heads are shared too: a caller behind a balancer sees a rising head.
-  const heads = config.sharedLimits && new SharedHeads(config.sharedLimits);
-  // and final answers, behind each instance's own cache (docs/cache.md, "Many instances")
-  const sharedAnswers =
-    config.sharedLimits && config.cache.enabled ? new SharedAnswers(config.sharedLimits) : undefined;
-  // A start does not wait long for Redis: until it answers, limits are local (docs/deployment.md).
-  await Promise.all([
-    limiter?.ready(2_000),
-    quotas instanceof SharedQuotaLedger ? quotas.ready(2_000) : undefined,
-  ]);
+  // Rates, quotas (docs/plans.md), heads and final answers in Redis for every instance, or this process's
+  // own. A start does not wait long for Redis: until it answers, limits are local (docs/deployment.md).
+  const shared = await openSharedState(config, logger, quotaNotices(keys.notices, logger), 2_000);
+  const { limiter, quotas, heads, answers: sharedAnswers } = shared;
   const tracing = await startTracing(config.tracing, logger);
   const gateway = createProxyServer({
     config,
@@ -76,7 +62,7 @@ async function serveHere(config: GatewayConfig, logger: Logger): Promise<Running
     ...(sharedAnswers === undefined ? {} : { sharedAnswers }),
   });
   keys.accounts?.onWithdrawn((keyId) => gateway.closeConnectionsOf(keyId));
-  watchDependencies(gateway, keys, limiter, quotas instanceof SharedQuotaLedger ? quotas : undefined);
+  watchDependencies(gateway, keys, limiter, shared.sharedQuotas);
   const registry = processRegistry(gateway.metrics);
   const readiness = new Readiness(gateway.upstreams);
   let operator: Server | undefined;
@@ -100,8 +86,7 @@ async function serveHere(config: GatewayConfig, logger: Logger): Promise<Running
     readiness.listening();
   } catch (error) {
     await Promise.all([closeServer(operator), gateway.close()]);
-    await Promise.all([keys.close(), limiter?.close(), heads?.close(), quotas.close()]);
-    sharedAnswers?.close();
+    await Promise.all([keys.close(), shared.close()]);
     throw error;
   }
   return {
@@ -116,8 +101,7 @@ async function serveHere(config: GatewayConfig, logger: Logger): Promise<Running
       await delay(config.limits.shutdownDelayMs);
       await gateway.close();
       await closeServer(operator);
-      await Promise.all([keys.close(), limiter?.close(), heads?.close(), quotas.close()]);
-      sharedAnswers?.close();
+      await Promise.all([keys.close(), shared.close()]);
     },
   };
 }

@@ -1,10 +1,5 @@
 import pg from "pg";
 
-/** Whether the account store the config names is PostgreSQL (a URL) rather than a SQLite file (a path). */
-export function isPostgresUrl(database: string): boolean {
-  return database.startsWith("postgres://") || database.startsWith("postgresql://");
-}
-
 // BIGINT columns (times in ms, revisions, counts) as numbers: every one of them stays far below 2^53.
 const types = {
   getTypeParser: ((oid: number, format?: "text" | "binary") =>
@@ -62,11 +57,6 @@ export function isUnavailable(error: unknown): boolean {
   return /Connection terminated|timeout exceeded when trying to connect|Client has encountered a connection error|Connection ended|Query read timeout/i.test(
     message,
   );
-}
-
-/** The URL without its password, for messages and logs. */
-export function redacted(url: string): string {
-  return url.replace(/\/\/([^:@/]*):[^@/]*@/, "//$1:***@");
 }
 
 /** The channel every change to a key or an account is announced on; its payload is the new revision. */

@@ -1,4 +1,4 @@
-import { isPostgresUrl } from "../../store/postgres.js";
+import { isPostgresUrl } from "../../store/database-url.js";
 import { PostgresAccountStore } from "./postgres-store.js";
 import { SqliteAccountStore } from "./sqlite-store.js";
 import type { AccountStore } from "./types.js";

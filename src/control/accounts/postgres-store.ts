@@ -5,7 +5,8 @@ import type { KeySettings } from "../../keys/key-settings.js";
 import { postgresGrantsSince } from "../../keys/postgres-grants.js";
 import type { UsageRow } from "../../keys/usage.js";
 import type { CodeRow, MethodRow } from "../../keys/usage-detail.js";
-import { GRANTS_CHANNEL, isUnavailable, openPool, redacted } from "../../store/postgres.js";
+import { redacted } from "../../store/database-url.js";
+import { GRANTS_CHANNEL, isUnavailable, openPool } from "../../store/postgres.js";
 import { migratePostgres } from "./postgres-migrations.js";
 import {
   type AccountRow,

@@ -1,0 +1,71 @@
+import type { SharedHeads } from "../answers/shared-heads.js";
+import type { SharedAnswers } from "../cache/shared-answers.js";
+import type { GatewayConfig } from "../config/types.js";
+import type { SharedTokenBuckets } from "../limits/shared-buckets.js";
+import type { Logger } from "../log.js";
+import { LocalQuotaLedger, type QuotaCrossing, type QuotaLedger } from "../plans/quota-ledger.js";
+import type { SharedQuotaLedger } from "../plans/shared-quotas.js";
+
+/**
+ * What a proxy's instances share through Redis when `sharedLimits` names one: call rates, quotas, the
+ * labels' served heads and final answers (docs/deployment.md). Without it, quotas are counted in this
+ * process and the rest is this process's own.
+ */
+export interface SharedState {
+  readonly limiter: SharedTokenBuckets | undefined;
+  readonly quotas: QuotaLedger;
+  /** `quotas` when Redis holds them, for the dependency gauge. */
+  readonly sharedQuotas: SharedQuotaLedger | undefined;
+  readonly heads: SharedHeads | undefined;
+  readonly answers: SharedAnswers | undefined;
+  close(): Promise<void>;
+}
+
+/**
+ * Opens the shared state, waiting for Redis at most `readyMs`: until it answers, limits are local. The
+ * Redis client's modules are loaded only when `sharedLimits` is set, so a proxy without it does not hold
+ * ioredis's code (docs/performance.md, "What a proxy holds at rest").
+ */
+export async function openSharedState(
+  config: GatewayConfig,
+  logger: Logger,
+  crossed: (crossing: QuotaCrossing) => void,
+  readyMs: number,
+): Promise<SharedState> {
+  const redis = config.sharedLimits;
+  if (redis === undefined) {
+    const quotas = new LocalQuotaLedger(crossed);
+    return {
+      limiter: undefined,
+      quotas,
+      sharedQuotas: undefined,
+      heads: undefined,
+      answers: undefined,
+      close: () => quotas.close(),
+    };
+  }
+  const [buckets, ledger, heads, answers] = await Promise.all([
+    import("../limits/shared-buckets.js"),
+    import("../plans/shared-quotas.js"),
+    import("../answers/shared-heads.js"),
+    import("../cache/shared-answers.js"),
+  ]);
+  const limiter = new buckets.SharedTokenBuckets(redis, logger);
+  const quotas = new ledger.SharedQuotaLedger(redis, logger, crossed);
+  // a caller behind a balancer sees a rising head
+  const sharedHeads = new heads.SharedHeads(redis);
+  // final answers, behind each instance's own cache (docs/cache.md, "Many instances")
+  const sharedAnswers = config.cache.enabled ? new answers.SharedAnswers(redis) : undefined;
+  await Promise.all([limiter.ready(readyMs), quotas.ready(readyMs)]);
+  return {
+    limiter,
+    quotas,
+    sharedQuotas: quotas,
+    heads: sharedHeads,
+    answers: sharedAnswers,
+    async close() {
+      await Promise.all([limiter.close(), sharedHeads.close(), quotas.close()]);
+      sharedAnswers?.close();
+    },
+  };
+}
