@@ -45,7 +45,7 @@ import { Admitted } from "./admitted.js";
  *
  * Stages 1–6 are plain synchronous functions: each returns a value or throws a GatewayError, and none
  * reaches back into another. The transports run them: pipeline/http.ts for a request (reading the body
- * between the two halves of stage 4), ws/upgrade.ts at a WebSocket upgrade and ws/connection.ts for each
+ * between the two halves of stage 4), ws/upgrade.ts at a WebSocket upgrade and ws/message-intake.ts for each
  * message on it. The README's request-flow diagram is this list.
  *
  * The order is in the types: each stage takes the value of the stage before it (Resolved, Admitted,

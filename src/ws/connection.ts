@@ -1,15 +1,12 @@
 import type { RawData, WebSocket } from "ws";
 import type { GatewayConfig, Limits } from "../config/types.js";
 import { errorBody } from "../errors/respond.js";
-import { GatewayError } from "../errors/table.js";
 import type { CallRules, PassedCall } from "../jsonrpc/check.js";
-import { type CheckedMessage, checkMessage } from "../jsonrpc/message.js";
 import { scanMembers } from "../jsonrpc/scan.js";
 import type { UsageRecorder } from "../keys/usage.js";
 import type { GatewayMetrics } from "../metrics/gateway-metrics.js";
 import type { ErrorBoundary } from "../pipeline/boundary.js";
 import type { Mounted, Stages } from "../pipeline/stages.js";
-import { callsUnits } from "../plans/compute-units.js";
 import type { JsonRpcPolicy } from "../registry/types.js";
 import { endMessage } from "../tracing/span-ends.js";
 import type { RequestTrace } from "../tracing/tracing.js";
@@ -18,16 +15,11 @@ import type { CachedCalls } from "./cached-calls.js";
 import { CLOSE } from "./close-codes.js";
 import { deliver, type FillContext, recordStart } from "./gap-fill.js";
 import { GatewayCalls } from "./gateway-calls.js";
-import { type MessageSeen, MessageSender, paramsOf } from "./message-sender.js";
+import { MessageIntake, toText } from "./message-intake.js";
+import { MessageSender, paramsOf } from "./message-sender.js";
 import { ConnectionMove, type Reconnect } from "./move.js";
 import { type Outgoing, PendingCalls, type Settled } from "./pending-calls.js";
 import { RememberedSubscriptions } from "./subscriptions.js";
-
-/** How long a connection whose quota is spent waits for the answers to its calls before it closes. */
-const QUOTA_CLOSE_MS = 5_000;
-
-/** A message that waits for its quota's answer from Redis: it is answered and counted then. */
-const WAITING = Symbol("waiting for the quota");
 
 export interface ConnectionOptions {
   readonly stages: Stages;
@@ -52,7 +44,8 @@ export interface ConnectionOptions {
 /**
  * One client connection and its upstream socket. Both directions are handled synchronously in arrival
  * order, so order is preserved, and notifications are passed on the moment they arrive. Every client
- * message passes stages 4, 5 and 7 of the pipeline (pipeline/stages.ts), with the same checks as over HTTP.
+ * message passes stages 4 and 5 of the pipeline (pipeline/stages.ts) in its intake (message-intake.ts),
+ * with the same checks as over HTTP, and stage 7 in its sender.
  *
  * The connection remembers its subscriptions (subscriptions.ts) and keeps a ledger of its calls in flight
  * (pending-calls.ts); its messages go toward the node through its sender (message-sender.ts), which answers
@@ -80,10 +73,7 @@ export class Connection {
   readonly #sender: MessageSender;
   /** A WebSocket-only call went upstream: the node holds state for this connection. */
   #stateful = false;
-  /** Set once the key's quota is spent: the connection closes when its calls are answered (#refused). */
-  #quotaSpent: NodeJS.Timeout | undefined = undefined;
-  /** Messages that arrived while one waits for its quota's answer from Redis; undefined when none waits. */
-  #queued: RawData[] | undefined = undefined;
+  readonly #intake: MessageIntake;
   #alive = true;
   #closed = false;
   readonly #ping: NodeJS.Timeout;
@@ -131,12 +121,33 @@ export class Connection {
       },
       transmit: (outgoing) => this.#transmit(outgoing),
       toClient: (text) => this.#toClient(text, false),
-      closeIfSpent: () => this.#closeIfSpent(),
+      closeIfSpent: () => this.#intake.closeIfSpent(),
       guard: (listener) => this.#guard(listener),
+    });
+    this.#intake = new MessageIntake({
+      stages: options.stages,
+      mounted,
+      limits: options.limits,
+      rules: this.#rules,
+      label: this.#label,
+      metrics: options.metrics,
+      usage: options.usage,
+      trace: options.trace,
+      pending: this.#pending,
+      sender: this.#sender,
+      get closed() {
+        return connection.#closed;
+      },
+      toClient: (text) => this.#toClient(text, false),
+      broke: (error, replyId) => this.#broke(error, replyId),
+      close: (code, reason) => this.close(code, reason),
     });
     client.on(
       "message",
-      this.#guard((data: RawData) => this.#fromClient(data)),
+      this.#guard((data: RawData) => {
+        this.#touch();
+        this.#intake.receive(data);
+      }),
     );
     client.on("pong", () => {
       this.#alive = true;
@@ -228,134 +239,6 @@ export class Connection {
     this.close(CLOSE.INTERNAL, "internal error");
   }
 
-  #fromClient(data: RawData): void {
-    this.#touch();
-    // a message waits while one before it waits for its quota: calls reach the node in the order sent
-    if (this.#queued !== undefined) {
-      this.#queued.push(data);
-      return;
-    }
-    const text = toText(data);
-    const { stages, mounted, limits } = this.#options;
-    const seen: MessageSeen = {
-      replyId: "null",
-      method: "other",
-      code: undefined,
-      calls: 1,
-      refused: 0,
-      units: 0,
-      span: this.#options.trace?.message(),
-    };
-    this.#answer(seen, () => {
-      const message = checkMessage(text, this.#rules, limits); // 4
-      seen.replyId = message.replyId;
-      seen.calls = message.checked.length;
-      seen.refused = message.checked.filter((c) => !c.ok).length;
-      const only = message.batch ? undefined : message.checked[0];
-      seen.method = message.batch ? "batch" : only?.ok ? only.method : "other";
-      if (only !== undefined && !only.ok) seen.code = only.code;
-      seen.units = this.#unitsOf(message);
-      const charged = stages.chargeRate(mounted, { ...message, computeUnits: seen.units }); // 5
-      const held = stages.holdQuota(mounted, seen.units); // 5, the quota
-      if (!(held instanceof Promise)) return this.#sender.send(charged, text, seen, held); // 7
-      // the quota asked Redis: this message goes on with its answer, the next ones wait for it
-      this.#queued = [];
-      held.then(
-        (hold) => this.#afterQuota(seen, () => this.#sender.send(charged, text, seen, hold)),
-        (error) =>
-          this.#afterQuota(seen, () => {
-            throw error;
-          }),
-      );
-      return WAITING;
-    });
-  }
-
-  /** A message whose quota was asked of Redis: sent (or refused) now, then the messages that waited. */
-  #afterQuota(seen: MessageSeen, send: () => string | undefined): void {
-    const queued = this.#queued ?? [];
-    this.#queued = undefined;
-    if (this.#closed) return;
-    this.#answer(seen, send);
-    for (const data of queued) this.#guard((d: RawData) => this.#fromClient(d))(data);
-  }
-
-  /**
-   * Runs a message's stages: its answer (or none when all of it went upstream) to the client and the
-   * counts; a gateway refusal answered as its error; anything else broke the connection.
-   */
-  #answer(seen: MessageSeen, run: () => string | undefined | typeof WAITING): void {
-    let answer: string | undefined;
-    try {
-      const ran = run();
-      if (ran === WAITING) return;
-      answer = ran;
-    } catch (error) {
-      if (!(error instanceof GatewayError)) {
-        this.#broke(error, seen.replyId);
-        return;
-      }
-      answer = this.#refused(seen, error);
-    }
-    this.#counted(seen, answer);
-  }
-
-  /**
-   * The error's answer. A spent quota also ends the connection (4402), as it ends the key's calls: once the
-   * calls sent before it, which it was charged for, are answered, or after QUOTA_CLOSE_MS.
-   */
-  #refused(seen: MessageSeen, error: GatewayError): string {
-    seen.code = error.code;
-    const answer = errorBody(error, "jsonrpc", seen.replyId, this.#rules.requestId);
-    if (error.code === "QUOTA_EXCEEDED" && this.#quotaSpent === undefined) {
-      this.#quotaSpent = setTimeout(() => this.close(CLOSE.QUOTA_EXCEEDED, "quota exceeded"), QUOTA_CLOSE_MS);
-      this.#quotaSpent.unref();
-      queueMicrotask(() => this.#closeIfSpent());
-    }
-    return answer;
-  }
-
-  /** Closes a connection whose quota is spent once nothing it was charged for waits for the node. */
-  #closeIfSpent(): void {
-    if (
-      this.#quotaSpent === undefined ||
-      this.#pending.size > 0 ||
-      this.#sender.following > 0 ||
-      this.#closed
-    )
-      return;
-    clearTimeout(this.#quotaSpent);
-    this.close(CLOSE.QUOTA_EXCEEDED, "quota exceeded");
-  }
-
-  /** The message in the metrics and the key's usage, and its answer to the client. */
-  #counted(seen: MessageSeen, answer: string | undefined): void {
-    if (seen.counted === true) return;
-    seen.counted = true;
-    const { principal } = this.#options.mounted.admitted;
-    const { code, calls, refused } = seen;
-    this.#options.metrics?.message(this.#label, seen.method, code, principal !== undefined);
-    if (seen.sent !== true) endMessage(seen.span, this.#label, seen.method, code);
-    if (principal !== undefined)
-      this.#options.usage?.record(
-        principal.keyId,
-        this.#label,
-        calls,
-        code === undefined ? refused : calls,
-        code === undefined ? seen.units : 0,
-        { method: seen.method, code, ms: undefined },
-      );
-    if (answer !== undefined) this.#toClient(answer, false);
-  }
-
-  /** The compute units of the message's calls that passed their checks (docs/compute-units.md). */
-  #unitsOf(message: CheckedMessage): number {
-    const { mount, admitted } = this.#options.mounted;
-    const methods: string[] = [];
-    for (const call of message.checked) if (call.ok) methods.push(call.method);
-    return callsUnits(mount.policy.computeUnits, methods, admitted.endpoint);
-  }
-
   /** Sends a message upstream, or keeps it for the new socket while the connection moves. */
   #transmit(outgoing: Outgoing): void {
     if (this.#move?.moving === true || this.#upstream === undefined) {
@@ -392,7 +275,7 @@ export class Connection {
     const answered = this.#pending.settle(envelopes, this.#settled);
     const merged = this.#pending.merged(text, answered);
     this.#toClient(merged ?? data, merged === undefined && isBinary);
-    this.#closeIfSpent();
+    this.#intake.closeIfSpent();
   }
 
   #notification(text: string, members: ReadonlyMap<string, string>): void {
@@ -535,10 +418,4 @@ export class Connection {
 /** A message's method as the metrics and its span name it. */
 function methodOf(message: Outgoing): string {
   return message.batch ? "batch" : (message.calls[0]?.method ?? "other");
-}
-
-function toText(data: RawData): string {
-  if (Buffer.isBuffer(data)) return data.toString("utf8");
-  if (Array.isArray(data)) return Buffer.concat(data).toString("utf8");
-  return Buffer.from(data).toString("utf8");
 }

@@ -1,0 +1,201 @@
+import type { RawData } from "ws";
+import type { Limits } from "../config/types.js";
+import { errorBody } from "../errors/respond.js";
+import { GatewayError } from "../errors/table.js";
+import type { CallRules } from "../jsonrpc/check.js";
+import { type CheckedMessage, checkMessage } from "../jsonrpc/message.js";
+import type { UsageRecorder } from "../keys/usage.js";
+import type { GatewayMetrics } from "../metrics/gateway-metrics.js";
+import type { Mounted, Stages } from "../pipeline/stages.js";
+import { callsUnits } from "../plans/compute-units.js";
+import { endMessage } from "../tracing/span-ends.js";
+import type { RequestTrace } from "../tracing/tracing.js";
+import { CLOSE } from "./close-codes.js";
+import type { MessageSeen, MessageSender } from "./message-sender.js";
+import type { PendingCalls } from "./pending-calls.js";
+
+/** How long a connection whose quota is spent waits for the answers to its calls before it closes. */
+const QUOTA_CLOSE_MS = 5_000;
+
+/** A message that waits for its quota's answer from Redis: it is answered and counted then. */
+const WAITING = Symbol("waiting for the quota");
+
+/** What a connection lends its intake (connection.ts). */
+export interface IntakeHost {
+  readonly stages: Stages;
+  readonly mounted: Mounted;
+  readonly limits: Limits;
+  readonly rules: CallRules;
+  readonly label: string;
+  readonly metrics: GatewayMetrics | undefined;
+  readonly usage: UsageRecorder | undefined;
+  /** The upgrade's trace, when it was sampled: every message of the connection is traced under it. */
+  readonly trace: RequestTrace | undefined;
+  readonly pending: PendingCalls;
+  readonly sender: MessageSender;
+  readonly closed: boolean;
+  toClient(text: string): void;
+  /** An unexpected error: logged, answered to the message it broke if known, and the connection closed (1011). */
+  broke(error: unknown, replyId?: string): void;
+  close(code: number, reason: string): void;
+}
+
+/**
+ * Stages 4 and 5 of a connection's client messages (pipeline/stages.ts), in the order they arrive: each is
+ * checked, charged against the key's rate and held against its quota, then handed to the sender (stage 7).
+ * A message whose quota must be asked of Redis holds back the ones after it, so calls reach the node in the
+ * order sent. Every message is counted once, in the metrics and the key's usage, whatever it ended as; a
+ * refusal is answered as its JSON-RPC error, and a spent quota closes the connection (4402) once the calls
+ * it was charged for are answered.
+ */
+export class MessageIntake {
+  readonly #host: IntakeHost;
+  /** Set once the key's quota is spent: the connection closes when its calls are answered (#refused). */
+  #quotaSpent: NodeJS.Timeout | undefined = undefined;
+  /** Messages that arrived while one waits for its quota's answer from Redis; undefined when none waits. */
+  #queued: RawData[] | undefined = undefined;
+
+  constructor(host: IntakeHost) {
+    this.#host = host;
+  }
+
+  /** A client message: answered, refused, sent on, or queued behind one that waits for its quota. */
+  receive(data: RawData): void {
+    // a message waits while one before it waits for its quota: calls reach the node in the order sent
+    if (this.#queued !== undefined) {
+      this.#queued.push(data);
+      return;
+    }
+    const text = toText(data);
+    const { stages, mounted, limits, rules, sender } = this.#host;
+    const seen: MessageSeen = {
+      replyId: "null",
+      method: "other",
+      code: undefined,
+      calls: 1,
+      refused: 0,
+      units: 0,
+      span: this.#host.trace?.message(),
+    };
+    this.#answer(seen, () => {
+      const message = checkMessage(text, rules, limits); // 4
+      seen.replyId = message.replyId;
+      seen.calls = message.checked.length;
+      seen.refused = message.checked.filter((c) => !c.ok).length;
+      const only = message.batch ? undefined : message.checked[0];
+      seen.method = message.batch ? "batch" : only?.ok ? only.method : "other";
+      if (only !== undefined && !only.ok) seen.code = only.code;
+      seen.units = this.#unitsOf(message);
+      const charged = stages.chargeRate(mounted, { ...message, computeUnits: seen.units }); // 5
+      const held = stages.holdQuota(mounted, seen.units); // 5, the quota
+      if (!(held instanceof Promise)) return sender.send(charged, text, seen, held); // 7
+      // the quota asked Redis: this message goes on with its answer, the next ones wait for it
+      this.#queued = [];
+      held.then(
+        (hold) => this.#afterQuota(seen, () => sender.send(charged, text, seen, hold)),
+        (error) =>
+          this.#afterQuota(seen, () => {
+            throw error;
+          }),
+      );
+      return WAITING;
+    });
+  }
+
+  /** Closes a connection whose quota is spent once nothing it was charged for waits for the node. */
+  closeIfSpent(): void {
+    const host = this.#host;
+    if (this.#quotaSpent === undefined || host.pending.size > 0 || host.sender.following > 0 || host.closed)
+      return;
+    clearTimeout(this.#quotaSpent);
+    host.close(CLOSE.QUOTA_EXCEEDED, "quota exceeded");
+  }
+
+  /** A message whose quota was asked of Redis: sent (or refused) now, then the messages that waited. */
+  #afterQuota(seen: MessageSeen, send: () => string | undefined): void {
+    const queued = this.#queued ?? [];
+    this.#queued = undefined;
+    if (this.#host.closed) return;
+    this.#answer(seen, send);
+    for (const data of queued) {
+      try {
+        this.receive(data);
+      } catch (error) {
+        this.#host.broke(error);
+      }
+    }
+  }
+
+  /**
+   * Runs a message's stages: its answer (or none when all of it went upstream) to the client and the
+   * counts; a gateway refusal answered as its error; anything else broke the connection.
+   */
+  #answer(seen: MessageSeen, run: () => string | undefined | typeof WAITING): void {
+    let answer: string | undefined;
+    try {
+      const ran = run();
+      if (ran === WAITING) return;
+      answer = ran;
+    } catch (error) {
+      if (!(error instanceof GatewayError)) {
+        this.#host.broke(error, seen.replyId);
+        return;
+      }
+      answer = this.#refused(seen, error);
+    }
+    this.#counted(seen, answer);
+  }
+
+  /**
+   * The error's answer. A spent quota also ends the connection (4402), as it ends the key's calls: once the
+   * calls sent before it, which it was charged for, are answered, or after QUOTA_CLOSE_MS.
+   */
+  #refused(seen: MessageSeen, error: GatewayError): string {
+    seen.code = error.code;
+    const answer = errorBody(error, "jsonrpc", seen.replyId, this.#host.rules.requestId);
+    if (error.code === "QUOTA_EXCEEDED" && this.#quotaSpent === undefined) {
+      this.#quotaSpent = setTimeout(
+        () => this.#host.close(CLOSE.QUOTA_EXCEEDED, "quota exceeded"),
+        QUOTA_CLOSE_MS,
+      );
+      this.#quotaSpent.unref();
+      queueMicrotask(() => this.closeIfSpent());
+    }
+    return answer;
+  }
+
+  /** The message in the metrics and the key's usage, and its answer to the client. */
+  #counted(seen: MessageSeen, answer: string | undefined): void {
+    if (seen.counted === true) return;
+    seen.counted = true;
+    const { label, mounted, metrics, usage } = this.#host;
+    const { principal } = mounted.admitted;
+    const { code, calls, refused } = seen;
+    metrics?.message(label, seen.method, code, principal !== undefined);
+    if (seen.sent !== true) endMessage(seen.span, label, seen.method, code);
+    if (principal !== undefined)
+      usage?.record(
+        principal.keyId,
+        label,
+        calls,
+        code === undefined ? refused : calls,
+        code === undefined ? seen.units : 0,
+        { method: seen.method, code, ms: undefined },
+      );
+    if (answer !== undefined) this.#host.toClient(answer);
+  }
+
+  /** The compute units of the message's calls that passed their checks (docs/compute-units.md). */
+  #unitsOf(message: CheckedMessage): number {
+    const { mount, admitted } = this.#host.mounted;
+    const methods: string[] = [];
+    for (const call of message.checked) if (call.ok) methods.push(call.method);
+    return callsUnits(mount.policy.computeUnits, methods, admitted.endpoint);
+  }
+}
+
+export function toText(data: RawData): string {
+  if (Buffer.isBuffer(data)) return data.toString("utf8");
+  if (Array.isArray(data)) return Buffer.concat(data).toString("utf8");
+  return Buffer.from(data).toString("utf8");
+}
