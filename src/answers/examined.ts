@@ -40,10 +40,20 @@ export function learnHeights(call: UpstreamCall, upstream: Upstream, text: strin
   } catch {
     return;
   }
+  // A batch's answers, each found by its id once; the node is told its highest head answer and its
+  // highest other height once each, not once per call (heights only rise, and one node gave them all).
+  const elements = Array.isArray(parsed) ? byId(parsed) : undefined;
+  let head = -1;
+  let other = -1;
   for (const rule of learn) {
-    const height = heightIn(parsed, rule);
-    if (height !== undefined) call.group.answeredHeight(upstream, height, rule.isHead);
+    const answer = rule.id === undefined ? parsed : elements?.get(idValue(rule.id));
+    const height = heightIn(answer, rule);
+    if (height === undefined) continue;
+    if (rule.isHead) head = Math.max(head, height);
+    else other = Math.max(other, height);
   }
+  if (head >= 0) call.group.answeredHeight(upstream, head, true);
+  if (other >= 0) call.group.answeredHeight(upstream, other, false);
 }
 
 /**
@@ -58,8 +68,8 @@ const FLAT_RESULT: Readonly<Record<HeadEncoding, RegExp>> = {
   "decimal-string": /^\{"jsonrpc":"2\.0","id":(?:-?\d+|"[^"\\]*"|null),"result":"(\d+)"\}\s*$/,
 };
 
-function heightIn(parsed: unknown, rule: HeightInAnswer): number | undefined {
-  let value: unknown = rule.id === undefined ? parsed : answerWithId(parsed, rule.id);
+function heightIn(answer: unknown, rule: HeightInAnswer): number | undefined {
+  let value: unknown = answer;
   for (const member of rule.path) {
     if (typeof value !== "object" || value === null) return undefined;
     value = (value as Record<string, unknown>)[member];
@@ -67,14 +77,23 @@ function heightIn(parsed: unknown, rule: HeightInAnswer): number | undefined {
   return readHeight(value, rule.encoding);
 }
 
-/** A batch answer's element for the call whose id is `id` (its source text). */
-function answerWithId(parsed: unknown, id: string): unknown {
-  if (!Array.isArray(parsed)) return undefined;
-  let wanted: unknown;
-  try {
-    wanted = JSON.parse(id);
-  } catch {
-    return undefined;
+/** A batch answer's elements by their ids (the first of two with one id, as a search from the start finds). */
+function byId(elements: readonly unknown[]): Map<unknown, unknown> {
+  const found = new Map<unknown, unknown>();
+  for (const element of elements) {
+    const id = (element as { id?: unknown } | null)?.id;
+    if (!found.has(id)) found.set(id, element);
   }
-  return parsed.find((element) => (element as { id?: unknown } | null)?.id === wanted);
+  return found;
 }
+
+/** A call's id as the answer's JSON reads it, from its source text; a symbol no answer's id equals when it is not JSON. */
+function idValue(id: string): unknown {
+  try {
+    return JSON.parse(id);
+  } catch {
+    return NO_ID;
+  }
+}
+
+const NO_ID = Symbol("no id");

@@ -1,6 +1,8 @@
 import { LRUCache } from "lru-cache";
 import type { LabelCacheSettings } from "../config/types.js";
-import type { CacheRead } from "./cache-read.js";
+import type { PassedCall } from "../jsonrpc/check.js";
+import type { ReadRules } from "../registry/types.js";
+import { type CacheRead, cacheRead } from "./cache-read.js";
 import type { SharedAnswers } from "./shared-answers.js";
 
 /**
@@ -81,6 +83,14 @@ export class AnswerCache {
    */
   takes(read: CacheRead | undefined): CacheRead | undefined {
     return read?.lifetime.kind === "head" && !this.settings.headRelative ? undefined : read;
+  }
+
+  /**
+   * What this cache may answer a JSON-RPC call with (cache-read.ts), as `takes` would leave it; a read at
+   * the head on a label that keeps none stops before its key is made, which every such call paid for.
+   */
+  readOf(reads: ReadRules, call: PassedCall, isHeadCall: boolean): CacheRead | undefined {
+    return cacheRead(reads, call, isHeadCall, this.settings.headRelative);
   }
 
   set(key: string, entry: CacheEntry): void {

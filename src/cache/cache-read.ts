@@ -65,14 +65,20 @@ function setsOf(rules: CacheRules): RuleSets {
 
 /**
  * The cache read of a single call, or undefined when its answer may not be kept: a method the registry's
- * `reads.cache` does not name, a live tag (`pending`), a block param the rules cannot read, a call with no id.
+ * `reads.cache` does not name, a live tag (`pending`), a block param the rules cannot read, a call with no id,
+ * or a read at the head on a label that keeps none (`keepsHead` false: its key is not even built).
  * `isHeadCall`: it is the interface's head call, kept while the head stays.
  */
-export function cacheRead(reads: ReadRules, call: PassedCall, isHeadCall: boolean): CacheRead | undefined {
+export function cacheRead(
+  reads: ReadRules,
+  call: PassedCall,
+  isHeadCall: boolean,
+  keepsHead = true,
+): CacheRead | undefined {
   const rules = reads.cache;
   if (rules === undefined || call.id === undefined) return undefined;
   const lifetime = isHeadCall ? HEAD : lifetimeOf(reads, rules, call);
-  if (lifetime === undefined) return undefined;
+  if (lifetime === undefined || (lifetime.kind === "head" && !keepsHead)) return undefined;
   const params = (call.call.value as { params?: unknown }).params;
   const jsonrpc = call.call.members.get("jsonrpc") ?? "";
   const key = `${call.method}\n${canonical(params, setsOf(rules).foldCase)}\n${jsonrpc}`;

@@ -1,6 +1,6 @@
 import type { IncomingMessage } from "node:http";
 import { type ReadNeed, readNeed } from "../answers/read-need.js";
-import { ERRORS, GatewayError } from "../errors/table.js";
+import { ERRORS, GatewayError, type RpcErrorCode } from "../errors/table.js";
 import { requestMediaType } from "../http/body.js";
 import { batchMethods } from "../jsonrpc/batch-methods.js";
 import { type CallRules, type Checked, type PassedCall, sendableAsReceived } from "../jsonrpc/check.js";
@@ -107,21 +107,30 @@ class JsonRpcRequest implements RoutedRequest {
         refused: undefined,
       };
     }
-    const passed = checked.filter((call): call is PassedCall => call.ok);
-    const refused = checked.flatMap((call) => (call.ok ? [] : [call.json]));
-    const firstRefusal = checked.find((call) => !call.ok);
-    // A batch with one write in it is a write: the node gets it once.
-    const write = passed.some((call) => this.#writes.has(call.method));
+    // one pass: the calls that go on, the refusals' answers, the first refusal's code, and whether a write
+    // is among them (a batch with one write in it is a write: the node gets it once)
+    const passed: PassedCall[] = [];
+    const refused: string[] = [];
+    let firstRefusal: RpcErrorCode | undefined;
+    let write = false;
+    for (const call of checked) {
+      if (call.ok) {
+        passed.push(call);
+        if (this.#writes.has(call.method)) write = true;
+      } else {
+        refused.push(call.json);
+        firstRefusal ??= call.code;
+      }
+    }
     let outgoing: Outgoing | undefined;
     if (refused.length === 0)
-      outgoing = {
-        ...post(
-          sendableAsReceived(text, checked) ? body : batchOf(passed),
-          write,
-          this.#reads(passed, false),
-        ),
-        batch: passed,
-      };
+      outgoing = post(
+        sendableAsReceived(text, checked) ? body : batchOf(passed),
+        write,
+        this.#reads(passed, false),
+        undefined,
+        passed,
+      );
     else if (passed.length > 0) outgoing = post(batchOf(passed), write, this.#reads(passed, false));
     return {
       cost: checked.length,
@@ -129,8 +138,8 @@ class JsonRpcRequest implements RoutedRequest {
       replyId,
       // Inside a batch each call gets its own answer and the HTTP status is 200 (proxyd does the same).
       answer:
-        passed.length === 0 && firstRefusal !== undefined && !firstRefusal.ok
-          ? { status: 200, body: `[${refused.join(",")}]`, code: firstRefusal.code }
+        passed.length === 0 && firstRefusal !== undefined
+          ? { status: 200, body: `[${refused.join(",")}]`, code: firstRefusal }
           : undefined,
       outgoing,
       refusals: passed.length > 0 && refused.length > 0 ? refused : undefined,
@@ -148,8 +157,9 @@ function post(
   write: boolean,
   reads: ReadNeed | undefined,
   single?: PassedCall,
+  batch?: readonly PassedCall[],
 ): Outgoing {
-  return { method: "POST", headers: UPSTREAM_HEADERS, body, stream: false, write, reads, single };
+  return { method: "POST", headers: UPSTREAM_HEADERS, body, stream: false, write, reads, single, batch };
 }
 
 export function batchOf(calls: readonly PassedCall[]): string {

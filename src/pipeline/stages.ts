@@ -3,7 +3,7 @@ import type { TierPlan } from "../answers/archive.js";
 import { planRanges, type RangePlan } from "../answers/range-plan.js";
 import { isHeadCall, type ReadNeed } from "../answers/read-need.js";
 import type { BatchRead } from "../cache/batch-cached.js";
-import { type CacheRead, cacheRead } from "../cache/cache-read.js";
+import type { CacheRead } from "../cache/cache-read.js";
 import type { GatewayConfig, RateSpec } from "../config/types.js";
 import { dedicatedPointer } from "../errors/dedicated-pointer.js";
 import { GatewayError } from "../errors/table.js";
@@ -263,7 +263,7 @@ export class Stages {
     const call = outgoing.single;
     const reads = mounted.mount.policy.jsonrpc?.reads;
     if (call === undefined || cache === undefined || reads === undefined || outgoing.write) return undefined;
-    return cache.takes(cacheRead(reads, call, isHeadCall(call, mounted.mount.head)));
+    return cache.readOf(reads, call, isHeadCall(call, mounted.mount.head));
   }
 
   /**
@@ -279,7 +279,7 @@ export class Stages {
     let any = false;
     const batch = calls.map((call) => {
       if (call.id !== undefined) ids.add(call.id);
-      const kept = cache.takes(cacheRead(reads, call, isHeadCall(call, mounted.mount.head)));
+      const kept = cache.readOf(reads, call, isHeadCall(call, mounted.mount.head));
       if (kept !== undefined) any = true;
       return { call, read: kept };
     });

@@ -1,6 +1,6 @@
 import { isHeadCall } from "../answers/read-need.js";
 import { type AnswerCache, FINAL, withId } from "../cache/answer-cache.js";
-import { type CacheRead, cacheRead } from "../cache/cache-read.js";
+import type { CacheRead } from "../cache/cache-read.js";
 import { keptMembers } from "../cache/kept-answer.js";
 import { type FlightEntry, type FlightFollower, followFlight } from "../cache/relay-cached.js";
 import {
@@ -60,7 +60,7 @@ export class CachedCalls {
   ): { readonly answer: string } | { readonly keep: CacheKeep } | "following" | undefined {
     const cache = this.#group.cache;
     if (cache === undefined) return undefined;
-    const read = cache.takes(cacheRead(this.#reads, call, isHeadCall(call, this.#head)));
+    const read = cache.readOf(this.#reads, call, isHeadCall(call, this.#head));
     if (read === undefined) return undefined;
     const epoch = this.#group.served.epoch;
     // a connection is to one label's nodes: an archive tier's answer, kept for HTTP reads, is not for it
