@@ -141,7 +141,18 @@ describe.skipIf(promtool.skip || redis.skip)("the kit against a live gateway", (
       ].join("\n"),
     );
     proxy = await startFleetProxy(config);
-    // both workers count rates and quotas in Redis before the workload (a loaded machine connects slowly)
+    // both workers run (the primary's /readyz asks every configured worker), so both are in the gauge's
+    // minimum: the first to listen alone could read shared while the other still counts alone
+    await eventually(
+      async () => {
+        const ready = await request(`http://127.0.0.1:${proxy.operatorPort}/readyz`);
+        await ready.body.dump();
+        return ready.statusCode === 200;
+      },
+      10_000,
+      "both workers ready",
+    );
+    // and both count rates and quotas in Redis before the workload (a loaded machine connects slowly)
     await eventually(async () => (await proxy.dependencyUp("shared_limits")) === 1, 10_000, "Redis shared");
     // the workload: 20 served, 3 refused as bad input, 5 on a key of one call per 1,000 s (the workers
     // share its bucket through Redis, a lease's credit aside: some are refused), 1 served and 1 over quota
