@@ -73,7 +73,7 @@ export function cacheRead(
   reads: ReadRules,
   call: PassedCall,
   isHeadCall: boolean,
-  keepsHead = true,
+  keepsHead: boolean,
 ): CacheRead | undefined {
   const rules = reads.cache;
   if (rules === undefined || call.id === undefined) return undefined;

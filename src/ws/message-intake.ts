@@ -194,6 +194,7 @@ export class MessageIntake {
   }
 }
 
+/** A WebSocket message as text, from either side of the connection (ws hands it over as one or more Buffers). */
 export function toText(data: RawData): string {
   if (Buffer.isBuffer(data)) return data.toString("utf8");
   if (Array.isArray(data)) return Buffer.concat(data).toString("utf8");
