@@ -152,7 +152,15 @@ describe.skipIf(promtool.skip || redis.skip)("the kit against a live gateway", (
       10_000,
       "both workers ready",
     );
-    // and both count rates and quotas in Redis before the workload (a loaded machine connects slowly)
+    // and both count rates and quotas in Redis before the workload (a loaded machine connects slowly). Each
+    // worker says so in its log; the gauge alone is not enough, since a worker too busy to answer a scrape
+    // in time leaves the minimum to the other one (src/metrics/cluster-metrics.ts)
+    const said = (msg: string) => proxy.logs.filter((line) => line.includes(`"msg":"${msg}`)).length;
+    await eventually(
+      () => said("shared rate limits: Redis reachable") >= 2 && said("shared quotas: Redis reachable") >= 2,
+      10_000,
+      "both workers count in Redis",
+    );
     await eventually(async () => (await proxy.dependencyUp("shared_limits")) === 1, 10_000, "Redis shared");
     // the workload: 20 served, 3 refused as bad input, 5 on a key of one call per 1,000 s (the workers
     // share its bucket through Redis, a lease's credit aside: some are refused), 1 served and 1 over quota
