@@ -2,7 +2,7 @@ import { spawn } from "node:child_process";
 import { closeSync, mkdtempSync, openSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { describe, expect, it } from "vitest";
+import { describe, expect, it, vi } from "vitest";
 import { AccessLine, createLogger } from "../src/log.js";
 
 function lines(
@@ -71,6 +71,23 @@ describe("the logger", () => {
       expect(stamped).toBeGreaterThanOrEqual(before - 1);
       expect(stamped).toBeLessThanOrEqual(Date.now());
       await new Promise((resolve) => setTimeout(resolve, 15));
+    }
+  });
+
+  it("stamps the time as toISOString does across milliseconds, seconds, days and a clock set back", () => {
+    let now = Date.UTC(2026, 11, 31, 23, 59, 58, 990);
+    const clock = vi.spyOn(Date, "now").mockImplementation(() => now);
+    try {
+      const steps = [0, 1, 3, 7, 999, 1000, 1001, 86_400_000, -5, -1000];
+      const out: string[] = [];
+      const log = createLogger("info", (line) => out.push(line));
+      for (let i = 0; i < 2000; i++) {
+        now += steps[i % steps.length] as number;
+        log.log("info", "tick");
+        expect(JSON.parse(out[out.length - 1] as string).t).toBe(new Date(now).toISOString());
+      }
+    } finally {
+      clock.mockRestore();
     }
   });
 
