@@ -18,13 +18,14 @@ import type { UsageRecorder } from "../keys/usage.js";
 import { AccessLine, type Logger } from "../log.js";
 import { type GatewayMetrics, type MethodClass, resultOf } from "../metrics/gateway-metrics.js";
 import { archiveUnits } from "../plans/compute-units.js";
+import type { QuotaHold } from "../plans/quota-hold.js";
 import type { ComputeUnits } from "../registry/types.js";
 import { callerTraceParent } from "../tracing/trace-parent.js";
 import type { RequestTrace, Tracing } from "../tracing/tracing.js";
 import type { WholeAnswer } from "../upstream/buffered-answer.js";
 import { fetchWhole, relayAnswer, type UpstreamCall } from "../upstream/policy.js";
 import type { ErrorBoundary } from "./boundary.js";
-import type { Charged, Mounted, QuotaHold, Stages } from "./stages.js";
+import type { Charged, Mounted, Stages } from "./stages.js";
 
 const NO_BODY = Buffer.alloc(0);
 

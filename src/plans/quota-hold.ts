@@ -1,0 +1,47 @@
+import { GatewayError } from "../errors/table.js";
+import type { Principal } from "../keys/types.js";
+import type { PlanTerms } from "./plan-terms.js";
+import type { QuotaDecision, QuotaLedger, QuotaLimits } from "./quota-ledger.js";
+
+/** Compute units reserved against a quota: settled once the answer says what the request cost. */
+export class QuotaHold {
+  readonly #ledger: QuotaLedger;
+  readonly #scope: string;
+  readonly limits: QuotaLimits;
+  readonly #reserved: number;
+  /** What a cached answer costs, as a share of its price (the plan's `cachedShare`). */
+  readonly cachedShare: number;
+
+  constructor(ledger: QuotaLedger, scope: string, principal: Principal, plan: PlanTerms, reserved: number) {
+    this.#ledger = ledger;
+    this.#scope = scope;
+    this.limits = {
+      daily: plan.dailyQuota,
+      monthly: plan.monthlyQuota,
+      owner: { keyId: principal.keyId, accountId: principal.accountId, plan: plan.name },
+    };
+    this.#reserved = reserved;
+    this.cachedShare = plan.cachedShare;
+  }
+
+  /** This hold, or QUOTA_EXCEEDED with the seconds until the spent period ends. */
+  granted(decision: QuotaDecision): QuotaHold {
+    if (decision.allowed) return this;
+    const retryAfter = Math.max(1, Math.ceil((decision.resetsAt - Date.now()) / 1000));
+    throw new GatewayError(
+      "QUOTA_EXCEEDED",
+      {
+        period: decision.period,
+        limit: decision.limit,
+        resetsAt: new Date(decision.resetsAt).toISOString(),
+        retryAfter,
+      },
+      { "retry-after": String(retryAfter) },
+    );
+  }
+
+  /** What the request cost in the end (0 when it was not served): the rest given back, or the excess added. */
+  settle(units: number): void {
+    this.#ledger.adjust(this.#scope, this.limits, units - this.#reserved);
+  }
+}
