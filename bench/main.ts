@@ -16,6 +16,7 @@ import { binary } from "./scenarios/binary.js";
 import { budgetScaling } from "./scenarios/budget.js";
 import { cacheScenario } from "./scenarios/cache.js";
 import { failover } from "./scenarios/failover.js";
+import { featureCosts } from "./scenarios/features.js";
 import { headScenario } from "./scenarios/head.js";
 import { httpScenarios } from "./scenarios/http.js";
 import { metricsCost } from "./scenarios/metrics.js";
@@ -52,7 +53,7 @@ const ALL: readonly Scenario[] = [
   binary,
 ];
 /** Run only when named: the profiler's own cost would skew the full run's rows. */
-const ON_REQUEST: readonly Scenario[] = [profile];
+const ON_REQUEST: readonly Scenario[] = [profile, featureCosts];
 const SCENARIOS: readonly Scenario[] =
   args.only !== undefined
     ? [httpScenarios]

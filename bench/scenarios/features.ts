@@ -1,0 +1,99 @@
+// What each feature of the bench's deployment costs in CPU per request, read in the same seconds: the Node
+// floor, the deployment and variants of it with one thing turned off are all loaded at once, each at the
+// same fixed rate, and each process's CPU is read over the same windows. On these shared VMs one process
+// read 82 to 176 µs per request in consecutive 10-second windows (docs/performance.md, "What each feature
+// costs"), so runs one after the other cannot see a few percent; whatever the host does to a window here,
+// it does to every target in it. Run on request: `npm run bench -- --scenario features`.
+import { BENCH_LABELS, benchConfig } from "../gateway-config.js";
+import { compiled } from "../launcher.js";
+import { measure, type Target, untilAnswering, type Workload } from "../load.js";
+import type { Scenario } from "../scenario.js";
+import { median } from "../stats.js";
+import { SMALL_CALL_50 } from "../workloads.js";
+
+/** The bench's deployment as the variants edit it: each turns one thing off. */
+interface Deployment {
+  readonly [field: string]: unknown;
+  readonly keys: readonly { readonly settings?: unknown }[];
+  readonly upstreams: Readonly<Record<string, readonly unknown[]>>;
+  readonly log: object;
+}
+
+const NO_LOG = (c: Deployment): Deployment => ({ ...c, log: { ...c.log, access: false } });
+const NO_METRICS = (c: Deployment): Deployment => ({ ...c, metrics: { enabled: false } });
+const NO_SETTINGS = (c: Deployment): Deployment => ({
+  ...c,
+  keys: c.keys.map(({ settings: _settings, ...key }) => key),
+});
+const ONE_UPSTREAM = (c: Deployment): Deployment => ({
+  ...c,
+  upstreams: { ...c.upstreams, eth: c.upstreams.eth?.slice(0, 1) ?? [] },
+});
+
+/** The deployment, and each variant with what it turns off. */
+const VARIANTS: readonly { name: string; edit: (c: Deployment) => Deployment }[] = [
+  { name: "the bench's deployment", edit: (c) => c },
+  { name: "no access log", edit: NO_LOG },
+  { name: "no metrics", edit: NO_METRICS },
+  { name: "no key settings", edit: NO_SETTINGS },
+  { name: "one upstream for eth", edit: ONE_UPSTREAM },
+  { name: "cache off", edit: (c) => ({ ...c, cache: { enabled: false } }) },
+  {
+    name: "all four off: log, metrics, settings, second upstream",
+    edit: (c) => NO_LOG(NO_METRICS(NO_SETTINGS(ONE_UPSTREAM(c)))),
+  },
+];
+
+/** Each target's offered load: far below what one process serves, so none saturates with all at once. */
+const RATE = 700;
+const WORKLOAD: Workload = {
+  ...SMALL_CALL_50,
+  name: "eth_blockNumber, 25 conns, 700 req/s",
+  connections: 25,
+  rate: RATE,
+};
+
+export const featureCosts: Scenario = {
+  name: "features",
+  async run(bench) {
+    const { launcher, node } = bench;
+    const base: Deployment = benchConfig({
+      http: node.http,
+      ws: node.ws,
+      labels: BENCH_LABELS,
+      twice: ["eth"],
+    });
+    const floor: Target = {
+      ...(await launcher.start("Node floor", compiled("targets/floor.ts"), { BENCH_UPSTREAM: node.http })),
+      gateway: false,
+    };
+    const gateways: Target[] = [];
+    for (const [i, variant] of VARIANTS.entries()) {
+      const deployment = launcher.writeDeployment(`feature-${i}`, variant.edit(base));
+      gateways.push(await launcher.startGateway(variant.name, { deployment }));
+    }
+    await Promise.all(gateways.map((gateway) => untilAnswering(gateway)));
+    bench.progress(`the floor and ${gateways.length} deployments listening`);
+    const targets = [floor, ...gateways];
+    const seconds = bench.quick ? 3 : 10;
+    await Promise.all(targets.map((target) => measure(target, WORKLOAD, 2)));
+    const cpu: number[][] = targets.map(() => []);
+    const failures = targets.map(() => 0);
+    for (let round = 0; round < (bench.quick ? 2 : 6); round++) {
+      const samples = await Promise.all(targets.map((target) => measure(target, WORKLOAD, seconds)));
+      samples.forEach((sample, i) => {
+        cpu[i]?.push(sample.cpuMicros);
+        failures[i] = (failures[i] ?? 0) + sample.failures;
+      });
+    }
+    await Promise.all(targets.map((target) => target.stop()));
+    const [floorCpu = [], fullCpu = []] = cpu;
+    const ratios = (of: readonly number[], to: readonly number[]) => of.map((v, i) => v / (to[i] as number));
+    const notes = gateways.map((gateway, g) => {
+      const own = cpu[g + 1] ?? [];
+      const toFloor = ratios(own, floorCpu);
+      return `features, ${WORKLOAD.name} on every target at once, ${own.length} windows: ${gateway.name} at ${median(toFloor).toFixed(2)}× the floor's CPU per request (${Math.min(...toFloor).toFixed(2)}–${Math.max(...toFloor).toFixed(2)}), ${median(ratios(own, fullCpu)).toFixed(2)}× the deployment's; ${median(own).toFixed(1)} µs against the floor's ${median(floorCpu).toFixed(1)}${failures[g + 1] ? `; ${failures[g + 1]} failed` : ""}`;
+    });
+    return { rows: [], checks: [], notes };
+  },
+};
