@@ -16,6 +16,7 @@ const COMPILED = [
   "targets/ceiling.ts",
   "targets/http-proxy.ts",
   "targets/fastify-proxy.ts",
+  "heap-on-signal.ts",
 ];
 
 /** A bench file run as plain JavaScript, like the gateway's own bundle, so no loader sits in its CPU or RSS. */

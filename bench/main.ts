@@ -19,6 +19,7 @@ import { failover } from "./scenarios/failover.js";
 import { featureCosts } from "./scenarios/features.js";
 import { headScenario } from "./scenarios/head.js";
 import { httpScenarios } from "./scenarios/http.js";
+import { memory } from "./scenarios/memory.js";
 import { metricsCost } from "./scenarios/metrics.js";
 import { profile } from "./scenarios/profile.js";
 import { revocation } from "./scenarios/revocation.js";
@@ -50,6 +51,7 @@ const ALL: readonly Scenario[] = [
   cacheScenario,
   webSocketFanout,
   revocation,
+  memory,
   binary,
 ];
 /** Run only when named: the profiler's own cost would skew the full run's rows. */
