@@ -10,9 +10,12 @@ import type { MetricsText } from "./registry.js";
  *
  * A counter must never go backwards, though the workers that count come and go: a worker that dies takes
  * its counts with it, and its replacement starts from zero. So the counters and histograms a worker last
- * reported are kept when it dies and added to every later sum; and a worker that does not answer a scrape
- * in time (stopped, busy) counts with what it last reported. What a worker counted after its last scrape
- * is lost with it. Gauges are its present state, and go with it.
+ * reported are kept when it dies and added to every later sum. What a worker counted after its last
+ * scrape is lost with it. Gauges are its present state, and go with it.
+ *
+ * A worker that runs but does not answer a scrape in time (stopped, busy) counts with everything it last
+ * reported, gauges too: it still holds its connections, and a dependency it last saw down is not up
+ * because it is slow to say so (`gateway_dependency_up` is a minimum over the workers).
  */
 export class ClusterMetrics {
   /** Each worker's last answer, by its cluster id. */
@@ -65,7 +68,7 @@ export class ClusterMetrics {
     for (const [worker, answer] of answers) {
       if (answer !== undefined) this.#lastSeen.set(worker, answer);
       const last = answer ?? this.#lastSeen.get(worker);
-      if (last !== undefined) parts.push(answer === undefined ? cumulative(last) : answer);
+      if (last !== undefined) parts.push(last);
     }
     const workers = AggregatorRegistry.aggregate(parts.filter((part) => part.length > 0));
     const merged = Registry.merge([workers as Registry, this.#own]);
