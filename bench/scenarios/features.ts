@@ -63,10 +63,9 @@ export const featureCosts: Scenario = {
       labels: BENCH_LABELS,
       twice: ["eth"],
     });
-    const floor: Target = {
-      ...(await launcher.start("Node floor", compiled("targets/floor.ts"), { BENCH_UPSTREAM: node.http })),
-      gateway: false,
-    };
+    const floor = await launcher.start("Node floor", compiled("targets/floor.ts"), {
+      BENCH_UPSTREAM: node.http,
+    });
     const gateways: Target[] = [];
     for (const [i, variant] of VARIANTS.entries()) {
       const deployment = launcher.writeDeployment(`feature-${i}`, variant.edit(base));

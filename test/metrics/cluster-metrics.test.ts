@@ -24,15 +24,21 @@ function value(text: string, name: string): number | undefined {
   return line === undefined ? undefined : Number(line.split(" ").pop());
 }
 
+/** A primary of two workers after one scrape: worker 1 saw Redis up, worker 2 down. */
+async function twoWorkersScraped(alive: number): Promise<ClusterMetrics> {
+  const metrics = new ClusterMetrics(2, () => alive);
+  await metrics.scrape(
+    new Map([
+      [1, await answer(10, 3, 1)],
+      [2, await answer(5, 4, 0)],
+    ]),
+  );
+  return metrics;
+}
+
 describe("the primary's scrape of its workers", () => {
   it("counts a worker too slow to answer with all it last reported, gauges included", async () => {
-    const metrics = new ClusterMetrics(2, () => 2);
-    await metrics.scrape(
-      new Map([
-        [1, await answer(10, 3, 1)],
-        [2, await answer(5, 4, 0)],
-      ]),
-    );
+    const metrics = await twoWorkersScraped(2);
     // worker 2 misses this scrape: its requests, its connections and its Redis reading still count
     const text = (
       await metrics.scrape(
@@ -48,13 +54,7 @@ describe("the primary's scrape of its workers", () => {
   });
 
   it("keeps a worker's counts when it is gone, and drops its gauges", async () => {
-    const metrics = new ClusterMetrics(2, () => 1);
-    await metrics.scrape(
-      new Map([
-        [1, await answer(10, 3, 1)],
-        [2, await answer(5, 4, 0)],
-      ]),
-    );
+    const metrics = await twoWorkersScraped(1);
     await metrics.gone(2);
     const text = (await metrics.scrape(new Map([[1, await answer(12, 3, 1)]]))).text;
     expect(value(text, "gateway_requests_total")).toBe(17);

@@ -153,8 +153,8 @@ describe.skipIf(promtool.skip || redis.skip)("the kit against a live gateway", (
       "both workers ready",
     );
     // and both count rates and quotas in Redis before the workload (a loaded machine connects slowly). Each
-    // worker says so in its log; the gauge alone is not enough, since a worker too busy to answer a scrape
-    // in time leaves the minimum to the other one (src/metrics/cluster-metrics.ts)
+    // worker says so in its log; the gauge alone is not enough, since a worker that has answered no scrape
+    // yet is not in its minimum (src/metrics/cluster-metrics.ts)
     const said = (msg: string) => proxy.logs.filter((line) => line.includes(`"msg":"${msg}`)).length;
     await eventually(
       () => said("shared rate limits: Redis reachable") >= 2 && said("shared quotas: Redis reachable") >= 2,
