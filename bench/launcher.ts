@@ -126,6 +126,7 @@ export class Launcher {
       budget,
       ownOperatorPort = false,
       nodeArgs = [],
+      entry = "dist/gateway.js",
     }: {
       deployment: string;
       workers?: number;
@@ -133,6 +134,8 @@ export class Launcher {
       ownOperatorPort?: boolean;
       /** Node's own flags for this gateway alone (`--cpu-prof`). */
       nodeArgs?: readonly string[];
+      /** Another build's entry (a copy of an earlier dist/gateway.js), for an A/B of builds. */
+      entry?: string;
     },
   ): Promise<Target> {
     const port = await freePort();
@@ -143,7 +146,7 @@ export class Launcher {
     };
     if (!ownOperatorPort) env.GATEWAY_OPERATOR_PORT = String(await freePort());
     return this.#keep({
-      ...(await start(name, [...nodeArgs, "dist/gateway.js"], env, port, this.root, budget?.wrap)),
+      ...(await start(name, [...nodeArgs, entry], env, port, this.root, budget?.wrap)),
       gateway: true,
     });
   }

@@ -44,6 +44,21 @@ const VARIANTS: readonly { name: string; edit: (c: Deployment) => Deployment }[]
   },
 ];
 
+/**
+ * FEATURES_BUILDS=`name=path,name=path` compares builds instead of features: the deployment on each build
+ * (copies of an earlier dist/gateway.js, with its .map beside it), loaded at once as the variants are. A
+ * change of a few percent shows here and nowhere else on these hosts.
+ */
+function builds(): { name: string; entry: string }[] | undefined {
+  const list = process.env.FEATURES_BUILDS;
+  if (list === undefined || list === "") return undefined;
+  return list.split(",").map((item) => {
+    const [name = "", entry = ""] = item.split("=");
+    if (name === "" || entry === "") throw new Error(`FEATURES_BUILDS: "${item}" is not name=path`);
+    return { name, entry };
+  });
+}
+
 /** Each target's offered load: far below what one process serves, so none saturates with all at once. */
 const RATE = 700;
 const WORKLOAD: Workload = {
@@ -52,6 +67,17 @@ const WORKLOAD: Workload = {
   connections: 25,
   rate: RATE,
 };
+
+/** The cache's hit path instead, with FEATURES_CALL=eth_chainId: a call the cache keeps for good. */
+function workload(): Workload {
+  const method = process.env.FEATURES_CALL;
+  if (method === undefined || method === "" || method === "eth_blockNumber") return WORKLOAD;
+  return {
+    ...WORKLOAD,
+    name: `${method}, 25 conns, ${RATE} req/s`,
+    body: JSON.stringify({ jsonrpc: "2.0", id: 1, method, params: [] }),
+  };
+}
 
 export const featureCosts: Scenario = {
   name: "features",
@@ -67,19 +93,27 @@ export const featureCosts: Scenario = {
       BENCH_UPSTREAM: node.http,
     });
     const gateways: Target[] = [];
-    for (const [i, variant] of VARIANTS.entries()) {
-      const deployment = launcher.writeDeployment(`feature-${i}`, variant.edit(base));
-      gateways.push(await launcher.startGateway(variant.name, { deployment }));
+    const entries = builds();
+    if (entries !== undefined) {
+      const deployment = launcher.writeDeployment("feature-builds", base);
+      for (const { name, entry } of entries)
+        gateways.push(await launcher.startGateway(`build ${name}`, { deployment, entry }));
+    } else {
+      for (const [i, variant] of VARIANTS.entries()) {
+        const deployment = launcher.writeDeployment(`feature-${i}`, variant.edit(base));
+        gateways.push(await launcher.startGateway(variant.name, { deployment }));
+      }
     }
     await Promise.all(gateways.map((gateway) => untilAnswering(gateway)));
     bench.progress(`the floor and ${gateways.length} deployments listening`);
     const targets = [floor, ...gateways];
+    const load = workload();
     const seconds = bench.quick ? 3 : 10;
-    await Promise.all(targets.map((target) => measure(target, WORKLOAD, 2)));
+    await Promise.all(targets.map((target) => measure(target, load, 2)));
     const cpu: number[][] = targets.map(() => []);
     const failures = targets.map(() => 0);
     for (let round = 0; round < (bench.quick ? 2 : 6); round++) {
-      const samples = await Promise.all(targets.map((target) => measure(target, WORKLOAD, seconds)));
+      const samples = await Promise.all(targets.map((target) => measure(target, load, seconds)));
       samples.forEach((sample, i) => {
         cpu[i]?.push(sample.cpuMicros);
         failures[i] = (failures[i] ?? 0) + sample.failures;
@@ -91,7 +125,7 @@ export const featureCosts: Scenario = {
     const notes = gateways.map((gateway, g) => {
       const own = cpu[g + 1] ?? [];
       const toFloor = ratios(own, floorCpu);
-      return `features, ${WORKLOAD.name} on every target at once, ${own.length} windows: ${gateway.name} at ${median(toFloor).toFixed(2)}× the floor's CPU per request (${Math.min(...toFloor).toFixed(2)}–${Math.max(...toFloor).toFixed(2)}), ${median(ratios(own, fullCpu)).toFixed(2)}× the deployment's; ${median(own).toFixed(1)} µs against the floor's ${median(floorCpu).toFixed(1)}${failures[g + 1] ? `; ${failures[g + 1]} failed` : ""}`;
+      return `features, ${load.name} on every target at once, ${own.length} windows: ${gateway.name} at ${median(toFloor).toFixed(2)}× the floor's CPU per request (${Math.min(...toFloor).toFixed(2)}–${Math.max(...toFloor).toFixed(2)}), ${median(ratios(own, fullCpu)).toFixed(2)}× ${gateways[0]?.name ?? "the deployment"}'s; ${median(own).toFixed(1)} µs against the floor's ${median(floorCpu).toFixed(1)}${failures[g + 1] ? `; ${failures[g + 1]} failed` : ""}`;
     });
     return { rows: [], checks: [], notes };
   },

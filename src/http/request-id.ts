@@ -26,12 +26,44 @@ export function requestIdFor(rawHeaders: readonly string[]): string {
  * of a cached answer's 50 in its profile; this is one counter's hex (docs/performance.md).
  */
 export function newRequestId(): string {
-  sequence = sequence + 1 < 2 ** 48 ? sequence + 1 : 0;
-  return ID_PREFIX + sequence.toString(16).padStart(12, "0");
+  return processIds.next();
 }
 
-const ID_PREFIX = uuidPrefix(randomBytes(10));
-let sequence = randomBytes(6).readUIntBE(0, 6);
+const HALF = 0xffffff;
+
+/**
+ * The ids' counter, 48 bits kept as two halves of 24: each half is a small integer, whose hex V8 writes
+ * in about 35 ns, where `toString(16)` of the whole count (a double past 2³¹) took about 300.
+ */
+export class RequestIds {
+  readonly #prefix: string;
+  #high: number;
+  #low: number;
+  /** The prefix and the high half's hex, rewritten once every 2²⁴ ids. */
+  #highText: string;
+
+  /** `start`: the first id's counter, below 2⁴⁸. */
+  constructor(prefix: string, start: number) {
+    this.#prefix = prefix;
+    this.#high = Math.floor(start / (HALF + 1)) & HALF;
+    this.#low = (start % (HALF + 1)) - 1;
+    this.#highText = prefix + hex6(this.#high);
+  }
+
+  next(): string {
+    this.#low += 1;
+    if (this.#low > HALF) {
+      this.#low = 0;
+      this.#high = (this.#high + 1) & HALF;
+      this.#highText = this.#prefix + hex6(this.#high);
+    }
+    return this.#highText + hex6(this.#low);
+  }
+}
+
+function hex6(half: number): string {
+  return half.toString(16).padStart(6, "0");
+}
 
 /** `xxxxxxxx-xxxx-8xxx-Vxxx-` from 10 random bytes: the version nibble 8, the variant bits 10. */
 function uuidPrefix(random: Buffer): string {
@@ -39,6 +71,8 @@ function uuidPrefix(random: Buffer): string {
   const variant = (8 | (Number.parseInt(hex.charAt(16), 16) & 3)).toString(16);
   return `${hex.slice(0, 8)}-${hex.slice(8, 12)}-8${hex.slice(13, 16)}-${variant}${hex.slice(17, 20)}-`;
 }
+
+const processIds = new RequestIds(uuidPrefix(randomBytes(10)), randomBytes(6).readUIntBE(0, 6));
 
 const WELL_FORMED = /^[A-Za-z0-9._:-]{1,128}$/;
 
