@@ -1,5 +1,5 @@
 import { type ChildProcess, execFile, spawn } from "node:child_process";
-import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join, relative } from "node:path";
 import { request } from "undici";
@@ -37,6 +37,14 @@ describe("the proxy bundle", () => {
   it("compiles no schema at run time: the config's validator is generated, so ajv is not in it", () => {
     expect(inputs["gateway.js"]?.filter((input) => input.includes("node_modules/ajv/"))).toEqual([]);
     expect(inputs["gateway.js"]).toContain("generated/config-validator.js");
+  });
+
+  it("is ASCII, as is every bundle: V8 then keeps a script's source at one byte per character", () => {
+    for (const name of ["gateway", "control-plane", "admin", "demo"]) {
+      const text = readFileSync(join(OUT, `${name}.js`), "utf8");
+      expect(text.length, name).toBeGreaterThan(100_000);
+      expect(text.match(/[\u0080-\uffff].{0,40}/)?.[0], name).toBeUndefined();
+    }
   });
 
   it("while the demo bundle, which runs both, holds them (the check sees what it looks for)", () => {
