@@ -63,6 +63,15 @@ describe("the answer cache on a real anvil", () => {
     });
   }
 
+  /** Waits until the node has mined the transaction `hash`, asking the node itself. */
+  async function untilMined(hash: string): Promise<void> {
+    await eventually(
+      async () => (await node.rpc("eth_getTransactionReceipt", [hash])) !== null,
+      5_000,
+      "the transaction mined",
+    );
+  }
+
   beforeAll(async () => {
     restore = resolveTestHosts();
     node = await startAnvil({ chainId: ETH_MAINNET });
@@ -180,7 +189,9 @@ describe("the answer cache on a real anvil", () => {
     const raw = await transfer(1n);
     const sent = await call("eth_sendRawTransaction", [raw]);
     expect(sent.error).toBeUndefined();
-    // anvil mined it at once; the next read is the node's, not the answer from before the write
+    // anvil mines a transaction as it takes it, but a loaded machine may answer the hash first
+    await untilMined(sent.result as string);
+    // the next read is the node's, not the answer from before the write
     const after = await call("eth_getBalance", [OTHER, "latest"]);
     expect(after.cache).toBe("miss");
     expect(BigInt(after.result as string)).toBe(BigInt(before) + 1n);
