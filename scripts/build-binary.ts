@@ -8,6 +8,7 @@ import { inject } from "postject";
 import { EMBEDDED_CONFIG } from "../src/embedded.js";
 import { packageRoot } from "../src/package-root.js";
 import { SQLITE_ADDON_ASSET } from "../src/store/sqlite-addon.js";
+import { asciiOnly } from "./build.js";
 
 // `npm run build:binary`: dist/node-gateway, the proxy as one executable file (a Node.js single executable
 // application, nodejs.org/api/single-executable-applications.html). It is this machine's `node`, stripped of
@@ -58,11 +59,13 @@ export async function buildBinary(out = "dist/node-gateway"): Promise<string> {
     target: "node20",
     format: "cjs",
     minifySyntax: true,
+    charset: "ascii",
     plugins: [absent(OPTIONAL_MODULES)],
     // import.meta serves only the Node path (package-root.ts), never taken inside the executable.
     logOverride: { "empty-import-meta": "silent" },
     logLevel: "warning",
   });
+  asciiOnly(script);
   const require = createRequire(import.meta.url);
   const addon = join(require.resolve("better-sqlite3/package.json"), "../build/Release/better_sqlite3.node");
   const config = join(work, "sea-config.json");

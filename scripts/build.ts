@@ -37,6 +37,8 @@ export async function buildBundles(outdir = "dist", metafile = false) {
     format: "esm",
     sourcemap: true,
     minifySyntax: true,
+    // esbuild's default, written out: `asciiOnly` below counts on the code being escaped
+    charset: "ascii",
     metafile,
     // A native addon stays in node_modules: its loader (bindings) finds the .node file from its own
     // package's path and reads __filename, neither of which exists inside an ES module bundle.
@@ -55,13 +57,13 @@ export async function buildBundles(outdir = "dist", metafile = false) {
 const NON_ASCII = /[\u0080-\uffff]/g;
 
 /**
- * esbuild escapes every non-ASCII character of the code (its default `charset: "ascii"`), but not those of
- * the comments it keeps; one arrow in a kept comment made V8 hold the whole 2.9 MB source of
- * dist/gateway.js at two bytes per character, 5.8 MB of every process's heap (a heap snapshot's largest
- * object; docs/performance.md). Each is replaced here by `?`, one character for one, so that no column
- * moves and the source map stays exact. test/proxy/split.test.ts checks every bundle.
+ * esbuild escapes every non-ASCII character of the code (`charset: "ascii"`), but not those of the comments
+ * it keeps; one arrow in a kept comment made V8 hold the whole 2.9 MB source of dist/gateway.js at two
+ * bytes per character, 5.8 MB of every process's heap (a heap snapshot's largest object;
+ * docs/performance.md). Each is replaced here by `?`, one character for one, so that no column moves and
+ * the source map stays exact. test/proxy/split.test.ts checks every bundle, test/binary/ the binary's.
  */
-function asciiOnly(file: string): void {
+export function asciiOnly(file: string): void {
   const text = readFileSync(file, "utf8");
   if (text.search(NON_ASCII) < 0) return;
   writeFileSync(file, text.replace(NON_ASCII, "?"));

@@ -1,5 +1,5 @@
 import { execFile } from "node:child_process";
-import { statSync, writeFileSync } from "node:fs";
+import { readFileSync, statSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { promisify } from "node:util";
 import { request } from "undici";
@@ -12,6 +12,7 @@ import { createLogger } from "../../src/log.js";
 import {
   type BinaryFolder,
   binaryInEmptyFolder,
+  builtBinary,
   type RunningBinary,
   startBinary,
   stopBinary,
@@ -90,6 +91,12 @@ describe("dist/node-gateway, alone in an empty folder", () => {
     expect(stdout).toMatch(/^node-gateway \d+\.\d+\.\d+ \(registry sha256:[0-9a-f]{64}/);
     expect(stdout).toContain(registryStamp);
     await expect(run("node", ["--version"], { env })).rejects.toThrow(/ENOENT/);
+  });
+
+  it("embeds an ASCII script, which V8 keeps at one byte per character", async () => {
+    const script = readFileSync(`${await builtBinary()}.parts/gateway.cjs`, "utf8");
+    expect(script.length).toBeGreaterThan(100_000);
+    expect(script.match(/[\u0080-\uffff].{0,40}/)?.[0]).toBeUndefined();
   });
 
   it("serves a call with a key from the embedded SQLite store and with a static key", async () => {
