@@ -30,6 +30,14 @@ export const FINAL = -1;
 /** Bytes an entry costs beyond its bytes: the entry and two Buffer objects, its key's slot, the LRU's links. */
 const ENTRY_OVERHEAD = 240;
 
+/** Who a read or a write is for (pipeline/admitted.ts): its key's id, or its client address. */
+export interface Caller {
+  readonly clientId: string;
+}
+
+/** How many recent writers a label's cache remembers; past it, it starts over. */
+const WRITERS = 10_000;
+
 /** What the cache did, for the metrics (`gateway_cache_*`, docs/cache.md). */
 export interface CacheCounts {
   hit: number;
@@ -49,6 +57,8 @@ export class AnswerCache {
   readonly #entries: LRUCache<string, CacheEntry>;
   /** Final answers shared with other instances through Redis, when `sharedLimits` names one. */
   shared: SharedAnswers | undefined = undefined;
+  /** Callers (a key's id, or `ip:` and an address) whose write was answered lately, and when. */
+  readonly #writers = new Map<string, number>();
 
   constructor(settings: LabelCacheSettings) {
     this.settings = settings;
@@ -78,19 +88,42 @@ export class AnswerCache {
   }
 
   /**
-   * The read, unless it reads at the head and the label keeps no answer read there: such a call is relayed
-   * as any other, streamed.
+   * The read, unless it reads at the head and the label keeps no answer read there, or its caller wrote
+   * lately (`wroteBy`): such a call is relayed as any other, streamed.
    */
-  takes(read: CacheRead | undefined): CacheRead | undefined {
-    return read?.lifetime.kind === "head" && !this.settings.headRelative ? undefined : read;
+  takes(read: CacheRead | undefined, caller: Caller): CacheRead | undefined {
+    if (read?.lifetime.kind !== "head") return read;
+    return this.settings.headRelative && !this.#wroteLately(caller) ? read : undefined;
   }
 
   /**
    * What this cache may answer a JSON-RPC call with (cache-read.ts), as `takes` would leave it; a read at
    * the head on a label that keeps none stops before its key is made, which every such call paid for.
    */
-  readOf(reads: ReadRules, call: PassedCall, isHeadCall: boolean): CacheRead | undefined {
-    return cacheRead(reads, call, isHeadCall, this.settings.headRelative);
+  readOf(reads: ReadRules, call: PassedCall, isHeadCall: boolean, caller: Caller): CacheRead | undefined {
+    const read = cacheRead(reads, call, isHeadCall, this.settings.headRelative);
+    return read?.lifetime.kind === "head" && this.#wroteLately(caller) ? undefined : read;
+  }
+
+  /**
+   * A caller's write on the label was answered. A caller reads its own write, but a node may answer a write
+   * before it has applied it (a busy anvil answers a transaction's hash before it mines the block): for
+   * `headMaxAgeMs` the writer's reads at the head go to a node and are not kept, while every other
+   * caller's are answered as before. The head's epoch also moves (served-head.ts), for everyone.
+   */
+  wroteBy(caller: Caller): void {
+    if (this.#writers.size >= WRITERS) this.#writers.clear();
+    this.#writers.set(caller.clientId, performance.now());
+  }
+
+  #wroteLately(caller: Caller): boolean {
+    if (this.#writers.size === 0) return false;
+    const id = caller.clientId;
+    const at = this.#writers.get(id);
+    if (at === undefined) return false;
+    if (performance.now() - at < this.settings.headMaxAgeMs) return true;
+    this.#writers.delete(id);
+    return false;
   }
 
   set(key: string, entry: CacheEntry): void {

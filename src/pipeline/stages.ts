@@ -255,11 +255,12 @@ export class Stages {
   /** 6, for a single call on a label whose cache is on: what the cache may answer it with (src/cache/). */
   #cacheRead(mounted: Mounted, group: UpstreamGroup, outgoing: Outgoing): CacheRead | undefined {
     const cache = group.cache;
-    if (outgoing.restCache !== undefined && cache !== undefined) return cache.takes(outgoing.restCache);
+    if (outgoing.restCache !== undefined && cache !== undefined)
+      return cache.takes(outgoing.restCache, mounted.admitted);
     const call = outgoing.single;
     const reads = mounted.mount.policy.jsonrpc?.reads;
     if (call === undefined || cache === undefined || reads === undefined || outgoing.write) return undefined;
-    return cache.readOf(reads, call, isHeadCall(call, mounted.mount.head));
+    return cache.readOf(reads, call, isHeadCall(call, mounted.mount.head), mounted.admitted);
   }
 
   /**
@@ -275,7 +276,7 @@ export class Stages {
     let any = false;
     const batch = calls.map((call) => {
       if (call.id !== undefined) ids.add(call.id);
-      const kept = cache.readOf(reads, call, isHeadCall(call, mounted.mount.head));
+      const kept = cache.readOf(reads, call, isHeadCall(call, mounted.mount.head), mounted.admitted);
       if (kept !== undefined) any = true;
       return { call, read: kept };
     });

@@ -1,5 +1,5 @@
 import { isHeadCall } from "../answers/read-need.js";
-import { type AnswerCache, FINAL, withId } from "../cache/answer-cache.js";
+import { type AnswerCache, type Caller, FINAL, withId } from "../cache/answer-cache.js";
 import type { CacheRead } from "../cache/cache-read.js";
 import { keptMembers } from "../cache/kept-answer.js";
 import { type FlightEntry, type FlightFollower, followFlight } from "../cache/relay-cached.js";
@@ -40,13 +40,16 @@ export class CachedCalls {
   readonly #group: UpstreamGroup;
   readonly #reads: ReadRules;
   readonly #head: HeadCall;
+  /** Who the connection's calls are for: its writes keep its own reads at the head from the cache a while. */
+  readonly #caller: Caller;
   /** This connection's misses in flight: they land with nothing to share if it closes first. */
   readonly #opened = new Set<SocketFlight>();
 
-  constructor(group: UpstreamGroup, reads: ReadRules, head: HeadCall) {
+  constructor(group: UpstreamGroup, reads: ReadRules, head: HeadCall, caller: Caller) {
     this.#group = group;
     this.#reads = reads;
     this.#head = head;
+    this.#caller = caller;
   }
 
   /**
@@ -60,7 +63,7 @@ export class CachedCalls {
   ): { readonly answer: string } | { readonly keep: CacheKeep } | "following" | undefined {
     const cache = this.#group.cache;
     if (cache === undefined) return undefined;
-    const read = cache.readOf(this.#reads, call, isHeadCall(call, this.#head));
+    const read = cache.readOf(this.#reads, call, isHeadCall(call, this.#head), this.#caller);
     if (read === undefined) return undefined;
     const epoch = this.#group.served.epoch;
     // a connection is to one label's nodes: an archive tier's answer, kept for HTTP reads, is not for it

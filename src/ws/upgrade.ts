@@ -197,7 +197,10 @@ export class WebSocketGateway implements WebSocketCounts {
       reconnect: (wanted, callback) =>
         openWebSocket(group, this.#config.limits, wanted, callback, nodeHandshakeHeaders(admitted)),
       // as over HTTP: a caller reads its own write, not an answer the cache kept from before it
-      onWrite: () => group.served.moved(),
+      onWrite: () => {
+        group.served.moved();
+        group.cache?.wroteBy(admitted);
+      },
       onClose: () => {
         this.#connections.delete(connection);
         release();
@@ -248,7 +251,7 @@ export class WebSocketGateway implements WebSocketCounts {
 function cachedCallsOf(group: UpstreamGroup, mounted: Mounted): CachedCalls | undefined {
   const reads = mounted.mount.policy.jsonrpc?.reads;
   if (group.cache === undefined || reads?.cache === undefined) return undefined;
-  return new CachedCalls(group, reads, mounted.mount.head);
+  return new CachedCalls(group, reads, mounted.mount.head, mounted.admitted);
 }
 
 /** The node's handshake carries the upgrade's id and trace, as an HTTP request's node request does. */
