@@ -92,8 +92,8 @@ export class AnswerCache {
    * lately (`wroteBy`): such a call is relayed as any other, streamed.
    */
   takes(read: CacheRead | undefined, caller: Caller): CacheRead | undefined {
-    if (read?.lifetime.kind !== "head") return read;
-    return this.settings.headRelative && !this.#wroteLately(caller) ? read : undefined;
+    if (read?.lifetime.kind === "head" && !this.settings.headRelative) return undefined;
+    return this.#forCaller(read, caller);
   }
 
   /**
@@ -101,19 +101,23 @@ export class AnswerCache {
    * the head on a label that keeps none stops before its key is made, which every such call paid for.
    */
   readOf(reads: ReadRules, call: PassedCall, isHeadCall: boolean, caller: Caller): CacheRead | undefined {
-    const read = cacheRead(reads, call, isHeadCall, this.settings.headRelative);
-    return read?.lifetime.kind === "head" && this.#wroteLately(caller) ? undefined : read;
+    return this.#forCaller(cacheRead(reads, call, isHeadCall, this.settings.headRelative), caller);
   }
 
   /**
    * A caller's write on the label was answered. A caller reads its own write, but a node may answer a write
    * before it has applied it (a busy anvil answers a transaction's hash before it mines the block): for
    * `headMaxAgeMs` the writer's reads at the head go to a node and are not kept, while every other
-   * caller's are answered as before. The head's epoch also moves (served-head.ts), for everyone.
+   * caller's are answered as before. The group moves the head's epoch too, for everyone (group.ts `wrote`).
    */
   wroteBy(caller: Caller): void {
     if (this.#writers.size >= WRITERS) this.#writers.clear();
     this.#writers.set(caller.clientId, performance.now());
+  }
+
+  /** The read, unless it is at the head and its caller wrote lately. */
+  #forCaller(read: CacheRead | undefined, caller: Caller): CacheRead | undefined {
+    return read?.lifetime.kind === "head" && this.#wroteLately(caller) ? undefined : read;
   }
 
   #wroteLately(caller: Caller): boolean {

@@ -199,10 +199,7 @@ export class HttpExchange {
       // and any other answer streams through
       const done = (error?: GatewayError) => {
         // what a caller wrote may change what it reads next at the head: those answers are not kept past it
-        if (call.write) {
-          call.group.served.moved();
-          call.group.cache?.wroteBy(mounted.admitted);
-        }
+        if (call.write) call.group.wrote(mounted.admitted);
         this.#end(error, replyId);
       };
       if (authorized.refusals !== undefined) this.#relayMerged(call, authorized.refusals, replyId);

@@ -1,6 +1,6 @@
 import { AnswerCounts } from "../answers/answer-counts.js";
 import { ServedHead } from "../answers/served-head.js";
-import type { AnswerCache } from "../cache/answer-cache.js";
+import type { AnswerCache, Caller } from "../cache/answer-cache.js";
 import type { UpstreamState } from "./health.js";
 import type { Upstream } from "./upstreams.js";
 import { Waiters } from "./waiters.js";
@@ -93,6 +93,16 @@ export class UpstreamGroup {
       order[0] = chosen;
     }
     return order;
+  }
+
+  /**
+   * A caller's write was answered, over either transport: a caller reads its own write, so what was read
+   * at the head before it dies (the epoch moves), and the writer's own next reads there skip the cache
+   * a while (`AnswerCache.wroteBy`).
+   */
+  wrote(caller: Caller): void {
+    this.served.moved();
+    this.cache?.wroteBy(caller);
   }
 
   get finalized(): number {

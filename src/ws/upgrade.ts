@@ -197,10 +197,7 @@ export class WebSocketGateway implements WebSocketCounts {
       reconnect: (wanted, callback) =>
         openWebSocket(group, this.#config.limits, wanted, callback, nodeHandshakeHeaders(admitted)),
       // as over HTTP: a caller reads its own write, not an answer the cache kept from before it
-      onWrite: () => {
-        group.served.moved();
-        group.cache?.wroteBy(admitted);
-      },
+      onWrite: () => group.wrote(admitted),
       onClose: () => {
         this.#connections.delete(connection);
         release();
