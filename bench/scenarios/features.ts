@@ -47,15 +47,17 @@ const VARIANTS: readonly { name: string; edit: (c: Deployment) => Deployment }[]
 /**
  * FEATURES_BUILDS=`name=path,name=path` compares builds instead of features: the deployment on each build
  * (copies of an earlier dist/gateway.js, with its .map beside it), loaded at once as the variants are. A
- * change of a few percent shows here and nowhere else on these hosts.
+ * change of a few percent shows here and nowhere else on these hosts. Node flags may follow a path, after a
+ * space (`new=dist/gateway.js --single-threaded-gc`), to compare runtime settings of one build.
  */
-function builds(): { name: string; entry: string }[] | undefined {
+function builds(): { name: string; entry: string; nodeArgs: string[] }[] | undefined {
   const list = process.env.FEATURES_BUILDS;
   if (list === undefined || list === "") return undefined;
   return list.split(",").map((item) => {
-    const [name = "", entry = ""] = item.split("=");
+    const [name = "", command = ""] = item.split("=");
+    const [entry = "", ...nodeArgs] = command.trim().split(/\s+/);
     if (name === "" || entry === "") throw new Error(`FEATURES_BUILDS: "${item}" is not name=path`);
-    return { name, entry };
+    return { name, entry, nodeArgs };
   });
 }
 
@@ -96,8 +98,8 @@ export const featureCosts: Scenario = {
     const entries = builds();
     if (entries !== undefined) {
       const deployment = launcher.writeDeployment("feature-builds", base);
-      for (const { name, entry } of entries)
-        gateways.push(await launcher.startGateway(`build ${name}`, { deployment, entry }));
+      for (const { name, entry, nodeArgs } of entries)
+        gateways.push(await launcher.startGateway(`build ${name}`, { deployment, entry, nodeArgs }));
     } else {
       for (const [i, variant] of VARIANTS.entries()) {
         const deployment = launcher.writeDeployment(`feature-${i}`, variant.edit(base));

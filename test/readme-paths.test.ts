@@ -1,0 +1,26 @@
+import { existsSync, readFileSync } from "node:fs";
+import { join } from "node:path";
+import { describe, expect, it } from "vitest";
+import { ROOT } from "./registry/helpers.js";
+
+// The README's request-flow diagram is how a newcomer finds the code: each file it names by a path must
+// be there, under src/ as the diagram says, or from the repository's root (generated/, dist/).
+const readme = readFileSync(join(ROOT, "README.md"), "utf8");
+const diagram = readme.split("## How a request flows")[1]?.split("```")[1] ?? "";
+const named = [...new Set(diagram.match(/[\w.-]+\/[\w./-]+\.(?:ts|js)/g) ?? [])];
+
+describe("the README's request-flow diagram", () => {
+  it("names the files a request passes", () => {
+    expect(named.length).toBeGreaterThan(40);
+    expect(named).toContain("pipeline/http.ts");
+    expect(named).toContain("cache/relay-cached.ts");
+  });
+
+  it("names only files that exist", () => {
+    const built = (path: string) => path.startsWith("dist/");
+    const missing = named.filter(
+      (path) => !built(path) && !existsSync(join(ROOT, "src", path)) && !existsSync(join(ROOT, path)),
+    );
+    expect(missing).toEqual([]);
+  });
+});
