@@ -44,6 +44,21 @@ describe.skipIf(chromium.skip)("the dashboard, in Chromium", () => {
       .filter((m) => m.includes(EMAIL));
   const shot = (name: string) => page.screenshot({ path: join(ARTIFACTS, `${name}.png`), fullPage: true });
   const status = () => page.locator("#status").textContent();
+  /** The words of a table's cells that the layout broke across lines (a word's range drawn in two boxes). */
+  const brokenWords = (table: string) =>
+    page.evaluate<string[]>(`[...document.querySelectorAll("${table} th, ${table} td")].flatMap((cell) => {
+      const walker = document.createTreeWalker(cell, NodeFilter.SHOW_TEXT);
+      const broken = [];
+      for (let text = walker.nextNode(); text !== null; text = walker.nextNode()) {
+        for (const word of text.data.matchAll(/\\S+/g)) {
+          const range = document.createRange();
+          range.setStart(text, word.index);
+          range.setEnd(text, word.index + word[0].length);
+          if (new Set([...range.getClientRects()].map((box) => Math.round(box.top))).size > 1) broken.push(word[0]);
+        }
+      }
+      return broken;
+    })`);
   /** Calls eth_blockNumber at `url` (the page's endpoint, with the key put in), over loopback with its Host. */
   const callAt = async (url: string) => {
     const target = new URL(url);
@@ -157,6 +172,8 @@ describe.skipIf(chromium.skip)("the dashboard, in Chromium", () => {
     // what the key can do, honestly: a free test's rate (accounts.freeTest.rate)
     expect(await row.first().textContent()).toContain("10/s, bursts of 20");
     expect(await page.content()).not.toContain(key);
+    // on a desktop screen every word of the table stays whole: "Networks", "active", "Ethereum"
+    expect(await brokenWords("#keys")).toEqual([]);
     await shot("keys");
   });
 
@@ -195,7 +212,17 @@ describe.skipIf(chromium.skip)("the dashboard, in Chromium", () => {
       "1",
       "0",
     ]);
-    expect(await page.locator(".chart svg").getAttribute("aria-label")).toContain("1 calls, 0 errors");
+    expect(await page.locator(".chart svg").getAttribute("aria-label")).toContain("1 call, 0 errors");
+    expect(await page.locator("main > p").first().textContent()).toContain(": 1 call, 0 errors.");
+    // every label inside the chart's box: the last day's ran past its right edge
+    const outside = await page.evaluate<string[]>(`(() => {
+      const svg = document.querySelector(".chart svg");
+      const box = svg.viewBox.baseVal;
+      return [...svg.querySelectorAll("text")]
+        .filter((t) => { const b = t.getBBox(); return b.x < box.x || b.x + b.width > box.x + box.width; })
+        .map((t) => t.textContent);
+    })()`);
+    expect(outside).toEqual([]);
     await shot("usage");
   });
 

@@ -16,6 +16,11 @@ function labelled(headers, cells) {
   });
 }
 
+/** "1 call", "2 calls", "1,200 calls": a count with its noun, as a customer reads it. */
+function counted(n, noun) {
+  return `${n.toLocaleString("en")} ${noun}${n === 1 ? "" : "s"}`;
+}
+
 function el(tag, attributes = {}, ...children) {
   const node = document.createElement(tag);
   for (const [name, value] of Object.entries(attributes)) {
@@ -158,12 +163,12 @@ async function keysView() {
       { "data-key-id": key.id },
       ...labelled(KEY_COLUMNS, [
         el("td", {}, el("code", {}, `${key.prefix}…`)),
-        el("td", {}, key.plan),
+        el("td", { class: "nowrap" }, key.plan),
         el("td", {}, key.networks === "*" ? "all" : key.networks.map(networkName).join(", ")),
         el("td", {}, key.archive ? "yes" : "no"),
         el("td", {}, rateText(key.rate ?? catalog.defaultRate)),
         el("td", { class: "key-status" }, statusText(key)),
-        el("td", {}, key.createdAt.slice(0, 10)),
+        el("td", { class: "nowrap" }, key.createdAt.slice(0, 10)),
         el("td", {}, key.expiresAt ? `${key.expiresAt.replace("T", " ").slice(0, 16)} UTC` : "never"),
         el(
           "td",
@@ -379,7 +384,7 @@ async function usageView(id) {
     el(
       "p",
       {},
-      `${report.from} to ${report.to}: ${report.total.calls} calls, ${report.total.errors} errors.`,
+      `${report.from} to ${report.to}: ${counted(report.total.calls, "call")}, ${counted(report.total.errors, "error")}.`,
     ),
     el("div", { class: "chart" }, chart(everyDay(report.from, report.to, days))),
     el(
@@ -398,7 +403,7 @@ async function usageView(id) {
               {},
               ...labelled(columns, [
                 ...(id === undefined ? [el("td", {}, el("code", {}, `${row.key}…`))] : []),
-                el("td", {}, row.day),
+                el("td", { class: "nowrap" }, row.day),
                 el("td", {}, row.label),
                 el("td", {}, row.calls),
                 el("td", {}, row.errors),
@@ -434,7 +439,7 @@ function chart(days) {
   const busy = days.filter(([, d]) => d.calls > 0);
   svg.setAttribute(
     "aria-label",
-    `Calls per day: ${busy.map(([day, d]) => `${day} ${d.calls} calls, ${d.errors} errors`).join("; ") || "none"}. ${total} in all.`,
+    `Calls per day: ${busy.map(([day, d]) => `${day} ${counted(d.calls, "call")}, ${counted(d.errors, "error")}`).join("; ") || "none"}. ${total} in all.`,
   );
   const max = Math.max(1, ...days.map(([, d]) => d.calls));
   const slot = (width - 40) / Math.max(days.length, 1);
@@ -467,14 +472,17 @@ function chart(days) {
         fill: colour(label),
       }).append(
         Object.assign(document.createElementNS(ns, "title"), {
-          textContent: `${day}, ${label}: ${calls} calls`,
+          textContent: `${day}, ${label}: ${counted(calls, "call")}`,
         }),
       );
     }
     if (d.errors > 0)
       draw("rect", { class: "errors", x, y: height - 30 - eh, width: Math.max(2, slot * 0.7), height: eh });
-    if (i % 5 === 0 || i === days.length - 1) draw("text", { x, y: height - 12 }, day.slice(5));
-    if (d.calls > 0) draw("text", { x, y: height - 34 - h }, String(d.calls));
+    // labels centred on their bar: the last day's, drawn from the bar's left edge, ran past the chart's
+    const centre = x + Math.max(2, slot * 0.7) / 2;
+    const centred = { x: centre, "text-anchor": "middle" };
+    if (i % 5 === 0 || i === days.length - 1) draw("text", { ...centred, y: height - 12 }, day.slice(5));
+    if (d.calls > 0) draw("text", { ...centred, y: height - 34 - h }, String(d.calls));
   });
   if (total === 0) draw("text", { x: 30, y: height / 2 }, "No calls in this range yet.");
   const legend = el(

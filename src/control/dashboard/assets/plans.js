@@ -75,7 +75,7 @@ async function overviewView() {
       el(
         "p",
         {},
-        `${key.today.calls.toLocaleString("en")} calls today, ${key.month.calls.toLocaleString("en")} this month.`,
+        `${counted(key.today.calls, "call")} today, ${key.month.calls.toLocaleString("en")} this month.`,
       ),
       plainTable(
         `networks-${key.id}`,
