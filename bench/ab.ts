@@ -9,7 +9,7 @@
 // AB_MINIMAL_0 / AB_MINIMAL_1 start that side from a minimal deployment (the bench node behind `eth`, the
 // bench key with a rate, the access log on) instead of today's bench config: an older build refuses
 // sections it does not know (plans, cache), so its YAML adds only what that build has.
-import { readFileSync, writeFileSync } from "node:fs";
+import { existsSync, readFileSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { parse, stringify } from "yaml";
@@ -20,6 +20,15 @@ import { freePort, start } from "./processes.js";
 import { median } from "./stats.js";
 
 const [a, b, seconds = "3", rounds = "4"] = process.argv.slice(2);
+// Read before anything starts: a name that is not a file would stop the script with the node and the
+// gateways it had started still running.
+const overrides = [a, b].map((file) => {
+  if (file === undefined || !existsSync(file)) {
+    console.error("usage: node --import tsx bench/ab.ts A.yaml B.yaml [seconds] [rounds]");
+    process.exit(2);
+  }
+  return parse(readFileSync(file, "utf8")) ?? {};
+});
 const root = packageRoot();
 const workload: Workload = {
   name: "ab",
@@ -55,7 +64,7 @@ for (const [i, file] of [a, b].entries()) {
       ? benchConfig({ ...urls, labels: ["eth"], twice: process.env[`AB_TWICE_${i}`]?.split(",") ?? [] })
       : minimalConfig(urls);
   const config = join(tmpdir(), `ab-${i}.yaml`);
-  writeFileSync(config, stringify({ ...base, ...(parse(readFileSync(file, "utf8")) ?? {}) }));
+  writeFileSync(config, stringify({ ...base, ...overrides[i] }));
   const p = await freePort();
   targets.push({
     ...(await start(
