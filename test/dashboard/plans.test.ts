@@ -161,6 +161,11 @@ describe.skipIf(chromium.skip)("the overview and key settings, in Chromium", () 
     expect(await page.locator(`[data-key-id="${keyId}"]`).textContent()).toContain("35 of 1,000 CU (4%)");
     expect(await page.locator("#dearest").textContent()).toContain("eth_blockNumber");
     expect(await page.locator("#latency").textContent()).toContain("eth");
+    // the refused GET, by its code and what the code means, and as a method no one would look up
+    expect(await page.locator("#errors").textContent()).toContain(
+      "HTTP_METHOD_NOT_ALLOWEDThe HTTP method is not allowed on this path1",
+    );
+    expect(await page.locator("#slowest").textContent()).toContain("other (refused calls)");
     expect(await violations(page)).toEqual([]);
     await page.screenshot({ path: join(ARTIFACTS, "overview.png"), fullPage: true });
   });

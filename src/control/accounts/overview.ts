@@ -1,3 +1,4 @@
+import { ERRORS, type ErrorSpec } from "../../errors/table.js";
 import { percentileOf } from "../../keys/usage-detail.js";
 import type { ServiceContext } from "./context.js";
 import { keyStatus } from "./key-view.js";
@@ -28,8 +29,8 @@ export interface Overview {
   /** When today's and this month's quotas reset (ISO 8601, UTC). */
   readonly resets: { readonly day: string; readonly month: string };
   readonly keys: readonly KeyOverview[];
-  /** This month's refusals and failures by error code, most first. */
-  readonly errors: readonly { readonly code: string; readonly count: number }[];
+  /** This month's refusals and failures by error code, most first, each with what it means (docs/errors.md). */
+  readonly errors: readonly { readonly code: string; readonly count: number; readonly message?: string }[];
   /** This month's methods by the gateway's mean time, slowest first, and by compute units, dearest first. */
   readonly slowest: readonly { label: string; method: string; calls: number; meanMs: number }[];
   readonly dearest: readonly { label: string; method: string; calls: number; units: number }[];
@@ -38,6 +39,12 @@ export interface Overview {
 }
 
 const TOP = 5;
+
+/** The gateway's own message for an error code, as its answer said it to the caller; none for a code it does not make. */
+function meaningOf(code: string): { message?: string } {
+  const spec = (ERRORS as Readonly<Record<string, ErrorSpec>>)[code];
+  return spec === undefined ? {} : { message: spec.message };
+}
 
 /** A bucket's bound; null for the last, open one (slower than 5 s). */
 function bound(ms: number | undefined): number | null {
@@ -119,7 +126,9 @@ export async function overviewOf(context: ServiceContext, account: Account): Pro
       month: new Date(Date.UTC(date.getUTCFullYear(), date.getUTCMonth() + 1, 1)).toISOString(),
     },
     keys: keys.map(overviewOfKey),
-    errors: [...byCode.entries()].map(([code, count]) => ({ code, count })).sort((a, b) => b.count - a.count),
+    errors: [...byCode.entries()]
+      .map(([code, count]) => ({ code, count, ...meaningOf(code) }))
+      .sort((a, b) => b.count - a.count),
     slowest: all
       .filter((m) => m.timed > 0)
       .map((m) => ({

@@ -55,6 +55,11 @@ function plainTable(id, caption, columns, rows) {
   );
 }
 
+/** A method as the usage counts it; "other" is the calls the gateway refused before a method it serves was read. */
+function methodText(method) {
+  return method === "other" ? "other (refused calls)" : method;
+}
+
 function msText(ms) {
   return ms === null ? "over 5 s" : `≤ ${ms} ms`;
 }
@@ -109,20 +114,20 @@ async function overviewView() {
     plainTable(
       "errors",
       "Errors by code",
-      ["Code", "Calls"],
-      o.errors.map((e) => [e.code, e.count]),
+      ["Code", "What it means", "Calls"],
+      o.errors.map((e) => [e.code, e.message ?? "", e.count]),
     ),
     plainTable(
       "slowest",
       "Slowest methods",
       ["Network", "Method", "Calls", "Mean time"],
-      o.slowest.map((m) => [m.label, m.method, m.calls, `${m.meanMs} ms`]),
+      o.slowest.map((m) => [m.label, methodText(m.method), m.calls, `${m.meanMs} ms`]),
     ),
     plainTable(
       "dearest",
       "Most compute units",
       ["Network", "Method", "Calls", "CU"],
-      o.dearest.map((m) => [m.label, m.method, m.calls, m.units]),
+      o.dearest.map((m) => [m.label, methodText(m.method), m.calls, m.units]),
     ),
   );
 }
