@@ -120,6 +120,7 @@ export const ERRORS = {
   KEY_LIMIT: { status: 409, message: "The account holds as many keys of this plan as the plan allows" },
   KEY_NOT_FOUND: { status: 404, message: "No such key on this account" },
   NETWORK_NOT_FOUND: { status: 404, message: "No such network" },
+  API_ROUTE_NOT_FOUND: { status: 404, message: "No such route in the self-service API" },
   CSRF_REFUSED: {
     status: 403,
     message: "The request lacks the dashboard's X-CSRF-Token: reload the page",

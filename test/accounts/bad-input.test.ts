@@ -93,7 +93,7 @@ describe.each(STORES)("self-service API bad input (%s store)", (store) => {
     ],
     ["a body that is not JSON", () => ["POST", "/v1/signup", "{email:"], 400, "PARSE_ERROR"],
     ["a JSON array", () => ["POST", "/v1/signup", ["a@example.com"]], 400, "INVALID_FIELD"],
-    ["an unknown route", () => ["GET", "/v1/admin"], 404, "NOT_FOUND"],
+    ["an unknown route", () => ["GET", "/v1/admin"], 404, "API_ROUTE_NOT_FOUND"],
     ["a wrong HTTP method", () => ["GET", "/v1/signup"], 405, "HTTP_METHOD_NOT_ALLOWED"],
   ];
 

@@ -164,7 +164,7 @@ export function createAccountsApi(
     if (!path.startsWith("/v1/") && dashboard.files.serve(req, res, path)) return;
     try {
       const candidates = routes.filter((r) => r.pattern.test(path));
-      if (candidates.length === 0) throw new GatewayError("NOT_FOUND");
+      if (candidates.length === 0) throw new GatewayError("API_ROUTE_NOT_FOUND");
       const match = candidates.find((r) => r.method === req.method);
       if (match === undefined) {
         const allow = candidates.map((r) => r.method).join(", ");
