@@ -8,7 +8,7 @@ import { createMailer, type Mailer } from "./accounts/mailer.js";
 import { openAccountStore } from "./accounts/open-store.js";
 import { AccountService } from "./accounts/service.js";
 import type { AccountStore } from "./accounts/types.js";
-import { dashboardNetworks } from "./dashboard/catalog.js";
+import { dashboardNetworks, orderablePlans } from "./dashboard/catalog.js";
 import { DashboardFiles } from "./dashboard/serve.js";
 import { gatewayOrigin, KEY_PLACEHOLDER } from "./endpoint-urls.js";
 
@@ -73,6 +73,8 @@ export async function createControlPlane(options: {
       // on the server is not a customer's to read).
       mail: config.mail.smtp === undefined ? { outbox: true } : {},
       networks: dashboardNetworks(endpointsByLabel, origin),
+      plans: orderablePlans(gateway.plans ?? DEFAULT_CONFIG.plans),
+      freeTest: { days: config.freeTest.days },
     },
     secure: config.publicUrl?.startsWith("https://") ?? false,
     sessionSeconds: config.sessionHours * 3600,

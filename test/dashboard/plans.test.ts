@@ -33,6 +33,13 @@ const AXE = readFileSync(createRequire(import.meta.url).resolve("axe-core/axe.mi
 const PLANS: GatewayConfig["plans"] = {
   ...DEFAULT_PLANS,
   shared: { ...(DEFAULT_PLANS.shared as PlanSpec), dailyQuota: 1_000 },
+  // a plan the operator added: the page offers it with no code
+  growth: {
+    ...(DEFAULT_PLANS.shared as PlanSpec),
+    computeUnitRate: { perSecond: 5_000, burst: 10_000 },
+    dailyQuota: 50_000_000,
+    monthlyQuota: 0,
+  },
 };
 
 describe.skipIf(chromium.skip)("the overview and key settings, in Chromium", () => {
@@ -168,6 +175,33 @@ describe.skipIf(chromium.skip)("the overview and key settings, in Chromium", () 
     expect(await page.locator("#slowest").textContent()).toContain("other (refused calls)");
     expect(await violations(page)).toEqual([]);
     await page.screenshot({ path: join(ARTIFACTS, "overview.png"), fullPage: true });
+  });
+
+  it("offers the deployment's orderable plans with their terms, and the free test with its days", async () => {
+    await page.goto(`${fx.origin}/#/keys`);
+    await expect.poll(heading).toBe("Your keys");
+    expect(await page.locator("#plan option").allTextContents()).toEqual([
+      "Free test",
+      "shared",
+      "dedicated",
+      "growth",
+    ]);
+    // the chosen plan's terms beside the list
+    const terms = () => page.locator("#plan-terms").textContent();
+    expect(await terms()).toBe("Free for 7 days, then the key expires.");
+    const expected = {
+      shared: "2,000 CU a second, 1,000 CU a day, 200,000,000 CU a month.",
+      dedicated: "20,000 CU a second, no quota, archive nodes.",
+      growth: "5,000 CU a second, 50,000,000 CU a day.",
+    };
+    for (const [name, text] of Object.entries(expected)) {
+      await page.locator("#plan").selectOption(name);
+      expect(await terms()).toBe(text);
+    }
+    // the free test is not orderable: it has its own option and its own API
+    expect(
+      await page.locator("#plan option").evaluateAll((o) => o.map((e) => e.getAttribute("value"))),
+    ).toEqual(["free-test", "shared", "dedicated", "growth"]);
   });
 
   it("settings edited on the page hold on the next call; a wrong entry is named beside its field", async () => {

@@ -1,3 +1,4 @@
+import type { PlanSpec } from "../../config/types.js";
 import type { Endpoint, HeadCall } from "../../registry/types.js";
 import {
   type GatewayOrigin,
@@ -58,6 +59,34 @@ export function networkCatalog(endpoints: ReadonlyMap<string, Endpoint>): Networ
       };
     })
     .sort((a, b) => a.name.localeCompare(b.name));
+}
+
+/** A plan a customer may order, with the terms the page shows beside its name (docs/plans.md). */
+export interface OrderablePlan {
+  readonly name: string;
+  readonly computeUnitsPerSecond: number;
+  /** Compute units a day and a month; 0: no quota. */
+  readonly dailyQuota: number;
+  readonly monthlyQuota: number;
+  readonly archive: boolean;
+  readonly maxKeys: number;
+}
+
+/**
+ * The plans the page offers: the deployment's orderable ones, as the API takes orders for them, so that a
+ * plan an operator adds or changes reaches the page with no code (the free test is offered apart).
+ */
+export function orderablePlans(plans: Readonly<Record<string, PlanSpec>>): OrderablePlan[] {
+  return Object.entries(plans)
+    .filter(([, plan]) => plan.orderable)
+    .map(([name, plan]) => ({
+      name,
+      computeUnitsPerSecond: plan.computeUnitRate.perSecond,
+      dailyQuota: plan.dailyQuota,
+      monthlyQuota: plan.monthlyQuota,
+      archive: plan.archive,
+      maxKeys: plan.maxKeys,
+    }));
 }
 
 /** A network as the page shows it, every URL from endpoint-urls.ts with KEY_PLACEHOLDER for the key. */

@@ -231,13 +231,23 @@ function getKeyForm() {
     { id: "network", name: "network", required: true },
     catalog.networks.map((n) => el("option", { value: n.code }, `${n.name} (${n.code})`)),
   );
+  // the deployment's orderable plans, as the API takes orders for them (GET /v1/networks); the chosen one's
+  // terms below the list, where they wrap on a phone as an option's text cannot
+  const terms = el("p", { id: "plan-terms", class: "note", "aria-live": "polite" });
   const plan = el(
     "select",
-    { id: "plan", name: "plan" },
-    el("option", { value: "free-test" }, "Free test (7 days)"),
-    el("option", { value: "shared" }, "Shared node"),
-    el("option", { value: "dedicated" }, "Dedicated node"),
+    { id: "plan", name: "plan", "aria-describedby": "plan-terms", onchange: () => describePlan() },
+    el("option", { value: "free-test" }, "Free test"),
+    catalog.plans.map((p) => el("option", { value: p.name }, p.name)),
   );
+  const describePlan = () => {
+    const chosen = catalog.plans.find((p) => p.name === plan.value);
+    terms.textContent =
+      chosen === undefined
+        ? `Free for ${counted(catalog.freeTest.days, "day")}, then the key expires.`
+        : planTerms(chosen);
+  };
+  describePlan();
   return el(
     "form",
     { id: "get-key", onsubmit: (e) => getKey(e, network.value, plan.value) },
@@ -246,9 +256,25 @@ function getKeyForm() {
     network,
     el("label", { for: "plan" }, "Plan"),
     plan,
+    terms,
     el("button", { type: "submit" }, "Send me the key"),
     el("p", { class: "note" }, "The key is sent to your e-mail address and is not shown here."),
   );
+}
+
+/** "2,000 CU a second, 10,000,000 CU a day, 200,000,000 CU a month." */
+function planTerms(plan) {
+  const n = (value) => value.toLocaleString("en");
+  const quotas = [
+    plan.dailyQuota > 0 ? `${n(plan.dailyQuota)} CU a day` : "",
+    plan.monthlyQuota > 0 ? `${n(plan.monthlyQuota)} CU a month` : "",
+  ].filter((text) => text !== "");
+  const terms = [
+    `${n(plan.computeUnitsPerSecond)} CU a second`,
+    ...(quotas.length === 0 ? ["no quota"] : quotas),
+    ...(plan.archive ? ["archive nodes"] : []),
+  ];
+  return `${terms.join(", ")}.`;
 }
 
 async function getKey(event, network, plan) {

@@ -35,7 +35,7 @@ function plainTable(id, caption, columns, rows) {
     el(
       "table",
       { id },
-      el("caption", {}, caption),
+      el("caption", { class: "title" }, caption),
       el("thead", {}, el("tr", {}, ...columns.map((h) => el("th", { scope: "col" }, h)))),
       el(
         "tbody",
