@@ -112,6 +112,15 @@ describe.skipIf(chromium.skip)("the dashboard, in Chromium", () => {
     // signed out, the header offers no "Sign out"
     await expect.poll(() => page.getByLabel("E-mail address").count()).toBe(1);
     expect(await page.locator("#sign-out").isVisible()).toBe(false);
+    // what a visitor gets, from the catalog: every network by name, and the free test's days
+    const catalog = await page.evaluate<{ networks: { name: string }[] }>(
+      "fetch('/v1/networks').then((r) => r.json())",
+    );
+    const offer = (await page.locator("#offer").textContent()) ?? "";
+    expect(offer).toContain(`One API key for the nodes of ${catalog.networks.length} networks`);
+    for (const { name } of catalog.networks) expect(offer).toContain(name);
+    expect(offer).toContain("free for 7 days, then choose a plan: shared or dedicated.");
+    await shot("sign-in");
     // by keyboard alone: Tab from the page's start reaches the labelled field, Enter submits the sign-up
     await expect.poll(() => page.getByLabel("E-mail address").count()).toBe(1);
     for (let i = 0; i < 5 && (await page.evaluate<string>("document.activeElement.id")) !== "email"; i++)

@@ -93,6 +93,7 @@ function signInView(message) {
   show(
     "Sign up or sign in",
     message ? el("p", { role: "alert" }, message) : "",
+    offer(),
     el("p", {}, "Enter your e-mail address. We send a link that signs you in; no password."),
     el(
       "form",
@@ -113,6 +114,28 @@ function signInView(message) {
       el("label", { for: "token" }, "Have a token from the e-mail? Paste it here"),
       token,
       el("button", { type: "submit" }, "Continue"),
+    ),
+  );
+}
+
+/** "a", "a or b", "a, b or c". */
+function listed(names) {
+  return names.length < 2 ? names.join("") : `${names.slice(0, -1).join(", ")} or ${names.at(-1)}`;
+}
+
+/** What a visitor gets, from the catalog: the networks served, each in its own interface, and the free test. */
+function offer() {
+  const names = catalog.networks.map((n) => n.name);
+  return el(
+    "section",
+    { id: "offer", "aria-label": "What you get" },
+    el(
+      "p",
+      {},
+      `One API key for the nodes of ${counted(names.length, "network")}, each in its own interface: `,
+      `${names.join(", ")}. `,
+      `Try one free for ${counted(catalog.freeTest.days, "day")}`,
+      catalog.plans.length > 0 ? `, then choose a plan: ${listed(catalog.plans.map((p) => p.name))}.` : ".",
     ),
   );
 }
