@@ -121,6 +121,8 @@ export const ERRORS = {
   KEY_NOT_FOUND: { status: 404, message: "No such key on this account" },
   NETWORK_NOT_FOUND: { status: 404, message: "No such network" },
   API_ROUTE_NOT_FOUND: { status: 404, message: "No such route in the self-service API" },
+  OPERATOR_ROUTE_NOT_FOUND: { status: 404, message: "No such route in the operator API" },
+  UPSTREAM_NOT_FOUND: { status: 404, message: "No such upstream on this label" },
   CSRF_REFUSED: {
     status: 403,
     message: "The request lacks the dashboard's X-CSRF-Token: reload the page",

@@ -135,12 +135,22 @@ async function answer(req: IncomingMessage, view: OperatorView, logger: Logger):
     const { label, upstream } = await target(req);
     const cordoned = path.endsWith("/cordon");
     const matched = await view.cordon({ label, upstream, cordoned });
-    if (matched === 0) throw new GatewayError("NOT_FOUND", { reason: `no upstream ${upstream} on ${label}` });
+    if (matched === 0) throw new GatewayError("UPSTREAM_NOT_FOUND", { label, upstream });
     logger.log("warn", cordoned ? "upstream cordoned" : "upstream uncordoned", { label, upstream });
     return [200, { label, upstream, cordoned, matched }];
   }
-  throw new GatewayError("NOT_FOUND");
+  throw new GatewayError("OPERATOR_ROUTE_NOT_FOUND", { routes: OPERATOR_ROUTES });
 }
+
+/** What an unknown path's answer lists, as the comment above createOperatorApi does. */
+const OPERATOR_ROUTES = [
+  "GET /upstreams",
+  "POST /upstreams/cordon",
+  "POST /upstreams/uncordon",
+  "GET /metrics",
+  "GET /healthz",
+  "GET /readyz",
+];
 
 async function target(req: IncomingMessage): Promise<{ label: string; upstream: string }> {
   let body: unknown;

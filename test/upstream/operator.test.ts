@@ -151,11 +151,16 @@ describe("the operator API", () => {
   it("refuses what it does not know: a wrong upstream, a bad body, a wrong method, another path", async () => {
     expect(await operator("POST", "/upstreams/cordon", { label: "eth", upstream: "nope" })).toMatchObject({
       status: 404,
-      json: { error: { code: "NOT_FOUND" } },
+      json: { error: { code: "UPSTREAM_NOT_FOUND", label: "eth", upstream: "nope" } },
     });
     expect((await operator("POST", "/upstreams/cordon", { label: "eth" })).status).toBe(400);
     expect((await operator("GET", "/upstreams/cordon")).status).toBe(405);
-    expect((await operator("GET", "/metrics-or-anything")).status).toBe(404);
+    expect(await operator("GET", "/metrics-or-anything")).toMatchObject({
+      status: 404,
+      json: {
+        error: { code: "OPERATOR_ROUTE_NOT_FOUND", routes: expect.arrayContaining(["GET /upstreams"]) },
+      },
+    });
     expect((await cli("cordon", "--label", "eth")).code).toBe(1);
   });
 
