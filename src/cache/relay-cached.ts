@@ -23,12 +23,12 @@ export const EXPOSED = {
   "access-control-expose-headers": `${CACHE_HEADER}, ${TIER_HEADER}, ${REQUEST_ID_HEADER}`,
 };
 
-/** One client waiting for a coalesced call's answer. */
 /** Where a cached call notes how the cache answered it, beside the upstream fields. */
 export interface CacheFields extends TierFields {
   cache: string | undefined;
 }
 
+/** One client waiting for a coalesced call's answer. */
 interface Waiter {
   readonly res: ServerResponse;
   readonly id: string;

@@ -67,8 +67,10 @@ export interface Authorized {
 /** The upstream request a family built: the caller's path below the key and only allow-listed headers. */
 export interface Outgoing {
   readonly method: Dispatcher.HttpMethod;
-  /** Built from an allow-list by the family; never the client's Host, cookies or credentials. */
-  /** Names and values in turn, undici's flat form: the node's request is built without an object per call. */
+  /**
+   * Built from an allow-list by the family, never the client's Host, cookies or credentials; names and
+   * values in turn, undici's flat form: the node's request is built without an object per call.
+   */
   readonly headers: readonly string[];
   readonly body: string | Buffer | undefined;
   /** A long-lived stream (a REST monitor route): no body timeout or size cap, chunks flushed at once. */

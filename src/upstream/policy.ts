@@ -167,16 +167,17 @@ class WholeRun extends CallRun {
 }
 
 /**
+ * An opened socket's error, before its user has listened for errors (an error with no listener would be
+ * thrown): its user learns of the failure from the close that follows.
+ */
+function afterOpen(): void {}
+
+/**
  * The upstream socket of a WebSocket connection, opened before the client's handshake completes, on the
  * group's chosen upstream. A socket that does not open has carried no call, so the next upstream is tried
  * whatever the failure, while the client still waits (`wanted`). Within `handshakeTimeoutMs` per node: a
  * deadline of the gateway's own, classified like any other failure (failure.ts).
  */
-/**
- * An opened socket's error, before its user has listened for errors (an error with no listener would be
- * thrown): its user learns of the failure from the close that follows.
- */
-function afterOpen(): void {}
 
 export function openWebSocket(
   group: UpstreamGroup,

@@ -208,7 +208,6 @@ export class UpstreamTable {
   }
 }
 
-/** The health settings of one label: the defaults, with the label's own overrides. */
 /**
  * A label's cache settings, or undefined when its cache is off: the label's own over the deployment's,
  * with an answer read at the head kept at most half a block (at most 2 s) unless the config says.
@@ -225,6 +224,7 @@ export function cacheFor(cache: CacheConfig, endpoint: Endpoint | undefined): La
 /** The longest an answer read at the head is kept by default, on a slow chain. */
 const HEAD_MAX_AGE_CAP_MS = 2_000;
 
+/** The health settings of one label: the defaults, with the label's own overrides. */
 export function healthFor(health: HealthConfig, label: string): Omit<HealthConfig, "labels"> {
   return { ...health, ...health.labels[label] };
 }
