@@ -47,9 +47,8 @@ export async function accountsCommand(
       return 0;
     }
     case "keys issue": {
-      const plan = (values.plan ?? "shared") as Plan;
-      if (!["shared", "dedicated", "free-test"].includes(plan))
-        throw new GatewayError("INVALID_FIELD", { field: "plan" });
+      // any plan of the deployment config, its own included: the service checks the name
+      const plan: Plan = values.plan ?? "shared";
       const days = values.days === undefined ? undefined : numberOf(values.days, "--days");
       const { key, view } = await service.keys.issue(accountId(), {
         networks: values.network ?? "*",

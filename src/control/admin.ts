@@ -24,9 +24,10 @@ export const ADMIN_USAGE = `usage: node-gateway admin <command> [flags]   the si
   accounts suspend --account <id>           its keys stop working (within a second on running gateways)
   accounts activate --account <id>
   accounts close --account <id>             final
-  keys issue --account <id> [--network <code>]... [--plan shared|dedicated|free-test] [--no-archive] [--days <n>]
+  keys issue --account <id> [--network <code>]... [--plan <name>] [--no-archive] [--days <n>]
              [--rate <per second>[/<burst>]]   the key's own rate limit (the gateway's defaultRate without it)
-                                            prints the new key once; it is never shown again
+                                            a plan of the deployment config: shared (the default), dedicated,
+                                            free-test, or one it adds; prints the new key once
   keys list --account <id>                  prefixes only
   keys usage --key <id> [--from YYYY-MM-DD] [--to YYYY-MM-DD]
                                             calls per day and network, errors apart (last 30 days)

@@ -1,5 +1,5 @@
 import { execFile } from "node:child_process";
-import { mkdtempSync, rmSync } from "node:fs";
+import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
@@ -10,11 +10,18 @@ const database = join(scratch, "gateway.sqlite");
 afterAll(() => rmSync(scratch, { recursive: true, force: true }));
 
 function admin(...args: string[]): Promise<{ code: number; out: string; err: string }> {
+  return adminWith({ GATEWAY_CONFIG: "", GATEWAY_ACCOUNTS_DB: database }, ...args);
+}
+
+function adminWith(
+  env: Record<string, string>,
+  ...args: string[]
+): Promise<{ code: number; out: string; err: string }> {
   return new Promise((resolve) => {
     execFile(
       process.execPath,
       ["--import", "tsx", "src/control/cli.ts", ...args],
-      { cwd: ROOT, env: { ...process.env, GATEWAY_CONFIG: "", GATEWAY_ACCOUNTS_DB: database } },
+      { cwd: ROOT, env: { ...process.env, ...env } },
       (error, out, err) => resolve({ code: error ? Number(error.code ?? 1) : 0, out, err }),
     );
   });
@@ -59,6 +66,35 @@ describe("the operator CLI", () => {
     expect((await admin("accounts", "suspend", "--account", "1")).out).toMatch(/suspended/);
     expect((await admin("accounts", "list")).out).toMatch(/account 1 {2}ops@example.com {2}suspended/);
     // nine CLI processes, each loading TypeScript through tsx: a minute on a machine the suite keeps busy
+  }, 60_000);
+
+  it("issues a key of a plan the deployment config adds, and names the plans it has for one it does not", async () => {
+    const config = join(scratch, "plans.yaml");
+    writeFileSync(
+      config,
+      [
+        "accounts:",
+        `  database: ${database}`,
+        "  listen: { host: 127.0.0.1, port: 0 }",
+        `  mail: { from: ops@example.com, outbox: ${join(scratch, "outbox")} }`,
+        "plans:",
+        "  growth: { computeUnitRate: { perSecond: 5000, burst: 10000 }, orderable: false }",
+        "",
+      ].join("\n"),
+    );
+    const withConfig = (...args: string[]) =>
+      adminWith({ GATEWAY_CONFIG: config, GATEWAY_ACCOUNTS_DB: database }, ...args);
+    expect((await withConfig("accounts", "create", "--email", "growth@example.com")).code).toBe(0);
+    const account = /account (\d+) {2}growth@example.com/.exec(
+      (await withConfig("accounts", "list")).out,
+    )?.[1] as string;
+    const issued = await withConfig("keys", "issue", "--account", account, "--plan", "growth");
+    expect(issued.code, issued.err).toBe(0);
+    expect(issued.out).toMatch(/ {2}growth {2}/);
+    const refused = await withConfig("keys", "issue", "--account", account, "--plan", "nope");
+    expect(refused.code).toBe(1);
+    expect(refused.err).toContain("INVALID_FIELD");
+    expect(refused.err).toContain("growth");
   }, 60_000);
 
   it("refuses bad input with a clear message and a non-zero exit", async () => {

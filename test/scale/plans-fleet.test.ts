@@ -3,6 +3,8 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { request } from "undici";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { DEFAULT_PLANS, PLAN_FIELDS } from "../../src/config/defaults.js";
+import type { PlanSpec } from "../../src/config/types.js";
 import type { ControlPlane } from "../../src/control/plane.js";
 import { eventually } from "../support/eventually.js";
 import {
@@ -48,6 +50,11 @@ const MIX: readonly Priced[] = [
   { body: JSON.stringify(rpc("admin_peers")), units: 0 },
 ];
 const QUOTA = 1_000;
+/** What the deployment changes in the shipped plans and adds: the load's rate, and a plan with a quota. */
+const PLANS_ADDED = {
+  shared: { computeUnitRate: { perSecond: 100_000, burst: 100_000 } },
+  metered: { computeUnitRate: { perSecond: 1_000, burst: 100_000 }, dailyQuota: QUOTA },
+};
 
 describe.skipIf(binaries.skip)("plans across three proxies on PostgreSQL and Redis", () => {
   let postgres: OwnPostgres;
@@ -102,17 +109,18 @@ describe.skipIf(binaries.skip)("plans across three proxies on PostgreSQL and Red
       }),
     ]);
     dir = mkdtempSync(join(tmpdir(), "plans-fleet-"));
-    control = await startFleetControlPlane(postgres.url, dir);
+    // the control plane and the proxies read one deployment's plans, as they would from one config file
+    control = await startFleetControlPlane(postgres.url, dir, undefined, {
+      ...DEFAULT_PLANS,
+      shared: { ...(DEFAULT_PLANS.shared as PlanSpec), ...PLANS_ADDED.shared },
+      metered: { ...PLAN_FIELDS, ...PLANS_ADDED.metered },
+    });
     accountId = (await control.service.admin.createAccount("plans@example.com")).id;
     const config = writeFleetConfig(dir, {
       database: postgres.url,
       redis: redis.url,
       upstream: node.url,
-      extra: [
-        "plans:",
-        "  shared: { computeUnitRate: { perSecond: 100000, burst: 100000 } }",
-        `  metered: { computeUnitRate: { perSecond: 1000, burst: 100000 }, dailyQuota: ${QUOTA} }`,
-      ],
+      extra: [`plans: ${JSON.stringify(PLANS_ADDED)}`],
     });
     await Promise.all([0, 1, 2].map(async () => proxies.push(await startFleetProxy(config))));
   }, 60_000);

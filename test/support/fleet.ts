@@ -3,7 +3,8 @@ import { writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { request } from "undici";
 import { networkCodes } from "../../generated/endpoints.js";
-import { DEFAULT_ACCOUNTS } from "../../src/config/defaults.js";
+import { DEFAULT_ACCOUNTS, DEFAULT_CONFIG } from "../../src/config/defaults.js";
+import type { GatewayConfig } from "../../src/config/types.js";
 import type { Mailer } from "../../src/control/accounts/mailer.js";
 import { type ControlPlane, createControlPlane } from "../../src/control/plane.js";
 import { createLogger } from "../../src/log.js";
@@ -148,14 +149,17 @@ export async function stopFleetProxy(proxy: FleetProxy): Promise<void> {
 /**
  * A control plane of a fleet's own, on the account store at `database`, its outbox in `dir`: what the
  * scale-out suites start beside their proxies. `mailer` takes the e-mails instead (a suite that reads a
- * confirmation token).
+ * confirmation token); `plans`, the plans the proxies' deployment config adds, as one deployment config
+ * gives both.
  */
 export function startFleetControlPlane(
   database: string,
   dir: string,
   mailer?: Mailer,
+  plans?: GatewayConfig["plans"],
 ): Promise<ControlPlane> {
   return createControlPlane({
+    ...(plans === undefined ? {} : { gateway: { ...DEFAULT_CONFIG, plans } }),
     config: {
       ...DEFAULT_ACCOUNTS,
       database,

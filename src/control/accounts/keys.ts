@@ -134,6 +134,10 @@ export class Keys {
     const account = await this.#context.store.account(accountId);
     if (account === undefined) throw new GatewayError("INVALID_FIELD", { field: "account" });
     if (options.networks !== "*") for (const n of options.networks) networkOf(n, this.#networks);
+    // any plan the deployment has, orderable or not: the operator may issue what customers cannot order
+    const { plans } = this.#context;
+    if (plans[options.plan] === undefined)
+      throw new GatewayError("INVALID_FIELD", { field: "plan", allowed: Object.keys(plans) });
     const { record, key } = await this.#issue(accountId, options, options.rate);
     return { key, view: this.#view(record) };
   }
