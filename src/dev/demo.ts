@@ -39,8 +39,10 @@ export function printDemo(options: {
     const mail = config.accounts.mail.smtp
       ? `SMTP ${config.accounts.mail.smtp.host}`
       : `the outbox folder ${config.accounts.mail.outbox}/`;
+    const accounts = `http://${config.accounts.listen.host}:${accountsPort}`;
     lines.push(
-      `Self-service API: http://${config.accounts.listen.host}:${accountsPort}/v1/signup (e-mails go to ${mail}).`,
+      `Dashboard (sign up, keys, usage): ${accounts}/`,
+      `Self-service API: ${accounts}/v1/signup (e-mails go to ${mail}).`,
     );
   }
   if (operatorPort !== undefined && config.operator !== undefined)

@@ -57,6 +57,13 @@ describe("the embedded default deployment", () => {
         await new Promise((resolve) => setTimeout(resolve, 100));
       }
       expect(out).toMatch(/API key \(shown once\): FN[A-Za-z0-9]{32}\n/);
+      // the dashboard's address, as printed, serves the page
+      const dashboard = /Dashboard \(sign up, keys, usage\): (\S+)/.exec(out)?.[1] ?? "";
+      const page = await fetch(dashboard);
+      expect({ status: page.status, type: page.headers.get("content-type") }).toMatchObject({
+        status: 200,
+        type: expect.stringContaining("text/html"),
+      });
       const curls = out.split("\n").filter((line) => line.trim().startsWith("curl "));
       expect(curls).toHaveLength(2);
       // each curl is a new connection, so with two workers both serve the key
