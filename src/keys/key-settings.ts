@@ -99,22 +99,36 @@ function checkedEntry(kind: (typeof KINDS)[number], entry: unknown, field: strin
 /** Which list refused a call: what KEY_SETTING_REFUSED names. */
 export type KeySetting = "origins" | "ips" | "methods" | "contracts";
 
-/** How many client addresses a key's IP answers are kept for (allowsIp). */
-const IP_ANSWERS = 1024;
-/** How many methods a key's method answers are kept for (allowsMethod). */
-const METHOD_ANSWERS = 1024;
+/** How many client addresses, or methods, a key's answers are kept for (remembered). */
+const ANSWERS = 1024;
+
+/**
+ * `test` with each value's answer kept, started over past ANSWERS values: a key's calls come from a few
+ * addresses and name a few methods, over and over, and only methods of the registry's allow-lists reach
+ * the method test (jsonrpc/check.ts).
+ */
+function remembered(test: (value: string) => boolean): (value: string) => boolean {
+  const answers = new Map<string, boolean>();
+  return (value) => {
+    let allowed = answers.get(value);
+    if (allowed === undefined) {
+      allowed = test(value);
+      if (answers.size >= ANSWERS) answers.clear();
+      answers.set(value, allowed);
+    }
+    return allowed;
+  };
+}
 
 /** A key's settings compiled once per change of its grant, as the pipeline applies them. */
 export class KeyRules {
   readonly #origins:
     | readonly { scheme?: string; wildcard: boolean; host: string; port?: string }[]
     | undefined;
-  readonly #ips: BlockList | undefined;
+  readonly #ips: ((ip: string) => boolean) | undefined;
   readonly #methods: ((method: string) => boolean) | undefined;
   readonly #contracts: ReadonlySet<string> | undefined;
   readonly jwt: JwtVerifier | undefined;
-  /** Addresses checked against `#ips`, and their answers; started over past IP_ANSWERS of them. */
-  readonly #ipAnswers = new Map<string, boolean>();
 
   private constructor(settings: KeySettings) {
     this.#origins = settings.origins?.map((origin) => {
@@ -134,23 +148,22 @@ export class KeyRules {
         if (bits === undefined) list.addAddress(address, type);
         else list.addSubnet(address, Number(bits), type);
       }
-      this.#ips = list;
+      // BlockList.check makes a SocketAddress for each check, about 2 µs a request (docs/performance.md)
+      this.#ips = remembered((ip) => {
+        const type = isIP(ip);
+        // an IPv4 client on a dual-stack socket shows as ::ffff:a.b.c.d
+        const mapped = ip.startsWith("::ffff:") && isIP(ip.slice(7)) === 4 ? ip.slice(7) : undefined;
+        return (
+          type !== 0 &&
+          (list.check(ip, type === 6 ? "ipv6" : "ipv4") ||
+            (mapped !== undefined && list.check(mapped, "ipv4")))
+        );
+      });
     }
     if (settings.methods !== undefined) {
       const exact = new Set(settings.methods.filter((m) => !m.includes("*")));
       const patterns = settings.methods.filter((m) => m.includes("*")).map(patternOf);
-      // Each method's answer is kept, as an address's is: a key's calls name a few methods over and over,
-      // and only methods of the registry's allow-lists get here (jsonrpc/check.ts), so the set is small.
-      const answers = new Map<string, boolean>();
-      this.#methods = (method) => {
-        let allowed = answers.get(method);
-        if (allowed === undefined) {
-          allowed = exact.has(method) || patterns.some((p) => p.test(method));
-          if (answers.size >= METHOD_ANSWERS) answers.clear();
-          answers.set(method, allowed);
-        }
-        return allowed;
-      };
+      this.#methods = remembered((method) => exact.has(method) || patterns.some((p) => p.test(method)));
     }
     if (settings.contracts !== undefined)
       this.#contracts = new Set(settings.contracts.map((c) => (c.startsWith("0x") ? c.toLowerCase() : c)));
@@ -185,23 +198,7 @@ export class KeyRules {
   }
 
   allowsIp(ip: string): boolean {
-    const list = this.#ips;
-    if (list === undefined) return true;
-    // A client's calls come from one address, many at a time: BlockList.check makes a SocketAddress for
-    // each check, which cost about 2 µs a request (docs/performance.md), so each address's answer is kept.
-    let allowed = this.#ipAnswers.get(ip);
-    if (allowed === undefined) {
-      const type = isIP(ip);
-      // an IPv4 client on a dual-stack socket shows as ::ffff:a.b.c.d
-      const mapped = ip.startsWith("::ffff:") && isIP(ip.slice(7)) === 4 ? ip.slice(7) : undefined;
-      allowed =
-        type !== 0 &&
-        (list.check(ip, type === 6 ? "ipv6" : "ipv4") ||
-          (mapped !== undefined && list.check(mapped, "ipv4")));
-      if (this.#ipAnswers.size >= IP_ANSWERS) this.#ipAnswers.clear();
-      this.#ipAnswers.set(ip, allowed);
-    }
-    return allowed;
+    return this.#ips === undefined || this.#ips(ip);
   }
 
   /** Whether origins are set: only then is a request's Origin read. */
