@@ -77,6 +77,25 @@ describe("the dashboard's security", () => {
     await api.body.dump();
   });
 
+  it("answers a browser's mistyped address with a page that leads to the dashboard, a program's with JSON", async () => {
+    const page = await request(`${fx.origin}/keys/settings`, { headers: { accept: "text/html,*/*;q=0.8" } });
+    const html = await page.body.text();
+    expect(page.statusCode).toBe(404);
+    expect(page.headers["content-type"]).toBe("text/html; charset=utf-8");
+    expect(page.headers["content-security-policy"]).toContain("default-src 'none'");
+    expect(html).toContain("<h1>Page not found</h1>");
+    expect(html).toContain('<a href="/">Go to the dashboard</a>');
+    expect(html).not.toMatch(/<script|\sstyle=/i);
+    const program = await request(`${fx.origin}/keys/settings`, { headers: { accept: "application/json" } });
+    expect(program.statusCode).toBe(404);
+    expect(((await program.body.json()) as { error: { code: string } }).error.code).toBe(
+      "API_ROUTE_NOT_FOUND",
+    );
+    // the API's own paths stay JSON, whatever the client accepts
+    const api = await request(`${fx.origin}/v1/nothing`, { headers: { accept: "text/html" } });
+    expect(((await api.body.json()) as { error: { code: string } }).error.code).toBe("API_ROUTE_NOT_FOUND");
+  });
+
   it("holds the session in an HttpOnly, SameSite=Strict cookie", () => {
     const session = cookies.find((c) => c.startsWith("gw_session="));
     expect(session).toMatch(/; HttpOnly/);

@@ -161,7 +161,11 @@ export function createAccountsApi(
   async function handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
     const [path = "/", search = ""] = (req.url ?? "/").split("?", 2);
     for (const [name, value] of Object.entries(SECURITY_HEADERS)) res.setHeader(name, value);
-    if (!path.startsWith("/v1/") && dashboard.files.serve(req, res, path)) return;
+    if (
+      !path.startsWith("/v1/") &&
+      (dashboard.files.serve(req, res, path) || dashboard.files.notFound(req, res))
+    )
+      return;
     try {
       const candidates = routes.filter((r) => r.pattern.test(path));
       if (candidates.length === 0) throw new GatewayError("API_ROUTE_NOT_FOUND");

@@ -46,4 +46,39 @@ export class DashboardFiles {
     res.end(req.method === "HEAD" ? undefined : body);
     return true;
   }
+
+  /**
+   * A browser's mistyped address (a GET that accepts HTML, outside the API's /v1/): a page that says so and
+   * leads to the dashboard, rather than the API's JSON error. False for any other request.
+   */
+  notFound(req: IncomingMessage, res: ServerResponse): boolean {
+    if (req.method !== "GET" && req.method !== "HEAD") return false;
+    if (!(req.headers.accept ?? "").includes("text/html")) return false;
+    res.writeHead(404, {
+      ...SECURITY_HEADERS,
+      "content-type": TYPES["index.html"],
+      "content-length": NOT_FOUND_PAGE.length,
+    });
+    res.end(req.method === "HEAD" ? undefined : NOT_FOUND_PAGE);
+    return true;
+  }
 }
+
+const NOT_FOUND_PAGE = Buffer.from(`<!doctype html>
+<html lang="en">
+<head>
+  <meta charset="utf-8">
+  <meta name="viewport" content="width=device-width, initial-scale=1">
+  <title>Node gateway: page not found</title>
+  <link rel="stylesheet" href="/app.css">
+</head>
+<body>
+  <header><a class="brand" href="/">Node gateway</a></header>
+  <main>
+    <h1>Page not found</h1>
+    <p>There is no page at this address. <a href="/">Go to the dashboard</a> to sign in, see your keys and
+    their usage.</p>
+  </main>
+</body>
+</html>
+`);
