@@ -88,9 +88,23 @@ export function preflight(res: ServerResponse): void {
   res.end();
 }
 
-export function sendError(res: ServerResponse, error: GatewayError, style: ErrorStyle, rawId = "null"): void {
-  sendJson(res, error.status, errorBody(error, style, rawId, requestIdOf(res)), error.headers);
+export function sendError(
+  res: ServerResponse,
+  error: GatewayError,
+  style: ErrorStyle,
+  rawId = "null",
+  readers: Readers = "any-origin",
+): void {
+  sendJson(res, error.status, errorBody(error, style, rawId, requestIdOf(res)), error.headers, readers);
 }
+
+/**
+ * Which pages a browser lets read an answer: any origin's for the gateway's and the self-service API's,
+ * whose callers prove themselves with a key or a token; none but the listener's own for the operator
+ * API, which trusts whoever reaches its private address and must not be read or driven by a page that
+ * an operator's browser happens to have open.
+ */
+export type Readers = "any-origin" | "same-origin";
 
 /**
  * Browser dapps call node endpoints straight from the page (a key in the URL, no cookies), so any origin
@@ -104,6 +118,7 @@ export function sendJson(
   status: number,
   body: string,
   headers?: Readonly<Record<string, string>>,
+  readers: Readers = "any-origin",
 ): void {
   if (res.headersSent) {
     res.destroy();
@@ -113,14 +128,9 @@ export function sendJson(
   // refusal's profile (docs/performance.md)
   const raw: string[] = [];
   if (headers !== undefined) for (const name in headers) raw.push(name, headers[name] as string);
-  raw.push(
-    "access-control-allow-origin",
-    ANY_ORIGIN["access-control-allow-origin"],
-    "content-type",
-    "application/json",
-    "content-length",
-    String(Buffer.byteLength(body)),
-  );
+  if (readers === "any-origin")
+    raw.push("access-control-allow-origin", ANY_ORIGIN["access-control-allow-origin"]);
+  raw.push("content-type", "application/json", "content-length", String(Buffer.byteLength(body)));
   res.writeHead(status, pushRequestId(res, raw));
   res.end(body);
 }

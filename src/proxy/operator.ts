@@ -100,16 +100,17 @@ export function createOperatorApi(view: OperatorView, logger: Logger): Server {
         ({ contentType, text }) => res.writeHead(200, { "content-type": contentType }).end(text),
         (error: unknown) => {
           logger.log("error", "operator api", { error: String(error) });
-          sendError(res, new GatewayError("INTERNAL"), "rest");
+          sendError(res, new GatewayError("INTERNAL"), "rest", "null", "same-origin");
         },
       );
       return;
     }
     answer(req, view, logger).then(
-      ([status, body]) => sendJson(res, status, JSON.stringify(body)),
+      ([status, body]) => sendJson(res, status, JSON.stringify(body), undefined, "same-origin"),
       (error: unknown) => {
         if (!(error instanceof GatewayError)) logger.log("error", "operator api", { error: String(error) });
-        sendError(res, error instanceof GatewayError ? error : new GatewayError("INTERNAL"), "rest");
+        const refusal = error instanceof GatewayError ? error : new GatewayError("INTERNAL");
+        sendError(res, refusal, "rest", "null", "same-origin");
       },
     );
   });
@@ -153,6 +154,10 @@ const OPERATOR_ROUTES = [
 ];
 
 async function target(req: IncomingMessage): Promise<{ label: string; upstream: string }> {
+  // A page in an operator's browser can POST a form or text/plain to any address without asking first;
+  // it cannot send application/json across origins without a preflight, which this API never allows.
+  const media = (req.headers["content-type"] ?? "").split(";")[0]?.trim().toLowerCase();
+  if (media !== "application/json") throw new GatewayError("UNSUPPORTED_MEDIA_TYPE");
   let body: unknown;
   try {
     body = JSON.parse((await readBody(req, 4096)).toString("utf8"));

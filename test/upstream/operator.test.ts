@@ -164,6 +164,30 @@ describe("the operator API", () => {
     expect((await cli("cordon", "--label", "eth")).code).toBe(1);
   });
 
+  it("cannot be read or driven by a web page an operator's browser has open", async () => {
+    // what a cross-site page can send without a preflight: a form or text/plain, with its Origin
+    const page = await request(`http://127.0.0.1:${proxy.operatorPort}/upstreams/cordon`, {
+      method: "POST",
+      headers: { "content-type": "text/plain", origin: "https://evil.example" },
+      body: JSON.stringify({ label: "eth", upstream: "a" }),
+    });
+    expect(page.statusCode).toBe(415);
+    expect(page.headers["access-control-allow-origin"]).toBeUndefined();
+    expect(((await page.body.json()) as { error: { code: string } }).error.code).toBe(
+      "UNSUPPORTED_MEDIA_TYPE",
+    );
+    const listed = (await upstreams()).find((u) => u.name === "a");
+    expect(listed?.state).not.toBe("cordoned");
+    // and no page may read what the API answers
+    for (const path of ["/upstreams", "/healthz", "/readyz", "/metrics", "/nothing"]) {
+      const answer = await request(`http://127.0.0.1:${proxy.operatorPort}${path}`, {
+        headers: { origin: "https://evil.example" },
+      });
+      await answer.body.dump();
+      expect(answer.headers["access-control-allow-origin"], path).toBeUndefined();
+    }
+  });
+
   it("a second proxy whose operator port is taken does not start, says which listener, and leaves no port open", async () => {
     const port = await freePort();
     const clash = runProxy(
