@@ -49,6 +49,11 @@ export const ERRORS = {
     message: "This read needs an archive node, and the API key has no archive access",
   },
   RATE_LIMITED: { status: 429, rpc: -32005, message: "Request rate limit exceeded" },
+  REQUEST_OVER_BURST: {
+    status: 413,
+    rpc: -32005,
+    message: "The request costs more than the API key's plan lets through at once",
+  },
   QUOTA_EXCEEDED: {
     status: 402,
     rpc: -32046,

@@ -153,7 +153,8 @@ export class Stages {
 
   /**
    * 5. Takes the message's calls from the caller's call rate and its compute units from its plan's
-   * compute-unit rate, or throws RATE_LIMITED with Retry-After and RateLimit-* (those of the limit it hit).
+   * compute-unit rate, or throws RATE_LIMITED with Retry-After and RateLimit-* (those of the limit it hit);
+   * REQUEST_OVER_BURST when the message costs more than the limit's burst, which no wait would let through.
    */
   chargeRate<Message extends { readonly cost: number; readonly computeUnits: number }>(
     mounted: Mounted,
@@ -161,15 +162,18 @@ export class Stages {
   ): Charged<Message> {
     const { admitted } = mounted;
     const rate: RateSpec = admitted.principal?.rate ?? this.#config.limits.publicRate;
-    this.#take(admitted.clientId, rate, message.cost);
+    this.#take(admitted.clientId, rate, message.cost, "calls");
     const plan = admitted.plan;
     if (plan !== undefined && message.computeUnits > 0)
-      this.#take(`cu:${admitted.clientId}`, plan.computeUnitRate, message.computeUnits);
+      this.#take(`cu:${admitted.clientId}`, plan.computeUnitRate, message.computeUnits, "compute units");
     // The brand is the type's alone: the message goes on as it is, with nothing allocated per request.
     return message as unknown as Charged<Message>;
   }
 
-  #take(id: string, rate: RateSpec, cost: number): void {
+  #take(id: string, rate: RateSpec, cost: number, unit: "calls" | "compute units"): void {
+    // More than the bucket ever holds: waiting never lets it through, so it must not read as a rate's 429
+    // with a Retry-After, which SDKs retry until they give up.
+    if (cost > rate.burst) throw new GatewayError("REQUEST_OVER_BURST", { cost, burst: rate.burst, unit });
     const decision = this.#limiter.take(id, rate, cost);
     if (decision.allowed) return;
     throw new GatewayError(

@@ -3,6 +3,7 @@ import { type RunningGateway, rpcBody, startGateway } from "../support/gateway.j
 import { jsonRpcResponder, type LoopbackNode, startLoopbackNode } from "../support/loopback-node.js";
 
 const SLOW_KEY = "FNtestSlowKey000000000000000000";
+const BATCH_KEY = "FNtestBatchKey00000000000000000";
 
 describe("rate limits", () => {
   let node: LoopbackNode;
@@ -12,7 +13,10 @@ describe("rate limits", () => {
     node = await startLoopbackNode(jsonRpcResponder({ eth_blockNumber: "0x10" }));
     gw = await startGateway({
       upstreams: { eth: [node.url], bsc: [node.url] },
-      keys: [{ key: SLOW_KEY, networks: "*", rate: { perSecond: 0.5, burst: 3 } }],
+      keys: [
+        { key: SLOW_KEY, networks: "*", rate: { perSecond: 0.5, burst: 3 } },
+        { key: BATCH_KEY, networks: "*", rate: { perSecond: 0.5, burst: 3 } },
+      ],
       publicHosts: { "bsc-public.gw.test": "bsc" },
       trustedProxies: ["127.0.0.1"],
       limits: { publicRate: { perSecond: 0.5, burst: 2 } },
@@ -39,6 +43,22 @@ describe("rate limits", () => {
       error: { code: -32005, data: { code: "RATE_LIMITED", retryAfter: 2 } },
     });
     expect(node.requests).toHaveLength(3);
+  });
+
+  it("a batch of more calls than the burst gets 413 REQUEST_OVER_BURST, not a 429 that no wait would clear", async () => {
+    const batch = (n: number) =>
+      JSON.stringify(Array.from({ length: n }, (_, i) => JSON.parse(rpcBody("eth_blockNumber", [], i + 1))));
+    const before = node.requests.length;
+    const over = await gw.call("eth", `/${BATCH_KEY}/`, { body: batch(4) });
+    expect(over.status).toBe(413);
+    expect(over.headers["retry-after"]).toBeUndefined();
+    expect(over.json).toMatchObject({
+      error: { code: -32005, data: { code: "REQUEST_OVER_BURST", cost: 4, burst: 3, unit: "calls" } },
+    });
+    expect(node.requests.length).toBe(before);
+    // it took nothing from the bucket: a batch the burst holds goes through at once
+    const within = await gw.call("eth", `/${BATCH_KEY}/`, { body: batch(3) });
+    expect(within.status).toBe(200);
   });
 
   it("public endpoints are limited per client IP, from X-Forwarded-For only behind a trusted proxy", async () => {

@@ -30,6 +30,7 @@ const DAILY_TOO = "FNotherDaily000000000000000000";
 const MONTHLY = "FNquotaMonthly0000000000000000";
 const FAILING = "FNquotaFailing0000000000000000";
 const SOCKET = "FNquotaSocket00000000000000000";
+const NARROW = "FNquotaNarrow00000000000000000";
 
 /** Seconds from now to the next UTC midnight, and to the first of next month. */
 function untilReset(period: "day" | "month"): number {
@@ -65,6 +66,7 @@ describe("quotas in compute units", () => {
         ...DEFAULT_PLANS,
         daily: plan({ dailyQuota: 100 }),
         monthly: plan({ monthlyQuota: 30 }),
+        narrow: plan({ computeUnitRate: { perSecond: 50, burst: 50 } }),
       },
       keys: [
         ...TEST_KEYS,
@@ -73,6 +75,7 @@ describe("quotas in compute units", () => {
         { key: MONTHLY, networks: "*", plan: "monthly", rate: RATE },
         { key: FAILING, networks: "*", plan: "monthly", rate: RATE },
         { key: SOCKET, networks: "*", plan: "monthly", rate: RATE },
+        { key: NARROW, networks: "*", plan: "narrow", rate: RATE },
       ],
     });
   });
@@ -104,6 +107,20 @@ describe("quotas in compute units", () => {
     const line = gw.logs.find((l) => l.includes('"error":"QUOTA_EXCEEDED"'));
     expect(line).toContain(`"key":"${DAILY.slice(0, 8)}"`);
     expect(line).not.toContain(DAILY);
+  });
+
+  it("a call that costs more compute units than the plan's burst gets 413 REQUEST_OVER_BURST, and costs nothing", async () => {
+    const over = await send(NARROW, "eth_getLogs", [{ fromBlock: "0x1", toBlock: "0x2" }]); // 75 > 50
+    expect(over.status).toBe(413);
+    expect(over.headers["retry-after"]).toBeUndefined();
+    expect((over.json as RpcError).error?.data).toMatchObject({
+      code: "REQUEST_OVER_BURST",
+      cost: 75,
+      burst: 50,
+      unit: "compute units",
+    });
+    // five calls of 10 fill the burst exactly: the refusal took nothing from it
+    for (let i = 0; i < 5; i++) expect((await send(NARROW, "eth_blockNumber")).status).toBe(200);
   });
 
   it("a month's quota resets on the first of next month; a REST-style body before the network is known", async () => {
