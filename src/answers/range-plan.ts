@@ -1,5 +1,6 @@
 import type { BlockRangeLimits } from "../config/types.js";
 import { GatewayError } from "../errors/table.js";
+import { isHeightPastSafe } from "../upstream/head.js";
 import { namedBlock, type RangeRead, type ReadNeed } from "./read-need.js";
 
 /** A range call that is split: its range, resolved to heights, and the widest sub-range. */
@@ -55,11 +56,17 @@ export function planRanges(
   return { highestBlock, split };
 }
 
-/** A range bound as a height: a head tag or a left-out bound is the served head, `earliest` block 0. */
+/**
+ * A range bound as a height: a head tag or a left-out bound is the served head, `earliest` block 0, a
+ * number too large to read exactly the largest one that is (so that the range it bounds counts as wide as
+ * it is, rather than going to a node that would read it as "to my head").
+ */
 function bound(read: RangeRead, value: unknown, servedHead: number): number | undefined {
   if (value === "earliest") return 0;
   const named = namedBlock(read.block, value);
-  if (named === "none" || named === "hash") return undefined;
+  if (named === "none")
+    return isHeightPastSafe(value, read.block.encoding) ? Number.MAX_SAFE_INTEGER : undefined;
+  if (named === "hash") return undefined;
   if (named === "head") return servedHead < 0 ? undefined : servedHead;
   return named;
 }

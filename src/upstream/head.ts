@@ -19,6 +19,18 @@ export function readHeight(value: unknown, encoding: HeadEncoding): number | und
   return Number.isSafeInteger(height) && height >= 0 ? height : undefined;
 }
 
+/**
+ * A height written in the registry's encoding but past what a double holds exactly (`0xffffffffffffffff`):
+ * above any chain's head, and a node may read it as "up to my head" (geth clamps a log query's `toBlock`).
+ */
+export function isHeightPastSafe(value: unknown, encoding: HeadEncoding): boolean {
+  if (typeof value === "number") return Number.isInteger(value) && value > Number.MAX_SAFE_INTEGER;
+  if (typeof value !== "string") return false;
+  if (encoding === "hex-quantity")
+    return /^0x[0-9a-f]+$/i.test(value) && readHeight(value, encoding) === undefined;
+  return encoding === "decimal-string" && /^\d+$/.test(value) && readHeight(value, encoding) === undefined;
+}
+
 /** A height written in the registry's encoding, for a call that takes one (a range query's bounds). */
 export function encodeHeight(height: number, encoding: HeadEncoding): string | number {
   if (encoding === "hex-quantity") return `0x${height.toString(16)}`;

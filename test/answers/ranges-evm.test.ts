@@ -123,6 +123,18 @@ describe("a wide eth_getLogs is split across the label's nodes and merged in ord
     expect(await gw.metric("gateway_answer_rules_total", { label: "eth", rule: "range_split" })).toBe(2);
   });
 
+  it("a bound too large to read exactly (past 2^53) counts as wide as it is, not as a range the node clamps", async () => {
+    for (const node of nodes) node.calls.length = 0;
+    for (const toBlock of ["0x20000000000000", "0xffffffffffffffff"]) {
+      const huge = await getLogs({ fromBlock: "0x0", toBlock });
+      expect(huge.status, toBlock).toBe(413);
+      expect(huge.json).toMatchObject({
+        error: { data: { code: "BLOCK_RANGE_TOO_LARGE", refuseAbove: 5_000 } },
+      });
+    }
+    expect(nodes.flatMap(ranges)).toEqual([]);
+  });
+
   it("a range within the limit goes as sent, to one node", async () => {
     for (const node of nodes) node.calls.length = 0;
     const answer = await getLogs({ fromBlock: "0x64", toBlock: "0x12c", address: EMITTER });
