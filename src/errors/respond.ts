@@ -76,14 +76,27 @@ export function parserRefusal(code: string | undefined): string {
   return `HTTP/1.1 ${status} ${STATUS_CODES[status]}\r\nconnection: close\r\ncontent-length: 0\r\n\r\n`;
 }
 
-/** A CORS preflight: any origin may call with POST or GET and a JSON body (see ANY_ORIGIN). */
-export function preflight(res: ServerResponse): void {
+/** What a preflight allows when the browser asks for no header, or for a list that is not header names. */
+const PREFLIGHT_HEADERS = "content-type, accept, authorization";
+/** A list of header names (RFC 9110 tokens), as `Access-Control-Request-Headers` carries them. */
+const HEADER_NAMES = /^[!#$%&'*+.^_`|~0-9a-z-]+(?:[ \t]*,[ \t]*[!#$%&'*+.^_`|~0-9a-z-]+)*$/i;
+
+/**
+ * A CORS preflight: any origin may call with POST or GET and a JSON body (see ANY_ORIGIN), with whatever
+ * request headers its SDK sends: Stellar's sends X-Client-Name and X-Client-Version with every call, a
+ * tracer `traceparent`, a key whose owner requires a JWT `authorization` (docs/plans.md). The gateway
+ * forwards none of them to a node but those the registry names, so allowing them opens nothing.
+ */
+export function preflight(res: ServerResponse, requested: string | undefined): void {
+  const asked = requested?.trim() ?? "";
+  const allowed =
+    asked.length > 0 && asked.length <= 1024 && HEADER_NAMES.test(asked) ? asked : PREFLIGHT_HEADERS;
   res.writeHead(204, {
     ...ANY_ORIGIN,
     "access-control-allow-methods": "GET, POST",
-    // authorization: a key whose owner requires a JWT takes it as a bearer token (docs/plans.md)
-    "access-control-allow-headers": "content-type, accept, authorization",
+    "access-control-allow-headers": allowed,
     "access-control-max-age": "86400",
+    vary: "access-control-request-headers",
   });
   res.end();
 }

@@ -119,7 +119,7 @@ export class HttpExchange {
       this.#style = resolved.endpoint.family === "rest" ? "rest" : "jsonrpc";
       checkFraming(req);
       if (req.method === "OPTIONS") {
-        preflight(this.#res);
+        preflight(this.#res, req.headers["access-control-request-headers"]);
         this.#end();
         return;
       }

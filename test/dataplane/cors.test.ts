@@ -26,6 +26,26 @@ describe("CORS", () => {
     expect(node.requests).toHaveLength(0);
   });
 
+  it("allows the request headers the browser asks for, as SDKs send their own (Stellar's X-Client-Name)", async () => {
+    const asked = "content-type, x-client-name, x-client-version, traceparent";
+    const r = await gw.call("eth", `/${KEYS.all}/`, {
+      method: "OPTIONS",
+      headers: {
+        origin: "https://dapp.example",
+        "access-control-request-method": "POST",
+        "access-control-request-headers": asked,
+      },
+    });
+    expect(r.status).toBe(204);
+    expect(r.headers["access-control-allow-headers"]).toBe(asked);
+    // a list that is not header names gets the standard ones, not itself echoed
+    const odd = await gw.call("eth", `/${KEYS.all}/`, {
+      method: "OPTIONS",
+      headers: { "access-control-request-method": "POST", "access-control-request-headers": "a b, <c>" },
+    });
+    expect(odd.headers["access-control-allow-headers"]).toBe("content-type, accept, authorization");
+  });
+
   it("lets any origin read answers and errors", async () => {
     const ok = await gw.call("eth", `/${KEYS.all}/`, { body: rpcBody("eth_chainId") });
     expect(ok.headers["access-control-allow-origin"]).toBe("*");
