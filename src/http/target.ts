@@ -35,7 +35,24 @@ export function parseTarget(url: string, keyed: boolean | ((first: string) => bo
   const first = parts[0];
   const hasKey = typeof keyed === "function" ? first !== undefined && keyed(first) : keyed;
   const key = hasKey ? parts.shift() : undefined;
-  return { key, path: parts.length === 0 ? "/" : `/${parts.join("/")}`, segments: parts, query };
+  return {
+    key,
+    path: parts.length === 0 ? "/" : `/${parts.join("/")}`,
+    segments: parts,
+    query: key !== undefined && query.includes(key) ? withoutKey(query, key) : query,
+  };
+}
+
+/**
+ * The query without the parameters that carry the key: tools that append it as `?apikey=` would
+ * otherwise hand it to the node's operator, a third-party provider's among them.
+ */
+function withoutKey(query: string, key: string): string {
+  const kept = query
+    .slice(1)
+    .split("&")
+    .filter((parameter) => !parameter.includes(key));
+  return kept.length === 0 ? "" : `?${kept.join("&")}`;
 }
 
 /** The path's segments; "/", "/a" and "/a/" (a JSON-RPC call's "/<key>") are split without `split`. */

@@ -19,6 +19,10 @@ describe("the API key stays secret", () => {
     await gw.call("bsc", `/${KEYS.ethOnly}/`, { body: rpcBody("eth_blockNumber") });
     await gw.call("eth-archive", `/${KEYS.all}/`, { body: rpcBody("eth_blockNumber") });
     await gw.call("eth", `/${KEYS.all}/x/../y`, { body: rpcBody("eth_blockNumber") });
+    // tools that also append the key as a query parameter
+    await gw.call("eth", `/${KEYS.all}/?apikey=${KEYS.all}&trace=on&token=x${KEYS.all}y`, {
+      body: rpcBody("eth_blockNumber"),
+    });
   });
   afterAll(async () => {
     await gw?.close();
@@ -37,6 +41,8 @@ describe("the API key stays secret", () => {
       const seen = `${request.url} ${request.rawHeaders.join(" ")} ${request.body}`;
       expect(seen).not.toContain("FN");
     }
+    // what else the query said still goes
+    expect(node.requests.map((request) => request.url)).toContain("/?trace=on");
   });
 
   it("is in no error body", async () => {
