@@ -40,7 +40,7 @@ export async function runCluster(config: GatewayConfig, logger: Logger): Promise
       accountKeys: undefined,
       reload: (next) => primary.reload(next),
       close: async () => {
-        await primary.stop(config.limits.shutdownDelayMs);
+        await primary.stop(primary.serving.limits.shutdownDelayMs);
         await closeServer(operator);
       },
     };
@@ -57,6 +57,11 @@ class Primary {
   readonly #metrics: ClusterMetrics;
   /** The config a reload sent the workers; a worker started after a reload is sent it too. */
   #reloaded: GatewayConfig | undefined;
+
+  /** The config the workers serve: the last reloaded, else the one they started with. */
+  get serving(): GatewayConfig {
+    return this.#reloaded ?? this.#config;
+  }
   /** When workers exited, within the last minute: how long the next one waits to be started. */
   #exits: number[] = [];
   #stopping = false;

@@ -5,6 +5,7 @@ import cluster from "node:cluster";
 import { parseArgs } from "node:util";
 import { endpointsByLabel, registryStamp } from "../../generated/endpoints.js";
 import { ConfigError, loadConfig } from "../config/load.js";
+import { changedRestartOnly } from "../config/restart-only.js";
 import { EMBEDDED_CONFIG, gatewayVersion } from "../embedded.js";
 import { EXIT, exitOnStartFailure, loadConfigOrExit, onStopSignal } from "../lifecycle.js";
 import { createLogger } from "../log.js";
@@ -83,12 +84,25 @@ runProxy(config, logger).then((proxy) => {
   onStopSignal(() => proxy.close(), logger);
 }, exitOnStartFailure);
 
-/** SIGHUP: the config read again and, when valid, served; when not, the old one keeps serving. */
+/** The config the proxy serves: the one it started with, then each that a reload brought. */
+let served = config;
+
+/**
+ * SIGHUP: the config read again and, when valid, served; when not, the old one keeps serving. A change to
+ * a setting that takes a restart is named in a warning, so that "reloaded" never hides one that was not.
+ */
 function reload(proxy: RunningProxy): void {
   try {
-    proxy.reload(loadConfig(endpointsByLabel));
+    const next = loadConfig(endpointsByLabel);
+    proxy.reload(next);
+    const notApplied = changedRestartOnly(served, next);
+    served = next;
     reloadCounted("success");
     logger.log("info", "config reloaded", { file: process.env.GATEWAY_CONFIG || EMBEDDED_CONFIG });
+    if (notApplied.length > 0)
+      logger.log("warn", "config reloaded without these settings, which take a restart", {
+        settings: notApplied.join(", "),
+      });
   } catch (error) {
     if (!(error instanceof ConfigError)) throw error;
     reloadCounted("failure");

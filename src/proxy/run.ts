@@ -66,7 +66,12 @@ async function serveHere(config: GatewayConfig, logger: Logger): Promise<Running
   const registry = processRegistry(gateway.metrics);
   const readiness = new Readiness(gateway.upstreams);
   let operator: Server | undefined;
-  const reload = (next: GatewayConfig) => gateway.reload(next, keys.storeFor(next));
+  /** The config served: its `shutdownDelayMs` is the one a stop waits. */
+  let serving = config;
+  const reload = (next: GatewayConfig) => {
+    gateway.reload(next, keys.storeFor(next));
+    serving = next;
+  };
   if (cluster.isWorker)
     answerPrimary({
       upstreams: () => reportOf(gateway.upstreams),
@@ -98,7 +103,7 @@ async function serveHere(config: GatewayConfig, logger: Logger): Promise<Running
       // Not ready first, while the operator's listener still answers: a balancer stops sending, then
       // the public listener closes.
       readiness.stopping();
-      await delay(config.limits.shutdownDelayMs);
+      await delay(serving.limits.shutdownDelayMs);
       await gateway.close();
       await closeServer(operator);
       await Promise.all([keys.close(), shared.close()]);

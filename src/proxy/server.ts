@@ -173,7 +173,7 @@ export function createProxyServer(options: ProxyServerOptions): ProxyServer {
       }
       const closed = new Promise<void>((resolve) => server.close(() => resolve()));
       server.closeIdleConnections();
-      await drained([...servedConfigs], limits.drainTimeoutMs);
+      await drained([...servedConfigs], current.config.limits.drainTimeoutMs);
       server.closeAllConnections();
       await closed;
       await Promise.all([...servedConfigs].map((served) => served.upstreams.close()));

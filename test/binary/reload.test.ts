@@ -109,4 +109,29 @@ describe.each([1, 2])("SIGHUP reloads the deployment config (%i worker process(e
     expect(refusal).toMatch(/deployment\.yaml:9:/);
     expect(gateway.child.exitCode).toBe(null);
   }, 30_000);
+
+  it("names a changed setting that takes a restart, and the next stop waits the reloaded shutdownDelayMs", async () => {
+    const reloads = () => gateway.logs.filter((l) => l.includes('"msg":"config reloaded"')).length;
+    const before = reloads();
+    write(b.url, "limits: { shutdownDelayMs: 3000, keepAliveTimeoutMs: 1234 }");
+    gateway.child.kill("SIGHUP");
+    await eventually(() => reloads() > before, 3_000, "reloaded");
+    const restartOnly = () => gateway.logs.find((l) => l.includes("which take a restart"));
+    await eventually(() => restartOnly() !== undefined, 3_000, "the warning");
+    expect(restartOnly()).toContain('"settings":"limits.keepAliveTimeoutMs"');
+    // a stop now waits 3 s, serving, before the listener closes (it began at once with the first config's 0)
+    const stopping = performance.now();
+    gateway.child.kill("SIGTERM");
+    await new Promise((resolve) => setTimeout(resolve, 500));
+    const during = await request(`http://127.0.0.1:${gateway.port}/${KEY}/`, {
+      method: "POST",
+      dispatcher: agent,
+      headers: { host: "eth.gw.test", "content-type": "application/json" },
+      body: '{"jsonrpc":"2.0","id":1,"method":"eth_blockNumber","params":[]}',
+    });
+    expect(during.statusCode).toBe(200);
+    await during.body.dump();
+    await gateway.exited;
+    expect(performance.now() - stopping).toBeGreaterThanOrEqual(3_000);
+  }, 30_000);
 });
