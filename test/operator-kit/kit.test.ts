@@ -243,6 +243,33 @@ describe.skipIf(promtool.skip || redis.skip)("the kit against a live gateway", (
     expect(dashboard.length).toBeGreaterThan(30);
   });
 
+  it("every label a selector filters on is a label of that series: a filter on a label it lacks matches nothing", () => {
+    const labels = new Map<string, Set<string>>();
+    for (const line of scrape.split("\n")) {
+      const sample = /^([a-z_:][a-z0-9_:]*)\{([^}]*)\}/i.exec(line);
+      if (sample === null) continue;
+      const names = labels.get(sample[1] as string) ?? new Set<string>();
+      for (const pair of (sample[2] as string).matchAll(/([a-z_][a-z0-9_]*)="/gi))
+        names.add(pair[1] as string);
+      labels.set(sample[1] as string, names);
+    }
+    const { rules, dashboard } = expressions();
+    const wrong: string[] = [];
+    for (const expr of [...rules, ...dashboard])
+      for (const selector of expr.matchAll(/\b((?:gateway|nodejs|process)_[a-z0-9_]+)\{([^}]*)\}/g)) {
+        const name = selector[1] as string;
+        // histograms' series carry the family's labels under their own names
+        const known = labels.get(name) ?? labels.get(`${name}_bucket`) ?? new Set<string>();
+        for (const matcher of (selector[2] as string).matchAll(/([a-z_][a-z0-9_]*)\s*(?:=~|!~|!=|=)/gi)) {
+          const label = matcher[1] as string;
+          // job and instance are Prometheus' own, added at the scrape
+          if (label !== "job" && label !== "instance" && !known.has(label))
+            wrong.push(`${name} has no ${label}`);
+        }
+      }
+    expect([...new Set(wrong)]).toEqual([]);
+  });
+
   it("a real Prometheus scrapes it and counts the workload's requests, and loads the rules", async () => {
     await eventually(
       async () => (await query('up{job="gateway"}').catch(() => undefined)) === 1,
