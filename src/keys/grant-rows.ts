@@ -20,6 +20,7 @@ export interface GrantRow {
   revision: number;
   account_status: KeyGrant["accountStatus"] | null;
   settings: string | null;
+  quota_prefix: string | null;
 }
 
 /**
@@ -28,7 +29,8 @@ export interface GrantRow {
  */
 export function grantsChangedAfter(placeholder: "?" | "$1"): string {
   return `SELECT k.id, k.account_id, k.key_hash, k.prefix, k.plan, k.networks, k.archive, k.rate_per_second,
-         k.rate_burst, k.status, k.expires_at, k.revision, k.settings, a.status AS account_status
+         k.rate_burst, k.status, k.expires_at, k.revision, k.settings, k.quota_prefix,
+         a.status AS account_status
     FROM api_keys k JOIN accounts a ON a.id = k.account_id
    WHERE k.revision > ${placeholder} ORDER BY k.revision`;
 }
@@ -63,5 +65,6 @@ export function grantOf(row: GrantRow): KeyGrant {
     accountStatus: row.account_status ?? "closed",
     revision: row.revision,
     settings: row.settings === null ? undefined : (JSON.parse(row.settings) as KeySettings),
+    quotaScope: row.quota_prefix ?? row.prefix,
   };
 }

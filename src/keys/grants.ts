@@ -23,6 +23,8 @@ export interface KeyGrant {
   readonly revision: number;
   /** The owner's restrictions (keys/key-settings.ts); undefined when none. */
   readonly settings: KeySettings | undefined;
+  /** Whose quota the key spends: its prefix, or a rotated key's first predecessor's (Principal.quotaScope). */
+  readonly quotaScope: string;
 }
 
 /**

@@ -188,6 +188,7 @@ export class CachedKeyStore implements KeyStore {
         plan: grant.plan,
         rate: grant.rate ?? this.#defaultRate,
         accountId: `account:${grant.accountId}`,
+        quotaScope: grant.quotaScope,
         rules: KeyRules.of(grant.settings),
       },
     });

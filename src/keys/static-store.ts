@@ -13,6 +13,7 @@ export class StaticKeyStore implements KeyStore {
       this.#byDigest.set(keyHash(entry.key), {
         keyId,
         accountId: keyId,
+        quotaScope: keyId,
         rules: KeyRules.of(entry.settings),
         networks: entry.networks === "*" ? "*" : new Set(entry.networks),
         archive: entry.archive ?? true,

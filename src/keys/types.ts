@@ -19,6 +19,11 @@ export interface Principal {
    * without an account (the deployment config's).
    */
   readonly accountId: string;
+  /**
+   * Who a plan's quota counts against when it is per key: the key's id, or for a key that replaced another
+   * by rotation the first key's of its line, so that rotating does not bring a fresh allowance.
+   */
+  readonly quotaScope: string;
   /** What the key's owner restricted it to (keys/key-settings.ts); undefined when nothing. */
   readonly rules: KeyRules | undefined;
 }

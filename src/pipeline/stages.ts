@@ -199,7 +199,7 @@ export class Stages {
     const plan = admitted.plan;
     const principal = admitted.principal;
     if (plan === undefined || principal === undefined || !plan.hasQuota || units <= 0) return undefined;
-    const scope = plan.quotaPer === "account" ? principal.accountId : principal.keyId;
+    const scope = plan.quotaPer === "account" ? principal.accountId : principal.quotaScope;
     const hold = new QuotaHold(this.#quotas, scope, principal, plan, units);
     const decided = this.#quotas.take(scope, hold.limits, units, plan.computeUnitRate.perSecond);
     if (decided instanceof Promise) return decided.then((decision) => hold.granted(decision));

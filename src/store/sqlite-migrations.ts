@@ -130,6 +130,8 @@ const MIGRATIONS: readonly string[] = [
      count INTEGER NOT NULL DEFAULT 0,
      PRIMARY KEY (key_prefix, day, label, code)
    ) WITHOUT ROWID;`,
+  // A rotated key spends the quota of the first key of its line: rotation is not a new allowance.
+  "ALTER TABLE api_keys ADD COLUMN quota_prefix TEXT",
 ];
 
 /** Applies the migrations this database has not seen, each in its own transaction. */

@@ -4,6 +4,7 @@ import type { KeyStore, Principal } from "../../src/keys/types.js";
 
 const principal = (keyId: string): Principal => ({
   keyId,
+  quotaScope: keyId,
   networks: "*",
   archive: false,
   plan: "shared",

@@ -158,6 +158,7 @@ describe("a quota per account", () => {
     const node = await startLoopbackNode(jsonRpcResponder({ eth_blockNumber: "0x10" }));
     const team = (keyId: string, accountId: string): Principal => ({
       keyId,
+      quotaScope: keyId,
       accountId,
       networks: "*",
       archive: false,

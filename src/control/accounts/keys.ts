@@ -2,7 +2,7 @@ import type { RateSpec } from "../../config/types.js";
 import { GatewayError } from "../../errors/table.js";
 import { keyHash } from "../../keys/digest.js";
 import { newApiKey } from "../../keys/issue.js";
-import { checkedSettings } from "../../keys/key-settings.js";
+import { checkedSettings, type KeySettings } from "../../keys/key-settings.js";
 import type { Plan } from "../../keys/types.js";
 import type { Endpoint } from "../../registry/types.js";
 import { type GatewayOrigin, keyEndpoints } from "../endpoint-urls.js";
@@ -20,6 +20,9 @@ export interface IssueOptions {
   readonly expiresAt?: number;
   /** The key's own rate; the proxies' `defaultRate` without one. */
   readonly rate?: RateSpec;
+  /** A rotation's: the replaced key's settings and the prefix whose quota it spends. */
+  readonly settings?: KeySettings;
+  readonly quotaPrefix?: string;
 }
 
 const PREFIX_LENGTH = 10;
@@ -177,6 +180,9 @@ export class Keys {
         plan: old.plan,
         archive: old.archive,
         ...(old.expiresAt === undefined ? {} : { expiresAt: old.expiresAt }),
+        // the same key to its owner: its locks hold, and it goes on spending the same quota
+        settings: old.settings,
+        quotaPrefix: old.quotaPrefix,
       },
       old.rate,
     );
@@ -202,6 +208,8 @@ export class Keys {
       archive: options.archive ?? true,
       ...(rate === undefined ? {} : { rate }),
       ...(options.expiresAt === undefined ? {} : { expiresAt: options.expiresAt }),
+      ...(options.settings === undefined ? {} : { settings: options.settings }),
+      ...(options.quotaPrefix === undefined ? {} : { quotaPrefix: options.quotaPrefix }),
     };
     const record = await this.#context.store.insertKey(spec, this.#context.now());
     await this.#context.onChange();

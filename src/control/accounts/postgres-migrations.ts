@@ -95,6 +95,8 @@ const MIGRATIONS: readonly string[] = [
      count BIGINT NOT NULL DEFAULT 0,
      PRIMARY KEY (key_prefix, day, label, code)
    );`,
+  // A rotated key spends the quota of the first key of its line: rotation is not a new allowance.
+  "ALTER TABLE api_keys ADD COLUMN quota_prefix TEXT",
 ];
 
 // Any constant: the lock that keeps two control planes starting at once from migrating twice.

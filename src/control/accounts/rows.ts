@@ -29,6 +29,7 @@ export interface KeyRow {
   replaced_by: number | null;
   revision: number;
   settings: string | null;
+  quota_prefix: string | null;
 }
 
 export function toAccount(row: AccountRow): Account {
@@ -53,12 +54,13 @@ export function toKey(row: KeyRow): KeyRecord {
     expiresAt: row.expires_at ?? undefined,
     replacedBy: row.replaced_by ?? undefined,
     settings: row.settings === null ? {} : (JSON.parse(row.settings) as KeySettings),
+    quotaPrefix: row.quota_prefix ?? row.prefix,
   };
 }
 
 /** The columns a new key's row is inserted with, in the order of `newKeyValues`. */
 export const NEW_KEY_COLUMNS =
-  "account_id,key_hash,prefix,plan,networks,archive,rate_per_second,rate_burst,status,created_at,expires_at,revision";
+  "account_id,key_hash,prefix,plan,networks,archive,rate_per_second,rate_burst,status,created_at,expires_at,revision,settings,quota_prefix";
 
 /** A new key's row, as both stores write it. */
 export function newKeyValues(key: NewKey, now: number, revision: number): unknown[] {
@@ -75,6 +77,8 @@ export function newKeyValues(key: NewKey, now: number, revision: number): unknow
     now,
     key.expiresAt ?? null,
     revision,
+    settingsText(key.settings ?? {}),
+    key.quotaPrefix ?? null,
   ];
 }
 

@@ -41,6 +41,8 @@ export interface KeyRecord {
   readonly replacedBy: number | undefined;
   /** What its owner restricted it to (keys/key-settings.ts); `{}` for nothing. */
   readonly settings: KeySettings;
+  /** Whose quota the key spends: its own prefix, or for a rotated key the first key's of its line. */
+  readonly quotaPrefix: string;
 }
 
 export interface NewKey {
@@ -52,6 +54,10 @@ export interface NewKey {
   readonly archive: boolean;
   readonly rate?: RateSpec;
   readonly expiresAt?: number;
+  /** A rotated key's: what its owner restricted the key it replaces to. */
+  readonly settings?: KeySettings;
+  /** A rotated key's: the prefix whose quota it spends (KeyRecord.quotaPrefix of the key it replaces). */
+  readonly quotaPrefix?: string;
 }
 
 export type TokenPurpose = "confirm" | "login" | "session";

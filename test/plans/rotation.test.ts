@@ -1,0 +1,86 @@
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import type { PlanSpec } from "../../src/config/types.js";
+import { type AccountsFixture, STORES, startAccounts } from "../accounts/helpers.js";
+import { type RunningGateway, rpcBody, startGateway, TEST_PLANS } from "../support/gateway.js";
+import { jsonRpcResponder, type LoopbackNode, startLoopbackNode } from "../support/loopback-node.js";
+import { keyIn, type SmtpCapture, startSmtp, tokenIn } from "../support/smtp.js";
+
+// A rotated key is the same key to its owner (docs/accounts.md): a new secret, with the locks its owner
+// set and the quota it had spent. A rotation that dropped them would turn a leaked key's replacement into
+// an unlocked one, and give a spent quota a fresh allowance as often as the owner rotates.
+describe.each(STORES)("a rotated key (%s store)", (store) => {
+  let smtp: SmtpCapture;
+  let fx: AccountsFixture;
+  let node: LoopbackNode;
+  let gw: RunningGateway;
+  let session = "";
+  const email = "rotating@example.com";
+
+  beforeAll(async () => {
+    smtp = await startSmtp();
+    fx = await startAccounts({ rotationGraceSeconds: 3600 }, smtp.port, store);
+    node = await startLoopbackNode(jsonRpcResponder({ eth_blockNumber: "0x2a", eth_chainId: "0x1" }));
+    gw = await startGateway({
+      upstreams: { eth: [node.url] },
+      keyStore: fx.accounts.keys,
+      // eth_blockNumber costs 10 compute units: 3 calls a day
+      plans: { ...TEST_PLANS, shared: { ...(TEST_PLANS.shared as PlanSpec), dailyQuota: 30 } },
+    });
+    const confirmation = smtp.next(email);
+    await fx.api("POST", "/v1/signup", { email });
+    session = (await fx.api("POST", "/v1/confirm", { token: tokenIn(await confirmation) })).json.session;
+  });
+  afterAll(async () => {
+    await gw?.close();
+    await node?.close();
+    await fx?.close();
+    await smtp?.close();
+  });
+
+  const order = async () => {
+    const delivery = smtp.next(email);
+    const ordered = await fx.api("POST", "/v1/orders", { network: "eth" }, session);
+    expect(ordered.status).toBe(201);
+    return { id: ordered.json.key.id as number, key: keyIn(await delivery) };
+  };
+  const rotate = async (id: number) => {
+    const delivery = smtp.next(email);
+    const rotated = await fx.api("POST", `/v1/keys/${id}/rotate`, undefined, session);
+    expect(rotated.status).toBe(201);
+    return { id: rotated.json.key.id as number, key: keyIn(await delivery), view: rotated.json.key };
+  };
+  const call = (key: string, headers: Record<string, string> = {}) =>
+    gw.call("eth", `/${key}`, { body: rpcBody("eth_blockNumber"), headers });
+
+  it("keeps the locks its owner set", async () => {
+    const old = await order();
+    const settings = { methods: ["eth_blockNumber"], origins: ["https://app.example.com"] };
+    expect((await fx.api("PUT", `/v1/keys/${old.id}/settings`, settings, session)).status).toBe(200);
+    const next = await rotate(old.id);
+    expect(next.view.settings).toEqual(settings);
+    await fx.accounts.keys.refresh();
+    const refused = await call(next.key, { origin: "https://elsewhere.example" });
+    expect(refused.status).toBe(403);
+    expect(JSON.stringify(refused.json)).toContain('"setting":"origins"');
+    expect((await call(next.key, { origin: "https://app.example.com" })).status).toBe(200);
+  });
+
+  it("goes on spending the quota of the key it replaced, through every rotation", async () => {
+    const first = await order();
+    expect((await call(first.key)).status).toBe(200); // 10
+    expect((await call(first.key)).status).toBe(200); // 20
+    const second = await rotate(first.id);
+    await fx.accounts.keys.refresh();
+    expect((await call(second.key)).status).toBe(200); // 30: the day's quota is spent
+    expect((await call(second.key)).status).toBe(402);
+    const third = await rotate(second.id);
+    await fx.accounts.keys.refresh();
+    expect((await call(third.key)).status).toBe(402);
+    // the old keys, still in their grace period, spend the same quota
+    expect((await call(first.key)).status).toBe(402);
+    // another key of the account has its own
+    const other = await order();
+    await fx.accounts.keys.refresh();
+    expect((await call(other.key)).status).toBe(200);
+  });
+});
