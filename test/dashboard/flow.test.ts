@@ -294,6 +294,22 @@ describe.skipIf(chromium.skip)("the dashboard, in Chromium", () => {
     expect(await page.locator("#account-email").textContent()).toBe("");
     expect(await page.locator("#sign-out").isVisible()).toBe(false);
   });
+
+  it("a visitor past the sign-in rate is told how long to wait", async () => {
+    // a deployment of one sign-up or sign-in an IP a while
+    const strict = await startAccounts({ signupRatePerIp: { perSecond: 1 / 600, burst: 1 } });
+    try {
+      await page.goto(strict.origin);
+      await expect.poll(() => page.getByLabel("E-mail address").count()).toBe(1);
+      await page.getByLabel("E-mail address").fill(EMAIL);
+      await page.getByRole("button", { name: "Sign in" }).click();
+      await expect.poll(status).toContain("Sign-in e-mail sent");
+      await page.getByRole("button", { name: "Sign in" }).click();
+      await expect.poll(status).toMatch(/^Request rate limit exceeded\. Try again in 10 minutes\.$/);
+    } finally {
+      await strict.close();
+    }
+  });
 });
 
 /** The accounts section a proxy reads the fixture's store with: the defaults, on its store, flushing often. */

@@ -225,6 +225,15 @@ describe.skipIf(chromium.skip)("the overview and key settings, in Chromium", () 
     expect(await page.locator("#status").textContent()).toBe("");
     expect(await violations(page)).toEqual([]);
     await page.screenshot({ path: join(ARTIFACTS, "settings.png"), fullPage: true });
+    // a JWT key the API refuses is named by its place among the keys, not as an object
+    await page.getByLabel("Allowed client IPs").fill("");
+    await page
+      .getByLabel("JWT public keys")
+      .fill("-----BEGIN PUBLIC KEY-----\nAAAA\n-----END PUBLIC KEY-----");
+    await page.getByRole("button", { name: "Save settings" }).click();
+    await expect.poll(() => page.locator("#settings-problem").textContent()).toContain("Key 1: not");
+    expect(await page.locator("#settings-problem").textContent()).not.toContain("[object");
+    await page.getByLabel("JWT public keys").fill("");
     // nothing was changed by the refused save
     expect((await call("eth_blockNumber")).status).toBe(200);
   });

@@ -53,7 +53,9 @@ async function api(method, path, body) {
   });
   const json = await response.json().catch(() => ({}));
   if (!response.ok) {
-    const error = new Error(json.error?.message ?? `HTTP ${response.status}`);
+    const wait = waitText(json.error?.retryAfter);
+    const message = json.error?.message ?? `HTTP ${response.status}`;
+    const error = new Error(wait === "" ? message : `${message}. Try again in ${wait}.`);
     error.code = json.error?.code;
     error.status = response.status;
     // a REST error's members: `field` and `reason` say which input was wrong
@@ -61,6 +63,15 @@ async function api(method, path, body) {
     throw error;
   }
   return json;
+}
+
+/** A refusal's `retryAfter` seconds, as a person reads them: "40 seconds", "4 minutes"; "" without one. */
+function waitText(seconds) {
+  if (!Number.isFinite(seconds) || seconds <= 0) return "";
+  if (seconds < 90) return `${Math.ceil(seconds)} second${Math.ceil(seconds) === 1 ? "" : "s"}`;
+  const minutes = Math.ceil(seconds / 60);
+  if (minutes < 90) return `${minutes} minutes`;
+  return `${Math.ceil(minutes / 60)} hours`;
 }
 
 function show(title, ...content) {

@@ -231,7 +231,13 @@ async function settingsView(id) {
           const area = name === undefined ? null : document.getElementById(`setting-${name}`);
           if (area === null || error.data?.reason === undefined) return showProblem(null, error.message);
           const entry = index === undefined ? undefined : body[name]?.[Number(index)];
-          const where = entry === undefined ? "" : `Line ${Number(index) + 1}, “${entry}”: `;
+          // a JWT key is a {pem} and many lines long: it is named by its place among the keys
+          const where =
+            entry === undefined
+              ? ""
+              : typeof entry === "string"
+                ? `Line ${Number(index) + 1}, “${entry}”: `
+                : `Key ${Number(index) + 1}: `;
           showProblem(area, `${where}not ${error.data.reason}.`);
         }
       },
