@@ -173,6 +173,13 @@ describe.skipIf(chromium.skip)("the overview and key settings, in Chromium", () 
       "HTTP_METHOD_NOT_ALLOWEDThe HTTP method is not allowed on this path1",
     );
     expect(await page.locator("#slowest").textContent()).toContain("other (refused calls)");
+    // each meter and link is named by its key, so a screen reader's list of them tells them apart
+    const names = await page
+      .locator("main meter, main a")
+      .evaluateAll((all) => all.map((e) => e.getAttribute("aria-label") ?? e.textContent));
+    expect(names.length).toBeGreaterThan(3);
+    expect(new Set(names).size).toBe(names.length);
+    expect(await today.getAttribute("aria-label")).toMatch(/^Today: compute units used by key FN\w+…$/);
     expect(await violations(page)).toEqual([]);
     await page.screenshot({ path: join(ARTIFACTS, "overview.png"), fullPage: true });
   });

@@ -74,6 +74,11 @@ function waitText(seconds) {
   return `${Math.ceil(minutes / 60)} hours`;
 }
 
+/** A key as a control's name says it: "key FNAav3shaY…". */
+function ofKey(key) {
+  return `key ${key.prefix}…`;
+}
+
 function show(title, ...content) {
   document.title = `${title}: Node gateway`;
   main.replaceChildren(el("h1", {}, title), ...content.flat());
@@ -210,13 +215,42 @@ async function keysView() {
           el(
             "div",
             { class: "actions" },
-            el("a", { href: `#/keys/${key.id}/endpoints` }, "Endpoints"),
-            el("a", { href: `#/keys/${key.id}/usage` }, "Usage"),
-            key.status === "active" ? el("a", { href: `#/keys/${key.id}/settings` }, "Settings") : [],
+            // every row has these: a screen reader's list of controls tells them apart by the key
+            el(
+              "a",
+              { href: `#/keys/${key.id}/endpoints`, "aria-label": `Endpoints of ${ofKey(key)}` },
+              "Endpoints",
+            ),
+            el("a", { href: `#/keys/${key.id}/usage`, "aria-label": `Usage of ${ofKey(key)}` }, "Usage"),
+            key.status === "active"
+              ? el(
+                  "a",
+                  { href: `#/keys/${key.id}/settings`, "aria-label": `Settings of ${ofKey(key)}` },
+                  "Settings",
+                )
+              : [],
             key.status === "active"
               ? [
-                  el("button", { type: "button", class: "quiet", onclick: () => rotate(key) }, "Rotate"),
-                  el("button", { type: "button", class: "danger", onclick: () => revoke(key) }, "Revoke"),
+                  el(
+                    "button",
+                    {
+                      type: "button",
+                      class: "quiet",
+                      onclick: () => rotate(key),
+                      "aria-label": `Rotate ${ofKey(key)}`,
+                    },
+                    "Rotate",
+                  ),
+                  el(
+                    "button",
+                    {
+                      type: "button",
+                      class: "danger",
+                      onclick: () => revoke(key),
+                      "aria-label": `Revoke ${ofKey(key)}`,
+                    },
+                    "Revoke",
+                  ),
                 ]
               : [],
           ),

@@ -2,7 +2,7 @@
 // app.js, which loads after this file and shares its functions (el, api, show, labelled, say): docs/plans.md.
 
 /** A meter of `value` against `max` compute units, with its numbers as text; no meter without a quota. */
-function quotaMeter(label, value, max) {
+function quotaMeter(label, value, max, prefix) {
   if (!max) return el("p", { class: "meter-line" }, `${label}: ${value.toLocaleString("en")} CU (no quota)`);
   const share = Math.min(100, Math.round((value / max) * 100));
   return el(
@@ -20,7 +20,7 @@ function quotaMeter(label, value, max) {
       high: String(Math.round(max * 0.95)),
       optimum: "0",
       value: String(Math.min(value, max)),
-      "aria-label": `${label} compute units used`,
+      "aria-label": `${label}: compute units used by key ${prefix}…`,
       "data-used": String(value),
       "data-quota": String(max),
     }),
@@ -72,8 +72,8 @@ async function overviewView() {
       "section",
       { class: "card", "data-key-id": key.id, "aria-labelledby": `key-${key.id}` },
       el("h2", { id: `key-${key.id}` }, el("code", {}, `${key.prefix}…`), ` ${key.plan} plan`),
-      quotaMeter("Today", key.today.units, key.quota.daily),
-      quotaMeter("This month", key.month.units, key.quota.monthly),
+      quotaMeter("Today", key.today.units, key.quota.daily, key.prefix),
+      quotaMeter("This month", key.month.units, key.quota.monthly, key.prefix),
       key.quota.per === "account"
         ? el("p", { class: "note" }, "This plan's quotas count every key of your account on it together.")
         : [],
@@ -91,8 +91,16 @@ async function overviewView() {
       el(
         "p",
         { class: "actions" },
-        el("a", { href: `#/keys/${key.id}/settings` }, "Settings"),
-        el("a", { href: `#/keys/${key.id}/usage` }, "Usage by day"),
+        el(
+          "a",
+          { href: `#/keys/${key.id}/settings`, "aria-label": `Settings of key ${key.prefix}…` },
+          "Settings",
+        ),
+        el(
+          "a",
+          { href: `#/keys/${key.id}/usage`, "aria-label": `Usage by day of key ${key.prefix}…` },
+          "Usage by day",
+        ),
       ),
     ),
   );
