@@ -219,10 +219,11 @@ describe.skipIf(chromium.skip)("the dashboard, in Chromium", () => {
       new Date().toISOString().slice(0, 10),
       "eth",
       "1",
+      "10", // compute units: eth_blockNumber's (docs/compute-units.md)
       "0",
     ]);
     expect(await page.locator(".chart svg").getAttribute("aria-label")).toContain("1 call, 0 errors");
-    expect(await page.locator("main > p").first().textContent()).toContain(": 1 call, 0 errors.");
+    expect(await page.locator("main > p").first().textContent()).toContain(": 1 call, 10 CU, 0 errors.");
     // every label inside the chart's box: the last day's ran past its right edge
     const outside = await page.evaluate<string[]>(`(() => {
       const svg = document.querySelector(".chart svg");

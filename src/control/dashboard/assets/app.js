@@ -472,13 +472,14 @@ async function usageView(id) {
   }
   const title = id === undefined ? "Usage of all your keys" : `Usage of ${report.key.prefix}…`;
   // the all-keys report names each row's key; days are UTC days
-  const columns = [...(id === undefined ? ["Key"] : []), "Day (UTC)", "Network", "Calls", "Errors"];
+  // compute units beside calls: what the plan's quotas count, and what the customer pays for
+  const columns = [...(id === undefined ? ["Key"] : []), "Day (UTC)", "Network", "Calls", "CU", "Errors"];
   show(
     title,
     el(
       "p",
       {},
-      `${report.from} to ${report.to}: ${counted(report.total.calls, "call")}, ${counted(report.total.errors, "error")}.`,
+      `${report.from} to ${report.to}: ${counted(report.total.calls, "call")}, ${report.total.units.toLocaleString("en")} CU, ${counted(report.total.errors, "error")}.`,
     ),
     el("div", { class: "chart" }, chart(everyDay(report.from, report.to, days))),
     el(
@@ -500,6 +501,7 @@ async function usageView(id) {
                 el("td", { class: "nowrap" }, row.day),
                 el("td", {}, row.label),
                 el("td", {}, row.calls),
+                el("td", {}, row.units.toLocaleString("en")),
                 el("td", {}, row.errors),
               ]),
             ),
