@@ -34,7 +34,7 @@ export const ERRORS = {
     message: "Send the body as Content-Type: application/json",
   },
   METHOD_NOT_FOUND: { status: 403, rpc: -32601, message: "The method is not available on this network" },
-  METHOD_NOT_ON_PLAN: { status: 403, rpc: -32042, message: "The method is disabled on the shared plan" },
+  METHOD_NOT_ON_PLAN: { status: 403, rpc: -32042, message: "The method is not on the API key's plan" },
   WEBSOCKET_ONLY: { status: 400, rpc: -32043, message: "The method is served over WebSocket only" },
   DEDICATED_ONLY_INTERFACE: {
     status: 403,
