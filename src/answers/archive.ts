@@ -2,7 +2,7 @@ import type { ServerResponse } from "node:http";
 import { rpcErrorJson, sendJson } from "../errors/respond.js";
 import { GatewayError } from "../errors/table.js";
 import type { CallerSide } from "../http/client-gone.js";
-import { withRequestId } from "../http/request-id.js";
+import { requestIdOf, withRequestId } from "../http/request-id.js";
 import type { PassedCall } from "../jsonrpc/check.js";
 import type { WholeAnswer } from "../upstream/buffered-answer.js";
 import type { UpstreamFields } from "../upstream/call-run.js";
@@ -131,7 +131,8 @@ function relayBatchByTier(
     const group = tier.archiveGroup;
     if (!tier.mayArchive || group === undefined) {
       call.group.answers.add("archive_required");
-      for (const c of refused) replaceAnswer(answers, c, JSON.parse(refusal(tier, c)) as unknown);
+      const requestId = requestIdOf(res);
+      for (const c of refused) replaceAnswer(answers, c, JSON.parse(refusal(tier, c, requestId)) as unknown);
       note.tier = "full";
       sendJson(res, 200, JSON.stringify(answers), { [TIER_HEADER]: "full" });
       return done();
@@ -160,9 +161,10 @@ function missingIn(answers: readonly unknown[], call: PassedCall, tier: TierPlan
   return tier.missingState.some((wanted) => text.includes(wanted));
 }
 
-function refusal(tier: TierPlan, call: PassedCall): string {
+/** A batch's call refused as ARCHIVE_REQUIRED, naming the request's id as every refusal does. */
+function refusal(tier: TierPlan, call: PassedCall, requestId: string | undefined): string {
   const error = archiveRequired(tier);
-  return rpcErrorJson("ARCHIVE_REQUIRED", call.id ?? "null", error.detail);
+  return rpcErrorJson("ARCHIVE_REQUIRED", call.id ?? "null", error.detail, requestId);
 }
 
 function archiveRequired(tier: TierPlan): GatewayError {

@@ -111,6 +111,12 @@ describe("archive reads reach archive nodes, for keys with archive access only (
       { id: 2, result: "0x1" },
       { id: 3, error: { code: -32045 } },
     ]);
+    // each refusal names the request, as every refusal does
+    const requestId = refused.headers["x-request-id"];
+    expect(requestId).toBeTruthy();
+    expect((refused.json as { error?: { data: { requestId?: string } } }[])[0]?.error?.data.requestId).toBe(
+      requestId,
+    );
     expect(refused.text).not.toContain("BlockOutOfRangeError");
     expect(balanceCalls(archiveNode)).toBe(archiveBefore + 2);
   });
