@@ -62,6 +62,11 @@ export interface Authorized {
   readonly route: string | undefined;
   readonly batch: number | undefined;
   readonly refused: number | undefined;
+  /**
+   * A JSON-RPC batch's calls that passed, by their id tokens (notifications have none): an error of the
+   * whole batch from a later stage (a rate, a quota, no node) answers each of them with it.
+   */
+  readonly batchIds?: readonly string[] | undefined;
 }
 
 /** The upstream request a family built: the caller's path below the key and only allow-listed headers. */

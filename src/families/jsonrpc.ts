@@ -148,6 +148,7 @@ class JsonRpcRequest implements RoutedRequest {
       route: undefined,
       batch: checked.length,
       refused: refused.length,
+      batchIds: passed.flatMap((call) => (call.id === undefined ? [] : [call.id])),
     };
   }
 }

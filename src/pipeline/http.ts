@@ -6,13 +6,13 @@ import { relaySplit } from "../answers/range-split.js";
 import { relayCachedBatch } from "../cache/batch-cached.js";
 import { relayCached } from "../cache/relay-cached.js";
 import type { Limits } from "../config/types.js";
-import { type ErrorStyle, preflight, sendError, sendJson } from "../errors/respond.js";
+import { type ErrorStyle, errorBody, preflight, sendError, sendJson } from "../errors/respond.js";
 import { type ErrorCode, GatewayError } from "../errors/table.js";
 import type { Authorized, Outgoing, RoutedRequest } from "../families/family.js";
 import { collectBody, unreadBodyTooLarge } from "../http/body.js";
 import { clientGone } from "../http/client-gone.js";
 import { checkFraming } from "../http/framing.js";
-import { requestIdFor, tagResponse } from "../http/request-id.js";
+import { requestIdFor, requestIdOf, tagResponse } from "../http/request-id.js";
 import { mergeBatchAnswer } from "../jsonrpc/merge.js";
 import type { UsageRecorder } from "../keys/usage.js";
 import { AccessLine, type Logger } from "../log.js";
@@ -81,6 +81,8 @@ export class HttpExchange {
   #archiveEndpoint = false;
   /** The compute units reserved against the key's quota (stage 5), settled at the end. */
   #quota: QuotaHold | undefined = undefined;
+  /** A JSON-RPC batch once read: its refusals, and the ids of its calls that passed (Authorized.batchIds). */
+  #batch: Authorized | undefined = undefined;
   /** The socket's bytes written before this request's answer (a keep-alive socket carries many). */
   readonly #writtenBefore: number;
   /** How a refusal is written: REST-style until the endpoint and then its mount say otherwise. */
@@ -155,6 +157,7 @@ export class HttpExchange {
       this.#requestBytes = body.length;
       const authorized = routed.authorize(body); // 4
       replyId = authorized.replyId;
+      if (authorized.batchIds !== undefined) this.#batch = authorized;
       this.#note(authorized);
       this.#unitRules = mounted.mount.policy.computeUnits;
       this.#archiveEndpoint = mounted.admitted.endpoint.nodeClass === "archive";
@@ -352,6 +355,15 @@ export class HttpExchange {
     if (closed) return;
     if (error.code === "BODY_TOO_LARGE" || unreadBodyTooLarge(this.#req, this.#limits.maxBodyBytes))
       res.shouldKeepAlive = false;
+    const batch = this.#batch;
+    if (batch !== undefined && !res.headersSent) {
+      // A batch's clients (ethers, viem) read an array by id: each call gets the error, the refused ones
+      // their own refusals, with the status and headers (Retry-After) of the error.
+      const requestId = requestIdOf(res);
+      const each = (batch.batchIds ?? []).map((id) => errorBody(error, "jsonrpc", id, requestId));
+      sendJson(res, error.status, `[${[...(batch.refusals ?? []), ...each].join(",")}]`, error.headers);
+      return;
+    }
     sendError(res, error, this.#style, replyId);
   }
 

@@ -52,9 +52,13 @@ describe("rate limits", () => {
     const over = await gw.call("eth", `/${BATCH_KEY}/`, { body: batch(4) });
     expect(over.status).toBe(413);
     expect(over.headers["retry-after"]).toBeUndefined();
-    expect(over.json).toMatchObject({
-      error: { code: -32005, data: { code: "REQUEST_OVER_BURST", cost: 4, burst: 3, unit: "calls" } },
-    });
+    // a batch's clients read an array by id: each call gets the error
+    expect(over.json).toMatchObject(
+      [1, 2, 3, 4].map((id) => ({
+        id,
+        error: { code: -32005, data: { code: "REQUEST_OVER_BURST", cost: 4, burst: 3, unit: "calls" } },
+      })),
+    );
     expect(node.requests.length).toBe(before);
     // it took nothing from the bucket: a batch the burst holds goes through at once
     const within = await gw.call("eth", `/${BATCH_KEY}/`, { body: batch(3) });

@@ -123,6 +123,26 @@ describe("quotas in compute units", () => {
     for (let i = 0; i < 5; i++) expect((await send(NARROW, "eth_blockNumber")).status).toBe(200);
   });
 
+  it("a batch the quota cannot hold is refused call by call, each by its id, with the quota's status", async () => {
+    // 90 of DAILY_TOO's 100 compute units are left after the first test; the calls that pass cost 10 + 75 + 10
+    const batch = JSON.stringify([
+      { jsonrpc: "2.0", id: "a", method: "eth_blockNumber", params: [] },
+      { jsonrpc: "2.0", id: 7, method: "eth_getLogs", params: [{ fromBlock: "0x1", toBlock: "0x2" }] },
+      { jsonrpc: "2.0", method: "eth_blockNumber", params: [] },
+      { jsonrpc: "2.0", id: 9, method: "admin_peers", params: [] },
+    ]);
+    const refused = await gw.call("eth", `/${DAILY_TOO}`, { body: batch });
+    expect(refused.status).toBe(402);
+    expect(refused.headers["retry-after"]).toBeDefined();
+    const answers = refused.json as { id: unknown; error: { data: { code: string } } }[];
+    // the call refused on its own keeps its own refusal; the notification gets no answer
+    expect(answers.map((a) => [a.id, a.error.data.code])).toEqual([
+      [9, "METHOD_NOT_FOUND"],
+      ["a", "QUOTA_EXCEEDED"],
+      [7, "QUOTA_EXCEEDED"],
+    ]);
+  });
+
   it("a month's quota resets on the first of next month; a REST-style body before the network is known", async () => {
     for (let i = 0; i < 3; i++) expect((await send(MONTHLY, "eth_blockNumber")).status).toBe(200);
     const refused = await send(MONTHLY, "eth_blockNumber");
