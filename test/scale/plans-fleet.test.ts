@@ -209,7 +209,11 @@ describe.skipIf(binaries.skip)("plans across three proxies on PostgreSQL and Red
     expect(sent).toHaveLength(2);
     expect(sent.every((m) => m.to.includes("plans@example.com"))).toBe(true);
     expect(sent.some((m) => m.body.includes("used 80% of the daily quota"))).toBe(true);
-    expect(sent.some((m) => m.body.includes("is spent: calls are refused with HTTP 402"))).toBe(true);
+    expect(
+      sent.some((m) =>
+        m.body.includes("is reached: calls that cost more than what is left of it are refused with HTTP 402"),
+      ),
+    ).toBe(true);
     expect(sent.every((m) => !m.body.includes(key))).toBe(true);
   });
 });

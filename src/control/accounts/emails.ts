@@ -57,9 +57,7 @@ export function keyEmail(
 ): Email {
   const networks = record.networks === "*" ? "every network" : record.networks.join(", ");
   const until =
-    record.expiresAt === undefined
-      ? "until you revoke it"
-      : `until ${new Date(record.expiresAt).toISOString()}`;
+    record.expiresAt === undefined ? "until you revoke it" : `until ${readableTime(record.expiresAt)}`;
   return {
     subject: keySubject(occasion),
     text: `Your API key (${record.plan} plan, ${networks}, valid ${until}):\n\n  ${key}\n\n${endpointLines(endpoints)}Keep it secret. It is shown in this e-mail only; you can rotate or revoke it at any time.\n`,
@@ -73,7 +71,7 @@ function keySubject(occasion: KeyOccasion): string {
     case "order":
       return `Your ${occasion.plan} node key for ${occasion.network}`;
     case "rotation":
-      return `Your rotated key (${occasion.oldPrefix}… works until ${new Date(occasion.graceEnds).toISOString()})`;
+      return `Your rotated key (${occasion.oldPrefix}… works until ${readableTime(occasion.graceEnds)})`;
   }
 }
 
@@ -95,17 +93,23 @@ function endpointLines(endpoints: readonly NetworkEndpoints[]): string {
 /** A quota at 80 % or spent: which key, which quota, when it resets, and where to see usage or get more. */
 export function quotaEmail(notice: PendingNotice, publicUrl: string): Email {
   const period = notice.period.length === 10 ? "daily" : "monthly";
-  const resets = new Date(notice.resetsAt).toISOString().replace(".000Z", "Z");
+  const resets = readableTime(notice.resetsAt);
   const scope = notice.scope.startsWith("account:") ? "your account's keys" : `your key ${notice.keyPrefix}…`;
   const spent = notice.threshold >= 100;
   return {
     subject: spent
-      ? `The ${period} quota of ${notice.keyPrefix}… is spent`
+      ? `The ${period} quota of ${notice.keyPrefix}… is reached`
       : `${notice.threshold}% of the ${period} quota of ${notice.keyPrefix}… used`,
     text: `${
       spent
-        ? `The ${period} quota of ${scope} (${notice.quota} compute units on the ${notice.plan} plan) is spent: calls are refused with HTTP 402 (QUOTA_EXCEEDED) until it resets at ${resets}.`
-        : `${scope[0]?.toUpperCase()}${scope.slice(1)} used ${notice.threshold}% of the ${period} quota (${notice.quota} compute units on the ${notice.plan} plan). At 100% calls are refused with HTTP 402 until it resets at ${resets}.`
+        ? // also sent when a call was refused for costing more than was left, before the quota was all spent
+          `The ${period} quota of ${scope} (${notice.quota.toLocaleString("en")} compute units on the ${notice.plan} plan) is reached: calls that cost more than what is left of it are refused with HTTP 402 (QUOTA_EXCEEDED) until it resets at ${resets}.`
+        : `${scope[0]?.toUpperCase()}${scope.slice(1)} used ${notice.threshold}% of the ${period} quota (${notice.quota.toLocaleString("en")} compute units on the ${notice.plan} plan). At 100% calls are refused with HTTP 402 until it resets at ${resets}.`
     }\n\nSee the usage per key and network on the dashboard:\n\n${publicUrl}/\n\nFor a higher quota, order a plan with more, or a dedicated node.\n`,
   };
+}
+
+/** A moment as a person reads it in an e-mail: "2026-11-28 00:00 UTC". */
+function readableTime(ms: number): string {
+  return `${new Date(ms).toISOString().slice(0, 16).replace("T", " ")} UTC`;
 }

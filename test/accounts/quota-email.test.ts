@@ -1,0 +1,41 @@
+import { describe, expect, it } from "vitest";
+import { quotaEmail } from "../../src/control/accounts/emails.js";
+import type { PendingNotice } from "../../src/control/accounts/types.js";
+
+// The quota e-mails' words (docs/plans.md). The 100 % one is also sent when a call was refused for costing
+// more than was left: it must not say the quota is all spent then, as cheaper calls still pass.
+describe("the quota e-mails", () => {
+  const notice = (threshold: number, scope = "FNabcdefgh"): PendingNotice => ({
+    scope,
+    period: "2026-11-27",
+    threshold,
+    accountId: 1,
+    keyPrefix: "FNabcdefgh",
+    plan: "shared",
+    quota: 10_000_000,
+    resetsAt: Date.UTC(2026, 10, 28),
+    email: "owner@example.com",
+  });
+
+  it("at 100 %: reached, what is refused, and when it resets, in words a person reads", () => {
+    const mail = quotaEmail(notice(100), "https://dashboard.example.com");
+    expect(mail.subject).toBe("The daily quota of FNabcdefgh… is reached");
+    expect(mail.text).toContain(
+      "The daily quota of your key FNabcdefgh… (10,000,000 compute units on the shared plan) is reached: calls " +
+        "that cost more than what is left of it are refused with HTTP 402 (QUOTA_EXCEEDED) until it resets at " +
+        "2026-11-28 00:00 UTC.",
+    );
+    expect(mail.text).toContain("https://dashboard.example.com/");
+  });
+
+  it("at 80 %: how much is used, of which quota, for the key or the account", () => {
+    expect(quotaEmail(notice(80), "https://d.example").text).toContain(
+      "Your key FNabcdefgh… used 80% of the daily quota (10,000,000 compute units on the shared plan).",
+    );
+    const monthly = { ...notice(80, "account:1"), period: "2026-11" };
+    expect(quotaEmail(monthly, "https://d.example").subject).toBe(
+      "80% of the monthly quota of FNabcdefgh… used",
+    );
+    expect(quotaEmail(monthly, "https://d.example").text).toContain("Your account's keys used 80%");
+  });
+});
