@@ -8,7 +8,7 @@ import { createMailer, type Mailer } from "./accounts/mailer.js";
 import { openAccountStore } from "./accounts/open-store.js";
 import { AccountService } from "./accounts/service.js";
 import type { AccountStore } from "./accounts/types.js";
-import { dashboardNetworks, orderablePlans } from "./dashboard/catalog.js";
+import { dashboardNetworks, orderablePlans, planOffer } from "./dashboard/catalog.js";
 import { DashboardFiles } from "./dashboard/serve.js";
 import { gatewayOrigin, KEY_PLACEHOLDER } from "./endpoint-urls.js";
 
@@ -62,6 +62,7 @@ export async function createControlPlane(options: {
     noticeIntervalMs: config.followIntervalMs,
     onMailError: (error) => logger.log("warn", "quota e-mail not sent: retried", { reason: error.message }),
   });
+  const plans = gateway.plans ?? DEFAULT_CONFIG.plans;
   const api = createAccountsApi(service, options.trustedProxies, logger, {
     files: new DashboardFiles(),
     catalog: {
@@ -73,8 +74,12 @@ export async function createControlPlane(options: {
       // on the server is not a customer's to read).
       mail: config.mail.smtp === undefined ? { outbox: true } : {},
       networks: dashboardNetworks(endpointsByLabel, origin),
-      plans: orderablePlans(gateway.plans ?? DEFAULT_CONFIG.plans),
-      freeTest: { days: config.freeTest.days },
+      plans: orderablePlans(plans),
+      // the free test's own terms, where the deployment has the plan
+      freeTest: {
+        days: config.freeTest.days,
+        ...(plans["free-test"] === undefined ? {} : { terms: planOffer("free-test", plans["free-test"]) }),
+      },
     },
     secure: config.publicUrl?.startsWith("https://") ?? false,
     sessionSeconds: config.sessionHours * 3600,

@@ -121,7 +121,10 @@ export const ERRORS = {
     message: "Sign in: send Authorization: Bearer <session token>",
   },
   ACCOUNT_NOT_ACTIVE: { status: 403, message: "The account is not active" },
-  FREE_TEST_LIMIT: { status: 409, message: "No more free tests for this account" },
+  FREE_TEST_LIMIT: {
+    status: 409,
+    message: "The account has had its free tests: one per network, and a few in all",
+  },
   KEY_LIMIT: { status: 409, message: "The account holds as many keys of this plan as the plan allows" },
   KEY_NOT_FOUND: { status: 404, message: "No such key on this account" },
   NETWORK_NOT_FOUND: { status: 404, message: "No such network" },

@@ -69,11 +69,17 @@ describe.each(STORES)("key lifecycle (%s store)", (store) => {
     await keyFrom(email, () => fx.api("POST", "/v1/free-tests", { network: "eth" }, session));
     const again = await fx.api("POST", "/v1/free-tests", { network: "eth" }, session);
     expect(again.status).toBe(409);
-    expect(again.json.error.code).toBe("FREE_TEST_LIMIT");
+    expect(again.json.error).toMatchObject({
+      code: "FREE_TEST_LIMIT",
+      reason: "this account has had the free test of eth",
+    });
     await keyFrom(email, () => fx.api("POST", "/v1/free-tests", { network: "dot" }, session));
     await keyFrom(email, () => fx.api("POST", "/v1/free-tests", { network: "near" }, session));
     const fourth = await fx.api("POST", "/v1/free-tests", { network: "ton" }, session);
-    expect(fourth.json.error.code).toBe("FREE_TEST_LIMIT");
+    expect(fourth.json.error).toMatchObject({
+      code: "FREE_TEST_LIMIT",
+      reason: "all 3 free tests of this account are used",
+    });
   });
 
   it("rotation issues a new key and keeps the old one for the grace period", async () => {

@@ -189,13 +189,14 @@ describe.skipIf(chromium.skip)("the overview and key settings, in Chromium", () 
     await expect.poll(heading).toBe("Your keys");
     expect(await page.locator("#plan option").allTextContents()).toEqual([
       "Free test",
-      "shared",
-      "dedicated",
-      "growth",
+      "Shared",
+      "Dedicated",
+      "Growth",
     ]);
     // the chosen plan's terms beside the list
     const terms = () => page.locator("#plan-terms").textContent();
-    expect(await terms()).toBe("Free for 7 days, then the key expires.");
+    // the free test's own quota too, from the deployment's free-test plan
+    expect(await terms()).toBe("Free for 7 days, then the key expires: 400 CU a second, 1,000,000 CU a day.");
     const expected = {
       shared: "2,000 CU a second, 1,000 CU a day, 200,000,000 CU a month.",
       dedicated: "20,000 CU a second, no quota, archive nodes.",

@@ -63,12 +63,14 @@ export class Keys {
     this.#limits.take(`free-test-ip:${ip}`, config.signupRatePerIp);
     const now = this.#context.now();
     const tests = (await store.keys(account.id)).filter((k) => k.plan === "free-test");
-    if (
-      account.freeTestsUsed >= config.freeTest.maxPerEmail ||
-      tests.some((k) => k.networks !== "*" && k.networks.includes(network))
-    ) {
-      throw new GatewayError("FREE_TEST_LIMIT", { maxPerEmail: config.freeTest.maxPerEmail });
-    }
+    const reason =
+      account.freeTestsUsed >= config.freeTest.maxPerEmail
+        ? `all ${config.freeTest.maxPerEmail} free tests of this account are used`
+        : tests.some((k) => k.networks !== "*" && k.networks.includes(network))
+          ? `this account has had the free test of ${network}`
+          : undefined;
+    if (reason !== undefined)
+      throw new GatewayError("FREE_TEST_LIMIT", { maxPerEmail: config.freeTest.maxPerEmail, reason });
     await store.countFreeTest(account.id);
     const expiresAt = now + config.freeTest.days * 86_400_000;
     const { record, key } = await this.#issue(

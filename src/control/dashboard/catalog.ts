@@ -79,14 +79,19 @@ export interface OrderablePlan {
 export function orderablePlans(plans: Readonly<Record<string, PlanSpec>>): OrderablePlan[] {
   return Object.entries(plans)
     .filter(([, plan]) => plan.orderable)
-    .map(([name, plan]) => ({
-      name,
-      computeUnitsPerSecond: plan.computeUnitRate.perSecond,
-      dailyQuota: plan.dailyQuota,
-      monthlyQuota: plan.monthlyQuota,
-      archive: plan.archive,
-      maxKeys: plan.maxKeys,
-    }));
+    .map(([name, plan]) => planOffer(name, plan));
+}
+
+/** A plan's terms as the page shows them: its rate, quotas, archive access and keys. */
+export function planOffer(name: string, plan: PlanSpec): OrderablePlan {
+  return {
+    name,
+    computeUnitsPerSecond: plan.computeUnitRate.perSecond,
+    dailyQuota: plan.dailyQuota,
+    monthlyQuota: plan.monthlyQuota,
+    archive: plan.archive,
+    maxKeys: plan.maxKeys,
+  };
 }
 
 /** A network as the page shows it, every URL from endpoint-urls.ts with KEY_PLACEHOLDER for the key. */

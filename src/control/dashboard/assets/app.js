@@ -306,14 +306,15 @@ function getKeyForm() {
     "select",
     { id: "plan", name: "plan", "aria-describedby": "plan-terms", onchange: () => describePlan() },
     el("option", { value: "free-test" }, "Free test"),
-    catalog.plans.map((p) => el("option", { value: p.name }, p.name)),
+    catalog.plans.map((p) => el("option", { value: p.name }, planName(p.name))),
   );
   const describePlan = () => {
     const chosen = catalog.plans.find((p) => p.name === plan.value);
+    const free = catalog.freeTest;
     terms.textContent =
-      chosen === undefined
-        ? `Free for ${counted(catalog.freeTest.days, "day")}, then the key expires.`
-        : planTerms(chosen);
+      chosen !== undefined
+        ? planTerms(chosen)
+        : `Free for ${counted(free.days, "day")}, then the key expires${free.terms === undefined ? "." : `: ${planTerms(free.terms)}`}`;
   };
   describePlan();
   return el(
@@ -328,6 +329,11 @@ function getKeyForm() {
     el("button", { type: "submit" }, "Send me the key"),
     el("p", { class: "note" }, "The key is sent to your e-mail address and is not shown here."),
   );
+}
+
+/** A plan's name as a list shows it: "shared" as "Shared". */
+function planName(name) {
+  return `${name.slice(0, 1).toUpperCase()}${name.slice(1)}`;
 }
 
 /** "2,000 CU a second, 10,000,000 CU a day, 200,000,000 CU a month." */
@@ -355,7 +361,9 @@ async function getKey(event, network, plan) {
     await keysView();
     say(`Key ${answer.key.prefix}… for ${networkName(network)} sent to ${account.email}. ${deliveryNote()}`);
   } catch (error) {
-    say(error.message, true);
+    // the refusal's reason says which rule it met ("this account has had the free test of eth")
+    const reason = error.data?.reason;
+    say(reason === undefined ? error.message : `${error.message}: ${reason}.`, true);
   }
 }
 
