@@ -45,6 +45,12 @@ function declarations(project: Project): string {
     docs: ["One way the config breaks the schema, as ajv reports it."],
     properties: [
       { name: "instancePath", type: "string", isReadonly: true },
+      {
+        name: "keyword",
+        type: "string",
+        isReadonly: true,
+        docs: ["The schema keyword the value broke (`type`, `pattern`, `anyOf`, …)."],
+      },
       { name: "message", type: "string | undefined", hasQuestionToken: true, isReadonly: true },
       {
         name: "params",

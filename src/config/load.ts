@@ -1,5 +1,5 @@
 import { readFileSync } from "node:fs";
-import { validateConfig as validate } from "../../generated/config-validator.js";
+import { type ConfigProblem, validateConfig as validate } from "../../generated/config-validator.js";
 import { EMBEDDED_CONFIG, embeddedConfigText } from "../embedded.js";
 import type { GatewayError } from "../errors/table.js";
 import { checkedSettings } from "../keys/key-settings.js";
@@ -47,7 +47,7 @@ export function loadConfig(
   const raw = withSettings(file, settings);
   const where = origin(source, file, settings);
   if (!validate(raw))
-    for (const e of validate.errors ?? []) {
+    for (const e of oneErrorPerProblem(validate.errors ?? [])) {
       const key = (e.params as { additionalProperty?: string }).additionalProperty;
       const at = where(pointerPath(e.instancePath), key);
       problems.push(
@@ -222,4 +222,19 @@ function checkAgainstRegistry(
 function isUrl(spec: string | UpstreamSpec): boolean {
   const { url, ws } = typeof spec === "string" ? { url: spec, ws: undefined } : spec;
   return URL.canParse(url) && (ws === undefined || URL.canParse(ws));
+}
+
+/**
+ * Ajv's errors with what a value of several allowed forms (`anyOf`) failed said once: the form of the
+ * value's own type, not every form's complaint. `ftp://x` as an upstream is "must match pattern ^https?://",
+ * not that and "must be object" and "must match a schema in anyOf".
+ */
+function oneErrorPerProblem(errors: readonly ConfigProblem[]): ConfigProblem[] {
+  const alternatives = new Set(errors.filter((e) => e.keyword === "anyOf").map((e) => e.instancePath));
+  const kept = errors.filter((e) => !(e.keyword === "type" && alternatives.has(e.instancePath)));
+  const said = (path: string) =>
+    kept.some(
+      (e) => e.keyword !== "anyOf" && (e.instancePath === path || e.instancePath.startsWith(`${path}/`)),
+    );
+  return kept.filter((e) => e.keyword !== "anyOf" || !said(e.instancePath));
 }

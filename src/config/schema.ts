@@ -75,9 +75,10 @@ export const configSchema = {
     upstreams: {
       type: "object",
       additionalProperties: {
+        // a label with no node would only ever answer NO_UPSTREAM: leave the label out instead
         anyOf: [
-          { type: "array", items: upstream },
-          { type: "object", additionalProperties: { type: "array", items: upstream } },
+          { type: "array", minItems: 1, items: upstream },
+          { type: "object", additionalProperties: { type: "array", minItems: 1, items: upstream } },
         ],
       },
     },

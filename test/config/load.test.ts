@@ -94,6 +94,35 @@ describe("the deployment config", () => {
     expect(() => loadConfig(endpointsByLabel, { GATEWAY_CONFIG: path })).toThrow(ConfigError);
     expect(() => loadConfig(endpointsByLabel, { GATEWAY_CONFIG: path })).toThrow(message);
   });
+
+  it.each([
+    [
+      "an upstream that is not a URL",
+      "upstreams: { eth: [ftp://x] }\n",
+      '/upstreams/eth/0 must match pattern "^https?://"',
+    ],
+    [
+      "a label with no upstream",
+      "upstreams: { eth: [] }\n",
+      "/upstreams/eth must NOT have fewer than 1 items",
+    ],
+    [
+      "a mount with no upstream",
+      "upstreams: { trx: { /jsonrpc: [] } }\n",
+      "/upstreams/trx/~1jsonrpc must NOT have fewer than 1 items",
+    ],
+  ])("says %s once, in the words of the form the value has", (_, text, message) => {
+    const path = file("one-problem.yaml", text);
+    let problems = "";
+    try {
+      loadConfig(endpointsByLabel, { GATEWAY_CONFIG: path });
+    } catch (error) {
+      problems = (error as Error).message;
+    }
+    expect(problems).toContain(message);
+    // one line: not each allowed form's complaint, nor "must match a schema in anyOf"
+    expect(problems.split("\n")).toHaveLength(1);
+  });
 });
 
 describe("settings from the environment, checked with the file as one config", () => {
