@@ -74,7 +74,8 @@ export async function accountsCommand(
     }
     case "keys list": {
       const account = await store.account(accountId());
-      if (account === undefined) throw new GatewayError("INVALID_FIELD", { field: "account" });
+      if (account === undefined)
+        throw new GatewayError("INVALID_FIELD", { field: "account", reason: "no account has this id" });
       for (const view of await service.keys.list(account)) printKey(view);
       return 0;
     }

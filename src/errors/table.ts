@@ -126,7 +126,7 @@ export const ERRORS = {
     message: "The account has had its free tests: one per network, and a few in all",
   },
   KEY_LIMIT: { status: 409, message: "The account holds as many keys of this plan as the plan allows" },
-  KEY_NOT_FOUND: { status: 404, message: "No such key on this account" },
+  KEY_NOT_FOUND: { status: 404, message: "No such key" },
   NETWORK_NOT_FOUND: { status: 404, message: "No such network" },
   API_ROUTE_NOT_FOUND: { status: 404, message: "No such route in the self-service API" },
   OPERATOR_ROUTE_NOT_FOUND: { status: 404, message: "No such route in the operator API" },

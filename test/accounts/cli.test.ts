@@ -102,7 +102,11 @@ describe("the operator CLI", () => {
     expect(bad.code).toBe(1);
     expect(bad.err).toContain("INVALID_EMAIL");
     const unknown = await admin("keys", "revoke", "--key", "999");
-    expect(unknown.err).toContain("KEY_NOT_FOUND");
+    // no account was named: the line does not speak of one
+    expect(unknown.err.trim()).toBe("error KEY_NOT_FOUND: No such key");
+    const nobody = await admin("keys", "issue", "--account", "99999", "--network", "eth");
+    expect(nobody.code).toBe(1);
+    expect(nobody.err).toContain("(field: account; reason: no account has this id)");
     expect((await admin("frobnicate")).code).toBe(2);
     const rate = await admin("keys", "issue", "--account", "1", "--rate", "fast");
     expect(rate.err).toContain("INVALID_FIELD");

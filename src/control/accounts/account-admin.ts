@@ -25,7 +25,8 @@ export class AccountAdmin {
   async setStatus(accountId: number, status: Account["status"]): Promise<Account> {
     const { store } = this.#context;
     const account = await store.account(accountId);
-    if (account === undefined) throw new GatewayError("INVALID_FIELD", { field: "account" });
+    if (account === undefined)
+      throw new GatewayError("INVALID_FIELD", { field: "account", reason: "no account has this id" });
     if (account.status === "closed")
       throw new GatewayError("ACCOUNT_NOT_ACTIVE", { reason: "a closed account stays closed" });
     await store.setAccountStatus(accountId, status);

@@ -137,7 +137,8 @@ export class Keys {
   /** Operator: issues a key and returns it; the caller shows it once. */
   async issue(accountId: number, options: IssueOptions): Promise<{ key: string; view: KeyView }> {
     const account = await this.#context.store.account(accountId);
-    if (account === undefined) throw new GatewayError("INVALID_FIELD", { field: "account" });
+    if (account === undefined)
+      throw new GatewayError("INVALID_FIELD", { field: "account", reason: "no account has this id" });
     if (options.networks !== "*") for (const n of options.networks) networkOf(n, this.#networks);
     // any plan the deployment has, orderable or not: the operator may issue what customers cannot order
     const { plans } = this.#context;
