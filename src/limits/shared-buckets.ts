@@ -82,6 +82,8 @@ export class SharedTokenBuckets implements RateLimiter {
   readonly #maxEntries: number;
   readonly #now: () => number;
   #shared = false;
+  /** Whether Redis was ever reached: the first time is "reachable", not "again". */
+  #wasShared = false;
   /** Leases asked of Redis, by outcome, for the metrics. */
   readonly leases = { granted: 0, dry: 0, failed: 0 };
 
@@ -192,8 +194,11 @@ export class SharedTokenBuckets implements RateLimiter {
     this.#shared = shared;
     // Leases held from before an outage are forgotten: Redis may have lost its buckets too.
     this.#leases.clear();
-    if (shared) this.#logger.log("info", "shared rate limits: Redis reachable, limits shared again");
-    else
+    if (shared) {
+      const again = this.#wasShared ? " again" : "";
+      this.#wasShared = true;
+      this.#logger.log("info", `shared rate limits: Redis reachable, limits shared${again}`);
+    } else
       this.#logger.log("warn", "shared rate limits: Redis unreachable, each instance limits alone", {
         fallbackShare: this.#config.fallbackShare,
       });

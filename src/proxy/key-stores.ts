@@ -50,9 +50,12 @@ export async function openKeyStores(config: GatewayConfig, logger: Logger): Prom
       ? new postgres.PostgresGrantFeed(database)
       : new SqliteGrantFeed(database, followIntervalMs);
   const accounts = await CachedKeyStore.open(feed, config.defaultRate).catch((error: Error) => {
-    throw new Error(
-      `the account store ${redacted(database)} cannot be read (${error.message}); the control plane creates it`,
-    );
+    // a store that does not answer is a server to start; one that answers without the tables, the
+    // control plane's to create
+    const hint = /ECONNREFUSED|ENOTFOUND|ETIMEDOUT|EHOSTUNREACH/.test(error.message)
+      ? "is its server running, and at this address?"
+      : "the control plane creates it";
+    throw new Error(`the account store ${redacted(database)} cannot be read (${error.message}); ${hint}`);
   });
   accounts.onStatus(({ reachable, reason }) =>
     reachable
