@@ -33,7 +33,7 @@ const CONTRACT = /^(?:0x[0-9a-fA-F]{40}|[1-9A-HJ-NP-Za-km-z]{25,64}|[0-9a-fA-F]{
  * The settings a customer sent, checked: INVALID_FIELD naming the list and the entry that is wrong. Empty
  * lists are dropped (an empty list would refuse everything, which no one means: eRPC's `maxCount: 0`).
  */
-export function checkedSettings(input: unknown): KeySettings {
+export function checkedSettings(input: unknown, knownMethods?: ReadonlySet<string>): KeySettings {
   if (typeof input !== "object" || input === null || Array.isArray(input))
     throw new GatewayError("INVALID_FIELD", { field: "settings", reason: "an object of lists" });
   const settings: Record<string, unknown> = {};
@@ -46,13 +46,18 @@ export function checkedSettings(input: unknown): KeySettings {
       throw new GatewayError("INVALID_FIELD", { field: kind, reason: `at most ${MAX_ENTRIES} entries` });
     if (value.length === 0) continue;
     settings[kind] = value.map((entry, i) =>
-      checkedEntry(kind as (typeof KINDS)[number], entry, `${kind}[${i}]`),
+      checkedEntry(kind as (typeof KINDS)[number], entry, `${kind}[${i}]`, knownMethods),
     );
   }
   return settings as KeySettings;
 }
 
-function checkedEntry(kind: (typeof KINDS)[number], entry: unknown, field: string): unknown {
+function checkedEntry(
+  kind: (typeof KINDS)[number],
+  entry: unknown,
+  field: string,
+  knownMethods: ReadonlySet<string> | undefined,
+): unknown {
   const refuse = (reason: string): never => {
     throw new GatewayError("INVALID_FIELD", { field, reason });
   };
@@ -90,6 +95,10 @@ function checkedEntry(kind: (typeof KINDS)[number], entry: unknown, field: strin
   }
   if (kind === "methods") {
     if (!METHOD.test(entry)) return refuse("a method (eth_call, debug_*) or a REST route (GET /blocks/{})");
+    // a JSON-RPC method by name that no network serves is a typo: allowed, it would allow nothing
+    const byName = !entry.includes(" ") && !entry.includes("*");
+    if (byName && knownMethods !== undefined && !knownMethods.has(entry))
+      return refuse("a method one of the networks serves (eth_call, getblock, …)");
     return entry;
   }
   if (!CONTRACT.test(entry)) return refuse("a contract address: 0x and 40 hex digits, base58, or hex");

@@ -81,6 +81,19 @@ describe.each(STORES)("key settings through the self-service API (%s store)", (s
     expect(wrong.json.error.code).toBe("INVALID_FIELD");
     expect(wrong.json.error.data?.field ?? wrong.json.error.field).toBe("ips[1]");
     expect((await call("eth_chainId")).status).toBe(200);
+    // a method no network serves is a typo, named; patterns and REST routes are taken as written
+    const typo = await fx.api(
+      "PUT",
+      `/v1/keys/${keyId}/settings`,
+      { methods: ["eth_call", "eth_foo", "debug_*", "GET /chains/{}/blocks/{}"] },
+      session,
+    );
+    expect(typo.status).toBe(400);
+    expect(typo.json.error).toMatchObject({
+      field: "methods[1]",
+      reason: "a method one of the networks serves (eth_call, getblock, …)",
+    });
+    expect((await call("eth_chainId")).status).toBe(200);
     expect((await fx.api("PUT", "/v1/keys/999999/settings", { ips: ["10.0.0.0/8"] }, session)).status).toBe(
       404,
     );

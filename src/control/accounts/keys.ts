@@ -38,6 +38,8 @@ export class Keys {
   readonly #networks: ReadonlySet<string>;
   readonly #origin: GatewayOrigin;
   readonly #endpoints: ReadonlyMap<string, Endpoint>;
+  /** Every JSON-RPC method some network serves: a key's method list naming another is refused. */
+  readonly #knownMethods: ReadonlySet<string>;
 
   constructor(
     context: ServiceContext,
@@ -54,6 +56,11 @@ export class Keys {
     this.#networks = registry.networks;
     this.#origin = registry.origin;
     this.#endpoints = registry.endpoints;
+    this.#knownMethods = new Set(
+      [...registry.endpoints.values()].flatMap((endpoint) =>
+        endpoint.mounts.flatMap((mount) => [...(mount.policy.jsonrpc?.methods.keys() ?? [])]),
+      ),
+    );
   }
 
   /** A free test: one per network, at most `maxPerEmail` per account, ending after `days`. */
@@ -129,7 +136,7 @@ export class Keys {
     const { store } = this.#context;
     const key = await ownKey(store, account, keyId);
     if (keyStatus(key, this.#context.now()) !== "active") throw new GatewayError("KEY_NOT_FOUND");
-    await store.setKeySettings(key.id, checkedSettings(input));
+    await store.setKeySettings(key.id, checkedSettings(input, this.#knownMethods));
     await this.#context.onChange();
     return this.#view((await store.key(key.id)) as KeyRecord);
   }
