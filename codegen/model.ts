@@ -54,7 +54,7 @@ export interface EndpointModel {
   readonly head: HeadCall;
   readonly blockTimeSeconds: number;
   readonly computeUnitMultiplier: number;
-  readonly example?: { readonly sdk: string; readonly code: string };
+  readonly example?: { readonly sdk: string; readonly code: string; readonly http?: string };
   readonly archiveLabel?: string;
   readonly dedicatedOnly: readonly { readonly name: string; readonly paths: readonly string[] }[];
 }

@@ -71,7 +71,7 @@ export interface InterfaceSpec {
   /** Method or route → where its contract address sits (`params.0.to`, `body.contract_address`). */
   contracts?: Record<string, string>;
   /** The dashboard's first call in the interface's usual SDK; `{url}` is the endpoint's URL. */
-  example?: { sdk: string; code: string };
+  example?: { sdk: string; code: string; http?: string };
   /** What one call costs in compute units (docs/compute-units.md). */
   computeUnits: ComputeUnitsSpec;
 }

@@ -381,5 +381,6 @@ export interface Endpoint {
   /** A mainnet full endpoint's archive endpoint, where its reads of old state go (src/answers/archive.ts). */
   readonly archiveLabel?: string;
   /** Its first interface's first call in the SDK people use (registry `example`); `{url}` is the URL. */
-  readonly example?: { readonly sdk: string; readonly code: string };
+  /** `http`: the same call for a plain http:// URL, where the SDK must be told to allow one. */
+  readonly example?: { readonly sdk: string; readonly code: string; readonly http?: string };
 }

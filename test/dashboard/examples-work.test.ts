@@ -106,5 +106,30 @@ describe.skipIf(needOpenssl().skip)("the dashboard's first calls and SDK snippet
       },
       SNIPPET_DEADLINE_MS + 5_000,
     );
+
+    // the dashboard of a gateway on its embedded defaults shows a plain http:// URL, and this form
+    const plain = network.example?.http;
+    if (plain !== undefined)
+      it(
+        `${network.code}: the ${network.example?.sdk} snippet for a plain http:// URL prints the head`,
+        async () => {
+          const http = labelUrls(
+            { secure: false, domain: DOMAIN, port: gw.port },
+            endpoint.label,
+            KEYS.all,
+          ).http;
+          const code = plain.replace("{url}", http);
+          const run = await runSnippet(`${network.code}-http`, code, {
+            domain: DOMAIN,
+            caFile: front.caFile,
+            deadlineMs: SNIPPET_DEADLINE_MS,
+          });
+          expect(run, `${code}\n${run.stderr}`).toMatchObject({
+            code: 0,
+            stdout: expect.stringMatching(PRINTED_HEAD),
+          });
+        },
+        SNIPPET_DEADLINE_MS + 5_000,
+      );
   }
 });

@@ -22,7 +22,7 @@ export interface NetworkEntry {
   readonly firstLabel: string;
   readonly firstCall: FirstCall;
   /** The same call in the SDK people use with the interface (registry `example`); `{url}` is the URL. */
-  readonly example?: { readonly sdk: string; readonly code: string };
+  readonly example?: Endpoint["example"];
 }
 
 /** The head call as a request a caller can send: what the prober asks every node, so it works everywhere. */
@@ -121,7 +121,7 @@ export function dashboardNetworks(
       curl: curlCommand(url, network.firstCall),
       ...(network.example === undefined
         ? {}
-        : { sdk: { name: network.example.sdk, code: network.example.code.replace("{url}", url) } }),
+        : { sdk: { name: network.example.sdk, code: snippet(network.example, url) } }),
     };
   });
 }
@@ -156,4 +156,10 @@ export function firstCallOf(endpoint: Endpoint): FirstCall {
     ...(head.params === undefined ? {} : { params: head.params }),
   };
   return { method: "POST", path: mount?.path ?? "/", body: JSON.stringify(call) };
+}
+
+/** The registry's snippet with the URL put in: its plain-HTTP form for an http:// URL, where it has one. */
+function snippet(example: { readonly code: string; readonly http?: string }, url: string): string {
+  const code = url.startsWith("http://") && example.http !== undefined ? example.http : example.code;
+  return code.replace("{url}", url);
 }
