@@ -5,7 +5,7 @@ import type { RpcErrorCode } from "../errors/table.js";
 import type { KeyRules } from "../keys/key-settings.js";
 import type { PlanTerms } from "../plans/plan-terms.js";
 import type { JsonRpcPolicy, MethodAccess } from "../registry/types.js";
-import type { RawCall } from "./scan.js";
+import { parseJsonRpcBody, type RawCall } from "./scan.js";
 
 export type Checked = PassedCall | { readonly ok: false; readonly json: string; readonly code: RpcErrorCode };
 
@@ -139,6 +139,20 @@ export function no(
 }
 
 /** The id to answer with: the caller's own token when it is a valid id, else null (JSON-RPC 2.0 §5). */
+/**
+ * The id token of the call in a body that a refusal made before the body was read answers: "null" for a
+ * batch, a body that is not JSON-RPC, or a call without a valid id.
+ */
+export function replyIdIn(body: Buffer, maxDepth: number): string {
+  try {
+    const parsed = parseJsonRpcBody(body.toString("utf8"), maxDepth);
+    const only = parsed.batch ? undefined : parsed.calls[0];
+    return only === undefined ? "null" : idOf(only);
+  } catch {
+    return "null";
+  }
+}
+
 export function idOf(call: RawCall): string {
   const raw = call.members.get("id");
   if (raw === undefined) return "null";

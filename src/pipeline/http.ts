@@ -13,6 +13,7 @@ import { collectBody, unreadBodyTooLarge } from "../http/body.js";
 import { clientGone } from "../http/client-gone.js";
 import { checkFraming } from "../http/framing.js";
 import { requestIdFor, requestIdOf, tagResponse } from "../http/request-id.js";
+import { replyIdIn } from "../jsonrpc/check.js";
 import { mergeBatchAnswer } from "../jsonrpc/merge.js";
 import type { UsageRecorder } from "../keys/usage.js";
 import { AccessLine, type Logger } from "../log.js";
@@ -140,8 +141,27 @@ export class HttpExchange {
         else this.#authorize(mounted, routed, body);
       });
     } catch (error) {
-      this.#end(error);
+      const beforeBody =
+        this.#style === "jsonrpc" &&
+        req.method === "POST" &&
+        error instanceof GatewayError &&
+        ADMISSION_REFUSALS.has(error.code);
+      if (beforeBody) this.#refuseWithCallId(error);
+      else this.#end(error);
     }
+  }
+
+  /**
+   * A valid key refused before its body was read (its network, its origin or address, its JWT) is answered
+   * with its call's own id, as every other refusal is: the body is read for it, nothing more.
+   */
+  #refuseWithCallId(error: GatewayError): void {
+    collectBody(this.#req, this.#limits.maxBodyBytes, (tooLarge, body) =>
+      this.#end(
+        tooLarge ?? error,
+        tooLarge === undefined ? replyIdIn(body, this.#limits.maxJsonDepth) : "null",
+      ),
+    );
   }
 
   /** The request's span, begun when the request arrived, under the caller's trace when it sent one. */
@@ -372,6 +392,16 @@ export class HttpExchange {
     return this.#boundary.caught(error, "http request", { label, upstream });
   }
 }
+
+/**
+ * Refusals of stage 2 of a valid key, made from the request's head before its body is read. Not
+ * UNAUTHORIZED: a caller without a key is answered at once, and no body is buffered for it.
+ */
+const ADMISSION_REFUSALS: ReadonlySet<ErrorCode> = new Set<ErrorCode>([
+  "NETWORK_FORBIDDEN",
+  "KEY_SETTING_REFUSED",
+  "JWT_REQUIRED",
+]);
 
 /** The kind of call a planned upstream call is, for the duration histogram (a bounded set). */
 function classOf(call: UpstreamCall, authorized: Authorized): MethodClass {

@@ -678,7 +678,8 @@ const rows: Row[] = [
     path: `/${KEYS.ethOnly}/`,
     body: BLOCK_NUMBER,
     status: 403,
-    error: rpcError("NETWORK_FORBIDDEN", -32041, "null", { network: "bsc" }),
+    // a valid key: its body is read for the call's id, as every refusal after the key names it
+    error: rpcError("NETWORK_FORBIDDEN", -32041, "1", { network: "bsc" }),
   },
 
   // ---- methods -------------------------------------------------------------------------------------------
