@@ -269,6 +269,12 @@ async function settingsView(id) {
     `Settings of ${key.prefix}…`,
     el("p", {}, "An empty list allows everything. With several lists, a call must pass each of them."),
     form,
-    el("p", {}, el("a", { href: "#/overview" }, "Back to the overview")),
+    // reached from the key list and from the overview: both ways back
+    el(
+      "p",
+      { class: "actions" },
+      el("a", { href: "#/keys" }, "Back to your keys"),
+      el("a", { href: "#/overview" }, "Back to the overview"),
+    ),
   );
 }
