@@ -10,9 +10,9 @@ import type { Logger } from "./log.js";
 export const EXIT = { OK: 0, START_FAILED: 1, INVALID: 2 } as const;
 
 /** The deployment config, or exit 2 with its problems on stderr. */
-export function loadConfigOrExit(): GatewayConfig {
+export function loadConfigOrExit(unused: Parameters<typeof loadConfig>[2] = []): GatewayConfig {
   try {
-    return loadConfig(endpointsByLabel);
+    return loadConfig(endpointsByLabel, process.env, unused);
   } catch (error) {
     if (!(error instanceof ConfigError)) throw error;
     process.stderr.write(`invalid configuration:\n${error.message}\n`);

@@ -40,11 +40,18 @@ export { ConfigError };
 export function loadConfig(
   endpoints: ReadonlyMap<string, Endpoint>,
   env: NodeJS.ProcessEnv = process.env,
+  /**
+   * Sections the program never uses, left out before the config is checked: the operator CLI and the
+   * control plane do not need Redis, so a host without the proxies' Redis secret can still run them.
+   */
+  unused: readonly ("sharedLimits" | "tracing")[] = [],
 ): GatewayConfig {
   const source = readSource(env.GATEWAY_CONFIG);
   const file = source.value();
   const { settings, problems } = environmentSettings(env, file);
   const raw = withSettings(file, settings);
+  if (typeof raw === "object" && raw !== null)
+    for (const section of unused) delete (raw as Record<string, unknown>)[section];
   const where = origin(source, file, settings);
   if (!validate(raw))
     for (const e of oneErrorPerProblem(validate.errors ?? [])) {

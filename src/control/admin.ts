@@ -85,7 +85,7 @@ async function run(argv: readonly string[]): Promise<number> {
   if (noun === undefined) throw new UsageError("no command given");
   if (noun !== "accounts" && noun !== "keys" && noun !== "upstreams")
     throw new UsageError(`unknown command "${positionals.join(" ")}"`);
-  const config = loadConfig(endpointsByLabel);
+  const config = loadConfig(endpointsByLabel, process.env, ["sharedLimits", "tracing"]);
   if (noun === "upstreams") return upstreamsCommand(verb, values, config);
   if (config.accounts === undefined) throw new ConfigError("the deployment config has no accounts section");
   const store = await openStore(config.accounts.database);

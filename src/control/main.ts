@@ -7,7 +7,8 @@ import { createControlPlane } from "./plane.js";
 // The control plane, alone: `node dist/control-plane.js` (npm run build). It creates and migrates the
 // account store the deployment config names, sends e-mail, and serves the self-service API. Proxies read
 // the store's key grants on their own (proxy/main.ts).
-const config = loadConfigOrExit();
+// the control plane uses neither Redis nor the proxies' traces: a host without their secrets runs it
+const config = loadConfigOrExit(["sharedLimits", "tracing"]);
 const logger = createLogger(config.log.level);
 const accounts = config.accounts;
 if (accounts === undefined) {

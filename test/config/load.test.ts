@@ -205,6 +205,9 @@ describe("settings from the environment, checked with the file as one config", (
       leaseMs: 50,
       fallbackShare: 1,
     });
+    // the operator CLI and the control plane never use Redis: they read the same file without its secret
+    const forCli = loadConfig(endpointsByLabel, { GATEWAY_CONFIG: path }, ["sharedLimits", "tracing"]);
+    expect(forCli.sharedLimits).toBeUndefined();
   });
 
   it("fills in the other sections field by field, and an empty variable counts as unset", () => {
