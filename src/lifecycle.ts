@@ -1,8 +1,10 @@
+import cluster from "node:cluster";
 import type { Server } from "node:http";
 import { endpointsByLabel } from "../generated/endpoints.js";
 import { ConfigError, loadConfig } from "./config/load.js";
 import type { GatewayConfig } from "./config/types.js";
 import type { Logger } from "./log.js";
+import type { StartFailedMessage } from "./proxy/worker-link.js";
 
 // What each entry point (proxy/main.ts, control/main.ts, dev/main.ts) does at start and at stop.
 
@@ -95,8 +97,18 @@ export function onStopSignal(stop: () => Promise<void>, logger: Logger): void {
   process.on("SIGTERM", handler);
 }
 
-/** Exits 1 with the reason on stderr when an entry point fails to start. */
-export function exitOnStartFailure(error: unknown): never {
-  process.stderr.write(`failed to start: ${error instanceof Error ? error.message : String(error)}\n`);
+/**
+ * Exits 1 with the reason on stderr when an entry point fails to start. A cluster's worker tells its
+ * primary instead, which says it once for all of them (proxy/cluster.ts): every worker meets the same
+ * cause, and an operator reads one line.
+ */
+export function exitOnStartFailure(error: unknown): void {
+  const reason = error instanceof Error ? error.message : String(error);
+  if (cluster.isWorker && process.connected && process.send !== undefined) {
+    const failed: StartFailedMessage = { type: "gateway:start-failed", reason };
+    process.send(failed, undefined, {}, () => process.exit(EXIT.START_FAILED));
+    return;
+  }
+  process.stderr.write(`failed to start: ${reason}\n`);
   process.exit(EXIT.START_FAILED);
 }

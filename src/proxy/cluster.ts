@@ -6,7 +6,7 @@ import { ClusterMetrics } from "../metrics/cluster-metrics.js";
 import { closeServer, listenOperator } from "./listeners.js";
 import { createOperatorApi, type OperatorView, type ProcessReport } from "./operator.js";
 import type { RunningProxy } from "./run.js";
-import { ask, type Question } from "./worker-link.js";
+import { ask, type Question, type StartFailedMessage } from "./worker-link.js";
 
 // The primary's upstreams, as its caller may have added to the config (the demo's local nodes).
 const UPSTREAMS_VARIABLE = "GATEWAY_PRIMARY_UPSTREAMS";
@@ -86,6 +86,10 @@ class Primary {
         if (listening < this.#config.workers) return;
         started = true;
         resolve(address.port);
+      });
+      // a worker that could not start says why (lifecycle.ts): the first reason is the primary's one line
+      cluster.on("message", (_worker, message: Partial<StartFailedMessage> | undefined) => {
+        if (!started && message?.type === "gateway:start-failed") reject(new Error(message.reason));
       });
       cluster.on("exit", (worker, code, signal) => {
         void this.#metrics.gone(worker.id);

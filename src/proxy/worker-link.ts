@@ -24,6 +24,12 @@ export interface Answers {
   readonly "gateway:cordon": number;
 }
 
+/** A worker could not start: its reason, which the primary reports once for every worker. */
+export interface StartFailedMessage {
+  readonly type: "gateway:start-failed";
+  readonly reason: string;
+}
+
 /** The primary tells a worker to serve a new config (SIGHUP). */
 export interface ReloadMessage {
   readonly type: "gateway:reload";

@@ -101,6 +101,26 @@ describe("a listener whose port is taken", () => {
     }
   });
 
+  it("with workers, a cause every worker meets is said once, by the primary", async () => {
+    // no account store at the configured path (the demo's test above made its own): each worker fails
+    const noStore = join(dir, "no-store.yaml");
+    writeFileSync(
+      noStore,
+      [
+        ...proxyLines,
+        "accounts:",
+        `  database: ${join(dir, "none.sqlite")}`,
+        "  listen: { host: 127.0.0.1, port: 0 }",
+        `  mail: { from: gw@example.com, outbox: ${join(dir, "outbox")} }`,
+      ].join("\n"),
+    );
+    const { code, err } = await run("src/proxy/main.ts", { GATEWAY_CONFIG: noStore, GATEWAY_WORKERS: "2" });
+    expect(code).toBe(1);
+    const lines = err.split("\n").filter((line) => line.startsWith("failed to start: "));
+    expect(lines).toHaveLength(1);
+    expect(lines[0]).toMatch(/^failed to start: the account store .*none\.sqlite cannot be read/);
+  });
+
   it("a host that is not this machine's names the host setting instead", async () => {
     const { code, err } = await run("src/proxy/main.ts", { GATEWAY_HOST: "192.0.2.1" });
     expect(code).toBe(1);
