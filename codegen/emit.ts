@@ -166,6 +166,7 @@ function policyLiteral(policy: PolicyModel, model: RegistryModel): string {
       methods: new Map<string, MethodAccess>([${methods.join(",\n")}]),
       writes: new Set<string>(${literal(policy.writes)}),
       ${policy.subscriptions === undefined ? "" : `subscriptions: ${literal(policy.subscriptions)},`}
+      ${policy.jsonRpcPaths === undefined ? "" : `paths: new Set<string>(${literal(policy.jsonRpcPaths)}),`}
       ${policy.reads === undefined ? "" : `reads: ${literal(policy.reads)},`}
     }`);
   }

@@ -31,6 +31,8 @@ export interface PolicyModel {
   readonly writeRoutes?: TrieNode;
   /** The first of the mount's interfaces that describes its subscriptions. */
   readonly subscriptions?: SubscriptionRules;
+  /** The paths below the mount that take the same JSON-RPC calls, of all its interfaces. */
+  readonly jsonRpcPaths?: readonly string[];
   /** The first of the mount's interfaces that says how its calls name blocks. */
   readonly reads?: ReadRules;
   /** The member of a REST answer that holds the node's error, where the interface says. */
@@ -213,6 +215,7 @@ function mergePolicy(id: string, ids: readonly string[], spec: RegistrySpec): Po
   // A mount that serves a JSON-RPC dialect and HTTP routes too is served by the mixed family handler.
   const family: Family = first.family === "jsonrpc" && routes !== undefined ? "mixed" : first.family;
   const subscriptions = interfaces.find((i) => i.subscriptions !== undefined)?.subscriptions;
+  const jsonRpcPaths = [...new Set(interfaces.flatMap((i) => i.jsonRpcPaths ?? []))];
   const errorMember = interfaces.find((i) => i.errorMember !== undefined)?.errorMember;
   const reads = interfaces.find((i) => i.reads !== undefined)?.reads;
   const contracts: Record<string, string[]> = {};
@@ -227,6 +230,7 @@ function mergePolicy(id: string, ids: readonly string[], spec: RegistrySpec): Po
     writes: [...writes],
     ...(writeRoutes === undefined ? {} : { writeRoutes }),
     ...(subscriptions === undefined ? {} : { subscriptions: { pinned: [], ...subscriptions } }),
+    ...(jsonRpcPaths.length === 0 ? {} : { jsonRpcPaths }),
     ...(errorMember === undefined ? {} : { errorMember }),
     ...(reads === undefined ? {} : { reads }),
     ...(Object.keys(contracts).length === 0 ? {} : { contracts }),

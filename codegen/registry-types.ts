@@ -66,6 +66,8 @@ export interface InterfaceSpec {
   errorMember?: string;
   /** How the WebSocket relay moves subscriptions (src/registry/types.ts SubscriptionRules, as written). */
   subscriptions?: SubscriptionsSpec;
+  /** Paths below the mount that take the same JSON-RPC calls (JsonRpcPolicy.paths). */
+  jsonRpcPaths?: string[];
   /** How its calls name blocks (src/registry/types.ts ReadRules, as written). */
   reads?: ReadRules;
   /** Method or route → where its contract address sits (`params.0.to`, `body.contract_address`). */

@@ -83,7 +83,7 @@ const HEADER_NAMES = /^[!#$%&'*+.^_`|~0-9a-z-]+(?:[ \t]*,[ \t]*[!#$%&'*+.^_`|~0-
 
 /**
  * A CORS preflight: any origin may call with POST or GET and a JSON body (see ANY_ORIGIN), with whatever
- * request headers its SDK sends: Stellar's sends X-Client-Name and X-Client-Version with every call, a
+ * request headers its SDK sends: some send X-Client-Name and X-Client-Version with every call, a
  * tracer `traceparent`, a key whose owner requires a JWT `authorization` (docs/plans.md). The gateway
  * forwards none of them to a node but those the registry names, so allowing them opens nothing.
  */

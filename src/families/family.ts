@@ -90,6 +90,8 @@ export interface Outgoing {
   readonly restCache?: CacheRead | undefined;
   /** A JSON-RPC batch whose calls all passed: its calls, which the cache may answer one by one. */
   readonly batch?: readonly PassedCall[] | undefined;
+  /** The path the node gets when it is not the caller's (a JSON-RPC call at a `jsonRpcPaths` path). */
+  readonly path?: string | undefined;
 }
 
 /** What the families read from the deployment config. */

@@ -31,7 +31,11 @@ export function routeJsonRpc(
   settings: FamilySettings,
 ): RoutedRequest {
   const policy = mounted.mount.policy.jsonrpc;
-  if (policy === undefined || mounted.segments.length > 0) throw new GatewayError("NOT_FOUND");
+  if (policy === undefined) throw new GatewayError("NOT_FOUND");
+  // below the mount, only a path where the node's own server takes the same calls (registry jsonRpcPaths)
+  const below = mounted.segments.length > 0;
+  if (below && policy.paths?.has(`/${mounted.segments.join("/")}`) !== true)
+    throw new GatewayError("NOT_FOUND");
   if (req.method !== "POST")
     throw new GatewayError("HTTP_METHOD_NOT_ALLOWED", { allow: ["POST"] }, { allow: "POST" });
   const rules: CallRules = {
@@ -43,7 +47,7 @@ export function routeJsonRpc(
     contracts: mounted.mount.policy.contracts,
     requestId: mounted.admitted.requestId,
   };
-  return new JsonRpcRequest(req, rules, settings, mounted);
+  return new JsonRpcRequest(req, rules, settings, mounted, below ? mounted.mount.path : undefined);
 }
 
 class JsonRpcRequest implements RoutedRequest {
@@ -55,14 +59,44 @@ class JsonRpcRequest implements RoutedRequest {
   readonly #writes: ReadonlySet<string>;
   readonly #head: HeadCall;
   readonly #mounted: Mounted;
+  /** Where the node gets the calls when not at the caller's path: the mount's own, for a jsonRpcPaths one. */
+  readonly #upstreamPath: string | undefined;
 
-  constructor(req: IncomingMessage, rules: CallRules, settings: FamilySettings, mounted: Mounted) {
+  constructor(
+    req: IncomingMessage,
+    rules: CallRules,
+    settings: FamilySettings,
+    mounted: Mounted,
+    upstreamPath: string | undefined,
+  ) {
+    this.#upstreamPath = upstreamPath;
     this.#req = req;
     this.#rules = rules;
     this.#settings = settings;
     this.#writes = rules.policy.writes;
     this.#head = mounted.mount.head;
     this.#mounted = mounted;
+  }
+
+  #post(
+    body: string | Buffer,
+    write: boolean,
+    reads: ReadNeed | undefined,
+    single?: PassedCall,
+    batch?: readonly PassedCall[],
+  ): Outgoing {
+    const path = this.#upstreamPath;
+    return {
+      method: "POST",
+      headers: UPSTREAM_HEADERS,
+      body,
+      stream: false,
+      write,
+      reads,
+      single,
+      batch,
+      path,
+    };
   }
 
   /** What the calls that passed cost in compute units. */
@@ -93,7 +127,7 @@ class JsonRpcRequest implements RoutedRequest {
         replyId,
         answer: only.ok ? undefined : { status: ERRORS[only.code].status, body: only.json, code: only.code },
         outgoing: only.ok
-          ? post(
+          ? this.#post(
               sendableAsReceived(text, checked) ? body : only.json,
               this.#writes.has(only.method),
               this.#reads([only], true),
@@ -124,14 +158,14 @@ class JsonRpcRequest implements RoutedRequest {
     }
     let outgoing: Outgoing | undefined;
     if (refused.length === 0)
-      outgoing = post(
+      outgoing = this.#post(
         sendableAsReceived(text, checked) ? body : batchOf(passed),
         write,
         this.#reads(passed, false),
         undefined,
         passed,
       );
-    else if (passed.length > 0) outgoing = post(batchOf(passed), write, this.#reads(passed, false));
+    else if (passed.length > 0) outgoing = this.#post(batchOf(passed), write, this.#reads(passed, false));
     return {
       cost: checked.length,
       computeUnits: this.#units(passed),
@@ -151,16 +185,6 @@ class JsonRpcRequest implements RoutedRequest {
       batchIds: passed.flatMap((call) => (call.id === undefined ? [] : [call.id])),
     };
   }
-}
-
-function post(
-  body: string | Buffer,
-  write: boolean,
-  reads: ReadNeed | undefined,
-  single?: PassedCall,
-  batch?: readonly PassedCall[],
-): Outgoing {
-  return { method: "POST", headers: UPSTREAM_HEADERS, body, stream: false, write, reads, single, batch };
 }
 
 export function batchOf(calls: readonly PassedCall[]): string {

@@ -224,7 +224,7 @@ export class Stages {
     return {
       group,
       method: outgoing.method,
-      path: target.path,
+      path: outgoing.path ?? target.path,
       query: target.query,
       // the node's logs can name the caller's request too, and its traces join the caller's
       headers: mounted.admitted.nodeHeaders(outgoing.headers),

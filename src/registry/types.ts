@@ -54,6 +54,11 @@ export interface JsonRpcPolicy {
   readonly writes: ReadonlySet<string>;
   /** How the dialect's subscriptions are made again on another node (registry `subscriptions`). */
   readonly subscriptions?: SubscriptionRules;
+  /**
+   * Paths below the mount where the node's own server takes the same calls (registry `jsonRpcPaths`:
+   * toncenter's `/api/v2/jsonRPC`, which its SDKs are set up with): a call there goes to the mount's URL.
+   */
+  readonly paths?: ReadonlySet<string>;
   /** How its calls name blocks, for the rules that keep answers consistent across nodes (registry `reads`). */
   readonly reads?: ReadRules;
 }
