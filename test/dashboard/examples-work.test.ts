@@ -70,6 +70,19 @@ describe.skipIf(needOpenssl().skip)("the dashboard's first calls and SDK snippet
     await Promise.all(nodes.map((node) => node.close()));
   });
 
+  /** Runs a snippet as a customer would, and expects the chain's head in what it prints. */
+  async function printsHead(name: string, code: string): Promise<void> {
+    const run = await runSnippet(name, code, {
+      domain: DOMAIN,
+      caFile: front.caFile,
+      deadlineMs: SNIPPET_DEADLINE_MS,
+    });
+    expect(run, `${code}\n${run.stderr}`).toMatchObject({
+      code: 0,
+      stdout: expect.stringMatching(PRINTED_HEAD),
+    });
+  }
+
   for (const network of catalog) {
     const endpoint = endpointsByLabel.get(network.firstLabel) as Endpoint;
 
@@ -92,18 +105,7 @@ describe.skipIf(needOpenssl().skip)("the dashboard's first calls and SDK snippet
 
     it(
       `${network.code}: the ${network.example?.sdk} snippet prints the head`,
-      async () => {
-        const code = network.example?.code.replace("{url}", url(endpoint.label)) ?? "";
-        const run = await runSnippet(network.code, code, {
-          domain: DOMAIN,
-          caFile: front.caFile,
-          deadlineMs: SNIPPET_DEADLINE_MS,
-        });
-        expect(run, `${code}\n${run.stderr}`).toMatchObject({
-          code: 0,
-          stdout: expect.stringMatching(PRINTED_HEAD),
-        });
-      },
+      () => printsHead(network.code, network.example?.code.replace("{url}", url(endpoint.label)) ?? ""),
       SNIPPET_DEADLINE_MS + 5_000,
     );
 
@@ -112,22 +114,12 @@ describe.skipIf(needOpenssl().skip)("the dashboard's first calls and SDK snippet
     if (plain !== undefined)
       it(
         `${network.code}: the ${network.example?.sdk} snippet for a plain http:// URL prints the head`,
-        async () => {
-          const http = labelUrls(
-            { secure: false, domain: DOMAIN, port: gw.port },
-            endpoint.label,
-            KEYS.all,
-          ).http;
-          const code = plain.replace("{url}", http);
-          const run = await runSnippet(`${network.code}-http`, code, {
-            domain: DOMAIN,
-            caFile: front.caFile,
-            deadlineMs: SNIPPET_DEADLINE_MS,
-          });
-          expect(run, `${code}\n${run.stderr}`).toMatchObject({
-            code: 0,
-            stdout: expect.stringMatching(PRINTED_HEAD),
-          });
+        () => {
+          const origin = { secure: false, domain: DOMAIN, port: gw.port };
+          return printsHead(
+            `${network.code}-http`,
+            plain.replace("{url}", labelUrls(origin, endpoint.label, KEYS.all).http),
+          );
         },
         SNIPPET_DEADLINE_MS + 5_000,
       );

@@ -21,18 +21,23 @@ const proxyLines = [
 /** The proxy's deployment: every port free but the one a test takes. */
 const proxyConfig = join(dir, "proxy.yaml");
 writeFileSync(proxyConfig, proxyLines.join("\n"));
+/** A deployment with an account store at `database`, written to `name`. */
+function withAccountStore(name: string, database: string): string {
+  const path = join(dir, name);
+  writeFileSync(
+    path,
+    [
+      ...proxyLines,
+      "accounts:",
+      `  database: ${join(dir, database)}`,
+      "  listen: { host: 127.0.0.1, port: 0 }",
+      `  mail: { from: gw@example.com, outbox: ${join(dir, "outbox")} }`,
+    ].join("\n"),
+  );
+  return path;
+}
 /** The control plane's and the demo's: the same, with an account store. */
-const accountsConfig = join(dir, "accounts.yaml");
-writeFileSync(
-  accountsConfig,
-  [
-    ...proxyLines,
-    "accounts:",
-    `  database: ${join(dir, "store.sqlite")}`,
-    "  listen: { host: 127.0.0.1, port: 0 }",
-    `  mail: { from: gw@example.com, outbox: ${join(dir, "outbox")} }`,
-  ].join("\n"),
-);
+const accountsConfig = withAccountStore("accounts.yaml", "store.sqlite");
 
 let taken: Server;
 let port = 0;
@@ -103,17 +108,7 @@ describe("a listener whose port is taken", () => {
 
   it("with workers, a cause every worker meets is said once, by the primary", async () => {
     // no account store at the configured path (the demo's test above made its own): each worker fails
-    const noStore = join(dir, "no-store.yaml");
-    writeFileSync(
-      noStore,
-      [
-        ...proxyLines,
-        "accounts:",
-        `  database: ${join(dir, "none.sqlite")}`,
-        "  listen: { host: 127.0.0.1, port: 0 }",
-        `  mail: { from: gw@example.com, outbox: ${join(dir, "outbox")} }`,
-      ].join("\n"),
-    );
+    const noStore = withAccountStore("no-store.yaml", "none.sqlite");
     const { code, err } = await run("src/proxy/main.ts", { GATEWAY_CONFIG: noStore, GATEWAY_WORKERS: "2" });
     expect(code).toBe(1);
     const lines = err.split("\n").filter((line) => line.startsWith("failed to start: "));
