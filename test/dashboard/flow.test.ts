@@ -163,6 +163,12 @@ describe.skipIf(chromium.skip)("the dashboard, in Chromium", () => {
       // a link cut short is the same
       await again.goto(`${fx.origin}/#confirm=${"x".repeat(20)}`);
       await expect.poll(() => again.locator("[role=alert]").textContent()).toContain("not a whole link");
+      // a token pasted wrong is spoken of as a token, not a link
+      await again.getByLabel("Have a token from the e-mail? Paste it here").fill("y".repeat(20));
+      await again.getByRole("button", { name: "Continue" }).click();
+      await expect
+        .poll(() => again.locator("#status").textContent())
+        .toContain("This token was already used, or it is not the whole token from the e-mail.");
     } finally {
       await again.close();
     }

@@ -1,5 +1,8 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { PlanSpec } from "../../src/config/types.js";
+import { PostgresUsageSink } from "../../src/keys/postgres-grants.js";
+import { SqliteUsageSink } from "../../src/keys/sqlite-grants.js";
+import { UsageCounter } from "../../src/keys/usage.js";
 import { type AccountsFixture, STORES, startAccounts } from "../accounts/helpers.js";
 import { type RunningGateway, rpcBody, startGateway, TEST_PLANS } from "../support/gateway.js";
 import { jsonRpcResponder, type LoopbackNode, startLoopbackNode } from "../support/loopback-node.js";
@@ -13,6 +16,7 @@ describe.each(STORES)("a rotated key (%s store)", (store) => {
   let fx: AccountsFixture;
   let node: LoopbackNode;
   let gw: RunningGateway;
+  let usage: UsageCounter;
   let session = "";
   const email = "rotating@example.com";
 
@@ -20,9 +24,15 @@ describe.each(STORES)("a rotated key (%s store)", (store) => {
     smtp = await startSmtp();
     fx = await startAccounts({ rotationGraceSeconds: 3600 }, smtp.port, store);
     node = await startLoopbackNode(jsonRpcResponder({ eth_blockNumber: "0x2a", eth_chainId: "0x1" }));
+    // counted into the store as a proxy counts, flushed by the test
+    const sink = fx.database.startsWith("postgres")
+      ? new PostgresUsageSink(fx.database)
+      : new SqliteUsageSink(fx.database);
+    usage = new UsageCounter(sink, 3_600_000);
     gw = await startGateway({
       upstreams: { eth: [node.url] },
       keyStore: fx.accounts.keys,
+      usage,
       // eth_blockNumber costs 10 compute units: 3 calls a day
       plans: { ...TEST_PLANS, shared: { ...(TEST_PLANS.shared as PlanSpec), dailyQuota: 30 } },
     });
@@ -32,6 +42,7 @@ describe.each(STORES)("a rotated key (%s store)", (store) => {
   });
   afterAll(async () => {
     await gw?.close();
+    await usage?.close();
     await node?.close();
     await fx?.close();
     await smtp?.close();
@@ -82,5 +93,15 @@ describe.each(STORES)("a rotated key (%s store)", (store) => {
     const other = await order();
     await fx.accounts.keys.refresh();
     expect((await call(other.key)).status).toBe(200);
+    // the overview's meter of the newest key reads what its line spent, as the quota counts it
+    await usage.flush();
+    const overview = await fx.api("GET", "/v1/overview", undefined, session);
+    const byId = (id: number) =>
+      (
+        overview.json.keys as { id: number; today: { units: number }; quota: { used: { today: number } } }[]
+      ).find((k) => k.id === id);
+    expect(byId(third.id)?.today.units).toBe(0);
+    expect(byId(third.id)?.quota.used.today).toBe(30);
+    expect(byId(other.id)?.quota.used.today).toBe(10);
   });
 });

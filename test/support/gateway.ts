@@ -81,10 +81,12 @@ export interface StartOptions extends Partial<Omit<GatewayConfig, "limits">> {
   readonly sharedAnswers?: ProxyServerOptions["sharedAnswers"];
   /** The quota ledger (src/plans/), as runProxy makes one: shared through Redis with sharedLimits. */
   readonly quotas?: ProxyServerOptions["quotas"];
+  /** Where keyed calls are counted (keys/usage.ts), as runProxy counts them into an account store. */
+  readonly usage?: ProxyServerOptions["usage"];
 }
 
 export async function startGateway(options: StartOptions = {}): Promise<RunningGateway> {
-  const { dispatcherFactory, limits, keyStore, heads, sharedAnswers, quotas, ...rest } = options;
+  const { dispatcherFactory, limits, keyStore, heads, sharedAnswers, quotas, usage, ...rest } = options;
   const config: GatewayConfig = {
     ...DEFAULT_CONFIG,
     domain: DOMAIN,
@@ -112,6 +114,7 @@ export async function startGateway(options: StartOptions = {}): Promise<RunningG
     ...(heads ? { heads } : {}),
     ...(sharedAnswers ? { sharedAnswers } : {}),
     ...(quotas ? { quotas } : {}),
+    ...(usage ? { usage } : {}),
   });
   await new Promise<void>((resolve) => gateway.server.listen(0, "127.0.0.1", resolve));
   const { port } = gateway.server.address() as AddressInfo;

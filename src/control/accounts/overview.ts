@@ -15,8 +15,17 @@ export interface KeyOverview {
   readonly id: number;
   readonly prefix: string;
   readonly plan: string;
-  /** The plan's quotas in compute units (0: none), and whether they count the key or the account. */
-  readonly quota: { readonly daily: number; readonly monthly: number; readonly per: "key" | "account" };
+  /**
+   * The plan's quotas in compute units (0: none), whether they count the key or the account, and what a
+   * per-key quota has been spent by the key's line: the key and the keys it replaced by rotation, which
+   * spend one quota (docs/plans.md).
+   */
+  readonly quota: {
+    readonly daily: number;
+    readonly monthly: number;
+    readonly per: "key" | "account";
+    readonly used: { readonly today: number; readonly month: number };
+  };
   readonly today: Spent;
   readonly month: Spent;
   readonly networks: readonly { readonly label: string; readonly today: Spent; readonly month: Spent }[];
@@ -60,12 +69,17 @@ export async function overviewOf(context: ServiceContext, account: Account): Pro
   const day = date.toISOString().slice(0, 10);
   const month = day.slice(0, 7);
   const monthStart = `${month}-01`;
-  const keys = (await store.keys(account.id)).filter(
+  const everyKey = await store.keys(account.id);
+  const keys = everyKey.filter(
     (k) => keyStatus(k, now) === "active" || k.createdAt >= Date.parse(monthStart),
   );
   const prefixes = keys.map((k) => k.prefix);
+  /** The prefixes of each quota line: a key and those it replaced by rotation. */
+  const lines = new Map<string, string[]>();
+  for (const k of everyKey) lines.set(k.quotaPrefix, [...(lines.get(k.quotaPrefix) ?? []), k.prefix]);
+  const linePrefixes = keys.flatMap((k) => lines.get(k.quotaPrefix) ?? []);
   const [rows, methods, codes] = await Promise.all([
-    store.usage(prefixes, monthStart, day),
+    store.usage([...new Set([...prefixes, ...linePrefixes])], monthStart, day),
     store.usageMethods(prefixes, monthStart, day),
     store.usageCodes(prefixes, monthStart, day),
   ]);
@@ -75,11 +89,18 @@ export async function overviewOf(context: ServiceContext, account: Account): Pro
     const spent = (list: typeof own): Spent =>
       list.reduce((sum, r) => ({ calls: sum.calls + r.calls, units: sum.units + r.units }), ZERO);
     const plan = plans[key.plan];
+    const line = new Set(lines.get(key.quotaPrefix) ?? [key.prefix]);
+    const lineRows = rows.filter((r) => line.has(r.key));
     return {
       id: key.id,
       prefix: key.prefix,
       plan: key.plan,
-      quota: { daily: plan?.dailyQuota ?? 0, monthly: plan?.monthlyQuota ?? 0, per: plan?.quotaPer ?? "key" },
+      quota: {
+        daily: plan?.dailyQuota ?? 0,
+        monthly: plan?.monthlyQuota ?? 0,
+        per: plan?.quotaPer ?? "key",
+        used: { today: spent(lineRows.filter((r) => r.day === day)).units, month: spent(lineRows).units },
+      },
       today: spent(own.filter((r) => r.day === day)),
       month: spent(own),
       networks: labels.map((label) => ({

@@ -171,7 +171,7 @@ async function submitToken(event, token) {
   event.preventDefault();
   await redeem(token, "/v1/session")
     .catch(() => redeem(token, "/v1/confirm"))
-    .catch((error) => say(linkProblem(error), true));
+    .catch((error) => say(linkProblem(error, "token"), true));
 }
 
 /** Signs in with a token from an e-mail: the keys page, or the error for the caller to show. */
@@ -181,12 +181,14 @@ async function redeem(token, path) {
   await route();
 }
 
-/** What a used, expired or mistyped link or token means for the customer, and the way on. */
-function linkProblem(error) {
-  if (error.code === "TOKEN_EXPIRED")
-    return "This link has expired. Enter your e-mail address below to get a new one.";
+/** What a used, expired or mistyped link or pasted token means for the customer, and the way on. */
+function linkProblem(error, what = "link") {
+  const again = "Enter your e-mail address below to get a new one.";
+  if (error.code === "TOKEN_EXPIRED") return `This ${what} has expired. ${again}`;
   if (error.code === "TOKEN_INVALID")
-    return "This link was already used, or it is not a whole link. Enter your e-mail address below to get a new one.";
+    return what === "link"
+      ? `This link was already used, or it is not a whole link. ${again}`
+      : `This token was already used, or it is not the whole token from the e-mail. ${again}`;
   return error.message;
 }
 
