@@ -138,7 +138,6 @@ export function no(
   return refuse(code, id, requestId === undefined ? detail : { ...detail, requestId });
 }
 
-/** The id to answer with: the caller's own token when it is a valid id, else null (JSON-RPC 2.0 §5). */
 /**
  * The id token of the call in a body that a refusal made before the body was read answers: "null" for a
  * batch, a body that is not JSON-RPC, or a call without a valid id.
@@ -153,6 +152,7 @@ export function replyIdIn(body: Buffer, maxDepth: number): string {
   }
 }
 
+/** The id to answer with: the caller's own token when it is a valid id, else null (JSON-RPC 2.0 §5). */
 export function idOf(call: RawCall): string {
   const raw = call.members.get("id");
   if (raw === undefined) return "null";
