@@ -122,7 +122,11 @@ describe.each([1, 2])("SIGHUP reloads the deployment config (%i worker process(e
     // a stop now waits 3 s, serving, before the listener closes (it began at once with the first config's 0)
     const stopping = performance.now();
     gateway.child.kill("SIGTERM");
-    await new Promise((resolve) => setTimeout(resolve, 500));
+    await eventually(
+      () => gateway.logs.some((l) => l.includes('"msg":"shutting down"')),
+      2_500,
+      "the stop begun",
+    );
     const during = await request(`http://127.0.0.1:${gateway.port}/${KEY}/`, {
       method: "POST",
       dispatcher: agent,
