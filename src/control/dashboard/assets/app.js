@@ -74,9 +74,15 @@ function waitText(seconds) {
   return `${Math.ceil(minutes / 60)} hours`;
 }
 
-/** A key as a control's name says it: "key FNAav3shaY…". */
-function ofKey(key) {
-  return `key ${key.prefix}…`;
+/** A link of a key's row, named by its key for a screen reader ("Usage of key FNAav3shaY…"). */
+function keyLink(key, page, text) {
+  return el("a", { href: `#/keys/${key.id}/${page}`, "aria-label": `${text} of key ${key.prefix}…` }, text);
+}
+
+/** A button of a key's row, named by its key ("Rotate key FNAav3shaY…"). */
+function keyButton(key, text, look, action) {
+  const label = `${text} key ${key.prefix}…`;
+  return el("button", { type: "button", class: look, onclick: () => action(key), "aria-label": label }, text);
 }
 
 function show(title, ...content) {
@@ -218,41 +224,13 @@ async function keysView() {
             "div",
             { class: "actions" },
             // every row has these: a screen reader's list of controls tells them apart by the key
-            el(
-              "a",
-              { href: `#/keys/${key.id}/endpoints`, "aria-label": `Endpoints of ${ofKey(key)}` },
-              "Endpoints",
-            ),
-            el("a", { href: `#/keys/${key.id}/usage`, "aria-label": `Usage of ${ofKey(key)}` }, "Usage"),
-            key.status === "active"
-              ? el(
-                  "a",
-                  { href: `#/keys/${key.id}/settings`, "aria-label": `Settings of ${ofKey(key)}` },
-                  "Settings",
-                )
-              : [],
+            keyLink(key, "endpoints", "Endpoints"),
+            keyLink(key, "usage", "Usage"),
             key.status === "active"
               ? [
-                  el(
-                    "button",
-                    {
-                      type: "button",
-                      class: "quiet",
-                      onclick: () => rotate(key),
-                      "aria-label": `Rotate ${ofKey(key)}`,
-                    },
-                    "Rotate",
-                  ),
-                  el(
-                    "button",
-                    {
-                      type: "button",
-                      class: "danger",
-                      onclick: () => revoke(key),
-                      "aria-label": `Revoke ${ofKey(key)}`,
-                    },
-                    "Revoke",
-                  ),
+                  keyLink(key, "settings", "Settings"),
+                  keyButton(key, "Rotate", "quiet", rotate),
+                  keyButton(key, "Revoke", "danger", revoke),
                 ]
               : [],
           ),
