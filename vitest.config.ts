@@ -12,6 +12,10 @@ export default defineConfig({
     // 60% of its CPU. Three workers there; as many as the cores on a larger one.
     maxWorkers: Math.max(3, availableParallelism()),
     testTimeout: 20_000,
+    // expect.poll waits for a condition and passes the moment it holds; vitest's default deadline of one
+    // second failed a dashboard test whose two API calls and a re-render took longer while Chromium and
+    // two other test files shared the 2 cores. A longer deadline costs time only when a test fails.
+    expect: { poll: { timeout: 10_000 } },
     hookTimeout: 30_000,
   },
 });
