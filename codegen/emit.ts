@@ -167,6 +167,7 @@ function policyLiteral(policy: PolicyModel, model: RegistryModel): string {
       writes: new Set<string>(${literal(policy.writes)}),
       ${policy.subscriptions === undefined ? "" : `subscriptions: ${literal(policy.subscriptions)},`}
       ${policy.jsonRpcPaths === undefined ? "" : `paths: new Set<string>(${literal(policy.jsonRpcPaths)}),`}
+      ${policy.webSocketOverHttp === true ? "webSocketOverHttp: true," : ""}
       ${policy.reads === undefined ? "" : `reads: ${literal(policy.reads)},`}
     }`);
   }

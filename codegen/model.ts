@@ -33,6 +33,8 @@ export interface PolicyModel {
   readonly subscriptions?: SubscriptionRules;
   /** The paths below the mount that take the same JSON-RPC calls, of all its interfaces. */
   readonly jsonRpcPaths?: readonly string[];
+  /** Whether none of the mount's JSON-RPC nodes has a WebSocket server (registry `webSocketOverHttp`). */
+  readonly webSocketOverHttp?: true;
   /** The first of the mount's interfaces that says how its calls name blocks. */
   readonly reads?: ReadRules;
   /** The member of a REST answer that holds the node's error, where the interface says. */
@@ -216,6 +218,7 @@ function mergePolicy(id: string, ids: readonly string[], spec: RegistrySpec): Po
   const family: Family = first.family === "jsonrpc" && routes !== undefined ? "mixed" : first.family;
   const subscriptions = interfaces.find((i) => i.subscriptions !== undefined)?.subscriptions;
   const jsonRpcPaths = [...new Set(interfaces.flatMap((i) => i.jsonRpcPaths ?? []))];
+  const overHttp = interfaces.every((i) => i.family !== "jsonrpc" || i.webSocketOverHttp === true);
   const errorMember = interfaces.find((i) => i.errorMember !== undefined)?.errorMember;
   const reads = interfaces.find((i) => i.reads !== undefined)?.reads;
   const contracts: Record<string, string[]> = {};
@@ -231,6 +234,7 @@ function mergePolicy(id: string, ids: readonly string[], spec: RegistrySpec): Po
     ...(writeRoutes === undefined ? {} : { writeRoutes }),
     ...(subscriptions === undefined ? {} : { subscriptions: { pinned: [], ...subscriptions } }),
     ...(jsonRpcPaths.length === 0 ? {} : { jsonRpcPaths }),
+    ...(overHttp && first.family === "jsonrpc" ? { webSocketOverHttp: true as const } : {}),
     ...(errorMember === undefined ? {} : { errorMember }),
     ...(reads === undefined ? {} : { reads }),
     ...(Object.keys(contracts).length === 0 ? {} : { contracts }),

@@ -68,6 +68,8 @@ export interface InterfaceSpec {
   subscriptions?: SubscriptionsSpec;
   /** Paths below the mount that take the same JSON-RPC calls (JsonRpcPolicy.paths). */
   jsonRpcPaths?: string[];
+  /** The node has no WebSocket server: the gateway sends a socket's messages to it over HTTP. */
+  webSocketOverHttp?: true;
   /** How its calls name blocks (src/registry/types.ts ReadRules, as written). */
   reads?: ReadRules;
   /** Method or route → where its contract address sits (`params.0.to`, `body.contract_address`). */

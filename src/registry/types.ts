@@ -59,6 +59,11 @@ export interface JsonRpcPolicy {
    * toncenter's `/api/v2/jsonRPC`, which its SDKs are set up with): a call there goes to the mount's URL.
    */
   readonly paths?: ReadonlySet<string>;
+  /**
+   * The node software has no WebSocket server (registry `webSocketOverHttp`): a label's WebSocket sends
+   * each message to the node over HTTP (ws/http-bridge.ts).
+   */
+  readonly webSocketOverHttp?: true;
   /** How its calls name blocks, for the rules that keep answers consistent across nodes (registry `reads`). */
   readonly reads?: ReadRules;
 }

@@ -186,17 +186,10 @@ export function openWebSocket(
   callback: (error: GatewayError | undefined, socket?: WebSocket, upstream?: Upstream) => void,
   headers: Readonly<Record<string, string>> = {},
 ): void {
-  const order = group.choose();
-  if (order.length === 0) {
-    if (group.checking && wanted()) {
-      group.whenChecked(limits.ws.handshakeTimeoutMs, () =>
-        openWebSocket(group, limits, wanted, callback, headers),
-      );
-      return;
-    }
-    callback(new GatewayError("NO_UPSTREAM", { reason: group.whyNone(false) }));
-    return;
-  }
+  const order = nodesForSocket(group, limits, wanted, callback, () =>
+    openWebSocket(group, limits, wanted, callback, headers),
+  );
+  if (order === undefined) return;
   const attempts = Math.min(order.length, MAX_ATTEMPTS);
   let tried = 0;
   const next = (): void => {
@@ -216,8 +209,10 @@ export function openWebSocket(
       settled = true;
       clearTimeout(deadline);
       socket.terminate();
-      const kind = failureKind(error) ?? "refused";
-      upstream.health.failed(kind, describeFailure(error));
+      // A node that answered the handshake with an HTTP status (a 404 from a server with no WebSocket)
+      // is up: only a connection that failed or timed out says something of its health.
+      const kind = failureKind(error);
+      if (kind !== undefined) upstream.health.failed(kind, describeFailure(error));
       if (tried < attempts && wanted()) {
         next();
         return;
@@ -240,4 +235,23 @@ export function openWebSocket(
     socket.once("error", failed);
   };
   next();
+}
+
+/**
+ * The group's nodes in its order of choice for a new connection; undefined when there is none, and then
+ * `callback` has been told NO_UPSTREAM, or `again` runs once the prober has checked the nodes it has not
+ * yet (a label's first connections after a start), while the client still waits (`wanted`).
+ */
+export function nodesForSocket<Socket>(
+  group: UpstreamGroup,
+  limits: Limits,
+  wanted: () => boolean,
+  callback: (error: GatewayError | undefined, socket?: Socket, upstream?: Upstream) => void,
+  again: () => void,
+): readonly Upstream[] | undefined {
+  const order = group.choose();
+  if (order.length > 0) return order;
+  if (group.checking && wanted()) group.whenChecked(limits.ws.handshakeTimeoutMs, again);
+  else callback(new GatewayError("NO_UPSTREAM", { reason: group.whyNone(false) }));
+  return undefined;
 }

@@ -18,6 +18,7 @@ import { GatewayCalls } from "./gateway-calls.js";
 import { MessageIntake, toText } from "./message-intake.js";
 import { MessageSender, paramsOf } from "./message-sender.js";
 import { ConnectionMove, type Reconnect } from "./move.js";
+import type { NodeSocket } from "./node-socket.js";
 import { type Outgoing, PendingCalls, type Settled } from "./pending-calls.js";
 import { RememberedSubscriptions } from "./subscriptions.js";
 
@@ -55,7 +56,7 @@ export interface ConnectionOptions {
  */
 export class Connection {
   readonly #client: WebSocket;
-  #upstream: WebSocket | undefined;
+  #upstream: NodeSocket | undefined;
   #node: Upstream;
   readonly #options: ConnectionOptions;
   readonly #rules: CallRules;
@@ -79,7 +80,7 @@ export class Connection {
   readonly #ping: NodeJS.Timeout;
   #idle: NodeJS.Timeout;
 
-  constructor(client: WebSocket, upstream: WebSocket, node: Upstream, options: ConnectionOptions) {
+  constructor(client: WebSocket, upstream: NodeSocket, node: Upstream, options: ConnectionOptions) {
     this.#client = client;
     this.#node = node;
     this.#options = options;
@@ -191,7 +192,7 @@ export class Connection {
     this.#lose("out of rotation");
   }
 
-  #attach(socket: WebSocket): void {
+  #attach(socket: NodeSocket): void {
     this.#upstream = socket;
     // A lost socket's late events are ignored: only the current one speaks for the connection.
     socket.on(

@@ -1,16 +1,16 @@
-import type { WebSocket } from "ws";
 import { rpcErrorJson } from "../errors/respond.js";
 import type { GatewayError } from "../errors/table.js";
 import type { Upstream } from "../upstream/upstreams.js";
 import { backfillEvents, type FillContext } from "./gap-fill.js";
 import type { GatewayCalls } from "./gateway-calls.js";
+import type { NodeSocket } from "./node-socket.js";
 import type { Outgoing, PendingCalls } from "./pending-calls.js";
 import type { RememberedSubscriptions } from "./subscriptions.js";
 
 /** Opens an upstream socket on a node of the connection's group that is in rotation (upgrade.ts). */
 export type Reconnect = (
   wanted: () => boolean,
-  callback: (error: GatewayError | undefined, socket?: WebSocket, upstream?: Upstream) => void,
+  callback: (error: GatewayError | undefined, socket?: NodeSocket, upstream?: Upstream) => void,
 ) => void;
 
 /** A connection moves at most this many times within the window; once more and it is closed with 1014. */
@@ -25,7 +25,7 @@ export interface MovingConnection {
   readonly fill: FillContext;
   readonly closed: boolean;
   /** The new socket, on `node`, is the connection's upstream socket from now on. */
-  attach(socket: WebSocket, node: Upstream): void;
+  attach(socket: NodeSocket, node: Upstream): void;
   /** Sends a message on the upstream socket. */
   transmit(message: Outgoing): void;
   toClient(text: string): void;
@@ -95,7 +95,7 @@ export class ConnectionMove {
     );
     this.#reconnect(
       () => !connection.closed,
-      connection.guard((error: GatewayError | undefined, socket?: WebSocket, node?: Upstream) => {
+      connection.guard((error: GatewayError | undefined, socket?: NodeSocket, node?: Upstream) => {
         clearTimeout(deadline);
         if (connection.closed || error !== undefined || socket === undefined || node === undefined) {
           socket?.close();

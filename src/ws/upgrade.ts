@@ -1,7 +1,7 @@
 import type { IncomingMessage } from "node:http";
 import type { Duplex } from "node:stream";
 import { type WebSocket, WebSocketServer } from "ws";
-import type { GatewayConfig } from "../config/types.js";
+import type { GatewayConfig, Limits } from "../config/types.js";
 import { upgradeRefusal } from "../errors/respond.js";
 import { type ErrorCode, GatewayError } from "../errors/table.js";
 import { REQUEST_ID_HEADER, requestIdFor } from "../http/request-id.js";
@@ -19,6 +19,8 @@ import type { Upstream } from "../upstream/upstreams.js";
 import { CachedCalls } from "./cached-calls.js";
 import { CLOSE } from "./close-codes.js";
 import { Connection } from "./connection.js";
+import { openHttpBridge } from "./http-bridge.js";
+import type { NodeSocket } from "./node-socket.js";
 
 /**
  * The WebSocket transport of the pipeline: `wss://<label>.{domain}/<API_KEY>`. At the upgrade it runs
@@ -97,8 +99,9 @@ export class WebSocketGateway implements WebSocketCounts {
       const mounted = this.#stages.pickWebSocketMount(admitted); // 3
       const group = this.#stages.upstreamGroup(mounted); // 6
       const release = this.#reserve(admitted);
-      openWebSocket(
+      openNodeSocket(
         group,
+        mounted,
         this.#config.limits,
         () => socket.writable,
         (error, upstreamSocket, upstream) => {
@@ -177,7 +180,7 @@ export class WebSocketGateway implements WebSocketCounts {
 
   #open(
     client: WebSocket,
-    upstreamSocket: WebSocket,
+    upstreamSocket: NodeSocket,
     upstream: Upstream,
     mounted: Mounted,
     release: () => void,
@@ -195,7 +198,7 @@ export class WebSocketGateway implements WebSocketCounts {
       trace: typeof admitted.trace === "object" ? admitted.trace : undefined,
       cache: cachedCallsOf(group, mounted),
       reconnect: (wanted, callback) =>
-        openWebSocket(group, this.#config.limits, wanted, callback, nodeHandshakeHeaders(admitted)),
+        openNodeSocket(group, mounted, this.#config.limits, wanted, callback, nodeHandshakeHeaders(admitted)),
       // as over HTTP: a caller reads its own write, not an answer the cache kept from before it
       onWrite: () => group.wrote(admitted),
       onClose: () => {
@@ -242,6 +245,23 @@ export class WebSocketGateway implements WebSocketCounts {
       decrement(this.#perIp, admitted.ip);
     };
   }
+}
+
+/**
+ * The node side of a connection: a socket on the node, or where the node software has no WebSocket
+ * server (registry `webSocketOverHttp`), a bridge that sends each message to it over HTTP.
+ */
+function openNodeSocket(
+  group: UpstreamGroup,
+  mounted: Mounted,
+  limits: Limits,
+  wanted: () => boolean,
+  callback: (error: GatewayError | undefined, socket?: NodeSocket, upstream?: Upstream) => void,
+  headers: Readonly<Record<string, string>>,
+): void {
+  if (mounted.mount.policy.jsonrpc?.webSocketOverHttp === true)
+    openHttpBridge(group, limits, mounted.mount.path, wanted, callback, headers);
+  else openWebSocket(group, limits, wanted, callback, headers);
 }
 
 /** The label's answer cache for a connection's single calls, when the label has one and its reads have rules. */

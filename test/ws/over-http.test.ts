@@ -1,0 +1,162 @@
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { endpointsByLabel } from "../../generated/endpoints.js";
+import { DEFAULT_HEALTH } from "../../src/config/defaults.js";
+import { eventually } from "../support/eventually.js";
+import { DOMAIN, KEYS, type RunningGateway, rpcBody, startGateway } from "../support/gateway.js";
+import { firstOf, type LoopbackNode, startLoopbackNode } from "../support/loopback-node.js";
+import { nodeState, softwareNode } from "../support/software-node.js";
+import { resolveTestHosts } from "../support/test-hosts.js";
+import { Client } from "../support/ws-client.js";
+
+// nearcore, stellar-rpc, toncenter and java-tron's /jsonrpc have no WebSocket server, while their labels
+// offer one (registry `webSocketOverHttp`): the gateway sends each message on the caller's socket to the
+// node over HTTP. Two loopback nearcore nodes answer over HTTP only, as the real one does; `a` holds a
+// transaction without answering until it is closed.
+
+const near = endpointsByLabel.get("near");
+if (near === undefined) throw new Error("no near in the registry");
+const HEIGHT = 9000;
+
+describe("a WebSocket on a label whose nodes have no WebSocket server (near)", () => {
+  let a: LoopbackNode;
+  let b: LoopbackNode;
+  let gw: RunningGateway;
+  let restore: () => void;
+  const url = () => `ws://near.${DOMAIN}:${gw.port}/${KEYS.all}`;
+  const hang = () => new Promise<undefined>(() => {});
+  const sentTx = (node: LoopbackNode) => node.requests.filter((r) => r.body.includes('"send_tx"')).length;
+  const state = (name: string) =>
+    gw.gateway.upstreams.group("near", "/")?.members.find((m) => m.name === name)?.health.state;
+
+  beforeAll(async () => {
+    restore = resolveTestHosts();
+    a = await startLoopbackNode(
+      firstOf(
+        (r) => (r.body.includes('"send_tx"') ? hang() : undefined),
+        softwareNode(near, nodeState(near, HEIGHT)),
+      ),
+    );
+    b = await startLoopbackNode(softwareNode(near, nodeState(near, HEIGHT)));
+    gw = await startGateway({
+      upstreams: {
+        near: [
+          { url: a.url, name: "a" },
+          { url: b.url, name: "b", tier: "fallback" },
+        ],
+      },
+      health: { ...DEFAULT_HEALTH, probeIntervalMs: 200 },
+    });
+    await eventually(() => state("a") === "healthy" && state("b") === "healthy", 5_000, "both nodes probed");
+  });
+  afterAll(async () => {
+    await gw?.close();
+    await Promise.all([a?.close(), b?.close()]);
+    restore?.();
+  });
+
+  it("answers calls over HTTP at the node's own path, never with the key, and refuses what HTTP refuses", async () => {
+    const client = await Client.open(url());
+    const status = await client.call("status", []);
+    expect(
+      (status.result as { sync_info: { latest_block_height: number } }).sync_info.latest_block_height,
+    ).toBe(HEIGHT);
+    const seen = a.requests.filter((r) => /"id":1\d\d\d/.test(r.body));
+    expect(seen).toHaveLength(1);
+    expect(seen[0]).toMatchObject({ method: "POST", url: "/" });
+    expect(JSON.stringify(seen[0])).not.toContain(KEYS.all);
+    // the node's own error, in its own shape
+    const unknown = await client.call("no_such_method", []);
+    expect(unknown.error?.data?.code).toBe("METHOD_NOT_FOUND");
+    expect(client.isOpen).toBe(true);
+    // the node is as healthy over HTTP as before, and HTTP callers are served
+    expect(state("a")).toBe("healthy");
+    const http = await gw.call("near", `/${KEYS.all}/`, { body: rpcBody("status", []) });
+    expect(http.status).toBe(200);
+    client.close();
+  });
+
+  it("moves to another node when its node goes: a read is asked again there, a write is not sent twice", async () => {
+    const client = await Client.open(url());
+    client.send('{"jsonrpc":"2.0","id":"write","method":"send_tx","params":{"signed_tx_base64":"AAAA"}}');
+    await eventually(() => sentTx(a) === 1, 3_000, "the write at a");
+    await a.close();
+    const write = await client.answerTo('"write"');
+    expect(write.error?.data?.code).toBe("WRITE_NOT_CONFIRMED");
+    const status = await client.call("status", []);
+    expect(status.error).toBeUndefined();
+    expect(b.requests.some((r) => r.body.includes('"status"') && /"id":1\d\d\d/.test(r.body))).toBe(true);
+    expect(sentTx(a) + sentTx(b)).toBe(1);
+    expect(client.isOpen).toBe(true);
+    client.close();
+  });
+});
+
+describe.each([
+  ["xlm", "getLatestLedger", "/"],
+  ["ton", "getMasterchainInfo", "/"],
+  ["trx", "eth_blockNumber", "/jsonrpc"],
+])("%s's WebSocket, whose node has none", (label, method, path) => {
+  const endpoint = endpointsByLabel.get(label);
+  if (endpoint === undefined) throw new Error(`no ${label} in the registry`);
+  let node: LoopbackNode;
+  let gw: RunningGateway;
+  let restore: () => void;
+
+  beforeAll(async () => {
+    restore = resolveTestHosts();
+    node = await startLoopbackNode(softwareNode(endpoint, nodeState(endpoint, HEIGHT)));
+    gw = await startGateway({ upstreams: { [label]: [node.url] } });
+  });
+  afterAll(async () => {
+    await gw?.close();
+    await node?.close();
+    restore?.();
+  });
+
+  it(`answers ${method} with the node's answer over HTTP at ${path}`, async () => {
+    const client = await Client.open(`ws://${label}.${DOMAIN}:${gw.port}/${KEYS.all}`);
+    const answer = await client.call(
+      method,
+      method === "eth_blockNumber" ? [] : ({} as unknown as unknown[]),
+    );
+    expect(answer.error).toBeUndefined();
+    expect(answer.result).toBeDefined();
+    const seen = node.requests.filter((r) => /"id":1\d\d\d/.test(r.body));
+    expect(seen.map((r) => [r.method, r.url])).toEqual([["POST", path]]);
+    client.close();
+  });
+});
+
+describe("a node that answers a WebSocket handshake with an HTTP status (dot, a node with no WebSocket port open)", () => {
+  const dot = endpointsByLabel.get("dot");
+  if (dot === undefined) throw new Error("no dot in the registry");
+  let node: LoopbackNode;
+  let gw: RunningGateway;
+  let restore: () => void;
+  const state = () => gw.gateway.upstreams.group("dot", "/")?.members[0]?.health.state;
+
+  beforeAll(async () => {
+    restore = resolveTestHosts();
+    node = await startLoopbackNode(softwareNode(dot, nodeState(dot, HEIGHT)));
+    gw = await startGateway({
+      upstreams: { dot: [node.url] },
+      health: { ...DEFAULT_HEALTH, probeIntervalMs: 200 },
+    });
+    await eventually(() => state() === "healthy", 5_000, "the node probed");
+  });
+  afterAll(async () => {
+    await gw?.close();
+    await node?.close();
+    restore?.();
+  });
+
+  it("refuses the upgrade and keeps serving HTTP callers from that node: it answered, so it is up", async () => {
+    for (let i = 0; i < 3; i++) {
+      const refused = await Client.refused(`ws://dot.${DOMAIN}:${gw.port}/${KEYS.all}`);
+      expect(refused.status).toBe(503);
+    }
+    expect(state()).toBe("healthy");
+    const http = await gw.call("dot", `/${KEYS.all}/`, { body: rpcBody("chain_getHeader", []) });
+    expect(http.status).toBe(200);
+  });
+});
