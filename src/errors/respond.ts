@@ -41,6 +41,23 @@ export function restErrorJson(
 
 export type ErrorStyle = "jsonrpc" | "rest";
 
+/**
+ * A batch's answer when an error (a rate, a quota, no node) stops the calls that passed their checks: each
+ * of them gets the error by its id, and the calls refused on their own keep their refusals, so that a
+ * client pairing answers with calls by id (ethers, viem) finds every one. With no call to answer (every
+ * call a notification), the error alone, with id null: JSON-RPC never answers with an empty array.
+ */
+export function batchErrorBody(
+  error: GatewayError,
+  ids: readonly string[],
+  refusals: readonly string[],
+  requestId: string | undefined,
+): string {
+  if (ids.length === 0 && refusals.length === 0) return errorBody(error, "jsonrpc", "null", requestId);
+  const each = ids.map((id) => errorBody(error, "jsonrpc", id, requestId));
+  return `[${[...refusals, ...each].join(",")}]`;
+}
+
 /** An error's body in the given style; a code without a JSON-RPC number is always a REST body. */
 export function errorBody(
   error: GatewayError,

@@ -183,6 +183,7 @@ class JsonRpcRequest implements RoutedRequest {
       batch: checked.length,
       refused: refused.length,
       batchIds: passed.flatMap((call) => (call.id === undefined ? [] : [call.id])),
+      batchRefusals: refused,
     };
   }
 }

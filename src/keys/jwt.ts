@@ -11,6 +11,7 @@ export type JwtRefusal =
   | "missing"
   | "malformed"
   | "unsupported algorithm"
+  | "unsupported critical header"
   | "bad signature"
   | "expired"
   | "not yet valid";
@@ -62,7 +63,7 @@ export class JwtVerifier {
     const parts = token.split(".");
     if (parts.length !== 3) return "malformed";
     const [head = "", body = "", signature = ""] = parts;
-    let header: { alg?: unknown; kid?: unknown };
+    let header: { alg?: unknown; kid?: unknown; crit?: unknown };
     let claims: { exp?: unknown; nbf?: unknown };
     try {
       header = JSON.parse(Buffer.from(head, "base64url").toString("utf8"));
@@ -74,6 +75,9 @@ export class JwtVerifier {
       return "malformed";
     const alg = header.alg;
     if (alg !== "RS256" && alg !== "ES256") return "unsupported algorithm";
+    // A token whose `crit` names extensions must be refused by a verifier that does not understand them
+    // (RFC 7515, 4.1.11), and the gateway understands none.
+    if (header.crit !== undefined) return "unsupported critical header";
     const signed = Buffer.from(`${head}.${body}`);
     const sig = Buffer.from(signature, "base64url");
     const candidates = this.#keys.filter(

@@ -6,7 +6,7 @@ import { relaySplit } from "../answers/range-split.js";
 import { relayCachedBatch } from "../cache/batch-cached.js";
 import { relayCached } from "../cache/relay-cached.js";
 import type { Limits } from "../config/types.js";
-import { type ErrorStyle, errorBody, preflight, sendError, sendJson } from "../errors/respond.js";
+import { batchErrorBody, type ErrorStyle, preflight, sendError, sendJson } from "../errors/respond.js";
 import { type ErrorCode, GatewayError } from "../errors/table.js";
 import type { Authorized, Outgoing, RoutedRequest } from "../families/family.js";
 import { collectBody, unreadBodyTooLarge } from "../http/body.js";
@@ -379,9 +379,8 @@ export class HttpExchange {
     if (batch !== undefined && !res.headersSent) {
       // A batch's clients (ethers, viem) read an array by id: each call gets the error, the refused ones
       // their own refusals, with the status and headers (Retry-After) of the error.
-      const requestId = requestIdOf(res);
-      const each = (batch.batchIds ?? []).map((id) => errorBody(error, "jsonrpc", id, requestId));
-      sendJson(res, error.status, `[${[...(batch.refusals ?? []), ...each].join(",")}]`, error.headers);
+      const body = batchErrorBody(error, batch.batchIds ?? [], batch.batchRefusals ?? [], requestIdOf(res));
+      sendJson(res, error.status, body, error.headers);
       return;
     }
     sendError(res, error, this.#style, replyId);

@@ -334,6 +334,7 @@ export class Connection {
         get closed() {
           return connection.#closed;
         },
+        requestId: this.#options.mounted.admitted.requestId,
         attach: (socket, node) => {
           this.#node = node;
           this.#attach(socket);

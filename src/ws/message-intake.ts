@@ -1,6 +1,6 @@
 import type { RawData } from "ws";
 import type { Limits } from "../config/types.js";
-import { errorBody } from "../errors/respond.js";
+import { batchErrorBody, errorBody } from "../errors/respond.js";
 import { GatewayError } from "../errors/table.js";
 import type { CallRules } from "../jsonrpc/check.js";
 import { type CheckedMessage, checkMessage } from "../jsonrpc/message.js";
@@ -85,6 +85,7 @@ export class MessageIntake {
       const only = message.batch ? undefined : message.checked[0];
       seen.method = message.batch ? "batch" : only?.ok ? only.method : "other";
       if (only !== undefined && !only.ok) seen.code = only.code;
+      if (message.batch) seen.batch = batchAnswers(message);
       seen.units = this.#unitsOf(message);
       const charged = stages.chargeRate(mounted, { ...message, computeUnits: seen.units }); // 5
       const held = stages.holdQuota(mounted, seen.units); // 5, the quota
@@ -152,7 +153,11 @@ export class MessageIntake {
    */
   #refused(seen: MessageSeen, error: GatewayError): string {
     seen.code = error.code;
-    const answer = errorBody(error, "jsonrpc", seen.replyId, this.#host.rules.requestId);
+    const { requestId } = this.#host.rules;
+    const answer =
+      seen.batch === undefined
+        ? errorBody(error, "jsonrpc", seen.replyId, requestId)
+        : batchErrorBody(error, seen.batch.ids, seen.batch.refusals, requestId);
     if (error.code === "QUOTA_EXCEEDED" && this.#quotaSpent === undefined) {
       this.#quotaSpent = setTimeout(
         () => this.#host.close(CLOSE.QUOTA_EXCEEDED, "quota exceeded"),
@@ -192,6 +197,16 @@ export class MessageIntake {
     for (const call of message.checked) if (call.ok) methods.push(call.method);
     return callsUnits(mount.policy.computeUnits, methods, admitted.endpoint);
   }
+}
+
+/** A batch's ids of the calls that passed, and the answers of those refused on their own. */
+function batchAnswers(message: CheckedMessage): NonNullable<MessageSeen["batch"]> {
+  const ids: string[] = [];
+  const refusals: string[] = [];
+  for (const call of message.checked)
+    if (!call.ok) refusals.push(call.json);
+    else if (call.id !== undefined) ids.push(call.id);
+  return { ids, refusals };
 }
 
 /** A WebSocket message as text, from either side of the connection (ws hands it over as one or more Buffers). */

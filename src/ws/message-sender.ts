@@ -24,6 +24,8 @@ export interface MessageSeen {
   span: Span | undefined;
   /** Its calls went to the node: its span ends with the node's last answer (pending-calls.ts). */
   sent?: boolean;
+  /** A batch's calls that passed, by id, and the answers of those refused on their own (a later refusal's answer). */
+  batch?: { readonly ids: readonly string[]; readonly refusals: readonly string[] };
 }
 
 /** What a connection lends its sender (connection.ts). */

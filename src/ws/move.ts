@@ -24,6 +24,8 @@ export interface MovingConnection {
   readonly calls: GatewayCalls;
   readonly fill: FillContext;
   readonly closed: boolean;
+  /** The connection's request id, which every refusal on it carries (docs/errors.md). */
+  readonly requestId: string | undefined;
   /** The new socket, on `node`, is the connection's upstream socket from now on. */
   attach(socket: NodeSocket, node: Upstream): void;
   /** Sends a message on the upstream socket. */
@@ -161,9 +163,12 @@ export class ConnectionMove {
     const writes = unanswered.filter((c) => pending.get(c.id as string)?.write === true);
     const refusals = writes.map((call) => {
       pending.delete(call.id as string);
-      return rpcErrorJson("WRITE_NOT_CONFIRMED", call.id as string, {
-        reason: "the upstream socket was lost before the node answered; the call was not sent again",
-      });
+      return rpcErrorJson(
+        "WRITE_NOT_CONFIRMED",
+        call.id as string,
+        { reason: "the upstream socket was lost before the node answered; the call was not sent again" },
+        this.#connection.requestId,
+      );
     });
     const reads = unanswered.filter((c) => !writes.includes(c));
     if (reads.length === 0) {

@@ -4,6 +4,7 @@ import { jsonRpcResponder, type LoopbackNode, startLoopbackNode } from "../suppo
 
 const SLOW_KEY = "FNtestSlowKey000000000000000000";
 const BATCH_KEY = "FNtestBatchKey00000000000000000";
+const REFUSED_KEY = "FNtestRefusedKey000000000000000";
 
 describe("rate limits", () => {
   let node: LoopbackNode;
@@ -16,6 +17,7 @@ describe("rate limits", () => {
       keys: [
         { key: SLOW_KEY, networks: "*", rate: { perSecond: 0.5, burst: 3 } },
         { key: BATCH_KEY, networks: "*", rate: { perSecond: 0.5, burst: 3 } },
+        { key: REFUSED_KEY, networks: "*", rate: { perSecond: 0.5, burst: 2 } },
       ],
       publicHosts: { "bsc-public.gw.test": "bsc" },
       trustedProxies: ["127.0.0.1"],
@@ -63,6 +65,26 @@ describe("rate limits", () => {
     // it took nothing from the bucket: a batch the burst holds goes through at once
     const within = await gw.call("eth", `/${BATCH_KEY}/`, { body: batch(3) });
     expect(within.status).toBe(200);
+  });
+
+  it("a batch of calls all refused on their own keeps their refusals when its rate is spent, never an empty array", async () => {
+    const body = JSON.stringify([
+      { jsonrpc: "2.0", id: "a", method: "admin_peers", params: [] },
+      { jsonrpc: "2.0", id: "b", method: "admin_peers", params: [] },
+    ]);
+    expect((await gw.call("eth", `/${REFUSED_KEY}/`, { body })).status).toBe(200);
+    const limited = await gw.call("eth", `/${REFUSED_KEY}/`, { body });
+    expect(limited.status).toBe(429);
+    expect(limited.headers["retry-after"]).toBeDefined();
+    expect(limited.json).toMatchObject([
+      { id: "a", error: { data: { code: "METHOD_NOT_FOUND" } } },
+      { id: "b", error: { data: { code: "METHOD_NOT_FOUND" } } },
+    ]);
+    // all notifications: nothing to answer by id, so the error alone
+    const notes = JSON.stringify([{ jsonrpc: "2.0", method: "eth_blockNumber", params: [] }]);
+    const alone = await gw.call("eth", `/${REFUSED_KEY}/`, { body: notes });
+    expect(alone.status).toBe(429);
+    expect(alone.json).toMatchObject({ id: null, error: { data: { code: "RATE_LIMITED" } } });
   });
 
   it("public endpoints are limited per client IP, from X-Forwarded-For only behind a trusted proxy", async () => {

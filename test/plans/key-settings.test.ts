@@ -29,10 +29,10 @@ const stranger = generateKeyPairSync("ec", { namedCurve: "prime256v1" });
 const pem = (key: KeyObject) => key.export({ type: "spki", format: "pem" }).toString();
 
 /** A compact JWT signed with `key` (ES256 for EC, RS256 for RSA), expiring `exp` seconds from now. */
-function jwt(key: KeyObject, exp: number, kid?: string): string {
+function jwt(key: KeyObject, exp: number, kid?: string, extra: object = {}): string {
   const alg = key.asymmetricKeyType === "ec" ? "ES256" : "RS256";
   const part = (value: object) => Buffer.from(JSON.stringify(value)).toString("base64url");
-  const signed = `${part({ alg, typ: "JWT", ...(kid === undefined ? {} : { kid }) })}.${part({
+  const signed = `${part({ alg, typ: "JWT", ...(kid === undefined ? {} : { kid }), ...extra })}.${part({
     sub: "test",
     exp: Math.floor(Date.now() / 1000) + exp,
   })}`;
@@ -222,6 +222,9 @@ describe("key settings", () => {
     expect(await reason(bearer(jwt(ec.privateKey, -120)))).toBe("expired");
     expect(await reason(bearer(jwt(stranger.privateKey, 60)))).toBe("bad signature");
     expect(await reason(bearer("not.a.jwt"))).toBe("malformed");
+    // signed by the uploaded key, but naming an extension the gateway cannot honour
+    const critical = jwt(ec.privateKey, 60, "ec-1", { crit: ["exp-hint"], "exp-hint": 1 });
+    expect(await reason(bearer(critical))).toBe("unsupported critical header");
   });
 
   it("over a WebSocket: origin, IP and JWT at the upgrade; methods and contracts on every message", async () => {

@@ -444,6 +444,14 @@ describe("WebSocket bounds", () => {
       error: { code: -32005, data: { code: "RATE_LIMITED" } },
     });
     expect(rawIdOf(limited)).toBe('"third"');
+    // a batch over the rate: each call by its id, those refused on their own with their own refusal
+    client.send(
+      '[{"jsonrpc":"2.0","id":"x","method":"eth_chainId","params":[]},{"jsonrpc":"2.0","id":"y","method":"admin_peers","params":[]}]',
+    );
+    const batch = JSON.parse(await client.waitFor((t) => t.includes('"y"'))) as RpcAnswer[];
+    expect(batch).toHaveLength(2);
+    expect(batch.find((a) => a.id === "x")?.error?.data?.code).toBe("RATE_LIMITED");
+    expect(batch.find((a) => a.id === "y")?.error?.data?.code).toBe("METHOD_NOT_FOUND");
     expect(client.isOpen).toBe(true);
     await witness.stop();
   });

@@ -82,6 +82,8 @@ describe("a WebSocket on a label whose nodes have no WebSocket server (near)", (
     await a.close();
     const write = await client.answerTo('"write"');
     expect(write.error?.data?.code).toBe("WRITE_NOT_CONFIRMED");
+    // as every refusal on a connection, with its request id
+    expect(write.error?.data?.requestId).toMatch(/^[0-9a-f-]{16,}$/);
     const status = await client.call("status", []);
     expect(status.error).toBeUndefined();
     expect(b.requests.some((r) => r.body.includes('"status"') && /"id":1\d\d\d/.test(r.body))).toBe(true);
