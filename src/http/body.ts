@@ -1,4 +1,4 @@
-import type { IncomingMessage } from "node:http";
+import type { IncomingMessage, ServerResponse } from "node:http";
 import { GatewayError } from "../errors/table.js";
 import { rawHeader } from "./raw-headers.js";
 
@@ -8,15 +8,24 @@ const NO_BODY = Buffer.alloc(0);
 
 /**
  * Reads a request body up to `maxBytes` and calls back once; a declared or actual size past it is
- * refused with 413. Events and a callback rather than an async iterator or a promise: this runs once per
- * request, and both showed in the profile (docs/performance.md).
+ * refused with 413. A client that sent `Expect: 100-continue` is told to send the body only now, once
+ * the request's head has passed every check (`res`; the proxy's server hands such requests to its handler
+ * instead of letting Node answer 100 at once), so a refusal is its final answer and no body is sent for
+ * it. Events and a callback rather than an async iterator or a promise: this runs once per request, and
+ * both showed in the profile (docs/performance.md).
  */
-export function collectBody(req: IncomingMessage, maxBytes: number, callback: BodyCallback): void {
+export function collectBody(
+  req: IncomingMessage,
+  maxBytes: number,
+  callback: BodyCallback,
+  res?: ServerResponse,
+): void {
   const declared = Number(rawHeader(req.rawHeaders, "content-length", true) ?? 0);
   if (declared > maxBytes) {
     callback(new GatewayError("BODY_TOO_LARGE", { maxBytes }), NO_BODY);
     return;
   }
+  if (res !== undefined && expectsContinue(req)) res.writeContinue();
   const chunks: Buffer[] = [];
   let seen = 0;
   const onData = (chunk: Buffer) => {
@@ -41,6 +50,11 @@ export function collectBody(req: IncomingMessage, maxBytes: number, callback: Bo
     req.off("data", onData).off("end", onEnd).off("close", onGone);
   };
   req.on("data", onData).on("end", onEnd).on("close", onGone);
+}
+
+/** Whether the client waits for `100 Continue` before it sends the body. */
+export function expectsContinue(req: IncomingMessage): boolean {
+  return rawHeader(req.rawHeaders, "expect")?.toLowerCase() === "100-continue";
 }
 
 /**

@@ -9,7 +9,7 @@ import type { Limits } from "../config/types.js";
 import { batchErrorBody, type ErrorStyle, preflight, sendError, sendJson } from "../errors/respond.js";
 import { type ErrorCode, GatewayError } from "../errors/table.js";
 import type { Authorized, Outgoing, RoutedRequest } from "../families/family.js";
-import { collectBody, unreadBodyTooLarge } from "../http/body.js";
+import { collectBody, expectsContinue, unreadBodyTooLarge } from "../http/body.js";
 import { clientGone } from "../http/client-gone.js";
 import { checkFraming } from "../http/framing.js";
 import { requestIdFor, requestIdOf, tagResponse } from "../http/request-id.js";
@@ -136,10 +136,15 @@ export class HttpExchange {
         this.#authorize(mounted, routed, NO_BODY);
         return;
       }
-      collectBody(req, this.#limits.maxBodyBytes, (error, body) => {
-        if (error !== undefined) this.#end(error);
-        else this.#authorize(mounted, routed, body);
-      });
+      collectBody(
+        req,
+        this.#limits.maxBodyBytes,
+        (error, body) => {
+          if (error !== undefined) this.#end(error);
+          else this.#authorize(mounted, routed, body);
+        },
+        this.#res,
+      );
     } catch (error) {
       const beforeBody =
         this.#style === "jsonrpc" &&
@@ -156,6 +161,11 @@ export class HttpExchange {
    * with its call's own id, as every other refusal is: the body is read for it, nothing more.
    */
   #refuseWithCallId(error: GatewayError): void {
+    // a client waiting for 100 Continue sends no body for a refused request: the refusal is its answer
+    if (expectsContinue(this.#req)) {
+      this.#end(error);
+      return;
+    }
     collectBody(this.#req, this.#limits.maxBodyBytes, (tooLarge, body) =>
       this.#end(
         tooLarge ?? error,

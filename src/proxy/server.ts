@@ -128,6 +128,9 @@ export function createProxyServer(options: ProxyServerOptions): ProxyServer {
     },
     (req, res) => new HttpExchange(req, res, current.stages, current.http).run(),
   );
+  // Node answers `Expect: 100-continue` with 100 at once unless someone listens: the exchange sends it
+  // once the request's head has passed its checks (http/body.ts), and a refusal is the only answer
+  server.on("checkContinue", (req, res) => new HttpExchange(req, res, current.stages, current.http).run());
   server.on("upgrade", (req, socket, head) => current.websockets.handleUpgrade(req, socket, head));
   // One more than the limit, so a request over it is seen and refused rather than silently truncated.
   server.maxHeadersCount = limits.maxHeaders + 1;

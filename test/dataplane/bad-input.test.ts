@@ -1,3 +1,4 @@
+import { request } from "node:http";
 import type { Dispatcher } from "undici";
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
 import { DEFAULT_CONFIG } from "../../src/config/defaults.js";
@@ -376,6 +377,24 @@ const rows: Row[] = [
     raw: `${raw(`/${K}/`, { body: null, headers: ["Content-Type: application/json", "Transfer-Encoding: chunked"] })}${bigBody.length.toString(16)}\r\n${bigBody}\r\n0\r\n\r\n`,
     status: 413,
     error: rpcError("BODY_TOO_LARGE", -32021),
+  },
+  {
+    name: "Expect: 100-continue and a declared body over 256 KiB: the refusal, never 100 Continue",
+    raw: raw(`/${K}/`, {
+      body: null,
+      headers: ["Content-Type: application/json", "Content-Length: 999999999", "Expect: 100-continue"],
+    }),
+    status: 413,
+    error: rpcError("BODY_TOO_LARGE", -32021),
+  },
+  {
+    name: "Expect: 100-continue with an unknown key: the refusal, never 100 Continue",
+    raw: raw("/FNnoSuchKey0000000000000000000/", {
+      body: null,
+      headers: ["Content-Type: application/json", "Content-Length: 60", "Expect: 100-continue"],
+    }),
+    status: 401,
+    error: rpcError("UNAUTHORIZED", -32040),
   },
   {
     name: "a batch of 101 calls",
@@ -1068,6 +1087,42 @@ describe("bad input is refused with the documented error and never reaches the u
       expect(({} as Record<string, unknown>).polluted).toBeUndefined();
     });
   }
+
+  it("Expect: 100-continue on a request that passes its checks gets 100 Continue, then the node's answer", async () => {
+    const body = rpcBody("eth_blockNumber");
+    const answer = await new Promise<{ continued: boolean; status: number; text: string }>(
+      (resolve, reject) => {
+        let continued = false;
+        const req = request({
+          host: "127.0.0.1",
+          port: gw.port,
+          method: "POST",
+          path: `/${K}/`,
+          headers: {
+            host: `eth.${DOMAIN}`,
+            "content-type": "application/json",
+            "content-length": Buffer.byteLength(body),
+            expect: "100-continue",
+          },
+        });
+        req.on("continue", () => {
+          continued = true;
+          req.end(body);
+        });
+        req.on("response", (res) => {
+          let text = "";
+          res.on("data", (chunk) => {
+            text += chunk;
+          });
+          res.on("end", () => resolve({ continued, status: res.statusCode ?? 0, text }));
+        });
+        req.on("error", reject);
+      },
+    );
+    expect(answer).toMatchObject({ continued: true, status: 200 });
+    expect(JSON.parse(answer.text)).toMatchObject({ id: 1, result: expect.any(String) });
+    expect(seen()).toHaveLength(1);
+  });
 
   it("after every row the process is not polluted and still relays a valid call", async () => {
     expect(({} as Record<string, unknown>).polluted).toBeUndefined();
