@@ -3,9 +3,9 @@ import type { Span } from "@opentelemetry/api";
 import { fetchByTier, TIER_HEADER, type TierFields } from "../answers/archive.js";
 import { fetchByHash } from "../answers/by-hash.js";
 import { learnHeights, showsHeight } from "../answers/examined.js";
-import { ANY_ORIGIN } from "../errors/respond.js";
+import { ANY_ORIGIN, EXPOSED_HEADERS } from "../errors/respond.js";
 import { GatewayError } from "../errors/table.js";
-import { pushRequestId, REQUEST_ID_HEADER, withRequestId } from "../http/request-id.js";
+import { pushRequestId, withRequestId } from "../http/request-id.js";
 import { CACHE } from "../tracing/attributes.js";
 import type { WholeAnswer } from "../upstream/buffered-answer.js";
 import { fetchWhole, type RelayDone, type UpstreamCall } from "../upstream/policy.js";
@@ -19,9 +19,7 @@ import { followSocketFlight } from "./socket-flights.js";
 export const CACHE_HEADER = "x-cache";
 
 /** A page's script may read how the cache answered, and which tier did. */
-export const EXPOSED = {
-  "access-control-expose-headers": `${CACHE_HEADER}, ${TIER_HEADER}, ${REQUEST_ID_HEADER}`,
-};
+export const EXPOSED = { "access-control-expose-headers": EXPOSED_HEADERS };
 
 /** Where a cached call notes how the cache answered it, beside the upstream fields. */
 export interface CacheFields extends TierFields {

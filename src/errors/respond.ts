@@ -143,6 +143,13 @@ export type Readers = "any-origin" | "same-origin";
  */
 export const ANY_ORIGIN = { "access-control-allow-origin": "*" } as const;
 
+/**
+ * The gateway's own answer headers a page's script may read, on every answer a page may read: the request
+ * id (http/request-id.ts), which a customer quotes to support, and how the cache and which tier answered
+ * (cache/relay-cached.ts, answers/archive.ts). Without it a browser hides them from the page.
+ */
+export const EXPOSED_HEADERS = "x-cache, x-upstream-tier, x-request-id";
+
 export function sendJson(
   res: ServerResponse,
   status: number,
@@ -159,7 +166,12 @@ export function sendJson(
   const raw: string[] = [];
   if (headers !== undefined) for (const name in headers) raw.push(name, headers[name] as string);
   if (readers === "any-origin")
-    raw.push("access-control-allow-origin", ANY_ORIGIN["access-control-allow-origin"]);
+    raw.push(
+      "access-control-allow-origin",
+      ANY_ORIGIN["access-control-allow-origin"],
+      "access-control-expose-headers",
+      EXPOSED_HEADERS,
+    );
   raw.push("content-type", "application/json", "content-length", String(Buffer.byteLength(body)));
   res.writeHead(status, pushRequestId(res, raw));
   res.end(body);

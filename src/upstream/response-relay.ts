@@ -1,5 +1,6 @@
 import type { IncomingHttpHeaders, ServerResponse } from "node:http";
 import type { Dispatcher } from "undici";
+import { EXPOSED_HEADERS } from "../errors/respond.js";
 import { withRequestId } from "../http/request-id.js";
 import { type AttemptGate, AttemptHandler } from "./attempt.js";
 import type { Upstream } from "./upstreams.js";
@@ -20,7 +21,12 @@ const PASSED_HEADERS = [
  * is, with no object built per response.
  */
 export function passedHeaders(raw: IncomingHttpHeaders): string[] {
-  const headers: string[] = ["access-control-allow-origin", "*"];
+  const headers: string[] = [
+    "access-control-allow-origin",
+    "*",
+    "access-control-expose-headers",
+    EXPOSED_HEADERS,
+  ];
   for (const name of PASSED_HEADERS) {
     const value = raw[name];
     if (value !== undefined) headers.push(name, String(value));

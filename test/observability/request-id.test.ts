@@ -56,6 +56,13 @@ describe("request ids", () => {
     expect(String(answer.headers["access-control-expose-headers"] ?? "")).toContain("x-request-id");
   });
 
+  it("a gateway error's id may be read by a page too: the answer a customer quotes to support", async () => {
+    const refused = await gw.call("algo", `/${KEYS.all}/v2/no-such-route`);
+    expect(refused.status).toBe(404);
+    expect(refused.headers["x-request-id"]).toMatch(UUID);
+    expect(String(refused.headers["access-control-expose-headers"])).toContain("x-request-id");
+  });
+
   it("makes one when the caller sent none, or one that is not well-formed", async () => {
     const made = new Set<string>();
     for (const given of [undefined, "has spaces in it", "x".repeat(129), "semi;colon"]) {
@@ -65,6 +72,8 @@ describe("request ids", () => {
       expect(answer.status).toBe(200);
       const id = String(answer.headers["x-request-id"]);
       expect(id).toMatch(UUID);
+      // a relayed answer, not the cache's: a page's script reads the id too
+      expect(String(answer.headers["access-control-expose-headers"])).toContain("x-request-id");
       made.add(id);
       expect(line(id)).toBeDefined();
       expect(node.requests.at(-1)?.headers["x-request-id"]).toBe(id);
