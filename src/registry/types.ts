@@ -47,7 +47,7 @@ export interface JsonRpcPolicy {
   readonly envelope: string;
   readonly validate: EnvelopeValidator;
   readonly batch: boolean;
-  /** Some dialects' nodes accept bodies sent with no Content-Type or as text/plain. */
+  /** Some dialects' nodes read the body whatever its Content-Type, or none (Bitcoin Core's httprpc never looks). */
   readonly plainTextBody: boolean;
   readonly methods: ReadonlyMap<string, MethodAccess>;
   /** Methods that submit something (registry `writes`): never sent to a node twice. */

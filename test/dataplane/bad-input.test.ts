@@ -872,6 +872,16 @@ const rows: Row[] = [
       expect(seen[0]?.body).toBe('{"jsonrpc":"1.0","id":"curltest","method":"getblockcount","params":[]}');
     },
   },
+  {
+    name: "POSITIVE CONTROL (reaches upstream): curl -d's form type on btc, which bitcoind reads as it reads any body",
+    label: "btc",
+    path: `/${K}/`,
+    body: '{"jsonrpc":"1.0","id":"curltest","method":"getblockcount","params":[]}',
+    headers: { "content-type": "application/x-www-form-urlencoded" },
+    status: 200,
+    upstream: 1,
+    check: (r) => expect(JSON.parse(r.text)).toMatchObject({ id: "curltest", result: 800000 }),
+  },
 
   // ---- ids and partial batches ---------------------------------------------------------------------------
   {
