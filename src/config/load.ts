@@ -16,6 +16,7 @@ import {
   PLAN_FIELDS,
 } from "./defaults.js";
 import { type ConfigPath, environmentSettings, origin, withSettings } from "./environment.js";
+import { relationProblems } from "./relations.js";
 import { ConfigError, ConfigSource, pointerPath } from "./source.js";
 import type {
   AccountsConfig,
@@ -223,6 +224,7 @@ function checkAgainstRegistry(
   }
   if (!/^[A-Za-z0-9-]+(\.[A-Za-z0-9-]+)*\.?$/.test(config.domain))
     problems.push(`${where(["domain"])}: domain "${config.domain}" is not a host name`);
+  problems.push(...relationProblems(config, endpoints, where));
   if (problems.length > 0) throw new ConfigError(problems.join("\n"));
 }
 

@@ -89,6 +89,31 @@ describe("the deployment config", () => {
       "publicHosts: { e.example: eth }\n",
       'publicHosts.e.example: "eth" has no public endpoint',
     ],
+    [
+      "an upstream list for a mount the label does not have",
+      "upstreams: { dot: { /rpcx: [http://127.0.0.1:1] } }\n",
+      'upstreams.dot: "/rpcx" is not a mount of dot (its mounts: /)',
+    ],
+    [
+      "a key for a network the registry does not have",
+      "keys: [{ key: FNabcdefabcdefabcdefabcdefabcd, networks: [eth, nope] }]\n",
+      'keys[0].networks: "nope" is not a network of the registry',
+    ],
+    [
+      "a hedge's floor above its ceiling",
+      "limits: { upstream: { hedgeMinMs: 5000, hedgeMaxMs: 100 } }\n",
+      "limits.upstream.hedgeMinMs (5000) is above hedgeMaxMs (100)",
+    ],
+    [
+      "a range split above its refusal",
+      "blockRanges: { eth: { eth_getLogs: { splitAbove: 5000, refuseAbove: 10 } } }\n",
+      "splitAbove (5000) is above refuseAbove (10)",
+    ],
+    [
+      "range limits for a method that takes no range",
+      "blockRanges: { eth: { eth_call: { splitAbove: 10 } } }\n",
+      "blockRanges.eth: eth_call takes no block range",
+    ],
   ])("refuses %s with a message naming the file", (_, text, message) => {
     const path = file("bad.yaml", text);
     expect(() => loadConfig(endpointsByLabel, { GATEWAY_CONFIG: path })).toThrow(ConfigError);
@@ -169,6 +194,8 @@ describe("settings from the environment, checked with the file as one config", (
     ["GATEWAY_DOMAIN", "not a host", "/domain must match pattern"],
     ["GATEWAY_SHARED_LIMITS_REDIS", "127.0.0.1:6379", '/sharedLimits/redis must match pattern "^rediss?://"'],
     ["GATEWAY_ACCOUNTS_PORT", "eighty", "/accounts/listen/port must be integer"],
+    // a mistyped URL would otherwise be made into a SQLite file of that name
+    ["GATEWAY_ACCOUNTS_DB", "postgress://postgres@db/gateway", 'accounts.database starts "postgress:"'],
     ["GATEWAY_SMTP_URL", "http://user:hunter2@mail.example.com", "must be smtp://[user:pass@]host[:port]"],
   ])("%s=%s is refused, naming the variable rather than a line of the file", (variable, value, message) => {
     const text = refusal({ [variable]: value });
