@@ -42,8 +42,10 @@ export function environmentSettings(
   set("GATEWAY_SHARED_LIMITS_REDIS", ["sharedLimits", "redis"]);
   set("GATEWAY_TRACING_ENDPOINT", ["tracing", "endpoint"]);
   // `operator: null` turns the operator API off; a port for it does not turn it back on.
-  if (!isRecord(file) || file.operator !== null)
+  if (!isRecord(file) || file.operator !== null) {
+    set("GATEWAY_OPERATOR_HOST", ["operator", "listen", "host"]);
     set("GATEWAY_OPERATOR_PORT", ["operator", "listen", "port"], numeric);
+  }
   // The account variables fill in a file's accounts section; they make none where the file has none.
   if (isRecord(file) && isRecord(file.accounts)) {
     set("GATEWAY_ACCOUNTS_DB", ["accounts", "database"]);

@@ -28,8 +28,11 @@ describe("the deployment config", () => {
       GATEWAY_CONFIG: join(ROOT, "deploy/scale-out.yaml"),
       GATEWAY_ACCOUNTS_DB: "postgres://gateway:secret@db.internal:5432/gateway",
       GATEWAY_SHARED_LIMITS_REDIS: "redis://:secret@redis.internal:6379",
+      GATEWAY_OPERATOR_HOST: "10.0.0.21",
     });
     expect(config.accounts?.database).toBe("postgres://gateway:secret@db.internal:5432/gateway");
+    // each host's operator API on its private address, where the balancer and the scraper reach it
+    expect(config.operator?.listen).toEqual({ host: "10.0.0.21", port: 8082 });
     expect(config.sharedLimits).toEqual({
       redis: "redis://:secret@redis.internal:6379",
       leaseMs: 100,
