@@ -26,5 +26,13 @@ createControlPlane({
     const port = await listen(control.api, accounts.listen.port, accounts.listen.host, LISTENERS.accounts);
     logger.log("info", "control plane listening", { host: accounts.listen.host, port });
     onStopSignal(() => control.close(), logger);
+    // A SIGHUP ends a process by default, and proxies reload on it: one sent to every process of a
+    // deployment must not stop the control plane, which reads its config at start only.
+    process.on("SIGHUP", () =>
+      logger.log(
+        "warn",
+        "SIGHUP ignored: the control plane reads its config at start; restart it to apply a change",
+      ),
+    );
   })
   .catch(exitOnStartFailure);

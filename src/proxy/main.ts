@@ -62,6 +62,10 @@ if (args["check-config"]) checkConfig();
 
 const config = loadConfigOrExit();
 const logger = createLogger(config.log.level);
+// The primary re-reads the config and hands it to its workers (proxy/worker-link.ts). A SIGHUP sent to a
+// worker, as `kill -HUP -<group>` or `pkill -HUP -f gateway.js` do, would end it by default, and with
+// it the requests it serves: a worker takes no note of it.
+if (!cluster.isPrimary) process.on("SIGHUP", () => {});
 // The embedded default runs with no setup, its account store included; workers find it made.
 if (cluster.isPrimary && !process.env.GATEWAY_CONFIG) {
   try {
@@ -84,9 +88,6 @@ runProxy(config, logger).then((proxy) => {
   onStopSignal(() => proxy.close(), logger);
 }, exitOnStartFailure);
 
-/** The config the proxy serves: the one it started with, then each that a reload brought. */
-let served = config;
-
 /**
  * SIGHUP: the config read again and, when valid, served; when not, the old one keeps serving. A change to
  * a setting that takes a restart is named in a warning, so that "reloaded" never hides one that was not.
@@ -95,8 +96,9 @@ function reload(proxy: RunningProxy): void {
   try {
     const next = loadConfig(endpointsByLabel);
     proxy.reload(next);
-    const notApplied = changedRestartOnly(served, next);
-    served = next;
+    // against what the process runs, which a reload never changes: a change stays named until a restart,
+    // and one taken back names nothing
+    const notApplied = changedRestartOnly(config, next);
     reloadCounted("success");
     logger.log("info", "config reloaded", { file: process.env.GATEWAY_CONFIG || EMBEDDED_CONFIG });
     if (notApplied.length > 0)
