@@ -4,7 +4,7 @@ import type { GatewayConfig, LabelUpstreams } from "../config/types.js";
 import type { Logger } from "../log.js";
 import { ClusterMetrics } from "../metrics/cluster-metrics.js";
 import { closeServer, listenOperator } from "./listeners.js";
-import { createOperatorApi, type OperatorView, type ProcessReport } from "./operator.js";
+import { type CordonRequest, createOperatorApi, type OperatorView, type ProcessReport } from "./operator.js";
 import type { RunningProxy } from "./run.js";
 import { ask, type Question, type StartFailedMessage } from "./worker-link.js";
 
@@ -62,6 +62,8 @@ class Primary {
   get serving(): GatewayConfig {
     return this.#reloaded ?? this.#config;
   }
+  /** The operator's cordons by label and upstream, for a worker started after them. */
+  readonly #cordons = new Map<string, CordonRequest>();
   /** When workers exited, within the last minute: how long the next one waits to be started. */
   #exits: number[] = [];
   #stopping = false;
@@ -79,7 +81,11 @@ class Primary {
       let started = false;
       cluster.on("listening", (worker, address) => {
         if (started) {
+          // a worker started in place of one that exited serves what its peers serve: the last reload,
+          // then the operator's cordons, in the order given (IPC keeps it)
           if (this.#reloaded !== undefined) send(worker, { type: "gateway:reload", config: this.#reloaded });
+          for (const request of this.#cordons.values())
+            void ask<"gateway:cordon">(worker, { type: "gateway:cordon", ...request }, WORKER_ANSWER_MS);
           return;
         }
         listening += 1;
@@ -143,7 +149,11 @@ class Primary {
           type: "gateway:cordon",
           ...request,
         });
-        return counts.reduce<number>((sum, n) => sum + (n ?? 0), 0);
+        const matched = counts.reduce<number>((sum, n) => sum + (n ?? 0), 0);
+        const key = `${request.label}\n${request.upstream}`;
+        if (!request.cordoned) this.#cordons.delete(key);
+        else if (matched > 0) this.#cordons.set(key, request);
+        return matched;
       },
       metrics: async () => {
         const workers = this.#workers();

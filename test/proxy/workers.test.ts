@@ -19,7 +19,11 @@ import { parseExposition } from "../support/prometheus-text.js";
 const DOMAIN = "gw.test";
 
 interface Upstreams {
-  processes: { pid: number; silent?: string; labels: unknown[] }[];
+  processes: {
+    pid: number;
+    silent?: string;
+    labels: { label: string; upstreams: { name: string; state: string }[] }[];
+  }[];
 }
 
 describe("a proxy's workers", () => {
@@ -100,10 +104,30 @@ describe("a proxy's workers", () => {
     if (dir !== undefined) rmSync(dir, { recursive: true, force: true });
   });
 
+  /** The state of eth's upstream in each process. */
+  const ethStates = async () =>
+    (JSON.parse((await operator("/upstreams")).text) as Upstreams).processes.map(
+      (p) => p.labels.find((l) => l.label === "eth")?.upstreams[0]?.state,
+    );
+  const cordon = async (path: "/upstreams/cordon" | "/upstreams/uncordon", upstream: string) => {
+    const r = await request(`http://127.0.0.1:${operatorPort}${path}`, {
+      method: "POST",
+      headers: { "content-type": "application/json" },
+      body: JSON.stringify({ label: "eth", upstream }),
+    });
+    await r.body.text();
+    expect(r.statusCode).toBe(200);
+  };
+
   it("a worker killed with SIGKILL is logged with its signal, started again and counted; sums never go back", async () => {
     await calls(20);
     const before = await requests();
     expect(before).toBe(20);
+    // an operator's cordon, which the new worker must keep as its peers do
+    const report = JSON.parse((await operator("/upstreams")).text) as Upstreams;
+    const name = report.processes[0]?.labels.find((l) => l.label === "eth")?.upstreams[0]?.name as string;
+    await cordon("/upstreams/cordon", name);
+    expect(await ethStates()).toEqual(["cordoned", "cordoned"]);
     const [victim, survivor] = await pids();
     process.kill(victim as number, "SIGKILL");
     await eventually(() => logs.some((l) => l.includes('"msg":"worker exited"')), 5_000, "the exit logged");
@@ -118,6 +142,13 @@ describe("a proxy's workers", () => {
       10_000,
       "a new worker in place of the killed one",
     );
+    await eventually(
+      async () => (await ethStates()).every((state) => state === "cordoned"),
+      5_000,
+      "the new worker keeps the cordon",
+    );
+    await cordon("/upstreams/uncordon", name);
+    expect(await ethStates()).toEqual(["healthy", "healthy"]);
     expect(await series("gateway_worker_restarts_total")).toBe(1);
     expect(await series("gateway_workers_alive")).toBe(2);
     expect(await series("gateway_workers_configured")).toBe(2);
