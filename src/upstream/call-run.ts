@@ -23,6 +23,7 @@ export interface UpstreamFields {
 
 // The reason the run gives an attempt it no longer wants; what the attempt does with it is not read.
 const DISMISSED = new Error("attempt dismissed");
+const PAST_DEADLINE = new Error("the call's deadline passed");
 
 /**
  * One call over the group's upstreams, in the order `choose()` gives, within one deadline
@@ -163,7 +164,28 @@ export abstract class CallRun<Caller extends CallerSide = CallerSide> implements
   hedge(now: number): void {
     this.#stopWaiting();
     if (this.#winner !== undefined || this.#finished) return;
-    if (this.#hasAnother() && now < this.#deadlineAt && !clientGone(this.res)) this.#launch("hedge");
+    if (now >= this.#deadlineAt) {
+      this.#pastDeadline();
+      return;
+    }
+    if (this.#hasAnother() && !clientGone(this.res)) this.#launch("hedge");
+    else {
+      this.hedgeAt = this.#deadlineAt;
+      hedgeClock.add(this);
+    }
+  }
+
+  /**
+   * No answer's status within the call's deadline: the attempts still waiting (at a slow node, or queued
+   * behind the pool's busy connections, which says nothing of the node) are given up. A write may have
+   * reached its node: WRITE_NOT_CONFIRMED.
+   */
+  #pastDeadline(): void {
+    for (const attempt of this.#live.slice()) {
+      this.#dismiss(attempt, "failed", "timeout");
+      attempt.abort(PAST_DEADLINE);
+    }
+    this.#finish(new GatewayError(this.call.write ? "WRITE_NOT_CONFIRMED" : "UPSTREAM_TIMEOUT"));
   }
 
   #launch(why: "first" | "retry" | "hedge" = "first"): void {
@@ -178,16 +200,19 @@ export abstract class CallRun<Caller extends CallerSide = CallerSide> implements
     upstream.health.inFlight += 1;
     this.#note.upstream = upstream.name;
     this.#note.attempts = this.#next;
-    if (!call.write && this.#hasAnother()) {
-      this.hedgeAt =
-        attempt.startedAt + upstream.health.hedgeDelay(call.limits.hedgeMinMs, call.limits.hedgeMaxMs);
-      hedgeClock.add(this);
-    }
+    // The clock holds the call's hedge, and its deadline: undici's headers timeout below starts only once a
+    // request has a connection, and one queued behind busy connections would otherwise wait without end.
+    const hedgeAt =
+      !call.write && this.#hasAnother()
+        ? attempt.startedAt + upstream.health.hedgeDelay(call.limits.hedgeMinMs, call.limits.hedgeMaxMs)
+        : Number.POSITIVE_INFINITY;
+    this.hedgeAt = Math.min(hedgeAt, this.#deadlineAt);
+    hedgeClock.add(this);
     // Each attempt may wait for its answer's headers until the call's deadline, and no longer than the
-    // pool's headers timeout: undici enforces it per request, so no timer of ours runs for it.
+    // pool's headers timeout, which undici enforces per request.
     const remaining = Math.max(1, Math.round(this.#deadlineAt - attempt.startedAt));
     try {
-      upstream.dispatch(
+      (call.stream ? upstream.streamDispatch : upstream.dispatch)(
         dispatchOptions(upstream, call, attempt, Math.min(call.limits.headersTimeoutMs, remaining)),
         attempt,
       );

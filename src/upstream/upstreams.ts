@@ -27,6 +27,12 @@ export class Upstream {
   readonly dispatcher: Dispatcher;
   /** Its dispatcher's dispatch through the upstream interceptors (interceptors.ts): every call goes here. */
   readonly dispatch: Dispatch;
+  /**
+   * The same for streams (registry `stream` routes, Tezos' /monitor/heads): a pool of their own, since
+   * each holds its connection for as long as its caller listens, and streams in the one pool could take
+   * every connection and leave the label's reads queued behind them.
+   */
+  readonly streamDispatch: Dispatch;
   readonly basePath: string;
   readonly baseQuery: string;
   readonly headers: Readonly<Record<string, string>>;
@@ -49,13 +55,14 @@ export class Upstream {
   constructor(
     fields: Omit<
       Upstream,
-      "current" | "effectiveWeight" | "dispatch" | "counts" | "flatHeaders" | "headerNames"
-    >,
+      "current" | "effectiveWeight" | "dispatch" | "streamDispatch" | "counts" | "flatHeaders" | "headerNames"
+    > & { readonly streamDispatcher: Dispatcher },
   ) {
     this.name = fields.name;
     this.metricName = fields.metricName;
     this.dispatcher = fields.dispatcher;
     this.dispatch = intercepted(fields.dispatcher, responseCap);
+    this.streamDispatch = intercepted(fields.streamDispatcher, responseCap);
     this.basePath = fields.basePath;
     this.baseQuery = fields.baseQuery;
     this.headers = fields.headers;
@@ -106,6 +113,8 @@ export class UpstreamTable {
   /** Label, then mount path ("*" for the label's endpoint-wide list): no key string is built per request. */
   readonly #groups = new Map<string, Map<string, UpstreamGroup>>();
   readonly #dispatchers = new Map<string, Dispatcher>();
+  /** Per origin, the pool of its streams (Upstream.streamDispatch). */
+  readonly #streamDispatchers = new Map<string, Dispatcher>();
 
   constructor(
     config: Pick<GatewayConfig, "upstreams" | "limits" | "health"> & { readonly cache?: CacheConfig },
@@ -157,7 +166,8 @@ export class UpstreamTable {
   }
 
   async close(): Promise<void> {
-    await Promise.all([...this.#dispatchers.values()].map((d) => d.close()));
+    const all = [...this.#dispatchers.values(), ...this.#streamDispatchers.values()];
+    await Promise.all(all.map((d) => d.close()));
   }
 
   #upstream(
@@ -182,17 +192,15 @@ export class UpstreamTable {
       const pass = decodeURIComponent(parsed.password);
       extra.authorization = `Basic ${Buffer.from(`${user}:${pass}`).toString("base64")}`;
     }
-    let dispatcher = this.#dispatchers.get(parsed.origin);
-    if (dispatcher === undefined) {
-      dispatcher = factory(parsed.origin, limits);
-      this.#dispatchers.set(parsed.origin, dispatcher);
-    }
+    const dispatcher = dispatcherFor(this.#dispatchers, parsed.origin, factory, limits);
+    const streamDispatcher = dispatcherFor(this.#streamDispatchers, parsed.origin, factory, limits);
     const basePath = parsed.pathname.replace(/\/+$/, "");
     return new Upstream({
       name: name ?? upstreamName(spec),
       // one name everywhere: the operator API's, the logs' and the metrics' (bounded by the config)
       metricName: name ?? upstreamName(spec),
       dispatcher,
+      streamDispatcher,
       basePath,
       baseQuery: parsed.search.slice(1),
       headers: extra,
@@ -243,6 +251,21 @@ function lagThreshold(health: Omit<HealthConfig, "labels">, endpoint: Endpoint |
 function byMount(upstreams: LabelUpstreams): [string, readonly (string | UpstreamSpec)[]][] {
   if (Array.isArray(upstreams)) return [["*", upstreams]];
   return Object.entries(upstreams as Record<string, readonly (string | UpstreamSpec)[]>);
+}
+
+/** The origin's dispatcher in `dispatchers`, made by `factory` the first time: one pool per node, however many lists name it. */
+function dispatcherFor(
+  dispatchers: Map<string, Dispatcher>,
+  origin: string,
+  factory: DispatcherFactory,
+  limits: Limits["upstream"],
+): Dispatcher {
+  let dispatcher = dispatchers.get(origin);
+  if (dispatcher === undefined) {
+    dispatcher = factory(origin, limits);
+    dispatchers.set(origin, dispatcher);
+  }
+  return dispatcher;
 }
 
 /** The upstream path: its base path, then the caller's path after the key, then both queries. */

@@ -2,6 +2,7 @@ import { createServer, type Server, type ServerResponse } from "node:http";
 import type { AddressInfo } from "node:net";
 import { request } from "undici";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { DEFAULT_LIMITS } from "../../src/config/defaults.js";
 import { KEYS, type RunningGateway, startGateway } from "../support/gateway.js";
 
 // Tezos' GET /monitor/heads/main is a long-lived chunked stream: relayed chunk by chunk as it arrives,
@@ -78,5 +79,57 @@ describe("streaming REST routes", () => {
     }
     const rest = await reader.next();
     expect(rest.done).toBe(true);
+  });
+});
+
+// A stream holds its node connection for as long as its caller listens. Streams have a pool of their own,
+// so however many a caller opens the label's reads still reach the node; and a request that waits for a
+// connection (here a second stream, with one connection a pool) still ends at the call's deadline.
+describe("streams beside reads, one connection per pool", () => {
+  let node: Server;
+  let gw: RunningGateway;
+  const open = new Set<ServerResponse>();
+
+  beforeAll(async () => {
+    node = createServer((req, res) => {
+      if (req.url === "/monitor/heads/main") {
+        res.writeHead(200, { "content-type": "application/json" });
+        res.flushHeaders();
+        open.add(res);
+        return;
+      }
+      if (req.url === "/chains/main/blocks/head/header")
+        return res.writeHead(200, { "content-type": "application/json" }).end('{"level":7}');
+      res.writeHead(404).end();
+    });
+    await new Promise<void>((resolve) => node.listen(0, "127.0.0.1", resolve));
+    const { port } = node.address() as AddressInfo;
+    gw = await startGateway({
+      upstreams: { xtz: [`http://127.0.0.1:${port}`] },
+      limits: { upstream: { ...DEFAULT_LIMITS.upstream, connections: 1, deadlineMs: 500 } },
+    });
+  });
+  afterAll(async () => {
+    await gw?.close();
+    for (const res of open) res.destroy();
+    node?.closeAllConnections();
+    node?.close();
+  });
+
+  it("a read is answered while a stream holds the node's connection; a stream that finds none ends at the deadline", async () => {
+    const stream = await request(`${gw.origin}/${KEYS.all}/monitor/heads/main`, {
+      headers: { host: "xtz.gw.test" },
+    });
+    expect(stream.statusCode).toBe(200);
+    const read = await gw.call("xtz", `/${KEYS.all}/chains/main/blocks/head/header`, { method: "GET" });
+    expect(read.status).toBe(200);
+    expect(read.json).toEqual({ level: 7 });
+    const started = performance.now();
+    const second = await gw.call("xtz", `/${KEYS.all}/monitor/heads/main`, { method: "GET" });
+    expect(second.status).toBe(504);
+    expect(second.json).toMatchObject({ error: { code: "UPSTREAM_TIMEOUT" } });
+    // the deadline, give or take the clock's tick and a loaded machine: not undici's 30 s headers timeout
+    expect(performance.now() - started).toBeLessThan(5_000);
+    stream.body.destroy();
   });
 });
