@@ -128,7 +128,10 @@ export class SharedTokenBuckets implements RateLimiter {
       if (now >= lease.nextAt) this.#renew(id, lease, rate, size, now);
       return this.#local.take(id, this.#fallback(rate), cost);
     }
-    if (!lease.dry && lease.balance - cost >= -size) {
+    // On credit, while the key's bucket has not run dry: up to a lease, or the request's own cost (at most
+    // its burst, stage 5's check), which the renewal asks Redis for. A request costing more than a lease (a
+    // batch) would otherwise wait for leases of a lease's size to add up, refused meanwhile.
+    if (!lease.dry && lease.balance - cost >= -Math.max(size, cost)) {
       lease.balance -= cost;
       this.#renew(id, lease, rate, size, now);
       return { allowed: true, remaining: 0, retryAfter: 0 };

@@ -73,6 +73,25 @@ describe.skipIf(redis.skip)("shared token buckets on the machine's Redis", () =>
     expect(asked).toBeLessThanOrEqual(4);
   });
 
+  it("lets a request costing more than a lease through at once when the key's bucket holds it, and holds the rate", async () => {
+    // 50 calls a second, bursts of 100: a lease is 5 calls, a batch of 20 is four leases
+    const rate = { perSecond: 50, burst: 100 };
+    const id = `test-${randomUUID()}`;
+    const [limiter] = limiters as [SharedTokenBuckets];
+    expect(limiter.take(id, rate, 20).allowed).toBe(true);
+    await sleep(20);
+    expect(limiter.take(id, rate, 20).allowed).toBe(true);
+    await sleep(20);
+    // the bucket's 100 is spent, with what the leases were given: no more than the burst gets through
+    let allowed = 40;
+    for (let i = 0; i < 10; i++) {
+      if (limiter.take(id, rate, 20).allowed) allowed += 20;
+      await sleep(20);
+    }
+    expect(allowed).toBeLessThanOrEqual(100 + 20 + 20);
+    expect(allowed).toBeGreaterThanOrEqual(100);
+  });
+
   it("refuses with a Retry-After once the key's bucket is dry everywhere", async () => {
     const rate = { perSecond: 1, burst: 5 };
     const id = `test-${randomUUID()}`;
