@@ -127,6 +127,7 @@ export const ERRORS = {
   },
   KEY_LIMIT: { status: 409, message: "The account holds as many keys of this plan as the plan allows" },
   KEY_NOT_FOUND: { status: 404, message: "No such key" },
+  KEY_ALREADY_ROTATED: { status: 409, message: "The key was rotated already: rotate its successor" },
   NETWORK_NOT_FOUND: { status: 404, message: "No such network" },
   API_ROUTE_NOT_FOUND: { status: 404, message: "No such route in the self-service API" },
   OPERATOR_ROUTE_NOT_FOUND: { status: 404, message: "No such route in the operator API" },

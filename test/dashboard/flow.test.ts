@@ -251,6 +251,9 @@ describe.skipIf(chromium.skip)("the dashboard, in Chromium", () => {
     expect(rotated).not.toBe(key);
     await expect.poll(() => page.locator("#keys tbody tr").count()).toBe(2);
     expect(await page.locator("#keys").textContent()).toContain("rotation grace period");
+    // the old key, in its grace period, has its successor: only the new one offers a rotation
+    const old = page.locator("#keys tbody tr", { hasText: key.slice(0, 10) });
+    expect(await old.getByRole("button", { name: /Rotate/ }).count()).toBe(0);
 
     const row = page.locator("#keys tbody tr", { hasText: rotated.slice(0, 10) });
     page.once("dialog", (dialog) => void dialog.accept());

@@ -84,6 +84,10 @@ describe.each(STORES)("a rotated key (%s store)", (store) => {
     await fx.accounts.keys.refresh();
     expect((await call(second.key)).status).toBe(200); // 30: the day's quota is spent
     expect((await call(second.key)).status).toBe(402);
+    // a key in its grace period has its successor: it is not rotated again
+    const again = await fx.api("POST", `/v1/keys/${first.id}/rotate`, undefined, session);
+    expect(again.status).toBe(409);
+    expect(again.json.error).toMatchObject({ code: "KEY_ALREADY_ROTATED", replacedBy: second.id });
     const third = await rotate(second.id);
     await fx.accounts.keys.refresh();
     expect((await call(third.key)).status).toBe(402);

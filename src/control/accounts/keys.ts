@@ -183,6 +183,10 @@ export class Keys {
     const old = await ownKey(store, account, keyId);
     if (keyStatus(old, this.#context.now()) !== "active")
       throw new GatewayError("KEY_NOT_FOUND", { reason: "the key is no longer active" });
+    // a key in its grace period has a successor: a second rotation would give a key that expires with
+    // this one's grace period, and lose the link to the first successor
+    if (old.replacedBy !== undefined)
+      throw new GatewayError("KEY_ALREADY_ROTATED", { replacedBy: old.replacedBy });
     const { record, key } = await this.#issue(
       account.id,
       {
@@ -196,7 +200,11 @@ export class Keys {
       },
       old.rate,
     );
-    const graceEnds = this.#context.now() + config.rotationGraceSeconds * 1000;
+    // what the store keeps (retireKey): the grace period, or the key's own expiry if that comes first
+    const graceEnds = Math.min(
+      this.#context.now() + config.rotationGraceSeconds * 1000,
+      old.expiresAt ?? Number.POSITIVE_INFINITY,
+    );
     await store.retireKey(old.id, graceEnds, record.id);
     await this.#context.onChange();
     return { record, key, old, graceEnds };

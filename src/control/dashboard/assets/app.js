@@ -229,7 +229,8 @@ async function keysView() {
             key.status === "active"
               ? [
                   keyLink(key, "settings", "Settings"),
-                  keyButton(key, "Rotate", "quiet", rotate),
+                  // a key in its grace period has a successor already: that one is rotated next
+                  key.replacedBy ? [] : keyButton(key, "Rotate", "quiet", rotate),
                   keyButton(key, "Revoke", "danger", revoke),
                 ]
               : [],
