@@ -23,6 +23,9 @@ const MAX_REMEMBERED = 10_000;
 
 /** The key object of a PEM public key, or an error saying why it is none (RSA or P-256 only). */
 export function publicKeyOf(pem: string): KeyObject {
+  // node:crypto derives the public key from a private one: one pasted by mistake must not be kept
+  if (/-----BEGIN [A-Z ]*PRIVATE KEY-----/.test(pem))
+    throw new Error("a public key: this is a private key, which never leaves its owner's servers");
   let key: KeyObject;
   try {
     key = createPublicKey(pem);

@@ -43,7 +43,10 @@ export function checkedSettings(input: unknown, knownMethods?: ReadonlySet<strin
     if (value === null || value === undefined) continue;
     if (!Array.isArray(value)) throw new GatewayError("INVALID_FIELD", { field: kind, reason: "a list" });
     if (value.length > MAX_ENTRIES)
-      throw new GatewayError("INVALID_FIELD", { field: kind, reason: `at most ${MAX_ENTRIES} entries` });
+      throw new GatewayError("INVALID_FIELD", {
+        field: kind,
+        reason: `a list of at most ${MAX_ENTRIES} entries`,
+      });
     if (value.length === 0) continue;
     settings[kind] = value.map((entry, i) =>
       checkedEntry(kind as (typeof KINDS)[number], entry, `${kind}[${i}]`, knownMethods),
@@ -101,7 +104,10 @@ function checkedEntry(
       return refuse("a method one of the networks serves (eth_call, getblock, …)");
     return entry;
   }
-  if (!CONTRACT.test(entry)) return refuse("a contract address: 0x and 40 hex digits, base58, or hex");
+  if (!CONTRACT.test(entry))
+    return refuse(
+      "a contract address: 0x and 40 hex digits, 25 to 64 base58 characters, or 40 to 64 hex digits",
+    );
   return entry.startsWith("0x") ? entry.toLowerCase() : entry;
 }
 

@@ -1,3 +1,4 @@
+import { generateKeyPairSync } from "node:crypto";
 import { mkdirSync, readdirSync, readFileSync } from "node:fs";
 import { createRequire } from "node:module";
 import { join } from "node:path";
@@ -221,9 +222,10 @@ describe.skipIf(chromium.skip)("the overview and key settings, in Chromium", () 
     await expect.poll(async () => (await call("eth_chainId")).status, { timeout: 3_000 }).toBe(403);
     expect((await call("eth_chainId")).text).toContain("KEY_SETTING_REFUSED");
     expect((await call("eth_blockNumber")).status).toBe(200);
-    await page.getByLabel("Allowed client IPs").fill("10.0.0.0/8\nnowhere");
+    // the line it is on, blank lines counted
+    await page.getByLabel("Allowed client IPs").fill("10.0.0.0/8\n\nnowhere");
     await page.getByRole("button", { name: "Save settings" }).click();
-    await expect.poll(() => page.locator("#settings-problem").textContent()).toContain("Line 2, “nowhere”");
+    await expect.poll(() => page.locator("#settings-problem").textContent()).toContain("Line 3, “nowhere”");
     expect(await page.evaluate<string>("document.activeElement.id")).toBe("setting-ips");
     // said under its field, which it describes, and the earlier save's message is gone
     expect(
@@ -244,6 +246,41 @@ describe.skipIf(chromium.skip)("the overview and key settings, in Chromium", () 
     await page.getByLabel("JWT public keys").fill("");
     // nothing was changed by the refused save
     expect((await call("eth_blockNumber")).status).toBe(200);
+    // a list over its size names the list, not an entry
+    const many = Array.from({ length: 31 }, (_, i) => `10.0.0.${i}`).join("\n");
+    await page.getByLabel("Allowed client IPs").fill(many);
+    await page.getByRole("button", { name: "Save settings" }).click();
+    await expect
+      .poll(() => page.locator("#settings-problem").textContent())
+      .toBe("The list must be a list of at most 30 entries.");
+    await page.getByLabel("Allowed client IPs").fill("");
+    // PKCS#1's RSA PUBLIC KEY (openssl rsa -RSAPublicKey_out) and SPKI alike, each kept with its id
+    const rsa = generateKeyPairSync("rsa", { modulusLength: 2048 }).publicKey;
+    const ec = generateKeyPairSync("ec", { namedCurve: "prime256v1" }).publicKey;
+    const pkcs1 = rsa.export({ type: "pkcs1", format: "pem" }).toString().trim();
+    const spki = ec.export({ type: "spki", format: "pem" }).toString().trim();
+    await page.getByLabel("JWT public keys").fill(`id: app-1\n${pkcs1}\n\n${spki}`);
+    await page.getByRole("button", { name: "Save settings" }).click();
+    await expect.poll(() => page.locator("#status").textContent()).toContain("Settings saved");
+    await page.reload();
+    await expect.poll(() => page.getByLabel("JWT public keys").inputValue()).toContain("id: app-1");
+    const shown = await page.getByLabel("JWT public keys").inputValue();
+    expect(shown).toContain("BEGIN RSA PUBLIC KEY");
+    expect(shown).toContain("BEGIN PUBLIC KEY");
+    // saved again from the page, the id stays
+    await page.getByRole("button", { name: "Save settings" }).click();
+    await expect.poll(() => page.locator("#status").textContent()).toContain("Settings saved");
+    await page.reload();
+    await expect.poll(() => page.getByLabel("JWT public keys").inputValue()).toContain("id: app-1");
+    // anything else in the field is said, not dropped
+    await page.getByLabel("JWT public keys").fill(`${spki}\nsomething else`);
+    await page.getByRole("button", { name: "Save settings" }).click();
+    await expect
+      .poll(() => page.locator("#settings-problem").textContent())
+      .toContain("Paste public keys in PEM");
+    await page.getByLabel("JWT public keys").fill("");
+    await page.getByRole("button", { name: "Save settings" }).click();
+    await expect.poll(() => page.locator("#status").textContent()).toContain("Settings saved");
   });
 
   it("fits a phone-sized screen: no sideways scroll on the overview or the settings", async () => {

@@ -276,6 +276,9 @@ describe("checking settings a customer sends", () => {
       "jwtKeys[0]",
     );
     expect(wrong({ methods: Array.from({ length: 31 }, () => "eth_call") })).toBe("methods");
+    // a private key pasted by mistake is refused, not turned into its public half and kept
+    const privatePem = ec.privateKey.export({ type: "pkcs8", format: "pem" }).toString();
+    expect(wrong({ jwtKeys: [{ pem: privatePem }] })).toBe("jwtKeys[0]");
     expect(wrong({ colours: ["red"] })).toBe("colours");
     expect(KeyRules.of({})).toBeUndefined();
   });

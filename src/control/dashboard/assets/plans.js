@@ -198,14 +198,29 @@ async function settingsView(id) {
     rows: "4",
     "aria-describedby": "hint-jwtKeys",
   });
-  jwt.value = (settings.jwtKeys ?? []).map((k) => k.pem).join("\n\n");
+  // a key's id (the JWT header's kid picks it) is the line "id: …" above its PEM
+  jwt.value = (settings.jwtKeys ?? []).map((k) => (k.id ? `id: ${k.id}\n${k.pem}` : k.pem)).join("\n\n");
+  /** A list's entries, one a line, with the line each is on: blank lines are skipped, not counted out. */
   const lines = (text) =>
     text
       .split("\n")
-      .map((l) => l.trim())
-      .filter((l) => l !== "");
-  const pems = (text) =>
-    (text.match(/-----BEGIN PUBLIC KEY-----[\s\S]*?-----END PUBLIC KEY-----/g) ?? []).map((pem) => ({ pem }));
+      .map((l, i) => [l.trim(), i + 1])
+      .filter(([l]) => l !== "");
+  /**
+   * Every PEM block pasted (SPKI's PUBLIC KEY, PKCS#1's RSA PUBLIC KEY: the server says which it cannot
+   * use), each with the id on the line above it; undefined when anything else is in the field.
+   */
+  const pems = (text) => {
+    const block =
+      /(?:^|\n)[ \t]*(?:id:[ \t]*(\S+)[ \t]*\n)?[ \t]*(-----BEGIN ([A-Z0-9 ]+)-----[\s\S]*?-----END \3-----)/g;
+    const keys = [];
+    let rest = text;
+    for (const [whole, id, pem] of text.matchAll(block)) {
+      keys.push(id === undefined ? { pem } : { id, pem });
+      rest = rest.replace(whole, "");
+    }
+    return rest.trim() === "" ? keys : undefined;
+  };
   // A refusal is said under the field it names, which it describes to a screen reader, and takes the focus
   // there; one that names no field is said above the button.
   const showProblem = (area, text) => {
@@ -231,14 +246,17 @@ async function settingsView(id) {
           area.removeAttribute("aria-invalid");
           area.setAttribute("aria-describedby", `hint-${area.name}`);
         }
-        const body = Object.fromEntries(
+        const listed = Object.fromEntries(
           areas.map(([name, field]) => [name, lines(field.querySelector("textarea").value)]),
         );
+        const body = Object.fromEntries(
+          Object.entries(listed).map(([name, entries]) => [name, entries.map(([text]) => text)]),
+        );
         body.jwtKeys = pems(jwt.value);
-        if (jwt.value.trim() !== "" && body.jwtKeys.length === 0) {
+        if (body.jwtKeys === undefined) {
           showProblem(
             jwt,
-            "Paste public keys in PEM, each from -----BEGIN PUBLIC KEY----- to -----END PUBLIC KEY-----.",
+            "Paste public keys in PEM, each from its -----BEGIN …----- line to its -----END …----- line, with a line id: … above it if you name it.",
           );
           return;
         }
@@ -250,13 +268,12 @@ async function settingsView(id) {
           const area = name === undefined ? null : document.getElementById(`setting-${name}`);
           if (area === null || error.data?.reason === undefined) return showProblem(null, error.message);
           const entry = index === undefined ? undefined : body[name]?.[Number(index)];
+          const line = index === undefined ? undefined : listed[name]?.[Number(index)]?.[1];
+          // a reason says what an entry must be; one about the whole list names no entry
+          if (entry === undefined) return showProblem(area, `The list must be ${error.data.reason}.`);
           // a JWT key is a {pem} and many lines long: it is named by its place among the keys
           const where =
-            entry === undefined
-              ? ""
-              : typeof entry === "string"
-                ? `Line ${Number(index) + 1}, “${entry}”: `
-                : `Key ${Number(index) + 1}: `;
+            typeof entry === "string" ? `Line ${line}, “${entry}”: ` : `Key ${Number(index) + 1}: `;
           showProblem(area, `${where}not ${error.data.reason}.`);
         }
       },
@@ -269,7 +286,7 @@ async function settingsView(id) {
       el(
         "p",
         { id: "hint-jwtKeys", class: "note" },
-        "With keys here, every call needs Authorization: Bearer <JWT> signed RS256 or ES256 by one of them, with an exp claim.",
+        "With keys here, every call needs Authorization: Bearer <JWT> signed RS256 or ES256 by one of them, with an exp claim. A line id: <kid> above a key names it, for tokens whose kid header picks it.",
       ),
       jwt,
     ),
