@@ -240,6 +240,9 @@ describe.skipIf(chromium.skip)("the dashboard, in Chromium", () => {
     })()`);
     expect(outside).toEqual([]);
     await shot("usage");
+    // a key that is not the account's says so, as its other pages do, never "Loading…"
+    await page.goto(`${fx.origin}/#/keys/999999/usage`);
+    await expect.poll(() => page.locator("h1").textContent()).toBe("No such key");
   });
 
   it("rotates with a confirmation, then revokes; the revoked key is refused by the gateway", async () => {

@@ -450,7 +450,14 @@ function copyable(label, text) {
 // ---- usage ----
 
 async function usageView(id) {
-  const report = id === undefined ? await api("GET", "/v1/usage") : await api("GET", `/v1/keys/${id}/usage`);
+  let report;
+  try {
+    report = id === undefined ? await api("GET", "/v1/usage") : await api("GET", `/v1/keys/${id}/usage`);
+  } catch (error) {
+    // as the key's other pages do: a page that says so, not "Loading…" with a line at the bottom
+    if (error.code !== "KEY_NOT_FOUND") throw error;
+    return show("No such key", el("p", {}, el("a", { href: "#/keys" }, "Back to your keys")));
+  }
   const days = new Map();
   for (const row of report.days) {
     const day = days.get(row.day) ?? { calls: 0, errors: 0, byNetwork: new Map() };
