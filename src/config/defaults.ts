@@ -75,7 +75,9 @@ export const DEFAULT_ACCOUNTS: AccountsConfig = {
   database: ".data/gateway.sqlite",
   listen: { host: "127.0.0.1", port: 8081 },
   mail: { from: "Node gateway <no-reply@localhost>", outbox: ".data/outbox" },
-  freeTest: { days: 7, maxPerEmail: 3, rate: { perSecond: 10, burst: 20 } },
+  // A key's call rate meets its plan's compute-unit rate at 10 CU a call (eth_blockNumber): below it the
+  // plan's CU rate binds, and the call rate bounds only a flood of the cheapest calls (docs/plans.md)
+  freeTest: { days: 7, maxPerEmail: 3, rate: { perSecond: 40, burst: 80 } },
   rotationGraceSeconds: 24 * 3600,
   confirmTokenHours: 24,
   sessionHours: 24,
@@ -155,7 +157,8 @@ export const DEFAULT_CONFIG: GatewayConfig = {
   tracing: DEFAULT_TRACING,
   operator: { listen: { host: "127.0.0.1", port: 8082 } },
   limits: DEFAULT_LIMITS,
-  defaultRate: { perSecond: 50, burst: 100 },
+  // the shared plan's 2,000 CU a second at 10 CU a call, as the free test's rate above
+  defaultRate: { perSecond: 200, burst: 400 },
   plans: DEFAULT_PLANS,
   keys: [],
   log: { level: "info", access: true },

@@ -185,7 +185,7 @@ describe.skipIf(chromium.skip)("the dashboard, in Chromium", () => {
     await expect.poll(() => row.count()).toBe(1);
     expect(await row.first().textContent()).toContain(key.slice(0, 10));
     // what the key can do, honestly: a free test's rate (accounts.freeTest.rate)
-    expect(await row.first().textContent()).toContain("10/s, bursts of 20");
+    expect(await row.first().textContent()).toContain("40 calls/s, bursts of 80");
     expect(await page.content()).not.toContain(key);
     // on a desktop screen every word of the table stays whole: "Networks", "active", "Ethereum"
     expect(await brokenWords("#keys")).toEqual([]);

@@ -264,7 +264,8 @@ async function keysView() {
 }
 
 function rateText(rate) {
-  return `${rate.perSecond}/s, bursts of ${rate.burst}`;
+  // calls, beside the plan's compute units: two limits, each in its own unit
+  return `${rate.perSecond} calls/s, bursts of ${rate.burst}`;
 }
 
 function statusText(key) {
