@@ -158,6 +158,11 @@ export class GatewayError extends Error {
   readonly code: ErrorCode;
   readonly detail: Readonly<Record<string, unknown>> | undefined;
   readonly headers: Readonly<Record<string, string>> | undefined;
+  /**
+   * The key a refusal at admission was for (its network, its settings), so that the key's usage counts
+   * it as the owner's error. Never part of an answer.
+   */
+  keyId: string | undefined = undefined;
 
   constructor(code: ErrorCode, detail?: Record<string, unknown>, headers?: Record<string, string>) {
     // A refusal is an answer, not a defect: its stack is never read (pipeline/boundary.ts logs only other

@@ -145,6 +145,7 @@ class JsonRpcRequest implements RoutedRequest {
     // is among them (a batch with one write in it is a write: the node gets it once)
     const passed: PassedCall[] = [];
     const refused: string[] = [];
+    const refusedCodes: string[] = [];
     let firstRefusal: RpcErrorCode | undefined;
     let write = false;
     for (const call of checked) {
@@ -153,6 +154,7 @@ class JsonRpcRequest implements RoutedRequest {
         if (this.#writes.has(call.method)) write = true;
       } else {
         refused.push(call.json);
+        refusedCodes.push(call.code);
         firstRefusal ??= call.code;
       }
     }
@@ -184,6 +186,7 @@ class JsonRpcRequest implements RoutedRequest {
       refused: refused.length,
       batchIds: passed.flatMap((call) => (call.id === undefined ? [] : [call.id])),
       batchRefusals: refused,
+      refusedCodes,
     };
   }
 }

@@ -37,6 +37,8 @@ export interface CallDetail {
   readonly code: string | undefined;
   /** The gateway's whole time for it; undefined when it has none (a WebSocket message). */
   readonly ms: number | undefined;
+  /** A batch's calls refused on their own, by their codes: each is one error of its code. */
+  readonly refusedCodes?: readonly string[] | undefined;
 }
 
 interface MethodCounts {
@@ -71,10 +73,17 @@ export class UsageDetail {
       const bucket = LATENCY_BOUNDS_MS.findIndex((bound) => detail.ms !== undefined && detail.ms <= bound);
       (counts.latency as number[])[bucket] = (counts.latency[bucket] ?? 0) + 1;
     }
-    if (detail.code !== undefined) {
-      const codeId = `${key}\n${label}\n${detail.code}`;
-      this.#codes.set(codeId, (this.#codes.get(codeId) ?? 0) + 1);
-    }
+    // Errors by code count calls, as the errors beside them do: a batch's calls refused on their own each
+    // under their code, the rest of its errors under the request's (a rate, a quota, a node that failed)
+    const own = detail.refusedCodes ?? [];
+    for (const code of own) this.#count(key, label, code, 1);
+    const rest = own.length === 0 ? Math.max(1, errors) : errors - own.length;
+    if (detail.code !== undefined && rest > 0) this.#count(key, label, detail.code, rest);
+  }
+
+  #count(key: string, label: string, code: string, n: number): void {
+    const codeId = `${key}\n${label}\n${code}`;
+    this.#codes.set(codeId, (this.#codes.get(codeId) ?? 0) + n);
   }
 
   /** The rows counted since the last call, for `day`; the counts start again. */

@@ -68,6 +68,8 @@ export class HttpExchange {
   /** Calls in the request (a batch of n is n), and how many of them the gateway refused. */
   #calls = 1;
   #refusedCalls = 0;
+  /** The codes of a batch's calls refused on their own. */
+  #refusedCodes: readonly string[] | undefined = undefined;
   readonly #started = performance.now();
   readonly #access = new AccessLine();
   /** What the metrics count the request as: its family and method or route, as far as it got. */
@@ -283,6 +285,7 @@ export class HttpExchange {
       authorized.batch !== undefined ? "batch" : (authorized.route ?? authorized.method ?? "other");
     this.#calls = authorized.cost;
     this.#refusedCalls = authorized.refused ?? 0;
+    this.#refusedCodes = authorized.refusedCodes;
     this.#computeUnits = authorized.computeUnits;
   }
 
@@ -325,6 +328,8 @@ export class HttpExchange {
     const computeUnits = this.#unitsServed(result);
     if (computeUnits > 0) access.cu = computeUnits;
     this.#quota?.settle(computeUnits);
+    // a key refused at admission (its network, its settings) counts the refusal in its own usage
+    if (access.key === undefined && error instanceof GatewayError) access.key = error.keyId;
     if (this.#usage !== undefined && access.key !== undefined && access.label !== undefined) {
       // A call the gateway or the node failed is an error; one whose caller left is not either side's.
       const failed = result !== "ok" && result !== "client_closed";
@@ -334,7 +339,7 @@ export class HttpExchange {
         this.#calls,
         failed ? this.#calls : this.#refusedCalls,
         computeUnits,
-        { method: this.#metricMethod, code, ms: elapsed },
+        { method: this.#metricMethod, code, ms: elapsed, refusedCodes: this.#refusedCodes },
       );
     }
     this.#metrics?.request({

@@ -110,7 +110,14 @@ export class Stages {
       requestId,
       trace ?? passedTraceParent(req.rawHeaders),
     );
-    if (principal?.rules !== undefined) checkKeySettings(principal.rules, admitted, req);
+    if (principal?.rules !== undefined) {
+      try {
+        checkKeySettings(principal.rules, admitted, req);
+      } catch (error) {
+        if (error instanceof GatewayError) error.keyId = principal.keyId;
+        throw error;
+      }
+    }
     return admitted;
   }
 
@@ -335,20 +342,19 @@ export class Stages {
     if (!looksLikeKey(key)) throw new GatewayError("UNAUTHORIZED");
     const principal = this.#keys.principal(key);
     if (principal === undefined) throw new GatewayError("UNAUTHORIZED");
-    if (principal.networks !== "*" && !principal.networks.has(endpoint.code)) {
-      throw new GatewayError("NETWORK_FORBIDDEN", { network: endpoint.code });
-    }
-    if (
-      endpoint.nodeClass === "archive" &&
-      !principal.archive &&
-      !this.#plans.terms(principal.plan).archive
-    ) {
-      throw new GatewayError("NETWORK_FORBIDDEN", {
-        network: endpoint.code,
-        reason: "the key has no archive access",
-      });
-    }
-    return principal;
+    const forbidden =
+      principal.networks !== "*" && !principal.networks.has(endpoint.code)
+        ? new GatewayError("NETWORK_FORBIDDEN", { network: endpoint.code })
+        : endpoint.nodeClass === "archive" && !principal.archive && !this.#plans.terms(principal.plan).archive
+          ? new GatewayError("NETWORK_FORBIDDEN", {
+              network: endpoint.code,
+              reason: "the key has no archive access",
+            })
+          : undefined;
+    if (forbidden === undefined) return principal;
+    // the key's own error, in its usage
+    forbidden.keyId = principal.keyId;
+    throw forbidden;
   }
 }
 

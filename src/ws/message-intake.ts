@@ -185,7 +185,7 @@ export class MessageIntake {
         calls,
         code === undefined ? refused : calls,
         code === undefined ? seen.units : 0,
-        { method: seen.method, code, ms: undefined },
+        { method: seen.method, code, ms: undefined, refusedCodes: seen.batch?.codes },
       );
     if (answer !== undefined) this.#host.toClient(answer);
   }
@@ -203,10 +203,13 @@ export class MessageIntake {
 function batchAnswers(message: CheckedMessage): NonNullable<MessageSeen["batch"]> {
   const ids: string[] = [];
   const refusals: string[] = [];
+  const codes: string[] = [];
   for (const call of message.checked)
-    if (!call.ok) refusals.push(call.json);
-    else if (call.id !== undefined) ids.push(call.id);
-  return { ids, refusals };
+    if (!call.ok) {
+      refusals.push(call.json);
+      codes.push(call.code);
+    } else if (call.id !== undefined) ids.push(call.id);
+  return { ids, refusals, codes };
 }
 
 /** A WebSocket message as text, from either side of the connection (ws hands it over as one or more Buffers). */

@@ -25,7 +25,12 @@ export interface MessageSeen {
   /** Its calls went to the node: its span ends with the node's last answer (pending-calls.ts). */
   sent?: boolean;
   /** A batch's calls that passed, by id, and the answers of those refused on their own (a later refusal's answer). */
-  batch?: { readonly ids: readonly string[]; readonly refusals: readonly string[] };
+  batch?: {
+    readonly ids: readonly string[];
+    readonly refusals: readonly string[];
+    /** The refused calls' codes, one each, for the key's errors by code. */
+    readonly codes: readonly string[];
+  };
 }
 
 /** What a connection lends its sender (connection.ts). */

@@ -110,6 +110,37 @@ describe.each(STORES)("usage per key (%s store)", (store) => {
     expect(JSON.stringify(answer.json)).not.toContain(key);
   });
 
+  it("counts errors by code call by call, and a call to a network the key may not reach as the key's error", async () => {
+    const byCode = async () => {
+      const overview = await fx.api("GET", "/v1/overview", undefined, session);
+      return new Map(
+        (overview.json.errors as { code: string; count: number }[]).map((e) => [e.code, e.count] as const),
+      );
+    };
+    const before = await byCode();
+    const callOn = async (port: number, label: string, body: string) => {
+      const r = await request(`http://127.0.0.1:${port}/${key}/`, {
+        method: "POST",
+        headers: { host: `${label}.${DOMAIN}`, "content-type": "application/json" },
+        body,
+      });
+      await r.body.text();
+      return r.statusCode;
+    };
+    const proxy = await runProxy(config(), createLogger("silent"));
+    // two calls refused on their own inside a batch whose third is answered: two errors of their code
+    expect(
+      await call(proxy.port, `[${rpc("admin_peers")},${rpc("admin_peers")},${rpc("eth_blockNumber")}]`),
+    ).toBe(200);
+    // the free test is for eth alone
+    expect(await callOn(proxy.port, "btc", rpc("getblockcount"))).toBe(403);
+    await proxy.close();
+    const after = await byCode();
+    const added = (code: string) => (after.get(code) ?? 0) - (before.get(code) ?? 0);
+    expect(added("METHOD_NOT_FOUND")).toBe(2);
+    expect(added("NETWORK_FORBIDDEN")).toBe(1);
+  });
+
   it("loses no more than one flush interval's calls when the proxy is killed", async () => {
     const file = join(fx.dir, "deployment.yaml");
     writeFileSync(

@@ -46,7 +46,8 @@ function plainTable(id, caption, columns, rows) {
             {},
             ...labelled(
               columns,
-              cells.map((c) => el("td", {}, c)),
+              // counts as the rest of the page writes them: 1,000, not 1000
+              cells.map((c) => el("td", {}, typeof c === "number" ? c.toLocaleString("en") : c)),
             ),
           ),
         ),
