@@ -113,13 +113,18 @@ export function carryServedHeads(from: UpstreamTable, to: UpstreamTable): void {
   }
 }
 
-/** An operator's cordons carried over to a new config's upstreams of the same label, mount and name. */
-export function carryCordons(from: UpstreamTable, to: UpstreamTable): void {
+/**
+ * An operator's cordons, and the counts the metrics read, carried over to a new config's upstreams of the
+ * same label, mount and name: a reload neither undoes a cordon nor sends a counter back.
+ */
+export function carryUpstreamState(from: UpstreamTable, to: UpstreamTable): void {
   for (const group of from.groups()) {
     const next = to.group(group.label, group.mount);
     for (const member of group.members) {
-      if (member.health.state !== "cordoned") continue;
-      next?.members.find((m) => m.name === member.name)?.health.cordon(true);
+      const same = next?.members.find((m) => m.name === member.name);
+      if (same === undefined) continue;
+      same.counts.carryFrom(member.counts);
+      if (member.health.state === "cordoned") same.health.keepCordon();
     }
   }
 }

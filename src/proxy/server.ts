@@ -17,8 +17,8 @@ import { poolPerOrigin } from "../upstream/policy.js";
 import type { DispatcherFactory, UpstreamTable } from "../upstream/upstreams.js";
 import {
   buildServedConfig,
-  carryCordons,
   carryServedHeads,
+  carryUpstreamState,
   type ServedConfig,
   type ServedConfigParts,
 } from "./served-config.js";
@@ -157,7 +157,7 @@ export function createProxyServer(options: ProxyServerOptions): ProxyServer {
     reload(config, keys) {
       const previous = current;
       current = buildServedConfig(parts(config, keys));
-      carryCordons(previous.upstreams, current.upstreams);
+      carryUpstreamState(previous.upstreams, current.upstreams);
       carryServedHeads(previous.upstreams, current.upstreams);
       servedConfigs.add(current);
       for (const served of servedConfigs)

@@ -241,6 +241,14 @@ export class UpstreamHealth {
     this.#listener(from, this.state, cordoned ? "cordoned by an operator" : "uncordoned by an operator");
   }
 
+  /**
+   * Cordoned as the same upstream was in the config a reload replaced: no change of state to log or count,
+   * since the node was out of rotation already.
+   */
+  keepCordon(): void {
+    this.#cordoned = true;
+  }
+
   /** What the operator API shows. */
   report(): HealthReport {
     const sorted = Array.from(this.#samples.subarray(0, Math.min(this.#sampleCount, SAMPLES))).sort(

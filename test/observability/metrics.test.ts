@@ -34,6 +34,7 @@ describe.skipIf(parser.skip)("GET /metrics", () => {
   let node: LoopbackNode;
   let ws: LoopbackWsNode;
   let proxy: RunningProxy;
+  let config: GatewayConfig;
   let deadNode = "";
   let text = "";
 
@@ -64,7 +65,7 @@ describe.skipIf(parser.skip)("GET /metrics", () => {
       subscriptions: { eth_subscribe: { notification: "eth_subscription", unsubscribe: "eth_unsubscribe" } },
     });
     deadNode = `http://127.0.0.1:${await freePort()}`;
-    const config: GatewayConfig = {
+    config = {
       ...DEFAULT_CONFIG,
       // what reaches the nodes is what this counts: no answer cache in between
       cache: { ...DEFAULT_CACHE, enabled: false },
@@ -250,6 +251,24 @@ describe.skipIf(parser.skip)("GET /metrics", () => {
     expect(families.types.get("process_cpu_seconds")).toBe("counter");
     for (const name of ["process_resident_memory_bytes", "nodejs_eventloop_lag_seconds"])
       expect(families.types.get(name), name).toBe("gauge");
+  });
+
+  it("an upstream's counters go on from where they were after a reload (SIGHUP), never back to zero", async () => {
+    const attempts = (families: Exposition, outcome: string) =>
+      seriesValue(families, "gateway_upstream_attempts_total", {
+        label: "avax",
+        upstream: deadNode,
+        outcome,
+      });
+    const before = await scrape();
+    const failed = attempts(before, "failed") ?? 0;
+    expect(failed).toBeGreaterThan(0);
+    proxy.reload(config);
+    const after = await scrape();
+    expect(attempts(after, "failed")).toBe(failed);
+    // and they go on counting
+    expect((await call("avax", KEYS.all, rpc("eth_blockNumber"))).status).toBe(503);
+    expect(attempts(await scrape(), "failed")).toBe(failed + 1);
   });
 
   it("carries no key, path, host or address in any label", async () => {
