@@ -109,6 +109,7 @@ export const ERRORS = {
     message: "The upstream node took the write but did not confirm it; it was not sent again",
   },
   CLIENT_CLOSED: { status: 499, rpc: -32603, message: "The client went away before the answer" },
+  DRAIN_CUT: { status: 503, rpc: -32603, message: "The gateway stopped before the answer was sent" },
   INTERNAL: { status: 500, rpc: -32603, message: "Internal gateway error" },
   // The self-service API's own (control plane, REST only)
   INVALID_EMAIL: { status: 400, message: "The e-mail address is not valid" },

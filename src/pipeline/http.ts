@@ -37,8 +37,11 @@ export interface HttpContext {
   readonly logAccess: boolean;
   readonly metrics: GatewayMetrics | undefined;
   readonly usage: UsageRecorder | undefined;
-  /** Requests begun and not ended, which a graceful close or a reload's retiring config waits for. */
-  readonly inFlight: { count: number };
+  /**
+   * Requests begun and not ended, which a graceful close or a reload's retiring config waits for; `cut`
+   * once a stop's drain deadline passed and the server cuts what is left (DRAIN_CUT, not the caller's leaving).
+   */
+  readonly inFlight: { count: number; cut?: boolean };
   /** Where an unexpected error becomes a logged INTERNAL answer. */
   readonly boundary: ErrorBoundary;
   /** The traces' exporter and sampler; undefined with tracing off. */
@@ -61,7 +64,7 @@ export class HttpExchange {
   readonly #logAccess: boolean;
   readonly #metrics: GatewayMetrics | undefined;
   readonly #usage: UsageRecorder | undefined;
-  readonly #inFlight: { count: number };
+  readonly #inFlight: { count: number; cut?: boolean };
   readonly #tracing: Tracing | undefined;
   /** The request's span, from the moment its label is known; undefined with tracing off. */
   #trace: RequestTrace | undefined = undefined;
@@ -386,7 +389,7 @@ export class HttpExchange {
     }
     // Once the status line is out the relay has told a client that left from a connection it cut itself.
     const closed = error.code === "CLIENT_CLOSED" || (!res.headersSent && clientGone(res));
-    this.#access.error = closed ? "CLIENT_CLOSED" : error.code;
+    this.#access.error = closed ? (this.#inFlight.cut === true ? "DRAIN_CUT" : "CLIENT_CLOSED") : error.code;
     if (closed) return;
     if (error.code === "BODY_TOO_LARGE" || unreadBodyTooLarge(this.#req, this.#limits.maxBodyBytes))
       res.shouldKeepAlive = false;

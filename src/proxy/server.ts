@@ -176,7 +176,16 @@ export function createProxyServer(options: ProxyServerOptions): ProxyServer {
       }
       const closed = new Promise<void>((resolve) => server.close(() => resolve()));
       server.closeIdleConnections();
-      await drained([...servedConfigs], current.config.limits.drainTimeoutMs);
+      const { drainTimeoutMs } = current.config.limits;
+      const left = await drained([...servedConfigs], drainTimeoutMs);
+      if (left > 0) {
+        // what the cut ends is the stop's doing, not its callers': logged as such, each and in all
+        for (const served of servedConfigs) served.http.inFlight.cut = true;
+        logger.log("warn", "drain deadline passed: cutting the requests in flight", {
+          requests: left,
+          drainTimeoutMs,
+        });
+      }
       server.closeAllConnections();
       await closed;
       await Promise.all([...servedConfigs].map((served) => served.upstreams.close()));
@@ -186,12 +195,13 @@ export function createProxyServer(options: ProxyServerOptions): ProxyServer {
   };
 }
 
-/** Waits until the served configs' requests in flight are done, or `timeoutMs` passed. */
-async function drained(servedConfigs: readonly ServedConfig[], timeoutMs: number): Promise<void> {
+/** Waits until the served configs' requests in flight are done, or `timeoutMs` passed; how many are left. */
+async function drained(servedConfigs: readonly ServedConfig[], timeoutMs: number): Promise<number> {
   const deadline = performance.now() + timeoutMs;
   const inFlight = () => servedConfigs.reduce((n, served) => n + served.http.inFlight.count, 0);
   while (inFlight() > 0 && performance.now() < deadline)
     await new Promise((resolve) => setTimeout(resolve, 20));
+  return inFlight();
 }
 
 function sum(counts: ReadonlyMap<string, number>): number {
