@@ -84,6 +84,7 @@ export class SharedTokenBuckets implements RateLimiter {
   #shared = false;
   /** Whether Redis was ever reached: the first time is "reachable", not "again". */
   #wasShared = false;
+  #lastError = "";
   /** Leases asked of Redis, by outcome, for the metrics. */
   readonly leases = { granted: 0, dry: 0, failed: 0 };
 
@@ -99,8 +100,16 @@ export class SharedTokenBuckets implements RateLimiter {
     this.#lease = (this.#redis as unknown as { gatewayLease: LeaseCommand }).gatewayLease.bind(this.#redis);
     this.#redis.on("ready", () => this.#setShared(true));
     this.#redis.on("close", () => this.#setShared(false));
-    // Errors arrive with every failed reconnection; the state change is what is logged, once.
-    this.#redis.on("error", () => {});
+    // Errors arrive with every failed reconnection; the state change is what is logged, once, with the
+    // last error's message as its reason (a refused connection, NOAUTH: ioredis's messages hold no secret)
+    this.#redis.on("error", (error: Error) => {
+      this.#lastError = error.message;
+    });
+  }
+
+  /** Why Redis last failed, for the log: its client's last error message. */
+  get lastError(): string {
+    return this.#lastError;
   }
 
   /** Whether limits are shared through Redis now (false: each instance decides alone). */
@@ -204,6 +213,7 @@ export class SharedTokenBuckets implements RateLimiter {
     } else
       this.#logger.log("warn", "shared rate limits: Redis unreachable, each instance limits alone", {
         fallbackShare: this.#config.fallbackShare,
+        reason: this.#lastError,
       });
   }
 }

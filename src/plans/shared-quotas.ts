@@ -84,6 +84,8 @@ export class SharedQuotaLedger implements QuotaLedger {
   readonly #crossed: (crossing: QuotaCrossing) => void;
   readonly #logger: Logger;
   #shared = false;
+  #wasShared = false;
+  #lastError = "";
 
   constructor(config: SharedLimitsConfig, logger: Logger, crossed: (crossing: QuotaCrossing) => void) {
     this.#leaseMs = config.leaseMs;
@@ -97,7 +99,10 @@ export class SharedQuotaLedger implements QuotaLedger {
     );
     this.#redis.on("ready", () => this.#setShared(true));
     this.#redis.on("close", () => this.#setShared(false));
-    this.#redis.on("error", () => {});
+    // the state change is what is logged, with the last error's message as its reason (shared-buckets.ts)
+    this.#redis.on("error", (error: Error) => {
+      this.#lastError = error.message;
+    });
   }
 
   get shared(): boolean {
@@ -273,7 +278,13 @@ export class SharedQuotaLedger implements QuotaLedger {
     if (shared === this.#shared) return;
     this.#shared = shared;
     this.#leases.clear();
-    if (shared) this.#logger.log("info", "shared quotas: Redis reachable, quotas shared again");
-    else this.#logger.log("warn", "shared quotas: Redis unreachable, each instance counts its quotas alone");
+    if (shared) {
+      const again = this.#wasShared ? " again" : "";
+      this.#wasShared = true;
+      this.#logger.log("info", `shared quotas: Redis reachable, quotas shared${again}`);
+    } else
+      this.#logger.log("warn", "shared quotas: Redis unreachable, each instance counts its quotas alone", {
+        reason: this.#lastError,
+      });
   }
 }

@@ -56,7 +56,17 @@ export async function openSharedState(
   const sharedHeads = new heads.SharedHeads(redis);
   // final answers, behind each instance's own cache (docs/cache.md, "Many instances")
   const sharedAnswers = config.cache.enabled ? new answers.SharedAnswers(redis) : undefined;
-  await Promise.all([limiter.ready(readyMs), quotas.ready(readyMs)]);
+  const [shared] = await Promise.all([limiter.ready(readyMs), quotas.ready(readyMs)]);
+  // a Redis that never answered is never lost, so no later line would say it was not there
+  if (!shared)
+    logger.log(
+      "warn",
+      "shared limits: Redis did not answer at start; each instance limits alone until it does",
+      {
+        waitedMs: readyMs,
+        reason: limiter.lastError,
+      },
+    );
   return {
     limiter,
     quotas,
