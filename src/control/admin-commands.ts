@@ -53,7 +53,8 @@ export async function accountsCommand(
       const { key, view } = await service.keys.issue(accountId(), {
         networks: values.network ?? "*",
         plan,
-        archive: values["no-archive"] !== true,
+        // without the flag, the plan's way: a free test has none (keys.ts)
+        ...(values["no-archive"] === true ? { archive: false } : {}),
         ...(days === undefined ? {} : { expiresAt: Date.now() + days * 86_400_000 }),
         ...(values.rate === undefined ? {} : { rate: rateOf(values.rate) }),
       });

@@ -27,7 +27,8 @@ export const ADMIN_USAGE = `usage: node-gateway admin <command> [flags]   the si
   keys issue --account <id> [--network <code>]... [--plan <name>] [--no-archive] [--days <n>]
              [--rate <per second>[/<burst>]]   the key's own rate limit (the gateway's defaultRate without it)
                                             a plan of the deployment config: shared (the default), dedicated,
-                                            free-test, or one it adds; prints the new key once
+                                            free-test, or one it adds; prints the new key once. Archive
+                                            access unless --no-archive (a free test: none)
   keys list --account <id>                  prefixes only
   keys usage --key <id> [--from YYYY-MM-DD] [--to YYYY-MM-DD]
                                             calls per day and network, errors apart (last 30 days)

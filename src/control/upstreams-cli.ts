@@ -1,5 +1,5 @@
 import type { GatewayConfig } from "../config/types.js";
-import { GatewayError } from "../errors/table.js";
+import { ERRORS, type ErrorCode, GatewayError } from "../errors/table.js";
 import { UsageError } from "./admin-failure.js";
 
 export const UPSTREAMS_USAGE = `  upstreams list [--proxy <url>]           every label's upstreams: state, head, lag, latency, errors
@@ -90,15 +90,21 @@ async function call(url: string, body?: unknown): Promise<unknown> {
         : { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify(body) },
     );
   } catch (error) {
-    throw new GatewayError("INVALID_FIELD", {
-      field: "--proxy",
-      reason: `no operator API at ${url}: ${(error as Error).message}`,
+    const cause = (error as { cause?: { code?: string } }).cause?.code ?? (error as Error).message;
+    throw new GatewayError("OPERATOR_UNREACHABLE", {
+      url,
+      reason: cause,
+      hint: "start the proxy, or name its operator API with --proxy http://<host>:<port> (else the config's operator.listen)",
     });
   }
-  const answer = (await response.json()) as { error?: { code: string; message: string } };
-  if (!response.ok)
-    throw new GatewayError("INVALID_FIELD", {
-      reason: `${response.status} ${answer.error?.code}: ${answer.error?.message}`,
-    });
+  const answer = (await response.json()) as {
+    error?: { code: string; message: string } & Record<string, unknown>;
+  };
+  if (!response.ok) {
+    // the operator API's own error, as it said it
+    const { code, status: _status, message: _message, ...detail } = answer.error ?? { code: "", message: "" };
+    if (code in ERRORS) throw new GatewayError(code as ErrorCode, detail);
+    throw new GatewayError("OPERATOR_UNREACHABLE", { url, reason: `answered ${response.status}` });
+  }
   return answer;
 }

@@ -133,6 +133,7 @@ export const ERRORS = {
   API_ROUTE_NOT_FOUND: { status: 404, message: "No such route in the self-service API" },
   OPERATOR_ROUTE_NOT_FOUND: { status: 404, message: "No such route in the operator API" },
   UPSTREAM_NOT_FOUND: { status: 404, message: "No such upstream on this label" },
+  OPERATOR_UNREACHABLE: { status: 503, message: "No operator API answered at that address" },
   CSRF_REFUSED: {
     status: 403,
     message: "The request lacks the dashboard's X-CSRF-Token: reload the page",

@@ -136,7 +136,19 @@ async function answer(req: IncomingMessage, view: OperatorView, logger: Logger):
     const { label, upstream } = await target(req);
     const cordoned = path.endsWith("/cordon");
     const matched = await view.cordon({ label, upstream, cordoned });
-    if (matched === 0) throw new GatewayError("UPSTREAM_NOT_FOUND", { label, upstream });
+    if (matched === 0) {
+      // which of the two names is wrong, and what the label does have
+      const names = new Set(
+        (await view.report()).flatMap((p) =>
+          p.labels.filter((l) => l.label === label).flatMap((l) => l.upstreams.map((u) => u.name)),
+        ),
+      );
+      const reason =
+        names.size === 0
+          ? `no upstream is configured for the label ${label}`
+          : `${label}'s upstreams are ${[...names].join(", ")}`;
+      throw new GatewayError("UPSTREAM_NOT_FOUND", { label, upstream, reason });
+    }
     logger.log("warn", cordoned ? "upstream cordoned" : "upstream uncordoned", { label, upstream });
     return [200, { label, upstream, cordoned, matched }];
   }
@@ -166,7 +178,11 @@ async function target(req: IncomingMessage): Promise<{ label: string; upstream: 
     throw new GatewayError("PARSE_ERROR");
   }
   const { label, upstream } = (body ?? {}) as { label?: unknown; upstream?: unknown };
-  if (typeof label !== "string" || typeof upstream !== "string")
-    throw new GatewayError("INVALID_REQUEST", { reason: 'send {"label": …, "upstream": …}' });
-  return { label, upstream };
+  for (const [field, value] of [
+    ["label", label],
+    ["upstream", upstream],
+  ] as const)
+    if (typeof value !== "string" || value === "")
+      throw new GatewayError("INVALID_FIELD", { field, reason: 'send {"label": "…", "upstream": "…"}' });
+  return { label: label as string, upstream: upstream as string };
 }

@@ -42,6 +42,8 @@ describe("the operator CLI", () => {
       "eth",
       "--network",
       "dot",
+      "--network",
+      "eth",
       "--plan",
       "dedicated",
       "--rate",
@@ -56,13 +58,19 @@ describe("the operator CLI", () => {
       `key 1  ${key.slice(0, 10)}…  dedicated  eth,dot  archive:true  active  rate 25/s burst 40`,
     );
     expect(listed.out).not.toContain(key);
+    // a free test has no archive unless the operator says so, as the free-test API gives it
+    const free = await admin("keys", "issue", "--account", "1", "--network", "eth", "--plan", "free-test");
+    expect(free.code, free.err).toBe(0);
+    expect((await admin("keys", "list", "--account", "1")).out).toMatch(
+      /key 2 .* free-test {2}eth {2}archive:false/,
+    );
 
     const rotated = await admin("keys", "rotate", "--key", "1");
     const next = /\n(FN[A-Za-z0-9]{32})\n/.exec(rotated.out)?.[1] ?? "";
     expect(next).not.toBe(key);
     expect((await admin("keys", "list", "--account", "1")).out).toMatch(/key 1 .* active {2}expires /);
 
-    expect((await admin("keys", "revoke", "--key", "2")).out).toMatch(/key 2 .* revoked/);
+    expect((await admin("keys", "revoke", "--key", "3")).out).toMatch(/key 3 .* revoked/);
     expect((await admin("accounts", "suspend", "--account", "1")).out).toMatch(/suspended/);
     expect((await admin("accounts", "list")).out).toMatch(/account 1 {2}ops@example.com {2}suspended/);
     // nine CLI processes, each loading TypeScript through tsx: a minute on a machine the suite keeps busy

@@ -49,19 +49,12 @@ describe("the operator API", () => {
     return r.statusCode;
   };
   const callers = (node: FaultyNode) => node.requests.filter((r) => /"id":9\d\d\d/.test(r.body)).length;
-  const cli = (...args: string[]) =>
+  const cli = (...args: string[]) => cliAt(`http://127.0.0.1:${proxy.operatorPort}`, ...args);
+  const cliAt = (at: string, ...args: string[]) =>
     new Promise<{ code: number; out: string; err: string }>((resolve) =>
       execFile(
         process.execPath,
-        [
-          "--import",
-          "tsx",
-          "src/control/cli.ts",
-          "upstreams",
-          ...args,
-          "--proxy",
-          `http://127.0.0.1:${proxy.operatorPort}`,
-        ],
+        ["--import", "tsx", "src/control/cli.ts", "upstreams", ...args, "--proxy", at],
         { cwd: ROOT, env: { ...process.env, GATEWAY_CONFIG: "" } },
         (error, out, err) => resolve({ code: error ? Number(error.code ?? 1) : 0, out, err }),
       ),
@@ -149,11 +142,36 @@ describe("the operator API", () => {
   }, 20_000);
 
   it("refuses what it does not know: a wrong upstream, a bad body, a wrong method, another path", async () => {
+    // which name is wrong: the upstream (and what the label has), or the label
     expect(await operator("POST", "/upstreams/cordon", { label: "eth", upstream: "nope" })).toMatchObject({
       status: 404,
-      json: { error: { code: "UPSTREAM_NOT_FOUND", label: "eth", upstream: "nope" } },
+      json: {
+        error: {
+          code: "UPSTREAM_NOT_FOUND",
+          label: "eth",
+          upstream: "nope",
+          reason: "eth's upstreams are a, b",
+        },
+      },
     });
-    expect((await operator("POST", "/upstreams/cordon", { label: "eth" })).status).toBe(400);
+    expect(await operator("POST", "/upstreams/cordon", { label: "eht", upstream: "a" })).toMatchObject({
+      status: 404,
+      json: { error: { reason: "no upstream is configured for the label eht" } },
+    });
+    expect(await operator("POST", "/upstreams/cordon", { label: "eth" })).toMatchObject({
+      status: 400,
+      json: { error: { code: "INVALID_FIELD", field: "upstream" } },
+    });
+    // the CLI says what the API said, and a proxy that is not there as such
+    const wrong = await cli("cordon", "--label", "eth", "--upstream", "nope");
+    expect(wrong.code).toBe(1);
+    expect(wrong.err).toContain("UPSTREAM_NOT_FOUND");
+    expect(wrong.err).toContain("eth's upstreams are a, b");
+    const away = await cliAt(`http://127.0.0.1:${await freePort()}`, "list");
+    expect(away.code).toBe(1);
+    expect(away.err).toContain("OPERATOR_UNREACHABLE");
+    expect(away.err).toContain("ECONNREFUSED");
+    expect(away.err).not.toContain("INVALID_FIELD");
     expect((await operator("GET", "/upstreams/cordon")).status).toBe(405);
     expect(await operator("GET", "/metrics-or-anything")).toMatchObject({
       status: 404,

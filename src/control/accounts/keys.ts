@@ -151,7 +151,17 @@ export class Keys {
     const { plans } = this.#context;
     if (plans[options.plan] === undefined)
       throw new GatewayError("INVALID_FIELD", { field: "plan", allowed: Object.keys(plans) });
-    const { record, key } = await this.#issue(accountId, options, options.rate);
+    const { record, key } = await this.#issue(
+      accountId,
+      {
+        ...options,
+        // a network named twice is one network
+        networks: options.networks === "*" ? "*" : [...new Set(options.networks)],
+        // a free test has no archive, whoever issues it (its own API says so too)
+        archive: options.archive ?? options.plan !== "free-test",
+      },
+      options.rate,
+    );
     return { key, view: this.#view(record) };
   }
 
