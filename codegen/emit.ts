@@ -163,6 +163,7 @@ function policyLiteral(policy: PolicyModel, model: RegistryModel): string {
       validate: ${validatorName(policy.envelope)},
       batch: ${rule.batch},
       plainTextBody: ${rule.plainTextBody === true},
+      errorCauses: ${rule.errorCauses === true},
       methods: new Map<string, MethodAccess>([${methods.join(",\n")}]),
       writes: new Set<string>(${literal(policy.writes)}),
       ${policy.subscriptions === undefined ? "" : `subscriptions: ${literal(policy.subscriptions)},`}

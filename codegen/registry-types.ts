@@ -11,6 +11,8 @@ export interface EnvelopeRule {
   params: ParamsForm[];
   batch: boolean;
   plainTextBody?: boolean;
+  /** The node's errors carry nearcore's `name` and `cause` (JsonRpcPolicy.errorCauses). */
+  errorCauses?: boolean;
 }
 
 export interface MethodGroups {

@@ -1,5 +1,6 @@
 import { type ServerResponse, STATUS_CODES } from "node:http";
 import { pushRequestId, REQUEST_ID_HEADER, requestIdOf } from "../http/request-id.js";
+import type { Endpoint, JsonRpcPolicy } from "../registry/types.js";
 import { ERRORS, type ErrorCode, type GatewayError, hasRpcNumber, type RpcErrorCode } from "./table.js";
 
 // The one place where gateway errors become bytes.
@@ -15,6 +16,7 @@ export function rpcErrorJson(
   rawId: string,
   detail?: Readonly<Record<string, unknown>>,
   requestId: string | undefined = undefined,
+  causes = false,
 ): string {
   const spec = ERRORS[code];
   // a code is an identifier, and a request id only letters, digits and ._:- (http/request-id.ts)
@@ -24,7 +26,27 @@ export function rpcErrorJson(
     if (members.length > 2) data += `,${members.slice(1, -1)}`;
   }
   if (requestId !== undefined) data += `,"requestId":"${requestId}"`;
-  return `{"jsonrpc":"2.0","id":${rawId},"error":{"code":${spec.rpc},"message":${JSON.stringify(spec.message)},"data":${data}}}}`;
+  const named = causes ? `${causeMembers(code, spec.message, detail)},` : "";
+  return `{"jsonrpc":"2.0","id":${rawId},"error":{${named}"code":${spec.rpc},"message":${JSON.stringify(spec.message)},"data":${data}}}}`;
+}
+
+/**
+ * nearcore's `name` and `cause` for a gateway error, as near-api-js reads them (its providers/errors/
+ * parse.js): an unknown method is nearcore's own REQUEST_VALIDATION_ERROR / METHOD_NOT_FOUND, a body it
+ * cannot read its PARSE_ERROR; anything else an INTERNAL_ERROR whose message, which the SDK shows, says
+ * what the gateway refused and its code.
+ */
+function causeMembers(
+  code: RpcErrorCode,
+  message: string,
+  detail?: Readonly<Record<string, unknown>>,
+): string {
+  if (code === "METHOD_NOT_FOUND")
+    return `"name":"REQUEST_VALIDATION_ERROR","cause":{"name":"METHOD_NOT_FOUND","info":{"method_name":${JSON.stringify(String(detail?.method ?? ""))}}}`;
+  const said = JSON.stringify(`${message} (${code})`);
+  if (code === "PARSE_ERROR" || code === "INVALID_REQUEST")
+    return `"name":"REQUEST_VALIDATION_ERROR","cause":{"name":"PARSE_ERROR","info":{"error_message":${said}}}`;
+  return `"name":"INTERNAL_ERROR","cause":{"name":"INTERNAL_ERROR","info":{"error_message":${said}}}`;
 }
 
 /** A REST-style JSON error body. */
@@ -39,7 +61,19 @@ export function restErrorJson(
   });
 }
 
-export type ErrorStyle = "jsonrpc" | "rest";
+/** How errors are written: REST bodies, JSON-RPC error objects, or those with nearcore's causes too. */
+export type ErrorStyle = "jsonrpc" | "jsonrpc-causes" | "rest";
+
+/** The error style of an endpoint before its mount is known (a refused key): its JSON-RPC mount's, if any. */
+export function endpointStyle(endpoint: Endpoint): ErrorStyle {
+  if (endpoint.family === "rest") return "rest";
+  return jsonRpcStyle(endpoint.mounts.find((m) => m.policy.jsonrpc !== undefined)?.policy.jsonrpc);
+}
+
+/** The JSON-RPC error style of a dialect: with causes where its errors carry them (registry `errorCauses`). */
+export function jsonRpcStyle(policy: Pick<JsonRpcPolicy, "errorCauses"> | undefined): ErrorStyle {
+  return policy?.errorCauses === true ? "jsonrpc-causes" : "jsonrpc";
+}
 
 /**
  * A batch's answer when an error (a rate, a quota, no node) stops the calls that passed their checks: each
@@ -52,9 +86,10 @@ export function batchErrorBody(
   ids: readonly string[],
   refusals: readonly string[],
   requestId: string | undefined,
+  style: ErrorStyle = "jsonrpc",
 ): string {
-  if (ids.length === 0 && refusals.length === 0) return errorBody(error, "jsonrpc", "null", requestId);
-  const each = ids.map((id) => errorBody(error, "jsonrpc", id, requestId));
+  if (ids.length === 0 && refusals.length === 0) return errorBody(error, style, "null", requestId);
+  const each = ids.map((id) => errorBody(error, style, id, requestId));
   return `[${[...refusals, ...each].join(",")}]`;
 }
 
@@ -66,14 +101,18 @@ export function errorBody(
   requestId: string | undefined = undefined,
 ): string {
   // the request's id, which a customer quotes and an operator finds in the log (docs/operations.md)
-  return style === "jsonrpc" && hasRpcNumber(error.code)
-    ? rpcErrorJson(error.code, rawId, error.detail, requestId)
+  return style !== "rest" && hasRpcNumber(error.code)
+    ? rpcErrorJson(error.code, rawId, error.detail, requestId, style === "jsonrpc-causes")
     : restErrorJson(error.code, error.detail, requestId);
 }
 
 /** A refused WebSocket upgrade: a whole HTTP response for the raw socket, sent before any handshake. */
-export function upgradeRefusal(error: GatewayError, requestId?: string): string {
-  const body = errorBody(error, "jsonrpc", "null", requestId);
+export function upgradeRefusal(
+  error: GatewayError,
+  requestId?: string,
+  style: ErrorStyle = "jsonrpc",
+): string {
+  const body = errorBody(error, style, "null", requestId);
   const headers =
     requestId === undefined ? error.headers : { ...error.headers, [REQUEST_ID_HEADER]: requestId };
   const extra = Object.entries(headers ?? {})

@@ -135,7 +135,12 @@ export function no(
   detail: Record<string, unknown>,
 ): Checked {
   const { requestId } = rules;
-  return refuse(code, id, requestId === undefined ? detail : { ...detail, requestId });
+  return refuse(
+    code,
+    id,
+    requestId === undefined ? detail : { ...detail, requestId },
+    rules.policy.errorCauses,
+  );
 }
 
 /**
@@ -165,6 +170,11 @@ export function idOf(call: RawCall): string {
   return valid ? raw : "null";
 }
 
-export function refuse(code: RpcErrorCode, id: string, detail: Record<string, unknown>): Checked {
-  return { ok: false, code, json: rpcErrorJson(code, id, detail) };
+export function refuse(
+  code: RpcErrorCode,
+  id: string,
+  detail: Record<string, unknown>,
+  causes = false,
+): Checked {
+  return { ok: false, code, json: rpcErrorJson(code, id, detail, undefined, causes) };
 }

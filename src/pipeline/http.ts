@@ -6,7 +6,15 @@ import { relaySplit } from "../answers/range-split.js";
 import { relayCachedBatch } from "../cache/batch-cached.js";
 import { relayCached } from "../cache/relay-cached.js";
 import type { Limits } from "../config/types.js";
-import { batchErrorBody, type ErrorStyle, preflight, sendError, sendJson } from "../errors/respond.js";
+import {
+  batchErrorBody,
+  type ErrorStyle,
+  endpointStyle,
+  jsonRpcStyle,
+  preflight,
+  sendError,
+  sendJson,
+} from "../errors/respond.js";
 import { type ErrorCode, GatewayError } from "../errors/table.js";
 import type { Authorized, Outgoing, RoutedRequest } from "../families/family.js";
 import { collectBody, expectsContinue, unreadBodyTooLarge } from "../http/body.js";
@@ -124,7 +132,7 @@ export class HttpExchange {
       this.#access.label = resolved.endpoint.label;
       if (this.#tracing !== undefined) this.#traceFrom(resolved.endpoint.label);
       this.#family = resolved.endpoint.family;
-      this.#style = resolved.endpoint.family === "rest" ? "rest" : "jsonrpc";
+      this.#style = endpointStyle(resolved.endpoint);
       checkFraming(req);
       if (req.method === "OPTIONS") {
         preflight(this.#res, req.headers["access-control-request-headers"]);
@@ -134,7 +142,7 @@ export class HttpExchange {
       const admitted = this.#stages.admitCaller(resolved, req, this.#requestId, this.#trace); // 2
       this.#access.key = admitted.principal?.keyId;
       const mounted = this.#stages.pickMount(admitted); // 3
-      this.#style = mounted.family.style;
+      this.#style = mounted.family.style === "rest" ? "rest" : jsonRpcStyle(mounted.mount.policy.jsonrpc);
       const routed = mounted.family.route(req, mounted); // 4, from the request's head
       this.#family = routed.family;
       if (!routed.readsBody) {
@@ -152,7 +160,7 @@ export class HttpExchange {
       );
     } catch (error) {
       const beforeBody =
-        this.#style === "jsonrpc" &&
+        this.#style !== "rest" &&
         req.method === "POST" &&
         error instanceof GatewayError &&
         ADMISSION_REFUSALS.has(error.code);
@@ -397,7 +405,13 @@ export class HttpExchange {
     if (batch !== undefined && !res.headersSent) {
       // A batch's clients (ethers, viem) read an array by id: each call gets the error, the refused ones
       // their own refusals, with the status and headers (Retry-After) of the error.
-      const body = batchErrorBody(error, batch.batchIds ?? [], batch.batchRefusals ?? [], requestIdOf(res));
+      const body = batchErrorBody(
+        error,
+        batch.batchIds ?? [],
+        batch.batchRefusals ?? [],
+        requestIdOf(res),
+        this.#style,
+      );
       sendJson(res, error.status, body, error.headers);
       return;
     }

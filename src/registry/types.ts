@@ -47,8 +47,13 @@ export interface JsonRpcPolicy {
   readonly envelope: string;
   readonly validate: EnvelopeValidator;
   readonly batch: boolean;
-  /** Some dialects' nodes read the body whatever its Content-Type, or none (Bitcoin Core's httprpc never looks). */
+  /** Some dialects' nodes read the body whatever its Content-Type, or none (their HTTP server never looks). */
   readonly plainTextBody: boolean;
+  /**
+   * The dialect's errors name their kind and cause as nearcore's do (`name`, `cause`: registry
+   * `errorCauses`), which its SDKs read: the gateway's own errors carry them too (errors/respond.ts).
+   */
+  readonly errorCauses: boolean;
   readonly methods: ReadonlyMap<string, MethodAccess>;
   /** Methods that submit something (registry `writes`): never sent to a node twice. */
   readonly writes: ReadonlySet<string>;

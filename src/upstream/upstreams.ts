@@ -28,7 +28,7 @@ export class Upstream {
   /** Its dispatcher's dispatch through the upstream interceptors (interceptors.ts): every call goes here. */
   readonly dispatch: Dispatch;
   /**
-   * The same for streams (registry `stream` routes, Tezos' /monitor/heads): a pool of their own, since
+   * The same for streams (registry `stream` routes, a node's head monitor): a pool of their own, since
    * each holds its connection for as long as its caller listens, and streams in the one pool could take
    * every connection and leave the label's reads queued behind them.
    */

@@ -1,6 +1,6 @@
 import type { RawData, WebSocket } from "ws";
 import type { GatewayConfig, Limits } from "../config/types.js";
-import { errorBody } from "../errors/respond.js";
+import { errorBody, jsonRpcStyle } from "../errors/respond.js";
 import type { CallRules, PassedCall } from "../jsonrpc/check.js";
 import { scanMembers } from "../jsonrpc/scan.js";
 import type { UsageRecorder } from "../keys/usage.js";
@@ -236,7 +236,7 @@ export class Connection {
       label: this.#label,
       upstream: this.#node.name,
     });
-    if (replyId !== undefined) this.#toClient(errorBody(caught, "jsonrpc", replyId), false);
+    if (replyId !== undefined) this.#toClient(errorBody(caught, jsonRpcStyle(this.#policy), replyId), false);
     this.close(CLOSE.INTERNAL, "internal error");
   }
 

@@ -1,6 +1,6 @@
 import type { RawData } from "ws";
 import type { Limits } from "../config/types.js";
-import { batchErrorBody, errorBody } from "../errors/respond.js";
+import { batchErrorBody, errorBody, jsonRpcStyle } from "../errors/respond.js";
 import { GatewayError } from "../errors/table.js";
 import type { CallRules } from "../jsonrpc/check.js";
 import { type CheckedMessage, checkMessage } from "../jsonrpc/message.js";
@@ -153,11 +153,12 @@ export class MessageIntake {
    */
   #refused(seen: MessageSeen, error: GatewayError): string {
     seen.code = error.code;
-    const { requestId } = this.#host.rules;
+    const { requestId, policy } = this.#host.rules;
+    const style = jsonRpcStyle(policy);
     const answer =
       seen.batch === undefined
-        ? errorBody(error, "jsonrpc", seen.replyId, requestId)
-        : batchErrorBody(error, seen.batch.ids, seen.batch.refusals, requestId);
+        ? errorBody(error, style, seen.replyId, requestId)
+        : batchErrorBody(error, seen.batch.ids, seen.batch.refusals, requestId, style);
     if (error.code === "QUOTA_EXCEEDED" && this.#quotaSpent === undefined) {
       this.#quotaSpent = setTimeout(
         () => this.#host.close(CLOSE.QUOTA_EXCEEDED, "quota exceeded"),

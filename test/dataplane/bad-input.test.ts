@@ -32,6 +32,8 @@ type Expected =
       readonly rpc: number;
       readonly id: string;
       readonly data: object;
+      /** nearcore's `name` and `cause`, on a network whose errors carry them (registry errorCauses). */
+      readonly causes?: object;
     }
   /** A REST-style `{"error":{...}}` body (REST networks, and anything refused before the network is known). */
   | { readonly kind: "rest"; readonly code: string; readonly detail: object }
@@ -418,7 +420,17 @@ const rows: Row[] = [
     path: `/${K}/`,
     body: `[${call("1", "status")}]`,
     status: 400,
-    error: rpcError("BATCH_NOT_SUPPORTED", -32600),
+    // in nearcore's shape, which near-api-js reads: the refusal's message and code as the SDK shows it
+    error: {
+      ...rpcError("BATCH_NOT_SUPPORTED", -32600),
+      causes: {
+        name: "INTERNAL_ERROR",
+        cause: {
+          name: "INTERNAL_ERROR",
+          info: { error_message: "This network's node does not accept batches (BATCH_NOT_SUPPORTED)" },
+        },
+      },
+    } as Expected,
   },
   {
     name: "a batch of non-objects: one INVALID_REQUEST per item, HTTP 200",
@@ -1182,6 +1194,7 @@ function expectError(expected: Expected, status: number, r: Result): void {
     jsonrpc: "2.0",
     id: JSON.parse(expected.id),
     error: {
+      ...expected.causes,
       code: expected.rpc,
       message: expect.any(String),
       data: expect.objectContaining({ code: expected.code, ...expected.data }),

@@ -1,6 +1,6 @@
 import { JsonRpcProvider } from "near-api-js";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { type RunningGateway, startGateway } from "../support/gateway.js";
+import { KEYS, type RunningGateway, startGateway } from "../support/gateway.js";
 import { jsonRpcResponder, type LoopbackNode, startLoopbackNode } from "../support/loopback-node.js";
 import { sdkUrl, upstreamSawSince, useTestHostsForGlobalFetch } from "./resolve.js";
 
@@ -183,15 +183,19 @@ describe("near-api-js JsonRpcProvider through the gateway", () => {
     ]);
   });
 
-  it("a method the registry denies is refused before the node and surfaces as an RpcError", async () => {
+  it("the gateway's refusals carry nearcore's name and cause, so near-api-js tells them apart", async () => {
     const from = node.requests.length;
-    // The gateway's refusal is a JSON-RPC error (-32601, data.code METHOD_NOT_FOUND) without nearcore's
-    // `name`/`cause` members, which near-api-js needs to pick its error class: it falls back to RpcError.
-    // sendJsonRpc is typed for the methods near-api-js knows; this one it does not
+    // sendJsonRpc is typed for the methods near-api-js knows; these it does not
     const send = provider.sendJsonRpc.bind(provider) as (method: string, params: unknown) => Promise<unknown>;
-    await expect(send("adv_produce_blocks", [1, true])).rejects.toMatchObject({
-      name: "RpcError",
-    });
+    // a method the registry denies: nearcore's own METHOD_NOT_FOUND, the SDK's RpcMethodNotFoundError
+    const unknown = await send("adv_produce_blocks", [1, true]).catch((error: unknown) => error);
+    expect((unknown as Error).constructor.name).toBe("RpcMethodNotFoundError");
+    expect(unknown).toMatchObject({ methodName: "adv_produce_blocks" });
+    // any other refusal (here a key without the network): the SDK's InternalRpcError, with what and why
+    const other = new JsonRpcProvider({ url: sdkUrl(gw, "near", KEYS.ethOnly) }, { retries: 1 });
+    const refused = await other.viewNodeStatus().catch((error: unknown) => error);
+    expect((refused as Error).constructor.name).toBe("InternalRpcError");
+    expect((refused as Error).message).toContain("(NETWORK_FORBIDDEN)");
     expect(node.requests.length).toBe(from);
   });
 });
