@@ -124,7 +124,7 @@ export const ERRORS = {
   ACCOUNT_NOT_ACTIVE: { status: 403, message: "The account is not active" },
   FREE_TEST_LIMIT: {
     status: 409,
-    message: "The account has had its free tests: one per network, and a few in all",
+    message: "The account has had its free tests",
   },
   KEY_LIMIT: { status: 409, message: "The account holds as many keys of this plan as the plan allows" },
   KEY_NOT_FOUND: { status: 404, message: "No such key" },

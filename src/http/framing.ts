@@ -13,11 +13,24 @@ export function checkFraming(req: IncomingMessage): void {
   let coding: string | undefined;
   for (let i = 0; i < raw.length; i += 2) {
     const name = raw[i] as string;
+    if (name.length === 16 && name.toLowerCase() === "content-encoding") compressed(raw[i + 1] as string);
     if (name.length !== 17 || name.toLowerCase() !== "transfer-encoding") continue;
     if (coding !== undefined) throw refusal();
     coding = raw[i + 1] as string;
   }
   if (coding !== undefined && coding.trim().toLowerCase() !== "chunked") throw refusal();
+}
+
+/**
+ * A compressed body (`Content-Encoding: gzip`) is refused by name: the nodes read bodies as they come, and
+ * the gateway checks what it reads, so it would otherwise be a PARSE_ERROR that does not say why.
+ */
+function compressed(coding: string): void {
+  const value = coding.trim().toLowerCase();
+  if (value === "" || value === "identity") return;
+  throw new GatewayError("UNSUPPORTED_MEDIA_TYPE", {
+    reason: `the body is ${value}-encoded (Content-Encoding); send it uncompressed`,
+  });
 }
 
 function refusal(): GatewayError {

@@ -93,6 +93,9 @@ function normaliseName(host: string): string {
 function checkAbsoluteForm(url: string, host: string): void {
   const match = /^https?:\/\/([^/?#]*)/i.exec(url);
   if (match === null) throw new GatewayError("BAD_PATH", { reason: "the request target must start with /" });
+  // user:password@ before the host: no node takes credentials from a caller, and the key goes in the path
+  if ((match[1] as string).includes("@"))
+    throw new GatewayError("BAD_HOST", { reason: "the request target carries credentials (user:password@)" });
   if (hostName(match[1] as string) !== host) {
     throw new GatewayError("BAD_HOST", { reason: "the request target names another host" });
   }

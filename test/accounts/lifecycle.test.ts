@@ -71,14 +71,14 @@ describe.each(STORES)("key lifecycle (%s store)", (store) => {
     expect(again.status).toBe(409);
     expect(again.json.error).toMatchObject({
       code: "FREE_TEST_LIMIT",
-      reason: "this account has had the free test of eth",
+      reason: "an account has one free test per network, and this one has had eth's",
     });
     await keyFrom(email, () => fx.api("POST", "/v1/free-tests", { network: "dot" }, session));
     await keyFrom(email, () => fx.api("POST", "/v1/free-tests", { network: "near" }, session));
     const fourth = await fx.api("POST", "/v1/free-tests", { network: "ton" }, session);
     expect(fourth.json.error).toMatchObject({
       code: "FREE_TEST_LIMIT",
-      reason: "all 3 free tests of this account are used",
+      reason: "an account has 3 free tests, one per network, and this one has had them all",
     });
   });
 

@@ -200,8 +200,9 @@ describe.skipIf(chromium.skip)("the dashboard, in Chromium", () => {
     await page.evaluate(
       "window.copied = []; navigator.clipboard.writeText = async (text) => { window.copied.push(text); };",
     );
-    await page.getByRole("button", { name: "Copy HTTP, eth", exact: true }).click();
+    await page.getByRole("button", { name: "Copy eth HTTP URL", exact: true }).click();
     const copied = await page.evaluate<string>("window.copied[0]");
+    expect(await status()).toBe("Copied the eth HTTP URL.");
     expect(copied).toBe(`http://eth.localhost:${port}/YOUR_API_KEY/`);
     expect(await page.locator("pre").first().textContent()).toContain("eth_blockNumber");
     // the SDK snippet comes from the registry's example for the interface, with the URL put in

@@ -197,7 +197,9 @@ describe.skipIf(chromium.skip)("the overview and key settings, in Chromium", () 
     // the chosen plan's terms beside the list
     const terms = () => page.locator("#plan-terms").textContent();
     // the free test's own quota too, from the deployment's free-test plan
-    expect(await terms()).toBe("Free for 7 days, then the key expires: 400 CU a second, 1,000,000 CU a day.");
+    expect(await terms()).toBe(
+      "Free for 7 days, with 400 CU a second, 1,000,000 CU a day; then the key expires.",
+    );
     const expected = {
       shared: "2,000 CU a second, 1,000 CU a day, 200,000,000 CU a month.",
       dedicated: "20,000 CU a second, no quota, archive nodes.",

@@ -577,7 +577,13 @@ const rows: Row[] = [
     name: "absolute-form target with userinfo",
     raw: raw(`http://eth.${DOMAIN}@evil.example/${K}/`),
     status: 400,
-    error: restError("BAD_HOST"),
+    error: restError("BAD_HOST", { reason: "the request target carries credentials (user:password@)" }),
+  },
+  {
+    name: "absolute-form target with user:password@ before the right host: said as such, not as a port",
+    raw: raw(`http://u:p@eth.${DOMAIN}/${K}/`),
+    status: 400,
+    error: restError("BAD_HOST", { reason: "the request target carries credentials (user:password@)" }),
   },
   {
     name: "POSITIVE CONTROL (reaches upstream): absolute-form target naming the Host itself",
@@ -864,6 +870,17 @@ const rows: Row[] = [
     headers: { "content-type": "text/plain" },
     status: 415,
     error: rpcError("UNSUPPORTED_MEDIA_TYPE", -32600),
+  },
+  {
+    name: "a gzip-encoded body: refused by its coding, not read as JSON that is not",
+    label: "eth",
+    path: `/${K}/`,
+    body: BLOCK_NUMBER,
+    headers: { "content-type": "application/json", "content-encoding": "gzip" },
+    status: 415,
+    error: rpcError("UNSUPPORTED_MEDIA_TYPE", -32600, "null", {
+      reason: "the body is gzip-encoded (Content-Encoding); send it uncompressed",
+    }),
   },
   {
     name: "a JSON-RPC body without Content-Type on eth",

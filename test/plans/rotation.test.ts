@@ -6,6 +6,7 @@ import { UsageCounter } from "../../src/keys/usage.js";
 import { type AccountsFixture, STORES, startAccounts } from "../accounts/helpers.js";
 import { type RunningGateway, rpcBody, startGateway, TEST_PLANS } from "../support/gateway.js";
 import { jsonRpcResponder, type LoopbackNode, startLoopbackNode } from "../support/loopback-node.js";
+import { quotedPrintable } from "../support/outbox.js";
 import { keyIn, type SmtpCapture, startSmtp, tokenIn } from "../support/smtp.js";
 
 // A rotated key is the same key to its owner (docs/accounts.md): a new secret, with the locks its owner
@@ -58,7 +59,12 @@ describe.each(STORES)("a rotated key (%s store)", (store) => {
     const delivery = smtp.next(email);
     const rotated = await fx.api("POST", `/v1/keys/${id}/rotate`, undefined, session);
     expect(rotated.status).toBe(201);
-    return { id: rotated.json.key.id as number, key: keyIn(await delivery), view: rotated.json.key };
+    const mail = await delivery;
+    // the e-mail says which key this one replaces, and until when that one works
+    expect(quotedPrintable(mail).replace(/\s+/g, " ")).toMatch(
+      /It replaces the key FN[A-Za-z0-9]{8}\S*, which works until \d{4}-\d\d-\d\d \d\d:\d\d UTC/,
+    );
+    return { id: rotated.json.key.id as number, key: keyIn(mail), view: rotated.json.key };
   };
   const call = (key: string, headers: Record<string, string> = {}) =>
     gw.call("eth", `/${key}`, { body: rpcBody("eth_blockNumber"), headers });

@@ -60,8 +60,14 @@ export function keyEmail(
     record.expiresAt === undefined ? "until you revoke it" : `until ${readableTime(record.expiresAt)}`;
   return {
     subject: keySubject(occasion),
-    text: `Your API key (${record.plan} plan, ${networks}, valid ${until}):\n\n  ${key}\n\n${endpointLines(endpoints)}Keep it secret. It is shown in this e-mail only; you can rotate or revoke it at any time.\n`,
+    text: `Your API key (${record.plan} plan, ${networks}, valid ${until}):\n\n  ${key}\n\n${replaces(occasion)}${endpointLines(endpoints)}Keep it secret. It is shown in this e-mail only; you can rotate or revoke it at any time.\n`,
   };
+}
+
+/** A rotated key's e-mail says which key it replaces and until when that one works. */
+function replaces(occasion: KeyOccasion): string {
+  if (occasion.kind !== "rotation") return "";
+  return `It replaces the key ${occasion.oldPrefix}…, which works until ${readableTime(occasion.graceEnds)}: move your apps to this one before then.\n\n`;
 }
 
 function keySubject(occasion: KeyOccasion): string {

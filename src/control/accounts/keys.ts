@@ -72,9 +72,9 @@ export class Keys {
     const tests = (await store.keys(account.id)).filter((k) => k.plan === "free-test");
     const reason =
       account.freeTestsUsed >= config.freeTest.maxPerEmail
-        ? `all ${config.freeTest.maxPerEmail} free tests of this account are used`
+        ? `an account has ${config.freeTest.maxPerEmail} free tests, one per network, and this one has had them all`
         : tests.some((k) => k.networks !== "*" && k.networks.includes(network))
-          ? `this account has had the free test of ${network}`
+          ? `an account has one free test per network, and this one has had ${network}'s`
           : undefined;
     if (reason !== undefined)
       throw new GatewayError("FREE_TEST_LIMIT", { maxPerEmail: config.freeTest.maxPerEmail, reason });

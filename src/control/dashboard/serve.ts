@@ -70,6 +70,8 @@ const NOT_FOUND_PAGE = Buffer.from(`<!doctype html>
   <meta charset="utf-8">
   <meta name="viewport" content="width=device-width, initial-scale=1">
   <title>Node gateway: page not found</title>
+  <!-- no icon of its own: without this line every page asks for /favicon.ico and logs its 404 -->
+  <link rel="icon" href="data:,">
   <link rel="stylesheet" href="/app.css">
 </head>
 <body>

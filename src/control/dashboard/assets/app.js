@@ -167,7 +167,9 @@ async function submitEmail(event, email) {
   const signup = event.submitter?.name !== "signin";
   try {
     await api("POST", signup ? "/v1/signup" : "/v1/login", { email });
-    say(`${signup ? "Confirmation" : "Sign-in"} e-mail sent to ${email}. ${deliveryNote()}`);
+    // the same answer whether the address has an account or not (no one learns whose it is): the e-mail
+    // itself says which, a confirmation or, for an address that has an account, a way to sign in
+    say(`${signup ? "E-mail" : "Sign-in e-mail"} sent to ${email}. ${deliveryNote()}`);
   } catch (error) {
     say(error.message, true);
   }
@@ -296,7 +298,7 @@ function getKeyForm() {
     terms.textContent =
       chosen !== undefined
         ? planTerms(chosen)
-        : `Free for ${counted(free.days, "day")}, then the key expires${free.terms === undefined ? "." : `: ${planTerms(free.terms)}`}`;
+        : `Free for ${counted(free.days, "day")}${free.terms === undefined ? "" : `, with ${planTerms(free.terms).replace(/\.$/, "")}`}; then the key expires.`;
   };
   describePlan();
   return el(
@@ -399,8 +401,8 @@ async function endpointsView(id) {
             "div",
             {},
             el("p", { class: "note" }, `${e.label}: ${e.environment}, ${e.nodeClass} node`),
-            copyable(`HTTP, ${e.label}`, e.http),
-            e.ws ? copyable(`WebSocket, ${e.label}`, e.ws) : "",
+            copyable(`${e.label} HTTP URL`, e.http),
+            e.ws ? copyable(`${e.label} WebSocket URL`, e.ws) : "",
           ),
         ),
       el("p", {}, "A first call:"),
@@ -440,7 +442,7 @@ function copyable(label, text) {
         "aria-label": `Copy ${label}`,
         onclick: async () => {
           await navigator.clipboard.writeText(text);
-          say(`Copied the ${label} URL.`);
+          say(`Copied the ${label}.`);
         },
       },
       "Copy",
