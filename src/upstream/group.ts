@@ -64,7 +64,9 @@ export class UpstreamGroup {
     if (this.members.length === 1) {
       const only = this.members[0] as Upstream;
       if (only === exclude) return NONE;
-      return only.health.inRotation ? this.members : this.#lastResort(write);
+      if (!only.health.inRotation) return this.#lastResort(write);
+      // as below: a read that needs a block its one node has not reached waits for it (`behind`)
+      return reached(only, atLeast) ? this.members : NONE;
     }
     // One array for the call: the in-rotation primaries, then the in-rotation fallbacks.
     const order: Upstream[] = [];

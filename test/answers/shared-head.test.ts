@@ -31,6 +31,8 @@ describe.skipIf(redis.skip)(
     let heads: SharedHeads[];
     let a: RunningGateway;
     let b: RunningGateway;
+    /** An instance whose one node is the one behind. */
+    let c: RunningGateway;
 
     const status = async (gw: RunningGateway) =>
       ((await gw.call("algo", `/${KEYS.all}/v2/status`)).json as { "last-round": number })["last-round"];
@@ -48,6 +50,7 @@ describe.skipIf(redis.skip)(
       ]);
       const [aheadNode, behindNode] = nodes as [LoopbackNode, LoopbackNode];
       heads = [
+        new SharedHeads({ redis: REDIS, leaseMs: 100, fallbackShare: 1 }),
         new SharedHeads({ redis: REDIS, leaseMs: 100, fallbackShare: 1 }),
         new SharedHeads({ redis: REDIS, leaseMs: 100, fallbackShare: 1 }),
       ];
@@ -68,10 +71,15 @@ describe.skipIf(redis.skip)(
         health,
         heads: heads[1],
       });
-      for (const gw of [a, b]) await everyNodeInRotation(gw);
+      c = await startGateway({
+        upstreams: { algo: [{ url: behindNode.url, name: "behind" }] },
+        health,
+        heads: heads[2],
+      });
+      for (const gw of [a, b, c]) await everyNodeInRotation(gw);
     });
     afterAll(async () => {
-      await Promise.all([a?.close(), b?.close()]);
+      await Promise.all([a?.close(), b?.close(), c?.close()]);
       await Promise.all((heads ?? []).map((h) => h.close()));
       await Promise.all((nodes ?? []).map((n) => n.close()));
     });
@@ -86,6 +94,21 @@ describe.skipIf(redis.skip)(
       const seen = [H + 5];
       for (let i = 0; i < 4; i++) seen.push(await status(i % 2 === 0 ? b : a));
       expect(seen.filter((h, i) => i > 0 && h < (seen[i - 1] as number))).toEqual([]);
+    });
+
+    it("an instance with one node waits for it too, rather than answering a head below the one served", async () => {
+      ahead.height = H + 8;
+      expect(await status(a)).toBe(H + 8);
+      const served = () => c.gateway.upstreams.group("algo", "/")?.served.height;
+      await eventually(() => served() === H + 8, 2000, "c's served head from a's answer");
+      // c's one node was at H when probed; it catches up while c waits for it
+      const answer = status(c);
+      setTimeout(() => {
+        behind.height = H + 8;
+      }, 100);
+      expect(await answer).toBe(H + 8);
+      const waits = new Map(c.gateway.upstreams.group("algo", "/")?.answers.entries());
+      expect(waits.get("head_wait")).toBe(1);
     });
   },
 );
