@@ -1,9 +1,11 @@
 import { EventEmitter } from "node:events";
 import type { Dispatcher } from "undici";
 import type { Limits } from "../config/types.js";
-import type { GatewayError } from "../errors/table.js";
+import { rpcErrorJson } from "../errors/respond.js";
+import { GatewayError, type RpcErrorCode } from "../errors/table.js";
+import { REQUEST_ID_HEADER } from "../http/request-id.js";
 import { scanMembers } from "../jsonrpc/scan.js";
-import { describeFailure, failureKind } from "../upstream/failure.js";
+import { describeFailure, failureKind, toGatewayError } from "../upstream/failure.js";
 import type { UpstreamGroup } from "../upstream/group.js";
 import type { CappedOptions } from "../upstream/interceptors.js";
 import { nodesForSocket } from "../upstream/policy.js";
@@ -22,9 +24,10 @@ const ABNORMAL = 1006;
  * connection sends is one HTTP POST to the node, at the path an HTTP caller's call at the mount reaches,
  * and the node's answer comes back as the socket's message; the connection's checks, cache, ledger of
  * calls and move to another node work on it as on a real socket. A node that cannot be reached, breaks
- * the request, or answers with something other than JSON "closes" it (1006): the connection moves, its
- * reads are asked again on another node and its writes are answered WRITE_NOT_CONFIRMED, never sent
- * twice (docs/websocket.md).
+ * the request or times out "closes" it (1006): the connection moves, its reads are asked again on another
+ * node and its writes are answered WRITE_NOT_CONFIRMED, never sent twice. A node that answers, but with
+ * nothing a caller can use (an empty or non-JSON body, one over the size cap), has each call of that
+ * message answered with the error an HTTP caller would get, and the connection stays (docs/websocket.md).
  */
 export class HttpBridge extends EventEmitter implements NodeSocket {
   readonly OPEN = OPEN;
@@ -34,6 +37,10 @@ export class HttpBridge extends EventEmitter implements NodeSocket {
   readonly #path: string;
   readonly #headers: Record<string, string>;
   readonly #limits: Limits["upstream"];
+  /** The dialect's writes: a write the node did not answer usably may have been taken (WRITE_NOT_CONFIRMED). */
+  readonly #writes: ReadonlySet<string>;
+  /** The connection's request id, which its errors carry. */
+  readonly #requestId: string | undefined;
   /** Requests at the node, aborted when the bridge closes. */
   readonly #inFlight = new Set<AbortController>();
 
@@ -42,9 +49,12 @@ export class HttpBridge extends EventEmitter implements NodeSocket {
     mountPath: string,
     headers: Readonly<Record<string, string>>,
     limits: Limits["upstream"],
+    writes: ReadonlySet<string>,
   ) {
     super();
     this.#upstream = upstream;
+    this.#writes = writes;
+    this.#requestId = headers[REQUEST_ID_HEADER];
     this.#path = upstreamPath(upstream, mountPath, "");
     // the upgrade's request id and trace, then the node's own headers, as over HTTP
     this.#headers = { ...headers, "content-type": "application/json", ...upstream.headers };
@@ -56,23 +66,51 @@ export class HttpBridge extends EventEmitter implements NodeSocket {
     const controller = new AbortController();
     this.#inFlight.add(controller);
     this.#post(text, controller.signal).then(
-      (answer) => {
+      ({ status, answer }) => {
         this.#inFlight.delete(controller);
         if (this.readyState !== OPEN) return;
-        // a notification's answer is empty: JSON-RPC answers it with nothing
-        if (answer.trim() === "") return;
-        if (!startsJson(answer)) this.#broke(new Error("the node's answer is not JSON"));
-        else this.emit("message", Buffer.from(withCallId(answer, text)), false);
+        // as over HTTP (call-run.ts), a 5xx or a 429 counts against the node's health
+        if (status >= 500 || status === 429) this.#upstream.health.failed("status", `HTTP ${status}`);
+        if (startsJson(answer)) {
+          this.emit("message", Buffer.from(withCallId(answer, text)), false);
+          return;
+        }
+        // nothing, or not JSON (a balancer's HTML page): each call with an id gets the error, as an
+        // HTTP caller would; a notification's answer is rightly empty
+        this.#answerEach(text, new GatewayError("UPSTREAM_BAD_RESPONSE", { status }));
       },
       (error: unknown) => {
         this.#inFlight.delete(controller);
         if (this.readyState !== OPEN) return;
         const failure = error instanceof Error ? error : new Error(String(error));
         const kind = failureKind(failure);
-        if (kind !== undefined) this.#upstream.health.failed(kind, describeFailure(failure));
+        if (kind === undefined) {
+          // the node answered, with more than the cap: that call's error, and the connection stays
+          this.#answerEach(text, toGatewayError(failure));
+          return;
+        }
+        this.#upstream.health.failed(kind, describeFailure(failure));
         this.#broke(failure);
       },
     );
+  }
+
+  /**
+   * Each call of a message the node did not answer usably gets `error` by its id: a write
+   * WRITE_NOT_CONFIRMED, since the node may have taken it. Nothing for notifications.
+   */
+  #answerEach(text: string, error: GatewayError): void {
+    const answers: string[] = [];
+    for (const call of scanMembers(text)) {
+      const id = call.get("id");
+      if (id === undefined) continue;
+      const write = this.#writes.has(methodOf(call));
+      const code = write ? "WRITE_NOT_CONFIRMED" : error.code;
+      answers.push(rpcErrorJson(code as RpcErrorCode, id, error.detail, this.#requestId));
+    }
+    if (answers.length === 0) return;
+    const batch = text.trimStart().startsWith("[");
+    this.emit("message", Buffer.from(batch ? `[${answers.join(",")}]` : (answers[0] as string)), false);
   }
 
   close(): void {
@@ -86,7 +124,7 @@ export class HttpBridge extends EventEmitter implements NodeSocket {
     this.#inFlight.clear();
   }
 
-  async #post(text: string, signal: AbortSignal): Promise<string> {
+  async #post(text: string, signal: AbortSignal): Promise<{ status: number; answer: string }> {
     const options: Dispatcher.RequestOptions & CappedOptions = {
       method: "POST",
       path: this.#path,
@@ -97,8 +135,11 @@ export class HttpBridge extends EventEmitter implements NodeSocket {
       signal,
       maxResponseBytes: this.#limits.maxResponseBytes,
     };
-    const { body } = await requestOn({ dispatch: this.#upstream.dispatch } as Dispatcher, options);
-    return body.text();
+    const { statusCode, body } = await requestOn(
+      { dispatch: this.#upstream.dispatch } as Dispatcher,
+      options,
+    );
+    return { status: statusCode, answer: await body.text() };
   }
 
   /** The node failed a message: the connection learns it as a socket that broke, and moves. */
@@ -125,6 +166,16 @@ function withCallId(answer: string, call: string): string {
   return `{${parts.join(",")}}`;
 }
 
+/** A call's method, from its raw member: "" when it has none that is a string. */
+function methodOf(call: ReadonlyMap<string, string>): string {
+  try {
+    const method: unknown = JSON.parse(call.get("method") ?? '""');
+    return typeof method === "string" ? method : "";
+  } catch {
+    return "";
+  }
+}
+
 /** Whether an answer's text is a JSON object or array, as every JSON-RPC answer is. */
 function startsJson(text: string): boolean {
   const first = text.trimStart()[0];
@@ -139,15 +190,19 @@ function startsJson(text: string): boolean {
 export function openHttpBridge(
   group: UpstreamGroup,
   limits: Limits,
-  mountPath: string,
+  mount: { readonly path: string; readonly writes: ReadonlySet<string> },
   wanted: () => boolean,
   callback: (error: GatewayError | undefined, socket?: NodeSocket, upstream?: Upstream) => void,
   headers: Readonly<Record<string, string>> = {},
 ): void {
   const order = nodesForSocket(group, limits, wanted, callback, () =>
-    openHttpBridge(group, limits, mountPath, wanted, callback, headers),
+    openHttpBridge(group, limits, mount, wanted, callback, headers),
   );
   const upstream = order?.[0];
   if (upstream !== undefined)
-    callback(undefined, new HttpBridge(upstream, mountPath, headers, limits.upstream), upstream);
+    callback(
+      undefined,
+      new HttpBridge(upstream, mount.path, headers, limits.upstream, mount.writes),
+      upstream,
+    );
 }

@@ -259,8 +259,16 @@ function openNodeSocket(
   callback: (error: GatewayError | undefined, socket?: NodeSocket, upstream?: Upstream) => void,
   headers: Readonly<Record<string, string>>,
 ): void {
-  if (mounted.mount.policy.jsonrpc?.webSocketOverHttp === true)
-    openHttpBridge(group, limits, mounted.mount.path, wanted, callback, headers);
+  const jsonrpc = mounted.mount.policy.jsonrpc;
+  if (jsonrpc?.webSocketOverHttp === true)
+    openHttpBridge(
+      group,
+      limits,
+      { path: mounted.mount.path, writes: jsonrpc.writes },
+      wanted,
+      callback,
+      headers,
+    );
   else openWebSocket(group, limits, wanted, callback, headers);
 }
 

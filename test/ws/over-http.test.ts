@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { endpointsByLabel } from "../../generated/endpoints.js";
-import { DEFAULT_HEALTH } from "../../src/config/defaults.js";
+import { DEFAULT_HEALTH, DEFAULT_LIMITS } from "../../src/config/defaults.js";
 import { eventually } from "../support/eventually.js";
 import { DOMAIN, KEYS, type RunningGateway, rpcBody, startGateway } from "../support/gateway.js";
 import { firstOf, type LoopbackNode, startLoopbackNode } from "../support/loopback-node.js";
@@ -88,6 +88,53 @@ describe("a WebSocket on a label whose nodes have no WebSocket server (near)", (
     expect(status.error).toBeUndefined();
     expect(b.requests.some((r) => r.body.includes('"status"') && /"id":1\d\d\d/.test(r.body))).toBe(true);
     expect(sentTx(a) + sentTx(b)).toBe(1);
+    expect(client.isOpen).toBe(true);
+    client.close();
+  });
+});
+
+describe("a bridged label's node that answers with nothing a caller can use", () => {
+  let node: LoopbackNode;
+  let gw: RunningGateway;
+  let restore: () => void;
+  /** What the node does with the callers' calls (ids 1000 and up): answer, or fail in one of these ways. */
+  let mode: "empty-503" | "html-502" | "large" | "ok" = "ok";
+
+  beforeAll(async () => {
+    restore = resolveTestHosts();
+    const software = softwareNode(near, nodeState(near, HEIGHT));
+    node = await startLoopbackNode(async (request) => {
+      if (!/"id":"?(1\d\d\d|w)/.test(request.body) || mode === "ok") return software(request);
+      if (mode === "empty-503") return { status: 503, body: "" };
+      if (mode === "html-502")
+        return { status: 502, headers: { "content-type": "text/html" }, body: "<html>502</html>" };
+      return { body: { jsonrpc: "2.0", id: 1, result: "x".repeat(4096) } };
+    });
+    gw = await startGateway({
+      upstreams: { near: [node.url] },
+      limits: { upstream: { ...DEFAULT_LIMITS.upstream, maxResponseBytes: 2048 } },
+    });
+  });
+  afterAll(async () => {
+    await gw?.close();
+    await node?.close();
+    restore?.();
+  });
+
+  it("answers each call with the error an HTTP caller gets, a write WRITE_NOT_CONFIRMED, and keeps the connection", async () => {
+    const client = await Client.open(`ws://near.${DOMAIN}:${gw.port}/${KEYS.all}`);
+    mode = "empty-503";
+    expect((await client.call("status", [])).error?.data?.code).toBe("UPSTREAM_BAD_RESPONSE");
+    mode = "html-502";
+    expect((await client.call("status", [])).error?.data?.code).toBe("UPSTREAM_BAD_RESPONSE");
+    client.send('{"jsonrpc":"2.0","id":"w","method":"send_tx","params":{"signed_tx_base64":"AAAA"}}');
+    expect((await client.answerTo('"w"')).error?.data?.code).toBe("WRITE_NOT_CONFIRMED");
+    mode = "large";
+    expect((await client.call("status", [])).error?.data?.code).toBe("UPSTREAM_RESPONSE_TOO_LARGE");
+    // each went to the node once, and the connection serves the next call
+    expect(node.requests.filter((r) => r.body.includes('"send_tx"'))).toHaveLength(1);
+    mode = "ok";
+    expect((await client.call("status", [])).error).toBeUndefined();
     expect(client.isOpen).toBe(true);
     client.close();
   });
