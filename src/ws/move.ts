@@ -118,9 +118,11 @@ export class ConnectionMove {
   #resubscribe(): void {
     const { pending, remembered, calls, fill } = this.#connection;
     for (const [id, entry] of [...pending.entries()]) {
-      if (entry.kind !== "unsubscribe" || !entry.message.sent || entry.message.batch) continue;
-      pending.delete(id);
+      if (entry.kind !== "unsubscribe" || !entry.message.sent) continue;
       remembered.remove(entry.target);
+      // one in a batch is answered inside the batch's answer (#sendAgain)
+      if (entry.message.batch) continue;
+      pending.delete(id);
       this.#connection.toClient(`{"jsonrpc":"2.0","id":${id},"result":true}`);
     }
     const subscriptions = remembered.all();
@@ -160,9 +162,17 @@ export class ConnectionMove {
   #sendAgain(message: Outgoing): void {
     const { pending } = this.#connection;
     const unanswered = pending.unanswered(message);
-    const writes = unanswered.filter((c) => pending.get(c.id as string)?.write === true);
-    const refusals = writes.map((call) => {
+    // not sent again: writes (WRITE_NOT_CONFIRMED), and a batch's unsubscribes, whose subscriptions were
+    // on the lost node (true, as a lone unsubscribe's in #resubscribe)
+    const settled = unanswered.filter((c) => {
+      const entry = pending.get(c.id as string);
+      return entry?.write === true || entry?.kind === "unsubscribe";
+    });
+    const writes = settled.filter((c) => pending.get(c.id as string)?.write === true).length;
+    const refusals = settled.map((call) => {
+      const unsubscribe = pending.get(call.id as string)?.kind === "unsubscribe";
       pending.delete(call.id as string);
+      if (unsubscribe) return `{"jsonrpc":"2.0","id":${call.id},"result":true}`;
       return rpcErrorJson(
         "WRITE_NOT_CONFIRMED",
         call.id as string,
@@ -170,17 +180,17 @@ export class ConnectionMove {
         this.#connection.requestId,
       );
     });
-    const reads = unanswered.filter((c) => !writes.includes(c));
+    const reads = unanswered.filter((c) => !settled.includes(c));
     if (reads.length === 0) {
       if (refusals.length > 0) {
         this.#connection.toClient(message.batch ? `[${refusals.join(",")}]` : (refusals[0] as string));
-        this.#connection.refused(message, "WRITE_NOT_CONFIRMED");
+        if (writes > 0) this.#connection.refused(message, "WRITE_NOT_CONFIRMED");
       }
       return;
     }
     if (refusals.length > 0) pending.holdRefusals(new Set(reads.map((c) => c.id as string)), refusals);
     const again: Outgoing = {
-      text: writes.length === 0 ? message.text : undefined,
+      text: settled.length === 0 ? message.text : undefined,
       calls: reads,
       batch: message.batch,
       sent: false,

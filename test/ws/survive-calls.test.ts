@@ -74,3 +74,52 @@ describe("a moved connection's calls in flight and subscription ids", () => {
     client.close();
   });
 });
+
+// An unsubscribe in flight inside a batch when the node goes: its subscription was on the lost node, so it
+// is answered true inside the batch's answer, and the subscription is not made again on the new node.
+describe("a batch's unsubscribe in flight when the node goes", () => {
+  let a: LoopbackWsNode;
+  let b: LoopbackWsNode;
+  let gw: RunningGateway;
+  let restore: () => void;
+  const never = () => new Promise(() => {});
+
+  beforeAll(async () => {
+    restore = resolveTestHosts();
+    a = await startLoopbackWsNode(evmNode({ eth_unsubscribe: never, eth_chainId: never }));
+    b = await startLoopbackWsNode({ ...evmNode({ eth_chainId: "0x1" }), subscriptionId: (n) => `0xb0b${n}` });
+    gw = await startGateway({
+      upstreams: {
+        eth: [
+          { url: a.url, name: "a" },
+          { url: b.url, name: "b", tier: "fallback" },
+        ],
+      },
+    });
+  });
+  afterAll(async () => {
+    await gw?.close();
+    await Promise.all([a?.close(), b?.close()]);
+    restore?.();
+  });
+
+  it("is answered true in the batch's answer, and the subscription is not made again", async () => {
+    const client = await Client.open(`ws://eth.${DOMAIN}:${gw.port}/${KEYS.all}`);
+    const id = (await client.call("eth_subscribe", ["newHeads"])).result as string;
+    client.send(
+      `[{"jsonrpc":"2.0","id":"u","method":"eth_unsubscribe","params":["${id}"]},{"jsonrpc":"2.0","id":"c","method":"eth_chainId","params":[]}]`,
+    );
+    await waitUntil(() => a.methods().includes("eth_unsubscribe"), 3_000, "the batch at a");
+    await a.close();
+    const answer = JSON.parse(await client.waitFor((t) => t.includes('"u"'), 3_000)) as {
+      id: string;
+      result?: unknown;
+    }[];
+    expect(answer.find((x) => x.id === "u")?.result).toBe(true);
+    expect(answer.find((x) => x.id === "c")?.result).toBe("0x1");
+    // b got the read alone: no subscription made again, no unsubscribe of a's id
+    expect(b.latest().methods()).toEqual(["eth_chainId"]);
+    expect(client.isOpen).toBe(true);
+    client.close();
+  });
+});
