@@ -104,13 +104,50 @@ export function checkCall(rules: CallRules, call: RawCall): Checked {
   }
   const keyRules = rules.keyRules;
   if (keyRules !== undefined) {
-    if (!keyRules.allowsMethod(method))
+    // a key allowed to subscribe may always cancel what it opened
+    const cancels = access === "unsubscribe" && allowsSubscribing(policy, keyRules);
+    if (!keyRules.allowsMethod(method) && !cancels)
       return no(rules, "KEY_SETTING_REFUSED", idOf(call), { setting: "methods", method });
-    const where = keyRules.limitsContracts ? rules.contracts?.[method] : undefined;
+    const where = keyRules.limitsContracts ? contractsPath(rules, method, access, call.value) : undefined;
     if (where !== undefined && !keyRules.allowsContracts(addressesAt(call.value, where)))
       return no(rules, "KEY_SETTING_REFUSED", idOf(call), { setting: "contracts", method });
   }
   return new PassedCall(call, method, access);
+}
+
+/** Whether a key's method list allows any of the dialect's subscribe methods. */
+function allowsSubscribing(policy: JsonRpcPolicy, keyRules: KeyRules): boolean {
+  for (const [name, access] of policy.methods)
+    if (access === "subscribe" && keyRules.allowsMethod(name)) return true;
+  return false;
+}
+
+/**
+ * Where a call names its contracts (registry `contracts`); for a subscription to events (an EVM `logs`
+ * subscription, registry `subscriptions.kinds`), where its filter does: the filter its range query takes,
+ * at the subscribe call's `filterParam`-th param. Without it a key locked to its contracts could follow
+ * every contract's logs over a WebSocket.
+ */
+function contractsPath(
+  rules: CallRules,
+  method: string,
+  access: MethodAccess,
+  value: unknown,
+): readonly string[] | undefined {
+  const direct = rules.contracts?.[method];
+  if (direct !== undefined || access !== "subscribe") return direct;
+  const params = (value as { params?: unknown }).params;
+  const first = Array.isArray(params) ? params[0] : undefined;
+  const kind = rules.policy.subscriptions?.kinds.find(
+    (k) =>
+      k.events !== undefined && k.subscribe.includes(method) && (k.first === undefined || k.first === first),
+  );
+  const backfill = kind?.events?.backfill;
+  const query = backfill === undefined ? undefined : rules.contracts?.[backfill.method];
+  // the range query's path is params.0.<member>: the subscription's filter is its filterParam-th param
+  return backfill === undefined || query === undefined
+    ? undefined
+    : ["params", String(backfill.filterParam), ...query.slice(2)];
 }
 
 /**

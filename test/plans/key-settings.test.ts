@@ -62,7 +62,12 @@ const KEYS_WITH_SETTINGS: StaticKey[] = [
   },
   { key: KEY.ipsOther, networks: "*", rate: RATE, settings: { ips: ["10.0.0.0/8", "2001:db8::/32"] } },
   { key: KEY.ipsLoop, networks: "*", rate: RATE, settings: { ips: ["127.0.0.1"] } },
-  { key: KEY.methods, networks: "*", rate: RATE, settings: { methods: ["eth_blockNumber", "eth_get*"] } },
+  {
+    key: KEY.methods,
+    networks: "*",
+    rate: RATE,
+    settings: { methods: ["eth_blockNumber", "eth_get*", "eth_subscribe"] },
+  },
   { key: KEY.contracts, networks: "*", rate: RATE, settings: { contracts: [AA, TRON_CONTRACT] } },
   {
     key: KEY.jwt,
@@ -104,6 +109,7 @@ describe("key settings", () => {
     );
     ws = await startLoopbackWsNode({
       results: { eth_blockNumber: "0x10", eth_chainId: "0x1", eth_call: "0x" },
+      subscriptions: { eth_subscribe: { notification: "eth_subscription", unsubscribe: "eth_unsubscribe" } },
     });
     restore = resolveTestHosts();
     gw = await startGateway({
@@ -239,6 +245,9 @@ describe("key settings", () => {
       const refused = await methods.call("eth_chainId");
       expect(refused.error?.code).toBe(-32047);
       expect(refused.error?.data?.setting).toBe("methods");
+      // what the key may open, it may cancel: eth_unsubscribe is not on its list, eth_subscribe is
+      const id = (await methods.call("eth_subscribe", ["newHeads"])).result as string;
+      expect((await methods.call("eth_unsubscribe", [id])).result).toBe(true);
       expect(methods.isOpen).toBe(true);
     } finally {
       methods.close();
@@ -249,6 +258,13 @@ describe("key settings", () => {
       expect(
         (await contracts.call("eth_call", [{ to: BB, data: "0x" }, "latest"])).error?.data?.setting,
       ).toBe("contracts");
+      // a logs subscription is held to the list as eth_getLogs is; heads are not the list's concern
+      const logsOf = async (filter: object) =>
+        (await contracts.call("eth_subscribe", ["logs", filter])).error;
+      expect((await logsOf({ address: BB }))?.data?.setting).toBe("contracts");
+      expect((await logsOf({}))?.data?.setting).toBe("contracts");
+      expect(await logsOf({ address: AA })).toBeUndefined();
+      expect((await contracts.call("eth_subscribe", ["newHeads"])).error).toBeUndefined();
     } finally {
       contracts.close();
     }
