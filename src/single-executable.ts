@@ -8,6 +8,10 @@ import cluster from "node:cluster";
 // always the proxy: its primary forked it with the proxy's own command line.
 
 const args = process.argv.slice(2);
+// node:cluster forks a worker as `<execPath> <exec> <args>`, `exec` being argv[1] unless told: a single
+// executable's argv[1] is the path as typed (dist/node-gateway, or a bare name found on PATH), which a
+// worker could not tell from its first argument. Its absolute path it can (proxy/main.ts, ownArgs).
+if (cluster.isPrimary) cluster.setupPrimary({ exec: process.execPath });
 if (cluster.isPrimary && args[0] === "admin")
   void import("./control/admin.js")
     .then(({ runAdmin }) => runAdmin(args.slice(1)))

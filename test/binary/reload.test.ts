@@ -50,7 +50,8 @@ describe.each([1, 2])("SIGHUP reloads the deployment config (%i worker process(e
     a = await startLoopbackNode(jsonRpcResponder({ eth_blockNumber: "0xa" }));
     b = await startLoopbackNode(jsonRpcResponder({ eth_blockNumber: "0xb" }));
     write(a.url);
-    gateway = await startBinary(folder, ["--config", config]);
+    // as the README runs it, by a relative path: its workers must not take that path for an argument
+    gateway = await startBinary(folder, ["--config", config], {}, "./node-gateway");
   }, 120_000);
   afterAll(async () => {
     await stopBinary(gateway);

@@ -132,13 +132,17 @@ export interface RunningBinary {
   readonly exited: Promise<number | null>;
 }
 
-/** Starts the binary with `args` (and `env` besides the folder's); resolves once it logs that it listens. */
+/**
+ * Starts the binary with `args` (and `env` besides the folder's); resolves once it logs that it listens.
+ * `command` is how it is invoked: its absolute path, or as an operator types it in its folder.
+ */
 export function startBinary(
   folder: BinaryFolder,
   args: readonly string[],
   env: NodeJS.ProcessEnv = {},
+  command: string = folder.binary,
 ): Promise<RunningBinary> {
-  const child = spawn(folder.binary, args, {
+  const child = spawn(command, args, {
     cwd: folder.bin,
     env: { ...folder.env, ...env },
     stdio: ["ignore", "ignore", "pipe"],
