@@ -83,8 +83,12 @@ function cannotListen(listener: Listener, host: string, port: number, error: Nod
   );
 }
 
-/** Runs `stop` once on SIGINT or SIGTERM, then exits 0. */
-export function onStopSignal(stop: () => Promise<void>, logger: Logger): void {
+/** Runs `stop` once on the first of `signals` (SIGINT or SIGTERM), then exits 0. */
+export function onStopSignal(
+  stop: () => Promise<void>,
+  logger: Logger,
+  signals: readonly NodeJS.Signals[] = ["SIGINT", "SIGTERM"],
+): void {
   let stopping = false;
   const handler = async () => {
     if (stopping) return;
@@ -93,8 +97,7 @@ export function onStopSignal(stop: () => Promise<void>, logger: Logger): void {
     await stop();
     process.exit(EXIT.OK);
   };
-  process.on("SIGINT", handler);
-  process.on("SIGTERM", handler);
+  for (const signal of signals) process.on(signal, handler);
 }
 
 /**

@@ -66,14 +66,22 @@ async function startDemo(config: GatewayConfig, logger: Logger): Promise<void> {
       endpoints: endpointsByLabel,
     });
 
-  onStopSignal(async () => {
-    await proxy.close();
-    await control?.close();
-    await Promise.all(nodes.map((n) => n.stop()));
-  }, logger);
+  // The demo runs in a terminal: closing it sends SIGHUP, which would end the process at once and leave
+  // its anvil nodes running. It stops as on Ctrl-C instead, and takes its nodes with it.
+  onStopSignal(
+    async () => {
+      await proxy.close();
+      await control?.close();
+      await Promise.all(nodes.map((n) => n.stop()));
+    },
+    logger,
+    ["SIGINT", "SIGTERM", "SIGHUP"],
+  );
 }
 
 async function serveWorker(config: GatewayConfig, logger: Logger): Promise<void> {
+  // the primary's to act on (proxy/main.ts)
+  process.on("SIGHUP", () => {});
   const proxy = await runProxy(config, logger);
   onStopSignal(() => proxy.close(), logger);
 }
