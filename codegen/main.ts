@@ -23,10 +23,22 @@ try {
   const model = buildModel(resolve(values.registry));
   const files = emitGenerated(model);
   const doc = withDoc ? computeUnitsDoc(model) : "";
-  if (values.check) process.exitCode = check(outDir, files) && (!withDoc || checkDoc(doc)) ? 0 : 1;
-  else {
+  if (values.check) {
+    // both checked, whichever fails, and success said once for both
+    const generatedOk = check(outDir, files);
+    const docOk = !withDoc || checkDoc(doc);
+    if (generatedOk && docOk) {
+      const sources = [...new Set([...files.values()].map(sourceOf))];
+      const checked = withDoc ? `${values.out}/ and docs/compute-units.md` : `${values.out}/`;
+      console.log(`codegen:check: ${checked} match ${sources.join(" and ")}`);
+    }
+    process.exitCode = generatedOk && docOk ? 0 : 1;
+  } else {
     write(outDir, files);
-    if (withDoc) writeFileSync(DOC, doc);
+    if (withDoc) {
+      writeFileSync(DOC, doc);
+      console.log("codegen: wrote docs/compute-units.md");
+    }
   }
 } catch (error) {
   if (!(error instanceof RegistryError)) throw error;
@@ -64,11 +76,7 @@ function check(dir: string, files: Map<string, string>): boolean {
         `${values.out}/${name} differs from what ${sourceOf(text)} produces${firstDifference(current, text)}`,
       );
   }
-  if (problems.length === 0) {
-    const sources = [...new Set([...files.values()].map(sourceOf))];
-    console.log(`codegen:check: ${values.out}/ matches ${sources.join(" and ")}`);
-    return true;
-  }
+  if (problems.length === 0) return true;
   console.error(
     `codegen:check failed:\n${problems.map((p) => `  - ${p}`).join("\n")}\nRun \`npm run codegen\` and commit the result; never edit ${values.out}/ by hand.`,
   );

@@ -50,11 +50,13 @@ export async function openKeyStores(config: GatewayConfig, logger: Logger): Prom
       ? new postgres.PostgresGrantFeed(database)
       : new SqliteGrantFeed(database, followIntervalMs);
   const accounts = await CachedKeyStore.open(feed, config.defaultRate).catch((error: Error) => {
-    // a store that does not answer is a server to start; one that answers without the tables, the
-    // control plane's to create
+    // a store that does not answer is a server to start; a PostgreSQL database that does not exist, its
+    // operator's to create (the control plane makes the tables, not the database); tables, the control plane's
     const hint = /ECONNREFUSED|ENOTFOUND|ETIMEDOUT|EHOSTUNREACH/.test(error.message)
       ? "is its server running, and at this address?"
-      : "the control plane creates it";
+      : /database ".*" does not exist/.test(error.message)
+        ? "create the database (createdb), then start the control plane once: it makes the tables"
+        : "start the control plane once: it makes the tables";
     throw new Error(`the account store ${redacted(database)} cannot be read (${error.message}); ${hint}`);
   });
   accounts.onStatus(({ reachable, reason }) =>
