@@ -196,7 +196,9 @@ export function openWebSocket(
     const upstream = order[tried++] as Upstream;
     const socket = new WebSocket(upstream.wsUrl, {
       perMessageDeflate: false,
-      maxPayload: limits.upstream.maxResponseBytes,
+      // an answer over the cap is read and refused by its id (ws/connection.ts): only a message past four
+      // times the cap closes the node's socket (1009), and with it the connection's other calls
+      maxPayload: limits.upstream.maxResponseBytes * OVERSIZE_READ,
       // the upgrade's id and trace (pipeline/admitted.ts nodeHeaders), then the node's own headers
       headers: { ...headers, ...upstream.headers },
     });
@@ -236,6 +238,9 @@ export function openWebSocket(
   };
   next();
 }
+
+/** How far past `maxResponseBytes` a node's socket reads a message, to refuse it by its id. */
+export const OVERSIZE_READ = 4;
 
 /**
  * The group's nodes in its order of choice for a new connection; undefined when there is none, and then

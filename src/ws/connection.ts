@@ -1,6 +1,6 @@
 import type { RawData, WebSocket } from "ws";
 import type { GatewayConfig, Limits } from "../config/types.js";
-import { errorBody, jsonRpcStyle } from "../errors/respond.js";
+import { errorBody, jsonRpcStyle, rpcErrorJson } from "../errors/respond.js";
 import type { CallRules, PassedCall } from "../jsonrpc/check.js";
 import { scanMembers } from "../jsonrpc/scan.js";
 import type { UsageRecorder } from "../keys/usage.js";
@@ -262,7 +262,11 @@ export class Connection {
         return;
       }
     }
-    const text = toText(data);
+    const received = toText(data);
+    const text = this.#withinCap(received);
+    if (text === undefined) return;
+    // an answer over the cap goes on as the errors that replace it
+    const out: string | RawData = text === received ? data : text;
     const envelopes = scanMembers(text);
     const only = envelopes.length === 1 ? envelopes[0] : undefined;
     if (only !== undefined) {
@@ -275,8 +279,34 @@ export class Connection {
     }
     const answered = this.#pending.settle(envelopes, this.#settled);
     const merged = this.#pending.merged(text, answered);
-    this.#toClient(merged ?? data, merged === undefined && isBinary);
+    this.#toClient(merged ?? out, merged === undefined && out === data && isBinary);
     this.#intake.closeIfSpent();
+  }
+
+  /**
+   * A node's message within `maxResponseBytes`, else the answer its calls get instead: each id it answers,
+   * UPSTREAM_RESPONSE_TOO_LARGE, as an HTTP caller's call gets. Sent again on another node, it would come
+   * back as large; a notification that large is dropped.
+   */
+  #withinCap(text: string): string | undefined {
+    const max = this.#options.limits.upstream.maxResponseBytes;
+    if (text.length <= max / 4 || Buffer.byteLength(text) <= max) return text;
+    const envelopes = scanMembers(text);
+    const errors = envelopes.flatMap((members) => {
+      const id = members.get("id");
+      return id === undefined
+        ? []
+        : [
+            rpcErrorJson(
+              "UPSTREAM_RESPONSE_TOO_LARGE",
+              id,
+              { maxBytes: max },
+              this.#options.mounted.admitted.requestId,
+            ),
+          ];
+    });
+    if (errors.length === 0) return undefined;
+    return text.trimStart().startsWith("[") ? `[${errors.join(",")}]` : errors[0];
   }
 
   #notification(text: string, members: ReadonlyMap<string, string>): void {

@@ -1,4 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { DEFAULT_LIMITS } from "../../src/config/defaults.js";
 import { DOMAIN, KEYS, type RunningGateway, startGateway } from "../support/gateway.js";
 import { evmNode, type LoopbackWsNode, startLoopbackWsNode, waitUntil } from "../support/loopback-ws-node.js";
 import { resolveTestHosts } from "../support/test-hosts.js";
@@ -119,6 +120,42 @@ describe("a batch's unsubscribe in flight when the node goes", () => {
     expect(answer.find((x) => x.id === "c")?.result).toBe("0x1");
     // b got the read alone: no subscription made again, no unsubscribe of a's id
     expect(b.latest().methods()).toEqual(["eth_chainId"]);
+    expect(client.isOpen).toBe(true);
+    client.close();
+  });
+});
+
+// An answer over limits.upstream.maxResponseBytes on a WebSocket: refused by its id, as over HTTP. Taken
+// for a lost socket, the call went to a node four times and the connection closed with 1014.
+describe("a node's answer over the size cap on a WebSocket", () => {
+  let node: LoopbackWsNode;
+  let gw: RunningGateway;
+  let restore: () => void;
+
+  beforeAll(async () => {
+    restore = resolveTestHosts();
+    const log = { address: `0x${"11".repeat(20)}`, data: `0x${"00".repeat(64)}`, topics: [] };
+    node = await startLoopbackWsNode(evmNode({ eth_getLogs: Array.from({ length: 15 }, () => log) }));
+    gw = await startGateway({
+      upstreams: { eth: [node.url] },
+      limits: { upstream: { ...DEFAULT_LIMITS.upstream, maxResponseBytes: 2_000 } },
+    });
+  });
+  afterAll(async () => {
+    await gw?.close();
+    await node?.close();
+    restore?.();
+  });
+
+  it("gets UPSTREAM_RESPONSE_TOO_LARGE by its id; the node is asked once and the connection stays", async () => {
+    const client = await Client.open(`ws://eth.${DOMAIN}:${gw.port}/${KEYS.all}`);
+    expect((await client.call("eth_subscribe", ["newHeads"])).error).toBeUndefined();
+    const big = await client.call("eth_getLogs", [{ fromBlock: "0x1", toBlock: "0x1" }]);
+    expect(big.error?.data?.code).toBe("UPSTREAM_RESPONSE_TOO_LARGE");
+    expect(node.methods().filter((m) => m === "eth_getLogs")).toHaveLength(1);
+    expect((await client.call("eth_chainId")).result).toBe("0x1");
+    // one socket to the node all along: the subscription was never made again
+    expect(node.methods().filter((m) => m === "eth_subscribe")).toHaveLength(1);
     expect(client.isOpen).toBe(true);
     client.close();
   });
