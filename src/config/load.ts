@@ -62,8 +62,10 @@ export function loadConfig(
         `${at}: ${e.instancePath || "config"} ${e.message ?? "is invalid"}${detailOf(e.params)}${key === undefined ? "" : ` (${key})`}`,
       );
     }
-  // Every problem at once, the file's and the variables': an operator fixes them in one go.
-  if (problems.length > 0) throw new ConfigError(problems.join("\n"));
+  // Every problem at once, the file's and the variables': an operator fixes them in one go. The labels a
+  // section names are checked against the registry even when the schema found problems elsewhere.
+  if (problems.length > 0)
+    throw new ConfigError([...problems, ...unknownLabels(raw, endpoints, where)].join("\n"));
   const config = withDefaults(raw as Partial<GatewayConfig>);
   checkAgainstRegistry(config, endpoints, where);
   return config;
@@ -156,27 +158,49 @@ function readSource(path: string | undefined): ConfigSource {
   return new ConfigSource(path, text);
 }
 
+/** The sections keyed by label, as paths into the config. */
+const LABEL_SECTIONS = [
+  "upstreams",
+  "health.labels",
+  "blockRanges",
+  "cache.labels",
+  "tracing.labels",
+] as const;
+
+/**
+ * Labels a section names that the registry does not have, read from any config, checked or not: the
+ * sections that are not objects are the schema's to report.
+ */
+function unknownLabels(
+  config: unknown,
+  endpoints: ReadonlyMap<string, Endpoint>,
+  where: (path: ConfigPath, key?: string) => string,
+): string[] {
+  const problems: string[] = [];
+  for (const section of LABEL_SECTIONS) {
+    let at: unknown = config;
+    for (const member of section.split(".")) at = isObject(at) ? at[member] : undefined;
+    if (!isObject(at)) continue;
+    for (const label of Object.keys(at))
+      if (!endpoints.has(label))
+        problems.push(
+          `${where(section.split("."), label)}: ${section}: "${label}" is not a label of the registry`,
+        );
+  }
+  return problems;
+}
+
+function isObject(value: unknown): value is Record<string, unknown> {
+  return typeof value === "object" && value !== null && !Array.isArray(value);
+}
+
 /** What the schema cannot say: labels the registry has, upstream URLs that parse, names told apart. */
 function checkAgainstRegistry(
   config: GatewayConfig,
   endpoints: ReadonlyMap<string, Endpoint>,
   where: (path: ConfigPath, key?: string) => string,
 ): void {
-  const problems: string[] = [];
-  const known = (
-    label: string,
-    section: "upstreams" | "health.labels" | "blockRanges" | "cache.labels" | "tracing.labels",
-  ) => {
-    if (!endpoints.has(label))
-      problems.push(
-        `${where(section.split("."), label)}: ${section}: "${label}" is not a label of the registry`,
-      );
-  };
-  for (const label of Object.keys(config.upstreams)) known(label, "upstreams");
-  for (const label of Object.keys(config.health.labels)) known(label, "health.labels");
-  for (const label of Object.keys(config.blockRanges)) known(label, "blockRanges");
-  for (const label of Object.keys(config.cache.labels)) known(label, "cache.labels");
-  for (const label of Object.keys(config.tracing.labels)) known(label, "tracing.labels");
+  const problems = unknownLabels(config, endpoints, where);
   for (const [label, upstreams] of Object.entries(config.upstreams)) {
     const lists: [ConfigPath, readonly (string | UpstreamSpec)[]][] = Array.isArray(upstreams)
       ? [[["upstreams", label], upstreams]]

@@ -65,6 +65,18 @@ describe("the deployment config", () => {
     expect(config.localNodes).toEqual([]);
   });
 
+  it("says every problem at once: a label the registry lacks beside a value the schema refuses", () => {
+    const path = file("both.yaml", "upstreams:\n  eth: [ftp://a:1]\n  nope: [http://127.0.0.1:1]\n");
+    let message = "";
+    try {
+      loadConfig(endpointsByLabel, { GATEWAY_CONFIG: path });
+    } catch (error) {
+      message = (error as Error).message;
+    }
+    expect(message).toContain('/upstreams/eth/0 must match pattern "^https?://"');
+    expect(message).toContain('both.yaml:3:3: upstreams: "nope" is not a label of the registry');
+  });
+
   it("upstreams come from the environment too, where secrets belong", () => {
     const config = loadConfig(endpointsByLabel, {
       GATEWAY_CONFIG: file("empty.yaml", "{}\n"),
