@@ -68,9 +68,12 @@ export async function accountsCommand(
       if (key === undefined || account === undefined) throw new GatewayError("KEY_NOT_FOUND");
       const report = await service.usage.ofKey(account, key.id, values.from, values.to);
       console.log(`key ${key.id}  ${key.prefix}…  ${report.from} to ${report.to}`);
+      // compute units beside calls, as the dashboard and the API give them: what the quotas count
       for (const row of report.days)
-        console.log(`${row.day}  ${row.label}  calls ${row.calls}  errors ${row.errors}`);
-      console.log(`total  calls ${report.total.calls}  errors ${report.total.errors}`);
+        console.log(`${row.day}  ${row.label}  calls ${row.calls}  CU ${row.units}  errors ${row.errors}`);
+      console.log(
+        `total  calls ${report.total.calls}  CU ${report.total.units}  errors ${report.total.errors}`,
+      );
       return 0;
     }
     case "keys list": {

@@ -72,6 +72,10 @@ describe("the operator CLI", () => {
 
     expect((await admin("keys", "revoke", "--key", "3")).out).toMatch(/key 3 .* revoked/);
     expect((await admin("accounts", "suspend", "--account", "1")).out).toMatch(/suspended/);
+    // no key for a suspended account: it would be shown as issued and answer UNAUTHORIZED
+    const refused = await admin("keys", "issue", "--account", "1", "--network", "eth");
+    expect(refused.code).toBe(1);
+    expect(refused.err).toContain("ACCOUNT_NOT_ACTIVE");
     expect((await admin("accounts", "list")).out).toMatch(/account 1 {2}ops@example.com {2}suspended/);
     // nine CLI processes, each loading TypeScript through tsx: a minute on a machine the suite keeps busy
   }, 60_000);
