@@ -5,6 +5,18 @@ import { evmNode, type LoopbackWsNode, startLoopbackWsNode, waitUntil } from "..
 import { resolveTestHosts } from "../support/test-hosts.js";
 import { Client } from "../support/ws-client.js";
 
+/** A gateway whose eth connections open on `a`, and move to `b` (its fallback) when `a` goes. */
+function gatewayOn(a: LoopbackWsNode, b: LoopbackWsNode): Promise<RunningGateway> {
+  return startGateway({
+    upstreams: {
+      eth: [
+        { url: a.url, name: "a" },
+        { url: b.url, name: "b", tier: "fallback" },
+      ],
+    },
+  });
+}
+
 // What a move does to the calls and ids of one connection, seen message by message at both nodes: `a`
 // (where the connection opens) holds a write and a read unanswered when it goes; `b` takes the
 // connection, gets the read again and never the write, and knows the subscription under its own id.
@@ -23,14 +35,7 @@ describe("a moved connection's calls in flight and subscription ids", () => {
       ...evmNode({ eth_getBalance: "0x2a", eth_sendRawTransaction: "0xfeed" }),
       subscriptionId: (n) => `0xb0b${n}`,
     });
-    gw = await startGateway({
-      upstreams: {
-        eth: [
-          { url: a.url, name: "a" },
-          { url: b.url, name: "b", tier: "fallback" },
-        ],
-      },
-    });
+    gw = await gatewayOn(a, b);
   });
   afterAll(async () => {
     await gw?.close();
@@ -89,14 +94,7 @@ describe("a batch's unsubscribe in flight when the node goes", () => {
     restore = resolveTestHosts();
     a = await startLoopbackWsNode(evmNode({ eth_unsubscribe: never, eth_chainId: never }));
     b = await startLoopbackWsNode({ ...evmNode({ eth_chainId: "0x1" }), subscriptionId: (n) => `0xb0b${n}` });
-    gw = await startGateway({
-      upstreams: {
-        eth: [
-          { url: a.url, name: "a" },
-          { url: b.url, name: "b", tier: "fallback" },
-        ],
-      },
-    });
+    gw = await gatewayOn(a, b);
   });
   afterAll(async () => {
     await gw?.close();
