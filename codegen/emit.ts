@@ -169,6 +169,7 @@ function policyLiteral(policy: PolicyModel, model: RegistryModel): string {
       ${policy.subscriptions === undefined ? "" : `subscriptions: ${literal(policy.subscriptions)},`}
       ${policy.jsonRpcPaths === undefined ? "" : `paths: new Set<string>(${literal(policy.jsonRpcPaths)}),`}
       ${policy.webSocketOverHttp === true ? "webSocketOverHttp: true," : ""}
+      ${policy.restPaths === undefined ? "" : `restPaths: new Set<string>(${literal(policy.restPaths)}),`}
       ${policy.reads === undefined ? "" : `reads: ${literal(policy.reads)},`}
     }`);
   }

@@ -33,6 +33,8 @@ export interface PolicyModel {
   readonly subscriptions?: SubscriptionRules;
   /** The paths below the mount that take the same JSON-RPC calls, of all its interfaces. */
   readonly jsonRpcPaths?: readonly string[];
+  /** Paths under which `<path>/<method>` is a call in REST shape, of all its interfaces. */
+  readonly restPaths?: readonly string[];
   /** Whether none of the mount's JSON-RPC nodes has a WebSocket server (registry `webSocketOverHttp`). */
   readonly webSocketOverHttp?: true;
   /** The first of the mount's interfaces that says how its calls name blocks. */
@@ -218,6 +220,7 @@ function mergePolicy(id: string, ids: readonly string[], spec: RegistrySpec): Po
   const family: Family = first.family === "jsonrpc" && routes !== undefined ? "mixed" : first.family;
   const subscriptions = interfaces.find((i) => i.subscriptions !== undefined)?.subscriptions;
   const jsonRpcPaths = [...new Set(interfaces.flatMap((i) => i.jsonRpcPaths ?? []))];
+  const restPaths = [...new Set(interfaces.flatMap((i) => i.restPaths ?? []))];
   const overHttp = interfaces.every((i) => i.family !== "jsonrpc" || i.webSocketOverHttp === true);
   const errorMember = interfaces.find((i) => i.errorMember !== undefined)?.errorMember;
   const reads = interfaces.find((i) => i.reads !== undefined)?.reads;
@@ -235,6 +238,7 @@ function mergePolicy(id: string, ids: readonly string[], spec: RegistrySpec): Po
     ...(subscriptions === undefined ? {} : { subscriptions: { pinned: [], ...subscriptions } }),
     ...(jsonRpcPaths.length === 0 ? {} : { jsonRpcPaths }),
     ...(overHttp && first.family === "jsonrpc" ? { webSocketOverHttp: true as const } : {}),
+    ...(restPaths.length === 0 ? {} : { restPaths }),
     ...(errorMember === undefined ? {} : { errorMember }),
     ...(reads === undefined ? {} : { reads }),
     ...(Object.keys(contracts).length === 0 ? {} : { contracts }),

@@ -70,6 +70,8 @@ export interface InterfaceSpec {
   subscriptions?: SubscriptionsSpec;
   /** Paths below the mount that take the same JSON-RPC calls (JsonRpcPolicy.paths). */
   jsonRpcPaths?: string[];
+  /** Paths under which `<path>/<method>` is a call in REST shape (JsonRpcPolicy.restPaths). */
+  restPaths?: string[];
   /** The node has no WebSocket server: the gateway sends a socket's messages to it over HTTP. */
   webSocketOverHttp?: true;
   /** How its calls name blocks (src/registry/types.ts ReadRules, as written). */

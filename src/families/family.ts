@@ -96,6 +96,8 @@ export interface Outgoing {
   readonly batch?: readonly PassedCall[] | undefined;
   /** The path the node gets when it is not the caller's (a JSON-RPC call at a `jsonRpcPaths` path). */
   readonly path?: string | undefined;
+  /** The query the node gets when it is not the caller's: none for a REST-shaped call, whose params it was. */
+  readonly query?: string | undefined;
 }
 
 /** What the families read from the deployment config. */

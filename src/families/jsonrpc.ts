@@ -9,6 +9,7 @@ import type { Mounted } from "../pipeline/stages.js";
 import { callsUnits } from "../plans/compute-units.js";
 import type { HeadCall, JsonRpcPolicy } from "../registry/types.js";
 import type { Authorized, Family, FamilySettings, Outgoing, RoutedRequest } from "./family.js";
+import { type CallAuthorizer, RestShapedCall, restShapedMethod } from "./rest-shaped.js";
 
 const UPSTREAM_HEADERS = ["content-type", "application/json", "accept", "application/json"] as const;
 
@@ -34,9 +35,10 @@ export function routeJsonRpc(
   if (policy === undefined) throw new GatewayError("NOT_FOUND");
   // below the mount, only a path where the node's own server takes the same calls (registry jsonRpcPaths)
   const below = mounted.segments.length > 0;
-  if (below && policy.paths?.has(`/${mounted.segments.join("/")}`) !== true)
+  const shaped = below ? restShapedMethod(policy, mounted.segments) : undefined;
+  if (below && shaped === undefined && policy.paths?.has(`/${mounted.segments.join("/")}`) !== true)
     throw new GatewayError("NOT_FOUND");
-  if (req.method !== "POST")
+  if (req.method !== "POST" && shaped === undefined)
     throw new GatewayError("HTTP_METHOD_NOT_ALLOWED", { allow: ["POST"] }, { allow: "POST" });
   const rules: CallRules = {
     policy,
@@ -47,10 +49,11 @@ export function routeJsonRpc(
     contracts: mounted.mount.policy.contracts,
     requestId: mounted.admitted.requestId,
   };
-  return new JsonRpcRequest(req, rules, settings, mounted, below ? mounted.mount.path : undefined);
+  const request = new JsonRpcRequest(req, rules, settings, mounted, below ? mounted.mount.path : undefined);
+  return shaped === undefined ? request : new RestShapedCall(req, mounted, shaped, request);
 }
 
-class JsonRpcRequest implements RoutedRequest {
+class JsonRpcRequest implements RoutedRequest, CallAuthorizer {
   readonly family = "jsonrpc";
   readonly readsBody = true;
   readonly #req: IncomingMessage;
@@ -116,7 +119,11 @@ class JsonRpcRequest implements RoutedRequest {
 
   authorize(body: Buffer): Authorized {
     checkMediaType(requestMediaType(this.#req), this.#rules.policy);
-    const text = body.toString("utf8");
+    return this.authorizeText(body.toString("utf8"), body);
+  }
+
+  /** The calls of `text` checked, charged and planned; `body` is its bytes when the caller sent them. */
+  authorizeText(text: string, body: string | Buffer = text): Authorized {
     const { batch, checked, replyId } = checkMessage(text, this.#rules, this.#settings.limits);
     if (!batch) {
       // a body that is not a batch holds exactly one call

@@ -232,7 +232,7 @@ export class Stages {
       group,
       method: outgoing.method,
       path: outgoing.path ?? target.path,
-      query: target.query,
+      query: outgoing.query ?? target.query,
       // the node's logs can name the caller's request too, and its traces join the caller's
       headers: mounted.admitted.nodeHeaders(outgoing.headers),
       trace: typeof mounted.admitted.trace === "object" ? mounted.admitted.trace : undefined,

@@ -65,6 +65,12 @@ export interface JsonRpcPolicy {
    */
   readonly paths?: ReadonlySet<string>;
   /**
+   * Paths below the mount under which `<path>/<method>` is one of the dialect's calls in REST shape
+   * (registry `restPaths`: toncenter's `GET /api/v2/getAddressBalance?address=…`): the gateway makes the
+   * JSON-RPC call of it (families/rest-shaped.ts) and the node gets that at the mount's URL.
+   */
+  readonly restPaths?: ReadonlySet<string>;
+  /**
    * The node software has no WebSocket server (registry `webSocketOverHttp`): a label's WebSocket sends
    * each message to the node over HTTP (ws/http-bridge.ts).
    */

@@ -1,5 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { endpointsByLabel } from "../../generated/endpoints.js";
+import { DEFAULT_CACHE } from "../../src/config/defaults.js";
 import type { Endpoint } from "../../src/registry/types.js";
 import { KEYS, type RunningGateway, startGateway } from "../support/gateway.js";
 import type { LoopbackNode } from "../support/loopback-node.js";
@@ -44,5 +45,67 @@ describe("a JSON-RPC interface's own paths (toncenter's /api/v2/jsonRPC)", () =>
       const answer = await masterchainInfo(path);
       expect(answer.status, path).toBe(404);
     }
+  });
+});
+
+// toncenter also takes each method as its own route (`GET /api/v2/getMasterchainInfo`, the params in the
+// query, or POST with them as a JSON object), as its documentation shows them: below the key, the gateway
+// makes the JSON-RPC call of each (registry `restPaths`), checked as any JSON-RPC call is.
+describe("toncenter's REST shapes of its methods", () => {
+  const endpoint = endpointsByLabel.get("ton") as Endpoint;
+  let node: LoopbackNode;
+  let gw: RunningGateway;
+
+  beforeAll(async () => {
+    const started = await startNodeFor(endpoint, endpoint.mounts[0] as Endpoint["mounts"][number]);
+    node = started.node;
+    gw = await startGateway({
+      upstreams: { ton: [started.upstream] },
+      cache: { ...DEFAULT_CACHE, enabled: false },
+    });
+  });
+  afterAll(async () => {
+    await gw?.close();
+    await node?.close();
+  });
+
+  const seen = () =>
+    node.requests.map((r) => ({ url: r.url, call: JSON.parse(r.body || "{}") as Record<string, unknown> }));
+
+  it("GET with the query as params, at /api/v2/<method> and /<method>; the node gets the JSON-RPC call", async () => {
+    for (const path of ["/api/v2/getMasterchainInfo", "/getMasterchainInfo"]) {
+      node.requests.length = 0;
+      const answer = await gw.call("ton", `/${KEYS.all}${path}`, { method: "GET" });
+      expect(answer.status, path).toBe(200);
+      expect((answer.json as { ok: boolean; result: { last: { seqno: number } } }).result.last.seqno).toBe(
+        HEIGHT,
+      );
+      expect(seen()).toMatchObject([{ url: "/jsonRPC", call: { method: "getMasterchainInfo", params: {} } }]);
+    }
+    node.requests.length = 0;
+    const address = "EQCD39VS5jcptHL8vMjEXrzGaRcCVYto7HUn4bpAOg8xqB2N";
+    await gw.call("ton", `/${KEYS.all}/api/v2/getTransactions?address=${address}&limit=5`, { method: "GET" });
+    expect(seen()).toMatchObject([
+      { url: "/jsonRPC", call: { method: "getTransactions", params: { address, limit: "5" } } },
+    ]);
+  });
+
+  it("POST with a JSON object of params; a write is one, sent once", async () => {
+    node.requests.length = 0;
+    const boc = "te6ccgEBAQEAAgAAAA==";
+    await gw.call("ton", `/${KEYS.all}/api/v2/sendBoc`, { body: JSON.stringify({ boc }) });
+    expect(seen()).toMatchObject([{ url: "/jsonRPC", call: { method: "sendBoc", params: { boc } } }]);
+  });
+
+  it("refuses what is not a method of the dialect, a body that is not an object, and other HTTP methods", async () => {
+    expect((await gw.call("ton", `/${KEYS.all}/api/v2/getWorkerState`, { method: "GET" })).status).toBe(404);
+    expect((await gw.call("ton", `/${KEYS.all}/api/v3/getMasterchainInfo`, { method: "GET" })).status).toBe(
+      404,
+    );
+    const array = await gw.call("ton", `/${KEYS.all}/api/v2/runGetMethod`, { body: "[1]" });
+    expect(array.status).toBe(400);
+    const put = await gw.call("ton", `/${KEYS.all}/api/v2/getMasterchainInfo`, { method: "PUT" });
+    expect(put.status).toBe(405);
+    expect(put.headers.allow).toBe("GET, POST");
   });
 });
