@@ -164,6 +164,7 @@ function policyLiteral(policy: PolicyModel, model: RegistryModel): string {
       batch: ${rule.batch},
       plainTextBody: ${rule.plainTextBody === true},
       errorCauses: ${rule.errorCauses === true},
+      legacyReplies: ${rule.legacyReplies === true},
       methods: new Map<string, MethodAccess>([${methods.join(",\n")}]),
       writes: new Set<string>(${literal(policy.writes)}),
       ${policy.subscriptions === undefined ? "" : `subscriptions: ${literal(policy.subscriptions)},`}

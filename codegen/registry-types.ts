@@ -11,6 +11,8 @@ export interface EnvelopeRule {
   params: ParamsForm[];
   batch: boolean;
   plainTextBody?: boolean;
+  /** A 1.0 call is answered in 1.0's shape (JsonRpcPolicy.legacyReplies). */
+  legacyReplies?: boolean;
   /** The node's errors carry nearcore's `name` and `cause` (JsonRpcPolicy.errorCauses). */
   errorCauses?: boolean;
 }

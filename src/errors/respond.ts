@@ -16,7 +16,7 @@ export function rpcErrorJson(
   rawId: string,
   detail?: Readonly<Record<string, unknown>>,
   requestId: string | undefined = undefined,
-  causes = false,
+  form: ErrorForm = "2.0",
 ): string {
   const spec = ERRORS[code];
   // a code is an identifier, and a request id only letters, digits and ._:- (http/request-id.ts)
@@ -26,8 +26,24 @@ export function rpcErrorJson(
     if (members.length > 2) data += `,${members.slice(1, -1)}`;
   }
   if (requestId !== undefined) data += `,"requestId":"${requestId}"`;
-  const named = causes ? `${causeMembers(code, spec.message, detail)},` : "";
-  return `{"jsonrpc":"2.0","id":${rawId},"error":{${named}"code":${spec.rpc},"message":${JSON.stringify(spec.message)},"data":${data}}}}`;
+  const named = form === "causes" ? `${causeMembers(code, spec.message, detail)},` : "";
+  // `data` is still open: its brace, then the error's
+  const error = `{${named}"code":${spec.rpc},"message":${JSON.stringify(spec.message)},"data":${data}}}`;
+  // JSON-RPC 1.0's answer has both members and no version (bitcoind's to a 1.0 call)
+  if (form === "1.0") return `{"result":null,"error":${error},"id":${rawId}}`;
+  return `{"jsonrpc":"2.0","id":${rawId},"error":${error}}`;
+}
+
+/** A JSON-RPC error's shape: 2.0's, 2.0's with nearcore's causes, or 1.0's (registry envelopes). */
+export type ErrorForm = "2.0" | "causes" | "1.0";
+
+/** The form of an error to one call of a dialect: 1.0's for a 1.0 call where the dialect answers so. */
+export function errorFormOf(
+  policy: Pick<JsonRpcPolicy, "errorCauses" | "legacyReplies">,
+  legacy: boolean,
+): ErrorForm {
+  if (legacy && policy.legacyReplies) return "1.0";
+  return policy.errorCauses ? "causes" : "2.0";
 }
 
 /**
@@ -62,7 +78,13 @@ export function restErrorJson(
 }
 
 /** How errors are written: REST bodies, JSON-RPC error objects, or those with nearcore's causes too. */
-export type ErrorStyle = "jsonrpc" | "jsonrpc-causes" | "rest";
+export type ErrorStyle = "jsonrpc" | "jsonrpc-causes" | "jsonrpc-1.0" | "rest";
+
+const FORMS: Record<Exclude<ErrorStyle, "rest">, ErrorForm> = {
+  jsonrpc: "2.0",
+  "jsonrpc-causes": "causes",
+  "jsonrpc-1.0": "1.0",
+};
 
 /** The error style of an endpoint before its mount is known (a refused key): its JSON-RPC mount's, if any. */
 export function endpointStyle(endpoint: Endpoint): ErrorStyle {
@@ -102,7 +124,7 @@ export function errorBody(
 ): string {
   // the request's id, which a customer quotes and an operator finds in the log (docs/operations.md)
   return style !== "rest" && hasRpcNumber(error.code)
-    ? rpcErrorJson(error.code, rawId, error.detail, requestId, style === "jsonrpc-causes")
+    ? rpcErrorJson(error.code, rawId, error.detail, requestId, FORMS[style])
     : restErrorJson(error.code, error.detail, requestId);
 }
 

@@ -67,6 +67,8 @@ export interface Authorized {
    * whole batch from a later stage (a rate, a quota, no node) answers each of them with it.
    */
   readonly batchIds?: readonly string[] | undefined;
+  /** One call framed as JSON-RPC 1.0 on a dialect that answers it so: the gateway's errors take 1.0's shape. */
+  readonly legacy?: boolean | undefined;
   /** The codes of a batch's calls refused on their own, one each: the key's usage counts errors by code. */
   readonly refusedCodes?: readonly string[] | undefined;
   /** A JSON-RPC batch's calls refused on their own, as their answers: they keep them whatever comes after. */

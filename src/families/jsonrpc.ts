@@ -124,7 +124,7 @@ class JsonRpcRequest implements RoutedRequest, CallAuthorizer {
 
   /** The calls of `text` checked, charged and planned; `body` is its bytes when the caller sent them. */
   authorizeText(text: string, body: string | Buffer = text): Authorized {
-    const { batch, checked, replyId } = checkMessage(text, this.#rules, this.#settings.limits);
+    const { batch, checked, replyId, legacy } = checkMessage(text, this.#rules, this.#settings.limits);
     if (!batch) {
       // a body that is not a batch holds exactly one call
       const only = checked[0] as Checked;
@@ -142,6 +142,7 @@ class JsonRpcRequest implements RoutedRequest, CallAuthorizer {
             )
           : undefined,
         refusals: undefined,
+        legacy,
         method: only.ok ? only.method : undefined,
         route: undefined,
         batch: undefined,

@@ -1,6 +1,6 @@
 import type { GatewayConfig } from "../config/types.js";
 import { dedicatedPointer } from "../errors/dedicated-pointer.js";
-import { rpcErrorJson } from "../errors/respond.js";
+import { type ErrorForm, errorFormOf, rpcErrorJson } from "../errors/respond.js";
 import type { RpcErrorCode } from "../errors/table.js";
 import type { KeyRules } from "../keys/key-settings.js";
 import type { PlanTerms } from "../plans/plan-terms.js";
@@ -86,17 +86,17 @@ export function checkCall(rules: CallRules, call: RawCall): Checked {
   if (!policy.validate(call.value)) {
     const first = policy.validate.errors?.[0];
     const detail = { reason: `${first?.instancePath || "request"} ${first?.message ?? "is invalid"}`.trim() };
-    return no(rules, "INVALID_REQUEST", idOf(call), detail);
+    return no(rules, "INVALID_REQUEST", call, detail);
   }
   const method = (call.value as { method: string }).method;
   const access = policy.methods.get(method);
-  if (access === undefined) return no(rules, "METHOD_NOT_FOUND", idOf(call), { method });
+  if (access === undefined) return no(rules, "METHOD_NOT_FOUND", call, { method });
   if (rules.transport === "http" && access !== "shared" && access !== "dedicated") {
-    return no(rules, "WEBSOCKET_ONLY", idOf(call), { method });
+    return no(rules, "WEBSOCKET_ONLY", call, { method });
   }
   if ((access === "dedicated" && rules.plan?.dedicatedMethods !== true) || rules.plan?.disables(method)) {
     const plan = rules.plan?.name;
-    return no(rules, "METHOD_NOT_ON_PLAN", idOf(call), {
+    return no(rules, "METHOD_NOT_ON_PLAN", call, {
       method,
       ...(plan === undefined ? {} : { plan }),
       ...dedicatedPointer(rules.support),
@@ -107,10 +107,10 @@ export function checkCall(rules: CallRules, call: RawCall): Checked {
     // a key allowed to subscribe may always cancel what it opened
     const cancels = access === "unsubscribe" && allowsSubscribing(policy, keyRules);
     if (!keyRules.allowsMethod(method) && !cancels)
-      return no(rules, "KEY_SETTING_REFUSED", idOf(call), { setting: "methods", method });
+      return no(rules, "KEY_SETTING_REFUSED", call, { setting: "methods", method });
     const where = keyRules.limitsContracts ? contractsPath(rules, method, access, call.value) : undefined;
     if (where !== undefined && !keyRules.allowsContracts(addressesAt(call.value, where)))
-      return no(rules, "KEY_SETTING_REFUSED", idOf(call), { setting: "contracts", method });
+      return no(rules, "KEY_SETTING_REFUSED", call, { setting: "contracts", method });
   }
   return new PassedCall(call, method, access);
 }
@@ -168,16 +168,22 @@ export function addressesAt(value: unknown, path: readonly string[]): string[] {
 export function no(
   rules: CallRules,
   code: RpcErrorCode,
-  id: string,
+  call: RawCall,
   detail: Record<string, unknown>,
 ): Checked {
   const { requestId } = rules;
   return refuse(
     code,
-    id,
+    idOf(call),
     requestId === undefined ? detail : { ...detail, requestId },
-    rules.policy.errorCauses,
+    errorFormOf(rules.policy, isLegacyCall(call)),
   );
+}
+
+/** Whether a call is framed as JSON-RPC 1.0: its `jsonrpc` member "1.0", or none. */
+export function isLegacyCall(call: RawCall): boolean {
+  const version = call.members.get("jsonrpc");
+  return version === undefined || version === '"1.0"';
 }
 
 /**
@@ -211,7 +217,7 @@ export function refuse(
   code: RpcErrorCode,
   id: string,
   detail: Record<string, unknown>,
-  causes = false,
+  form: ErrorForm = "2.0",
 ): Checked {
-  return { ok: false, code, json: rpcErrorJson(code, id, detail, undefined, causes) };
+  return { ok: false, code, json: rpcErrorJson(code, id, detail, undefined, form) };
 }

@@ -1,5 +1,5 @@
 import { GatewayError } from "../errors/table.js";
-import { type CallRules, type Checked, checkCall, idOf } from "./check.js";
+import { type CallRules, type Checked, checkCall, idOf, isLegacyCall } from "./check.js";
 import { parseJsonRpcBody } from "./scan.js";
 
 /** A JSON-RPC message (one call or a batch) as stage 4 leaves it: every call checked, in order. */
@@ -10,6 +10,8 @@ export interface CheckedMessage {
   readonly cost: number;
   /** The id a later refusal answers with: a single call's own id token, else "null". */
   readonly replyId: string;
+  /** A single call framed as JSON-RPC 1.0 on a dialect that answers it so: a later refusal takes 1.0's shape. */
+  readonly legacy: boolean;
 }
 
 /**
@@ -36,5 +38,6 @@ export function checkMessage(
     checked: calls.map((call) => checkCall(rules, call)),
     cost: calls.length,
     replyId: only === undefined ? "null" : idOf(only),
+    legacy: only !== undefined && rules.policy.legacyReplies && isLegacyCall(only),
   };
 }

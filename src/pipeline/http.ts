@@ -200,6 +200,8 @@ export class HttpExchange {
       this.#requestBytes = body.length;
       const authorized = routed.authorize(body); // 4
       replyId = authorized.replyId;
+      // a 1.0 call's later refusals (its rate, its quota, no node) in 1.0's shape, as bitcoind answers it
+      if (authorized.legacy === true) this.#style = "jsonrpc-1.0";
       if (authorized.batchIds !== undefined) this.#batch = authorized;
       this.#note(authorized);
       this.#unitRules = mounted.mount.policy.computeUnits;

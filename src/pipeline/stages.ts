@@ -242,11 +242,23 @@ export class Stages {
       limits: this.#config.limits.upstream,
       // A stream stays open while the node pushes: it has no size cap, as it has no end.
       maxBytes: outgoing.stream ? Number.POSITIVE_INFINITY : this.#config.limits.upstream.maxResponseBytes,
-      // A read at the head needs the head the label served; one that names a block, that block.
+      // A read at the head needs the head the label served; one that names a block, that block. A label
+      // with one node has nowhere else to send a read that names a block, and the caller most often
+      // learned of that block from the node itself (a newHeads notification its head record has not
+      // seen): it goes at once, and only a read at the head waits for the node (a head another instance
+      // served, through Redis).
       atLeast:
         reads === undefined
           ? -1
-          : Math.max(reads.atHead ? group.served.height : -1, reads.highestBlock, ranges?.highestBlock ?? -1),
+          : group.members.length === 1
+            ? reads.atHead
+              ? group.served.height
+              : -1
+            : Math.max(
+                reads.atHead ? group.served.height : -1,
+                reads.highestBlock,
+                ranges?.highestBlock ?? -1,
+              ),
       reads,
       split: ranges?.split,
       tier,

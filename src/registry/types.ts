@@ -54,6 +54,11 @@ export interface JsonRpcPolicy {
    * `errorCauses`), which its SDKs read: the gateway's own errors carry them too (errors/respond.ts).
    */
   readonly errorCauses: boolean;
+  /**
+   * A call framed as JSON-RPC 1.0 is answered in 1.0's shape (registry `legacyReplies`, bitcoind's): the
+   * gateway's own errors to it too (errors/respond.ts).
+   */
+  readonly legacyReplies: boolean;
   readonly methods: ReadonlyMap<string, MethodAccess>;
   /** Methods that submit something (registry `writes`): never sent to a node twice. */
   readonly writes: ReadonlySet<string>;

@@ -165,11 +165,11 @@ export class MessageSender {
     if (checked.id === undefined) return checked;
     const limits = this.#host.limits.ws;
     if (this.#host.pending.size + pending.length >= limits.maxInFlight) {
-      return no(this.#host.rules, "TOO_MANY_IN_FLIGHT", checked.id, { maxInFlight: limits.maxInFlight });
+      return no(this.#host.rules, "TOO_MANY_IN_FLIGHT", checked.call, { maxInFlight: limits.maxInFlight });
     }
     if (checked.access === "subscribe") {
       if (this.#host.remembered.size + this.#host.pending.reservedSubscriptions >= limits.maxSubscriptions) {
-        return no(this.#host.rules, "TOO_MANY_SUBSCRIPTIONS", checked.id, {
+        return no(this.#host.rules, "TOO_MANY_SUBSCRIPTIONS", checked.call, {
           maxSubscriptions: limits.maxSubscriptions,
         });
       }

@@ -911,6 +911,32 @@ const rows: Row[] = [
     upstream: 1,
     check: (r) => expect(JSON.parse(r.text)).toMatchObject({ id: "curltest", result: 800000 }),
   },
+  {
+    name: "a JSON-RPC 1.0 call refused on btc is answered in 1.0's shape, as bitcoind answers it",
+    label: "btc",
+    path: `/${K}/`,
+    body: '{"jsonrpc":"1.0","id":"curltest","method":"stop","params":[]}',
+    headers: { "content-type": "text/plain" },
+    status: 403,
+    check: (r) => {
+      const answer = JSON.parse(r.text) as Record<string, unknown>;
+      expect(Object.keys(answer)).toEqual(["result", "error", "id"]);
+      expect(answer).toMatchObject({
+        result: null,
+        id: "curltest",
+        error: { data: { code: "METHOD_NOT_FOUND" } },
+      });
+    },
+  },
+  {
+    name: "a JSON-RPC 2.0 call refused on btc keeps 2.0's shape",
+    label: "btc",
+    path: `/${K}/`,
+    body: '{"jsonrpc":"2.0","id":7,"method":"stop","params":[]}',
+    headers: { "content-type": "application/json" },
+    status: 403,
+    error: rpcError("METHOD_NOT_FOUND", -32601, "7"),
+  },
 
   // ---- ids and partial batches ---------------------------------------------------------------------------
   {

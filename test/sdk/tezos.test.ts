@@ -137,6 +137,8 @@ describe("@taquito/rpc RpcClient through the gateway", () => {
       restResponder({
         [`GET ${base}/header`]: HEADER,
         [`GET ${base}/context/contracts/${ADDRESS}/balance`]: "84231770503",
+        // an implicit account as Octez answers it: what Taquito reads the counter of before every operation
+        [`GET ${base}/context/contracts/${ADDRESS}`]: { balance: "84231770503", counter: "1234567" },
         [`GET ${base}/context/constants`]: CONSTANTS,
         [`GET ${base}/context/delegates`]: DELEGATES,
       }),
@@ -167,6 +169,13 @@ describe("@taquito/rpc RpcClient through the gateway", () => {
     const balance = await rpc.getBalance(ADDRESS);
     expect(balance.toFixed()).toBe("84231770503");
     expect(routes(from)).toEqual([`GET /chains/main/blocks/head/context/contracts/${ADDRESS}/balance`]);
+  });
+
+  it("getContract(): the contract itself, which TezosToolkit reads the counter of before every operation", async () => {
+    const from = node.requests.length;
+    const contract = await rpc.getContract(ADDRESS);
+    expect(contract.counter).toBe("1234567");
+    expect(routes(from)).toEqual([`GET /chains/main/blocks/head/context/contracts/${ADDRESS}`]);
   });
 
   it("getConstants()", async () => {
