@@ -1,6 +1,6 @@
 import type { RawData, WebSocket } from "ws";
 import type { GatewayConfig, Limits } from "../config/types.js";
-import { errorBody, jsonRpcStyle, rpcErrorJson } from "../errors/respond.js";
+import { errorBody, errorFormOf, jsonRpcStyle, rpcErrorJson } from "../errors/respond.js";
 import type { CallRules, PassedCall } from "../jsonrpc/check.js";
 import { scanMembers } from "../jsonrpc/scan.js";
 import type { UsageRecorder } from "../keys/usage.js";
@@ -302,6 +302,7 @@ export class Connection {
               id,
               { maxBytes: max },
               this.#options.mounted.admitted.requestId,
+              errorFormOf(this.#policy, false),
             ),
           ];
     });
@@ -365,6 +366,7 @@ export class Connection {
           return connection.#closed;
         },
         requestId: this.#options.mounted.admitted.requestId,
+        errorForm: errorFormOf(this.#policy, false),
         attach: (socket, node) => {
           this.#node = node;
           this.#attach(socket);

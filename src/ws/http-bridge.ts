@@ -1,7 +1,7 @@
 import { EventEmitter } from "node:events";
 import type { Dispatcher } from "undici";
 import type { Limits } from "../config/types.js";
-import { rpcErrorJson } from "../errors/respond.js";
+import { type ErrorForm, rpcErrorJson } from "../errors/respond.js";
 import { GatewayError, type RpcErrorCode } from "../errors/table.js";
 import { REQUEST_ID_HEADER } from "../http/request-id.js";
 import { scanMembers } from "../jsonrpc/scan.js";
@@ -23,11 +23,11 @@ const ABNORMAL = 1006;
  * `webSocketOverHttp`: nearcore, stellar-rpc, toncenter, java-tron's /jsonrpc). Each message the
  * connection sends is one HTTP POST to the node, at the path an HTTP caller's call at the mount reaches,
  * and the node's answer comes back as the socket's message; the connection's checks, cache, ledger of
- * calls and move to another node work on it as on a real socket. A node that cannot be reached, breaks
- * the request or times out "closes" it (1006): the connection moves, its reads are asked again on another
- * node and its writes are answered WRITE_NOT_CONFIRMED, never sent twice. A node that answers, but with
- * nothing a caller can use (an empty or non-JSON body, one over the size cap), has each call of that
- * message answered with the error an HTTP caller would get, and the connection stays (docs/websocket.md).
+ * calls and move to another node work on it as on a real socket. A node that cannot be reached "closes"
+ * it (1006): the connection moves, its reads are asked again on another node and its writes are answered
+ * WRITE_NOT_CONFIRMED, never sent twice. A request the node breaks, does not answer in time, or answers
+ * with nothing a caller can use is that message's alone: its calls get the error an HTTP caller would get,
+ * the others in flight go on, and the connection stays (docs/websocket.md).
  */
 export class HttpBridge extends EventEmitter implements NodeSocket {
   readonly OPEN = OPEN;
@@ -39,6 +39,8 @@ export class HttpBridge extends EventEmitter implements NodeSocket {
   readonly #limits: Limits["upstream"];
   /** The dialect's writes: a write the node did not answer usably may have been taken (WRITE_NOT_CONFIRMED). */
   readonly #writes: ReadonlySet<string>;
+  /** The dialect's error shape (nearcore's causes), for the errors the bridge writes. */
+  readonly #errorForm: ErrorForm;
   /** The connection's request id, which its errors carry. */
   readonly #requestId: string | undefined;
   /** Requests at the node, aborted when the bridge closes. */
@@ -50,10 +52,12 @@ export class HttpBridge extends EventEmitter implements NodeSocket {
     headers: Readonly<Record<string, string>>,
     limits: Limits["upstream"],
     writes: ReadonlySet<string>,
+    errorForm: ErrorForm = "2.0",
   ) {
     super();
     this.#upstream = upstream;
     this.#writes = writes;
+    this.#errorForm = errorForm;
     this.#requestId = headers[REQUEST_ID_HEADER];
     this.#path = upstreamPath(upstream, mountPath, "");
     // the upgrade's request id and trace, then the node's own headers, as over HTTP
@@ -71,12 +75,13 @@ export class HttpBridge extends EventEmitter implements NodeSocket {
         if (this.readyState !== OPEN) return;
         // as over HTTP (call-run.ts), a 5xx or a 429 counts against the node's health
         if (status >= 500 || status === 429) this.#upstream.health.failed("status", `HTTP ${status}`);
-        if (startsJson(answer)) {
+        if (answersCalls(answer, text)) {
           this.emit("message", Buffer.from(withCallId(answer, text)), false);
           return;
         }
-        // nothing, or not JSON (a balancer's HTML page): each call with an id gets the error, as an
-        // HTTP caller would; a notification's answer is rightly empty
+        // nothing, not JSON (a balancer's HTML page), or JSON that answers no call (a rate limiter's
+        // {"ok":false,…}): each call with an id gets the error, as an HTTP caller would; a notification's
+        // answer is rightly empty
         this.#answerEach(text, new GatewayError("UPSTREAM_BAD_RESPONSE", { status }));
       },
       (error: unknown) => {
@@ -84,13 +89,12 @@ export class HttpBridge extends EventEmitter implements NodeSocket {
         if (this.readyState !== OPEN) return;
         const failure = error instanceof Error ? error : new Error(String(error));
         const kind = failureKind(failure);
-        if (kind === undefined) {
-          // the node answered, with more than the cap: that call's error, and the connection stays
-          this.#answerEach(text, toGatewayError(failure));
-          return;
-        }
-        this.#upstream.health.failed(kind, describeFailure(failure));
-        this.#broke(failure);
+        if (kind !== undefined) this.#upstream.health.failed(kind, describeFailure(failure));
+        // A node that cannot be reached takes no call: the connection moves. A request it broke, did not
+        // answer in time or answered past the cap is that message's alone (each POST stands apart): its
+        // calls get the error, and the others in flight go on.
+        if (kind === "refused") this.#broke(failure);
+        else this.#answerEach(text, toGatewayError(failure));
       },
     );
   }
@@ -106,7 +110,7 @@ export class HttpBridge extends EventEmitter implements NodeSocket {
       if (id === undefined) continue;
       const write = this.#writes.has(methodOf(call));
       const code = write ? "WRITE_NOT_CONFIRMED" : error.code;
-      answers.push(rpcErrorJson(code as RpcErrorCode, id, error.detail, this.#requestId));
+      answers.push(rpcErrorJson(code as RpcErrorCode, id, error.detail, this.#requestId, this.#errorForm));
     }
     if (answers.length === 0) return;
     const batch = text.trimStart().startsWith("[");
@@ -176,6 +180,18 @@ function methodOf(call: ReadonlyMap<string, string>): string {
   }
 }
 
+/**
+ * Whether the node's answer answers the message's calls: an array for a batch, an object with an id (or
+ * an error, as a parse error's `id: null`) for one call.
+ */
+function answersCalls(answer: string, call: string): boolean {
+  if (!startsJson(answer)) return false;
+  const batch = call.trimStart().startsWith("[");
+  if (answer.trimStart().startsWith("[")) return batch;
+  const members = scanMembers(answer)[0];
+  return !batch && members !== undefined && (members.has("id") || members.has("result"));
+}
+
 /** Whether an answer's text is a JSON object or array, as every JSON-RPC answer is. */
 function startsJson(text: string): boolean {
   const first = text.trimStart()[0];
@@ -190,7 +206,7 @@ function startsJson(text: string): boolean {
 export function openHttpBridge(
   group: UpstreamGroup,
   limits: Limits,
-  mount: { readonly path: string; readonly writes: ReadonlySet<string> },
+  mount: { readonly path: string; readonly writes: ReadonlySet<string>; readonly errorForm: ErrorForm },
   wanted: () => boolean,
   callback: (error: GatewayError | undefined, socket?: NodeSocket, upstream?: Upstream) => void,
   headers: Readonly<Record<string, string>> = {},
@@ -202,7 +218,7 @@ export function openHttpBridge(
   if (upstream !== undefined)
     callback(
       undefined,
-      new HttpBridge(upstream, mount.path, headers, limits.upstream, mount.writes),
+      new HttpBridge(upstream, mount.path, headers, limits.upstream, mount.writes, mount.errorForm),
       upstream,
     );
 }

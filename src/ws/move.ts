@@ -1,4 +1,4 @@
-import { rpcErrorJson } from "../errors/respond.js";
+import { type ErrorForm, rpcErrorJson } from "../errors/respond.js";
 import type { GatewayError } from "../errors/table.js";
 import type { Upstream } from "../upstream/upstreams.js";
 import { backfillEvents, type FillContext } from "./gap-fill.js";
@@ -26,6 +26,8 @@ export interface MovingConnection {
   readonly closed: boolean;
   /** The connection's request id, which every refusal on it carries (docs/errors.md). */
   readonly requestId: string | undefined;
+  /** The dialect's error shape (nearcore's causes), for the refusals the move writes. */
+  readonly errorForm: ErrorForm;
   /** The new socket, on `node`, is the connection's upstream socket from now on. */
   attach(socket: NodeSocket, node: Upstream): void;
   /** Sends a message on the upstream socket. */
@@ -178,6 +180,7 @@ export class ConnectionMove {
         call.id as string,
         { reason: "the upstream socket was lost before the node answered; the call was not sent again" },
         this.#connection.requestId,
+        this.#connection.errorForm,
       );
     });
     const reads = unanswered.filter((c) => !settled.includes(c));

@@ -2,7 +2,7 @@ import type { IncomingMessage } from "node:http";
 import type { Duplex } from "node:stream";
 import { type WebSocket, WebSocketServer } from "ws";
 import type { GatewayConfig, Limits } from "../config/types.js";
-import { upgradeRefusal } from "../errors/respond.js";
+import { errorFormOf, upgradeRefusal } from "../errors/respond.js";
 import { type ErrorCode, GatewayError } from "../errors/table.js";
 import { REQUEST_ID_HEADER, requestIdFor } from "../http/request-id.js";
 import type { UsageRecorder } from "../keys/usage.js";
@@ -264,7 +264,7 @@ function openNodeSocket(
     openHttpBridge(
       group,
       limits,
-      { path: mounted.mount.path, writes: jsonrpc.writes },
+      { path: mounted.mount.path, writes: jsonrpc.writes, errorForm: errorFormOf(jsonrpc, false) },
       wanted,
       callback,
       headers,

@@ -258,6 +258,13 @@ describe("key settings", () => {
       expect(
         (await contracts.call("eth_call", [{ to: BB, data: "0x" }, "latest"])).error?.data?.setting,
       ).toBe("contracts");
+      // a log filter is held to the list as eth_getLogs is
+      expect((await contracts.call("eth_newFilter", [{ address: BB }])).error?.data?.setting).toBe(
+        "contracts",
+      );
+      expect((await contracts.call("eth_newFilter", [{ fromBlock: "0x0" }])).error?.data?.setting).toBe(
+        "contracts",
+      );
       // a logs subscription is held to the list as eth_getLogs is; heads are not the list's concern
       const logsOf = async (filter: object) =>
         (await contracts.call("eth_subscribe", ["logs", filter])).error;

@@ -98,21 +98,26 @@ describe("a bridged label's node that answers with nothing a caller can use", ()
   let gw: RunningGateway;
   let restore: () => void;
   /** What the node does with the callers' calls (ids 1000 and up): answer, or fail in one of these ways. */
-  let mode: "empty-503" | "html-502" | "large" | "ok" = "ok";
+  let mode: "empty-503" | "html-502" | "large" | "no-id-429" | "slow" | "ok" = "ok";
 
   beforeAll(async () => {
     restore = resolveTestHosts();
     const software = softwareNode(near, nodeState(near, HEIGHT));
     node = await startLoopbackNode(async (request) => {
-      if (!/"id":"?(1\d\d\d|w)/.test(request.body) || mode === "ok") return software(request);
+      if (!/"id":"?(1\d\d\d|w|slow)/.test(request.body) || mode === "ok") return software(request);
       if (mode === "empty-503") return { status: 503, body: "" };
       if (mode === "html-502")
         return { status: 502, headers: { "content-type": "text/html" }, body: "<html>502</html>" };
+      // toncenter's rate limiter: JSON, but no call's answer
+      if (mode === "no-id-429")
+        return { status: 429, body: { ok: false, error: "Ratelimit exceed", code: 429 } };
+      if (mode === "slow")
+        return request.body.includes('"slow"') ? new Promise<undefined>(() => {}) : software(request);
       return { body: { jsonrpc: "2.0", id: 1, result: "x".repeat(4096) } };
     });
     gw = await startGateway({
       upstreams: { near: [node.url] },
-      limits: { upstream: { ...DEFAULT_LIMITS.upstream, maxResponseBytes: 2048 } },
+      limits: { upstream: { ...DEFAULT_LIMITS.upstream, maxResponseBytes: 2048, headersTimeoutMs: 500 } },
     });
   });
   afterAll(async () => {
@@ -131,11 +136,26 @@ describe("a bridged label's node that answers with nothing a caller can use", ()
     expect((await client.answerTo('"w"')).error?.data?.code).toBe("WRITE_NOT_CONFIRMED");
     mode = "large";
     expect((await client.call("status", [])).error?.data?.code).toBe("UPSTREAM_RESPONSE_TOO_LARGE");
+    mode = "no-id-429";
+    expect((await client.call("status", [])).error?.data?.code).toBe("UPSTREAM_BAD_RESPONSE");
     // each went to the node once, and the connection serves the next call
     expect(node.requests.filter((r) => r.body.includes('"send_tx"'))).toHaveLength(1);
     mode = "ok";
     expect((await client.call("status", [])).error).toBeUndefined();
     expect(client.isOpen).toBe(true);
+    client.close();
+  });
+
+  it("a call the node does not answer in time gets UPSTREAM_TIMEOUT alone: the calls beside it go on", async () => {
+    const client = await Client.open(`ws://near.${DOMAIN}:${gw.port}/${KEYS.all}`);
+    mode = "slow";
+    client.send('{"jsonrpc":"2.0","id":"slow","method":"status","params":[]}');
+    const beside = await client.call("status", []);
+    expect(beside.error).toBeUndefined();
+    expect((await client.answerTo('"slow"', 5_000)).error?.data?.code).toBe("UPSTREAM_TIMEOUT");
+    expect((await client.call("status", [])).error).toBeUndefined();
+    expect(client.isOpen).toBe(true);
+    mode = "ok";
     client.close();
   });
 });
