@@ -294,10 +294,13 @@ describe("bad upstreams", () => {
       body: '{"jsonrpc":"1.0","id":5,"method":"getblockcount","params":[]}',
     });
     expect(r.status).toBe(502);
+    // a 1.0 call's error in 1.0's shape, as bitcoind's are (registry envelope legacyReplies)
     expect(r.json).toMatchObject({
-      jsonrpc: "2.0",
+      result: null,
+      id: 5,
       error: { code: -32020, data: { code: "UPSTREAM_RESPONSE_TOO_LARGE" } },
     });
+    expect(r.json).not.toHaveProperty("jsonrpc");
     expect(r.text.length).toBeLessThan(MAX_RESPONSE);
   });
 
