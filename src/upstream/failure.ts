@@ -44,7 +44,8 @@ export function toGatewayError(error: unknown): GatewayError {
   if (error instanceof GatewayError) return error;
   const code = errorCode(error);
   if (TIMEOUT.has(code)) return new GatewayError("UPSTREAM_TIMEOUT");
-  if (NOT_SENT.has(code)) return new GatewayError("NO_UPSTREAM");
+  if (NOT_SENT.has(code))
+    return new GatewayError("NO_UPSTREAM", { reason: "no upstream tried could be reached" });
   if (code === "UND_ERR_RES_EXCEEDED_MAX_SIZE") return new GatewayError("UPSTREAM_RESPONSE_TOO_LARGE");
   return new GatewayError("UPSTREAM_BAD_RESPONSE");
 }

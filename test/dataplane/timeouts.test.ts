@@ -286,7 +286,10 @@ describe("bad upstreams", () => {
   it("an upstream refusing connections (a closed port) gives 503 NO_UPSTREAM", async () => {
     const r = await gw.call("avax", `/${K}/`, { body: rpcBody("eth_blockNumber", [], 4) });
     expect(r.status).toBe(503);
-    expect(r.json).toMatchObject({ jsonrpc: "2.0", error: { code: -32011, data: { code: "NO_UPSTREAM" } } });
+    expect(r.json).toMatchObject({
+      jsonrpc: "2.0",
+      error: { code: -32011, data: { code: "NO_UPSTREAM", reason: "no upstream tried could be reached" } },
+    });
   });
 
   it("an upstream declaring a body over maxResponseBytes gives 502 UPSTREAM_RESPONSE_TOO_LARGE", async () => {
