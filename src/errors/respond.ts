@@ -87,9 +87,16 @@ const FORMS: Record<Exclude<ErrorStyle, "rest">, ErrorForm> = {
 };
 
 /** The error style of an endpoint before its mount is known (a refused key): its JSON-RPC mount's, if any. */
-export function endpointStyle(endpoint: Endpoint): ErrorStyle {
+export function endpointStyle(endpoint: Endpoint, url = "/"): ErrorStyle {
   if (endpoint.family === "rest") return "rest";
-  return jsonRpcStyle(endpoint.mounts.find((m) => m.policy.jsonrpc !== undefined)?.policy.jsonrpc);
+  // a mixed endpoint (TRON's REST API at its root, JSON-RPC at /jsonrpc): the mount the path goes to,
+  // found as stage 3 will find it, the key's segment or none before it
+  const path = url.split("?")[0] ?? "/";
+  const mount =
+    endpoint.mounts.find((m) => m.path !== "/" && (path.endsWith(m.path) || path.includes(`${m.path}/`))) ??
+    endpoint.mounts.find((m) => m.path === "/");
+  if (mount !== undefined && mount.policy.jsonrpc === undefined) return "rest";
+  return jsonRpcStyle((mount ?? endpoint.mounts.find((m) => m.policy.jsonrpc !== undefined))?.policy.jsonrpc);
 }
 
 /** The JSON-RPC error style of a dialect: with causes where its errors carry them (registry `errorCauses`). */

@@ -132,7 +132,7 @@ export class HttpExchange {
       this.#access.label = resolved.endpoint.label;
       if (this.#tracing !== undefined) this.#traceFrom(resolved.endpoint.label);
       this.#family = resolved.endpoint.family;
-      this.#style = endpointStyle(resolved.endpoint);
+      this.#style = endpointStyle(resolved.endpoint, req.url);
       checkFraming(req);
       if (req.method === "OPTIONS") {
         preflight(this.#res, req.headers["access-control-request-headers"]);

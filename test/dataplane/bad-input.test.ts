@@ -678,6 +678,22 @@ const rows: Row[] = [
     error: rpcError("UNAUTHORIZED", -32040),
   },
   {
+    name: "an unknown key on TRON's REST API: the REST shape its path's family answers in",
+    label: "trx",
+    path: "/FNunknownKey000000000000000000/wallet/getnowblock",
+    body: "{}",
+    status: 401,
+    error: restError("UNAUTHORIZED"),
+  },
+  {
+    name: "an unknown key on TRON's /jsonrpc: the JSON-RPC shape",
+    label: "trx",
+    path: "/FNunknownKey000000000000000000/jsonrpc",
+    body: BLOCK_NUMBER,
+    status: 401,
+    error: rpcError("UNAUTHORIZED", -32040),
+  },
+  {
     name: "a malformed key",
     label: "eth",
     path: "/not-a-key/",
