@@ -89,7 +89,7 @@ const FORMS: Record<Exclude<ErrorStyle, "rest">, ErrorForm> = {
 /** The error style of an endpoint before its mount is known (a refused key): its JSON-RPC mount's, if any. */
 export function endpointStyle(endpoint: Endpoint, url = "/"): ErrorStyle {
   if (endpoint.family === "rest") return "rest";
-  // a mixed endpoint (TRON's REST API at its root, JSON-RPC at /jsonrpc): the mount the path goes to,
+  // a mixed endpoint (a REST API at its root, JSON-RPC at a path below it): the mount the path goes to,
   // found as stage 3 will find it, the key's segment or none before it
   const path = url.split("?")[0] ?? "/";
   const mount =
