@@ -89,6 +89,8 @@ const FORMS: Record<Exclude<ErrorStyle, "rest">, ErrorForm> = {
 /** The error style of an endpoint before its mount is known (a refused key): its JSON-RPC mount's, if any. */
 export function endpointStyle(endpoint: Endpoint, url = "/"): ErrorStyle {
   if (endpoint.family === "rest") return "rest";
+  // one mount, the most endpoints: its style, with no reading of the path on every request
+  if (endpoint.mounts.length === 1) return jsonRpcStyle(endpoint.mounts[0]?.policy.jsonrpc);
   // a mixed endpoint (a REST API at its root, JSON-RPC at a path below it): the mount the path goes to,
   // found as stage 3 will find it, the key's segment or none before it
   const path = url.split("?")[0] ?? "/";

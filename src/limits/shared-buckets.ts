@@ -107,6 +107,11 @@ export class SharedTokenBuckets implements RateLimiter {
     });
   }
 
+  /** Whether a lease of the key's tokens is on its way from Redis. */
+  leasePending(id: string): boolean {
+    return this.#leases.get(id)?.pending === true;
+  }
+
   /** Why Redis last failed, for the log: its client's last error message. */
   get lastError(): string {
     return this.#lastError;

@@ -2,22 +2,27 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { endpointsByLabel } from "../../generated/endpoints.js";
 import { DEFAULT_CACHE } from "../../src/config/defaults.js";
 import type { Endpoint } from "../../src/registry/types.js";
-import { KEYS, type RunningGateway, startGateway } from "../support/gateway.js";
+import { KEYS, type RunningGateway, type StartOptions, startGateway } from "../support/gateway.js";
 import type { LoopbackNode } from "../support/loopback-node.js";
 import { HEIGHT, startNodeFor } from "../support/sdk-nodes.js";
+
+/** A loopback toncenter node behind a gateway's `ton` label. */
+async function tonGateway(options: StartOptions = {}): Promise<{ node: LoopbackNode; gw: RunningGateway }> {
+  const endpoint = endpointsByLabel.get("ton") as Endpoint;
+  const started = await startNodeFor(endpoint, endpoint.mounts[0] as Endpoint["mounts"][number]);
+  const gw = await startGateway({ ...options, upstreams: { ton: [started.upstream] } });
+  return { node: started.node, gw };
+}
 
 // toncenter's SDKs are set up with the server's own JSON-RPC path (tonweb's and @ton/ton's endpoint is
 // https://toncenter.com/api/v2/jsonRPC; the Python server's is /jsonRPC): below the key, those paths take
 // the same calls as the key's URL itself (registry `jsonRpcPaths`), and the node gets each at its own URL.
 describe("a JSON-RPC interface's own paths (toncenter's /api/v2/jsonRPC)", () => {
-  const endpoint = endpointsByLabel.get("ton") as Endpoint;
   let node: LoopbackNode;
   let gw: RunningGateway;
 
   beforeAll(async () => {
-    const started = await startNodeFor(endpoint, endpoint.mounts[0] as Endpoint["mounts"][number]);
-    node = started.node;
-    gw = await startGateway({ upstreams: { ton: [started.upstream] } });
+    ({ node, gw } = await tonGateway());
   });
   afterAll(async () => {
     await gw?.close();
@@ -52,17 +57,12 @@ describe("a JSON-RPC interface's own paths (toncenter's /api/v2/jsonRPC)", () =>
 // query, or POST with them as a JSON object), as its documentation shows them: below the key, the gateway
 // makes the JSON-RPC call of each (registry `restPaths`), checked as any JSON-RPC call is.
 describe("toncenter's REST shapes of its methods", () => {
-  const endpoint = endpointsByLabel.get("ton") as Endpoint;
   let node: LoopbackNode;
   let gw: RunningGateway;
 
   beforeAll(async () => {
-    const started = await startNodeFor(endpoint, endpoint.mounts[0] as Endpoint["mounts"][number]);
-    node = started.node;
-    gw = await startGateway({
-      upstreams: { ton: [started.upstream] },
-      cache: { ...DEFAULT_CACHE, enabled: false },
-    });
+    // what reaches the node is what this counts: no answer cache in between
+    ({ node, gw } = await tonGateway({ cache: { ...DEFAULT_CACHE, enabled: false } }));
   });
   afterAll(async () => {
     await gw?.close();
