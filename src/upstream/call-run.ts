@@ -52,6 +52,7 @@ export abstract class CallRun<Caller extends CallerSide = CallerSide> implements
   #lastError: Error | undefined = undefined;
   #deadlineAt = 0;
   #waitedForHead = false;
+  #widened = false;
   hedgeAt = Number.POSITIVE_INFINITY;
   hedgeSlot = -1;
 
@@ -114,9 +115,11 @@ export abstract class CallRun<Caller extends CallerSide = CallerSide> implements
       const retry = this.#mayRetry("status");
       // another attempt still on its way (the one a hedge went around) may yet answer well: a failed
       // status does not win over it, nor mark it slow
-      if (retry || this.#live.length > 1) {
+      const alone = this.#live.length === 1;
+      if (retry || !alone || this.#mayWiden()) {
         this.#dismiss(attempt, "failed", "status", statusCode);
         if (retry) this.#launch("retry");
+        else if (alone) this.#widen();
         return false;
       }
     }
@@ -157,7 +160,9 @@ export abstract class CallRun<Caller extends CallerSide = CallerSide> implements
     }
     this.#lastError = error;
     if (kind !== undefined && this.#mayRetry(kind)) this.#launch("retry");
-    else if (this.#live.length === 0) this.#finish(this.#failure());
+    else if (this.#live.length > 0) return;
+    else if (kind !== undefined && this.#mayWiden()) this.#widen();
+    else this.#finish(this.#failure());
   }
 
   /** The hedge clock's turn: the attempt in flight keeps going, and the next node gets the same read. */
@@ -245,6 +250,55 @@ export abstract class CallRun<Caller extends CallerSide = CallerSide> implements
     if (!this.#hasAnother() || performance.now() >= this.#deadlineAt) return false;
     if (this.res.headersSent || clientGone(this.res)) return false;
     return !this.call.write || kind === "refused";
+  }
+
+  /**
+   * Whether a read that needs a block, having run out of the nodes that had reached it (the one at the
+   * head died under it), may go on to the rest of the group, as a read that found none at the head does.
+   */
+  #mayWiden(): boolean {
+    const { write, atLeast } = this.call;
+    if (write || atLeast < 0 || this.#widened || this.#next >= MAX_ATTEMPTS) return false;
+    if (performance.now() >= this.#deadlineAt || this.res.headersSent || clientGone(this.res)) return false;
+    const { group, exclude } = this.call;
+    const tried = this.#order.slice(0, this.#next);
+    return group.members.some((m) => m !== exclude && !tried.includes(m));
+  }
+
+  /** After `#mayWiden()`: the wait `#begin` makes for a node to reach the block, once, then the rest. */
+  #widen(): void {
+    this.#widened = true;
+    const { group, atLeast } = this.call;
+    const wait = Math.min(group.headWaitMs, this.#deadlineAt - performance.now());
+    if (!this.#waitedForHead && wait > 0 && group.behind(atLeast)) {
+      this.#waitedForHead = true;
+      group.answers.add("head_wait");
+      group.served.whenReached(atLeast, wait, () => this.#goOnWidened());
+      return;
+    }
+    this.#goOnWidened();
+  }
+
+  #goOnWidened(): void {
+    if (this.#finished) return;
+    const untried = this.#untried();
+    if (untried.length === 0 || clientGone(this.res)) {
+      this.#finish(this.#failure());
+      return;
+    }
+    this.#order = [...this.#order.slice(0, this.#next), ...untried];
+    this.#launch("retry");
+  }
+
+  /** The group's members not yet tried: those at the block first, else the highest first. */
+  #untried(): Upstream[] {
+    const { group, write, atLeast, exclude } = this.call;
+    const tried = this.#order.slice(0, this.#next);
+    const fresh = (list: readonly Upstream[]) => list.filter((m) => m !== exclude && !tried.includes(m));
+    const atBlock = fresh(group.choose(write, atLeast, exclude));
+    if (atBlock.length > 0) return atBlock;
+    group.answers.add("head_wait_in_vain");
+    return fresh(group.highestFirst(write));
   }
 
   /** What the caller gets when no attempt answered. */

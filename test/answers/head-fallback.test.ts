@@ -1,0 +1,54 @@
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { endpointsByLabel } from "../../generated/endpoints.js";
+import { DEFAULT_HEALTH } from "../../src/config/defaults.js";
+import type { Endpoint } from "../../src/registry/types.js";
+import { KEYS, type RunningGateway, startGateway } from "../support/gateway.js";
+import { type LoopbackNode, startLoopbackNode } from "../support/loopback-node.js";
+import type { NodeState } from "../support/node-software.js";
+import { everyNodeInRotation } from "../support/rotation.js";
+import { nodeState, softwareNode } from "../support/software-node.js";
+
+// A head-relative read goes only to the nodes that reached the head the label served. When the one that
+// had dies under the read, the others are still there: the read waits for one of them to reach that head,
+// about a block, and else answers from the highest, as a read that found no node at the head does. It
+// answered NO_UPSTREAM (the SIGKILL case of test/upstream/anvil.test.ts met it when the dead node was the
+// only one ahead).
+
+const vet = endpointsByLabel.get("vet") as Endpoint;
+const H = 20_000_000;
+
+describe("a head-relative read whose only node at the served head dies (loopback VeChain Thor)", () => {
+  let nodes: LoopbackNode[];
+  let behind: NodeState;
+  let gw: RunningGateway;
+
+  beforeAll(async () => {
+    behind = nodeState(vet, H);
+    nodes = await Promise.all([
+      startLoopbackNode(softwareNode(vet, nodeState(vet, H + 1))),
+      startLoopbackNode(softwareNode(vet, () => behind)),
+    ]);
+    gw = await startGateway({
+      upstreams: { vet: nodes.map((node, i) => ({ url: node.url, name: i === 0 ? "ahead" : "behind" })) },
+      health: { ...DEFAULT_HEALTH, probeIntervalMs: 100 },
+    });
+    await everyNodeInRotation(gw);
+  });
+  afterAll(async () => {
+    await gw?.close();
+    await Promise.all((nodes ?? []).map((node) => node.close()));
+  });
+
+  it("is answered by the node behind, once it reaches that head, not refused", async () => {
+    const first = await gw.call("vet", `/${KEYS.all}/blocks/best`);
+    expect(first.json).toMatchObject({ number: H + 1 });
+    await nodes[0]?.close();
+    // the node behind reaches the served head a moment after the read arrives
+    setTimeout(() => {
+      behind = nodeState(vet, H + 1);
+    }, 200).unref();
+    const after = await gw.call("vet", `/${KEYS.all}/blocks/best`);
+    expect(after.status, JSON.stringify(after.json)).toBe(200);
+    expect(after.json).toMatchObject({ number: H + 1 });
+  });
+});
