@@ -108,9 +108,16 @@ describe.skipIf(chromium.skip)("the dashboard, in Chromium", () => {
   });
 
   it("signs up, and says where the confirmation went", async () => {
+    // a first visit asks nothing the server refuses: no red 401 in the visitor's console
+    const refused: string[] = [];
+    page.on("response", (r) => {
+      if (r.status() >= 400) refused.push(`${r.status()} ${r.url()}`);
+    });
     await page.goto(fx.origin);
     // signed out, the header offers no "Sign out"
     await expect.poll(() => page.getByLabel("E-mail address").count()).toBe(1);
+    expect(refused).toEqual([]);
+    page.removeAllListeners("response");
     expect(await page.locator("#sign-out").isVisible()).toBe(false);
     // what a visitor gets, from the catalog: every network by name, and the free test's days
     const catalog = await page.evaluate<{ networks: { name: string }[] }>(

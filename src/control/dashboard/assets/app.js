@@ -620,6 +620,9 @@ async function route() {
     );
   }
   try {
+    // the readable cookie comes and goes with the session's: without it there is no session to ask
+    // about, and a first visit shows no 401 in the browser's console
+    if (csrf() === "") throw Object.assign(new Error("signed out"), { status: 401 });
     account = (await api("GET", "/v1/account")).account;
   } catch (error) {
     account = undefined;
