@@ -100,7 +100,7 @@ function reload(proxy: RunningProxy): void {
     // and one taken back names nothing
     const notApplied = changedRestartOnly(config, next);
     reloadCounted("success");
-    logger.log("info", "config reloaded", { file: process.env.GATEWAY_CONFIG || EMBEDDED_CONFIG });
+    logger.log("info", "config reloaded", { file: configFileName() });
     if (notApplied.length > 0)
       logger.log("warn", "config reloaded without these settings, which take a restart", {
         settings: notApplied.join(", "),
@@ -114,10 +114,15 @@ function reload(proxy: RunningProxy): void {
   }
 }
 
+/** The config's file as an operator finds it: the embedded default is no file beside the binary. */
+function configFileName(): string {
+  return process.env.GATEWAY_CONFIG || `${EMBEDDED_CONFIG} (embedded)`;
+}
+
 function checkConfig(): never {
   try {
     const checked = loadConfig(endpointsByLabel);
-    const file = process.env.GATEWAY_CONFIG || EMBEDDED_CONFIG;
+    const file = configFileName();
     const labels = Object.keys(checked.upstreams).length;
     process.stdout.write(
       `${file}: valid (${labels} labels with upstreams; registry ${registryStamp}, ${endpointsByLabel.size} labels)\n`,

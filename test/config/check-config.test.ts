@@ -38,6 +38,6 @@ describe("--check-config with settings from the environment", () => {
       GATEWAY_PORT: "0",
     });
     expect(code).toBe(0);
-    expect(out).toContain("deploy/local.yaml: valid (1 labels with upstreams");
+    expect(out).toContain("deploy/local.yaml (embedded): valid (1 labels with upstreams");
   });
 });
