@@ -13,6 +13,8 @@ export interface EnvelopeRule {
   plainTextBody?: boolean;
   /** A 1.0 call is answered in 1.0's shape (JsonRpcPolicy.legacyReplies). */
   legacyReplies?: boolean;
+  /** The status of the node's own JSON-RPC errors (JsonRpcPolicy.errorStatus). */
+  errorStatus?: number;
   /** The node's errors carry nearcore's `name` and `cause` (JsonRpcPolicy.errorCauses). */
   errorCauses?: boolean;
 }

@@ -59,6 +59,11 @@ export interface JsonRpcPolicy {
    * gateway's own errors to it too (errors/respond.ts).
    */
   readonly legacyReplies: boolean;
+  /**
+   * The HTTP status at which the dialect's node answers its own JSON-RPC errors (registry `errorStatus`,
+   * bitcoind's 500): such an answer is the node's, not a failure of the node; 0 for none.
+   */
+  readonly errorStatus: number;
   readonly methods: ReadonlyMap<string, MethodAccess>;
   /** Methods that submit something (registry `writes`): never sent to a node twice. */
   readonly writes: ReadonlySet<string>;

@@ -106,7 +106,7 @@ export abstract class CallRun<Caller extends CallerSide = CallerSide> implements
 
   answered(attempt: AttemptHandler, statusCode: number): boolean {
     if (!this.#live.includes(attempt) || this.#winner !== undefined) return false;
-    const failedStatus = statusCode >= 500 || statusCode === 429;
+    const failedStatus = (statusCode >= 500 && statusCode !== this.call.errorStatus) || statusCode === 429;
     if (failedStatus) {
       attempt.upstream.health.failed("status", `HTTP ${statusCode}`);
       attempt.upstream.counts.failed += 1;

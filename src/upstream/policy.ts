@@ -39,6 +39,11 @@ export interface UpstreamCall {
   readonly stream: boolean;
   /** It submits something (registry `writes`): never sent to a second node unless the first refused it. */
   readonly write: boolean;
+  /**
+   * The status at which the node answers its own errors (registry `errorStatus`; 0 for none): an answer
+   * with it is relayed as any other, not a failure that moves the call to another node.
+   */
+  readonly errorStatus: number;
   /** Past this many answer bytes the call is aborted; Infinity for streams. */
   readonly maxBytes: number;
   /**

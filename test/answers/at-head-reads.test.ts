@@ -1,0 +1,82 @@
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { endpointsByLabel } from "../../generated/endpoints.js";
+import { DEFAULT_HEALTH } from "../../src/config/defaults.js";
+import type { LabelUpstreams } from "../../src/config/types.js";
+import type { Endpoint, Mount } from "../../src/registry/types.js";
+import { KEYS, type RunningGateway, startGateway } from "../support/gateway.js";
+import { type LoopbackNode, startLoopbackNode } from "../support/loopback-node.js";
+import { everyNodeInRotation } from "../support/rotation.js";
+import { nodeState, softwareNode } from "../support/software-node.js";
+
+// Every call the registry says reads at the node's head (`reads.atHead`: a tip's hash, an account's
+// state, a transaction looked up by hash) goes only to a node that has reached the head the label
+// served, as the head call does: a node a block behind answers from an older block, and the head a
+// caller sees through such a call went backwards (starknet.js's getBlockLatestAccepted, bitcoind's
+// getblockchaininfo). One label per interface that lists any, behind a node ahead and one behind.
+
+interface Case {
+  readonly endpoint: Endpoint;
+  readonly mount: Mount;
+  readonly methods: readonly string[];
+}
+
+const cases: Case[] = [];
+const interfaces = new Set<string>();
+for (const endpoint of endpointsByLabel.values()) {
+  const mount = endpoint.mounts[0];
+  const methods = mount?.policy.jsonrpc?.reads?.atHead;
+  if (endpoint.mounts.length !== 1 || mount === undefined || methods === undefined) continue;
+  if (interfaces.has(mount.policy.id)) continue;
+  interfaces.add(mount.policy.id);
+  cases.push({ endpoint, mount, methods });
+}
+
+describe("a read at the head goes only to a node at the served head, on every interface (loopback nodes)", () => {
+  const nodes = new Map<string, LoopbackNode[]>();
+  let gw: RunningGateway;
+
+  beforeAll(async () => {
+    const upstreams: Record<string, LabelUpstreams> = {};
+    await Promise.all(
+      cases.map(async ({ endpoint }, i) => {
+        const height = 1_000_000 + i * 1_000;
+        const pair = await Promise.all(
+          [height + 1, height].map((h) => startLoopbackNode(softwareNode(endpoint, nodeState(endpoint, h)))),
+        );
+        nodes.set(endpoint.label, pair);
+        upstreams[endpoint.label] = pair.map((node, n) => ({
+          url: node.url,
+          name: n === 0 ? "ahead" : "behind",
+        }));
+      }),
+    );
+    gw = await startGateway({ upstreams, health: { ...DEFAULT_HEALTH, probeIntervalMs: 100 } });
+  });
+  afterAll(async () => {
+    await gw?.close();
+    await Promise.all([...nodes.values()].flat().map((node) => node.close()));
+  });
+
+  it("covers the families whose callers saw the head go back", () => {
+    for (const id of ["bitcoin-core", "starknet", "ckb", "toncenter", "ethereum", "near"])
+      expect([...interfaces], id).toContain(id);
+  });
+
+  for (const { endpoint, mount, methods } of cases) {
+    it.concurrent(`${endpoint.label}: ${methods.join(", ")}`, async () => {
+      await everyNodeInRotation(gw, endpoint.label, 4_000);
+      const byName = !mount.policy.jsonrpc?.validate({ jsonrpc: "2.0", id: 1, method: "x", params: [] });
+      const [ahead, behind] = nodes.get(endpoint.label) as LoopbackNode[];
+      for (const method of methods) {
+        for (let i = 0; i < 4; i++) {
+          const body = JSON.stringify({ jsonrpc: "2.0", id: i + 1, method, params: byName ? {} : [] });
+          await gw.call(endpoint.label, `/${KEYS.all}/`, { body });
+        }
+        const asked = (node: LoopbackNode | undefined) =>
+          node?.requests.filter((r) => r.body.includes(`"${method}"`)).length;
+        expect(asked(behind), `${endpoint.label} ${method} reached the node behind`).toBe(0);
+        expect(asked(ahead), `${endpoint.label} ${method}`).toBe(4);
+      }
+    });
+  }
+});
