@@ -105,7 +105,8 @@ class SplitRun {
     this.#inFlight--;
     if (this.#over) return;
     if (error !== undefined || answer === undefined) {
-      this.#fail(error ?? new GatewayError("INTERNAL"));
+      // neither an error nor an answer is a bug: the boundary logs it with its stack
+      this.#fail(error ?? new Error("a sub-range ended with neither an answer nor an error"));
       return;
     }
     this.#bytes += answer.body.length;
@@ -157,7 +158,7 @@ class SplitRun {
     this.#done();
   }
 
-  #fail(error: GatewayError): void {
+  #fail(error: unknown): void {
     this.#over = true;
     this.#done(error);
   }

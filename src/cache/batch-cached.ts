@@ -2,7 +2,6 @@ import type { ServerResponse } from "node:http";
 import type { Span } from "@opentelemetry/api";
 import { learnHeights, showsHeight } from "../answers/examined.js";
 import { ANY_ORIGIN } from "../errors/respond.js";
-import { GatewayError } from "../errors/table.js";
 import { addRequestId, withRequestId } from "../http/request-id.js";
 import type { PassedCall } from "../jsonrpc/check.js";
 import { scanMembers } from "../jsonrpc/scan.js";
@@ -53,8 +52,8 @@ export function relayCachedBatch(
     fromNode(run);
     return;
   }
-  Promise.all(sharable.map(({ read }) => shared.get(call.group.label, read.key))).then(
-    (found) => {
+  Promise.all(sharable.map(({ read }) => shared.get(call.group.label, read.key)))
+    .then((found) => {
       found.forEach((entry, n) => {
         const { c, read, i } = sharable[n] as (typeof sharable)[number];
         // an archive node's answer is kept for keys with archive access, which a batch never reads as
@@ -64,13 +63,13 @@ export function relayCachedBatch(
         parts[i] = withId(entry, c.id ?? "null");
       });
       fromNode(run);
-    },
-    // a bug past the lookup (the shared layer answers its own failures with undefined)
-    () => {
+    })
+    // the shared layer answers its own failures with undefined: a bug of the code above, which the
+    // request's error boundary logs with its stack (relay-cached.ts says why it must be caught here)
+    .catch((bug: unknown) => {
       looked(lookup, "failed");
-      done(new GatewayError("INTERNAL"));
-    },
-  );
+      done(bug);
+    });
 }
 
 /** The batch's state between its lookups and the node's answer. */

@@ -4,7 +4,7 @@ import { fetchByTier, TIER_HEADER, type TierFields } from "../answers/archive.js
 import { fetchByHash } from "../answers/by-hash.js";
 import { learnHeights, showsHeight } from "../answers/examined.js";
 import { ANY_ORIGIN, EXPOSED_HEADERS } from "../errors/respond.js";
-import { GatewayError } from "../errors/table.js";
+import type { GatewayError } from "../errors/table.js";
 import { pushRequestId, withRequestId } from "../http/request-id.js";
 import { CACHE } from "../tracing/attributes.js";
 import type { WholeAnswer } from "../upstream/buffered-answer.js";
@@ -218,27 +218,29 @@ function joinOrFly(missed: Missed, lookup: Span | undefined): void {
     fromNode();
     return;
   }
-  shared.get(call.group.label, read.key).then(
-    (found) => {
+  shared
+    .get(call.group.label, read.key)
+    .then((found) => {
       if (found === undefined || (found.tier === "archive" && !mayArchive)) return fromNode();
       looked(lookup, "hit");
       landed();
       cache.counts.hit++;
       cache.set(read.key, { ...found, epoch: FINAL, expiresAt: Number.POSITIVE_INFINITY });
       deliver(flight, found, "hit", 200, note);
-    },
-    (failure: unknown) => {
+    })
+    // The shared layer answers its own failures with undefined: what lands here is a bug of the code
+    // above, thrown inside a promise, where nothing else would catch it and Node would end the process.
+    // Each waiting client's request ends at its error boundary, which logs it with its stack (a request
+    // that had its answer already is ended once: the boundary only logs the second).
+    .catch((bug: unknown) => {
       looked(lookup, "failed");
       landed();
-      // a bug past the lookup: each waiting client's request ends at its error boundary
-      const error = failure instanceof GatewayError ? failure : new GatewayError("INTERNAL");
       for (const w of flight.waiters) {
         w.wait?.end(performance.now());
-        w.done(error);
+        w.done(bug);
       }
       land(flight, undefined);
-    },
-  );
+    });
 }
 
 /** The answer for every client waiting on a flight: the first as `first` says, the others coalesced. */

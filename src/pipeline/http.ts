@@ -209,7 +209,8 @@ export class HttpExchange {
       const charged = this.#stages.chargeRate(mounted, authorized); // 5
       if (authorized.outgoing === undefined) {
         const answer = authorized.answer;
-        if (answer === undefined) throw new GatewayError("INTERNAL");
+        // a bug, which the boundary logs with its stack
+        if (answer === undefined) throw new Error("a request authorized with neither an answer nor a call");
         sendJson(this.#res, answer.status, answer.body);
         // The gateway's refusal, as the caller's JSON-RPC error objects carry it, for the log and metrics.
         this.#access.error = answer.code;
@@ -245,7 +246,7 @@ export class HttpExchange {
       if (call.stream) this.#req.socket.setTimeout(0);
       // 7: a partial batch's answer is read whole and merged, a range too wide for one node is split,
       // and any other answer streams through
-      const done = (error?: GatewayError) => {
+      const done = (error?: unknown) => {
         // what a caller wrote may change what it reads next at the head: those answers are not kept past it
         if (call.write) call.group.wrote(mounted.admitted);
         this.#end(error, replyId);

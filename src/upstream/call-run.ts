@@ -174,7 +174,12 @@ export abstract class CallRun<Caller extends CallerSide = CallerSide> implements
       return;
     }
     if (this.#hasAnother() && !clientGone(this.res)) this.#launch("hedge");
-    else {
+    else if (this.#mayWiden()) {
+      // the one node at the head is slow: the rest of the label may answer, as when it fails
+      this.hedgeAt = this.#deadlineAt;
+      hedgeClock.add(this);
+      this.#widen("hedge");
+    } else {
       this.hedgeAt = this.#deadlineAt;
       hedgeClock.add(this);
     }
@@ -208,7 +213,7 @@ export abstract class CallRun<Caller extends CallerSide = CallerSide> implements
     // The clock holds the call's hedge, and its deadline: undici's headers timeout below starts only once a
     // request has a connection, and one queued behind busy connections would otherwise wait without end.
     const hedgeAt =
-      !call.write && this.#hasAnother()
+      !call.write && (this.#hasAnother() || this.#mayWiden())
         ? attempt.startedAt + upstream.health.hedgeDelay(call.limits.hedgeMinMs, call.limits.hedgeMaxMs)
         : Number.POSITIVE_INFINITY;
     this.hedgeAt = Math.min(hedgeAt, this.#deadlineAt);
@@ -266,39 +271,50 @@ export abstract class CallRun<Caller extends CallerSide = CallerSide> implements
   }
 
   /** After `#mayWiden()`: the wait `#begin` makes for a node to reach the block, once, then the rest. */
-  #widen(): void {
+  #widen(why: "retry" | "hedge" = "retry"): void {
     this.#widened = true;
     const { group, atLeast } = this.call;
     const wait = Math.min(group.headWaitMs, this.#deadlineAt - performance.now());
-    if (!this.#waitedForHead && wait > 0 && group.behind(atLeast)) {
+    // the nodes at the block may all be the ones tried, still in rotation (a hung one is, until the prober
+    // sees it): wait for another to get there
+    if (!this.#waitedForHead && wait > 0 && this.#untriedAtBlock().length === 0) {
       this.#waitedForHead = true;
       group.answers.add("head_wait");
-      group.served.whenReached(atLeast, wait, () => this.#goOnWidened());
+      group.served.whenReached(atLeast, wait, () => this.#goOnWidened(why));
       return;
     }
-    this.#goOnWidened();
+    this.#goOnWidened(why);
   }
 
-  #goOnWidened(): void {
-    if (this.#finished) return;
+  #goOnWidened(why: "retry" | "hedge"): void {
+    if (this.#finished || this.#winner !== undefined) return;
     const untried = this.#untried();
     if (untried.length === 0 || clientGone(this.res)) {
-      this.#finish(this.#failure());
+      // a slow attempt still on its way may yet answer, within the deadline the clock holds
+      if (this.#live.length === 0) this.#finish(this.#failure());
       return;
     }
     this.#order = [...this.#order.slice(0, this.#next), ...untried];
-    this.#launch("retry");
+    this.#launch(why);
   }
 
   /** The group's members not yet tried: those at the block first, else the highest first. */
   #untried(): Upstream[] {
-    const { group, write, atLeast, exclude } = this.call;
-    const tried = this.#order.slice(0, this.#next);
-    const fresh = (list: readonly Upstream[]) => list.filter((m) => m !== exclude && !tried.includes(m));
-    const atBlock = fresh(group.choose(write, atLeast, exclude));
+    const atBlock = this.#untriedAtBlock();
     if (atBlock.length > 0) return atBlock;
-    group.answers.add("head_wait_in_vain");
-    return fresh(group.highestFirst(write));
+    this.call.group.answers.add("head_wait_in_vain");
+    return this.#fresh(this.call.group.highestFirst(this.call.write));
+  }
+
+  #untriedAtBlock(): Upstream[] {
+    const { group, write, atLeast, exclude } = this.call;
+    return this.#fresh(group.choose(write, atLeast, exclude));
+  }
+
+  /** Of `list`, the members this call has not tried, nor may. */
+  #fresh(list: readonly Upstream[]): Upstream[] {
+    const tried = this.#order.slice(0, this.#next);
+    return list.filter((m) => m !== this.call.exclude && !tried.includes(m));
   }
 
   /** What the caller gets when no attempt answered. */

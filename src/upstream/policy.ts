@@ -71,7 +71,7 @@ export interface UpstreamCall {
 }
 
 /** Called once when a relay is over: with nothing when the answer went out whole, else with why not. */
-export type RelayDone = (error?: GatewayError) => void;
+export type RelayDone = (error?: unknown) => void;
 
 /** One keep-alive undici Pool per upstream origin, with every timeout set (undici's defaults are 300 s). */
 export function poolPerOrigin(origin: string, limits: Limits["upstream"]): Dispatcher {

@@ -1,9 +1,9 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { endpointsByLabel } from "../../generated/endpoints.js";
-import { DEFAULT_HEALTH } from "../../src/config/defaults.js";
+import { DEFAULT_HEALTH, DEFAULT_LIMITS } from "../../src/config/defaults.js";
 import type { Endpoint } from "../../src/registry/types.js";
 import { KEYS, type RunningGateway, startGateway } from "../support/gateway.js";
-import { type LoopbackNode, startLoopbackNode } from "../support/loopback-node.js";
+import { type LoopbackNode, type Responder, startLoopbackNode } from "../support/loopback-node.js";
 import type { NodeState } from "../support/node-software.js";
 import { everyNodeInRotation } from "../support/rotation.js";
 import { nodeState, softwareNode } from "../support/software-node.js";
@@ -50,5 +50,48 @@ describe("a head-relative read whose only node at the served head dies (loopback
     const after = await gw.call("vet", `/${KEYS.all}/blocks/best`);
     expect(after.status, JSON.stringify(after.json)).toBe(200);
     expect(after.json).toMatchObject({ number: H + 1 });
+  });
+});
+
+describe("a head-relative read whose only node at the served head hangs (loopback VeChain Thor)", () => {
+  let nodes: LoopbackNode[];
+  let behind: NodeState;
+  let hung = false;
+  let gw: RunningGateway;
+
+  beforeAll(async () => {
+    behind = nodeState(vet, H);
+    const ahead = softwareNode(vet, nodeState(vet, H + 1));
+    // a node that stops answering, its connections open: a hung process, or a host gone quiet
+    const hanging: Responder = (request) => (hung ? new Promise(() => {}) : ahead(request));
+    nodes = await Promise.all([
+      startLoopbackNode(hanging),
+      startLoopbackNode(softwareNode(vet, () => behind)),
+    ]);
+    gw = await startGateway({
+      upstreams: { vet: nodes.map((node, i) => ({ url: node.url, name: i === 0 ? "ahead" : "behind" })) },
+      health: { ...DEFAULT_HEALTH, probeIntervalMs: 100 },
+      limits: { upstream: { ...DEFAULT_LIMITS.upstream, hedgeMinMs: 50, hedgeMaxMs: 100 } },
+    });
+    await everyNodeInRotation(gw);
+  });
+  afterAll(async () => {
+    await gw?.close();
+    await Promise.all((nodes ?? []).map((node) => node.close()));
+  });
+
+  it("is hedged on the node behind once it reaches that head, well within the call's deadline", async () => {
+    const first = await gw.call("vet", `/${KEYS.all}/blocks/best`);
+    expect(first.json).toMatchObject({ number: H + 1 });
+    hung = true;
+    setTimeout(() => {
+      behind = nodeState(vet, H + 1);
+    }, 200).unref();
+    const started = performance.now();
+    const after = await gw.call("vet", `/${KEYS.all}/blocks/best`);
+    expect(after.status, JSON.stringify(after.json)).toBe(200);
+    expect(after.json).toMatchObject({ number: H + 1 });
+    // the deadline is 10 s: the answer came from the hedge, not from the slow node's giving up
+    expect(performance.now() - started).toBeLessThan(DEFAULT_LIMITS.upstream.deadlineMs / 2);
   });
 });

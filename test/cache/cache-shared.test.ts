@@ -114,6 +114,37 @@ describe.skipIf(own.skip)(
       expect([reached("0x7"), reached("0x8")]).toEqual([1, 1]);
     });
 
+    it("a bug met past a shared hit ends that request at the error boundary, logged, and the process goes on", async () => {
+      await block(a, "0x9", 1);
+      await eventually(() => (shared[0]?.counts.stored ?? 0) >= 4, 2_000, "a's answer stored in Redis");
+      const cache = b.gateway.upstreams.group("eth", "/")?.cache;
+      if (cache === undefined) throw new Error("eth has no cache");
+      const set = cache.set.bind(cache);
+      // a defect inside the hit's promise callback: it threw where nothing caught it, and Node's default
+      // for an unhandled rejection ends the process
+      cache.set = () => {
+        throw new TypeError("a defect in the cache's set");
+      };
+      try {
+        const broken = await b.call("eth", `/${KEYS.all}`, {
+          body: JSON.stringify({
+            jsonrpc: "2.0",
+            id: 3,
+            method: "eth_getBlockByNumber",
+            params: ["0x9", false],
+          }),
+        });
+        expect(broken.status).toBe(500);
+        expect(broken.text).toContain("INTERNAL");
+        expect(
+          b.logs.some((l) => l.includes('"unhandled"') && l.includes("a defect in the cache's set")),
+        ).toBe(true);
+      } finally {
+        cache.set = set;
+      }
+      expect((await block(b, "0x9", 4)).json.result.hash).toMatch(/^0x/);
+    });
+
     it("an answer read at the head is not shared", async () => {
       const latest = (
         await a.call("eth", `/${KEYS.all}`, {
