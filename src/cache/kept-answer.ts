@@ -173,7 +173,11 @@ function lifetimeOf(
     if (top !== undefined && rules.changing.some((member) => top.has(member))) final = false;
   }
   if (final) return "final";
-  return empty ? undefined : "head";
+  if (empty) return undefined;
+  // an answer that should say its block and does not (a transaction still in the mempool, `blockNumber:
+  // null`) changes as soon as a block takes it: not kept at all
+  if (lifetime.kind === "blockIn" && heightAt(result, lifetime.path, rules) === undefined) return undefined;
+  return "head";
 }
 
 /** Whether the call's answer can no longer change, by its lifetime and the label's finalized height. */

@@ -250,6 +250,25 @@ describe("the answer cache on a real anvil", () => {
     }
   });
 
+  it("a transaction still in the mempool (blockNumber null) is not kept: once mined, its block shows", async () => {
+    await node.rpc("evm_setAutomine", [false]);
+    try {
+      // sent to the node itself, so that no write through the gateway moves what it keeps
+      const hash = await node.rpc<string>("eth_sendRawTransaction", [await transfer(4n)]);
+      const pending = [
+        await call("eth_getTransactionByHash", [hash]),
+        await call("eth_getTransactionByHash", [hash]),
+      ];
+      expect(pending.map((p) => (p.result as { blockNumber: unknown }).blockNumber)).toEqual([null, null]);
+      expect(pending[1]?.cache).toBe("miss");
+      await node.rpc("evm_mine", []);
+      const mined = await call("eth_getTransactionByHash", [hash]);
+      expect((mined.result as { blockNumber: unknown }).blockNumber).toMatch(/^0x[0-9a-f]+$/);
+    } finally {
+      await node.rpc("evm_setAutomine", [true]);
+    }
+  });
+
   it("a block above the finalized height is kept only while the head stays", async () => {
     const head = Number((await node.rpc<string>("eth_blockNumber", [])) as string);
     // the head the gateway serves has caught up with the blocks the tests before mined: it stays now
