@@ -92,6 +92,8 @@ export class HttpExchange {
   /** The calls' compute units (stage 4), and the rules that price an archive node's answer. */
   #computeUnits = 0;
   #unitRules: ComputeUnits | undefined = undefined;
+  /** What an answer from the cache costs, as a share of its price (the plan's `cachedShare`). */
+  #cachedShare = 1;
   #archiveEndpoint = false;
   /** The compute units reserved against the key's quota (stage 5), settled at the end. */
   #quota: QuotaHold | undefined = undefined;
@@ -205,6 +207,7 @@ export class HttpExchange {
       if (authorized.batchIds !== undefined) this.#batch = authorized;
       this.#note(authorized);
       this.#unitRules = mounted.mount.policy.computeUnits;
+      this.#cachedShare = mounted.admitted.plan?.cachedShare ?? 1;
       this.#archiveEndpoint = mounted.admitted.endpoint.nodeClass === "archive";
       const charged = this.#stages.chargeRate(mounted, authorized); // 5
       if (authorized.outgoing === undefined) {
@@ -317,7 +320,8 @@ export class HttpExchange {
     const priced = archive ? archiveUnits(units, rules) : units;
     // an answer the cache gave, or one node answer shared, costs what the plan says
     const cached = this.#access.cache === "hit" || this.#access.cache === "coalesced";
-    const share = this.#quota?.cachedShare ?? 1;
+    // the plan's, whether or not it has a quota: a bill counts these units too
+    const share = this.#cachedShare;
     return cached && share !== 1 ? Math.round(priced * share) : priced;
   }
 

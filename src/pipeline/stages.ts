@@ -206,7 +206,8 @@ export class Stages {
     const plan = admitted.plan;
     const principal = admitted.principal;
     if (plan === undefined || principal === undefined || !plan.hasQuota || units <= 0) return undefined;
-    const scope = plan.quotaPer === "account" ? principal.accountId : principal.quotaScope;
+    // an account's keys of one plan spend one quota; a key of another plan on the account spends its own
+    const scope = plan.quotaPer === "account" ? `${principal.accountId}:${plan.name}` : principal.quotaScope;
     const hold = new QuotaHold(this.#quotas, scope, principal, plan, units);
     const decided = this.#quotas.take(scope, hold.limits, units, plan.computeUnitRate.perSecond);
     if (decided instanceof Promise) return decided.then((decision) => hold.granted(decision));

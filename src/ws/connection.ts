@@ -113,6 +113,7 @@ export class Connection {
       rules: this.#rules,
       policy: this.#policy,
       limits: options.limits,
+      cachedShare: mounted.admitted.plan?.cachedShare ?? 1,
       cache: options.cache,
       get closed() {
         return connection.#closed;

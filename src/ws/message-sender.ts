@@ -40,6 +40,8 @@ export interface SenderHost {
   readonly rules: CallRules;
   readonly policy: JsonRpcPolicy;
   readonly limits: Limits;
+  /** What an answer from the cache costs, as a share of its price (the plan's `cachedShare`; 1 without one). */
+  readonly cachedShare: number;
   readonly cache: CachedCalls | undefined;
   readonly closed: boolean;
   /** A WebSocket-only call went upstream: the node holds state for the connection now. */
@@ -90,9 +92,10 @@ export class MessageSender {
     if (looked === "following" || (looked !== undefined && "answer" in looked)) {
       // an answer from the cache, or one node answer shared, costs what the plan says (its cachedShare),
       // as over HTTP
-      if (hold !== undefined && hold.cachedShare !== 1) {
-        seen.units = Math.round(seen.units * hold.cachedShare);
-        hold.settle(seen.units);
+      const share = this.#host.cachedShare;
+      if (share !== 1) {
+        seen.units = Math.round(seen.units * share);
+        hold?.settle(seen.units);
       }
       if (looked === "following") {
         this.#following++;

@@ -1,7 +1,9 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { endpointsByLabel } from "../../generated/endpoints.js";
+import { DEFAULT_CACHE } from "../../src/config/defaults.js";
+import type { PlanSpec } from "../../src/config/types.js";
 import type { Endpoint, Mount } from "../../src/registry/types.js";
-import { KEYS, type RunningGateway, rpcBody, startGateway } from "../support/gateway.js";
+import { KEYS, type RunningGateway, rpcBody, startGateway, TEST_PLANS } from "../support/gateway.js";
 import { jsonRpcResponder, type LoopbackNode, startLoopbackNode } from "../support/loopback-node.js";
 
 // Compute units (docs/compute-units.md): each call's cost from the registry, counted per label for what the
@@ -89,5 +91,32 @@ describe("compute units counted by the gateway", () => {
       200,
     );
     expect(await gw.metric("gateway_compute_units_total", { label: "eth-archive" })).toBe(before + 2 * 10);
+  });
+});
+
+describe("a cached answer costs the plan's cachedShare, whether or not the plan has a quota", () => {
+  it("on a plan without a quota: a miss at its full price, a hit at half", async () => {
+    const key = "FNhalfNoQuota00000000000000000000";
+    const node = await startLoopbackNode(jsonRpcResponder({ eth_chainId: "0x1" }));
+    const shared = TEST_PLANS.shared as PlanSpec;
+    const gw = await startGateway({
+      upstreams: { eth: [node.url] },
+      cache: { ...DEFAULT_CACHE, enabled: true },
+      plans: { ...TEST_PLANS, half: { ...shared, dailyQuota: 0, monthlyQuota: 0, cachedShare: 0.5 } },
+      keys: [{ key, networks: "*", plan: "half", rate: { perSecond: 1e6, burst: 1e6 } }],
+    });
+    try {
+      const spent = () => gw.metric("gateway_compute_units_total", { label: "eth" });
+      const before = await spent();
+      const first = await gw.call("eth", `/${key}`, { body: rpcBody("eth_chainId") });
+      expect(first.headers["x-cache"]).toBe("miss");
+      expect(await spent()).toBe(before + 5);
+      const second = await gw.call("eth", `/${key}`, { body: rpcBody("eth_chainId") });
+      expect(second.headers["x-cache"]).toBe("hit");
+      expect(await spent()).toBe(before + 5 + Math.round(5 * 0.5));
+    } finally {
+      await gw.close();
+      await node.close();
+    }
   });
 });

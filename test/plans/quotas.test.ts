@@ -174,15 +174,15 @@ describe("quotas in compute units", () => {
 });
 
 describe("a quota per account", () => {
-  it("is spent by every key of the account together; another account's key goes on", async () => {
+  it("is spent by every key of the account on that plan together; another account's key, or the account's key of another plan, goes on", async () => {
     const node = await startLoopbackNode(jsonRpcResponder({ eth_blockNumber: "0x10" }));
-    const team = (keyId: string, accountId: string): Principal => ({
+    const team = (keyId: string, accountId: string, onPlan = "team"): Principal => ({
       keyId,
       quotaScope: keyId,
       accountId,
       networks: "*",
       archive: false,
-      plan: "team",
+      plan: onPlan,
       rate: RATE,
       rules: undefined,
     });
@@ -190,21 +190,32 @@ describe("a quota per account", () => {
       ["FNteamFirst0000000000000000000", team("FNteamFi", "account:7")],
       ["FNteamSecond000000000000000000", team("FNteamSe", "account:7")],
       ["FNteamOther0000000000000000000", team("FNteamOt", "account:8")],
+      // the same account, on a larger plan whose quota is the account's too: a quota of its own
+      ["FNteamLarger000000000000000000", team("FNteamLa", "account:7", "larger")],
     ]);
     const byDigest = new Map([...keys].map(([key, principal]) => [keyHash(key), principal]));
     const gw = await startGateway({
       upstreams: { eth: [node.url] },
-      plans: { ...DEFAULT_PLANS, team: plan({ dailyQuota: 30, quotaPer: "account" }) },
+      plans: {
+        ...DEFAULT_PLANS,
+        team: plan({ dailyQuota: 30, quotaPer: "account" }),
+        larger: plan({ dailyQuota: 1_000, quotaPer: "account" }),
+      },
       keyStore: { lookup: (digest) => byDigest.get(digest) },
     });
     try {
       const send = (key: string) => gw.call("eth", `/${key}`, { body: rpcBody("eth_blockNumber") });
+      // the account's key of the larger plan spends 30 units first: none of the team plan's
+      for (let i = 0; i < 3; i++) expect((await send("FNteamLarger000000000000000000")).status).toBe(200);
       expect((await send("FNteamFirst0000000000000000000")).status).toBe(200);
       expect((await send("FNteamFirst0000000000000000000")).status).toBe(200);
       expect((await send("FNteamSecond000000000000000000")).status).toBe(200); // 30: the account's quota
       expect((await send("FNteamSecond000000000000000000")).status).toBe(402);
       expect((await send("FNteamFirst0000000000000000000")).status).toBe(402);
       expect((await send("FNteamOther0000000000000000000")).status).toBe(200);
+      expect((await send("FNteamLarger000000000000000000")).status).toBe(200);
+      // and the larger plan's spending never lets the smaller plan's keys past theirs
+      expect((await send("FNteamFirst0000000000000000000")).status).toBe(402);
     } finally {
       await gw.close();
       await node.close();

@@ -115,3 +115,61 @@ describe.each(STORES)("a rotated key (%s store)", (store) => {
     expect(byId(other.id)?.quota.used.today).toBe(10);
   });
 });
+
+// On a plan whose quota is the account's, every key of the account on it spends one quota: each key's
+// meter reads what they spent together, not its own share (a key refused at the quota read 0 %).
+describe("the overview of a quota per account", () => {
+  let smtp: SmtpCapture;
+  let fx: AccountsFixture;
+  let node: LoopbackNode;
+  let gw: RunningGateway;
+  let usage: UsageCounter;
+  const email = "team@example.com";
+  const plans = {
+    ...TEST_PLANS,
+    shared: { ...(TEST_PLANS.shared as PlanSpec), dailyQuota: 30, quotaPer: "account" as const },
+  };
+
+  beforeAll(async () => {
+    smtp = await startSmtp();
+    fx = await startAccounts({}, smtp.port, "sqlite", {
+      domain: "localhost",
+      listen: { host: "127.0.0.1", port: 0 },
+      support: { email: "support@example.com", dedicatedNodeUrl: "https://example.com/dedicated" },
+      plans,
+    });
+    node = await startLoopbackNode(jsonRpcResponder({ eth_blockNumber: "0x2a" }));
+    usage = new UsageCounter(new SqliteUsageSink(fx.database), 3_600_000);
+    gw = await startGateway({ upstreams: { eth: [node.url] }, keyStore: fx.accounts.keys, usage, plans });
+  });
+  afterAll(async () => {
+    await gw?.close();
+    await usage?.close();
+    await node?.close();
+    await fx?.close();
+    await smtp?.close();
+  });
+
+  it("each key's meter reads what the account's keys on the plan spent together", async () => {
+    const confirmation = smtp.next(email);
+    await fx.api("POST", "/v1/signup", { email });
+    const session = (await fx.api("POST", "/v1/confirm", { token: tokenIn(await confirmation) })).json
+      .session;
+    const order = async () => {
+      const delivery = smtp.next(email);
+      const ordered = await fx.api("POST", "/v1/orders", { network: "eth" }, session);
+      expect(ordered.status).toBe(201);
+      return { id: ordered.json.key.id as number, key: keyIn(await delivery) };
+    };
+    const [a, b] = [await order(), await order()];
+    await fx.accounts.keys.refresh();
+    for (let i = 0; i < 3; i++)
+      expect((await gw.call("eth", `/${a.key}`, { body: rpcBody("eth_blockNumber") })).status).toBe(200);
+    expect((await gw.call("eth", `/${b.key}`, { body: rpcBody("eth_blockNumber") })).status).toBe(402);
+    await usage.flush();
+    const overview = await fx.api("GET", "/v1/overview", undefined, session);
+    const keys = overview.json.keys as { id: number; quota: { per: string; used: { today: number } } }[];
+    expect(keys.find((k) => k.id === b.id)?.quota).toMatchObject({ per: "account", used: { today: 30 } });
+    expect(keys.find((k) => k.id === a.id)?.quota.used.today).toBe(30);
+  });
+});

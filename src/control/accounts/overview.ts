@@ -89,7 +89,10 @@ export async function overviewOf(context: ServiceContext, account: Account): Pro
     const spent = (list: typeof own): Spent =>
       list.reduce((sum, r) => ({ calls: sum.calls + r.calls, units: sum.units + r.units }), ZERO);
     const plan = plans[key.plan];
-    const line = new Set(lines.get(key.quotaPrefix) ?? [key.prefix]);
+    // who spends the quota: the key's line (the keys it replaced by rotation too), or every key of the
+    // account on the plan, when the plan's quota is the account's
+    const spenders = plan?.quotaPer === "account" ? keys.filter((k) => k.plan === key.plan) : [key];
+    const line = new Set(spenders.flatMap((k) => lines.get(k.quotaPrefix) ?? [k.prefix]));
     const lineRows = rows.filter((r) => line.has(r.key));
     return {
       id: key.id,

@@ -73,19 +73,10 @@ async function overviewView() {
       "section",
       { class: "card", "data-key-id": key.id, "aria-labelledby": `key-${key.id}` },
       el("h2", { id: `key-${key.id}` }, el("code", {}, `${key.prefix}…`), ` ${key.plan} plan`),
-      // a per-key quota is spent by the key's line (the keys it replaced by rotation too): the meter says so
-      quotaMeter(
-        "Today",
-        key.quota.per === "key" ? key.quota.used.today : key.today.units,
-        key.quota.daily,
-        key.prefix,
-      ),
-      quotaMeter(
-        "This month",
-        key.quota.per === "key" ? key.quota.used.month : key.month.units,
-        key.quota.monthly,
-        key.prefix,
-      ),
+      // what spends the quota: the key's line (the keys it replaced by rotation too), or on a plan whose
+      // quota is the account's, every key of the account on that plan
+      quotaMeter("Today", key.quota.used.today, key.quota.daily, key.prefix),
+      quotaMeter("This month", key.quota.used.month, key.quota.monthly, key.prefix),
       key.quota.per === "account"
         ? el("p", { class: "note" }, "This plan's quotas count every key of your account on it together.")
         : [],
