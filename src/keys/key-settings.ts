@@ -82,7 +82,8 @@ function checkedEntry(
     const origin = entry.toLowerCase().replace(/\/$/, "");
     if (!ORIGIN.test(origin))
       return refuse("an origin, such as https://app.example.com or https://*.example.com");
-    return origin;
+    // a browser's Origin never names its scheme's own port: kept as it will be compared
+    return origin.replace(/^(https:\/\/[^/]*):443$|^(http:\/\/[^/]*):80$/, "$1$2");
   }
   if (kind === "ips") {
     const [address, bits, extra] = entry.split("/");
@@ -204,10 +205,12 @@ export class KeyRules {
     }
     const scheme = url.protocol.slice(0, -1);
     const host = url.hostname;
+    // the URL leaves out its scheme's own port; an entry may name it (app.example.com:443)
+    const port = url.port || (scheme === "https" ? "443" : scheme === "http" ? "80" : "");
     return origins.some(
       (o) =>
         (o.scheme === undefined || o.scheme === scheme) &&
-        (o.port === undefined || o.port === url.port) &&
+        (o.port === undefined || o.port === port) &&
         (o.wildcard ? host.endsWith(`.${o.host}`) : host === o.host),
     );
   }

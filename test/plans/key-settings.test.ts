@@ -1,5 +1,6 @@
 import { generateKeyPairSync, type KeyObject, sign } from "node:crypto";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { endpointsByLabel } from "../../generated/endpoints.js";
 import type { StaticKey } from "../../src/config/types.js";
 import { checkedSettings, KeyRules } from "../../src/keys/key-settings.js";
 import { DOMAIN, type RunningGateway, rpcBody, startGateway, TEST_KEYS } from "../support/gateway.js";
@@ -211,6 +212,20 @@ describe("key settings", () => {
     const refused = await trigger("TXYZopYRdj2D9XRtbG411XZZ3kM5VkAeBf");
     expect(refused.status).toBe(403);
     expect((refused.json as { error: { code: string } }).error.code).toBe("KEY_SETTING_REFUSED");
+    // and on every route the registry says names one: the solidity and PBFT APIs' as the full node's
+    const routes = (endpointsByLabel.get("trx")?.mounts ?? [])
+      .flatMap((m) => Object.keys(m.policy.contracts ?? {}))
+      .filter((route) => route.startsWith("POST "));
+    expect(routes).toContain("POST /walletsolidity/triggerconstantcontract");
+    for (const route of routes) {
+      const other = await gw.call("trx", `/${KEY.contracts}${route.split(" ")[1]}`, {
+        body: JSON.stringify({
+          owner_address: TRON_CONTRACT,
+          contract_address: "TXYZopYRdj2D9XRtbG411XZZ3kM5VkAeBf",
+        }),
+      });
+      expect(other.status, route).toBe(403);
+    }
   });
 
   it("a JWT with every call: ES256 or RS256 from an uploaded key; missing, expired or a stranger's is refused", async () => {
@@ -304,5 +319,19 @@ describe("checking settings a customer sends", () => {
     expect(wrong({ jwtKeys: [{ pem: privatePem }] })).toBe("jwtKeys[0]");
     expect(wrong({ colours: ["red"] })).toBe("colours");
     expect(KeyRules.of({})).toBeUndefined();
+  });
+
+  it("an origin saved with its scheme's own port matches what a browser sends, which never names it", () => {
+    expect(checkedSettings({ origins: ["https://app.example.com:443", "http://b.example:80"] })).toEqual({
+      origins: ["https://app.example.com", "http://b.example"],
+    });
+    // saved before it was kept without it, or with no scheme: the port compares as the browser's default
+    const rules = KeyRules.of({ origins: ["https://app.example.com:443", "c.example:443", "d.example:8443"] });
+    expect(rules?.allowsOrigin("https://app.example.com")).toBe(true);
+    expect(rules?.allowsOrigin("https://app.example.com:443")).toBe(true);
+    expect(rules?.allowsOrigin("https://c.example")).toBe(true);
+    expect(rules?.allowsOrigin("http://c.example")).toBe(false);
+    expect(rules?.allowsOrigin("https://d.example")).toBe(false);
+    expect(rules?.allowsOrigin("https://d.example:8443")).toBe(true);
   });
 });
