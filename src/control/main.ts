@@ -1,12 +1,42 @@
 #!/usr/bin/env node
+import { parseArgs } from "node:util";
 import { networkCodes } from "../../generated/endpoints.js";
-import { exitOnStartFailure, LISTENERS, listen, loadConfigOrExit, onStopSignal } from "../lifecycle.js";
+import { EXIT, exitOnStartFailure, LISTENERS, listen, loadConfigOrExit, onStopSignal } from "../lifecycle.js";
 import { createLogger } from "../log.js";
 import { createControlPlane } from "./plane.js";
 
 // The control plane, alone: `node dist/control-plane.js` (npm run build). It creates and migrates the
 // account store the deployment config names, sends e-mail, and serves the self-service API. Proxies read
 // the store's key grants on their own (proxy/main.ts).
+const USAGE = `usage: node dist/control-plane.js [--config PATH] [--help]
+
+  --config PATH    the deployment config (the same as GATEWAY_CONFIG), whose accounts section names the
+                   store, the mail and the self-service listener; the embedded default without it
+  --help           this text
+
+exit codes: 0 stopped by a signal; 1 failed to start (a port taken, the store unreachable); 2 an invalid
+config or command line.
+
+Environment: GATEWAY_CONFIG, GATEWAY_ACCOUNTS_DB, GATEWAY_ACCOUNTS_PORT, GATEWAY_SMTP_URL, … (docs/configuration.md).`;
+
+// the same command line as the proxy's (proxy/main.ts): a flag it does not know is refused, not ignored
+// while the embedded default's store is made in the working directory
+const args = (() => {
+  try {
+    return parseArgs({
+      options: { config: { type: "string" }, help: { type: "boolean", short: "h" } },
+    }).values;
+  } catch (error) {
+    process.stderr.write(`${(error as Error).message}\n\n${USAGE}\n`);
+    process.exit(EXIT.INVALID);
+  }
+})();
+if (args.help) {
+  process.stdout.write(`${USAGE}\n`);
+  process.exit(EXIT.OK);
+}
+if (args.config !== undefined) process.env.GATEWAY_CONFIG = args.config;
+
 // the control plane uses neither Redis nor the proxies' traces: a host without their secrets runs it
 const config = loadConfigOrExit(["sharedLimits", "tracing"]);
 const logger = createLogger(config.log.level);

@@ -326,7 +326,9 @@ describe("checking settings a customer sends", () => {
       origins: ["https://app.example.com", "http://b.example"],
     });
     // saved before it was kept without it, or with no scheme: the port compares as the browser's default
-    const rules = KeyRules.of({ origins: ["https://app.example.com:443", "c.example:443", "d.example:8443"] });
+    const rules = KeyRules.of({
+      origins: ["https://app.example.com:443", "c.example:443", "d.example:8443"],
+    });
     expect(rules?.allowsOrigin("https://app.example.com")).toBe(true);
     expect(rules?.allowsOrigin("https://app.example.com:443")).toBe(true);
     expect(rules?.allowsOrigin("https://c.example")).toBe(true);
