@@ -227,6 +227,8 @@ export class UpstreamGroup {
     const candidates = this.members.filter((member) => member.health.usableAsLastResort);
     if (candidates.length > 0 && candidates.every((member) => member.health.unreachable))
       return "no upstream of this network takes connections";
+    if (states.size === 1 && states.has("wrong-chain"))
+      return "every upstream of this network is on another chain than the network's";
     if (write && states.has("failing")) return "every upstream of this network that takes writes is failing";
     return "every upstream of this network is out of rotation";
   }

@@ -5,7 +5,7 @@ import { createLogger } from "../../src/log.js";
 import { type RunningProxy, runProxy } from "../../src/proxy/run.js";
 import { type Anvil, startAnvil } from "../support/anvil.js";
 import { eventually } from "../support/eventually.js";
-import { DOMAIN, KEYS, TEST_KEYS } from "../support/gateway.js";
+import { DOMAIN, KEYS, startGateway, TEST_KEYS } from "../support/gateway.js";
 import { parseExposition } from "../support/prometheus-text.js";
 
 // An operator points `eth` (registry chainId 1) at two real anvil nodes, one of them started as BNB Smart
@@ -112,5 +112,28 @@ describe("a node on another chain than its label's", () => {
       { name: "eth-node", state: "healthy", lagBlocks: 0 },
       { name: "bsc-node", state: "wrong-chain" },
     ]);
+  });
+});
+
+describe("a label whose every node is on another chain", () => {
+  it("answers NO_UPSTREAM saying so, for the caller and the operator", async () => {
+    const bsc = await startAnvil({ chainId: 56 });
+    const gw = await startGateway({
+      upstreams: { eth: [{ url: bsc.url, name: "bsc-node" }] },
+      health: { ...DEFAULT_HEALTH, probeIntervalMs: 100 },
+    });
+    try {
+      const member = () => gw.gateway.upstreams.group("eth", "/")?.members[0];
+      await eventually(() => member()?.health.state === "wrong-chain", 5_000, "the node seen on chain 56");
+      const answer = await gw.call("eth", `/${KEYS.all}`, {
+        body: '{"jsonrpc":"2.0","id":1,"method":"eth_chainId","params":[]}',
+      });
+      expect(answer.status).toBe(503);
+      expect(answer.text).toContain("NO_UPSTREAM");
+      expect(answer.text).toContain("on another chain");
+    } finally {
+      await gw.close();
+      await bsc.stop();
+    }
   });
 });
