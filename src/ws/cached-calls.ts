@@ -12,6 +12,7 @@ import {
 import type { PassedCall } from "../jsonrpc/check.js";
 import type { HeadCall, ReadRules } from "../registry/types.js";
 import type { UpstreamGroup } from "../upstream/group.js";
+import type { Upstream } from "../upstream/upstreams.js";
 
 /** A call that went to the node on a miss: what the cache keeps of its answer, read in this head epoch. */
 export interface CacheKeep {
@@ -90,10 +91,14 @@ export class CachedCalls {
   }
 
   /** The node's answer to a call that missed: kept if its lifetime allows, shared when final, and given to the calls waiting on it. */
-  keep(keep: CacheKeep, members: ReadonlyMap<string, string>): void {
+  keep(keep: CacheKeep, members: ReadonlyMap<string, string>, node: Upstream): void {
     const cache = this.#group.cache;
     if (cache === undefined) return;
-    const kept = keptMembers(members, 200, keep.read, this.#group, cache.settings, keep.epoch);
+    let kept = keptMembers(members, 200, keep.read, this.#group, cache.settings, keep.epoch);
+    // A connection's node is whichever it opened on, not one chosen for the label's served head as an HTTP
+    // read's is: an answer read at the head by a node behind that head is the connection's own, never
+    // kept for callers who were served a higher head, nor given to the calls waiting on it.
+    if (kept !== undefined && kept.entry.epoch !== FINAL && behindServed(node, this.#group)) kept = undefined;
     this.#land(cache, keep.flight, kept === undefined ? undefined : { ...kept.entry, tier: undefined });
     if (kept === undefined || !kept.store) return;
     const entry = { ...kept.entry, tier: undefined };
@@ -112,4 +117,10 @@ export class CachedCalls {
     this.#opened.delete(flight);
     landSocketFlight(cache, flight, entry);
   }
+}
+
+/** Whether a node's head, as far as it is known, is below the head the label served. */
+function behindServed(node: Upstream, group: UpstreamGroup): boolean {
+  const head = node.health.head;
+  return head !== undefined && head < group.served.height;
 }

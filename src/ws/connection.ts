@@ -322,7 +322,7 @@ export class Connection {
     subscribed: (call, id) => this.#remember(call, id),
     unsubscribed: (target) => this.#remembered.remove(target),
     wrote: () => this.#options.onWrite(),
-    kept: (keep, members) => this.#options.cache?.keep(keep, members),
+    kept: (keep, members) => this.#options.cache?.keep(keep, members, this.#node),
     answered: (message) => endMessage(message.span, this.#label, methodOf(message), undefined),
   };
 

@@ -1,9 +1,10 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { DEFAULT_CACHE } from "../../src/config/defaults.js";
+import { DEFAULT_CACHE, DEFAULT_HEALTH } from "../../src/config/defaults.js";
 import type { PlanSpec } from "../../src/config/types.js";
 import { LocalQuotaLedger } from "../../src/plans/quota-ledger.js";
 import { eventually } from "../support/eventually.js";
 import { DOMAIN, KEYS, type RunningGateway, startGateway, TEST_PLANS } from "../support/gateway.js";
+import { jsonRpcResponder, type LoopbackNode, startLoopbackNode } from "../support/loopback-node.js";
 import { evmNode, type LoopbackWsNode, startLoopbackWsNode } from "../support/loopback-ws-node.js";
 import { resolveTestHosts } from "../support/test-hosts.js";
 import { Client } from "../support/ws-client.js";
@@ -241,5 +242,75 @@ describe("identical calls in flight on a label's WebSockets reach the node once"
       result: { ...BLOCK, hash },
     });
     other.close();
+  });
+});
+
+// A connection's node is the one it opened on, which may be a block behind the head the label served to
+// HTTP callers: what it answers at the head is the connection's own. Kept, it went to HTTP callers as a hit
+// after they had been served the higher head.
+describe("an answer at the head from a connection's node behind the served head", () => {
+  let nodes: LoopbackWsNode[];
+  let httpNodes: LoopbackNode[];
+  let gw: RunningGateway;
+  let restore: () => void;
+
+  beforeAll(async () => {
+    restore = resolveTestHosts();
+    // each node's balance of any address: what it read at its own head
+    const heads = [
+      { eth_blockNumber: "0xa", eth_getBalance: "0x2" },
+      { eth_blockNumber: "0x9", eth_getBalance: "0x1" },
+    ];
+    nodes = await Promise.all(heads.map((results) => startLoopbackWsNode(evmNode(results))));
+    httpNodes = await Promise.all(
+      heads.map((results) => startLoopbackNode(jsonRpcResponder({ ...results, eth_chainId: "0x1" }))),
+    );
+    gw = await startGateway({
+      upstreams: {
+        eth: nodes.map((node, i) => ({
+          url: httpNodes[i]?.url as string,
+          ws: node.wsUrl,
+          name: i === 0 ? "ahead" : "behind",
+        })),
+      },
+      cache: { ...DEFAULT_CACHE, enabled: true, headMaxAgeMs: 60_000 },
+      health: { ...DEFAULT_HEALTH, probeIntervalMs: 100 },
+    });
+    const read = () => gw.gateway.upstreams.group("eth", "/")?.members.map((m) => m.health.head);
+    await eventually(() => read()?.join() === "10,9", 5_000, "both nodes' heads read");
+  });
+  afterAll(async () => {
+    await gw?.close();
+    await Promise.all([...(nodes ?? []), ...(httpNodes ?? [])].map((node) => node.close()));
+    restore?.();
+  });
+
+  it("is the connection's alone: HTTP callers never get it from the cache", async () => {
+    const balance = async (address: string) =>
+      (
+        await gw.call("eth", `/${KEYS.all}`, {
+          body: JSON.stringify({
+            jsonrpc: "2.0",
+            id: 1,
+            method: "eth_getBalance",
+            params: [address, "latest"],
+          }),
+        })
+      ).json as { result: string };
+    const addressOf = (i: number) => `0x${String(i).padStart(40, "0")}`;
+    // the label has served block 10
+    expect((await balance(addressOf(99))).result).toBe("0x2");
+    // connections open on the label's nodes in turn: one of the first few is on the node behind, and reads
+    // there (an address of its own each, so that none is answered from another's)
+    const clients: Client[] = [];
+    let lagging = -1;
+    for (let i = 0; i < 6 && lagging < 0; i++) {
+      const client = await Client.open(`ws://eth.${DOMAIN}:${gw.port}/${KEYS.all}`);
+      clients.push(client);
+      if ((await client.call("eth_getBalance", [addressOf(i), "latest"])).result === "0x1") lagging = i;
+    }
+    expect(lagging).toBeGreaterThanOrEqual(0);
+    expect((await balance(addressOf(lagging))).result).toBe("0x2");
+    for (const client of clients) client.close();
   });
 });
