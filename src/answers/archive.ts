@@ -96,13 +96,25 @@ export function fetchByTier(
     fromArchive();
     return;
   }
+  const full = (answer: WholeAnswer): void => {
+    note.tier = "full";
+    callback(undefined, answer, "full");
+  };
+  const unknown = [...tier.missingState, ...(call.reads?.unknownBlock ?? [])];
   fetchWhole({ ...call, tier: undefined }, caller, note, (error, answer) => {
     if (error !== undefined || answer === undefined) callback(error);
-    else if (missingState(answer, tier.missingState)) fromArchive();
-    else {
-      note.tier = "full";
-      callback(undefined, answer, "full");
-    }
+    else if (!errorNames(answer, unknown)) full(answer);
+    else if (call.reads?.stateByHash === true && call.group.members.length > 1) {
+      // A block named by hash that this full node does not know may be one it has not seen yet, not one
+      // too old for it (the caller had the hash from a node ahead): another full node is asked first.
+      call.group.answers.add("by_hash_again");
+      fetchWhole({ ...call, tier: undefined, exclude: answer.upstream }, caller, note, (again, second) => {
+        if (again === undefined && second !== undefined && !errorNames(second, unknown)) full(second);
+        else if (errorNames(second ?? answer, tier.missingState)) fromArchive();
+        else full(second ?? answer);
+      });
+    } else if (errorNames(answer, tier.missingState)) fromArchive();
+    else full(answer);
   });
 }
 
@@ -175,10 +187,10 @@ function archiveRequired(tier: TierPlan): GatewayError {
 }
 
 /**
- * Whether a node's answer is a JSON-RPC error that says it has no such state: one of `texts` in its message,
- * data or cause (nearcore puts the reason in `cause.name`, with a generic message).
+ * Whether a node's answer is a JSON-RPC error with one of `texts` in its message, data or cause: it has no
+ * such state, or no such block (nearcore puts the reason in `cause.name`, with a generic message).
  */
-function missingState(answer: WholeAnswer, texts: readonly string[]): boolean {
+function errorNames(answer: WholeAnswer, texts: readonly string[]): boolean {
   let error: unknown;
   try {
     error = (JSON.parse(answer.body.toString("utf8")) as { error?: unknown }).error;

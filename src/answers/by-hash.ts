@@ -41,8 +41,9 @@ export function fetchByHash(
   note: UpstreamFields,
   callback: (error: GatewayError | undefined, answer?: WholeAnswer) => void,
 ): void {
+  const unknown = call.reads?.unknownBlock ?? [];
   fetchWhole(call, caller, note, (error, first) => {
-    if (error !== undefined || first === undefined || !answeredNull(first)) {
+    if (error !== undefined || first === undefined || !answeredUnknown(first, unknown)) {
       callback(error, first);
       return;
     }
@@ -70,7 +71,7 @@ function askAgainInBatch(
   const unanswered =
     answers === undefined
       ? []
-      : byHash.filter((c) => (answerTo(answers, c) as { result?: unknown } | undefined)?.result === null);
+      : byHash.filter((c) => unknownIn(answerTo(answers, c), call.reads?.unknownBlock ?? []));
   if (answers === undefined || unanswered.length === 0) {
     send(res, first);
     done();
@@ -91,15 +92,28 @@ function askAgainInBatch(
   });
 }
 
-/** Whether a JSON-RPC answer's result is null. */
-function answeredNull(answer: WholeAnswer): boolean {
-  if (answer.statusCode !== 200) return false;
+/**
+ * Whether a JSON-RPC answer says the node does not know the block: a null result, or an error with one of
+ * `unknown` in it (at whatever status its software answers errors: bitcoind's 500).
+ */
+function answeredUnknown(answer: WholeAnswer, unknown: readonly string[]): boolean {
+  if (answer.statusCode !== 200 && unknown.length === 0) return false;
   try {
-    const parsed = JSON.parse(answer.body.toString("utf8")) as { result?: unknown };
-    return parsed !== null && typeof parsed === "object" && "result" in parsed && parsed.result === null;
+    return unknownIn(JSON.parse(answer.body.toString("utf8")), unknown);
   } catch {
     return false;
   }
+}
+
+/** Whether one call's answer is null, or an error naming the block as one the node does not know. */
+function unknownIn(answer: unknown, unknown: readonly string[]): boolean {
+  if (answer === null || typeof answer !== "object") return false;
+  const { result, error } = answer as { result?: unknown; error?: unknown };
+  if (error !== undefined && error !== null) {
+    const text = JSON.stringify(error);
+    return unknown.some((wanted) => text.includes(wanted));
+  }
+  return "result" in answer && result === null;
 }
 
 function send(res: ServerResponse, answer: WholeAnswer): void {

@@ -33,6 +33,8 @@ export class ReadNeed {
   byHash = false;
   /** The calls that name a block by hash: in a batch, those a node answers null are asked of another. */
   readonly byHashCalls: PassedCall[] = [];
+  /** Error texts that, as null does, say a node does not know the block named by hash (`reads.unknownBlock`). */
+  unknownBlock: readonly string[] = [];
   /** The calls that read state at a named block: in a batch, those a full node refuses go to archive nodes. */
   readonly stateCalls: PassedCall[] = [];
 }
@@ -120,6 +122,7 @@ export function readNeed(
     if (named === "hash") {
       need.byHash = true;
       need.byHashCalls.push(call);
+      if (rules.unknownBlock !== undefined) need.unknownBlock = rules.unknownBlock;
       if (rules.archive?.state.includes(call.method)) {
         need.stateByHash = true;
         need.stateCalls.push(call);

@@ -128,6 +128,11 @@ export interface ReadRules {
   readonly heightIn?: Readonly<Record<string, readonly string[]>>;
   /** Method → how it takes a block range, for calls whose answer is a list of what the range holds. */
   readonly ranges?: Readonly<Record<string, RangeRule>>;
+  /**
+   * Error texts of a node that does not know a block named by hash (bitcoind's "Block not found"): such a
+   * read is asked once more of another node of the label, as one it answered null (answers/by-hash.ts).
+   */
+  readonly unknownBlock?: readonly string[];
   /** Which reads need old state, how much a full node keeps, and how a node says it has none. */
   readonly archive?: ArchiveRule;
   /** Which answers the gateway may keep, and for how long (src/cache/, docs/cache.md). */
