@@ -106,7 +106,7 @@ export function readNeed(
     }
     const range = rules?.ranges?.[call.method];
     if (rules !== undefined && range !== undefined) {
-      const read = rangeRead(call, range, rules.block);
+      const read = rangeRead(rules, call, range, rules.block);
       if (read !== undefined) {
         need ??= new ReadNeed();
         need.ranges.push(read);
@@ -161,17 +161,43 @@ export function blockParam(rules: ReadRules, call: PassedCall): unknown {
     for (const [member, wanted] of Object.entries(when))
       if ((params as Record<string, unknown>)[member] !== wanted) return NO_BLOCK_PARAM;
   }
-  return position === "params" ? params : Array.isArray(params) ? params[position] : undefined;
+  return position === "params" ? params : paramAt(rules, call.method, params, position);
+}
+
+/**
+ * The param at `position` of a call's params: by its place in an array, or, in an object of params by name
+ * (`{"block_id": …}`, as some SDKs send them), by the name the registry gives that place (`reads.paramNames`).
+ */
+function paramAt(rules: ReadRules, method: string, params: unknown, position: number): unknown {
+  if (Array.isArray(params)) return params[position];
+  const name = rules.paramNames?.[method]?.[position];
+  if (name === undefined || typeof params !== "object" || params === null) return undefined;
+  return (params as Record<string, unknown>)[name];
 }
 
 /** A range call's range object, or undefined when it names no range (`eth_getLogs` by `blockHash`). */
-function rangeRead(call: PassedCall, rule: RangeRule, block: BlockParamRule): RangeRead | undefined {
+function rangeRead(
+  rules: ReadRules,
+  call: PassedCall,
+  rule: RangeRule,
+  block: BlockParamRule,
+): RangeRead | undefined {
   const params = (call.call.value as { params?: unknown }).params;
-  const filter = rule.param === "params" ? params : Array.isArray(params) ? params[rule.param] : undefined;
+  const filter = rule.param === "params" ? params : paramAt(rules, call.method, params, rule.param);
   if (typeof filter !== "object" || filter === null || Array.isArray(filter)) return undefined;
   const members = filter as Record<string, unknown>;
   if (block.hashMember !== undefined && members[block.hashMember] !== undefined) return undefined;
-  return { call, rule, block, params: Array.isArray(params) ? params : [], filter: members };
+  return { call, rule, block, params: positional(rules, call.method, params), filter: members };
+}
+
+/** A call's params in their positional order, those sent by name placed by the registry's names. */
+function positional(rules: ReadRules, method: string, params: unknown): readonly unknown[] {
+  if (Array.isArray(params)) return params;
+  const names = rules.paramNames?.[method];
+  if (names === undefined || typeof params !== "object" || params === null) return [];
+  const values = names.map((name) => (params as Record<string, unknown>)[name]);
+  while (values.length > 0 && values.at(-1) === undefined) values.pop();
+  return values;
 }
 
 /**

@@ -129,6 +129,11 @@ export interface ReadRules {
   /** Method → how it takes a block range, for calls whose answer is a list of what the range holds. */
   readonly ranges?: Readonly<Record<string, RangeRule>>;
   /**
+   * Method → its params' names, in their positional order (the OpenRPC names): where an envelope takes
+   * params by name too, a call's block param and range are found by name (`at`, `ranges`' `param`).
+   */
+  readonly paramNames?: Readonly<Record<string, readonly string[]>>;
+  /**
    * Error texts of a node that does not know a block named by hash (bitcoind's "Block not found"): such a
    * read is asked once more of another node of the label, as one it answered null (answers/by-hash.ts).
    */

@@ -112,6 +112,12 @@ describe("readNeed on other dialects", () => {
     ).toMatchObject({
       byHash: true,
     });
+    // by name, as starknet.js sends its params
+    const named = { block_id: { block_number: 7 }, contract_address: "0x1" };
+    expect(need(call("starknet_getNonce", named as never), "starknet")).toMatchObject({ highestBlock: 7 });
+    expect(
+      need(call("starknet_getBlockWithTxHashes", { block_id: { block_hash: "0x3" } } as never), "starknet"),
+    ).toMatchObject({ byHash: true });
   });
 
   it("nearcore: finality reads at the head, block_id names a block; Substrate: a hash is named, none left out is the head", () => {
@@ -148,6 +154,9 @@ describe("ranges that page themselves: refused when too wide, never split", () =
     });
     expect(plan(call("starknet_getEvents", [filter(1, 50_000)]), "starknet").split).toBeUndefined();
     expect(() => plan(call("starknet_getEvents", [filter(1, 500_000)]), "starknet")).toThrow("block range");
+    // by name, as starknet.js sends it: the same range, the same refusal
+    const byName = call("starknet_getEvents", { filter: filter(1, 500_000) } as never);
+    expect(() => plan(byName, "starknet")).toThrow("block range");
   });
 
   it("toncenter: a seqno names a masterchain block for the block calls only with workchain -1; Ogmios reads at the tip", () => {
