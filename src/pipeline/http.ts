@@ -209,7 +209,10 @@ export class HttpExchange {
       this.#unitRules = mounted.mount.policy.computeUnits;
       this.#cachedShare = mounted.admitted.plan?.cachedShare ?? 1;
       this.#archiveEndpoint = mounted.admitted.endpoint.nodeClass === "archive";
-      const charged = this.#stages.chargeRate(mounted, authorized); // 5
+      // what it will cost as planned: a split range's parts, a read the archive tier answers at once
+      const units = this.#stages.plannedUnits(mounted, authorized.outgoing, authorized.computeUnits);
+      const priced = units === authorized.computeUnits ? authorized : { ...authorized, computeUnits: units };
+      const charged = this.#stages.chargeRate(mounted, priced); // 5
       if (authorized.outgoing === undefined) {
         const answer = authorized.answer;
         // a bug, which the boundary logs with its stack
@@ -220,7 +223,7 @@ export class HttpExchange {
         this.#end();
         return;
       }
-      const held = this.#stages.holdQuota(mounted, authorized.computeUnits); // 5, the quota
+      const held = this.#stages.holdQuota(mounted, units); // 5, the quota
       if (held instanceof Promise)
         held.then(
           (hold) => this.#relay(mounted, authorized, charged, hold, replyId),

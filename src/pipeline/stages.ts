@@ -16,6 +16,7 @@ import { KeyLookup } from "../keys/digest.js";
 import type { KeyRules } from "../keys/key-settings.js";
 import { KEY_PREFIX, type KeyStore, looksLikeKey, type Principal } from "../keys/types.js";
 import { type RateLimiter, TokenBuckets } from "../limits/token-bucket.js";
+import { archiveUnits } from "../plans/compute-units.js";
 import { PlanBook } from "../plans/plan-terms.js";
 import { QuotaHold } from "../plans/quota-hold.js";
 import { LocalQuotaLedger, type QuotaLedger } from "../plans/quota-ledger.js";
@@ -175,6 +176,28 @@ export class Stages {
       this.#take(`cu:${admitted.clientId}`, plan.computeUnitRate, message.computeUnits, "compute units");
     // The brand is the type's alone: the message goes on as it is, with nothing allocated per request.
     return message as unknown as Charged<Message>;
+  }
+
+  /**
+   * 5, before the charge: what a message will cost as stage 6 will plan it, so that its rate and quota hold
+   * what it costs, not its calls' registry price alone. A range split into sub-ranges costs a call for each,
+   * and a read the archive tier answers at once the archive factor (docs/compute-units.md). A read a full
+   * node refuses and the archive tier then answers is priced at settlement: no one can tell before.
+   */
+  plannedUnits(mounted: Mounted, outgoing: Outgoing | undefined, units: number): number {
+    const reads = outgoing?.reads;
+    // most calls: no range, and no state at a numbered block (one named by hash is never sent to archive at once)
+    if (reads === undefined || units <= 0 || (reads.ranges.length === 0 && reads.stateBlock < 0))
+      return units;
+    const group = this.#upstreams.group(mounted.admitted.endpoint.label, mounted.mount.path);
+    if (group === undefined) return units;
+    let planned = units;
+    const split = reads.ranges.length === 0 ? undefined : this.#planRanges(reads, group).split;
+    if (split !== undefined) planned *= Math.ceil((split.to - split.from + 1) / split.size);
+    const tier = this.#tierPlan(mounted, reads, group);
+    if (tier?.direct === true && tier.mayArchive)
+      planned = archiveUnits(planned, mounted.mount.policy.computeUnits);
+    return planned;
   }
 
   #take(id: string, rate: RateSpec, cost: number, unit: "calls" | "compute units"): void {

@@ -120,3 +120,47 @@ describe("a cached answer costs the plan's cachedShare, whether or not the plan 
     }
   });
 });
+
+// A range split into sub-ranges costs a call for each: its rate and quota hold that price before it goes,
+// not its one call's (a split eth_getLogs went past a quota and a burst it was checked against at 75).
+describe("a split range's price is held before it goes", () => {
+  it("a quota it would pass refuses it, and a burst it exceeds too, with no call at the node", async () => {
+    const node = await startLoopbackNode(jsonRpcResponder({ eth_getLogs: [] }));
+    const shared = TEST_PLANS.shared as PlanSpec;
+    const keys = { quota: "FNsplitQuota000000000000000000000", burst: "FNsplitBurst000000000000000000000" };
+    const gw = await startGateway({
+      upstreams: { eth: [node.url] },
+      blockRanges: { eth: { eth_getLogs: { splitAbove: 500 } } },
+      plans: {
+        ...TEST_PLANS,
+        // 250 units a day: one eth_getLogs (75) fits, four sub-ranges (300) do not
+        small: { ...shared, dailyQuota: 250, monthlyQuota: 0 },
+        narrow: {
+          ...shared,
+          dailyQuota: 0,
+          monthlyQuota: 0,
+          computeUnitRate: { perSecond: 100, burst: 200 },
+        },
+      },
+      keys: [
+        { key: keys.quota, networks: "*", plan: "small", rate: { perSecond: 1e6, burst: 1e6 } },
+        { key: keys.burst, networks: "*", plan: "narrow", rate: { perSecond: 1e6, burst: 1e6 } },
+      ],
+    });
+    try {
+      // 2,000 blocks at 500 a sub-range: four calls at the node, 300 units
+      const wide = rpcBody("eth_getLogs", [{ fromBlock: "0x1", toBlock: "0x7d0" }]);
+      const narrow = rpcBody("eth_getLogs", [{ fromBlock: "0x1", toBlock: "0x2" }]);
+      const overQuota = await gw.call("eth", `/${keys.quota}`, { body: wide });
+      expect(overQuota.status).toBe(402);
+      expect((await gw.call("eth", `/${keys.quota}`, { body: narrow })).status).toBe(200);
+      const overBurst = await gw.call("eth", `/${keys.burst}`, { body: wide });
+      expect(overBurst.status).toBe(413);
+      expect(overBurst.text).toContain("REQUEST_OVER_BURST");
+      expect(node.requests.filter((r) => r.body.includes("eth_getLogs"))).toHaveLength(1);
+    } finally {
+      await gw.close();
+      await node.close();
+    }
+  });
+});
