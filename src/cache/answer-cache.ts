@@ -134,6 +134,11 @@ export class AnswerCache {
     this.#entries.set(key, entry);
   }
 
+  /** Every answer goes: the blocks they were read from may no longer be on the chain (group.ts `wentBack`). */
+  forgetAll(): void {
+    this.#entries.clear();
+  }
+
   /** Bytes held, as the budget counts them. */
   get bytes(): number {
     return this.#entries.calculatedSize;

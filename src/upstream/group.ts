@@ -111,6 +111,19 @@ export class UpstreamGroup {
     return this.#finalized;
   }
 
+  /**
+   * A node's own head went back to `height` (a reorg, a dev chain reverted): what was read at the head may
+   * be gone. Below the label's finalized height, what was final is not either: only a chain reverted or
+   * started again (anvil's evm_revert) does that, and every answer kept for the label may be from blocks
+   * no longer there. They go, and the finalized height is learned again.
+   */
+  wentBack(height: number): void {
+    this.served.moved();
+    if (height >= this.#finalized) return;
+    this.#finalized = -1;
+    this.cache?.forgetAll();
+  }
+
   /** A node in rotation named its finalized block: the label's finalized height rises to it, never falls. */
   finalizedSeen(height: number): void {
     if (height > this.#finalized) this.#finalized = height;

@@ -395,6 +395,26 @@ describe("the answer cache on a real anvil", () => {
     }
   });
 
+  it("after evm_revert past the finalized height, no answer from the blocks it took away is served", async () => {
+    const snapshot = await node.rpc<string>("evm_snapshot", []);
+    const base = Number(await node.rpc<string>("eth_blockNumber", []));
+    await node.rpc("anvil_mine", ["0x50", "0x1"]);
+    // a block final once the 80 are mined: kept until evicted
+    const block = `0x${(base + 5).toString(16)}`;
+    await eventually(() => finalizedHeight() >= base + 5, 3_000, "the new finalized height read");
+    const before = (await call("eth_getBlockByNumber", [block, false])).result as { hash: string };
+    expect((await call("eth_getBlockByNumber", [block, false])).cache).toBe("hit");
+    // the chain goes back under its finalized block, and 80 other blocks are mined, 2 s apart
+    await node.rpc("evm_revert", [snapshot]);
+    await eventually(() => finalizedHeight() < base + 5, 3_000, "the label's finality learned again");
+    await node.rpc("anvil_mine", ["0x50", "0x2"]);
+    const now = (await node.rpc<{ hash: string }>("eth_getBlockByNumber", [block, false])).hash;
+    expect(now).not.toBe(before.hash);
+    const head = await node.rpc<string>("eth_blockNumber", []);
+    await eventually(async () => (await call("eth_blockNumber", [])).result === head, 3_000, "the head seen");
+    expect(((await call("eth_getBlockByNumber", [block, false])).result as { hash: string }).hash).toBe(now);
+  });
+
   it("a revert at a final block is kept as the node's answer; other errors never are", async () => {
     // calling the zero address with a value it cannot take reverts nowhere; an invalid opcode from code we set does
     await node.rpc("anvil_setCode", [OTHER, "0x60006000fd"]); // PUSH1 0 PUSH1 0 REVERT
