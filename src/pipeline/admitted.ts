@@ -7,6 +7,7 @@ import type { PlanTerms } from "../plans/plan-terms.js";
 import type { Endpoint } from "../registry/types.js";
 import { TRACE_PARENT_HEADER } from "../tracing/trace-parent.js";
 import type { RequestTrace } from "../tracing/tracing.js";
+import type { Resolved } from "./stages.js";
 
 /** Stage 2's value: a request that passed admission, where it goes and on whose behalf. */
 export class Admitted {
@@ -29,8 +30,9 @@ export class Admitted {
   #ip: string | undefined = undefined;
   #publicId: string | undefined = undefined;
 
+  /** Made of stage 1's value, which only stage 1 makes: no request is admitted before its endpoint is known. */
   constructor(
-    endpoint: Endpoint,
+    resolved: Resolved,
     target: RequestTarget,
     principal: Principal | undefined,
     plan: PlanTerms | undefined,
@@ -39,7 +41,7 @@ export class Admitted {
     requestId: string | undefined = undefined,
     trace: RequestTrace | string | undefined = undefined,
   ) {
-    this.endpoint = endpoint;
+    this.endpoint = resolved.endpoint;
     this.target = target;
     this.principal = principal;
     this.plan = plan;

@@ -16,7 +16,7 @@ import {
   sendJson,
 } from "../errors/respond.js";
 import { type ErrorCode, GatewayError } from "../errors/table.js";
-import type { Authorized, Outgoing, RoutedRequest } from "../families/family.js";
+import type { Authorized, RoutedRequest } from "../families/family.js";
 import { collectBody, expectsContinue, unreadBodyTooLarge } from "../http/body.js";
 import { clientGone } from "../http/client-gone.js";
 import { checkFraming } from "../http/framing.js";
@@ -223,7 +223,7 @@ export class HttpExchange {
         this.#end();
         return;
       }
-      const held = this.#stages.holdQuota(mounted, units); // 5, the quota
+      const held = this.#stages.holdQuota(mounted, charged); // 5, the quota
       if (held instanceof Promise)
         held.then(
           (hold) => this.#relay(mounted, authorized, charged, hold, replyId),
@@ -245,8 +245,7 @@ export class HttpExchange {
   ): void {
     this.#quota = hold;
     try {
-      const outgoing = authorized.outgoing as Outgoing;
-      const call = this.#stages.planUpstream(mounted, charged, outgoing); // 6
+      const call = this.#stages.planUpstream(mounted, charged); // 6
       this.#methodClass = classOf(call, authorized);
       // A stream stays open while the node pushes: the socket's idle timeout must not cut it.
       if (call.stream) this.#req.socket.setTimeout(0);

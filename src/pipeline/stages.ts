@@ -41,13 +41,16 @@ import { Admitted } from "./admitted.js";
  *   7. relay             the one asynchronous tail (upstream/policy.ts)            HTTP request, WS message
  *
  * Stages 1–6 are plain synchronous functions: each returns a value or throws a GatewayError, and none
- * reaches back into another. The transports run them: pipeline/http.ts for a request (reading the body
+ * reaches back into another (but for a quota that a ledger shared through Redis must ask it about: then
+ * holdQuota's hold is a promise). The transports run them: pipeline/http.ts for a request (reading the body
  * between the two halves of stage 4), ws/upgrade.ts at a WebSocket upgrade and ws/message-intake.ts for each
  * message on it. The README's request-flow diagram is this list.
  *
  * The order is in the types: each stage takes the value of the stage before it (Resolved, Admitted,
  * Mounted, the family's Authorized or the message's CheckedMessage, Charged), and only the stage that
- * makes a value can make it, so a transport cannot call a stage before the ones it depends on. A new
+ * makes a value can make it (Resolved, Mounted and Charged carry a brand no other module can write, and
+ * an Admitted is made of a Resolved), so a transport cannot call a stage before the ones it depends on:
+ * test/pipeline/stage-order.test.ts holds such calls, which must not compile. A new
  * stage takes the value of the one before it and gives the next its own.
  */
 export class Stages {
@@ -88,7 +91,7 @@ export class Stages {
     const endpoint = this.#endpoints.get(host.label);
     if (endpoint === undefined || (host.kind === "public" && !endpoint.public))
       throw new GatewayError("UNKNOWN_NETWORK");
-    return { endpoint, publicHost: host.kind === "public" };
+    return { endpoint, publicHost: host.kind === "public" } as Resolved;
   }
 
   /**
@@ -102,7 +105,7 @@ export class Stages {
       publicHost && target.key === undefined ? undefined : this.#authenticate(target.key, endpoint);
     const plan = principal === undefined ? undefined : this.#plans.terms(principal.plan);
     const admitted = new Admitted(
-      endpoint,
+      resolved,
       target,
       principal,
       plan,
@@ -140,7 +143,7 @@ export class Stages {
       if (mount.path === "/" || target.path === mount.path || target.path.startsWith(`${mount.path}/`)) {
         const depth = mount.path === "/" ? 0 : mount.path.split("/").length - 1;
         const segments = depth === 0 ? target.segments : target.segments.slice(depth);
-        return { admitted, mount, family: this.#families[mount.policy.family], segments };
+        return { admitted, mount, family: this.#families[mount.policy.family], segments } as Mounted;
       }
     }
     throw new GatewayError("NOT_FOUND");
@@ -156,7 +159,8 @@ export class Stages {
     const mount = admitted.endpoint.mounts.find((m) => m.policy.jsonrpc !== undefined);
     if (mount === undefined)
       throw new GatewayError("WEBSOCKET_NOT_OFFERED", { label: admitted.endpoint.label });
-    return { admitted, mount, family: this.#families[mount.policy.family], segments: [] };
+    const segments: readonly string[] = [];
+    return { admitted, mount, family: this.#families[mount.policy.family], segments } as Mounted;
   }
 
   /**
@@ -224,7 +228,11 @@ export class Stages {
    * first: then the answer is a promise. Nothing to hold for a public caller, a plan without quotas or a
    * message that costs nothing.
    */
-  holdQuota(mounted: Mounted, units: number): QuotaHold | Promise<QuotaHold> | undefined {
+  holdQuota(
+    mounted: Mounted,
+    charged: Charged<{ readonly computeUnits: number }>,
+  ): QuotaHold | Promise<QuotaHold> | undefined {
+    const units = charged.computeUnits;
     const { admitted } = mounted;
     const plan = admitted.plan;
     const principal = admitted.principal;
@@ -243,9 +251,11 @@ export class Stages {
    */
   planUpstream(
     mounted: Mounted,
-    _charged: Charged<{ readonly outgoing: Outgoing | undefined }>,
-    outgoing: Outgoing,
+    charged: Charged<{ readonly outgoing: Outgoing | undefined }>,
   ): UpstreamCall {
+    const outgoing = charged.outgoing;
+    // a message with nothing to send was answered at stage 4 and never gets here
+    if (outgoing === undefined) throw new Error("stage 6 reached by a message with nothing to send");
     const { target } = mounted.admitted;
     const group = this.upstreamGroup(mounted);
     const { reads } = outgoing;
@@ -415,6 +425,8 @@ function checkKeySettings(rules: KeyRules, admitted: Admitted, req: IncomingMess
 }
 
 declare const charged: unique symbol;
+declare const resolved: unique symbol;
+declare const mounted: unique symbol;
 
 /**
  * Stage 5's value: a message whose cost the caller's rate allowed. Only `chargeRate` makes one (the brand,
@@ -422,10 +434,11 @@ declare const charged: unique symbol;
  */
 export type Charged<Message> = Message & { readonly [charged]: true };
 
-/** Stage 1's value. */
+/** Stage 1's value; only `resolveEndpoint` makes one (its brand, as Charged's, is the types' alone). */
 export interface Resolved {
   readonly endpoint: Endpoint;
   readonly publicHost: boolean;
+  readonly [resolved]: true;
 }
 
 /** Stage 3's value: the admitted request, its mount, the family serving it, and the path below the mount. */
@@ -434,4 +447,5 @@ export interface Mounted {
   readonly mount: Mount;
   readonly family: Family;
   readonly segments: readonly string[];
+  readonly [mounted]: true;
 }

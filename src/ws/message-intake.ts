@@ -88,7 +88,7 @@ export class MessageIntake {
       if (message.batch) seen.batch = batchAnswers(message);
       seen.units = this.#unitsOf(message);
       const charged = stages.chargeRate(mounted, { ...message, computeUnits: seen.units }); // 5
-      const held = stages.holdQuota(mounted, seen.units); // 5, the quota
+      const held = stages.holdQuota(mounted, charged); // 5, the quota
       if (!(held instanceof Promise)) return sender.send(charged, text, seen, held); // 7
       // the quota asked Redis: this message goes on with its answer, the next ones wait for it
       this.#queued = [];
