@@ -332,7 +332,8 @@ export interface InterfacePolicy {
   /**
    * The family handler that serves this mount (src/families/table.ts): `jsonrpc` for a dialect at the
    * mount's root, `rest` for routes, `mixed` for a dialect at the root with HTTP routes beside it (a
-   * bridge's GET /health). An endpoint's own `family` is its interface style as the spec lists it, which
+   * bridge's GET /health). An endpoint's own `family` is its interface style as the product lists it
+   * (test/fixtures/spec-labels.yaml), which
    * can differ: a JSON-RPC network whose interface also has a GET /status route has one mixed mount.
    */
   readonly family: Family;

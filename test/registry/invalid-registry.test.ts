@@ -44,7 +44,7 @@ const defects: readonly Defect[] = [
     message: '49:18 label "alpha" is already used by network alpha',
   },
   {
-    name: "a label that breaks the §4.1 rules",
+    name: "a label that breaks the label rules (<code>, <code>-testnet, <code>-archive)",
     from: "{ label: alpha-archive,",
     to: "{ label: alpha-old,",
     message:
@@ -64,7 +64,7 @@ const defects: readonly Defect[] = [
       '42:45 endpoint "alpha-devnet": environment "devnet" is not one of mainnet, testnet, archive; name a testnet under the network\'s testnets',
   },
   {
-    name: "a named testnet whose label breaks the §4.1 rules",
+    name: "a named testnet whose label breaks the label rules (<code>-<name>)",
     from: "      - { label: alpha-archive, environment: archive, nodeClass: archive, chainId: 7 }\n",
     to: "      - { label: alpha-archive, environment: archive, nodeClass: archive, chainId: 7 }\n      - { label: alpha-dev, environment: devnet, nodeClass: full, chainId: 8 }\n    testnets: [devnet]\n",
     message:

@@ -14,7 +14,7 @@ export interface Guard {
 /**
  * Bitcoin Core's rpcuser/rpcpassword (Dogecoin Core 1.14 has Bitcoin 0.14's code): without them, or with
  * wrong ones, a 401 with an empty body and `WWW-Authenticate: Basic realm="jsonrpc"` (bitcoin/bitcoin
- * src/httprpc.cpp, HTTPReq_JSONRPC and WWW_AUTH_HEADER_DATA, at dae0d13b; /work/research/node-shapes.md §1).
+ * src/httprpc.cpp, HTTPReq_JSONRPC and WWW_AUTH_HEADER_DATA, at dae0d13b).
  */
 export const RPC_PASSWORD: Guard = {
   credential: { basicAuth: "rpcuser:rpcpassword" },

@@ -23,7 +23,8 @@ import { ALGOD_API_TOKEN, type Guard, RPC_PASSWORD } from "./node-guards.js";
 // - NemProject/nem@a67b9943 ExceptionControllerAdvice: {timeStamp, error, message, status}.
 // - algorand/go-algorand@dd6de88f daemon/algod/api/server/v2/utils.go: {"message"} with the status.
 // - tronprotocol/java-tron@1e35f79a Util.processError: errors are HTTP 200 with {"Error": "class … : …"}.
-// /work/research/node-shapes.md has the quotes. The credentials they demand are in node-guards.ts.
+// Each line names the source file and commit the shape is read from. The credentials they demand are in
+// node-guards.ts.
 
 /** What a loopback node is doing. */
 export type NodeMode =
