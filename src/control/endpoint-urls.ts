@@ -1,4 +1,4 @@
-import type { GatewayConfig } from "../config/types.js";
+import type { AccountsConfig, GatewayConfig } from "../config/types.js";
 import type { Endpoint } from "../registry/types.js";
 
 // The one place that writes a customer's URLs: the key e-mails, the dashboard (through GET /v1/networks) and
@@ -96,4 +96,14 @@ export function keyEndpoints(
     network.endpoints.push(labelEndpoint(origin, endpoint, key));
   }
   return [...byCode].map(([code, network]) => ({ code, ...network }));
+}
+
+/** Where the dashboard and the self-service API are reached, for the e-mails' links: `publicUrl`, else the listener. */
+export function dashboardUrl(accounts: Pick<AccountsConfig, "publicUrl" | "listen">): string {
+  return accounts.publicUrl ?? `http://${accounts.listen.host}:${accounts.listen.port}`;
+}
+
+/** The dashboard's page that redeems a confirmation or sign-in token (its route reads the fragment). */
+export function tokenLink(dashboard: string, purpose: "confirm" | "signin", token: string): string {
+  return `${dashboard}/#${purpose}=${token}`;
 }

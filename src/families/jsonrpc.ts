@@ -1,4 +1,5 @@
 import type { IncomingMessage } from "node:http";
+import { batchOf } from "../answers/batch-answers.js";
 import { type ReadNeed, readNeed } from "../answers/read-need.js";
 import { ERRORS, GatewayError, type RpcErrorCode } from "../errors/table.js";
 import { requestMediaType } from "../http/body.js";
@@ -197,10 +198,6 @@ class JsonRpcRequest implements RoutedRequest, CallAuthorizer {
       refusedCodes,
     };
   }
-}
-
-export function batchOf(calls: readonly PassedCall[]): string {
-  return `[${calls.map((call) => call.json).join(",")}]`;
 }
 
 function checkMediaType(media: string | undefined, policy: JsonRpcPolicy): void {

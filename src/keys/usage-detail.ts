@@ -112,31 +112,40 @@ export function mergedDetail(
   methods: MethodRow[];
   codes: CodeRow[];
 } {
-  const byMethod = new Map<string, MethodRow>();
-  for (const row of methods) {
-    const id = `${row.key}\n${row.day}\n${row.label}\n${row.method}`;
-    const seen = byMethod.get(id);
-    byMethod.set(
-      id,
-      seen === undefined
-        ? row
-        : {
-            ...seen,
-            calls: seen.calls + row.calls,
-            units: seen.units + row.units,
-            errors: seen.errors + row.errors,
-            msSum: seen.msSum + row.msSum,
-            latency: seen.latency.map((n, i) => n + (row.latency[i] ?? 0)),
-          },
-    );
+  return {
+    methods: mergedRows(
+      methods,
+      (row) => `${row.key}\n${row.day}\n${row.label}\n${row.method}`,
+      (seen, row) => ({
+        ...seen,
+        calls: seen.calls + row.calls,
+        units: seen.units + row.units,
+        errors: seen.errors + row.errors,
+        msSum: seen.msSum + row.msSum,
+        latency: seen.latency.map((n, i) => n + (row.latency[i] ?? 0)),
+      }),
+    ),
+    codes: mergedRows(
+      codes,
+      (row) => `${row.key}\n${row.day}\n${row.label}\n${row.code}`,
+      (seen, row) => ({ ...seen, count: seen.count + row.count }),
+    ),
+  };
+}
+
+/** Rows of the same `idOf` added into one by `add`, in the order each id first came. */
+export function mergedRows<Row>(
+  rows: readonly Row[],
+  idOf: (row: Row) => string,
+  add: (seen: Row, row: Row) => Row,
+): Row[] {
+  const byId = new Map<string, Row>();
+  for (const row of rows) {
+    const id = idOf(row);
+    const seen = byId.get(id);
+    byId.set(id, seen === undefined ? row : add(seen, row));
   }
-  const byCode = new Map<string, CodeRow>();
-  for (const row of codes) {
-    const id = `${row.key}\n${row.day}\n${row.label}\n${row.code}`;
-    const seen = byCode.get(id);
-    byCode.set(id, seen === undefined ? row : { ...seen, count: seen.count + row.count });
-  }
-  return { methods: [...byMethod.values()], codes: [...byCode.values()] };
+  return [...byId.values()];
 }
 
 /** The bound of the bucket that holds the `share` (0.5, 0.95) of the calls; undefined without calls. */

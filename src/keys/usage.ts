@@ -1,4 +1,11 @@
-import { type CallDetail, type CodeRow, type MethodRow, mergedDetail, UsageDetail } from "./usage-detail.js";
+import {
+  type CallDetail,
+  type CodeRow,
+  type MethodRow,
+  mergedDetail,
+  mergedRows,
+  UsageDetail,
+} from "./usage-detail.js";
 
 /** One row of counts: a key's calls and compute units on one label on one UTC day (YYYY-MM-DD). */
 export interface UsageRow {
@@ -164,21 +171,14 @@ function rowsOf(counts: ReadonlyMap<string, ReadonlyMap<string, Counts>>, day: s
 
 /** Rows with the same key, day and label added into one: a store adds a batch in one statement. */
 function merged(rows: readonly UsageRow[]): UsageRow[] {
-  const byId = new Map<string, UsageRow>();
-  for (const row of rows) {
-    const id = `${row.key}\n${row.day}\n${row.label}`;
-    const seen = byId.get(id);
-    byId.set(
-      id,
-      seen === undefined
-        ? row
-        : {
-            ...seen,
-            calls: seen.calls + row.calls,
-            errors: seen.errors + row.errors,
-            units: seen.units + row.units,
-          },
-    );
-  }
-  return [...byId.values()];
+  return mergedRows(
+    rows,
+    (row) => `${row.key}\n${row.day}\n${row.label}`,
+    (seen, row) => ({
+      ...seen,
+      calls: seen.calls + row.calls,
+      errors: seen.errors + row.errors,
+      units: seen.units + row.units,
+    }),
+  );
 }

@@ -4,6 +4,7 @@ import metadata, { rpc, version } from "@polkadot/types-support/metadata/static-
 import { compactAddLength, hexToU8a, u8aToHex } from "@polkadot/util";
 import { type RawData, type WebSocket, WebSocketServer } from "ws";
 import { parseJsonRpcBody } from "../../src/jsonrpc/scan.js";
+import { eventually } from "./eventually.js";
 
 // A loopback upstream node over WebSocket: it answers JSON-RPC calls and batches like a node (the id echoed
 // as the caller's own token, so a large integer keeps its digits), keeps subscriptions per connection and
@@ -282,13 +283,9 @@ function rawText(data: RawData): string {
   return Buffer.from(data).toString("utf8");
 }
 
-/** Polls `check` until it holds, or throws after `timeoutMs` with `what` in the message. */
+/** `eventually` with the defaults these suites share: a check of the node's own state, within 3 s. */
 export async function waitUntil(check: () => boolean, timeoutMs = 3_000, what = "condition"): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  while (!check()) {
-    if (Date.now() > deadline) throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}`);
-    await new Promise((resolve) => setTimeout(resolve, 10));
-  }
+  await eventually(check, timeoutMs, what);
 }
 
 // ---- Substrate mode --------------------------------------------------------------------------------------

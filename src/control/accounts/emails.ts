@@ -1,4 +1,4 @@
-import type { NetworkEndpoints } from "../endpoint-urls.js";
+import { type NetworkEndpoints, tokenLink } from "../endpoint-urls.js";
 import type { KeyRecord, PendingNotice } from "./types.js";
 
 // Every e-mail the control plane sends, word for word. A token or a key stands alone on an indented line,
@@ -13,14 +13,14 @@ export interface Email {
 export function confirmationEmail(publicUrl: string, token: string, hours: number): Email {
   return {
     subject: "Confirm your e-mail address",
-    text: `Confirm your account: open\n\n${publicUrl}/#confirm=${token}\n\nor paste this token on the sign-in page:\n\n  ${token}\n\nWith the API: POST ${publicUrl}/v1/confirm {"token":"${token}"}\n\nIt expires in ${hours} hours.\n`,
+    text: `Confirm your account: open\n\n${tokenLink(publicUrl, "confirm", token)}\n\nor paste this token on the sign-in page:\n\n  ${token}\n\nWith the API: POST ${publicUrl}/v1/confirm {"token":"${token}"}\n\nIt expires in ${hours} hours.\n`,
   };
 }
 
 export function signInEmail(publicUrl: string, token: string): Email {
   return {
     subject: "Your sign-in token",
-    text: `Sign in: open\n\n${publicUrl}/#signin=${token}\n\nor paste this token on the sign-in page (valid for one hour):\n\n  ${token}\n\nWith the API: POST ${publicUrl}/v1/session {"token":"${token}"}\n`,
+    text: `Sign in: open\n\n${tokenLink(publicUrl, "signin", token)}\n\nor paste this token on the sign-in page (valid for one hour):\n\n  ${token}\n\nWith the API: POST ${publicUrl}/v1/session {"token":"${token}"}\n`,
   };
 }
 
@@ -31,7 +31,7 @@ export function alreadySignedUpEmail(publicUrl: string, token: string): Email {
     text: `Someone, probably you, asked to sign up with this address, which already has an account. Sign in
 instead: open
 
-${publicUrl}/#signin=${token}
+${tokenLink(publicUrl, "signin", token)}
 
 or paste this token on the sign-in page (valid for one hour):
 

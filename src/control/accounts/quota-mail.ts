@@ -1,3 +1,4 @@
+import { dashboardUrl } from "../endpoint-urls.js";
 import type { ServiceContext } from "./context.js";
 import { quotaEmail } from "./emails.js";
 
@@ -33,7 +34,7 @@ export class QuotaMail {
 
   async #send(): Promise<void> {
     const { store, config, now } = this.#context;
-    const publicUrl = config.publicUrl ?? `http://${config.listen.host}:${config.listen.port}`;
+    const publicUrl = dashboardUrl(config);
     for (const notice of await store.unsentNotices()) {
       if (!(await store.markNoticeSent(notice, now()))) continue;
       try {

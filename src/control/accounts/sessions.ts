@@ -1,6 +1,7 @@
 import { randomBytes } from "node:crypto";
 import { GatewayError } from "../../errors/table.js";
 import { keyHash } from "../../keys/digest.js";
+import { dashboardUrl } from "../endpoint-urls.js";
 import type { ServiceContext } from "./context.js";
 import { alreadySignedUpEmail, confirmationEmail, signInEmail } from "./emails.js";
 import { emailOf } from "./input.js";
@@ -107,10 +108,9 @@ export class Sessions {
     return token;
   }
 
-  /** Where the e-mails' links point: `publicUrl` when set, else the listener's own address. */
+  /** Where the e-mails' links point. */
   #publicUrl(): string {
-    const { publicUrl, listen } = this.#context.config;
-    return publicUrl ?? `http://${listen.host}:${listen.port}`;
+    return dashboardUrl(this.#context.config);
   }
 }
 
