@@ -1,7 +1,7 @@
 import { matchRoute } from "../src/registry/match-route.js";
 import type {
   ChainCall,
-  Family,
+  FamilyName,
   HeadCall,
   HttpMethod,
   MethodAccess,
@@ -19,7 +19,7 @@ import { emptyTrie, insertRoute, parseRouteTemplate, type TrieNode } from "./rou
 export interface PolicyModel {
   readonly id: string;
   /** The family handler that serves the mount (src/families/table.ts); see InterfacePolicy.family. */
-  readonly family: Family;
+  readonly family: FamilyName;
   readonly envelope?: string;
   readonly methods: readonly (readonly [string, MethodAccess])[];
   /** Method or route → the member path of its contract address (`["params", "0", "to"]`). */
@@ -54,7 +54,7 @@ export interface EndpointModel {
   readonly websocket: boolean;
   readonly public: boolean;
   readonly chainId?: number;
-  readonly family: Family;
+  readonly family: FamilyName;
   readonly chain?: string;
   readonly mounts: readonly MountModel[];
   readonly head: HeadCall;
@@ -124,7 +124,7 @@ function normalise(loaded: LoadedRegistry): RegistryModel {
         ),
       ),
     );
-    const family: Family =
+    const family: FamilyName =
       network.mounts.some((m) => typeof m.interface !== "string" && m.interface.length > 1) ||
       families.size > 1
         ? "mixed"
@@ -217,7 +217,7 @@ function mergePolicy(id: string, ids: readonly string[], spec: RegistrySpec): Po
     }
   }
   // A mount that serves a JSON-RPC dialect and HTTP routes too is served by the mixed family handler.
-  const family: Family = first.family === "jsonrpc" && routes !== undefined ? "mixed" : first.family;
+  const family: FamilyName = first.family === "jsonrpc" && routes !== undefined ? "mixed" : first.family;
   const subscriptions = interfaces.find((i) => i.subscriptions !== undefined)?.subscriptions;
   const jsonRpcPaths = [...new Set(interfaces.flatMap((i) => i.jsonRpcPaths ?? []))];
   const restPaths = [...new Set(interfaces.flatMap((i) => i.restPaths ?? []))];

@@ -66,7 +66,7 @@ export interface KeyScope {
  * Whether a key reaches a label: the same two checks the proxy makes on every request (the network is
  * granted; an archive label needs archive access), so no URL is shown that the gateway would refuse.
  */
-export function scopeReaches(scope: KeyScope, endpoint: Endpoint): boolean {
+function scopeReaches(scope: KeyScope, endpoint: Endpoint): boolean {
   if (scope.networks !== "*" && !scope.networks.includes(endpoint.code)) return false;
   return scope.archive || endpoint.nodeClass !== "archive";
 }

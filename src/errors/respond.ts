@@ -66,7 +66,7 @@ function causeMembers(
 }
 
 /** A REST-style JSON error body. */
-export function restErrorJson(
+function restErrorJson(
   code: ErrorCode,
   detail?: Readonly<Record<string, unknown>>,
   requestId: string | undefined = undefined,

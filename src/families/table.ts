@@ -1,4 +1,4 @@
-import type { Family as FamilyName } from "../registry/types.js";
+import type { FamilyName } from "../registry/types.js";
 import type { Family, FamilySettings } from "./family.js";
 import { jsonRpcFamily } from "./jsonrpc.js";
 import { mixedFamily } from "./mixed.js";

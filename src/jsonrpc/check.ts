@@ -213,7 +213,7 @@ export function idOf(call: RawCall): string {
   return valid ? raw : "null";
 }
 
-export function refuse(
+function refuse(
   code: RpcErrorCode,
   id: string,
   detail: Record<string, unknown>,

@@ -21,7 +21,7 @@ export interface KeySettings {
   readonly jwtKeys?: readonly JwtKey[];
 }
 
-export const MAX_ENTRIES = 30;
+const MAX_ENTRIES = 30;
 
 const KINDS = ["origins", "ips", "methods", "contracts", "jwtKeys"] as const;
 const ORIGIN = /^(?:(https?):\/\/)?(\*\.)?([a-z0-9-]+(?:\.[a-z0-9-]+)*)(?::(\d{1,5}))?$/;
@@ -111,9 +111,6 @@ function checkedEntry(
     );
   return entry.startsWith("0x") ? entry.toLowerCase() : entry;
 }
-
-/** Which list refused a call: what KEY_SETTING_REFUSED names. */
-export type KeySetting = "origins" | "ips" | "methods" | "contracts";
 
 /** How many client addresses, or methods, a key's answers are kept for (remembered). */
 const ANSWERS = 1024;

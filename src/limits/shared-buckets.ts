@@ -224,6 +224,6 @@ export class SharedTokenBuckets implements RateLimiter {
 }
 
 /** `leaseMs` of the key's rate, in whole tokens, at least one and at most its burst. */
-export function leaseSize(rate: RateSpec, leaseMs: number): number {
+function leaseSize(rate: RateSpec, leaseMs: number): number {
   return Math.max(1, Math.min(Math.floor(rate.burst), Math.ceil((rate.perSecond * leaseMs) / 1000)));
 }

@@ -20,7 +20,7 @@ import { archiveUnits } from "../plans/compute-units.js";
 import { PlanBook } from "../plans/plan-terms.js";
 import { QuotaHold } from "../plans/quota-hold.js";
 import { LocalQuotaLedger, type QuotaLedger } from "../plans/quota-ledger.js";
-import type { Endpoint, Family as FamilyName, Mount } from "../registry/types.js";
+import type { Endpoint, FamilyName, Mount } from "../registry/types.js";
 import { passedTraceParent } from "../tracing/trace-parent.js";
 import type { RequestTrace } from "../tracing/tracing.js";
 import type { UpstreamGroup } from "../upstream/group.js";

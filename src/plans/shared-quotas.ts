@@ -60,7 +60,7 @@ interface Lease {
   usedAt: number;
 }
 
-/** A lease is this many milliseconds of the scope's compute-unit rate, as rate leases are. */
+/** A scope's lease unused this long is dropped (its balance is this instance's, and goes with it). */
 const IDLE_MS = 60_000;
 const DAY_MS = 86_400_000;
 

@@ -12,7 +12,7 @@ import { ask, type Question, type StartFailedMessage } from "./worker-link.js";
 const UPSTREAMS_VARIABLE = "GATEWAY_PRIMARY_UPSTREAMS";
 
 /** How long the operator API waits for each worker's answer before it reports the worker as silent. */
-export const WORKER_ANSWER_MS = 1_000;
+const WORKER_ANSWER_MS = 1_000;
 
 /**
  * A worker that exits is started again after this long, doubled for each exit within the last minute

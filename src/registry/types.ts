@@ -1,7 +1,8 @@
 // Shapes of the tables that codegen writes under generated/. The core reads only these: it knows
 // interface families, never a network.
 
-export type Family = "jsonrpc" | "rest" | "mixed";
+/** The kind of family handler a mount takes (src/families/table.ts), by name. */
+export type FamilyName = "jsonrpc" | "rest" | "mixed";
 export type NodeClass = "full" | "archive";
 export type HttpMethod = "GET" | "HEAD" | "POST" | "PUT" | "PATCH" | "DELETE";
 
@@ -336,7 +337,7 @@ export interface InterfacePolicy {
    * (test/fixtures/spec-labels.yaml), which
    * can differ: a JSON-RPC network whose interface also has a GET /status route has one mixed mount.
    */
-  readonly family: Family;
+  readonly family: FamilyName;
   readonly jsonrpc?: JsonRpcPolicy;
   readonly routes?: RouteNode;
   /** The routes that submit something (registry `writes`), compiled like `routes`: never sent twice. */
@@ -412,7 +413,7 @@ export interface Endpoint {
   readonly chainId?: number;
   /** The chain as its nodes name it, for a mount whose chain call answers text (registry `chain`). */
   readonly chain?: string;
-  readonly family: Family;
+  readonly family: FamilyName;
   readonly mounts: readonly Mount[];
   readonly head: HeadCall;
   readonly dedicatedOnly: readonly DedicatedOnlyInterface[];

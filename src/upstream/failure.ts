@@ -46,7 +46,6 @@ export function toGatewayError(error: unknown): GatewayError {
   if (TIMEOUT.has(code)) return new GatewayError("UPSTREAM_TIMEOUT");
   if (NOT_SENT.has(code))
     return new GatewayError("NO_UPSTREAM", { reason: "no upstream tried could be reached" });
-  if (code === "UND_ERR_RES_EXCEEDED_MAX_SIZE") return new GatewayError("UPSTREAM_RESPONSE_TOO_LARGE");
   return new GatewayError("UPSTREAM_BAD_RESPONSE");
 }
 

@@ -245,7 +245,7 @@ export function openWebSocket(
 }
 
 /** How far past `maxResponseBytes` a node's socket reads a message, to refuse it by its id. */
-export const OVERSIZE_READ = 4;
+const OVERSIZE_READ = 4;
 
 /**
  * The group's nodes in its order of choice for a new connection; undefined when there is none, and then

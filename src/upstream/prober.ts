@@ -286,10 +286,7 @@ function read(call: ProbeCall, answer: ProbeAnswer, errorMember: string | undefi
  * The mount whose head call probes a group: the group's own mount, or for an endpoint-wide list, the mount
  * that serves the endpoint's head call.
  */
-export function probedMount(
-  endpoint: Endpoint,
-  groupMount: string,
-): { mount: Mount; head: HeadCall } | undefined {
+function probedMount(endpoint: Endpoint, groupMount: string): { mount: Mount; head: HeadCall } | undefined {
   if (groupMount !== "*") {
     const mount = endpoint.mounts.find((m) => m.path === groupMount);
     const head = mount === undefined ? undefined : mountHead(mount, endpoint);

@@ -5,7 +5,10 @@ export const CLOSE = {
   NORMAL: 1000,
   /** The gateway is shutting down. */
   GOING_AWAY: 1001,
-  /** The client does not read: its send buffer passed the bound. */
+  /**
+   * A policy ended the connection: the client does not read (its send buffer passed the bound), or its key
+   * was withdrawn or its settings changed.
+   */
   POLICY: 1008,
   /** A gateway fault on this connection. */
   INTERNAL: 1011,

@@ -19,7 +19,7 @@ import { MessageIntake, toText } from "./message-intake.js";
 import { MessageSender, paramsOf } from "./message-sender.js";
 import { ConnectionMove, type Reconnect } from "./move.js";
 import type { NodeSocket } from "./node-socket.js";
-import { type Outgoing, PendingCalls, type Settled } from "./pending-calls.js";
+import { PendingCalls, type Settled, type UpstreamMessage } from "./pending-calls.js";
 import { RememberedSubscriptions } from "./subscriptions.js";
 
 export interface ConnectionOptions {
@@ -242,7 +242,7 @@ export class Connection {
   }
 
   /** Sends a message upstream, or keeps it for the new socket while the connection moves. */
-  #transmit(outgoing: Outgoing): void {
+  #transmit(outgoing: UpstreamMessage): void {
     if (this.#move?.moving === true || this.#upstream === undefined) {
       this.#move?.hold(outgoing);
       return;
@@ -451,6 +451,6 @@ export class Connection {
 }
 
 /** A message's method as the metrics and its span name it. */
-function methodOf(message: Outgoing): string {
+function methodOf(message: UpstreamMessage): string {
   return message.batch ? "batch" : (message.calls[0]?.method ?? "other");
 }

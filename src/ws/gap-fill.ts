@@ -10,7 +10,7 @@ import { heightOf, type Subscription } from "./subscriptions.js";
 // blocks since the last one it saw, found with the registry's range query. Held notifications follow.
 
 /** Past this many heads the walk back stops: a longer gap is left as it is (docs/websocket.md). */
-export const MAX_FILLED_HEADS = 128;
+const MAX_FILLED_HEADS = 128;
 
 export interface FillContext {
   readonly calls: GatewayCalls;

@@ -7,7 +7,7 @@ import type { Charged } from "../pipeline/stages.js";
 import type { QuotaHold } from "../plans/quota-hold.js";
 import type { JsonRpcPolicy } from "../registry/types.js";
 import type { CachedCalls, Follow } from "./cached-calls.js";
-import type { Outgoing, Pending, PendingCalls } from "./pending-calls.js";
+import type { Pending, PendingCalls, UpstreamMessage } from "./pending-calls.js";
 import type { RememberedSubscriptions } from "./subscriptions.js";
 
 /** What the metrics and the usage count of one client message, as far as it got. */
@@ -47,7 +47,7 @@ export interface SenderHost {
   /** A WebSocket-only call went upstream: the node holds state for the connection now. */
   stateful(): void;
   /** Sends a message to the node, or keeps it while the connection moves. */
-  transmit(outgoing: Outgoing): void;
+  transmit(outgoing: UpstreamMessage): void;
   toClient(text: string): void;
   /** Closes a connection whose quota is spent once nothing it was charged for waits. */
   closeIfSpent(): void;
@@ -103,7 +103,7 @@ export class MessageSender {
       }
       return looked.answer;
     }
-    const outgoing: Outgoing = { text: undefined, calls: [], batch: message.batch, sent: false };
+    const outgoing: UpstreamMessage = { text: undefined, calls: [], batch: message.batch, sent: false };
     const pending: Pending[] = [];
     const checked = message.checked.map((call) => this.#admit(call, outgoing, pending));
     if (looked !== undefined && pending[0] !== undefined) pending[0].keep = looked.keep;
@@ -162,7 +162,7 @@ export class MessageSender {
   }
 
   /** Reserves in-flight and subscription slots at the moment a call is sent, so a burst cannot overshoot. */
-  #admit(checked: Checked, message: Outgoing, pending: Pending[]): Checked {
+  #admit(checked: Checked, message: UpstreamMessage, pending: Pending[]): Checked {
     if (!checked.ok) return checked;
     if (checked.access === "websocket") this.#host.stateful();
     if (checked.id === undefined) return checked;

@@ -4,7 +4,7 @@ import type { Upstream } from "../upstream/upstreams.js";
 import { backfillEvents, type FillContext } from "./gap-fill.js";
 import type { GatewayCalls } from "./gateway-calls.js";
 import type { NodeSocket } from "./node-socket.js";
-import type { Outgoing, PendingCalls } from "./pending-calls.js";
+import type { PendingCalls, UpstreamMessage } from "./pending-calls.js";
 import type { RememberedSubscriptions } from "./subscriptions.js";
 
 /** Opens an upstream socket on a node of the connection's group that is in rotation (upgrade.ts). */
@@ -31,10 +31,10 @@ export interface MovingConnection {
   /** The new socket, on `node`, is the connection's upstream socket from now on. */
   attach(socket: NodeSocket, node: Upstream): void;
   /** Sends a message on the upstream socket. */
-  transmit(message: Outgoing): void;
+  transmit(message: UpstreamMessage): void;
   toClient(text: string): void;
   /** A message none of whose calls goes on (its writes refused): its span, if traced, ends with `code`. */
-  refused(message: Outgoing, code: "WRITE_NOT_CONFIRMED"): void;
+  refused(message: UpstreamMessage, code: "WRITE_NOT_CONFIRMED"): void;
   /** Closes the connection with 1014: it could not move. */
   closeMoved(reason: string): void;
   /** Wraps a callback so that what it throws breaks this connection only (connection.ts's guard). */
@@ -57,7 +57,7 @@ export class ConnectionMove {
   /** When the connection last moved, within MOVE_WINDOW_MS. */
   #moves: number[] = [];
   /** While moving: client messages waiting for the new socket, in order. */
-  #waiting: Outgoing[] | undefined;
+  #waiting: UpstreamMessage[] | undefined;
 
   constructor(
     connection: MovingConnection,
@@ -77,7 +77,7 @@ export class ConnectionMove {
   }
 
   /** Keeps a client message for the new socket. */
-  hold(message: Outgoing): void {
+  hold(message: UpstreamMessage): void {
     this.#waiting?.push(message);
   }
 
@@ -161,7 +161,7 @@ export class ConnectionMove {
     for (const message of waiting) this.#connection.transmit(message);
   }
 
-  #sendAgain(message: Outgoing): void {
+  #sendAgain(message: UpstreamMessage): void {
     const { pending } = this.#connection;
     const unanswered = pending.unanswered(message);
     // not sent again: writes (WRITE_NOT_CONFIRMED), and a batch's unsubscribes, whose subscriptions were
@@ -192,7 +192,7 @@ export class ConnectionMove {
       return;
     }
     if (refusals.length > 0) pending.holdRefusals(new Set(reads.map((c) => c.id as string)), refusals);
-    const again: Outgoing = {
+    const again: UpstreamMessage = {
       text: settled.length === 0 ? message.text : undefined,
       calls: reads,
       batch: message.batch,

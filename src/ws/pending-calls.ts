@@ -5,7 +5,7 @@ import type { CacheKeep } from "./cached-calls.js";
 import type { Subscription } from "./subscriptions.js";
 
 /** A client message sent upstream, or waiting to be while the connection moves. */
-export interface Outgoing {
+export interface UpstreamMessage {
   /** Its text as it goes out; undefined when it must be built at sending (an unsubscribe is rewritten). */
   text: string | undefined;
   calls: readonly PassedCall[];
@@ -19,7 +19,7 @@ export interface Outgoing {
 export interface Pending {
   readonly kind: "call" | "subscribe" | "unsubscribe";
   readonly call: PassedCall;
-  readonly message: Outgoing;
+  readonly message: UpstreamMessage;
   /** It submits something (registry `writes`): never sent to a second node. */
   readonly write: boolean;
   /** An unsubscribe's subscription. */
@@ -37,7 +37,7 @@ export interface Settled {
   /** A write was answered: what the caller reads next at the head may differ (src/cache/). */
   wrote(): void;
   /** The last of a traced message's calls was answered. */
-  answered(message: Outgoing): void;
+  answered(message: UpstreamMessage): void;
   /** A call the cache missed was answered: the cache may keep the answer. */
   kept(keep: CacheKeep, members: ReadonlyMap<string, string>): void;
 }
@@ -80,7 +80,7 @@ export class PendingCalls {
   }
 
   /** The call, sent again in another message; that message carries on the first one's span, if any. */
-  resend(id: string, message: Outgoing): void {
+  resend(id: string, message: UpstreamMessage): void {
     const pending = this.#byId.get(id);
     if (pending === undefined) return;
     if (message.span === undefined) message.span = pending.message.span;
@@ -132,14 +132,14 @@ export class PendingCalls {
   }
 
   /** The messages that went out and still wait for an answer to one of their calls. */
-  sentAndUnanswered(): Set<Outgoing> {
-    const messages = new Set<Outgoing>();
+  sentAndUnanswered(): Set<UpstreamMessage> {
+    const messages = new Set<UpstreamMessage>();
     for (const pending of this.#byId.values()) if (pending.message.sent) messages.add(pending.message);
     return messages;
   }
 
   /** The calls of `message` still waiting for their answer in it. */
-  unanswered(message: Outgoing): PassedCall[] {
+  unanswered(message: UpstreamMessage): PassedCall[] {
     return message.calls.filter((c) => c.id !== undefined && this.#byId.get(c.id)?.message === message);
   }
 }

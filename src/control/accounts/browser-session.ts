@@ -8,10 +8,10 @@ import { GatewayError } from "../../errors/table.js";
 // token as `Authorization: Bearer`, which no other site can make a browser send, and need neither.
 
 export const SESSION_COOKIE = "gw_session";
-export const CSRF_COOKIE = "gw_csrf";
-export const CSRF_HEADER = "x-csrf-token";
+const CSRF_COOKIE = "gw_csrf";
+const CSRF_HEADER = "x-csrf-token";
 /** The header the dashboard's requests carry: answer with cookies, never with the token in the body. */
-export const BROWSER_HEADER = "x-gateway-client";
+const BROWSER_HEADER = "x-gateway-client";
 
 /** Whether a request comes from the dashboard's own script. */
 export function fromDashboard(req: IncomingMessage): boolean {
