@@ -165,7 +165,7 @@ function policyLiteral(policy: PolicyModel, model: RegistryModel): string {
       plainTextBody: ${rule.plainTextBody === true},
       errorCauses: ${rule.errorCauses === true},
       legacyReplies: ${rule.legacyReplies === true},
-      errorStatus: ${rule.errorStatus ?? 0},
+      ${rule.errorStatus === undefined ? "" : `nodeErrors: { status: ${rule.errorStatus}, unavailableCodes: ${literal(rule.unavailableCodes ?? [])} },`}
       methods: new Map<string, MethodAccess>([${methods.join(",\n")}]),
       writes: new Set<string>(${literal(policy.writes)}),
       ${policy.subscriptions === undefined ? "" : `subscriptions: ${literal(policy.subscriptions)},`}

@@ -13,8 +13,10 @@ export interface EnvelopeRule {
   plainTextBody?: boolean;
   /** A 1.0 call is answered in 1.0's shape (JsonRpcPolicy.legacyReplies). */
   legacyReplies?: boolean;
-  /** The status of the node's own JSON-RPC errors (JsonRpcPolicy.errorStatus). */
+  /** The status of the node's own JSON-RPC errors (JsonRpcPolicy.nodeErrors). */
   errorStatus?: number;
+  /** The codes of a node that cannot serve yet (JsonRpcPolicy.nodeErrors). */
+  unavailableCodes?: number[];
   /** The node's errors carry nearcore's `name` and `cause` (JsonRpcPolicy.errorCauses). */
   errorCauses?: boolean;
 }

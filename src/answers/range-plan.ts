@@ -1,7 +1,7 @@
 import type { BlockRangeLimits } from "../config/types.js";
 import { GatewayError } from "../errors/table.js";
 import { isHeightPastSafe } from "../upstream/head.js";
-import { namedBlock, type RangeRead, type ReadNeed } from "./read-need.js";
+import { isGenesisTag, namedBlock, type RangeRead, type ReadNeed } from "./read-need.js";
 
 /** A range call that is split: its range, resolved to heights, and the widest sub-range. */
 export interface RangeSplit {
@@ -22,7 +22,7 @@ export interface RangePlan {
  * `reads.ranges`), with head tags and left-out bounds resolved against the label's served head: wider than
  * `refuseAbove` blocks it is refused, wider than `splitAbove` it is split, when it is the message's only
  * call; in a batch it is refused, since a batch's calls go to one node together. A range whose bounds
- * cannot be read as heights (`earliest` aside), or that needs the head before one is known, goes as sent:
+ * cannot be read as heights (a genesis tag aside), or that needs the head before one is known, goes as sent:
  * the node judges it.
  */
 export function planRanges(
@@ -57,12 +57,12 @@ export function planRanges(
 }
 
 /**
- * A range bound as a height: a head tag or a left-out bound is the served head, `earliest` block 0, a
+ * A range bound as a height: a head tag or a left-out bound is the served head, a genesis tag block 0, a
  * number too large to read exactly the largest one that is (so that the range it bounds counts as wide as
  * it is, rather than going to a node that would read it as "to my head").
  */
 function bound(read: RangeRead, value: unknown, servedHead: number): number | undefined {
-  if (value === "earliest") return 0;
+  if (isGenesisTag(read.block, value)) return 0;
   const named = namedBlock(read.block, value);
   if (named === "none")
     return isHeightPastSafe(value, read.block.encoding) ? Number.MAX_SAFE_INTEGER : undefined;

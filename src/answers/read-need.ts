@@ -202,7 +202,7 @@ function positional(rules: ReadRules, method: string, params: unknown): readonly
 
 /**
  * What a block param names: the head (a head tag, or the param left out), a block by number or by hash, or
- * nothing this rule routes by (another tag such as `earliest`, or a value the node will refuse).
+ * nothing this rule routes by (another tag, such as a genesis tag, or a value the node will refuse).
  */
 export function namedBlock(rule: BlockParamRule, value: unknown): "head" | "hash" | "none" | number {
   if (value === undefined || value === null) return "head";
@@ -278,4 +278,9 @@ export function restReadNeed(
     return need;
   }
   return undefined;
+}
+
+/** Whether a block param is a tag naming the chain's first block (`reads.block.genesisTags`). */
+export function isGenesisTag(rule: BlockParamRule, value: unknown): boolean {
+  return typeof value === "string" && rule.genesisTags?.includes(value) === true;
 }

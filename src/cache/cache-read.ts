@@ -1,4 +1,4 @@
-import { blockParam, NO_BLOCK_PARAM, namedBlock } from "../answers/read-need.js";
+import { blockParam, isGenesisTag, NO_BLOCK_PARAM, namedBlock } from "../answers/read-need.js";
 import type { PassedCall } from "../jsonrpc/check.js";
 import type { CacheRules, ReadRules } from "../registry/types.js";
 
@@ -120,7 +120,7 @@ function lifetimeOf(reads: ReadRules, rules: CacheRules, call: PassedCall): Life
 /** What a block param makes of the answer's lifetime: undefined for a live tag or a value no rule reads. */
 function blockOf(reads: ReadRules, rules: CacheRules, value: unknown): Lifetime | undefined {
   if (typeof value === "string" && rules.liveTags?.includes(value)) return undefined;
-  if (value === "earliest") return { kind: "block", block: 0 };
+  if (isGenesisTag(reads.block, value)) return { kind: "block", block: 0 };
   const named = namedBlock(reads.block, value);
   if (named === "none") return undefined;
   if (named === "head") return HEAD;

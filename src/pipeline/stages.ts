@@ -273,7 +273,7 @@ export class Stages {
       body: outgoing.body,
       stream: outgoing.stream,
       write: outgoing.write,
-      errorStatus: mounted.mount.policy.jsonrpc?.errorStatus ?? 0,
+      nodeErrors: mounted.mount.policy.jsonrpc?.nodeErrors,
       limits: this.#config.limits.upstream,
       // A stream stays open while the node pushes: it has no size cap, as it has no end.
       maxBytes: outgoing.stream ? Number.POSITIVE_INFINITY : this.#config.limits.upstream.maxResponseBytes,

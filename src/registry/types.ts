@@ -44,6 +44,12 @@ export interface EnvelopeValidator {
   errors?: EnvelopeErrorDetail[] | null;
 }
 
+/** How a dialect's node answers its own errors at a 5xx status (JsonRpcPolicy.nodeErrors). */
+export interface NodeErrors {
+  readonly status: number;
+  readonly unavailableCodes: readonly number[];
+}
+
 export interface JsonRpcPolicy {
   readonly envelope: string;
   readonly validate: EnvelopeValidator;
@@ -62,9 +68,10 @@ export interface JsonRpcPolicy {
   readonly legacyReplies: boolean;
   /**
    * The HTTP status at which the dialect's node answers its own JSON-RPC errors (registry `errorStatus`,
-   * bitcoind's 500): such an answer is the node's, not a failure of the node; 0 for none.
+   * bitcoind's 500), and the codes by which it says it cannot serve yet (`unavailableCodes`): an answer at
+   * that status is read whole and is the node's when it is a JSON-RPC error of another code.
    */
-  readonly errorStatus: number;
+  readonly nodeErrors?: NodeErrors;
   readonly methods: ReadonlyMap<string, MethodAccess>;
   /** Methods that submit something (registry `writes`): never sent to a node twice. */
   readonly writes: ReadonlySet<string>;
@@ -266,6 +273,8 @@ export interface BlockParamRule {
   readonly headRelative?: string;
   /** A plain JSON number is a height too, whatever `encoding` (Substrate's NumberOrHex). */
   readonly plainNumbers?: boolean;
+  /** Tags that name the chain's first block (EVM's `earliest`): block 0 for a range's bound and the cache. */
+  readonly genesisTags?: readonly string[];
 }
 
 /**

@@ -10,8 +10,15 @@ const NOT_TAKEN = new Error("answer not taken");
 
 /** What an attempt tells the call it belongs to (call-run.ts). */
 export interface AttemptGate {
+  /**
+   * A status whose answer only its body can judge (a dialect's own errors at a 5xx: registry
+   * `errorStatus`): the attempt reads such an answer whole before asking `answeredWhole`; -1 for none.
+   */
+  readonly heldStatus: number;
   /** The attempt's answer began with this status: whether it is the answer the client gets. */
   answered(attempt: AttemptHandler, statusCode: number): boolean;
+  /** The attempt's whole answer at `heldStatus`: whether it is the answer the client gets. */
+  answeredWhole(attempt: AttemptHandler, statusCode: number, body: Buffer): boolean;
   /** The attempt is over: with nothing when its answer went out whole. */
   ended(attempt: AttemptHandler, error?: Error): void;
 }
@@ -34,6 +41,8 @@ export abstract class AttemptHandler<Caller extends CallerSide = CallerSide>
   protected controller: Dispatcher.DispatchController | undefined = undefined;
   #pendingAbort: Error | undefined = undefined;
   #over = false;
+  /** An answer at the gate's `heldStatus`, read whole before the gate judges it. */
+  #held: { statusCode: number; headers: IncomingHttpHeaders; chunks: Buffer[] } | undefined = undefined;
 
   constructor(upstream: Upstream, res: Caller, gate: AttemptGate) {
     this.upstream = upstream;
@@ -60,11 +69,38 @@ export abstract class AttemptHandler<Caller extends CallerSide = CallerSide>
     statusCode: number,
     headers: IncomingHttpHeaders,
   ): void {
+    if (statusCode === this.gate.heldStatus) {
+      this.#held = { statusCode, headers, chunks: [] };
+      return;
+    }
     if (!this.gate.answered(this, statusCode)) {
       controller.abort(NOT_TAKEN);
       return;
     }
     this.taken(controller, statusCode, headers);
+  }
+
+  onResponseData(controller: Dispatcher.DispatchController, chunk: Buffer): void {
+    if (this.#held === undefined) this.data(controller, chunk);
+    else this.#held.chunks.push(chunk);
+  }
+
+  onResponseEnd(controller: Dispatcher.DispatchController): void {
+    const held = this.#held;
+    if (held === undefined) {
+      this.bodyEnd();
+      return;
+    }
+    this.#held = undefined;
+    const body = Buffer.concat(held.chunks);
+    if (!this.gate.answeredWhole(this, held.statusCode, body)) {
+      // another node gets the call, or it ends with this failure: the gate has it, and no longer waits
+      this.end();
+      return;
+    }
+    this.taken(controller, held.statusCode, held.headers);
+    this.data(controller, body);
+    this.bodyEnd();
   }
 
   /** This attempt's answer is the client's: its status and headers. */
@@ -74,9 +110,11 @@ export abstract class AttemptHandler<Caller extends CallerSide = CallerSide>
     headers: IncomingHttpHeaders,
   ): void;
 
-  abstract onResponseData(controller: Dispatcher.DispatchController, chunk: Buffer): void;
+  /** A chunk of the answer the call took. */
+  protected abstract data(controller: Dispatcher.DispatchController, chunk: Buffer): void;
 
-  onResponseEnd(): void {
+  /** The answer the call took ended. */
+  protected bodyEnd(): void {
     this.end();
   }
 

@@ -44,7 +44,7 @@ export class BufferedAnswer extends AttemptHandler {
     this.#headers = passedHeaders(raw);
   }
 
-  onResponseData(_controller: Dispatcher.DispatchController, chunk: Buffer): void {
+  protected data(_controller: Dispatcher.DispatchController, chunk: Buffer): void {
     this.#chunks.push(chunk);
   }
 }

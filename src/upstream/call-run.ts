@@ -104,9 +104,26 @@ export abstract class CallRun<Caller extends CallerSide = CallerSide> implements
     this.#finish(new GatewayError("NO_UPSTREAM", { reason: group.whyNone(write) }));
   }
 
+  get heldStatus(): number {
+    return this.call.nodeErrors?.status ?? -1;
+  }
+
   answered(attempt: AttemptHandler, statusCode: number): boolean {
+    return this.#answered(attempt, statusCode, statusCode >= 500 || statusCode === 429);
+  }
+
+  /**
+   * An answer at the dialect's error status (bitcoind's 500), read whole: the node's own answer when it is
+   * a JSON-RPC error of a code other than those by which the node says it cannot serve yet; any other body
+   * (a proxy's error page, -28 while it loads) is a failure, as any 5xx is.
+   */
+  answeredWhole(attempt: AttemptHandler, statusCode: number, body: Buffer): boolean {
+    const unavailable = this.call.nodeErrors?.unavailableCodes ?? [];
+    return this.#answered(attempt, statusCode, !isOwnError(body, unavailable));
+  }
+
+  #answered(attempt: AttemptHandler, statusCode: number, failedStatus: boolean): boolean {
     if (!this.#live.includes(attempt) || this.#winner !== undefined) return false;
-    const failedStatus = (statusCode >= 500 && statusCode !== this.call.errorStatus) || statusCode === 429;
     if (failedStatus) {
       attempt.upstream.health.failed("status", `HTTP ${statusCode}`);
       attempt.upstream.counts.failed += 1;
@@ -338,6 +355,20 @@ export abstract class CallRun<Caller extends CallerSide = CallerSide> implements
     }
     this.finished(error);
   }
+}
+
+/** Whether a body is one JSON-RPC answer whose error is the node's own, not one of `unavailable`'s codes. */
+function isOwnError(body: Buffer, unavailable: readonly number[]): boolean {
+  let answer: unknown;
+  try {
+    answer = JSON.parse(body.toString("utf8"));
+  } catch {
+    return false;
+  }
+  const error = (answer as { error?: unknown } | null)?.error;
+  if (typeof error !== "object" || error === null) return false;
+  const code = (error as { code?: unknown }).code;
+  return typeof code === "number" && !unavailable.includes(code);
 }
 
 /** The request's headers and the upstream's own, which replace any of the same name. */

@@ -10,6 +10,7 @@ import type { CacheRead } from "../cache/cache-read.js";
 import type { Limits } from "../config/types.js";
 import { GatewayError } from "../errors/table.js";
 import { type CallerSide, clientGone } from "../http/client-gone.js";
+import type { NodeErrors } from "../registry/types.js";
 import type { RequestTrace } from "../tracing/tracing.js";
 import type { AttemptHandler } from "./attempt.js";
 import { BufferedAnswer, type WholeAnswer } from "./buffered-answer.js";
@@ -40,10 +41,10 @@ export interface UpstreamCall {
   /** It submits something (registry `writes`): never sent to a second node unless the first refused it. */
   readonly write: boolean;
   /**
-   * The status at which the node answers its own errors (registry `errorStatus`; 0 for none): an answer
-   * with it is relayed as any other, not a failure that moves the call to another node.
+   * How the node answers its own errors at a 5xx status (registry `errorStatus`): an answer at that status
+   * is read whole, then relayed as the node's answer or taken for a failure (call-run.ts `heldStatus`).
    */
-  readonly errorStatus: number;
+  readonly nodeErrors: NodeErrors | undefined;
   /** Past this many answer bytes the call is aborted; Infinity for streams. */
   readonly maxBytes: number;
   /**
@@ -162,6 +163,12 @@ class WholeRun extends CallRun {
 
   override answered(attempt: AttemptHandler, statusCode: number): boolean {
     const taken = super.answered(attempt, statusCode);
+    if (taken) this.#taken = attempt as BufferedAnswer;
+    return taken;
+  }
+
+  override answeredWhole(attempt: AttemptHandler, statusCode: number, body: Buffer): boolean {
+    const taken = super.answeredWhole(attempt, statusCode, body);
     if (taken) this.#taken = attempt as BufferedAnswer;
     return taken;
   }

@@ -81,7 +81,7 @@ export class ResponseRelay extends AttemptHandler<ServerResponse> {
     if (this.#flushHeaders) res.flushHeaders();
   }
 
-  onResponseData(controller: Dispatcher.DispatchController, chunk: Buffer): void {
+  protected data(controller: Dispatcher.DispatchController, chunk: Buffer): void {
     const { res } = this;
     this.#kept?.push(chunk);
     if (chunk.length === this.#remaining) {
@@ -103,7 +103,7 @@ export class ResponseRelay extends AttemptHandler<ServerResponse> {
     }
   }
 
-  override onResponseEnd(): void {
+  protected override bodyEnd(): void {
     if (!this.#ended) this.res.end();
     const kept = this.#kept;
     if (kept !== undefined && this.#reader !== undefined) {

@@ -55,3 +55,54 @@ describe("a bitcoind's own error at HTTP 500 is its answer (loopback Bitcoin Cor
     expect(states).toEqual(["healthy", "healthy"]);
   });
 });
+
+// The same status from a node that cannot serve (-28 while bitcoind loads its block index) or from what
+// stands in front of it (a proxy's HTML error page) is a failure, as any 5xx is: the call goes to another
+// node. Only a body that is the node's own JSON-RPC error is its answer.
+describe("a 500 that is not bitcoind's own answer is a failure (loopback Bitcoin Core)", () => {
+  let nodes: LoopbackNode[];
+  let gw: RunningGateway;
+  let fault: "warmup" | "html" = "warmup";
+
+  beforeAll(async () => {
+    const faulty = (request: { body: string }) => {
+      // the test's own call only: the prober asks getblockhash 0 for the chain
+      if (!request.body.includes('"getblockhash","params":[5]')) return undefined;
+      return fault === "warmup"
+        ? {
+            status: 500,
+            body: '{"result":null,"error":{"code":-28,"message":"Loading block index…"},"id":1}\n',
+          }
+        : {
+            status: 500,
+            headers: { "content-type": "text/html" },
+            body: "<html>500 Internal Server Error</html>",
+          };
+    };
+    nodes = await Promise.all([
+      startLoopbackNode(firstOf(faulty, softwareNode(btc, nodeState(btc, 800_000)))),
+      startLoopbackNode(softwareNode(btc, nodeState(btc, 800_000))),
+    ]);
+    gw = await startGateway({
+      upstreams: { btc: nodes.map((node, i) => ({ url: node.url, name: `n${i}` })) },
+      health: { ...DEFAULT_HEALTH, probeIntervalMs: 60_000 },
+    });
+    await everyNodeInRotation(gw);
+  });
+  afterAll(async () => {
+    await gw?.close();
+    await Promise.all((nodes ?? []).map((node) => node.close()));
+  });
+
+  for (const kind of ["warmup", "html"] as const) {
+    it(`${kind === "warmup" ? "-28 while loading" : "a proxy's HTML page"}: every call is answered by the other node`, async () => {
+      fault = kind;
+      for (let id = 1; id <= 6; id++) {
+        const r = await gw.call("btc", `/${KEYS.all}/`, {
+          body: `{"jsonrpc":"1.0","id":${id},"method":"getblockhash","params":[5]}`,
+        });
+        expect(r.status, r.text).toBe(200);
+      }
+    });
+  }
+});
