@@ -163,7 +163,11 @@ function sendArray(
 const UNCACHED: CacheRead = { key: "", lifetime: { kind: "head" }, id: "null", rules: {} };
 
 /** An id's source text as one value, so that the node's `1` and the caller's ` 1` are the same id. */
-function idKey(id: string | undefined): string {
+/**
+ * An id by its value, as the node's answer will carry it: `"a"` and `"\u0061"`, `0` and `-0` are one id.
+ * Two calls of a batch with one id could not be told apart by their answers (pipeline/stages.ts).
+ */
+export function idKey(id: string | undefined): string {
   if (id === undefined) return "null";
   try {
     return JSON.stringify(JSON.parse(id));

@@ -2,7 +2,7 @@ import type { IncomingMessage } from "node:http";
 import type { TierPlan } from "../answers/archive.js";
 import { planRanges, type RangePlan } from "../answers/range-plan.js";
 import { isHeadCall, type ReadNeed } from "../answers/read-need.js";
-import type { BatchRead } from "../cache/batch-cached.js";
+import { type BatchRead, idKey } from "../cache/batch-cached.js";
 import type { CacheRead } from "../cache/cache-read.js";
 import type { GatewayConfig, RateSpec } from "../config/types.js";
 import { dedicatedPointer } from "../errors/dedicated-pointer.js";
@@ -333,7 +333,8 @@ export class Stages {
     const ids = new Set<string>();
     let any = false;
     const batch = calls.map((call) => {
-      if (call.id !== undefined) ids.add(call.id);
+      // by value: ids written differently ("a", "\u0061") are still one id in the node's answers
+      if (call.id !== undefined) ids.add(idKey(call.id));
       const kept = cache.readOf(reads, call, isHeadCall(call, mounted.mount.head), mounted.admitted);
       if (kept !== undefined) any = true;
       return { call, read: kept };

@@ -158,6 +158,24 @@ describe("the answer cache on a real anvil", () => {
     ).toEqual([]);
   });
 
+  it("a batch whose ids are one value written two ways keeps nothing another caller could be given", async () => {
+    // "a" and "\u0061", 0 and -0: different text, one id in the node's answers, which cannot be told apart
+    for (const [first, second, one, other] of [
+      ['"a"', '"\\u0061"', "0xc", "0xb"],
+      ["0", "-0", "0xe", "0xd"],
+    ]) {
+      const body = `[{"jsonrpc":"2.0","id":${first},"method":"eth_getBlockByNumber","params":["${one}",false]},{"jsonrpc":"2.0","id":${second},"method":"eth_getBlockByNumber","params":["${other}",false]}]`;
+      await gw.call("eth", `/${KEYS.all}`, { body });
+      // another key's reads of either block: each its own block, whether from the node or the cache
+      for (const number of [one, other]) {
+        const got = (await call("eth_getBlockByNumber", [number, false], 1, KEYS.noArchive)).result as {
+          number: string;
+        };
+        expect(got.number).toBe(number);
+      }
+    }
+  });
+
   it("eth_chainId is asked once, whatever the ids", async () => {
     const first = await call("eth_chainId", [], 1);
     const second = await call("eth_chainId", [], 2);
