@@ -166,6 +166,13 @@ export class MessageSender {
     if (!checked.ok) return checked;
     if (checked.access === "websocket") this.#host.stateful();
     if (checked.id === undefined) return checked;
+    // Its answer could not be told from the other's: the node's answers carry the id alone, and a call the
+    // cache missed would keep the other's answer as its own, for every caller of the label.
+    const id = checked.id;
+    if (this.#host.pending.get(id) !== undefined || pending.some((p) => p.call.id === id))
+      return no(this.#host.rules, "INVALID_REQUEST", checked.call, {
+        reason: "a call with this id is still waiting for its answer on this connection",
+      });
     const limits = this.#host.limits.ws;
     if (this.#host.pending.size + pending.length >= limits.maxInFlight) {
       return no(this.#host.rules, "TOO_MANY_IN_FLIGHT", checked.call, { maxInFlight: limits.maxInFlight });

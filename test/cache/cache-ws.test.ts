@@ -314,3 +314,57 @@ describe("an answer at the head from a connection's node behind the served head"
     for (const client of clients) client.close();
   });
 });
+
+// Two calls with one id in flight on a connection: the node's answers carry the id alone, so they cannot be
+// told apart, and a call the cache missed would keep the other's answer as its own, for every caller of the
+// label. The second is refused while the first waits.
+describe("a call whose id is still in flight on its connection", () => {
+  let node: LoopbackWsNode;
+  let gw: RunningGateway;
+  let restore: () => void;
+  const hash = (n: number) => `0x${String(n).padStart(64, "0")}`;
+
+  beforeAll(async () => {
+    restore = resolveTestHosts();
+    node = await startLoopbackWsNode(
+      evmNode({
+        // each block by its own hash, a little late, so that both calls are in flight together
+        eth_getBlockByHash: async (params: unknown) => {
+          await new Promise((resolve) => setTimeout(resolve, 50));
+          return { number: "0x5", hash: (params as string[])[0], transactions: [] };
+        },
+      }),
+    );
+    gw = await startGateway({ upstreams: { eth: [node.url] }, cache: { ...DEFAULT_CACHE, enabled: true } });
+  });
+  afterAll(async () => {
+    await gw?.close();
+    await node?.close();
+    restore?.();
+  });
+
+  it("is refused, and no caller is ever given one block for another", async () => {
+    const client = await Client.open(`ws://eth.${DOMAIN}:${gw.port}/${KEYS.all}`);
+    const call = (n: number) =>
+      JSON.stringify({ jsonrpc: "2.0", id: 1, method: "eth_getBlockByHash", params: [hash(n), false] });
+    client.ws.send(call(1));
+    client.ws.send(call(2));
+    const refused = JSON.parse(await client.waitFor((text) => text.includes('"error"'))) as {
+      error: { code: number; data: { reason: string } };
+    };
+    expect(refused.error.code).toBe(-32600);
+    expect(refused.error.data.reason).toContain("still waiting");
+    const answered = JSON.parse(await client.waitFor((text) => text.includes('"result"'))) as {
+      result: { hash: string };
+    };
+    expect(answered.result.hash).toBe(hash(1));
+    client.close();
+    // another caller of the label, from the cache or the node: each block by its own hash
+    const other = await Client.open(`ws://eth.${DOMAIN}:${gw.port}/${KEYS.all}`);
+    for (const n of [1, 2]) {
+      const got = await other.call("eth_getBlockByHash", [hash(n), false]);
+      expect((got.result as { hash: string }).hash).toBe(hash(n));
+    }
+    other.close();
+  });
+});
