@@ -4,6 +4,7 @@ import type { CacheRules, HeadEncoding } from "../registry/types.js";
 import type { WholeAnswer } from "../upstream/buffered-answer.js";
 import type { UpstreamGroup } from "../upstream/group.js";
 import { readHeight } from "../upstream/head.js";
+import type { Upstream } from "../upstream/upstreams.js";
 import { type CacheEntry, FINAL, ownBytes } from "./answer-cache.js";
 
 const EMPTY = Buffer.alloc(0);
@@ -217,4 +218,13 @@ function heightAt(result: string, path: readonly string[], rules: CacheRules): n
       ? rules.finalized.encoding
       : "hex-quantity";
   return readHeight(value, encoding);
+}
+
+/**
+ * Whether a node's head, as far as it is known, is below the head the label served: what it read at its head
+ * is older than what callers were served, and is kept for no one but the caller it answered.
+ */
+export function behindServed(node: Upstream, group: UpstreamGroup): boolean {
+  const head = node.health.head;
+  return head !== undefined && head < group.served.height;
 }

@@ -11,7 +11,7 @@ import type { WholeAnswer } from "../upstream/buffered-answer.js";
 import { fetchWhole, type RelayDone, type UpstreamCall } from "../upstream/policy.js";
 import { type AnswerCache, type CacheEntry, FINAL } from "./answer-cache.js";
 import type { CacheRead } from "./cache-read.js";
-import { keptAnswer } from "./kept-answer.js";
+import { behindServed, keptAnswer } from "./kept-answer.js";
 import { SharedCaller } from "./shared-caller.js";
 import { followSocketFlight } from "./socket-flights.js";
 
@@ -204,7 +204,9 @@ function joinOrFly(missed: Missed, lookup: Span | undefined): void {
         land(flight, undefined);
         return;
       }
-      const { entry: fresh, store } = kept;
+      const { entry: fresh } = kept;
+      // a read that found no node at the served head went to one below it: its answer is its caller's alone
+      const store = kept.store && (fresh.epoch === FINAL || !behindServed(answer.upstream, call.group));
       if (store) {
         cache.set(read.key, { ...fresh, tier });
         if (fresh.epoch === FINAL) cache.shared?.put(call.group.label, read.key, { ...fresh, tier });

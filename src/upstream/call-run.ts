@@ -53,6 +53,8 @@ export abstract class CallRun<Caller extends CallerSide = CallerSide> implements
   #deadlineAt = 0;
   #waitedForHead = false;
   #widened = false;
+  /** A widened read waits for a node to reach its block: the attempts that fail meanwhile end nothing. */
+  #widenPending = false;
   hedgeAt = Number.POSITIVE_INFINITY;
   hedgeSlot = -1;
 
@@ -133,10 +135,10 @@ export abstract class CallRun<Caller extends CallerSide = CallerSide> implements
       // another attempt still on its way (the one a hedge went around) may yet answer well: a failed
       // status does not win over it, nor mark it slow
       const alone = this.#live.length === 1;
-      if (retry || !alone || this.#mayWiden()) {
+      if (retry || !alone || this.#widenPending || this.#mayWiden()) {
         this.#dismiss(attempt, "failed", "status", statusCode);
         if (retry) this.#launch("retry");
-        else if (alone) this.#widen();
+        else if (alone && !this.#widenPending) this.#widen();
         return false;
       }
     }
@@ -177,7 +179,7 @@ export abstract class CallRun<Caller extends CallerSide = CallerSide> implements
     }
     this.#lastError = error;
     if (kind !== undefined && this.#mayRetry(kind)) this.#launch("retry");
-    else if (this.#live.length > 0) return;
+    else if (this.#live.length > 0 || this.#widenPending) return;
     else if (kind !== undefined && this.#mayWiden()) this.#widen();
     else this.#finish(this.#failure());
   }
@@ -282,9 +284,15 @@ export abstract class CallRun<Caller extends CallerSide = CallerSide> implements
     const { write, atLeast } = this.call;
     if (write || atLeast < 0 || this.#widened || this.#next >= MAX_ATTEMPTS) return false;
     if (performance.now() >= this.#deadlineAt || this.res.headersSent || clientGone(this.res)) return false;
+    // by hand, with nothing allocated: this runs at each attempt's launch of a read at the head
     const { group, exclude } = this.call;
-    const tried = this.#order.slice(0, this.#next);
-    return group.members.some((m) => m !== exclude && !tried.includes(m));
+    for (const member of group.members) if (member !== exclude && !this.#tried(member)) return true;
+    return false;
+  }
+
+  #tried(member: Upstream): boolean {
+    const at = this.#order.indexOf(member);
+    return at >= 0 && at < this.#next;
   }
 
   /** After `#mayWiden()`: the wait `#begin` makes for a node to reach the block, once, then the rest. */
@@ -297,6 +305,7 @@ export abstract class CallRun<Caller extends CallerSide = CallerSide> implements
     if (!this.#waitedForHead && wait > 0 && this.#untriedAtBlock().length === 0) {
       this.#waitedForHead = true;
       group.answers.add("head_wait");
+      this.#widenPending = true;
       group.served.whenReached(atLeast, wait, () => this.#goOnWidened(why));
       return;
     }
@@ -304,6 +313,7 @@ export abstract class CallRun<Caller extends CallerSide = CallerSide> implements
   }
 
   #goOnWidened(why: "retry" | "hedge"): void {
+    this.#widenPending = false;
     if (this.#finished || this.#winner !== undefined) return;
     const untried = this.#untried();
     if (untried.length === 0 || clientGone(this.res)) {
@@ -330,8 +340,7 @@ export abstract class CallRun<Caller extends CallerSide = CallerSide> implements
 
   /** Of `list`, the members this call has not tried, nor may. */
   #fresh(list: readonly Upstream[]): Upstream[] {
-    const tried = this.#order.slice(0, this.#next);
-    return list.filter((m) => m !== this.call.exclude && !tried.includes(m));
+    return list.filter((m) => m !== this.call.exclude && !this.#tried(m));
   }
 
   /** What the caller gets when no attempt answered. */

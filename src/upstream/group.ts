@@ -113,13 +113,18 @@ export class UpstreamGroup {
 
   /**
    * A node's own head went back to `height` (a reorg, a dev chain reverted): what was read at the head may
-   * be gone. Below the label's finalized height, what was final is not either: only a chain reverted or
-   * started again (anvil's evm_revert) does that, and every answer kept for the label may be from blocks
-   * no longer there. They go, and the finalized height is learned again.
+   * be gone. Below the label's finalized height, with no other node in rotation still at or past it, what
+   * was final is not either: only a chain reverted or started again (anvil's evm_revert) does that, and
+   * every answer kept for the label may be from blocks no longer there. They go, and the finalized height
+   * is learned again. One node restored from an old snapshot, beside others still at the head, is that
+   * node's own trouble: it lags, and the chain's final blocks stand.
    */
-  wentBack(height: number): void {
+  wentBack(node: Upstream, height: number): void {
     this.served.moved();
-    if (height >= this.#finalized) return;
+    const finalized = this.#finalized;
+    if (height >= finalized) return;
+    for (const member of this.members)
+      if (member !== node && member.health.inRotation && (member.health.head ?? -1) >= finalized) return;
     this.#finalized = -1;
     this.cache?.forgetAll();
   }

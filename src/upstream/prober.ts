@@ -201,7 +201,7 @@ export class Prober {
     else {
       const before = member.health.head;
       // its chain went back under it (a reorg, a dev chain reverted): what was read at the head may be gone
-      if (before !== undefined && head.height < before) target.group.wentBack(head.height);
+      if (before !== undefined && head.height < before) target.group.wentBack(member, head.height);
       member.health.probed(head.height, latencyMs);
     }
     target.group.judgeProbe(member);

@@ -1,7 +1,7 @@
 import { isHeadCall } from "../answers/read-need.js";
 import { type AnswerCache, type Caller, FINAL, withId } from "../cache/answer-cache.js";
 import type { CacheRead } from "../cache/cache-read.js";
-import { keptMembers } from "../cache/kept-answer.js";
+import { behindServed, keptMembers } from "../cache/kept-answer.js";
 import { type FlightEntry, type FlightFollower, followFlight } from "../cache/relay-cached.js";
 import {
   followSocketFlight,
@@ -117,10 +117,4 @@ export class CachedCalls {
     this.#opened.delete(flight);
     landSocketFlight(cache, flight, entry);
   }
-}
-
-/** Whether a node's head, as far as it is known, is below the head the label served. */
-function behindServed(node: Upstream, group: UpstreamGroup): boolean {
-  const head = node.health.head;
-  return head !== undefined && head < group.served.height;
 }

@@ -95,3 +95,46 @@ describe("a head-relative read whose only node at the served head hangs (loopbac
     expect(performance.now() - started).toBeLessThan(DEFAULT_LIMITS.upstream.deadlineMs / 2);
   });
 });
+
+describe("a head-relative read whose only node at the served head is slow, then fails (loopback VeChain Thor)", () => {
+  let nodes: LoopbackNode[];
+  let behind: NodeState;
+  let sick = false;
+  let gw: RunningGateway;
+
+  beforeAll(async () => {
+    behind = nodeState(vet, H);
+    const ahead = softwareNode(vet, nodeState(vet, H + 1));
+    // past the hedge delay, then a 503: the read is already waiting for another node to reach the head
+    const slowThenFailing: Responder = (request) =>
+      sick
+        ? new Promise((resolve) => setTimeout(() => resolve({ status: 503, body: "overloaded" }), 300))
+        : ahead(request);
+    nodes = await Promise.all([
+      startLoopbackNode(slowThenFailing),
+      startLoopbackNode(softwareNode(vet, () => behind)),
+    ]);
+    gw = await startGateway({
+      upstreams: { vet: nodes.map((node, i) => ({ url: node.url, name: i === 0 ? "ahead" : "behind" })) },
+      health: { ...DEFAULT_HEALTH, probeIntervalMs: 100 },
+      limits: { upstream: { ...DEFAULT_LIMITS.upstream, hedgeMinMs: 50, hedgeMaxMs: 100 } },
+    });
+    await everyNodeInRotation(gw);
+  });
+  afterAll(async () => {
+    await gw?.close();
+    await Promise.all((nodes ?? []).map((node) => node.close()));
+  });
+
+  it("goes on waiting for the node behind, and is answered by it, not with the slow node's failure", async () => {
+    const first = await gw.call("vet", `/${KEYS.all}/blocks/best`);
+    expect(first.json).toMatchObject({ number: H + 1 });
+    sick = true;
+    setTimeout(() => {
+      behind = nodeState(vet, H + 1);
+    }, 600).unref();
+    const after = await gw.call("vet", `/${KEYS.all}/blocks/best`);
+    expect(after.status, after.text).toBe(200);
+    expect(after.json).toMatchObject({ number: H + 1 });
+  });
+});
