@@ -34,10 +34,12 @@ const KEEP_MS = 24 * 3600 * 1000;
  */
 export class SharedAnswers {
   readonly #redis: Redis;
+  readonly #keyPrefix: string;
   /** Lookups that found an answer or none, answers stored, and failures (Redis slow or away): the metrics. */
   readonly counts = { hit: 0, miss: 0, stored: 0, error: 0 };
 
   constructor(config: SharedLimitsConfig, keyPrefix = "gateway:answer:") {
+    this.#keyPrefix = keyPrefix;
     this.#redis = new Redis(config.redis, { ...sharedRedisOptions(keyPrefix), commandTimeout: LOOKUP_MS });
     // Failed reconnections are retried with backoff; meanwhile each instance answers from its own cache.
     this.#redis.on("error", () => {});
@@ -80,6 +82,27 @@ export class SharedAnswers {
       .catch(() => {
         this.counts.error++;
       });
+  }
+
+  /**
+   * Every shared answer of a label goes: its chain went back under its finalized blocks (group.ts
+   * `wentBack`), and what was final may not be on it any more. A failure leaves them; each instance's own
+   * prober sees the same chain and forgets its own.
+   */
+  forget(label: string): void {
+    if (!this.up) return;
+    // SCAN's pattern and the keys it finds carry the prefix, which ioredis adds to UNLINK's keys itself
+    const prefix = this.#keyPrefix;
+    const scan = this.#redis.scanStream({ match: `${prefix}${label}:*`, count: 500 });
+    scan.on("data", (keys: string[]) => {
+      if (keys.length > 0)
+        this.#redis.unlink(...keys.map((key) => key.slice(prefix.length))).catch(() => {
+          this.counts.error++;
+        });
+    });
+    scan.on("error", () => {
+      this.counts.error++;
+    });
   }
 
   close(): void {

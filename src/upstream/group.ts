@@ -127,6 +127,7 @@ export class UpstreamGroup {
       if (member !== node && member.health.inRotation && (member.health.head ?? -1) >= finalized) return;
     this.#finalized = -1;
     this.cache?.forgetAll();
+    this.cache?.shared?.forget(this.label);
   }
 
   /** A node in rotation named its finalized block: the label's finalized height rises to it, never falls. */

@@ -176,5 +176,37 @@ describe.skipIf(own.skip)(
       expect((await block(b, "0x6")).cache, JSON.stringify(shared[1]?.counts)).toBe("hit");
       expect(reached("0x6")).toBe(1);
     });
+
+    it("a chain that went back under its finalized blocks takes the shared answers of them too", async () => {
+      const group = () => a.gateway.upstreams.group("eth", "/");
+      const finalized = () => group()?.finalized ?? -1;
+      const snapshot = await node.rpc<string>("evm_snapshot", []);
+      const base = Number(await node.rpc<string>("eth_blockNumber", []));
+      await node.rpc("anvil_mine", ["0x50", "0x1"]);
+      const number = `0x${(base + 5).toString(16)}`;
+      await eventually(() => finalized() >= base + 5, 3_000, "the new finalized height read");
+      const stored = shared[0]?.counts.stored ?? 0;
+      const before = (await block(a, number)).json.result.hash;
+      await eventually(() => (shared[0]?.counts.stored ?? 0) > stored, 2_000, "the block stored in Redis");
+      await node.rpc("evm_revert", [snapshot]);
+      await eventually(() => finalized() < base + 5, 3_000, "the label's finality learned again");
+      await node.rpc("anvil_mine", ["0x50", "0x2"]);
+      const now = (await node.rpc<{ hash: string }>("eth_getBlockByNumber", [number, false])).hash;
+      expect(now).not.toBe(before);
+      const head = await node.rpc<string>("eth_blockNumber", []);
+      await eventually(
+        async () =>
+          (
+            (
+              await a.call("eth", `/${KEYS.all}`, {
+                body: '{"jsonrpc":"2.0","id":1,"method":"eth_blockNumber"}',
+              })
+            ).json as { result: string }
+          ).result === head,
+        3_000,
+        "the head seen",
+      );
+      expect((await block(a, number)).json.result.hash).toBe(now);
+    });
   },
 );
