@@ -264,8 +264,10 @@ export class UpstreamGroup {
     }
     probed.health.judgeProbe(best, this.maxLagBlocks);
     for (const member of this.members) {
-      if (member !== probed && member.health.headCounts && member.health.state !== "checking")
-        member.health.judgeLag(best, this.maxLagBlocks);
+      if (member === probed || member.health.state === "checking") continue;
+      if (member.health.headCounts) member.health.judgeLag(best, this.maxLagBlocks);
+      // a failing node's head is its last known one: its lag grows as the others move on
+      else member.health.noteLag(best);
     }
     const head = probed.health.head;
     if (head !== undefined && probed.health.inRotation) {

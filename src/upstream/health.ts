@@ -229,6 +229,11 @@ export class UpstreamHealth {
     return true;
   }
 
+  /** Its lag against a new best head, and nothing more: a failing node's, whose state its probes decide. */
+  noteLag(bestHead: number): void {
+    this.#lagBlocks = this.#head === undefined ? 0 : Math.max(0, bestHead - this.#head);
+  }
+
   /** Whether its head may count towards its label's best head: not a node on another chain or failing. */
   get headCounts(): boolean {
     return this.#head !== undefined && this.#condition !== "failing" && this.#condition !== "wrong-chain";

@@ -119,4 +119,21 @@ describe("choosing an upstream", () => {
     expect(g.choose()).toEqual([]); // the node on another chain is never a last resort
     expect(byName("a").health.state).toBe("wrong-chain");
   });
+
+  it("a failing node's lag grows as the others move on, from its last known head", () => {
+    const { group: g, byName } = group([
+      { url: "http://a:1", name: "a" },
+      { url: "http://b:1", name: "b" },
+    ]);
+    for (const name of ["a", "b"]) {
+      byName(name).health.probed(100, 1);
+      g.judgeProbe(byName(name));
+    }
+    byName("a").health.probeFailed("refused", "ECONNREFUSED");
+    for (const head of [105, 113]) {
+      byName("b").health.probed(head, 1);
+      g.judgeProbe(byName("b"));
+    }
+    expect(byName("a").health).toMatchObject({ state: "failing", lagBlocks: 13 });
+  });
 });
