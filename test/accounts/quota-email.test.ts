@@ -33,9 +33,12 @@ describe("the quota e-mails", () => {
       "Your key FNabcdefgh… used 80% of the daily quota (10,000,000 compute units on the shared plan).",
     );
     const monthly = { ...notice(80, "account:1"), period: "2026-11" };
+    // a quota of the account's keys on the plan is no one key's: the subject names none
     expect(quotaEmail(monthly, "https://d.example").subject).toBe(
-      "80% of the monthly quota of FNabcdefgh… used",
+      "80% of the monthly quota of your shared plan's keys used",
     );
-    expect(quotaEmail(monthly, "https://d.example").text).toContain("Your account's keys used 80%");
+    expect(quotaEmail(monthly, "https://d.example").text).toContain(
+      "Your account's keys on the shared plan used 80%",
+    );
   });
 });

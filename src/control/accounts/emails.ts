@@ -100,12 +100,17 @@ function endpointLines(endpoints: readonly NetworkEndpoints[]): string {
 export function quotaEmail(notice: PendingNotice, publicUrl: string): Email {
   const period = notice.period.length === 10 ? "daily" : "monthly";
   const resets = readableTime(notice.resetsAt);
-  const scope = notice.scope.startsWith("account:") ? "your account's keys" : `your key ${notice.keyPrefix}…`;
+  const perAccount = notice.scope.startsWith("account:");
+  const scope = perAccount
+    ? `your account's keys on the ${notice.plan} plan`
+    : `your key ${notice.keyPrefix}…`;
+  // whose quota it is: a per-account quota is no one key's
+  const whose = perAccount ? `your ${notice.plan} plan's keys` : `${notice.keyPrefix}…`;
   const spent = notice.threshold >= 100;
   return {
     subject: spent
-      ? `The ${period} quota of ${notice.keyPrefix}… is reached`
-      : `${notice.threshold}% of the ${period} quota of ${notice.keyPrefix}… used`,
+      ? `The ${period} quota of ${whose} is reached`
+      : `${notice.threshold}% of the ${period} quota of ${whose} used`,
     text: `${
       spent
         ? // also sent when a call was refused for costing more than was left, before the quota was all spent
