@@ -180,10 +180,15 @@ function refusal(tier: TierPlan, call: PassedCall, requestId: string | undefined
 }
 
 function archiveRequired(tier: TierPlan): GatewayError {
-  return new GatewayError("ARCHIVE_REQUIRED", {
-    archiveLabel: tier.archiveLabel,
-    reason: `this read needs state that only archive nodes keep: call ${tier.archiveLabel} with a key that has archive access`,
-  });
+  return new GatewayError("ARCHIVE_REQUIRED", archiveRequiredDetail(tier.archiveLabel));
+}
+
+/** ARCHIVE_REQUIRED's members: the archive label, and what to do. */
+export function archiveRequiredDetail(archiveLabel: string): Readonly<Record<string, unknown>> {
+  return {
+    archiveLabel,
+    reason: `this read needs state that only archive nodes keep: call ${archiveLabel} with a key that has archive access`,
+  };
 }
 
 /**

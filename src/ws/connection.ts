@@ -11,6 +11,7 @@ import type { JsonRpcPolicy } from "../registry/types.js";
 import { endMessage } from "../tracing/span-ends.js";
 import type { RequestTrace } from "../tracing/tracing.js";
 import type { Upstream } from "../upstream/upstreams.js";
+import { type ArchiveRefusals, archiveRefusals } from "./archive-refusals.js";
 import type { CachedCalls } from "./cached-calls.js";
 import { CLOSE } from "./close-codes.js";
 import { deliver, type FillContext, recordStart } from "./gap-fill.js";
@@ -78,6 +79,7 @@ export class Connection {
   #alive = true;
   #closed = false;
   readonly #ping: NodeJS.Timeout;
+  readonly #archiveRefusals: ArchiveRefusals | undefined;
   #idle: NodeJS.Timeout;
 
   constructor(client: WebSocket, upstream: NodeSocket, node: Upstream, options: ConnectionOptions) {
@@ -86,6 +88,7 @@ export class Connection {
     this.#options = options;
     const { mounted } = options;
     this.#label = mounted.admitted.endpoint.label;
+    this.#archiveRefusals = archiveRefusals(mounted);
     this.#policy = mounted.mount.policy.jsonrpc as JsonRpcPolicy;
     this.#rules = {
       policy: this.#policy,
@@ -266,9 +269,10 @@ export class Connection {
     const received = toText(data);
     const text = this.#withinCap(received);
     if (text === undefined) return;
-    // an answer over the cap goes on as the errors that replace it
-    const out: string | RawData = text === received ? data : text;
     const envelopes = scanMembers(text);
+    // an answer over the cap goes on as the errors that replace it; one of no such state as ARCHIVE_REQUIRED
+    const answer = this.#archiveRefusals?.(text, envelopes) ?? text;
+    const out: string | RawData = answer === received ? data : answer;
     const only = envelopes.length === 1 ? envelopes[0] : undefined;
     if (only !== undefined) {
       const id = only.get("id");
@@ -279,7 +283,7 @@ export class Connection {
       if (id !== undefined && this.#calls.settle(id, text, only)) return;
     }
     const answered = this.#pending.settle(envelopes, this.#settled);
-    const merged = this.#pending.merged(text, answered);
+    const merged = this.#pending.merged(answer, answered);
     this.#toClient(merged ?? out, merged === undefined && out === data && isBinary);
     this.#intake.closeIfSpent();
   }

@@ -1,0 +1,42 @@
+import { archiveRequiredDetail } from "../answers/archive.js";
+import { errorFormOf, rpcErrorJson } from "../errors/respond.js";
+import type { Mounted } from "../pipeline/stages.js";
+
+/** What a connection makes of its node's answers that say the node has no such state. */
+export type ArchiveRefusals = (text: string, envelopes: readonly ReadonlyMap<string, string>[]) => string;
+
+/**
+ * A connection's calls never go to archive nodes (docs/cache.md, "WebSockets"). A node's "no such state"
+ * answer to one (a read older than a full node keeps: the registry's `reads.archive.missingState`) becomes
+ * ARCHIVE_REQUIRED by its id, naming the archive label, as an HTTP caller's read is answered when no
+ * archive node may take it (docs/upstreams.md, "Archive"): never the node's raw error. None where the label
+ * has no archive endpoint or its dialect no archive rule.
+ */
+export function archiveRefusals(mounted: Mounted): ArchiveRefusals | undefined {
+  const texts = mounted.mount.policy.jsonrpc?.reads?.archive?.missingState;
+  const archiveLabel = mounted.admitted.endpoint.archiveLabel;
+  const policy = mounted.mount.policy.jsonrpc;
+  if (texts === undefined || archiveLabel === undefined || policy === undefined) return undefined;
+  const detail = archiveRequiredDetail(archiveLabel);
+  const { requestId } = mounted.admitted;
+  return (text, envelopes) => {
+    // most answers: none of the texts anywhere, found without decoding anything
+    if (!texts.some((wanted) => text.includes(wanted))) return text;
+    let refused = false;
+    const parts = envelopes.map((members) => {
+      const id = members.get("id");
+      const error = members.get("error");
+      if (id === undefined || error === undefined || !texts.some((wanted) => error.includes(wanted)))
+        return textOf(members);
+      refused = true;
+      return rpcErrorJson("ARCHIVE_REQUIRED", id, detail, requestId, errorFormOf(policy, false));
+    });
+    if (!refused) return text;
+    return text.trimStart().startsWith("[") ? `[${parts.join(",")}]` : (parts[0] as string);
+  };
+}
+
+/** An answer object again from its members, each value the source text it was. */
+function textOf(members: ReadonlyMap<string, string>): string {
+  return `{${[...members].map(([name, value]) => `${JSON.stringify(name)}:${value}`).join(",")}}`;
+}

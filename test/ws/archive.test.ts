@@ -1,0 +1,64 @@
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { DOMAIN, KEYS, type RunningGateway, startGateway } from "../support/gateway.js";
+import {
+  evmNode,
+  type LoopbackWsNode,
+  startLoopbackWsNode,
+  WsRpcError,
+} from "../support/loopback-ws-node.js";
+import { resolveTestHosts } from "../support/test-hosts.js";
+import { Client } from "../support/ws-client.js";
+
+// A connection's calls never go to archive nodes: a full node's "no such state" answer to a read older than
+// it keeps (geth's "missing trie node") is ARCHIVE_REQUIRED by its id, naming the archive label, as an HTTP
+// caller whose read no archive node may take is told (docs/upstreams.md, "Archive"). It reached the caller
+// as the node's raw error.
+
+describe("a read older than the connection's full node keeps", () => {
+  let node: LoopbackWsNode;
+  let gw: RunningGateway;
+  let restore: () => void;
+
+  beforeAll(async () => {
+    restore = resolveTestHosts();
+    node = await startLoopbackWsNode(
+      evmNode({
+        eth_getBalance: (params: unknown) => {
+          if ((params as string[])[1] === "0x10")
+            throw new WsRpcError(-32000, "missing trie node 1f2e3d (path )");
+          return "0x2a";
+        },
+      }),
+    );
+    gw = await startGateway({ upstreams: { eth: [node.url] } });
+  });
+  afterAll(async () => {
+    await gw?.close();
+    await node?.close();
+    restore?.();
+  });
+
+  it("is ARCHIVE_REQUIRED by its id, alone or in a batch beside a call the node answered", async () => {
+    const client = await Client.open(`ws://eth.${DOMAIN}:${gw.port}/${KEYS.noArchive}`);
+    const address = `0x${"ab".repeat(20)}`;
+    const old = await client.call("eth_getBalance", [address, "0x10"]);
+    expect(old.error).toMatchObject({
+      code: -32045,
+      data: { code: "ARCHIVE_REQUIRED", archiveLabel: "eth-archive" },
+    });
+    client.ws.send(
+      JSON.stringify([
+        { jsonrpc: "2.0", id: "old", method: "eth_getBalance", params: [address, "0x10"] },
+        { jsonrpc: "2.0", id: "new", method: "eth_getBalance", params: [address, "latest"] },
+      ]),
+    );
+    const batch = JSON.parse(await client.waitFor((text) => text.includes('"old"'))) as {
+      id: string;
+      result?: string;
+      error?: { data: { code: string } };
+    }[];
+    expect(batch.find((a) => a.id === "old")?.error?.data.code).toBe("ARCHIVE_REQUIRED");
+    expect(batch.find((a) => a.id === "new")?.result).toBe("0x2a");
+    client.close();
+  });
+});
