@@ -9,6 +9,7 @@ import type { UpstreamFields } from "../upstream/call-run.js";
 import type { UpstreamGroup } from "../upstream/group.js";
 import { fetchWhole, type RelayDone, type UpstreamCall } from "../upstream/policy.js";
 import { answerTo, batchAnswers, batchOf, replaceAnswer } from "./batch-answers.js";
+import { unknownIn } from "./by-hash.js";
 
 /** The response header that says which tier of nodes answered a read of state at a numbered block. */
 export const TIER_HEADER = "x-upstream-tier";
@@ -119,9 +120,11 @@ export function fetchByTier(
 }
 
 /**
- * 7, for a batch with reads of state at a named block: the batch goes to a full node, read whole; the calls
- * it refuses as missing state are sent, as one batch, to the archive nodes once more, and their answers
- * take the refusals' places (by id). For a key without archive access each refusal becomes ARCHIVE_REQUIRED.
+ * 7, for a batch with reads of state at a named block: the batch goes to a full node, read whole. Its calls
+ * by hash that node did not know (or had no state for) are asked, as one batch, of another full node first,
+ * which may have seen the block (by-hash.ts); the calls still refused as missing state are then sent, as
+ * one batch, to the archive nodes once more, and their answers take the refusals' places (by id). For a key
+ * without archive access each refusal becomes ARCHIVE_REQUIRED.
  */
 function relayBatchByTier(
   call: UpstreamCall,
@@ -134,43 +137,87 @@ function relayBatchByTier(
   fetchWhole({ ...call, tier: undefined }, res, note, (error, answer) => {
     if (error !== undefined || answer === undefined) return done(error);
     const answers = batchAnswers(answer);
-    const refused = answers === undefined ? [] : stateCalls.filter((c) => missingIn(answers, c, tier));
-    if (answers === undefined || refused.length === 0) {
+    if (answers === undefined) {
       note.tier = "full";
       send(res, answer, "full");
       return done();
     }
-    const group = tier.archiveGroup;
-    if (!tier.mayArchive || group === undefined) {
-      call.group.answers.add("archive_required");
-      const requestId = requestIdOf(res);
-      for (const c of refused) replaceAnswer(answers, c, JSON.parse(refusal(tier, c, requestId)) as unknown);
-      note.tier = "full";
-      sendJson(res, 200, JSON.stringify(answers), { [TIER_HEADER]: "full" });
-      return done();
-    }
-    call.group.answers.add("archive_again");
-    const body = batchOf(refused);
-    fetchWhole({ ...call, group, body, tier: undefined }, res, note, (again, fromArchive) => {
-      const archived =
-        again === undefined && fromArchive !== undefined ? batchAnswers(fromArchive) : undefined;
-      if (archived === undefined) return done(again ?? new GatewayError("UPSTREAM_BAD_RESPONSE"));
-      for (const c of refused) {
-        const found = answerTo(archived, c);
-        if (found !== undefined) replaceAnswer(answers, c, found);
+    const unknown = [...tier.missingState, ...(call.reads?.unknownBlock ?? [])];
+    const byHash = call.group.members.length > 1 ? (call.reads?.byHashCalls ?? []) : [];
+    const again = byHash.filter((c) => unknownIn(answerTo(answers, c), unknown));
+    const archiveTheRest = (changed: boolean) =>
+      refusedToArchive(call, tier, stateCalls, answers, changed ? undefined : answer, res, note, done);
+    if (again.length === 0) return archiveTheRest(false);
+    call.group.answers.add("by_hash_again");
+    const body = batchOf(again);
+    fetchWhole({ ...call, body, tier: undefined, exclude: answer.upstream }, res, note, (failed, second) => {
+      const found = failed === undefined && second !== undefined ? batchAnswers(second) : undefined;
+      let changed = false;
+      for (const c of again) {
+        const other = found === undefined ? undefined : answerTo(found, c);
+        if (other === undefined || unknownIn(other, unknown)) continue;
+        replaceAnswer(answers, c, other);
+        changed = true;
       }
-      note.tier = "archive";
-      sendJson(res, 200, JSON.stringify(answers), { [TIER_HEADER]: "full+archive" });
-      done();
+      archiveTheRest(changed);
     });
   });
 }
 
-function missingIn(answers: readonly unknown[], call: PassedCall, tier: TierPlan): boolean {
+/**
+ * The batch's calls a full node refused as missing state go to the archive nodes (or are ARCHIVE_REQUIRED);
+ * with none, the answers go out: `unchanged`, the full node's own answer as it came, when nothing replaced
+ * any of them.
+ */
+function refusedToArchive(
+  call: UpstreamCall,
+  tier: TierPlan,
+  stateCalls: readonly PassedCall[],
+  answers: unknown[],
+  unchanged: WholeAnswer | undefined,
+  res: ServerResponse,
+  note: TierFields,
+  done: RelayDone,
+): void {
+  const refused = stateCalls.filter((c) => errorIn(answers, c, tier.missingState));
+  if (refused.length === 0) {
+    note.tier = "full";
+    if (unchanged !== undefined) send(res, unchanged, "full");
+    else sendJson(res, 200, JSON.stringify(answers), { [TIER_HEADER]: "full" });
+    done();
+    return;
+  }
+  const group = tier.archiveGroup;
+  if (!tier.mayArchive || group === undefined) {
+    call.group.answers.add("archive_required");
+    const requestId = requestIdOf(res);
+    for (const c of refused) replaceAnswer(answers, c, JSON.parse(refusal(tier, c, requestId)) as unknown);
+    note.tier = "full";
+    sendJson(res, 200, JSON.stringify(answers), { [TIER_HEADER]: "full" });
+    done();
+    return;
+  }
+  call.group.answers.add("archive_again");
+  const body = batchOf(refused);
+  fetchWhole({ ...call, group, body, tier: undefined }, res, note, (again, fromArchive) => {
+    const archived = again === undefined && fromArchive !== undefined ? batchAnswers(fromArchive) : undefined;
+    if (archived === undefined) return done(again ?? new GatewayError("UPSTREAM_BAD_RESPONSE"));
+    for (const c of refused) {
+      const found = answerTo(archived, c);
+      if (found !== undefined) replaceAnswer(answers, c, found);
+    }
+    note.tier = "archive";
+    sendJson(res, 200, JSON.stringify(answers), { [TIER_HEADER]: "full+archive" });
+    done();
+  });
+}
+
+/** Whether a call's answer in a batch is an error with one of `texts` in it. */
+function errorIn(answers: readonly unknown[], call: PassedCall, texts: readonly string[]): boolean {
   const answer = answerTo(answers, call) as { error?: unknown } | undefined;
   if (answer?.error === undefined || answer.error === null) return false;
   const text = JSON.stringify(answer.error);
-  return tier.missingState.some((wanted) => text.includes(wanted));
+  return texts.some((wanted) => text.includes(wanted));
 }
 
 /** A batch's call refused as ARCHIVE_REQUIRED, naming the request's id as every refusal does. */

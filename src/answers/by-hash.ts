@@ -106,7 +106,7 @@ function answeredUnknown(answer: WholeAnswer, unknown: readonly string[]): boole
 }
 
 /** Whether one call's answer is null, or an error naming the block as one the node does not know. */
-function unknownIn(answer: unknown, unknown: readonly string[]): boolean {
+export function unknownIn(answer: unknown, unknown: readonly string[]): boolean {
   if (answer === null || typeof answer !== "object") return false;
   const { result, error } = answer as { result?: unknown; error?: unknown };
   if (error !== undefined && error !== null) {
