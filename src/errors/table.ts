@@ -15,6 +15,8 @@ export interface ErrorSpec {
   /** Absent on the self-service API's codes, which are never written as a JSON-RPC error. */
   readonly rpc?: number;
   readonly message: string;
+  /** The nodes' doing, not the gateway's: the metrics' `result="upstream"` (metrics/gateway-metrics.ts). */
+  readonly upstream?: true;
 }
 
 export const ERRORS = {
@@ -95,18 +97,35 @@ export const ERRORS = {
   },
   TOO_MANY_SUBSCRIPTIONS: { status: 429, rpc: -32005, message: "Too many subscriptions on this connection" },
   TOO_MANY_IN_FLIGHT: { status: 429, rpc: -32005, message: "Too many unanswered calls on this connection" },
-  NO_UPSTREAM: { status: 503, rpc: -32011, message: "No upstream node is available for this network" },
-  UPSTREAM_TIMEOUT: { status: 504, rpc: -32015, message: "The upstream node did not answer in time" },
-  UPSTREAM_BAD_RESPONSE: { status: 502, rpc: -32013, message: "The upstream node sent an invalid response" },
+  NO_UPSTREAM: {
+    status: 503,
+    rpc: -32011,
+    message: "No upstream node is available for this network",
+    upstream: true,
+  },
+  UPSTREAM_TIMEOUT: {
+    status: 504,
+    rpc: -32015,
+    message: "The upstream node did not answer in time",
+    upstream: true,
+  },
+  UPSTREAM_BAD_RESPONSE: {
+    status: 502,
+    rpc: -32013,
+    message: "The upstream node sent an invalid response",
+    upstream: true,
+  },
   UPSTREAM_RESPONSE_TOO_LARGE: {
     status: 502,
     rpc: -32020,
     message: "The upstream response is larger than the gateway allows",
+    upstream: true,
   },
   WRITE_NOT_CONFIRMED: {
     status: 502,
     rpc: -32022,
     message: "The upstream node took the write but did not confirm it; it was not sent again",
+    upstream: true,
   },
   CLIENT_CLOSED: { status: 499, rpc: -32603, message: "The client went away before the answer" },
   DRAIN_CUT: { status: 503, rpc: -32603, message: "The gateway stopped before the answer was sent" },

@@ -1,14 +1,20 @@
-import type { AnswerCache, CacheCounts } from "../cache/answer-cache.js";
-import { ERRORS, type ErrorCode } from "../errors/table.js";
-import { UPSTREAM_STATES, type UpstreamHealth } from "../upstream/health.js";
-import type { Upstream, UpstreamTable } from "../upstream/upstreams.js";
+import { ERRORS, type ErrorCode, type ErrorSpec } from "../errors/table.js";
+import type { UpstreamTable } from "../upstream/upstreams.js";
+import {
+  answerRules,
+  cacheCounts,
+  cacheSizes,
+  perLabel,
+  servedHeads,
+  sharedCounts,
+  upstreamSeries,
+} from "./scrape-readings.js";
 import {
   type CounterCell,
   CounterTable,
   GaugeReading,
   type HistogramEntry,
   HistogramTable,
-  type MetricValue,
   type RegistrableMetric,
 } from "./tables.js";
 
@@ -48,20 +54,14 @@ export type MethodClass = "read" | "write" | "range" | "batch" | "stream" | "non
 
 const SECONDS = [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10];
 const BYTES = [128, 512, 2048, 8192, 32_768, 131_072, 524_288, 2_097_152, 8_388_608];
-const UPSTREAM_CODES = new Set<ErrorCode>([
-  "NO_UPSTREAM",
-  "UPSTREAM_TIMEOUT",
-  "UPSTREAM_BAD_RESPONSE",
-  "UPSTREAM_RESPONSE_TOO_LARGE",
-  "WRITE_NOT_CONFIRMED",
-]);
 
 /** Whose fault an outcome is, from its error code, or for a relayed answer from the node's own status. */
 export function resultOf(code: ErrorCode | undefined, status: number): ResultClass {
   if (code === undefined) return status >= 500 || status === 429 ? "upstream" : "ok";
   if (code === "CLIENT_CLOSED") return "client_closed";
-  if (UPSTREAM_CODES.has(code)) return "upstream";
-  return ERRORS[code].status >= 500 ? "gateway" : "client";
+  const spec: ErrorSpec = ERRORS[code];
+  if (spec.upstream === true) return "upstream";
+  return spec.status >= 500 ? "gateway" : "client";
 }
 
 /** WebSocket counts a scrape reads, per label. */
@@ -307,172 +307,4 @@ class LabelSeries {
     }
     return entry;
   }
-}
-
-function perLabel(counts: ReadonlyMap<string, number>): MetricValue[] {
-  return [...counts].map(([label, value]) => ({ labels: { label }, value }));
-}
-
-/**
- * Per upstream, from its health record and its counts (upstream/upstream-counts.ts). With node:cluster,
- * each worker judges its upstreams itself; the primary takes the highest state gauge (a state any worker
- * sees), head and lag, adds up calls in flight and the counters, and takes the mean latency and error rate.
- */
-function upstreamSeries(table: Pick<UpstreamTable, "groups">): RegistrableMetric[] {
-  const reading = (
-    name: string,
-    help: string,
-    aggregator: "sum" | "max" | "average",
-    read: (member: Upstream, push: (value: number, extra?: Record<string, string>) => void) => void,
-    type: "gauge" | "counter" = "gauge",
-  ) =>
-    new GaugeReading(
-      name,
-      help,
-      aggregator,
-      () => {
-        const values: MetricValue[] = [];
-        for (const group of table.groups()) {
-          for (const member of group.members) {
-            const labels = { label: group.label, mount: group.mount, upstream: member.metricName };
-            read(member, (value, extra) => values.push({ labels: { ...labels, ...extra }, value }));
-          }
-        }
-        return values;
-      },
-      type,
-    );
-  const gauge = (
-    name: string,
-    help: string,
-    aggregator: "sum" | "max" | "average",
-    read: (health: UpstreamHealth, push: (value: number, extra?: Record<string, string>) => void) => void,
-  ) => reading(name, help, aggregator, (member, push) => read(member.health, push));
-  const counter = (
-    name: string,
-    help: string,
-    read: (member: Upstream, push: (value: number, extra?: Record<string, string>) => void) => void,
-  ) => reading(name, help, "sum", read, "counter");
-  return [
-    counter(
-      "gateway_upstream_attempts_total",
-      "Attempts sent to the upstream, by outcome: answered, failed (an error, a 5xx or 429), dismissed (another node answered first)",
-      ({ counts }, push) => {
-        push(counts.answered, { outcome: "answered" });
-        push(counts.failed, { outcome: "failed" });
-        push(counts.dismissed, { outcome: "dismissed" });
-      },
-    ),
-    counter(
-      "gateway_upstream_retries_total",
-      "Attempts that retried a call another node failed",
-      ({ counts }, push) => push(counts.retries),
-    ),
-    counter(
-      "gateway_upstream_hedges_total",
-      "Attempts that hedged a read another node was slow on",
-      ({ counts }, push) => push(counts.hedges),
-    ),
-    counter(
-      "gateway_upstream_state_changes_total",
-      "Times the upstream entered each state",
-      ({ counts }, push) => {
-        for (const [state, n] of counts.statesEntered) push(n, { state });
-      },
-    ),
-    // "max" over workers: each worker judges the node on its own; a state any of them sees is shown
-    gauge("gateway_upstream_state", "1 for the upstream's state, 0 for the others", "max", (health, push) => {
-      for (const state of UPSTREAM_STATES) push(health.state === state ? 1 : 0, { state });
-    }),
-    gauge("gateway_upstream_head", "The head its last good probe read", "max", (health, push) => {
-      if (health.head !== undefined) push(health.head);
-    }),
-    gauge("gateway_upstream_lag_blocks", "Blocks behind the label's best head", "max", (health, push) =>
-      push(health.lagBlocks),
-    ),
-    gauge(
-      "gateway_upstream_latency_seconds",
-      "Its smoothed time to an answer's headers",
-      "average",
-      // a node that never answered has no latency: no series, rather than a 0 that looks like the best
-      (health, push) => {
-        if (health.latencyMs > 0) push(health.latencyMs / 1000);
-      },
-    ),
-    gauge(
-      "gateway_upstream_error_ratio",
-      "The share of its last 100 calls that failed",
-      "average",
-      (health, push) => push(health.errorRate),
-    ),
-    gauge("gateway_upstream_in_flight", "Calls sent to it and not answered yet", "sum", (health, push) =>
-      push(health.inFlight),
-    ),
-  ];
-}
-
-/** Each label's answer-rule counts, summed over its mounts' groups: one series per label and rule. */
-function answerRules(upstreams: Pick<UpstreamTable, "groups">): MetricValue[] {
-  const sums = new Map<string, { label: string; rule: string; value: number }>();
-  for (const group of upstreams.groups())
-    for (const [rule, value] of group.answers.entries()) {
-      const key = `${group.label} ${rule}`;
-      const entry = sums.get(key) ?? { label: group.label, rule, value: 0 };
-      entry.value += value;
-      sums.set(key, entry);
-    }
-  return [...sums.values()].map(({ label, rule, value }) => ({ labels: { label, rule }, value }));
-}
-
-/** Each label's cache counts, summed over its mounts' groups: per label, and per `by` when it is given. */
-function cacheCounts(
-  upstreams: Pick<UpstreamTable, "groups">,
-  names: readonly (keyof CacheCounts)[],
-  by?: string,
-): MetricValue[] {
-  const sums = new Map<string, MetricValue>();
-  for (const group of upstreams.groups()) {
-    const cache = group.cache;
-    if (cache === undefined) continue;
-    for (const name of names) {
-      const labels: Record<string, string> =
-        by === undefined ? { label: group.label } : { label: group.label, [by]: name };
-      const key = JSON.stringify(labels);
-      const entry = sums.get(key) ?? { labels, value: 0 };
-      sums.set(key, { labels, value: entry.value + cache.counts[name] });
-    }
-  }
-  return [...sums.values()];
-}
-
-/** The process's shared layer's counts (one layer, whichever groups use it). */
-function sharedCounts(upstreams: Pick<UpstreamTable, "groups">): MetricValue[] {
-  const layers = new Set(
-    upstreams.groups().flatMap((group) => (group.cache?.shared ? [group.cache.shared] : [])),
-  );
-  const sums = { hit: 0, miss: 0, stored: 0, error: 0 };
-  for (const layer of layers)
-    for (const name of Object.keys(sums) as (keyof typeof sums)[]) sums[name] += layer.counts[name];
-  return layers.size === 0
-    ? []
-    : Object.entries(sums).map(([outcome, value]) => ({ labels: { outcome }, value }));
-}
-
-/** A size of each label's caches, summed over its mounts' groups. */
-function cacheSizes(
-  upstreams: Pick<UpstreamTable, "groups">,
-  size: (cache: AnswerCache) => number,
-): MetricValue[] {
-  const sums = new Map<string, number>();
-  for (const group of upstreams.groups())
-    if (group.cache !== undefined) sums.set(group.label, (sums.get(group.label) ?? 0) + size(group.cache));
-  return [...sums].map(([label, value]) => ({ labels: { label }, value }));
-}
-
-/** Each label's served head, the highest of its mounts' groups. */
-function servedHeads(upstreams: Pick<UpstreamTable, "groups">): MetricValue[] {
-  const heads = new Map<string, number>();
-  for (const group of upstreams.groups())
-    if (group.served.height > (heads.get(group.label) ?? -1)) heads.set(group.label, group.served.height);
-  return [...heads].map(([label, value]) => ({ labels: { label }, value }));
 }
