@@ -1,0 +1,185 @@
+import type { TierPlan } from "../answers/archive.js";
+import { planRanges, type RangePlan } from "../answers/range-plan.js";
+import { isHeadCall, type ReadNeed } from "../answers/read-need.js";
+import { type BatchRead, idKey } from "../cache/batch-cached.js";
+import type { CacheRead } from "../cache/cache-read.js";
+import type { GatewayConfig } from "../config/types.js";
+import { GatewayError } from "../errors/table.js";
+import type { Outgoing } from "../families/family.js";
+import { archiveUnits } from "../plans/compute-units.js";
+import type { UpstreamGroup } from "../upstream/group.js";
+import type { UpstreamCall } from "../upstream/policy.js";
+import type { UpstreamTable } from "../upstream/upstreams.js";
+import type { Mounted } from "./stages.js";
+
+/**
+ * Stage 6's planning (pipeline/stages.ts `planUpstream`): from a message the earlier stages passed, the
+ * upstream call the relay makes. Its upstreams, the head or block a node must have reached, a range's split,
+ * the archive tier, and what the answer cache may answer it with; and, for stage 5, what that plan will cost.
+ */
+export class UpstreamPlanner {
+  readonly #config: GatewayConfig;
+  readonly #upstreams: UpstreamTable;
+
+  constructor(config: GatewayConfig, upstreams: UpstreamTable) {
+    this.#config = config;
+    this.#upstreams = upstreams;
+  }
+
+  /**
+   * 5, before the charge: what a message will cost as stage 6 will plan it, so that its rate and quota hold
+   * what it costs, not its calls' registry price alone. A range split into sub-ranges costs a call for each,
+   * and a read the archive tier answers at once the archive factor (docs/compute-units.md). A read a full
+   * node refuses and the archive tier then answers is priced at settlement: no one can tell before.
+   */
+  plannedUnits(mounted: Mounted, outgoing: Outgoing | undefined, units: number): number {
+    const reads = outgoing?.reads;
+    // most calls: no range, and no state at a numbered block (one named by hash is never sent to archive at once)
+    if (reads === undefined || units <= 0 || (reads.ranges.length === 0 && reads.stateBlock < 0))
+      return units;
+    const group = this.#upstreams.group(mounted.admitted.endpoint.label, mounted.mount.path);
+    if (group === undefined) return units;
+    let planned = units;
+    const split = reads.ranges.length === 0 ? undefined : this.#planRanges(reads, group).split;
+    if (split !== undefined) planned *= Math.ceil((split.to - split.from + 1) / split.size);
+    const tier = this.#tierPlan(mounted, reads, group);
+    if (tier?.direct === true && tier.mayArchive)
+      planned = archiveUnits(planned, mounted.mount.policy.computeUnits);
+    return planned;
+  }
+
+  /**
+   * 6. The upstream call: the mount's upstreams, the caller's path and query, the answer's size cap, and the
+   * head a node must have reached to take it (src/answers/).
+   */
+  call(mounted: Mounted, outgoing: Outgoing): UpstreamCall {
+    const { target } = mounted.admitted;
+    const group = this.group(mounted);
+    const { reads } = outgoing;
+    const tier = reads === undefined ? undefined : this.#tierPlan(mounted, reads, group);
+    const ranges =
+      reads === undefined || reads.ranges.length === 0 ? undefined : this.#planRanges(reads, group);
+    return {
+      group,
+      method: outgoing.method,
+      path: outgoing.path ?? target.path,
+      query: outgoing.query ?? target.query,
+      // the node's logs can name the caller's request too, and its traces join the caller's
+      headers: mounted.admitted.nodeHeaders(outgoing.headers),
+      trace: typeof mounted.admitted.trace === "object" ? mounted.admitted.trace : undefined,
+      body: outgoing.body,
+      stream: outgoing.stream,
+      write: outgoing.write,
+      nodeErrors: mounted.mount.policy.jsonrpc?.nodeErrors,
+      limits: this.#config.limits.upstream,
+      // A stream stays open while the node pushes: it has no size cap, as it has no end.
+      maxBytes: outgoing.stream ? Number.POSITIVE_INFINITY : this.#config.limits.upstream.maxResponseBytes,
+      // A read at the head needs the head the label served; one that names a block, that block. A label
+      // with one node has nowhere else to send a read that names a block, and the caller most often
+      // learned of that block from the node itself (a newHeads notification its head record has not
+      // seen): it goes at once, and only a read at the head waits for the node (a head another instance
+      // served, through Redis).
+      atLeast:
+        reads === undefined
+          ? -1
+          : group.members.length === 1
+            ? reads.atHead
+              ? group.served.height
+              : -1
+            : Math.max(
+                reads.atHead ? group.served.height : -1,
+                reads.highestBlock,
+                ranges?.highestBlock ?? -1,
+              ),
+      reads,
+      split: ranges?.split,
+      tier,
+      // a read by hash that one node answers null may find the block on another
+      byHash: tier === undefined && reads !== undefined && reads.byHash && group.members.length > 1,
+      cache: ranges?.split === undefined ? this.#cacheRead(mounted, group, outgoing) : undefined,
+      cacheBatch:
+        tier === undefined &&
+        ranges?.split === undefined &&
+        !(reads?.byHash === true && group.members.length > 1)
+          ? this.#cacheBatch(mounted, group, outgoing)
+          : undefined,
+      exclude: undefined,
+    };
+  }
+
+  /** 6, for a single call on a label whose cache is on: what the cache may answer it with (src/cache/). */
+  #cacheRead(mounted: Mounted, group: UpstreamGroup, outgoing: Outgoing): CacheRead | undefined {
+    const cache = group.cache;
+    if (outgoing.restCache !== undefined && cache !== undefined)
+      return cache.takes(outgoing.restCache, mounted.admitted);
+    const call = outgoing.single;
+    const reads = mounted.mount.policy.jsonrpc?.reads;
+    if (call === undefined || cache === undefined || reads === undefined || outgoing.write) return undefined;
+    return cache.readOf(reads, call, isHeadCall(call, mounted.mount.head), mounted.admitted);
+  }
+
+  /**
+   * 6, for a batch on a label whose cache is on: each call with what the cache may answer it with, or none
+   * when no call may be, or when two calls share an id (their answers could not be told apart).
+   */
+  #cacheBatch(mounted: Mounted, group: UpstreamGroup, outgoing: Outgoing): readonly BatchRead[] | undefined {
+    const calls = outgoing.batch;
+    const reads = mounted.mount.policy.jsonrpc?.reads;
+    const cache = group.cache;
+    if (calls === undefined || cache === undefined || reads === undefined || outgoing.write) return undefined;
+    const ids = new Set<string>();
+    let any = false;
+    const batch = calls.map((call) => {
+      // by value: ids written differently ("a", "\u0061") are still one id in the node's answers
+      if (call.id !== undefined) ids.add(idKey(call.id));
+      const kept = cache.readOf(reads, call, isHeadCall(call, mounted.mount.head), mounted.admitted);
+      if (kept !== undefined) any = true;
+      return { call, read: kept };
+    });
+    return any && ids.size === calls.length ? batch : undefined;
+  }
+
+  /** 6, for range calls: their limits checked, and a split planned (src/answers/range-plan.ts). */
+  #planRanges(reads: ReadNeed, group: UpstreamGroup): RangePlan {
+    try {
+      return planRanges(reads, group.served.height, this.#config.blockRanges[group.label]);
+    } catch (error) {
+      group.answers.add("range_refused");
+      throw error;
+    }
+  }
+
+  /**
+   * 6, for a read of state at a numbered block on a mainnet full label whose network has an archive
+   * endpoint: how it may reach the archive nodes (src/answers/archive.ts). None for a block above the
+   * label's head: it is not there yet, which no archive node changes.
+   */
+  #tierPlan(mounted: Mounted, reads: ReadNeed, group: UpstreamGroup): TierPlan | undefined {
+    const { endpoint, principal } = mounted.admitted;
+    const rule = mounted.mount.policy.jsonrpc?.reads?.archive;
+    const archiveLabel = endpoint.archiveLabel;
+    const named = reads.stateBlock >= 0 || reads.stateByHash;
+    if (rule === undefined || archiveLabel === undefined || !named) return undefined;
+    const head = group.served.height;
+    if (reads.single && head >= 0 && reads.stateBlock > head) return undefined;
+    return {
+      // a block named by hash is not known to be old until a full node says so; a batch goes to a full node
+      // first, and only the calls it refuses go on
+      direct:
+        reads.single && head >= 0 && reads.stateBlock >= 0 && reads.stateBlock < head - rule.fullHistory,
+      batch: reads.single ? undefined : reads.stateCalls,
+      archiveLabel,
+      archiveGroup: this.#upstreams.group(archiveLabel, mounted.mount.path),
+      mayArchive: principal?.archive === true || mounted.admitted.plan?.archive === true,
+      missingState: rule.missingState,
+    };
+  }
+
+  /** The mount's upstreams; NO_UPSTREAM without any. */
+  group(mounted: Mounted): UpstreamGroup {
+    const group = this.#upstreams.group(mounted.admitted.endpoint.label, mounted.mount.path);
+    if (group === undefined)
+      throw new GatewayError("NO_UPSTREAM", { reason: "no upstream is configured for this endpoint" });
+    return group;
+  }
+}
