@@ -1,6 +1,6 @@
 import type { RawData, WebSocket } from "ws";
 import type { GatewayConfig, Limits } from "../config/types.js";
-import { errorBody, errorFormOf, jsonRpcStyle, rpcErrorJson } from "../errors/respond.js";
+import { errorBody, errorFormOf, jsonRpcStyle } from "../errors/respond.js";
 import type { CallRules, PassedCall } from "../jsonrpc/check.js";
 import { scanMembers } from "../jsonrpc/scan.js";
 import type { UsageRecorder } from "../keys/usage.js";
@@ -11,14 +11,15 @@ import type { JsonRpcPolicy } from "../registry/types.js";
 import { endMessage } from "../tracing/span-ends.js";
 import type { RequestTrace } from "../tracing/tracing.js";
 import type { Upstream } from "../upstream/upstreams.js";
-import { type ArchiveRefusals, archiveRefusals } from "./archive-refusals.js";
 import type { CachedCalls } from "./cached-calls.js";
 import { CLOSE } from "./close-codes.js";
 import { deliver, type FillContext, recordStart } from "./gap-fill.js";
 import { GatewayCalls } from "./gateway-calls.js";
+import { ClientLiveness } from "./liveness.js";
 import { MessageIntake, toText } from "./message-intake.js";
 import { MessageSender, paramsOf } from "./message-sender.js";
 import { ConnectionMove, type Reconnect } from "./move.js";
+import { type ArchiveRefusals, archiveRefusals, withinCap } from "./node-answers.js";
 import type { NodeSocket } from "./node-socket.js";
 import { PendingCalls, type Settled, type UpstreamMessage } from "./pending-calls.js";
 import { RememberedSubscriptions } from "./subscriptions.js";
@@ -76,11 +77,9 @@ export class Connection {
   /** A WebSocket-only call went upstream: the node holds state for this connection. */
   #stateful = false;
   readonly #intake: MessageIntake;
-  #alive = true;
   #closed = false;
-  readonly #ping: NodeJS.Timeout;
   readonly #archiveRefusals: ArchiveRefusals | undefined;
-  #idle: NodeJS.Timeout;
+  readonly #liveness: ClientLiveness;
 
   constructor(client: WebSocket, upstream: NodeSocket, node: Upstream, options: ConnectionOptions) {
     this.#client = client;
@@ -150,13 +149,10 @@ export class Connection {
     client.on(
       "message",
       this.#guard((data: RawData) => {
-        this.#touch();
+        this.#liveness.touch();
         this.#intake.receive(data);
       }),
     );
-    client.on("pong", () => {
-      this.#alive = true;
-    });
     client.on(
       "close",
       this.#guard(() => this.#end()),
@@ -166,11 +162,12 @@ export class Connection {
       this.#guard(() => this.#end()),
     );
     this.#attach(upstream);
-    this.#ping = setInterval(
-      this.#guard(() => this.#heartbeat()),
-      options.limits.ws.pingIntervalMs,
+    this.#liveness = new ClientLiveness(
+      client,
+      options.limits.ws,
+      (listener) => this.#guard(listener),
+      () => this.close(CLOSE.NORMAL, "idle timeout"),
     );
-    this.#idle = this.#idleTimer();
   }
 
   /** The node the connection's upstream socket is on. */
@@ -255,7 +252,7 @@ export class Connection {
   }
 
   #fromUpstream(data: RawData, isBinary: boolean): void {
-    this.#touch();
+    this.#liveness.touch();
     // Notifications with nothing pending pass straight through, never decoded: with nothing to watch, or
     // for the connection's only subscription, whose position is read from its last one if a move needs it.
     if (this.#pending.size === 0 && this.#calls.size === 0) {
@@ -267,7 +264,13 @@ export class Connection {
       }
     }
     const received = toText(data);
-    const text = this.#withinCap(received);
+    const { mounted, limits } = this.#options;
+    const text = withinCap(
+      received,
+      limits.upstream.maxResponseBytes,
+      mounted.admitted.requestId,
+      this.#policy,
+    );
     if (text === undefined) return;
     const envelopes = scanMembers(text);
     // an answer over the cap goes on as the errors that replace it; one of no such state as ARCHIVE_REQUIRED
@@ -286,33 +289,6 @@ export class Connection {
     const merged = this.#pending.merged(answer, answered);
     this.#toClient(merged ?? out, merged === undefined && out === data && isBinary);
     this.#intake.closeIfSpent();
-  }
-
-  /**
-   * A node's message within `maxResponseBytes`, else the answer its calls get instead: each id it answers,
-   * UPSTREAM_RESPONSE_TOO_LARGE, as an HTTP caller's call gets. Sent again on another node, it would come
-   * back as large; a notification that large is dropped.
-   */
-  #withinCap(text: string): string | undefined {
-    const max = this.#options.limits.upstream.maxResponseBytes;
-    if (text.length <= max / 4 || Buffer.byteLength(text) <= max) return text;
-    const envelopes = scanMembers(text);
-    const errors = envelopes.flatMap((members) => {
-      const id = members.get("id");
-      return id === undefined
-        ? []
-        : [
-            rpcErrorJson(
-              "UPSTREAM_RESPONSE_TOO_LARGE",
-              id,
-              { maxBytes: max },
-              this.#options.mounted.admitted.requestId,
-              errorFormOf(this.#policy, false),
-            ),
-          ];
-    });
-    if (errors.length === 0) return undefined;
-    return text.trimStart().startsWith("[") ? `[${errors.join(",")}]` : errors[0];
   }
 
   #notification(text: string, members: ReadonlyMap<string, string>): void {
@@ -411,26 +387,6 @@ export class Connection {
     this.#options.metrics?.webSocketFrames.add([this.#label, "out"]);
   }
 
-  #heartbeat(): void {
-    if (!this.#alive) {
-      this.#client.terminate();
-      return;
-    }
-    this.#alive = false;
-    this.#client.ping();
-  }
-
-  #touch(): void {
-    this.#idle.refresh();
-  }
-
-  #idleTimer(): NodeJS.Timeout {
-    return setTimeout(
-      this.#guard(() => this.close(CLOSE.NORMAL, "idle timeout")),
-      this.#options.limits.ws.idleTimeoutMs,
-    );
-  }
-
   /** The client went away (or must): its upstream socket is closed too, so nothing is left half-open. */
   #end(): void {
     if (this.#closed) return;
@@ -446,8 +402,7 @@ export class Connection {
   #finish(): void {
     if (this.#closed) return;
     this.#closed = true;
-    clearInterval(this.#ping);
-    clearTimeout(this.#idle);
+    this.#liveness.stop();
     this.#calls.abandon();
     this.#options.cache?.close();
     this.#options.onClose();

@@ -1,6 +1,41 @@
 import { archiveRequiredDetail } from "../answers/archive.js";
 import { errorFormOf, rpcErrorJson } from "../errors/respond.js";
+import { scanMembers } from "../jsonrpc/scan.js";
 import type { Mounted } from "../pipeline/stages.js";
+import type { JsonRpcPolicy } from "../registry/types.js";
+
+// What a connection makes of a node's message before its calls' answers go to the client: an answer over
+// the size cap, or one that says the node has no such state, is replaced by the gateway's errors by id.
+
+/**
+ * A node's message within `maxBytes`, else the answer its calls get instead: each id it answers,
+ * UPSTREAM_RESPONSE_TOO_LARGE, as an HTTP caller's call gets. Sent again on another node, it would come
+ * back as large; a notification that large is dropped (undefined).
+ */
+export function withinCap(
+  text: string,
+  maxBytes: number,
+  requestId: string | undefined,
+  policy: JsonRpcPolicy,
+): string | undefined {
+  if (text.length <= maxBytes / 4 || Buffer.byteLength(text) <= maxBytes) return text;
+  const errors = scanMembers(text).flatMap((members) => {
+    const id = members.get("id");
+    return id === undefined
+      ? []
+      : [
+          rpcErrorJson(
+            "UPSTREAM_RESPONSE_TOO_LARGE",
+            id,
+            { maxBytes },
+            requestId,
+            errorFormOf(policy, false),
+          ),
+        ];
+  });
+  if (errors.length === 0) return undefined;
+  return text.trimStart().startsWith("[") ? `[${errors.join(",")}]` : errors[0];
+}
 
 /** What a connection makes of its node's answers that say the node has no such state. */
 export type ArchiveRefusals = (text: string, envelopes: readonly ReadonlyMap<string, string>[]) => string;
