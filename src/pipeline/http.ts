@@ -1,10 +1,4 @@
 import type { IncomingMessage, ServerResponse } from "node:http";
-import { relayByTier } from "../answers/archive.js";
-import { relayByHash } from "../answers/by-hash.js";
-import { learnHeights } from "../answers/examined.js";
-import { relaySplit } from "../answers/range-split.js";
-import { relayCachedBatch } from "../cache/batch-cached.js";
-import { relayCached } from "../cache/relay-cached.js";
 import type { Limits } from "../config/types.js";
 import {
   batchErrorBody,
@@ -22,7 +16,6 @@ import { clientGone } from "../http/client-gone.js";
 import { checkFraming } from "../http/framing.js";
 import { requestIdFor, requestIdOf, tagResponse } from "../http/request-id.js";
 import { replyIdIn } from "../jsonrpc/check.js";
-import { mergeBatchAnswer } from "../jsonrpc/merge.js";
 import type { UsageRecorder } from "../keys/usage.js";
 import { AccessLine, type Logger } from "../log.js";
 import { type GatewayMetrics, type MethodClass, resultOf } from "../metrics/gateway-metrics.js";
@@ -31,9 +24,9 @@ import type { QuotaHold } from "../plans/quota-hold.js";
 import type { ComputeUnits } from "../registry/types.js";
 import { callerTraceParent } from "../tracing/trace-parent.js";
 import type { RequestTrace, Tracing } from "../tracing/tracing.js";
-import type { WholeAnswer } from "../upstream/buffered-answer.js";
-import { fetchWhole, relayAnswer, type UpstreamCall } from "../upstream/policy.js";
+import type { UpstreamCall } from "../upstream/policy.js";
 import type { ErrorBoundary } from "./boundary.js";
+import { relay } from "./relay.js";
 import type { Charged, Mounted, Stages } from "./stages.js";
 
 const NO_BODY = Buffer.alloc(0);
@@ -256,41 +249,10 @@ export class HttpExchange {
         if (call.write) call.group.wrote(mounted.admitted);
         this.#end(error, replyId);
       };
-      if (authorized.refusals !== undefined) this.#relayMerged(call, authorized.refusals, replyId);
-      else if (call.cache !== undefined && call.group.cache !== undefined)
-        relayCached(call, call.cache, call.group.cache, this.#res, this.#access, done);
-      else if (call.cacheBatch !== undefined && call.group.cache !== undefined)
-        relayCachedBatch(call, call.cacheBatch, call.group.cache, this.#res, this.#access, done);
-      else if (call.split !== undefined) relaySplit(call, call.split, this.#res, this.#access, done);
-      else if (call.tier !== undefined) relayByTier(call, call.tier, this.#res, this.#access, done);
-      else if (call.byHash) relayByHash(call, this.#res, this.#access, done);
-      else relayAnswer(call, this.#res, this.#access, done);
+      relay(call, authorized.refusals, this.#res, this.#access, done);
     } catch (error) {
       this.#end(error, replyId);
     }
-  }
-
-  /** 7, for a partial batch: the node answers the calls that passed, and the refusals join its array. */
-  #relayMerged(call: UpstreamCall, refusals: readonly string[], replyId: string): void {
-    fetchWhole(call, this.#res, this.#access, (error, answer?: WholeAnswer) => {
-      if (error !== undefined || answer === undefined) return this.#end(error, replyId);
-      // Called back from the upstream's handler: what this throws must end this request, not reach undici.
-      try {
-        const text = answer.body.toString("utf8");
-        if (answer.statusCode === 200) learnHeights(call, answer.upstream, text);
-        // Only notifications went upstream, and nodes answer those with no body (JSON-RPC 2.0 §6).
-        const merged =
-          text.trim() === "" && answer.statusCode < 300
-            ? `[${refusals.join(",")}]`
-            : answer.statusCode === 200
-              ? mergeBatchAnswer(text, refusals)
-              : undefined;
-        sendJson(this.#res, merged === undefined ? answer.statusCode : 200, merged ?? text.trim());
-        this.#end();
-      } catch (failure) {
-        this.#end(failure, replyId);
-      }
-    });
   }
 
   #note(authorized: Authorized): void {

@@ -1,0 +1,66 @@
+import type { ServerResponse } from "node:http";
+import { relayByTier, type TierFields } from "../answers/archive.js";
+import { relayByHash } from "../answers/by-hash.js";
+import { learnHeights } from "../answers/examined.js";
+import { relaySplit, type SplitFields } from "../answers/range-split.js";
+import { relayCachedBatch } from "../cache/batch-cached.js";
+import { type CacheFields, relayCached } from "../cache/relay-cached.js";
+import { sendJson } from "../errors/respond.js";
+import { mergeBatchAnswer } from "../jsonrpc/merge.js";
+import { fetchWhole, type RelayDone, relayAnswer, type UpstreamCall } from "../upstream/policy.js";
+
+/** Where a relay notes what it did (the access line's fields): each way of relaying notes its own. */
+export type RelayFields = TierFields & SplitFields & CacheFields;
+
+/**
+ * 7. The answer, by the way stage 6 planned the call: a partial batch's read whole and merged with its
+ * refusals; a read the cache may answer, from it or one node call shared; a range too wide for one node,
+ * split; a read of old state, by tier; a read by hash, asked again where a node did not know the block; and
+ * any other streamed through as it arrives (upstream/policy.ts).
+ */
+export function relay(
+  call: UpstreamCall,
+  refusals: readonly string[] | undefined,
+  res: ServerResponse,
+  note: RelayFields,
+  done: RelayDone,
+): void {
+  if (refusals !== undefined) relayMerged(call, refusals, res, note, done);
+  else if (call.cache !== undefined && call.group.cache !== undefined)
+    relayCached(call, call.cache, call.group.cache, res, note, done);
+  else if (call.cacheBatch !== undefined && call.group.cache !== undefined)
+    relayCachedBatch(call, call.cacheBatch, call.group.cache, res, note, done);
+  else if (call.split !== undefined) relaySplit(call, call.split, res, note, done);
+  else if (call.tier !== undefined) relayByTier(call, call.tier, res, note, done);
+  else if (call.byHash) relayByHash(call, res, note, done);
+  else relayAnswer(call, res, note, done);
+}
+
+/** 7, for a partial batch: the node answers the calls that passed, and the refusals join its array. */
+function relayMerged(
+  call: UpstreamCall,
+  refusals: readonly string[],
+  res: ServerResponse,
+  note: RelayFields,
+  done: RelayDone,
+): void {
+  fetchWhole(call, res, note, (error, answer) => {
+    if (error !== undefined || answer === undefined) return done(error);
+    // Called back from the upstream's handler: what this throws must end this request, not reach undici.
+    try {
+      const text = answer.body.toString("utf8");
+      if (answer.statusCode === 200) learnHeights(call, answer.upstream, text);
+      // Only notifications went upstream, and nodes answer those with no body (JSON-RPC 2.0 §6).
+      const merged =
+        text.trim() === "" && answer.statusCode < 300
+          ? `[${refusals.join(",")}]`
+          : answer.statusCode === 200
+            ? mergeBatchAnswer(text, refusals)
+            : undefined;
+      sendJson(res, merged === undefined ? answer.statusCode : 200, merged ?? text.trim());
+      done();
+    } catch (failure) {
+      done(failure);
+    }
+  });
+}
