@@ -4,6 +4,7 @@ import { learnHeights, showsHeight } from "../answers/examined.js";
 import { ANY_ORIGIN } from "../errors/respond.js";
 import { addRequestId, withRequestId } from "../http/request-id.js";
 import type { PassedCall } from "../jsonrpc/check.js";
+import { idKey } from "../jsonrpc/id-key.js";
 import { scanMembers } from "../jsonrpc/scan.js";
 import type { UpstreamFields } from "../upstream/call-run.js";
 import { fetchWhole, type RelayDone, type UpstreamCall } from "../upstream/policy.js";
@@ -163,15 +164,3 @@ function sendArray(
 const UNCACHED: CacheRead = { key: "", lifetime: { kind: "head" }, id: "null", rules: {} };
 
 /** An id's source text as one value, so that the node's `1` and the caller's ` 1` are the same id. */
-/**
- * An id by its value, as the node's answer will carry it: `"a"` and `"\u0061"`, `0` and `-0` are one id.
- * Two calls of a batch with one id could not be told apart by their answers (pipeline/stages.ts).
- */
-export function idKey(id: string | undefined): string {
-  if (id === undefined) return "null";
-  try {
-    return JSON.stringify(JSON.parse(id));
-  } catch {
-    return id;
-  }
-}

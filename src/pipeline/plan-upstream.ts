@@ -1,11 +1,12 @@
 import type { TierPlan } from "../answers/archive.js";
 import { planRanges, type RangePlan } from "../answers/range-plan.js";
 import { isHeadCall, type ReadNeed } from "../answers/read-need.js";
-import { type BatchRead, idKey } from "../cache/batch-cached.js";
+import type { BatchRead } from "../cache/batch-cached.js";
 import type { CacheRead } from "../cache/cache-read.js";
 import type { GatewayConfig } from "../config/types.js";
 import { GatewayError } from "../errors/table.js";
 import type { Outgoing } from "../families/family.js";
+import { idKey } from "../jsonrpc/id-key.js";
 import { archiveUnits } from "../plans/compute-units.js";
 import type { UpstreamGroup } from "../upstream/group.js";
 import type { UpstreamCall } from "../upstream/policy.js";

@@ -106,6 +106,12 @@ export class CachedCalls {
     if (entry.epoch === FINAL) cache.shared?.put(this.#group.label, keep.read.key, entry);
   }
 
+  /** A miss whose call was refused after all: the calls waiting on it ask a node themselves. */
+  drop(keep: CacheKeep): void {
+    const cache = this.#group.cache;
+    if (cache !== undefined) this.#land(cache, keep.flight, undefined);
+  }
+
   /** The connection closed: calls waiting on its misses ask a node themselves. */
   close(): void {
     const cache = this.#group.cache;

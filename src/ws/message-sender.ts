@@ -2,6 +2,7 @@ import type { Span } from "@opentelemetry/api";
 import type { Limits } from "../config/types.js";
 import type { ErrorCode } from "../errors/table.js";
 import { type CallRules, type Checked, no, type PassedCall, sendableAsReceived } from "../jsonrpc/check.js";
+import { idKey } from "../jsonrpc/id-key.js";
 import type { CheckedMessage } from "../jsonrpc/message.js";
 import type { Charged } from "../pipeline/stages.js";
 import type { QuotaHold } from "../plans/quota-hold.js";
@@ -85,10 +86,14 @@ export class MessageSender {
     hold: QuotaHold | undefined,
     cached = true,
   ): string | undefined {
+    // a call whose id waits already is refused before the cache opens anything for it
+    const only = message.batch ? undefined : message.checked[0];
+    if (only?.ok === true && only.id !== undefined && this.#host.pending.get(only.id) !== undefined)
+      return this.#idInFlight(only).json;
     const looked =
       message.batch || !cached
         ? undefined
-        : this.#lookup(message.checked[0], (answer) => this.#followed(answer, message, text, seen, hold));
+        : this.#lookup(only, (answer) => this.#followed(answer, message, text, seen, hold));
     if (looked === "following" || (looked !== undefined && "answer" in looked)) {
       // an answer from the cache, or one node answer shared, costs what the plan says (its cachedShare),
       // as over HTTP
@@ -106,7 +111,11 @@ export class MessageSender {
     const outgoing: UpstreamMessage = { text: undefined, calls: [], batch: message.batch, sent: false };
     const pending: Pending[] = [];
     const checked = message.checked.map((call) => this.#admit(call, outgoing, pending));
-    if (looked !== undefined && pending[0] !== undefined) pending[0].keep = looked.keep;
+    if (looked !== undefined) {
+      // refused at the last (the in-flight cap): the calls that would wait on it ask a node themselves
+      if (pending[0] !== undefined) pending[0].keep = looked.keep;
+      else this.#host.cache?.drop(looked.keep);
+    }
     const passed = checked.filter((c): c is PassedCall => c.ok);
     const refused = checked.filter((c) => !c.ok).map((c) => c.json);
     if (passed.length === 0) return message.batch ? `[${refused.join(",")}]` : (checked[0] as Checked).json;
@@ -161,6 +170,13 @@ export class MessageSender {
     })();
   }
 
+  /** A call whose id, by its value, is still waiting for its answer on this connection: refused. */
+  #idInFlight(checked: PassedCall): Checked {
+    return no(this.#host.rules, "INVALID_REQUEST", checked.call, {
+      reason: "a call with this id is still waiting for its answer on this connection",
+    });
+  }
+
   /** Reserves in-flight and subscription slots at the moment a call is sent, so a burst cannot overshoot. */
   #admit(checked: Checked, message: UpstreamMessage, pending: Pending[]): Checked {
     if (!checked.ok) return checked;
@@ -168,11 +184,9 @@ export class MessageSender {
     if (checked.id === undefined) return checked;
     // Its answer could not be told from the other's: the node's answers carry the id alone, and a call the
     // cache missed would keep the other's answer as its own, for every caller of the label.
-    const id = checked.id;
-    if (this.#host.pending.get(id) !== undefined || pending.some((p) => p.call.id === id))
-      return no(this.#host.rules, "INVALID_REQUEST", checked.call, {
-        reason: "a call with this id is still waiting for its answer on this connection",
-      });
+    const id = idKey(checked.id);
+    if (this.#host.pending.get(checked.id) !== undefined || pending.some((p) => idKey(p.call.id) === id))
+      return this.#idInFlight(checked);
     const limits = this.#host.limits.ws;
     if (this.#host.pending.size + pending.length >= limits.maxInFlight) {
       return no(this.#host.rules, "TOO_MANY_IN_FLIGHT", checked.call, { maxInFlight: limits.maxInFlight });

@@ -119,7 +119,8 @@ export class ConnectionMove {
    */
   #resubscribe(): void {
     const { pending, remembered, calls, fill } = this.#connection;
-    for (const [id, entry] of [...pending.entries()]) {
+    for (const entry of [...pending.values()]) {
+      const id = entry.call.id as string;
       if (entry.kind !== "unsubscribe" || !entry.message.sent) continue;
       remembered.remove(entry.target);
       // one in a batch is answered inside the batch's answer (#sendAgain)

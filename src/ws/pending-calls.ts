@@ -1,5 +1,6 @@
 import type { Span } from "@opentelemetry/api";
 import type { PassedCall } from "../jsonrpc/check.js";
+import { idKey } from "../jsonrpc/id-key.js";
 import { mergeBatchAnswer } from "../jsonrpc/merge.js";
 import type { CacheKeep } from "./cached-calls.js";
 import type { Subscription } from "./subscriptions.js";
@@ -43,7 +44,8 @@ export interface Settled {
 }
 
 /**
- * One connection's ledger of the calls it sent upstream and awaits answers to, by their raw id token; of
+ * One connection's ledger of the calls it sent upstream and awaits answers to, by their id's value (a node
+ * may write `"\u0061"` back as `"a"`: jsonrpc/id-key.ts); of
  * the subscription slots that subscribe calls in flight hold; and of the batches some of whose calls the
  * gateway refused, whose refusals join the node's answer to the rest when it comes.
  */
@@ -63,7 +65,7 @@ export class PendingCalls {
   }
 
   get(id: string): Pending | undefined {
-    return this.#byId.get(id);
+    return this.#byId.get(idKey(id));
   }
 
   /** Holds a subscription slot for a subscribe call about to go out: a burst cannot overshoot the bound. */
@@ -72,19 +74,20 @@ export class PendingCalls {
   }
 
   add(entries: readonly Pending[]): void {
-    for (const entry of entries) this.#byId.set(entry.call.id as string, entry);
+    for (const entry of entries) this.#byId.set(idKey(entry.call.id), entry);
   }
 
   delete(id: string): void {
-    this.#byId.delete(id);
+    this.#byId.delete(idKey(id));
   }
 
   /** The call, sent again in another message; that message carries on the first one's span, if any. */
   resend(id: string, message: UpstreamMessage): void {
-    const pending = this.#byId.get(id);
+    const key = idKey(id);
+    const pending = this.#byId.get(key);
     if (pending === undefined) return;
     if (message.span === undefined) message.span = pending.message.span;
-    this.#byId.set(id, { ...pending, message });
+    this.#byId.set(key, { ...pending, message });
   }
 
   /** A batch whose calls `ids` went upstream, and whose `refused` calls are answered with the node's answer. */
@@ -92,16 +95,20 @@ export class PendingCalls {
     this.#partialBatches.push({ ids, refused });
   }
 
-  /** Clears the calls these answers settle, telling `settled` of subscriptions made and ended; the ids settled. */
+  /**
+   * Clears the calls these answers settle, telling `settled` of subscriptions made and ended; the ids
+   * settled, as their calls wrote them.
+   */
   settle(envelopes: readonly ReadonlyMap<string, string>[], settled: Settled): string[] {
     const ids: string[] = [];
     for (const members of envelopes) {
       const id = members.get("id");
       if (id === undefined || members.has("method")) continue;
-      const pending = this.#byId.get(id);
+      const key = idKey(id);
+      const pending = this.#byId.get(key);
       if (pending === undefined) continue;
-      this.#byId.delete(id);
-      ids.push(id);
+      this.#byId.delete(key);
+      ids.push(pending.call.id as string);
       const result = members.has("error") ? undefined : members.get("result");
       if (pending.write) settled.wrote();
       if (pending.keep !== undefined) settled.kept(pending.keep, members);
@@ -126,9 +133,9 @@ export class PendingCalls {
     return batch === undefined ? undefined : mergeBatchAnswer(text, batch.refused);
   }
 
-  /** The pending calls, by id. */
-  entries(): IterableIterator<[string, Pending]> {
-    return this.#byId.entries();
+  /** The pending calls. */
+  values(): IterableIterator<Pending> {
+    return this.#byId.values();
   }
 
   /** The messages that went out and still wait for an answer to one of their calls. */

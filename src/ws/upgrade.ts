@@ -36,8 +36,6 @@ export class WebSocketGateway implements WebSocketCounts {
   readonly #server: WebSocketServer;
   /** Each open connection: who it counts against, and its label. */
   readonly #connections = new Map<Connection, { readonly owner: string; readonly label: string }>();
-  /** Labels that have had a connection: their gauges read 0 once the last closes, rather than vanish. */
-  readonly #labelsSeen = new Set<string>();
   readonly #metrics: GatewayMetrics | undefined;
   readonly #usage: UsageRecorder | undefined;
   readonly #tracing: Tracing | undefined;
@@ -157,23 +155,16 @@ export class WebSocketGateway implements WebSocketCounts {
 
   /** Open connections per label, for the metrics. */
   connections(): Map<string, number> {
-    const counts = this.#zeroes();
+    const counts = new Map<string, number>();
     for (const { label } of this.#connections.values()) counts.set(label, (counts.get(label) ?? 0) + 1);
     return counts;
   }
 
   /** Open subscriptions per label, for the metrics. */
   subscriptions(): Map<string, number> {
-    const counts = this.#zeroes();
+    const counts = new Map<string, number>();
     for (const [connection, { label }] of this.#connections)
       counts.set(label, (counts.get(label) ?? 0) + connection.subscriptionCount);
-    return counts;
-  }
-
-  /** Every label that has had a connection, at 0: a gauge that drops to nothing reads as a broken scrape. */
-  #zeroes(): Map<string, number> {
-    const counts = new Map<string, number>();
-    for (const label of this.#labelsSeen) counts.set(label, 0);
     return counts;
   }
 
@@ -216,7 +207,6 @@ export class WebSocketGateway implements WebSocketCounts {
       },
     });
     this.#connections.set(connection, { owner: admitted.clientId, label: admitted.endpoint.label });
-    this.#labelsSeen.add(admitted.endpoint.label);
     this.#logger.log("info", "websocket open", {
       requestId: admitted.requestId,
       label: admitted.endpoint.label,

@@ -345,10 +345,11 @@ describe("a call whose id is still in flight on its connection", () => {
 
   it("is refused, and no caller is ever given one block for another", async () => {
     const client = await Client.open(`ws://eth.${DOMAIN}:${gw.port}/${KEYS.all}`);
-    const call = (n: number) =>
-      JSON.stringify({ jsonrpc: "2.0", id: 1, method: "eth_getBlockByHash", params: [hash(n), false] });
-    client.ws.send(call(1));
-    client.ws.send(call(2));
+    // one id by its value, written two ways: a node that writes ids back by value answers both as "a"
+    const call = (n: number, id: string) =>
+      `{"jsonrpc":"2.0","id":${id},"method":"eth_getBlockByHash","params":["${hash(n)}",false]}`;
+    client.ws.send(call(1, '"a"'));
+    client.ws.send(call(2, '"\\u0061"'));
     const refused = JSON.parse(await client.waitFor((text) => text.includes('"error"'))) as {
       error: { code: number; data: { reason: string } };
     };
@@ -358,13 +359,14 @@ describe("a call whose id is still in flight on its connection", () => {
       result: { hash: string };
     };
     expect(answered.result.hash).toBe(hash(1));
-    client.close();
-    // another caller of the label, from the cache or the node: each block by its own hash
+    // another caller of the label, from the cache or the node: each block by its own hash, and at once
+    // (the refused call opened nothing for it to wait on), while the first connection stays open
     const other = await Client.open(`ws://eth.${DOMAIN}:${gw.port}/${KEYS.all}`);
-    for (const n of [1, 2]) {
-      const got = await other.call("eth_getBlockByHash", [hash(n), false]);
+    for (const n of [2, 1]) {
+      const got = await other.call("eth_getBlockByHash", [hash(n), false], 3_000);
       expect((got.result as { hash: string }).hash).toBe(hash(n));
     }
     other.close();
+    client.close();
   });
 });

@@ -269,6 +269,9 @@ describe.skipIf(parser.skip)("GET /metrics", () => {
     proxy.reload(config);
     const after = await scrape();
     expect(attempts(after, "failed")).toBe(failed);
+    // a label's WebSocket gauges stay at 0 under the new config's counts (a connection was open earlier)
+    for (const name of ["gateway_websocket_connections", "gateway_websocket_subscriptions"])
+      expect(after.samples.find((s) => s.name === name && s.labels.label === "eth")?.value, name).toBe(0);
     // and they go on counting
     expect((await call("avax", KEYS.all, rpc("eth_blockNumber"))).status).toBe(503);
     expect(attempts(await scrape(), "failed")).toBe(failed + 1);

@@ -1,0 +1,21 @@
+/**
+ * A JSON-RPC id by its value, as a node that reads it and writes it back may: `"a"` and `"\u0061"`, `0`,
+ * `-0` and `0.0` are one id. Two calls with one id could not be told apart by their answers, and an answer
+ * may carry its call's id written otherwise than the call did (reth and anvil write it back by value).
+ * The common ids (a plain string, a small integer) are their own key, with nothing parsed.
+ */
+export function idKey(id: string | undefined): string {
+  if (id === undefined) return "null";
+  if (PLAIN.test(id)) return id;
+  // an integer keeps its digits, past 2^53 too (ids there are echoed exactly); -0 is 0
+  if (INTEGER.test(id)) return id === "-0" ? "0" : id;
+  try {
+    return JSON.stringify(JSON.parse(id));
+  } catch {
+    return id;
+  }
+}
+
+// a string with no escape in it, or a small integer
+const PLAIN = /^(?:"[^"\\]*"|0|[1-9][0-9]{0,14})$/;
+const INTEGER = /^-?(?:0|[1-9][0-9]*)$/;
