@@ -48,7 +48,8 @@ export const ERRORS = {
   ARCHIVE_REQUIRED: {
     status: 403,
     rpc: -32045,
-    message: "This read needs an archive node, and the API key has no archive access",
+    message:
+      "This read needs an archive node: call the network's archive label with a key that has archive access",
   },
   RATE_LIMITED: { status: 429, rpc: -32005, message: "Request rate limit exceeded" },
   REQUEST_OVER_BURST: {
