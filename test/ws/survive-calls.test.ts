@@ -81,6 +81,47 @@ describe("a moved connection's calls in flight and subscription ids", () => {
   });
 });
 
+// The same, with ids written otherwise than JSON writes them (`-0`, `1.0`, an escaped string): a connection
+// keeps its calls by their id's value, and a move finds them by it too.
+describe("a moved connection's calls in flight, whose ids are written in other forms", () => {
+  let a: LoopbackWsNode;
+  let b: LoopbackWsNode;
+  let gw: RunningGateway;
+  let restore: () => void;
+  const never = () => new Promise(() => {});
+
+  beforeAll(async () => {
+    restore = resolveTestHosts();
+    a = await startLoopbackWsNode(evmNode({ eth_sendRawTransaction: never, eth_getBalance: never }));
+    b = await startLoopbackWsNode(evmNode({ eth_getBalance: "0x2a", eth_sendRawTransaction: "0xfeed" }));
+    gw = await gatewayOn(a, b);
+  });
+  afterAll(async () => {
+    await gw?.close();
+    await Promise.all([a?.close(), b?.close()]);
+    restore?.();
+  });
+
+  it("a read is sent again on the new node and answered, a write is answered WRITE_NOT_CONFIRMED", async () => {
+    const client = await Client.open(`ws://eth.${DOMAIN}:${gw.port}/${KEYS.all}`);
+    const reads = ["1.0", '"\\u0072"'];
+    client.send('{"jsonrpc":"2.0","id":-0,"method":"eth_sendRawTransaction","params":["0x02f8"]}');
+    for (const id of reads)
+      client.send(
+        `{"jsonrpc":"2.0","id":${id},"method":"eth_getBalance","params":["0x00000000000000000000000000000000000000aa","latest"]}`,
+      );
+    await waitUntil(
+      () => a.methods().filter((m) => m === "eth_getBalance").length === 2,
+      3_000,
+      "the calls at a",
+    );
+    await a.close();
+    expect((await client.answerTo("-0")).error?.data?.code).toBe("WRITE_NOT_CONFIRMED");
+    for (const id of reads) expect((await client.answerTo(id)).result, id).toBe("0x2a");
+    client.close();
+  });
+});
+
 // An unsubscribe in flight inside a batch when the node goes: its subscription was on the lost node, so it
 // is answered true inside the batch's answer, and the subscription is not made again on the new node.
 describe("a batch's unsubscribe in flight when the node goes", () => {
