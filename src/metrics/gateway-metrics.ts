@@ -131,6 +131,11 @@ export class GatewayMetrics {
   /** Every series, for the registry. */
   readonly all: readonly RegistrableMetric[];
   readonly #labels = new Map<string, LabelSeries>();
+  /**
+   * Labels that have had a WebSocket connection, under any config: their gauges read 0 once the last
+   * closes, across reloads too, rather than vanish (a gauge gone reads as a broken scrape).
+   */
+  readonly #webSocketLabels = new Set<string>();
   /** Compute units served, per label. */
   readonly #computeUnits = new Map<string, number>();
 
@@ -145,13 +150,13 @@ export class GatewayMetrics {
       this.webSocketFrames,
       this.webSocketMoves,
       new GaugeReading("gateway_websocket_connections", "Open WebSocket connections", "sum", () =>
-        perLabel(webSockets.connections()),
+        perLabel(this.#withZeroes(webSockets.connections())),
       ),
       new GaugeReading(
         "gateway_websocket_subscriptions",
         "Open subscriptions on WebSocket connections",
         "sum",
-        () => perLabel(webSockets.subscriptions()),
+        () => perLabel(this.#withZeroes(webSockets.subscriptions())),
       ),
       new GaugeReading(
         "gateway_dependency_up",
@@ -244,6 +249,17 @@ export class GatewayMetrics {
     if (outcome.code === "RATE_LIMITED") this.rateLimited.add([label, outcome.keyed ? "key" : "ip"]);
     if (outcome.computeUnits > 0)
       this.#computeUnits.set(label, (this.#computeUnits.get(label) ?? 0) + outcome.computeUnits);
+  }
+
+  /** A WebSocket connection opened on `label`: its gauges show it from now on. */
+  webSocketOpened(label: string): void {
+    this.#webSocketLabels.add(label);
+  }
+
+  #withZeroes(counts: ReadonlyMap<string, number>): Map<string, number> {
+    const all = new Map(counts);
+    for (const label of this.#webSocketLabels) if (!all.has(label)) all.set(label, 0);
+    return all;
   }
 }
 

@@ -109,17 +109,10 @@ export function createProxyServer(options: ProxyServerOptions): ProxyServer {
   let current: ServedConfig = buildServedConfig(parts(config, options.keys));
   servedConfigs.add(current);
 
-  // Labels that have had a WebSocket connection, under any config: their gauges read 0 once the last
-  // closes, across reloads too, rather than vanish (a gauge gone reads as a broken scrape).
-  const webSocketLabels = new Set<string>();
   const summed = (read: (served: ServedConfig) => Map<string, number>) => {
     const total = new Map<string, number>();
     for (const served of servedConfigs)
-      for (const [label, n] of read(served)) {
-        webSocketLabels.add(label);
-        total.set(label, (total.get(label) ?? 0) + n);
-      }
-    for (const label of webSocketLabels) if (!total.has(label)) total.set(label, 0);
+      for (const [label, n] of read(served)) total.set(label, (total.get(label) ?? 0) + n);
     return total;
   };
 

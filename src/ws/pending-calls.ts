@@ -147,6 +147,8 @@ export class PendingCalls {
 
   /** The calls of `message` still waiting for their answer in it. */
   unanswered(message: UpstreamMessage): PassedCall[] {
-    return message.calls.filter((c) => c.id !== undefined && this.#byId.get(idKey(c.id))?.message === message);
+    return message.calls.filter(
+      (c) => c.id !== undefined && this.#byId.get(idKey(c.id))?.message === message,
+    );
   }
 }

@@ -207,6 +207,7 @@ export class WebSocketGateway implements WebSocketCounts {
       },
     });
     this.#connections.set(connection, { owner: admitted.clientId, label: admitted.endpoint.label });
+    this.#metrics?.webSocketOpened(admitted.endpoint.label);
     this.#logger.log("info", "websocket open", {
       requestId: admitted.requestId,
       label: admitted.endpoint.label,
