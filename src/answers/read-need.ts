@@ -110,6 +110,12 @@ export function readNeed(
       if (read !== undefined) {
         need ??= new ReadNeed();
         need.ranges.push(read);
+      } else if (rangeByHash(rules, call, range)) {
+        // one block by its hash (eth_getLogs's `blockHash`): a node that has not seen it yet says so
+        need ??= new ReadNeed();
+        need.byHash = true;
+        need.byHashCalls.push(call);
+        if (rules.unknownBlock !== undefined) need.unknownBlock = rules.unknownBlock;
       }
       continue;
     }
@@ -188,6 +194,17 @@ function rangeRead(
   const members = filter as Record<string, unknown>;
   if (block.hashMember !== undefined && members[block.hashMember] !== undefined) return undefined;
   return { call, rule, block, params: positional(rules, call.method, params), filter: members };
+}
+
+/** Whether a range call names its one block by hash instead of a range (the block rule's `hashMember`). */
+function rangeByHash(rules: ReadRules, call: PassedCall, rule: RangeRule): boolean {
+  const member = rules.block.hashMember;
+  if (member === undefined) return false;
+  const params = (call.call.value as { params?: unknown }).params;
+  const filter = rule.param === "params" ? params : paramAt(rules, call.method, params, rule.param);
+  return (
+    typeof filter === "object" && filter !== null && (filter as Record<string, unknown>)[member] !== undefined
+  );
 }
 
 /** A call's params in their positional order, those sent by name placed by the registry's names. */

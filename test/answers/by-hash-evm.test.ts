@@ -1,0 +1,60 @@
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { DEFAULT_CACHE, DEFAULT_HEALTH } from "../../src/config/defaults.js";
+import { type Anvil, startAnvil } from "../support/anvil.js";
+import { KEYS, type RunningGateway, startGateway } from "../support/gateway.js";
+import { everyNodeInRotation } from "../support/rotation.js";
+
+// A block named by hash that one node has not seen yet (real anvil, one block behind the other): geth's
+// and anvil's errors for it ("unknown block", "header for hash not found", -32001 "Resource not found":
+// registry reads.unknownBlock) send the read to the other node, as a null answer does. eth_getLogs by
+// `blockHash` and an EIP-1898 `{blockHash}` read got the lagging node's error every other time.
+
+const GENESIS = 1_700_000_000;
+
+describe("reads of a block by hash only one of two anvils has", () => {
+  let a: Anvil;
+  let b: Anvil;
+  let gw: RunningGateway;
+  let hash = "";
+
+  beforeAll(async () => {
+    [a, b] = await Promise.all([
+      startAnvil({ sameChainAs: { genesisTimestamp: GENESIS }, chainId: 1 }),
+      startAnvil({ sameChainAs: { genesisTimestamp: GENESIS }, chainId: 1 }),
+    ]);
+    // one chain, block for block; then a alone mines one more
+    for (let i = 1; i <= 3; i++) for (const node of [a, b]) await node.rpc("evm_mine", [GENESIS + 12 * i]);
+    await a.rpc("evm_mine", [GENESIS + 48]);
+    hash = (await a.rpc<{ hash: string }>("eth_getBlockByNumber", ["latest", false])).hash;
+    gw = await startGateway({
+      upstreams: {
+        eth: [
+          { url: a.url, name: "a" },
+          { url: b.url, name: "b" },
+        ],
+      },
+      health: { ...DEFAULT_HEALTH, probeIntervalMs: 60_000 },
+      // every read reaches a node
+      cache: { ...DEFAULT_CACHE, enabled: false },
+    });
+    await everyNodeInRotation(gw);
+  });
+  afterAll(async () => {
+    await gw?.close();
+    await Promise.all([a?.stop(), b?.stop()]);
+  });
+
+  it("eth_getLogs by blockHash and eth_getBalance at {blockHash} are answered, whichever node they land on", async () => {
+    const rpc = async (method: string, params: unknown[]) =>
+      (
+        await gw.call("eth", `/${KEYS.all}`, {
+          body: JSON.stringify({ jsonrpc: "2.0", id: 1, method, params }),
+        })
+      ).json as { result?: unknown; error?: unknown };
+    for (let i = 0; i < 6; i++) {
+      expect(await rpc("eth_getLogs", [{ blockHash: hash }])).toEqual({ jsonrpc: "2.0", id: 1, result: [] });
+      const balance = await rpc("eth_getBalance", [`0x${"ab".repeat(20)}`, { blockHash: hash }]);
+      expect(balance.error, JSON.stringify(balance.error)).toBeUndefined();
+    }
+  });
+});
