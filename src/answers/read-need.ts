@@ -35,6 +35,10 @@ export class ReadNeed {
   readonly byHashCalls: PassedCall[] = [];
   /** Error texts that, as null does, say a node does not know the block named by hash (`reads.unknownBlock`). */
   unknownBlock: readonly string[] = [];
+  /** A call makes state on its node, named by its answer's result (`reads.handles.make`: a filter). */
+  makesHandle = false;
+  /** The name of the state a call uses (`reads.handles.use`), which the node that made it alone has. */
+  handle: string | undefined = undefined;
   /** The calls that read state at a named block: in a batch, those a full node refuses go to archive nodes. */
   readonly stateCalls: PassedCall[] = [];
 }
@@ -103,6 +107,21 @@ export function readNeed(
       need ??= new ReadNeed();
       need.atHead = true;
       continue;
+    }
+    const handles = rules?.handles;
+    if (rules !== undefined && handles !== undefined) {
+      if (handles.make.includes(call.method)) {
+        need ??= new ReadNeed();
+        need.makesHandle = true;
+        continue;
+      }
+      const at = handles.use[call.method];
+      if (at !== undefined) {
+        const name = paramAt(rules, call.method, (call.call.value as { params?: unknown }).params, at);
+        need ??= new ReadNeed();
+        if (typeof name === "string") need.handle = name;
+        continue;
+      }
     }
     const range = rules?.ranges?.[call.method];
     if (rules !== undefined && range !== undefined) {

@@ -104,6 +104,8 @@ export class UpstreamPlanner {
         !(reads?.byHash === true && group.members.length > 1)
           ? this.#cacheBatch(mounted, group, outgoing)
           : undefined,
+      // a filter's poll goes to the node that made the filter, which alone has it
+      pinned: reads?.handle === undefined || !reads.single ? undefined : group.handleNode(reads.handle),
       exclude: undefined,
     };
   }

@@ -137,6 +137,14 @@ export interface ReadRules {
   /** Method → how it takes a block range, for calls whose answer is a list of what the range holds. */
   readonly ranges?: Readonly<Record<string, RangeRule>>;
   /**
+   * Calls that make state on the node that answers them and name it by their result (a filter), and the
+   * calls that use it, by the position of that name in their params: a use goes to the node that made it.
+   */
+  readonly handles?: {
+    readonly make: readonly string[];
+    readonly use: Readonly<Record<string, number>>;
+  };
+  /**
    * Method → its params' names, in their positional order (the OpenRPC names): where an envelope takes
    * params by name too, a call's block param and range are found by name (`at`, `ranges`' `param`).
    */

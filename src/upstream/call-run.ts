@@ -81,8 +81,9 @@ export abstract class CallRun<Caller extends CallerSide = CallerSide> implements
    * one block, and then goes to the highest (src/answers/).
    */
   #begin(): void {
-    const { group, write, atLeast, exclude } = this.call;
-    this.#order = group.choose(write, atLeast, exclude);
+    const { group, write, atLeast, exclude, pinned } = this.call;
+    // the state a call uses is on the node that made it alone: no other node can answer it
+    this.#order = pinned !== undefined ? [pinned] : group.choose(write, atLeast, exclude);
     if (this.#order.length === 0 && group.behind(atLeast)) {
       const wait = Math.min(group.headWaitMs, this.#deadlineAt - performance.now());
       if (!this.#waitedForHead && wait > 0 && !clientGone(this.res)) {

@@ -9,6 +9,9 @@ const NONE: readonly Upstream[] = [];
 
 /** Heights below the newest head whose block hash the group remembers. */
 const KEPT_HASHES = 128;
+/** Node-made states (filters) whose node is remembered, the most recently used first to stay. */
+const HANDLES = 10_000;
+const HANDLE_IDLE_MS = 10 * 60_000;
 
 /** The upstreams of one label and mount. */
 export class UpstreamGroup {
@@ -30,6 +33,8 @@ export class UpstreamGroup {
   #finalized = -1;
   /** The block hashes the prober saw at recent heights, to see one replaced (a reorg). */
   readonly #hashes = new Map<number, string>();
+  /** Node-made states (filters) by name, and the node each is on (`handleMade`). */
+  readonly #handles = new Map<string, { readonly upstream: Upstream; readonly usedAt: number }>();
   #newestSeen = -1;
   /** Calls waiting for the prober's first verdicts. */
   readonly #waiting = new Waiters<undefined>();
@@ -128,6 +133,28 @@ export class UpstreamGroup {
     this.#finalized = -1;
     this.cache?.forgetAll();
     this.cache?.shared?.forget(this.label);
+  }
+
+  /**
+   * A call made state on `upstream` that its result names (a filter: registry `reads.handles`): the calls
+   * that use it go there (`handleNode`). The most recent HANDLES are kept, each while used within
+   * HANDLE_IDLE_MS (geth drops a filter not polled for 5 minutes).
+   */
+  handleMade(name: string, upstream: Upstream): void {
+    this.#handles.delete(name);
+    this.#handles.set(name, { upstream, usedAt: Date.now() });
+    if (this.#handles.size > HANDLES) this.#handles.delete(this.#handles.keys().next().value as string);
+  }
+
+  /** The node that made the state named `name`, if this process saw it made and it was used lately. */
+  handleNode(name: string): Upstream | undefined {
+    const made = this.#handles.get(name);
+    if (made === undefined) return undefined;
+    this.#handles.delete(name);
+    const now = Date.now();
+    if (now - made.usedAt > HANDLE_IDLE_MS) return undefined;
+    this.#handles.set(name, { upstream: made.upstream, usedAt: now });
+    return made.upstream;
   }
 
   /** A node in rotation named its finalized block: the label's finalized height rises to it, never falls. */

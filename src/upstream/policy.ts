@@ -66,6 +66,8 @@ export interface UpstreamCall {
   readonly cacheBatch: readonly BatchRead[] | undefined;
   /** The request's trace, when tracing is on: each attempt makes a span under it (src/tracing/). */
   readonly trace: RequestTrace | undefined;
+  /** The one node to ask: the one that made the state the call uses (a filter: registry `reads.handles`). */
+  readonly pinned: Upstream | undefined;
   /** A node not to ask: the one that already answered null to this read. */
   readonly exclude: Upstream | undefined;
   readonly limits: Limits["upstream"];
@@ -108,7 +110,8 @@ class RelayRun extends CallRun<ServerResponse> implements AnswerReader {
   constructor(call: UpstreamCall, res: ServerResponse, note: UpstreamFields, done: RelayDone) {
     super(call, res, note);
     this.#done = done;
-    this.#reads = showsHeight(call);
+    // a call that makes a filter is read too: the node that answered it is the one its polls must reach
+    this.#reads = showsHeight(call) || call.reads?.makesHandle === true;
   }
 
   protected attempt(upstream: Upstream): AttemptHandler {
@@ -117,7 +120,10 @@ class RelayRun extends CallRun<ServerResponse> implements AnswerReader {
 
   /** The answer that went out, for the heights it shows (src/answers/examined.ts). */
   read(upstream: Upstream, statusCode: number, body: Buffer): void {
-    if (statusCode === 200) learnHeights(this.call, upstream, body.toString("utf8"));
+    if (statusCode !== 200) return;
+    const text = body.toString("utf8");
+    learnHeights(this.call, upstream, text);
+    if (this.call.reads?.makesHandle === true) handleMadeBy(this.call, upstream, text);
   }
 
   protected finished(error?: GatewayError): void {
@@ -130,6 +136,16 @@ class RelayRun extends CallRun<ServerResponse> implements AnswerReader {
     const gone = clientGone(res);
     res.destroy();
     this.#done(gone ? new GatewayError("CLIENT_CLOSED") : error);
+  }
+}
+
+/** The state a call made on `upstream`, named by its answer's result, which its uses must reach there. */
+function handleMadeBy(call: UpstreamCall, upstream: Upstream, text: string): void {
+  try {
+    const { result } = JSON.parse(text) as { result?: unknown };
+    if (typeof result === "string") call.group.handleMade(result, upstream);
+  } catch {
+    // not one answer: nothing to remember
   }
 }
 

@@ -11,7 +11,7 @@ import { everyNodeInRotation } from "../support/rotation.js";
 
 const GENESIS = 1_700_000_000;
 
-describe("reads of a block by hash only one of two anvils has", () => {
+describe("reads of a block by hash only one of two anvils has, and filters made on one", () => {
   let a: Anvil;
   let b: Anvil;
   let gw: RunningGateway;
@@ -55,6 +55,29 @@ describe("reads of a block by hash only one of two anvils has", () => {
       expect(await rpc("eth_getLogs", [{ blockHash: hash }])).toEqual({ jsonrpc: "2.0", id: 1, result: [] });
       const balance = await rpc("eth_getBalance", [`0x${"ab".repeat(20)}`, { blockHash: hash }]);
       expect(balance.error, JSON.stringify(balance.error)).toBeUndefined();
+    }
+  });
+
+  // A filter lives on the node that made it: viem's watchEvent and ethers' JsonRpcProvider poll it with
+  // eth_getFilterChanges, which another node answers "filter not found" (registry reads.handles).
+  it("a filter is polled on the node that made it, every time", async () => {
+    const rpc = async (method: string, params: unknown[]) =>
+      (
+        await gw.call("eth", `/${KEYS.all}`, {
+          body: JSON.stringify({ jsonrpc: "2.0", id: 1, method, params }),
+        })
+      ).json as { result?: unknown; error?: unknown };
+    for (const [make, params] of [
+      ["eth_newBlockFilter", []],
+      ["eth_newFilter", [{ fromBlock: "latest" }]],
+    ] as const) {
+      const made = await rpc(make, [...params]);
+      expect(typeof made.result, JSON.stringify(made)).toBe("string");
+      for (let i = 0; i < 6; i++) {
+        const polled = await rpc("eth_getFilterChanges", [made.result]);
+        expect(polled.error, `${make} poll ${i}: ${JSON.stringify(polled.error)}`).toBeUndefined();
+      }
+      expect((await rpc("eth_uninstallFilter", [made.result])).result).toBe(true);
     }
   });
 });
