@@ -7,6 +7,7 @@ import type { UsageRecorder } from "../keys/usage.js";
 import type { GatewayMetrics } from "../metrics/gateway-metrics.js";
 import type { ErrorBoundary } from "../pipeline/boundary.js";
 import type { Mounted, Stages } from "../pipeline/stages.js";
+import { callsUnits } from "../plans/compute-units.js";
 import type { JsonRpcPolicy } from "../registry/types.js";
 import { endMessage } from "../tracing/span-ends.js";
 import type { RequestTrace } from "../tracing/tracing.js";
@@ -116,6 +117,12 @@ export class Connection {
       policy: this.#policy,
       limits: options.limits,
       cachedShare: mounted.admitted.plan?.cachedShare ?? 1,
+      unitsOf: (calls) =>
+        callsUnits(
+          mounted.mount.policy.computeUnits,
+          calls.map((call) => call.method),
+          mounted.admitted.endpoint,
+        ),
       cache: options.cache,
       get closed() {
         return connection.#closed;

@@ -41,6 +41,8 @@ export interface SenderHost {
   readonly rules: CallRules;
   readonly policy: JsonRpcPolicy;
   readonly limits: Limits;
+  /** What these calls cost in compute units (docs/compute-units.md). */
+  unitsOf(calls: readonly PassedCall[]): number;
   /** What an answer from the cache costs, as a share of its price (the plan's `cachedShare`; 1 without one). */
   readonly cachedShare: number;
   readonly cache: CachedCalls | undefined;
@@ -88,8 +90,10 @@ export class MessageSender {
   ): string | undefined {
     // a call whose id waits already is refused before the cache opens anything for it
     const only = message.batch ? undefined : message.checked[0];
-    if (only?.ok === true && only.id !== undefined && this.#host.pending.get(only.id) !== undefined)
+    if (only?.ok === true && only.id !== undefined && this.#host.pending.get(only.id) !== undefined) {
+      this.#unsent(seen, hold, "INVALID_REQUEST");
       return this.#idInFlight(only).json;
+    }
     const looked =
       message.batch || !cached
         ? undefined
@@ -118,6 +122,16 @@ export class MessageSender {
     }
     const passed = checked.filter((c): c is PassedCall => c.ok);
     const refused = checked.filter((c) => !c.ok).map((c) => c.json);
+    // calls refused here (an id in flight, a full connection) cost nothing and count as refused, as at 4
+    const refusedHere = checked.filter((c, i) => !c.ok && message.checked[i]?.ok === true).length;
+    if (refusedHere > 0) {
+      seen.refused += refusedHere;
+      if (passed.length === 0) this.#unsent(seen, hold, (checked[0] as { code: ErrorCode }).code);
+      else {
+        seen.units = this.#host.unitsOf(passed);
+        hold?.settle(seen.units);
+      }
+    }
     if (passed.length === 0) return message.batch ? `[${refused.join(",")}]` : (checked[0] as Checked).json;
     const rewritten = pending.some(
       (p) => p.target !== undefined && p.target.upstreamId !== p.target.clientId,
@@ -168,6 +182,13 @@ export class MessageSender {
       const refused = this.send(message, text, seen, hold, false);
       if (refused !== undefined) this.#host.toClient(refused);
     })();
+  }
+
+  /** A message none of whose calls went: it costs nothing, and a single call's refusal is its code. */
+  #unsent(seen: MessageSeen, hold: QuotaHold | undefined, code: ErrorCode): void {
+    if (seen.calls === 1) seen.code = code;
+    seen.units = 0;
+    hold?.settle(0);
   }
 
   /** A call whose id, by its value, is still waiting for its answer on this connection: refused. */

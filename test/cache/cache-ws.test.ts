@@ -370,3 +370,51 @@ describe("a call whose id is still in flight on its connection", () => {
     client.close();
   });
 });
+
+// A call the gateway refuses when it would send it (its id still in flight) costs nothing and counts as
+// refused, as a refusal at the checks does (docs/compute-units.md): it was charged against the quota.
+describe("a call refused at sending over a WebSocket", () => {
+  const key = "FNwsRefusedAtSend00000000000000000";
+  let node: LoopbackWsNode;
+  let gw: RunningGateway;
+  let restore: () => void;
+  const quotas = new LocalQuotaLedger();
+
+  beforeAll(async () => {
+    restore = resolveTestHosts();
+    // the node holds the first call's answer: its id stays in flight
+    node = await startLoopbackWsNode(evmNode({ eth_getBalance: () => new Promise(() => {}) }));
+    gw = await startGateway({
+      upstreams: { eth: [node.url] },
+      plans: { ...TEST_PLANS, metered: { ...(TEST_PLANS.shared as PlanSpec), dailyQuota: 1e9 } },
+      keys: [{ key, networks: "*", plan: "metered", rate: { perSecond: 1e6, burst: 1e6 } }],
+      quotas,
+    });
+  });
+  afterAll(async () => {
+    await gw?.close();
+    await node?.close();
+    restore?.();
+  });
+
+  it("costs nothing", async () => {
+    const client = await Client.open(`ws://eth.${DOMAIN}:${gw.port}/${key}`);
+    const call = `{"jsonrpc":"2.0","id":7,"method":"eth_getBalance","params":["0x${"ab".repeat(20)}","latest"]}`;
+    client.send(call);
+    await waitForMethod(node, "eth_getBalance");
+    const spent = quotas.spent(key.slice(0, 8)).day;
+    expect(spent).toBeGreaterThan(0);
+    for (let i = 0; i < 5; i++) client.send(call);
+    await eventually(
+      () => client.received.filter((t) => t.includes("still waiting")).length === 5,
+      3_000,
+      "5 refusals",
+    );
+    expect(quotas.spent(key.slice(0, 8)).day).toBe(spent);
+    client.close();
+  });
+});
+
+function waitForMethod(node: LoopbackWsNode, method: string): Promise<number> {
+  return eventually(() => node.methods().includes(method), 3_000, `${method} at the node`);
+}
