@@ -105,7 +105,11 @@ export class UpstreamPlanner {
           ? this.#cacheBatch(mounted, group, outgoing)
           : undefined,
       // a filter's poll goes to the node that made the filter, which alone has it
-      pinned: reads?.handle === undefined || !reads.single ? undefined : group.handleNode(reads.handle),
+      pinned:
+        reads?.handle === undefined || !reads.single
+          ? undefined
+          : group.handleNode(mounted.admitted.clientId, reads.handle),
+      handleOwner: reads?.makesHandle === true ? mounted.admitted.clientId : undefined,
       exclude: undefined,
     };
   }

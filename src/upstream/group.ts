@@ -140,20 +140,23 @@ export class UpstreamGroup {
    * that use it go there (`handleNode`). The most recent HANDLES are kept, each while used within
    * HANDLE_IDLE_MS (geth drops a filter not polled for 5 minutes).
    */
-  handleMade(name: string, upstream: Upstream): void {
-    this.#handles.delete(name);
-    this.#handles.set(name, { upstream, usedAt: Date.now() });
+  handleMade(owner: string, name: string, upstream: Upstream): void {
+    // by its caller too: two nodes may name their filters alike, and one caller's is never another's
+    const key = `${owner}\n${name}`;
+    this.#handles.delete(key);
+    this.#handles.set(key, { upstream, usedAt: Date.now() });
     if (this.#handles.size > HANDLES) this.#handles.delete(this.#handles.keys().next().value as string);
   }
 
-  /** The node that made the state named `name`, if this process saw it made and it was used lately. */
-  handleNode(name: string): Upstream | undefined {
-    const made = this.#handles.get(name);
+  /** The node that made the state named `name` for `owner`, if this process saw it made and it was used lately. */
+  handleNode(owner: string, name: string): Upstream | undefined {
+    const key = `${owner}\n${name}`;
+    const made = this.#handles.get(key);
     if (made === undefined) return undefined;
-    this.#handles.delete(name);
+    this.#handles.delete(key);
     const now = Date.now();
     if (now - made.usedAt > HANDLE_IDLE_MS) return undefined;
-    this.#handles.set(name, { upstream: made.upstream, usedAt: now });
+    this.#handles.set(key, { upstream: made.upstream, usedAt: now });
     return made.upstream;
   }
 

@@ -68,6 +68,8 @@ export interface UpstreamCall {
   readonly trace: RequestTrace | undefined;
   /** The one node to ask: the one that made the state the call uses (a filter: registry `reads.handles`). */
   readonly pinned: Upstream | undefined;
+  /** Who a call that makes such state makes it for (the caller's key or address): theirs alone to use. */
+  readonly handleOwner: string | undefined;
   /** A node not to ask: the one that already answered null to this read. */
   readonly exclude: Upstream | undefined;
   readonly limits: Limits["upstream"];
@@ -111,7 +113,7 @@ class RelayRun extends CallRun<ServerResponse> implements AnswerReader {
     super(call, res, note);
     this.#done = done;
     // a call that makes a filter is read too: the node that answered it is the one its polls must reach
-    this.#reads = showsHeight(call) || call.reads?.makesHandle === true;
+    this.#reads = showsHeight(call) || call.handleOwner !== undefined;
   }
 
   protected attempt(upstream: Upstream): AttemptHandler {
@@ -123,7 +125,7 @@ class RelayRun extends CallRun<ServerResponse> implements AnswerReader {
     if (statusCode !== 200) return;
     const text = body.toString("utf8");
     learnHeights(this.call, upstream, text);
-    if (this.call.reads?.makesHandle === true) handleMadeBy(this.call, upstream, text);
+    if (this.call.handleOwner !== undefined) handleMadeBy(this.call, this.call.handleOwner, upstream, text);
   }
 
   protected finished(error?: GatewayError): void {
@@ -140,10 +142,10 @@ class RelayRun extends CallRun<ServerResponse> implements AnswerReader {
 }
 
 /** The state a call made on `upstream`, named by its answer's result, which its uses must reach there. */
-function handleMadeBy(call: UpstreamCall, upstream: Upstream, text: string): void {
+function handleMadeBy(call: UpstreamCall, owner: string, upstream: Upstream, text: string): void {
   try {
     const { result } = JSON.parse(text) as { result?: unknown };
-    if (typeof result === "string") call.group.handleMade(result, upstream);
+    if (typeof result === "string") call.group.handleMade(owner, result, upstream);
   } catch {
     // not one answer: nothing to remember
   }

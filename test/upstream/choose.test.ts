@@ -120,6 +120,18 @@ describe("choosing an upstream", () => {
     expect(byName("a").health.state).toBe("wrong-chain");
   });
 
+  it("a filter is its maker's: another caller's filter of the same name, made on another node, is not it", () => {
+    const { group: g, byName } = group([
+      { url: "http://a:1", name: "a" },
+      { url: "http://b:1", name: "b" },
+    ]);
+    g.handleMade("caller-1", "0x1", byName("a"));
+    g.handleMade("caller-2", "0x1", byName("b"));
+    expect(g.handleNode("caller-1", "0x1")?.name).toBe("a");
+    expect(g.handleNode("caller-2", "0x1")?.name).toBe("b");
+    expect(g.handleNode("caller-3", "0x1")).toBeUndefined();
+  });
+
   it("a failing node's lag grows as the others move on, from its last known head", () => {
     const { group: g, byName } = group([
       { url: "http://a:1", name: "a" },
