@@ -155,7 +155,9 @@ export class UpstreamGroup {
     if (made === undefined) return undefined;
     this.#handles.delete(key);
     const now = Date.now();
-    if (now - made.usedAt > HANDLE_IDLE_MS) return undefined;
+    // a filter on a node gone from rotation is as good as gone: another node says it knows no such filter,
+    // which SDKs answer by making a new one (viem's -32000), where the dead node's refusal they retry
+    if (now - made.usedAt > HANDLE_IDLE_MS || !made.upstream.health.inRotation) return undefined;
     this.#handles.set(key, { upstream: made.upstream, usedAt: now });
     return made.upstream;
   }

@@ -130,6 +130,10 @@ describe("choosing an upstream", () => {
     expect(g.handleNode("caller-1", "0x1")?.name).toBe("a");
     expect(g.handleNode("caller-2", "0x1")?.name).toBe("b");
     expect(g.handleNode("caller-3", "0x1")).toBeUndefined();
+    // its node out of rotation: forgotten, and polled where the choice sends it
+    byName("a").health.probeFailed("refused", "ECONNREFUSED");
+    expect(g.handleNode("caller-1", "0x1")).toBeUndefined();
+    expect(g.handleNode("caller-1", "0x1")).toBeUndefined();
   });
 
   it("a failing node's lag grows as the others move on, from its last known head", () => {
