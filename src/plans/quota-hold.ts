@@ -8,7 +8,8 @@ export class QuotaHold {
   readonly #ledger: QuotaLedger;
   readonly #scope: string;
   readonly limits: QuotaLimits;
-  readonly #reserved: number;
+  /** What the ledger holds for the request now: the reserve, then each settlement's units. */
+  #charged: number;
   /** What a cached answer costs, as a share of its price (the plan's `cachedShare`). */
   readonly cachedShare: number;
 
@@ -20,7 +21,7 @@ export class QuotaHold {
       monthly: plan.monthlyQuota,
       owner: { keyId: principal.keyId, accountId: principal.accountId, plan: plan.name },
     };
-    this.#reserved = reserved;
+    this.#charged = reserved;
     this.cachedShare = plan.cachedShare;
   }
 
@@ -40,8 +41,13 @@ export class QuotaHold {
     );
   }
 
-  /** What the request cost in the end (0 when it was not served): the rest given back, or the excess added. */
+  /**
+   * What the request cost in the end (0 when it was not served): the rest given back, or the excess added.
+   * Settled again (a WebSocket call that waited on another's answer, then was refused when sent itself),
+   * the ledger holds the last units, never a refund twice.
+   */
   settle(units: number): void {
-    this.#ledger.adjust(this.#scope, this.limits, units - this.#reserved);
+    this.#ledger.adjust(this.#scope, this.limits, units - this.#charged);
+    this.#charged = units;
   }
 }

@@ -5,6 +5,7 @@ import type { PlanSpec } from "../../src/config/types.js";
 import { keyHash } from "../../src/keys/digest.js";
 import type { Principal } from "../../src/keys/types.js";
 import { createLogger } from "../../src/log.js";
+import { QuotaHold } from "../../src/plans/quota-hold.js";
 import { LocalQuotaLedger, type QuotaCrossing } from "../../src/plans/quota-ledger.js";
 import { SharedQuotaLedger } from "../../src/plans/shared-quotas.js";
 import { eventually } from "../support/eventually.js";
@@ -282,5 +283,30 @@ describe("the in-process ledger", () => {
     expect(ledger.take("k", limits, 10).allowed).toBe(false);
     expect(crossed.map((c) => c.threshold)).toEqual([80, 80, 100]);
     expect(ledger.spent("k").day).toBe(95);
+  });
+});
+
+describe("a quota hold settled more than once", () => {
+  it("holds the last units settled, never a refund twice", () => {
+    const ledger = new LocalQuotaLedger();
+    const spec = plan({ dailyQuota: 1_000 });
+    const terms = { ...spec, name: "metered", hasQuota: true, disables: () => false };
+    const principal: Principal = {
+      keyId: "FNsettle",
+      quotaScope: "FNsettle",
+      accountId: "account:1",
+      networks: "*",
+      archive: false,
+      plan: "metered",
+      rate: RATE,
+      rules: undefined,
+    };
+    const hold = new QuotaHold(ledger, "FNsettle", principal, terms, 20);
+    ledger.take("FNsettle", hold.limits, 20);
+    hold.settle(10); // answered from the cache at half its price
+    hold.settle(0); // then refused when sent itself
+    expect(ledger.spent("FNsettle").day).toBe(0);
+    hold.settle(20);
+    expect(ledger.spent("FNsettle").day).toBe(20);
   });
 });
