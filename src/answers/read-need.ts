@@ -37,6 +37,8 @@ export class ReadNeed {
   unknownBlock: readonly string[] = [];
   /** A call makes state on its node, named by its answer's result (`reads.handles.make`: a filter). */
   makesHandle = false;
+  /** In a batch: the ids of the calls that make such state, whose answers name it. */
+  readonly handleMakers: string[] = [];
   /** The name of the state a call uses (`reads.handles.use`), which the node that made it alone has. */
   handle: string | undefined = undefined;
   /** The calls that read state at a named block: in a batch, those a full node refuses go to archive nodes. */
@@ -113,6 +115,7 @@ export function readNeed(
       if (handles.make.includes(call.method)) {
         need ??= new ReadNeed();
         need.makesHandle = true;
+        if (!single && call.id !== undefined) need.handleMakers.push(call.id);
         continue;
       }
       const at = handles.use[call.method];

@@ -10,7 +10,7 @@ import { idKey } from "../jsonrpc/id-key.js";
 import { archiveUnits } from "../plans/compute-units.js";
 import type { UpstreamGroup } from "../upstream/group.js";
 import type { UpstreamCall } from "../upstream/policy.js";
-import type { UpstreamTable } from "../upstream/upstreams.js";
+import type { Upstream, UpstreamTable } from "../upstream/upstreams.js";
 import type { Mounted } from "./stages.js";
 
 /**
@@ -101,14 +101,14 @@ export class UpstreamPlanner {
       cacheBatch:
         tier === undefined &&
         ranges?.split === undefined &&
-        !(reads?.byHash === true && group.members.length > 1)
+        !(reads?.byHash === true && group.members.length > 1) &&
+        // a batch that makes or uses a filter goes whole to its node, and is read for the names it makes
+        reads?.makesHandle !== true &&
+        reads?.handle === undefined
           ? this.#cacheBatch(mounted, group, outgoing)
           : undefined,
       // a filter's poll goes to the node that made the filter, which alone has it
-      pinned:
-        reads?.handle === undefined || !reads.single
-          ? undefined
-          : group.handleNode(mounted.admitted.clientId, reads.handle),
+      pinned: pinnedNode(reads, group, mounted.admitted.clientId),
       handleOwner: reads?.makesHandle === true ? mounted.admitted.clientId : undefined,
       exclude: undefined,
     };
@@ -189,4 +189,15 @@ export class UpstreamPlanner {
       throw new GatewayError("NO_UPSTREAM", { reason: "no upstream is configured for this endpoint" });
     return group;
   }
+}
+
+/**
+ * The one node a message must reach, where it uses or makes state a node holds for its caller (a filter:
+ * registry `reads.handles`): the node that made the state it names; for one that makes more, the node the
+ * caller's other filters are on, so that the names the node gives them are all one node's.
+ */
+function pinnedNode(reads: ReadNeed | undefined, group: UpstreamGroup, owner: string): Upstream | undefined {
+  if (reads === undefined) return undefined;
+  if (reads.handle !== undefined) return group.handleNode(owner, reads.handle) ?? group.ownerNode(owner);
+  return reads.makesHandle ? group.ownerNode(owner) : undefined;
 }

@@ -35,6 +35,11 @@ export class UpstreamGroup {
   readonly #hashes = new Map<number, string>();
   /** Node-made states (filters) by name, and the node each is on (`handleMade`). */
   readonly #handles = new Map<string, { readonly upstream: Upstream; readonly usedAt: number }>();
+  /**
+   * Each caller's node for such state: its filters are all made on one node, whose names for them are its
+   * own (nodes that number filters in turn, as Nethermind does, would name two on two nodes alike).
+   */
+  readonly #owners = new Map<string, { readonly upstream: Upstream; readonly usedAt: number }>();
   #newestSeen = -1;
   /** Calls waiting for the prober's first verdicts. */
   readonly #waiting = new Waiters<undefined>();
@@ -143,9 +148,24 @@ export class UpstreamGroup {
   handleMade(owner: string, name: string, upstream: Upstream): void {
     // by its caller too: two nodes may name their filters alike, and one caller's is never another's
     const key = `${owner}\n${name}`;
+    const made = { upstream, usedAt: Date.now() };
     this.#handles.delete(key);
-    this.#handles.set(key, { upstream, usedAt: Date.now() });
+    this.#handles.set(key, made);
     if (this.#handles.size > HANDLES) this.#handles.delete(this.#handles.keys().next().value as string);
+    this.#owners.delete(owner);
+    this.#owners.set(owner, made);
+    if (this.#owners.size > HANDLES) this.#owners.delete(this.#owners.keys().next().value as string);
+  }
+
+  /** The node a caller's next filter is made on: the one its live filters are on, if any. */
+  ownerNode(owner: string): Upstream | undefined {
+    const made = this.#owners.get(owner);
+    if (made === undefined) return undefined;
+    if (Date.now() - made.usedAt > HANDLE_IDLE_MS || !made.upstream.health.inRotation) {
+      this.#owners.delete(owner);
+      return undefined;
+    }
+    return made.upstream;
   }
 
   /** The node that made the state named `name` for `owner`, if this process saw it made and it was used lately. */
@@ -158,7 +178,9 @@ export class UpstreamGroup {
     // a filter on a node gone from rotation is as good as gone: another node says it knows no such filter,
     // which SDKs answer by making a new one (viem's -32000), where the dead node's refusal they retry
     if (now - made.usedAt > HANDLE_IDLE_MS || !made.upstream.health.inRotation) return undefined;
-    this.#handles.set(key, { upstream: made.upstream, usedAt: now });
+    const used = { upstream: made.upstream, usedAt: now };
+    this.#handles.set(key, used);
+    this.#owners.set(owner, used);
     return made.upstream;
   }
 

@@ -10,6 +10,7 @@ import type { CacheRead } from "../cache/cache-read.js";
 import type { Limits } from "../config/types.js";
 import { GatewayError } from "../errors/table.js";
 import { type CallerSide, clientGone } from "../http/client-gone.js";
+import { idKey } from "../jsonrpc/id-key.js";
 import type { NodeErrors } from "../registry/types.js";
 import type { RequestTrace } from "../tracing/tracing.js";
 import type { AttemptHandler } from "./attempt.js";
@@ -144,8 +145,16 @@ class RelayRun extends CallRun<ServerResponse> implements AnswerReader {
 /** The state a call made on `upstream`, named by its answer's result, which its uses must reach there. */
 function handleMadeBy(call: UpstreamCall, owner: string, upstream: Upstream, text: string): void {
   try {
-    const { result } = JSON.parse(text) as { result?: unknown };
-    if (typeof result === "string") call.group.handleMade(owner, result, upstream);
+    const answer = JSON.parse(text) as { result?: unknown } | { id?: unknown; result?: unknown }[];
+    if (!Array.isArray(answer)) {
+      if (typeof answer.result === "string") call.group.handleMade(owner, answer.result, upstream);
+      return;
+    }
+    // in a batch, the answers to the calls that made filters, by their ids
+    const makers = new Set((call.reads?.handleMakers ?? []).map(idKey));
+    for (const one of answer)
+      if (typeof one.result === "string" && makers.has(idKey(JSON.stringify(one.id))))
+        call.group.handleMade(owner, one.result, upstream);
   } catch {
     // not one answer: nothing to remember
   }

@@ -80,4 +80,28 @@ describe("reads of a block by hash only one of two anvils has, and filters made 
       expect((await rpc("eth_uninstallFilter", [made.result])).result).toBe(true);
     }
   });
+
+  // beside a call any node may answer (a read at the head would go to the node ahead alone)
+  it("so is one made, or polled, in a batch (ethers' JsonRpcProvider batches what it sends in one tick)", async () => {
+    const batch = async (calls: readonly [string, unknown[]][]) =>
+      (
+        await gw.call("eth", `/${KEYS.all}`, {
+          body: JSON.stringify(calls.map(([method, params], id) => ({ jsonrpc: "2.0", id, method, params }))),
+        })
+      ).json as { id: number; result?: unknown; error?: unknown }[];
+    const made = await batch([
+      ["eth_chainId", []],
+      ["eth_newFilter", [{ fromBlock: "latest" }]],
+    ]);
+    const filter = made.find((answer) => answer.id === 1)?.result;
+    expect(typeof filter, JSON.stringify(made)).toBe("string");
+    for (let i = 0; i < 6; i++) {
+      const polled = await batch([
+        ["eth_getFilterChanges", [filter]],
+        ["eth_chainId", []],
+      ]);
+      const changes = polled.find((answer) => answer.id === 0);
+      expect(changes?.error, `poll ${i}: ${JSON.stringify(changes)}`).toBeUndefined();
+    }
+  });
 });

@@ -130,10 +130,14 @@ describe("choosing an upstream", () => {
     expect(g.handleNode("caller-1", "0x1")?.name).toBe("a");
     expect(g.handleNode("caller-2", "0x1")?.name).toBe("b");
     expect(g.handleNode("caller-3", "0x1")).toBeUndefined();
+    // a caller's next filter is made where its others are: the names one node gives are all distinct
+    expect(g.ownerNode("caller-1")?.name).toBe("a");
+    expect(g.ownerNode("caller-2")?.name).toBe("b");
     // its node out of rotation: forgotten, and polled where the choice sends it
     byName("a").health.probeFailed("refused", "ECONNREFUSED");
     expect(g.handleNode("caller-1", "0x1")).toBeUndefined();
     expect(g.handleNode("caller-1", "0x1")).toBeUndefined();
+    expect(g.ownerNode("caller-1")).toBeUndefined();
   });
 
   it("a failing node's lag grows as the others move on, from its last known head", () => {
