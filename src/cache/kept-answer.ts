@@ -168,7 +168,9 @@ function lifetimeOf(
   }
   const empty = result === "null" || result === "[]";
   if (lifetime.kind === "block" && lifetime.block < 0 && result === "null") return undefined;
-  let final = isFinal(read, group, result);
+  // an answer that says its block (a receipt's blockNumber), read once
+  const blockIn = lifetime.kind === "blockIn" ? heightAt(result, lifetime.path, rules) : undefined;
+  let final = isFinal(read, group, blockIn);
   if (final && rules.changing !== undefined && result.startsWith("{")) {
     const top = scanMembers(result)[0];
     if (top !== undefined && rules.changing.some((member) => top.has(member))) final = false;
@@ -177,20 +179,22 @@ function lifetimeOf(
   if (empty) return undefined;
   // an answer that should say its block and does not (a transaction still in the mempool, `blockNumber:
   // null`) changes as soon as a block takes it: not kept at all
-  if (lifetime.kind === "blockIn" && heightAt(result, lifetime.path, rules) === undefined) return undefined;
+  if (lifetime.kind === "blockIn" && blockIn === undefined) return undefined;
   return "head";
 }
 
-/** Whether the call's answer can no longer change, by its lifetime and the label's finalized height. */
-function isFinal(read: CacheRead, group: UpstreamGroup, result: string | undefined): boolean {
+/**
+ * Whether the call's answer can no longer change, by its lifetime and the label's finalized height;
+ * `blockIn`, for an answer that says its block, that block's height.
+ */
+function isFinal(read: CacheRead, group: UpstreamGroup, blockIn: number | undefined): boolean {
   const { lifetime } = read;
   if (lifetime.kind === "always") return true;
   if (lifetime.kind === "head") return false;
   const finalized = finalizedHeight(read.rules, group);
   // a block named by hash, and the genesis block, never change
   if (lifetime.kind === "block") return lifetime.block <= 0 || lifetime.block <= finalized;
-  const block = result === undefined ? undefined : heightAt(result, lifetime.path, read.rules);
-  return block !== undefined && block <= finalized;
+  return blockIn !== undefined && blockIn <= finalized;
 }
 
 /** The label's finalized height: a node's word for it, or a depth below the served head; -1 when unknown. */
