@@ -108,7 +108,11 @@ export class UpstreamPlanner {
           ? this.#cacheBatch(mounted, group, outgoing)
           : undefined,
       // a filter's poll goes to the node that made the filter, which alone has it
-      pinned: pinnedNode(reads, group, mounted.admitted.clientId),
+      // a filter's poll goes to the node that made the filter, which alone has it; a new filter where the
+      // caller's others are, if that node takes it
+      pinned:
+        reads?.handle === undefined ? undefined : pinnedNode(reads.handle, group, mounted.admitted.clientId),
+      preferred: reads?.makesHandle === true ? group.ownerNode(mounted.admitted.clientId) : undefined,
       handleOwner: reads?.makesHandle === true ? mounted.admitted.clientId : undefined,
       exclude: undefined,
     };
@@ -191,13 +195,7 @@ export class UpstreamPlanner {
   }
 }
 
-/**
- * The one node a message must reach, where it uses or makes state a node holds for its caller (a filter:
- * registry `reads.handles`): the node that made the state it names; for one that makes more, the node the
- * caller's other filters are on, so that the names the node gives them are all one node's.
- */
-function pinnedNode(reads: ReadNeed | undefined, group: UpstreamGroup, owner: string): Upstream | undefined {
-  if (reads === undefined) return undefined;
-  if (reads.handle !== undefined) return group.handleNode(owner, reads.handle) ?? group.ownerNode(owner);
-  return reads.makesHandle ? group.ownerNode(owner) : undefined;
+/** The node that made the state (a filter) a call names, or for a name it does not know, the caller's node. */
+function pinnedNode(handle: string, group: UpstreamGroup, owner: string): Upstream | undefined {
+  return group.handleNode(owner, handle) ?? group.ownerNode(owner);
 }

@@ -81,9 +81,12 @@ export abstract class CallRun<Caller extends CallerSide = CallerSide> implements
    * one block, and then goes to the highest (src/answers/).
    */
   #begin(): void {
-    const { group, write, atLeast, exclude, pinned } = this.call;
-    // the state a call uses is on the node that made it alone: no other node can answer it
-    this.#order = pinned !== undefined ? [pinned] : group.choose(write, atLeast, exclude);
+    const { group, write, atLeast, exclude, pinned, preferred } = this.call;
+    if (pinned !== undefined && this.#pinnedNow(pinned)) return;
+    this.#order = group.choose(write, atLeast, exclude);
+    // a filter is made where the caller's others are, while that node may take it (registry reads.handles)
+    const at = preferred === undefined || preferred === exclude ? -1 : this.#order.indexOf(preferred);
+    if (at > 0) this.#order = [preferred as Upstream, ...this.#order.filter((m) => m !== preferred)];
     if (this.#order.length === 0 && group.behind(atLeast)) {
       const wait = Math.min(group.headWaitMs, this.#deadlineAt - performance.now());
       if (!this.#waitedForHead && wait > 0 && !clientGone(this.res)) {
@@ -105,6 +108,29 @@ export abstract class CallRun<Caller extends CallerSide = CallerSide> implements
       return;
     }
     this.#finish(new GatewayError("NO_UPSTREAM", { reason: group.whyNone(write) }));
+  }
+
+  /**
+   * A call that uses state its node alone holds (a filter) goes there, and nowhere else: true when it went,
+   * or waits. Beside a read that needs a block that node has not reached (a batch with eth_blockNumber), it
+   * waits for it, about a block, as a read that found no node there does; in vain, the head rule wins and
+   * the call goes where the choice sends it, whose "filter not found" SDKs answer with a new filter: a
+   * head that went backwards they could not tell.
+   */
+  #pinnedNow(pinned: Upstream): boolean {
+    const { group, atLeast } = this.call;
+    const head = pinned.health.head;
+    if (atLeast < 0 || head === undefined || head >= atLeast) {
+      this.#order = [pinned];
+      this.#launch();
+      return true;
+    }
+    const wait = Math.min(group.headWaitMs, this.#deadlineAt - performance.now());
+    if (this.#waitedForHead || wait <= 0) return false;
+    this.#waitedForHead = true;
+    group.answers.add("head_wait");
+    group.served.whenReached(atLeast, wait, () => this.#begin());
+    return true;
   }
 
   get heldStatus(): number {

@@ -69,6 +69,8 @@ export interface UpstreamCall {
   readonly trace: RequestTrace | undefined;
   /** The one node to ask: the one that made the state the call uses (a filter: registry `reads.handles`). */
   readonly pinned: Upstream | undefined;
+  /** The node to try first, others after it: where the caller's filters are, for a call that makes one. */
+  readonly preferred: Upstream | undefined;
   /** Who a call that makes such state makes it for (the caller's key or address): theirs alone to use. */
   readonly handleOwner: string | undefined;
   /** A node not to ask: the one that already answered null to this read. */
@@ -201,7 +203,12 @@ class WholeRun extends CallRun {
   }
 
   protected finished(error?: GatewayError): void {
-    this.#callback(error, error === undefined ? this.#taken?.answer : undefined);
+    const answer = error === undefined ? this.#taken?.answer : undefined;
+    // a call read whole (a partial batch, a read by hash or by tier) may make a filter too
+    const owner = this.call.handleOwner;
+    if (answer !== undefined && answer.statusCode === 200 && owner !== undefined)
+      handleMadeBy(this.call, owner, answer.upstream, answer.body.toString("utf8"));
+    this.#callback(error, answer);
   }
 }
 

@@ -95,6 +95,20 @@ describe("reads of a block by hash only one of two anvils has, and filters made 
     ]);
     const filter = made.find((answer) => answer.id === 1)?.result;
     expect(typeof filter, JSON.stringify(made)).toBe("string");
+    // and one made in a batch read whole, beside a call the gateway refuses (its answers merged in), by a
+    // caller with no filter yet
+    const partial = (
+      await gw.call("eth", `/${KEYS.noArchive}`, {
+        body: '[{"jsonrpc":"2.0","id":0,"method":"eth_newBlockFilter","params":[]},{"jsonrpc":"2.0","id":1,"method":"admin_peers","params":[]}]',
+      })
+    ).json as { id: number; result?: unknown }[];
+    const other = partial.find((answer) => answer.id === 0)?.result;
+    for (let i = 0; i < 6; i++) {
+      const polled = await gw.call("eth", `/${KEYS.noArchive}`, {
+        body: JSON.stringify({ jsonrpc: "2.0", id: 1, method: "eth_getFilterChanges", params: [other] }),
+      });
+      expect((polled.json as { error?: unknown }).error, `poll ${i}`).toBeUndefined();
+    }
     for (let i = 0; i < 6; i++) {
       const polled = await batch([
         ["eth_getFilterChanges", [filter]],
