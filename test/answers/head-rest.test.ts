@@ -87,4 +87,13 @@ describe("a REST read naming its block in its body reaches a node that has it (l
     }
     expect(nodes[1]?.requests.filter((r) => r.body.includes(`${T + 1}`))).toEqual([]);
   });
+
+  // TronWeb's getCurrentBlock GETs it: the same head call as the registry's POST with an empty body
+  it("10 GETs of /wallet/getnowblock: the head call too, never below the head served", async () => {
+    for (let i = 0; i < 10; i++) {
+      const got = await gw.call("trx", `/${KEYS.all}/wallet/getnowblock`, { method: "GET" });
+      expect(got.status, got.text).toBe(200);
+      expect(got.json, `GET ${i}`).toMatchObject({ block_header: { raw_data: { number: T + 1 } } });
+    }
+  });
 });
