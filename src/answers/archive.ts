@@ -101,7 +101,7 @@ export function fetchByTier(
     note.tier = "full";
     callback(undefined, answer, "full");
   };
-  const unknown = [...tier.missingState, ...(call.reads?.unknownBlock ?? [])];
+  const unknown = unknownTexts(tier, call);
   fetchWhole({ ...call, tier: undefined }, caller, note, (error, answer) => {
     if (error !== undefined || answer === undefined) callback(error);
     else if (!errorNames(answer, unknown)) full(answer);
@@ -142,7 +142,7 @@ function relayBatchByTier(
       send(res, answer, "full");
       return done();
     }
-    const unknown = [...tier.missingState, ...(call.reads?.unknownBlock ?? [])];
+    const unknown = unknownTexts(tier, call);
     const byHash = call.group.members.length > 1 ? (call.reads?.byHashCalls ?? []) : [];
     const again = byHash.filter((c) => unknownIn(answerTo(answers, c), unknown));
     const archiveTheRest = (changed: boolean) =>
@@ -210,6 +210,12 @@ function refusedToArchive(
     sendJson(res, 200, JSON.stringify(answers), { [TIER_HEADER]: "full+archive" });
     done();
   });
+}
+
+/** The errors by which a full node says it lacks a block named by hash: no such state, or no such block. */
+function unknownTexts(tier: TierPlan, call: UpstreamCall): readonly string[] {
+  const unknownBlock = call.reads?.unknownBlock ?? [];
+  return unknownBlock.length === 0 ? tier.missingState : [...tier.missingState, ...unknownBlock];
 }
 
 /** Whether a call's answer in a batch is an error with one of `texts` in it. */

@@ -123,7 +123,10 @@ export class MessageSender {
     const passed = checked.filter((c): c is PassedCall => c.ok);
     const refused = checked.filter((c) => !c.ok).map((c) => c.json);
     // calls refused here (an id in flight, a full connection) cost nothing and count as refused, as at 4
-    const refusedHere = checked.filter((c, i) => !c.ok && message.checked[i]?.ok === true).length;
+    // counted without an array made: this runs for every message
+    let refusedHere = 0;
+    for (let i = 0; i < checked.length; i++)
+      if (!(checked[i] as Checked).ok && message.checked[i]?.ok === true) refusedHere++;
     if (refusedHere > 0) {
       seen.refused += refusedHere;
       if (passed.length === 0) this.#unsent(seen, hold, (checked[0] as { code: ErrorCode }).code);

@@ -323,15 +323,21 @@ describe("a call whose id is still in flight on its connection", () => {
   let gw: RunningGateway;
   let restore: () => void;
   const hash = (n: number) => `0x${String(n).padStart(64, "0")}`;
+  /** The node holds block 1's answer until the test lets it go: the first call is in flight meanwhile. */
+  let release: () => void = () => {};
+  const held = new Promise<void>((resolve) => {
+    release = resolve;
+  });
 
   beforeAll(async () => {
     restore = resolveTestHosts();
     node = await startLoopbackWsNode(
       evmNode({
-        // each block by its own hash, a little late, so that both calls are in flight together
+        // each block by its own hash
         eth_getBlockByHash: async (params: unknown) => {
-          await new Promise((resolve) => setTimeout(resolve, 50));
-          return { number: "0x5", hash: (params as string[])[0], transactions: [] };
+          const [blockHash] = params as string[];
+          if (blockHash === hash(1)) await held;
+          return { number: "0x5", hash: blockHash, transactions: [] };
         },
       }),
     );
@@ -355,6 +361,7 @@ describe("a call whose id is still in flight on its connection", () => {
     };
     expect(refused.error.code).toBe(-32600);
     expect(refused.error.data.reason).toContain("still waiting");
+    release();
     const answered = JSON.parse(await client.waitFor((text) => text.includes('"result"'))) as {
       result: { hash: string };
     };
