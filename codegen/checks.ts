@@ -72,6 +72,7 @@ function checkInterface(
   }
   const trie = iface.routes ? checkRoutes(iface.routes, [...path, "routes"], report) : undefined;
   checkWrites(iface, trie, [...path, "writes"], report);
+  checkLongPolls(iface, trie, [...path, "longPolls", "routes"], report);
   checkSubscriptions(iface, [...path, "subscriptions"], report);
   checkReads(iface, [...path, "reads"], report);
   checkComputeUnits(iface, trie, [...path, "computeUnits"], report);
@@ -129,6 +130,24 @@ function checkWrites(iface: InterfaceSpec, trie: TrieNode | undefined, path: Yam
     const route = parseOrReport(text, [...path, i], report);
     if (route !== undefined && (trie === undefined || !reaches(trie, route)))
       report([...path, i], `write "${text}" is not a route this interface allows`);
+  });
+}
+
+/** Each long poll is a read the interface's routes reach, and not a stream or a write. */
+function checkLongPolls(
+  iface: InterfaceSpec,
+  trie: TrieNode | undefined,
+  path: YamlPath,
+  report: Report,
+): void {
+  const writes = new Set(iface.writes ?? []);
+  const streams = new Set(iface.routes?.stream ?? []);
+  (iface.longPolls?.routes ?? []).forEach((text, i) => {
+    const route = parseOrReport(text, [...path, i], report);
+    if (route !== undefined && (trie === undefined || !reaches(trie, route)))
+      report([...path, i], `long poll "${text}" is not a route this interface allows`);
+    else if (writes.has(text)) report([...path, i], `long poll "${text}" is a write: a write is never held`);
+    else if (streams.has(text)) report([...path, i], `long poll "${text}" is a stream already`);
   });
 }
 

@@ -177,6 +177,10 @@ function policyLiteral(policy: PolicyModel, model: RegistryModel): string {
   }
   if (policy.routes !== undefined) parts.push(`routes: ${trieLiteral(policy.routes)}`);
   if (policy.writeRoutes !== undefined) parts.push(`writeRoutes: ${trieLiteral(policy.writeRoutes)}`);
+  if (policy.longPolls !== undefined)
+    parts.push(
+      `longPolls: { routes: ${trieLiteral(policy.longPolls.routes)}, heldMs: ${policy.longPolls.heldMs} }`,
+    );
   if (policy.errorMember !== undefined) parts.push(`errorMember: ${JSON.stringify(policy.errorMember)}`);
   if (policy.contracts !== undefined) parts.push(`contracts: ${literal(policy.contracts)}`);
   if (policy.envelope === undefined && policy.reads !== undefined)

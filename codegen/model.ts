@@ -29,6 +29,8 @@ export interface PolicyModel {
   readonly writes: readonly string[];
   /** Routes that submit something, compiled like `routes`. */
   readonly writeRoutes?: TrieNode;
+  /** Its long-poll routes, compiled like `routes`, and how long its node holds one. */
+  readonly longPolls?: { readonly routes: TrieNode; readonly heldMs: number };
   /** The first of the mount's interfaces that describes its subscriptions. */
   readonly subscriptions?: SubscriptionRules;
   /** The paths below the mount that take the same JSON-RPC calls, of all its interfaces. */
@@ -197,6 +199,7 @@ function mergePolicy(id: string, ids: readonly string[], spec: RegistrySpec): Po
   const methods = new Map<string, MethodAccess>();
   let routes: TrieNode | undefined;
   let writeRoutes: TrieNode | undefined;
+  let longPolls: { routes: TrieNode; heldMs: number } | undefined;
   const writes = new Set<string>();
   for (const iface of interfaces) {
     for (const text of iface.writes ?? []) {
@@ -205,6 +208,12 @@ function mergePolicy(id: string, ids: readonly string[], spec: RegistrySpec): Po
         writeRoutes ??= emptyTrie();
         insertRoute(writeRoutes, parseRouteTemplate(text), "shared");
       }
+    }
+    if (iface.longPolls !== undefined) {
+      longPolls ??= { routes: emptyTrie(), heldMs: iface.longPolls.heldMs };
+      longPolls.heldMs = Math.max(longPolls.heldMs, iface.longPolls.heldMs);
+      for (const text of iface.longPolls.routes)
+        insertRoute(longPolls.routes, parseRouteTemplate(text), "shared");
     }
     for (const access of ["shared", "dedicated", "websocket", "subscribe", "unsubscribe"] as const) {
       for (const name of iface.methods?.[access] ?? []) if (!methods.has(name)) methods.set(name, access);
@@ -235,6 +244,7 @@ function mergePolicy(id: string, ids: readonly string[], spec: RegistrySpec): Po
     ...(routes === undefined ? {} : { routes }),
     writes: [...writes],
     ...(writeRoutes === undefined ? {} : { writeRoutes }),
+    ...(longPolls === undefined ? {} : { longPolls }),
     ...(subscriptions === undefined ? {} : { subscriptions: { pinned: [], ...subscriptions } }),
     ...(jsonRpcPaths.length === 0 ? {} : { jsonRpcPaths }),
     ...(overHttp && first.family === "jsonrpc" ? { webSocketOverHttp: true as const } : {}),

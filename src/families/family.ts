@@ -86,6 +86,8 @@ export interface Outgoing {
   readonly body: string | Buffer | undefined;
   /** A long-lived stream (a REST monitor route): no body timeout or size cap, chunks flushed at once. */
   readonly stream: boolean;
+  /** A long poll (registry `longPolls`): how long its node may hold it before it answers anyway. */
+  readonly heldMs?: number;
   /** It submits something (the registry's `writes`): the upstream policy never sends it twice. */
   readonly write: boolean;
   /** What its reads need of the node that answers them (src/answers/read-need.ts), when any reads by block. */

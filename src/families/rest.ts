@@ -71,8 +71,14 @@ export function routeRest(req: IncomingMessage, mounted: Mounted, settings: Fami
   const contractAt = keyRules?.limitsContracts
     ? mounted.mount.policy.contracts?.[`POST ${match.shape}`]
     : undefined;
+  const { longPolls } = mounted.mount.policy;
+  const heldMs =
+    longPolls !== undefined && matchRoute(longPolls.routes, method, mounted.segments).kind === "match"
+      ? longPolls.heldMs
+      : 0;
   const rules = mounted.mount.policy.restReads;
-  const cacheable = rules?.cache !== undefined && !write && match.access !== "stream";
+  // a long poll's answer is the moment's, however its path reads
+  const cacheable = rules?.cache !== undefined && !write && match.access !== "stream" && heldMs === 0;
   const accept = rawHeader(req.rawHeaders, "accept") ?? "application/json";
   const { path, query } = mounted.admitted.target;
   const member = rules?.bodies?.[match.shape];
@@ -103,6 +109,7 @@ export function routeRest(req: IncomingMessage, mounted: Mounted, settings: Fami
     method as Dispatcher.HttpMethod,
     route,
     match.access === "stream",
+    heldMs,
     write,
     bodyBlock === undefined ? readsOf(mounted, method, match.shape) : undefined,
     cache,
@@ -148,6 +155,8 @@ class RestRequest implements RoutedRequest {
   /** The route by its shape (`GET /v2/accounts/{}`): for the access log and the metrics, never the raw path. */
   readonly #route: string;
   readonly #stream: boolean;
+  /** A long poll's hold (registry `longPolls`), else 0. */
+  readonly #heldMs: number;
   readonly #write: boolean;
   readonly #reads: ReadNeed | undefined;
   readonly #cache: CacheRead | undefined;
@@ -163,6 +172,7 @@ class RestRequest implements RoutedRequest {
     method: Dispatcher.HttpMethod,
     route: string,
     stream: boolean,
+    heldMs: number,
     write: boolean,
     reads: ReadNeed | undefined,
     cache: CacheRead | undefined,
@@ -175,6 +185,7 @@ class RestRequest implements RoutedRequest {
     this.#method = method;
     this.#route = route;
     this.#stream = stream;
+    this.#heldMs = heldMs;
     this.#write = write;
     this.#reads = reads;
     this.#cache = cache;
@@ -207,6 +218,7 @@ class RestRequest implements RoutedRequest {
         headers,
         body: this.readsBody ? body : undefined,
         stream: this.#stream,
+        heldMs: this.#heldMs,
         write: this.#write,
         reads: named === undefined ? this.#reads : named.reads,
         restCache: named === undefined ? this.#cache : named.cache,

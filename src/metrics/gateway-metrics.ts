@@ -50,7 +50,7 @@ export interface RequestOutcome {
  * The kinds of call whose times differ by nature: a read, a write, a block range (split or not), a batch,
  * a stream, and `none` for a request that never reached a node (refused, or answered by the gateway).
  */
-export type MethodClass = "read" | "write" | "range" | "batch" | "stream" | "none";
+export type MethodClass = "read" | "write" | "range" | "batch" | "stream" | "wait" | "none";
 
 const SECONDS = [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10];
 const BYTES = [128, 512, 2048, 8192, 32_768, 131_072, 524_288, 2_097_152, 8_388_608];

@@ -240,8 +240,9 @@ export class HttpExchange {
     try {
       const call = this.#stages.planUpstream(mounted, charged); // 6
       this.#methodClass = classOf(call, authorized);
-      // A stream stays open while the node pushes: the socket's idle timeout must not cut it.
-      if (call.stream) this.#req.socket.setTimeout(0);
+      // A stream stays open while the node pushes, a long poll while it waits: the socket's idle timeout
+      // must not cut them (the call's own deadline bounds a long poll).
+      if (call.stream || call.heldMs > 0) this.#req.socket.setTimeout(0);
       // 7: a partial batch's answer is read whole and merged, a range too wide for one node is split,
       // and any other answer streams through
       const done = (error?: unknown) => {
@@ -409,6 +410,7 @@ const ADMISSION_REFUSALS: ReadonlySet<ErrorCode> = new Set<ErrorCode>([
 function classOf(call: UpstreamCall, authorized: Authorized): MethodClass {
   if (call.write) return "write";
   if (call.stream) return "stream";
+  if (call.heldMs > 0) return "wait";
   if (authorized.batch !== undefined) return "batch";
   return call.reads !== undefined && call.reads.ranges.length > 0 ? "range" : "read";
 }

@@ -70,6 +70,7 @@ export class UpstreamPlanner {
       trace: typeof mounted.admitted.trace === "object" ? mounted.admitted.trace : undefined,
       body: outgoing.body,
       stream: outgoing.stream,
+      heldMs: outgoing.heldMs ?? 0,
       write: outgoing.write,
       nodeErrors: mounted.mount.policy.jsonrpc?.nodeErrors,
       limits: this.#config.limits.upstream,

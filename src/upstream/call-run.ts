@@ -71,7 +71,8 @@ export abstract class CallRun<Caller extends CallerSide = CallerSide> implements
   protected abstract finished(error?: GatewayError): void;
 
   start(): void {
-    this.#deadlineAt = performance.now() + this.call.limits.deadlineMs;
+    // a long poll's node may hold it for its whole hold before answering: the deadline starts after that
+    this.#deadlineAt = performance.now() + this.call.limits.deadlineMs + this.call.heldMs;
     this.#begin();
   }
 
@@ -171,7 +172,10 @@ export abstract class CallRun<Caller extends CallerSide = CallerSide> implements
     }
     this.#winner = attempt;
     if (!failedStatus) {
-      attempt.upstream.health.succeeded(performance.now() - attempt.startedAt);
+      // a long poll's time is the chain's, not the node's: it would stretch every read's hedge delay
+      attempt.upstream.health.succeeded(
+        this.call.heldMs > 0 ? undefined : performance.now() - attempt.startedAt,
+      );
       attempt.upstream.counts.answered += 1;
     }
     this.#stopWaiting();
@@ -258,8 +262,9 @@ export abstract class CallRun<Caller extends CallerSide = CallerSide> implements
     this.#note.attempts = this.#next;
     // The clock holds the call's hedge, and its deadline: undici's headers timeout below starts only once a
     // request has a connection, and one queued behind busy connections would otherwise wait without end.
+    // a long poll is held by its node until something happens: a second node would only hold it too
     const hedgeAt =
-      !call.write && (this.#hasAnother() || this.#mayWiden())
+      !call.write && call.heldMs === 0 && (this.#hasAnother() || this.#mayWiden())
         ? attempt.startedAt + upstream.health.hedgeDelay(call.limits.hedgeMinMs, call.limits.hedgeMaxMs)
         : Number.POSITIVE_INFINITY;
     this.hedgeAt = Math.min(hedgeAt, this.#deadlineAt);
@@ -268,8 +273,13 @@ export abstract class CallRun<Caller extends CallerSide = CallerSide> implements
     // pool's headers timeout, which undici enforces per request.
     const remaining = Math.max(1, Math.round(this.#deadlineAt - attempt.startedAt));
     try {
-      (call.stream ? upstream.streamDispatch : upstream.dispatch)(
-        dispatchOptions(upstream, call, attempt, Math.min(call.limits.headersTimeoutMs, remaining)),
+      (call.stream || call.heldMs > 0 ? upstream.streamDispatch : upstream.dispatch)(
+        dispatchOptions(
+          upstream,
+          call,
+          attempt,
+          Math.min(call.limits.headersTimeoutMs + call.heldMs, remaining),
+        ),
         attempt,
       );
     } catch (error) {

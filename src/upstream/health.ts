@@ -132,9 +132,12 @@ export class UpstreamHealth {
     return Math.min(max, Math.max(min, this.#srtt + 4 * this.#rttvar));
   }
 
-  /** A live call answered (any status below 500 but 429): its time to the answer's headers. */
-  succeeded(latencyMs: number): void {
-    this.#sample(latencyMs);
+  /**
+   * A live call answered (any status below 500 but 429): its time to the answer's headers, or undefined
+   * for a long poll, whose node held it on purpose.
+   */
+  succeeded(latencyMs: number | undefined): void {
+    if (latencyMs !== undefined) this.#sample(latencyMs);
     this.#outcome(false);
     this.#failuresInRow = 0;
     this.#unreachable = false;

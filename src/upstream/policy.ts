@@ -39,6 +39,11 @@ export interface UpstreamCall {
   readonly body: string | Buffer | undefined;
   /** A long-lived stream: no body timeout, chunks flushed as they arrive. */
   readonly stream: boolean;
+  /**
+   * A long poll's hold (registry `longPolls`), else 0: its node answers once something happens, up to this
+   * long. Its deadline is that much later, it is never hedged, and its wait is not the node's latency.
+   */
+  readonly heldMs: number;
   /** It submits something (registry `writes`): never sent to a second node unless the first refused it. */
   readonly write: boolean;
   /**

@@ -28,9 +28,9 @@ export class Upstream {
   /** Its dispatcher's dispatch through the upstream interceptors (interceptors.ts): every call goes here. */
   readonly dispatch: Dispatch;
   /**
-   * The same for streams (registry `stream` routes, a node's head monitor): a pool of their own, since
-   * each holds its connection for as long as its caller listens, and streams in the one pool could take
-   * every connection and leave the label's reads queued behind them.
+   * The same for streams (registry `stream` routes, a node's head monitor) and long polls (`longPolls`):
+   * a pool of their own, since each holds its connection for as long as its caller listens or its node
+   * waits, and they in the one pool could take every connection and leave the label's reads queued.
    */
   readonly streamDispatch: Dispatch;
   readonly basePath: string;

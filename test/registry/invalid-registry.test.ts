@@ -198,6 +198,18 @@ const defects: readonly Defect[] = [
     message: '34:14 write "POST /transactions" is not a route this interface allows',
   },
   {
+    name: "a long poll that the interface's routes do not reach",
+    from: "        - POST /admin/shutdown\n",
+    to: "        - POST /admin/shutdown\n    longPolls: { routes: [GET /wait], heldMs: 1000 }\n",
+    message: '34:27 long poll "GET /wait" is not a route this interface allows',
+  },
+  {
+    name: "a long poll that is a stream route",
+    from: "        - POST /admin/shutdown\n",
+    to: "        - POST /admin/shutdown\n    longPolls:\n      routes:\n        - GET /monitor/{chain}\n      heldMs: 1000\n",
+    message: '36:11 long poll "GET /monitor/{chain}" is a stream already',
+  },
+  {
     name: "a subscription kind whose subscribe method is not in methods.subscribe",
     from: "    head: { method: eth_blockNumber, params: [], field: result, encoding: hex-quantity }\n",
     to: '    head: { method: eth_blockNumber, params: [], field: result, encoding: hex-quantity }\n    subscriptions:\n      idMember: subscription\n      kinds:\n        - subscribe: [eth_subscribe]\n          heads: { number: number, parent: parentHash, encoding: hex-quantity, byHash: { method: eth_getBalance, params: ["{hash}"] } }\n',

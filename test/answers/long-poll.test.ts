@@ -1,0 +1,147 @@
+import { Algodv2 } from "algosdk";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { DEFAULT_LIMITS } from "../../src/config/defaults.js";
+import { sdkUrl, useTestHostsForGlobalFetch } from "../sdk/resolve.js";
+import { eventually } from "../support/eventually.js";
+import { type RunningGateway, startGateway } from "../support/gateway.js";
+import { type LoopbackNode, type Reply, startLoopbackNode } from "../support/loopback-node.js";
+
+// algosdk's statusAfterBlock (GET /v2/status/wait-for-block-after/{round}), which its waitForConfirmation
+// sends once a round, is a long poll: algod answers it once a block after the round is made, or after a
+// minute (registry `longPolls`). The gateway waits for it past its own deadline, never sends it to a second
+// node while the first holds it, and does not take the wait for the node's latency.
+
+const ROUND_MS = 700;
+const LIMITS = {
+  ...DEFAULT_LIMITS.upstream,
+  // both far below a round: an ordinary read that took a round would be hedged, then past its deadline
+  hedgeMinMs: 20,
+  hedgeMaxMs: 40,
+  deadlineMs: 300,
+};
+
+/** algod's NodeStatus at `round`, as it writes it (daemon/algod/api/server/v2/handlers.go). */
+function status(round: number): Record<string, unknown> {
+  return {
+    catchpoint: "",
+    "catchup-time": 0,
+    "last-catchpoint": "",
+    "last-round": round,
+    "last-version":
+      "https://github.com/algorandfoundation/specs/tree/236dcc18c9c507d794813ab768e467ea42d1b4d9",
+    "next-version":
+      "https://github.com/algorandfoundation/specs/tree/236dcc18c9c507d794813ab768e467ea42d1b4d9",
+    "next-version-round": round + 1,
+    "next-version-supported": true,
+    "stopped-at-unsupported-round": false,
+    "time-since-last-round": 1_000_000,
+  };
+}
+
+/** Two algod nodes of one chain: a round every ROUND_MS once `run()` starts it. */
+class Chain {
+  round = 1_000;
+  #timer: NodeJS.Timeout | undefined;
+  readonly #waiting: Array<{ after: number; answer: (reply: Reply) => void }> = [];
+
+  run(): void {
+    this.#timer ??= setInterval(() => {
+      this.round += 1;
+      for (const waiter of this.#waiting.splice(0)) this.#answerOrKeep(waiter);
+    }, ROUND_MS);
+  }
+
+  stop(): void {
+    clearInterval(this.#timer);
+  }
+
+  /** algod's node: the head and the chain's calls, and the long poll held until a later round. */
+  respond = (request: { method: string; url: string }): Reply | Promise<Reply> => {
+    const path = request.url.split("?")[0] ?? "";
+    if (path === "/v2/status") return json(status(this.round));
+    if (path === "/v2/transactions/params")
+      return json({ "genesis-id": "mainnet-v1.0", "last-round": this.round, fee: 0, "min-fee": 1000 });
+    const wait = /^\/v2\/status\/wait-for-block-after\/(\d+)$/.exec(path);
+    if (wait !== null) {
+      return new Promise<Reply>((answer) => this.#answerOrKeep({ after: Number(wait[1]), answer }));
+    }
+    return { status: 404, body: '{"message":"Not Found"}\n' };
+  };
+
+  #answerOrKeep(waiter: { after: number; answer: (reply: Reply) => void }): void {
+    if (this.round > waiter.after) waiter.answer(json(status(this.round)));
+    else this.#waiting.push(waiter);
+  }
+}
+
+function json(body: unknown): Reply {
+  return { status: 200, headers: { "content-type": "application/json" }, body: `${JSON.stringify(body)}\n` };
+}
+
+describe("a long poll (algod's wait-for-block-after) through the gateway", () => {
+  const chain = new Chain();
+  let nodes: LoopbackNode[];
+  let gw: RunningGateway;
+  let restoreFetch: () => Promise<void>;
+  let algod: Algodv2;
+  const members = () => gw.gateway.upstreams.group("algo", "/")?.members ?? [];
+  const waitsSeen = () =>
+    nodes.reduce((n, node) => n + node.requests.filter((r) => r.url.includes("wait-for-block")).length, 0);
+
+  /** The long polls the duration histogram counted, in its own class. */
+  const waitsCounted = async () => {
+    const histogram = gw.gateway.metrics?.all.find((m) => m.name === "gateway_request_duration_seconds");
+    const { values } = (await histogram?.get()) ?? { values: [] };
+    return values
+      .filter(
+        (v) => v.metricName?.endsWith("_count") && v.labels.label === "algo" && v.labels.class === "wait",
+      )
+      .reduce((sum, v) => sum + v.value, 0);
+  };
+
+  beforeAll(async () => {
+    restoreFetch = useTestHostsForGlobalFetch();
+    nodes = [await startLoopbackNode(chain.respond), await startLoopbackNode(chain.respond)];
+    gw = await startGateway({
+      upstreams: { algo: nodes.map((node) => node.url) },
+      limits: { upstream: LIMITS },
+    });
+    const url = new URL(sdkUrl(gw, "algo"));
+    algod = new Algodv2("", `${url.protocol}//${url.hostname}${url.pathname}`, gw.port);
+    await eventually(() => members().every((m) => m.health.inRotation), 5000, "both nodes in rotation");
+  });
+  afterAll(async () => {
+    chain.stop();
+    await gw?.close();
+    for (const node of nodes ?? []) await node.close();
+    await restoreFetch?.();
+  });
+
+  it("waits past the deadline for the next round, on one node, and leaves both nodes' latency alone", async () => {
+    const latencies = members().map((m) => m.health.latencyMs);
+    const before = waitsSeen();
+    const { lastRound } = await algod.status().do();
+    chain.run();
+    const started = performance.now();
+    const after = await algod.statusAfterBlock(Number(lastRound)).do();
+    const took = performance.now() - started;
+
+    expect(after.lastRound).toBeGreaterThan(lastRound);
+    // the node held it for most of a round: well past the call's deadline and every hedge delay
+    expect(took).toBeGreaterThan(LIMITS.deadlineMs);
+    // one node held it; a hedge would have sent it to the other, to be held there too
+    expect(waitsSeen() - before).toBe(1);
+    expect(members().map((m) => m.health.state)).toEqual(["healthy", "healthy"]);
+    // a round's wait is not the node's latency: it would stretch the hedge delay of every read
+    const now = members().map((m) => m.health.latencyMs);
+    for (const [i, latency] of now.entries())
+      expect(latency).toBeLessThan(Math.max(LIMITS.hedgeMaxMs, (latencies[i] ?? 0) * 2));
+    expect(await waitsCounted()).toBe(1);
+  });
+
+  it("is never answered from the cache: the next wait waits for the next round", async () => {
+    const first = await algod.statusAfterBlock(chain.round).do();
+    const second = await algod.statusAfterBlock(Number(first.lastRound)).do();
+    expect(second.lastRound).toBeGreaterThan(first.lastRound);
+  });
+});
