@@ -239,6 +239,18 @@ function checkReads(iface: InterfaceSpec, path: YamlPath, report: Report): void 
     if (at[method] === undefined)
       report([...path, "heightIn", method], `"${method}" has no block param in reads.at`);
   checkCacheRules(rules, served, [...path, "cache"], report);
+  if (rules.unknownBlockAnswers !== undefined && iface.family !== "rest")
+    report(
+      [...path, "unknownBlockAnswers"],
+      "a jsonrpc interface's unknown blocks are its unknownBlock texts",
+    );
+  if (rules.unknownBlock !== undefined && iface.family === "rest")
+    report([...path, "unknownBlock"], "a rest interface's unknown blocks are its unknownBlockAnswers");
+  if (rules.unknownBlockAnswers !== undefined && rules.block.hashPattern === undefined)
+    report(
+      [...path, "unknownBlockAnswers"],
+      "names answers to reads by hash, but block.hashPattern names no hash",
+    );
   for (const field of ["hashPattern", "headRelative"] as const) {
     const pattern = rules.block[field];
     if (pattern === undefined) continue;

@@ -1,13 +1,16 @@
 import type { ServerResponse } from "node:http";
+import { isDeepStrictEqual } from "node:util";
 import { sendJson } from "../errors/respond.js";
 import type { GatewayError } from "../errors/table.js";
 import type { CallerSide } from "../http/client-gone.js";
 import { withRequestId } from "../http/request-id.js";
 import type { PassedCall } from "../jsonrpc/check.js";
+import type { UnknownBlockAnswer } from "../registry/types.js";
 import type { WholeAnswer } from "../upstream/buffered-answer.js";
 import type { UpstreamFields } from "../upstream/call-run.js";
 import { fetchWhole, type RelayDone, type UpstreamCall } from "../upstream/policy.js";
 import { answerTo, batchAnswers, batchOf, replaceAnswer } from "./batch-answers.js";
+import type { ReadNeed } from "./read-need.js";
 
 /**
  * 7, for a read that names a block by hash on a label with more than one node: read whole, and when the node
@@ -41,9 +44,9 @@ export function fetchByHash(
   note: UpstreamFields,
   callback: (error: GatewayError | undefined, answer?: WholeAnswer) => void,
 ): void {
-  const unknown = call.reads?.unknownBlock ?? [];
+  const need = call.reads;
   fetchWhole(call, caller, note, (error, first) => {
-    if (error !== undefined || first === undefined || !answeredUnknown(first, unknown)) {
+    if (error !== undefined || first === undefined || need === undefined || !answeredUnknown(first, need)) {
       callback(error, first);
       return;
     }
@@ -93,13 +96,26 @@ function askAgainInBatch(
 }
 
 /**
- * Whether a JSON-RPC answer says the node does not know the block: a null result, or an error with one of
- * `unknown` in it (at whatever status its software answers errors: bitcoind's 500).
+ * Whether an answer says the node does not know the block. A JSON-RPC answer: a null result, or an error
+ * with one of `unknownBlock` in it (at whatever status its software answers errors: bitcoind's 500). A
+ * REST answer: one of the interface's `unknownAnswers`, by status and, where one is given, by its JSON.
  */
-function answeredUnknown(answer: WholeAnswer, unknown: readonly string[]): boolean {
+function answeredUnknown(answer: WholeAnswer, need: ReadNeed): boolean {
+  if (need.unknownAnswers.length > 0) return need.unknownAnswers.some((known) => isAnswer(answer, known));
+  const unknown = need.unknownBlock;
   if (answer.statusCode !== 200 && unknown.length === 0) return false;
   try {
     return unknownIn(JSON.parse(answer.body.toString("utf8")), unknown);
+  } catch {
+    return false;
+  }
+}
+
+function isAnswer(answer: WholeAnswer, known: UnknownBlockAnswer): boolean {
+  if (answer.statusCode !== known.status) return false;
+  if (!("body" in known)) return true;
+  try {
+    return isDeepStrictEqual(JSON.parse(answer.body.toString("utf8")), known.body);
   } catch {
     return false;
   }

@@ -6,6 +6,7 @@ import type {
   RangeRule,
   ReadRules,
   RestReadRules,
+  UnknownBlockAnswer,
 } from "../registry/types.js";
 import { readHeight } from "../upstream/head.js";
 
@@ -35,6 +36,8 @@ export class ReadNeed {
   readonly byHashCalls: PassedCall[] = [];
   /** Error texts that, as null does, say a node does not know the block named by hash (`reads.unknownBlock`). */
   unknownBlock: readonly string[] = [];
+  /** A REST read's answers that say so (`reads.unknownBlockAnswers`: Octez's 404, Thor's null). */
+  unknownAnswers: readonly UnknownBlockAnswer[] = [];
   /** A call makes state on its node, named by its answer's result (`reads.handles.make`: a filter). */
   makesHandle = false;
   /** In a batch: the ids of the calls that make such state, whose answers name it. */
@@ -309,7 +312,8 @@ export function restReadNeed(
     const segment = segments[index];
     if (segment === undefined) return undefined;
     const named = namedBlock(rules.block, segment);
-    if (named === "none" || named === "hash") return undefined;
+    if (named === "hash") return restByHashNeed(rules);
+    if (named === "none") return undefined;
     const need = new ReadNeed();
     need.single = true;
     if (named === "head") need.atHead = true;
@@ -317,6 +321,19 @@ export function restReadNeed(
     return need;
   }
   return undefined;
+}
+
+/**
+ * A REST read of a block by hash, where the interface says how its node answers a block it does not know
+ * (`reads.unknownBlockAnswers`): such an answer is asked of another node (answers/by-hash.ts).
+ */
+export function restByHashNeed(rules: RestReadRules): ReadNeed | undefined {
+  if (rules.unknownBlockAnswers === undefined) return undefined;
+  const need = new ReadNeed();
+  need.single = true;
+  need.byHash = true;
+  need.unknownAnswers = rules.unknownBlockAnswers;
+  return need;
 }
 
 /** Whether a block param is a tag naming the chain's first block (`reads.block.genesisTags`). */

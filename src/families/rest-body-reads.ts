@@ -1,4 +1,4 @@
-import { namedBlock, ReadNeed } from "../answers/read-need.js";
+import { namedBlock, ReadNeed, restByHashNeed } from "../answers/read-need.js";
 import { type CacheRead, canonical, type Lifetime } from "../cache/cache-read.js";
 import type { RestReadRules } from "../registry/types.js";
 
@@ -40,7 +40,8 @@ export function bodyReads(
   const named = value === undefined ? "none" : namedBlock(block.rules.block, value);
   if (named === "none" || named === "head") return { reads: undefined, cache: undefined };
   let reads: ReadNeed | undefined;
-  if (typeof named === "number") {
+  if (named === "hash") reads = restByHashNeed(block.rules);
+  else {
     reads = new ReadNeed();
     reads.single = true;
     reads.highestBlock = named;

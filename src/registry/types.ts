@@ -154,6 +154,11 @@ export interface ReadRules {
    * read is asked once more of another node of the label, as one it answered null (answers/by-hash.ts).
    */
   readonly unknownBlock?: readonly string[];
+  /**
+   * A REST interface's answers by which its node says it does not know a block named by hash (Octez's 404,
+   * Thor's 200 `null`): such a read is asked once more of another node, as unknownBlock's are.
+   */
+  readonly unknownBlockAnswers?: readonly UnknownBlockAnswer[];
   /** Which reads need old state, how much a full node keeps, and how a node says it has none. */
   readonly archive?: ArchiveRule;
   /** Which answers the gateway may keep, and for how long (src/cache/, docs/cache.md). */
@@ -290,7 +295,13 @@ export interface BlockParamRule {
  * GET answers the cache keeps: `cache.always` names route shapes (`GET /v2/genesis`), `cache.atBlock` the
  * `paths` prefixes whose block segment says how long an answer lives, `cache.finalized` a depth.
  */
-export type RestReadRules = Pick<ReadRules, "block" | "paths" | "bodies" | "cache">;
+export type RestReadRules = Pick<ReadRules, "block" | "paths" | "bodies" | "cache" | "unknownBlockAnswers">;
+
+/** A REST answer's status and, when given, its JSON body (`reads.unknownBlockAnswers`). */
+export interface UnknownBlockAnswer {
+  readonly status: number;
+  readonly body?: unknown;
+}
 
 /**
  * What the WebSocket relay needs to move a connection's subscriptions to another node when its own goes

@@ -198,7 +198,13 @@ describe("restReadNeed", () => {
       atHead: false,
       highestBlock: 5_000_000,
     });
-    expect(need("xtz", `/chains/main/blocks/B${"a".repeat(50)}/header`)).toBeUndefined();
+    // a hash: no head to reach, but a node that has not seen the block answers 404, and another is asked
+    expect(need("xtz", `/chains/main/blocks/B${"a".repeat(50)}/header`)).toMatchObject({
+      atHead: false,
+      highestBlock: -1,
+      byHash: true,
+      unknownAnswers: [{ status: 404 }],
+    });
     expect(need("vet", "/blocks/finalized")).toMatchObject({ atHead: true });
     expect(need("vet", "/blocks/123")).toMatchObject({ highestBlock: 123 });
     expect(need("algo", "/v2/blocks/42")).toMatchObject({ highestBlock: 42 });
