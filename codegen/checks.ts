@@ -30,6 +30,7 @@ export function checkRegistry(registry: LoadedRegistry): RegistryIssue[] {
 
   const codes = new Map<string, number>();
   const labels = new Map<string, string>();
+  const chains = new Map<string, { readonly code: string; readonly label: string }>();
   spec.networks.forEach((network, n) => {
     const path: YamlPath = ["networks", n];
     const first = codes.get(network.code);
@@ -40,12 +41,42 @@ export function checkRegistry(registry: LoadedRegistry): RegistryIssue[] {
     checkEndpoints(network, path, labels, report);
     checkChainIds(network, path, spec.interfaces, report);
     checkChainNames(network, path, spec.interfaces, report);
+    checkChainsAcrossNetworks(network, path, chains, report);
     if (network.head !== undefined) checkNetworkHead(network, path, spec.interfaces, report);
   });
   return issues;
 }
 
 type Report = (path: YamlPath, message: string) => void;
+
+/**
+ * A chain id or chain name belongs to one network: the prober takes a node that answers it for one of the
+ * network's own, so a copied line (another network's id, its genesis hash) would let that network's nodes
+ * serve this one's callers.
+ */
+function checkChainsAcrossNetworks(
+  network: NetworkSpec,
+  path: YamlPath,
+  seen: Map<string, { readonly code: string; readonly label: string }>,
+  report: Report,
+): void {
+  network.endpoints.forEach((endpoint, e) => {
+    for (const [key, value] of [
+      ["chainId", endpoint.chainId],
+      ["chain", endpoint.chain],
+    ] as const) {
+      if (value === undefined) continue;
+      const name = `${key} ${typeof value === "string" ? JSON.stringify(value) : value}`;
+      const first = seen.get(name);
+      if (first === undefined) seen.set(name, { code: network.code, label: endpoint.label });
+      else if (first.code !== network.code)
+        report(
+          [...path, "endpoints", e, key],
+          `endpoint "${endpoint.label}" declares ${name}, which is network ${first.code}'s ("${first.label}"); each network's chains are its own`,
+        );
+    }
+  });
+}
 
 function checkInterface(
   id: string,
@@ -232,6 +263,14 @@ function checkReads(iface: InterfaceSpec, path: YamlPath, report: Report): void 
   for (const method of rules.atHead ?? [])
     if (!served.has(method))
       report([...path, "atHead", method], `"${method}" is not one of the interface's methods`);
+  // a filter's calls go to the node that made it: a name that is no method would leave its polls anywhere
+  (rules.handles?.make ?? []).forEach((method, i) => {
+    if (!served.has(method))
+      report([...path, "handles", "make", i], `"${method}" is not one of the interface's methods`);
+  });
+  for (const method of Object.keys(rules.handles?.use ?? {}))
+    if (!served.has(method))
+      report([...path, "handles", "use", method], `"${method}" is not one of the interface's methods`);
   for (const method of rules.archive?.state ?? [])
     if (at[method] === undefined)
       report([...path, "archive", "state"], `"${method}" has no block param in reads.at`);
@@ -523,9 +562,23 @@ function checkNetworkHead(
   const mounted = network.mounts.flatMap((mount) =>
     (typeof mount.interface === "string" ? [mount.interface] : mount.interface).flatMap((id) => {
       const iface = interfaces[id];
-      return iface ? [{ mount, iface }] : [];
+      return iface ? [{ mount, iface, id }] : [];
     }),
   );
+  // the same call as an interface's own head call reads the same member, in the same encoding: a field or
+  // an encoding of its own is a typo that would leave every node's head unknown
+  for (const { iface, id } of mounted) {
+    const own = iface.head;
+    const same = head.method !== undefined ? own.method === head.method : own.route === head.route;
+    if (!same) continue;
+    for (const key of ["field", "encoding"] as const)
+      if (own[key] !== head[key])
+        report(
+          [...path, "head", key],
+          `head ${key} "${head[key]}" differs from interface ${id}'s head, the same call, which reads ${key} "${own[key]}"`,
+        );
+    break;
+  }
   if (head.method !== undefined) {
     const method = head.method;
     if (!mounted.some(({ iface }) => iface.methods?.shared.includes(method)))
@@ -538,6 +591,13 @@ function checkNetworkHead(
   if (head.route === undefined) return;
   const route = parseOrReport(head.route, [...path, "head", "route"], report);
   if (route === undefined) return;
+  if (route.segments.some((s) => s.kind !== "static")) {
+    report(
+      [...path, "head", "route"],
+      `head route "${head.route}" must be a concrete path, without parameters`,
+    );
+    return;
+  }
   const ignore: Report = () => {};
   const served = mounted.some(
     ({ mount, iface }) =>

@@ -184,11 +184,15 @@ function unknownLabels(
     for (const label of Object.keys(at))
       if (!endpoints.has(label))
         problems.push(
-          `${where(section.split("."), label)}: ${section}: "${label}" is not a label of the registry`,
+          `${where(section.split("."), label)}: ${section}: "${label}" is not a label of the registry ${STALE_HINT}`,
         );
   }
   return problems;
 }
+
+/** A label added to registry/networks.yaml is a label of the build only once codegen (and a build) ran. */
+const STALE_HINT =
+  "this build was compiled from (after an edit of registry/networks.yaml, run npm run codegen, and npm run build for dist/)";
 
 function isObject(value: unknown): value is Record<string, unknown> {
   return typeof value === "object" && value !== null && !Array.isArray(value);

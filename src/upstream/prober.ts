@@ -71,6 +71,8 @@ export class Prober {
   readonly #chainAnsweredAt = new Map<Upstream, number>();
   /** Upstreams that could not say which chain they are on, logged once each. */
   readonly #chainUnknown = new Set<Upstream>();
+  /** Nodes whose head answer could not be read, told once until they show a head again. */
+  readonly #headUnknown = new Set<Upstream>();
   readonly #logger: Logger;
   #stopped = false;
 
@@ -197,8 +199,11 @@ export class Prober {
     }
     const head =
       reading.kind === "value" ? headOf(target.head.call, reading.value) : { problem: reading.detail };
-    if ("problem" in head) member.health.headUnknown(head.problem, latencyMs);
-    else {
+    if ("problem" in head) {
+      member.health.headUnknown(head.problem, latencyMs);
+      this.#headUnknownOnce(target, member, head.problem);
+    } else {
+      this.#headUnknown.delete(member);
       const before = member.health.head;
       // its chain went back under it (a reorg, a dev chain reverted): what was read at the head may be gone
       if (before !== undefined && head.height < before) target.group.wentBack(member, head.height);
@@ -208,6 +213,22 @@ export class Prober {
     if (!member.health.inRotation) return;
     if (target.headBlock !== undefined) await this.#probeHeadBlock(target, member);
     if (target.finality !== undefined) await this.#probeFinality(target, member);
+  }
+
+  /**
+   * A node that answers its head call with no head the registry's field and encoding read stays in rotation
+   * (evidence, not doubt), but the label then has no head to hold its answers to: one warn line says so,
+   * until it reads a head again. A registry `head` with a wrong field or encoding shows here first.
+   */
+  #headUnknownOnce(target: ProbeTarget, member: Upstream, problem: string): void {
+    if (this.#headUnknown.has(member)) return;
+    this.#headUnknown.add(member);
+    this.#logger.log("warn", "upstream head unknown", {
+      label: target.group.label,
+      upstream: member.name,
+      call: callName(target.head.call),
+      problem,
+    });
   }
 
   /** Reads a node's head block with its hash and its parent's: the group sees a block replaced under it. */

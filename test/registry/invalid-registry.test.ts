@@ -198,6 +198,32 @@ const defects: readonly Defect[] = [
     message: '34:14 write "POST /transactions" is not a route this interface allows',
   },
   {
+    name: "a network head that reads its interface's own head call in another encoding",
+    from: "    mounts: [{ path: /, interface: chainrest }]\n",
+    to: "    mounts: [{ path: /, interface: chainrest }]\n    head: { route: GET /status, field: height, encoding: hex-quantity }\n",
+    message:
+      '47:58 head encoding "hex-quantity" differs from interface chainrest\'s head, the same call, which reads encoding "integer"',
+  },
+  {
+    name: "a network head route with a parameter left in it",
+    from: "    mounts: [{ path: /, interface: chainrest }]\n",
+    to: '    mounts: [{ path: /, interface: chainrest }]\n    head: { route: "GET /blocks/{block}", field: height, encoding: integer }\n',
+    message: '47:20 head route "GET /blocks/{block}" must be a concrete path, without parameters',
+  },
+  {
+    name: "another network's chain id, copied",
+    from: "      - { label: beta-testnet, environment: testnet, nodeClass: full }\n",
+    to: "      - { label: beta-testnet, environment: testnet, nodeClass: full }\n  - code: gamma\n    name: Gamma\n    blockTime: 6\n    mounts: [{ path: /, interface: evm }]\n    endpoints:\n      - { label: gamma, environment: mainnet, nodeClass: full, chainId: 7 }\n",
+    message:
+      '55:73 endpoint "gamma" declares chainId 7, which is network alpha\'s ("alpha"); each network\'s chains are its own',
+  },
+  {
+    name: "a filter-making method that is no method of the interface",
+    from: "    head: { method: eth_blockNumber, params: [], field: result, encoding: hex-quantity }\n",
+    to: "    head: { method: eth_blockNumber, params: [], field: result, encoding: hex-quantity }\n    reads:\n      block: { encoding: hex-quantity, headTags: [latest] }\n      atHead: [eth_blockNumber]\n      handles: { make: [eth_newFiltr], use: { eth_getBalance: 0 } }\n",
+    message: '24:25 "eth_newFiltr" is not one of the interface\'s methods',
+  },
+  {
     name: "a long poll that the interface's routes do not reach",
     from: "        - POST /admin/shutdown\n",
     to: "        - POST /admin/shutdown\n    longPolls: { routes: [GET /wait], heldMs: 1000 }\n",

@@ -103,6 +103,11 @@ describe("the prober reads every interface's nodes as their software answers", (
         "in rotation, head unknown",
         () => all("healthy") && members().every((h) => h?.head === undefined),
       );
+      // the label has no head to hold its answers to: a warn line per node says so
+      const headless = gw.logs.filter(
+        (line) => line.includes("upstream head unknown") && line.includes(`"label":"${label}"`),
+      );
+      expect(headless.length, `${label}: ${headless.join("\n")}`).toBe(groups.length);
 
       // A node on another chain gets no call, whatever its head; it says what it answered.
       state.mode = "serving";
