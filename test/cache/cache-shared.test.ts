@@ -75,7 +75,7 @@ describe.skipIf(own.skip)(
       expect(first.cache).toBe("miss");
       // the answer is shared once it is compressed and stored: b asks only then (a b that asked before
       // would fetch it from the node itself, as it should)
-      await eventually(() => (shared[0]?.counts.stored ?? 0) >= 1, 2_000, "a's answer stored in Redis");
+      await eventually(() => (shared[0]?.counts.stored ?? 0) >= 1, 10_000, "a's answer stored in Redis");
       expect((await block(b, "0x3", 9)).cache).toBe("hit");
       const fromB = await block(b, "0x3", 10);
       expect(fromB.json).toEqual({ ...first.json, id: 10 });
@@ -116,7 +116,7 @@ describe.skipIf(own.skip)(
 
     it("a bug met past a shared hit ends that request at the error boundary, logged, and the process goes on", async () => {
       await block(a, "0x9", 1);
-      await eventually(() => (shared[0]?.counts.stored ?? 0) >= 4, 2_000, "a's answer stored in Redis");
+      await eventually(() => (shared[0]?.counts.stored ?? 0) >= 4, 10_000, "a's answer stored in Redis");
       const cache = b.gateway.upstreams.group("eth", "/")?.cache;
       if (cache === undefined) throw new Error("eth has no cache");
       const set = cache.set.bind(cache);
