@@ -164,6 +164,29 @@ function checkWrites(iface: InterfaceSpec, trie: TrieNode | undefined, path: Yam
   });
 }
 
+/** Each of a REST interface's atHeadPaths is the shape, or a prefix of the shape, of a route it serves. */
+function checkAtHeadPaths(iface: InterfaceSpec, path: YamlPath, report: Report): void {
+  const prefixes = iface.reads?.atHeadPaths;
+  if (prefixes === undefined) return;
+  if (iface.family !== "rest") {
+    report(path, "a jsonrpc interface's reads at the head are its atHead methods");
+    return;
+  }
+  const shapes = ["shared", "dedicated"].flatMap((group) =>
+    (iface.routes?.[group as "shared" | "dedicated"] ?? []).flatMap((text) => {
+      try {
+        return [shapeOf(parseRouteTemplate(text))];
+      } catch {
+        return [];
+      }
+    }),
+  );
+  prefixes.forEach((prefix, i) => {
+    if (!shapes.some((shape) => shape === prefix || shape.startsWith(`${prefix}/`)))
+      report([...path, i], `"${prefix}" is the shape of no route this interface serves (a parameter is {})`);
+  });
+}
+
 /** Each long poll is a read the interface's routes reach, and not a stream or a write. */
 function checkLongPolls(
   iface: InterfaceSpec,
@@ -278,6 +301,7 @@ function checkReads(iface: InterfaceSpec, path: YamlPath, report: Report): void 
     if (at[method] === undefined)
       report([...path, "heightIn", method], `"${method}" has no block param in reads.at`);
   checkCacheRules(rules, served, [...path, "cache"], report);
+  checkAtHeadPaths(iface, [...path, "atHeadPaths"], report);
   if (rules.unknownBlockAnswers !== undefined && iface.family !== "rest")
     report(
       [...path, "unknownBlockAnswers"],

@@ -307,6 +307,8 @@ export function restReadNeed(
     paths = Object.entries(rules.paths ?? {});
     PATH_RULES.set(rules, paths);
   }
+  for (const prefix of rules.atHeadPaths ?? [])
+    if (shape === prefix || shape.startsWith(`${prefix}/`)) return restAtHeadNeed(rules);
   for (const [prefix, index] of paths) {
     if (shape !== prefix && !shape.startsWith(`${prefix}/`)) continue;
     const segment = segments[index];
@@ -321,6 +323,20 @@ export function restReadNeed(
     return need;
   }
   return undefined;
+}
+
+/** A REST route that answers from the node's head needs the same every time: one object per interface. */
+const AT_HEAD_NEEDS = new WeakMap<RestReadRules, ReadNeed>();
+
+function restAtHeadNeed(rules: RestReadRules): ReadNeed {
+  let need = AT_HEAD_NEEDS.get(rules);
+  if (need === undefined) {
+    need = new ReadNeed();
+    need.single = true;
+    need.atHead = true;
+    AT_HEAD_NEEDS.set(rules, need);
+  }
+  return need;
 }
 
 /**

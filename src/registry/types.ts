@@ -159,6 +159,11 @@ export interface ReadRules {
    * Thor's 200 `null`): such a read is asked once more of another node, as unknownBlock's are.
    */
   readonly unknownBlockAnswers?: readonly UnknownBlockAnswer[];
+  /**
+   * A REST interface's route shapes, as prefixes like `paths`' (`/v2/accounts/{}`), that name no block and
+   * answer from the node's head (an account's balance): they go only to a node at the served head.
+   */
+  readonly atHeadPaths?: readonly string[];
   /** Which reads need old state, how much a full node keeps, and how a node says it has none. */
   readonly archive?: ArchiveRule;
   /** Which answers the gateway may keep, and for how long (src/cache/, docs/cache.md). */
@@ -295,7 +300,10 @@ export interface BlockParamRule {
  * GET answers the cache keeps: `cache.always` names route shapes (`GET /v2/genesis`), `cache.atBlock` the
  * `paths` prefixes whose block segment says how long an answer lives, `cache.finalized` a depth.
  */
-export type RestReadRules = Pick<ReadRules, "block" | "paths" | "bodies" | "cache" | "unknownBlockAnswers">;
+export type RestReadRules = Pick<
+  ReadRules,
+  "block" | "paths" | "bodies" | "cache" | "unknownBlockAnswers" | "atHeadPaths"
+>;
 
 /** A REST answer's status and, when given, its JSON body (`reads.unknownBlockAnswers`). */
 export interface UnknownBlockAnswer {

@@ -20,6 +20,13 @@ interface Case {
   readonly methods: readonly string[];
 }
 
+/** A REST interface's routes that read at the head (`reads.atHeadPaths`): algod's accounts, java-tron's. */
+interface RestCase {
+  readonly endpoint: Endpoint;
+  readonly mount: Mount;
+  readonly paths: readonly string[];
+}
+
 const cases: Case[] = [];
 const interfaces = new Set<string>();
 for (const endpoint of endpointsByLabel.values()) {
@@ -30,6 +37,15 @@ for (const endpoint of endpointsByLabel.values()) {
   interfaces.add(mount.policy.id);
   cases.push({ endpoint, mount, methods });
 }
+const restCases: RestCase[] = [];
+for (const endpoint of endpointsByLabel.values()) {
+  const mount = endpoint.mounts.find((m) => m.policy.restReads?.atHeadPaths !== undefined);
+  const paths = mount?.policy.restReads?.atHeadPaths;
+  if (mount === undefined || paths === undefined || interfaces.has(mount.policy.id)) continue;
+  interfaces.add(mount.policy.id);
+  restCases.push({ endpoint, mount, paths });
+}
+const all = [...cases, ...restCases];
 
 describe("a read at the head goes only to a node at the served head, on every interface (loopback nodes)", () => {
   const nodes = new Map<string, LoopbackNode[]>();
@@ -38,7 +54,7 @@ describe("a read at the head goes only to a node at the served head, on every in
   beforeAll(async () => {
     const upstreams: Record<string, LabelUpstreams> = {};
     await Promise.all(
-      cases.map(async ({ endpoint }, i) => {
+      all.map(async ({ endpoint }, i) => {
         const height = 1_000_000 + i * 1_000;
         const pair = await Promise.all(
           [height + 1, height].map((h) => startLoopbackNode(softwareNode(endpoint, nodeState(endpoint, h)))),
@@ -58,7 +74,16 @@ describe("a read at the head goes only to a node at the served head, on every in
   });
 
   it("covers the families whose callers saw the head go back", () => {
-    for (const id of ["bitcoin-core", "starknet", "ckb", "toncenter", "ethereum", "near"])
+    for (const id of [
+      "bitcoin-core",
+      "starknet",
+      "ckb",
+      "toncenter",
+      "ethereum",
+      "near",
+      "algod",
+      "tron-http",
+    ])
       expect([...interfaces], id).toContain(id);
   });
 
@@ -76,6 +101,25 @@ describe("a read at the head goes only to a node at the served head, on every in
           node?.requests.filter((r) => r.body.includes(`"${method}"`)).length;
         expect(asked(behind), `${endpoint.label} ${method} reached the node behind`).toBe(0);
         expect(asked(ahead), `${endpoint.label} ${method}`).toBe(4);
+      }
+    });
+  }
+
+  for (const { endpoint, mount, paths } of restCases) {
+    it.concurrent(`${endpoint.label}: ${paths.join(", ")}`, async () => {
+      await everyNodeInRotation(gw, endpoint.label, 4_000);
+      const [ahead, behind] = nodes.get(endpoint.label) as LoopbackNode[];
+      for (const shape of paths) {
+        // a route of that shape, or one below it: an account's address, an asset's id
+        const path = `${mount.path === "/" ? "" : mount.path}${shape.replaceAll("{}", "AAAA")}`;
+        for (let i = 0; i < 4; i++) await gw.call(endpoint.label, `/${KEYS.all}${path}`, { method: "GET" });
+        // a caller's request carries its id; the prober's (algod's chain call is /v2/transactions/params) none
+        const asked = (node: LoopbackNode | undefined) =>
+          node?.requests.filter(
+            (r) => r.url.split("?")[0] === path && r.headers["x-request-id"] !== undefined,
+          ).length;
+        expect(asked(behind), `${endpoint.label} ${path} reached the node behind`).toBe(0);
+        expect(asked(ahead), `${endpoint.label} ${path}`).toBe(4);
       }
     });
   }

@@ -208,6 +208,8 @@ describe("restReadNeed", () => {
     expect(need("vet", "/blocks/finalized")).toMatchObject({ atHead: true });
     expect(need("vet", "/blocks/123")).toMatchObject({ highestBlock: 123 });
     expect(need("algo", "/v2/blocks/42")).toMatchObject({ highestBlock: 42 });
-    expect(need("algo", "/v2/accounts/ABC")).toBeUndefined();
+    // an account is read at the node's head (reads.atHeadPaths); a path no rule names needs nothing
+    expect(need("algo", "/v2/accounts/ABC")).toMatchObject({ atHead: true, highestBlock: -1 });
+    expect(need("algo", "/v2/transactions/pending")).toBeUndefined();
   });
 });
