@@ -272,7 +272,8 @@ function checkReads(iface: InterfaceSpec, path: YamlPath, report: Report): void 
     (rules.at !== undefined || (rules.paths === undefined && rules.bodies === undefined))
   )
     report(path, "a rest interface's reads name blocks by paths or bodies, not at");
-  const served = new Set(Object.values(iface.methods ?? {}).flat());
+  // a denied method is served to nobody: naming one is a typo or a method the registry meant to allow
+  const served = new Set(METHOD_GROUPS.flatMap((group) => iface.methods?.[group] ?? []));
   const at = rules.at ?? {};
   for (const method of Object.keys(at))
     if (!served.has(method))

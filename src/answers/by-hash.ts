@@ -8,7 +8,9 @@ import type { PassedCall } from "../jsonrpc/check.js";
 import type { UnknownBlockAnswer } from "../registry/types.js";
 import type { WholeAnswer } from "../upstream/buffered-answer.js";
 import type { UpstreamFields } from "../upstream/call-run.js";
+import type { UpstreamGroup } from "../upstream/group.js";
 import { fetchWhole, type RelayDone, type UpstreamCall } from "../upstream/policy.js";
+import type { Upstream } from "../upstream/upstreams.js";
 import { answerTo, batchAnswers, batchOf, replaceAnswer } from "./batch-answers.js";
 import type { ReadNeed } from "./read-need.js";
 
@@ -46,7 +48,12 @@ export function fetchByHash(
 ): void {
   const need = call.reads;
   fetchWhole(call, caller, note, (error, first) => {
-    if (error !== undefined || first === undefined || need === undefined || !answeredUnknown(first, need)) {
+    if (
+      error !== undefined ||
+      first === undefined ||
+      need === undefined ||
+      !answeredUnknown(first, need, call.group)
+    ) {
       callback(error, first);
       return;
     }
@@ -99,9 +106,14 @@ function askAgainInBatch(
  * Whether an answer says the node does not know the block. A JSON-RPC answer: a null result, or an error
  * with one of `unknownBlock` in it (at whatever status its software answers errors: bitcoind's 500). A
  * REST answer: one of the interface's `unknownAnswers`, by status and, where one is given, by its JSON.
+ * One known by its status alone (Octez's 404, which also says that a key under a block it has is missing)
+ * counts only from a node that another is ahead of: one at the label's best head has seen what there was.
  */
-function answeredUnknown(answer: WholeAnswer, need: ReadNeed): boolean {
-  if (need.unknownAnswers.length > 0) return need.unknownAnswers.some((known) => isAnswer(answer, known));
+function answeredUnknown(answer: WholeAnswer, need: ReadNeed, group: UpstreamGroup): boolean {
+  if (need.unknownAnswers.length > 0)
+    return need.unknownAnswers.some(
+      (known) => isAnswer(answer, known) && ("body" in known || anotherAhead(group, answer.upstream)),
+    );
   const unknown = need.unknownBlock;
   if (answer.statusCode !== 200 && unknown.length === 0) return false;
   try {
@@ -109,6 +121,12 @@ function answeredUnknown(answer: WholeAnswer, need: ReadNeed): boolean {
   } catch {
     return false;
   }
+}
+
+function anotherAhead(group: UpstreamGroup, node: Upstream): boolean {
+  const head = node.health.head;
+  if (head === undefined) return true;
+  return group.members.some((m) => m !== node && m.health.inRotation && (m.health.head ?? -1) > head);
 }
 
 function isAnswer(answer: WholeAnswer, known: UnknownBlockAnswer): boolean {

@@ -257,7 +257,9 @@ export abstract class CallRun<Caller extends CallerSide = CallerSide> implements
     if (call.trace !== undefined)
       attempt.span = call.trace.attempt(upstream.metricName, why, attempt.startedAt);
     this.#live.push(attempt);
-    upstream.health.inFlight += 1;
+    // a call the node holds on purpose (a stream, a long poll) is no sign that it starts to hang: counted
+    // in flight, it would take the node's share of every other read (upstreams.ts effectiveWeight)
+    if (!this.#held) upstream.health.inFlight += 1;
     this.#note.upstream = upstream.name;
     this.#note.attempts = this.#next;
     // The clock holds the call's hedge, and its deadline: undici's headers timeout below starts only once a
@@ -270,16 +272,14 @@ export abstract class CallRun<Caller extends CallerSide = CallerSide> implements
     this.hedgeAt = Math.min(hedgeAt, this.#deadlineAt);
     hedgeClock.add(this);
     // Each attempt may wait for its answer's headers until the call's deadline, and no longer than the
-    // pool's headers timeout, which undici enforces per request.
+    // pool's headers timeout, which undici enforces per request. A long poll's node answers by the end of
+    // its hold: one that has not, a hedge's delay later, is hung, and the call's deadline leaves time to
+    // ask another node, which, a hold later, has the block that was awaited.
     const remaining = Math.max(1, Math.round(this.#deadlineAt - attempt.startedAt));
+    const timeout = call.heldMs > 0 ? call.heldMs + call.limits.hedgeMaxMs : call.limits.headersTimeoutMs;
     try {
-      (call.stream || call.heldMs > 0 ? upstream.streamDispatch : upstream.dispatch)(
-        dispatchOptions(
-          upstream,
-          call,
-          attempt,
-          Math.min(call.limits.headersTimeoutMs + call.heldMs, remaining),
-        ),
+      (this.#held ? upstream.streamDispatch : upstream.dispatch)(
+        dispatchOptions(upstream, call, attempt, Math.min(timeout, remaining)),
         attempt,
       );
     } catch (error) {
@@ -298,8 +298,13 @@ export abstract class CallRun<Caller extends CallerSide = CallerSide> implements
     const at = this.#live.indexOf(attempt);
     if (at < 0) return;
     this.#live.splice(at, 1);
-    attempt.upstream.health.inFlight -= 1;
+    if (!this.#held) attempt.upstream.health.inFlight -= 1;
     endAttempt(attempt.span, outcome, failure, status);
+  }
+
+  /** The node holds the call on purpose: a stream while its caller listens, a long poll while it waits. */
+  get #held(): boolean {
+    return this.call.stream || this.call.heldMs > 0;
   }
 
   #hasAnother(): boolean {

@@ -224,6 +224,12 @@ const defects: readonly Defect[] = [
     message: '24:25 "eth_newFiltr" is not one of the interface\'s methods',
   },
   {
+    name: "a filter-making method the interface denies",
+    from: "    head: { method: eth_blockNumber, params: [], field: result, encoding: hex-quantity }\n",
+    to: "    head: { method: eth_blockNumber, params: [], field: result, encoding: hex-quantity }\n    reads:\n      block: { encoding: hex-quantity, headTags: [latest] }\n      atHead: [eth_blockNumber]\n      handles: { make: [eth_sign], use: { eth_getBalance: 0 } }\n",
+    message: '24:25 "eth_sign" is not one of the interface\'s methods',
+  },
+  {
     name: "a long poll that the interface's routes do not reach",
     from: "        - POST /admin/shutdown\n",
     to: "        - POST /admin/shutdown\n    longPolls: { routes: [GET /wait], heldMs: 1000 }\n",
