@@ -187,13 +187,24 @@ function checkAtHeadPaths(iface: InterfaceSpec, path: YamlPath, report: Report):
   });
 }
 
-/** Each long poll is a read the interface's routes reach, and not a stream or a write. */
+/**
+ * Each long-poll route is a read the interface's routes reach, and not a stream or a write; each method,
+ * one the interface serves (a write among them is held and, as every write, never sent twice).
+ */
 function checkLongPolls(
   iface: InterfaceSpec,
   trie: TrieNode | undefined,
   path: YamlPath,
   report: Report,
 ): void {
+  const served = new Set(METHOD_GROUPS.flatMap((group) => iface.methods?.[group] ?? []));
+  (iface.longPolls?.methods ?? []).forEach((method, i) => {
+    if (!served.has(method))
+      report(
+        [...path.slice(0, -1), "methods", i],
+        `long poll "${method}" is not a method this interface serves`,
+      );
+  });
   const writes = new Set(iface.writes ?? []);
   const streams = new Set(iface.routes?.stream ?? []);
   (iface.longPolls?.routes ?? []).forEach((text, i) => {

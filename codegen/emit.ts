@@ -177,10 +177,14 @@ function policyLiteral(policy: PolicyModel, model: RegistryModel): string {
   }
   if (policy.routes !== undefined) parts.push(`routes: ${trieLiteral(policy.routes)}`);
   if (policy.writeRoutes !== undefined) parts.push(`writeRoutes: ${trieLiteral(policy.writeRoutes)}`);
-  if (policy.longPolls !== undefined)
-    parts.push(
-      `longPolls: { routes: ${trieLiteral(policy.longPolls.routes)}, heldMs: ${policy.longPolls.heldMs} }`,
-    );
+  const longPolls = policy.longPolls;
+  if (longPolls !== undefined) {
+    const members = [`heldMs: ${longPolls.heldMs}`];
+    if (longPolls.routes !== undefined) members.push(`routes: ${trieLiteral(longPolls.routes)}`);
+    if (longPolls.methods !== undefined)
+      members.push(`methods: new Set<string>(${literal(longPolls.methods)})`);
+    parts.push(`longPolls: { ${members.join(", ")} }`);
+  }
   if (policy.errorMember !== undefined) parts.push(`errorMember: ${JSON.stringify(policy.errorMember)}`);
   if (policy.contracts !== undefined) parts.push(`contracts: ${literal(policy.contracts)}`);
   if (policy.envelope === undefined && policy.reads !== undefined)

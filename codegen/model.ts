@@ -29,8 +29,8 @@ export interface PolicyModel {
   readonly writes: readonly string[];
   /** Routes that submit something, compiled like `routes`. */
   readonly writeRoutes?: TrieNode;
-  /** Its long-poll routes, compiled like `routes`, and how long its node holds one. */
-  readonly longPolls?: { readonly routes: TrieNode; readonly heldMs: number };
+  /** Its long-poll routes, compiled like `routes`, its long-poll methods, and how long its node holds one. */
+  readonly longPolls?: { readonly routes?: TrieNode; readonly methods?: string[]; readonly heldMs: number };
   /** The first of the mount's interfaces that describes its subscriptions. */
   readonly subscriptions?: SubscriptionRules;
   /** The paths below the mount that take the same JSON-RPC calls, of all its interfaces. */
@@ -199,7 +199,7 @@ function mergePolicy(id: string, ids: readonly string[], spec: RegistrySpec): Po
   const methods = new Map<string, MethodAccess>();
   let routes: TrieNode | undefined;
   let writeRoutes: TrieNode | undefined;
-  let longPolls: { routes: TrieNode; heldMs: number } | undefined;
+  let longPolls: { routes?: TrieNode; methods?: string[]; heldMs: number } | undefined;
   const writes = new Set<string>();
   for (const iface of interfaces) {
     for (const text of iface.writes ?? []) {
@@ -210,10 +210,13 @@ function mergePolicy(id: string, ids: readonly string[], spec: RegistrySpec): Po
       }
     }
     if (iface.longPolls !== undefined) {
-      longPolls ??= { routes: emptyTrie(), heldMs: iface.longPolls.heldMs };
+      longPolls ??= { heldMs: iface.longPolls.heldMs };
       longPolls.heldMs = Math.max(longPolls.heldMs, iface.longPolls.heldMs);
-      for (const text of iface.longPolls.routes)
-        insertRoute(longPolls.routes, parseRouteTemplate(text), "shared");
+      if (iface.longPolls.routes !== undefined) longPolls.routes ??= emptyTrie();
+      for (const text of iface.longPolls.routes ?? [])
+        insertRoute(longPolls.routes as TrieNode, parseRouteTemplate(text), "shared");
+      if (iface.longPolls.methods !== undefined)
+        longPolls.methods = [...(longPolls.methods ?? []), ...iface.longPolls.methods];
     }
     for (const access of ["shared", "dedicated", "websocket", "subscribe", "unsubscribe"] as const) {
       for (const name of iface.methods?.[access] ?? []) if (!methods.has(name)) methods.set(name, access);

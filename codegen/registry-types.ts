@@ -69,7 +69,7 @@ export interface InterfaceSpec {
   /** Methods and routes that submit something: the gateway never sends one of them to a node twice. */
   writes?: string[];
   /** Routes whose node holds them until something happens, and for how long (InterfacePolicy.longPolls). */
-  longPolls?: { routes: string[]; heldMs: number };
+  longPolls?: { routes?: string[]; methods?: string[]; heldMs: number };
   head: HeadSpec;
   chain?: ChainSpec;
   /** A REST interface whose nodes answer errors with a success status: the member that holds the error. */

@@ -86,21 +86,33 @@ class JsonRpcRequest implements RoutedRequest, CallAuthorizer {
     body: string | Buffer,
     write: boolean,
     reads: ReadNeed | undefined,
+    passed: readonly PassedCall[],
     single?: PassedCall,
     batch?: readonly PassedCall[],
   ): Outgoing {
     const path = this.#upstreamPath;
+    const heldMs = this.#heldMs(passed);
     return {
       method: "POST",
       headers: UPSTREAM_HEADERS,
       body,
       stream: false,
+      ...(heldMs > 0 ? { heldMs } : {}),
       write,
       reads,
       single,
       batch,
       path,
     };
+  }
+
+  /** A message with a long poll in it (registry `longPolls`: nearcore's `tx` with `wait_until`) is held. */
+  #heldMs(passed: readonly PassedCall[]): number {
+    const longPolls = this.#mounted.mount.policy.longPolls;
+    const methods = longPolls?.methods;
+    if (methods === undefined) return 0;
+    for (const call of passed) if (methods.has(call.method)) return longPolls?.heldMs ?? 0;
+    return 0;
   }
 
   /** What the calls that passed cost in compute units. */
@@ -139,6 +151,7 @@ class JsonRpcRequest implements RoutedRequest, CallAuthorizer {
               sendableAsReceived(text, checked) ? body : only.json,
               this.#writes.has(only.method),
               this.#reads([only], true),
+              [only],
               only,
             )
           : undefined,
@@ -173,10 +186,12 @@ class JsonRpcRequest implements RoutedRequest, CallAuthorizer {
         sendableAsReceived(text, checked) ? body : batchOf(passed),
         write,
         this.#reads(passed, false),
+        passed,
         undefined,
         passed,
       );
-    else if (passed.length > 0) outgoing = this.#post(batchOf(passed), write, this.#reads(passed, false));
+    else if (passed.length > 0)
+      outgoing = this.#post(batchOf(passed), write, this.#reads(passed, false), passed);
     return {
       cost: checked.length,
       computeUnits: this.#units(passed),

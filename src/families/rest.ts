@@ -73,7 +73,7 @@ export function routeRest(req: IncomingMessage, mounted: Mounted, settings: Fami
     : undefined;
   const { longPolls } = mounted.mount.policy;
   const heldMs =
-    longPolls !== undefined && matchRoute(longPolls.routes, method, mounted.segments).kind === "match"
+    longPolls?.routes !== undefined && matchRoute(longPolls.routes, method, mounted.segments).kind === "match"
       ? longPolls.heldMs
       : 0;
   const rules = mounted.mount.policy.restReads;

@@ -379,11 +379,16 @@ export interface InterfacePolicy {
   /** The routes that submit something (registry `writes`), compiled like `routes`: never sent twice. */
   readonly writeRoutes?: RouteNode;
   /**
-   * Routes whose node holds the request until something happens, up to `heldMs`, and then answers anyway
-   * (registry `longPolls`: algod's wait-for-block-after): waited for that long beyond the call's deadline,
-   * never hedged, and their wait is not the node's latency (upstream/call-run.ts).
+   * Routes and methods whose node holds the request until something happens, up to `heldMs`, and then
+   * answers anyway (registry `longPolls`: algod's wait-for-block-after, nearcore's `tx` with `wait_until`):
+   * waited for that long beyond the call's deadline, never hedged, and their wait is not the node's
+   * latency (upstream/call-run.ts).
    */
-  readonly longPolls?: { readonly routes: RouteNode; readonly heldMs: number };
+  readonly longPolls?: {
+    readonly routes?: RouteNode;
+    readonly methods?: ReadonlySet<string>;
+    readonly heldMs: number;
+  };
   /**
    * The member of a REST answer that holds the node's error, for an interface whose nodes answer errors
    * with a success status (registry `errorMember`); a JSON-RPC answer's is always `error`.

@@ -1,11 +1,21 @@
 import { Algodv2 } from "algosdk";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { endpointsByLabel } from "../../generated/endpoints.js";
 import { algodPolicy } from "../../generated/policies.js";
 import { DEFAULT_HEALTH, DEFAULT_LIMITS } from "../../src/config/defaults.js";
+import type { Endpoint } from "../../src/registry/types.js";
 import { sdkUrl, useTestHostsForGlobalFetch } from "../sdk/resolve.js";
 import { eventually } from "../support/eventually.js";
 import { KEYS, type RunningGateway, startGateway } from "../support/gateway.js";
-import { type LoopbackNode, type Reply, startLoopbackNode } from "../support/loopback-node.js";
+import {
+  firstOf,
+  type LoopbackNode,
+  type Reply,
+  type Responder,
+  startLoopbackNode,
+} from "../support/loopback-node.js";
+import { everyNodeInRotation } from "../support/rotation.js";
+import { nodeState, softwareNode } from "../support/software-node.js";
 
 // algosdk's statusAfterBlock (GET /v2/status/wait-for-block-after/{round}), which its waitForConfirmation
 // sends once a round, is a long poll: algod answers it once a block after the round is made, or after a
@@ -214,5 +224,60 @@ describe("a long poll held by a hung node", () => {
     expect(took).toBeGreaterThanOrEqual(HELD_MS);
     expect(took).toBeLessThan(HELD_MS + limits.hedgeMaxMs + 2_000);
     expect(held.length).toBe(1);
+  });
+});
+
+describe("a JSON-RPC long poll (nearcore's tx with wait_until) through the gateway", () => {
+  const near = endpointsByLabel.get("near") as Endpoint;
+  const HASH = "7tkzFg8RHBmMw1ncRJZCCZAizgq4rwCftTKYLce8RU8t";
+  const HOLD_MS = 700;
+  let nodes: LoopbackNode[];
+  let gw: RunningGateway;
+  const members = () => gw.gateway.upstreams.group("near", "/")?.members ?? [];
+  const txSeen = () =>
+    nodes.reduce((n, node) => n + node.requests.filter((r) => r.body.includes('"method":"tx"')).length, 0);
+
+  beforeAll(async () => {
+    // nearcore holds a tx call until the transaction reaches its wait_until (FINAL: about two blocks), then
+    // answers with the outcome (chain/jsonrpc-primitives, RpcTransactionResponse)
+    const tx: Responder = (request) => {
+      if (!request.body.includes('"method":"tx"')) return undefined;
+      const id = /"id":\s*("[^"]*"|\d+)/.exec(request.body)?.[1] ?? "null";
+      const body = `{"jsonrpc":"2.0","result":{"final_execution_status":"FINAL","status":{"SuccessValue":""},"transaction":{"hash":"${HASH}","signer_id":"alice.near","receiver_id":"bob.near","nonce":7,"actions":[]},"transaction_outcome":{"id":"${HASH}","outcome":{"status":{"SuccessReceiptId":"${HASH}"}}},"receipts_outcome":[]},"id":${id}}`;
+      return new Promise<Reply>((answer) => setTimeout(() => answer({ body }), HOLD_MS));
+    };
+    nodes = await Promise.all(
+      [0, 1].map(() => startLoopbackNode(firstOf(tx, softwareNode(near, nodeState(near, 120_000_000))))),
+    );
+    gw = await startGateway({
+      upstreams: { near: nodes.map((node, i) => ({ url: node.url, name: `n${i}` })) },
+      limits: { upstream: LIMITS },
+      health: { ...DEFAULT_HEALTH, probeIntervalMs: 60_000 },
+    });
+    await everyNodeInRotation(gw, "near");
+  });
+  afterAll(async () => {
+    await gw?.close();
+    await Promise.all((nodes ?? []).map((node) => node.close()));
+  });
+
+  it("is held past the deadline by one node, its wait neither the node's latency nor a call in flight", async () => {
+    const latencies = members().map((m) => m.health.latencyMs);
+    const before = txSeen();
+    const body = JSON.stringify({
+      jsonrpc: "2.0",
+      id: "dontcare",
+      method: "tx",
+      params: { tx_hash: HASH, sender_account_id: "alice.near", wait_until: "FINAL" },
+    });
+    const answering = gw.call("near", `/${KEYS.all}/`, { body });
+    await eventually(() => txSeen() > before, 2_000, "the tx call at a node");
+    expect(members().map((m) => m.health.inFlight)).toEqual([0, 0]);
+    const r = await answering;
+    expect(r.status, r.text).toBe(200);
+    expect(r.json).toMatchObject({ id: "dontcare", result: { final_execution_status: "FINAL" } });
+    // one node held it: a hedge would have sent it to the other, to be held there too
+    expect(txSeen() - before).toBe(1);
+    expect(members().map((m) => m.health.latencyMs)).toEqual(latencies);
   });
 });

@@ -230,6 +230,12 @@ const defects: readonly Defect[] = [
     message: '24:25 "eth_sign" is not one of the interface\'s methods',
   },
   {
+    name: "a long-poll method that the interface does not serve",
+    from: "      deny: [admin_*, eth_sign]\n",
+    to: "      deny: [admin_*, eth_sign]\n    longPolls: { methods: [eth_sign], heldMs: 1000 }\n",
+    message: '20:28 long poll "eth_sign" is not a method this interface serves',
+  },
+  {
     name: "a long poll that the interface's routes do not reach",
     from: "        - POST /admin/shutdown\n",
     to: "        - POST /admin/shutdown\n    longPolls: { routes: [GET /wait], heldMs: 1000 }\n",
