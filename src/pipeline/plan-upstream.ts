@@ -113,8 +113,12 @@ export class UpstreamPlanner {
       // caller's others are, if that node takes it
       pinned:
         reads?.handle === undefined ? undefined : pinnedNode(reads.handle, group, mounted.admitted.clientId),
-      preferred: reads?.makesHandle === true ? group.ownerNode(mounted.admitted.clientId) : undefined,
+      // where the caller's filters are, for a new one; else where its last write went, whose mempool has it
+      preferred:
+        (reads?.makesHandle === true ? group.ownerNode(mounted.admitted.clientId) : undefined) ??
+        group.writers.nodeOf(mounted.admitted.clientId),
       handleOwner: reads?.makesHandle === true ? mounted.admitted.clientId : undefined,
+      writer: outgoing.write ? mounted.admitted.clientId : undefined,
       exclude: undefined,
     };
   }

@@ -171,6 +171,8 @@ export abstract class CallRun<Caller extends CallerSide = CallerSide> implements
       }
     }
     this.#winner = attempt;
+    if (!failedStatus && this.call.writer !== undefined)
+      this.call.group.writers.took(this.call.writer, attempt.upstream);
     if (!failedStatus) {
       // a long poll's time is the chain's, not the node's: it would stretch every read's hedge delay
       attempt.upstream.health.succeeded(

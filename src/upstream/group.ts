@@ -4,6 +4,7 @@ import type { AnswerCache, Caller } from "../cache/answer-cache.js";
 import type { UpstreamState } from "./health.js";
 import type { Upstream } from "./upstreams.js";
 import { Waiters } from "./waiters.js";
+import { WriterNodes } from "./writer-nodes.js";
 
 const NONE: readonly Upstream[] = [];
 
@@ -27,6 +28,8 @@ export class UpstreamGroup {
   readonly served = new ServedHead();
   /** What the answer rules did on this group, for the metrics (src/answers/answer-counts.ts). */
   readonly answers = new AnswerCounts();
+  /** The node that took each caller's last write: its next calls go there first (writer-nodes.ts). */
+  readonly writers = new WriterNodes();
   /** The answers it keeps (src/cache/), when the label's cache is on. */
   cache: AnswerCache | undefined = undefined;
   /** The highest block a node in rotation named finalized (registry `reads.cache.finalized`); -1 if none. */

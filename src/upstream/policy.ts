@@ -78,6 +78,8 @@ export interface UpstreamCall {
   readonly preferred: Upstream | undefined;
   /** Who a call that makes such state makes it for (the caller's key or address): theirs alone to use. */
   readonly handleOwner: string | undefined;
+  /** A write's caller (its key or address): the node that takes it gets that caller's next calls first. */
+  readonly writer: string | undefined;
   /** A node not to ask: the one that already answered null to this read. */
   readonly exclude: Upstream | undefined;
   readonly limits: Limits["upstream"];
