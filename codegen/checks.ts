@@ -49,6 +49,11 @@ export function checkRegistry(registry: LoadedRegistry): RegistryIssue[] {
 
 type Report = (path: YamlPath, message: string) => void;
 
+/** The methods an interface serves to someone: every group but `deny`. */
+function servedMethods(iface: InterfaceSpec): Set<string> {
+  return new Set(METHOD_GROUPS.flatMap((group) => iface.methods?.[group] ?? []));
+}
+
 /**
  * A chain id or chain name belongs to one network: the prober takes a node that answers it for one of the
  * network's own, so a copied line (another network's id, its genesis hash) would let that network's nodes
@@ -152,7 +157,7 @@ function checkProbeCall(
 
 /** Each write is a method the interface allows, or a route (`METHOD /path`) its routes reach. */
 function checkWrites(iface: InterfaceSpec, trie: TrieNode | undefined, path: YamlPath, report: Report): void {
-  const allowed = new Set(METHOD_GROUPS.flatMap((group) => iface.methods?.[group] ?? []));
+  const allowed = servedMethods(iface);
   (iface.writes ?? []).forEach((text, i) => {
     if (!isRouteText(text)) {
       if (!allowed.has(text)) report([...path, i], `write "${text}" is not a method this interface allows`);
@@ -197,7 +202,7 @@ function checkLongPolls(
   path: YamlPath,
   report: Report,
 ): void {
-  const served = new Set(METHOD_GROUPS.flatMap((group) => iface.methods?.[group] ?? []));
+  const served = servedMethods(iface);
   (iface.longPolls?.methods ?? []).forEach((method, i) => {
     if (!served.has(method))
       report(
@@ -228,7 +233,7 @@ function checkComputeUnits(
 ): void {
   const units = iface.computeUnits;
   if (units === undefined) return;
-  const served = new Set(METHOD_GROUPS.flatMap((group) => iface.methods?.[group] ?? []));
+  const served = servedMethods(iface);
   for (const name of Object.keys(units.methods ?? {})) {
     const known = name.endsWith("*")
       ? [...served].some((m) => m.startsWith(name.slice(0, -1)))
@@ -252,7 +257,7 @@ function checkContracts(
   path: YamlPath,
   report: Report,
 ): void {
-  const served = new Set(METHOD_GROUPS.flatMap((group) => iface.methods?.[group] ?? []));
+  const served = servedMethods(iface);
   for (const [name, where] of Object.entries(iface.contracts ?? {})) {
     const rest = name.includes(" ");
     if (rest) {
@@ -284,7 +289,7 @@ function checkReads(iface: InterfaceSpec, path: YamlPath, report: Report): void 
   )
     report(path, "a rest interface's reads name blocks by paths or bodies, not at");
   // a denied method is served to nobody: naming one is a typo or a method the registry meant to allow
-  const served = new Set(METHOD_GROUPS.flatMap((group) => iface.methods?.[group] ?? []));
+  const served = servedMethods(iface);
   const at = rules.at ?? {};
   for (const method of Object.keys(at))
     if (!served.has(method))
