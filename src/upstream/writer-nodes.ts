@@ -4,7 +4,7 @@ import type { Upstream } from "./upstreams.js";
  * How long a caller's calls go first to the node that took its last write. A transaction waits in that
  * node's mempool until it is mined and gossiped: another node would answer the caller's pending nonce
  * without it (ethers' sendTransaction then signs the next transaction with the same nonce) and its lookup
- * by hash with null. A minute covers a few Ethereum blocks and the gossip of a Bitcoin-style mempool.
+ * by hash with null. A minute covers a few blocks of a 12-second chain, and a mempool's gossip.
  */
 export const WRITER_STICKY_MS = 60_000;
 
