@@ -13,6 +13,12 @@ import { requestOn } from "../upstream/undici-pool.js";
 import { type Upstream, upstreamPath } from "../upstream/upstreams.js";
 import type { NodeSocket } from "./node-socket.js";
 
+/** A dialect's long-poll methods and its node's hold (registry `longPolls`). */
+export interface LongPolls {
+  readonly methods: ReadonlySet<string>;
+  readonly heldMs: number;
+}
+
 const OPEN = 1;
 const CLOSED = 3;
 /** The close code a bridge reports when its node failed: no close frame, as for a socket that broke. */
@@ -43,6 +49,8 @@ export class HttpBridge extends EventEmitter implements NodeSocket {
   readonly #errorForm: ErrorForm;
   /** The connection's request id, which its errors carry. */
   readonly #requestId: string | undefined;
+  /** The dialect's long polls (registry `longPolls`: nearcore's `tx` with `wait_until`), which its node holds. */
+  readonly #longPolls: LongPolls | undefined;
   /** Requests at the node, aborted when the bridge closes. */
   readonly #inFlight = new Set<AbortController>();
 
@@ -53,10 +61,12 @@ export class HttpBridge extends EventEmitter implements NodeSocket {
     limits: Limits["upstream"],
     writes: ReadonlySet<string>,
     errorForm: ErrorForm = "2.0",
+    longPolls?: LongPolls,
   ) {
     super();
     this.#upstream = upstream;
     this.#writes = writes;
+    this.#longPolls = longPolls;
     this.#errorForm = errorForm;
     this.#requestId = headers[REQUEST_ID_HEADER];
     this.#path = upstreamPath(upstream, mountPath, "");
@@ -129,21 +139,28 @@ export class HttpBridge extends EventEmitter implements NodeSocket {
   }
 
   async #post(text: string, signal: AbortSignal): Promise<{ status: number; answer: string }> {
+    // a long poll has its node's hold more to answer in, on the pool of held calls (upstreams.ts), as over HTTP
+    const heldMs = this.#heldMs(text);
     const options: Dispatcher.RequestOptions & CappedOptions = {
       method: "POST",
       path: this.#path,
       headers: this.#headers,
       body: text,
-      headersTimeout: this.#limits.headersTimeoutMs,
+      headersTimeout: this.#limits.headersTimeoutMs + heldMs,
       bodyTimeout: this.#limits.bodyTimeoutMs,
       signal,
       maxResponseBytes: this.#limits.maxResponseBytes,
     };
-    const { statusCode, body } = await requestOn(
-      { dispatch: this.#upstream.dispatch } as Dispatcher,
-      options,
-    );
+    const dispatch = heldMs > 0 ? this.#upstream.streamDispatch : this.#upstream.dispatch;
+    const { statusCode, body } = await requestOn({ dispatch } as Dispatcher, options);
     return { status: statusCode, answer: await body.text() };
+  }
+
+  /** How long the node may hold a message with a long poll in it; 0 for any other. */
+  #heldMs(text: string): number {
+    const longPolls = this.#longPolls;
+    if (longPolls === undefined) return 0;
+    return scanMembers(text).some((call) => longPolls.methods.has(methodOf(call))) ? longPolls.heldMs : 0;
   }
 
   /** The node failed a message: the connection learns it as a socket that broke, and moves. */
@@ -206,7 +223,12 @@ function startsJson(text: string): boolean {
 export function openHttpBridge(
   group: UpstreamGroup,
   limits: Limits,
-  mount: { readonly path: string; readonly writes: ReadonlySet<string>; readonly errorForm: ErrorForm },
+  mount: {
+    readonly path: string;
+    readonly writes: ReadonlySet<string>;
+    readonly errorForm: ErrorForm;
+    readonly longPolls?: LongPolls | undefined;
+  },
   wanted: () => boolean,
   callback: (error: GatewayError | undefined, socket?: NodeSocket, upstream?: Upstream) => void,
   headers: Readonly<Record<string, string>> = {},
@@ -218,7 +240,15 @@ export function openHttpBridge(
   if (upstream !== undefined)
     callback(
       undefined,
-      new HttpBridge(upstream, mount.path, headers, limits.upstream, mount.writes, mount.errorForm),
+      new HttpBridge(
+        upstream,
+        mount.path,
+        headers,
+        limits.upstream,
+        mount.writes,
+        mount.errorForm,
+        mount.longPolls,
+      ),
       upstream,
     );
 }

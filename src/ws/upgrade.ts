@@ -261,11 +261,18 @@ function openNodeSocket(
   headers: Readonly<Record<string, string>>,
 ): void {
   const jsonrpc = mounted.mount.policy.jsonrpc;
+  const longPolls = mounted.mount.policy.longPolls;
   if (jsonrpc?.webSocketOverHttp === true)
     openHttpBridge(
       group,
       limits,
-      { path: mounted.mount.path, writes: jsonrpc.writes, errorForm: errorFormOf(jsonrpc, false) },
+      {
+        path: mounted.mount.path,
+        writes: jsonrpc.writes,
+        errorForm: errorFormOf(jsonrpc, false),
+        longPolls:
+          longPolls?.methods === undefined ? undefined : { methods: longPolls.methods, heldMs: longPolls.heldMs },
+      },
       wanted,
       callback,
       headers,

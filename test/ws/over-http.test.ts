@@ -98,13 +98,13 @@ describe("a bridged label's node that answers with nothing a caller can use", ()
   let gw: RunningGateway;
   let restore: () => void;
   /** What the node does with the callers' calls (ids 1000 and up): answer, or fail in one of these ways. */
-  let mode: "empty-503" | "html-502" | "large" | "no-id-429" | "slow" | "ok" = "ok";
+  let mode: "empty-503" | "html-502" | "large" | "no-id-429" | "slow" | "held" | "ok" = "ok";
 
   beforeAll(async () => {
     restore = resolveTestHosts();
     const software = softwareNode(near, nodeState(near, HEIGHT));
     node = await startLoopbackNode(async (request) => {
-      if (!/"id":"?(1\d\d\d|w|slow)/.test(request.body) || mode === "ok") return software(request);
+      if (!/"id":"?(1\d\d\d|w|slow|held)/.test(request.body) || mode === "ok") return software(request);
       if (mode === "empty-503") return { status: 503, body: "" };
       if (mode === "html-502")
         return { status: 502, headers: { "content-type": "text/html" }, body: "<html>502</html>" };
@@ -113,6 +113,15 @@ describe("a bridged label's node that answers with nothing a caller can use", ()
         return { status: 429, body: { ok: false, error: "Ratelimit exceed", code: 429 } };
       if (mode === "slow")
         return request.body.includes('"slow"') ? new Promise<undefined>(() => {}) : software(request);
+      // nearcore holds a tx call until its wait_until, past the headers timeout (registry longPolls)
+      if (mode === "held")
+        return new Promise((answer) =>
+          setTimeout(
+            () =>
+              answer({ body: { jsonrpc: "2.0", id: "held", result: { final_execution_status: "FINAL" } } }),
+            1_200,
+          ),
+        );
       return { body: { jsonrpc: "2.0", id: 1, result: "x".repeat(4096) } };
     });
     gw = await startGateway({
@@ -155,6 +164,19 @@ describe("a bridged label's node that answers with nothing a caller can use", ()
     expect((await client.answerTo('"slow"', 5_000)).error?.data?.code).toBe("UPSTREAM_TIMEOUT");
     expect((await client.call("status", [])).error).toBeUndefined();
     expect(client.isOpen).toBe(true);
+    mode = "ok";
+    client.close();
+  });
+
+  it("a long poll (tx with wait_until) is held past the headers timeout, as over HTTP", async () => {
+    const client = await Client.open(`ws://near.${DOMAIN}:${gw.port}/${KEYS.all}`);
+    mode = "held";
+    client.send(
+      '{"jsonrpc":"2.0","id":"held","method":"tx","params":{"tx_hash":"7tkzFg8RHBmMw1ncRJZCCZAizgq4rwCftTKYLce8RU8t","sender_account_id":"alice.near","wait_until":"FINAL"}}',
+    );
+    const answer = await client.answerTo('"held"', 5_000);
+    expect(answer.error).toBeUndefined();
+    expect(answer.result).toEqual({ final_execution_status: "FINAL" });
     mode = "ok";
     client.close();
   });
