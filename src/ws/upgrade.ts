@@ -271,7 +271,9 @@ function openNodeSocket(
         writes: jsonrpc.writes,
         errorForm: errorFormOf(jsonrpc, false),
         longPolls:
-          longPolls?.methods === undefined ? undefined : { methods: longPolls.methods, heldMs: longPolls.heldMs },
+          longPolls?.methods === undefined
+            ? undefined
+            : { methods: longPolls.methods, heldMs: longPolls.heldMs },
       },
       wanted,
       callback,
