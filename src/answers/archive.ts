@@ -109,7 +109,8 @@ export function fetchByTier(
       // A block named by hash that this full node does not know may be one it has not seen yet, not one
       // too old for it (the caller had the hash from a node ahead): another full node is asked first.
       call.group.answers.add("by_hash_again");
-      fetchWhole({ ...call, tier: undefined, exclude: answer.upstream }, caller, note, (again, second) => {
+      const other = { ...call, tier: undefined, exclude: answer.upstream, writer: undefined };
+      fetchWhole(other, caller, note, (again, second) => {
         if (again === undefined && second !== undefined && !errorNames(second, unknown)) full(second);
         else if (errorNames(second ?? answer, tier.missingState)) fromArchive();
         else full(second ?? answer);
@@ -150,7 +151,8 @@ function relayBatchByTier(
     if (again.length === 0) return archiveTheRest(false);
     call.group.answers.add("by_hash_again");
     const body = batchOf(again);
-    fetchWhole({ ...call, body, tier: undefined, exclude: answer.upstream }, res, note, (failed, second) => {
+    const other = { ...call, body, tier: undefined, exclude: answer.upstream, writer: undefined };
+    fetchWhole(other, res, note, (failed, second) => {
       const found = failed === undefined && second !== undefined ? batchAnswers(second) : undefined;
       let changed = false;
       for (const c of again) {

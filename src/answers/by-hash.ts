@@ -58,7 +58,9 @@ export function fetchByHash(
       return;
     }
     call.group.answers.add("by_hash_again");
-    fetchWhole({ ...call, byHash: false, exclude: first.upstream }, caller, note, (again, second) => {
+    // asked again, it is a read of another node's: no write of the caller's went there
+    const other = { ...call, byHash: false, exclude: first.upstream, writer: undefined };
+    fetchWhole(other, caller, note, (again, second) => {
       // no other node to ask, or it failed: the first node's null is still an answer
       callback(undefined, again === undefined && second !== undefined ? second : first);
     });
@@ -88,7 +90,15 @@ function askAgainInBatch(
     return;
   }
   call.group.answers.add("by_hash_again");
-  const again = { ...call, body: batchOf(unanswered), byHash: false, exclude: first.upstream };
+  // the reads alone go again: a write among the batch's calls went with the first, to its node only
+  const again = {
+    ...call,
+    body: batchOf(unanswered),
+    byHash: false,
+    exclude: first.upstream,
+    write: false,
+    writer: undefined,
+  };
   fetchWhole(again, res, note, (error, second) => {
     const found = error === undefined && second !== undefined ? batchAnswers(second) : undefined;
     for (const c of unanswered) {
@@ -107,12 +117,14 @@ function askAgainInBatch(
  * with one of `unknownBlock` in it (at whatever status its software answers errors: bitcoind's 500). A
  * REST answer: one of the interface's `unknownAnswers`, by status and, where one is given, by its JSON.
  * One known by its status alone (Octez's 404, which also says that a key under a block it has is missing)
- * counts only from a node that another is ahead of: one at the label's best head has seen what there was.
+ * counts only where another node is not behind the one that gave it: the probes see a new block up to a
+ * probe late, so a node they show at the same head may have the block just made; one they show behind has
+ * not seen what the first had not.
  */
 function answeredUnknown(answer: WholeAnswer, need: ReadNeed, group: UpstreamGroup): boolean {
   if (need.unknownAnswers.length > 0)
     return need.unknownAnswers.some(
-      (known) => isAnswer(answer, known) && ("body" in known || anotherAhead(group, answer.upstream)),
+      (known) => isAnswer(answer, known) && ("body" in known || anotherNotBehind(group, answer.upstream)),
     );
   const unknown = need.unknownBlock;
   if (answer.statusCode !== 200 && unknown.length === 0) return false;
@@ -123,10 +135,9 @@ function answeredUnknown(answer: WholeAnswer, need: ReadNeed, group: UpstreamGro
   }
 }
 
-function anotherAhead(group: UpstreamGroup, node: Upstream): boolean {
-  const head = node.health.head;
-  if (head === undefined) return true;
-  return group.members.some((m) => m !== node && m.health.inRotation && (m.health.head ?? -1) > head);
+function anotherNotBehind(group: UpstreamGroup, node: Upstream): boolean {
+  const head = node.health.head ?? -1;
+  return group.members.some((m) => m !== node && m.health.inRotation && (m.health.head ?? head) >= head);
 }
 
 function isAnswer(answer: WholeAnswer, known: UnknownBlockAnswer): boolean {

@@ -69,6 +69,7 @@ interface LabelRow {
     latencyMs: { p50: number | null; p95: number | null };
     errorRate: number;
     inFlight: number;
+    held?: number;
     lastError: string | null;
   }[];
 }
@@ -77,7 +78,7 @@ function line(row: LabelRow, u: LabelRow["upstreams"][number]): string {
   const where = row.mount === "*" ? row.label : `${row.label}${row.mount}`;
   const latency = `p50 ${u.latencyMs.p50 ?? "-"} ms, p95 ${u.latencyMs.p95 ?? "-"} ms`;
   const error = u.lastError === null ? "" : `  last error: ${u.lastError}`;
-  return `${where}  ${u.name}  ${u.state}${u.tier === "fallback" ? " (fallback)" : ""}  head ${u.head ?? "-"}  lag ${u.lagBlocks}  ${latency}  errors ${(u.errorRate * 100).toFixed(0)}%  in flight ${u.inFlight}${error}`;
+  return `${where}  ${u.name}  ${u.state}${u.tier === "fallback" ? " (fallback)" : ""}  head ${u.head ?? "-"}  lag ${u.lagBlocks}  ${latency}  errors ${(u.errorRate * 100).toFixed(0)}%  in flight ${u.inFlight}${u.held ? `  held ${u.held}` : ""}${error}`;
 }
 
 async function call(url: string, body?: unknown): Promise<unknown> {

@@ -103,8 +103,17 @@ export function upstreamSeries(table: Pick<UpstreamTable, "groups">): Registrabl
       "average",
       (health, push) => push(health.errorRate),
     ),
-    gauge("gateway_upstream_in_flight", "Calls sent to it and not answered yet", "sum", (health, push) =>
-      push(health.inFlight),
+    gauge(
+      "gateway_upstream_in_flight",
+      "Calls sent to it and not answered yet, but for those it holds (gateway_upstream_held)",
+      "sum",
+      (health, push) => push(health.inFlight),
+    ),
+    gauge(
+      "gateway_upstream_held",
+      "Calls it holds until something happens: streams and long polls",
+      "sum",
+      (health, push) => push(health.held),
     ),
   ];
 }

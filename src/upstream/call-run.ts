@@ -52,6 +52,8 @@ export abstract class CallRun<Caller extends CallerSide = CallerSide> implements
   #lastError: Error | undefined = undefined;
   #deadlineAt = 0;
   #waitedForHead = false;
+  /** Until when the call waits for its preferred node to reach the head it needs (`#waitFor`). */
+  #preferredBy: number | undefined = undefined;
   #widened = false;
   /** A widened read waits for a node to reach its block: the attempts that fail meanwhile end nothing. */
   #widenPending = false;
@@ -85,9 +87,12 @@ export abstract class CallRun<Caller extends CallerSide = CallerSide> implements
     const { group, write, atLeast, exclude, pinned, preferred } = this.call;
     if (pinned !== undefined && this.#pinnedNow(pinned)) return;
     this.#order = group.choose(write, atLeast, exclude);
-    // a filter is made where the caller's others are, while that node may take it (registry reads.handles)
+    // a filter is made where the caller's others are, and a writer's calls go where its write went, while
+    // that node may take them; a fallback node never goes before a primary in rotation
     const at = preferred === undefined || preferred === exclude ? -1 : this.#order.indexOf(preferred);
-    if (at > 0) this.#order = [preferred as Upstream, ...this.#order.filter((m) => m !== preferred)];
+    if (at < 0 && preferred !== undefined && preferred !== exclude && this.#waitFor(preferred)) return;
+    if (at > 0 && (preferred?.tier !== "fallback" || this.#order[0]?.tier === "fallback"))
+      this.#order = [preferred as Upstream, ...this.#order.filter((m) => m !== preferred)];
     if (this.#order.length === 0 && group.behind(atLeast)) {
       const wait = Math.min(group.headWaitMs, this.#deadlineAt - performance.now());
       if (!this.#waitedForHead && wait > 0 && !clientGone(this.res)) {
@@ -130,6 +135,23 @@ export abstract class CallRun<Caller extends CallerSide = CallerSide> implements
     if (this.#waitedForHead || wait <= 0) return false;
     this.#waitedForHead = true;
     group.answers.add("head_wait");
+    group.served.whenReached(atLeast, wait, () => this.#begin());
+    return true;
+  }
+
+  /**
+   * The preferred node is in rotation but not yet at the head the call needs: the probes see a new block on
+   * each node up to a probe apart, and the node that took the caller's write (whose mempool has it) is worth
+   * about a block's wait. True while it waits; once it has waited, the call goes where the choice sends it.
+   */
+  #waitFor(preferred: Upstream): boolean {
+    const { group, atLeast } = this.call;
+    const head = preferred.health.head;
+    if (atLeast < 0 || head === undefined || head >= atLeast || !preferred.health.inRotation) return false;
+    const now = performance.now();
+    this.#preferredBy ??= now + Math.min(group.headWaitMs, this.#deadlineAt - now);
+    const wait = this.#preferredBy - now;
+    if (wait <= 0 || clientGone(this.res)) return false;
     group.served.whenReached(atLeast, wait, () => this.#begin());
     return true;
   }
@@ -261,7 +283,8 @@ export abstract class CallRun<Caller extends CallerSide = CallerSide> implements
     this.#live.push(attempt);
     // a call the node holds on purpose (a stream, a long poll) is no sign that it starts to hang: counted
     // in flight, it would take the node's share of every other read (upstreams.ts effectiveWeight)
-    if (!this.#held) upstream.health.inFlight += 1;
+    if (this.#held) upstream.health.held += 1;
+    else upstream.health.inFlight += 1;
     this.#note.upstream = upstream.name;
     this.#note.attempts = this.#next;
     // The clock holds the call's hedge, and its deadline: undici's headers timeout below starts only once a
@@ -300,7 +323,8 @@ export abstract class CallRun<Caller extends CallerSide = CallerSide> implements
     const at = this.#live.indexOf(attempt);
     if (at < 0) return;
     this.#live.splice(at, 1);
-    if (!this.#held) attempt.upstream.health.inFlight -= 1;
+    if (this.#held) attempt.upstream.health.held -= 1;
+    else attempt.upstream.health.inFlight -= 1;
     endAttempt(attempt.span, outcome, failure, status);
   }
 

@@ -70,6 +70,8 @@ export class UpstreamHealth {
   #outcomeCount = 0;
   #errors = 0;
   inFlight = 0;
+  /** Calls it holds on purpose (streams, long polls), which `inFlight` leaves out: an operator's view. */
+  held = 0;
   #lastError: string | undefined = undefined;
   #lastErrorAt = 0;
   readonly #rules: HealthRules;
@@ -270,6 +272,7 @@ export class UpstreamHealth {
       latencyMs: { p50: quantile(sorted, 0.5), p95: quantile(sorted, 0.95) },
       errorRate: Math.round(this.errorRate * 1000) / 1000,
       inFlight: this.inFlight,
+      held: this.held,
       lastError: this.#lastError ?? null,
       lastErrorAt: this.#lastError === undefined ? null : new Date(this.#lastErrorAt).toISOString(),
     };
@@ -316,6 +319,7 @@ export interface HealthReport {
   readonly latencyMs: { readonly p50: number | null; readonly p95: number | null };
   readonly errorRate: number;
   readonly inFlight: number;
+  readonly held: number;
   readonly lastError: string | null;
   readonly lastErrorAt: string | null;
 }

@@ -1,4 +1,4 @@
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import { endpointsByLabel } from "../../generated/endpoints.js";
 import { DEFAULT_CACHE, DEFAULT_HEALTH } from "../../src/config/defaults.js";
 import type { Endpoint } from "../../src/registry/types.js";
@@ -159,40 +159,60 @@ for (const c of CASES) {
   });
 }
 
-describe("xtz: a 404 for a key under a block both nodes have", () => {
+describe("xtz: Octez's 404, which says an unknown block and a missing key alike", () => {
   const endpoint = endpointsByLabel.get("xtz") as Endpoint;
-  // Octez answers a missing big map value as it answers an unknown block: 404 with no body. From a node at
-  // the label's best head it is the answer: asking another node would only double the read.
+  const BLOCK_PATH = `/chains/main/blocks/${TEZOS_HASH}/header`;
   const KEY_PATH = `/chains/main/blocks/${TEZOS_HASH}/context/big_maps/1/exprtZBwZUeYYYfUs9B9Rg2ywHezVHnCCnmF9WsDQVrs582dSK63dC`;
+  const HEADER = `{"protocol":"PtParisBxoLz5gzMmn3d9WBQNoPSZakgnkMC2VNuQ3KXfUtUQeZ","chain_id":"NetXdQprcVkpaWU","hash":"${TEZOS_HASH}","level":5000001}\n`;
   let nodes: LoopbackNode[];
   let gw: RunningGateway;
+  const asked = (path: string) => nodes.map((node) => node.requests.filter((r) => r.url === path).length);
 
-  beforeAll(async () => {
-    const missing: Responder = (request) =>
-      request.url === KEY_PATH ? { status: 404, body: "" } : undefined;
-    nodes = await Promise.all(
-      [0, 1].map(() =>
-        startLoopbackNode(firstOf(missing, softwareNode(endpoint, nodeState(endpoint, 5_000_001)))),
-      ),
-    );
+  /** n0 has the block (and no such key under it); n1 at `n1Height` has not seen it; n0 weighs `n0Weight`. */
+  async function start(n1Height: number, n0Weight: number): Promise<void> {
+    const n0: Responder = (request) =>
+      request.url === BLOCK_PATH
+        ? { headers: { "content-type": "application/json" }, body: HEADER }
+        : request.url === KEY_PATH
+          ? { status: 404, body: "" }
+          : undefined;
+    const n1: Responder = (request) =>
+      request.url.includes(TEZOS_HASH) ? { status: 404, body: "" } : undefined;
+    nodes = await Promise.all([
+      startLoopbackNode(firstOf(n0, softwareNode(endpoint, nodeState(endpoint, 5_000_001)))),
+      startLoopbackNode(firstOf(n1, softwareNode(endpoint, nodeState(endpoint, n1Height)))),
+    ]);
     gw = await startGateway({
-      upstreams: { xtz: nodes.map((node, i) => ({ url: node.url, name: `n${i}` })) },
+      upstreams: {
+        xtz: nodes.map((node, i) => ({ url: node.url, name: `n${i}`, weight: i === 0 ? n0Weight : 1 })),
+      },
       health: { ...DEFAULT_HEALTH, probeIntervalMs: 60_000 },
       cache: { ...DEFAULT_CACHE, enabled: false },
     });
     await everyNodeInRotation(gw);
-  });
-  afterAll(async () => {
+  }
+  afterEach(async () => {
     await gw?.close();
     await Promise.all((nodes ?? []).map((node) => node.close()));
   });
 
-  it("is answered by the one node asked", async () => {
+  it("a block made a moment ago, which the probes show neither node ahead of the other for, is found", async () => {
+    // the block came after the last probe: both nodes show the same head
+    await start(5_000_001, 1);
+    for (let i = 0; i < 6; i++) {
+      const r = await gw.call("xtz", `/${KEYS.all}${BLOCK_PATH}`, { method: "GET" });
+      expect(r.status, r.text).toBe(200);
+      expect(r.text).toBe(HEADER);
+    }
+  });
+
+  it("a missing key, from a node that no other is level with, is its answer: no node behind it is asked", async () => {
+    // the choice sends every read to n0, ahead; n1, behind it, cannot know more
+    await start(5_000_000, 50);
     for (let i = 0; i < 5; i++) {
       const r = await gw.call("xtz", `/${KEYS.all}${KEY_PATH}`, { method: "GET" });
       expect(r.status).toBe(404);
     }
-    const asked = nodes.reduce((n, node) => n + node.requests.filter((r) => r.url === KEY_PATH).length, 0);
-    expect(asked).toBe(5);
+    expect(asked(KEY_PATH)).toEqual([5, 0]);
   });
 });

@@ -132,14 +132,18 @@ describe("a long poll (algod's wait-for-block-after) through the gateway", () =>
 
   it("waits past the deadline for the next round, on one node, and leaves both nodes' latency alone", async () => {
     const before = waitsSeen();
+    const counted = await waitsCounted();
     const { lastRound } = await algod.status().do();
     const latencies = members().map((m) => m.health.latencyMs);
     chain.run();
     const started = performance.now();
     const waiting = algod.statusAfterBlock(Number(lastRound)).do();
     await eventually(() => waitsSeen() > before, 2_000, "the wait at a node");
-    // a held call is no sign that its node starts to hang: it would take the node's share of other reads
+    // a held call is no sign that its node starts to hang: it would take the node's share of other reads;
+    // the operator sees it apart (gateway_upstream_held)
     expect(members().map((m) => m.health.inFlight)).toEqual([0, 0]);
+    expect(members().reduce((n, m) => n + m.health.held, 0)).toBe(1);
+    expect(await gw.metric("gateway_upstream_held", { label: "algo" })).toBe(1);
     const after = await waiting;
     const took = performance.now() - started;
 
@@ -151,7 +155,7 @@ describe("a long poll (algod's wait-for-block-after) through the gateway", () =>
     expect(members().map((m) => m.health.state)).toEqual(["healthy", "healthy"]);
     // a round's wait is not the node's latency: it would stretch the hedge delay of every read
     expect(members().map((m) => m.health.latencyMs)).toEqual(latencies);
-    expect(await waitsCounted()).toBe(1);
+    expect((await waitsCounted()) - counted).toBe(1);
   });
 
   it("waits again for each next round", async () => {
@@ -172,9 +176,11 @@ describe("a long poll held by a hung node", () => {
   let gw: RunningGateway;
   const held: Array<(reply: Reply) => void> = [];
 
+  const registered = algodPolicy.longPolls;
+
   beforeAll(async () => {
     (algodPolicy as { longPolls?: { heldMs: number } }).longPolls = {
-      ...(algodPolicy.longPolls as NonNullable<typeof algodPolicy.longPolls>),
+      ...(registered as NonNullable<typeof registered>),
       heldMs: HELD_MS,
     };
     const node = (hangs: boolean) =>
@@ -206,6 +212,7 @@ describe("a long poll held by a hung node", () => {
     );
   });
   afterAll(async () => {
+    (algodPolicy as { longPolls?: unknown }).longPolls = registered;
     for (const answer of held) answer({ status: 503, body: "" });
     await gw?.close();
     await hung?.close();

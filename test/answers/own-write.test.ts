@@ -4,7 +4,8 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { DEFAULT_CACHE, DEFAULT_HEALTH } from "../../src/config/defaults.js";
 import { sdkUrl, testHostHttpAgent } from "../sdk/resolve.js";
 import { type Anvil, startAnvil } from "../support/anvil.js";
-import { type RunningGateway, startGateway } from "../support/gateway.js";
+import { eventually } from "../support/eventually.js";
+import { KEYS, type RunningGateway, startGateway } from "../support/gateway.js";
 import { everyNodeInRotation } from "../support/rotation.js";
 
 // A transaction waits in the mempool of the node that took it until it is mined and gossiped. Two real anvils
@@ -63,5 +64,115 @@ describe("a caller's reads after its write (two anvils that gossip nothing, ethe
     );
     // both went to the one node: the other has neither
     expect(pending.map((n) => Number(n)).sort()).toEqual([0, 2]);
+  });
+});
+
+describe("a write that a fallback node took, once a primary is back", () => {
+  let nodes: Anvil[];
+  let gw: RunningGateway;
+  const members = () => gw.gateway.upstreams.group("eth", "/")?.members ?? [];
+  const rpc = async (method: string, params: unknown[]) =>
+    (
+      await gw.call("eth", `/${KEYS.all}`, {
+        body: JSON.stringify({ jsonrpc: "2.0", id: 1, method, params }),
+      })
+    ).json as { result?: unknown };
+
+  beforeAll(async () => {
+    nodes = await Promise.all(
+      [0, 1].map(() => startAnvil({ sameChainAs: { genesisTimestamp: GENESIS }, chainId: 1 })),
+    );
+    for (const node of nodes) await node.rpc("evm_mine", [GENESIS + 12]);
+    gw = await startGateway({
+      upstreams: {
+        eth: [
+          { url: nodes[0]?.url as string, name: "primary" },
+          { url: nodes[1]?.url as string, name: "fallback", tier: "fallback" },
+        ],
+      },
+      health: { ...DEFAULT_HEALTH, probeIntervalMs: 60_000 },
+      cache: { ...DEFAULT_CACHE, enabled: false },
+    });
+    await everyNodeInRotation(gw);
+  });
+  afterAll(async () => {
+    await gw?.close();
+    await Promise.all((nodes ?? []).map((node) => node.stop()));
+  });
+
+  it("does not keep the writer's calls on the fallback: fallbacks serve only while no primary is in rotation", async () => {
+    const [primary, fallback] = members();
+    primary?.health.cordon(true);
+    const wallet = new Wallet(DEV_KEY);
+    const tx = await wallet.signTransaction({
+      to: TO,
+      value: 1n,
+      nonce: 0,
+      gasLimit: 21_000n,
+      maxFeePerGas: 10n ** 10n,
+      maxPriorityFeePerGas: 1n,
+      chainId: 1n,
+      type: 2,
+    });
+    expect((await rpc("eth_sendRawTransaction", [tx])).result).toMatch(/^0x/);
+    primary?.health.cordon(false);
+    await eventually(() => primary?.health.inRotation === true, 5_000, "the primary back in rotation");
+    const before = fallback?.counts.answered ?? 0;
+    for (let i = 0; i < 5; i++) await rpc("eth_blockNumber", []);
+    expect((fallback?.counts.answered ?? 0) - before).toBe(0);
+  });
+});
+
+describe("a writer's node that the probes show a block behind", () => {
+  let nodes: Anvil[];
+  let gw: RunningGateway;
+  const members = () => gw.gateway.upstreams.group("eth", "/")?.members ?? [];
+
+  beforeAll(async () => {
+    nodes = await Promise.all(
+      [0, 1].map(() => startAnvil({ sameChainAs: { genesisTimestamp: GENESIS }, chainId: 1 })),
+    );
+    for (const node of nodes) await node.rpc("evm_mine", [GENESIS + 12]);
+    gw = await startGateway({
+      upstreams: { eth: nodes.map((node, i) => ({ url: node.url, name: `n${i}` })) },
+      health: { ...DEFAULT_HEALTH, probeIntervalMs: 200 },
+      cache: { ...DEFAULT_CACHE, enabled: false },
+    });
+    await everyNodeInRotation(gw);
+  });
+  afterAll(async () => {
+    await gw?.close();
+    await Promise.all((nodes ?? []).map((node) => node.stop()));
+  });
+
+  it("is waited for, about a block, rather than read past: the other node has no such transaction", async () => {
+    const agent = testHostHttpAgent();
+    const request = new FetchRequest(sdkUrl(gw, "eth"));
+    request.getUrlFunc = FetchRequest.createGetUrlFunc({ agent });
+    const provider = new JsonRpcProvider(request, 1, { staticNetwork: Network.from(1), cacheTimeout: -1 });
+    try {
+      const wallet = new Wallet(DEV_KEY, provider);
+      await wallet.sendTransaction({ to: TO, value: 1n });
+      const counts = await Promise.all(
+        nodes.map((node) => node.rpc<string>("eth_getTransactionCount", [wallet.address, "pending"])),
+      );
+      const writerAt = counts.findIndex((n) => Number(n) === 1);
+      const writer = nodes[writerAt] as Anvil;
+      const other = nodes[1 - writerAt] as Anvil;
+      // the other node makes the next block first, and the probes see it there
+      await other.rpc("evm_mine", [GENESIS + 24]);
+      await eventually(
+        () => members()[1 - writerAt]?.health.head === 2,
+        5_000,
+        "the other node's block seen",
+      );
+      const pending = provider.getTransactionCount(wallet.address, "pending");
+      // the writer's node makes its block (with the transaction) a moment later
+      await writer.rpc("evm_mine", [GENESIS + 24]);
+      expect(await pending).toBe(1);
+    } finally {
+      provider.destroy();
+      agent.destroy();
+    }
   });
 });
