@@ -16,6 +16,7 @@ export const DEFAULT_LIMITS: Limits = {
   maxBodyBytes: 256 * 1024,
   maxBatch: 100,
   maxJsonDepth: 64,
+  maxHeldCallsPerCaller: 16,
   headersTimeoutMs: 10_000,
   requestTimeoutMs: 30_000,
   connectionsCheckingIntervalMs: 1_000,

@@ -91,6 +91,7 @@ export const configSchema = {
         maxBodyBytes: ms,
         maxBatch: ms,
         maxJsonDepth: ms,
+        maxHeldCallsPerCaller: ms,
         headersTimeoutMs: ms,
         requestTimeoutMs: ms,
         connectionsCheckingIntervalMs: ms,

@@ -57,6 +57,8 @@ export interface Limits {
   readonly maxBodyBytes: number;
   readonly maxBatch: number;
   readonly maxJsonDepth: number;
+  /** Streams and long polls one caller (a key, or an address without one) may hold at once, per process. */
+  readonly maxHeldCallsPerCaller: number;
   readonly headersTimeoutMs: number;
   readonly requestTimeoutMs: number;
   readonly connectionsCheckingIntervalMs: number;

@@ -98,6 +98,11 @@ export const ERRORS = {
   },
   TOO_MANY_SUBSCRIPTIONS: { status: 429, rpc: -32005, message: "Too many subscriptions on this connection" },
   TOO_MANY_IN_FLIGHT: { status: 429, rpc: -32005, message: "Too many unanswered calls on this connection" },
+  TOO_MANY_HELD_CALLS: {
+    status: 429,
+    rpc: -32005,
+    message: "Too many streams and long polls held for this API key at once",
+  },
   NO_UPSTREAM: {
     status: 503,
     rpc: -32011,

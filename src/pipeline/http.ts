@@ -17,6 +17,7 @@ import { checkFraming } from "../http/framing.js";
 import { requestIdFor, requestIdOf, tagResponse } from "../http/request-id.js";
 import { replyIdIn } from "../jsonrpc/check.js";
 import type { UsageRecorder } from "../keys/usage.js";
+import type { HeldCalls } from "../limits/held-calls.js";
 import { AccessLine, type Logger } from "../log.js";
 import { type GatewayMetrics, type MethodClass, resultOf } from "../metrics/gateway-metrics.js";
 import { archiveUnits } from "../plans/compute-units.js";
@@ -43,6 +44,8 @@ export interface HttpContext {
    * once a stop's drain deadline passed and the server cuts what is left (DRAIN_CUT, not the caller's leaving).
    */
   readonly inFlight: { count: number; cut?: boolean };
+  /** Each caller's streams and long polls held at once (limits/held-calls.ts). */
+  readonly held: HeldCalls;
   /** Where an unexpected error becomes a logged INTERNAL answer. */
   readonly boundary: ErrorBoundary;
   /** The traces' exporter and sampler; undefined with tracing off. */
@@ -66,6 +69,9 @@ export class HttpExchange {
   readonly #metrics: GatewayMetrics | undefined;
   readonly #usage: UsageRecorder | undefined;
   readonly #inFlight: { count: number; cut?: boolean };
+  readonly #held: HeldCalls;
+  /** The caller whose held call (a stream, a long poll) this is, once it holds one of its slots. */
+  #heldBy: string | undefined = undefined;
   readonly #tracing: Tracing | undefined;
   /** The request's span, from the moment its label is known; undefined with tracing off. */
   #trace: RequestTrace | undefined = undefined;
@@ -111,6 +117,7 @@ export class HttpExchange {
     this.#metrics = options.metrics;
     this.#usage = options.usage;
     this.#inFlight = options.inFlight;
+    this.#held = options.held;
     this.#tracing = options.tracing;
     this.#inFlight.count += 1;
     this.#requestId = requestIdFor(req.rawHeaders);
@@ -240,9 +247,13 @@ export class HttpExchange {
     try {
       const call = this.#stages.planUpstream(mounted, charged); // 6
       this.#methodClass = classOf(call, authorized);
-      // A stream stays open while the node pushes, a long poll while it waits: the socket's idle timeout
-      // must not cut them (the call's own deadline bounds a long poll).
-      if (call.stream || call.heldMs > 0) this.#req.socket.setTimeout(0);
+      // A stream stays open while the node pushes, a long poll while it waits: one caller holds a few at
+      // once, and the socket's idle timeout must not cut them (the call's own deadline bounds a long poll).
+      if (call.stream || call.heldMs > 0) {
+        this.#held.take(mounted.admitted.clientId);
+        this.#heldBy = mounted.admitted.clientId;
+        this.#req.socket.setTimeout(0);
+      }
       // 7: a partial batch's answer is read whole and merged, a range too wide for one node is split,
       // and any other answer streams through
       const done = (error?: unknown) => {
@@ -301,6 +312,7 @@ export class HttpExchange {
     }
     this.#ended = true;
     this.#inFlight.count -= 1;
+    if (this.#heldBy !== undefined) this.#held.release(this.#heldBy);
     if (error !== undefined) this.#fail(error, replyId);
     const access = this.#access;
     const elapsed = performance.now() - this.#started;

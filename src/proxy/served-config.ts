@@ -3,6 +3,7 @@ import type { SharedAnswers } from "../cache/shared-answers.js";
 import type { GatewayConfig } from "../config/types.js";
 import type { KeyStore } from "../keys/types.js";
 import type { UsageRecorder } from "../keys/usage.js";
+import { HeldCalls } from "../limits/held-calls.js";
 import type { RateLimiter } from "../limits/token-bucket.js";
 import type { Logger } from "../log.js";
 import type { GatewayMetrics } from "../metrics/gateway-metrics.js";
@@ -88,6 +89,7 @@ export function buildServedConfig(parts: ServedConfigParts): ServedConfig {
     metrics,
     usage: parts.usage,
     inFlight: { count: 0 },
+    held: new HeldCalls(config.limits.maxHeldCallsPerCaller),
     boundary,
     tracing: parts.tracing,
   };

@@ -288,3 +288,46 @@ describe("a JSON-RPC long poll (nearcore's tx with wait_until) through the gatew
     expect(members().map((m) => m.health.latencyMs)).toEqual(latencies);
   });
 });
+
+describe("one caller's held calls", () => {
+  const chain = new Chain();
+  let nodes: LoopbackNode[];
+  let gw: RunningGateway;
+  const wait = (key: string) =>
+    gw.call("algo", `/${key}/v2/status/wait-for-block-after/${chain.round}`, { method: "GET" });
+  const waitsSeen = () =>
+    nodes.reduce((n, node) => n + node.requests.filter((r) => r.url.includes("wait-for-block")).length, 0);
+
+  beforeAll(async () => {
+    nodes = [await startLoopbackNode(chain.respond), await startLoopbackNode(chain.respond)];
+    gw = await startGateway({
+      upstreams: { algo: nodes.map((node) => node.url) },
+      limits: { ...DEFAULT_LIMITS, maxHeldCallsPerCaller: 2 },
+    });
+    await eventually(
+      () => (gw.gateway.upstreams.group("algo", "/")?.members ?? []).every((m) => m.health.inRotation),
+      5000,
+      "both nodes in rotation",
+    );
+  });
+  afterAll(async () => {
+    chain.stop();
+    await gw?.close();
+    for (const node of nodes ?? []) await node.close();
+  });
+
+  it("are at most maxHeldCallsPerCaller at once: the next is refused before any node, another key's goes on", async () => {
+    const held = [wait(KEYS.all), wait(KEYS.all)];
+    await eventually(() => waitsSeen() === 2, 2_000, "two waits held at the nodes");
+    const refused = await wait(KEYS.all);
+    expect(refused.status).toBe(429);
+    expect(refused.json).toMatchObject({ error: { code: "TOO_MANY_HELD_CALLS", limit: 2 } });
+    expect(waitsSeen()).toBe(2);
+    const other = wait(KEYS.dedicated);
+    await eventually(() => waitsSeen() === 3, 2_000, "another key's wait held");
+    // the next round answers them all, and their slots are free again
+    chain.run();
+    for (const answer of await Promise.all([...held, other])) expect(answer.status).toBe(200);
+    expect((await wait(KEYS.all)).status).toBe(200);
+  });
+});
