@@ -26,6 +26,17 @@ export function relationProblems(
           `${where(["upstreams", label], mount)}: upstreams.${label}: "${mount}" is not a mount of ${label} (its mounts: ${mounts.join(", ")})`,
         );
   }
+  // a static key is known by its first 8 characters (keys/static-store.ts): in logs, usage, its rate and quota
+  const ids = new Map<string, number>();
+  for (const [index, key] of config.keys.entries()) {
+    const id = key.key.slice(0, 8);
+    const first = ids.get(id);
+    if (first === undefined) ids.set(id, index);
+    else
+      problems.push(
+        `${where(["keys", index, "key"])}: keys[${index}].key begins with the same 8 characters as keys[${first}].key: they would share one id, and with it their rate, quota and usage; make their first 8 characters differ`,
+      );
+  }
   const codes = new Set([...endpoints.values()].map((e) => e.code));
   for (const [index, key] of config.keys.entries()) {
     if (key.networks === "*") continue;

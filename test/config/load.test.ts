@@ -115,6 +115,11 @@ describe("the deployment config", () => {
       'keys[0].networks: "nope" is not a network of the registry',
     ],
     [
+      "two keys that begin alike: one id, one rate, one quota",
+      'keys: [{ key: FNcustomer-alice-000000, networks: "*" }, { key: FNcustomer-bob-00000000, networks: "*" }]\n',
+      "keys[1].key begins with the same 8 characters as keys[0].key",
+    ],
+    [
       "a hedge's floor above its ceiling",
       "limits: { upstream: { hedgeMinMs: 5000, hedgeMaxMs: 100 } }\n",
       "limits.upstream.hedgeMinMs (5000) is above hedgeMaxMs (100)",
