@@ -50,6 +50,14 @@ export abstract class AttemptHandler<Caller extends CallerSide = CallerSide>
     this.gate = gate;
   }
 
+  /**
+   * Whether undici took the request to a connection: one queued behind its pool's busy connections has not
+   * left the gateway, so a write that never got one has reached no node.
+   */
+  get started(): boolean {
+    return this.controller !== undefined;
+  }
+
   /** Ends the attempt with `reason`: now if it has started, else as soon as it does. */
   abort(reason: Error): void {
     if (this.controller === undefined) this.#pendingAbort = reason;

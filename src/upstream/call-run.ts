@@ -261,15 +261,25 @@ export abstract class CallRun<Caller extends CallerSide = CallerSide> implements
 
   /**
    * No answer's status within the call's deadline: the attempts still waiting (at a slow node, or queued
-   * behind the pool's busy connections, which says nothing of the node) are given up. A write may have
-   * reached its node: WRITE_NOT_CONFIRMED.
+   * behind the pool's busy connections, which says nothing of the node) are given up. A write that left
+   * the gateway may have reached its node: WRITE_NOT_CONFIRMED; one that never got a connection reached
+   * none, and may be sent again: UPSTREAM_TIMEOUT.
    */
   #pastDeadline(): void {
+    let sent = false;
     for (const attempt of this.#live.slice()) {
+      if (attempt.started) sent = true;
       this.#dismiss(attempt, "failed", "timeout");
       attempt.abort(PAST_DEADLINE);
     }
-    this.#finish(new GatewayError(this.call.write ? "WRITE_NOT_CONFIRMED" : "UPSTREAM_TIMEOUT"));
+    if (!this.call.write) this.#finish(new GatewayError("UPSTREAM_TIMEOUT"));
+    else if (sent) this.#finish(new GatewayError("WRITE_NOT_CONFIRMED"));
+    else
+      this.#finish(
+        new GatewayError("UPSTREAM_TIMEOUT", {
+          reason: "the write waited for a free connection to its node, and was never sent",
+        }),
+      );
   }
 
   #launch(why: "first" | "retry" | "hedge" = "first"): void {

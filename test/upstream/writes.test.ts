@@ -1,4 +1,8 @@
+import { createServer, type Server } from "node:http";
+import type { AddressInfo } from "node:net";
+import { request } from "undici";
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from "vitest";
+import { nearPolicy } from "../../generated/policies.js";
 import { DEFAULT_HEALTH, DEFAULT_LIMITS } from "../../src/config/defaults.js";
 import { eventually } from "../support/eventually.js";
 import { type FaultyNode, startFaultyNode } from "../support/faulty-node.js";
@@ -172,5 +176,77 @@ describe("writes are never sent twice", () => {
     ).toBe(before);
     await eventually(() => writes(a) === 5, 1000, "the five writes at a");
     expect(writes(b)).toBe(0);
+  });
+});
+
+describe("a write that never got a connection to its node", () => {
+  // One node at one address serves Tezos' RPC and nearcore's: their streams and long polls share that
+  // address's pool for held calls (upstream/upstreams.ts), here of one connection. A caller's head
+  // monitor holds it; a send_tx (a write, held by nearcore until its wait_until) waits behind it and
+  // reaches no node before its deadline.
+  let node: Server;
+  let gw: RunningGateway;
+  const registered = nearPolicy.longPolls;
+  let sendTxSeen = 0;
+
+  beforeAll(async () => {
+    (nearPolicy as { longPolls?: unknown }).longPolls = { ...registered, heldMs: 300 };
+    node = createServer((req, res) => {
+      let body = "";
+      req.on("data", (chunk) => {
+        body += chunk;
+      });
+      req.on("end", () => {
+        const json = (value: unknown) =>
+          res.writeHead(200, { "content-type": "application/json" }).end(`${JSON.stringify(value)}\n`);
+        if (req.url === "/monitor/heads/main") {
+          res.writeHead(200, { "content-type": "application/json" });
+          res.flushHeaders();
+          return;
+        }
+        if (req.url === "/chains/main/blocks/head/header")
+          return json({ level: 5_000_000, chain_id: "NetXdQprcVkpaWU", hash: "BLx" });
+        if (body.includes('"send_tx"')) sendTxSeen += 1;
+        const id = /"id":\s*("[^"]*"|\d+)/.exec(body)?.[1] ?? "null";
+        res
+          .writeHead(200, { "content-type": "application/json" })
+          .end(
+            `{"jsonrpc":"2.0","result":{"chain_id":"mainnet","sync_info":{"latest_block_height":120000000}},"id":${id}}`,
+          );
+      });
+    });
+    await new Promise<void>((resolve) => node.listen(0, "127.0.0.1", resolve));
+    const url = `http://127.0.0.1:${(node.address() as AddressInfo).port}`;
+    gw = await startGateway({
+      upstreams: { xtz: [url], near: [url] },
+      limits: { upstream: { ...DEFAULT_LIMITS.upstream, connections: 1, deadlineMs: 300 } },
+    });
+    await eventually(
+      () =>
+        ["xtz", "near"].every((label) =>
+          (gw.gateway.upstreams.group(label, "/")?.members ?? []).every((m) => m.health.inRotation),
+        ),
+      5_000,
+      "both labels' node in rotation",
+    );
+  });
+  afterAll(async () => {
+    (nearPolicy as { longPolls?: unknown }).longPolls = registered;
+    await gw?.close();
+    node?.closeAllConnections();
+    node?.close();
+  });
+
+  it("is not 'unconfirmed': it reached no node, and the caller may send it again", async () => {
+    const monitor = await request(`${gw.origin}/${KEYS.all}/monitor/heads/main`, {
+      headers: { host: "xtz.gw.test" },
+    });
+    expect(monitor.statusCode).toBe(200);
+    const r = await gw.call("near", `/${KEYS.all}/`, {
+      body: '{"jsonrpc":"2.0","id":"w","method":"send_tx","params":{"signed_tx_base64":"AAAA","wait_until":"FINAL"}}',
+    });
+    expect(r.json).toMatchObject({ id: "w", error: { data: { code: "UPSTREAM_TIMEOUT" } } });
+    expect(sendTxSeen).toBe(0);
+    monitor.body.destroy();
   });
 });
