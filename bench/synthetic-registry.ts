@@ -15,7 +15,7 @@ export function buildSyntheticRegistry(root: string, dir: string): { label: stri
   // A chain id belongs to one network (codegen's check): the measured invented mainnet takes the bench
   // node's, 1, so the copy of the real registry gives Ethereum's endpoints another, which no run here asks.
   for (const network of registry.networks)
-    for (const endpoint of network.endpoints ?? [])
+    for (const endpoint of (network.endpoints ?? []) as Record<string, unknown>[])
       if (endpoint.chainId === 1) endpoint.chainId = 999_999_001;
   for (let i = 1; i <= SYNTHETIC_NETWORKS; i++) {
     const code = `syn${String(i).padStart(4, "0")}`;
