@@ -290,14 +290,6 @@ export class Connection {
         this.#notification(text, only);
         return;
       }
-      // an error the node could not pair with a call (geth's parse error, a limiter in front of the node)
-      // belongs to the one message in flight, if only one is: its calls get it by their ids
-      const error = id === "null" ? only.get("error") : undefined;
-      const byId = error === undefined ? undefined : this.#pending.answersToNullId(error);
-      if (byId !== undefined) {
-        this.#fromUpstream(Buffer.from(byId), false);
-        return;
-      }
       if (id !== undefined && this.#calls.settle(id, text, only)) return;
     }
     const answered = this.#pending.settle(envelopes, this.#settled);

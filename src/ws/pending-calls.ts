@@ -145,20 +145,6 @@ export class PendingCalls {
     return messages;
   }
 
-  /**
-   * A node's error with a null id, as the answer of the one message in flight: each of its calls waiting
-   * for an answer gets `error` by its id. Undefined when none or more than one message is in flight, as
-   * the error could belong to any of them.
-   */
-  answersToNullId(error: string): string | undefined {
-    const sent = this.sentAndUnanswered();
-    if (sent.size !== 1) return undefined;
-    const [message] = sent;
-    if (message === undefined) return undefined;
-    const answers = this.unanswered(message).map((c) => `{"jsonrpc":"2.0","id":${c.id},"error":${error}}`);
-    return message.batch ? `[${answers.join(",")}]` : answers[0];
-  }
-
   /** The calls of `message` still waiting for their answer in it. */
   unanswered(message: UpstreamMessage): PassedCall[] {
     return message.calls.filter(
