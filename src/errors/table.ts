@@ -101,7 +101,7 @@ export const ERRORS = {
   TOO_MANY_HELD_CALLS: {
     status: 429,
     rpc: -32005,
-    message: "Too many streams and long polls held for this API key at once",
+    message: "Too many streams and long polls held at once for this API key or address",
   },
   NO_UPSTREAM: {
     status: 503,

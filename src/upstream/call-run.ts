@@ -90,9 +90,9 @@ export abstract class CallRun<Caller extends CallerSide = CallerSide> implements
     // a filter is made where the caller's others are, and a writer's calls go where its write went, while
     // that node may take them; a fallback node never goes before a primary in rotation
     const at = preferred === undefined || preferred === exclude ? -1 : this.#order.indexOf(preferred);
-    if (at < 0 && preferred !== undefined && preferred !== exclude && this.#waitFor(preferred)) return;
-    if (at > 0 && (preferred?.tier !== "fallback" || this.#order[0]?.tier === "fallback"))
-      this.#order = [preferred as Upstream, ...this.#order.filter((m) => m !== preferred)];
+    const ahead = preferred !== undefined && mayLead(preferred, this.#order);
+    if (at < 0 && ahead && preferred !== exclude && this.#waitFor(preferred as Upstream)) return;
+    if (at > 0 && ahead) this.#order = [preferred as Upstream, ...this.#order.filter((m) => m !== preferred)];
     if (this.#order.length === 0 && group.behind(atLeast)) {
       const wait = Math.min(group.headWaitMs, this.#deadlineAt - performance.now());
       if (!this.#waitedForHead && wait > 0 && !clientGone(this.res)) {
@@ -152,6 +152,8 @@ export abstract class CallRun<Caller extends CallerSide = CallerSide> implements
     this.#preferredBy ??= now + Math.min(group.headWaitMs, this.#deadlineAt - now);
     const wait = this.#preferredBy - now;
     if (wait <= 0 || clientGone(this.res)) return false;
+    // this is the call's wait for the head: once it is over, it goes where the choice sends it at once
+    this.#waitedForHead = true;
     group.served.whenReached(atLeast, wait, () => this.#begin());
     return true;
   }
@@ -456,6 +458,11 @@ function isOwnError(body: Buffer, unavailable: readonly number[]): boolean {
   if (typeof error !== "object" || error === null) return false;
   const code = (error as { code?: unknown }).code;
   return typeof code === "number" && !unavailable.includes(code);
+}
+
+/** A fallback node never goes before a primary in rotation, nor is waited for while one is. */
+function mayLead(preferred: Upstream, order: readonly Upstream[]): boolean {
+  return preferred.tier !== "fallback" || order[0] === undefined || order[0].tier === "fallback";
 }
 
 /** The request's headers and the upstream's own, which replace any of the same name. */

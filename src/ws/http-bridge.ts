@@ -79,10 +79,34 @@ export class HttpBridge extends EventEmitter implements NodeSocket {
     if (this.readyState !== OPEN) return;
     const controller = new AbortController();
     this.#inFlight.add(controller);
-    this.#post(text, controller.signal).then(
+    const heldMs = this.#heldMs(text);
+    const { health } = this.#upstream;
+    if (heldMs > 0) health.held += 1;
+    // the message's whole wait, a free connection's included (undici's headers timeout starts only once
+    // the request is written), as a call's deadline bounds it over HTTP; a hedge's delay later than that
+    // timeout, so a node that hangs a message it was sent is still told by it
+    let done = false;
+    const settled = (): boolean => {
+      if (done) return false;
+      done = true;
+      clearTimeout(deadline);
+      if (heldMs > 0) health.held -= 1;
+      this.#inFlight.delete(controller);
+      return true;
+    };
+    // undici rejects a request aborted while it waits for a connection only once it gets one: the
+    // message's calls get their error now
+    const deadline = setTimeout(
+      () => {
+        controller.abort(new GatewayError("UPSTREAM_TIMEOUT"));
+        if (settled() && this.readyState === OPEN)
+          this.#answerEach(text, new GatewayError("UPSTREAM_TIMEOUT"));
+      },
+      this.#limits.deadlineMs + heldMs + this.#limits.hedgeMaxMs,
+    );
+    this.#post(text, heldMs, controller.signal).then(
       ({ status, answer }) => {
-        this.#inFlight.delete(controller);
-        if (this.readyState !== OPEN) return;
+        if (!settled() || this.readyState !== OPEN) return;
         // as over HTTP (call-run.ts), a 5xx or a 429 counts against the node's health
         if (status >= 500 || status === 429) this.#upstream.health.failed("status", `HTTP ${status}`);
         if (answersCalls(answer, text)) {
@@ -95,8 +119,7 @@ export class HttpBridge extends EventEmitter implements NodeSocket {
         this.#answerEach(text, new GatewayError("UPSTREAM_BAD_RESPONSE", { status }));
       },
       (error: unknown) => {
-        this.#inFlight.delete(controller);
-        if (this.readyState !== OPEN) return;
+        if (!settled() || this.readyState !== OPEN) return;
         const failure = error instanceof Error ? error : new Error(String(error));
         const kind = failureKind(failure);
         if (kind !== undefined) this.#upstream.health.failed(kind, describeFailure(failure));
@@ -138,9 +161,12 @@ export class HttpBridge extends EventEmitter implements NodeSocket {
     this.#inFlight.clear();
   }
 
-  async #post(text: string, signal: AbortSignal): Promise<{ status: number; answer: string }> {
+  async #post(
+    text: string,
+    heldMs: number,
+    signal: AbortSignal,
+  ): Promise<{ status: number; answer: string }> {
     // a long poll has its node's hold more to answer in, on the pool of held calls (upstreams.ts), as over HTTP
-    const heldMs = this.#heldMs(text);
     const options: Dispatcher.RequestOptions & CappedOptions = {
       method: "POST",
       path: this.#path,

@@ -6,8 +6,10 @@ import { nearPolicy } from "../../generated/policies.js";
 import { DEFAULT_HEALTH, DEFAULT_LIMITS } from "../../src/config/defaults.js";
 import { eventually } from "../support/eventually.js";
 import { type FaultyNode, startFaultyNode } from "../support/faulty-node.js";
-import { KEYS, type RunningGateway, startGateway } from "../support/gateway.js";
+import { DOMAIN, KEYS, type RunningGateway, startGateway } from "../support/gateway.js";
 import { firstOf, jsonRpcResponder, restResponder, type SeenRequest } from "../support/loopback-node.js";
+import { resolveTestHosts } from "../support/test-hosts.js";
+import { Client } from "../support/ws-client.js";
 
 // A write is never sent to a node twice, counted at the nodes. Node a is the primary and b a fallback,
 // so a write goes to a first; the probes run rarely, so they never move a node during a test, and each
@@ -219,7 +221,7 @@ describe("a write that never got a connection to its node", () => {
     const url = `http://127.0.0.1:${(node.address() as AddressInfo).port}`;
     gw = await startGateway({
       upstreams: { xtz: [url], near: [url] },
-      limits: { upstream: { ...DEFAULT_LIMITS.upstream, connections: 1, deadlineMs: 300 } },
+      limits: { upstream: { ...DEFAULT_LIMITS.upstream, connections: 1, deadlineMs: 300, hedgeMaxMs: 100 } },
     });
     await eventually(
       () =>
@@ -248,5 +250,24 @@ describe("a write that never got a connection to its node", () => {
     expect(r.json).toMatchObject({ id: "w", error: { data: { code: "UPSTREAM_TIMEOUT" } } });
     expect(sendTxSeen).toBe(0);
     monitor.body.destroy();
+  });
+
+  it("on a WebSocket bridged over HTTP too: a long poll that never got a connection ends at its deadline", async () => {
+    const restore = resolveTestHosts();
+    const monitor = await request(`${gw.origin}/${KEYS.all}/monitor/heads/main`, {
+      headers: { host: "xtz.gw.test" },
+    });
+    const client = await Client.open(`ws://near.${DOMAIN}:${gw.port}/${KEYS.all}`);
+    try {
+      client.send(
+        '{"jsonrpc":"2.0","id":"t","method":"tx","params":{"tx_hash":"7tkzFg8RHBmMw1ncRJZCCZAizgq4rwCftTKYLce8RU8t","sender_account_id":"alice.near","wait_until":"FINAL"}}',
+      );
+      const answer = await client.answerTo('"t"', 5_000);
+      expect(answer.error?.data?.code).toBe("UPSTREAM_TIMEOUT");
+    } finally {
+      client.close();
+      monitor.body.destroy();
+      restore();
+    }
   });
 });
