@@ -170,6 +170,20 @@ describe("a writer's node that the probes show a block behind", () => {
       // the writer's node makes its block (with the transaction) a moment later
       await writer.rpc("evm_mine", [GENESIS + 24]);
       expect(await pending).toBe(1);
+
+      // the other node makes one more, and the writer's does not: its read waits about a block for it, then goes on
+      await other.rpc("evm_mine", [GENESIS + 36]);
+      await eventually(
+        () => members()[1 - writerAt]?.health.head === 3,
+        5_000,
+        "the other node's block seen",
+      );
+      const started = performance.now();
+      await provider.getBlockNumber();
+      const took = performance.now() - started;
+      const headWaitMs = gw.gateway.upstreams.group("eth", "/")?.headWaitMs ?? 0;
+      expect(took).toBeGreaterThanOrEqual(headWaitMs - 50);
+      expect(took).toBeLessThan(headWaitMs * 1.7);
     } finally {
       provider.destroy();
       agent.destroy();
