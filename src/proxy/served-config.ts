@@ -77,10 +77,13 @@ export function buildServedConfig(parts: ServedConfigParts): ServedConfig {
     limiter: parts.limiter,
     quotas: parts.quotas,
   });
+  // one count of each caller's held calls, over HTTP and over a WebSocket bridged over HTTP alike
+  const held = new HeldCalls(config.limits.maxHeldCallsPerCaller);
   const websockets: WebSocketGateway = new WebSocketGateway(config, stages, logger, boundary, {
     metrics,
     usage: parts.usage,
     tracing: parts.tracing,
+    held,
   });
   const http: HttpContext = {
     limits: config.limits,
@@ -89,7 +92,7 @@ export function buildServedConfig(parts: ServedConfigParts): ServedConfig {
     metrics,
     usage: parts.usage,
     inFlight: { count: 0 },
-    held: new HeldCalls(config.limits.maxHeldCallsPerCaller),
+    held,
     boundary,
     tracing: parts.tracing,
   };

@@ -5,6 +5,7 @@ import { type ErrorForm, rpcErrorJson } from "../errors/respond.js";
 import { GatewayError, type RpcErrorCode } from "../errors/table.js";
 import { REQUEST_ID_HEADER } from "../http/request-id.js";
 import { scanMembers } from "../jsonrpc/scan.js";
+import type { HeldCalls } from "../limits/held-calls.js";
 import { describeFailure, failureKind, toGatewayError } from "../upstream/failure.js";
 import type { UpstreamGroup } from "../upstream/group.js";
 import type { CappedOptions } from "../upstream/interceptors.js";
@@ -17,6 +18,8 @@ import type { NodeSocket } from "./node-socket.js";
 export interface LongPolls {
   readonly methods: ReadonlySet<string>;
   readonly heldMs: number;
+  /** The caller's slots for held calls, which its HTTP long polls and streams take too. */
+  readonly slots?: { readonly calls: HeldCalls; readonly caller: string } | undefined;
 }
 
 const OPEN = 1;
@@ -80,6 +83,15 @@ export class HttpBridge extends EventEmitter implements NodeSocket {
     const controller = new AbortController();
     this.#inFlight.add(controller);
     const heldMs = this.#heldMs(text);
+    const slots = heldMs > 0 ? this.#longPolls?.slots : undefined;
+    try {
+      slots?.calls.take(slots.caller);
+    } catch (error) {
+      // past the caller's held calls: its calls get the refusal by id, and nothing goes to the node
+      this.#inFlight.delete(controller);
+      this.#answerEach(text, error as GatewayError);
+      return;
+    }
     const { health } = this.#upstream;
     if (heldMs > 0) health.held += 1;
     // the message's whole wait, a free connection's included (undici's headers timeout starts only once
@@ -91,6 +103,7 @@ export class HttpBridge extends EventEmitter implements NodeSocket {
       done = true;
       clearTimeout(deadline);
       if (heldMs > 0) health.held -= 1;
+      slots?.calls.release(slots.caller);
       this.#inFlight.delete(controller);
       return true;
     };

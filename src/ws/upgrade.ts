@@ -6,6 +6,7 @@ import { errorFormOf, upgradeRefusal } from "../errors/respond.js";
 import { type ErrorCode, GatewayError } from "../errors/table.js";
 import { REQUEST_ID_HEADER, requestIdFor } from "../http/request-id.js";
 import type { UsageRecorder } from "../keys/usage.js";
+import type { HeldCalls } from "../limits/held-calls.js";
 import type { Logger } from "../log.js";
 import { type GatewayMetrics, resultOf, type WebSocketCounts } from "../metrics/gateway-metrics.js";
 import type { Admitted } from "../pipeline/admitted.js";
@@ -39,6 +40,7 @@ export class WebSocketGateway implements WebSocketCounts {
   readonly #metrics: GatewayMetrics | undefined;
   readonly #usage: UsageRecorder | undefined;
   readonly #tracing: Tracing | undefined;
+  readonly #held: HeldCalls | undefined;
   readonly #perClient = new Map<string, number>();
   readonly #perIp = new Map<string, number>();
 
@@ -54,6 +56,8 @@ export class WebSocketGateway implements WebSocketCounts {
       readonly usage: UsageRecorder | undefined;
       /** The traces' exporter and sampler; undefined with tracing off. */
       readonly tracing: Tracing | undefined;
+      /** Each caller's held calls, which a bridged connection's long polls take too (limits/held-calls.ts). */
+      readonly held?: HeldCalls | undefined;
     },
   ) {
     this.#config = config;
@@ -63,6 +67,7 @@ export class WebSocketGateway implements WebSocketCounts {
     this.#metrics = counted.metrics;
     this.#usage = counted.usage;
     this.#tracing = counted.tracing;
+    this.#held = counted.held;
     this.#server = new WebSocketServer({
       noServer: true,
       clientTracking: false,
@@ -135,6 +140,7 @@ export class WebSocketGateway implements WebSocketCounts {
           }
         },
         nodeHandshakeHeaders(admitted),
+        this.#held,
       );
     } catch (error) {
       this.#refuse(socket, error, label, requestId, trace);
@@ -198,7 +204,15 @@ export class WebSocketGateway implements WebSocketCounts {
       trace: typeof admitted.trace === "object" ? admitted.trace : undefined,
       cache: cachedCallsOf(group, mounted),
       reconnect: (wanted, callback) =>
-        openNodeSocket(group, mounted, this.#config.limits, wanted, callback, nodeHandshakeHeaders(admitted)),
+        openNodeSocket(
+          group,
+          mounted,
+          this.#config.limits,
+          wanted,
+          callback,
+          nodeHandshakeHeaders(admitted),
+          this.#held,
+        ),
       // as over HTTP: a caller reads its own write, not an answer the cache kept from before it
       onWrite: () => group.wrote(admitted),
       onClose: () => {
@@ -259,6 +273,7 @@ function openNodeSocket(
   wanted: () => boolean,
   callback: (error: GatewayError | undefined, socket?: NodeSocket, upstream?: Upstream) => void,
   headers: Readonly<Record<string, string>>,
+  held: HeldCalls | undefined,
 ): void {
   const jsonrpc = mounted.mount.policy.jsonrpc;
   const longPolls = mounted.mount.policy.longPolls;
@@ -273,7 +288,11 @@ function openNodeSocket(
         longPolls:
           longPolls?.methods === undefined
             ? undefined
-            : { methods: longPolls.methods, heldMs: longPolls.heldMs },
+            : {
+                methods: longPolls.methods,
+                heldMs: longPolls.heldMs,
+                slots: held === undefined ? undefined : { calls: held, caller: mounted.admitted.clientId },
+              },
       },
       wanted,
       callback,

@@ -251,3 +251,58 @@ describe("a node that answers a WebSocket handshake with an HTTP status (dot, a 
     expect(http.status).toBe(200);
   });
 });
+
+describe("a bridged connection's long polls and the caller's held calls", () => {
+  let node: LoopbackNode;
+  let gw: RunningGateway;
+  let restore: () => void;
+  const release: Array<() => void> = [];
+  const txSeen = () => node.requests.filter((r) => r.body.includes('"method":"tx"')).length;
+
+  beforeAll(async () => {
+    restore = resolveTestHosts();
+    const software = softwareNode(near, nodeState(near, HEIGHT));
+    // nearcore holds a tx call until its wait_until: here, until the test lets it go
+    node = await startLoopbackNode((request) => {
+      if (!request.body.includes('"method":"tx"')) return software(request);
+      const id = /"id":\s*("[^"]*"|\d+)/.exec(request.body)?.[1] ?? "null";
+      return new Promise((answer) =>
+        release.push(() =>
+          answer({ body: `{"jsonrpc":"2.0","id":${id},"result":{"final_execution_status":"FINAL"}}` }),
+        ),
+      );
+    });
+    gw = await startGateway({
+      upstreams: { near: [node.url] },
+      limits: { ...DEFAULT_LIMITS, maxHeldCallsPerCaller: 1 },
+    });
+  });
+  afterAll(async () => {
+    for (const answer of release) answer();
+    await gw?.close();
+    await node?.close();
+    restore?.();
+  });
+
+  it("take the caller's slots as its HTTP ones do: past them, the calls are refused by id, none reaching the node", async () => {
+    const client = await Client.open(`ws://near.${DOMAIN}:${gw.port}/${KEYS.all}`);
+    const tx = (id: string) =>
+      `{"jsonrpc":"2.0","id":"${id}","method":"tx","params":{"tx_hash":"7tkzFg8RHBmMw1ncRJZCCZAizgq4rwCftTKYLce8RU8t","sender_account_id":"alice.near","wait_until":"FINAL"}}`;
+    client.send(tx("a"));
+    await eventually(() => txSeen() === 1, 3_000, "the first tx held at the node");
+    client.send(tx("b"));
+    expect((await client.answerTo('"b"')).error?.data?.code).toBe("TOO_MANY_HELD_CALLS");
+    // over HTTP, the same key's slot is taken too
+    const http = await gw.call("near", `/${KEYS.all}/`, { body: tx("c") });
+    expect(http.json).toMatchObject({ id: "c", error: { data: { code: "TOO_MANY_HELD_CALLS" } } });
+    expect(txSeen()).toBe(1);
+    // the first answered, the slot is free again
+    for (const answer of release.splice(0)) answer();
+    expect((await client.answerTo('"a"')).result).toEqual({ final_execution_status: "FINAL" });
+    client.send(tx("d"));
+    await eventually(() => txSeen() === 2, 3_000, "the next tx held at the node");
+    for (const answer of release.splice(0)) answer();
+    expect((await client.answerTo('"d"')).error).toBeUndefined();
+    client.close();
+  });
+});
