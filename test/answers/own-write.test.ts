@@ -190,3 +190,49 @@ describe("a writer's node that the probes show a block behind", () => {
     }
   });
 });
+
+describe("a writer's read when no node has reached the head served", () => {
+  let node: Anvil;
+  let gw: RunningGateway;
+
+  beforeAll(async () => {
+    node = await startAnvil({ sameChainAs: { genesisTimestamp: GENESIS }, chainId: 1 });
+    await node.rpc("evm_mine", [GENESIS + 12]);
+    gw = await startGateway({
+      upstreams: { eth: [{ url: node.url, name: "only" }] },
+      health: { ...DEFAULT_HEALTH, probeIntervalMs: 60_000 },
+      cache: { ...DEFAULT_CACHE, enabled: false },
+    });
+    await everyNodeInRotation(gw);
+  });
+  afterAll(async () => {
+    await gw?.close();
+    await node?.stop();
+  });
+
+  it("waits for the head once, about a block, then is answered by the node it has", async () => {
+    const rpc = (method: string, params: unknown[]) =>
+      gw.call("eth", `/${KEYS.all}`, { body: JSON.stringify({ jsonrpc: "2.0", id: 1, method, params }) });
+    const tx = await new Wallet(DEV_KEY).signTransaction({
+      to: TO,
+      value: 1n,
+      nonce: 0,
+      gasLimit: 21_000n,
+      maxFeePerGas: 10n ** 10n,
+      maxPriorityFeePerGas: 1n,
+      chainId: 1n,
+      type: 2,
+    });
+    expect((await rpc("eth_sendRawTransaction", [tx])).status).toBe(200);
+    // another instance served a head this node has not reached (through Redis, in a deployment)
+    const group = gw.gateway.upstreams.group("eth", "/");
+    group?.served.raise(5);
+    const started = performance.now();
+    const r = await rpc("eth_blockNumber", []);
+    const took = performance.now() - started;
+    expect(r.status).toBe(200);
+    const headWaitMs = group?.headWaitMs ?? 0;
+    expect(took).toBeGreaterThanOrEqual(headWaitMs - 50);
+    expect(took).toBeLessThan(headWaitMs * 1.7);
+  });
+});
