@@ -108,7 +108,7 @@ function checkInterface(
   }
   const trie = iface.routes ? checkRoutes(iface.routes, [...path, "routes"], report) : undefined;
   checkWrites(iface, trie, [...path, "writes"], report);
-  checkLongPolls(iface, trie, [...path, "longPolls", "routes"], report);
+  checkLongPolls(iface, trie, [...path, "longPolls"], report);
   checkSubscriptions(iface, [...path, "subscriptions"], report);
   checkReads(iface, [...path, "reads"], report);
   checkComputeUnits(iface, trie, [...path, "computeUnits"], report);
@@ -205,19 +205,17 @@ function checkLongPolls(
   const served = servedMethods(iface);
   (iface.longPolls?.methods ?? []).forEach((method, i) => {
     if (!served.has(method))
-      report(
-        [...path.slice(0, -1), "methods", i],
-        `long poll "${method}" is not a method this interface serves`,
-      );
+      report([...path, "methods", i], `long poll "${method}" is not a method this interface serves`);
   });
   const writes = new Set(iface.writes ?? []);
   const streams = new Set(iface.routes?.stream ?? []);
   (iface.longPolls?.routes ?? []).forEach((text, i) => {
-    const route = parseOrReport(text, [...path, i], report);
+    const at: YamlPath = [...path, "routes", i];
+    const route = parseOrReport(text, at, report);
     if (route !== undefined && (trie === undefined || !reaches(trie, route)))
-      report([...path, i], `long poll "${text}" is not a route this interface allows`);
-    else if (writes.has(text)) report([...path, i], `long poll "${text}" is a write: a write is never held`);
-    else if (streams.has(text)) report([...path, i], `long poll "${text}" is a stream already`);
+      report(at, `long poll "${text}" is not a route this interface allows`);
+    else if (writes.has(text)) report(at, `long poll "${text}" is a write: a write is never held`);
+    else if (streams.has(text)) report(at, `long poll "${text}" is a stream already`);
   });
 }
 

@@ -25,6 +25,7 @@ import type { QuotaHold } from "../plans/quota-hold.js";
 import type { ComputeUnits } from "../registry/types.js";
 import { callerTraceParent } from "../tracing/trace-parent.js";
 import type { RequestTrace, Tracing } from "../tracing/tracing.js";
+import { isHeld } from "../upstream/call-run.js";
 import type { UpstreamCall } from "../upstream/policy.js";
 import type { ErrorBoundary } from "./boundary.js";
 import { relay } from "./relay.js";
@@ -249,7 +250,7 @@ export class HttpExchange {
       this.#methodClass = classOf(call, authorized);
       // A stream stays open while the node pushes, a long poll while it waits: one caller holds a few at
       // once, and the socket's idle timeout must not cut them (the call's own deadline bounds a long poll).
-      if (call.stream || call.heldMs > 0) {
+      if (isHeld(call)) {
         this.#held.take(mounted.admitted.clientId);
         this.#heldBy = mounted.admitted.clientId;
         this.#req.socket.setTimeout(0);

@@ -340,9 +340,8 @@ export abstract class CallRun<Caller extends CallerSide = CallerSide> implements
     endAttempt(attempt.span, outcome, failure, status);
   }
 
-  /** The node holds the call on purpose: a stream while its caller listens, a long poll while it waits. */
   get #held(): boolean {
-    return this.call.stream || this.call.heldMs > 0;
+    return isHeld(this.call);
   }
 
   #hasAnother(): boolean {
@@ -458,6 +457,11 @@ function isOwnError(body: Buffer, unavailable: readonly number[]): boolean {
   if (typeof error !== "object" || error === null) return false;
   const code = (error as { code?: unknown }).code;
   return typeof code === "number" && !unavailable.includes(code);
+}
+
+/** The node holds the call on purpose: a stream while its caller listens, a long poll while it waits. */
+export function isHeld(call: UpstreamCall): boolean {
+  return call.stream || call.heldMs > 0;
 }
 
 /** A fallback node never goes before a primary in rotation, nor is waited for while one is. */

@@ -199,6 +199,8 @@ export class HttpBridge extends EventEmitter implements NodeSocket {
   #heldMs(text: string): number {
     const longPolls = this.#longPolls;
     if (longPolls === undefined) return 0;
+    // most messages name none of the few long-poll methods: found without decoding anything
+    if (![...longPolls.methods].some((method) => text.includes(`"${method}"`))) return 0;
     return scanMembers(text).some((call) => longPolls.methods.has(methodOf(call))) ? longPolls.heldMs : 0;
   }
 

@@ -19,6 +19,34 @@ const GENESIS = 1_700_000_000;
 const DEV_KEY = "0xac0974bec39a17e36ba4a6b4d238ff944bacb478cbed5efcae784d7bf4f2ff80";
 const TO = `0x${"ab".repeat(20)}`;
 
+/**
+ * `count` anvils of one chain, at block 1 each: nothing is mined unless a test mines, so a transaction
+ * stays pending in the mempool of the node that took it, and none gossips it to another.
+ */
+async function chainOf(count: number): Promise<Anvil[]> {
+  const nodes = await Promise.all(
+    Array.from({ length: count }, () =>
+      startAnvil({ sameChainAs: { genesisTimestamp: GENESIS }, chainId: 1 }),
+    ),
+  );
+  for (const node of nodes) await node.rpc("evm_mine", [GENESIS + 12]);
+  return nodes;
+}
+
+/** The dev account's first payment to TO, signed: a write the test sends raw. */
+function firstPayment(): Promise<string> {
+  return new Wallet(DEV_KEY).signTransaction({
+    to: TO,
+    value: 1n,
+    nonce: 0,
+    gasLimit: 21_000n,
+    maxFeePerGas: 10n ** 10n,
+    maxPriorityFeePerGas: 1n,
+    chainId: 1n,
+    type: 2,
+  });
+}
+
 describe("a caller's reads after its write (two anvils that gossip nothing, ethers)", () => {
   let nodes: Anvil[];
   let gw: RunningGateway;
@@ -26,11 +54,7 @@ describe("a caller's reads after its write (two anvils that gossip nothing, ethe
   let provider: JsonRpcProvider;
 
   beforeAll(async () => {
-    nodes = await Promise.all(
-      [0, 1].map(() => startAnvil({ sameChainAs: { genesisTimestamp: GENESIS }, chainId: 1 })),
-    );
-    // one chain, block for block; nothing is mined while the test runs, so a transaction stays pending
-    for (const node of nodes) await node.rpc("evm_mine", [GENESIS + 12]);
+    nodes = await chainOf(2);
     gw = await startGateway({
       upstreams: { eth: nodes.map((node, i) => ({ url: node.url, name: `n${i}` })) },
       health: { ...DEFAULT_HEALTH, probeIntervalMs: 60_000 },
@@ -79,10 +103,7 @@ describe("a write that a fallback node took, once a primary is back", () => {
     ).json as { result?: unknown };
 
   beforeAll(async () => {
-    nodes = await Promise.all(
-      [0, 1].map(() => startAnvil({ sameChainAs: { genesisTimestamp: GENESIS }, chainId: 1 })),
-    );
-    for (const node of nodes) await node.rpc("evm_mine", [GENESIS + 12]);
+    nodes = await chainOf(2);
     gw = await startGateway({
       upstreams: {
         eth: [
@@ -103,17 +124,7 @@ describe("a write that a fallback node took, once a primary is back", () => {
   it("does not keep the writer's calls on the fallback: fallbacks serve only while no primary is in rotation", async () => {
     const [primary, fallback] = members();
     primary?.health.cordon(true);
-    const wallet = new Wallet(DEV_KEY);
-    const tx = await wallet.signTransaction({
-      to: TO,
-      value: 1n,
-      nonce: 0,
-      gasLimit: 21_000n,
-      maxFeePerGas: 10n ** 10n,
-      maxPriorityFeePerGas: 1n,
-      chainId: 1n,
-      type: 2,
-    });
+    const tx = await firstPayment();
     expect((await rpc("eth_sendRawTransaction", [tx])).result).toMatch(/^0x/);
     primary?.health.cordon(false);
     await eventually(() => primary?.health.inRotation === true, 5_000, "the primary back in rotation");
@@ -129,10 +140,7 @@ describe("a writer's node that the probes show a block behind", () => {
   const members = () => gw.gateway.upstreams.group("eth", "/")?.members ?? [];
 
   beforeAll(async () => {
-    nodes = await Promise.all(
-      [0, 1].map(() => startAnvil({ sameChainAs: { genesisTimestamp: GENESIS }, chainId: 1 })),
-    );
-    for (const node of nodes) await node.rpc("evm_mine", [GENESIS + 12]);
+    nodes = await chainOf(2);
     gw = await startGateway({
       upstreams: { eth: nodes.map((node, i) => ({ url: node.url, name: `n${i}` })) },
       health: { ...DEFAULT_HEALTH, probeIntervalMs: 200 },
@@ -196,8 +204,7 @@ describe("a writer's read when no node has reached the head served", () => {
   let gw: RunningGateway;
 
   beforeAll(async () => {
-    node = await startAnvil({ sameChainAs: { genesisTimestamp: GENESIS }, chainId: 1 });
-    await node.rpc("evm_mine", [GENESIS + 12]);
+    [node] = (await chainOf(1)) as [Anvil];
     gw = await startGateway({
       upstreams: { eth: [{ url: node.url, name: "only" }] },
       health: { ...DEFAULT_HEALTH, probeIntervalMs: 60_000 },
@@ -213,16 +220,7 @@ describe("a writer's read when no node has reached the head served", () => {
   it("waits for the head once, about a block, then is answered by the node it has", async () => {
     const rpc = (method: string, params: unknown[]) =>
       gw.call("eth", `/${KEYS.all}`, { body: JSON.stringify({ jsonrpc: "2.0", id: 1, method, params }) });
-    const tx = await new Wallet(DEV_KEY).signTransaction({
-      to: TO,
-      value: 1n,
-      nonce: 0,
-      gasLimit: 21_000n,
-      maxFeePerGas: 10n ** 10n,
-      maxPriorityFeePerGas: 1n,
-      chainId: 1n,
-      type: 2,
-    });
+    const tx = await firstPayment();
     expect((await rpc("eth_sendRawTransaction", [tx])).status).toBe(200);
     // another instance served a head this node has not reached (through Redis, in a deployment)
     const group = gw.gateway.upstreams.group("eth", "/");
