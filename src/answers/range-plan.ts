@@ -33,7 +33,10 @@ export function planRanges(
   let highestBlock = -1;
   let split: RangeSplit | undefined;
   for (const read of need.ranges) {
-    const from = bound(read, read.filter[read.rule.from], servedHead);
+    const fromValue = read.filter[read.rule.from];
+    // a node that reads a left-out start as genesis scans the whole chain for it
+    const from =
+      fromValue === undefined && read.rule.openFrom === "genesis" ? 0 : bound(read, fromValue, servedHead);
     const to = bound(read, read.filter[read.rule.to], servedHead);
     if (from === undefined || to === undefined || to < from) continue;
     if (to > highestBlock) highestBlock = to;
@@ -57,7 +60,8 @@ export function planRanges(
 }
 
 /**
- * A range bound as a height: a head tag or a left-out bound is the served head, a genesis tag block 0, a
+ * A range bound as a height: a head tag or a left-out bound is the served head (a left-out start that the
+ * registry's `openFrom` says is genesis aside), a genesis tag block 0, a
  * number too large to read exactly the largest one that is (so that the range it bounds counts as wide as
  * it is, rather than going to a node that would read it as "to my head").
  */

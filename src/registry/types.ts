@@ -273,6 +273,11 @@ export interface RangeRule {
    * the range itself, so it is not split, only refused above `refuseAbove`.
    */
   readonly pages?: readonly string[];
+  /**
+   * Where a range that leaves `from` out starts: the head (the default; geth reads a missing `fromBlock`
+   * as `latest`) or genesis (Pathfinder's `starknet_getEvents` scans from block 0).
+   */
+  readonly openFrom?: "head" | "genesis";
 }
 
 /**

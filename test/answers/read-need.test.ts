@@ -159,6 +159,18 @@ describe("ranges that page themselves: refused when too wide, never split", () =
     expect(() => plan(byName, "starknet")).toThrow("block range");
   });
 
+  it("Starknet getEvents without from_block scans from genesis (Pathfinder), so it is as wide as the chain", () => {
+    const open = (filter: object) => call("starknet_getEvents", [{ chunk_size: 100, ...filter }]);
+    expect(() => plan(open({ to_block: "latest" }), "starknet")).toThrow("block range");
+    expect(() => plan(open({}), "starknet")).toThrow("block range");
+    expect(() => plan(open({ to_block: { block_number: 200_000 } }), "starknet")).toThrow("block range");
+    // a young chain's whole history is a range like any other
+    expect(plan(open({ to_block: { block_number: 5_000 } }), "starknet").highestBlock).toBe(5_000);
+    // eth_getLogs without fromBlock reads from the head, as geth does: one block
+    const logs = call("eth_getLogs", [{ toBlock: "latest" }]);
+    expect(plan(logs, "eth")).toEqual({ highestBlock: 1_000_000, split: undefined });
+  });
+
   it("toncenter: a seqno names a masterchain block for the block calls only with workchain -1; Ogmios reads at the tip", () => {
     const shard = "-9223372036854775808";
     const header = (workchain: number) =>
