@@ -315,6 +315,12 @@ function checkReads(iface: InterfaceSpec, path: YamlPath, report: Report): void 
   for (const method of Object.keys(rules.heightIn ?? {}))
     if (at[method] === undefined)
       report([...path, "heightIn", method], `"${method}" has no block param in reads.at`);
+  for (const method of Object.keys(rules.positionalAt ?? {}))
+    if (at[method] !== "params")
+      report(
+        [...path, "positionalAt", method],
+        `"${method}" does not read its block from its params object (reads.at)`,
+      );
   checkCacheRules(rules, served, [...path, "cache"], report);
   checkAtHeadPaths(iface, [...path, "atHeadPaths"], report);
   if (rules.unknownBlockAnswers !== undefined && iface.family !== "rest")

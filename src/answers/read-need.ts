@@ -192,7 +192,14 @@ export function blockParam(rules: ReadRules, call: PassedCall): unknown {
     for (const [member, wanted] of Object.entries(when))
       if ((params as Record<string, unknown>)[member] !== wanted) return NO_BLOCK_PARAM;
   }
-  return position === "params" ? params : paramAt(rules, call.method, params, position);
+  if (position !== "params") return paramAt(rules, call.method, params, position);
+  if (!Array.isArray(params)) return params;
+  // the same call in its positional form: its block param where the registry places it, if it does
+  const path = rules.positionalAt?.[call.method];
+  if (path === undefined) return params;
+  let value: unknown = params;
+  for (const index of path) value = Array.isArray(value) ? value[index] : undefined;
+  return value;
 }
 
 /**

@@ -150,6 +150,12 @@ export interface ReadRules {
    */
   readonly paramNames?: Readonly<Record<string, readonly string[]>>;
   /**
+   * Method → where a method that `at` reads from its params object (`params`) finds its block param when
+   * its params come as an array instead: the indices, outermost first (nearcore's legacy forms, `block`
+   * with `[block_id]`, `chunk` with `[[block_id, shard_id]]`).
+   */
+  readonly positionalAt?: Readonly<Record<string, readonly number[]>>;
+  /**
    * Error texts of a node that does not know a block named by hash (bitcoind's "Block not found"): such a
    * read is asked once more of another node of the label, as one it answered null (answers/by-hash.ts).
    */

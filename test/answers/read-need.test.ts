@@ -123,6 +123,11 @@ describe("readNeed on other dialects", () => {
   it("nearcore: finality reads at the head, block_id names a block; Substrate: a hash is named, none left out is the head", () => {
     expect(need(call("block", { finality: "final" } as never), "near")).toMatchObject({ atHead: true });
     expect(need(call("block", { block_id: 99 } as never), "near")).toMatchObject({ highestBlock: 99 });
+    // the legacy positional forms nearcore parses too: block [block_id], chunk [[block_id, shard_id]]
+    expect(need(call("block", [99]), "near")).toMatchObject({ highestBlock: 99 });
+    expect(need(call("block", ["9".repeat(44)]), "near")).toMatchObject({ highestBlock: -1 });
+    expect(need(call("chunk", [[99, 0]]), "near")).toMatchObject({ highestBlock: 99 });
+    expect(need(call("chunk", ["9".repeat(44)]), "near")).toMatchObject({ atHead: true });
     expect(need(call("chain_getBlock", []), "dot")).toMatchObject({ atHead: true });
     expect(need(call("state_getStorage", ["0x00", `0x${"ab".repeat(32)}`]), "dot")).toMatchObject({
       stateByHash: true,

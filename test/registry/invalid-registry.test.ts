@@ -230,6 +230,12 @@ const defects: readonly Defect[] = [
     message: '24:25 "eth_sign" is not one of the interface\'s methods',
   },
   {
+    name: "a positional block place for a method whose block is not its params object",
+    from: "    head: { method: eth_blockNumber, params: [], field: result, encoding: hex-quantity }\n",
+    to: "    head: { method: eth_blockNumber, params: [], field: result, encoding: hex-quantity }\n    reads:\n      block: { encoding: hex-quantity, headTags: [latest] }\n      at: { eth_getBalance: 1 }\n      positionalAt: { eth_getBalance: [1] }\n",
+    message: '24:39 "eth_getBalance" does not read its block from its params object (reads.at)',
+  },
+  {
     name: "a long-poll method that the interface does not serve",
     from: "      deny: [admin_*, eth_sign]\n",
     to: "      deny: [admin_*, eth_sign]\n    longPolls: { methods: [eth_sign], heldMs: 1000 }\n",
