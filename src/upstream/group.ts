@@ -221,6 +221,20 @@ export class UpstreamGroup {
   }
 
   /**
+   * A new WebSocket connection's nodes, best first: those that have reached the head the label served, as
+   * a read at the head would choose them, so that what the connection reads first is not behind what the
+   * caller read over HTTP; when none has (its nodes lag a moment), every node the highest first, at once: a
+   * connection's calls all go to its node, and a handshake does not wait a block for one.
+   */
+  forConnection(): readonly Upstream[] {
+    const atHead = this.choose(false, this.served.height);
+    if (atHead.length > 0) return atHead;
+    const order = [...this.choose()];
+    order.sort((a, b) => (b.health.head ?? -1) - (a.health.head ?? -1));
+    return order;
+  }
+
+  /**
    * After a read waited for a head in vain: the members in rotation, the highest head first. The served
    * head comes down to the highest they have (served-head.ts `settle`).
    */

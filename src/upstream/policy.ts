@@ -296,7 +296,7 @@ export function openWebSocket(
 const OVERSIZE_READ = 4;
 
 /**
- * The group's nodes in its order of choice for a new connection; undefined when there is none, and then
+ * The group's nodes in its order of choice for a new connection (group.ts `forConnection`); undefined when there is none, and then
  * `callback` has been told NO_UPSTREAM, or `again` runs once the prober has checked the nodes it has not
  * yet (a label's first connections after a start), while the client still waits (`wanted`).
  */
@@ -307,7 +307,7 @@ export function nodesForSocket<Socket>(
   callback: (error: GatewayError | undefined, socket?: Socket, upstream?: Upstream) => void,
   again: () => void,
 ): readonly Upstream[] | undefined {
-  const order = group.choose();
+  const order = group.forConnection();
   if (order.length > 0) return order;
   if (group.checking && wanted()) group.whenChecked(limits.ws.handshakeTimeoutMs, again);
   else callback(new GatewayError("NO_UPSTREAM", { reason: group.whyNone(false) }));

@@ -140,6 +140,31 @@ describe("choosing an upstream", () => {
     expect(g.ownerNode("caller-1")).toBeUndefined();
   });
 
+  it("a new connection opens on a node at the head the label served, else on the highest, without waiting", () => {
+    const { group: g, byName } = group([
+      { url: "http://a:1", name: "a" },
+      { url: "http://b:1", name: "b" },
+      { url: "http://c:1", name: "c" },
+    ]);
+    for (const [name, head] of [
+      ["a", 100],
+      ["b", 101],
+      ["c", 101],
+    ] as const) {
+      byName(name).health.probed(head, 1);
+      g.judgeProbe(byName(name));
+    }
+    g.served.raise(101);
+    // the nodes at the served head, in turn, and never the one behind
+    const firsts = Array.from({ length: 6 }, () => g.forConnection()[0]?.name);
+    expect(new Set(firsts)).toEqual(new Set(["b", "c"]));
+    expect(g.forConnection().map((m) => m.name)).not.toContain("a");
+    // a head served that no node has reached yet (another instance's, say): every node, the highest first
+    g.served.raise(102);
+    expect(g.forConnection().map((m) => m.name)[2]).toBe("a");
+    expect(g.served.height).toBe(102);
+  });
+
   it("a failing node's lag grows as the others move on, from its last known head", () => {
     const { group: g, byName } = group([
       { url: "http://a:1", name: "a" },
