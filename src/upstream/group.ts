@@ -90,6 +90,8 @@ export class UpstreamGroup {
       if (member.tier === "primary" && reached(member, atLeast)) order.push(member);
     }
     const primaries = order.length;
+    // a fallback ahead of primaries in rotation must not take their reads: they wait for a primary (`behind`)
+    if (primaries === 0 && atLeast >= 0 && this.#primaryInRotation(exclude)) return NONE;
     for (const member of this.members) {
       if (
         member.health.inRotation &&
@@ -213,11 +215,17 @@ export class UpstreamGroup {
 
   /** Whether members are in rotation but none has reached `atLeast`: a read may wait for one. */
   behind(atLeast: number): boolean {
-    return (
-      atLeast >= 0 &&
-      this.members.some((m) => m.health.inRotation) &&
-      !this.members.some((m) => m.health.inRotation && reached(m, atLeast))
+    if (atLeast < 0) return false;
+    const serving = this.#primaryInRotation() ? "primary" : undefined;
+    const candidates = this.members.filter(
+      (m) => m.health.inRotation && (serving === undefined || m.tier === serving),
     );
+    return candidates.length > 0 && !candidates.some((m) => reached(m, atLeast));
+  }
+
+  /** Whether a primary is in rotation (other than `exclude`): then fallbacks serve no read of their own. */
+  #primaryInRotation(exclude?: Upstream): boolean {
+    return this.members.some((m) => m.tier === "primary" && m.health.inRotation && m !== exclude);
   }
 
   /**
@@ -235,13 +243,19 @@ export class UpstreamGroup {
   }
 
   /**
-   * After a read waited for a head in vain: the members in rotation, the highest head first. The served
+   * After a read waited for a head in vain: the members in rotation, primaries before fallbacks and the
+   * highest head first in each. The served
    * head comes down to the highest they have (served-head.ts `settle`).
    */
   highestFirst(write = false): readonly Upstream[] {
     const order = this.members.filter((m) => m.health.inRotation);
     if (order.length === 0) return this.#lastResort(write);
-    order.sort((a, b) => (b.health.head ?? -1) - (a.health.head ?? -1));
+    // primaries first, each tier the highest head first: a fallback does not lead primaries in rotation
+    order.sort(
+      (a, b) =>
+        (a.tier === b.tier ? 0 : a.tier === "primary" ? -1 : 1) ||
+        (b.health.head ?? -1) - (a.health.head ?? -1),
+    );
     this.served.settle(order[0]?.health.head ?? -1);
     return order;
   }
@@ -341,7 +355,9 @@ export class UpstreamGroup {
       else member.health.noteLag(best);
     }
     const head = probed.health.head;
-    if (head !== undefined && probed.health.inRotation) {
+    // a fallback's head is not served while a primary is in rotation: reads would wait for the primaries
+    const serves = probed.tier === "primary" || !this.#primaryInRotation();
+    if (head !== undefined && probed.health.inRotation && serves) {
       this.served.raise(head);
       this.served.nodeReached(head);
     }

@@ -165,6 +165,36 @@ describe("choosing an upstream", () => {
     expect(g.served.height).toBe(102);
   });
 
+  it("a fallback a block ahead of the primaries takes none of their reads at the head", () => {
+    const { group: g, byName } = group([
+      { url: "http://a:1", name: "a" },
+      { url: "http://b:1", name: "b" },
+      { url: "http://f:1", name: "f", tier: "fallback" },
+    ]);
+    for (const [name, head] of [
+      ["a", 100],
+      ["b", 100],
+      ["f", 101],
+    ] as const) {
+      byName(name).health.probed(head, 1);
+      g.judgeProbe(byName(name));
+    }
+    // its head is not the label's while primaries serve
+    expect(g.served.height).toBe(100);
+    expect(g.choose(false, 100)[0]?.tier).toBe("primary");
+    // a head served that only the fallback has reached: the read waits for a primary, then takes one first
+    g.served.raise(101);
+    expect(g.choose(false, 101)).toEqual([]);
+    expect(g.behind(101)).toBe(true);
+    expect(g.highestFirst().map((m) => m.name)).toEqual(["a", "b", "f"]);
+    // with no primary in rotation, the fallback serves, its head with it
+    for (const name of ["a", "b"]) byName(name).health.probeFailed("refused", "ECONNREFUSED");
+    expect(g.choose(false, 101).map((m) => m.name)).toEqual(["f"]);
+    byName("f").health.probed(102, 1);
+    g.judgeProbe(byName("f"));
+    expect(g.served.height).toBe(102);
+  });
+
   it("a failing node's lag grows as the others move on, from its last known head", () => {
     const { group: g, byName } = group([
       { url: "http://a:1", name: "a" },
