@@ -16,7 +16,13 @@ redis.call('PUBLISH', ARGV[3], ARGV[4])
 return 1
 `;
 
-const CHANNEL = "gateway:heads";
+/**
+ * The channel of one Redis database's heads: Redis' pub/sub spans its databases, and deployments kept apart
+ * by their database index (staging on /1, production on /2) must not raise each other's heads.
+ */
+function channelOf(db: number): string {
+  return `gateway:heads:${db}`;
+}
 
 /**
  * How long a stored head counts, in ms: a label whose head has not risen for this long (its nodes went, a
@@ -42,11 +48,13 @@ export class SharedHeads {
   readonly #redis: Redis;
   readonly #subscriber: Redis;
   readonly #raise: RaiseCommand;
+  readonly #channel: string;
   /** The groups of the configs being served, by label: a reload adds its own, a retired config leaves. */
   readonly #groups = new Map<string, Set<UpstreamGroup>>();
 
   constructor(config: SharedLimitsConfig) {
     this.#redis = new Redis(config.redis, sharedRedisOptions("gateway:head:"));
+    this.#channel = channelOf(this.#redis.options.db ?? 0);
     this.#redis.defineCommand("gatewayRaiseHead", { numberOfKeys: 1, lua: RAISE_SCRIPT });
     this.#raise = (this.#redis as unknown as { gatewayRaiseHead: RaiseCommand }).gatewayRaiseHead.bind(
       this.#redis,
@@ -54,7 +62,7 @@ export class SharedHeads {
     // The subscriber queues its SUBSCRIBE until it is connected, and makes it again after a reconnection.
     this.#subscriber = new Redis(config.redis, { ...sharedRedisOptions(""), enableOfflineQueue: true });
     this.#subscriber.on("message", (_channel: string, message: string) => this.#heard(message));
-    this.#subscriber.subscribe(CHANNEL).catch(() => {});
+    this.#subscriber.subscribe(this.#channel).catch(() => {});
     // Failed reconnections are retried with backoff; meanwhile each instance keeps its own heads.
     this.#redis.on("error", () => {});
     this.#subscriber.on("error", () => {});
@@ -71,7 +79,7 @@ export class SharedHeads {
       const set = this.#groups.get(label) ?? new Set<UpstreamGroup>();
       this.#groups.set(label, set.add(group));
       group.served.onRise = (height) => {
-        this.#raise(label, height, KEEP_MS, CHANNEL, `${label} ${height}`).catch(() => {});
+        this.#raise(label, height, KEEP_MS, this.#channel, `${label} ${height}`).catch(() => {});
       };
       if (this.#redis.status === "ready") this.#seed(group);
     }

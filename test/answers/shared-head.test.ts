@@ -2,8 +2,10 @@ import { Redis } from "ioredis";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { endpointsByLabel } from "../../generated/endpoints.js";
 import { SharedHeads } from "../../src/answers/shared-heads.js";
-import { DEFAULT_HEALTH } from "../../src/config/defaults.js";
+import { DEFAULT_HEALTH, DEFAULT_LIMITS } from "../../src/config/defaults.js";
 import type { Endpoint } from "../../src/registry/types.js";
+import type { UpstreamGroup } from "../../src/upstream/group.js";
+import { UpstreamTable } from "../../src/upstream/upstreams.js";
 import { eventually } from "../support/eventually.js";
 import { KEYS, type RunningGateway, startGateway } from "../support/gateway.js";
 import { type LoopbackNode, startLoopbackNode } from "../support/loopback-node.js";
@@ -21,6 +23,21 @@ const REDIS = `${SHARED_REDIS_URL}/7`;
 const redis = await needServices("redis");
 const algo = endpointsByLabel.get("algo") as Endpoint;
 const H = 40_000_000;
+
+/** An algo group of a gateway that is not started: what a deployment's SharedHeads would be given. */
+function groupOf(name: string) {
+  const table = new UpstreamTable(
+    {
+      upstreams: { algo: [{ url: "http://127.0.0.1:9", name }] },
+      limits: DEFAULT_LIMITS,
+      health: DEFAULT_HEALTH,
+    },
+    endpointsByLabel,
+    () => ({}) as never,
+    () => {},
+  );
+  return table.group("algo", "/") as UpstreamGroup;
+}
 
 describe.skipIf(redis.skip)(
   "the served head is shared across gateway instances through Redis (real Redis)",
@@ -109,6 +126,27 @@ describe.skipIf(redis.skip)(
       expect(await answer).toBe(H + 8);
       const waits = new Map(c.gateway.upstreams.group("algo", "/")?.answers.entries());
       expect(waits.get("head_wait")).toBe(1);
+    });
+
+    it("a deployment on another database of the same Redis hears none of these heads", async () => {
+      // Redis' pub/sub spans databases: a staging deployment on /15 raised production's heads on /7
+      const other = new SharedHeads({ redis: `${SHARED_REDIS_URL}/15`, leaseMs: 100, fallbackShare: 1 });
+      const apart = groupOf("apart");
+      other.attach([apart]);
+      // one more on this deployment's database, made after it: once it hears a head, so could the other
+      const same = new SharedHeads({ redis: REDIS, leaseMs: 100, fallbackShare: 1 });
+      const together = groupOf("together");
+      same.attach([together]);
+      await eventually(() => together.served.height === H + 8, 2000, "the stored head read");
+      await new Promise((resolve) => setTimeout(resolve, 100));
+      try {
+        ahead.height = H + 12;
+        expect(await status(a)).toBe(H + 12);
+        await eventually(() => together.served.height === H + 12, 2000, "the head heard on database 7");
+        expect(apart.served.height).toBe(-1);
+      } finally {
+        await Promise.all([other.close(), same.close()]);
+      }
     });
   },
 );
