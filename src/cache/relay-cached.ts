@@ -6,6 +6,7 @@ import { learnHeights, showsHeight } from "../answers/examined.js";
 import { ANY_ORIGIN, EXPOSED_HEADERS } from "../errors/respond.js";
 import type { GatewayError } from "../errors/table.js";
 import { pushRequestId, withRequestId } from "../http/request-id.js";
+import { isPlainId } from "../jsonrpc/id-key.js";
 import { CACHE } from "../tracing/attributes.js";
 import type { WholeAnswer } from "../upstream/buffered-answer.js";
 import { fetchWhole, type RelayDone, type UpstreamCall } from "../upstream/policy.js";
@@ -179,8 +180,13 @@ function joinOrFly(missed: Missed, lookup: Span | undefined): void {
   const waiter: Waiter = { res, id: read.id, note, done, wait: undefined };
   const flight: Flight = { caller: new SharedCaller(), waiters: [waiter], followers: [] };
   flight.caller.join(res);
-  inFlight.set(flightKey, flight);
-  const landed = () => (inFlight as Map<string, Flight>).delete(flightKey);
+  // a call whose id a node may refuse (1.5, a 30-digit number) would hand that refusal to every caller
+  // waiting on it: it goes alone, and no call joins it
+  const leads = isPlainId(read.id);
+  if (leads) inFlight.set(flightKey, flight);
+  const landed = () => {
+    if (leads) (inFlight as Map<string, Flight>).delete(flightKey);
+  };
   const fromNode = (): void => {
     looked(lookup, "miss");
     cache.counts.miss++;

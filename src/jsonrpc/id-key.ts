@@ -16,6 +16,16 @@ export function idKey(id: string | undefined): string {
   }
 }
 
+/**
+ * Whether every node software echoes the id as sent: a plain string or a small non-negative integer. anvil
+ * and reth read ids as strings or u64 and answer a fractional, negative or huge one with
+ * `"id":null`, an error that is the id's, not the call's: such a call may not lead identical calls of other
+ * callers (src/cache/).
+ */
+export function isPlainId(id: string): boolean {
+  return PLAIN.test(id);
+}
+
 // a string with no escape in it, or a small integer
 const PLAIN = /^(?:"[^"\\]*"|0|[1-9][0-9]{0,14})$/;
 const INTEGER = /^-?(?:0|[1-9][0-9]*)$/;

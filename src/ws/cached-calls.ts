@@ -10,6 +10,7 @@ import {
   type SocketFlight,
 } from "../cache/socket-flights.js";
 import type { PassedCall } from "../jsonrpc/check.js";
+import { isPlainId } from "../jsonrpc/id-key.js";
 import type { HeadCall, ReadRules } from "../registry/types.js";
 import type { UpstreamGroup } from "../upstream/group.js";
 import type { Upstream } from "../upstream/upstreams.js";
@@ -84,6 +85,9 @@ export class CachedCalls {
         return "following";
       }
     }
+    // a call whose id a node may refuse (jsonrpc/id-key.ts isPlainId) leads no identical calls: its
+    // answer may be an error about its id, with none the flight could land with
+    if (!isPlainId(read.id)) return undefined;
     cache.counts.miss++;
     const flight = openSocketFlight(cache, read.key, epoch);
     this.#opened.add(flight);

@@ -351,6 +351,34 @@ describe("the answer cache on a real anvil", () => {
     }
   });
 
+  it("a call whose id anvil refuses (1.5) leads no identical call: the others get the answer, not its id's error", async () => {
+    recorder.delayMs = 500;
+    try {
+      const params = [OTHER, "0x6"];
+      const before = reached("eth_getTransactionCount", params);
+      const odd = call("eth_getTransactionCount", params, 1.5);
+      await eventually(
+        () => reached("eth_getTransactionCount", params) > before,
+        2_000,
+        "the call at the node",
+      );
+      const others = await Promise.all([
+        call("eth_getTransactionCount", params, 2),
+        call("eth_getTransactionCount", params, "x"),
+      ]);
+      // anvil reads ids as strings or u64: the odd one's answer is about its id
+      expect((await odd).error?.message).toMatch(/invalid request/i);
+      expect(others.map((a) => [a.id, a.result, a.error])).toEqual([
+        [2, "0x0", undefined],
+        ["x", "0x0", undefined],
+      ]);
+      // the two others went together, as one call of their own
+      expect(reached("eth_getTransactionCount", params)).toBe(before + 2);
+    } finally {
+      recorder.delayMs = 0;
+    }
+  });
+
   it("a WebSocket call identical to an HTTP call in flight waits for that call's answer, with its own id", async () => {
     recorder.delayMs = 1_000;
     const socket = await Client.open(`ws://eth.${DOMAIN}:${gw.port}/${KEYS.all}`);
