@@ -46,6 +46,12 @@ interface Lease {
   /** Whether the last lease failed (Redis connected but not answering): decide locally until one succeeds. */
   failing: boolean;
   usedAt: number;
+  /**
+   * A key this instance has not seen for as long as its bucket takes to refill: its bucket in Redis is
+   * most likely full, so it may spend up to its burst on credit (a dApp's page load sends its calls at
+   * once) until a lease has paid the credit back or Redis said the bucket is dry.
+   */
+  open: boolean;
 }
 
 /** A lease still unanswered after this long is given up on for the decision at hand (Redis is slow). */
@@ -64,10 +70,10 @@ type LeaseCommand = (
  * Rate limits shared by every proxy instance and worker through Redis, with no Redis round trip on a
  * request's path. Each instance leases a key's tokens from the key's global bucket in Redis, `leaseMs` of
  * its rate at a time, and spends them locally; it asks for the next lease when half of one is left, so a
- * busy key's requests find tokens already there. A key an instance has not seen lately may spend one
- * lease's worth on credit while its first lease is on the way; the credit is paid back from that lease.
- * How far a key can go over its rate: the credit and the unspent leases, one lease and a half per
- * instance (docs/deployment.md). proxyd and rate-limiter-flexible ask Redis on every request instead.
+ * busy key's requests find tokens already there. A key an instance has not seen for as long as its bucket
+ * takes to refill may spend up to its burst on credit while its first lease is on the way (its bucket is
+ * most likely full); the credit is paid back from the leases. How far a key can go over its rate: that
+ * credit once per idle spell, and one lease and a half per instance after it (docs/deployment.md). proxyd and rate-limiter-flexible ask Redis on every request instead.
  *
  * While Redis cannot be reached (or a lease is slow), each instance decides alone with in-process buckets
  * at `fallbackShare` of the key's rate; it reconnects with backoff and shares again once Redis is back.
@@ -131,6 +137,11 @@ export class SharedTokenBuckets implements RateLimiter {
     if (!this.#shared) return this.#local.take(id, this.#fallback(rate), cost);
     const now = this.#now();
     const lease = this.#leaseOf(id, now);
+    // idle for as long as a bucket takes to refill: whatever this instance or another spent is back
+    if (now - lease.usedAt >= (rate.burst / rate.perSecond) * 1000 && !lease.pending) {
+      lease.open = true;
+      lease.dry = false;
+    }
     lease.usedAt = now;
     const size = leaseSize(rate, this.#config.leaseMs);
     if (lease.balance >= cost) {
@@ -145,7 +156,11 @@ export class SharedTokenBuckets implements RateLimiter {
     // On credit, while the key's bucket has not run dry: up to a lease, or the request's own cost (at most
     // its burst, stage 5's check), which the renewal asks Redis for. A request costing more than a lease (a
     // batch) would otherwise wait for leases of a lease's size to add up, refused meanwhile.
-    if (!lease.dry && lease.balance - cost >= -Math.max(size, cost)) {
+    // A dry bucket refills: once Redis's wait is over, credit is as before (the first request after an idle
+    // spell was refused, and only then asked for a lease).
+    const dry = lease.dry && now < lease.nextAt;
+    const credit = lease.open ? rate.burst : Math.max(size, cost);
+    if (!dry && lease.balance - cost >= -credit) {
       lease.balance -= cost;
       this.#renew(id, lease, rate, size, now);
       return { allowed: true, remaining: 0, retryAfter: 0 };
@@ -174,6 +189,9 @@ export class SharedTokenBuckets implements RateLimiter {
         lease.nextAt = lease.dry ? this.#now() + waitMs : 0;
         if (lease.dry) this.leases.dry += 1;
         else this.leases.granted += 1;
+        if (lease.dry || lease.balance >= 0) lease.open = false;
+        // what was spent on credit while this lease was on its way is paid back at once
+        else if (lease.open) this.#renew(id, lease, rate, size, this.#now());
       },
       () => {
         lease.pending = false;
@@ -189,7 +207,16 @@ export class SharedTokenBuckets implements RateLimiter {
     let lease = this.#leases.get(id);
     if (lease === undefined) {
       if (this.#leases.size >= this.#maxEntries) this.#sweep(now);
-      lease = { balance: 0, pending: false, askedAt: 0, dry: false, nextAt: 0, failing: false, usedAt: now };
+      lease = {
+        balance: 0,
+        pending: false,
+        askedAt: 0,
+        dry: false,
+        nextAt: 0,
+        failing: false,
+        usedAt: now,
+        open: true,
+      };
       this.#leases.set(id, lease);
     }
     return lease;

@@ -94,6 +94,40 @@ describe.skipIf(redis.skip)("shared token buckets on the machine's Redis", () =>
     expect(allowed).toBeGreaterThanOrEqual(100);
   });
 
+  it("lets a fresh key's burst through at once, as a local bucket would, and holds the rate after it", async () => {
+    // a dApp's page load: 20 calls of 75 compute units at once on a plan of 400 a second, bursts of 4 000
+    const rate = { perSecond: 400, burst: 4_000 };
+    const id = `test-${randomUUID()}`;
+    const [a, b] = limiters as [SharedTokenBuckets, SharedTokenBuckets];
+    const first = Array.from({ length: 20 }, () => a.take(id, rate, 75).allowed);
+    expect(first.filter(Boolean).length).toBe(20);
+    await eventually(() => !a.leasePending(id), 2_000, "the credit paid back");
+    // another instance sees the key for the first time: its credit is the burst too, but Redis has 2 500 left
+    let allowed = 0;
+    for (let i = 0; i < 60; i++) {
+      if (b.take(id, rate, 75).allowed) allowed += 1;
+      await eventually(() => !b.leasePending(id), 2_000, "the lease asked for");
+    }
+    // 4 000 a burst and what refilled meanwhile, and no more than its own credit's first take over it
+    expect(allowed * 75 + 1_500).toBeLessThanOrEqual(4_000 + 400 * 2 + 75);
+    expect(allowed).toBeGreaterThanOrEqual(30);
+  });
+
+  it("takes a call at once after an idle spell that refilled a bucket Redis had said was dry", async () => {
+    const rate = { perSecond: 20, burst: 4 };
+    const id = `test-${randomUUID()}`;
+    const [limiter] = limiters as [SharedTokenBuckets];
+    // spent to dry: the leases come back saying so
+    for (let i = 0; i < 12; i++) {
+      limiter.take(id, rate, 1);
+      await eventually(() => !limiter.leasePending(id), 2_000, "the lease asked for");
+    }
+    expect(limiter.take(id, rate, 1).allowed).toBe(false);
+    // a quarter of a second refills the bucket twice over; the first call after it is not refused
+    await sleep(400);
+    expect(limiter.take(id, rate, 1).allowed).toBe(true);
+  });
+
   it("refuses with a Retry-After once the key's bucket is dry everywhere", async () => {
     const rate = { perSecond: 1, burst: 5 };
     const id = `test-${randomUUID()}`;
