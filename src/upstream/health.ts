@@ -164,6 +164,9 @@ export class UpstreamHealth {
     this.#head = head;
     this.#headAt = Date.now();
     this.#answered(latencyMs);
+    // probes count among its calls: a node that gets no live call (out of rotation, an idle label) shows
+    // its failures too
+    this.#outcome(false);
   }
 
   /**
@@ -190,6 +193,7 @@ export class UpstreamHealth {
 
   /** A probe found evidence of failure: out of rotation at once. */
   probeFailed(kind: FailureKind, detail: string): void {
+    this.#outcome(true);
     this.#lastError = `probe: ${detail}`;
     this.#lastErrorAt = Date.now();
     this.#goodProbesInRow = 0;
