@@ -317,7 +317,8 @@ export class HttpExchange {
     if (error !== undefined) this.#fail(error, replyId);
     const access = this.#access;
     const elapsed = performance.now() - this.#started;
-    access.status = this.#res.headersSent ? this.#res.statusCode : 499;
+    // a caller that left is nginx's 499; one the stop cut is the gateway's own failure (docs/errors.md)
+    access.status = this.#res.headersSent ? this.#res.statusCode : access.error === "DRAIN_CUT" ? 503 : 499;
     access.ms = Math.round(elapsed);
     const code = access.error as ErrorCode | undefined;
     const result = resultOf(code, access.status);

@@ -41,6 +41,8 @@ describe("requests a stop cuts at its drain deadline", () => {
     expect(await hanging).toBeInstanceOf(Error);
     const line = gw.logs.find((l) => l.includes('"msg":"request"') && l.includes("eth_getBalance")) ?? "";
     expect(line).toContain('"error":"DRAIN_CUT"');
+    // the gateway's failure, as documented, not a caller's leaving (499)
+    expect(line).toContain('"status":503');
     expect(line).toContain('"level":"warn"');
     const warning = gw.logs.find((l) => l.includes("drain deadline passed")) ?? "";
     expect(JSON.parse(warning)).toMatchObject({ level: "warn", requests: 1, drainTimeoutMs: 300 });
