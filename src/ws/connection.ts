@@ -279,9 +279,20 @@ export class Connection {
       this.#policy,
     );
     if (text === undefined) return;
-    const envelopes = scanMembers(text);
+    let envelopes = scanMembers(text);
     // an answer over the cap goes on as the errors that replace it; one of no such state as ARCHIVE_REQUIRED
-    const answer = this.#archiveRefusals?.(text, envelopes) ?? text;
+    let answer = this.#archiveRefusals?.(text, envelopes) ?? text;
+    // a node's error about an id it could not read names no call: the one call it can be is answered with
+    // it by its own id, else the client would wait for it, and the call hold its slot, for ever
+    const only0 = envelopes.length === 1 ? envelopes[0] : undefined;
+    const owner = this.#nullIdOwner(only0);
+    if (owner !== undefined && only0 !== undefined) {
+      const members = [...only0].map(
+        ([name, value]) => `${JSON.stringify(name)}:${name === "id" ? owner : value}`,
+      );
+      answer = `{${members.join(",")}}`;
+      envelopes = scanMembers(answer);
+    }
     const out: string | RawData = answer === received ? data : answer;
     const only = envelopes.length === 1 ? envelopes[0] : undefined;
     if (only !== undefined) {
@@ -296,6 +307,11 @@ export class Connection {
     const merged = this.#pending.merged(answer, answered);
     this.#toClient(merged ?? out, merged === undefined && out === data && isBinary);
     this.#intake.closeIfSpent();
+  }
+
+  #nullIdOwner(members: ReadonlyMap<string, string> | undefined): string | undefined {
+    if (members === undefined || members.get("id") !== "null" || !members.has("error")) return undefined;
+    return this.#pending.nullIdOwner();
   }
 
   #notification(text: string, members: ReadonlyMap<string, string>): void {

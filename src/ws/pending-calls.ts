@@ -1,6 +1,6 @@
 import type { Span } from "@opentelemetry/api";
 import type { PassedCall } from "../jsonrpc/check.js";
-import { idKey } from "../jsonrpc/id-key.js";
+import { idKey, isPlainId } from "../jsonrpc/id-key.js";
 import { mergeBatchAnswer } from "../jsonrpc/merge.js";
 import type { CacheKeep } from "./cached-calls.js";
 import type { Subscription } from "./subscriptions.js";
@@ -131,6 +131,22 @@ export class PendingCalls {
     if (index < 0) return undefined;
     const [batch] = this.#partialBatches.splice(index, 1);
     return batch === undefined ? undefined : mergeBatchAnswer(text, batch.refused);
+  }
+
+  /**
+   * Whose an error answered with `"id":null` is: the one call in flight whose id a node may refuse
+   * (jsonrpc/id-key.ts isPlainId: anvil and reth answer 1.5 or a 23-digit id so), as its id's text;
+   * undefined when none is, or more than one (then the answer cannot be told to be any one's).
+   */
+  nullIdOwner(): string | undefined {
+    let owner: string | undefined;
+    for (const pending of this.#byId.values()) {
+      const id = pending.call.id;
+      if (id === undefined || isPlainId(id)) continue;
+      if (owner !== undefined) return undefined;
+      owner = id;
+    }
+    return owner;
   }
 
   /** The pending calls. */

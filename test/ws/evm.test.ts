@@ -5,6 +5,7 @@ import { type Anvil, startAnvil } from "../support/anvil.js";
 import { eventually } from "../support/eventually.js";
 import { DOMAIN, KEYS, type RunningGateway, startGateway } from "../support/gateway.js";
 import { resolveTestHosts } from "../support/test-hosts.js";
+import { Client } from "../support/ws-client.js";
 
 // Real SDK subscriptions through the gateway to a real node: blocks mined on anvil arrive as notifications.
 describe("EVM subscriptions over WebSocket", () => {
@@ -80,5 +81,25 @@ describe("EVM subscriptions over WebSocket", () => {
     await done;
     expect(blocks[1]).toBe((blocks[0] as number) + 1);
     await provider.destroy();
+  });
+
+  it("a call whose id anvil cannot read gets anvil's error by its own id, and holds no slot after it", async () => {
+    const client = await Client.open(url);
+    try {
+      // anvil reads ids as strings or u64: it answers these with "id":null
+      for (const id of ["1.5", "123456789012345678901234"]) {
+        client.ws.send(`{"jsonrpc":"2.0","id":${id},"method":"eth_chainId","params":[]}`);
+        const answer = await client.answerTo(id);
+        expect(answer.error?.message).toMatch(/invalid request/i);
+      }
+      // a hundred more, one at a time: the connection's 100 calls in flight are not used up by them
+      for (let i = 0; i < 101; i++) {
+        client.ws.send(`{"jsonrpc":"2.0","id":${i}.25,"method":"eth_chainId","params":[]}`);
+        await client.answerTo(`${i}.25`);
+      }
+      expect((await client.call("eth_chainId")).result).toBe("0x7a69");
+    } finally {
+      client.close();
+    }
   });
 });
