@@ -279,8 +279,10 @@ async function ask(member: Upstream, request: ProbeRequest, timeoutMs: number): 
     path: upstreamPath(member, request.path, ""),
     headers: member.hasHeaders ? { ...request.headers, ...member.headers } : request.headers,
     body: request.body ?? null,
-    headersTimeout: timeoutMs,
-    bodyTimeout: timeoutMs,
+    // the probe's own deadline above ends it first: a hung node's probe reads one way, not undici's
+    // headers timeout on one probe and the deadline on the next
+    headersTimeout: timeoutMs * 2,
+    bodyTimeout: timeoutMs * 2,
     signal: controller.signal,
     maxResponseBytes: MAX_PROBE_BYTES,
   };
