@@ -59,11 +59,13 @@ export async function openKeyStores(config: GatewayConfig, logger: Logger): Prom
         : "start the control plane once: it makes the tables";
     throw new Error(`the account store ${redacted(database)} cannot be read (${error.message}); ${hint}`);
   });
-  accounts.onStatus(({ reachable, reason }) =>
-    reachable
-      ? logger.log("info", "account store reachable again: caught up with its changes")
-      : logger.log("warn", "account store unreachable: serving the keys held", { reason }),
-  );
+  // the store's connection ending at a stop (or a start that failed after it) is not the store's outage
+  let closing = false;
+  accounts.onStatus(({ reachable, reason }) => {
+    if (closing) return;
+    if (reachable) logger.log("info", "account store reachable again: caught up with its changes");
+    else logger.log("warn", "account store unreachable: serving the keys held", { reason });
+  });
   accounts.follow();
   const sink: UsageSink & NoticeSink =
     postgres !== undefined ? new postgres.PostgresUsageSink(database) : new SqliteUsageSink(database);
@@ -77,6 +79,7 @@ export async function openKeyStores(config: GatewayConfig, logger: Logger): Prom
     usage,
     notices: sink,
     close: async () => {
+      closing = true;
       await usage
         .close()
         .catch((error: Error) =>
