@@ -90,8 +90,6 @@ export class UpstreamGroup {
       if (member.tier === "primary" && reached(member, atLeast)) order.push(member);
     }
     const primaries = order.length;
-    // a fallback ahead of primaries in rotation must not take their reads: they wait for a primary (`behind`)
-    if (primaries === 0 && atLeast >= 0 && this.#primaryInRotation(exclude)) return NONE;
     for (const member of this.members) {
       if (
         member.health.inRotation &&
@@ -215,47 +213,42 @@ export class UpstreamGroup {
 
   /** Whether members are in rotation but none has reached `atLeast`: a read may wait for one. */
   behind(atLeast: number): boolean {
-    if (atLeast < 0) return false;
-    const serving = this.#primaryInRotation() ? "primary" : undefined;
-    const candidates = this.members.filter(
-      (m) => m.health.inRotation && (serving === undefined || m.tier === serving),
+    return (
+      atLeast >= 0 &&
+      this.members.some((m) => m.health.inRotation) &&
+      !this.members.some((m) => m.health.inRotation && reached(m, atLeast))
     );
-    return candidates.length > 0 && !candidates.some((m) => reached(m, atLeast));
   }
 
-  /** Whether a primary is in rotation (other than `exclude`): then fallbacks serve no read of their own. */
-  #primaryInRotation(exclude?: Upstream): boolean {
-    return this.members.some((m) => m.tier === "primary" && m.health.inRotation && m !== exclude);
+  /** Whether a primary is in rotation: then a fallback's head is not the label's. */
+  #primaryInRotation(): boolean {
+    return this.members.some((m) => m.tier === "primary" && m.health.inRotation);
   }
 
   /**
-   * A new WebSocket connection's nodes, best first: those that have reached the head the label served, as
-   * a read at the head would choose them, so that what the connection reads first is not behind what the
-   * caller read over HTTP; when none has (its nodes lag a moment), every node the highest first, at once: a
-   * connection's calls all go to its node, and a handshake does not wait a block for one.
+   * A new WebSocket connection's nodes, best first. A connection keeps its node for its life: primaries
+   * before fallbacks (a fallback serves while no primary is in rotation), in each tier those that have
+   * reached the head the label served first, in the choice's turn, so that what the connection reads first
+   * is not behind what the caller read over HTTP; then the others, the highest first, to try when a
+   * node's socket does not open. A handshake does not wait a block for a node to reach the head.
    */
   forConnection(): readonly Upstream[] {
-    const atHead = this.choose(false, this.served.height);
-    if (atHead.length > 0) return atHead;
-    const order = [...this.choose()];
-    order.sort((a, b) => (b.health.head ?? -1) - (a.health.head ?? -1));
-    return order;
+    const head = this.served.height;
+    const rank = (m: Upstream) => (m.tier === "primary" ? 0 : 2) + (reached(m, head) ? 0 : 1);
+    // a stable sort: equals keep the choice's order
+    return [...this.choose()].sort(
+      (a, b) => rank(a) - rank(b) || (reached(a, head) ? 0 : (b.health.head ?? -1) - (a.health.head ?? -1)),
+    );
   }
 
   /**
-   * After a read waited for a head in vain: the members in rotation, primaries before fallbacks and the
-   * highest head first in each. The served
+   * After a read waited for a head in vain: the members in rotation, the highest head first. The served
    * head comes down to the highest they have (served-head.ts `settle`).
    */
   highestFirst(write = false): readonly Upstream[] {
     const order = this.members.filter((m) => m.health.inRotation);
     if (order.length === 0) return this.#lastResort(write);
-    // primaries first, each tier the highest head first: a fallback does not lead primaries in rotation
-    order.sort(
-      (a, b) =>
-        (a.tier === b.tier ? 0 : a.tier === "primary" ? -1 : 1) ||
-        (b.health.head ?? -1) - (a.health.head ?? -1),
-    );
+    order.sort((a, b) => (b.health.head ?? -1) - (a.health.head ?? -1));
     this.served.settle(order[0]?.health.head ?? -1);
     return order;
   }
@@ -355,10 +348,10 @@ export class UpstreamGroup {
       else member.health.noteLag(best);
     }
     const head = probed.health.head;
-    // a fallback's head is not served while a primary is in rotation: reads would wait for the primaries
-    const serves = probed.tier === "primary" || !this.#primaryInRotation();
-    if (head !== undefined && probed.health.inRotation && serves) {
-      this.served.raise(head);
+    if (head !== undefined && probed.health.inRotation) {
+      // a fallback's head is not the label's while a primary is in rotation: a provider a block ahead
+      // would hold every read at the head for itself (the reads go to a node at the served head)
+      if (probed.tier === "primary" || !this.#primaryInRotation()) this.served.raise(head);
       this.served.nodeReached(head);
     }
   }

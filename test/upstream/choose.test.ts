@@ -155,17 +155,17 @@ describe("choosing an upstream", () => {
       g.judgeProbe(byName(name));
     }
     g.served.raise(101);
-    // the nodes at the served head, in turn, and never the one behind
+    // the nodes at the served head first, in turn; the one behind only after them
     const firsts = Array.from({ length: 6 }, () => g.forConnection()[0]?.name);
     expect(new Set(firsts)).toEqual(new Set(["b", "c"]));
-    expect(g.forConnection().map((m) => m.name)).not.toContain("a");
+    expect(g.forConnection().map((m) => m.name)[2]).toBe("a");
     // a head served that no node has reached yet (another instance's, say): every node, the highest first
     g.served.raise(102);
     expect(g.forConnection().map((m) => m.name)[2]).toBe("a");
     expect(g.served.height).toBe(102);
   });
 
-  it("a fallback a block ahead of the primaries takes none of their reads at the head", () => {
+  it("a fallback a block ahead of the primaries does not make the head the label serves", () => {
     const { group: g, byName } = group([
       { url: "http://a:1", name: "a" },
       { url: "http://b:1", name: "b" },
@@ -179,20 +179,39 @@ describe("choosing an upstream", () => {
       byName(name).health.probed(head, 1);
       g.judgeProbe(byName(name));
     }
-    // its head is not the label's while primaries serve
+    // its head is not the label's while primaries serve: reads at the head go to them
     expect(g.served.height).toBe(100);
-    expect(g.choose(false, 100)[0]?.tier).toBe("primary");
-    // a head served that only the fallback has reached: the read waits for a primary, then takes one first
+    expect(g.choose(false, 100).map((m) => m.name)).toEqual(expect.arrayContaining(["a", "b"]));
+    expect(g.choose(false, 100)[2]?.name).toBe("f");
+    // a head that only the fallback has (it served it while the primaries were out) is still served: the
+    // head a caller sees never goes back
     g.served.raise(101);
-    expect(g.choose(false, 101)).toEqual([]);
-    expect(g.behind(101)).toBe(true);
-    expect(g.highestFirst().map((m) => m.name)).toEqual(["a", "b", "f"]);
+    expect(g.choose(false, 101).map((m) => m.name)).toEqual(["f"]);
     // with no primary in rotation, the fallback serves, its head with it
     for (const name of ["a", "b"]) byName(name).health.probeFailed("refused", "ECONNREFUSED");
-    expect(g.choose(false, 101).map((m) => m.name)).toEqual(["f"]);
     byName("f").health.probed(102, 1);
     g.judgeProbe(byName("f"));
     expect(g.served.height).toBe(102);
+  });
+
+  it("a new connection: primaries before fallbacks, at the served head first, every node listed to try", () => {
+    const { group: g, byName } = group([
+      { url: "http://a:1", name: "a" },
+      { url: "http://b:1", name: "b" },
+      { url: "http://f:1", name: "f", tier: "fallback" },
+    ]);
+    for (const [name, head] of [
+      ["a", 101],
+      ["b", 100],
+      ["f", 101],
+    ] as const) {
+      byName(name).health.probed(head, 1);
+      g.judgeProbe(byName(name));
+    }
+    // the node at the head first; the one behind next, should a's socket not open; the fallback last
+    expect(g.forConnection().map((m) => m.name)).toEqual(["a", "b", "f"]);
+    byName("a").health.probeFailed("refused", "ECONNREFUSED");
+    expect(g.forConnection().map((m) => m.name)).toEqual(["b", "f"]);
   });
 
   it("a failing node's lag grows as the others move on, from its last known head", () => {

@@ -1,8 +1,12 @@
+import { createServer } from "node:net";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { endpointsByLabel } from "../../generated/endpoints.js";
 import { DEFAULT_HEALTH } from "../../src/config/defaults.js";
+import { eventually } from "../support/eventually.js";
+import { type FaultyNode, startFaultyNode } from "../support/faulty-node.js";
 import { DOMAIN, KEYS, type RunningGateway, rpcBody, startGateway } from "../support/gateway.js";
-import { type LoopbackNode, startLoopbackNode } from "../support/loopback-node.js";
+import { jsonRpcResponder, type LoopbackNode, startLoopbackNode } from "../support/loopback-node.js";
+import { type LoopbackWsNode, startLoopbackWsNode } from "../support/loopback-ws-node.js";
 import { everyNodeInRotation } from "../support/rotation.js";
 import { nodeState, softwareNode } from "../support/software-node.js";
 import { resolveTestHosts } from "../support/test-hosts.js";
@@ -50,5 +54,53 @@ describe("a new WebSocket connection opens on a node at the served head (xlm, br
       client.close();
     }
     expect(seen).toEqual(Array(10).fill(HEAD + 1));
+  });
+});
+
+/** A loopback port nothing listens on: a node whose WebSocket port is closed. */
+async function closedPort(): Promise<number> {
+  const server = createServer();
+  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
+  const { port } = server.address() as { port: number };
+  await new Promise((resolve) => server.close(resolve));
+  return port;
+}
+
+describe("a new WebSocket connection whose node at the head does not open its socket (eth)", () => {
+  let ahead: FaultyNode;
+  let behind: FaultyNode;
+  let behindWs: LoopbackWsNode;
+  let gw: RunningGateway;
+  let restore: () => void;
+
+  beforeAll(async () => {
+    restore = resolveTestHosts();
+    ahead = await startFaultyNode(() => jsonRpcResponder({ eth_blockNumber: "0x11", eth_chainId: "0x1" }));
+    behind = await startFaultyNode(() => jsonRpcResponder({ eth_blockNumber: "0x10", eth_chainId: "0x1" }));
+    behindWs = await startLoopbackWsNode({ results: { eth_blockNumber: "0x10" } });
+    gw = await startGateway({
+      upstreams: {
+        eth: [
+          { url: ahead.url, ws: `ws://127.0.0.1:${await closedPort()}`, name: "ahead" },
+          { url: behind.url, ws: behindWs.wsUrl, name: "behind" },
+        ],
+      },
+      health: { ...DEFAULT_HEALTH, probeIntervalMs: 100 },
+    });
+    await everyNodeInRotation(gw, "eth");
+    await eventually(() => gw.gateway.upstreams.group("eth", "/")?.served.height === 0x11, 3_000, "head");
+  });
+  afterAll(async () => {
+    await gw?.close();
+    await Promise.all([ahead?.close(), behind?.close(), behindWs?.close()]);
+    restore?.();
+  });
+
+  it("opens on the next node rather than failing", async () => {
+    for (let i = 0; i < 3; i++) {
+      const client = await Client.open(`ws://eth.${DOMAIN}:${gw.port}/${KEYS.all}`);
+      expect((await client.call("eth_blockNumber")).result).toBe("0x10");
+      client.close();
+    }
   });
 });
