@@ -34,9 +34,11 @@ export function planRanges(
   let split: RangeSplit | undefined;
   for (const read of need.ranges) {
     const fromValue = read.filter[read.rule.from];
-    // a node that reads a left-out start as genesis scans the whole chain for it
+    // a node that reads a left-out (or null: serde's None) start as genesis scans the whole chain for it
     const from =
-      fromValue === undefined && read.rule.openFrom === "genesis" ? 0 : bound(read, fromValue, servedHead);
+      (fromValue === undefined || fromValue === null) && read.rule.openFrom === "genesis"
+        ? 0
+        : bound(read, fromValue, servedHead);
     const to = bound(read, read.filter[read.rule.to], servedHead);
     if (from === undefined || to === undefined || to < from) continue;
     if (to > highestBlock) highestBlock = to;

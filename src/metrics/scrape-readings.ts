@@ -101,7 +101,7 @@ export function upstreamSeries(table: Pick<UpstreamTable, "groups">): Registrabl
       "gateway_upstream_error_ratio",
       "The share of its last 100 calls that failed",
       "average",
-      (health, push) => push(health.errorRate),
+      (health, push) => push(health.observedErrorRate),
     ),
     gauge(
       "gateway_upstream_in_flight",

@@ -66,9 +66,10 @@ export class UpstreamHealth {
   #rttvar = 0;
   readonly #samples = new Float64Array(SAMPLES);
   #sampleCount = 0;
-  readonly #outcomes = new Uint8Array(OUTCOMES);
-  #outcomeCount = 0;
-  #errors = 0;
+  /** Its last live calls' outcomes: what its weight reads. */
+  readonly #calls = new Outcomes();
+  /** Its last calls' and probes' outcomes: what the operator reads (a node out of rotation gets no call). */
+  readonly #observed = new Outcomes();
   inFlight = 0;
   /** Calls it holds on purpose (streams, long polls), which `inFlight` leaves out: an operator's view. */
   held = 0;
@@ -120,9 +121,17 @@ export class UpstreamHealth {
     return this.#srtt;
   }
 
+  /**
+   * The share of its last live calls that failed, which its weight reads: probes are left out, or a node
+   * back from an outage would carry its failed probes and get a tenth of its share for minutes.
+   */
   get errorRate(): number {
-    const n = Math.min(this.#outcomeCount, OUTCOMES);
-    return n === 0 ? 0 : this.#errors / n;
+    return this.#calls.rate;
+  }
+
+  /** The share of its last calls and probes that failed: the operator's reading (/upstreams, metrics). */
+  get observedErrorRate(): number {
+    return this.#observed.rate;
   }
 
   /**
@@ -164,9 +173,7 @@ export class UpstreamHealth {
     this.#head = head;
     this.#headAt = Date.now();
     this.#answered(latencyMs);
-    // probes count among its calls: a node that gets no live call (out of rotation, an idle label) shows
-    // its failures too
-    this.#outcome(false);
+    this.#observed.add(false);
   }
 
   /**
@@ -193,7 +200,7 @@ export class UpstreamHealth {
 
   /** A probe found evidence of failure: out of rotation at once. */
   probeFailed(kind: FailureKind, detail: string): void {
-    this.#outcome(true);
+    this.#observed.add(true);
     this.#lastError = `probe: ${detail}`;
     this.#lastErrorAt = Date.now();
     this.#goodProbesInRow = 0;
@@ -274,7 +281,7 @@ export class UpstreamHealth {
       headAgeMs: this.#head === undefined ? null : Date.now() - this.#headAt,
       lagBlocks: this.#lagBlocks,
       latencyMs: { p50: quantile(sorted, 0.5), p95: quantile(sorted, 0.95) },
-      errorRate: Math.round(this.errorRate * 1000) / 1000,
+      errorRate: Math.round(this.observedErrorRate * 1000) / 1000,
       inFlight: this.inFlight,
       held: this.held,
       lastError: this.#lastError ?? null,
@@ -307,11 +314,28 @@ export class UpstreamHealth {
   }
 
   #outcome(error: boolean): void {
-    const slot = this.#outcomeCount % OUTCOMES;
-    if (this.#outcomeCount >= OUTCOMES) this.#errors -= this.#outcomes[slot] as number;
+    this.#calls.add(error);
+    this.#observed.add(error);
+  }
+}
+
+/** The last OUTCOMES outcomes, and the share of them that failed. */
+class Outcomes {
+  readonly #outcomes = new Uint8Array(OUTCOMES);
+  #count = 0;
+  #errors = 0;
+
+  add(error: boolean): void {
+    const slot = this.#count % OUTCOMES;
+    if (this.#count >= OUTCOMES) this.#errors -= this.#outcomes[slot] as number;
     this.#outcomes[slot] = error ? 1 : 0;
     if (error) this.#errors += 1;
-    this.#outcomeCount += 1;
+    this.#count += 1;
+  }
+
+  get rate(): number {
+    const n = Math.min(this.#count, OUTCOMES);
+    return n === 0 ? 0 : this.#errors / n;
   }
 }
 

@@ -284,13 +284,9 @@ export class Connection {
     let answer = this.#archiveRefusals?.(text, envelopes) ?? text;
     // a node's error about an id it could not read names no call: the one call it can be is answered with
     // it by its own id, else the client would wait for it, and the call hold its slot, for ever
-    const only0 = envelopes.length === 1 ? envelopes[0] : undefined;
-    const owner = this.#nullIdOwner(only0);
-    if (owner !== undefined && only0 !== undefined) {
-      const members = [...only0].map(
-        ([name, value]) => `${JSON.stringify(name)}:${name === "id" ? owner : value}`,
-      );
-      answer = `{${members.join(",")}}`;
+    const owned = envelopes.length === 1 ? this.#nullIdAnswer(envelopes[0]) : undefined;
+    if (owned !== undefined) {
+      answer = owned;
       envelopes = scanMembers(answer);
     }
     const out: string | RawData = answer === received ? data : answer;
@@ -309,9 +305,16 @@ export class Connection {
     this.#intake.closeIfSpent();
   }
 
-  #nullIdOwner(members: ReadonlyMap<string, string> | undefined): string | undefined {
+  /** A node's error with `"id":null` as the answer of the calls it is (pending-calls.ts nullIdOwners). */
+  #nullIdAnswer(members: ReadonlyMap<string, string> | undefined): string | undefined {
     if (members === undefined || members.get("id") !== "null" || !members.has("error")) return undefined;
-    return this.#pending.nullIdOwner();
+    const owners = this.#pending.nullIdOwners();
+    if (owners === undefined || owners.calls.length === 0) return undefined;
+    const answers = owners.calls.map(
+      (call) =>
+        `{${[...members].map(([name, value]) => `${JSON.stringify(name)}:${name === "id" ? call.id : value}`).join(",")}}`,
+    );
+    return owners.batch ? `[${answers.join(",")}]` : (answers[0] as string);
   }
 
   #notification(text: string, members: ReadonlyMap<string, string>): void {

@@ -134,19 +134,20 @@ export class PendingCalls {
   }
 
   /**
-   * Whose an error answered with `"id":null` is: the one call in flight whose id a node may refuse
-   * (jsonrpc/id-key.ts isPlainId: anvil and reth answer 1.5 or a 23-digit id so), as its id's text;
-   * undefined when none is, or more than one (then the answer cannot be told to be any one's).
+   * Whose an error answered with `"id":null` is: the oldest call in flight whose id a node may refuse
+   * (jsonrpc/id-key.ts isPlainId: anvil and reth answer 1.5 or a 23-digit id so, and refuse a whole batch
+   * that holds one), as the calls it answers: that call, or every call of its batch still waiting. With
+   * several such calls in flight the node's errors are alike (about their ids), so the oldest takes the
+   * first. Undefined when no call has such an id.
    */
-  nullIdOwner(): string | undefined {
-    let owner: string | undefined;
+  nullIdOwners(): { readonly calls: PassedCall[]; readonly batch: boolean } | undefined {
     for (const pending of this.#byId.values()) {
       const id = pending.call.id;
       if (id === undefined || isPlainId(id)) continue;
-      if (owner !== undefined) return undefined;
-      owner = id;
+      const { batch } = pending.message;
+      return { calls: batch ? this.unanswered(pending.message) : [pending.call], batch };
     }
-    return owner;
+    return undefined;
   }
 
   /** The pending calls. */

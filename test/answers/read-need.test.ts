@@ -168,6 +168,7 @@ describe("ranges that page themselves: refused when too wide, never split", () =
     const open = (filter: object) => call("starknet_getEvents", [{ chunk_size: 100, ...filter }]);
     expect(() => plan(open({ to_block: "latest" }), "starknet")).toThrow("block range");
     expect(() => plan(open({}), "starknet")).toThrow("block range");
+    expect(() => plan(open({ from_block: null }), "starknet")).toThrow("block range");
     expect(() => plan(open({ to_block: { block_number: 200_000 } }), "starknet")).toThrow("block range");
     // a young chain's whole history is a range like any other
     expect(plan(open({ to_block: { block_number: 5_000 } }), "starknet").highestBlock).toBe(5_000);

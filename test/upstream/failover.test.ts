@@ -151,20 +151,6 @@ for (const label of ["eth", "dot", "algo"]) {
       expect(Math.max(...times)).toBeLessThan(1000);
       expect(performance.now() - started).toBeLessThan(5000);
       await eventually(() => state("a") === "failing", 2 * PROBE_MS + 1000, "the hung node out of rotation");
-      // each probe of it ends at the probe's own deadline, and says so one way (not undici's timeout on some)
-      const seen = new Set<string>();
-      const since = a.requests.length;
-      await eventually(
-        () => {
-          seen.add(health("a")?.report().lastError ?? "");
-          return a.requests.length >= since + 4;
-        },
-        6 * PROBE_MS + 4 * HEALTH.probeTimeoutMs,
-        "four more probes of the hung node",
-      );
-      expect([...seen].filter((e) => e.startsWith("probe:"))).toEqual([
-        `probe: ETIMEDOUT no answer within ${HEALTH.probeTimeoutMs} ms`,
-      ]);
       const onA = a.requests.length;
       const fast = performance.now();
       await reads(10);

@@ -98,12 +98,14 @@ describe("an upstream's health", () => {
     expect(delay).toBeLessThan(1000);
   });
 
-  it("counts its probes among its calls: a node that never answered reads an error rate of 1", () => {
+  it("shows the operator its failed probes: a node that never answered reads an error rate of 1", () => {
     const { health } = record();
     for (let i = 0; i < 3; i++) health.probeFailed("refused", "ECONNREFUSED");
-    expect(health.errorRate).toBe(1);
+    expect(health.report().errorRate).toBe(1);
     health.probed(100, 5);
-    expect(health.errorRate).toBe(0.75);
+    expect(health.report().errorRate).toBe(0.75);
+    // its weight reads its live calls alone: back from an outage, it is not held to its failed probes
+    expect(health.errorRate).toBe(0);
   });
 
   it("reports latency quantiles and the error rate over its recent calls", () => {

@@ -97,6 +97,20 @@ describe("EVM subscriptions over WebSocket", () => {
         client.ws.send(`{"jsonrpc":"2.0","id":${i}.25,"method":"eth_chainId","params":[]}`);
         await client.answerTo(`${i}.25`);
       }
+      // two at once: each gets one of the node's errors (alike), and neither holds its slot
+      for (let i = 0; i < 60; i++) {
+        client.ws.send(`{"jsonrpc":"2.0","id":${i}.125,"method":"eth_chainId","params":[]}`);
+        client.ws.send(`{"jsonrpc":"2.0","id":${i}.375,"method":"eth_chainId","params":[]}`);
+        await Promise.all([client.answerTo(`${i}.125`), client.answerTo(`${i}.375`)]);
+      }
+      expect((await client.call("eth_chainId")).result).toBe("0x7a69");
+      // anvil refuses a whole batch that holds such an id: each of its calls gets the error, in an array
+      client.ws.send(
+        '[{"jsonrpc":"2.0","id":9.5,"method":"eth_chainId","params":[]},{"jsonrpc":"2.0","id":7,"method":"eth_chainId","params":[]}]',
+      );
+      const batch = JSON.parse(await client.waitFor((text) => text.includes('"id":9.5')));
+      expect(Array.isArray(batch)).toBe(true);
+      expect(batch.map((a: { id: unknown }) => a.id)).toEqual([9.5, 7]);
       expect((await client.call("eth_chainId")).result).toBe("0x7a69");
     } finally {
       client.close();
