@@ -81,9 +81,10 @@ describe.skipIf(promtool.skip)("the Prometheus rules", () => {
 describe.skipIf(promtool.skip || redis.skip)("the kit against a live gateway", () => {
   // keys of this run's own: their rate buckets and quota counters live on in the shared Redis
   const run = randomBytes(3).toString("hex");
-  const KEY = `FN${run}kitKey000000000000000000`;
-  const SLOW = `FN${run.split("").reverse().join("")}kitSlow00000000000000000`;
-  const METERED = `FN${run.toUpperCase()}kitMetered000000000000000`;
+  // their first 8 characters differ, whatever the run's hex (all digits once made two of them one id)
+  const KEY = `FNk${run}itKey000000000000000000`;
+  const SLOW = `FNs${run}itSlow00000000000000000`;
+  const METERED = `FNm${run}itMetered000000000000000`;
   let node: LoopbackNode;
   let ws: LoopbackWsNode;
   let proxy: FleetProxy;
