@@ -26,6 +26,20 @@ export function isPlainId(id: string): boolean {
   return PLAIN.test(id);
 }
 
+/**
+ * Whether a node that reads ids as strings or u64 (anvil, reth) cannot read the id, and answers its call
+ * with `"id":null`: a number with a fraction or an exponent, or an integer past u64. Narrower than
+ * `isPlainId`: anvil answers -1 or an escaped string by its own id, so a null-id error is never theirs.
+ */
+export function isUnreadableId(id: string): boolean {
+  if (id.startsWith('"') || id === "null" || id === "true" || id === "false") return false;
+  if (/[.eE]/.test(id)) return true;
+  const digits = id.startsWith("-") ? id.slice(1) : id;
+  return !id.startsWith("-") && (digits.length > 20 || (digits.length === 20 && digits > U64_MAX));
+}
+
+const U64_MAX = "18446744073709551615";
+
 // a string with no escape in it, or a small integer
 const PLAIN = /^(?:"[^"\\]*"|0|[1-9][0-9]{0,14})$/;
 const INTEGER = /^-?(?:0|[1-9][0-9]*)$/;

@@ -233,10 +233,13 @@ export class UpstreamGroup {
    * node's socket does not open. A handshake does not wait a block for a node to reach the head.
    */
   forConnection(): readonly Upstream[] {
+    const chosen = this.choose();
+    // none in rotation: the least bad first, as for a read (#lastResort), whatever their heads
+    if (!chosen.some((m) => m.health.inRotation)) return chosen;
     const head = this.served.height;
     const rank = (m: Upstream) => (m.tier === "primary" ? 0 : 2) + (reached(m, head) ? 0 : 1);
     // a stable sort: equals keep the choice's order
-    return [...this.choose()].sort(
+    return [...chosen].sort(
       (a, b) => rank(a) - rank(b) || (reached(a, head) ? 0 : (b.health.head ?? -1) - (a.health.head ?? -1)),
     );
   }

@@ -1,6 +1,6 @@
 import type { Span } from "@opentelemetry/api";
 import type { PassedCall } from "../jsonrpc/check.js";
-import { idKey, isPlainId } from "../jsonrpc/id-key.js";
+import { idKey, isUnreadableId } from "../jsonrpc/id-key.js";
 import { mergeBatchAnswer } from "../jsonrpc/merge.js";
 import type { CacheKeep } from "./cached-calls.js";
 import type { Subscription } from "./subscriptions.js";
@@ -134,8 +134,8 @@ export class PendingCalls {
   }
 
   /**
-   * Whose an error answered with `"id":null` is: the oldest call in flight whose id a node may refuse
-   * (jsonrpc/id-key.ts isPlainId: anvil and reth answer 1.5 or a 23-digit id so, and refuse a whole batch
+   * Whose an error answered with `"id":null` is: the oldest call in flight whose id a node cannot read
+   * (jsonrpc/id-key.ts isUnreadableId: anvil and reth answer 1.5 or a 23-digit id so, and refuse a whole batch
    * that holds one), as the calls it answers: that call, or every call of its batch still waiting. With
    * several such calls in flight the node's errors are alike (about their ids), so the oldest takes the
    * first. Undefined when no call has such an id.
@@ -143,7 +143,7 @@ export class PendingCalls {
   nullIdOwners(): { readonly calls: PassedCall[]; readonly batch: boolean } | undefined {
     for (const pending of this.#byId.values()) {
       const id = pending.call.id;
-      if (id === undefined || isPlainId(id)) continue;
+      if (id === undefined || !isUnreadableId(id)) continue;
       const { batch } = pending.message;
       return { calls: batch ? this.unanswered(pending.message) : [pending.call], batch };
     }

@@ -212,6 +212,12 @@ describe("choosing an upstream", () => {
     expect(g.forConnection().map((m) => m.name)).toEqual(["a", "b", "f"]);
     byName("a").health.probeFailed("refused", "ECONNREFUSED");
     expect(g.forConnection().map((m) => m.name)).toEqual(["b", "f"]);
+    // none in rotation: the least bad first, as a read would take them, not the dead node at the head
+    byName("b").health.probed(90, 1);
+    g.judgeProbe(byName("b"));
+    byName("f").health.probeFailed("refused", "ECONNREFUSED");
+    expect(byName("b").health.state).toBe("lagging");
+    expect(g.forConnection()[0]?.name).toBe("b");
   });
 
   it("a failing node's lag grows as the others move on, from its last known head", () => {
