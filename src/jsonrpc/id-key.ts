@@ -17,10 +17,10 @@ export function idKey(id: string | undefined): string {
 }
 
 /**
- * Whether every node software echoes the id as sent: a plain string or a small non-negative integer. anvil
- * and reth read ids as strings or u64 and answer a fractional, negative or huge one with
- * `"id":null`, an error that is the id's, not the call's: such a call may not lead identical calls of other
- * callers (src/cache/).
+ * Whether every node software echoes the id as sent: a plain string or a small non-negative integer. Nodes
+ * that read ids as strings or integers (anvil, reth's u64) answer a fractional or huge one, and reth a
+ * negative one, with `"id":null`, an error that is the id's, not the call's: a call with another id may
+ * not lead identical calls of other callers (src/cache/).
  */
 export function isPlainId(id: string): boolean {
   return PLAIN.test(id);
@@ -32,10 +32,11 @@ export function isPlainId(id: string): boolean {
  * `isPlainId`: anvil answers -1 or an escaped string by its own id, so a null-id error is never theirs.
  */
 export function isUnreadableId(id: string): boolean {
-  if (id.startsWith('"') || id === "null" || id === "true" || id === "false") return false;
+  if (!/^-?\d/.test(id)) return false; // a string, null or a boolean
   if (/[.eE]/.test(id)) return true;
-  const digits = id.startsWith("-") ? id.slice(1) : id;
-  return !id.startsWith("-") && (digits.length > 20 || (digits.length === 20 && digits > U64_MAX));
+  // an integer past u64, by its digits; not a negative one, which anvil answers by its id (reth's null
+  // for one then goes to no call, rather than to another's)
+  return !id.startsWith("-") && (id.length > 20 || (id.length === 20 && id > U64_MAX));
 }
 
 const U64_MAX = "18446744073709551615";

@@ -73,7 +73,8 @@ type LeaseCommand = (
  * busy key's requests find tokens already there. A key an instance has not seen for as long as its bucket
  * takes to refill may spend up to its burst on credit while its first lease is on the way (its bucket is
  * most likely full); the credit is paid back from the leases. How far a key can go over its rate: that
- * credit once per idle spell, and one lease and a half per instance after it (docs/deployment.md). proxyd and rate-limiter-flexible ask Redis on every request instead.
+ * credit once per idle spell, and one lease and a half per instance after it (docs/deployment.md).
+ * proxyd and rate-limiter-flexible ask Redis on every request instead.
  *
  * While Redis cannot be reached (or a lease is slow), each instance decides alone with in-process buckets
  * at `fallbackShare` of the key's rate; it reconnects with backoff and shares again once Redis is back.

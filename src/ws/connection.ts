@@ -20,7 +20,7 @@ import { ClientLiveness } from "./liveness.js";
 import { MessageIntake, toText } from "./message-intake.js";
 import { MessageSender, paramsOf } from "./message-sender.js";
 import { ConnectionMove, type Reconnect } from "./move.js";
-import { type ArchiveRefusals, archiveRefusals, withinCap } from "./node-answers.js";
+import { type ArchiveRefusals, archiveRefusals, textOf, withinCap } from "./node-answers.js";
 import type { NodeSocket } from "./node-socket.js";
 import { PendingCalls, type Settled, type UpstreamMessage } from "./pending-calls.js";
 import { RememberedSubscriptions } from "./subscriptions.js";
@@ -282,7 +282,7 @@ export class Connection {
     let envelopes = scanMembers(text);
     // an answer over the cap goes on as the errors that replace it; one of no such state as ARCHIVE_REQUIRED
     let answer = this.#archiveRefusals?.(text, envelopes) ?? text;
-    // a node's error about an id it could not read names no call: the one call it can be is answered with
+    // a node's error about an id it could not read names no call: the call (or batch) it is answered with
     // it by its own id, else the client would wait for it, and the call hold its slot, for ever
     const owned = envelopes.length === 1 ? this.#nullIdAnswer(envelopes[0]) : undefined;
     if (owned !== undefined) {
@@ -310,10 +310,7 @@ export class Connection {
     if (members === undefined || members.get("id") !== "null" || !members.has("error")) return undefined;
     const owners = this.#pending.nullIdOwners();
     if (owners === undefined || owners.calls.length === 0) return undefined;
-    const answers = owners.calls.map(
-      (call) =>
-        `{${[...members].map(([name, value]) => `${JSON.stringify(name)}:${name === "id" ? call.id : value}`).join(",")}}`,
-    );
+    const answers = owners.calls.map((call) => textOf(members, call.id));
     return owners.batch ? `[${answers.join(",")}]` : (answers[0] as string);
   }
 

@@ -71,7 +71,10 @@ export function archiveRefusals(mounted: Mounted): ArchiveRefusals | undefined {
   };
 }
 
-/** An answer object again from its members, each value the source text it was. */
-function textOf(members: ReadonlyMap<string, string>): string {
-  return `{${[...members].map(([name, value]) => `${JSON.stringify(name)}:${value}`).join(",")}}`;
+/** An answer object again from its members, each value the source text it was; its id `id` when given. */
+export function textOf(members: ReadonlyMap<string, string>, id?: string): string {
+  const parts = [...members].map(
+    ([name, value]) => `${JSON.stringify(name)}:${name === "id" && id !== undefined ? id : value}`,
+  );
+  return `{${parts.join(",")}}`;
 }

@@ -133,13 +133,25 @@ describe.skipIf(redis.skip)(
       const other = new SharedHeads({ redis: `${SHARED_REDIS_URL}/15`, leaseMs: 100, fallbackShare: 1 });
       const apart = groupOf("apart");
       other.attach([apart]);
-      // one more on this deployment's database, made after it: once it hears a head, so could the other
+      // one more on this deployment's database, which hears what the other must not
       const same = new SharedHeads({ redis: REDIS, leaseMs: 100, fallbackShare: 1 });
       const together = groupOf("together");
       same.attach([together]);
-      await eventually(() => together.served.height === H + 8, 2000, "the stored head read");
-      await new Promise((resolve) => setTimeout(resolve, 100));
       try {
+        await eventually(() => together.served.height === H + 8, 2000, "the stored head read");
+        // both listening: a head published before then would be missed whatever the channel
+        const admin = new Redis(REDIS);
+        const listeners = async (channel: string) => (await admin.pubsub("NUMSUB", channel))[1] as number;
+        try {
+          await eventually(
+            async () =>
+              (await listeners("gateway:heads:15")) >= 1 && (await listeners("gateway:heads:7")) >= 4,
+            2000,
+            "both instances subscribed",
+          );
+        } finally {
+          admin.disconnect();
+        }
         ahead.height = H + 12;
         expect(await status(a)).toBe(H + 12);
         await eventually(() => together.served.height === H + 12, 2000, "the head heard on database 7");
