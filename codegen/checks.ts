@@ -386,8 +386,11 @@ function checkCacheRules(
     if (rules.at?.[method] === undefined && rules.ranges?.[method] === undefined)
       report([...path, "atBlock"], `"${method}" has no block param in reads.at nor a range in reads.ranges`);
   const finalized = cache.finalized;
-  if (finalized !== undefined && "method" in finalized && !served.has(finalized.method))
-    report([...path, "finalized"], `"${finalized.method}" is not one of the interface's methods`);
+  const finalityCalls = finalized === undefined || "depth" in finalized ? [] : [finalized];
+  if (finalized !== undefined && "heightBy" in finalized) finalityCalls.push(finalized.heightBy);
+  for (const call of finalityCalls)
+    if (!served.has(call.method))
+      report([...path, "finalized"], `"${call.method}" is not one of the interface's methods`);
   if (cache.headBlock !== undefined && !served.has(cache.headBlock.method))
     report([...path, "headBlock"], `"${cache.headBlock.method}" is not one of the interface's methods`);
   if (cache.foldCase !== undefined) {

@@ -238,17 +238,29 @@ export interface HeadBlockCall {
 
 /**
  * How the finalized height is learned: a call the prober sends each node (`eth_getBlockByNumber` at
- * `finalized`), whose answer at `field` is the height; or a depth below the label's served head (a
+ * `finalized`), whose answer at `field` is the height; or one whose answer at `field` names the finalized
+ * block (GRANDPA's `chain_getFinalizedHead`, a hash), and a second call, `heightBy`, whose params hold that
+ * value where they say "{hash}", and whose answer at its own `field` is the height; or a depth below the
+ * label's served head (a
  * confirmation depth, or 0 for a chain whose blocks are final at once).
  */
 export type FinalityRule =
+  | FinalityCall
   | {
       readonly method: string;
       readonly params?: unknown;
       readonly field: readonly string[];
-      readonly encoding: HeadEncoding;
+      readonly heightBy: FinalityCall;
     }
   | { readonly depth: number };
+
+/** A call whose answer at `field` is the finalized height. */
+export interface FinalityCall {
+  readonly method: string;
+  readonly params?: unknown;
+  readonly field: readonly string[];
+  readonly encoding: HeadEncoding;
+}
 
 /**
  * A full node keeps the state of its last `fullHistory` blocks: a `state` read of an older block goes to

@@ -90,6 +90,15 @@ export function isFailureStatus(statusCode: number): boolean {
   return statusCode >= 500 || statusCode === 429 || statusCode === 401 || statusCode === 403;
 }
 
+/** A registry call's by-hash params (a gap fill's, a finality call's) with every "{hash}" replaced by the hash. */
+export function withHash(template: unknown, hash: unknown): unknown {
+  if (template === "{hash}") return hash;
+  if (Array.isArray(template)) return template.map((item) => withHash(item, hash));
+  if (typeof template === "object" && template !== null)
+    return Object.fromEntries(Object.entries(template).map(([k, v]) => [k, withHash(v, hash)]));
+  return template;
+}
+
 /** The height in an answer to a head call (a WebSocket gap fill's); throws when it holds none. */
 export function readHead(call: HeadCall, text: string): number {
   const reading = readProbeAnswer(call, 200, text);

@@ -15,6 +15,7 @@ import {
   type ProbeRequest,
   probeRequest,
   readProbeAnswer,
+  withHash,
 } from "./probe-call.js";
 import { requestOn } from "./undici-pool.js";
 import { healthFor, type Upstream, type UpstreamTable, upstreamPath } from "./upstreams.js";
@@ -32,6 +33,15 @@ interface Probe<Call extends ProbeCall> {
   readonly errorMember: string | undefined;
 }
 
+/**
+ * How a node is asked for its finalized height: one call whose answer holds it, or one whose answer
+ * names the finalized block and a second (`heightBy`) that reads that block's height.
+ */
+interface FinalityProbe {
+  readonly first: Probe<ChainCall>;
+  readonly heightBy: ((hash: unknown) => Probe<HeadCall>) | undefined;
+}
+
 /** How a group's upstreams say which chain they are on, and the chain its label is. */
 interface ChainCheck extends Probe<ChainCall> {
   readonly expected: string;
@@ -42,7 +52,7 @@ interface ProbeTarget {
   readonly head: Probe<HeadCall>;
   readonly chain: ChainCheck | undefined;
   /** How a node names its finalized block, where the registry's cache rules say (src/cache/). */
-  readonly finality: Probe<HeadCall> | undefined;
+  readonly finality: FinalityProbe | undefined;
   /** How a node's head block is read with its hash and parent's, to see a reorg (src/cache/). */
   readonly headBlock: { readonly probe: Probe<HeadCall>; readonly rule: HeadBlockCall } | undefined;
   readonly intervalMs: number;
@@ -248,12 +258,25 @@ export class Prober {
 
   /** Asks a node in rotation for its finalized block: the group's finalized height rises to it. */
   async #probeFinality(target: ProbeTarget, member: Upstream): Promise<void> {
-    const finality = target.finality as Probe<HeadCall>;
-    const answer = await ask(member, finality.request, target.timeoutMs);
-    if (this.#stopped) return;
-    const reading = read(finality.call, answer, finality.errorMember);
-    const height = reading.kind === "value" ? headOf(finality.call, reading.value) : undefined;
-    if (height !== undefined && !("problem" in height)) target.group.finalizedSeen(height.height);
+    const { first, heightBy } = target.finality as FinalityProbe;
+    let value = await this.#readProbe(member, first, target.timeoutMs);
+    let call: ChainCall = first.call;
+    if (value !== undefined && heightBy !== undefined) {
+      const second = heightBy(value);
+      value = await this.#readProbe(member, second, target.timeoutMs);
+      call = second.call;
+    }
+    if (value === undefined || call.encoding === undefined) return;
+    const height = headOf({ ...call, encoding: call.encoding }, value);
+    if (!("problem" in height)) target.group.finalizedSeen(height.height);
+  }
+
+  /** The value at a probe's field in a node's answer; undefined when the node did not give one. */
+  async #readProbe(member: Upstream, probe: Probe<ChainCall>, timeoutMs: number): Promise<unknown> {
+    const answer = await ask(member, probe.request, timeoutMs);
+    if (this.#stopped) return undefined;
+    const reading = read(probe.call, answer, probe.errorMember);
+    return reading.kind === "value" ? reading.value : undefined;
   }
 }
 
@@ -357,12 +380,18 @@ function valueAt(value: unknown, path: readonly string[]): unknown {
   return value;
 }
 
-/** The finality call of a mount's cache rules, as the prober sends it; none for a depth or no rule. */
-function finalityProbe(mount: Mount): Probe<HeadCall> | undefined {
+/** The finality calls of a mount's cache rules, as the prober sends them; none for a depth or no rule. */
+function finalityProbe(mount: Mount): FinalityProbe | undefined {
   const rule = mount.policy.jsonrpc?.reads?.cache?.finalized;
-  if (rule === undefined || !("method" in rule)) return undefined;
-  const call: HeadCall = { kind: "jsonrpc", ...rule };
-  return probeOf(call, mount);
+  if (rule === undefined || "depth" in rule) return undefined;
+  if (!("heightBy" in rule))
+    return { first: probeOf({ kind: "jsonrpc", ...rule }, mount), heightBy: undefined };
+  const { heightBy, ...first } = rule;
+  return {
+    first: probeOf({ kind: "jsonrpc", ...first }, mount),
+    heightBy: (hash) =>
+      probeOf({ kind: "jsonrpc", ...heightBy, params: withHash(heightBy.params, hash) }, mount),
+  };
 }
 
 function probeOf<Call extends ProbeCall>(call: Call, mount: Mount): Probe<Call> {

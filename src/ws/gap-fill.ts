@@ -1,7 +1,7 @@
 import { scanMembers } from "../jsonrpc/scan.js";
 import type { HeadCall } from "../registry/types.js";
 import { encodeHeight } from "../upstream/head.js";
-import { readHead } from "../upstream/probe-call.js";
+import { readHead, withHash } from "../upstream/probe-call.js";
 import type { GatewayCalls } from "./gateway-calls.js";
 import { heightOf, type Subscription } from "./subscriptions.js";
 
@@ -152,15 +152,6 @@ function headHeight(context: FillContext, then: (height: number | undefined) => 
     }
     then(height);
   });
-}
-
-/** The registry's by-hash params with every "{hash}" replaced by the hash. */
-function withHash(template: unknown, hash: unknown): unknown {
-  if (template === "{hash}") return hash;
-  if (Array.isArray(template)) return template.map((item) => withHash(item, hash));
-  if (typeof template === "object" && template !== null)
-    return Object.fromEntries(Object.entries(template).map(([k, v]) => [k, withHash(v, hash)]));
-  return template;
 }
 
 function parseArray(text: string | undefined): unknown[] | undefined {

@@ -35,7 +35,8 @@ const FINAL_CALLS: Readonly<
   // a REST route that names its block in its body (reads.bodies)
   "nem-nis1": { method: "POST /block/at/public", body: { height: 2 } },
   ethereum: { method: "eth_chainId", params: [] },
-  substrate: { method: "chain_getBlockHash", params: [0] },
+  // a block at or below GRANDPA's finalized head, whose height the prober reads from its header
+  substrate: { method: "chain_getBlockHash", params: [HEIGHT - 10] },
   near: { method: "block", params: { block_id: HEIGHT - 10 } },
   "stellar-rpc": { method: "getNetwork" },
   "bitcoin-core": { method: "getblockhash", params: [0] },
@@ -293,6 +294,10 @@ describe("the answer cache on every interface with cache rules (loopback nodes o
         expect(moved.json.result).not.toEqual(state.json.result);
         expect(moved.cache).toBe("miss");
       }
+      // a final answer outlives the head it was read at
+      const later = await send(c, call(6), final.body);
+      expect(later.cache, JSON.stringify(later.json)).toBe("hit");
+      expect(reached(c, final.method, final.params)).toBe(before + 1);
     });
   }
 });

@@ -236,6 +236,12 @@ const defects: readonly Defect[] = [
     message: '24:39 "eth_getBalance" does not read its block from its params object (reads.at)',
   },
   {
+    name: "a finality call whose height call is no method of the interface",
+    from: "    head: { method: eth_blockNumber, params: [], field: result, encoding: hex-quantity }\n",
+    to: '    head: { method: eth_blockNumber, params: [], field: result, encoding: hex-quantity }\n    reads:\n      block: { encoding: hex-quantity, headTags: [latest] }\n      atHead: [eth_blockNumber]\n      cache:\n        finalized: { method: eth_blockNumber, field: [result], heightBy: { method: eth_getHeaderByHash, params: ["{hash}"], field: [result, number], encoding: hex-quantity } }\n',
+    message: '25:20 "eth_getHeaderByHash" is not one of the interface\'s methods',
+  },
+  {
     name: "a long-poll method that the interface does not serve",
     from: "      deny: [admin_*, eth_sign]\n",
     to: "      deny: [admin_*, eth_sign]\n    longPolls: { methods: [eth_sign], heldMs: 1000 }\n",

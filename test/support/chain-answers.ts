@@ -12,6 +12,18 @@ const pad64 = (n: number): string => n.toString(16).padStart(64, "0");
 /** A block hash that is not the genesis block's, for a by-height call at another height. */
 const hashAt = (height: number): string => `0x${pad64(height + 0xabc0_0000)}`;
 
+/** A Substrate block's hash, as chain_getBlockHash and its child's parentHash name it; block 0's is the genesis hash. */
+export const substrateHash = (genesis: string | undefined, number: number): string =>
+  number === 0 && genesis !== undefined ? genesis : hashAt(number);
+
+/** The number of the block a Substrate hash names here (substrateHash), or undefined for no such block. */
+export function substrateNumber(genesis: string | undefined, hash: unknown): number | undefined {
+  if (typeof hash !== "string" || !/^0x[0-9a-f]{64}$/.test(hash)) return undefined;
+  if (hash === genesis) return 0;
+  const number = Number.parseInt(hash.slice(2), 16) - 0xabc0_0000;
+  return Number.isSafeInteger(number) && number > 0 ? number : undefined;
+}
+
 const firstParam = (params: unknown): unknown => (Array.isArray(params) ? params[0] : undefined);
 
 export const CHAIN_ANSWERS: Readonly<Record<string, TypicalAnswer>> = {
@@ -23,7 +35,9 @@ export const CHAIN_ANSWERS: Readonly<Record<string, TypicalAnswer>> = {
     result: ({ chain, height }, params) => {
       const number = firstParam(params);
       if (number === 0 || number === "0x0") return chain;
-      return typeof number === "number" && number > height ? null : hashAt(Number(number ?? height));
+      return typeof number === "number" && number > height
+        ? null
+        : substrateHash(chain, Number(number ?? height));
     },
   },
   // Bitcoin Core, Dogecoin Core: getblockhash height; height 0 is the genesis block
@@ -187,3 +201,11 @@ export function otherChain(
 }
 
 export { hex };
+
+// How a real node answers its interface's finality call (registry `reads.cache.finalized`), where the
+// loopback nodes serve one, keyed like CHAIN_ANSWERS.
+export const FINALITY_ANSWERS: Readonly<Record<string, TypicalAnswer>> = {
+  // Substrate: GRANDPA's finalized head, a hash; GRANDPA finalizes a block or two behind the best one
+  chain_getFinalizedHead: { result: ({ chain, height }) => substrateHash(chain, Math.max(0, height - 2)) },
+  chain_getFinalisedHead: { result: ({ chain, height }) => substrateHash(chain, Math.max(0, height - 2)) },
+};

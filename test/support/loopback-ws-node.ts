@@ -400,8 +400,11 @@ export function substrateNode(options: SubstrateOptions = {}): LoopbackWsNodeOpt
               Array.isArray(params) && params.length > 0
                 ? chain.headerByHash(params[0])
                 : SharedSubstrateChain.header(chain.head),
-      chain_getFinalizedHead: SUBSTRATE_HEAD_HASH,
-      chain_getFinalisedHead: SUBSTRATE_HEAD_HASH,
+      // GRANDPA finalizes a block or two behind the best one
+      chain_getFinalizedHead:
+        chain === undefined ? SUBSTRATE_HEAD_HASH : () => SharedSubstrateChain.hash(chain.head - 2),
+      chain_getFinalisedHead:
+        chain === undefined ? SUBSTRATE_HEAD_HASH : () => SharedSubstrateChain.hash(chain.head - 2),
       state_getRuntimeVersion: version,
       chain_getRuntimeVersion: version,
       state_getMetadata: metadata,

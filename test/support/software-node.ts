@@ -1,5 +1,5 @@
 import type { Endpoint, Mount } from "../../src/registry/types.js";
-import { CHAIN_ANSWERS } from "./chain-answers.js";
+import { CHAIN_ANSWERS, FINALITY_ANSWERS } from "./chain-answers.js";
 import type { Reply, Responder, SeenRequest } from "./loopback-node.js";
 import { admits, type Guard } from "./node-guards.js";
 import {
@@ -120,7 +120,11 @@ function jsonOrNothing(text: string): unknown {
   }
 }
 
-const ANSWERS: Readonly<Record<string, TypicalAnswer>> = { ...CHAIN_ANSWERS, ...HEAD_ANSWERS };
+const ANSWERS: Readonly<Record<string, TypicalAnswer>> = {
+  ...CHAIN_ANSWERS,
+  ...FINALITY_ANSWERS,
+  ...HEAD_ANSWERS,
+};
 
 function outcome(
   call: IncomingCall,

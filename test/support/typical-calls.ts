@@ -3,6 +3,7 @@ import { loadRegistry } from "../../codegen/load.js";
 import type { HeadSpec } from "../../codegen/registry-types.js";
 import { matchRoute } from "../../src/registry/match-route.js";
 import type { Endpoint, HeadCall, HttpMethod, Mount } from "../../src/registry/types.js";
+import { substrateHash, substrateNumber } from "./chain-answers.js";
 import { JSON_RPC_SOFTWARE, type NodeState } from "./node-software.js";
 
 // Each interface family's typical call (its registry `head`), and how a real node of that interface answers
@@ -31,15 +32,21 @@ const hash32 = (seed: number, fill = "ab"): string =>
 export const HEAD_ANSWERS: Readonly<Record<string, TypicalAnswer>> = {
   // EVM chains (geth, reth, avalanchego, bsc, frontier on Atleta, Zilliqa's EVM API) and java-tron /jsonrpc
   eth_blockNumber: { result: ({ height }) => hex(height) },
-  // Substrate: the best header, its number a hex string
+  // Substrate: the best header, or the header of the block whose hash is the param (null for a hash of no
+  // block it has); its number a hex string
   chain_getHeader: {
-    result: ({ height }) => ({
-      parentHash: hash32(height - 1, "11"),
-      number: hex(height),
-      stateRoot: hash32(height, "22"),
-      extrinsicsRoot: hash32(height, "33"),
-      digest: { logs: [] },
-    }),
+    result: ({ height, chain }, params) => {
+      const at = Array.isArray(params) ? params[0] : undefined;
+      const number = at === undefined || at === null ? height : substrateNumber(chain, at);
+      if (number === undefined || number > height) return null;
+      return {
+        parentHash: substrateHash(chain, Math.max(0, number - 1)),
+        number: hex(number),
+        stateRoot: hash32(number, "22"),
+        extrinsicsRoot: hash32(number, "33"),
+        digest: { logs: [] },
+      };
+    },
   },
   // nearcore
   status: {
