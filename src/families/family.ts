@@ -7,6 +7,7 @@ import type { ErrorStyle } from "../errors/respond.js";
 import type { RpcErrorCode } from "../errors/table.js";
 import type { PassedCall } from "../jsonrpc/check.js";
 import type { Mounted } from "../pipeline/stages.js";
+import type { BatchPart } from "../plans/compute-units.js";
 
 /**
  * One interface family (JSON-RPC, REST, or both on one mount), as `familyTable` in table.ts looks it up
@@ -69,6 +70,8 @@ export interface Authorized {
   readonly batchIds?: readonly string[] | undefined;
   /** One call framed as JSON-RPC 1.0 on a dialect that answers it so: the gateway's errors take 1.0's shape. */
   readonly legacy?: boolean | undefined;
+  /** A batch's calls that passed, by method: the key's usage counts each method apart. */
+  readonly batchParts?: readonly BatchPart[] | undefined;
   /** The codes of a batch's calls refused on their own, one each: the key's usage counts errors by code. */
   readonly refusedCodes?: readonly string[] | undefined;
   /** A JSON-RPC batch's calls refused on their own, as their answers: they keep them whatever comes after. */

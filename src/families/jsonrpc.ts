@@ -7,7 +7,7 @@ import { batchMethods } from "../jsonrpc/batch-methods.js";
 import { type CallRules, type Checked, type PassedCall, sendableAsReceived } from "../jsonrpc/check.js";
 import { checkMessage } from "../jsonrpc/message.js";
 import type { Mounted } from "../pipeline/stages.js";
-import { callsUnits } from "../plans/compute-units.js";
+import { batchParts, callsUnits } from "../plans/compute-units.js";
 import type { HeadCall, JsonRpcPolicy } from "../registry/types.js";
 import type { Authorized, Family, FamilySettings, Outgoing, RoutedRequest } from "./family.js";
 import { type CallAuthorizer, RestShapedCall, restShapedMethod } from "./rest-shaped.js";
@@ -211,6 +211,10 @@ class JsonRpcRequest implements RoutedRequest, CallAuthorizer {
       batchIds: passed.flatMap((call) => (call.id === undefined ? [] : [call.id])),
       batchRefusals: refused,
       refusedCodes,
+      batchParts: batchParts(
+        this.#mounted.mount.policy.computeUnits,
+        passed.map((call) => call.method),
+      ),
     };
   }
 }

@@ -8,6 +8,8 @@ export const LATENCY_BOUNDS_MS = [10, 25, 50, 100, 250, 500, 1000, 2500, 5000, N
 /** The stores' columns of the buckets, `lat0` to `lat9` (store/sqlite-migrations.ts). */
 export const LATENCY_COLUMNS = LATENCY_BOUNDS_MS.map((_, i) => `lat${i}`);
 
+import type { BatchPart } from "../plans/compute-units.js";
+
 /** One key's calls of one method on one label on one day. */
 export interface MethodRow {
   readonly key: string;
@@ -31,9 +33,14 @@ export interface CodeRow {
   readonly count: number;
 }
 
-/** What a request adds to the detail: its method or route (`batch` for a batch), its error code, its time. */
+/**
+ * What a request adds to the detail: its method or route, its error code, its time. A batch's calls are
+ * counted by their methods (`parts`), its refused calls under `other`, as a refused single call is.
+ */
 export interface CallDetail {
   readonly method: string;
+  /** A batch's calls that passed their checks, by method (plans/compute-units.ts batchParts). */
+  readonly parts?: readonly BatchPart[] | undefined;
   readonly code: string | undefined;
   /** The gateway's whole time for it; undefined when it has none (a WebSocket message). */
   readonly ms: number | undefined;
@@ -59,7 +66,44 @@ export class UsageDetail {
   #codes = new Map<string, number>();
 
   add(key: string, label: string, calls: number, units: number, errors: number, detail: CallDetail): void {
-    const id = `${key}\n${label}\n${detail.method}`;
+    const { parts, ms } = detail;
+    if (parts === undefined) this.#addMethod(key, label, detail.method, calls, units, errors, ms);
+    else {
+      // a batch's units are shared by its methods' weights, the last taking what rounding left; when the
+      // request failed (errors beyond its refused calls) every call that passed is an error of its method
+      const refused = detail.refusedCodes?.length ?? 0;
+      const failed = errors > refused;
+      const weights = parts.reduce((sum, part) => sum + part.weight * part.calls, 0);
+      let left = units;
+      parts.forEach((part, i) => {
+        const share =
+          i === parts.length - 1 || weights === 0
+            ? left
+            : Math.round((units * part.weight * part.calls) / weights);
+        left -= share;
+        this.#addMethod(key, label, part.method, part.calls, share, failed ? part.calls : 0, ms);
+      });
+      if (refused > 0) this.#addMethod(key, label, "other", refused, 0, refused, ms);
+    }
+    // Errors by code count calls, as the errors beside them do: a batch's calls refused on their own each
+    // under their code, the rest of its errors under the request's (a rate, a quota, a node that failed)
+    const own = detail.refusedCodes ?? [];
+    for (const code of own) this.#count(key, label, code, 1);
+    const rest = own.length === 0 ? Math.max(1, errors) : errors - own.length;
+    if (detail.code !== undefined && rest > 0) this.#count(key, label, detail.code, rest);
+  }
+
+  /** Each call is timed at its request's time: a batch's calls each took the whole batch's. */
+  #addMethod(
+    key: string,
+    label: string,
+    method: string,
+    calls: number,
+    units: number,
+    errors: number,
+    ms: number | undefined,
+  ): void {
+    const id = `${key}\n${label}\n${method}`;
     let counts = this.#methods.get(id);
     if (counts === undefined) {
       counts = { calls: 0, units: 0, errors: 0, msSum: 0, latency: LATENCY_BOUNDS_MS.map(() => 0) };
@@ -68,17 +112,11 @@ export class UsageDetail {
     counts.calls += calls;
     counts.units += units;
     counts.errors += errors;
-    if (detail.ms !== undefined) {
-      counts.msSum += Math.round(detail.ms);
-      const bucket = LATENCY_BOUNDS_MS.findIndex((bound) => detail.ms !== undefined && detail.ms <= bound);
-      (counts.latency as number[])[bucket] = (counts.latency[bucket] ?? 0) + 1;
+    if (ms !== undefined) {
+      counts.msSum += Math.round(ms) * calls;
+      const bucket = LATENCY_BOUNDS_MS.findIndex((bound) => ms <= bound);
+      (counts.latency as number[])[bucket] = (counts.latency[bucket] ?? 0) + calls;
     }
-    // Errors by code count calls, as the errors beside them do: a batch's calls refused on their own each
-    // under their code, the rest of its errors under the request's (a rate, a quota, a node that failed)
-    const own = detail.refusedCodes ?? [];
-    for (const code of own) this.#count(key, label, code, 1);
-    const rest = own.length === 0 ? Math.max(1, errors) : errors - own.length;
-    if (detail.code !== undefined && rest > 0) this.#count(key, label, detail.code, rest);
   }
 
   #count(key: string, label: string, code: string, n: number): void {

@@ -20,7 +20,7 @@ import type { UsageRecorder } from "../keys/usage.js";
 import type { HeldCalls } from "../limits/held-calls.js";
 import { AccessLine, type Logger } from "../log.js";
 import { type GatewayMetrics, type MethodClass, resultOf } from "../metrics/gateway-metrics.js";
-import { archiveUnits } from "../plans/compute-units.js";
+import { archiveUnits, type BatchPart } from "../plans/compute-units.js";
 import type { QuotaHold } from "../plans/quota-hold.js";
 import type { ComputeUnits } from "../registry/types.js";
 import { callerTraceParent } from "../tracing/trace-parent.js";
@@ -81,6 +81,7 @@ export class HttpExchange {
   #refusedCalls = 0;
   /** The codes of a batch's calls refused on their own. */
   #refusedCodes: readonly string[] | undefined = undefined;
+  #batchParts: readonly BatchPart[] | undefined = undefined;
   readonly #started = performance.now();
   readonly #access = new AccessLine();
   /** What the metrics count the request as: its family and method or route, as far as it got. */
@@ -280,6 +281,7 @@ export class HttpExchange {
     this.#calls = authorized.cost;
     this.#refusedCalls = authorized.refused ?? 0;
     this.#refusedCodes = authorized.refusedCodes;
+    this.#batchParts = authorized.batchParts;
     this.#computeUnits = authorized.computeUnits;
   }
 
@@ -336,7 +338,13 @@ export class HttpExchange {
         this.#calls,
         failed ? this.#calls : this.#refusedCalls,
         computeUnits,
-        { method: this.#metricMethod, code, ms: elapsed, refusedCodes: this.#refusedCodes },
+        {
+          method: this.#metricMethod,
+          parts: this.#batchParts,
+          code,
+          ms: elapsed,
+          refusedCodes: this.#refusedCodes,
+        },
       );
     }
     this.#metrics?.request({

@@ -11,6 +11,24 @@ export function callsUnits(units: ComputeUnits, methods: readonly string[], endp
   return Math.round(sum * endpoint.computeUnitMultiplier);
 }
 
+/** A batch's calls of one method, and what one of them weighs in compute units before the network's multiplier. */
+export interface BatchPart {
+  readonly method: string;
+  readonly calls: number;
+  readonly weight: number;
+}
+
+/** A batch's calls by method, in the order first seen: the key's usage counts each method apart. */
+export function batchParts(units: ComputeUnits, methods: readonly string[]): BatchPart[] {
+  const counts = new Map<string, number>();
+  for (const method of methods) counts.set(method, (counts.get(method) ?? 0) + 1);
+  return [...counts].map(([method, calls]) => ({
+    method,
+    calls,
+    weight: units.methods.get(method) ?? units.default,
+  }));
+}
+
 /** One REST request's compute units, by its route (`GET /chains/{}/blocks/{}`). */
 export function routeUnits(units: ComputeUnits, route: string, endpoint: Endpoint): number {
   return Math.round((units.routes.get(route) ?? units.default) * endpoint.computeUnitMultiplier);

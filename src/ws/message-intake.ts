@@ -7,7 +7,8 @@ import { type CheckedMessage, checkMessage } from "../jsonrpc/message.js";
 import type { UsageRecorder } from "../keys/usage.js";
 import type { GatewayMetrics } from "../metrics/gateway-metrics.js";
 import type { Mounted, Stages } from "../pipeline/stages.js";
-import { callsUnits } from "../plans/compute-units.js";
+import { batchParts, callsUnits } from "../plans/compute-units.js";
+import type { ComputeUnits } from "../registry/types.js";
 import { endMessage } from "../tracing/span-ends.js";
 import type { RequestTrace } from "../tracing/tracing.js";
 import { CLOSE } from "./close-codes.js";
@@ -85,7 +86,7 @@ export class MessageIntake {
       const only = message.batch ? undefined : message.checked[0];
       seen.method = message.batch ? "batch" : only?.ok ? only.method : "other";
       if (only !== undefined && !only.ok) seen.code = only.code;
-      if (message.batch) seen.batch = batchAnswers(message);
+      if (message.batch) seen.batch = batchAnswers(message, mounted.mount.policy.computeUnits);
       seen.units = this.#unitsOf(message);
       const charged = stages.chargeRate(mounted, { ...message, computeUnits: seen.units }); // 5
       const held = stages.holdQuota(mounted, charged); // 5, the quota
@@ -186,7 +187,13 @@ export class MessageIntake {
         calls,
         code === undefined ? refused : calls,
         code === undefined ? seen.units : 0,
-        { method: seen.method, code, ms: undefined, refusedCodes: seen.batch?.codes },
+        {
+          method: seen.method,
+          parts: seen.batch?.parts,
+          code,
+          ms: undefined,
+          refusedCodes: seen.batch?.codes,
+        },
       );
     if (answer !== undefined) this.#host.toClient(answer);
   }
@@ -201,16 +208,20 @@ export class MessageIntake {
 }
 
 /** A batch's ids of the calls that passed, and the answers of those refused on their own. */
-function batchAnswers(message: CheckedMessage): NonNullable<MessageSeen["batch"]> {
+function batchAnswers(message: CheckedMessage, units: ComputeUnits): NonNullable<MessageSeen["batch"]> {
   const ids: string[] = [];
   const refusals: string[] = [];
   const codes: string[] = [];
+  const methods: string[] = [];
   for (const call of message.checked)
     if (!call.ok) {
       refusals.push(call.json);
       codes.push(call.code);
-    } else if (call.id !== undefined) ids.push(call.id);
-  return { ids, refusals, codes };
+    } else {
+      methods.push(call.method);
+      if (call.id !== undefined) ids.push(call.id);
+    }
+  return { ids, refusals, codes, parts: batchParts(units, methods) };
 }
 
 /** A WebSocket message as text, from either side of the connection (ws hands it over as one or more Buffers). */

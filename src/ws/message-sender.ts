@@ -5,6 +5,7 @@ import { type CallRules, type Checked, no, type PassedCall, sendableAsReceived }
 import { idKey } from "../jsonrpc/id-key.js";
 import type { CheckedMessage } from "../jsonrpc/message.js";
 import type { Charged } from "../pipeline/stages.js";
+import type { BatchPart } from "../plans/compute-units.js";
 import type { QuotaHold } from "../plans/quota-hold.js";
 import type { JsonRpcPolicy } from "../registry/types.js";
 import type { CachedCalls, Follow } from "./cached-calls.js";
@@ -31,6 +32,8 @@ export interface MessageSeen {
     readonly refusals: readonly string[];
     /** The refused calls' codes, one each, for the key's errors by code. */
     readonly codes: readonly string[];
+    /** The calls that passed, by method, for the key's usage by method. */
+    readonly parts: readonly BatchPart[];
   };
 }
 

@@ -70,7 +70,9 @@ describe.each(STORES)("usage per key (%s store)", (store) => {
   beforeAll(async () => {
     smtp = await startSmtp();
     fx = await startAccounts({}, smtp.port, store);
-    node = await startLoopbackNode(jsonRpcResponder({ eth_blockNumber: "0x1", eth_chainId: "0x1" }));
+    node = await startLoopbackNode(
+      jsonRpcResponder({ eth_blockNumber: "0x1", eth_chainId: "0x1", eth_gasPrice: "0x3b9aca00" }),
+    );
     const email = "usage@example.com";
     const confirmation = smtp.next(email);
     await fx.api("POST", "/v1/signup", { email });
@@ -139,6 +141,30 @@ describe.each(STORES)("usage per key (%s store)", (store) => {
     const added = (code: string) => (after.get(code) ?? 0) - (before.get(code) ?? 0);
     expect(added("METHOD_NOT_FOUND")).toBe(2);
     expect(added("NETWORK_FORBIDDEN")).toBe(1);
+  });
+
+  it("counts a batch's calls by their methods, its units shared by their costs, and its refused calls as other", async () => {
+    type MethodLine = { label: string; method: string; calls: number; units?: number; meanMs?: number };
+    const lines = async () => {
+      const overview = (await fx.api("GET", "/v1/overview", undefined, session)).json;
+      return { dearest: overview.dearest as MethodLine[], slowest: overview.slowest as MethodLine[] };
+    };
+    const line = (all: MethodLine[], method: string) =>
+      all.find((m) => m.label === "eth" && m.method === method) ?? { calls: 0, units: 0 };
+    const before = await lines();
+    const proxy = await runProxy(config(), createLogger("silent"));
+    // eth_gasPrice costs the interface's default 20, eth_blockNumber 10 (docs/compute-units.md)
+    const batch = `[${rpc("eth_gasPrice")},${rpc("eth_blockNumber")},${rpc("eth_gasPrice")},${rpc("admin_peers")}]`;
+    expect(await call(proxy.port, batch)).toBe(200);
+    await proxy.close();
+    const after = await lines();
+    for (const all of [after.dearest, after.slowest]) expect(all.map((m) => m.method)).not.toContain("batch");
+    const gasPrice = line(after.dearest, "eth_gasPrice");
+    expect(gasPrice.calls - line(before.dearest, "eth_gasPrice").calls).toBe(2);
+    expect((gasPrice.units ?? 0) - (line(before.dearest, "eth_gasPrice").units ?? 0)).toBe(40);
+    const blockNumber = line(after.dearest, "eth_blockNumber");
+    expect((blockNumber.units ?? 0) - (line(before.dearest, "eth_blockNumber").units ?? 0)).toBe(10);
+    expect(line(after.slowest, "other").calls - line(before.slowest, "other").calls).toBe(1);
   });
 
   it("loses no more than one flush interval's calls when the proxy is killed", async () => {

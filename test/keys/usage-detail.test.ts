@@ -1,0 +1,60 @@
+import { describe, expect, it } from "vitest";
+import { UsageDetail } from "../../src/keys/usage-detail.js";
+
+// A key's usage by method (the dashboard's slowest and dearest methods): a batch counts under its calls'
+// methods, never as one method named "batch".
+
+const DAY = "2026-11-27";
+
+function rows(detail: UsageDetail) {
+  return detail.take(DAY).methods.map(({ method, calls, units, errors, msSum, latency }) => ({
+    method,
+    calls,
+    units,
+    errors,
+    msSum,
+    timed: latency.reduce((sum, n) => sum + n, 0),
+  }));
+}
+
+describe("usage by method", () => {
+  it("shares a batch's units by its methods' costs, times each call at the batch's time, and counts refused calls as other", () => {
+    const detail = new UsageDetail();
+    const parts = [
+      { method: "eth_call", calls: 2, weight: 26 },
+      { method: "eth_getBalance", calls: 1, weight: 20 },
+    ];
+    // 72 units served (26 + 26 + 20), one call refused on its own
+    detail.add("FNkey", "eth", 4, 72, 1, {
+      method: "batch",
+      parts,
+      code: undefined,
+      ms: 12,
+      refusedCodes: ["METHOD_NOT_FOUND"],
+    });
+    expect(rows(detail)).toEqual([
+      { method: "eth_call", calls: 2, units: 52, errors: 0, msSum: 24, timed: 2 },
+      { method: "eth_getBalance", calls: 1, units: 20, errors: 0, msSum: 12, timed: 1 },
+      { method: "other", calls: 1, units: 0, errors: 1, msSum: 12, timed: 1 },
+    ]);
+  });
+
+  it("counts every call of a failed batch as an error of its method, and gives the rounding's rest to the last", () => {
+    const detail = new UsageDetail();
+    const parts = [
+      { method: "a", calls: 1, weight: 1 },
+      { method: "b", calls: 1, weight: 1 },
+      { method: "c", calls: 1, weight: 1 },
+    ];
+    detail.add("FNkey", "eth", 3, 10, 3, {
+      method: "batch",
+      parts,
+      code: "NO_UPSTREAM",
+      ms: undefined,
+    });
+    const seen = rows(detail);
+    expect(seen.map((r) => r.errors)).toEqual([1, 1, 1]);
+    expect(seen.map((r) => r.units)).toEqual([3, 3, 4]);
+    expect(seen.every((r) => r.timed === 0)).toBe(true);
+  });
+});
