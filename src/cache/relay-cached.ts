@@ -14,7 +14,7 @@ import { type AnswerCache, type CacheEntry, FINAL } from "./answer-cache.js";
 import type { CacheRead } from "./cache-read.js";
 import { behindServed, keptAnswer } from "./kept-answer.js";
 import { SharedCaller } from "./shared-caller.js";
-import { followSocketFlight } from "./socket-flights.js";
+import { followSocketFlight, socketFollowers } from "./socket-flights.js";
 
 /** The response header that says how the cache answered: `hit`, `miss` or `coalesced`. */
 export const CACHE_HEADER = "x-cache";
@@ -83,6 +83,14 @@ function land(flight: Flight, entry: FlightEntry | undefined): void {
 /** Each cache's calls in flight, by their key, the head epoch they were asked in, and the caller's access. */
 const flights = new WeakMap<AnswerCache, Map<string, Flight>>();
 
+/** The calls waiting on an identical call's answer in flight, over HTTP and WebSockets: coalescing under way. */
+export function callsWaiting(cache: AnswerCache): number {
+  let waiting = socketFollowers(cache);
+  for (const flight of flights.get(cache)?.values() ?? [])
+    waiting += flight.waiters.length - 1 + flight.followers.length;
+  return waiting;
+}
+
 /**
  * 7, for a call the cache may answer (docs/cache.md): from the label's cache when it holds a live answer
  * (`hit`); else, when the same call is already in flight, with that call's answer (`coalesced`); else from
@@ -143,7 +151,9 @@ function followSocket(missed: Missed): boolean {
   let wait: Span | undefined;
   const following = followSocketFlight(cache, read.key, epoch, (landed) => {
     wait?.end(performance.now());
+    // counted by what it becomes: one that lands with nothing to share is counted where it goes next
     if (landed === undefined) return joinOrFly(missed, undefined);
+    cache.counts.coalesced++;
     // a connection's node is one of the label's own: the full tier, for a read the tiers divide
     const tier = landed.tier ?? (call.tier === undefined ? undefined : "full");
     note.tier = tier;
@@ -153,7 +163,6 @@ function followSocket(missed: Missed): boolean {
   });
   if (!following) return false;
   wait = call.trace?.step("coalesced wait");
-  cache.counts.coalesced++;
   return true;
 }
 

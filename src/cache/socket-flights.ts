@@ -32,6 +32,13 @@ function flightsOf(cache: AnswerCache): Map<string, SocketFlight> {
 
 const keyOf = (key: string, epoch: number) => `${key}\n${epoch}`;
 
+/** The calls waiting on the cache's connection calls in flight. */
+export function socketFollowers(cache: AnswerCache): number {
+  let waiting = 0;
+  for (const flight of socketFlights.get(cache)?.values() ?? []) waiting += flight.followers.length;
+  return waiting;
+}
+
 /**
  * Joins a connection's call in flight for the same read in the same head epoch: true when there was one,
  * and `follower` is told of its answer (undefined when it has none to share).

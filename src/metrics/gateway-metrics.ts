@@ -1,3 +1,4 @@
+import { callsWaiting } from "../cache/relay-cached.js";
 import { ERRORS, type ErrorCode, type ErrorSpec } from "../errors/table.js";
 import type { UpstreamTable } from "../upstream/upstreams.js";
 import {
@@ -210,6 +211,12 @@ export class GatewayMetrics {
       ),
       new GaugeReading("gateway_cache_bytes", "Bytes of answers the cache holds, by label", "sum", () =>
         cacheSizes(upstreams, (cache) => cache.bytes),
+      ),
+      new GaugeReading(
+        "gateway_cache_waiting",
+        "Calls waiting on an identical call's answer in flight, by label: the coalescing under way (each is counted coalesced when the answer is shared, or a miss when it has to ask a node itself)",
+        "sum",
+        () => cacheSizes(upstreams, callsWaiting),
       ),
       new GaugeReading("gateway_cache_entries", "Answers the cache holds, by label", "sum", () =>
         cacheSizes(upstreams, (cache) => cache.size),

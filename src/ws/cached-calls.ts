@@ -75,15 +75,20 @@ export class CachedCalls {
       return { answer: withId(entry, read.id).toString("utf8") };
     }
     if (follow !== undefined) {
-      const follower: FlightFollower = (landed) =>
-        follow(landed === undefined ? undefined : withId(landed, read.id).toString("utf8"));
+      // counted by what it becomes: one that lands with nothing to share goes to a node, unkept
+      const follower: FlightFollower = (landed) => {
+        if (landed === undefined) {
+          cache.counts.miss++;
+          return follow(undefined);
+        }
+        cache.counts.coalesced++;
+        follow(withId(landed, read.id).toString("utf8"));
+      };
       if (
         followSocketFlight(cache, read.key, epoch, follower) ||
         followFlight(cache, read.key, epoch, follower)
-      ) {
-        cache.counts.coalesced++;
+      )
         return "following";
-      }
     }
     // a call whose id a node may refuse (jsonrpc/id-key.ts isPlainId) leads no identical calls: its
     // answer may be an error about its id, with none the flight could land with

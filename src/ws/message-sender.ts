@@ -184,6 +184,12 @@ export class MessageSender {
       this.#host.closeIfSpent();
       return;
     }
+    // nothing to share: a node answers it after all, at the call's full price, not the cached share
+    const only = message.checked[0];
+    if (only?.ok === true) {
+      seen.units = this.#host.unitsOf([only]);
+      hold?.settle(seen.units);
+    }
     this.#host.guard(() => {
       const refused = this.send(message, text, seen, hold, false);
       if (refused !== undefined) this.#host.toClient(refused);

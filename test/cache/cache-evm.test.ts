@@ -392,16 +392,13 @@ describe("the answer cache on a real anvil", () => {
         2_000,
         "the HTTP call at the node",
       );
-      const coalesced = await gw.metric("gateway_cache_requests_total", {
-        label: "eth",
-        outcome: "coalesced",
-      });
+      const coalesced = () =>
+        gw.metric("gateway_cache_requests_total", { label: "eth", outcome: "coalesced" });
+      const sharedBefore = await coalesced();
       socket.ws.send(JSON.stringify({ jsonrpc: "2.0", id: "ws", method: "eth_getBlockByNumber", params }));
       // waiting on the HTTP call, not sent over the connection's own node socket
       await eventually(
-        async () =>
-          (await gw.metric("gateway_cache_requests_total", { label: "eth", outcome: "coalesced" })) ===
-          coalesced + 1,
+        async () => (await gw.metric("gateway_cache_waiting", { label: "eth" })) === 1,
         900,
         "the WebSocket call waiting",
       );
@@ -411,6 +408,7 @@ describe("the answer cache on a real anvil", () => {
       expect(answer).toEqual({ jsonrpc: "2.0", id: "ws", result: first.result });
       expect(answer.result).toMatchObject({ number: "0x7" });
       expect(reached("eth_getBlockByNumber", params)).toBe(before + 1);
+      expect(await coalesced()).toBe(sharedBefore + 1);
     } finally {
       recorder.delayMs = 0;
       socket.close();

@@ -1,9 +1,16 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { DEFAULT_CACHE, DEFAULT_HEALTH } from "../../src/config/defaults.js";
-import type { PlanSpec } from "../../src/config/types.js";
+import type { PlanSpec, StaticKey } from "../../src/config/types.js";
 import { LocalQuotaLedger } from "../../src/plans/quota-ledger.js";
 import { eventually } from "../support/eventually.js";
-import { DOMAIN, KEYS, type RunningGateway, startGateway, TEST_PLANS } from "../support/gateway.js";
+import {
+  DOMAIN,
+  KEYS,
+  type RunningGateway,
+  startGateway,
+  TEST_KEYS,
+  TEST_PLANS,
+} from "../support/gateway.js";
 import { jsonRpcResponder, type LoopbackNode, startLoopbackNode } from "../support/loopback-node.js";
 import { evmNode, type LoopbackWsNode, startLoopbackWsNode } from "../support/loopback-ws-node.js";
 import { resolveTestHosts } from "../support/test-hosts.js";
@@ -15,6 +22,14 @@ import { Client } from "../support/ws-client.js";
 
 const HASH = `0x${"ab".repeat(32)}`;
 const BLOCK = { number: "0x5", hash: HASH, parentHash: `0x${"cd".repeat(32)}`, transactions: [] };
+
+/** A plan whose cached answers cost half (cachedShare 0.5), and `key` on it beside the test keys. */
+function onHalfPrice(key: string): { plans: Record<string, PlanSpec>; keys: StaticKey[] } {
+  return {
+    plans: { ...TEST_PLANS, half: { ...(TEST_PLANS.shared as PlanSpec), dailyQuota: 1e9, cachedShare: 0.5 } },
+    keys: [...TEST_KEYS, { key, networks: "*", plan: "half", rate: { perSecond: 1e6, burst: 1e6 } }],
+  };
+}
 
 describe("the answer cache over a WebSocket", () => {
   let node: LoopbackWsNode;
@@ -88,11 +103,7 @@ describe("a cached answer over a WebSocket costs the plan's cachedShare", () => 
     gw = await startGateway({
       upstreams: { eth: [node.url] },
       cache: { ...DEFAULT_CACHE, enabled: true },
-      plans: {
-        ...TEST_PLANS,
-        half: { ...(TEST_PLANS.shared as PlanSpec), dailyQuota: 1e9, cachedShare: 0.5 },
-      },
-      keys: [{ key, networks: "*", plan: "half", rate: { perSecond: 1e6, burst: 1e6 } }],
+      ...onHalfPrice(key),
       quotas,
     });
   });
@@ -133,6 +144,11 @@ describe("identical calls in flight on a label's WebSockets reach the node once"
       .flatMap((c) => c.messages)
       .filter((m) => m.includes("eth_getBlockByHash") && m.includes(hash)).length;
   const coalesced = () => gw.metric("gateway_cache_requests_total", { label: "eth", outcome: "coalesced" });
+  const waiting = () => gw.metric("gateway_cache_waiting", { label: "eth" });
+  /** A key on a plan whose cached answers cost half (cachedShare 0.5). */
+  const halfPrice = "FNwsFollowHalf000000000000000000";
+  const quotas = new LocalQuotaLedger();
+  const spent = () => quotas.spent(halfPrice.slice(0, 8)).day;
   const send = (client: Client, id: string, hash: string) =>
     client.ws.send(
       JSON.stringify({ jsonrpc: "2.0", id, method: "eth_getBlockByHash", params: [hash, false] }),
@@ -142,13 +158,12 @@ describe("identical calls in flight on a label's WebSockets reach the node once"
   const httpWaitingOnSocket = async (hash: string, id: number) => {
     const client = await Client.open(url());
     hold();
-    const before = await coalesced();
     send(client, "ws", hash);
     await eventually(() => asked(hash) === 1, 2_000, "the connection's call at the node");
     const overHttp = gw.call("eth", `/${KEYS.all}`, {
       body: JSON.stringify({ jsonrpc: "2.0", id, method: "eth_getBlockByHash", params: [hash, false] }),
     });
-    await eventually(async () => (await coalesced()) === before + 1, 2_000, "the HTTP call waiting");
+    await eventually(async () => (await waiting()) === 1, 2_000, "the HTTP call waiting");
     return { client, overHttp };
   };
 
@@ -157,7 +172,12 @@ describe("identical calls in flight on a label's WebSockets reach the node once"
     node = await startLoopbackWsNode(
       evmNode({ eth_getBlockByHash: ([hash]: [string]) => held.then(() => ({ ...BLOCK, hash })) }),
     );
-    gw = await startGateway({ upstreams: { eth: [node.url] }, cache: { ...DEFAULT_CACHE, enabled: true } });
+    gw = await startGateway({
+      upstreams: { eth: [node.url] },
+      cache: { ...DEFAULT_CACHE, enabled: true },
+      ...onHalfPrice(halfPrice),
+      quotas,
+    });
   });
   afterAll(async () => {
     release();
@@ -176,7 +196,7 @@ describe("identical calls in flight on a label's WebSockets reach the node once"
     send(b, "b", hash);
     send(c, "c", hash);
     send(a, "a2", hash);
-    await eventually(async () => (await coalesced()) === before + 3, 2_000, "three calls waiting");
+    await eventually(async () => (await waiting()) === 3, 2_000, "three calls waiting");
     release();
     const answers = await Promise.all([
       answerTo(a, "a"),
@@ -188,6 +208,8 @@ describe("identical calls in flight on a label's WebSockets reach the node once"
       ["a", "b", "c", "a2"].map((id) => ({ jsonrpc: "2.0", id, result: { ...BLOCK, hash } })),
     );
     expect(asked(hash)).toBe(1);
+    expect(await coalesced()).toBe(before + 3);
+    expect(await waiting()).toBe(0);
     for (const client of [a, b, c]) client.close();
   });
 
@@ -232,8 +254,9 @@ describe("identical calls in flight on a label's WebSockets reach the node once"
   it("an HTTP call waiting on a connection that closes goes to a node itself", async () => {
     const hash = `0x${"04".repeat(32)}`;
     const { client, overHttp } = await httpWaitingOnSocket(hash, 8);
-    // a waiting call is counted coalesced, not missed, until it goes to a node itself
+    // counted once, by how it was answered: a miss, not coalesced as well
     const misses = await gw.metric("gateway_cache_requests_total", { label: "eth", outcome: "miss" });
+    const shared = await coalesced();
     client.close();
     // this node answers only over WebSockets: its 426 shows that the HTTP call reached it
     const answer = await overHttp;
@@ -242,18 +265,23 @@ describe("identical calls in flight on a label's WebSockets reach the node once"
     expect(await gw.metric("gateway_cache_requests_total", { label: "eth", outcome: "miss" })).toBe(
       misses + 1,
     );
+    expect(await coalesced()).toBe(shared);
     release();
   });
 
   it("when the first call's connection closes before its answer, the others ask the node themselves", async () => {
     const hash = `0x${"02".repeat(32)}`;
-    const [first, other] = await Promise.all([Client.open(url()), Client.open(url())]);
+    const [first, other] = await Promise.all([
+      Client.open(url()),
+      Client.open(`ws://eth.${DOMAIN}:${gw.port}/${halfPrice}`),
+    ]);
     hold();
     const before = await coalesced();
     send(first, "first", hash);
     await eventually(() => asked(hash) === 1, 2_000, "the first call at the node");
     send(other, "other", hash);
-    await eventually(async () => (await coalesced()) === before + 1, 2_000, "the other call waiting");
+    await eventually(async () => (await waiting()) === 1, 2_000, "the other call waiting");
+    const misses = await gw.metric("gateway_cache_requests_total", { label: "eth", outcome: "miss" });
     first.close();
     await eventually(() => asked(hash) === 2, 2_000, "the other call at the node");
     release();
@@ -262,6 +290,23 @@ describe("identical calls in flight on a label's WebSockets reach the node once"
       id: "other",
       result: { ...BLOCK, hash },
     });
+    // it waited, then asked a node itself: a miss, not coalesced, at a miss's full price
+    expect(await coalesced()).toBe(before);
+    expect(await gw.metric("gateway_cache_requests_total", { label: "eth", outcome: "miss" })).toBe(
+      misses + 1,
+    );
+    const followed = spent();
+    other.send(
+      JSON.stringify({
+        jsonrpc: "2.0",
+        id: "miss",
+        method: "eth_getBlockByHash",
+        params: [`0x${"05".repeat(32)}`, false],
+      }),
+    );
+    await answerTo(other, "miss");
+    expect(followed).toBeGreaterThan(0);
+    expect(spent() - followed).toBe(followed);
     other.close();
   });
 });
