@@ -115,6 +115,7 @@ export function backfillEvents(subscription: Subscription, context: FillContext)
       if (events !== undefined && (subscription.lastNumber ?? Number.NEGATIVE_INFINITY) <= to) {
         subscription.lastNumber = to;
         subscription.lastIndex = Number.POSITIVE_INFINITY;
+        subscription.afterMove = true;
       }
       for (const result of held) deliver(subscription, result, undefined, context);
     });

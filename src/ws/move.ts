@@ -144,6 +144,7 @@ export class ConnectionMove {
           return;
         }
         remembered.rebind(subscription, id);
+        subscription.afterMove = true;
         if (subscription.kind?.heads !== undefined) subscription.fillNext = true;
         if (subscription.kind?.events !== undefined) backfillEvents(subscription, fill);
         if (--left === 0) this.#resume();

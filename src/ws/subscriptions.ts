@@ -30,6 +30,12 @@ export class Subscription {
   startNumber: number | undefined;
   /** Set by a move: a gap before the first head the new node pushes is filled. */
   fillNext = false;
+  /**
+   * Set by a move: until the new node pushes something past the last one sent, what it pushes at or before
+   * it is a repeat of what the client saw, and is dropped. Otherwise the node's own order holds: a head
+   * that replaces one at its height, or a log mined again after a reorg took it back, is news.
+   */
+  afterMove = false;
   /** Notifications' results held back while a gap is filled, in arrival order. */
   held: string[] | undefined;
   /**
@@ -78,7 +84,8 @@ export class Subscription {
       const height = heightOf(fields?.get(kind.heads.number), kind.heads.encoding);
       if (height === undefined) return "send";
       const last = this.lastNumber;
-      if (last !== undefined && height <= last) return "drop";
+      if (this.afterMove && last !== undefined && height <= last) return "drop";
+      this.afterMove = false;
       if (this.fillNext && last !== undefined && height > last + 1) {
         this.fillNext = false;
         return "fill";
@@ -95,8 +102,9 @@ export class Subscription {
       const index = heightOf(fields.get(kind.events.index), kind.events.encoding);
       if (height === undefined || index === undefined) return "send";
       const last = this.lastNumber;
-      if (last !== undefined && (height < last || (height === last && index <= this.lastIndex)))
-        return "drop";
+      const repeat = last !== undefined && (height < last || (height === last && index <= this.lastIndex));
+      if (this.afterMove && repeat) return "drop";
+      this.afterMove = false;
       this.lastNumber = height;
       this.lastIndex = index;
     }
@@ -162,7 +170,8 @@ export class RememberedSubscriptions {
     return only !== undefined &&
       only.upstreamId === only.clientId &&
       only.held === undefined &&
-      !only.fillNext
+      !only.fillNext &&
+      !only.afterMove
       ? only
       : undefined;
   }

@@ -2,9 +2,11 @@ import { describe, expect, it } from "vitest";
 import { ethereumPolicy } from "../../generated/policies.js";
 import { RememberedSubscriptions } from "../../src/ws/subscriptions.js";
 
-// How a remembered subscription judges notifications by position, with the registry's own EVM rules:
-// what a move's new node repeats is dropped, a jump after a move asks for a fill, and logs already sent
-// (by block and index) are not sent again, while a log taken back by a reorganisation always is.
+// How a remembered subscription judges notifications by position, with the registry's own EVM rules: on
+// the node it was made on, everything the node pushes is sent, in the node's order (a reorganisation's
+// heads and logs are news); after a move, what the new node repeats of what the client saw is dropped
+// until it pushes something new, a jump asks for a fill, and a log taken back by a reorganisation is
+// always sent.
 
 const rules = ethereumPolicy.jsonrpc?.subscriptions;
 const head = (n: number) => `{"number":"0x${n.toString(16)}","parentHash":"0x${"11".repeat(32)}"}`;
@@ -22,7 +24,7 @@ describe("a remembered subscription's positions", () => {
     expect(remembered.size).toBe(3);
   });
 
-  it("heads: a repeat is dropped; after a move, a jump asks for a fill and the next head is sent", () => {
+  it("heads: the node's own order on its node; after a move, a repeat is dropped and a jump asks for a fill", () => {
     const subscription = new RememberedSubscriptions(rules).add(
       "eth_subscribe",
       '["newHeads"]',
@@ -31,17 +33,24 @@ describe("a remembered subscription's positions", () => {
     );
     expect(subscription.judge(head(10))).toBe("send");
     expect(subscription.judge(head(11))).toBe("send");
-    expect(subscription.judge(head(11))).toBe("drop");
-    expect(subscription.judge(head(9))).toBe("drop");
+    // a sibling that replaces the head, and a reorganisation to a shorter chain: the node's news
+    expect(subscription.judge(head(11))).toBe("send");
+    expect(subscription.judge(head(10))).toBe("send");
+    expect(subscription.judge(head(11))).toBe("send");
+    // a move: the new node's heads up to the last one sent are repeats
+    subscription.afterMove = true;
     subscription.fillNext = true;
     expect(subscription.judge(head(11))).toBe("drop");
+    expect(subscription.judge(head(9))).toBe("drop");
     expect(subscription.judge(head(14))).toBe("fill");
     expect(subscription.lastNumber).toBe(11);
     expect(subscription.judge(head(12))).toBe("send");
     expect(subscription.lastNumber).toBe(12);
+    // past the last one sent, the new node's own order holds again
+    expect(subscription.judge(head(12))).toBe("send");
   });
 
-  it("logs: one already sent is dropped by block and index; a removed one is always sent", () => {
+  it("logs: a reorganisation's are sent on its node; after a move, one sent is dropped by block and index", () => {
     const subscription = new RememberedSubscriptions(rules).add(
       "eth_subscribe",
       '["logs",{}]',
@@ -50,10 +59,16 @@ describe("a remembered subscription's positions", () => {
     );
     expect(subscription.judge(log(5, 0))).toBe("send");
     expect(subscription.judge(log(5, 1))).toBe("send");
-    expect(subscription.judge(log(5, 1))).toBe("drop");
+    // taken back by a reorganisation, then the same event mined again in the block that replaced it
+    expect(subscription.judge(log(5, 1, true))).toBe("send");
+    expect(subscription.judge(log(5, 0, true))).toBe("send");
+    expect(subscription.judge(log(5, 0))).toBe("send");
+    subscription.afterMove = true;
+    expect(subscription.judge(log(5, 0))).toBe("drop");
     expect(subscription.judge(log(4, 7))).toBe("drop");
     expect(subscription.judge(log(5, 1, true))).toBe("send");
     expect(subscription.judge(log(6, 0))).toBe("send");
+    expect(subscription.judge(log(5, 3))).toBe("send");
   });
 
   it("an unsubscribe's params find the subscription by the id the client knows, after a move too", () => {
