@@ -29,8 +29,10 @@ export interface ServedConfig {
   readonly stages: Stages;
   readonly websockets: WebSocketGateway;
   readonly http: HttpContext;
-  /** Stops probing; what is in flight goes on. */
+  /** No longer the config new requests meet: its nodes' changes of state are no longer logged. */
   retire(): void;
+  /** Stops probing; what is in flight goes on. */
+  stop(): void;
 }
 
 export interface ServedConfigParts {
@@ -55,16 +57,25 @@ export function buildServedConfig(parts: ServedConfigParts): ServedConfig {
     parts.endpoints,
     parts.dispatcherFactory,
     (group, upstream, from, to, reason) => {
-      // Leaving rotation is what an operator must see; coming back is news.
-      logger.log(to === "healthy" ? "info" : "warn", "upstream state", {
-        label: group.label,
-        mount: group.mount,
-        upstream: upstream.name,
-        from,
-        to,
-        reason,
-      });
+      // Leaving rotation is what an operator must see; coming back is news. A retired config's prober
+      // runs on for its WebSockets (proxy/server.ts), and the current config's logs the same change.
+      if (!retired)
+        logger.log(to === "healthy" ? "info" : "warn", "upstream state", {
+          label: group.label,
+          mount: group.mount,
+          upstream: upstream.name,
+          from,
+          to,
+          reason,
+        });
       if (to === "failing" || to === "wrong-chain") websockets.upstreamFailed(upstream);
+      // a node that answers but left rotation (behind the others, cordoned by an operator): its
+      // connections go to one in rotation, where there is one
+      else if (
+        (to === "lagging" || to === "cordoned") &&
+        group.members.some((member) => member !== upstream && member.health.inRotation)
+      )
+        websockets.upstreamLeftRotation(upstream);
     },
   );
   const prober = new Prober(upstreams, parts.endpoints, config.health, logger);
@@ -100,11 +111,15 @@ export function buildServedConfig(parts: ServedConfigParts): ServedConfig {
   parts.heads?.attach(upstreams.groups());
   for (const group of upstreams.groups())
     if (group.cache !== undefined) group.cache.shared = parts.sharedAnswers;
+  let retired = false;
   const retire = () => {
+    retired = true;
+  };
+  const stop = () => {
     prober.stop();
     parts.heads?.detach(upstreams.groups());
   };
-  return { config, upstreams, stages, websockets, http, retire };
+  return { config, upstreams, stages, websockets, http, retire, stop };
 }
 
 /** The heads each label served, carried over to a new config's groups: a reload never takes one back. */

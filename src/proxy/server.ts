@@ -139,12 +139,18 @@ export function createProxyServer(options: ProxyServerOptions): ProxyServer {
     if (socket.writable) socket.end(parserRefusal(error.code));
   });
 
-  /** A retired config's upstream pools close once its requests are done; its WebSockets run on. */
+  /**
+   * A retired config's WebSockets run on its nodes: its prober runs on, so that a node that hangs under
+   * one is still seen and the connection moves, and its upstream pools stay open (a WebSocket bridged over
+   * HTTP uses them), until its requests are done and its last connection has closed.
+   */
   const retire = async (served: ServedConfig) => {
     served.retire();
     await drained([served], served.config.limits.drainTimeoutMs);
+    await served.websockets.whenIdle();
+    served.stop();
     await served.upstreams.close();
-    if (sum(served.websockets.connections()) === 0) servedConfigs.delete(served);
+    servedConfigs.delete(served);
   };
 
   return {
@@ -160,9 +166,6 @@ export function createProxyServer(options: ProxyServerOptions): ProxyServer {
       carryUpstreamState(previous.upstreams, current.upstreams);
       carryServedHeads(previous.upstreams, current.upstreams);
       servedConfigs.add(current);
-      for (const served of servedConfigs)
-        if (served !== current && served !== previous && sum(served.websockets.connections()) === 0)
-          servedConfigs.delete(served);
       void retire(previous);
     },
     /**
@@ -172,6 +175,7 @@ export function createProxyServer(options: ProxyServerOptions): ProxyServer {
     async close() {
       for (const served of servedConfigs) {
         served.retire();
+        served.stop();
         served.websockets.close();
       }
       const closed = new Promise<void>((resolve) => server.close(() => resolve()));
@@ -202,10 +206,4 @@ async function drained(servedConfigs: readonly ServedConfig[], timeoutMs: number
   while (inFlight() > 0 && performance.now() < deadline)
     await new Promise((resolve) => setTimeout(resolve, 20));
   return inFlight();
-}
-
-function sum(counts: ReadonlyMap<string, number>): number {
-  let total = 0;
-  for (const n of counts.values()) total += n;
-  return total;
 }

@@ -110,6 +110,8 @@ export type StateChange = (
 
 /** The deployment's label → mount → upstream table, built once at start. */
 export class UpstreamTable {
+  /** The pools' closing, once begun (close). */
+  #closed: Promise<void> | undefined;
   /** Label, then mount path ("*" for the label's endpoint-wide list): no key string is built per request. */
   readonly #groups = new Map<string, Map<string, UpstreamGroup>>();
   readonly #dispatchers = new Map<string, Dispatcher>();
@@ -165,9 +167,12 @@ export class UpstreamTable {
     return [...this.#groups.values()].flatMap((mounts) => [...mounts.values()]);
   }
 
-  async close(): Promise<void> {
-    const all = [...this.#dispatchers.values(), ...this.#streamDispatchers.values()];
-    await Promise.all(all.map((d) => d.close()));
+  /** Closes every pool once: a retired config's may be closed by its retirement and by the stop alike. */
+  close(): Promise<void> {
+    this.#closed ??= Promise.all(
+      [...this.#dispatchers.values(), ...this.#streamDispatchers.values()].map((d) => d.close()),
+    ).then(() => undefined);
+    return this.#closed;
   }
 
   #upstream(

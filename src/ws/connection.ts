@@ -77,6 +77,8 @@ export class Connection {
   readonly #sender: MessageSender;
   /** A WebSocket-only call went upstream: the node holds state for this connection. */
   #stateful = false;
+  /** Its node left rotation while a write waited for its answer: it moves once none waits (nodeLeftRotation). */
+  #leaveOnceAnswered = false;
   readonly #intake: MessageIntake;
   #closed = false;
   readonly #archiveRefusals: ArchiveRefusals | undefined;
@@ -200,6 +202,22 @@ export class Connection {
     this.#lose("out of rotation");
   }
 
+  /**
+   * The connection's node left rotation but answers (behind the others, cordoned): the connection moves
+   * to one in rotation once no write of its waits for the node's answer, which a move would lose. One
+   * whose subscriptions live on this node alone (pinned, stateful) stays: the node still answers.
+   */
+  nodeLeftRotation(): void {
+    if (this.#closed || this.#stateful || this.#remembered.pinned) return;
+    if (this.#writeWaiting()) this.#leaveOnceAnswered = true;
+    else this.#lose("out of rotation");
+  }
+
+  #writeWaiting(): boolean {
+    for (const pending of this.#pending.values()) if (pending.write) return true;
+    return false;
+  }
+
   #attach(socket: NodeSocket): void {
     this.#upstream = socket;
     // A lost socket's late events are ignored: only the current one speaks for the connection.
@@ -303,6 +321,10 @@ export class Connection {
     const merged = this.#pending.merged(answer, answered);
     this.#toClient(merged ?? out, merged === undefined && out === data && isBinary);
     this.#intake.closeIfSpent();
+    if (this.#leaveOnceAnswered && !this.#writeWaiting()) {
+      this.#leaveOnceAnswered = false;
+      if (!this.#node.health.inRotation) this.#lose("out of rotation");
+    }
   }
 
   /** A node's error with `"id":null` as the answer of the calls it is (pending-calls.ts nullIdOwners). */

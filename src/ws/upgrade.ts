@@ -37,6 +37,8 @@ export class WebSocketGateway implements WebSocketCounts {
   readonly #server: WebSocketServer;
   /** Each open connection: who it counts against, and its label. */
   readonly #connections = new Map<Connection, { readonly owner: string; readonly label: string }>();
+  /** Waiting for the last connection to close (whenIdle). */
+  readonly #idle: (() => void)[] = [];
   readonly #metrics: GatewayMetrics | undefined;
   readonly #usage: UsageRecorder | undefined;
   readonly #tracing: Tracing | undefined;
@@ -147,6 +149,21 @@ export class WebSocketGateway implements WebSocketCounts {
     }
   };
 
+  /**
+   * Moves the connections off an upstream that answers but left rotation (lagging, cordoned), once no
+   * write of theirs waits for its answer (connection.ts `nodeLeftRotation`).
+   */
+  upstreamLeftRotation(upstream: Upstream): void {
+    for (const connection of [...this.#connections.keys()])
+      if (connection.node === upstream) connection.nodeLeftRotation();
+  }
+
+  /** Resolves once no connection is open: at once when none is. */
+  whenIdle(): Promise<void> {
+    if (this.#connections.size === 0) return Promise.resolve();
+    return new Promise((resolve) => this.#idle.push(resolve));
+  }
+
   /** Closes every connection, both sides, with 1001. */
   close(): void {
     for (const connection of this.#connections.keys())
@@ -218,6 +235,7 @@ export class WebSocketGateway implements WebSocketCounts {
       onClose: () => {
         this.#connections.delete(connection);
         release();
+        if (this.#connections.size === 0) for (const resolve of this.#idle.splice(0)) resolve();
       },
     });
     this.#connections.set(connection, { owner: admitted.clientId, label: admitted.endpoint.label });

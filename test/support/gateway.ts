@@ -43,6 +43,9 @@ export const TEST_PLANS: GatewayConfig["plans"] = Object.fromEntries(
 
 export interface RunningGateway {
   readonly gateway: ProxyServer;
+  /** The config it started with, and its keys: what a test reloads it with (gateway.reload). */
+  readonly config: GatewayConfig;
+  readonly keys: KeyStore;
   readonly origin: string;
   readonly port: number;
   readonly logs: string[];
@@ -105,9 +108,10 @@ export async function startGateway(options: StartOptions = {}): Promise<RunningG
   const logs: string[] = [];
   const logger = createLogger("debug", (line) => logs.push(line));
   const tracing = await startTracing(config.tracing, logger);
+  const keys = keyStore ?? new StaticKeyStore(config.keys, config.defaultRate);
   const gateway = createProxyServer({
     config,
-    keys: keyStore ?? new StaticKeyStore(config.keys, config.defaultRate),
+    keys,
     logger,
     ...(tracing ? { tracing } : {}),
     ...(dispatcherFactory ? { dispatcherFactory } : {}),
@@ -121,6 +125,8 @@ export async function startGateway(options: StartOptions = {}): Promise<RunningG
   const origin = `http://127.0.0.1:${port}`;
   return {
     gateway,
+    config,
+    keys,
     origin,
     port,
     logs,

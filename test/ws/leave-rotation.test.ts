@@ -1,0 +1,120 @@
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { DEFAULT_HEALTH } from "../../src/config/defaults.js";
+import type { GatewayConfig } from "../../src/config/types.js";
+import { eventually } from "../support/eventually.js";
+import { DOMAIN, KEYS, type RunningGateway, startGateway } from "../support/gateway.js";
+import { jsonRpcResponder, type LoopbackNode, startLoopbackNode } from "../support/loopback-node.js";
+import { evmNode, type LoopbackWsNode, startLoopbackWsNode } from "../support/loopback-ws-node.js";
+import { resolveTestHosts } from "../support/test-hosts.js";
+import { Client } from "../support/ws-client.js";
+
+// A connection moves when its node leaves rotation (docs/websocket.md): not only when the node fails, but
+// when it answers and is out all the same (behind the others, cordoned by an operator), once no write of
+// the connection waits for that node's answer. And a config a reload replaced keeps probing while its
+// connections live on, so a node that fails under one of them is still left.
+
+describe("a connection whose node leaves rotation", () => {
+  let ws: LoopbackWsNode[];
+  let http: LoopbackNode[];
+  let gw: RunningGateway;
+  let restore: () => void;
+  /** Node a's HTTP side answers probes with a 500 while set: a node that fails, its sockets open. */
+  let aFails = false;
+  /** Node a holds each write until this is called. */
+  let answerWrite: () => void = () => {};
+
+  const config = (): Partial<GatewayConfig> => ({
+    upstreams: {
+      eth: ["a", "b"].map((name, i) => ({
+        url: http[i]?.url as string,
+        ws: ws[i]?.wsUrl as string,
+        name,
+        ...(name === "b" ? { tier: "fallback" as const } : {}),
+      })),
+    },
+    health: { ...DEFAULT_HEALTH, probeIntervalMs: 50 },
+  });
+  const member = (name: string) =>
+    gw.gateway.upstreams.group("eth", "/")?.members.find((m) => m.name === name);
+  const moved = () => gw.metric("gateway_websocket_moves_total", { label: "eth", outcome: "moved" });
+
+  beforeAll(async () => {
+    restore = resolveTestHosts();
+    const held = () =>
+      new Promise((resolve) => {
+        answerWrite = () => resolve(`0x${"12".repeat(32)}`);
+      });
+    ws = await Promise.all([
+      startLoopbackWsNode(evmNode({ eth_sendRawTransaction: held })),
+      startLoopbackWsNode(evmNode()),
+    ]);
+    const probes = { eth_blockNumber: "0x10", eth_chainId: "0x1" };
+    http = await Promise.all([
+      startLoopbackNode((request) =>
+        aFails ? { status: 500, body: "" } : jsonRpcResponder(probes)(request),
+      ),
+      startLoopbackNode(jsonRpcResponder(probes)),
+    ]);
+    gw = await startGateway(config());
+    await eventually(
+      () => member("a")?.health.inRotation === true && member("b")?.health.inRotation === true,
+      3_000,
+      "both nodes in rotation",
+    );
+  });
+  afterAll(async () => {
+    await gw?.close();
+    await Promise.all([...ws, ...http].map((node) => node?.close()));
+    restore?.();
+  });
+
+  it("moves off a cordoned node once the write waiting on it is answered, with its subscription", async () => {
+    const client = await Client.open(`ws://eth.${DOMAIN}:${gw.port}/${KEYS.all}`);
+    const id = (await client.call("eth_subscribe", ["newHeads"])).result;
+    const before = await moved();
+    client.send('{"jsonrpc":"2.0","id":"write","method":"eth_sendRawTransaction","params":["0x02f8"]}');
+    await eventually(
+      () => ws[0]?.methods().includes("eth_sendRawTransaction") === true,
+      3_000,
+      "the write at a",
+    );
+    member("a")?.health.cordon(true);
+    // the write's answer would be lost with a's socket: the connection stays until it has it
+    await new Promise((resolve) => setTimeout(resolve, 200));
+    expect(await moved()).toBe(before);
+    answerWrite();
+    expect((await client.answerTo('"write"')).result).toBe(`0x${"12".repeat(32)}`);
+    await eventually(async () => (await moved()) === before + 1, 3_000, "the connection on b");
+    const [onB] = [...(ws[1]?.latest().subscriptions.values() ?? [])];
+    const from = client.received.length;
+    onB?.notify({ number: "0x11", parentHash: `0x${"44".repeat(32)}` });
+    const pushed = JSON.parse(await client.waitFor((t) => t.includes("eth_subscription"), 3_000, from));
+    expect(pushed.params.subscription).toBe(id);
+    // the write reached a node once
+    expect(
+      [...(ws[0]?.methods() ?? []), ...(ws[1]?.methods() ?? [])].filter(
+        (m) => m === "eth_sendRawTransaction",
+      ),
+    ).toHaveLength(1);
+    client.close();
+    member("a")?.health.cordon(false);
+    await eventually(() => member("a")?.health.inRotation === true, 3_000, "a back in rotation");
+  });
+
+  it("after a reload, a connection opened before it moves off a node that fails", async () => {
+    const client = await Client.open(`ws://eth.${DOMAIN}:${gw.port}/${KEYS.all}`);
+    await client.call("eth_subscribe", ["newHeads"]);
+    expect(ws[0]?.latest().isOpen).toBe(true);
+    const before = await moved();
+    gw.gateway.reload({ ...gw.config, ...config() } as GatewayConfig, gw.keys);
+    aFails = true;
+    try {
+      await eventually(async () => (await moved()) === before + 1, 5_000, "the connection moved to b");
+      expect(ws[1]?.latest().methods()).toContain("eth_subscribe");
+      expect(client.isOpen).toBe(true);
+    } finally {
+      aFails = false;
+      client.close();
+    }
+  });
+});
