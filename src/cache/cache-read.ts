@@ -1,6 +1,6 @@
 import { blockParam, isGenesisTag, NO_BLOCK_PARAM, namedBlock } from "../answers/read-need.js";
 import type { PassedCall } from "../jsonrpc/check.js";
-import type { CacheRules, ReadRules } from "../registry/types.js";
+import type { BlockParamRule, CacheRules, ReadRules } from "../registry/types.js";
 
 /**
  * How long a call's answer may be kept (docs/cache.md):
@@ -119,13 +119,29 @@ function lifetimeOf(reads: ReadRules, rules: CacheRules, call: PassedCall): Life
 
 /** What a block param makes of the answer's lifetime: undefined for a live tag or a value no rule reads. */
 function blockOf(reads: ReadRules, rules: CacheRules, value: unknown): Lifetime | undefined {
-  if (typeof value === "string" && rules.liveTags?.includes(value)) return undefined;
+  if (namesLiveTag(reads.block, rules.liveTags, value)) return undefined;
   if (isGenesisTag(reads.block, value)) return { kind: "block", block: 0 };
   const named = namedBlock(reads.block, value);
   if (named === "none") return undefined;
   if (named === "head") return HEAD;
   if (named === "hash") return BY_HASH;
   return { kind: "block", block: named };
+}
+
+/**
+ * Whether a block param names a live tag, as a string or where a params object names its block
+ * (EIP-1898's `{"blockNumber": "pending"}`): what no block holds yet.
+ */
+function namesLiveTag(block: BlockParamRule, live: readonly string[] | undefined, value: unknown): boolean {
+  if (live === undefined) return false;
+  if (typeof value === "string") return live.includes(value);
+  if (typeof value !== "object" || value === null || Array.isArray(value)) return false;
+  const members = value as Record<string, unknown>;
+  for (const member of [block.tagMember, block.numberMember]) {
+    const named = member === undefined ? undefined : members[member];
+    if (typeof named === "string" && live.includes(named)) return true;
+  }
+  return false;
 }
 
 /**

@@ -287,6 +287,29 @@ describe("the answer cache on a real anvil", () => {
     }
   });
 
+  it("a read at pending is never kept, as a tag or in an EIP-1898 object: the mempool moves without a block", async () => {
+    await node.rpc("evm_setAutomine", [false]);
+    try {
+      const nonces = async () =>
+        Promise.all(
+          ["pending", { blockNumber: "pending" }].map(async (at) => {
+            const read = await call("eth_getTransactionCount", [DEV, at]);
+            expect(read.cache).toBeUndefined();
+            return read.result;
+          }),
+        );
+      const before = await nonces();
+      expect(await nonces()).toEqual(before);
+      // sent to the node itself, so that no write through the gateway moves what it keeps
+      await node.rpc("eth_sendRawTransaction", [await transfer(5n)]);
+      const after = await nonces();
+      expect(after.map((n) => BigInt(n as string))).toEqual(before.map((n) => BigInt(n as string) + 1n));
+      await node.rpc("evm_mine", []);
+    } finally {
+      await node.rpc("evm_setAutomine", [true]);
+    }
+  });
+
   it("a block above the finalized height is kept only while the head stays", async () => {
     const head = Number((await node.rpc<string>("eth_blockNumber", [])) as string);
     // the head the gateway serves has caught up with the blocks the tests before mined: it stays now
