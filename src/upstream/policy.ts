@@ -5,6 +5,7 @@ import type { TierPlan } from "../answers/archive.js";
 import { learnHeights, showsHeight } from "../answers/examined.js";
 import type { RangeSplit } from "../answers/range-plan.js";
 import type { ReadNeed } from "../answers/read-need.js";
+import { writeTaken } from "../answers/write-taken.js";
 import type { BatchRead } from "../cache/batch-cached.js";
 import type { CacheRead } from "../cache/cache-read.js";
 import type { Limits } from "../config/types.js";
@@ -86,7 +87,11 @@ export interface UpstreamCall {
 }
 
 /** Called once when a relay is over: with nothing when the answer went out whole, else with why not. */
-export type RelayDone = (error?: unknown) => void;
+/**
+ * A relay's end: its error, if it failed; `refusedWrite` when the call was a write and the node's answer
+ * says it did not take it (answers/write-taken.ts); undefined where the relay did not read the answer.
+ */
+export type RelayDone = (error?: unknown, refusedWrite?: boolean) => void;
 
 /** One keep-alive undici Pool per upstream origin, with every timeout set (undici's defaults are 300 s). */
 export function poolPerOrigin(origin: string, limits: Limits["upstream"]): Dispatcher {
@@ -116,14 +121,17 @@ export function relayAnswer(
 
 class RelayRun extends CallRun<ServerResponse> implements AnswerReader {
   readonly #done: RelayDone;
+  /** A write's answer said the node did not take it. */
+  #refusedWrite: boolean | undefined;
   /** A call whose answers show a height: the run reads the answer once it went out. */
   readonly #reads: boolean;
 
   constructor(call: UpstreamCall, res: ServerResponse, note: UpstreamFields, done: RelayDone) {
     super(call, res, note);
     this.#done = done;
-    // a call that makes a filter is read too: the node that answered it is the one its polls must reach
-    this.#reads = showsHeight(call) || call.handleOwner !== undefined;
+    // a call that makes a filter is read too: the node that answered it is the one its polls must reach;
+    // and a write, for whether the node took it
+    this.#reads = showsHeight(call) || call.handleOwner !== undefined || call.write;
   }
 
   protected attempt(upstream: Upstream): AttemptHandler {
@@ -132,6 +140,7 @@ class RelayRun extends CallRun<ServerResponse> implements AnswerReader {
 
   /** The answer that went out, for the heights it shows (src/answers/examined.ts). */
   read(upstream: Upstream, statusCode: number, body: Buffer): void {
+    if (this.call.write) this.#refusedWrite = !writeTaken(statusCode, body);
     if (statusCode !== 200) return;
     const text = body.toString("utf8");
     learnHeights(this.call, upstream, text);
@@ -141,7 +150,7 @@ class RelayRun extends CallRun<ServerResponse> implements AnswerReader {
   protected finished(error?: GatewayError): void {
     const { res } = this;
     if (error === undefined || !res.headersSent) {
-      this.#done(error);
+      this.#done(error, this.#refusedWrite);
       return;
     }
     // The status line is gone: all that is left is to cut the connection.

@@ -110,7 +110,8 @@ export class PendingCalls {
       this.#byId.delete(key);
       ids.push(pending.call.id as string);
       const result = members.has("error") ? undefined : members.get("result");
-      if (pending.write) settled.wrote();
+      // a write the node refused changed nothing (answers/write-taken.ts)
+      if (pending.write && (members.get("error") ?? "null") === "null") settled.wrote();
       if (pending.keep !== undefined) settled.kept(pending.keep, members);
       if (pending.kind === "subscribe") {
         this.#reservedSubscriptions--;

@@ -247,6 +247,27 @@ describe("the answer cache on a real anvil", () => {
     expect(BigInt(after.result as string)).toBe(BigInt(before) + 2n);
   });
 
+  it("a write the node refused ends nothing: what was read at the head stands, over HTTP and WebSocket", async () => {
+    const read = () => call("eth_getBalance", [OTHER, "latest"], 1, KEYS.all);
+    const socket = await Client.open(`ws://eth.${DOMAIN}:${gw.port}/${KEYS.noArchive}`);
+    try {
+      await eventually(
+        async () => {
+          await read();
+          // anvil cannot decode it: nothing reached a mempool, nothing changed
+          const overHttp = await call("eth_sendRawTransaction", ["0x00"], 9, KEYS.noArchive);
+          const overSocket = await socket.call("eth_sendRawTransaction", ["0x00"]);
+          expect([overHttp.error, overSocket.error].every((e) => e !== undefined)).toBe(true);
+          return (await read()).cache === "hit";
+        },
+        5_000,
+        "a read at the head answered from the cache after two refused writes",
+      );
+    } finally {
+      socket.close();
+    }
+  });
+
   it("for a while after its write, a writer's reads at the head go to the node; other callers' meet the cache as before", async () => {
     const read = (key: string) => call("eth_getBalance", [OTHER, "latest"], 1, key);
     await node.rpc("evm_setAutomine", [false]);
