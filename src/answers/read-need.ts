@@ -250,8 +250,8 @@ function positional(rules: ReadRules, method: string, params: unknown): readonly
 }
 
 /**
- * What a block param names: the head (a head tag, or the param left out), a block by number or by hash, or
- * nothing this rule routes by (another tag, such as a genesis tag, or a value the node will refuse).
+ * What a block param names: the head (a head tag, or the param left out), a block by number (a genesis tag
+ * is block 0) or by hash, or nothing this rule routes by (another tag, or a value the node will refuse).
  */
 export function namedBlock(rule: BlockParamRule, value: unknown): "head" | "hash" | "none" | number {
   if (value === undefined || value === null) return "head";
@@ -263,6 +263,8 @@ export function namedBlock(rule: BlockParamRule, value: unknown): "head" | "hash
     return number === undefined ? "none" : namedBlock(rule, number);
   }
   if (typeof value === "string" && rule.headTags.includes(value)) return "head";
+  // `earliest`: the chain's first block, a state read an archive node alone may still have
+  if (isGenesisTag(rule, value)) return 0;
   if (typeof value === "string" && rule.headRelative !== undefined && compiled(rule.headRelative).test(value))
     return "head";
   if (typeof value === "string" && rule.hashPattern !== undefined && compiled(rule.hashPattern).test(value))

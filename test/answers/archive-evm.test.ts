@@ -61,6 +61,19 @@ describe("archive reads reach archive nodes, for keys with archive access only (
     );
   });
 
+  it("a read at earliest (block 0), bare or in an EIP-1898 object, goes to the archive node at once", async () => {
+    for (const block of ["earliest", { blockNumber: "earliest" }]) {
+      const [fullBefore, archiveBefore] = [balanceCalls(fullNode), balanceCalls(archiveNode)];
+      const r = await gw.call("eth", `/${KEYS.all}`, {
+        body: rpcBody("eth_getBalance", [ACCOUNT, block], 7),
+      });
+      expect(r.json).toEqual({ jsonrpc: "2.0", id: 7, result: BALANCE });
+      expect(r.headers["x-upstream-tier"]).toBe("archive");
+      expect(balanceCalls(fullNode)).toBe(fullBefore);
+      expect(balanceCalls(archiveNode)).toBe(archiveBefore + 1);
+    }
+  });
+
   it("a recent block the full node refuses as missing is sent to the archive node once more", async () => {
     const [fullBefore, archiveBefore] = [balanceCalls(fullNode), balanceCalls(archiveNode)];
     const r = await getBalance(KEYS.all, "0x12b");

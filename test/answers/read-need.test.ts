@@ -73,8 +73,17 @@ describe("readNeed", () => {
     ).toMatchObject({ atHead: false, highestBlock: 32 });
   });
 
-  it("`earliest` or a call without a block param needs nothing, a hash names no height; a batch needs its calls' highest", () => {
-    expect(need(call("eth_getBlockByNumber", ["earliest", false]))).toBeUndefined();
+  it("`earliest` is block 0, a call without a block param needs nothing, a hash names no height; a batch needs its calls' highest", () => {
+    // any node has block 0; a state read there may need an archive node (archive routing)
+    expect(need(call("eth_getBlockByNumber", ["earliest", false]))).toMatchObject({
+      highestBlock: 0,
+      stateBlock: -1,
+    });
+    expect(
+      need(
+        call("eth_getBalance", ["0x00000000000000000000000000000000000000aa", { blockNumber: "earliest" }]),
+      ),
+    ).toMatchObject({ highestBlock: 0, stateBlock: 0 });
     // a state read by hash: only the node can say whether it still has that state (archive routing)
     expect(
       need(call("eth_getBalance", ["0x00000000000000000000000000000000000000aa", `0x${"ab".repeat(32)}`])),
