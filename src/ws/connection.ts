@@ -318,8 +318,10 @@ export class Connection {
       if (id !== undefined && this.#calls.settle(id, text, only)) return;
     }
     const answered = this.#pending.settle(envelopes, this.#settled);
-    const merged = this.#pending.merged(answer, answered);
-    this.#toClient(merged ?? out, merged === undefined && out === data && isBinary);
+    const renamed = this.#pending.renamedAnswers(envelopes, text);
+    const merged = this.#pending.merged(renamed ?? answer, answered);
+    const sent = merged ?? renamed ?? out;
+    this.#toClient(sent, sent === data && isBinary);
     this.#intake.closeIfSpent();
     if (this.#leaveOnceAnswered && !this.#writeWaiting()) {
       this.#leaveOnceAnswered = false;
@@ -351,7 +353,8 @@ export class Connection {
     answered: (message) => endMessage(message.span, this.#label, methodOf(message), undefined),
   };
 
-  #remember(call: PassedCall, id: string): void {
+  /** Remembers a subscription the node made: the id the client is to know it by. */
+  #remember(call: PassedCall, id: string): string {
     const subscription = this.#remembered.add(
       call.method,
       call.call.members.get("params"),
@@ -359,6 +362,7 @@ export class Connection {
       id,
     );
     if (subscription.kind?.events !== undefined) recordStart(subscription, this.#fill);
+    return subscription.clientId;
   }
 
   /**

@@ -3,6 +3,7 @@ import type { PassedCall } from "../jsonrpc/check.js";
 import { idKey, isUnreadableId } from "../jsonrpc/id-key.js";
 import { mergeBatchAnswer } from "../jsonrpc/merge.js";
 import type { CacheKeep } from "./cached-calls.js";
+import { textOf } from "./node-answers.js";
 import type { Subscription } from "./subscriptions.js";
 
 /** A client message sent upstream, or waiting to be while the connection moves. */
@@ -31,8 +32,8 @@ export interface Pending {
 
 /** What settling a node's answer tells the connection about its subscriptions, and about its writes. */
 export interface Settled {
-  /** A subscribe call was answered with the node's id for it. */
-  subscribed(call: PassedCall, upstreamId: string): void;
+  /** A subscribe call was answered with the node's id for it: the id the client is to know it by. */
+  subscribed(call: PassedCall, upstreamId: string): string;
   /** An unsubscribe call succeeded. */
   unsubscribed(target: Subscription | undefined): void;
   /** A write was answered: what the caller reads next at the head may differ (src/cache/). */
@@ -51,6 +52,8 @@ export interface Settled {
  */
 export class PendingCalls {
   readonly #byId = new Map<string, Pending>();
+  /** Subscribe answers whose id the client is to know otherwise (subscriptions.ts `add`), by call id. */
+  readonly #renamed = new Map<string, string>();
   /** Batches with refused calls: the node's answer to the rest is merged with the refusals. */
   readonly #partialBatches: { ids: Set<string>; refused: string[] }[] = [];
   #reservedSubscriptions = 0;
@@ -115,7 +118,8 @@ export class PendingCalls {
       if (pending.keep !== undefined) settled.kept(pending.keep, members);
       if (pending.kind === "subscribe") {
         this.#reservedSubscriptions--;
-        if (result !== undefined) settled.subscribed(pending.call, result);
+        const clientId = result === undefined ? undefined : settled.subscribed(pending.call, result);
+        if (clientId !== undefined && clientId !== result) this.#renamed.set(id, clientId);
       } else if (pending.kind === "unsubscribe" && result !== undefined && result !== "false") {
         settled.unsubscribed(pending.target);
       }
@@ -123,6 +127,24 @@ export class PendingCalls {
         settled.answered(pending.message);
     }
     return ids;
+  }
+
+  /**
+   * The answers just settled with the ids of the subscriptions they made rewritten, where the client knows
+   * one by another id than the node's; undefined when none is (nearly always).
+   */
+  renamedAnswers(envelopes: readonly ReadonlyMap<string, string>[], text: string): string | undefined {
+    if (this.#renamed.size === 0) return undefined;
+    const batch = text.trimStart().startsWith("[");
+    const answers = envelopes.map((members) => {
+      const clientId = this.#renamed.get(members.get("id") ?? "");
+      if (clientId === undefined) return textOf(members);
+      return textOf(
+        new Map([...members].map(([name, value]) => [name, name === "result" ? clientId : value])),
+      );
+    });
+    this.#renamed.clear();
+    return batch ? `[${answers.join(",")}]` : (answers[0] as string);
   }
 
   /** The node's answer `text` to a partial batch, merged with its refusals; undefined when it answers none. */

@@ -1,3 +1,4 @@
+import { randomBytes, randomInt } from "node:crypto";
 import { scanMembers } from "../jsonrpc/scan.js";
 import type { HeadEncoding, SubscriptionKind, SubscriptionRules } from "../registry/types.js";
 import { decode } from "../upstream/head.js";
@@ -15,7 +16,7 @@ export class Subscription {
   readonly params: string | undefined;
   readonly paramsValue: unknown;
   /** The id the client was given, as its source token (`"0x1a"`, with its quotes). */
-  readonly clientId: string;
+  clientId: string;
   /** The id the node it is on now gave it. */
   upstreamId: string;
   readonly kind: SubscriptionKind | undefined;
@@ -190,7 +191,12 @@ export class RememberedSubscriptions {
     return [...this.#byClientId.values()];
   }
 
-  /** Remembers a subscription the node has just confirmed with `id`. */
+  /**
+   * Remembers a subscription the node has just confirmed with `id`. The client knows it by that id, unless
+   * the client holds it already for a subscription that moved here from another node (a node that numbers
+   * its ids in order, as Besu does, may hand out the id another node gave): then by a new one
+   * (`clientId` differs), which the subscribe call's answer must carry.
+   */
   add(method: string, params: string | undefined, paramsValue: unknown, id: string): Subscription {
     const subscription = new Subscription({
       method,
@@ -201,11 +207,21 @@ export class RememberedSubscriptions {
       kind: this.#kindOf(method, paramsValue),
       pinned: this.isPinned(method),
     });
-    this.remove(this.#byClientId.get(id));
-    this.#byClientId.set(id, subscription);
+    if (this.#byClientId.has(id)) subscription.clientId = this.#freshId(id);
+    this.#byClientId.set(subscription.clientId, subscription);
     this.#byUpstreamId.set(id, subscription);
     if (subscription.watched) this.#watched++;
     return subscription;
+  }
+
+  /** An id of `like`'s kind (a string, a number) that the client holds for none of its subscriptions. */
+  #freshId(like: string): string {
+    for (;;) {
+      const fresh = like.startsWith('"')
+        ? `"0x${randomBytes(16).toString("hex")}"`
+        : String(randomInt(2 ** 47, 2 ** 48));
+      if (!this.#byClientId.has(fresh)) return fresh;
+    }
   }
 
   remove(subscription: Subscription | undefined): void {

@@ -199,3 +199,61 @@ describe("a node's answer over the size cap on a WebSocket", () => {
     client.close();
   });
 });
+
+// A node that numbers its subscription ids in order (Besu) may give a new subscription, after a move, the
+// id another node gave one the client holds: the client gets a fresh id for the new one, and both keep
+// their notifications and their unsubscribes.
+describe("a new subscription whose id the node gives is one the client holds already", () => {
+  let a: LoopbackWsNode;
+  let b: LoopbackWsNode;
+  let gw: RunningGateway;
+  let restore: () => void;
+
+  beforeAll(async () => {
+    restore = resolveTestHosts();
+    // a's first id is b's second: 0x1001
+    a = await startLoopbackWsNode({ ...evmNode(), subscriptionId: (n) => `0x${(0x1001 + n).toString(16)}` });
+    b = await startLoopbackWsNode(evmNode());
+    gw = await gatewayOn(a, b);
+  });
+  afterAll(async () => {
+    await gw?.close();
+    await Promise.all([a?.close(), b?.close()]);
+    restore?.();
+  });
+
+  it("is given a fresh id, and each subscription keeps its own notifications and unsubscribe", async () => {
+    const client = await Client.open(`ws://eth.${DOMAIN}:${gw.port}/${KEYS.all}`);
+    const moved = (await client.call("eth_subscribe", ["newHeads"])).result;
+    expect(moved).toBe("0x1001");
+    await a.close();
+    await waitUntil(
+      () => b.connections.length === 1 && b.latest().subscriptions.size === 1,
+      3_000,
+      "moved to b",
+    );
+    const fresh = (await client.call("eth_subscribe", ["newHeads"])).result as string;
+    expect(fresh).not.toBe(moved);
+    expect(fresh).toMatch(/^0x[0-9a-f]+$/);
+    const onB = b.latest().subscriptions;
+    expect([...onB.keys()].sort()).toEqual(["0x1000", "0x1001"]);
+    const from = client.received.length;
+    onB.get("0x1000")?.notify({ number: "0x5", parentHash: `0x${"44".repeat(32)}` });
+    onB.get("0x1001")?.notify({ number: "0x6", parentHash: `0x${"55".repeat(32)}` });
+    await client.waitFor(
+      () => client.received.slice(from).filter((t) => t.includes("eth_subscription")).length === 2,
+    );
+    const pushed = client.received
+      .slice(from)
+      .filter((t) => t.includes("eth_subscription"))
+      .map((t) => JSON.parse(t).params);
+    expect(pushed.map((p) => [p.subscription, p.result.number])).toEqual([
+      [moved, "0x5"],
+      [fresh, "0x6"],
+    ]);
+    expect((await client.call("eth_unsubscribe", [fresh])).result).toBe(true);
+    expect(onB.get("0x1001")?.active ?? false).toBe(false);
+    expect(onB.get("0x1000")?.active).toBe(true);
+    client.close();
+  });
+});
