@@ -69,19 +69,13 @@ export class UsageDetail {
     const { parts, ms } = detail;
     if (parts === undefined) this.#addMethod(key, label, detail.method, calls, units, errors, ms);
     else {
-      // a batch's units are shared by its methods' weights, the last taking what rounding left; when the
-      // request failed (errors beyond its refused calls) every call that passed is an error of its method
+      // when the request failed (errors beyond its refused calls) every call that passed is an error of
+      // its method
       const refused = detail.refusedCodes?.length ?? 0;
       const failed = errors > refused;
-      const weights = parts.reduce((sum, part) => sum + part.weight * part.calls, 0);
-      let left = units;
+      const shares = sharedUnits(units, parts);
       parts.forEach((part, i) => {
-        const share =
-          i === parts.length - 1 || weights === 0
-            ? left
-            : Math.round((units * part.weight * part.calls) / weights);
-        left -= share;
-        this.#addMethod(key, label, part.method, part.calls, share, failed ? part.calls : 0, ms);
+        this.#addMethod(key, label, part.method, part.calls, shares[i] ?? 0, failed ? part.calls : 0, ms);
       });
       if (refused > 0) this.#addMethod(key, label, "other", refused, 0, refused, ms);
     }
@@ -140,6 +134,27 @@ export class UsageDetail {
     this.#codes = new Map();
     return { methods, codes };
   }
+}
+
+/**
+ * A batch's units shared by its methods' weights, in whole units that add up to them: each its share rounded
+ * down, then one more for the largest remainders (rounding each alone may leave the last a negative rest).
+ */
+export function sharedUnits(units: number, parts: readonly BatchPart[]): number[] {
+  const weights = parts.reduce((sum, part) => sum + part.weight * part.calls, 0);
+  if (weights === 0) return parts.map((_, i) => (i === 0 ? units : 0));
+  const exact = parts.map((part) => (units * part.weight * part.calls) / weights);
+  const shares = exact.map(Math.floor);
+  let left = units - shares.reduce((sum, share) => sum + share, 0);
+  const byRemainder = exact
+    .map((value, i) => [value - Math.floor(value), i] as const)
+    .sort((a, b) => b[0] - a[0]);
+  for (const [, i] of byRemainder) {
+    if (left <= 0) break;
+    shares[i] = (shares[i] ?? 0) + 1;
+    left--;
+  }
+  return shares;
 }
 
 /** Rows of the same key, day, label and method (or code) added into one: a store upserts each once. */

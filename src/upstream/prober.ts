@@ -261,7 +261,10 @@ export class Prober {
     const { first, heightBy } = target.finality as FinalityProbe;
     let value = await this.#readProbe(member, first, target.timeoutMs);
     let call: ChainCall = first.call;
-    if (value !== undefined && heightBy !== undefined) {
+    if (heightBy !== undefined) {
+      // a block named by a hash: no hash (a node's null) is no finalized block, and chain_getHeader
+      // sent null would answer the best block's header
+      if (typeof value !== "string" || value === "") return;
       const second = heightBy(value);
       value = await this.#readProbe(member, second, target.timeoutMs);
       call = second.call;

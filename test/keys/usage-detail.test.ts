@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { UsageDetail } from "../../src/keys/usage-detail.js";
+import { sharedUnits, UsageDetail } from "../../src/keys/usage-detail.js";
 
 // A key's usage by method (the dashboard's slowest and dearest methods): a batch counts under its calls'
 // methods, never as one method named "batch".
@@ -39,7 +39,7 @@ describe("usage by method", () => {
     ]);
   });
 
-  it("counts every call of a failed batch as an error of its method, and gives the rounding's rest to the last", () => {
+  it("counts every call of a failed batch as an error of its method, its units whole and adding up", () => {
     const detail = new UsageDetail();
     const parts = [
       { method: "a", calls: 1, weight: 1 },
@@ -54,7 +54,22 @@ describe("usage by method", () => {
     });
     const seen = rows(detail);
     expect(seen.map((r) => r.errors)).toEqual([1, 1, 1]);
-    expect(seen.map((r) => r.units)).toEqual([3, 3, 4]);
+    expect(seen.map((r) => r.units)).toEqual([4, 3, 3]);
     expect(seen.every((r) => r.timed === 0)).toBe(true);
+  });
+});
+
+describe("a batch's units shared by its methods", () => {
+  it("never gives a method a negative share, and the shares add up to the batch's units", () => {
+    // a cached batch at a 2.5 % share: 80 units cost 2, over four methods of one weight
+    const parts = ["a", "b", "c", "d"].map((method) => ({ method, calls: 1, weight: 20 }));
+    const shares = sharedUnits(2, parts);
+    expect(shares.every((share) => share >= 0)).toBe(true);
+    expect(shares.reduce((sum, share) => sum + share, 0)).toBe(2);
+    const uneven = sharedUnits(7, [
+      { method: "x", calls: 3, weight: 26 },
+      { method: "y", calls: 1, weight: 10 },
+    ]);
+    expect(uneven).toEqual([6, 1]);
   });
 });
