@@ -1,16 +1,22 @@
+import { idKey } from "../jsonrpc/id-key.js";
 import { scanMembers } from "../jsonrpc/scan.js";
 
 /**
- * Whether a node's answer to a write says it took it: a 2xx whose calls are not all errors (a JSON-RPC
- * `error` that is not null). A write the node refused changed nothing, so what was read at the head stands
- * (upstream/group.ts `wrote`): anyone could otherwise end every caller's cached head answers with a write
- * no node would take.
+ * Whether a node's answer to a write says it took it: a 2xx in which a write's answer is no error (a
+ * JSON-RPC `error` that is not null); in a batch, only the answers to `writeIds`, its writes, count. A
+ * write the node refused changed nothing, so what was read at the head stands (upstream/group.ts `wrote`):
+ * anyone could otherwise end every caller's cached head answers with a write no node would take. An answer
+ * that names none of them (a write sent as a notification has none) is taken.
  */
-export function writeTaken(statusCode: number, body: Buffer): boolean {
+export function writeTaken(statusCode: number, body: Buffer, writeIds?: readonly string[]): boolean {
   if (statusCode < 200 || statusCode >= 300) return false;
-  const envelopes = scanMembers(body.toString("utf8"));
-  if (envelopes.length === 0) return true;
-  return envelopes.some((members) => {
+  const keys = writeIds === undefined ? undefined : new Set(writeIds.map(idKey));
+  const answers = scanMembers(body.toString("utf8")).filter((members) => {
+    const id = members.get("id");
+    return keys === undefined || (id !== undefined && keys.has(idKey(id)));
+  });
+  if (answers.length === 0) return true;
+  return answers.some((members) => {
     const error = members.get("error");
     return error === undefined || error === "null";
   });

@@ -93,6 +93,8 @@ export interface Outgoing {
   readonly heldMs?: number;
   /** It submits something (the registry's `writes`): the upstream policy never sends it twice. */
   readonly write: boolean;
+  /** A JSON-RPC batch's writes, by their ids: whether its node took them is read from their answers alone. */
+  readonly writeIds?: readonly string[] | undefined;
   /** What its reads need of the node that answers them (src/answers/read-need.ts), when any reads by block. */
   readonly reads: ReadNeed | undefined;
   /** A JSON-RPC message of one call: the call, which the answer cache may answer (src/cache/). */

@@ -92,6 +92,10 @@ class JsonRpcRequest implements RoutedRequest, CallAuthorizer {
   ): Outgoing {
     const path = this.#upstreamPath;
     const heldMs = this.#heldMs(passed);
+    const writeIds =
+      write && single === undefined
+        ? passed.flatMap((call) => (this.#writes.has(call.method) && call.id !== undefined ? [call.id] : []))
+        : undefined;
     return {
       method: "POST",
       headers: UPSTREAM_HEADERS,
@@ -99,6 +103,7 @@ class JsonRpcRequest implements RoutedRequest, CallAuthorizer {
       stream: false,
       ...(heldMs > 0 ? { heldMs } : {}),
       write,
+      writeIds,
       reads,
       single,
       batch,

@@ -72,6 +72,7 @@ export class UpstreamPlanner {
       stream: outgoing.stream,
       heldMs: outgoing.heldMs ?? 0,
       write: outgoing.write,
+      writeIds: outgoing.writeIds,
       nodeErrors: mounted.mount.policy.jsonrpc?.nodeErrors,
       limits: this.#config.limits.upstream,
       // A stream stays open while the node pushes: it has no size cap, as it has no end.

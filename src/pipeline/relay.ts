@@ -3,6 +3,7 @@ import { relayByTier, type TierFields } from "../answers/archive.js";
 import { relayByHash } from "../answers/by-hash.js";
 import { learnHeights } from "../answers/examined.js";
 import { relaySplit, type SplitFields } from "../answers/range-split.js";
+import { writeTaken } from "../answers/write-taken.js";
 import { relayCachedBatch } from "../cache/batch-cached.js";
 import { type CacheFields, relayCached } from "../cache/relay-cached.js";
 import { sendJson } from "../errors/respond.js";
@@ -58,7 +59,7 @@ function relayMerged(
             ? mergeBatchAnswer(text, refusals)
             : undefined;
       sendJson(res, merged === undefined ? answer.statusCode : 200, merged ?? text.trim());
-      done();
+      done(undefined, call.write ? !writeTaken(answer.statusCode, answer.body, call.writeIds) : undefined);
     } catch (failure) {
       done(failure);
     }

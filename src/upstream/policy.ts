@@ -47,6 +47,8 @@ export interface UpstreamCall {
   readonly heldMs: number;
   /** It submits something (registry `writes`): never sent to a second node unless the first refused it. */
   readonly write: boolean;
+  /** A batch's writes, by their ids (families/family.ts `Outgoing`). */
+  readonly writeIds: readonly string[] | undefined;
   /**
    * How the node answers its own errors at a 5xx status (registry `errorStatus`): an answer at that status
    * is read whole, then relayed as the node's answer or taken for a failure (call-run.ts `heldStatus`).
@@ -140,7 +142,7 @@ class RelayRun extends CallRun<ServerResponse> implements AnswerReader {
 
   /** The answer that went out, for the heights it shows (src/answers/examined.ts). */
   read(upstream: Upstream, statusCode: number, body: Buffer): void {
-    if (this.call.write) this.#refusedWrite = !writeTaken(statusCode, body);
+    if (this.call.write) this.#refusedWrite = !writeTaken(statusCode, body, this.call.writeIds);
     if (statusCode !== 200) return;
     const text = body.toString("utf8");
     learnHeights(this.call, upstream, text);

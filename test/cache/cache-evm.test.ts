@@ -247,8 +247,21 @@ describe("the answer cache on a real anvil", () => {
     expect(BigInt(after.result as string)).toBe(BigInt(before) + 2n);
   });
 
-  it("a write the node refused ends nothing: what was read at the head stands, over HTTP and WebSocket", async () => {
-    const read = () => call("eth_getBalance", [OTHER, "latest"], 1, KEYS.all);
+  it("a write the node refused ends nothing: what was read at the head stands, over HTTP and WebSocket, alone or in a batch", async () => {
+    // a key that never wrote: its reads at the head are not its own write's to follow
+    const read = () => call("eth_getBalance", [OTHER, "latest"], 1, KEYS.noArchive);
+    const refusedWrite = (id: number) => ({
+      jsonrpc: "2.0",
+      id,
+      method: "eth_sendRawTransaction",
+      params: ["0x00"],
+    });
+    const batch = async (second: Record<string, unknown>) => {
+      const r = await gw.call("eth", `/${KEYS.noArchive}`, {
+        body: JSON.stringify([refusedWrite(1), second]),
+      });
+      return r.json as { id: number; error?: unknown }[];
+    };
     const socket = await Client.open(`ws://eth.${DOMAIN}:${gw.port}/${KEYS.noArchive}`);
     try {
       await eventually(
@@ -257,11 +270,17 @@ describe("the answer cache on a real anvil", () => {
           // anvil cannot decode it: nothing reached a mempool, nothing changed
           const overHttp = await call("eth_sendRawTransaction", ["0x00"], 9, KEYS.noArchive);
           const overSocket = await socket.call("eth_sendRawTransaction", ["0x00"]);
-          expect([overHttp.error, overSocket.error].every((e) => e !== undefined)).toBe(true);
+          // beside a call the node answers, and beside one the gateway refuses
+          const besideRead = await batch({ jsonrpc: "2.0", id: 2, method: "eth_chainId", params: [] });
+          const besideRefusal = await batch({ jsonrpc: "2.0", id: 2, method: "admin_peers", params: [] });
+          const writes = [besideRead, besideRefusal].map((answers) => answers.find((a) => a.id === 1));
+          expect(
+            [overHttp.error, overSocket.error, ...writes.map((w) => w?.error)].every((e) => e !== undefined),
+          ).toBe(true);
           return (await read()).cache === "hit";
         },
         5_000,
-        "a read at the head answered from the cache after two refused writes",
+        "a read at the head answered from the cache after refused writes",
       );
     } finally {
       socket.close();
