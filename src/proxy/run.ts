@@ -13,7 +13,7 @@ import { startTracing } from "../tracing/start.js";
 import { runCluster, withPrimaryUpstreams } from "./cluster.js";
 import { openKeyStores, type ProxyKeys } from "./key-stores.js";
 import { closeServer, listenOperator } from "./listeners.js";
-import { cordonIn, createOperatorApi, localView, reportOf } from "./operator.js";
+import { createOperatorApi, localView, reportOf } from "./operator.js";
 import { Readiness } from "./readiness.js";
 import { createProxyServer, type ProxyServer } from "./server.js";
 import { openSharedState } from "./shared-state.js";
@@ -77,7 +77,7 @@ async function serveHere(config: GatewayConfig, logger: Logger): Promise<Running
       upstreams: () => reportOf(gateway.upstreams),
       ready: () => readiness.report(),
       metrics: () => registry.getMetricsAsJSON(),
-      cordon: (request) => cordonIn(gateway.upstreams, request),
+      cordon: (request) => gateway.cordon(request),
       reload,
     });
   else if (config.operator !== undefined)

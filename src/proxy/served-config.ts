@@ -69,13 +69,10 @@ export function buildServedConfig(parts: ServedConfigParts): ServedConfig {
           reason,
         });
       if (to === "failing" || to === "wrong-chain") websockets.upstreamFailed(upstream);
-      // a node that answers but left rotation (behind the others, cordoned by an operator): its
-      // connections go to one in rotation, where there is one
-      else if (
-        (to === "lagging" || to === "cordoned") &&
-        group.members.some((member) => member !== upstream && member.health.inRotation)
-      )
-        websockets.upstreamLeftRotation(upstream);
+      // connections on a node that answers but is out of rotation (behind the others, cordoned by an
+      // operator) go to one in rotation, where there is one: at every change, so that one that left while
+      // none other was in moves when one comes back
+      websockets.rebalance(group);
     },
   );
   const prober = new Prober(upstreams, parts.endpoints, config.health, logger);
@@ -114,6 +111,7 @@ export function buildServedConfig(parts: ServedConfigParts): ServedConfig {
   let retired = false;
   const retire = () => {
     retired = true;
+    prober.quiet();
   };
   const stop = () => {
     prober.stop();

@@ -15,6 +15,7 @@ import type { Endpoint } from "../registry/types.js";
 import type { Tracing } from "../tracing/tracing.js";
 import { poolPerOrigin } from "../upstream/policy.js";
 import type { DispatcherFactory, UpstreamTable } from "../upstream/upstreams.js";
+import { type CordonRequest, cordonIn } from "./operator.js";
 import {
   buildServedConfig,
   carryServedHeads,
@@ -55,6 +56,11 @@ export interface ProxyServer {
   readonly metrics: GatewayMetrics | undefined;
   /** Closes the WebSocket connections of a key that was just withdrawn. */
   closeConnectionsOf(keyId: string): void;
+  /**
+   * The operator's cordon (or uncordon) of an upstream, in the current config and in those a reload
+   * replaced whose WebSockets live on: how many of the current config's upstreams it matched.
+   */
+  cordon(request: CordonRequest): number;
   /**
    * Serves new requests and WebSocket connections with `config` and `keys` (SIGHUP): upstreams, health,
    * limits, static keys. What is in flight finishes on the config it began with. The listener, its
@@ -159,6 +165,10 @@ export function createProxyServer(options: ProxyServerOptions): ProxyServer {
     metrics,
     closeConnectionsOf: (keyId) => {
       for (const served of servedConfigs) served.websockets.closeKey(keyId);
+    },
+    cordon(request) {
+      for (const served of servedConfigs) if (served !== current) cordonIn(served.upstreams, request);
+      return cordonIn(current.upstreams, request);
     },
     reload(config, keys) {
       const previous = current;

@@ -1,7 +1,7 @@
 import type { Dispatcher } from "undici";
 import type { HealthConfig } from "../config/types.js";
 import { GatewayError } from "../errors/table.js";
-import type { Logger } from "../log.js";
+import { createLogger, type Logger } from "../log.js";
 import type { ChainCall, Endpoint, HeadBlockCall, HeadCall, Mount, ProbeCall } from "../registry/types.js";
 import { deadlineError, describeFailure, failureKind } from "./failure.js";
 import type { UpstreamGroup } from "./group.js";
@@ -83,7 +83,7 @@ export class Prober {
   readonly #chainUnknown = new Set<Upstream>();
   /** Nodes whose head answer could not be read, told once until they show a head again. */
   readonly #headUnknown = new Set<Upstream>();
-  readonly #logger: Logger;
+  #logger: Logger;
   #stopped = false;
 
   constructor(
@@ -118,6 +118,14 @@ export class Prober {
   }
 
   /** Stops probing; calls still waiting for a first verdict go on without one. */
+  /**
+   * Probes on without logging: a config a reload replaced keeps probing for its WebSockets, and the
+   * current config's prober logs the same nodes' news (proxy/server.ts).
+   */
+  quiet(): void {
+    this.#logger = createLogger("silent");
+  }
+
   stop(): void {
     this.#stopped = true;
     for (const timer of this.#timers) clearTimeout(timer);

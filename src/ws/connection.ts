@@ -42,6 +42,8 @@ export interface ConnectionOptions {
   readonly reconnect: Reconnect;
   /** A write the connection sent was answered: its label's answers read at the head end (src/cache/). */
   readonly onWrite: () => void;
+  /** Whether another of the label's nodes than `node` is in rotation: a connection on one out of it moves. */
+  readonly othersInRotation: (node: Upstream) => boolean;
   readonly onClose: () => void;
 }
 
@@ -405,6 +407,12 @@ export class Connection {
         toClient: (text) => this.#toClient(text, false),
         refused: (message, code) => endMessage(message.span, this.#label, methodOf(message), code),
         closeMoved: (reason) => this.#closeMoved(reason),
+        // a node that left rotation while the connection moved to it (the same probe round judged it) is
+        // left in turn, for one in rotation
+        settled: () => {
+          if (!this.#node.health.inRotation && this.#options.othersInRotation(this.#node))
+            this.nodeLeftRotation();
+        },
         guard: (listener) => this.#guard(listener),
       },
       this.#options.reconnect,

@@ -37,6 +37,8 @@ export interface MovingConnection {
   refused(message: UpstreamMessage, code: "WRITE_NOT_CONFIRMED"): void;
   /** Closes the connection with 1014: it could not move. */
   closeMoved(reason: string): void;
+  /** The move is done, its calls sent on: the node it landed on may have left rotation meanwhile. */
+  settled(): void;
   /** Wraps a callback so that what it throws breaks this connection only (connection.ts's guard). */
   guard<A extends unknown[]>(listener: (...args: A) => void): (...args: A) => void;
 }
@@ -161,6 +163,7 @@ export class ConnectionMove {
     this.#waiting = undefined;
     for (const message of this.#connection.pending.sentAndUnanswered()) this.#sendAgain(message);
     for (const message of waiting) this.#connection.transmit(message);
+    this.#connection.settled();
   }
 
   #sendAgain(message: UpstreamMessage): void {

@@ -150,12 +150,15 @@ export class WebSocketGateway implements WebSocketCounts {
   };
 
   /**
-   * Moves the connections off an upstream that answers but left rotation (lagging, cordoned), once no
-   * write of theirs waits for its answer (connection.ts `nodeLeftRotation`).
+   * A node of `group` changed state: the connections on any of its nodes that is out of rotation while
+   * another is in (one that left just now, one that left while none other was in, lagging or cordoned)
+   * move to one in rotation, once no write of theirs waits for its answer (connection.ts `nodeLeftRotation`).
    */
-  upstreamLeftRotation(upstream: Upstream): void {
+  rebalance(group: UpstreamGroup): void {
+    const out = group.members.filter((member) => !member.health.inRotation);
+    if (out.length === 0 || out.length === group.members.length) return;
     for (const connection of [...this.#connections.keys()])
-      if (connection.node === upstream) connection.nodeLeftRotation();
+      if (out.includes(connection.node)) connection.nodeLeftRotation();
   }
 
   /** Resolves once no connection is open: at once when none is. */
@@ -232,6 +235,7 @@ export class WebSocketGateway implements WebSocketCounts {
         ),
       // as over HTTP: a caller reads its own write, not an answer the cache kept from before it
       onWrite: () => group.wrote(admitted),
+      othersInRotation: (node) => othersInRotation(group, node),
       onClose: () => {
         this.#connections.delete(connection);
         release();
@@ -370,4 +374,9 @@ function decrement(counts: Map<string, number>, id: string): void {
  */
 function destroyOnError(this: Duplex): void {
   this.destroy();
+}
+
+/** Whether a node of `group` other than `node` is in rotation. */
+function othersInRotation(group: UpstreamGroup, node: Upstream): boolean {
+  return group.members.some((member) => member !== node && member.health.inRotation);
 }

@@ -110,11 +110,101 @@ describe("a connection whose node leaves rotation", () => {
     aFails = true;
     try {
       await eventually(async () => (await moved()) === before + 1, 5_000, "the connection moved to b");
-      expect(ws[1]?.latest().methods()).toContain("eth_subscribe");
+      // moved once it attached; its subscription is made again right after
+      await eventually(
+        () => ws[1]?.latest().methods().includes("eth_subscribe") === true,
+        3_000,
+        "resubscribed on b",
+      );
       expect(client.isOpen).toBe(true);
     } finally {
       aFails = false;
       client.close();
+    }
+  });
+  it("after a reload, the operator's cordon moves a connection opened before it too", async () => {
+    await eventually(() => member("a")?.health.inRotation === true, 3_000, "a back in rotation");
+    const client = await Client.open(`ws://eth.${DOMAIN}:${gw.port}/${KEYS.all}`);
+    await client.call("eth_subscribe", ["newHeads"]);
+    const before = await moved();
+    gw.gateway.reload({ ...gw.config, ...config() } as GatewayConfig, gw.keys);
+    try {
+      expect(gw.gateway.cordon({ label: "eth", upstream: "a", cordoned: true })).toBe(1);
+      await eventually(async () => (await moved()) === before + 1, 3_000, "the connection moved to b");
+      expect(client.isOpen).toBe(true);
+    } finally {
+      gw.gateway.cordon({ label: "eth", upstream: "a", cordoned: false });
+      client.close();
+    }
+  });
+});
+
+// A probe round judges a label's nodes one after another: connections that leave a node judged lagging
+// may move to one judged lagging just after, and nothing else would move them on; and a node that left
+// rotation while none other was in is left once one comes back.
+describe("connections on nodes out of rotation, however they got there", () => {
+  const names = ["a", "b", "c"];
+  const heads: Record<string, number> = { a: 0x10, b: 0x10, c: 0x10 };
+  let ws: LoopbackWsNode[];
+  let http: LoopbackNode[];
+  let gw: RunningGateway;
+  let restore: () => void;
+  const member = (name: string) =>
+    gw.gateway.upstreams.group("eth", "/")?.members.find((m) => m.name === name);
+  const openOn = () => ws.map((node) => node.connections.filter((c) => c.isOpen).length);
+
+  beforeAll(async () => {
+    restore = resolveTestHosts();
+    ws = await Promise.all(names.map(() => startLoopbackWsNode(evmNode())));
+    http = await Promise.all(
+      names.map((name) =>
+        startLoopbackNode((request) =>
+          jsonRpcResponder({
+            eth_blockNumber: () => `0x${(heads[name] as number).toString(16)}`,
+            eth_chainId: "0x1",
+          })(request),
+        ),
+      ),
+    );
+    gw = await startGateway({
+      upstreams: {
+        eth: names.map((name, i) => ({ url: http[i]?.url as string, ws: ws[i]?.wsUrl as string, name })),
+      },
+      health: { ...DEFAULT_HEALTH, probeIntervalMs: 50 },
+    });
+    await eventually(
+      () => names.every((name) => member(name)?.health.inRotation === true),
+      3_000,
+      "all in rotation",
+    );
+  });
+  afterAll(async () => {
+    await gw?.close();
+    await Promise.all([...ws, ...http].map((node) => node?.close()));
+    restore?.();
+  });
+
+  it("end on the node in rotation when two lag in one probe round", async () => {
+    for (const name of ["b", "c"]) member(name)?.health.cordon(true);
+    const clients = await Promise.all(
+      Array.from({ length: 4 }, () => Client.open(`ws://eth.${DOMAIN}:${gw.port}/${KEYS.all}`)),
+    );
+    for (const client of clients) await client.call("eth_subscribe", ["newHeads"]);
+    for (const name of ["b", "c"]) member(name)?.health.cordon(false);
+    await eventually(
+      () => names.every((name) => member(name)?.health.inRotation === true),
+      3_000,
+      "all in rotation",
+    );
+    expect(openOn()).toEqual([4, 0, 0]);
+    // c goes 50 blocks ahead: a and b lag, judged one after the other in the same round
+    heads.c = 0x10 + 50;
+    try {
+      await eventually(() => openOn().join() === "0,0,4", 3_000, "every connection on c");
+      expect(clients.every((client) => client.isOpen)).toBe(true);
+    } finally {
+      heads.c = 0x10;
+      for (const client of clients) client.close();
     }
   });
 });
