@@ -7,7 +7,7 @@ import type { UsageRecorder } from "../keys/usage.js";
 import type { GatewayMetrics } from "../metrics/gateway-metrics.js";
 import type { ErrorBoundary } from "../pipeline/boundary.js";
 import type { Mounted, Stages } from "../pipeline/stages.js";
-import { callsUnits } from "../plans/compute-units.js";
+import { batchParts, callsUnits } from "../plans/compute-units.js";
 import type { JsonRpcPolicy } from "../registry/types.js";
 import { endMessage } from "../tracing/span-ends.js";
 import type { RequestTrace } from "../tracing/tracing.js";
@@ -137,6 +137,12 @@ export class Connection {
       transmit: (outgoing) => this.#transmit(outgoing),
       toClient: (text) => this.#toClient(text, false),
       closeIfSpent: () => this.#intake.closeIfSpent(),
+      finish: (seen, answer) => this.#intake.finish(seen, answer),
+      partsOf: (calls) =>
+        batchParts(
+          mounted.mount.policy.computeUnits,
+          calls.map((call) => call.method),
+        ),
       guard: (listener) => this.#guard(listener),
     });
     this.#intake = new MessageIntake({

@@ -57,8 +57,15 @@ export interface SenderHost {
   toClient(text: string): void;
   /** Closes a connection whose quota is spent once nothing it was charged for waits. */
   closeIfSpent(): void;
+  /** Counts a message that waited on another's call (FOLLOWING), now that it has its answer, and sends it. */
+  finish(seen: MessageSeen, answer: string | undefined): void;
+  /** A batch's calls by method, for the key's usage (plans/compute-units.ts batchParts). */
+  partsOf(calls: readonly PassedCall[]): BatchPart[];
   guard<A extends unknown[]>(listener: (...args: A) => void): (...args: A) => void;
 }
+
+/** What `send` answers for a call that waits on an identical call in flight: it is counted when that lands. */
+export const FOLLOWING = Symbol("waiting on an identical call in flight");
 
 /**
  * Stage 7 of a connection's messages, toward the node: a single call from the label's cache, or waiting on
@@ -90,7 +97,7 @@ export class MessageSender {
     seen: MessageSeen,
     hold: QuotaHold | undefined,
     cached = true,
-  ): string | undefined {
+  ): string | undefined | typeof FOLLOWING {
     // a call whose id waits already is refused before the cache opens anything for it
     const only = message.batch ? undefined : message.checked[0];
     if (only?.ok === true && only.id !== undefined && this.#host.pending.get(only.id) !== undefined) {
@@ -101,18 +108,13 @@ export class MessageSender {
       message.batch || !cached
         ? undefined
         : this.#lookup(only, (answer) => this.#followed(answer, message, text, seen, hold));
-    if (looked === "following" || (looked !== undefined && "answer" in looked)) {
-      // an answer from the cache, or one node answer shared, costs what the plan says (its cachedShare),
-      // as over HTTP
-      const share = this.#host.cachedShare;
-      if (share !== 1) {
-        seen.units = Math.round(seen.units * share);
-        hold?.settle(seen.units);
-      }
-      if (looked === "following") {
-        this.#following++;
-        return undefined;
-      }
+    if (looked === "following") {
+      // priced and counted once it lands: with an answer to share, or asked of a node after all
+      this.#following++;
+      return FOLLOWING;
+    }
+    if (looked !== undefined && "answer" in looked) {
+      this.#cachedPrice(seen, hold);
       return looked.answer;
     }
     const outgoing: UpstreamMessage = { text: undefined, calls: [], batch: message.batch, sent: false };
@@ -132,6 +134,7 @@ export class MessageSender {
       if (!(checked[i] as Checked).ok && message.checked[i]?.ok === true) refusedHere++;
     if (refusedHere > 0) {
       seen.refused += refusedHere;
+      if (seen.batch !== undefined) seen.batch = this.#refusedHere(seen.batch, message, checked, passed);
       if (passed.length === 0) this.#unsent(seen, hold, (checked[0] as { code: ErrorCode }).code);
       else {
         seen.units = this.#host.unitsOf(passed);
@@ -178,22 +181,46 @@ export class MessageSender {
     hold: QuotaHold | undefined,
   ): void {
     this.#following--;
-    if (this.#host.closed) return;
+    if (this.#host.closed) {
+      // its caller left before it had an answer: it cost nothing, as a call whose caller hung up
+      seen.units = 0;
+      hold?.settle(0);
+      this.#host.finish(seen, undefined);
+      return;
+    }
     if (answer !== undefined) {
-      this.#host.toClient(answer);
+      this.#cachedPrice(seen, hold);
+      this.#host.finish(seen, answer);
       this.#host.closeIfSpent();
       return;
     }
-    // nothing to share: a node answers it after all, at the call's full price, not the cached share
-    const only = message.checked[0];
-    if (only?.ok === true) {
-      seen.units = this.#host.unitsOf([only]);
-      hold?.settle(seen.units);
-    }
+    // nothing to share: a node answers it after all, at the call's full price
     this.#host.guard(() => {
       const refused = this.send(message, text, seen, hold, false);
-      if (refused !== undefined) this.#host.toClient(refused);
+      this.#host.finish(seen, refused === FOLLOWING ? undefined : refused);
     })();
+  }
+
+  /** An answer from the cache, or one node answer shared, costs what the plan says (its cachedShare), as over HTTP. */
+  #cachedPrice(seen: MessageSeen, hold: QuotaHold | undefined): void {
+    const share = this.#host.cachedShare;
+    if (share === 1) return;
+    seen.units = Math.round(seen.units * share);
+    hold?.settle(seen.units);
+  }
+
+  /** A batch whose calls `checked` refused here (an id in flight, a full connection): their codes, and the rest's methods. */
+  #refusedHere(
+    batch: NonNullable<MessageSeen["batch"]>,
+    message: Charged<CheckedMessage>,
+    checked: readonly Checked[],
+    passed: readonly PassedCall[],
+  ): NonNullable<MessageSeen["batch"]> {
+    const codes = [...batch.codes];
+    checked.forEach((call, i) => {
+      if (!call.ok && message.checked[i]?.ok === true) codes.push(call.code);
+    });
+    return { ...batch, codes, parts: this.#host.partsOf(passed) };
   }
 
   /** A message none of whose calls went: it costs nothing, and a single call's refusal is its code. */

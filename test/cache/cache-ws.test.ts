@@ -149,6 +149,8 @@ describe("identical calls in flight on a label's WebSockets reach the node once"
   const halfPrice = "FNwsFollowHalf000000000000000000";
   const quotas = new LocalQuotaLedger();
   const spent = () => quotas.spent(halfPrice.slice(0, 8)).day;
+  /** The compute units the key's usage counted (keys/usage.ts), to hold beside what its quota spent. */
+  let counted = 0;
   const send = (client: Client, id: string, hash: string) =>
     client.ws.send(
       JSON.stringify({ jsonrpc: "2.0", id, method: "eth_getBlockByHash", params: [hash, false] }),
@@ -177,6 +179,11 @@ describe("identical calls in flight on a label's WebSockets reach the node once"
       cache: { ...DEFAULT_CACHE, enabled: true },
       ...onHalfPrice(halfPrice),
       quotas,
+      usage: {
+        record: (key, _label, _calls, _errors, units) => {
+          if (key === halfPrice.slice(0, 8) || key === halfPrice) counted += units;
+        },
+      },
     });
   });
   afterAll(async () => {
@@ -296,6 +303,8 @@ describe("identical calls in flight on a label's WebSockets reach the node once"
       misses + 1,
     );
     const followed = spent();
+    // its usage counts what its quota spent: a miss's full price, counted once it had its answer
+    expect(counted).toBe(followed);
     other.send(
       JSON.stringify({
         jsonrpc: "2.0",
