@@ -217,10 +217,13 @@ function heightAt(result: string, path: readonly string[], rules: CacheRules): n
     if (typeof value !== "object" || value === null) return undefined;
     value = (value as Record<string, unknown>)[member];
   }
+  const finalized = rules.finalized;
   const encoding: HeadEncoding =
-    rules.finalized !== undefined && "encoding" in rules.finalized
-      ? rules.finalized.encoding
-      : "hex-quantity";
+    finalized === undefined || "depth" in finalized
+      ? "hex-quantity"
+      : "heightBy" in finalized
+        ? finalized.heightBy.encoding
+        : finalized.encoding;
   return readHeight(value, encoding);
 }
 
