@@ -97,8 +97,13 @@ export class Subscription {
     }
     if (kind?.events !== undefined) {
       const fields = scanMembers(result)[0];
-      // A log taken back by a reorganisation is news, whatever its position.
-      if (fields === undefined || fields.get("removed") === "true") return "send";
+      if (fields === undefined) return "send";
+      // A log taken back by a reorganisation is news, whatever its position; and after it, a log mined
+      // again at a position already sent is too, not a move's repeat.
+      if (fields.get("removed") === "true") {
+        this.afterMove = false;
+        return "send";
+      }
       const height = heightOf(fields.get(kind.events.number), kind.events.encoding);
       const index = heightOf(fields.get(kind.events.index), kind.events.encoding);
       if (height === undefined || index === undefined) return "send";
