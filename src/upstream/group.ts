@@ -220,6 +220,16 @@ export class UpstreamGroup {
     );
   }
 
+  /**
+   * Whether a WebSocket connection on `member` would be better on another of the label's nodes: `member` is
+   * out of rotation while another is in, or is a fallback while a primary is in rotation (a fallback serves
+   * while none is).
+   */
+  betterThan(member: Upstream): boolean {
+    if (member.health.inRotation) return member.tier !== "primary" && this.#primaryInRotation();
+    return this.members.some((m) => m !== member && m.health.inRotation);
+  }
+
   /** Whether a primary is in rotation: then a fallback's head is not the label's. */
   #primaryInRotation(): boolean {
     return this.members.some((m) => m.tier === "primary" && m.health.inRotation);

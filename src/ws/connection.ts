@@ -42,8 +42,8 @@ export interface ConnectionOptions {
   readonly reconnect: Reconnect;
   /** A write the connection sent was answered: its label's answers read at the head end (src/cache/). */
   readonly onWrite: () => void;
-  /** Whether another of the label's nodes than `node` is in rotation: a connection on one out of it moves. */
-  readonly othersInRotation: (node: Upstream) => boolean;
+  /** Whether another of the label's nodes would serve a connection better than `node` (group.ts `betterThan`). */
+  readonly betterThan: (node: Upstream) => boolean;
   readonly onClose: () => void;
 }
 
@@ -217,8 +217,9 @@ export class Connection {
    */
   nodeLeftRotation(): void {
     if (this.#closed || this.#stateful || this.#remembered.pinned) return;
+    if (this.#move !== undefined && !this.#move.mayChoose()) return;
     if (this.#writeWaiting()) this.#leaveOnceAnswered = true;
-    else this.#lose("out of rotation");
+    else this.#lose("out of rotation", true);
   }
 
   #writeWaiting(): boolean {
@@ -333,7 +334,7 @@ export class Connection {
     this.#intake.closeIfSpent();
     if (this.#leaveOnceAnswered && !this.#writeWaiting()) {
       this.#leaveOnceAnswered = false;
-      if (!this.#node.health.inRotation) this.#lose("out of rotation");
+      if (this.#options.betterThan(this.#node)) this.#lose("out of rotation", true);
     }
   }
 
@@ -377,7 +378,8 @@ export class Connection {
    * The upstream socket is gone, or its node out of rotation: the connection moves to another node
    * (move.ts), unless it holds node state or its client is leaving, and then it is closed with 1014.
    */
-  #lose(why: string): void {
+  /** `chosen`: the node still answers, and the connection leaves it for a better one (nodeLeftRotation). */
+  #lose(why: string, chosen = false): void {
     if (this.#closed || this.#move?.moving === true) return;
     const lost = this.#upstream;
     this.#upstream = undefined;
@@ -387,7 +389,7 @@ export class Connection {
       this.#closeMoved(`upstream ${why}`);
       return;
     }
-    this.#mover().start(why);
+    this.#mover().start(why, chosen);
   }
 
   /** The connection's move, made the first time it has to move. */
@@ -415,9 +417,10 @@ export class Connection {
         closeMoved: (reason) => this.#closeMoved(reason),
         // a node that left rotation while the connection moved to it (the same probe round judged it) is
         // left in turn, for one in rotation
+        // (only a node out of rotation: a primary the connection has just lost may not be known to be
+        // out yet, and a fallback's connection would go back to it)
         settled: () => {
-          if (!this.#node.health.inRotation && this.#options.othersInRotation(this.#node))
-            this.nodeLeftRotation();
+          if (!this.#node.health.inRotation && this.#options.betterThan(this.#node)) this.nodeLeftRotation();
         },
         guard: (listener) => this.#guard(listener),
       },

@@ -58,6 +58,8 @@ export class ConnectionMove {
   readonly #moved: () => void;
   /** When the connection last moved, within MOVE_WINDOW_MS. */
   #moves: number[] = [];
+  /** When it moved of the gateway's own accord (mayChoose), within the last minute. */
+  #chosen: number[] = [];
   /** While moving: client messages waiting for the new socket, in order. */
   #waiting: UpstreamMessage[] | undefined;
 
@@ -73,6 +75,16 @@ export class ConnectionMove {
     this.#moved = moved;
   }
 
+  /**
+   * Whether the gateway may move the connection of its own accord now: at most MAX_MOVES times a minute,
+   * so that a better node whose sockets do not open cannot have it move back and forth without end.
+   */
+  mayChoose(): boolean {
+    const now = performance.now();
+    this.#chosen = this.#chosen.filter((at) => now - at < MOVE_WINDOW_MS);
+    return this.#chosen.length < MAX_MOVES;
+  }
+
   /** Whether a move is under way: client messages wait for its new socket. */
   get moving(): boolean {
     return this.#waiting !== undefined;
@@ -83,17 +95,22 @@ export class ConnectionMove {
     this.#waiting?.push(message);
   }
 
-  /** Moves the connection off its lost socket: `why` it was lost, for the close reason if it cannot move. */
-  start(why: string): void {
+  /**
+   * Moves the connection off its lost socket: `why` it was lost, for the close reason if it cannot move.
+   * A move the gateway chose (`chosen`: its node answers, and another serves better) is not a loss: it
+   * does not count towards the losses that close a connection.
+   */
+  start(why: string, chosen = false): void {
     const connection = this.#connection;
     // A node that takes sockets and drops them at once would have the connection move without end.
     const now = performance.now();
     this.#moves = this.#moves.filter((at) => now - at < MOVE_WINDOW_MS);
-    if (this.#moves.length >= MAX_MOVES) {
+    if (!chosen && this.#moves.length >= MAX_MOVES) {
       connection.closeMoved(`upstream ${why}; lost ${MAX_MOVES} times within a minute`);
       return;
     }
-    this.#moves.push(now);
+    if (chosen) this.#chosen.push(now);
+    else this.#moves.push(now);
     this.#waiting = [];
     const deadline = setTimeout(
       connection.guard(() => connection.closeMoved(`upstream ${why}; no node took the connection`)),

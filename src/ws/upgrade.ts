@@ -150,15 +150,16 @@ export class WebSocketGateway implements WebSocketCounts {
   };
 
   /**
-   * A node of `group` changed state: the connections on any of its nodes that is out of rotation while
-   * another is in (one that left just now, one that left while none other was in, lagging or cordoned)
-   * move to one in rotation, once no write of theirs waits for its answer (connection.ts `nodeLeftRotation`).
+   * A node of `group` changed state: the connections on any of its nodes that another would serve better
+   * (group.ts `betterThan`: one out of rotation while another is in, lagging or cordoned, whenever it left;
+   * a fallback once a primary is back) move, once no write of theirs waits for its answer (connection.ts
+   * `nodeLeftRotation`).
    */
   rebalance(group: UpstreamGroup): void {
-    const out = group.members.filter((member) => !member.health.inRotation);
-    if (out.length === 0 || out.length === group.members.length) return;
+    const worse = group.members.filter((member) => group.betterThan(member));
+    if (worse.length === 0) return;
     for (const connection of [...this.#connections.keys()])
-      if (out.includes(connection.node)) connection.nodeLeftRotation();
+      if (worse.includes(connection.node)) connection.nodeLeftRotation();
   }
 
   /** Resolves once no connection is open: at once when none is. */
@@ -235,7 +236,7 @@ export class WebSocketGateway implements WebSocketCounts {
         ),
       // as over HTTP: a caller reads its own write, not an answer the cache kept from before it
       onWrite: () => group.wrote(admitted),
-      othersInRotation: (node) => othersInRotation(group, node),
+      betterThan: (node) => group.betterThan(node),
       onClose: () => {
         this.#connections.delete(connection);
         release();
@@ -374,9 +375,4 @@ function decrement(counts: Map<string, number>, id: string): void {
  */
 function destroyOnError(this: Duplex): void {
   this.destroy();
-}
-
-/** Whether a node of `group` other than `node` is in rotation. */
-function othersInRotation(group: UpstreamGroup, node: Upstream): boolean {
-  return group.members.some((member) => member !== node && member.health.inRotation);
 }

@@ -101,6 +101,30 @@ describe("a connection whose node leaves rotation", () => {
     await eventually(() => member("a")?.health.inRotation === true, 3_000, "a back in rotation");
   });
 
+  it("leaves the fallback once the primary is back in rotation", async () => {
+    member("a")?.health.cordon(true);
+    const client = await Client.open(`ws://eth.${DOMAIN}:${gw.port}/${KEYS.all}`);
+    try {
+      const id = (await client.call("eth_subscribe", ["newHeads"])).result;
+      expect(ws[1]?.latest().isOpen).toBe(true);
+      const before = await moved();
+      member("a")?.health.cordon(false);
+      await eventually(async () => (await moved()) === before + 1, 3_000, "the connection back on a");
+      await eventually(
+        () => ws[0]?.latest().methods().includes("eth_subscribe") === true,
+        3_000,
+        "resubscribed on a",
+      );
+      const [onA] = [...(ws[0]?.latest().subscriptions.values() ?? [])];
+      const from = client.received.length;
+      onA?.notify({ number: "0x12", parentHash: `0x${"44".repeat(32)}` });
+      const pushed = JSON.parse(await client.waitFor((t) => t.includes("eth_subscription"), 3_000, from));
+      expect(pushed.params.subscription).toBe(id);
+    } finally {
+      client.close();
+    }
+  });
+
   it("after a reload, a connection opened before it moves off a node that fails", async () => {
     const client = await Client.open(`ws://eth.${DOMAIN}:${gw.port}/${KEYS.all}`);
     await client.call("eth_subscribe", ["newHeads"]);
