@@ -132,6 +132,19 @@ export function carryServedHeads(from: UpstreamTable, to: UpstreamTable): void {
 }
 
 /**
+ * The upstreams of a config a reload replaced that the new config no longer has (removed, or renamed: by
+ * label, mount and name) are cordoned there: the WebSocket connections still on them move to that config's
+ * other nodes, as an operator who takes a node out of the deployment means them to.
+ */
+export function cordonRemoved(retired: UpstreamTable, current: UpstreamTable): void {
+  for (const group of retired.groups()) {
+    const next = current.group(group.label, group.mount);
+    for (const member of group.members)
+      if (next?.members.some((m) => m.name === member.name) !== true) member.health.cordon(true);
+  }
+}
+
+/**
  * An operator's cordons, and the counts the metrics read, carried over to a new config's upstreams of the
  * same label, mount and name: a reload neither undoes a cordon nor sends a counter back.
  */

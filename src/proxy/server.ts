@@ -20,6 +20,7 @@ import {
   buildServedConfig,
   carryServedHeads,
   carryUpstreamState,
+  cordonRemoved,
   type ServedConfig,
   type ServedConfigParts,
 } from "./served-config.js";
@@ -177,6 +178,9 @@ export function createProxyServer(options: ProxyServerOptions): ProxyServer {
       carryServedHeads(previous.upstreams, current.upstreams);
       servedConfigs.add(current);
       void retire(previous);
+      // after it is retired, so that its logs do not call these an operator's cordons
+      for (const served of servedConfigs)
+        if (served !== current) cordonRemoved(served.upstreams, current.upstreams);
     },
     /**
      * Stops accepting, closes WebSockets with 1001 and idle keep-alive connections, lets requests in

@@ -146,6 +146,27 @@ describe("a connection whose node leaves rotation", () => {
       client.close();
     }
   });
+  it("a reload that takes its node out of the deployment (renamed here) moves a connection opened before it", async () => {
+    await eventually(() => member("a")?.health.inRotation === true, 3_000, "a back in rotation");
+    const client = await Client.open(`ws://eth.${DOMAIN}:${gw.port}/${KEYS.all}`);
+    await client.call("eth_subscribe", ["newHeads"]);
+    expect(ws[0]?.latest().isOpen).toBe(true);
+    const before = await moved();
+    const renamed = config();
+    const [a, b] = (renamed.upstreams?.eth ?? []) as { url: string; ws: string; name: string }[];
+    try {
+      gw.gateway.reload(
+        { ...gw.config, ...renamed, upstreams: { eth: [{ ...a, name: "a2" }, b] } } as GatewayConfig,
+        gw.keys,
+      );
+      await eventually(async () => (await moved()) === before + 1, 3_000, "the connection moved to b");
+      expect(client.isOpen).toBe(true);
+    } finally {
+      client.close();
+      gw.gateway.reload({ ...gw.config, ...config() } as GatewayConfig, gw.keys);
+    }
+  });
+
   it("after a reload, the operator's cordon moves a connection opened before it too", async () => {
     await eventually(() => member("a")?.health.inRotation === true, 3_000, "a back in rotation");
     const client = await Client.open(`ws://eth.${DOMAIN}:${gw.port}/${KEYS.all}`);
