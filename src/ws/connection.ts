@@ -4,6 +4,7 @@ import { errorBody, errorFormOf, jsonRpcStyle } from "../errors/respond.js";
 import type { CallRules, PassedCall } from "../jsonrpc/check.js";
 import { scanMembers } from "../jsonrpc/scan.js";
 import type { UsageRecorder } from "../keys/usage.js";
+import type { Logger } from "../log.js";
 import type { GatewayMetrics } from "../metrics/gateway-metrics.js";
 import type { ErrorBoundary } from "../pipeline/boundary.js";
 import type { Mounted, Stages } from "../pipeline/stages.js";
@@ -42,6 +43,8 @@ export interface ConnectionOptions {
   readonly reconnect: Reconnect;
   /** A write the connection sent was answered: its label's answers read at the head end (src/cache/). */
   readonly onWrite: () => void;
+  /** Where a message the gateway failed after it went is logged (a write a move refused). */
+  readonly logger: Logger;
   /** Whether another of the label's nodes would serve a connection better than `node` (group.ts `betterThan`). */
   readonly betterThan: (node: Upstream) => boolean;
   readonly onClose: () => void;
@@ -138,6 +141,16 @@ export class Connection {
       toClient: (text) => this.#toClient(text, false),
       closeIfSpent: () => this.#intake.closeIfSpent(),
       finish: (seen, answer) => this.#intake.finish(seen, answer),
+      // as an HTTP request the gateway failed is: a warn line with its code and node, never the key
+      failed: (seen) =>
+        options.logger.log("warn", "websocket message", {
+          requestId: mounted.admitted.requestId,
+          label: this.#label,
+          key: mounted.admitted.principal?.keyId,
+          method: seen.method,
+          error: seen.code,
+          upstream: this.#node.name,
+        }),
       partsOf: (calls) =>
         batchParts(
           mounted.mount.policy.computeUnits,
@@ -413,7 +426,10 @@ export class Connection {
         },
         transmit: (message) => this.#transmit(message),
         toClient: (text) => this.#toClient(text, false),
-        refused: (message, code) => endMessage(message.span, this.#label, methodOf(message), code),
+        refused: (message, code) => {
+          endMessage(message.span, this.#label, methodOf(message), code);
+          message.whenAnswered?.(code);
+        },
         closeMoved: (reason) => this.#closeMoved(reason),
         // a node that left rotation while the connection moved to it (the same probe round judged it) is
         // left in turn, for one in rotation
@@ -471,6 +487,8 @@ export class Connection {
     this.#liveness.stop();
     this.#calls.abandon();
     this.#options.cache?.close();
+    // messages whose count waited for an answer that will not come now (their caller left, or the node)
+    for (const pending of this.#pending.values()) pending.message.whenAnswered?.();
     this.#options.onClose();
   }
 }

@@ -12,7 +12,7 @@ import type { ComputeUnits } from "../registry/types.js";
 import { endMessage } from "../tracing/span-ends.js";
 import type { RequestTrace } from "../tracing/tracing.js";
 import { CLOSE } from "./close-codes.js";
-import { FOLLOWING, type MessageSeen, type MessageSender } from "./message-sender.js";
+import { LATER, type MessageSeen, type MessageSender } from "./message-sender.js";
 import type { PendingCalls } from "./pending-calls.js";
 
 /** How long a connection whose quota is spent waits for the answers to its calls before it closes. */
@@ -114,7 +114,7 @@ export class MessageIntake {
   }
 
   /** A message whose quota was asked of Redis: sent (or refused) now, then the messages that waited. */
-  #afterQuota(seen: MessageSeen, send: () => string | undefined | typeof FOLLOWING): void {
+  #afterQuota(seen: MessageSeen, send: () => string | undefined | typeof LATER): void {
     const queued = this.#queued ?? [];
     this.#queued = undefined;
     if (this.#host.closed) return;
@@ -132,12 +132,12 @@ export class MessageIntake {
    * Runs a message's stages: its answer (or none when all of it went upstream) to the client and the
    * counts; a gateway refusal answered as its error; anything else broke the connection.
    */
-  #answer(seen: MessageSeen, run: () => string | undefined | typeof WAITING | typeof FOLLOWING): void {
+  #answer(seen: MessageSeen, run: () => string | undefined | typeof WAITING | typeof LATER): void {
     let answer: string | undefined;
     try {
       const ran = run();
       // counted later: once the quota has answered, or the call it waits on has landed (finish)
-      if (ran === WAITING || ran === FOLLOWING) return;
+      if (ran === WAITING || ran === LATER) return;
       answer = ran;
     } catch (error) {
       if (!(error instanceof GatewayError)) {
@@ -172,7 +172,7 @@ export class MessageIntake {
     return answer;
   }
 
-  /** A message that waited on another's call, counted now that it has its answer (message-sender.ts FOLLOWING). */
+  /** A message that waited on another's call, counted now that it has its answer (message-sender.ts LATER). */
   finish(seen: MessageSeen, answer: string | undefined): void {
     this.#counted(seen, answer);
   }

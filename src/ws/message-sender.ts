@@ -57,15 +57,21 @@ export interface SenderHost {
   toClient(text: string): void;
   /** Closes a connection whose quota is spent once nothing it was charged for waits. */
   closeIfSpent(): void;
-  /** Counts a message that waited on another's call (FOLLOWING), now that it has its answer, and sends it. */
+  /** Counts a message whose count waited (LATER), now that it has its answer, and sends the answer if any. */
   finish(seen: MessageSeen, answer: string | undefined): void;
+  /** A message the gateway failed after it went (a write a move refused): logged, as an HTTP request's is. */
+  failed(seen: MessageSeen): void;
   /** A batch's calls by method, for the key's usage (plans/compute-units.ts batchParts). */
   partsOf(calls: readonly PassedCall[]): BatchPart[];
   guard<A extends unknown[]>(listener: (...args: A) => void): (...args: A) => void;
 }
 
-/** What `send` answers for a call that waits on an identical call in flight: it is counted when that lands. */
-export const FOLLOWING = Symbol("waiting on an identical call in flight");
+/**
+ * What `send` answers for a message whose count waits for its answer: a call that waits on an identical
+ * call in flight (counted when that lands), or one that holds a write, which may yet end
+ * WRITE_NOT_CONFIRMED (counted when the node has answered it, or the write was refused).
+ */
+export const LATER = Symbol("counted once answered");
 
 /**
  * Stage 7 of a connection's messages, toward the node: a single call from the label's cache, or waiting on
@@ -97,7 +103,7 @@ export class MessageSender {
     seen: MessageSeen,
     hold: QuotaHold | undefined,
     cached = true,
-  ): string | undefined | typeof FOLLOWING {
+  ): string | undefined | typeof LATER {
     // a call whose id waits already is refused before the cache opens anything for it
     const only = message.batch ? undefined : message.checked[0];
     if (only?.ok === true && only.id !== undefined && this.#host.pending.get(only.id) !== undefined) {
@@ -111,7 +117,7 @@ export class MessageSender {
     if (looked === "following") {
       // priced and counted once it lands: with an answer to share, or asked of a node after all
       this.#following++;
-      return FOLLOWING;
+      return LATER;
     }
     if (looked !== undefined && "answer" in looked) {
       this.#cachedPrice(seen, hold);
@@ -151,14 +157,19 @@ export class MessageSender {
       outgoing.span = seen.span;
       seen.sent = true;
     }
+    // a write's message is counted once the node answered it, or the write was refused (a move)
+    const counted = pending.some((p) => p.write) ? this.#countOnAnswer(outgoing, seen, hold) : undefined;
     this.#host.pending.add(pending);
     this.#host.transmit(outgoing);
-    if (refused.length === 0 || !message.batch) return undefined;
+    if (refused.length === 0 || !message.batch) return counted;
     const ids = new Set(passed.flatMap((c) => (c.id !== undefined ? [c.id] : [])));
     // Only notifications went upstream: the node will send nothing to merge into (JSON-RPC 2.0 §6).
-    if (ids.size === 0) return `[${refused.join(",")}]`;
+    if (ids.size === 0) {
+      outgoing.whenAnswered = undefined;
+      return `[${refused.join(",")}]`;
+    }
     this.#host.pending.holdRefusals(ids, refused);
-    return undefined;
+    return counted;
   }
 
   /** The cache's answer to a single call, or what to keep of the node's: a read only, never a write. */
@@ -197,8 +208,26 @@ export class MessageSender {
     // nothing to share: a node answers it after all, at the call's full price
     this.#host.guard(() => {
       const refused = this.send(message, text, seen, hold, false);
-      this.#host.finish(seen, refused === FOLLOWING ? undefined : refused);
+      this.#host.finish(seen, refused === LATER ? undefined : refused);
     })();
+  }
+
+  /**
+   * Counts `outgoing`'s message once it is answered (pending-calls.ts), or refused with `code` (a move's
+   * WRITE_NOT_CONFIRMED: it cost nothing, and its caller's usage and the metrics count the error).
+   */
+  #countOnAnswer(outgoing: UpstreamMessage, seen: MessageSeen, hold: QuotaHold | undefined): typeof LATER {
+    outgoing.whenAnswered = (code) => {
+      outgoing.whenAnswered = undefined;
+      if (code !== undefined) {
+        seen.code = code;
+        seen.units = 0;
+        hold?.settle(0);
+        this.#host.failed(seen);
+      }
+      this.#host.finish(seen, undefined);
+    };
+    return LATER;
   }
 
   /** An answer from the cache, or one node answer shared, costs what the plan says (its cachedShare), as over HTTP. */

@@ -1,4 +1,5 @@
 import type { Span } from "@opentelemetry/api";
+import type { ErrorCode } from "../errors/table.js";
 import type { PassedCall } from "../jsonrpc/check.js";
 import { idKey, isUnreadableId } from "../jsonrpc/id-key.js";
 import { mergeBatchAnswer } from "../jsonrpc/merge.js";
@@ -15,6 +16,11 @@ export interface UpstreamMessage {
   sent: boolean;
   /** Its span, when its connection is traced: it ends when the node has answered its last call. */
   span?: Span | undefined;
+  /**
+   * Counts it once the node has answered its last call, or with the code it was refused with (a move's
+   * WRITE_NOT_CONFIRMED); set while its count waits (message-sender.ts LATER), then cleared.
+   */
+  whenAnswered?: ((code?: ErrorCode) => void) | undefined;
 }
 
 /** A call sent upstream and not answered yet. */
@@ -123,8 +129,14 @@ export class PendingCalls {
       } else if (pending.kind === "unsubscribe" && result !== undefined && result !== "false") {
         settled.unsubscribed(pending.target);
       }
-      if (pending.message.span !== undefined && this.unanswered(pending.message).length === 0)
-        settled.answered(pending.message);
+      const { message } = pending;
+      if (
+        (message.span !== undefined || message.whenAnswered !== undefined) &&
+        this.unanswered(message).length === 0
+      ) {
+        if (message.span !== undefined) settled.answered(message);
+        message.whenAnswered?.();
+      }
     }
     return ids;
   }

@@ -237,6 +237,7 @@ export class WebSocketGateway implements WebSocketCounts {
       // as over HTTP: a caller reads its own write, not an answer the cache kept from before it
       onWrite: () => group.wrote(admitted),
       betterThan: (node) => group.betterThan(node),
+      logger: this.#logger,
       onClose: () => {
         this.#connections.delete(connection);
         release();

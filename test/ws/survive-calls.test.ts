@@ -57,6 +57,23 @@ describe("a moved connection's calls in flight and subscription ids", () => {
     await a.close();
     const write = await client.answerTo('"write"');
     expect(write.error?.data?.code).toBe("WRITE_NOT_CONFIRMED");
+    // counted as the error it ended as, and logged as an HTTP request the gateway failed is, by its request id
+    expect(
+      await gw.metric("gateway_requests_total", {
+        method: "eth_sendRawTransaction",
+        code: "WRITE_NOT_CONFIRMED",
+      }),
+    ).toBe(1);
+    expect(await gw.metric("gateway_requests_total", { method: "eth_sendRawTransaction", code: "" })).toBe(0);
+    const requestId = write.error?.data?.requestId as string;
+    expect(
+      gw.logs.some(
+        (line) =>
+          line.includes('"websocket message"') &&
+          line.includes("WRITE_NOT_CONFIRMED") &&
+          line.includes(requestId),
+      ),
+    ).toBe(true);
     expect((await client.answerTo('"read"')).result).toBe("0x2a");
     // the write reached the upstreams once, at a
     expect([...a.methods(), ...b.methods()].filter((m) => m === "eth_sendRawTransaction")).toHaveLength(1);
