@@ -27,6 +27,8 @@ export class AccessLine {
   attempts: number | undefined = undefined;
   /** The answering upstream's own time, from sending to its answer's last byte. */
   upstreamMs: number | undefined = undefined;
+  /** A write's node did not take it (upstream/call-run.ts UpstreamFields): not written in the line. */
+  refusedWrite: boolean | undefined = undefined;
   /** The upstream that answered, as the metrics name it; not written to the log. */
   answeredBy: string | undefined = undefined;
   /** Which tier answered a read of state at a numbered block: `full` or `archive` (src/answers/archive.ts). */
@@ -90,8 +92,16 @@ export interface Logger {
   log(level: Exclude<LogLevel, "silent">, msg: string, fields?: LogFields | AccessLine): void;
 }
 
-export function createLogger(level: LogLevel, write: (line: string) => void = stderrLines): Logger {
+/** `every`: fields every line carries after its message (a cluster worker's `worker`: whose line it is). */
+export function createLogger(
+  level: LogLevel,
+  write: (line: string) => void = stderrLines,
+  every: Readonly<Record<string, number | string>> = {},
+): Logger {
   const threshold = RANK[level];
+  const always = Object.entries(every)
+    .map(([name, value]) => `,"${name}":${JSON.stringify(value)}`)
+    .join("");
   // The line's opening members, kept while the millisecond, level and message stay the same: under load
   // that is one access line after another.
   let head = "";
@@ -106,7 +116,7 @@ export function createLogger(level: LogLevel, write: (line: string) => void = st
         headStamp = stamp;
         headLevel = at;
         headMsg = msg;
-        head = `{"t":"${stamp}","level":"${at}","msg":${JSON.stringify(msg)}`;
+        head = `{"t":"${stamp}","level":"${at}","msg":${JSON.stringify(msg)}${always}`;
       }
       // Built by hand: one line per request, and JSON.stringify of a spread object showed in profiles.
       let line = head;

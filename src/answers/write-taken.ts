@@ -10,14 +10,20 @@ import { scanMembers } from "../jsonrpc/scan.js";
  */
 export function writeTaken(statusCode: number, body: Buffer, writeIds?: readonly string[]): boolean {
   if (statusCode < 200 || statusCode >= 300) return false;
+  const envelopes = scanMembers(body.toString("utf8"));
   const keys = writeIds === undefined ? undefined : new Set(writeIds.map(idKey));
-  const answers = scanMembers(body.toString("utf8")).filter((members) => {
+  const answers = envelopes.filter((members) => {
     const id = members.get("id");
     return keys === undefined || (id !== undefined && keys.has(idKey(id)));
   });
-  if (answers.length === 0) return true;
-  return answers.some((members) => {
-    const error = members.get("error");
-    return error === undefined || error === "null";
-  });
+  // none names a write: taken unless the node refused the message whole (an error with `"id": null`, as
+  // anvil answers a batch holding an id it cannot read)
+  if (answers.length === 0)
+    return !envelopes.some((members) => isError(members) && members.get("id") === "null");
+  return answers.some((members) => !isError(members));
+}
+
+function isError(members: ReadonlyMap<string, string>): boolean {
+  const error = members.get("error");
+  return error !== undefined && error !== "null";
 }

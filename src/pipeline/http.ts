@@ -258,10 +258,10 @@ export class HttpExchange {
       }
       // 7: a partial batch's answer is read whole and merged, a range too wide for one node is split,
       // and any other answer streams through
-      const done = (error?: unknown, refusedWrite?: boolean) => {
+      const done = (error?: unknown) => {
         // what a caller wrote may change what it reads next at the head: those answers are not kept past
         // it; a write the node refused changed nothing
-        if (call.write && refusedWrite !== true) call.group.wrote(mounted.admitted);
+        if (call.write && this.#access.refusedWrite !== true) call.group.wrote(mounted.admitted);
         this.#end(error, replyId);
       };
       relay(call, authorized.refusals, this.#res, this.#access, done);

@@ -3,7 +3,6 @@ import { relayByTier, type TierFields } from "../answers/archive.js";
 import { relayByHash } from "../answers/by-hash.js";
 import { learnHeights } from "../answers/examined.js";
 import { relaySplit, type SplitFields } from "../answers/range-split.js";
-import { writeTaken } from "../answers/write-taken.js";
 import { relayCachedBatch } from "../cache/batch-cached.js";
 import { type CacheFields, relayCached } from "../cache/relay-cached.js";
 import { sendJson } from "../errors/respond.js";
@@ -59,7 +58,7 @@ function relayMerged(
             ? mergeBatchAnswer(text, refusals)
             : undefined;
       sendJson(res, merged === undefined ? answer.statusCode : 200, merged ?? text.trim());
-      done(undefined, call.write ? !writeTaken(answer.statusCode, answer.body, call.writeIds) : undefined);
+      done();
     } catch (failure) {
       done(failure);
     }

@@ -61,7 +61,12 @@ if (args.config !== undefined) process.env.GATEWAY_CONFIG = args.config;
 if (args["check-config"]) checkConfig();
 
 const config = loadConfigOrExit();
-const logger = createLogger(config.log.level);
+// a worker's lines say which worker wrote them: each probes and judges its nodes on its own
+const logger = createLogger(
+  config.log.level,
+  undefined,
+  cluster.worker === undefined ? {} : { worker: cluster.worker.id },
+);
 // The primary re-reads the config and hands it to its workers (proxy/worker-link.ts). A SIGHUP sent to a
 // worker, as `kill -HUP -<group>` or `pkill -HUP -f gateway.js` do, would end it by default, and with
 // it the requests it serves: a worker takes no note of it.

@@ -40,14 +40,16 @@ export interface OperatorView {
 }
 
 /** The view of this process: its own upstream table, registry and readiness. */
+/** This process's view: `cordon` reaches every config it serves (proxy/server.ts `cordon`). */
 export function localView(
   table: Pick<UpstreamTable, "groups">,
+  cordon: (request: CordonRequest) => number,
   registry: Registry,
   readiness: Readiness,
 ): OperatorView {
   return {
     report: async () => [reportOf(table)],
-    cordon: async (request) => cordonIn(table, request),
+    cordon: async (request) => cordon(request),
     metrics: () => scrape(registry),
     ready: async () => readiness.report(),
   };

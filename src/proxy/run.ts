@@ -81,7 +81,10 @@ async function serveHere(config: GatewayConfig, logger: Logger): Promise<Running
       reload,
     });
   else if (config.operator !== undefined)
-    operator = createOperatorApi(localView(gateway.upstreams, registry, readiness), logger);
+    operator = createOperatorApi(
+      localView(gateway.upstreams, (request) => gateway.cordon(request), registry, readiness),
+      logger,
+    );
   let operatorPort: number | undefined;
   let port: number;
   try {

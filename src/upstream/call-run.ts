@@ -1,3 +1,4 @@
+import { writeTaken } from "../answers/write-taken.js";
 import { GatewayError } from "../errors/table.js";
 import { type CallerSide, clientGone } from "../http/client-gone.js";
 import { type AttemptOutcome, endAttempt } from "../tracing/span-ends.js";
@@ -19,6 +20,11 @@ export interface UpstreamFields {
   upstreamMs: number | undefined;
   /** The answering upstream's metric name. */
   answeredBy: string | undefined;
+  /**
+   * A write's node said it did not take it (answers/write-taken.ts): what was read at the head stands.
+   * Read by the pipeline, not logged; the first answer to the write decides.
+   */
+  refusedWrite: boolean | undefined;
 }
 
 // The reason the run gives an attempt it no longer wants; what the attempt does with it is not read.
@@ -59,6 +65,12 @@ export abstract class CallRun<Caller extends CallerSide = CallerSide> implements
   #widenPending = false;
   hedgeAt = Number.POSITIVE_INFINITY;
   hedgeSlot = -1;
+
+  /** A write's answer, read whole: whether its node took it, noted once (UpstreamFields.refusedWrite). */
+  protected judgeWrite(statusCode: number, body: Buffer): void {
+    if (this.call.write && this.#note.refusedWrite === undefined)
+      this.#note.refusedWrite = !writeTaken(statusCode, body, this.call.writeIds);
+  }
 
   constructor(call: UpstreamCall, res: Caller, note: UpstreamFields) {
     this.call = call;

@@ -5,7 +5,6 @@ import type { TierPlan } from "../answers/archive.js";
 import { learnHeights, showsHeight } from "../answers/examined.js";
 import type { RangeSplit } from "../answers/range-plan.js";
 import type { ReadNeed } from "../answers/read-need.js";
-import { writeTaken } from "../answers/write-taken.js";
 import type { BatchRead } from "../cache/batch-cached.js";
 import type { CacheRead } from "../cache/cache-read.js";
 import type { Limits } from "../config/types.js";
@@ -89,11 +88,8 @@ export interface UpstreamCall {
 }
 
 /** Called once when a relay is over: with nothing when the answer went out whole, else with why not. */
-/**
- * A relay's end: its error, if it failed; `refusedWrite` when the call was a write and the node's answer
- * says it did not take it (answers/write-taken.ts); undefined where the relay did not read the answer.
- */
-export type RelayDone = (error?: unknown, refusedWrite?: boolean) => void;
+/** A relay's end: its error, if it failed. */
+export type RelayDone = (error?: unknown) => void;
 
 /** One keep-alive undici Pool per upstream origin, with every timeout set (undici's defaults are 300 s). */
 export function poolPerOrigin(origin: string, limits: Limits["upstream"]): Dispatcher {
@@ -123,8 +119,6 @@ export function relayAnswer(
 
 class RelayRun extends CallRun<ServerResponse> implements AnswerReader {
   readonly #done: RelayDone;
-  /** A write's answer said the node did not take it. */
-  #refusedWrite: boolean | undefined;
   /** A call whose answers show a height: the run reads the answer once it went out. */
   readonly #reads: boolean;
 
@@ -142,7 +136,7 @@ class RelayRun extends CallRun<ServerResponse> implements AnswerReader {
 
   /** The answer that went out, for the heights it shows (src/answers/examined.ts). */
   read(upstream: Upstream, statusCode: number, body: Buffer): void {
-    if (this.call.write) this.#refusedWrite = !writeTaken(statusCode, body, this.call.writeIds);
+    this.judgeWrite(statusCode, body);
     if (statusCode !== 200) return;
     const text = body.toString("utf8");
     learnHeights(this.call, upstream, text);
@@ -152,7 +146,7 @@ class RelayRun extends CallRun<ServerResponse> implements AnswerReader {
   protected finished(error?: GatewayError): void {
     const { res } = this;
     if (error === undefined || !res.headersSent) {
-      this.#done(error, this.#refusedWrite);
+      this.#done(error);
       return;
     }
     // The status line is gone: all that is left is to cut the connection.
@@ -222,6 +216,8 @@ class WholeRun extends CallRun {
 
   protected finished(error?: GatewayError): void {
     const answer = error === undefined ? this.#taken?.answer : undefined;
+    // the first answer to a write, whichever way it is relayed (a partial batch, by hash, by tier)
+    if (answer !== undefined) this.judgeWrite(answer.statusCode, answer.body);
     // a call read whole (a partial batch, a read by hash or by tier) may make a filter too
     const owner = this.call.handleOwner;
     if (answer !== undefined && answer.statusCode === 200 && owner !== undefined)

@@ -94,7 +94,15 @@ export class MessageIntake {
       // the quota asked Redis: this message goes on with its answer, the next ones wait for it
       this.#queued = [];
       held.then(
-        (hold) => this.#afterQuota(seen, () => sender.send(charged, text, seen, hold)),
+        (hold) => {
+          // its caller left while Redis answered: nothing went, and the units it held go back
+          if (this.#host.closed) {
+            hold?.settle(0);
+            seen.code = "CLIENT_CLOSED";
+            this.#counted(seen, undefined);
+          }
+          this.#afterQuota(seen, () => sender.send(charged, text, seen, hold));
+        },
         (error) =>
           this.#afterQuota(seen, () => {
             throw error;
@@ -186,17 +194,19 @@ export class MessageIntake {
     const { code, calls, refused } = seen;
     metrics?.message(label, seen.method, code, principal !== undefined);
     if (seen.sent !== true) endMessage(seen.span, label, seen.method, code);
+    // a message whose caller left is neither side's error, as over HTTP
+    const failed = code !== undefined && code !== "CLIENT_CLOSED";
     if (principal !== undefined)
       usage?.record(
         principal.keyId,
         label,
         calls,
-        code === undefined ? refused : calls,
+        failed ? calls : refused,
         code === undefined ? seen.units : 0,
         {
           method: seen.method,
           parts: seen.batch?.parts,
-          code,
+          code: failed ? code : undefined,
           ms: undefined,
           refusedCodes: seen.batch?.codes,
         },

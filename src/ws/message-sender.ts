@@ -195,6 +195,7 @@ export class MessageSender {
     if (this.#host.closed) {
       // its caller left before it had an answer: it cost nothing, as a call whose caller hung up
       seen.units = 0;
+      seen.code = "CLIENT_CLOSED";
       hold?.settle(0);
       this.#host.finish(seen, undefined);
       return;
@@ -202,7 +203,9 @@ export class MessageSender {
     if (answer !== undefined) {
       this.#cachedPrice(seen, hold);
       this.#host.finish(seen, answer);
-      this.#host.closeIfSpent();
+      // after the answer being settled now, when it is this connection's own call's: a spent quota's
+      // close would otherwise come before that answer, which its caller was charged for
+      queueMicrotask(() => this.#host.closeIfSpent());
       return;
     }
     // nothing to share: a node answers it after all, at the call's full price

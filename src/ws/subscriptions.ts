@@ -98,14 +98,21 @@ export class Subscription {
     if (kind?.events !== undefined) {
       const fields = scanMembers(result)[0];
       if (fields === undefined) return "send";
-      // A log taken back by a reorganisation is news, whatever its position; and after it, a log mined
-      // again at a position already sent is too, not a move's repeat.
-      if (fields.get("removed") === "true") {
-        this.afterMove = false;
-        return "send";
-      }
       const height = heightOf(fields.get(kind.events.number), kind.events.encoding);
       const index = heightOf(fields.get(kind.events.index), kind.events.encoding);
+      // A log taken back by a reorganisation is news, whatever its position; after it, a log mined again
+      // from that position on is too, not a move's repeat: the last position sent goes back to before it.
+      if (fields.get("removed") === "true") {
+        if (height === undefined || index === undefined) this.afterMove = false;
+        else if (
+          this.lastNumber !== undefined &&
+          (height < this.lastNumber || (height === this.lastNumber && index <= this.lastIndex))
+        ) {
+          this.lastNumber = height;
+          this.lastIndex = index - 1;
+        }
+        return "send";
+      }
       if (height === undefined || index === undefined) return "send";
       const last = this.lastNumber;
       const repeat = last !== undefined && (height < last || (height === last && index <= this.lastIndex));

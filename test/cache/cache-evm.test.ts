@@ -271,6 +271,11 @@ describe("the answer cache on a real anvil", () => {
           const overHttp = await call("eth_sendRawTransaction", ["0x00"], 9, KEYS.noArchive);
           const overSocket = await socket.call("eth_sendRawTransaction", ["0x00"]);
           // beside a call the node answers, and beside one the gateway refuses
+          // alone in a batch with an id anvil cannot read: anvil refuses the batch whole, with "id": null
+          const oddId = await gw.call("eth", `/${KEYS.noArchive}`, {
+            body: JSON.stringify([{ ...refusedWrite(1), id: 1.5 }]),
+          });
+          expect((oddId.json as { id: unknown; error?: unknown }).error).toBeDefined();
           const besideRead = await batch({ jsonrpc: "2.0", id: 2, method: "eth_chainId", params: [] });
           const besideRefusal = await batch({ jsonrpc: "2.0", id: 2, method: "admin_peers", params: [] });
           const writes = [besideRead, besideRefusal].map((answers) => answers.find((a) => a.id === 1));

@@ -68,10 +68,12 @@ describe("a remembered subscription's positions", () => {
     expect(subscription.judge(log(4, 7))).toBe("drop");
     expect(subscription.judge(log(6, 0))).toBe("send");
     expect(subscription.judge(log(5, 3))).toBe("send");
-    // a move's repeats dropped, then a reorganisation: the log it took back, and the same event mined again
+    // a move's repeats dropped, then a reorganisation: the log it took back, and the same event mined
+    // again, while a repeat of a log sent before the one taken back is still dropped
     subscription.afterMove = true;
     expect(subscription.judge(log(5, 3))).toBe("drop");
     expect(subscription.judge(log(5, 3, true))).toBe("send");
+    expect(subscription.judge(log(5, 2))).toBe("drop");
     expect(subscription.judge(log(5, 3))).toBe("send");
   });
 
