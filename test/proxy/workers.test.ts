@@ -119,6 +119,28 @@ describe("a proxy's workers", () => {
     expect(r.statusCode).toBe(200);
   };
 
+  it("a worker's log lines say which worker wrote them", async () => {
+    const cordon = (path: string) =>
+      request(`http://127.0.0.1:${operatorPort}/upstreams/${path}`, {
+        method: "POST",
+        body: JSON.stringify({ label: "eth", upstream: node.url }),
+        headers: { "content-type": "application/json" },
+      }).then((r) => r.body.text());
+    await cordon("cordon");
+    const workersOf = () =>
+      new Set(
+        logs
+          .filter((l) => l.includes('"msg":"upstream state"') && l.includes('"to":"cordoned"'))
+          .map((l) => (JSON.parse(l) as { worker?: number }).worker),
+      );
+    try {
+      await eventually(() => workersOf().size === 2, 5_000, "each worker's line");
+      expect([...workersOf()].every((worker) => typeof worker === "number")).toBe(true);
+    } finally {
+      await cordon("uncordon");
+    }
+  });
+
   it("a worker killed with SIGKILL is logged with its signal, started again and counted; sums never go back", async () => {
     await calls(20);
     const before = await requests();
