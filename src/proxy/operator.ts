@@ -6,7 +6,7 @@ import { readBody } from "../http/body.js";
 import type { Logger } from "../log.js";
 import { type MetricsText, scrape } from "../metrics/registry.js";
 import type { HealthReport } from "../upstream/health.js";
-import type { UpstreamTable } from "../upstream/upstreams.js";
+import type { Upstream, UpstreamTable } from "../upstream/upstreams.js";
 import type { Readiness, ReadyReport } from "./readiness.js";
 
 /** One process's upstreams, as GET /upstreams shows them. */
@@ -71,12 +71,16 @@ export function reportOf(table: Pick<UpstreamTable, "groups">): ProcessReport {
   };
 }
 
-export function cordonIn(table: Pick<UpstreamTable, "groups">, request: CordonRequest): number {
+export function cordonIn(
+  table: Pick<UpstreamTable, "groups">,
+  request: CordonRequest,
+  reaches: (member: Upstream) => boolean = () => true,
+): number {
   let matched = 0;
   for (const group of table.groups()) {
     if (group.label !== request.label) continue;
     for (const member of group.members) {
-      if (member.name !== request.upstream) continue;
+      if (member.name !== request.upstream || !reaches(member)) continue;
       member.health.cordon(request.cordoned);
       matched += 1;
     }

@@ -14,7 +14,7 @@ import type { QuotaLedger } from "../plans/quota-ledger.js";
 import type { Endpoint } from "../registry/types.js";
 import type { Tracing } from "../tracing/tracing.js";
 import { Prober } from "../upstream/prober.js";
-import { type DispatcherFactory, UpstreamTable } from "../upstream/upstreams.js";
+import { type DispatcherFactory, type Upstream, UpstreamTable } from "../upstream/upstreams.js";
 import { WebSocketGateway } from "../ws/upgrade.js";
 
 /**
@@ -139,9 +139,25 @@ export function carryServedHeads(from: UpstreamTable, to: UpstreamTable): void {
 export function cordonRemoved(retired: UpstreamTable, current: UpstreamTable): void {
   for (const group of retired.groups()) {
     const next = current.group(group.label, group.mount);
-    for (const member of group.members)
-      if (next?.members.some((m) => m.name === member.name) !== true) member.health.cordon(true);
+    for (const member of group.members) {
+      const deployed = next?.members.some((m) => m.name === member.name) === true;
+      if (!deployed && !REMOVED.has(member)) {
+        REMOVED.add(member);
+        member.health.cordon(true);
+      } else if (deployed && REMOVED.delete(member)) {
+        // deployed again (a reload back to its name): what the removal did is undone
+        member.health.cordon(false);
+      }
+    }
   }
+}
+
+/** Upstreams of retired configs cordoned because a reload took them out of the deployment (cordonRemoved). */
+const REMOVED = new WeakSet<Upstream>();
+
+/** Whether an operator's uncordon may reach `member`: not while the deployment has taken it out. */
+export function operatorMayUncordon(member: Upstream): boolean {
+  return !REMOVED.has(member);
 }
 
 /**

@@ -21,6 +21,7 @@ import {
   carryServedHeads,
   carryUpstreamState,
   cordonRemoved,
+  operatorMayUncordon,
   type ServedConfig,
   type ServedConfigParts,
 } from "./served-config.js";
@@ -168,7 +169,10 @@ export function createProxyServer(options: ProxyServerOptions): ProxyServer {
       for (const served of servedConfigs) served.websockets.closeKey(keyId);
     },
     cordon(request) {
-      for (const served of servedConfigs) if (served !== current) cordonIn(served.upstreams, request);
+      // an uncordon does not bring back a node a reload took out of the deployment
+      for (const served of servedConfigs)
+        if (served !== current)
+          cordonIn(served.upstreams, request, (member) => request.cordoned || operatorMayUncordon(member));
       return cordonIn(current.upstreams, request);
     },
     reload(config, keys) {

@@ -1,6 +1,7 @@
 import type { RawData, WebSocket } from "ws";
 import type { GatewayConfig, Limits } from "../config/types.js";
 import { errorBody, errorFormOf, jsonRpcStyle } from "../errors/respond.js";
+import type { GatewayError } from "../errors/table.js";
 import type { CallRules, PassedCall } from "../jsonrpc/check.js";
 import { scanMembers } from "../jsonrpc/scan.js";
 import type { UsageRecorder } from "../keys/usage.js";
@@ -82,6 +83,12 @@ export class Connection {
   readonly #sender: MessageSender;
   /** A WebSocket-only call went upstream: the node holds state for this connection. */
   #stateful = false;
+  /** A socket being opened on a better node (#choose). */
+  #choosing = false;
+  /** A chosen move waiting for the minute's 3 to allow it (nodeLeftRotation). */
+  #retryChoice: NodeJS.Timeout | undefined = undefined;
+  /** The node it last lost (or left): where the writes a move refuses were lost. */
+  #lostNode: Upstream | undefined = undefined;
   /** Its node left rotation while a write waited for its answer: it moves once none waits (nodeLeftRotation). */
   #leaveOnceAnswered = false;
   readonly #intake: MessageIntake;
@@ -149,7 +156,8 @@ export class Connection {
           key: mounted.admitted.principal?.keyId,
           method: seen.method,
           error: seen.code,
-          upstream: this.#node.name,
+          // the node the write was lost at, not the one the connection moved to
+          upstream: (this.#lostNode ?? this.#node).name,
         }),
       partsOf: (calls) =>
         batchParts(
@@ -215,7 +223,7 @@ export class Connection {
     if (this.#closed) return;
     this.#client.close(code, reason);
     this.#upstream?.close(code === CLOSE.GOING_AWAY ? CLOSE.GOING_AWAY : CLOSE.NORMAL, reason);
-    this.#finish();
+    this.#finish("WRITE_NOT_CONFIRMED");
   }
 
   /** The prober took the connection's node out of rotation: a node that hangs keeps its socket open. */
@@ -230,9 +238,54 @@ export class Connection {
    */
   nodeLeftRotation(): void {
     if (this.#closed || this.#stateful || this.#remembered.pinned) return;
-    if (this.#move !== undefined && !this.#move.mayChoose()) return;
+    const wait = this.#move?.untilChoice() ?? 0;
+    if (wait > 0) {
+      // moved of its own accord 3 times this minute: it tries again once it may
+      this.#retryChoice ??= setTimeout(() => {
+        this.#retryChoice = undefined;
+        if (this.#options.betterThan(this.#node)) this.nodeLeftRotation();
+      }, wait);
+      this.#retryChoice.unref();
+      return;
+    }
     if (this.#writeWaiting()) this.#leaveOnceAnswered = true;
-    else this.#lose("out of rotation", true);
+    else this.#choose();
+  }
+
+  /**
+   * Opens a socket on a node that serves the connection better, and moves there only once it is open: the
+   * connection's own node still answers, and stays its node if no better one takes a socket.
+   */
+  #choose(attempt = 1): void {
+    if (this.#choosing || this.#closed || this.#move?.moving === true) return;
+    this.#choosing = true;
+    const from = this.#node;
+    this.#options.reconnect(
+      () => !this.#closed,
+      this.#guard((error: GatewayError | undefined, socket?: NodeSocket, node?: Upstream) => {
+        this.#choosing = false;
+        const better =
+          error === undefined &&
+          socket !== undefined &&
+          node !== undefined &&
+          node !== from &&
+          !this.#options.betterThan(node);
+        if (
+          !better ||
+          this.#closed ||
+          this.#node !== from ||
+          this.#move?.moving === true ||
+          this.#writeWaiting()
+        ) {
+          socket?.close();
+          // the node it opened on left rotation meanwhile (a probe round judges nodes one by one): once more
+          if (!better && node !== undefined && attempt < 3 && this.#options.betterThan(from))
+            this.#choose(attempt + 1);
+          return;
+        }
+        this.#lose("out of rotation", { socket, node });
+      }),
+    );
   }
 
   #writeWaiting(): boolean {
@@ -347,7 +400,7 @@ export class Connection {
     this.#intake.closeIfSpent();
     if (this.#leaveOnceAnswered && !this.#writeWaiting()) {
       this.#leaveOnceAnswered = false;
-      if (this.#options.betterThan(this.#node)) this.#lose("out of rotation", true);
+      if (this.#options.betterThan(this.#node)) this.#choose();
     }
   }
 
@@ -392,8 +445,9 @@ export class Connection {
    * (move.ts), unless it holds node state or its client is leaving, and then it is closed with 1014.
    */
   /** `chosen`: the node still answers, and the connection leaves it for a better one (nodeLeftRotation). */
-  #lose(why: string, chosen = false): void {
+  #lose(why: string, chosen?: { readonly socket: NodeSocket; readonly node: Upstream }): void {
     if (this.#closed || this.#move?.moving === true) return;
+    this.#lostNode = this.#node;
     const lost = this.#upstream;
     this.#upstream = undefined;
     lost?.terminate();
@@ -452,7 +506,7 @@ export class Connection {
     this.#options.metrics?.webSocketMoves.add([this.#label, "closed"]);
     if (this.#client.readyState === this.#client.OPEN) this.#client.close(CLOSE.BAD_GATEWAY, reason);
     this.#upstream?.close(CLOSE.NORMAL, reason);
-    this.#finish();
+    this.#finish("WRITE_NOT_CONFIRMED");
   }
 
   /** Sends to the client unless it stopped reading: past the buffer bound it is closed, not buffered. */
@@ -478,17 +532,21 @@ export class Connection {
       (upstream.readyState === upstream.OPEN || upstream.readyState === upstream.CONNECTING)
     )
       upstream.close(CLOSE.NORMAL, "client closed");
-    this.#finish();
+    this.#finish("CLIENT_CLOSED");
   }
 
-  #finish(): void {
+  /**
+   * `unanswered`: what the messages whose count waited for an answer that will not come now ended as
+   * (a write's): the client left, or the gateway closed the connection with the write still out.
+   */
+  #finish(unanswered: "CLIENT_CLOSED" | "WRITE_NOT_CONFIRMED"): void {
     if (this.#closed) return;
     this.#closed = true;
     this.#liveness.stop();
+    clearTimeout(this.#retryChoice);
     this.#calls.abandon();
     this.#options.cache?.close();
-    // messages whose count waited for an answer that will not come now (their caller left, or the node)
-    for (const pending of this.#pending.values()) pending.message.whenAnswered?.();
+    for (const pending of this.#pending.values()) pending.message.whenAnswered?.(unanswered);
     this.#options.onClose();
   }
 }

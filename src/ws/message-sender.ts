@@ -226,7 +226,8 @@ export class MessageSender {
         seen.code = code;
         seen.units = 0;
         hold?.settle(0);
-        this.#host.failed(seen);
+        // a caller who left is no failure of the gateway's
+        if (code !== "CLIENT_CLOSED") this.#host.failed(seen);
       }
       this.#host.finish(seen, undefined);
     };

@@ -80,9 +80,15 @@ export class ConnectionMove {
    * so that a better node whose sockets do not open cannot have it move back and forth without end.
    */
   mayChoose(): boolean {
+    return this.untilChoice() === 0;
+  }
+
+  /** How long until the gateway may move the connection of its own accord again: 0 when it may now. */
+  untilChoice(): number {
     const now = performance.now();
     this.#chosen = this.#chosen.filter((at) => now - at < MOVE_WINDOW_MS);
-    return this.#chosen.length < MAX_MOVES;
+    const oldest = this.#chosen[0];
+    return this.#chosen.length < MAX_MOVES || oldest === undefined ? 0 : MOVE_WINDOW_MS - (now - oldest);
   }
 
   /** Whether a move is under way: client messages wait for its new socket. */
@@ -97,21 +103,28 @@ export class ConnectionMove {
 
   /**
    * Moves the connection off its lost socket: `why` it was lost, for the close reason if it cannot move.
-   * A move the gateway chose (`chosen`: its node answers, and another serves better) is not a loss: it
-   * does not count towards the losses that close a connection.
+   * A move the gateway chose (`chosen`: its node answers, and another serves better) comes with the socket
+   * it opened on that node first (connection.ts `nodeLeftRotation`), and is not a loss: it does not count
+   * towards the losses that close a connection.
    */
-  start(why: string, chosen = false): void {
+  start(why: string, chosen?: { readonly socket: NodeSocket; readonly node: Upstream }): void {
     const connection = this.#connection;
     // A node that takes sockets and drops them at once would have the connection move without end.
     const now = performance.now();
     this.#moves = this.#moves.filter((at) => now - at < MOVE_WINDOW_MS);
-    if (!chosen && this.#moves.length >= MAX_MOVES) {
+    if (chosen === undefined && this.#moves.length >= MAX_MOVES) {
       connection.closeMoved(`upstream ${why}; lost ${MAX_MOVES} times within a minute`);
       return;
     }
-    if (chosen) this.#chosen.push(now);
-    else this.#moves.push(now);
     this.#waiting = [];
+    if (chosen !== undefined) {
+      this.#chosen.push(now);
+      connection.attach(chosen.socket, chosen.node);
+      this.#moved();
+      this.#resubscribe();
+      return;
+    }
+    this.#moves.push(now);
     const deadline = setTimeout(
       connection.guard(() => connection.closeMoved(`upstream ${why}; no node took the connection`)),
       this.#handshakeTimeoutMs,

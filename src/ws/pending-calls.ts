@@ -96,6 +96,8 @@ export class PendingCalls {
     const pending = this.#byId.get(key);
     if (pending === undefined) return;
     if (message.span === undefined) message.span = pending.message.span;
+    // the message is counted once the calls sent again are answered (message-sender.ts LATER)
+    if (message.whenAnswered === undefined) message.whenAnswered = pending.message.whenAnswered;
     this.#byId.set(key, { ...pending, message });
   }
 

@@ -161,6 +161,12 @@ describe("a connection whose node leaves rotation", () => {
       );
       await eventually(async () => (await moved()) === before + 1, 3_000, "the connection moved to b");
       expect(client.isOpen).toBe(true);
+      // an operator's uncordon does not bring back a node the deployment took out
+      expect(gw.gateway.cordon({ label: "eth", upstream: "a", cordoned: false })).toBe(0);
+      // a reload back to its name does: the connection returns to the primary
+      gw.gateway.reload({ ...gw.config, ...config() } as GatewayConfig, gw.keys);
+      await eventually(async () => (await moved()) === before + 2, 3_000, "the connection back on a");
+      expect(client.isOpen).toBe(true);
     } finally {
       client.close();
       gw.gateway.reload({ ...gw.config, ...config() } as GatewayConfig, gw.keys);

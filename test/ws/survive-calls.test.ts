@@ -71,7 +71,9 @@ describe("a moved connection's calls in flight and subscription ids", () => {
         (line) =>
           line.includes('"websocket message"') &&
           line.includes("WRITE_NOT_CONFIRMED") &&
-          line.includes(requestId),
+          line.includes(requestId) &&
+          // the node it was lost at
+          line.includes('"upstream":"a"'),
       ),
     ).toBe(true);
     expect((await client.answerTo('"read"')).result).toBe("0x2a");
