@@ -270,14 +270,19 @@ export class Connection {
           node !== undefined &&
           node !== from &&
           !this.#options.betterThan(node);
-        if (
+        const stay =
           !better ||
           this.#closed ||
           this.#node !== from ||
           this.#move?.moving === true ||
-          this.#writeWaiting()
-        ) {
+          // node state, or a client leaving, since it began: the connection cannot move now
+          this.#stateful ||
+          this.#remembered.pinned ||
+          this.#client.readyState !== this.#client.OPEN;
+        if (stay || this.#writeWaiting()) {
           socket?.close();
+          // a write sent meanwhile: it moves once that is answered, as nodeLeftRotation has it
+          if (!stay) this.#leaveOnceAnswered = true;
           // the node it opened on left rotation meanwhile (a probe round judges nodes one by one): once more
           if (!better && node !== undefined && attempt < 3 && this.#options.betterThan(from))
             this.#choose(attempt + 1);
@@ -446,13 +451,17 @@ export class Connection {
    */
   /** `chosen`: the node still answers, and the connection leaves it for a better one (nodeLeftRotation). */
   #lose(why: string, chosen?: { readonly socket: NodeSocket; readonly node: Upstream }): void {
-    if (this.#closed || this.#move?.moving === true) return;
+    if (this.#closed || this.#move?.moving === true) {
+      chosen?.socket.close();
+      return;
+    }
     this.#lostNode = this.#node;
     const lost = this.#upstream;
     this.#upstream = undefined;
     lost?.terminate();
     this.#calls.abandon();
     if (this.#stateful || this.#remembered.pinned || this.#client.readyState !== this.#client.OPEN) {
+      chosen?.socket.close();
       this.#closeMoved(`upstream ${why}`);
       return;
     }
@@ -490,6 +499,7 @@ export class Connection {
         // (only a node out of rotation: a primary the connection has just lost may not be known to be
         // out yet, and a fallback's connection would go back to it)
         settled: () => {
+          this.#lostNode = undefined;
           if (!this.#node.health.inRotation && this.#options.betterThan(this.#node)) this.nodeLeftRotation();
         },
         guard: (listener) => this.#guard(listener),

@@ -220,8 +220,26 @@ export class MessageSender {
    * WRITE_NOT_CONFIRMED: it cost nothing, and its caller's usage and the metrics count the error).
    */
   #countOnAnswer(outgoing: UpstreamMessage, seen: MessageSeen, hold: QuotaHold | undefined): typeof LATER {
+    // once: a message sent again (move.ts) carries the same count, and each of its calls may end it
+    let counted = false;
+    const sent = outgoing.calls;
+    outgoing.writesLost = (lost) => {
+      // a batch's writes a move could not confirm, its reads sent again: they cost nothing, and are errors
+      seen.units = Math.max(0, seen.units - this.#host.unitsOf(lost));
+      hold?.settle(seen.units);
+      seen.refused += lost.length;
+      if (seen.batch !== undefined)
+        seen.batch = {
+          ...seen.batch,
+          codes: [...seen.batch.codes, ...lost.map(() => "WRITE_NOT_CONFIRMED")],
+          parts: this.#host.partsOf(sent.filter((call) => !lost.includes(call))),
+        };
+      this.#host.failed({ ...seen, code: "WRITE_NOT_CONFIRMED" });
+    };
     outgoing.whenAnswered = (code) => {
       outgoing.whenAnswered = undefined;
+      if (counted) return;
+      counted = true;
       if (code !== undefined) {
         seen.code = code;
         seen.units = 0;

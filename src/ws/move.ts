@@ -205,7 +205,8 @@ export class ConnectionMove {
       const entry = pending.get(c.id as string);
       return entry?.write === true || entry?.kind === "unsubscribe";
     });
-    const writes = settled.filter((c) => pending.get(c.id as string)?.write === true).length;
+    const lostWrites = settled.filter((c) => pending.get(c.id as string)?.write === true);
+    const writes = lostWrites.length;
     const refusals = settled.map((call) => {
       const unsubscribe = pending.get(call.id as string)?.kind === "unsubscribe";
       pending.delete(call.id as string);
@@ -227,6 +228,7 @@ export class ConnectionMove {
       return;
     }
     if (refusals.length > 0) pending.holdRefusals(new Set(reads.map((c) => c.id as string)), refusals);
+    if (writes > 0) message.writesLost?.(lostWrites);
     const again: UpstreamMessage = {
       text: settled.length === 0 ? message.text : undefined,
       calls: reads,

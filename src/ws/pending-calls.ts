@@ -21,6 +21,8 @@ export interface UpstreamMessage {
    * WRITE_NOT_CONFIRMED); set while its count waits (message-sender.ts LATER), then cleared.
    */
   whenAnswered?: ((code?: ErrorCode) => void) | undefined;
+  /** Its writes a move could not confirm, while its reads go again: priced and counted as refused. */
+  writesLost?: ((calls: readonly PassedCall[]) => void) | undefined;
 }
 
 /** A call sent upstream and not answered yet. */

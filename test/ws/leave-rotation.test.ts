@@ -85,6 +85,8 @@ describe("a connection whose node leaves rotation", () => {
     answerWrite();
     expect((await client.answerTo('"write"')).result).toBe(`0x${"12".repeat(32)}`);
     await eventually(async () => (await moved()) === before + 1, 3_000, "the connection on b");
+    // moved once it attached; its subscription is made again right after
+    await eventually(() => ws[1]?.latest().subscriptions.size === 1, 3_000, "resubscribed on b");
     const [onB] = [...(ws[1]?.latest().subscriptions.values() ?? [])];
     const from = client.received.length;
     onB?.notify({ number: "0x11", parentHash: `0x${"44".repeat(32)}` });
@@ -109,7 +111,7 @@ describe("a connection whose node leaves rotation", () => {
       expect(ws[1]?.latest().isOpen).toBe(true);
       const before = await moved();
       member("a")?.health.cordon(false);
-      await eventually(async () => (await moved()) === before + 1, 3_000, "the connection back on a");
+      await eventually(async () => (await moved()) === before + 1, 5_000, "the connection back on a");
       await eventually(
         () => ws[0]?.latest().methods().includes("eth_subscribe") === true,
         3_000,
@@ -159,13 +161,13 @@ describe("a connection whose node leaves rotation", () => {
         { ...gw.config, ...renamed, upstreams: { eth: [{ ...a, name: "a2" }, b] } } as GatewayConfig,
         gw.keys,
       );
-      await eventually(async () => (await moved()) === before + 1, 3_000, "the connection moved to b");
+      await eventually(async () => (await moved()) === before + 1, 5_000, "the connection moved to b");
       expect(client.isOpen).toBe(true);
       // an operator's uncordon does not bring back a node the deployment took out
       expect(gw.gateway.cordon({ label: "eth", upstream: "a", cordoned: false })).toBe(0);
       // a reload back to its name does: the connection returns to the primary
       gw.gateway.reload({ ...gw.config, ...config() } as GatewayConfig, gw.keys);
-      await eventually(async () => (await moved()) === before + 2, 3_000, "the connection back on a");
+      await eventually(async () => (await moved()) === before + 2, 5_000, "the connection back on a");
       expect(client.isOpen).toBe(true);
     } finally {
       client.close();
@@ -181,7 +183,7 @@ describe("a connection whose node leaves rotation", () => {
     gw.gateway.reload({ ...gw.config, ...config() } as GatewayConfig, gw.keys);
     try {
       expect(gw.gateway.cordon({ label: "eth", upstream: "a", cordoned: true })).toBe(1);
-      await eventually(async () => (await moved()) === before + 1, 3_000, "the connection moved to b");
+      await eventually(async () => (await moved()) === before + 1, 5_000, "the connection moved to b");
       expect(client.isOpen).toBe(true);
     } finally {
       gw.gateway.cordon({ label: "eth", upstream: "a", cordoned: false });

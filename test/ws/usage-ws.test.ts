@@ -116,7 +116,11 @@ describe("a WebSocket write's message, counted once it ends", () => {
     const answer = JSON.parse(await client.waitFor((text) => text.startsWith("["))) as { id: string }[];
     expect(answer.map((call) => call.id).sort()).toEqual(["r", "w2"]);
     await waitUntil(() => records.length === 1, 3_000, "the batch counted");
-    expect(records[0]?.calls).toBe(2);
+    // the write a move could not confirm costs nothing and is an error; the read costs its 20
+    expect(records[0]).toMatchObject({ calls: 2, errors: 1, units: 20 });
+    expect(
+      gw.logs.filter((line) => line.includes('"websocket message"') && line.includes("WRITE_NOT_CONFIRMED")),
+    ).toHaveLength(1);
     expect(await gw.metric("gateway_requests_total", { method: "batch" })).toBe(1);
     client.close();
   });
