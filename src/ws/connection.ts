@@ -85,6 +85,8 @@ export class Connection {
   #stateful = false;
   /** A socket being opened on a better node (#choose). */
   #choosing = false;
+  /** A choice asked for while the connection moved or chose: made once that is done. */
+  #chooseAgain = false;
   /** A chosen move waiting for the minute's 3 to allow it (nodeLeftRotation). */
   #retryChoice: NodeJS.Timeout | undefined = undefined;
   /** The node it last lost (or left): where the writes a move refuses were lost. */
@@ -257,13 +259,20 @@ export class Connection {
    * connection's own node still answers, and stays its node if no better one takes a socket.
    */
   #choose(attempt = 1): void {
-    if (this.#choosing || this.#closed || this.#move?.moving === true) return;
+    if (this.#closed) return;
+    if (this.#choosing || this.#move?.moving === true) {
+      // a change of state while the connection moves or opens a socket: judged again once that is done
+      this.#chooseAgain = true;
+      return;
+    }
     this.#choosing = true;
     const from = this.#node;
     this.#options.reconnect(
       () => !this.#closed,
       this.#guard((error: GatewayError | undefined, socket?: NodeSocket, node?: Upstream) => {
         this.#choosing = false;
+        const again = this.#chooseAgain;
+        this.#chooseAgain = false;
         const better =
           error === undefined &&
           socket !== undefined &&
@@ -286,6 +295,7 @@ export class Connection {
           // the node it opened on left rotation meanwhile (a probe round judges nodes one by one): once more
           if (!better && node !== undefined && attempt < 3 && this.#options.betterThan(from))
             this.#choose(attempt + 1);
+          else if (again && this.#options.betterThan(this.#node)) this.nodeLeftRotation();
           return;
         }
         this.#lose("out of rotation", { socket, node });
@@ -500,7 +510,10 @@ export class Connection {
         // out yet, and a fallback's connection would go back to it)
         settled: () => {
           this.#lostNode = undefined;
-          if (!this.#node.health.inRotation && this.#options.betterThan(this.#node)) this.nodeLeftRotation();
+          const again = this.#chooseAgain;
+          this.#chooseAgain = false;
+          if ((again || !this.#node.health.inRotation) && this.#options.betterThan(this.#node))
+            this.nodeLeftRotation();
         },
         guard: (listener) => this.#guard(listener),
       },
