@@ -227,8 +227,10 @@ describe("a long poll held by a hung node", () => {
     const took = performance.now() - started;
     expect(r.status, r.text).toBe(200);
     expect(r.json).toMatchObject({ "last-round": round + 1 });
-    // the hung node had its hold and a hedge's delay, not the whole of the call's deadline
-    expect(took).toBeGreaterThanOrEqual(HELD_MS);
+    // the hung node had its hold and a hedge's delay, not the whole of the call's deadline; a timer counts
+    // from the event loop's time, read at the start of its turn, so under load it ends a few ms early by
+    // this clock (a CI run read 592 ms for a 600 ms hold)
+    expect(took).toBeGreaterThanOrEqual(HELD_MS - 50);
     expect(took).toBeLessThan(HELD_MS + limits.hedgeMaxMs + 2_000);
     expect(held.length).toBe(1);
   });
