@@ -58,7 +58,7 @@ export class ConnectionMove {
   readonly #moved: () => void;
   /** When the connection last moved, within MOVE_WINDOW_MS. */
   #moves: number[] = [];
-  /** When it moved of the gateway's own accord (mayChoose), within the last minute. */
+  /** When it moved of the gateway's own accord (untilChoice), within the last minute. */
   #chosen: number[] = [];
   /** While moving: client messages waiting for the new socket, in order. */
   #waiting: UpstreamMessage[] | undefined;
@@ -76,14 +76,10 @@ export class ConnectionMove {
   }
 
   /**
-   * Whether the gateway may move the connection of its own accord now: at most MAX_MOVES times a minute,
-   * so that a better node whose sockets do not open cannot have it move back and forth without end.
+   * How long until the gateway may move the connection of its own accord again: 0 when it may now. At most
+   * MAX_MOVES such moves a minute, so that a better node whose sockets do not open cannot have it move back
+   * and forth without end.
    */
-  mayChoose(): boolean {
-    return this.untilChoice() === 0;
-  }
-
-  /** How long until the gateway may move the connection of its own accord again: 0 when it may now. */
   untilChoice(): number {
     const now = performance.now();
     this.#chosen = this.#chosen.filter((at) => now - at < MOVE_WINDOW_MS);

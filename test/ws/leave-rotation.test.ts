@@ -78,9 +78,12 @@ describe("a connection whose node leaves rotation", () => {
       3_000,
       "the write at a",
     );
+    const socketsOnB = ws[1]?.connections.length;
     member("a")?.health.cordon(true);
-    // the write's answer would be lost with a's socket: the connection stays until it has it
-    await new Promise((resolve) => setTimeout(resolve, 200));
+    // the write's answer would be lost with a's socket: the connection stays until it has it. The cordon
+    // decides at once (a move would first open a socket on b), so nothing is waited for here.
+    expect(member("a")?.health.state).toBe("cordoned");
+    expect(ws[1]?.connections.length).toBe(socketsOnB);
     expect(await moved()).toBe(before);
     answerWrite();
     expect((await client.answerTo('"write"')).result).toBe(`0x${"12".repeat(32)}`);
