@@ -25,7 +25,8 @@ export interface BatchRead {
  * node as one batch, whose answers are kept as a single call's would be (and shared when final). The caller
  * gets one array, each answer with its own id, in the order of its calls; `x-cache` says `hit` when no call
  * went to a node. An answer the node gave in no array (it refused the batch) goes to the caller as the node
- * sent it.
+ * sent it. The gateway's refusals of a batch's other calls (`refusals`) end the array, as for any partial
+ * batch (src/jsonrpc/merge.ts).
  */
 export function relayCachedBatch(
   call: UpstreamCall,
@@ -34,6 +35,7 @@ export function relayCachedBatch(
   res: ServerResponse,
   note: UpstreamFields & { cache: string | undefined },
   done: RelayDone,
+  refusals: readonly string[] = [],
 ): void {
   const epoch = call.group.served.epoch;
   const lookup = call.trace?.step("cache lookup");
@@ -43,7 +45,7 @@ export function relayCachedBatch(
     cache.counts.hit++;
     return withId(entry, c.id ?? "null");
   });
-  const run = { call, batch, cache, res, note, done, epoch, parts, lookup };
+  const run = { call, batch, cache, res, note, done, epoch, parts, lookup, refusals };
   // a final answer another instance fetched is in the shared layer; an answer read at the head never is
   const shared = cache.shared;
   const sharable = batch.flatMap(({ call: c, read }, i) =>
@@ -86,15 +88,17 @@ interface BatchRun {
   readonly parts: (Buffer | undefined)[];
   /** The lookup's span, when the request is traced: a hit when no call goes to a node. */
   readonly lookup: Span | undefined;
+  /** The gateway's refusals of the batch's other calls, which end the caller's array. */
+  readonly refusals: readonly string[];
 }
 
 /** The calls no cache answered, to a node as one batch; the caller's array once it answers. */
-function fromNode({ call, batch, cache, res, note, done, epoch, parts, lookup }: BatchRun): void {
+function fromNode({ call, batch, cache, res, note, done, epoch, parts, lookup, refusals }: BatchRun): void {
   const missing = batch.filter((_, i) => parts[i] === undefined);
   looked(lookup, missing.length === 0 ? "hit" : "miss");
   if (missing.length === 0) {
     note.cache = "hit";
-    sendArray(res, parts, "hit");
+    sendArray(res, parts, refusals, "hit");
     done();
     return;
   }
@@ -124,7 +128,7 @@ function fromNode({ call, batch, cache, res, note, done, epoch, parts, lookup }:
       }
       parts[i] = withId(kept.entry, c.id ?? "null");
     });
-    sendArray(res, parts, "miss");
+    sendArray(res, parts, refusals, "miss");
     done();
   });
 }
@@ -133,14 +137,18 @@ const OPEN = Buffer.from("[");
 const COMMA = Buffer.from(",");
 const CLOSE = Buffer.from("]");
 
-/** The batch's answers as one JSON array, in the order of its calls; a call the node left out has none. */
+/**
+ * The batch's answers as one JSON array, in the order of its calls, then the gateway's refusals; a call the
+ * node left out has none.
+ */
 function sendArray(
   res: ServerResponse,
   parts: readonly (Buffer | undefined)[],
+  refusals: readonly string[],
   outcome: "hit" | "miss",
 ): void {
   const pieces: Buffer[] = [OPEN];
-  for (const part of parts) {
+  for (const part of [...parts, ...refusals.map((refusal) => Buffer.from(refusal))]) {
     if (part === undefined) continue;
     if (pieces.length > 1) pieces.push(COMMA);
     pieces.push(part);
@@ -162,5 +170,3 @@ function sendArray(
 
 /** A call the cache may not answer: its answer is put back together, never kept. */
 const UNCACHED: CacheRead = { key: "", lifetime: { kind: "head" }, id: "null", rules: {} };
-
-/** An id's source text as one value, so that the node's `1` and the caller's ` 1` are the same id. */

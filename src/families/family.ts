@@ -101,7 +101,7 @@ export interface Outgoing {
   readonly single?: PassedCall | undefined;
   /** A REST GET the answer cache may answer, as the family read its route (src/cache/cache-read.ts). */
   readonly restCache?: CacheRead | undefined;
-  /** A JSON-RPC batch whose calls all passed: its calls, which the cache may answer one by one. */
+  /** A JSON-RPC batch's calls that passed, which the cache may answer one by one (refusals join them). */
   readonly batch?: readonly PassedCall[] | undefined;
   /** The path the node gets when it is not the caller's (a JSON-RPC call at a `jsonRpcPaths` path). */
   readonly path?: string | undefined;

@@ -195,8 +195,9 @@ class JsonRpcRequest implements RoutedRequest, CallAuthorizer {
         undefined,
         passed,
       );
+    // the calls that passed, which the cache may answer one by one; the refusals join their answers
     else if (passed.length > 0)
-      outgoing = this.#post(batchOf(passed), write, this.#reads(passed, false), passed);
+      outgoing = this.#post(batchOf(passed), write, this.#reads(passed, false), passed, undefined, passed);
     return {
       cost: checked.length,
       computeUnits: this.#units(passed),

@@ -13,8 +13,8 @@ import { fetchWhole, type RelayDone, relayAnswer, type UpstreamCall } from "../u
 export type RelayFields = TierFields & SplitFields & CacheFields;
 
 /**
- * 7. The answer, by the way stage 6 planned the call: a partial batch's read whole and merged with its
- * refusals; a read the cache may answer, from it or one node call shared; a range too wide for one node,
+ * 7. The answer, by the way stage 6 planned the call: a batch the cache may answer in part, with its
+ * refusals if any; any other partial batch's read whole and merged with its refusals; a read the cache may answer, from it or one node call shared; a range too wide for one node,
  * split; a read of old state, by tier; a read by hash, asked again where a node did not know the block; and
  * any other streamed through as it arrives (upstream/policy.ts).
  */
@@ -25,11 +25,11 @@ export function relay(
   note: RelayFields,
   done: RelayDone,
 ): void {
-  if (refusals !== undefined) relayMerged(call, refusals, res, note, done);
+  if (call.cacheBatch !== undefined && call.group.cache !== undefined)
+    relayCachedBatch(call, call.cacheBatch, call.group.cache, res, note, done, refusals);
+  else if (refusals !== undefined) relayMerged(call, refusals, res, note, done);
   else if (call.cache !== undefined && call.group.cache !== undefined)
     relayCached(call, call.cache, call.group.cache, res, note, done);
-  else if (call.cacheBatch !== undefined && call.group.cache !== undefined)
-    relayCachedBatch(call, call.cacheBatch, call.group.cache, res, note, done);
   else if (call.split !== undefined) relaySplit(call, call.split, res, note, done);
   else if (call.tier !== undefined) relayByTier(call, call.tier, res, note, done);
   else if (call.byHash) relayByHash(call, res, note, done);

@@ -158,6 +158,41 @@ describe("the answer cache on a real anvil", () => {
     ).toEqual([]);
   });
 
+  it("a batch with a call the gateway refuses is still answered call by call from the cache", async () => {
+    // blocks 2 and 4 kept, once read; admin_peers is no method the gateway relays
+    for (const block of ["0x2", "0x4"]) await call("eth_getBlockByNumber", [block, false]);
+    const calls = [
+      { jsonrpc: "2.0", id: "x", method: "eth_getBlockByNumber", params: ["0x2", false] },
+      { jsonrpc: "2.0", id: "y", method: "admin_peers", params: [] },
+      { jsonrpc: "2.0", id: "z", method: "eth_getBlockByNumber", params: ["0x4", false] },
+    ];
+    const before = recorder.calls.length;
+    const held = await gw.call("eth", `/${KEYS.all}`, { body: JSON.stringify(calls) });
+    expect(held.headers["x-cache"]).toBe("hit");
+    const answers = held.json as { id: string; result?: { number: string }; error?: { code: number } }[];
+    expect(answers.map((a) => a.id).sort()).toEqual(["x", "y", "z"]);
+    expect(answers.find((a) => a.id === "x")?.result?.number).toBe("0x2");
+    expect(answers.find((a) => a.id === "z")?.result?.number).toBe("0x4");
+    expect(answers.find((a) => a.id === "y")?.error?.code).toBe(-32601);
+    const sent = () =>
+      recorder.calls
+        .slice(before)
+        .filter((c) => c.method !== "eth_blockNumber" && !JSON.stringify(c.params).includes("latest"))
+        .filter((c) => !JSON.stringify(c.params).includes("finalized"));
+    expect(sent()).toEqual([]);
+    // one call not held: it alone goes to the node, and the refusal still ends the array
+    const mixed = [
+      ...calls,
+      { jsonrpc: "2.0", id: "w", method: "eth_getBlockByNumber", params: ["0x6", false] },
+    ];
+    const partly = await gw.call("eth", `/${KEYS.all}`, { body: JSON.stringify(mixed) });
+    expect(partly.headers["x-cache"]).toBe("miss");
+    const got = partly.json as { id: string; result?: { number: string } }[];
+    expect(got.map((a) => a.id).sort()).toEqual(["w", "x", "y", "z"]);
+    expect(got.find((a) => a.id === "w")?.result?.number).toBe("0x6");
+    expect(sent().map((c) => JSON.stringify(c.params))).toEqual(['["0x6",false]']);
+  });
+
   it("a batch whose ids are one value written two ways keeps nothing another caller could be given", async () => {
     // "a" and "\u0061", 0 and -0: different text, one id in the node's answers, which cannot be told apart
     for (const [first, second, one, other] of [
