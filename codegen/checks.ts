@@ -335,6 +335,10 @@ function checkReads(iface: InterfaceSpec, path: YamlPath, report: Report): void 
       [...path, "unknownBlockAnswers"],
       "names answers to reads by hash, but block.hashPattern names no hash",
     );
+  // a settled tag is a head tag the node resolves below its head: one that is no head tag is read as a height
+  for (const tag of rules.block.settledTags ?? [])
+    if (!rules.block.headTags.includes(tag))
+      report([...path, "block", "settledTags"], `"${tag}" is not one of block.headTags`);
   for (const field of ["hashPattern", "headRelative"] as const) {
     const pattern = rules.block[field];
     if (pattern === undefined) continue;

@@ -9,6 +9,17 @@ export interface RangeSplit {
   readonly from: number;
   readonly to: number;
   readonly size: number;
+  /**
+   * A range that ends at a settled tag (registry `block.settledTags`: EVM's `safe`, `finalized`), whose
+   * height only the node knows: its numbered sub-ranges end below the label's finalized height (`to`), and
+   * one more runs from that height to the tag itself, as the caller wrote it.
+   */
+  readonly tail?: { readonly from: number; readonly tag: string };
+}
+
+/** How many calls a split range runs as. */
+export function subRanges(split: RangeSplit): number {
+  return Math.ceil((split.to - split.from + 1) / split.size) + (split.tail === undefined ? 0 : 1);
 }
 
 /** What the range calls of a message come to: the highest block they need, and the split, if one is. */
@@ -29,6 +40,7 @@ export function planRanges(
   need: ReadNeed,
   servedHead: number,
   limits: Readonly<Record<string, BlockRangeLimits>> | undefined,
+  finalized = -1,
 ): RangePlan {
   let highestBlock = -1;
   let split: RangeSplit | undefined;
@@ -39,7 +51,10 @@ export function planRanges(
       (fromValue === undefined || fromValue === null) && read.rule.openFrom === "genesis"
         ? 0
         : bound(read, fromValue, servedHead);
-    const to = bound(read, read.filter[read.rule.to], servedHead);
+    const toValue = read.filter[read.rule.to];
+    // a settled tag names a block at or below the head: the head bounds how wide the range may be
+    const settled = typeof toValue === "string" && read.block.settledTags?.includes(toValue) === true;
+    const to = settled ? (servedHead < 0 ? undefined : servedHead) : bound(read, toValue, servedHead);
     if (from === undefined || to === undefined || to < from) continue;
     if (to > highestBlock) highestBlock = to;
     const blocks = to - from + 1;
@@ -47,7 +62,15 @@ export function planRanges(
     const splitAbove = own?.splitAbove ?? read.rule.splitAbove;
     const refuseAbove = own?.refuseAbove ?? read.rule.refuseAbove;
     if (blocks <= splitAbove) continue;
-    const detail = { method: read.call.method, from, to, blocks, splitAbove, refuseAbove };
+    // a settled tag's height is the node's: the range is named as the caller wrote it, at most this wide
+    const detail = {
+      method: read.call.method,
+      from,
+      to: settled ? toValue : to,
+      blocks,
+      splitAbove,
+      refuseAbove,
+    };
     if (blocks > refuseAbove) throw new GatewayError("BLOCK_RANGE_TOO_LARGE", detail);
     // a paged call is the node's to page: split, its pages would no longer mean what the caller asked
     if (read.rule.pages?.some((member) => read.filter[member] !== undefined)) continue;
@@ -56,7 +79,11 @@ export function planRanges(
         ...detail,
         reason: `a range wider than ${splitAbove} blocks is split only when it is sent alone, not in a batch`,
       });
-    split = { read, from, to, size: splitAbove };
+    if (!settled) split = { read, from, to, size: splitAbove };
+    // the node reads the tag; up to the finalized height the range is split, and with none below it (or
+    // none known) it goes as sent, no wider than the node's finality lag
+    else if (finalized > from && typeof toValue === "string")
+      split = { read, from, to: finalized - 1, size: splitAbove, tail: { from: finalized, tag: toValue } };
   }
   return { highestBlock, split };
 }

@@ -43,6 +43,8 @@ class SplitRun {
   /** Each sub-range's list, in range order, once it is in. */
   readonly #parts: unknown[][] = [];
   #nextFrom: number;
+  /** Whether the sub-range up to a settled tag (range-plan.ts `tail`) went, when the range has one. */
+  #tailSent = false;
   #inFlight = 0;
   #bytes = 0;
   #over = false;
@@ -67,19 +69,26 @@ class SplitRun {
     for (let i = 0; i < IN_FLIGHT; i++) this.#launch();
   }
 
+  /** Whether a sub-range is still to go: a numbered one, or the last, up to a settled tag. */
+  #more(): boolean {
+    return this.#nextFrom <= this.#split.to || (this.#split.tail !== undefined && !this.#tailSent);
+  }
+
   #launch(): void {
-    const { to, size } = this.#split;
-    if (this.#over || this.#nextFrom > to) return;
-    const from = this.#nextFrom;
-    const last = Math.min(from + size - 1, to);
-    this.#nextFrom = last + 1;
+    const { to, size, tail } = this.#split;
+    if (this.#over || !this.#more()) return;
+    const from = this.#nextFrom <= to ? this.#nextFrom : (tail?.from ?? this.#nextFrom);
+    const last = this.#nextFrom <= to ? Math.min(from + size - 1, to) : undefined;
+    if (last === undefined) this.#tailSent = true;
+    else this.#nextFrom = last + 1;
     const index = this.#parts.length;
     this.#parts.push([]);
     this.#inFlight++;
     const sub: UpstreamCall = {
       ...this.#call,
-      body: this.#body(index + 1, from, last),
-      atLeast: last,
+      // the tag's sub-range goes where the whole call would: to a node at the head the label served
+      body: this.#body(index + 1, from, last ?? tail?.tag),
+      atLeast: last ?? this.#call.atLeast,
       reads: undefined,
       split: undefined,
       tier: undefined,
@@ -88,13 +97,16 @@ class SplitRun {
     fetchWhole(sub, this.#res, this.#note, (error, answer) => this.#settled(index, error, answer));
   }
 
-  /** The caller's call with its range narrowed to `from`..`to`, as heights in the interface's encoding. */
-  #body(id: number, from: number, to: number): string {
+  /**
+   * The caller's call with its range narrowed to `from`..`to`, as heights in the interface's encoding (`to`
+   * a settled tag as the caller wrote it, for the last sub-range of a range that ends at one).
+   */
+  #body(id: number, from: number, to: number | string | undefined): string {
     const { read } = this.#split;
     const range = {
       ...read.filter,
       [read.rule.from]: encodeHeight(from, read.block.encoding),
-      [read.rule.to]: encodeHeight(to, read.block.encoding),
+      [read.rule.to]: typeof to === "number" ? encodeHeight(to, read.block.encoding) : to,
     };
     const { param } = read.rule;
     const params = param === "params" ? range : Object.assign([...read.params], { [param]: range });
@@ -111,11 +123,11 @@ class SplitRun {
     }
     this.#bytes += answer.body.length;
     if (this.#bytes > this.#call.maxBytes) {
-      const { from, to, size } = this.#split;
+      const { from, to, size, tail } = this.#split;
       this.#fail(
         new GatewayError("BLOCK_RANGE_TOO_LARGE", {
           from,
-          to,
+          to: tail?.tag ?? to,
           splitAbove: size,
           maxResponseBytes: this.#call.maxBytes,
           reason: "the merged answer would pass the answer size cap: ask for a narrower range",
@@ -138,7 +150,7 @@ class SplitRun {
       return;
     }
     this.#parts[index] = parsed.result;
-    if (this.#nextFrom <= this.#split.to) this.#launch();
+    if (this.#more()) this.#launch();
     else if (this.#inFlight === 0) this.#finish();
   }
 

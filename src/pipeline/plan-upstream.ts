@@ -1,5 +1,5 @@
 import type { TierPlan } from "../answers/archive.js";
-import { planRanges, type RangePlan } from "../answers/range-plan.js";
+import { planRanges, type RangePlan, subRanges } from "../answers/range-plan.js";
 import { isHeadCall, type ReadNeed } from "../answers/read-need.js";
 import type { BatchRead } from "../cache/batch-cached.js";
 import type { CacheRead } from "../cache/cache-read.js";
@@ -42,7 +42,7 @@ export class UpstreamPlanner {
     if (group === undefined) return units;
     let planned = units;
     const split = reads.ranges.length === 0 ? undefined : this.#planRanges(reads, group).split;
-    if (split !== undefined) planned *= Math.ceil((split.to - split.from + 1) / split.size);
+    if (split !== undefined) planned *= subRanges(split);
     const tier = this.#tierPlan(mounted, reads, group);
     if (tier?.direct === true && tier.mayArchive)
       planned = archiveUnits(planned, mounted.mount.policy.computeUnits);
@@ -159,7 +159,7 @@ export class UpstreamPlanner {
   /** 6, for range calls: their limits checked, and a split planned (src/answers/range-plan.ts). */
   #planRanges(reads: ReadNeed, group: UpstreamGroup): RangePlan {
     try {
-      return planRanges(reads, group.served.height, this.#config.blockRanges[group.label]);
+      return planRanges(reads, group.served.height, this.#config.blockRanges[group.label], group.finalized);
     } catch (error) {
       group.answers.add("range_refused");
       throw error;

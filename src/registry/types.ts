@@ -316,6 +316,11 @@ export interface BlockParamRule {
   readonly plainNumbers?: boolean;
   /** Tags that name the chain's first block (EVM's `earliest`): block 0 for a range's bound and the cache. */
   readonly genesisTags?: readonly string[];
+  /**
+   * Head tags that name a block at or below the head, whose height only the node knows (EVM's `safe` and
+   * `finalized`): a range ending at one is split up to the label's finalized height, the rest left to the tag.
+   */
+  readonly settledTags?: readonly string[];
 }
 
 /**

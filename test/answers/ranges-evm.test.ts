@@ -163,4 +163,28 @@ describe("a wide eth_getLogs is split across the label's nodes and merged in ord
     expect(paged.result.map((t) => t.blockNumber)).toEqual([100, 200]);
     expect(asked()).toHaveLength(11);
   });
+
+  it("a range up to safe or finalized ends where the node says, not at the head: its last sub-range keeps the tag", async () => {
+    // anvil names finalized the block 64 below its head, safe 32 below: the log of block 2000 is above both
+    const finalizedHeight = () => gw.gateway.upstreams.group("eth", "/")?.finalized ?? -1;
+    await eventually(() => finalizedHeight() > 1_900, 5_000, "the prober read the finalized block");
+    const finalized = finalizedHeight();
+    for (const tag of ["finalized", "safe"]) {
+      for (const node of nodes) node.calls.length = 0;
+      const filter = { fromBlock: "0x1", toBlock: tag, address: EMITTER };
+      const answer = await getLogs(filter);
+      const own = await anvil.rpc<{ blockNumber: string }[]>("eth_getLogs", [filter]);
+      const got = (answer.json as { result: { blockNumber: string }[] }).result;
+      expect(got.map((log) => Number(log.blockNumber))).toEqual(own.map((log) => Number(log.blockNumber)));
+      expect(got.map((log) => Number(log.blockNumber))).not.toContain(2_000);
+      const asked = nodes
+        .flatMap((node) => node.calls.filter((call) => call.method === "eth_getLogs"))
+        .map((call) => (call.params as { fromBlock: string; toBlock: string }[])[0]);
+      // numbered sub-ranges up to the finalized height, then one from it to the tag
+      expect(asked.filter((range) => range?.toBlock === tag)).toEqual([
+        expect.objectContaining({ fromBlock: `0x${finalized.toString(16)}` }),
+      ]);
+      expect(asked.length).toBe(Math.ceil((finalized - 1) / 500) + 1);
+    }
+  });
 });
