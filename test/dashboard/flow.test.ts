@@ -281,6 +281,11 @@ describe.skipIf(chromium.skip)("the dashboard, in Chromium", () => {
     }
     expect(refused).toBe(401);
     expect(await page.content()).not.toContain(rotated);
+    // the old key, revoked in its grace period (it leaked, say), says revoked: not "active until"
+    page.once("dialog", (dialog) => void dialog.accept());
+    await old.getByRole("button", { name: "Revoke" }).click();
+    await expect.poll(() => old.locator(".key-status").textContent()).toBe("revoked");
+    expect(await old.textContent()).not.toContain("active");
   });
 
   it("fits a phone-sized screen: nothing scrolls sideways, the key and usage tables included", async () => {

@@ -218,7 +218,15 @@ async function keysView() {
         el("td", {}, rateText(key.rate ?? catalog.defaultRate)),
         el("td", { class: "key-status" }, statusText(key)),
         el("td", { class: "nowrap" }, key.createdAt.slice(0, 10)),
-        el("td", {}, key.expiresAt ? `${key.expiresAt.replace("T", " ").slice(0, 16)} UTC` : "never"),
+        el(
+          "td",
+          {},
+          key.status === "revoked"
+            ? "—"
+            : key.expiresAt
+              ? `${key.expiresAt.replace("T", " ").slice(0, 16)} UTC`
+              : "never",
+        ),
         el(
           "td",
           {},
@@ -272,6 +280,8 @@ function rateText(rate) {
 
 function statusText(key) {
   if (key.status === "expired" && key.replacedBy) return `replaced (rotation grace period over)`;
+  // a key revoked in its grace period is refused at once: "active until" would tell its owner otherwise
+  if (key.status === "revoked") return "revoked";
   if (key.replacedBy)
     return `active until ${key.expiresAt.replace("T", " ").slice(0, 16)} UTC (rotation grace period)`;
   return key.status;
