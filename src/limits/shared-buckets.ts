@@ -49,9 +49,13 @@ interface Lease {
   /**
    * A key this instance has not seen for as long as its bucket takes to refill: its bucket in Redis is
    * most likely full, so it may spend up to its burst on credit (a dApp's page load sends its calls at
-   * once) until a lease has paid the credit back or Redis said the bucket is dry.
+   * once) until it has spent its burst since or Redis said the bucket is dry. A lease that paid the credit
+   * back does not end it: the page load's later calls, arriving as the first lease lands, were refused
+   * at a lease's credit while Redis held the rest of the burst.
    */
   open: boolean;
+  /** What the key spent on this instance since its lease opened: no more than its burst on credit. */
+  spentOpen: number;
 }
 
 /** A lease still unanswered after this long is given up on for the decision at hand (Redis is slow). */
@@ -141,12 +145,14 @@ export class SharedTokenBuckets implements RateLimiter {
     // idle for as long as a bucket takes to refill: whatever this instance or another spent is back
     if (now - lease.usedAt >= (rate.burst / rate.perSecond) * 1000 && !lease.pending) {
       lease.open = true;
+      lease.spentOpen = 0;
       lease.dry = false;
     }
     lease.usedAt = now;
     const size = leaseSize(rate, this.#config.leaseMs);
     if (lease.balance >= cost) {
       lease.balance -= cost;
+      if (lease.open) lease.spentOpen += cost;
       if (lease.balance < size / 2) this.#renew(id, lease, rate, size, now);
       return { allowed: true, remaining: Math.floor(lease.balance), retryAfter: 0 };
     }
@@ -160,9 +166,11 @@ export class SharedTokenBuckets implements RateLimiter {
     // A dry bucket refills: once Redis's wait is over, credit is as before (the first request after an idle
     // spell was refused, and only then asked for a lease).
     const dry = lease.dry && now < lease.nextAt;
-    const credit = lease.open ? rate.burst : Math.max(size, cost);
-    if (!dry && lease.balance - cost >= -credit) {
+    const credit = Math.max(size, cost);
+    const open = lease.open && lease.spentOpen + cost <= rate.burst;
+    if (!dry && (open || lease.balance - cost >= -credit)) {
       lease.balance -= cost;
+      if (lease.open) lease.spentOpen += cost;
       this.#renew(id, lease, rate, size, now);
       return { allowed: true, remaining: 0, retryAfter: 0 };
     }
@@ -190,9 +198,9 @@ export class SharedTokenBuckets implements RateLimiter {
         lease.nextAt = lease.dry ? this.#now() + waitMs : 0;
         if (lease.dry) this.leases.dry += 1;
         else this.leases.granted += 1;
-        if (lease.dry || lease.balance >= 0) lease.open = false;
+        if (lease.dry) lease.open = false;
         // what was spent on credit while this lease was on its way is paid back at once
-        else if (lease.open) this.#renew(id, lease, rate, size, this.#now());
+        else if (lease.open && lease.balance < 0) this.#renew(id, lease, rate, size, this.#now());
       },
       () => {
         lease.pending = false;
@@ -217,6 +225,7 @@ export class SharedTokenBuckets implements RateLimiter {
         failing: false,
         usedAt: now,
         open: true,
+        spentOpen: 0,
       };
       this.#leases.set(id, lease);
     }

@@ -113,6 +113,20 @@ describe.skipIf(redis.skip)("shared token buckets on the machine's Redis", () =>
     expect(allowed).toBeGreaterThanOrEqual(30);
   });
 
+  it("lets a page load's later calls through on credit too, arriving after its first lease landed", async () => {
+    // 200 calls a second, bursts of 400: a lease is 20 calls; the burst is 400, whenever its calls come
+    const rate = { perSecond: 200, burst: 400 };
+    const id = `test-${randomUUID()}`;
+    const [limiter] = limiters as [SharedTokenBuckets];
+    const early = Array.from({ length: 10 }, () => limiter.take(id, rate, 1).allowed);
+    await eventually(() => !limiter.leasePending(id), 2_000, "the first lease landed");
+    const late = Array.from({ length: 150 }, () => limiter.take(id, rate, 1).allowed);
+    expect([...early, ...late].filter(Boolean).length).toBe(160);
+    // and no more than the burst on credit: Redis's bucket, 400 less what the leases took, says when
+    const after = Array.from({ length: 400 }, () => limiter.take(id, rate, 1).allowed);
+    expect(160 + after.filter(Boolean).length).toBeLessThanOrEqual(400 + 20);
+  });
+
   it("takes a call at once after an idle spell that refilled a bucket Redis had said was dry", async () => {
     const rate = { perSecond: 20, burst: 4 };
     const id = `test-${randomUUID()}`;
