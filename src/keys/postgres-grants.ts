@@ -1,8 +1,10 @@
 import type pg from "pg";
+import type { QuotaSpentSource } from "../plans/quota-ledger.js";
 import type { NoticeSink, QuotaNotice } from "../plans/quota-notices.js";
 import { GRANTS_CHANNEL, isUnavailable, openClient, openPool } from "../store/postgres.js";
 import { type GrantRow, grantOf, grantsChangedAfter } from "./grant-rows.js";
 import type { GrantFeed, GrantStatus, KeyGrant } from "./grants.js";
+import { spentQuery } from "./quota-spent.js";
 import { reconnectDelay } from "./reconnect-backoff.js";
 import type { UsageRow, UsageSink } from "./usage.js";
 import { type CodeRow, LATENCY_BOUNDS_MS, LATENCY_COLUMNS, type MethodRow } from "./usage-detail.js";
@@ -202,11 +204,24 @@ export class PostgresGrantFeed implements GrantFeed {
 }
 
 /** Usage counts added to a PostgreSQL store: one statement per flush, whatever the number of rows. */
-export class PostgresUsageSink implements UsageSink, NoticeSink {
+export class PostgresUsageSink implements UsageSink, NoticeSink, QuotaSpentSource {
   readonly #pool: pg.Pool;
 
   constructor(url: string) {
     this.#pool = openPool(url, 1);
+  }
+
+  async spent(scope: string, day: string): Promise<{ day: number; month: number }> {
+    const names: string[] = [];
+    const query = spentQuery(scope, day, (name) => {
+      if (!names.includes(name)) names.push(name);
+      return `$${names.indexOf(name) + 1}`;
+    });
+    const { rows } = await this.#pool.query<{ day_units: string; month_units: string }>(
+      query.sql,
+      names.map((name) => query.values[name]),
+    );
+    return { day: Number(rows[0]?.day_units ?? 0), month: Number(rows[0]?.month_units ?? 0) };
   }
 
   async add(rows: readonly UsageRow[]): Promise<void> {

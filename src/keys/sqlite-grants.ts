@@ -1,8 +1,10 @@
 import Database from "better-sqlite3";
+import type { QuotaSpentSource } from "../plans/quota-ledger.js";
 import type { NoticeSink, QuotaNotice } from "../plans/quota-notices.js";
 import { sqliteNative } from "../store/sqlite-addon.js";
 import { type GrantRow, grantOf, grantsChangedAfter } from "./grant-rows.js";
 import type { GrantFeed, KeyGrant } from "./grants.js";
+import { spentQuery } from "./quota-spent.js";
 import type { UsageRow, UsageSink } from "./usage.js";
 import { type CodeRow, LATENCY_COLUMNS, type MethodRow } from "./usage-detail.js";
 
@@ -60,7 +62,7 @@ export class SqliteGrantFeed implements GrantFeed {
  * (keys/usage.ts). Its own connection, so the grant reader stays read-only; WAL mode and the busy timeout
  * let it share the file with the control plane and the other proxy processes.
  */
-export class SqliteUsageSink implements UsageSink, NoticeSink {
+export class SqliteUsageSink implements UsageSink, NoticeSink, QuotaSpentSource {
   readonly #db: Database.Database;
   readonly #add: Database.Statement;
   readonly #notice: Database.Statement;
@@ -122,6 +124,14 @@ export class SqliteUsageSink implements UsageSink, NoticeSink {
         );
       for (const r of codes) this.#addCode.run(r.key, r.day, r.label, r.code, r.count);
     })();
+  }
+
+  async spent(scope: string, day: string): Promise<{ day: number; month: number }> {
+    const query = spentQuery(scope, day, (name) => `@${name}`);
+    const row = this.#db.prepare(query.sql).get(query.values) as
+      | { day_units: number; month_units: number }
+      | undefined;
+    return { day: Number(row?.day_units ?? 0), month: Number(row?.month_units ?? 0) };
   }
 
   async add(rows: readonly UsageRow[]): Promise<void> {

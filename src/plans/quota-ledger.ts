@@ -57,6 +57,26 @@ export interface QuotaLedger {
 
 export const ALLOWED: QuotaDecision = { allowed: true };
 
+/**
+ * What a quota's scope spent in a day and in that day's month, as the account store's usage counts hold it
+ * (keys/usage.ts): what a shared ledger's counters start from when Redis lost them.
+ */
+export interface QuotaSpentSource {
+  /** `day` is `YYYY-MM-DD`; the month is the one it is in. */
+  spent(scope: string, day: string): Promise<{ readonly day: number; readonly month: number }>;
+}
+
+/**
+ * A quota's scope as the account store names its keys (pipeline/stages.ts makes it): an account's keys of
+ * one plan (`account:<id>:<plan>`), or a line of keys rotated from one, by the first one's prefix.
+ */
+export function scopeKeys(
+  scope: string,
+): { readonly accountId: number; readonly plan: string } | { readonly prefix: string } {
+  const account = /^account:(\d+):(.+)$/.exec(scope);
+  return account === null ? { prefix: scope } : { accountId: Number(account[1]), plan: account[2] as string };
+}
+
 /** The shares of a quota whose passing is announced (an e-mail each, once per period). */
 const THRESHOLDS = [80, 100] as const;
 
@@ -182,6 +202,20 @@ export class LocalQuotaLedger implements QuotaLedger {
   spent(scope: string): { readonly day: number; readonly month: number } {
     const spent = this.#spentOf(scope);
     return { day: spent.dayUnits, month: spent.monthUnits };
+  }
+
+  /** Counts `scope` from what another count said it spent (no crossing is announced for it). */
+  startAt(scope: string, day: number, month: number): void {
+    const spent = this.#spentOf(scope);
+    spent.dayUnits = Math.max(spent.dayUnits, day);
+    spent.monthUnits = Math.max(spent.monthUnits, month);
+  }
+
+  /** The scopes counted this month, and the day each was last counted in. */
+  *scopes(): IterableIterator<
+    [string, { readonly day: string; readonly dayUnits: number; readonly monthUnits: number }]
+  > {
+    for (const [scope, spent] of this.#spent) yield [scope, spent];
   }
 
   async close(): Promise<void> {}

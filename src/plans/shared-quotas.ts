@@ -10,12 +10,16 @@ import {
   type QuotaDecision,
   type QuotaLedger,
   type QuotaLimits,
+  type QuotaSpentSource,
 } from "./quota-ledger.js";
 
 // A scope's day and month counters in Redis, moved together: it grants what fits under both quotas, at most
 // ARGV[4] and never less than ARGV[3] (else nothing), and a quarter of what is left once little is, so the
-// leases instances hold near the end are small. Answers the grant and both counters after it.
+// leases instances hold near the end are small. Answers the grant, both counters after it, and whether each
+// counter was not there before (1): a new day's, or one Redis lost.
 const LEASE_SCRIPT = `
+local dayNew = redis.call('EXISTS', KEYS[1]) == 0 and 1 or 0
+local monthNew = redis.call('EXISTS', KEYS[2]) == 0 and 1 or 0
 local day = tonumber(redis.call('GET', KEYS[1]) or '0')
 local month = tonumber(redis.call('GET', KEYS[2]) or '0')
 local daily = tonumber(ARGV[1])
@@ -25,13 +29,26 @@ local want = tonumber(ARGV[4])
 local left = want * 4
 if daily > 0 then left = math.min(left, daily - day) end
 if monthly > 0 then left = math.min(left, monthly - month) end
-if left < need then return {0, day, month} end
+if left < need then return {0, day, month, dayNew, monthNew} end
 local grant = math.min(want, math.max(need, math.floor(left / 4)))
 day = redis.call('INCRBY', KEYS[1], grant)
 month = redis.call('INCRBY', KEYS[2], grant)
 redis.call('PEXPIRE', KEYS[1], tonumber(ARGV[5]))
 redis.call('PEXPIRE', KEYS[2], tonumber(ARGV[6]))
-return {grant, day, month}
+return {grant, day, month, dayNew, monthNew}
+`;
+
+// Adds what was spent where Redis did not count it to a scope's day and month counters: ARGV[1] and ARGV[2],
+// each only to a counter that is there when ARGV[3] is 1 (one that is not will be counted from the store).
+const ADD_SCRIPT = `
+for i = 1, 2 do
+  local units = tonumber(ARGV[i])
+  if units > 0 and (ARGV[3] == '0' or redis.call('EXISTS', KEYS[i]) == 1) then
+    redis.call('INCRBY', KEYS[i], units)
+    redis.call('PEXPIRE', KEYS[i], tonumber(ARGV[3 + i]))
+  end
+end
+return 1
 `;
 
 type LeaseCommand = (
@@ -43,7 +60,17 @@ type LeaseCommand = (
   want: number,
   dayTtlMs: number,
   monthTtlMs: number,
-) => Promise<[number, number, number]>;
+) => Promise<[number, number, number, number, number]>;
+
+type AddCommand = (
+  dayKey: string,
+  monthKey: string,
+  dayUnits: number,
+  monthUnits: number,
+  onlyThere: 0 | 1,
+  dayTtlMs: number,
+  monthTtlMs: number,
+) => Promise<number>;
 
 interface Lease {
   /** The period the lease was granted in: a lease ends with its day. */
@@ -77,17 +104,35 @@ const DAY_MS = 86_400_000;
 export class SharedQuotaLedger implements QuotaLedger {
   readonly #redis: Redis;
   readonly #lease: LeaseCommand;
+  readonly #add: AddCommand;
   readonly #leaseMs: number;
-  readonly #local: LocalQuotaLedger;
+  /** Where the scopes' spend is counted while Redis cannot be reached: anew at each outage. */
+  #local: LocalQuotaLedger;
+  /** What each scope had spent when the outage began, as Redis last said: the local count started there. */
+  #outageBase = new Map<
+    string,
+    { readonly day: string; readonly dayUnits: number; readonly monthUnits: number }
+  >();
+  readonly #source: QuotaSpentSource | undefined;
   readonly #leases = new Map<string, Lease>();
   readonly #clock = new QuotaClock();
   readonly #crossed: (crossing: QuotaCrossing) => void;
   readonly #logger: Logger;
   #shared = false;
   #wasShared = false;
+  #closed = false;
+  /** The next time Redis is asked whether it answers again, after a lease failed. */
+  #retry: NodeJS.Timeout | undefined;
   #lastError = "";
 
-  constructor(config: SharedLimitsConfig, logger: Logger, crossed: (crossing: QuotaCrossing) => void) {
+  /** `source`: the account store's usage counts, which a counter Redis lost starts from. */
+  constructor(
+    config: SharedLimitsConfig,
+    logger: Logger,
+    crossed: (crossing: QuotaCrossing) => void,
+    source?: QuotaSpentSource,
+  ) {
+    this.#source = source;
     this.#leaseMs = config.leaseMs;
     this.#logger = logger;
     this.#crossed = crossed;
@@ -97,6 +142,8 @@ export class SharedQuotaLedger implements QuotaLedger {
     this.#lease = (this.#redis as unknown as { gatewayQuotaLease: LeaseCommand }).gatewayQuotaLease.bind(
       this.#redis,
     );
+    this.#redis.defineCommand("gatewayQuotaAdd", { numberOfKeys: 2, lua: ADD_SCRIPT });
+    this.#add = (this.#redis as unknown as { gatewayQuotaAdd: AddCommand }).gatewayQuotaAdd.bind(this.#redis);
     this.#redis.on("ready", () => this.#setShared(true));
     this.#redis.on("close", () => this.#setShared(false));
     // the state change is what is logged, with the last error's message as its reason (shared-buckets.ts)
@@ -145,7 +192,27 @@ export class SharedQuotaLedger implements QuotaLedger {
     if (lease !== undefined) lease.balance -= delta;
   }
 
+  /**
+   * After a lease failed on a connection that stayed up (Redis hung: a slow fork, a failover), Redis is
+   * asked every second until it answers, and quotas are shared again then: no reconnection would say so.
+   */
+  #untilAnswering(): void {
+    if (this.#retry !== undefined) return;
+    this.#retry = setTimeout(() => {
+      this.#retry = undefined;
+      if (this.#shared || this.#closed) return;
+      // a connection that dropped says it is back through `ready`
+      if (this.#redis.status !== "ready") return;
+      this.#redis.ping().then(
+        () => this.#setShared(true),
+        () => this.#untilAnswering(),
+      );
+    }, 1_000).unref();
+  }
+
   async close(): Promise<void> {
+    this.#closed = true;
+    clearTimeout(this.#retry);
     this.#redis.removeAllListeners("close");
     await this.#redis.quit().catch(() => this.#redis.disconnect());
   }
@@ -185,7 +252,7 @@ export class SharedQuotaLedger implements QuotaLedger {
     const want = this.#size(size, cost) + Math.max(0, need);
     const day = lease.day;
     const month = day.slice(0, 7);
-    const now = Date.now();
+    const ttl = this.#ttls();
     lease.pending = this.#lease(
       `${scope}:${day}`,
       `${scope}:${month}`,
@@ -193,30 +260,108 @@ export class SharedQuotaLedger implements QuotaLedger {
       limits.monthly,
       Math.max(1, need),
       want,
-      clock.dayEndsAt - now + DAY_MS,
-      clock.monthEndsAt - now + DAY_MS,
-    ).then(
-      ([granted, dayUnits, monthUnits]) => {
+      ttl.day,
+      ttl.month,
+    )
+      .then(
+        ([granted, dayUnits, monthUnits, dayNew, monthNew]) => {
+          // the scope's next lease waits for a missing counter's start from the store, so none is granted
+          // from a counter that forgot the day's spend
+          const restored =
+            dayNew === 1 || monthNew === 1
+              ? this.#fromStore(scope, day, dayNew === 1, monthNew === 1)
+              : undefined;
+          if (lease.day !== day) return restored;
+          lease.balance += granted;
+          lease.spent = granted === 0;
+          lease.dayUnits = dayUnits;
+          lease.monthUnits = monthUnits;
+          const spent = {
+            day: [dayUnits - granted, dayUnits],
+            month: [monthUnits - granted, monthUnits],
+          } as {
+            day: [number, number];
+            month: [number, number];
+          };
+          for (const crossing of clock.crossings(scope, limits, spent)) this.#crossed(crossing);
+          return restored;
+        },
+        (error: Error) => {
+          // a lease that failed is decided locally; a dropped connection says so through `close`
+          this.#logger.log("warn", "shared quotas: a lease failed, counted locally", {
+            reason: error.message,
+          });
+          this.#setShared(false);
+          this.#untilAnswering();
+        },
+      )
+      .finally(() => {
         lease.pending = undefined;
-        if (lease.day !== day) return;
-        lease.balance += granted;
-        lease.spent = granted === 0;
-        lease.dayUnits = dayUnits;
-        lease.monthUnits = monthUnits;
-        const spent = { day: [dayUnits - granted, dayUnits], month: [monthUnits - granted, monthUnits] } as {
-          day: [number, number];
-          month: [number, number];
-        };
-        for (const crossing of clock.crossings(scope, limits, spent)) this.#crossed(crossing);
-      },
-      (error: Error) => {
-        lease.pending = undefined;
-        // a lease that failed is decided locally; a dropped connection says so through `close`
-        this.#logger.log("warn", "shared quotas: a lease failed, counted locally", { reason: error.message });
-        this.#setShared(false);
-      },
-    );
+      });
     return lease.pending;
+  }
+
+  /**
+   * A counter the lease found missing starts from what the account store counted for the scope: Redis lost
+   * it (a restart, a flush, a new server), or the day is new, when the store holds only what instances
+   * counted alone while Redis was away. What the proxies counted since their last usage flush is not in the
+   * store: a quota may serve that much past it once, at such a loss.
+   */
+  #fromStore(scope: string, day: string, dayNew: boolean, monthNew: boolean): Promise<void> | undefined {
+    const source = this.#source;
+    if (source === undefined) return undefined;
+    const ttl = this.#ttls();
+    return source
+      .spent(scope, day)
+      .then(({ day: dayUnits, month: monthUnits }) =>
+        this.#add(
+          `${scope}:${day}`,
+          `${scope}:${day.slice(0, 7)}`,
+          dayNew ? dayUnits : 0,
+          monthNew ? monthUnits : 0,
+          0,
+          ttl.day,
+          ttl.month,
+        ),
+      )
+      .then(
+        () => {},
+        (error: Error) =>
+          this.#logger.log("warn", "shared quotas: a counter Redis lost could not be read from the store", {
+            reason: error.message,
+          }),
+      );
+  }
+
+  /** How long a day's and a month's counters are kept: past their period's end, by a day. */
+  #ttls(): { readonly day: number; readonly month: number } {
+    const now = Date.now();
+    return { day: this.#clock.dayEndsAt - now + DAY_MS, month: this.#clock.monthEndsAt - now + DAY_MS };
+  }
+
+  /**
+   * Redis is back after an outage: what each scope spent meanwhile, counted here alone, is added to its
+   * counters that Redis kept (a counter it lost starts from the store, whose usage counts hold it).
+   */
+  #addOutage(): void {
+    const ttl = this.#ttls();
+    for (const [scope, spent] of this.#local.scopes()) {
+      const base = this.#outageBase.get(scope);
+      const dayUnits = spent.dayUnits - (base?.day === spent.day ? base.dayUnits : 0);
+      const monthUnits = spent.monthUnits - (base?.monthUnits ?? 0);
+      if (dayUnits <= 0 && monthUnits <= 0) continue;
+      this.#add(
+        `${scope}:${spent.day}`,
+        `${scope}:${spent.day.slice(0, 7)}`,
+        Math.max(0, dayUnits),
+        Math.max(0, monthUnits),
+        1,
+        ttl.day,
+        ttl.month,
+      ).catch(() => {
+        // Redis went away again: the next outage counts from what it last said
+      });
+    }
   }
 
   /** The quota Redis had no room in: the counters less this instance's unspent balance, with this call. */
@@ -269,6 +414,21 @@ export class SharedQuotaLedger implements QuotaLedger {
     return lease;
   }
 
+  /**
+   * Redis is away: each scope is counted here from what Redis last said it spent, so a quota spent before
+   * the outage stays spent (each instance may still serve what was left, once).
+   */
+  #countAlone(): void {
+    this.#local = new LocalQuotaLedger(this.#crossed);
+    this.#outageBase = new Map();
+    const day = this.#clock.day;
+    for (const [scope, lease] of this.#leases) {
+      if (lease.day !== day) continue;
+      this.#local.startAt(scope, lease.dayUnits, lease.monthUnits);
+      this.#outageBase.set(scope, { day, dayUnits: lease.dayUnits, monthUnits: lease.monthUnits });
+    }
+  }
+
   #sweep(now: number): void {
     for (const [scope, lease] of this.#leases)
       if (lease.pending === undefined && now - lease.usedAt > IDLE_MS) this.#leases.delete(scope);
@@ -277,6 +437,8 @@ export class SharedQuotaLedger implements QuotaLedger {
   #setShared(shared: boolean): void {
     if (shared === this.#shared) return;
     this.#shared = shared;
+    if (shared) this.#addOutage();
+    else this.#countAlone();
     this.#leases.clear();
     if (shared) {
       const again = this.#wasShared ? " again" : "";

@@ -7,6 +7,7 @@ import { StaticKeyStore } from "../keys/static-store.js";
 import type { KeyStore } from "../keys/types.js";
 import { UsageCounter, type UsageSink } from "../keys/usage.js";
 import type { Logger } from "../log.js";
+import type { QuotaSpentSource } from "../plans/quota-ledger.js";
 import type { NoticeSink } from "../plans/quota-notices.js";
 import { isPostgresUrl, redacted } from "../store/database-url.js";
 
@@ -21,6 +22,8 @@ export interface ProxyKeys {
   readonly usage: UsageCounter | undefined;
   /** Where quota crossings are written for the control plane to mail; undefined without a store. */
   readonly notices: NoticeSink | undefined;
+  /** What a quota's scope spent, from the usage counts in the account store; undefined without one. */
+  readonly spent: QuotaSpentSource | undefined;
   close(): Promise<void>;
 }
 
@@ -40,6 +43,7 @@ export async function openKeyStores(config: GatewayConfig, logger: Logger): Prom
       accounts: undefined,
       usage: undefined,
       notices: undefined,
+      spent: undefined,
       close: async () => {},
     };
   const { database, followIntervalMs, usageFlushIntervalMs } = config.accounts;
@@ -67,7 +71,7 @@ export async function openKeyStores(config: GatewayConfig, logger: Logger): Prom
     else logger.log("warn", "account store unreachable: serving the keys held", { reason });
   });
   accounts.follow();
-  const sink: UsageSink & NoticeSink =
+  const sink: UsageSink & NoticeSink & QuotaSpentSource =
     postgres !== undefined ? new postgres.PostgresUsageSink(database) : new SqliteUsageSink(database);
   const usage = new UsageCounter(sink, usageFlushIntervalMs, (error) =>
     logger.log("warn", "usage counts not flushed: kept for the next flush", { reason: error.message }),
@@ -78,6 +82,7 @@ export async function openKeyStores(config: GatewayConfig, logger: Logger): Prom
     accounts,
     usage,
     notices: sink,
+    spent: sink,
     close: async () => {
       closing = true;
       await usage

@@ -47,7 +47,7 @@ async function serveHere(config: GatewayConfig, logger: Logger): Promise<Running
   const keys = await openKeyStores(config, logger);
   // Rates, quotas (docs/plans.md), heads and final answers in Redis for every instance, or this process's
   // own. A start does not wait long for Redis: until it answers, limits are local (docs/deployment.md).
-  const shared = await openSharedState(config, logger, quotaNotices(keys.notices, logger), 2_000);
+  const shared = await openSharedState(config, logger, quotaNotices(keys.notices, logger), 2_000, keys.spent);
   const { limiter, quotas, heads, answers: sharedAnswers } = shared;
   const tracing = await startTracing(config.tracing, logger);
   const gateway = createProxyServer({

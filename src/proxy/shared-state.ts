@@ -3,7 +3,12 @@ import type { SharedAnswers } from "../cache/shared-answers.js";
 import type { GatewayConfig } from "../config/types.js";
 import type { SharedTokenBuckets } from "../limits/shared-buckets.js";
 import type { Logger } from "../log.js";
-import { LocalQuotaLedger, type QuotaCrossing, type QuotaLedger } from "../plans/quota-ledger.js";
+import {
+  LocalQuotaLedger,
+  type QuotaCrossing,
+  type QuotaLedger,
+  type QuotaSpentSource,
+} from "../plans/quota-ledger.js";
 import type { SharedQuotaLedger } from "../plans/shared-quotas.js";
 
 /**
@@ -31,6 +36,7 @@ export async function openSharedState(
   logger: Logger,
   crossed: (crossing: QuotaCrossing) => void,
   readyMs: number,
+  spent?: QuotaSpentSource,
 ): Promise<SharedState> {
   const redis = config.sharedLimits;
   if (redis === undefined) {
@@ -51,7 +57,8 @@ export async function openSharedState(
     import("../cache/shared-answers.js"),
   ]);
   const limiter = new buckets.SharedTokenBuckets(redis, logger);
-  const quotas = new ledger.SharedQuotaLedger(redis, logger, crossed);
+  // a counter Redis lost starts from the account store's usage counts (docs/plans.md, "Many instances")
+  const quotas = new ledger.SharedQuotaLedger(redis, logger, crossed, spent);
   // a caller behind a balancer sees a rising head
   const sharedHeads = new heads.SharedHeads(redis);
   // final answers, behind each instance's own cache (docs/cache.md, "Many instances")

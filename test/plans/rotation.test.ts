@@ -1,5 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { PlanSpec } from "../../src/config/types.js";
+import { keyHash } from "../../src/keys/digest.js";
 import { PostgresUsageSink } from "../../src/keys/postgres-grants.js";
 import { SqliteUsageSink } from "../../src/keys/sqlite-grants.js";
 import { UsageCounter } from "../../src/keys/usage.js";
@@ -18,6 +19,7 @@ describe.each(STORES)("a rotated key (%s store)", (store) => {
   let node: LoopbackNode;
   let gw: RunningGateway;
   let usage: UsageCounter;
+  let sink: PostgresUsageSink | SqliteUsageSink;
   let session = "";
   const email = "rotating@example.com";
 
@@ -26,7 +28,7 @@ describe.each(STORES)("a rotated key (%s store)", (store) => {
     fx = await startAccounts({ rotationGraceSeconds: 3600 }, smtp.port, store);
     node = await startLoopbackNode(jsonRpcResponder({ eth_blockNumber: "0x2a", eth_chainId: "0x1" }));
     // counted into the store as a proxy counts, flushed by the test
-    const sink = fx.database.startsWith("postgres")
+    sink = fx.database.startsWith("postgres")
       ? new PostgresUsageSink(fx.database)
       : new SqliteUsageSink(fx.database);
     usage = new UsageCounter(sink, 3_600_000);
@@ -113,6 +115,13 @@ describe.each(STORES)("a rotated key (%s store)", (store) => {
     expect(byId(third.id)?.today.units).toBe(0);
     expect(byId(third.id)?.quota.used.today).toBe(30);
     expect(byId(other.id)?.quota.used.today).toBe(10);
+    // what a shared quota's counters start from when Redis lost them: the line's spend, by its first key
+    const today = new Date().toISOString().slice(0, 10);
+    const line = fx.accounts.keys.lookup(keyHash(third.key))?.quotaScope ?? "";
+    expect(line).toBe(fx.accounts.keys.lookup(keyHash(first.key))?.keyId);
+    expect(await sink.spent(line, today)).toEqual({ day: 30, month: 30 });
+    const own = fx.accounts.keys.lookup(keyHash(other.key))?.quotaScope ?? "";
+    expect(await sink.spent(own, today)).toEqual({ day: 10, month: 10 });
   });
 });
 
@@ -124,6 +133,7 @@ describe("the overview of a quota per account", () => {
   let node: LoopbackNode;
   let gw: RunningGateway;
   let usage: UsageCounter;
+  let sink: SqliteUsageSink;
   const email = "team@example.com";
   const plans = {
     ...TEST_PLANS,
@@ -139,7 +149,8 @@ describe("the overview of a quota per account", () => {
       plans,
     });
     node = await startLoopbackNode(jsonRpcResponder({ eth_blockNumber: "0x2a" }));
-    usage = new UsageCounter(new SqliteUsageSink(fx.database), 3_600_000);
+    sink = new SqliteUsageSink(fx.database);
+    usage = new UsageCounter(sink, 3_600_000);
     gw = await startGateway({ upstreams: { eth: [node.url] }, keyStore: fx.accounts.keys, usage, plans });
   });
   afterAll(async () => {
@@ -171,5 +182,10 @@ describe("the overview of a quota per account", () => {
     const keys = overview.json.keys as { id: number; quota: { per: string; used: { today: number } } }[];
     expect(keys.find((k) => k.id === b.id)?.quota).toMatchObject({ per: "account", used: { today: 30 } });
     expect(keys.find((k) => k.id === a.id)?.quota.used.today).toBe(30);
+    // what a shared quota's counters start from when Redis lost them: the account's keys on the plan
+    const principal = fx.accounts.keys.lookup(keyHash(b.key));
+    const today = new Date().toISOString().slice(0, 10);
+    expect(await sink.spent(`${principal?.accountId}:shared`, today)).toEqual({ day: 30, month: 30 });
+    expect(await sink.spent(`${principal?.accountId}:dedicated`, today)).toEqual({ day: 0, month: 0 });
   });
 });

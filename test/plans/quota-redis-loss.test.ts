@@ -1,0 +1,96 @@
+import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
+import { createLogger } from "../../src/log.js";
+import type { QuotaDecision, QuotaSpentSource } from "../../src/plans/quota-ledger.js";
+import { SharedQuotaLedger } from "../../src/plans/shared-quotas.js";
+import { eventually } from "../support/eventually.js";
+import { needOwnServerBinaries, type OwnRedis, startOwnRedis } from "../support/own-servers.js";
+
+// A quota shared through Redis (docs/plans.md, "Many instances") when Redis loses its counters or goes away
+// for a while: what was spent stays spent. Against a Redis of the test's own, which it stops, restarts
+// (empty: it keeps nothing on disk) and holds with SIGSTOP.
+
+const silent = createLogger("silent");
+/** 100 units a day, 1,000 a month; each call costs 10 and, at 10 units a second and 1 ms a lease, waits for a lease of its own. */
+const LIMITS = { daily: 100, monthly: 1_000 };
+const COST = 10;
+const RATE = 10;
+
+/** The account store's usage counts, as the proxies flushed them: what a scope spent, by what the test says. */
+class StoreCounts implements QuotaSpentSource {
+  readonly counts = new Map<string, number>();
+  readonly asked: string[] = [];
+  async spent(scope: string): Promise<{ day: number; month: number }> {
+    this.asked.push(scope);
+    const units = this.counts.get(scope) ?? 0;
+    return { day: units, month: units };
+  }
+}
+
+/** How many of `n` calls, each waiting for the one before, the ledger allowed. */
+async function allowed(ledger: SharedQuotaLedger, scope: string, n: number): Promise<number> {
+  let count = 0;
+  for (let i = 0; i < n; i++) {
+    const decision: QuotaDecision = await ledger.take(scope, LIMITS, COST, RATE);
+    if (decision.allowed) count += 1;
+  }
+  return count;
+}
+
+const binaries = needOwnServerBinaries("redis");
+
+describe.skipIf(binaries.skip)("a shared quota when Redis loses its counters or goes away", () => {
+  let own: OwnRedis;
+  const ledgers: SharedQuotaLedger[] = [];
+  const ledger = async (source?: QuotaSpentSource) => {
+    const made = new SharedQuotaLedger(
+      { redis: own.url, leaseMs: 1, fallbackShare: 1 },
+      silent,
+      () => {},
+      source,
+    );
+    ledgers.push(made);
+    expect(await made.ready(3_000)).toBe(true);
+    return made;
+  };
+  beforeAll(async () => {
+    own = await startOwnRedis();
+  });
+  afterEach(async () => {
+    await Promise.all(ledgers.splice(0).map((l) => l.close()));
+    // a process held by a test that failed halfway runs again
+    process.kill(own.pid, "SIGCONT");
+  });
+  afterAll(async () => {
+    await own?.close();
+  });
+
+  it("a quota spent before Redis restarted empty stays spent: its counters start from the store's usage counts", async () => {
+    const store = new StoreCounts();
+    const proxy = await ledger(store);
+    expect(await allowed(proxy, "FNspentDay", 12)).toBe(10);
+    // the proxies flushed what they counted: the store holds the day's 100 units
+    store.counts.set("FNspentDay", 100);
+    await own.stop();
+    await own.start();
+    await eventually(() => proxy.shared, 8_000, "quotas shared again");
+    // at most the one lease granted from the new counter, before the store's count landed: two calls here
+    expect(await allowed(proxy, "FNspentDay", 10)).toBeLessThanOrEqual(2);
+    expect(store.asked).toContain("FNspentDay");
+    // a proxy started after it, too
+    expect(await allowed(await ledger(store), "FNspentDay", 10)).toBe(0);
+  }, 20_000);
+
+  it("while Redis hangs, a proxy counts from what Redis said was spent, and adds what it served meanwhile once Redis answers", async () => {
+    const proxy = await ledger();
+    expect(await allowed(proxy, "FNhung", 3)).toBe(3);
+    process.kill(own.pid, "SIGSTOP");
+    // the first call waits for its lease until the command's deadline, then the proxy counts alone: from
+    // the 30 units spent, 70 more, and no further
+    expect(await allowed(proxy, "FNhung", 10)).toBe(7);
+    expect(proxy.shared).toBe(false);
+    process.kill(own.pid, "SIGCONT");
+    await eventually(() => proxy.shared, 5_000, "quotas shared again once Redis answers");
+    // another proxy sees the day spent: the 70 units served alone were added to Redis's counter
+    expect(await allowed(await ledger(), "FNhung", 5)).toBe(0);
+  }, 20_000);
+});
