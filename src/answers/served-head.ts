@@ -11,10 +11,22 @@ export class ServedHead {
   #epoch = 0;
   #risenAt = 0;
   #blockMs: number | undefined = undefined;
+  /** Until when a rise is not timed as a block: the prober's first readings of the nodes. */
+  readonly #timedFrom: number;
   /** Calls waiting for a node at a head, by the head they wait for. */
   readonly #waiting = new Waiters<number>();
   /** Told of every rise, to share it with other gateway instances (shared-head.ts). */
   onRise: ((height: number) => void) | undefined = undefined;
+
+  /**
+   * `untimedMs`: how long the first rises are not taken for blocks. The prober's first round reads nodes a
+   * block or two apart within a millisecond or two: timed, the label's blocks would come every millisecond,
+   * and nothing read at its head would be kept (src/cache/) until real blocks wore the figure down, some
+   * 10 minutes on Bitcoin.
+   */
+  constructor(untimedMs = 0) {
+    this.#timedFrom = performance.now() + untimedMs;
+  }
 
   /** The highest head served; -1 until one is known. */
   get height(): number {
@@ -48,7 +60,7 @@ export class ServedHead {
 
   #timeRise(height: number): void {
     const now = performance.now();
-    if (this.#height >= 0 && this.#risenAt > 0) {
+    if (this.#height >= 0 && this.#risenAt > 0 && now >= this.#timedFrom) {
       const sample = (now - this.#risenAt) / (height - this.#height);
       this.#blockMs = this.#blockMs === undefined ? sample : 0.8 * this.#blockMs + 0.2 * sample;
     }

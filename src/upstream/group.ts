@@ -25,7 +25,7 @@ export class UpstreamGroup {
   /** How long a read waits for a node to reach the head the label served: about one block. */
   readonly headWaitMs: number;
   /** The highest head the label has served (src/answers/served-head.ts). */
-  readonly served = new ServedHead();
+  readonly served: ServedHead;
   /** What the answer rules did on this group, for the metrics (src/answers/answer-counts.ts). */
   readonly answers = new AnswerCounts();
   /** The node that took each caller's last write: its next calls go there first (writer-nodes.ts). */
@@ -53,7 +53,10 @@ export class UpstreamGroup {
     members: readonly Upstream[],
     maxLagBlocks: number,
     headWaitMs = 0,
+    /** How long the prober takes to read every node once: the rises until then are not blocks. */
+    firstRoundMs = 0,
   ) {
+    this.served = new ServedHead(firstRoundMs);
     this.label = label;
     this.mount = mount;
     this.members = members;
