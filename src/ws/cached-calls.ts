@@ -62,18 +62,24 @@ export class CachedCalls {
   lookup(
     call: PassedCall,
     follow: Follow | undefined,
+    node: Upstream,
   ): { readonly answer: string } | { readonly keep: CacheKeep } | "following" | undefined {
     const cache = this.#group.cache;
     if (cache === undefined) return undefined;
     const read = cache.readOf(this.#reads, call, isHeadCall(call, this.#head), this.#caller);
     if (read === undefined) return undefined;
     const epoch = this.#group.served.epoch;
+    // A connection's node behind the head the label served answers its misses from its own head: an answer
+    // kept from a node at the served head, then its own, would show the caller the head going back. Only
+    // final answers are the same on every node.
+    const behind = behindServed(node, this.#group);
     // a connection is to one label's nodes: an archive tier's answer, kept for HTTP reads, is not for it
     const entry = cache.get(read.key, epoch, false);
-    if (entry !== undefined) {
+    if (entry !== undefined && (!behind || entry.epoch === FINAL)) {
       cache.counts.hit++;
       return { answer: withId(entry, read.id).toString("utf8") };
     }
+    if (behind && read.lifetime.kind !== "always") return undefined;
     if (follow !== undefined) {
       // counted by what it becomes: one that lands with nothing to share goes to a node, unkept
       const follower: FlightFollower = (landed) => {

@@ -143,6 +143,9 @@ export class Connection {
       get closed() {
         return connection.#closed;
       },
+      get node() {
+        return connection.#node;
+      },
       stateful: () => {
         this.#stateful = true;
       },

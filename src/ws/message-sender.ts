@@ -8,6 +8,7 @@ import type { Charged } from "../pipeline/stages.js";
 import type { BatchPart } from "../plans/compute-units.js";
 import type { QuotaHold } from "../plans/quota-hold.js";
 import type { JsonRpcPolicy } from "../registry/types.js";
+import type { Upstream } from "../upstream/upstreams.js";
 import type { CachedCalls, Follow } from "./cached-calls.js";
 import type { Pending, PendingCalls, UpstreamMessage } from "./pending-calls.js";
 import type { RememberedSubscriptions } from "./subscriptions.js";
@@ -50,6 +51,8 @@ export interface SenderHost {
   readonly cachedShare: number;
   readonly cache: CachedCalls | undefined;
   readonly closed: boolean;
+  /** The node the connection's calls go to: one behind the label's served head is not given its head's answers. */
+  readonly node: Upstream;
   /** A WebSocket-only call went upstream: the node holds state for the connection now. */
   stateful(): void;
   /** Sends a message to the node, or keeps it while the connection moves. */
@@ -180,7 +183,7 @@ export class MessageSender {
     if (this.#host.policy.writes.has(checked.method)) return undefined;
     // a call that waits on another counts against the in-flight cap as one sent would
     const room = this.#host.pending.size + this.#following < this.#host.limits.ws.maxInFlight;
-    return cache.lookup(checked, room ? follow : undefined);
+    return cache.lookup(checked, room ? follow : undefined, this.#host.node);
   }
 
   /** The call a message waited on landed: its answer to the client, or, with none to share, the node asked. */
