@@ -35,6 +35,20 @@ function stateCall(params: unknown): unknown {
   throw new Error(`unexpected state_call ${method}`);
 }
 
+/**
+ * chain_getBlockHash as polkadot-sdk answers it (substrate/client/rpc/src/chain/mod.rs block_hash): the best
+ * block's hash without a number, block 0's the genesis hash, null above the best block (client.hash(n)).
+ */
+function blockHash(params: unknown): string | null {
+  const at = Array.isArray(params) ? params[0] : undefined;
+  if (at === undefined || at === null) return HEAD_HASH;
+  const number = typeof at === "string" ? Number.parseInt(at, 16) : Number(at);
+  const head = Number(HEAD.number);
+  if (number === 0) return GENESIS;
+  if (number === head) return HEAD_HASH;
+  return number > head ? null : `0x${number.toString(16).padStart(8, "0")}${"e7".repeat(28)}`;
+}
+
 describe("@polkadot/api HttpProvider through the gateway", () => {
   let node: LoopbackNode;
   let gw: RunningGateway;
@@ -46,8 +60,7 @@ describe("@polkadot/api HttpProvider through the gateway", () => {
     node = await startLoopbackNode(
       jsonRpcResponder({
         rpc_methods: rpc,
-        chain_getBlockHash: (params: unknown) =>
-          Array.isArray(params) && params[0] === 0 ? GENESIS : HEAD_HASH,
+        chain_getBlockHash: blockHash,
         chain_getHeader: HEAD,
         state_getRuntimeVersion: version,
         state_getMetadata: metadata,

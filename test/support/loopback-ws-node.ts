@@ -99,7 +99,13 @@ export interface LoopbackWsNodeOptions {
   readonly subscriptions?: Readonly<Record<string, SubscriptionSpec>>;
   /** How a new subscription id looks; hex quantities (`0x1a`) unless given. */
   readonly subscriptionId?: (n: number) => string;
+  /** The error its software answers a method it does not know with; geth's unless given. */
+  readonly unknownMethod?: (method: string) => WsRpcError;
 }
+
+/** go-ethereum rpc/errors.go methodNotFoundError: the method named in the message. */
+const gethUnknownMethod = (method: string): WsRpcError =>
+  new WsRpcError(-32601, `the method ${method} does not exist/is not available`);
 
 export async function startLoopbackWsNode(options: LoopbackWsNodeOptions = {}): Promise<LoopbackWsNode> {
   const results = options.results ?? {};
@@ -128,7 +134,7 @@ export async function startLoopbackWsNode(options: LoopbackWsNodeOptions = {}): 
           ? (result as (p: unknown, c: WsCall) => unknown)(call.params, call)
           : result);
       } else {
-        throw new WsRpcError(-32601, `the method ${call.method} does not exist/is not available`);
+        throw (options.unknownMethod ?? gethUnknownMethod)(call.method);
       }
       if (call.id === undefined) return undefined;
       return `{"jsonrpc":"2.0","id":${id},"result":${JSON.stringify(value ?? null)}}`;
@@ -346,7 +352,9 @@ export class SharedSubstrateChain {
   }
 
   static header(number: number): ReturnType<typeof substrateHeader> {
-    return { ...substrateHeader(number), parentHash: SharedSubstrateChain.hash(number - 1) };
+    // the genesis header's parentHash is all zeros
+    const parentHash = number === 0 ? `0x${"00".repeat(32)}` : SharedSubstrateChain.hash(number - 1);
+    return { ...substrateHeader(number), parentHash };
   }
 
   /** The header whose hash is `hash`, or null for a hash of no block up to the head. */
@@ -378,21 +386,54 @@ export class SharedSubstrateChain {
 export function substrateNode(options: SubstrateOptions = {}): LoopbackWsNodeOptions {
   const every = options.newHeadEveryMs ?? 50;
   const { chain } = options;
-  const headFeed = (subscription: ActiveSubscription) => {
+  /** GRANDPA finalizes a block or two behind the best one: here always 2. */
+  const FINALITY_LAG = 2;
+  // `lag` 0 feeds best headers (chain_subscribeNewHeads), FINALITY_LAG the finalized ones: polkadot-sdk
+  // substrate/client/rpc/src/chain/chain_full.rs subscribe_finalized_heads follows the client's
+  // finality notifications, not its import ones, so its headers are the finalized head's.
+  const feed = (lag: number) => (subscription: ActiveSubscription) => {
     if (chain !== undefined) {
-      subscription.notify(SharedSubstrateChain.header(chain.head));
-      subscription.onEnd(chain.follow((n) => subscription.notify(SharedSubstrateChain.header(n))));
+      subscription.notify(SharedSubstrateChain.header(chain.head - lag));
+      subscription.onEnd(chain.follow((n) => subscription.notify(SharedSubstrateChain.header(n - lag))));
       return;
     }
     let number = SUBSTRATE_HEAD_NUMBER;
-    const timer = setInterval(() => subscription.notify(substrateHeader(++number)), every);
+    const timer = setInterval(() => subscription.notify(substrateHeader(++number - lag)), every);
     subscription.onEnd(() => clearInterval(timer));
   };
+  const headFeed = feed(0);
+  // Without a chain the head stays at SUBSTRATE_HEAD_NUMBER (SUBSTRATE_HEAD_HASH), block 0 is
+  // SUBSTRATE_GENESIS, any other block below the head has a hash of its own.
+  const head = () => chain?.head ?? SUBSTRATE_HEAD_NUMBER;
+  const hashOf = (n: number): string =>
+    chain !== undefined
+      ? SharedSubstrateChain.hash(n)
+      : n === 0
+        ? SUBSTRATE_GENESIS
+        : n === SUBSTRATE_HEAD_NUMBER
+          ? SUBSTRATE_HEAD_HASH
+          : SharedSubstrateChain.hash(n);
+  const finalizedHash = () => hashOf(head() - FINALITY_LAG);
   return {
+    // jsonrpsee (Substrate's server) answers an unknown method with the spec's bare error, no method name
+    // (jsonrpsee types/src/error.rs ErrorCode::MethodNotFound, as node-software.ts's substrate entry)
+    unknownMethod: () => new WsRpcError(-32601, "Method not found"),
     results: {
       rpc_methods: rpc,
-      chain_getBlockHash: (params: unknown) =>
-        Array.isArray(params) && params[0] === 0 ? SUBSTRATE_GENESIS : SUBSTRATE_HEAD_HASH,
+      // polkadot-sdk substrate/client/rpc/src/chain/mod.rs block_hash: no number (or null) is the best
+      // block's hash; a number (JSON or hex string, NumberOrHex) is client.hash(n), null above the best
+      // block; a list gets a list.
+      chain_getBlockHash: (params: unknown) => {
+        const at = Array.isArray(params) ? params[0] : undefined;
+        const one = (n: unknown): string | null => {
+          if (n === undefined || n === null) return hashOf(head());
+          const number = typeof n === "string" && /^0x[0-9a-fA-F]+$/.test(n) ? Number.parseInt(n, 16) : n;
+          if (typeof number !== "number" || !Number.isSafeInteger(number) || number < 0)
+            throw new WsRpcError(-32602, "Invalid params");
+          return number > head() ? null : hashOf(number);
+        };
+        return Array.isArray(at) ? at.map(one) : one(at);
+      },
       chain_getHeader:
         chain === undefined
           ? substrateHeader(SUBSTRATE_HEAD_NUMBER)
@@ -401,10 +442,8 @@ export function substrateNode(options: SubstrateOptions = {}): LoopbackWsNodeOpt
                 ? chain.headerByHash(params[0])
                 : SharedSubstrateChain.header(chain.head),
       // GRANDPA finalizes a block or two behind the best one
-      chain_getFinalizedHead:
-        chain === undefined ? SUBSTRATE_HEAD_HASH : () => SharedSubstrateChain.hash(chain.head - 2),
-      chain_getFinalisedHead:
-        chain === undefined ? SUBSTRATE_HEAD_HASH : () => SharedSubstrateChain.hash(chain.head - 2),
+      chain_getFinalizedHead: finalizedHash,
+      chain_getFinalisedHead: finalizedHash,
       state_getRuntimeVersion: version,
       chain_getRuntimeVersion: version,
       state_getMetadata: metadata,
@@ -431,7 +470,7 @@ export function substrateNode(options: SubstrateOptions = {}): LoopbackWsNodeOpt
       chain_subscribeFinalizedHeads: {
         notification: "chain_finalizedHead",
         unsubscribe: "chain_unsubscribeFinalizedHeads",
-        onSubscribe: headFeed,
+        onSubscribe: feed(FINALITY_LAG),
       },
       state_subscribeRuntimeVersion: {
         notification: "state_runtimeVersion",
