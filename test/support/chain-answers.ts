@@ -1,4 +1,4 @@
-import type { NodeState } from "./node-software.js";
+import { NodeRejection, type NodeState } from "./node-software.js";
 import type { TypicalAnswer } from "./typical-calls.js";
 
 // How a real node answers its interface's registry `chain` call, for the chain a loopback node serves
@@ -26,25 +26,41 @@ export function substrateNumber(genesis: string | undefined, hash: unknown): num
 
 const firstParam = (params: unknown): unknown => (Array.isArray(params) ? params[0] : undefined);
 
+/** Named params: a JSON object rather than an array. */
+const isNamed = (params: unknown): params is Record<string, unknown> =>
+  typeof params === "object" && params !== null && !Array.isArray(params);
+
+/** UniValue's type name for a JSON value (uvTypeName). */
+const jsonType = (value: unknown): string =>
+  value === null ? "null" : Array.isArray(value) ? "array" : typeof value === "object" ? "object" : typeof value;
+
 export const CHAIN_ANSWERS: Readonly<Record<string, TypicalAnswer>> = {
   // An EVM node (geth, reth, avalanchego, bsc, frontier) and java-tron's /jsonrpc: the chain id. anvil's
   // own 31337 where the registry declares none (Atleta).
   eth_chainId: { result: ({ chainId }) => hex(chainId ?? 31337) },
-  // Substrate: a block hash by number; block 0's is the genesis hash
+  // Substrate: a block hash by number; block 0's is the genesis hash. The number is a JSON number or a hex
+  // string (NumberOrHex), and a block above the best one is null either way: polkadot-sdk
+  // substrate/client/rpc/src/chain/chain_full.rs block_hash answers client.hash(n), None past the best.
   chain_getBlockHash: {
     result: ({ chain, height }, params) => {
-      const number = firstParam(params);
-      if (number === 0 || number === "0x0") return chain;
-      return typeof number === "number" && number > height
-        ? null
-        : substrateHash(chain, Number(number ?? height));
+      const param = firstParam(params);
+      const number = typeof param === "string" ? Number.parseInt(param, 16) : Number(param ?? height);
+      if (number === 0) return chain;
+      return number > height ? null : substrateHash(chain, number);
     },
   },
-  // Bitcoin Core, Dogecoin Core: getblockhash height; height 0 is the genesis block
+  // Bitcoin Core, Dogecoin Core: getblockhash height; height 0 is the genesis block. The height positional
+  // or named ({"height": n}: src/rpc/server.cpp transformNamedArguments); one outside 0..tip is
+  // RPC_INVALID_PARAMETER (-8) "Block height out of range" (src/rpc/blockchain.cpp getblockhash), a
+  // non-number a -3 type error (UniValue getInt on RPCHelpMan's checked arg).
   getblockhash: {
     result: ({ chain, height }, params) => {
-      const number = firstParam(params);
-      return number === 0 ? chain?.replace(/^0x/, "") : pad64(Number(number ?? height) + 0xbeef);
+      const number = isNamed(params) ? params.height : firstParam(params);
+      if (number !== undefined && typeof number !== "number")
+        throw new NodeRejection(-3, `JSON value of type ${jsonType(number)} is not of expected type number`);
+      const at = number ?? height;
+      if (at < 0 || at > height) throw new NodeRejection(-8, "Block height out of range");
+      return at === 0 ? chain?.replace(/^0x/, "") : pad64(at + 0xbeef);
     },
   },
   // Stellar RPC (friendbotUrl only on networks that have a friendbot)

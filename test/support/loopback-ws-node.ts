@@ -398,6 +398,8 @@ export function substrateNode(options: SubstrateOptions = {}): LoopbackWsNodeOpt
       return;
     }
     let number = SUBSTRATE_HEAD_NUMBER;
+    // the finalized feed starts with the finalized head, as chain_getFinalizedHead names it
+    if (lag > 0) subscription.notify(substrateHeader(number - lag));
     const timer = setInterval(() => subscription.notify(substrateHeader(++number - lag)), every);
     subscription.onEnd(() => clearInterval(timer));
   };

@@ -51,7 +51,18 @@ export interface NodeState {
  */
 export type Outcome =
   | { readonly result: unknown }
-  | { readonly error: "unknown-method" | "failure" | "missing-state"; readonly method: string };
+  | { readonly error: "unknown-method" | "failure" | "missing-state"; readonly method: string }
+  /** The call's own error, as the software's handler throws it (NodeRejection): bad params, no such block. */
+  | { readonly error: "rejected"; readonly method: string; readonly code: number; readonly message: string };
+
+/** Thrown by an answer (typical-calls.ts, chain-answers.ts) for the error its software's handler gives the call. */
+export class NodeRejection extends Error {
+  readonly code: number;
+  constructor(code: number, message: string) {
+    super(message);
+    this.code = code;
+  }
+}
 
 /** How a JSON-RPC server software writes its answers. */
 export interface JsonRpcSoftware {
@@ -112,7 +123,14 @@ function twoPointZero(
               id: call.id,
               ...("result" in outcome
                 ? { result: outcome.result }
-                : { error: outcome.error === "unknown-method" ? unknownMethod(outcome.method) : failure }),
+                : {
+                    error:
+                      outcome.error === "unknown-method"
+                        ? unknownMethod(outcome.method)
+                        : outcome.error === "rejected"
+                          ? { code: outcome.code, message: outcome.message }
+                          : failure,
+                  }),
             },
           },
   };
@@ -137,9 +155,12 @@ function bitcoind(name: string): JsonRpcSoftware {
           ? undefined
           : outcome.error === "unknown-method"
             ? { code: -32601, message: "Method not found" }
-            : { code: -28, message: "Loading block index…" };
+            : outcome.error === "rejected"
+              ? { code: outcome.code, message: outcome.message }
+              : { code: -28, message: "Loading block index…" };
       return {
-        status: error === undefined ? 200 : error.code === -32601 ? 404 : 500,
+        // httprpc.cpp JSONErrorReply: 400 for RPC_INVALID_REQUEST, 404 for RPC_METHOD_NOT_FOUND, else 500
+        status: error === undefined ? 200 : error.code === -32601 ? 404 : error.code === -32600 ? 400 : 500,
         json: {
           result: error === undefined ? (outcome as { result: unknown }).result : null,
           error: error ?? null,

@@ -7,6 +7,7 @@ import {
   incomingCalls,
   JSON_RPC_SOFTWARE,
   jsonRpcReply,
+  NodeRejection,
   type NodeState,
   type Outcome,
   REST_SOFTWARE,
@@ -137,5 +138,10 @@ function outcome(
   if (state.mode === "no-head" && HEAD_ANSWERS[call.method] !== undefined)
     return { result: answer.noHead ?? null };
   if (answer.missing?.(state, call.params)) return { error: "missing-state", method: call.method };
-  return { result: answer.result(state, call.params) };
+  try {
+    return { result: answer.result(state, call.params) };
+  } catch (error) {
+    if (!(error instanceof NodeRejection)) throw error;
+    return { error: "rejected", method: call.method, code: error.code, message: error.message };
+  }
 }
