@@ -83,16 +83,28 @@ export interface JsonRpcSoftware {
   readonly guard?: Guard;
   /** Its answer to a call for state it no longer keeps; a software without one answers its failure. */
   readonly missingState?: (call: IncomingCall) => Answer;
+  /**
+   * It echoes the id's own source text rather than the value it parsed, so a number beyond a double's
+   * precision (123456789012345678901234567890) keeps its digits: go-ethereum keeps the id as a
+   * json.RawMessage (rpc/json.go jsonrpcMessage.ID); Bitcoin Core's UniValue keeps a number as its text
+   * (univalue read.cpp, JSONRPCReplyObj echoes the request's id); nearcore's serde_json Value id, with
+   * arbitrary_precision, keeps it as text too.
+   */
+  readonly echoesRawId?: boolean;
 }
 
 export interface Answer {
   readonly json: Record<string, unknown>;
   readonly status: number;
+  /** The id's source text, written in place of json.id (a software that echoesRawId). */
+  readonly rawId?: string;
 }
 
 export interface IncomingCall {
-  /** The id as the caller sent it; absent when the request had none. */
+  /** The id as the caller sent it (as JSON.parse reads it); absent when the request had none. */
   readonly id?: unknown;
+  /** The id's source text exactly as it stood in the request; absent when the request had none. */
+  readonly rawId?: string;
   /** The request's jsonrpc member, if any. */
   readonly jsonrpc?: unknown;
   readonly method: string;
@@ -147,6 +159,7 @@ function bitcoind(name: string): JsonRpcSoftware {
   return {
     name,
     newline: true,
+    echoesRawId: true,
     contentType: JSON_TYPE,
     guard: RPC_PASSWORD,
     answer: (call, outcome) => {
@@ -175,6 +188,7 @@ function bitcoind(name: string): JsonRpcSoftware {
 const nearcore: JsonRpcSoftware = {
   name: "nearcore",
   newline: false,
+  echoesRawId: true,
   contentType: JSON_TYPE,
   // A handler error, at HTTP 200, its reason in cause.name (chain/jsonrpc-primitives errors.rs,
   // RpcQueryError::GarbageCollectedBlock).
@@ -330,12 +344,15 @@ const zilliqa: JsonRpcSoftware = {
   },
 };
 
-const geth = twoPointZero(
-  "go-ethereum",
-  (method) => ({ code: -32601, message: `the method ${method} does not exist/is not available` }),
-  { code: -32603, message: "method handler crashed" },
-  true,
-);
+const geth: JsonRpcSoftware = {
+  ...twoPointZero(
+    "go-ethereum",
+    (method) => ({ code: -32601, message: `the method ${method} does not exist/is not available` }),
+    { code: -32603, message: "method handler crashed" },
+    true,
+  ),
+  echoesRawId: true,
+};
 
 /** The node software behind each JSON-RPC interface of the registry. */
 export const JSON_RPC_SOFTWARE: Readonly<Record<string, JsonRpcSoftware>> = {
@@ -467,10 +484,13 @@ export function incomingCalls(request: SeenRequest): { batch: boolean; calls: In
   } catch {
     return undefined;
   }
-  const read = (item: unknown): IncomingCall => {
+  const raw = rawIds(request.body, Array.isArray(value));
+  const read = (item: unknown, index: number): IncomingCall => {
     const object = (typeof item === "object" && item !== null ? item : {}) as Record<string, unknown>;
+    const rawId = raw[index];
     return {
       ...(Object.hasOwn(object, "id") ? { id: object.id } : {}),
+      ...(Object.hasOwn(object, "id") && rawId !== undefined ? { rawId } : {}),
       ...(Object.hasOwn(object, "jsonrpc") ? { jsonrpc: object.jsonrpc } : {}),
       method: typeof object.method === "string" ? object.method : "",
       ...(Object.hasOwn(object, "params") ? { params: object.params } : {}),
@@ -478,7 +498,93 @@ export function incomingCalls(request: SeenRequest): { batch: boolean; calls: In
   };
   return Array.isArray(value)
     ? { batch: true, calls: value.map(read) }
-    : { batch: false, calls: [read(value)] };
+    : { batch: false, calls: [read(value, 0)] };
+}
+
+/**
+ * The source text of the "id" member of the request object (or of each object of a batch, by index), read
+ * from the text itself (a small JSON walker of the test's own, nothing of the gateway's). The last "id"
+ * wins, as with JSON.parse. `text` is valid JSON: JSON.parse has read it.
+ */
+function rawIds(text: string, batch: boolean): (string | undefined)[] {
+  let i = 0;
+  const space = () => {
+    while (i < text.length && " \t\r\n".includes(text[i] as string)) i++;
+  };
+  // skips one value from i, returning its source text
+  const value = (): string => {
+    space();
+    const start = i;
+    const c = text[i];
+    if (c === '"') {
+      i++;
+      while (text[i] !== '"') i += text[i] === "\\" ? 2 : 1;
+      i++;
+    } else if (c === "{" || c === "[") {
+      const close = c === "{" ? "}" : "]";
+      i++;
+      space();
+      if (text[i] === close) i++;
+      else
+        for (;;) {
+          if (c === "{") {
+            value();
+            space();
+            i++; // :
+          }
+          value();
+          space();
+          if (text[i++] === close) break;
+        }
+    } else {
+      while (i < text.length && !",}] \t\r\n".includes(text[i] as string)) i++;
+    }
+    return text.slice(start, i);
+  };
+  // the id of the object starting at i, or undefined for something else than an object
+  const idOf = (): string | undefined => {
+    space();
+    if (text[i] !== "{") {
+      value();
+      return undefined;
+    }
+    i++;
+    space();
+    let id: string | undefined;
+    if (text[i] === "}") {
+      i++;
+      return undefined;
+    }
+    for (;;) {
+      const key = JSON.parse(value()) as string;
+      space();
+      i++; // :
+      const member = value();
+      if (key === "id") id = member;
+      space();
+      if (text[i++] === "}") return id;
+    }
+  };
+  if (!batch) return [idOf()];
+  space();
+  i++; // [
+  space();
+  const ids: (string | undefined)[] = [];
+  if (text[i] === "]") return ids;
+  for (;;) {
+    ids.push(idOf());
+    space();
+    if (text[i++] === "]") return ids;
+  }
+}
+
+/** An answer's JSON text, its id written as the request's own text where the answer carries it. */
+function answerText(answer: Answer): string {
+  if (answer.rawId === undefined) return JSON.stringify(answer.json);
+  const marker = "\u0000loopback-raw-id\u0000";
+  const raw = answer.rawId;
+  // a function, so that a "$" in the id is not read as a replacement pattern
+  return JSON.stringify({ ...answer.json, id: marker }).replace(JSON.stringify(marker), () => raw);
 }
 
 /** A whole JSON-RPC answer as `software` writes it, for one call or a batch. */
@@ -488,7 +594,7 @@ export function jsonRpcReply(software: JsonRpcSoftware, batch: boolean, answers:
   if (!batch) {
     const only = answers[0];
     if (only === undefined) return { status: 204, headers, body: "" };
-    return { status: only.status, headers, body: `${JSON.stringify(only.json)}${end}` };
+    return { status: only.status, headers, body: `${answerText(only)}${end}` };
   }
-  return { status: 200, headers, body: `${JSON.stringify(answers.map((a) => a.json))}${end}` };
+  return { status: 200, headers, body: `[${answers.map(answerText).join(",")}]${end}` };
 }

@@ -3,6 +3,7 @@ import { CHAIN_ANSWERS, FINALITY_ANSWERS } from "./chain-answers.js";
 import type { Reply, Responder, SeenRequest } from "./loopback-node.js";
 import { admits, type Guard } from "./node-guards.js";
 import {
+  type Answer,
   type IncomingCall,
   incomingCalls,
   JSON_RPC_SOFTWARE,
@@ -78,11 +79,17 @@ function answerAt(mount: Mount, path: string, request: SeenRequest, state: NodeS
     if (parsed === undefined) return { status: 400, body: "" };
     if (parsed.batch && software.unbatched !== undefined)
       return jsonRpcReply(software, false, [software.unbatched]);
+    // a software that echoes the id's own text (node-software.ts echoesRawId) writes it back as it came
+    const withRawId = (call: IncomingCall, answer: Answer): Answer =>
+      software.echoesRawId === true && call.rawId !== undefined && answer.json.id === call.id
+        ? { ...answer, rawId: call.rawId }
+        : answer;
     const answers = parsed.calls.flatMap((call) => {
       const result = outcome(call, state, node.answers);
       if ("error" in result && result.error === "missing-state" && software.missingState !== undefined)
-        return software.missingState(call);
-      return software.answer(call, result) ?? [];
+        return withRawId(call, software.missingState(call));
+      const answer = software.answer(call, result);
+      return answer === undefined ? [] : withRawId(call, answer);
     });
     return jsonRpcReply(software, parsed.batch, answers);
   }
