@@ -53,14 +53,23 @@ export type Outcome =
   | { readonly result: unknown }
   | { readonly error: "unknown-method" | "failure" | "missing-state"; readonly method: string }
   /** The call's own error, as the software's handler throws it (NodeRejection): bad params, no such block. */
-  | { readonly error: "rejected"; readonly method: string; readonly code: number; readonly message: string };
+  | {
+      readonly error: "rejected";
+      readonly method: string;
+      readonly code: number;
+      readonly message: string;
+      readonly body?: Record<string, unknown>;
+    };
 
 /** Thrown by an answer (typical-calls.ts, chain-answers.ts) for the error its software's handler gives the call. */
 export class NodeRejection extends Error {
   readonly code: number;
-  constructor(code: number, message: string) {
+  /** The whole error object as the software writes it, where it has more than code and message (nearcore's). */
+  readonly body: Record<string, unknown> | undefined;
+  constructor(code: number, message: string, body?: Record<string, unknown>) {
     super(message);
     this.code = code;
+    this.body = body;
   }
 }
 
@@ -217,6 +226,16 @@ const nearcore: JsonRpcSoftware = {
     if (call.id === undefined) return undefined;
     if ("result" in outcome)
       return { status: 200, json: { jsonrpc: "2.0", result: outcome.result, id: call.id } };
+    // a handler error (UNKNOWN_BLOCK, ...) is HTTP 200, as missingState's
+    if (outcome.error === "rejected")
+      return {
+        status: 200,
+        json: {
+          jsonrpc: "2.0",
+          error: outcome.body ?? { code: outcome.code, message: outcome.message },
+          id: call.id,
+        },
+      };
     const error =
       outcome.error === "unknown-method"
         ? {

@@ -11,7 +11,7 @@ import type { UpstreamSpec } from "../../src/config/types.js";
 import type { Endpoint, Mount } from "../../src/registry/types.js";
 import { type LoopbackNode, startLoopbackNode } from "./loopback-node.js";
 import type { Guard } from "./node-guards.js";
-import { JSON_RPC_SOFTWARE, type NodeState, REST_SOFTWARE } from "./node-software.js";
+import { JSON_RPC_SOFTWARE, NodeRejection, type NodeState, REST_SOFTWARE } from "./node-software.js";
 import { stellarLatestLedger } from "./sdk-stellar-ledger.js";
 import { nodeState, softwareNode } from "./software-node.js";
 import type { TypicalAnswer } from "./typical-calls.js";
@@ -103,16 +103,88 @@ function polkadotJsCalls(endpoint: Endpoint): Record<string, TypicalAnswer> {
   };
 }
 
-/** nearcore's `block` for near-api-js' viewBlock: the head block's header, no chunks. */
-function nearBlock({ height }: { height: number }): unknown {
+/**
+ * How far behind the head nearcore's `final` block is: Doomslug finality is typically 2 blocks behind
+ * (header.last_final_block), its doomslug-final (`near-final`) 1 behind (header.last_ds_final_block).
+ */
+export const NEAR_FINAL_LAG = 2;
+const NEAR_DS_FINAL_LAG = 1;
+
+const BASE58 = "123456789ABCDEFGHJKLMNPQRSTUVWXYZabcdefghijkmnopqrstuvwxyz";
+/** The 32 bytes of a block hash here: a marker byte, the height, then a filler. */
+const NEAR_HASH_FILL = "5a".repeat(23);
+
+/** Block `height`'s hash, base58 as nearcore writes a CryptoHash: one of its own per height. */
+export function nearBlockHash(height: number): string {
+  let n = BigInt(`0x4c${height.toString(16).padStart(16, "0")}${NEAR_HASH_FILL}`);
+  let text = "";
+  while (n > 0n) {
+    text = `${BASE58[Number(n % 58n)]}${text}`;
+    n /= 58n;
+  }
+  return text;
+}
+
+/** The height whose hash (nearBlockHash) `hash` is, or undefined for no block of this node's. */
+function nearHeightOf(hash: string): number | undefined {
+  let n = 0n;
+  for (const c of hash) {
+    const digit = BASE58.indexOf(c);
+    if (digit < 0) return undefined;
+    n = n * 58n + BigInt(digit);
+  }
+  const hex = n.toString(16);
+  if (hex.length !== 64 || !hex.startsWith("4c") || !hex.endsWith(NEAR_HASH_FILL)) return undefined;
+  return Number.parseInt(hex.slice(2, 18), 16);
+}
+
+/**
+ * nearcore's UNKNOWN_BLOCK handler error (chain/jsonrpc-primitives types/blocks.rs RpcBlockError), as
+ * by-hash-unknown.test.ts has it for a hash: a handler error at HTTP 200.
+ */
+function unknownNearBlock(blockId: number | string): NodeRejection {
+  const what = typeof blockId === "number" ? `BLOCK HEIGHT: ${blockId} \n Cause: Unknown` : `BLOCK: ${blockId}`;
+  return new NodeRejection(-32000, "Server error", {
+    name: "HANDLER_ERROR",
+    cause: { info: { block_reference: { block_id: blockId } }, name: "UNKNOWN_BLOCK" },
+    code: -32000,
+    message: "Server error",
+    data: `DB Not Found Error: ${what}`,
+  });
+}
+
+/**
+ * nearcore's `block` for near-api-js' viewBlock: the block the params name (chain/jsonrpc-primitives
+ * types/blocks.rs RpcBlockRequest, a BlockReference): `block_id` a height or a hash, `finality` "optimistic"
+ * (the head), "near-final" or "final" (behind it), or legacy positional `[block_id]`; its header, no chunks.
+ * A height above the head or a hash of no block is UNKNOWN_BLOCK.
+ */
+function nearBlock({ height: head }: { height: number }, params?: unknown): unknown {
+  const reference = (Array.isArray(params) ? { block_id: params[0] } : (params ?? {})) as {
+    block_id?: unknown;
+    finality?: unknown;
+  };
+  let height = head;
+  if (typeof reference.block_id === "number") {
+    if (reference.block_id > head || reference.block_id < 0) throw unknownNearBlock(reference.block_id);
+    height = reference.block_id;
+  } else if (typeof reference.block_id === "string") {
+    const at = nearHeightOf(reference.block_id);
+    if (at === undefined || at > head) throw unknownNearBlock(reference.block_id);
+    height = at;
+  } else if (reference.finality === "final") {
+    height = head - NEAR_FINAL_LAG;
+  } else if (reference.finality === "near-final") {
+    height = head - NEAR_DS_FINAL_LAG;
+  }
   return {
     author: "figment.poolv1.near",
     chunks: [],
     header: {
       height,
       prev_height: height - 1,
-      hash: "8Q3y3bD6Fq2jQ3Xw7m5R9JdP4sV1aZ2kL6nH8cT5uE3G",
-      prev_hash: "7bN2f5sQ3cV6xZ9mK1pL4rT8yH2uJ5wE3aD6gF9hK1jL",
+      hash: nearBlockHash(height),
+      prev_hash: nearBlockHash(height - 1),
       epoch_id: "4tVxZ5n1c8bE3Lk9WqR2mP6yH7sJ2dF5gA1uN8oT3iQe",
       next_epoch_id: "8mQ2wE5rT7yU1iO3pA6sD9fG2hJ4kL7zX1cV3bN5mQ8w",
       prev_state_root: "2cGq2Vx4bC7nM1sK5wJ8eR3tY6uI9oP2aS4dF7gH1jKl",
@@ -120,8 +192,8 @@ function nearBlock({ height }: { height: number }): unknown {
       timestamp_nanosec: "1737574725125115000",
       gas_price: "100000000",
       total_supply: "1201390585294627592385367219627537",
-      last_final_block: "6nF4gH7jK1lZ3xC5vB8nM2qW4eR7tY9uI1oP3aS6dF8g",
-      last_ds_final_block: "7bN2f5sQ3cV6xZ9mK1pL4rT8yH2uJ5wE3aD6gF9hK1jL",
+      last_final_block: nearBlockHash(height - NEAR_FINAL_LAG),
+      last_ds_final_block: nearBlockHash(height - NEAR_DS_FINAL_LAG),
       latest_protocol_version: 73,
       chunks_included: 6,
       validator_proposals: [],

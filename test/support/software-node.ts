@@ -149,6 +149,12 @@ function outcome(
     return { result: answer.result(state, call.params) };
   } catch (error) {
     if (!(error instanceof NodeRejection)) throw error;
-    return { error: "rejected", method: call.method, code: error.code, message: error.message };
+    return {
+      error: "rejected",
+      method: call.method,
+      code: error.code,
+      message: error.message,
+      ...(error.body === undefined ? {} : { body: error.body }),
+    };
   }
 }
