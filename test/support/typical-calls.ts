@@ -29,6 +29,19 @@ const hex = (height: number): string => `0x${height.toString(16)}`;
 const hash32 = (seed: number, fill = "ab"): string =>
   `0x${seed.toString(16).padStart(8, "0")}${fill.repeat(28)}`;
 
+const BASE58 = "123456789ABCDEFGHJKLMNPQRSTUVWXYZabcdefghijkmnopqrstuvwxyz";
+
+/**
+ * A Tezos block hash for a level: 51 base58 characters starting "BL" like Octez's (b58check of 32 bytes),
+ * one of its own per level; level 0's is mainnet's genesis block hash.
+ */
+function tezosBlockHash(level: number): string {
+  if (level === 0) return "BLockGenesisGenesisGenesisGenesisGenesisf79b5d1CoW2";
+  let digits = "";
+  for (let n = level; n > 0; n = Math.floor(n / 58)) digits = `${BASE58[n % 58]}${digits}`;
+  return `BL${digits.padStart(10, "1")}qU3JkXfzEDYAkmmfX48gBDtYhMrpA98s7Aq4SzU`;
+}
+
 export const HEAD_ANSWERS: Readonly<Record<string, TypicalAnswer>> = {
   // EVM chains (geth, reth, avalanchego, bsc, frontier on Atleta, Zilliqa's EVM API) and java-tron /jsonrpc
   eth_blockNumber: { result: ({ height }) => hex(height) },
@@ -127,15 +140,15 @@ export const HEAD_ANSWERS: Readonly<Record<string, TypicalAnswer>> = {
       },
     }),
   },
-  // Tezos Octez
+  // Tezos Octez: each block its own hash (a block hash names one block), its predecessor the previous one's
   "GET /chains/main/blocks/head/header": {
     result: ({ height, chain }) => ({
       protocol: "PsQuebecnLByd3JwTiGadoG4nGWi3HYiLXUjkibeFV8dCFeVMUg",
       chain_id: chain,
-      hash: "BLockGenesisGenesisGenesisGenesisGenesisf79b5d1CoW2",
+      hash: tezosBlockHash(height),
       level: height,
       proto: 21,
-      predecessor: "BKiHLREqU3JkXfzEDYAkmmfX48gBDtYhMrpA98s7Aq4SzbUAB6M",
+      predecessor: tezosBlockHash(Math.max(0, height - 1)),
       timestamp: "2025-01-01T00:00:00Z",
       validation_pass: 4,
       operations_hash: "LLoZS2LW3rEi7KYU4ouBQtorua37aWWCtpDmv1n2x3xoKi6sVXLWp",
