@@ -32,7 +32,13 @@ const isNamed = (params: unknown): params is Record<string, unknown> =>
 
 /** UniValue's type name for a JSON value (uvTypeName). */
 const jsonType = (value: unknown): string =>
-  value === null ? "null" : Array.isArray(value) ? "array" : typeof value === "object" ? "object" : typeof value;
+  value === null
+    ? "null"
+    : Array.isArray(value)
+      ? "array"
+      : typeof value === "object"
+        ? "object"
+        : typeof value;
 
 export const CHAIN_ANSWERS: Readonly<Record<string, TypicalAnswer>> = {
   // An EVM node (geth, reth, avalanchego, bsc, frontier) and java-tron's /jsonrpc: the chain id. anvil's

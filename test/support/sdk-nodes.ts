@@ -143,7 +143,8 @@ function nearHeightOf(hash: string): number | undefined {
  * by-hash-unknown.test.ts has it for a hash: a handler error at HTTP 200.
  */
 function unknownNearBlock(blockId: number | string): NodeRejection {
-  const what = typeof blockId === "number" ? `BLOCK HEIGHT: ${blockId} \n Cause: Unknown` : `BLOCK: ${blockId}`;
+  const what =
+    typeof blockId === "number" ? `BLOCK HEIGHT: ${blockId} \n Cause: Unknown` : `BLOCK: ${blockId}`;
   return new NodeRejection(-32000, "Server error", {
     name: "HANDLER_ERROR",
     cause: { info: { block_reference: { block_id: blockId } }, name: "UNKNOWN_BLOCK" },
