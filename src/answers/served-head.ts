@@ -22,7 +22,7 @@ export class ServedHead {
    * `untimedMs`: how long the first rises are not taken for blocks. The prober's first round reads nodes a
    * block or two apart within a millisecond or two: timed, the label's blocks would come every millisecond,
    * and nothing read at its head would be kept (src/cache/) until real blocks wore the figure down, some
-   * 10 minutes on Bitcoin.
+   * blocks later (an hour, on a chain of 10-minute blocks).
    */
   constructor(untimedMs = 0) {
     this.#timedFrom = performance.now() + untimedMs;
