@@ -127,8 +127,12 @@ export class UpstreamTable {
     for (const [label, upstreams] of Object.entries(config.upstreams)) {
       const health = healthFor(config.health, label);
       const maxLagBlocks = lagThreshold(health, endpoints.get(label));
-      // about one block: a read waits that long for a node at the head the label served
-      const headWaitMs = Math.min(HEAD_WAIT_CAP_MS, (endpoints.get(label)?.blockTimeSeconds ?? 0) * 1000);
+      // about one block: a read waits that long for a node at the head the label served; with no probes, no
+      // node's head is learnt but from the answers the wait holds back, so a read does not wait in vain
+      const headWaitMs =
+        health.probeIntervalMs > 0
+          ? Math.min(HEAD_WAIT_CAP_MS, (endpoints.get(label)?.blockTimeSeconds ?? 0) * 1000)
+          : 0;
       for (const [mount, specs] of byMount(upstreams)) {
         if (specs.length === 0) continue;
         const members: Upstream[] = [];
