@@ -109,7 +109,11 @@ export class SharedTokenBuckets implements RateLimiter {
     this.#redis = new Redis(config.redis, sharedRedisOptions("gateway:rate:"));
     this.#redis.defineCommand("gatewayLease", { numberOfKeys: 1, lua: LEASE_SCRIPT });
     this.#lease = (this.#redis as unknown as { gatewayLease: LeaseCommand }).gatewayLease.bind(this.#redis);
-    this.#redis.on("ready", () => this.#setShared(true));
+    // an error from before is not why a later outage began
+    this.#redis.on("ready", () => {
+      this.#lastError = "";
+      this.#setShared(true);
+    });
     this.#redis.on("close", () => this.#setShared(false));
     // Errors arrive with every failed reconnection; the state change is what is logged, once, with the
     // last error's message as its reason (a refused connection, NOAUTH: ioredis's messages hold no secret)
@@ -255,7 +259,8 @@ export class SharedTokenBuckets implements RateLimiter {
     } else
       this.#logger.log("warn", "shared rate limits: Redis unreachable, each instance limits alone", {
         fallbackShare: this.#config.fallbackShare,
-        reason: this.#lastError,
+        // a clean shutdown (redis-cli shutdown, a restart) closes the connection with no error
+        reason: this.#lastError || "Redis closed the connection",
       });
   }
 }

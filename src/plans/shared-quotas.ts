@@ -144,7 +144,11 @@ export class SharedQuotaLedger implements QuotaLedger {
     );
     this.#redis.defineCommand("gatewayQuotaAdd", { numberOfKeys: 2, lua: ADD_SCRIPT });
     this.#add = (this.#redis as unknown as { gatewayQuotaAdd: AddCommand }).gatewayQuotaAdd.bind(this.#redis);
-    this.#redis.on("ready", () => this.#setShared(true));
+    // an error from before is not why a later outage began
+    this.#redis.on("ready", () => {
+      this.#lastError = "";
+      this.#setShared(true);
+    });
     this.#redis.on("close", () => this.#setShared(false));
     // the state change is what is logged, with the last error's message as its reason (shared-buckets.ts)
     this.#redis.on("error", (error: Error) => {
@@ -446,7 +450,8 @@ export class SharedQuotaLedger implements QuotaLedger {
       this.#logger.log("info", `shared quotas: Redis reachable, quotas shared${again}`);
     } else
       this.#logger.log("warn", "shared quotas: Redis unreachable, each instance counts its quotas alone", {
-        reason: this.#lastError,
+        // a clean shutdown (redis-cli shutdown, a restart) closes the connection with no error
+        reason: this.#lastError || "Redis closed the connection",
       });
   }
 }
