@@ -4,14 +4,28 @@ import { learnHeights, showsHeight } from "../answers/examined.js";
 import { ANY_ORIGIN } from "../errors/respond.js";
 import { addRequestId, withRequestId } from "../http/request-id.js";
 import type { PassedCall } from "../jsonrpc/check.js";
-import { idKey } from "../jsonrpc/id-key.js";
+import { idKey, isPlainId } from "../jsonrpc/id-key.js";
 import { scanMembers } from "../jsonrpc/scan.js";
+import type { WholeAnswer } from "../upstream/buffered-answer.js";
 import type { UpstreamFields } from "../upstream/call-run.js";
 import { fetchWhole, type RelayDone, type UpstreamCall } from "../upstream/policy.js";
 import { type AnswerCache, FINAL, withId } from "./answer-cache.js";
 import type { CacheRead } from "./cache-read.js";
 import { keptMembers } from "./kept-answer.js";
-import { CACHE_HEADER, EXPOSED, looked } from "./relay-cached.js";
+import {
+  CACHE_HEADER,
+  EXPOSED,
+  type FlightEntry,
+  type FlightFollower,
+  followFlight,
+  looked,
+} from "./relay-cached.js";
+import {
+  followSocketFlight,
+  landSocketFlight,
+  openSocketFlight,
+  type SocketFlight,
+} from "./socket-flights.js";
 
 /** One call of a batch, and what the cache may answer it with (none: the node answers it). */
 export interface BatchRead {
@@ -92,9 +106,15 @@ interface BatchRun {
   readonly refusals: readonly string[];
 }
 
-/** The calls no cache answered, to a node as one batch; the caller's array once it answers. */
-function fromNode({ call, batch, cache, res, note, done, epoch, parts, lookup, refusals }: BatchRun): void {
-  const missing = batch.filter((_, i) => parts[i] === undefined);
+/**
+ * The calls no cache answered: of identical calls, one is asked (in this batch, or another request's or a
+ * connection's identical call in flight is waited on); the rest go to a node as one batch, whose answers
+ * are kept and given to the calls waiting on them; those whose wait had nothing to share are asked after.
+ * The caller's array once every call has its answer.
+ */
+function fromNode(run: BatchRun): void {
+  const { batch, cache, res, note, done, parts, lookup, refusals } = run;
+  const missing = batch.flatMap((_, i) => (parts[i] === undefined ? [i] : []));
   looked(lookup, missing.length === 0 ? "hit" : "miss");
   if (missing.length === 0) {
     note.cache = "hit";
@@ -102,35 +122,161 @@ function fromNode({ call, batch, cache, res, note, done, epoch, parts, lookup, r
     done();
     return;
   }
-  for (const { read } of missing) if (read !== undefined) cache.counts.miss++;
-  const body = `[${missing.map(({ call: c }) => c.json).join(",")}]`;
-  fetchWhole({ ...call, body, cacheBatch: undefined }, res, note, (error, answer) => {
-    if (error !== undefined || answer === undefined) return done(error);
-    const text = answer.body.toString("utf8");
-    if (answer.statusCode === 200 && showsHeight(call)) learnHeights(call, answer.upstream, text);
-    const elements = text.trimStart().startsWith("[") ? scanMembers(text) : undefined;
-    if (answer.statusCode !== 200 || elements === undefined) {
-      res.writeHead(answer.statusCode, withRequestId(res, answer.headers as string[]));
-      res.end(answer.body);
-      return done();
-    }
-    const byId = new Map(elements.map((members) => [idKey(members.get("id")), members]));
-    batch.forEach(({ call: c, read }, i) => {
-      if (parts[i] !== undefined) return;
-      const members = byId.get(idKey(c.id));
-      if (members === undefined) return;
-      const kept = keptMembers(members, 200, read ?? UNCACHED, call.group, cache.settings, epoch);
-      if (kept === undefined) return;
-      if (read !== undefined && kept.store) {
-        const entry = { ...kept.entry, tier: undefined };
-        cache.set(read.key, entry);
-        if (entry.epoch === FINAL) cache.shared?.put(call.group.label, read.key, entry);
+  const calls = identicalCalls(run, missing);
+  // a flight its call did not land (the caller left, the node refused the batch whole, a failure) has
+  // nothing to share: the calls waiting on it are asked of a node at once
+  const landRest = () => {
+    for (const flight of calls.opened.values()) landSocketFlight(cache, flight, undefined);
+  };
+  answerAll(run, calls)
+    .then((outcome) => {
+      landRest();
+      if (outcome === undefined) return done();
+      if ("statusCode" in outcome) {
+        // the node refused the batch whole: its answer, as it sent it
+        res.writeHead(outcome.statusCode, withRequestId(res, outcome.headers as string[]));
+        res.end(outcome.body);
+        return done();
       }
-      parts[i] = withId(kept.entry, c.id ?? "null");
+      note.cache = outcome.asked ? "miss" : "coalesced";
+      sendArray(res, parts, refusals, note.cache);
+      done();
+    })
+    // fetchWhole's failures and this code's bugs: the request's error boundary answers and logs them
+    .catch((error: unknown) => {
+      landRest();
+      done(error);
     });
-    sendArray(res, parts, refusals, "miss");
-    done();
-  });
+}
+
+/** How a batch's missing calls get their answers: asked, copied from an identical one, or waited for. */
+interface IdenticalCalls {
+  /** The calls that go to a node. */
+  readonly asks: number[];
+  /** Each asking or waiting call's identical calls in the batch, which take its answer with their own ids. */
+  readonly copies: Map<number, number[]>;
+  /** The calls that wait on an identical call in flight, with its answer (undefined: none to share). */
+  readonly waits: { readonly index: number; readonly landed: Promise<FlightEntry | undefined> }[];
+  /** The flights the asked calls opened, which identical calls elsewhere wait on. */
+  readonly opened: Map<number, SocketFlight>;
+}
+
+function identicalCalls({ batch, cache, epoch }: BatchRun, missing: readonly number[]): IdenticalCalls {
+  const calls: IdenticalCalls = { asks: [], copies: new Map(), waits: [], opened: new Map() };
+  const first = new Map<string, number>();
+  for (const i of missing) {
+    const read = (batch[i] as BatchRead).read;
+    // a call whose id a node may refuse leads nothing: its answer may be an error about its id
+    if (read === undefined || !isPlainId(read.id)) {
+      calls.asks.push(i);
+      continue;
+    }
+    const leader = first.get(read.key);
+    if (leader !== undefined) {
+      calls.copies.get(leader)?.push(i);
+      continue;
+    }
+    first.set(read.key, i);
+    calls.copies.set(i, []);
+    let follow: FlightFollower = () => {};
+    const landed = new Promise<FlightEntry | undefined>((resolve) => {
+      follow = resolve;
+    });
+    if (followSocketFlight(cache, read.key, epoch, follow) || followFlight(cache, read.key, epoch, follow))
+      calls.waits.push({ index: i, landed });
+    else {
+      calls.asks.push(i);
+      calls.opened.set(i, openSocketFlight(cache, read.key, epoch));
+    }
+  }
+  return calls;
+}
+
+/**
+ * Every missing call's answer into `parts`: undefined when the caller left, the node's answer when it
+ * refused the batch whole, else whether any call went to a node.
+ */
+async function answerAll(
+  run: BatchRun,
+  calls: IdenticalCalls,
+): Promise<WholeAnswer | { readonly asked: boolean } | undefined> {
+  const { cache, parts, batch } = run;
+  // settled at once, so that its failure waits here for the waits below rather than going unhandled
+  const asking =
+    calls.asks.length > 0
+      ? ask(run, calls.asks, calls).then(
+          (value) => ({ value }),
+          (error: unknown) => ({ error }),
+        )
+      : undefined;
+  const again: number[] = [];
+  for (const { index, landed } of calls.waits) {
+    const entry = await landed;
+    if (entry === undefined) {
+      again.push(index);
+      continue;
+    }
+    for (const i of [index, ...(calls.copies.get(index) ?? [])]) {
+      cache.counts.coalesced++;
+      parts[i] = withId(entry, (batch[i] as BatchRead).call.id ?? "null");
+    }
+  }
+  const settled = await asking;
+  if (settled !== undefined && "error" in settled) throw settled.error;
+  const asked = settled === undefined ? true : settled.value;
+  if (asked !== true) return asked;
+  if (again.length === 0) return { asked: calls.asks.length > 0 };
+  // the calls waited on had nothing to share (their node failed): asked of a node themselves
+  const late = await ask(run, again, { ...calls, opened: new Map() });
+  return late === true ? { asked: true } : late;
+}
+
+/**
+ * The calls at `indexes` to a node as one batch, their answers kept and into `parts` (their identical
+ * calls' too), and given to the calls waiting on them: true once done, the node's answer when it refused
+ * the batch whole, undefined when the caller left.
+ */
+async function ask(
+  run: BatchRun,
+  indexes: readonly number[],
+  calls: IdenticalCalls,
+): Promise<true | WholeAnswer | undefined> {
+  const { call, batch, cache, res, note, epoch, parts } = run;
+  for (const i of indexes) if ((batch[i] as BatchRead).read !== undefined) cache.counts.miss++;
+  const body = `[${indexes.map((i) => (batch[i] as BatchRead).call.json).join(",")}]`;
+  const answer = await new Promise<WholeAnswer | undefined>((resolve, reject) =>
+    fetchWhole({ ...call, body, cacheBatch: undefined }, res, note, (error, whole) =>
+      error === undefined ? resolve(whole) : reject(error),
+    ),
+  );
+  if (answer === undefined) return undefined;
+  const text = answer.body.toString("utf8");
+  if (answer.statusCode === 200 && showsHeight(call)) learnHeights(call, answer.upstream, text);
+  const elements = text.trimStart().startsWith("[") ? scanMembers(text) : undefined;
+  if (answer.statusCode !== 200 || elements === undefined) return answer;
+  const byId = new Map(elements.map((members) => [idKey(members.get("id")), members]));
+  for (const i of indexes) {
+    const { call: c, read } = batch[i] as BatchRead;
+    const members = byId.get(idKey(c.id));
+    const kept =
+      members === undefined
+        ? undefined
+        : keptMembers(members, 200, read ?? UNCACHED, call.group, cache.settings, epoch);
+    const flight = calls.opened.get(i);
+    if (flight !== undefined) landSocketFlight(cache, flight, kept && { ...kept.entry, tier: undefined });
+    if (kept === undefined) continue;
+    if (read !== undefined && kept.store) {
+      const entry = { ...kept.entry, tier: undefined };
+      cache.set(read.key, entry);
+      if (entry.epoch === FINAL) cache.shared?.put(call.group.label, read.key, entry);
+    }
+    parts[i] = withId(kept.entry, c.id ?? "null");
+    for (const copy of calls.copies.get(i) ?? []) {
+      cache.counts.coalesced++;
+      parts[copy] = withId(kept.entry, (batch[copy] as BatchRead).call.id ?? "null");
+    }
+  }
+  return true;
 }
 
 const OPEN = Buffer.from("[");
@@ -145,7 +291,7 @@ function sendArray(
   res: ServerResponse,
   parts: readonly (Buffer | undefined)[],
   refusals: readonly string[],
-  outcome: "hit" | "miss",
+  outcome: string,
 ): void {
   const pieces: Buffer[] = [OPEN];
   for (const part of [...parts, ...refusals.map((refusal) => Buffer.from(refusal))]) {

@@ -454,6 +454,60 @@ describe("the answer cache on a real anvil", () => {
     }
   });
 
+  it("identical calls in a batch reach the node once; a batch waits on an identical call in flight, and a call on a batch's", async () => {
+    // blocks by number, final: reads of state would be planned for the archive tier, which a batch is not
+    const count = (block: string) => ({ method: "eth_getBlockByNumber", params: [block, false] });
+    const batchOf = (calls: { id: string; method: string; params: unknown[] }[]) =>
+      gw.call("eth", `/${KEYS.all}`, { body: JSON.stringify(calls.map((c) => ({ jsonrpc: "2.0", ...c }))) });
+    const numbers = (answer: { json: unknown }) =>
+      (answer.json as { id: string; result: { number: string } }[]).map((a) => [a.id, a.result.number]);
+    // the same call twice in one batch, each with its id: asked once
+    const before = reached("eth_getBlockByNumber", count("0xa").params);
+    const twice = await batchOf([
+      { id: "a", ...count("0xa") },
+      { id: "b", ...count("0xa") },
+    ]);
+    expect(numbers(twice)).toEqual([
+      ["a", "0xa"],
+      ["b", "0xa"],
+    ]);
+    expect(reached("eth_getBlockByNumber", count("0xa").params)).toBe(before + 1);
+    recorder.delayMs = 800;
+    try {
+      // a batch while a single call for the same read is at the node: it waits for that call's answer
+      const held = count("0x8");
+      const heldBefore = reached("eth_getBlockByNumber", held.params);
+      const single = call("eth_getBlockByNumber", held.params, 1);
+      await eventually(() => reached("eth_getBlockByNumber", held.params) > heldBefore, 2_000, "at the node");
+      const waiting = await batchOf([
+        { id: "x", ...held },
+        { id: "y", ...held },
+      ]);
+      expect(numbers(waiting)).toEqual([
+        ["x", "0x8"],
+        ["y", "0x8"],
+      ]);
+      expect(waiting.headers["x-cache"]).toBe("coalesced");
+      expect((await single).result).toMatchObject({ number: "0x8" });
+      expect(reached("eth_getBlockByNumber", held.params)).toBe(heldBefore + 1);
+      // a single call while a batch's identical call is at the node waits for it too
+      const batched = count("0x9");
+      const batchedBefore = reached("eth_getBlockByNumber", batched.params);
+      const batch = batchOf([{ id: "m", ...batched }]);
+      await eventually(
+        () => reached("eth_getBlockByNumber", batched.params) > batchedBefore,
+        2_000,
+        "the batch at the node",
+      );
+      const follower = await call("eth_getBlockByNumber", batched.params, 5);
+      expect(follower).toMatchObject({ id: 5, result: { number: "0x9" }, cache: "coalesced" });
+      expect(numbers(await batch)).toEqual([["m", "0x9"]]);
+      expect(reached("eth_getBlockByNumber", batched.params)).toBe(batchedBefore + 1);
+    } finally {
+      recorder.delayMs = 0;
+    }
+  });
+
   it("a call whose id anvil refuses (1.5) leads no identical call: the others get the answer, not its id's error", async () => {
     recorder.delayMs = 500;
     try {
