@@ -204,11 +204,11 @@ export class LocalQuotaLedger implements QuotaLedger {
     return { day: spent.dayUnits, month: spent.monthUnits };
   }
 
-  /** Counts `scope` from what another count said it spent (no crossing is announced for it). */
+  /** Adds what another count said `scope` had spent before this one began (no crossing is announced). */
   startAt(scope: string, day: number, month: number): void {
     const spent = this.#spentOf(scope);
-    spent.dayUnits = Math.max(spent.dayUnits, day);
-    spent.monthUnits = Math.max(spent.monthUnits, month);
+    spent.dayUnits += day;
+    spent.monthUnits += month;
   }
 
   /** The scopes counted this month, and the day each was last counted in. */

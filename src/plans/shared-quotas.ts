@@ -4,7 +4,6 @@ import { redisReady, sharedRedisOptions } from "../limits/redis-options.js";
 import type { Logger } from "../log.js";
 import {
   ALLOWED,
-  LocalQuotaLedger,
   QuotaClock,
   type QuotaCrossing,
   type QuotaDecision,
@@ -12,65 +11,8 @@ import {
   type QuotaLimits,
   type QuotaSpentSource,
 } from "./quota-ledger.js";
-
-// A scope's day and month counters in Redis, moved together: it grants what fits under both quotas, at most
-// ARGV[4] and never less than ARGV[3] (else nothing), and a quarter of what is left once little is, so the
-// leases instances hold near the end are small. Answers the grant, both counters after it, and whether each
-// counter was not there before (1): a new day's, or one Redis lost.
-const LEASE_SCRIPT = `
-local dayNew = redis.call('EXISTS', KEYS[1]) == 0 and 1 or 0
-local monthNew = redis.call('EXISTS', KEYS[2]) == 0 and 1 or 0
-local day = tonumber(redis.call('GET', KEYS[1]) or '0')
-local month = tonumber(redis.call('GET', KEYS[2]) or '0')
-local daily = tonumber(ARGV[1])
-local monthly = tonumber(ARGV[2])
-local need = tonumber(ARGV[3])
-local want = tonumber(ARGV[4])
-local left = want * 4
-if daily > 0 then left = math.min(left, daily - day) end
-if monthly > 0 then left = math.min(left, monthly - month) end
-if left < need then return {0, day, month, dayNew, monthNew} end
-local grant = math.min(want, math.max(need, math.floor(left / 4)))
-day = redis.call('INCRBY', KEYS[1], grant)
-month = redis.call('INCRBY', KEYS[2], grant)
-redis.call('PEXPIRE', KEYS[1], tonumber(ARGV[5]))
-redis.call('PEXPIRE', KEYS[2], tonumber(ARGV[6]))
-return {grant, day, month, dayNew, monthNew}
-`;
-
-// Adds what was spent where Redis did not count it to a scope's day and month counters: ARGV[1] and ARGV[2],
-// each only to a counter that is there when ARGV[3] is 1 (one that is not will be counted from the store).
-const ADD_SCRIPT = `
-for i = 1, 2 do
-  local units = tonumber(ARGV[i])
-  if units > 0 and (ARGV[3] == '0' or redis.call('EXISTS', KEYS[i]) == 1) then
-    redis.call('INCRBY', KEYS[i], units)
-    redis.call('PEXPIRE', KEYS[i], tonumber(ARGV[3 + i]))
-  end
-end
-return 1
-`;
-
-type LeaseCommand = (
-  dayKey: string,
-  monthKey: string,
-  daily: number,
-  monthly: number,
-  need: number,
-  want: number,
-  dayTtlMs: number,
-  monthTtlMs: number,
-) => Promise<[number, number, number, number, number]>;
-
-type AddCommand = (
-  dayKey: string,
-  monthKey: string,
-  dayUnits: number,
-  monthUnits: number,
-  onlyThere: 0 | 1,
-  dayTtlMs: number,
-  monthTtlMs: number,
-) => Promise<number>;
+import { QuotaRecovery } from "./quota-recovery.js";
+import { counterKeys, type QuotaCommands, quotaCommands } from "./quota-scripts.js";
 
 interface Lease {
   /** The period the lease was granted in: a lease ends with its day. */
@@ -89,7 +31,6 @@ interface Lease {
 
 /** A scope's lease unused this long is dropped (its balance is this instance's, and goes with it). */
 const IDLE_MS = 60_000;
-const DAY_MS = 86_400_000;
 
 /**
  * Quotas counted for every proxy instance and worker together in Redis, the way rate limits are
@@ -99,21 +40,15 @@ const DAY_MS = 86_400_000;
  * most a quarter of what was left each, so a quota may refuse that much early, and never late.
  *
  * A call that finds its lease short waits for Redis (once per lease, not per call). While Redis cannot be
- * reached, each instance counts alone (LocalQuotaLedger) and says so in the log.
+ * reached, each instance counts alone and says so in the log; a spent quota stays spent through that and
+ * through counters Redis lost (quota-recovery.ts).
  */
 export class SharedQuotaLedger implements QuotaLedger {
   readonly #redis: Redis;
-  readonly #lease: LeaseCommand;
-  readonly #add: AddCommand;
+  readonly #commands: QuotaCommands;
   readonly #leaseMs: number;
-  /** Where the scopes' spend is counted while Redis cannot be reached: anew at each outage. */
-  #local: LocalQuotaLedger;
-  /** What each scope had spent when the outage began, as Redis last said: the local count started there. */
-  #outageBase = new Map<
-    string,
-    { readonly day: string; readonly dayUnits: number; readonly monthUnits: number }
-  >();
-  readonly #source: QuotaSpentSource | undefined;
+  /** A spent quota kept spent through a Redis outage or loss (quota-recovery.ts). */
+  readonly #recovery: QuotaRecovery;
   readonly #leases = new Map<string, Lease>();
   readonly #clock = new QuotaClock();
   readonly #crossed: (crossing: QuotaCrossing) => void;
@@ -132,18 +67,12 @@ export class SharedQuotaLedger implements QuotaLedger {
     crossed: (crossing: QuotaCrossing) => void,
     source?: QuotaSpentSource,
   ) {
-    this.#source = source;
     this.#leaseMs = config.leaseMs;
     this.#logger = logger;
     this.#crossed = crossed;
-    this.#local = new LocalQuotaLedger(crossed);
     this.#redis = new Redis(config.redis, sharedRedisOptions("gateway:quota:"));
-    this.#redis.defineCommand("gatewayQuotaLease", { numberOfKeys: 2, lua: LEASE_SCRIPT });
-    this.#lease = (this.#redis as unknown as { gatewayQuotaLease: LeaseCommand }).gatewayQuotaLease.bind(
-      this.#redis,
-    );
-    this.#redis.defineCommand("gatewayQuotaAdd", { numberOfKeys: 2, lua: ADD_SCRIPT });
-    this.#add = (this.#redis as unknown as { gatewayQuotaAdd: AddCommand }).gatewayQuotaAdd.bind(this.#redis);
+    this.#commands = quotaCommands(this.#redis);
+    this.#recovery = new QuotaRecovery(this.#commands, source, logger, this.#clock, crossed);
     // an error from before is not why a later outage began
     this.#redis.on("ready", () => {
       this.#lastError = "";
@@ -173,7 +102,7 @@ export class SharedQuotaLedger implements QuotaLedger {
     ratePerSecond = cost,
   ): QuotaDecision | Promise<QuotaDecision> {
     const size = ratePerSecond;
-    if (!this.#shared) return this.#local.take(scope, limits, cost);
+    if (!this.#shared) return this.#alone(scope, limits, cost);
     const lease = this.#leaseOf(scope);
     if (lease.balance >= cost) {
       lease.balance -= cost;
@@ -189,7 +118,7 @@ export class SharedQuotaLedger implements QuotaLedger {
 
   adjust(scope: string, limits: QuotaLimits, delta: number): void {
     if (!this.#shared) {
-      this.#local.adjust(scope, limits, delta);
+      this.#recovery.local.adjust(scope, limits, delta);
       return;
     }
     const lease = this.#leases.get(scope);
@@ -235,7 +164,7 @@ export class SharedQuotaLedger implements QuotaLedger {
       return ALLOWED;
     }
     await this.#renew(scope, lease, limits, cost - lease.balance, size, cost);
-    if (!this.#shared) return this.#local.take(scope, limits, cost);
+    if (!this.#shared) return this.#alone(scope, limits, cost);
     if (lease.balance >= cost) {
       lease.balance -= cost;
       return ALLOWED;
@@ -255,27 +184,14 @@ export class SharedQuotaLedger implements QuotaLedger {
     const clock = this.#clock;
     const want = this.#size(size, cost) + Math.max(0, need);
     const day = lease.day;
-    const month = day.slice(0, 7);
-    const ttl = this.#ttls();
-    lease.pending = this.#lease(
-      `${scope}:${day}`,
-      `${scope}:${month}`,
-      limits.daily,
-      limits.monthly,
-      Math.max(1, need),
-      want,
-      ttl.day,
-      ttl.month,
-    )
+    const pending = this.#commands
+      .lease(counterKeys(scope, day), limits, Math.max(1, need), want, this.#recovery.ttls())
       .then(
-        ([granted, dayUnits, monthUnits, dayNew, monthNew]) => {
-          // the scope's next lease waits for a missing counter's start from the store, so none is granted
-          // from a counter that forgot the day's spend
-          const restored =
-            dayNew === 1 || monthNew === 1
-              ? this.#fromStore(scope, day, dayNew === 1, monthNew === 1)
-              : undefined;
-          if (lease.day !== day) return restored;
+        ([granted, dayUnits, monthUnits, unstarted]) => {
+          // the scope's next lease waits (a little) for its month's start from the store, so none is
+          // granted from counters that forgot what was spent (recovery.start)
+          const started = unstarted === 1 ? this.#recovery.start(scope, day) : undefined;
+          if (lease.day !== day) return started;
           lease.balance += granted;
           lease.spent = granted === 0;
           lease.dayUnits = dayUnits;
@@ -288,7 +204,7 @@ export class SharedQuotaLedger implements QuotaLedger {
             month: [number, number];
           };
           for (const crossing of clock.crossings(scope, limits, spent)) this.#crossed(crossing);
-          return restored;
+          return started;
         },
         (error: Error) => {
           // a lease that failed is decided locally; a dropped connection says so through `close`
@@ -302,70 +218,8 @@ export class SharedQuotaLedger implements QuotaLedger {
       .finally(() => {
         lease.pending = undefined;
       });
-    return lease.pending;
-  }
-
-  /**
-   * A counter the lease found missing starts from what the account store counted for the scope: Redis lost
-   * it (a restart, a flush, a new server), or the day is new, when the store holds only what instances
-   * counted alone while Redis was away. What the proxies counted since their last usage flush is not in the
-   * store: a quota may serve that much past it once, at such a loss.
-   */
-  #fromStore(scope: string, day: string, dayNew: boolean, monthNew: boolean): Promise<void> | undefined {
-    const source = this.#source;
-    if (source === undefined) return undefined;
-    const ttl = this.#ttls();
-    return source
-      .spent(scope, day)
-      .then(({ day: dayUnits, month: monthUnits }) =>
-        this.#add(
-          `${scope}:${day}`,
-          `${scope}:${day.slice(0, 7)}`,
-          dayNew ? dayUnits : 0,
-          monthNew ? monthUnits : 0,
-          0,
-          ttl.day,
-          ttl.month,
-        ),
-      )
-      .then(
-        () => {},
-        (error: Error) =>
-          this.#logger.log("warn", "shared quotas: a counter Redis lost could not be read from the store", {
-            reason: error.message,
-          }),
-      );
-  }
-
-  /** How long a day's and a month's counters are kept: past their period's end, by a day. */
-  #ttls(): { readonly day: number; readonly month: number } {
-    const now = Date.now();
-    return { day: this.#clock.dayEndsAt - now + DAY_MS, month: this.#clock.monthEndsAt - now + DAY_MS };
-  }
-
-  /**
-   * Redis is back after an outage: what each scope spent meanwhile, counted here alone, is added to its
-   * counters that Redis kept (a counter it lost starts from the store, whose usage counts hold it).
-   */
-  #addOutage(): void {
-    const ttl = this.#ttls();
-    for (const [scope, spent] of this.#local.scopes()) {
-      const base = this.#outageBase.get(scope);
-      const dayUnits = spent.dayUnits - (base?.day === spent.day ? base.dayUnits : 0);
-      const monthUnits = spent.monthUnits - (base?.monthUnits ?? 0);
-      if (dayUnits <= 0 && monthUnits <= 0) continue;
-      this.#add(
-        `${scope}:${spent.day}`,
-        `${scope}:${spent.day.slice(0, 7)}`,
-        Math.max(0, dayUnits),
-        Math.max(0, monthUnits),
-        1,
-        ttl.day,
-        ttl.month,
-      ).catch(() => {
-        // Redis went away again: the next outage counts from what it last said
-      });
-    }
+    lease.pending = pending;
+    return pending;
   }
 
   /** The quota Redis had no room in: the counters less this instance's unspent balance, with this call. */
@@ -418,19 +272,10 @@ export class SharedQuotaLedger implements QuotaLedger {
     return lease;
   }
 
-  /**
-   * Redis is away: each scope is counted here from what Redis last said it spent, so a quota spent before
-   * the outage stays spent (each instance may still serve what was left, once).
-   */
-  #countAlone(): void {
-    this.#local = new LocalQuotaLedger(this.#crossed);
-    this.#outageBase = new Map();
-    const day = this.#clock.day;
-    for (const [scope, lease] of this.#leases) {
-      if (lease.day !== day) continue;
-      this.#local.startAt(scope, lease.dayUnits, lease.monthUnits);
-      this.#outageBase.set(scope, { day, dayUnits: lease.dayUnits, monthUnits: lease.monthUnits });
-    }
+  /** A call while Redis is away, counted here (recovery.local), from what the scope spent before. */
+  #alone(scope: string, limits: QuotaLimits, cost: number): QuotaDecision {
+    this.#recovery.seen(scope);
+    return this.#recovery.local.take(scope, limits, cost);
   }
 
   #sweep(now: number): void {
@@ -441,8 +286,14 @@ export class SharedQuotaLedger implements QuotaLedger {
   #setShared(shared: boolean): void {
     if (shared === this.#shared) return;
     this.#shared = shared;
-    if (shared) this.#addOutage();
-    else this.#countAlone();
+    if (shared) void this.#recovery.back();
+    else
+      this.#recovery.alone(
+        [...this.#leases].map(([scope, lease]) => [
+          scope,
+          { day: lease.day, dayUnits: lease.dayUnits, monthUnits: lease.monthUnits },
+        ]),
+      );
     this.#leases.clear();
     if (shared) {
       const again = this.#wasShared ? " again" : "";

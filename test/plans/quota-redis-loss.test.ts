@@ -1,3 +1,4 @@
+import { Redis } from "ioredis";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import { createLogger } from "../../src/log.js";
 import type { QuotaDecision, QuotaSpentSource } from "../../src/plans/quota-ledger.js";
@@ -19,8 +20,11 @@ const RATE = 10;
 class StoreCounts implements QuotaSpentSource {
   readonly counts = new Map<string, number>();
   readonly asked: string[] = [];
+  /** The store cannot be reached. */
+  failing = false;
   async spent(scope: string): Promise<{ day: number; month: number }> {
     this.asked.push(scope);
+    if (this.failing) throw new Error("connect ECONNREFUSED");
     const units = this.counts.get(scope) ?? 0;
     return { day: units, month: units };
   }
@@ -79,6 +83,65 @@ describe.skipIf(binaries.skip)("a shared quota when Redis loses its counters or 
     // a proxy started after it, too
     expect(await allowed(await ledger(store), "FNspentDay", 10)).toBe(0);
   }, 20_000);
+
+  it("asks the store once a month per quota, not each day, and again at the next lease when it could not be read", async () => {
+    const store = new StoreCounts();
+    const proxy = await ledger(store);
+    expect(await allowed(proxy, "FNmonthly", 2)).toBe(2);
+    expect(store.asked.filter((s) => s === "FNmonthly")).toHaveLength(1);
+    // a new day: the day's counter is new, the month's start stands
+    const day = new Date().toISOString().slice(0, 10);
+    const redis = new Redis(own.url);
+    try {
+      await redis.del(`gateway:quota:FNmonthly:${day}`);
+      expect(await allowed(await ledger(store), "FNmonthly", 1)).toBe(1);
+      expect(store.asked.filter((s) => s === "FNmonthly")).toHaveLength(1);
+      // a store that cannot be read leaves the month unstarted: the next lease asks again
+      store.failing = true;
+      await redis.flushdb();
+      const again = await ledger(store);
+      expect(await allowed(again, "FNmonthly", 1)).toBe(1);
+      store.failing = false;
+      store.counts.set("FNmonthly", 100);
+      expect(await allowed(again, "FNmonthly", 10)).toBeLessThanOrEqual(2);
+      expect(store.asked.filter((s) => s === "FNmonthly")).toHaveLength(3);
+    } finally {
+      redis.disconnect();
+    }
+  }, 20_000);
+
+  it("counts a quota it had not served alone from the store while Redis is away", async () => {
+    const store = new StoreCounts();
+    expect(await allowed(await ledger(store), "FNelsewhere", 10)).toBe(10);
+    store.counts.set("FNelsewhere", 100);
+    const other = await ledger(store);
+    await own.stop();
+    await eventually(() => !other.shared, 5_000, "counting alone");
+    try {
+      // the first call may pass while the store is read; no more
+      expect(await allowed(other, "FNelsewhere", 5)).toBeLessThanOrEqual(1);
+    } finally {
+      await own.start();
+    }
+  }, 20_000);
+
+  it("adds what proxies served alone to none of the counters Redis lost: those start from the store", async () => {
+    const store = new StoreCounts();
+    const [a, b] = [await ledger(store), await ledger(store)];
+    expect(await allowed(a, "FNtwice", 2)).toBe(2);
+    await own.stop();
+    await eventually(() => !a.shared && !b.shared, 5_000, "both alone");
+    // each serves 20 units alone; the usage flushes bring the day's 60 to the store
+    expect(await allowed(a, "FNtwice", 2)).toBe(2);
+    expect(await allowed(b, "FNtwice", 2)).toBe(2);
+    store.counts.set("FNtwice", 60);
+    await own.start();
+    await eventually(() => a.shared && b.shared, 8_000, "both shared again");
+    // the 40 left: a proxy started now gets four calls, and not fewer (the outage counted twice)
+    const later = await allowed(await ledger(store), "FNtwice", 10);
+    expect(later).toBeGreaterThanOrEqual(3);
+    expect(later).toBeLessThanOrEqual(4);
+  }, 30_000);
 
   it("while Redis hangs, a proxy counts from what Redis said was spent, and adds what it served meanwhile once Redis answers", async () => {
     const proxy = await ledger();

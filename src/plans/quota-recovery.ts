@@ -1,0 +1,162 @@
+import { randomUUID } from "node:crypto";
+import type { Logger } from "../log.js";
+import {
+  LocalQuotaLedger,
+  type QuotaClock,
+  type QuotaCrossing,
+  type QuotaSpentSource,
+} from "./quota-ledger.js";
+import { type CounterTtls, counterKeys, type QuotaCommands } from "./quota-scripts.js";
+
+/** What a scope had spent as an outage began: where its count alone started. */
+interface Base {
+  readonly day: string;
+  readonly dayUnits: number;
+  readonly monthUnits: number;
+}
+
+/** How long a lease waits for its scope's month to be started from the store before it is spent anyway. */
+const START_WAIT_MS = 250;
+const DAY_MS = 86_400_000;
+
+/**
+ * What keeps a spent quota spent when Redis loses its counters or goes away (docs/plans.md, "Many
+ * instances"), for a SharedQuotaLedger:
+ * - a scope's month is started once from the account store's usage counts (`start`): its first lease of a
+ *   month, or its first after Redis lost its counters, whose mark of it went with them;
+ * - while Redis is away, each scope is counted alone from what Redis last said it spent, or, for one this
+ *   instance had not leased, from the store (`alone`, `seen`);
+ * - once Redis is back, what was served alone is added to the counters it kept, and to none it lost
+ *   (`back`): Redis names its life, and a new name means its counters are new, started from the store.
+ */
+export class QuotaRecovery {
+  readonly #commands: QuotaCommands;
+  readonly #source: QuotaSpentSource | undefined;
+  readonly #logger: Logger;
+  readonly #clock: QuotaClock;
+  readonly #crossed: (crossing: QuotaCrossing) => void;
+  /** Scopes whose month this instance is starting from the store now. */
+  readonly #starting = new Map<string, Promise<void>>();
+  /** The count while Redis is away: anew at each outage. */
+  #local: LocalQuotaLedger;
+  #bases = new Map<string, Base>();
+  /** The scopes seen alone, whose store count was asked for. */
+  #seen = new Set<string>();
+  /** The name of the Redis life the counters were in before the outage, when known. */
+  #life: string | undefined;
+
+  constructor(
+    commands: QuotaCommands,
+    source: QuotaSpentSource | undefined,
+    logger: Logger,
+    clock: QuotaClock,
+    crossed: (crossing: QuotaCrossing) => void,
+  ) {
+    this.#commands = commands;
+    this.#source = source;
+    this.#logger = logger;
+    this.#clock = clock;
+    this.#crossed = crossed;
+    this.#local = new LocalQuotaLedger(crossed);
+  }
+
+  /** The count while Redis is away. */
+  get local(): LocalQuotaLedger {
+    return this.#local;
+  }
+
+  /**
+   * Starts `scope`'s month from the store, once across instances (a START script the first to finish
+   * runs): resolves when done, or after START_WAIT_MS, so a slow store holds a lease that long at most.
+   * A store that cannot be read leaves the month unstarted: the next lease tries again.
+   */
+  start(scope: string, day: string): Promise<void> {
+    const source = this.#source;
+    if (source === undefined) return Promise.resolve();
+    let starting = this.#starting.get(scope);
+    if (starting === undefined) {
+      starting = source
+        .spent(scope, day)
+        .then(({ day: dayUnits, month: monthUnits }) =>
+          this.#commands.start(counterKeys(scope, day), dayUnits, monthUnits, this.ttls()),
+        )
+        .then(
+          () => {},
+          (error: Error) =>
+            this.#logger.log("warn", "shared quotas: a quota's spend could not be read from the store", {
+              reason: error.message,
+            }),
+        )
+        .finally(() => this.#starting.delete(scope));
+      this.#starting.set(scope, starting);
+    }
+    return Promise.race([
+      starting,
+      new Promise<void>((resolve) => setTimeout(resolve, START_WAIT_MS).unref()),
+    ]);
+  }
+
+  /** Redis went away: each scope `leases` names is counted alone from what Redis last said it spent. */
+  alone(leases: Iterable<[string, Base]>): void {
+    this.#local = new LocalQuotaLedger(this.#crossed);
+    this.#bases = new Map();
+    this.#seen = new Set();
+    const day = this.#clock.day;
+    for (const [scope, base] of leases) {
+      if (base.day !== day) continue;
+      this.#local.startAt(scope, base.dayUnits, base.monthUnits);
+      this.#bases.set(scope, base);
+      this.#seen.add(scope);
+    }
+  }
+
+  /** A scope counted alone that this instance had not leased today: counted from the store's spend. */
+  seen(scope: string): void {
+    const source = this.#source;
+    if (source === undefined || this.#seen.has(scope)) return;
+    this.#seen.add(scope);
+    const local = this.#local;
+    const day = this.#clock.day;
+    source.spent(scope, day).then(
+      ({ day: dayUnits, month: monthUnits }) => {
+        // the outage may have ended, or another begun: this count is that one's
+        if (local !== this.#local) return;
+        local.startAt(scope, dayUnits, monthUnits);
+        this.#bases.set(scope, { day, dayUnits, monthUnits });
+      },
+      () => {},
+    );
+  }
+
+  /**
+   * Redis is back: what each scope was served alone is added to its counters, when Redis kept them (its
+   * life's name is the one from before); new counters start from the store, which the usage flushes fill.
+   */
+  async back(): Promise<void> {
+    const before = this.#life;
+    const life = await this.#commands.life(randomUUID()).catch(() => undefined);
+    if (life === undefined) return;
+    this.#life = life;
+    if (before !== undefined && before !== life) return;
+    const ttl = this.ttls();
+    for (const [scope, spent] of this.#local.scopes()) {
+      const base = this.#bases.get(scope);
+      const dayUnits = spent.dayUnits - (base?.day === spent.day ? base.dayUnits : 0);
+      // a month that turned during the outage: the new month's count started at 0
+      const monthUnits =
+        spent.monthUnits - (base?.day.slice(0, 7) === spent.day.slice(0, 7) ? base.monthUnits : 0);
+      if (dayUnits <= 0 && monthUnits <= 0) continue;
+      await this.#commands
+        .add(counterKeys(scope, spent.day), Math.max(0, dayUnits), Math.max(0, monthUnits), ttl)
+        .catch(() => {
+          // Redis went away again: the next outage counts from what it last said
+        });
+    }
+  }
+
+  /** How long a day's and a month's counters are kept: past their period's end, by a day. */
+  ttls(): CounterTtls {
+    const now = Date.now();
+    return { day: this.#clock.dayEndsAt - now + DAY_MS, month: this.#clock.monthEndsAt - now + DAY_MS };
+  }
+}
