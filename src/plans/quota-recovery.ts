@@ -44,6 +44,8 @@ export class QuotaRecovery {
   #seen = new Set<string>();
   /** The name of the Redis life the counters were in before the outage, when known. */
   #life: string | undefined;
+  #unreadCount = 0;
+  #unreadLoggedAt = Number.NEGATIVE_INFINITY;
 
   constructor(
     commands: QuotaCommands,
@@ -58,6 +60,26 @@ export class QuotaRecovery {
     this.#clock = clock;
     this.#crossed = crossed;
     this.#local = new LocalQuotaLedger(crossed);
+  }
+
+  /**
+   * A quota's spend the store did not give: logged at most every 10 s, with how many since, since a month's
+   * first minutes (or a Redis loss) start every busy quota at once.
+   */
+  #unread(error: Error): void {
+    this.#unreadCount += 1;
+    const now = performance.now();
+    if (now - this.#unreadLoggedAt < 10_000) return;
+    this.#logger.log(
+      "warn",
+      "shared quotas: quotas' spend could not be read from the store; asked again at their next lease",
+      {
+        quotas: this.#unreadCount,
+        reason: error.message,
+      },
+    );
+    this.#unreadLoggedAt = now;
+    this.#unreadCount = 0;
   }
 
   /** The count while Redis is away. */
@@ -82,10 +104,7 @@ export class QuotaRecovery {
         )
         .then(
           () => {},
-          (error: Error) =>
-            this.#logger.log("warn", "shared quotas: a quota's spend could not be read from the store", {
-              reason: error.message,
-            }),
+          (error: Error) => this.#unread(error),
         )
         .finally(() => this.#starting.delete(scope));
       this.#starting.set(scope, starting);
