@@ -339,6 +339,17 @@ function checkReads(iface: InterfaceSpec, path: YamlPath, report: Report): void 
   for (const tag of rules.block.settledTags ?? [])
     if (!rules.block.headTags.includes(tag))
       report([...path, "block", "settledTags"], `"${tag}" is not one of block.headTags`);
+  const finalizedTag = rules.block.finalizedTag;
+  if (finalizedTag !== undefined && !(rules.block.settledTags ?? []).includes(finalizedTag))
+    report([...path, "block", "finalizedTag"], `"${finalizedTag}" is not one of block.settledTags`);
+  if (
+    finalizedTag !== undefined &&
+    (rules.cache?.finalized === undefined || "depth" in rules.cache.finalized)
+  )
+    report(
+      [...path, "block", "finalizedTag"],
+      "names a tag, but reads.cache.finalized names no call to read it",
+    );
   for (const field of ["hashPattern", "headRelative"] as const) {
     const pattern = rules.block[field];
     if (pattern === undefined) continue;

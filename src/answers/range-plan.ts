@@ -52,9 +52,19 @@ export function planRanges(
         ? 0
         : bound(read, fromValue, servedHead);
     const toValue = read.filter[read.rule.to];
-    // a settled tag names a block at or below the head: the head bounds how wide the range may be
-    const settled = typeof toValue === "string" && read.block.settledTags?.includes(toValue) === true;
-    const to = settled ? (servedHead < 0 ? undefined : servedHead) : bound(read, toValue, servedHead);
+    // the finality tag names the label's finalized height, which the prober read
+    const atFinalized = finalized >= 0 && toValue !== undefined && toValue === read.block.finalizedTag;
+    // another settled tag names a block at or below the head that only the node knows: the head bounds how
+    // wide the range may be
+    const settled =
+      !atFinalized && typeof toValue === "string" && read.block.settledTags?.includes(toValue) === true;
+    const to = atFinalized
+      ? finalized
+      : settled
+        ? servedHead < 0
+          ? undefined
+          : servedHead
+        : bound(read, toValue, servedHead);
     if (from === undefined || to === undefined || to < from) continue;
     if (to > highestBlock) highestBlock = to;
     const blocks = to - from + 1;
@@ -80,10 +90,17 @@ export function planRanges(
         reason: `a range wider than ${splitAbove} blocks is split only when it is sent alone, not in a batch`,
       });
     if (!settled) split = { read, from, to, size: splitAbove };
-    // the node reads the tag; up to the finalized height the range is split, and with none below it (or
-    // none known) it goes as sent, no wider than the node's finality lag
-    else if (finalized > from && typeof toValue === "string")
+    // the node reads the tag: up to the finalized height the range is split, and the rest, from there to the
+    // tag, is as wide as the label's finality lags its head, which may not pass the refusal limit either;
+    // with no finalized height known above its start, it goes as sent
+    else if (finalized > from && typeof toValue === "string") {
+      if (servedHead - finalized + 1 > refuseAbove)
+        throw new GatewayError("BLOCK_RANGE_TOO_LARGE", {
+          ...detail,
+          reason: `the finalized block is more than ${refuseAbove} blocks below the head: end the range at a block number`,
+        });
       split = { read, from, to: finalized - 1, size: splitAbove, tail: { from: finalized, tag: toValue } };
+    }
   }
   return { highestBlock, split };
 }

@@ -321,6 +321,11 @@ export interface BlockParamRule {
    * `finalized`): a range ending at one is split up to the label's finalized height, the rest left to the tag.
    */
   readonly settledTags?: readonly string[];
+  /**
+   * The settled tag that names the block the finality probe reads (EVM's `finalized`): a range ending at it
+   * ends at the label's finalized height, which the gateway knows.
+   */
+  readonly finalizedTag?: string;
 }
 
 /**

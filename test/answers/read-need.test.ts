@@ -144,6 +144,28 @@ describe("readNeed on other dialects", () => {
   });
 });
 
+describe("a range to a settled tag (eth_getLogs to safe or finalized)", () => {
+  const logs = (toBlock: string, fromBlock = "0x0") => call("eth_getLogs", [{ fromBlock, toBlock }]);
+  const plan = (toBlock: string, finalized: number, head = 20_000) =>
+    planRanges(need(logs(toBlock), "eth") as ReadNeed, head, undefined, finalized);
+
+  it("to finalized: split up to the finalized height the prober read; unknown, counted to the head and sent as is", () => {
+    expect(plan("finalized", 19_936).split).toMatchObject({ from: 0, to: 19_936 });
+    expect(plan("finalized", 19_936).split?.tail).toBeUndefined();
+    expect(plan("finalized", -1).split).toBeUndefined();
+  });
+
+  it("to safe: split up to the finalized height, the rest to the tag; refused when finality lags past the refusal limit", () => {
+    expect(plan("safe", 19_936).split).toMatchObject({
+      from: 0,
+      to: 19_935,
+      tail: { from: 19_936, tag: "safe" },
+    });
+    expect(plan("safe", -1).split).toBeUndefined();
+    expect(() => plan("safe", 1_000, 150_000)).toThrow("block range");
+  });
+});
+
 describe("ranges that page themselves: refused when too wide, never split", () => {
   const plan = (body: unknown, label: string, head = 1_000_000) =>
     planRanges(need(body, label) as ReadNeed, head, undefined);
