@@ -11,22 +11,10 @@ export class ServedHead {
   #epoch = 0;
   #risenAt = 0;
   #blockMs: number | undefined = undefined;
-  /** Until when a rise is not timed as a block: the prober's first readings of the nodes. */
-  readonly #timedFrom: number;
   /** Calls waiting for a node at a head, by the head they wait for. */
   readonly #waiting = new Waiters<number>();
   /** Told of every rise, to share it with other gateway instances (shared-head.ts). */
   onRise: ((height: number) => void) | undefined = undefined;
-
-  /**
-   * `untimedMs`: how long the first rises are not taken for blocks. The prober's first round reads nodes a
-   * block or two apart within a millisecond or two: timed, the label's blocks would come every millisecond,
-   * and nothing read at its head would be kept (src/cache/) until real blocks wore the figure down, some
-   * blocks later (an hour, on a chain of 10-minute blocks).
-   */
-  constructor(untimedMs = 0) {
-    this.#timedFrom = performance.now() + untimedMs;
-  }
 
   /** The highest head served; -1 until one is known. */
   get height(): number {
@@ -49,18 +37,24 @@ export class ServedHead {
     return this.#blockMs;
   }
 
-  /** A head was served or seen: the mark rises to it, never falls. */
-  raise(height: number): void {
+  /**
+   * A head was served or seen: the mark rises to it, never falls. `block`: the rise is a block the chain
+   * made, timed for `blockMs`: a node's own head rose to it. A node read for the first time (the prober's
+   * first round, a node back from failing) is not: two nodes a block apart, read a millisecond apart, would
+   * make the label's blocks a millisecond long, and nothing read at its head would be kept (src/cache/)
+   * until real blocks wore the figure down, an hour on a chain of 10-minute blocks.
+   */
+  raise(height: number, block = true): void {
     if (height <= this.#height) return;
-    this.#timeRise(height);
+    this.#timeRise(height, block);
     this.#height = height;
     this.#epoch++;
     this.onRise?.(height);
   }
 
-  #timeRise(height: number): void {
+  #timeRise(height: number, block: boolean): void {
     const now = performance.now();
-    if (this.#height >= 0 && this.#risenAt > 0 && now >= this.#timedFrom) {
+    if (block && this.#height >= 0 && this.#risenAt > 0) {
       const sample = (now - this.#risenAt) / (height - this.#height);
       this.#blockMs = this.#blockMs === undefined ? sample : 0.8 * this.#blockMs + 0.2 * sample;
     }
@@ -87,10 +81,13 @@ export class ServedHead {
     }
   }
 
-  /** Another gateway instance served this head: the mark rises as if this one had. */
-  raiseFromPeer(height: number): void {
+  /**
+   * Another gateway instance served this head: the mark rises as if this one had. `block`: as `raise`'s; a
+   * head read from Redis at a start is not a block.
+   */
+  raiseFromPeer(height: number, block = true): void {
     if (height <= this.#height) return;
-    this.#timeRise(height);
+    this.#timeRise(height, block);
     this.#height = height;
     this.#epoch++;
   }

@@ -90,7 +90,8 @@ export class SharedHeads {
     this.#redis
       .get(group.label)
       .then((stored) => {
-        if (stored !== null) group.served.raiseFromPeer(Number(stored));
+        // a head read at a (re)connection is a reading, not a block the chain just made
+        if (stored !== null) group.served.raiseFromPeer(Number(stored), false);
       })
       .catch(() => {});
   }

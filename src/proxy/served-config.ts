@@ -124,7 +124,7 @@ export function buildServedConfig(parts: ServedConfigParts): ServedConfig {
 export function carryServedHeads(from: UpstreamTable, to: UpstreamTable): void {
   for (const group of from.groups()) {
     const next = to.group(group.label, group.mount);
-    next?.served.raiseFromPeer(group.served.height);
+    next?.served.raiseFromPeer(group.served.height, false);
     next?.answers.carryFrom(group.answers);
     if (next?.cache !== undefined && group.cache !== undefined) next.cache.carryFrom(group.cache);
     next?.finalizedSeen(group.finalized);

@@ -25,7 +25,7 @@ export class UpstreamGroup {
   /** How long a read waits for a node to reach the head the label served: about one block. */
   readonly headWaitMs: number;
   /** The highest head the label has served (src/answers/served-head.ts). */
-  readonly served: ServedHead;
+  readonly served = new ServedHead();
   /** What the answer rules did on this group, for the metrics (src/answers/answer-counts.ts). */
   readonly answers = new AnswerCounts();
   /** The node that took each caller's last write: its next calls go there first (writer-nodes.ts). */
@@ -53,10 +53,7 @@ export class UpstreamGroup {
     members: readonly Upstream[],
     maxLagBlocks: number,
     headWaitMs = 0,
-    /** How long the prober takes to read every node once: the rises until then are not blocks. */
-    firstRoundMs = 0,
   ) {
-    this.served = new ServedHead(firstRoundMs);
     this.label = label;
     this.mount = mount;
     this.members = members;
@@ -275,7 +272,7 @@ export class UpstreamGroup {
    */
   answeredHeight(upstream: Upstream, height: number, isHead: boolean): void {
     upstream.health.answeredHeight(height, isHead);
-    this.served.raise(height);
+    this.served.raise(height, upstream.health.rose);
     if (upstream.health.inRotation) this.served.nodeReached(height);
   }
 
@@ -367,7 +364,8 @@ export class UpstreamGroup {
     if (head !== undefined && probed.health.inRotation) {
       // a fallback's head is not the label's while a primary is in rotation: a provider a block ahead
       // would hold every read at the head for itself (the reads go to a node at the served head)
-      if (probed.tier === "primary" || !this.#primaryInRotation()) this.served.raise(head);
+      if (probed.tier === "primary" || !this.#primaryInRotation())
+        this.served.raise(head, probed.health.rose);
       this.served.nodeReached(head);
     }
   }

@@ -60,6 +60,7 @@ export class UpstreamHealth {
   /** Blocks behind the label's best head at the last probe; 0 until known. */
   #lagBlocks = 0;
   #head: number | undefined = undefined;
+  #rose = false;
   #headAt = 0;
   /** Smoothed latency and its mean deviation, in ms (Jacobson/Karels, as TCP estimates its RTO). */
   #srtt = 0;
@@ -110,6 +111,14 @@ export class UpstreamHealth {
 
   get head(): number | undefined {
     return this.#head;
+  }
+
+  /**
+   * Whether its last reading raised a head it had (a block it made or took), rather than giving the first it
+   * was known to have: the label's block time counts the one, not the other (served-head.ts).
+   */
+  get rose(): boolean {
+    return this.#rose;
   }
 
   get lagBlocks(): number {
@@ -170,6 +179,7 @@ export class UpstreamHealth {
 
   /** A probe read a head. The group then judges it (`judgeProbe`) once it knows the best head. */
   probed(head: number, latencyMs: number): void {
+    this.#rose = this.#head !== undefined && head > this.#head;
     this.#head = head;
     this.#headAt = Date.now();
     this.#answered(latencyMs);
@@ -182,6 +192,7 @@ export class UpstreamHealth {
    */
   answeredHeight(height: number, isHead: boolean): void {
     if (!isHead && this.#head !== undefined && height <= this.#head) return;
+    this.#rose = this.#head !== undefined && height > this.#head;
     this.#head = height;
     this.#headAt = Date.now();
   }

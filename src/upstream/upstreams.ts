@@ -136,9 +136,7 @@ export class UpstreamTable {
       for (const [mount, specs] of byMount(upstreams)) {
         if (specs.length === 0) continue;
         const members: Upstream[] = [];
-        // the prober's first round (twice its interval: a slow first answer) reads nodes, not blocks
-        const firstRound = 2 * health.probeIntervalMs;
-        const group = new UpstreamGroup(label, mount, members, maxLagBlocks, headWaitMs, firstRound);
+        const group = new UpstreamGroup(label, mount, members, maxLagBlocks, headWaitMs);
         const cache = config.cache === undefined ? undefined : cacheFor(config.cache, endpoints.get(label));
         if (cache !== undefined) group.cache = new AnswerCache(cache);
         for (const spec of specs) {
