@@ -46,9 +46,10 @@ describe("a WebSocket connection whose node falls behind the served head reads i
     const sequence = async () =>
       ((await client.call("getLatestLedger", {} as unknown as unknown[])).result as { sequence: number })
         .sequence;
-    await sequence();
-    // the node the connection is on: the one its call reached
-    const own = nodes.findIndex((node) => node.requests.some((r) => r.body.includes('"id":1')));
+    // the node the connection is on: the one its call reached, by an id no probe has
+    client.send(rpcBody("getLatestLedger", {}, "find-the-node"));
+    await client.answerTo('"find-the-node"');
+    const own = nodes.findIndex((node) => node.requests.some((r) => r.body.includes('"find-the-node"')));
     expect(own).toBeGreaterThanOrEqual(0);
     // the other node moves a ledger on, and an HTTP caller reads it: the label's cache keeps it
     (states[1 - own] as NodeState).height = HEAD + 1;
