@@ -38,7 +38,9 @@ const jsonType = (value: unknown): string =>
       ? "array"
       : typeof value === "object"
         ? "object"
-        : typeof value;
+        : typeof value === "boolean"
+          ? "bool"
+          : typeof value;
 
 export const CHAIN_ANSWERS: Readonly<Record<string, TypicalAnswer>> = {
   // An EVM node (geth, reth, avalanchego, bsc, frontier) and java-tron's /jsonrpc: the chain id. anvil's
@@ -50,7 +52,11 @@ export const CHAIN_ANSWERS: Readonly<Record<string, TypicalAnswer>> = {
   chain_getBlockHash: {
     result: ({ chain, height }, params) => {
       const param = firstParam(params);
-      const number = typeof param === "string" ? Number.parseInt(param, 16) : Number(param ?? height);
+      // NumberOrHex: a string is hex with its 0x (serde's U256 from_str), else jsonrpsee's invalid params
+      if (typeof param === "string" && !/^0x[0-9a-fA-F]+$/.test(param))
+        throw new NodeRejection(-32602, "Invalid params");
+      const number =
+        typeof param === "string" ? Number.parseInt(param.slice(2), 16) : Number(param ?? height);
       if (number === 0) return chain;
       return number > height ? null : substrateHash(chain, number);
     },
@@ -58,13 +64,23 @@ export const CHAIN_ANSWERS: Readonly<Record<string, TypicalAnswer>> = {
   // Bitcoin Core, Dogecoin Core: getblockhash height; height 0 is the genesis block. The height positional
   // or named ({"height": n}: src/rpc/server.cpp transformNamedArguments); one outside 0..tip is
   // RPC_INVALID_PARAMETER (-8) "Block height out of range" (src/rpc/blockchain.cpp getblockhash), a
-  // non-number a -3 type error (UniValue getInt on RPCHelpMan's checked arg).
+  // non-number a -3 type error naming the argument, none at all the method's help as -1.
   getblockhash: {
     result: ({ chain, height }, params) => {
       const number = isNamed(params) ? params.height : firstParam(params);
-      if (number !== undefined && typeof number !== "number")
-        throw new NodeRejection(-3, `JSON value of type ${jsonType(number)} is not of expected type number`);
-      const at = number ?? height;
+      // a required argument left out: RPCHelpMan answers its help text as RPC_MISC_ERROR (-1)
+      if (number === undefined)
+        throw new NodeRejection(
+          -1,
+          "getblockhash height\n\nReturns hash of block in best-block-chain at height provided.\n",
+        );
+      // Bitcoin Core 25+ names the argument (RPCHelpMan::HandleRequest, src/rpc/util.cpp)
+      if (typeof number !== "number")
+        throw new NodeRejection(
+          -3,
+          `Wrong type passed:\n{\n    "Position 1 (height)": "JSON value of type ${jsonType(number)} is not of expected type number"\n}`,
+        );
+      const at = number;
       if (at < 0 || at > height) throw new NodeRejection(-8, "Block height out of range");
       return at === 0 ? chain?.replace(/^0x/, "") : pad64(at + 0xbeef);
     },
