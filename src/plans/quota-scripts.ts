@@ -24,30 +24,31 @@ redis.call('PEXPIRE', KEYS[2], tonumber(ARGV[6]))
 return {grant, day, month, unstarted}
 `;
 
-// Starts a scope's month from the store, once (KEYS[3] set with it): the day's and the month's spend the
-// store holds are added to the counters. 0 when another instance did it first.
-const START_SCRIPT = `
-if not redis.call('SET', KEYS[3], '1', 'NX', 'PX', tonumber(ARGV[4])) then return 0 end
+/**
+ * Adds ARGV[1] units to the day's counter (KEYS[1]) and ARGV[2] to the month's (KEYS[2]), keeping each for
+ * ARGV[3] and ARGV[4] ms; with `onlyThere`, only to a counter Redis has.
+ */
+const addUnits = (onlyThere: boolean) => `
 for i = 1, 2 do
   local units = tonumber(ARGV[i])
-  if units > 0 then
+  if units > 0${onlyThere ? " and redis.call('EXISTS', KEYS[i]) == 1" : ""} then
     redis.call('INCRBY', KEYS[i], units)
     redis.call('PEXPIRE', KEYS[i], tonumber(ARGV[2 + i]))
   end
 end
+`;
+
+// Starts a scope's month from the store, once (KEYS[3] set with it): the day's and the month's spend the
+// store holds are added to the counters. 0 when another instance did it first.
+const START_SCRIPT = `
+if not redis.call('SET', KEYS[3], '1', 'NX', 'PX', tonumber(ARGV[4])) then return 0 end
+${addUnits(false)}
 return 1
 `;
 
 // Adds what an instance served alone while Redis was away to the counters Redis kept (one it no longer has
 // starts from the store).
-const ADD_SCRIPT = `
-for i = 1, 2 do
-  local units = tonumber(ARGV[i])
-  if units > 0 and redis.call('EXISTS', KEYS[i]) == 1 then
-    redis.call('INCRBY', KEYS[i], units)
-    redis.call('PEXPIRE', KEYS[i], tonumber(ARGV[2 + i]))
-  end
-end
+const ADD_SCRIPT = `${addUnits(true)}
 return 1
 `;
 
