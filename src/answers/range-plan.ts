@@ -91,16 +91,10 @@ export function planRanges(
       });
     if (!settled) split = { read, from, to, size: splitAbove };
     // the node reads the tag: up to the finalized height the range is split, and the rest, from there to the
-    // tag, is as wide as the label's finality lags its head, which may not pass the refusal limit either;
-    // with no finalized height known above its start, it goes as sent
-    else if (finalized > from && typeof toValue === "string") {
-      if (servedHead - finalized + 1 > refuseAbove)
-        throw new GatewayError("BLOCK_RANGE_TOO_LARGE", {
-          ...detail,
-          reason: `the finalized block is more than ${refuseAbove} blocks below the head: end the range at a block number`,
-        });
+    // tag, is as wide as the label's finality lags its head (within refuseAbove, as the whole range counted
+    // to the head is); with no finalized height known above its start, it goes as sent
+    else if (finalized > from && typeof toValue === "string")
       split = { read, from, to: finalized - 1, size: splitAbove, tail: { from: finalized, tag: toValue } };
-    }
   }
   return { highestBlock, split };
 }

@@ -113,7 +113,7 @@ interface BatchRun {
  * The caller's array once every call has its answer.
  */
 function fromNode(run: BatchRun): void {
-  const { batch, cache, res, note, done, parts, lookup, refusals } = run;
+  const { batch, res, note, done, parts, lookup, refusals } = run;
   const missing = batch.flatMap((_, i) => (parts[i] === undefined ? [i] : []));
   looked(lookup, missing.length === 0 ? "hit" : "miss");
   if (missing.length === 0) {
@@ -123,14 +123,8 @@ function fromNode(run: BatchRun): void {
     return;
   }
   const calls = identicalCalls(run, missing);
-  // a flight its call did not land (the caller left, the node refused the batch whole, a failure) has
-  // nothing to share: the calls waiting on it are asked of a node at once
-  const landRest = () => {
-    for (const flight of calls.opened.values()) landSocketFlight(cache, flight, undefined);
-  };
   answerAll(run, calls)
     .then((outcome) => {
-      landRest();
       if (outcome === undefined) return done();
       if ("statusCode" in outcome) {
         // the node refused the batch whole: its answer, as it sent it
@@ -143,10 +137,7 @@ function fromNode(run: BatchRun): void {
       done();
     })
     // fetchWhole's failures and this code's bugs: the request's error boundary answers and logs them
-    .catch((error: unknown) => {
-      landRest();
-      done(error);
-    });
+    .catch((error: unknown) => done(error));
 }
 
 /** How a batch's missing calls get their answers: asked, copied from an identical one, or waited for. */
@@ -201,14 +192,10 @@ async function answerAll(
   calls: IdenticalCalls,
 ): Promise<WholeAnswer | { readonly asked: boolean } | undefined> {
   const { cache, parts, batch } = run;
-  // settled at once, so that its failure waits here for the waits below rather than going unhandled
-  const asking =
-    calls.asks.length > 0
-      ? ask(run, calls.asks, calls).then(
-          (value) => ({ value }),
-          (error: unknown) => ({ error }),
-        )
-      : undefined;
+  // the batch's own calls first: when the node refused them, or the caller left, the answer goes at once,
+  // whatever the calls waiting on others' flights would have had
+  const asked = calls.asks.length > 0 ? await ask(run, calls.asks, calls) : true;
+  if (asked !== true) return asked;
   const again: number[] = [];
   for (const { index, landed } of calls.waits) {
     const entry = await landed;
@@ -221,10 +208,6 @@ async function answerAll(
       parts[i] = withId(entry, (batch[i] as BatchRead).call.id ?? "null");
     }
   }
-  const settled = await asking;
-  if (settled !== undefined && "error" in settled) throw settled.error;
-  const asked = settled === undefined ? true : settled.value;
-  if (asked !== true) return asked;
   if (again.length === 0) return { asked: calls.asks.length > 0 };
   // the calls waited on had nothing to share (their node failed): asked of a node themselves
   const late = await ask(run, again, { ...calls, opened: new Map() });
@@ -237,6 +220,23 @@ async function answerAll(
  * the batch whole, undefined when the caller left.
  */
 async function ask(
+  run: BatchRun,
+  indexes: readonly number[],
+  calls: IdenticalCalls,
+): Promise<true | WholeAnswer | undefined> {
+  try {
+    return await askNode(run, indexes, calls);
+  } finally {
+    // a flight its answer did not land (the node refused the batch whole, a failure, the caller left)
+    // has nothing to share: the calls waiting on it go to a node at once
+    for (const i of indexes) {
+      const flight = calls.opened.get(i);
+      if (flight !== undefined) landSocketFlight(run.cache, flight, undefined);
+    }
+  }
+}
+
+async function askNode(
   run: BatchRun,
   indexes: readonly number[],
   calls: IdenticalCalls,

@@ -42,8 +42,10 @@ export class QuotaRecovery {
   #bases = new Map<string, Base>();
   /** The scopes seen alone, whose store count was asked for. */
   #seen = new Set<string>();
-  /** The name of the Redis life the counters were in before the outage, when known. */
+  /** The name of Redis's life at the last lease answered: the counters' before an outage. */
   #life: string | undefined;
+  /** A name for Redis's life, should a lease find it has none (its data went). */
+  readonly lifeName = randomUUID();
   #unreadCount = 0;
   #unreadLoggedAt = Number.NEGATIVE_INFINITY;
 
@@ -93,12 +95,12 @@ export class QuotaRecovery {
    * A store that cannot be read leaves the month unstarted: the next lease tries again.
    */
   start(scope: string, day: string): Promise<void> {
-    const source = this.#source;
-    if (source === undefined) return Promise.resolve();
     let starting = this.#starting.get(scope);
     if (starting === undefined) {
-      starting = source
-        .spent(scope, day)
+      // with no store (keys of the deployment config alone) the month starts from nothing, marked all the
+      // same: what is served alone is added to counters this Redis started
+      const spent = this.#source?.spent(scope, day) ?? Promise.resolve({ day: 0, month: 0 });
+      starting = spent
         .then(({ day: dayUnits, month: monthUnits }) =>
           this.#commands.start(counterKeys(scope, day), dayUnits, monthUnits, this.ttls()),
         )
@@ -115,7 +117,15 @@ export class QuotaRecovery {
     ]);
   }
 
-  /** Redis went away: each scope `leases` names is counted alone from what Redis last said it spent. */
+  /** A lease was answered in Redis's life `life`. */
+  lived(life: string): void {
+    this.#life = life;
+  }
+
+  /**
+   * Redis went away: each scope `leases` names (those Redis answered today) is counted alone from what
+   * Redis last said it spent; any other, from the store (`seen`).
+   */
   alone(leases: Iterable<[string, Base]>): void {
     this.#local = new LocalQuotaLedger(this.#crossed);
     this.#bases = new Map();
@@ -153,10 +163,9 @@ export class QuotaRecovery {
    */
   async back(): Promise<void> {
     const before = this.#life;
-    const life = await this.#commands.life(randomUUID()).catch(() => undefined);
-    if (life === undefined) return;
-    this.#life = life;
-    if (before !== undefined && before !== life) return;
+    const life = await this.#commands.life().catch(() => undefined);
+    // its data went (a restart, a flush): the counters start from the store, which holds what was served
+    if (life === undefined || (before !== undefined && life !== before)) return;
     const ttl = this.ttls();
     for (const [scope, spent] of this.#local.scopes()) {
       const base = this.#bases.get(scope);

@@ -1,10 +1,18 @@
 import type { Redis } from "ioredis";
 
+// Redis's life: a name set once (ARGV of the script), gone with its data. Read with each lease, so an
+// instance back from an outage that finds another name knows the counters it would add to are new.
+const LIFE = `
+redis.call('SET', KEYS[4], ARGV[7], 'NX')
+local life = redis.call('GET', KEYS[4])
+`;
+
 // A scope's day and month counters in Redis, moved together: it grants what fits under both quotas, at most
 // ARGV[4] and never less than ARGV[3] (else nothing), and a quarter of what is left once little is, so the
-// leases instances hold near the end are small. Answers the grant, both counters after it, and 1 when the
-// scope's month was never started from the store (KEYS[3] missing: a new month, or counters Redis lost).
-const LEASE_SCRIPT = `
+// leases instances hold near the end are small. Answers the grant, both counters after it, 1 when the
+// scope's month was never started from the store (KEYS[3] missing: a new month, or counters Redis lost),
+// and Redis's life's name.
+const LEASE_SCRIPT = `${LIFE}
 local day = tonumber(redis.call('GET', KEYS[1]) or '0')
 local month = tonumber(redis.call('GET', KEYS[2]) or '0')
 local unstarted = redis.call('EXISTS', KEYS[3]) == 0 and 1 or 0
@@ -15,23 +23,20 @@ local want = tonumber(ARGV[4])
 local left = want * 4
 if daily > 0 then left = math.min(left, daily - day) end
 if monthly > 0 then left = math.min(left, monthly - month) end
-if left < need then return {0, day, month, unstarted} end
+if left < need then return {0, day, month, unstarted, life} end
 local grant = math.min(want, math.max(need, math.floor(left / 4)))
 day = redis.call('INCRBY', KEYS[1], grant)
 month = redis.call('INCRBY', KEYS[2], grant)
 redis.call('PEXPIRE', KEYS[1], tonumber(ARGV[5]))
 redis.call('PEXPIRE', KEYS[2], tonumber(ARGV[6]))
-return {grant, day, month, unstarted}
+return {grant, day, month, unstarted, life}
 `;
 
-/**
- * Adds ARGV[1] units to the day's counter (KEYS[1]) and ARGV[2] to the month's (KEYS[2]), keeping each for
- * ARGV[3] and ARGV[4] ms; with `onlyThere`, only to a counter Redis has.
- */
-const addUnits = (onlyThere: boolean) => `
+/** Adds ARGV[1] units to the day's counter (KEYS[1]) and ARGV[2] to the month's (KEYS[2]), kept ARGV[3] and ARGV[4] ms. */
+const ADD_UNITS = `
 for i = 1, 2 do
   local units = tonumber(ARGV[i])
-  if units > 0${onlyThere ? " and redis.call('EXISTS', KEYS[i]) == 1" : ""} then
+  if units > 0 then
     redis.call('INCRBY', KEYS[i], units)
     redis.call('PEXPIRE', KEYS[i], tonumber(ARGV[2 + i]))
   end
@@ -42,21 +47,17 @@ end
 // store holds are added to the counters. 0 when another instance did it first.
 const START_SCRIPT = `
 if not redis.call('SET', KEYS[3], '1', 'NX', 'PX', tonumber(ARGV[4])) then return 0 end
-${addUnits(false)}
+${ADD_UNITS}
 return 1
 `;
 
-// Adds what an instance served alone while Redis was away to the counters Redis kept (one it no longer has
-// starts from the store).
-const ADD_SCRIPT = `${addUnits(true)}
+// Adds what an instance served alone while Redis was away to a scope's counters, when its month was started
+// (a day counter not there yet is the day's first: it starts with them); a month not started yet starts from
+// the store, whose usage counts hold them. 0 when it was not.
+const ADD_SCRIPT = `
+if redis.call('EXISTS', KEYS[3]) == 0 then return 0 end
+${ADD_UNITS}
 return 1
-`;
-
-// The Redis's life: a name set once, gone with its data. An instance back from an outage that finds another
-// name knows the counters it would add to are not the ones it left.
-const LIFE_SCRIPT = `
-redis.call('SET', KEYS[1], ARGV[1], 'NX')
-return redis.call('GET', KEYS[1])
 `;
 
 /** A scope's counters: its day's, its month's, and whether its month was started from the store. */
@@ -72,53 +73,61 @@ export interface CounterTtls {
   readonly month: number;
 }
 
+/** Redis's life's key (under the quota prefix). */
+const LIFE_KEY = "life";
+
 export function counterKeys(scope: string, day: string): CounterKeys {
   const month = day.slice(0, 7);
   return { day: `${scope}:${day}`, month: `${scope}:${month}`, started: `${scope}:${month}:started` };
 }
 
+/** What a lease answered: its grant, the counters after it, whether the month was started, Redis's life. */
+export type LeaseAnswer = [granted: number, day: number, month: number, unstarted: number, life: string];
+
 /** The quota scripts, defined on `redis`. */
 export interface QuotaCommands {
-  /** The grant, the day's and month's counters after it, and 1 when the month was not started from the store. */
   lease(
     keys: CounterKeys,
     limits: { readonly daily: number; readonly monthly: number },
     need: number,
     want: number,
     ttl: CounterTtls,
-  ): Promise<[number, number, number, number]>;
+    life: string,
+  ): Promise<LeaseAnswer>;
   start(keys: CounterKeys, day: number, month: number, ttl: CounterTtls): Promise<number>;
   add(keys: CounterKeys, day: number, month: number, ttl: CounterTtls): Promise<number>;
-  /** Redis's life's name: `candidate` when this call named it. */
-  life(candidate: string): Promise<string>;
+  /** Redis's life's name now; null when its data went since the last lease. */
+  life(): Promise<string | null>;
 }
 
 type Command = (...args: (string | number)[]) => Promise<unknown>;
 
 export function quotaCommands(redis: Redis): QuotaCommands {
-  redis.defineCommand("gatewayQuotaLease", { numberOfKeys: 3, lua: LEASE_SCRIPT });
+  redis.defineCommand("gatewayQuotaLease", { numberOfKeys: 4, lua: LEASE_SCRIPT });
   redis.defineCommand("gatewayQuotaStart", { numberOfKeys: 3, lua: START_SCRIPT });
-  redis.defineCommand("gatewayQuotaAdd", { numberOfKeys: 2, lua: ADD_SCRIPT });
-  redis.defineCommand("gatewayQuotaLife", { numberOfKeys: 1, lua: LIFE_SCRIPT });
+  redis.defineCommand("gatewayQuotaAdd", { numberOfKeys: 3, lua: ADD_SCRIPT });
   const command = (name: string) =>
     (redis as unknown as Record<string, Command>)[name]?.bind(redis) as Command;
-  const [lease, start, add, life] = ["Lease", "Start", "Add", "Life"].map((n) => command(`gatewayQuota${n}`));
+  const [lease, start, add] = ["Lease", "Start", "Add"].map((n) => command(`gatewayQuota${n}`));
   return {
-    lease: (k, limits, need, want, ttl) =>
+    lease: (k, limits, need, want, ttl, life) =>
       lease?.(
         k.day,
         k.month,
         k.started,
+        LIFE_KEY,
         limits.daily,
         limits.monthly,
         need,
         want,
         ttl.day,
         ttl.month,
-      ) as Promise<[number, number, number, number]>,
+        life,
+      ) as Promise<LeaseAnswer>,
     start: (k, day, month, ttl) =>
       start?.(k.day, k.month, k.started, day, month, ttl.day, ttl.month) as Promise<number>,
-    add: (k, day, month, ttl) => add?.(k.day, k.month, day, month, ttl.day, ttl.month) as Promise<number>,
-    life: (candidate) => life?.("life", candidate) as Promise<string>,
+    add: (k, day, month, ttl) =>
+      add?.(k.day, k.month, k.started, day, month, ttl.day, ttl.month) as Promise<number>,
+    life: () => redis.get(LIFE_KEY),
   };
 }

@@ -23,6 +23,8 @@ interface Lease {
   pending: Promise<void> | undefined;
   /** Whether Redis's last answer granted nothing: the quota is spent until the period turns. */
   spent: boolean;
+  /** Whether Redis answered a lease of it: its counters below are Redis's, not the 0 it began with. */
+  answered: boolean;
   /** The scope's counters in Redis at its last answer: what every instance leased this day and month. */
   dayUnits: number;
   monthUnits: number;
@@ -127,7 +129,8 @@ export class SharedQuotaLedger implements QuotaLedger {
 
   /**
    * After a lease failed on a connection that stayed up (Redis hung: a slow fork, a failover), Redis is
-   * asked every second until it answers, and quotas are shared again then: no reconnection would say so.
+   * asked a second later, and quotas are shared again once it answers: no reconnection would say so. One
+   * that does not answer then is reconnected.
    */
   #untilAnswering(): void {
     if (this.#retry !== undefined) return;
@@ -136,9 +139,13 @@ export class SharedQuotaLedger implements QuotaLedger {
       if (this.#shared || this.#closed) return;
       // a connection that dropped says it is back through `ready`
       if (this.#redis.status !== "ready") return;
+      // a connection that stays silent (a partition drops its bytes, no reset comes) is made anew: its
+      // reconnection says it is back through `ready`
       this.#redis.ping().then(
         () => this.#setShared(true),
-        () => this.#untilAnswering(),
+        () => {
+          if (!this.#closed) this.#redis.disconnect(true);
+        },
       );
     }, 1_000).unref();
   }
@@ -185,9 +192,18 @@ export class SharedQuotaLedger implements QuotaLedger {
     const want = this.#size(size, cost) + Math.max(0, need);
     const day = lease.day;
     const pending = this.#commands
-      .lease(counterKeys(scope, day), limits, Math.max(1, need), want, this.#recovery.ttls())
+      .lease(
+        counterKeys(scope, day),
+        limits,
+        Math.max(1, need),
+        want,
+        this.#recovery.ttls(),
+        this.#recovery.lifeName,
+      )
       .then(
-        ([granted, dayUnits, monthUnits, unstarted]) => {
+        ([granted, dayUnits, monthUnits, unstarted, life]) => {
+          this.#recovery.lived(life);
+          lease.answered = true;
           // the scope's next lease waits (a little) for its month's start from the store, so none is
           // granted from counters that forgot what was spent (recovery.start)
           const started = unstarted === 1 ? this.#recovery.start(scope, day) : undefined;
@@ -262,6 +278,7 @@ export class SharedQuotaLedger implements QuotaLedger {
         balance: 0,
         pending: undefined,
         spent: false,
+        answered: false,
         dayUnits: 0,
         monthUnits: 0,
         usedAt: now,
@@ -289,10 +306,11 @@ export class SharedQuotaLedger implements QuotaLedger {
     if (shared) void this.#recovery.back();
     else
       this.#recovery.alone(
-        [...this.#leases].map(([scope, lease]) => [
-          scope,
-          { day: lease.day, dayUnits: lease.dayUnits, monthUnits: lease.monthUnits },
-        ]),
+        [...this.#leases].flatMap(([scope, lease]) =>
+          lease.answered
+            ? [[scope, { day: lease.day, dayUnits: lease.dayUnits, monthUnits: lease.monthUnits }] as const]
+            : [],
+        ),
       );
     this.#leases.clear();
     if (shared) {

@@ -155,7 +155,7 @@ describe("a range to a settled tag (eth_getLogs to safe or finalized)", () => {
     expect(plan("finalized", -1).split).toBeUndefined();
   });
 
-  it("to safe: split up to the finalized height, the rest to the tag; refused when finality lags past the refusal limit", () => {
+  it("to safe: split up to the finalized height, the rest to the tag; counted to the head for the refusal limit", () => {
     expect(plan("safe", 19_936).split).toMatchObject({
       from: 0,
       to: 19_935,

@@ -5,6 +5,7 @@ import type { QuotaDecision, QuotaSpentSource } from "../../src/plans/quota-ledg
 import { SharedQuotaLedger } from "../../src/plans/shared-quotas.js";
 import { eventually } from "../support/eventually.js";
 import { needOwnServerBinaries, type OwnRedis, startOwnRedis } from "../support/own-servers.js";
+import { startTcpForwarder } from "../support/tcp-forwarder.js";
 
 // A quota shared through Redis (docs/plans.md, "Many instances") when Redis loses its counters or goes away
 // for a while: what was spent stays spent. Against a Redis of the test's own, which it stops, restarts
@@ -142,6 +143,65 @@ describe.skipIf(binaries.skip)("a shared quota when Redis loses its counters or 
     expect(later).toBeGreaterThanOrEqual(3);
     expect(later).toBeLessThanOrEqual(4);
   }, 30_000);
+
+  it("adds what it served alone to the day's counter when the quota's first call of the day came in a partition", async () => {
+    // the month started on another proxy; this one, behind a link that drops every byte, serves the
+    // quota's new day alone (its lease never reaches Redis), then reconnects
+    expect(await allowed(await ledger(), "FNfirstOfDay", 1)).toBe(1);
+    const dayKey = `gateway:quota:FNfirstOfDay:${new Date().toISOString().slice(0, 10)}`;
+    const redis = new Redis(own.url);
+    const link = await startTcpForwarder(own.port);
+    try {
+      await redis.del(dayKey);
+      const alone = new SharedQuotaLedger(
+        { redis: `redis://127.0.0.1:${link.port}`, leaseMs: 1, fallbackShare: 1 },
+        silent,
+        () => {},
+      );
+      ledgers.push(alone);
+      expect(await alone.ready(3_000)).toBe(true);
+      link.blackHole();
+      expect(await allowed(alone, "FNfirstOfDay", 10)).toBe(10);
+      link.restore();
+      await eventually(() => alone.shared, 8_000, "shared again");
+      // the day's counter holds the 100 units served alone, and another proxy finds the day spent
+      await eventually(async () => Number(await redis.get(dayKey)) >= 100, 3_000, "the day's spend added");
+      expect(await allowed(await ledger(), "FNfirstOfDay", 1)).toBe(0);
+    } finally {
+      redis.disconnect();
+      await link.close();
+    }
+  }, 20_000);
+
+  it("counts from the store a quota whose first lease on this proxy found Redis hung", async () => {
+    const store = new StoreCounts();
+    expect(await allowed(await ledger(store), "FNhungFirst", 10)).toBe(10);
+    store.counts.set("FNhungFirst", 100);
+    const other = await ledger(store);
+    process.kill(own.pid, "SIGSTOP");
+    // its first call waits for the lease's deadline and may pass while the store is read; no more
+    expect(await allowed(other, "FNhungFirst", 5)).toBeLessThanOrEqual(1);
+    process.kill(own.pid, "SIGCONT");
+  }, 20_000);
+
+  it("adds what it served alone after Redis was flushed while it was connected (its life read with each lease)", async () => {
+    const proxy = await ledger();
+    expect(await allowed(proxy, "FNflushed", 2)).toBe(2);
+    const redis = new Redis(own.url);
+    try {
+      await redis.flushdb();
+    } finally {
+      redis.disconnect();
+    }
+    // a lease in the new life: 10 units again, the counters started anew (no store here)
+    expect(await allowed(proxy, "FNflushed", 2)).toBe(2);
+    process.kill(own.pid, "SIGSTOP");
+    expect(await allowed(proxy, "FNflushed", 3)).toBe(3);
+    process.kill(own.pid, "SIGCONT");
+    await eventually(() => proxy.shared, 5_000, "shared again");
+    // 20 leased in this life and 30 served alone: 50 left, five calls
+    expect(await allowed(await ledger(), "FNflushed", 10)).toBeLessThanOrEqual(5);
+  }, 20_000);
 
   it("while Redis hangs, a proxy counts from what Redis said was spent, and adds what it served meanwhile once Redis answers", async () => {
     const proxy = await ledger();
