@@ -1,11 +1,5 @@
-import { randomUUID } from "node:crypto";
 import type { Logger } from "../log.js";
-import {
-  LocalQuotaLedger,
-  type QuotaClock,
-  type QuotaCrossing,
-  type QuotaSpentSource,
-} from "./quota-ledger.js";
+import { LocalQuotaLedger, QuotaClock, type QuotaCrossing, type QuotaSpentSource } from "./quota-ledger.js";
 import { type CounterTtls, counterKeys, type QuotaCommands } from "./quota-scripts.js";
 
 /** What a scope had spent as an outage began: where its count alone started. */
@@ -33,7 +27,8 @@ export class QuotaRecovery {
   readonly #commands: QuotaCommands;
   readonly #source: QuotaSpentSource | undefined;
   readonly #logger: Logger;
-  readonly #clock: QuotaClock;
+  /** Its own clock, brought up to now at each use: the ledger's ticks only as calls come. */
+  readonly #clock = new QuotaClock();
   readonly #crossed: (crossing: QuotaCrossing) => void;
   /** Scopes whose month this instance is starting from the store now. */
   readonly #starting = new Map<string, Promise<void>>();
@@ -42,10 +37,6 @@ export class QuotaRecovery {
   #bases = new Map<string, Base>();
   /** The scopes seen alone, whose store count was asked for. */
   #seen = new Set<string>();
-  /** The name of Redis's life at the last lease answered: the counters' before an outage. */
-  #life: string | undefined;
-  /** A name for Redis's life, should a lease find it has none (its data went). */
-  readonly lifeName = randomUUID();
   #unreadCount = 0;
   #unreadLoggedAt = Number.NEGATIVE_INFINITY;
 
@@ -53,13 +44,11 @@ export class QuotaRecovery {
     commands: QuotaCommands,
     source: QuotaSpentSource | undefined,
     logger: Logger,
-    clock: QuotaClock,
     crossed: (crossing: QuotaCrossing) => void,
   ) {
     this.#commands = commands;
     this.#source = source;
     this.#logger = logger;
-    this.#clock = clock;
     this.#crossed = crossed;
     this.#local = new LocalQuotaLedger(crossed);
   }
@@ -117,11 +106,6 @@ export class QuotaRecovery {
     ]);
   }
 
-  /** A lease was answered in Redis's life `life`. */
-  lived(life: string): void {
-    this.#life = life;
-  }
-
   /**
    * Redis went away: each scope `leases` names (those Redis answered today) is counted alone from what
    * Redis last said it spent; any other, from the store (`seen`).
@@ -130,6 +114,7 @@ export class QuotaRecovery {
     this.#local = new LocalQuotaLedger(this.#crossed);
     this.#bases = new Map();
     this.#seen = new Set();
+    this.#clock.tick();
     const day = this.#clock.day;
     for (const [scope, base] of leases) {
       if (base.day !== day) continue;
@@ -145,6 +130,7 @@ export class QuotaRecovery {
     if (source === undefined || this.#seen.has(scope)) return;
     this.#seen.add(scope);
     const local = this.#local;
+    this.#clock.tick();
     const day = this.#clock.day;
     source.spent(scope, day).then(
       ({ day: dayUnits, month: monthUnits }) => {
@@ -162,10 +148,6 @@ export class QuotaRecovery {
    * life's name is the one from before); new counters start from the store, which the usage flushes fill.
    */
   async back(): Promise<void> {
-    const before = this.#life;
-    const life = await this.#commands.life().catch(() => undefined);
-    // its data went (a restart, a flush): the counters start from the store, which holds what was served
-    if (life === undefined || (before !== undefined && life !== before)) return;
     const ttl = this.ttls();
     for (const [scope, spent] of this.#local.scopes()) {
       const base = this.#bases.get(scope);
@@ -184,6 +166,7 @@ export class QuotaRecovery {
 
   /** How long a day's and a month's counters are kept: past their period's end, by a day. */
   ttls(): CounterTtls {
+    this.#clock.tick();
     const now = Date.now();
     return { day: this.#clock.dayEndsAt - now + DAY_MS, month: this.#clock.monthEndsAt - now + DAY_MS };
   }

@@ -1,18 +1,10 @@
 import type { Redis } from "ioredis";
 
-// Redis's life: a name set once (ARGV of the script), gone with its data. Read with each lease, so an
-// instance back from an outage that finds another name knows the counters it would add to are new.
-const LIFE = `
-redis.call('SET', KEYS[4], ARGV[7], 'NX')
-local life = redis.call('GET', KEYS[4])
-`;
-
 // A scope's day and month counters in Redis, moved together: it grants what fits under both quotas, at most
 // ARGV[4] and never less than ARGV[3] (else nothing), and a quarter of what is left once little is, so the
 // leases instances hold near the end are small. Answers the grant, both counters after it, 1 when the
-// scope's month was never started from the store (KEYS[3] missing: a new month, or counters Redis lost),
-// and Redis's life's name.
-const LEASE_SCRIPT = `${LIFE}
+// scope's month was never started from the store (KEYS[3] missing: a new month, or counters Redis lost).
+const LEASE_SCRIPT = `
 local day = tonumber(redis.call('GET', KEYS[1]) or '0')
 local month = tonumber(redis.call('GET', KEYS[2]) or '0')
 local unstarted = redis.call('EXISTS', KEYS[3]) == 0 and 1 or 0
@@ -23,13 +15,13 @@ local want = tonumber(ARGV[4])
 local left = want * 4
 if daily > 0 then left = math.min(left, daily - day) end
 if monthly > 0 then left = math.min(left, monthly - month) end
-if left < need then return {0, day, month, unstarted, life} end
+if left < need then return {0, day, month, unstarted} end
 local grant = math.min(want, math.max(need, math.floor(left / 4)))
 day = redis.call('INCRBY', KEYS[1], grant)
 month = redis.call('INCRBY', KEYS[2], grant)
 redis.call('PEXPIRE', KEYS[1], tonumber(ARGV[5]))
 redis.call('PEXPIRE', KEYS[2], tonumber(ARGV[6]))
-return {grant, day, month, unstarted, life}
+return {grant, day, month, unstarted}
 `;
 
 /** Adds ARGV[1] units to the day's counter (KEYS[1]) and ARGV[2] to the month's (KEYS[2]), kept ARGV[3] and ARGV[4] ms. */
@@ -53,7 +45,8 @@ return 1
 
 // Adds what an instance served alone while Redis was away to a scope's counters, when its month was started
 // (a day counter not there yet is the day's first: it starts with them); a month not started yet starts from
-// the store, whose usage counts hold them. 0 when it was not.
+// the store, whose usage counts hold them. 0 when it was not. A month started from the store while the
+// instance was away may hold some of them already: they count twice, and the quota refuses that much early.
 const ADD_SCRIPT = `
 if redis.call('EXISTS', KEYS[3]) == 0 then return 0 end
 ${ADD_UNITS}
@@ -73,16 +66,13 @@ export interface CounterTtls {
   readonly month: number;
 }
 
-/** Redis's life's key (under the quota prefix). */
-const LIFE_KEY = "life";
-
 export function counterKeys(scope: string, day: string): CounterKeys {
   const month = day.slice(0, 7);
   return { day: `${scope}:${day}`, month: `${scope}:${month}`, started: `${scope}:${month}:started` };
 }
 
-/** What a lease answered: its grant, the counters after it, whether the month was started, Redis's life. */
-export type LeaseAnswer = [granted: number, day: number, month: number, unstarted: number, life: string];
+/** What a lease answered: its grant, the counters after it, and whether the month was started (0) or not. */
+export type LeaseAnswer = [granted: number, day: number, month: number, unstarted: number];
 
 /** The quota scripts, defined on `redis`. */
 export interface QuotaCommands {
@@ -92,42 +82,39 @@ export interface QuotaCommands {
     need: number,
     want: number,
     ttl: CounterTtls,
-    life: string,
   ): Promise<LeaseAnswer>;
   start(keys: CounterKeys, day: number, month: number, ttl: CounterTtls): Promise<number>;
   add(keys: CounterKeys, day: number, month: number, ttl: CounterTtls): Promise<number>;
-  /** Redis's life's name now; null when its data went since the last lease. */
-  life(): Promise<string | null>;
+  /** Whether Redis takes a write now (a ping would pass a Redis that refuses writes: maxmemory). */
+  writable(): Promise<unknown>;
 }
 
 type Command = (...args: (string | number)[]) => Promise<unknown>;
 
 export function quotaCommands(redis: Redis): QuotaCommands {
-  redis.defineCommand("gatewayQuotaLease", { numberOfKeys: 4, lua: LEASE_SCRIPT });
+  redis.defineCommand("gatewayQuotaLease", { numberOfKeys: 3, lua: LEASE_SCRIPT });
   redis.defineCommand("gatewayQuotaStart", { numberOfKeys: 3, lua: START_SCRIPT });
   redis.defineCommand("gatewayQuotaAdd", { numberOfKeys: 3, lua: ADD_SCRIPT });
   const command = (name: string) =>
     (redis as unknown as Record<string, Command>)[name]?.bind(redis) as Command;
   const [lease, start, add] = ["Lease", "Start", "Add"].map((n) => command(`gatewayQuota${n}`));
   return {
-    lease: (k, limits, need, want, ttl, life) =>
+    lease: (k, limits, need, want, ttl) =>
       lease?.(
         k.day,
         k.month,
         k.started,
-        LIFE_KEY,
         limits.daily,
         limits.monthly,
         need,
         want,
         ttl.day,
         ttl.month,
-        life,
       ) as Promise<LeaseAnswer>,
     start: (k, day, month, ttl) =>
       start?.(k.day, k.month, k.started, day, month, ttl.day, ttl.month) as Promise<number>,
     add: (k, day, month, ttl) =>
       add?.(k.day, k.month, k.started, day, month, ttl.day, ttl.month) as Promise<number>,
-    life: () => redis.get(LIFE_KEY),
+    writable: () => redis.set("writable", "1", "PX", 5_000),
   };
 }

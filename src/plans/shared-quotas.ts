@@ -74,7 +74,7 @@ export class SharedQuotaLedger implements QuotaLedger {
     this.#crossed = crossed;
     this.#redis = new Redis(config.redis, sharedRedisOptions("gateway:quota:"));
     this.#commands = quotaCommands(this.#redis);
-    this.#recovery = new QuotaRecovery(this.#commands, source, logger, this.#clock, crossed);
+    this.#recovery = new QuotaRecovery(this.#commands, source, logger, crossed);
     // an error from before is not why a later outage began
     this.#redis.on("ready", () => {
       this.#lastError = "";
@@ -129,8 +129,8 @@ export class SharedQuotaLedger implements QuotaLedger {
 
   /**
    * After a lease failed on a connection that stayed up (Redis hung: a slow fork, a failover), Redis is
-   * asked a second later, and quotas are shared again once it answers: no reconnection would say so. One
-   * that does not answer then is reconnected.
+   * asked a second later, and quotas are shared again once it takes a write (a lease refused for memory
+   * would fail again): no reconnection would say so. One that does not answer then is reconnected.
    */
   #untilAnswering(): void {
     if (this.#retry !== undefined) return;
@@ -141,7 +141,7 @@ export class SharedQuotaLedger implements QuotaLedger {
       if (this.#redis.status !== "ready") return;
       // a connection that stays silent (a partition drops its bytes, no reset comes) is made anew: its
       // reconnection says it is back through `ready`
-      this.#redis.ping().then(
+      this.#commands.writable().then(
         () => this.#setShared(true),
         () => {
           if (!this.#closed) this.#redis.disconnect(true);
@@ -192,17 +192,9 @@ export class SharedQuotaLedger implements QuotaLedger {
     const want = this.#size(size, cost) + Math.max(0, need);
     const day = lease.day;
     const pending = this.#commands
-      .lease(
-        counterKeys(scope, day),
-        limits,
-        Math.max(1, need),
-        want,
-        this.#recovery.ttls(),
-        this.#recovery.lifeName,
-      )
+      .lease(counterKeys(scope, day), limits, Math.max(1, need), want, this.#recovery.ttls())
       .then(
-        ([granted, dayUnits, monthUnits, unstarted, life]) => {
-          this.#recovery.lived(life);
+        ([granted, dayUnits, monthUnits, unstarted]) => {
           lease.answered = true;
           // the scope's next lease waits (a little) for its month's start from the store, so none is
           // granted from counters that forgot what was spent (recovery.start)
@@ -224,6 +216,7 @@ export class SharedQuotaLedger implements QuotaLedger {
         },
         (error: Error) => {
           // a lease that failed is decided locally; a dropped connection says so through `close`
+          this.#lastError = error.message;
           this.#logger.log("warn", "shared quotas: a lease failed, counted locally", {
             reason: error.message,
           });
