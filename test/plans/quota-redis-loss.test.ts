@@ -49,14 +49,19 @@ const binaries = needOwnServerBinaries("redis");
 describe.skipIf(binaries.skip)("a shared quota when Redis loses its counters or goes away", () => {
   let own: OwnRedis;
   const ledgers: SharedQuotaLedger[] = [];
-  const ledger = async (source?: QuotaSpentSource) => {
+  /** A proxy's ledger on `url` (the test's Redis, or a link to it), not waiting for Redis. */
+  const ledgerAt = (url: string, source?: QuotaSpentSource) => {
     const made = new SharedQuotaLedger(
-      { redis: own.url, leaseMs: 1, fallbackShare: 1 },
+      { redis: url, leaseMs: 1, fallbackShare: 1 },
       silent,
       () => {},
       source,
     );
     ledgers.push(made);
+    return made;
+  };
+  const ledger = async (source?: QuotaSpentSource) => {
+    const made = ledgerAt(own.url, source);
     expect(await made.ready(3_000)).toBe(true);
     return made;
   };
@@ -157,12 +162,7 @@ describe.skipIf(binaries.skip)("a shared quota when Redis loses its counters or 
     const link = await startTcpForwarder(own.port);
     try {
       await redis.del(dayKey);
-      const alone = new SharedQuotaLedger(
-        { redis: `redis://127.0.0.1:${link.port}`, leaseMs: 1, fallbackShare: 1 },
-        silent,
-        () => {},
-      );
-      ledgers.push(alone);
+      const alone = ledgerAt(`redis://127.0.0.1:${link.port}`);
       expect(await alone.ready(3_000)).toBe(true);
       link.blackHole();
       expect(await allowed(alone, "FNfirstOfDay", 10)).toBe(10);
@@ -186,13 +186,7 @@ describe.skipIf(binaries.skip)("a shared quota when Redis loses its counters or 
     const redis = new Redis(own.url);
     try {
       link.blackHole();
-      const away = new SharedQuotaLedger(
-        { redis: `redis://127.0.0.1:${link.port}`, leaseMs: 1, fallbackShare: 1 },
-        silent,
-        () => {},
-        store,
-      );
-      ledgers.push(away);
+      const away = ledgerAt(`redis://127.0.0.1:${link.port}`, store);
       // the first call may pass while the store is read; then the 10 units left, one call
       expect(await allowed(away, "FNstartedAway", 5)).toBeLessThanOrEqual(2);
       expect(store.days.at(-1)).toBe(new Date().toISOString().slice(0, 10));
