@@ -39,6 +39,11 @@ export class AccessLine {
   cache: string | undefined = undefined;
   /** The sub-ranges a range call too wide for one node ran as (src/answers/range-split.ts). */
   parts: number | undefined = undefined;
+  /**
+   * A batch answered in part from the cache or by identical calls' answers: those calls' methods, priced at
+   * the plan's cachedShare (src/cache/batch-cached.ts); not written to the log.
+   */
+  cachedMethods: string[] | undefined = undefined;
   error: string | undefined = undefined;
   status = 0;
   ms = 0;

@@ -14,6 +14,7 @@ import type { CacheRead } from "./cache-read.js";
 import { keptMembers } from "./kept-answer.js";
 import {
   CACHE_HEADER,
+  type CacheFields,
   EXPOSED,
   type FlightEntry,
   type FlightFollower,
@@ -47,7 +48,7 @@ export function relayCachedBatch(
   batch: readonly BatchRead[],
   cache: AnswerCache,
   res: ServerResponse,
-  note: UpstreamFields & { cache: string | undefined },
+  note: UpstreamFields & Pick<CacheFields, "cache" | "cachedMethods">,
   done: RelayDone,
   refusals: readonly string[] = [],
 ): void {
@@ -57,6 +58,7 @@ export function relayCachedBatch(
     const entry = read === undefined ? undefined : cache.get(read.key, epoch, false);
     if (entry === undefined) return undefined;
     cache.counts.hit++;
+    answeredWithout(note, c);
     return withId(entry, c.id ?? "null");
   });
   const run = { call, batch, cache, res, note, done, epoch, parts, lookup, refusals };
@@ -76,6 +78,7 @@ export function relayCachedBatch(
         // an archive node's answer is kept for keys with archive access, which a batch never reads as
         if (entry === undefined || entry.tier === "archive") return;
         cache.counts.hit++;
+        answeredWithout(note, c);
         cache.set(read.key, { ...entry, epoch: FINAL, expiresAt: Number.POSITIVE_INFINITY });
         parts[i] = withId(entry, c.id ?? "null");
       });
@@ -95,7 +98,7 @@ interface BatchRun {
   readonly batch: readonly BatchRead[];
   readonly cache: AnswerCache;
   readonly res: ServerResponse;
-  readonly note: UpstreamFields & { cache: string | undefined };
+  readonly note: UpstreamFields & Pick<CacheFields, "cache" | "cachedMethods">;
   readonly done: RelayDone;
   readonly epoch: number;
   /** Each call's answer with its id, once the cache or the node gave it. */
@@ -205,6 +208,7 @@ async function answerAll(
     }
     for (const i of [index, ...(calls.copies.get(index) ?? [])]) {
       cache.counts.coalesced++;
+      answeredWithout(run.note, (batch[i] as BatchRead).call);
       parts[i] = withId(entry, (batch[i] as BatchRead).call.id ?? "null");
     }
   }
@@ -273,10 +277,17 @@ async function askNode(
     parts[i] = withId(kept.entry, c.id ?? "null");
     for (const copy of calls.copies.get(i) ?? []) {
       cache.counts.coalesced++;
+      answeredWithout(note, (batch[copy] as BatchRead).call);
       parts[copy] = withId(kept.entry, (batch[copy] as BatchRead).call.id ?? "null");
     }
   }
   return true;
+}
+
+/** A call of the batch answered with no node call of its own: priced at the plan's cachedShare. */
+function answeredWithout(note: Pick<CacheFields, "cachedMethods">, call: PassedCall): void {
+  note.cachedMethods ??= [];
+  note.cachedMethods.push(call.method);
 }
 
 const OPEN = Buffer.from("[");

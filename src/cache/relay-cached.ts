@@ -25,6 +25,8 @@ export const EXPOSED = { "access-control-expose-headers": EXPOSED_HEADERS };
 /** Where a cached call notes how the cache answered it, beside the upstream fields. */
 export interface CacheFields extends TierFields {
   cache: string | undefined;
+  /** A batch's calls answered from the cache or by identical calls' answers, by method (batch-cached.ts). */
+  cachedMethods?: string[] | undefined;
 }
 
 /** One client waiting for a coalesced call's answer. */

@@ -302,7 +302,18 @@ export class HttpExchange {
     const cached = this.#access.cache === "hit" || this.#access.cache === "coalesced";
     // the plan's, whether or not it has a quota: a bill counts these units too
     const share = this.#cachedShare;
-    return cached && share !== 1 ? Math.round(priced * share) : priced;
+    if (share === 1) return priced;
+    if (cached) return Math.round(priced * share);
+    // a batch answered in part without a node call: those calls at the share, by what they weigh
+    const methods = this.#access.cachedMethods;
+    const parts = this.#batchParts;
+    if (methods === undefined || parts === undefined) return priced;
+    let total = 0;
+    for (const part of parts) total += part.calls * part.weight;
+    let without = 0;
+    for (const method of methods) without += parts.find((part) => part.method === method)?.weight ?? 0;
+    const cachedUnits = total > 0 ? (priced * without) / total : 0;
+    return Math.round(priced - cachedUnits + cachedUnits * share);
   }
 
   /**

@@ -97,7 +97,9 @@ describe("compute units counted by the gateway", () => {
 describe("a cached answer costs the plan's cachedShare, whether or not the plan has a quota", () => {
   it("on a plan without a quota: a miss at its full price, a hit at half", async () => {
     const key = "FNhalfNoQuota00000000000000000000";
-    const node = await startLoopbackNode(jsonRpcResponder({ eth_chainId: "0x1" }));
+    const node = await startLoopbackNode(
+      jsonRpcResponder({ eth_chainId: "0x1", eth_gasPrice: "0x3b9aca00", net_version: "1" }),
+    );
     const shared = TEST_PLANS.shared as PlanSpec;
     const gw = await startGateway({
       upstreams: { eth: [node.url] },
@@ -114,6 +116,25 @@ describe("a cached answer costs the plan's cachedShare, whether or not the plan 
       const second = await gw.call("eth", `/${key}`, { body: rpcBody("eth_chainId") });
       expect(second.headers["x-cache"]).toBe("hit");
       expect(await spent()).toBe(before + 5 + Math.round(5 * 0.5));
+      // a batch answered in part from the cache: its held call at half, the rest in full (eth_gasPrice
+      // costs the interface's default, 20); identical calls in it: one at full, its copy at half
+      const batch = async (calls: [string, number][]) =>
+        gw.call("eth", `/${key}`, {
+          body: JSON.stringify(calls.map(([method, id]) => ({ jsonrpc: "2.0", id, method, params: [] }))),
+        });
+      const mark = await spent();
+      const mixed = await batch([
+        ["eth_chainId", 2],
+        ["eth_gasPrice", 3],
+      ]);
+      expect(mixed.headers["x-cache"]).toBe("miss");
+      expect(await spent()).toBe(mark + Math.round(20 + 5 * 0.5));
+      const twice = await batch([
+        ["net_version", 4],
+        ["net_version", 5],
+      ]);
+      expect(twice.headers["x-cache"]).toBe("miss");
+      expect(await spent()).toBe(mark + Math.round(20 + 5 * 0.5) + Math.round(5 + 5 * 0.5));
     } finally {
       await gw.close();
       await node.close();
