@@ -130,7 +130,8 @@ function fromNode(run: BatchRun): void {
     .then((outcome) => {
       if (outcome === undefined) return done();
       if ("statusCode" in outcome) {
-        // the node refused the batch whole: its answer, as it sent it
+        // the node refused the batch whole: its answer, as it sent it, and no call of it answered by the cache
+        note.cachedMethods = undefined;
         res.writeHead(outcome.statusCode, withRequestId(res, outcome.headers as string[]));
         res.end(outcome.body);
         return done();

@@ -317,6 +317,23 @@ export class HttpExchange {
   }
 
   /**
+   * The batch's calls by method for the key's usage, each method weighed at what its calls were priced
+   * (#unitsServed): those answered without a node call at the plan's cachedShare.
+   */
+  #pricedParts(): readonly BatchPart[] | undefined {
+    const parts = this.#batchParts;
+    const methods = this.#access.cachedMethods;
+    const share = this.#cachedShare;
+    if (parts === undefined || methods === undefined || share === 1) return parts;
+    if (this.#access.cache === "hit" || this.#access.cache === "coalesced") return parts;
+    return parts.map((part) => {
+      let cached = 0;
+      for (const method of methods) if (method === part.method) cached += 1;
+      return { ...part, weight: (part.weight * (part.calls - cached * (1 - share))) / part.calls };
+    });
+  }
+
+  /**
    * Ends the request once, whichever way it ends. A second call can only be a throw after the relay
    * called back: the answer is settled by then, so a bug's error is logged and nothing else is done.
    */
@@ -352,7 +369,7 @@ export class HttpExchange {
         computeUnits,
         {
           method: this.#metricMethod,
-          parts: this.#batchParts,
+          parts: this.#pricedParts(),
           code,
           ms: elapsed,
           refusedCodes: this.#refusedCodes,

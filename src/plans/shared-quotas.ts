@@ -1,6 +1,6 @@
 import { Redis } from "ioredis";
 import type { SharedLimitsConfig } from "../config/types.js";
-import { redisReady, sharedRedisOptions } from "../limits/redis-options.js";
+import { sharedRedisOptions } from "../limits/redis-options.js";
 import type { Logger } from "../log.js";
 import {
   ALLOWED,
@@ -58,6 +58,8 @@ export class SharedQuotaLedger implements QuotaLedger {
   #shared = false;
   #wasShared = false;
   #closed = false;
+  /** `ready`'s callers, told once quotas are shared. */
+  readonly #whenShared: (() => void)[] = [];
   /** The next time Redis is asked whether it answers again, after a lease failed. */
   #retry: NodeJS.Timeout | undefined;
   #lastError = "";
@@ -76,9 +78,17 @@ export class SharedQuotaLedger implements QuotaLedger {
     this.#commands = quotaCommands(this.#redis);
     this.#recovery = new QuotaRecovery(this.#commands, source, logger, crossed);
     // an error from before is not why a later outage began
+    // shared once Redis takes a write: one that answers but refuses writes (out of memory, a read-only
+    // replica after a failover) would fail every lease, flapping between shared and alone each reconnection
     this.#redis.on("ready", () => {
       this.#lastError = "";
-      this.#setShared(true);
+      this.#commands.writable().then(
+        () => this.#setShared(true),
+        (error: Error) => {
+          this.#lastError = error.message;
+          this.#untilAnswering();
+        },
+      );
     });
     this.#redis.on("close", () => this.#setShared(false));
     // the state change is what is logged, with the last error's message as its reason (shared-buckets.ts)
@@ -93,7 +103,14 @@ export class SharedQuotaLedger implements QuotaLedger {
 
   /** Resolves once Redis answered, or after `timeoutMs` with quotas counted here meanwhile. */
   ready(timeoutMs: number): Promise<boolean> {
-    return redisReady(this.#redis, timeoutMs, () => this.#shared);
+    if (this.#shared) return Promise.resolve(true);
+    return new Promise((resolve) => {
+      const timer = setTimeout(() => resolve(this.#shared), timeoutMs);
+      this.#whenShared.push(() => {
+        clearTimeout(timer);
+        resolve(true);
+      });
+    });
   }
 
   /** `ratePerSecond`: the scope's compute-unit rate, of which a lease is `leaseMs`. */
@@ -141,10 +158,14 @@ export class SharedQuotaLedger implements QuotaLedger {
       if (this.#redis.status !== "ready") return;
       // a connection that stays silent (a partition drops its bytes, no reset comes) is made anew: its
       // reconnection says it is back through `ready`
+      // one that answers with a refusal (out of memory, read-only) is asked again a second later
       this.#commands.writable().then(
         () => this.#setShared(true),
-        () => {
-          if (!this.#closed) this.#redis.disconnect(true);
+        (error: Error) => {
+          this.#lastError = error.message;
+          if (this.#closed) return;
+          if (error.name === "ReplyError") this.#untilAnswering();
+          else this.#redis.disconnect(true);
         },
       );
     }, 1_000).unref();
@@ -296,6 +317,7 @@ export class SharedQuotaLedger implements QuotaLedger {
   #setShared(shared: boolean): void {
     if (shared === this.#shared) return;
     this.#shared = shared;
+    if (shared) for (const told of this.#whenShared.splice(0)) told();
     if (shared) void this.#recovery.back();
     else
       this.#recovery.alone(

@@ -2,6 +2,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { endpointsByLabel } from "../../generated/endpoints.js";
 import { DEFAULT_CACHE } from "../../src/config/defaults.js";
 import type { PlanSpec } from "../../src/config/types.js";
+import type { UsageRecorder } from "../../src/keys/usage.js";
 import type { Endpoint, Mount } from "../../src/registry/types.js";
 import { KEYS, type RunningGateway, rpcBody, startGateway, TEST_PLANS } from "../support/gateway.js";
 import { jsonRpcResponder, type LoopbackNode, startLoopbackNode } from "../support/loopback-node.js";
@@ -101,11 +102,14 @@ describe("a cached answer costs the plan's cachedShare, whether or not the plan 
       jsonRpcResponder({ eth_chainId: "0x1", eth_gasPrice: "0x3b9aca00", net_version: "1" }),
     );
     const shared = TEST_PLANS.shared as PlanSpec;
+    /** What the key's usage was told of each request: its units, and its batch's calls by method. */
+    const recorded: Parameters<UsageRecorder["record"]>[] = [];
     const gw = await startGateway({
       upstreams: { eth: [node.url] },
       cache: { ...DEFAULT_CACHE, enabled: true },
       plans: { ...TEST_PLANS, half: { ...shared, dailyQuota: 0, monthlyQuota: 0, cachedShare: 0.5 } },
       keys: [{ key, networks: "*", plan: "half", rate: { perSecond: 1e6, burst: 1e6 } }],
+      usage: { record: (...args) => recorded.push(args) },
     });
     try {
       const spent = () => gw.metric("gateway_compute_units_total", { label: "eth" });
@@ -129,6 +133,13 @@ describe("a cached answer costs the plan's cachedShare, whether or not the plan 
       ]);
       expect(mixed.headers["x-cache"]).toBe("miss");
       expect(await spent()).toBe(mark + Math.round(20 + 5 * 0.5));
+      // and the key's usage by method weighs each method at what its calls cost: eth_chainId at half
+      const [, , , , units, detail] = recorded.at(-1) ?? [];
+      expect(units).toBe(Math.round(20 + 5 * 0.5));
+      expect(detail?.parts).toEqual([
+        { method: "eth_chainId", calls: 1, weight: 2.5 },
+        { method: "eth_gasPrice", calls: 1, weight: 20 },
+      ]);
       const twice = await batch([
         ["net_version", 4],
         ["net_version", 5],

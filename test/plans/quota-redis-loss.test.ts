@@ -199,6 +199,29 @@ describe.skipIf(binaries.skip)("a shared quota when Redis loses its counters or 
     }
   }, 20_000);
 
+  it("a Redis that answers but refuses writes (out of memory) keeps a spent quota spent: no flapping back", async () => {
+    const proxy = await ledger();
+    // half the day spent; then every write refused, leases too
+    expect(await allowed(proxy, "FNnoMemory", 5)).toBe(5);
+    const redis = new Redis(own.url);
+    try {
+      await redis.config("SET", "maxmemory-policy", "noeviction");
+      await redis.config("SET", "maxmemory", "1");
+      let served = 0;
+      for (let i = 0; i < 15; i++) {
+        served += await allowed(proxy, "FNnoMemory", 1);
+        await new Promise((resolve) => setTimeout(resolve, 200));
+      }
+      // the day's other half, counted alone from what Redis last said, and no more
+      expect(served).toBeLessThanOrEqual(5);
+      expect(proxy.shared).toBe(false);
+    } finally {
+      await redis.config("SET", "maxmemory", "0");
+      redis.disconnect();
+    }
+    await eventually(() => proxy.shared, 5_000, "shared once Redis takes writes");
+  }, 20_000);
+
   it("counts from the store a quota whose first lease on this proxy found Redis hung", async () => {
     const store = new StoreCounts();
     expect(await allowed(await ledger(store), "FNhungFirst", 10)).toBe(10);
