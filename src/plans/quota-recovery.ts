@@ -13,6 +13,10 @@ interface Base {
 const START_WAIT_MS = 250;
 const DAY_MS = 86_400_000;
 
+/** A store read, waited for as a lease waits for a month's start: at most START_WAIT_MS at a time. */
+const waited = (read: Promise<void>): Promise<void> =>
+  Promise.race([read, new Promise<void>((resolve) => setTimeout(resolve, START_WAIT_MS).unref())]);
+
 /**
  * What keeps a spent quota spent when Redis loses its counters or goes away (docs/plans.md, "Many
  * instances"), for a SharedQuotaLedger:
@@ -37,6 +41,8 @@ export class QuotaRecovery {
   #bases = new Map<string, Base>();
   /** The scopes seen alone, whose store count was asked for. */
   #seen = new Set<string>();
+  /** The store reads of scopes seen alone, under way. */
+  readonly #reading = new Map<string, Promise<void>>();
   #unreadCount = 0;
   #unreadLoggedAt = Number.NEGATIVE_INFINITY;
 
@@ -100,10 +106,7 @@ export class QuotaRecovery {
         .finally(() => this.#starting.delete(scope));
       this.#starting.set(scope, starting);
     }
-    return Promise.race([
-      starting,
-      new Promise<void>((resolve) => setTimeout(resolve, START_WAIT_MS).unref()),
-    ]);
+    return waited(starting);
   }
 
   /**
@@ -124,28 +127,39 @@ export class QuotaRecovery {
     }
   }
 
-  /** A scope counted alone that this instance had not leased today: counted from the store's spend. */
-  seen(scope: string): void {
+  /**
+   * A scope counted alone that this instance had not leased today: counted from the store's spend, which
+   * its calls wait for (undefined: nothing to wait for).
+   */
+  seen(scope: string): Promise<void> | undefined {
     const source = this.#source;
-    if (source === undefined || this.#seen.has(scope)) return;
+    if (source === undefined) return undefined;
+    const reading = this.#reading.get(scope);
+    if (reading !== undefined) return waited(reading);
+    if (this.#seen.has(scope)) return undefined;
     this.#seen.add(scope);
     const local = this.#local;
     this.#clock.tick();
     const day = this.#clock.day;
-    source.spent(scope, day).then(
-      ({ day: dayUnits, month: monthUnits }) => {
-        // the outage may have ended, or another begun: this count is that one's
-        if (local !== this.#local) return;
-        local.startAt(scope, dayUnits, monthUnits);
-        this.#bases.set(scope, { day, dayUnits, monthUnits });
-      },
-      () => {},
-    );
+    const read = source
+      .spent(scope, day)
+      .then(
+        ({ day: dayUnits, month: monthUnits }) => {
+          // the outage may have ended, or another begun: this count is that one's
+          if (local !== this.#local) return;
+          local.startAt(scope, dayUnits, monthUnits);
+          this.#bases.set(scope, { day, dayUnits, monthUnits });
+        },
+        () => {},
+      )
+      .finally(() => this.#reading.delete(scope));
+    this.#reading.set(scope, read);
+    return waited(read);
   }
 
   /**
-   * Redis is back: what each scope was served alone is added to its counters, when Redis kept them (its
-   * life's name is the one from before); new counters start from the store, which the usage flushes fill.
+   * Redis is back: what each scope was served alone is added to the counters of a month started; a month
+   * not started (Redis lost it) starts from the store, which the usage flushes fill.
    */
   async back(): Promise<void> {
     const ttl = this.ttls();

@@ -121,7 +121,7 @@ export class SharedQuotaLedger implements QuotaLedger {
     ratePerSecond = cost,
   ): QuotaDecision | Promise<QuotaDecision> {
     const size = ratePerSecond;
-    if (!this.#shared) return this.#alone(scope, limits, cost);
+    if (!this.#shared) return this.#alone(scope, limits, cost, ratePerSecond);
     const lease = this.#leaseOf(scope);
     if (lease.balance >= cost) {
       lease.balance -= cost;
@@ -192,7 +192,7 @@ export class SharedQuotaLedger implements QuotaLedger {
       return ALLOWED;
     }
     await this.#renew(scope, lease, limits, cost - lease.balance, size, cost);
-    if (!this.#shared) return this.#alone(scope, limits, cost);
+    if (!this.#shared) return this.#alone(scope, limits, cost, size);
     if (lease.balance >= cost) {
       lease.balance -= cost;
       return ALLOWED;
@@ -304,9 +304,16 @@ export class SharedQuotaLedger implements QuotaLedger {
   }
 
   /** A call while Redis is away, counted here (recovery.local), from what the scope spent before. */
-  #alone(scope: string, limits: QuotaLimits, cost: number): QuotaDecision {
-    this.#recovery.seen(scope);
-    return this.#recovery.local.take(scope, limits, cost);
+  #alone(
+    scope: string,
+    limits: QuotaLimits,
+    cost: number,
+    ratePerSecond: number,
+  ): QuotaDecision | Promise<QuotaDecision> {
+    const reading = this.#recovery.seen(scope);
+    if (reading === undefined) return this.#recovery.local.take(scope, limits, cost);
+    // counted once the store said what the scope spent; shared again meanwhile, it leases
+    return reading.then(() => this.take(scope, limits, cost, ratePerSecond));
   }
 
   #sweep(now: number): void {
