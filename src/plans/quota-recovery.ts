@@ -24,8 +24,9 @@ const waited = (read: Promise<void>): Promise<void> =>
  *   month, or its first after Redis lost its counters, whose mark of it went with them;
  * - while Redis is away, each scope is counted alone from what Redis last said it spent, or, for one this
  *   instance had not leased, from the store (`alone`, `seen`);
- * - once Redis is back, what was served alone is added to the counters it kept, and to none it lost
- *   (`back`): Redis names its life, and a new name means its counters are new, started from the store.
+ * - once Redis takes writes again, what was served alone is added to the counters of a month started
+ *   (`back`); a month not started (Redis lost it) starts from the store, whose usage counts hold it. Where
+ *   it cannot tell, it counts twice rather than not at all: a quota may refuse early, never serve late.
  */
 export class QuotaRecovery {
   readonly #commands: QuotaCommands;
