@@ -8,7 +8,7 @@ export const LATENCY_BOUNDS_MS = [10, 25, 50, 100, 250, 500, 1000, 2500, 5000, N
 /** The stores' columns of the buckets, `lat0` to `lat9` (store/sqlite-migrations.ts). */
 export const LATENCY_COLUMNS = LATENCY_BOUNDS_MS.map((_, i) => `lat${i}`);
 
-import type { BatchPart } from "../plans/compute-units.js";
+import { type BatchPart, weightOf } from "../plans/compute-units.js";
 
 /** One key's calls of one method on one label on one day. */
 export interface MethodRow {
@@ -141,7 +141,7 @@ export class UsageDetail {
  * down, then one more for the largest remainders (rounding each alone may leave the last a negative rest).
  */
 export function sharedUnits(units: number, parts: readonly BatchPart[]): number[] {
-  const weights = parts.reduce((sum, part) => sum + part.weight * part.calls, 0);
+  const weights = weightOf(parts);
   if (weights === 0) return parts.map((_, i) => (i === 0 ? units : 0));
   const exact = parts.map((part) => (units * part.weight * part.calls) / weights);
   const shares = exact.map(Math.floor);

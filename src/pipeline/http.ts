@@ -20,7 +20,7 @@ import type { UsageRecorder } from "../keys/usage.js";
 import type { HeldCalls } from "../limits/held-calls.js";
 import { AccessLine, type Logger } from "../log.js";
 import { type GatewayMetrics, type MethodClass, resultOf } from "../metrics/gateway-metrics.js";
-import { archiveUnits, type BatchPart } from "../plans/compute-units.js";
+import { archiveUnits, type BatchPart, weightOf } from "../plans/compute-units.js";
 import type { QuotaHold } from "../plans/quota-hold.js";
 import type { ComputeUnits } from "../registry/types.js";
 import { callerTraceParent } from "../tracing/trace-parent.js";
@@ -305,15 +305,11 @@ export class HttpExchange {
     if (share === 1) return priced;
     if (cached) return Math.round(priced * share);
     // a batch answered in part without a node call: those calls at the share, by what they weigh
-    const methods = this.#access.cachedMethods;
     const parts = this.#batchParts;
-    if (methods === undefined || parts === undefined) return priced;
-    let total = 0;
-    for (const part of parts) total += part.calls * part.weight;
-    let without = 0;
-    for (const method of methods) without += parts.find((part) => part.method === method)?.weight ?? 0;
-    const cachedUnits = total > 0 ? (priced * without) / total : 0;
-    return Math.round(priced - cachedUnits + cachedUnits * share);
+    const weighed = this.#pricedParts();
+    if (parts === undefined || weighed === parts) return priced;
+    const full = weightOf(parts);
+    return full > 0 ? Math.round((priced * weightOf(weighed ?? parts)) / full) : priced;
   }
 
   /**

@@ -18,6 +18,13 @@ export interface BatchPart {
   readonly weight: number;
 }
 
+/** What a batch's calls weigh together, in compute units before the network's multiplier. */
+export function weightOf(parts: readonly BatchPart[]): number {
+  let sum = 0;
+  for (const part of parts) sum += part.calls * part.weight;
+  return sum;
+}
+
 /** A batch's calls by method, in the order first seen: the key's usage counts each method apart. */
 export function batchParts(units: ComputeUnits, methods: readonly string[]): BatchPart[] {
   const counts = new Map<string, number>();
