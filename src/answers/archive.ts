@@ -121,11 +121,9 @@ export function fetchByTier(
 }
 
 /**
- * 7, for a batch with reads of state at a named block: the batch goes to a full node, read whole. Its calls
- * by hash that node did not know (or had no state for) are asked, as one batch, of another full node first,
- * which may have seen the block (by-hash.ts); the calls still refused as missing state are then sent, as
- * one batch, to the archive nodes once more, and their answers take the refusals' places (by id). For a key
- * without archive access each refusal becomes ARCHIVE_REQUIRED.
+ * 7, for a batch with reads of state at a named block (`fetchBatchByTier`): the node's answer as it came
+ * when no call's answer was replaced, else the answers with `x-upstream-tier: full+archive` when the archive
+ * nodes gave some.
  */
 function relayBatchByTier(
   call: UpstreamCall,
@@ -135,19 +133,54 @@ function relayBatchByTier(
   note: TierFields,
   done: RelayDone,
 ): void {
+  fetchBatchByTier(call, tier, stateCalls, res, note, (error, tiered) => {
+    if (error !== undefined || tiered === undefined) return done(error);
+    if ("whole" in tiered) send(res, tiered.whole, "full");
+    else
+      sendJson(res, 200, JSON.stringify(tiered.answers), {
+        [TIER_HEADER]: tiered.archived.length > 0 ? "full+archive" : "full",
+      });
+    done();
+  });
+}
+
+/** A batch's answers by tier: the node's answer as it came, or the answers with some replaced. */
+export type TieredBatch =
+  | { readonly whole: WholeAnswer }
+  | {
+      readonly answers: unknown[];
+      /** The calls the archive nodes answered. */
+      readonly archived: readonly PassedCall[];
+      /** The calls refused as ARCHIVE_REQUIRED (a key without archive access). */
+      readonly required: readonly PassedCall[];
+    };
+
+/**
+ * A batch with reads of state at a named block, read whole: it goes to a full node. Its calls by hash that
+ * node did not know (or had no state for) are asked, as one batch, of another full node first, which may
+ * have seen the block (by-hash.ts); the calls still refused as missing state are then sent, as one batch,
+ * to the archive nodes once more, and their answers take the refusals' places (by id). For a key without
+ * archive access each refusal becomes ARCHIVE_REQUIRED. The access line's tier says whether the archive
+ * nodes answered any.
+ */
+export function fetchBatchByTier(
+  call: UpstreamCall,
+  tier: TierPlan,
+  stateCalls: readonly PassedCall[],
+  res: ServerResponse,
+  note: TierFields,
+  callback: (error: GatewayError | undefined, tiered?: TieredBatch) => void,
+): void {
   fetchWhole({ ...call, tier: undefined }, res, note, (error, answer) => {
-    if (error !== undefined || answer === undefined) return done(error);
+    if (error !== undefined || answer === undefined) return callback(error);
+    note.tier = "full";
     const answers = batchAnswers(answer);
-    if (answers === undefined) {
-      note.tier = "full";
-      send(res, answer, "full");
-      return done();
-    }
+    if (answers === undefined) return callback(undefined, { whole: answer });
     const unknown = unknownTexts(tier, call);
     const byHash = call.group.members.length > 1 ? (call.reads?.byHashCalls ?? []) : [];
     const again = byHash.filter((c) => unknownIn(answerTo(answers, c), unknown));
     const archiveTheRest = (changed: boolean) =>
-      refusedToArchive(call, tier, stateCalls, answers, changed ? undefined : answer, res, note, done);
+      refusedToArchive(call, tier, stateCalls, answers, changed ? undefined : answer, res, note, callback);
     if (again.length === 0) return archiveTheRest(false);
     call.group.answers.add("by_hash_again");
     const body = batchOf(again);
@@ -168,8 +201,8 @@ function relayBatchByTier(
 
 /**
  * The batch's calls a full node refused as missing state go to the archive nodes (or are ARCHIVE_REQUIRED);
- * with none, the answers go out: `unchanged`, the full node's own answer as it came, when nothing replaced
- * any of them.
+ * with none, the answers as they are: `unchanged`, the full node's own answer as it came, when nothing
+ * replaced any of them.
  */
 function refusedToArchive(
   call: UpstreamCall,
@@ -179,14 +212,14 @@ function refusedToArchive(
   unchanged: WholeAnswer | undefined,
   res: ServerResponse,
   note: TierFields,
-  done: RelayDone,
+  callback: (error: GatewayError | undefined, tiered?: TieredBatch) => void,
 ): void {
   const refused = stateCalls.filter((c) => errorIn(answers, c, tier.missingState));
   if (refused.length === 0) {
-    note.tier = "full";
-    if (unchanged !== undefined) send(res, unchanged, "full");
-    else sendJson(res, 200, JSON.stringify(answers), { [TIER_HEADER]: "full" });
-    done();
+    callback(
+      undefined,
+      unchanged !== undefined ? { whole: unchanged } : { answers, archived: [], required: [] },
+    );
     return;
   }
   const group = tier.archiveGroup;
@@ -194,23 +227,23 @@ function refusedToArchive(
     call.group.answers.add("archive_required");
     const requestId = requestIdOf(res);
     for (const c of refused) replaceAnswer(answers, c, JSON.parse(refusal(tier, c, requestId)) as unknown);
-    note.tier = "full";
-    sendJson(res, 200, JSON.stringify(answers), { [TIER_HEADER]: "full" });
-    done();
+    callback(undefined, { answers, archived: [], required: refused });
     return;
   }
   call.group.answers.add("archive_again");
   const body = batchOf(refused);
   fetchWhole({ ...call, group, body, tier: undefined }, res, note, (again, fromArchive) => {
     const archived = again === undefined && fromArchive !== undefined ? batchAnswers(fromArchive) : undefined;
-    if (archived === undefined) return done(again ?? new GatewayError("UPSTREAM_BAD_RESPONSE"));
+    if (archived === undefined) return callback(again ?? new GatewayError("UPSTREAM_BAD_RESPONSE"));
+    const replaced: PassedCall[] = [];
     for (const c of refused) {
       const found = answerTo(archived, c);
-      if (found !== undefined) replaceAnswer(answers, c, found);
+      if (found === undefined) continue;
+      replaceAnswer(answers, c, found);
+      replaced.push(c);
     }
     note.tier = "archive";
-    sendJson(res, 200, JSON.stringify(answers), { [TIER_HEADER]: "full+archive" });
-    done();
+    callback(undefined, { answers, archived: replaced, required: [] });
   });
 }
 

@@ -1,5 +1,6 @@
 import type { ServerResponse } from "node:http";
 import type { Span } from "@opentelemetry/api";
+import { fetchBatchByTier, TIER_HEADER, type TierFields } from "../answers/archive.js";
 import { learnHeights, showsHeight } from "../answers/examined.js";
 import { ANY_ORIGIN } from "../errors/respond.js";
 import { addRequestId, withRequestId } from "../http/request-id.js";
@@ -7,9 +8,8 @@ import type { PassedCall } from "../jsonrpc/check.js";
 import { idKey, isPlainId } from "../jsonrpc/id-key.js";
 import { scanMembers } from "../jsonrpc/scan.js";
 import type { WholeAnswer } from "../upstream/buffered-answer.js";
-import type { UpstreamFields } from "../upstream/call-run.js";
 import { fetchWhole, type RelayDone, type UpstreamCall } from "../upstream/policy.js";
-import { type AnswerCache, FINAL, withId } from "./answer-cache.js";
+import { type AnswerCache, type CacheEntry, FINAL, withId } from "./answer-cache.js";
 import type { CacheRead } from "./cache-read.js";
 import { keptMembers } from "./kept-answer.js";
 import {
@@ -48,20 +48,24 @@ export function relayCachedBatch(
   batch: readonly BatchRead[],
   cache: AnswerCache,
   res: ServerResponse,
-  note: UpstreamFields & Pick<CacheFields, "cache" | "cachedMethods">,
+  note: BatchFields,
   done: RelayDone,
   refusals: readonly string[] = [],
 ): void {
   const epoch = call.group.served.epoch;
   const lookup = call.trace?.step("cache lookup");
+  // a batch whose reads of old state may reach the archive nodes (src/answers/archive.ts) is told by tier
+  const mayArchive = call.tier?.mayArchive ?? false;
+  if (call.tier !== undefined) note.tier = "full";
   const parts: (Buffer | undefined)[] = batch.map(({ call: c, read }) => {
-    const entry = read === undefined ? undefined : cache.get(read.key, epoch, false);
+    const entry = read === undefined ? undefined : cache.get(read.key, epoch, mayArchive);
     if (entry === undefined) return undefined;
     cache.counts.hit++;
     answeredWithout(note, c);
+    if (entry.tier === "archive") note.tier = "archive";
     return withId(entry, c.id ?? "null");
   });
-  const run = { call, batch, cache, res, note, done, epoch, parts, lookup, refusals };
+  const run = { call, batch, cache, res, note, done, epoch, parts, lookup, refusals, mayArchive };
   // a final answer another instance fetched is in the shared layer; an answer read at the head never is
   const shared = cache.shared;
   const sharable = batch.flatMap(({ call: c, read }, i) =>
@@ -75,10 +79,11 @@ export function relayCachedBatch(
     .then((found) => {
       found.forEach((entry, n) => {
         const { c, read, i } = sharable[n] as (typeof sharable)[number];
-        // an archive node's answer is kept for keys with archive access, which a batch never reads as
-        if (entry === undefined || entry.tier === "archive") return;
+        // an archive node's answer is kept for keys with archive access alone
+        if (entry === undefined || (entry.tier === "archive" && !mayArchive)) return;
         cache.counts.hit++;
         answeredWithout(note, c);
+        if (entry.tier === "archive") note.tier = "archive";
         cache.set(read.key, { ...entry, epoch: FINAL, expiresAt: Number.POSITIVE_INFINITY });
         parts[i] = withId(entry, c.id ?? "null");
       });
@@ -98,7 +103,7 @@ interface BatchRun {
   readonly batch: readonly BatchRead[];
   readonly cache: AnswerCache;
   readonly res: ServerResponse;
-  readonly note: UpstreamFields & Pick<CacheFields, "cache" | "cachedMethods">;
+  readonly note: BatchFields;
   readonly done: RelayDone;
   readonly epoch: number;
   /** Each call's answer with its id, once the cache or the node gave it. */
@@ -107,7 +112,12 @@ interface BatchRun {
   readonly lookup: Span | undefined;
   /** The gateway's refusals of the batch's other calls, which end the caller's array. */
   readonly refusals: readonly string[];
+  /** Whether the caller's key may read what the archive nodes answered. */
+  readonly mayArchive: boolean;
 }
+
+/** Where the batch's relay notes what it did: the tier too, when its reads of old state are told by tier. */
+type BatchFields = TierFields & Pick<CacheFields, "cache" | "cachedMethods">;
 
 /**
  * The calls no cache answered: of identical calls, one is asked (in this batch, or another request's or a
@@ -121,7 +131,7 @@ function fromNode(run: BatchRun): void {
   looked(lookup, missing.length === 0 ? "hit" : "miss");
   if (missing.length === 0) {
     note.cache = "hit";
-    sendArray(res, parts, refusals, "hit");
+    sendArray(res, parts, refusals, "hit", tierHeader(run));
     done();
     return;
   }
@@ -137,7 +147,7 @@ function fromNode(run: BatchRun): void {
         return done();
       }
       note.cache = outcome.asked ? "miss" : "coalesced";
-      sendArray(res, parts, refusals, note.cache);
+      sendArray(res, parts, refusals, note.cache, tierHeader(run));
       done();
     })
     // fetchWhole's failures and this code's bugs: the request's error boundary answers and logs them
@@ -203,10 +213,11 @@ async function answerAll(
   const again: number[] = [];
   for (const { index, landed } of calls.waits) {
     const entry = await landed;
-    if (entry === undefined) {
+    if (entry === undefined || (entry.tier === "archive" && !run.mayArchive)) {
       again.push(index);
       continue;
     }
+    if (entry.tier === "archive") run.note.tier = "archive";
     for (const i of [index, ...(calls.copies.get(index) ?? [])]) {
       cache.counts.coalesced++;
       answeredWithout(run.note, (batch[i] as BatchRead).call);
@@ -246,19 +257,15 @@ async function askNode(
   indexes: readonly number[],
   calls: IdenticalCalls,
 ): Promise<true | WholeAnswer | undefined> {
-  const { call, batch, cache, res, note, epoch, parts } = run;
+  const { call, batch, cache, note, epoch, parts } = run;
   for (const i of indexes) if ((batch[i] as BatchRead).read !== undefined) cache.counts.miss++;
-  const body = `[${indexes.map((i) => (batch[i] as BatchRead).call.json).join(",")}]`;
-  const answer = await new Promise<WholeAnswer | undefined>((resolve, reject) =>
-    fetchWhole({ ...call, body, cacheBatch: undefined }, res, note, (error, whole) =>
-      error === undefined ? resolve(whole) : reject(error),
-    ),
-  );
-  if (answer === undefined) return undefined;
-  const text = answer.body.toString("utf8");
-  if (answer.statusCode === 200 && showsHeight(call)) learnHeights(call, answer.upstream, text);
+  const asked = await fetchAsked(run, indexes);
+  if (asked === undefined) return undefined;
+  const { answer, text, archived, required } = asked;
+  if (answer?.statusCode === 200 && showsHeight(call)) learnHeights(call, answer.upstream, text);
   const elements = text.trimStart().startsWith("[") ? scanMembers(text) : undefined;
-  if (answer.statusCode !== 200 || elements === undefined) return answer;
+  if (answer !== undefined && (answer.statusCode !== 200 || elements === undefined)) return answer;
+  if (elements === undefined) return true;
   const byId = new Map(elements.map((members) => [idKey(members.get("id")), members]));
   for (const i of indexes) {
     const { call: c, read } = batch[i] as BatchRead;
@@ -267,11 +274,15 @@ async function askNode(
       members === undefined
         ? undefined
         : keptMembers(members, 200, read ?? UNCACHED, call.group, cache.settings, epoch);
+    // the gateway's own refusal (ARCHIVE_REQUIRED) answers this key alone, and is never kept
+    const keepable = kept !== undefined && !required.has(c);
+    const tier: CacheEntry["tier"] =
+      call.tier === undefined ? undefined : archived.has(c) ? "archive" : "full";
     const flight = calls.opened.get(i);
-    if (flight !== undefined) landSocketFlight(cache, flight, kept && { ...kept.entry, tier: undefined });
+    if (flight !== undefined) landSocketFlight(cache, flight, keepable ? { ...kept.entry, tier } : undefined);
     if (kept === undefined) continue;
-    if (read !== undefined && kept.store) {
-      const entry = { ...kept.entry, tier: undefined };
+    if (read !== undefined && kept.store && keepable) {
+      const entry = { ...kept.entry, tier };
       cache.set(read.key, entry);
       if (entry.epoch === FINAL) cache.shared?.put(call.group.label, read.key, entry);
     }
@@ -283,6 +294,57 @@ async function askNode(
     }
   }
   return true;
+}
+
+/** The node's answer to the calls asked, as text; by tier, which of them the archive nodes answered or refused. */
+interface AskedAnswer {
+  /** The node's answer as it came; none for answers that two tiers or two nodes joined (a 200 array). */
+  readonly answer: WholeAnswer | undefined;
+  readonly text: string;
+  readonly archived: ReadonlySet<PassedCall>;
+  readonly required: ReadonlySet<PassedCall>;
+}
+
+const NONE: ReadonlySet<PassedCall> = new Set();
+
+/**
+ * The calls at `indexes` to a node as one batch, read whole; a batch with reads of old state by tier
+ * (src/answers/archive.ts): its calls a full node refused as missing state answered by the archive nodes,
+ * or refused as ARCHIVE_REQUIRED. Undefined when the caller left.
+ */
+function fetchAsked(run: BatchRun, indexes: readonly number[]): Promise<AskedAnswer | undefined> {
+  const { call, batch, res, note } = run;
+  const asked = indexes.map((i) => (batch[i] as BatchRead).call);
+  const sub = { ...call, body: `[${asked.map((c) => c.json).join(",")}]`, cacheBatch: undefined };
+  const tier = call.tier;
+  return new Promise((resolve, reject) => {
+    if (tier?.batch === undefined)
+      fetchWhole(sub, res, note, (error, answer) => {
+        if (error !== undefined) return reject(error);
+        resolve(answer && { answer, text: answer.body.toString("utf8"), archived: NONE, required: NONE });
+      });
+    else
+      fetchBatchByTier(sub, tier, tier.batch, res, note, (error, tiered) => {
+        if (error !== undefined) return reject(error);
+        if (tiered === undefined) return resolve(undefined);
+        if ("whole" in tiered) {
+          const answer = tiered.whole;
+          return resolve({ answer, text: answer.body.toString("utf8"), archived: NONE, required: NONE });
+        }
+        resolve({
+          answer: undefined,
+          text: JSON.stringify(tiered.answers),
+          archived: new Set(tiered.archived),
+          required: new Set(tiered.required),
+        });
+      });
+  });
+}
+
+/** The batch's `x-upstream-tier`, when its reads of old state are told by tier. */
+function tierHeader(run: BatchRun): string | undefined {
+  if (run.call.tier === undefined) return undefined;
+  return run.note.tier === "archive" ? "full+archive" : "full";
 }
 
 /** A call of the batch answered with no node call of its own: priced at the plan's cachedShare. */
@@ -304,6 +366,7 @@ function sendArray(
   parts: readonly (Buffer | undefined)[],
   refusals: readonly string[],
   outcome: string,
+  tier: string | undefined,
 ): void {
   const pieces: Buffer[] = [OPEN];
   for (const part of [...parts, ...refusals.map((refusal) => Buffer.from(refusal))]) {
@@ -318,6 +381,7 @@ function sendArray(
     addRequestId(res, {
       ...EXPOSED,
       [CACHE_HEADER]: outcome,
+      ...(tier === undefined ? {} : { [TIER_HEADER]: tier }),
       ...ANY_ORIGIN,
       "content-type": "application/json",
       "content-length": body.length,

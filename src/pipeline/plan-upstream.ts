@@ -101,7 +101,8 @@ export class UpstreamPlanner {
       byHash: tier === undefined && reads !== undefined && reads.byHash && group.members.length > 1,
       cache: ranges?.split === undefined ? this.#cacheRead(mounted, group, outgoing) : undefined,
       cacheBatch:
-        tier === undefined &&
+        // a batch's reads of old state go by tier whether the cache answers some of its calls or none
+        (tier === undefined || tier.batch !== undefined) &&
         ranges?.split === undefined &&
         !(reads?.byHash === true && group.members.length > 1) &&
         // a batch that makes or uses a filter goes whole to its node, and is read for the names it makes

@@ -67,4 +67,45 @@ describe("cached archive answers go to archive keys only (real anvil)", () => {
     expect((r.json as { error: { data?: { code?: string } } }).error.data?.code).toBe("ARCHIVE_REQUIRED");
     expect(r.text).not.toContain(BALANCE);
   });
+
+  it("a batch's archive answers are kept as a single read's: asked again, the cache answers them, for archive keys only", async () => {
+    const batch = (key: string) =>
+      gw.call("eth", `/${key}`, {
+        body: JSON.stringify([
+          { jsonrpc: "2.0", id: "a", method: "eth_getBalance", params: [ACCOUNT, "0x2"] },
+          { jsonrpc: "2.0", id: "b", method: "eth_getBalance", params: [ACCOUNT, "0x3"] },
+          { jsonrpc: "2.0", id: "c", method: "eth_chainId", params: [] },
+        ]),
+        headers: { "content-type": "application/json" },
+      });
+    const answers = [
+      { jsonrpc: "2.0", id: "a", result: BALANCE },
+      { jsonrpc: "2.0", id: "b", result: BALANCE },
+      { jsonrpc: "2.0", id: "c", result: "0x1" },
+    ];
+    const archiveBefore = balanceCalls(archiveNode);
+    const first = await batch(KEYS.all);
+    expect(first.json).toEqual(answers);
+    expect(first.headers["x-upstream-tier"]).toBe("full+archive");
+    expect(first.headers["x-cache"]).toBe("miss");
+    expect(balanceCalls(archiveNode)).toBe(archiveBefore + 2);
+
+    const fullBefore = fullNode.calls.length;
+    const again = await batch(KEYS.all);
+    expect(again.json).toEqual(answers);
+    expect([again.headers["x-cache"], again.headers["x-upstream-tier"]]).toEqual(["hit", "full+archive"]);
+    expect(balanceCalls(archiveNode)).toBe(archiveBefore + 2);
+    expect(fullNode.calls.length).toBe(fullBefore);
+
+    // a key without archive access: the full node refuses, and no archive answer comes from the cache
+    const refused = await batch(KEYS.noArchive);
+    expect(refused.json).toMatchObject([
+      { id: "a", error: { code: -32045, data: { archiveLabel: "eth-archive" } } },
+      { id: "b", error: { code: -32045 } },
+      { id: "c", result: "0x1" },
+    ]);
+    expect(refused.text).not.toContain(BALANCE);
+    expect(refused.headers["x-upstream-tier"]).toBe("full");
+    expect(balanceCalls(archiveNode)).toBe(archiveBefore + 2);
+  });
 });
