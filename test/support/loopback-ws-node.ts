@@ -1,4 +1,4 @@
-import type { IncomingHttpHeaders } from "node:http";
+import { createServer, type IncomingHttpHeaders } from "node:http";
 import type { AddressInfo } from "node:net";
 import metadata, { rpc, version } from "@polkadot/types-support/metadata/static-polkadot";
 import { compactAddLength, hexToU8a, u8aToHex } from "@polkadot/util";
@@ -9,7 +9,9 @@ import { eventually } from "./eventually.js";
 // A loopback upstream node over WebSocket: it answers JSON-RPC calls and batches like a node (the id echoed
 // as the caller's own token, so a large integer keeps its digits), keeps subscriptions per connection and
 // pushes their notifications, and records every connection and every message, so a test can see exactly
-// what the gateway sent and whether the gateway closed the upstream socket of a client that left.
+// what the gateway sent and whether the gateway closed the upstream socket of a client that left. Its port
+// answers HTTP POSTs too, as a Substrate node's one RPC server (jsonrpsee) and geth's shared HTTP/WS port
+// do: the same calls, and a subscription refused as its software refuses one over HTTP.
 
 /** One call as the node received it. */
 export interface WsCall {
@@ -90,6 +92,8 @@ export interface LoopbackWsNode {
   latest(): WsNodeConnection;
   /** Every method name received on any connection, in order. */
   methods(): string[];
+  /** Every method name received over HTTP, in order (batches flattened). */
+  readonly httpMethods: readonly string[];
   close(): Promise<void>;
 }
 
@@ -101,11 +105,16 @@ export interface LoopbackWsNodeOptions {
   readonly subscriptionId?: (n: number) => string;
   /** The error its software answers a method it does not know with; geth's unless given. */
   readonly unknownMethod?: (method: string) => WsRpcError;
+  /** The error its software answers a subscription over HTTP with; geth's unless given. */
+  readonly subscriptionOverHttp?: () => WsRpcError;
 }
 
 /** go-ethereum rpc/errors.go methodNotFoundError: the method named in the message. */
 const gethUnknownMethod = (method: string): WsRpcError =>
   new WsRpcError(-32601, `the method ${method} does not exist/is not available`);
+
+/** go-ethereum rpc/errors.go notificationsUnsupportedError, a subscription over HTTP. */
+const gethSubscriptionOverHttp = (): WsRpcError => new WsRpcError(-32601, "notifications not supported");
 
 export async function startLoopbackWsNode(options: LoopbackWsNodeOptions = {}): Promise<LoopbackWsNode> {
   const results = options.results ?? {};
@@ -115,13 +124,28 @@ export async function startLoopbackWsNode(options: LoopbackWsNodeOptions = {}): 
   let nextSubscription = 0;
   const connections: Connection[] = [];
 
-  const server = new WebSocketServer({ host: "127.0.0.1", port: 0, perMessageDeflate: false });
-  await new Promise<void>((resolve) => server.once("listening", resolve));
-  const { port } = server.address() as AddressInfo;
+  const httpMethods: string[] = [];
+  const http = createServer((req, res) => {
+    const chunks: Buffer[] = [];
+    req.on("data", (chunk: Buffer) => chunks.push(chunk));
+    req.on("end", () => {
+      answerHttp(Buffer.concat(chunks).toString("utf8")).then(
+        (body) => {
+          res.writeHead(200, { "content-type": "application/json; charset=utf-8" });
+          res.end(body);
+        },
+        () => res.destroy(),
+      );
+    });
+  });
+  const server = new WebSocketServer({ server: http, perMessageDeflate: false });
+  await new Promise<void>((resolve) => http.listen(0, "127.0.0.1", resolve));
+  const { port } = http.address() as AddressInfo;
 
-  async function answer(call: WsCall): Promise<string | undefined> {
+  async function answer(call: WsCall, refusal?: WsRpcError): Promise<string | undefined> {
     const id = call.id ?? "null";
     try {
+      if (refusal !== undefined) throw refusal;
       let value: unknown;
       const spec = specs[call.method];
       if (spec !== undefined) {
@@ -192,15 +216,16 @@ export async function startLoopbackWsNode(options: LoopbackWsNodeOptions = {}): 
     return true;
   }
 
-  async function onMessage(connection: Connection, data: RawData): Promise<void> {
-    const text = rawText(data);
-    connection.messages.push(text);
+  /** The calls of a message, recorded; undefined for text that is no JSON (the node's parse error). */
+  function callsOf(
+    text: string,
+    connection: Connection | undefined,
+  ): { calls: WsCall[]; batch: boolean } | undefined {
     let parsed: ReturnType<typeof parseJsonRpcBody>;
     try {
       parsed = parseJsonRpcBody(text, 1000);
     } catch {
-      connection.send('{"jsonrpc":"2.0","id":null,"error":{"code":-32700,"message":"Parse error"}}');
-      return;
+      return undefined;
     }
     const calls = parsed.calls.map((raw): WsCall => {
       const value = raw.value as { method?: unknown; params?: unknown };
@@ -208,14 +233,41 @@ export async function startLoopbackWsNode(options: LoopbackWsNodeOptions = {}): 
         method: typeof value.method === "string" ? value.method : "",
         params: value.params,
         id: raw.members.get("id"),
-        connection,
+        // over HTTP no connection holds a subscription: `answer` never reaches one with this
+        connection: connection as Connection,
       };
     });
-    connection.calls.push(...calls.map((c) => c.method));
-    const answers = await Promise.all(calls.map(answer));
+    (connection?.calls ?? httpMethods).push(...calls.map((c) => c.method));
+    return { calls, batch: parsed.batch };
+  }
+
+  const PARSE_ERROR = '{"jsonrpc":"2.0","id":null,"error":{"code":-32700,"message":"Parse error"}}';
+
+  async function onMessage(connection: Connection, data: RawData): Promise<void> {
+    const text = rawText(data);
+    connection.messages.push(text);
+    const message = callsOf(text, connection);
+    if (message === undefined) return connection.send(PARSE_ERROR);
+    const answers = await Promise.all(message.calls.map((call) => answer(call)));
     const sent = answers.filter((a): a is string => a !== undefined);
     if (sent.length === 0) return;
-    connection.send(parsed.batch ? `[${sent.join(",")}]` : (sent[0] as string));
+    connection.send(message.batch ? `[${sent.join(",")}]` : (sent[0] as string));
+  }
+
+  /** An HTTP POST's answer: the same calls, but a subscription or its end refused as over HTTP. */
+  async function answerHttp(text: string): Promise<string> {
+    const message = callsOf(text, undefined);
+    if (message === undefined) return PARSE_ERROR;
+    const refuse = options.subscriptionOverHttp ?? gethSubscriptionOverHttp;
+    const answers = await Promise.all(
+      message.calls.map((call) =>
+        specs[call.method] !== undefined || unsubscribers.has(call.method)
+          ? answer(call, refuse())
+          : answer(call),
+      ),
+    );
+    const sent = answers.filter((a): a is string => a !== undefined);
+    return message.batch ? `[${sent.join(",")}]` : (sent[0] ?? "");
   }
 
   server.on("connection", (socket, req) => {
@@ -263,10 +315,13 @@ export async function startLoopbackWsNode(options: LoopbackWsNodeOptions = {}): 
       return last;
     },
     methods: () => connections.flatMap((c) => c.calls),
+    httpMethods,
     close: () =>
       new Promise<void>((resolve) => {
         for (const c of connections) c.socket.terminate();
-        server.close(() => resolve());
+        server.close();
+        http.closeAllConnections();
+        http.close(() => resolve());
       }),
   };
 }
@@ -420,6 +475,8 @@ export function substrateNode(options: SubstrateOptions = {}): LoopbackWsNodeOpt
     // jsonrpsee (Substrate's server) answers an unknown method with the spec's bare error, no method name
     // (jsonrpsee types/src/error.rs ErrorCode::MethodNotFound, as node-software.ts's substrate entry)
     unknownMethod: () => new WsRpcError(-32601, "Method not found"),
+    // jsonrpsee's server: a subscription (or its end) over HTTP is the spec's bare internal error
+    subscriptionOverHttp: () => new WsRpcError(-32603, "Internal error"),
     results: {
       rpc_methods: rpc,
       // polkadot-sdk substrate/client/rpc/src/chain/mod.rs block_hash: no number (or null) is the best

@@ -2,7 +2,9 @@ import { ApiPromise, WsProvider } from "@polkadot/api";
 import type { ApiOptions } from "@polkadot/api/types";
 import { version } from "@polkadot/types-support/metadata/static-polkadot";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { DOMAIN, KEYS, type RunningGateway, startGateway } from "../support/gateway.js";
+import { DEFAULT_HEALTH } from "../../src/config/defaults.js";
+import { eventually } from "../support/eventually.js";
+import { DOMAIN, KEYS, type RunningGateway, rpcBody, startGateway } from "../support/gateway.js";
 import {
   type LoopbackWsNode,
   SUBSTRATE_GENESIS,
@@ -159,5 +161,36 @@ describe("@polkadot/api WsProvider through the gateway", () => {
       ]),
     );
     expectNoKey(upstream);
+  });
+
+  it("the node's one port serves HTTP too, as Substrate's RPC server does: HTTP callers and the gateway's prober reach it", async () => {
+    const probed = await startGateway({
+      upstreams: { dot: [node.url] },
+      health: { ...DEFAULT_HEALTH, probeIntervalMs: 100 },
+    });
+    try {
+      await eventually(
+        async () =>
+          (await probed.metric("gateway_upstream_head", { label: "dot" })) === SUBSTRATE_HEAD_NUMBER,
+        5_000,
+        "the prober's reading of the node's head over HTTP",
+      );
+      const r = await probed.call("dot", `/${KEYS.all}`, { body: rpcBody("chain_getBlockHash", [0], 5) });
+      expect(r.json).toEqual({ jsonrpc: "2.0", id: 5, result: SUBSTRATE_GENESIS });
+      expect(node.httpMethods).toContain("chain_getBlockHash");
+    } finally {
+      await probed.close();
+    }
+    // a subscription over HTTP is jsonrpsee's bare internal error
+    const direct = await fetch(node.url, {
+      method: "POST",
+      headers: { "content-type": "application/json" },
+      body: rpcBody("chain_subscribeNewHeads", [], 1),
+    });
+    expect(await direct.json()).toEqual({
+      jsonrpc: "2.0",
+      id: 1,
+      error: { code: -32603, message: "Internal error" },
+    });
   });
 });
