@@ -397,6 +397,9 @@ function checkCacheRules(
   ];
   for (const method of named)
     if (!served.has(method)) report(path, `"${method}" is not one of the interface's methods`);
+  for (const method of Object.keys(cache.hashHeightIn ?? {}))
+    if (!cache.atBlock?.includes(method))
+      report([...path, "hashHeightIn"], `"${method}" is not one of the cache's atBlock methods`);
   for (const method of cache.atBlock ?? [])
     if (rules.at?.[method] === undefined && rules.ranges?.[method] === undefined)
       report([...path, "atBlock"], `"${method}" has no block param in reads.at nor a range in reads.ranges`);

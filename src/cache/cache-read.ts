@@ -6,8 +6,10 @@ import type { BlockParamRule, CacheRules, ReadRules } from "../registry/types.js
  * How long a call's answer may be kept (docs/cache.md):
  * - `always`: it never changes on the label's chain;
  * - `block`: it reads one block, named by number (`block`) or by hash (`block` is -1): final once that block
- *   is at or below the finalized height, and a block named by hash always is;
- * - `blockIn`: the answer names its block (`path`), final once that block is;
+ *   is at or below the finalized height; a block named by hash, which a reorg may replace, only on a chain
+ *   whose blocks are final at once (kept while the head stays elsewhere);
+ * - `blockIn`: the answer names its block (`path`), final once that block is (a block named by hash whose
+ *   answer says its height: registry `hashHeightIn`);
  * - `head`: it reads at the head (the head call, a head tag, a `cache.atHead` method), and is kept only
  *   while the label's head stays.
  */
@@ -42,6 +44,7 @@ interface RuleSets {
   readonly atBlock: ReadonlySet<string>;
   readonly foldCase: RegExp | undefined;
   readonly blockIn: ReadonlyMap<string, Lifetime>;
+  readonly hashHeightIn: ReadonlyMap<string, Lifetime>;
 }
 
 const SETS = new WeakMap<CacheRules, RuleSets>();
@@ -56,6 +59,9 @@ function setsOf(rules: CacheRules): RuleSets {
       foldCase: rules.foldCase === undefined ? undefined : new RegExp(rules.foldCase),
       blockIn: new Map(
         Object.entries(rules.blockIn ?? {}).map(([method, path]) => [method, { kind: "blockIn", path }]),
+      ),
+      hashHeightIn: new Map(
+        Object.entries(rules.hashHeightIn ?? {}).map(([method, path]) => [method, { kind: "blockIn", path }]),
       ),
     };
     SETS.set(rules, sets);
@@ -114,7 +120,10 @@ function lifetimeOf(reads: ReadRules, rules: CacheRules, call: PassedCall): Life
     return to.kind === "head" || from.kind === "head" ? HEAD : to;
   }
   const value = blockParam(reads, call);
-  return value === NO_BLOCK_PARAM ? undefined : blockOf(reads, rules, value);
+  if (value === NO_BLOCK_PARAM) return undefined;
+  const lifetime = blockOf(reads, rules, value);
+  // a block named by hash whose answer says its height: final once that height is
+  return lifetime === BY_HASH ? (sets.hashHeightIn.get(method) ?? BY_HASH) : lifetime;
 }
 
 /** What a block param makes of the answer's lifetime: undefined for a live tag or a value no rule reads. */

@@ -23,7 +23,8 @@ export interface KeptAnswer {
  * that is not one JSON-RPC answer object with an id: it goes to the clients as the node sent it.
  *
  * Kept: a result, or a deterministic error (a revert) of a final call. Final (until evicted): an answer that
- * never changes, or one about a block at or below the finalized height, or named by hash. Any other is kept
+ * never changes, or one about a block at or below the finalized height (a block named by hash: one whose
+ * answer says such a height, or any on a chain whose blocks are final at once). Any other is kept
  * for the head epoch it was read in (`epoch`), if the head has not moved since, and if the label keeps
  * answers read at the head. An empty result (null, []) only when final, and never for a block named by
  * hash, which the node may not have seen yet.
@@ -192,9 +193,20 @@ function isFinal(read: CacheRead, group: UpstreamGroup, blockIn: number | undefi
   if (lifetime.kind === "always") return true;
   if (lifetime.kind === "head") return false;
   const finalized = finalizedHeight(read.rules, group);
-  // a block named by hash, and the genesis block, never change
-  if (lifetime.kind === "block") return lifetime.block <= 0 || lifetime.block <= finalized;
+  if (lifetime.kind === "block") {
+    // the genesis block never changes; a block named by hash may be one a reorg replaces, but on a chain
+    // whose every block is final at once
+    if (lifetime.block === 0) return true;
+    if (lifetime.block < 0) return finalAtOnce(read.rules);
+    return lifetime.block <= finalized;
+  }
   return blockIn !== undefined && blockIn <= finalized;
+}
+
+/** Whether every block of the chain is final once made (registry `finalized: {depth: 0}`). */
+function finalAtOnce(rules: CacheRules): boolean {
+  const rule = rules.finalized;
+  return rule !== undefined && "depth" in rule && rule.depth === 0;
 }
 
 /** The label's finalized height: a node's word for it, or a depth below the served head; -1 when unknown. */

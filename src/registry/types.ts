@@ -200,6 +200,13 @@ export interface CacheRules {
    * is in: the member path, in the answer's `result`, of that block's height. Final once that block is.
    */
   readonly blockIn?: Readonly<Record<string, readonly string[]>>;
+  /**
+   * `atBlock` methods whose answer, for a block named by hash, says that block's height: the member path in
+   * the answer's `result`. Such an answer is final once that height is; any other read by hash is kept only
+   * while the head stays (a reorg may replace the block), but on a chain whose blocks are final at once
+   * (`finalized: {depth: 0}`).
+   */
+  readonly hashHeightIn?: Readonly<Record<string, readonly string[]>>;
   /** How the finalized height is learned; without it, no answer is final but those of `always`. */
   readonly finalized?: FinalityRule;
   /**

@@ -572,6 +572,19 @@ describe("the answer cache on a real anvil", () => {
     }
   });
 
+  it("a final block read by its hash is kept past head moves: its answer's height is final", async () => {
+    const { hash } = await node.rpc<{ hash: string }>("eth_getBlockByNumber", ["0x5", false]);
+    const before = reached("eth_getBlockByHash");
+    expect(((await call("eth_getBlockByHash", [hash, false])).result as { number: string }).number).toBe(
+      "0x5",
+    );
+    await node.rpc("evm_mine", []);
+    const head = await node.rpc<string>("eth_blockNumber", []);
+    await eventually(async () => (await call("eth_blockNumber", [])).result === head, 3_000, "the head seen");
+    expect((await call("eth_getBlockByHash", [hash, false], 2)).cache).toBe("hit");
+    expect(reached("eth_getBlockByHash")).toBe(before + 1);
+  });
+
   it("after a reorg no answer from the replaced blocks is served", async () => {
     const snapshot = await node.rpc<string>("evm_snapshot", []);
     await node.rpc("evm_mine", []);
@@ -580,6 +593,14 @@ describe("the answer cache on a real anvil", () => {
     await eventually(async () => (await call("eth_blockNumber", [])).result === head, 3_000, "the head seen");
     const replaced = (await call("eth_getBlockByNumber", [head, false])).result as { hash: string };
     expect((await call("eth_getBlockByNumber", [head, false])).cache).toBe("hit");
+    // read by its hash too, and at its hash as EIP-1898 lets a caller that must see one canonical block
+    const atHash = [DEV, { blockHash: replaced.hash, requireCanonical: true }];
+    expect(((await call("eth_getBlockByHash", [replaced.hash, false])).result as { hash: string }).hash).toBe(
+      replaced.hash,
+    );
+    expect((await call("eth_getBlockByHash", [replaced.hash, false])).cache).toBe("hit");
+    expect((await call("eth_getBalance", atHash)).result).toMatch(/^0x/);
+    expect((await call("eth_getBalance", atHash)).cache).toBe("hit");
     // the two blocks are replaced by two others, with other timestamps: the head is where it was
     await node.rpc("evm_revert", [snapshot]);
     await node.rpc("evm_mine", [Math.floor(Date.now() / 1000) + 1000]);
@@ -594,6 +615,13 @@ describe("the answer cache on a real anvil", () => {
       const answer = got.result as { hash: string };
       expect(answer.hash).toBe(now);
     }
+    // the replaced block by its hash is what the node says of it now: no block, no state at it
+    expect((await call("eth_getBlockByHash", [replaced.hash, false])).result).toBe(
+      await node.rpc("eth_getBlockByHash", [replaced.hash, false]),
+    );
+    const balance = await call("eth_getBalance", atHash);
+    expect(balance.result).toBeUndefined();
+    expect(balance.error).toBeDefined();
   });
 
   it("after evm_revert past the finalized height, no answer from the blocks it took away is served", async () => {
