@@ -133,7 +133,7 @@ function relayBatchByTier(
   note: TierFields,
   done: RelayDone,
 ): void {
-  fetchBatchByTier(call, tier, stateCalls, res, note, (error, tiered) => {
+  fetchBatchByTier(call, tier, stateCalls, res, requestIdOf(res), note, (error, tiered) => {
     if (error !== undefined || tiered === undefined) return done(error);
     if ("whole" in tiered) send(res, tiered.whole, "full");
     else
@@ -167,11 +167,12 @@ export function fetchBatchByTier(
   call: UpstreamCall,
   tier: TierPlan,
   stateCalls: readonly PassedCall[],
-  res: ServerResponse,
+  caller: CallerSide,
+  requestId: string | undefined,
   note: TierFields,
   callback: (error: GatewayError | undefined, tiered?: TieredBatch) => void,
 ): void {
-  fetchWhole({ ...call, tier: undefined }, res, note, (error, answer) => {
+  fetchWhole({ ...call, tier: undefined }, caller, note, (error, answer) => {
     if (error !== undefined || answer === undefined) return callback(error);
     note.tier = "full";
     const answers = batchAnswers(answer);
@@ -180,12 +181,22 @@ export function fetchBatchByTier(
     const byHash = call.group.members.length > 1 ? (call.reads?.byHashCalls ?? []) : [];
     const again = byHash.filter((c) => unknownIn(answerTo(answers, c), unknown));
     const archiveTheRest = (changed: boolean) =>
-      refusedToArchive(call, tier, stateCalls, answers, changed ? undefined : answer, res, note, callback);
+      refusedToArchive(
+        call,
+        tier,
+        stateCalls,
+        answers,
+        changed ? undefined : answer,
+        caller,
+        requestId,
+        note,
+        callback,
+      );
     if (again.length === 0) return archiveTheRest(false);
     call.group.answers.add("by_hash_again");
     const body = batchOf(again);
     const other = { ...call, body, tier: undefined, exclude: answer.upstream, writer: undefined };
-    fetchWhole(other, res, note, (failed, second) => {
+    fetchWhole(other, caller, note, (failed, second) => {
       const found = failed === undefined && second !== undefined ? batchAnswers(second) : undefined;
       let changed = false;
       for (const c of again) {
@@ -210,7 +221,8 @@ function refusedToArchive(
   stateCalls: readonly PassedCall[],
   answers: unknown[],
   unchanged: WholeAnswer | undefined,
-  res: ServerResponse,
+  caller: CallerSide,
+  requestId: string | undefined,
   note: TierFields,
   callback: (error: GatewayError | undefined, tiered?: TieredBatch) => void,
 ): void {
@@ -225,14 +237,13 @@ function refusedToArchive(
   const group = tier.archiveGroup;
   if (!tier.mayArchive || group === undefined) {
     call.group.answers.add("archive_required");
-    const requestId = requestIdOf(res);
     for (const c of refused) replaceAnswer(answers, c, JSON.parse(refusal(tier, c, requestId)) as unknown);
     callback(undefined, { answers, archived: [], required: refused });
     return;
   }
   call.group.answers.add("archive_again");
   const body = batchOf(refused);
-  fetchWhole({ ...call, group, body, tier: undefined }, res, note, (again, fromArchive) => {
+  fetchWhole({ ...call, group, body, tier: undefined }, caller, note, (again, fromArchive) => {
     const archived = again === undefined && fromArchive !== undefined ? batchAnswers(fromArchive) : undefined;
     if (archived === undefined) return callback(again ?? new GatewayError("UPSTREAM_BAD_RESPONSE"));
     const replaced: PassedCall[] = [];

@@ -3,7 +3,7 @@ import type { Span } from "@opentelemetry/api";
 import { fetchBatchByTier, TIER_HEADER, type TierFields } from "../answers/archive.js";
 import { learnHeights, showsHeight } from "../answers/examined.js";
 import { ANY_ORIGIN } from "../errors/respond.js";
-import { addRequestId, withRequestId } from "../http/request-id.js";
+import { addRequestId, requestIdOf, withRequestId } from "../http/request-id.js";
 import type { PassedCall } from "../jsonrpc/check.js";
 import { idKey, isPlainId } from "../jsonrpc/id-key.js";
 import { scanMembers } from "../jsonrpc/scan.js";
@@ -21,6 +21,7 @@ import {
   followFlight,
   looked,
 } from "./relay-cached.js";
+import { SharedCaller } from "./shared-caller.js";
 import {
   followSocketFlight,
   landSocketFlight,
@@ -65,7 +66,10 @@ export function relayCachedBatch(
     if (entry.tier === "archive") note.tier = "archive";
     return withId(entry, c.id ?? "null");
   });
-  const run = { call, batch, cache, res, note, done, epoch, parts, lookup, refusals, mayArchive };
+  // the node calls belong to every client waiting on them: this one, and identical calls' that follow them
+  const caller = new SharedCaller();
+  caller.join(res);
+  const run = { call, batch, cache, res, caller, note, done, epoch, parts, lookup, refusals, mayArchive };
   // a final answer another instance fetched is in the shared layer; an answer read at the head never is
   const shared = cache.shared;
   const sharable = batch.flatMap(({ call: c, read }, i) =>
@@ -103,6 +107,8 @@ interface BatchRun {
   readonly batch: readonly BatchRead[];
   readonly cache: AnswerCache;
   readonly res: ServerResponse;
+  /** Whom its node calls belong to: its client, and the clients of calls that follow them. */
+  readonly caller: SharedCaller;
   readonly note: BatchFields;
   readonly done: RelayDone;
   readonly epoch: number;
@@ -166,7 +172,10 @@ interface IdenticalCalls {
   readonly opened: Map<number, SocketFlight>;
 }
 
-function identicalCalls({ batch, cache, epoch }: BatchRun, missing: readonly number[]): IdenticalCalls {
+function identicalCalls(
+  { batch, cache, epoch, res, caller }: BatchRun,
+  missing: readonly number[],
+): IdenticalCalls {
   const calls: IdenticalCalls = { asks: [], copies: new Map(), waits: [], opened: new Map() };
   const first = new Map<string, number>();
   for (const i of missing) {
@@ -187,11 +196,14 @@ function identicalCalls({ batch, cache, epoch }: BatchRun, missing: readonly num
     const landed = new Promise<FlightEntry | undefined>((resolve) => {
       follow = resolve;
     });
-    if (followSocketFlight(cache, read.key, epoch, follow) || followFlight(cache, read.key, epoch, follow))
+    if (
+      followSocketFlight(cache, read.key, epoch, follow, res) ||
+      followFlight(cache, read.key, epoch, follow, res)
+    )
       calls.waits.push({ index: i, landed });
     else {
       calls.asks.push(i);
-      calls.opened.set(i, openSocketFlight(cache, read.key, epoch));
+      calls.opened.set(i, openSocketFlight(cache, read.key, epoch, caller));
     }
   }
   return calls;
@@ -313,18 +325,18 @@ const NONE: ReadonlySet<PassedCall> = new Set();
  * or refused as ARCHIVE_REQUIRED. Undefined when the caller left.
  */
 function fetchAsked(run: BatchRun, indexes: readonly number[]): Promise<AskedAnswer | undefined> {
-  const { call, batch, res, note } = run;
+  const { call, batch, res, caller, note } = run;
   const asked = indexes.map((i) => (batch[i] as BatchRead).call);
   const sub = { ...call, body: `[${asked.map((c) => c.json).join(",")}]`, cacheBatch: undefined };
   const tier = call.tier;
   return new Promise((resolve, reject) => {
     if (tier?.batch === undefined)
-      fetchWhole(sub, res, note, (error, answer) => {
+      fetchWhole(sub, caller, note, (error, answer) => {
         if (error !== undefined) return reject(error);
         resolve(answer && { answer, text: answer.body.toString("utf8"), archived: NONE, required: NONE });
       });
     else
-      fetchBatchByTier(sub, tier, tier.batch, res, note, (error, tiered) => {
+      fetchBatchByTier(sub, tier, tier.batch, caller, requestIdOf(res), note, (error, tiered) => {
         if (error !== undefined) return reject(error);
         if (tiered === undefined) return resolve(undefined);
         if ("whole" in tiered) {

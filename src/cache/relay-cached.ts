@@ -59,17 +59,20 @@ export type FlightFollower = (entry: FlightEntry | undefined) => void;
 
 /**
  * Joins an HTTP call in flight for the same read in the same head epoch, for a caller that may not read
- * archive data: true when there was one, and `follower` is told of its answer.
+ * archive data: true when there was one, and `follower` is told of its answer. An HTTP follower's response
+ * (`res`: a batch's) joins the call's clients: the first hanging up does not cancel it for the follower.
  */
 export function followFlight(
   cache: AnswerCache,
   key: string,
   epoch: number,
   follower: FlightFollower,
+  res?: ServerResponse,
 ): boolean {
   const flight = flights.get(cache)?.get(flightKeyOf(key, epoch, false));
   if (flight === undefined) return false;
   flight.followers.push(follower);
+  if (res !== undefined) flight.caller.join(res);
   return true;
 }
 
@@ -151,18 +154,24 @@ function followSocket(missed: Missed): boolean {
   const { call, read, cache, res, note, done, epoch } = missed;
   // set once the call waits: a flight lands in a later turn of the event loop, never within this one
   let wait: Span | undefined;
-  const following = followSocketFlight(cache, read.key, epoch, (landed) => {
-    wait?.end(performance.now());
-    // counted by what it becomes: one that lands with nothing to share is counted where it goes next
-    if (landed === undefined) return joinOrFly(missed, undefined);
-    cache.counts.coalesced++;
-    // a connection's node is one of the label's own: the full tier, for a read the tiers divide
-    const tier = landed.tier ?? (call.tier === undefined ? undefined : "full");
-    note.tier = tier;
-    note.cache = "coalesced";
-    send(res, 200, landed, read.id, headersFor("coalesced", tier));
-    done();
-  });
+  const following = followSocketFlight(
+    cache,
+    read.key,
+    epoch,
+    (landed) => {
+      wait?.end(performance.now());
+      // counted by what it becomes: one that lands with nothing to share is counted where it goes next
+      if (landed === undefined) return joinOrFly(missed, undefined);
+      cache.counts.coalesced++;
+      // a connection's node is one of the label's own: the full tier, for a read the tiers divide
+      const tier = landed.tier ?? (call.tier === undefined ? undefined : "full");
+      note.tier = tier;
+      note.cache = "coalesced";
+      send(res, 200, landed, read.id, headersFor("coalesced", tier));
+      done();
+    },
+    res,
+  );
   if (!following) return false;
   wait = call.trace?.step("coalesced wait");
   return true;

@@ -1,5 +1,7 @@
+import type { ServerResponse } from "node:http";
 import type { AnswerCache } from "./answer-cache.js";
 import type { FlightEntry, FlightFollower } from "./relay-cached.js";
+import type { SharedCaller } from "./shared-caller.js";
 
 /**
  * A miss in flight on a WebSocket connection's node (ws/cached-calls.ts): identical calls on the label's
@@ -10,6 +12,11 @@ export interface SocketFlight {
   readonly followers: FlightFollower[];
   readonly timer: NodeJS.Timeout;
   landed: boolean;
+  /**
+   * The HTTP clients its node call belongs to, when an HTTP batch asked it (batch-cached.ts): a follower
+   * with a response joins them, so that the batch's client hanging up does not cancel the call for it.
+   */
+  caller: SharedCaller | undefined;
 }
 
 /**
@@ -40,18 +47,21 @@ export function socketFollowers(cache: AnswerCache): number {
 }
 
 /**
- * Joins a connection's call in flight for the same read in the same head epoch: true when there was one,
- * and `follower` is told of its answer (undefined when it has none to share).
+ * Joins a connection's (or an HTTP batch's) call in flight for the same read in the same head epoch: true
+ * when there was one, and `follower` is told of its answer (undefined when it has none to share). An HTTP
+ * follower's response (`res`) keeps a batch's node call going while it waits.
  */
 export function followSocketFlight(
   cache: AnswerCache,
   key: string,
   epoch: number,
   follower: FlightFollower,
+  res?: ServerResponse,
 ): boolean {
   const flight = socketFlights.get(cache)?.get(keyOf(key, epoch));
   if (flight === undefined) return false;
   flight.followers.push(follower);
+  if (res !== undefined) flight.caller?.join(res);
   return true;
 }
 
@@ -59,13 +69,19 @@ export function followSocketFlight(
  * A connection's miss, open for followers until it lands; after FOLLOW_MS it lands with nothing to share.
  * A second miss of the same call (one that could not wait) leaves the first's flight the one followed.
  */
-export function openSocketFlight(cache: AnswerCache, key: string, epoch: number): SocketFlight {
+export function openSocketFlight(
+  cache: AnswerCache,
+  key: string,
+  epoch: number,
+  caller?: SharedCaller,
+): SocketFlight {
   const flights = flightsOf(cache);
   const flight: SocketFlight = {
     key: keyOf(key, epoch),
     followers: [],
     timer: setTimeout(() => landSocketFlight(cache, flight, undefined), FOLLOW_MS).unref(),
     landed: false,
+    caller,
   };
   if (!flights.has(flight.key)) flights.set(flight.key, flight);
   return flight;

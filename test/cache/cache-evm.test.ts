@@ -455,7 +455,7 @@ describe("the answer cache on a real anvil", () => {
   });
 
   it("identical calls in a batch reach the node once; a batch waits on an identical call in flight, and a call on a batch's", async () => {
-    // blocks by number, final: reads of state would be planned for the archive tier, which a batch is not
+    // blocks by number, final
     const count = (block: string) => ({ method: "eth_getBlockByNumber", params: [block, false] });
     const batchOf = (calls: { id: string; method: string; params: unknown[] }[]) =>
       gw.call("eth", `/${KEYS.all}`, { body: JSON.stringify(calls.map((c) => ({ jsonrpc: "2.0", ...c }))) });
@@ -503,6 +503,63 @@ describe("the answer cache on a real anvil", () => {
       expect(follower).toMatchObject({ id: 5, result: { number: "0x9" }, cache: "coalesced" });
       expect(numbers(await batch)).toEqual([["m", "0x9"]]);
       expect(reached("eth_getBlockByNumber", batched.params)).toBe(batchedBefore + 1);
+    } finally {
+      recorder.delayMs = 0;
+    }
+  });
+
+  it("a client hanging up cancels nothing for the batches and calls waiting on its node call", async () => {
+    const block = (n: string) => ({ method: "eth_getBlockByNumber", params: [n, false] });
+    const batchOf = (ids: string[], n: string) =>
+      gw.call("eth", `/${KEYS.all}`, {
+        body: JSON.stringify(ids.map((id) => ({ jsonrpc: "2.0", id, ...block(n) }))),
+      });
+    /** A request whose client leaves when `signal` aborts. */
+    const leavingWith = (body: unknown, signal: AbortSignal) =>
+      request(`${gw.origin}/${KEYS.all}`, {
+        method: "POST",
+        headers: { host: `eth.${DOMAIN}`, "content-type": "application/json" },
+        body: JSON.stringify(body),
+        signal,
+      }).catch(() => undefined);
+    const waitingCalls = () => gw.metric("gateway_cache_waiting", { label: "eth" });
+    const numbers = (answer: { json: unknown }) =>
+      (answer.json as { id: string; result: { number: string } }[]).map((a) => [a.id, a.result.number]);
+    recorder.delayMs = 800;
+    try {
+      // a single call leads, a batch waits on it, and the single call's client leaves
+      const led = block("0x11");
+      const ledBefore = reached("eth_getBlockByNumber", led.params);
+      const leaving = new AbortController();
+      const single = leavingWith({ jsonrpc: "2.0", id: 1, ...led }, leaving.signal);
+      await eventually(() => reached("eth_getBlockByNumber", led.params) > ledBefore, 2_000, "at the node");
+      const waiting = batchOf(["p"], "0x11");
+      await eventually(async () => (await waitingCalls()) === 1, 2_000, "the batch waiting");
+      leaving.abort();
+      await single;
+      const answered = await waiting;
+      expect(numbers(answered)).toEqual([["p", "0x11"]]);
+      expect(answered.headers["x-cache"]).toBe("coalesced");
+      expect(reached("eth_getBlockByNumber", led.params)).toBe(ledBefore + 1);
+
+      // a batch leads, a single call and another batch wait on it, and the first batch's client leaves
+      const first = block("0x12");
+      const firstBefore = reached("eth_getBlockByNumber", first.params);
+      const gone = new AbortController();
+      const leader = leavingWith([{ jsonrpc: "2.0", id: "a", ...first }], gone.signal);
+      await eventually(
+        () => reached("eth_getBlockByNumber", first.params) > firstBefore,
+        2_000,
+        "at the node",
+      );
+      const follower = call("eth_getBlockByNumber", first.params, 7);
+      const other = batchOf(["q"], "0x12");
+      await eventually(async () => (await waitingCalls()) === 2, 2_000, "two waiting");
+      gone.abort();
+      await leader;
+      expect(await follower).toMatchObject({ id: 7, result: { number: "0x12" }, cache: "coalesced" });
+      expect(numbers(await other)).toEqual([["q", "0x12"]]);
+      expect(reached("eth_getBlockByNumber", first.params)).toBe(firstBefore + 1);
     } finally {
       recorder.delayMs = 0;
     }
