@@ -5,6 +5,7 @@ import { fetchByHash } from "../answers/by-hash.js";
 import { learnHeights, showsHeight } from "../answers/examined.js";
 import { ANY_ORIGIN, EXPOSED_HEADERS } from "../errors/respond.js";
 import type { GatewayError } from "../errors/table.js";
+import type { CallerSide } from "../http/client-gone.js";
 import { pushRequestId, withRequestId } from "../http/request-id.js";
 import { isPlainId } from "../jsonrpc/id-key.js";
 import { CACHE } from "../tracing/attributes.js";
@@ -31,6 +32,8 @@ export interface CacheFields extends TierFields {
 
 /** One client waiting for a coalesced call's answer. */
 interface Waiter {
+  /** Its own call: asked of a node alone when the flight's answer could not be given its id. */
+  readonly call: UpstreamCall;
   readonly res: ServerResponse;
   readonly id: string;
   readonly note: CacheFields;
@@ -191,13 +194,13 @@ function joinOrFly(missed: Missed, lookup: Span | undefined): void {
   const joined = inFlight.get(flightKey);
   if (joined !== undefined) {
     looked(lookup, "coalesced");
-    const waiter: Waiter = { res, id: read.id, note, done, wait: call.trace?.step("coalesced wait") };
+    const waiter: Waiter = { call, res, id: read.id, note, done, wait: call.trace?.step("coalesced wait") };
     cache.counts.coalesced++;
     joined.caller.join(res);
     joined.waiters.push(waiter);
     return;
   }
-  const waiter: Waiter = { res, id: read.id, note, done, wait: undefined };
+  const waiter: Waiter = { call, res, id: read.id, note, done, wait: undefined };
   const flight: Flight = { caller: new SharedCaller(), waiters: [waiter], followers: [] };
   flight.caller.join(res);
   // a call whose id a node may refuse (1.5, a 30-digit number) would hand that refusal to every caller
@@ -226,7 +229,12 @@ function joinOrFly(missed: Missed, lookup: Span | undefined): void {
         learnHeights(call, answer.upstream, text === "" ? answer.body.toString("utf8") : text);
       const kept = keptAnswer(answer, text, read, call.group, cache.settings, epoch);
       if (kept === undefined) {
-        sendEach(flight.waiters, answer, tier, note);
+        // JSON the cache could not split at one id (an array for one call) may hold the first client's id:
+        // each other client asks a node itself; any other body (a proxy's page, nothing) names no one
+        const [first, ...others] = flight.waiters as [Waiter, ...Waiter[]];
+        const mayNameId = /^\s*[[{]/.test(text);
+        sendEach(mayNameId ? [first] : flight.waiters, answer, tier, note);
+        if (mayNameId) for (const w of others) askAlone(w);
         land(flight, undefined);
         return;
       }
@@ -354,7 +362,7 @@ function headersFor(outcome: "hit" | "miss" | "coalesced", tier: "full" | "archi
 /** The call's answer, read whole, as the relay for its kind of read would have fetched it. */
 function fetchAnswer(
   call: UpstreamCall,
-  caller: SharedCaller,
+  caller: CallerSide,
   note: TierFields,
   callback: (error: GatewayError | undefined, answer?: WholeAnswer, tier?: "full" | "archive") => void,
 ): void {
@@ -363,10 +371,19 @@ function fetchAnswer(
   else fetchWhole(call, caller, note, callback);
 }
 
+/** A waiting client's own call, asked of a node alone, and its answer relayed as the node sent it. */
+function askAlone(w: Waiter): void {
+  w.wait?.end(performance.now());
+  fetchAnswer(w.call, w.res, w.note, (error, answer, tier) => {
+    if (error !== undefined || answer === undefined) return w.done(error);
+    sendEach([{ ...w, wait: undefined }], answer, tier, w.note);
+  });
+}
+
 /**
- * An answer with no id to put each client's in (not JSON, or not one answer object): the node's own body
- * to the first client, as the relay would have sent it; another client, which asked the same, gets the
- * same body, since no id in it is the first client's.
+ * An answer with no id to put each client's in (not one answer object): the node's own body to the first
+ * client, as the relay would have sent it, and to other clients that asked the same when it is no JSON
+ * (no id in it is the first client's).
  */
 function sendEach(
   waiters: readonly Waiter[],
