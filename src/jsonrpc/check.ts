@@ -156,8 +156,18 @@ function contractsPath(
  */
 export function addressesAt(value: unknown, path: readonly string[]): string[] {
   let at: unknown = value;
-  for (const member of path) {
+  for (const [i, member] of path.entries()) {
     if (typeof at !== "object" || at === null) return [];
+    // each element of a list (eth_simulateV1's calls): one that names none (a contract's creation) is "",
+    // which no allow-list holds
+    if (member === "*") {
+      if (!Array.isArray(at)) return [];
+      const rest = path.slice(i + 1);
+      return at.flatMap((element) => {
+        const found = addressesAt(element, rest);
+        return found.length === 0 ? [""] : found;
+      });
+    }
     at = (at as Record<string, unknown>)[member];
   }
   if (typeof at === "string") return [at];

@@ -51,6 +51,7 @@ const KEY = {
   ipsLoop: "FNsetIpsLoop000000000000000000",
   methods: "FNsetMethods000000000000000000",
   contracts: "FNsetContracts0000000000000000",
+  dedicatedContracts: "FNsetContractsDedicated0000000",
   jwt: "FNsetJwt0000000000000000000000",
 } as const;
 
@@ -70,6 +71,14 @@ const KEYS_WITH_SETTINGS: StaticKey[] = [
     settings: { methods: ["eth_blockNumber", "eth_get*", "eth_subscribe"] },
   },
   { key: KEY.contracts, networks: "*", rate: RATE, settings: { contracts: [AA, TRON_CONTRACT] } },
+  // traces of a call are on the dedicated plan
+  {
+    key: KEY.dedicatedContracts,
+    networks: "*",
+    plan: "dedicated",
+    rate: RATE,
+    settings: { contracts: [AA] },
+  },
   {
     key: KEY.jwt,
     networks: "*",
@@ -196,6 +205,36 @@ describe("key settings", () => {
     expect((await ok([{ fromBlock: "0x1", toBlock: "0x2" }], "eth_getLogs")).status).toBe(403);
     // a call that names no contract is not the list's concern
     expect((await ok([], "eth_blockNumber")).status).toBe(200);
+  });
+
+  it("contracts: every call that runs contract code, and reads of a contract's code and storage, are held to the list", async () => {
+    /** 200, or the setting that refused the call. */
+    const status = async (method: string, params: unknown[]) => {
+      const answer = await call(KEY.dedicatedContracts, rpcBody(method, params));
+      return answer.status === 200 ? 200 : (refusal(answer) as { data?: { setting?: string } }).data?.setting;
+    };
+    const simulate = (...tos: (string | undefined)[]) => [
+      { blockStateCalls: [{ calls: tos.map((to) => (to === undefined ? { data: "0x00" } : { to })) }] },
+      "latest",
+    ];
+    for (const method of ["eth_createAccessList", "debug_traceCall", "trace_call"]) {
+      const params = method === "trace_call" ? [["trace"], "latest"] : ["latest"];
+      expect(await status(method, [{ to: BB }, ...params]), method).toBe("contracts");
+    }
+    expect(await status("eth_createAccessList", [{ to: AA }, "latest"])).toBe(200);
+    expect(await status("eth_simulateV1", simulate(AA))).toBe(200);
+    expect(await status("eth_simulateV1", simulate(AA, BB))).toBe("contracts");
+    // a simulated call that creates a contract names none
+    expect(await status("eth_simulateV1", simulate(AA, undefined))).toBe("contracts");
+    expect(await status("debug_traceCallMany", [[{ transactions: [{ to: AA }, { to: BB }] }]])).toBe(
+      "contracts",
+    );
+    expect(await status("trace_callMany", [[[{ to: BB }, ["trace"]]], "latest"])).toBe("contracts");
+    expect(await status("eth_getCode", [BB, "latest"])).toBe("contracts");
+    expect(await status("eth_getStorageAt", [BB, "0x0", "latest"])).toBe("contracts");
+    expect(await status("eth_getCode", [AA, "latest"])).toBe(200);
+    // an account's own balance and nonce are not
+    expect(await status("eth_getBalance", [BB, "latest"])).toBe(200);
   });
 
   it("contracts on TRON's REST API: the body's contract_address, where the registry says", async () => {

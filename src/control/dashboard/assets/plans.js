@@ -155,7 +155,11 @@ const SETTING_FIELDS = [
     "Allowed methods",
     "One per line: eth_call, eth_get* or a REST route such as GET /v2/accounts/{}.",
   ],
-  ["contracts", "Allowed contracts", "One per line: the addresses eth_call and eth_getLogs may name."],
+  [
+    "contracts",
+    "Allowed contracts",
+    "One per line: the contracts eth_call, eth_getLogs, simulations, traces of a call and code or storage reads may name (TRON: as the call sends it).",
+  ],
 ];
 
 // biome-ignore lint/correctness/noUnusedVariables: app.js's router calls it
