@@ -52,14 +52,18 @@ export class JwtVerifier {
     this.#keys = keys.map((k) => ({ id: k.id, key: publicKeyOf(k.pem) }));
   }
 
-  /** Undefined when `authorization` carries a valid token; else why not. */
-  refusal(authorization: string | undefined, nowMs: number = Date.now()): JwtRefusal | undefined {
+  /**
+   * Why `authorization` carries no valid token; or, when it does, when that token stops being valid (its
+   * `exp`, with the clock difference forgiven, in ms since the epoch): a WebSocket connection opened with
+   * it ends then.
+   */
+  verdict(authorization: string | undefined, nowMs: number = Date.now()): JwtRefusal | number {
     if (authorization === undefined || !/^Bearer /i.test(authorization)) return "missing";
     const token = authorization.slice(7).trim();
     const now = nowMs / 1000;
     const until = this.#verified.get(token);
     if (until !== undefined) {
-      if (until + LEEWAY_S > now) return undefined;
+      if (until + LEEWAY_S > now) return (until + LEEWAY_S) * 1000;
       this.#verified.delete(token);
       return "expired";
     }
@@ -97,6 +101,6 @@ export class JwtVerifier {
     if (typeof claims.nbf === "number" && claims.nbf - LEEWAY_S > now) return "not yet valid";
     if (this.#verified.size >= MAX_REMEMBERED) this.#verified.clear();
     if (typeof claims.nbf !== "number" || claims.nbf <= now) this.#verified.set(token, claims.exp);
-    return undefined;
+    return (claims.exp + LEEWAY_S) * 1000;
   }
 }

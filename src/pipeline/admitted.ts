@@ -24,6 +24,11 @@ export class Admitted {
    * tracing is on, else the caller's own well-formed `traceparent`, passed on as it came; or neither.
    */
   readonly trace: RequestTrace | string | undefined;
+  /**
+   * When the JWT the key's settings required stops being valid (ms since the epoch): a WebSocket connection
+   * opened with it closes then (ws/connection.ts). Set at admission.
+   */
+  tokenValidUntilMs: number | undefined = undefined;
   // Let go once the address is known: a WebSocket connection keeps its Admitted for its whole life.
   #req: IncomingMessage | undefined;
   readonly #trustedProxies: readonly string[];

@@ -275,13 +275,15 @@ function checkKeySettings(rules: KeyRules, admitted: Admitted, req: IncomingMess
   // read from the raw headers, and only when set: req.headers builds an object of every header
   if (rules.limitsOrigins && !rules.allowsOrigin(rawHeader(req.rawHeaders, "origin")))
     throw new GatewayError("KEY_SETTING_REFUSED", { setting: "origins" });
-  const refusal = rules.jwt?.refusal(rawHeader(req.rawHeaders, "authorization", true));
-  if (refusal !== undefined)
+  if (rules.jwt === undefined) return;
+  const verdict = rules.jwt.verdict(rawHeader(req.rawHeaders, "authorization", true));
+  if (typeof verdict !== "number")
     throw new GatewayError(
       "JWT_REQUIRED",
-      { reason: refusal },
+      { reason: verdict },
       { "www-authenticate": 'Bearer realm="api key"' },
     );
+  admitted.tokenValidUntilMs = verdict;
 }
 
 declare const charged: unique symbol;

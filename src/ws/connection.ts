@@ -97,6 +97,8 @@ export class Connection {
   #closed = false;
   readonly #archiveRefusals: ArchiveRefusals | undefined;
   readonly #liveness: ClientLiveness;
+  /** Closes the connection when the JWT it opened with stops being valid. */
+  #tokenTimer: NodeJS.Timeout | undefined = undefined;
 
   constructor(client: WebSocket, upstream: NodeSocket, node: Upstream, options: ConnectionOptions) {
     this.#client = client;
@@ -211,6 +213,27 @@ export class Connection {
       (listener) => this.#guard(listener),
       () => this.close(CLOSE.NORMAL, "idle timeout"),
     );
+    this.#closeWhenTokenExpires(mounted.admitted.tokenValidUntilMs);
+  }
+
+  /**
+   * A key whose settings require a JWT with every call: a connection's calls are made under the token of
+   * its upgrade, so it lasts as long as that token does (docs/plans.md, "Key settings"), and closes then
+   * (1008) for the client to connect again with a new one.
+   */
+  #closeWhenTokenExpires(validUntilMs: number | undefined): void {
+    if (validUntilMs === undefined || this.#closed) return;
+    const wait = validUntilMs - Date.now();
+    if (wait <= 0) {
+      this.close(CLOSE.POLICY, "the JWT expired: connect again with a new one");
+      return;
+    }
+    // a timer waits at most 2^31 - 1 ms (about 24 days): a later expiry is waited for in steps
+    this.#tokenTimer = setTimeout(
+      () => this.#closeWhenTokenExpires(validUntilMs),
+      Math.min(wait, MAX_TIMER_MS),
+    );
+    this.#tokenTimer.unref();
   }
 
   /** The node the connection's upstream socket is on. */
@@ -570,12 +593,16 @@ export class Connection {
     this.#closed = true;
     this.#liveness.stop();
     clearTimeout(this.#retryChoice);
+    clearTimeout(this.#tokenTimer);
     this.#calls.abandon();
     this.#options.cache?.close();
     for (const pending of this.#pending.values()) pending.message.whenAnswered?.(unanswered);
     this.#options.onClose();
   }
 }
+
+/** The longest delay setTimeout takes. */
+const MAX_TIMER_MS = 2 ** 31 - 1;
 
 /** A message's method as the metrics and its span name it. */
 function methodOf(message: UpstreamMessage): string {

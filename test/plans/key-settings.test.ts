@@ -287,6 +287,18 @@ describe("key settings", () => {
     expect(await reason(bearer(critical))).toBe("unsupported critical header");
   });
 
+  it("a WebSocket opened with a JWT lasts as long as the token: it closes (1008) when the token expires", async () => {
+    // expired 28 s ago: valid for 2 s more, within the 30 s of clock difference forgiven
+    const token = jwt(ec.privateKey, -28, "ec-1");
+    const client = await Client.open(`ws://eth.${DOMAIN}:${gw.port}/${KEY.jwt}`, {
+      authorization: `Bearer ${token}`,
+    });
+    expect((await client.call("eth_blockNumber")).result).toBe("0x10");
+    const closed = await client.closed;
+    expect(closed.code).toBe(1008);
+    expect(closed.reason).toContain("JWT expired");
+  });
+
   it("over a WebSocket: origin, IP and JWT at the upgrade; methods and contracts on every message", async () => {
     const url = (key: string) => `ws://eth.${DOMAIN}:${gw.port}/${key}`;
     const upgrade = await Client.refused(url(KEY.origins));
