@@ -32,7 +32,7 @@ export interface RangePlan {
  * Checks each range call against its limits (the label's `blockRanges` for its method over the registry's
  * `reads.ranges`), with head tags and left-out bounds resolved against the label's served head: wider than
  * `refuseAbove` blocks it is refused, wider than `splitAbove` it is split, when it is the message's only
- * call; in a batch it is refused, since a batch's calls go to one node together. A range whose bounds
+ * call; in a batch (or on a WebSocket) it is refused, since a batch's calls go to one node together. A range whose bounds
  * cannot be read as heights (a genesis tag aside), or that needs the head before one is known, goes as sent:
  * the node judges it.
  */
@@ -87,7 +87,7 @@ export function planRanges(
     if (!need.single)
       throw new GatewayError("BLOCK_RANGE_TOO_LARGE", {
         ...detail,
-        reason: `a range wider than ${splitAbove} blocks is split only when it is sent alone, not in a batch`,
+        reason: `a range wider than ${splitAbove} blocks is split only when it is sent alone over HTTP, not in a batch nor over a WebSocket`,
       });
     if (!settled) split = { read, from, to, size: splitAbove };
     // the node reads the tag: up to the finalized height the range is split, and the rest, from there to the

@@ -113,4 +113,6 @@ export interface Outgoing {
 export interface FamilySettings {
   readonly limits: Pick<Limits, "maxBatch" | "maxJsonDepth">;
   readonly support: { readonly email: string; readonly dedicatedNodeUrl: string };
+  /** A batch's range call too wide to go unsplit: BLOCK_RANGE_TOO_LARGE's detail (jsonrpc/check.ts CallRules). */
+  readonly rangeRefusal?: (mounted: Mounted, call: PassedCall) => Record<string, unknown> | undefined;
 }

@@ -49,6 +49,7 @@ export function routeJsonRpc(
     keyRules: mounted.admitted.principal?.rules,
     contracts: mounted.mount.policy.contracts,
     requestId: mounted.admitted.requestId,
+    rangeRefusal: rangeRefusalOf(mounted, settings),
   };
   const request = new JsonRpcRequest(req, rules, settings, mounted, below ? mounted.mount.path : undefined);
   return shaped === undefined ? request : new RestShapedCall(req, mounted, shaped, request);
@@ -223,6 +224,13 @@ class JsonRpcRequest implements RoutedRequest, CallAuthorizer {
       ),
     };
   }
+}
+
+/** A mount's range refusal, only where its dialect has range calls: no closure per request elsewhere. */
+function rangeRefusalOf(mounted: Mounted, settings: FamilySettings): CallRules["rangeRefusal"] {
+  const refusal = settings.rangeRefusal;
+  if (refusal === undefined || mounted.mount.policy.jsonrpc?.reads?.ranges === undefined) return undefined;
+  return (call) => refusal(mounted, call);
 }
 
 function checkMediaType(media: string | undefined, policy: JsonRpcPolicy): void {

@@ -78,6 +78,12 @@ export interface CallRules {
   readonly contracts?: Readonly<Record<string, readonly string[]>> | undefined;
   /** The HTTP request's id (http/request-id.ts), which each refusal names. */
   readonly requestId?: string | undefined;
+  /**
+   * For a range call that cannot be split (in a batch, on a WebSocket) and is wider than its interface's
+   * split limit, judged against the label's head (pipeline/plan-upstream.ts): BLOCK_RANGE_TOO_LARGE's
+   * detail, which refuses it.
+   */
+  readonly rangeRefusal?: ((call: PassedCall) => Record<string, unknown> | undefined) | undefined;
 }
 
 /** Applies the envelope rule and the method allow-list to one call. */

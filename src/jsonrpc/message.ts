@@ -1,5 +1,5 @@
 import { GatewayError } from "../errors/table.js";
-import { type CallRules, type Checked, checkCall, idOf, isLegacyCall } from "./check.js";
+import { type CallRules, type Checked, checkCall, idOf, isLegacyCall, no } from "./check.js";
 import { parseJsonRpcBody } from "./scan.js";
 
 /** A JSON-RPC message (one call or a batch) as stage 4 leaves it: every call checked, in order. */
@@ -33,9 +33,17 @@ export function checkMessage(
       throw new GatewayError("BATCH_TOO_LARGE", { maxBatch: limits.maxBatch });
   }
   const only = parsed.batch ? undefined : calls[0];
+  const checked = calls.map((call) => checkCall(rules, call));
+  // a range call that cannot be split is judged here, so that one too wide is refused alone
+  if (rules.rangeRefusal !== undefined && (parsed.batch || rules.transport === "websocket"))
+    for (const [i, call] of checked.entries()) {
+      const refusal = call.ok ? rules.rangeRefusal(call) : undefined;
+      if (call.ok && refusal !== undefined)
+        checked[i] = no(rules, "BLOCK_RANGE_TOO_LARGE", call.call, refusal);
+    }
   return {
     batch: parsed.batch,
-    checked: calls.map((call) => checkCall(rules, call)),
+    checked,
     cost: calls.length,
     replyId: only === undefined ? "null" : idOf(only),
     legacy: only !== undefined && rules.policy.legacyReplies && isLegacyCall(only),

@@ -1,11 +1,12 @@
 import type { TierPlan } from "../answers/archive.js";
 import { planRanges, type RangePlan, subRanges } from "../answers/range-plan.js";
-import { isHeadCall, type ReadNeed } from "../answers/read-need.js";
+import { isHeadCall, type ReadNeed, readNeed } from "../answers/read-need.js";
 import type { BatchRead } from "../cache/batch-cached.js";
 import type { CacheRead } from "../cache/cache-read.js";
 import type { GatewayConfig } from "../config/types.js";
 import { GatewayError } from "../errors/table.js";
 import type { Outgoing } from "../families/family.js";
+import type { PassedCall } from "../jsonrpc/check.js";
 import { idKey } from "../jsonrpc/id-key.js";
 import { archiveUnits } from "../plans/compute-units.js";
 import type { UpstreamGroup } from "../upstream/group.js";
@@ -155,6 +156,26 @@ export class UpstreamPlanner {
       return { call, read: kept };
     });
     return any && ids.size === calls.length ? batch : undefined;
+  }
+
+  /**
+   * 4, for a range call that cannot be split, being in a batch or on a WebSocket (whose calls go to one node
+   * together): BLOCK_RANGE_TOO_LARGE's detail when it is wider than the interface's split limit, which
+   * refuses that call alone; the batch's or the connection's other calls go on.
+   */
+  rangeRefusal(mounted: Mounted, call: PassedCall): Record<string, unknown> | undefined {
+    const rules = mounted.mount.policy.jsonrpc?.reads;
+    if (rules?.ranges?.[call.method] === undefined) return undefined;
+    const group = this.#upstreams.group(mounted.admitted.endpoint.label, mounted.mount.path);
+    const need = readNeed(rules, mounted.mount.head, [call], false);
+    if (group === undefined || need === undefined || need.ranges.length === 0) return undefined;
+    try {
+      this.#planRanges(need, group);
+      return undefined;
+    } catch (error) {
+      if (error instanceof GatewayError && error.code === "BLOCK_RANGE_TOO_LARGE") return { ...error.detail };
+      throw error;
+    }
   }
 
   /** 6, for range calls: their limits checked, and a split planned (src/answers/range-plan.ts). */

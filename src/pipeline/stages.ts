@@ -7,6 +7,7 @@ import { familyTable } from "../families/table.js";
 import { HostResolver } from "../http/host.js";
 import { rawHeader } from "../http/raw-headers.js";
 import { parseTarget } from "../http/target.js";
+import type { PassedCall } from "../jsonrpc/check.js";
 import { KeyLookup } from "../keys/digest.js";
 import type { KeyRules } from "../keys/key-settings.js";
 import { KEY_PREFIX, type KeyStore, looksLikeKey, type Principal } from "../keys/types.js";
@@ -74,8 +75,12 @@ export class Stages {
     this.#limiter = options.limiter ?? new TokenBuckets();
     this.#plans = new PlanBook(options.config.plans);
     this.#quotas = options.quotas ?? new LocalQuotaLedger();
-    this.#families = familyTable(options.config);
     this.#planner = new UpstreamPlanner(options.config, options.upstreams);
+    this.#families = familyTable({
+      limits: options.config.limits,
+      support: options.config.support,
+      rangeRefusal: (mounted, call) => this.#planner.rangeRefusal(mounted, call),
+    });
   }
 
   /** 1. The endpoint the request's one Host names; BAD_HOST, UNKNOWN_NETWORK or HEADERS_TOO_LARGE. */
@@ -181,6 +186,11 @@ export class Stages {
    * 5, before the charge: what a message will cost as stage 6 will plan it (plan-upstream.ts), so that its
    * rate and quota hold what it costs, not its calls' registry price alone.
    */
+  /** 4, for a range call in a batch or on a WebSocket: why it is refused, if it is (plan-upstream.ts). */
+  rangeRefusal(mounted: Mounted, call: PassedCall): Record<string, unknown> | undefined {
+    return this.#planner.rangeRefusal(mounted, call);
+  }
+
   plannedUnits(mounted: Mounted, outgoing: Outgoing | undefined, units: number): number {
     return this.#planner.plannedUnits(mounted, outgoing, units);
   }

@@ -118,6 +118,8 @@ export class Connection {
       contracts: mounted.mount.policy.contracts,
       // the upgrade's id, in every refusal's data: what a customer quotes for a message on this connection
       requestId: mounted.admitted.requestId,
+      // a range call goes to the connection's node as one: one too wide for it is refused
+      rangeRefusal: (call) => options.stages.rangeRefusal(mounted, call),
     };
     this.#remembered = new RememberedSubscriptions(this.#policy.subscriptions);
     this.#calls = new GatewayCalls((text) => this.#upstream?.send(text));

@@ -33,6 +33,40 @@ describe("EVM subscriptions over WebSocket", () => {
     restore?.();
   });
 
+  it("a log query wider than the split limit is refused alone, never sent to the node; a narrow one goes", async () => {
+    const client = await Client.open(url);
+    try {
+      const wide = await client.call("eth_getLogs", [{ fromBlock: "0x0", toBlock: "0x186a0" }]);
+      expect(wide.error).toMatchObject({
+        code: -32005,
+        data: { code: "BLOCK_RANGE_TOO_LARGE", blocks: 100_001, splitAbove: 2_000 },
+      });
+      expect((await client.call("eth_getLogs", [{ fromBlock: "0x0", toBlock: "0x10" }])).result).toEqual([]);
+      // in a batch, the wide call alone: the other is answered
+      client.ws.send(
+        JSON.stringify([
+          {
+            jsonrpc: "2.0",
+            id: 1,
+            method: "eth_getLogs",
+            params: [{ fromBlock: "0x0", toBlock: "0x186a0" }],
+          },
+          { jsonrpc: "2.0", id: 2, method: "eth_chainId", params: [] },
+        ]),
+      );
+      await eventually(() => client.received.some((m) => m.startsWith("[")), 3_000, "the batch's answer");
+      const answers = JSON.parse(client.received.find((m) => m.startsWith("[")) as string) as {
+        id: number;
+        result?: unknown;
+        error?: { data: { code: string } };
+      }[];
+      expect(answers.find((a) => a.id === 1)?.error?.data.code).toBe("BLOCK_RANGE_TOO_LARGE");
+      expect(answers.find((a) => a.id === 2)?.result).toBe("0x7a69");
+    } finally {
+      client.close();
+    }
+  });
+
   it("viem watchBlockNumber sees mined blocks", async () => {
     const client = createPublicClient({ transport: webSocket(url) });
     const seen: bigint[] = [];
