@@ -78,7 +78,7 @@ export function fetchByTier(
     call.group.answers.add(
       !tier.mayArchive ? "archive_required" : tier.direct ? "archive_direct" : "archive_again",
     );
-    if (!tier.mayArchive) callback(archiveRequired(tier));
+    if (!tier.mayArchive) callback(archiveRequired(tier, call.reads?.stateByHash === true));
     else if (group === undefined)
       callback(
         new GatewayError("NO_UPSTREAM", {
@@ -237,7 +237,9 @@ function refusedToArchive(
   const group = tier.archiveGroup;
   if (!tier.mayArchive || group === undefined) {
     call.group.answers.add("archive_required");
-    for (const c of refused) replaceAnswer(answers, c, JSON.parse(refusal(tier, c, requestId)) as unknown);
+    const byHash = new Set(call.reads?.byHashCalls);
+    for (const c of refused)
+      replaceAnswer(answers, c, JSON.parse(refusal(tier, c, byHash.has(c), requestId)) as unknown);
     callback(undefined, { answers, archived: [], required: refused });
     return;
   }
@@ -273,20 +275,30 @@ function errorIn(answers: readonly unknown[], call: PassedCall, texts: readonly 
 }
 
 /** A batch's call refused as ARCHIVE_REQUIRED, naming the request's id as every refusal does. */
-function refusal(tier: TierPlan, call: PassedCall, requestId: string | undefined): string {
-  const error = archiveRequired(tier);
+function refusal(tier: TierPlan, call: PassedCall, byHash: boolean, requestId: string | undefined): string {
+  const error = archiveRequired(tier, byHash);
   return rpcErrorJson("ARCHIVE_REQUIRED", call.id ?? "null", error.detail, requestId);
 }
 
-function archiveRequired(tier: TierPlan): GatewayError {
-  return new GatewayError("ARCHIVE_REQUIRED", archiveRequiredDetail(tier.archiveLabel));
+function archiveRequired(tier: TierPlan, byHash: boolean): GatewayError {
+  return new GatewayError("ARCHIVE_REQUIRED", archiveRequiredDetail(tier.archiveLabel, byHash));
 }
 
-/** ARCHIVE_REQUIRED's members: the archive label, and what to do. */
-export function archiveRequiredDetail(archiveLabel: string): Readonly<Record<string, unknown>> {
+/**
+ * ARCHIVE_REQUIRED's members: the archive label, and what to do. A block named by hash that the full nodes
+ * have no state at may be one older than they keep, or one that never was (a typo, another network's
+ * hash, which nearcore answers as it answers a collected one): the reason says both.
+ */
+export function archiveRequiredDetail(
+  archiveLabel: string,
+  byHash = false,
+): Readonly<Record<string, unknown>> {
+  const what = byHash
+    ? "the full nodes have no state at the block this read names by hash: it may be older than they keep, or not be a block of this network at all. If it is old"
+    : "this read needs state that only archive nodes keep";
   return {
     archiveLabel,
-    reason: `this read needs state that only archive nodes keep: call ${archiveLabel} with a key that has archive access`,
+    reason: `${what}: call ${archiveLabel} with a key that has archive access`,
   };
 }
 

@@ -255,6 +255,8 @@ function positional(rules: ReadRules, method: string, params: unknown): readonly
  */
 export function namedBlock(rule: BlockParamRule, value: unknown): "head" | "hash" | "none" | number {
   if (value === undefined || value === null) return "head";
+  // a list of blocks (Substrate's chain_getBlockHash takes one): the read needs the highest of them
+  if (Array.isArray(value)) return highestOf(value.map((element) => namedBlock(rule, element)));
   if (typeof value === "object" && !Array.isArray(value)) {
     const members = value as Record<string, unknown>;
     if (rule.tagMember !== undefined && members[rule.tagMember] !== undefined) return "head";
@@ -271,6 +273,14 @@ export function namedBlock(rule: BlockParamRule, value: unknown): "head" | "hash
     return "hash";
   if (typeof value === "number" && rule.plainNumbers === true) return readHeight(value, "integer") ?? "none";
   return readHeight(value, rule.encoding) ?? "none";
+}
+
+/** Of blocks a list names, the one a node must have reached: "none" when any is no block a rule reads. */
+function highestOf(named: readonly ("head" | "hash" | "none" | number)[]): "head" | "hash" | "none" | number {
+  if (named.length === 0 || named.includes("none")) return "none";
+  if (named.includes("head")) return "head";
+  if (named.includes("hash")) return "hash";
+  return Math.max(...(named as number[]));
 }
 
 /** The registry's patterns, each compiled once. */

@@ -117,6 +117,10 @@ describe("archive routing for Substrate and NEAR (loopback nodes of their softwa
         error: { code: -32045, data: { archiveLabel: "dot-archive" } },
       });
       expect(old.text).not.toContain("State already discarded");
+      // named by hash: the block may be old, or no block of this network at all (a typo, another's hash)
+      expect(old.json).toMatchObject({
+        error: { data: { reason: expect.stringContaining("or not be a block of this network at all") } },
+      });
       expect(calls("dot-archive", "state_getStorage")).toBe(archive);
     });
   });
@@ -140,6 +144,9 @@ describe("archive routing for Substrate and NEAR (loopback nodes of their softwa
       const refused = await rpc("near", KEYS.noArchive, "query", { ...account, block_id: gc });
       expect(refused.json).toMatchObject({ error: { code: -32045, data: { archiveLabel: "near-archive" } } });
       expect(refused.text).not.toContain("GARBAGE_COLLECTED_BLOCK");
+      expect(refused.json).toMatchObject({
+        error: { data: { reason: expect.stringContaining("only archive nodes keep") } },
+      });
     });
 
     it("a read by finality stays on the full node", async () => {

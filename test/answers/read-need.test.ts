@@ -137,7 +137,12 @@ describe("readNeed on other dialects", () => {
     expect(need(call("block", ["9".repeat(44)]), "near")).toMatchObject({ highestBlock: -1 });
     expect(need(call("chunk", [[99, 0]]), "near")).toMatchObject({ highestBlock: 99 });
     expect(need(call("chunk", ["9".repeat(44)]), "near")).toMatchObject({ atHead: true });
+    // query's positional form, [path, data], reads at the latest block
+    expect(need(call("query", ["account/a.near", ""]), "near")).toMatchObject({ atHead: true });
     expect(need(call("chain_getBlock", []), "dot")).toMatchObject({ atHead: true });
+    // chain_getBlockHash takes a list of numbers too: a node must have the highest
+    expect(need(call("chain_getBlockHash", [[100, "0x65"]]), "dot")).toMatchObject({ highestBlock: 101 });
+    expect(need(call("chain_getBlockHash", [[100, 101]]), "dot")).toMatchObject({ atHead: false });
     expect(need(call("state_getStorage", ["0x00", `0x${"ab".repeat(32)}`]), "dot")).toMatchObject({
       stateByHash: true,
     });
