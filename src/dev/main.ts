@@ -14,7 +14,12 @@ import { type LocalNode, startLocalNodes } from "./local-nodes.js";
 // their own), the local nodes the config names (anvil), and a key issued through the control plane and
 // printed with curl lines that work as printed.
 const config = loadConfigOrExit();
-const logger = createLogger(config.log.level);
+// a worker's lines say which worker wrote them, as the proxy's own (proxy/main.ts)
+const logger = createLogger(
+  config.log.level,
+  undefined,
+  cluster.worker === undefined ? {} : { worker: cluster.worker.id },
+);
 (cluster.isWorker ? serveWorker(config, logger) : startDemo(config, logger)).catch(exitOnStartFailure);
 
 async function startDemo(config: GatewayConfig, logger: Logger): Promise<void> {
