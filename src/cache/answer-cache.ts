@@ -22,6 +22,11 @@ export interface CacheEntry {
   readonly tier: "full" | "archive" | undefined;
   /** A REST answer's content type; its body is `before`. */
   readonly contentType?: string | undefined;
+  /**
+   * A REST answer's other headers a client gets from its node (its `cache-control`, `etag`, …), as a flat
+   * list of names and values: the cache's answer carries them as the node's did.
+   */
+  readonly headers?: readonly string[] | undefined;
 }
 
 /** The epoch of an answer that can no longer change: kept until memory runs short. */

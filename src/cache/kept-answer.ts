@@ -100,6 +100,7 @@ function keptRest(
   const body = answer.body;
   const at = answer.headers.findIndex((name, i) => i % 2 === 0 && name.toLowerCase() === "content-type");
   const contentType = at < 0 ? "application/json" : (answer.headers[at + 1] as string);
+  const headers = nodeHeaders(answer.headers);
   const text = body.length <= 8 ? body.toString("latin1").trim() : "";
   // java-tron answers a block or transaction it does not have with {}
   const empty = text === "null" || text === "[]" || text === "{}";
@@ -115,11 +116,23 @@ function keptRest(
       before: ownBytes(body),
       after: EMPTY,
       contentType,
+      ...(headers.length === 0 ? {} : { headers }),
       epoch: final ? FINAL : epoch,
       expiresAt: final ? Number.POSITIVE_INFINITY : performance.now() + headMaxAge(settings, group),
     },
     store,
   };
+}
+
+/** Of the node's headers a client gets (upstream/response-relay.ts), those a kept answer keeps beside its type. */
+const KEPT_HEADERS = new Set(["content-encoding", "cache-control", "etag", "last-modified"]);
+
+function nodeHeaders(passed: readonly string[]): string[] {
+  const kept: string[] = [];
+  for (let i = 0; i + 1 < passed.length; i += 2)
+    if (KEPT_HEADERS.has((passed[i] as string).toLowerCase()))
+      kept.push(passed[i] as string, passed[i + 1] as string);
+  return kept;
 }
 
 /** Whether a REST answer is an error a node sends with a success status (java-tron's `{"Error": …}`). */

@@ -51,7 +51,7 @@ interface Flight {
 }
 
 /** A kept answer, as a flight lands with it. */
-export type FlightEntry = Pick<CacheEntry, "before" | "after" | "tier" | "contentType">;
+export type FlightEntry = Pick<CacheEntry, "before" | "after" | "tier" | "contentType" | "headers">;
 
 /**
  * A call waiting on another's flight without a response of its own to write: given the answer as the cache
@@ -282,7 +282,7 @@ function joinOrFly(missed: Missed, lookup: Span | undefined): void {
 /** The answer for every client waiting on a flight: the first as `first` says, the others coalesced. */
 function deliver(
   flight: Flight,
-  entry: Pick<CacheEntry, "before" | "after" | "tier" | "contentType">,
+  entry: FlightEntry,
   first: "hit" | "miss",
   statusCode: number,
   note: TierFields,
@@ -305,7 +305,7 @@ function deliver(
 function send(
   res: ServerResponse,
   statusCode: number,
-  entry: Pick<CacheEntry, "before" | "after" | "contentType">,
+  entry: Pick<CacheEntry, "before" | "after" | "contentType" | "headers">,
   id: string,
   headers: string[],
 ): void {
@@ -314,6 +314,7 @@ function send(
     return;
   }
   headers.push("content-type", entry.contentType ?? "application/json");
+  if (entry.headers !== undefined) headers.push(...entry.headers);
   const length = entry.before.length + entry.after.length;
   if (length <= SMALL_BYTES) {
     const text = entry.before.toString("latin1") + asLatin1(id) + entry.after.toString("latin1");

@@ -15,6 +15,7 @@ export interface SharedEntry {
   readonly after: Buffer;
   readonly tier: "full" | "archive" | undefined;
   readonly contentType?: string | undefined;
+  readonly headers?: readonly string[] | undefined;
 }
 
 /**
@@ -72,7 +73,7 @@ export class SharedAnswers {
   put(label: string, key: string, entry: SharedEntry): void {
     if (!this.up) return;
     const head = Buffer.from(
-      `${JSON.stringify([entry.before.length, entry.tier ?? null, entry.contentType ?? null])}\n`,
+      `${JSON.stringify([entry.before.length, entry.tier ?? null, entry.contentType ?? null, entry.headers ?? null])}\n`,
     );
     deflate(Buffer.concat([head, entry.before, entry.after]))
       .then((packed) => this.#redis.set(redisKey(label, key), packed, "PX", KEEP_MS))
@@ -111,22 +112,22 @@ export class SharedAnswers {
 }
 
 /**
- * A stored answer: a JSON line `[bytes before the id, tier, content type]`, then the bytes before the id
- * and after it.
+ * A stored answer: a JSON line `[bytes before the id, tier, content type, a REST answer's other headers]`
+ * (one an instance from before 2026-11-28 stored has three members), then the bytes before the id and after
+ * it.
  */
 function unpacked(stored: Buffer): SharedEntry {
   const line = stored.indexOf(10);
-  const [beforeLength, tier, contentType] = JSON.parse(stored.subarray(0, line).toString("utf8")) as [
-    number,
-    SharedEntry["tier"] | null,
-    string | null,
-  ];
+  const [beforeLength, tier, contentType, headers] = JSON.parse(
+    stored.subarray(0, line).toString("utf8"),
+  ) as [number, SharedEntry["tier"] | null, string | null, string[] | null | undefined];
   const start = line + 1;
   return {
     before: ownBytes(stored.subarray(start, start + beforeLength)),
     after: ownBytes(stored.subarray(start + beforeLength)),
     tier: tier ?? undefined,
     contentType: contentType ?? undefined,
+    ...(headers === null || headers === undefined ? {} : { headers }),
   };
 }
 

@@ -1,0 +1,44 @@
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { DEFAULT_CACHE } from "../../src/config/defaults.js";
+import { KEYS, type RunningGateway, startGateway } from "../support/gateway.js";
+import { type LoopbackNode, startLoopbackNode } from "../support/loopback-node.js";
+
+// A REST answer through the cache keeps the node's headers a client would have had without it: the cache
+// turned on changes no answer but for x-cache. An Octez node behind a proxy that adds validators.
+describe("a REST answer from the cache carries its node's headers", () => {
+  let node: LoopbackNode;
+  let gw: RunningGateway;
+
+  beforeAll(async () => {
+    node = await startLoopbackNode((req) =>
+      req.url === "/chains/main/chain_id"
+        ? {
+            headers: {
+              "cache-control": "max-age=60",
+              etag: '"e1"',
+              "last-modified": "Fri, 27 Nov 2026 10:00:00 GMT",
+            },
+            body: '"NetXdQprcVkpaWU"',
+          }
+        : undefined,
+    );
+    gw = await startGateway({ upstreams: { xtz: [node.url] }, cache: { ...DEFAULT_CACHE, enabled: true } });
+  });
+  afterAll(async () => {
+    await gw?.close();
+    await node?.close();
+  });
+
+  it("on the miss and on the hit", async () => {
+    const get = () => gw.call("xtz", `/${KEYS.all}/chains/main/chain_id`, { method: "GET" });
+    const [miss, hit] = [await get(), await get()];
+    expect([miss.headers["x-cache"], hit.headers["x-cache"]]).toEqual(["miss", "hit"]);
+    for (const answer of [miss, hit]) {
+      expect(answer.json).toBe("NetXdQprcVkpaWU");
+      expect(answer.headers["cache-control"]).toBe("max-age=60");
+      expect(answer.headers.etag).toBe('"e1"');
+      expect(answer.headers["last-modified"]).toBe("Fri, 27 Nov 2026 10:00:00 GMT");
+    }
+    expect(node.requests.filter((r) => r.url === "/chains/main/chain_id")).toHaveLength(1);
+  });
+});
