@@ -26,6 +26,7 @@ const MAX_ENTRIES = 30;
 const KINDS = ["origins", "ips", "methods", "contracts", "jwtKeys"] as const;
 const ORIGIN = /^(?:(https?):\/\/)?(\*\.)?([a-z0-9-]+(?:\.[a-z0-9-]+)*)(?::(\d{1,5}))?$/;
 const METHOD = /^[A-Za-z0-9_.*:-]+(?: \/[A-Za-z0-9_.{}*/:-]*)?$/;
+const ROUTE_VERB = /^(?:GET|HEAD|POST|PUT|PATCH|DELETE|\*)$/;
 // An address as a network writes it: EVM hex, base58 (25 to 64 characters), or bare hex.
 const CONTRACT = /^(?:0x[0-9a-fA-F]{40}|[1-9A-HJ-NP-Za-km-z]{25,64}|[0-9a-fA-F]{40,64})$/;
 
@@ -99,10 +100,20 @@ function checkedEntry(
   }
   if (kind === "methods") {
     if (!METHOD.test(entry)) return refuse("a method (eth_call, debug_*) or a REST route (GET /blocks/{})");
-    // a JSON-RPC method by name that no network serves is a typo: allowed, it would allow nothing
-    const byName = !entry.includes(" ") && !entry.includes("*");
-    if (byName && knownMethods !== undefined && !knownMethods.has(entry))
-      return refuse("a method one of the networks serves (eth_call, getblock, …)");
+    // a route is matched as the gateway names it: the HTTP method in capitals, the shape without a
+    // trailing slash; a different spelling would refuse the very calls it names
+    const [verb, path] = entry.split(" ");
+    if (path !== undefined && !ROUTE_VERB.test(verb as string))
+      return refuse("a REST route's HTTP method in capitals: GET, POST, … (GET /blocks/{})");
+    if (path !== undefined && path.length > 1 && path.endsWith("/"))
+      return refuse("a REST route without a trailing slash (POST /wallet/getnowblock)");
+    // a method or route by name that no network serves is a typo: allowed, it would allow nothing
+    if (!entry.includes("*") && knownMethods !== undefined && !knownMethods.has(entry))
+      return refuse(
+        path === undefined
+          ? "a method one of the networks serves (eth_call, getblock, …)"
+          : "a route one of the networks serves, by its shape (GET /chains/{}/blocks/{}, POST /wallet/getnowblock)",
+      );
     return entry;
   }
   if (!CONTRACT.test(entry))

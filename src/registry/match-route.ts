@@ -12,6 +12,19 @@ const NOT_FOUND: RouteMatch = { kind: "not-found" };
  * child and the walk never goes back to try the other, so a lookup is one Map probe per segment. A
  * trailing `{name...}` seen on the way covers the rest of the path when the walk ends without a route.
  */
+/** Every route a trie serves, as `METHOD /shape` (`GET /chains/{}/blocks/{}`): what a key's method list names. */
+export function routeShapes(root: RouteNode): string[] {
+  const shapes: string[] = [];
+  const visit = (node: RouteNode): void => {
+    for (const method of Object.keys(node.methods ?? {})) shapes.push(`${method} ${node.shape}`);
+    for (const method of Object.keys(node.rest ?? {})) shapes.push(`${method} ${node.restShape}`);
+    for (const child of node.children?.values() ?? []) visit(child);
+    if (node.param !== undefined) visit(node.param);
+  };
+  visit(root);
+  return shapes;
+}
+
 export function matchRoute(root: RouteNode, method: string, segments: readonly string[]): RouteMatch {
   let node: RouteNode | undefined = root;
   let wildcard: MethodTable | undefined;

@@ -84,7 +84,7 @@ describe.each(STORES)("key settings through the self-service API (%s store)", (s
     expect(wrong.json.error.code).toBe("INVALID_FIELD");
     expect(wrong.json.error.data?.field ?? wrong.json.error.field).toBe("ips[1]");
     expect((await call("eth_chainId")).status).toBe(200);
-    // a method no network serves is a typo, named; patterns and REST routes are taken as written
+    // a method or a route no network serves is a typo, named; patterns are taken as written
     const typo = await fx.api(
       "PUT",
       `/v1/keys/${keyId}/settings`,
@@ -97,6 +97,23 @@ describe.each(STORES)("key settings through the self-service API (%s store)", (s
       reason: "a method one of the networks serves (eth_call, getblock, …)",
     });
     expect((await call("eth_chainId")).status).toBe(200);
+    // a route as the gateway names it: the HTTP method in capitals, a shape a network serves, no trailing slash
+    for (const [entry, reason] of [
+      ["POST /wallet/nonexistent", "a route one of the networks serves"],
+      ["post /wallet/getnowblock", "in capitals"],
+      ["POST /wallet/getblockbynum/", "without a trailing slash"],
+    ]) {
+      const route = await fx.api("PUT", `/v1/keys/${keyId}/settings`, { methods: [entry] }, session);
+      expect(route.status, entry).toBe(400);
+      expect(route.json.error.reason, entry).toContain(reason);
+    }
+    const routes = await fx.api(
+      "PUT",
+      `/v1/keys/${keyId}/settings`,
+      { methods: ["GET /chains/{}/blocks/{}", "POST /wallet/getnowblock", "GET /wallet/*", "eth_*"] },
+      session,
+    );
+    expect(routes.status).toBe(200);
     expect((await fx.api("PUT", "/v1/keys/999999/settings", { ips: ["10.0.0.0/8"] }, session)).status).toBe(
       404,
     );

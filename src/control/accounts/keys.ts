@@ -4,6 +4,7 @@ import { keyHash } from "../../keys/digest.js";
 import { newApiKey } from "../../keys/issue.js";
 import { checkedSettings, type KeySettings } from "../../keys/key-settings.js";
 import type { Plan } from "../../keys/types.js";
+import { routeShapes } from "../../registry/match-route.js";
 import type { Endpoint } from "../../registry/types.js";
 import { type GatewayOrigin, keyEndpoints } from "../endpoint-urls.js";
 import type { ServiceContext } from "./context.js";
@@ -56,9 +57,13 @@ export class Keys {
     this.#networks = registry.networks;
     this.#origin = registry.origin;
     this.#endpoints = registry.endpoints;
+    // what a key's method list may name: the networks' JSON-RPC methods, and their REST routes by shape
     this.#knownMethods = new Set(
       [...registry.endpoints.values()].flatMap((endpoint) =>
-        endpoint.mounts.flatMap((mount) => [...(mount.policy.jsonrpc?.methods.keys() ?? [])]),
+        endpoint.mounts.flatMap((mount) => [
+          ...(mount.policy.jsonrpc?.methods.keys() ?? []),
+          ...(mount.policy.routes === undefined ? [] : routeShapes(mount.policy.routes)),
+        ]),
       ),
     );
   }
