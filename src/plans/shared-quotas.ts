@@ -124,6 +124,7 @@ export class SharedQuotaLedger implements QuotaLedger {
     if (!this.#shared) return this.#alone(scope, limits, cost, ratePerSecond);
     const lease = this.#leaseOf(scope);
     if (lease.balance >= cost) {
+      if (this.#past(limits, lease, cost)) return this.#refusal(scope, limits, lease, cost);
       lease.balance -= cost;
       if (lease.balance < this.#size(size, cost) / 2 && !lease.spent)
         this.#renew(scope, lease, limits, 0, size, cost);
@@ -187,13 +188,13 @@ export class SharedQuotaLedger implements QuotaLedger {
   ): Promise<QuotaDecision> {
     // one lease at a time per scope: a call that finds one on the way waits for it, then looks again
     while (lease.pending !== undefined) await lease.pending;
-    if (lease.balance >= cost) {
+    if (lease.balance >= cost && !this.#past(limits, lease, cost)) {
       lease.balance -= cost;
       return ALLOWED;
     }
     await this.#renew(scope, lease, limits, cost - lease.balance, size, cost);
     if (!this.#shared) return this.#alone(scope, limits, cost, size);
-    if (lease.balance >= cost) {
+    if (lease.balance >= cost && !this.#past(limits, lease, cost)) {
       lease.balance -= cost;
       return ALLOWED;
     }
@@ -266,6 +267,20 @@ export class SharedQuotaLedger implements QuotaLedger {
       : decided;
     this.#crossed(clock.spentCrossing(scope, limits, decision));
     return decision;
+  }
+
+  /**
+   * Whether `cost` more would pass a quota lowered (by a reload) below what Redis had leased: what every
+   * instance leased, less this one's unspent balance, counts as spent. Redis never leases past the quota
+   * it was asked under, so with the quota unchanged this never holds while the balance covers the cost.
+   */
+  #past(limits: QuotaLimits, lease: Lease, cost: number): boolean {
+    if (!lease.answered) return false;
+    const unspent = Math.max(0, lease.balance);
+    return (
+      (limits.daily > 0 && lease.dayUnits - unspent + cost > limits.daily) ||
+      (limits.monthly > 0 && lease.monthUnits - unspent + cost > limits.monthly)
+    );
   }
 
   /** What Redis had left under both quotas at its last answer. */

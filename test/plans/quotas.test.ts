@@ -269,6 +269,29 @@ describe.skipIf(redis.skip)("a quota shared through Redis", () => {
   });
 });
 
+describe.skipIf(redis.skip)("a quota lowered by a reload, while leases from Redis are held", () => {
+  it("holds at once: a lease is spent only as far as the new quota goes", async () => {
+    const quotas = new SharedQuotaLedger(
+      { redis: SHARED_REDIS_URL, leaseMs: 2_000, fallbackShare: 1 },
+      createLogger("silent"),
+      () => {},
+    );
+    try {
+      await eventually(() => quotas.shared, 2_000, "Redis reached");
+      const scope = `lowered-${randomBytes(4).toString("hex")}`;
+      // 100 units a second: a lease of 200 units, of which each call spends 10
+      const take = (daily: number) => quotas.take(scope, { daily, monthly: 0 }, 10, 100);
+      for (let i = 0; i < 3; i++) expect((await take(1_000)).allowed).toBe(true);
+      // the operator lowers the day's quota to 45 units: one call more fits, then the quota is spent
+      expect((await take(45)).allowed).toBe(true);
+      const refused = await take(45);
+      expect(refused).toMatchObject({ allowed: false, period: "day", limit: 45 });
+    } finally {
+      await quotas.close();
+    }
+  });
+});
+
 describe("the in-process ledger", () => {
   it("announces 80 % and 100 % once each per period, and a refusal as 100 % when no call landed on it", () => {
     const crossed: QuotaCrossing[] = [];
