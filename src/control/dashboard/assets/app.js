@@ -626,7 +626,7 @@ async function route() {
   if (token) {
     history.replaceState(null, "", "#/");
     return redeem(token[2], token[1] === "confirm" ? "/v1/confirm" : "/v1/session").catch((e) =>
-      signInView(linkProblem(e)),
+      linkRefused(e),
     );
   }
   try {
@@ -651,6 +651,31 @@ async function route() {
   if (hash === "#/usage") return usageView(undefined);
   if (hash === "#/overview") return overviewView();
   return keysView();
+}
+
+/**
+ * A link that no longer signs anyone in (used, expired): a customer already signed in in this browser (the
+ * link opened again) goes on to their keys, told why; anyone else gets the sign-in page with the way on.
+ */
+async function linkRefused(error) {
+  const signedIn =
+    csrf() !== "" &&
+    (await api("GET", "/v1/account").then(
+      () => true,
+      () => false,
+    ));
+  if (!signedIn) {
+    account = undefined;
+    document.getElementById("account-email").textContent = "";
+    document.getElementById("account-nav").hidden = true;
+    document.getElementById("page-nav").hidden = true;
+    return signInView(linkProblem(error));
+  }
+  await route();
+  main.insertBefore(
+    el("p", { role: "status" }, "That link was already used or has expired; you are signed in already."),
+    main.children[1] ?? null,
+  );
 }
 
 /** The page navigation's link for the page shown, marked as the current one. */
