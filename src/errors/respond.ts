@@ -215,10 +215,12 @@ export const ANY_ORIGIN = { "access-control-allow-origin": "*" } as const;
 
 /**
  * The gateway's own answer headers a page's script may read, on every answer a page may read: the request
- * id (http/request-id.ts), which a customer quotes to support, and how the cache and which tier answered
- * (cache/relay-cached.ts, answers/archive.ts). Without it a browser hides them from the page.
+ * id (http/request-id.ts), which a customer quotes to support, how the cache and which tier answered
+ * (cache/relay-cached.ts, answers/archive.ts), and when a refused call may be sent again (a rate's and a
+ * quota's `Retry-After`, the rate's `RateLimit-*`). Without it a browser hides them from the page.
  */
-export const EXPOSED_HEADERS = "x-cache, x-upstream-tier, x-request-id";
+export const EXPOSED_HEADERS =
+  "x-cache, x-upstream-tier, x-request-id, retry-after, ratelimit-limit, ratelimit-remaining, ratelimit-reset";
 
 export function sendJson(
   res: ServerResponse,

@@ -54,7 +54,8 @@ describe("upstream response headers", () => {
       "last-modified": "Mon, 23 Nov 2026 12:00:00 GMT",
       "retry-after": "3",
       "access-control-allow-origin": "*",
-      "access-control-expose-headers": "x-cache, x-upstream-tier, x-request-id",
+      "access-control-expose-headers":
+        "x-cache, x-upstream-tier, x-request-id, retry-after, ratelimit-limit, ratelimit-remaining, ratelimit-reset",
     });
   });
 });

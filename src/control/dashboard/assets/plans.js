@@ -4,14 +4,15 @@
 /** A meter of `value` against `max` compute units, with its numbers as text; no meter without a quota. */
 function quotaMeter(label, value, max, prefix) {
   if (!max) return el("p", { class: "meter-line" }, `${label}: ${value.toLocaleString("en")} CU (no quota)`);
-  const share = Math.min(100, Math.round((value / max) * 100));
+  // a quota is spent at 100%; calls served across several proxies may end a little past it, said as such
+  const state = value >= max ? "spent" : `${Math.min(99, Math.round((value / max) * 100))}%`;
   return el(
     "div",
     { class: "meter-line" },
     el(
       "span",
       { class: "meter-label" },
-      `${label}: ${value.toLocaleString("en")} of ${max.toLocaleString("en")} CU (${share}%)`,
+      `${label}: ${value.toLocaleString("en")} of ${max.toLocaleString("en")} CU (${state})`,
     ),
     el("meter", {
       min: "0",
