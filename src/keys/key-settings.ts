@@ -24,7 +24,9 @@ export interface KeySettings {
 const MAX_ENTRIES = 30;
 
 const KINDS = ["origins", "ips", "methods", "contracts", "jwtKeys"] as const;
-const ORIGIN = /^(?:(https?):\/\/)?(\*\.)?([a-z0-9-]+(?:\.[a-z0-9-]+)*)(?::(\d{1,5}))?$/;
+// a web page's origin, or a browser extension's (its id as the host), as the Origin header carries it
+const ORIGIN =
+  /^(?:(https?|chrome-extension|moz-extension|safari-web-extension):\/\/)?(\*\.)?([a-z0-9-]+(?:\.[a-z0-9-]+)*)(?::(\d{1,5}))?$/;
 const METHOD = /^[A-Za-z0-9_.*:-]+(?: \/[A-Za-z0-9_.{}*/:-]*)?$/;
 const ROUTE_VERB = /^(?:GET|HEAD|POST|PUT|PATCH|DELETE|\*)$/;
 // An address as a network writes it: EVM hex, base58 (25 to 64 characters), or bare hex.

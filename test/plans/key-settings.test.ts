@@ -60,7 +60,13 @@ const KEYS_WITH_SETTINGS: StaticKey[] = [
     key: KEY.origins,
     networks: "*",
     rate: RATE,
-    settings: { origins: ["https://app.example.com", "*.example.org"] },
+    settings: {
+      origins: [
+        "https://app.example.com",
+        "*.example.org",
+        "chrome-extension://abcdefghijklmnopabcdefghijklmnop",
+      ],
+    },
   },
   { key: KEY.ipsOther, networks: "*", rate: RATE, settings: { ips: ["10.0.0.0/8", "2001:db8::/32"] } },
   { key: KEY.ipsLoop, networks: "*", rate: RATE, settings: { ips: ["127.0.0.1"] } },
@@ -139,7 +145,12 @@ describe("key settings", () => {
     expect((await call(KEY.origins, body, { origin: "https://app.example.com" })).status).toBe(200);
     expect((await call(KEY.origins, body, { origin: "https://shop.example.org" })).status).toBe(200);
     expect((await call(KEY.origins, body, { origin: "http://deep.shop.example.org" })).status).toBe(200);
+    // a browser extension's origin: its scheme and id
+    const extension = "chrome-extension://abcdefghijklmnopabcdefghijklmnop";
+    expect((await call(KEY.origins, body, { origin: extension })).status).toBe(200);
     for (const origin of [
+      "chrome-extension://ponmlkjihgfedcbaponmlkjihgfedcba",
+      "https://abcdefghijklmnopabcdefghijklmnop",
       "https://evil.example",
       "https://example.org",
       "https://app.example.com.evil.example",
