@@ -26,6 +26,7 @@ import { type ArchiveRefusals, archiveRefusals, textOf, withinCap } from "./node
 import type { NodeSocket } from "./node-socket.js";
 import { PendingCalls, type Settled, type UpstreamMessage } from "./pending-calls.js";
 import { RememberedSubscriptions } from "./subscriptions.js";
+import { TokenLifetime } from "./token-lifetime.js";
 
 export interface ConnectionOptions {
   readonly stages: Stages;
@@ -98,7 +99,7 @@ export class Connection {
   readonly #archiveRefusals: ArchiveRefusals | undefined;
   readonly #liveness: ClientLiveness;
   /** Closes the connection when the JWT it opened with stops being valid. */
-  #tokenTimer: NodeJS.Timeout | undefined = undefined;
+  #token: TokenLifetime | undefined = undefined;
 
   constructor(client: WebSocket, upstream: NodeSocket, node: Upstream, options: ConnectionOptions) {
     this.#client = client;
@@ -215,27 +216,12 @@ export class Connection {
       (listener) => this.#guard(listener),
       () => this.close(CLOSE.NORMAL, "idle timeout"),
     );
-    this.#closeWhenTokenExpires(mounted.admitted.tokenValidUntilMs);
-  }
-
-  /**
-   * A key whose settings require a JWT with every call: a connection's calls are made under the token of
-   * its upgrade, so it lasts as long as that token does (docs/plans.md, "Key settings"), and closes then
-   * (1008) for the client to connect again with a new one.
-   */
-  #closeWhenTokenExpires(validUntilMs: number | undefined): void {
-    if (validUntilMs === undefined || this.#closed) return;
-    const wait = validUntilMs - Date.now();
-    if (wait <= 0) {
-      this.close(CLOSE.POLICY, "the JWT expired: connect again with a new one");
-      return;
-    }
-    // a timer waits at most 2^31 - 1 ms (about 24 days): a later expiry is waited for in steps
-    this.#tokenTimer = setTimeout(
-      () => this.#closeWhenTokenExpires(validUntilMs),
-      Math.min(wait, MAX_TIMER_MS),
-    );
-    this.#tokenTimer.unref();
+    const validUntil = mounted.admitted.tokenValidUntilMs;
+    if (validUntil !== undefined)
+      this.#token = new TokenLifetime(
+        validUntil,
+        this.#guard(() => this.close(CLOSE.POLICY, "the JWT expired: connect again with a new one")),
+      );
   }
 
   /** The node the connection's upstream socket is on. */
@@ -595,16 +581,13 @@ export class Connection {
     this.#closed = true;
     this.#liveness.stop();
     clearTimeout(this.#retryChoice);
-    clearTimeout(this.#tokenTimer);
+    this.#token?.stop();
     this.#calls.abandon();
     this.#options.cache?.close();
     for (const pending of this.#pending.values()) pending.message.whenAnswered?.(unanswered);
     this.#options.onClose();
   }
 }
-
-/** The longest delay setTimeout takes. */
-const MAX_TIMER_MS = 2 ** 31 - 1;
 
 /** A message's method as the metrics and its span name it. */
 function methodOf(message: UpstreamMessage): string {
