@@ -22,7 +22,7 @@ import { ClientLiveness } from "./liveness.js";
 import { MessageIntake, toText } from "./message-intake.js";
 import { MessageSender, paramsOf } from "./message-sender.js";
 import { ConnectionMove, type Reconnect } from "./move.js";
-import { type ArchiveRefusals, archiveRefusals, textOf, withinCap } from "./node-answers.js";
+import { type ArchiveRefusals, archiveRefusals, withinCap } from "./node-answers.js";
 import type { NodeSocket } from "./node-socket.js";
 import { PendingCalls, type Settled, type UpstreamMessage } from "./pending-calls.js";
 import { RememberedSubscriptions } from "./subscriptions.js";
@@ -406,7 +406,7 @@ export class Connection {
     let answer = this.#archiveRefusals?.(text, envelopes) ?? text;
     // a node's error about an id it could not read names no call: the call (or batch) it is answered with
     // it by its own id, else the client would wait for it, and the call hold its slot, for ever
-    const owned = envelopes.length === 1 ? this.#nullIdAnswer(envelopes[0]) : undefined;
+    const owned = envelopes.length === 1 ? this.#pending.nullIdAnswer(envelopes[0]) : undefined;
     if (owned !== undefined) {
       answer = owned;
       envelopes = scanMembers(answer);
@@ -431,15 +431,6 @@ export class Connection {
       this.#leaveOnceAnswered = false;
       if (this.#options.betterThan(this.#node)) this.#choose();
     }
-  }
-
-  /** A node's error with `"id":null` as the answer of the calls it is (pending-calls.ts nullIdOwners). */
-  #nullIdAnswer(members: ReadonlyMap<string, string> | undefined): string | undefined {
-    if (members === undefined || members.get("id") !== "null" || !members.has("error")) return undefined;
-    const owners = this.#pending.nullIdOwners();
-    if (owners === undefined || owners.calls.length === 0) return undefined;
-    const answers = owners.calls.map((call) => textOf(members, call.id));
-    return owners.batch ? `[${answers.join(",")}]` : (answers[0] as string);
   }
 
   #notification(text: string, members: ReadonlyMap<string, string>): void {

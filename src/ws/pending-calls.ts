@@ -189,6 +189,18 @@ export class PendingCalls {
     return undefined;
   }
 
+  /**
+   * A node's error with `"id":null` (`members`) as the answer of the calls it is (`nullIdOwners`), each by
+   * its own id; undefined for any other answer, or when no call owns it.
+   */
+  nullIdAnswer(members: ReadonlyMap<string, string> | undefined): string | undefined {
+    if (members === undefined || members.get("id") !== "null" || !members.has("error")) return undefined;
+    const owners = this.nullIdOwners();
+    if (owners === undefined || owners.calls.length === 0) return undefined;
+    const answers = owners.calls.map((call) => textOf(members, call.id));
+    return owners.batch ? `[${answers.join(",")}]` : (answers[0] as string);
+  }
+
   /** The pending calls. */
   values(): IterableIterator<Pending> {
     return this.#byId.values();
