@@ -1,4 +1,5 @@
 import { BlockList, isIP } from "node:net";
+import bs58check from "bs58check";
 import { GatewayError } from "../errors/table.js";
 import { patternOf } from "../plans/plan-terms.js";
 import { type JwtKey, JwtVerifier, publicKeyOf } from "./jwt.js";
@@ -125,24 +126,24 @@ function checkedEntry(
   return entry.startsWith("0x") ? entry.toLowerCase() : entry;
 }
 
-/** How many client addresses, or methods, a key's answers are kept for (remembered). */
+/** How many client addresses, methods or contracts a key's answers are kept for (remembered). */
 const ANSWERS = 1024;
 
 /**
- * `test` with each value's answer kept, started over past ANSWERS values: a key's calls come from a few
- * addresses and name a few methods, over and over, and only methods of the registry's allow-lists reach
- * the method test (jsonrpc/check.ts).
+ * `answer` with each value's answer kept, started over past ANSWERS values: a key's calls come from a few
+ * addresses and name a few methods and contracts, over and over, and only methods of the registry's
+ * allow-lists reach the method test (jsonrpc/check.ts).
  */
-function remembered(test: (value: string) => boolean): (value: string) => boolean {
-  const answers = new Map<string, boolean>();
+function remembered<T extends boolean | string>(answer: (value: string) => T): (value: string) => T {
+  const answers = new Map<string, T>();
   return (value) => {
-    let allowed = answers.get(value);
-    if (allowed === undefined) {
-      allowed = test(value);
+    let found = answers.get(value);
+    if (found === undefined) {
+      found = answer(value);
       if (answers.size >= ANSWERS) answers.clear();
-      answers.set(value, allowed);
+      answers.set(value, found);
     }
-    return allowed;
+    return found;
   };
 }
 
@@ -191,8 +192,7 @@ export class KeyRules {
       const patterns = settings.methods.filter((m) => m.includes("*")).map(patternOf);
       this.#methods = remembered((method) => exact.has(method) || patterns.some((p) => p.test(method)));
     }
-    if (settings.contracts !== undefined)
-      this.#contracts = new Set(settings.contracts.map((c) => (c.startsWith("0x") ? c.toLowerCase() : c)));
+    if (settings.contracts !== undefined) this.#contracts = new Set(settings.contracts.map(addressKey));
     this.jwt = settings.jwtKeys === undefined ? undefined : new JwtVerifier(settings.jwtKeys);
   }
 
@@ -248,6 +248,28 @@ export class KeyRules {
     const contracts = this.#contracts;
     if (contracts === undefined) return true;
     if (addresses.length === 0) return false;
-    return addresses.every((a) => contracts.has(a.startsWith("0x") ? a.toLowerCase() : a));
+    return addresses.every((a) => contracts.has(this.#addressKey(a)));
   }
+
+  readonly #addressKey = remembered(addressKey);
+}
+
+/**
+ * An address as every form of it compares: a 20-byte account written as 0x hex, as hex behind a version
+ * byte, or in base58check behind one (an SDK may send in hex the contract its user listed in base58) is
+ * those 20 bytes in lower-case hex; any other address as it is written, EVM hex in lower case.
+ */
+export function addressKey(address: string): string {
+  if (/^0x[0-9a-fA-F]{40}$/.test(address) || /^[0-9a-fA-F]{42}$/.test(address))
+    return address.slice(-40).toLowerCase();
+  if (/^[1-9A-HJ-NP-Za-km-z]{25,64}$/.test(address)) {
+    let payload: Uint8Array | undefined;
+    try {
+      payload = bs58check.decode(address);
+    } catch {
+      // not base58check (its checksum fails): compared as written
+    }
+    if (payload?.length === 21) return Buffer.from(payload.subarray(1)).toString("hex");
+  }
+  return address.startsWith("0x") ? address.toLowerCase() : address;
 }

@@ -259,6 +259,8 @@ describe("key settings", () => {
         }),
       });
     expect((await trigger(TRON_CONTRACT)).status).toBe(200);
+    // the same contract in hex, as TronWeb sends it by default, is the listed one
+    expect((await trigger("41a614f803b6fd780986a42c78ec9c7f77e6ded13c")).status).toBe(200);
     const refused = await trigger("TXYZopYRdj2D9XRtbG411XZZ3kM5VkAeBf");
     expect(refused.status).toBe(403);
     expect((refused.json as { error: { code: string } }).error.code).toBe("KEY_SETTING_REFUSED");

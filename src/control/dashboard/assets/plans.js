@@ -159,7 +159,7 @@ const SETTING_FIELDS = [
   [
     "contracts",
     "Allowed contracts",
-    "One per line: the contracts eth_call, eth_getLogs, simulations, traces of a call and code or storage reads may name (TRON: as the call sends it).",
+    "One per line: the contracts eth_call, eth_getLogs, simulations, traces of a call and code or storage reads may name (TRON: base58 or hex, either form).",
   ],
 ];
 
