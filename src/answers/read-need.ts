@@ -280,7 +280,10 @@ function highestOf(named: readonly ("head" | "hash" | "none" | number)[]): "head
   if (named.length === 0 || named.includes("none")) return "none";
   if (named.includes("head")) return "head";
   if (named.includes("hash")) return "hash";
-  return Math.max(...(named as number[]));
+  // a loop, not Math.max(...): a list as long as a body may hold would pass the call stack's bound
+  let highest = -1;
+  for (const n of named as number[]) if (n > highest) highest = n;
+  return highest;
 }
 
 /** The registry's patterns, each compiled once. */

@@ -290,8 +290,11 @@ async function askNode(
     const keepable = kept !== undefined && !required.has(c);
     const tier: CacheEntry["tier"] =
       call.tier === undefined ? undefined : archived.has(c) ? "archive" : "full";
+    // a socket flight's followers may be any key's: an archive answer is shared through the cache alone,
+    // which gives it to keys with archive access only
     const flight = calls.opened.get(i);
-    if (flight !== undefined) landSocketFlight(cache, flight, keepable ? { ...kept.entry, tier } : undefined);
+    const shared = keepable && tier !== "archive" ? { ...kept.entry, tier } : undefined;
+    if (flight !== undefined) landSocketFlight(cache, flight, shared);
     if (kept === undefined) continue;
     if (read !== undefined && kept.store && keepable) {
       const entry = { ...kept.entry, tier };

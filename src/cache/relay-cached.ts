@@ -163,8 +163,9 @@ function followSocket(missed: Missed): boolean {
     epoch,
     (landed) => {
       wait?.end(performance.now());
-      // counted by what it becomes: one that lands with nothing to share is counted where it goes next
-      if (landed === undefined) return joinOrFly(missed, undefined);
+      // counted by what it becomes: one that lands with nothing to share is counted where it goes next;
+      // an archive node's answer is never this caller's (it may not read archive data)
+      if (landed === undefined || landed.tier === "archive") return joinOrFly(missed, undefined);
       cache.counts.coalesced++;
       // a connection's node is one of the label's own: the full tier, for a read the tiers divide
       const tier = landed.tier ?? (call.tier === undefined ? undefined : "full");
@@ -229,10 +230,11 @@ function joinOrFly(missed: Missed, lookup: Span | undefined): void {
         learnHeights(call, answer.upstream, text === "" ? answer.body.toString("utf8") : text);
       const kept = keptAnswer(answer, text, read, call.group, cache.settings, epoch);
       if (kept === undefined) {
-        // JSON the cache could not split at one id (an array for one call) may hold the first client's id:
-        // each other client asks a node itself; any other body (a proxy's page, nothing) names no one
+        // an answer the cache could not split at one id (an array for one call) may hold the first client's
+        // id: each other client asks a node itself; a body with no id member (a proxy's page or JSON error,
+        // nothing) names no one, and goes to every client waiting
         const [first, ...others] = flight.waiters as [Waiter, ...Waiter[]];
-        const mayNameId = /^\s*[[{]/.test(text);
+        const mayNameId = text.includes('"id"');
         sendEach(mayNameId ? [first] : flight.waiters, answer, tier, note);
         if (mayNameId) for (const w of others) askAlone(w);
         land(flight, undefined);

@@ -19,6 +19,8 @@ export class SharedCaller implements CallerSide {
 
   /** A client waits on the call; its leaving counts down, once. */
   join(res: ServerResponse): void {
+    // a client gone before it joined (while a shared lookup ran) waits for nothing: its close has fired
+    if (clientGone(res)) return;
     this.#waiting++;
     let counted = false;
     res.on("close", () => {

@@ -214,7 +214,8 @@ export class KeyRules {
       return false;
     }
     const scheme = url.protocol.slice(0, -1);
-    const host = url.hostname;
+    // a browser extension's id is a host URL keeps in its case (safari-web-extension://E522F5F2-…)
+    const host = url.hostname.toLowerCase();
     // the URL leaves out its scheme's own port; an entry may name it (app.example.com:443)
     const port = url.port || (scheme === "https" ? "443" : scheme === "http" ? "80" : "");
     return origins.some(

@@ -182,15 +182,15 @@ export class Stages {
     return message as unknown as Charged<Message>;
   }
 
-  /**
-   * 5, before the charge: what a message will cost as stage 6 will plan it (plan-upstream.ts), so that its
-   * rate and quota hold what it costs, not its calls' registry price alone.
-   */
   /** 4, for a range call in a batch or on a WebSocket: why it is refused, if it is (plan-upstream.ts). */
   rangeRefusal(mounted: Mounted, call: PassedCall): Record<string, unknown> | undefined {
     return this.#planner.rangeRefusal(mounted, call);
   }
 
+  /**
+   * 5, before the charge: what a message will cost as stage 6 will plan it (plan-upstream.ts), so that its
+   * rate and quota hold what it costs, not its calls' registry price alone.
+   */
   plannedUnits(mounted: Mounted, outgoing: Outgoing | undefined, units: number): number {
     return this.#planner.plannedUnits(mounted, outgoing, units);
   }

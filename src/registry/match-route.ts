@@ -7,11 +7,6 @@ export type RouteMatch =
 
 const NOT_FOUND: RouteMatch = { kind: "not-found" };
 
-/**
- * Walks a compiled route trie over already-split path segments. A static child wins over the parameter
- * child and the walk never goes back to try the other, so a lookup is one Map probe per segment. A
- * trailing `{name...}` seen on the way covers the rest of the path when the walk ends without a route.
- */
 /** Every route a trie serves, as `METHOD /shape` (`GET /chains/{}/blocks/{}`): what a key's method list names. */
 export function routeShapes(root: RouteNode): string[] {
   const shapes: string[] = [];
@@ -25,6 +20,11 @@ export function routeShapes(root: RouteNode): string[] {
   return shapes;
 }
 
+/**
+ * Walks a compiled route trie over already-split path segments. A static child wins over the parameter
+ * child and the walk never goes back to try the other, so a lookup is one Map probe per segment. A
+ * trailing `{name...}` seen on the way covers the rest of the path when the walk ends without a route.
+ */
 export function matchRoute(root: RouteNode, method: string, segments: readonly string[]): RouteMatch {
   let node: RouteNode | undefined = root;
   let wildcard: MethodTable | undefined;

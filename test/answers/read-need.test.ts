@@ -143,6 +143,9 @@ describe("readNeed on other dialects", () => {
     // chain_getBlockHash takes a list of numbers too: a node must have the highest
     expect(need(call("chain_getBlockHash", [[100, "0x65"]]), "dot")).toMatchObject({ highestBlock: 101 });
     expect(need(call("chain_getBlockHash", [[100, 101]]), "dot")).toMatchObject({ atHead: false });
+    // as long a list as a body may hold is read without passing the call stack's bound
+    const long = [...Array.from({ length: 126_000 }, () => 0), 7];
+    expect(need(call("chain_getBlockHash", [long]), "dot")).toMatchObject({ highestBlock: 7 });
     expect(need(call("state_getStorage", ["0x00", `0x${"ab".repeat(32)}`]), "dot")).toMatchObject({
       stateByHash: true,
     });

@@ -108,4 +108,36 @@ describe("cached archive answers go to archive keys only (real anvil)", () => {
     expect(refused.headers["x-upstream-tier"]).toBe("full");
     expect(balanceCalls(archiveNode)).toBe(archiveBefore + 2);
   });
+
+  it("a key without archive access whose read is in flight in an archive key's batch gets ARCHIVE_REQUIRED, not its answer", async () => {
+    // the archive node holds its answers: the single call arrives while the batch's is at it
+    pair.archiveNode.delayMs = 800;
+    try {
+      const archiveBefore = balanceCalls(archiveNode);
+      const batch = gw.call("eth", `/${KEYS.all}`, {
+        body: JSON.stringify([
+          { jsonrpc: "2.0", id: "a", method: "eth_getBalance", params: [ACCOUNT, "0x6"] },
+          { jsonrpc: "2.0", id: "c", method: "eth_chainId", params: [] },
+        ]),
+        headers: { "content-type": "application/json" },
+      });
+      await eventually(
+        () => balanceCalls(archiveNode) > archiveBefore,
+        3_000,
+        "the batch at the archive node",
+      );
+      const single = await getBalance(KEYS.noArchive, "0x6", 7);
+      expect(single.status).toBe(403);
+      expect((single.json as { error: { data?: { code?: string } } }).error.data?.code).toBe(
+        "ARCHIVE_REQUIRED",
+      );
+      expect(single.text).not.toContain(BALANCE);
+      expect((await batch).json).toEqual([
+        { jsonrpc: "2.0", id: "a", result: BALANCE },
+        { jsonrpc: "2.0", id: "c", result: "0x1" },
+      ]);
+    } finally {
+      pair.archiveNode.delayMs = 0;
+    }
+  });
 });

@@ -5,14 +5,16 @@ import { KEYS, type RunningGateway, startGateway } from "../support/gateway.js";
 import { type LoopbackNode, startLoopbackNode } from "../support/loopback-node.js";
 
 // Calls coalesced on one node call whose answer the cache cannot split at one id: a proxy in front of a
-// node that answers a single call as a one-element array, and one that answers with an HTML page. Every
-// caller gets an answer, and never one that carries another caller's id.
+// node that answers a single call as a one-element array, one that answers with an HTML page, and one with
+// a JSON error of its own. Every caller gets an answer, never one that carries another caller's id, and the
+// node is asked again only for an answer that may carry one.
 describe("a coalesced call's answer the cache cannot split at its id", () => {
   let node: LoopbackNode;
   let gw: RunningGateway;
   let release: () => void = () => {};
   const ARRAY_BLOCK = "0x21";
   const PAGE_BLOCK = "0x22";
+  const JSON_ERROR_BLOCK = "0x23";
 
   beforeAll(async () => {
     node = await startLoopbackNode(async (req) => {
@@ -32,6 +34,13 @@ describe("a coalesced call's answer the cache cannot split at its id", () => {
             release = resolve;
           });
         return { status: 502, headers: { "content-type": "text/html" }, body: "<html>bad gateway</html>" };
+      }
+      if (block === JSON_ERROR_BLOCK) {
+        if (node.requests.filter((r) => r.body.includes(JSON_ERROR_BLOCK)).length === 1)
+          await new Promise<void>((resolve) => {
+            release = resolve;
+          });
+        return { status: 502, body: { message: "upstream overloaded" } };
       }
       return { body: { jsonrpc: "2.0", id: call.id, result: "0x1" } };
     });
@@ -69,5 +78,17 @@ describe("a coalesced call's answer the cache cannot split at its id", () => {
     const answers = await Promise.all([first, other]);
     for (const answer of answers) expect(answer.status).toBeGreaterThanOrEqual(500);
     expect(node.requests.filter((r) => r.body.includes(PAGE_BLOCK))).toHaveLength(1);
+  });
+
+  it("a JSON error that names no id (a provider's overload answer) goes to every caller too, the node asked once", async () => {
+    const before = node.requests.length;
+    const first = ask(1, JSON_ERROR_BLOCK);
+    await eventually(() => node.requests.length === before + 1, 2_000, "the first call at the node");
+    const others = [ask(2, JSON_ERROR_BLOCK), ask(3, JSON_ERROR_BLOCK)];
+    await eventually(async () => (await waiting()) === 2, 2_000, "two calls waiting");
+    release();
+    for (const answer of await Promise.all([first, ...others]))
+      expect(answer.status).toBeGreaterThanOrEqual(500);
+    expect(node.requests.filter((r) => r.body.includes(JSON_ERROR_BLOCK))).toHaveLength(1);
   });
 });

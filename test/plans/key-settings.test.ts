@@ -65,6 +65,7 @@ const KEYS_WITH_SETTINGS: StaticKey[] = [
         "https://app.example.com",
         "*.example.org",
         "chrome-extension://abcdefghijklmnopabcdefghijklmnop",
+        "safari-web-extension://e522f5f2-6b0c-4d1e-9a3b-0c1d2e3f4a5b",
       ],
     },
   },
@@ -148,6 +149,9 @@ describe("key settings", () => {
     // a browser extension's origin: its scheme and id
     const extension = "chrome-extension://abcdefghijklmnopabcdefghijklmnop";
     expect((await call(KEY.origins, body, { origin: extension })).status).toBe(200);
+    // Safari writes its extension's id in capitals
+    const safari = "safari-web-extension://E522F5F2-6B0C-4D1E-9A3B-0C1D2E3F4A5B";
+    expect((await call(KEY.origins, body, { origin: safari })).status).toBe(200);
     for (const origin of [
       "chrome-extension://ponmlkjihgfedcbaponmlkjihgfedcba",
       "https://abcdefghijklmnopabcdefghijklmnop",
