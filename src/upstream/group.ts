@@ -240,7 +240,9 @@ export class UpstreamGroup {
    * before fallbacks (a fallback serves while no primary is in rotation), in each tier those that have
    * reached the head the label served first, in the choice's turn, so that what the connection reads first
    * is not behind what the caller read over HTTP; then the others, the highest first, to try when a
-   * node's socket does not open. A handshake does not wait a block for a node to reach the head.
+   * node's socket does not open; then the lagging ones, least behind first: a connection on a node a few
+   * blocks behind, which moves once a better one is in rotation, beats one closed because the node it was
+   * on died a probe before the prober saw it. A handshake does not wait a block for a node to reach the head.
    */
   forConnection(): readonly Upstream[] {
     const chosen = this.choose();
@@ -249,9 +251,12 @@ export class UpstreamGroup {
     const head = this.served.height;
     const rank = (m: Upstream) => (m.tier === "primary" ? 0 : 2) + (reached(m, head) ? 0 : 1);
     // a stable sort: equals keep the choice's order
-    return [...chosen].sort(
+    const order = [...chosen].sort(
       (a, b) => rank(a) - rank(b) || (reached(a, head) ? 0 : (b.health.head ?? -1) - (a.health.head ?? -1)),
     );
+    // #lastResort's choice for a write: the lagging nodes alone, which answer (a failing one may not)
+    for (const member of this.#lastResort(true)) if (!order.includes(member)) order.push(member);
+    return order;
   }
 
   /**

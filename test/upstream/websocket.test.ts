@@ -99,6 +99,33 @@ describe("WebSocket connections go to upstreams in rotation, and move when their
     gw = await startGatewayOnBoth();
   });
 
+  it("when the node of an open connection dies and the only other lags a few blocks, the connection moves there", async () => {
+    await b.http.kill(); // so the connection lands on a
+    await eventually(() => state("b") === "failing", 10 * PROBE_MS, "b out of rotation");
+    const { ws, closed } = await connect();
+    let gone = false;
+    void closed.then(() => {
+      gone = true;
+    });
+    // b comes back 5 blocks behind a: up, answering, out of rotation as lagging
+    b.http.height = a.http.height - 5;
+    await b.http.revive();
+    await eventually(() => state("b") === "lagging", 5000, "b lagging");
+    const onB = b.ws.connections.length;
+    // a's WebSocket port goes away with its sockets, before the prober sees a fail: b is the one node left
+    await a.ws.close();
+    await eventually(() => b.ws.connections.length === onB + 1, 3000, "the connection's socket on b");
+    const answer = new Promise<string>((resolve) => ws.once("message", (data) => resolve(String(data))));
+    ws.send('{"jsonrpc":"2.0","id":8,"method":"eth_blockNumber","params":[]}');
+    expect(JSON.parse(await answer)).toEqual({ jsonrpc: "2.0", id: 8, result: "0x10" });
+    expect(gone).toBe(false);
+    ws.close();
+    b.http.height = a.http.height;
+    a.ws = await startLoopbackWsNode({ results: { eth_blockNumber: "0x10" } });
+    await gw.close();
+    gw = await startGatewayOnBoth();
+  });
+
   it("when the node of an open connection hangs, the connection moves to a node in rotation once the prober says so", async () => {
     await b.http.kill(); // so the connection lands on a
     await eventually(() => state("b") === "failing", 10 * PROBE_MS, "b out of rotation");
