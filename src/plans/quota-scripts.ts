@@ -12,6 +12,9 @@ local daily = tonumber(ARGV[1])
 local monthly = tonumber(ARGV[2])
 local need = tonumber(ARGV[3])
 local want = tonumber(ARGV[4])
+-- counters of a month not started from the store may have forgotten what was spent (a Redis restarted
+-- empty): nothing is granted from them, unless the instance already tried to start it (ARGV[7] = 1)
+if unstarted == 1 and ARGV[7] ~= '1' then return {0, day, month, unstarted} end
 local left = want * 4
 if daily > 0 then left = math.min(left, daily - day) end
 if monthly > 0 then left = math.min(left, monthly - month) end
@@ -76,12 +79,14 @@ export type LeaseAnswer = [granted: number, day: number, month: number, unstarte
 
 /** The quota scripts, defined on `redis`. */
 export interface QuotaCommands {
+  /** `blind`: granted from the counters even when the month was not started (a start from the store was tried). */
   lease(
     keys: CounterKeys,
     limits: { readonly daily: number; readonly monthly: number },
     need: number,
     want: number,
     ttl: CounterTtls,
+    blind?: boolean,
   ): Promise<LeaseAnswer>;
   start(keys: CounterKeys, day: number, month: number, ttl: CounterTtls): Promise<number>;
   add(keys: CounterKeys, day: number, month: number, ttl: CounterTtls): Promise<number>;
@@ -99,7 +104,7 @@ export function quotaCommands(redis: Redis): QuotaCommands {
     (redis as unknown as Record<string, Command>)[name]?.bind(redis) as Command;
   const [lease, start, add] = ["Lease", "Start", "Add"].map((n) => command(`gatewayQuota${n}`));
   return {
-    lease: (k, limits, need, want, ttl) =>
+    lease: (k, limits, need, want, ttl, blind = false) =>
       lease?.(
         k.day,
         k.month,
@@ -110,6 +115,7 @@ export function quotaCommands(redis: Redis): QuotaCommands {
         want,
         ttl.day,
         ttl.month,
+        blind ? 1 : 0,
       ) as Promise<LeaseAnswer>,
     start: (k, day, month, ttl) =>
       start?.(k.day, k.month, k.started, day, month, ttl.day, ttl.month) as Promise<number>,

@@ -213,15 +213,17 @@ export class SharedQuotaLedger implements QuotaLedger {
     const clock = this.#clock;
     const want = this.#size(size, cost) + Math.max(0, need);
     const day = lease.day;
-    const pending = this.#commands
-      .lease(counterKeys(scope, day), limits, Math.max(1, need), want, this.#recovery.ttls())
+    const keys = counterKeys(scope, day);
+    const ask = (blind: boolean) =>
+      this.#commands.lease(keys, limits, Math.max(1, need), want, this.#recovery.ttls(), blind);
+    // a month not started from the store grants nothing (its counters may have forgotten what was spent: a
+    // Redis restarted empty): it is started (waiting a little for the store, recovery.start), and asked again
+    const pending = ask(false)
+      .then((answer) => (answer[3] === 1 ? this.#recovery.start(scope, day).then(() => ask(true)) : answer))
       .then(
-        ([granted, dayUnits, monthUnits, unstarted]) => {
+        ([granted, dayUnits, monthUnits]) => {
           lease.answered = true;
-          // the scope's next lease waits (a little) for its month's start from the store, so none is
-          // granted from counters that forgot what was spent (recovery.start)
-          const started = unstarted === 1 ? this.#recovery.start(scope, day) : undefined;
-          if (lease.day !== day) return started;
+          if (lease.day !== day) return;
           lease.balance += granted;
           lease.spent = granted === 0;
           lease.dayUnits = dayUnits;
@@ -234,7 +236,6 @@ export class SharedQuotaLedger implements QuotaLedger {
             month: [number, number];
           };
           for (const crossing of clock.crossings(scope, limits, spent)) this.#crossed(crossing);
-          return started;
         },
         (error: Error) => {
           // a lease that failed is decided locally; a dropped connection says so through `close`
