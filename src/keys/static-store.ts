@@ -1,4 +1,5 @@
-import type { RateSpec, StaticKey } from "../config/types.js";
+import { isDeepStrictEqual } from "node:util";
+import type { GatewayConfig, RateSpec, StaticKey } from "../config/types.js";
 import { keyHash } from "./digest.js";
 import { KeyRules } from "./key-settings.js";
 import type { KeyStore, Principal } from "./types.js";
@@ -27,4 +28,22 @@ export class StaticKeyStore implements KeyStore {
     // Looking up by digest leaks no timing about how much of a key matched.
     return this.#byDigest.get(digest);
   }
+}
+
+/**
+ * The ids of the static keys a reload takes away or changes (networks, plan, rate, settings): their open
+ * WebSocket connections were granted under the old entry, and end, as a revoked account key's do.
+ */
+export function changedStaticKeys(
+  before: Pick<GatewayConfig, "keys" | "defaultRate">,
+  after: Pick<GatewayConfig, "keys" | "defaultRate">,
+): string[] {
+  const granted = (config: typeof before, entry: StaticKey) => ({
+    ...entry,
+    rate: entry.rate ?? config.defaultRate,
+  });
+  const next = new Map(after.keys.map((entry) => [entry.key, granted(after, entry)]));
+  return before.keys
+    .filter((entry) => !isDeepStrictEqual(next.get(entry.key), granted(before, entry)))
+    .map((entry) => entry.key.slice(0, 8));
 }

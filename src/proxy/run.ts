@@ -3,6 +3,7 @@ import type { Server } from "node:http";
 import { setTimeout as delay } from "node:timers/promises";
 import type { GatewayConfig } from "../config/types.js";
 import type { CachedKeyStore } from "../keys/key-cache.js";
+import { changedStaticKeys } from "../keys/static-store.js";
 import { LISTENERS, listen } from "../lifecycle.js";
 import type { SharedTokenBuckets } from "../limits/shared-buckets.js";
 import type { Logger } from "../log.js";
@@ -70,6 +71,7 @@ async function serveHere(config: GatewayConfig, logger: Logger): Promise<Running
   let serving = config;
   const reload = (next: GatewayConfig) => {
     gateway.reload(next, keys.storeFor(next));
+    for (const keyId of changedStaticKeys(serving, next)) gateway.closeConnectionsOf(keyId);
     serving = next;
   };
   if (cluster.isWorker)
