@@ -339,8 +339,14 @@ export class Connection {
     );
     socket.on(
       "error",
-      this.#guard(() => {
-        if (socket === this.#upstream) this.#lose("failed");
+      this.#guard((error: Error & { code?: string }) => {
+        if (socket !== this.#upstream) return;
+        // a node's message past four times the size cap (policy.ts OVERSIZE_READ), which ws refuses before
+        // it closes the socket (1009): a message in flight asked for it, and would ask again on any node
+        if (error.code === MESSAGE_TOO_BIG)
+          for (const message of this.#pending.sentAndUnanswered())
+            message.oversized = (message.oversized ?? 0) + 1;
+        this.#lose("failed");
       }),
     );
   }
@@ -498,6 +504,7 @@ export class Connection {
         },
         requestId: this.#options.mounted.admitted.requestId,
         errorForm: errorFormOf(this.#policy, false),
+        maxResponseBytes: this.#options.limits.upstream.maxResponseBytes,
         attach: (socket, node) => {
           this.#node = node;
           this.#attach(socket);
@@ -579,6 +586,9 @@ export class Connection {
     this.#options.onClose();
   }
 }
+
+/** The error ws refuses a message past its `maxPayload` with, before it closes the socket (1009). */
+const MESSAGE_TOO_BIG = "WS_ERR_UNSUPPORTED_MESSAGE_LENGTH";
 
 /** A message's method as the metrics and its span name it. */
 function methodOf(message: UpstreamMessage): string {

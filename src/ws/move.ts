@@ -1,5 +1,6 @@
 import { type ErrorForm, rpcErrorJson } from "../errors/respond.js";
 import type { GatewayError } from "../errors/table.js";
+import type { PassedCall } from "../jsonrpc/check.js";
 import type { Upstream } from "../upstream/upstreams.js";
 import { backfillEvents, type FillContext } from "./gap-fill.js";
 import type { GatewayCalls } from "./gateway-calls.js";
@@ -28,13 +29,15 @@ export interface MovingConnection {
   readonly requestId: string | undefined;
   /** The dialect's error shape (nearcore's causes), for the refusals the move writes. */
   readonly errorForm: ErrorForm;
+  /** The size cap of a node's answer (`limits.upstream.maxResponseBytes`), which refusals of one name. */
+  readonly maxResponseBytes: number;
   /** The new socket, on `node`, is the connection's upstream socket from now on. */
   attach(socket: NodeSocket, node: Upstream): void;
   /** Sends a message on the upstream socket. */
   transmit(message: UpstreamMessage): void;
   toClient(text: string): void;
   /** A message none of whose calls goes on (its writes refused): its span, if traced, ends with `code`. */
-  refused(message: UpstreamMessage, code: "WRITE_NOT_CONFIRMED"): void;
+  refused(message: UpstreamMessage, code: "WRITE_NOT_CONFIRMED" | "UPSTREAM_RESPONSE_TOO_LARGE"): void;
   /** Closes the connection with 1014: it could not move. */
   closeMoved(reason: string): void;
   /** The move is done, its calls sent on: the node it landed on may have left rotation meanwhile. */
@@ -195,6 +198,12 @@ export class ConnectionMove {
   #sendAgain(message: UpstreamMessage): void {
     const { pending } = this.#connection;
     const unanswered = pending.unanswered(message);
+    // in flight when two of the node's sockets closed for an answer past four times the size cap: the
+    // answer is this message's, and would be as large on any node; its calls get UPSTREAM_RESPONSE_TOO_LARGE
+    if ((message.oversized ?? 0) >= 2) {
+      this.#tooLarge(message, unanswered);
+      return;
+    }
     // not sent again: writes (WRITE_NOT_CONFIRMED), and a batch's unsubscribes, whose subscriptions were
     // on the lost node (true, as a lone unsubscribe's in #resubscribe)
     const settled = unanswered.filter((c) => {
@@ -230,8 +239,27 @@ export class ConnectionMove {
       calls: reads,
       batch: message.batch,
       sent: false,
+      oversized: message.oversized,
     };
     for (const call of reads) pending.resend(call.id as string, again);
     this.#connection.transmit(again);
+  }
+
+  /** The message's unanswered calls answered UPSTREAM_RESPONSE_TOO_LARGE by their ids, as an HTTP call's. */
+  #tooLarge(message: UpstreamMessage, unanswered: readonly PassedCall[]): void {
+    const { pending, requestId, errorForm, maxResponseBytes } = this.#connection;
+    const answers = unanswered.map((call) => {
+      pending.delete(call.id as string);
+      return rpcErrorJson(
+        "UPSTREAM_RESPONSE_TOO_LARGE",
+        call.id as string,
+        { maxBytes: maxResponseBytes },
+        requestId,
+        errorForm,
+      );
+    });
+    if (answers.length === 0) return;
+    this.#connection.toClient(message.batch ? `[${answers.join(",")}]` : (answers[0] as string));
+    this.#connection.refused(message, "UPSTREAM_RESPONSE_TOO_LARGE");
   }
 }

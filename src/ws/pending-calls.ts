@@ -23,6 +23,11 @@ export interface UpstreamMessage {
   whenAnswered?: ((code?: ErrorCode) => void) | undefined;
   /** Its writes a move could not confirm, while its reads go again: priced and counted as refused. */
   writesLost?: ((calls: readonly PassedCall[]) => void) | undefined;
+  /**
+   * How many of the node's sockets closed for a message past four times the size cap (1009) while it was
+   * in flight: at the second, its answer is taken to be that message, and it is not sent again (move.ts).
+   */
+  oversized?: number | undefined;
 }
 
 /** A call sent upstream and not answered yet. */

@@ -193,7 +193,10 @@ describe("a node's answer over the size cap on a WebSocket", () => {
   beforeAll(async () => {
     restore = resolveTestHosts();
     const log = { address: `0x${"11".repeat(20)}`, data: `0x${"00".repeat(64)}`, topics: [] };
-    node = await startLoopbackWsNode(evmNode({ eth_getLogs: Array.from({ length: 15 }, () => log) }));
+    node = await startLoopbackWsNode(
+      // a contract's code past four times the cap: the node's socket closes on it (1009)
+      evmNode({ eth_getLogs: Array.from({ length: 15 }, () => log), eth_getCode: `0x${"ab".repeat(5_000)}` }),
+    );
     gw = await startGateway({
       upstreams: { eth: [node.url] },
       limits: { upstream: { ...DEFAULT_LIMITS.upstream, maxResponseBytes: 2_000 } },
@@ -214,6 +217,31 @@ describe("a node's answer over the size cap on a WebSocket", () => {
     expect((await client.call("eth_chainId")).result).toBe("0x1");
     // one socket to the node all along: the subscription was never made again
     expect(node.methods().filter((m) => m === "eth_subscribe")).toHaveLength(1);
+    expect(client.isOpen).toBe(true);
+    client.close();
+  });
+
+  it("past four times the cap, the node's socket closes; sent once more, its calls then get UPSTREAM_RESPONSE_TOO_LARGE and the connection stays", async () => {
+    const client = await Client.open(`ws://eth.${DOMAIN}:${gw.port}/${KEYS.all}`);
+    const before = node.methods().filter((m) => m === "eth_getCode").length;
+    client.ws.send(
+      JSON.stringify([
+        { jsonrpc: "2.0", id: "c1", method: "eth_getCode", params: [`0x${"22".repeat(20)}`, "latest"] },
+        { jsonrpc: "2.0", id: "c2", method: "eth_chainId", params: [] },
+      ]),
+    );
+    await waitUntil(() => client.received.some((m) => m.startsWith("[")), 5_000, "the batch's answer");
+    const answers = JSON.parse(client.received.find((m) => m.startsWith("[")) as string) as {
+      id: string;
+      error?: { data?: { code?: string } };
+    }[];
+    expect(answers.map((a) => [a.id, a.error?.data?.code])).toEqual([
+      ["c1", "UPSTREAM_RESPONSE_TOO_LARGE"],
+      ["c2", "UPSTREAM_RESPONSE_TOO_LARGE"],
+    ]);
+    // asked twice (the first lost socket might have been another message's), never four times
+    expect(node.methods().filter((m) => m === "eth_getCode").length - before).toBe(2);
+    expect((await client.call("eth_chainId")).result).toBe("0x1");
     expect(client.isOpen).toBe(true);
     client.close();
   });
