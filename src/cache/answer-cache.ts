@@ -64,6 +64,8 @@ export class AnswerCache {
   shared: SharedAnswers | undefined = undefined;
   /** Callers (a key's id, or `ip:` and an address) whose write was answered lately, and when. */
   readonly #writers = new Map<string, number>();
+  /** While a reload's answers come over (carryFrom). */
+  #carrying = false;
 
   constructor(settings: LabelCacheSettings) {
     this.settings = settings;
@@ -72,7 +74,8 @@ export class AnswerCache {
       maxEntrySize: settings.maxEntryBytes,
       sizeCalculation: (entry, key) => sizeOf(entry, key),
       dispose: (_entry, _key, reason) => {
-        if (reason === "evict") this.counts.evicted++;
+        // answers a reload carries past the new budget were never this cache's to evict
+        if (reason === "evict" && !this.#carrying) this.counts.evicted++;
       },
     });
   }
@@ -162,9 +165,14 @@ export class AnswerCache {
   carryFrom(other: AnswerCache): void {
     for (const name of ["hit", "miss", "coalesced", "evicted"] as const)
       this.counts[name] += other.counts[name];
-    for (const pair of other.#entries.rentries()) {
-      const [key, entry] = pair as [string, CacheEntry];
-      if (entry.epoch === FINAL) this.#entries.set(key, entry);
+    this.#carrying = true;
+    try {
+      for (const pair of other.#entries.rentries()) {
+        const [key, entry] = pair as [string, CacheEntry];
+        if (entry.epoch === FINAL) this.#entries.set(key, entry);
+      }
+    } finally {
+      this.#carrying = false;
     }
   }
 }

@@ -38,8 +38,12 @@ export function changedStaticKeys(
   before: Pick<GatewayConfig, "keys" | "defaultRate">,
   after: Pick<GatewayConfig, "keys" | "defaultRate">,
 ): string[] {
+  // what the entry grants, written one way: defaults filled in, networks in any order
   const granted = (config: typeof before, entry: StaticKey) => ({
     ...entry,
+    networks: entry.networks === "*" ? "*" : [...new Set(entry.networks)].sort(),
+    archive: entry.archive ?? true,
+    plan: entry.plan ?? "shared",
     rate: entry.rate ?? config.defaultRate,
   });
   const next = new Map(after.keys.map((entry) => [entry.key, granted(after, entry)]));

@@ -35,7 +35,7 @@ export class QuotaRecovery {
   /** Its own clock, brought up to now at each use: the ledger's ticks only as calls come. */
   readonly #clock = new QuotaClock();
   readonly #crossed: (crossing: QuotaCrossing) => void;
-  /** Scopes whose month this instance is starting from the store now. */
+  /** Scopes whose month this instance is starting from the store now, by scope and month. */
   readonly #starting = new Map<string, Promise<void>>();
   /** The count while Redis is away: anew at each outage. */
   #local: LocalQuotaLedger;
@@ -91,7 +91,9 @@ export class QuotaRecovery {
    * A store that cannot be read leaves the month unstarted: the next lease tries again.
    */
   start(scope: string, day: string): Promise<void> {
-    let starting = this.#starting.get(scope);
+    // by month too: a start still waiting on the store as the month turns is not the new month's
+    const key = `${scope}\n${day.slice(0, 7)}`;
+    let starting = this.#starting.get(key);
     if (starting === undefined) {
       // with no store (keys of the deployment config alone) the month starts from nothing, marked all the
       // same: what is served alone is added to counters this Redis started
@@ -104,8 +106,8 @@ export class QuotaRecovery {
           () => {},
           (error: Error) => this.#unread(error),
         )
-        .finally(() => this.#starting.delete(scope));
-      this.#starting.set(scope, starting);
+        .finally(() => this.#starting.delete(key));
+      this.#starting.set(key, starting);
     }
     return waited(starting);
   }

@@ -246,11 +246,17 @@ export function openWebSocket(
   callback: (error: GatewayError | undefined, socket?: WebSocket, upstream?: Upstream) => void,
   headers: Readonly<Record<string, string>> = {},
 ): void {
-  const order = nodesForSocket(group, limits, wanted, callback, () =>
+  const nodes = nodesForSocket(group, limits, wanted, callback, () =>
     openWebSocket(group, limits, wanted, callback, headers),
   );
-  if (order === undefined) return;
-  const attempts = Math.min(order.length, MAX_ATTEMPTS);
+  if (nodes === undefined) return;
+  // at most MAX_ATTEMPTS nodes in rotation, then the lagging ones (group.ts forConnection), as many again:
+  // a label whose nodes in rotation all refuse sockets still reaches one a few blocks behind
+  const order = [
+    ...nodes.filter((node) => node.health.inRotation).slice(0, MAX_ATTEMPTS),
+    ...nodes.filter((node) => !node.health.inRotation).slice(0, MAX_ATTEMPTS),
+  ];
+  const attempts = order.length;
   let tried = 0;
   const next = (): void => {
     const upstream = order[tried++] as Upstream;

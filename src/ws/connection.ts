@@ -342,11 +342,12 @@ export class Connection {
       this.#guard((error: Error & { code?: string }) => {
         if (socket !== this.#upstream) return;
         // a node's message past four times the size cap (policy.ts OVERSIZE_READ), which ws refuses before
-        // it closes the socket (1009): a message in flight asked for it, and would ask again on any node
-        if (error.code === MESSAGE_TOO_BIG)
-          for (const message of this.#pending.sentAndUnanswered())
-            message.oversized = (message.oversized ?? 0) + 1;
-        this.#lose("failed");
+        // it closes the socket (1009): with one message in flight, that was its answer, and would be on any
+        // node; with several, none can be told, and they all go again
+        const inFlight = error.code === MESSAGE_TOO_BIG ? [...this.#pending.sentAndUnanswered()] : [];
+        const [only] = inFlight;
+        if (only !== undefined && inFlight.length === 1) only.oversized = true;
+        this.#lose(only?.oversized === true ? "closed for an answer over the size cap" : "failed");
       }),
     );
   }

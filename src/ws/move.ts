@@ -111,7 +111,9 @@ export class ConnectionMove {
     // A node that takes sockets and drops them at once would have the connection move without end.
     const now = performance.now();
     this.#moves = this.#moves.filter((at) => now - at < MOVE_WINDOW_MS);
-    if (chosen === undefined && this.#moves.length >= MAX_MOVES) {
+    // a socket closed for a caller's answer over the size cap is no sign of the node's (`oversized`)
+    const counted = chosen === undefined && !this.#connection.pending.oversizedInFlight();
+    if (counted && this.#moves.length >= MAX_MOVES) {
       connection.closeMoved(`upstream ${why}; lost ${MAX_MOVES} times within a minute`);
       return;
     }
@@ -123,7 +125,7 @@ export class ConnectionMove {
       this.#resubscribe();
       return;
     }
-    this.#moves.push(now);
+    if (counted) this.#moves.push(now);
     const deadline = setTimeout(
       connection.guard(() => connection.closeMoved(`upstream ${why}; no node took the connection`)),
       this.#handshakeTimeoutMs,
@@ -198,9 +200,9 @@ export class ConnectionMove {
   #sendAgain(message: UpstreamMessage): void {
     const { pending } = this.#connection;
     const unanswered = pending.unanswered(message);
-    // in flight when two of the node's sockets closed for an answer past four times the size cap: the
-    // answer is this message's, and would be as large on any node; its calls get UPSTREAM_RESPONSE_TOO_LARGE
-    if ((message.oversized ?? 0) >= 2) {
+    // alone in flight when the node's socket closed for an answer past four times the size cap: the answer
+    // is this message's, and would be as large on any node; its calls get UPSTREAM_RESPONSE_TOO_LARGE
+    if (message.oversized === true) {
       this.#tooLarge(message, unanswered);
       return;
     }
@@ -239,7 +241,6 @@ export class ConnectionMove {
       calls: reads,
       batch: message.batch,
       sent: false,
-      oversized: message.oversized,
     };
     for (const call of reads) pending.resend(call.id as string, again);
     this.#connection.transmit(again);

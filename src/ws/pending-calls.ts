@@ -24,10 +24,10 @@ export interface UpstreamMessage {
   /** Its writes a move could not confirm, while its reads go again: priced and counted as refused. */
   writesLost?: ((calls: readonly PassedCall[]) => void) | undefined;
   /**
-   * How many of the node's sockets closed for a message past four times the size cap (1009) while it was
-   * in flight: at the second, its answer is taken to be that message, and it is not sent again (move.ts).
+   * It was alone in flight when the node's socket closed for a message past four times the size cap
+   * (1009): that message was its answer, which any node would answer alike; it is not sent again (move.ts).
    */
-  oversized?: number | undefined;
+  oversized?: boolean | undefined;
 }
 
 /** A call sent upstream and not answered yet. */
@@ -209,6 +209,12 @@ export class PendingCalls {
   /** The pending calls. */
   values(): IterableIterator<Pending> {
     return this.#byId.values();
+  }
+
+  /** Whether a message in flight is the one whose answer closed the node's socket for its size. */
+  oversizedInFlight(): boolean {
+    for (const pending of this.#byId.values()) if (pending.message.oversized === true) return true;
+    return false;
   }
 
   /** The messages that went out and still wait for an answer to one of their calls. */

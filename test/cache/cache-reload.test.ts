@@ -1,4 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { AnswerCache, FINAL } from "../../src/cache/answer-cache.js";
 import { DEFAULT_CACHE } from "../../src/config/defaults.js";
 import type { GatewayConfig } from "../../src/config/types.js";
 import { KEYS, type RunningGateway, rpcBody, startGateway } from "../support/gateway.js";
@@ -29,5 +30,23 @@ describe("the answer cache across a reload", () => {
     expect(after.headers["x-cache"]).toBe("hit");
     expect(after.json).toEqual({ jsonrpc: "2.0", id: 3, result: "0x1" });
     expect(asked()).toBe(1);
+  });
+
+  it("counts as evicted none of the answers a smaller new budget leaves behind", () => {
+    const settings = { ...DEFAULT_CACHE, enabled: true, followsBlocks: true };
+    const old = new AnswerCache({ ...settings, maxBytes: 1_000_000 });
+    const entry = {
+      before: Buffer.alloc(1_000),
+      after: Buffer.alloc(0),
+      epoch: FINAL,
+      expiresAt: Number.POSITIVE_INFINITY,
+      tier: undefined,
+    };
+    for (let i = 0; i < 50; i++) old.set(`k${i}`, entry);
+    const small = new AnswerCache({ ...settings, maxBytes: 10_000 });
+    small.carryFrom(old);
+    expect(small.counts.evicted).toBe(old.counts.evicted);
+    expect(small.bytes).toBeGreaterThan(0);
+    expect(small.bytes).toBeLessThanOrEqual(10_000);
   });
 });

@@ -68,5 +68,27 @@ describe("a reload that removes or changes a static key", () => {
     };
     expect(changedStaticKeys(before, after).sort()).toEqual(["FNdefrat", "FNnarrow", "FNremove"]);
     expect(changedStaticKeys(before, before)).toEqual([]);
+    // the same grant written another way is no change: networks in another order, defaults written out
+    const rewritten = {
+      keys: [
+        { ...REMOVED, networks: ["eth", "base"] },
+        { ...NARROWED, plan: "shared", archive: true },
+        KEPT,
+        { ...defaulted, rate: RATE },
+      ],
+      defaultRate: RATE,
+    };
+    expect(
+      changedStaticKeys(
+        { ...rewritten, keys: [{ ...REMOVED, networks: ["base", "eth"] }, ...rewritten.keys.slice(1)] },
+        rewritten,
+      ),
+    ).toEqual([]);
+    expect(
+      changedStaticKeys(before, {
+        ...before,
+        keys: [REMOVED, { ...NARROWED, plan: "shared" }, KEPT, defaulted],
+      }),
+    ).toEqual([]);
   });
 });
