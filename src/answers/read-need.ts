@@ -255,7 +255,7 @@ function positional(rules: ReadRules, method: string, params: unknown): readonly
  */
 export function namedBlock(rule: BlockParamRule, value: unknown): "head" | "hash" | "none" | number {
   if (value === undefined || value === null) return "head";
-  // a list of blocks (Substrate's chain_getBlockHash takes one): the read needs the highest of them
+  // a list of blocks (a block-hash call may take one): the read needs the highest of them
   if (Array.isArray(value)) return highestOf(value.map((element) => namedBlock(rule, element)));
   if (typeof value === "object" && !Array.isArray(value)) {
     const members = value as Record<string, unknown>;
