@@ -245,9 +245,15 @@ export function openWebSocket(
   wanted: () => boolean,
   callback: (error: GatewayError | undefined, socket?: WebSocket, upstream?: Upstream) => void,
   headers: Readonly<Record<string, string>> = {},
+  besides?: Upstream,
 ): void {
-  const nodes = nodesForSocket(group, limits, wanted, callback, () =>
-    openWebSocket(group, limits, wanted, callback, headers),
+  const nodes = nodesForSocket(
+    group,
+    limits,
+    wanted,
+    callback,
+    () => openWebSocket(group, limits, wanted, callback, headers, besides),
+    besides,
   );
   if (nodes === undefined) return;
   // at most MAX_ATTEMPTS nodes in rotation, then the lagging ones (group.ts forConnection), as many again:
@@ -319,8 +325,11 @@ export function nodesForSocket<Socket>(
   wanted: () => boolean,
   callback: (error: GatewayError | undefined, socket?: Socket, upstream?: Upstream) => void,
   again: () => void,
+  besides?: Upstream,
 ): readonly Upstream[] | undefined {
-  const order = group.forConnection();
+  // a move the gateway chose leaves the connection's node for another: never back onto it (its socket
+  // would open, and be closed unused, at each probe round)
+  const order = group.forConnection().filter((node) => node !== besides);
   if (order.length > 0) return order;
   if (group.checking && wanted()) group.whenChecked(limits.ws.handshakeTimeoutMs, again);
   else callback(new GatewayError("NO_UPSTREAM", { reason: group.whyNone(false) }));

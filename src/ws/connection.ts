@@ -314,6 +314,7 @@ export class Connection {
         }
         this.#lose("out of rotation", { socket, node });
       }),
+      from,
     );
   }
 

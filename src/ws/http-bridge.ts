@@ -273,9 +273,15 @@ export function openHttpBridge(
   wanted: () => boolean,
   callback: (error: GatewayError | undefined, socket?: NodeSocket, upstream?: Upstream) => void,
   headers: Readonly<Record<string, string>> = {},
+  besides?: Upstream,
 ): void {
-  const order = nodesForSocket(group, limits, wanted, callback, () =>
-    openHttpBridge(group, limits, mount, wanted, callback, headers),
+  const order = nodesForSocket(
+    group,
+    limits,
+    wanted,
+    callback,
+    () => openHttpBridge(group, limits, mount, wanted, callback, headers, besides),
+    besides,
   );
   const upstream = order?.[0];
   if (upstream !== undefined)

@@ -12,6 +12,8 @@ import type { RememberedSubscriptions } from "./subscriptions.js";
 export type Reconnect = (
   wanted: () => boolean,
   callback: (error: GatewayError | undefined, socket?: NodeSocket, upstream?: Upstream) => void,
+  /** A node not to open on: the connection's own, when the gateway chooses to move it. */
+  besides?: Upstream,
 ) => void;
 
 /** A connection moves at most this many times within the window; once more and it is closed with 1014. */

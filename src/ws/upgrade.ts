@@ -224,7 +224,7 @@ export class WebSocketGateway implements WebSocketCounts {
       usage: this.#usage,
       trace: typeof admitted.trace === "object" ? admitted.trace : undefined,
       cache: cachedCallsOf(group, mounted),
-      reconnect: (wanted, callback) =>
+      reconnect: (wanted, callback, besides) =>
         openNodeSocket(
           group,
           mounted,
@@ -233,6 +233,7 @@ export class WebSocketGateway implements WebSocketCounts {
           callback,
           nodeHandshakeHeaders(admitted),
           this.#held,
+          besides,
         ),
       // as over HTTP: a caller reads its own write, not an answer the cache kept from before it
       onWrite: () => group.wrote(admitted),
@@ -298,6 +299,7 @@ function openNodeSocket(
   callback: (error: GatewayError | undefined, socket?: NodeSocket, upstream?: Upstream) => void,
   headers: Readonly<Record<string, string>>,
   held: HeldCalls | undefined,
+  besides?: Upstream,
 ): void {
   const jsonrpc = mounted.mount.policy.jsonrpc;
   const longPolls = mounted.mount.policy.longPolls;
@@ -321,8 +323,9 @@ function openNodeSocket(
       wanted,
       callback,
       headers,
+      besides,
     );
-  else openWebSocket(group, limits, wanted, callback, headers);
+  else openWebSocket(group, limits, wanted, callback, headers, besides);
 }
 
 /** The label's answer cache for a connection's single calls, when the label has one and its reads have rules. */

@@ -70,6 +70,11 @@ describe("a WebSocket connection whose nodes in rotation all refuse sockets", ()
     client.send('{"jsonrpc":"2.0","id":3,"method":"eth_blockNumber","params":[]}');
     expect(JSON.parse(await answer)).toEqual({ jsonrpc: "2.0", id: 3, result: "0x10" });
     expect(closed).toBe(false);
+    // the nodes in rotation still refuse sockets: at each probe round the connection looks for a better
+    // node, and never opens one on its own meanwhile (it opened and dropped one there each round)
+    const probes = n0.http.requests.length;
+    await eventually(() => n0.http.requests.length >= probes + 4, 3_000, "four probe rounds");
+    expect(lag.ws.connections.length).toBe(onLag + 1);
     client.close();
   });
 });
