@@ -336,16 +336,13 @@ function fetchAsked(run: BatchRun, indexes: readonly number[]): Promise<AskedAns
     if (tier?.batch === undefined)
       fetchWhole(sub, caller, note, (error, answer) => {
         if (error !== undefined) return reject(error);
-        resolve(answer && { answer, text: answer.body.toString("utf8"), archived: NONE, required: NONE });
+        resolve(answer && asItCame(answer));
       });
     else
       fetchBatchByTier(sub, tier, tier.batch, caller, requestIdOf(res), note, (error, tiered) => {
         if (error !== undefined) return reject(error);
         if (tiered === undefined) return resolve(undefined);
-        if ("whole" in tiered) {
-          const answer = tiered.whole;
-          return resolve({ answer, text: answer.body.toString("utf8"), archived: NONE, required: NONE });
-        }
+        if ("whole" in tiered) return resolve(asItCame(tiered.whole));
         resolve({
           answer: undefined,
           text: JSON.stringify(tiered.answers),
@@ -354,6 +351,11 @@ function fetchAsked(run: BatchRun, indexes: readonly number[]): Promise<AskedAns
         });
       });
   });
+}
+
+/** A node's answer as it came: no call of it answered by the archive nodes, nor refused for them. */
+function asItCame(answer: WholeAnswer): AskedAnswer {
+  return { answer, text: answer.body.toString("utf8"), archived: NONE, required: NONE };
 }
 
 /** The batch's `x-upstream-tier`, when its reads of old state are told by tier. */
