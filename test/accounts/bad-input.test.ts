@@ -109,6 +109,22 @@ describe.each(STORES)("self-service API bad input (%s store)", (store) => {
     });
   }
 
+  it("an earlier sign-up's confirmation token is refused once a later one confirmed the account", async () => {
+    const email = "dave@example.com";
+    const tokens: string[] = [];
+    for (const _ of [1, 2]) {
+      const mail = smtp.next(email);
+      expect((await fx.api("POST", "/v1/signup", { email })).status).toBe(202);
+      tokens.push(tokenIn(await mail));
+    }
+    const [earlier, later] = tokens;
+    expect((await fx.api("POST", "/v1/confirm", { token: later })).status).toBe(200);
+    const answer = await fx.api("POST", "/v1/confirm", { token: earlier });
+    expect(answer.status).toBe(400);
+    expect(answer.json.error.code).toBe("TOKEN_INVALID");
+    expect(answer.json.session).toBeUndefined();
+  });
+
   it("a sign-up answers the same whether or not the address has an account; the e-mail says which", async () => {
     const fresh = smtp.next("carol@example.com");
     const newcomer = await fx.api("POST", "/v1/signup", { email: "carol@example.com" });

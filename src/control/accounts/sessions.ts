@@ -43,14 +43,17 @@ export class Sessions {
     return email;
   }
 
-  /** Confirms the e-mail address: the account becomes active, and a session starts. */
+  /**
+   * Confirms the e-mail address: the account becomes active, and a session starts. A confirmation token
+   * confirms a pending account only: one from an earlier sign-up, once another has confirmed the account,
+   * is no sign-in link.
+   */
   async confirm(tokenInput: unknown): Promise<{ account: Account; session: string }> {
     const { store, config } = this.#context;
     const account = await this.#redeem(tokenInput, "confirm");
-    if (account.status === "pending") {
-      await store.setAccountStatus(account.id, "active");
-      await this.#context.onChange();
-    }
+    if (account.status !== "pending") throw new GatewayError("TOKEN_INVALID");
+    await store.setAccountStatus(account.id, "active");
+    await this.#context.onChange();
     const active = (await store.account(account.id)) as Account;
     return { account: active, session: await this.#token(active.id, "session", config.sessionHours) };
   }
