@@ -11,7 +11,7 @@ import type { WholeAnswer } from "../upstream/buffered-answer.js";
 import { fetchWhole, type RelayDone, type UpstreamCall } from "../upstream/policy.js";
 import { type AnswerCache, type CacheEntry, FINAL, withId } from "./answer-cache.js";
 import type { CacheRead } from "./cache-read.js";
-import { keptMembers } from "./kept-answer.js";
+import { keepEntry, keptMembers, sharable } from "./kept-answer.js";
 import {
   CACHE_HEADER,
   type CacheFields,
@@ -286,8 +286,12 @@ async function askNode(
       members === undefined
         ? undefined
         : keptMembers(members, 200, read ?? UNCACHED, call.group, cache.settings, epoch);
-    // the gateway's own refusal (ARCHIVE_REQUIRED) answers this key alone, and is never kept
-    const keepable = kept !== undefined && !required.has(c);
+    // the gateway's own refusal (ARCHIVE_REQUIRED) answers this key alone, and is never kept; nor is an
+    // answer read at the head by a node below the served head
+    const keepable =
+      kept !== undefined &&
+      !required.has(c) &&
+      sharable(kept, archived.has(c) ? undefined : answer?.upstream, call.group);
     const tier: CacheEntry["tier"] =
       call.tier === undefined ? undefined : archived.has(c) ? "archive" : "full";
     // a socket flight's followers may be any key's: an archive answer is shared through the cache alone,
@@ -296,11 +300,8 @@ async function askNode(
     const shared = keepable && tier !== "archive" ? { ...kept.entry, tier } : undefined;
     if (flight !== undefined) landSocketFlight(cache, flight, shared);
     if (kept === undefined) continue;
-    if (read !== undefined && kept.store && keepable) {
-      const entry = { ...kept.entry, tier };
-      cache.set(read.key, entry);
-      if (entry.epoch === FINAL) cache.shared?.put(call.group.label, read.key, entry);
-    }
+    if (read !== undefined && kept.store && keepable)
+      keepEntry(cache, call.group, read.key, { ...kept.entry, tier });
     parts[i] = withId(kept.entry, c.id ?? "null");
     for (const copy of calls.copies.get(i) ?? []) {
       cache.counts.coalesced++;

@@ -5,7 +5,7 @@ import type { WholeAnswer } from "../upstream/buffered-answer.js";
 import type { UpstreamGroup } from "../upstream/group.js";
 import { readHeight } from "../upstream/head.js";
 import type { Upstream } from "../upstream/upstreams.js";
-import { type CacheEntry, FINAL, ownBytes } from "./answer-cache.js";
+import { type AnswerCache, type CacheEntry, FINAL, ownBytes } from "./answer-cache.js";
 
 const EMPTY = Buffer.alloc(0);
 
@@ -259,4 +259,19 @@ function heightAt(result: string, path: readonly string[], rules: CacheRules): n
 export function behindServed(node: Upstream, group: UpstreamGroup): boolean {
   const head = node.health.head;
   return head !== undefined && head < group.served.height;
+}
+
+/**
+ * Whether `node`'s answer may serve other callers, for a single call, a batch's call and a WebSocket
+ * message alike: a final answer always; one read at the head only from a node not below the head the label
+ * served (a read that found no node at that head went to one below it; a connection's node may be behind).
+ */
+export function sharable(kept: KeptAnswer, node: Upstream | undefined, group: UpstreamGroup): boolean {
+  return kept.entry.epoch === FINAL || node === undefined || !behindServed(node, group);
+}
+
+/** Keeps a sharable answer as its lifetime allows: in the label's cache, and when final in the shared layer. */
+export function keepEntry(cache: AnswerCache, group: UpstreamGroup, key: string, entry: CacheEntry): void {
+  cache.set(key, entry);
+  if (entry.epoch === FINAL) cache.shared?.put(group.label, key, entry);
 }

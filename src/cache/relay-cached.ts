@@ -13,7 +13,7 @@ import type { WholeAnswer } from "../upstream/buffered-answer.js";
 import { fetchWhole, type RelayDone, type UpstreamCall } from "../upstream/policy.js";
 import { type AnswerCache, type CacheEntry, FINAL } from "./answer-cache.js";
 import type { CacheRead } from "./cache-read.js";
-import { behindServed, keptAnswer } from "./kept-answer.js";
+import { keepEntry, keptAnswer, sharable } from "./kept-answer.js";
 import { SharedCaller } from "./shared-caller.js";
 import { followSocketFlight, socketFollowers } from "./socket-flights.js";
 
@@ -240,14 +240,10 @@ function joinOrFly(missed: Missed, lookup: Span | undefined): void {
         land(flight, undefined);
         return;
       }
-      const { entry: fresh } = kept;
-      // a read that found no node at the served head went to one below it: its answer is its caller's alone
-      const store = kept.store && (fresh.epoch === FINAL || !behindServed(answer.upstream, call.group));
-      if (store) {
-        cache.set(read.key, { ...fresh, tier });
-        if (fresh.epoch === FINAL) cache.shared?.put(call.group.label, read.key, { ...fresh, tier });
-      }
-      deliver(flight, { ...fresh, tier }, "miss", answer.statusCode, note);
+      const fresh = { ...kept.entry, tier };
+      if (kept.store && sharable(kept, answer.upstream, call.group))
+        keepEntry(cache, call.group, read.key, fresh);
+      deliver(flight, fresh, "miss", answer.statusCode, note);
     });
   };
   // a final answer another instance fetched is in the shared layer; an answer read at the head never is

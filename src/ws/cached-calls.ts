@@ -1,7 +1,7 @@
 import { isHeadCall } from "../answers/read-need.js";
 import { type AnswerCache, type Caller, FINAL, withId } from "../cache/answer-cache.js";
 import type { CacheRead } from "../cache/cache-read.js";
-import { behindServed, keptMembers } from "../cache/kept-answer.js";
+import { behindServed, keepEntry, keptMembers, sharable } from "../cache/kept-answer.js";
 import { type FlightEntry, type FlightFollower, followFlight } from "../cache/relay-cached.js";
 import {
   followSocketFlight,
@@ -113,12 +113,10 @@ export class CachedCalls {
     // A connection's node is whichever it opened on, not one chosen for the label's served head as an HTTP
     // read's is: an answer read at the head by a node behind that head is the connection's own, never
     // kept for callers who were served a higher head, nor given to the calls waiting on it.
-    if (kept !== undefined && kept.entry.epoch !== FINAL && behindServed(node, this.#group)) kept = undefined;
-    this.#land(cache, keep.flight, kept === undefined ? undefined : { ...kept.entry, tier: undefined });
-    if (kept === undefined || !kept.store) return;
-    const entry = { ...kept.entry, tier: undefined };
-    cache.set(keep.read.key, entry);
-    if (entry.epoch === FINAL) cache.shared?.put(this.#group.label, keep.read.key, entry);
+    if (kept !== undefined && !sharable(kept, node, this.#group)) kept = undefined;
+    const entry = kept === undefined ? undefined : { ...kept.entry, tier: undefined };
+    this.#land(cache, keep.flight, entry);
+    if (entry !== undefined && kept?.store === true) keepEntry(cache, this.#group, keep.read.key, entry);
   }
 
   /** A miss whose call was refused after all: the calls waiting on it ask a node themselves. */

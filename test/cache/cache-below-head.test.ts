@@ -7,7 +7,10 @@ import { firstOf, jsonRpcResponder, type LoopbackNode, startLoopbackNode } from 
 // A read that found no node at the served head (the one there failed under it) is answered by a node below
 // that head: the answer is its caller's alone. Kept at the head's epoch, other callers got the lower head's
 // answer from the cache after every node had reached the head.
-describe("an answer from a node below the served head, over HTTP", () => {
+describe.each([
+  ["alone", false],
+  ["in a batch", true],
+])("an answer from a node below the served head, over HTTP, asked %s", (_, inBatch) => {
   let nodes: LoopbackNode[];
   let gw: RunningGateway;
   let behindHead = "0x9";
@@ -49,7 +52,17 @@ describe("an answer from a node below the served head, over HTTP", () => {
       });
       return { result: (r.json as { result: string }).result, cache: r.headers["x-cache"], status: r.status };
     };
-    const first = await balance();
+    const balanceInBatch = async () => {
+      const r = await gw.call("eth", `/${KEYS.all}`, {
+        body: JSON.stringify([
+          { jsonrpc: "2.0", id: 1, method: "eth_getBalance", params: [B, "latest"] },
+          { jsonrpc: "2.0", id: 2, method: "eth_chainId", params: [] },
+        ]),
+      });
+      const answers = r.json as { id: number; result: string }[];
+      return { result: answers.find((a) => a.id === 1)?.result };
+    };
+    const first = inBatch ? await balanceInBatch() : await balance();
     // the node at 10 failed it, and no other reached 10 within the wait: the node at 9 answered
     expect(first.result).toBe("0x1");
     // the behind node catches up: every node is at block 10 now
