@@ -58,9 +58,15 @@ export function relayCachedBatch(
   // a batch whose reads of old state may reach the archive nodes (src/answers/archive.ts) is told by tier
   const mayArchive = call.tier?.mayArchive ?? false;
   if (call.tier !== undefined) note.tier = "full";
-  const parts: (Buffer | undefined)[] = batch.map(({ call: c, read }) => {
-    const entry = read === undefined ? undefined : cache.get(read.key, epoch, mayArchive);
-    if (entry === undefined) return undefined;
+  const entries = batch.map(({ read }) =>
+    read === undefined ? undefined : cache.get(read.key, epoch, mayArchive),
+  );
+  // Every call in a batch sees one head: when a call whose answer depends on the head goes to a node, the
+  // calls read at the head go with it, not from answers kept at the head the node may have passed.
+  const atNodeHead = batch.some(({ read }, i) => entries[i] === undefined && dependsOnHead(read));
+  const parts: (Buffer | undefined)[] = batch.map(({ call: c, read }, i) => {
+    const entry = entries[i];
+    if (entry === undefined || (atNodeHead && read?.lifetime.kind === "head")) return undefined;
     cache.counts.hit++;
     answeredWithout(note, c);
     if (entry.tier === "archive") note.tier = "archive";
@@ -72,17 +78,17 @@ export function relayCachedBatch(
   const run = { call, batch, cache, res, caller, note, done, epoch, parts, lookup, refusals, mayArchive };
   // a final answer another instance fetched is in the shared layer; an answer read at the head never is
   const shared = cache.shared;
-  const sharable = batch.flatMap(({ call: c, read }, i) =>
+  const inSharedLayer = batch.flatMap(({ call: c, read }, i) =>
     parts[i] === undefined && read !== undefined && read.lifetime.kind !== "head" ? [{ c, read, i }] : [],
   );
-  if (shared === undefined || !shared.up || sharable.length === 0) {
+  if (shared === undefined || !shared.up || inSharedLayer.length === 0) {
     fromNode(run);
     return;
   }
-  Promise.all(sharable.map(({ read }) => shared.get(call.group.label, read.key)))
+  Promise.all(inSharedLayer.map(({ read }) => shared.get(call.group.label, read.key)))
     .then((found) => {
       found.forEach((entry, n) => {
-        const { c, read, i } = sharable[n] as (typeof sharable)[number];
+        const { c, read, i } = inSharedLayer[n] as (typeof inSharedLayer)[number];
         // an archive node's answer is kept for keys with archive access alone
         if (entry === undefined || (entry.tier === "archive" && !mayArchive)) return;
         cache.counts.hit++;
@@ -99,6 +105,14 @@ export function relayCachedBatch(
       looked(lookup, "failed");
       done(bug);
     });
+}
+
+/**
+ * Whether a call's answer depends on the head of the node that answers it: one the cache does not read, or
+ * one that is not the same on every node whatever its head (`always`).
+ */
+function dependsOnHead(read: CacheRead | undefined): boolean {
+  return read === undefined || read.lifetime.kind !== "always";
 }
 
 /** The batch's state between its lookups and the node's answer. */
@@ -192,6 +206,13 @@ function identicalCalls(
     }
     first.set(read.key, i);
     calls.copies.set(i, []);
+    // a read at the head is asked with the batch's other calls: an identical call in flight may be on a
+    // node at another head than theirs
+    if (read.lifetime.kind === "head") {
+      calls.asks.push(i);
+      calls.opened.set(i, openSocketFlight(cache, read.key, epoch, caller));
+      continue;
+    }
     let follow: FlightFollower = () => {};
     const landed = new Promise<FlightEntry | undefined>((resolve) => {
       follow = resolve;
