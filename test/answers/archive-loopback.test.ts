@@ -64,7 +64,12 @@ describe("archive routing for Substrate and NEAR (loopback nodes of their softwa
     });
 
   beforeAll(async () => {
-    const answers = (pruned: boolean) => ({ state_getStorage: storage(pruned), query: query(pruned) });
+    const answers = (pruned: boolean) => ({
+      state_getStorage: storage(pruned),
+      state_getStorageAt: storage(pruned),
+      query: query(pruned),
+      EXPERIMENTAL_view_account: query(pruned),
+    });
     for (const label of ["dot", "dot-archive", "near", "near-archive"]) {
       const e = endpoint(label);
       const pruned = !label.endsWith("-archive");
@@ -123,6 +128,15 @@ describe("archive routing for Substrate and NEAR (loopback nodes of their softwa
       });
       expect(calls("dot-archive", "state_getStorage")).toBe(archive);
     });
+
+    it("an alias of a state call (state_getStorageAt) is routed as the call is", async () => {
+      const old = substrateHash(HEIGHT - 5_000);
+      const r = await rpc("dot", KEYS.all, "state_getStorageAt", [key, old]);
+      expect(r.json).toEqual({ jsonrpc: "2.0", id: 9, result: "0x2a00000000000000" });
+      expect(r.headers["x-upstream-tier"]).toBe("archive");
+      const refused = await rpc("dot", KEYS.noArchive, "state_getStorageAt", [key, old]);
+      expect(refused.json).toMatchObject({ error: { code: -32045, data: { archiveLabel: "dot-archive" } } });
+    });
   });
 
   describe("NEAR: query by block_id and by finality", () => {
@@ -147,6 +161,24 @@ describe("archive routing for Substrate and NEAR (loopback nodes of their softwa
       expect(refused.json).toMatchObject({
         error: { data: { reason: expect.stringContaining("only archive nodes keep") } },
       });
+    });
+
+    it("query's request types as methods of their own (EXPERIMENTAL_view_account) are routed as query is", async () => {
+      const { request_type: _, ...viewAccount } = account;
+      const archive = calls("near-archive", "EXPERIMENTAL_view_account");
+      const r = await rpc("near", KEYS.all, "EXPERIMENTAL_view_account", {
+        ...viewAccount,
+        block_id: HEIGHT - 300_000,
+      });
+      expect(r.json).toMatchObject({ id: 9, result: { block_height: HEIGHT - 300_000 } });
+      expect(r.headers["x-upstream-tier"]).toBe("archive");
+      expect(calls("near-archive", "EXPERIMENTAL_view_account")).toBe(archive + 1);
+      const refused = await rpc("near", KEYS.noArchive, "EXPERIMENTAL_view_account", {
+        ...viewAccount,
+        block_id: HEIGHT - 5_000,
+      });
+      expect(refused.json).toMatchObject({ error: { code: -32045, data: { archiveLabel: "near-archive" } } });
+      expect(refused.text).not.toContain("GARBAGE_COLLECTED_BLOCK");
     });
 
     it("a read by finality stays on the full node", async () => {

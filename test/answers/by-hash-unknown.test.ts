@@ -70,7 +70,9 @@ describe("nearcore's UNKNOWN_BLOCK for a hash another full node has (loopback ne
   beforeAll(async () => {
     nodes = await Promise.all([
       nodeOf(near, 120_000_001, HASH, (r) => ({
-        body: `{"jsonrpc":"2.0","result":{"header":{"height":120000001,"hash":"${HASH}"},"chunks":[]},"id":${idOf(r.body)}}`,
+        body: r.body.includes('"gas_price"')
+          ? `{"jsonrpc":"2.0","result":{"gas_price":"100000000"},"id":${idOf(r.body)}}`
+          : `{"jsonrpc":"2.0","result":{"header":{"height":120000001,"hash":"${HASH}"},"chunks":[]},"id":${idOf(r.body)}}`,
       })),
       // nearcore's answer for a block it does not have (chain/jsonrpc-primitives errors.rs), at HTTP 200
       nodeOf(near, 120_000_000, HASH, (r) => ({
@@ -95,6 +97,15 @@ describe("nearcore's UNKNOWN_BLOCK for a hash another full node has (loopback ne
       });
       expect(r.status, r.text).toBe(200);
       expect(r.json, r.text).toMatchObject({ result: { header: { hash: HASH } }, id });
+    }
+  });
+
+  it("so does a call that names the block as its one param (gas_price), by position and by name", async () => {
+    for (const params of [[HASH], { block_id: HASH }, [HASH], { block_id: HASH }]) {
+      const r = await gw.call("near", `/${KEYS.noArchive}/`, {
+        body: JSON.stringify({ jsonrpc: "2.0", id: 3, method: "gas_price", params }),
+      });
+      expect(r.json, r.text).toMatchObject({ result: { gas_price: "100000000" }, id: 3 });
     }
   });
 });

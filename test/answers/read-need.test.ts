@@ -234,6 +234,15 @@ describe("ranges that page themselves: refused when too wide, never split", () =
     ).toBe(true);
   });
 
+  it("Bitcoin Core's block filter and chain statistics name a block by hash, by position and by name", () => {
+    const hash = "a".repeat(64);
+    expect(need(call("getblockfilter", [hash, "basic"]), "btc")).toMatchObject({ byHash: true });
+    expect(need(call("getblockfilter", { blockhash: hash } as never), "btc")).toMatchObject({ byHash: true });
+    expect(need(call("getchaintxstats", [10, hash]), "btc")).toMatchObject({ byHash: true });
+    // with no block named, the statistics are the tip's
+    expect(need(call("getchaintxstats", [10]), "btc")).toMatchObject({ atHead: true });
+  });
+
   it("Stellar getLedgers names its first ledger", () => {
     expect(need(call("getLedgers", { startLedger: 42 } as never), "xlm")).toMatchObject({ highestBlock: 42 });
   });
@@ -265,6 +274,10 @@ describe("restReadNeed", () => {
     expect(need("vet", "/blocks/finalized")).toMatchObject({ atHead: true });
     expect(need("vet", "/blocks/123")).toMatchObject({ highestBlock: 123 });
     expect(need("algo", "/v2/blocks/42")).toMatchObject({ highestBlock: 42 });
+    // a round's ledger state delta (algosdk's getLedgerStateDelta), its groups' too; a group by id names none
+    expect(need("algo", "/v2/deltas/42")).toMatchObject({ highestBlock: 42 });
+    expect(need("algo", "/v2/deltas/42/txn/group")).toMatchObject({ highestBlock: 42 });
+    expect(need("algo", "/v2/deltas/txn/group/ABC")).toBeUndefined();
     // an account is read at the node's head (reads.atHeadPaths); a path no rule names needs nothing
     expect(need("algo", "/v2/accounts/ABC")).toMatchObject({ atHead: true, highestBlock: -1 });
     expect(need("algo", "/v2/transactions/pending")).toBeUndefined();
