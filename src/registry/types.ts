@@ -261,12 +261,16 @@ export type FinalityRule =
     }
   | { readonly depth: number };
 
-/** A call whose answer at `field` is the finalized height. */
+/**
+ * A call whose answer at `field` is the finalized height, and at `hash`, where given, the finalized block's
+ * hash: one named again with another hash says the final blocks were rewritten (group.ts `finalizedSeen`).
+ */
 export interface FinalityCall {
   readonly method: string;
   readonly params?: unknown;
   readonly field: readonly string[];
   readonly encoding: HeadEncoding;
+  readonly hash?: readonly string[];
 }
 
 /**

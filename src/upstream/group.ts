@@ -10,6 +10,8 @@ const NONE: readonly Upstream[] = [];
 
 /** Heights below the newest head whose block hash the group remembers. */
 const KEPT_HASHES = 128;
+/** The finalized blocks whose hashes are kept: the last readings, at a height each (a head that stays reads one). */
+const FINAL_HASHES = 32;
 /** Node-made states (filters) whose node is remembered, the most recently used first to stay. */
 const HANDLES = 10_000;
 const HANDLE_IDLE_MS = 10 * 60_000;
@@ -36,6 +38,8 @@ export class UpstreamGroup {
   #finalized = -1;
   /** The block hashes the prober saw at recent heights, to see one replaced (a reorg). */
   readonly #hashes = new Map<number, string>();
+  /** The hashes of the finalized blocks nodes named, by height: one named again with another hash was rewritten. */
+  readonly #finalHashes = new Map<number, string>();
   /** Node-made states (filters) by name, and the node each is on (`handleMade`). */
   readonly #handles = new Map<string, { readonly upstream: Upstream; readonly usedAt: number }>();
   /**
@@ -135,10 +139,23 @@ export class UpstreamGroup {
   wentBack(node: Upstream, height: number): void {
     this.served.moved();
     const finalized = this.#finalized;
-    if (height >= finalized) return;
+    if (height < finalized && this.#aloneAtFinalized(node)) this.#finalRewritten();
+  }
+
+  /** Whether no node of the label but `node` is in rotation at or past the finalized height. */
+  #aloneAtFinalized(node: Upstream): boolean {
+    const finalized = this.#finalized;
     for (const member of this.members)
-      if (member !== node && member.health.inRotation && (member.health.head ?? -1) >= finalized) return;
+      if (member !== node && member.health.inRotation && (member.health.head ?? -1) >= finalized)
+        return false;
+    return true;
+  }
+
+  /** What was final is not: every answer kept for the label goes, and the finalized height is learned again. */
+  #finalRewritten(): void {
+    this.served.moved();
     this.#finalized = -1;
+    this.#finalHashes.clear();
     this.cache?.forgetAll();
     this.cache?.shared?.forget(this.label);
   }
@@ -187,8 +204,26 @@ export class UpstreamGroup {
     return made.upstream;
   }
 
-  /** A node in rotation named its finalized block: the label's finalized height rises to it, never falls. */
-  finalizedSeen(height: number): void {
+  /**
+   * A node in rotation named its finalized block: the label's finalized height rises to it, never falls.
+   * Named with another hash than a node gave for that height before, the final blocks were rewritten
+   * under the label: only a chain reverted or reorganised by hand does that (anvil's `evm_revert` or
+   * `anvil_reorg` deeper than its finality, with the head back where it was), and it is taken as a head
+   * that went back below the finalized height is (`wentBack`).
+   */
+  finalizedSeen(height: number, hash?: string, node?: Upstream): void {
+    if (hash !== undefined) {
+      // not the head reads' hashes: a block seen at the head may have been replaced before it was final
+      const known = this.#finalHashes.get(height);
+      if (known !== undefined && known !== hash) {
+        // one node on other final blocks than the rest, beside them, is that node's own trouble
+        if (node !== undefined && !this.#aloneAtFinalized(node)) return;
+        this.#finalRewritten();
+      }
+      this.#finalHashes.set(height, hash);
+      if (this.#finalHashes.size > FINAL_HASHES)
+        this.#finalHashes.delete(this.#finalHashes.keys().next().value as number);
+    }
     if (height > this.#finalized) this.#finalized = height;
   }
 

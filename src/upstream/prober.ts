@@ -40,6 +40,8 @@ interface Probe<Call extends ProbeCall> {
 interface FinalityProbe {
   readonly first: Probe<ChainCall>;
   readonly heightBy: ((hash: unknown) => Probe<HeadCall>) | undefined;
+  /** Where the first answer holds the finalized block's hash (registry `hash`), when it names no hash itself. */
+  readonly hash: Probe<ChainCall> | undefined;
 }
 
 /** How a group's upstreams say which chain they are on, and the chain its label is. */
@@ -266,28 +268,27 @@ export class Prober {
 
   /** Asks a node in rotation for its finalized block: the group's finalized height rises to it. */
   async #probeFinality(target: ProbeTarget, member: Upstream): Promise<void> {
-    const { first, heightBy } = target.finality as FinalityProbe;
-    let value = await this.#readProbe(member, first, target.timeoutMs);
+    const { first, heightBy, hash: hashAt } = target.finality as FinalityProbe;
+    const answer = await ask(member, first.request, target.timeoutMs);
+    if (this.#stopped) return;
+    let value = valueIn(first, answer);
+    let hash = hashAt === undefined ? undefined : valueIn(hashAt, answer);
     let call: ChainCall = first.call;
     if (heightBy !== undefined) {
       // a block named by a hash: no hash (a node's null) is no finalized block, and chain_getHeader
       // sent null would answer the best block's header
       if (typeof value !== "string" || value === "") return;
+      hash = value;
       const second = heightBy(value);
-      value = await this.#readProbe(member, second, target.timeoutMs);
+      const secondAnswer = await ask(member, second.request, target.timeoutMs);
+      if (this.#stopped) return;
+      value = valueIn(second, secondAnswer);
       call = second.call;
     }
     if (value === undefined || call.encoding === undefined) return;
     const height = headOf({ ...call, encoding: call.encoding }, value);
-    if (!("problem" in height)) target.group.finalizedSeen(height.height);
-  }
-
-  /** The value at a probe's field in a node's answer; undefined when the node did not give one. */
-  async #readProbe(member: Upstream, probe: Probe<ChainCall>, timeoutMs: number): Promise<unknown> {
-    const answer = await ask(member, probe.request, timeoutMs);
-    if (this.#stopped) return undefined;
-    const reading = read(probe.call, answer, probe.errorMember);
-    return reading.kind === "value" ? reading.value : undefined;
+    if (!("problem" in height))
+      target.group.finalizedSeen(height.height, typeof hash === "string" ? hash : undefined, member);
   }
 }
 
@@ -331,6 +332,12 @@ async function ask(member: Upstream, request: ProbeRequest, timeoutMs: number): 
   } finally {
     clearTimeout(deadline);
   }
+}
+
+/** The value at a probe's field in a node's answer; undefined when the node did not give one. */
+function valueIn(probe: Probe<ProbeCall>, answer: ProbeAnswer): unknown {
+  const reading = read(probe.call, answer, probe.errorMember);
+  return reading.kind === "value" ? reading.value : undefined;
 }
 
 function read(call: ProbeCall, answer: ProbeAnswer, errorMember: string | undefined): ProbeReading {
@@ -395,13 +402,20 @@ function valueAt(value: unknown, path: readonly string[]): unknown {
 function finalityProbe(mount: Mount): FinalityProbe | undefined {
   const rule = mount.policy.jsonrpc?.reads?.cache?.finalized;
   if (rule === undefined || "depth" in rule) return undefined;
-  if (!("heightBy" in rule))
-    return { first: probeOf({ kind: "jsonrpc", ...rule }, mount), heightBy: undefined };
+  if (!("heightBy" in rule)) {
+    const { hash, ...call } = rule;
+    return {
+      first: probeOf({ kind: "jsonrpc", ...call }, mount),
+      heightBy: undefined,
+      hash: hash === undefined ? undefined : probeOf({ kind: "jsonrpc", ...call, field: hash }, mount),
+    };
+  }
   const { heightBy, ...first } = rule;
   return {
     first: probeOf({ kind: "jsonrpc", ...first }, mount),
     heightBy: (hash) =>
       probeOf({ kind: "jsonrpc", ...heightBy, params: withHash(heightBy.params, hash) }, mount),
+    hash: undefined,
   };
 }
 

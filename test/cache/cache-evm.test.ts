@@ -701,6 +701,27 @@ describe("the answer cache on a real anvil", () => {
     expect(((await call("eth_getBlockByNumber", [block, false])).result as { hash: string }).hash).toBe(now);
   });
 
+  it("after anvil_reorg deeper than finality, with the head where it was, no final answer from the replaced blocks is served", async () => {
+    const head = Number(await node.rpc<string>("eth_blockNumber", []));
+    // the probes have read the finalized block at this head, its hash too
+    await eventually(() => finalizedHeight() === head - FINALITY_DEPTH, 3_000, "the finalized height read");
+    const block = `0x${finalizedHeight().toString(16)}`;
+    const before = (await call("eth_getBlockByNumber", [block, false])).result as { hash: string };
+    expect((await call("eth_getBlockByNumber", [block, false])).cache).toBe("hit");
+    // every block from the finalized one to the head is replaced: the chain is as high as it was
+    await node.rpc("anvil_reorg", [head - finalizedHeight() + 1, []]);
+    expect(Number(await node.rpc<string>("eth_blockNumber", []))).toBe(head);
+    const now = (await node.rpc<{ hash: string }>("eth_getBlockByNumber", [block, false])).hash;
+    expect(now).not.toBe(before.hash);
+    // the next finality probe names the finalized height with another hash: what was kept goes
+    await eventually(
+      async () =>
+        ((await call("eth_getBlockByNumber", [block, false])).result as { hash: string }).hash === now,
+      3_000,
+      "the new final block served",
+    );
+  });
+
   it("a revert at a final block is kept as the node's answer; other errors never are", async () => {
     // calling the zero address with a value it cannot take reverts nowhere; an invalid opcode from code we set does
     await node.rpc("anvil_setCode", [OTHER, "0x60006000fd"]); // PUSH1 0 PUSH1 0 REVERT
