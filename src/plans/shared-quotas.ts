@@ -28,6 +28,8 @@ interface Lease {
   /** The scope's counters in Redis at its last answer: what every instance leased this day and month. */
   dayUnits: number;
   monthUnits: number;
+  /** What this instance spent since it last told Redis (with a lease, or giving one back). */
+  unreported: number;
   usedAt: number;
 }
 
@@ -35,11 +37,20 @@ interface Lease {
 const IDLE_MS = 60_000;
 
 /**
+ * A lease holds at most this share of the scope's smaller quota: what instances hold unspent when the quota
+ * runs out is refused early, and a lease sized by a rate alone could be most of a small quota.
+ */
+const LEASE_SHARE = 1 / 50;
+
+/**
  * Quotas counted for every proxy instance and worker together in Redis, the way rate limits are
  * (limits/shared-buckets.ts): each instance leases compute units from the scope's day and month counters
  * and spends them locally, asking for the next lease when half of one is left. Redis never grants more
  * than the quota holds, so no instance serves past it; what instances hold unspent when it runs out is at
- * most a quarter of what was left each, so a quota may refuse that much early, and never late.
+ * most a quarter of what was left each, and a fiftieth of the quota (LEASE_SHARE), so a quota may refuse
+ * that much early, and never late. With each lease an instance tells Redis what it spent since the last:
+ * the 80 % and 100 % crossings are of what was spent, not leased. A stop gives back what was leased and
+ * not spent.
  *
  * A call that finds its lease short waits for Redis (once per lease, not per call). While Redis cannot be
  * reached, each instance counts alone and says so in the log; a spent quota stays spent through that and
@@ -125,8 +136,8 @@ export class SharedQuotaLedger implements QuotaLedger {
     const lease = this.#leaseOf(scope);
     if (lease.balance >= cost) {
       if (this.#past(limits, lease, cost)) return this.#refusal(scope, limits, lease, cost);
-      lease.balance -= cost;
-      if (lease.balance < this.#size(size, cost) / 2 && !lease.spent)
+      spend(lease, cost);
+      if (lease.balance < this.#size(size, cost, limits) / 2 && !lease.spent)
         this.#renew(scope, lease, limits, 0, size, cost);
       return ALLOWED;
     }
@@ -142,7 +153,7 @@ export class SharedQuotaLedger implements QuotaLedger {
       return;
     }
     const lease = this.#leases.get(scope);
-    if (lease !== undefined) lease.balance -= delta;
+    if (lease !== undefined) spend(lease, delta);
   }
 
   /**
@@ -176,7 +187,22 @@ export class SharedQuotaLedger implements QuotaLedger {
     this.#closed = true;
     clearTimeout(this.#retry);
     this.#redis.removeAllListeners("close");
+    // what this instance leased and did not spend goes back: a restart forfeits none of the day's quota
+    if (this.#shared) {
+      const given = [...this.#leases].map(([scope, lease]) => this.#giveBack(scope, lease));
+      await Promise.race([Promise.all(given), new Promise((resolve) => setTimeout(resolve, 1_000).unref())]);
+    }
     await this.#redis.quit().catch(() => this.#redis.disconnect());
+  }
+
+  #giveBack(scope: string, lease: Lease): Promise<unknown> {
+    const unspent = Math.max(0, lease.balance);
+    if (!lease.answered || lease.day !== this.#clock.day || (unspent === 0 && lease.unreported === 0))
+      return Promise.resolve();
+    lease.balance -= unspent;
+    const spent = lease.unreported;
+    lease.unreported = 0;
+    return this.#commands.giveBack(counterKeys(scope, lease.day), unspent, spent).catch(() => {});
   }
 
   async #waitFor(
@@ -189,13 +215,13 @@ export class SharedQuotaLedger implements QuotaLedger {
     // one lease at a time per scope: a call that finds one on the way waits for it, then looks again
     while (lease.pending !== undefined) await lease.pending;
     if (lease.balance >= cost && !this.#past(limits, lease, cost)) {
-      lease.balance -= cost;
+      spend(lease, cost);
       return ALLOWED;
     }
     await this.#renew(scope, lease, limits, cost - lease.balance, size, cost);
     if (!this.#shared) return this.#alone(scope, limits, cost, size);
     if (lease.balance >= cost && !this.#past(limits, lease, cost)) {
-      lease.balance -= cost;
+      spend(lease, cost);
       return ALLOWED;
     }
     return this.#refusal(scope, limits, lease, cost);
@@ -211,17 +237,20 @@ export class SharedQuotaLedger implements QuotaLedger {
   ): Promise<void> {
     if (lease.pending !== undefined) return lease.pending;
     const clock = this.#clock;
-    const want = this.#size(size, cost) + Math.max(0, need);
+    const want = this.#size(size, cost, limits) + Math.max(0, need);
     const day = lease.day;
     const keys = counterKeys(scope, day);
+    // what was spent since the last lease goes with this one; it is this instance's again if Redis fails
+    const reported = lease.unreported;
+    lease.unreported = 0;
     const ask = (blind: boolean) =>
-      this.#commands.lease(keys, limits, Math.max(1, need), want, this.#recovery.ttls(), blind);
+      this.#commands.lease(keys, limits, Math.max(1, need), want, this.#recovery.ttls(), reported, blind);
     // a month not started from the store grants nothing (its counters may have forgotten what was spent: a
     // Redis restarted empty): it is started (waiting a little for the store, recovery.start), and asked again
     const pending = ask(false)
       .then((answer) => (answer[3] === 1 ? this.#recovery.start(scope, day).then(() => ask(true)) : answer))
       .then(
-        ([granted, dayUnits, monthUnits]) => {
+        ([granted, dayUnits, monthUnits, , daySpent, monthSpent]) => {
           lease.answered = true;
           if (lease.day !== day) return;
           lease.balance += granted;
@@ -229,8 +258,8 @@ export class SharedQuotaLedger implements QuotaLedger {
           lease.dayUnits = dayUnits;
           lease.monthUnits = monthUnits;
           const spent = {
-            day: [dayUnits - granted, dayUnits],
-            month: [monthUnits - granted, monthUnits],
+            day: [daySpent - reported, daySpent],
+            month: [monthSpent - reported, monthSpent],
           } as {
             day: [number, number];
             month: [number, number];
@@ -238,6 +267,7 @@ export class SharedQuotaLedger implements QuotaLedger {
           for (const crossing of clock.crossings(scope, limits, spent)) this.#crossed(crossing);
         },
         (error: Error) => {
+          lease.unreported += reported;
           // a lease that failed is decided locally; a dropped connection says so through `close`
           this.#lastError = error.message;
           this.#logger.log("warn", "shared quotas: a lease failed, counted locally", {
@@ -292,8 +322,13 @@ export class SharedQuotaLedger implements QuotaLedger {
     return room;
   }
 
-  #size(size: number, cost: number): number {
-    return Math.max(cost, Math.ceil((size * this.#leaseMs) / 1000));
+  /** A lease: `leaseMs` of the scope's rate, at most LEASE_SHARE of its smaller quota, never less than the call. */
+  #size(size: number, cost: number, limits: QuotaLimits): number {
+    const quota = Math.min(
+      limits.daily || Number.POSITIVE_INFINITY,
+      limits.monthly || Number.POSITIVE_INFINITY,
+    );
+    return Math.max(cost, Math.min(Math.ceil((size * this.#leaseMs) / 1000), Math.ceil(quota * LEASE_SHARE)));
   }
 
   #leaseOf(scope: string): Lease {
@@ -311,6 +346,7 @@ export class SharedQuotaLedger implements QuotaLedger {
         answered: false,
         dayUnits: 0,
         monthUnits: 0,
+        unreported: 0,
         usedAt: now,
       };
       this.#leases.set(scope, lease);
@@ -334,7 +370,10 @@ export class SharedQuotaLedger implements QuotaLedger {
 
   #sweep(now: number): void {
     for (const [scope, lease] of this.#leases)
-      if (lease.pending === undefined && now - lease.usedAt > IDLE_MS) this.#leases.delete(scope);
+      if (lease.pending === undefined && now - lease.usedAt > IDLE_MS) {
+        void this.#giveBack(scope, lease);
+        this.#leases.delete(scope);
+      }
   }
 
   #setShared(shared: boolean): void {
@@ -361,4 +400,10 @@ export class SharedQuotaLedger implements QuotaLedger {
         reason: this.#lastError || "Redis closed the connection",
       });
   }
+}
+
+/** Units spent from a lease (a call's price, or what its answer cost beyond or below it), to be told to Redis. */
+function spend(lease: Lease, units: number): void {
+  lease.balance -= units;
+  lease.unreported += units;
 }

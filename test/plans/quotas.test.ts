@@ -292,6 +292,45 @@ describe.skipIf(redis.skip)("a quota lowered by a reload, while leases from Redi
   });
 });
 
+describe.skipIf(redis.skip)("a small quota shared by two instances", () => {
+  it("announces 80 % of what was spent, not leased; refuses at most a lease each early; a stop gives its lease back", async () => {
+    const crossed: { threshold: number; spent: number }[] = [];
+    let spent = 0;
+    const ledger = () =>
+      new SharedQuotaLedger(
+        { redis: SHARED_REDIS_URL, leaseMs: 2_000, fallbackShare: 1 },
+        createLogger("silent"),
+        (c) => crossed.push({ threshold: c.threshold, spent }),
+      );
+    const [a, b] = [ledger(), ledger()];
+    try {
+      await eventually(() => a.shared && b.shared, 2_000, "Redis reached");
+      const scope = `small-${randomBytes(4).toString("hex")}`;
+      const limits = { daily: 1_000, monthly: 0 };
+      // 1,000 units a second: a lease sized by the rate alone would be 2,000 units, twice the quota
+      const take = async (ledger: SharedQuotaLedger) => {
+        const decision = await ledger.take(scope, limits, 10, 1_000);
+        if (decision.allowed) spent += 10;
+        return decision.allowed;
+      };
+      let refusedAt: number | undefined;
+      for (let i = 0; i < 200 && refusedAt === undefined; i++)
+        if (!(await take(i % 2 === 0 ? a : b))) refusedAt = spent;
+      // what the other instance held unspent is refused early: a lease, a fiftieth of the quota
+      expect(refusedAt).toBeGreaterThanOrEqual(1_000 - 2 * 20);
+      const eighty = crossed.find((c) => c.threshold === 80);
+      expect(eighty?.spent).toBeGreaterThanOrEqual(800);
+      expect(eighty?.spent).toBeLessThanOrEqual(800 + 4 * 20);
+      // a stops, and gives back what it leased and did not spend: b spends the quota to the unit
+      await a.close();
+      while (await take(b));
+      expect(spent).toBe(1_000);
+    } finally {
+      await Promise.all([a.close(), b.close()]);
+    }
+  });
+});
+
 describe("the in-process ledger", () => {
   it("announces 80 % and 100 % once each per period, and a refusal as 100 % when no call landed on it", () => {
     const crossed: QuotaCrossing[] = [];
