@@ -33,6 +33,13 @@ export class AccessLine {
   answeredBy: string | undefined = undefined;
   /** Which tier answered a read of state at a numbered block: `full` or `archive` (src/answers/archive.ts). */
   tier: string | undefined = undefined;
+  /**
+   * A batch some of whose calls the archive nodes answered: those calls' methods, priced at the archive
+   * factor (src/answers/archive.ts); not written to the log.
+   */
+  archivedMethods: string[] | undefined = undefined;
+  /** A batch's calls answered ARCHIVE_REQUIRED (src/answers/archive.ts), which cost nothing; not written to the log. */
+  requiredMethods: string[] | undefined = undefined;
   /** What the request cost in compute units (src/plans/compute-units.ts). */
   cu: number | undefined = undefined;
   /** How the answer cache answered: `hit`, `coalesced` (one node answer shared) or `miss` (src/cache/). */

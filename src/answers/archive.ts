@@ -36,6 +36,17 @@ export interface TierPlan {
 export interface TierFields extends UpstreamFields {
   label: string | undefined;
   tier: string | undefined;
+  /** A batch's calls the archive nodes answered, by method: the rest of it a full node did. */
+  archivedMethods?: string[] | undefined;
+  /** A batch's calls answered ARCHIVE_REQUIRED, by method: refused by the gateway, they cost nothing. */
+  requiredMethods?: string[] | undefined;
+}
+
+/** A batch's call the archive nodes answered (or their answer kept in the cache): priced as theirs. */
+export function archivedCall(note: TierFields, method: string): void {
+  note.tier = "archive";
+  note.archivedMethods ??= [];
+  note.archivedMethods.push(method);
 }
 
 /**
@@ -238,6 +249,7 @@ function refusedToArchive(
   if (!tier.mayArchive || group === undefined) {
     call.group.answers.add("archive_required");
     const byHash = new Set(call.reads?.byHashCalls);
+    note.requiredMethods = refused.map((c) => c.method);
     for (const c of refused)
       replaceAnswer(answers, c, JSON.parse(refusal(tier, c, byHash.has(c), requestId)) as unknown);
     callback(undefined, { answers, archived: [], required: refused });
@@ -255,7 +267,7 @@ function refusedToArchive(
       replaceAnswer(answers, c, found);
       replaced.push(c);
     }
-    note.tier = "archive";
+    for (const c of replaced) archivedCall(note, c.method);
     callback(undefined, { answers, archived: replaced, required: [] });
   });
 }

@@ -1,6 +1,6 @@
 import type { ServerResponse } from "node:http";
 import type { Span } from "@opentelemetry/api";
-import { fetchBatchByTier, TIER_HEADER, type TierFields } from "../answers/archive.js";
+import { archivedCall, fetchBatchByTier, TIER_HEADER, type TierFields } from "../answers/archive.js";
 import { learnHeights, showsHeight } from "../answers/examined.js";
 import { ANY_ORIGIN } from "../errors/respond.js";
 import { addRequestId, requestIdOf, withRequestId } from "../http/request-id.js";
@@ -69,7 +69,7 @@ export function relayCachedBatch(
     if (entry === undefined || (atNodeHead && read?.lifetime.kind === "head")) return undefined;
     cache.counts.hit++;
     answeredWithout(note, c);
-    if (entry.tier === "archive") note.tier = "archive";
+    if (entry.tier === "archive") archivedCall(note, c.method);
     return withId(entry, c.id ?? "null");
   });
   // the node calls belong to every client waiting on them: this one, and identical calls' that follow them
@@ -93,7 +93,7 @@ export function relayCachedBatch(
         if (entry === undefined || (entry.tier === "archive" && !mayArchive)) return;
         cache.counts.hit++;
         answeredWithout(note, c);
-        if (entry.tier === "archive") note.tier = "archive";
+        if (entry.tier === "archive") archivedCall(note, c.method);
         cache.set(read.key, { ...entry, epoch: FINAL, expiresAt: Number.POSITIVE_INFINITY });
         parts[i] = withId(entry, c.id ?? "null");
       });
@@ -250,7 +250,7 @@ async function answerAll(
       again.push(index);
       continue;
     }
-    if (entry.tier === "archive") run.note.tier = "archive";
+    if (entry.tier === "archive") archivedCall(run.note, (batch[index] as BatchRead).call.method);
     for (const i of [index, ...(calls.copies.get(index) ?? [])]) {
       cache.counts.coalesced++;
       answeredWithout(run.note, (batch[i] as BatchRead).call);

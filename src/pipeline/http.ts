@@ -20,9 +20,9 @@ import type { UsageRecorder } from "../keys/usage.js";
 import type { HeldCalls } from "../limits/held-calls.js";
 import { AccessLine, type Logger } from "../log.js";
 import { type GatewayMetrics, type MethodClass, resultOf } from "../metrics/gateway-metrics.js";
-import { archiveUnits, type BatchPart, weightOf } from "../plans/compute-units.js";
+import { archiveUnits, type BatchPart, callsUnits, weightOf } from "../plans/compute-units.js";
 import type { QuotaHold } from "../plans/quota-hold.js";
-import type { ComputeUnits } from "../registry/types.js";
+import type { ComputeUnits, Endpoint } from "../registry/types.js";
 import { callerTraceParent } from "../tracing/trace-parent.js";
 import type { RequestTrace, Tracing } from "../tracing/tracing.js";
 import { isHeld } from "../upstream/call-run.js";
@@ -93,6 +93,8 @@ export class HttpExchange {
   /** The calls' compute units (stage 4), and the rules that price an archive node's answer. */
   #computeUnits = 0;
   #unitRules: ComputeUnits | undefined = undefined;
+  /** The endpoint, whose compute-unit multiplier a batch's archived or refused calls are priced with. */
+  #unitEndpoint: Endpoint | undefined = undefined;
   /** What an answer from the cache costs, as a share of its price (the plan's `cachedShare`). */
   #cachedShare = 1;
   #archiveEndpoint = false;
@@ -209,6 +211,7 @@ export class HttpExchange {
       if (authorized.batchIds !== undefined) this.#batch = authorized;
       this.#note(authorized);
       this.#unitRules = mounted.mount.policy.computeUnits;
+      this.#unitEndpoint = mounted.admitted.endpoint;
       this.#cachedShare = mounted.admitted.plan?.cachedShare ?? 1;
       this.#archiveEndpoint = mounted.admitted.endpoint.nodeClass === "archive";
       // what it will cost as planned: a split range's parts, a read the archive tier answers at once
@@ -294,10 +297,11 @@ export class HttpExchange {
   #unitsServed(result: string): number {
     const rules = this.#unitRules;
     if (result !== "ok" || rules === undefined) return 0;
-    const archive = this.#archiveEndpoint || this.#access.tier === "archive";
-    // a range split into sub-ranges cost the nodes a call each
-    const units = this.#computeUnits * (this.#access.parts ?? 1);
-    const priced = archive ? archiveUnits(units, rules) : units;
+    // a range split into sub-ranges cost the nodes a call each; a batch's calls refused as needing an archive
+    // node cost nothing
+    const units =
+      this.#computeUnits * (this.#access.parts ?? 1) - this.#unitsOf(this.#access.requiredMethods);
+    const priced = this.#archivePriced(units, rules);
     // an answer the cache gave, or one node answer shared, costs what the plan says
     const cached = this.#access.cache === "hit" || this.#access.cache === "coalesced";
     // the plan's, whether or not it has a quota: a bill counts these units too
@@ -310,6 +314,27 @@ export class HttpExchange {
     if (parts === undefined || weighed === parts) return priced;
     const full = weightOf(parts);
     return full > 0 ? Math.round((priced * weightOf(weighed ?? parts)) / full) : priced;
+  }
+
+  /**
+   * What an archive node's answers cost: the whole request on an archive label, or a single read it
+   * answered; of a batch, only the calls it answered, the rest at a full node's price.
+   */
+  #archivePriced(units: number, rules: ComputeUnits): number {
+    if (this.#archiveEndpoint) return archiveUnits(units, rules);
+    if (this.#access.tier !== "archive") return units;
+    const archived = this.#access.archivedMethods;
+    if (archived === undefined) return archiveUnits(units, rules);
+    const theirs = this.#unitsOf(archived);
+    return units - theirs + archiveUnits(theirs, rules);
+  }
+
+  /** What calls of these methods cost at a full node's price. */
+  #unitsOf(methods: readonly string[] | undefined): number {
+    const rules = this.#unitRules;
+    const endpoint = this.#unitEndpoint;
+    if (methods === undefined || rules === undefined || endpoint === undefined) return 0;
+    return callsUnits(rules, methods, endpoint);
   }
 
   /**
@@ -350,6 +375,11 @@ export class HttpExchange {
     const code = access.error as ErrorCode | undefined;
     const result = resultOf(code, access.status);
     const computeUnits = this.#unitsServed(result);
+    const required = access.requiredMethods;
+    if (required !== undefined) {
+      this.#refusedCalls += required.length;
+      this.#refusedCodes = [...(this.#refusedCodes ?? []), ...required.map(() => "ARCHIVE_REQUIRED")];
+    }
     if (computeUnits > 0) access.cu = computeUnits;
     this.#quota?.settle(computeUnits);
     // a key refused at admission (its network, its settings) counts the refusal in its own usage

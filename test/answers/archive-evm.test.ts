@@ -108,6 +108,8 @@ describe("archive reads reach archive nodes, for keys with archive access only (
         headers: { "content-type": "application/json" },
       });
     const archiveBefore = balanceCalls(archiveNode);
+    const units = () => gw.metric("gateway_compute_units_total", { label: "eth" });
+    const unitsBefore = await units();
     const archived = await batch(KEYS.all);
     expect(archived.json).toEqual([
       { jsonrpc: "2.0", id: 1, result: BALANCE },
@@ -116,6 +118,8 @@ describe("archive reads reach archive nodes, for keys with archive access only (
     ]);
     expect(archived.headers["x-upstream-tier"]).toBe("full+archive");
     expect(balanceCalls(archiveNode)).toBe(archiveBefore + 2);
+    // the archive node's two answers at twice their 20 units; the full node's eth_chainId at its 5
+    expect(await units()).toBe(unitsBefore + 2 * 2 * 20 + 5);
 
     const refused = await batch(KEYS.noArchive);
     expect(refused.status).toBe(200);
@@ -132,6 +136,10 @@ describe("archive reads reach archive nodes, for keys with archive access only (
     );
     expect(refused.text).not.toContain("BlockOutOfRangeError");
     expect(balanceCalls(archiveNode)).toBe(archiveBefore + 2);
+    // a call the gateway refused costs nothing: only eth_chainId was served
+    const refusedUnits = await units();
+    await batch(KEYS.noArchive);
+    expect(await units()).toBe(refusedUnits + 5);
   });
 
   it("the operator sees each rule at work in gateway_answer_rules_total", async () => {
