@@ -232,8 +232,16 @@ export class GatewayMetrics {
   }
 
   /** A client's WebSocket message, after its checks: counted like a request, with no duration of its own. */
-  message(label: string, method: string, code: ErrorCode | undefined, keyed: boolean): void {
+  /** A WebSocket message, counted once it ended (ws/message-intake.ts), with the compute units it cost. */
+  message(
+    label: string,
+    method: string,
+    code: ErrorCode | undefined,
+    keyed: boolean,
+    computeUnits = 0,
+  ): void {
     this.requests.add([label, "jsonrpc", method, resultOf(code, 0), code ?? ""]);
+    if (computeUnits > 0) this.#computeUnits.set(label, (this.#computeUnits.get(label) ?? 0) + computeUnits);
     this.webSocketFrames.add([label, "in"]);
     if (code === "RATE_LIMITED") this.rateLimited.add([label, keyed ? "key" : "ip"]);
   }

@@ -138,6 +138,8 @@ export class Connection {
       policy: this.#policy,
       limits: options.limits,
       cachedShare: mounted.admitted.plan?.cachedShare ?? 1,
+      archiveReads:
+        this.#archiveRefusals === undefined ? undefined : new Set(this.#policy.reads?.archive?.state),
       unitsOf: (calls) =>
         callsUnits(
           mounted.mount.policy.computeUnits,
@@ -411,7 +413,7 @@ export class Connection {
     if (text === undefined) return;
     let envelopes = scanMembers(text);
     // an answer over the cap goes on as the errors that replace it; one of no such state as ARCHIVE_REQUIRED
-    let answer = this.#archiveRefusals?.(text, envelopes) ?? text;
+    let answer = this.#archiveRefusals?.(text, envelopes, (id) => this.#pending.archiveRefused(id)) ?? text;
     // a node's error about an id it could not read names no call: the call (or batch) it is answered with
     // it by its own id, else the client would wait for it, and the call hold its slot, for ever
     const owned = envelopes.length === 1 ? this.#pending.nullIdAnswer(envelopes[0]) : undefined;

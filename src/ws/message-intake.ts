@@ -192,7 +192,7 @@ export class MessageIntake {
     const { label, mounted, metrics, usage } = this.#host;
     const { principal } = mounted.admitted;
     const { code, calls, refused } = seen;
-    metrics?.message(label, seen.method, code, principal !== undefined);
+    metrics?.message(label, seen.method, code, principal !== undefined, code === undefined ? seen.units : 0);
     if (seen.sent !== true) endMessage(seen.span, label, seen.method, code);
     // a message whose caller left is neither side's error, as over HTTP
     const failed = code !== undefined && code !== "CLIENT_CLOSED";

@@ -49,6 +49,11 @@ export interface SenderHost {
   unitsOf(calls: readonly PassedCall[]): number;
   /** What an answer from the cache costs, as a share of its price (the plan's `cachedShare`; 1 without one). */
   readonly cachedShare: number;
+  /**
+   * The reads a node may answer "no such state", which the connection answers ARCHIVE_REQUIRED
+   * (node-answers.ts); undefined where none is.
+   */
+  readonly archiveReads: ReadonlySet<string> | undefined;
   readonly cache: CachedCalls | undefined;
   readonly closed: boolean;
   /** The node the connection's calls go to: one behind the label's served head is not given its head's answers. */
@@ -160,8 +165,13 @@ export class MessageSender {
       outgoing.span = seen.span;
       seen.sent = true;
     }
-    // a write's message is counted once the node answered it, or the write was refused (a move)
-    const counted = pending.some((p) => p.write) ? this.#countOnAnswer(outgoing, seen, hold) : undefined;
+    // a write's message is counted once the node answered it, or the write was refused (a move); so is a
+    // read the node may answer "no such state", which is then ARCHIVE_REQUIRED, and costs nothing
+    const archiveReads = this.#host.archiveReads;
+    const later =
+      pending.some((p) => p.write) ||
+      (archiveReads !== undefined && passed.some((c) => archiveReads.has(c.method)));
+    const counted = later ? this.#countOnAnswer(outgoing, seen, hold) : undefined;
     this.#host.pending.add(pending);
     this.#host.transmit(outgoing);
     if (refused.length === 0 || !message.batch) return counted;
@@ -239,10 +249,12 @@ export class MessageSender {
         };
       this.#host.failed({ ...seen, code: "WRITE_NOT_CONFIRMED" });
     };
-    outgoing.whenAnswered = (code) => {
+    outgoing.whenAnswered = (code, archiveRefused) => {
       outgoing.whenAnswered = undefined;
       if (counted) return;
       counted = true;
+      if (code === undefined && archiveRefused !== undefined)
+        this.#archiveRefused(seen, hold, sent, archiveRefused);
       if (code !== undefined) {
         seen.code = code;
         seen.units = 0;
@@ -253,6 +265,25 @@ export class MessageSender {
       this.#host.finish(seen, undefined);
     };
     return LATER;
+  }
+
+  /** Calls answered ARCHIVE_REQUIRED: refused by the gateway, they cost nothing and count as refusals, as over HTTP. */
+  #archiveRefused(
+    seen: MessageSeen,
+    hold: QuotaHold | undefined,
+    sent: readonly PassedCall[],
+    refused: readonly PassedCall[],
+  ): void {
+    seen.units = Math.max(0, seen.units - this.#host.unitsOf(refused));
+    hold?.settle(seen.units);
+    seen.refused += refused.length;
+    if (seen.batch === undefined) seen.code = "ARCHIVE_REQUIRED";
+    else
+      seen.batch = {
+        ...seen.batch,
+        codes: [...seen.batch.codes, ...refused.map(() => "ARCHIVE_REQUIRED")],
+        parts: this.#host.partsOf(sent.filter((call) => !refused.includes(call))),
+      };
   }
 
   /** An answer from the cache, or one node answer shared, costs what the plan says (its cachedShare), as over HTTP. */

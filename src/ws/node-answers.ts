@@ -37,8 +37,15 @@ export function withinCap(
   return text.trimStart().startsWith("[") ? `[${errors.join(",")}]` : errors[0];
 }
 
-/** What a connection makes of its node's answers that say the node has no such state. */
-export type ArchiveRefusals = (text: string, envelopes: readonly ReadonlyMap<string, string>[]) => string;
+/**
+ * What a connection makes of its node's answers that say the node has no such state; `refused` is told
+ * each id answered ARCHIVE_REQUIRED instead.
+ */
+export type ArchiveRefusals = (
+  text: string,
+  envelopes: readonly ReadonlyMap<string, string>[],
+  refused: (id: string) => void,
+) => string;
 
 /**
  * A connection's calls never go to archive nodes (docs/cache.md, "WebSockets"). A node's "no such state"
@@ -54,7 +61,7 @@ export function archiveRefusals(mounted: Mounted): ArchiveRefusals | undefined {
   if (texts === undefined || archiveLabel === undefined || policy === undefined) return undefined;
   const detail = archiveRequiredDetail(archiveLabel);
   const { requestId } = mounted.admitted;
-  return (text, envelopes) => {
+  return (text, envelopes, told) => {
     // most answers: none of the texts anywhere, found without decoding anything
     if (!texts.some((wanted) => text.includes(wanted))) return text;
     let refused = false;
@@ -64,6 +71,7 @@ export function archiveRefusals(mounted: Mounted): ArchiveRefusals | undefined {
       if (id === undefined || error === undefined || !texts.some((wanted) => error.includes(wanted)))
         return textOf(members);
       refused = true;
+      told(id);
       return rpcErrorJson("ARCHIVE_REQUIRED", id, detail, requestId, errorFormOf(policy, false));
     });
     if (!refused) return text;

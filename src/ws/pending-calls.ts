@@ -20,7 +20,9 @@ export interface UpstreamMessage {
    * Counts it once the node has answered its last call, or with the code it was refused with (a move's
    * WRITE_NOT_CONFIRMED); set while its count waits (message-sender.ts LATER), then cleared.
    */
-  whenAnswered?: ((code?: ErrorCode) => void) | undefined;
+  whenAnswered?: ((code?: ErrorCode, archiveRefused?: readonly PassedCall[]) => void) | undefined;
+  /** Its calls the node answered "no such state", answered ARCHIVE_REQUIRED instead (node-answers.ts). */
+  archiveRefused?: PassedCall[] | undefined;
   /** Its writes a move could not confirm, while its reads go again: priced and counted as refused. */
   writesLost?: ((calls: readonly PassedCall[]) => void) | undefined;
   /**
@@ -97,6 +99,14 @@ export class PendingCalls {
     this.#byId.delete(idKey(id));
   }
 
+  /** The call `id` is answered ARCHIVE_REQUIRED, not the node's answer: its message's count says so. */
+  archiveRefused(id: string): void {
+    const pending = this.#byId.get(idKey(id));
+    if (pending === undefined) return;
+    pending.message.archiveRefused ??= [];
+    pending.message.archiveRefused.push(pending.call);
+  }
+
   /** The call, sent again in another message; that message carries on the first one's span, if any. */
   resend(id: string, message: UpstreamMessage): void {
     const key = idKey(id);
@@ -144,7 +154,7 @@ export class PendingCalls {
         this.unanswered(message).length === 0
       ) {
         if (message.span !== undefined) settled.answered(message);
-        message.whenAnswered?.();
+        message.whenAnswered?.(undefined, message.archiveRefused);
       }
     }
     return ids;

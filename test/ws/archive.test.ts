@@ -1,4 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { eventually } from "../support/eventually.js";
 import { DOMAIN, KEYS, type RunningGateway, startGateway } from "../support/gateway.js";
 import {
   evmNode,
@@ -41,11 +42,22 @@ describe("a read older than the connection's full node keeps", () => {
   it("is ARCHIVE_REQUIRED by its id, alone or in a batch beside a call the node answered", async () => {
     const client = await Client.open(`ws://eth.${DOMAIN}:${gw.port}/${KEYS.noArchive}`);
     const address = `0x${"ab".repeat(20)}`;
+    const units = () => gw.metric("gateway_compute_units_total", { label: "eth" });
+    const refusals = () =>
+      gw.metric("gateway_requests_total", {
+        label: "eth",
+        method: "eth_getBalance",
+        code: "ARCHIVE_REQUIRED",
+      });
+    const [unitsBefore, refusalsBefore] = [await units(), await refusals()];
     const old = await client.call("eth_getBalance", [address, "0x10"]);
     expect(old.error).toMatchObject({
       code: -32045,
       data: { code: "ARCHIVE_REQUIRED", archiveLabel: "eth-archive" },
     });
+    // refused by the gateway, as over HTTP: it cost nothing, and counts as its error
+    await eventually(async () => (await refusals()) === refusalsBefore + 1, 2_000, "the refusal counted");
+    expect(await units()).toBe(unitsBefore);
     client.ws.send(
       JSON.stringify([
         { jsonrpc: "2.0", id: "old", method: "eth_getBalance", params: [address, "0x10"] },
@@ -59,6 +71,8 @@ describe("a read older than the connection's full node keeps", () => {
     }[];
     expect(batch.find((a) => a.id === "old")?.error?.data.code).toBe("ARCHIVE_REQUIRED");
     expect(batch.find((a) => a.id === "new")?.result).toBe("0x2a");
+    // the batch's call the node answered costs its 20 units, the refused one nothing
+    await eventually(async () => (await units()) === unitsBefore + 20, 2_000, "the batch counted");
     client.close();
   });
 });
