@@ -232,6 +232,14 @@ export class GatewayMetrics {
   }
 
   /** A client's WebSocket message, after its checks: counted like a request, with no duration of its own. */
+  /**
+   * A WebSocket upgrade the gateway refused or could not serve (no node took the socket): a request, as an
+   * HTTP one refused would be, of the `websocket` family.
+   */
+  upgradeRefused(label: string, code: ErrorCode, status: number): void {
+    this.requests.add([label, "websocket", "upgrade", resultOf(code, status), code]);
+  }
+
   /** A WebSocket message, counted once it ended (ws/message-intake.ts), with the compute units it cost. */
   message(
     label: string,

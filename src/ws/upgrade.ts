@@ -91,6 +91,7 @@ export class WebSocketGateway implements WebSocketCounts {
     socket.on("error", destroyOnError);
     const startedAt = performance.now();
     let label: string | undefined;
+    let keyId: string | undefined;
     let trace: RequestTrace | undefined;
     const requestId = requestIdFor(req.rawHeaders);
     this.#requestIds.set(req, requestId);
@@ -103,6 +104,7 @@ export class WebSocketGateway implements WebSocketCounts {
         trace = this.#tracing.request(label, "ws", requestId, callerTraceParent(req.rawHeaders), startedAt);
       if (!endpoint.websocket) throw new GatewayError("WEBSOCKET_NOT_OFFERED", { label: endpoint.label });
       const admitted = this.#stages.admitCaller(resolved, req, requestId, trace); // 2
+      keyId = admitted.principal?.keyId;
       const mounted = this.#stages.pickWebSocketMount(admitted); // 3
       const group = this.#stages.upstreamGroup(mounted); // 6
       const release = this.#reserve(admitted);
@@ -114,7 +116,7 @@ export class WebSocketGateway implements WebSocketCounts {
         (error, upstreamSocket, upstream) => {
           if (error !== undefined || upstreamSocket === undefined || upstream === undefined) {
             release();
-            this.#refuse(socket, error, label, requestId, trace);
+            this.#refuse(socket, error, label, requestId, trace, keyId);
             return;
           }
           if (!socket.writable) {
@@ -138,14 +140,14 @@ export class WebSocketGateway implements WebSocketCounts {
           } catch (failure) {
             release();
             upstreamSocket.terminate();
-            this.#refuse(socket, failure, label, requestId, trace);
+            this.#refuse(socket, failure, label, requestId, trace, keyId);
           }
         },
         nodeHandshakeHeaders(admitted),
         this.#held,
       );
     } catch (error) {
-      this.#refuse(socket, error, label, requestId, trace);
+      this.#refuse(socket, error, label, requestId, trace, keyId);
     }
   };
 
@@ -260,9 +262,22 @@ export class WebSocketGateway implements WebSocketCounts {
     label: string | undefined,
     requestId: string,
     trace: RequestTrace | undefined,
+    keyId?: string,
   ): void {
     const refusal = this.#boundary.caught(error, "websocket upgrade", { label });
     endUpgrade(trace, refusal.status, refusal.code, undefined);
+    // counted and logged as an HTTP request's refusal is: a failure always, a refusal with the access log
+    this.#metrics?.upgradeRefused(label ?? "none", refusal.code, refusal.status);
+    const result = resultOf(refusal.code, refusal.status);
+    const failed = result === "upstream" || result === "gateway";
+    if (failed || this.#config.log.access)
+      this.#logger.log(failed ? "warn" : "info", "websocket refused", {
+        requestId,
+        label,
+        key: keyId ?? refusal.keyId,
+        error: refusal.code,
+        status: refusal.status,
+      });
     if (socket.writable) socket.end(upgradeRefusal(refusal, requestId));
     socket.destroy();
   }

@@ -156,8 +156,18 @@ describe("WebSocket upgrade refusals", () => {
   for (const c of cases) {
     it(`${c.name} → HTTP ${c.status} ${c.code} before the handshake, no upstream socket`, async () => {
       const before = node.connections.length;
+      const refusals = () =>
+        gw.metric("gateway_requests_total", {
+          // refused before its label was read: no network, or no WebSocket asked for
+          label: c.code === "UNKNOWN_NETWORK" || c.extra !== undefined ? "none" : c.label,
+          family: "websocket",
+          code: c.code,
+        });
+      const counted = await refusals();
       const result = await upgrade(gw.port, `${c.label}.${DOMAIN}`, c.path, c.extra);
       expect(result.status).toBe(c.status);
+      // counted as an HTTP request's refusal is
+      expect(await refusals()).toBe(counted + 1);
       expect(result.headers["content-type"]).toBe("application/json");
       expect(result.json).toBeDefined();
       expect(result.json).toMatchObject({
@@ -198,5 +208,37 @@ describe("WebSocket upgrade refusals", () => {
       ws.close();
       await waitUntil(() => !relayed.isOpen, 3_000, "the upstream socket to close");
     }
+  });
+});
+
+describe("an upgrade no node takes", () => {
+  let gw: RunningGateway;
+  let restore: () => void;
+  beforeAll(async () => {
+    restore = resolveTestHosts();
+    // nothing listens on port 9 of the loopback: every socket is refused
+    gw = await startGateway({ upstreams: { eth: [{ url: "http://127.0.0.1:9", ws: "ws://127.0.0.1:9" }] } });
+  });
+  afterAll(async () => {
+    await gw?.close();
+    restore?.();
+  });
+
+  it("is counted as a failed request and written as a warning, as an HTTP request that failed is", async () => {
+    const failures = () =>
+      gw.metric("gateway_requests_total", { label: "eth", family: "websocket", code: "NO_UPSTREAM" });
+    const counted = await failures();
+    const result = await upgrade(gw.port, `eth.${DOMAIN}`, `/${KEYS.all}`);
+    expect(result.status).toBe(503);
+    expect(await failures()).toBe(counted + 1);
+    const line = gw.logs.find((l) => l.includes('"msg":"websocket refused"'));
+    expect(line).toBeDefined();
+    expect(JSON.parse(line as string)).toMatchObject({
+      level: "warn",
+      label: "eth",
+      error: "NO_UPSTREAM",
+      status: 503,
+    });
+    expect(line).not.toContain(KEYS.all);
   });
 });
