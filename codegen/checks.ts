@@ -113,6 +113,10 @@ function checkInterface(
   checkReads(iface, [...path, "reads"], report);
   checkComputeUnits(iface, trie, [...path, "computeUnits"], report);
   checkContracts(iface, trie, [...path, "contracts"], report);
+  const served = servedMethods(iface);
+  for (const name of Object.keys(iface.stateOverrides ?? {}))
+    if (!served.has(name))
+      report([...path, "stateOverrides", name], `"${name}" is not a method this interface serves`);
   if (iface.family === "jsonrpc" && iface.errorMember !== undefined)
     report(
       [...path, "errorMember"],

@@ -187,6 +187,7 @@ function policyLiteral(policy: PolicyModel, model: RegistryModel): string {
   }
   if (policy.errorMember !== undefined) parts.push(`errorMember: ${JSON.stringify(policy.errorMember)}`);
   if (policy.contracts !== undefined) parts.push(`contracts: ${literal(policy.contracts)}`);
+  if (policy.stateOverrides !== undefined) parts.push(`stateOverrides: ${literal(policy.stateOverrides)}`);
   if (policy.envelope === undefined && policy.reads !== undefined)
     parts.push(`restReads: ${literal(policy.reads)}`);
   const units = policy.computeUnits;

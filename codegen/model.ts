@@ -24,6 +24,8 @@ export interface PolicyModel {
   readonly methods: readonly (readonly [string, MethodAccess])[];
   /** Method or route → the member path of its contract address (`["params", "0", "to"]`). */
   readonly contracts?: Readonly<Record<string, readonly string[]>>;
+  /** Method → the member path of the state it puts in place for the call (`["params", "2"]`). */
+  readonly stateOverrides?: Readonly<Record<string, readonly string[]>>;
   readonly routes?: TrieNode;
   /** Methods that submit something (registry `writes`). */
   readonly writes: readonly string[];
@@ -237,8 +239,12 @@ function mergePolicy(id: string, ids: readonly string[], spec: RegistrySpec): Po
   const errorMember = interfaces.find((i) => i.errorMember !== undefined)?.errorMember;
   const reads = interfaces.find((i) => i.reads !== undefined)?.reads;
   const contracts: Record<string, string[]> = {};
-  for (const iface of interfaces)
+  const stateOverrides: Record<string, string[]> = {};
+  for (const iface of interfaces) {
     for (const [name, path] of Object.entries(iface.contracts ?? {})) contracts[name] ??= path.split(".");
+    for (const [name, path] of Object.entries(iface.stateOverrides ?? {}))
+      stateOverrides[name] ??= path.split(".");
+  }
   return {
     id,
     family,
@@ -255,6 +261,7 @@ function mergePolicy(id: string, ids: readonly string[], spec: RegistrySpec): Po
     ...(errorMember === undefined ? {} : { errorMember }),
     ...(reads === undefined ? {} : { reads }),
     ...(Object.keys(contracts).length === 0 ? {} : { contracts }),
+    ...(Object.keys(stateOverrides).length === 0 ? {} : { stateOverrides }),
     computeUnits: compileComputeUnits(interfaces),
   };
 }

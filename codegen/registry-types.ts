@@ -86,6 +86,8 @@ export interface InterfaceSpec {
   reads?: ReadRules;
   /** Method or route → where its contract address sits (`params.0.to`, `body.contract_address`). */
   contracts?: Record<string, string>;
+  /** Method → where it takes state put in place for the call (`params.2`), refused to a key locked to its contracts. */
+  stateOverrides?: Record<string, string>;
   /** The dashboard's first call in the interface's usual SDK; `{url}` is the endpoint's URL. */
   example?: { sdk: string; code: string; http?: string };
   /** What one call costs in compute units (docs/compute-units.md). */

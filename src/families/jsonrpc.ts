@@ -48,6 +48,7 @@ export function routeJsonRpc(
     transport: "http",
     keyRules: mounted.admitted.principal?.rules,
     contracts: mounted.mount.policy.contracts,
+    stateOverrides: mounted.mount.policy.stateOverrides,
     requestId: mounted.admitted.requestId,
     rangeRefusal: rangeRefusalOf(mounted, settings),
   };

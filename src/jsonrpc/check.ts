@@ -76,6 +76,8 @@ export interface CallRules {
   /** What the key's owner restricted it to, and where each method names its contract (registry `contracts`). */
   readonly keyRules?: KeyRules | undefined;
   readonly contracts?: Readonly<Record<string, readonly string[]>> | undefined;
+  /** Where a method takes state put in place for the call (registry `stateOverrides`). */
+  readonly stateOverrides?: Readonly<Record<string, readonly string[]>> | undefined;
   /** The HTTP request's id (http/request-id.ts), which each refusal names. */
   readonly requestId?: string | undefined;
   /**
@@ -117,6 +119,14 @@ export function checkCall(rules: CallRules, call: RawCall): Checked {
     const where = keyRules.limitsContracts ? contractsPath(rules, method, access, call.value) : undefined;
     if (where !== undefined && !keyRules.allowsContracts(addressesAt(call.value, where)))
       return no(rules, "KEY_SETTING_REFUSED", call, { setting: "contracts", method });
+    // state put in place for the call (code at an address) runs what the contracts list never named
+    const overrides = keyRules.limitsContracts ? rules.stateOverrides?.[method] : undefined;
+    if (overrides !== undefined && holdsAny(call.value, overrides))
+      return no(rules, "KEY_SETTING_REFUSED", call, {
+        setting: "contracts",
+        method,
+        reason: "a key limited to its contracts may not put state in place for a call (state overrides)",
+      });
   }
   return new PassedCall(call, method, access);
 }
@@ -154,6 +164,21 @@ function contractsPath(
   return backfill === undefined || query === undefined
     ? undefined
     : ["params", String(backfill.filterParam), ...query.slice(2)];
+}
+
+/** Whether a parsed call holds something at `path` (`*` for each element of a list): a value not null nor empty. */
+function holdsAny(value: unknown, path: readonly string[]): boolean {
+  let at: unknown = value;
+  for (const [i, member] of path.entries()) {
+    if (typeof at !== "object" || at === null) return false;
+    if (member === "*") {
+      const rest = path.slice(i + 1);
+      return Array.isArray(at) && at.some((element) => holdsAny(element, rest));
+    }
+    at = (at as Record<string, unknown>)[member];
+  }
+  if (at === undefined || at === null) return false;
+  return typeof at !== "object" || Object.keys(at).length > 0;
 }
 
 /**

@@ -447,6 +447,11 @@ export interface InterfacePolicy {
    * names (`["params", "0", "to"]`, `["body", "contract_address"]`), for a key's contract allow-list.
    */
   readonly contracts?: Readonly<Record<string, readonly string[]>>;
+  /**
+   * Method → the member path of the state it puts in place for the call (`["params", "2"]`: eth_call's
+   * overrides), which runs code no contract allow-list names: refused to a key locked to its contracts.
+   */
+  readonly stateOverrides?: Readonly<Record<string, readonly string[]>>;
 }
 
 /**

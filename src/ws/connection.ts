@@ -117,6 +117,7 @@ export class Connection {
       // the key's settings hold for every message; a change of them ends the connection (keys/key-cache.ts)
       keyRules: mounted.admitted.principal?.rules,
       contracts: mounted.mount.policy.contracts,
+      stateOverrides: mounted.mount.policy.stateOverrides,
       // the upgrade's id, in every refusal's data: what a customer quotes for a message on this connection
       requestId: mounted.admitted.requestId,
       // a range call goes to the connection's node as one: one too wide for it is refused

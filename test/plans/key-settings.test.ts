@@ -250,6 +250,20 @@ describe("key settings", () => {
     expect(await status("eth_getCode", [AA, "latest"])).toBe(200);
     // an account's own balance and nonce are not
     expect(await status("eth_getBalance", [BB, "latest"])).toBe(200);
+    // state put in place for the call runs code no list names: code at the listed address that reads another
+    const code = { [AA]: { code: "0x6000" } };
+    expect(await status("eth_call", [{ to: AA }, "latest", code])).toBe("contracts");
+    expect(await status("eth_estimateGas", [{ to: AA }, "latest", code])).toBe("contracts");
+    expect(await status("debug_traceCall", [{ to: AA }, "latest", { stateOverrides: code }])).toBe(
+      "contracts",
+    );
+    const simulated = simulate(AA);
+    (simulated[0] as { blockStateCalls: object[] }).blockStateCalls.push({ stateOverrides: code, calls: [] });
+    expect(await status("eth_simulateV1", simulated)).toBe("contracts");
+    // none, or an empty set, is no override
+    expect(await status("eth_call", [{ to: AA }, "latest", {}])).toBe(200);
+    expect(await status("eth_call", [{ to: AA }, "latest", null])).toBe(200);
+    expect(await status("debug_traceCall", [{ to: AA }, "latest", { tracer: "callTracer" }])).toBe(200);
   });
 
   it("contracts on TRON's REST API: the body's contract_address, where the registry says", async () => {
