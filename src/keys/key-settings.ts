@@ -1,4 +1,6 @@
 import { BlockList, isIP } from "node:net";
+import { domainToASCII } from "node:url";
+import { keccak_256 } from "@noble/hashes/sha3";
 import bs58check from "bs58check";
 import { GatewayError } from "../errors/table.js";
 import { patternOf } from "../plans/plan-terms.js";
@@ -27,7 +29,7 @@ const MAX_ENTRIES = 30;
 const KINDS = ["origins", "ips", "methods", "contracts", "jwtKeys"] as const;
 // a web page's origin, or a browser extension's (its id as the host), as the Origin header carries it
 const ORIGIN =
-  /^(?:(https?|chrome-extension|moz-extension|safari-web-extension):\/\/)?(\*\.)?([a-z0-9-]+(?:\.[a-z0-9-]+)*)(?::(\d{1,5}))?$/;
+  /^(?:(https?|chrome-extension|moz-extension|safari-web-extension):\/\/)?(\*\.)?([a-z0-9-]+(?:\.[a-z0-9-]+)*|\[[0-9a-f:.]+\])(?::(\d{1,5}))?$/;
 const METHOD = /^[A-Za-z0-9_.*:-]+(?: \/[A-Za-z0-9_.{}*/:-]*)?$/;
 const ROUTE_VERB = /^(?:GET|HEAD|POST|PUT|PATCH|DELETE|\*)$/;
 // An address as a network writes it: EVM hex, base58 (25 to 64 characters), or bare hex.
@@ -83,8 +85,10 @@ function checkedEntry(
   }
   if (typeof entry !== "string" || entry.length === 0 || entry.length > 200) return refuse("a string");
   if (kind === "origins") {
-    const origin = entry.toLowerCase().replace(/\/$/, "");
-    if (!ORIGIN.test(origin))
+    // a browser sends a host of other letters than ASCII's as punycode (xn--…): kept as it will come
+    const origin = asciiHost(entry.toLowerCase().replace(/\/$/, ""));
+    const port = ORIGIN.exec(origin)?.[4];
+    if (!ORIGIN.test(origin) || (port !== undefined && !(Number(port) >= 1 && Number(port) <= 65_535)))
       return refuse("an origin, such as https://app.example.com or https://*.example.com");
     // a browser's Origin never names its scheme's own port: kept as it will be compared
     return origin.replace(/^(https:\/\/[^/]*):443$|^(http:\/\/[^/]*):80$/, "$1$2");
@@ -123,7 +127,48 @@ function checkedEntry(
     return refuse(
       "a contract address: 0x and 40 hex digits, 25 to 64 base58 characters, or 40 to 64 hex digits",
     );
+  // a checksum that fails is a typo, which would refuse every call to the contract the owner meant
+  if (!checksumHolds(entry))
+    return refuse(
+      "an address whose checksum fails: a mixed-case 0x address not in its EIP-55 case, or a TRON address (T…) whose base58check fails",
+    );
   return entry.startsWith("0x") ? entry.toLowerCase() : entry;
+}
+
+/**
+ * Whether an address's own checksum holds, where it has one: an EVM address in mixed case (EIP-55: each
+ * letter in capitals where the keccak-256 of the lower-case address has a nibble of 8 or more), a TRON
+ * address in base58 (base58check); any other form has none.
+ */
+function checksumHolds(address: string): boolean {
+  if (/^0x[0-9a-fA-F]{40}$/.test(address)) {
+    const digits = address.slice(2);
+    if (digits === digits.toLowerCase() || digits === digits.toUpperCase()) return true;
+    const hash = Buffer.from(keccak_256(digits.toLowerCase())).toString("hex");
+    for (let i = 0; i < 40; i++) {
+      const digit = digits[i] as string;
+      const upper = Number.parseInt(hash[i] as string, 16) >= 8;
+      if (/[a-f]/i.test(digit) && (digit === digit.toUpperCase()) !== upper) return false;
+    }
+    return true;
+  }
+  if (/^T[1-9A-HJ-NP-Za-km-z]{33}$/.test(address)) {
+    try {
+      return bs58check.decode(address).length === 21;
+    } catch {
+      return false;
+    }
+  }
+  return true;
+}
+
+/** An origin whose host is written in other letters than ASCII's, with that host as punycode. */
+function asciiHost(origin: string): string {
+  // biome-ignore lint/suspicious/noControlCharactersInRegex: the ASCII range
+  if (/^[\x00-\x7f]*$/.test(origin)) return origin;
+  const parts = /^((?:[a-z-]+:\/\/)?(?:\*\.)?)([^:/]+)(.*)$/.exec(origin);
+  const ascii = parts === null ? "" : domainToASCII(parts[2] as string);
+  return parts === null || ascii === "" ? origin : `${parts[1]}${ascii}${parts[3]}`;
 }
 
 /** How many client addresses, methods or contracts a key's answers are kept for (remembered). */

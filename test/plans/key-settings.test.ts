@@ -392,6 +392,16 @@ describe("checking settings a customer sends", () => {
     expect(wrong({ ips: ["10.0.0.0/33"] })).toBe("ips[0]");
     expect(wrong({ origins: ["https://exa mple.com"] })).toBe("origins[0]");
     expect(wrong({ contracts: [AA, "0x12"] })).toBe("contracts[1]");
+    // a checksum that fails is a typo: EIP-55's mixed case, TRON's base58check
+    expect(wrong({ contracts: ["0x5aAeb6053F3E94C9b9A09f33669435E7Ef1BeAed"] })).toBeUndefined();
+    expect(wrong({ contracts: ["0x5aAeb6053F3E94C9b9A09f33669435E7Ef1BeAeD"] })).toBe("contracts[0]");
+    expect(wrong({ contracts: [TRON_CONTRACT] })).toBeUndefined();
+    expect(wrong({ contracts: [`${TRON_CONTRACT.slice(0, -1)}u`] })).toBe("contracts[0]");
+    // a port no origin has; an IPv6 host and one in other letters than ASCII's are origins a browser sends
+    expect(wrong({ origins: ["https://a.example.org:99999"] })).toBe("origins[0]");
+    expect(checkedSettings({ origins: ["http://[::1]:3000", "https://bücher.example"] })).toEqual({
+      origins: ["http://[::1]:3000", "https://xn--bcher-kva.example"],
+    });
     expect(wrong({ jwtKeys: [{ pem: "-----BEGIN PUBLIC KEY-----\nAAAA\n-----END PUBLIC KEY-----" }] })).toBe(
       "jwtKeys[0]",
     );
@@ -401,6 +411,13 @@ describe("checking settings a customer sends", () => {
     expect(wrong({ jwtKeys: [{ pem: privatePem }] })).toBe("jwtKeys[0]");
     expect(wrong({ colours: ["red"] })).toBe("colours");
     expect(KeyRules.of({})).toBeUndefined();
+  });
+
+  it("an IPv6 origin and one of punycode match what a browser sends", () => {
+    const rules = KeyRules.of(checkedSettings({ origins: ["http://[::1]:3000", "https://bücher.example"] }));
+    expect(rules?.allowsOrigin("http://[::1]:3000")).toBe(true);
+    expect(rules?.allowsOrigin("http://[::1]:3001")).toBe(false);
+    expect(rules?.allowsOrigin("https://xn--bcher-kva.example")).toBe(true);
   });
 
   it("an origin saved with its scheme's own port matches what a browser sends, which never names it", () => {
