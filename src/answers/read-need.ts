@@ -22,7 +22,7 @@ export class ReadNeed {
   highestBlock = -1;
   /** Calls whose answers say which block they read: the label's served head learns from them. */
   readonly learn: HeightInAnswer[] = [];
-  /** Calls that take a block range (range.ts): each is checked against its limits before it goes. */
+  /** Calls that take a block range (range-plan.ts): each is checked against its limits before it goes. */
   readonly ranges: RangeRead[] = [];
   /** The message is one call: a range wider than its split limit may then be split. */
   single = false;

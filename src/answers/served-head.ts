@@ -13,7 +13,7 @@ export class ServedHead {
   #blockMs: number | undefined = undefined;
   /** Calls waiting for a node at a head, by the head they wait for. */
   readonly #waiting = new Waiters<number>();
-  /** Told of every rise, to share it with other gateway instances (shared-head.ts). */
+  /** Told of every rise, to share it with other gateway instances (shared-heads.ts). */
   onRise: ((height: number) => void) | undefined = undefined;
 
   /** The highest head served; -1 until one is known. */

@@ -29,24 +29,29 @@ import { UpstreamPlanner } from "./plan-upstream.js";
  *
  *   1. resolveEndpoint   Host → the registry's endpoint for the label              HTTP request, WS upgrade
  *   2. admitCaller       the key segment → principal (or a public client)          HTTP request, WS upgrade
- *   3. pickMount         the path → the mount → its family (families/table.ts)     HTTP request, WS upgrade
+ *   3. pickMount         the path → the mount → its family (families/table.ts)     HTTP request
+ *      pickWebSocketMount  the same for a socket: the mount of the label's root      WS upgrade
  *   4. family authorizes the family parses the message, checks it on the registry  HTTP request, WS message
  *   5. chargeRate        the caller's call rate and its plan's compute-unit rate   HTTP request, WS message
  *      holdQuota         the plan's daily and monthly quota, in compute units      HTTP request, WS message
- *   6. planUpstream      the label's upstreams, and the request's caps              HTTP request, WS upgrade
- *   7. relay             the one asynchronous tail (upstream/policy.ts)            HTTP request, WS message
+ *   6. planUpstream      the label's upstreams, and the request's caps              HTTP request
+ *      upstreamGroup     the label's upstreams a socket opens on                   WS upgrade
+ *   7. relay             the one asynchronous tail (pipeline/relay.ts)             HTTP request, WS message
  *
- * Stages 1–6 are plain synchronous functions: each returns a value or throws a GatewayError, and none
- * reaches back into another (but for a quota that a ledger shared through Redis must ask it about: then
- * holdQuota's hold is a promise). The transports run them: pipeline/http.ts for a request (reading the body
+ * Stages 1–6 are plain synchronous functions: each returns a value or throws a GatewayError (but for a
+ * quota that a ledger shared through Redis must ask it about: then holdQuota's hold is a promise). None
+ * calls another stage; stages 4 and 5 ask the planner of stage 6 (plan-upstream.ts) what it will make of
+ * a call (a range too wide for one node, a read the archive tier answers at once), without planning it. The transports run them: pipeline/http.ts for a request (reading the body
  * between the two halves of stage 4), ws/upgrade.ts at a WebSocket upgrade and ws/message-intake.ts for each
  * message on it. The README's request-flow diagram is this list.
  *
- * The order is in the types: each stage takes the value of the stage before it (Resolved, Admitted,
- * Mounted, the family's Authorized or the message's CheckedMessage, Charged), and only the stage that
- * makes a value can make it (Resolved, Mounted and Charged carry a brand no other module can write, and
- * an Admitted is made of a Resolved), so a transport cannot call a stage before the ones it depends on:
- * test/pipeline/stage-order.test.ts holds such calls, which must not compile. A new
+ * Much of the order is in the types: each stage takes the value of the stage before it (Resolved,
+ * Admitted, Mounted, the family's Authorized or the message's CheckedMessage, Charged), and Resolved,
+ * Mounted and Charged carry a brand no other module can write (an Admitted is made of a Resolved), so a
+ * transport cannot call stages 2, 3, 4 or 6 before the ones they depend on: test/pipeline/stage-order.test.ts
+ * holds such calls, which must not compile. What the types do not hold: stage 4's value has no brand (a
+ * transport could hand stage 5 a message it made itself), and nothing makes a transport take holdQuota's
+ * hold before planUpstream; pipeline/http.ts and ws/message-intake.ts are the two places that must. A new
  * stage takes the value of the one before it and gives the next its own.
  */
 export class Stages {

@@ -474,8 +474,8 @@ export class Connection {
   /**
    * The upstream socket is gone, or its node out of rotation: the connection moves to another node
    * (move.ts), unless it holds node state or its client is leaving, and then it is closed with 1014.
+   * `chosen`: the node still answers, and the connection leaves it for a better one (nodeLeftRotation).
    */
-  /** `chosen`: the node still answers, and the connection leaves it for a better one (nodeLeftRotation). */
   #lose(why: string, chosen?: { readonly socket: NodeSocket; readonly node: Upstream }): void {
     if (this.#closed || this.#move?.moving === true) {
       chosen?.socket.close();

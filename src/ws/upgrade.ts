@@ -26,8 +26,8 @@ import type { NodeSocket } from "./node-socket.js";
 /**
  * The WebSocket transport of the pipeline: `wss://<label>.{domain}/<API_KEY>`. At the upgrade it runs
  * stages 1 to 3 and 6, and opens the upstream socket, before the client's handshake completes, so every
- * refusal is an HTTP response. Each message on the connection then passes stages 4, 5 and 7
- * (connection.ts).
+ * refusal is an HTTP response. Each message on the connection then passes stages 4 and 5
+ * (message-intake.ts) and 7 (message-sender.ts).
  */
 export class WebSocketGateway implements WebSocketCounts {
   readonly #config: GatewayConfig;

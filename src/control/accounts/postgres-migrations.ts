@@ -1,6 +1,6 @@
 import type pg from "pg";
 
-// The same versions as the SQLite store's (migrations.ts), in PostgreSQL's dialect: version N here makes the
+// The same versions as the SQLite store's (src/store/sqlite-migrations.ts), in PostgreSQL's dialect: version N here makes the
 // same tables as version N there. Versioned and append-only: a released migration is never edited.
 const MIGRATIONS: readonly string[] = [
   `CREATE TABLE accounts (
