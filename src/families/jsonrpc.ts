@@ -4,6 +4,7 @@ import { type ReadNeed, readNeed } from "../answers/read-need.js";
 import { ERRORS, GatewayError, type RpcErrorCode } from "../errors/table.js";
 import { requestMediaType } from "../http/body.js";
 import { batchMethods } from "../jsonrpc/batch-methods.js";
+import { callRulesOf } from "../jsonrpc/call-rules.js";
 import { type CallRules, type Checked, type PassedCall, sendableAsReceived } from "../jsonrpc/check.js";
 import { checkMessage } from "../jsonrpc/message.js";
 import type { Mounted } from "../pipeline/stages.js";
@@ -41,17 +42,7 @@ export function routeJsonRpc(
     throw new GatewayError("NOT_FOUND");
   if (req.method !== "POST" && shaped === undefined)
     throw new GatewayError("HTTP_METHOD_NOT_ALLOWED", { allow: ["POST"] }, { allow: "POST" });
-  const rules: CallRules = {
-    policy,
-    plan: mounted.admitted.plan,
-    support: settings.support,
-    transport: "http",
-    keyRules: mounted.admitted.principal?.rules,
-    contracts: mounted.mount.policy.contracts,
-    stateOverrides: mounted.mount.policy.stateOverrides,
-    requestId: mounted.admitted.requestId,
-    rangeRefusal: rangeRefusalOf(mounted, settings),
-  };
+  const rules = callRulesOf(mounted, "http", settings.support, rangeRefusalOf(mounted, settings));
   const request = new JsonRpcRequest(req, rules, settings, mounted, below ? mounted.mount.path : undefined);
   return shaped === undefined ? request : new RestShapedCall(req, mounted, shaped, request);
 }

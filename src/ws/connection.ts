@@ -2,6 +2,7 @@ import type { RawData, WebSocket } from "ws";
 import type { GatewayConfig, Limits } from "../config/types.js";
 import { errorBody, errorFormOf, jsonRpcStyle } from "../errors/respond.js";
 import type { GatewayError } from "../errors/table.js";
+import { callRulesOf } from "../jsonrpc/call-rules.js";
 import type { CallRules, PassedCall } from "../jsonrpc/check.js";
 import { scanMembers } from "../jsonrpc/scan.js";
 import type { UsageRecorder } from "../keys/usage.js";
@@ -109,20 +110,10 @@ export class Connection {
     this.#label = mounted.admitted.endpoint.label;
     this.#archiveRefusals = archiveRefusals(mounted);
     this.#policy = mounted.mount.policy.jsonrpc as JsonRpcPolicy;
-    this.#rules = {
-      policy: this.#policy,
-      plan: mounted.admitted.plan,
-      support: options.support,
-      transport: "websocket",
-      // the key's settings hold for every message; a change of them ends the connection (keys/key-cache.ts)
-      keyRules: mounted.admitted.principal?.rules,
-      contracts: mounted.mount.policy.contracts,
-      stateOverrides: mounted.mount.policy.stateOverrides,
-      // the upgrade's id, in every refusal's data: what a customer quotes for a message on this connection
-      requestId: mounted.admitted.requestId,
-      // a range call goes to the connection's node as one: one too wide for it is refused
-      rangeRefusal: (call) => options.stages.rangeRefusal(mounted, call),
-    };
+    // a range call goes to the connection's node as one: one too wide for it is refused
+    this.#rules = callRulesOf(mounted, "websocket", options.support, (call) =>
+      options.stages.rangeRefusal(mounted, call),
+    );
     this.#remembered = new RememberedSubscriptions(this.#policy.subscriptions);
     this.#calls = new GatewayCalls((text) => this.#upstream?.send(text));
     this.#fill = {
