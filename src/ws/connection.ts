@@ -1,7 +1,6 @@
 import type { RawData, WebSocket } from "ws";
 import type { GatewayConfig, Limits } from "../config/types.js";
 import { errorBody, errorFormOf, jsonRpcStyle } from "../errors/respond.js";
-import type { GatewayError } from "../errors/table.js";
 import { callRulesOf } from "../jsonrpc/call-rules.js";
 import type { CallRules, PassedCall } from "../jsonrpc/check.js";
 import { scanMembers } from "../jsonrpc/scan.js";
@@ -24,6 +23,7 @@ import { MessageIntake, toText } from "./message-intake.js";
 import { MessageSender, paramsOf } from "./message-sender.js";
 import { ConnectionMove, type Reconnect } from "./move.js";
 import { type ArchiveRefusals, archiveRefusals, withinCap } from "./node-answers.js";
+import { NodeChoice } from "./node-choice.js";
 import type { NodeSocket } from "./node-socket.js";
 import { PendingCalls, type Settled, type UpstreamMessage } from "./pending-calls.js";
 import { RememberedSubscriptions } from "./subscriptions.js";
@@ -85,16 +85,10 @@ export class Connection {
   readonly #sender: MessageSender;
   /** A WebSocket-only call went upstream: the node holds state for this connection. */
   #stateful = false;
-  /** A socket being opened on a better node (#choose). */
-  #choosing = false;
-  /** A choice asked for while the connection moved or chose: made once that is done. */
-  #chooseAgain = false;
-  /** A chosen move waiting for the minute's 3 to allow it (nodeLeftRotation). */
-  #retryChoice: NodeJS.Timeout | undefined = undefined;
+  /** When it leaves a node that still answers for a better one. */
+  readonly #choice: NodeChoice;
   /** The node it last lost (or left): where the writes a move refuses were lost. */
   #lostNode: Upstream | undefined = undefined;
-  /** Its node left rotation while a write waited for its answer: it moves once none waits (nodeLeftRotation). */
-  #leaveOnceAnswered = false;
   readonly #intake: MessageIntake;
   #closed = false;
   readonly #archiveRefusals: ArchiveRefusals | undefined;
@@ -123,6 +117,29 @@ export class Connection {
       send: (text) => this.#toClient(text, false),
     };
     const connection = this;
+    this.#choice = new NodeChoice({
+      get closed() {
+        return connection.#closed;
+      },
+      get node() {
+        return connection.#node;
+      },
+      get moving() {
+        return connection.#move?.moving === true;
+      },
+      get holdsNodeState() {
+        return connection.#stateful || connection.#remembered.pinned;
+      },
+      get clientOpen() {
+        return connection.#client.readyState === connection.#client.OPEN;
+      },
+      untilChoice: () => this.#move?.untilChoice() ?? 0,
+      writeWaiting: () => this.#writeWaiting(),
+      betterThan: (node) => this.#options.betterThan(node),
+      reconnect: this.#options.reconnect,
+      guard: (listener) => this.#guard(listener),
+      moveTo: (socket, node) => this.#lose("out of rotation", { socket, node }),
+    });
     this.#sender = new MessageSender({
       pending: this.#pending,
       remembered: this.#remembered,
@@ -242,74 +259,11 @@ export class Connection {
   }
 
   /**
-   * The connection's node left rotation but answers (behind the others, cordoned): the connection moves
-   * to one in rotation once no write of its waits for the node's answer, which a move would lose. One
-   * whose subscriptions live on this node alone (pinned, stateful) stays: the node still answers.
+   * The connection's node left rotation but answers (behind the others, cordoned): it moves to one in
+   * rotation when it may (node-choice.ts).
    */
   nodeLeftRotation(): void {
-    if (this.#closed || this.#stateful || this.#remembered.pinned) return;
-    const wait = this.#move?.untilChoice() ?? 0;
-    if (wait > 0) {
-      // moved of its own accord 3 times this minute: it tries again once it may
-      this.#retryChoice ??= setTimeout(() => {
-        this.#retryChoice = undefined;
-        if (this.#options.betterThan(this.#node)) this.nodeLeftRotation();
-      }, wait);
-      this.#retryChoice.unref();
-      return;
-    }
-    if (this.#writeWaiting()) this.#leaveOnceAnswered = true;
-    else this.#choose();
-  }
-
-  /**
-   * Opens a socket on a node that serves the connection better, and moves there only once it is open: the
-   * connection's own node still answers, and stays its node if no better one takes a socket.
-   */
-  #choose(attempt = 1): void {
-    if (this.#closed) return;
-    if (this.#choosing || this.#move?.moving === true) {
-      // a change of state while the connection moves or opens a socket: judged again once that is done
-      this.#chooseAgain = true;
-      return;
-    }
-    this.#choosing = true;
-    const from = this.#node;
-    this.#options.reconnect(
-      () => !this.#closed,
-      this.#guard((error: GatewayError | undefined, socket?: NodeSocket, node?: Upstream) => {
-        this.#choosing = false;
-        const again = this.#chooseAgain;
-        this.#chooseAgain = false;
-        const better =
-          error === undefined &&
-          socket !== undefined &&
-          node !== undefined &&
-          node !== from &&
-          !this.#options.betterThan(node);
-        const stay =
-          !better ||
-          this.#closed ||
-          this.#node !== from ||
-          this.#move?.moving === true ||
-          // node state, or a client leaving, since it began: the connection cannot move now
-          this.#stateful ||
-          this.#remembered.pinned ||
-          this.#client.readyState !== this.#client.OPEN;
-        if (stay || this.#writeWaiting()) {
-          socket?.close();
-          // a write sent meanwhile: it moves once that is answered, as nodeLeftRotation has it
-          if (!stay) this.#leaveOnceAnswered = true;
-          // the node it opened on left rotation meanwhile (a probe round judges nodes one by one): once more
-          if (!better && node !== undefined && attempt < 3 && this.#options.betterThan(from))
-            this.#choose(attempt + 1);
-          else if (again && this.#options.betterThan(this.#node)) this.nodeLeftRotation();
-          return;
-        }
-        this.#lose("out of rotation", { socket, node });
-      }),
-      from,
-    );
+    this.#choice.nodeLeftRotation();
   }
 
   #writeWaiting(): boolean {
@@ -429,10 +383,7 @@ export class Connection {
     const sent = merged ?? renamed ?? out;
     this.#toClient(sent, sent === data && isBinary);
     this.#intake.closeIfSpent();
-    if (this.#leaveOnceAnswered && !this.#writeWaiting()) {
-      this.#leaveOnceAnswered = false;
-      if (this.#options.betterThan(this.#node)) this.#choose();
-    }
+    this.#choice.answered();
   }
 
   #notification(text: string, members: ReadonlyMap<string, string>): void {
@@ -512,16 +463,9 @@ export class Connection {
           message.whenAnswered?.(code);
         },
         closeMoved: (reason) => this.#closeMoved(reason),
-        // a node that left rotation while the connection moved to it (the same probe round judged it) is
-        // left in turn, for one in rotation
-        // (only a node out of rotation: a primary the connection has just lost may not be known to be
-        // out yet, and a fallback's connection would go back to it)
         settled: () => {
           this.#lostNode = undefined;
-          const again = this.#chooseAgain;
-          this.#chooseAgain = false;
-          if ((again || !this.#node.health.inRotation) && this.#options.betterThan(this.#node))
-            this.nodeLeftRotation();
+          this.#choice.moved();
         },
         guard: (listener) => this.#guard(listener),
       },
@@ -574,7 +518,7 @@ export class Connection {
     if (this.#closed) return;
     this.#closed = true;
     this.#liveness.stop();
-    clearTimeout(this.#retryChoice);
+    this.#choice.stop();
     this.#token?.stop();
     this.#calls.abandon();
     this.#options.cache?.close();
