@@ -317,8 +317,11 @@ function checkReads(iface: InterfaceSpec, path: YamlPath, report: Report): void 
     if (at[method] === undefined)
       report([...path, "archive", "state"], `"${method}" has no block param in reads.at`);
   for (const method of Object.keys(rules.heightIn ?? {}))
-    if (at[method] === undefined)
-      report([...path, "heightIn", method], `"${method}" has no block param in reads.at`);
+    if (at[method] === undefined && !(rules.atHead ?? []).includes(method))
+      report(
+        [...path, "heightIn", method],
+        `"${method}" has no block param in reads.at, nor is it in atHead`,
+      );
   for (const method of Object.keys(rules.positionalAt ?? {}))
     if (at[method] !== "params")
       report(

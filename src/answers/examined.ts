@@ -8,13 +8,19 @@ import type { HeightInAnswer } from "./read-need.js";
  * Whether a call's answers show a height (read-need.ts) that anything would use. Its answer streams through
  * as any other, and is read once it has gone out (upstream/policy.ts RelayRun.read): holding it back until
  * it was read cost the one-process check a tenth of its throughput (bench/ab.ts, 2026-11-26). A label with
- * one node and no other instance to tell has no other node to hold back: its answers are not read, and its
- * served head is the prober's.
+ * one node, no other instance to tell and no answers kept at the head has no other node to hold back: its
+ * answers are not read, and its served head is the prober's. One whose cache keeps answers read at the
+ * head reads them: an answer that shows a newer block ends those (its caller saw a receipt in block N+1,
+ * and its next eth_blockNumber is not N from the cache).
  */
 export function showsHeight(call: UpstreamCall): boolean {
   if (call.reads === undefined || call.reads.learn.length === 0) return false;
   const { group } = call;
-  return group.members.length > 1 || group.served.onRise !== undefined;
+  return (
+    group.members.length > 1 ||
+    group.served.onRise !== undefined ||
+    group.cache?.settings.headRelative === true
+  );
 }
 
 /**

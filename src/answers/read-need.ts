@@ -111,6 +111,10 @@ export function readNeed(
     if (rules?.atHead?.includes(call.method) === true) {
       need ??= new ReadNeed();
       need.atHead = true;
+      // a mined transaction's block: a newer one than the label served raises its head
+      const path = rules.heightIn?.[call.method];
+      if (path !== undefined)
+        need.learn.push({ id, path: [...RESULT, ...path], encoding: rules.block.encoding, isHead: false });
       continue;
     }
     const handles = rules?.handles;

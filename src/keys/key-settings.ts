@@ -1,6 +1,7 @@
 import { BlockList, isIP } from "node:net";
 import { domainToASCII } from "node:url";
 import { keccak_256 } from "@noble/hashes/sha3";
+import bs58 from "bs58";
 import bs58check from "bs58check";
 import { GatewayError } from "../errors/table.js";
 import { patternOf } from "../plans/plan-terms.js";
@@ -130,15 +131,15 @@ function checkedEntry(
   // a checksum that fails is a typo, which would refuse every call to the contract the owner meant
   if (!checksumHolds(entry))
     return refuse(
-      "an address whose checksum fails: a mixed-case 0x address not in its EIP-55 case, or a TRON address (T…) whose base58check fails",
+      "an address whose checksum fails: a mixed-case 0x address not in its EIP-55 case, or a base58check address (a version byte, 20 bytes and a checksum) whose checksum does not hold",
     );
   return entry.startsWith("0x") ? entry.toLowerCase() : entry;
 }
 
 /**
- * Whether an address's own checksum holds, where it has one: an EVM address in mixed case (EIP-55: each
- * letter in capitals where the keccak-256 of the lower-case address has a nibble of 8 or more), a TRON
- * address in base58 (base58check); any other form has none.
+ * Whether an address's own checksum holds, where it has one: a 0x address in mixed case (EIP-55: each
+ * letter in capitals where the keccak-256 of the lower-case address has a nibble of 8 or more), a base58
+ * address of 25 bytes (base58check: a version byte, 20 bytes and a 4-byte checksum); any other form has none.
  */
 function checksumHolds(address: string): boolean {
   if (/^0x[0-9a-fA-F]{40}$/.test(address)) {
@@ -152,13 +153,8 @@ function checksumHolds(address: string): boolean {
     }
     return true;
   }
-  if (/^T[1-9A-HJ-NP-Za-km-z]{33}$/.test(address)) {
-    try {
-      return bs58check.decode(address).length === 21;
-    } catch {
-      return false;
-    }
-  }
+  if (/^[1-9A-HJ-NP-Za-km-z]{25,64}$/.test(address) && bs58.decodeUnsafe(address)?.length === 25)
+    return bs58check.decodeUnsafe(address) !== undefined;
   return true;
 }
 

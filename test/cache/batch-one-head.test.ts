@@ -8,7 +8,11 @@ import { resolveTestHosts } from "../support/test-hosts.js";
 // Every call in a batch sees one head (docs/upstreams.md), with the cache on too: an answer kept at the
 // head is not mixed with a node's answer read at a newer head. Probes are rare here, so the served head
 // rises only from answers, as between two probes.
-describe("a batch answered partly from the cache, on a real anvil", () => {
+/** anvil's first and second dev accounts, which it signs for. */
+const DEV = "0xf39fd6e51aad88f6f4ce6ab8827279cfffb92266";
+const OTHER = "0x70997970c51812dc3a010c7d01b0e0aec37d6c8f";
+
+describe("answers kept at the head of one anvil, and what a call sees next", () => {
   let node: Anvil;
   let gw: RunningGateway;
   let restore: () => void;
@@ -58,6 +62,26 @@ describe("a batch answered partly from the cache, on a real anvil", () => {
     restore?.();
   });
 
+  it("one node: a receipt in a newer block ends the head kept, and eth_blockNumber does not go back", async () => {
+    const head = async () => {
+      const answer = await gw.call("eth", `/${KEYS.all}`, {
+        body: JSON.stringify({ jsonrpc: "2.0", id: 1, method: "eth_blockNumber", params: [] }),
+      });
+      return Number((answer.json as { result: string }).result);
+    };
+    const before = await head();
+    expect(await single("eth_blockNumber", [])).toBe("hit");
+    // a transfer mined by the node alone, its receipt read through the gateway
+    const hash = await node.rpc<string>("eth_sendTransaction", [{ from: DEV, to: OTHER, value: "0x1" }]);
+    await node.rpc("anvil_mine", ["0x1"]);
+    const receipt = await gw.call("eth", `/${KEYS.all}`, {
+      body: JSON.stringify({ jsonrpc: "2.0", id: 2, method: "eth_getTransactionReceipt", params: [hash] }),
+    });
+    const mined = Number((receipt.json as { result: { blockNumber: string } }).result.blockNumber);
+    expect(mined).toBeGreaterThan(before);
+    expect(await head()).toBeGreaterThanOrEqual(mined);
+  });
+
   it("a kept latest block goes to the node with a call that missed, and both name one head", async () => {
     expect(await single("eth_getBlockByNumber", ["latest", false])).toBe("miss");
     expect(await single("eth_getBlockByNumber", ["latest", false])).toBe("hit");
@@ -65,8 +89,10 @@ describe("a batch answered partly from the cache, on a real anvil", () => {
     const heads = await headsIn();
     expect(heads.block).toBe(heads.count);
     expect(heads.cache).toBe("miss");
-    // both answers are now kept at that head: the same batch is answered from the cache, at one head
+    // the answers that showed the new head moved its epoch: kept at it from the next batch on, which the
+    // cache then answers, at one head
     const again = await headsIn();
-    expect(again).toEqual({ count: heads.count, block: heads.count, cache: "hit" });
+    expect([again.count, again.block]).toEqual([heads.count, heads.count]);
+    expect(await headsIn()).toEqual({ count: heads.count, block: heads.count, cache: "hit" });
   });
 });
