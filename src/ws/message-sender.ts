@@ -167,11 +167,13 @@ export class MessageSender {
     }
     // a write's message is counted once the node answered it, or the write was refused (a move); so is a
     // read the node may answer "no such state", which is then ARCHIVE_REQUIRED, and costs nothing
+    // (one with an id: a notification gets no answer to wait for)
     const archiveReads = this.#host.archiveReads;
+    const writes = pending.some((p) => p.write);
     const later =
-      pending.some((p) => p.write) ||
-      (archiveReads !== undefined && passed.some((c) => archiveReads.has(c.method)));
-    const counted = later ? this.#countOnAnswer(outgoing, seen, hold) : undefined;
+      writes ||
+      (archiveReads !== undefined && passed.some((c) => c.id !== undefined && archiveReads.has(c.method)));
+    const counted = later ? this.#countOnAnswer(outgoing, seen, hold, writes) : undefined;
     this.#host.pending.add(pending);
     this.#host.transmit(outgoing);
     if (refused.length === 0 || !message.batch) return counted;
@@ -232,7 +234,12 @@ export class MessageSender {
    * Counts `outgoing`'s message once it is answered (pending-calls.ts), or refused with `code` (a move's
    * WRITE_NOT_CONFIRMED: it cost nothing, and its caller's usage and the metrics count the error).
    */
-  #countOnAnswer(outgoing: UpstreamMessage, seen: MessageSeen, hold: QuotaHold | undefined): typeof LATER {
+  #countOnAnswer(
+    outgoing: UpstreamMessage,
+    seen: MessageSeen,
+    hold: QuotaHold | undefined,
+    writes: boolean,
+  ): typeof LATER {
     // once: a message sent again (move.ts) carries the same count, and each of its calls may end it
     let counted = false;
     const sent = outgoing.calls;
@@ -249,10 +256,13 @@ export class MessageSender {
         };
       this.#host.failed({ ...seen, code: "WRITE_NOT_CONFIRMED" });
     };
-    outgoing.whenAnswered = (code, archiveRefused) => {
+    outgoing.whenAnswered = (ended, archiveRefused) => {
       outgoing.whenAnswered = undefined;
       if (counted) return;
       counted = true;
+      // reads alone, left unanswered as the gateway closed the connection: counted as sent, as a read is
+      // that has no answer to wait for
+      const code = ended === "WRITE_NOT_CONFIRMED" && !writes ? undefined : ended;
       if (code === undefined && archiveRefused !== undefined)
         this.#archiveRefused(seen, hold, sent, archiveRefused);
       if (code !== undefined) {

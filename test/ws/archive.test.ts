@@ -6,6 +6,7 @@ import {
   type LoopbackWsNode,
   startLoopbackWsNode,
   WsRpcError,
+  waitUntil,
 } from "../support/loopback-ws-node.js";
 import { resolveTestHosts } from "../support/test-hosts.js";
 import { Client } from "../support/ws-client.js";
@@ -74,5 +75,63 @@ describe("a read older than the connection's full node keeps", () => {
     // the batch's call the node answered costs its 20 units, the refused one nothing
     await eventually(async () => (await units()) === unitsBefore + 20, 2_000, "the batch counted");
     client.close();
+  });
+});
+
+// A read that may be answered ARCHIVE_REQUIRED is counted once answered; one that gets no answer is
+// counted as any other read: a notification, and a read the gateway closed the connection under.
+describe("a read of state over a WebSocket that gets no answer", () => {
+  let node: LoopbackWsNode;
+  let gw: RunningGateway;
+  let restore: () => void;
+  const address = `0x${"ab".repeat(20)}`;
+  const count = (code?: string) =>
+    gw.metric("gateway_requests_total", {
+      label: "eth",
+      method: "eth_getBalance",
+      ...(code === undefined ? { result: "ok" } : { code }),
+    });
+
+  beforeAll(async () => {
+    restore = resolveTestHosts();
+    // a balance at block 0x1 is never answered
+    node = await startLoopbackWsNode(
+      evmNode({
+        eth_getBalance: (params: unknown) =>
+          (params as string[])[1] === "0x1" ? new Promise(() => {}) : "0x2a",
+      }),
+    );
+    gw = await startGateway({ upstreams: { eth: [node.url] } });
+  });
+  afterAll(async () => {
+    await gw?.close();
+    await node?.close();
+    restore?.();
+  });
+
+  it("a notification is counted when sent", async () => {
+    const client = await Client.open(`ws://eth.${DOMAIN}:${gw.port}/${KEYS.noArchive}`);
+    const before = await count();
+    client.ws.send(JSON.stringify({ jsonrpc: "2.0", method: "eth_getBalance", params: [address, "latest"] }));
+    await eventually(async () => (await count()) === before + 1, 2_000, "the notification counted");
+    client.close();
+  });
+
+  it("one in flight when no node takes the connection is a read sent, not a write unconfirmed", async () => {
+    const client = await Client.open(`ws://eth.${DOMAIN}:${gw.port}/${KEYS.noArchive}`);
+    const [sent, unconfirmed] = [await count(), await count("WRITE_NOT_CONFIRMED")];
+    client.ws.send(
+      JSON.stringify({ jsonrpc: "2.0", id: 1, method: "eth_getBalance", params: [address, "0x1"] }),
+    );
+    await waitUntil(
+      () => node.connections.some((c) => c.methods().includes("eth_getBalance")),
+      2_000,
+      "sent",
+    );
+    // the node goes, and no other takes the connection: closed with 1014
+    await node.close();
+    expect((await client.closed).code).toBe(1014);
+    await eventually(async () => (await count()) === sent + 1, 2_000, "the read counted");
+    expect(await count("WRITE_NOT_CONFIRMED")).toBe(unconfirmed);
   });
 });
