@@ -40,6 +40,8 @@ export class UpstreamGroup {
   readonly #hashes = new Map<number, string>();
   /** The hashes of the finalized blocks nodes named, by height: one named again with another hash was rewritten. */
   readonly #finalHashes = new Map<number, string>();
+  /** Each node's last finalized block, by height and hash. */
+  readonly #finalOf = new WeakMap<Upstream, { readonly height: number; readonly hash: string }>();
   /** Node-made states (filters) by name, and the node each is on (`handleMade`). */
   readonly #handles = new Map<string, { readonly upstream: Upstream; readonly usedAt: number }>();
   /**
@@ -142,6 +144,16 @@ export class UpstreamGroup {
     if (height < finalized && this.#aloneAtFinalized(node)) this.#finalRewritten();
   }
 
+  /** Whether a node in rotation but `node` last named `hash` as its finalized block at `height`. */
+  #stillNamed(node: Upstream, height: number, hash: string): boolean {
+    for (const member of this.members) {
+      const named = member === node ? undefined : this.#finalOf.get(member);
+      if (named !== undefined && member.health.inRotation && named.height === height && named.hash === hash)
+        return true;
+    }
+    return false;
+  }
+
   /** Whether no node of the label but `node` is in rotation at or past the finalized height. */
   #aloneAtFinalized(node: Upstream): boolean {
     const finalized = this.#finalized;
@@ -206,18 +218,21 @@ export class UpstreamGroup {
 
   /**
    * A node in rotation named its finalized block: the label's finalized height rises to it, never falls.
-   * Named with another hash than a node gave for that height before, the final blocks were rewritten
-   * under the label: only a chain reverted or reorganised by hand does that (anvil's `evm_revert` or
-   * `anvil_reorg` deeper than its finality, with the head back where it was), and it is taken as a head
-   * that went back below the finalized height is (`wentBack`).
+   * Named with another hash than a node gave for that height before, while no other node in rotation
+   * still names the old one, the final blocks were rewritten under the label: only a chain reverted or
+   * reorganised by hand does that (anvil's `evm_revert` or `anvil_reorg` deeper than its finality, with the
+   * head back where it was), and it is taken as a head that went back below the finalized height is
+   * (`wentBack`).
    */
   finalizedSeen(height: number, hash?: string, node?: Upstream): void {
     if (hash !== undefined) {
+      if (node !== undefined) this.#finalOf.set(node, { height, hash });
       // not the head reads' hashes: a block seen at the head may have been replaced before it was final
       const known = this.#finalHashes.get(height);
       if (known !== undefined && known !== hash) {
-        // one node on other final blocks than the rest, beside them, is that node's own trouble
-        if (node !== undefined && !this.#aloneAtFinalized(node)) return;
+        // a node on other final blocks than another node in rotation still names is that node's own
+        // trouble; once none names the old ones, they were rewritten under every node
+        if (node !== undefined && this.#stillNamed(node, height, known)) return;
         this.#finalRewritten();
       }
       this.#finalHashes.set(height, hash);
