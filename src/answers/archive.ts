@@ -185,7 +185,8 @@ export function fetchBatchByTier(
 ): void {
   fetchWhole({ ...call, tier: undefined }, caller, note, (error, answer) => {
     if (error !== undefined || answer === undefined) return callback(error);
-    note.tier = "full";
+    // a batch some of whose calls the cache answered with archive answers stays priced as such
+    if (note.tier !== "archive") note.tier = "full";
     const answers = batchAnswers(answer);
     if (answers === undefined) return callback(undefined, { whole: answer });
     const unknown = unknownTexts(tier, call);

@@ -20,7 +20,7 @@ import type { UsageRecorder } from "../keys/usage.js";
 import type { HeldCalls } from "../limits/held-calls.js";
 import { AccessLine, type Logger } from "../log.js";
 import { type GatewayMetrics, type MethodClass, resultOf } from "../metrics/gateway-metrics.js";
-import { archiveUnits, type BatchPart, callsUnits, weightOf } from "../plans/compute-units.js";
+import { archiveUnits, type BatchPart, callsUnits, weightOf, withoutCalls } from "../plans/compute-units.js";
 import type { QuotaHold } from "../plans/quota-hold.js";
 import type { ComputeUnits, Endpoint } from "../registry/types.js";
 import { callerTraceParent } from "../tracing/trace-parent.js";
@@ -374,12 +374,14 @@ export class HttpExchange {
     access.ms = Math.round(elapsed);
     const code = access.error as ErrorCode | undefined;
     const result = resultOf(code, access.status);
-    const computeUnits = this.#unitsServed(result);
     const required = access.requiredMethods;
     if (required !== undefined) {
+      // a batch's calls refused as needing an archive node: refusals, not calls of their methods
       this.#refusedCalls += required.length;
       this.#refusedCodes = [...(this.#refusedCodes ?? []), ...required.map(() => "ARCHIVE_REQUIRED")];
+      if (this.#batchParts !== undefined) this.#batchParts = withoutCalls(this.#batchParts, required);
     }
+    const computeUnits = this.#unitsServed(result);
     if (computeUnits > 0) access.cu = computeUnits;
     this.#quota?.settle(computeUnits);
     // a key refused at admission (its network, its settings) counts the refusal in its own usage

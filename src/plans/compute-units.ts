@@ -25,6 +25,16 @@ export function weightOf(parts: readonly BatchPart[]): number {
   return sum;
 }
 
+/** A batch's parts less one call of each of `methods` (calls refused after they were priced). */
+export function withoutCalls(parts: readonly BatchPart[], methods: readonly string[]): BatchPart[] {
+  const less = new Map<string, number>();
+  for (const method of methods) less.set(method, (less.get(method) ?? 0) + 1);
+  return parts.flatMap((part) => {
+    const calls = part.calls - (less.get(part.method) ?? 0);
+    return calls > 0 ? [{ ...part, calls }] : [];
+  });
+}
+
 /** A batch's calls by method, in the order first seen: the key's usage counts each method apart. */
 export function batchParts(units: ComputeUnits, methods: readonly string[]): BatchPart[] {
   const counts = new Map<string, number>();

@@ -37,8 +37,9 @@ return {grant, day, month, unstarted, spentDay, spentMonth}
 
 // What an instance leased and did not spend goes back to a scope's counters (ARGV[1]; never below what was
 // spent), and its spending since its last lease (ARGV[2]) is added to the spent counters: at a stop, so a
-// restart forfeits nothing.
+// restart forfeits nothing, and for a lease left idle. Answers the spent counters after it (0: none).
 const GIVE_BACK_SCRIPT = `
+local spentAfter = {0, 0}
 for i = 1, 2 do
   if redis.call('EXISTS', KEYS[i]) == 1 then
     local spent = redis.call('INCRBY', KEYS[3 + i], tonumber(ARGV[2]))
@@ -46,9 +47,10 @@ for i = 1, 2 do
     if ttl > 0 then redis.call('PEXPIRE', KEYS[3 + i], ttl) end
     local leased = redis.call('DECRBY', KEYS[i], tonumber(ARGV[1]))
     if leased < spent then redis.call('SET', KEYS[i], spent, 'KEEPTTL') end
+    spentAfter[i] = spent
   end
 end
-return 1
+return spentAfter
 `;
 
 // Adds ARGV[1] units to the day's counters (KEYS[1], leased; KEYS[4], spent) and ARGV[2] to the month's
@@ -141,7 +143,11 @@ export interface QuotaCommands {
     blind?: boolean,
   ): Promise<LeaseAnswer>;
   /** What the instance leased and did not spend, back; its spending since its last lease, added. */
-  giveBack(keys: CounterKeys, unspent: number, spent: number): Promise<unknown>;
+  giveBack(
+    keys: CounterKeys,
+    unspent: number,
+    spent: number,
+  ): Promise<[daySpent: number, monthSpent: number]>;
   start(keys: CounterKeys, day: number, month: number, ttl: CounterTtls): Promise<number>;
   add(keys: CounterKeys, day: number, month: number, ttl: CounterTtls): Promise<number>;
   /** Whether Redis takes a write now (a ping would pass a Redis that refuses writes: maxmemory). */
@@ -174,7 +180,8 @@ export function quotaCommands(redis: Redis): QuotaCommands {
         blind ? 1 : 0,
         spent,
       ) as Promise<LeaseAnswer>,
-    giveBack: (k, unspent, spent) => giveBack?.(...keysOf(k), unspent, spent) as Promise<unknown>,
+    giveBack: (k, unspent, spent) =>
+      giveBack?.(...keysOf(k), unspent, spent) as Promise<[daySpent: number, monthSpent: number]>,
     start: (k, day, month, ttl) => start?.(...keysOf(k), day, month, ttl.day, ttl.month) as Promise<number>,
     add: (k, day, month, ttl) => add?.(...keysOf(k), day, month, ttl.day, ttl.month) as Promise<number>,
     writable: () => redis.set("writable", "1", "PX", 5_000),

@@ -30,10 +30,12 @@ interface Lease {
   monthUnits: number;
   /** What this instance spent since it last told Redis (with a lease, or giving one back). */
   unreported: number;
+  /** The quotas it was last taken under: what a spending told Redis without a lease crosses. */
+  limits: QuotaLimits;
   usedAt: number;
 }
 
-/** A scope's lease unused this long is dropped (its balance is this instance's, and goes with it). */
+/** A scope's lease unused this long gives back what it holds, tells what was spent from it, and is dropped. */
 const IDLE_MS = 60_000;
 
 /**
@@ -73,6 +75,8 @@ export class SharedQuotaLedger implements QuotaLedger {
   readonly #whenShared: (() => void)[] = [];
   /** The next time Redis is asked whether it answers again, after a lease failed. */
   #retry: NodeJS.Timeout | undefined;
+  /** Leases left idle give back what they hold and tell what was spent from them (#sweep). */
+  readonly #idle: NodeJS.Timeout;
   #lastError = "";
 
   /** `source`: the account store's usage counts, which a counter Redis lost starts from. */
@@ -88,6 +92,8 @@ export class SharedQuotaLedger implements QuotaLedger {
     this.#redis = new Redis(config.redis, sharedRedisOptions("gateway:quota:"));
     this.#commands = quotaCommands(this.#redis);
     this.#recovery = new QuotaRecovery(this.#commands, source, logger, crossed);
+    this.#idle = setInterval(() => this.#sweep(Date.now()), IDLE_MS);
+    this.#idle.unref();
     // an error from before is not why a later outage began
     // shared once Redis takes a write: one that answers but refuses writes (out of memory, a read-only
     // replica after a failover) would fail every lease, flapping between shared and alone each reconnection
@@ -133,7 +139,7 @@ export class SharedQuotaLedger implements QuotaLedger {
   ): QuotaDecision | Promise<QuotaDecision> {
     const size = ratePerSecond;
     if (!this.#shared) return this.#alone(scope, limits, cost, ratePerSecond);
-    const lease = this.#leaseOf(scope);
+    const lease = this.#leaseOf(scope, limits);
     if (lease.balance >= cost) {
       if (this.#past(limits, lease, cost)) return this.#refusal(scope, limits, lease, cost);
       spend(lease, cost);
@@ -186,6 +192,7 @@ export class SharedQuotaLedger implements QuotaLedger {
   async close(): Promise<void> {
     this.#closed = true;
     clearTimeout(this.#retry);
+    clearInterval(this.#idle);
     this.#redis.removeAllListeners("close");
     // what this instance leased and did not spend goes back: a restart forfeits none of the day's quota
     if (this.#shared) {
@@ -195,14 +202,27 @@ export class SharedQuotaLedger implements QuotaLedger {
     await this.#redis.quit().catch(() => this.#redis.disconnect());
   }
 
+  /**
+   * What a lease holds unspent goes back to its day's counters, and what was spent from it and not told is
+   * told, with the crossings it makes: at a stop, when the day turns, for a lease left idle.
+   */
   #giveBack(scope: string, lease: Lease): Promise<unknown> {
     const unspent = Math.max(0, lease.balance);
-    if (!lease.answered || lease.day !== this.#clock.day || (unspent === 0 && lease.unreported === 0))
-      return Promise.resolve();
+    if (!lease.answered || (unspent === 0 && lease.unreported === 0)) return Promise.resolve();
     lease.balance -= unspent;
     const spent = lease.unreported;
     lease.unreported = 0;
-    return this.#commands.giveBack(counterKeys(scope, lease.day), unspent, spent).catch(() => {});
+    const clock = this.#clock;
+    return this.#commands.giveBack(counterKeys(scope, lease.day), unspent, spent).then(
+      ([daySpent, monthSpent]) => {
+        // a day that has turned: its crossings would be announced as the new day's
+        if (lease.day !== clock.day) return;
+        const range = (after: number): [number, number] => [after - spent, after];
+        const told = { day: range(daySpent), month: range(monthSpent) };
+        for (const crossing of clock.crossings(scope, lease.limits, told)) this.#crossed(crossing);
+      },
+      () => {},
+    );
   }
 
   async #waitFor(
@@ -331,9 +351,13 @@ export class SharedQuotaLedger implements QuotaLedger {
     return Math.max(cost, Math.min(Math.ceil((size * this.#leaseMs) / 1000), Math.ceil(quota * LEASE_SHARE)));
   }
 
-  #leaseOf(scope: string): Lease {
+  #leaseOf(scope: string, limits: QuotaLimits): Lease {
     const clock = this.#clock;
-    if (clock.tick()) this.#leases.clear();
+    if (clock.tick()) {
+      // the day's leases end with it: what they hold goes back, what was spent from them is told
+      for (const [held, lease] of this.#leases) void this.#giveBack(held, lease);
+      this.#leases.clear();
+    }
     const now = Date.now();
     let lease = this.#leases.get(scope);
     if (lease === undefined) {
@@ -347,11 +371,13 @@ export class SharedQuotaLedger implements QuotaLedger {
         dayUnits: 0,
         monthUnits: 0,
         unreported: 0,
+        limits,
         usedAt: now,
       };
       this.#leases.set(scope, lease);
     }
     lease.usedAt = now;
+    lease.limits = limits;
     return lease;
   }
 
@@ -369,6 +395,7 @@ export class SharedQuotaLedger implements QuotaLedger {
   }
 
   #sweep(now: number): void {
+    if (!this.#shared) return;
     for (const [scope, lease] of this.#leases)
       if (lease.pending === undefined && now - lease.usedAt > IDLE_MS) {
         void this.#giveBack(scope, lease);

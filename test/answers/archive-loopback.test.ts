@@ -54,6 +54,7 @@ const query = (pruned: boolean): TypicalAnswer => ({
 describe("archive routing for Substrate and NEAR (loopback nodes of their software)", () => {
   const nodes = new Map<string, LoopbackNode>();
   let gw: RunningGateway;
+  const usage: { calls: number; errors: number; units: number; detail: unknown }[] = [];
 
   const calls = (label: string, method: string) =>
     (nodes.get(label)?.requests ?? []).filter((r) => r.body.includes(`"method":"${method}"`)).length;
@@ -83,6 +84,9 @@ describe("archive routing for Substrate and NEAR (loopback nodes of their softwa
         [...nodes].map(([label, node]) => [label, [{ url: node.url, name: label }]]),
       ),
       health: { ...DEFAULT_HEALTH, probeIntervalMs: 100 },
+      usage: {
+        record: (_key, _label, calls, errors, units, detail) => usage.push({ calls, errors, units, detail }),
+      },
     });
     await eventually(
       () => gw.gateway.upstreams.groups().every((g) => g.served.height === HEIGHT),
@@ -127,6 +131,28 @@ describe("archive routing for Substrate and NEAR (loopback nodes of their softwa
         error: { data: { reason: expect.stringContaining("or not be a block of this network at all") } },
       });
       expect(calls("dot-archive", "state_getStorage")).toBe(archive);
+    });
+
+    it("a batch's call answered ARCHIVE_REQUIRED is a refusal in the key's usage, not a call of its method", async () => {
+      const records = usage.length;
+      const r = await gw.call("dot", `/${KEYS.noArchive}`, {
+        body: JSON.stringify([
+          { jsonrpc: "2.0", id: 1, method: "state_getStorage", params: [key, substrateHash(HEIGHT - 5_000)] },
+          { jsonrpc: "2.0", id: 2, method: "state_getStorage", params: [key, substrateHash(HEIGHT - 5)] },
+        ]),
+        headers: { "content-type": "application/json" },
+      });
+      expect(r.json).toMatchObject([
+        { id: 1, error: { code: -32045 } },
+        { id: 2, result: "0x2a00000000000000" },
+      ]);
+      await eventually(() => usage.length > records, 2_000, "the usage recorded");
+      expect(usage.at(-1)).toMatchObject({
+        calls: 2,
+        errors: 1,
+        units: 20,
+        detail: { parts: [{ method: "state_getStorage", calls: 1 }], refusedCodes: ["ARCHIVE_REQUIRED"] },
+      });
     });
 
     it("an alias of a state call (state_getStorageAt) is routed as the call is", async () => {

@@ -331,6 +331,34 @@ describe.skipIf(redis.skip)("a small quota shared by two instances", () => {
   });
 });
 
+describe.skipIf(redis.skip)("spending told when a lease is given back", () => {
+  it("crosses 80 % there too: an instance that stops at 80 % announces it", async () => {
+    const crossed: number[] = [];
+    const ledger = () =>
+      new SharedQuotaLedger(
+        { redis: SHARED_REDIS_URL, leaseMs: 2_000, fallbackShare: 1 },
+        createLogger("silent"),
+        (c) => crossed.push(c.threshold),
+      );
+    const [a, b] = [ledger(), ledger()];
+    try {
+      await eventually(() => a.shared && b.shared, 2_000, "Redis reached");
+      const scope = `given-${randomBytes(4).toString("hex")}`;
+      const limits = { daily: 1_000, monthly: 0 };
+      // a spends 800, told to Redis only up to its last lease
+      for (let spent = 0; spent < 800; spent += 10)
+        expect((await a.take(scope, limits, 10, 1_000)).allowed).toBe(true);
+      await a.close();
+      expect(crossed).toEqual([80]);
+      // b spends the rest; the 80 % crossing is not announced twice
+      while ((await b.take(scope, limits, 10, 1_000)).allowed);
+      expect(crossed.filter((t) => t === 80)).toHaveLength(1);
+    } finally {
+      await Promise.all([a.close(), b.close()]);
+    }
+  });
+});
+
 describe("the in-process ledger", () => {
   it("announces 80 % and 100 % once each per period, and a refusal as 100 % when no call landed on it", () => {
     const crossed: QuotaCrossing[] = [];
