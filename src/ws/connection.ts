@@ -44,8 +44,11 @@ export interface ConnectionOptions {
   /** The label's answer cache, for single calls (cached-calls.ts); undefined when the label has none. */
   readonly cache: CachedCalls | undefined;
   readonly reconnect: Reconnect;
-  /** A write the connection sent was answered: its label's answers read at the head end (src/cache/). */
-  readonly onWrite: () => void;
+  /**
+   * A write the connection sent was answered by `node`: its label's answers read at the head end
+   * (src/cache/), and its caller's next reads, over either transport, go first to that node.
+   */
+  readonly onWrite: (node: Upstream) => void;
   /** Where a message the gateway failed after it went is logged (a write a move refused). */
   readonly logger: Logger;
   /** Whether another of the label's nodes would serve a connection better than `node` (group.ts `betterThan`). */
@@ -396,7 +399,7 @@ export class Connection {
   readonly #settled: Settled = {
     subscribed: (call, id) => this.#remember(call, id),
     unsubscribed: (target) => this.#remembered.remove(target),
-    wrote: () => this.#options.onWrite(),
+    wrote: () => this.#options.onWrite(this.#node),
     kept: (keep, members) => this.#options.cache?.keep(keep, members, this.#node),
     answered: (message) => endMessage(message.span, this.#label, methodOf(message), undefined),
   };

@@ -237,8 +237,12 @@ export class WebSocketGateway implements WebSocketCounts {
           this.#held,
           besides,
         ),
-      // as over HTTP: a caller reads its own write, not an answer the cache kept from before it
-      onWrite: () => group.wrote(admitted),
+      // as over HTTP: a caller reads its own write, not an answer the cache kept from before it, and its
+      // next reads, a WebSocket's and HTTP's, go first to the node whose mempool has it
+      onWrite: (node) => {
+        group.wrote(admitted);
+        group.writers.took(admitted.clientId, node);
+      },
       betterThan: (node) => group.betterThan(node),
       logger: this.#logger,
       onClose: () => {

@@ -5,8 +5,10 @@ import { DEFAULT_CACHE, DEFAULT_HEALTH } from "../../src/config/defaults.js";
 import { sdkUrl, testHostHttpAgent } from "../sdk/resolve.js";
 import { type Anvil, startAnvil } from "../support/anvil.js";
 import { eventually } from "../support/eventually.js";
-import { KEYS, type RunningGateway, startGateway } from "../support/gateway.js";
+import { DOMAIN, KEYS, type RunningGateway, rpcBody, startGateway } from "../support/gateway.js";
 import { everyNodeInRotation } from "../support/rotation.js";
+import { resolveTestHosts } from "../support/test-hosts.js";
+import { Client } from "../support/ws-client.js";
 
 // A transaction waits in the mempool of the node that took it until it is mined and gossiped. Two real anvils
 // of one chain that gossip nothing (as nodes of two providers may not, for a while): after an ethers
@@ -232,5 +234,47 @@ describe("a writer's read when no node has reached the head served", () => {
     const headWaitMs = group?.headWaitMs ?? 0;
     expect(took).toBeGreaterThanOrEqual(headWaitMs - 50);
     expect(took).toBeLessThan(headWaitMs * 1.7);
+  });
+});
+
+describe("a caller's HTTP reads after its write over a WebSocket (two anvils that gossip nothing)", () => {
+  let nodes: Anvil[];
+  let gw: RunningGateway;
+  let restore: () => void;
+
+  beforeAll(async () => {
+    restore = resolveTestHosts();
+    nodes = await chainOf(2);
+    gw = await startGateway({
+      upstreams: {
+        eth: nodes.map((node, i) => ({ url: node.url, ws: node.url.replace("http:", "ws:"), name: `n${i}` })),
+      },
+      health: { ...DEFAULT_HEALTH, probeIntervalMs: 60_000 },
+      cache: { ...DEFAULT_CACHE, enabled: false },
+    });
+    await everyNodeInRotation(gw);
+  });
+  afterAll(async () => {
+    await gw?.close();
+    await Promise.all((nodes ?? []).map((node) => node.stop()));
+    restore?.();
+  });
+
+  it("go first to the node that took it: its pending nonce and the transaction, every time", async () => {
+    const socket = await Client.open(`ws://eth.${DOMAIN}:${gw.port}/${KEYS.all}`);
+    const sent = await socket.call("eth_sendRawTransaction", [await firstPayment()]);
+    expect(typeof sent.result).toBe("string");
+    const from = new Wallet(DEV_KEY).address;
+    for (let i = 0; i < 8; i++) {
+      const nonce = await gw.call("eth", `/${KEYS.all}`, {
+        body: rpcBody("eth_getTransactionCount", [from, "pending"]),
+      });
+      expect((nonce.json as { result: string }).result).toBe("0x1");
+      const found = await gw.call("eth", `/${KEYS.all}`, {
+        body: rpcBody("eth_getTransactionByHash", [sent.result]),
+      });
+      expect((found.json as { result: unknown }).result).not.toBeNull();
+    }
+    socket.close();
   });
 });
