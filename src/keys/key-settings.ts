@@ -87,10 +87,17 @@ function checkedEntry(
   if (typeof entry !== "string" || entry.length === 0 || entry.length > 200) return refuse("a string");
   if (kind === "origins") {
     // a browser sends a host of other letters than ASCII's as punycode (xn--…): kept as it will come
-    const origin = asciiHost(entry.toLowerCase().replace(/\/$/, ""));
-    const port = ORIGIN.exec(origin)?.[4];
-    if (!ORIGIN.test(origin) || (port !== undefined && !(Number(port) >= 1 && Number(port) <= 65_535)))
+    let origin = asciiHost(entry.toLowerCase().replace(/\/$/, ""));
+    const [, , wildcard, host = "", port] = ORIGIN.exec(origin) ?? [];
+    const ipv6 = host.startsWith("[") ? host.slice(1, -1) : undefined;
+    if (
+      !ORIGIN.test(origin) ||
+      (port !== undefined && !(Number(port) >= 1 && Number(port) <= 65_535)) ||
+      (ipv6 !== undefined && (wildcard !== undefined || isIP(ipv6) !== 6))
+    )
       return refuse("an origin, such as https://app.example.com or https://*.example.com");
+    // an IPv6 address as a browser writes it in its Origin: the shortest form ([0:0:…:1] is [::1])
+    if (ipv6 !== undefined) origin = origin.replace(host, new URL(`http://${host}`).hostname);
     // a browser's Origin never names its scheme's own port: kept as it will be compared
     return origin.replace(/^(https:\/\/[^/]*):443$|^(http:\/\/[^/]*):80$/, "$1$2");
   }

@@ -215,10 +215,15 @@ export class SharedQuotaLedger implements QuotaLedger {
     const clock = this.#clock;
     return this.#commands.giveBack(counterKeys(scope, lease.day), unspent, spent).then(
       ([daySpent, monthSpent]) => {
-        // a day that has turned: its crossings would be announced as the new day's
-        if (lease.day !== clock.day) return;
+        // a day that has turned: its crossings would be announced as the new day's, and only the month's
+        // are still the month's while it has not turned too
+        const sameDay = lease.day === clock.day;
+        if (!sameDay && lease.day.slice(0, 7) !== clock.day.slice(0, 7)) return;
         const range = (after: number): [number, number] => [after - spent, after];
-        const told = { day: range(daySpent), month: range(monthSpent) };
+        const told = {
+          day: sameDay ? range(daySpent) : ([0, 0] as [number, number]),
+          month: range(monthSpent),
+        };
         for (const crossing of clock.crossings(scope, lease.limits, told)) this.#crossed(crossing);
       },
       () => {},

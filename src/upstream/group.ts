@@ -40,8 +40,8 @@ export class UpstreamGroup {
   readonly #hashes = new Map<number, string>();
   /** The hashes of the finalized blocks nodes named, by height: one named again with another hash was rewritten. */
   readonly #finalHashes = new Map<number, string>();
-  /** Each node's last finalized block, by height and hash. */
-  readonly #finalOf = new WeakMap<Upstream, { readonly height: number; readonly hash: string }>();
+  /** The finalized blocks each node named lately, hash by height. */
+  readonly #finalOf = new WeakMap<Upstream, Map<number, string>>();
   /** Node-made states (filters) by name, and the node each is on (`handleMade`). */
   readonly #handles = new Map<string, { readonly upstream: Upstream; readonly usedAt: number }>();
   /**
@@ -144,14 +144,23 @@ export class UpstreamGroup {
     if (height < finalized && this.#aloneAtFinalized(node)) this.#finalRewritten();
   }
 
-  /** Whether a node in rotation but `node` last named `hash` as its finalized block at `height`. */
+  /** Whether a node in rotation but `node` named `hash` as its finalized block at `height`, last it named one there. */
   #stillNamed(node: Upstream, height: number, hash: string): boolean {
-    for (const member of this.members) {
-      const named = member === node ? undefined : this.#finalOf.get(member);
-      if (named !== undefined && member.health.inRotation && named.height === height && named.hash === hash)
+    for (const member of this.members)
+      if (member !== node && member.health.inRotation && this.#finalOf.get(member)?.get(height) === hash)
         return true;
-    }
     return false;
+  }
+
+  #named(node: Upstream, height: number, hash: string): void {
+    let named = this.#finalOf.get(node);
+    if (named === undefined) {
+      named = new Map();
+      this.#finalOf.set(node, named);
+    }
+    named.delete(height);
+    named.set(height, hash);
+    if (named.size > FINAL_HASHES) named.delete(named.keys().next().value as number);
   }
 
   /** Whether no node of the label but `node` is in rotation at or past the finalized height. */
@@ -226,7 +235,7 @@ export class UpstreamGroup {
    */
   finalizedSeen(height: number, hash?: string, node?: Upstream): void {
     if (hash !== undefined) {
-      if (node !== undefined) this.#finalOf.set(node, { height, hash });
+      if (node !== undefined) this.#named(node, height, hash);
       // not the head reads' hashes: a block seen at the head may have been replaced before it was final
       const known = this.#finalHashes.get(height);
       if (known !== undefined && known !== hash) {

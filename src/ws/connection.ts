@@ -46,7 +46,7 @@ export interface ConnectionOptions {
   readonly reconnect: Reconnect;
   /**
    * A write the connection sent was answered by `node`: its label's answers read at the head end
-   * (src/cache/), and its caller's next reads, over either transport, go first to that node.
+   * (src/cache/), and its caller's next HTTP reads go first to that node (the connection's are on it).
    */
   readonly onWrite: (node: Upstream) => void;
   /** Where a message the gateway failed after it went is logged (a write a move refused). */

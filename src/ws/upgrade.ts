@@ -238,7 +238,7 @@ export class WebSocketGateway implements WebSocketCounts {
           besides,
         ),
       // as over HTTP: a caller reads its own write, not an answer the cache kept from before it, and its
-      // next reads, a WebSocket's and HTTP's, go first to the node whose mempool has it
+      // next HTTP reads go first to the node whose mempool has it (this connection's are on that node)
       onWrite: (node) => {
         group.wrote(admitted);
         group.writers.took(admitted.clientId, node);

@@ -257,6 +257,10 @@ describe("key settings", () => {
     expect(await status("debug_traceCall", [{ to: AA }, "latest", { stateOverrides: code }])).toBe(
       "contracts",
     );
+    expect(await status("trace_call", [{ to: AA }, ["trace"], "latest", code])).toBe("contracts");
+    const bundle = [{ transactions: [{ to: AA }] }];
+    expect(await status("debug_traceCallMany", [bundle, {}, { stateOverrides: code }])).toBe("contracts");
+    expect(await status("trace_call", [{ to: AA }, ["trace"], "latest"])).toBe(200);
     const simulated = simulate(AA);
     (simulated[0] as { blockStateCalls: object[] }).blockStateCalls.push({ stateOverrides: code, calls: [] });
     expect(await status("eth_simulateV1", simulated)).toBe("contracts");
@@ -399,6 +403,11 @@ describe("checking settings a customer sends", () => {
     expect(wrong({ contracts: [`${TRON_CONTRACT.slice(0, -1)}u`] })).toBe("contracts[0]");
     // a port no origin has; an IPv6 host and one in other letters than ASCII's are origins a browser sends
     expect(wrong({ origins: ["https://a.example.org:99999"] })).toBe("origins[0]");
+    expect(wrong({ origins: ["http://[:::::]"] })).toBe("origins[0]");
+    expect(wrong({ origins: ["http://[1.2.3.4]"] })).toBe("origins[0]");
+    expect(checkedSettings({ origins: ["http://[0:0:0:0:0:0:0:1]:3000"] })).toEqual({
+      origins: ["http://[::1]:3000"],
+    });
     expect(checkedSettings({ origins: ["http://[::1]:3000", "https://bücher.example"] })).toEqual({
       origins: ["http://[::1]:3000", "https://xn--bcher-kva.example"],
     });

@@ -48,4 +48,15 @@ describe("final blocks rewritten", () => {
     }
     expect(forgotten()).toBe(0);
   });
+
+  it("a node a finalized block behind on its own fork, while the others' finality moves on: its own trouble", () => {
+    const [a, b, c] = [nodeAt(200), nodeAt(200), nodeAt(199)];
+    const { group, forgotten } = watched([a, b, c]);
+    for (let height = 100; height < 110; height++) {
+      group.finalizedSeen(height, `0xgood${height}`, a);
+      group.finalizedSeen(height, `0xgood${height}`, b);
+      group.finalizedSeen(height - 1, `0xfork${height - 1}`, c);
+    }
+    expect(forgotten()).toBe(0);
+  });
 });
