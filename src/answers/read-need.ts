@@ -112,9 +112,7 @@ export function readNeed(
       need ??= new ReadNeed();
       need.atHead = true;
       // a mined transaction's block: a newer one than the label served raises its head
-      const path = rules.heightIn?.[call.method];
-      if (path !== undefined)
-        need.learn.push({ id, path: [...RESULT, ...path], encoding: rules.block.encoding, isHead: false });
+      learnHeightIn(need, rules, call, id);
       continue;
     }
     const handles = rules?.handles;
@@ -164,9 +162,7 @@ export function readNeed(
       }
     } else if (named === "head") {
       need.atHead = true;
-      const path = rules.heightIn?.[call.method];
-      if (path !== undefined)
-        need.learn.push({ id, path: [...RESULT, ...path], encoding: rules.block.encoding, isHead: false });
+      learnHeightIn(need, rules, call, id);
     } else {
       if (named > need.highestBlock) need.highestBlock = named;
       if (rules.archive?.state.includes(call.method)) {
@@ -181,6 +177,13 @@ export function readNeed(
 
 /** What `blockParam` answers for a call that names no block the rules read. */
 export const NO_BLOCK_PARAM = Symbol("no block param");
+
+/** Where a call's answer says the block it read (registry `heightIn`): the label's served head learns it. */
+function learnHeightIn(need: ReadNeed, rules: ReadRules, call: PassedCall, id: string | undefined): void {
+  const path = rules.heightIn?.[call.method];
+  if (path !== undefined)
+    need.learn.push({ id, path: [...RESULT, ...path], encoding: rules.block.encoding, isHead: false });
+}
 
 /**
  * A call's block param as `reads.at` places it (undefined when the caller left it out: the head), or

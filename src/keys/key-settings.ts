@@ -88,10 +88,11 @@ function checkedEntry(
   if (kind === "origins") {
     // a browser sends a host of other letters than ASCII's as punycode (xn--…): kept as it will come
     let origin = asciiHost(entry.toLowerCase().replace(/\/$/, ""));
-    const [, , wildcard, host = "", port] = ORIGIN.exec(origin) ?? [];
+    const parts = ORIGIN.exec(origin);
+    const [, , wildcard, host = "", port] = parts ?? [];
     const ipv6 = host.startsWith("[") ? host.slice(1, -1) : undefined;
     if (
-      !ORIGIN.test(origin) ||
+      parts === null ||
       (port !== undefined && !(Number(port) >= 1 && Number(port) <= 65_535)) ||
       (ipv6 !== undefined && (wildcard !== undefined || isIP(ipv6) !== 6))
     )

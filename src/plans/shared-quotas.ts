@@ -219,15 +219,28 @@ export class SharedQuotaLedger implements QuotaLedger {
         // are still the month's while it has not turned too
         const sameDay = lease.day === clock.day;
         if (!sameDay && lease.day.slice(0, 7) !== clock.day.slice(0, 7)) return;
-        const range = (after: number): [number, number] => [after - spent, after];
-        const told = {
-          day: sameDay ? range(daySpent) : ([0, 0] as [number, number]),
-          month: range(monthSpent),
-        };
-        for (const crossing of clock.crossings(scope, lease.limits, told)) this.#crossed(crossing);
+        this.#told(scope, lease.limits, spent, sameDay ? daySpent : undefined, monthSpent);
       },
       () => {},
     );
+  }
+
+  /**
+   * `spent` units told to Redis brought its spent counters to `daySpent` and `monthSpent`: the 80 % and
+   * 100 % they passed are announced (the day's only where `daySpent` is given).
+   */
+  #told(
+    scope: string,
+    limits: QuotaLimits,
+    spent: number,
+    daySpent: number | undefined,
+    monthSpent: number,
+  ): void {
+    const told = {
+      day: (daySpent === undefined ? [0, 0] : [daySpent - spent, daySpent]) as [number, number],
+      month: [monthSpent - spent, monthSpent] as [number, number],
+    };
+    for (const crossing of this.#clock.crossings(scope, limits, told)) this.#crossed(crossing);
   }
 
   async #waitFor(
@@ -261,7 +274,6 @@ export class SharedQuotaLedger implements QuotaLedger {
     cost: number,
   ): Promise<void> {
     if (lease.pending !== undefined) return lease.pending;
-    const clock = this.#clock;
     const want = this.#size(size, cost, limits) + Math.max(0, need);
     const day = lease.day;
     const keys = counterKeys(scope, day);
@@ -282,14 +294,7 @@ export class SharedQuotaLedger implements QuotaLedger {
           lease.spent = granted === 0;
           lease.dayUnits = dayUnits;
           lease.monthUnits = monthUnits;
-          const spent = {
-            day: [daySpent - reported, daySpent],
-            month: [monthSpent - reported, monthSpent],
-          } as {
-            day: [number, number];
-            month: [number, number];
-          };
-          for (const crossing of clock.crossings(scope, limits, spent)) this.#crossed(crossing);
+          this.#told(scope, limits, reported, daySpent, monthSpent);
         },
         (error: Error) => {
           lease.unreported += reported;

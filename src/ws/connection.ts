@@ -22,7 +22,7 @@ import { ClientLiveness } from "./liveness.js";
 import { MessageIntake, toText } from "./message-intake.js";
 import { MessageSender, paramsOf } from "./message-sender.js";
 import { ConnectionMove, type Reconnect } from "./move.js";
-import { type ArchiveRefusals, archiveRefusals, withinCap } from "./node-answers.js";
+import { type ArchiveRefusals, archiveReadsOf, archiveRefusals, withinCap } from "./node-answers.js";
 import { NodeChoice } from "./node-choice.js";
 import type { NodeSocket } from "./node-socket.js";
 import { PendingCalls, type Settled, type UpstreamMessage } from "./pending-calls.js";
@@ -150,8 +150,7 @@ export class Connection {
       policy: this.#policy,
       limits: options.limits,
       cachedShare: mounted.admitted.plan?.cachedShare ?? 1,
-      archiveReads:
-        this.#archiveRefusals === undefined ? undefined : new Set(this.#policy.reads?.archive?.state),
+      archiveReads: this.#archiveRefusals === undefined ? undefined : archiveReadsOf(this.#policy),
       unitsOf: (calls) =>
         callsUnits(
           mounted.mount.policy.computeUnits,
