@@ -26,9 +26,18 @@ export class ConfigSource {
     }
   }
 
-  /** The file's value as plain data; an empty file is an empty object. */
+  /**
+   * The file's value as plain data. A file with nothing in it (empty, only comments, or `null`) is refused:
+   * it is what a config tool that truncated the file, or a failed `envsubst > file`, leaves behind, and
+   * reloading it would withdraw every key and node. A deployment of defaults alone writes `{}`.
+   */
   value(): unknown {
-    return this.#doc.toJS() ?? {};
+    const value = this.#doc.toJS();
+    if (value === null || value === undefined)
+      throw new ConfigError(
+        `${this.file}: the file holds no config (it is empty, only comments, or null); write {} for the defaults`,
+      );
+    return value;
   }
 
   /**

@@ -91,6 +91,11 @@ export const ERRORS = {
     message: "The HTTP method is not allowed on this path",
   },
   WEBSOCKET_NOT_OFFERED: { status: 400, rpc: -32600, message: "This endpoint has no WebSocket interface" },
+  WEBSOCKET_HANDSHAKE_INVALID: {
+    status: 400,
+    rpc: -32600,
+    message: "The WebSocket handshake is malformed",
+  },
   TOO_MANY_CONNECTIONS: {
     status: 429,
     rpc: -32005,

@@ -20,6 +20,7 @@ import type { Upstream } from "../upstream/upstreams.js";
 import { CachedCalls } from "./cached-calls.js";
 import { CLOSE } from "./close-codes.js";
 import { Connection } from "./connection.js";
+import { checkHandshake, invalid } from "./handshake.js";
 import { openHttpBridge } from "./http-bridge.js";
 import type { NodeSocket } from "./node-socket.js";
 
@@ -77,12 +78,21 @@ export class WebSocketGateway implements WebSocketCounts {
       perMessageDeflate: false,
       maxPayload: config.limits.ws.maxMessageBytes,
     });
+    // a handshake `ws` refuses itself (a malformed Sec-WebSocket-Protocol) is refused as any other upgrade
+    this.#server.on("wsClientError", (error, socket, req) => {
+      const abandon = this.#handshakes.get(req);
+      if (abandon !== undefined) abandon(invalid(error.message));
+      else socket.destroy();
+    });
     // the handshake's answer carries the upgrade's request id, as every HTTP answer does
     this.#server.on("headers", (headers, req) => {
       const id = this.#requestIds.get(req);
       if (id !== undefined) headers.push(`${REQUEST_ID_HEADER}: ${id}`);
     });
   }
+
+  /** What gives up each upgrade handed to `ws` and not yet called back: its slot and its node's socket. */
+  readonly #handshakes = new WeakMap<IncomingMessage, (refusal?: GatewayError) => void>();
 
   /** Each upgrade's request id (http/request-id.ts), until its handshake is answered. */
   readonly #requestIds = new WeakMap<IncomingMessage, string>();
@@ -97,6 +107,7 @@ export class WebSocketGateway implements WebSocketCounts {
     this.#requestIds.set(req, requestId);
     try {
       if (req.headers.upgrade?.toLowerCase() !== "websocket") throw new GatewayError("WEBSOCKET_NOT_OFFERED");
+      checkHandshake(req);
       const resolved = this.#stages.resolveEndpoint(req); // 1
       const { endpoint } = resolved;
       label = endpoint.label;
@@ -124,9 +135,20 @@ export class WebSocketGateway implements WebSocketCounts {
             upstreamSocket.close();
             return;
           }
+          // `ws` may refuse the handshake itself (wsClientError below) or drop a socket that closed meanwhile,
+          // and then never calls back: the slot and the node's socket are given up there, or at its close.
+          const abandon = (refusal?: GatewayError): void => {
+            if (!this.#handshakes.delete(req)) return;
+            release();
+            upstreamSocket.terminate();
+            if (refusal !== undefined) this.#refuse(socket, refusal, label, requestId, trace, keyId);
+          };
+          this.#handshakes.set(req, abandon);
+          socket.once("close", () => abandon());
           // Called back from the upstream socket's events: what this throws ends this upgrade only.
           try {
             this.#server.handleUpgrade(req, socket, head, (client) => {
+              this.#handshakes.delete(req);
               try {
                 this.#open(client, upstreamSocket, upstream, mounted, release);
                 endUpgrade(trace, 101, undefined, upstream.metricName);
@@ -138,6 +160,7 @@ export class WebSocketGateway implements WebSocketCounts {
               }
             });
           } catch (failure) {
+            this.#handshakes.delete(req);
             release();
             upstreamSocket.terminate();
             this.#refuse(socket, failure, label, requestId, trace, keyId);

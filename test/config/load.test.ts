@@ -77,6 +77,19 @@ describe("the deployment config", () => {
     expect(message).toContain('both.yaml:3:3: upstreams: "nope" is not a label of the registry');
   });
 
+  it.each([
+    ["empty", ""],
+    ["only comments", "# rewritten by the deploy tool\n"],
+    ["null", "null\n"],
+  ])("a file that holds no config (%s) is refused, where {} means the defaults", (_, text) => {
+    expect(() => loadConfig(endpointsByLabel, { GATEWAY_CONFIG: file("blank.yaml", text) })).toThrow(
+      /blank\.yaml: the file holds no config/,
+    );
+    expect(
+      loadConfig(endpointsByLabel, { GATEWAY_CONFIG: file("braces.yaml", "{}\n") }).listen,
+    ).toBeDefined();
+  });
+
   it("upstreams come from the environment too, where secrets belong", () => {
     const config = loadConfig(endpointsByLabel, {
       GATEWAY_CONFIG: file("empty.yaml", "{}\n"),

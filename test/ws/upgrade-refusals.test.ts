@@ -117,6 +117,25 @@ describe("WebSocket upgrade refusals", () => {
       rpc: -32600,
       extra: { upgrade: "h2c" },
     },
+    {
+      name: "a malformed Sec-WebSocket-Key",
+      label: "dot",
+      path: `/${KEYS.all}`,
+      status: 400,
+      code: "WEBSOCKET_HANDSHAKE_INVALID",
+      rpc: -32600,
+      data: { reason: "missing or invalid Sec-WebSocket-Key header" },
+      extra: { "sec-websocket-key": "not-a-key" },
+    },
+    {
+      name: "a WebSocket version the gateway does not speak",
+      label: "dot",
+      path: `/${KEYS.all}`,
+      status: 400,
+      code: "WEBSOCKET_HANDSHAKE_INVALID",
+      rpc: -32600,
+      extra: { "sec-websocket-version": "7" },
+    },
     { name: "no key", label: "dot", path: "/", status: 401, code: "UNAUTHORIZED", rpc: -32040 },
     {
       name: "an unknown key",
@@ -183,6 +202,34 @@ describe("WebSocket upgrade refusals", () => {
       expect(node.connections.length).toBe(before);
     });
   }
+
+  it("a handshake ws refuses itself (a malformed Sec-WebSocket-Protocol) gives its slot and node socket back", async () => {
+    const small = await startGateway({
+      upstreams: { dot: [node.url] },
+      limits: { ws: { ...gw.config.limits.ws, maxConnectionsPerKey: 2 } },
+    });
+    try {
+      for (let i = 0; i < 3; i++) {
+        const refused = await upgrade(small.port, `dot.${DOMAIN}`, `/${KEYS.all}`, {
+          "sec-websocket-protocol": "a,,b",
+        });
+        expect(refused.status).toBe(400);
+        expect(refused.json?.error?.data).toMatchObject({ code: "WEBSOCKET_HANDSHAKE_INVALID" });
+        expect(refused.headers["x-request-id"]).toBeTypeOf("string");
+      }
+      // each opened its node socket before ws read the header: each is closed again
+      await waitUntil(
+        () => node.openConnections() === 0,
+        3_000,
+        "the refused upgrades' node sockets to close",
+      );
+      // and the key's two slots are free: two upgrades complete
+      for (let i = 0; i < 2; i++)
+        expect((await upgrade(small.port, `dot.${DOMAIN}`, `/${KEYS.all}`)).status).toBe(101);
+    } finally {
+      await small.close();
+    }
+  });
 
   it("`/KEY/` is accepted like `/KEY`: both complete the handshake and relay calls", async () => {
     for (const path of [`/${KEYS.all}`, `/${KEYS.all}/`]) {
