@@ -5,7 +5,7 @@ import standalone from "ajv/dist/standalone/index.js";
 import { Project, type SourceFile, VariableDeclarationKind } from "ts-morph";
 import { emitConfigValidator } from "./config-validator.js";
 import type { EndpointModel, PolicyModel, RegistryModel } from "./model.js";
-import type { EnvelopeRule } from "./registry-types.js";
+import type { BodyTestSpec, EnvelopeRule, NodeErrorsSpec } from "./registry-types.js";
 import type { TrieNode } from "./route-template.js";
 
 /** Every file of generated/, by name, exactly as it must be on disk. */
@@ -165,7 +165,6 @@ function policyLiteral(policy: PolicyModel, model: RegistryModel): string {
       plainTextBody: ${rule.plainTextBody === true},
       errorCauses: ${rule.errorCauses === true},
       legacyReplies: ${rule.legacyReplies === true},
-      ${rule.errorStatus === undefined ? "" : `nodeErrors: { status: ${rule.errorStatus}, unavailableCodes: ${literal(rule.unavailableCodes ?? [])} },`}
       methods: new Map<string, MethodAccess>([${methods.join(",\n")}]),
       writes: new Set<string>(${literal(policy.writes)}),
       ${policy.subscriptions === undefined ? "" : `subscriptions: ${literal(policy.subscriptions)},`}
@@ -186,6 +185,7 @@ function policyLiteral(policy: PolicyModel, model: RegistryModel): string {
     parts.push(`longPolls: { ${members.join(", ")} }`);
   }
   if (policy.errorMember !== undefined) parts.push(`errorMember: ${JSON.stringify(policy.errorMember)}`);
+  if (policy.nodeErrors !== undefined) parts.push(`nodeErrors: ${nodeErrorsLiteral(policy.nodeErrors)}`);
   if (policy.contracts !== undefined) parts.push(`contracts: ${literal(policy.contracts)}`);
   if (policy.stateOverrides !== undefined) parts.push(`stateOverrides: ${literal(policy.stateOverrides)}`);
   if (policy.envelope === undefined && policy.reads !== undefined)
@@ -198,6 +198,17 @@ function policyLiteral(policy: PolicyModel, model: RegistryModel): string {
     archive: ${units.archive},
   }`);
   return `{ ${parts.join(",\n")} }`;
+}
+
+function nodeErrorsLiteral({ status, answer, unavailable }: NodeErrorsSpec): string {
+  const test = ({ member, matches, ...rest }: BodyTestSpec): string => {
+    const fields = [`member: ${literal(member.split("."))}`];
+    // a pattern that is not one fails the codegen here, not the gateway at its first 5xx
+    if (matches !== undefined) fields.push(`matches: ${new RegExp(matches).toString()}`);
+    for (const [name, value] of Object.entries(rest)) fields.push(`${name}: ${literal(value)}`);
+    return `{ ${fields.join(", ")} }`;
+  };
+  return `{ status: ${status}, answer: ${test(answer)}${unavailable === undefined ? "" : `, unavailable: ${test(unavailable)}`} }`;
 }
 
 function trieLiteral(node: TrieNode): string {

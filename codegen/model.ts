@@ -12,7 +12,14 @@ import type {
 import { checkRegistry, isRouteText } from "./checks.js";
 import { type ComputeUnitsModel, compileComputeUnits } from "./compute-units.js";
 import { type LoadedRegistry, loadRegistry, RegistryError } from "./load.js";
-import type { ChainSpec, EnvelopeRule, HeadSpec, InterfaceSpec, RegistrySpec } from "./registry-types.js";
+import type {
+  ChainSpec,
+  EnvelopeRule,
+  HeadSpec,
+  InterfaceSpec,
+  NodeErrorsSpec,
+  RegistrySpec,
+} from "./registry-types.js";
 import { emptyTrie, insertRoute, parseRouteTemplate, type TrieNode } from "./route-template.js";
 
 /** What one mount serves, merged across the interfaces listed on it. */
@@ -45,6 +52,8 @@ export interface PolicyModel {
   readonly reads?: ReadRules;
   /** The member of a REST answer that holds the node's error, where the interface says. */
   readonly errorMember?: string;
+  /** How its node answers a call's own errors at a 5xx status: an interface's, else its envelope's. */
+  readonly nodeErrors?: NodeErrorsSpec;
   /** What one call costs in compute units (compute-units.ts). */
   readonly computeUnits: ComputeUnitsModel;
 }
@@ -237,6 +246,9 @@ function mergePolicy(id: string, ids: readonly string[], spec: RegistrySpec): Po
   const restPaths = [...new Set(interfaces.flatMap((i) => i.restPaths ?? []))];
   const overHttp = interfaces.every((i) => i.family !== "jsonrpc" || i.webSocketOverHttp === true);
   const errorMember = interfaces.find((i) => i.errorMember !== undefined)?.errorMember;
+  const nodeErrors =
+    interfaces.find((i) => i.nodeErrors !== undefined)?.nodeErrors ??
+    envelopeNodeErrors(first.envelope === undefined ? undefined : spec.envelopes[first.envelope]);
   const reads = interfaces.find((i) => i.reads !== undefined)?.reads;
   const contracts: Record<string, string[]> = {};
   const stateOverrides: Record<string, string[]> = {};
@@ -259,10 +271,26 @@ function mergePolicy(id: string, ids: readonly string[], spec: RegistrySpec): Po
     ...(overHttp && first.family === "jsonrpc" ? { webSocketOverHttp: true as const } : {}),
     ...(restPaths.length === 0 ? {} : { restPaths }),
     ...(errorMember === undefined ? {} : { errorMember }),
+    ...(nodeErrors === undefined ? {} : { nodeErrors }),
     ...(reads === undefined ? {} : { reads }),
     ...(Object.keys(contracts).length === 0 ? {} : { contracts }),
     ...(Object.keys(stateOverrides).length === 0 ? {} : { stateOverrides }),
     computeUnits: compileComputeUnits(interfaces),
+  };
+}
+
+/**
+ * A JSON-RPC envelope's `errorStatus` as the rule every interface may write: a body that is a JSON-RPC
+ * error (its `error.code` a number) is the node's answer, one of `unavailableCodes` the node unable to serve.
+ */
+function envelopeNodeErrors(rule: EnvelopeRule | undefined): NodeErrorsSpec | undefined {
+  if (rule?.errorStatus === undefined) return undefined;
+  return {
+    status: rule.errorStatus,
+    answer: { member: "error.code", type: "number" },
+    ...(rule.unavailableCodes === undefined || rule.unavailableCodes.length === 0
+      ? {}
+      : { unavailable: { member: "error.code", in: rule.unavailableCodes } }),
   };
 }
 

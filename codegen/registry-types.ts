@@ -13,12 +13,27 @@ export interface EnvelopeRule {
   plainTextBody?: boolean;
   /** A 1.0 call is answered in 1.0's shape (JsonRpcPolicy.legacyReplies). */
   legacyReplies?: boolean;
-  /** The status of the node's own JSON-RPC errors (JsonRpcPolicy.nodeErrors). */
+  /** The status of the node's own JSON-RPC errors (InterfacePolicy.nodeErrors). */
   errorStatus?: number;
-  /** The codes of a node that cannot serve yet (JsonRpcPolicy.nodeErrors). */
+  /** The codes of a node that cannot serve yet (InterfacePolicy.nodeErrors). */
   unavailableCodes?: number[];
   /** The node's errors carry nearcore's `name` and `cause` (JsonRpcPolicy.errorCauses). */
   errorCauses?: boolean;
+}
+
+/** A test of one member of a JSON answer, as written (src/registry/types.ts BodyTest). */
+export interface BodyTestSpec {
+  member: string;
+  is?: string | number | boolean | null;
+  type?: "number" | "string" | "boolean" | "object";
+  matches?: string;
+  in?: (string | number)[];
+}
+
+export interface NodeErrorsSpec {
+  status: number;
+  answer: BodyTestSpec;
+  unavailable?: BodyTestSpec;
 }
 
 export interface MethodGroups {
@@ -74,6 +89,8 @@ export interface InterfaceSpec {
   chain?: ChainSpec;
   /** A REST interface whose nodes answer errors with a success status: the member that holds the error. */
   errorMember?: string;
+  /** How its node answers a call's own errors at a 5xx status (InterfacePolicy.nodeErrors). */
+  nodeErrors?: NodeErrorsSpec;
   /** How the WebSocket relay moves subscriptions (src/registry/types.ts SubscriptionRules, as written). */
   subscriptions?: SubscriptionsSpec;
   /** Paths below the mount that take the same JSON-RPC calls (JsonRpcPolicy.paths). */

@@ -74,7 +74,7 @@ export class UpstreamPlanner {
       heldMs: outgoing.heldMs ?? 0,
       write: outgoing.write,
       writeIds: outgoing.writeIds,
-      nodeErrors: mounted.mount.policy.jsonrpc?.nodeErrors,
+      nodeErrors: mounted.mount.policy.nodeErrors,
       limits: this.#config.limits.upstream,
       // A stream stays open while the node pushes: it has no size cap, as it has no end.
       maxBytes: outgoing.stream ? Number.POSITIVE_INFINITY : this.#config.limits.upstream.maxResponseBytes,

@@ -44,10 +44,28 @@ export interface EnvelopeValidator {
   errors?: EnvelopeErrorDetail[] | null;
 }
 
-/** How a dialect's node answers its own errors at a 5xx status (JsonRpcPolicy.nodeErrors). */
+/**
+ * One test of a JSON answer's member (registry `nodeErrors`): the member at `member` (keys and indexes)
+ * is `is`, is of `type`, matches `matches` or is one of `in`.
+ */
+export interface BodyTest {
+  readonly member: readonly string[];
+  readonly is?: string | number | boolean | null;
+  readonly type?: "number" | "string" | "boolean" | "object";
+  readonly matches?: RegExp;
+  readonly in?: readonly (string | number)[];
+}
+
+/**
+ * How an interface's node answers a call's own errors at a 5xx status (registry `nodeErrors`, or a
+ * JSON-RPC envelope's `errorStatus`): an answer at `status` is read whole and is the node's answer to
+ * the call when its JSON body passes `answer` and not `unavailable` (the node saying it cannot serve);
+ * anything else at that status is a failure of the node, as any 5xx is (upstream/node-errors.ts).
+ */
 export interface NodeErrors {
   readonly status: number;
-  readonly unavailableCodes: readonly number[];
+  readonly answer: BodyTest;
+  readonly unavailable?: BodyTest;
 }
 
 export interface JsonRpcPolicy {
@@ -66,12 +84,6 @@ export interface JsonRpcPolicy {
    * gateway's own errors to it too (errors/respond.ts).
    */
   readonly legacyReplies: boolean;
-  /**
-   * The HTTP status at which the dialect's node answers its own JSON-RPC errors (registry `errorStatus`,
-   * bitcoind's 500), and the codes by which it says it cannot serve yet (`unavailableCodes`): an answer at
-   * that status is read whole and is the node's when it is a JSON-RPC error of another code.
-   */
-  readonly nodeErrors?: NodeErrors;
   readonly methods: ReadonlyMap<string, MethodAccess>;
   /** Methods that submit something (registry `writes`): never sent to a node twice. */
   readonly writes: ReadonlySet<string>;
@@ -438,6 +450,8 @@ export interface InterfacePolicy {
    * with a success status (registry `errorMember`); a JSON-RPC answer's is always `error`.
    */
   readonly errorMember?: string;
+  /** How its node answers a call's own errors at a 5xx status (registry `nodeErrors`, `errorStatus`). */
+  readonly nodeErrors?: NodeErrors;
   /** Where a REST interface's routes name a block (registry `reads.paths`), for src/answers/read-need.ts. */
   readonly restReads?: RestReadRules;
   /** What one call costs in compute units (registry `computeUnits`, docs/compute-units.md). */

@@ -7,6 +7,7 @@ import type { AttemptGate, AttemptHandler } from "./attempt.js";
 import { describeFailure, type FailureKind, failureKind, toGatewayError } from "./failure.js";
 import { type AwaitingHedge, hedgeClock } from "./hedge-clock.js";
 import type { CappedOptions } from "./interceptors.js";
+import { isNodesAnswer } from "./node-errors.js";
 import type { UpstreamCall } from "./policy.js";
 import { type Upstream, upstreamPath } from "./upstreams.js";
 
@@ -179,13 +180,13 @@ export abstract class CallRun<Caller extends CallerSide = CallerSide> implements
   }
 
   /**
-   * An answer at the dialect's error status (bitcoind's 500), read whole: the node's own answer when it is
-   * a JSON-RPC error of a code other than those by which the node says it cannot serve yet; any other body
-   * (a proxy's error page, -28 while it loads) is a failure, as any 5xx is.
+   * An answer at the interface's error status (bitcoind's, ton-http-api's, Octez's 500), read whole: the
+   * node's own answer when its body says so (node-errors.ts); any other body (a proxy's error page,
+   * bitcoind's -28 while it loads) is a failure, as any 5xx is.
    */
   answeredWhole(attempt: AttemptHandler, statusCode: number, body: Buffer): boolean {
-    const unavailable = this.call.nodeErrors?.unavailableCodes ?? [];
-    return this.#answered(attempt, statusCode, !isOwnError(body, unavailable));
+    const rules = this.call.nodeErrors;
+    return this.#answered(attempt, statusCode, rules === undefined || !isNodesAnswer(body, rules));
   }
 
   #answered(attempt: AttemptHandler, statusCode: number, failedStatus: boolean): boolean {
@@ -458,19 +459,6 @@ export abstract class CallRun<Caller extends CallerSide = CallerSide> implements
 }
 
 /** Whether a body is one JSON-RPC answer whose error is the node's own, not one of `unavailable`'s codes. */
-function isOwnError(body: Buffer, unavailable: readonly number[]): boolean {
-  let answer: unknown;
-  try {
-    answer = JSON.parse(body.toString("utf8"));
-  } catch {
-    return false;
-  }
-  const error = (answer as { error?: unknown } | null)?.error;
-  if (typeof error !== "object" || error === null) return false;
-  const code = (error as { code?: unknown }).code;
-  return typeof code === "number" && !unavailable.includes(code);
-}
-
 /** The node holds the call on purpose: a stream while its caller listens, a long poll while it waits. */
 export function isHeld(call: UpstreamCall): boolean {
   return call.stream || call.heldMs > 0;

@@ -294,8 +294,11 @@ const toncenter: JsonRpcSoftware = {
       return { status: 200, json: { ok: true, result: outcome.result, jsonrpc: "2.0", ...id } };
     if (outcome.error === "unknown-method")
       return { status: 422, json: { ok: false, error: "Unknown method", jsonrpc: "2.0", ...id } };
-    // A tonlib failure escapes the JSON-RPC handler: no jsonrpc, no id.
-    return { status: 500, json: { ok: false, error: "LITE_SERVER_NETWORK timeout", code: 500 } };
+    // A tonlib error escapes the JSON-RPC handler to the app's TonlibException handler: no jsonrpc, no id,
+    // HTTP 500 whether the call was at fault (an inactive account's get-method, an unknown block) or the
+    // liteserver (LITE_SERVER_NETWORK: it is away)
+    const error = outcome.error === "rejected" ? outcome.message : "LITE_SERVER_NETWORK: timeout";
+    return { status: 500, json: { ok: false, error, code: 500 } };
   },
 };
 
@@ -428,6 +431,8 @@ export interface RestSoftware {
   readonly notFound: Reply;
   /** The node failing the call. */
   readonly failure: Reply;
+  /** The call's own error, as the software's handler answers it (NodeRejection); a 500 for any other. */
+  rejected?(rejection: NodeRejection): Reply;
   /** The credential it demands on its routes (node-guards.ts). */
   readonly guard?: Guard;
   /** It answers a GET as the POST of the same path (java-tron's servlets: doGet and doPost alike). */
@@ -448,6 +453,12 @@ export const REST_SOFTWARE: Readonly<Record<string, RestSoftware>> = {
       status: 500,
       body: '[{"kind":"temporary","id":"failure","msg":"Error while applying operation: store closed"}]\n',
     },
+    // a protocol's verdict on the call: [{"kind":"temporary","id":"proto.<protocol>.contract.balance_too_low",…}]
+    rejected: (rejection) => ({
+      status: 500,
+      headers: { "content-type": JSON_TYPE },
+      body: `${JSON.stringify([rejection.body ?? { kind: "permanent", id: rejection.message }])}\n`,
+    }),
   },
   "vechain-thor": {
     name: "Thor",

@@ -108,7 +108,12 @@ function answerAt(mount: Mount, path: string, request: SeenRequest, state: NodeS
       ? queryAsBody(request.url)
       : jsonOrNothing(request.body);
   if (state.mode === "no-head" && HEAD_ANSWERS[key] !== undefined) return rest.ok(answer.noHead ?? {});
-  return rest.ok(answer.result(state, body));
+  try {
+    return rest.ok(answer.result(state, body));
+  } catch (error) {
+    if (!(error instanceof NodeRejection)) throw error;
+    return rest.rejected?.(error) ?? { status: 500, body: error.message };
+  }
 }
 
 /** A GET's query as the fields a java-tron servlet reads from it, numbers as the numbers it parses. */

@@ -106,3 +106,92 @@ describe("a 500 that is not bitcoind's own answer is a failure (loopback Bitcoin
     });
   }
 });
+
+// ton-http-api answers every tonlib error at HTTP 500 as {"ok": false, "error", "code": 500}, over JSON-RPC
+// too (pyTON/main.py's TonlibException handler), and Octez answers a protocol's verdict on an operation at
+// 500 as a list of {kind, id} (resto's server.ml): both are the node's answer to a caller's call (registry
+// `nodeErrors`). Counted as failures, three callers' mistakes took every node out of rotation and with them
+// every write of the label. Their own troubles (tonlib's LITE_SERVER_NETWORK, Octez's `failure`) still are
+// failures: the call goes to another node.
+const ton = endpointsByLabel.get("ton") as Endpoint;
+const xtz = endpointsByLabel.get("xtz") as Endpoint;
+const INACTIVE = "EQinactive000000000000000000000000000000000000000";
+const TONLIB_REFUSAL = `{"ok":false,"error":"LITE_SERVER_UNKNOWN: cannot run get-method of an account that is not active","code":500}`;
+const LITESERVER_AWAY = '{"ok":false,"error":"LITE_SERVER_NETWORK: timeout","code":500}';
+const BALANCE_TOO_LOW =
+  '[{"kind":"temporary","id":"proto.021-PsQuebec.contract.balance_too_low","contract":"tz1caller","balance":"1","amount":"1000000"}]\n';
+const SIMULATE = "/chains/main/blocks/head/helpers/scripts/simulate_operation";
+
+describe("a node's own error at HTTP 500 is its answer (loopback ton-http-api and Octez)", () => {
+  let tonNodes: LoopbackNode[];
+  let xtzNodes: LoopbackNode[];
+  let gw: RunningGateway;
+  let away = false;
+  const asked = (nodes: LoopbackNode[], what: string) =>
+    nodes.map((node) => node.requests.filter((r) => r.body.includes(what) || r.url.includes(what)).length);
+  const states = (label: string) =>
+    gw.gateway.upstreams.group(label, "/")?.members.map((m) => m.health.state);
+
+  beforeAll(async () => {
+    const tonlib = (request: { body: string }) => {
+      if (!request.body.includes(INACTIVE)) return undefined;
+      return { status: 500, body: away ? LITESERVER_AWAY : TONLIB_REFUSAL };
+    };
+    const octez = (request: { url: string }) =>
+      request.url.includes(SIMULATE)
+        ? { status: 500, headers: { "content-type": "application/json" }, body: BALANCE_TOO_LOW }
+        : undefined;
+    tonNodes = await Promise.all(
+      [0, 1, 2].map(() => startLoopbackNode(firstOf(tonlib, softwareNode(ton, nodeState(ton, 40_000_000))))),
+    );
+    xtzNodes = await Promise.all(
+      [0, 1, 2].map(() => startLoopbackNode(firstOf(octez, softwareNode(xtz, nodeState(xtz, 7_000_000))))),
+    );
+    gw = await startGateway({
+      upstreams: {
+        ton: tonNodes.map((node, i) => ({ url: node.url, name: `t${i}` })),
+        xtz: xtzNodes.map((node, i) => ({ url: node.url, name: `x${i}` })),
+      },
+      health: { ...DEFAULT_HEALTH, probeIntervalMs: 60_000 },
+    });
+    await everyNodeInRotation(gw);
+  });
+  afterAll(async () => {
+    await gw?.close();
+    await Promise.all([...(tonNodes ?? []), ...(xtzNodes ?? [])].map((node) => node.close()));
+  });
+
+  it("ton-http-api's tonlib error: relayed as it came, asked of one node each time, every node stays in rotation", async () => {
+    for (let id = 1; id <= 4; id++) {
+      const r = await gw.call("ton", `/${KEYS.all}/jsonRPC`, {
+        body: `{"jsonrpc":"2.0","id":${id},"method":"runGetMethod","params":{"address":"${INACTIVE}","method":"seqno","stack":[]}}`,
+      });
+      expect(r.status).toBe(500);
+      expect(r.json).toEqual(JSON.parse(TONLIB_REFUSAL));
+    }
+    expect(asked(tonNodes, INACTIVE).reduce((a, b) => a + b)).toBe(4);
+    expect(states("ton")).toEqual(["healthy", "healthy", "healthy"]);
+  });
+
+  it("Octez's protocol error: relayed as it came, asked of one node each time, every node stays in rotation", async () => {
+    for (let i = 0; i < 4; i++) {
+      const r = await gw.call("xtz", `/${KEYS.all}${SIMULATE}`, {
+        body: '{"operation":{},"chain_id":"NetXdQprcVkpaWU"}',
+      });
+      expect(r.status).toBe(500);
+      expect(r.text).toBe(BALANCE_TOO_LOW);
+    }
+    expect(asked(xtzNodes, SIMULATE).reduce((a, b) => a + b)).toBe(4);
+    expect(states("xtz")).toEqual(["healthy", "healthy", "healthy"]);
+  });
+
+  it("tonlib's own trouble (LITE_SERVER_NETWORK) at the same 500 is a failure: the call is asked of another node", async () => {
+    away = true;
+    const before = asked(tonNodes, INACTIVE).reduce((a, b) => a + b);
+    const r = await gw.call("ton", `/${KEYS.all}/jsonRPC`, {
+      body: `{"jsonrpc":"2.0","id":9,"method":"runGetMethod","params":{"address":"${INACTIVE}","method":"seqno","stack":[]}}`,
+    });
+    expect(r.status).toBeGreaterThanOrEqual(500);
+    expect(asked(tonNodes, INACTIVE).reduce((a, b) => a + b) - before).toBeGreaterThan(1);
+  });
+});

@@ -1,0 +1,33 @@
+import type { BodyTest, NodeErrors } from "../registry/types.js";
+
+/**
+ * Whether an answer at the interface's error status (`rules.status`), read whole, is the node's own answer
+ * to the call (a JSON-RPC error of bitcoind, a tonlib error of ton-http-api, a protocol error of Octez):
+ * relayed as it came and not counted against the node. A body that is not JSON, does not pass the rule's
+ * `answer` test, or passes its `unavailable` one (the node saying it cannot serve yet) is a failure.
+ */
+export function isNodesAnswer(body: Buffer, rules: NodeErrors): boolean {
+  let answer: unknown;
+  try {
+    answer = JSON.parse(body.toString("utf8"));
+  } catch {
+    return false;
+  }
+  return (
+    passes(answer, rules.answer) && (rules.unavailable === undefined || !passes(answer, rules.unavailable))
+  );
+}
+
+function passes(answer: unknown, test: BodyTest): boolean {
+  let value: unknown = answer;
+  for (const key of test.member) {
+    if (typeof value !== "object" || value === null || !Object.hasOwn(value, key)) return false;
+    value = (value as Record<string, unknown>)[key];
+  }
+  if (test.is !== undefined) return value === test.is;
+  if (test.type !== undefined)
+    return test.type === "object" ? typeof value === "object" && value !== null : typeof value === test.type;
+  if (test.matches !== undefined) return typeof value === "string" && test.matches.test(value);
+  if (test.in !== undefined) return (test.in as readonly unknown[]).includes(value);
+  return false;
+}
