@@ -196,8 +196,11 @@ export function blockParam(rules: ReadRules, call: PassedCall): unknown {
   const when = rules.when?.[call.method];
   if (when !== undefined) {
     if (typeof params !== "object" || params === null) return NO_BLOCK_PARAM;
-    for (const [member, wanted] of Object.entries(when))
-      if ((params as Record<string, unknown>)[member] !== wanted) return NO_BLOCK_PARAM;
+    for (const [member, wanted] of Object.entries(when)) {
+      const given = (params as Record<string, unknown>)[member];
+      if (given !== wanted && !(rules.block.numbersAsText === true && sameNumber(given, wanted)))
+        return NO_BLOCK_PARAM;
+    }
   }
   if (position !== "params") return paramAt(rules, call.method, params, position);
   if (!Array.isArray(params)) return params;
@@ -279,7 +282,14 @@ export function namedBlock(rule: BlockParamRule, value: unknown): "head" | "hash
   if (typeof value === "string" && rule.hashPattern !== undefined && compiled(rule.hashPattern).test(value))
     return "hash";
   if (typeof value === "number" && rule.plainNumbers === true) return readHeight(value, "integer") ?? "none";
+  if (typeof value === "string" && rule.numbersAsText === true && rule.encoding === "integer")
+    return readHeight(value, "decimal-string") ?? "none";
   return readHeight(value, rule.encoding) ?? "none";
+}
+
+/** A number and its decimal text (`-1` and `"-1"`), as a node that coerces one to the other reads them. */
+function sameNumber(given: unknown, wanted: unknown): boolean {
+  return typeof given === "string" && typeof wanted === "number" && given.trim() !== "" && Number(given) === wanted;
 }
 
 /** Of blocks a list names, the one a node must have reached: "none" when any is no block a rule reads. */

@@ -337,6 +337,11 @@ export interface BlockParamRule {
   readonly headRelative?: string;
   /** A plain JSON number is a height too, whatever `encoding` (Substrate's NumberOrHex). */
   readonly plainNumbers?: boolean;
+  /**
+   * A decimal string where a number goes is that number, as the node reads it (ton-http-api coerces its
+   * params' strings to integers; a GET's query has no other kind): for the block and for `when`.
+   */
+  readonly numbersAsText?: boolean;
   /** Tags that name the chain's first block (EVM's `earliest`): block 0 for a range's bound and the cache. */
   readonly genesisTags?: readonly string[];
   /**

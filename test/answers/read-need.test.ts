@@ -237,6 +237,14 @@ describe("ranges that page themselves: refused when too wide, never split", () =
     expect(
       need({ jsonrpc: "2.0", id: 1, method: "queryLedgerState/protocolParameters" }, "ada")?.atHead,
     ).toBe(true);
+    // numbers as their decimal text, as a GET's query sends them and ton-http-api coerces them
+    const texts = (workchain: string, seqno: string) =>
+      need({ jsonrpc: "2.0", id: 1, method: "getBlockHeader", params: { workchain, shard, seqno } }, "ton");
+    expect(texts("-1", "50")?.highestBlock).toBe(50);
+    expect(texts("0", "50")).toBeUndefined();
+    expect(
+      need({ jsonrpc: "2.0", id: 1, method: "shards", params: { seqno: "61" } }, "ton")?.highestBlock,
+    ).toBe(61);
   });
 
   it("Bitcoin Core's block filter and chain statistics name a block by hash, by position and by name", () => {

@@ -1,10 +1,12 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { endpointsByLabel } from "../../generated/endpoints.js";
-import { DEFAULT_CACHE } from "../../src/config/defaults.js";
+import { DEFAULT_CACHE, DEFAULT_HEALTH } from "../../src/config/defaults.js";
 import type { Endpoint } from "../../src/registry/types.js";
 import { KEYS, type RunningGateway, type StartOptions, startGateway } from "../support/gateway.js";
-import type { LoopbackNode } from "../support/loopback-node.js";
+import { firstOf, type LoopbackNode, startLoopbackNode } from "../support/loopback-node.js";
+import { everyNodeInRotation } from "../support/rotation.js";
 import { HEIGHT, startNodeFor } from "../support/sdk-nodes.js";
+import { nodeState, softwareNode } from "../support/software-node.js";
 
 /** A loopback toncenter node behind a gateway's `ton` label. */
 async function tonGateway(options: StartOptions = {}): Promise<{ node: LoopbackNode; gw: RunningGateway }> {
@@ -107,5 +109,63 @@ describe("toncenter's REST shapes of its methods", () => {
     const put = await gw.call("ton", `/${KEYS.all}/api/v2/getMasterchainInfo`, { method: "PUT" });
     expect(put.status).toBe(405);
     expect(put.headers.allow).toBe("GET, POST");
+  });
+});
+
+// A GET's query has only text, and ton-http-api coerces a number's text to the number (its json_rpc
+// wrapper): `seqno=…` names the block as `"seqno": …` does, so the read goes to a node that has it and its
+// answer is kept as the JSON-RPC call's is. Read as no block, it went to the node behind, which failed it.
+describe("toncenter's REST shapes name blocks by their numbers' text", () => {
+  const ton = endpointsByLabel.get("ton") as Endpoint;
+  let nodes: LoopbackNode[];
+  let gw: RunningGateway;
+  const TOP = 40_000_001;
+
+  beforeAll(async () => {
+    // tonlib's blocks.header for a block the node has; one past its head its liteserver has not applied
+    const header = (height: number) => (request: { body: string }) => {
+      const call = JSON.parse(request.body || "{}") as {
+        id?: unknown;
+        method?: string;
+        params?: { seqno?: string };
+      };
+      if (call.method !== "getBlockHeader") return undefined;
+      const seqno = Number(call.params?.seqno);
+      const body =
+        seqno > height
+          ? { ok: false, error: "LITE_SERVER_NOTREADY: block is not applied", code: 500 }
+          : {
+              ok: true,
+              result: { "@type": "blocks.header", id: { workchain: -1, seqno } },
+              jsonrpc: "2.0",
+              id: String(call.id),
+            };
+      return { status: seqno > height ? 500 : 200, body: JSON.stringify(body) };
+    };
+    nodes = await Promise.all(
+      [TOP, TOP - 1].map((h) => startLoopbackNode(firstOf(header(h), softwareNode(ton, nodeState(ton, h))))),
+    );
+    gw = await startGateway({
+      upstreams: { ton: nodes.map((node, i) => ({ url: node.url, name: `t${i}` })) },
+      health: { ...DEFAULT_HEALTH, probeIntervalMs: 60_000 },
+      cache: { ...DEFAULT_CACHE, enabled: true },
+    });
+    await everyNodeInRotation(gw);
+  });
+  afterAll(async () => {
+    await gw?.close();
+    await Promise.all((nodes ?? []).map((node) => node.close()));
+  });
+
+  it("GET getBlockHeader?workchain=-1&…&seqno=<the top block> reaches only the node that has it, then the cache", async () => {
+    const asked = () =>
+      nodes.map((node) => node.requests.filter((r) => r.body.includes("getBlockHeader")).length);
+    const path = `/${KEYS.all}/api/v2/getBlockHeader?workchain=-1&shard=-9223372036854775808&seqno=${TOP}`;
+    const first = await gw.call("ton", path, { method: "GET" });
+    expect(first.status, first.text).toBe(200);
+    const second = await gw.call("ton", path, { method: "GET" });
+    expect(second.status).toBe(200);
+    expect(second.headers["x-cache"]).toBe("hit");
+    expect(asked()).toEqual([1, 0]);
   });
 });
