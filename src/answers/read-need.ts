@@ -289,7 +289,9 @@ export function namedBlock(rule: BlockParamRule, value: unknown): "head" | "hash
 
 /** A number and its decimal text (`-1` and `"-1"`), as a node that coerces one to the other reads them. */
 function sameNumber(given: unknown, wanted: unknown): boolean {
-  return typeof given === "string" && typeof wanted === "number" && given.trim() !== "" && Number(given) === wanted;
+  return (
+    typeof given === "string" && typeof wanted === "number" && given.trim() !== "" && Number(given) === wanted
+  );
 }
 
 /** Of blocks a list names, the one a node must have reached: "none" when any is no block a rule reads. */

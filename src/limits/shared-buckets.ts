@@ -183,6 +183,18 @@ export class SharedTokenBuckets implements RateLimiter {
     return { allowed: false, remaining: 0, retryAfter: Math.max(1, Math.ceil(wait / 1000)) };
   }
 
+  giveBack(id: string, rate: RateSpec, cost: number): void {
+    if (!this.#shared) {
+      this.#local.giveBack(id, this.#fallback(rate), cost);
+      return;
+    }
+    const lease = this.#leases.get(id);
+    if (lease === undefined) return;
+    // back into this instance's lease: the tokens were Redis's to lend, and stay this instance's to spend
+    lease.balance += cost;
+    if (lease.open) lease.spentOpen = Math.max(0, lease.spentOpen - cost);
+  }
+
   async close(): Promise<void> {
     this.#redis.removeAllListeners("close");
     await this.#redis.quit().catch(() => this.#redis.disconnect());

@@ -10,6 +10,8 @@ export interface RateDecision {
 /** Stage 5's limiter: takes `cost` tokens from the bucket of `id`, refilled at `rate`. */
 export interface RateLimiter {
   take(id: string, rate: RateSpec, cost: number): RateDecision;
+  /** Puts back what `take` took for a request that was then refused without being served (its quota spent). */
+  giveBack(id: string, rate: RateSpec, cost: number): void;
 }
 
 interface Bucket {
@@ -48,6 +50,11 @@ export class TokenBuckets implements RateLimiter {
     }
     const retryAfter = Math.max(1, Math.ceil((cost - bucket.tokens) / rate.perSecond));
     return { allowed: false, remaining: Math.floor(bucket.tokens), retryAfter };
+  }
+
+  giveBack(id: string, rate: RateSpec, cost: number): void {
+    const bucket = this.#buckets.get(id);
+    if (bucket !== undefined) bucket.tokens = Math.min(rate.burst, bucket.tokens + cost);
   }
 
   #sweep(now: number, rate: RateSpec): void {

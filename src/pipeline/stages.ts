@@ -14,7 +14,7 @@ import { KEY_PREFIX, type KeyStore, looksLikeKey, type Principal } from "../keys
 import { type RateLimiter, TokenBuckets } from "../limits/token-bucket.js";
 import { PlanBook } from "../plans/plan-terms.js";
 import { QuotaHold } from "../plans/quota-hold.js";
-import { LocalQuotaLedger, type QuotaLedger } from "../plans/quota-ledger.js";
+import { LocalQuotaLedger, type QuotaDecision, type QuotaLedger } from "../plans/quota-ledger.js";
 import type { Endpoint, FamilyName, Mount } from "../registry/types.js";
 import { passedTraceParent } from "../tracing/trace-parent.js";
 import type { RequestTrace } from "../tracing/tracing.js";
@@ -226,7 +226,7 @@ export class Stages {
    */
   holdQuota(
     mounted: Mounted,
-    charged: Charged<{ readonly computeUnits: number }>,
+    charged: Charged<{ readonly cost: number; readonly computeUnits: number }>,
   ): QuotaHold | Promise<QuotaHold> | undefined {
     const units = charged.computeUnits;
     const { admitted } = mounted;
@@ -237,8 +237,33 @@ export class Stages {
     const scope = plan.quotaPer === "account" ? `${principal.accountId}:${plan.name}` : principal.quotaScope;
     const hold = new QuotaHold(this.#quotas, scope, principal, plan, units);
     const decided = this.#quotas.take(scope, hold.limits, units, plan.computeUnitRate.perSecond);
-    if (decided instanceof Promise) return decided.then((decision) => hold.granted(decision));
-    return hold.granted(decided);
+    if (decided instanceof Promise)
+      return decided.then((decision) => this.#granted(mounted, charged, hold, decision));
+    return this.#granted(mounted, charged, hold, decided);
+  }
+
+  /**
+   * The hold, or QUOTA_EXCEEDED with what stage 5's rate took given back: a spent quota is no rate, and a
+   * caller told 402 over and over must not be told 429 "retry in a second" once its refusals drain its rate.
+   */
+  #granted(
+    mounted: Mounted,
+    charged: Charged<{ readonly cost: number; readonly computeUnits: number }>,
+    hold: QuotaHold,
+    decision: QuotaDecision,
+  ): QuotaHold {
+    if (!decision.allowed) {
+      const { admitted } = mounted;
+      this.#limiter.giveBack(
+        admitted.clientId,
+        admitted.principal?.rate ?? this.#config.limits.publicRate,
+        charged.cost,
+      );
+      const plan = admitted.plan;
+      if (plan !== undefined)
+        this.#limiter.giveBack(`cu:${admitted.clientId}`, plan.computeUnitRate, charged.computeUnits);
+    }
+    return hold.granted(decision);
   }
 
   /**

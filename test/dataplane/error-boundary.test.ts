@@ -65,6 +65,7 @@ describe("one error boundary for every transport", () => {
           if (id === FUSE.slice(0, 8)) throw new RangeError("bucket arithmetic went wrong");
           return buckets.take(id, rate, cost);
         },
+        giveBack: (id, rate, cost) => buckets.giveBack(id, rate, cost),
       },
       logger: createLogger("info", (line) => logs.push(line)),
     });

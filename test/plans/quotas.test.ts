@@ -32,6 +32,8 @@ const MONTHLY = "FNquotaMonthly0000000000000000";
 const FAILING = "FNquotaFailing0000000000000000";
 const SOCKET = "FNquotaSocket00000000000000000";
 const NARROW = "FNquotaNarrow00000000000000000";
+// a key id is its first eight characters: each key here has its own
+const SPENT = "FNspentRate0000000000000000000";
 
 /** Seconds from now to the next UTC midnight, and to the first of next month. */
 function untilReset(period: "day" | "month"): number {
@@ -68,6 +70,7 @@ describe("quotas in compute units", () => {
         daily: plan({ dailyQuota: 100 }),
         monthly: plan({ monthlyQuota: 30 }),
         narrow: plan({ computeUnitRate: { perSecond: 50, burst: 50 } }),
+        spent: plan({ dailyQuota: 100, computeUnitRate: { perSecond: 1, burst: 300 } }),
       },
       keys: [
         ...TEST_KEYS,
@@ -77,6 +80,7 @@ describe("quotas in compute units", () => {
         { key: FAILING, networks: "*", plan: "monthly", rate: RATE },
         { key: SOCKET, networks: "*", plan: "monthly", rate: RATE },
         { key: NARROW, networks: "*", plan: "narrow", rate: RATE },
+        { key: SPENT, networks: "*", plan: "spent", rate: RATE },
       ],
     });
   });
@@ -108,6 +112,14 @@ describe("quotas in compute units", () => {
     const line = gw.logs.find((l) => l.includes('"error":"QUOTA_EXCEEDED"'));
     expect(line).toContain(`"key":"${DAILY.slice(0, 8)}"`);
     expect(line).not.toContain(DAILY);
+  });
+
+  it("a spent quota's refusals take nothing from the rate: the caller is told 402 every time, never 429", async () => {
+    for (let i = 0; i < 10; i++) expect((await send(SPENT, "eth_blockNumber")).status).toBe(200); // 100
+    // 25 refusals of 10 units each would pass the compute-unit burst's 300 left at 200
+    const statuses = new Set<number>();
+    for (let i = 0; i < 25; i++) statuses.add((await send(SPENT, "eth_blockNumber")).status);
+    expect([...statuses]).toEqual([402]);
   });
 
   it("a call that costs more compute units than the plan's burst gets 413 REQUEST_OVER_BURST, and costs nothing", async () => {
