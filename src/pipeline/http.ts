@@ -228,7 +228,8 @@ export class HttpExchange {
         this.#end();
         return;
       }
-      const held = this.#stages.holdQuota(mounted, charged); // 5, the quota
+      const quotaUnits = this.#stages.quotaUnits(mounted, authorized.outgoing, units);
+      const held = this.#stages.holdQuota(mounted, charged, quotaUnits); // 5, the quota
       if (held instanceof Promise)
         held.then(
           (hold) => this.#relay(mounted, authorized, charged, hold, replyId),

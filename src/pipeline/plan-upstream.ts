@@ -8,7 +8,7 @@ import { GatewayError } from "../errors/table.js";
 import type { Outgoing } from "../families/family.js";
 import type { PassedCall } from "../jsonrpc/check.js";
 import { idKey } from "../jsonrpc/id-key.js";
-import { archiveUnits } from "../plans/compute-units.js";
+import { archiveUnits, callsUnits } from "../plans/compute-units.js";
 import type { UpstreamGroup } from "../upstream/group.js";
 import type { UpstreamCall } from "../upstream/policy.js";
 import type { Upstream, UpstreamTable } from "../upstream/upstreams.js";
@@ -32,7 +32,8 @@ export class UpstreamPlanner {
    * 5, before the charge: what a message will cost as stage 6 will plan it, so that its rate and quota hold
    * what it costs, not its calls' registry price alone. A range split into sub-ranges costs a call for each,
    * and a read the archive tier answers at once the archive factor (docs/compute-units.md). A read a full
-   * node refuses and the archive tier then answers is priced at settlement: no one can tell before.
+   * node refuses and the archive tier then answers is priced at settlement: no one can tell before (its
+   * quota hold takes the archive's price: `quotaUnits`).
    */
   plannedUnits(mounted: Mounted, outgoing: Outgoing | undefined, units: number): number {
     const reads = outgoing?.reads;
@@ -48,6 +49,31 @@ export class UpstreamPlanner {
     if (tier?.direct === true && tier.mayArchive)
       planned = archiveUnits(planned, mounted.mount.policy.computeUnits);
     return planned;
+  }
+
+  /**
+   * 5, the quota: what a message's hold takes of it, `planned` as `plannedUnits` priced it, and more for a
+   * read of state at a numbered block that a full node may refuse and the archive tier then answer: that
+   * read (a batch's such calls) at the archive price, settled down to what it cost once answered. Held at
+   * the full price, concurrent such reads could each pass the quota by the archive surcharge.
+   */
+  quotaUnits(mounted: Mounted, outgoing: Outgoing | undefined, planned: number): number {
+    const reads = outgoing?.reads;
+    if (reads === undefined || planned <= 0 || (reads.stateBlock < 0 && !reads.stateByHash)) return planned;
+    const group = this.#upstreams.group(mounted.admitted.endpoint.label, mounted.mount.path);
+    const tier = group === undefined ? undefined : this.#tierPlan(mounted, reads, group);
+    // a direct read is priced at the archive's already; a key without archive access is refused there
+    if (tier === undefined || tier.direct || !tier.mayArchive) return planned;
+    const rules = mounted.mount.policy.computeUnits;
+    const tiered =
+      tier.batch === undefined
+        ? planned
+        : callsUnits(
+            rules,
+            tier.batch.map((call) => call.method),
+            mounted.admitted.endpoint,
+          );
+    return planned + archiveUnits(tiered, rules) - tiered;
   }
 
   /**

@@ -200,6 +200,11 @@ export class Stages {
     return this.#planner.plannedUnits(mounted, outgoing, units);
   }
 
+  /** 5, the quota: what its hold takes, the most the message may cost as served (plan-upstream.ts). */
+  quotaUnits(mounted: Mounted, outgoing: Outgoing | undefined, planned: number): number {
+    return this.#planner.quotaUnits(mounted, outgoing, planned);
+  }
+
   #take(id: string, rate: RateSpec, cost: number, unit: "calls" | "compute units"): void {
     // More than the bucket ever holds: waiting never lets it through, so it must not read as a rate's 429
     // with a Retry-After, which SDKs retry until they give up.
@@ -227,8 +232,8 @@ export class Stages {
   holdQuota(
     mounted: Mounted,
     charged: Charged<{ readonly cost: number; readonly computeUnits: number }>,
+    units = charged.computeUnits,
   ): QuotaHold | Promise<QuotaHold> | undefined {
-    const units = charged.computeUnits;
     const { admitted } = mounted;
     const plan = admitted.plan;
     const principal = admitted.principal;

@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { DEFAULT_HEALTH } from "../../src/config/defaults.js";
+import { DEFAULT_HEALTH, DEFAULT_PLANS, PLAN_FIELDS } from "../../src/config/defaults.js";
 import { type ArchivePair, startArchivePair } from "../support/archive-pair.js";
 import { eventually } from "../support/eventually.js";
 import { KEYS, type RunningGateway, rpcBody, startGateway } from "../support/gateway.js";
@@ -13,6 +13,16 @@ import { everyNodeInRotation } from "../support/rotation.js";
 const ACCOUNT = "0xf39Fd6e51aad88F6F4ce6aB8827279cffFb92266";
 /** The dev account's balance at genesis, in every block here: nothing is ever sent. */
 const BALANCE = "0x21e19e0c9bab2400000";
+
+/** Both nodes in rotation, and the label's served head the prober's reading of the full node. */
+async function servingAt300(gw: RunningGateway): Promise<void> {
+  await everyNodeInRotation(gw);
+  await eventually(
+    async () => (await gw.metric("gateway_upstream_head", { label: "eth" })) === 300,
+    5000,
+    "head",
+  );
+}
 
 describe("archive reads reach archive nodes, for keys with archive access only (real anvil)", () => {
   let fullNode: RecordingNode;
@@ -32,13 +42,7 @@ describe("archive reads reach archive nodes, for keys with archive access only (
       upstreams: pair.upstreams,
       health: { ...DEFAULT_HEALTH, probeIntervalMs: 100 },
     });
-    await everyNodeInRotation(gw);
-    // the label's served head: the prober's reading of the full node
-    await eventually(
-      async () => (await gw.metric("gateway_upstream_head", { label: "eth" })) === 300,
-      5000,
-      "head",
-    );
+    await servingAt300(gw);
   });
   afterAll(async () => {
     await gw?.close();
@@ -160,5 +164,58 @@ describe("archive reads reach archive nodes, for keys with archive access only (
     const r = await getBalance(KEYS.noArchive, "latest");
     expect(r.json).toEqual({ jsonrpc: "2.0", id: 7, result: BALANCE });
     expect(balanceCalls(archiveNode)).toBe(archiveBefore);
+  });
+});
+
+// A read a full node refuses and the archive then answers costs the archive's price, known only once the
+// full node answered: the quota holds it at that price from the start, and settles what it cost. Held at
+// the full node's, concurrent such reads each passed the quota by the archive surcharge (5,960 units
+// served of a 5,000 day's in one check).
+describe("a read that may reach the archive holds the quota at the archive's price (real anvil)", () => {
+  const KEY = "FNarchiveQuota0000000000000000";
+  let pair: ArchivePair;
+  let gw: RunningGateway;
+
+  beforeAll(async () => {
+    pair = await startArchivePair(300);
+    gw = await startGateway({
+      upstreams: pair.upstreams,
+      health: { ...DEFAULT_HEALTH, probeIntervalMs: 100 },
+      plans: {
+        ...DEFAULT_PLANS,
+        small: {
+          ...PLAN_FIELDS,
+          computeUnitRate: { perSecond: 10_000, burst: 10_000 },
+          dailyQuota: 100,
+          archive: true,
+        },
+      },
+      keys: [{ key: KEY, networks: "*", plan: "small", rate: { perSecond: 1000, burst: 1000 } }],
+    });
+    await servingAt300(gw);
+  });
+  afterAll(async () => {
+    await gw?.close();
+    await pair?.stop();
+  });
+
+  it("concurrent reads the full node refuses: served no further than the day's quota, each at the archive's price", async () => {
+    // 60 of the day's 100 units spent; eth_getBalance costs 20 at a full node, 40 at the archive
+    for (let i = 0; i < 6; i++)
+      expect((await gw.call("eth", `/${KEY}`, { body: rpcBody("eth_blockNumber") })).status).toBe(200);
+    const reads = await Promise.all(
+      [1, 2, 3].map((id) =>
+        gw.call("eth", `/${KEY}`, { body: rpcBody("eth_getBalance", [ACCOUNT, "0x12b"], id) }),
+      ),
+    );
+    const served = reads.filter((r) => r.status === 200);
+    for (const r of served) expect(r.headers["x-upstream-tier"]).toBe("archive");
+    expect(served).toHaveLength(1);
+    expect(reads.filter((r) => r.status === 402)).toHaveLength(2);
+    // and what was served is what was counted: 60 + 40
+    const units = async () =>
+      (await gw.metric("gateway_compute_units_total", { label: "eth" })) +
+      (await gw.metric("gateway_compute_units_total", { label: "eth-archive" }));
+    await eventually(async () => (await units()) === 100, 2000, "100 units counted");
   });
 });
