@@ -65,16 +65,27 @@ function causeMembers(
   return `"name":"INTERNAL_ERROR","cause":{"name":"INTERNAL_ERROR","info":{"error_message":${said}}}`;
 }
 
-/** A REST-style JSON error body. */
+/**
+ * A REST-style JSON error body: its `code`, `status` (the HTTP status) and `message` first, the detail's
+ * members after them; a detail never takes their place (docs/errors.md's shape).
+ */
 function restErrorJson(
   code: ErrorCode,
   detail?: Readonly<Record<string, unknown>>,
   requestId: string | undefined = undefined,
 ): string {
   const spec = ERRORS[code];
-  return JSON.stringify({
-    error: { code, status: spec.status, message: spec.message, ...detail, requestId },
-  });
+  const error: Record<string, unknown> = {
+    code,
+    status: spec.status,
+    message: spec.message,
+    ...detail,
+    requestId,
+  };
+  error.code = code;
+  error.status = spec.status;
+  error.message = spec.message;
+  return JSON.stringify({ error });
 }
 
 /** How errors are written: REST bodies, JSON-RPC error objects, or those with nearcore's causes too. */

@@ -127,7 +127,12 @@ describe.each(STORES)("key lifecycle (%s store)", (store) => {
     const account = await fx.accounts.store.accountByEmail(email);
     await fx.accounts.service.admin.setStatus(account?.id ?? 0, "suspended");
     expect((await eth(key)).status).toBe(401);
-    expect((await fx.api("GET", "/v1/keys", undefined, session)).status).toBe(403);
+    const refused = await fx.api("GET", "/v1/keys", undefined, session);
+    expect(refused.status).toBe(403);
+    // the body's status is the HTTP status, as every error body's (docs/errors.md); the account's is its own member
+    expect(refused.json).toMatchObject({
+      error: { code: "ACCOUNT_NOT_ACTIVE", status: 403, accountStatus: "suspended" },
+    });
   });
 
   it("the database never holds a key in clear", async () => {

@@ -117,8 +117,9 @@ describe.each(STORES)("key settings through the self-service API (%s store)", (s
     expect((await fx.api("PUT", "/v1/keys/999999/settings", { ips: ["10.0.0.0/8"] }, session)).status).toBe(
       404,
     );
-    // without a session: a state change carried by no bearer token must prove the dashboard sent it
+    // without any session there is nothing to forge: the caller is told to sign in, not to reload a page
     const anonymous = await fx.api("PUT", `/v1/keys/${keyId}/settings`, { ips: ["10.0.0.0/8"] });
-    expect(anonymous.json.error.code).toBe("CSRF_REFUSED");
+    expect(anonymous.status).toBe(401);
+    expect(anonymous.json.error.code).toBe("SESSION_REQUIRED");
   });
 });

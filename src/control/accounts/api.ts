@@ -187,8 +187,9 @@ export function createAccountsApi(
         query: new URLSearchParams(search),
         token,
         account: async () => {
-          // A session carried by the browser's cookie is ambient: a state change must prove it is ours.
-          if (bearer === undefined && changes) checkCsrf(req, cookies);
+          // A session carried by the browser's cookie is ambient: a state change must prove it is ours. A
+          // request with no session at all has nothing to forge: it is told to sign in (SESSION_REQUIRED).
+          if (bearer === undefined && changes && token !== undefined) checkCsrf(req, cookies);
           return service.sessions.authenticate(token);
         },
         session: ({ account, session }) =>

@@ -152,7 +152,8 @@ export class Keys {
     if (account === undefined)
       throw new GatewayError("INVALID_FIELD", { field: "account", reason: "no account has this id" });
     // a key of a suspended or closed account would be shown as issued and answer UNAUTHORIZED
-    if (account.status !== "active") throw new GatewayError("ACCOUNT_NOT_ACTIVE", { status: account.status });
+    if (account.status !== "active")
+      throw new GatewayError("ACCOUNT_NOT_ACTIVE", { accountStatus: account.status });
     if (options.networks !== "*") for (const n of options.networks) networkOf(n, this.#networks);
     // any plan the deployment has, orderable or not: the operator may issue what customers cannot order
     const { plans } = this.#context;

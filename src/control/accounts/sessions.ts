@@ -118,6 +118,7 @@ export class Sessions {
 }
 
 function active(account: Account): Account {
-  if (account.status !== "active") throw new GatewayError("ACCOUNT_NOT_ACTIVE", { status: account.status });
+  if (account.status !== "active")
+    throw new GatewayError("ACCOUNT_NOT_ACTIVE", { accountStatus: account.status });
   return account;
 }
