@@ -120,6 +120,7 @@ class Primary {
   /** Not ready first, while the operator API still answers; then every worker drains and exits. */
   async stop(shutdownDelayMs: number): Promise<void> {
     this.#stopping = true;
+    for (const worker of this.#workers()) send(worker, { type: "gateway:stopping" });
     await delay(shutdownDelayMs);
     await Promise.all(
       Object.values(cluster.workers ?? {}).map(

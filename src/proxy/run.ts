@@ -81,6 +81,10 @@ async function serveHere(config: GatewayConfig, logger: Logger): Promise<Running
       metrics: () => registry.getMetricsAsJSON(),
       cordon: (request) => gateway.cordon(request),
       reload,
+      stopping: () => {
+        readiness.stopping();
+        gateway.stopping();
+      },
     });
   else if (config.operator !== undefined)
     operator = createOperatorApi(
@@ -108,6 +112,7 @@ async function serveHere(config: GatewayConfig, logger: Logger): Promise<Running
       // Not ready first, while the operator's listener still answers: a balancer stops sending, then
       // the public listener closes.
       readiness.stopping();
+      gateway.stopping();
       await delay(serving.limits.shutdownDelayMs);
       await gateway.close();
       await closeServer(operator);

@@ -59,6 +59,12 @@ export interface ProxyServer {
   /** Closes the WebSocket connections of a key that was just withdrawn. */
   closeConnectionsOf(keyId: string): void;
   /**
+   * A stop has begun (`limits.shutdownDelayMs` before `close`): idle keep-alive connections are closed now,
+   * while clients can still open new ones, and each answer from here on closes its connection
+   * (`Connection: close`), so that none is left for the listener's close to cut under a client reusing it.
+   */
+  stopping(): void;
+  /**
    * The operator's cordon (or uncordon) of an upstream, in the current config and in those a reload
    * replaced whose WebSockets live on: how many of the current config's upstreams it matched.
    */
@@ -124,6 +130,8 @@ export function createProxyServer(options: ProxyServerOptions): ProxyServer {
     return total;
   };
 
+  /** A stop has begun: answers close their connections (`stopping()` below). */
+  let stopping = false;
   const server = createServer(
     {
       maxHeaderSize: limits.maxHeaderBytes,
@@ -134,11 +142,17 @@ export function createProxyServer(options: ProxyServerOptions): ProxyServer {
       // Host is checked by stage 1, with a JSON error body, not by Node's bodiless 400.
       requireHostHeader: false,
     },
-    (req, res) => new HttpExchange(req, res, current.stages, current.http).run(),
+    (req, res) => {
+      if (stopping) res.shouldKeepAlive = false;
+      new HttpExchange(req, res, current.stages, current.http).run();
+    },
   );
   // Node answers `Expect: 100-continue` with 100 at once unless someone listens: the exchange sends it
   // once the request's head has passed its checks (http/body.ts), and a refusal is the only answer
-  server.on("checkContinue", (req, res) => new HttpExchange(req, res, current.stages, current.http).run());
+  server.on("checkContinue", (req, res) => {
+    if (stopping) res.shouldKeepAlive = false;
+    new HttpExchange(req, res, current.stages, current.http).run();
+  });
   server.on("upgrade", (req, socket, head) => current.websockets.handleUpgrade(req, socket, head));
   // One more than the limit, so a request over it is seen and refused rather than silently truncated.
   server.maxHeadersCount = limits.maxHeaders + 1;
@@ -165,6 +179,10 @@ export function createProxyServer(options: ProxyServerOptions): ProxyServer {
     server,
     upstreams,
     metrics,
+    stopping() {
+      stopping = true;
+      server.closeIdleConnections();
+    },
     closeConnectionsOf: (keyId) => {
       for (const served of servedConfigs) served.websockets.closeKey(keyId);
     },

@@ -36,6 +36,11 @@ export interface ReloadMessage {
   readonly config: GatewayConfig;
 }
 
+/** The primary tells a worker that a stop has begun: its answers close their connections from now on. */
+export interface StoppingMessage {
+  readonly type: "gateway:stopping";
+}
+
 /** What a worker does with each question, and with a reload. */
 export interface WorkerSide {
   readonly upstreams: () => ProcessReport;
@@ -43,13 +48,18 @@ export interface WorkerSide {
   readonly metrics: () => Promise<WorkerMetrics>;
   readonly cordon: (request: CordonRequest) => number;
   readonly reload: (config: GatewayConfig) => void;
+  readonly stopping: () => void;
 }
 
-/** A worker answers its primary's questions, and takes its reloads. */
+/** A worker answers its primary's questions, and takes its reloads and the news of a stop. */
 export function answerPrimary(side: WorkerSide): void {
-  process.on("message", (message: Question | ReloadMessage) => {
+  process.on("message", (message: Question | ReloadMessage | StoppingMessage) => {
     if (message?.type === "gateway:reload") {
       side.reload(message.config);
+      return;
+    }
+    if (message?.type === "gateway:stopping") {
+      side.stopping();
       return;
     }
     void answer(side, message).then(

@@ -1,3 +1,5 @@
+import { Agent, request as httpRequest } from "node:http";
+import type { Socket } from "node:net";
 import { request } from "undici";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { DEFAULT_CONFIG, DEFAULT_HEALTH, DEFAULT_LIMITS } from "../../src/config/defaults.js";
@@ -31,6 +33,32 @@ describe("health and readiness", () => {
     await r.body.text();
     return r.statusCode;
   };
+  /** A call over node:http with `agent`: its status, its Connection header and the socket it went on. */
+  const rawServe = (agent: Agent) =>
+    new Promise<{ status: number; connection: string | undefined; socket: Socket }>((resolve, reject) => {
+      const req = httpRequest(
+        {
+          host: "127.0.0.1",
+          port: proxy.port,
+          path: `/${KEYS.all}/`,
+          method: "POST",
+          agent,
+          headers: { host: `eth.${DOMAIN}`, "content-type": "application/json" },
+        },
+        (res) => {
+          res.resume();
+          res.on("end", () =>
+            resolve({
+              status: res.statusCode ?? 0,
+              connection: res.headers.connection,
+              socket: req.socket as Socket,
+            }),
+          );
+        },
+      );
+      req.on("error", reject);
+      req.end('{"jsonrpc":"2.0","id":1,"method":"eth_blockNumber","params":[]}');
+    });
   /** Polls /readyz until its status is `status`, and returns the body that said so. */
   const readyzUntil = async (status: number, what: string) => {
     const started = performance.now();
@@ -95,12 +123,24 @@ describe("health and readiness", () => {
   });
 
   it("turns not ready as a graceful shutdown begins, and keeps serving until its listener closes", async () => {
+    // a client's idle keep-alive connection, from before the stop
+    const agent = new Agent({ keepAlive: true, maxSockets: 1 });
+    const idle = await rawServe(agent);
+    expect(idle.connection).toBe("keep-alive");
+    const idleClosed = new Promise<void>((resolve) => idle.socket.once("close", () => resolve()));
     const started = performance.now();
     const closed = proxy.close();
     const body = await readyzUntil(503, "not ready as the shutdown begins");
     expect(body.reasons).toContain("shutting down");
     expect(performance.now() - started).toBeLessThan(SHUTDOWN_DELAY_MS);
-    expect(await serve()).toBe(200); // a balancer that has not noticed yet loses nothing
+    // the idle one is closed as the stop begins, while the client can still open another; an answer
+    // from here on closes its own: none is left for the listener's close to cut under a client reusing it
+    await idleClosed;
+    const during = await rawServe(agent);
+    expect(during.status).toBe(200); // a balancer that has not noticed yet loses nothing
+    expect(during.connection).toBe("close");
+    agent.destroy();
+    expect(await serve()).toBe(200);
     await closed;
     expect(performance.now() - started).toBeGreaterThanOrEqual(SHUTDOWN_DELAY_MS - 5);
     await expect(serve()).rejects.toThrow(/ECONNREFUSED/);
