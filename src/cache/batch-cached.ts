@@ -306,7 +306,15 @@ async function askNode(
     const kept =
       members === undefined
         ? undefined
-        : keptMembers(members, 200, read ?? UNCACHED, call.group, cache.settings, epoch);
+        : keptMembers(
+            members,
+            200,
+            read ?? UNCACHED,
+            call.group,
+            cache.settings,
+            epoch,
+            archived.has(c) ? undefined : answer?.upstream,
+          );
     // the gateway's own refusal (ARCHIVE_REQUIRED) answers this key alone, and is never kept; nor is an
     // answer read at the head by a node below the served head
     const keepable =

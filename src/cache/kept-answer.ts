@@ -41,7 +41,7 @@ export function keptAnswer(
   const envelopes = text.trimStart().startsWith("{") ? scanMembers(text) : [];
   const members = envelopes.length === 1 ? envelopes[0] : undefined;
   if (members === undefined) return undefined;
-  return keptMembers(members, answer.statusCode, read, group, settings, epoch);
+  return keptMembers(members, answer.statusCode, read, group, settings, epoch, answer.upstream);
 }
 
 /** `keptAnswer` for one answer object's members (one element of a batch's answer, too). */
@@ -52,6 +52,8 @@ export function keptMembers(
   group: UpstreamGroup,
   settings: LabelCacheSettings,
   epoch: number,
+  /** The node that answered: as final as that node holds the block (`finalizedHeight`). */
+  node: Upstream | undefined,
 ): KeptAnswer | undefined {
   if (!members.has("id")) return undefined;
   // `{"jsonrpc":"2.0","id":` and `,"result":…}`, written straight into bytes: no joined copy of a large result
@@ -72,7 +74,7 @@ export function keptMembers(
   }
   after.push("}");
   const bytes = { before: bytesOf(before), after: bytesOf(after) };
-  const lifetime = statusCode === 200 ? lifetimeOf(members, read, group) : undefined;
+  const lifetime = statusCode === 200 ? lifetimeOf(members, read, group, node) : undefined;
   const final = lifetime === "final";
   const store =
     lifetime !== undefined &&
@@ -107,7 +109,7 @@ function keptRest(
   // a block named by its id that the node has not seen yet is no answer about it
   const byHash = read.lifetime.kind === "block" && read.lifetime.block < 0;
   const ok = answer.statusCode === 200 && !(empty && byHash) && !errorIn(body, read.errorMember);
-  const final = ok && isFinal(read, group, undefined);
+  const final = ok && isFinal(read, group, undefined, answer.upstream);
   const store =
     ok &&
     (final || (!empty && settings.headRelative && settings.headMaxAgeMs > 0 && group.served.epoch === epoch));
@@ -170,6 +172,7 @@ function lifetimeOf(
   members: ReadonlyMap<string, string>,
   read: CacheRead,
   group: UpstreamGroup,
+  node: Upstream | undefined,
 ): "final" | "head" | undefined {
   const { rules, lifetime } = read;
   const error = members.get("error");
@@ -178,13 +181,13 @@ function lifetimeOf(
   if (failed || result === undefined) {
     // a node's own answer to a final call, such as a revert, is the same on every node and every time
     const deterministic = failed && rules.deterministicErrors?.some((text) => error.includes(text));
-    return deterministic === true && isFinal(read, group, undefined) ? "final" : undefined;
+    return deterministic === true && isFinal(read, group, undefined, undefined) ? "final" : undefined;
   }
   const empty = result === "null" || result === "[]";
   if (lifetime.kind === "block" && lifetime.block < 0 && result === "null") return undefined;
   // an answer that says its block (a receipt's blockNumber), read once
   const blockIn = lifetime.kind === "blockIn" ? heightAt(result, lifetime.path, rules) : undefined;
-  let final = isFinal(read, group, blockIn);
+  let final = isFinal(read, group, blockIn, node);
   if (final && rules.changing !== undefined && result.startsWith("{")) {
     const top = scanMembers(result)[0];
     if (top !== undefined && rules.changing.some((member) => top.has(member))) final = false;
@@ -201,11 +204,16 @@ function lifetimeOf(
  * Whether the call's answer can no longer change, by its lifetime and the label's finalized height;
  * `blockIn`, for an answer that says its block, that block's height.
  */
-function isFinal(read: CacheRead, group: UpstreamGroup, blockIn: number | undefined): boolean {
+function isFinal(
+  read: CacheRead,
+  group: UpstreamGroup,
+  blockIn: number | undefined,
+  node: Upstream | undefined,
+): boolean {
   const { lifetime } = read;
   if (lifetime.kind === "always") return true;
   if (lifetime.kind === "head") return false;
-  const finalized = finalizedHeight(read.rules, group);
+  const finalized = finalizedHeight(read.rules, group, node);
   if (lifetime.kind === "block") {
     // the genesis block never changes; a block named by hash may be one a reorg replaces, but on a chain
     // whose every block is final at once
@@ -222,12 +230,18 @@ function finalAtOnce(rules: CacheRules): boolean {
   return rule !== undefined && "depth" in rule && rule.depth === 0;
 }
 
-/** The label's finalized height: a node's word for it, or a depth below the served head; -1 when unknown. */
-export function finalizedHeight(rules: CacheRules, group: UpstreamGroup): number {
+/**
+ * The label's finalized height: a node's word for it, or a depth below the served head; -1 when unknown.
+ * Given the node that answered (one of the label's own), that node's word: an answer may say the finality
+ * its own node holds (Starknet's block `status`), and kept for good it must be final there too.
+ */
+export function finalizedHeight(rules: CacheRules, group: UpstreamGroup, node?: Upstream): number {
   const rule = rules.finalized;
   if (rule === undefined) return -1;
   if ("depth" in rule) return group.served.height < 0 ? -1 : group.served.height - rule.depth;
-  return group.finalized;
+  // an archive tier's node is another label's: its answers are about blocks long final
+  if (node === undefined || !group.members.includes(node)) return group.finalized;
+  return Math.min(group.finalized, group.finalizedBy(node));
 }
 
 /** The height at `path` in a result, in the finality call's encoding (or a hex quantity, as EVM's are). */

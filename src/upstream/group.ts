@@ -42,6 +42,8 @@ export class UpstreamGroup {
   readonly #finalHashes = new Map<number, string>();
   /** The finalized blocks each node named lately, hash by height. */
   readonly #finalOf = new WeakMap<Upstream, Map<number, string>>();
+  /** Each node's own finalized height, as it last named it (`finalizedBy`). */
+  readonly #finalizedBy = new Map<Upstream, number>();
   /** Node-made states (filters) by name, and the node each is on (`handleMade`). */
   readonly #handles = new Map<string, { readonly upstream: Upstream; readonly usedAt: number }>();
   /**
@@ -128,6 +130,15 @@ export class UpstreamGroup {
 
   get finalized(): number {
     return this.#finalized;
+  }
+
+  /**
+   * The highest block `node` itself named finalized; -1 before it named one. What a node answers about a
+   * block may say its finality (Starknet's `status`, ACCEPTED_ON_L1 or _L2): an answer is as final as its
+   * own node holds the block, not as another node does.
+   */
+  finalizedBy(node: Upstream): number {
+    return this.#finalizedBy.get(node) ?? -1;
   }
 
   /**
@@ -234,6 +245,8 @@ export class UpstreamGroup {
    * (`wentBack`).
    */
   finalizedSeen(height: number, hash?: string, node?: Upstream): void {
+    if (node !== undefined && height > (this.#finalizedBy.get(node) ?? -1))
+      this.#finalizedBy.set(node, height);
     if (hash !== undefined) {
       if (node !== undefined) this.#named(node, height, hash);
       // not the head reads' hashes: a block seen at the head may have been replaced before it was final

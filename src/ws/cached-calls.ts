@@ -109,7 +109,7 @@ export class CachedCalls {
   keep(keep: CacheKeep, members: ReadonlyMap<string, string>, node: Upstream): void {
     const cache = this.#group.cache;
     if (cache === undefined) return;
-    let kept = keptMembers(members, 200, keep.read, this.#group, cache.settings, keep.epoch);
+    let kept = keptMembers(members, 200, keep.read, this.#group, cache.settings, keep.epoch, node);
     // A connection's node is whichever it opened on, not one chosen for the label's served head as an HTTP
     // read's is: an answer read at the head by a node behind that head is the connection's own, never
     // kept for callers who were served a higher head, nor given to the calls waiting on it.
