@@ -20,6 +20,11 @@ export class ReadNeed {
   atHead = false;
   /** The highest block a call names by number; -1 when none does. */
   highestBlock = -1;
+  /**
+   * A call reads at the finalized tag (registry `block.finalizedTag`: EVM's `finalized`, Starknet's
+   * `l1_accepted`): each node answers its own finalized block, and the one that named the highest goes first.
+   */
+  atFinalized = false;
   /** Calls whose answers say which block they read: the label's served head learns from them. */
   readonly learn: HeightInAnswer[] = [];
   /** Calls that take a block range (range-plan.ts): each is checked against its limits before it goes. */
@@ -162,6 +167,8 @@ export function readNeed(
       }
     } else if (named === "head") {
       need.atHead = true;
+      if (rules.block.finalizedTag !== undefined && value === rules.block.finalizedTag)
+        need.atFinalized = true;
       learnHeightIn(need, rules, call, id);
     } else {
       if (named > need.highestBlock) need.highestBlock = named;

@@ -137,15 +137,16 @@ export class UpstreamPlanner {
         reads?.handle === undefined
           ? this.#cacheBatch(mounted, group, outgoing)
           : undefined,
-      // a filter's poll goes to the node that made the filter, which alone has it
       // a filter's poll goes to the node that made the filter, which alone has it; a new filter where the
       // caller's others are, if that node takes it
       pinned:
         reads?.handle === undefined ? undefined : pinnedNode(reads.handle, group, mounted.admitted.clientId),
-      // where the caller's filters are, for a new one; else where its last write went, whose mempool has it
+      // where the caller's filters are, for a new one; else where its last write went, whose mempool has it;
+      // a read at the finalized tag, the node that named the highest finalized block
       preferred:
         (reads?.makesHandle === true ? group.ownerNode(mounted.admitted.clientId) : undefined) ??
-        group.writers.nodeOf(mounted.admitted.clientId),
+        group.writers.nodeOf(mounted.admitted.clientId) ??
+        (reads?.atFinalized === true ? group.mostFinalized() : undefined),
       handleOwner: reads?.makesHandle === true ? mounted.admitted.clientId : undefined,
       writer: outgoing.write ? mounted.admitted.clientId : undefined,
       exclude: undefined,

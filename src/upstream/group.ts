@@ -142,6 +142,23 @@ export class UpstreamGroup {
   }
 
   /**
+   * For a read at the finalized tag: the node in rotation that named the highest finalized block, when the
+   * nodes in rotation named different ones (else any will do, chosen as any read is). Another node answers
+   * its own older finalized block, and a caller polling it would see finality go back.
+   */
+  mostFinalized(): Upstream | undefined {
+    let best: Upstream | undefined;
+    let lowest = Number.POSITIVE_INFINITY;
+    for (const member of this.members) {
+      if (!member.health.inRotation) continue;
+      const height = this.finalizedBy(member);
+      if (height < lowest) lowest = height;
+      if (best === undefined || height > this.finalizedBy(best)) best = member;
+    }
+    return best !== undefined && this.finalizedBy(best) > lowest ? best : undefined;
+  }
+
+  /**
    * A node's own head went back to `height` (a reorg, a dev chain reverted): what was read at the head may
    * be gone. Below the label's finalized height, with no other node in rotation still at or past it, what
    * was final is not either: only a chain reverted or started again (anvil's evm_revert) does that, and

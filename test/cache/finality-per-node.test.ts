@@ -20,13 +20,14 @@ const starknet = endpointsByLabel.get("starknet") as Endpoint;
 const HEAD = 500_000;
 const ASKED = HEAD - 20;
 /** Each node's L1-accepted block: A's ahead of the block asked, B's behind it (B reads L1 late). */
-const settled = new Map([
-  ["A", HEAD - 10],
-  ["B", HEAD - 30],
-]);
+const twoViews = () =>
+  new Map([
+    ["A", HEAD - 10],
+    ["B", HEAD - 30],
+  ]);
 
 /** starknet_getBlockWithTxHashes as a node whose L1-accepted block is `settled.get(name)` answers it. */
-function blocks(name: string): Record<string, TypicalAnswer> {
+function blocks(settled: ReadonlyMap<string, number>, name: string): Record<string, TypicalAnswer> {
   const block = (state: NodeState, params: unknown) => {
     const id = Array.isArray(params) ? params[0] : (params as { block_id?: unknown }).block_id;
     const l1 = settled.get(name) as number;
@@ -50,41 +51,52 @@ function blocks(name: string): Record<string, TypicalAnswer> {
   return { starknet_getBlockWithTxHashes: { result: block } };
 }
 
+/** Two Starknet nodes at one head, A and B, whose L1-accepted blocks `settled` says; B weighs `weightB`. */
+async function twoNodes(settled: ReadonlyMap<string, number>, weightB: number, cache: boolean) {
+  const nodes = await Promise.all(
+    ["A", "B"].map((name) =>
+      startLoopbackNode(
+        softwareNode(starknet, nodeState(starknet, HEAD), [""], { answers: blocks(settled, name) }),
+      ),
+    ),
+  );
+  const gw = await startGateway({
+    upstreams: {
+      starknet: [
+        { url: (nodes[0] as LoopbackNode).url, name: "A", weight: 1 },
+        { url: (nodes[1] as LoopbackNode).url, name: "B", weight: weightB },
+      ],
+    },
+    health: { ...DEFAULT_HEALTH, probeIntervalMs: 100 },
+    cache: { ...DEFAULT_CACHE, enabled: cache },
+  });
+  await everyNodeInRotation(gw);
+  const group = gw.gateway.upstreams.group("starknet", "/");
+  await eventually(() => group?.finalized === HEAD - 10, 3_000, "A's L1-accepted block probed");
+  return { nodes, gw };
+}
+
+const blockAt = (gw: RunningGateway, blockId: unknown, id: number) =>
+  gw.call("starknet", `/${KEYS.all}/`, {
+    body: JSON.stringify({
+      jsonrpc: "2.0",
+      id,
+      method: "starknet_getBlockWithTxHashes",
+      params: { block_id: blockId },
+    }),
+  });
+
 describe("an answer that says its block's finality is kept for good only where its node holds the block final", () => {
+  const settled = twoViews();
   let nodes: LoopbackNode[];
   let gw: RunningGateway;
-  const read = (id: number) =>
-    gw.call("starknet", `/${KEYS.all}/`, {
-      body: JSON.stringify({
-        jsonrpc: "2.0",
-        id,
-        method: "starknet_getBlockWithTxHashes",
-        params: { block_id: { block_number: ASKED } },
-      }),
-    });
+  const read = (id: number) => blockAt(gw, { block_number: ASKED }, id);
   const statusOf = (answer: { json: unknown }) =>
     (answer.json as { result?: { status?: string } }).result?.status;
 
   beforeAll(async () => {
-    nodes = await Promise.all(
-      ["A", "B"].map((name) =>
-        startLoopbackNode(softwareNode(starknet, nodeState(starknet, HEAD), [""], { answers: blocks(name) })),
-      ),
-    );
-    gw = await startGateway({
-      // B takes almost every call
-      upstreams: {
-        starknet: [
-          { url: (nodes[0] as LoopbackNode).url, name: "A", weight: 1 },
-          { url: (nodes[1] as LoopbackNode).url, name: "B", weight: 100 },
-        ],
-      },
-      health: { ...DEFAULT_HEALTH, probeIntervalMs: 100 },
-      cache: { ...DEFAULT_CACHE, enabled: true },
-    });
-    await everyNodeInRotation(gw);
-    const group = gw.gateway.upstreams.group("starknet", "/");
-    await eventually(() => group?.finalized === HEAD - 10, 3_000, "A's L1-accepted block probed");
+    // B takes almost every call
+    ({ nodes, gw } = await twoNodes(settled, 100, true));
   });
   afterAll(async () => {
     await gw?.close();
@@ -103,5 +115,29 @@ describe("an answer that says its block's finality is kept for good only where i
     // and now that both hold it final, the answer is kept for good
     await read(3);
     expect((await read(4)).headers["x-cache"]).toBe("hit");
+  });
+});
+
+// Each node answers the finalized tag with its own finalized block: read from whichever the choice gives,
+// a caller polling `l1_accepted` saw it go back and forth by twenty blocks. The node that named the highest
+// goes first.
+describe("a read at the finalized tag goes to the node that named the highest finalized block", () => {
+  let nodes: LoopbackNode[];
+  let gw: RunningGateway;
+  beforeAll(async () => {
+    ({ nodes, gw } = await twoNodes(twoViews(), 1, false));
+  });
+  afterAll(async () => {
+    await gw?.close();
+    await Promise.all((nodes ?? []).map((node) => node.close()));
+  });
+
+  it("polled, l1_accepted names A's block every time, never B's older one", async () => {
+    const seen: number[] = [];
+    for (let id = 1; id <= 8; id++) {
+      const answer = await blockAt(gw, "l1_accepted", id);
+      seen.push((answer.json as { result: { block_number: number } }).result.block_number);
+    }
+    expect(new Set(seen)).toEqual(new Set([HEAD - 10]));
   });
 });
