@@ -68,8 +68,7 @@ export function relayCachedBatch(
     const entry = entries[i];
     if (entry === undefined || (atNodeHead && read?.lifetime.kind === "head")) return undefined;
     cache.counts.hit++;
-    answeredWithout(note, c);
-    if (entry.tier === "archive") archivedCall(note, c.method);
+    answeredWithout(note, c, entry.tier);
     return withId(entry, c.id ?? "null");
   });
   // the node calls belong to every client waiting on them: this one, and identical calls' that follow them
@@ -92,8 +91,7 @@ export function relayCachedBatch(
         // an archive node's answer is kept for keys with archive access alone
         if (entry === undefined || (entry.tier === "archive" && !mayArchive)) return;
         cache.counts.hit++;
-        answeredWithout(note, c);
-        if (entry.tier === "archive") archivedCall(note, c.method);
+        answeredWithout(note, c, entry.tier);
         cache.set(read.key, { ...entry, epoch: FINAL, expiresAt: Number.POSITIVE_INFINITY });
         parts[i] = withId(entry, c.id ?? "null");
       });
@@ -137,7 +135,7 @@ interface BatchRun {
 }
 
 /** Where the batch's relay notes what it did: the tier too, when its reads of old state are told by tier. */
-type BatchFields = TierFields & Pick<CacheFields, "cache" | "cachedMethods">;
+type BatchFields = TierFields & Pick<CacheFields, "cache" | "cachedMethods" | "cachedArchivedMethods">;
 
 /**
  * The calls no cache answered: of identical calls, one is asked (in this batch, or another request's or a
@@ -162,6 +160,7 @@ function fromNode(run: BatchRun): void {
       if ("statusCode" in outcome) {
         // the node refused the batch whole: its answer, as it sent it, and no call of it answered by the cache
         note.cachedMethods = undefined;
+        note.cachedArchivedMethods = undefined;
         res.writeHead(outcome.statusCode, withRequestId(res, outcome.headers as string[]));
         res.end(outcome.body);
         return done();
@@ -250,10 +249,9 @@ async function answerAll(
       again.push(index);
       continue;
     }
-    if (entry.tier === "archive") archivedCall(run.note, (batch[index] as BatchRead).call.method);
     for (const i of [index, ...(calls.copies.get(index) ?? [])]) {
       cache.counts.coalesced++;
-      answeredWithout(run.note, (batch[i] as BatchRead).call);
+      answeredWithout(run.note, (batch[i] as BatchRead).call, entry.tier);
       parts[i] = withId(entry, (batch[i] as BatchRead).call.id ?? "null");
     }
   }
@@ -334,7 +332,7 @@ async function askNode(
     parts[i] = withId(kept.entry, c.id ?? "null");
     for (const copy of calls.copies.get(i) ?? []) {
       cache.counts.coalesced++;
-      answeredWithout(note, (batch[copy] as BatchRead).call);
+      answeredWithout(note, (batch[copy] as BatchRead).call, tier);
       parts[copy] = withId(kept.entry, (batch[copy] as BatchRead).call.id ?? "null");
     }
   }
@@ -394,10 +392,17 @@ function tierHeader(run: BatchRun): string | undefined {
   return run.note.tier === "archive" ? "full+archive" : "full";
 }
 
-/** A call of the batch answered with no node call of its own: priced at the plan's cachedShare. */
-function answeredWithout(note: Pick<CacheFields, "cachedMethods">, call: PassedCall): void {
+/**
+ * A call of the batch answered with no node call of its own: priced at the plan's cachedShare, and, given an
+ * archive node's kept answer, at the archive's price too (http.ts `#batchServed`).
+ */
+function answeredWithout(note: BatchFields, call: PassedCall, tier: CacheEntry["tier"]): void {
   note.cachedMethods ??= [];
   note.cachedMethods.push(call.method);
+  if (tier !== "archive") return;
+  archivedCall(note, call.method);
+  note.cachedArchivedMethods ??= [];
+  note.cachedArchivedMethods.push(call.method);
 }
 
 const OPEN = Buffer.from("[");

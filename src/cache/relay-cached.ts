@@ -28,6 +28,8 @@ export interface CacheFields extends TierFields {
   cache: string | undefined;
   /** A batch's calls answered from the cache or by identical calls' answers, by method (batch-cached.ts). */
   cachedMethods?: string[] | undefined;
+  /** Of those, the calls given an archive node's kept answer (in `archivedMethods` too), by method. */
+  cachedArchivedMethods?: string[] | undefined;
 }
 
 /** One client waiting for a coalesced call's answer. */

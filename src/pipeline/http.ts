@@ -20,7 +20,7 @@ import type { UsageRecorder } from "../keys/usage.js";
 import type { HeldCalls } from "../limits/held-calls.js";
 import { AccessLine, type Logger } from "../log.js";
 import { type GatewayMetrics, type MethodClass, resultOf } from "../metrics/gateway-metrics.js";
-import { archiveUnits, type BatchPart, callsUnits, weightOf, withoutCalls } from "../plans/compute-units.js";
+import { archiveUnits, type BatchPart, callsUnits, withoutCalls } from "../plans/compute-units.js";
 import type { QuotaHold } from "../plans/quota-hold.js";
 import type { ComputeUnits, Endpoint } from "../registry/types.js";
 import { callerTraceParent } from "../tracing/trace-parent.js";
@@ -309,12 +309,33 @@ export class HttpExchange {
     const share = this.#cachedShare;
     if (share === 1) return priced;
     if (cached) return Math.round(priced * share);
-    // a batch answered in part without a node call: those calls at the share, by what they weigh
+    // a batch answered in part without a node call: each call at its own price
     const parts = this.#batchParts;
-    const weighed = this.#pricedParts();
-    if (parts === undefined || weighed === parts) return priced;
-    const full = weightOf(parts);
-    return full > 0 ? Math.round((priced * weightOf(weighed ?? parts)) / full) : priced;
+    if (parts === undefined || this.#access.cachedMethods === undefined) return priced;
+    return this.#batchServed(parts, rules, share);
+  }
+
+  /**
+   * A batch some of whose calls were answered without a node call of their own, on a plan whose cachedShare
+   * is below 1: each call at its price, times the archive factor when an archive node's answer (kept or
+   * fresh) answered it, times the share when it had no node call; one answered ARCHIVE_REQUIRED at nothing.
+   * Scaling the whole batch's price by the share of its weight spread one call's archive price over all.
+   */
+  #batchServed(parts: readonly BatchPart[], rules: ComputeUnits, share: number): number {
+    const access = this.#access;
+    const factor = rules.archive;
+    let sum = 0;
+    for (const { method, calls, weight } of parts) {
+      const required = countOf(access.requiredMethods, method);
+      const cached = countOf(access.cachedMethods, method);
+      // on an archive label every call an archive node answered, kept or fresh
+      const archived = this.#archiveEndpoint ? calls - required : countOf(access.archivedMethods, method);
+      const both = this.#archiveEndpoint ? cached : countOf(access.cachedArchivedMethods, method);
+      const fresh = calls - required - archived - cached + both;
+      sum += weight * (fresh + (archived - both) * factor + (cached - both) * share + both * factor * share);
+    }
+    const endpoint = this.#unitEndpoint;
+    return Math.round(sum * (endpoint?.computeUnitMultiplier ?? 1));
   }
 
   /**
@@ -493,4 +514,11 @@ function classOf(call: UpstreamCall, authorized: Authorized): MethodClass {
   if (call.heldMs > 0) return "wait";
   if (authorized.batch !== undefined) return "batch";
   return call.reads !== undefined && call.reads.ranges.length > 0 ? "range" : "read";
+}
+
+/** How many times `method` is in `methods`. */
+function countOf(methods: readonly string[] | undefined, method: string): number {
+  let count = 0;
+  for (const each of methods ?? []) if (each === method) count++;
+  return count;
 }

@@ -1,5 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { DEFAULT_HEALTH, DEFAULT_PLANS, PLAN_FIELDS } from "../../src/config/defaults.js";
+import { DEFAULT_CACHE, DEFAULT_HEALTH, DEFAULT_PLANS, PLAN_FIELDS } from "../../src/config/defaults.js";
+import type { PlanSpec } from "../../src/config/types.js";
 import { type ArchivePair, startArchivePair } from "../support/archive-pair.js";
 import { eventually } from "../support/eventually.js";
 import { KEYS, type RunningGateway, rpcBody, startGateway } from "../support/gateway.js";
@@ -13,6 +14,28 @@ import { everyNodeInRotation } from "../support/rotation.js";
 const ACCOUNT = "0xf39Fd6e51aad88F6F4ce6aB8827279cffFb92266";
 /** The dev account's balance at genesis, in every block here: nothing is ever sent. */
 const BALANCE = "0x21e19e0c9bab2400000";
+
+/** The archive pair behind a gateway whose one key `key` is on `plan`, the pair's head served. */
+async function pairGateway(key: string, plan: Partial<PlanSpec>, cache = false) {
+  const pair = await startArchivePair(300);
+  const gw = await startGateway({
+    upstreams: pair.upstreams,
+    health: { ...DEFAULT_HEALTH, probeIntervalMs: 100 },
+    cache: { ...DEFAULT_CACHE, enabled: cache },
+    plans: {
+      ...DEFAULT_PLANS,
+      tested: {
+        ...PLAN_FIELDS,
+        computeUnitRate: { perSecond: 10_000, burst: 10_000 },
+        archive: true,
+        ...plan,
+      },
+    },
+    keys: [{ key, networks: "*", plan: "tested", rate: { perSecond: 1000, burst: 1000 } }],
+  });
+  await servingAt300(gw);
+  return { pair, gw };
+}
 
 /** Both nodes in rotation, and the label's served head the prober's reading of the full node. */
 async function servingAt300(gw: RunningGateway): Promise<void> {
@@ -177,22 +200,7 @@ describe("a read that may reach the archive holds the quota at the archive's pri
   let gw: RunningGateway;
 
   beforeAll(async () => {
-    pair = await startArchivePair(300);
-    gw = await startGateway({
-      upstreams: pair.upstreams,
-      health: { ...DEFAULT_HEALTH, probeIntervalMs: 100 },
-      plans: {
-        ...DEFAULT_PLANS,
-        small: {
-          ...PLAN_FIELDS,
-          computeUnitRate: { perSecond: 10_000, burst: 10_000 },
-          dailyQuota: 100,
-          archive: true,
-        },
-      },
-      keys: [{ key: KEY, networks: "*", plan: "small", rate: { perSecond: 1000, burst: 1000 } }],
-    });
-    await servingAt300(gw);
+    ({ pair, gw } = await pairGateway(KEY, { dailyQuota: 100 }));
   });
   afterAll(async () => {
     await gw?.close();
@@ -217,5 +225,49 @@ describe("a read that may reach the archive holds the quota at the archive's pri
       (await gw.metric("gateway_compute_units_total", { label: "eth" })) +
       (await gw.metric("gateway_compute_units_total", { label: "eth-archive" }));
     await eventually(async () => (await units()) === 100, 2000, "100 units counted");
+  });
+});
+
+// On a plan whose cached answers cost a share of their price, a batch's calls are priced each at its own:
+// an archive node's answer (kept or fresh) at the archive factor, a call with no node call of its own at
+// the share, both together at both. Scaling the batch's price by the share of its weight spread one call's
+// archive price over the others (103 units for what costs 95, 41 for 43).
+describe("a batch partly answered from the cache, on a plan with a cachedShare, prices each call at its own", () => {
+  const KEY = "FNarchiveHalf00000000000000000";
+  let pair: ArchivePair;
+  let gw: RunningGateway;
+  const units = async () =>
+    (await gw.metric("gateway_compute_units_total", { label: "eth" })) +
+    (await gw.metric("gateway_compute_units_total", { label: "eth-archive" }));
+  const send = (body: unknown) => gw.call("eth", `/${KEY}`, { body: JSON.stringify(body) });
+  const call = (method: string, params: unknown[], id: number) => ({ jsonrpc: "2.0", id, method, params });
+  /** What a request cost, once its units are counted. */
+  const costOf = async (body: unknown): Promise<number> => {
+    const before = await units();
+    expect((await send(body)).status).toBe(200);
+    await eventually(async () => (await units()) > before, 2000, "the request's units");
+    return (await units()) - before;
+  };
+
+  beforeAll(async () => {
+    ({ pair, gw } = await pairGateway(KEY, { cachedShare: 0.5 }, true));
+  });
+  afterAll(async () => {
+    await gw?.close();
+    await pair?.stop();
+  });
+
+  it("a kept archive answer beside a fresh full call, and a kept full answer beside a fresh archive call", async () => {
+    const oldBalance = (id: number, block = "0x12b") => call("eth_getBalance", [ACCOUNT, block], id);
+    // eth_getBalance: 20 at a full node, 40 at the archive; its kept archive answer at half, 20
+    expect(await costOf(oldBalance(1))).toBe(40);
+    expect(await costOf(oldBalance(2))).toBe(20);
+    // with a fresh eth_getLogs (75): 20 + 75
+    expect(
+      await costOf([oldBalance(3), call("eth_getLogs", [{ fromBlock: "0x12c", toBlock: "0x12c" }], 4)]),
+    ).toBe(95);
+    // a kept eth_chainId (5, at half 2.5) beside a fresh archive read (40): 42.5, rounded
+    expect(await costOf(call("eth_chainId", [], 5))).toBe(5);
+    expect(await costOf([call("eth_chainId", [], 6), oldBalance(7, "0x12a")])).toBe(43);
   });
 });
