@@ -198,6 +198,20 @@ describe("the logger", () => {
     expect(written.every((line, i) => line.i === i)).toBe(true);
   });
 
+  it("a line longer than a batch holds goes whole, in its place among the others, multi-byte text intact", async () => {
+    const script = `
+      import { createLogger } from "./src/log.ts";
+      const log = createLogger("info");
+      for (let i = 0; i < 300; i++) log.log("info", "line", { i, text: i % 100 === 50 ? "é€😀".repeat(9000) : "é" });
+    `;
+    const written = (await stderrOf(script))
+      .trimEnd()
+      .split("\n")
+      .map((line) => JSON.parse(line) as { i: number; text: string });
+    expect(written.map((line) => line.i)).toEqual(Array.from({ length: 300 }, (_, i) => i));
+    for (const line of written) expect(line.text).toBe(line.i % 100 === 50 ? "é€😀".repeat(9000) : "é");
+  });
+
   it("writes a lone line soon, without waiting for more lines or for exit", async () => {
     const script = `
       import { writeSync } from "node:fs";
