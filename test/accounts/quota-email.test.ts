@@ -1,5 +1,7 @@
 import { describe, expect, it } from "vitest";
-import { quotaEmail } from "../../src/control/accounts/emails.js";
+import type { ServiceContext } from "../../src/control/accounts/context.js";
+import { type Email, quotaEmail } from "../../src/control/accounts/emails.js";
+import { QuotaMail } from "../../src/control/accounts/quota-mail.js";
 import type { PendingNotice } from "../../src/control/accounts/types.js";
 
 // The quota e-mails' words (docs/plans.md). The 100 % one is also sent when a call was refused for costing
@@ -40,5 +42,62 @@ describe("the quota e-mails", () => {
     expect(quotaEmail(monthly, "https://d.example").text).toContain(
       "Your account's keys on the shared plan used 80%",
     );
+  });
+});
+
+// Two proxies may write a scope's 100 % a few milliseconds before its 80 %: the customer reads them in
+// their order, and an 80 % written after the 100 % was mailed is not sent at all.
+describe("the quota e-mails' order", () => {
+  const notice = (threshold: number, period = "2026-11-27"): PendingNotice => ({
+    scope: "FNabcdefgh",
+    period,
+    threshold,
+    accountId: 1,
+    keyPrefix: "FNabcdefgh",
+    plan: "shared",
+    quota: 100,
+    resetsAt: Date.UTC(2026, 10, 28),
+    email: "owner@example.com",
+  });
+
+  it("80 % before 100 %, whichever was written first; a late 80 % after a mailed 100 % not at all", async () => {
+    let unsent: PendingNotice[] = [notice(100), notice(80)];
+    const mailed: string[] = [];
+    const context = {
+      store: {
+        unsentNotices: async () => {
+          const now = unsent;
+          unsent = [];
+          return now;
+        },
+        markNoticeSent: async () => true,
+        unmarkNotice: async () => {},
+      },
+      config: { publicUrl: "https://d.example", listen: { host: "127.0.0.1", port: 0 } },
+      mail: async (_to: string, email: Email) => {
+        mailed.push(email.subject);
+      },
+      now: () => Date.now(),
+    } as unknown as ServiceContext;
+    const sender = new QuotaMail(context, 60_000, (error) => {
+      throw error;
+    });
+    try {
+      await sender.sendPending();
+      expect(mailed).toEqual([
+        "80% of the daily quota of FNabcdefgh… used",
+        "The daily quota of FNabcdefgh… is reached",
+      ]);
+      mailed.length = 0;
+      // the next day's 100 %, mailed; then that day's 80 %, written late
+      unsent = [notice(100, "2026-11-28")];
+      await sender.sendPending();
+      unsent = [notice(80, "2026-11-28")];
+      await sender.sendPending();
+      expect(mailed).toHaveLength(1);
+      expect(mailed[0]).toContain("is reached");
+    } finally {
+      await sender.close();
+    }
   });
 });

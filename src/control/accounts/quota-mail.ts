@@ -27,6 +27,15 @@ export class QuotaMail {
     return this.#sending;
   }
 
+  /** The scopes and periods whose 100 % this control plane mailed lately. */
+  readonly #reached = new Set<string>();
+
+  #remember(period: string): void {
+    this.#reached.add(period);
+    // a day's and a month's crossings of every customer fit many times over; the oldest go first
+    if (this.#reached.size > 100_000) this.#reached.delete(this.#reached.values().next().value as string);
+  }
+
   async close(): Promise<void> {
     clearInterval(this.#timer);
     await this.#sending;
@@ -35,8 +44,14 @@ export class QuotaMail {
   async #send(): Promise<void> {
     const { store, config, now } = this.#context;
     const publicUrl = dashboardUrl(config);
-    for (const notice of await store.unsentNotices()) {
+    // Two proxies may write a scope's 100 % a few milliseconds before its 80 %: the 80 % goes first, and
+    // one written after its 100 % was mailed says less than the customer knows already, and is not sent.
+    const pending = (await store.unsentNotices()).sort((a, b) => a.threshold - b.threshold);
+    for (const notice of pending) {
       if (!(await store.markNoticeSent(notice, now()))) continue;
+      const period = `${notice.scope} ${notice.period}`;
+      if (notice.threshold < 100 && this.#reached.has(period)) continue;
+      if (notice.threshold >= 100) this.#remember(period);
       try {
         await this.#context.mail(notice.email, quotaEmail(notice, publicUrl));
       } catch (error) {
