@@ -51,7 +51,25 @@ const query = (pruned: boolean): TypicalAnswer => ({
     : {}),
 });
 
-describe("archive routing for Substrate and NEAR (loopback nodes of their software)", () => {
+const blockHeader = (pruned: boolean): TypicalAnswer => ({
+  result: (_state, params) => ({
+    "@type": "blocks.header",
+    id: {
+      "@type": "ton.blockIdExt",
+      workchain: -1,
+      shard: "-9223372036854775808",
+      seqno: Number((params as { seqno?: unknown }).seqno),
+    },
+  }),
+  ...(pruned
+    ? {
+        missing: (state: NodeState, params?: unknown) =>
+          Number((params as { seqno?: unknown }).seqno) < state.height - WINDOW,
+      }
+    : {}),
+});
+
+describe("archive routing for Substrate, NEAR and TON (loopback nodes of their software)", () => {
   const nodes = new Map<string, LoopbackNode>();
   let gw: RunningGateway;
   const usage: { calls: number; errors: number; units: number; detail: unknown }[] = [];
@@ -70,8 +88,9 @@ describe("archive routing for Substrate and NEAR (loopback nodes of their softwa
       state_getStorageAt: storage(pruned),
       query: query(pruned),
       EXPERIMENTAL_view_account: query(pruned),
+      getBlockHeader: blockHeader(pruned),
     });
-    for (const label of ["dot", "dot-archive", "near", "near-archive"]) {
+    for (const label of ["dot", "dot-archive", "near", "near-archive", "ton", "ton-archive"]) {
       const e = endpoint(label);
       const pruned = !label.endsWith("-archive");
       nodes.set(
@@ -212,6 +231,38 @@ describe("archive routing for Substrate and NEAR (loopback nodes of their softwa
       const r = await rpc("near", KEYS.noArchive, "query", { ...account, finality: "final" });
       expect(r.json).toMatchObject({ result: { block_height: HEIGHT } });
       expect(calls("near-archive", "query")).toBe(archive);
+    });
+  });
+
+  // a liteserver without the archive keeps its last days of blocks: an older one it answers at HTTP 500
+  // "LITE_SERVER_NOTREADY: … seqno not in db", which is a tonlib error the node answers, not a node in trouble
+  describe("TON: a masterchain block by its seqno", () => {
+    const header = (key: string, seqno: number) =>
+      rpc("ton", key, "getBlockHeader", { workchain: -1, shard: "-9223372036854775808", seqno });
+
+    it("a block the full liteserver no longer keeps is read from ton-archive once more; a far older one at once", async () => {
+      const [full, archive] = [calls("ton", "getBlockHeader"), calls("ton-archive", "getBlockHeader")];
+      const old = await header(KEYS.all, HEIGHT - 5_000);
+      expect(old.json).toMatchObject({ ok: true, result: { id: { seqno: HEIGHT - 5_000 } } });
+      expect(old.headers["x-upstream-tier"]).toBe("archive");
+      expect([calls("ton", "getBlockHeader"), calls("ton-archive", "getBlockHeader")]).toEqual([
+        full + 1,
+        archive + 1,
+      ]);
+      const older = await header(KEYS.all, HEIGHT - 1_000_000);
+      expect(older.headers["x-upstream-tier"]).toBe("archive");
+      expect(calls("ton", "getBlockHeader")).toBe(full + 1);
+      // the full node stays in rotation: its "seqno not in db" was its answer
+      expect(gw.gateway.upstreams.group("ton", "/")?.members[0]?.health.inRotation).toBe(true);
+    });
+
+    it("a recent block is the full node's answer, and a key without archive access gets ARCHIVE_REQUIRED for an old one", async () => {
+      const recent = await header(KEYS.noArchive, HEIGHT - 10);
+      expect(recent.headers["x-upstream-tier"]).toBe("full");
+      const refused = await header(KEYS.noArchive, HEIGHT - 5_000);
+      expect(refused.status).toBe(403);
+      expect(refused.text).toContain("ton-archive");
+      expect(refused.text).not.toContain("not in db");
     });
   });
 });

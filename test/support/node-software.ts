@@ -285,6 +285,16 @@ const toncenter: JsonRpcSoftware = {
   // @app.post('/jsonRPC') below TON_API_ROOT_PATH, "/" by default (pyTON/main.py, settings.py)
   path: "/jsonRPC",
   unbatched: TON_VALIDATION_ERROR,
+  // a liteserver without the archive asked for a block it no longer keeps (ton-blockchain/ton#832,
+  // toncenter/ton-http-api#136): a tonlib error, so the app's handler's shape
+  missingState: (call) => ({
+    status: 500,
+    json: {
+      ok: false,
+      error: `LITE_SERVER_NOTREADY: cannot find block (-1,8000000000000000) seqno=${(call.params as { seqno?: unknown } | undefined)?.seqno}: seqno not in db`,
+      code: 500,
+    },
+  }),
   answer: (call, outcome) => {
     const idValid = call.id == null || typeof call.id === "string" || typeof call.id === "number";
     if (!idValid || !(call.params === undefined || isObject(call.params))) return TON_VALIDATION_ERROR;
