@@ -134,7 +134,7 @@ export class UpstreamGroup {
 
   /**
    * The highest block `node` itself named finalized; -1 before it named one. What a node answers about a
-   * block may say its finality (Starknet's `status`, ACCEPTED_ON_L1 or _L2): an answer is as final as its
+   * block may say its finality (a block's `status`, ACCEPTED_ON_L1 or _L2): an answer is as final as its
    * own node holds the block, not as another node does.
    */
   finalizedBy(node: Upstream): number {
