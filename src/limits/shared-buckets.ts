@@ -189,9 +189,20 @@ export class SharedTokenBuckets implements RateLimiter {
       return;
     }
     const lease = this.#leases.get(id);
-    if (lease === undefined) return;
-    // back into this instance's lease: the tokens were Redis's to lend, and stay this instance's to spend
-    lease.balance += cost;
+    // a take decided by the local fallback (a failing or slow lease) took from the local bucket
+    if (
+      lease === undefined ||
+      lease.failing ||
+      (lease.pending && this.#now() - lease.askedAt > LEASE_WAIT_MS)
+    ) {
+      this.#local.giveBack(id, this.#fallback(rate), cost);
+      return;
+    }
+    // back into this instance's lease, never past a lease's size: the tokens were Redis's to lend
+    lease.balance = Math.min(
+      lease.balance + cost,
+      Math.max(lease.balance, leaseSize(rate, this.#config.leaseMs)),
+    );
     if (lease.open) lease.spentOpen = Math.max(0, lease.spentOpen - cost);
   }
 

@@ -180,8 +180,14 @@ export function createProxyServer(options: ProxyServerOptions): ProxyServer {
     upstreams,
     metrics,
     stopping() {
+      if (stopping) return;
       stopping = true;
+      // and again while the stop waits: a connection whose request was in flight as it began was told
+      // keep-alive, and is closed once it is idle
       server.closeIdleConnections();
+      const idle = setInterval(() => server.closeIdleConnections(), 100);
+      idle.unref();
+      server.once("close", () => clearInterval(idle));
     },
     closeConnectionsOf: (keyId) => {
       for (const served of servedConfigs) served.websockets.closeKey(keyId);

@@ -6,9 +6,11 @@ import { GatewayError, type RpcErrorCode } from "../errors/table.js";
 import { REQUEST_ID_HEADER } from "../http/request-id.js";
 import { scanMembers } from "../jsonrpc/scan.js";
 import type { HeldCalls } from "../limits/held-calls.js";
+import type { NodeErrors } from "../registry/types.js";
 import { describeFailure, failureKind, toGatewayError } from "../upstream/failure.js";
 import type { UpstreamGroup } from "../upstream/group.js";
 import type { CappedOptions } from "../upstream/interceptors.js";
+import { isNodesAnswer } from "../upstream/node-errors.js";
 import { nodesForSocket } from "../upstream/policy.js";
 import { requestOn } from "../upstream/undici-pool.js";
 import { type Upstream, upstreamPath } from "../upstream/upstreams.js";
@@ -54,6 +56,8 @@ export class HttpBridge extends EventEmitter implements NodeSocket {
   readonly #requestId: string | undefined;
   /** The dialect's long polls (registry `longPolls`: nearcore's `tx` with `wait_until`), which its node holds. */
   readonly #longPolls: LongPolls | undefined;
+  /** How the node answers a call's own errors at a 5xx (registry `nodeErrors`): its answer, not its failure. */
+  readonly #nodeErrors: NodeErrors | undefined;
   /** Requests at the node, aborted when the bridge closes. */
   readonly #inFlight = new Set<AbortController>();
 
@@ -65,8 +69,10 @@ export class HttpBridge extends EventEmitter implements NodeSocket {
     writes: ReadonlySet<string>,
     errorForm: ErrorForm = "2.0",
     longPolls?: LongPolls,
+    nodeErrors?: NodeErrors,
   ) {
     super();
+    this.#nodeErrors = nodeErrors;
     this.#upstream = upstream;
     this.#writes = writes;
     this.#longPolls = longPolls;
@@ -120,8 +126,13 @@ export class HttpBridge extends EventEmitter implements NodeSocket {
     this.#post(text, heldMs, controller.signal).then(
       ({ status, answer }) => {
         if (!settled() || this.readyState !== OPEN) return;
-        // as over HTTP (call-run.ts), a 5xx or a 429 counts against the node's health
-        if (status >= 500 || status === 429) this.#upstream.health.failed("status", `HTTP ${status}`);
+        // as over HTTP (call-run.ts), a 5xx or a 429 counts against the node's health, but for the node's own
+        // answer to the call at its error status (node-errors.ts)
+        const rules = this.#nodeErrors;
+        const nodesAnswer =
+          rules !== undefined && status === rules.status && isNodesAnswer(Buffer.from(answer), rules);
+        if ((status >= 500 || status === 429) && !nodesAnswer)
+          this.#upstream.health.failed("status", `HTTP ${status}`);
         if (answersCalls(answer, text)) {
           this.emit("message", Buffer.from(withCallId(answer, text)), false);
           return;
@@ -129,7 +140,15 @@ export class HttpBridge extends EventEmitter implements NodeSocket {
         // nothing, not JSON (a balancer's HTML page), or JSON that answers no call (a rate limiter's
         // {"ok":false,…}): each call with an id gets the error, as an HTTP caller would; a notification's
         // answer is rightly empty
-        this.#answerEach(text, new GatewayError("UPSTREAM_BAD_RESPONSE", { status }));
+        // the node's own error for the call, which names no call (ton-http-api's {"ok": false, "error"}), goes
+        // to the caller as that error's text
+        this.#answerEach(
+          text,
+          new GatewayError(
+            "UPSTREAM_BAD_RESPONSE",
+            nodesAnswer ? { status, answer: nodeErrorText(answer) } : { status },
+          ),
+        );
       },
       (error: unknown) => {
         if (!settled() || this.readyState !== OPEN) return;
@@ -269,6 +288,7 @@ export function openHttpBridge(
     readonly writes: ReadonlySet<string>;
     readonly errorForm: ErrorForm;
     readonly longPolls?: LongPolls | undefined;
+    readonly nodeErrors?: NodeErrors | undefined;
   },
   wanted: () => boolean,
   callback: (error: GatewayError | undefined, socket?: NodeSocket, upstream?: Upstream) => void,
@@ -295,7 +315,17 @@ export function openHttpBridge(
         mount.writes,
         mount.errorForm,
         mount.longPolls,
+        mount.nodeErrors,
       ),
       upstream,
     );
+}
+
+/** A node's own error body, cut to what an error's data may carry: the node's words, not a page of them. */
+function nodeErrorText(answer: string): unknown {
+  try {
+    return JSON.parse(answer.length > 4096 ? "null" : answer) as unknown;
+  } catch {
+    return undefined;
+  }
 }

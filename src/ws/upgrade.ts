@@ -353,6 +353,7 @@ function openNodeSocket(
         path: mounted.mount.path,
         writes: jsonrpc.writes,
         errorForm: errorFormOf(jsonrpc, false),
+        nodeErrors: mounted.mount.policy.nodeErrors,
         longPolls:
           longPolls?.methods === undefined
             ? undefined

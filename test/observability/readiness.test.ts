@@ -8,13 +8,43 @@ import { Readiness } from "../../src/proxy/readiness.js";
 import { type RunningProxy, runProxy } from "../../src/proxy/run.js";
 import { type FaultyNode, startFaultyNode } from "../support/faulty-node.js";
 import { DOMAIN, KEYS, TEST_KEYS } from "../support/gateway.js";
-import { jsonRpcResponder } from "../support/loopback-node.js";
+import { firstOf, jsonRpcResponder, startLoopbackNode } from "../support/loopback-node.js";
 
 // GET /healthz and GET /readyz on the operator listener, through a proxy's life: ready once it listens,
 // not ready while its only node is lost and ready again when the node is back, and not ready through a
 // graceful shutdown's delay while the public port still serves, until the listener closes.
 
 const SHUTDOWN_DELAY_MS = 600;
+
+/** A call over node:http with `agent`: its status, its Connection header and the socket it went on. */
+function rawCall(port: number, agent: Agent, body: string) {
+  return new Promise<{ status: number; connection: string | undefined; socket: Socket }>(
+    (resolve, reject) => {
+      const req = httpRequest(
+        {
+          host: "127.0.0.1",
+          port,
+          path: `/${KEYS.all}/`,
+          method: "POST",
+          agent,
+          headers: { host: `eth.${DOMAIN}`, "content-type": "application/json" },
+        },
+        (res) => {
+          res.resume();
+          res.on("end", () =>
+            resolve({
+              status: res.statusCode ?? 0,
+              connection: res.headers.connection,
+              socket: req.socket as Socket,
+            }),
+          );
+        },
+      );
+      req.on("error", reject);
+      req.end(body);
+    },
+  );
+}
 
 describe("health and readiness", () => {
   let node: FaultyNode;
@@ -33,32 +63,8 @@ describe("health and readiness", () => {
     await r.body.text();
     return r.statusCode;
   };
-  /** A call over node:http with `agent`: its status, its Connection header and the socket it went on. */
   const rawServe = (agent: Agent) =>
-    new Promise<{ status: number; connection: string | undefined; socket: Socket }>((resolve, reject) => {
-      const req = httpRequest(
-        {
-          host: "127.0.0.1",
-          port: proxy.port,
-          path: `/${KEYS.all}/`,
-          method: "POST",
-          agent,
-          headers: { host: `eth.${DOMAIN}`, "content-type": "application/json" },
-        },
-        (res) => {
-          res.resume();
-          res.on("end", () =>
-            resolve({
-              status: res.statusCode ?? 0,
-              connection: res.headers.connection,
-              socket: req.socket as Socket,
-            }),
-          );
-        },
-      );
-      req.on("error", reject);
-      req.end('{"jsonrpc":"2.0","id":1,"method":"eth_blockNumber","params":[]}');
-    });
+    rawCall(proxy.port, agent, '{"jsonrpc":"2.0","id":1,"method":"eth_blockNumber","params":[]}');
   /** Polls /readyz until its status is `status`, and returns the body that said so. */
   const readyzUntil = async (status: number, what: string) => {
     const started = performance.now();
@@ -145,5 +151,57 @@ describe("health and readiness", () => {
     expect(performance.now() - started).toBeGreaterThanOrEqual(SHUTDOWN_DELAY_MS - 5);
     await expect(serve()).rejects.toThrow(/ECONNREFUSED/);
     await expect(probe("/readyz")).rejects.toThrow(/ECONNREFUSED/);
+  });
+});
+
+// A request in flight as a stop begins was told keep-alive before the stop: its connection is closed once
+// it is idle, not left for the listener's close to cut under a client that reuses it.
+describe("a stop's delay and a request in flight as it begins", () => {
+  it("closes that request's connection once its answer is out, well before the listener closes", async () => {
+    const node = await startLoopbackNode(
+      firstOf(
+        async (request) => {
+          if (!request.body.includes("eth_getBalance")) return undefined;
+          await new Promise((resolve) => setTimeout(resolve, 300));
+          return { status: 200, body: '{"jsonrpc":"2.0","id":1,"result":"0x1"}' };
+        },
+        jsonRpcResponder({ eth_blockNumber: "0x10", eth_chainId: "0x1" }),
+      ),
+    );
+    const proxy = await runProxy(
+      {
+        ...DEFAULT_CONFIG,
+        domain: DOMAIN,
+        listen: { host: "127.0.0.1", port: 0 },
+        operator: undefined,
+        keys: TEST_KEYS,
+        upstreams: { eth: [{ url: node.url, name: "only-node" }] },
+        health: { ...DEFAULT_HEALTH, probeIntervalMs: 50 },
+        limits: { ...DEFAULT_LIMITS, shutdownDelayMs: 3_000, drainTimeoutMs: 1000 },
+        log: { level: "silent", access: false },
+      },
+      createLogger("silent"),
+    );
+    const agent = new Agent({ keepAlive: true, maxSockets: 1 });
+    try {
+      const answered = rawCall(
+        proxy.port,
+        agent,
+        '{"jsonrpc":"2.0","id":1,"method":"eth_getBalance","params":["0x0000000000000000000000000000000000000000","latest"]}',
+      );
+      await new Promise((resolve) => setTimeout(resolve, 100));
+      const closed = proxy.close();
+      const { socket } = await answered;
+      const started = performance.now();
+      await new Promise<void>((resolve) =>
+        socket.destroyed ? resolve() : socket.once("close", () => resolve()),
+      );
+      // the listener closes 3 s after the stop began; the idle connection went long before
+      expect(performance.now() - started).toBeLessThan(1_500);
+      await closed;
+    } finally {
+      agent.destroy();
+      await node.close();
+    }
   });
 });

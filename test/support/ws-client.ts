@@ -110,7 +110,11 @@ export class Client {
   }
 
   /** Sends one call with a fresh numeric id and returns its answer. */
-  async call(method: string, params: unknown[] = [], timeoutMs = 3_000): Promise<RpcAnswer> {
+  async call(
+    method: string,
+    params: unknown[] | Record<string, unknown> = [],
+    timeoutMs = 3_000,
+  ): Promise<RpcAnswer> {
     const id = this.#nextId++;
     this.send(JSON.stringify({ jsonrpc: "2.0", id, method, params }));
     return this.answerTo(String(id), timeoutMs);

@@ -2,10 +2,12 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { endpointsByLabel } from "../../generated/endpoints.js";
 import { DEFAULT_HEALTH } from "../../src/config/defaults.js";
 import type { Endpoint } from "../../src/registry/types.js";
-import { KEYS, type RunningGateway, startGateway } from "../support/gateway.js";
+import { DOMAIN, KEYS, type RunningGateway, startGateway } from "../support/gateway.js";
 import { firstOf, type LoopbackNode, startLoopbackNode } from "../support/loopback-node.js";
 import { everyNodeInRotation } from "../support/rotation.js";
 import { nodeState, softwareNode } from "../support/software-node.js";
+import { resolveTestHosts } from "../support/test-hosts.js";
+import { Client } from "../support/ws-client.js";
 
 // bitcoind answers a call's own error with HTTP 500 and the JSON-RPC 1.0 error as the body (httprpc.cpp
 // JSONErrorReply): a transaction it does not know is -5 at 500. That is the node's answer (registry
@@ -183,6 +185,21 @@ describe("a node's own error at HTTP 500 is its answer (loopback ton-http-api an
     }
     expect(asked(xtzNodes, SIMULATE).reduce((a, b) => a + b)).toBe(4);
     expect(states("xtz")).toEqual(["healthy", "healthy", "healthy"]);
+  });
+
+  it("over a WebSocket (bridged to HTTP) too: each call gets the node's error, and every node stays in rotation", async () => {
+    const restore = resolveTestHosts();
+    const client = await Client.open(`ws://ton.${DOMAIN}:${gw.port}/${KEYS.all}`);
+    try {
+      for (let i = 0; i < 4; i++) {
+        const answer = await client.call("runGetMethod", { address: INACTIVE, method: "seqno", stack: [] });
+        expect(answer.error?.data).toMatchObject({ status: 500, answer: JSON.parse(TONLIB_REFUSAL) });
+      }
+      expect(states("ton")).toEqual(["healthy", "healthy", "healthy"]);
+    } finally {
+      client.close();
+      restore();
+    }
   });
 
   it("tonlib's own trouble (LITE_SERVER_NETWORK) at the same 500 is a failure: the call is asked of another node", async () => {

@@ -28,7 +28,10 @@ export class AccountAdmin {
     if (account === undefined)
       throw new GatewayError("INVALID_FIELD", { field: "account", reason: "no account has this id" });
     if (account.status === "closed")
-      throw new GatewayError("ACCOUNT_NOT_ACTIVE", { reason: "a closed account stays closed" });
+      throw new GatewayError("ACCOUNT_NOT_ACTIVE", {
+        accountStatus: "closed",
+        reason: "a closed account stays closed",
+      });
     await store.setAccountStatus(accountId, status);
     await this.#context.onChange();
     return (await store.account(accountId)) as Account;
