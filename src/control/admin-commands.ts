@@ -49,7 +49,7 @@ export async function accountsCommand(
     case "keys issue": {
       // any plan of the deployment config, its own included: the service checks the name
       const plan: Plan = values.plan ?? "shared";
-      const days = values.days === undefined ? undefined : numberOf(values.days, "--days");
+      const days = values.days === undefined ? undefined : numberOf(values.days, "--days", 1);
       const { key, view } = await service.keys.issue(accountId(), {
         networks: values.network ?? "*",
         plan,
@@ -99,9 +99,10 @@ export async function accountsCommand(
   }
 }
 
-function numberOf(value: string | undefined, flag: string): number {
+/** `value` as a whole number of at least `least` (a key's `--days` 1: one of 0 would be issued expired). */
+function numberOf(value: string | undefined, flag: string, least = 0): number {
   const n = Number(value);
-  if (value === undefined || !Number.isInteger(n) || n < 0)
+  if (value === undefined || !Number.isInteger(n) || n < least)
     throw new GatewayError("INVALID_FIELD", { field: flag });
   return n;
 }

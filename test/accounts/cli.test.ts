@@ -70,6 +70,10 @@ describe("the operator CLI", () => {
     expect(next).not.toBe(key);
     expect((await admin("keys", "list", "--account", "1")).out).toMatch(/key 1 .* active {2}expires /);
 
+    // a key that would be issued expired is refused, as any bad number is
+    const expired = await admin("keys", "issue", "--account", "1", "--network", "eth", "--days", "0");
+    expect(expired.code).not.toBe(0);
+    expect(expired.err).toContain("--days");
     expect((await admin("keys", "revoke", "--key", "3")).out).toMatch(/key 3 .* revoked/);
     expect((await admin("accounts", "suspend", "--account", "1")).out).toMatch(/suspended/);
     // no key for a suspended account: it would be shown as issued and answer UNAUTHORIZED
