@@ -51,7 +51,7 @@ export class AccessLine {
    * the plan's cachedShare (src/cache/batch-cached.ts); not written to the log.
    */
   cachedMethods: string[] | undefined = undefined;
-  /** Of those, the calls given an archive node's kept answer: priced at the archive's price too; not written to the log. */
+  /** Of those, the calls given an archive node's kept answer, priced at the archive's too; not written to the log. */
   cachedArchivedMethods: string[] | undefined = undefined;
   error: string | undefined = undefined;
   status = 0;

@@ -21,7 +21,8 @@ export class ReadNeed {
   /** The highest block a call names by number; -1 when none does. */
   highestBlock = -1;
   /**
-   * A call reads at the finalized tag (registry `block.finalizedTag`: `finalized`, `l1_accepted`): each node answers its own finalized block, and the one that named the highest goes first.
+   * A call reads at the finalized tag (registry `block.finalizedTag`: `finalized`, `l1_accepted`): each
+   * node answers its own finalized block, and the one that named the highest goes first.
    */
   atFinalized = false;
   /** Calls whose answers say which block they read: the label's served head learns from them. */

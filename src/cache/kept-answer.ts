@@ -233,7 +233,8 @@ function finalAtOnce(rules: CacheRules): boolean {
 /**
  * The label's finalized height: a node's word for it, or a depth below the served head; -1 when unknown.
  * Given the node that answered (one of the label's own), that node's word: an answer may say the finality
- * its own node holds (a block's `status`, accepted on L2 until that node saw it settled on L1), and kept for good it must be final there too.
+ * its own node holds (a block's `status`, accepted on L2 until that node saw it settled on L1), and kept
+ * for good it must be final there too.
  */
 export function finalizedHeight(rules: CacheRules, group: UpstreamGroup, node?: Upstream): number {
   const rule = rules.finalized;

@@ -75,17 +75,9 @@ function restErrorJson(
   requestId: string | undefined = undefined,
 ): string {
   const spec = ERRORS[code];
-  const error: Record<string, unknown> = {
-    code,
-    status: spec.status,
-    message: spec.message,
-    ...detail,
-    requestId,
-  };
-  error.code = code;
-  error.status = spec.status;
-  error.message = spec.message;
-  return JSON.stringify({ error });
+  const own = { code, status: spec.status, message: spec.message };
+  // first in the body, and written again after the detail so that none of its members replaces them
+  return JSON.stringify({ error: Object.assign({ ...own, ...detail, requestId }, own) });
 }
 
 /** How errors are written: REST bodies, JSON-RPC error objects, or those with nearcore's causes too. */

@@ -458,7 +458,6 @@ export abstract class CallRun<Caller extends CallerSide = CallerSide> implements
   }
 }
 
-/** Whether a body is one JSON-RPC answer whose error is the node's own, not one of `unavailable`'s codes. */
 /** The node holds the call on purpose: a stream while its caller listens, a long poll while it waits. */
 export function isHeld(call: UpstreamCall): boolean {
   return call.stream || call.heldMs > 0;

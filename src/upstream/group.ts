@@ -43,7 +43,7 @@ export class UpstreamGroup {
   /** The finalized blocks each node named lately, hash by height. */
   readonly #finalOf = new WeakMap<Upstream, Map<number, string>>();
   /** Each node's own finalized height, as it last named it (`finalizedBy`). */
-  readonly #finalizedBy = new Map<Upstream, number>();
+  readonly #finalizedBy = new WeakMap<Upstream, number>();
   /** Node-made states (filters) by name, and the node each is on (`handleMade`). */
   readonly #handles = new Map<string, { readonly upstream: Upstream; readonly usedAt: number }>();
   /**

@@ -6,10 +6,10 @@ import type { BodyTest, NodeErrors } from "../registry/types.js";
  * relayed as it came and not counted against the node. A body that is not JSON, does not pass the rule's
  * `answer` test, or passes its `unavailable` one (the node saying it cannot serve yet) is a failure.
  */
-export function isNodesAnswer(body: Buffer, rules: NodeErrors): boolean {
+export function isNodesAnswer(body: Buffer | string, rules: NodeErrors): boolean {
   let answer: unknown;
   try {
-    answer = JSON.parse(body.toString("utf8"));
+    answer = JSON.parse(typeof body === "string" ? body : body.toString("utf8"));
   } catch {
     return false;
   }

@@ -129,8 +129,7 @@ export class HttpBridge extends EventEmitter implements NodeSocket {
         // as over HTTP (call-run.ts), a 5xx or a 429 counts against the node's health, but for the node's own
         // answer to the call at its error status (node-errors.ts)
         const rules = this.#nodeErrors;
-        const nodesAnswer =
-          rules !== undefined && status === rules.status && isNodesAnswer(Buffer.from(answer), rules);
+        const nodesAnswer = rules !== undefined && status === rules.status && isNodesAnswer(answer, rules);
         if ((status >= 500 || status === 429) && !nodesAnswer)
           this.#upstream.health.failed("status", `HTTP ${status}`);
         if (answersCalls(answer, text)) {
@@ -138,15 +137,14 @@ export class HttpBridge extends EventEmitter implements NodeSocket {
           return;
         }
         // nothing, not JSON (a balancer's HTML page), or JSON that answers no call (a rate limiter's
-        // {"ok":false,…}): each call with an id gets the error, as an HTTP caller would; a notification's
+        // {"ok":false,…}, or the node's own error, which names no call: ton-http-api's): each call with an id
+        // gets the error, as an HTTP caller would, with the node's own error as it came; a notification's
         // answer is rightly empty
-        // the node's own error for the call, which names no call (ton-http-api's {"ok": false, "error"}), goes
-        // to the caller as that error's text
         this.#answerEach(
           text,
           new GatewayError(
             "UPSTREAM_BAD_RESPONSE",
-            nodesAnswer ? { status, answer: nodeErrorText(answer) } : { status },
+            nodesAnswer ? { status, answer: nodeErrorBody(answer) } : { status },
           ),
         );
       },
@@ -321,11 +319,7 @@ export function openHttpBridge(
     );
 }
 
-/** A node's own error body, cut to what an error's data may carry: the node's words, not a page of them. */
-function nodeErrorText(answer: string): unknown {
-  try {
-    return JSON.parse(answer.length > 4096 ? "null" : answer) as unknown;
-  } catch {
-    return undefined;
-  }
+/** A node's own error body (JSON, judged so), as an error's data carries it: its words, not a page of them. */
+function nodeErrorBody(answer: string): unknown {
+  return answer.length > 4096 ? undefined : (JSON.parse(answer) as unknown);
 }

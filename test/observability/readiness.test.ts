@@ -6,6 +6,7 @@ import { DEFAULT_CONFIG, DEFAULT_HEALTH, DEFAULT_LIMITS } from "../../src/config
 import { createLogger } from "../../src/log.js";
 import { Readiness } from "../../src/proxy/readiness.js";
 import { type RunningProxy, runProxy } from "../../src/proxy/run.js";
+import { eventually } from "../support/eventually.js";
 import { type FaultyNode, startFaultyNode } from "../support/faulty-node.js";
 import { DOMAIN, KEYS, TEST_KEYS } from "../support/gateway.js";
 import { firstOf, jsonRpcResponder, startLoopbackNode } from "../support/loopback-node.js";
@@ -162,6 +163,7 @@ describe("a stop's delay and a request in flight as it begins", () => {
       firstOf(
         async (request) => {
           if (!request.body.includes("eth_getBalance")) return undefined;
+          // a node that takes its time: the call is still in flight as the stop begins
           await new Promise((resolve) => setTimeout(resolve, 300));
           return { status: 200, body: '{"jsonrpc":"2.0","id":1,"result":"0x1"}' };
         },
@@ -189,7 +191,12 @@ describe("a stop's delay and a request in flight as it begins", () => {
         agent,
         '{"jsonrpc":"2.0","id":1,"method":"eth_getBalance","params":["0x0000000000000000000000000000000000000000","latest"]}',
       );
-      await new Promise((resolve) => setTimeout(resolve, 100));
+      // the call is at the node, which answers it 300 ms later
+      await eventually(
+        () => node.requests.some((r) => r.body.includes("eth_getBalance")),
+        2_000,
+        "the call at the node",
+      );
       const closed = proxy.close();
       const { socket } = await answered;
       const started = performance.now();
