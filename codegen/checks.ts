@@ -43,11 +43,27 @@ export function checkRegistry(registry: LoadedRegistry): RegistryIssue[] {
     checkChainNames(network, path, spec.interfaces, report);
     checkChainsAcrossNetworks(network, path, chains, report);
     if (network.head !== undefined) checkNetworkHead(network, path, spec.interfaces, report);
+    checkExample(network, path, spec.interfaces, report);
   });
   return issues;
 }
 
 type Report = (path: YamlPath, message: string) => void;
+
+/** The customer dashboard shows every network's first call in its SDK: some interface it mounts has one. */
+function checkExample(
+  network: NetworkSpec,
+  path: YamlPath,
+  interfaces: Record<string, InterfaceSpec>,
+  report: Report,
+): void {
+  const ids = network.mounts.flatMap((m) => (typeof m.interface === "string" ? [m.interface] : m.interface));
+  if (ids.some((id) => interfaces[id] === undefined || interfaces[id]?.example !== undefined)) return;
+  report(
+    [...path, "mounts"],
+    `network ${network.code}: none of its interfaces (${ids.join(", ")}) has an example, the first call in its SDK that the customer dashboard shows`,
+  );
+}
 
 /** The methods an interface serves to someone: every group but `deny`. */
 function servedMethods(iface: InterfaceSpec): Set<string> {

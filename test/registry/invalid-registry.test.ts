@@ -41,86 +41,86 @@ const defects: readonly Defect[] = [
     name: "a label used twice",
     from: "{ label: beta-testnet,",
     to: "{ label: alpha, labelRule: the defect under test,",
-    message: '49:18 label "alpha" is already used by network alpha',
+    message: '51:18 label "alpha" is already used by network alpha',
   },
   {
     name: "a label that breaks the label rules (<code>, <code>-testnet, <code>-archive)",
     from: "{ label: alpha-archive,",
     to: "{ label: alpha-old,",
     message:
-      '42:18 label "alpha-old" breaks the label rules for environment archive (expected "alpha-archive"); declare labelRule to make an exception',
+      '44:18 label "alpha-old" breaks the label rules for environment archive (expected "alpha-archive"); declare labelRule to make an exception',
   },
   {
     name: "a network without a mainnet",
     from: "      - { label: beta, environment: mainnet, nodeClass: full }\n",
     to: "",
-    message: "48:7 network beta needs exactly one mainnet endpoint (or mainnet: false), found 0",
+    message: "50:7 network beta needs exactly one mainnet endpoint (or mainnet: false), found 0",
   },
   {
     name: "an environment that the network does not name",
     from: "{ label: alpha-archive, environment: archive, nodeClass: archive, chainId: 7 }",
     to: "{ label: alpha-devnet, environment: devnet, nodeClass: full, chainId: 8 }",
     message:
-      '42:45 endpoint "alpha-devnet": environment "devnet" is not one of mainnet, testnet, archive; name a testnet under the network\'s testnets',
+      '44:45 endpoint "alpha-devnet": environment "devnet" is not one of mainnet, testnet, archive; name a testnet under the network\'s testnets',
   },
   {
     name: "a named testnet whose label breaks the label rules (<code>-<name>)",
     from: "      - { label: alpha-archive, environment: archive, nodeClass: archive, chainId: 7 }\n",
     to: "      - { label: alpha-archive, environment: archive, nodeClass: archive, chainId: 7 }\n      - { label: alpha-dev, environment: devnet, nodeClass: full, chainId: 8 }\n    testnets: [devnet]\n",
     message:
-      '43:18 label "alpha-dev" breaks the label rules for environment devnet (expected "alpha-devnet"); declare labelRule to make an exception',
+      '45:18 label "alpha-dev" breaks the label rules for environment devnet (expected "alpha-devnet"); declare labelRule to make an exception',
   },
   {
     name: "a named testnet that no endpoint serves",
     from: "    name: Alpha\n",
     to: "    name: Alpha\n    testnets: [devnet]\n",
-    message: '38:16 network alpha names testnet "devnet" but no endpoint serves it',
+    message: '40:16 network alpha names testnet "devnet" but no endpoint serves it',
   },
   {
     name: "a named testnet called like a base environment",
     from: "    name: Alpha\n",
     to: "    name: Alpha\n    testnets: [archive]\n",
     message:
-      '38:16 network alpha names testnet "archive", which is a base environment; list only named testnets',
+      '40:16 network alpha names testnet "archive", which is a base environment; list only named testnets',
   },
   {
     name: "an endpoint that serves eth_chainId without a chain id",
     from: "{ label: alpha-archive, environment: archive, nodeClass: archive, chainId: 7 }",
     to: "{ label: alpha-archive, environment: archive, nodeClass: archive }",
     message:
-      '42:9 endpoint "alpha-archive" serves eth_chainId but declares no chainId; declare it, or say why there is none with noChainId on network alpha',
+      '44:9 endpoint "alpha-archive" serves eth_chainId but declares no chainId; declare it, or say why there is none with noChainId on network alpha',
   },
   {
     name: "a chain id on a network that serves no eth_chainId",
     from: "{ label: beta, environment: mainnet, nodeClass: full }",
     to: "{ label: beta, environment: mainnet, nodeClass: full, chainId: 9 }",
-    message: '48:72 endpoint "beta" declares chainId 9 but network beta serves no eth_chainId',
+    message: '50:72 endpoint "beta" declares chainId 9 but network beta serves no eth_chainId',
   },
   {
     name: "an archive whose chain id is not its mainnet's",
     from: "{ label: alpha-archive, environment: archive, nodeClass: archive, chainId: 7 }",
     to: "{ label: alpha-archive, environment: archive, nodeClass: archive, chainId: 8 }",
     message:
-      '42:84 endpoint "alpha-archive" declares chainId 8 but "alpha" of the same chain (mainnet) declares 7',
+      '44:84 endpoint "alpha-archive" declares chainId 8 but "alpha" of the same chain (mainnet) declares 7',
   },
   {
     name: "a testnet with its mainnet's chain id",
     from: "      - { label: alpha-archive, environment: archive, nodeClass: archive, chainId: 7 }\n",
     to: "      - { label: alpha-archive, environment: archive, nodeClass: archive, chainId: 7 }\n      - { label: alpha-testnet, environment: testnet, nodeClass: full, chainId: 7 }\n",
     message:
-      '43:81 endpoint "alpha-testnet" (testnet) declares chainId 7, the id of "alpha" (mainnet); each chain has its own id',
+      '45:81 endpoint "alpha-testnet" (testnet) declares chainId 7, the id of "alpha" (mainnet); each chain has its own id',
   },
   {
     name: "a chain id on a network that says it has none",
     from: "    name: Alpha\n    blockTime: 6\n    mounts: [{ path: /, interface: evm }]\n    endpoints:\n      - { label: alpha, environment: mainnet, nodeClass: full, websocket: true, chainId: 7 }\n      - { label: alpha-archive, environment: archive, nodeClass: archive, chainId: 7 }\n",
     to: "    name: Alpha\n    blockTime: 6\n    noChainId: the defect under test\n    mounts: [{ path: /, interface: evm }]\n    endpoints:\n      - { label: alpha, environment: mainnet, nodeClass: full, websocket: true, chainId: 7 }\n      - { label: alpha-archive, environment: archive, nodeClass: archive }\n",
-    message: '42:90 endpoint "alpha" declares chainId 7 but network alpha says noChainId',
+    message: '44:90 endpoint "alpha" declares chainId 7 but network alpha says noChainId',
   },
   {
     name: "noChainId on a network that serves no eth_chainId",
     from: "    name: Beta\n",
     to: "    name: Beta\n    noChainId: the defect under test\n",
-    message: "45:16 network beta serves no eth_chainId, so it needs no noChainId; remove it",
+    message: "47:16 network beta serves no eth_chainId, so it needs no noChainId; remove it",
   },
   {
     name: "a method both allowed and denied",
@@ -139,13 +139,13 @@ const defects: readonly Defect[] = [
     from: "- GET /blocks/{block}\n",
     to: "- GET /blocks/{block}x\n",
     message:
-      '28:11 route "GET /blocks/{block}x": segment "{block}x" is neither a literal nor a whole {parameter}',
+      '29:11 route "GET /blocks/{block}x": segment "{block}x" is neither a literal nor a whole {parameter}',
   },
   {
     name: "a denied route that an allowed route would serve",
     from: "- POST /admin/shutdown",
     to: "- GET /blocks/latest",
-    message: '33:11 denied route "GET /blocks/latest" is reachable through an allowed route',
+    message: '34:11 denied route "GET /blocks/latest" is reachable through an allowed route',
   },
   {
     name: "a jsonrpc interface without an envelope",
@@ -157,33 +157,33 @@ const defects: readonly Defect[] = [
     name: "a mount of an undefined interface",
     from: "mounts: [{ path: /, interface: chainrest }]",
     to: "mounts: [{ path: /, interface: chain-rest }]",
-    message: '46:36 interface "chain-rest" is not defined under interfaces',
+    message: '48:36 interface "chain-rest" is not defined under interfaces',
   },
   {
     name: "an unknown field",
     from: "    name: Alpha\n",
     to: "    name: Alpha\n    colour: red\n",
-    message: '38:5 networks[0]: unknown field "colour" (schema: additionalProperties)',
+    message: '40:5 networks[0]: unknown field "colour" (schema: additionalProperties)',
   },
   {
     name: "a value outside its enum",
     from: "{ label: beta, environment: mainnet, nodeClass: full }",
     to: "{ label: beta, environment: mainnet, nodeClass: pruned }",
     message:
-      "48:57 networks[1].endpoints[0].nodeClass: must be equal to one of the allowed values (full, archive) (schema: enum)",
+      "50:57 networks[1].endpoints[0].nodeClass: must be equal to one of the allowed values (full, archive) (schema: enum)",
   },
   {
     name: "a head route with parameters",
     from: "head: { route: GET /status,",
     to: 'head: { route: "GET /blocks/{block}",',
-    message: '34:20 head route "GET /blocks/{block}" must be a concrete path, without parameters',
+    message: '35:20 head route "GET /blocks/{block}" must be a concrete path, without parameters',
   },
   {
     name: "a network head route that no interface of the network serves",
     from: "    mounts: [{ path: /, interface: chainrest }]\n",
     to: "    mounts: [{ path: /, interface: chainrest }]\n    head: { route: GET /height, field: height, encoding: integer }\n",
     message:
-      '47:20 head route "GET /height" is not shared by any REST interface mounted at / on network beta',
+      '49:20 head route "GET /height" is not shared by any REST interface mounted at / on network beta',
   },
   {
     name: "a write that is not a method the interface allows",
@@ -195,27 +195,27 @@ const defects: readonly Defect[] = [
     name: "a write route that the interface's routes do not reach",
     from: "        - POST /admin/shutdown\n",
     to: "        - POST /admin/shutdown\n    writes: [POST /transactions]\n",
-    message: '34:14 write "POST /transactions" is not a route this interface allows',
+    message: '35:14 write "POST /transactions" is not a route this interface allows',
   },
   {
     name: "a network head that reads its interface's own head call in another encoding",
     from: "    mounts: [{ path: /, interface: chainrest }]\n",
     to: "    mounts: [{ path: /, interface: chainrest }]\n    head: { route: GET /status, field: height, encoding: hex-quantity }\n",
     message:
-      '47:58 head encoding "hex-quantity" differs from interface chainrest\'s head, the same call, which reads encoding "integer"',
+      '49:58 head encoding "hex-quantity" differs from interface chainrest\'s head, the same call, which reads encoding "integer"',
   },
   {
     name: "a network head route with a parameter left in it",
     from: "    mounts: [{ path: /, interface: chainrest }]\n",
     to: '    mounts: [{ path: /, interface: chainrest }]\n    head: { route: "GET /blocks/{block}", field: height, encoding: integer }\n',
-    message: '47:20 head route "GET /blocks/{block}" must be a concrete path, without parameters',
+    message: '49:20 head route "GET /blocks/{block}" must be a concrete path, without parameters',
   },
   {
     name: "another network's chain id, copied",
     from: "      - { label: beta-testnet, environment: testnet, nodeClass: full }\n",
     to: "      - { label: beta-testnet, environment: testnet, nodeClass: full }\n  - code: gamma\n    name: Gamma\n    blockTime: 6\n    mounts: [{ path: /, interface: evm }]\n    endpoints:\n      - { label: gamma, environment: mainnet, nodeClass: full, chainId: 7 }\n",
     message:
-      '55:73 endpoint "gamma" declares chainId 7, which is network alpha\'s ("alpha"); each network\'s chains are its own',
+      '57:73 endpoint "gamma" declares chainId 7, which is network alpha\'s ("alpha"); each network\'s chains are its own',
   },
   {
     name: "a filter-making method that is no method of the interface",
@@ -251,13 +251,13 @@ const defects: readonly Defect[] = [
     name: "a long poll that the interface's routes do not reach",
     from: "        - POST /admin/shutdown\n",
     to: "        - POST /admin/shutdown\n    longPolls: { routes: [GET /wait], heldMs: 1000 }\n",
-    message: '34:27 long poll "GET /wait" is not a route this interface allows',
+    message: '35:27 long poll "GET /wait" is not a route this interface allows',
   },
   {
     name: "a long poll that is a stream route",
     from: "        - POST /admin/shutdown\n",
     to: "        - POST /admin/shutdown\n    longPolls:\n      routes:\n        - GET /monitor/{chain}\n      heldMs: 1000\n",
-    message: '36:11 long poll "GET /monitor/{chain}" is a stream already',
+    message: '37:11 long poll "GET /monitor/{chain}" is a stream already',
   },
   {
     name: "a subscription kind whose subscribe method is not in methods.subscribe",
@@ -270,7 +270,7 @@ const defects: readonly Defect[] = [
     from: "{ label: beta, environment: mainnet, nodeClass: full }",
     to: '{ label: beta, environment: mainnet, nodeClass: full, chain: "beta-main" }',
     message:
-      '48:70 endpoint "beta" declares chain "beta-main" but no interface of network beta names its chain in text',
+      '50:70 endpoint "beta" declares chain "beta-main" but no interface of network beta names its chain in text',
   },
   {
     name: "a chain call that reads a number but is not eth_chainId",
@@ -284,20 +284,20 @@ const defects: readonly Defect[] = [
     from: BETA_TAIL,
     to: betaTail({ call: "{ route: GET /blocks/0, field: hash }", main: "beta-main" }),
     message:
-      '50:9 endpoint "beta-testnet" declares no chain; its interface chainrest names the chain its nodes are on, so declare the name they answer',
+      '52:9 endpoint "beta-testnet" declares no chain; its interface chainrest names the chain its nodes are on, so declare the name they answer',
   },
   {
     name: "a testnet that names its mainnet's chain",
     from: BETA_TAIL,
     to: betaTail({ call: "{ route: GET /blocks/0, field: hash }", main: "beta-main", testnet: "beta-main" }),
     message:
-      '50:78 endpoint "beta-testnet" (testnet) declares chain "beta-main", the chain of "beta" (mainnet); each chain has its own',
+      '52:78 endpoint "beta-testnet" (testnet) declares chain "beta-main", the chain of "beta" (mainnet); each chain has its own',
   },
   {
     name: "a chain route the interface does not allow",
     from: BETA_TAIL,
     to: betaTail({ call: "{ route: GET /genesis, field: hash }", main: "beta-main", testnet: "beta-test" }),
-    message: '35:21 chain route "GET /genesis" is not allowed by routes.shared',
+    message: '37:21 chain route "GET /genesis" is not allowed by routes.shared',
   },
   {
     name: "an errorMember on a JSON-RPC interface",
@@ -310,13 +310,20 @@ const defects: readonly Defect[] = [
     name: "a network without its block time",
     from: "    name: Beta\n    blockTime: 6\n",
     to: "    name: Beta\n",
-    message: "43:5 networks[1]: must have required property 'blockTime' (schema: required)",
+    message: "45:5 networks[1]: must have required property 'blockTime' (schema: required)",
+  },
+  {
+    name: "a network none of whose interfaces has an SDK example",
+    from: "    example: { sdk: fetch, code: \"await fetch('{url}/status')\" }\n",
+    to: "",
+    message:
+      "47:13 network beta: none of its interfaces (chainrest) has an example, the first call in its SDK that the customer dashboard shows",
   },
   {
     name: "a duplicate YAML key",
     from: "    name: Beta\n",
     to: "    name: Beta\n    name: Gamma\n",
-    message: "45:5 YAML: Map keys must be unique",
+    message: "47:5 YAML: Map keys must be unique",
   },
 ];
 
