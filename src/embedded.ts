@@ -1,6 +1,7 @@
 import { existsSync, readFileSync } from "node:fs";
 import { dirname, join } from "node:path";
 import { getAsset, isSea } from "node:sea";
+import { registryStamp } from "../generated/endpoints.js";
 import { packageRoot } from "./package-root.js";
 
 // What ships inside the gateway: read from the repository (or the npm package) when the gateway runs on
@@ -23,6 +24,11 @@ export function gatewayVersion(): string {
     ? getAsset("package.json", "utf8")
     : readFileSync(join(packageRoot(), "package.json"), "utf8");
   return (JSON.parse(text) as { version: string }).version;
+}
+
+/** What `--version` prints for each of the gateway's programs: its version and the registry it carries. */
+export function versionLine(program: string): string {
+  return `${program} ${gatewayVersion()} (registry ${registryStamp}, Node ${process.version})`;
 }
 
 /**

@@ -23,7 +23,7 @@ export function failureOf(error: unknown): { line: string; status: number } {
       : error instanceof ConfigError
         ? ["INVALID_CONFIG", `invalid configuration: ${error.message}`, ADMIN_EXIT.NOT_RUN]
         : isParseArgsError(error)
-          ? ["USAGE", `${error.message}; --help lists the commands`, ADMIN_EXIT.NOT_RUN]
+          ? ["USAGE", `${parseArgsMessage(error)}; --help lists the commands`, ADMIN_EXIT.NOT_RUN]
           : error instanceof GatewayError
             ? [error.code, `${error.message}${detailOf(error.detail)}`, ADMIN_EXIT.FAILED]
             : ["INTERNAL", error instanceof Error ? error.message : String(error), ADMIN_EXIT.FAILED];
@@ -43,4 +43,11 @@ function detailOf(detail: Readonly<Record<string, unknown>> | undefined): string
   if (detail === undefined) return "";
   const parts = Object.entries(detail).map(([name, value]) => `${name}: ${String(value)}`);
   return parts.length === 0 ? "" : ` (${parts.join("; ")})`;
+}
+
+// Node's own text for an unknown flag goes on about positional arguments that start with '-', which
+// none of the commands takes: the flag is named instead.
+function parseArgsMessage(error: Error): string {
+  const unknown = /^Unknown option '([^']+)'/.exec(error.message);
+  return unknown === null ? error.message : `unknown flag ${unknown[1]}`;
 }

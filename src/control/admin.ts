@@ -1,6 +1,7 @@
 import { parseArgs } from "node:util";
 import { endpointsByLabel, networkCodes } from "../../generated/endpoints.js";
 import { ConfigError, loadConfig } from "../config/load.js";
+import { versionLine } from "../embedded.js";
 import { GatewayError } from "../errors/table.js";
 import { isPostgresUrl } from "../store/database-url.js";
 import { openAccountStore } from "./accounts/open-store.js";
@@ -35,6 +36,8 @@ const ADMIN_USAGE = `usage: node-gateway admin <command> [flags]   the single ex
   keys revoke --key <id>
   keys rotate --key <id>                    prints the new key once; the old one works for the grace period
 ${UPSTREAMS_USAGE}
+  --version                                 the gateway's version and the registry's stamp
+  --help                                    this text
 
 The account store and the operator API are the ones the deployment config names (GATEWAY_CONFIG, or the
 embedded default deploy/local.yaml, whose store is .data/gateway.sqlite under the working directory), with
@@ -76,10 +79,15 @@ async function run(argv: readonly string[]): Promise<number> {
       upstream: { type: "string" },
       proxy: { type: "string" },
       help: { type: "boolean", short: "h" },
+      version: { type: "boolean" },
     },
   });
   if (values.help) {
     process.stdout.write(`${ADMIN_USAGE}\n`);
+    return ADMIN_EXIT.OK;
+  }
+  if (values.version) {
+    process.stdout.write(`${versionLine("node-gateway admin")}\n`);
     return ADMIN_EXIT.OK;
   }
   const [noun, verb] = positionals;

@@ -1,6 +1,7 @@
 #!/usr/bin/env node
 import { parseArgs } from "node:util";
 import { networkCodes } from "../../generated/endpoints.js";
+import { versionLine } from "../embedded.js";
 import { EXIT, exitOnStartFailure, LISTENERS, listen, loadConfigOrExit, onStopSignal } from "../lifecycle.js";
 import { createLogger } from "../log.js";
 import { createControlPlane } from "./plane.js";
@@ -8,10 +9,11 @@ import { createControlPlane } from "./plane.js";
 // The control plane, alone: `node dist/control-plane.js` (npm run build). It creates and migrates the
 // account store the deployment config names, sends e-mail, and serves the self-service API. Proxies read
 // the store's key grants on their own (proxy/main.ts).
-const USAGE = `usage: node dist/control-plane.js [--config PATH] [--help]
+const USAGE = `usage: node dist/control-plane.js [--config PATH] [--version] [--help]
 
   --config PATH    the deployment config (the same as GATEWAY_CONFIG), whose accounts section names the
                    store, the mail and the self-service listener; the embedded default without it
+  --version        the gateway's version and the registry's stamp
   --help           this text
 
 exit codes: 0 stopped by a signal; 1 failed to start (a port taken, the store unreachable); 2 an invalid
@@ -24,7 +26,11 @@ Environment: GATEWAY_CONFIG, GATEWAY_ACCOUNTS_DB, GATEWAY_ACCOUNTS_PORT, GATEWAY
 const args = (() => {
   try {
     return parseArgs({
-      options: { config: { type: "string" }, help: { type: "boolean", short: "h" } },
+      options: {
+        config: { type: "string" },
+        version: { type: "boolean" },
+        help: { type: "boolean", short: "h" },
+      },
     }).values;
   } catch (error) {
     process.stderr.write(`${(error as Error).message}\n\n${USAGE}\n`);
@@ -33,6 +39,10 @@ const args = (() => {
 })();
 if (args.help) {
   process.stdout.write(`${USAGE}\n`);
+  process.exit(EXIT.OK);
+}
+if (args.version) {
+  process.stdout.write(`${versionLine("node-gateway-control-plane")}\n`);
   process.exit(EXIT.OK);
 }
 if (args.config !== undefined) process.env.GATEWAY_CONFIG = args.config;

@@ -6,7 +6,7 @@ import { parseArgs } from "node:util";
 import { endpointsByLabel, registryStamp } from "../../generated/endpoints.js";
 import { ConfigError, loadConfig } from "../config/load.js";
 import { changedRestartOnly } from "../config/restart-only.js";
-import { EMBEDDED_CONFIG, gatewayVersion } from "../embedded.js";
+import { EMBEDDED_CONFIG, versionLine } from "../embedded.js";
 import { EXIT, exitOnStartFailure, loadConfigOrExit, onStopSignal } from "../lifecycle.js";
 import { createLogger } from "../log.js";
 import { reloadCounted } from "../metrics/process-info.js";
@@ -52,9 +52,7 @@ if (args.help) {
   process.exit(EXIT.OK);
 }
 if (args.version) {
-  process.stdout.write(
-    `node-gateway ${gatewayVersion()} (registry ${registryStamp}, Node ${process.version})\n`,
-  );
+  process.stdout.write(`${versionLine("node-gateway")}\n`);
   process.exit(EXIT.OK);
 }
 if (args.config !== undefined) process.env.GATEWAY_CONFIG = args.config;

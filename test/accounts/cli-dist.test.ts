@@ -91,7 +91,7 @@ describe("dist/admin.js, the operator CLI built into dist/", () => {
       "an unknown flag",
       ["accounts", "list", "--frobnicate"],
       2,
-      /^error USAGE: Unknown option '--frobnicate'/,
+      /^error USAGE: unknown flag --frobnicate; --help lists the commands$/,
     ],
     [
       "a flag without its value",

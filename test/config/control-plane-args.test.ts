@@ -21,7 +21,7 @@ function controlPlane(args: string[]): Promise<{ code: number; out: string; err:
 }
 
 describe("the control plane's command line", () => {
-  it("an unknown flag: its usage and exit 2; --help: the usage and exit 0", async () => {
+  it("an unknown flag: its usage and exit 2; --help: the usage and --version its version, exit 0", async () => {
     const refused = await controlPlane(["--bogus-flag"]);
     expect(refused.code).toBe(2);
     expect(refused.err).toContain("Unknown option '--bogus-flag'");
@@ -29,6 +29,9 @@ describe("the control plane's command line", () => {
     const help = await controlPlane(["--help"]);
     expect(help.code).toBe(0);
     expect(help.out).toContain("--config PATH");
+    const version = await controlPlane(["--version"]);
+    expect(version.code).toBe(0);
+    expect(version.out).toMatch(/^node-gateway-control-plane \d+\.\d+\.\d+ \(registry sha256:/);
   });
 
   it("--config names the file it reads: an invalid one is refused, naming it", async () => {

@@ -17,8 +17,12 @@ const bins = (JSON.parse(readFileSync(join(ROOT, "package.json"), "utf8")) as { 
 /** How each command is asked something harmless, and the exit status and output it answers with. */
 const RUNS: Record<string, { args: string[]; env?: NodeJS.ProcessEnv; code: number; output: RegExp }> = {
   "node-gateway": { args: ["--version"], code: 0, output: /^node-gateway \d+\.\d+\.\d+ \(registry / },
-  "node-gateway-admin": { args: ["--help"], code: 0, output: /node dist\/admin\.js <command>/ },
-  // the control plane has no flags: a config that is not there makes it say so and exit 2
+  "node-gateway-admin": {
+    args: ["--version"],
+    code: 0,
+    output: /^node-gateway admin \d+\.\d+\.\d+ \(registry /,
+  },
+  // a config that is not there makes the control plane say so and exit 2
   "node-gateway-control-plane": {
     args: [],
     env: { GATEWAY_CONFIG: join(tmpdir(), "no-such-deployment.yaml") },
