@@ -16,6 +16,12 @@ export interface Setting {
 }
 
 const UPSTREAM_PREFIX = "GATEWAY_UPSTREAM_";
+const ACCOUNT_VARIABLES = [
+  "GATEWAY_ACCOUNTS_DB",
+  "GATEWAY_ACCOUNTS_PORT",
+  "GATEWAY_OUTBOX",
+  "GATEWAY_SMTP_URL",
+] as const;
 
 /** The settings `env` makes over the file's data `file`, and the variables that cannot be read at all. */
 export function environmentSettings(
@@ -46,8 +52,14 @@ export function environmentSettings(
     set("GATEWAY_OPERATOR_HOST", ["operator", "listen", "host"]);
     set("GATEWAY_OPERATOR_PORT", ["operator", "listen", "port"], numeric);
   }
-  // The account variables fill in a file's accounts section; they make none where the file has none.
-  if (isRecord(file) && isRecord(file.accounts)) {
+  // The account variables fill in a file's accounts section. They make none where the file has none (its
+  // other members have no defaults), and are refused there rather than ignored: an operator who set the
+  // store's URL expects the process to use it.
+  if (isRecord(file) && file.accounts === undefined) {
+    for (const variable of ACCOUNT_VARIABLES)
+      if (env[variable] !== undefined && env[variable] !== "")
+        problems.push(`${variable}: the deployment config has no accounts section for it to fill in`);
+  } else if (isRecord(file) && isRecord(file.accounts)) {
     set("GATEWAY_ACCOUNTS_DB", ["accounts", "database"]);
     set("GATEWAY_ACCOUNTS_PORT", ["accounts", "listen", "port"], numeric);
     set("GATEWAY_OUTBOX", ["accounts", "mail", "outbox"]);

@@ -239,6 +239,28 @@ describe("settings from the environment, checked with the file as one config", (
     expect(text).not.toContain("hunter2");
   });
 
+  it("an account variable where the config has no accounts section is refused, not ignored", () => {
+    const path = file("env-no-accounts.yaml", "domain: gw.test\n");
+    for (const [variable, value] of [
+      ["GATEWAY_ACCOUNTS_DB", "postgres://gateway:hunter2@db.internal/gateway"],
+      ["GATEWAY_ACCOUNTS_PORT", "9200"],
+      ["GATEWAY_OUTBOX", "/var/mail/gateway"],
+      ["GATEWAY_SMTP_URL", "smtp://ops:hunter2@mail.example.com"],
+    ] as const) {
+      let message = "";
+      try {
+        loadConfig(endpointsByLabel, { GATEWAY_CONFIG: path, [variable]: value });
+      } catch (error) {
+        message = (error as Error).message;
+      }
+      expect(message).toBe(`${variable}: the deployment config has no accounts section for it to fill in`);
+    }
+    // empty counts as unset, as for every variable
+    expect(loadConfig(endpointsByLabel, { GATEWAY_CONFIG: path, GATEWAY_ACCOUNTS_DB: "" }).accounts).toBe(
+      undefined,
+    );
+  });
+
   it("a problem of the file is still reported at its line, beside a variable's", () => {
     const path = file("env-file-problem.yaml", "domain: gw.test\nlimits: { maxBatch: many }\n");
     expect(() =>
