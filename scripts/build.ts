@@ -1,4 +1,5 @@
 import { spawnSync } from "node:child_process";
+import { createHash } from "node:crypto";
 import { readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { build } from "esbuild";
@@ -69,4 +70,24 @@ export function asciiOnly(file: string): void {
   writeFileSync(file, text.replace(NON_ASCII, "?"));
 }
 
-if (import.meta.url === `file://${process.argv[1]}`) await buildBundles();
+/**
+ * Whether generated/ was made from the registry as it is: its stamp is the sha256 of registry/networks.yaml.
+ * A maintainer who edited the YAML and ran `npm start` got the old tables served without a word.
+ */
+export function generatedIsCurrent(root = "."): boolean {
+  const registry = readFileSync(join(root, "registry/networks.yaml"));
+  const stamp = /registryStamp = "sha256:([0-9a-f]{64})"/.exec(
+    readFileSync(join(root, "generated/endpoints.ts"), "utf8"),
+  );
+  return stamp?.[1] === createHash("sha256").update(registry).digest("hex");
+}
+
+if (import.meta.url === `file://${process.argv[1]}`) {
+  if (!generatedIsCurrent()) {
+    process.stderr.write(
+      "registry/networks.yaml has changed since generated/ was made from it: run `npm run codegen` first (the bundles would serve the old tables)\n",
+    );
+    process.exit(1);
+  }
+  await buildBundles();
+}
