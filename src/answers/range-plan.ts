@@ -1,7 +1,7 @@
 import type { BlockRangeLimits } from "../config/types.js";
 import { GatewayError } from "../errors/table.js";
 import { isHeightPastSafe } from "../upstream/head.js";
-import { isGenesisTag, namedBlock, type RangeRead, type ReadNeed } from "./read-need.js";
+import { isGenesisTag, isOneOf, isTag, namedBlock, type RangeRead, type ReadNeed } from "./read-need.js";
 
 /** A range call that is split: its range, resolved to heights, and the widest sub-range. */
 export interface RangeSplit {
@@ -53,25 +53,29 @@ export function planRanges(
         : bound(read, fromValue, servedHead);
     const toValue = read.filter[read.rule.to];
     // the finality tag names the label's finalized height, which the prober read
-    const atFinalized = finalized >= 0 && toValue !== undefined && toValue === read.block.finalizedTag;
+    const atFinalized = finalized >= 0 && isTag(read.block.finalizedTag, toValue);
     // another settled tag names a block at or below the head that only the node knows: the head bounds how
     // wide the range may be
     const settled =
-      !atFinalized && typeof toValue === "string" && read.block.settledTags?.includes(toValue) === true;
-    const to = atFinalized
+      !atFinalized && read.block.settledTags !== undefined && isOneOf(read.block.settledTags, toValue);
+    const named = atFinalized
       ? finalized
       : settled
         ? servedHead < 0
           ? undefined
           : servedHead
         : bound(read, toValue, servedHead);
+    // a filter scans what is there and watches the rest
+    const watches = read.rule.watches === true;
+    const to = watches && named !== undefined && servedHead >= 0 ? Math.min(named, servedHead) : named;
     if (from === undefined || to === undefined || to < from) continue;
-    if (to > highestBlock) highestBlock = to;
+    if (!watches && to > highestBlock) highestBlock = to;
     const blocks = to - from + 1;
     const own = limits?.[read.call.method];
     const splitAbove = own?.splitAbove ?? read.rule.splitAbove;
     const refuseAbove = own?.refuseAbove ?? read.rule.refuseAbove;
-    if (blocks <= splitAbove) continue;
+    // a deployment may refuse below the registry's split limit
+    if (blocks <= splitAbove && blocks <= refuseAbove) continue;
     // a settled tag's height is the node's: the range is named as the caller wrote it, at most this wide
     const detail = {
       method: read.call.method,
@@ -82,6 +86,7 @@ export function planRanges(
       refuseAbove,
     };
     if (blocks > refuseAbove) throw new GatewayError("BLOCK_RANGE_TOO_LARGE", detail);
+    if (watches) continue;
     // a paged call is the node's to page: split, its pages would no longer mean what the caller asked
     if (read.rule.pages?.some((member) => read.filter[member] !== undefined)) continue;
     if (!need.single)

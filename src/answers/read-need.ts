@@ -126,7 +126,8 @@ export function readNeed(
         need ??= new ReadNeed();
         need.makesHandle = true;
         if (!single && call.id !== undefined) need.handleMakers.push(call.id);
-        continue;
+        // a filter's range is checked as a log query's is (registry `ranges`, `watches`)
+        if (rules.ranges?.[call.method] === undefined) continue;
       }
       const at = handles.use[call.method];
       if (at !== undefined) {
@@ -142,7 +143,7 @@ export function readNeed(
       if (read !== undefined) {
         need ??= new ReadNeed();
         need.ranges.push(read);
-      } else if (rangeByHash(rules, call, range)) {
+      } else if (range.watches !== true && rangeByHash(rules, call, range)) {
         // one block by its hash (eth_getLogs's `blockHash`): a node that has not seen it yet says so
         need ??= new ReadNeed();
         need.byHash = true;
@@ -167,8 +168,7 @@ export function readNeed(
       }
     } else if (named === "head") {
       need.atHead = true;
-      if (rules.block.finalizedTag !== undefined && value === rules.block.finalizedTag)
-        need.atFinalized = true;
+      if (isTag(rules.block.finalizedTag, value)) need.atFinalized = true;
       learnHeightIn(need, rules, call, id);
     } else {
       if (named > need.highestBlock) need.highestBlock = named;
@@ -281,7 +281,7 @@ export function namedBlock(rule: BlockParamRule, value: unknown): "head" | "hash
     const number = rule.numberMember === undefined ? undefined : members[rule.numberMember];
     return number === undefined ? "none" : namedBlock(rule, number);
   }
-  if (typeof value === "string" && rule.headTags.includes(value)) return "head";
+  if (isOneOf(rule.headTags, value)) return "head";
   // `earliest`: the chain's first block, a state read an archive node alone may still have
   if (isGenesisTag(rule, value)) return 0;
   if (typeof value === "string" && rule.headRelative !== undefined && compiled(rule.headRelative).test(value))
@@ -402,5 +402,20 @@ export function restByHashNeed(rules: RestReadRules): ReadNeed | undefined {
 
 /** Whether a block param is a tag naming the chain's first block (`reads.block.genesisTags`). */
 export function isGenesisTag(rule: BlockParamRule, value: unknown): boolean {
-  return typeof value === "string" && rule.genesisTags?.includes(value) === true;
+  return rule.genesisTags !== undefined && isOneOf(rule.genesisTags, value);
+}
+
+// A tag in any case is the tag: nodes built on alloy (Reth, anvil) read `LATEST` and `Earliest` as
+// `latest` and `earliest`, so a guard that read them as plain text let `0x0..LATEST` reach a node whole.
+// A node that refuses another case still refuses it; the gateway only reads the block as the tag.
+
+/** Whether `value` is one of `tags`, in any case. */
+export function isOneOf(tags: readonly string[], value: unknown): boolean {
+  if (typeof value !== "string") return false;
+  return tags.includes(value) || (!value.startsWith("0x") && tags.includes(value.toLowerCase()));
+}
+
+/** Whether `value` is `tag`, in any case. */
+export function isTag(tag: string | undefined, value: unknown): value is string {
+  return tag !== undefined && typeof value === "string" && (value === tag || value.toLowerCase() === tag);
 }

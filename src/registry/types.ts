@@ -319,6 +319,12 @@ export interface RangeRule {
    * as `latest`) or genesis (Pathfinder's `starknet_getEvents` scans from block 0).
    */
   readonly openFrom?: "head" | "genesis";
+  /**
+   * A filter's range (`eth_newFilter`): it may name blocks still to come, which the filter watches rather
+   * than scans, so a bound past the head counts to the head and the call waits for no node to reach it;
+   * it is never split (its pieces would be several filters), only refused above `refuseAbove`.
+   */
+  readonly watches?: boolean;
 }
 
 /**

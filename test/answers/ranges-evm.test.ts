@@ -61,7 +61,9 @@ describe("a wide eth_getLogs is split across the label's nodes and merged in ord
     gw = await startGateway({
       upstreams: { eth: nodes.map((node, i) => ({ url: node.url, name: `node-${i}` })) },
       health: { ...DEFAULT_HEALTH, probeIntervalMs: 100 },
-      blockRanges: { eth: { eth_getLogs: { splitAbove: 500, refuseAbove: 5_000 } } },
+      blockRanges: {
+        eth: { eth_getLogs: { splitAbove: 500, refuseAbove: 5_000 }, eth_newFilter: { refuseAbove: 1_000 } },
+      },
     });
     await everyNodeInRotation(gw);
   });
@@ -139,6 +141,35 @@ describe("a wide eth_getLogs is split across the label's nodes and merged in ord
     expect(nodes.flatMap(ranges)).toEqual([]);
     expect(await gw.metric("gateway_answer_rules_total", { label: "eth", rule: "range_refused" })).toBe(2);
     expect(await gw.metric("gateway_answer_rules_total", { label: "eth", rule: "range_split" })).toBe(2);
+  });
+
+  it("a filter scanning more than its limit is refused before a node makes it; one that watches blocks to come is made", async () => {
+    for (const node of nodes) node.calls.length = 0;
+    const filter = async (range: Record<string, string>) =>
+      gw.call("eth", `/${KEYS.all}`, {
+        method: "POST",
+        body: JSON.stringify({ jsonrpc: "2.0", id: 3, method: "eth_newFilter", params: [range] }),
+        headers: { "content-type": "application/json" },
+      });
+    // in capitals, as anvil reads it too
+    const wide = await filter({ fromBlock: "0x1", toBlock: "LATEST" });
+    expect(wide.status).toBe(413);
+    expect(wide.json).toMatchObject({
+      error: { data: { code: "BLOCK_RANGE_TOO_LARGE", refuseAbove: 1_000 } },
+    });
+    expect(nodes.flatMap((node) => node.calls.filter((c) => c.method === "eth_newFilter"))).toEqual([]);
+    // from block 1,900 to far past the head: the node scans a hundred blocks (two logs) and watches the rest
+    const watching = await filter({ fromBlock: "0x76c", toBlock: "0xffffff" });
+    expect(watching.status).toBe(200);
+    const id = (watching.json as { result: string }).result;
+    const logs = await gw.call("eth", `/${KEYS.all}`, {
+      method: "POST",
+      body: JSON.stringify({ jsonrpc: "2.0", id: 4, method: "eth_getFilterLogs", params: [id] }),
+      headers: { "content-type": "application/json" },
+    });
+    expect(
+      (logs.json as { result: { blockNumber: string }[] }).result.map((log) => Number(log.blockNumber)),
+    ).toEqual([1_900, 2_000]);
   });
 
   it("a bound too large to read exactly (past 2^53) counts as wide as it is, not as a range the node clamps", async () => {

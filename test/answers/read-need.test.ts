@@ -27,6 +27,7 @@ function need(body: unknown, label = "eth") {
   return readNeed(dialect.reads, at.head, passed, !batch);
 }
 const call = (method: string, params: unknown[], id: unknown = 1) => ({ jsonrpc: "2.0", id, method, params });
+const ADDRESS = `0x${"11".repeat(20)}`;
 
 describe("readNeed", () => {
   it("the head call reads at the head, and its answer is the node's head", () => {
@@ -176,6 +177,57 @@ describe("a range to a settled tag (eth_getLogs to safe or finalized)", () => {
     });
     expect(plan("safe", -1).split).toBeUndefined();
     expect(() => plan("safe", 1_000, 150_000)).toThrow("block range");
+  });
+});
+
+describe("tags in any case, and limits a deployment sets below the registry's", () => {
+  const logs = (fromBlock: string, toBlock: string) => call("eth_getLogs", [{ fromBlock, toBlock }]);
+  const plan = (
+    body: unknown,
+    head = 3_000,
+    limits?: Record<string, { splitAbove?: number; refuseAbove?: number }>,
+  ) => planRanges(need(body, "eth") as ReadNeed, head, limits as never);
+
+  it("LATEST and Earliest are the head and genesis, as alloy's nodes read them: the range is split or refused", () => {
+    expect(plan(logs("0x0", "LATEST")).split).toMatchObject({ from: 0, to: 3_000 });
+    expect(plan(logs("EARLIEST", "latest")).split).toMatchObject({ from: 0, to: 3_000 });
+    expect(() => plan(logs("0x0", "Latest"), 200_000)).toThrow("block range");
+    expect(need(call("eth_getBalance", [ADDRESS, "PENDING"]), "eth")).toMatchObject({ atHead: true });
+    expect(need(call("eth_getBalance", [ADDRESS, "Earliest"]), "eth")).toMatchObject({ stateBlock: 0 });
+    expect(plan(logs("0x0", "FINALIZED")).highestBlock).toBe(3_000);
+  });
+
+  it("a refusal limit below the registry's split limit refuses what it would have let through", () => {
+    expect(plan(logs("0x0", "0x5dc")).split).toBeUndefined();
+    expect(() => plan(logs("0x0", "0x5dc"), 3_000, { eth_getLogs: { refuseAbove: 1_000 } })).toThrow(
+      "block range",
+    );
+  });
+});
+
+describe("a filter's range (eth_newFilter): scanned up to the head, watched past it", () => {
+  const filter = (range: Record<string, string>) => call("eth_newFilter", [range]);
+  const plan = (body: unknown, head: number, limits?: Record<string, { refuseAbove?: number }>) =>
+    planRanges(need(body, "eth") as ReadNeed, head, limits as never);
+
+  it("from genesis to far past the head: counted to the head, never split, never waited for", () => {
+    expect(plan(filter({ fromBlock: "0x0", toBlock: "0xffffff" }), 3_000)).toEqual({
+      highestBlock: -1,
+      split: undefined,
+    });
+    expect(() => plan(filter({ fromBlock: "0x0", toBlock: "0xffffff" }), 200_000)).toThrow("block range");
+    expect(() => plan(filter({ fromBlock: "earliest" }), 200_000)).toThrow("block range");
+    expect(() =>
+      plan(filter({ fromBlock: "0x0", toBlock: "latest" }), 3_000, { eth_newFilter: { refuseAbove: 1_000 } }),
+    ).toThrow("block range");
+  });
+
+  it("blocks still to come only: nothing to scan", () => {
+    expect(plan(filter({ fromBlock: "0x1000", toBlock: "0xffffff" }), 3_000)).toEqual({
+      highestBlock: -1,
+      split: undefined,
+    });
+    expect(plan(filter({}), 3_000).split).toBeUndefined();
   });
 });
 
