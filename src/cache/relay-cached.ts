@@ -207,8 +207,8 @@ function joinOrFly(missed: Missed, lookup: Span | undefined): void {
   const flight: Flight = { caller: new SharedCaller(), waiters: [waiter], followers: [] };
   flight.caller.join(res);
   // a call whose id a node may refuse (1.5, a 30-digit number) would hand that refusal to every caller
-  // waiting on it: it goes alone, and no call joins it
-  const leads = isPlainId(read.id);
+  // waiting on it: it goes alone, and no call joins it. A REST read has no id to refuse.
+  const leads = read.rest === true || isPlainId(read.id);
   if (leads) inFlight.set(flightKey, flight);
   const landed = () => {
     if (leads) (inFlight as Map<string, Flight>).delete(flightKey);

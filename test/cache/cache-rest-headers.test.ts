@@ -10,8 +10,13 @@ describe("a REST answer from the cache carries its node's headers", () => {
   let gw: RunningGateway;
 
   beforeAll(async () => {
-    node = await startLoopbackNode((req) =>
-      req.url === "/chains/main/chain_id"
+    node = await startLoopbackNode(async (req) => {
+      // a node slow to answer, for calls to wait on one another
+      if (req.url === "/chains/slow/chain_id") {
+        await new Promise((resolve) => setTimeout(resolve, 300));
+        return { body: '"NetXdQprcVkpaWU"' };
+      }
+      return req.url === "/chains/main/chain_id"
         ? {
             headers: {
               "cache-control": "max-age=60",
@@ -20,8 +25,8 @@ describe("a REST answer from the cache carries its node's headers", () => {
             },
             body: '"NetXdQprcVkpaWU"',
           }
-        : undefined,
-    );
+        : undefined;
+    });
     gw = await startGateway({ upstreams: { xtz: [node.url] }, cache: { ...DEFAULT_CACHE, enabled: true } });
   });
   afterAll(async () => {
@@ -40,5 +45,14 @@ describe("a REST answer from the cache carries its node's headers", () => {
       expect(answer.headers["last-modified"]).toBe("Fri, 27 Nov 2026 10:00:00 GMT");
     }
     expect(node.requests.filter((r) => r.url === "/chains/main/chain_id")).toHaveLength(1);
+  });
+
+  it("identical reads while the first is at the node wait for its answer: the node is asked once", async () => {
+    const answers = await Promise.all(
+      Array.from({ length: 8 }, () => gw.call("xtz", `/${KEYS.all}/chains/slow/chain_id`, { method: "GET" })),
+    );
+    expect(answers.map((a) => a.json)).toEqual(Array(8).fill("NetXdQprcVkpaWU"));
+    expect(answers.map((a) => a.headers["x-cache"]).sort()).toEqual([...Array(7).fill("coalesced"), "miss"]);
+    expect(node.requests.filter((r) => r.url === "/chains/slow/chain_id")).toHaveLength(1);
   });
 });
