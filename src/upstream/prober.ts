@@ -81,6 +81,12 @@ export class Prober {
   readonly #timers = new Set<NodeJS.Timeout>();
   /** When each upstream last said which chain it is on. */
   readonly #chainAnsweredAt = new Map<Upstream, number>();
+  /**
+   * Nodes last found on another chain, until they name their own: a failed probe in between makes such a
+   * node `failing`, and its verdict must outlast that state, or its first good probes would bring it back
+   * with the chain not asked again.
+   */
+  readonly #onAnotherChain = new Set<Upstream>();
   /** Upstreams that could not say which chain they are on, logged once each. */
   readonly #chainUnknown = new Set<Upstream>();
   /** Nodes whose head answer could not be read, told once until they show a head again. */
@@ -163,7 +169,9 @@ export class Prober {
   #chainDue(target: ProbeTarget, member: Upstream): boolean {
     if (target.chain === undefined) return false;
     const { state } = member.health;
-    if (state === "checking" || state === "wrong-chain") return true;
+    // a node back from failing may have come back on another chain (a restart with another network's data)
+    if (state === "checking" || state === "wrong-chain" || state === "failing") return true;
+    if (this.#onAnotherChain.has(member)) return true;
     const answeredAt = this.#chainAnsweredAt.get(member);
     return answeredAt === undefined || Date.now() - answeredAt >= target.chainIntervalMs;
   }
@@ -198,9 +206,17 @@ export class Prober {
         });
       }
       // A node that cannot say is served; one found on another chain stays out until it names its own.
-      return member.health.state !== "wrong-chain";
+      if (!this.#onAnotherChain.has(member)) return true;
+      member.health.wrongChain(
+        `${callName(check.call)} could not say which chain it is on since it named another`,
+      );
+      return false;
     }
-    if (chain === check.expected) return true;
+    if (chain === check.expected) {
+      this.#onAnotherChain.delete(member);
+      return true;
+    }
+    this.#onAnotherChain.add(member);
     member.health.wrongChain(
       `${callName(check.call)} answered chain "${chain}", but ${label} is chain "${check.expected}"`,
     );

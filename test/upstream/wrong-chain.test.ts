@@ -137,3 +137,50 @@ describe("a label whose every node is on another chain", () => {
     }
   });
 });
+
+// A node found on another chain that then stops answering for a while goes `failing`; when it answers
+// again, its first good probes must ask its chain again. The verdict was forgotten with the state: it came
+// back healthy after two head probes and served another chain's blocks until the next chain check, a minute
+// later (found by an operator's check with a paused anvil).
+describe("a node on another chain that stops answering for a while", () => {
+  it("comes back as wrong-chain, never into rotation", async () => {
+    const [eth, bsc] = await Promise.all([startAnvil({ chainId: 1 }), startAnvil({ chainId: 56 })]);
+    const gw = await startGateway({
+      upstreams: {
+        eth: [
+          { url: eth.url, name: "eth-node" },
+          { url: bsc.url, name: "bsc-node" },
+        ],
+      },
+      health: { ...DEFAULT_HEALTH, probeIntervalMs: 100, probeTimeoutMs: 300 },
+    });
+    const seen = new Set<string>();
+    const state = () => gw.gateway.upstreams.group("eth", "/")?.members[1]?.health.state ?? "none";
+    const watch = setInterval(() => seen.add(state()), 5);
+    try {
+      await eventually(() => state() === "wrong-chain", 5_000, "the node seen on chain 56");
+      process.kill(bsc.pid, "SIGSTOP");
+      try {
+        await eventually(() => state() === "failing", 5_000, "the paused node failing");
+      } finally {
+        process.kill(bsc.pid, "SIGCONT");
+      }
+      // back on chain 56, and kept there for ten probe intervals since
+      let since = 0;
+      await eventually(
+        () => {
+          if (state() !== "wrong-chain") since = 0;
+          else since ||= Date.now();
+          return since > 0 && Date.now() - since >= 1_000;
+        },
+        10_000,
+        "the node back as wrong-chain for a second",
+      );
+      expect([...seen].filter((s) => s !== "checking")).toEqual(["wrong-chain", "failing"]);
+    } finally {
+      clearInterval(watch);
+      await gw.close();
+      await Promise.all([eth.stop(), bsc.stop()]);
+    }
+  });
+});
