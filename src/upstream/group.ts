@@ -320,6 +320,24 @@ export class UpstreamGroup {
     return this.members.some((m) => m !== member && m.health.inRotation);
   }
 
+  /**
+   * Calls back once `member` has reached the head the label served, or after about one block
+   * (`headWaitMs`), as a read at the head waits for a node over HTTP: a WebSocket connection that moved to
+   * a node behind that head sends its calls there only then, so its caller, who saw that head on the node
+   * it left, does not see the head go back.
+   */
+  whenCaughtUp(member: Upstream, callback: () => void): void {
+    const height = this.served.height;
+    const deadline = performance.now() + this.headWaitMs;
+    const check = (): void => {
+      const left = deadline - performance.now();
+      // woken by any node reaching the height: waits again until this one has, or the time is up
+      if (reached(member, height) || left <= 0) callback();
+      else this.served.whenReached(height, left, check);
+    };
+    check();
+  }
+
   /** Whether a primary is in rotation: then a fallback's head is not the label's. */
   #primaryInRotation(): boolean {
     return this.members.some((m) => m.tier === "primary" && m.health.inRotation);

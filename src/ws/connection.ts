@@ -53,6 +53,8 @@ export interface ConnectionOptions {
   readonly logger: Logger;
   /** Whether another of the label's nodes would serve a connection better than `node` (group.ts `betterThan`). */
   readonly betterThan: (node: Upstream) => boolean;
+  /** Calls back once `node` has reached the head the label served, or after about one block (group.ts `whenCaughtUp`). */
+  readonly caughtUp: (node: Upstream, callback: () => void) => void;
   readonly onClose: () => void;
 }
 
@@ -465,6 +467,7 @@ export class Connection {
           message.whenAnswered?.(code);
         },
         closeMoved: (reason) => this.#closeMoved(reason),
+        caughtUp: (callback) => this.#options.caughtUp(this.#node, callback),
         settled: () => {
           this.#lostNode = undefined;
           this.#choice.moved();

@@ -42,6 +42,11 @@ export interface MovingConnection {
   refused(message: UpstreamMessage, code: "WRITE_NOT_CONFIRMED" | "UPSTREAM_RESPONSE_TOO_LARGE"): void;
   /** Closes the connection with 1014: it could not move. */
   closeMoved(reason: string): void;
+  /**
+   * Calls back once the new node has reached the head the label served, or after about one block: the
+   * calls wait for it (group.ts `whenCaughtUp`).
+   */
+  caughtUp(callback: () => void): void;
   /** The move is done, its calls sent on: the node it landed on may have left rotation meanwhile. */
   settled(): void;
   /** Wraps a callback so that what it throws breaks this connection only (connection.ts's guard). */
@@ -167,7 +172,7 @@ export class ConnectionMove {
     for (const subscription of subscriptions) subscription.catchUp(fill.idMember);
     let left = subscriptions.length;
     if (left === 0) {
-      this.#resume();
+      this.#resumeOnceCaughtUp();
       return;
     }
     for (const subscription of subscriptions) {
@@ -182,9 +187,23 @@ export class ConnectionMove {
         subscription.afterMove = true;
         if (subscription.kind?.heads !== undefined) subscription.fillNext = true;
         if (subscription.kind?.events !== undefined) backfillEvents(subscription, fill);
-        if (--left === 0) this.#resume();
+        if (--left === 0) this.#resumeOnceCaughtUp();
       });
     }
+  }
+
+  /**
+   * The calls go once the new node has reached the head the label served, or after about one block: on a
+   * node behind it, a read at the head would answer below what the caller saw on the node it left. Client
+   * messages wait meanwhile, as during the move.
+   */
+  #resumeOnceCaughtUp(): void {
+    const connection = this.#connection;
+    connection.caughtUp(
+      connection.guard(() => {
+        if (!connection.closed) this.#resume();
+      }),
+    );
   }
 
   /**

@@ -267,6 +267,7 @@ export class WebSocketGateway implements WebSocketCounts {
         group.writers.took(admitted.clientId, node);
       },
       betterThan: (node) => group.betterThan(node),
+      caughtUp: (node, callback) => group.whenCaughtUp(node, callback),
       logger: this.#logger,
       onClose: () => {
         this.#connections.delete(connection);

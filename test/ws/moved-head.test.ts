@@ -1,0 +1,69 @@
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { endpointsByLabel } from "../../generated/endpoints.js";
+import { DEFAULT_HEALTH } from "../../src/config/defaults.js";
+import { DOMAIN, KEYS, type RunningGateway, startGateway } from "../support/gateway.js";
+import { type LoopbackNode, startLoopbackNode } from "../support/loopback-node.js";
+import type { NodeState } from "../support/node-software.js";
+import { everyNodeInRotation } from "../support/rotation.js";
+import { nodeState, softwareNode } from "../support/software-node.js";
+import { resolveTestHosts } from "../support/test-hosts.js";
+import { Client } from "../support/ws-client.js";
+
+// A WebSocket connection whose node dies moves to another (docs/websocket.md). On one a ledger behind the
+// head its caller saw on the node it left, a read at the head answered that lower ledger at once: the
+// caller saw the head go back (ethers' WebSocketProvider read 9, then 8, on two anvils). Its calls wait for
+// the new node to reach that head, about one block at most, as an HTTP read at the head does. Stellar RPC's
+// WebSocket is bridged over HTTP: a node one ledger ahead, which dies, and one behind, which catches up.
+const HEAD = 5_000_000;
+
+describe("a WebSocket connection moved to a node behind the head it saw", () => {
+  const xlm = endpointsByLabel.get("xlm");
+  if (xlm === undefined) throw new Error("no xlm in the registry");
+  let ahead: LoopbackNode;
+  let behind: LoopbackNode;
+  let behindState: NodeState;
+  let gw: RunningGateway;
+  let restore: () => void;
+
+  beforeAll(async () => {
+    restore = resolveTestHosts();
+    behindState = nodeState(xlm, HEAD);
+    [ahead, behind] = await Promise.all([
+      startLoopbackNode(softwareNode(xlm, nodeState(xlm, HEAD + 1))),
+      startLoopbackNode(softwareNode(xlm, behindState)),
+    ]);
+    gw = await startGateway({
+      upstreams: {
+        xlm: [
+          { url: ahead.url, name: "ahead" },
+          { url: behind.url, name: "behind" },
+        ],
+      },
+      health: { ...DEFAULT_HEALTH, probeIntervalMs: 100 },
+    });
+    await everyNodeInRotation(gw, "xlm");
+  });
+  afterAll(async () => {
+    await gw?.close();
+    await Promise.all([ahead?.close(), behind?.close()]);
+    restore?.();
+  });
+
+  it("reads the head it saw, once the new node has it, not the new node's lower head", async () => {
+    const client = await Client.open(`ws://xlm.${DOMAIN}:${gw.port}/${KEYS.all}`);
+    const ledger = async () =>
+      ((await client.call("getLatestLedger", {} as unknown as unknown[])).result as { sequence?: number })
+        ?.sequence;
+    try {
+      expect(await ledger()).toBe(HEAD + 1);
+      await ahead.close();
+      // the node behind closes the ledger a moment after the connection's next call found the other gone
+      setTimeout(() => {
+        behindState.height = HEAD + 1;
+      }, 300).unref();
+      expect(await ledger()).toBe(HEAD + 1);
+    } finally {
+      client.close();
+    }
+  });
+});
