@@ -120,6 +120,7 @@ export const DEFAULT_PLANS: Readonly<Record<string, PlanSpec>> = {
     computeUnitRate: { perSecond: 2_000, burst: 4_000 },
     dailyQuota: 10_000_000,
     monthlyQuota: 200_000_000,
+    archive: "granted",
   },
   dedicated: {
     ...PLAN_FIELDS,

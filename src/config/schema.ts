@@ -220,7 +220,7 @@ export const configSchema = {
             maxItems: 200,
             items: { type: "string", pattern: "^[A-Za-z0-9_.*/:-]{1,100}$" },
           },
-          archive: { type: "boolean" },
+          archive: { anyOf: [{ type: "boolean" }, { const: "granted" }] },
           maxKeys: { type: "integer", minimum: 1 },
           cachedShare: { type: "number", minimum: 0, maximum: 1 },
           orderable: { type: "boolean" },

@@ -157,8 +157,11 @@ export interface PlanSpec {
   readonly dedicatedMethods: boolean;
   /** More methods refused on this plan, `*` matching any run of characters (`debug_*`). */
   readonly disabledMethods: readonly string[];
-  /** Whether every key of the plan reaches archive nodes (else only a key granted archive does). */
-  readonly archive: boolean;
+  /**
+   * Whether the plan includes archive nodes: for every key of it (`true`), for a key granted them (`granted`:
+   * a customer's order is, an operator's `keys issue --no-archive` is not), or for none (`false`).
+   */
+  readonly archive: boolean | "granted";
   /** The keys an account may hold on this plan at once. */
   readonly maxKeys: number;
   /** What an answer from the cache costs, as a share of its compute units (1: the full price). */

@@ -9,6 +9,7 @@ import type { Outgoing } from "../families/family.js";
 import type { PassedCall } from "../jsonrpc/check.js";
 import { idKey } from "../jsonrpc/id-key.js";
 import { archiveUnits, callsUnits } from "../plans/compute-units.js";
+import { reachesArchive } from "../plans/plan-terms.js";
 import type { UpstreamGroup } from "../upstream/group.js";
 import type { UpstreamCall } from "../upstream/policy.js";
 import type { Upstream, UpstreamTable } from "../upstream/upstreams.js";
@@ -236,7 +237,7 @@ export class UpstreamPlanner {
       batch: reads.single ? undefined : reads.stateCalls,
       archiveLabel,
       archiveGroup: this.#upstreams.group(archiveLabel, mounted.mount.path),
-      mayArchive: principal?.archive === true || mounted.admitted.plan?.archive === true,
+      mayArchive: reachesArchive(mounted.admitted.plan?.archive, principal?.archive === true),
       missingState: rule.missingState,
     };
   }

@@ -12,7 +12,7 @@ import { KeyLookup } from "../keys/digest.js";
 import type { KeyRules } from "../keys/key-settings.js";
 import { KEY_PREFIX, type KeyStore, looksLikeKey, type Principal } from "../keys/types.js";
 import { type RateLimiter, TokenBuckets } from "../limits/token-bucket.js";
-import { PlanBook } from "../plans/plan-terms.js";
+import { PlanBook, reachesArchive } from "../plans/plan-terms.js";
 import { QuotaHold } from "../plans/quota-hold.js";
 import { LocalQuotaLedger, type QuotaDecision, type QuotaLedger } from "../plans/quota-ledger.js";
 import type { Endpoint, FamilyName, Mount } from "../registry/types.js";
@@ -297,7 +297,8 @@ export class Stages {
     const forbidden =
       principal.networks !== "*" && !principal.networks.has(endpoint.code)
         ? new GatewayError("NETWORK_FORBIDDEN", { network: endpoint.code })
-        : endpoint.nodeClass === "archive" && !principal.archive && !this.#plans.terms(principal.plan).archive
+        : endpoint.nodeClass === "archive" &&
+            !reachesArchive(this.#plans.terms(principal.plan).archive, principal.archive)
           ? new GatewayError("NETWORK_FORBIDDEN", {
               network: endpoint.code,
               reason: "the key has no archive access",

@@ -47,6 +47,11 @@ function termsOf(name: string, spec: PlanSpec): PlanTerms {
   };
 }
 
+/** Whether a key granted archive nodes or not (`granted`) reaches them on a plan (`PlanSpec.archive`). */
+export function reachesArchive(plan: PlanSpec["archive"] | undefined, granted: boolean): boolean {
+  return plan === true || (plan === "granted" && granted);
+}
+
 /** `debug_*` as an anchored regular expression; everything but `*` is literal. */
 export function patternOf(glob: string): RegExp {
   const escaped = glob.split("*").map((part) => part.replace(/[.+?^${}()|[\]\\/]/g, "\\$&"));

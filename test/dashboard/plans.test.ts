@@ -201,9 +201,9 @@ describe.skipIf(chromium.skip)("the overview and key settings, in Chromium", () 
       "Free for 7 days, with 400 CU a second, 1,000,000 CU a day; then the key expires.",
     );
     const expected = {
-      shared: "2,000 CU a second, 1,000 CU a day, 200,000,000 CU a month.",
+      shared: "2,000 CU a second, 1,000 CU a day, 200,000,000 CU a month, archive nodes.",
       dedicated: "20,000 CU a second, no quota, archive nodes.",
-      growth: "5,000 CU a second, 50,000,000 CU a day.",
+      growth: "5,000 CU a second, 50,000,000 CU a day, archive nodes.",
     };
     for (const [name, text] of Object.entries(expected)) {
       await page.locator("#plan").selectOption(name);

@@ -107,7 +107,9 @@ export class Keys {
       (k) => k.plan === plan && keyStatus(k, this.#context.now()) === "active",
     );
     if (held.length >= maxKeys) throw new GatewayError("KEY_LIMIT", { plan, maxKeys });
-    const { record, key } = await this.#issue(account.id, { networks: [network], plan, archive: true });
+    // archive nodes as the plan includes them (a plan without them issues a key without them)
+    const archive = plans[plan]?.archive !== false;
+    const { record, key } = await this.#issue(account.id, { networks: [network], plan, archive });
     await this.#mailKey(account, key, record, { kind: "order", plan, network });
     return this.#view(record);
   }

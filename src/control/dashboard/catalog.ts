@@ -89,7 +89,8 @@ export function planOffer(name: string, plan: PlanSpec): OrderablePlan {
     computeUnitsPerSecond: plan.computeUnitRate.perSecond,
     dailyQuota: plan.dailyQuota,
     monthlyQuota: plan.monthlyQuota,
-    archive: plan.archive,
+    // what a key ordered on it gets (src/control/accounts/keys.ts)
+    archive: plan.archive !== false,
     maxKeys: plan.maxKeys,
   };
 }
