@@ -14,7 +14,7 @@ export interface QuotaNotice {
   readonly resetsAt: number;
 }
 
-/** Where a proxy writes notices: once per scope, period and threshold, whichever instance writes first. */
+/** Where a proxy writes notices: once per scope, period, threshold and quota, whichever instance writes first. */
 export interface NoticeSink {
   notice(notice: QuotaNotice): Promise<void>;
 }
@@ -34,7 +34,8 @@ export function quotaNotices(
 ): (crossing: QuotaCrossing) => void {
   const written = new Set<string>();
   return (crossing) => {
-    const id = `${crossing.scope}\n${crossing.periodId}\n${crossing.threshold}`;
+    // a quota raised within its period is crossed again at its new size
+    const id = `${crossing.scope}\n${crossing.periodId}\n${crossing.threshold}\n${crossing.limit}`;
     if (written.has(id)) return;
     if (written.size >= MAX_REMEMBERED) written.clear();
     written.add(id);

@@ -132,6 +132,26 @@ const MIGRATIONS: readonly string[] = [
    ) WITHOUT ROWID;`,
   // A rotated key spends the quota of the first key of its line: rotation is not a new allowance.
   "ALTER TABLE api_keys ADD COLUMN quota_prefix TEXT",
+  // A quota raised within its period is crossed again at 80 % and 100 % of its new size: each size's
+  // notices once, not each threshold once a period (a customer was cut off at the raised quota unwarned).
+  `CREATE TABLE quota_notices_v2 (
+     scope TEXT NOT NULL,
+     period TEXT NOT NULL,
+     threshold INTEGER NOT NULL,
+     account_id INTEGER NOT NULL REFERENCES accounts (id),
+     key_prefix TEXT NOT NULL,
+     plan TEXT NOT NULL,
+     quota INTEGER NOT NULL,
+     resets_at INTEGER NOT NULL,
+     created_at INTEGER NOT NULL,
+     sent_at INTEGER,
+     PRIMARY KEY (scope, period, threshold, quota)
+   ) WITHOUT ROWID;
+   INSERT INTO quota_notices_v2 SELECT scope, period, threshold, account_id, key_prefix, plan, quota, resets_at,
+     created_at, sent_at FROM quota_notices;
+   DROP TABLE quota_notices;
+   ALTER TABLE quota_notices_v2 RENAME TO quota_notices;
+   CREATE INDEX quota_notices_unsent ON quota_notices (created_at) WHERE sent_at IS NULL;`,
 ];
 
 /** Applies the migrations this database has not seen, each in its own transaction. */

@@ -48,14 +48,14 @@ describe("the quota e-mails", () => {
 // Two proxies may write a scope's 100 % a few milliseconds before its 80 %: the customer reads them in
 // their order, and an 80 % written after the 100 % was mailed is not sent at all.
 describe("the quota e-mails' order", () => {
-  const notice = (threshold: number, period = "2026-11-27"): PendingNotice => ({
+  const notice = (threshold: number, period = "2026-11-27", quota = 100): PendingNotice => ({
     scope: "FNabcdefgh",
     period,
     threshold,
     accountId: 1,
     keyPrefix: "FNabcdefgh",
     plan: "shared",
-    quota: 100,
+    quota,
     resetsAt: Date.UTC(2026, 10, 28),
     email: "owner@example.com",
   });
@@ -96,6 +96,15 @@ describe("the quota e-mails' order", () => {
       await sender.sendPending();
       expect(mailed).toHaveLength(1);
       expect(mailed[0]).toContain("is reached");
+      mailed.length = 0;
+      // the quota raised the same day: the new size's 80 % and 100 % are news
+      unsent = [notice(80, "2026-11-28", 200)];
+      await sender.sendPending();
+      unsent = [notice(100, "2026-11-28", 200)];
+      await sender.sendPending();
+      expect(mailed).toHaveLength(2);
+      expect(mailed[0]).toContain("80%");
+      expect(mailed[1]).toContain("is reached");
     } finally {
       await sender.close();
     }

@@ -97,6 +97,10 @@ const MIGRATIONS: readonly string[] = [
    );`,
   // A rotated key spends the quota of the first key of its line: rotation is not a new allowance.
   "ALTER TABLE api_keys ADD COLUMN quota_prefix TEXT",
+  // A quota raised within its period is crossed again at 80 % and 100 % of its new size: each size's
+  // notices once, not each threshold once a period (a customer was cut off at the raised quota unwarned).
+  `ALTER TABLE quota_notices DROP CONSTRAINT quota_notices_pkey;
+   ALTER TABLE quota_notices ADD PRIMARY KEY (scope, period, threshold, quota);`,
 ];
 
 // Any constant: the lock that keeps two control planes starting at once from migrating twice.

@@ -228,16 +228,16 @@ export class PostgresAccountStore implements AccountStore {
   async markNoticeSent(notice: PendingNotice, now: number): Promise<boolean> {
     const rows = await this.#query(
       `UPDATE quota_notices SET sent_at = $1
-        WHERE scope = $2 AND period = $3 AND threshold = $4 AND sent_at IS NULL RETURNING scope`,
-      [now, notice.scope, notice.period, notice.threshold],
+        WHERE scope = $2 AND period = $3 AND threshold = $4 AND quota = $5 AND sent_at IS NULL RETURNING scope`,
+      [now, notice.scope, notice.period, notice.threshold, notice.quota],
     );
     return rows.length === 1;
   }
 
   async unmarkNotice(notice: PendingNotice): Promise<void> {
     await this.#query(
-      "UPDATE quota_notices SET sent_at = NULL WHERE scope = $1 AND period = $2 AND threshold = $3",
-      [notice.scope, notice.period, notice.threshold],
+      "UPDATE quota_notices SET sent_at = NULL WHERE scope = $1 AND period = $2 AND threshold = $3 AND quota = $4",
+      [notice.scope, notice.period, notice.threshold, notice.quota],
     );
   }
 

@@ -27,7 +27,7 @@ export class QuotaMail {
     return this.#sending;
   }
 
-  /** The scopes and periods whose 100 % this control plane mailed lately. */
+  /** The scopes, periods and quota sizes whose 100 % this control plane mailed lately. */
   readonly #reached = new Set<string>();
 
   #remember(period: string): void {
@@ -49,7 +49,8 @@ export class QuotaMail {
     const pending = (await store.unsentNotices()).sort((a, b) => a.threshold - b.threshold);
     for (const notice of pending) {
       if (!(await store.markNoticeSent(notice, now()))) continue;
-      const period = `${notice.scope} ${notice.period}`;
+      // a quota raised within its period is another quota: its 80 % is news
+      const period = `${notice.scope} ${notice.period} ${notice.quota}`;
       if (notice.threshold < 100 && this.#reached.has(period)) continue;
       if (notice.threshold >= 100) this.#remember(period);
       try {

@@ -223,16 +223,18 @@ export class SqliteAccountStore implements AccountStore {
   async markNoticeSent(notice: PendingNotice, now: number): Promise<boolean> {
     const { changes } = this.#db
       .prepare(
-        "UPDATE quota_notices SET sent_at = ? WHERE scope = ? AND period = ? AND threshold = ? AND sent_at IS NULL",
+        "UPDATE quota_notices SET sent_at = ? WHERE scope = ? AND period = ? AND threshold = ? AND quota = ? AND sent_at IS NULL",
       )
-      .run(now, notice.scope, notice.period, notice.threshold);
+      .run(now, notice.scope, notice.period, notice.threshold, notice.quota);
     return changes === 1;
   }
 
   async unmarkNotice(notice: PendingNotice): Promise<void> {
     this.#db
-      .prepare("UPDATE quota_notices SET sent_at = NULL WHERE scope = ? AND period = ? AND threshold = ?")
-      .run(notice.scope, notice.period, notice.threshold);
+      .prepare(
+        "UPDATE quota_notices SET sent_at = NULL WHERE scope = ? AND period = ? AND threshold = ? AND quota = ?",
+      )
+      .run(notice.scope, notice.period, notice.threshold, notice.quota);
   }
 
   async changesSince(revision: number): Promise<{ revision: number; grants: KeyGrant[] }> {
