@@ -8,7 +8,7 @@ import { inject } from "postject";
 import { EMBEDDED_CONFIG } from "../src/embedded.js";
 import { packageRoot } from "../src/package-root.js";
 import { SQLITE_ADDON_ASSET } from "../src/store/sqlite-addon.js";
-import { asciiOnly } from "./build.js";
+import { asciiOnly, buildCommit } from "./build.js";
 
 // `npm run build:binary`: dist/node-gateway, the proxy as one executable file (a Node.js single executable
 // application, nodejs.org/api/single-executable-applications.html). It is this machine's `node`, stripped of
@@ -60,6 +60,8 @@ export async function buildBinary(out = "dist/node-gateway"): Promise<string> {
     format: "cjs",
     minifySyntax: true,
     charset: "ascii",
+    // the commit gateway_build_info names, as the bundles' (build.ts); it read "dev" in every binary
+    define: { "process.env.GATEWAY_BUILD_COMMIT": JSON.stringify(buildCommit()) },
     plugins: [absent(OPTIONAL_MODULES)],
     // import.meta serves only the Node path (package-root.ts), never taken inside the executable.
     logOverride: { "empty-import-meta": "silent" },

@@ -22,7 +22,7 @@ const ENTRIES = {
 };
 
 /** The commit the bundles are built from: `git rev-parse HEAD`, or `unknown` outside a checkout. */
-function buildCommit(): string {
+export function buildCommit(): string {
   const git = spawnSync("git", ["rev-parse", "--short=12", "HEAD"], { encoding: "utf8" });
   return git.status === 0 ? git.stdout.trim() : "unknown";
 }

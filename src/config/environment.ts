@@ -18,6 +18,7 @@ export interface Setting {
 const UPSTREAM_PREFIX = "GATEWAY_UPSTREAM_";
 const ACCOUNT_VARIABLES = [
   "GATEWAY_ACCOUNTS_DB",
+  "GATEWAY_ACCOUNTS_HOST",
   "GATEWAY_ACCOUNTS_PORT",
   "GATEWAY_OUTBOX",
   "GATEWAY_SMTP_URL",
@@ -61,6 +62,7 @@ export function environmentSettings(
         problems.push(`${variable}: the deployment config has no accounts section for it to fill in`);
   } else if (isRecord(file) && isRecord(file.accounts)) {
     set("GATEWAY_ACCOUNTS_DB", ["accounts", "database"]);
+    set("GATEWAY_ACCOUNTS_HOST", ["accounts", "listen", "host"]);
     set("GATEWAY_ACCOUNTS_PORT", ["accounts", "listen", "port"], numeric);
     set("GATEWAY_OUTBOX", ["accounts", "mail", "outbox"]);
     const smtp = env.GATEWAY_SMTP_URL;

@@ -19,7 +19,7 @@ const USAGE = `usage: node dist/control-plane.js [--config PATH] [--version] [--
 exit codes: 0 stopped by a signal; 1 failed to start (a port taken, the store unreachable); 2 an invalid
 config or command line.
 
-Environment: GATEWAY_CONFIG, GATEWAY_ACCOUNTS_DB, GATEWAY_ACCOUNTS_PORT, GATEWAY_SMTP_URL, … (docs/configuration.md).`;
+Environment: GATEWAY_CONFIG, GATEWAY_ACCOUNTS_DB, GATEWAY_ACCOUNTS_HOST, GATEWAY_ACCOUNTS_PORT, GATEWAY_SMTP_URL, … (docs/configuration.md).`;
 
 // the same command line as the proxy's (proxy/main.ts): a flag it does not know is refused, not ignored
 // while the embedded default's store is made in the working directory

@@ -1,5 +1,5 @@
 import { type ServerResponse, STATUS_CODES } from "node:http";
-import { pushRequestId, REQUEST_ID_HEADER, requestIdOf } from "../http/request-id.js";
+import { addRequestId, pushRequestId, REQUEST_ID_HEADER, requestIdOf } from "../http/request-id.js";
 import type { Endpoint, JsonRpcPolicy } from "../registry/types.js";
 import { ERRORS, type ErrorCode, type GatewayError, hasRpcNumber, type RpcErrorCode } from "./table.js";
 
@@ -181,13 +181,17 @@ export function preflight(res: ServerResponse, requested: string | undefined): v
   const asked = requested?.trim() ?? "";
   const allowed =
     asked.length > 0 && asked.length <= 1024 && HEADER_NAMES.test(asked) ? asked : PREFLIGHT_HEADERS;
-  res.writeHead(204, {
-    ...ANY_ORIGIN,
-    "access-control-allow-methods": "GET, POST",
-    "access-control-allow-headers": allowed,
-    "access-control-max-age": "86400",
-    vary: "access-control-request-headers",
-  });
+  // with the request id every answer carries, which the access line names too
+  res.writeHead(
+    204,
+    addRequestId(res, {
+      ...ANY_ORIGIN,
+      "access-control-allow-methods": "GET, POST",
+      "access-control-allow-headers": allowed,
+      "access-control-max-age": "86400",
+      vary: "access-control-request-headers",
+    }),
+  );
   res.end();
 }
 

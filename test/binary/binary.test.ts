@@ -201,6 +201,9 @@ describe("dist/node-gateway with no config: the embedded default's first run", (
       10_000,
       "/readyz answers 200",
     );
+    // the commit it was built from, as the bundles name theirs (it read "dev" in every binary)
+    const metrics = await (await request(`${operator}/metrics`)).body.text();
+    expect(metrics).toMatch(/gateway_build_info\{[^}]*commit="(?!dev")[0-9a-f]{12}"/);
   });
 
   it("serves a key issued through the binary's own operator CLI, and never logs it", async () => {

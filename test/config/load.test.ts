@@ -27,10 +27,12 @@ describe("the deployment config", () => {
     const config = loadConfig(endpointsByLabel, {
       GATEWAY_CONFIG: join(ROOT, "deploy/scale-out.yaml"),
       GATEWAY_ACCOUNTS_DB: "postgres://gateway:secret@db.internal:5432/gateway",
+      GATEWAY_ACCOUNTS_HOST: "10.0.0.21",
       GATEWAY_SHARED_LIMITS_REDIS: "redis://:secret@redis.internal:6379",
       GATEWAY_OPERATOR_HOST: "10.0.0.21",
     });
     expect(config.accounts?.database).toBe("postgres://gateway:secret@db.internal:5432/gateway");
+    expect(config.accounts?.listen.host).toBe("10.0.0.21");
     // each host's operator API on its private address, where the balancer and the scraper reach it
     expect(config.operator?.listen).toEqual({ host: "10.0.0.21", port: 8082 });
     expect(config.sharedLimits).toEqual({
@@ -243,6 +245,7 @@ describe("settings from the environment, checked with the file as one config", (
     const path = file("env-no-accounts.yaml", "domain: gw.test\n");
     for (const [variable, value] of [
       ["GATEWAY_ACCOUNTS_DB", "postgres://gateway:hunter2@db.internal/gateway"],
+      ["GATEWAY_ACCOUNTS_HOST", "10.0.0.21"],
       ["GATEWAY_ACCOUNTS_PORT", "9200"],
       ["GATEWAY_OUTBOX", "/var/mail/gateway"],
       ["GATEWAY_SMTP_URL", "smtp://ops:hunter2@mail.example.com"],
@@ -328,6 +331,7 @@ describe("settings from the environment, checked with the file as one config", (
       "GATEWAY_WORKERS",
       "GATEWAY_SHARED_LIMITS_REDIS",
       "GATEWAY_ACCOUNTS_DB",
+      "GATEWAY_ACCOUNTS_HOST",
       "GATEWAY_ACCOUNTS_PORT",
       "GATEWAY_OUTBOX",
       "GATEWAY_SMTP_URL",

@@ -24,6 +24,8 @@ describe("CORS", () => {
     expect(r.headers["access-control-allow-origin"]).toBe("*");
     expect(r.headers["access-control-allow-methods"]).toContain("POST");
     expect(node.requests).toHaveLength(0);
+    // every answer carries its request id, the one its access line names
+    expect(r.headers["x-request-id"]).toMatch(/^[0-9a-f-]{36}$/);
   });
 
   it("allows the request headers the browser asks for, as SDKs send their own (Stellar's X-Client-Name)", async () => {
