@@ -41,7 +41,7 @@ export function checkRegistry(registry: LoadedRegistry): RegistryIssue[] {
     checkEndpoints(network, path, labels, report);
     checkChainIds(network, path, spec.interfaces, report);
     checkChainNames(network, path, spec.interfaces, report);
-    checkChainsAcrossNetworks(network, path, chains, report);
+    checkChainsAcrossNetworks(network, path, spec.interfaces, chains, report);
     if (network.head !== undefined) checkNetworkHead(network, path, spec.interfaces, report);
     checkExample(network, path, spec.interfaces, report);
   });
@@ -73,14 +73,26 @@ function servedMethods(iface: InterfaceSpec): Set<string> {
 /**
  * A chain id or chain name belongs to one network: the prober takes a node that answers it for one of the
  * network's own, so a copied line (another network's id, its genesis hash) would let that network's nodes
- * serve this one's callers.
+ * serve this one's callers. A chain named in text is another network's only where the same call names it:
+ * Aptos' chain id "1" and Cardano's network magic "1" are not each other's, since no node answers both.
  */
 function checkChainsAcrossNetworks(
   network: NetworkSpec,
   path: YamlPath,
+  interfaces: Record<string, InterfaceSpec>,
   seen: Map<string, { readonly code: string; readonly label: string }>,
   report: Report,
 ): void {
+  const textCalls = network.mounts
+    .flatMap((m) => (typeof m.interface === "string" ? [m.interface] : m.interface))
+    .flatMap((id) => {
+      const call = interfaces[id]?.chain;
+      return call === undefined || call.method === "eth_chainId"
+        ? []
+        : [`${call.method ?? call.route} ${call.field}`];
+    })
+    .sort()
+    .join(", ");
   network.endpoints.forEach((endpoint, e) => {
     for (const [key, value] of [
       ["chainId", endpoint.chainId],
@@ -88,8 +100,10 @@ function checkChainsAcrossNetworks(
     ] as const) {
       if (value === undefined) continue;
       const name = `${key} ${typeof value === "string" ? JSON.stringify(value) : value}`;
-      const first = seen.get(name);
-      if (first === undefined) seen.set(name, { code: network.code, label: endpoint.label });
+      // a text chain, as the calls that name it
+      const scoped = key === "chain" ? `${name} (${textCalls})` : name;
+      const first = seen.get(scoped);
+      if (first === undefined) seen.set(scoped, { code: network.code, label: endpoint.label });
       else if (first.code !== network.code)
         report(
           [...path, "endpoints", e, key],

@@ -14,6 +14,7 @@ import { tmpdir } from "node:os";
 import { basename, join } from "node:path";
 import { pathToFileURL } from "node:url";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { networkCodes, endpointsByLabel as registryEndpoints } from "../../generated/endpoints.js";
 import { matchRoute } from "../../src/registry/match-route.js";
 import type { Endpoint } from "../../src/registry/types.js";
 import { ROOT, runCodegen } from "./helpers.js";
@@ -102,17 +103,30 @@ describe("a network added by YAML alone", () => {
   });
 });
 
-// Polygon PoS as a maintainer would add it: an EVM network on the existing `ethereum` interface, with a
-// mainnet and a named testnet (Amoy), appended to the real registry.
-const POLYGON = `
-  - code: pol
-    name: Polygon PoS
+// An EVM network as a maintainer would add it: on the existing `ethereum` interface, with a mainnet and a
+// named testnet, appended to the real registry. The first of these the registry does not have yet, so
+// that a maintainer who adds Polygon for real does not break this test.
+const CANDIDATES = [
+  { code: "pol", name: "Polygon PoS", testnet: "amoy", chainIds: [137, 80002] },
+  { code: "arb", name: "Arbitrum One", testnet: "sepolia", chainIds: [42161, 421614] },
+  { code: "linea", name: "Linea", testnet: "sepolia", chainIds: [59144, 59141] },
+] as const;
+const usedCodes = new Set<string>(networkCodes);
+const usedChainIds = new Set([...registryEndpoints.values()].map((e) => e.chainId));
+const ADDED = CANDIDATES.find(
+  (c) => !usedCodes.has(c.code) && !c.chainIds.some((id) => usedChainIds.has(id)),
+);
+if (ADDED === undefined)
+  throw new Error("every candidate network is in the registry: add another to CANDIDATES");
+const ADDED_YAML = `
+  - code: ${ADDED.code}
+    name: ${ADDED.name}
     blockTime: 2
     mounts: [{ path: /, interface: ethereum }]
-    testnets: [amoy]
+    testnets: [${ADDED.testnet}]
     endpoints:
-      - { label: pol, environment: mainnet, nodeClass: full, chainId: 137 }
-      - { label: pol-amoy, environment: amoy, nodeClass: full, chainId: 80002 }
+      - { label: ${ADDED.code}, environment: mainnet, nodeClass: full, chainId: ${ADDED.chainIds[0]} }
+      - { label: ${ADDED.code}-${ADDED.testnet}, environment: ${ADDED.testnet}, nodeClass: full, chainId: ${ADDED.chainIds[1]} }
 `;
 
 /** What the copy leaves out: git's files, the installed packages (linked instead), build, run and test output. */
@@ -144,19 +158,19 @@ const NOT_REGISTRY_DEPENDENT = new Set([
 ]);
 
 /**
- * `npm run check` is codegen:check, typecheck, lint and test. In a copy of the repository with Polygon
+ * `npm run check` is codegen:check, typecheck, lint and test. In a copy of the repository with that network
  * appended to its registry, this runs its codegen, then each of those, as far as the registry can change its
  * outcome: codegen:check and lint whole, the typecheck of TYPECHECKED_IN_COPY, and the registry-dependent
  * tests. Each runs as its npm script does, without npm's own start-up.
  */
 describe("a network with a named testnet, added to the real registry by YAML alone", () => {
-  const dir = mkdtempSync(join(tmpdir(), "registry-add-pol-"));
+  const dir = mkdtempSync(join(tmpdir(), "registry-add-evm-"));
   afterAll(() => rmSync(dir, { recursive: true, force: true }));
 
   it("passes npm run codegen, then npm run check's registry-dependent parts, with no other edit", async () => {
     cpSync(ROOT, dir, { recursive: true, filter: (source) => !NOT_COPIED.has(basename(source)) });
     symlinkSync(realpathSync(join(ROOT, "node_modules")), join(dir, "node_modules"), "dir");
-    appendFileSync(join(dir, "registry/networks.yaml"), POLYGON);
+    appendFileSync(join(dir, "registry/networks.yaml"), ADDED_YAML);
 
     const codegen = await runCodegen([], dir);
     expect(codegen.stderr).toBe("");
@@ -164,12 +178,15 @@ describe("a network with a named testnet, added to the real registry by YAML alo
     const { endpointsByLabel } = (await import(pathToFileURL(join(dir, "generated/endpoints.ts")).href)) as {
       endpointsByLabel: ReadonlyMap<string, Endpoint>;
     };
-    expect(endpointsByLabel.get("pol")).toMatchObject({ environment: "mainnet", chainId: 137 });
-    expect(endpointsByLabel.get("pol-amoy")).toMatchObject({
-      code: "pol",
-      environment: "amoy",
+    expect(endpointsByLabel.get(ADDED.code)).toMatchObject({
+      environment: "mainnet",
+      chainId: ADDED.chainIds[0],
+    });
+    expect(endpointsByLabel.get(`${ADDED.code}-${ADDED.testnet}`)).toMatchObject({
+      code: ADDED.code,
+      environment: ADDED.testnet,
       nodeClass: "full",
-      chainId: 80002,
+      chainId: ADDED.chainIds[1],
       family: "jsonrpc",
     });
 

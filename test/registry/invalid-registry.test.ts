@@ -332,6 +332,38 @@ describe("an invalid registry is refused with the file, line, column and rule", 
     expect(buildModel(join(ROOT, "test/fixtures/registry/minimal.yaml")).endpoints).toHaveLength(4);
   });
 
+  it("a chain named in text is another network's only where the same call names it", () => {
+    // Aptos' chain id "1" beside Cardano's network magic "1": no node answers both calls
+    const other = [
+      "  otherrest:",
+      "    title: Another REST node",
+      "    source: test fixture",
+      "    family: rest",
+      "    computeUnits: { default: 20 }",
+      "    routes: { shared: [GET /info] }",
+      "    head: { route: GET /info, field: height, encoding: integer }",
+      "    chain: { route: GET /info, field: network }",
+      `    example: { sdk: fetch, code: "await fetch('{url}/info')" }`,
+      "networks:",
+    ].join("\n");
+    const gamma = [
+      "  - code: gamma",
+      "    name: Gamma",
+      "    blockTime: 6",
+      "    mounts: [{ path: /, interface: otherrest }]",
+      "    endpoints:",
+      '      - { label: gamma, environment: mainnet, nodeClass: full, chain: "1" }',
+      "",
+    ].join("\n");
+    const text = BASE.replace(
+      BETA_TAIL,
+      betaTail({ call: "{ route: GET /blocks/0, field: hash }", main: '"1"', testnet: "beta-test" }),
+    ).replace("networks:", other);
+    const file = join(dir, "text-chain-elsewhere.yaml");
+    writeFileSync(file, `${text}${gamma}`);
+    expect(buildModel(file).endpoints.map((e) => e.label)).toContain("gamma");
+  });
+
   for (const defect of defects) {
     it(defect.name, () => {
       expect(BASE).toContain(defect.from);
