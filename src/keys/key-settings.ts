@@ -136,10 +136,13 @@ function checkedEntry(
     return refuse(
       "a contract address: 0x and 40 hex digits, 25 to 64 base58 characters, or 40 to 64 hex digits",
     );
-  // a checksum that fails is a typo, which would refuse every call to the contract the owner meant
+  // a checksum that fails is a typo, which would refuse every call to the contract the owner meant; the
+  // reason says what an entry must be, as every other one does (the dashboard puts "not" before it)
   if (!checksumHolds(entry))
     return refuse(
-      "an address whose checksum fails: a mixed-case 0x address not in its EIP-55 case, or a base58check address (a version byte, 20 bytes and a checksum) whose checksum does not hold",
+      entry.startsWith("0x")
+        ? "an address whose mixed case matches its EIP-55 checksum (or all one case)"
+        : "a base58check address whose checksum holds (a version byte, 20 bytes and a 4-byte checksum)",
     );
   return entry.startsWith("0x") ? entry.toLowerCase() : entry;
 }
