@@ -260,6 +260,6 @@ export class Keys {
   }
 
   #view(key: KeyRecord): KeyView {
-    return keyView(key, this.#context.now());
+    return keyView(key, this.#context.now(), this.#context.plans);
   }
 }

@@ -1,5 +1,6 @@
 import type { PlanSpec } from "../../config/types.js";
 import type { Endpoint, HeadCall } from "../../registry/types.js";
+import { type PlanTermsView, planTermsView } from "../accounts/key-view.js";
 import {
   type GatewayOrigin,
   KEY_PLACEHOLDER,
@@ -61,14 +62,13 @@ export function networkCatalog(endpoints: ReadonlyMap<string, Endpoint>): Networ
     .sort((a, b) => a.name.localeCompare(b.name));
 }
 
-/** A plan a customer may order, with the terms the page shows beside its name (docs/plans.md). */
-export interface OrderablePlan {
+/**
+ * A plan a customer may order, with the terms the page shows beside its name (docs/plans.md): the same
+ * terms a key's view carries (src/control/accounts/key-view.ts), its compute-unit burst and whether its
+ * quotas are the key's or the account's among them.
+ */
+export interface OrderablePlan extends PlanTermsView {
   readonly name: string;
-  readonly computeUnitsPerSecond: number;
-  /** Compute units a day and a month; 0: no quota. */
-  readonly dailyQuota: number;
-  readonly monthlyQuota: number;
-  readonly archive: boolean;
   readonly maxKeys: number;
 }
 
@@ -84,15 +84,7 @@ export function orderablePlans(plans: Readonly<Record<string, PlanSpec>>): Order
 
 /** A plan's terms as the page shows them: its rate, quotas, archive access and keys. */
 export function planOffer(name: string, plan: PlanSpec): OrderablePlan {
-  return {
-    name,
-    computeUnitsPerSecond: plan.computeUnitRate.perSecond,
-    dailyQuota: plan.dailyQuota,
-    monthlyQuota: plan.monthlyQuota,
-    // what a key ordered on it gets (src/control/accounts/keys.ts)
-    archive: plan.archive !== false,
-    maxKeys: plan.maxKeys,
-  };
+  return { name, ...planTermsView(plan), maxKeys: plan.maxKeys };
 }
 
 /** A network as the page shows it, every URL from endpoint-urls.ts with KEY_PLACEHOLDER for the key. */

@@ -212,10 +212,10 @@ async function keysView() {
       { "data-key-id": key.id },
       ...labelled(KEY_COLUMNS, [
         el("td", {}, el("code", {}, `${key.prefix}…`)),
-        el("td", { class: "nowrap" }, key.plan),
+        el("td", {}, el("span", { class: "nowrap" }, key.plan), quotaLine(key)),
         el("td", {}, key.networks === "*" ? "all" : key.networks.map(networkName).join(", ")),
-        el("td", {}, key.archive ? "yes" : "no"),
-        el("td", {}, rateText(key.rate ?? catalog.defaultRate)),
+        el("td", {}, hasArchive(key) ? "yes" : "no"),
+        el("td", {}, rateLines(key)),
         el("td", { class: "key-status" }, statusText(key)),
         el("td", { class: "nowrap" }, key.createdAt.slice(0, 10)),
         el(
@@ -262,7 +262,7 @@ async function keysView() {
             el(
               "caption",
               { class: "note" },
-              "Keys are shown by their first characters only. The key itself was sent by e-mail.",
+              "Keys are shown by their first characters only. The key itself was sent by e-mail. A key is limited by its plan's compute units (CU) a second and by its own calls a second: whichever it reaches first.",
             ),
             el("thead", {}, el("tr", {}, ...KEY_COLUMNS.map((h) => el("th", { scope: "col" }, h)))),
             el("tbody", {}, rows),
@@ -273,9 +273,63 @@ async function keysView() {
   );
 }
 
-function rateText(rate) {
-  // calls, beside the plan's compute units: two limits, each in its own unit
-  return `${rate.perSecond} calls/s, bursts of ${rate.burst}`;
+/**
+ * The terms of the plan a key is served on: carried by its view (GET /v1/keys), else the catalog's for an
+ * orderable plan or the free test; undefined for a plan the page knows nothing of.
+ */
+function termsOf(key) {
+  if (key.terms !== undefined) return key.terms;
+  if (key.plan === "free-test" && catalog.freeTest.terms !== undefined) return catalog.freeTest.terms;
+  return catalog.plans.find((p) => p.name === key.plan);
+}
+
+/** Whether a key reaches archive nodes: its grant, as its plan allows (the key's view says). */
+function hasArchive(key) {
+  return key.archive;
+}
+
+/**
+ * The rates that limit a key, each in its unit: its plan's compute units a second and its own calls a
+ * second (docs/plans.md: both apply, the first one reached answers).
+ */
+function rateTexts(key) {
+  const n = (value) => value.toLocaleString("en");
+  const calls = key.rate ?? catalog.defaultRate;
+  const terms = termsOf(key);
+  return [
+    ...(terms === undefined
+      ? []
+      : [`${n(terms.computeUnitsPerSecond)} CU/s, bursts of ${n(terms.computeUnitBurst)} CU`]),
+    `${n(calls.perSecond)} calls/s, bursts of ${n(calls.burst)} calls`,
+  ];
+}
+
+/** A key's rates as the keys table shows them, one a line. */
+function rateLines(key) {
+  return rateTexts(key).map((text) => el("span", { class: "rate-line" }, text));
+}
+
+/** "1,000,000 CU a day, 200,000,000 CU a month", "no quota"; a quota of the account says so. */
+function quotaText(terms) {
+  const n = (value) => value.toLocaleString("en");
+  const quotas = [
+    terms.dailyQuota > 0 ? `${n(terms.dailyQuota)} CU a day` : "",
+    terms.monthlyQuota > 0 ? `${n(terms.monthlyQuota)} CU a month` : "",
+  ].filter((text) => text !== "");
+  if (quotas.length === 0) return "no quota";
+  const text = quotas.join(", ");
+  return terms.quotaPer === "account" ? `${text} (one quota for all your keys on this plan)` : text;
+}
+
+/** A key's plan terms under its plan's name in the keys table: its quotas, and archive if the plan has it. */
+function quotaLine(key) {
+  const terms = termsOf(key);
+  if (terms === undefined) return "";
+  return el(
+    "span",
+    { class: "note plan-terms" },
+    `${quotaText(terms)}${terms.archive ? ", archive nodes" : ""}`,
+  );
 }
 
 function statusText(key) {
@@ -330,16 +384,14 @@ function planName(name) {
   return `${name.slice(0, 1).toUpperCase()}${name.slice(1)}`;
 }
 
-/** "2,000 CU a second, 10,000,000 CU a day, 200,000,000 CU a month." */
+/**
+ * "2,000 CU a second, 10,000,000 CU a day, 200,000,000 CU a month."; a plan whose quotas are the
+ * account's says so: "… CU a month (one quota for all your keys on this plan)."
+ */
 function planTerms(plan) {
-  const n = (value) => value.toLocaleString("en");
-  const quotas = [
-    plan.dailyQuota > 0 ? `${n(plan.dailyQuota)} CU a day` : "",
-    plan.monthlyQuota > 0 ? `${n(plan.monthlyQuota)} CU a month` : "",
-  ].filter((text) => text !== "");
   const terms = [
-    `${n(plan.computeUnitsPerSecond)} CU a second`,
-    ...(quotas.length === 0 ? ["no quota"] : quotas),
+    `${plan.computeUnitsPerSecond.toLocaleString("en")} CU a second`,
+    quotaText(plan),
     ...(plan.archive ? ["archive nodes"] : []),
   ];
   return `${terms.join(", ")}.`;
@@ -405,7 +457,7 @@ async function endpointsView(id) {
       { "data-network": network.code },
       el("h2", {}, network.name),
       network.endpoints
-        .filter((e) => key.archive || e.nodeClass !== "archive")
+        .filter((e) => hasArchive(key) || e.nodeClass !== "archive")
         .map((e) =>
           el(
             "div",

@@ -68,12 +68,22 @@ function msText(ms) {
 
 // biome-ignore lint/correctness/noUnusedVariables: app.js's router calls it
 async function overviewView() {
-  const o = await api("GET", "/v1/overview");
+  // the keys' rates are the key list's (GET /v1/keys): the overview counts what they spent
+  const [o, { keys }] = await Promise.all([api("GET", "/v1/overview"), api("GET", "/v1/keys")]);
+  const viewOf = (id) => keys.find((k) => k.id === id);
   const cards = o.keys.map((key) =>
     el(
       "section",
       { class: "card", "data-key-id": key.id, "aria-labelledby": `key-${key.id}` },
       el("h2", { id: `key-${key.id}` }, el("code", {}, `${key.prefix}…`), ` ${key.plan} plan`),
+      // the rates that limit it, each in its unit: its plan's compute units and its own calls
+      viewOf(key.id) === undefined
+        ? []
+        : el(
+            "p",
+            { class: "key-rate" },
+            `Rate: ${rateTexts(viewOf(key.id)).join(" and ")}, whichever is reached first.`,
+          ),
       // what spends the quota: the key's line (the keys it replaced by rotation too), or on a plan whose
       // quota is the account's, every key of the account on that plan
       quotaMeter("Today", key.quota.used.today, key.quota.daily, key.prefix),
