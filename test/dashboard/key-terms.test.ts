@@ -79,9 +79,11 @@ describe.skipIf(chromium.skip)("a key's plan terms and status, in Chromium", () 
     expect(await row(metered).locator('td[data-label="Plan"]').textContent()).toBe(
       "metered100,000 CU a day (one quota for all your keys on this plan)",
     );
+    // a revoked key's row: its status, and its plan's rate as every row has
     expect(await row(revoked).locator('td[data-label="Rate"]').textContent()).toContain(
       "2,000 CU/s, bursts of 4,000 CU",
     );
+    expect(await row(revoked).locator('td[data-label="Status"]').textContent()).toBe("revoked");
     // the order form says a quota is the account's
     await page.locator("#plan").selectOption("metered");
     expect(await page.locator("#plan-terms").textContent()).toBe(
@@ -93,13 +95,53 @@ describe.skipIf(chromium.skip)("a key's plan terms and status, in Chromium", () 
     );
   });
 
-  it("the overview shows each key's rates, each in its unit", async () => {
+  it("the overview shows each key's status and rates; a revoked key has no settings link", async () => {
     await page.goto(`${fx.origin}/#/overview`);
     await expect.poll(heading).toBe("Overview");
     await card(metered).waitFor();
+    expect(await card(metered).locator(".key-status").textContent()).toBe("Status: active");
     expect(await card(metered).locator(".key-rate").textContent()).toBe(
       "Rate: 50 CU/s, bursts of 100 CU and 200 calls/s, bursts of 400 calls, whichever is reached first.",
     );
+    expect(await card(metered).locator('a[href$="/settings"]').count()).toBe(1);
+    expect(await card(revoked).locator(".key-status").textContent()).toBe("Status: revoked");
+    expect(await card(revoked).locator('a[href$="/settings"]').count()).toBe(0);
+    expect(await card(revoked).locator('a[href$="/usage"]').count()).toBe(1);
+  });
+
+  it("a revoked key's settings page says it is revoked and offers no form", async () => {
+    await page.goto(`${fx.origin}/#/keys/${revoked}/settings`);
+    await expect.poll(heading).toContain("Settings of");
+    await expect
+      .poll(() => page.locator("#settings-ended").textContent())
+      .toBe("This key is revoked: it no longer works, and its settings cannot be changed.");
+    expect(await page.locator("form#settings").count()).toBe(0);
+  });
+
+  it("a key revoked while its settings are open is said to be, not “No such key”", async () => {
+    const other = (await fx.accounts.service.keys.issue(accountId, { networks: ["eth"], plan: "shared" }))
+      .view.id;
+    await page.goto(`${fx.origin}/#/keys/${other}/settings`);
+    await expect.poll(heading).toContain("Settings of");
+    await page.getByLabel("Allowed methods").fill("eth_call");
+    await fx.accounts.service.keys.revokeAny(other);
+    await page.getByRole("button", { name: "Save settings" }).click();
+    await expect
+      .poll(() => page.locator("#status").textContent())
+      .toBe("Not saved: this key was revoked or has expired.");
+    expect(await page.locator("#settings-ended").textContent()).toContain("This key is revoked");
+  });
+
+  it("a contract whose case fails its EIP-55 checksum is said as what an entry must be", async () => {
+    await page.goto(`${fx.origin}/#/keys/${metered}/settings`);
+    await expect.poll(heading).toContain("Settings of");
+    await page.getByLabel("Allowed contracts").fill("0xdAC17F958D2ee523a2206206994597C13D831ec8");
+    await page.getByRole("button", { name: "Save settings" }).click();
+    await expect
+      .poll(() => page.locator("#settings-problem").textContent())
+      .toBe(
+        "Line 1, “0xdAC17F958D2ee523a2206206994597C13D831ec8”: not an address whose mixed case matches its EIP-55 checksum (or all one case).",
+      );
   });
 
   it("fits a phone-sized screen: the two rates and the plan's terms do not scroll sideways", async () => {

@@ -68,21 +68,25 @@ function msText(ms) {
 
 // biome-ignore lint/correctness/noUnusedVariables: app.js's router calls it
 async function overviewView() {
-  // the keys' rates are the key list's (GET /v1/keys): the overview counts what they spent
+  // the keys' status and rates are the key list's (GET /v1/keys): the overview counts what they spent
   const [o, { keys }] = await Promise.all([api("GET", "/v1/overview"), api("GET", "/v1/keys")]);
   const viewOf = (id) => keys.find((k) => k.id === id);
-  const cards = o.keys.map((key) =>
-    el(
+  const cards = o.keys.map((key) => {
+    const view = viewOf(key.id);
+    // a revoked or expired key is shown as such, without a way to settings it can no longer have
+    const active = view?.status === "active";
+    return el(
       "section",
       { class: "card", "data-key-id": key.id, "aria-labelledby": `key-${key.id}` },
       el("h2", { id: `key-${key.id}` }, el("code", {}, `${key.prefix}…`), ` ${key.plan} plan`),
+      view === undefined ? [] : el("p", { class: "key-status" }, `Status: ${statusText(view)}`),
       // the rates that limit it, each in its unit: its plan's compute units and its own calls
-      viewOf(key.id) === undefined
+      view === undefined || !active
         ? []
         : el(
             "p",
             { class: "key-rate" },
-            `Rate: ${rateTexts(viewOf(key.id)).join(" and ")}, whichever is reached first.`,
+            `Rate: ${rateTexts(view).join(" and ")}, whichever is reached first.`,
           ),
       // what spends the quota: the key's line (the keys it replaced by rotation too), or on a plan whose
       // quota is the account's, every key of the account on that plan
@@ -105,19 +109,21 @@ async function overviewView() {
       el(
         "p",
         { class: "actions" },
-        el(
-          "a",
-          { href: `#/keys/${key.id}/settings`, "aria-label": `Settings of key ${key.prefix}…` },
-          "Settings",
-        ),
+        active
+          ? el(
+              "a",
+              { href: `#/keys/${key.id}/settings`, "aria-label": `Settings of key ${key.prefix}…` },
+              "Settings",
+            )
+          : [],
         el(
           "a",
           { href: `#/keys/${key.id}/usage`, "aria-label": `Usage by day of key ${key.prefix}…` },
           "Usage by day",
         ),
       ),
-    ),
-  );
+    );
+  });
   show(
     "Overview",
     el(
@@ -178,6 +184,15 @@ async function settingsView(id) {
   const { keys } = await api("GET", "/v1/keys");
   const key = keys.find((k) => String(k.id) === String(id));
   if (!key) return show("No such key", el("p", {}, el("a", { href: "#/keys" }, "Back to your keys")));
+  const back = el(
+    "p",
+    { class: "actions" },
+    el("a", { href: "#/keys" }, "Back to your keys"),
+    el("a", { href: "#/overview" }, "Back to the overview"),
+  );
+  // a revoked or expired key works no more, and the API refuses its settings (KEY_NOT_FOUND): no form
+  if (key.status !== "active")
+    return show(`Settings of ${key.prefix}…`, el("p", { id: "settings-ended" }, endedText(key)), back);
   const settings = key.settings ?? {};
   const problem = el("p", { id: "settings-problem", class: "error", role: "alert", hidden: true });
   const areas = SETTING_FIELDS.map(([name, title, hint]) => {
@@ -271,6 +286,11 @@ async function settingsView(id) {
           await api("PUT", `/v1/keys/${id}/settings`, body);
           say("Settings saved: every proxy applies them from the next call.");
         } catch (error) {
+          // revoked or expired since the page was shown (in another tab, by the operator): said as such
+          if (error.code === "KEY_NOT_FOUND") {
+            await settingsView(id);
+            return say("Not saved: this key was revoked or has expired.", true);
+          }
           const [, name, index] = /^(\w+)(?:\[(\d+)\])?$/.exec(error.data?.field ?? "") ?? [];
           const area = name === undefined ? null : document.getElementById(`setting-${name}`);
           if (area === null || error.data?.reason === undefined) return showProblem(null, error.message);
@@ -305,11 +325,15 @@ async function settingsView(id) {
     el("p", {}, "An empty list allows everything. With several lists, a call must pass each of them."),
     form,
     // reached from the key list and from the overview: both ways back
-    el(
-      "p",
-      { class: "actions" },
-      el("a", { href: "#/keys" }, "Back to your keys"),
-      el("a", { href: "#/overview" }, "Back to the overview"),
-    ),
+    back,
   );
+}
+
+/** Why a key that is not active has no settings to edit. */
+function endedText(key) {
+  const ended = "it no longer works, and its settings cannot be changed.";
+  if (key.status === "revoked") return `This key is revoked: ${ended}`;
+  if (key.replacedBy)
+    return `This key was replaced by rotation and its grace period is over: ${ended} Its successor is in your keys.`;
+  return `This key has expired: ${ended}`;
 }
