@@ -27,6 +27,14 @@ const PLANS: GatewayConfig["plans"] = {
     quotaPer: "account",
     archive: false,
   },
+  // one only an operator issues: the catalog does not list it, so only the key's own view has its terms
+  internal: {
+    ...(DEFAULT_PLANS.shared as PlanSpec),
+    computeUnitRate: { perSecond: 30, burst: 60 },
+    dailyQuota: 0,
+    monthlyQuota: 0,
+    orderable: false,
+  },
 };
 
 describe.skipIf(chromium.skip)("a key's plan terms and status, in Chromium", () => {
@@ -35,6 +43,7 @@ describe.skipIf(chromium.skip)("a key's plan terms and status, in Chromium", () 
   let page: Page;
   let accountId = 0;
   let metered = 0;
+  let internal = 0;
   let revoked = 0;
   const row = (id: number) => page.locator(`#keys tr[data-key-id="${id}"]`);
   const card = (id: number) => page.locator(`section.card[data-key-id="${id}"]`);
@@ -43,7 +52,7 @@ describe.skipIf(chromium.skip)("a key's plan terms and status, in Chromium", () 
   beforeAll(async () => {
     fx = await startAccounts({}, undefined, "sqlite", {
       domain: "localhost",
-      listen: { host: "127.0.0.1", port: 18_500 },
+      listen: { host: "127.0.0.1", port: 0 },
       support: DEFAULT_CONFIG.support,
       plans: PLANS,
     });
@@ -60,6 +69,7 @@ describe.skipIf(chromium.skip)("a key's plan terms and status, in Chromium", () 
     const issue = async (plan: string) =>
       (await fx.accounts.service.keys.issue(accountId, { networks: ["eth"], plan })).view.id;
     metered = await issue("metered");
+    internal = await issue("internal");
     revoked = await issue("shared");
     await fx.accounts.service.keys.revokeAny(revoked);
   }, 60_000);
@@ -76,6 +86,11 @@ describe.skipIf(chromium.skip)("a key's plan terms and status, in Chromium", () 
     await row(metered).waitFor();
     const rate = await row(metered).locator('td[data-label="Rate"] .rate-line').allTextContents();
     expect(rate).toEqual(["50 CU/s, bursts of 100 CU", "200 calls/s, bursts of 400 calls"]);
+    // a plan no customer may order: its terms come with the key itself
+    expect(await row(internal).locator('td[data-label="Rate"] .rate-line').allTextContents()).toEqual([
+      "30 CU/s, bursts of 60 CU",
+      "200 calls/s, bursts of 400 calls",
+    ]);
     expect(await row(metered).locator('td[data-label="Plan"]').textContent()).toBe(
       "metered100,000 CU a day (one quota for all your keys on this plan)",
     );
@@ -91,7 +106,7 @@ describe.skipIf(chromium.skip)("a key's plan terms and status, in Chromium", () 
     );
     await page.locator("#plan").selectOption("shared");
     expect(await page.locator("#plan-terms").textContent()).toBe(
-      "2,000 CU a second, 10,000,000 CU a day, 200,000,000 CU a month.",
+      "2,000 CU a second, 10,000,000 CU a day, 200,000,000 CU a month, archive nodes.",
     );
   });
 
