@@ -211,9 +211,11 @@ export class Stages {
     if (cost > rate.burst) throw new GatewayError("REQUEST_OVER_BURST", { cost, burst: rate.burst, unit });
     const decision = this.#limiter.take(id, rate, cost);
     if (decision.allowed) return;
+    // which of the two limits (the key's calls, its plan's compute units) and in what unit: a customer
+    // held by the plan's compute units was told only to wait
     throw new GatewayError(
       "RATE_LIMITED",
-      { retryAfter: decision.retryAfter },
+      { retryAfter: decision.retryAfter, unit, perSecond: rate.perSecond, burst: rate.burst },
       {
         "retry-after": String(decision.retryAfter),
         "ratelimit-limit": String(rate.burst),

@@ -8,6 +8,8 @@ export class QuotaHold {
   readonly #ledger: QuotaLedger;
   readonly #scope: string;
   readonly limits: QuotaLimits;
+  /** Whose quota it is: the key's own, or every key of its account on the plan (`quotaPer`). */
+  readonly #per: PlanTerms["quotaPer"];
   /** What the ledger holds for the request now: the reserve, then each settlement's units. */
   #charged: number;
   /** What a cached answer costs, as a share of its price (the plan's `cachedShare`). */
@@ -16,6 +18,7 @@ export class QuotaHold {
   constructor(ledger: QuotaLedger, scope: string, principal: Principal, plan: PlanTerms, reserved: number) {
     this.#ledger = ledger;
     this.#scope = scope;
+    this.#per = plan.quotaPer;
     this.limits = {
       daily: plan.dailyQuota,
       monthly: plan.monthlyQuota,
@@ -34,6 +37,8 @@ export class QuotaHold {
       {
         period: decision.period,
         limit: decision.limit,
+        // a key that spent little is refused for what its account's other keys spent: said so
+        per: this.#per,
         resetsAt: new Date(decision.resetsAt).toISOString(),
         retryAfter,
       },

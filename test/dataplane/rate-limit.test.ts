@@ -42,7 +42,11 @@ describe("rate limits", () => {
     expect(last?.headers["ratelimit-remaining"]).toBe("0");
     expect(last?.json).toMatchObject({
       id: 3,
-      error: { code: -32005, data: { code: "RATE_LIMITED", retryAfter: 2 } },
+      // the key's own rate, in calls (not its plan's compute units)
+      error: {
+        code: -32005,
+        data: { code: "RATE_LIMITED", retryAfter: 2, unit: "calls", perSecond: 0.5, burst: 3 },
+      },
     });
     expect(node.requests).toHaveLength(3);
   });

@@ -98,7 +98,7 @@ describe("quotas in compute units", () => {
     expect(refused.status).toBe(402);
     const error = (refused.json as RpcError).error;
     expect(error?.code).toBe(-32046);
-    expect(error?.data).toMatchObject({ code: "QUOTA_EXCEEDED", period: "day", limit: 100 });
+    expect(error?.data).toMatchObject({ code: "QUOTA_EXCEEDED", period: "day", limit: 100, per: "key" });
     const retryAfter = Number(refused.headers["retry-after"]);
     expect(Math.abs(retryAfter - untilReset("day"))).toBeLessThanOrEqual(2);
     const resetsAt = Date.parse(String(error?.data?.resetsAt));
@@ -223,7 +223,12 @@ describe("a quota per account", () => {
       expect((await send("FNteamFirst0000000000000000000")).status).toBe(200);
       expect((await send("FNteamFirst0000000000000000000")).status).toBe(200);
       expect((await send("FNteamSecond000000000000000000")).status).toBe(200); // 30: the account's quota
-      expect((await send("FNteamSecond000000000000000000")).status).toBe(402);
+      const refused = await send("FNteamSecond000000000000000000");
+      expect(refused.status).toBe(402);
+      // the key spent 10 of 30: its refusal says whose quota is spent
+      expect(refused.json).toMatchObject({
+        error: { data: { code: "QUOTA_EXCEEDED", per: "account", limit: 30 } },
+      });
       expect((await send("FNteamFirst0000000000000000000")).status).toBe(402);
       expect((await send("FNteamOther0000000000000000000")).status).toBe(200);
       expect((await send("FNteamLarger000000000000000000")).status).toBe(200);
