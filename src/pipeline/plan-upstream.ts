@@ -242,6 +242,20 @@ export class UpstreamPlanner {
     };
   }
 
+  /**
+   * The archive label's upstreams at the mount, for a caller that may reach them (its key's grant, as its
+   * plan allows): `group` undefined where the archive label has none; undefined where the label has no
+   * archive endpoint or the caller may not reach it.
+   */
+  archiveGroup(
+    mounted: Mounted,
+  ): { readonly label: string; readonly group: UpstreamGroup | undefined } | undefined {
+    const label = mounted.admitted.endpoint.archiveLabel;
+    const { principal, plan } = mounted.admitted;
+    if (label === undefined || !reachesArchive(plan?.archive, principal?.archive === true)) return undefined;
+    return { label, group: this.#upstreams.group(label, mounted.mount.path) };
+  }
+
   /** The mount's upstreams; NO_UPSTREAM without any. */
   group(mounted: Mounted): UpstreamGroup {
     const group = this.#upstreams.group(mounted.admitted.endpoint.label, mounted.mount.path);

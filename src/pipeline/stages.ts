@@ -292,6 +292,11 @@ export class Stages {
     return this.#planner.group(mounted);
   }
 
+  /** 6, at a WebSocket upgrade: the archive upstreams its old reads may go to, for a key that may reach them. */
+  archiveGroup(mounted: Mounted): ReturnType<UpstreamPlanner["archiveGroup"]> {
+    return this.#planner.archiveGroup(mounted);
+  }
+
   #authenticate(key: string | undefined, endpoint: Endpoint): Principal {
     if (!looksLikeKey(key)) throw new GatewayError("UNAUTHORIZED");
     const principal = this.#keys.principal(key);

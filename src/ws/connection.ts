@@ -9,11 +9,12 @@ import type { Logger } from "../log.js";
 import type { GatewayMetrics } from "../metrics/gateway-metrics.js";
 import type { ErrorBoundary } from "../pipeline/boundary.js";
 import type { Mounted, Stages } from "../pipeline/stages.js";
-import { batchParts, callsUnits } from "../plans/compute-units.js";
+import { archiveUnits, batchParts, callsUnits } from "../plans/compute-units.js";
 import type { JsonRpcPolicy } from "../registry/types.js";
 import { endMessage } from "../tracing/span-ends.js";
 import type { RequestTrace } from "../tracing/tracing.js";
 import type { Upstream } from "../upstream/upstreams.js";
+import type { ArchiveAsk } from "./archive-reads.js";
 import type { CachedCalls } from "./cached-calls.js";
 import { CLOSE } from "./close-codes.js";
 import { deliver, type FillContext, recordStart } from "./gap-fill.js";
@@ -22,7 +23,14 @@ import { ClientLiveness } from "./liveness.js";
 import { MessageIntake, toText } from "./message-intake.js";
 import { MessageSender, paramsOf } from "./message-sender.js";
 import { ConnectionMove, type Reconnect } from "./move.js";
-import { type ArchiveRefusals, archiveReadsOf, archiveRefusals, withinCap } from "./node-answers.js";
+import {
+  type ArchiveRefusals,
+  archiveReadsOf,
+  archiveRefusals,
+  missingStateIds,
+  textOf,
+  withinCap,
+} from "./node-answers.js";
 import { NodeChoice } from "./node-choice.js";
 import type { NodeSocket } from "./node-socket.js";
 import { PendingCalls, type Settled, type UpstreamMessage } from "./pending-calls.js";
@@ -55,6 +63,8 @@ export interface ConnectionOptions {
   readonly betterThan: (node: Upstream) => boolean;
   /** Calls back once `node` has reached the head the label served, or after about one block (group.ts `whenCaughtUp`). */
   readonly caughtUp: (node: Upstream, callback: () => void) => void;
+  /** For a key that may reach archive nodes: asks them a read its node answered "no such state". */
+  readonly archiveAsk?: ArchiveAsk | undefined;
   readonly onClose: () => void;
 }
 
@@ -97,6 +107,8 @@ export class Connection {
   readonly #intake: MessageIntake;
   #closed = false;
   readonly #archiveRefusals: ArchiveRefusals | undefined;
+  /** The texts of a node's "no such state" answers (registry `reads.archive.missingState`). */
+  readonly #missingState: readonly string[] | undefined;
   readonly #liveness: ClientLiveness;
   /** Closes the connection when the JWT it opened with stops being valid. */
   #token: TokenLifetime | undefined = undefined;
@@ -108,6 +120,7 @@ export class Connection {
     const { mounted } = options;
     this.#label = mounted.admitted.endpoint.label;
     this.#archiveRefusals = archiveRefusals(mounted);
+    this.#missingState = mounted.mount.policy.jsonrpc?.reads?.archive?.missingState;
     this.#policy = mounted.mount.policy.jsonrpc as JsonRpcPolicy;
     // a range call goes to the connection's node as one: one too wide for it is refused
     this.#rules = callRulesOf(mounted, "websocket", options.support, (call) =>
@@ -153,12 +166,11 @@ export class Connection {
       limits: options.limits,
       cachedShare: mounted.admitted.plan?.cachedShare ?? 1,
       archiveReads: this.#archiveRefusals === undefined ? undefined : archiveReadsOf(this.#policy),
-      unitsOf: (calls) =>
-        callsUnits(
-          mounted.mount.policy.computeUnits,
-          calls.map((call) => call.method),
-          mounted.admitted.endpoint,
-        ),
+      unitsOf: (calls) => this.#unitsOf(calls),
+      archiveExtraOf: (calls) => {
+        const units = this.#unitsOf(calls);
+        return archiveUnits(units, mounted.mount.policy.computeUnits) - units;
+      },
       cache: options.cache,
       get closed() {
         return connection.#closed;
@@ -340,7 +352,71 @@ export class Connection {
     this.#upstream.send(outgoing.text ?? this.#sender.build(outgoing.calls, outgoing.batch));
   }
 
-  #fromUpstream(data: RawData, isBinary: boolean): void {
+  /** What `calls` cost in compute units (docs/compute-units.md). */
+  #unitsOf(calls: readonly PassedCall[]): number {
+    const { mounted } = this.#options;
+    return callsUnits(
+      mounted.mount.policy.computeUnits,
+      calls.map((call) => call.method),
+      mounted.admitted.endpoint,
+    );
+  }
+
+  /**
+   * A node's message some of whose calls it answered "no such state", for a key that may reach archive
+   * nodes: those calls are asked of the archive nodes, and the message goes on once each has its answer
+   * there in the node's place (its other answers kept as the node gave them). Calls answered meanwhile
+   * otherwise (sent again after a move, and answered) keep that answer.
+   */
+  #askArchive(
+    ask: ArchiveAsk,
+    envelopes: readonly ReadonlyMap<string, string>[],
+    ids: readonly string[],
+    batch: boolean,
+  ): void {
+    const answers = new Map<string, string>();
+    for (const id of ids) {
+      const call = this.#pending.get(id)?.call as PassedCall;
+      const text = this.#sender.build([call], false);
+      ask(
+        text,
+        id,
+        this.#guard((answer: string) => {
+          answers.set(id, answer);
+          if (answers.size < ids.length || this.#closed) return;
+          const parts: string[] = [];
+          for (const members of envelopes) {
+            const id = members.get("id") ?? "";
+            // answered meanwhile (sent again after a move): that answer stands
+            if (this.#pending.get(id) === undefined) continue;
+            const answered = answers.get(id);
+            if (answered !== undefined) this.#archived(id);
+            parts.push(answered ?? textOf(members));
+          }
+          if (parts.length > 0)
+            this.#fromUpstream(
+              Buffer.from(batch ? `[${parts.join(",")}]` : (parts[0] as string)),
+              false,
+              true,
+            );
+        }),
+      );
+    }
+  }
+
+  /**
+   * A call the archive nodes answered: priced as theirs, and its answer kept by no cache, nor shared with
+   * the calls waiting on it (they may not reach archive nodes: they ask a node themselves).
+   */
+  #archived(id: string): void {
+    this.#pending.archived(id);
+    const entry = this.#pending.get(id);
+    if (entry?.keep === undefined) return;
+    this.#options.cache?.drop(entry.keep);
+    entry.keep = undefined;
+  }
+
+  #fromUpstream(data: RawData, isBinary: boolean, fromArchive = false): void {
     this.#liveness.touch();
     // Notifications with nothing pending pass straight through, never decoded: with nothing to watch, or
     // for the connection's only subscription, whose position is read from its last one if a move needs it.
@@ -362,6 +438,17 @@ export class Connection {
     );
     if (text === undefined) return;
     let envelopes = scanMembers(text);
+    // a read the node no longer has the state for, from the archive nodes when the key may reach them
+    const ask = this.#options.archiveAsk;
+    if (!fromArchive && ask !== undefined && this.#missingState !== undefined) {
+      const missing = missingStateIds(this.#missingState, text, envelopes).filter(
+        (id) => this.#pending.get(id) !== undefined,
+      );
+      if (missing.length > 0) {
+        this.#askArchive(ask, envelopes, missing, text.trimStart().startsWith("["));
+        return;
+      }
+    }
     // an answer over the cap goes on as the errors that replace it; one of no such state as ARCHIVE_REQUIRED
     let answer = this.#archiveRefusals?.(text, envelopes, (id) => this.#pending.archiveRefused(id)) ?? text;
     // a node's error about an id it could not read names no call: the call (or batch) it is answered with

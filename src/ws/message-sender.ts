@@ -47,6 +47,8 @@ export interface SenderHost {
   readonly limits: Limits;
   /** What these calls cost in compute units (docs/compute-units.md). */
   unitsOf(calls: readonly PassedCall[]): number;
+  /** What these calls cost more when archive nodes answer them (the interface's archive factor). */
+  archiveExtraOf(calls: readonly PassedCall[]): number;
   /** What an answer from the cache costs, as a share of its price (the plan's `cachedShare`; 1 without one). */
   readonly cachedShare: number;
   /**
@@ -256,7 +258,7 @@ export class MessageSender {
         };
       this.#host.failed({ ...seen, code: "WRITE_NOT_CONFIRMED" });
     };
-    outgoing.whenAnswered = (ended, archiveRefused) => {
+    outgoing.whenAnswered = (ended, archiveRefused, archived) => {
       outgoing.whenAnswered = undefined;
       if (counted) return;
       counted = true;
@@ -265,6 +267,11 @@ export class MessageSender {
       const code = ended === "WRITE_NOT_CONFIRMED" && !writes ? undefined : ended;
       if (code === undefined && archiveRefused !== undefined)
         this.#archiveRefused(seen, hold, sent, archiveRefused);
+      // answered by the archive nodes: priced as theirs, as over HTTP
+      if (code === undefined && archived !== undefined) {
+        seen.units += this.#host.archiveExtraOf(archived);
+        hold?.settle(seen.units);
+      }
       if (code !== undefined) {
         seen.code = code;
         seen.units = 0;

@@ -48,7 +48,7 @@ export type ArchiveRefusals = (
 ) => string;
 
 /**
- * A connection's calls never go to archive nodes (docs/cache.md, "WebSockets"). A node's "no such state"
+ * For a key that may not reach archive nodes (one that may has them asked: archive-reads.ts). A node's "no such state"
  * answer to one (a read older than a full node keeps: the registry's `reads.archive.missingState`) becomes
  * ARCHIVE_REQUIRED by its id, naming the archive label, as an HTTP caller's read is answered when no
  * archive node may take it (docs/upstreams.md, "Archive"): never the node's raw error. None where the label
@@ -77,6 +77,25 @@ export function archiveRefusals(mounted: Mounted): ArchiveRefusals | undefined {
     if (!refused) return text;
     return text.trimStart().startsWith("[") ? `[${parts.join(",")}]` : (parts[0] as string);
   };
+}
+
+/**
+ * The ids a node's message answers "no such state" (registry `reads.archive.missingState`): none, found
+ * without decoding anything, for most messages.
+ */
+export function missingStateIds(
+  texts: readonly string[],
+  text: string,
+  envelopes: readonly ReadonlyMap<string, string>[],
+): string[] {
+  if (!texts.some((wanted) => text.includes(wanted))) return [];
+  return envelopes.flatMap((members) => {
+    const id = members.get("id");
+    const error = members.get("error");
+    return id !== undefined && error !== undefined && texts.some((wanted) => error.includes(wanted))
+      ? [id]
+      : [];
+  });
 }
 
 /** Each dialect's reads a full node may answer "no such state", as a set, made once per dialect. */

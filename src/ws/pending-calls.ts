@@ -20,9 +20,13 @@ export interface UpstreamMessage {
    * Counts it once the node has answered its last call, or with the code it was refused with (a move's
    * WRITE_NOT_CONFIRMED); set while its count waits (message-sender.ts LATER), then cleared.
    */
-  whenAnswered?: ((code?: ErrorCode, archiveRefused?: readonly PassedCall[]) => void) | undefined;
+  whenAnswered?:
+    | ((code?: ErrorCode, archiveRefused?: readonly PassedCall[], archived?: readonly PassedCall[]) => void)
+    | undefined;
   /** Its calls the node answered "no such state", answered ARCHIVE_REQUIRED instead (node-answers.ts). */
   archiveRefused?: PassedCall[] | undefined;
+  /** Its calls the node answered "no such state", answered by the archive nodes instead (archive-reads.ts). */
+  archived?: PassedCall[] | undefined;
   /** Its writes a move could not confirm, while its reads go again: priced and counted as refused. */
   writesLost?: ((calls: readonly PassedCall[]) => void) | undefined;
   /**
@@ -107,6 +111,14 @@ export class PendingCalls {
     pending.message.archiveRefused.push(pending.call);
   }
 
+  /** The call `id` is answered by the archive nodes, not the connection's: priced as theirs. */
+  archived(id: string): void {
+    const pending = this.#byId.get(idKey(id));
+    if (pending === undefined) return;
+    pending.message.archived ??= [];
+    pending.message.archived.push(pending.call);
+  }
+
   /** The call, sent again in another message; that message carries on the first one's span, if any. */
   resend(id: string, message: UpstreamMessage): void {
     const key = idKey(id);
@@ -154,7 +166,7 @@ export class PendingCalls {
         this.unanswered(message).length === 0
       ) {
         if (message.span !== undefined) settled.answered(message);
-        message.whenAnswered?.(undefined, message.archiveRefused);
+        message.whenAnswered?.(undefined, message.archiveRefused, message.archived);
       }
     }
     return ids;

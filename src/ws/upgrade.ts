@@ -17,6 +17,7 @@ import type { RequestTrace, Tracing } from "../tracing/tracing.js";
 import type { UpstreamGroup } from "../upstream/group.js";
 import { openWebSocket } from "../upstream/policy.js";
 import type { Upstream } from "../upstream/upstreams.js";
+import { type ArchiveAsk, archiveAsk } from "./archive-reads.js";
 import { CachedCalls } from "./cached-calls.js";
 import { CLOSE } from "./close-codes.js";
 import { Connection } from "./connection.js";
@@ -230,6 +231,23 @@ export class WebSocketGateway implements WebSocketCounts {
       if (connection.node === upstream) connection.nodeFailed();
   }
 
+  /** A connection's way to its label's archive nodes, where its key may reach them and its dialect has old reads. */
+  #archiveAsk(mounted: Mounted): ArchiveAsk | undefined {
+    const jsonrpc = mounted.mount.policy.jsonrpc;
+    const archive = this.#stages.archiveGroup(mounted);
+    if (archive === undefined || jsonrpc?.reads?.archive === undefined) return undefined;
+    return archiveAsk({
+      ...archive,
+      path: mounted.mount.path,
+      writes: jsonrpc.writes,
+      errorForm: errorFormOf(jsonrpc, false),
+      nodeErrors: mounted.mount.policy.nodeErrors,
+      limits: this.#config.limits,
+      headers: nodeHandshakeHeaders(mounted.admitted),
+      requestId: mounted.admitted.requestId,
+    });
+  }
+
   #open(
     client: WebSocket,
     upstreamSocket: NodeSocket,
@@ -268,6 +286,7 @@ export class WebSocketGateway implements WebSocketCounts {
       },
       betterThan: (node) => group.betterThan(node),
       caughtUp: (node, callback) => group.whenCaughtUp(node, callback),
+      archiveAsk: this.#archiveAsk(mounted),
       logger: this.#logger,
       onClose: () => {
         this.#connections.delete(connection);

@@ -1,6 +1,9 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { DEFAULT_CACHE, DEFAULT_HEALTH } from "../../src/config/defaults.js";
+import { type ArchivePair, startArchivePair } from "../support/archive-pair.js";
 import { eventually } from "../support/eventually.js";
 import { DOMAIN, KEYS, type RunningGateway, startGateway } from "../support/gateway.js";
+import { jsonRpcResponder, type LoopbackNode, startLoopbackNode } from "../support/loopback-node.js";
 import {
   evmNode,
   type LoopbackWsNode,
@@ -8,6 +11,7 @@ import {
   WsRpcError,
   waitUntil,
 } from "../support/loopback-ws-node.js";
+import { everyNodeInRotation } from "../support/rotation.js";
 import { resolveTestHosts } from "../support/test-hosts.js";
 import { Client } from "../support/ws-client.js";
 
@@ -75,6 +79,12 @@ describe("a read older than the connection's full node keeps", () => {
     // the batch's call the node answered costs its 20 units, the refused one nothing
     await eventually(async () => (await units()) === unitsBefore + 20, 2_000, "the batch counted");
     client.close();
+    // a key with archive access, where the archive label has no upstream: NO_UPSTREAM, as over HTTP
+    const archiveKey = await Client.open(`ws://eth.${DOMAIN}:${gw.port}/${KEYS.all}`);
+    expect((await archiveKey.call("eth_getBalance", [address, "0x10"])).error).toMatchObject({
+      data: { code: "NO_UPSTREAM", reason: expect.stringContaining("eth-archive has no upstream") },
+    });
+    archiveKey.close();
   });
 });
 
@@ -133,5 +143,110 @@ describe("a read of state over a WebSocket that gets no answer", () => {
     expect((await client.closed).code).toBe(1014);
     await eventually(async () => (await count()) === sent + 1, 2_000, "the read counted");
     expect(await count("WRITE_NOT_CONFIRMED")).toBe(unconfirmed);
+  });
+});
+
+// A key that may reach archive nodes gets such a read from them over a WebSocket too, as over HTTP: the
+// label's archive nodes answer it in the full node's place, by its id, at the archive's price. It was
+// ARCHIVE_REQUIRED, telling a key that had archive access to get one (an ethers WebSocketProvider caller).
+describe("a read older than the connection's full node keeps, for a key with archive access", () => {
+  let full: LoopbackWsNode;
+  let archive: LoopbackNode;
+  let gw: RunningGateway;
+  let restore: () => void;
+  const address = `0x${"ab".repeat(20)}`;
+
+  beforeAll(async () => {
+    restore = resolveTestHosts();
+    full = await startLoopbackWsNode(
+      evmNode({
+        eth_getBalance: (params: unknown) => {
+          if ((params as string[])[1] === "0x10")
+            throw new WsRpcError(-32000, "missing trie node 1f2e3d (path )");
+          return "0x2a";
+        },
+      }),
+    );
+    archive = await startLoopbackNode(jsonRpcResponder({ eth_getBalance: "0x99" }));
+    gw = await startGateway({ upstreams: { eth: [full.url], "eth-archive": [archive.url] } });
+  });
+  afterAll(async () => {
+    await gw?.close();
+    await Promise.all([full?.close(), archive?.close()]);
+    restore?.();
+  });
+
+  it("is answered by the archive nodes, alone or in a batch, at the archive's price", async () => {
+    const client = await Client.open(`ws://eth.${DOMAIN}:${gw.port}/${KEYS.all}`);
+    const units = () => gw.metric("gateway_compute_units_total", { label: "eth" });
+    const before = await units();
+    expect(await client.call("eth_getBalance", [address, "0x10"])).toMatchObject({ result: "0x99" });
+    expect(archive.requests.map((r) => JSON.parse(r.body).params)).toEqual([[address, "0x10"]]);
+    // eth_getBalance's 20 units, twice over as the archive's
+    await eventually(async () => (await units()) === before + 40, 2_000, "the read counted");
+    client.ws.send(
+      JSON.stringify([
+        { jsonrpc: "2.0", id: "old", method: "eth_getBalance", params: [address, "0x10"] },
+        { jsonrpc: "2.0", id: "new", method: "eth_getBalance", params: [address, "latest"] },
+      ]),
+    );
+    const batch = JSON.parse(await client.waitFor((text) => text.includes('"old"'))) as {
+      id: string;
+      result?: string;
+    }[];
+    expect(batch.find((a) => a.id === "old")?.result).toBe("0x99");
+    expect(batch.find((a) => a.id === "new")?.result).toBe("0x2a");
+    await eventually(async () => (await units()) === before + 100, 2_000, "the batch counted");
+    // a key without archive access is still told so, and the archive nodes are not asked
+    const other = await Client.open(`ws://eth.${DOMAIN}:${gw.port}/${KEYS.noArchive}`);
+    expect((await other.call("eth_getBalance", [address, "0x10"])).error).toMatchObject({
+      data: { code: "ARCHIVE_REQUIRED" },
+    });
+    expect(archive.requests).toHaveLength(2);
+    client.close();
+    other.close();
+  });
+});
+
+// The same on real anvils with the answer cache on: a pruned full node, and an archive node with the same
+// 300 blocks. What the archive answered a connection is kept by no cache: a key without archive access,
+// over HTTP or a WebSocket, is still refused.
+describe("archive reads over a WebSocket, with the cache on (real anvil)", () => {
+  const ACCOUNT = "0xf39Fd6e51aad88F6F4ce6aB8827279cffFb92266";
+  let pair: ArchivePair;
+  let gw: RunningGateway;
+  let restore: () => void;
+
+  beforeAll(async () => {
+    restore = resolveTestHosts();
+    pair = await startArchivePair(300);
+    gw = await startGateway({
+      upstreams: { eth: [pair.full.url], "eth-archive": [pair.archive.url] },
+      health: { ...DEFAULT_HEALTH, probeIntervalMs: 100 },
+      cache: { ...DEFAULT_CACHE, enabled: true },
+    });
+    await everyNodeInRotation(gw);
+  });
+  afterAll(async () => {
+    await gw?.close();
+    await pair?.stop();
+    restore?.();
+  });
+
+  it("a block the full node refuses as missing comes from the archive node, and reaches no other key", async () => {
+    const client = await Client.open(`ws://eth.${DOMAIN}:${gw.port}/${KEYS.all}`);
+    const balance = await client.call("eth_getBalance", [ACCOUNT, "0x12b"]);
+    expect(balance.result).toBe("0x21e19e0c9bab2400000");
+    client.close();
+    const http = await gw.call("eth", `/${KEYS.noArchive}`, {
+      body: JSON.stringify({ jsonrpc: "2.0", id: 1, method: "eth_getBalance", params: [ACCOUNT, "0x12b"] }),
+    });
+    expect(http.status).toBe(403);
+    expect(http.text).toContain("ARCHIVE_REQUIRED");
+    const other = await Client.open(`ws://eth.${DOMAIN}:${gw.port}/${KEYS.noArchive}`);
+    expect((await other.call("eth_getBalance", [ACCOUNT, "0x12b"])).error).toMatchObject({
+      data: { code: "ARCHIVE_REQUIRED" },
+    });
+    other.close();
   });
 });
