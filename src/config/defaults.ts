@@ -88,14 +88,18 @@ export const DEFAULT_ACCOUNTS: AccountsConfig = {
   usageFlushIntervalMs: 10_000,
 };
 
-/** What a plan an operator adds has unless it says otherwise: no quota, nothing extra, no archive. */
+/**
+ * What a plan an operator adds has unless it says otherwise: no quota, nothing extra, archive nodes for the
+ * keys granted them (as before plans said whether they include them: a plan must say `archive: false` to
+ * sell one without).
+ */
 export const PLAN_FIELDS: Omit<PlanSpec, "computeUnitRate"> = {
   dailyQuota: 0,
   monthlyQuota: 0,
   quotaPer: "key",
   dedicatedMethods: false,
   disabledMethods: [],
-  archive: false,
+  archive: "granted",
   maxKeys: 10,
   cachedShare: 1,
   orderable: true,
@@ -112,6 +116,7 @@ export const DEFAULT_PLANS: Readonly<Record<string, PlanSpec>> = {
     ...PLAN_FIELDS,
     computeUnitRate: { perSecond: 400, burst: 800 },
     dailyQuota: 1_000_000,
+    archive: false,
     maxKeys: 3,
     orderable: false,
   },
@@ -120,7 +125,6 @@ export const DEFAULT_PLANS: Readonly<Record<string, PlanSpec>> = {
     computeUnitRate: { perSecond: 2_000, burst: 4_000 },
     dailyQuota: 10_000_000,
     monthlyQuota: 200_000_000,
-    archive: "granted",
   },
   dedicated: {
     ...PLAN_FIELDS,

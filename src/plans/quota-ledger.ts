@@ -93,6 +93,12 @@ export class QuotaClock {
   dayEndsAt = 0;
   monthEndsAt = 0;
   readonly #now: () => number;
+  /**
+   * Each scope's quota sizes when its last crossing was announced, this month: a quota resized within its
+   * period (a reload) is crossed again from its start, 80 % and 100 % of its new size (each size's notices
+   * once: quota-notices.ts), though what was spent may be past 80 % of it already.
+   */
+  readonly #sizes = new Map<string, { daily: number; monthly: number }>();
 
   constructor(now: () => number = Date.now) {
     this.#now = now;
@@ -104,6 +110,7 @@ export class QuotaClock {
     if (now < this.dayEndsAt) return false;
     const date = new Date(now);
     this.day = date.toISOString().slice(0, 10);
+    if (this.day.slice(0, 7) !== this.month) this.#sizes.clear();
     this.month = this.day.slice(0, 7);
     this.dayEndsAt = Date.UTC(date.getUTCFullYear(), date.getUTCMonth(), date.getUTCDate() + 1);
     this.monthEndsAt = Date.UTC(date.getUTCFullYear(), date.getUTCMonth() + 1, 1);
@@ -133,6 +140,12 @@ export class QuotaClock {
     };
   }
 
+  /** Whether a quota of `scope` has another size than when its last crossing was announced. */
+  resized(scope: string, limits: QuotaLimits): boolean {
+    const sizes = this.#sizes.get(scope);
+    return sizes !== undefined && (sizes.daily !== limits.daily || sizes.monthly !== limits.monthly);
+  }
+
   /** The thresholds `before` → `after` passed, for each quota, as crossings to announce. */
   crossings(
     scope: string,
@@ -140,8 +153,13 @@ export class QuotaClock {
     spent: { readonly day: [number, number]; readonly month: [number, number] },
   ): QuotaCrossing[] {
     const out: QuotaCrossing[] = [];
-    const check = (period: QuotaPeriod, limit: number, [before, after]: [number, number]) => {
+    const sizes = this.#sizes.get(scope);
+    this.#sizes.set(scope, { daily: limits.daily, monthly: limits.monthly });
+    const check = (period: QuotaPeriod, limit: number, [spentBefore, after]: [number, number]) => {
       if (limit <= 0) return;
+      // resized since its last crossing: counted from the period's start against the new size
+      const was = period === "day" ? sizes?.daily : sizes?.monthly;
+      const before = was !== undefined && was !== limit ? 0 : spentBefore;
       const periodId = period === "day" ? this.day : this.month;
       const resetsAt = period === "day" ? this.dayEndsAt : this.monthEndsAt;
       for (const threshold of THRESHOLDS)
@@ -229,7 +247,8 @@ export class LocalQuotaLedger implements QuotaLedger {
     if (
       delta > 0 &&
       (passes(limits.daily, dayBefore, spent.dayUnits) ||
-        passes(limits.monthly, monthBefore, spent.monthUnits))
+        passes(limits.monthly, monthBefore, spent.monthUnits) ||
+        this.#clock.resized(scope, limits))
     ) {
       const day: [number, number] = [dayBefore, spent.dayUnits];
       const month: [number, number] = [monthBefore, spent.monthUnits];

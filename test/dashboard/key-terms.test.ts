@@ -66,10 +66,17 @@ describe.skipIf(chromium.skip)("a key's plan terms and status, in Chromium", () 
     await page.goto(link.replace("http://127.0.0.1:0", fx.origin));
     await page.locator("h1", { hasText: "Your keys" }).waitFor();
     accountId = (await fx.accounts.store.accountByEmail(EMAIL))?.id ?? 0;
-    const issue = async (plan: string) =>
-      (await fx.accounts.service.keys.issue(accountId, { networks: ["eth"], plan })).view.id;
+    const issue = async (plan: string, archive?: boolean) =>
+      (
+        await fx.accounts.service.keys.issue(accountId, {
+          networks: ["eth"],
+          plan,
+          ...(archive === undefined ? {} : { archive }),
+        })
+      ).view.id;
     metered = await issue("metered");
-    internal = await issue("internal");
+    // an operator's key without archive access, on a plan that includes them for the keys granted them
+    internal = await issue("internal", false);
     revoked = await issue("shared");
     await fx.accounts.service.keys.revokeAny(revoked);
   }, 60_000);
@@ -94,6 +101,7 @@ describe.skipIf(chromium.skip)("a key's plan terms and status, in Chromium", () 
     expect(await row(metered).locator('td[data-label="Plan"]').textContent()).toBe(
       "metered100,000 CU a day (one quota for all your keys on this plan)",
     );
+    expect(await row(internal).locator('td[data-label="Plan"]').textContent()).toBe("internalno quota");
     // a revoked key's row: its status, and its plan's rate as every row has
     expect(await row(revoked).locator('td[data-label="Rate"]').textContent()).toContain(
       "2,000 CU/s, bursts of 4,000 CU",

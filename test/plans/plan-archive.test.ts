@@ -17,7 +17,8 @@ describe("archive nodes as the plan a key was ordered on includes them", () => {
   const email = "archive@example.com";
   const plans = {
     ...TEST_PLANS,
-    lite: { ...PLAN_FIELDS, computeUnitRate: { perSecond: 1e9, burst: 1e9 } },
+    // a plan sold without archive nodes says so
+    lite: { ...PLAN_FIELDS, computeUnitRate: { perSecond: 1e9, burst: 1e9 }, archive: false as const },
   };
 
   beforeAll(async () => {

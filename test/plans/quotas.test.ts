@@ -393,6 +393,23 @@ describe("the in-process ledger", () => {
   });
 });
 
+describe("a quota resized within its period", () => {
+  it("is crossed again at 80 % and 100 % of its new size, though what was spent is past 80 % of it already", () => {
+    const crossed: QuotaCrossing[] = [];
+    const ledger = new LocalQuotaLedger((c) => crossed.push(c));
+    const small = { daily: 0, monthly: 1_000 };
+    for (let i = 0; i < 10; i++) ledger.take("k", small, 100);
+    expect(crossed.map((c) => `${c.threshold}@${c.limit}`)).toEqual(["80@1000", "100@1000"]);
+    crossed.length = 0;
+    // raised by a fifth: 1,000 spent is 83 % of it
+    const raised = { daily: 0, monthly: 1_200 };
+    expect(ledger.take("k", raised, 10).allowed).toBe(true);
+    expect(crossed.map((c) => `${c.threshold}@${c.limit}`)).toEqual(["80@1200"]);
+    while (ledger.take("k", raised, 10).allowed);
+    expect(crossed.map((c) => `${c.threshold}@${c.limit}`)).toEqual(["80@1200", "100@1200", "100@1200"]);
+  });
+});
+
 describe("a quota hold settled more than once", () => {
   it("holds the last units settled, never a refund twice", () => {
     const ledger = new LocalQuotaLedger();

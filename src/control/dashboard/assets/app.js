@@ -321,14 +321,14 @@ function quotaText(terms) {
   return terms.quotaPer === "account" ? `${text} (one quota for all your keys on this plan)` : text;
 }
 
-/** A key's plan terms under its plan's name in the keys table: its quotas, and archive if the plan has it. */
+/** A key's plan terms under its plan's name in the keys table: its quotas, and archive if the key has it. */
 function quotaLine(key) {
   const terms = termsOf(key);
   if (terms === undefined) return "";
   return el(
     "span",
     { class: "note plan-terms" },
-    `${quotaText(terms)}${terms.archive ? ", archive nodes" : ""}`,
+    `${quotaText(terms)}${hasArchive(key) ? ", archive nodes" : ""}`,
   );
 }
 
