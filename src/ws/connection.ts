@@ -510,7 +510,8 @@ export class Connection {
    * `chosen`: the node still answers, and the connection leaves it for a better one (nodeLeftRotation).
    */
   #lose(why: string, chosen?: { readonly socket: NodeSocket; readonly node: Upstream }): void {
-    if (this.#closed || this.#move?.moving === true) {
+    // a socket lost while the move waits for its node to catch up moves the connection again
+    if (this.#closed || (this.#move?.moving === true && !this.#move.catchingUp)) {
       chosen?.socket.close();
       return;
     }

@@ -72,6 +72,10 @@ export class ConnectionMove {
   #chosen: number[] = [];
   /** While moving: client messages waiting for the new socket, in order. */
   #waiting: UpstreamMessage[] | undefined;
+  /** The move waits for its new node to catch up (#resumeOnceCaughtUp). */
+  #catchingUp = false;
+  /** Counts the moves begun: a wait for a node the connection has left since ends with nothing. */
+  #attempt = 0;
 
   constructor(
     connection: MovingConnection,
@@ -102,6 +106,14 @@ export class ConnectionMove {
     return this.#waiting !== undefined;
   }
 
+  /**
+   * Whether the move waits for its new node to reach the label's head, its socket open: losing that socket
+   * then starts the move again (a lost socket is otherwise ignored while the connection moves).
+   */
+  get catchingUp(): boolean {
+    return this.#catchingUp;
+  }
+
   /** Keeps a client message for the new socket. */
   hold(message: UpstreamMessage): void {
     this.#waiting?.push(message);
@@ -124,7 +136,10 @@ export class ConnectionMove {
       connection.closeMoved(`upstream ${why}; lost ${MAX_MOVES} times within a minute`);
       return;
     }
-    this.#waiting = [];
+    // a move begun again as it waited for its node to catch up keeps what the client sent meanwhile
+    this.#waiting ??= [];
+    this.#catchingUp = false;
+    this.#attempt++;
     if (chosen !== undefined) {
       this.#chosen.push(now);
       connection.attach(chosen.socket, chosen.node);
@@ -199,8 +214,13 @@ export class ConnectionMove {
    */
   #resumeOnceCaughtUp(): void {
     const connection = this.#connection;
+    const attempt = this.#attempt;
+    this.#catchingUp = true;
     connection.caughtUp(
       connection.guard(() => {
+        // the new socket was lost meanwhile: another move is under way, and resumes itself
+        if (attempt !== this.#attempt) return;
+        this.#catchingUp = false;
         if (!connection.closed) this.#resume();
       }),
     );

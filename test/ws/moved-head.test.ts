@@ -1,8 +1,10 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { endpointsByLabel } from "../../generated/endpoints.js";
 import { DEFAULT_HEALTH } from "../../src/config/defaults.js";
+import { eventually } from "../support/eventually.js";
 import { DOMAIN, KEYS, type RunningGateway, startGateway } from "../support/gateway.js";
 import { type LoopbackNode, startLoopbackNode } from "../support/loopback-node.js";
+import { type LoopbackWsNode, startLoopbackWsNode } from "../support/loopback-ws-node.js";
 import type { NodeState } from "../support/node-software.js";
 import { everyNodeInRotation } from "../support/rotation.js";
 import { nodeState, softwareNode } from "../support/software-node.js";
@@ -62,6 +64,51 @@ describe("a WebSocket connection moved to a node behind the head it saw", () => 
         behindState.height = HEAD + 1;
       }, 300).unref();
       expect(await ledger()).toBe(HEAD + 1);
+    } finally {
+      client.close();
+    }
+  });
+});
+
+// The socket on the node a connection moved to may be lost while the move waits for that node to reach the
+// head: the connection moves again. The loss was ignored as one during a move, and the calls then went to
+// the dead socket: the connection never answered again (found by a review with three loopback nodes).
+describe("a connection whose new node's socket is lost while it waits for that node to catch up", () => {
+  let nodes: LoopbackWsNode[];
+  let gw: RunningGateway;
+  let restore: () => void;
+
+  beforeAll(async () => {
+    restore = resolveTestHosts();
+    nodes = await Promise.all(
+      ["0x11", "0x10", "0x10"].map((head) =>
+        startLoopbackWsNode({ results: { eth_blockNumber: head, eth_chainId: "0x1" } }),
+      ),
+    );
+    gw = await startGateway({
+      upstreams: { eth: nodes.map((node, i) => ({ url: node.url, ws: node.wsUrl, name: `n${i}` })) },
+      health: { ...DEFAULT_HEALTH, probeIntervalMs: 100 },
+    });
+    await everyNodeInRotation(gw, "eth");
+    await eventually(() => gw.gateway.upstreams.group("eth", "/")?.served.height === 0x11, 3_000, "the head");
+  });
+  afterAll(async () => {
+    await gw?.close();
+    await Promise.all(nodes?.map((node) => node.close()) ?? []);
+    restore?.();
+  });
+
+  it("moves again and answers", async () => {
+    const client = await Client.open(`ws://eth.${DOMAIN}:${gw.port}/${KEYS.all}`);
+    try {
+      expect((await client.call("eth_blockNumber")).result).toBe("0x11");
+      await (nodes[0] as LoopbackWsNode).close();
+      const behind = nodes.slice(1);
+      const moved = () => behind.flatMap((node) => node.connections.filter((c) => c.isOpen));
+      await eventually(() => moved().length === 1, 5_000, "the connection on a node behind");
+      for (const socket of moved()) socket.socket.terminate();
+      const answer = await client.call("eth_blockNumber", [], 10_000);
+      expect(answer.result).toBe("0x10");
     } finally {
       client.close();
     }
