@@ -83,16 +83,17 @@ function checkChainsAcrossNetworks(
   seen: Map<string, { readonly code: string; readonly label: string }>,
   report: Report,
 ): void {
-  const textCalls = network.mounts
-    .flatMap((m) => (typeof m.interface === "string" ? [m.interface] : m.interface))
-    .flatMap((id) => {
-      const call = interfaces[id]?.chain;
-      return call === undefined || call.method === "eth_chainId"
-        ? []
-        : [`${call.method ?? call.route} ${call.field}`];
-    })
-    .sort()
-    .join(", ");
+  // the calls that name the network's chain in text, each its own scope
+  const textCalls = new Set(
+    network.mounts
+      .flatMap((m) => (typeof m.interface === "string" ? [m.interface] : m.interface))
+      .flatMap((id) => {
+        const call = interfaces[id]?.chain;
+        return call === undefined || call.method === "eth_chainId"
+          ? []
+          : [`${call.method ?? call.route} ${call.field}`];
+      }),
+  );
   network.endpoints.forEach((endpoint, e) => {
     for (const [key, value] of [
       ["chainId", endpoint.chainId],
@@ -100,11 +101,13 @@ function checkChainsAcrossNetworks(
     ] as const) {
       if (value === undefined) continue;
       const name = `${key} ${typeof value === "string" ? JSON.stringify(value) : value}`;
-      // a text chain, as the calls that name it
-      const scoped = key === "chain" ? `${name} (${textCalls})` : name;
-      const first = seen.get(scoped);
-      if (first === undefined) seen.set(scoped, { code: network.code, label: endpoint.label });
-      else if (first.code !== network.code)
+      const scopes = key === "chain" ? [...textCalls].map((call) => `${name} (${call})`) : [name];
+      const first = scopes
+        .map((scope) => seen.get(scope))
+        .find((s) => s !== undefined && s.code !== network.code);
+      for (const scope of scopes)
+        if (!seen.has(scope)) seen.set(scope, { code: network.code, label: endpoint.label });
+      if (first !== undefined)
         report(
           [...path, "endpoints", e, key],
           `endpoint "${endpoint.label}" declares ${name}, which is network ${first.code}'s ("${first.label}"); each network's chains are its own`,

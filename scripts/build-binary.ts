@@ -8,7 +8,7 @@ import { inject } from "postject";
 import { EMBEDDED_CONFIG } from "../src/embedded.js";
 import { packageRoot } from "../src/package-root.js";
 import { SQLITE_ADDON_ASSET } from "../src/store/sqlite-addon.js";
-import { asciiOnly, buildCommit } from "./build.js";
+import { asciiOnly, buildCommit, refuseStaleGenerated } from "./build.js";
 
 // `npm run build:binary`: dist/node-gateway, the proxy as one executable file (a Node.js single executable
 // application, nodejs.org/api/single-executable-applications.html). It is this machine's `node`, stripped of
@@ -128,6 +128,7 @@ function stripSymbols(binary: string): void {
 }
 
 if (import.meta.url === `file://${process.argv[1]}`) {
+  refuseStaleGenerated();
   const binary = await buildBinary();
   process.stdout.write(`${binary}\n`);
 }

@@ -3,6 +3,7 @@ import { createHash } from "node:crypto";
 import { readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { build } from "esbuild";
+import { configSchema } from "../src/config/schema.js";
 
 // Four bundles, one per entry point. dist/gateway.js is the proxy: node:http, ws, undici, the generated
 // tables and the reader of the account store's grants, nothing of the control plane (a test reads the
@@ -71,23 +72,34 @@ export function asciiOnly(file: string): void {
 }
 
 /**
- * Whether generated/ was made from the registry as it is: its stamp is the sha256 of registry/networks.yaml.
- * A maintainer who edited the YAML and ran `npm start` got the old tables served without a word.
+ * Whether generated/ was made from the registry and the config schema as they are: its stamps are the
+ * sha256 of registry/networks.yaml and of src/config/schema.ts's schema. A maintainer who edited the YAML
+ * and ran `npm start` got the old tables served without a word.
  */
 export function generatedIsCurrent(root = "."): boolean {
   const registry = readFileSync(join(root, "registry/networks.yaml"));
   const stamp = /registryStamp = "sha256:([0-9a-f]{64})"/.exec(
     readFileSync(join(root, "generated/endpoints.ts"), "utf8"),
   );
-  return stamp?.[1] === createHash("sha256").update(registry).digest("hex");
+  const validator = /sha256 of its schema ([0-9a-f]{64})/.exec(
+    readFileSync(join(root, "generated/config-validator.js"), "utf8"),
+  );
+  return (
+    stamp?.[1] === createHash("sha256").update(registry).digest("hex") &&
+    validator?.[1] === createHash("sha256").update(JSON.stringify(configSchema)).digest("hex")
+  );
+}
+
+/** Stops a build of bundles or the binary from generated/ tables older than their sources. */
+export function refuseStaleGenerated(): void {
+  if (generatedIsCurrent()) return;
+  process.stderr.write(
+    "registry/networks.yaml or src/config/schema.ts has changed since generated/ was made from it: run `npm run codegen` first (the build would serve the old tables)\n",
+  );
+  process.exit(1);
 }
 
 if (import.meta.url === `file://${process.argv[1]}`) {
-  if (!generatedIsCurrent()) {
-    process.stderr.write(
-      "registry/networks.yaml has changed since generated/ was made from it: run `npm run codegen` first (the bundles would serve the old tables)\n",
-    );
-    process.exit(1);
-  }
+  refuseStaleGenerated();
   await buildBundles();
 }

@@ -1,4 +1,12 @@
-import { appendFileSync, copyFileSync, mkdirSync, mkdtempSync, rmSync } from "node:fs";
+import {
+  appendFileSync,
+  copyFileSync,
+  mkdirSync,
+  mkdtempSync,
+  readFileSync,
+  rmSync,
+  writeFileSync,
+} from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
@@ -13,9 +21,22 @@ describe("the build checks generated/ against the registry", () => {
   for (const folder of ["registry", "generated"]) mkdirSync(join(dir, folder));
   copyFileSync(join(ROOT, "registry/networks.yaml"), join(dir, "registry/networks.yaml"));
   copyFileSync(join(ROOT, "generated/endpoints.ts"), join(dir, "generated/endpoints.ts"));
+  copyFileSync(join(ROOT, "generated/config-validator.js"), join(dir, "generated/config-validator.js"));
 
   it("the tree as committed is current", () => {
     expect(generatedIsCurrent(ROOT)).toBe(true);
+    expect(generatedIsCurrent(dir)).toBe(true);
+  });
+
+  it("a config validator made from another schema is not", () => {
+    const file = join(dir, "generated/config-validator.js");
+    const made = readFileSync(file, "utf8");
+    writeFileSync(
+      file,
+      made.replace(/sha256 of its schema [0-9a-f]{64}/, `sha256 of its schema ${"0".repeat(64)}`),
+    );
+    expect(generatedIsCurrent(dir)).toBe(false);
+    writeFileSync(file, made);
     expect(generatedIsCurrent(dir)).toBe(true);
   });
 

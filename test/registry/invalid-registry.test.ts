@@ -362,6 +362,16 @@ describe("an invalid registry is refused with the file, line, column and rule", 
     const file = join(dir, "text-chain-elsewhere.yaml");
     writeFileSync(file, `${text}${gamma}`);
     expect(buildModel(file).endpoints.map((e) => e.label)).toContain("gamma");
+    // but a network that also mounts beta's interface, whose call names beta's chain "1", is refused it
+    const both = join(dir, "text-chain-both.yaml");
+    writeFileSync(
+      both,
+      `${text}${gamma.replace(
+        "mounts: [{ path: /, interface: otherrest }]",
+        "mounts: [{ path: /, interface: otherrest }, { path: /beta, interface: chainrest }]",
+      )}`,
+    );
+    expect(() => buildModel(both)).toThrow(/declares chain "1", which is network beta's/);
   });
 
   for (const defect of defects) {
