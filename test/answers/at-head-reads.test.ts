@@ -95,10 +95,14 @@ describe("a read at the head goes only to a node at the served head, on every in
       for (const method of methods) {
         for (let i = 0; i < 4; i++) {
           const body = JSON.stringify({ jsonrpc: "2.0", id: i + 1, method, params: byName ? {} : [] });
-          await gw.call(endpoint.label, `/${KEYS.all}/`, { body });
+          // a dedicated-node key: a dedicated method that reads at the head (Starknet's traceTransaction) too
+          await gw.call(endpoint.label, `/${KEYS.dedicated}/`, { body });
         }
+        // a caller's request carries its id; the prober's (Substrate's finality probe, chain_getFinalizedHead) none
         const asked = (node: LoopbackNode | undefined) =>
-          node?.requests.filter((r) => r.body.includes(`"${method}"`)).length;
+          node?.requests.filter(
+            (r) => r.body.includes(`"${method}"`) && r.headers["x-request-id"] !== undefined,
+          ).length;
         expect(asked(behind), `${endpoint.label} ${method} reached the node behind`).toBe(0);
         expect(asked(ahead), `${endpoint.label} ${method}`).toBe(4);
       }
