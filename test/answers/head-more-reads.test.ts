@@ -40,16 +40,6 @@ const EXTRA_ANSWERS: Readonly<Record<string, TypicalAnswer>> = {
       return { block: blocks };
     },
   },
-  // java-tron GetBlockByLimitNextServlet: blocks startNum up to endNum, endNum left out, those the node has
-  // (Wallet.getBlocksByLimitNext: BlockStore.getLimitNumber)
-  "POST /wallet/getblockbylimitnext": {
-    result: ({ height }, body) => {
-      const { startNum, endNum } = (body ?? {}) as { startNum?: number; endNum?: number };
-      const blocks = [];
-      for (let n = Number(startNum); n < Number(endNum) && n <= height; n++) blocks.push(tronBlock(n));
-      return blocks.length === 0 ? {} : { block: blocks };
-    },
-  },
 };
 
 const HEIGHT = 2_000_000;
@@ -123,13 +113,4 @@ describe("reads at the head beyond the head call: Substrate and TRON (loopback n
     for (let i = 0; i < 8; i++)
       expect(await tron("/wallet/getblockbylatestnum", { num: 1 })).toEqual([HEIGHT + 1]);
   });
-
-  it("TRON: getblockbylimitnext (TronWeb's getBlockRange) through the newest block has every block of it", async () => {
-    // the range's end is the newest block + 1: no node has that, so after a block time the one ahead answers
-    for (let i = 0; i < 4; i++)
-      expect(await tron("/wallet/getblockbylimitnext", { startNum: HEIGHT, endNum: HEIGHT + 2 })).toEqual([
-        HEIGHT,
-        HEIGHT + 1,
-      ]);
-  }, 30_000);
 });

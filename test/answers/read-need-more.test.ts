@@ -2,7 +2,6 @@ import { describe, expect, it } from "vitest";
 import { endpointsByLabel } from "../../generated/endpoints.js";
 import { readNeed, restReadNeed } from "../../src/answers/read-need.js";
 import { DEFAULT_PLANS } from "../../src/config/defaults.js";
-import { bodyReads } from "../../src/families/rest-body-reads.js";
 import type { PassedCall } from "../../src/jsonrpc/check.js";
 import { checkMessage } from "../../src/jsonrpc/message.js";
 import { PlanBook } from "../../src/plans/plan-terms.js";
@@ -41,16 +40,6 @@ function restNeed(label: string, id: string, method: string, path: string) {
   const match = matchRoute(mount.policy.routes as RouteNode, method, segments);
   if (match.kind !== "match") throw new Error(`${method} ${path} matches no route`);
   return restReadNeed(mount.policy.restReads as RestReadRules, match.shape, segments);
-}
-
-/** A REST route that names its block in its JSON body (registry `reads.bodies`), as the REST family reads it. */
-function bodyNeed(label: string, id: string, path: string, json: unknown) {
-  const mount = mountOf(label, id);
-  const rules = mount.policy.restReads as RestReadRules;
-  const member = rules.bodies?.[path];
-  if (member === undefined) return undefined;
-  return bodyReads({ rules, shape: path, member, cacheKey: undefined, errorMember: undefined }, json, "")
-    .reads;
 }
 
 const HASH = `0x${"ab".repeat(32)}`;
@@ -106,14 +95,6 @@ describe("TRON's HTTP API: the newest blocks, the confirmed heads, a block range
     ])
       for (const method of ["GET", "POST"])
         expect(restNeed("trx", "tron-http", method, path)?.atHead, `${method} ${path}`).toBe(true);
-  });
-
-  it("getblockbylimitnext (TronWeb's getBlockRange) needs a node that has reached its endNum", () => {
-    for (const prefix of ["/wallet", "/walletsolidity", "/walletpbft"])
-      expect(
-        bodyNeed("trx", "tron-http", `${prefix}/getblockbylimitnext`, { startNum: 100, endNum: 102 }),
-        prefix,
-      ).toMatchObject({ atHead: false, highestBlock: 102 });
   });
 });
 
