@@ -564,7 +564,16 @@ export class Connection {
       },
       this.#options.reconnect,
       this.#options.limits.ws.handshakeTimeoutMs,
-      () => this.#options.metrics?.webSocketMoves.add([this.#label, "moved"]),
+      () => {
+        this.#options.metrics?.webSocketMoves.add([this.#label, "moved"]);
+        // the operator sees a connection move as a node's failure's consequence, not only in a counter
+        this.#options.logger.log("info", "websocket moved", {
+          requestId: this.#options.mounted.admitted.requestId,
+          label: this.#label,
+          from: this.#lostNode?.name,
+          to: this.#node.name,
+        });
+      },
     );
     return this.#move;
   }

@@ -64,6 +64,9 @@ describe("a WebSocket connection moved to a node behind the head it saw", () => 
         behindState.height = HEAD + 1;
       }, 300).unref();
       expect(await ledger()).toBe(HEAD + 1);
+      // the operator reads the move in the log, not only in a counter
+      const moved = gw.logs.find((line) => line.includes('"msg":"websocket moved"'));
+      expect(JSON.parse(moved ?? "{}")).toMatchObject({ label: "xlm", from: "ahead", to: "behind" });
     } finally {
       client.close();
     }
