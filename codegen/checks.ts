@@ -338,6 +338,9 @@ function checkReads(iface: InterfaceSpec, path: YamlPath, report: Report): void 
   for (const method of rules.atHead ?? [])
     if (!served.has(method))
       report([...path, "atHead", method], `"${method}" is not one of the interface's methods`);
+  for (const method of rules.atFinalized ?? [])
+    if (!(rules.atHead ?? []).includes(method))
+      report([...path, "atFinalized", method], `"${method}" is not one of the interface's atHead methods`);
   // a filter's calls go to the node that made it: a name that is no method would leave its polls anywhere
   (rules.handles?.make ?? []).forEach((method, i) => {
     if (!served.has(method))

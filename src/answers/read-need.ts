@@ -116,6 +116,7 @@ export function readNeed(
     if (rules?.atHead?.includes(call.method) === true) {
       need ??= new ReadNeed();
       need.atHead = true;
+      if (rules.atFinalized?.includes(call.method) === true) need.atFinalized = true;
       // a mined transaction's block: a newer one than the label served raises its head
       learnHeightIn(need, rules, call, id);
       continue;

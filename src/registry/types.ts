@@ -135,6 +135,12 @@ export interface ReadRules {
    */
   readonly atHead?: readonly string[];
   /**
+   * Of `atHead`, those that answer the node's finalized block (Substrate's `chain_getFinalizedHead`): they
+   * go first to the node that named the highest finalized block, as a read at the finalized tag does, so
+   * that two nodes at one head but not one finality do not answer by turns.
+   */
+  readonly atFinalized?: readonly string[];
+  /**
    * A REST interface's routes that name a block in a path segment: the route's shape up to that segment
    * (`/chains/{}/blocks/{}`), and the segment's place below the mount (3).
    */

@@ -58,6 +58,10 @@ describe("Substrate: a nonce, the sync state and the finalized heads are the nod
       ["archive_v1_finalizedHeight", []],
     ] as const)
       expect(need("dot", "substrate", call(method, params))?.atHead, method).toBe(true);
+    // the finalized heads go first to the node that named the highest finalized block
+    for (const method of ["chain_getFinalizedHead", "chain_getFinalisedHead", "archive_v1_finalizedHeight"])
+      expect(need("dot", "substrate", call(method, []))?.atFinalized, method).toBe(true);
+    expect(need("dot", "substrate", call("system_syncState", []))?.atFinalized).toBe(false);
   });
 
   it("chain_getHead is chain_getBlockHash: a number is a block the node must have, none the head", () => {

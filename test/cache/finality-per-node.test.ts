@@ -2,6 +2,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { endpointsByLabel } from "../../generated/endpoints.js";
 import { DEFAULT_CACHE, DEFAULT_HEALTH } from "../../src/config/defaults.js";
 import type { Endpoint } from "../../src/registry/types.js";
+import { substrateHash } from "../support/chain-answers.js";
 import { eventually } from "../support/eventually.js";
 import { KEYS, type RunningGateway, startGateway } from "../support/gateway.js";
 import { jsonRpcResponder, type LoopbackNode, startLoopbackNode } from "../support/loopback-node.js";
@@ -198,5 +199,54 @@ describe("a read at the finalized tag is not held for a most-finalized node behi
     expect(answer.status).toBe(200);
     // the head's wait is 3 s; an answer from a loopback node takes milliseconds
     expect(performance.now() - started).toBeLessThan(1_500);
+  });
+});
+
+// Substrate's finalized head (chain_getFinalizedHead) from two nodes at one best block but not one finality:
+// both have reached the served head, so the head rule let either answer, and a caller polling it saw the
+// finalized head go back and forth. Registry `reads.atFinalized` sends it first to the node that named the
+// highest finalized block, as a read at the finalized tag goes.
+describe("Substrate's finalized head from two nodes at one head, one finalizing behind", () => {
+  const dot = endpointsByLabel.get("dot") as Endpoint;
+  const DOT_HEAD = 20_000_000;
+  let nodes: LoopbackNode[];
+  let gw: RunningGateway;
+
+  beforeAll(async () => {
+    nodes = await Promise.all(
+      [2, 7].map((behind) =>
+        startLoopbackNode(
+          softwareNode(dot, nodeState(dot, DOT_HEAD), [""], {
+            answers: {
+              chain_getFinalizedHead: {
+                result: ({ chain, height }) => substrateHash(chain, height - behind),
+              },
+            },
+          }),
+        ),
+      ),
+    );
+    gw = await startGateway({
+      upstreams: { dot: nodes.map((node, i) => ({ url: node.url, name: i === 0 ? "A" : "B" })) },
+      health: { ...DEFAULT_HEALTH, probeIntervalMs: 100 },
+    });
+    await everyNodeInRotation(gw, "dot");
+    const group = gw.gateway.upstreams.group("dot", "/");
+    await eventually(() => group?.finalized === DOT_HEAD - 2, 3_000, "A's finalized head probed");
+  });
+  afterAll(async () => {
+    await gw?.close();
+    await Promise.all((nodes ?? []).map((node) => node.close()));
+  });
+
+  it("polled, names A's finalized block every time, never B's older one", async () => {
+    const seen = new Set<unknown>();
+    for (let id = 1; id <= 8; id++) {
+      const answer = await gw.call("dot", `/${KEYS.all}/`, {
+        body: JSON.stringify({ jsonrpc: "2.0", id, method: "chain_getFinalizedHead", params: [] }),
+      });
+      seen.add((answer.json as { result: string }).result);
+    }
+    expect([...seen]).toEqual([substrateHash(dot.chain, DOT_HEAD - 2)]);
   });
 });
