@@ -140,9 +140,10 @@ export class QuotaClock {
     };
   }
 
-  /** Whether a quota of `scope` has another size than when its last crossing was announced. */
+  /** Whether a quota of `scope` has another size than when it was last counted; its first count notes it. */
   resized(scope: string, limits: QuotaLimits): boolean {
     const sizes = this.#sizes.get(scope);
+    if (sizes === undefined) this.#sizes.set(scope, { daily: limits.daily, monthly: limits.monthly });
     return sizes !== undefined && (sizes.daily !== limits.daily || sizes.monthly !== limits.monthly);
   }
 

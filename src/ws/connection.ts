@@ -80,6 +80,9 @@ export interface ConnectionOptions {
  * node (move.ts); a connection holding node state (registry `pinned` subscriptions, or WebSocket-only calls)
  * cannot, and is closed with 1014.
  */
+/** An answer that is the gateway's own error (its `data.code`): an archive read that no archive node answered. */
+const GATEWAY_ERROR = /"data":\{"code":"[A-Z_]+"/;
+
 export class Connection {
   readonly #client: WebSocket;
   #upstream: NodeSocket | undefined;
@@ -390,7 +393,9 @@ export class Connection {
             // answered meanwhile (sent again after a move): that answer stands
             if (this.#pending.get(id) === undefined) continue;
             const answered = answers.get(id);
-            if (answered !== undefined) this.#archived(id);
+            // the gateway's own error (no archive node, one that failed) costs nothing, as over HTTP
+            if (answered !== undefined && GATEWAY_ERROR.test(answered)) this.#pending.archiveRefused(id);
+            else if (answered !== undefined) this.#archived(id);
             parts.push(answered ?? textOf(members));
           }
           if (parts.length > 0)
@@ -402,6 +407,21 @@ export class Connection {
         }),
       );
     }
+  }
+
+  /**
+   * Whether a node's message holds plain reads beside its calls `missing`: the message waits for the archive
+   * nodes' answers, and a write's or a subscription's answer held back meanwhile would be lost to a move, or
+   * come after the subscription's first notification. Such a batch's old reads are ARCHIVE_REQUIRED.
+   */
+  #plainReadsBeside(envelopes: readonly ReadonlyMap<string, string>[], missing: readonly string[]): boolean {
+    for (const members of envelopes) {
+      const id = members.get("id");
+      if (id === undefined || missing.includes(id)) continue;
+      const pending = this.#pending.get(id);
+      if (pending !== undefined && (pending.write || pending.kind !== "call")) return false;
+    }
+    return true;
   }
 
   /**
@@ -444,7 +464,7 @@ export class Connection {
       const missing = missingStateIds(this.#missingState, text, envelopes).filter(
         (id) => this.#pending.get(id) !== undefined,
       );
-      if (missing.length > 0) {
+      if (missing.length > 0 && this.#plainReadsBeside(envelopes, missing)) {
         this.#askArchive(ask, envelopes, missing, text.trimStart().startsWith("["));
         return;
       }
@@ -510,8 +530,9 @@ export class Connection {
    * `chosen`: the node still answers, and the connection leaves it for a better one (nodeLeftRotation).
    */
   #lose(why: string, chosen?: { readonly socket: NodeSocket; readonly node: Upstream }): void {
-    // a socket lost while the move waits for its node to catch up moves the connection again
-    if (this.#closed || (this.#move?.moving === true && !this.#move.catchingUp)) {
+    // a socket lost after a move got it (remaking subscriptions, or waiting for its node to reach the
+    // head) moves the connection again
+    if (this.#closed || (this.#move?.moving === true && !this.#move.onNewSocket)) {
       chosen?.socket.close();
       return;
     }
@@ -519,6 +540,8 @@ export class Connection {
     const lost = this.#upstream;
     this.#upstream = undefined;
     lost?.terminate();
+    // what the move was doing on the lost socket is over: its subscribe calls' ends are not its failure
+    this.#move?.socketLost();
     this.#calls.abandon();
     if (this.#stateful || this.#remembered.pinned || this.#client.readyState !== this.#client.OPEN) {
       chosen?.socket.close();

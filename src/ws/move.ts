@@ -72,8 +72,8 @@ export class ConnectionMove {
   #chosen: number[] = [];
   /** While moving: client messages waiting for the new socket, in order. */
   #waiting: UpstreamMessage[] | undefined;
-  /** The move waits for its new node to catch up (#resumeOnceCaughtUp). */
-  #catchingUp = false;
+  /** The move has its new socket and has not resumed the connection's calls yet. */
+  #onNewSocket = false;
   /** Counts the moves begun: a wait for a node the connection has left since ends with nothing. */
   #attempt = 0;
 
@@ -107,11 +107,18 @@ export class ConnectionMove {
   }
 
   /**
-   * Whether the move waits for its new node to reach the label's head, its socket open: losing that socket
-   * then starts the move again (a lost socket is otherwise ignored while the connection moves).
+   * Whether the move has its new socket (it remakes the subscriptions there, or waits for the node to reach
+   * the label's head): losing that socket starts the move again; one lost while the move looks for a node
+   * is ignored, as the move is under way.
    */
-  get catchingUp(): boolean {
-    return this.#catchingUp;
+  get onNewSocket(): boolean {
+    return this.#onNewSocket;
+  }
+
+  /** The new socket was lost: what this move did on it ends with nothing, and the next move begins anew. */
+  socketLost(): void {
+    this.#attempt++;
+    this.#onNewSocket = false;
   }
 
   /** Keeps a client message for the new socket. */
@@ -138,11 +145,12 @@ export class ConnectionMove {
     }
     // a move begun again as it waited for its node to catch up keeps what the client sent meanwhile
     this.#waiting ??= [];
-    this.#catchingUp = false;
+    this.#onNewSocket = false;
     this.#attempt++;
     if (chosen !== undefined) {
       this.#chosen.push(now);
       connection.attach(chosen.socket, chosen.node);
+      this.#onNewSocket = true;
       this.#moved();
       this.#resubscribe();
       return;
@@ -162,6 +170,7 @@ export class ConnectionMove {
           return;
         }
         connection.attach(socket, node);
+        this.#onNewSocket = true;
         this.#moved();
         this.#resubscribe();
       }),
@@ -191,7 +200,10 @@ export class ConnectionMove {
       return;
     }
     for (const subscription of subscriptions) {
+      const attempt = this.#attempt;
       calls.call(subscription.method, subscription.params, (answer) => {
+        // the new socket was lost before it answered: another move makes the subscriptions again
+        if (attempt !== this.#attempt) return;
         if (this.#connection.closed) return;
         const id = answer?.members.has("error") ? undefined : answer?.members.get("result");
         if (id === undefined) {
@@ -215,12 +227,11 @@ export class ConnectionMove {
   #resumeOnceCaughtUp(): void {
     const connection = this.#connection;
     const attempt = this.#attempt;
-    this.#catchingUp = true;
     connection.caughtUp(
       connection.guard(() => {
         // the new socket was lost meanwhile: another move is under way, and resumes itself
         if (attempt !== this.#attempt) return;
-        this.#catchingUp = false;
+        this.#onNewSocket = false;
         if (!connection.closed) this.#resume();
       }),
     );

@@ -408,6 +408,16 @@ describe("a quota resized within its period", () => {
     while (ledger.take("k", raised, 10).allowed);
     expect(crossed.map((c) => `${c.threshold}@${c.limit}`)).toEqual(["80@1200", "100@1200", "100@1200"]);
   });
+
+  it("so is one resized before any of its crossings was announced", () => {
+    const crossed: QuotaCrossing[] = [];
+    const ledger = new LocalQuotaLedger((c) => crossed.push(c));
+    ledger.take("k", { daily: 0, monthly: 1_000 }, 500);
+    expect(crossed).toEqual([]);
+    // lowered to 600: 500 is 83 % of it
+    ledger.take("k", { daily: 0, monthly: 600 }, 10);
+    expect(crossed.map((c) => `${c.threshold}@${c.limit}`)).toEqual(["80@600"]);
+  });
 });
 
 describe("a quota hold settled more than once", () => {

@@ -81,9 +81,18 @@ describe("a read older than the connection's full node keeps", () => {
     client.close();
     // a key with archive access, where the archive label has no upstream: NO_UPSTREAM, as over HTTP
     const archiveKey = await Client.open(`ws://eth.${DOMAIN}:${gw.port}/${KEYS.all}`);
+    const unitsNow = await units();
     expect((await archiveKey.call("eth_getBalance", [address, "0x10"])).error).toMatchObject({
       data: { code: "NO_UPSTREAM", reason: expect.stringContaining("eth-archive has no upstream") },
     });
+    // and costs nothing, as over HTTP
+    await eventually(
+      // the batch above is counted as a batch: this is the second single refusal
+      async () => (await refusals()) === refusalsBefore + 2,
+      2_000,
+      "the archive key's call counted",
+    );
+    expect(await units()).toBe(unitsNow);
     archiveKey.close();
   });
 });

@@ -4,7 +4,7 @@ import { DEFAULT_HEALTH } from "../../src/config/defaults.js";
 import { eventually } from "../support/eventually.js";
 import { DOMAIN, KEYS, type RunningGateway, startGateway } from "../support/gateway.js";
 import { type LoopbackNode, startLoopbackNode } from "../support/loopback-node.js";
-import { type LoopbackWsNode, startLoopbackWsNode } from "../support/loopback-ws-node.js";
+import { type LoopbackWsNode, startLoopbackWsNode, type WsCall } from "../support/loopback-ws-node.js";
 import type { NodeState } from "../support/node-software.js";
 import { everyNodeInRotation } from "../support/rotation.js";
 import { nodeState, softwareNode } from "../support/software-node.js";
@@ -112,6 +112,63 @@ describe("a connection whose new node's socket is lost while it waits for that n
       for (const socket of moved()) socket.socket.terminate();
       const answer = await client.call("eth_blockNumber", [], 10_000);
       expect(answer.result).toBe("0x10");
+    } finally {
+      client.close();
+    }
+  });
+});
+
+// One step earlier: the new node's socket is lost while the move makes the connection's subscriptions again
+// there. The loss was ignored as one during a move, the subscribe's answer never came, and the connection
+// waited for ever with no node socket at all (found by a review).
+describe("a connection whose new node's socket is lost while its subscriptions are made again there", () => {
+  let nodes: LoopbackWsNode[];
+  let gw: RunningGateway;
+  let restore: () => void;
+  let armed = false;
+  let dropped = 0;
+
+  beforeAll(async () => {
+    restore = resolveTestHosts();
+    nodes = await Promise.all(
+      ["0x11", "0x10", "0x10"].map((head) =>
+        startLoopbackWsNode({
+          results: {
+            eth_blockNumber: head,
+            eth_chainId: "0x1",
+            // the first subscribe after the move: the node's socket goes, unanswered
+            eth_subscribe: (_params: unknown, call: WsCall) => {
+              if (!armed || dropped > 0) return `0x5${call.connection.index}`;
+              dropped++;
+              call.connection.socket.terminate();
+              return new Promise(() => {});
+            },
+          },
+        }),
+      ),
+    );
+    gw = await startGateway({
+      upstreams: { eth: nodes.map((node, i) => ({ url: node.url, ws: node.wsUrl, name: `n${i}` })) },
+      health: { ...DEFAULT_HEALTH, probeIntervalMs: 100 },
+    });
+    await everyNodeInRotation(gw, "eth");
+    await eventually(() => gw.gateway.upstreams.group("eth", "/")?.served.height === 0x11, 3_000, "the head");
+  });
+  afterAll(async () => {
+    await gw?.close();
+    await Promise.all(nodes?.map((node) => node.close()) ?? []);
+    restore?.();
+  });
+
+  it("moves again and answers", async () => {
+    const client = await Client.open(`ws://eth.${DOMAIN}:${gw.port}/${KEYS.all}`);
+    try {
+      await client.call("eth_subscribe", ["newHeads"]);
+      expect((await client.call("eth_blockNumber")).result).toBe("0x11");
+      armed = true;
+      await (nodes[0] as LoopbackWsNode).close();
+      await eventually(() => dropped === 1, 5_000, "the new socket lost as the subscription is made again");
+      expect((await client.call("eth_blockNumber", [], 10_000)).result).toBe("0x10");
     } finally {
       client.close();
     }
