@@ -470,7 +470,10 @@ export class Connection {
       }
     }
     // an answer over the cap goes on as the errors that replace it; one of no such state as ARCHIVE_REQUIRED
-    let answer = this.#archiveRefusals?.(text, envelopes, (id) => this.#pending.archiveRefused(id)) ?? text;
+    // (an archive node's own "no such state", for a key that reached it, is its answer, as over HTTP)
+    let answer = fromArchive
+      ? text
+      : (this.#archiveRefusals?.(text, envelopes, (id) => this.#pending.archiveRefused(id)) ?? text);
     // a node's error about an id it could not read names no call: the call (or batch) it is answered with
     // it by its own id, else the client would wait for it, and the call hold its slot, for ever
     const owned = envelopes.length === 1 ? this.#pending.nullIdAnswer(envelopes[0]) : undefined;

@@ -3,7 +3,7 @@ import { DEFAULT_CACHE, DEFAULT_HEALTH } from "../../src/config/defaults.js";
 import { type ArchivePair, startArchivePair } from "../support/archive-pair.js";
 import { eventually } from "../support/eventually.js";
 import { DOMAIN, KEYS, type RunningGateway, startGateway } from "../support/gateway.js";
-import { jsonRpcResponder, type LoopbackNode, startLoopbackNode } from "../support/loopback-node.js";
+import { type LoopbackNode, startLoopbackNode } from "../support/loopback-node.js";
 import {
   evmNode,
   type LoopbackWsNode,
@@ -170,13 +170,25 @@ describe("a read older than the connection's full node keeps, for a key with arc
     full = await startLoopbackWsNode(
       evmNode({
         eth_getBalance: (params: unknown) => {
-          if ((params as string[])[1] === "0x10")
+          if (["0x10", "0x11"].includes((params as string[])[1] as string))
             throw new WsRpcError(-32000, "missing trie node 1f2e3d (path )");
           return "0x2a";
         },
       }),
     );
-    archive = await startLoopbackNode(jsonRpcResponder({ eth_getBalance: "0x99" }));
+    // an archive node that has the state, but for block 0x11, which it was never given
+    archive = await startLoopbackNode(async (request) => {
+      const call = JSON.parse(request.body) as { id: unknown; params: string[] };
+      return call.params[1] === "0x11"
+        ? {
+            body: {
+              jsonrpc: "2.0",
+              id: call.id,
+              error: { code: -32000, message: "missing trie node 0a0b (path )" },
+            },
+          }
+        : { body: { jsonrpc: "2.0", id: call.id, result: "0x99" } };
+    });
     gw = await startGateway({ upstreams: { eth: [full.url], "eth-archive": [archive.url] } });
   });
   afterAll(async () => {
@@ -212,6 +224,12 @@ describe("a read older than the connection's full node keeps, for a key with arc
       data: { code: "ARCHIVE_REQUIRED" },
     });
     expect(archive.requests).toHaveLength(2);
+    // the archive node's own "no such state" is its answer to a key that reached it, as over HTTP: not a
+    // refusal telling that key to get archive access
+    expect((await client.call("eth_getBalance", [address, "0x11"])).error).toMatchObject({
+      code: -32000,
+      message: expect.stringContaining("missing trie node"),
+    });
     client.close();
     other.close();
   });
