@@ -14,7 +14,7 @@ import type { JsonRpcPolicy } from "../registry/types.js";
 import { endMessage } from "../tracing/span-ends.js";
 import type { RequestTrace } from "../tracing/tracing.js";
 import type { Upstream } from "../upstream/upstreams.js";
-import type { ArchiveAsk } from "./archive-reads.js";
+import { type ArchiveAsk, type ArchiveAsking, askArchive, plainReadsBeside } from "./archive-reads.js";
 import type { CachedCalls } from "./cached-calls.js";
 import { CLOSE } from "./close-codes.js";
 import { deliver, type FillContext, recordStart } from "./gap-fill.js";
@@ -28,7 +28,6 @@ import {
   archiveReadsOf,
   archiveRefusals,
   missingStateIds,
-  textOf,
   withinCap,
 } from "./node-answers.js";
 import { NodeChoice } from "./node-choice.js";
@@ -80,9 +79,6 @@ export interface ConnectionOptions {
  * node (move.ts); a connection holding node state (registry `pinned` subscriptions, or WebSocket-only calls)
  * cannot, and is closed with 1014.
  */
-/** An answer that is the gateway's own error (its `data.code`): an archive read that no archive node answered. */
-const GATEWAY_ERROR = /"data":\{"code":"[A-Z_]+"/;
-
 export class Connection {
   readonly #client: WebSocket;
   #upstream: NodeSocket | undefined;
@@ -112,6 +108,8 @@ export class Connection {
   readonly #archiveRefusals: ArchiveRefusals | undefined;
   /** The texts of a node's "no such state" answers (registry `reads.archive.missingState`). */
   readonly #missingState: readonly string[] | undefined;
+  /** What asking the archive nodes needs of this connection (archive-reads.ts). */
+  readonly #archiveAsking: ArchiveAsking;
   readonly #liveness: ClientLiveness;
   /** Closes the connection when the JWT it opened with stops being valid. */
   #token: TokenLifetime | undefined = undefined;
@@ -138,6 +136,16 @@ export class Connection {
       send: (text) => this.#toClient(text, false),
     };
     const connection = this;
+    this.#archiveAsking = {
+      pending: this.#pending,
+      get closed() {
+        return connection.#closed;
+      },
+      build: (call) => this.#sender.build([call], false),
+      guard: (listener) => this.#guard(listener),
+      drop: (keep) => this.#options.cache?.drop(keep),
+      deliver: (text) => this.#fromUpstream(Buffer.from(text), false, true),
+    };
     this.#choice = new NodeChoice({
       get closed() {
         return connection.#closed;
@@ -365,77 +373,6 @@ export class Connection {
     );
   }
 
-  /**
-   * A node's message some of whose calls it answered "no such state", for a key that may reach archive
-   * nodes: those calls are asked of the archive nodes, and the message goes on once each has its answer
-   * there in the node's place (its other answers kept as the node gave them). Calls answered meanwhile
-   * otherwise (sent again after a move, and answered) keep that answer.
-   */
-  #askArchive(
-    ask: ArchiveAsk,
-    envelopes: readonly ReadonlyMap<string, string>[],
-    ids: readonly string[],
-    batch: boolean,
-  ): void {
-    const answers = new Map<string, string>();
-    for (const id of ids) {
-      const call = this.#pending.get(id)?.call as PassedCall;
-      const text = this.#sender.build([call], false);
-      ask(
-        text,
-        id,
-        this.#guard((answer: string) => {
-          answers.set(id, answer);
-          if (answers.size < ids.length || this.#closed) return;
-          const parts: string[] = [];
-          for (const members of envelopes) {
-            const id = members.get("id") ?? "";
-            // answered meanwhile (sent again after a move): that answer stands
-            if (this.#pending.get(id) === undefined) continue;
-            const answered = answers.get(id);
-            // the gateway's own error (no archive node, one that failed) costs nothing, as over HTTP
-            if (answered !== undefined && GATEWAY_ERROR.test(answered)) this.#pending.archiveRefused(id);
-            else if (answered !== undefined) this.#archived(id);
-            parts.push(answered ?? textOf(members));
-          }
-          if (parts.length > 0)
-            this.#fromUpstream(
-              Buffer.from(batch ? `[${parts.join(",")}]` : (parts[0] as string)),
-              false,
-              true,
-            );
-        }),
-      );
-    }
-  }
-
-  /**
-   * Whether a node's message holds plain reads beside its calls `missing`: the message waits for the archive
-   * nodes' answers, and a write's or a subscription's answer held back meanwhile would be lost to a move, or
-   * come after the subscription's first notification. Such a batch's old reads are ARCHIVE_REQUIRED.
-   */
-  #plainReadsBeside(envelopes: readonly ReadonlyMap<string, string>[], missing: readonly string[]): boolean {
-    for (const members of envelopes) {
-      const id = members.get("id");
-      if (id === undefined || missing.includes(id)) continue;
-      const pending = this.#pending.get(id);
-      if (pending !== undefined && (pending.write || pending.kind !== "call")) return false;
-    }
-    return true;
-  }
-
-  /**
-   * A call the archive nodes answered: priced as theirs, and its answer kept by no cache, nor shared with
-   * the calls waiting on it (they may not reach archive nodes: they ask a node themselves).
-   */
-  #archived(id: string): void {
-    this.#pending.archived(id);
-    const entry = this.#pending.get(id);
-    if (entry?.keep === undefined) return;
-    this.#options.cache?.drop(entry.keep);
-    entry.keep = undefined;
-  }
-
   #fromUpstream(data: RawData, isBinary: boolean, fromArchive = false): void {
     this.#liveness.touch();
     // Notifications with nothing pending pass straight through, never decoded: with nothing to watch, or
@@ -464,8 +401,8 @@ export class Connection {
       const missing = missingStateIds(this.#missingState, text, envelopes).filter(
         (id) => this.#pending.get(id) !== undefined,
       );
-      if (missing.length > 0 && this.#plainReadsBeside(envelopes, missing)) {
-        this.#askArchive(ask, envelopes, missing, text.trimStart().startsWith("["));
+      if (missing.length > 0 && plainReadsBeside(this.#pending, envelopes, missing)) {
+        askArchive(this.#archiveAsking, ask, envelopes, missing, text.trimStart().startsWith("["));
         return;
       }
     }

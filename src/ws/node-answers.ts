@@ -62,19 +62,14 @@ export function archiveRefusals(mounted: Mounted): ArchiveRefusals | undefined {
   const detail = archiveRequiredDetail(archiveLabel);
   const { requestId } = mounted.admitted;
   return (text, envelopes, told) => {
-    // most answers: none of the texts anywhere, found without decoding anything
-    if (!texts.some((wanted) => text.includes(wanted))) return text;
-    let refused = false;
+    const refused = missingStateIds(texts, text, envelopes);
+    if (refused.length === 0) return text;
     const parts = envelopes.map((members) => {
       const id = members.get("id");
-      const error = members.get("error");
-      if (id === undefined || error === undefined || !texts.some((wanted) => error.includes(wanted)))
-        return textOf(members);
-      refused = true;
+      if (id === undefined || !refused.includes(id)) return textOf(members);
       told(id);
       return rpcErrorJson("ARCHIVE_REQUIRED", id, detail, requestId, errorFormOf(policy, false));
     });
-    if (!refused) return text;
     return text.trimStart().startsWith("[") ? `[${parts.join(",")}]` : (parts[0] as string);
   };
 }

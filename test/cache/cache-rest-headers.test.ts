@@ -1,5 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { DEFAULT_CACHE } from "../../src/config/defaults.js";
+import { eventually } from "../support/eventually.js";
 import { KEYS, type RunningGateway, startGateway } from "../support/gateway.js";
 import { type LoopbackNode, startLoopbackNode } from "../support/loopback-node.js";
 
@@ -11,9 +12,13 @@ describe("a REST answer from the cache carries its node's headers", () => {
 
   beforeAll(async () => {
     node = await startLoopbackNode(async (req) => {
-      // a node slow to answer, for calls to wait on one another
+      // a node that answers once the gateway holds the other seven calls on this one
       if (req.url === "/chains/slow/chain_id") {
-        await new Promise((resolve) => setTimeout(resolve, 300));
+        await eventually(
+          async () => (await gw.metric("gateway_cache_requests_total", { outcome: "coalesced" })) === 7,
+          5_000,
+          "seven calls waiting on the first",
+        );
         return { body: '"NetXdQprcVkpaWU"' };
       }
       return req.url === "/chains/main/chain_id"

@@ -159,12 +159,16 @@ describe("health and readiness", () => {
 // it is idle, not left for the listener's close to cut under a client that reuses it.
 describe("a stop's delay and a request in flight as it begins", () => {
   it("closes that request's connection once its answer is out, well before the listener closes", async () => {
+    // the node answers once the stop has begun: the call is in flight as it does
+    let stopBegun: () => void = () => {};
+    const begun = new Promise<void>((resolve) => {
+      stopBegun = resolve;
+    });
     const node = await startLoopbackNode(
       firstOf(
         async (request) => {
           if (!request.body.includes("eth_getBalance")) return undefined;
-          // a node that takes its time: the call is still in flight as the stop begins
-          await new Promise((resolve) => setTimeout(resolve, 300));
+          await begun;
           return { status: 200, body: '{"jsonrpc":"2.0","id":1,"result":"0x1"}' };
         },
         jsonRpcResponder({ eth_blockNumber: "0x10", eth_chainId: "0x1" }),
@@ -191,13 +195,14 @@ describe("a stop's delay and a request in flight as it begins", () => {
         agent,
         '{"jsonrpc":"2.0","id":1,"method":"eth_getBalance","params":["0x0000000000000000000000000000000000000000","latest"]}',
       );
-      // the call is at the node, which answers it 300 ms later
+      // the call is at the node, which answers it once the stop has begun
       await eventually(
         () => node.requests.some((r) => r.body.includes("eth_getBalance")),
         2_000,
         "the call at the node",
       );
       const closed = proxy.close();
+      stopBegun();
       const { socket } = await answered;
       const started = performance.now();
       await new Promise<void>((resolve) =>

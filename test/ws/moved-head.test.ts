@@ -4,7 +4,12 @@ import { DEFAULT_HEALTH } from "../../src/config/defaults.js";
 import { eventually } from "../support/eventually.js";
 import { DOMAIN, KEYS, type RunningGateway, startGateway } from "../support/gateway.js";
 import { type LoopbackNode, startLoopbackNode } from "../support/loopback-node.js";
-import { type LoopbackWsNode, startLoopbackWsNode, type WsCall } from "../support/loopback-ws-node.js";
+import {
+  type LoopbackWsNode,
+  startLoopbackWsNode,
+  type WsCall,
+  type WsResult,
+} from "../support/loopback-ws-node.js";
 import type { NodeState } from "../support/node-software.js";
 import { everyNodeInRotation } from "../support/rotation.js";
 import { nodeState, softwareNode } from "../support/software-node.js";
@@ -83,17 +88,7 @@ describe("a connection whose new node's socket is lost while it waits for that n
 
   beforeAll(async () => {
     restore = resolveTestHosts();
-    nodes = await Promise.all(
-      ["0x11", "0x10", "0x10"].map((head) =>
-        startLoopbackWsNode({ results: { eth_blockNumber: head, eth_chainId: "0x1" } }),
-      ),
-    );
-    gw = await startGateway({
-      upstreams: { eth: nodes.map((node, i) => ({ url: node.url, ws: node.wsUrl, name: `n${i}` })) },
-      health: { ...DEFAULT_HEALTH, probeIntervalMs: 100 },
-    });
-    await everyNodeInRotation(gw, "eth");
-    await eventually(() => gw.gateway.upstreams.group("eth", "/")?.served.height === 0x11, 3_000, "the head");
+    ({ nodes, gw } = await threeNodes());
   });
   afterAll(async () => {
     await gw?.close();
@@ -130,29 +125,15 @@ describe("a connection whose new node's socket is lost while its subscriptions a
 
   beforeAll(async () => {
     restore = resolveTestHosts();
-    nodes = await Promise.all(
-      ["0x11", "0x10", "0x10"].map((head) =>
-        startLoopbackWsNode({
-          results: {
-            eth_blockNumber: head,
-            eth_chainId: "0x1",
-            // the first subscribe after the move: the node's socket goes, unanswered
-            eth_subscribe: (_params: unknown, call: WsCall) => {
-              if (!armed || dropped > 0) return `0x5${call.connection.index}`;
-              dropped++;
-              call.connection.socket.terminate();
-              return new Promise(() => {});
-            },
-          },
-        }),
-      ),
-    );
-    gw = await startGateway({
-      upstreams: { eth: nodes.map((node, i) => ({ url: node.url, ws: node.wsUrl, name: `n${i}` })) },
-      health: { ...DEFAULT_HEALTH, probeIntervalMs: 100 },
-    });
-    await everyNodeInRotation(gw, "eth");
-    await eventually(() => gw.gateway.upstreams.group("eth", "/")?.served.height === 0x11, 3_000, "the head");
+    ({ nodes, gw } = await threeNodes({
+      // the first subscribe after the move: the node's socket goes, unanswered
+      eth_subscribe: (_params: unknown, call: WsCall) => {
+        if (!armed || dropped > 0) return `0x5${call.connection.index}`;
+        dropped++;
+        call.connection.socket.terminate();
+        return new Promise(() => {});
+      },
+    }));
   });
   afterAll(async () => {
     await gw?.close();
@@ -174,3 +155,22 @@ describe("a connection whose new node's socket is lost while its subscriptions a
     }
   });
 });
+
+/**
+ * Three EVM nodes behind `eth`, n0 a block ahead of n1 and n2 (each answering `extra` too), in rotation and
+ * the label's head n0's.
+ */
+async function threeNodes(extra: Readonly<Record<string, WsResult>> = {}) {
+  const nodes = await Promise.all(
+    ["0x11", "0x10", "0x10"].map((head) =>
+      startLoopbackWsNode({ results: { eth_blockNumber: head, eth_chainId: "0x1", ...extra } }),
+    ),
+  );
+  const gw = await startGateway({
+    upstreams: { eth: nodes.map((node, i) => ({ url: node.url, ws: node.wsUrl, name: `n${i}` })) },
+    health: { ...DEFAULT_HEALTH, probeIntervalMs: 100 },
+  });
+  await everyNodeInRotation(gw, "eth");
+  await eventually(() => gw.gateway.upstreams.group("eth", "/")?.served.height === 0x11, 3_000, "the head");
+  return { nodes, gw };
+}
