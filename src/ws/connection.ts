@@ -9,19 +9,19 @@ import type { Logger } from "../log.js";
 import type { GatewayMetrics } from "../metrics/gateway-metrics.js";
 import type { ErrorBoundary } from "../pipeline/boundary.js";
 import type { Mounted, Stages } from "../pipeline/stages.js";
-import { archiveUnits, batchParts, callsUnits } from "../plans/compute-units.js";
+import { archiveUnits, type BatchPart, batchParts, callsUnits } from "../plans/compute-units.js";
 import type { JsonRpcPolicy } from "../registry/types.js";
 import { endMessage } from "../tracing/span-ends.js";
 import type { RequestTrace } from "../tracing/tracing.js";
 import type { Upstream } from "../upstream/upstreams.js";
 import { type ArchiveAsk, type ArchiveAsking, askArchive, plainReadsBeside } from "./archive-reads.js";
-import type { CachedCalls } from "./cached-calls.js";
+import type { CachedCalls, CacheKeep } from "./cached-calls.js";
 import { CLOSE } from "./close-codes.js";
 import { deliver, type FillContext, recordStart } from "./gap-fill.js";
 import { GatewayCalls } from "./gateway-calls.js";
 import { ClientLiveness } from "./liveness.js";
-import { MessageIntake, toText } from "./message-intake.js";
-import { MessageSender, paramsOf } from "./message-sender.js";
+import { type IntakeHost, MessageIntake, toText } from "./message-intake.js";
+import { type MessageSeen, MessageSender, paramsOf, type SenderHost } from "./message-sender.js";
 import { ConnectionMove, type Reconnect } from "./move.js";
 import {
   type ArchiveRefusals,
@@ -30,10 +30,10 @@ import {
   missingStateIds,
   withinCap,
 } from "./node-answers.js";
-import { NodeChoice } from "./node-choice.js";
+import { type ChoosingConnection, NodeChoice } from "./node-choice.js";
 import type { NodeSocket } from "./node-socket.js";
 import { PendingCalls, type Settled, type UpstreamMessage } from "./pending-calls.js";
-import { RememberedSubscriptions } from "./subscriptions.js";
+import { RememberedSubscriptions, type Subscription } from "./subscriptions.js";
 import { TokenLifetime } from "./token-lifetime.js";
 
 export interface ConnectionOptions {
@@ -108,8 +108,8 @@ export class Connection {
   readonly #archiveRefusals: ArchiveRefusals | undefined;
   /** The texts of a node's "no such state" answers (registry `reads.archive.missingState`). */
   readonly #missingState: readonly string[] | undefined;
-  /** What asking the archive nodes needs of this connection (archive-reads.ts). */
-  readonly #archiveAsking: ArchiveAsking;
+  /** What the connection lends its parts (#Host). */
+  readonly #host: ConnectionHost;
   readonly #liveness: ClientLiveness;
   /** Closes the connection when the JWT it opened with stops being valid. */
   #token: TokenLifetime | undefined = undefined;
@@ -135,103 +135,11 @@ export class Connection {
       head: mounted.mount.head,
       send: (text) => this.#toClient(text, false),
     };
-    const connection = this;
-    this.#archiveAsking = {
-      pending: this.#pending,
-      get closed() {
-        return connection.#closed;
-      },
-      build: (call) => this.#sender.build([call], false),
-      guard: (listener) => this.#guard(listener),
-      drop: (keep) => this.#options.cache?.drop(keep),
-      deliver: (text) => this.#fromUpstream(Buffer.from(text), false, true),
-    };
-    this.#choice = new NodeChoice({
-      get closed() {
-        return connection.#closed;
-      },
-      get node() {
-        return connection.#node;
-      },
-      get moving() {
-        return connection.#move?.moving === true;
-      },
-      get holdsNodeState() {
-        return connection.#stateful || connection.#remembered.pinned;
-      },
-      get clientOpen() {
-        return connection.#client.readyState === connection.#client.OPEN;
-      },
-      untilChoice: () => this.#move?.untilChoice() ?? 0,
-      writeWaiting: () => this.#writeWaiting(),
-      betterThan: (node) => this.#options.betterThan(node),
-      reconnect: this.#options.reconnect,
-      guard: (listener) => this.#guard(listener),
-      moveTo: (socket, node) => this.#lose("out of rotation", { socket, node }),
-    });
-    this.#sender = new MessageSender({
-      pending: this.#pending,
-      remembered: this.#remembered,
-      rules: this.#rules,
-      policy: this.#policy,
-      limits: options.limits,
-      cachedShare: mounted.admitted.plan?.cachedShare ?? 1,
-      archiveReads: this.#archiveRefusals === undefined ? undefined : archiveReadsOf(this.#policy),
-      unitsOf: (calls) => this.#unitsOf(calls),
-      archiveExtraOf: (calls) => {
-        const units = this.#unitsOf(calls);
-        return archiveUnits(units, mounted.mount.policy.computeUnits) - units;
-      },
-      cache: options.cache,
-      get closed() {
-        return connection.#closed;
-      },
-      get node() {
-        return connection.#node;
-      },
-      stateful: () => {
-        this.#stateful = true;
-      },
-      transmit: (outgoing) => this.#transmit(outgoing),
-      toClient: (text) => this.#toClient(text, false),
-      closeIfSpent: () => this.#intake.closeIfSpent(),
-      finish: (seen, answer) => this.#intake.finish(seen, answer),
-      // as an HTTP request the gateway failed is: a warn line with its code and node, never the key
-      failed: (seen) =>
-        options.logger.log("warn", "websocket message", {
-          requestId: mounted.admitted.requestId,
-          label: this.#label,
-          key: mounted.admitted.principal?.keyId,
-          method: seen.method,
-          error: seen.code,
-          // the node the write was lost at, not the one the connection moved to
-          upstream: (this.#lostNode ?? this.#node).name,
-        }),
-      partsOf: (calls) =>
-        batchParts(
-          mounted.mount.policy.computeUnits,
-          calls.map((call) => call.method),
-        ),
-      guard: (listener) => this.#guard(listener),
-    });
-    this.#intake = new MessageIntake({
-      stages: options.stages,
-      mounted,
-      limits: options.limits,
-      rules: this.#rules,
-      label: this.#label,
-      metrics: options.metrics,
-      usage: options.usage,
-      trace: options.trace,
-      pending: this.#pending,
-      sender: this.#sender,
-      get closed() {
-        return connection.#closed;
-      },
-      toClient: (text) => this.#toClient(text, false),
-      broke: (error, replyId) => this.#broke(error, replyId),
-      close: (code, reason) => this.close(code, reason),
-    });
+    const host = new Connection.#Host(this);
+    this.#host = host;
+    this.#choice = new NodeChoice(host);
+    this.#sender = new MessageSender(host);
+    this.#intake = new MessageIntake(host);
     client.on(
       "message",
       this.#guard((data: RawData) => {
@@ -291,11 +199,6 @@ export class Connection {
    */
   nodeLeftRotation(): void {
     this.#choice.nodeLeftRotation();
-  }
-
-  #writeWaiting(): boolean {
-    for (const pending of this.#pending.values()) if (pending.write) return true;
-    return false;
   }
 
   #attach(socket: NodeSocket): void {
@@ -402,7 +305,7 @@ export class Connection {
         (id) => this.#pending.get(id) !== undefined,
       );
       if (missing.length > 0 && plainReadsBeside(this.#pending, envelopes, missing)) {
-        askArchive(this.#archiveAsking, ask, envelopes, missing, text.trimStart().startsWith("["));
+        askArchive(this.#host, ask, envelopes, missing, text.trimStart().startsWith("["));
         return;
       }
     }
@@ -428,7 +331,7 @@ export class Connection {
       }
       if (id !== undefined && this.#calls.settle(id, text, only)) return;
     }
-    const answered = this.#pending.settle(envelopes, this.#settled);
+    const answered = this.#pending.settle(envelopes, this.#host);
     const renamed = this.#pending.renamedAnswers(envelopes, text);
     const merged = this.#pending.merged(renamed ?? answer, answered);
     const sent = merged ?? renamed ?? out;
@@ -442,15 +345,6 @@ export class Connection {
     if (found === undefined) this.#toClient(text, false);
     else deliver(found.subscription, found.result, text, this.#fill);
   }
-
-  /** What the node's answers to subscribe and unsubscribe calls change in the remembered subscriptions. */
-  readonly #settled: Settled = {
-    subscribed: (call, id) => this.#remember(call, id),
-    unsubscribed: (target) => this.#remembered.remove(target),
-    wrote: () => this.#options.onWrite(this.#node),
-    kept: (keep, members) => this.#options.cache?.keep(keep, members, this.#node),
-    answered: (message) => endMessage(message.span, this.#label, methodOf(message), undefined),
-  };
 
   /** Remembers a subscription the node made: the id the client is to know it by. */
   #remember(call: PassedCall, id: string): string {
@@ -590,7 +484,186 @@ export class Connection {
     for (const pending of this.#pending.values()) pending.message.whenAnswered?.(unanswered);
     this.#options.onClose();
   }
+
+  /**
+   * What the connection lends its parts: its sender, its intake, its choice of a better node, its archive
+   * asking and its ledger's settling. One object per connection, whose getters and methods sit on one
+   * prototype shared by every connection: an object literal of getters and arrow functions per part and
+   * connection held some 8 KB of heap per idle connection (docs/websocket.md). Written inside the class to
+   * read the connection's private fields.
+   */
+  static readonly #Host = class implements ConnectionHost {
+    readonly #connection: Connection;
+    readonly cachedShare: number;
+    readonly archiveReads: ReadonlySet<string> | undefined;
+
+    constructor(connection: Connection) {
+      this.#connection = connection;
+      const { mounted } = connection.#options;
+      this.cachedShare = mounted.admitted.plan?.cachedShare ?? 1;
+      this.archiveReads =
+        connection.#archiveRefusals === undefined ? undefined : archiveReadsOf(connection.#policy);
+    }
+
+    get closed(): boolean {
+      return this.#connection.#closed;
+    }
+    get node(): Upstream {
+      return this.#connection.#node;
+    }
+    get pending(): PendingCalls {
+      return this.#connection.#pending;
+    }
+    get remembered(): RememberedSubscriptions {
+      return this.#connection.#remembered;
+    }
+    get rules(): CallRules {
+      return this.#connection.#rules;
+    }
+    get policy(): JsonRpcPolicy {
+      return this.#connection.#policy;
+    }
+    get label(): string {
+      return this.#connection.#label;
+    }
+    get limits(): Limits {
+      return this.#connection.#options.limits;
+    }
+    get stages(): Stages {
+      return this.#connection.#options.stages;
+    }
+    get mounted(): Mounted {
+      return this.#connection.#options.mounted;
+    }
+    get metrics(): GatewayMetrics | undefined {
+      return this.#connection.#options.metrics;
+    }
+    get usage(): UsageRecorder | undefined {
+      return this.#connection.#options.usage;
+    }
+    get trace(): RequestTrace | undefined {
+      return this.#connection.#options.trace;
+    }
+    get cache(): CachedCalls | undefined {
+      return this.#connection.#options.cache;
+    }
+    get reconnect(): Reconnect {
+      return this.#connection.#options.reconnect;
+    }
+    get sender(): MessageSender {
+      return this.#connection.#sender;
+    }
+
+    // the choice of a better node (node-choice.ts)
+    get moving(): boolean {
+      return this.#connection.#move?.moving === true;
+    }
+    get holdsNodeState(): boolean {
+      return this.#connection.#stateful || this.#connection.#remembered.pinned;
+    }
+    get clientOpen(): boolean {
+      const client = this.#connection.#client;
+      return client.readyState === client.OPEN;
+    }
+    untilChoice(): number {
+      return this.#connection.#move?.untilChoice() ?? 0;
+    }
+    writeWaiting(): boolean {
+      for (const pending of this.#connection.#pending.values()) if (pending.write) return true;
+      return false;
+    }
+    betterThan(node: Upstream): boolean {
+      return this.#connection.#options.betterThan(node);
+    }
+    moveTo(socket: NodeSocket, node: Upstream): void {
+      this.#connection.#lose("out of rotation", { socket, node });
+    }
+
+    // the sender (message-sender.ts) and the intake (message-intake.ts)
+    unitsOf(calls: readonly PassedCall[]): number {
+      return this.#connection.#unitsOf(calls);
+    }
+    archiveExtraOf(calls: readonly PassedCall[]): number {
+      const units = this.#connection.#unitsOf(calls);
+      return archiveUnits(units, this.#connection.#options.mounted.mount.policy.computeUnits) - units;
+    }
+    stateful(): void {
+      this.#connection.#stateful = true;
+    }
+    transmit(outgoing: UpstreamMessage): void {
+      this.#connection.#transmit(outgoing);
+    }
+    toClient(text: string): void {
+      this.#connection.#toClient(text, false);
+    }
+    closeIfSpent(): void {
+      this.#connection.#intake.closeIfSpent();
+    }
+    finish(seen: MessageSeen, answer: string | undefined): void {
+      this.#connection.#intake.finish(seen, answer);
+    }
+    // as an HTTP request the gateway failed is: a warn line with its code and node, never the key
+    failed(seen: MessageSeen): void {
+      const connection = this.#connection;
+      const { admitted } = connection.#options.mounted;
+      connection.#options.logger.log("warn", "websocket message", {
+        requestId: admitted.requestId,
+        label: connection.#label,
+        key: admitted.principal?.keyId,
+        method: seen.method,
+        error: seen.code,
+        // the node the write was lost at, not the one the connection moved to
+        upstream: (connection.#lostNode ?? connection.#node).name,
+      });
+    }
+    partsOf(calls: readonly PassedCall[]): BatchPart[] {
+      return batchParts(
+        this.#connection.#options.mounted.mount.policy.computeUnits,
+        calls.map((call) => call.method),
+      );
+    }
+    guard<A extends unknown[]>(listener: (...args: A) => void): (...args: A) => void {
+      return this.#connection.#guard(listener);
+    }
+    broke(error: unknown, replyId?: string): void {
+      this.#connection.#broke(error, replyId);
+    }
+    close(code: number, reason: string): void {
+      this.#connection.close(code, reason);
+    }
+
+    // the archive asking (archive-reads.ts)
+    build(call: PassedCall): string {
+      return this.#connection.#sender.build([call], false);
+    }
+    drop(keep: CacheKeep): void {
+      this.#connection.#options.cache?.drop(keep);
+    }
+    deliver(text: string): void {
+      this.#connection.#fromUpstream(Buffer.from(text), false, true);
+    }
+
+    // what the node's answers to subscribe and unsubscribe calls change in the remembered subscriptions
+    subscribed(call: PassedCall, upstreamId: string): string {
+      return this.#connection.#remember(call, upstreamId);
+    }
+    unsubscribed(target: Subscription | undefined): void {
+      this.#connection.#remembered.remove(target);
+    }
+    wrote(): void {
+      this.#connection.#options.onWrite(this.#connection.#node);
+    }
+    kept(keep: CacheKeep, members: ReadonlyMap<string, string>): void {
+      this.#connection.#options.cache?.keep(keep, members, this.#connection.#node);
+    }
+    answered(message: UpstreamMessage): void {
+      endMessage(message.span, this.#connection.#label, methodOf(message), undefined);
+    }
+  };
 }
+
+/** What a connection lends its parts. */
+type ConnectionHost = SenderHost & IntakeHost & ChoosingConnection & ArchiveAsking & Settled;
 
 /** The error ws refuses a message past its `maxPayload` with, before it closes the socket (1009). */
 const MESSAGE_TOO_BIG = "WS_ERR_UNSUPPORTED_MESSAGE_LENGTH";

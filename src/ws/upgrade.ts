@@ -145,11 +145,15 @@ export class WebSocketGateway implements WebSocketCounts {
             if (refusal !== undefined) this.#refuse(socket, refusal, label, requestId, trace, keyId);
           };
           this.#handshakes.set(req, abandon);
-          socket.once("close", () => abandon());
+          // Taken off once `ws` calls back: left on the socket, it held the upgrade's request, its headers and
+          // this handler's variables for the connection's life (docs/websocket.md, what an idle connection costs).
+          const abandonAtClose = (): void => abandon();
+          socket.once("close", abandonAtClose);
           // Called back from the upstream socket's events: what this throws ends this upgrade only.
           try {
             this.#server.handleUpgrade(req, socket, head, (client) => {
               this.#handshakes.delete(req);
+              socket.removeListener("close", abandonAtClose);
               try {
                 this.#open(client, upstreamSocket, upstream, mounted, release);
                 endUpgrade(trace, 101, undefined, upstream.metricName);
