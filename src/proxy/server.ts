@@ -10,6 +10,7 @@ import { type RateLimiter, TokenBuckets } from "../limits/token-bucket.js";
 import { createLogger, type Logger } from "../log.js";
 import { GatewayMetrics } from "../metrics/gateway-metrics.js";
 import { HttpExchange } from "../pipeline/http.js";
+import { PlanBook } from "../plans/plan-terms.js";
 import { LocalQuotaLedger, type QuotaLedger } from "../plans/quota-ledger.js";
 import type { Endpoint } from "../registry/types.js";
 import type { Tracing } from "../tracing/tracing.js";
@@ -205,6 +206,10 @@ export function createProxyServer(options: ProxyServerOptions): ProxyServer {
       carryUpstreamState(previous.upstreams, current.upstreams);
       carryServedHeads(previous.upstreams, current.upstreams);
       servedConfigs.add(current);
+      // the retired configs' connections were admitted on their plans' terms, which the new config may change
+      const plans = new PlanBook(config.plans);
+      for (const served of servedConfigs)
+        if (served !== current) served.websockets.closeWherePlanChanged(plans);
       void retire(previous);
       // after it is retired, so that its logs do not call these an operator's cordons
       for (const served of servedConfigs)

@@ -12,6 +12,7 @@ import { type GatewayMetrics, resultOf, type WebSocketCounts } from "../metrics/
 import type { Admitted } from "../pipeline/admitted.js";
 import type { ErrorBoundary } from "../pipeline/boundary.js";
 import type { Mounted, Stages } from "../pipeline/stages.js";
+import type { PlanBook, PlanTerms } from "../plans/plan-terms.js";
 import { callerTraceParent, TRACE_PARENT_HEADER } from "../tracing/trace-parent.js";
 import type { RequestTrace, Tracing } from "../tracing/tracing.js";
 import type { UpstreamGroup } from "../upstream/group.js";
@@ -38,7 +39,10 @@ export class WebSocketGateway implements WebSocketCounts {
   readonly #boundary: ErrorBoundary;
   readonly #server: WebSocketServer;
   /** Each open connection: who it counts against, and its label. */
-  readonly #connections = new Map<Connection, { readonly owner: string; readonly label: string }>();
+  readonly #connections = new Map<
+    Connection,
+    { readonly owner: string; readonly label: string; readonly plan: PlanTerms | undefined }
+  >();
   /** Waiting for the last connection to close (whenIdle). */
   readonly #idle: (() => void)[] = [];
   readonly #metrics: GatewayMetrics | undefined;
@@ -210,6 +214,18 @@ export class WebSocketGateway implements WebSocketCounts {
       if (owner === keyId) connection.close(CLOSE.POLICY, "API key withdrawn or its settings changed");
   }
 
+  /**
+   * A reload changed plans: a connection admitted on terms its plan no longer has (a quota, a rate, a
+   * method taken away; the plan removed, so the shared plan's terms) is closed as a key whose settings
+   * changed is. Its messages are checked against the terms it opened with, which a reload does not reach:
+   * it connects again on the new ones. Connections on unchanged plans stay.
+   */
+  closeWherePlanChanged(plans: PlanBook): void {
+    for (const [connection, { plan }] of this.#connections)
+      if (plan !== undefined && !sameTerms(plan, plans.terms(plan.name)))
+        connection.close(CLOSE.POLICY, "the API key's plan changed: connect again");
+  }
+
   /** Open connections per label, for the metrics. */
   connections(): Map<string, number> {
     const counts = new Map<string, number>();
@@ -298,7 +314,11 @@ export class WebSocketGateway implements WebSocketCounts {
         if (this.#connections.size === 0) for (const resolve of this.#idle.splice(0)) resolve();
       },
     });
-    this.#connections.set(connection, { owner: admitted.clientId, label: admitted.endpoint.label });
+    this.#connections.set(connection, {
+      owner: admitted.clientId,
+      label: admitted.endpoint.label,
+      plan: admitted.plan,
+    });
     this.#metrics?.webSocketOpened(admitted.endpoint.label);
     this.#logger.log("info", "websocket open", {
       requestId: admitted.requestId,
@@ -446,4 +466,9 @@ function decrement(counts: Map<string, number>, id: string): void {
  */
 function destroyOnError(this: Duplex): void {
   this.destroy();
+}
+
+/** Whether two plans' terms are the same: their names and specs (a reload builds every plan anew). */
+function sameTerms(a: PlanTerms, b: PlanTerms): boolean {
+  return JSON.stringify(a) === JSON.stringify(b);
 }
