@@ -39,6 +39,24 @@ export function publicKeyOf(pem: string): KeyObject {
 }
 
 /**
+ * The WebSocket subprotocol a browser names to carry its JWT, since its WebSocket cannot send headers:
+ * `new WebSocket(url, ["bearer", "bearer." + jwt])`, answered with `bearer` (docs/plans.md, "Key settings").
+ * A JWT's characters (base64url and dots) are all allowed in a subprotocol's name.
+ */
+export const BEARER_PROTOCOL = "bearer";
+
+/** The `Authorization` value an upgrade's `bearer.<JWT>` subprotocol carries, else undefined. */
+export function bearerOfProtocols(offered: string | undefined): string | undefined {
+  if (offered === undefined) return undefined;
+  for (const part of offered.split(",")) {
+    const protocol = part.trim();
+    if (protocol.startsWith(`${BEARER_PROTOCOL}.`))
+      return `Bearer ${protocol.slice(BEARER_PROTOCOL.length + 1)}`;
+  }
+  return undefined;
+}
+
+/**
  * Verifies a JWT (RS256 or ES256) against a key's uploaded public keys: signature, `exp` (required) and
  * `nbf`. With node:crypto rather than a JOSE library: the pipeline's admission is synchronous (each await
  * showed in its profile, pipeline/http.ts), and the libraries verify asynchronously; the format is a few

@@ -9,6 +9,7 @@ import { rawHeader } from "../http/raw-headers.js";
 import { parseTarget } from "../http/target.js";
 import type { PassedCall } from "../jsonrpc/check.js";
 import { KeyLookup } from "../keys/digest.js";
+import { bearerOfProtocols } from "../keys/jwt.js";
 import type { KeyRules } from "../keys/key-settings.js";
 import { KEY_PREFIX, type KeyStore, looksLikeKey, type Principal } from "../keys/types.js";
 import { type RateLimiter, TokenBuckets } from "../limits/token-bucket.js";
@@ -329,7 +330,11 @@ function checkKeySettings(rules: KeyRules, admitted: Admitted, req: IncomingMess
   if (rules.limitsOrigins && !rules.allowsOrigin(rawHeader(req.rawHeaders, "origin")))
     throw new GatewayError("KEY_SETTING_REFUSED", { setting: "origins" });
   if (rules.jwt === undefined) return;
-  const verdict = rules.jwt.verdict(rawHeader(req.rawHeaders, "authorization", true));
+  // a browser's WebSocket, which cannot send the header, names the token as a subprotocol
+  const verdict = rules.jwt.verdict(
+    rawHeader(req.rawHeaders, "authorization", true) ??
+      bearerOfProtocols(rawHeader(req.rawHeaders, "sec-websocket-protocol")),
+  );
   if (typeof verdict !== "number")
     throw new GatewayError(
       "JWT_REQUIRED",

@@ -5,6 +5,7 @@ import type { GatewayConfig, Limits } from "../config/types.js";
 import { errorFormOf, upgradeRefusal } from "../errors/respond.js";
 import { type ErrorCode, GatewayError } from "../errors/table.js";
 import { REQUEST_ID_HEADER, requestIdFor } from "../http/request-id.js";
+import { BEARER_PROTOCOL } from "../keys/jwt.js";
 import type { UsageRecorder } from "../keys/usage.js";
 import type { HeldCalls } from "../limits/held-calls.js";
 import type { Logger } from "../log.js";
@@ -82,6 +83,13 @@ export class WebSocketGateway implements WebSocketCounts {
       // Compression off: a small deflated frame can inflate past any bound on the inflated message.
       perMessageDeflate: false,
       maxPayload: config.limits.ws.maxMessageBytes,
+      // a browser carrying its JWT as `bearer.<JWT>` (keys/jwt.ts) is answered `bearer`, never the token;
+      // other subprotocols as `ws` answers them by default, the first offered
+      handleProtocols: (offered) => {
+        if (offered.has(BEARER_PROTOCOL)) return BEARER_PROTOCOL;
+        for (const protocol of offered) if (!protocol.startsWith(`${BEARER_PROTOCOL}.`)) return protocol;
+        return false;
+      },
     });
     // a handshake `ws` refuses itself (a malformed Sec-WebSocket-Protocol) is refused as any other upgrade
     this.#server.on("wsClientError", (error, socket, req) => {

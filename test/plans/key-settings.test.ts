@@ -1,5 +1,6 @@
 import { generateKeyPairSync, type KeyObject, sign } from "node:crypto";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import WebSocket from "ws";
 import { endpointsByLabel } from "../../generated/endpoints.js";
 import type { StaticKey } from "../../src/config/types.js";
 import { checkedSettings, KeyRules } from "../../src/keys/key-settings.js";
@@ -332,6 +333,34 @@ describe("key settings", () => {
     const closed = await client.closed;
     expect(closed.code).toBe(1008);
     expect(closed.reason).toContain("JWT expired");
+  });
+
+  it("a browser's WebSocket, which cannot send headers, carries its JWT as the bearer.<JWT> subprotocol", async () => {
+    const url = `ws://eth.${DOMAIN}:${gw.port}/${KEY.jwt}`;
+    const token = jwt(ec.privateKey, 60, "ec-1");
+    // as `new WebSocket(url, ["bearer", "bearer." + jwt])` in a browser: the answer names `bearer`, not the token
+    const socket = new WebSocket(url, ["bearer", `bearer.${token}`]);
+    await new Promise((resolve, reject) => socket.once("open", resolve).once("error", reject));
+    try {
+      expect(socket.protocol).toBe("bearer");
+      const answer = new Promise<string>((resolve) =>
+        socket.once("message", (data) => resolve(String(data))),
+      );
+      socket.send(rpcBody("eth_blockNumber"));
+      expect(JSON.parse(await answer).result).toBe("0x10");
+    } finally {
+      socket.close();
+    }
+    // a token that is not valid is refused at the upgrade as in the header
+    const refused = await new Promise<number>((resolve) => {
+      const bad = new WebSocket(url, ["bearer", `bearer.${jwt(ec.privateKey, -120, "ec-1")}`]);
+      bad.once("error", () => {});
+      bad.once("unexpected-response", (_req, res) => {
+        resolve(res.statusCode ?? 0);
+        bad.terminate();
+      });
+    });
+    expect(refused).toBe(401);
   });
 
   it("over a WebSocket: origin, IP and JWT at the upgrade; methods and contracts on every message", async () => {
