@@ -76,9 +76,17 @@ interface ProbeTarget {
  *
  * The prober alone brings a node back into rotation.
  */
+/** The least time between two probes of a node ahead of its timer (#probeSoon): four a second at most. */
+const SOON_GAP_MS = 250;
+
 export class Prober {
   readonly #targets: ProbeTarget[] = [];
-  readonly #timers = new Set<NodeJS.Timeout>();
+  /** Each upstream's next probe. */
+  readonly #timers = new Map<Upstream, NodeJS.Timeout>();
+  /** Upstreams being probed now. */
+  readonly #inFlight = new Set<Upstream>();
+  /** When each upstream was last probed ahead of its timer (#probeSoon). */
+  readonly #soonAt = new Map<Upstream, number>();
   /** When each upstream last said which chain it is on. */
   readonly #chainAnsweredAt = new Map<Upstream, number>();
   /**
@@ -116,6 +124,8 @@ export class Prober {
         timeoutMs: settings.probeTimeoutMs,
         chainIntervalMs: settings.chainCheckIntervalMs,
       });
+      const target = this.#targets[this.#targets.length - 1] as ProbeTarget;
+      group.served.onWait = () => this.#probeSoon(target);
     }
   }
 
@@ -136,7 +146,7 @@ export class Prober {
 
   stop(): void {
     this.#stopped = true;
-    for (const timer of this.#timers) clearTimeout(timer);
+    for (const timer of this.#timers.values()) clearTimeout(timer);
     this.#timers.clear();
     for (const target of this.#targets) target.group.releaseWaiting();
   }
@@ -145,16 +155,36 @@ export class Prober {
     if (this.#stopped) return;
     const timer = setTimeout(
       () => {
-        this.#timers.delete(timer);
+        this.#timers.delete(member);
         void this.#probe(target, member);
       },
       target.intervalMs * (0.8 + 0.4 * Math.random()),
     );
     timer.unref();
-    this.#timers.add(timer);
+    this.#timers.set(member, timer);
+  }
+
+  /**
+   * A read waits for a head that none of the group's nodes in rotation was last seen at (another instance
+   * served it, told through Redis; the node that served it left): they are asked now, not at their next
+   * probe, up to an interval later, which every read at that head would wait for. At most once per node
+   * in SOON_GAP_MS, and never beside a probe of it in flight.
+   */
+  #probeSoon(target: ProbeTarget): void {
+    if (this.#stopped) return;
+    const now = performance.now();
+    for (const member of target.group.members) {
+      if (!member.health.inRotation || this.#inFlight.has(member)) continue;
+      if (now - (this.#soonAt.get(member) ?? Number.NEGATIVE_INFINITY) < SOON_GAP_MS) continue;
+      this.#soonAt.set(member, now);
+      clearTimeout(this.#timers.get(member));
+      this.#timers.delete(member);
+      void this.#probe(target, member);
+    }
   }
 
   async #probe(target: ProbeTarget, member: Upstream): Promise<void> {
+    this.#inFlight.add(member);
     try {
       if (this.#chainDue(target, member) && !(await this.#onItsChain(target, member))) return;
       await this.#probeHead(target, member);
@@ -162,6 +192,7 @@ export class Prober {
       const error = failure as Error;
       if (!this.#stopped) member.health.probeFailed(failureKind(error) ?? "reset", describeFailure(error));
     } finally {
+      this.#inFlight.delete(member);
       this.#schedule(target, member);
     }
   }

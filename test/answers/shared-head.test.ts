@@ -160,5 +160,18 @@ describe.skipIf(redis.skip)(
         await Promise.all([other.close(), same.close()]);
       }
     });
+
+    it("an instance told of a higher head asks its nodes for theirs at once, not at its next probe a minute on", async () => {
+      const group = () => b.gateway.upstreams.group("algo", "/");
+      const inVain = () => new Map(group()?.answers.entries()).get("head_wait_in_vain") ?? 0;
+      const before = inVain();
+      ahead.height = H + 14;
+      expect(await status(a)).toBe(H + 14);
+      await eventually(() => group()?.served.height === H + 14, 2000, "b's served head from a's answer");
+      // b last probed the node ahead below H + 14: its read waits for a node there, and asking the nodes now
+      // finds the one ahead at it, rather than the wait running out (about a block) and the highest asked
+      expect(await status(b)).toBe(H + 14);
+      expect(inVain()).toBe(before);
+    });
   },
 );
