@@ -101,6 +101,33 @@ const MIGRATIONS: readonly string[] = [
   // notices once, not each threshold once a period (a customer was cut off at the raised quota unwarned).
   `ALTER TABLE quota_notices DROP CONSTRAINT quota_notices_pkey;
    ALTER TABLE quota_notices ADD PRIMARY KEY (scope, period, threshold, quota);`,
+  // A key's prefix names its quota and usage (Redis counters, the usage tables), so two keys never share
+  // one: a unique index, and the control plane draws another key on a clash. Keys that already share one
+  // (a store of a million keys has about one chance in 500) keep the first's prefix on the oldest, and the others become
+  // "<prefix>-<id>" (no key has a '-' in its first ten characters), with their rotation lines' quota_prefix;
+  // their revision moves so the proxies take the new prefix. What they spent together stays with the first.
+  `CREATE TEMP TABLE renamed_prefixes AS
+     SELECT id, prefix AS old_prefix, prefix || '-' || id AS new_prefix
+       FROM (SELECT id, prefix, row_number() OVER (PARTITION BY prefix ORDER BY id) AS n FROM api_keys) k
+      WHERE n > 1;
+   CREATE TEMP TABLE renamed_lines AS
+     WITH RECURSIVE line (id, old_prefix, new_prefix) AS (
+       SELECT id, old_prefix, new_prefix FROM renamed_prefixes
+       UNION ALL
+       SELECT k.replaced_by, line.old_prefix, line.new_prefix FROM line JOIN api_keys k ON k.id = line.id
+        WHERE k.replaced_by IS NOT NULL)
+     SELECT id, old_prefix, new_prefix FROM line;
+   UPDATE api_keys SET quota_prefix =
+       (SELECT l.new_prefix FROM renamed_lines l WHERE l.id = api_keys.id AND l.old_prefix = api_keys.quota_prefix)
+    WHERE EXISTS (SELECT 1 FROM renamed_lines l WHERE l.id = api_keys.id AND l.old_prefix = api_keys.quota_prefix);
+   UPDATE api_keys SET prefix = (SELECT r.new_prefix FROM renamed_prefixes r WHERE r.id = api_keys.id)
+    WHERE id IN (SELECT id FROM renamed_prefixes);
+   UPDATE revision SET value = value + 1 WHERE id = 1 AND EXISTS (SELECT 1 FROM renamed_lines);
+   UPDATE api_keys SET revision = (SELECT value FROM revision WHERE id = 1)
+    WHERE id IN (SELECT id FROM renamed_lines);
+   DROP TABLE renamed_lines;
+   DROP TABLE renamed_prefixes;
+   CREATE UNIQUE INDEX api_keys_prefix ON api_keys (prefix);`,
 ];
 
 // Any constant: the lock that keeps two control planes starting at once from migrating twice.

@@ -20,14 +20,15 @@ import {
   toAccount,
   toKey,
 } from "./rows.js";
-import type {
-  Account,
-  AccountStatus,
-  AccountStore,
-  KeyRecord,
-  NewKey,
-  PendingNotice,
-  TokenPurpose,
+import {
+  type Account,
+  type AccountStatus,
+  type AccountStore,
+  type KeyRecord,
+  type NewKey,
+  type PendingNotice,
+  PrefixTaken,
+  type TokenPurpose,
 } from "./types.js";
 
 type Query = <R extends pg.QueryResultRow>(sql: string, values?: unknown[]) => Promise<R[]>;
@@ -136,14 +137,24 @@ export class PostgresAccountStore implements AccountStore {
   }
 
   async insertKey(key: NewKey, now: number): Promise<KeyRecord> {
-    return this.#change(async (query, revision) => {
-      const [row] = await query<KeyRow>(
-        `INSERT INTO api_keys (${NEW_KEY_COLUMNS})
-         VALUES (${NEW_KEY_COLUMNS.split(",").map((_, i) => `$${i + 1}`)}) RETURNING *`,
-        newKeyValues(key, now, revision),
-      );
-      return toKey(row as KeyRow);
-    });
+    try {
+      return await this.#change(async (query, revision) => {
+        const [row] = await query<KeyRow>(
+          `INSERT INTO api_keys (${NEW_KEY_COLUMNS})
+           VALUES (${NEW_KEY_COLUMNS.split(",").map((_, i) => `$${i + 1}`)}) RETURNING *`,
+          newKeyValues(key, now, revision),
+        );
+        return toKey(row as KeyRow);
+      });
+    } catch (error) {
+      // unique_violation on the prefix's index (migration 7)
+      if (
+        (error as pg.DatabaseError).code === "23505" &&
+        (error as pg.DatabaseError).constraint === "api_keys_prefix"
+      )
+        throw new PrefixTaken(key.prefix);
+      throw error;
+    }
   }
 
   async keys(accountId: number): Promise<KeyRecord[]> {

@@ -20,14 +20,15 @@ import {
   toAccount,
   toKey,
 } from "./rows.js";
-import type {
-  Account,
-  AccountStatus,
-  AccountStore,
-  KeyRecord,
-  NewKey,
-  PendingNotice,
-  TokenPurpose,
+import {
+  type Account,
+  type AccountStatus,
+  type AccountStore,
+  type KeyRecord,
+  type NewKey,
+  type PendingNotice,
+  PrefixTaken,
+  type TokenPurpose,
 } from "./types.js";
 
 /** The embedded default store: one SQLite file, migrated on open, no setup. */
@@ -122,15 +123,21 @@ export class SqliteAccountStore implements AccountStore {
   }
 
   async insertKey(key: NewKey, now: number): Promise<KeyRecord> {
-    return this.#write(() => {
-      const revision = this.#bump();
-      const info = this.#db
-        .prepare(
-          `INSERT INTO api_keys (${NEW_KEY_COLUMNS}) VALUES (${NEW_KEY_COLUMNS.split(",").map(() => "?")})`,
-        )
-        .run(...newKeyValues(key, now, revision));
-      return this.#key(Number(info.lastInsertRowid)) as KeyRecord;
-    });
+    try {
+      return this.#write(() => {
+        const revision = this.#bump();
+        const info = this.#db
+          .prepare(
+            `INSERT INTO api_keys (${NEW_KEY_COLUMNS}) VALUES (${NEW_KEY_COLUMNS.split(",").map(() => "?")})`,
+          )
+          .run(...newKeyValues(key, now, revision));
+        return this.#key(Number(info.lastInsertRowid)) as KeyRecord;
+      });
+    } catch (error) {
+      if (error instanceof Database.SqliteError && error.message.includes("api_keys.prefix"))
+        throw new PrefixTaken(key.prefix);
+      throw error;
+    }
   }
 
   async keys(accountId: number): Promise<KeyRecord[]> {

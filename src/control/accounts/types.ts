@@ -62,6 +62,17 @@ export interface NewKey {
 
 export type TokenPurpose = "confirm" | "login" | "session";
 
+/**
+ * What `insertKey` throws when another key already has the new key's prefix: the prefix names a key's
+ * quota and usage, so it is unique (a unique index in both stores), and the caller draws another key.
+ */
+export class PrefixTaken extends Error {
+  constructor(prefix: string) {
+    super(`another key has the prefix ${prefix}`);
+    this.name = "PrefixTaken";
+  }
+}
+
 /** A quota crossing to mail (plans/quota-notices.ts), as the store holds it. */
 export interface PendingNotice extends QuotaNotice {
   readonly email: string;
@@ -89,6 +100,7 @@ export interface AccountStore {
     now: number,
   ): Promise<{ accountId: number } | "expired" | undefined>;
 
+  /** Stores a new key; PrefixTaken when another key has its prefix. */
   insertKey(key: NewKey, now: number): Promise<KeyRecord>;
   keys(accountId: number): Promise<KeyRecord[]>;
   key(id: number): Promise<KeyRecord | undefined>;
