@@ -12,7 +12,7 @@ import { type KeyOccasion, keyEmail } from "./emails.js";
 import { networkOf, ownKey } from "./input.js";
 import { type KeyView, keyStatus, keyView } from "./key-view.js";
 import type { RequestLimits } from "./request-limits.js";
-import { type Account, type KeyRecord, type NewKey, PrefixTaken } from "./types.js";
+import { type Account, type IssueTerms, type KeyRecord, type NewKey, PrefixTaken } from "./types.js";
 
 export interface IssueOptions {
   readonly networks: readonly string[] | "*";
@@ -76,25 +76,27 @@ export class Keys {
 
   /** A free test: one per network, at most `maxPerEmail` per account, ending after `days`. */
   async requestFreeTest(account: Account, networkInput: unknown, ip: string): Promise<KeyView> {
-    const { store, config } = this.#context;
+    const { config } = this.#context;
     const network = networkOf(networkInput, this.#networks);
     this.#limits.take(`free-test-ip:${ip}`, config.signupRatePerIp);
     const now = this.#context.now();
-    const tests = (await store.keys(account.id)).filter((k) => k.plan === "free-test");
-    const reason =
-      account.freeTestsUsed >= config.freeTest.maxPerEmail
-        ? `an account has ${config.freeTest.maxPerEmail} free tests, one per network, and this one has had them all`
-        : tests.some((k) => k.networks !== "*" && k.networks.includes(network))
-          ? `an account has one free test per network, and this one has had ${network}'s`
-          : undefined;
-    if (reason !== undefined)
-      throw new GatewayError("FREE_TEST_LIMIT", { maxPerEmail: config.freeTest.maxPerEmail, reason });
-    await store.countFreeTest(account.id);
     const expiresAt = now + config.freeTest.days * 86_400_000;
+    // judged in the insert's transaction: of a burst of requests for one network, one gets the key
+    const check = (held: Account, keys: readonly KeyRecord[]) => {
+      const reason =
+        held.freeTestsUsed >= config.freeTest.maxPerEmail
+          ? `an account has ${config.freeTest.maxPerEmail} free tests, one per network, and this one has had them all`
+          : keys.some((k) => k.plan === "free-test" && k.networks !== "*" && k.networks.includes(network))
+            ? `an account has one free test per network, and this one has had ${network}'s`
+            : undefined;
+      if (reason !== undefined)
+        throw new GatewayError("FREE_TEST_LIMIT", { maxPerEmail: config.freeTest.maxPerEmail, reason });
+    };
     const { record, key } = await this.#issue(
       account.id,
       { networks: [network], plan: "free-test", archive: false, expiresAt },
       config.freeTest.rate,
+      { check, freeTest: true },
     );
     await this.#mailKey(account, key, record, { kind: "free-test", network });
     return this.#view(record);
@@ -103,19 +105,23 @@ export class Keys {
   /** Ordering a node issues a key for that network on the chosen plan. */
   async order(account: Account, networkInput: unknown, planInput: unknown): Promise<KeyView> {
     const network = networkOf(networkInput, this.#networks);
-    const { plans, store } = this.#context;
+    const { plans } = this.#context;
     const orderable = Object.keys(plans).filter((name) => plans[name]?.orderable === true);
     const plan = planInput ?? "shared";
     if (typeof plan !== "string" || !orderable.includes(plan))
       throw new GatewayError("INVALID_FIELD", { field: "plan", allowed: orderable });
     const maxKeys = plans[plan]?.maxKeys ?? 1;
-    const held = (await store.keys(account.id)).filter(
-      (k) => k.plan === plan && keyStatus(k, this.#context.now()) === "active",
-    );
-    if (held.length >= maxKeys) throw new GatewayError("KEY_LIMIT", { plan, maxKeys });
+    // judged in the insert's transaction: of a burst of orders, as many as the plan has room for get a key
+    const check = (_: Account, keys: readonly KeyRecord[]) => {
+      const now = this.#context.now();
+      const held = keys.filter((k) => k.plan === plan && keyStatus(k, now) === "active");
+      if (held.length >= maxKeys) throw new GatewayError("KEY_LIMIT", { plan, maxKeys });
+    };
     // archive nodes as the plan includes them (a plan without them issues a key without them)
     const archive = plans[plan]?.archive !== false;
-    const { record, key } = await this.#issue(account.id, { networks: [network], plan, archive });
+    const { record, key } = await this.#issue(account.id, { networks: [network], plan, archive }, undefined, {
+      check,
+    });
     await this.#mailKey(account, key, record, { kind: "order", plan, network });
     return this.#view(record);
   }
@@ -207,12 +213,21 @@ export class Keys {
   ): Promise<{ record: KeyRecord; key: string; old: KeyRecord; graceEnds: number }> {
     const { store, config } = this.#context;
     const old = await ownKey(store, account, keyId);
-    if (keyStatus(old, this.#context.now()) !== "active")
-      throw new GatewayError("KEY_NOT_FOUND", { reason: "the key is no longer active" });
-    // a key in its grace period has a successor: a second rotation would give a key that expires with
-    // this one's grace period, and lose the link to the first successor
-    if (old.replacedBy !== undefined)
-      throw new GatewayError("KEY_ALREADY_ROTATED", { replacedBy: old.replacedBy });
+    // what the store keeps: the grace period, or the key's own expiry if that comes first
+    const graceEnds = Math.min(
+      this.#context.now() + config.rotationGraceSeconds * 1000,
+      old.expiresAt ?? Number.POSITIVE_INFINITY,
+    );
+    // judged in the insert's transaction, which retires the old key: of concurrent rotations, one succeeds
+    const check = (_: Account, keys: readonly KeyRecord[]) => {
+      const current = keys.find((k) => k.id === old.id);
+      if (current === undefined || keyStatus(current, this.#context.now()) !== "active")
+        throw new GatewayError("KEY_NOT_FOUND", { reason: "the key is no longer active" });
+      // a key in its grace period has a successor: a second rotation would give a key that expires with
+      // this one's grace period, and lose the link to the first successor
+      if (current.replacedBy !== undefined)
+        throw new GatewayError("KEY_ALREADY_ROTATED", { replacedBy: current.replacedBy });
+    };
     const { record, key } = await this.#issue(
       account.id,
       {
@@ -225,14 +240,8 @@ export class Keys {
         quotaPrefix: old.quotaPrefix,
       },
       old.rate,
+      { check, replaces: { id: old.id, expiresAt: graceEnds } },
     );
-    // what the store keeps (retireKey): the grace period, or the key's own expiry if that comes first
-    const graceEnds = Math.min(
-      this.#context.now() + config.rotationGraceSeconds * 1000,
-      old.expiresAt ?? Number.POSITIVE_INFINITY,
-    );
-    await store.retireKey(old.id, graceEnds, record.id);
-    await this.#context.onChange();
     return { record, key, old, graceEnds };
   }
 
@@ -241,6 +250,7 @@ export class Keys {
     accountId: number,
     options: IssueOptions,
     rate?: KeyRecord["rate"],
+    terms?: IssueTerms,
   ): Promise<{ record: KeyRecord; key: string }> {
     for (let draw = 1; ; draw++) {
       const key = newApiKey();
@@ -257,7 +267,7 @@ export class Keys {
         ...(options.quotaPrefix === undefined ? {} : { quotaPrefix: options.quotaPrefix }),
       };
       try {
-        const record = await this.#context.store.insertKey(spec, this.#context.now());
+        const record = await this.#context.store.insertKey(spec, this.#context.now(), terms);
         await this.#context.onChange();
         return { record, key };
       } catch (error) {

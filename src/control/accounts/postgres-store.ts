@@ -24,6 +24,7 @@ import {
   type Account,
   type AccountStatus,
   type AccountStore,
+  type IssueTerms,
   type KeyRecord,
   type NewKey,
   type PendingNotice,
@@ -98,10 +99,6 @@ export class PostgresAccountStore implements AccountStore {
     });
   }
 
-  async countFreeTest(id: number): Promise<void> {
-    await this.#query("UPDATE accounts SET free_tests_used = free_tests_used + 1 WHERE id = $1", [id]);
-  }
-
   async saveToken(
     tokenHash: string,
     accountId: number,
@@ -136,15 +133,37 @@ export class PostgresAccountStore implements AccountStore {
     });
   }
 
-  async insertKey(key: NewKey, now: number): Promise<KeyRecord> {
+  async insertKey(key: NewKey, now: number, terms?: IssueTerms): Promise<KeyRecord> {
     try {
       return await this.#change(async (query, revision) => {
+        if (terms !== undefined) {
+          // the account's row, held to the commit: its other issues wait here, then read what this one wrote
+          const [account] = await query<AccountRow>("SELECT * FROM accounts WHERE id = $1 FOR UPDATE", [
+            key.accountId,
+          ]);
+          if (account === undefined)
+            throw new GatewayError("INVALID_FIELD", { field: "account", reason: "no account has this id" });
+          const keys = await query<KeyRow>("SELECT * FROM api_keys WHERE account_id = $1 ORDER BY id", [
+            key.accountId,
+          ]);
+          terms.check(toAccount(account), keys.map(toKey));
+          if (terms.freeTest === true)
+            await query("UPDATE accounts SET free_tests_used = free_tests_used + 1 WHERE id = $1", [
+              key.accountId,
+            ]);
+        }
         const [row] = await query<KeyRow>(
           `INSERT INTO api_keys (${NEW_KEY_COLUMNS})
            VALUES (${NEW_KEY_COLUMNS.split(",").map((_, i) => `$${i + 1}`)}) RETURNING *`,
           newKeyValues(key, now, revision),
         );
-        return toKey(row as KeyRow);
+        const record = toKey(row as KeyRow);
+        if (terms?.replaces !== undefined)
+          await query(
+            "UPDATE api_keys SET expires_at = LEAST(COALESCE(expires_at, $1), $1), replaced_by = $2, revision = $3 WHERE id = $4",
+            [terms.replaces.expiresAt, record.id, revision, terms.replaces.id],
+          );
+        return record;
       });
     } catch (error) {
       // unique_violation on the prefix's index (migration 7)
@@ -185,15 +204,6 @@ export class PostgresAccountStore implements AccountStore {
         revision,
         id,
       ]);
-    });
-  }
-
-  async retireKey(id: number, expiresAt: number, replacedBy: number): Promise<void> {
-    await this.#change(async (query, revision) => {
-      await query(
-        "UPDATE api_keys SET expires_at = LEAST(COALESCE(expires_at, $1), $1), replaced_by = $2, revision = $3 WHERE id = $4",
-        [expiresAt, replacedBy, revision, id],
-      );
     });
   }
 

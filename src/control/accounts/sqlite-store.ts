@@ -1,6 +1,7 @@
 import { mkdirSync } from "node:fs";
 import { dirname } from "node:path";
 import Database from "better-sqlite3";
+import { GatewayError } from "../../errors/table.js";
 import type { KeyGrant } from "../../keys/grants.js";
 import type { KeySettings } from "../../keys/key-settings.js";
 import { grantsSince } from "../../keys/sqlite-grants.js";
@@ -24,6 +25,7 @@ import {
   type Account,
   type AccountStatus,
   type AccountStore,
+  type IssueTerms,
   type KeyRecord,
   type NewKey,
   type PendingNotice,
@@ -84,10 +86,6 @@ export class SqliteAccountStore implements AccountStore {
     });
   }
 
-  async countFreeTest(id: number): Promise<void> {
-    this.#db.prepare("UPDATE accounts SET free_tests_used = free_tests_used + 1 WHERE id = ?").run(id);
-  }
-
   async saveToken(
     tokenHash: string,
     accountId: number,
@@ -122,16 +120,37 @@ export class SqliteAccountStore implements AccountStore {
     });
   }
 
-  async insertKey(key: NewKey, now: number): Promise<KeyRecord> {
+  async insertKey(key: NewKey, now: number, terms?: IssueTerms): Promise<KeyRecord> {
     try {
+      // one IMMEDIATE transaction, written synchronously: no other issue reads the account in between
       return this.#write(() => {
+        if (terms !== undefined) {
+          const account = this.#account(key.accountId);
+          if (account === undefined)
+            throw new GatewayError("INVALID_FIELD", { field: "account", reason: "no account has this id" });
+          const keys = this.#db
+            .prepare("SELECT * FROM api_keys WHERE account_id = ? ORDER BY id")
+            .all(key.accountId) as KeyRow[];
+          terms.check(account, keys.map(toKey));
+          if (terms.freeTest === true)
+            this.#db
+              .prepare("UPDATE accounts SET free_tests_used = free_tests_used + 1 WHERE id = ?")
+              .run(key.accountId);
+        }
         const revision = this.#bump();
         const info = this.#db
           .prepare(
             `INSERT INTO api_keys (${NEW_KEY_COLUMNS}) VALUES (${NEW_KEY_COLUMNS.split(",").map(() => "?")})`,
           )
           .run(...newKeyValues(key, now, revision));
-        return this.#key(Number(info.lastInsertRowid)) as KeyRecord;
+        const id = Number(info.lastInsertRowid);
+        if (terms?.replaces !== undefined)
+          this.#db
+            .prepare(
+              "UPDATE api_keys SET expires_at = MIN(COALESCE(expires_at, ?), ?), replaced_by = ?, revision = ? WHERE id = ?",
+            )
+            .run(terms.replaces.expiresAt, terms.replaces.expiresAt, id, revision, terms.replaces.id);
+        return this.#key(id) as KeyRecord;
       });
     } catch (error) {
       if (error instanceof Database.SqliteError && error.message.includes("api_keys.prefix"))
@@ -170,17 +189,6 @@ export class SqliteAccountStore implements AccountStore {
       this.#db
         .prepare("UPDATE api_keys SET status = 'revoked', revoked_at = ?, revision = ? WHERE id = ?")
         .run(now, revision, id);
-    });
-  }
-
-  async retireKey(id: number, expiresAt: number, replacedBy: number): Promise<void> {
-    this.#write(() => {
-      const revision = this.#bump();
-      this.#db
-        .prepare(
-          "UPDATE api_keys SET expires_at = MIN(COALESCE(expires_at, ?), ?), replaced_by = ?, revision = ? WHERE id = ?",
-        )
-        .run(expiresAt, expiresAt, replacedBy, revision, id);
     });
   }
 

@@ -60,6 +60,20 @@ export interface NewKey {
   readonly quotaPrefix?: string;
 }
 
+/**
+ * What a new key's issue checks and does in the insert's own transaction, which holds the account's row
+ * (PostgreSQL: SELECT … FOR UPDATE; SQLite: an IMMEDIATE transaction): concurrent issues for one account
+ * take turns, so a plan's maxKeys, a free test per network and a key's one successor hold under a burst.
+ */
+export interface IssueTerms {
+  /** Throws (a GatewayError) to refuse the key, judging the account and its keys as the transaction reads them. */
+  readonly check: (account: Account, keys: readonly KeyRecord[]) => void;
+  /** A free test: counted against the account's allowance. */
+  readonly freeTest?: boolean;
+  /** A rotation: the key the new one replaces, limited to `expiresAt` (or its own expiry) and linked to it. */
+  readonly replaces?: { readonly id: number; readonly expiresAt: number };
+}
+
 export type TokenPurpose = "confirm" | "login" | "session";
 
 /**
@@ -88,7 +102,6 @@ export interface AccountStore {
   account(id: number): Promise<Account | undefined>;
   listAccounts(): Promise<Account[]>;
   setAccountStatus(id: number, status: AccountStatus): Promise<void>;
-  countFreeTest(id: number): Promise<void>;
 
   saveToken(tokenHash: string, accountId: number, purpose: TokenPurpose, expiresAt: number): Promise<void>;
   /** Forgets a token: a session that signed out. */
@@ -100,15 +113,13 @@ export interface AccountStore {
     now: number,
   ): Promise<{ accountId: number } | "expired" | undefined>;
 
-  /** Stores a new key; PrefixTaken when another key has its prefix. */
-  insertKey(key: NewKey, now: number): Promise<KeyRecord>;
+  /** Stores a new key, on `terms` if any (in one transaction); PrefixTaken when another key has its prefix. */
+  insertKey(key: NewKey, now: number, terms?: IssueTerms): Promise<KeyRecord>;
   keys(accountId: number): Promise<KeyRecord[]>;
   key(id: number): Promise<KeyRecord | undefined>;
   revokeKey(id: number, now: number): Promise<void>;
   /** Replaces a key's settings; `{}` clears them. Proxies hear of it as of a revocation. */
   setKeySettings(id: number, settings: KeySettings): Promise<void>;
-  /** Limits an old key to a grace period and links it to its successor. */
-  retireKey(id: number, expiresAt: number, replacedBy: number): Promise<void>;
 
   /** The usage rows of these keys (by prefix) from day `from` to day `to` (YYYY-MM-DD, both included). */
   usage(prefixes: readonly string[], from: string, to: string): Promise<UsageRow[]>;
