@@ -221,7 +221,7 @@ describe("traces at an old block reach the archive node, for keys with archive a
   });
 });
 
-describe("a trace at a block just mined goes only to a node that has it (real anvil, two nodes a block apart)", () => {
+describe("a trace at a block or of a transaction just mined goes only to a node that has it (real anvil, two nodes a block apart)", () => {
   let ahead: Anvil;
   let behind: Anvil;
   let aheadNode: RecordingNode;
@@ -265,6 +265,34 @@ describe("a trace at a block just mined goes only to a node that has it (real an
       for (let i = 0; i < 8; i++) {
         const r = await gw.call("eth", `/${KEYS.dedicated}`, { body: rpcBody(method, [...params], i) });
         expect((r.json as { error?: unknown }).error, `${method}: ${r.text}`).toBeUndefined();
+      }
+      expect(
+        behindNode.calls.filter((c) => c.method === method),
+        method,
+      ).toHaveLength(0);
+    }
+  });
+
+  it("a trace of a transaction just mined, by its hash, goes only to a node at the served head", async () => {
+    // mined on the node ahead alone (block 302), the one behind a block later (301)
+    const hash = await ahead.rpc<string>("eth_sendTransaction", [TX]);
+    await behind.rpc("anvil_mine", ["0x1"]);
+    await eventually(
+      async () => (await gw.metric("gateway_served_head", { label: "eth" })) === 302,
+      5000,
+      "head",
+    );
+    for (const [method, params] of [
+      ["debug_traceTransaction", [hash, {}]],
+      ["trace_transaction", [hash]],
+    ] as const) {
+      for (let i = 0; i < 8; i++) {
+        const r = await gw.call("eth", `/${KEYS.dedicated}`, { body: rpcBody(method, [...params], i) });
+        expect((r.json as { error?: unknown }).error, `${method}: ${r.text}`).toBeUndefined();
+        // the node that has it traces a 21,000-gas transfer; anvil behind answers an empty trace (geth: not found)
+        const result = (r.json as { result?: unknown }).result;
+        if (method === "debug_traceTransaction") expect(result, method).toMatchObject({ gas: 21000 });
+        else expect((result as unknown[]).length, method).toBeGreaterThan(0);
       }
       expect(
         behindNode.calls.filter((c) => c.method === method),
