@@ -199,6 +199,8 @@ export function addressesAt(value: unknown, path: readonly string[]): string[] {
         return found.length === 0 ? [""] : found;
       });
     }
+    // an object's member names (eth_getStorageValues' addresses, each the key of its slots)
+    if (member === "{}") return Array.isArray(at) ? [] : Object.keys(at);
     at = (at as Record<string, unknown>)[member];
   }
   if (typeof at === "string") return [at];

@@ -248,6 +248,15 @@ describe("key settings", () => {
     expect(await status("trace_callMany", [[[{ to: BB }, ["trace"]]], "latest"])).toBe("contracts");
     expect(await status("eth_getCode", [BB, "latest"])).toBe("contracts");
     expect(await status("eth_getStorageAt", [BB, "0x0", "latest"])).toBe("contracts");
+    // storage by address: each address eth_getStorageValues names (its first param's member names), the
+    // address debug_storageRangeAt names; debug_accountRange lists every account and names none
+    expect(await status("eth_getStorageValues", [{ [AA]: ["0x0"] }, "latest"])).toBe(200);
+    expect(await status("eth_getStorageValues", [{ [AA]: ["0x0"], [BB]: ["0x0"] }, "latest"])).toBe(
+      "contracts",
+    );
+    expect(await status("debug_storageRangeAt", [`0x${"0".repeat(64)}`, 0, BB, "0x0", 10])).toBe("contracts");
+    expect(await status("debug_storageRangeAt", [`0x${"0".repeat(64)}`, 0, AA, "0x0", 10])).toBe(200);
+    expect(await status("debug_accountRange", ["latest", "0x", 10, true, true, false])).toBe("contracts");
     expect(await status("eth_getCode", [AA, "latest"])).toBe(200);
     // an account's own balance and nonce are not
     expect(await status("eth_getBalance", [BB, "latest"])).toBe(200);
