@@ -16,7 +16,7 @@ import { UPSTREAMS_USAGE, upstreamsCommand } from "./upstreams-cli.js";
 // (src/single-executable.ts), `node dist/admin.js …` in a deployment of dist/ (control/cli.ts), and
 // `npm run admin -- …` in the source tree, which builds dist/ and runs the same.
 
-const ADMIN_USAGE = `usage: node-gateway admin <command> [flags]   the single executable
+const ADMIN_USAGE = `usage: node-gateway admin <command> [flags]   the single executable, or node dist/gateway.js admin
        node dist/admin.js <command> [flags]   a deployment of dist/ (node-gateway-admin once installed)
        npm run admin -- <command> [flags]     the source tree: builds dist/, then runs dist/admin.js
 

@@ -6,9 +6,10 @@ import { parseArgs } from "node:util";
 import { endpointsByLabel, registryStamp } from "../../generated/endpoints.js";
 import { ConfigError, loadConfig } from "../config/load.js";
 import { changedRestartOnly } from "../config/restart-only.js";
+import type { GatewayConfig } from "../config/types.js";
 import { EMBEDDED_CONFIG, versionLine } from "../embedded.js";
 import { EXIT, exitOnStartFailure, loadConfigOrExit, onStopSignal } from "../lifecycle.js";
-import { createLogger } from "../log.js";
+import { createLogger, type Logger } from "../log.js";
 import { reloadCounted } from "../metrics/process-info.js";
 import { createStoreOnFirstRun } from "./first-run.js";
 import { type RunningProxy, runProxy } from "./run.js";
@@ -46,56 +47,69 @@ config or command line.
 Environment: GATEWAY_CONFIG, GATEWAY_PORT, GATEWAY_HOST, GATEWAY_UPSTREAM_<LABEL>, GATEWAY_LOG_LEVEL, …
 (docs/configuration.md).`;
 
-const args = readArgs();
-if (args.help) {
-  process.stdout.write(`${USAGE}\n`);
-  process.exit(EXIT.OK);
-}
-if (args.version) {
-  process.stdout.write(`${versionLine("node-gateway")}\n`);
-  process.exit(EXIT.OK);
-}
-if (args.config !== undefined) process.env.GATEWAY_CONFIG = args.config;
-if (args["check-config"]) checkConfig();
-
-const config = loadConfigOrExit();
-// a worker's lines say which worker wrote them: each probes and judges its nodes on its own
-const logger = createLogger(
-  config.log.level,
-  undefined,
-  cluster.worker === undefined ? {} : { worker: cluster.worker.id },
-);
-// The primary re-reads the config and hands it to its workers (proxy/worker-link.ts). A SIGHUP sent to a
-// worker, as `kill -HUP -<group>` or `pkill -HUP -f gateway.js` do, would end it by default, and with
-// it the requests it serves: a worker takes no note of it.
-if (!cluster.isPrimary) process.on("SIGHUP", () => {});
-// The embedded default runs with no setup, its account store included; workers find it made.
-if (cluster.isPrimary && !process.env.GATEWAY_CONFIG) {
-  try {
-    createStoreOnFirstRun(config, logger);
-  } catch (error) {
-    exitOnStartFailure(error);
-  }
-}
-runProxy(config, logger).then((proxy) => {
-  if (cluster.isPrimary) {
-    logger.log("info", "gateway listening", {
-      host: config.listen.host,
-      port: proxy.port,
-      operatorPort: proxy.operatorPort,
-      domain: config.domain,
-      workers: config.workers,
+// `node-gateway admin …`, as the single executable takes it (single-executable.ts): the package's
+// `node-gateway` command is this file, and its usage names the operator CLI
+const command = ownArgs();
+if (cluster.isPrimary && command[0] === "admin")
+  void import("../control/admin.js")
+    .then(({ runAdmin }) => runAdmin(command.slice(1)))
+    .then((status) => {
+      process.exitCode = status;
     });
-    process.on("SIGHUP", () => reload(proxy));
+else serve();
+
+function serve(): void {
+  const args = readArgs();
+  if (args.help) {
+    process.stdout.write(`${USAGE}\n`);
+    process.exit(EXIT.OK);
   }
-  onStopSignal(() => proxy.close(), logger);
-}, exitOnStartFailure);
+  if (args.version) {
+    process.stdout.write(`${versionLine("node-gateway")}\n`);
+    process.exit(EXIT.OK);
+  }
+  if (args.config !== undefined) process.env.GATEWAY_CONFIG = args.config;
+  if (args["check-config"]) checkConfig();
+
+  const config = loadConfigOrExit();
+  // a worker's lines say which worker wrote them: each probes and judges its nodes on its own
+  const logger = createLogger(
+    config.log.level,
+    undefined,
+    cluster.worker === undefined ? {} : { worker: cluster.worker.id },
+  );
+  // The primary re-reads the config and hands it to its workers (proxy/worker-link.ts). A SIGHUP sent to a
+  // worker, as `kill -HUP -<group>` or `pkill -HUP -f gateway.js` do, would end it by default, and with
+  // it the requests it serves: a worker takes no note of it.
+  if (!cluster.isPrimary) process.on("SIGHUP", () => {});
+  // The embedded default runs with no setup, its account store included; workers find it made.
+  if (cluster.isPrimary && !process.env.GATEWAY_CONFIG) {
+    try {
+      createStoreOnFirstRun(config, logger);
+    } catch (error) {
+      exitOnStartFailure(error);
+    }
+  }
+  runProxy(config, logger).then((proxy) => {
+    if (cluster.isPrimary) {
+      logger.log("info", "gateway listening", {
+        host: config.listen.host,
+        port: proxy.port,
+        operatorPort: proxy.operatorPort,
+        domain: config.domain,
+        workers: config.workers,
+      });
+      process.on("SIGHUP", () => reload(proxy, config, logger));
+    }
+    onStopSignal(() => proxy.close(), logger);
+  }, exitOnStartFailure);
+}
 
 /**
  * SIGHUP: the config read again and, when valid, served; when not, the old one keeps serving. A change to
  * a setting that takes a restart is named in a warning, so that "reloaded" never hides one that was not.
  */
-function reload(proxy: RunningProxy): void {
+function reload(proxy: RunningProxy, config: GatewayConfig, logger: Logger): void {
   try {
     const next = loadConfig(endpointsByLabel);
     proxy.reload(next);

@@ -41,3 +41,18 @@ describe("--check-config with settings from the environment", () => {
     expect(out).toContain("deploy/local.yaml (embedded): valid (1 labels with upstreams");
   });
 });
+
+describe("the proxy's command line", () => {
+  it("`node-gateway admin …` runs the operator CLI, as the package's node-gateway command (dist/gateway.js)", async () => {
+    const { code, out } = await new Promise<{ code: number; out: string }>((resolve) => {
+      execFile(
+        process.execPath,
+        ["--import", "tsx", "src/proxy/main.ts", "admin", "--help"],
+        { cwd: ROOT },
+        (error, out) => resolve({ code: error ? Number(error.code ?? 1) : 0, out }),
+      );
+    });
+    expect(code).toBe(0);
+    expect(out).toMatch(/^usage: node-gateway admin <command>/);
+  });
+});
