@@ -114,6 +114,7 @@ export function jsonRpcStyle(policy: Pick<JsonRpcPolicy, "errorCauses"> | undefi
  * of them gets the error by its id, and the calls refused on their own keep their refusals, so that a
  * client pairing answers with calls by id (ethers, viem) finds every one. With no call to answer (every
  * call a notification), the error alone, with id null: JSON-RPC never answers with an empty array.
+ * `legacy`: which of `ids`' calls are framed as JSON-RPC 1.0 on a dialect that answers them in 1.0's shape.
  */
 export function batchErrorBody(
   error: GatewayError,
@@ -121,9 +122,13 @@ export function batchErrorBody(
   refusals: readonly string[],
   requestId: string | undefined,
   style: ErrorStyle = "jsonrpc",
+  legacy?: readonly boolean[],
 ): string {
   if (ids.length === 0 && refusals.length === 0) return errorBody(error, style, "null", requestId);
-  const each = ids.map((id) => errorBody(error, style, id, requestId));
+  // each call in its own framing's shape, where the dialect answers 1.0 calls so (bitcoind)
+  const each = ids.map((id, i) =>
+    errorBody(error, legacy?.[i] === true ? "jsonrpc-1.0" : style, id, requestId),
+  );
   return `[${[...refusals, ...each].join(",")}]`;
 }
 

@@ -68,6 +68,8 @@ export interface Authorized {
    * whole batch from a later stage (a rate, a quota, no node) answers each of them with it.
    */
   readonly batchIds?: readonly string[] | undefined;
+  /** Whether each of `batchIds`' calls is framed as JSON-RPC 1.0 on a dialect that answers it so. */
+  readonly batchLegacy?: readonly boolean[] | undefined;
   /** One call framed as JSON-RPC 1.0 on a dialect that answers it so: the gateway's errors take 1.0's shape. */
   readonly legacy?: boolean | undefined;
   /** A batch's calls that passed, by method: the key's usage counts each method apart. */

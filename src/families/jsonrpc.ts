@@ -5,7 +5,13 @@ import { ERRORS, GatewayError, type RpcErrorCode } from "../errors/table.js";
 import { requestMediaType } from "../http/body.js";
 import { batchMethods } from "../jsonrpc/batch-methods.js";
 import { callRulesOf } from "../jsonrpc/call-rules.js";
-import { type CallRules, type Checked, type PassedCall, sendableAsReceived } from "../jsonrpc/check.js";
+import {
+  type CallRules,
+  type Checked,
+  isLegacyCall,
+  type PassedCall,
+  sendableAsReceived,
+} from "../jsonrpc/check.js";
 import { checkMessage } from "../jsonrpc/message.js";
 import type { Mounted } from "../pipeline/stages.js";
 import { batchParts, callsUnits } from "../plans/compute-units.js";
@@ -208,6 +214,10 @@ class JsonRpcRequest implements RoutedRequest, CallAuthorizer {
       batch: checked.length,
       refused: refused.length,
       batchIds: passed.flatMap((call) => (call.id === undefined ? [] : [call.id])),
+      // a dialect that answers 1.0 calls in 1.0's shape (bitcoind) does so call by call in a batch too
+      batchLegacy: this.#rules.policy.legacyReplies
+        ? passed.flatMap((call) => (call.id === undefined ? [] : [isLegacyCall(call.call)]))
+        : undefined,
       batchRefusals: refused,
       refusedCodes,
       batchParts: batchParts(

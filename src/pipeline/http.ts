@@ -484,6 +484,7 @@ export class HttpExchange {
         batch.batchRefusals ?? [],
         requestIdOf(res),
         this.#style,
+        batch.batchLegacy,
       );
       sendJson(res, error.status, body, error.headers);
       return;

@@ -307,6 +307,28 @@ describe("bad upstreams", () => {
     expect(r.text.length).toBeLessThan(MAX_RESPONSE);
   });
 
+  it("a batch's calls get such an error each in its own framing's shape: 1.0's where bitcoind answers it so", async () => {
+    const r = await gw.call("btc", `/${K}/`, {
+      body: '[{"jsonrpc":"1.0","id":"a","method":"getblockcount","params":[]},{"jsonrpc":"2.0","id":"b","method":"getblockcount","params":[]},{"id":"c","method":"getblockcount","params":[]}]',
+    });
+    expect(r.status).toBe(502);
+    const [a, b, c] = r.json as Record<string, unknown>[];
+    expect(a).toMatchObject({
+      result: null,
+      id: "a",
+      error: { data: { code: "UPSTREAM_RESPONSE_TOO_LARGE" } },
+    });
+    expect(a).not.toHaveProperty("jsonrpc");
+    expect(b).toMatchObject({
+      jsonrpc: "2.0",
+      id: "b",
+      error: { data: { code: "UPSTREAM_RESPONSE_TOO_LARGE" } },
+    });
+    expect(b).not.toHaveProperty("result");
+    // no jsonrpc member is 1.0's framing too
+    expect(c).toMatchObject({ result: null, id: "c" });
+  });
+
   it("a chunked upstream body growing past maxResponseBytes is cut: the client never gets the whole body", async () => {
     const logsBefore = gw.logs.length;
     const body = rpcBody("GetLatestTxBlock", [], 6);
