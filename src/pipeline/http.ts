@@ -499,13 +499,16 @@ export class HttpExchange {
 }
 
 /**
- * Refusals of stage 2 of a valid key, made from the request's head before its body is read. Not
- * UNAUTHORIZED: a caller without a key is answered at once, and no body is buffered for it.
+ * Refusals of a valid key made from the request's head before its body is read: stage 2's, and stage
+ * 3's of its path (a path the dialect has not, an interface of the dedicated plan). Not UNAUTHORIZED: a
+ * caller without a key is answered at once, and no body is buffered for it.
  */
 const ADMISSION_REFUSALS: ReadonlySet<ErrorCode> = new Set<ErrorCode>([
   "NETWORK_FORBIDDEN",
   "KEY_SETTING_REFUSED",
   "JWT_REQUIRED",
+  "NOT_FOUND",
+  "DEDICATED_ONLY_INTERFACE",
 ]);
 
 /** The kind of call a planned upstream call is, for the duration histogram (a bounded set). */

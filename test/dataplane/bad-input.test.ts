@@ -809,7 +809,8 @@ const rows: Row[] = [
       path: `/${K}${sub}`,
       body: BLOCK_NUMBER,
       status: 403,
-      error: rpcError("DEDICATED_ONLY_INTERFACE", -32044, "null", {
+      // a valid key: its body is read for the call's id, as for a key refused its network
+      error: rpcError("DEDICATED_ONLY_INTERFACE", -32044, "1", {
         interface: "Avalanche X-Chain and P-Chain",
         support: SUPPORT.email,
         dedicatedNode: SUPPORT.dedicatedNodeUrl,
@@ -822,7 +823,7 @@ const rows: Row[] = [
     path: `/${K}/admin`,
     body: BLOCK_NUMBER,
     status: 404,
-    error: rpcError("NOT_FOUND", -32601),
+    error: rpcError("NOT_FOUND", -32601, "1"),
   },
   {
     name: "GET on a JSON-RPC root",
