@@ -8,6 +8,7 @@ export const LATENCY_BOUNDS_MS = [10, 25, 50, 100, 250, 500, 1000, 2500, 5000, N
 /** The stores' columns of the buckets, `lat0` to `lat9` (store/sqlite-migrations.ts). */
 export const LATENCY_COLUMNS = LATENCY_BOUNDS_MS.map((_, i) => `lat${i}`);
 
+import { ERRORS, type ErrorSpec } from "../errors/table.js";
 import { type BatchPart, weightOf } from "../plans/compute-units.js";
 
 /** One key's calls of one method on one label on one day. */
@@ -66,7 +67,10 @@ export class UsageDetail {
   #codes = new Map<string, number>();
 
   add(key: string, label: string, calls: number, units: number, errors: number, detail: CallDetail): void {
-    const { parts, ms } = detail;
+    const { parts } = detail;
+    // a request the gateway refused before any node (a rate, a quota, a setting: a 4xx) took no time of a
+    // node's: timed, its millisecond would flatter its method's times on the dashboard
+    const ms = refusedAtOnce(detail.code) ? undefined : detail.ms;
     if (parts === undefined) this.#addMethod(key, label, detail.method, calls, units, errors, ms);
     else {
       // when the request failed (errors beyond its refused calls) every call that passed is an error of
@@ -211,4 +215,10 @@ export function percentileOf(latency: readonly number[], share: number): number 
     if (seen >= total * share) return LATENCY_BOUNDS_MS[i];
   }
   return LATENCY_BOUNDS_MS[LATENCY_BOUNDS_MS.length - 1];
+}
+
+/** Whether a request's error is a refusal of the caller's (a 4xx), answered without a node's time. */
+function refusedAtOnce(code: string | undefined): boolean {
+  const spec = code === undefined ? undefined : (ERRORS as Record<string, ErrorSpec>)[code];
+  return spec !== undefined && spec.status < 500;
 }

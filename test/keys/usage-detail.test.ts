@@ -18,6 +18,18 @@ function rows(detail: UsageDetail) {
 }
 
 describe("usage by method", () => {
+  it("times no request the gateway refused before a node (a quota, a rate): its millisecond is not its method's time", () => {
+    const detail = new UsageDetail();
+    detail.add("FNkey", "eth", 1, 20, 0, { method: "eth_getBalance", code: undefined, ms: 40 });
+    detail.add("FNkey", "eth", 1, 0, 1, { method: "eth_getBalance", code: "QUOTA_EXCEEDED", ms: 1 });
+    detail.add("FNkey", "eth", 1, 0, 1, { method: "eth_getBalance", code: "RATE_LIMITED", ms: 1 });
+    // a node that failed took the caller's time: timed
+    detail.add("FNkey", "eth", 1, 0, 1, { method: "eth_getBalance", code: "UPSTREAM_TIMEOUT", ms: 5000 });
+    expect(rows(detail)).toEqual([
+      { method: "eth_getBalance", calls: 4, units: 20, errors: 3, msSum: 5040, timed: 2 },
+    ]);
+  });
+
   it("shares a batch's units by its methods' costs, times each call at the batch's time, and counts refused calls as other", () => {
     const detail = new UsageDetail();
     const parts = [
