@@ -10,11 +10,13 @@ export interface RangeSplit {
   readonly to: number;
   readonly size: number;
   /**
-   * A range that ends at a settled tag (registry `block.settledTags`: EVM's `safe`, `finalized`), whose
-   * height only the node knows: its numbered sub-ranges end below the label's finalized height (`to`), and
-   * one more runs from that height to the tag itself, as the caller wrote it.
+   * A range whose end only the node can place: one that ends at a settled tag (registry
+   * `block.settledTags`: EVM's `safe`, `finalized`), whose height only the node knows, or one whose numbered
+   * end is above the label's served head, which the node caps at its own head. Its numbered sub-ranges end
+   * below `from` (at the label's finalized height, or at the served head), and one more runs from there to
+   * the end as the caller wrote it (`to`).
    */
-  readonly tail?: { readonly from: number; readonly tag: string };
+  readonly tail?: { readonly from: number; readonly to: unknown };
 }
 
 /** How many calls a split range runs as. */
@@ -69,7 +71,11 @@ export function planRanges(
     const watches = read.rule.watches === true;
     const to = watches && named !== undefined && servedHead >= 0 ? Math.min(named, servedHead) : named;
     if (from === undefined || to === undefined || to < from) continue;
-    if (!watches && to > highestBlock) highestBlock = to;
+    // a numbered end above the served head names no block yet: a node scans up to its own head (anvil,
+    // geth, Reth cap it there), so no node need reach it; the range's start, above the head, it must
+    const aboveHead = !settled && !atFinalized && servedHead >= 0 && to > servedHead;
+    const reach = aboveHead ? Math.max(servedHead, from) : to;
+    if (!watches && reach > highestBlock) highestBlock = reach;
     const blocks = to - from + 1;
     const own = limits?.[read.call.method];
     const splitAbove = own?.splitAbove ?? read.rule.splitAbove;
@@ -86,6 +92,8 @@ export function planRanges(
       refuseAbove,
     };
     if (blocks > refuseAbove) throw new GatewayError("BLOCK_RANGE_TOO_LARGE", detail);
+    // what a node scans of a range past the head is up to its head: within the split limit, it goes as sent
+    if (aboveHead && reach - from + 1 <= splitAbove) continue;
     if (watches) continue;
     // a paged call is the node's to page: split, its pages would no longer mean what the caller asked
     if (read.rule.pages?.some((member) => read.filter[member] !== undefined)) continue;
@@ -94,12 +102,16 @@ export function planRanges(
         ...detail,
         reason: `a range wider than ${splitAbove} blocks is split only when it is sent alone over HTTP, not in a batch nor over a WebSocket`,
       });
-    if (!settled) split = { read, from, to, size: splitAbove };
+    const sized = { read, from, size: splitAbove };
+    // numbered up to the served head, and the rest, from the head to the end as written, which the node caps
+    if (aboveHead && typeof toValue !== "undefined")
+      split = { ...sized, to: servedHead - 1, tail: { from: servedHead, to: toValue } };
+    else if (!settled) split = { ...sized, to };
     // the node reads the tag: up to the finalized height the range is split, and the rest, from there to the
     // tag, is as wide as the label's finality lags its head (within refuseAbove, as the whole range counted
     // to the head is); with no finalized height known above its start, it goes as sent
     else if (finalized > from && typeof toValue === "string")
-      split = { read, from, to: finalized - 1, size: splitAbove, tail: { from: finalized, tag: toValue } };
+      split = { ...sized, to: finalized - 1, tail: { from: finalized, to: toValue } };
   }
   return { highestBlock, split };
 }

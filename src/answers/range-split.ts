@@ -87,7 +87,11 @@ class SplitRun {
     const sub: UpstreamCall = {
       ...this.#call,
       // the tag's sub-range goes where the whole call would: to a node at the head the label served
-      body: this.#body(index + 1, from, last ?? tail?.tag),
+      body: this.#body(
+        index + 1,
+        from,
+        last === undefined ? tail?.to : encodeHeight(last, this.#split.read.block.encoding),
+      ),
       atLeast: last ?? this.#call.atLeast,
       reads: undefined,
       split: undefined,
@@ -98,15 +102,16 @@ class SplitRun {
   }
 
   /**
-   * The caller's call with its range narrowed to `from`..`to`, as heights in the interface's encoding (`to`
-   * a settled tag as the caller wrote it, for the last sub-range of a range that ends at one).
+   * The caller's call with its range narrowed to `from`..`to`, `from` a height in the interface's encoding,
+   * `to` one already encoded (or, for the last sub-range of a range whose end only the node can place, that
+   * end as the caller wrote it).
    */
-  #body(id: number, from: number, to: number | string | undefined): string {
+  #body(id: number, from: number, to: unknown): string {
     const { read } = this.#split;
     const range = {
       ...read.filter,
       [read.rule.from]: encodeHeight(from, read.block.encoding),
-      [read.rule.to]: typeof to === "number" ? encodeHeight(to, read.block.encoding) : to,
+      [read.rule.to]: to,
     };
     const { param } = read.rule;
     const params = param === "params" ? range : Object.assign([...read.params], { [param]: range });
@@ -127,7 +132,7 @@ class SplitRun {
       this.#fail(
         new GatewayError("BLOCK_RANGE_TOO_LARGE", {
           from,
-          to: tail?.tag ?? to,
+          to: tail === undefined ? to : tail.to,
           splitAbove: size,
           maxResponseBytes: this.#call.maxBytes,
           reason: "the merged answer would pass the answer size cap: ask for a narrower range",

@@ -191,6 +191,64 @@ describe("a wide eth_getLogs is split across the label's nodes and merged in ord
     expect(nodes.flatMap(ranges)).toEqual([[100, 300]]);
   });
 
+  it("a numbered toBlock above the head is the node's to cap: split only up to the head, and never waited for", async () => {
+    const head = Number(await anvil.rpc<string>("eth_blockNumber"));
+    const hex = (n: number) => `0x${n.toString(16)}`;
+    const waits = async () => gw.metric("gateway_answer_rules_total", { label: "eth", rule: "head_wait" });
+    const waited = await waits();
+    const own = async (filter: Record<string, unknown>) =>
+      (await anvil.rpc<{ blockNumber: string }[]>("eth_getLogs", [filter])).map((log) =>
+        Number(log.blockNumber),
+      );
+    const logs = (answer: { json: unknown }) =>
+      ((answer.json as { result?: { blockNumber: string }[] }).result ?? []).map((log) =>
+        Number(log.blockNumber),
+      );
+
+    // narrow, ending above the head: goes as sent, at once, to a node at the head
+    for (const node of nodes) node.calls.length = 0;
+    const narrow = { fromBlock: hex(head - 10), toBlock: hex(head + 10), address: EMITTER };
+    const narrowAnswer = await getLogs(narrow);
+    expect(narrowAnswer.json).toMatchObject({ id: 7, result: expect.any(Array) });
+    expect(logs(narrowAnswer)).toEqual(await own(narrow));
+    expect(nodes.flatMap(ranges)).toEqual([[head - 10, head + 10]]);
+    expect(await waits()).toBe(waited);
+
+    // wider than the split limit as written, within it up to the head: goes as sent, alone and in a batch
+    for (const node of nodes) node.calls.length = 0;
+    const within = { fromBlock: hex(head - 100), toBlock: hex(head + 1_000), address: EMITTER };
+    const withinAnswer = await getLogs(within);
+    expect(logs(withinAnswer)).toEqual(await own(within));
+    expect(logs(withinAnswer)).toContain(head - (head % 100));
+    const batch = await gw.call("eth", `/${KEYS.all}`, {
+      method: "POST",
+      body: JSON.stringify([{ jsonrpc: "2.0", id: 1, method: "eth_getLogs", params: [within] }]),
+      headers: { "content-type": "application/json" },
+    });
+    expect(batch.status).toBe(200);
+    expect(logs({ json: (batch.json as unknown[])[0] })).toEqual(await own(within));
+    expect(nodes.flatMap(ranges)).toEqual([
+      [head - 100, head + 1_000],
+      [head - 100, head + 1_000],
+    ]);
+
+    // wider than the split limit up to the head: numbered sub-ranges up to the head, and the last one from
+    // the head to the end as written, which the node caps at its head
+    for (const node of nodes) node.calls.length = 0;
+    const wide = { fromBlock: "0x1", toBlock: hex(head + 500), address: EMITTER };
+    const wideAnswer = await getLogs(wide);
+    expect(wideAnswer.status).toBe(200);
+    expect(logs(wideAnswer)).toEqual(await own(wide));
+    expect(logs(wideAnswer)).toHaveLength(20);
+    const asked = nodes.flatMap(ranges).sort((a, b) => a[0] - b[0]);
+    expect(asked.at(-1)).toEqual([head, head + 500]);
+    expect(asked.every(([, to]) => to < head || to === head + 500)).toBe(true);
+    expect(asked).toHaveLength(Math.ceil((head - 1) / 500) + 1);
+
+    // no call waited for a node to reach a block above the head
+    expect(await waits()).toBe(waited);
+  });
+
   it("trace_filter is split the same way, unless it pages itself with after or count", async () => {
     for (const node of nodes) node.calls.length = 0;
     const traces = async (filter: Record<string, unknown>) =>

@@ -173,7 +173,7 @@ describe("a range to a settled tag (eth_getLogs to safe or finalized)", () => {
     expect(plan("safe", 19_936).split).toMatchObject({
       from: 0,
       to: 19_935,
-      tail: { from: 19_936, tag: "safe" },
+      tail: { from: 19_936, to: "safe" },
     });
     expect(plan("safe", -1).split).toBeUndefined();
     expect(() => plan("safe", 1_000, 150_000)).toThrow("block range");
@@ -202,6 +202,32 @@ describe("tags in any case, and limits a deployment sets below the registry's", 
     expect(() => plan(logs("0x0", "0x5dc"), 3_000, { eth_getLogs: { refuseAbove: 1_000 } })).toThrow(
       "block range",
     );
+  });
+});
+
+describe("a numbered end above the served head (the node caps it at its own head)", () => {
+  const logs = (fromBlock: string, toBlock: string) => call("eth_getLogs", [{ fromBlock, toBlock }]);
+  const plan = (body: unknown, head = 871, single = true) =>
+    planRanges(need(single ? body : [body], "eth") as ReadNeed, head, {
+      eth_getLogs: { splitAbove: 100, refuseAbove: 1_000 },
+    } as never);
+
+  it("is never waited for: the read needs the head, or its start when that is above the head", () => {
+    expect(plan(logs("0x307", "0x3d1")).highestBlock).toBe(871);
+    expect(plan(logs("0x367", "0x370")).highestBlock).toBe(871);
+    expect(plan(logs("0x380", "0x390")).highestBlock).toBe(0x380);
+  });
+
+  it("is split up to the head, the rest as written; within the split limit up to the head it goes as sent", () => {
+    expect(plan(logs("0x307", "0x3d1")).split).toBeUndefined();
+    expect(plan(logs("0x307", "0x3d1"), 871, false).split).toBeUndefined();
+    expect(plan(logs("0x64", "0x3d1")).split).toMatchObject({
+      from: 100,
+      to: 870,
+      tail: { from: 871, to: "0x3d1" },
+    });
+    // refused as wide as written
+    expect(() => plan(logs("0x0", "0x3e8"))).toThrow("block range");
   });
 });
 
