@@ -10,6 +10,11 @@ export interface RangeSplit {
   readonly to: number;
   readonly size: number;
   /**
+   * The range's limits as BLOCK_RANGE_TOO_LARGE states them (`method`, `from`, `to`, `blocks`, `splitAbove`,
+   * `refuseAbove`), for a merged answer past the answer size cap.
+   */
+  readonly limits: Readonly<Record<string, unknown>>;
+  /**
    * A range whose end only the node can place: one that ends at a settled tag (registry
    * `block.settledTags`: EVM's `safe`, `finalized`), whose height only the node knows, or one whose numbered
    * end is above the label's served head, which the node caps at its own head. Its numbered sub-ranges end
@@ -102,7 +107,7 @@ export function planRanges(
         ...detail,
         reason: `a range wider than ${splitAbove} blocks is split only when it is sent alone over HTTP, not in a batch nor over a WebSocket`,
       });
-    const sized = { read, from, size: splitAbove };
+    const sized = { read, from, size: splitAbove, limits: detail };
     // numbered up to the served head, and the rest, from the head to the end as written, which the node caps
     if (aboveHead && typeof toValue !== "undefined")
       split = { ...sized, to: servedHead - 1, tail: { from: servedHead, to: toValue } };

@@ -128,12 +128,9 @@ class SplitRun {
     }
     this.#bytes += answer.body.length;
     if (this.#bytes > this.#call.maxBytes) {
-      const { from, to, size, tail } = this.#split;
       this.#fail(
         new GatewayError("BLOCK_RANGE_TOO_LARGE", {
-          from,
-          to: tail === undefined ? to : tail.to,
-          splitAbove: size,
+          ...this.#split.limits,
           maxResponseBytes: this.#call.maxBytes,
           reason: "the merged answer would pass the answer size cap: ask for a narrower range",
         }),

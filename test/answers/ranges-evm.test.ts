@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { DEFAULT_HEALTH } from "../../src/config/defaults.js";
+import { DEFAULT_HEALTH, DEFAULT_LIMITS } from "../../src/config/defaults.js";
 import { type Anvil, startAnvil } from "../support/anvil.js";
 import { eventually } from "../support/eventually.js";
 import { KEYS, type RunningGateway, startGateway } from "../support/gateway.js";
@@ -247,6 +247,48 @@ describe("a wide eth_getLogs is split across the label's nodes and merged in ord
 
     // no call waited for a node to reach a block above the head
     expect(await waits()).toBe(waited);
+  });
+
+  it("a merged answer past the answer size cap is refused with the range's limits stated", async () => {
+    // each 500-block sub-range (five logs) is within the cap; the twenty logs merged are not
+    const capped = await startGateway({
+      upstreams: { eth: nodes.map((node, i) => ({ url: node.url, name: `node-${i}` })) },
+      health: { ...DEFAULT_HEALTH, probeIntervalMs: 100 },
+      limits: { upstream: { ...DEFAULT_LIMITS.upstream, maxResponseBytes: 5_000 } },
+      blockRanges: { eth: { eth_getLogs: { splitAbove: 500, refuseAbove: 5_000 } } },
+    });
+    try {
+      await everyNodeInRotation(capped);
+      const answer = await capped.call("eth", `/${KEYS.all}`, {
+        method: "POST",
+        body: JSON.stringify({
+          jsonrpc: "2.0",
+          id: 7,
+          method: "eth_getLogs",
+          params: [{ fromBlock: "0x1", toBlock: "0x7d0", address: EMITTER }],
+        }),
+        headers: { "content-type": "application/json" },
+      });
+      expect(answer.status).toBe(413);
+      expect(answer.json).toMatchObject({
+        id: 7,
+        error: {
+          code: -32005,
+          data: {
+            code: "BLOCK_RANGE_TOO_LARGE",
+            method: "eth_getLogs",
+            from: 1,
+            to: 2_000,
+            blocks: 2_000,
+            splitAbove: 500,
+            refuseAbove: 5_000,
+            maxResponseBytes: 5_000,
+          },
+        },
+      });
+    } finally {
+      await capped.close();
+    }
   });
 
   it("trace_filter is split the same way, unless it pages itself with after or count", async () => {
