@@ -1,6 +1,6 @@
 import type { ServerResponse } from "node:http";
 import { rpcErrorJson, sendJson } from "../errors/respond.js";
-import { GatewayError } from "../errors/table.js";
+import { GatewayError, hasRpcNumber } from "../errors/table.js";
 import type { CallerSide } from "../http/client-gone.js";
 import { requestIdOf, withRequestId } from "../http/request-id.js";
 import type { PassedCall } from "../jsonrpc/check.js";
@@ -38,7 +38,11 @@ export interface TierFields extends UpstreamFields {
   tier: string | undefined;
   /** A batch's calls the archive nodes answered, by method: the rest of it a full node did. */
   archivedMethods?: string[] | undefined;
-  /** A batch's calls answered ARCHIVE_REQUIRED, by method: refused by the gateway, they cost nothing. */
+  /**
+   * A batch's calls the gateway answered for the archive nodes, by method: ARCHIVE_REQUIRED, or the error
+   * of archive nodes that could not serve them (none, none in rotation, none in time). Refused by the
+   * gateway, they cost nothing.
+   */
   requiredMethods?: string[] | undefined;
 }
 
@@ -90,15 +94,11 @@ export function fetchByTier(
       !tier.mayArchive ? "archive_required" : tier.direct ? "archive_direct" : "archive_again",
     );
     if (!tier.mayArchive) callback(archiveRequired(tier, call.reads?.stateByHash === true));
-    else if (group === undefined)
-      callback(
-        new GatewayError("NO_UPSTREAM", {
-          reason: `this read needs an archive node, and ${tier.archiveLabel} has no upstream`,
-        }),
-      );
+    else if (group === undefined) callback(noArchiveNode(tier));
     else
       fetchWhole({ ...call, group, tier: undefined }, caller, note, (error, answer) => {
-        if (error !== undefined || answer === undefined) return callback(error);
+        if (error !== undefined || answer === undefined)
+          return callback(error === undefined ? error : archiveFailed(tier, error));
         note.label = tier.archiveLabel;
         note.tier = "archive";
         callback(undefined, answer, "archive");
@@ -162,7 +162,10 @@ export type TieredBatch =
       readonly answers: unknown[];
       /** The calls the archive nodes answered. */
       readonly archived: readonly PassedCall[];
-      /** The calls refused as ARCHIVE_REQUIRED (a key without archive access). */
+      /**
+       * The calls the gateway answered itself: ARCHIVE_REQUIRED (a key without archive access), or the error
+       * of archive nodes that could not serve them. Never kept.
+       */
       readonly required: readonly PassedCall[];
     };
 
@@ -256,11 +259,28 @@ function refusedToArchive(
     callback(undefined, { answers, archived: [], required: refused });
     return;
   }
+  // the refused calls alone get the gateway's error, as the single read would: the rest are answered
+  const failed = (error: GatewayError): void => {
+    const code = error.code;
+    if (!hasRpcNumber(code)) {
+      callback(error);
+      return;
+    }
+    note.requiredMethods = refused.map((c) => c.method);
+    for (const c of refused)
+      replaceAnswer(
+        answers,
+        c,
+        JSON.parse(rpcErrorJson(code, c.id ?? "null", error.detail, requestId)) as unknown,
+      );
+    callback(undefined, { answers, archived: [], required: refused });
+  };
   call.group.answers.add("archive_again");
   const body = batchOf(refused);
   fetchWhole({ ...call, group, body, tier: undefined }, caller, note, (again, fromArchive) => {
     const archived = again === undefined && fromArchive !== undefined ? batchAnswers(fromArchive) : undefined;
-    if (archived === undefined) return callback(again ?? new GatewayError("UPSTREAM_BAD_RESPONSE"));
+    if (archived === undefined)
+      return failed(archiveFailed(tier, again ?? new GatewayError("UPSTREAM_BAD_RESPONSE")));
     const replaced: PassedCall[] = [];
     for (const c of refused) {
       const found = answerTo(archived, c);
@@ -291,6 +311,31 @@ function errorIn(answers: readonly unknown[], call: PassedCall, texts: readonly 
 function refusal(tier: TierPlan, call: PassedCall, byHash: boolean, requestId: string | undefined): string {
   const error = archiveRequired(tier, byHash);
   return rpcErrorJson("ARCHIVE_REQUIRED", call.id ?? "null", error.detail, requestId);
+}
+
+/** A read that needs an archive node, where the archive label has no upstream. */
+function noArchiveNode(tier: TierPlan): GatewayError {
+  return new GatewayError("NO_UPSTREAM", {
+    archiveLabel: tier.archiveLabel,
+    reason: `this read needs an archive node, and ${tier.archiveLabel} has no upstream`,
+  });
+}
+
+/**
+ * The archive nodes failed a read (none in rotation, none answered in time, a broken answer): the gateway's
+ * error as it was, its reason naming the archive label, whose nodes it is about, not the full label's.
+ */
+function archiveFailed(tier: TierPlan, error: GatewayError): GatewayError {
+  const reason = typeof error.detail?.reason === "string" ? error.detail.reason : error.message;
+  return new GatewayError(
+    error.code,
+    {
+      ...error.detail,
+      archiveLabel: tier.archiveLabel,
+      reason: `this read needs an archive node, and ${tier.archiveLabel} could not serve it: ${reason}`,
+    },
+    error.headers === undefined ? undefined : { ...error.headers },
+  );
 }
 
 function archiveRequired(tier: TierPlan, byHash: boolean): GatewayError {

@@ -188,6 +188,61 @@ describe("archive reads reach archive nodes, for keys with archive access only (
     expect(r.json).toEqual({ jsonrpc: "2.0", id: 7, result: BALANCE });
     expect(balanceCalls(archiveNode)).toBe(archiveBefore);
   });
+
+  it("archive nodes out of rotation fail only the reads that need them, with a reason naming eth-archive", async () => {
+    const archiveMember = gw.gateway.upstreams.group("eth-archive", "/")?.members[0];
+    expect(archiveMember).toBeDefined();
+    archiveMember?.health.cordon(true);
+    try {
+      const single = await getBalance(KEYS.all, "0xb");
+      expect(single.status).toBe(503);
+      expect(single.json).toMatchObject({
+        id: 7,
+        error: {
+          data: {
+            code: "NO_UPSTREAM",
+            archiveLabel: "eth-archive",
+            reason: expect.stringContaining("eth-archive"),
+          },
+        },
+      });
+      const batch = await gw.call("eth", `/${KEYS.all}`, {
+        body: JSON.stringify([
+          { jsonrpc: "2.0", id: 1, method: "eth_getBalance", params: [ACCOUNT, "0xa"] },
+          { jsonrpc: "2.0", id: 2, method: "eth_blockNumber", params: [] },
+          { jsonrpc: "2.0", id: 3, method: "eth_getBalance", params: [ACCOUNT, "latest"] },
+        ]),
+        headers: { "content-type": "application/json" },
+      });
+      expect(batch.status).toBe(200);
+      expect(batch.json).toEqual([
+        {
+          jsonrpc: "2.0",
+          id: 1,
+          error: {
+            code: -32011,
+            message: expect.any(String),
+            data: expect.objectContaining({
+              code: "NO_UPSTREAM",
+              archiveLabel: "eth-archive",
+              reason: expect.stringContaining("eth-archive"),
+              requestId: batch.headers["x-request-id"],
+            }),
+          },
+        },
+        { jsonrpc: "2.0", id: 2, result: "0x12c" },
+        { jsonrpc: "2.0", id: 3, result: BALANCE },
+      ]);
+      expect(batch.text).not.toContain("BlockOutOfRangeError");
+    } finally {
+      archiveMember?.health.cordon(false);
+    }
+    await eventually(
+      () => archiveMember?.health.inRotation === true,
+      5_000,
+      "the archive node back in rotation",
+    );
+  });
 });
 
 // A read a full node refuses and the archive then answers costs the archive's price, known only once the
