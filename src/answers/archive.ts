@@ -250,7 +250,7 @@ function refusedToArchive(
     return;
   }
   const group = tier.archiveGroup;
-  if (!tier.mayArchive || group === undefined) {
+  if (!tier.mayArchive) {
     call.group.answers.add("archive_required");
     const byHash = new Set(call.reads?.byHashCalls);
     note.requiredMethods = refused.map((c) => c.method);
@@ -276,6 +276,10 @@ function refusedToArchive(
     callback(undefined, { answers, archived: [], required: refused });
   };
   call.group.answers.add("archive_again");
+  if (group === undefined) {
+    failed(noArchiveNode(tier));
+    return;
+  }
   const body = batchOf(refused);
   fetchWhole({ ...call, group, body, tier: undefined }, caller, note, (again, fromArchive) => {
     const archived = again === undefined && fromArchive !== undefined ? batchAnswers(fromArchive) : undefined;

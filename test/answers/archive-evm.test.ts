@@ -243,6 +243,40 @@ describe("archive reads reach archive nodes, for keys with archive access only (
       "the archive node back in rotation",
     );
   });
+
+  it("with no archive upstream at all, a batch's old read gets the single read's NO_UPSTREAM, not ARCHIVE_REQUIRED", async () => {
+    const fullOnly = await startGateway({
+      upstreams: { eth: pair.upstreams.eth ?? [] },
+      health: { ...DEFAULT_HEALTH, probeIntervalMs: 100 },
+    });
+    try {
+      await servingAt300(fullOnly);
+      const single = await fullOnly.call("eth", `/${KEYS.all}`, {
+        body: rpcBody("eth_getBalance", [ACCOUNT, "0xa"], 7),
+      });
+      expect(single.status).toBe(503);
+      const expected = {
+        code: "NO_UPSTREAM",
+        archiveLabel: "eth-archive",
+        reason: "this read needs an archive node, and eth-archive has no upstream",
+      };
+      expect(single.json).toMatchObject({ id: 7, error: { code: -32011, data: expected } });
+      const batch = await fullOnly.call("eth", `/${KEYS.all}`, {
+        body: JSON.stringify([
+          { jsonrpc: "2.0", id: 1, method: "eth_getBalance", params: [ACCOUNT, "0xa"] },
+          { jsonrpc: "2.0", id: 2, method: "eth_blockNumber", params: [] },
+        ]),
+        headers: { "content-type": "application/json" },
+      });
+      expect(batch.status).toBe(200);
+      expect(batch.json).toMatchObject([
+        { id: 1, error: { code: -32011, data: expected } },
+        { id: 2, result: "0x12c" },
+      ]);
+    } finally {
+      await fullOnly.close();
+    }
+  });
 });
 
 // A read a full node refuses and the archive then answers costs the archive's price, known only once the
