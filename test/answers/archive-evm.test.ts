@@ -206,6 +206,8 @@ describe("archive reads reach archive nodes, for keys with archive access only (
           },
         },
       });
+      const units = () => gw.metric("gateway_compute_units_total", { label: "eth" });
+      const unitsBefore = await units();
       const batch = await gw.call("eth", `/${KEYS.all}`, {
         body: JSON.stringify([
           { jsonrpc: "2.0", id: 1, method: "eth_getBalance", params: [ACCOUNT, "0xa"] },
@@ -234,6 +236,10 @@ describe("archive reads reach archive nodes, for keys with archive access only (
         { jsonrpc: "2.0", id: 3, result: BALANCE },
       ]);
       expect(batch.text).not.toContain("BlockOutOfRangeError");
+      // the full node's two answers, eth_blockNumber's 10 units and eth_getBalance's 20: the gateway's own
+      // error costs nothing
+      await eventually(async () => (await units()) > unitsBefore, 2_000, "the batch's units");
+      expect(await units()).toBe(unitsBefore + 10 + 20);
     } finally {
       archiveMember?.health.cordon(false);
     }
