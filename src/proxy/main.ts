@@ -48,15 +48,15 @@ Environment: GATEWAY_CONFIG, GATEWAY_PORT, GATEWAY_HOST, GATEWAY_UPSTREAM_<LABEL
 (docs/configuration.md).`;
 
 // `node-gateway admin …`, as the single executable takes it (single-executable.ts): the package's
-// `node-gateway` command is this file, and its usage names the operator CLI
-const command = ownArgs();
-if (cluster.isPrimary && command[0] === "admin")
-  void import("../control/admin.js")
-    .then(({ runAdmin }) => runAdmin(command.slice(1)))
-    .then((status) => {
-      process.exitCode = status;
-    });
-else serve();
+// `node-gateway` command is this file, and its usage names the operator CLI. The CLI is its own bundle
+// beside this one (dist/admin.js, scripts/build.ts), loaded by a path esbuild does not follow: the
+// proxy's bundle holds no control-plane module (test/proxy/split.test.ts).
+if (cluster.isPrimary && ownArgs()[0] === "admin") {
+  const cli = import.meta.url.endsWith(".ts") ? "../control/cli.js" : "./admin.js";
+  // the CLI reads its command after the program's path
+  process.argv.splice(process.argv.indexOf("admin"), 1);
+  void import(cli);
+} else serve();
 
 function serve(): void {
   const args = readArgs();
