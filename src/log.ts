@@ -40,6 +40,8 @@ export class AccessLine {
   archivedMethods: string[] | undefined = undefined;
   /** A batch's calls answered ARCHIVE_REQUIRED (src/answers/archive.ts), which cost nothing; not written to the log. */
   requiredMethods: string[] | undefined = undefined;
+  /** Their code, when the archive nodes could not serve them (NO_UPSTREAM, …), else ARCHIVE_REQUIRED; not written to the log. */
+  requiredCode: string | undefined = undefined;
   /** What the request cost in compute units (src/plans/compute-units.ts). */
   cu: number | undefined = undefined;
   /** How the answer cache answered: `hit`, `coalesced` (one node answer shared) or `miss` (src/cache/). */

@@ -44,6 +44,8 @@ export interface TierFields extends UpstreamFields {
    * gateway, they cost nothing.
    */
   requiredMethods?: string[] | undefined;
+  /** The code those calls were answered with: ARCHIVE_REQUIRED when unset. */
+  requiredCode?: string | undefined;
 }
 
 /** A batch's call the archive nodes answered (or their answer kept in the cache): priced as theirs. */
@@ -267,6 +269,7 @@ function refusedToArchive(
       return;
     }
     note.requiredMethods = refused.map((c) => c.method);
+    note.requiredCode = code;
     for (const c of refused)
       replaceAnswer(
         answers,

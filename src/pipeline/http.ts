@@ -398,9 +398,11 @@ export class HttpExchange {
     const result = resultOf(code, access.status);
     const required = access.requiredMethods;
     if (required !== undefined) {
-      // a batch's calls refused as needing an archive node: refusals, not calls of their methods
+      // a batch's calls refused as needing an archive node, or that the archive nodes could not serve:
+      // refusals, not calls of their methods, each under its code
+      const code = access.requiredCode ?? "ARCHIVE_REQUIRED";
       this.#refusedCalls += required.length;
-      this.#refusedCodes = [...(this.#refusedCodes ?? []), ...required.map(() => "ARCHIVE_REQUIRED")];
+      this.#refusedCodes = [...(this.#refusedCodes ?? []), ...required.map(() => code)];
       if (this.#batchParts !== undefined) this.#batchParts = withoutCalls(this.#batchParts, required);
     }
     const computeUnits = this.#unitsServed(result);

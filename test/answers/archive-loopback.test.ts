@@ -174,6 +174,38 @@ describe("archive routing for Substrate, NEAR and TON (loopback nodes of their s
       });
     });
 
+    it("a batch's call the archive nodes could not serve is a refusal under its own code in the key's usage", async () => {
+      const archiveNode = gw.gateway.upstreams.group("dot-archive", "/")?.members[0];
+      archiveNode?.health.cordon(true);
+      try {
+        const records = usage.length;
+        const r = await gw.call("dot", `/${KEYS.all}`, {
+          body: JSON.stringify([
+            {
+              jsonrpc: "2.0",
+              id: 1,
+              method: "state_getStorage",
+              params: [key, substrateHash(HEIGHT - 5_000)],
+            },
+            { jsonrpc: "2.0", id: 2, method: "state_getStorage", params: [key, substrateHash(HEIGHT - 5)] },
+          ]),
+          headers: { "content-type": "application/json" },
+        });
+        expect(r.json).toMatchObject([
+          { id: 1, error: { data: { code: "NO_UPSTREAM" } } },
+          { id: 2, result: "0x2a00000000000000" },
+        ]);
+        await eventually(() => usage.length > records, 2_000, "the usage recorded");
+        expect(usage.at(-1)).toMatchObject({
+          calls: 2,
+          errors: 1,
+          detail: { refusedCodes: ["NO_UPSTREAM"] },
+        });
+      } finally {
+        archiveNode?.health.cordon(false);
+      }
+    });
+
     it("an alias of a state call (state_getStorageAt) is routed as the call is", async () => {
       const old = substrateHash(HEIGHT - 5_000);
       const r = await rpc("dot", KEYS.all, "state_getStorageAt", [key, old]);
