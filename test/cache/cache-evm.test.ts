@@ -107,6 +107,8 @@ describe("the answer cache on a real anvil", () => {
     await call("eth_getBalance", [DEV, "0x3"]);
     const again = await call("eth_getBalance", [DEV.toUpperCase().replace("0X", "0x"), "0x3"]);
     expect(again.cache).toBe("hit");
+    // and with geth's other prefix, 0X, which it reads as 0x
+    expect((await call("eth_getBalance", [DEV.toUpperCase(), "0X3"])).cache).toBe("hit");
     expect(reached("eth_getBalance")).toBe(before + 1);
   });
 
