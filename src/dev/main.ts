@@ -1,10 +1,11 @@
 // First: V8 settings must hold before the other modules run (v8-flags.ts).
 import "../v8-flags.js";
 import cluster from "node:cluster";
+import { parseArgs } from "node:util";
 import { endpointsByLabel, networkCodes } from "../../generated/endpoints.js";
 import type { GatewayConfig, LabelUpstreams } from "../config/types.js";
 import { type ControlPlane, createControlPlane } from "../control/plane.js";
-import { exitOnStartFailure, LISTENERS, listen, loadConfigOrExit, onStopSignal } from "../lifecycle.js";
+import { EXIT, exitOnStartFailure, LISTENERS, listen, loadConfigOrExit, onStopSignal } from "../lifecycle.js";
 import { createLogger, type Logger } from "../log.js";
 import { runProxy } from "../proxy/run.js";
 import { printDemo } from "./demo.js";
@@ -13,6 +14,38 @@ import { type LocalNode, startLocalNodes } from "./local-nodes.js";
 // `npm start`: the embedded demo. The control plane and the proxy in one process (the proxy's workers in
 // their own), the local nodes the config names (anvil), and a key issued through the control plane and
 // printed with curl lines that work as printed.
+const USAGE = `usage: npm start   (node dist/demo.js [--config PATH] [--help])
+
+  --config PATH    the deployment config (the same as GATEWAY_CONFIG); the embedded default without it:
+                   the gateway on 127.0.0.1:8080, the self-service API and dashboard on 8081, the operator
+                   API on 8082, two local anvil nodes behind eth and eth-archive, and a demo key
+  --help           this text
+
+Ctrl-C, SIGTERM or SIGHUP stops it, its local nodes with it.
+
+exit codes: 0 stopped by a signal; 1 failed to start (a port taken: the message names the setting and
+variable that move it); 2 an invalid config or command line.
+
+Environment: GATEWAY_CONFIG, GATEWAY_PORT, GATEWAY_ACCOUNTS_PORT, GATEWAY_OPERATOR_PORT,
+GATEWAY_UPSTREAM_<LABEL>, … (docs/configuration.md).`;
+
+// the same command line as the other entries' (proxy/main.ts, control/main.ts): a flag it does not know is
+// refused, not ignored while the whole demo starts. A cluster's worker is forked with the same arguments.
+const args = (() => {
+  try {
+    return parseArgs({ options: { config: { type: "string" }, help: { type: "boolean", short: "h" } } })
+      .values;
+  } catch (error) {
+    process.stderr.write(`${(error as Error).message}\n\n${USAGE}\n`);
+    process.exit(EXIT.INVALID);
+  }
+})();
+if (args.help) {
+  process.stdout.write(`${USAGE}\n`);
+  process.exit(EXIT.OK);
+}
+if (args.config !== undefined) process.env.GATEWAY_CONFIG = args.config;
+
 const config = loadConfigOrExit();
 // a worker's lines say which worker wrote them, as the proxy's own (proxy/main.ts)
 const logger = createLogger(
@@ -48,9 +81,16 @@ async function startDemo(config: GatewayConfig, logger: Logger): Promise<void> {
     config.accounts &&
     (await listen(control.api, config.accounts.listen.port, config.accounts.listen.host, LISTENERS.accounts));
   if (accountsPort !== undefined) logger.log("info", "accounts api listening", { port: accountsPort });
-  const key = control && config.demoKey ? await issueDemoKey(control) : undefined;
+  // Issued before the proxy starts, so that its workers read it with the store's other keys; revoked when
+  // the proxy cannot start (a port taken), or an active key with every network and archive access would
+  // stay behind in the store, never printed.
+  const demo = control && config.demoKey ? await issueDemoKey(control) : undefined;
+  const key = demo?.key;
 
-  const proxy = await runProxy({ ...config, upstreams }, logger);
+  const proxy = await runProxy({ ...config, upstreams }, logger).catch(async (error: unknown) => {
+    if (demo !== undefined && control) await control.service.keys.revokeAny(demo.id).catch(() => {});
+    throw error;
+  });
   const keys = proxy.accountKeys;
   // In one process a change applies at once; workers see it within accounts.followIntervalMs.
   if (keys !== undefined) control?.onKeysChanged(() => keys.refresh());
@@ -92,9 +132,10 @@ async function serveWorker(config: GatewayConfig, logger: Logger): Promise<void>
 }
 
 /** The demo's key, issued through the account store like any other, so it shows in listings. */
-async function issueDemoKey(control: ControlPlane): Promise<string> {
+async function issueDemoKey(control: ControlPlane): Promise<{ key: string; id: number }> {
   const email = "demo@example.com";
   const account =
     (await control.store.accountByEmail(email)) ?? (await control.service.admin.createAccount(email));
-  return (await control.service.keys.issue(account.id, { networks: "*", plan: "shared" })).key;
+  const { key, view } = await control.service.keys.issue(account.id, { networks: "*", plan: "shared" });
+  return { key, id: view.id };
 }
