@@ -32,7 +32,8 @@ export function printDemo(options: {
   lines.push(
     "",
     `Every label is served at ${labelUrls(origin, "<label>", "<API_KEY>").http} (curl resolves *.localhost by itself;`,
-    `other clients can send the request to 127.0.0.1:${port} with a Host header of <label>.${config.domain}).`,
+    `a node:http or axios client can send the request to 127.0.0.1:${port} with a Host header of <label>.${config.domain},`,
+    `but fetch (Node's, undici) replaces that header: resolve *.${config.domain} to 127.0.0.1 for it instead, README "Using it locally").`,
     "Labels without a local node answer 503 until GATEWAY_UPSTREAM_<LABEL> or a GATEWAY_CONFIG file gives them upstreams.",
   );
   if (accountsPort !== undefined && config.accounts !== undefined) {
