@@ -371,7 +371,11 @@ export function expectedAnswer(
   if (call.head.kind === "rest") return answer.result(state);
   const interfaceId = call.interfaces.split("+")[0] as string;
   const software = JSON_RPC_SOFTWARE[interfaceId];
-  if (software === undefined) throw new Error(`no node software for interface ${interfaceId}`);
+  if (software === undefined)
+    throw new Error(
+      `interface ${interfaceId} has no node software: add how its node frames answers and errors (its ` +
+        `envelope) to JSON_RPC_SOFTWARE in test/support/node-software.ts`,
+    );
   const sent = { id, jsonrpc: "2.0", method: call.head.method, params: call.head.params };
   return software.answer(sent, { result: answer.result(state, call.head.params) })?.json;
 }

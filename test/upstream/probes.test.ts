@@ -2,14 +2,21 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { endpointsByLabel } from "../../generated/endpoints.js";
 import { DEFAULT_HEALTH } from "../../src/config/defaults.js";
 import type { LabelUpstreams } from "../../src/config/types.js";
+import type { Mount } from "../../src/registry/types.js";
 import type { UpstreamState } from "../../src/upstream/health.js";
-import { otherChain } from "../support/chain-answers.js";
+import { CHAIN_ANSWERS, otherChain } from "../support/chain-answers.js";
 import { eventually } from "../support/eventually.js";
 import { KEYS, type RunningGateway, startGateway } from "../support/gateway.js";
 import { type LoopbackNode, startLoopbackNode } from "../support/loopback-node.js";
 import { JSON_RPC_SOFTWARE, type NodeState, REST_SOFTWARE } from "../support/node-software.js";
 import { nodeState, softwareNode } from "../support/software-node.js";
-import { readHeight, typicalCalls, typicalRequest } from "../support/typical-calls.js";
+import {
+  answerKey,
+  HEAD_ANSWERS,
+  readHeight,
+  typicalCalls,
+  typicalRequest,
+} from "../support/typical-calls.js";
 
 // The prober over every interface in the registry, against loopback nodes that answer as each interface's
 // node software does (support/node-software.ts: Bitcoin Core's "error": null, nearcore's error objects,
@@ -21,6 +28,50 @@ import { readHeight, typicalCalls, typicalRequest } from "../support/typical-cal
 const endpoints = [...endpointsByLabel.values()];
 const heightOf = (index: number): number => 2_000_003 + index * 7_919;
 const PROBE_MS = 100;
+
+// A new interface needs test data in three files. These checks run before the prober's (whose loopback
+// nodes cannot start without it), and name each missing piece with the file to edit and the labels it stops.
+describe("the suite's test data covers every interface of the registry", () => {
+  /** Each missing piece → the labels whose nodes lack it. */
+  const gaps = (find: (mount: Mount) => string | undefined): Record<string, string> => {
+    const labels = new Map<string, string[]>();
+    for (const endpoint of endpoints)
+      for (const mount of endpoint.mounts) {
+        const gap = find(mount);
+        if (gap !== undefined) labels.set(gap, [...(labels.get(gap) ?? []), endpoint.label]);
+      }
+    return Object.fromEntries([...labels].map(([gap, names]) => [gap, `labels ${names.join(", ")}`]));
+  };
+
+  it("its node software: how its node frames answers and errors", () => {
+    const missing = gaps((mount) => {
+      const [id] = mount.policy.id.split("+") as [string];
+      if (JSON_RPC_SOFTWARE[id] !== undefined || REST_SOFTWARE[id] !== undefined) return undefined;
+      return `interface ${id} has no node software: add it to JSON_RPC_SOFTWARE (a jsonrpc interface) or REST_SOFTWARE (a rest one) in test/support/node-software.ts`;
+    });
+    expect(missing).toEqual({});
+  });
+
+  it("how its node answers its head call", () => {
+    const missing = gaps((mount) => {
+      const key = answerKey(mount.head);
+      if (HEAD_ANSWERS[key] !== undefined) return undefined;
+      return `interface ${mount.policy.id}: its head call "${key}" has no answer: add how its node answers it to HEAD_ANSWERS in test/support/typical-calls.ts`;
+    });
+    expect(missing).toEqual({});
+  });
+
+  it("how its node answers its chain call", () => {
+    const missing = gaps(({ chain, policy }) => {
+      if (chain === undefined) return undefined;
+      const key = chain.kind === "jsonrpc" ? chain.method : `${chain.method} ${chain.path}`;
+      // a chain call that is also a head call (NEAR's status) is answered there
+      if (CHAIN_ANSWERS[key] !== undefined || HEAD_ANSWERS[key] !== undefined) return undefined;
+      return `interface ${policy.id}: its chain call "${key}" has no answer: add how its node answers it to CHAIN_ANSWERS in test/support/chain-answers.ts`;
+    });
+    expect(missing).toEqual({});
+  });
+});
 
 describe("the prober reads every interface's nodes as their software answers", () => {
   const nodes = new Map<string, LoopbackNode>();
@@ -55,14 +106,6 @@ describe("the prober reads every interface's nodes as their software answers", (
   afterAll(async () => {
     await gw?.close();
     await Promise.all([...nodes.values()].map((node) => node.close()));
-  });
-
-  it("covers every interface of the registry with its node software", () => {
-    for (const endpoint of endpoints)
-      for (const mount of endpoint.mounts) {
-        const [id] = mount.policy.id.split("+") as [string];
-        expect(JSON_RPC_SOFTWARE[id] ?? REST_SOFTWARE[id], `${endpoint.label} ${mount.path}`).toBeDefined();
-      }
   });
 
   for (const endpoint of endpoints) {
