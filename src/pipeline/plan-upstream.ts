@@ -167,7 +167,8 @@ export class UpstreamPlanner {
 
   /**
    * 6, for a batch on a label whose cache is on: each call with what the cache may answer it with, or none
-   * when no call may be, or when two calls share an id (their answers could not be told apart).
+   * when no call may be, when two calls share an id (their answers could not be told apart), or when one
+   * is a notification (no id: no answer of its own to keep or give).
    */
   #cacheBatch(mounted: Mounted, group: UpstreamGroup, outgoing: Outgoing): readonly BatchRead[] | undefined {
     const calls = outgoing.batch;
