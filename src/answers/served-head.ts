@@ -15,8 +15,8 @@ export class ServedHead {
   readonly #waiting = new Waiters<number>();
   /** Told of every rise, to share it with other gateway instances (shared-heads.ts). */
   onRise: ((height: number) => void) | undefined = undefined;
-  /** Told when a call starts waiting for a node at a head, to ask the nodes for theirs now (prober.ts). */
-  onWait: (() => void) | undefined = undefined;
+  /** Told when a call starts waiting for a node at `height`, to ask the nodes for theirs now (prober.ts). */
+  onWait: ((height: number) => void) | undefined = undefined;
 
   /** The highest head served; -1 until one is known. */
   get height(): number {
@@ -97,7 +97,7 @@ export class ServedHead {
   /** Calls back once a node has reached `height` (`nodeReached`), or after `timeoutMs`. */
   whenReached(height: number, timeoutMs: number, callback: () => void): void {
     this.#waiting.add(height, timeoutMs, callback);
-    this.onWait?.();
+    this.onWait?.(height);
   }
 
   /** A node in rotation is now at `height`: the calls waiting for a head up to it go on. */

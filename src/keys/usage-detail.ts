@@ -217,8 +217,18 @@ export function percentileOf(latency: readonly number[], share: number): number 
   return LATENCY_BOUNDS_MS[LATENCY_BOUNDS_MS.length - 1];
 }
 
-/** Whether a request's error is a refusal of the caller's (a 4xx), answered without a node's time. */
+/**
+ * Whether a request's error is a refusal of the caller's (a 4xx) answered without a node's time. Not those
+ * that may come after one: a caller that left while a node worked (499), a split range whose merged answer
+ * was too large, an old read a full node answered "no such state" first.
+ */
 function refusedAtOnce(code: string | undefined): boolean {
   const spec = code === undefined ? undefined : (ERRORS as Record<string, ErrorSpec>)[code];
-  return spec !== undefined && spec.status < 500;
+  return spec !== undefined && spec.status < 500 && !AFTER_A_NODE.has(code as string);
 }
+
+const AFTER_A_NODE: ReadonlySet<string> = new Set([
+  "CLIENT_CLOSED",
+  "BLOCK_RANGE_TOO_LARGE",
+  "ARCHIVE_REQUIRED",
+]);

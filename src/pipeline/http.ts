@@ -169,7 +169,9 @@ export class HttpExchange {
         this.#style !== "rest" &&
         req.method === "POST" &&
         error instanceof GatewayError &&
-        ADMISSION_REFUSALS.has(error.code);
+        ADMISSION_REFUSALS.has(error.code) &&
+        // a valid key's: one refused at admission names it, one admitted is the access line's
+        (error.keyId !== undefined || this.#access.key !== undefined);
       if (beforeBody) this.#refuseWithCallId(error);
       else this.#end(error);
     }

@@ -330,10 +330,13 @@ function checkKeySettings(rules: KeyRules, admitted: Admitted, req: IncomingMess
   if (rules.limitsOrigins && !rules.allowsOrigin(rawHeader(req.rawHeaders, "origin")))
     throw new GatewayError("KEY_SETTING_REFUSED", { setting: "origins" });
   if (rules.jwt === undefined) return;
-  // a browser's WebSocket, which cannot send the header, names the token as a subprotocol
+  // a browser's WebSocket, which cannot send the header, names the token as a subprotocol (a header of
+  // another scheme, a proxy's Basic, leaves it the token's carrier)
+  const header = rawHeader(req.rawHeaders, "authorization", true);
   const verdict = rules.jwt.verdict(
-    rawHeader(req.rawHeaders, "authorization", true) ??
-      bearerOfProtocols(rawHeader(req.rawHeaders, "sec-websocket-protocol")),
+    header !== undefined && /^Bearer /i.test(header)
+      ? header
+      : (bearerOfProtocols(rawHeader(req.rawHeaders, "sec-websocket-protocol")) ?? header),
   );
   if (typeof verdict !== "number")
     throw new GatewayError(

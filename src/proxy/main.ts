@@ -55,7 +55,12 @@ if (cluster.isPrimary && ownArgs()[0] === "admin") {
   const cli = import.meta.url.endsWith(".ts") ? "../control/cli.js" : "./admin.js";
   // the CLI reads its command after the program's path
   process.argv.splice(process.argv.indexOf("admin"), 1);
-  void import(cli);
+  import(cli).catch((error: Error) => {
+    process.stderr.write(
+      `node-gateway admin: the operator CLI could not be loaded (${cli}): ${error.message}\n`,
+    );
+    process.exitCode = EXIT.START_FAILED;
+  });
 } else serve();
 
 function serve(): void {

@@ -85,8 +85,8 @@ export class Prober {
   readonly #timers = new Map<Upstream, NodeJS.Timeout>();
   /** Upstreams being probed now. */
   readonly #inFlight = new Set<Upstream>();
-  /** When each upstream was last probed ahead of its timer (#probeSoon). */
-  readonly #soonAt = new Map<Upstream, number>();
+  /** When each upstream was last probed ahead of its timer (#probeSoon), and for which height. */
+  readonly #soonAt = new Map<Upstream, { readonly at: number; readonly height: number }>();
   /** When each upstream last said which chain it is on. */
   readonly #chainAnsweredAt = new Map<Upstream, number>();
   /**
@@ -125,7 +125,7 @@ export class Prober {
         chainIntervalMs: settings.chainCheckIntervalMs,
       });
       const target = this.#targets[this.#targets.length - 1] as ProbeTarget;
-      group.served.onWait = () => this.#probeSoon(target);
+      group.served.onWait = (height) => this.#probeSoon(target, height);
     }
   }
 
@@ -167,16 +167,20 @@ export class Prober {
   /**
    * A read waits for a head that none of the group's nodes in rotation was last seen at (another instance
    * served it, told through Redis; the node that served it left): they are asked now, not at their next
-   * probe, up to an interval later, which every read at that head would wait for. At most once per node
-   * in SOON_GAP_MS, and never beside a probe of it in flight.
+   * probe, up to an interval later, which every read at that head would wait for. Only nodes last seen
+   * below it, each once per height, at most once in SOON_GAP_MS, never beside a probe of it in flight.
    */
-  #probeSoon(target: ProbeTarget): void {
+  #probeSoon(target: ProbeTarget, height: number): void {
     if (this.#stopped) return;
     const now = performance.now();
     for (const member of target.group.members) {
-      if (!member.health.inRotation || this.#inFlight.has(member)) continue;
-      if (now - (this.#soonAt.get(member) ?? Number.NEGATIVE_INFINITY) < SOON_GAP_MS) continue;
-      this.#soonAt.set(member, now);
+      const { health } = member;
+      if (!health.inRotation || (health.head ?? -1) >= height || this.#inFlight.has(member)) continue;
+      // once per node for each height waited for: a head its nodes stay behind (another instance's faster
+      // nodes) costs each node one more probe a block, not four a second
+      const last = this.#soonAt.get(member);
+      if (last !== undefined && (last.height >= height || now - last.at < SOON_GAP_MS)) continue;
+      this.#soonAt.set(member, { at: now, height });
       clearTimeout(this.#timers.get(member));
       this.#timers.delete(member);
       void this.#probe(target, member);

@@ -42,8 +42,16 @@ export class WebSocketGateway implements WebSocketCounts {
   /** Each open connection: who it counts against, and its label. */
   readonly #connections = new Map<
     Connection,
-    { readonly owner: string; readonly label: string; readonly plan: PlanTerms | undefined }
+    {
+      readonly owner: string;
+      readonly label: string;
+      /** The terms it was admitted on, and its key's plan's name (a removed plan's keys get the shared one's). */
+      readonly plan: PlanTerms | undefined;
+      readonly planName: string | undefined;
+    }
   >();
+  /** The plans of the config a reload replaced this one with (#changedPlan); undefined while it serves. */
+  #plansNow: PlanBook | undefined = undefined;
   /** Waiting for the last connection to close (whenIdle). */
   readonly #idle: (() => void)[] = [];
   readonly #metrics: GatewayMetrics | undefined;
@@ -229,9 +237,10 @@ export class WebSocketGateway implements WebSocketCounts {
    * it connects again on the new ones. Connections on unchanged plans stay.
    */
   closeWherePlanChanged(plans: PlanBook): void {
-    for (const [connection, { plan }] of this.#connections)
-      if (plan !== undefined && !sameTerms(plan, plans.terms(plan.name)))
-        connection.close(CLOSE.POLICY, "the API key's plan changed: connect again");
+    // an upgrade in flight now is admitted on this config's plans, and judged as it opens (#open)
+    this.#plansNow = plans;
+    for (const [connection, { plan, planName }] of this.#connections)
+      if (changedPlan(plan, planName, plans)) connection.close(CLOSE.POLICY, PLAN_CHANGED);
   }
 
   /** Open connections per label, for the metrics. */
@@ -322,10 +331,12 @@ export class WebSocketGateway implements WebSocketCounts {
         if (this.#connections.size === 0) for (const resolve of this.#idle.splice(0)) resolve();
       },
     });
+    const planName = admitted.principal?.plan;
     this.#connections.set(connection, {
       owner: admitted.clientId,
       label: admitted.endpoint.label,
       plan: admitted.plan,
+      planName,
     });
     this.#metrics?.webSocketOpened(admitted.endpoint.label);
     this.#logger.log("info", "websocket open", {
@@ -333,6 +344,9 @@ export class WebSocketGateway implements WebSocketCounts {
       label: admitted.endpoint.label,
       key: admitted.principal?.keyId,
     });
+    // admitted while a reload changed its plan: it opened after that reload's look at the connections
+    if (this.#plansNow !== undefined && changedPlan(admitted.plan, planName, this.#plansNow))
+      connection.close(CLOSE.POLICY, PLAN_CHANGED);
   }
 
   #refuse(
@@ -476,7 +490,29 @@ function destroyOnError(this: Duplex): void {
   this.destroy();
 }
 
-/** Whether two plans' terms are the same: their names and specs (a reload builds every plan anew). */
-function sameTerms(a: PlanTerms, b: PlanTerms): boolean {
-  return JSON.stringify(a) === JSON.stringify(b);
+const PLAN_CHANGED = "the API key's plan changed: connect again";
+
+/**
+ * Whether the terms a connection was admitted on differ from what its key's plan (`planName`) has now:
+ * in what its messages are held to. A plan's keys and ordering (`maxKeys`, `orderable`) are the control
+ * plane's, and a change of them closes no connection.
+ */
+function changedPlan(plan: PlanTerms | undefined, planName: string | undefined, plans: PlanBook): boolean {
+  return plan !== undefined && planName !== undefined && termsText(plan) !== termsText(plans.terms(planName));
+}
+
+/** The terms a connection's messages are held to, as one text with its members in a fixed order. */
+function termsText(terms: PlanTerms): string {
+  return JSON.stringify([
+    terms.name,
+    terms.computeUnitRate.perSecond,
+    terms.computeUnitRate.burst,
+    terms.dailyQuota,
+    terms.monthlyQuota,
+    terms.quotaPer,
+    terms.dedicatedMethods,
+    [...terms.disabledMethods].sort(),
+    terms.archive,
+    terms.cachedShare,
+  ]);
 }

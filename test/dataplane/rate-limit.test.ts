@@ -91,6 +91,15 @@ describe("rate limits", () => {
     expect(alone.json).toMatchObject({ id: null, error: { data: { code: "RATE_LIMITED" } } });
   });
 
+  it("a caller without a key refused for its path is answered at once, its body unread (id null)", async () => {
+    const r = await gw.call("bsc", "/admin", {
+      host: "bsc-public.gw.test",
+      body: rpcBody("eth_blockNumber", [], 5),
+    });
+    expect(r.status).toBe(404);
+    expect(r.json).toMatchObject({ id: null, error: { data: { code: "NOT_FOUND" } } });
+  });
+
   it("public endpoints are limited per client IP, from X-Forwarded-For only behind a trusted proxy", async () => {
     const fromClient = (ip: string) =>
       gw.call("bsc", "/", {

@@ -25,8 +25,10 @@ describe("usage by method", () => {
     detail.add("FNkey", "eth", 1, 0, 1, { method: "eth_getBalance", code: "RATE_LIMITED", ms: 1 });
     // a node that failed took the caller's time: timed
     detail.add("FNkey", "eth", 1, 0, 1, { method: "eth_getBalance", code: "UPSTREAM_TIMEOUT", ms: 5000 });
+    // and a caller that gave up waiting for a node (499): its wait is the method's slowness
+    detail.add("FNkey", "eth", 1, 0, 0, { method: "eth_getBalance", code: "CLIENT_CLOSED", ms: 3000 });
     expect(rows(detail)).toEqual([
-      { method: "eth_getBalance", calls: 4, units: 20, errors: 3, msSum: 5040, timed: 2 },
+      { method: "eth_getBalance", calls: 5, units: 20, errors: 3, msSum: 8040, timed: 3 },
     ]);
   });
 

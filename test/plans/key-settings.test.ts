@@ -370,6 +370,27 @@ describe("key settings", () => {
       });
     });
     expect(refused).toBe(401);
+    // the token alone offered: a browser would fail the 101 that names no subprotocol it offered, so the
+    // upgrade is refused, saying what to offer
+    const alone = await new Promise<{ status: number; body: string }>((resolve) => {
+      const socket = new WebSocket(url, [`bearer.${token}`]);
+      socket.once("error", () => {});
+      socket.once("unexpected-response", (_req, res) => {
+        let body = "";
+        res.on("data", (chunk: Buffer) => {
+          body += chunk.toString();
+        });
+        res.on("end", () => resolve({ status: res.statusCode ?? 0, body }));
+      });
+    });
+    expect(alone.status).toBe(400);
+    expect(alone.body).toContain("needs bearer offered too");
+    // behind a proxy that sends its own Authorization (Basic), the subprotocol still carries the token
+    const behindProxy = new WebSocket(url, ["bearer", `bearer.${token}`], {
+      headers: { authorization: "Basic cHJveHk6cHJveHk=" },
+    });
+    await new Promise((resolve, reject) => behindProxy.once("open", resolve).once("error", reject));
+    behindProxy.close();
   });
 
   it("over a WebSocket: origin, IP and JWT at the upgrade; methods and contracts on every message", async () => {

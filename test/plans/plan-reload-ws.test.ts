@@ -20,6 +20,8 @@ const plan = (fields: Partial<PlanSpec>): PlanSpec => ({
 const RATE = { perSecond: 10_000, burst: 10_000 };
 const CHANGED = "FNplanChanged00000000000000000";
 const KEPT = "FNplanKept00000000000000000000";
+/** On a plan the config does not have at first: served on the shared plan's terms until it has. */
+const GOLD = "FNplanGold00000000000000000000";
 
 describe("a plan changed by a reload, under an open WebSocket", () => {
   let node: LoopbackNode;
@@ -43,6 +45,7 @@ describe("a plan changed by a reload, under an open WebSocket", () => {
         ...TEST_KEYS,
         { key: CHANGED, networks: "*", plan: "changing", rate: RATE },
         { key: KEPT, networks: "*", plan: "kept", rate: RATE },
+        { key: GOLD, networks: "*", plan: "gold", rate: RATE },
       ],
     });
   });
@@ -82,6 +85,38 @@ describe("a plan changed by a reload, under an open WebSocket", () => {
     } finally {
       changed.close();
       kept.close();
+    }
+  });
+
+  it("keeps them open for a change of what the control plane alone reads (maxKeys, orderable)", async () => {
+    gw.gateway.reload({ ...gw.config, plans: plans(plan({})) } as GatewayConfig, gw.keys);
+    const socket = await Client.open(`ws://eth.${DOMAIN}:${gw.port}/${CHANGED}`);
+    try {
+      gw.gateway.reload(
+        { ...gw.config, plans: plans(plan({ maxKeys: 7, orderable: true })) } as GatewayConfig,
+        gw.keys,
+      );
+      expect(await socket.call("eth_chainId")).toMatchObject({ result: "0x1" });
+      expect(socket.isOpen).toBe(true);
+    } finally {
+      socket.close();
+    }
+  });
+
+  it("closes a connection of a key whose plan the config gained, served until then on the shared plan's terms", async () => {
+    const socket = await Client.open(`ws://eth.${DOMAIN}:${gw.port}/${GOLD}`);
+    try {
+      expect(await socket.call("eth_chainId")).toMatchObject({ result: "0x1" });
+      gw.gateway.reload(
+        {
+          ...gw.config,
+          plans: { ...plans(plan({})), gold: plan({ disabledMethods: ["eth_chainId"] }) },
+        } as GatewayConfig,
+        gw.keys,
+      );
+      expect(await socket.closed).toMatchObject({ code: 1008 });
+    } finally {
+      socket.close();
     }
   });
 });
