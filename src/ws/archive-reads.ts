@@ -1,12 +1,10 @@
-import type { Limits } from "../config/types.js";
-import { type ErrorForm, rpcErrorJson } from "../errors/respond.js";
+import { rpcErrorJson } from "../errors/respond.js";
 import type { RpcErrorCode } from "../errors/table.js";
 import type { PassedCall } from "../jsonrpc/check.js";
-import type { NodeErrors } from "../registry/types.js";
 import type { UpstreamGroup } from "../upstream/group.js";
 import type { CacheKeep } from "./cached-calls.js";
+import { askOnce, type BridgedMount } from "./head-reads.js";
 import { openHttpBridge } from "./http-bridge.js";
-import { toText } from "./message-intake.js";
 import { textOf } from "./node-answers.js";
 import type { PendingCalls } from "./pending-calls.js";
 
@@ -17,19 +15,11 @@ import type { PendingCalls } from "./pending-calls.js";
  */
 export type ArchiveAsk = (callText: string, id: string, answered: (answer: string) => void) => void;
 
-/** What asking the archive nodes needs of the connection's mount and of the deployment. */
-export interface ArchiveTarget {
+/** What asking the archive nodes needs: their group at the connection's mount, and the archive label. */
+export interface ArchiveTarget extends BridgedMount {
   /** The archive label's group at the connection's mount; undefined when it has no upstream. */
   readonly group: UpstreamGroup | undefined;
   readonly label: string;
-  readonly path: string;
-  readonly writes: ReadonlySet<string>;
-  readonly errorForm: ErrorForm;
-  readonly nodeErrors: NodeErrors | undefined;
-  readonly limits: Limits;
-  /** The upgrade's request id and trace headers, as the connection's node gets them. */
-  readonly headers: Readonly<Record<string, string>>;
-  readonly requestId: string | undefined;
 }
 
 /**
@@ -66,19 +56,12 @@ export function archiveAsk(target: ArchiveTarget): ArchiveAsk {
           answered(refusal("NO_UPSTREAM", id, { ...error?.detail }));
           return;
         }
-        let done = false;
-        const finish = (answer: string): void => {
-          if (done) return;
-          done = true;
-          socket.close();
-          answered(answer);
-        };
-        socket.on("message", (data) => finish(toText(data)));
-        // a bridge "closes" (1006) when its node cannot be reached
-        socket.on("close", () =>
-          finish(refusal("NO_UPSTREAM", id, { reason: `no node of ${target.label} could be reached` })),
+        askOnce(
+          socket,
+          callText,
+          () => refusal("NO_UPSTREAM", id, { reason: `no node of ${target.label} could be reached` }),
+          answered,
         );
-        socket.send(callText);
       },
       target.headers,
     );

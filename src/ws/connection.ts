@@ -1,4 +1,5 @@
 import type { RawData, WebSocket } from "ws";
+import { readNeed } from "../answers/read-need.js";
 import type { GatewayConfig, Limits } from "../config/types.js";
 import { errorBody, errorFormOf, jsonRpcStyle } from "../errors/respond.js";
 import { callRulesOf } from "../jsonrpc/call-rules.js";
@@ -19,6 +20,7 @@ import type { CachedCalls, CacheKeep } from "./cached-calls.js";
 import { CLOSE } from "./close-codes.js";
 import { deliver, type FillContext, recordStart } from "./gap-fill.js";
 import { GatewayCalls } from "./gateway-calls.js";
+import type { HeadAsk } from "./head-reads.js";
 import { ClientLiveness } from "./liveness.js";
 import { type IntakeHost, MessageIntake, toText } from "./message-intake.js";
 import { type MessageSeen, MessageSender, paramsOf, type SenderHost } from "./message-sender.js";
@@ -64,6 +66,10 @@ export interface ConnectionOptions {
   readonly caughtUp: (node: Upstream, callback: () => void) => void;
   /** For a key that may reach archive nodes: asks them a read its node answered "no such state". */
   readonly archiveAsk?: ArchiveAsk | undefined;
+  /** Asks a node at the head a read its own node has not reached (head-reads.ts). */
+  readonly headAsk?: HeadAsk | undefined;
+  /** The highest head the label has served (answers/served-head.ts). */
+  readonly servedHead?: (() => number) | undefined;
   readonly onClose: () => void;
 }
 
@@ -262,8 +268,34 @@ export class Connection {
       this.#move?.hold(outgoing);
       return;
     }
+    if (this.#askedAtHead(outgoing)) return;
     outgoing.sent = true;
     this.#upstream.send(outgoing.text ?? this.#sender.build(outgoing.calls, outgoing.batch));
+  }
+
+  /**
+   * A single read at the head, or of a block, that the connection's node has not reached goes to a node of
+   * the label that has (head-reads.ts); its answer comes back as the node's would. True when it went.
+   */
+  #askedAtHead(outgoing: UpstreamMessage): boolean {
+    const { headAsk, servedHead } = this.#options;
+    const head = this.#node.health.head;
+    if (headAsk === undefined || servedHead === undefined || head === undefined) return false;
+    const served = servedHead();
+    if (head >= served || outgoing.batch || outgoing.calls.length !== 1) return false;
+    const call = outgoing.calls[0] as PassedCall;
+    const pending = call.id === undefined ? undefined : this.#pending.get(call.id);
+    if (pending?.kind !== "call" || pending.write || call.access === "websocket") return false;
+    const need = readNeed(this.#policy.reads, this.#options.mounted.mount.head, [call], true);
+    if (need === undefined || need.handle !== undefined || need.makesHandle) return false;
+    const atLeast = Math.max(need.atHead ? served : -1, need.highestBlock);
+    if (atLeast <= head) return false;
+    const text = outgoing.text ?? this.#sender.build(outgoing.calls, false);
+    const asked = headAsk(text, call.id as string, atLeast, (answer) => {
+      if (!this.#closed) this.#fromUpstream(Buffer.from(answer), false, true);
+    });
+    if (asked) outgoing.sent = true;
+    return asked;
   }
 
   /** What `calls` cost in compute units (docs/compute-units.md). */

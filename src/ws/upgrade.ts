@@ -24,6 +24,7 @@ import { CachedCalls } from "./cached-calls.js";
 import { CLOSE } from "./close-codes.js";
 import { Connection } from "./connection.js";
 import { checkHandshake, invalid } from "./handshake.js";
+import { type BridgedMount, type HeadAsk, headAsk } from "./head-reads.js";
 import { openHttpBridge } from "./http-bridge.js";
 import type { NodeSocket } from "./node-socket.js";
 
@@ -268,13 +269,31 @@ export class WebSocketGateway implements WebSocketCounts {
       if (connection.node === upstream) connection.nodeFailed();
   }
 
+  /** A connection's way to a node of its label at the head, where its dialect knows reads at the head and the label has several nodes. */
+  #headAsk(mounted: Mounted, group: UpstreamGroup): HeadAsk | undefined {
+    const bridged = this.#bridged(mounted);
+    if (bridged === undefined || group.members.length < 2) return undefined;
+    return headAsk({ ...bridged, group, label: mounted.admitted.endpoint.label });
+  }
+
   /** A connection's way to its label's archive nodes, where its key may reach them and its dialect has old reads. */
   #archiveAsk(mounted: Mounted): ArchiveAsk | undefined {
-    const jsonrpc = mounted.mount.policy.jsonrpc;
+    const bridged = this.#bridged(mounted);
     const archive = this.#stages.archiveGroup(mounted);
-    if (archive === undefined || jsonrpc?.reads?.archive === undefined) return undefined;
-    return archiveAsk({
-      ...archive,
+    if (
+      archive === undefined ||
+      bridged === undefined ||
+      mounted.mount.policy.jsonrpc?.reads?.archive === undefined
+    )
+      return undefined;
+    return archiveAsk({ ...archive, ...bridged });
+  }
+
+  /** What a call a connection asks over HTTP, beside its node, takes of its mount (head-reads.ts, archive-reads.ts). */
+  #bridged(mounted: Mounted): BridgedMount | undefined {
+    const jsonrpc = mounted.mount.policy.jsonrpc;
+    if (jsonrpc?.reads === undefined) return undefined;
+    return {
       path: mounted.mount.path,
       writes: jsonrpc.writes,
       errorForm: errorFormOf(jsonrpc, false),
@@ -282,7 +301,7 @@ export class WebSocketGateway implements WebSocketCounts {
       limits: this.#config.limits,
       headers: nodeHandshakeHeaders(mounted.admitted),
       requestId: mounted.admitted.requestId,
-    });
+    };
   }
 
   #open(
@@ -324,6 +343,8 @@ export class WebSocketGateway implements WebSocketCounts {
       betterThan: (node) => group.betterThan(node),
       caughtUp: (node, callback) => group.whenCaughtUp(node, callback),
       archiveAsk: this.#archiveAsk(mounted),
+      headAsk: this.#headAsk(mounted, group),
+      servedHead: () => group.served.height,
       logger: this.#logger,
       onClose: () => {
         this.#connections.delete(connection);

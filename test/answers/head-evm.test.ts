@@ -7,6 +7,7 @@ import { eventually } from "../support/eventually.js";
 import { DOMAIN, KEYS, type RunningGateway, startGateway } from "../support/gateway.js";
 import { everyNodeInRotation } from "../support/rotation.js";
 import { resolveTestHosts } from "../support/test-hosts.js";
+import { Client } from "../support/ws-client.js";
 
 // The head a caller sees never goes backwards (docs/upstreams.md, "Answers across nodes"). Two real anvil
 // nodes follow one chain (started alike, mined with the same timestamps, so their blocks are the same),
@@ -188,6 +189,39 @@ describe("the head never goes backwards across two nodes one block apart (real a
         { id: 1, result: "0x1" },
         { id: 2, result: { hash: latest.hash } },
       ]);
+    }
+  });
+
+  it("a WebSocket connection on the node behind reads the head and the block an HTTP caller was served", async () => {
+    await advance();
+    const group = gw.gateway.upstreams.group("eth", "/");
+    const ahead = group?.members.find((m) => m.name === "a");
+    // the connection opens on b, the node behind: a is cordoned for its upgrade alone
+    ahead?.health.cordon(true);
+    let client: Client | undefined;
+    try {
+      client = await Client.open(`ws://eth.${DOMAIN}:${gw.port}/${KEYS.all}`);
+    } finally {
+      ahead?.health.cordon(false);
+    }
+    try {
+      await everyNodeInRotation(gw);
+      // an HTTP caller is served a's head (once the prober or an answer has shown it: b's until then)
+      const served = heights.get(a) as number;
+      await eventually(
+        async () => Number(await rpc("eth_blockNumber", [])) === served,
+        5_000,
+        "a's head served",
+      );
+      const hex = `0x${served.toString(16)}`;
+      expect(Number((await client.call("eth_blockNumber")).result)).toBe(served);
+      expect((await client.call("eth_getBlockByNumber", [hex, false])).result).toMatchObject({ number: hex });
+      const dev = privateKeyToAccount(DEV_KEY).address;
+      expect((await client.call("eth_getBalance", [dev, hex])).error).toBeUndefined();
+      // its own node stays b: a subscription there goes on
+      expect((await client.call("eth_subscribe", ["newHeads"])).error).toBeUndefined();
+    } finally {
+      client.close();
     }
   });
 });

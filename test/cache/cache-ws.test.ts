@@ -385,9 +385,12 @@ describe("an answer at the head from a connection's node behind the served head"
     const ahead = gw.gateway.upstreams.group("eth", "/")?.members[0];
     ahead?.health.cordon(true);
     const client = await Client.open(`ws://eth.${DOMAIN}:${gw.port}/${KEYS.all}`);
-    ahead?.health.cordon(false);
+    // with no node at the served head in rotation, its read at the head is its own node's
     expect((await client.call("eth_getBalance", [addressOf(1), "latest"])).result).toBe("0x1");
+    ahead?.health.cordon(false);
     expect((await balance(addressOf(1))).result).toBe("0x2");
+    // with one, its reads at the head go there (ws/head-reads.ts)
+    expect((await client.call("eth_getBalance", [addressOf(2), "latest"])).result).toBe("0x2");
     client.close();
   });
 });

@@ -12,11 +12,12 @@ import { Client } from "../support/ws-client.js";
 
 // A WebSocket connection keeps its node (docs/upstreams.md, "WebSocket"); the cache is the label's
 // (docs/cache.md, "WebSockets"). When the connection's node falls a ledger behind the head the label
-// served, an answer kept from a node at that head, then its own node's, would show the caller the head
-// going back: its reads at the head go to its own node. Stellar RPC, bridged over HTTP to one node.
+// served, its own node's answer would show a caller reading over HTTP too the head going back, and an
+// answer kept from a node at that head, then its own node's, the socket's caller alone: its reads at the
+// head go to a node at the served head (ws/head-reads.ts). Stellar RPC, bridged over HTTP to one node.
 const HEAD = 5_000_000;
 
-describe("a WebSocket connection whose node falls behind the served head reads its own node's head", () => {
+describe("a WebSocket connection whose node falls behind the served head reads the served head", () => {
   const xlm = endpointsByLabel.get("xlm");
   if (xlm === undefined) throw new Error("no xlm in the registry");
   let states: NodeState[];
@@ -41,11 +42,8 @@ describe("a WebSocket connection whose node falls behind the served head reads i
     restore?.();
   });
 
-  it("never reads the head an HTTP caller was served from the cache, then its own node's lower one", async () => {
+  it("never reads a head below the one an HTTP caller was served, nor goes back to its own node's lower one", async () => {
     const client = await Client.open(`ws://xlm.${DOMAIN}:${gw.port}/${KEYS.all}`);
-    const sequence = async () =>
-      ((await client.call("getLatestLedger", {} as unknown as unknown[])).result as { sequence: number })
-        .sequence;
     // the node the connection is on: the one its call reached, by an id no probe has
     client.send(rpcBody("getLatestLedger", {}, "find-the-node"));
     await client.answerTo('"find-the-node"');
@@ -62,9 +60,17 @@ describe("a WebSocket connection whose node falls behind the served head reads i
       const http = await gw.call("xlm", `/${KEYS.all}`, { body: rpcBody("getLatestLedger", {}) });
       expect((http.json as { result: { sequence: number } }).result.sequence).toBe(HEAD + 1);
     }
-    // the connection, still on its node in rotation, reads that node's ledger every time
-    const seen = [await sequence(), await sequence(), await sequence()];
-    expect(seen).toEqual([HEAD, HEAD, HEAD]);
+    // the connection stays on its node in rotation, and its reads at the head go to the node at it
+    const seen: number[] = [];
+    for (let i = 0; i < 3; i++) {
+      client.send(rpcBody("getLatestLedger", {}, `at-head-${i}`));
+      seen.push(((await client.answerTo(`"at-head-${i}"`)).result as { sequence: number }).sequence);
+    }
+    expect(seen).toEqual([HEAD + 1, HEAD + 1, HEAD + 1]);
+    expect((nodes[own] as LoopbackNode).requests.filter((r) => r.body.includes('"at-head-'))).toEqual([]);
+    expect(
+      (nodes[1 - own] as LoopbackNode).requests.filter((r) => r.body.includes('"at-head-')),
+    ).toHaveLength(3);
     client.close();
   });
 });
