@@ -1,8 +1,10 @@
 import cluster from "node:cluster";
 import type { Server } from "node:http";
+import { parseArgs } from "node:util";
 import { endpointsByLabel } from "../generated/endpoints.js";
 import { ConfigError, loadConfig } from "./config/load.js";
 import type { GatewayConfig } from "./config/types.js";
+import { versionLine } from "./embedded.js";
 import type { Logger } from "./log.js";
 import type { StartFailedMessage } from "./proxy/worker-link.js";
 
@@ -10,6 +12,50 @@ import type { StartFailedMessage } from "./proxy/worker-link.js";
 
 /** Exit codes, as `node-gateway --help` and the README list them. */
 export const EXIT = { OK: 0, START_FAILED: 1, INVALID: 2 } as const;
+
+/**
+ * An entry's command line: `--config PATH` (set as GATEWAY_CONFIG), `--help` (its usage, exit 0),
+ * `--version` where `program` names it (its version line, exit 0), and its own boolean `flags`. A flag it
+ * does not know is refused with its usage, exit 2, never ignored while the entry starts.
+ */
+export function readCommandLine(
+  usage: string,
+  {
+    program,
+    args = process.argv.slice(2),
+    flags = [],
+  }: {
+    program?: string;
+    args?: string[];
+    flags?: readonly string[];
+  } = {},
+): Readonly<Record<string, string | boolean | undefined>> {
+  let values: Record<string, string | boolean | undefined>;
+  try {
+    values = parseArgs({
+      args,
+      options: {
+        config: { type: "string" },
+        help: { type: "boolean", short: "h" },
+        ...(program === undefined ? {} : { version: { type: "boolean" } }),
+        ...Object.fromEntries(flags.map((flag) => [flag, { type: "boolean" as const }])),
+      },
+    }).values;
+  } catch (error) {
+    process.stderr.write(`${(error as Error).message}\n\n${usage}\n`);
+    process.exit(EXIT.INVALID);
+  }
+  if (values.help === true) {
+    process.stdout.write(`${usage}\n`);
+    process.exit(EXIT.OK);
+  }
+  if (values.version === true && program !== undefined) {
+    process.stdout.write(`${versionLine(program)}\n`);
+    process.exit(EXIT.OK);
+  }
+  if (typeof values.config === "string") process.env.GATEWAY_CONFIG = values.config;
+  return values;
+}
 
 /** The deployment config, or exit 2 with its problems on stderr. */
 export function loadConfigOrExit(unused: Parameters<typeof loadConfig>[2] = []): GatewayConfig {

@@ -1,8 +1,14 @@
 #!/usr/bin/env node
-import { parseArgs } from "node:util";
 import { networkCodes } from "../../generated/endpoints.js";
-import { versionLine } from "../embedded.js";
-import { EXIT, exitOnStartFailure, LISTENERS, listen, loadConfigOrExit, onStopSignal } from "../lifecycle.js";
+import {
+  EXIT,
+  exitOnStartFailure,
+  LISTENERS,
+  listen,
+  loadConfigOrExit,
+  onStopSignal,
+  readCommandLine,
+} from "../lifecycle.js";
 import { createLogger } from "../log.js";
 import { createControlPlane } from "./plane.js";
 
@@ -21,31 +27,9 @@ config or command line.
 
 Environment: GATEWAY_CONFIG, GATEWAY_ACCOUNTS_DB, GATEWAY_ACCOUNTS_HOST, GATEWAY_ACCOUNTS_PORT, GATEWAY_SMTP_URL, … (docs/configuration.md).`;
 
-// the same command line as the proxy's (proxy/main.ts): a flag it does not know is refused, not ignored
+// the same command line as the proxy's (lifecycle.ts): a flag it does not know is refused, not ignored
 // while the embedded default's store is made in the working directory
-const args = (() => {
-  try {
-    return parseArgs({
-      options: {
-        config: { type: "string" },
-        version: { type: "boolean" },
-        help: { type: "boolean", short: "h" },
-      },
-    }).values;
-  } catch (error) {
-    process.stderr.write(`${(error as Error).message}\n\n${USAGE}\n`);
-    process.exit(EXIT.INVALID);
-  }
-})();
-if (args.help) {
-  process.stdout.write(`${USAGE}\n`);
-  process.exit(EXIT.OK);
-}
-if (args.version) {
-  process.stdout.write(`${versionLine("node-gateway-control-plane")}\n`);
-  process.exit(EXIT.OK);
-}
-if (args.config !== undefined) process.env.GATEWAY_CONFIG = args.config;
+readCommandLine(USAGE, { program: "node-gateway-control-plane" });
 
 // the control plane uses neither Redis nor the proxies' traces: a host without their secrets runs it
 const config = loadConfigOrExit(["sharedLimits", "tracing"]);
@@ -53,7 +37,7 @@ const logger = createLogger(config.log.level);
 const accounts = config.accounts;
 if (accounts === undefined) {
   process.stderr.write("invalid configuration:\nthe deployment config has no accounts section\n");
-  process.exit(2);
+  process.exit(EXIT.INVALID);
 }
 createControlPlane({
   config: accounts,

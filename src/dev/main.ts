@@ -1,11 +1,17 @@
 // First: V8 settings must hold before the other modules run (v8-flags.ts).
 import "../v8-flags.js";
 import cluster from "node:cluster";
-import { parseArgs } from "node:util";
 import { endpointsByLabel, networkCodes } from "../../generated/endpoints.js";
 import type { GatewayConfig, LabelUpstreams } from "../config/types.js";
 import { type ControlPlane, createControlPlane } from "../control/plane.js";
-import { EXIT, exitOnStartFailure, LISTENERS, listen, loadConfigOrExit, onStopSignal } from "../lifecycle.js";
+import {
+  exitOnStartFailure,
+  LISTENERS,
+  listen,
+  loadConfigOrExit,
+  onStopSignal,
+  readCommandLine,
+} from "../lifecycle.js";
 import { createLogger, type Logger } from "../log.js";
 import { runProxy } from "../proxy/run.js";
 import { printDemo } from "./demo.js";
@@ -29,22 +35,9 @@ variable that move it); 2 an invalid config or command line.
 Environment: GATEWAY_CONFIG, GATEWAY_PORT, GATEWAY_ACCOUNTS_PORT, GATEWAY_OPERATOR_PORT,
 GATEWAY_UPSTREAM_<LABEL>, … (docs/configuration.md).`;
 
-// the same command line as the other entries' (proxy/main.ts, control/main.ts): a flag it does not know is
-// refused, not ignored while the whole demo starts. A cluster's worker is forked with the same arguments.
-const args = (() => {
-  try {
-    return parseArgs({ options: { config: { type: "string" }, help: { type: "boolean", short: "h" } } })
-      .values;
-  } catch (error) {
-    process.stderr.write(`${(error as Error).message}\n\n${USAGE}\n`);
-    process.exit(EXIT.INVALID);
-  }
-})();
-if (args.help) {
-  process.stdout.write(`${USAGE}\n`);
-  process.exit(EXIT.OK);
-}
-if (args.config !== undefined) process.env.GATEWAY_CONFIG = args.config;
+// the same command line as the other entries' (lifecycle.ts): a flag it does not know is refused, not
+// ignored while the whole demo starts. A cluster's worker is forked with the same arguments.
+readCommandLine(USAGE);
 
 const config = loadConfigOrExit();
 // a worker's lines say which worker wrote them, as the proxy's own (proxy/main.ts)

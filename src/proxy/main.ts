@@ -2,13 +2,12 @@
 // First: V8 settings must hold before the other modules run (v8-flags.ts).
 import "../v8-flags.js";
 import cluster from "node:cluster";
-import { parseArgs } from "node:util";
 import { endpointsByLabel, registryStamp } from "../../generated/endpoints.js";
 import { ConfigError, loadConfig } from "../config/load.js";
 import { changedRestartOnly } from "../config/restart-only.js";
 import type { GatewayConfig } from "../config/types.js";
-import { EMBEDDED_CONFIG, versionLine } from "../embedded.js";
-import { EXIT, exitOnStartFailure, loadConfigOrExit, onStopSignal } from "../lifecycle.js";
+import { EMBEDDED_CONFIG } from "../embedded.js";
+import { EXIT, exitOnStartFailure, loadConfigOrExit, onStopSignal, readCommandLine } from "../lifecycle.js";
 import { createLogger, type Logger } from "../log.js";
 import { reloadCounted } from "../metrics/process-info.js";
 import { createStoreOnFirstRun } from "./first-run.js";
@@ -64,17 +63,8 @@ if (cluster.isPrimary && ownArgs()[0] === "admin") {
 } else serve();
 
 function serve(): void {
-  const args = readArgs();
-  if (args.help) {
-    process.stdout.write(`${USAGE}\n`);
-    process.exit(EXIT.OK);
-  }
-  if (args.version) {
-    process.stdout.write(`${versionLine("node-gateway")}\n`);
-    process.exit(EXIT.OK);
-  }
-  if (args.config !== undefined) process.env.GATEWAY_CONFIG = args.config;
-  if (args["check-config"]) checkConfig();
+  const args = readCommandLine(USAGE, { program: "node-gateway", args: ownArgs(), flags: ["check-config"] });
+  if (args["check-config"] === true) checkConfig();
 
   const config = loadConfigOrExit();
   // a worker's lines say which worker wrote them: each probes and judges its nodes on its own
@@ -153,23 +143,6 @@ function checkConfig(): never {
   } catch (error) {
     if (!(error instanceof ConfigError)) throw error;
     process.stderr.write(`invalid configuration:\n${error.message}\n`);
-    process.exit(EXIT.INVALID);
-  }
-}
-
-function readArgs() {
-  try {
-    return parseArgs({
-      args: ownArgs(),
-      options: {
-        config: { type: "string" },
-        "check-config": { type: "boolean" },
-        version: { type: "boolean" },
-        help: { type: "boolean", short: "h" },
-      },
-    }).values;
-  } catch (error) {
-    process.stderr.write(`${(error as Error).message}\n\n${USAGE}\n`);
     process.exit(EXIT.INVALID);
   }
 }
