@@ -3,8 +3,7 @@ import type { RpcErrorCode } from "../errors/table.js";
 import type { PassedCall } from "../jsonrpc/check.js";
 import type { UpstreamGroup } from "../upstream/group.js";
 import type { CacheKeep } from "./cached-calls.js";
-import { askOnce, type BridgedMount } from "./head-reads.js";
-import { openHttpBridge } from "./http-bridge.js";
+import { askOnce, type BridgedMount, openHttpBridge } from "./http-bridge.js";
 import { textOf } from "./node-answers.js";
 import type { PendingCalls } from "./pending-calls.js";
 

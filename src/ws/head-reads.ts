@@ -1,11 +1,6 @@
-import type { RawData } from "ws";
-import type { Limits } from "../config/types.js";
-import { type ErrorForm, rpcErrorJson } from "../errors/respond.js";
-import type { NodeErrors } from "../registry/types.js";
+import { rpcErrorJson } from "../errors/respond.js";
 import type { UpstreamGroup } from "../upstream/group.js";
-import { HttpBridge } from "./http-bridge.js";
-import { toText } from "./message-intake.js";
-import type { NodeSocket } from "./node-socket.js";
+import { askOnce, type BridgedMount, HttpBridge } from "./http-bridge.js";
 
 /**
  * Asks a node of the connection's label that has reached `atLeast` one read (its text, with its id), and
@@ -18,44 +13,10 @@ export type HeadAsk = (
   answered: (answer: string) => void,
 ) => boolean;
 
-/** What a call a connection asks over HTTP, beside its node, takes of its mount and of the deployment. */
-export interface BridgedMount {
-  readonly path: string;
-  readonly writes: ReadonlySet<string>;
-  readonly errorForm: ErrorForm;
-  readonly nodeErrors: NodeErrors | undefined;
-  readonly limits: Limits;
-  /** The upgrade's request id and trace headers, as the connection's node gets them. */
-  readonly headers: Readonly<Record<string, string>>;
-  readonly requestId: string | undefined;
-}
-
 /** What asking another node of the label needs: its group and its name besides. */
 export interface HeadTarget extends BridgedMount {
   readonly group: UpstreamGroup;
   readonly label: string;
-}
-
-/**
- * Sends one call on a bridge to a node and calls back once with its answer, or with `unanswered()` when
- * the bridge "closes" (1006: its node could not be reached); the bridge is closed after.
- */
-export function askOnce(
-  bridge: NodeSocket,
-  callText: string,
-  unanswered: () => string,
-  answered: (answer: string) => void,
-): void {
-  let done = false;
-  const finish = (answer: string): void => {
-    if (done) return;
-    done = true;
-    bridge.close();
-    answered(answer);
-  };
-  bridge.on("message", (data: RawData) => finish(toText(data)));
-  bridge.on("close", () => finish(unanswered()));
-  bridge.send(callText);
 }
 
 /**

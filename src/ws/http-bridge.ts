@@ -1,5 +1,6 @@
 import { EventEmitter } from "node:events";
 import type { Dispatcher } from "undici";
+import type { RawData } from "ws";
 import type { Limits } from "../config/types.js";
 import { type ErrorForm, rpcErrorJson } from "../errors/respond.js";
 import { GatewayError, type RpcErrorCode } from "../errors/table.js";
@@ -14,6 +15,7 @@ import { isNodesAnswer } from "../upstream/node-errors.js";
 import { nodesForSocket } from "../upstream/policy.js";
 import { requestOn } from "../upstream/undici-pool.js";
 import { type Upstream, upstreamPath } from "../upstream/upstreams.js";
+import { toText } from "./message-intake.js";
 import type { NodeSocket } from "./node-socket.js";
 
 /** A dialect's long-poll methods and its node's hold (registry `longPolls`). */
@@ -322,4 +324,38 @@ export function openHttpBridge(
 /** A node's own error body (JSON, judged so), as an error's data carries it: its words, not a page of them. */
 function nodeErrorBody(answer: string): unknown {
   return answer.length > 4096 ? undefined : (JSON.parse(answer) as unknown);
+}
+
+/** What a call a connection asks over HTTP, beside its node, takes of its mount and of the deployment. */
+export interface BridgedMount {
+  readonly path: string;
+  readonly writes: ReadonlySet<string>;
+  readonly errorForm: ErrorForm;
+  readonly nodeErrors: NodeErrors | undefined;
+  readonly limits: Limits;
+  /** The upgrade's request id and trace headers, as the connection's node gets them. */
+  readonly headers: Readonly<Record<string, string>>;
+  readonly requestId: string | undefined;
+}
+
+/**
+ * Sends one call on a bridge to a node and calls back once with its answer, or with `unanswered()` when
+ * the bridge "closes" (1006: its node could not be reached); the bridge is closed after.
+ */
+export function askOnce(
+  bridge: NodeSocket,
+  callText: string,
+  unanswered: () => string,
+  answered: (answer: string) => void,
+): void {
+  let done = false;
+  const finish = (answer: string): void => {
+    if (done) return;
+    done = true;
+    bridge.close();
+    answered(answer);
+  };
+  bridge.on("message", (data: RawData) => finish(toText(data)));
+  bridge.on("close", () => finish(unanswered()));
+  bridge.send(callText);
 }

@@ -24,8 +24,8 @@ import { CachedCalls } from "./cached-calls.js";
 import { CLOSE } from "./close-codes.js";
 import { Connection } from "./connection.js";
 import { checkHandshake, invalid } from "./handshake.js";
-import { type BridgedMount, type HeadAsk, headAsk } from "./head-reads.js";
-import { openHttpBridge } from "./http-bridge.js";
+import { type HeadAsk, headAsk } from "./head-reads.js";
+import { type BridgedMount, openHttpBridge } from "./http-bridge.js";
 import type { NodeSocket } from "./node-socket.js";
 
 /**
@@ -289,7 +289,7 @@ export class WebSocketGateway implements WebSocketCounts {
     return archiveAsk({ ...archive, ...bridged });
   }
 
-  /** What a call a connection asks over HTTP, beside its node, takes of its mount (head-reads.ts, archive-reads.ts). */
+  /** What a call a connection asks over HTTP, beside its node, takes of its mount (http-bridge.ts). */
   #bridged(mounted: Mounted): BridgedMount | undefined {
     const jsonrpc = mounted.mount.policy.jsonrpc;
     if (jsonrpc?.reads === undefined) return undefined;
