@@ -49,6 +49,8 @@ export class ReadNeed {
   readonly handleMakers: string[] = [];
   /** The name of the state a call uses (`reads.handles.use`), which the node that made it alone has. */
   handle: string | undefined = undefined;
+  /** Every such name the message's calls use: each must be one its caller made (group.ts `madeByAnother`). */
+  readonly handles: string[] = [];
   /** The calls that read state at a named block: in a batch, those a full node refuses go to archive nodes. */
   readonly stateCalls: PassedCall[] = [];
 }
@@ -134,7 +136,10 @@ export function readNeed(
       if (at !== undefined) {
         const name = paramAt(rules, call.method, (call.call.value as { params?: unknown }).params, at);
         need ??= new ReadNeed();
-        if (typeof name === "string") need.handle = name;
+        if (typeof name === "string") {
+          need.handle = name;
+          need.handles.push(name);
+        }
         continue;
       }
     }

@@ -4,7 +4,8 @@
 //
 // JSON-RPC numbers, in four blocks:
 // - JSON-RPC 2.0's own where one fits: -32700, -32600, -32601, -32603;
-// - EIP-1474's -32005 "limit exceeded" for every rate and capacity limit;
+// - EIP-1474's -32005 "limit exceeded" for every rate and capacity limit, and its -32000 "invalid input"
+//   where a node would answer the call so itself (a filter it does not know: SDKs make a new one on it);
 // - -32011..-32022 for upstream and size failures: the numbers proxyd gives the same failures, and
 //   -32022 for the one it has no number for, a write the node did not confirm;
 // - -32040..-32049, the gateway's own block, for keys and plans (-32040..-32048 in use).
@@ -85,6 +86,11 @@ export const ERRORS = {
   BAD_PATH: { status: 400, rpc: -32600, message: "The request path is malformed" },
   UNKNOWN_NETWORK: { status: 404, rpc: -32601, message: "No network is served on this host" },
   NOT_FOUND: { status: 404, rpc: -32601, message: "No such route on this network" },
+  FILTER_NOT_FOUND: {
+    status: 404,
+    rpc: -32000,
+    message: "No such filter for this API key: a filter is used with the key that made it",
+  },
   HTTP_METHOD_NOT_ALLOWED: {
     status: 405,
     rpc: -32600,

@@ -5,7 +5,7 @@ import type { CacheRead } from "../cache/cache-read.js";
 import type { Limits } from "../config/types.js";
 import type { ErrorStyle } from "../errors/respond.js";
 import type { RpcErrorCode } from "../errors/table.js";
-import type { PassedCall } from "../jsonrpc/check.js";
+import type { CallRefusal, PassedCall } from "../jsonrpc/check.js";
 import type { Mounted } from "../pipeline/stages.js";
 import type { BatchPart } from "../plans/compute-units.js";
 
@@ -115,6 +115,6 @@ export interface Outgoing {
 export interface FamilySettings {
   readonly limits: Pick<Limits, "maxBatch" | "maxJsonDepth">;
   readonly support: { readonly email: string; readonly dedicatedNodeUrl: string };
-  /** A batch's range call too wide to go unsplit: BLOCK_RANGE_TOO_LARGE's detail (jsonrpc/check.ts CallRules). */
-  readonly rangeRefusal?: (mounted: Mounted, call: PassedCall) => Record<string, unknown> | undefined;
+  /** A batch's call refused alone: a range too wide to go unsplit, another's filter (jsonrpc/check.ts CallRules). */
+  readonly callRefusal?: (mounted: Mounted, call: PassedCall) => CallRefusal | undefined;
 }

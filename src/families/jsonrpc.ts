@@ -48,7 +48,7 @@ export function routeJsonRpc(
     throw new GatewayError("NOT_FOUND");
   if (req.method !== "POST" && shaped === undefined)
     throw new GatewayError("HTTP_METHOD_NOT_ALLOWED", { allow: ["POST"] }, { allow: "POST" });
-  const rules = callRulesOf(mounted, "http", settings.support, rangeRefusalOf(mounted, settings));
+  const rules = callRulesOf(mounted, "http", settings.support, callRefusalOf(mounted, settings));
   const request = new JsonRpcRequest(req, rules, settings, mounted, below ? mounted.mount.path : undefined);
   return shaped === undefined ? request : new RestShapedCall(req, mounted, shaped, request);
 }
@@ -228,10 +228,12 @@ class JsonRpcRequest implements RoutedRequest, CallAuthorizer {
   }
 }
 
-/** A mount's range refusal, only where its dialect has range calls: no closure per request elsewhere. */
-function rangeRefusalOf(mounted: Mounted, settings: FamilySettings): CallRules["rangeRefusal"] {
-  const refusal = settings.rangeRefusal;
-  if (refusal === undefined || mounted.mount.policy.jsonrpc?.reads?.ranges === undefined) return undefined;
+/** A mount's call refusal, only where its dialect has range calls or filters: no closure per request elsewhere. */
+function callRefusalOf(mounted: Mounted, settings: FamilySettings): CallRules["callRefusal"] {
+  const refusal = settings.callRefusal;
+  const reads = mounted.mount.policy.jsonrpc?.reads;
+  if (refusal === undefined || (reads?.ranges === undefined && reads?.handles === undefined))
+    return undefined;
   return (call) => refusal(mounted, call);
 }
 

@@ -6,13 +6,13 @@ import type { CallRules } from "./check.js";
 /**
  * The rules a caller's calls on a mount are checked by (check.ts), made in one place for an HTTP request
  * (families/jsonrpc.ts) and for every message on a WebSocket (ws/connection.ts): what one transport checks,
- * the other does too. `rangeRefusal` judges a range call too wide to go as one.
+ * the other does too. `callRefusal` judges a range call too wide to go as one, and a use of another caller's filter.
  */
 export function callRulesOf(
   mounted: Mounted,
   transport: CallRules["transport"],
   support: GatewayConfig["support"],
-  rangeRefusal: CallRules["rangeRefusal"],
+  callRefusal: CallRules["callRefusal"],
 ): CallRules {
   const { admitted, mount } = mounted;
   return {
@@ -26,6 +26,6 @@ export function callRulesOf(
     stateOverrides: mount.policy.stateOverrides,
     // the request's id (a WebSocket's: its upgrade's), in every refusal's data
     requestId: admitted.requestId,
-    rangeRefusal,
+    callRefusal,
   };
 }

@@ -81,11 +81,17 @@ export interface CallRules {
   /** The HTTP request's id (http/request-id.ts), which each refusal names. */
   readonly requestId?: string | undefined;
   /**
-   * For a range call that cannot be split (in a batch, on a WebSocket) and is wider than its interface's
-   * split limit, judged against the label's head (pipeline/plan-upstream.ts): BLOCK_RANGE_TOO_LARGE's
-   * detail, which refuses it.
+   * For a call in a batch or on a WebSocket, whose refusal is its own (pipeline/plan-upstream.ts): a range
+   * call that cannot be split and is wider than its interface's split limit, judged against the label's
+   * head; a use of another caller's filter.
    */
-  readonly rangeRefusal?: ((call: PassedCall) => Record<string, unknown> | undefined) | undefined;
+  readonly callRefusal?: ((call: PassedCall) => CallRefusal | undefined) | undefined;
+}
+
+/** Why the gateway refuses one call of a batch or of a WebSocket, alone: its code and detail. */
+export interface CallRefusal {
+  readonly code: RpcErrorCode;
+  readonly detail: Record<string, unknown>;
 }
 
 /** Applies the envelope rule and the method allow-list to one call. */

@@ -34,12 +34,11 @@ export function checkMessage(
   }
   const only = parsed.batch ? undefined : calls[0];
   const checked = calls.map((call) => checkCall(rules, call));
-  // a range call that cannot be split is judged here, so that one too wide is refused alone
-  if (rules.rangeRefusal !== undefined && (parsed.batch || rules.transport === "websocket"))
+  // a range call that cannot be split, or a filter's use, is judged here, so that it is refused alone
+  if (rules.callRefusal !== undefined && (parsed.batch || rules.transport === "websocket"))
     for (const [i, call] of checked.entries()) {
-      const refusal = call.ok ? rules.rangeRefusal(call) : undefined;
-      if (call.ok && refusal !== undefined)
-        checked[i] = no(rules, "BLOCK_RANGE_TOO_LARGE", call.call, refusal);
+      const refusal = call.ok ? rules.callRefusal(call) : undefined;
+      if (call.ok && refusal !== undefined) checked[i] = no(rules, refusal.code, call.call, refusal.detail);
     }
   return {
     batch: parsed.batch,

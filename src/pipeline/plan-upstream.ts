@@ -6,7 +6,7 @@ import type { CacheRead } from "../cache/cache-read.js";
 import type { GatewayConfig } from "../config/types.js";
 import { GatewayError } from "../errors/table.js";
 import type { Outgoing } from "../families/family.js";
-import type { PassedCall } from "../jsonrpc/check.js";
+import type { CallRefusal, PassedCall } from "../jsonrpc/check.js";
 import { idKey } from "../jsonrpc/id-key.js";
 import { archiveUnits, callsUnits } from "../plans/compute-units.js";
 import { reachesArchive } from "../plans/plan-terms.js";
@@ -85,6 +85,8 @@ export class UpstreamPlanner {
     const { target } = mounted.admitted;
     const group = this.group(mounted);
     const { reads } = outgoing;
+    if (reads !== undefined && madeByAnother(reads, group, mounted))
+      throw new GatewayError("FILTER_NOT_FOUND");
     const tier = reads === undefined ? undefined : this.#tierPlan(mounted, reads, group);
     const ranges =
       reads === undefined || reads.ranges.length === 0 ? undefined : this.#planRanges(reads, group);
@@ -188,21 +190,26 @@ export class UpstreamPlanner {
   }
 
   /**
-   * 4, for a range call that cannot be split, being in a batch or on a WebSocket (whose calls go to one node
-   * together): BLOCK_RANGE_TOO_LARGE's detail when it is wider than the interface's split limit, which
-   * refuses that call alone; the batch's or the connection's other calls go on.
+   * 4, for a call in a batch or on a WebSocket (whose calls go to one node together), refused alone while
+   * the batch's or the connection's other calls go on: a range call that cannot be split, wider than the
+   * interface's split limit (BLOCK_RANGE_TOO_LARGE); a use of another caller's filter (FILTER_NOT_FOUND).
    */
-  rangeRefusal(mounted: Mounted, call: PassedCall): Record<string, unknown> | undefined {
+  callRefusal(mounted: Mounted, call: PassedCall): CallRefusal | undefined {
     const rules = mounted.mount.policy.jsonrpc?.reads;
-    if (rules?.ranges?.[call.method] === undefined) return undefined;
+    if (rules === undefined) return undefined;
+    if (rules.ranges?.[call.method] === undefined && rules.handles?.use[call.method] === undefined)
+      return undefined;
     const group = this.#upstreams.group(mounted.admitted.endpoint.label, mounted.mount.path);
     const need = readNeed(rules, mounted.mount.head, [call], false);
-    if (group === undefined || need === undefined || need.ranges.length === 0) return undefined;
+    if (group === undefined || need === undefined) return undefined;
+    if (madeByAnother(need, group, mounted)) return { code: "FILTER_NOT_FOUND", detail: {} };
+    if (need.ranges.length === 0) return undefined;
     try {
       this.#planRanges(need, group);
       return undefined;
     } catch (error) {
-      if (error instanceof GatewayError && error.code === "BLOCK_RANGE_TOO_LARGE") return { ...error.detail };
+      if (error instanceof GatewayError && error.code === "BLOCK_RANGE_TOO_LARGE")
+        return { code: "BLOCK_RANGE_TOO_LARGE", detail: { ...error.detail } };
       throw error;
     }
   }
@@ -264,6 +271,11 @@ export class UpstreamPlanner {
       throw new GatewayError("NO_UPSTREAM", { reason: "no upstream is configured for this endpoint" });
     return group;
   }
+}
+
+/** Whether a call uses another caller's filter: its node would answer with that caller's logs, or remove it. */
+function madeByAnother(reads: ReadNeed, group: UpstreamGroup, mounted: Mounted): boolean {
+  return reads.handles.some((name) => group.madeByAnother(mounted.admitted.clientId, name));
 }
 
 /** The node that made the state (a filter) a call names, or for a name it does not know, the caller's node. */

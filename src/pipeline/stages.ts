@@ -7,7 +7,7 @@ import { familyTable } from "../families/table.js";
 import { HostResolver } from "../http/host.js";
 import { rawHeader } from "../http/raw-headers.js";
 import { parseTarget } from "../http/target.js";
-import type { PassedCall } from "../jsonrpc/check.js";
+import type { CallRefusal, PassedCall } from "../jsonrpc/check.js";
 import { KeyLookup } from "../keys/digest.js";
 import { bearerOfProtocols } from "../keys/jwt.js";
 import type { KeyRules } from "../keys/key-settings.js";
@@ -85,7 +85,7 @@ export class Stages {
     this.#families = familyTable({
       limits: options.config.limits,
       support: options.config.support,
-      rangeRefusal: (mounted, call) => this.#planner.rangeRefusal(mounted, call),
+      callRefusal: (mounted, call) => this.#planner.callRefusal(mounted, call),
     });
   }
 
@@ -188,9 +188,9 @@ export class Stages {
     return message as unknown as Charged<Message>;
   }
 
-  /** 4, for a range call in a batch or on a WebSocket: why it is refused, if it is (plan-upstream.ts). */
-  rangeRefusal(mounted: Mounted, call: PassedCall): Record<string, unknown> | undefined {
-    return this.#planner.rangeRefusal(mounted, call);
+  /** 4, for a call in a batch or on a WebSocket: why it alone is refused, if it is (plan-upstream.ts). */
+  callRefusal(mounted: Mounted, call: PassedCall): CallRefusal | undefined {
+    return this.#planner.callRefusal(mounted, call);
   }
 
   /**

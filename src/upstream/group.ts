@@ -51,6 +51,8 @@ export class UpstreamGroup {
    * own (nodes that number filters in turn, as Nethermind does, would name two on two nodes alike).
    */
   readonly #owners = new Map<string, { readonly upstream: Upstream; readonly usedAt: number }>();
+  /** Who made each state by its name, last: another caller's use of that name is refused (`madeByAnother`). */
+  readonly #makers = new Map<string, { readonly owner: string; readonly usedAt: number }>();
   #newestSeen = -1;
   /** Calls waiting for the prober's first verdicts. */
   readonly #waiting = new Waiters<undefined>();
@@ -215,7 +217,8 @@ export class UpstreamGroup {
    * that use it go there (`handleNode`). The most recent HANDLES are kept, each while used within
    * HANDLE_IDLE_MS (geth drops a filter not polled for 5 minutes).
    */
-  handleMade(owner: string, name: string, upstream: Upstream): void {
+  handleMade(owner: string, named: string, upstream: Upstream): void {
+    const name = handleName(named);
     // by its caller too: two nodes may name their filters alike, and one caller's is never another's
     const key = `${owner}\n${name}`;
     const made = { upstream, usedAt: Date.now() };
@@ -225,6 +228,22 @@ export class UpstreamGroup {
     this.#owners.delete(owner);
     this.#owners.set(owner, made);
     if (this.#owners.size > HANDLES) this.#owners.delete(this.#owners.keys().next().value as string);
+    this.#makers.delete(name);
+    this.#makers.set(name, { owner, usedAt: made.usedAt });
+    if (this.#makers.size > HANDLES) this.#makers.delete(this.#makers.keys().next().value as string);
+  }
+
+  /**
+   * Whether `name` is the state another caller made lately, and `owner` made none by that name: its node
+   * would answer `owner` with another caller's filter (Nethermind numbers filters in turn, so their names
+   * are easy to guess), or let `owner` remove it. A name this process did not see made is not known here.
+   */
+  madeByAnother(owner: string, used: string): boolean {
+    const name = handleName(used);
+    const maker = this.#makers.get(name);
+    if (maker === undefined || maker.owner === owner) return false;
+    if (Date.now() - maker.usedAt > HANDLE_IDLE_MS) return false;
+    return !this.#handles.has(`${owner}\n${name}`);
   }
 
   /** The node a caller's next filter is made on: the one its live filters are on, if any. */
@@ -238,8 +257,9 @@ export class UpstreamGroup {
     return made.upstream;
   }
 
-  /** The node that made the state named `name` for `owner`, if this process saw it made and it was used lately. */
-  handleNode(owner: string, name: string): Upstream | undefined {
+  /** The node that made the state named `used` for `owner`, if this process saw it made and it was used lately. */
+  handleNode(owner: string, used: string): Upstream | undefined {
+    const name = handleName(used);
     const key = `${owner}\n${name}`;
     const made = this.#handles.get(key);
     if (made === undefined) return undefined;
@@ -248,9 +268,11 @@ export class UpstreamGroup {
     // a filter on a node gone from rotation is as good as gone: another node says it knows no such filter,
     // which SDKs answer by making a new one (viem's -32000), where the dead node's refusal they retry
     if (now - made.usedAt > HANDLE_IDLE_MS || !made.upstream.health.inRotation) return undefined;
-    const used = { upstream: made.upstream, usedAt: now };
-    this.#handles.set(key, used);
-    this.#owners.set(owner, used);
+    const again = { upstream: made.upstream, usedAt: now };
+    this.#handles.set(key, again);
+    this.#owners.set(owner, again);
+    this.#makers.delete(name);
+    this.#makers.set(name, { owner, usedAt: now });
     return made.upstream;
   }
 
@@ -504,4 +526,17 @@ function pickSmoothly(candidates: readonly Upstream[], end: number): number {
   }
   (candidates[chosen] as Upstream).current -= total;
   return chosen;
+}
+
+/**
+ * A state's name as its node reads it: a node that parses a filter's id as a number (Nethermind) takes
+ * `0x01` and `0X1` for `0x1`, so another spelling is no other filter.
+ */
+function handleName(name: string): string {
+  if (!/^0x[0-9a-f]+$/i.test(name)) return name;
+  const digits = name
+    .slice(2)
+    .toLowerCase()
+    .replace(/^0+(?=.)/, "");
+  return `0x${digits}`;
 }

@@ -131,7 +131,7 @@ export class Connection {
     this.#policy = mounted.mount.policy.jsonrpc as JsonRpcPolicy;
     // a range call goes to the connection's node as one: one too wide for it is refused
     this.#rules = callRulesOf(mounted, "websocket", options.support, (call) =>
-      options.stages.rangeRefusal(mounted, call),
+      options.stages.callRefusal(mounted, call),
     );
     this.#remembered = new RememberedSubscriptions(this.#policy.subscriptions);
     this.#calls = new GatewayCalls((text) => this.#upstream?.send(text));

@@ -1,8 +1,10 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { DEFAULT_CACHE, DEFAULT_HEALTH } from "../../src/config/defaults.js";
 import { type Anvil, startAnvil } from "../support/anvil.js";
-import { KEYS, type RunningGateway, startGateway } from "../support/gateway.js";
+import { DOMAIN, KEYS, type RunningGateway, startGateway } from "../support/gateway.js";
 import { everyNodeInRotation } from "../support/rotation.js";
+import { resolveTestHosts } from "../support/test-hosts.js";
+import { Client } from "../support/ws-client.js";
 
 // A block named by hash that one node has not seen yet (real anvil, one block behind the other): geth's
 // and anvil's errors for it ("unknown block", "header for hash not found", -32001 "Resource not found":
@@ -17,7 +19,10 @@ describe("reads of a block by hash only one of two anvils has, and filters made 
   let gw: RunningGateway;
   let hash = "";
 
+  let restoreHosts: () => void = () => {};
+
   beforeAll(async () => {
+    restoreHosts = resolveTestHosts();
     [a, b] = await Promise.all([
       startAnvil({ sameChainAs: { genesisTimestamp: GENESIS }, chainId: 1 }),
       startAnvil({ sameChainAs: { genesisTimestamp: GENESIS }, chainId: 1 }),
@@ -42,6 +47,7 @@ describe("reads of a block by hash only one of two anvils has, and filters made 
   afterAll(async () => {
     await gw?.close();
     await Promise.all([a?.stop(), b?.stop()]);
+    restoreHosts();
   });
 
   it("eth_getLogs by blockHash and eth_getBalance at {blockHash} are answered, whichever node they land on", async () => {
@@ -117,5 +123,55 @@ describe("reads of a block by hash only one of two anvils has, and filters made 
       const changes = polled.find((answer) => answer.id === 0);
       expect(changes?.error, `poll ${i}: ${JSON.stringify(changes)}`).toBeUndefined();
     }
+  });
+
+  // A filter's logs are its maker's: a node hands a filter's changes to whoever names it, and Nethermind
+  // numbers its filters in turn, so another key could read them by counting (or remove them).
+  it("another key's filter is not polled, read or removed, in any spelling of its name", async () => {
+    const rpc = async (key: string, method: string, params: unknown[]) => {
+      const answer = await gw.call("eth", `/${key}`, {
+        body: JSON.stringify({ jsonrpc: "2.0", id: 7, method, params }),
+      });
+      return { status: answer.status, ...(answer.json as { result?: unknown; error?: { code: number } }) };
+    };
+    const made = await rpc(KEYS.all, "eth_newFilter", [{ fromBlock: "latest" }]);
+    const name = made.result as string;
+    expect(name).toMatch(/^0x[0-9a-f]+$/);
+    const spellings = [name, name.toUpperCase().replace("0X", "0x"), `0x00${name.slice(2)}`];
+    for (const method of ["eth_getFilterChanges", "eth_getFilterLogs", "eth_uninstallFilter"])
+      for (const spelled of spellings) {
+        const refused = await rpc(KEYS.noArchive, method, [spelled]);
+        expect(refused, `${method} ${spelled}`).toMatchObject({
+          status: 404,
+          id: 7,
+          error: { code: -32000, data: { code: "FILTER_NOT_FOUND" } },
+        });
+      }
+    const batch = await gw.call("eth", `/${KEYS.noArchive}`, {
+      body: JSON.stringify([
+        { jsonrpc: "2.0", id: 1, method: "eth_chainId", params: [] },
+        { jsonrpc: "2.0", id: 2, method: "eth_getFilterChanges", params: [name] },
+      ]),
+    });
+    // in a batch, that call alone is refused
+    expect(batch.status).toBe(200);
+    expect(batch.json).toMatchObject([
+      { id: 1, result: "0x1" },
+      { id: 2, error: { code: -32000, data: { code: "FILTER_NOT_FOUND" } } },
+    ]);
+    // and over a WebSocket, whose calls go to its node
+    const client = await Client.open(`ws://eth.${DOMAIN}:${gw.port}/${KEYS.noArchive}`);
+    try {
+      for (const method of ["eth_getFilterChanges", "eth_uninstallFilter"])
+        expect(await client.call(method, [name]), method).toMatchObject({
+          error: { code: -32000, data: { code: "FILTER_NOT_FOUND" } },
+        });
+      expect((await client.call("eth_chainId")).result).toBe("0x1");
+    } finally {
+      client.close();
+    }
+    // its maker's polls still reach it, and it is still there to remove
+    expect((await rpc(KEYS.all, "eth_getFilterChanges", [name])).error).toBeUndefined();
+    expect((await rpc(KEYS.all, "eth_uninstallFilter", [name])).result).toBe(true);
   });
 });

@@ -133,6 +133,14 @@ describe("choosing an upstream", () => {
     // a caller's next filter is made where its others are: the names one node gives are all distinct
     expect(g.ownerNode("caller-1")?.name).toBe("a");
     expect(g.ownerNode("caller-2")?.name).toBe("b");
+    // a name another caller made, in any spelling, is not this caller's to use; its own of that name is
+    expect(g.madeByAnother("caller-3", "0x1")).toBe(true);
+    expect(g.madeByAnother("caller-3", "0x0001")).toBe(true);
+    expect(g.madeByAnother("caller-1", "0x1")).toBe(false);
+    expect(g.madeByAnother("caller-3", "0x2")).toBe(false);
+    g.handleMade("caller-1", "0xAbC", byName("a"));
+    expect(g.madeByAnother("caller-2", "0xabc")).toBe(true);
+    expect(g.handleNode("caller-1", "0x0abc")?.name).toBe("a");
     // its node out of rotation: forgotten, and polled where the choice sends it
     byName("a").health.probeFailed("refused", "ECONNREFUSED");
     expect(g.handleNode("caller-1", "0x1")).toBeUndefined();
