@@ -36,10 +36,11 @@ const ADMIN_USAGE = `usage: node-gateway admin <command> [flags]   the single ex
   keys revoke --key <id>
   keys rotate --key <id>                    prints the new key once; the old one works for the grace period
 ${UPSTREAMS_USAGE}
+  --config <file>                           the deployment config (as GATEWAY_CONFIG names it)
   --version                                 the gateway's version and the registry's stamp
   --help                                    this text
 
-The account store and the operator API are the ones the deployment config names (GATEWAY_CONFIG, or the
+The account store and the operator API are the ones the deployment config names (--config, GATEWAY_CONFIG, or the
 embedded default deploy/local.yaml, whose store is .data/gateway.sqlite under the working directory), with
 the gateway's environment variables (GATEWAY_ACCOUNTS_DB, GATEWAY_OPERATOR_PORT, …).
 
@@ -78,10 +79,12 @@ async function run(argv: readonly string[]): Promise<number> {
       to: { type: "string" },
       upstream: { type: "string" },
       proxy: { type: "string" },
+      config: { type: "string" },
       help: { type: "boolean", short: "h" },
       version: { type: "boolean" },
     },
   });
+  if (values.config !== undefined) process.env.GATEWAY_CONFIG = values.config;
   if (values.help) {
     process.stdout.write(`${ADMIN_USAGE}\n`);
     return ADMIN_EXIT.OK;

@@ -50,10 +50,11 @@ Environment: GATEWAY_CONFIG, GATEWAY_PORT, GATEWAY_HOST, GATEWAY_UPSTREAM_<LABEL
 // `node-gateway` command is this file, and its usage names the operator CLI. The CLI is its own bundle
 // beside this one (dist/admin.js, scripts/build.ts), loaded by a path esbuild does not follow: the
 // proxy's bundle holds no control-plane module (test/proxy/split.test.ts).
-if (cluster.isPrimary && ownArgs()[0] === "admin") {
+const adminAt = cluster.isPrimary ? adminCommandAt(process.argv) : -1;
+if (adminAt >= 0) {
   const cli = import.meta.url.endsWith(".ts") ? "../control/cli.js" : "./admin.js";
-  // the CLI reads its command after the program's path
-  process.argv.splice(process.argv.indexOf("admin"), 1);
+  // the CLI reads its command after the program's path, and takes --config as the gateway does
+  process.argv.splice(adminAt, 1);
   import(cli).catch((error: Error) => {
     process.stderr.write(
       `node-gateway admin: the operator CLI could not be loaded (${cli}): ${error.message}\n`,
@@ -152,6 +153,14 @@ function checkConfig(): never {
  * A worker that node:cluster forks from a single executable gets the executable's path once more, as the
  * script it was told to run.
  */
+/** Where `admin` is in `argv`: the first word after the program's path, or after a `--config` before it; else -1. */
+function adminCommandAt(argv: readonly string[]): number {
+  let at = 2;
+  if (argv[at] === "--config") at += 2;
+  else if (argv[at]?.startsWith("--config=") === true) at += 1;
+  return argv[at] === "admin" ? at : -1;
+}
+
 function ownArgs(): string[] {
   const args = process.argv.slice(2);
   return cluster.isWorker && args[0] === process.execPath ? args.slice(1) : args;

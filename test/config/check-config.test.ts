@@ -1,4 +1,6 @@
 import { execFile } from "node:child_process";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
 import { describe, expect, it } from "vitest";
 import { ROOT } from "../registry/helpers.js";
 
@@ -54,5 +56,27 @@ describe("the proxy's command line", () => {
     });
     expect(code).toBe(0);
     expect(out).toMatch(/^usage: node-gateway admin <command>/);
+  });
+
+  it("`node-gateway --config <file> admin …` takes the config as the operator CLI's, as `admin --config <file>` does", async () => {
+    const missing = join(tmpdir(), "no-such-admin-deployment.yaml");
+    for (const args of [
+      ["--config", missing, "admin", "accounts", "list"],
+      [`--config=${missing}`, "admin", "accounts", "list"],
+      ["admin", "--config", missing, "accounts", "list"],
+    ]) {
+      const { code, err } = await new Promise<{ code: number; err: string }>((resolve) => {
+        execFile(
+          process.execPath,
+          ["--import", "tsx", "src/proxy/main.ts", ...args],
+          { cwd: ROOT },
+          (error, _out, err) => resolve({ code: error ? Number(error.code ?? 1) : 0, err }),
+        );
+      });
+      expect(code, args.join(" ")).toBe(2);
+      expect(err, args.join(" ")).toMatch(
+        /^error INVALID_CONFIG: invalid configuration: .*no-such-admin-deployment\.yaml: ENOENT/,
+      );
+    }
   });
 });
