@@ -58,6 +58,11 @@ export interface ConnectionOptions {
    * (src/cache/), and its caller's next HTTP reads go first to that node (the connection's are on it).
    */
   readonly onWrite: (node: Upstream) => void;
+  /**
+   * A call made a filter on `node`, named `name`: it is the caller's, polled over HTTP on that node too, and
+   * no other caller's to use (group.ts `handleMade`).
+   */
+  readonly onHandleMade: (node: Upstream, name: string) => void;
   /** Where a message the gateway failed after it went is logged (a write a move refused). */
   readonly logger: Logger;
   /** Whether another of the label's nodes would serve a connection better than `node` (group.ts `betterThan`). */
@@ -684,6 +689,13 @@ export class Connection {
     }
     wrote(): void {
       this.#connection.#options.onWrite(this.#connection.#node);
+    }
+    made(call: PassedCall, result: string): void {
+      const connection = this.#connection;
+      if (connection.#policy.reads?.handles?.make.includes(call.method) !== true || !result.startsWith('"'))
+        return;
+      const name: unknown = JSON.parse(result);
+      if (typeof name === "string") connection.#options.onHandleMade(connection.#node, name);
     }
     kept(keep: CacheKeep, members: ReadonlyMap<string, string>): void {
       this.#connection.#options.cache?.keep(keep, members, this.#connection.#node);

@@ -57,6 +57,8 @@ export interface Settled {
   unsubscribed(target: Subscription | undefined): void;
   /** A write was answered: what the caller reads next at the head may differ (src/cache/). */
   wrote(): void;
+  /** A call was answered with `result` (JSON text): one that made a filter names it (registry `reads.handles`). */
+  made(call: PassedCall, result: string): void;
   /** The last of a traced message's calls was answered. */
   answered(message: UpstreamMessage): void;
   /** A call the cache missed was answered: the cache may keep the answer. */
@@ -153,6 +155,7 @@ export class PendingCalls {
       // a write the node refused changed nothing (answers/write-taken.ts)
       if (pending.write && (members.get("error") ?? "null") === "null") settled.wrote();
       if (pending.keep !== undefined) settled.kept(pending.keep, members);
+      if (pending.kind === "call" && result !== undefined) settled.made(pending.call, result);
       if (pending.kind === "subscribe") {
         this.#reservedSubscriptions--;
         const clientId = result === undefined ? undefined : settled.subscribed(pending.call, result);

@@ -167,6 +167,13 @@ describe("reads of a block by hash only one of two anvils has, and filters made 
           error: { code: -32000, data: { code: "FILTER_NOT_FOUND" } },
         });
       expect((await client.call("eth_chainId")).result).toBe("0x1");
+      // one made over a WebSocket is its maker's too, and polled over HTTP on its node
+      const own = (await client.call("eth_newBlockFilter")).result as string;
+      expect((await rpc(KEYS.all, "eth_getFilterChanges", [own])).error).toMatchObject({
+        data: { code: "FILTER_NOT_FOUND" },
+      });
+      for (let i = 0; i < 4; i++)
+        expect((await rpc(KEYS.noArchive, "eth_getFilterChanges", [own])).error, `poll ${i}`).toBeUndefined();
     } finally {
       client.close();
     }
