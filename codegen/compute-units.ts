@@ -24,7 +24,10 @@ export function compileComputeUnits(interfaces: readonly InterfaceSpec[]): Compu
   for (const iface of interfaces) {
     const units = iface.computeUnits;
     const served = Object.values(iface.methods ?? {}).flat();
-    for (const [name, cost] of Object.entries(units.methods ?? {})) {
+    // a method named exactly costs what it is named at, and a longer pattern beats a shorter one, whatever
+    // order the YAML lists them in: `"trace_*": 100` before `trace_replayTransaction: 3000` hid the 3000
+    const byPrecision = Object.entries(units.methods ?? {}).sort(([a], [b]) => precision(b) - precision(a));
+    for (const [name, cost] of byPrecision) {
       const names = name.endsWith("*") ? served.filter((m) => m.startsWith(name.slice(0, -1))) : [name];
       for (const method of names) if (!methods.has(method)) methods.set(method, cost);
     }
@@ -43,6 +46,11 @@ export function compileComputeUnits(interfaces: readonly InterfaceSpec[]): Compu
     routes: [...routes].sort(([a], [b]) => a.localeCompare(b)),
     archive: first.computeUnits.archive ?? 1,
   };
+}
+
+/** How precisely a compute-units entry names its methods: a name exactly above every `prefix*`, longer prefixes first. */
+function precision(name: string): number {
+  return name.endsWith("*") ? name.length - 1 : Number.POSITIVE_INFINITY;
 }
 
 /** `GET|HEAD /v2/blocks/{round}` → `GET /v2/blocks/{}` and `HEAD /v2/blocks/{}`. */

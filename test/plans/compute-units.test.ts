@@ -22,6 +22,10 @@ describe("compute units from the registry", () => {
     expect(evm.methods.get("eth_blockNumber")).toBe(10);
     // a `debug_*` pattern reaches every debug method the interface serves
     expect(evm.methods.get("debug_traceTransaction")).toBe(300);
+    // and a method named exactly costs its own price, though the YAML lists `"trace_*": 100` before it
+    expect(evm.methods.get("trace_block")).toBe(100);
+    expect(evm.methods.get("trace_replayTransaction")).toBe(3000);
+    expect(evm.methods.get("trace_replayBlockTransactions")).toBe(3000);
     // a write is priced as the interface's writes
     expect(evm.methods.get("eth_sendRawTransaction")).toBe(250);
     expect(evm.methods.has("eth_getBalance")).toBe(false);
