@@ -6,7 +6,8 @@ import { ALGOD_API_TOKEN, type Guard, RPC_PASSWORD } from "./node-guards.js";
 // software's code (commit and file):
 // - Bitcoin Core src/httprpc.cpp (JSONErrorReply) and src/rpc/request.cpp (JSONRPCReplyObj), at
 //   dae0d13b; Dogecoin Core 1.14 is Bitcoin 0.14's code: answers carry "error": null, errors are HTTP 500
-//   (404 for an unknown method).
+//   (404 for an unknown method). Bitcoin Core v28 (bitcoin/bitcoin#27101, doc/release-notes-27101.md):
+//   a call marked "jsonrpc": "2.0" is answered in 2.0's shape, its errors at HTTP 200 (bitcoind28 below).
 // - nearcore chain/jsonrpc-primitives errors.rs: error objects carry name and cause; the HTTP status is
 //   200 for handler errors, 400 for validation errors (an unknown method), 500 for internal ones.
 // - toncenter/ton-http-api@4b4e54fc pyTON/main.py: {"ok": true, "result"} beside jsonrpc and the id as a
@@ -100,6 +101,11 @@ export interface JsonRpcSoftware {
    * arbitrary_precision, keeps it as text too.
    */
   readonly echoesRawId?: boolean;
+  /**
+   * What it answers a non-empty batch whose calls are all notifications: `[]` at HTTP 200 if absent;
+   * "no-content", HTTP 204 with no body (Bitcoin Core v28's HTTPReq_JSONRPC).
+   */
+  readonly notificationsOnlyBatch?: "no-content";
 }
 
 export interface Answer {
@@ -157,14 +163,32 @@ function twoPointZero(
   };
 }
 
+/** A bitcoind error object: {code, message}. */
+interface BitcoindError {
+  readonly code: number;
+  readonly message: string;
+}
+
+/** The error object bitcoind's handler gives an outcome that is not a result. */
+function bitcoindError(outcome: Exclude<Outcome, { result: unknown }>): BitcoindError {
+  return outcome.error === "unknown-method"
+    ? { code: -32601, message: "Method not found" }
+    : outcome.error === "rejected"
+      ? { code: outcome.code, message: outcome.message }
+      : { code: -28, message: "Loading block index…" };
+}
+
+/** httprpc.cpp JSONErrorReply: 400 for RPC_INVALID_REQUEST, 404 for RPC_METHOD_NOT_FOUND, else 500. */
+const legacyErrorStatus = (error: BitcoindError): number =>
+  error.code === -32601 ? 404 : error.code === -32600 ? 400 : 500;
+
 /**
  * Bitcoin Core up to v27 and Dogecoin Core 1.14: every answer JSON-RPC 1.0 style, whatever the request's
  * jsonrpc member says, with "error": null beside a result; an error at HTTP 500 (404 for an unknown
- * method) with its JSON body. (Bitcoin Core v28 answers a request marked "jsonrpc": "2.0" in 2.0 style,
- * at HTTP 200; the registry's bitcoin-core interface covers v25 to v28, so the older answers are the
- * ones every gateway must read.)
+ * method) with its JSON body; a call without an id answered with "id": null. A batch is HTTP 200, each
+ * call's answer 1.0 style inside it (JSONRPCExecBatch).
  */
-function bitcoind(name: string): JsonRpcSoftware {
+function bitcoindLegacy(name: string): JsonRpcSoftware {
   return {
     name,
     newline: true,
@@ -172,17 +196,9 @@ function bitcoind(name: string): JsonRpcSoftware {
     contentType: JSON_TYPE,
     guard: RPC_PASSWORD,
     answer: (call, outcome) => {
-      const error =
-        "result" in outcome
-          ? undefined
-          : outcome.error === "unknown-method"
-            ? { code: -32601, message: "Method not found" }
-            : outcome.error === "rejected"
-              ? { code: outcome.code, message: outcome.message }
-              : { code: -28, message: "Loading block index…" };
+      const error = "result" in outcome ? undefined : bitcoindError(outcome);
       return {
-        // httprpc.cpp JSONErrorReply: 400 for RPC_INVALID_REQUEST, 404 for RPC_METHOD_NOT_FOUND, else 500
-        status: error === undefined ? 200 : error.code === -32601 ? 404 : error.code === -32600 ? 400 : 500,
+        status: error === undefined ? 200 : legacyErrorStatus(error),
         json: {
           result: error === undefined ? (outcome as { result: unknown }).result : null,
           error: error ?? null,
@@ -194,14 +210,137 @@ function bitcoind(name: string): JsonRpcSoftware {
   };
 }
 
+/**
+ * Bitcoin Core v28 and later (bitcoin/bitcoin#27101 "Support JSON-RPC 2.0 when requested by client", its
+ * doc/release-notes-27101.md folded into the 28.0 release notes), read in src/rpc/request.cpp (JSONRPCRequest::parse, JSONRPCReplyObj) and src/httprpc.cpp
+ * (HTTPReq_JSONRPC, JSONErrorReply) as of v28.0:
+ * - parse: no "jsonrpc" member (or null), or "1.0", is JSONRPCVersion::V1_LEGACY; "2.0" is V2; a
+ *   non-string is RPC_INVALID_REQUEST "jsonrpc field must be a string", any other string
+ *   RPC_INVALID_REQUEST "JSON-RPC version not supported" (thrown while the version is still V1_LEGACY,
+ *   so answered in 1.0's shape at HTTP 400). The id is kept only where the request has one
+ *   (std::optional): JSONRPCReplyObj writes "id" only then, in either version.
+ * - JSONRPCReplyObj: V2 writes "jsonrpc": "2.0" first, then result or error alone; V1_LEGACY writes
+ *   both, one of them null, and no "jsonrpc".
+ * - HTTPReq_JSONRPC, one request: V2 catches the handler's error (catch_errors) and answers it at HTTP
+ *   200; V1_LEGACY lets it reach JSONErrorReply (400 for RPC_INVALID_REQUEST, 404 for
+ *   RPC_METHOD_NOT_FOUND, else 500). A V2 request without an id is a notification (IsNotification): it
+ *   runs, and the answer is HTTP 204 with no body.
+ * - a batch: HTTP 200, each call answered in its own version's shape, its error caught; a notification's
+ *   answer left out; a non-empty batch of notifications only is HTTP 204 with no body, an empty one `[]`.
+ */
+function bitcoind28(name: string): JsonRpcSoftware {
+  return {
+    name,
+    newline: true,
+    echoesRawId: true,
+    contentType: JSON_TYPE,
+    guard: RPC_PASSWORD,
+    notificationsOnlyBatch: "no-content",
+    answer: (call, outcome) => {
+      const id = Object.hasOwn(call, "id") ? { id: call.id } : {};
+      const version = call.jsonrpc;
+      if (version !== undefined && version !== null && typeof version !== "string")
+        return {
+          status: 400,
+          json: { result: null, error: { code: -32600, message: "jsonrpc field must be a string" }, ...id },
+        };
+      if (typeof version === "string" && version !== "1.0" && version !== "2.0")
+        return {
+          status: 400,
+          json: { result: null, error: { code: -32600, message: "JSON-RPC version not supported" }, ...id },
+        };
+      const error = "result" in outcome ? undefined : bitcoindError(outcome);
+      const result = (outcome as { result?: unknown }).result;
+      if (version === "2.0") {
+        // a notification: run, and not answered
+        if (!Object.hasOwn(call, "id")) return undefined;
+        return {
+          status: 200,
+          json: { jsonrpc: "2.0", ...(error === undefined ? { result } : { error }), ...id },
+        };
+      }
+      return {
+        status: error === undefined ? 200 : legacyErrorStatus(error),
+        json: { result: error === undefined ? result : null, error: error ?? null, ...id },
+      };
+    },
+  };
+}
+
+const NEAR_BASE58 = "123456789ABCDEFGHJKLMNPQRSTUVWXYZabcdefghijkmnopqrstuvwxyz";
+/** The 32 bytes of a block hash here: a marker byte, the height, then a filler. */
+const NEAR_HASH_FILL = "5a".repeat(23);
+
+/** Block `height`'s hash, base58 as nearcore writes a CryptoHash: one of its own per height. */
+export function nearBlockHash(height: number): string {
+  let n = BigInt(`0x4c${height.toString(16).padStart(16, "0")}${NEAR_HASH_FILL}`);
+  let text = "";
+  while (n > 0n) {
+    text = `${NEAR_BASE58[Number(n % 58n)]}${text}`;
+    n /= 58n;
+  }
+  return text;
+}
+
+/** The height whose hash (nearBlockHash) `hash` is, or undefined for no block of this node's. */
+export function nearHeightOf(hash: string): number | undefined {
+  let n = 0n;
+  for (const c of hash) {
+    const digit = NEAR_BASE58.indexOf(c);
+    if (digit < 0) return undefined;
+    n = n * 58n + BigInt(digit);
+  }
+  const hex = n.toString(16);
+  if (hex.length !== 64 || !hex.startsWith("4c") || !hex.endsWith(NEAR_HASH_FILL)) return undefined;
+  return Number.parseInt(hex.slice(2, 18), 16);
+}
+
+/**
+ * nearcore's UNKNOWN_BLOCK handler error of `block` (chain/jsonrpc-primitives types/blocks.rs RpcBlockError)
+ * and `chunk` (types/chunks.rs RpcChunkError), at HTTP 200. Both variants are `UnknownBlock { error_message }`
+ * with `#[serde(skip_serializing)]` on the message, so the cause's info is `{}`; the legacy `data` is
+ * `format!("DB Not Found Error: {} \n Cause: Unknown", error_message)`, the message being the chain store's
+ * DBNotFoundErr text: "BLOCK HEIGHT: <n>" where no block is indexed at the height (one above the head),
+ * "BLOCK: <hash>" where the block itself is not in the store (a hash never seen, or one the node
+ * garbage-collected: a non-archival node's GC drops DBCol::Block but not the header nor the height's index,
+ * chain/chain/src/garbage_collection.rs, so a garbage-collected block is UNKNOWN_BLOCK too, never the
+ * GARBAGE_COLLECTED_BLOCK that only RpcQueryError has).
+ */
+export function nearUnknownBlock(notFound: string): Record<string, unknown> {
+  return {
+    name: "HANDLER_ERROR",
+    cause: { info: {}, name: "UNKNOWN_BLOCK" },
+    code: -32000,
+    message: "Server error",
+    data: `DB Not Found Error: ${notFound} \n Cause: Unknown`,
+  };
+}
+
+/** The block a `block` or `chunk` call names: block_id (a height or a hash), positional or by name. */
+function nearBlockIdOf(call: IncomingCall): unknown {
+  const params = call.params;
+  if (Array.isArray(params)) return Array.isArray(params[0]) ? params[0][0] : params[0];
+  return (params as { block_id?: unknown } | undefined)?.block_id;
+}
+
 const nearcore: JsonRpcSoftware = {
   name: "nearcore",
   newline: false,
   echoesRawId: true,
   contentType: JSON_TYPE,
-  // A handler error, at HTTP 200, its reason in cause.name (chain/jsonrpc-primitives errors.rs,
-  // RpcQueryError::GarbageCollectedBlock).
+  // A non-archival node's answer for state it garbage-collected, by the call's error type: `block` and
+  // `chunk` (RpcBlockError, RpcChunkError) have no such variant, the block is UNKNOWN_BLOCK (nearUnknownBlock);
+  // `query` (RpcQueryError::GarbageCollectedBlock, chain/jsonrpc-primitives types/query.rs) is a handler
+  // error at HTTP 200, its reason in cause.name.
   missingState: (call) => {
+    const blockId = nearBlockIdOf(call);
+    if (call.method === "block" || call.method === "chunk") {
+      const hash = typeof blockId === "number" ? nearBlockHash(blockId) : String(blockId);
+      return {
+        status: 200,
+        json: { jsonrpc: "2.0", error: nearUnknownBlock(`BLOCK: ${hash}`), id: call.id },
+      };
+    }
     const height = (call.params as { block_id?: unknown } | undefined)?.block_id;
     return {
       status: 200,
@@ -420,8 +559,8 @@ export const JSON_RPC_SOFTWARE: Readonly<Record<string, JsonRpcSoftware>> = {
   ),
   toncenter,
   ogmios,
-  "bitcoin-core": bitcoind("Bitcoin Core 27"),
-  "dogecoin-core": bitcoind("Dogecoin Core 1.14"),
+  "bitcoin-core": bitcoind28("Bitcoin Core 28"),
+  "dogecoin-core": bitcoindLegacy("Dogecoin Core 1.14"),
   starknet: twoPointZero("Pathfinder", () => ({ code: -32601, message: "Method not found" }), {
     code: -32603,
     message: "Internal error",
@@ -447,6 +586,101 @@ export interface RestSoftware {
   readonly guard?: Guard;
   /** It answers a GET as the POST of the same path (java-tron's servlets: doGet and doPost alike). */
   readonly getAsPost?: boolean;
+  /**
+   * Its answer for a path that is no route of its, where it depends on the request (Jetty's error page
+   * follows the Accept header and names the path), whatever state the node is in: the server's routing
+   * answers it before any handler runs. `notFound` if absent.
+   */
+  unknownRoute?(request: SeenRequest): Reply;
+}
+
+/**
+ * Jetty 9.4.53.v20231009's answer for a path no servlet of java-tron's FullNodeHttpApiService is mapped to
+ * (tronprotocol/java-tron@1e35f79a framework/build.gradle: jetty-server 9.4.53; HttpService builds a
+ * ServletContextHandler at context path "/" with no error handler of its own, FullNodeHttpApiService maps
+ * each servlet at its exact path, "/wallet/getnowblock" and so on, and no default servlet): ServletHandler's
+ * Default404Servlet calls sendError(404), and the Server's ErrorHandler writes the page, whatever the path
+ * (under /wallet/ or elsewhere) and the method (GET, POST, HEAD; any other gets no body). Read in Jetty's
+ * ErrorHandler (generateAcceptableResponse, writeErrorPage, writeErrorPlain, writeErrorJson): the Accept
+ * header picks the first type it can write, most specific first: text/html, text/* or any type (and no
+ * Accept at all) an HTML page, text/html;charset=iso-8859-1; application/json or text/json a JSON object
+ * of strings (a HashMap's order: servlet, message, url, status); text/plain the same lines as text; none of
+ * them, no body. Cache-Control must-revalidate,no-cache,no-store and Server Jetty(9.4.53.v20231009) (the
+ * default HttpConfiguration sends the version). The servlet holder's name ends in its instance's hash,
+ * which differs per run: a fixed one here. The page's layout (the meta charset, the <hr/> around the
+ * "Powered by" link) as Jetty 9.4.51 to 9.4.58 write it.
+ */
+const JETTY_VERSION = "9.4.53.v20231009";
+const JETTY_404_SERVLET = "org.eclipse.jetty.servlet.ServletHandler$Default404Servlet-3c0be339";
+
+/** Jetty's StringUtil.sanitizeXmlString: &, <, >, ', " escaped; other control characters as '?'. */
+function sanitizeXml(text: string): string {
+  const named: Readonly<Record<string, string>> = {
+    "&": "&amp;",
+    "<": "&lt;",
+    ">": "&gt;",
+    "'": "&apos;",
+    '"': "&quot;",
+  };
+  return [...text]
+    .map((c) => {
+      const code = c.charCodeAt(0);
+      return named[c] ?? (code < 0x20 && c !== "\t" && c !== "\n" && c !== "\r" ? "?" : c);
+    })
+    .join("");
+}
+
+/** The media types of an Accept header, in the order Jetty tries them (QuotedQualityCSV, MOST_SPECIFIC_MIME_ORDERING). */
+function acceptOrder(accept: string): string[] {
+  const specificity = (type: string) => (type === "*/*" ? 0 : type.endsWith("/*") ? 1 : 2);
+  return accept
+    .split(",")
+    .map((part, index) => {
+      const [type = "", ...params] = part.split(";").map((p) => p.trim());
+      const q = params.find((p) => p.startsWith("q="));
+      return { type: type.toLowerCase(), q: q === undefined ? 1 : Number(q.slice(2)), index };
+    })
+    .filter((entry) => entry.type !== "" && entry.q > 0)
+    .sort((a, b) => b.q - a.q || specificity(b.type) - specificity(a.type) || a.index - b.index)
+    .map((entry) => entry.type);
+}
+
+function jetty404(request: SeenRequest): Reply {
+  const uri = request.url.split("?")[0] ?? "/";
+  const headers = { "cache-control": "must-revalidate,no-cache,no-store", server: `Jetty(${JETTY_VERSION})` };
+  if (!["GET", "POST", "HEAD"].includes(request.method)) return { status: 404, headers, body: "" };
+  const accept = request.headers.accept;
+  const types = accept === undefined ? ["text/html"] : acceptOrder(accept);
+  for (const type of types) {
+    if (type === "text/html" || type === "text/*" || type === "*/*")
+      return {
+        status: 404,
+        headers: { ...headers, "content-type": "text/html;charset=iso-8859-1" },
+        body:
+          '<html>\n<head>\n<meta http-equiv="Content-Type" content="text/html;charset=ISO-8859-1"/>\n' +
+          "<title>Error 404 Not Found</title>\n</head>\n<body><h2>HTTP ERROR 404 Not Found</h2>\n<table>\n" +
+          `<tr><th>URI:</th><td>${sanitizeXml(uri)}</td></tr>\n` +
+          "<tr><th>STATUS:</th><td>404</td></tr>\n<tr><th>MESSAGE:</th><td>Not Found</td></tr>\n" +
+          `<tr><th>SERVLET:</th><td>${JETTY_404_SERVLET}</td></tr>\n</table>\n` +
+          `<hr/><a href="https://eclipse.org/jetty">Powered by Jetty:// ${JETTY_VERSION}</a><hr/>\n` +
+          "\n</body>\n</html>\n",
+      };
+    if (type === "application/json" || type === "text/json")
+      return {
+        status: 404,
+        headers: { ...headers, "content-type": type },
+        body:
+          `{\n"servlet":${JSON.stringify(JETTY_404_SERVLET)},\n"message":"Not Found",\n` +
+          `"url":${JSON.stringify(sanitizeXml(uri))},\n"status":"404"\n}`,
+      };
+    if (type === "text/plain")
+      return {
+        status: 404,
+        headers: { ...headers, "content-type": "text/plain;charset=iso-8859-1" },
+        body: `HTTP ERROR 404 Not Found\nURI: ${uri}\nSTATUS: 404\nMESSAGE: Not Found\nSERVLET: ${JETTY_404_SERVLET}\n`,
+      };
+  }
+  return { status: 404, headers, body: "" };
 }
 
 const withNewline = (body: unknown, contentType = JSON_TYPE): Reply => ({
@@ -506,7 +740,9 @@ export const REST_SOFTWARE: Readonly<Record<string, RestSoftware>> = {
   "tron-http": {
     name: "java-tron HTTP",
     ok: (body) => withNewline(body, "application/json; charset=utf-8"),
+    // what a route without an answer here gets; a path that is no route is Jetty's error page (jetty404)
     notFound: { status: 404, body: "" },
+    unknownRoute: jetty404,
     failure: withNewline(
       { Error: "class java.lang.IllegalAccessException : lack of computing resources" },
       "application/json; charset=utf-8",
@@ -628,9 +864,16 @@ function answerText(answer: Answer): string {
 }
 
 /** A whole JSON-RPC answer as `software` writes it, for one call or a batch. */
-export function jsonRpcReply(software: JsonRpcSoftware, batch: boolean, answers: readonly Answer[]): Reply {
+export function jsonRpcReply(
+  software: JsonRpcSoftware,
+  batch: boolean,
+  answers: readonly Answer[],
+  calls = answers.length,
+): Reply {
   const end = software.newline ? "\n" : "";
   const headers = { "content-type": software.contentType };
+  if (batch && calls > 0 && answers.length === 0 && software.notificationsOnlyBatch === "no-content")
+    return { status: 204, headers, body: "" };
   if (!batch) {
     const only = answers[0];
     if (only === undefined) return { status: 204, headers, body: "" };

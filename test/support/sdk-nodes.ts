@@ -11,7 +11,15 @@ import type { UpstreamSpec } from "../../src/config/types.js";
 import type { Endpoint, Mount } from "../../src/registry/types.js";
 import { type LoopbackNode, startLoopbackNode } from "./loopback-node.js";
 import type { Guard } from "./node-guards.js";
-import { JSON_RPC_SOFTWARE, NodeRejection, type NodeState, REST_SOFTWARE } from "./node-software.js";
+import {
+  JSON_RPC_SOFTWARE,
+  NodeRejection,
+  type NodeState,
+  nearBlockHash,
+  nearHeightOf,
+  nearUnknownBlock,
+  REST_SOFTWARE,
+} from "./node-software.js";
 import { stellarLatestLedger } from "./sdk-stellar-ledger.js";
 import { nodeState, softwareNode } from "./software-node.js";
 import type { TypicalAnswer } from "./typical-calls.js";
@@ -110,61 +118,38 @@ function polkadotJsCalls(endpoint: Endpoint): Record<string, TypicalAnswer> {
 export const NEAR_FINAL_LAG = 2;
 const NEAR_DS_FINAL_LAG = 1;
 
-const BASE58 = "123456789ABCDEFGHJKLMNPQRSTUVWXYZabcdefghijkmnopqrstuvwxyz";
-/** The 32 bytes of a block hash here: a marker byte, the height, then a filler. */
-const NEAR_HASH_FILL = "5a".repeat(23);
-
-/** Block `height`'s hash, base58 as nearcore writes a CryptoHash: one of its own per height. */
-export function nearBlockHash(height: number): string {
-  let n = BigInt(`0x4c${height.toString(16).padStart(16, "0")}${NEAR_HASH_FILL}`);
-  let text = "";
-  while (n > 0n) {
-    text = `${BASE58[Number(n % 58n)]}${text}`;
-    n /= 58n;
-  }
-  return text;
-}
-
-/** The height whose hash (nearBlockHash) `hash` is, or undefined for no block of this node's. */
-function nearHeightOf(hash: string): number | undefined {
-  let n = 0n;
-  for (const c of hash) {
-    const digit = BASE58.indexOf(c);
-    if (digit < 0) return undefined;
-    n = n * 58n + BigInt(digit);
-  }
-  const hex = n.toString(16);
-  if (hex.length !== 64 || !hex.startsWith("4c") || !hex.endsWith(NEAR_HASH_FILL)) return undefined;
-  return Number.parseInt(hex.slice(2, 18), 16);
-}
+export { nearBlockHash };
 
 /**
- * nearcore's UNKNOWN_BLOCK handler error (chain/jsonrpc-primitives types/blocks.rs RpcBlockError), as
- * by-hash-unknown.test.ts has it for a hash: a handler error at HTTP 200.
+ * How many blocks back a non-archival nearcore node keeps: GCConfig's gc_num_epochs_to_keep, 5 epochs of
+ * 43 200 blocks (the registry's `fullHistory` for NEAR). An older block is garbage-collected.
  */
+export const NEAR_KEPT_BLOCKS = 5 * 43_200;
+
+/** nearcore's answer for a block it has no record of at all: one above its head, a hash it never saw. */
 function unknownNearBlock(blockId: number | string): NodeRejection {
-  const what =
-    typeof blockId === "number" ? `BLOCK HEIGHT: ${blockId} \n Cause: Unknown` : `BLOCK: ${blockId}`;
-  return new NodeRejection(-32000, "Server error", {
-    name: "HANDLER_ERROR",
-    cause: { info: { block_reference: { block_id: blockId } }, name: "UNKNOWN_BLOCK" },
-    code: -32000,
-    message: "Server error",
-    data: `DB Not Found Error: ${what}`,
-  });
+  const notFound = typeof blockId === "number" ? `BLOCK HEIGHT: ${blockId}` : `BLOCK: ${blockId}`;
+  return new NodeRejection(-32000, "Server error", nearUnknownBlock(notFound));
 }
 
+/** nearcore's answer for a block it garbage-collected (node-software.ts nearUnknownBlock): its body is gone. */
+function collectedNearBlock(height: number): NodeRejection {
+  return new NodeRejection(-32000, "Server error", nearUnknownBlock(`BLOCK: ${nearBlockHash(height)}`));
+}
+
+/** How far back a nearcore node keeps blocks: "archive" keeps all, a number that many below its head. */
+export type NearKeeps = number | "archive";
+
 /**
- * nearcore's `block` for near-api-js' viewBlock: the block the params name (chain/jsonrpc-primitives
- * types/blocks.rs RpcBlockRequest, a BlockReference): `block_id` a height or a hash, `finality` "optimistic"
- * (the head), "near-final" or "final" (behind it), or legacy positional `[block_id]`; its header, no chunks.
- * A height above the head or a hash of no block is UNKNOWN_BLOCK.
+ * The height a BlockReference names on a node at `head`, or the rejection nearcore gives it: a height above
+ * the head or a hash of no block is UNKNOWN_BLOCK ("BLOCK HEIGHT: n" / "BLOCK: hash"), and so is a block
+ * older than a non-archival node keeps (garbage-collected: "BLOCK: <its hash>").
  */
-function nearBlock({ height: head }: { height: number }, params?: unknown): unknown {
-  const reference = (Array.isArray(params) ? { block_id: params[0] } : (params ?? {})) as {
-    block_id?: unknown;
-    finality?: unknown;
-  };
+function nearHeightAt(
+  head: number,
+  keeps: NearKeeps,
+  reference: { block_id?: unknown; finality?: unknown },
+): number {
   let height = head;
   if (typeof reference.block_id === "number") {
     if (reference.block_id > head || reference.block_id < 0) throw unknownNearBlock(reference.block_id);
@@ -178,6 +163,23 @@ function nearBlock({ height: head }: { height: number }, params?: unknown): unkn
   } else if (reference.finality === "near-final") {
     height = head - NEAR_DS_FINAL_LAG;
   }
+  if (keeps !== "archive" && height < head - keeps) throw collectedNearBlock(height);
+  return height;
+}
+
+/**
+ * nearcore's `block` for near-api-js' viewBlock: the block the params name (chain/jsonrpc-primitives
+ * types/blocks.rs RpcBlockRequest, a BlockReference): `block_id` a height or a hash, `finality` "optimistic"
+ * (the head), "near-final" or "final" (behind it), or legacy positional `[block_id]`; its header, no chunks.
+ * A height above the head or a hash of no block is UNKNOWN_BLOCK, and so is a block older than a
+ * non-archival node keeps (`keeps` blocks below its head).
+ */
+function nearBlock(keeps: NearKeeps, { height: head }: { height: number }, params?: unknown): unknown {
+  const reference = (Array.isArray(params) ? { block_id: params[0] } : (params ?? {})) as {
+    block_id?: unknown;
+    finality?: unknown;
+  };
+  const height = nearHeightAt(head, keeps, reference);
   return {
     author: "figment.poolv1.near",
     chunks: [],
@@ -204,13 +206,127 @@ function nearBlock({ height: head }: { height: number }, params?: unknown): unkn
   };
 }
 
+const BASE58 = "123456789ABCDEFGHJKLMNPQRSTUVWXYZabcdefghijkmnopqrstuvwxyz";
+const CHUNK_HASH_FILL = "c3".repeat(22);
+
+/** The chunk hash of shard `shard` at `height` here: 32 bytes, a marker (0x43), the shard, the height, a filler. */
+function nearChunkHash(height: number, shard: number): string {
+  let n = BigInt(
+    `0x43${shard.toString(16).padStart(2, "0")}${height.toString(16).padStart(16, "0")}${CHUNK_HASH_FILL}`,
+  );
+  let text = "";
+  while (n > 0n) {
+    text = `${BASE58[Number(n % 58n)]}${text}`;
+    n /= 58n;
+  }
+  return text;
+}
+
+/** The height and shard whose chunk hash (nearChunkHash) `hash` is, or undefined for no chunk of this node's. */
+function nearChunkOf(hash: string): { height: number; shard: number } | undefined {
+  let n = 0n;
+  for (const c of hash) {
+    const digit = BASE58.indexOf(c);
+    if (digit < 0) return undefined;
+    n = n * 58n + BigInt(digit);
+  }
+  const hex = n.toString(16);
+  if (hex.length !== 64 || !hex.startsWith("43") || !hex.endsWith(CHUNK_HASH_FILL)) return undefined;
+  return { shard: Number.parseInt(hex.slice(2, 4), 16), height: Number.parseInt(hex.slice(4, 20), 16) };
+}
+
+/**
+ * nearcore's `chunk` (chain/jsonrpc-primitives types/chunks.rs RpcChunkRequest, a ChunkReference): the
+ * chunk of `shard_id` in the block `block_id` names (a height or a hash), or the one `chunk_id` names; the
+ * legacy positional forms `[[block_id, shard_id]]` and `[chunk_id]`. A block it has no body for (above
+ * the head, unknown, or garbage-collected on a non-archival node) is RpcChunkError::UnknownBlock, whose
+ * cause is UNKNOWN_BLOCK with info {}; a chunk hash it does not have is UNKNOWN_CHUNK; a shard past the
+ * layout's is INVALID_SHARD_ID.
+ */
+function nearChunk(keeps: NearKeeps, { height: head }: { height: number }, params?: unknown): unknown {
+  const first = Array.isArray(params) ? params[0] : undefined;
+  const reference = (
+    Array.isArray(first)
+      ? { block_id: first[0], shard_id: first[1] }
+      : typeof first === "string"
+        ? { chunk_id: first }
+        : (params ?? {})
+  ) as { block_id?: unknown; shard_id?: unknown; chunk_id?: unknown };
+  let height: number;
+  let shard: number;
+  if (typeof reference.chunk_id === "string") {
+    const id = reference.chunk_id;
+    const chunk = nearChunkOf(id);
+    const chunkHeight = chunk?.height;
+    if (
+      chunkHeight === undefined ||
+      chunkHeight > head ||
+      (keeps !== "archive" && chunkHeight < head - keeps)
+    )
+      throw new NodeRejection(-32000, "Server error", {
+        name: "HANDLER_ERROR",
+        cause: { info: { chunk_hash: id }, name: "UNKNOWN_CHUNK" },
+        code: -32000,
+        message: "Server error",
+        data: `Chunk Missing (unavailable on the node): ChunkHash(\`${id}\`) \n Cause: Unknown`,
+      });
+    height = chunkHeight;
+    shard = chunk?.shard ?? 0;
+  } else {
+    height = nearHeightAt(head, keeps, { block_id: reference.block_id });
+    shard = Number(reference.shard_id ?? 0);
+    if (!Number.isInteger(shard) || shard < 0 || shard > 5)
+      throw new NodeRejection(-32000, "Server error", {
+        name: "HANDLER_ERROR",
+        cause: { info: { shard_id: shard }, name: "INVALID_SHARD_ID" },
+        code: -32000,
+        message: "Server error",
+        data: `Shard id ${shard} does not exist`,
+      });
+  }
+  return {
+    author: "figment.poolv1.near",
+    header: {
+      chunk_hash: nearChunkHash(height, shard),
+      prev_block_hash: nearBlockHash(height - 1),
+      height_created: height,
+      height_included: height,
+      shard_id: shard,
+      gas_used: 0,
+      gas_limit: 1_000_000_000_000_000,
+      balance_burnt: "0",
+      outgoing_receipts_root: "AChfy3dXeJjgD2w5zXkUTFb6w8kg3AYGnyyjsvc7hXLv",
+      tx_root: "11111111111111111111111111111111",
+      prev_state_root: "2cGq2Vx4bC7nM1sK5wJ8eR3tY6uI9oP2aS4dF7gH1jKl",
+      encoded_merkle_root: "9zYue7drR1rhfzEEoc4WUXzaYRnRNihvRoGt1BgK7Lkk",
+      encoded_length: 8,
+      validator_proposals: [],
+      signature: "ed25519:5yU8iO1pA4sD7fG9hJ2kL5zX8cV1bN3mQ6wE9rT2yU5iO8pA1sD3fG6hJ9kL2zX",
+    },
+    transactions: [],
+    receipts: [],
+  };
+}
+
+/**
+ * nearcore's `block` and `chunk` on a node that keeps `keeps` blocks below its head ("archive": all of
+ * them), for a test that reads blocks by height or hash on an archival node and a non-archival one.
+ */
+export function nearBlockReads(keeps: NearKeeps): Record<string, TypicalAnswer> {
+  return {
+    block: { result: (state, params) => nearBlock(keeps, state, params) },
+    chunk: { result: (state, params) => nearChunk(keeps, state, params) },
+  };
+}
+
 /**
  * What each interface's SDK asks beyond the head and chain calls, as its node software answers it, by
  * registry interface id. An entry here wins over the shared answer of the same call (Stellar's ledger XDR).
  */
 const SDK_CALLS: Readonly<Record<string, (endpoint: Endpoint) => Record<string, TypicalAnswer>>> = {
   substrate: polkadotJsCalls,
-  near: () => ({ block: { result: nearBlock } }),
+  // a default nearcore node is non-archival (near-api-js reads the final block, which it keeps)
+  near: () => nearBlockReads(NEAR_KEPT_BLOCKS),
   "stellar-rpc": () => ({ getLatestLedger: { result: ({ height }) => stellarLatestLedger(height) } }),
   // starknet.js asks the spec version before its first call
   starknet: () => ({ starknet_specVersion: { result: () => "0.7.1" } }),

@@ -91,7 +91,7 @@ function answerAt(mount: Mount, path: string, request: SeenRequest, state: NodeS
       const answer = software.answer(call, result);
       return answer === undefined ? [] : withRawId(call, answer);
     });
-    return jsonRpcReply(software, parsed.batch, answers);
+    return jsonRpcReply(software, parsed.batch, answers, parsed.calls.length);
   }
   const rest = ids.map((id) => REST_SOFTWARE[id]).find((software) => software !== undefined);
   if (rest === undefined) return { status: 404, body: "" };
@@ -100,6 +100,8 @@ function answerAt(mount: Mount, path: string, request: SeenRequest, state: NodeS
   // A guard stands before the routes it keeps (algod's is on each route), so an unknown path is a 404.
   const refusal = answer === undefined ? undefined : refused(rest.guard);
   if (refusal !== undefined) return refusal;
+  // a path that is no route of the software's: its server's own answer, before any handler runs
+  if (answer === undefined && rest.unknownRoute !== undefined) return rest.unknownRoute(request);
   if (state.mode === "failing") return rest.failure;
   if (answer === undefined) return rest.notFound;
   // java-tron's doGet reads the same fields from the query (GetBlockByNumServlet: getParameter("num"))
