@@ -323,6 +323,25 @@ function nearBlockIdOf(call: IncomingCall): unknown {
   return (params as { block_id?: unknown } | undefined)?.block_id;
 }
 
+/**
+ * query's request types as methods of their own: each has an error type of its own (chain/jsonrpc-primitives
+ * types/view_account.rs RpcViewAccountError, view_state.rs, view_access_key.rs, call_function.rs, and
+ * view_code.rs, view_access_key_list.rs alike) with no GarbageCollectedBlock variant: its
+ * From<RpcQueryError> turns GarbageCollectedBlock into InternalError { error_message: "The data for block
+ * #<height> is garbage collected on this node, use an archival node to fetch historical data" }, which
+ * RpcError::new_internal_or_handler_error (errors.rs) writes as name INTERNAL_ERROR, the cause INTERNAL_ERROR
+ * with that error_message, and data the variant's Display ("The node reached its limits. Try again later.
+ * More details: …"), at HTTP 500 as every internal error.
+ */
+const NEAR_VIEW_METHODS: ReadonlySet<string> = new Set([
+  "EXPERIMENTAL_view_account",
+  "EXPERIMENTAL_view_code",
+  "EXPERIMENTAL_view_state",
+  "EXPERIMENTAL_view_access_key",
+  "EXPERIMENTAL_view_access_key_list",
+  "EXPERIMENTAL_call_function",
+]);
+
 const nearcore: JsonRpcSoftware = {
   name: "nearcore",
   newline: false,
@@ -331,7 +350,8 @@ const nearcore: JsonRpcSoftware = {
   // A non-archival node's answer for state it garbage-collected, by the call's error type: `block` and
   // `chunk` (RpcBlockError, RpcChunkError) have no such variant, the block is UNKNOWN_BLOCK (nearUnknownBlock);
   // `query` (RpcQueryError::GarbageCollectedBlock, chain/jsonrpc-primitives types/query.rs) is a handler
-  // error at HTTP 200, its reason in cause.name.
+  // error at HTTP 200, its reason in cause.name; its request types as methods of their own
+  // (NEAR_VIEW_METHODS) an INTERNAL_ERROR at HTTP 500 that says so only in its text.
   missingState: (call) => {
     const blockId = nearBlockIdOf(call);
     if (call.method === "block" || call.method === "chunk") {
@@ -342,6 +362,25 @@ const nearcore: JsonRpcSoftware = {
       };
     }
     const height = (call.params as { block_id?: unknown } | undefined)?.block_id;
+    if (NEAR_VIEW_METHODS.has(call.method)) {
+      // the height of the block the call names, as RpcQueryError::GarbageCollectedBlock carries it
+      const blockHeight = typeof height === "string" ? (nearHeightOf(height) ?? height) : height;
+      const why = `The data for block #${String(blockHeight)} is garbage collected on this node, use an archival node to fetch historical data`;
+      return {
+        status: 500,
+        json: {
+          jsonrpc: "2.0",
+          error: {
+            name: "INTERNAL_ERROR",
+            cause: { name: "INTERNAL_ERROR", info: { error_message: why } },
+            code: -32000,
+            message: "Server error",
+            data: `The node reached its limits. Try again later. More details: ${why}`,
+          },
+          id: call.id,
+        },
+      };
+    }
     return {
       status: 200,
       json: {
