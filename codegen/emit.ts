@@ -200,7 +200,7 @@ function policyLiteral(policy: PolicyModel, model: RegistryModel): string {
   return `{ ${parts.join(",\n")} }`;
 }
 
-function nodeErrorsLiteral({ status, answer, unavailable }: NodeErrorsSpec): string {
+function nodeErrorsLiteral({ status, answer, unavailable, unavailableAt }: NodeErrorsSpec): string {
   const test = ({ member, matches, ...rest }: BodyTestSpec): string => {
     const fields = [`member: ${literal(member.split("."))}`];
     // a pattern that is not one fails the codegen here, not the gateway at its first 5xx
@@ -208,7 +208,8 @@ function nodeErrorsLiteral({ status, answer, unavailable }: NodeErrorsSpec): str
     for (const [name, value] of Object.entries(rest)) fields.push(`${name}: ${literal(value)}`);
     return `{ ${fields.join(", ")} }`;
   };
-  return `{ status: ${status}, answer: ${test(answer)}${unavailable === undefined ? "" : `, unavailable: ${test(unavailable)}`} }`;
+  const at = unavailableAt === undefined ? "" : `, unavailableAt: ${literal(unavailableAt)}`;
+  return `{ status: ${status}, answer: ${test(answer)}${unavailable === undefined ? "" : `, unavailable: ${test(unavailable)}`}${at} }`;
 }
 
 function trieLiteral(node: TrieNode): string {

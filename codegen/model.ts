@@ -291,6 +291,7 @@ function envelopeNodeErrors(rule: EnvelopeRule | undefined): NodeErrorsSpec | un
     ...(rule.unavailableCodes === undefined || rule.unavailableCodes.length === 0
       ? {}
       : { unavailable: { member: "error.code", in: rule.unavailableCodes } }),
+    ...(rule.unavailableAlsoAt === undefined ? {} : { unavailableAt: rule.unavailableAlsoAt }),
   };
 }
 

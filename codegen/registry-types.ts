@@ -17,6 +17,8 @@ export interface EnvelopeRule {
   errorStatus?: number;
   /** The codes of a node that cannot serve yet (InterfacePolicy.nodeErrors). */
   unavailableCodes?: number[];
+  /** Other statuses at which the node may answer such a code (NodeErrors.unavailableAt). */
+  unavailableAlsoAt?: number[];
   /** The node's errors carry nearcore's `name` and `cause` (JsonRpcPolicy.errorCauses). */
   errorCauses?: boolean;
 }
@@ -34,6 +36,7 @@ export interface NodeErrorsSpec {
   status: number;
   answer: BodyTestSpec;
   unavailable?: BodyTestSpec;
+  unavailableAt?: number[];
 }
 
 export interface MethodGroups {

@@ -11,13 +11,14 @@ const NOT_TAKEN = new Error("answer not taken");
 /** What an attempt tells the call it belongs to (call-run.ts). */
 export interface AttemptGate {
   /**
-   * A status whose answer only its body can judge (a dialect's own errors at a 5xx: registry
-   * `errorStatus`): the attempt reads such an answer whole before asking `answeredWhole`; -1 for none.
+   * Whether an answer only its body can judge (a dialect's own errors at a 5xx: registry `errorStatus`; a
+   * node saying at 200 that it cannot serve): the attempt reads such an answer whole before asking
+   * `answeredWhole`.
    */
-  readonly heldStatus: number;
+  holds(statusCode: number, headers: IncomingHttpHeaders): boolean;
   /** The attempt's answer began with this status: whether it is the answer the client gets. */
   answered(attempt: AttemptHandler, statusCode: number): boolean;
-  /** The attempt's whole answer at `heldStatus`: whether it is the answer the client gets. */
+  /** The attempt's whole answer that it `holds`: whether it is the answer the client gets. */
   answeredWhole(attempt: AttemptHandler, statusCode: number, body: Buffer): boolean;
   /** The attempt is over: with nothing when its answer went out whole. */
   ended(attempt: AttemptHandler, error?: Error): void;
@@ -41,7 +42,7 @@ export abstract class AttemptHandler<Caller extends CallerSide = CallerSide>
   protected controller: Dispatcher.DispatchController | undefined = undefined;
   #pendingAbort: Error | undefined = undefined;
   #over = false;
-  /** An answer at the gate's `heldStatus`, read whole before the gate judges it. */
+  /** An answer the gate `holds`, read whole before the gate judges it. */
   #held: { statusCode: number; headers: IncomingHttpHeaders; chunks: Buffer[] } | undefined = undefined;
 
   constructor(upstream: Upstream, res: Caller, gate: AttemptGate) {
@@ -77,7 +78,7 @@ export abstract class AttemptHandler<Caller extends CallerSide = CallerSide>
     statusCode: number,
     headers: IncomingHttpHeaders,
   ): void {
-    if (statusCode === this.gate.heldStatus) {
+    if (this.gate.holds(statusCode, headers)) {
       this.#held = { statusCode, headers, chunks: [] };
       return;
     }

@@ -1,3 +1,4 @@
+import type { IncomingHttpHeaders } from "node:http";
 import { writeTaken } from "../answers/write-taken.js";
 import { GatewayError } from "../errors/table.js";
 import { type CallerSide, clientGone } from "../http/client-gone.js";
@@ -7,10 +8,12 @@ import type { AttemptGate, AttemptHandler } from "./attempt.js";
 import { describeFailure, type FailureKind, failureKind, toGatewayError } from "./failure.js";
 import { type AwaitingHedge, hedgeClock } from "./hedge-clock.js";
 import type { CappedOptions } from "./interceptors.js";
-import { isNodesAnswer } from "./node-errors.js";
+import { isNodesAnswer, saysUnavailable } from "./node-errors.js";
 import type { UpstreamCall } from "./policy.js";
 import { type Upstream, upstreamPath } from "./upstreams.js";
 
+/** The most a node's answer saying it cannot serve takes at a success status (`holds`): bitcoind's -28 is ~80 bytes. */
+const SAYS_UNAVAILABLE_BYTES = 1024;
 /** At most this many upstreams per call: the chosen one and two more. */
 export const MAX_ATTEMPTS = 3;
 
@@ -171,8 +174,16 @@ export abstract class CallRun<Caller extends CallerSide = CallerSide> implements
     return true;
   }
 
-  get heldStatus(): number {
-    return this.call.nodeErrors?.status ?? -1;
+  holds(statusCode: number, headers: IncomingHttpHeaders): boolean {
+    const rules = this.call.nodeErrors;
+    if (rules === undefined) return false;
+    if (statusCode === rules.status) return true;
+    // a node that says at this status that it cannot serve (bitcoind 28's -28 to a 2.0 call, at 200) says
+    // so in a few dozen bytes: a larger answer is no such saying, and streams as it comes
+    return (
+      rules.unavailableAt?.includes(statusCode) === true &&
+      Number(headers["content-length"] ?? Number.POSITIVE_INFINITY) <= SAYS_UNAVAILABLE_BYTES
+    );
   }
 
   answered(attempt: AttemptHandler, statusCode: number): boolean {
@@ -186,7 +197,10 @@ export abstract class CallRun<Caller extends CallerSide = CallerSide> implements
    */
   answeredWhole(attempt: AttemptHandler, statusCode: number, body: Buffer): boolean {
     const rules = this.call.nodeErrors;
-    return this.#answered(attempt, statusCode, rules === undefined || !isNodesAnswer(body, rules));
+    const failed =
+      rules === undefined ||
+      (statusCode === rules.status ? !isNodesAnswer(body, rules) : saysUnavailable(body, rules));
+    return this.#answered(attempt, statusCode, failed);
   }
 
   #answered(attempt: AttemptHandler, statusCode: number, failedStatus: boolean): boolean {

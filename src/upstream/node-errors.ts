@@ -18,6 +18,16 @@ export function isNodesAnswer(body: Buffer | string, rules: NodeErrors): boolean
   );
 }
 
+/** Whether an answer at one of the rules' `unavailableAt` statuses, read whole, is the node saying it cannot serve. */
+export function saysUnavailable(body: Buffer | string, rules: NodeErrors): boolean {
+  if (rules.unavailable === undefined) return false;
+  try {
+    return passes(JSON.parse(typeof body === "string" ? body : body.toString("utf8")), rules.unavailable);
+  } catch {
+    return false;
+  }
+}
+
 function passes(answer: unknown, test: BodyTest): boolean {
   let value: unknown = answer;
   for (const key of test.member) {

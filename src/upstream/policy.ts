@@ -50,7 +50,7 @@ export interface UpstreamCall {
   readonly writeIds: readonly string[] | undefined;
   /**
    * How the node answers its own errors at a 5xx status (registry `errorStatus`): an answer at that status
-   * is read whole, then relayed as the node's answer or taken for a failure (call-run.ts `heldStatus`).
+   * is read whole, then relayed as the node's answer or taken for a failure (call-run.ts `holds`).
    */
   readonly nodeErrors: NodeErrors | undefined;
   /** Past this many answer bytes the call is aborted; Infinity for streams. */

@@ -8,15 +8,12 @@ import type { NodeState } from "../support/node-software.js";
 import { everyNodeInRotation } from "../support/rotation.js";
 import { nodeState, softwareNode } from "../support/software-node.js";
 
-// A gateway defect this file shows (it fails until the gateway is fixed): Bitcoin Core v28 answers a
-// JSON-RPC 2.0 call's errors at HTTP 200 (bitcoin/bitcoin#27101; src/httprpc.cpp HTTPReq_JSONRPC catches
-// them for a V2 request), among them -28 RPC_IN_WARMUP "Loading block index…" from a node that restarted.
-// The registry names -28, -9 and -10 a node unable to serve (bitcoin's `unavailableCodes`), but the gateway
-// reads an answer's body against them only at the interface's `errorStatus` (500,
-// src/upstream/attempt.ts, `statusCode === this.gate.heldStatus`): a 2.0 call's -28 at HTTP 200 is judged
-// by its status alone (src/upstream/call-run.ts `answered`) and relayed to the caller as the answer, and
-// the node is not counted as failing, where the same node's -28 to a 1.0 call (HTTP 500) is retried on
-// another node.
+// Bitcoin Core 28 answers a JSON-RPC 2.0 call's errors at HTTP 200 (bitcoin/bitcoin#27101; src/httprpc.cpp
+// HTTPReq_JSONRPC catches them for a V2 request), among them -28 RPC_IN_WARMUP "Loading block index…" from
+// a node that restarted. The registry names -28, -9 and -10 a node unable to serve (bitcoin's
+// `unavailableCodes`) at 500 and, for 2.0 calls, at 200 (`unavailableAlsoAt`): such a small answer is read
+// whole (call-run.ts `holds`) and the call goes to another node, as the same node's -28 to a 1.0 call
+// (HTTP 500) does. It was relayed to the caller as the answer, and the node not counted as failing.
 
 const btc = endpointsByLabel.get("btc") as Endpoint;
 const HEIGHT = 800_000;

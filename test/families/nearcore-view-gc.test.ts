@@ -9,16 +9,15 @@ import type { NodeState } from "../support/node-software.js";
 import { nodeState, softwareNode } from "../support/software-node.js";
 import type { TypicalAnswer } from "../support/typical-calls.js";
 
-// A gateway defect this file shows (it fails until the gateway is fixed). nearcore's query request types
-// as methods of their own (EXPERIMENTAL_view_account, _view_code, _view_state, _view_access_key,
-// _view_access_key_list, _call_function) have error types without a GarbageCollectedBlock variant: a block
-// a non-archival node garbage-collected is an INTERNAL_ERROR at HTTP 500 whose only trace of it is its
-// text, "The data for block #<n> is garbage collected on this node, use an archival node to fetch
-// historical data" (chain/jsonrpc-primitives types/view_account.rs and the others, From<RpcQueryError>;
-// errors.rs new_internal_or_handler_error). The registry's NEAR archive rule knows a missing state only by
-// GARBAGE_COLLECTED_BLOCK and UNKNOWN_BLOCK (registry/networks.yaml, near `reads.archive.missingState`),
-// so the gateway does not read such a block from near-archive: the caller gets the 500 (or the gateway's
-// failure), and the full node is counted as failing for an answer about the call.
+// nearcore's query request types as methods of their own (EXPERIMENTAL_view_account, _view_code,
+// _view_state, _view_access_key, _view_access_key_list, _call_function) have error types without a
+// GarbageCollectedBlock variant: a block a non-archival node garbage-collected is an INTERNAL_ERROR at HTTP
+// 500 whose only trace of it is its text, "The data for block #<n> is garbage collected on this node, use an
+// archival node to fetch historical data" (chain/jsonrpc-primitives types/view_account.rs and the others,
+// From<RpcQueryError>; errors.rs new_internal_or_handler_error). The registry reads that 500 as the node's
+// answer (near `nodeErrors`) and its text as a missing state (`reads.archive.missingState`): the read goes
+// to near-archive, or is ARCHIVE_REQUIRED. Before, the caller got the 500 (or the gateway's failure), and the
+// full node was counted as failing for an answer about the call.
 
 const WINDOW = 1_000;
 const HEIGHT = 5_000_000;

@@ -54,7 +54,15 @@ export async function startLoopbackNode(respond: Responder): Promise<LoopbackNod
       return;
     }
     const body = typeof reply.body === "string" ? reply.body : JSON.stringify(reply.body);
-    res.writeHead(reply.status ?? 200, { "content-type": "application/json", ...reply.headers }).end(body);
+    // a whole answer with its length, as node servers send one they hold whole (bitcoind's evhttp always;
+    // Go's net/http, hyper, aiohttp below their buffers): writeHead before end would send it chunked
+    res
+      .writeHead(reply.status ?? 200, {
+        "content-type": "application/json",
+        "content-length": Buffer.byteLength(body),
+        ...reply.headers,
+      })
+      .end(body);
   });
   await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
   const { port } = server.address() as AddressInfo;
