@@ -4,6 +4,7 @@ import { GatewayError, hasRpcNumber } from "../errors/table.js";
 import type { CallerSide } from "../http/client-gone.js";
 import { requestIdOf, withRequestId } from "../http/request-id.js";
 import type { PassedCall } from "../jsonrpc/check.js";
+import { mergeBatchAnswer } from "../jsonrpc/merge.js";
 import type { WholeAnswer } from "../upstream/buffered-answer.js";
 import type { UpstreamFields } from "../upstream/call-run.js";
 import type { UpstreamGroup } from "../upstream/group.js";
@@ -68,9 +69,10 @@ export function relayByTier(
   res: ServerResponse,
   note: TierFields,
   done: RelayDone,
+  refusals?: readonly string[],
 ): void {
   if (tier.batch !== undefined) {
-    relayBatchByTier(call, tier, tier.batch, res, note, done);
+    relayBatchByTier(call, tier, tier.batch, res, note, done, refusals);
     return;
   }
   fetchByTier(call, tier, res, note, (error, answer, served) => {
@@ -136,7 +138,7 @@ export function fetchByTier(
 /**
  * 7, for a batch with reads of state at a named block (`fetchBatchByTier`): the node's answer as it came
  * when no call's answer was replaced, else the answers with `x-upstream-tier: full+archive` when the archive
- * nodes gave some.
+ * nodes gave some; the calls the gateway refused before (`refusals`: a partial batch) join them.
  */
 function relayBatchByTier(
   call: UpstreamCall,
@@ -145,14 +147,21 @@ function relayBatchByTier(
   res: ServerResponse,
   note: TierFields,
   done: RelayDone,
+  refusals: readonly string[] | undefined,
 ): void {
   fetchBatchByTier(call, tier, stateCalls, res, requestIdOf(res), note, (error, tiered) => {
     if (error !== undefined || tiered === undefined) return done(error);
-    if ("whole" in tiered) send(res, tiered.whole, "full");
-    else
-      sendJson(res, 200, JSON.stringify(tiered.answers), {
-        [TIER_HEADER]: tiered.archived.length > 0 ? "full+archive" : "full",
-      });
+    const tierHeader = {
+      [TIER_HEADER]: "whole" in tiered || tiered.archived.length === 0 ? "full" : "full+archive",
+    };
+    const text = "whole" in tiered ? tiered.whole.body.toString("utf8") : JSON.stringify(tiered.answers);
+    const merged =
+      refusals === undefined || ("whole" in tiered && tiered.whole.statusCode !== 200)
+        ? undefined
+        : mergeBatchAnswer(text, refusals);
+    if (merged !== undefined) sendJson(res, 200, merged, tierHeader);
+    else if ("whole" in tiered) send(res, tiered.whole, "full");
+    else sendJson(res, 200, text, tierHeader);
     done();
   });
 }

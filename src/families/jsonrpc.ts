@@ -228,11 +228,17 @@ class JsonRpcRequest implements RoutedRequest, CallAuthorizer {
   }
 }
 
-/** A mount's call refusal, only where its dialect has range calls or filters: no closure per request elsewhere. */
+/**
+ * A mount's call refusal, only where its dialect has range calls, filters or archive reads: no closure per
+ * request elsewhere.
+ */
 function callRefusalOf(mounted: Mounted, settings: FamilySettings): CallRules["callRefusal"] {
   const refusal = settings.callRefusal;
   const reads = mounted.mount.policy.jsonrpc?.reads;
-  if (refusal === undefined || (reads?.ranges === undefined && reads?.handles === undefined))
+  if (
+    refusal === undefined ||
+    (reads?.ranges === undefined && reads?.handles === undefined && reads?.archive === undefined)
+  )
     return undefined;
   return (call) => refusal(mounted, call);
 }

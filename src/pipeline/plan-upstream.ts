@@ -1,4 +1,4 @@
-import type { TierPlan } from "../answers/archive.js";
+import { archiveRequiredDetail, type TierPlan } from "../answers/archive.js";
 import { planRanges, type RangePlan, subRanges } from "../answers/range-plan.js";
 import { isHeadCall, type ReadNeed, readNeed } from "../answers/read-need.js";
 import type { BatchRead } from "../cache/batch-cached.js";
@@ -192,17 +192,29 @@ export class UpstreamPlanner {
   /**
    * 4, for a call in a batch or on a WebSocket (whose calls go to one node together), refused alone while
    * the batch's or the connection's other calls go on: a range call that cannot be split, wider than the
-   * interface's split limit (BLOCK_RANGE_TOO_LARGE); a use of another caller's filter (FILTER_NOT_FOUND).
+   * interface's split limit (BLOCK_RANGE_TOO_LARGE); a use of another caller's filter (FILTER_NOT_FOUND); a
+   * read of state older than a full node keeps by a key without archive access (ARCHIVE_REQUIRED, as the
+   * single read over HTTP is: a full node's answer to it is its own pruned-state error, or worse).
    */
   callRefusal(mounted: Mounted, call: PassedCall): CallRefusal | undefined {
     const rules = mounted.mount.policy.jsonrpc?.reads;
     if (rules === undefined) return undefined;
-    if (rules.ranges?.[call.method] === undefined && rules.handles?.use[call.method] === undefined)
+    const deep = this.#mayBeTooOld(mounted, call);
+    if (!deep && rules.ranges?.[call.method] === undefined && rules.handles?.use[call.method] === undefined)
       return undefined;
     const group = this.#upstreams.group(mounted.admitted.endpoint.label, mounted.mount.path);
     const need = readNeed(rules, mounted.mount.head, [call], false);
     if (group === undefined || need === undefined) return undefined;
     if (madeByAnother(need, group, mounted)) return { code: "FILTER_NOT_FOUND", detail: {} };
+    if (deep) {
+      const archiveLabel = mounted.admitted.endpoint.archiveLabel as string;
+      const head = group.served.height;
+      const fullHistory = rules.archive?.fullHistory ?? Number.POSITIVE_INFINITY;
+      if (head >= 0 && need.stateBlock >= 0 && need.stateBlock < head - fullHistory) {
+        group.answers.add("archive_required");
+        return { code: "ARCHIVE_REQUIRED", detail: { ...archiveRequiredDetail(archiveLabel) } };
+      }
+    }
     if (need.ranges.length === 0) return undefined;
     try {
       this.#planRanges(need, group);
@@ -212,6 +224,18 @@ export class UpstreamPlanner {
         return { code: "BLOCK_RANGE_TOO_LARGE", detail: { ...error.detail } };
       throw error;
     }
+  }
+
+  /** Whether `call` reads state at a block (registry `reads.archive`) for a key that may not reach archive nodes. */
+  #mayBeTooOld(mounted: Mounted, call: PassedCall): boolean {
+    const { endpoint, plan, principal } = mounted.admitted;
+    const archive = mounted.mount.policy.jsonrpc?.reads?.archive;
+    return (
+      archive !== undefined &&
+      endpoint.archiveLabel !== undefined &&
+      archive.state.includes(call.method) &&
+      !reachesArchive(plan?.archive, principal?.archive === true)
+    );
   }
 
   /** 6, for range calls: their limits checked, and a split planned (src/answers/range-plan.ts). */

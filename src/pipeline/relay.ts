@@ -14,7 +14,8 @@ export type RelayFields = TierFields & SplitFields & CacheFields;
 
 /**
  * 7. The answer, by the way stage 6 planned the call: a batch the cache may answer in part, with its
- * refusals if any; any other partial batch's read whole and merged with its refusals; a read the cache may answer, from it or one node call shared; a range too wide for one node,
+ * refusals if any; any other partial batch's read whole (by tier, if it reads old state) and merged with
+ * its refusals; a read the cache may answer, from it or one node call shared; a range too wide for one node,
  * split; a read of old state, by tier; a read by hash, asked again where a node did not know the block; and
  * any other streamed through as it arrives (upstream/policy.ts).
  */
@@ -27,6 +28,9 @@ export function relay(
 ): void {
   if (call.cacheBatch !== undefined && call.group.cache !== undefined)
     relayCachedBatch(call, call.cacheBatch, call.group.cache, res, note, done, refusals);
+  // a partial batch with reads of old state goes by tier too, its refusals merged in
+  else if (refusals !== undefined && call.tier?.batch !== undefined)
+    relayByTier(call, call.tier, res, note, done, refusals);
   else if (refusals !== undefined) relayMerged(call, refusals, res, note, done);
   else if (call.cache !== undefined && call.group.cache !== undefined)
     relayCached(call, call.cache, call.group.cache, res, note, done);

@@ -277,3 +277,71 @@ describe("archive reads over a WebSocket, with the cache on (real anvil)", () =>
     other.close();
   });
 });
+
+// As over HTTP, a read older than a full node keeps (registry `reads.archive.fullHistory` below the served
+// head) by a key without archive access is ARCHIVE_REQUIRED at once, alone or in a batch: the node is never
+// asked, whose answer could be its own pruned-state error, or worse.
+describe("a read far older than a full node keeps, by a key without archive access", () => {
+  let node: LoopbackWsNode;
+  let gw: RunningGateway;
+  let restore: () => void;
+  const asked: string[] = [];
+
+  beforeAll(async () => {
+    restore = resolveTestHosts();
+    node = await startLoopbackWsNode(
+      evmNode({
+        eth_blockNumber: "0x100000",
+        eth_getBalance: (params: unknown) => {
+          asked.push((params as string[])[1] as string);
+          return "0x2a";
+        },
+      }),
+    );
+    gw = await startGateway({ upstreams: { eth: [node.url] }, health: { ...DEFAULT_HEALTH } });
+    await everyNodeInRotation(gw);
+    await eventually(
+      async () => {
+        const head = await gw.call("eth", `/${KEYS.noArchive}`, {
+          body: '{"jsonrpc":"2.0","id":1,"method":"eth_blockNumber","params":[]}',
+        });
+        return (head.json as { result?: string }).result === "0x100000";
+      },
+      4_000,
+      "the head served",
+    );
+  });
+  afterAll(async () => {
+    await gw?.close();
+    await node?.close();
+    restore?.();
+  });
+
+  it("is refused without reaching the node; the batch's other calls are answered", async () => {
+    const client = await Client.open(`ws://eth.${DOMAIN}:${gw.port}/${KEYS.noArchive}`);
+    try {
+      const address = `0x${"ab".repeat(20)}`;
+      const old = await client.call("eth_getBalance", [address, "0x5"]);
+      expect(old.error).toMatchObject({
+        code: -32045,
+        data: { code: "ARCHIVE_REQUIRED", archiveLabel: "eth-archive" },
+      });
+      client.send(
+        JSON.stringify([
+          { jsonrpc: "2.0", id: "old", method: "eth_getBalance", params: [address, "0x6"] },
+          { jsonrpc: "2.0", id: "new", method: "eth_getBalance", params: [address, "latest"] },
+        ]),
+      );
+      const batch = JSON.parse(await client.waitFor((text) => text.includes('"old"'))) as {
+        id: string;
+        result?: string;
+        error?: { data: { code: string } };
+      }[];
+      expect(batch.find((a) => a.id === "old")?.error?.data.code).toBe("ARCHIVE_REQUIRED");
+      expect(batch.find((a) => a.id === "new")?.result).toBe("0x2a");
+      expect(asked).toEqual(["latest"]);
+    } finally {
+      client.close();
+    }
+  });
+});
