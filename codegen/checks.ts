@@ -150,6 +150,9 @@ function checkInterface(
   for (const name of Object.keys(iface.stateOverrides ?? {}))
     if (!served.has(name))
       report([...path, "stateOverrides", name], `"${name}" is not a method this interface serves`);
+  for (const name of Object.keys(iface.stateDumps ?? {}))
+    if (!served.has(name))
+      report([...path, "stateDumps", name], `"${name}" is not a method this interface serves`);
   if (iface.family === "jsonrpc" && iface.errorMember !== undefined)
     report(
       [...path, "errorMember"],

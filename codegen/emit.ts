@@ -188,6 +188,7 @@ function policyLiteral(policy: PolicyModel, model: RegistryModel): string {
   if (policy.nodeErrors !== undefined) parts.push(`nodeErrors: ${nodeErrorsLiteral(policy.nodeErrors)}`);
   if (policy.contracts !== undefined) parts.push(`contracts: ${literal(policy.contracts)}`);
   if (policy.stateOverrides !== undefined) parts.push(`stateOverrides: ${literal(policy.stateOverrides)}`);
+  if (policy.stateDumps !== undefined) parts.push(`stateDumps: ${literal(policy.stateDumps)}`);
   if (policy.envelope === undefined && policy.reads !== undefined)
     parts.push(`restReads: ${literal(policy.reads)}`);
   const units = policy.computeUnits;

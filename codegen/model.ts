@@ -7,6 +7,7 @@ import type {
   MethodAccess,
   ProbeCall,
   ReadRules,
+  StateDumpRule,
   SubscriptionRules,
 } from "../src/registry/types.js";
 import { checkRegistry, isRouteText } from "./checks.js";
@@ -33,6 +34,8 @@ export interface PolicyModel {
   readonly contracts?: Readonly<Record<string, readonly string[]>>;
   /** Method → the member path of the state it puts in place for the call (`["params", "2"]`). */
   readonly stateOverrides?: Readonly<Record<string, readonly string[]>>;
+  /** Method → the member path of its option that may dump state, and the values a locked key may ask for. */
+  readonly stateDumps?: Readonly<Record<string, StateDumpRule>>;
   readonly routes?: TrieNode;
   /** Methods that submit something (registry `writes`). */
   readonly writes: readonly string[];
@@ -252,7 +255,10 @@ function mergePolicy(id: string, ids: readonly string[], spec: RegistrySpec): Po
   const reads = interfaces.find((i) => i.reads !== undefined)?.reads;
   const contracts: Record<string, string[]> = {};
   const stateOverrides: Record<string, string[]> = {};
+  const stateDumps: Record<string, StateDumpRule> = {};
   for (const iface of interfaces) {
+    for (const [name, rule] of Object.entries(iface.stateDumps ?? {}))
+      stateDumps[name] ??= { at: rule.at.split("."), allow: [...rule.allow] };
     for (const [name, path] of Object.entries(iface.contracts ?? {})) contracts[name] ??= path.split(".");
     for (const [name, path] of Object.entries(iface.stateOverrides ?? {}))
       stateOverrides[name] ??= path.split(".");
@@ -275,6 +281,7 @@ function mergePolicy(id: string, ids: readonly string[], spec: RegistrySpec): Po
     ...(reads === undefined ? {} : { reads }),
     ...(Object.keys(contracts).length === 0 ? {} : { contracts }),
     ...(Object.keys(stateOverrides).length === 0 ? {} : { stateOverrides }),
+    ...(Object.keys(stateDumps).length === 0 ? {} : { stateDumps }),
     computeUnits: compileComputeUnits(interfaces),
   };
 }

@@ -108,6 +108,11 @@ export interface InterfaceSpec {
   contracts?: Record<string, string>;
   /** Method → where it takes state put in place for the call (`params.2`), refused to a key locked to its contracts. */
   stateOverrides?: Record<string, string>;
+  /**
+   * Method → where it takes the option (a tracer, trace types) some of whose values answer the state of every
+   * account touched: a key locked to its contracts may ask only for those in `allow` ("" for the option left out).
+   */
+  stateDumps?: Record<string, { at: string; allow: string[] }>;
   /** The dashboard's first call in the interface's usual SDK; `{url}` is the endpoint's URL. */
   example?: { sdk: string; code: string; http?: string };
   /** What one call costs in compute units (docs/compute-units.md). */

@@ -24,6 +24,7 @@ export function callRulesOf(
     keyRules: admitted.principal?.rules,
     contracts: mount.policy.contracts,
     stateOverrides: mount.policy.stateOverrides,
+    stateDumps: mount.policy.stateDumps,
     // the request's id (a WebSocket's: its upgrade's), in every refusal's data
     requestId: admitted.requestId,
     callRefusal,

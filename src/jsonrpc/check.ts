@@ -4,7 +4,7 @@ import { type ErrorForm, errorFormOf, rpcErrorJson } from "../errors/respond.js"
 import type { RpcErrorCode } from "../errors/table.js";
 import type { KeyRules } from "../keys/key-settings.js";
 import type { PlanTerms } from "../plans/plan-terms.js";
-import type { JsonRpcPolicy, MethodAccess } from "../registry/types.js";
+import type { JsonRpcPolicy, MethodAccess, StateDumpRule } from "../registry/types.js";
 import { parseJsonRpcBody, type RawCall } from "./scan.js";
 
 export type Checked = PassedCall | { readonly ok: false; readonly json: string; readonly code: RpcErrorCode };
@@ -78,6 +78,8 @@ export interface CallRules {
   readonly contracts?: Readonly<Record<string, readonly string[]>> | undefined;
   /** Where a method takes state put in place for the call (registry `stateOverrides`). */
   readonly stateOverrides?: Readonly<Record<string, readonly string[]>> | undefined;
+  /** Where a method takes an option whose values may answer every touched account's state (registry `stateDumps`). */
+  readonly stateDumps?: Readonly<Record<string, StateDumpRule>> | undefined;
   /** The HTTP request's id (http/request-id.ts), which each refusal names. */
   readonly requestId?: string | undefined;
   /**
@@ -133,6 +135,16 @@ export function checkCall(rules: CallRules, call: RawCall): Checked {
         method,
         reason: "a key limited to its contracts may not put state in place for a call (state overrides)",
       });
+    // a tracer or trace type that answers the state of every account the call touches (prestateTracer,
+    // stateDiff) shows the storage of contracts the list never named
+    const dumps = keyRules.limitsContracts ? rules.stateDumps?.[method] : undefined;
+    const dumped = dumps === undefined ? undefined : dumpAsked(call.value, dumps);
+    if (dumps !== undefined && dumped !== undefined)
+      return no(rules, "KEY_SETTING_REFUSED", call, {
+        setting: "contracts",
+        method,
+        reason: dumpReason(dumps, dumped),
+      });
   }
   return new PassedCall(call, method, access);
 }
@@ -170,6 +182,34 @@ function contractsPath(
   return backfill === undefined || query === undefined
     ? undefined
     : ["params", String(backfill.filterParam), ...query.slice(2)];
+}
+
+/**
+ * The first value a call asks for at its rule's `at` (each value of a list there) that the rule does not
+ * `allow`, "" for the option left out; undefined when it asks for none such.
+ */
+function dumpAsked(value: unknown, rule: StateDumpRule): string | undefined {
+  const asked = addressesAt(value, rule.at);
+  if (asked.length === 0 && !isList(value, rule.at)) asked.push("");
+  return asked.find((one) => !rule.allow.includes(one));
+}
+
+/** Why a call asking for `asked` (the rule's option left out: "") is refused, and what it may ask for. */
+function dumpReason(rule: StateDumpRule, asked: string): string {
+  const at = rule.at.join(".");
+  const what = asked === "" ? `a call that leaves out ${at}` : `${JSON.stringify(asked)} at ${at}`;
+  const allowed = rule.allow.filter((value) => value !== "").map((value) => JSON.stringify(value));
+  return `a key limited to its contracts may not send ${what}: its answer holds the state (storage) of every contract the call or transaction touches, named or not; it may ask there for ${allowed.join(", ")}`;
+}
+
+/** Whether the member at `path` is a list (an empty one names no value, but does not leave the option out). */
+function isList(value: unknown, path: readonly string[]): boolean {
+  let at: unknown = value;
+  for (const member of path) {
+    if (typeof at !== "object" || at === null || member === "*") return false;
+    at = (at as Record<string, unknown>)[member];
+  }
+  return Array.isArray(at);
 }
 
 /** Whether a parsed call holds something at `path` (`*` for each element of a list): a value not null nor empty. */

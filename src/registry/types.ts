@@ -488,6 +488,19 @@ export interface InterfacePolicy {
    * overrides), which runs code no contract allow-list names: refused to a key locked to its contracts.
    */
   readonly stateOverrides?: Readonly<Record<string, readonly string[]>>;
+  /**
+   * Method → where it takes the option that decides what its answer shows (`["params", "1", "tracer"]`), when
+   * some of its values answer the state of every account the call or transaction touches (prestateTracer,
+   * stateDiff): a key locked to its contracts may ask only for the values in `allow`, "" standing for the
+   * option left out.
+   */
+  readonly stateDumps?: Readonly<Record<string, StateDumpRule>>;
+}
+
+/** Where a method's state-dumping option sits, and the values of it a key locked to its contracts may ask for. */
+export interface StateDumpRule {
+  readonly at: readonly string[];
+  readonly allow: readonly string[];
 }
 
 /**

@@ -4,7 +4,7 @@ import WebSocket from "ws";
 import { endpointsByLabel } from "../../generated/endpoints.js";
 import type { StaticKey } from "../../src/config/types.js";
 import { checkedSettings, KeyRules } from "../../src/keys/key-settings.js";
-import { DOMAIN, type RunningGateway, rpcBody, startGateway, TEST_KEYS } from "../support/gateway.js";
+import { DOMAIN, KEYS, type RunningGateway, rpcBody, startGateway, TEST_KEYS } from "../support/gateway.js";
 import {
   firstOf,
   jsonRpcResponder,
@@ -278,6 +278,101 @@ describe("key settings", () => {
     expect(await status("eth_call", [{ to: AA }, "latest", {}])).toBe(200);
     expect(await status("eth_call", [{ to: AA }, "latest", null])).toBe(200);
     expect(await status("debug_traceCall", [{ to: AA }, "latest", { tracer: "callTracer" }])).toBe(200);
+  });
+
+  it("contracts: a trace that answers every touched contract's state (prestateTracer, stateDiff) is refused, saying why", async () => {
+    const answer = (key: string, method: string, params: unknown[]) => call(key, rpcBody(method, params));
+    /** 200, or the refusal's data. */
+    const status = async (method: string, params: unknown[]) => {
+      const r = await answer(KEY.dedicatedContracts, method, params);
+      return r.status === 200 ? 200 : refusal(r);
+    };
+    const hash = `0x${"ab".repeat(32)}`;
+    const refused = (method: string) => ({
+      status: 403,
+      code: -32047,
+      data: {
+        code: "KEY_SETTING_REFUSED",
+        setting: "contracts",
+        method,
+        reason: expect.stringMatching(/state \(storage\) of every contract/),
+      },
+    });
+    const prestate = { tracer: "prestateTracer" };
+    const cases: [string, unknown[]][] = [
+      ["debug_traceCall", [{ to: AA }, "latest", prestate]],
+      [
+        "debug_traceCall",
+        [{ to: AA }, "latest", { tracer: "prestateTracer", tracerConfig: { diffMode: true } }],
+      ],
+      ["debug_traceCallMany", [[{ transactions: [{ to: AA }] }], {}, prestate]],
+      ["debug_traceTransaction", [hash, prestate]],
+      ["debug_traceBlockByNumber", ["0x1", prestate]],
+      ["debug_traceBlockByHash", [hash, prestate]],
+      // a tracer of the caller's own code reads any state; the default opcode logger shows each step's storage
+      ["debug_traceTransaction", [hash, { tracer: "{ result: function () { return 1; } }" }]],
+      ["debug_traceTransaction", [hash]],
+      ["debug_traceTransaction", [hash, { disableStack: true }]],
+      ["trace_call", [{ to: AA }, ["trace", "stateDiff"], "latest"]],
+      ["trace_call", [{ to: AA }, ["vmTrace"], "latest"]],
+      [
+        "trace_callMany",
+        [
+          [
+            [{ to: AA }, ["trace"]],
+            [{ to: AA }, ["stateDiff"]],
+          ],
+          "latest",
+        ],
+      ],
+      ["trace_replayTransaction", [hash, ["stateDiff"]]],
+      ["trace_replayBlockTransactions", ["0x1", ["trace", "stateDiff"]]],
+      ["trace_rawTransaction", ["0x00", ["stateDiff"]]],
+    ];
+    for (const [method, params] of cases)
+      expect(await status(method, params), `${method} ${JSON.stringify(params)}`).toMatchObject(
+        refused(method),
+      );
+    // the reason names what was asked, where, and what may be
+    const why = refusal(await answer(KEY.dedicatedContracts, "debug_traceTransaction", [hash, prestate]));
+    expect(why.data?.reason).toBe(
+      'a key limited to its contracts may not send "prestateTracer" at params.1.tracer: its answer holds the state (storage) of every contract the call or transaction touches, named or not; it may ask there for "callTracer", "flatCallTracer", "4byteTracer", "noopTracer"',
+    );
+    // the same refusal as a contract the list does not name: the lock's setting, its code and status
+    const other = refusal(await answer(KEY.dedicatedContracts, "eth_call", [{ to: BB }, "latest"]));
+    expect({ status: why.status, code: why.code, data: { setting: why.data?.setting } }).toEqual({
+      status: other.status,
+      code: other.code,
+      data: { setting: other.data?.setting },
+    });
+    // traces of calls are not state: allowed to the locked key
+    for (const [method, params] of [
+      ["debug_traceCall", [{ to: AA }, "latest", { tracer: "callTracer" }]],
+      ["debug_traceTransaction", [hash, { tracer: "callTracer", tracerConfig: { onlyTopCall: true } }]],
+      ["debug_traceBlockByNumber", ["0x1", { tracer: "4byteTracer" }]],
+      ["trace_call", [{ to: AA }, ["trace"], "latest"]],
+      ["trace_callMany", [[[{ to: AA }, ["trace"]]], "latest"]],
+      ["trace_replayTransaction", [hash, ["trace"]]],
+      ["trace_replayBlockTransactions", ["0x1", ["trace"]]],
+    ] as [string, unknown[]][])
+      expect(await status(method, params), `${method} ${JSON.stringify(params)}`).toBe(200);
+    // a batch: the dumping trace alone is refused
+    const batch = await call(
+      KEY.dedicatedContracts,
+      JSON.stringify([
+        { jsonrpc: "2.0", id: 1, method: "debug_traceTransaction", params: [hash, prestate] },
+        { jsonrpc: "2.0", id: 2, method: "eth_blockNumber", params: [] },
+      ]),
+    );
+    expect(batch.status).toBe(200);
+    const byId = (id: number) => (batch.json as { id: number }[]).find((a) => a.id === id);
+    expect(byId(1)).toMatchObject({
+      error: { data: { setting: "contracts", method: "debug_traceTransaction" } },
+    });
+    expect(byId(2)).toMatchObject({ result: "0x10" });
+    // a key not locked to contracts asks for any of them
+    expect((await answer(KEYS.dedicated, "debug_traceTransaction", [hash, prestate])).status).toBe(200);
+    expect((await answer(KEYS.dedicated, "trace_replayTransaction", [hash, ["stateDiff"]])).status).toBe(200);
   });
 
   it("contracts on TRON's REST API: the body's contract_address, where the registry says", async () => {
