@@ -67,8 +67,9 @@ export interface NodeErrors {
   readonly answer: BodyTest;
   readonly unavailable?: BodyTest;
   /**
-   * Statuses besides `status` at which the node may say it cannot serve (Bitcoin Core 28 answers a JSON-RPC
-   * 2.0 call's -28 at 200): a small answer at one is read whole, and one passing `unavailable` is a failure.
+   * Statuses besides `status` at which the node may say it cannot serve (a node that answers a JSON-RPC
+   * 2.0 call's errors at 200, registry `unavailableAlsoAt`): a small answer at one is read whole, and one
+   * passing `unavailable` is a failure.
    */
   readonly unavailableAt?: readonly number[];
 }

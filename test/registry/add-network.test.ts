@@ -2,6 +2,7 @@ import { execFile } from "node:child_process";
 import {
   appendFileSync,
   cpSync,
+  mkdirSync,
   mkdtempSync,
   readdirSync,
   readFileSync,
@@ -19,7 +20,9 @@ import { matchRoute } from "../../src/registry/match-route.js";
 import type { Endpoint } from "../../src/registry/types.js";
 import { ROOT, runCodegen } from "./helpers.js";
 
-describe("a network added by YAML alone", () => {
+// The two suites below share nothing (each its own folder) and each mostly waits on child processes: they run
+// side by side (describe.concurrent), the fixture's codegen beside the copy's.
+describe.concurrent("a network added by YAML alone", () => {
   let endpoints: ReadonlyMap<string, Endpoint>;
   const out = mkdtempSync(join(tmpdir(), "registry-added-"));
   afterAll(() => rmSync(out, { recursive: true, force: true }));
@@ -161,9 +164,10 @@ const NOT_REGISTRY_DEPENDENT = new Set([
  * `npm run check` is codegen:check, typecheck, lint and test. In a copy of the repository with that network
  * appended to its registry, this runs its codegen, then each of those, as far as the registry can change its
  * outcome: codegen:check and lint whole, the typecheck of TYPECHECKED_IN_COPY, and the registry-dependent
- * tests. Each runs as its npm script does, without npm's own start-up.
+ * tests. Each runs as its npm script does, without npm's own start-up. The four only read the copy, so they
+ * run at once, after the codegen; each is awaited to its end, and the first that failed, in that order, is reported.
  */
-describe("a network with a named testnet, added to the real registry by YAML alone", () => {
+describe.concurrent("a network with a named testnet, added to the real registry by YAML alone", () => {
   const dir = mkdtempSync(join(tmpdir(), "registry-add-evm-"));
   afterAll(() => rmSync(dir, { recursive: true, force: true }));
 
@@ -190,28 +194,38 @@ describe("a network with a named testnet, added to the real registry by YAML alo
       family: "jsonrpc",
     });
 
-    const check = await runCodegen(["--check"], dir);
-    expect(check.stderr).toBe("");
-    expect(check.code).toBe(0);
-    await node(dir, ["node_modules/@biomejs/biome/bin/biome", "check", "."]);
-    // (written after the lint, which would read it too)
+    // The typecheck's config goes in dist/, which the copy lacks (NOT_COPIED) and biome.json leaves out, so
+    // the lint, running beside it, reads the copy as the repository is (paths relative to dist/).
+    mkdirSync(join(dir, "dist"));
     writeFileSync(
-      join(dir, "tsconfig.registry.json"),
-      JSON.stringify({ extends: "./tsconfig.json", include: TYPECHECKED_IN_COPY }),
+      join(dir, "dist/tsconfig.registry.json"),
+      JSON.stringify({ extends: "../tsconfig.json", include: TYPECHECKED_IN_COPY.map((f) => `../${f}`) }),
     );
-    await node(dir, ["node_modules/typescript/bin/tsc", "-p", "tsconfig.registry.json", "--noEmit"]);
     const tests = readdirSync(join(dir, "test/registry"))
       .filter((name) => name.endsWith(".test.ts") && !NOT_REGISTRY_DEPENDENT.has(name))
       .map((name) => `test/registry/${name}`);
     expect(tests).toContain("test/registry/conformance.test.ts");
-    await node(dir, [
-      "node_modules/vitest/vitest.mjs",
-      "run",
-      ...tests,
-      "test/dataplane/conformance.test.ts",
-      // the files are few and CPU-bound: one worker, beside the outer run's
-      "--maxWorkers=1",
+    const [check, ...others] = await Promise.allSettled([
+      runCodegen(["--check"], dir),
+      node(dir, ["node_modules/@biomejs/biome/bin/biome", "check", "."]),
+      node(dir, ["node_modules/typescript/bin/tsc", "-p", "dist/tsconfig.registry.json", "--noEmit"]),
+      node(dir, [
+        "node_modules/vitest/vitest.mjs",
+        "run",
+        ...tests,
+        "test/dataplane/conformance.test.ts",
+        // the files are few and CPU-bound: one worker, beside the outer run's; and one module graph for the
+        // ten (no isolation), which halves the run: they only read tables and start and close their servers,
+        // and run isolated in the outer run
+        "--maxWorkers=1",
+        "--no-isolate",
+      ]),
     ]);
+    // in npm run check's order: codegen:check (whose run never rejects), lint, typecheck, tests
+    if (check.status === "rejected") throw check.reason;
+    expect(check.value.stderr).toBe("");
+    expect(check.value.code).toBe(0);
+    for (const other of others) if (other.status === "rejected") throw other.reason;
   }, 240_000);
 
   it("leaves test/ and bench/ nothing a new network could change the types of", () => {

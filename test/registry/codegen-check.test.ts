@@ -1,21 +1,23 @@
 import { appendFileSync, cpSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { afterEach, describe, expect, it } from "vitest";
+import { describe, expect, it, type TestContext } from "vitest";
 import { parse } from "yaml";
 import { ROOT, runCodegen } from "./helpers.js";
 
-describe("codegen:check", () => {
-  const made: string[] = [];
-  /** A new folder for one test, removed after it. */
-  const scratch = (prefix: string) => {
+// Each test runs the codegen CLI once, in a folder of its own, and mostly waits on it: the four run at once.
+// Four codegens at once share the CPU, each taking longer than one alone (the default 20 s deadline failed
+// one alone on a loaded two-core machine): a longer deadline, which costs time only when a test fails.
+describe.concurrent("codegen:check", { timeout: 90_000 }, () => {
+  /**
+   * A new folder for one test, removed when that test ends, not when another does: its own context's
+   * onTestFinished (the global one cannot tell concurrent tests apart).
+   */
+  const scratch = (prefix: string, onTestFinished: TestContext["onTestFinished"]) => {
     const dir = mkdtempSync(join(tmpdir(), prefix));
-    made.push(dir);
+    onTestFinished(() => rmSync(dir, { recursive: true, force: true }));
     return dir;
   };
-  afterEach(() => {
-    for (const dir of made.splice(0)) rmSync(dir, { recursive: true, force: true });
-  });
 
   it("passes on the committed generated/", async () => {
     const run = await runCodegen(["--check"]);
@@ -23,8 +25,8 @@ describe("codegen:check", () => {
     expect(run.code).toBe(0);
   });
 
-  it("fails after a hand edit to generated/, naming the file and line", async () => {
-    const out = scratch("codegen-edited-");
+  it("fails after a hand edit to generated/, naming the file and line", async ({ onTestFinished }) => {
+    const out = scratch("codegen-edited-", onTestFinished);
     cpSync(join(ROOT, "generated"), out, { recursive: true });
     const file = join(out, "endpoints.ts");
     writeFileSync(file, readFileSync(file, "utf8").replace('"eth-archive"', '"eth-archiv"'));
@@ -36,8 +38,8 @@ describe("codegen:check", () => {
     expect(run.stderr).toContain("Run `npm run codegen`");
   });
 
-  it("fails on a file that the registry does not produce", async () => {
-    const out = scratch("codegen-extra-");
+  it("fails on a file that the registry does not produce", async ({ onTestFinished }) => {
+    const out = scratch("codegen-extra-", onTestFinished);
     cpSync(join(ROOT, "generated"), out, { recursive: true });
     writeFileSync(join(out, "stray.ts"), "export {};\n");
     const run = await runCodegen(["--check", "--out", out]);
@@ -45,8 +47,8 @@ describe("codegen:check", () => {
     expect(run.stderr).toContain("stray.ts is not produced by the registry");
   });
 
-  it("fails after a bad edit to the registry, pointing at the line", async () => {
-    const dir = scratch("codegen-bad-registry-");
+  it("fails after a bad edit to the registry, pointing at the line", async ({ onTestFinished }) => {
+    const dir = scratch("codegen-bad-registry-", onTestFinished);
     const registry = join(dir, "networks.yaml");
     cpSync(join(ROOT, "registry/networks.yaml"), registry);
     appendFileSync(
