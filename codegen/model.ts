@@ -76,6 +76,8 @@ export interface EndpointModel {
   readonly head: HeadCall;
   readonly blockTimeSeconds: number;
   readonly computeUnitMultiplier: number;
+  /** The request body a transaction with the most blobs it may carry needs (`blobBodyBytes`). */
+  readonly bodyBytes?: number;
   readonly example?: { readonly sdk: string; readonly code: string; readonly http?: string };
   readonly archiveLabel?: string;
   readonly dedicatedOnly: readonly { readonly name: string; readonly paths: readonly string[] }[];
@@ -188,6 +190,9 @@ function normalise(loaded: LoadedRegistry): RegistryModel {
         dedicatedOnly: network.dedicatedOnly ?? [],
         blockTimeSeconds: network.blockTime,
         computeUnitMultiplier: network.computeUnitMultiplier ?? 1,
+        ...(network.blobsPerTransaction === undefined
+          ? {}
+          : { bodyBytes: blobBodyBytes(network.blobsPerTransaction) }),
         ...(example === undefined ? {} : { example }),
         ...(archiveLabel === undefined ? {} : { archiveLabel }),
       });
@@ -338,4 +343,13 @@ function toProbeCall(spec: HeadSpec | ChainSpec): ProbeCall {
     ...(spec.body === undefined ? {} : { body: spec.body }),
     field,
   };
+}
+
+/**
+ * The body an `eth_sendRawTransaction` of `blobs` blobs needs: each blob's 128 KiB twice over in hex, with
+ * its commitment and proofs (the cell proofs of EIP-7594 are 128 × 48 bytes a blob), and 64 KiB for the
+ * transaction and the JSON-RPC envelope around it.
+ */
+function blobBodyBytes(blobs: number): number {
+  return blobs * 2 * (128 * 1024 + 128 * 48 + 2 * 48) + 64 * 1024;
 }

@@ -167,6 +167,8 @@ export interface NetworkSpec {
   blockTime: number;
   /** What its calls cost against its interfaces' compute units; 1 when absent. */
   computeUnitMultiplier?: number;
+  /** The most blobs one of its transactions may carry (EndpointModel.bodyBytes). */
+  blobsPerTransaction?: number;
   mounts: MountSpec[];
   head?: HeadSpec;
   dedicatedOnly?: { name: string; paths: string[] }[];

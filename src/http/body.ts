@@ -22,7 +22,7 @@ export function collectBody(
 ): void {
   const declared = Number(rawHeader(req.rawHeaders, "content-length", true) ?? 0);
   if (declared > maxBytes) {
-    callback(new GatewayError("BODY_TOO_LARGE", { maxBytes }), NO_BODY);
+    callback(new GatewayError("BODY_TOO_LARGE", tooLarge(maxBytes)), NO_BODY);
     return;
   }
   if (res !== undefined && expectsContinue(req)) res.writeContinue();
@@ -34,7 +34,7 @@ export function collectBody(
     if (seen <= maxBytes) return;
     done();
     req.resume();
-    callback(new GatewayError("BODY_TOO_LARGE", { maxBytes }), NO_BODY);
+    callback(new GatewayError("BODY_TOO_LARGE", tooLarge(maxBytes)), NO_BODY);
   };
   const onEnd = () => {
     done();
@@ -87,4 +87,12 @@ export function mediaType(contentType: string | undefined): string | undefined {
 /** The media type of the request's Content-Type (see mediaType). */
 export function requestMediaType(req: IncomingMessage): string | undefined {
   return mediaType(rawHeader(req.rawHeaders, "content-type", true));
+}
+
+/** BODY_TOO_LARGE's detail: the limit, and what to do. */
+function tooLarge(maxBytes: number): Record<string, unknown> {
+  return {
+    maxBytes,
+    reason: `a request body may be at most ${maxBytes} bytes here: send a batch as smaller ones`,
+  };
 }

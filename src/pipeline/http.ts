@@ -104,6 +104,11 @@ export class HttpExchange {
   #batch: Authorized | undefined = undefined;
   /** The socket's bytes written before this request's answer (a keep-alive socket carries many). */
   readonly #writtenBefore: number;
+  /**
+   * The largest body it reads: the deployment's, or its network's blob transactions' when larger (registry
+   * `blobsPerTransaction`).
+   */
+  #bodyLimit: number;
   /** How a refusal is written: REST-style until the endpoint and then its mount say otherwise. */
   #style: ErrorStyle = "rest";
   #ended = false;
@@ -115,6 +120,7 @@ export class HttpExchange {
     this.#res = res;
     this.#stages = stages;
     this.#limits = options.limits;
+    this.#bodyLimit = options.limits.maxBodyBytes;
     this.#logger = options.logger;
     this.#boundary = options.boundary;
     this.#logAccess = options.logAccess;
@@ -136,6 +142,8 @@ export class HttpExchange {
     try {
       const resolved = this.#stages.resolveEndpoint(req); // 1
       this.#access.label = resolved.endpoint.label;
+      const { bodyBytes } = resolved.endpoint;
+      if (bodyBytes !== undefined && bodyBytes > this.#bodyLimit) this.#bodyLimit = bodyBytes;
       if (this.#tracing !== undefined) this.#traceFrom(resolved.endpoint.label);
       this.#family = resolved.endpoint.family;
       this.#style = endpointStyle(resolved.endpoint, req.url);
@@ -157,7 +165,7 @@ export class HttpExchange {
       }
       collectBody(
         req,
-        this.#limits.maxBodyBytes,
+        this.#bodyLimit,
         (error, body) => {
           if (error !== undefined) this.#end(error);
           else this.#authorize(mounted, routed, body);
@@ -187,7 +195,7 @@ export class HttpExchange {
       this.#end(error);
       return;
     }
-    collectBody(this.#req, this.#limits.maxBodyBytes, (tooLarge, body) =>
+    collectBody(this.#req, this.#bodyLimit, (tooLarge, body) =>
       this.#end(
         tooLarge ?? error,
         tooLarge === undefined ? replyIdIn(body, this.#limits.maxJsonDepth) : "null",
@@ -476,7 +484,7 @@ export class HttpExchange {
     const closed = error.code === "CLIENT_CLOSED" || (!res.headersSent && clientGone(res));
     this.#access.error = closed ? (this.#inFlight.cut === true ? "DRAIN_CUT" : "CLIENT_CLOSED") : error.code;
     if (closed) return;
-    if (error.code === "BODY_TOO_LARGE" || unreadBodyTooLarge(this.#req, this.#limits.maxBodyBytes))
+    if (error.code === "BODY_TOO_LARGE" || unreadBodyTooLarge(this.#req, this.#bodyLimit))
       res.shouldKeepAlive = false;
     const batch = this.#batch;
     if (batch !== undefined && !res.headersSent) {

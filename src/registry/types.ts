@@ -567,6 +567,11 @@ export interface Endpoint {
   readonly blockTimeSeconds: number;
   /** What its calls cost against its interfaces' compute units (registry `computeUnitMultiplier`). */
   readonly computeUnitMultiplier: number;
+  /**
+   * The request body its transaction with the most blobs it may carry needs (registry
+   * `blobsPerTransaction`): its requests may be this large, when the deployment's `maxBodyBytes` is less.
+   */
+  readonly bodyBytes?: number;
   /** A mainnet full endpoint's archive endpoint, where its reads of old state go (src/answers/archive.ts). */
   readonly archiveLabel?: string;
   /** Its first interface's first call in the SDK people use (registry `example`); `{url}` is the URL. */
