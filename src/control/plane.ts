@@ -11,6 +11,7 @@ import type { AccountStore } from "./accounts/types.js";
 import { dashboardNetworks, orderablePlans, planOffer } from "./dashboard/catalog.js";
 import { DashboardFiles } from "./dashboard/serve.js";
 import { gatewayOrigin, KEY_PLACEHOLDER } from "./endpoint-urls.js";
+import { networksOf, servedEndpoints } from "./served-endpoints.js";
 
 /**
  * The control plane: the account store (it creates and migrates it), e-mail, the account service and
@@ -39,7 +40,7 @@ export async function createControlPlane(options: {
    * plan" pages: the deployment config's `domain`, `listen.port` and `support`.
    */
   gateway?: Pick<GatewayConfig, "domain" | "listen" | "support"> &
-    Partial<Pick<GatewayConfig, "defaultRate" | "plans">>;
+    Partial<Pick<GatewayConfig, "defaultRate" | "plans" | "upstreams">>;
 }): Promise<ControlPlane> {
   const { config, logger } = options;
   const store = await openAccountStore(config.database);
@@ -47,14 +48,18 @@ export async function createControlPlane(options: {
   const gateway = options.gateway ?? DEFAULT_CONFIG;
   // The e-mails and the dashboard take every URL they show from here (endpoint-urls.ts).
   const origin = gatewayOrigin(gateway);
+  // what is offered, e-mailed and shown: the endpoints the deployment gives nodes (served-endpoints.ts)
+  const endpoints = servedEndpoints(endpointsByLabel, gateway.upstreams);
+  const served = networksOf(endpoints);
+  const networks = new Set([...options.networks].filter((network) => served.has(network)));
   const service = new AccountService({
     store,
     mailer: options.mailer ?? createMailer(config.mail),
     config,
     plans: gateway.plans ?? DEFAULT_CONFIG.plans,
-    networks: options.networks,
+    networks,
     origin,
-    endpoints: endpointsByLabel,
+    endpoints,
     onChange: async () => {
       await Promise.all([...listeners].map((listener) => listener()));
     },
@@ -73,7 +78,7 @@ export async function createControlPlane(options: {
       // Whether e-mails go to an outbox folder, having no SMTP server: the page says so, never where (a path
       // on the server is not a customer's to read).
       mail: config.mail.smtp === undefined ? { outbox: true } : {},
-      networks: dashboardNetworks(endpointsByLabel, origin),
+      networks: dashboardNetworks(endpoints, origin),
       plans: orderablePlans(plans),
       // the free test's own terms, where the deployment has the plan
       freeTest: {

@@ -57,7 +57,8 @@ export async function startAccounts(
   overrides: Partial<AccountsConfig> = {},
   smtpPort?: number,
   store: StoreKind = "sqlite",
-  gateway?: Pick<GatewayConfig, "domain" | "listen" | "support"> & Partial<Pick<GatewayConfig, "plans">>,
+  gateway?: Pick<GatewayConfig, "domain" | "listen" | "support"> &
+    Partial<Pick<GatewayConfig, "plans" | "upstreams">>,
 ): Promise<AccountsFixture> {
   const dir = mkdtempSync(join(tmpdir(), "accounts-"));
   const postgres = store === "postgres" ? await freshPostgresDatabase() : undefined;
