@@ -279,24 +279,29 @@ export class Connection {
   }
 
   /**
-   * A single read at the head, or of a block, that the connection's node has not reached goes to a node of
-   * the label that has (head-reads.ts); its answer comes back as the node's would. True when it went.
+   * A read at the head, or of a block, that the connection's node has not reached goes to a node of the
+   * label that has (head-reads.ts), as does a batch of such reads; its answer comes back as the node's
+   * would. True when it went. A message with a write, a subscription, a filter's call or a WebSocket-only
+   * call stays on the node.
    */
   #askedAtHead(outgoing: UpstreamMessage): boolean {
     const { headAsk, servedHead } = this.#options;
     const head = this.#node.health.head;
     if (headAsk === undefined || servedHead === undefined || head === undefined) return false;
     const served = servedHead();
-    if (head >= served || outgoing.batch || outgoing.calls.length !== 1) return false;
-    const call = outgoing.calls[0] as PassedCall;
-    const pending = call.id === undefined ? undefined : this.#pending.get(call.id);
-    if (pending?.kind !== "call" || pending.write || call.access === "websocket") return false;
-    const need = readNeed(this.#policy.reads, this.#options.mounted.mount.head, [call], true);
+    const { calls } = outgoing;
+    if (head >= served || calls.length === 0) return false;
+    for (const call of calls) {
+      const pending = call.id === undefined ? undefined : this.#pending.get(call.id);
+      if (pending?.kind !== "call" || pending.write || call.access === "websocket") return false;
+    }
+    const need = readNeed(this.#policy.reads, this.#options.mounted.mount.head, calls, !outgoing.batch);
     if (need === undefined || need.handle !== undefined || need.makesHandle) return false;
     const atLeast = Math.max(need.atHead ? served : -1, need.highestBlock);
     if (atLeast <= head) return false;
-    const text = outgoing.text ?? this.#sender.build(outgoing.calls, false);
-    const asked = headAsk(text, call.id as string, atLeast, (answer) => {
+    const text = outgoing.text ?? this.#sender.build(calls, outgoing.batch);
+    const ids = calls.map((call) => call.id as string);
+    const asked = headAsk(text, ids, outgoing.batch, atLeast, (answer) => {
       if (!this.#closed) this.#fromUpstream(Buffer.from(answer), false, true);
     });
     if (asked) outgoing.sent = true;

@@ -3,12 +3,14 @@ import type { UpstreamGroup } from "../upstream/group.js";
 import { askOnce, type BridgedMount, HttpBridge } from "./http-bridge.js";
 
 /**
- * Asks a node of the connection's label that has reached `atLeast` one read (its text, with its id), and
- * calls back with its answer; false, and nothing asked, when no node in rotation has reached it.
+ * Asks a node of the connection's label that has reached `atLeast` one message of reads (its text, and its
+ * calls' ids: a batch's, or a single call's one), and calls back with its answer; false, and nothing asked,
+ * when no node in rotation has reached it.
  */
 export type HeadAsk = (
   callText: string,
-  id: string,
+  ids: readonly string[],
+  batch: boolean,
   atLeast: number,
   answered: (answer: string) => void,
 ) => boolean;
@@ -22,12 +24,13 @@ export interface HeadTarget extends BridgedMount {
 /**
  * A connection keeps its node, whose head may be a block behind the one the label served to an HTTP caller
  * or another instance: its reads at the head, or of a block its node has not reached, go over HTTP to a
- * node that has (group.ts `choose` with the head they need), one request each, as a bridged connection's
- * messages go (http-bridge.ts), and their answers take the node's place by id. A caller reading over HTTP
+ * node that has (group.ts `choose` with the head they need), a message (a read, or a batch of reads) a
+ * request, as a bridged connection's messages go (http-bridge.ts), and their answers take the node's place
+ * by id. A caller reading over HTTP
  * and over a socket saw the head go back (docs/upstreams.md, "Answers across nodes").
  */
 export function headAsk(target: HeadTarget): HeadAsk {
-  return (callText, id, atLeast, answered) => {
+  return (callText, ids, batch, atLeast, answered) => {
     const upstream = target.group.choose(false, atLeast)[0];
     if (upstream === undefined) return false;
     const bridge = new HttpBridge(
@@ -40,17 +43,18 @@ export function headAsk(target: HeadTarget): HeadAsk {
       undefined,
       target.nodeErrors,
     );
+    const unreached = (id: string) =>
+      rpcErrorJson(
+        "NO_UPSTREAM",
+        id,
+        { reason: `no node of ${target.label} could be reached` },
+        target.requestId,
+        target.errorForm,
+      );
     askOnce(
       bridge,
       callText,
-      () =>
-        rpcErrorJson(
-          "NO_UPSTREAM",
-          id,
-          { reason: `no node of ${target.label} could be reached` },
-          target.requestId,
-          target.errorForm,
-        ),
+      () => (batch ? `[${ids.map(unreached).join(",")}]` : unreached(ids[0] as string)),
       answered,
     );
     return true;

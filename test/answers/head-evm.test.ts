@@ -218,6 +218,25 @@ describe("the head never goes backwards across two nodes one block apart (real a
       expect((await client.call("eth_getBlockByNumber", [hex, false])).result).toMatchObject({ number: hex });
       const dev = privateKeyToAccount(DEV_KEY).address;
       expect((await client.call("eth_getBalance", [dev, hex])).error).toBeUndefined();
+      // and so does a batch of such reads (web3.js' BatchRequest, a hand-made batch): it read b's head
+      client.send(
+        JSON.stringify([
+          { jsonrpc: "2.0", id: "n", method: "eth_blockNumber", params: [] },
+          { jsonrpc: "2.0", id: "b", method: "eth_getBlockByNumber", params: ["latest", false] },
+          { jsonrpc: "2.0", id: "v", method: "eth_getBalance", params: [dev, hex] },
+        ]),
+      );
+      const batch = JSON.parse(await client.waitFor((text) => text.includes('"id":"n"'))) as {
+        id: string;
+        result?: unknown;
+        error?: unknown;
+      }[];
+      const byId = new Map(batch.map((answer) => [answer.id, answer]));
+      expect(Number(byId.get("n")?.result)).toBeGreaterThanOrEqual(served);
+      expect(
+        Number((byId.get("b")?.result as { number: string } | undefined)?.number),
+      ).toBeGreaterThanOrEqual(served);
+      expect(byId.get("v")?.error).toBeUndefined();
       // its own node stays b: a subscription there goes on
       expect((await client.call("eth_subscribe", ["newHeads"])).error).toBeUndefined();
     } finally {
