@@ -13,6 +13,7 @@ export type JwtRefusal =
   | "unsupported algorithm"
   | "unsupported critical header"
   | "bad signature"
+  | "no exp claim"
   | "expired"
   | "not yet valid";
 
@@ -114,7 +115,8 @@ export class JwtVerifier {
       verify("sha256", signed, alg === "ES256" ? { key, dsaEncoding: "ieee-p1363" } : key, sig),
     );
     if (!valid) return "bad signature";
-    if (typeof claims.exp !== "number") return "malformed";
+    // a token that never expires is one a leak makes good for ever: the owner's signer must set one
+    if (typeof claims.exp !== "number") return "no exp claim";
     if (claims.exp + LEEWAY_S <= now) return "expired";
     if (typeof claims.nbf === "number" && claims.nbf - LEEWAY_S > now) return "not yet valid";
     if (this.#verified.size >= MAX_REMEMBERED) this.#verified.clear();

@@ -30,13 +30,13 @@ const rsa = generateKeyPairSync("rsa", { modulusLength: 2048 });
 const stranger = generateKeyPairSync("ec", { namedCurve: "prime256v1" });
 const pem = (key: KeyObject) => key.export({ type: "spki", format: "pem" }).toString();
 
-/** A compact JWT signed with `key` (ES256 for EC, RS256 for RSA), expiring `exp` seconds from now. */
-function jwt(key: KeyObject, exp: number, kid?: string, extra: object = {}): string {
+/** A compact JWT signed with `key` (ES256 for EC, RS256 for RSA), expiring `exp` seconds from now (never: none). */
+function jwt(key: KeyObject, exp: number | undefined, kid?: string, extra: object = {}): string {
   const alg = key.asymmetricKeyType === "ec" ? "ES256" : "RS256";
   const part = (value: object) => Buffer.from(JSON.stringify(value)).toString("base64url");
   const signed = `${part({ alg, typ: "JWT", ...(kid === undefined ? {} : { kid }), ...extra })}.${part({
     sub: "test",
-    exp: Math.floor(Date.now() / 1000) + exp,
+    ...(exp === undefined ? {} : { exp: Math.floor(Date.now() / 1000) + exp }),
   })}`;
   const signature = sign(
     "sha256",
@@ -422,6 +422,8 @@ describe("key settings", () => {
     expect(await reason(bearer(jwt(ec.privateKey, -120)))).toBe("expired");
     expect(await reason(bearer(jwt(stranger.privateKey, 60)))).toBe("bad signature");
     expect(await reason(bearer("not.a.jwt"))).toBe("malformed");
+    // signed by the uploaded key, but valid for ever: not a malformed token, one its signer must give an exp
+    expect(await reason(bearer(jwt(ec.privateKey, undefined)))).toBe("no exp claim");
     // signed by the uploaded key, but naming an extension the gateway cannot honour
     const critical = jwt(ec.privateKey, 60, "ec-1", { crit: ["exp-hint"], "exp-hint": 1 });
     expect(await reason(bearer(critical))).toBe("unsupported critical header");
