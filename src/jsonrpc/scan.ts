@@ -132,7 +132,15 @@ function addMember(
   to: number,
   refuseDuplicates: boolean,
 ): void {
-  if (refuseDuplicates && members.has(key)) throw new GatewayError("DUPLICATE_MEMBER", { member: key });
+  if (refuseDuplicates) {
+    if (members.has(key)) throw new GatewayError("DUPLICATE_MEMBER", { member: key });
+    const folded = envelopeMemberInAnotherCase(key);
+    if (folded !== undefined)
+      throw new GatewayError("INVALID_REQUEST", {
+        member: key,
+        reason: `"${key}" is "${folded}" in another case, which a node written in Go (geth, Erigon) reads as "${folded}" (the last of two wins): write it "${folded}", once`,
+      });
+  }
   while (from < to && isSpace(text.charCodeAt(from))) from++;
   while (to > from && isSpace(text.charCodeAt(to - 1))) to--;
   members.set(key, text.slice(from, to));
@@ -148,6 +156,22 @@ function endOfString(text: string, open: number): number {
     quote = text.indexOf('"', quote + 1);
   }
   return text.length;
+}
+
+/**
+ * The envelope member `key` names in another case (`Method`, `PARAMS`, `paramſ`), or undefined. Go's
+ * encoding/json, which geth and Erigon decode a request with, matches member names
+ * without regard to case (Unicode's simple folding) and keeps the last of two: `{"method":"eth_call",
+ * "Method":"admin_addPeer"}` calls admin_addPeer there, past every check the gateway made on `method`.
+ */
+function envelopeMemberInAnotherCase(key: string): string | undefined {
+  if (key === "jsonrpc" || key === "id" || key === "method" || key === "params") return undefined;
+  if (key.length > 8) return undefined;
+  // upper then lower case folds ſ (U+017F) to s and K (U+212A) to k, as Go's simple folding does
+  const folded = key.toUpperCase().toLowerCase();
+  return folded === "jsonrpc" || folded === "id" || folded === "method" || folded === "params"
+    ? folded
+    : undefined;
 }
 
 /** A member name, decoded only when it has an escape in it. */

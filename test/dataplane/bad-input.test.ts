@@ -364,6 +364,24 @@ const rows: Row[] = [
     status: 400,
     error: rpcError("DUPLICATE_MEMBER", -32600, "null", { member: "method" }),
   },
+  // Go's encoding/json (geth, Erigon) reads a member in any case, the last of two winning: "Method" would be
+  // the method geth calls, past the allow-list's check of "method"
+  {
+    name: "an envelope member again in another case (Method after method)",
+    label: "eth",
+    path: `/${K}/`,
+    body: '{"jsonrpc":"2.0","id":1,"method":"eth_blockNumber","Method":"admin_peers","params":[]}',
+    status: 400,
+    error: rpcError("INVALID_REQUEST", -32600, "null", { member: "Method" }),
+  },
+  {
+    name: "an envelope member in another case alone (PARAMS, and paramſ with a long s)",
+    label: "eth",
+    path: `/${K}/`,
+    body: `[{"jsonrpc":"2.0","id":1,"method":"eth_getLogs","PARAMS":[{"fromBlock":"0x0"}]},{"jsonrpc":"2.0","id":2,"method":"eth_chainId","param\u017f":[]}]`,
+    status: 400,
+    error: rpcError("INVALID_REQUEST", -32600, "null", { member: "PARAMS" }),
+  },
 
   // ---- sizes -------------------------------------------------------------------------------------------
   // on a network whose transactions carry no blobs (eth takes a blob transaction's body: blob-bodies.test.ts)
