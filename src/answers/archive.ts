@@ -155,10 +155,16 @@ function relayBatchByTier(
       [TIER_HEADER]: "whole" in tiered || tiered.archived.length === 0 ? "full" : "full+archive",
     };
     const text = "whole" in tiered ? tiered.whole.body.toString("utf8") : JSON.stringify(tiered.answers);
+    // only notifications went to the node, which answers those with no body (JSON-RPC 2.0 §6)
+    const none = "whole" in tiered && tiered.whole.statusCode < 300 && text.trim() === "";
     const merged =
-      refusals === undefined || ("whole" in tiered && tiered.whole.statusCode !== 200)
+      refusals === undefined
         ? undefined
-        : mergeBatchAnswer(text, refusals);
+        : none
+          ? `[${refusals.join(",")}]`
+          : "whole" in tiered && tiered.whole.statusCode !== 200
+            ? undefined
+            : mergeBatchAnswer(text, refusals);
     if (merged !== undefined) sendJson(res, 200, merged, tierHeader);
     else if ("whole" in tiered) send(res, tiered.whole, "full");
     else sendJson(res, 200, text, tierHeader);

@@ -106,6 +106,15 @@ describe.each([
       expect(reads(pair.archiveNode)).toBe(archiveBefore);
     });
 
+    it("beside a notification that reads state, its refusal is the answer (the node answers a notification with nothing)", async () => {
+      const r = await batch([
+        { jsonrpc: "2.0", method: "eth_getBalance", params: [ACCOUNT, "0x12a"] },
+        { jsonrpc: "2.0", id: 1, method: "eth_getBalance", params: [ACCOUNT, "0x2"] },
+      ]);
+      expect(r.status).toBe(200);
+      expect(r.json).toMatchObject([{ id: 1, error: { code: -32045, data: { code: "ARCHIVE_REQUIRED" } } }]);
+    });
+
     it("a batch of old reads alone asks no node at all", async () => {
       const fullBefore = balanceAt(pair.fullNode, "0x5") + balanceAt(pair.fullNode, "earliest");
       const r = await batch([
