@@ -2,6 +2,7 @@ import type { GatewayConfig } from "../config/types.js";
 import type { Mounted } from "../pipeline/stages.js";
 import type { JsonRpcPolicy } from "../registry/types.js";
 import type { CallRules } from "./check.js";
+import { membersRead } from "./member-case.js";
 
 /**
  * The rules a caller's calls on a mount are checked by (check.ts), made in one place for an HTTP request
@@ -25,6 +26,7 @@ export function callRulesOf(
     contracts: mount.policy.contracts,
     stateOverrides: mount.policy.stateOverrides,
     stateDumps: mount.policy.stateDumps,
+    membersRead: membersRead(mount.policy),
     // the request's id (a WebSocket's: its upgrade's), in every refusal's data
     requestId: admitted.requestId,
     callRefusal,

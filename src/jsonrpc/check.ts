@@ -5,6 +5,7 @@ import type { RpcErrorCode } from "../errors/table.js";
 import type { KeyRules } from "../keys/key-settings.js";
 import type { PlanTerms } from "../plans/plan-terms.js";
 import type { JsonRpcPolicy, MethodAccess, StateDumpRule } from "../registry/types.js";
+import { memberInAnotherCase } from "./member-case.js";
 import { parseJsonRpcBody, type RawCall } from "./scan.js";
 
 export type Checked = PassedCall | { readonly ok: false; readonly json: string; readonly code: RpcErrorCode };
@@ -80,6 +81,8 @@ export interface CallRules {
   readonly stateOverrides?: Readonly<Record<string, readonly string[]>> | undefined;
   /** Where a method takes an option whose values may answer every touched account's state (registry `stateDumps`). */
   readonly stateDumps?: Readonly<Record<string, StateDumpRule>> | undefined;
+  /** The params' members the gateway reads by name, folded to lower case (member-case.ts). */
+  readonly membersRead?: ReadonlyMap<string, string> | undefined;
   /** The HTTP request's id (http/request-id.ts), which each refusal names. */
   readonly requestId?: string | undefined;
   /**
@@ -104,7 +107,15 @@ export function checkCall(rules: CallRules, call: RawCall): Checked {
     const detail = { reason: `${first?.instancePath || "request"} ${first?.message ?? "is invalid"}`.trim() };
     return no(rules, "INVALID_REQUEST", call, detail);
   }
-  const method = (call.value as { method: string }).method;
+  const { method, params } = call.value as { method: string; params?: unknown };
+  // a member the gateway reads, in another case: a node written in Go would read it, the gateway not
+  const variant =
+    rules.membersRead === undefined ? undefined : memberInAnotherCase(params, rules.membersRead);
+  if (variant !== undefined)
+    return no(rules, "INVALID_REQUEST", call, {
+      member: variant.member,
+      reason: `"${variant.member}" is "${variant.spelling}" in another case, which a node written in Go reads as "${variant.spelling}" (the last of two wins): write it "${variant.spelling}"`,
+    });
   const access = policy.methods.get(method);
   if (access === undefined) return no(rules, "METHOD_NOT_FOUND", call, { method });
   if (rules.transport === "http" && access !== "shared" && access !== "dedicated") {

@@ -98,15 +98,16 @@ describe("cached archive answers go to archive keys only (real anvil)", () => {
     expect(balanceCalls(archiveNode)).toBe(archiveBefore + 2);
     expect(balanceCalls(fullNode)).toBe(fullBefore);
 
-    // a key without archive access: the full node refuses, and no archive answer comes from the cache
+    // a key without archive access: its reads older than a full node keeps are refused at once (read by
+    // id: a batch's answers come in any order), and no archive answer comes from the cache
     const refused = await batch(KEYS.noArchive);
-    expect(refused.json).toMatchObject([
+    const byId = [...(refused.json as { id: string }[])].sort((x, y) => x.id.localeCompare(y.id));
+    expect(byId).toMatchObject([
       { id: "a", error: { code: -32045, data: { archiveLabel: "eth-archive" } } },
       { id: "b", error: { code: -32045 } },
       { id: "c", result: "0x1" },
     ]);
     expect(refused.text).not.toContain(BALANCE);
-    expect(refused.headers["x-upstream-tier"]).toBe("full");
     expect(balanceCalls(archiveNode)).toBe(archiveBefore + 2);
   });
 

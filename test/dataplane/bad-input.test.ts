@@ -382,6 +382,23 @@ const rows: Row[] = [
     status: 400,
     error: rpcError("INVALID_REQUEST", -32600, "null", { member: "PARAMS" }),
   },
+  // and so does a member of params the gateway reads by name (a range's bounds, a call's address, a tracer)
+  {
+    name: "a range bound in another case (FROMBLOCK): a Go node scans from it, past the range guard",
+    label: "eth",
+    path: `/${K}/`,
+    body: '{"jsonrpc":"2.0","id":3,"method":"eth_getLogs","params":[{"FROMBLOCK":"0x0"}]}',
+    status: 400,
+    error: rpcError("INVALID_REQUEST", -32600, "3", { member: "FROMBLOCK" }),
+  },
+  {
+    name: "a call's address twice, in two cases (to, then To)",
+    label: "eth",
+    path: `/${K}/`,
+    body: `{"jsonrpc":"2.0","id":4,"method":"eth_call","params":[{"to":"0x${"aa".repeat(20)}","To":"0x${"bb".repeat(20)}"},"latest"]}`,
+    status: 400,
+    error: rpcError("INVALID_REQUEST", -32600, "4", { member: "To" }),
+  },
 
   // ---- sizes -------------------------------------------------------------------------------------------
   // on a network whose transactions carry no blobs (eth takes a blob transaction's body: blob-bodies.test.ts)

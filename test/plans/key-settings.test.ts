@@ -370,6 +370,29 @@ describe("key settings", () => {
       error: { data: { setting: "contracts", method: "debug_traceTransaction" } },
     });
     expect(byId(2)).toMatchObject({ result: "0x10" });
+    // a tracer, an override or an address in another case, which geth reads as the member (the last of
+    // two): refused before it could pass the lock as the allowed spelling
+    for (const [method, params, member] of [
+      ["debug_traceTransaction", [hash, { tracer: "callTracer", Tracer: "prestateTracer" }], "Tracer"],
+      [
+        "debug_traceCall",
+        [{ to: AA }, "latest", { tracer: "callTracer", TRACER: "prestateTracer" }],
+        "TRACER",
+      ],
+      [
+        "debug_traceCall",
+        [{ to: AA }, "latest", { tracer: "callTracer", StateOverrides: {} }],
+        "StateOverrides",
+      ],
+      ["eth_call", [{ to: AA, tO: BB }, "latest"], "tO"],
+    ] as [string, unknown[], string][]) {
+      const r = await answer(KEY.dedicatedContracts, method, params);
+      expect(refusal(r), `${method} ${member}`).toMatchObject({
+        status: 400,
+        code: -32600,
+        data: { code: "INVALID_REQUEST", member },
+      });
+    }
     // a key not locked to contracts asks for any of them
     expect((await answer(KEYS.dedicated, "debug_traceTransaction", [hash, prestate])).status).toBe(200);
     expect((await answer(KEYS.dedicated, "trace_replayTransaction", [hash, ["stateDiff"]])).status).toBe(200);
