@@ -49,7 +49,7 @@ export class ReadNeed {
   readonly handleMakers: string[] = [];
   /** The name of the state a call uses (`reads.handles.use`), which the node that made it alone has. */
   handle: string | undefined = undefined;
-  /** Every such name the message's calls use: each must be one its caller made (group.ts `madeByAnother`). */
+  /** Every such name the message's calls use: each must be one its caller made (node-states.ts `madeByAnother`). */
   readonly handles: string[] = [];
   /** The calls that read state at a named block: in a batch, those a full node refuses go to archive nodes. */
   readonly stateCalls: PassedCall[] = [];

@@ -147,7 +147,7 @@ export class UpstreamPlanner {
       // where the caller's filters are, for a new one; else where its last write went, whose mempool has it;
       // a read at the finalized tag, the node that named the highest finalized block
       preferred:
-        (reads?.makesHandle === true ? group.ownerNode(mounted.admitted.clientId) : undefined) ??
+        (reads?.makesHandle === true ? group.states.ownerNode(mounted.admitted.clientId) : undefined) ??
         group.writers.nodeOf(mounted.admitted.clientId) ??
         (reads?.atFinalized === true ? group.mostFinalized() : undefined),
       handleOwner: reads?.makesHandle === true ? mounted.admitted.clientId : undefined,
@@ -297,12 +297,26 @@ export class UpstreamPlanner {
   }
 }
 
-/** Whether a call uses another caller's filter: its node would answer with that caller's logs, or remove it. */
+/**
+ * Whether a call uses another caller's filter: its node would answer with that caller's logs, or remove it.
+ * Each of the caller's own that it uses stays its own (node-states.ts), over HTTP or a WebSocket, alone or
+ * in a batch.
+ */
 function madeByAnother(reads: ReadNeed, group: UpstreamGroup, mounted: Mounted): boolean {
-  return reads.handles.some((name) => group.madeByAnother(mounted.admitted.clientId, name));
+  let another = false;
+  for (const name of reads.handles)
+    if (group.states.madeByAnother(mounted.admitted.clientId, name)) another = true;
+  return another;
 }
 
-/** The node that made the state (a filter) a call names, or for a name it does not know, the caller's node. */
+/**
+ * The node that made the state (a filter) a call names, or for a name it does not know, the caller's node.
+ * A name of the caller's own whose node left rotation, that another caller's filter also has (Nethermind
+ * numbers each node's in turn), is refused: sent where the choice sends it, it could reach that one.
+ */
 function pinnedNode(handle: string, group: UpstreamGroup, owner: string): Upstream | undefined {
-  return group.handleNode(owner, handle) ?? group.ownerNode(owner);
+  const node = group.states.nodeOf(owner, handle);
+  if (node === undefined && group.states.namedByAnother(owner, handle))
+    throw new GatewayError("FILTER_NOT_FOUND");
+  return node ?? group.states.ownerNode(owner);
 }

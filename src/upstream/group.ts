@@ -2,6 +2,7 @@ import { AnswerCounts } from "../answers/answer-counts.js";
 import { ServedHead } from "../answers/served-head.js";
 import type { AnswerCache, Caller } from "../cache/answer-cache.js";
 import type { UpstreamState } from "./health.js";
+import { NodeStates } from "./node-states.js";
 import type { Upstream } from "./upstreams.js";
 import { Waiters } from "./waiters.js";
 import { WriterNodes } from "./writer-nodes.js";
@@ -12,9 +13,6 @@ const NONE: readonly Upstream[] = [];
 const KEPT_HASHES = 128;
 /** The finalized blocks whose hashes are kept: the last readings, at a height each (a head that stays reads one). */
 const FINAL_HASHES = 32;
-/** Node-made states (filters) whose node is remembered, the most recently used first to stay. */
-const HANDLES = 10_000;
-const HANDLE_IDLE_MS = 10 * 60_000;
 
 /** The upstreams of one label and mount. */
 export class UpstreamGroup {
@@ -32,6 +30,8 @@ export class UpstreamGroup {
   readonly answers = new AnswerCounts();
   /** The node that took each caller's last write: its next calls go there first (writer-nodes.ts). */
   readonly writers = new WriterNodes();
+  /** The states its nodes made for callers (filters), each on its node and its caller's alone (node-states.ts). */
+  readonly states = new NodeStates();
   /** The answers it keeps (src/cache/), when the label's cache is on. */
   cache: AnswerCache | undefined = undefined;
   /** The highest block a node in rotation named finalized (registry `reads.cache.finalized`); -1 if none. */
@@ -44,15 +44,6 @@ export class UpstreamGroup {
   readonly #finalOf = new WeakMap<Upstream, Map<number, string>>();
   /** Each node's own finalized height, as it last named it (`finalizedBy`). */
   readonly #finalizedBy = new WeakMap<Upstream, number>();
-  /** Node-made states (filters) by name, and the node each is on (`handleMade`). */
-  readonly #handles = new Map<string, { readonly upstream: Upstream; readonly usedAt: number }>();
-  /**
-   * Each caller's node for such state: its filters are all made on one node, whose names for them are its
-   * own (nodes that number filters in turn, as Nethermind does, would name two on two nodes alike).
-   */
-  readonly #owners = new Map<string, { readonly upstream: Upstream; readonly usedAt: number }>();
-  /** Who made each state by its name, last: another caller's use of that name is refused (`madeByAnother`). */
-  readonly #makers = new Map<string, { readonly owner: string; readonly usedAt: number }>();
   #newestSeen = -1;
   /** Calls waiting for the prober's first verdicts. */
   readonly #waiting = new Waiters<undefined>();
@@ -210,70 +201,6 @@ export class UpstreamGroup {
     this.#finalHashes.clear();
     this.cache?.forgetAll();
     this.cache?.shared?.forget(this.label);
-  }
-
-  /**
-   * A call made state on `upstream` that its result names (a filter: registry `reads.handles`): the calls
-   * that use it go there (`handleNode`). The most recent HANDLES are kept, each while used within
-   * HANDLE_IDLE_MS (geth drops a filter not polled for 5 minutes).
-   */
-  handleMade(owner: string, named: string, upstream: Upstream): void {
-    const name = handleName(named);
-    // by its caller too: two nodes may name their filters alike, and one caller's is never another's
-    const key = `${owner}\n${name}`;
-    const made = { upstream, usedAt: Date.now() };
-    this.#handles.delete(key);
-    this.#handles.set(key, made);
-    if (this.#handles.size > HANDLES) this.#handles.delete(this.#handles.keys().next().value as string);
-    this.#owners.delete(owner);
-    this.#owners.set(owner, made);
-    if (this.#owners.size > HANDLES) this.#owners.delete(this.#owners.keys().next().value as string);
-    this.#makers.delete(name);
-    this.#makers.set(name, { owner, usedAt: made.usedAt });
-    if (this.#makers.size > HANDLES) this.#makers.delete(this.#makers.keys().next().value as string);
-  }
-
-  /**
-   * Whether `name` is the state another caller made lately, and `owner` made none by that name: its node
-   * would answer `owner` with another caller's filter (Nethermind numbers filters in turn, so their names
-   * are easy to guess), or let `owner` remove it. A name this process did not see made is not known here.
-   */
-  madeByAnother(owner: string, used: string): boolean {
-    const name = handleName(used);
-    const maker = this.#makers.get(name);
-    if (maker === undefined || maker.owner === owner) return false;
-    if (Date.now() - maker.usedAt > HANDLE_IDLE_MS) return false;
-    return !this.#handles.has(`${owner}\n${name}`);
-  }
-
-  /** The node a caller's next filter is made on: the one its live filters are on, if any. */
-  ownerNode(owner: string): Upstream | undefined {
-    const made = this.#owners.get(owner);
-    if (made === undefined) return undefined;
-    if (Date.now() - made.usedAt > HANDLE_IDLE_MS || !made.upstream.health.inRotation) {
-      this.#owners.delete(owner);
-      return undefined;
-    }
-    return made.upstream;
-  }
-
-  /** The node that made the state named `used` for `owner`, if this process saw it made and it was used lately. */
-  handleNode(owner: string, used: string): Upstream | undefined {
-    const name = handleName(used);
-    const key = `${owner}\n${name}`;
-    const made = this.#handles.get(key);
-    if (made === undefined) return undefined;
-    this.#handles.delete(key);
-    const now = Date.now();
-    // a filter on a node gone from rotation is as good as gone: another node says it knows no such filter,
-    // which SDKs answer by making a new one (viem's -32000), where the dead node's refusal they retry
-    if (now - made.usedAt > HANDLE_IDLE_MS || !made.upstream.health.inRotation) return undefined;
-    const again = { upstream: made.upstream, usedAt: now };
-    this.#handles.set(key, again);
-    this.#owners.set(owner, again);
-    this.#makers.delete(name);
-    this.#makers.set(name, { owner, usedAt: now });
-    return made.upstream;
   }
 
   /**
@@ -526,17 +453,4 @@ function pickSmoothly(candidates: readonly Upstream[], end: number): number {
   }
   (candidates[chosen] as Upstream).current -= total;
   return chosen;
-}
-
-/**
- * A state's name as its node reads it: a node that parses a filter's id as a number (Nethermind) takes
- * `0x01` and `0X1` for `0x1`, so another spelling is no other filter.
- */
-function handleName(name: string): string {
-  if (!/^0x[0-9a-f]+$/i.test(name)) return name;
-  const digits = name
-    .slice(2)
-    .toLowerCase()
-    .replace(/^0+(?=.)/, "");
-  return `0x${digits}`;
 }

@@ -161,14 +161,14 @@ function handleMadeBy(call: UpstreamCall, owner: string, upstream: Upstream, tex
   try {
     const answer = JSON.parse(text) as { result?: unknown } | { id?: unknown; result?: unknown }[];
     if (!Array.isArray(answer)) {
-      if (typeof answer.result === "string") call.group.handleMade(owner, answer.result, upstream);
+      if (typeof answer.result === "string") call.group.states.made(owner, answer.result, upstream);
       return;
     }
     // in a batch, the answers to the calls that made filters, by their ids
     const makers = new Set((call.reads?.handleMakers ?? []).map(idKey));
     for (const one of answer)
       if (typeof one.result === "string" && makers.has(idKey(JSON.stringify(one.id))))
-        call.group.handleMade(owner, one.result, upstream);
+        call.group.states.made(owner, one.result, upstream);
   } catch {
     // not one answer: nothing to remember
   }

@@ -60,7 +60,7 @@ export interface ConnectionOptions {
   readonly onWrite: (node: Upstream) => void;
   /**
    * A call made a filter on `node`, named `name`: it is the caller's, polled over HTTP on that node too, and
-   * no other caller's to use (group.ts `handleMade`).
+   * no other caller's to use (node-states.ts `made`).
    */
   readonly onHandleMade: (node: Upstream, name: string) => void;
   /** Where a message the gateway failed after it went is logged (a write a move refused). */

@@ -340,7 +340,7 @@ export class WebSocketGateway implements WebSocketCounts {
         group.wrote(admitted);
         group.writers.took(admitted.clientId, node);
       },
-      onHandleMade: (node, name) => group.handleMade(admitted.clientId, name, node),
+      onHandleMade: (node, name) => group.states.made(admitted.clientId, name, node),
       betterThan: (node) => group.betterThan(node),
       caughtUp: (node, callback) => group.whenCaughtUp(node, callback),
       archiveAsk: this.#archiveAsk(mounted),

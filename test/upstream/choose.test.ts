@@ -1,4 +1,4 @@
-import { describe, expect, it } from "vitest";
+import { describe, expect, it, vi } from "vitest";
 import { endpointsByLabel } from "../../generated/endpoints.js";
 import { DEFAULT_HEALTH, DEFAULT_LIMITS } from "../../src/config/defaults.js";
 import type { UpstreamSpec } from "../../src/config/types.js";
@@ -125,27 +125,51 @@ describe("choosing an upstream", () => {
       { url: "http://a:1", name: "a" },
       { url: "http://b:1", name: "b" },
     ]);
-    g.handleMade("caller-1", "0x1", byName("a"));
-    g.handleMade("caller-2", "0x1", byName("b"));
-    expect(g.handleNode("caller-1", "0x1")?.name).toBe("a");
-    expect(g.handleNode("caller-2", "0x1")?.name).toBe("b");
-    expect(g.handleNode("caller-3", "0x1")).toBeUndefined();
+    g.states.made("caller-1", "0x1", byName("a"));
+    g.states.made("caller-2", "0x1", byName("b"));
+    expect(g.states.nodeOf("caller-1", "0x1")?.name).toBe("a");
+    expect(g.states.nodeOf("caller-2", "0x1")?.name).toBe("b");
+    expect(g.states.nodeOf("caller-3", "0x1")).toBeUndefined();
     // a caller's next filter is made where its others are: the names one node gives are all distinct
-    expect(g.ownerNode("caller-1")?.name).toBe("a");
-    expect(g.ownerNode("caller-2")?.name).toBe("b");
+    expect(g.states.ownerNode("caller-1")?.name).toBe("a");
+    expect(g.states.ownerNode("caller-2")?.name).toBe("b");
     // a name another caller made, in any spelling, is not this caller's to use; its own of that name is
-    expect(g.madeByAnother("caller-3", "0x1")).toBe(true);
-    expect(g.madeByAnother("caller-3", "0x0001")).toBe(true);
-    expect(g.madeByAnother("caller-1", "0x1")).toBe(false);
-    expect(g.madeByAnother("caller-3", "0x2")).toBe(false);
-    g.handleMade("caller-1", "0xAbC", byName("a"));
-    expect(g.madeByAnother("caller-2", "0xabc")).toBe(true);
-    expect(g.handleNode("caller-1", "0x0abc")?.name).toBe("a");
+    expect(g.states.madeByAnother("caller-3", "0x1")).toBe(true);
+    expect(g.states.madeByAnother("caller-3", "0x0001")).toBe(true);
+    expect(g.states.madeByAnother("caller-1", "0x1")).toBe(false);
+    expect(g.states.madeByAnother("caller-3", "0x2")).toBe(false);
+    g.states.made("caller-1", "0xAbC", byName("a"));
+    expect(g.states.madeByAnother("caller-2", "0xabc")).toBe(true);
+    expect(g.states.nodeOf("caller-1", "0x0abc")?.name).toBe("a");
     // its node out of rotation: forgotten, and polled where the choice sends it
     byName("a").health.probeFailed("refused", "ECONNREFUSED");
-    expect(g.handleNode("caller-1", "0x1")).toBeUndefined();
-    expect(g.handleNode("caller-1", "0x1")).toBeUndefined();
-    expect(g.ownerNode("caller-1")).toBeUndefined();
+    expect(g.states.nodeOf("caller-1", "0x1")).toBeUndefined();
+    expect(g.states.nodeOf("caller-1", "0x1")).toBeUndefined();
+    expect(g.states.ownerNode("caller-1")).toBeUndefined();
+  });
+
+  it("a filter stays its maker's while polled, however many filters another caller makes", () => {
+    const { group: g, byName } = group([{ url: "http://a:1", name: "a" }]);
+    let now = 1_000_000;
+    const clock = vi.spyOn(Date, "now").mockImplementation(() => now);
+    try {
+      g.states.made("maker", "0x1", byName("a"));
+      // another caller making filters by the thousands drops its own names only
+      for (let i = 2; i < 30_000; i++) g.states.made("flooder", `0x${i.toString(16)}`, byName("a"));
+      expect(g.states.madeByAnother("flooder", "0x1")).toBe(true);
+      // polled every 9 minutes (over a WebSocket or in a batch, which check it as this does), it stays its
+      // maker's past the 10 minutes a name is kept unused
+      for (let minute = 9; minute <= 45; minute += 9) {
+        now += 9 * 60_000;
+        expect(g.states.madeByAnother("maker", "0x1"), `minute ${minute}`).toBe(false);
+        expect(g.states.madeByAnother("other", "0x1"), `minute ${minute}`).toBe(true);
+      }
+      // unused for longer, it is known no more, and its name another's to make
+      now += 11 * 60_000;
+      expect(g.states.madeByAnother("other", "0x1")).toBe(false);
+    } finally {
+      clock.mockRestore();
+    }
   });
 
   it("a new connection opens on a node at the head the label served, else on the highest, without waiting", () => {
