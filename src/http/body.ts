@@ -93,6 +93,6 @@ export function requestMediaType(req: IncomingMessage): string | undefined {
 function tooLarge(maxBytes: number): Record<string, unknown> {
   return {
     maxBytes,
-    reason: `a request body may be at most ${maxBytes} bytes here: send a batch as smaller ones`,
+    reason: `a request body may be at most ${maxBytes} bytes here (a batch may go as smaller batches)`,
   };
 }

@@ -148,11 +148,6 @@ function checkConfig(): never {
   }
 }
 
-/**
- * The command line after the program: a script's argv[1] is the script, a single executable's is itself.
- * A worker that node:cluster forks from a single executable gets the executable's path once more, as the
- * script it was told to run.
- */
 /** Where `admin` is in `argv`: the first word after the program's path, or after a `--config` before it; else -1. */
 function adminCommandAt(argv: readonly string[]): number {
   let at = 2;
@@ -161,6 +156,11 @@ function adminCommandAt(argv: readonly string[]): number {
   return argv[at] === "admin" ? at : -1;
 }
 
+/**
+ * The command line after the program: a script's argv[1] is the script, a single executable's is itself.
+ * A worker that node:cluster forks from a single executable gets the executable's path once more, as the
+ * script it was told to run.
+ */
 function ownArgs(): string[] {
   const args = process.argv.slice(2);
   return cluster.isWorker && args[0] === process.execPath ? args.slice(1) : args;

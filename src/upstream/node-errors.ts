@@ -20,9 +20,13 @@ export function isNodesAnswer(body: Buffer | string, rules: NodeErrors): boolean
 
 /** Whether an answer at one of the rules' `unavailableAt` statuses, read whole, is the node saying it cannot serve. */
 export function saysUnavailable(body: Buffer | string, rules: NodeErrors): boolean {
-  if (rules.unavailable === undefined) return false;
+  const test = rules.unavailable;
+  if (test === undefined) return false;
+  const text = typeof body === "string" ? body : body.toString("utf8");
+  // an answer without the member's name (every result) says nothing of it: no parse
+  if (!text.includes(`"${test.member[test.member.length - 1]}"`)) return false;
   try {
-    return passes(JSON.parse(typeof body === "string" ? body : body.toString("utf8")), rules.unavailable);
+    return passes(JSON.parse(text), test);
   } catch {
     return false;
   }
