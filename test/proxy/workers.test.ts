@@ -166,7 +166,8 @@ describe("a proxy's workers", () => {
     );
     await eventually(
       async () => (await ethStates()).every((state) => state === "cordoned"),
-      5_000,
+      // a new worker starts whole (its bundle, its probes) before it answers: seconds on a loaded host
+      15_000,
       "the new worker keeps the cordon",
     );
     await cordon("/upstreams/uncordon", name);
@@ -205,7 +206,7 @@ describe("a proxy's workers", () => {
     }
     await eventually(
       async () => (await operator("/readyz")).status === 200,
-      5_000,
+      15_000,
       "ready once it runs again",
     );
   });
