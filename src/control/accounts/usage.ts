@@ -73,6 +73,9 @@ export class UsageReports {
 function dayOf(input: unknown, field: string): string {
   if (typeof input !== "string" || !/^\d{4}-\d{2}-\d{2}$/.test(input) || Number.isNaN(Date.parse(input)))
     throw new GatewayError("INVALID_FIELD", { field, reason: "a day as YYYY-MM-DD" });
+  // Date.parse rolls an impossible day over (2026-02-30 is March 2nd): the day must read back as given
+  if (new Date(Date.parse(input)).toISOString().slice(0, 10) !== input)
+    throw new GatewayError("INVALID_FIELD", { field, reason: `${input} is not a day of the calendar` });
   return input;
 }
 
