@@ -93,19 +93,54 @@ async function call(url: string, body?: unknown): Promise<unknown> {
   } catch (error) {
     const cause = (error as { cause?: { code?: string } }).cause?.code ?? (error as Error).message;
     throw new GatewayError("OPERATOR_UNREACHABLE", {
-      url,
-      reason: cause,
+      url: shown(url),
+      reason: withoutCredentials(cause, url),
       hint: "start the proxy, or name its operator API with --proxy http://<host>:<port> (else the config's operator.listen)",
     });
   }
-  const answer = (await response.json()) as {
-    error?: { code: string; message: string } & Record<string, unknown>;
-  };
+  const text = await response.text();
+  let answer: { error?: { code: string; message: string } & Record<string, unknown> };
+  try {
+    answer = JSON.parse(text) as typeof answer;
+  } catch {
+    // something answered, but not as the operator API does (its every answer is JSON): say what it was
+    const type = response.headers.get("content-type") ?? "no content type";
+    throw new GatewayError("OPERATOR_UNREACHABLE", {
+      url: shown(url),
+      reason: `answered ${response.status} with ${type}, not the operator API's JSON; is --proxy the operator address?`,
+    });
+  }
   if (!response.ok) {
     // the operator API's own error, as it said it
     const { code, status: _status, message: _message, ...detail } = answer.error ?? { code: "", message: "" };
     if (code in ERRORS) throw new GatewayError(code as ErrorCode, detail);
-    throw new GatewayError("OPERATOR_UNREACHABLE", { url, reason: `answered ${response.status}` });
+    throw new GatewayError("OPERATOR_UNREACHABLE", {
+      url: shown(url),
+      reason: `answered ${response.status}`,
+    });
   }
   return answer;
+}
+
+/** The URL without its user and password, for a message: a --proxy URL may carry them. */
+function shown(url: string): string {
+  try {
+    const parsed = new URL(url);
+    parsed.username = "";
+    parsed.password = "";
+    return parsed.href;
+  } catch {
+    return url.replace(/\/\/[^/@]*@/, "//");
+  }
+}
+
+/** A message with any credentials of `url` taken out, as fetch's own message repeats the URL. */
+function withoutCredentials(message: string, url: string): string {
+  let out = message.split(url).join(shown(url));
+  try {
+    const { username, password } = new URL(url);
+    for (const secret of [password, decodeURIComponent(password), username])
+      if (secret) out = out.split(secret).join("***");
+  } catch {}
+  return out;
 }

@@ -1,4 +1,5 @@
 import { execFile } from "node:child_process";
+import { createServer as createHttpServer } from "node:http";
 import { createServer } from "node:net";
 import { request } from "undici";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
@@ -180,6 +181,38 @@ describe("the operator API", () => {
       },
     });
     expect((await cli("cordon", "--label", "eth")).code).toBe(1);
+  });
+
+  it("the CLI never prints the password of a --proxy URL", async () => {
+    // a password in --proxy is never printed, whatever the failure
+    const port = await freePort();
+    const away = await cliAt(`http://ops:s3cr3t-pw@127.0.0.1:${port}`, "list");
+    expect(away.code).toBe(1);
+    expect(away.err).toContain("OPERATOR_UNREACHABLE");
+    expect(away.err).not.toContain("s3cr3t-pw");
+  });
+
+  it("the CLI says what answered at a --proxy that is not the operator API: its status and content type", async () => {
+    // a server that answers, but not JSON: a documented failure saying what answered, not INTERNAL
+    const web = createHttpServer((_req, res) => {
+      res.writeHead(200, { "content-type": "text/html" });
+      res.end("<html>not the operator API</html>");
+    });
+    await new Promise<void>((resolve) => web.listen(0, "127.0.0.1", resolve));
+    const webPort = (web.address() as { port: number }).port;
+    try {
+      const html = await cliAt(`http://127.0.0.1:${webPort}`, "list");
+      expect(html.code).toBe(1);
+      expect(html.err).toMatch(/^error OPERATOR_UNREACHABLE: /);
+      expect(html.err).toContain("answered 200 with text/html");
+      expect(html.err).not.toContain("INTERNAL");
+      const withPassword = await cliAt(`http://ops:s3cr3t-pw@127.0.0.1:${webPort}`, "list");
+      expect(withPassword.code).toBe(1);
+      expect(withPassword.err).toContain("OPERATOR_UNREACHABLE");
+      expect(withPassword.err).not.toContain("s3cr3t-pw");
+    } finally {
+      await new Promise((resolve) => web.close(resolve));
+    }
   });
 
   it("cannot be read or driven by a web page an operator's browser has open", async () => {
