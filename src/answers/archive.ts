@@ -4,7 +4,7 @@ import { GatewayError, hasRpcNumber } from "../errors/table.js";
 import type { CallerSide } from "../http/client-gone.js";
 import { requestIdOf, withRequestId } from "../http/request-id.js";
 import type { PassedCall } from "../jsonrpc/check.js";
-import { mergeBatchAnswer } from "../jsonrpc/merge.js";
+import { partialBatchAnswer } from "../jsonrpc/merge.js";
 import type { WholeAnswer } from "../upstream/buffered-answer.js";
 import type { UpstreamFields } from "../upstream/call-run.js";
 import type { UpstreamGroup } from "../upstream/group.js";
@@ -155,16 +155,8 @@ function relayBatchByTier(
       [TIER_HEADER]: "whole" in tiered || tiered.archived.length === 0 ? "full" : "full+archive",
     };
     const text = "whole" in tiered ? tiered.whole.body.toString("utf8") : JSON.stringify(tiered.answers);
-    // only notifications went to the node, which answers those with no body (JSON-RPC 2.0 §6)
-    const none = "whole" in tiered && tiered.whole.statusCode < 300 && text.trim() === "";
-    const merged =
-      refusals === undefined
-        ? undefined
-        : none
-          ? `[${refusals.join(",")}]`
-          : "whole" in tiered && tiered.whole.statusCode !== 200
-            ? undefined
-            : mergeBatchAnswer(text, refusals);
+    const status = "whole" in tiered ? tiered.whole.statusCode : 200;
+    const merged = refusals === undefined ? undefined : partialBatchAnswer(status, text, refusals);
     if (merged !== undefined) sendJson(res, 200, merged, tierHeader);
     else if ("whole" in tiered) send(res, tiered.whole, "full");
     else sendJson(res, 200, text, tierHeader);

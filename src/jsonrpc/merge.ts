@@ -9,3 +9,17 @@ export function mergeBatchAnswer(answer: string, refusals: readonly string[]): s
   const inner = trimmed.slice(1, -1).trim();
   return `[${inner}${inner === "" ? "" : ","}${refusals.join(",")}]`;
 }
+
+/**
+ * The client's answer to a partial batch, from the node's answer at `statusCode` to the calls that went:
+ * the refusals alone when only notifications went (a node answers those with no body, JSON-RPC 2.0 §6),
+ * else merged into its array at 200; undefined when the node's answer goes to the client as it is.
+ */
+export function partialBatchAnswer(
+  statusCode: number,
+  answer: string,
+  refusals: readonly string[],
+): string | undefined {
+  if (answer.trim() === "" && statusCode < 300) return `[${refusals.join(",")}]`;
+  return statusCode === 200 ? mergeBatchAnswer(answer, refusals) : undefined;
+}

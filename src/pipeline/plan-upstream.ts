@@ -10,6 +10,7 @@ import type { CallRefusal, PassedCall } from "../jsonrpc/check.js";
 import { idKey } from "../jsonrpc/id-key.js";
 import { archiveUnits, callsUnits } from "../plans/compute-units.js";
 import { reachesArchive } from "../plans/plan-terms.js";
+import type { ArchiveRule } from "../registry/types.js";
 import type { UpstreamGroup } from "../upstream/group.js";
 import type { UpstreamCall } from "../upstream/policy.js";
 import type { Upstream, UpstreamTable } from "../upstream/upstreams.js";
@@ -206,14 +207,10 @@ export class UpstreamPlanner {
     const need = readNeed(rules, mounted.mount.head, [call], false);
     if (group === undefined || need === undefined) return undefined;
     if (madeByAnother(need, group, mounted)) return { code: "FILTER_NOT_FOUND", detail: {} };
-    if (deep) {
+    if (deep && rules.archive !== undefined && olderThanFull(need, group.served.height, rules.archive)) {
+      group.answers.add("archive_required");
       const archiveLabel = mounted.admitted.endpoint.archiveLabel as string;
-      const head = group.served.height;
-      const fullHistory = rules.archive?.fullHistory ?? Number.POSITIVE_INFINITY;
-      if (head >= 0 && need.stateBlock >= 0 && need.stateBlock < head - fullHistory) {
-        group.answers.add("archive_required");
-        return { code: "ARCHIVE_REQUIRED", detail: { ...archiveRequiredDetail(archiveLabel) } };
-      }
+      return { code: "ARCHIVE_REQUIRED", detail: { ...archiveRequiredDetail(archiveLabel) } };
     }
     if (need.ranges.length === 0) return undefined;
     try {
@@ -264,8 +261,7 @@ export class UpstreamPlanner {
     return {
       // a block named by hash is not known to be old until a full node says so; a batch goes to a full node
       // first, and only the calls it refuses go on
-      direct:
-        reads.single && head >= 0 && reads.stateBlock >= 0 && reads.stateBlock < head - rule.fullHistory,
+      direct: reads.single && olderThanFull(reads, head, rule),
       batch: reads.single ? undefined : reads.stateCalls,
       archiveLabel,
       archiveGroup: this.#upstreams.group(archiveLabel, mounted.mount.path),
@@ -295,6 +291,11 @@ export class UpstreamPlanner {
       throw new GatewayError("NO_UPSTREAM", { reason: "no upstream is configured for this endpoint" });
     return group;
   }
+}
+
+/** Whether a read names, by number, a block older than a full node keeps: `fullHistory` below the served head. */
+function olderThanFull(reads: ReadNeed, head: number, rule: ArchiveRule): boolean {
+  return head >= 0 && reads.stateBlock >= 0 && reads.stateBlock < head - rule.fullHistory;
 }
 
 /**

@@ -6,7 +6,7 @@ import { relaySplit, type SplitFields } from "../answers/range-split.js";
 import { relayCachedBatch } from "../cache/batch-cached.js";
 import { type CacheFields, relayCached } from "../cache/relay-cached.js";
 import { sendJson } from "../errors/respond.js";
-import { mergeBatchAnswer } from "../jsonrpc/merge.js";
+import { partialBatchAnswer } from "../jsonrpc/merge.js";
 import { fetchWhole, type RelayDone, relayAnswer, type UpstreamCall } from "../upstream/policy.js";
 
 /** Where a relay notes what it did (the access line's fields): each way of relaying notes its own. */
@@ -54,13 +54,7 @@ function relayMerged(
     try {
       const text = answer.body.toString("utf8");
       if (answer.statusCode === 200) learnHeights(call, answer.upstream, text);
-      // Only notifications went upstream, and nodes answer those with no body (JSON-RPC 2.0 §6).
-      const merged =
-        text.trim() === "" && answer.statusCode < 300
-          ? `[${refusals.join(",")}]`
-          : answer.statusCode === 200
-            ? mergeBatchAnswer(text, refusals)
-            : undefined;
+      const merged = partialBatchAnswer(answer.statusCode, text, refusals);
       sendJson(res, merged === undefined ? answer.statusCode : 200, merged ?? text.trim());
       done();
     } catch (failure) {
