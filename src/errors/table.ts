@@ -86,8 +86,10 @@ export const ERRORS = {
   BAD_PATH: { status: 400, rpc: -32600, message: "The request path is malformed" },
   UNKNOWN_NETWORK: { status: 404, rpc: -32601, message: "No network is served on this host" },
   NOT_FOUND: { status: 404, rpc: -32601, message: "No such route on this network" },
+  // At 200, as a node answers a filter it does not know: at an HTTP error status ethers reads the server's
+  // failure ("server response 404"), not the node's -32000 that SDKs make a new filter on.
   FILTER_NOT_FOUND: {
-    status: 404,
+    status: 200,
     rpc: -32000,
     message: "No such filter for this API key: a filter is used with the key that made it",
   },

@@ -1,3 +1,4 @@
+import { JsonRpcProvider, Network } from "ethers";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { DEFAULT_CACHE, DEFAULT_HEALTH } from "../../src/config/defaults.js";
 import { type Anvil, startAnvil } from "../support/anvil.js";
@@ -142,11 +143,23 @@ describe("reads of a block by hash only one of two anvils has, and filters made 
       for (const spelled of spellings) {
         const refused = await rpc(KEYS.noArchive, method, [spelled]);
         expect(refused, `${method} ${spelled}`).toMatchObject({
-          status: 404,
+          status: 200,
           id: 7,
           error: { code: -32000, data: { code: "FILTER_NOT_FOUND" } },
         });
       }
+    // at 200, as a node answers a filter it does not know, so that an SDK reads the node's -32000 (ethers
+    // read an HTTP error status as the server's failure: "server response 404")
+    const ethers = new JsonRpcProvider(`http://eth.${DOMAIN}:${gw.port}/${KEYS.noArchive}`, Network.from(1), {
+      staticNetwork: true,
+    });
+    const polled = await ethers
+      .send("eth_getFilterChanges", [name])
+      .catch((e: { code?: string; error?: unknown }) => e);
+    expect(polled, String(polled)).toMatchObject({
+      error: { code: -32000, data: { code: "FILTER_NOT_FOUND" } },
+    });
+    ethers.destroy();
     const batch = await gw.call("eth", `/${KEYS.noArchive}`, {
       body: JSON.stringify([
         { jsonrpc: "2.0", id: 1, method: "eth_chainId", params: [] },
