@@ -406,6 +406,8 @@ export class HttpExchange {
     access.ms = Math.round(elapsed);
     const code = access.error as ErrorCode | undefined;
     const result = resultOf(code, access.status);
+    // a batch the gateway refused as a whole (its rate, its quota, its burst) had every call refused
+    if (result === "client" && access.batch !== undefined) access.refused = access.batch;
     const required = access.requiredMethods;
     if (required !== undefined) {
       // a batch's calls refused as needing an archive node, or that the archive nodes could not serve:

@@ -66,6 +66,9 @@ describe("rate limits", () => {
       })),
     );
     expect(node.requests.length).toBe(before);
+    // its access line says the gateway refused all four, not none
+    const line = gw.logs.map((l) => JSON.parse(l)).find((l) => l.requestId === over.headers["x-request-id"]);
+    expect(line).toMatchObject({ batch: 4, refused: 4, error: "REQUEST_OVER_BURST", status: 413 });
     // it took nothing from the bucket: a batch the burst holds goes through at once
     const within = await gw.call("eth", `/${BATCH_KEY}/`, { body: batch(3) });
     expect(within.status).toBe(200);
