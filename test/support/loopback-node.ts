@@ -53,6 +53,11 @@ export async function startLoopbackNode(respond: Responder): Promise<LoopbackNod
       res.writeHead(404, { "content-type": "application/json" }).end('{"error":"not found"}');
       return;
     }
+    // a 204 has no body, and so no Content-Type unless the reply names one
+    if (reply.status === 204) {
+      res.writeHead(204, reply.headers).end();
+      return;
+    }
     const body = typeof reply.body === "string" ? reply.body : JSON.stringify(reply.body);
     // a whole answer with its length, as node servers send one they hold whole (bitcoind's evhttp always;
     // Go's net/http, hyper, aiohttp below their buffers): writeHead before end would send it chunked

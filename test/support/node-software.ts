@@ -106,6 +106,8 @@ export interface JsonRpcSoftware {
    * "no-content", HTTP 204 with no body (Bitcoin Core v28's HTTPReq_JSONRPC).
    */
   readonly notificationsOnlyBatch?: "no-content";
+  /** What it answers a body that is not JSON; an empty HTTP 400 if absent. */
+  readonly parseError?: Answer;
 }
 
 export interface Answer {
@@ -169,6 +171,9 @@ interface BitcoindError {
   readonly message: string;
 }
 
+/** bitcoind's answer to a body it cannot read as JSON (httprpc.cpp HTTPReq_JSONRPC). */
+const PARSE_ERROR: BitcoindError = { code: -32700, message: "Parse error" };
+
 /** The error object bitcoind's handler gives an outcome that is not a result. */
 function bitcoindError(outcome: Exclude<Outcome, { result: unknown }>): BitcoindError {
   return outcome.error === "unknown-method"
@@ -195,6 +200,8 @@ function bitcoindLegacy(name: string): JsonRpcSoftware {
     echoesRawId: true,
     contentType: JSON_TYPE,
     guard: RPC_PASSWORD,
+    // HTTPReq_JSONRPC's RPC_PARSE_ERROR, through JSONErrorReply: 500, with the id it never read as null
+    parseError: { status: 500, json: { result: null, error: PARSE_ERROR, id: null } },
     answer: (call, outcome) => {
       const error = "result" in outcome ? undefined : bitcoindError(outcome);
       return {
@@ -236,6 +243,8 @@ function bitcoind28(name: string): JsonRpcSoftware {
     contentType: JSON_TYPE,
     guard: RPC_PASSWORD,
     notificationsOnlyBatch: "no-content",
+    // HTTPReq_JSONRPC's RPC_PARSE_ERROR, through JSONErrorReply with the request still V1_LEGACY and no id
+    parseError: { status: 500, json: { result: null, error: PARSE_ERROR } },
     answer: (call, outcome) => {
       const id = Object.hasOwn(call, "id") ? { id: call.id } : {};
       const version = call.jsonrpc;
@@ -911,11 +920,12 @@ export function jsonRpcReply(
 ): Reply {
   const end = software.newline ? "\n" : "";
   const headers = { "content-type": software.contentType };
+  // HTTP 204, no body and so no Content-Type (bitcoind's WriteReply(HTTP_NO_CONTENT) sets none)
   if (batch && calls > 0 && answers.length === 0 && software.notificationsOnlyBatch === "no-content")
-    return { status: 204, headers, body: "" };
+    return { status: 204, body: "" };
   if (!batch) {
     const only = answers[0];
-    if (only === undefined) return { status: 204, headers, body: "" };
+    if (only === undefined) return { status: 204, body: "" };
     return { status: only.status, headers, body: `${answerText(only)}${end}` };
   }
   return { status: 200, headers, body: `[${answers.map(answerText).join(",")}]${end}` };

@@ -76,7 +76,10 @@ function answerAt(mount: Mount, path: string, request: SeenRequest, state: NodeS
     const refusal = refused(software.guard);
     if (refusal !== undefined) return refusal;
     const parsed = incomingCalls(request);
-    if (parsed === undefined) return { status: 400, body: "" };
+    if (parsed === undefined)
+      return software.parseError === undefined
+        ? { status: 400, body: "" }
+        : jsonRpcReply(software, false, [software.parseError]);
     if (parsed.batch && software.unbatched !== undefined)
       return jsonRpcReply(software, false, [software.unbatched]);
     // a software that echoes the id's own text (node-software.ts echoesRawId) writes it back as it came
