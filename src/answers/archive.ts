@@ -392,6 +392,9 @@ function errorNames(answer: WholeAnswer, texts: readonly string[]): boolean {
 
 function send(res: ServerResponse, answer: WholeAnswer, tier: "full" | "archive"): void {
   if (res.headersSent) return;
-  res.writeHead(answer.statusCode, withRequestId(res, [...answer.headers, TIER_HEADER, tier]));
+  res.writeHead(
+    answer.statusCode,
+    withRequestId(res, answer.statusCode, [...answer.headers, TIER_HEADER, tier]),
+  );
   res.end(answer.body);
 }

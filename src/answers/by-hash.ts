@@ -163,6 +163,6 @@ export function unknownIn(answer: unknown, unknown: readonly string[]): boolean 
 
 function send(res: ServerResponse, answer: WholeAnswer): void {
   if (res.headersSent) return;
-  res.writeHead(answer.statusCode, withRequestId(res, answer.headers as string[]));
+  res.writeHead(answer.statusCode, withRequestId(res, answer.statusCode, answer.headers as string[]));
   res.end(answer.body);
 }

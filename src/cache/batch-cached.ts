@@ -161,7 +161,10 @@ function fromNode(run: BatchRun): void {
         // the node refused the batch whole: its answer, as it sent it, and no call of it answered by the cache
         note.cachedMethods = undefined;
         note.cachedArchivedMethods = undefined;
-        res.writeHead(outcome.statusCode, withRequestId(res, outcome.headers as string[]));
+        res.writeHead(
+          outcome.statusCode,
+          withRequestId(res, outcome.statusCode, outcome.headers as string[]),
+        );
         res.end(outcome.body);
         return done();
       }
@@ -430,7 +433,7 @@ function sendArray(
   const body = Buffer.concat(pieces);
   res.writeHead(
     200,
-    addRequestId(res, {
+    addRequestId(res, 200, {
       ...EXPOSED,
       [CACHE_HEADER]: outcome,
       ...(tier === undefined ? {} : { [TIER_HEADER]: tier }),

@@ -319,14 +319,14 @@ function send(
   if (length <= SMALL_BYTES) {
     const text = entry.before.toString("latin1") + asLatin1(id) + entry.after.toString("latin1");
     headers.push("content-length", String(text.length));
-    res.writeHead(statusCode, pushRequestId(res, headers));
+    res.writeHead(statusCode, pushRequestId(res, statusCode, headers));
     res.end(text, "latin1");
     return;
   }
   // a large one in three writes, corked into one: no copy of it per caller
   const idBytes = Buffer.from(id);
   headers.push("content-length", String(length + idBytes.length));
-  res.writeHead(statusCode, pushRequestId(res, headers));
+  res.writeHead(statusCode, pushRequestId(res, statusCode, headers));
   res.cork();
   res.write(entry.before);
   if (idBytes.length > 0) res.write(idBytes);
@@ -399,7 +399,10 @@ function sendEach(
     if (!w.res.headersSent) {
       w.res.writeHead(
         answer.statusCode,
-        withRequestId(w.res, [...answer.headers, ...(tier === undefined ? [] : [TIER_HEADER, tier])]),
+        withRequestId(w.res, answer.statusCode, [
+          ...answer.headers,
+          ...(tier === undefined ? [] : [TIER_HEADER, tier]),
+        ]),
       );
       w.res.end(answer.body);
     }

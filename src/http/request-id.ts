@@ -5,8 +5,22 @@ import { rawHeader } from "./raw-headers.js";
 /** The header that carries a request's id, from the caller, on the answer, and to the node. */
 export const REQUEST_ID_HEADER = "x-request-id";
 
-const ID = Symbol("requestId");
-type Tagged = ServerResponse & { [ID]?: string };
+/**
+ * The header that says what an answer cost in compute units (docs/compute-units.md), so that a customer
+ * can add up a bill's units from the answers it got: 0 for a call the gateway refused or no node served.
+ */
+export const COMPUTE_UNITS_HEADER = "x-compute-units";
+
+/** What a data plane answer's head carries besides the node's or the gateway's own headers. */
+export interface AnswerTag {
+  /** The request's id (X-Request-Id). */
+  readonly id: string;
+  /** The compute units of the answer now written with this status: what the key's usage will count. */
+  units(status: number): number;
+}
+
+const TAG = Symbol("answerTag");
+type Tagged = ServerResponse & { [TAG]?: AnswerTag };
 
 /**
  * The caller's X-Request-Id when it is well-formed (1 to 128 letters, digits and `.` `_` `:` `-`: a UUID, a
@@ -76,35 +90,42 @@ const processIds = new RequestIds(uuidPrefix(randomBytes(10)), randomBytes(6).re
 
 const WELL_FORMED = /^[A-Za-z0-9._:-]{1,128}$/;
 
-/** Notes the request's id on its response, for every place that writes the answer's head. */
-export function tagResponse(res: ServerResponse, id: string): void {
-  (res as Tagged)[ID] = id;
+/** Notes the request's id and pricing on its response, for every place that writes the answer's head. */
+export function tagResponse(res: ServerResponse, tag: AnswerTag): void {
+  (res as Tagged)[TAG] = tag;
 }
 
 /** The response's request id, if its request has one (an HTTP request of the data plane). */
 export function requestIdOf(res: ServerResponse): string | undefined {
-  return (res as Tagged)[ID];
+  return (res as Tagged)[TAG]?.id;
 }
 
-/** Raw headers for writeHead with the request id among them. */
-export function withRequestId(res: ServerResponse, headers: readonly string[]): string[] {
-  const id = (res as Tagged)[ID];
-  return id === undefined ? (headers as string[]) : [...headers, REQUEST_ID_HEADER, id];
+/** Raw headers for writeHead at `status` with the request id and the answer's units among them. */
+export function withRequestId(res: ServerResponse, status: number, headers: readonly string[]): string[] {
+  const tag = (res as Tagged)[TAG];
+  return tag === undefined
+    ? (headers as string[])
+    : [...headers, REQUEST_ID_HEADER, tag.id, COMPUTE_UNITS_HEADER, String(tag.units(status))];
 }
 
-/** Adds the request id, if any, to a flat list of names and values the caller owns; returns the list. */
-export function pushRequestId(res: ServerResponse, headers: string[]): string[] {
-  const id = (res as Tagged)[ID];
-  if (id !== undefined) headers.push(REQUEST_ID_HEADER, id);
+/** Adds the request id and the answer's units, if any, to a flat list the caller owns; returns the list. */
+export function pushRequestId(res: ServerResponse, status: number, headers: string[]): string[] {
+  const tag = (res as Tagged)[TAG];
+  if (tag !== undefined)
+    headers.push(REQUEST_ID_HEADER, tag.id, COMPUTE_UNITS_HEADER, String(tag.units(status)));
   return headers;
 }
 
-/** A headers object for writeHead with the request id among them (the object is the caller's own). */
+/** A headers object for writeHead at `status` with the request id and units among them (the caller's own). */
 export function addRequestId(
   res: ServerResponse,
+  status: number,
   headers: Record<string, string | number | string[]>,
 ): Record<string, string | number | string[]> {
-  const id = (res as Tagged)[ID];
-  if (id !== undefined) headers[REQUEST_ID_HEADER] = id;
+  const tag = (res as Tagged)[TAG];
+  if (tag !== undefined) {
+    headers[REQUEST_ID_HEADER] = tag.id;
+    headers[COMPUTE_UNITS_HEADER] = String(tag.units(status));
+  }
   return headers;
 }

@@ -131,7 +131,7 @@ export class HttpExchange {
     this.#tracing = options.tracing;
     this.#inFlight.count += 1;
     this.#requestId = requestIdFor(req.rawHeaders);
-    tagResponse(res, this.#requestId);
+    tagResponse(res, { id: this.#requestId, units: (status) => this.#unitsAt(status) });
     this.#access.requestId = this.#requestId;
     this.#writtenBefore = this.#metrics === undefined ? 0 : req.socket.bytesWritten;
   }
@@ -300,6 +300,11 @@ export class HttpExchange {
     this.#computeUnits = authorized.computeUnits;
   }
 
+  /** What the answer written now with `status` costs: its X-Compute-Units, which #end counts. */
+  #unitsAt(status: number): number {
+    return this.#unitsServed(resultOf(this.#access.error as ErrorCode | undefined, status));
+  }
+
   /**
    * What the request cost in compute units: its calls' registry costs, times the archive factor when an
    * archive node answered; nothing when it was not served (refused, rate limited, failed: as the anchors
@@ -408,6 +413,8 @@ export class HttpExchange {
     const result = resultOf(code, access.status);
     // a batch the gateway refused as a whole (its rate, its quota, its burst) had every call refused
     if (result === "client" && access.batch !== undefined) access.refused = access.batch;
+    // what the answer's X-Compute-Units said, from the same notes
+    const computeUnits = this.#unitsServed(result);
     const required = access.requiredMethods;
     if (required !== undefined) {
       // a batch's calls refused as needing an archive node, or that the archive nodes could not serve:
@@ -417,7 +424,6 @@ export class HttpExchange {
       this.#refusedCodes = [...(this.#refusedCodes ?? []), ...required.map(() => code)];
       if (this.#batchParts !== undefined) this.#batchParts = withoutCalls(this.#batchParts, required);
     }
-    const computeUnits = this.#unitsServed(result);
     if (computeUnits > 0) access.cu = computeUnits;
     this.#quota?.settle(computeUnits);
     // a key refused at admission (its network, its settings) counts the refusal in its own usage

@@ -77,7 +77,7 @@ export class ResponseRelay extends AttemptHandler<ServerResponse> {
       this.#statusCode = statusCode;
     }
     this.#remaining = raw["content-length"] === undefined ? -1 : Number(raw["content-length"]);
-    res.writeHead(statusCode, withRequestId(res, headers));
+    res.writeHead(statusCode, withRequestId(res, statusCode, headers));
     if (this.#flushHeaders) res.flushHeaders();
   }
 

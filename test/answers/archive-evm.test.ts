@@ -339,8 +339,11 @@ describe("a batch partly answered from the cache, on a plan with a cachedShare, 
   /** What a request cost, once its units are counted. */
   const costOf = async (body: unknown): Promise<number> => {
     const before = await units();
-    expect((await send(body)).status).toBe(200);
+    const answer = await send(body);
+    expect(answer.status).toBe(200);
     await eventually(async () => (await units()) > before, 2000, "the request's units");
+    // the answer said what it cost
+    expect(Number(answer.headers["x-compute-units"])).toBe((await units()) - before);
     return (await units()) - before;
   };
 
@@ -366,5 +369,50 @@ describe("a batch partly answered from the cache, on a plan with a cachedShare, 
     // a kept eth_chainId (5, at half 2.5) beside a fresh archive read (40): 42.5, rounded
     expect(await costOf(call("eth_chainId", [], 5))).toBe(5);
     expect(await costOf([call("eth_chainId", [], 6), oldBalance(7, "0xc7")])).toBe(43);
+  });
+});
+
+// A batch's call refused ARCHIVE_REQUIRED costs nothing, and it takes nothing off the calls of its method
+// that were served: a served eth_getBalance beside a refused one was priced at nothing, on a plan with a
+// cachedShare, when the batch also held a kept answer (the refused call was taken off twice).
+describe("a batch with an ARCHIVE_REQUIRED call and a kept answer, on a plan with a cachedShare", () => {
+  const KEY = "FNnoArchiveHalf000000000000000";
+  let pair: ArchivePair;
+  let gw: RunningGateway;
+
+  beforeAll(async () => {
+    ({ pair, gw } = await pairGateway(KEY, { cachedShare: 0.5, archive: false }, true));
+  });
+  afterAll(async () => {
+    await gw?.close();
+    await pair?.stop();
+  });
+
+  it("prices the served call of the refused call's method at its own price", async () => {
+    const send = (body: unknown) => gw.call("eth", `/${KEY}`, { body: JSON.stringify(body) });
+    const call = (method: string, params: unknown[], id: number) => ({ jsonrpc: "2.0", id, method, params });
+    expect((await send(call("eth_chainId", [], 1))).headers["x-compute-units"]).toBe("5");
+    const before = await gw.metric("gateway_compute_units_total", { label: "eth" });
+    const answer = await send([
+      call("eth_chainId", [], 2),
+      // the pruned full node no longer has it, and the key has no archive access
+      call("eth_getBalance", [ACCOUNT, "0x12b"], 3),
+      call("eth_getBalance", [ACCOUNT, "latest"], 4),
+    ]);
+    expect(answer.json).toMatchObject([
+      { id: 2, result: "0x1" },
+      { id: 3, error: { data: { code: "ARCHIVE_REQUIRED" } } },
+      { id: 4, result: BALANCE },
+    ]);
+    // the kept eth_chainId at half (2.5), the refused read at nothing, the served one at 20
+    expect(answer.headers["x-compute-units"]).toBe(String(Math.round(2.5 + 20)));
+    await eventually(
+      async () => (await gw.metric("gateway_compute_units_total", { label: "eth" })) > before,
+      2000,
+      "the batch's units",
+    );
+    expect(await gw.metric("gateway_compute_units_total", { label: "eth" })).toBe(
+      before + Math.round(2.5 + 20),
+    );
   });
 });

@@ -47,6 +47,8 @@ describe("upstream response headers", () => {
     expect(rest).toEqual({
       // the request's id (docs/operations.md), the gateway's own
       "x-request-id": expect.stringMatching(/^[0-9a-f-]{36}$/),
+      // what it cost (docs/compute-units.md): eth_blockNumber's 10
+      "x-compute-units": "10",
       "content-type": "application/json; charset=utf-8",
       "content-length": String(Buffer.byteLength(answer)),
       etag: '"v1"',
@@ -55,7 +57,7 @@ describe("upstream response headers", () => {
       "retry-after": "3",
       "access-control-allow-origin": "*",
       "access-control-expose-headers":
-        "x-cache, x-upstream-tier, x-request-id, retry-after, ratelimit-limit, ratelimit-remaining, ratelimit-reset",
+        "x-cache, x-upstream-tier, x-request-id, x-compute-units, retry-after, ratelimit-limit, ratelimit-remaining, ratelimit-reset",
     });
   });
 });

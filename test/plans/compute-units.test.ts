@@ -85,7 +85,9 @@ describe("compute units counted by the gateway", () => {
     const before = await gw.metric("gateway_compute_units_total", { label: "eth" });
     // 2,000 blocks at 500 a sub-range: four calls at the node
     const wide = rpcBody("eth_getLogs", [{ fromBlock: "0x1", toBlock: "0x7d0" }]);
-    expect((await gw.call("eth", `/${KEYS.all}`, { body: wide })).status).toBe(200);
+    const answer = await gw.call("eth", `/${KEYS.all}`, { body: wide });
+    expect(answer.status).toBe(200);
+    expect(answer.headers["x-compute-units"]).toBe(String(4 * 75));
     expect(await gw.metric("gateway_compute_units_total", { label: "eth" })).toBe(before + 4 * 75);
     expect(gw.logs.some((line) => line.includes('"parts":4') && line.includes('"cu":300'))).toBe(true);
   });
@@ -96,6 +98,46 @@ describe("compute units counted by the gateway", () => {
       200,
     );
     expect(await gw.metric("gateway_compute_units_total", { label: "eth-archive" })).toBe(before + 2 * 10);
+  });
+
+  // A customer adds up its bill from its answers (docs/compute-units.md): each answer's X-Compute-Units is
+  // what its key's usage and the units' counter were told, 0 for a refusal.
+  it("every answer says what it cost, as the access log and the counter count it", async () => {
+    const spent = async () =>
+      (await gw.metric("gateway_compute_units_total", { label: "eth" })) +
+      (await gw.metric("gateway_compute_units_total", { label: "eth-archive" }));
+    const before = await spent();
+    const call = (method: string, params: unknown[] = [], id = 1) => ({ jsonrpc: "2.0", id, method, params });
+    const sent = [
+      ["eth", call("eth_blockNumber")],
+      ["eth", call("eth_getLogs", [{ fromBlock: "0x1", toBlock: "0x2" }])],
+      [
+        "eth",
+        [
+          call("eth_blockNumber", [], 1),
+          call("admin_peers", [], 2),
+          call("eth_getBalance", ["0x00", "latest"], 3),
+        ],
+      ],
+      ["eth", call("admin_peers")],
+      ["eth", call("eth_gasPrice")],
+      ["eth-archive", call("eth_blockNumber")],
+    ] as const;
+    let total = 0;
+    for (const [label, body] of sent) {
+      const answer = await gw.call(label, `/${KEYS.all}`, { body: JSON.stringify(body) });
+      const header = answer.headers["x-compute-units"];
+      expect(header, JSON.stringify(body)).toMatch(/^\d+$/);
+      const line = gw.logs
+        .map((l) => JSON.parse(l))
+        .find((l) => l.requestId === answer.headers["x-request-id"]);
+      expect(Number(header), JSON.stringify(body)).toBe(line?.cu ?? 0);
+      total += Number(header);
+    }
+    // 10, 75, a batch's two served calls (10 + 20), a refusal, a node's error (its
+    // call's price), and an archive node's answer at twice
+    expect(total).toBe(10 + 75 + 30 + 0 + 20 + 20);
+    expect(await spent()).toBe(before + total);
   });
 });
 
@@ -120,9 +162,11 @@ describe("a cached answer costs the plan's cachedShare, whether or not the plan 
       const before = await spent();
       const first = await gw.call("eth", `/${key}`, { body: rpcBody("eth_chainId") });
       expect(first.headers["x-cache"]).toBe("miss");
+      expect(first.headers["x-compute-units"]).toBe("5");
       expect(await spent()).toBe(before + 5);
       const second = await gw.call("eth", `/${key}`, { body: rpcBody("eth_chainId") });
       expect(second.headers["x-cache"]).toBe("hit");
+      expect(second.headers["x-compute-units"]).toBe(String(Math.round(5 * 0.5)));
       expect(await spent()).toBe(before + 5 + Math.round(5 * 0.5));
       // a batch answered in part from the cache: its held call at half, the rest in full (eth_gasPrice
       // costs the interface's default, 20); identical calls in it: one at full, its copy at half
@@ -136,6 +180,7 @@ describe("a cached answer costs the plan's cachedShare, whether or not the plan 
         ["eth_gasPrice", 3],
       ]);
       expect(mixed.headers["x-cache"]).toBe("miss");
+      expect(mixed.headers["x-compute-units"]).toBe(String(Math.round(20 + 5 * 0.5)));
       expect(await spent()).toBe(mark + Math.round(20 + 5 * 0.5));
       // and the key's usage by method weighs each method at what its calls cost: eth_chainId at half
       const [, , , , units, detail] = recorded.at(-1) ?? [];
