@@ -194,7 +194,18 @@ describe("a cached answer costs the plan's cachedShare, whether or not the plan 
         ["net_version", 5],
       ]);
       expect(twice.headers["x-cache"]).toBe("miss");
+      expect(twice.headers["x-compute-units"]).toBe(String(Math.round(5 + 5 * 0.5)));
       expect(await spent()).toBe(mark + Math.round(20 + 5 * 0.5) + Math.round(5 + 5 * 0.5));
+      // a batch the cache answers whole: all of it at half, and its header says so
+      const kept = await batch([
+        ["eth_chainId", 6],
+        ["net_version", 7],
+      ]);
+      expect(kept.headers["x-cache"]).toBe("hit");
+      expect(kept.headers["x-compute-units"]).toBe(String(Math.round((5 + 5) * 0.5)));
+      expect(await spent()).toBe(
+        mark + Math.round(20 + 5 * 0.5) + Math.round(5 + 5 * 0.5) + Math.round((5 + 5) * 0.5),
+      );
     } finally {
       await gw.close();
       await node.close();
