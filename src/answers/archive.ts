@@ -2,7 +2,7 @@ import type { ServerResponse } from "node:http";
 import { rpcErrorJson, sendJson } from "../errors/respond.js";
 import { GatewayError, hasRpcNumber } from "../errors/table.js";
 import type { CallerSide } from "../http/client-gone.js";
-import { requestIdOf, withRequestId } from "../http/request-id.js";
+import { requestIdOf, withAnswerTag } from "../http/request-id.js";
 import type { PassedCall } from "../jsonrpc/check.js";
 import { partialBatchAnswer } from "../jsonrpc/merge.js";
 import type { WholeAnswer } from "../upstream/buffered-answer.js";
@@ -394,7 +394,7 @@ function send(res: ServerResponse, answer: WholeAnswer, tier: "full" | "archive"
   if (res.headersSent) return;
   res.writeHead(
     answer.statusCode,
-    withRequestId(res, answer.statusCode, [...answer.headers, TIER_HEADER, tier]),
+    withAnswerTag(res, answer.statusCode, [...answer.headers, TIER_HEADER, tier]),
   );
   res.end(answer.body);
 }

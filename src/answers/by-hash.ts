@@ -3,7 +3,7 @@ import { isDeepStrictEqual } from "node:util";
 import { sendJson } from "../errors/respond.js";
 import type { GatewayError } from "../errors/table.js";
 import type { CallerSide } from "../http/client-gone.js";
-import { withRequestId } from "../http/request-id.js";
+import { withAnswerTag } from "../http/request-id.js";
 import type { PassedCall } from "../jsonrpc/check.js";
 import type { UnknownBlockAnswer } from "../registry/types.js";
 import type { WholeAnswer } from "../upstream/buffered-answer.js";
@@ -163,6 +163,6 @@ export function unknownIn(answer: unknown, unknown: readonly string[]): boolean 
 
 function send(res: ServerResponse, answer: WholeAnswer): void {
   if (res.headersSent) return;
-  res.writeHead(answer.statusCode, withRequestId(res, answer.statusCode, answer.headers as string[]));
+  res.writeHead(answer.statusCode, withAnswerTag(res, answer.statusCode, answer.headers as string[]));
   res.end(answer.body);
 }

@@ -3,7 +3,7 @@ import type { Span } from "@opentelemetry/api";
 import { archivedCall, fetchBatchByTier, TIER_HEADER, type TierFields } from "../answers/archive.js";
 import { learnHeights, showsHeight } from "../answers/examined.js";
 import { ANY_ORIGIN } from "../errors/respond.js";
-import { addRequestId, requestIdOf, withRequestId } from "../http/request-id.js";
+import { addAnswerTag, requestIdOf, withAnswerTag } from "../http/request-id.js";
 import type { PassedCall } from "../jsonrpc/check.js";
 import { idKey, isPlainId } from "../jsonrpc/id-key.js";
 import { scanMembers } from "../jsonrpc/scan.js";
@@ -163,7 +163,7 @@ function fromNode(run: BatchRun): void {
         note.cachedArchivedMethods = undefined;
         res.writeHead(
           outcome.statusCode,
-          withRequestId(res, outcome.statusCode, outcome.headers as string[]),
+          withAnswerTag(res, outcome.statusCode, outcome.headers as string[]),
         );
         res.end(outcome.body);
         return done();
@@ -433,7 +433,7 @@ function sendArray(
   const body = Buffer.concat(pieces);
   res.writeHead(
     200,
-    addRequestId(res, 200, {
+    addAnswerTag(res, 200, {
       ...EXPOSED,
       [CACHE_HEADER]: outcome,
       ...(tier === undefined ? {} : { [TIER_HEADER]: tier }),

@@ -6,7 +6,7 @@ import { learnHeights, showsHeight } from "../answers/examined.js";
 import { ANY_ORIGIN, EXPOSED_HEADERS } from "../errors/respond.js";
 import type { GatewayError } from "../errors/table.js";
 import type { CallerSide } from "../http/client-gone.js";
-import { pushRequestId, withRequestId } from "../http/request-id.js";
+import { pushAnswerTag, withAnswerTag } from "../http/request-id.js";
 import { isPlainId } from "../jsonrpc/id-key.js";
 import { CACHE } from "../tracing/attributes.js";
 import type { WholeAnswer } from "../upstream/buffered-answer.js";
@@ -319,14 +319,14 @@ function send(
   if (length <= SMALL_BYTES) {
     const text = entry.before.toString("latin1") + asLatin1(id) + entry.after.toString("latin1");
     headers.push("content-length", String(text.length));
-    res.writeHead(statusCode, pushRequestId(res, statusCode, headers));
+    res.writeHead(statusCode, pushAnswerTag(res, statusCode, headers));
     res.end(text, "latin1");
     return;
   }
   // a large one in three writes, corked into one: no copy of it per caller
   const idBytes = Buffer.from(id);
   headers.push("content-length", String(length + idBytes.length));
-  res.writeHead(statusCode, pushRequestId(res, statusCode, headers));
+  res.writeHead(statusCode, pushAnswerTag(res, statusCode, headers));
   res.cork();
   res.write(entry.before);
   if (idBytes.length > 0) res.write(idBytes);
@@ -399,7 +399,7 @@ function sendEach(
     if (!w.res.headersSent) {
       w.res.writeHead(
         answer.statusCode,
-        withRequestId(w.res, answer.statusCode, [
+        withAnswerTag(w.res, answer.statusCode, [
           ...answer.headers,
           ...(tier === undefined ? [] : [TIER_HEADER, tier]),
         ]),

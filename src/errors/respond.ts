@@ -1,5 +1,5 @@
 import { type ServerResponse, STATUS_CODES } from "node:http";
-import { addRequestId, pushRequestId, REQUEST_ID_HEADER, requestIdOf } from "../http/request-id.js";
+import { addAnswerTag, pushAnswerTag, REQUEST_ID_HEADER, requestIdOf } from "../http/request-id.js";
 import type { Endpoint, JsonRpcPolicy } from "../registry/types.js";
 import { ERRORS, type ErrorCode, type GatewayError, hasRpcNumber, type RpcErrorCode } from "./table.js";
 
@@ -189,7 +189,7 @@ export function preflight(res: ServerResponse, requested: string | undefined): v
   // with the request id every answer carries, which the access line names too
   res.writeHead(
     204,
-    addRequestId(res, 204, {
+    addAnswerTag(res, 204, {
       ...ANY_ORIGIN,
       "access-control-allow-methods": "GET, POST",
       "access-control-allow-headers": allowed,
@@ -227,9 +227,10 @@ export const ANY_ORIGIN = { "access-control-allow-origin": "*" } as const;
 
 /**
  * The gateway's own answer headers a page's script may read, on every answer a page may read: the request
- * id (http/request-id.ts), which a customer quotes to support, what the answer cost (X-Compute-Units), how the cache and which tier answered
- * (cache/relay-cached.ts, answers/archive.ts), and when a refused call may be sent again (a rate's and a
- * quota's `Retry-After`, the rate's `RateLimit-*`). Without it a browser hides them from the page.
+ * id (http/request-id.ts), which a customer quotes to support, what the answer cost (X-Compute-Units), how
+ * the cache and which tier answered (cache/relay-cached.ts, answers/archive.ts), and when a refused call
+ * may be sent again (a rate's and a quota's `Retry-After`, the rate's `RateLimit-*`). Without it a browser
+ * hides them from the page.
  */
 export const EXPOSED_HEADERS =
   "x-cache, x-upstream-tier, x-request-id, x-compute-units, retry-after, ratelimit-limit, ratelimit-remaining, ratelimit-reset";
@@ -257,6 +258,6 @@ export function sendJson(
       EXPOSED_HEADERS,
     );
   raw.push("content-type", "application/json", "content-length", String(Buffer.byteLength(body)));
-  res.writeHead(status, pushRequestId(res, status, raw));
+  res.writeHead(status, pushAnswerTag(res, status, raw));
   res.end(body);
 }

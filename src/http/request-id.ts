@@ -101,7 +101,7 @@ export function requestIdOf(res: ServerResponse): string | undefined {
 }
 
 /** Raw headers for writeHead at `status` with the request id and the answer's units among them. */
-export function withRequestId(res: ServerResponse, status: number, headers: readonly string[]): string[] {
+export function withAnswerTag(res: ServerResponse, status: number, headers: readonly string[]): string[] {
   const tag = (res as Tagged)[TAG];
   return tag === undefined
     ? (headers as string[])
@@ -109,7 +109,7 @@ export function withRequestId(res: ServerResponse, status: number, headers: read
 }
 
 /** Adds the request id and the answer's units, if any, to a flat list the caller owns; returns the list. */
-export function pushRequestId(res: ServerResponse, status: number, headers: string[]): string[] {
+export function pushAnswerTag(res: ServerResponse, status: number, headers: string[]): string[] {
   const tag = (res as Tagged)[TAG];
   if (tag !== undefined)
     headers.push(REQUEST_ID_HEADER, tag.id, COMPUTE_UNITS_HEADER, String(tag.units(status)));
@@ -117,7 +117,7 @@ export function pushRequestId(res: ServerResponse, status: number, headers: stri
 }
 
 /** A headers object for writeHead at `status` with the request id and units among them (the caller's own). */
-export function addRequestId(
+export function addAnswerTag(
   res: ServerResponse,
   status: number,
   headers: Record<string, string | number | string[]>,

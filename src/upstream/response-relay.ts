@@ -1,7 +1,7 @@
 import type { IncomingHttpHeaders, ServerResponse } from "node:http";
 import type { Dispatcher } from "undici";
 import { EXPOSED_HEADERS } from "../errors/respond.js";
-import { withRequestId } from "../http/request-id.js";
+import { withAnswerTag } from "../http/request-id.js";
 import { type AttemptGate, AttemptHandler } from "./attempt.js";
 import type { Upstream } from "./upstreams.js";
 
@@ -77,7 +77,7 @@ export class ResponseRelay extends AttemptHandler<ServerResponse> {
       this.#statusCode = statusCode;
     }
     this.#remaining = raw["content-length"] === undefined ? -1 : Number(raw["content-length"]);
-    res.writeHead(statusCode, withRequestId(res, statusCode, headers));
+    res.writeHead(statusCode, withAnswerTag(res, statusCode, headers));
     if (this.#flushHeaders) res.flushHeaders();
   }
 
