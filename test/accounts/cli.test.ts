@@ -1,52 +1,20 @@
 import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { afterAll, describe, expect, it, vi } from "vitest";
-import { runAdmin } from "../../src/control/admin.js";
+import { afterAll, describe, expect, it } from "vitest";
+import { type AdminRun, adminHere } from "../support/admin-here.js";
 
-// The operator CLI's commands, run in this process as src/control/cli.ts runs them (its exit status is
-// runAdmin's): nineteen processes loading TypeScript through tsx took 48 s of the suite on a 2-core
-// machine. The built CLI runs as its own process in cli-dist.test.ts.
+// The operator CLI's commands, run in this process (support/admin-here.ts).
 
 const scratch = mkdtempSync(join(tmpdir(), "admin-cli-"));
 const database = join(scratch, "gateway.sqlite");
 afterAll(() => rmSync(scratch, { recursive: true, force: true }));
 
-function admin(...args: string[]): Promise<{ code: number; out: string; err: string }> {
+function admin(...args: string[]): Promise<AdminRun> {
   return adminWith({ GATEWAY_CONFIG: "", GATEWAY_ACCOUNTS_DB: database }, ...args);
 }
 
-/** One command line with `env` over the process's environment, its output and exit status. */
-async function adminWith(
-  env: Record<string, string>,
-  ...args: string[]
-): Promise<{ code: number; out: string; err: string }> {
-  const saved = { ...process.env };
-  Object.assign(process.env, env);
-  let out = "";
-  let err = "";
-  const writes = [
-    vi.spyOn(process.stdout, "write").mockImplementation((chunk) => {
-      out += String(chunk);
-      return true;
-    }),
-    vi.spyOn(process.stderr, "write").mockImplementation((chunk) => {
-      err += String(chunk);
-      return true;
-    }),
-    vi.spyOn(console, "log").mockImplementation((...line: unknown[]) => {
-      out += `${line.join(" ")}\n`;
-    }),
-  ];
-  try {
-    const code = await runAdmin(args);
-    return { code, out, err };
-  } finally {
-    for (const write of writes) write.mockRestore();
-    for (const name of Object.keys(process.env)) if (!(name in saved)) delete process.env[name];
-    Object.assign(process.env, saved);
-  }
-}
+const adminWith = adminHere;
 
 describe("the operator CLI", () => {
   it("creates and lists accounts, issues, lists, rotates and revokes keys, suspends", async () => {

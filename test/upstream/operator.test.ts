@@ -1,4 +1,3 @@
-import { execFile } from "node:child_process";
 import { createServer as createHttpServer } from "node:http";
 import { createServer } from "node:net";
 import { request } from "undici";
@@ -8,7 +7,7 @@ import type { GatewayConfig } from "../../src/config/types.js";
 import { freePort } from "../../src/dev/free-port.js";
 import { createLogger } from "../../src/log.js";
 import { type RunningProxy, runProxy } from "../../src/proxy/run.js";
-import { ROOT } from "../registry/helpers.js";
+import { adminHere } from "../support/admin-here.js";
 import { eventually } from "../support/eventually.js";
 import { type FaultyNode, startFaultyNode } from "../support/faulty-node.js";
 import { DOMAIN, KEYS, TEST_KEYS } from "../support/gateway.js";
@@ -52,14 +51,7 @@ describe("the operator API", () => {
   const callers = (node: FaultyNode) => node.requests.filter((r) => /"id":9\d\d\d/.test(r.body)).length;
   const cli = (...args: string[]) => cliAt(`http://127.0.0.1:${proxy.operatorPort}`, ...args);
   const cliAt = (at: string, ...args: string[]) =>
-    new Promise<{ code: number; out: string; err: string }>((resolve) =>
-      execFile(
-        process.execPath,
-        ["--import", "tsx", "src/control/cli.ts", "upstreams", ...args, "--proxy", at],
-        { cwd: ROOT, env: { ...process.env, GATEWAY_CONFIG: "" } },
-        (error, out, err) => resolve({ code: error ? Number(error.code ?? 1) : 0, out, err }),
-      ),
-    );
+    adminHere({ GATEWAY_CONFIG: "" }, "upstreams", ...args, "--proxy", at);
 
   beforeAll(async () => {
     const respond = (h: number) => jsonRpcResponder({ eth_blockNumber: `0x${h.toString(16)}` });
