@@ -74,39 +74,39 @@ describe("dist/admin.js, the operator CLI built into dist/", () => {
   });
 
   it.each([
-    ["a refusal of the store's", ["keys", "revoke", "--key", "999"], 1, /^error KEY_NOT_FOUND: No such key/],
+    ["a refusal of the store's", 1, ["keys", "revoke", "--key", "999"], /^error KEY_NOT_FOUND: No such key/],
     [
       "a refused value",
-      ["keys", "issue", "--account", "1", "--rate", "fast"],
       1,
+      ["keys", "issue", "--account", "1", "--rate", "fast"],
       /^error INVALID_FIELD: A field of the request is missing or invalid \(field: --rate; reason: /,
     ],
     [
       "an unknown command",
-      ["keys", "frobnicate"],
       2,
+      ["keys", "frobnicate"],
       /^error USAGE: unknown command "keys frobnicate"; --help/,
     ],
     [
       "an unknown flag",
-      ["accounts", "list", "--frobnicate"],
       2,
+      ["accounts", "list", "--frobnicate"],
       /^error USAGE: unknown flag --frobnicate; --help lists the commands$/,
     ],
     [
       "a flag without its value",
-      ["keys", "list", "--account"],
       2,
+      ["keys", "list", "--account"],
       /^error USAGE: Option '--account <value>'/,
     ],
-    ["no command", [], 2, /^error USAGE: no command given; --help lists the commands$/],
+    ["no command", 2, [], /^error USAGE: no command given; --help lists the commands$/],
     [
       "an unknown upstreams verb",
-      ["upstreams"],
       2,
+      ["upstreams"],
       /^error USAGE: "upstreams" needs list, cordon or uncordon/,
     ],
-  ])("%s: one line, exit %i", async (_, args, code, message) => {
+  ])("%s: one line, exit %i", async (_, code, args, message) => {
     const result = await admin({}, ...(args as string[]));
     expect(result.code).toBe(code);
     expect(oneLine(result)).toMatch(message);
