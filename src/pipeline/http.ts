@@ -14,7 +14,7 @@ import type { Authorized, RoutedRequest } from "../families/family.js";
 import { collectBody, expectsContinue, unreadBodyTooLarge } from "../http/body.js";
 import { clientGone } from "../http/client-gone.js";
 import { checkFraming } from "../http/framing.js";
-import { requestIdFor, requestIdOf, tagResponse } from "../http/request-id.js";
+import { type AnswerTag, requestIdFor, requestIdOf, tagResponse } from "../http/request-id.js";
 import { replyIdIn } from "../jsonrpc/check.js";
 import type { UsageRecorder } from "../keys/usage.js";
 import type { HeldCalls } from "../limits/held-calls.js";
@@ -59,7 +59,7 @@ export interface HttpContext {
  * whichever stage it ends in. Callbacks rather than an async function per stage: each await and promise
  * showed in the profile of this path.
  */
-export class HttpExchange {
+export class HttpExchange implements AnswerTag {
   readonly #req: IncomingMessage;
   readonly #res: ServerResponse;
   readonly #stages: Stages;
@@ -131,7 +131,8 @@ export class HttpExchange {
     this.#tracing = options.tracing;
     this.#inFlight.count += 1;
     this.#requestId = requestIdFor(req.rawHeaders);
-    tagResponse(res, { id: this.#requestId, units: (status) => this.#unitsAt(status) });
+    // the exchange is its answer's tag: its id and its price, with nothing made per request for them
+    tagResponse(res, this);
     this.#access.requestId = this.#requestId;
     this.#writtenBefore = this.#metrics === undefined ? 0 : req.socket.bytesWritten;
   }
@@ -300,8 +301,13 @@ export class HttpExchange {
     this.#computeUnits = authorized.computeUnits;
   }
 
+  /** The request's id (X-Request-Id), for its answer's head (http/request-id.ts AnswerTag). */
+  get id(): string {
+    return this.#requestId;
+  }
+
   /** What the answer written now with `status` costs: its X-Compute-Units, which #end counts. */
-  #unitsAt(status: number): number {
+  units(status: number): number {
     return this.#unitsServed(resultOf(this.#access.error as ErrorCode | undefined, status));
   }
 

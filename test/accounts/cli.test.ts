@@ -2,7 +2,7 @@ import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
-import { type AdminRun, adminHere } from "../support/admin-here.js";
+import { type AdminRun, adminHere as adminWith } from "../support/admin-here.js";
 
 // The operator CLI's commands, run in this process (support/admin-here.ts).
 
@@ -13,8 +13,6 @@ afterAll(() => rmSync(scratch, { recursive: true, force: true }));
 function admin(...args: string[]): Promise<AdminRun> {
   return adminWith({ GATEWAY_CONFIG: "", GATEWAY_ACCOUNTS_DB: database }, ...args);
 }
-
-const adminWith = adminHere;
 
 describe("the operator CLI", () => {
   it("creates and lists accounts, issues, lists, rotates and revokes keys, suspends", async () => {
