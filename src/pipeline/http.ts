@@ -241,9 +241,11 @@ export class HttpExchange implements AnswerTag {
       }
       const quotaUnits = this.#stages.quotaUnits(mounted, authorized.outgoing, units);
       const held = this.#stages.holdQuota(mounted, charged, quotaUnits); // 5, the quota
-      if (held instanceof Promise)
-        held.then(
-          (hold) => this.#relay(mounted, authorized, charged, hold, replyId),
+      // where the filters it polls are, when another instance saw them made
+      const recalled = this.#stages.recallHandles(mounted, charged);
+      if (held instanceof Promise || recalled !== undefined)
+        Promise.all([held, recalled]).then(
+          ([hold]) => this.#relay(mounted, authorized, charged, hold, replyId),
           (error) => this.#end(error, replyId),
         );
       else this.#relay(mounted, authorized, charged, held, replyId);

@@ -79,6 +79,17 @@ export class UpstreamPlanner {
   }
 
   /**
+   * 6, before the plan: where the filters a call names are, when only another instance or worker saw them
+   * made (node-states.ts `recall`); a promise only when it must ask.
+   */
+  recallHandles(mounted: Mounted, outgoing: Outgoing): Promise<void> | undefined {
+    const names = outgoing.reads?.handles;
+    if (names === undefined || names.length === 0) return undefined;
+    const group = this.#upstreams.group(mounted.admitted.endpoint.label, mounted.mount.path);
+    return group?.states.recall(mounted.admitted.clientId, names);
+  }
+
+  /**
    * 6. The upstream call: the mount's upstreams, the caller's path and query, the answer's size cap, and the
    * head a node must have reached to take it (src/answers/).
    */

@@ -288,6 +288,19 @@ export class Stages {
     return this.#planner.call(mounted, outgoing);
   }
 
+  /**
+   * 6, before the plan: the nodes of the filters the message names that only another instance or worker
+   * saw made, asked of Redis with `sharedLimits` (plan-upstream.ts). A promise only when it must ask; it
+   * never fails.
+   */
+  recallHandles(
+    mounted: Mounted,
+    charged: Charged<{ readonly outgoing: Outgoing | undefined }>,
+  ): Promise<void> | undefined {
+    const outgoing = charged.outgoing;
+    return outgoing === undefined ? undefined : this.#planner.recallHandles(mounted, outgoing);
+  }
+
   /** 6, at a WebSocket upgrade: the upstreams the connection's socket is opened to; NO_UPSTREAM without any. */
   upstreamGroup(mounted: Mounted): UpstreamGroup {
     return this.#planner.group(mounted);

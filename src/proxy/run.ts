@@ -49,7 +49,7 @@ async function serveHere(config: GatewayConfig, logger: Logger): Promise<Running
   // Rates, quotas (docs/plans.md), heads and final answers in Redis for every instance, or this process's
   // own. A start does not wait long for Redis: until it answers, limits are local (docs/deployment.md).
   const shared = await openSharedState(config, logger, quotaNotices(keys.notices, logger), 2_000, keys.spent);
-  const { limiter, quotas, heads, answers: sharedAnswers } = shared;
+  const { limiter, quotas, heads, handles, answers: sharedAnswers } = shared;
   const tracing = await startTracing(config.tracing, logger);
   const gateway = createProxyServer({
     config,
@@ -60,6 +60,7 @@ async function serveHere(config: GatewayConfig, logger: Logger): Promise<Running
     ...(keys.usage === undefined ? {} : { usage: keys.usage }),
     ...(limiter === undefined ? {} : { limiter }),
     ...(heads === undefined ? {} : { heads }),
+    ...(handles === undefined ? {} : { handles }),
     ...(sharedAnswers === undefined ? {} : { sharedAnswers }),
   });
   keys.accounts?.onWithdrawn((keyId) => gateway.closeConnectionsOf(keyId));

@@ -14,6 +14,7 @@ import type { QuotaLedger } from "../plans/quota-ledger.js";
 import type { Endpoint } from "../registry/types.js";
 import type { Tracing } from "../tracing/tracing.js";
 import { Prober } from "../upstream/prober.js";
+import type { SharedHandles } from "../upstream/shared-handles.js";
 import { type DispatcherFactory, type Upstream, UpstreamTable } from "../upstream/upstreams.js";
 import { WebSocketGateway } from "../ws/upgrade.js";
 
@@ -44,6 +45,7 @@ export interface ServedConfigParts {
   readonly quotas: QuotaLedger;
   readonly usage: UsageRecorder | undefined;
   readonly heads: SharedHeads | undefined;
+  readonly handles: SharedHandles | undefined;
   readonly sharedAnswers: SharedAnswers | undefined;
   readonly metrics: GatewayMetrics | undefined;
   readonly tracing: Tracing | undefined;
@@ -106,6 +108,7 @@ export function buildServedConfig(parts: ServedConfigParts): ServedConfig {
   };
   prober.start();
   parts.heads?.attach(upstreams.groups());
+  parts.handles?.attach(upstreams.groups());
   for (const group of upstreams.groups())
     if (group.cache !== undefined) group.cache.shared = parts.sharedAnswers;
   let retired = false;
@@ -116,6 +119,7 @@ export function buildServedConfig(parts: ServedConfigParts): ServedConfig {
   const stop = () => {
     prober.stop();
     parts.heads?.detach(upstreams.groups());
+    parts.handles?.detach(upstreams.groups());
   };
   return { config, upstreams, stages, websockets, http, retire, stop };
 }

@@ -15,6 +15,7 @@ import { LocalQuotaLedger, type QuotaLedger } from "../plans/quota-ledger.js";
 import type { Endpoint } from "../registry/types.js";
 import type { Tracing } from "../tracing/tracing.js";
 import { poolPerOrigin } from "../upstream/policy.js";
+import type { SharedHandles } from "../upstream/shared-handles.js";
 import type { DispatcherFactory, UpstreamTable } from "../upstream/upstreams.js";
 import { type CordonRequest, cordonIn } from "./operator.js";
 import {
@@ -42,6 +43,8 @@ export interface ProxyServerOptions {
   readonly usage?: UsageRecorder;
   /** The labels' served heads, shared with other instances through Redis (src/answers/shared-heads.ts). */
   readonly heads?: SharedHeads;
+  /** The nodes of callers' filters, shared with other instances through Redis (src/upstream/shared-handles.ts). */
+  readonly handles?: SharedHandles;
   /** Final answers shared with other instances through Redis (src/cache/shared-answers.ts). */
   readonly sharedAnswers?: SharedAnswers;
   readonly logger?: Logger;
@@ -97,6 +100,7 @@ export function createProxyServer(options: ProxyServerOptions): ProxyServer {
     quotas,
     usage: options.usage,
     heads: options.heads,
+    handles: options.handles,
     sharedAnswers: options.sharedAnswers,
     metrics,
     tracing,

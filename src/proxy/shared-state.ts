@@ -10,6 +10,7 @@ import {
   type QuotaSpentSource,
 } from "../plans/quota-ledger.js";
 import type { SharedQuotaLedger } from "../plans/shared-quotas.js";
+import type { SharedHandles } from "../upstream/shared-handles.js";
 
 /**
  * What a proxy's instances share through Redis when `sharedLimits` names one: call rates, quotas, the
@@ -22,6 +23,8 @@ export interface SharedState {
   /** `quotas` when Redis holds them, for the dependency gauge. */
   readonly sharedQuotas: SharedQuotaLedger | undefined;
   readonly heads: SharedHeads | undefined;
+  /** The nodes of the filters callers made through any instance. */
+  readonly handles: SharedHandles | undefined;
   readonly answers: SharedAnswers | undefined;
   close(): Promise<void>;
 }
@@ -46,14 +49,16 @@ export async function openSharedState(
       quotas,
       sharedQuotas: undefined,
       heads: undefined,
+      handles: undefined,
       answers: undefined,
       close: () => quotas.close(),
     };
   }
-  const [buckets, ledger, heads, answers] = await Promise.all([
+  const [buckets, ledger, heads, handles, answers] = await Promise.all([
     import("../limits/shared-buckets.js"),
     import("../plans/shared-quotas.js"),
     import("../answers/shared-heads.js"),
+    import("../upstream/shared-handles.js"),
     import("../cache/shared-answers.js"),
   ]);
   const limiter = new buckets.SharedTokenBuckets(redis, logger);
@@ -61,9 +66,15 @@ export async function openSharedState(
   const quotas = new ledger.SharedQuotaLedger(redis, logger, crossed, spent);
   // a caller behind a balancer sees a rising head
   const sharedHeads = new heads.SharedHeads(redis);
+  // and polls a filter through one instance that it made through another
+  const sharedHandles = new handles.SharedHandles(redis);
   // final answers, behind each instance's own cache (docs/cache.md, "Many instances")
   const sharedAnswers = config.cache.enabled ? new answers.SharedAnswers(redis) : undefined;
-  const [shared] = await Promise.all([limiter.ready(readyMs), quotas.ready(readyMs)]);
+  const [shared] = await Promise.all([
+    limiter.ready(readyMs),
+    quotas.ready(readyMs),
+    sharedHandles.ready(readyMs),
+  ]);
   // a Redis that never answered is never lost, so no later line would say it was not there
   if (!shared)
     logger.log(
@@ -79,10 +90,12 @@ export async function openSharedState(
     quotas,
     sharedQuotas: quotas,
     heads: sharedHeads,
+    handles: sharedHandles,
     answers: sharedAnswers,
     async close() {
       await Promise.all([limiter.close(), sharedHeads.close(), quotas.close()]);
       sharedAnswers?.close();
+      sharedHandles.close();
     },
   };
 }

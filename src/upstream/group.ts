@@ -31,7 +31,7 @@ export class UpstreamGroup {
   /** The node that took each caller's last write: its next calls go there first (writer-nodes.ts). */
   readonly writers = new WriterNodes();
   /** The states its nodes made for callers (filters), each on its node and its caller's alone (node-states.ts). */
-  readonly states = new NodeStates();
+  readonly states = new NodeStates(() => this.members);
   /** The answers it keeps (src/cache/), when the label's cache is on. */
   cache: AnswerCache | undefined = undefined;
   /** The highest block a node in rotation named finalized (registry `reads.cache.finalized`); -1 if none. */

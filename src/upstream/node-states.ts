@@ -8,9 +8,33 @@ const NAMES_PER_OWNER = 1_000;
 const OWNERS_NAMED = 1_000;
 const HANDLE_IDLE_MS = 10 * 60_000;
 
+/** How often a state in use is kept alive where other instances read it (`HandleShare.kept`), at most. */
+const SHARE_KEEP_MS = 60_000;
+
 interface Made {
   readonly upstream: Upstream;
   readonly usedAt: number;
+  /** When the share last heard of it: made, kept or recalled. */
+  readonly sharedAt: number;
+}
+
+/** What another instance or worker saw of a state's name (shared-handles.ts). */
+export interface SharedHandle {
+  /** The node the asking caller's state of that name is on, by its name. */
+  readonly node: string | undefined;
+  /** The caller that last made a state of that name, if another instance saw one made. */
+  readonly owner: string | undefined;
+}
+
+/**
+ * Where the states this process sees made are told to the other instances and workers, and asked of them
+ * (shared-handles.ts, through the Redis of `sharedLimits`): each sees only the calls that land on it.
+ */
+export interface HandleShare {
+  made(owner: string, name: string, node: string): void;
+  /** `owner` still uses its state `name`: the others keep it as long as this process does. */
+  kept(owner: string, name: string): void;
+  recall(owner: string, names: readonly string[]): Promise<readonly SharedHandle[]>;
 }
 
 /**
@@ -20,6 +44,9 @@ interface Made {
  * (geth drops a filter not polled for 5 minutes).
  */
 export class NodeStates {
+  /** The other instances' view, with `sharedLimits`; undefined keeps each process's states its own. */
+  share: HandleShare | undefined = undefined;
+  readonly #members: () => readonly Upstream[];
   /** Each state by its caller and name, and the node it is on. */
   readonly #handles = new Map<string, Made>();
   /**
@@ -34,12 +61,22 @@ export class NodeStates {
    */
   readonly #named = new Map<string, Map<string, number>>();
 
+  /** `members`: the group's nodes, by whose names the share gives a state's node. */
+  constructor(members: () => readonly Upstream[]) {
+    this.#members = members;
+  }
+
   /** A call made state on `upstream` that its result names: its uses go there, and are `owner`'s alone. */
   made(owner: string, named: string, upstream: Upstream): void {
     const name = handleName(named);
+    this.#remember(owner, name, upstream, Date.now());
+    this.share?.made(owner, name, upstream.name);
+  }
+
+  #remember(owner: string, name: string, upstream: Upstream, now: number): void {
     // by its caller too: two nodes may name their filters alike, and one caller's is never another's
     const key = `${owner}\n${name}`;
-    const made = { upstream, usedAt: Date.now() };
+    const made = { upstream, usedAt: now, sharedAt: now };
     this.#handles.delete(key);
     this.#handles.set(key, made);
     if (this.#handles.size > HANDLES) this.#handles.delete(this.#handles.keys().next().value as string);
@@ -99,11 +136,47 @@ export class NodeStates {
     // a filter on a node gone from rotation is as good as gone: another node says it knows no such filter,
     // which SDKs answer by making a new one (viem's -32000), where the dead node's refusal they retry
     if (now - made.usedAt > HANDLE_IDLE_MS || !made.upstream.health.inRotation) return undefined;
-    const again = { upstream: made.upstream, usedAt: now };
+    // the others keep it while it is polled here: a poll that lands on one of them later still finds it
+    const tell = this.share !== undefined && now - made.sharedAt > SHARE_KEEP_MS;
+    if (tell) this.share?.kept(owner, name);
+    const again = { upstream: made.upstream, usedAt: now, sharedAt: tell ? now : made.sharedAt };
     this.#handles.set(key, again);
     this.#owners.set(owner, again);
     this.#name(owner, name, now);
     return made.upstream;
+  }
+
+  /**
+   * Learns from the share, before stage 6 plans a call (plan-upstream.ts), what the other instances saw of
+   * the states `used` names that this process knows nothing of: the node `owner`'s is on, or that another
+   * caller's has that name. A promise only when there is something to ask; one that never fails: with the
+   * share away, this process decides alone, as it does without one.
+   */
+  recall(owner: string, used: readonly string[]): Promise<void> | undefined {
+    const share = this.share;
+    if (share === undefined) return undefined;
+    const now = Date.now();
+    const unknown = used.map(handleName).filter((name) => !this.#knows(owner, name, now));
+    if (unknown.length === 0) return undefined;
+    return share.recall(owner, unknown).then(
+      (seen) => {
+        const at = Date.now();
+        unknown.forEach((name, i) => {
+          const { node, owner: maker } = seen[i] ?? { node: undefined, owner: undefined };
+          const upstream = node === undefined ? undefined : this.#members().find((m) => m.name === node);
+          if (upstream !== undefined) this.#remember(owner, name, upstream, at);
+          else if (maker !== undefined && maker !== owner) this.#name(maker, name, at);
+        });
+      },
+      () => {},
+    );
+  }
+
+  /** Whether this process knows where `owner`'s state `name` is, or that it is another caller's. */
+  #knows(owner: string, name: string, now: number): boolean {
+    const made = this.#handles.get(`${owner}\n${name}`);
+    if (made !== undefined && now - made.usedAt <= HANDLE_IDLE_MS) return true;
+    return this.namedByAnother(owner, name);
   }
 
   #name(owner: string, name: string, usedAt: number): void {

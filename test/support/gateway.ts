@@ -80,6 +80,8 @@ export interface StartOptions extends Partial<Omit<GatewayConfig, "limits">> {
   readonly keyStore?: KeyStore;
   /** Served heads shared through Redis (src/answers/shared-heads.ts), as runProxy makes with sharedLimits. */
   readonly heads?: ProxyServerOptions["heads"];
+  /** Filters' nodes shared through Redis (src/upstream/shared-handles.ts), as runProxy makes with sharedLimits. */
+  readonly handles?: ProxyServerOptions["handles"];
   /** Final answers shared through Redis (src/cache/shared-answers.ts), as runProxy makes with sharedLimits. */
   readonly sharedAnswers?: ProxyServerOptions["sharedAnswers"];
   /** The quota ledger (src/plans/), as runProxy makes one: shared through Redis with sharedLimits. */
@@ -89,7 +91,8 @@ export interface StartOptions extends Partial<Omit<GatewayConfig, "limits">> {
 }
 
 export async function startGateway(options: StartOptions = {}): Promise<RunningGateway> {
-  const { dispatcherFactory, limits, keyStore, heads, sharedAnswers, quotas, usage, ...rest } = options;
+  const { dispatcherFactory, limits, keyStore, heads, handles, sharedAnswers, quotas, usage, ...rest } =
+    options;
   const config: GatewayConfig = {
     ...DEFAULT_CONFIG,
     domain: DOMAIN,
@@ -116,6 +119,7 @@ export async function startGateway(options: StartOptions = {}): Promise<RunningG
     ...(tracing ? { tracing } : {}),
     ...(dispatcherFactory ? { dispatcherFactory } : {}),
     ...(heads ? { heads } : {}),
+    ...(handles ? { handles } : {}),
     ...(sharedAnswers ? { sharedAnswers } : {}),
     ...(quotas ? { quotas } : {}),
     ...(usage ? { usage } : {}),
