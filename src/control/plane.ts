@@ -66,6 +66,8 @@ export async function createControlPlane(options: {
     ...(options.now === undefined ? {} : { now: options.now }),
     noticeIntervalMs: config.followIntervalMs,
     onMailError: (error) => logger.log("warn", "quota e-mail not sent: retried", { reason: error.message }),
+    onSignInMailError: (error) =>
+      logger.log("error", "sign-up or sign-in e-mail not sent", { reason: error.message }),
   });
   const plans = gateway.plans ?? DEFAULT_CONFIG.plans;
   const api = createAccountsApi(service, options.trustedProxies, logger, {

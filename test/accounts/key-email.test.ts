@@ -4,6 +4,7 @@ import { Agent, request } from "undici";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { DEFAULT_CONFIG } from "../../src/config/defaults.js";
 import type { KeyStore } from "../../src/keys/types.js";
+import { eventually } from "../support/eventually.js";
 import { type RunningGateway, rpcBody, startGateway } from "../support/gateway.js";
 import { jsonRpcResponder, type LoopbackNode, startLoopbackNode } from "../support/loopback-node.js";
 import { type OutboxMail, outboxMails } from "../support/outbox.js";
@@ -55,6 +56,8 @@ async function deploy(domain: string): Promise<Deployment> {
 /** Signs up and confirms through the outbox, requests a free test for eth, and returns its key e-mail. */
 async function freeTestMail(d: Deployment, email: string): Promise<{ key: string; body: string }> {
   await d.fx.api("POST", "/v1/signup", { email });
+  // the confirmation is made and sent after the answer (src/control/accounts/sessions.ts)
+  await eventually(() => d.mails().some((m) => m.to === email), 5_000, "the confirmation e-mail");
   const confirmation = d.mails().filter((m) => m.to === email);
   const { json } = await d.fx.api("POST", "/v1/confirm", { token: tokenIn(confirmation[0]?.body ?? "") });
   const test = await d.fx.api("POST", "/v1/free-tests", { network: "eth" }, json.session);

@@ -1,4 +1,3 @@
-import { readdirSync, readFileSync } from "node:fs";
 import { join } from "node:path";
 import type { Browser, Page } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
@@ -6,7 +5,7 @@ import { DEFAULT_CONFIG, DEFAULT_PLANS } from "../../src/config/defaults.js";
 import type { GatewayConfig, PlanSpec } from "../../src/config/types.js";
 import { type AccountsFixture, startAccounts } from "../accounts/helpers.js";
 import { launchChromium, needChromium } from "../support/browser.js";
-import { quotedPrintable } from "../support/outbox.js";
+import { mailTo } from "../support/outbox.js";
 
 // What limits a key, on the keys table and the overview (docs/plans.md: "The dashboard shows both, each in
 // its unit"): its plan's compute units a second and its own calls a second, its plan's quotas and whom they
@@ -59,10 +58,8 @@ describe.skipIf(chromium.skip)("a key's plan terms and status, in Chromium", () 
     browser = await launchChromium();
     page = await (await browser.newContext({ viewport: { width: 1100, height: 900 } })).newPage();
     expect((await fx.api("POST", "/v1/signup", { email: EMAIL })).status).toBe(202);
-    const mail = readdirSync(join(fx.dir, "outbox"))
-      .map((f) => quotedPrintable(readFileSync(join(fx.dir, "outbox", f), "utf8")))
-      .find((m) => m.includes(EMAIL));
-    const link = /(http:\/\/\S+#confirm=[A-Za-z0-9_-]+)/.exec(mail ?? "")?.[1] as string;
+    const mail = (await mailTo(join(fx.dir, "outbox"), EMAIL)).body;
+    const link = /(http:\/\/\S+#confirm=[A-Za-z0-9_-]+)/.exec(mail)?.[1] as string;
     await page.goto(link.replace("http://127.0.0.1:0", fx.origin));
     await page.locator("h1", { hasText: "Your keys" }).waitFor();
     accountId = (await fx.accounts.store.accountByEmail(EMAIL))?.id ?? 0;

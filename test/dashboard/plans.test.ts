@@ -1,5 +1,5 @@
 import { generateKeyPairSync } from "node:crypto";
-import { mkdirSync, readdirSync, readFileSync } from "node:fs";
+import { mkdirSync, readFileSync } from "node:fs";
 import { createRequire } from "node:module";
 import { join } from "node:path";
 import type { Browser, BrowserContext, Page } from "playwright-core";
@@ -21,7 +21,7 @@ import { ROOT } from "../registry/helpers.js";
 import { launchChromium, needChromium } from "../support/browser.js";
 import { eventually } from "../support/eventually.js";
 import { jsonRpcResponder, type LoopbackNode, startLoopbackNode } from "../support/loopback-node.js";
-import { quotedPrintable } from "../support/outbox.js";
+import { mailTo } from "../support/outbox.js";
 
 // The dashboard's overview and key settings in Chromium (docs/plans.md): the meters show what the usage API
 // says against the plan's quotas, settings edited on the page hold on the next call, a wrong entry is named
@@ -113,10 +113,8 @@ describe.skipIf(chromium.skip)("the overview and key settings, in Chromium", () 
     page = await context.newPage();
     // sign up and confirm with the e-mail's link: the browser holds the session
     expect((await fx.api("POST", "/v1/signup", { email: EMAIL })).status).toBe(202);
-    const mail = readdirSync(join(fx.dir, "outbox"))
-      .map((f) => quotedPrintable(readFileSync(join(fx.dir, "outbox", f), "utf8")))
-      .find((m) => m.includes(EMAIL));
-    const link = /(http:\/\/\S+#confirm=[A-Za-z0-9_-]+)/.exec(mail ?? "")?.[1] as string;
+    const mail = (await mailTo(join(fx.dir, "outbox"), EMAIL)).body;
+    const link = /(http:\/\/\S+#confirm=[A-Za-z0-9_-]+)/.exec(mail)?.[1] as string;
     await page.goto(link.replace("http://127.0.0.1:0", fx.origin));
     await page.locator("h1", { hasText: "Your keys" }).waitFor();
     const account = await fx.accounts.store.accountByEmail(EMAIL);

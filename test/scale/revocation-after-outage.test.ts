@@ -4,6 +4,7 @@ import { join } from "node:path";
 import { request } from "undici";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { ControlPlane } from "../../src/control/plane.js";
+import { eventually } from "../support/eventually.js";
 import {
   type FleetProxy,
   startFleetControlPlane,
@@ -79,6 +80,8 @@ describe.skipIf(binaries.skip)("a revocation made right after a PostgreSQL outag
     controlOrigin = `http://127.0.0.1:${(control.api.address() as { port: number }).port}`;
     // a customer's session, so that the revocation goes through the API as the dashboard's does
     expect((await api("/v1/signup", { email: EMAIL })).status).toBe(202);
+    // the confirmation goes after the answer (src/control/accounts/sessions.ts)
+    await eventually(() => mails.length > 0, 5_000, "the confirmation e-mail");
     const confirmed = await api("/v1/confirm", { token: tokenIn(mails.at(-1) ?? "") });
     expect(confirmed.status).toBe(200);
     ({ session } = confirmed.json as { session: string });

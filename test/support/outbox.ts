@@ -1,5 +1,6 @@
 import { existsSync, readdirSync, readFileSync } from "node:fs";
 import { join } from "node:path";
+import { eventually } from "./eventually.js";
 
 /** An e-mail the control plane wrote to its outbox folder (no SMTP server configured), its body decoded. */
 export interface OutboxMail {
@@ -30,4 +31,21 @@ export function quotedPrintable(text: string): string {
   return text
     .replace(/=\r?\n/g, "")
     .replace(/=([0-9A-F]{2})/g, (_, hex: string) => String.fromCharCode(Number.parseInt(hex, 16)));
+}
+
+/**
+ * The first message to `to` in `dir`, waited for: a sign-up or sign-in e-mail is made and sent after its
+ * call's answer (src/control/accounts/sessions.ts).
+ */
+export async function mailTo(dir: string, to: string, timeoutMs = 5_000): Promise<OutboxMail> {
+  let mail: OutboxMail | undefined;
+  await eventually(
+    () => {
+      mail = outboxMails(dir).find((m) => m.to === to);
+      return mail !== undefined;
+    },
+    timeoutMs,
+    `an e-mail to ${to}`,
+  );
+  return mail as OutboxMail;
 }

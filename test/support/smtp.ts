@@ -14,8 +14,11 @@ export interface SmtpCapture {
   close(): Promise<void>;
 }
 
-/** A real SMTP server on loopback that keeps every message it accepts. */
-export async function startSmtp(): Promise<SmtpCapture> {
+/**
+ * A real SMTP server on loopback that keeps every message it accepts; with `acceptDelayMs`, it takes that
+ * long to accept each one, as a mail server across the internet does.
+ */
+export async function startSmtp(options: { acceptDelayMs?: number } = {}): Promise<SmtpCapture> {
   const mails: CapturedMail[] = [];
   const waiters: { to: string; resolve: (raw: string) => void }[] = [];
   const server = new SMTPServer({
@@ -37,7 +40,7 @@ export async function startSmtp(): Promise<SmtpCapture> {
             waiter.resolve(mail.raw);
           }
         }
-        callback();
+        setTimeout(callback, options.acceptDelayMs ?? 0);
       });
     },
   });

@@ -43,6 +43,8 @@ export class AccountService {
     /** How often quota notices are looked for and mailed; none are without it. */
     noticeIntervalMs?: number;
     onMailError?: (error: Error) => void;
+    /** A sign-up or sign-in e-mail that was not sent (it goes after the answer: sessions.ts says why). */
+    onSignInMailError?: (error: Error) => void;
   }) {
     const { store, mailer, config, plans, networks, origin, endpoints, onChange } = options;
     const context: ServiceContext = {
@@ -55,7 +57,7 @@ export class AccountService {
     };
     // Sign-up, sign-in e-mails and free tests draw on one set of buckets: one bound on what a flood can take.
     const limits = new RequestLimits();
-    this.sessions = new Sessions(context, limits);
+    this.sessions = new Sessions(context, limits, options.onSignInMailError ?? (() => {}));
     this.keys = new Keys(context, limits, { networks, origin, endpoints });
     this.usage = new UsageReports(context);
     this.admin = new AccountAdmin(context);

@@ -15,10 +15,13 @@ import type { Account, TokenPurpose } from "./types.js";
 export class Sessions {
   readonly #context: ServiceContext;
   readonly #limits: RequestLimits;
+  /** Told of a sign-up or sign-in e-mail that could not be made or sent: the caller was answered already. */
+  readonly #onMailError: (error: Error) => void;
 
-  constructor(context: ServiceContext, limits: RequestLimits) {
+  constructor(context: ServiceContext, limits: RequestLimits, onMailError: (error: Error) => void) {
     this.#context = context;
     this.#limits = limits;
+    this.#onMailError = onMailError;
   }
 
   /**
@@ -27,20 +30,24 @@ export class Sessions {
    * account gets a sign-in token, one still pending a new confirmation token.
    */
   async signUp(emailInput: unknown, ip: string): Promise<string> {
-    const { store, config, now } = this.#context;
     const email = emailOf(emailInput);
     this.#limit(ip, email);
-    const existing = await store.accountByEmail(email);
+    const existing = await this.#context.store.accountByEmail(email);
+    this.#afterAnswer(() => this.#signUpMail(email, existing));
+    return email;
+  }
+
+  async #signUpMail(email: string, existing: Account | undefined): Promise<void> {
+    const { store, config, now } = this.#context;
     if (existing?.status === "active") {
       const token = await this.#token(existing.id, "login", 1);
       await this.#context.mail(email, alreadySignedUpEmail(this.#publicUrl(), token));
-      return email;
+      return;
     }
     const account = existing ?? (await store.createAccount(email, "pending", now()));
-    if (account.status !== "pending") return email;
+    if (account.status !== "pending") return;
     const token = await this.#token(account.id, "confirm", config.confirmTokenHours);
     await this.#context.mail(email, confirmationEmail(this.#publicUrl(), token, config.confirmTokenHours));
-    return email;
   }
 
   /**
@@ -58,14 +65,34 @@ export class Sessions {
     return { account: active, session: await this.#token(active.id, "session", config.sessionHours) };
   }
 
-  /** E-mails a one-use sign-in token; answers the same whether the address has an account or not. */
+  /**
+   * E-mails a one-use sign-in token; answers the same whether the address has an account or not. An address
+   * whose sign-up was never confirmed gets its confirmation again, as a sign-up would send it: the first
+   * may have been lost, and a sign-in link could not start a session for it.
+   */
   async requestLogin(emailInput: unknown, ip: string): Promise<void> {
     const email = emailOf(emailInput);
     this.#limit(ip, email);
     const account = await this.#context.store.accountByEmail(email);
-    if (account?.status !== "active") return;
-    const token = await this.#token(account.id, "login", 1);
-    await this.#context.mail(email, signInEmail(this.#publicUrl(), token));
+    if (account?.status === "pending") this.#afterAnswer(() => this.#signUpMail(email, account));
+    else if (account?.status === "active")
+      this.#afterAnswer(async () => {
+        const token = await this.#token(account.id, "login", 1);
+        await this.#context.mail(email, signInEmail(this.#publicUrl(), token));
+      });
+  }
+
+  /**
+   * Makes and sends an e-mail once the caller has its answer. What it takes (a token written, a message
+   * handed to the SMTP server: 100 ms and more) differs by whether the address has an account; done before
+   * the answer, the answer's time told what its body does not.
+   */
+  #afterAnswer(mail: () => Promise<void>): void {
+    setImmediate(() => {
+      mail().catch((error: unknown) =>
+        this.#onMailError(error instanceof Error ? error : new Error(String(error))),
+      );
+    });
   }
 
   /** Redeems a sign-in token for a session. */
