@@ -4,8 +4,8 @@ import { fetchByTier, TIER_HEADER, type TierFields } from "../answers/archive.js
 import { fetchByHash } from "../answers/by-hash.js";
 import { learnHeights, showsHeight } from "../answers/examined.js";
 import { ANY_ORIGIN, EXPOSED_HEADERS } from "../errors/respond.js";
-import type { GatewayError } from "../errors/table.js";
-import type { CallerSide } from "../http/client-gone.js";
+import { GatewayError } from "../errors/table.js";
+import { type CallerSide, clientGone } from "../http/client-gone.js";
 import { pushAnswerTag, withAnswerTag } from "../http/request-id.js";
 import { isPlainId } from "../jsonrpc/id-key.js";
 import { CACHE } from "../tracing/attributes.js";
@@ -291,6 +291,7 @@ function deliver(
     copyNote(note, w.note);
     w.note.cache = i === 0 ? first : "coalesced";
     w.wait?.end(performance.now());
+    if (left(w)) return;
     send(w.res, statusCode, entry, w.id, headersFor(i === 0 ? first : "coalesced", entry.tier));
     w.done();
   });
@@ -396,6 +397,7 @@ function sendEach(
     copyNote(note, w.note);
     w.note.cache = i === 0 ? "miss" : "coalesced";
     w.wait?.end(performance.now());
+    if (left(w)) return;
     if (!w.res.headersSent) {
       w.res.writeHead(
         answer.statusCode,
@@ -408,6 +410,16 @@ function sendEach(
     }
     w.done();
   });
+}
+
+/**
+ * Whether the waiter's client went away before the answer came: it gets none, and its request ends as one
+ * whose caller left (CLIENT_CLOSED, charged nothing), not as an answer written onto a closed response.
+ */
+function left(w: Waiter): boolean {
+  if (!clientGone(w.res)) return false;
+  w.done(new GatewayError("CLIENT_CLOSED"));
+  return true;
 }
 
 /** The lookup's span ends with what it found: the metrics' outcome (gateway_cache_requests_total). */

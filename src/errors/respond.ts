@@ -1,5 +1,11 @@
 import { type ServerResponse, STATUS_CODES } from "node:http";
-import { addAnswerTag, pushAnswerTag, REQUEST_ID_HEADER, requestIdOf } from "../http/request-id.js";
+import {
+  addAnswerTag,
+  COMPUTE_UNITS_HEADER,
+  pushAnswerTag,
+  REQUEST_ID_HEADER,
+  requestIdOf,
+} from "../http/request-id.js";
 import type { Endpoint, JsonRpcPolicy } from "../registry/types.js";
 import { ERRORS, type ErrorCode, type GatewayError, hasRpcNumber, type RpcErrorCode } from "./table.js";
 
@@ -152,9 +158,10 @@ export function upgradeRefusal(
   style: ErrorStyle = "jsonrpc",
 ): string {
   const body = errorBody(error, style, "null", requestId);
-  const headers =
-    requestId === undefined ? error.headers : { ...error.headers, [REQUEST_ID_HEADER]: requestId };
-  const extra = Object.entries(headers ?? {})
+  // a refusal costs nothing, and says so as every other answer of the data plane does
+  const headers: Record<string, string> = { ...error.headers, [COMPUTE_UNITS_HEADER]: "0" };
+  if (requestId !== undefined) headers[REQUEST_ID_HEADER] = requestId;
+  const extra = Object.entries(headers)
     .map(([name, value]) => `${name}: ${value}\r\n`)
     .join("");
   const reason = STATUS_CODES[error.status] ?? "Error";
@@ -168,7 +175,7 @@ export function upgradeRefusal(
  */
 export function parserRefusal(code: string | undefined): string {
   const status = code === "HPE_HEADER_OVERFLOW" ? 431 : code === "ERR_HTTP_REQUEST_TIMEOUT" ? 408 : 400;
-  return `HTTP/1.1 ${status} ${STATUS_CODES[status]}\r\nconnection: close\r\ncontent-length: 0\r\n\r\n`;
+  return `HTTP/1.1 ${status} ${STATUS_CODES[status]}\r\nconnection: close\r\ncontent-length: 0\r\n${COMPUTE_UNITS_HEADER}: 0\r\n\r\n`;
 }
 
 /** What a preflight allows when the browser asks for no header, or for a list that is not header names. */

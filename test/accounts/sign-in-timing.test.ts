@@ -36,7 +36,10 @@ describe("sign-up and sign-in take the same time whether or not the address has 
     const known = await timed("/v1/login", "has@example.com");
     const unknown = await timed("/v1/login", "nobody@example.com");
     expect(known.ms, "the known address's answer waited for the mail server").toBeLessThan(ACCEPT_MS / 2);
-    expect({ status: known.status, body: known.body }).toEqual({ status: unknown.status, body: unknown.body });
+    expect({ status: known.status, body: known.body }).toEqual({
+      status: unknown.status,
+      body: unknown.body,
+    });
     // and the e-mail still goes, with a token that signs in
     const session = await fx.api("POST", "/v1/session", { token: tokenIn(await mail) });
     expect(session.status).toBe(200);

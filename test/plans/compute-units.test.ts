@@ -4,8 +4,9 @@ import { DEFAULT_CACHE } from "../../src/config/defaults.js";
 import type { PlanSpec } from "../../src/config/types.js";
 import type { UsageRecorder } from "../../src/keys/usage.js";
 import type { Endpoint, Mount } from "../../src/registry/types.js";
-import { KEYS, type RunningGateway, rpcBody, startGateway, TEST_PLANS } from "../support/gateway.js";
+import { DOMAIN, KEYS, type RunningGateway, rpcBody, startGateway, TEST_PLANS } from "../support/gateway.js";
 import { jsonRpcResponder, type LoopbackNode, startLoopbackNode } from "../support/loopback-node.js";
+import { rawRequest } from "../support/raw-http.js";
 
 // Compute units (docs/compute-units.md): each call's cost from the registry, counted per label for what the
 // gateway served, and nothing for what it refused.
@@ -138,6 +139,19 @@ describe("compute units counted by the gateway", () => {
     // call's price), and an archive node's answer at twice
     expect(total).toBe(10 + 75 + 30 + 0 + 20 + 20);
     expect(await spent()).toBe(before + total);
+  });
+
+  // written on the raw socket, not through a ServerResponse: they had the request id and no price
+  it("a refused WebSocket upgrade and a request Node's parser refuses say they cost 0", async () => {
+    const upgrade = await rawRequest(
+      gw.port,
+      `GET /FNnotAKey00000000000000000000000 HTTP/1.1\r\nHost: eth.${DOMAIN}\r\nUpgrade: websocket\r\nConnection: Upgrade\r\nSec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nSec-WebSocket-Version: 13\r\n\r\n`,
+    );
+    expect(upgrade.status).toBe(401);
+    expect(upgrade.headers).toMatchObject({ "x-compute-units": "0", "x-request-id": expect.any(String) });
+    const malformed = await rawRequest(gw.port, "GET / HTTP/1.1\r\nHost eth\r\n\r\n");
+    expect(malformed.status).toBe(400);
+    expect(malformed.headers["x-compute-units"]).toBe("0");
   });
 });
 

@@ -1,0 +1,74 @@
+import { request } from "undici";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { DEFAULT_CACHE } from "../../src/config/defaults.js";
+import { DOMAIN, KEYS, type RunningGateway, rpcBody, startGateway } from "../support/gateway.js";
+import { jsonRpcResponder, type LoopbackNode, startLoopbackNode } from "../support/loopback-node.js";
+
+// A client that leaves while its call waits on another's identical call in flight (docs/cache.md,
+// coalescing) gets no answer and is charged nothing: its request ends as CLIENT_CLOSED (499), as one relayed
+// alone does. Before, the shared answer was written onto its closed response: the access line said 200
+// with the call's units, and the key's usage was charged them.
+
+const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+/** Long enough for a second client to join the flight and leave before the node answers. */
+const NODE_MS = 400;
+
+describe("a coalesced caller that left before the answer", () => {
+  let node: LoopbackNode;
+  let gw: RunningGateway;
+  const answer = jsonRpcResponder({ net_version: "1", eth_chainId: "0x1" });
+  const lineOf = (requestId: string) =>
+    gw.logs.map((line) => JSON.parse(line)).find((line) => line.requestId === requestId);
+  /** A call from a client that gives up after `ms`. */
+  const leaving = async (requestId: string, ms: number, method: string) => {
+    const controller = new AbortController();
+    const call = request(`${gw.origin}/${KEYS.all}`, {
+      method: "POST",
+      headers: { host: `eth.${DOMAIN}`, "content-type": "application/json", "x-request-id": requestId },
+      body: rpcBody(method),
+      signal: controller.signal,
+    }).catch(() => undefined);
+    await sleep(ms);
+    controller.abort();
+    await call;
+  };
+
+  beforeAll(async () => {
+    node = await startLoopbackNode(async (req) => {
+      await sleep(NODE_MS);
+      return answer(req);
+    });
+    gw = await startGateway({ upstreams: { eth: [node.url] }, cache: { ...DEFAULT_CACHE, enabled: true } });
+  });
+  afterAll(async () => {
+    await gw?.close();
+    await node?.close();
+  });
+
+  it("a waiter that left is CLIENT_CLOSED and costs nothing; the one that stayed gets its answer", async () => {
+    const stayed = gw.call("eth", `/${KEYS.all}`, { body: rpcBody("net_version") });
+    await sleep(50);
+    await leaving("left-waiter", 50, "net_version");
+    const answered = await stayed;
+    expect(answered.status).toBe(200);
+    expect(answered.headers["x-compute-units"]).toBe("5");
+    await sleep(50);
+    expect(lineOf("left-waiter")).toMatchObject({ status: 499, error: "CLIENT_CLOSED", cache: "coalesced" });
+    expect(lineOf("left-waiter")?.cu).toBeUndefined();
+  });
+
+  it("so is the client that started the call, and the one that joined it still gets the answer", async () => {
+    // another call than the first test's, whose answer the cache keeps
+    const left = leaving("left-leader", 100, "eth_chainId");
+    await sleep(50);
+    const joined = gw.call("eth", `/${KEYS.ethOnly}`, { body: rpcBody("eth_chainId") });
+    await left;
+    const answered = await joined;
+    expect(answered.status).toBe(200);
+    expect(JSON.parse(answered.text)).toMatchObject({ result: "0x1" });
+    expect(answered.headers["x-cache"]).toBe("coalesced");
+    await sleep(50);
+    expect(lineOf("left-leader")).toMatchObject({ status: 499, error: "CLIENT_CLOSED" });
+    expect(lineOf("left-leader")?.cu).toBeUndefined();
+  });
+});
