@@ -34,6 +34,8 @@ function el(tag, attributes = {}, ...children) {
 function say(text, isError = false) {
   status.textContent = text;
   status.className = isError ? "error" : "";
+  // at the page's top, above what the action redrew: in view, wherever the page was scrolled to
+  if (text !== "") status.scrollIntoView({ block: "nearest" });
 }
 
 function csrf() {
@@ -52,6 +54,13 @@ async function api(method, path, body) {
     body: body === undefined ? undefined : JSON.stringify(body),
   });
   const json = await response.json().catch(() => ({}));
+  // a session that ended while the page was open (its hours are up, signed out in another tab): the
+  // sign-in page, and the action's answer in words a customer reads, not the API's
+  if (response.status === 401 && json.error?.code === "SESSION_REQUIRED" && account !== undefined) {
+    const ended = "Your session has ended. Sign in again to go on.";
+    signedOut("");
+    throw Object.assign(new Error(ended), { code: "SESSION_REQUIRED", status: 401, ended: true });
+  }
   if (!response.ok) {
     const wait = waitText(json.error?.retryAfter);
     const message = json.error?.message ?? `HTTP ${response.status}`;
@@ -102,6 +111,20 @@ function deliveryNote() {
 }
 
 // ---- signed out ----
+
+/** The header of no one's account: no e-mail, no pages, no sign-out. */
+function clearAccountHeader() {
+  document.getElementById("account-email").textContent = "";
+  document.getElementById("account-nav").hidden = true;
+  document.getElementById("page-nav").hidden = true;
+}
+
+/** The sign-in page, with the header of the account that was signed in cleared. */
+function signedOut(message) {
+  account = undefined;
+  clearAccountHeader();
+  signInView(message);
+}
 
 function signInView(message) {
   const email = el("input", {
@@ -177,8 +200,13 @@ async function submitEmail(event, email) {
 
 async function submitToken(event, token) {
   event.preventDefault();
+  // a sign-in token or a confirmation token: the one that knew it says what is wrong with it
   await redeem(token, "/v1/session")
-    .catch(() => redeem(token, "/v1/confirm"))
+    .catch((first) =>
+      redeem(token, "/v1/confirm").catch((second) => {
+        throw first.code === "TOKEN_EXPIRED" ? first : second;
+      }),
+    )
     .catch((error) => say(linkProblem(error, "token"), true));
 }
 
@@ -588,7 +616,9 @@ function everyDay(from, to, days) {
 function chart(days) {
   const ns = "http://www.w3.org/2000/svg";
   const svg = document.createElementNS(ns, "svg");
-  const width = 640;
+  // drawn at about the width it is shown at: scaled down from 640 to a phone's 360, its text was 7 px high
+  const narrow = matchMedia("(max-width: 40rem)").matches;
+  const width = narrow ? 360 : 640;
   const height = 220;
   svg.setAttribute("viewBox", `0 0 ${width} ${height}`);
   svg.setAttribute("role", "img");
@@ -639,7 +669,8 @@ function chart(days) {
     const centre = x + Math.max(2, slot * 0.7) / 2;
     const centred = { x: centre, "text-anchor": "middle" };
     if (i % 5 === 0 || i === days.length - 1) draw("text", { ...centred, y: height - 12 }, day.slice(5));
-    if (d.calls > 0) draw("text", { ...centred, y: height - 34 - h }, String(d.calls));
+    // a count over each bar where the bars leave it room; else each bar's title and the figure's label say it
+    if (d.calls > 0 && slot >= 20) draw("text", { ...centred, y: height - 34 - h }, String(d.calls));
   });
   if (total === 0) draw("text", { x: 30, y: height / 2 }, "No calls in this range yet.");
   const legend = el(
@@ -674,7 +705,8 @@ function supportLine() {
 
 async function route() {
   const hash = location.hash;
-  const token = /^#(confirm|signin)=([A-Za-z0-9_-]+)$/.exec(hash);
+  // whatever follows `=`: a link a mail client cut or added to is refused by the server, and said so
+  const token = /^#(confirm|signin)=(.*)$/.exec(hash);
   if (token) {
     history.replaceState(null, "", "#/");
     return redeem(token[2], token[1] === "confirm" ? "/v1/confirm" : "/v1/session").catch((e) =>
@@ -687,11 +719,8 @@ async function route() {
     if (csrf() === "") throw Object.assign(new Error("signed out"), { status: 401 });
     account = (await api("GET", "/v1/account")).account;
   } catch (error) {
-    account = undefined;
-    document.getElementById("account-email").textContent = "";
-    document.getElementById("account-nav").hidden = true;
-    document.getElementById("page-nav").hidden = true;
-    return signInView(error.status === 401 ? "" : error.message);
+    // a first visit, or a cookie left from a session long gone, is no news; one that ended just now is
+    return signedOut(error.ended === true || error.status !== 401 ? error.message : "");
   }
   document.getElementById("account-nav").hidden = false;
   document.getElementById("page-nav").hidden = false;
@@ -717,11 +746,7 @@ async function linkRefused(error) {
       () => false,
     ));
   if (!signedIn) {
-    account = undefined;
-    document.getElementById("account-email").textContent = "";
-    document.getElementById("account-nav").hidden = true;
-    document.getElementById("page-nav").hidden = true;
-    return signInView(linkProblem(error));
+    return signedOut(linkProblem(error));
   }
   await route();
   main.insertBefore(
@@ -745,9 +770,7 @@ async function start() {
   document.getElementById("sign-out").addEventListener("click", async () => {
     await api("POST", "/v1/logout").catch(() => {});
     account = undefined;
-    document.getElementById("account-email").textContent = "";
-    document.getElementById("account-nav").hidden = true;
-    document.getElementById("page-nav").hidden = true;
+    clearAccountHeader();
     // no hashchange: its handler would clear the message below
     history.replaceState(null, "", "#/");
     await route();

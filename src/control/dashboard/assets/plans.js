@@ -284,7 +284,7 @@ async function settingsView(id) {
         }
         try {
           await api("PUT", `/v1/keys/${id}/settings`, body);
-          say("Settings saved: every proxy applies them from the next call.");
+          say("Settings saved: every proxy applies them within a second.");
         } catch (error) {
           // revoked or expired since the page was shown (in another tab, by the operator): said as such
           if (error.code === "KEY_NOT_FOUND") {
