@@ -393,6 +393,11 @@ export class WebSocketGateway implements WebSocketCounts {
         error: refusal.code,
         status: refusal.status,
       });
+    // a keyed upgrade refused (its settings, its network, its connections, no node) is one of its key's
+    // errors, as an HTTP call's refusal is: a customer whose app cannot connect sees why in its usage
+    const key = keyId ?? refusal.keyId;
+    if (this.#usage !== undefined && key !== undefined && label !== undefined)
+      this.#usage.record(key, label, 1, 1, 0, { method: "websocket", code: refusal.code, ms: undefined });
     if (socket.writable) socket.end(upgradeRefusal(refusal, requestId));
     socket.destroy();
   }

@@ -187,9 +187,7 @@ describe.skipIf(chromium.skip)("the dashboard, in Chromium", () => {
   it("the same link opened again where its customer is signed in goes on to their keys, saying why", async () => {
     const link = /(http:\/\/\S+#confirm=[A-Za-z0-9_-]+)/.exec(mails()[0] ?? "")?.[1] as string;
     await page.goto(link.replace("http://127.0.0.1:0", fx.origin));
-    await expect
-      .poll(() => page.locator("main [role=status]").textContent())
-      .toContain("signed in already");
+    await expect.poll(() => page.locator("main [role=status]").textContent()).toContain("signed in already");
     expect(await page.locator("h1").textContent()).toBe("Your keys");
     expect(await page.locator("#account-email").textContent()).toBe(EMAIL);
   });

@@ -289,3 +289,33 @@ describe("an upgrade no node takes", () => {
     expect(line).not.toContain(KEYS.all);
   });
 });
+
+// A customer whose app cannot connect looks at its key's usage: a refused upgrade of a key is one of its
+// errors, under its code, as a refused HTTP call is (docs/plans.md, the overview's errors by code).
+describe("a keyed upgrade refused counts in its key's usage", () => {
+  let node: LoopbackWsNode;
+  let gw: RunningGateway;
+  const recorded: unknown[][] = [];
+
+  beforeAll(async () => {
+    node = await startLoopbackWsNode(evmNode());
+    gw = await startGateway({
+      upstreams: { eth: [node.url], dot: [node.url] },
+      usage: { record: (...args: unknown[]) => void recorded.push(args) },
+    });
+  });
+  afterAll(async () => {
+    await gw?.close();
+    await node?.close();
+  });
+
+  it("as one call and one error of its code, costing nothing; an unknown key's counts nowhere", async () => {
+    expect((await upgrade(gw.port, `dot.${DOMAIN}`, `/${KEYS.ethOnly}`)).status).toBe(403);
+    expect(recorded).toEqual([
+      [expect.any(String), "dot", 1, 1, 0, { method: "websocket", code: "NETWORK_FORBIDDEN", ms: undefined }],
+    ]);
+    expect(JSON.stringify(recorded)).not.toContain(KEYS.ethOnly);
+    expect((await upgrade(gw.port, `eth.${DOMAIN}`, "/FNnotAKey00000000000000000000000")).status).toBe(401);
+    expect(recorded).toHaveLength(1);
+  });
+});
