@@ -127,8 +127,8 @@ function checkedEntry(
     if (!entry.includes("*") && knownMethods !== undefined && !knownMethods.has(entry))
       return refuse(
         path === undefined
-          ? "a method one of the networks serves (eth_call, getblock, …)"
-          : "a route one of the networks serves, by its shape (GET /chains/{}/blocks/{}, POST /wallet/getnowblock)",
+          ? `a method one of the networks serves (${examplesOf(knownMethods, false)})`
+          : `a route one of the networks serves, by its shape (${examplesOf(knownMethods, true)})`,
       );
     return entry;
   }
@@ -325,4 +325,15 @@ export function addressKey(address: string): string {
     if (payload?.length === 21) return Buffer.from(payload.subarray(1)).toString("hex");
   }
   return address.startsWith("0x") ? address.toLowerCase() : address;
+}
+
+/**
+ * Two of the methods (or routes) the deployment's networks serve, for a refusal to show: examples of
+ * networks it does not serve would be refused themselves.
+ */
+function examplesOf(known: ReadonlySet<string>, routes: boolean): string {
+  const examples = [...known].filter((entry) => entry.includes(" ") === routes).slice(0, 2);
+  return examples.length === 0
+    ? `none: no network here serves ${routes ? "REST" : "JSON-RPC"}`
+    : `${examples.join(", ")}, …`;
 }

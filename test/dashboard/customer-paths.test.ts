@@ -1,3 +1,4 @@
+import { generateKeyPairSync } from "node:crypto";
 import { join } from "node:path";
 import type { Browser, BrowserContext, Page } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
@@ -88,6 +89,17 @@ describe.skipIf(chromium.skip)("the dashboard on a customer's paths, in Chromium
     await other.locator("#token-form button[type=submit]").click();
     await expect.poll(() => other.locator("#status").textContent()).toContain("This token has expired");
     await other.context().close();
+  });
+
+  it("says a JWT key's id the gateway cannot take by its rule, not as a paste that is no PEM", async () => {
+    await page.goto(`${fx.origin}/#/keys`);
+    await page.locator("#keys a", { hasText: "Settings" }).first().click();
+    const pem = generateKeyPairSync("ec", { namedCurve: "P-256" })
+      .publicKey.export({ type: "spki", format: "pem" })
+      .toString();
+    await page.locator("#setting-jwtKeys").fill(`id: bad id!\n${pem}`);
+    await page.locator("#settings button[type=submit]").click();
+    await expect.poll(() => page.locator("#settings-problem").textContent()).toContain("up to 64 letters");
   });
 
   it("sends a customer whose session ended back to sign in, in plain words, its header cleared", async () => {

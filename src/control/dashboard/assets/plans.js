@@ -230,11 +230,12 @@ async function settingsView(id) {
       .filter(([l]) => l !== "");
   /**
    * Every PEM block pasted (SPKI's PUBLIC KEY, PKCS#1's RSA PUBLIC KEY: the server says which it cannot
-   * use), each with the id on the line above it; undefined when anything else is in the field.
+   * use), each with the id on the line above it, as written: an id the server cannot take is refused by
+   * its rule, not as a paste that is no PEM; undefined when anything else is in the field.
    */
   const pems = (text) => {
     const block =
-      /(?:^|\n)[ \t]*(?:id:[ \t]*(\S+)[ \t]*\n)?[ \t]*(-----BEGIN ([A-Z0-9 ]+)-----[\s\S]*?-----END \3-----)/g;
+      /(?:^|\n)[ \t]*(?:id:[ \t]*([^\n]*?)[ \t]*\n)?[ \t]*(-----BEGIN ([A-Z0-9 ]+)-----[\s\S]*?-----END \3-----)/g;
     const keys = [];
     let rest = text;
     for (const [whole, id, pem] of text.matchAll(block)) {
