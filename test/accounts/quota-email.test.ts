@@ -27,7 +27,8 @@ describe("the quota e-mails", () => {
         "that cost more than what is left of it are refused with HTTP 402 (QUOTA_EXCEEDED) until it resets at " +
         "2026-11-28 00:00 UTC.",
     );
-    expect(mail.text).toContain("https://dashboard.example.com/");
+    // the overview, where the meters against the quota are
+    expect(mail.text).toContain("https://dashboard.example.com/#/overview");
   });
 
   it("at 80 %: how much is used, of which quota, for the key or the account", () => {

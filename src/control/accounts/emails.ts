@@ -116,7 +116,7 @@ export function quotaEmail(notice: PendingNotice, publicUrl: string): Email {
         ? // also sent when a call was refused for costing more than was left, before the quota was all spent
           `The ${period} quota of ${scope} (${notice.quota.toLocaleString("en")} compute units on the ${notice.plan} plan) is reached: calls that cost more than what is left of it are refused with HTTP 402 (QUOTA_EXCEEDED) until it resets at ${resets}.`
         : `${scope[0]?.toUpperCase()}${scope.slice(1)} used ${notice.threshold}% of the ${period} quota (${notice.quota.toLocaleString("en")} compute units on the ${notice.plan} plan). At 100% calls are refused with HTTP 402 until it resets at ${resets}.`
-    }\n\nSee the usage per key and network on the dashboard:\n\n${publicUrl}/\n\nFor a higher quota, order a plan with more, or a dedicated node.\n`,
+    }\n\nSee the usage per key and network on the dashboard's overview:\n\n${publicUrl}/#/overview\n\nFor a higher quota, order a plan with more, or a dedicated node.\n`,
   };
 }
 
