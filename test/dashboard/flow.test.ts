@@ -204,6 +204,8 @@ describe.skipIf(chromium.skip)("the dashboard, in Chromium", () => {
     expect(await row.first().textContent()).toContain(key.slice(0, 10));
     // what the key can do, honestly: a free test's rate (accounts.freeTest.rate)
     expect(await row.first().textContent()).toContain("40 calls/s, bursts of 80");
+    // its plan by the name the plan list gives it, not the plan's id
+    expect(await row.first().locator("td").nth(1).textContent()).toMatch(/^Free test/);
     expect(await page.content()).not.toContain(key);
     // on a desktop screen every word of the table stays whole: "Networks", "active", "Ethereum"
     expect(await brokenWords("#keys")).toEqual([]);
@@ -242,7 +244,7 @@ describe.skipIf(chromium.skip)("the dashboard, in Chromium", () => {
     await expect.poll(() => page.locator("#usage tbody tr").count()).toBe(1);
     expect(await page.locator("#usage tbody tr td").allTextContents()).toEqual([
       new Date().toISOString().slice(0, 10),
-      "eth",
+      "eth (Ethereum)", // the label the URLs use, and its network's name
       "1",
       "10", // compute units: eth_blockNumber's (docs/compute-units.md)
       "0",

@@ -96,9 +96,9 @@ describe.skipIf(chromium.skip)("a key's plan terms and status, in Chromium", () 
       "200 calls/s, bursts of 400 calls",
     ]);
     expect(await row(metered).locator('td[data-label="Plan"]').textContent()).toBe(
-      "metered100,000 CU a day (one quota for all your keys on this plan)",
+      "Metered100,000 CU a day (one quota for all your keys on this plan)",
     );
-    expect(await row(internal).locator('td[data-label="Plan"]').textContent()).toBe("internalno quota");
+    expect(await row(internal).locator('td[data-label="Plan"]').textContent()).toBe("Internalno quota");
     // a revoked key's row: its status, and its plan's rate as every row has
     expect(await row(revoked).locator('td[data-label="Rate"]').textContent()).toContain(
       "2,000 CU/s, bursts of 4,000 CU",

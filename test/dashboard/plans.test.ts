@@ -166,7 +166,9 @@ describe.skipIf(chromium.skip)("the overview and key settings, in Chromium", () 
     expect(mine?.today).toEqual({ calls: 5, units: 35 });
     expect(await page.locator(`[data-key-id="${keyId}"]`).textContent()).toContain("35 of 1,000 CU (4%)");
     expect(await page.locator("#dearest").textContent()).toContain("eth_blockNumber");
-    expect(await page.locator("#latency").textContent()).toContain("eth");
+    // a label with its network's name, a plan by the name the plan list gives it
+    expect(await page.locator("#latency").textContent()).toContain("eth (Ethereum)");
+    expect(await page.locator(`#key-${keyId}`).textContent()).toMatch(/… Shared plan$/);
     // the refused GET, by its code and what the code means, and as a method no one would look up
     expect(await page.locator("#errors").textContent()).toContain(
       "HTTP_METHOD_NOT_ALLOWEDThe HTTP method is not allowed on this path1",

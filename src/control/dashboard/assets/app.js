@@ -104,6 +104,21 @@ function networkName(code) {
   return catalog.networks.find((n) => n.code === code)?.name ?? code;
 }
 
+/**
+ * A label as the usage tables show it: "eth (Ethereum)", "sepolia (Ethereum testnet)", its network's
+ * name beside the label the URLs and the usage counts use; the label alone for one the catalog lacks.
+ */
+function labelName(label) {
+  for (const network of catalog.networks) {
+    const endpoint = network.endpoints.find((e) => e.label === label);
+    if (endpoint === undefined) continue;
+    const environment = endpoint.environment === "mainnet" ? "" : ` ${endpoint.environment}`;
+    const archive = endpoint.nodeClass === "archive" ? ", archive" : "";
+    return `${label} (${network.name}${environment}${archive})`;
+  }
+  return label;
+}
+
 function deliveryNote() {
   return catalog.mail.outbox
     ? "This gateway sends no e-mail: it was written to the gateway's outbox folder, which its operator reads."
@@ -240,7 +255,7 @@ async function keysView() {
       { "data-key-id": key.id },
       ...labelled(KEY_COLUMNS, [
         el("td", {}, el("code", {}, `${key.prefix}…`)),
-        el("td", {}, el("span", { class: "nowrap" }, key.plan), quotaLine(key)),
+        el("td", {}, el("span", { class: "nowrap" }, planName(key.plan)), quotaLine(key)),
         el("td", {}, key.networks === "*" ? "all" : key.networks.map(networkName).join(", ")),
         el("td", {}, hasArchive(key) ? "yes" : "no"),
         el("td", {}, rateLines(key)),
@@ -252,7 +267,12 @@ async function keysView() {
           key.status === "revoked"
             ? "—"
             : key.expiresAt
-              ? `${key.expiresAt.replace("T", " ").slice(0, 16)} UTC`
+              ? // the date whole on a line, its time beside it or below
+                [
+                  el("span", { class: "nowrap" }, key.expiresAt.slice(0, 10)),
+                  " ",
+                  el("span", { class: "nowrap" }, `${key.expiresAt.slice(11, 16)} UTC`),
+                ]
               : "never",
         ),
         el(
@@ -262,15 +282,22 @@ async function keysView() {
             "div",
             { class: "actions" },
             // every row has these: a screen reader's list of controls tells them apart by the key
-            keyLink(key, "endpoints", "Endpoints"),
-            keyLink(key, "usage", "Usage"),
+            // the pages on one line, what changes the key on the next: the column stays narrow
+            el(
+              "span",
+              { class: "action-group" },
+              keyLink(key, "endpoints", "Endpoints"),
+              keyLink(key, "usage", "Usage"),
+              key.status === "active" ? keyLink(key, "settings", "Settings") : [],
+            ),
             key.status === "active"
-              ? [
-                  keyLink(key, "settings", "Settings"),
+              ? el(
+                  "span",
+                  { class: "action-group" },
                   // a key in its grace period has a successor already: that one is rotated next
                   key.replacedBy ? [] : keyButton(key, "Rotate", "quiet", rotate),
                   keyButton(key, "Revoke", "danger", revoke),
-                ]
+                )
               : [],
           ),
         ),
@@ -381,7 +408,7 @@ function getKeyForm() {
   const plan = el(
     "select",
     { id: "plan", name: "plan", "aria-describedby": "plan-terms", onchange: () => describePlan() },
-    el("option", { value: "free-test" }, "Free test"),
+    el("option", { value: "free-test" }, planName("free-test")),
     catalog.plans.map((p) => el("option", { value: p.name }, planName(p.name))),
   );
   const describePlan = () => {
@@ -407,9 +434,9 @@ function getKeyForm() {
   );
 }
 
-/** A plan's name as a list shows it: "shared" as "Shared". */
+/** A plan's name as the pages show it: "shared" as "Shared", "free-test" as "Free test". */
 function planName(name) {
-  return `${name.slice(0, 1).toUpperCase()}${name.slice(1)}`;
+  return `${name.slice(0, 1).toUpperCase()}${name.slice(1).replaceAll("-", " ")}`;
 }
 
 /**
@@ -588,7 +615,7 @@ async function usageView(id) {
               ...labelled(columns, [
                 ...(id === undefined ? [el("td", {}, el("code", {}, `${row.key}…`))] : []),
                 el("td", { class: "nowrap" }, row.day),
-                el("td", {}, row.label),
+                el("td", {}, labelName(row.label)),
                 el("td", {}, row.calls),
                 el("td", {}, row.units.toLocaleString("en")),
                 el("td", {}, row.errors),

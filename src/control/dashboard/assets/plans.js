@@ -78,7 +78,7 @@ async function overviewView() {
     return el(
       "section",
       { class: "card", "data-key-id": key.id, "aria-labelledby": `key-${key.id}` },
-      el("h2", { id: `key-${key.id}` }, el("code", {}, `${key.prefix}…`), ` ${key.plan} plan`),
+      el("h2", { id: `key-${key.id}` }, el("code", {}, `${key.prefix}…`), ` ${planName(key.plan)} plan`),
       view === undefined ? [] : el("p", { class: "key-status" }, `Status: ${statusText(view)}`),
       // the rates that limit it, each in its unit: its plan's compute units and its own calls
       view === undefined || !active
@@ -104,7 +104,13 @@ async function overviewView() {
         `networks-${key.id}`,
         "Per network",
         ["Network", "Calls today", "CU today", "Calls this month", "CU this month"],
-        key.networks.map((n) => [n.label, n.today.calls, n.today.units, n.month.calls, n.month.units]),
+        key.networks.map((n) => [
+          labelName(n.label),
+          n.today.calls,
+          n.today.units,
+          n.month.calls,
+          n.month.units,
+        ]),
       ),
       el(
         "p",
@@ -137,7 +143,7 @@ async function overviewView() {
       "latency",
       "Gateway time per network",
       ["Network", "Calls", "p50", "p95"],
-      o.latency.map((l) => [l.label, l.calls, msText(l.p50Ms), msText(l.p95Ms)]),
+      o.latency.map((l) => [labelName(l.label), l.calls, msText(l.p50Ms), msText(l.p95Ms)]),
     ),
     plainTable(
       "errors",
@@ -149,13 +155,13 @@ async function overviewView() {
       "slowest",
       "Slowest methods",
       ["Network", "Method", "Calls", "Mean time"],
-      o.slowest.map((m) => [m.label, methodText(m.method), m.calls, `${m.meanMs} ms`]),
+      o.slowest.map((m) => [labelName(m.label), methodText(m.method), m.calls, `${m.meanMs} ms`]),
     ),
     plainTable(
       "dearest",
       "Most compute units",
       ["Network", "Method", "Calls", "CU"],
-      o.dearest.map((m) => [m.label, methodText(m.method), m.calls, m.units]),
+      o.dearest.map((m) => [labelName(m.label), methodText(m.method), m.calls, m.units]),
     ),
   );
 }
