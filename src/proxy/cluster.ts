@@ -3,6 +3,7 @@ import { setTimeout as delay } from "node:timers/promises";
 import type { GatewayConfig, LabelUpstreams } from "../config/types.js";
 import type { Logger } from "../log.js";
 import { ClusterMetrics } from "../metrics/cluster-metrics.js";
+import { ClusterStore } from "./cluster-store.js";
 import { closeServer, listenOperator } from "./listeners.js";
 import { type CordonRequest, createOperatorApi, type OperatorView, type ProcessReport } from "./operator.js";
 import type { RunningProxy } from "./run.js";
@@ -67,10 +68,14 @@ class Primary {
   /** When workers exited, within the last minute: how long the next one waits to be started. */
   #exits: number[] = [];
   #stopping = false;
+  /** What the workers share through the primary without Redis: heads and filters (cluster-shares.ts). */
+  readonly #store: ClusterStore | undefined;
 
   constructor(config: GatewayConfig, logger: Logger) {
     this.#config = config;
     this.#logger = logger;
+    // with Redis, the workers share heads and filters through it, as instances do
+    this.#store = config.sharedLimits === undefined ? new ClusterStore(() => this.#workers()) : undefined;
     this.#metrics = new ClusterMetrics(config.workers, () => this.#workers().length);
   }
 
@@ -80,6 +85,7 @@ class Primary {
       let listening = 0;
       let started = false;
       cluster.on("listening", (worker, address) => {
+        this.#store?.seed(worker);
         if (started) {
           // a worker started in place of one that exited serves what its peers serve: the last reload,
           // then the operator's cordons, in the order given (IPC keeps it)
@@ -94,7 +100,8 @@ class Primary {
         resolve(address.port);
       });
       // a worker that could not start says why (lifecycle.ts): the first reason is the primary's one line
-      cluster.on("message", (_worker, message: Partial<StartFailedMessage> | undefined) => {
+      cluster.on("message", (worker, message: Partial<StartFailedMessage> | undefined) => {
+        if (this.#store?.take(worker, message)) return;
         if (!started && message?.type === "gateway:start-failed") reject(new Error(message.reason));
       });
       cluster.on("exit", (worker, code, signal) => {

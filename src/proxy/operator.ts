@@ -21,6 +21,11 @@ export interface LabelReport {
   readonly label: string;
   /** The registry mount the upstreams serve, or "*" for the label's endpoint-wide list. */
   readonly mount: string;
+  /**
+   * The highest head this process served the label (answers/served-head.ts), or null before any: the mark
+   * its head-relative reads wait for, raised by the other workers and instances where they share it.
+   */
+  readonly servedHead: number | null;
   readonly upstreams: readonly ({ name: string; tier: string; weight: number } & HealthReport)[];
 }
 
@@ -61,6 +66,7 @@ export function reportOf(table: Pick<UpstreamTable, "groups">): ProcessReport {
     labels: table.groups().map((group) => ({
       label: group.label,
       mount: group.mount,
+      servedHead: group.served.height < 0 ? null : group.served.height,
       upstreams: group.members.map((member) => ({
         name: member.name,
         tier: member.tier,

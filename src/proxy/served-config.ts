@@ -1,4 +1,3 @@
-import type { SharedHeads } from "../answers/shared-heads.js";
 import type { SharedAnswers } from "../cache/shared-answers.js";
 import type { GatewayConfig } from "../config/types.js";
 import type { KeyStore } from "../keys/types.js";
@@ -14,9 +13,9 @@ import type { QuotaLedger } from "../plans/quota-ledger.js";
 import type { Endpoint } from "../registry/types.js";
 import type { Tracing } from "../tracing/tracing.js";
 import { Prober } from "../upstream/prober.js";
-import type { SharedHandles } from "../upstream/shared-handles.js";
 import { type DispatcherFactory, type Upstream, UpstreamTable } from "../upstream/upstreams.js";
 import { WebSocketGateway } from "../ws/upgrade.js";
+import type { GroupShare } from "./cluster-shares.js";
 
 /**
  * One deployment config as the proxy serves it: its upstreams and their prober, the pipeline's stages, the
@@ -44,8 +43,8 @@ export interface ServedConfigParts {
   readonly limiter: RateLimiter;
   readonly quotas: QuotaLedger;
   readonly usage: UsageRecorder | undefined;
-  readonly heads: SharedHeads | undefined;
-  readonly handles: SharedHandles | undefined;
+  readonly heads: GroupShare | undefined;
+  readonly handles: GroupShare | undefined;
   readonly sharedAnswers: SharedAnswers | undefined;
   readonly metrics: GatewayMetrics | undefined;
   readonly tracing: Tracing | undefined;

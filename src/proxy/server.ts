@@ -1,6 +1,5 @@
 import { createServer, type Server } from "node:http";
 import { endpointsByLabel } from "../../generated/endpoints.js";
-import type { SharedHeads } from "../answers/shared-heads.js";
 import type { SharedAnswers } from "../cache/shared-answers.js";
 import type { GatewayConfig } from "../config/types.js";
 import { parserRefusal } from "../errors/respond.js";
@@ -15,8 +14,8 @@ import { LocalQuotaLedger, type QuotaLedger } from "../plans/quota-ledger.js";
 import type { Endpoint } from "../registry/types.js";
 import type { Tracing } from "../tracing/tracing.js";
 import { poolPerOrigin } from "../upstream/policy.js";
-import type { SharedHandles } from "../upstream/shared-handles.js";
 import type { DispatcherFactory, UpstreamTable } from "../upstream/upstreams.js";
+import type { GroupShare } from "./cluster-shares.js";
 import { type CordonRequest, cordonIn } from "./operator.js";
 import {
   buildServedConfig,
@@ -41,10 +40,13 @@ export interface ProxyServerOptions {
   readonly quotas?: QuotaLedger;
   /** Where keyed calls are counted per day (keys/usage.ts); none unless given. */
   readonly usage?: UsageRecorder;
-  /** The labels' served heads, shared with other instances through Redis (src/answers/shared-heads.ts). */
-  readonly heads?: SharedHeads;
-  /** The nodes of callers' filters, shared with other instances through Redis (src/upstream/shared-handles.ts). */
-  readonly handles?: SharedHandles;
+  /**
+   * The labels' served heads, shared with other instances through Redis (src/answers/shared-heads.ts), or
+   * with a cluster's other workers through its primary (cluster-shares.ts).
+   */
+  readonly heads?: GroupShare;
+  /** The nodes of callers' filters, shared as the heads are (src/upstream/shared-handles.ts, cluster-shares.ts). */
+  readonly handles?: GroupShare;
   /** Final answers shared with other instances through Redis (src/cache/shared-answers.ts). */
   readonly sharedAnswers?: SharedAnswers;
   readonly logger?: Logger;

@@ -1,4 +1,4 @@
-import type { SharedHeads } from "../answers/shared-heads.js";
+import cluster from "node:cluster";
 import type { SharedAnswers } from "../cache/shared-answers.js";
 import type { GatewayConfig } from "../config/types.js";
 import type { SharedTokenBuckets } from "../limits/shared-buckets.js";
@@ -10,21 +10,23 @@ import {
   type QuotaSpentSource,
 } from "../plans/quota-ledger.js";
 import type { SharedQuotaLedger } from "../plans/shared-quotas.js";
-import type { SharedHandles } from "../upstream/shared-handles.js";
+import { type GroupShare, WorkerHandles, WorkerHeads } from "./cluster-shares.js";
 
 /**
  * What a proxy's instances share through Redis when `sharedLimits` names one: call rates, quotas, the
  * labels' served heads and final answers (docs/deployment.md). Without it, quotas are counted in this
- * process and the rest is this process's own.
+ * process, a cluster's workers share heads and filters through their primary (cluster-shares.ts), and
+ * the rest is this process's own.
  */
 export interface SharedState {
   readonly limiter: SharedTokenBuckets | undefined;
   readonly quotas: QuotaLedger;
   /** `quotas` when Redis holds them, for the dependency gauge. */
   readonly sharedQuotas: SharedQuotaLedger | undefined;
-  readonly heads: SharedHeads | undefined;
-  /** The nodes of the filters callers made through any instance. */
-  readonly handles: SharedHandles | undefined;
+  /** The labels' served heads, as every instance or worker served them. */
+  readonly heads: GroupShare | undefined;
+  /** The nodes of the filters callers made through any instance or worker. */
+  readonly handles: GroupShare | undefined;
   readonly answers: SharedAnswers | undefined;
   close(): Promise<void>;
 }
@@ -44,14 +46,21 @@ export async function openSharedState(
   const redis = config.sharedLimits;
   if (redis === undefined) {
     const quotas = new LocalQuotaLedger(crossed);
+    // a caller whose connections land on two workers sees one rising head and polls its filters on either
+    const heads = cluster.isWorker ? new WorkerHeads() : undefined;
+    const handles = cluster.isWorker ? new WorkerHandles() : undefined;
     return {
       limiter: undefined,
       quotas,
       sharedQuotas: undefined,
-      heads: undefined,
-      handles: undefined,
+      heads,
+      handles,
       answers: undefined,
-      close: () => quotas.close(),
+      async close() {
+        heads?.close();
+        handles?.close();
+        await quotas.close();
+      },
     };
   }
   const [buckets, ledger, heads, handles, answers] = await Promise.all([

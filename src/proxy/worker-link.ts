@@ -1,6 +1,7 @@
 import type { Worker } from "node:cluster";
 import type { MetricObjectWithValues, MetricValue } from "prom-client";
 import type { GatewayConfig } from "../config/types.js";
+import { isShareMessage } from "./cluster-shares.js";
 import type { CordonRequest, ProcessReport } from "./operator.js";
 import type { ReadyReport } from "./readiness.js";
 
@@ -54,6 +55,8 @@ export interface WorkerSide {
 /** A worker answers its primary's questions, and takes its reloads and the news of a stop. */
 export function answerPrimary(side: WorkerSide): void {
   process.on("message", (message: Question | ReloadMessage | StoppingMessage) => {
+    // the heads and filters the workers share are cluster-shares.ts's, not questions
+    if (isShareMessage(message)) return;
     if (message?.type === "gateway:reload") {
       side.reload(message.config);
       return;

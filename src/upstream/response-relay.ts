@@ -89,6 +89,10 @@ export class ResponseRelay extends AttemptHandler<ServerResponse> {
       // saves the response a second pass through its write path.
       this.#ended = true;
       res.end(chunk);
+      // read now, in the tick the answer went out, not at the node's message end a turn or more later: a
+      // head it shows reaches the label's mark (and other workers or instances) before its caller can
+      // send its next call
+      this.#readKept();
       return;
     }
     if (this.#remaining > 0) this.#remaining -= chunk.length;
@@ -105,12 +109,20 @@ export class ResponseRelay extends AttemptHandler<ServerResponse> {
 
   protected override bodyEnd(): void {
     if (!this.#ended) this.res.end();
-    const kept = this.#kept;
-    if (kept !== undefined && this.#reader !== undefined) {
-      const body = kept.length === 1 ? (kept[0] as Buffer) : Buffer.concat(kept);
-      this.#reader.read(this.upstream, this.#statusCode, body);
-    }
+    this.#readKept();
     this.end();
+  }
+
+  /** Gives the reader the whole answer, once. */
+  #readKept(): void {
+    const kept = this.#kept;
+    if (kept === undefined || this.#reader === undefined) return;
+    this.#kept = undefined;
+    this.#reader.read(
+      this.upstream,
+      this.#statusCode,
+      kept.length === 1 ? (kept[0] as Buffer) : Buffer.concat(kept),
+    );
   }
 }
 
