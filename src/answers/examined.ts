@@ -37,6 +37,7 @@ export function learnHeights(call: UpstreamCall, upstream: Upstream, text: strin
     if (flat !== null) {
       const height = readHeight(only.encoding === "integer" ? Number(flat[1]) : flat[1], only.encoding);
       if (height !== undefined) call.group.answeredHeight(upstream, height, only.isHead);
+      if (height !== undefined && only.isFinal === true) call.group.finalAnswered(upstream, height);
       return;
     }
   }
@@ -57,6 +58,7 @@ export function learnHeights(call: UpstreamCall, upstream: Upstream, text: strin
     if (height === undefined) continue;
     if (rule.isHead) head = Math.max(head, height);
     else other = Math.max(other, height);
+    if (rule.isFinal === true) call.group.finalAnswered(upstream, height);
   }
   if (head >= 0) call.group.answeredHeight(upstream, head, true);
   if (other >= 0) call.group.answeredHeight(upstream, other, false);

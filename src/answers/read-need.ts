@@ -21,8 +21,8 @@ export class ReadNeed {
   /** The highest block a call names by number; -1 when none does. */
   highestBlock = -1;
   /**
-   * A call reads at the finalized tag (registry `block.finalizedTag`: `finalized`, `l1_accepted`): each
-   * node answers its own finalized block, and the one that named the highest goes first.
+   * A call reads at the finalized tag (registry `block.finalizedTag`: `finalized`, `l1_accepted`, nearcore's
+   * `final`): each node answers its own finalized block, and the one that named the highest goes first.
    */
   atFinalized = false;
   /** Calls whose answers say which block they read: the label's served head learns from them. */
@@ -73,6 +73,11 @@ export interface HeightInAnswer {
   readonly encoding: HeadEncoding;
   /** The answer is the node's head itself (the head call), not a block that the node has. */
   readonly isHead: boolean;
+  /**
+   * The answer is the node's finalized block (a read at the finalized tag): the node's finalized height
+   * rises to it, so the next such read goes to a node at least that final (group.ts `mostFinalized`).
+   */
+  readonly isFinal?: boolean;
 }
 
 const RESULT = ["result"];
@@ -118,9 +123,10 @@ export function readNeed(
     if (rules?.atHead?.includes(call.method) === true) {
       need ??= new ReadNeed();
       need.atHead = true;
-      if (rules.atFinalized?.includes(call.method) === true) need.atFinalized = true;
+      const final = rules.atFinalized?.includes(call.method) === true;
+      if (final) need.atFinalized = true;
       // a mined transaction's block: a newer one than the label served raises its head
-      learnHeightIn(need, rules, call, id);
+      learnHeightIn(need, rules, call, id, final);
       continue;
     }
     const handles = rules?.handles;
@@ -174,8 +180,9 @@ export function readNeed(
       }
     } else if (named === "head") {
       need.atHead = true;
-      if (isTag(rules.block.finalizedTag, value)) need.atFinalized = true;
-      learnHeightIn(need, rules, call, id);
+      const final = isTag(rules.block.finalizedTag, tagOf(rules.block, value));
+      if (final) need.atFinalized = true;
+      learnHeightIn(need, rules, call, id, final);
     } else {
       if (named > need.highestBlock) need.highestBlock = named;
       if (rules.archive?.state.includes(call.method)) {
@@ -192,10 +199,28 @@ export function readNeed(
 export const NO_BLOCK_PARAM = Symbol("no block param");
 
 /** Where a call's answer says the block it read (registry `heightIn`): the label's served head learns it. */
-function learnHeightIn(need: ReadNeed, rules: ReadRules, call: PassedCall, id: string | undefined): void {
+function learnHeightIn(
+  need: ReadNeed,
+  rules: ReadRules,
+  call: PassedCall,
+  id: string | undefined,
+  isFinal: boolean,
+): void {
   const path = rules.heightIn?.[call.method];
   if (path !== undefined)
-    need.learn.push({ id, path: [...RESULT, ...path], encoding: rules.block.encoding, isHead: false });
+    need.learn.push({
+      id,
+      path: [...RESULT, ...path],
+      encoding: rules.block.encoding,
+      isHead: false,
+      isFinal,
+    });
+}
+
+/** A head tag as a call gives it: the value itself, or its object's tag member (`{"finality": "final"}`). */
+function tagOf(rule: BlockParamRule, value: unknown): unknown {
+  if (rule.tagMember === undefined || typeof value !== "object" || value === null) return value;
+  return (value as Record<string, unknown>)[rule.tagMember];
 }
 
 /**
@@ -361,6 +386,8 @@ export function restReadNeed(
     paths = Object.entries(rules.paths ?? {});
     PATH_RULES.set(rules, paths);
   }
+  const finalized = rules.atFinalizedPaths?.[shape];
+  if (finalized !== undefined) return restAtFinalizedNeed(rules, shape, finalized);
   for (const prefix of rules.atHeadPaths ?? [])
     if (shape === prefix || shape.startsWith(`${prefix}/`)) return restAtHeadNeed(rules);
   for (const [prefix, index] of paths) {
@@ -389,6 +416,24 @@ function restAtHeadNeed(rules: RestReadRules): ReadNeed {
     need.single = true;
     need.atHead = true;
     AT_HEAD_NEEDS.set(rules, need);
+  }
+  return need;
+}
+
+const AT_FINALIZED_NEEDS = new WeakMap<RestReadRules, Map<string, ReadNeed>>();
+
+/** A REST read of the node's finalized block: at the head, and read for the height it answers. */
+function restAtFinalizedNeed(rules: RestReadRules, shape: string, path: readonly string[]): ReadNeed {
+  const needs = AT_FINALIZED_NEEDS.get(rules) ?? new Map<string, ReadNeed>();
+  AT_FINALIZED_NEEDS.set(rules, needs);
+  let need = needs.get(shape);
+  if (need === undefined) {
+    need = new ReadNeed();
+    need.single = true;
+    need.atHead = true;
+    need.atFinalized = true;
+    need.learn.push({ id: undefined, path, encoding: rules.block.encoding, isHead: false, isFinal: true });
+    needs.set(shape, need);
   }
   return need;
 }

@@ -194,6 +194,12 @@ export interface ReadRules {
    * answer from the node's head (an account's balance): they go only to a node at the served head.
    */
   readonly atHeadPaths?: readonly string[];
+  /**
+   * A REST interface's route shapes that answer the node's finalized block (java-tron's
+   * `/walletsolidity/getnowblock`), each with where the answer holds its height: each node answers its own,
+   * and the one that answered the highest goes first.
+   */
+  readonly atFinalizedPaths?: Readonly<Record<string, readonly string[]>>;
   /** Which reads need old state, how much a full node keeps, and how a node says it has none. */
   readonly archive?: ArchiveRule;
   /** Which answers the gateway may keep, and for how long (src/cache/, docs/cache.md). */
@@ -381,7 +387,7 @@ export interface BlockParamRule {
  */
 export type RestReadRules = Pick<
   ReadRules,
-  "block" | "paths" | "bodies" | "cache" | "unknownBlockAnswers" | "atHeadPaths"
+  "block" | "paths" | "bodies" | "cache" | "unknownBlockAnswers" | "atHeadPaths" | "atFinalizedPaths"
 >;
 
 /** A REST answer's status and, when given, its JSON body (`reads.unknownBlockAnswers`). */

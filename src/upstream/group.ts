@@ -135,6 +135,15 @@ export class UpstreamGroup {
   }
 
   /**
+   * A read at the finalized tag was answered with `height`: the node holds it final, whatever its last
+   * probe read. Its next such read then goes to a node at least that final (`mostFinalized`), though the
+   * probes that would say another node caught up are up to an interval old.
+   */
+  finalAnswered(node: Upstream, height: number): void {
+    if (height > (this.#finalizedBy.get(node) ?? -1)) this.#finalizedBy.set(node, height);
+  }
+
+  /**
    * For a read at the finalized tag: of the nodes in rotation at the label's served head (which such a read
    * needs, as any read at the head does: one below it would be waited for), the one that named the highest
    * finalized block, when they named different ones (else any will do, chosen as any read is). Another
