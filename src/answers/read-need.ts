@@ -424,8 +424,11 @@ const AT_FINALIZED_NEEDS = new WeakMap<RestReadRules, Map<string, ReadNeed>>();
 
 /** A REST read of the node's finalized block: at the head, and read for the height it answers. */
 function restAtFinalizedNeed(rules: RestReadRules, shape: string, path: readonly string[]): ReadNeed {
-  const needs = AT_FINALIZED_NEEDS.get(rules) ?? new Map<string, ReadNeed>();
-  AT_FINALIZED_NEEDS.set(rules, needs);
+  let needs = AT_FINALIZED_NEEDS.get(rules);
+  if (needs === undefined) {
+    needs = new Map<string, ReadNeed>();
+    AT_FINALIZED_NEEDS.set(rules, needs);
+  }
   let need = needs.get(shape);
   if (need === undefined) {
     need = new ReadNeed();

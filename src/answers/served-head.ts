@@ -1,6 +1,13 @@
 import { Waiters } from "../upstream/waiters.js";
 
 /**
+ * How long a head other instances or workers served counts, in ms (answers/shared-heads.ts,
+ * proxy/cluster-store.ts): a label whose head has not risen for this long (its nodes went, a test chain was
+ * started again) stops holding the others back.
+ */
+export const SHARED_HEAD_KEEP_MS = 60_000;
+
+/**
  * The highest head a label has served: from the prober's readings of its nodes and from the answers its
  * callers got (docs/upstreams.md, "Answers across nodes"). A read at the head goes only to a node that has
  * reached it, so the head a caller sees never goes backwards, even when its calls land on different nodes.

@@ -2,6 +2,7 @@ import { Redis } from "ioredis";
 import type { SharedLimitsConfig } from "../config/types.js";
 import { sharedRedisOptions } from "../limits/redis-options.js";
 import type { UpstreamGroup } from "../upstream/group.js";
+import { SHARED_HEAD_KEEP_MS } from "./served-head.js";
 
 /**
  * Raises a label's stored head to ARGV[1] when it is higher, keeps it ARGV[2] ms, and then tells every
@@ -23,12 +24,6 @@ return 1
 function channelOf(db: number): string {
   return `gateway:heads:${db}`;
 }
-
-/**
- * How long a stored head counts, in ms: a label whose head has not risen for this long (its nodes went, a
- * test chain was started again) stops holding other instances back.
- */
-const KEEP_MS = 60_000;
 
 type RaiseCommand = (
   key: string,
@@ -79,7 +74,7 @@ export class SharedHeads {
       const set = this.#groups.get(label) ?? new Set<UpstreamGroup>();
       this.#groups.set(label, set.add(group));
       group.served.onRise = (height) => {
-        this.#raise(label, height, KEEP_MS, this.#channel, `${label} ${height}`).catch(() => {});
+        this.#raise(label, height, SHARED_HEAD_KEEP_MS, this.#channel, `${label} ${height}`).catch(() => {});
       };
       if (this.#redis.status === "ready") this.#seed(group);
     }

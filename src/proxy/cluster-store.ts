@@ -1,15 +1,12 @@
 import type { Worker } from "node:cluster";
-import type { SharedHandle } from "../upstream/node-states.js";
+import { SHARED_HEAD_KEEP_MS } from "../answers/served-head.js";
+import { HANDLE_IDLE_MS, type SharedHandle } from "../upstream/node-states.js";
 import {
   type HeadMessage,
   isShareMessage,
   type RecalledMessage,
   type ShareMessage,
 } from "./cluster-shares.js";
-
-/** As the Redis of `sharedLimits` keeps them (answers/shared-heads.ts, upstream/shared-handles.ts). */
-const HEAD_KEEP_MS = 60_000;
-const HANDLE_KEEP_MS = 10 * 60_000;
 
 interface Kept<Value> {
   value: Value;
@@ -60,14 +57,14 @@ export class ClusterStore {
           (stored !== undefined && stored.until > now && height <= stored.value)
         )
           return;
-        this.#heads.set(label, { value: height, until: now + HEAD_KEEP_MS });
+        this.#heads.set(label, { value: height, until: now + SHARED_HEAD_KEEP_MS });
         const rise: HeadMessage = { type: "gateway:share:head", label, height };
         for (const worker of this.#workers()) if (worker !== from) send(worker, rise);
         return;
       }
       case "gateway:share:handle": {
         const { group, owner, name, node } = message;
-        const until = now + HANDLE_KEEP_MS;
+        const until = now + HANDLE_IDLE_MS;
         const nodeKey = `${group}:node:${owner}:${name}`;
         const ownerKey = `${group}:owner:${name}`;
         if (node !== undefined) {

@@ -6,7 +6,8 @@ const HANDLES = 10_000;
 const NAMES_PER_OWNER = 1_000;
 /** Callers whose names are remembered, at most: past it the oldest caller's go first. */
 const OWNERS_NAMED = 1_000;
-const HANDLE_IDLE_MS = 10 * 60_000;
+/** How long a state is kept past its last use, here and where other instances or workers read it. */
+export const HANDLE_IDLE_MS = 10 * 60_000;
 
 /** How often a state in use is kept alive where other instances read it (`HandleShare.kept`), at most. */
 const SHARE_KEEP_MS = 60_000;

@@ -2,10 +2,7 @@ import { Redis } from "ioredis";
 import type { SharedLimitsConfig } from "../config/types.js";
 import { redisReady, sharedRedisOptions } from "../limits/redis-options.js";
 import type { UpstreamGroup } from "./group.js";
-import type { HandleShare, SharedHandle } from "./node-states.js";
-
-/** As long as a process keeps a state it saw made (node-states.ts): geth drops a filter after 5 minutes. */
-const KEEP_MS = 10 * 60_000;
+import { HANDLE_IDLE_MS, type HandleShare, type SharedHandle } from "./node-states.js";
 
 /**
  * The states nodes made for callers (filters: registry `reads.handles`), shared by every proxy instance and
@@ -55,16 +52,16 @@ export class SharedHandles {
       made(owner, name, node) {
         redis
           .multi()
-          .set(nodeKey(owner, name), node, "PX", KEEP_MS)
-          .set(ownerKey(name), owner, "PX", KEEP_MS)
+          .set(nodeKey(owner, name), node, "PX", HANDLE_IDLE_MS)
+          .set(ownerKey(name), owner, "PX", HANDLE_IDLE_MS)
           .exec()
           .catch(() => {});
       },
       kept(owner, name) {
         redis
           .multi()
-          .pexpire(nodeKey(owner, name), KEEP_MS)
-          .pexpire(ownerKey(name), KEEP_MS)
+          .pexpire(nodeKey(owner, name), HANDLE_IDLE_MS)
+          .pexpire(ownerKey(name), HANDLE_IDLE_MS)
           .exec()
           .catch(() => {});
       },

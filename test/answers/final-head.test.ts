@@ -7,6 +7,7 @@ import { type LoopbackNode, type SeenRequest, startLoopbackNode } from "../suppo
 import { type NodeState, nearBlockHash } from "../support/node-software.js";
 import { everyNodeInRotation } from "../support/rotation.js";
 import { nodeState, softwareNode } from "../support/software-node.js";
+import { HEAD_ANSWERS, type TypicalAnswer } from "../support/typical-calls.js";
 
 // A caller polling a network's final block (NEAR's `block {"finality": "final"}`, Starknet's
 // `l1_accepted`, TRON's `/walletsolidity/getnowblock`) across two nodes that overtake each other a block
@@ -19,6 +20,7 @@ import { nodeState, softwareNode } from "../support/software-node.js";
 const HEIGHT = 100_000;
 const STEPS = 8;
 const READS_PER_STEP = 4;
+const JAVA_TRON_NOW_BLOCK = HEAD_ANSWERS["POST /wallet/getnowblock"] as TypicalAnswer;
 const idOf = (r: SeenRequest) => (JSON.parse(r.body) as { id?: unknown }).id;
 
 interface Case {
@@ -85,10 +87,8 @@ const CASES: readonly Case[] = [
     label: "trx",
     depth: 19,
     isCall: (r) => r.url.startsWith("/walletsolidity/getnowblock"),
-    answer: (_r, s) => ({
-      blockID: `${(s.height - 19).toString(16).padStart(16, "0")}${"9c".repeat(24)}`,
-      block_header: { raw_data: { number: s.height - 19 } },
-    }),
+    // a solidity node answers getnowblock as a full node does, with its solidified block
+    answer: (_r, s) => JAVA_TRON_NOW_BLOCK.result({ ...s, height: s.height - 19 }),
     read: async (gw) => {
       const a = await gw.call("trx", `/${KEYS.all}/walletsolidity/getnowblock`, { body: "{}" });
       return (a.json as { block_header: { raw_data: { number: number } } }).block_header.raw_data.number;
