@@ -1,4 +1,4 @@
-import { blockParam, isGenesisTag, NO_BLOCK_PARAM, namedBlock } from "../answers/read-need.js";
+import { blockParam, isGenesisTag, isOneOf, NO_BLOCK_PARAM, namedBlock } from "../answers/read-need.js";
 import type { PassedCall } from "../jsonrpc/check.js";
 import type { BlockParamRule, CacheRules, ReadRules } from "../registry/types.js";
 
@@ -139,16 +139,17 @@ function blockOf(reads: ReadRules, rules: CacheRules, value: unknown): Lifetime 
 
 /**
  * Whether a block param names a live tag, as a string or where a params object names its block
- * (EIP-1898's `{"blockNumber": "pending"}`): what no block holds yet.
+ * (EIP-1898's `{"blockNumber": "pending"}`): what no block holds yet. In any case, as every tag is read
+ * (answers/read-need.ts): `PENDING` is the mempool's state to alloy's nodes, and was kept as the head's.
  */
 function namesLiveTag(block: BlockParamRule, live: readonly string[] | undefined, value: unknown): boolean {
   if (live === undefined) return false;
-  if (typeof value === "string") return live.includes(value);
+  if (typeof value === "string") return isOneOf(live, value);
   if (typeof value !== "object" || value === null || Array.isArray(value)) return false;
   const members = value as Record<string, unknown>;
   for (const member of [block.tagMember, block.numberMember]) {
     const named = member === undefined ? undefined : members[member];
-    if (typeof named === "string" && live.includes(named)) return true;
+    if (isOneOf(live, named)) return true;
   }
   return false;
 }

@@ -218,7 +218,12 @@ export const configSchema = {
           disabledMethods: {
             type: "array",
             maxItems: 200,
-            items: { type: "string", pattern: "^[A-Za-z0-9_.*/:-]{1,100}$" },
+            items: {
+              type: "string",
+              // a method, or a REST route as the registry shapes it (`GET /chains/{}/blocks/{}`, families/rest.ts)
+              pattern:
+                "^(?:[A-Za-z0-9_.*/:-]{1,100}|(?:GET|HEAD|POST|PUT|PATCH|DELETE|\\*) /[A-Za-z0-9_.{}*/:-]{0,100})$",
+            },
           },
           archive: { anyOf: [{ type: "boolean" }, { const: "granted" }] },
           maxKeys: { type: "integer", minimum: 1 },

@@ -369,12 +369,13 @@ describe("the answer cache on a real anvil", () => {
     }
   });
 
-  it("a read at pending is never kept, as a tag or in an EIP-1898 object: the mempool moves without a block", async () => {
+  // in any case: anvil and Reth read `PENDING` as `pending`, as the gateway reads every tag (read-need.ts)
+  it("a read at pending is never kept, as a tag or in an EIP-1898 object, in any case: the mempool moves without a block", async () => {
     await node.rpc("evm_setAutomine", [false]);
     try {
       const nonces = async () =>
         Promise.all(
-          ["pending", { blockNumber: "pending" }].map(async (at) => {
+          ["pending", { blockNumber: "pending" }, "PENDING", { blockNumber: "Pending" }].map(async (at) => {
             const read = await call("eth_getTransactionCount", [DEV, at]);
             expect(read.cache).toBeUndefined();
             return read.result;
