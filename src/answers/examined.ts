@@ -1,8 +1,10 @@
-import type { HeadEncoding } from "../registry/types.js";
+import type { PassedCall } from "../jsonrpc/check.js";
+import type { HeadCall, HeadEncoding, ReadRules } from "../registry/types.js";
+import type { UpstreamGroup } from "../upstream/group.js";
 import { readHeight } from "../upstream/head.js";
 import type { UpstreamCall } from "../upstream/policy.js";
 import type { Upstream } from "../upstream/upstreams.js";
-import type { HeightInAnswer } from "./read-need.js";
+import { type HeightInAnswer, readNeed } from "./read-need.js";
 
 /**
  * Whether a call's answers show a height (read-need.ts) that anything would use. Its answer streams through
@@ -15,7 +17,11 @@ import type { HeightInAnswer } from "./read-need.js";
  */
 export function showsHeight(call: UpstreamCall): boolean {
   if (call.reads === undefined || call.reads.learn.length === 0) return false;
-  const { group } = call;
+  return readsHeights(call.group);
+}
+
+/** Whether the heights answers show would change anything for the label (showsHeight). */
+export function readsHeights(group: UpstreamGroup): boolean {
   return (
     group.members.length > 1 ||
     group.served.onRise !== undefined ||
@@ -24,20 +30,49 @@ export function showsHeight(call: UpstreamCall): boolean {
 }
 
 /**
+ * Tells the label's group the heights a node's answer to a WebSocket connection's calls shows, as an HTTP
+ * answer's are (learnHeights): a connection's node may be a block past the head the label served, and the
+ * answer it gave (the head, a receipt in that block) is the caller's, over HTTP too, and what the cache
+ * may keep. Without it a dApp on both transports read the head back a block over HTTP, and a head kept
+ * from the socket's answer was served beside the older block (test/answers/socket-heights.test.ts).
+ */
+export function learnSocketHeights(
+  group: UpstreamGroup,
+  reads: ReadRules | undefined,
+  head: HeadCall,
+  calls: readonly PassedCall[],
+  single: boolean,
+  upstream: Upstream,
+  text: string,
+): void {
+  if (calls.length === 0 || !readsHeights(group)) return;
+  const learn = readNeed(reads, head, calls, single)?.learn;
+  if (learn !== undefined) learnHeightsOf(group, learn, upstream, text);
+}
+
+/**
  * Tells the label's group each height the answer shows, so the node's head and the label's served head
  * rise to them. An answer that is not JSON, or that holds an error where a
  * height would be, shows nothing.
  */
 export function learnHeights(call: UpstreamCall, upstream: Upstream, text: string): void {
-  const learn = call.reads?.learn;
-  if (learn === undefined || learn.length === 0) return;
+  if (call.reads !== undefined) learnHeightsOf(call.group, call.reads.learn, upstream, text);
+}
+
+function learnHeightsOf(
+  group: UpstreamGroup,
+  learn: readonly HeightInAnswer[],
+  upstream: Upstream,
+  text: string,
+): void {
+  if (learn.length === 0) return;
   const only = learn[0] as HeightInAnswer;
   if (learn.length === 1 && only.id === undefined && only.path.length === 1 && only.path[0] === "result") {
     const flat = FLAT_RESULT[only.encoding].exec(text);
     if (flat !== null) {
       const height = readHeight(only.encoding === "integer" ? Number(flat[1]) : flat[1], only.encoding);
-      if (height !== undefined) call.group.answeredHeight(upstream, height, only.isHead);
-      if (height !== undefined && only.isFinal === true) call.group.finalAnswered(upstream, height);
+      if (height !== undefined) group.answeredHeight(upstream, height, only.isHead);
+      if (height !== undefined && only.isFinal === true) group.finalAnswered(upstream, height);
       return;
     }
   }
@@ -58,10 +93,10 @@ export function learnHeights(call: UpstreamCall, upstream: Upstream, text: strin
     if (height === undefined) continue;
     if (rule.isHead) head = Math.max(head, height);
     else other = Math.max(other, height);
-    if (rule.isFinal === true) call.group.finalAnswered(upstream, height);
+    if (rule.isFinal === true) group.finalAnswered(upstream, height);
   }
-  if (head >= 0) call.group.answeredHeight(upstream, head, true);
-  if (other >= 0) call.group.answeredHeight(upstream, other, false);
+  if (head >= 0) group.answeredHeight(upstream, head, true);
+  if (other >= 0) group.answeredHeight(upstream, other, false);
 }
 
 /**

@@ -75,6 +75,16 @@ export interface ConnectionOptions {
   readonly headAsk?: HeadAsk | undefined;
   /** The highest head the label has served (answers/served-head.ts). */
   readonly servedHead?: (() => number) | undefined;
+  /**
+   * `node` answered `calls` (`single`: one call, not a batch) with `text`: the label learns the heights it
+   * shows (answers/examined.ts learnSocketHeights).
+   */
+  readonly learnHeights?: (
+    node: Upstream,
+    calls: readonly PassedCall[],
+    single: boolean,
+    text: string,
+  ) => void;
   readonly onClose: () => void;
 }
 
@@ -373,6 +383,8 @@ export class Connection {
       }
       if (id !== undefined && this.#calls.settle(id, text, only)) return;
     }
+    // before the cache may keep it (settle): an answer a block past the label's served head moves it first
+    if (!fromArchive) this.#learnHeights(envelopes, text);
     const answered = this.#pending.settle(envelopes, this.#host);
     const renamed = this.#pending.renamedAnswers(envelopes, text);
     const merged = this.#pending.merged(renamed ?? answer, answered);
@@ -380,6 +392,19 @@ export class Connection {
     this.#toClient(sent, sent === data && isBinary);
     this.#intake.closeIfSpent();
     this.#choice.answered();
+  }
+
+  /** The calls of the connection's own node's answer that it answered with a result, told to the label. */
+  #learnHeights(envelopes: readonly ReadonlyMap<string, string>[], text: string): void {
+    const learn = this.#options.learnHeights;
+    if (learn === undefined) return;
+    const calls: PassedCall[] = [];
+    for (const members of envelopes) {
+      const id = members.get("id");
+      const pending = id === undefined || !members.has("result") ? undefined : this.#pending.get(id);
+      if (pending?.kind === "call") calls.push(pending.call);
+    }
+    if (calls.length > 0) learn(this.#node, calls, !text.trimStart().startsWith("["), text);
   }
 
   #notification(text: string, members: ReadonlyMap<string, string>): void {

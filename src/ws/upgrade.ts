@@ -1,6 +1,7 @@
 import type { IncomingMessage } from "node:http";
 import type { Duplex } from "node:stream";
 import { type WebSocket, WebSocketServer } from "ws";
+import { learnSocketHeights } from "../answers/examined.js";
 import type { GatewayConfig, Limits } from "../config/types.js";
 import { errorFormOf, upgradeRefusal } from "../errors/respond.js";
 import { type ErrorCode, GatewayError } from "../errors/table.js";
@@ -346,6 +347,16 @@ export class WebSocketGateway implements WebSocketCounts {
       archiveAsk: this.#archiveAsk(mounted),
       headAsk: this.#headAsk(mounted, group),
       servedHead: () => group.served.height,
+      learnHeights: (node, calls, single, text) =>
+        learnSocketHeights(
+          group,
+          mounted.mount.policy.jsonrpc?.reads,
+          mounted.mount.head,
+          calls,
+          single,
+          node,
+          text,
+        ),
       logger: this.#logger,
       onClose: () => {
         this.#connections.delete(connection);
