@@ -61,11 +61,34 @@ export class UpstreamPlanner {
    */
   quotaUnits(mounted: Mounted, outgoing: Outgoing | undefined, planned: number): number {
     const reads = outgoing?.reads;
-    if (reads === undefined || planned <= 0 || (reads.stateBlock < 0 && !reads.stateByHash)) return planned;
+    const tier = reads === undefined || planned <= 0 ? undefined : this.#archiveHeld(mounted, reads);
+    // a direct read is priced at the archive's already
+    return tier === undefined || tier.direct ? planned : planned + this.#surcharge(mounted, tier, planned);
+  }
+
+  /**
+   * The same for a WebSocket message's `calls` (`single`: not a batch): its reads go to its connection's
+   * node first, and to the archive nodes only once that node said it has no such state
+   * (ws/archive-reads.ts), so none was priced at the archive's before.
+   */
+  socketQuotaUnits(mounted: Mounted, calls: readonly PassedCall[], single: boolean, planned: number): number {
+    if (planned <= 0 || calls.length === 0) return planned;
+    const reads = readNeed(mounted.mount.policy.jsonrpc?.reads, mounted.mount.head, calls, single);
+    const tier = reads === undefined ? undefined : this.#archiveHeld(mounted, reads);
+    return tier === undefined ? planned : planned + this.#surcharge(mounted, tier, planned);
+  }
+
+  /** The archive tier a read of state at a numbered block may reach, for a caller that may reach it. */
+  #archiveHeld(mounted: Mounted, reads: ReadNeed): TierPlan | undefined {
+    if (reads.stateBlock < 0 && !reads.stateByHash) return undefined;
     const group = this.#upstreams.group(mounted.admitted.endpoint.label, mounted.mount.path);
     const tier = group === undefined ? undefined : this.#tierPlan(mounted, reads, group);
-    // a direct read is priced at the archive's already; a key without archive access is refused there
-    if (tier === undefined || tier.direct || !tier.mayArchive) return planned;
+    // a key without archive access is refused there, at no price
+    return tier?.mayArchive === true ? tier : undefined;
+  }
+
+  /** What the archive's price adds to `planned`: for a batch, to its calls the archive nodes may answer. */
+  #surcharge(mounted: Mounted, tier: TierPlan, planned: number): number {
     const rules = mounted.mount.policy.computeUnits;
     const tiered =
       tier.batch === undefined
@@ -75,7 +98,7 @@ export class UpstreamPlanner {
             tier.batch.map((call) => call.method),
             mounted.admitted.endpoint,
           );
-    return planned + archiveUnits(tiered, rules) - tiered;
+    return archiveUnits(tiered, rules) - tiered;
   }
 
   /**

@@ -206,6 +206,11 @@ export class Stages {
     return this.#planner.quotaUnits(mounted, outgoing, planned);
   }
 
+  /** 5, the quota of a WebSocket message's passed calls (plan-upstream.ts). */
+  socketQuotaUnits(mounted: Mounted, calls: readonly PassedCall[], single: boolean, planned: number): number {
+    return this.#planner.socketQuotaUnits(mounted, calls, single, planned);
+  }
+
   #take(id: string, rate: RateSpec, cost: number, unit: "calls" | "compute units"): void {
     // More than the bucket ever holds: waiting never lets it through, so it must not read as a rate's 429
     // with a Retry-After, which SDKs retry until they give up.

@@ -2,7 +2,7 @@ import type { RawData } from "ws";
 import type { Limits } from "../config/types.js";
 import { batchErrorBody, errorBody, jsonRpcStyle } from "../errors/respond.js";
 import { GatewayError } from "../errors/table.js";
-import type { CallRules } from "../jsonrpc/check.js";
+import type { CallRules, PassedCall } from "../jsonrpc/check.js";
 import { type CheckedMessage, checkMessage } from "../jsonrpc/message.js";
 import type { UsageRecorder } from "../keys/usage.js";
 import type { GatewayMetrics } from "../metrics/gateway-metrics.js";
@@ -89,7 +89,10 @@ export class MessageIntake {
       if (message.batch) seen.batch = batchAnswers(message, mounted.mount.policy.computeUnits);
       seen.units = this.#unitsOf(message);
       const charged = stages.chargeRate(mounted, { ...message, computeUnits: seen.units }); // 5
-      const held = stages.holdQuota(mounted, charged); // 5, the quota
+      const passed = message.checked.filter((c): c is PassedCall => c.ok);
+      // a read the archive nodes may answer is held at their price, as over HTTP
+      const quotaUnits = stages.socketQuotaUnits(mounted, passed, !message.batch, seen.units);
+      const held = stages.holdQuota(mounted, charged, quotaUnits); // 5, the quota
       if (!(held instanceof Promise)) return sender.send(charged, text, seen, held); // 7
       // the quota asked Redis: this message goes on with its answer, the next ones wait for it
       this.#queued = [];

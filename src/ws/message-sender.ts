@@ -267,9 +267,10 @@ export class MessageSender {
       const code = ended === "WRITE_NOT_CONFIRMED" && !writes ? undefined : ended;
       if (code === undefined && archiveRefused !== undefined)
         this.#archiveRefused(seen, hold, sent, archiveRefused);
-      // answered by the archive nodes: priced as theirs, as over HTTP
-      if (code === undefined && archived !== undefined) {
-        seen.units += this.#host.archiveExtraOf(archived);
+      // answered by the archive nodes: priced as theirs, as over HTTP; whoever answered, the hold (at the
+      // archive's price for a read they may answer) comes to what it cost
+      if (code === undefined) {
+        if (archived !== undefined) seen.units += this.#host.archiveExtraOf(archived);
         hold?.settle(seen.units);
       }
       if (code !== undefined) {
