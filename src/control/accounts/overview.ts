@@ -70,16 +70,23 @@ export async function overviewOf(context: ServiceContext, account: Account): Pro
   const month = day.slice(0, 7);
   const monthStart = `${month}-01`;
   const everyKey = await store.keys(account.id);
+  // every key's month: one revoked or expired this month spent in it, and its spend counts in the quotas
+  // the proxies enforce (keys/quota-spent.ts), so its meter and its errors stay on the overview
+  const rows = await store.usage(
+    everyKey.map((k) => k.prefix),
+    monthStart,
+    day,
+  );
+  const spentThisMonth = new Set(rows.map((r) => r.key));
   const keys = everyKey.filter(
-    (k) => keyStatus(k, now) === "active" || k.createdAt >= Date.parse(monthStart),
+    (k) =>
+      keyStatus(k, now) === "active" || k.createdAt >= Date.parse(monthStart) || spentThisMonth.has(k.prefix),
   );
   const prefixes = keys.map((k) => k.prefix);
   /** The prefixes of each quota line: a key and those it replaced by rotation. */
   const lines = new Map<string, string[]>();
   for (const k of everyKey) lines.set(k.quotaPrefix, [...(lines.get(k.quotaPrefix) ?? []), k.prefix]);
-  const linePrefixes = keys.flatMap((k) => lines.get(k.quotaPrefix) ?? []);
-  const [rows, methods, codes] = await Promise.all([
-    store.usage([...new Set([...prefixes, ...linePrefixes])], monthStart, day),
+  const [methods, codes] = await Promise.all([
     store.usageMethods(prefixes, monthStart, day),
     store.usageCodes(prefixes, monthStart, day),
   ]);
@@ -88,7 +95,8 @@ export async function overviewOf(context: ServiceContext, account: Account): Pro
     const labels = [...new Set(own.map((r) => r.label))].sort();
     const spent = (list: typeof own): Spent =>
       list.reduce((sum, r) => ({ calls: sum.calls + r.calls, units: sum.units + r.units }), ZERO);
-    const plan = plans[key.plan];
+    // a plan the deployment no longer has: the proxies serve its keys on the shared plan's terms (PlanBook)
+    const plan = plans[key.plan] ?? plans.shared;
     // who spends the quota: the key's line (the keys it replaced by rotation too), or every key of the
     // account on the plan, when the plan's quota is the account's
     const spenders = plan?.quotaPer === "account" ? keys.filter((k) => k.plan === key.plan) : [key];
