@@ -122,7 +122,11 @@ describe("key settings", () => {
           eth_call: "0x",
           eth_getLogs: [],
         }),
-        restResponder({ "POST /wallet/triggerconstantcontract": { result: { result: true } } }),
+        restResponder({
+          "POST /wallet/triggerconstantcontract": { result: { result: true } },
+          "POST /wallet/getcontract": { bytecode: "6080" },
+          "POST /wallet/getcontractinfo": { runtimecode: "6080" },
+        }),
       ),
     );
     ws = await startLoopbackWsNode({
@@ -414,6 +418,13 @@ describe("key settings", () => {
     const refused = await trigger("TXYZopYRdj2D9XRtbG411XZZ3kM5VkAeBf");
     expect(refused.status).toBe(403);
     expect((refused.json as { error: { code: string } }).error.code).toBe("KEY_SETTING_REFUSED");
+    // a contract's code and ABI, as eth_getCode's: TronWeb's getContract sends the address as `value`
+    for (const route of ["/wallet/getcontract", "/wallet/getcontractinfo"]) {
+      const read = (value: string) =>
+        gw.call("trx", `/${KEY.contracts}${route}`, { body: JSON.stringify({ value, visible: true }) });
+      expect((await read(TRON_CONTRACT)).status, route).toBe(200);
+      expect((await read("TXYZopYRdj2D9XRtbG411XZZ3kM5VkAeBf")).status, route).toBe(403);
+    }
     // and on every route the registry says names one: the solidity and PBFT APIs' as the full node's
     const routes = (endpointsByLabel.get("trx")?.mounts ?? [])
       .flatMap((m) => Object.keys(m.policy.contracts ?? {}))
