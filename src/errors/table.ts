@@ -8,7 +8,7 @@
 //   where a node would answer the call so itself (a filter it does not know: SDKs make a new one on it);
 // - -32011..-32022 for upstream and size failures: the numbers proxyd gives the same failures, and
 //   -32022 for the one it has no number for, a write the node did not confirm;
-// - -32040..-32049, the gateway's own block, for keys and plans (-32040..-32048 in use).
+// - -32040..-32049, the gateway's own block, for keys and plans (all ten in use).
 // Codes of the self-service API (its rows at the end) have no JSON-RPC number: that API speaks REST only.
 
 export interface ErrorSpec {
@@ -148,6 +148,11 @@ export const ERRORS = {
   },
   CLIENT_CLOSED: { status: 499, rpc: -32603, message: "The client went away before the answer" },
   DRAIN_CUT: { status: 503, rpc: -32603, message: "The gateway stopped before the answer was sent" },
+  KEY_WITHDRAWN: {
+    status: 401,
+    rpc: -32049,
+    message: "The API key was withdrawn or its settings changed while the call was held",
+  },
   INTERNAL: { status: 500, rpc: -32603, message: "Internal gateway error" },
   // The self-service API's own (control plane, REST only)
   INVALID_EMAIL: { status: 400, message: "The e-mail address is not valid" },

@@ -8,22 +8,41 @@ import { GatewayError } from "../errors/table.js";
  */
 export class HeldCalls {
   readonly #byCaller = new Map<string, number>();
+  /** How to end each held call that gave one, by its caller: a withdrawn key's (`cut`). */
+  readonly #cuts = new Map<string, Set<() => void>>();
   readonly #max: number;
 
   constructor(max: number) {
     this.#max = max;
   }
 
-  /** A slot for one more of `caller`'s held calls, or TOO_MANY_HELD_CALLS. */
-  take(caller: string): void {
+  /** A slot for one more of `caller`'s held calls, or TOO_MANY_HELD_CALLS; `cut` ends it. */
+  take(caller: string, cut?: () => void): void {
     const held = this.#byCaller.get(caller) ?? 0;
     if (held >= this.#max) throw new GatewayError("TOO_MANY_HELD_CALLS", { limit: this.#max });
     this.#byCaller.set(caller, held + 1);
+    if (cut === undefined) return;
+    const cuts = this.#cuts.get(caller);
+    if (cuts === undefined) this.#cuts.set(caller, new Set([cut]));
+    else cuts.add(cut);
   }
 
-  release(caller: string): void {
+  release(caller: string, cut?: () => void): void {
     const held = (this.#byCaller.get(caller) ?? 1) - 1;
     if (held > 0) this.#byCaller.set(caller, held);
     else this.#byCaller.delete(caller);
+    const cuts = cut === undefined ? undefined : this.#cuts.get(caller);
+    if (cuts === undefined) return;
+    cuts.delete(cut as () => void);
+    if (cuts.size === 0) this.#cuts.delete(caller);
+  }
+
+  /**
+   * Ends `caller`'s held calls: its key was withdrawn (revoked, expired, past a rotation's grace) or its
+   * settings changed, and a stream or long poll it opened before must not go on, as its WebSocket
+   * connections do not (proxy/server.ts `closeConnectionsOf`).
+   */
+  cut(caller: string): void {
+    for (const cut of [...(this.#cuts.get(caller) ?? [])]) cut();
   }
 }

@@ -9,7 +9,7 @@ import {
   sendError,
   sendJson,
 } from "../errors/respond.js";
-import { type ErrorCode, GatewayError } from "../errors/table.js";
+import { ERRORS, type ErrorCode, GatewayError } from "../errors/table.js";
 import type { Authorized, RoutedRequest } from "../families/family.js";
 import { collectBody, expectsContinue, unreadBodyTooLarge } from "../http/body.js";
 import { clientGone } from "../http/client-gone.js";
@@ -73,6 +73,13 @@ export class HttpExchange implements AnswerTag {
   readonly #held: HeldCalls;
   /** The caller whose held call (a stream, a long poll) this is, once it holds one of its slots. */
   #heldBy: string | undefined = undefined;
+  /**
+   * Ends the held call: its key was withdrawn or its settings changed (limits/held-calls.ts `cut`). The
+   * connection is cut, as a WebSocket's is closed, and the relay ends with the node's request. Made for a
+   * held call only: a closure per request showed in the profile (docs/performance.md).
+   */
+  #cut: (() => void) | undefined = undefined;
+  #withdrawn = false;
   readonly #tracing: Tracing | undefined;
   /** The request's span, from the moment its label is known; undefined with tracing off. */
   #trace: RequestTrace | undefined = undefined;
@@ -269,7 +276,11 @@ export class HttpExchange implements AnswerTag {
       // A stream stays open while the node pushes, a long poll while it waits: one caller holds a few at
       // once, and the socket's idle timeout must not cut them (the call's own deadline bounds a long poll).
       if (isHeld(call)) {
-        this.#held.take(mounted.admitted.clientId);
+        this.#cut = () => {
+          this.#withdrawn = true;
+          this.#res.destroy();
+        };
+        this.#held.take(mounted.admitted.clientId, this.#cut);
         this.#heldBy = mounted.admitted.clientId;
         this.#req.socket.setTimeout(0);
       }
@@ -410,12 +421,16 @@ export class HttpExchange implements AnswerTag {
     }
     this.#ended = true;
     this.#inFlight.count -= 1;
-    if (this.#heldBy !== undefined) this.#held.release(this.#heldBy);
+    if (this.#heldBy !== undefined) this.#held.release(this.#heldBy, this.#cut);
     if (error !== undefined) this.#fail(error, replyId);
     const access = this.#access;
     const elapsed = performance.now() - this.#started;
     // a caller that left is nginx's 499; one the stop cut is the gateway's own failure (docs/errors.md)
-    access.status = this.#res.headersSent ? this.#res.statusCode : access.error === "DRAIN_CUT" ? 503 : 499;
+    access.status = this.#res.headersSent
+      ? this.#res.statusCode
+      : access.error === "DRAIN_CUT" || access.error === "KEY_WITHDRAWN"
+        ? ERRORS[access.error].status
+        : 499;
     access.ms = Math.round(elapsed);
     const code = access.error as ErrorCode | undefined;
     const result = resultOf(code, access.status);
@@ -488,6 +503,12 @@ export class HttpExchange implements AnswerTag {
     else if (this.#logAccess) this.#logger.log("info", "request", access);
   }
 
+  /** Who ended a request whose connection closed: the stop, a key's withdrawal, or its caller. */
+  #cutBy(): ErrorCode {
+    if (this.#inFlight.cut === true) return "DRAIN_CUT";
+    return this.#withdrawn ? "KEY_WITHDRAWN" : "CLIENT_CLOSED";
+  }
+
   #fail(failure: unknown, replyId: string): void {
     const res = this.#res;
     const error = this.#caught(failure);
@@ -498,7 +519,7 @@ export class HttpExchange implements AnswerTag {
     }
     // Once the status line is out the relay has told a client that left from a connection it cut itself.
     const closed = error.code === "CLIENT_CLOSED" || (!res.headersSent && clientGone(res));
-    this.#access.error = closed ? (this.#inFlight.cut === true ? "DRAIN_CUT" : "CLIENT_CLOSED") : error.code;
+    this.#access.error = closed ? this.#cutBy() : error.code;
     if (closed) return;
     if (error.code === "BODY_TOO_LARGE" || unreadBodyTooLarge(this.#req, this.#bodyLimit))
       res.shouldKeepAlive = false;

@@ -197,7 +197,10 @@ export function createProxyServer(options: ProxyServerOptions): ProxyServer {
       server.once("close", () => clearInterval(idle));
     },
     closeConnectionsOf: (keyId) => {
-      for (const served of servedConfigs) served.websockets.closeKey(keyId);
+      for (const served of servedConfigs) {
+        served.websockets.closeKey(keyId);
+        served.http.held.cut(keyId);
+      }
     },
     cordon(request) {
       // an uncordon does not bring back a node a reload took out of the deployment
