@@ -2,7 +2,7 @@ import type { GatewayConfig } from "../config/types.js";
 import { ERRORS, type ErrorCode, GatewayError } from "../errors/table.js";
 import { UsageError } from "./admin-failure.js";
 
-export const UPSTREAMS_USAGE = `  upstreams list [--proxy <url>]           every label's upstreams: state, head, lag, latency, errors
+export const UPSTREAMS_USAGE = `  upstreams list [--proxy <url>]           every label's served head, and its upstreams: state, head, lag, latency, errors
   upstreams cordon --label <label> --upstream <name> [--proxy <url>]
                                             takes it out of rotation until uncordoned
   upstreams uncordon --label <label> --upstream <name> [--proxy <url>]`;
@@ -33,8 +33,11 @@ export async function upstreamsCommand(
     const answer = (await call(`${base}/upstreams`)) as { processes: { pid: number; labels: LabelRow[] }[] };
     for (const process of answer.processes) {
       if (answer.processes.length > 1) console.log(`process ${process.pid}`);
-      for (const row of process.labels)
+      for (const row of process.labels) {
+        // the head callers are served at least, which a node must have reached for reads at the head
+        console.log(`${where(row)}  served head ${row.servedHead ?? "-"}`);
         for (const upstream of row.upstreams) console.log(line(row, upstream));
+      }
     }
     return 0;
   }
@@ -60,6 +63,7 @@ export async function upstreamsCommand(
 interface LabelRow {
   label: string;
   mount: string;
+  servedHead: number | null;
   upstreams: {
     name: string;
     tier: string;
@@ -74,11 +78,14 @@ interface LabelRow {
   }[];
 }
 
+function where(row: LabelRow): string {
+  return row.mount === "*" ? row.label : `${row.label}${row.mount}`;
+}
+
 function line(row: LabelRow, u: LabelRow["upstreams"][number]): string {
-  const where = row.mount === "*" ? row.label : `${row.label}${row.mount}`;
   const latency = `p50 ${u.latencyMs.p50 ?? "-"} ms, p95 ${u.latencyMs.p95 ?? "-"} ms`;
   const error = u.lastError === null ? "" : `  last error: ${u.lastError}`;
-  return `${where}  ${u.name}  ${u.state}${u.tier === "fallback" ? " (fallback)" : ""}  head ${u.head ?? "-"}  lag ${u.lagBlocks}  ${latency}  errors ${(u.errorRate * 100).toFixed(0)}%  in flight ${u.inFlight}${u.held ? `  held ${u.held}` : ""}${error}`;
+  return `${where(row)}  ${u.name}  ${u.state}${u.tier === "fallback" ? " (fallback)" : ""}  head ${u.head ?? "-"}  lag ${u.lagBlocks}  ${latency}  errors ${(u.errorRate * 100).toFixed(0)}%  in flight ${u.inFlight}${u.held ? `  held ${u.held}` : ""}${error}`;
 }
 
 async function call(url: string, body?: unknown): Promise<unknown> {

@@ -128,6 +128,7 @@ describe("the operator API", () => {
 
     const listed = await cli("list");
     expect(listed.code).toBe(0);
+    expect(listed.out).toMatch(/^eth {2}served head 1000$/m);
     expect(listed.out).toMatch(
       /^eth {2}a {2}healthy {2}head 1000 {2}lag 0 {2}p50 [\d.]+ ms, p95 [\d.]+ ms {2}errors 0% {2}in flight 0$/m,
     );
