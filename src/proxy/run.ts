@@ -75,6 +75,8 @@ async function serveHere(config: GatewayConfig, logger: Logger): Promise<Running
     for (const keyId of changedStaticKeys(serving, next)) gateway.closeConnectionsOf(keyId);
     serving = next;
   };
+  /** When it went not ready: a cluster's primary says so first, and waits the shutdown delay itself. */
+  let notReadySince: number | undefined;
   if (cluster.isWorker)
     answerPrimary({
       upstreams: () => reportOf(gateway.upstreams),
@@ -83,6 +85,7 @@ async function serveHere(config: GatewayConfig, logger: Logger): Promise<Running
       cordon: (request) => gateway.cordon(request),
       reload,
       stopping: () => {
+        notReadySince ??= performance.now();
         readiness.stopping();
         gateway.stopping();
       },
@@ -114,7 +117,9 @@ async function serveHere(config: GatewayConfig, logger: Logger): Promise<Running
       // the public listener closes.
       readiness.stopping();
       gateway.stopping();
-      await delay(serving.limits.shutdownDelayMs);
+      // the delay counts from the moment it went not ready: a worker's primary already waited it out
+      const waited = notReadySince === undefined ? 0 : performance.now() - notReadySince;
+      await delay(Math.max(0, serving.limits.shutdownDelayMs - waited));
       await gateway.close();
       await closeServer(operator);
       await Promise.all([keys.close(), shared.close()]);

@@ -17,6 +17,8 @@ import { parseExposition } from "../support/prometheus-text.js";
 // workers as they die.
 
 const DOMAIN = "gw.test";
+/** How long a stop stays not ready while the public port still serves (docs/operations.md, "Probes"). */
+const SHUTDOWN_DELAY_MS = 2_000;
 
 interface Upstreams {
   processes: {
@@ -74,6 +76,7 @@ describe("a proxy's workers", () => {
         "workers: 2",
         `upstreams: { eth: ["${node.url}"] }`,
         "health: { probeIntervalMs: 0 }",
+        `limits: { shutdownDelayMs: ${SHUTDOWN_DELAY_MS} }`,
         "log: { level: info, access: false }",
         `keys: [{ key: ${TEST_KEYS[0]?.key}, networks: "*" }]`,
       ].join("\n"),
@@ -226,5 +229,39 @@ describe("a proxy's workers", () => {
     expect(() => process.kill(primary, 0)).not.toThrow();
     expect((await operator("/healthz")).status).toBe(200);
     expect(logs.filter((l) => l.includes("ERR_IPC_CHANNEL_CLOSED"))).toEqual([]);
+  });
+
+  // Last: it stops the proxy. The primary waits the shutdown delay and then stops its workers, which
+  // waited it again before their listener closed: twice the delay, past the grace an operator sized from
+  // the documented sum of the delay and the drain.
+  it("a SIGTERM closes the public listener once the shutdown delay has passed, not twice it", async () => {
+    const accepts = () =>
+      request(`http://127.0.0.1:${port}/${KEYS.all}/`, {
+        method: "POST",
+        headers: { host: `eth.${DOMAIN}`, "content-type": "application/json", connection: "close" },
+        body: '{"jsonrpc":"2.0","id":1,"method":"eth_blockNumber","params":[]}',
+      }).then(
+        async (r) => {
+          await r.body.text();
+          return true;
+        },
+        () => false,
+      );
+    const exited = new Promise((resolve) => child.once("exit", resolve));
+    const started = performance.now();
+    child.kill("SIGTERM");
+    let lastAccepted = 0;
+    await eventually(
+      async () => {
+        if (!(await accepts())) return true;
+        lastAccepted = performance.now() - started;
+        return false;
+      },
+      4 * SHUTDOWN_DELAY_MS,
+      "the public listener closed",
+    );
+    expect(lastAccepted).toBeGreaterThan(SHUTDOWN_DELAY_MS * 0.8);
+    expect(lastAccepted).toBeLessThan(SHUTDOWN_DELAY_MS * 1.5);
+    await exited;
   });
 });
