@@ -1,5 +1,5 @@
 import type { GatewayConfig } from "../config/types.js";
-import { ERRORS, type ErrorCode, GatewayError } from "../errors/table.js";
+import { type ErrorCode, GatewayError } from "../errors/table.js";
 import { UsageError } from "./admin-failure.js";
 
 export const UPSTREAMS_USAGE = `  upstreams list [--proxy <url>]           every label's served head, and its upstreams: state, head, lag, latency, errors
@@ -118,16 +118,28 @@ async function call(url: string, body?: unknown): Promise<unknown> {
     });
   }
   if (!response.ok) {
-    // the operator API's own error, as it said it
+    // the operator API's own error, as it said it; another's (the public port's UNKNOWN_NETWORK) says the
+    // address is not the operator API's
     const { code, status: _status, message: _message, ...detail } = answer.error ?? { code: "", message: "" };
-    if (code in ERRORS) throw new GatewayError(code as ErrorCode, detail);
+    if (OPERATOR_CODES.has(code)) throw new GatewayError(code as ErrorCode, detail);
     throw new GatewayError("OPERATOR_UNREACHABLE", {
       url: shown(url),
-      reason: `answered ${response.status}`,
+      reason: `answered ${response.status}${code === "" ? "" : ` (${code})`}, not the operator API; is --proxy the operator address?`,
     });
   }
   return answer;
 }
+
+/** The codes the operator API answers with (proxy/operator.ts). */
+const OPERATOR_CODES: ReadonlySet<string> = new Set<ErrorCode>([
+  "UPSTREAM_NOT_FOUND",
+  "OPERATOR_ROUTE_NOT_FOUND",
+  "INVALID_FIELD",
+  "PARSE_ERROR",
+  "UNSUPPORTED_MEDIA_TYPE",
+  "HTTP_METHOD_NOT_ALLOWED",
+  "INTERNAL",
+]);
 
 /** The URL without its user and password, for a message: a --proxy URL may carry them. */
 function shown(url: string): string {

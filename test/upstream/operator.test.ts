@@ -206,6 +206,13 @@ describe("the operator API", () => {
     } finally {
       await new Promise((resolve) => web.close(resolve));
     }
+    // the proxy's public port answers JSON too, its own refusal: an easy slip (8080 for 8082), said so
+    const publicPort = await cliAt(`http://127.0.0.1:${proxy.port}`, "list");
+    expect(publicPort.code).toBe(1);
+    expect(publicPort.err).toMatch(/^error OPERATOR_UNREACHABLE: /);
+    expect(publicPort.err).toContain(
+      "(UNKNOWN_NETWORK), not the operator API; is --proxy the operator address?",
+    );
   });
 
   it("cannot be read or driven by a web page an operator's browser has open", async () => {
