@@ -161,7 +161,8 @@ class JsonRpcRequest implements RoutedRequest, CallAuthorizer {
           : undefined,
         refusals: undefined,
         legacy,
-        method: only.ok ? only.method : undefined,
+        // a refused call's too, when it is one of the interface's methods (a plan's, a key's refusal)
+        method: only.method,
         route: undefined,
         batch: undefined,
         refused: undefined,

@@ -8,7 +8,10 @@ import type { JsonRpcPolicy, MethodAccess, StateDumpRule } from "../registry/typ
 import { memberInAnotherCase } from "./member-case.js";
 import { parseJsonRpcBody, type RawCall } from "./scan.js";
 
-export type Checked = PassedCall | { readonly ok: false; readonly json: string; readonly code: RpcErrorCode };
+/** A call refused: its answer, and its method when it is one the interface has (for the log and metrics). */
+export type Checked =
+  | PassedCall
+  | { readonly ok: false; readonly json: string; readonly code: RpcErrorCode; readonly method?: string };
 
 /** A call that passed its checks. What goes upstream is built only when the body cannot go as received. */
 export class PassedCall {
@@ -119,11 +122,11 @@ export function checkCall(rules: CallRules, call: RawCall): Checked {
   const access = policy.methods.get(method);
   if (access === undefined) return no(rules, "METHOD_NOT_FOUND", call, { method });
   if (rules.transport === "http" && access !== "shared" && access !== "dedicated") {
-    return no(rules, "WEBSOCKET_ONLY", call, { method });
+    return noOf(method, rules, "WEBSOCKET_ONLY", call, { method });
   }
   if ((access === "dedicated" && rules.plan?.dedicatedMethods !== true) || rules.plan?.disables(method)) {
     const plan = rules.plan?.name;
-    return no(rules, "METHOD_NOT_ON_PLAN", call, {
+    return noOf(method, rules, "METHOD_NOT_ON_PLAN", call, {
       method,
       ...(plan === undefined ? {} : { plan }),
       ...dedicatedPointer(rules.support),
@@ -134,14 +137,14 @@ export function checkCall(rules: CallRules, call: RawCall): Checked {
     // a key allowed to subscribe may always cancel what it opened
     const cancels = access === "unsubscribe" && allowsSubscribing(policy, keyRules);
     if (!keyRules.allowsMethod(method) && !cancels)
-      return no(rules, "KEY_SETTING_REFUSED", call, { setting: "methods", method });
+      return noOf(method, rules, "KEY_SETTING_REFUSED", call, { setting: "methods", method });
     const where = keyRules.limitsContracts ? contractsPath(rules, method, access, call.value) : undefined;
     if (where !== undefined && !keyRules.allowsContracts(addressesAt(call.value, where)))
-      return no(rules, "KEY_SETTING_REFUSED", call, { setting: "contracts", method });
+      return noOf(method, rules, "KEY_SETTING_REFUSED", call, { setting: "contracts", method });
     // state put in place for the call (code at an address) runs what the contracts list never named
     const overrides = keyRules.limitsContracts ? rules.stateOverrides?.[method] : undefined;
     if (overrides !== undefined && holdsAny(call.value, overrides))
-      return no(rules, "KEY_SETTING_REFUSED", call, {
+      return noOf(method, rules, "KEY_SETTING_REFUSED", call, {
         setting: "contracts",
         method,
         reason: "a key limited to its contracts may not put state in place for a call (state overrides)",
@@ -151,7 +154,7 @@ export function checkCall(rules: CallRules, call: RawCall): Checked {
     const dumps = keyRules.limitsContracts ? rules.stateDumps?.[method] : undefined;
     const dumped = dumps === undefined ? undefined : dumpAsked(call.value, dumps);
     if (dumps !== undefined && dumped !== undefined)
-      return no(rules, "KEY_SETTING_REFUSED", call, {
+      return noOf(method, rules, "KEY_SETTING_REFUSED", call, {
         setting: "contracts",
         method,
         reason: dumpReason(dumps, dumped),
@@ -278,6 +281,21 @@ export function no(
     requestId === undefined ? detail : { ...detail, requestId },
     errorFormOf(rules.policy, isLegacyCall(call)),
   );
+}
+
+/**
+ * A refusal of a call to one of the interface's methods, which names it: the access line and the metrics
+ * say which method was refused (a plan's or a key's), from a bounded set.
+ */
+function noOf(
+  method: string,
+  rules: CallRules,
+  code: RpcErrorCode,
+  call: RawCall,
+  detail: Record<string, unknown>,
+): Checked {
+  const refused = no(rules, code, call, detail) as Exclude<Checked, PassedCall>;
+  return { ok: false, json: refused.json, code: refused.code, method };
 }
 
 /** Whether a call is framed as JSON-RPC 1.0: its `jsonrpc` member "1.0", or none. */

@@ -84,7 +84,7 @@ export class MessageIntake {
       seen.calls = message.checked.length;
       seen.refused = message.checked.filter((c) => !c.ok).length;
       const only = message.batch ? undefined : message.checked[0];
-      seen.method = message.batch ? "batch" : only?.ok ? only.method : "other";
+      seen.method = message.batch ? "batch" : (only?.method ?? "other");
       if (only !== undefined && !only.ok) seen.code = only.code;
       if (message.batch) seen.batch = batchAnswers(message, mounted.mount.policy.computeUnits);
       seen.units = this.#unitsOf(message);

@@ -57,6 +57,27 @@ describe("the logs", () => {
     }
   });
 
+  it("a call refused for its method names it in its access line and its metric, as its caller is told", async () => {
+    const refused = await served.call("eth", `/${KEYS.all}/`, {
+      body: rpcBody("debug_traceTransaction", [`0x${"ab".repeat(32)}`]),
+    });
+    expect(refused.status).toBe(403);
+    expect(refused.text).toContain('"method":"debug_traceTransaction"');
+    const line = lines(served).find((l) => l.msg === "request" && l.error === "METHOD_NOT_ON_PLAN");
+    expect(line).toMatchObject({ method: "debug_traceTransaction", status: 403 });
+    expect(
+      await served.metric("gateway_requests_total", {
+        code: "METHOD_NOT_ON_PLAN",
+        method: "debug_traceTransaction",
+      }),
+    ).toBe(1);
+    // a method no interface has is the caller's own text: never a metric's label
+    await served.call("eth", `/${KEYS.all}/`, { body: rpcBody("eth_noSuchMethod") });
+    expect(await served.metric("gateway_requests_total", { code: "METHOD_NOT_FOUND", method: "other" })).toBe(
+      1,
+    );
+  });
+
   it("with the access log off, a served call writes nothing", async () => {
     const before = quiet.logs.length;
     expect((await quiet.call("eth", `/${KEYS.all}/`, { body: rpcBody("eth_blockNumber") })).status).toBe(200);
