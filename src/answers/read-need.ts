@@ -180,9 +180,13 @@ export function readNeed(
       }
     } else if (named === "head") {
       need.atHead = true;
-      const final = isTag(rules.block.finalizedTag, tagOf(rules.block, value));
+      const tag = tagOf(rules.block, value);
+      const final = isTag(rules.block.finalizedTag, tag);
       if (final) need.atFinalized = true;
-      learnHeightIn(need, rules, call, id, final);
+      // a block still being built (a live tag: pending, pre_confirmed) is numbered past the node's head,
+      // a block no node has made yet: the served head does not learn it
+      if (rules.cache?.liveTags === undefined || !isOneOf(rules.cache.liveTags, tag))
+        learnHeightIn(need, rules, call, id, final);
     } else {
       if (named > need.highestBlock) need.highestBlock = named;
       if (rules.archive?.state.includes(call.method)) {

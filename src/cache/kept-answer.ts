@@ -109,7 +109,8 @@ function keptRest(
   // a block named by its id that the node has not seen yet is no answer about it
   const byHash = read.lifetime.kind === "block" && read.lifetime.block < 0;
   const ok = answer.statusCode === 200 && !(empty && byHash) && !errorIn(body, read.errorMember);
-  const final = ok && isFinal(read, group, undefined, answer.upstream);
+  // an empty answer is no block's for good: java-tron's {} for one its solidified view does not hold yet
+  const final = ok && !empty && isFinal(read, group, undefined, answer.upstream);
   const store =
     ok &&
     (final || (!empty && settings.headRelative && settings.headMaxAgeMs > 0 && group.served.epoch === epoch));
@@ -239,7 +240,14 @@ function finalAtOnce(rules: CacheRules): boolean {
 export function finalizedHeight(rules: CacheRules, group: UpstreamGroup, node?: Upstream): number {
   const rule = rules.finalized;
   if (rule === undefined) return -1;
-  if ("depth" in rule) return group.served.height < 0 ? -1 : group.served.height - rule.depth;
+  if ("depth" in rule) {
+    if (group.served.height < 0) return -1;
+    const served = group.served.height - rule.depth;
+    // and as deep below the answering node's own head: a node behind the served head (in rotation within
+    // its lag) answers a block at the depth from its own head, which it may yet replace
+    const head = node === undefined || !group.members.includes(node) ? undefined : node.health.head;
+    return head === undefined ? served : Math.min(served, head - rule.depth);
+  }
   // an archive tier's node is another label's: its answers are about blocks long final
   if (node === undefined || !group.members.includes(node)) return group.finalized;
   return Math.min(group.finalized, group.finalizedBy(node));
