@@ -8,7 +8,7 @@ import type { JsonRpcPolicy, MethodAccess, StateDumpRule } from "../registry/typ
 import { memberInAnotherCase } from "./member-case.js";
 import { parseJsonRpcBody, type RawCall } from "./scan.js";
 
-/** A call refused: its answer, and its method when it is one the interface has (for the log and metrics). */
+/** A call checked: passed, or refused with its answer (and its method when the interface has it: the log and metrics name it). */
 export type Checked =
   | PassedCall
   | { readonly ok: false; readonly json: string; readonly code: RpcErrorCode; readonly method?: string };
