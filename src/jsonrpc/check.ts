@@ -1,6 +1,6 @@
 import type { GatewayConfig } from "../config/types.js";
 import { dedicatedPointer } from "../errors/dedicated-pointer.js";
-import { type ErrorForm, errorFormOf, rpcErrorJson } from "../errors/respond.js";
+import { errorFormOf, rpcErrorJson } from "../errors/respond.js";
 import type { RpcErrorCode } from "../errors/table.js";
 import type { KeyRules } from "../keys/key-settings.js";
 import type { PlanTerms } from "../plans/plan-terms.js";
@@ -122,43 +122,61 @@ export function checkCall(rules: CallRules, call: RawCall): Checked {
   const access = policy.methods.get(method);
   if (access === undefined) return no(rules, "METHOD_NOT_FOUND", call, { method });
   if (rules.transport === "http" && access !== "shared" && access !== "dedicated") {
-    return noOf(method, rules, "WEBSOCKET_ONLY", call, { method });
+    return no(rules, "WEBSOCKET_ONLY", call, { method }, method);
   }
   if ((access === "dedicated" && rules.plan?.dedicatedMethods !== true) || rules.plan?.disables(method)) {
     const plan = rules.plan?.name;
-    return noOf(method, rules, "METHOD_NOT_ON_PLAN", call, {
+    return no(
+      rules,
+      "METHOD_NOT_ON_PLAN",
+      call,
+      {
+        method,
+        ...(plan === undefined ? {} : { plan }),
+        ...dedicatedPointer(rules.support),
+      },
       method,
-      ...(plan === undefined ? {} : { plan }),
-      ...dedicatedPointer(rules.support),
-    });
+    );
   }
   const keyRules = rules.keyRules;
   if (keyRules !== undefined) {
     // a key allowed to subscribe may always cancel what it opened
     const cancels = access === "unsubscribe" && allowsSubscribing(policy, keyRules);
     if (!keyRules.allowsMethod(method) && !cancels)
-      return noOf(method, rules, "KEY_SETTING_REFUSED", call, { setting: "methods", method });
+      return no(rules, "KEY_SETTING_REFUSED", call, { setting: "methods", method }, method);
     const where = keyRules.limitsContracts ? contractsPath(rules, method, access, call.value) : undefined;
     if (where !== undefined && !keyRules.allowsContracts(addressesAt(call.value, where)))
-      return noOf(method, rules, "KEY_SETTING_REFUSED", call, { setting: "contracts", method });
+      return no(rules, "KEY_SETTING_REFUSED", call, { setting: "contracts", method }, method);
     // state put in place for the call (code at an address) runs what the contracts list never named
     const overrides = keyRules.limitsContracts ? rules.stateOverrides?.[method] : undefined;
     if (overrides !== undefined && holdsAny(call.value, overrides))
-      return noOf(method, rules, "KEY_SETTING_REFUSED", call, {
-        setting: "contracts",
+      return no(
+        rules,
+        "KEY_SETTING_REFUSED",
+        call,
+        {
+          setting: "contracts",
+          method,
+          reason: "a key limited to its contracts may not put state in place for a call (state overrides)",
+        },
         method,
-        reason: "a key limited to its contracts may not put state in place for a call (state overrides)",
-      });
+      );
     // a tracer or trace type that answers the state of every account the call touches (prestateTracer,
     // stateDiff) shows the storage of contracts the list never named
     const dumps = keyRules.limitsContracts ? rules.stateDumps?.[method] : undefined;
     const dumped = dumps === undefined ? undefined : dumpAsked(call.value, dumps);
     if (dumps !== undefined && dumped !== undefined)
-      return noOf(method, rules, "KEY_SETTING_REFUSED", call, {
-        setting: "contracts",
+      return no(
+        rules,
+        "KEY_SETTING_REFUSED",
+        call,
+        {
+          setting: "contracts",
+          method,
+          reason: dumpReason(dumps, dumped),
+        },
         method,
-        reason: dumpReason(dumps, dumped),
-      });
+      );
   }
   return new PassedCall(call, method, access);
 }
@@ -267,35 +285,27 @@ export function addressesAt(value: unknown, path: readonly string[]): string[] {
   return Array.isArray(at) ? at.filter((a): a is string => typeof a === "string") : [];
 }
 
-/** A refusal of one call, naming the request's id as every error body the gateway writes does. */
+/**
+ * A refusal of one call, naming the request's id as every error body the gateway writes does. `method`:
+ * one of the interface's own (a plan's or a key's refusal), which the access line and the metrics name,
+ * from a bounded set.
+ */
 export function no(
   rules: CallRules,
   code: RpcErrorCode,
   call: RawCall,
   detail: Record<string, unknown>,
+  method?: string,
 ): Checked {
   const { requestId } = rules;
-  return refuse(
+  const json = rpcErrorJson(
     code,
     idOf(call),
     requestId === undefined ? detail : { ...detail, requestId },
+    undefined,
     errorFormOf(rules.policy, isLegacyCall(call)),
   );
-}
-
-/**
- * A refusal of a call to one of the interface's methods, which names it: the access line and the metrics
- * say which method was refused (a plan's or a key's), from a bounded set.
- */
-function noOf(
-  method: string,
-  rules: CallRules,
-  code: RpcErrorCode,
-  call: RawCall,
-  detail: Record<string, unknown>,
-): Checked {
-  const refused = no(rules, code, call, detail) as Exclude<Checked, PassedCall>;
-  return { ok: false, json: refused.json, code: refused.code, method };
+  return method === undefined ? { ok: false, code, json } : { ok: false, code, json, method };
 }
 
 /** Whether a call is framed as JSON-RPC 1.0: its `jsonrpc` member "1.0", or none. */
@@ -329,13 +339,4 @@ export function idOf(call: RawCall): string {
     typeof id === "string" ||
     (typeof id === "object" && !Array.isArray(id));
   return valid ? raw : "null";
-}
-
-function refuse(
-  code: RpcErrorCode,
-  id: string,
-  detail: Record<string, unknown>,
-  form: ErrorForm = "2.0",
-): Checked {
-  return { ok: false, code, json: rpcErrorJson(code, id, detail, undefined, form) };
 }
