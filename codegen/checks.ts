@@ -143,7 +143,7 @@ function checkInterface(
   checkWrites(iface, trie, [...path, "writes"], report);
   checkLongPolls(iface, trie, [...path, "longPolls"], report);
   checkSubscriptions(iface, [...path, "subscriptions"], report);
-  checkReads(iface, [...path, "reads"], report);
+  checkReads(iface, trie, [...path, "reads"], report);
   checkComputeUnits(iface, trie, [...path, "computeUnits"], report);
   checkContracts(iface, trie, [...path, "contracts"], report);
   const served = servedMethods(iface);
@@ -315,7 +315,7 @@ function checkContracts(
  * Read rules (docs/upstreams.md, "Answers across nodes") are for a JSON-RPC interface, and name methods it
  * serves; an answer's height is read only from a method whose block param is known.
  */
-function checkReads(iface: InterfaceSpec, path: YamlPath, report: Report): void {
+function checkReads(iface: InterfaceSpec, trie: TrieNode | undefined, path: YamlPath, report: Report): void {
   const rules = iface.reads;
   if (rules === undefined) return;
   // a JSON-RPC interface's reads name where its calls name a block, or, where none does, which read at the head
@@ -367,7 +367,7 @@ function checkReads(iface: InterfaceSpec, path: YamlPath, report: Report): void 
         [...path, "positionalAt", method],
         `"${method}" does not read its block from its params object (reads.at)`,
       );
-  checkCacheRules(rules, served, [...path, "cache"], report);
+  checkCacheRules(rules, served, trie, [...path, "cache"], report);
   checkAtHeadPaths(iface, [...path, "atHeadPaths"], report);
   if (rules.unknownBlockAnswers !== undefined && iface.family !== "rest")
     report(
@@ -409,18 +409,20 @@ function checkReads(iface: InterfaceSpec, path: YamlPath, report: Report): void 
 
 /**
  * Cache rules (docs/cache.md) name methods the interface serves; a method cached by the block it reads
- * must have a block param or a range to read it from.
+ * must have a block param or a range to read it from. A REST interface's finality is a depth, or a
+ * concrete route it serves (the prober asks it of every node); a JSON-RPC one's a depth or its calls.
  */
 function checkCacheRules(
   rules: NonNullable<InterfaceSpec["reads"]>,
   served: ReadonlySet<string>,
+  trie: TrieNode | undefined,
   path: YamlPath,
   report: Report,
 ): void {
   const cache = rules.cache;
   if (cache === undefined) return;
   if (rules.paths !== undefined || rules.bodies !== undefined) {
-    // a REST interface: block reads by the paths or bodies that name a block; a finality call is JSON-RPC's
+    // a REST interface: block reads by the paths or bodies that name a block
     for (const prefix of cache.atBlock ?? [])
       if (rules.paths?.[prefix] === undefined && rules.bodies?.[prefix] === undefined)
         report(
@@ -429,8 +431,19 @@ function checkCacheRules(
         );
     for (const shape of cache.always ?? [])
       if (!shape.startsWith("GET /")) report([...path, "always"], `"${shape}" is not a GET route shape`);
-    if (cache.finalized !== undefined && !("depth" in cache.finalized))
-      report([...path, "finalized"], "a rest interface's finalized height is a depth");
+    const finalized = cache.finalized;
+    if (finalized !== undefined && !("depth" in finalized) && !("route" in finalized))
+      report([...path, "finalized"], "a rest interface's finalized height is a depth or a route");
+    if (finalized !== undefined && "route" in finalized) {
+      const route = parseOrReport(finalized.route, [...path, "finalized", "route"], report);
+      if (route?.segments.some((s) => s.kind !== "static"))
+        report(
+          [...path, "finalized", "route"],
+          `"${finalized.route}" must be a concrete path, without parameters`,
+        );
+      else if (route !== undefined && (trie === undefined || !reaches(trie, route)))
+        report([...path, "finalized", "route"], `"${finalized.route}" is not a route this interface serves`);
+    }
     if (cache.atHead !== undefined)
       report([...path, "atHead"], "a rest interface's answer at the head is its head call's");
     return;
@@ -450,7 +463,10 @@ function checkCacheRules(
     if (rules.at?.[method] === undefined && rules.ranges?.[method] === undefined)
       report([...path, "atBlock"], `"${method}" has no block param in reads.at nor a range in reads.ranges`);
   const finalized = cache.finalized;
-  const finalityCalls = finalized === undefined || "depth" in finalized ? [] : [finalized];
+  if (finalized !== undefined && "route" in finalized)
+    report([...path, "finalized"], "a jsonrpc interface's finalized height is a depth or its calls");
+  const finalityCalls =
+    finalized === undefined || "depth" in finalized || "route" in finalized ? [] : [finalized];
   if (finalized !== undefined && "heightBy" in finalized) finalityCalls.push(finalized.heightBy);
   for (const call of finalityCalls)
     if (!served.has(call.method))

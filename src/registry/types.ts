@@ -277,9 +277,9 @@ export interface HeadBlockCall {
  * How the finalized height is learned: a call the prober sends each node (`eth_getBlockByNumber` at
  * `finalized`), whose answer at `field` is the height; or one whose answer at `field` names the finalized
  * block (GRANDPA's `chain_getFinalizedHead`, a hash), and a second call, `heightBy`, whose params hold that
- * value where they say "{hash}", and whose answer at its own `field` is the height; or a depth below the
- * label's served head (a
- * confirmation depth, or 0 for a chain whose blocks are final at once).
+ * value where they say "{hash}", and whose answer at its own `field` is the height; a REST interface's
+ * route that answers the node's finalized block (`FinalityRoute`); or a depth below the label's served head
+ * (a confirmation depth, or 0 for a chain whose blocks are final at once).
  */
 export type FinalityRule =
   | FinalityCall
@@ -289,6 +289,7 @@ export type FinalityRule =
       readonly field: readonly string[];
       readonly heightBy: FinalityCall;
     }
+  | FinalityRoute
   | { readonly depth: number };
 
 /**
@@ -298,6 +299,19 @@ export type FinalityRule =
 export interface FinalityCall {
   readonly method: string;
   readonly params?: unknown;
+  readonly field: readonly string[];
+  readonly encoding: HeadEncoding;
+  readonly hash?: readonly string[];
+}
+
+/**
+ * A REST interface's route whose answer at `field` is the node's finalized height (java-tron's
+ * `POST /walletsolidity/getnowblock`: its solidified block), as a FinalityCall is a JSON-RPC dialect's. The
+ * route names no block (`METHOD /path`, as the registry's head routes do), and the node must serve it.
+ */
+export interface FinalityRoute {
+  readonly route: string;
+  readonly body?: unknown;
   readonly field: readonly string[];
   readonly encoding: HeadEncoding;
   readonly hash?: readonly string[];

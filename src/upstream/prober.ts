@@ -2,7 +2,15 @@ import type { Dispatcher } from "undici";
 import type { HealthConfig } from "../config/types.js";
 import { GatewayError } from "../errors/table.js";
 import { createLogger, type Logger } from "../log.js";
-import type { ChainCall, Endpoint, HeadBlockCall, HeadCall, Mount, ProbeCall } from "../registry/types.js";
+import type {
+  ChainCall,
+  Endpoint,
+  HeadBlockCall,
+  HeadCall,
+  HttpMethod,
+  Mount,
+  ProbeCall,
+} from "../registry/types.js";
 import { deadlineError, describeFailure, failureKind } from "./failure.js";
 import type { UpstreamGroup } from "./group.js";
 import { readHeight } from "./head.js";
@@ -451,8 +459,24 @@ function valueAt(value: unknown, path: readonly string[]): unknown {
 
 /** The finality calls of a mount's cache rules, as the prober sends them; none for a depth or no rule. */
 function finalityProbe(mount: Mount): FinalityProbe | undefined {
-  const rule = mount.policy.jsonrpc?.reads?.cache?.finalized;
+  const { policy } = mount;
+  const rule = (policy.jsonrpc?.reads ?? policy.restReads)?.cache?.finalized;
   if (rule === undefined || "depth" in rule) return undefined;
+  if ("route" in rule) {
+    // a static route the interface serves (codegen/checks.ts): its first method, as a head route's
+    const [methods = "", path = "/"] = rule.route.split(" ");
+    const call = {
+      kind: "rest" as const,
+      method: methods.split("|")[0] as HttpMethod,
+      path,
+      ...(rule.body === undefined ? {} : { body: rule.body }),
+    };
+    return {
+      first: probeOf({ ...call, field: rule.field, encoding: rule.encoding }, mount),
+      heightBy: undefined,
+      hash: rule.hash === undefined ? undefined : probeOf({ ...call, field: rule.hash }, mount),
+    };
+  }
   if (!("heightBy" in rule)) {
     const { hash, ...call } = rule;
     return {

@@ -3,6 +3,7 @@ import { endpointsByLabel } from "../../generated/endpoints.js";
 import { DEFAULT_CACHE, DEFAULT_HEALTH } from "../../src/config/defaults.js";
 import type { Endpoint } from "../../src/registry/types.js";
 import type { Upstream } from "../../src/upstream/upstreams.js";
+import { tronBlock } from "../support/chain-answers.js";
 import { eventually } from "../support/eventually.js";
 import { KEYS, type RunningGateway, startGateway } from "../support/gateway.js";
 import { firstOf, type LoopbackNode, type Responder, startLoopbackNode } from "../support/loopback-node.js";
@@ -127,5 +128,102 @@ describe("java-tron's solidity API: a block above its solidified one answers {}"
     const served = () => gw.gateway.upstreams.group("trx", "/")?.served.height ?? 0;
     await eventually(() => served() === HEIGHT + 5, 3_000, "the served head moved on");
     expect(await read()).toEqual({ cache: "miss", json: solidBlock(HEIGHT - 19) });
+  });
+});
+
+describe("java-tron: what is final is each node's own solidified block, not a depth", () => {
+  const trx = endpointsByLabel.get("trx") as Endpoint;
+  const H = 8_000;
+  // a: no SR missed its slot lately (solidified 19 below its head); b: some did (25 below)
+  const lags = [19, 25];
+  const states = lags.map(() => nodeState(trx, H));
+  let nodes: LoopbackNode[];
+  let gw: RunningGateway;
+
+  beforeAll(async () => {
+    nodes = await Promise.all(
+      states.map((state, i) =>
+        startLoopbackNode(
+          softwareNode(trx, () => state, [""], {
+            answers: {
+              "POST /walletsolidity/getnowblock": {
+                result: (s) => tronBlock(s.height - (lags[i] as number)),
+              },
+            },
+          }),
+        ),
+      ),
+    );
+    gw = await startGateway({
+      upstreams: {
+        trx: Object.fromEntries(
+          trx.mounts.map((m) => [m.path, nodes.map((node, i) => ({ url: node.url, name: `n${i}` }))]),
+        ),
+      },
+      health: { ...DEFAULT_HEALTH, probeIntervalMs: 100 },
+      cache: { ...DEFAULT_CACHE, headMaxAgeMs: 60_000 },
+    });
+    await everyNodeInRotation(gw, "trx", 4_000);
+    const group = gw.gateway.upstreams.group("trx", "/");
+    // every node told the prober its solidified block
+    await eventually(
+      () => group?.members.every((m, i) => group.finalizedBy(m) === H - (lags[i] as number)) === true,
+      4_000,
+      "each node's solidified block learned",
+    );
+  });
+  afterAll(async () => {
+    await gw?.close();
+    await Promise.all((nodes ?? []).map((node) => node.close()));
+  });
+
+  const read = async (num: number) => {
+    const answer = await gw.call("trx", `/${KEYS.all}/wallet/getblockbynum`, {
+      body: JSON.stringify({ num }),
+    });
+    return answer.headers["x-cache"];
+  };
+  /** Moves both nodes' heads on by one and waits until the label has served it. */
+  const nextBlock = async () => {
+    for (const state of states) state.height += 1;
+    const target = states[0]?.height ?? 0;
+    await eventually(
+      () => gw.gateway.upstreams.group("trx", "/")?.served.height === target,
+      4_000,
+      "the served head moved on",
+    );
+  };
+
+  it("a block a node has solidified is kept for good; one above, only while the head stays", async () => {
+    gw.gateway.cordon({ label: "trx", upstream: "n1", cordoned: true });
+    try {
+      const solid = H - 19;
+      const above = H - 18;
+      expect(await read(solid)).toBe("miss");
+      expect(await read(above)).toBe("miss");
+      await nextBlock();
+      expect(await read(solid)).toBe("hit");
+      expect(await read(above)).toBe("miss");
+    } finally {
+      gw.gateway.cordon({ label: "trx", upstream: "n1", cordoned: false });
+    }
+  });
+
+  it("a block 19 deep that the answering node has not solidified yet is not kept for good", async () => {
+    gw.gateway.cordon({ label: "trx", upstream: "n0", cordoned: true });
+    try {
+      const head = states[1]?.height ?? 0;
+      // 19 deep, and below what n0 has solidified, but above n1's solidified block (25 deep)
+      const deep = head - 21;
+      expect(await read(deep)).toBe("miss");
+      await nextBlock();
+      expect(await read(deep)).toBe("miss");
+      const solid = head - 26;
+      expect(await read(solid)).toBe("miss");
+      await nextBlock();
+      expect(await read(solid)).toBe("hit");
+    } finally {
+      gw.gateway.cordon({ label: "trx", upstream: "n0", cordoned: false });
+    }
   });
 });

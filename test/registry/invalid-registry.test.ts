@@ -242,6 +242,24 @@ const defects: readonly Defect[] = [
     message: '25:20 "eth_getHeaderByHash" is not one of the interface\'s methods',
   },
   {
+    name: "a REST finality route that the interface does not serve",
+    from: "    head: { route: GET /status, field: height, encoding: integer }\n",
+    to: '    head: { route: GET /status, field: height, encoding: integer }\n    reads:\n      block: { encoding: integer, headTags: [] }\n      paths: { "/blocks/{}": 1 }\n      cache:\n        finalized: { route: GET /solid, field: [height], encoding: integer }\n',
+    message: '40:29 "GET /solid" is not a route this interface serves',
+  },
+  {
+    name: "a REST finality route with a parameter",
+    from: "    head: { route: GET /status, field: height, encoding: integer }\n",
+    to: '    head: { route: GET /status, field: height, encoding: integer }\n    reads:\n      block: { encoding: integer, headTags: [] }\n      paths: { "/blocks/{}": 1 }\n      cache:\n        finalized: { route: "GET /blocks/{block}", field: [height], encoding: integer }\n',
+    message: '40:29 "GET /blocks/{block}" must be a concrete path, without parameters',
+  },
+  {
+    name: "a finality route on a JSON-RPC interface",
+    from: "    head: { method: eth_blockNumber, params: [], field: result, encoding: hex-quantity }\n",
+    to: "    head: { method: eth_blockNumber, params: [], field: result, encoding: hex-quantity }\n    reads:\n      block: { encoding: hex-quantity, headTags: [latest] }\n      atHead: [eth_blockNumber]\n      cache:\n        finalized: { route: GET /status, field: [height], encoding: integer }\n",
+    message: "25:20 a jsonrpc interface's finalized height is a depth or its calls",
+  },
+  {
     name: "a long-poll method that the interface does not serve",
     from: "      deny: [admin_*, eth_sign]\n",
     to: "      deny: [admin_*, eth_sign]\n    longPolls: { methods: [eth_sign], heldMs: 1000 }\n",
