@@ -1,7 +1,15 @@
 import type { BlockRangeLimits } from "../config/types.js";
 import { GatewayError } from "../errors/table.js";
 import { isHeightPastSafe } from "../upstream/head.js";
-import { isGenesisTag, isOneOf, isTag, namedBlock, type RangeRead, type ReadNeed } from "./read-need.js";
+import {
+  isGenesisTag,
+  isGiven,
+  isOneOf,
+  isTag,
+  namedBlock,
+  type RangeRead,
+  type ReadNeed,
+} from "./read-need.js";
 
 /** A range call that is split: its range, resolved to heights, and the widest sub-range. */
 export interface RangeSplit {
@@ -40,8 +48,8 @@ export interface RangePlan {
  * `reads.ranges`), with head tags and left-out bounds resolved against the label's served head: wider than
  * `refuseAbove` blocks it is refused, wider than `splitAbove` it is split, when it is the message's only
  * call; in a batch (or on a WebSocket) it is refused, since a batch's calls go to one node together. A range whose bounds
- * cannot be read as heights (a genesis tag aside), or that needs the head before one is known, goes as sent:
- * the node judges it.
+ * are hashes, or that needs the head before one is known, goes as sent: the node judges it. One in no form
+ * a node reads alike is refused (`bound`).
  */
 export function planRanges(
   need: ReadNeed,
@@ -57,7 +65,7 @@ export function planRanges(
     const from =
       (fromValue === undefined || fromValue === null) && read.rule.openFrom === "genesis"
         ? 0
-        : bound(read, fromValue, servedHead);
+        : bound(read, fromValue, servedHead, read.rule.from);
     const toValue = read.filter[read.rule.to];
     // the finality tag names the label's finalized height, which the prober read
     const atFinalized = finalized >= 0 && isTag(read.block.finalizedTag, toValue);
@@ -71,7 +79,7 @@ export function planRanges(
         ? servedHead < 0
           ? undefined
           : servedHead
-        : bound(read, toValue, servedHead);
+        : bound(read, toValue, servedHead, read.rule.to);
     // a filter scans what is there and watches the rest
     const watches = read.rule.watches === true;
     const to = watches && named !== undefined && servedHead >= 0 ? Math.min(named, servedHead) : named;
@@ -101,7 +109,7 @@ export function planRanges(
     if (aboveHead && reach - from + 1 <= splitAbove) continue;
     if (watches) continue;
     // a paged call is the node's to page: split, its pages would no longer mean what the caller asked
-    if (read.rule.pages?.some((member) => read.filter[member] !== undefined)) continue;
+    if (read.rule.pages?.some((member) => isGiven(read.filter[member]))) continue;
     if (!need.single)
       throw new GatewayError("BLOCK_RANGE_TOO_LARGE", {
         ...detail,
@@ -125,14 +133,35 @@ export function planRanges(
  * A range bound as a height: a head tag or a left-out bound is the served head (a left-out start that the
  * registry's `openFrom` says is genesis aside), a genesis tag block 0, a
  * number too large to read exactly the largest one that is (so that the range it bounds counts as wide as
- * it is, rather than going to a node that would read it as "to my head").
+ * it is, rather than going to a node that would read it as "to my head"), a JSON integer or decimal text the
+ * number it names; a hash none; anything else is refused (INVALID_REQUEST).
  */
-function bound(read: RangeRead, value: unknown, servedHead: number): number | undefined {
+function bound(read: RangeRead, value: unknown, servedHead: number, member: string): number | undefined {
   if (isGenesisTag(read.block, value)) return 0;
   const named = namedBlock(read.block, value);
-  if (named === "none")
-    return isHeightPastSafe(value, read.block.encoding) ? Number.MAX_SAFE_INTEGER : undefined;
+  if (named === "none") {
+    if (isHeightPastSafe(value, read.block.encoding)) return Number.MAX_SAFE_INTEGER;
+    // a number the registry's encoding does not write (a JSON number, decimal text) is still one to a node
+    // that reads it (Erigon's and Besu's block numbers read decimal too): the range is as wide as it says
+    const plain = plainHeight(value);
+    if (plain !== undefined) return plain;
+    // anything else a node may read its own way (Erigon reads the text "null" as the head): not as sent
+    throw new GatewayError("INVALID_REQUEST", {
+      reason: `"${member}" of ${read.call.method} is neither a block number nor a tag this network names`,
+    });
+  }
   if (named === "hash") return undefined;
   if (named === "head") return servedHead < 0 ? undefined : servedHead;
   return named;
+}
+
+/** A height written as a JSON integer or as decimal digits; a larger one than is exact as the largest. */
+function plainHeight(value: unknown): number | undefined {
+  const number =
+    typeof value === "number"
+      ? value
+      : typeof value === "string" && /^\d+$/.test(value)
+        ? Number(value)
+        : NaN;
+  return Number.isInteger(number) && number >= 0 ? Math.min(number, Number.MAX_SAFE_INTEGER) : undefined;
 }

@@ -276,7 +276,8 @@ function rangeRead(
   const filter = rule.param === "params" ? params : paramAt(rules, call.method, params, rule.param);
   if (typeof filter !== "object" || filter === null || Array.isArray(filter)) return undefined;
   const members = filter as Record<string, unknown>;
-  if (block.hashMember !== undefined && members[block.hashMember] !== undefined) return undefined;
+  // a null hash is no hash: geth's filter and anvil read the range beside it
+  if (block.hashMember !== undefined && isGiven(members[block.hashMember])) return undefined;
   return { call, rule, block, params: positional(rules, call.method, params), filter: members };
 }
 
@@ -287,8 +288,13 @@ function rangeByHash(rules: ReadRules, call: PassedCall, rule: RangeRule): boole
   const params = (call.call.value as { params?: unknown }).params;
   const filter = rule.param === "params" ? params : paramAt(rules, call.method, params, rule.param);
   return (
-    typeof filter === "object" && filter !== null && (filter as Record<string, unknown>)[member] !== undefined
+    typeof filter === "object" && filter !== null && isGiven((filter as Record<string, unknown>)[member])
   );
+}
+
+/** Whether a filter's member is given: a node reads a null member as one left out (serde's None, Go's nil). */
+export function isGiven(value: unknown): boolean {
+  return value !== undefined && value !== null;
 }
 
 /** A call's params in their positional order, those sent by name placed by the registry's names. */

@@ -227,7 +227,7 @@ export class UpstreamPlanner {
   /**
    * 4, for a call in a batch or on a WebSocket (whose calls go to one node together), refused alone while
    * the batch's or the connection's other calls go on: a range call that cannot be split, wider than the
-   * interface's split limit (BLOCK_RANGE_TOO_LARGE); a use of another caller's filter (FILTER_NOT_FOUND); a
+   * interface's split limit (BLOCK_RANGE_TOO_LARGE), or with a bound no node reads alike (INVALID_REQUEST); a use of another caller's filter (FILTER_NOT_FOUND); a
    * read of state older than a full node keeps by a key without archive access (ARCHIVE_REQUIRED, as the
    * single read over HTTP is: a full node's answer to it is its own pruned-state error, or worse).
    */
@@ -251,8 +251,12 @@ export class UpstreamPlanner {
       this.#planRanges(need, group);
       return undefined;
     } catch (error) {
-      if (error instanceof GatewayError && error.code === "BLOCK_RANGE_TOO_LARGE")
-        return { code: "BLOCK_RANGE_TOO_LARGE", detail: { ...error.detail } };
+      // too wide, or a bound no node reads alike: that call alone
+      if (
+        error instanceof GatewayError &&
+        (error.code === "BLOCK_RANGE_TOO_LARGE" || error.code === "INVALID_REQUEST")
+      )
+        return { code: error.code, detail: { ...error.detail } };
       throw error;
     }
   }
