@@ -71,7 +71,6 @@ export class AnswerCache {
     this.settings = settings;
     this.#entries = new LRUCache<string, CacheEntry>({
       maxSize: settings.maxBytes,
-      maxEntrySize: settings.maxEntryBytes,
       sizeCalculation: (entry, key) => sizeOf(entry, key),
       dispose: (_entry, _key, reason) => {
         // answers a reload carries past the new budget were never this cache's to evict
@@ -139,6 +138,9 @@ export class AnswerCache {
   }
 
   set(key: string, entry: CacheEntry): void {
+    // the largest entry is counted by the answer's own bytes, as the setting says, not by what it costs
+    // the budget (sizeOf)
+    if (entry.before.length + entry.after.length > this.settings.maxEntryBytes) return;
     this.#entries.set(key, entry);
   }
 

@@ -74,7 +74,10 @@ export function keptMembers(
   }
   after.push("}");
   const bytes = { before: bytesOf(before), after: bytesOf(after) };
-  const lifetime = statusCode === 200 ? lifetimeOf(members, read, group, node) : undefined;
+  const lifetime =
+    statusCode === 200 && !movedMeanwhile(read, group, epoch)
+      ? lifetimeOf(members, read, group, node)
+      : undefined;
   const final = lifetime === "final";
   const store =
     lifetime !== undefined &&
@@ -108,7 +111,11 @@ function keptRest(
   const empty = text === "null" || text === "[]" || text === "{}";
   // a block named by its id that the node has not seen yet is no answer about it
   const byHash = read.lifetime.kind === "block" && read.lifetime.block < 0;
-  const ok = answer.statusCode === 200 && !(empty && byHash) && !errorIn(body, read.errorMember);
+  const ok =
+    answer.statusCode === 200 &&
+    !(empty && byHash) &&
+    !errorIn(body, read.errorMember) &&
+    !movedMeanwhile(read, group, epoch);
   // an empty answer is no block's for good: java-tron's {} for one its solidified view does not hold yet
   const final = ok && !empty && isFinal(read, group, undefined, answer.upstream);
   const store =
@@ -182,7 +189,7 @@ function lifetimeOf(
   if (failed || result === undefined) {
     // a node's own answer to a final call, such as a revert, is the same on every node and every time
     const deterministic = failed && rules.deterministicErrors?.some((text) => error.includes(text));
-    return deterministic === true && isFinal(read, group, undefined, undefined) ? "final" : undefined;
+    return deterministic === true && isFinal(read, group, undefined, node) ? "final" : undefined;
   }
   const empty = result === "null" || result === "[]";
   if (lifetime.kind === "block" && lifetime.block < 0 && result === "null") return undefined;
@@ -199,6 +206,15 @@ function lifetimeOf(
   // null`) changes as soon as a block takes it: not kept at all
   if (lifetime.kind === "blockIn" && blockIn === undefined) return undefined;
   return "head";
+}
+
+/**
+ * Whether the label's head moved while the node was answering a read that is not the same on every block:
+ * its answer is of no one epoch, and its block may have turned final meanwhile, after the node read it
+ * from blocks a reorg then replaced (judged final now, it would be kept for good): kept not at all.
+ */
+function movedMeanwhile(read: CacheRead, group: UpstreamGroup, epoch: number): boolean {
+  return read.lifetime.kind !== "always" && group.served.epoch !== epoch;
 }
 
 /**

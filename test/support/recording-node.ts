@@ -13,6 +13,11 @@ export interface RecordingNode {
   readonly calls: RecordedCall[];
   /** Each request waits this long before it is forwarded: a slow node. */
   delayMs: number;
+  /**
+   * How long the answer to a request holding this call is held after the node gave it (0: not at all): a
+   * node that read its state, then was slow to answer, while its chain moved on.
+   */
+  answerLateMs: ((call: RecordedCall) => number) | undefined;
   close(): Promise<void>;
 }
 
@@ -33,8 +38,14 @@ export async function startRecordingNode(target: string): Promise<RecordingNode>
         headers: { "content-type": "application/json" },
         body,
       });
+      const text = await answer.text();
+      const late = Math.max(
+        0,
+        ...(Array.isArray(parsed) ? parsed : [parsed]).map((c) => node.answerLateMs?.(c) ?? 0),
+      );
+      if (late > 0) await new Promise((resolve) => setTimeout(resolve, late));
       res.writeHead(answer.status, { "content-type": "application/json" });
-      res.end(await answer.text());
+      res.end(text);
     });
   });
   await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
@@ -42,6 +53,7 @@ export async function startRecordingNode(target: string): Promise<RecordingNode>
     url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`,
     calls,
     delayMs: 0,
+    answerLateMs: undefined,
     close: () =>
       new Promise<void>((resolve) => {
         server.closeAllConnections();
