@@ -4,6 +4,9 @@ import { KeyRules } from "./key-settings.js";
 import { reconnectDelay } from "./reconnect-backoff.js";
 import type { KeyStore, Principal } from "./types.js";
 
+/** The longest delay setTimeout takes: a later expiry is waited for in steps. */
+const MAX_TIMER_MS = 2 ** 31 - 1;
+
 interface Entry {
   readonly principal: Principal;
   readonly expiresAt: number | undefined;
@@ -41,6 +44,8 @@ export class CachedKeyStore implements KeyStore {
   /** Whether the feed says it has the store (its reads may fail all the same). */
   #feedUp = true;
   #closed = false;
+  /** Set for the next key expiry: its key's connections end then (`onWithdrawn`). */
+  #expiry: NodeJS.Timeout | undefined;
 
   constructor(feed: GrantFeed, defaultRate: RateSpec, now: () => number = Date.now) {
     this.#feed = feed;
@@ -135,7 +140,7 @@ export class CachedKeyStore implements KeyStore {
   }
 
   /**
-   * Called with a key's id when it stops being usable (revoked, or its account no longer active), and when
+   * Called with a key's id when it stops being usable (revoked, expired, or its account no longer active), and when
    * its owner changed its settings.
    */
   onWithdrawn(listener: (keyId: string) => void): void {
@@ -146,6 +151,7 @@ export class CachedKeyStore implements KeyStore {
   async close(): Promise<void> {
     this.#closed = true;
     clearTimeout(this.#retry);
+    clearTimeout(this.#expiry);
     this.#unwatch?.();
     await this.#running;
     await this.#feed.close();
@@ -155,6 +161,34 @@ export class CachedKeyStore implements KeyStore {
     const { revision, grants } = await this.#feed.changesSince(this.#revision);
     for (const grant of grants) this.#apply(grant);
     this.#revision = revision;
+    this.#watchExpiry();
+  }
+
+  /**
+   * A key that expires (a free test's end, a rotated key's grace) is refused from then on by `lookup`; what
+   * it opened before (a WebSocket, a stream) ends then too, as a revoked key's does: its listeners are told
+   * at the earliest expiry of the keys held, and the one after is watched.
+   */
+  #watchExpiry(): void {
+    clearTimeout(this.#expiry);
+    this.#expiry = undefined;
+    if (this.#closed) return;
+    let next = Number.POSITIVE_INFINITY;
+    for (const entry of this.#byHash.values())
+      if (entry.expiresAt !== undefined && entry.expiresAt < next) next = entry.expiresAt;
+    if (next === Number.POSITIVE_INFINITY) return;
+    this.#expiry = setTimeout(() => this.#expire(), Math.min(Math.max(0, next - this.#now()), MAX_TIMER_MS));
+    this.#expiry.unref();
+  }
+
+  #expire(): void {
+    const now = this.#now();
+    for (const [digest, entry] of this.#byHash)
+      if (entry.expiresAt !== undefined && entry.expiresAt <= now) {
+        this.#byHash.delete(digest);
+        for (const listener of this.#listeners) listener(entry.principal.keyId);
+      }
+    this.#watchExpiry();
   }
 
   #setStatus(status: GrantStatus): void {
