@@ -355,6 +355,11 @@ function checkReads(iface: InterfaceSpec, trie: TrieNode | undefined, path: Yaml
   for (const method of rules.archive?.state ?? [])
     if (at[method] === undefined)
       report([...path, "archive", "state"], `"${method}" has no block param in reads.at`);
+  for (const method of rules.archive?.history ?? [])
+    if (!served.has(method))
+      report([...path, "archive", "history"], `"${method}" is not one of the interface's methods`);
+    else if (rules.archive?.state.includes(method))
+      report([...path, "archive", "history"], `"${method}" is in archive.state already`);
   for (const method of Object.keys(rules.heightIn ?? {}))
     if (at[method] === undefined && !(rules.atHead ?? []).includes(method))
       report(

@@ -35,6 +35,12 @@ export class ReadNeed {
   stateBlock = -1;
   /** A read of state names its block by hash: only the node can say whether it still has that state. */
   stateByHash = false;
+  /**
+   * A read of history a full node may have dropped though it names the block (registry `archive.history`):
+   * the lowest block such a read names by number, or -1 for one that names none (a transaction by its hash).
+   * Only the node can say whether it still has it; its refusal sends the read to the archive nodes.
+   */
+  historyFrom: number | undefined = undefined;
   /** A read names a block by hash: a node that does not know the block yet answers null for it. */
   byHash = false;
   /** The calls that name a block by hash: in a batch, those a node answers null are asked of another. */
@@ -119,6 +125,14 @@ export function readNeed(
       need.atHead = true;
       need.learn.push({ id, path: head.field, encoding: head.encoding, isHead: true });
       continue;
+    }
+    if (rules?.archive?.history?.includes(call.method) === true) {
+      const from = historyFrom(rules, call);
+      if (from !== undefined) {
+        need ??= new ReadNeed();
+        need.historyFrom = Math.min(need.historyFrom ?? from, from);
+        need.stateCalls.push(call);
+      }
     }
     if (rules?.atHead?.includes(call.method) === true) {
       need ??= new ReadNeed();
@@ -279,6 +293,24 @@ function rangeRead(
   // a null hash is no hash: geth's filter and anvil read the range beside it
   if (block.hashMember !== undefined && isGiven(members[block.hashMember])) return undefined;
   return { call, rule, block, params: positional(rules, call.method, params), filter: members };
+}
+
+/**
+ * The block a history read names by number (a range's start), -1 for one that names no block (a trace of a
+ * transaction by its hash), or undefined for one at the head or by block hash, which the read's other rules
+ * serve (a head tag reads what every node has; an unknown hash is asked of another node).
+ */
+function historyFrom(rules: ReadRules, call: PassedCall): number | undefined {
+  const range = rules.ranges?.[call.method];
+  if (range !== undefined) {
+    const read = rangeRead(rules, call, range, rules.block);
+    const from = read === undefined ? undefined : namedBlock(rules.block, read.filter[range.from]);
+    return typeof from === "number" ? from : undefined;
+  }
+  const value = blockParam(rules, call);
+  if (value === NO_BLOCK_PARAM) return -1;
+  const named = namedBlock(rules.block, value);
+  return typeof named === "number" ? named : undefined;
 }
 
 /** Whether a range call names its one block by hash instead of a range (the block rule's `hashMember`). */

@@ -292,9 +292,16 @@ export class UpstreamPlanner {
     const { endpoint, principal } = mounted.admitted;
     const rule = mounted.mount.policy.jsonrpc?.reads?.archive;
     const archiveLabel = endpoint.archiveLabel;
-    const named = reads.stateBlock >= 0 || reads.stateByHash;
-    if (rule === undefined || archiveLabel === undefined || !named) return undefined;
     const head = group.served.height;
+    // and a read of history older than a full node keeps state for, or of a transaction by its hash: a full
+    // node first, which may have dropped it (a recent block's every node has)
+    const history = reads.historyFrom;
+    const oldHistory =
+      history !== undefined &&
+      rule !== undefined &&
+      (history < 0 || (head >= 0 && history < head - rule.fullHistory));
+    const named = reads.stateBlock >= 0 || reads.stateByHash || oldHistory;
+    if (rule === undefined || archiveLabel === undefined || !named) return undefined;
     if (reads.single && head >= 0 && reads.stateBlock > head) return undefined;
     return {
       // a block named by hash is not known to be old until a full node says so; a batch goes to a full node

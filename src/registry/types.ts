@@ -324,6 +324,12 @@ export interface FinalityRoute {
  */
 export interface ArchiveRule {
   readonly state: readonly string[];
+  /**
+   * Reads of history a full node may no longer keep, whatever block they name (EIP-4444's expired blocks,
+   * receipts and logs; a transaction traced on its block's pruned parent state): they go to a full node
+   * first, and to the archive nodes once more only when it answers one of `missingState`.
+   */
+  readonly history?: readonly string[];
   readonly fullHistory: number;
   readonly missingState: readonly string[];
 }
