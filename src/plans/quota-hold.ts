@@ -14,6 +14,8 @@ export class QuotaHold {
   #charged: number;
   /** What a cached answer costs, as a share of its price (the plan's `cachedShare`). */
   readonly cachedShare: number;
+  /** When the units were taken (the ledger's take follows the construction at once): what a settle is of. */
+  readonly #heldAt = Date.now();
 
   constructor(ledger: QuotaLedger, scope: string, principal: Principal, plan: PlanTerms, reserved: number) {
     this.#ledger = ledger;
@@ -52,7 +54,7 @@ export class QuotaHold {
    * the ledger holds the last units, never a refund twice.
    */
   settle(units: number): void {
-    this.#ledger.adjust(this.#scope, this.limits, units - this.#charged);
+    this.#ledger.adjust(this.#scope, this.limits, units - this.#charged, this.#heldAt);
     this.#charged = units;
   }
 }

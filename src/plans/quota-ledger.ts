@@ -51,7 +51,11 @@ export interface QuotaLedger {
     cost: number,
     ratePerSecond?: number,
   ): QuotaDecision | Promise<QuotaDecision>;
-  adjust(scope: string, limits: QuotaLimits, delta: number): void;
+  /**
+   * `heldAt`: when the units were taken (milliseconds since the epoch). The difference is the day's and the
+   * month's the units were held in, not those current when the answer came: see `QuotaClock.periodOf`.
+   */
+  adjust(scope: string, limits: QuotaLimits, delta: number, heldAt: number): void;
   close(): Promise<void>;
 }
 
@@ -90,7 +94,9 @@ function passesMark(limit: number, threshold: number, before: number, after: num
 export class QuotaClock {
   day = "";
   month = "";
+  dayStartsAt = 0;
   dayEndsAt = 0;
+  monthStartsAt = 0;
   monthEndsAt = 0;
   readonly #now: () => number;
   /**
@@ -112,9 +118,20 @@ export class QuotaClock {
     this.day = date.toISOString().slice(0, 10);
     if (this.day.slice(0, 7) !== this.month) this.#sizes.clear();
     this.month = this.day.slice(0, 7);
+    this.dayStartsAt = Date.UTC(date.getUTCFullYear(), date.getUTCMonth(), date.getUTCDate());
     this.dayEndsAt = Date.UTC(date.getUTCFullYear(), date.getUTCMonth(), date.getUTCDate() + 1);
+    this.monthStartsAt = Date.UTC(date.getUTCFullYear(), date.getUTCMonth(), 1);
     this.monthEndsAt = Date.UTC(date.getUTCFullYear(), date.getUTCMonth() + 1, 1);
     return true;
+  }
+
+  /**
+   * Which of the periods as last ticked the moment `at` falls in: "day" (this day, so this month too),
+   * "month" (an earlier day of this month) or "ended" (an earlier month).
+   */
+  periodOf(at: number): "day" | "month" | "ended" {
+    if (at >= this.dayStartsAt) return "day";
+    return at >= this.monthStartsAt ? "month" : "ended";
   }
 
   /** What refuses `cost` on top of `day` and `month` spent, else ALLOWED. */
@@ -209,12 +226,24 @@ export class LocalQuotaLedger implements QuotaLedger {
       this.#crossed(this.#clock.spentCrossing(scope, limits, decision));
       return decision;
     }
-    this.#add(scope, spent, limits, cost);
+    this.#add(scope, spent, limits, cost, cost);
     return decision;
   }
 
-  adjust(scope: string, limits: QuotaLimits, delta: number): void {
-    if (delta !== 0) this.#add(scope, this.#spentOf(scope), limits, delta);
+  /**
+   * A settle's difference counts in the periods the units were held in (docs/plans.md: the CU of what was
+   * served, in fixed UTC periods): a call held before midnight and given back after it was never spent from
+   * the new day, so its refund must not make room there. Of an ended period only its counter could take the
+   * difference, and this ledger forgets a day's (and a month's) counter when it ends: the difference, a
+   * refund or an extra charge alike, is dropped for it, while the month still counts it when the day held
+   * in was this month's.
+   */
+  adjust(scope: string, limits: QuotaLimits, delta: number, heldAt: number): void {
+    if (delta === 0) return;
+    const spent = this.#spentOf(scope);
+    const held = this.#clock.periodOf(heldAt);
+    if (held === "ended") return;
+    this.#add(scope, spent, limits, held === "day" ? delta : 0, delta);
   }
 
   /** What `scope` spent today and this month, as this process counted it. */
@@ -239,14 +268,15 @@ export class LocalQuotaLedger implements QuotaLedger {
 
   async close(): Promise<void> {}
 
-  #add(scope: string, spent: Spent, limits: QuotaLimits, delta: number): void {
+  /** Adds `dayDelta` to the day's count and `monthDelta` to the month's, announcing what they cross. */
+  #add(scope: string, spent: Spent, limits: QuotaLimits, dayDelta: number, monthDelta: number): void {
     const dayBefore = spent.dayUnits;
     const monthBefore = spent.monthUnits;
-    spent.dayUnits = Math.max(0, dayBefore + delta);
-    spent.monthUnits = Math.max(0, monthBefore + delta);
+    spent.dayUnits = Math.max(0, dayBefore + dayDelta);
+    spent.monthUnits = Math.max(0, monthBefore + monthDelta);
     // every call passes here: the crossings' lists are made only when a threshold is passed
     if (
-      delta > 0 &&
+      monthDelta > 0 &&
       (passes(limits.daily, dayBefore, spent.dayUnits) ||
         passes(limits.monthly, monthBefore, spent.monthUnits) ||
         this.#clock.resized(scope, limits))

@@ -153,9 +153,24 @@ export class SharedQuotaLedger implements QuotaLedger {
     return this.#waitFor(scope, lease, limits, cost, size);
   }
 
-  adjust(scope: string, limits: QuotaLimits, delta: number): void {
+  /**
+   * A settle's difference counts in the day and month the units were held in, as in the in-process ledger
+   * (quota-ledger.ts): spent from this day's lease, or, for units held on a day that has turned (its lease
+   * was given back at the turn), told to that day's counters and its month's in Redis, which are kept past
+   * their period's end: a refund makes no room in the new day (nor the new month), and an extra charge
+   * goes to the period it belongs to, or nowhere once Redis dropped that period's counters.
+   */
+  adjust(scope: string, limits: QuotaLimits, delta: number, heldAt: number): void {
+    if (delta === 0) return;
     if (!this.#shared) {
-      this.#recovery.local.adjust(scope, limits, delta);
+      this.#recovery.local.adjust(scope, limits, delta, heldAt);
+      return;
+    }
+    this.#turn();
+    if (this.#clock.periodOf(heldAt) !== "day") {
+      // leased then and spent: the leased counters and the spent ones both change by the difference
+      const day = new Date(heldAt).toISOString().slice(0, 10);
+      void this.#tell(scope, day, limits, -delta, delta);
       return;
     }
     const lease = this.#leases.get(scope);
@@ -212,14 +227,22 @@ export class SharedQuotaLedger implements QuotaLedger {
     lease.balance -= unspent;
     const spent = lease.unreported;
     lease.unreported = 0;
+    return this.#tell(scope, lease.day, lease.limits, unspent, spent);
+  }
+
+  /**
+   * `unspent` leased units of `day` go back to its counters and `spent` units are added to its spent ones
+   * (either may be below zero; counters Redis no longer holds take nothing), with the crossings it makes.
+   */
+  #tell(scope: string, day: string, limits: QuotaLimits, unspent: number, spent: number): Promise<unknown> {
     const clock = this.#clock;
-    return this.#commands.giveBack(counterKeys(scope, lease.day), unspent, spent).then(
+    return this.#commands.giveBack(counterKeys(scope, day), unspent, spent).then(
       ([daySpent, monthSpent]) => {
         // a day that has turned: its crossings would be announced as the new day's, and only the month's
         // are still the month's while it has not turned too
-        const sameDay = lease.day === clock.day;
-        if (!sameDay && lease.day.slice(0, 7) !== clock.day.slice(0, 7)) return;
-        this.#told(scope, lease.limits, spent, sameDay ? daySpent : undefined, monthSpent);
+        const sameDay = day === clock.day;
+        if (!sameDay && day.slice(0, 7) !== clock.day.slice(0, 7)) return;
+        this.#told(scope, limits, spent, sameDay ? daySpent : undefined, monthSpent);
       },
       () => {},
     );
@@ -361,13 +384,16 @@ export class SharedQuotaLedger implements QuotaLedger {
     return Math.max(cost, Math.min(Math.ceil((size * this.#leaseMs) / 1000), Math.ceil(quota * LEASE_SHARE)));
   }
 
+  /** Brings the clock up to now: the day's leases end with it, what they hold goes back, what was spent is told. */
+  #turn(): void {
+    if (!this.#clock.tick()) return;
+    for (const [held, lease] of this.#leases) void this.#giveBack(held, lease);
+    this.#leases.clear();
+  }
+
   #leaseOf(scope: string, limits: QuotaLimits): Lease {
     const clock = this.#clock;
-    if (clock.tick()) {
-      // the day's leases end with it: what they hold goes back, what was spent from them is told
-      for (const [held, lease] of this.#leases) void this.#giveBack(held, lease);
-      this.#leases.clear();
-    }
+    this.#turn();
     const now = Date.now();
     let lease = this.#leases.get(scope);
     if (lease === undefined) {

@@ -385,7 +385,7 @@ describe("the in-process ledger", () => {
     expect(crossed).toEqual([]);
     expect(ledger.take("k", limits, 10).allowed).toBe(true); // 80
     expect(crossed.map((c) => c.threshold)).toEqual([80]);
-    ledger.adjust("k", limits, -10); // the call failed: 70 again
+    ledger.adjust("k", limits, -10, Date.now()); // the call failed: 70 again
     expect(ledger.take("k", limits, 25).allowed).toBe(true); // 95: 80 again, from below
     expect(ledger.take("k", limits, 10).allowed).toBe(false);
     expect(crossed.map((c) => c.threshold)).toEqual([80, 80, 100]);
