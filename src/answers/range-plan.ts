@@ -110,6 +110,9 @@ export function planRanges(
     if (watches) continue;
     // a paged call is the node's to page: split, its pages would no longer mean what the caller asked
     if (read.rule.pages?.some((member) => isGiven(read.filter[member]))) continue;
+    // a notification wants no answer: merged from sub-ranges, it would get one; it goes as sent, within
+    // refuseAbove, and the node answers it as it answers any notification
+    if (read.call.id === undefined) continue;
     if (!need.single)
       throw new GatewayError("BLOCK_RANGE_TOO_LARGE", {
         ...detail,

@@ -78,6 +78,22 @@ describe("range bounds in the forms a node reads (real anvil)", () => {
     expect(asked("eth_getLogs")).toHaveLength(1);
   });
 
+  it("a wide notification is not split: it wants no answer, and gets the one a narrow notification gets", async () => {
+    const notify = (toBlock: string) =>
+      gw.call("eth", `/${KEYS.all}`, {
+        body: JSON.stringify({
+          jsonrpc: "2.0",
+          method: "eth_getLogs",
+          params: [{ fromBlock: "0x1", toBlock }],
+        }),
+      });
+    const narrow = await notify("0x10");
+    node.calls.length = 0;
+    const wide = await notify("0x1f4");
+    expect({ status: wide.status, text: wide.text }).toEqual({ status: narrow.status, text: narrow.text });
+    expect(asked("eth_getLogs")).toHaveLength(1);
+  });
+
   it("in a batch, such a bound refuses its own call only", async () => {
     const batch = [
       { jsonrpc: "2.0", id: 1, method: "eth_getLogs", params: [{ fromBlock: "0x0", toBlock: "null" }] },
