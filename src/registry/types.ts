@@ -455,6 +455,11 @@ export interface EventsRule {
   /** Members of an event that hold its block's height and its place in the block. */
   readonly number: string;
   readonly index: string;
+  /**
+   * The member that holds an event's block hash: a move to a node whose block at the last height sent is
+   * another block sends the events sent from the replaced one again with `removed: true` (gap-fill.ts).
+   */
+  readonly hash?: string;
   readonly encoding: HeadEncoding;
   /**
    * The range query: `method` with one param, the subscribe call's `filterParam`-th param (an object, or

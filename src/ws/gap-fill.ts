@@ -110,6 +110,7 @@ export function backfillEvents(subscription: Subscription, context: FillContext)
       const events = parseArray(answer?.members.get("result"));
       const held = subscription.held ?? [];
       subscription.held = undefined;
+      if (events !== undefined) takeBackReplaced(subscription, events, from, context);
       for (const event of events ?? []) deliver(subscription, JSON.stringify(event), undefined, context);
       // Everything up to the query's last block has been sent: the new subscription's copies are repeats.
       if (events !== undefined && (subscription.lastNumber ?? Number.NEGATIVE_INFINITY) <= to) {
@@ -120,6 +121,37 @@ export function backfillEvents(subscription: Subscription, context: FillContext)
       for (const result of held) deliver(subscription, result, undefined, context);
     });
   });
+}
+
+/**
+ * When the new node's block at the last height sent is another block than the one the client's events came
+ * from (the nodes disagreed on a recent block: a reorganisation one of them had not seen), those events are
+ * sent again with `removed: true`, as a node sends them in its own reorganisation, and the new node's events
+ * at that height are news, not repeats. Its events there name their block: none of them names the old one.
+ */
+function takeBackReplaced(
+  subscription: Subscription,
+  events: readonly unknown[],
+  from: number,
+  context: FillContext,
+): void {
+  const member = subscription.kind?.events?.hash;
+  const sent = subscription.sentAtLast;
+  if (member === undefined || sent === undefined || sent.height !== from) return;
+  if (events.some((event) => JSON.stringify(memberOf(event, member)) === sent.hash)) return;
+  for (const result of sent.results)
+    context.send(subscription.notification(context.idMember, withRemoved(result)));
+  subscription.sentAtLast = undefined;
+  if (subscription.lastNumber === from) subscription.lastIndex = Number.NEGATIVE_INFINITY;
+}
+
+function memberOf(value: unknown, member: string): unknown {
+  return typeof value === "object" && value !== null ? (value as Record<string, unknown>)[member] : undefined;
+}
+
+/** An event's result as sent, marked taken back. */
+function withRemoved(result: string): string {
+  return JSON.stringify({ ...(JSON.parse(result) as object), removed: true });
 }
 
 /** Records the head at which an events subscription was made, where a later range query starts. */

@@ -6,6 +6,16 @@ import { decode } from "../upstream/head.js";
 // The subscriptions a WebSocket connection holds, remembered so that they can be made again on another
 // node when theirs goes (connection.ts), with what the registry says about them (registry `subscriptions`).
 
+/** The events sent from one block: its height, its hash (as a source token) and their results. */
+export interface SentBlock {
+  readonly height: number;
+  readonly hash: string;
+  readonly results: string[];
+}
+
+/** Events kept per subscription to take a replaced block's back: more in one block are not. */
+const KEPT_EVENTS = 256;
+
 /** What a notification's position says about it: pass it on, drop it as a repeat, or fill a gap first. */
 export type Verdict = "send" | "drop" | "fill";
 
@@ -41,9 +51,18 @@ export class Subscription {
   held: string[] | undefined;
   /**
    * The last notification passed on undecoded (the connection's only subscription, never moved): its
-   * position is read only when it is needed (`catchUp`), so a fan-out pays no decoding per message.
+   * position is read only when it is needed (`catchUp`), so a fan-out pays no decoding per message. An
+   * events subscription whose events name their block's hash keeps its last few (`passedOn`).
    */
   unread: string | Buffer | undefined;
+  /** Events named by block hash: the last notifications passed on undecoded, oldest first. */
+  #unreadEvents: (string | Buffer)[] | undefined;
+  /**
+   * Events named by block hash (registry `events.hash`): those sent from the last height's block, and its
+   * hash. A move to a node whose block there is another sends them again with `removed: true`, as the node
+   * would have in its own reorganisation (gap-fill.ts `backfillEvents`).
+   */
+  sentAtLast: SentBlock | undefined;
 
   constructor(fields: {
     method: string;
@@ -67,14 +86,28 @@ export class Subscription {
     return this.kind !== undefined || this.upstreamId !== this.clientId;
   }
 
-  /** Records the position of the notification passed on undecoded, if any. */
+  /** A notification passed on undecoded: `catchUp` reads its position when a move needs it. */
+  passedOn(data: string | Buffer): void {
+    if (this.kind?.events?.hash === undefined) {
+      this.unread = data;
+      return;
+    }
+    // the events of one block come one by one: enough of the last ones to take a block's back
+    this.#unreadEvents ??= [];
+    this.#unreadEvents.push(data);
+    if (this.#unreadEvents.length > KEPT_EVENTS) this.#unreadEvents.shift();
+  }
+
+  /** Records the position of the notifications passed on undecoded, if any. */
   catchUp(idMember: string): void {
-    const { unread } = this;
-    if (unread === undefined) return;
+    const unread = this.#unreadEvents ?? (this.unread === undefined ? [] : [this.unread]);
     this.unread = undefined;
-    const members = scanMembers(typeof unread === "string" ? unread : unread.toString("utf8"))[0];
-    const pushed = members === undefined ? undefined : readNotification(members, idMember);
-    if (pushed !== undefined && pushed.id === this.upstreamId) this.judge(pushed.result);
+    this.#unreadEvents = undefined;
+    for (const data of unread) {
+      const members = scanMembers(typeof data === "string" ? data : data.toString("utf8"))[0];
+      const pushed = members === undefined ? undefined : readNotification(members, idMember);
+      if (pushed !== undefined && pushed.id === this.upstreamId) this.judge(pushed.result);
+    }
   }
 
   /** Judges one notification's result by its position, and records it as sent when it is to be sent. */
@@ -103,6 +136,8 @@ export class Subscription {
       // A log taken back by a reorganisation is news, whatever its position; after it, a log mined again
       // from that position on is too, not a move's repeat: the last position sent goes back to before it.
       if (fields.get("removed") === "true") {
+        // the node takes its own block's events back: none of them is the client's to lose again
+        if (height === this.sentAtLast?.height) this.sentAtLast = undefined;
         if (height === undefined || index === undefined) this.afterMove = false;
         else if (
           this.lastNumber !== undefined &&
@@ -118,10 +153,20 @@ export class Subscription {
       const repeat = last !== undefined && (height < last || (height === last && index <= this.lastIndex));
       if (this.afterMove && repeat) return "drop";
       this.afterMove = false;
+      if (kind.events.hash !== undefined) this.#keepSent(result, height, fields.get(kind.events.hash));
       this.lastNumber = height;
       this.lastIndex = index;
     }
     return "send";
+  }
+
+  /** Keeps an event sent from the block `hash` at `height`, with those sent from it before. */
+  #keepSent(result: string, height: number, hash: string | undefined): void {
+    if (hash === undefined) return;
+    const kept = this.sentAtLast;
+    if (kept === undefined || kept.height !== height || kept.hash !== hash)
+      this.sentAtLast = { height, hash, results: [result] };
+    else if (kept.results.length < KEPT_EVENTS) kept.results.push(result);
   }
 
   /** A notification of `result` under the client's id, as the node would have sent it. */
