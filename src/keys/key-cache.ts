@@ -2,10 +2,8 @@ import type { RateSpec } from "../config/types.js";
 import type { GrantFeed, GrantStatus, KeyGrant } from "./grants.js";
 import { KeyRules } from "./key-settings.js";
 import { reconnectDelay } from "./reconnect-backoff.js";
+import { MAX_TIMER_MS } from "./token-lifetime.js";
 import type { KeyStore, Principal } from "./types.js";
-
-/** The longest delay setTimeout takes: a later expiry is waited for in steps. */
-const MAX_TIMER_MS = 2 ** 31 - 1;
 
 interface Entry {
   readonly principal: Principal;

@@ -16,6 +16,7 @@ import { clientGone } from "../http/client-gone.js";
 import { checkFraming } from "../http/framing.js";
 import { type AnswerTag, requestIdFor, requestIdOf, tagResponse } from "../http/request-id.js";
 import { replyIdIn } from "../jsonrpc/check.js";
+import { TokenLifetime } from "../keys/token-lifetime.js";
 import type { UsageRecorder } from "../keys/usage.js";
 import type { HeldCalls } from "../limits/held-calls.js";
 import { AccessLine, type Logger } from "../log.js";
@@ -79,7 +80,10 @@ export class HttpExchange implements AnswerTag {
    * held call only: a closure per request showed in the profile (docs/performance.md).
    */
   #cut: (() => void) | undefined = undefined;
-  #withdrawn = false;
+  /** Why a held call was cut: its key withdrawn, or the JWT it was made with expired. */
+  #cutAs: "KEY_WITHDRAWN" | "JWT_REQUIRED" | undefined = undefined;
+  /** A held call made with a JWT lasts as long as the token does, as a WebSocket's connection does. */
+  #token: TokenLifetime | undefined = undefined;
   readonly #tracing: Tracing | undefined;
   /** The request's span, from the moment its label is known; undefined with tracing off. */
   #trace: RequestTrace | undefined = undefined;
@@ -277,11 +281,17 @@ export class HttpExchange implements AnswerTag {
       // once, and the socket's idle timeout must not cut them (the call's own deadline bounds a long poll).
       if (isHeld(call)) {
         this.#cut = () => {
-          this.#withdrawn = true;
+          this.#cutAs ??= "KEY_WITHDRAWN";
           this.#res.destroy();
         };
         this.#held.take(mounted.admitted.clientId, this.#cut);
         this.#heldBy = mounted.admitted.clientId;
+        const validUntil = mounted.admitted.tokenValidUntilMs;
+        if (validUntil !== undefined)
+          this.#token = new TokenLifetime(validUntil, () => {
+            this.#cutAs = "JWT_REQUIRED";
+            this.#cut?.();
+          });
         this.#req.socket.setTimeout(0);
       }
       // 7: a partial batch's answer is read whole and merged, a range too wide for one node is split,
@@ -422,6 +432,7 @@ export class HttpExchange implements AnswerTag {
     this.#ended = true;
     this.#inFlight.count -= 1;
     if (this.#heldBy !== undefined) this.#held.release(this.#heldBy, this.#cut);
+    this.#token?.stop();
     if (error !== undefined) this.#fail(error, replyId);
     const access = this.#access;
     const elapsed = performance.now() - this.#started;
@@ -506,7 +517,7 @@ export class HttpExchange implements AnswerTag {
   /** Who ended a request whose connection closed: the stop, a key's withdrawal, or its caller. */
   #cutBy(): ErrorCode {
     if (this.#inFlight.cut === true) return "DRAIN_CUT";
-    return this.#withdrawn ? "KEY_WITHDRAWN" : "CLIENT_CLOSED";
+    return this.#cutAs ?? "CLIENT_CLOSED";
   }
 
   #fail(failure: unknown, replyId: string): void {

@@ -5,6 +5,7 @@ import { errorBody, errorFormOf, jsonRpcStyle } from "../errors/respond.js";
 import { callRulesOf } from "../jsonrpc/call-rules.js";
 import type { CallRules, PassedCall } from "../jsonrpc/check.js";
 import { scanMembers } from "../jsonrpc/scan.js";
+import { TokenLifetime } from "../keys/token-lifetime.js";
 import type { UsageRecorder } from "../keys/usage.js";
 import type { Logger } from "../log.js";
 import type { GatewayMetrics } from "../metrics/gateway-metrics.js";
@@ -36,7 +37,6 @@ import { type ChoosingConnection, NodeChoice } from "./node-choice.js";
 import type { NodeSocket } from "./node-socket.js";
 import { PendingCalls, type Settled, type UpstreamMessage } from "./pending-calls.js";
 import { RememberedSubscriptions, type Subscription } from "./subscriptions.js";
-import { TokenLifetime } from "./token-lifetime.js";
 
 export interface ConnectionOptions {
   readonly stages: Stages;

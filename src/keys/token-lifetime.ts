@@ -1,10 +1,11 @@
 /** The longest delay setTimeout takes: a later expiry is waited for in steps. */
-const MAX_TIMER_MS = 2 ** 31 - 1;
+export const MAX_TIMER_MS = 2 ** 31 - 1;
 
 /**
  * A connection opened with the JWT its key's settings require lasts as long as that token does: its calls
  * are made under the token of its upgrade (a browser cannot send another on an open socket), and `expired`
- * runs when it stops being valid (docs/plans.md, "Key settings"), at once when it already has.
+ * runs when it stops being valid (docs/plans.md, "Key settings"), at once when it already has. So does a
+ * stream or long poll over HTTP (pipeline/http.ts).
  */
 export class TokenLifetime {
   #timer: NodeJS.Timeout | undefined;
