@@ -232,6 +232,20 @@ function checkAtHeadPaths(iface: InterfaceSpec, path: YamlPath, report: Report):
   });
 }
 
+/** Each of a REST interface's heightInPaths is the shape of a route it serves, and one of its atHeadPaths' reads. */
+function checkHeightInPaths(iface: InterfaceSpec, path: YamlPath, report: Report): void {
+  const heights = iface.reads?.heightInPaths;
+  if (heights === undefined) return;
+  if (iface.family !== "rest") {
+    report(path, "a jsonrpc interface's answers show their heights by heightIn");
+    return;
+  }
+  const prefixes = iface.reads?.atHeadPaths ?? [];
+  for (const shape of Object.keys(heights))
+    if (!prefixes.some((prefix) => shape === prefix || shape.startsWith(`${prefix}/`)))
+      report([...path, shape], `"${shape}" is not a read at the head (reads.atHeadPaths)`);
+}
+
 /**
  * Each long-poll route is a read the interface's routes reach, and not a stream or a write; each method,
  * one the interface serves (a write among them is held and, as every write, never sent twice).
@@ -374,6 +388,7 @@ function checkReads(iface: InterfaceSpec, trie: TrieNode | undefined, path: Yaml
       );
   checkCacheRules(rules, served, trie, [...path, "cache"], report);
   checkAtHeadPaths(iface, [...path, "atHeadPaths"], report);
+  checkHeightInPaths(iface, [...path, "heightInPaths"], report);
   if (rules.unknownBlockAnswers !== undefined && iface.family !== "rest")
     report(
       [...path, "unknownBlockAnswers"],

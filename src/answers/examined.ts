@@ -117,7 +117,9 @@ function heightIn(answer: unknown, rule: HeightInAnswer): number | undefined {
     if (typeof value !== "object" || value === null) return undefined;
     value = (value as Record<string, unknown>)[member];
   }
-  return readHeight(value, rule.encoding);
+  // a JSON number is a height whatever the dialect writes its blocks in (Substrate's system_syncState
+  // answers currentBlock as one, where its headers number blocks in hex)
+  return readHeight(value, typeof value === "number" ? "integer" : rule.encoding);
 }
 
 /** A batch answer's elements by their ids (the first of two with one id, as a search from the start finds). */

@@ -430,6 +430,8 @@ export function restReadNeed(
   }
   const finalized = rules.atFinalizedPaths?.[shape];
   if (finalized !== undefined) return restAtFinalizedNeed(rules, shape, finalized);
+  const height = rules.heightInPaths?.[shape];
+  if (height !== undefined) return restHeightInNeed(rules, shape, height);
   for (const prefix of rules.atHeadPaths ?? [])
     if (shape === prefix || shape.startsWith(`${prefix}/`)) return restAtHeadNeed(rules);
   for (const [prefix, index] of paths) {
@@ -463,21 +465,38 @@ function restAtHeadNeed(rules: RestReadRules): ReadNeed {
 }
 
 const AT_FINALIZED_NEEDS = new WeakMap<RestReadRules, Map<string, ReadNeed>>();
+const HEIGHT_IN_NEEDS = new WeakMap<RestReadRules, Map<string, ReadNeed>>();
 
 /** A REST read of the node's finalized block: at the head, and read for the height it answers. */
 function restAtFinalizedNeed(rules: RestReadRules, shape: string, path: readonly string[]): ReadNeed {
-  let needs = AT_FINALIZED_NEEDS.get(rules);
+  return restLearningNeed(AT_FINALIZED_NEEDS, rules, shape, path, true);
+}
+
+/** A REST read at the head whose answer says the height it read (`reads.heightInPaths`). */
+function restHeightInNeed(rules: RestReadRules, shape: string, path: readonly string[]): ReadNeed {
+  return restLearningNeed(HEIGHT_IN_NEEDS, rules, shape, path, false);
+}
+
+/** A REST read at the head, read for the height at `path`: one need per route shape. */
+function restLearningNeed(
+  byRules: WeakMap<RestReadRules, Map<string, ReadNeed>>,
+  rules: RestReadRules,
+  shape: string,
+  path: readonly string[],
+  isFinal: boolean,
+): ReadNeed {
+  let needs = byRules.get(rules);
   if (needs === undefined) {
     needs = new Map<string, ReadNeed>();
-    AT_FINALIZED_NEEDS.set(rules, needs);
+    byRules.set(rules, needs);
   }
   let need = needs.get(shape);
   if (need === undefined) {
     need = new ReadNeed();
     need.single = true;
     need.atHead = true;
-    need.atFinalized = true;
-    need.learn.push({ id: undefined, path, encoding: rules.block.encoding, isHead: false, isFinal: true });
+    need.atFinalized = isFinal;
+    need.learn.push({ id: undefined, path, encoding: rules.block.encoding, isHead: false, isFinal });
     needs.set(shape, need);
   }
   return need;

@@ -195,6 +195,12 @@ export interface ReadRules {
    */
   readonly atHeadPaths?: readonly string[];
   /**
+   * Of a REST interface's reads at the head, route shapes whose answer says the height it read (algod's
+   * account `round`), each with the member path of that height: the label's served head learns it, as it
+   * learns a JSON-RPC answer's (`heightIn`).
+   */
+  readonly heightInPaths?: Readonly<Record<string, readonly string[]>>;
+  /**
    * A REST interface's route shapes that answer the node's finalized block (java-tron's
    * `/walletsolidity/getnowblock`), each with where the answer holds its height: each node answers its own,
    * and the one that answered the highest goes first.
@@ -407,7 +413,14 @@ export interface BlockParamRule {
  */
 export type RestReadRules = Pick<
   ReadRules,
-  "block" | "paths" | "bodies" | "cache" | "unknownBlockAnswers" | "atHeadPaths" | "atFinalizedPaths"
+  | "block"
+  | "paths"
+  | "bodies"
+  | "cache"
+  | "unknownBlockAnswers"
+  | "atHeadPaths"
+  | "heightInPaths"
+  | "atFinalizedPaths"
 >;
 
 /** A REST answer's status and, when given, its JSON body (`reads.unknownBlockAnswers`). */
