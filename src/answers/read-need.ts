@@ -352,7 +352,8 @@ export function namedBlock(rule: BlockParamRule, value: unknown): "head" | "hash
     if (rule.tagMember !== undefined && members[rule.tagMember] !== undefined) return "head";
     if (rule.hashMember !== undefined && members[rule.hashMember] !== undefined) return "hash";
     const number = rule.numberMember === undefined ? undefined : members[rule.numberMember];
-    return number === undefined ? "none" : namedBlock(rule, number);
+    if (number !== undefined) return namedBlock(rule, number);
+    return rule.unnamedIsHead === true ? "head" : "none";
   }
   if (isOneOf(rule.headTags, value)) return "head";
   // `earliest`: the chain's first block, a state read an archive node alone may still have
@@ -432,8 +433,8 @@ export function restReadNeed(
   if (finalized !== undefined) return restAtFinalizedNeed(rules, shape, finalized);
   const height = rules.heightInPaths?.[shape];
   if (height !== undefined) return restHeightInNeed(rules, shape, height);
-  for (const prefix of rules.atHeadPaths ?? [])
-    if (shape === prefix || shape.startsWith(`${prefix}/`)) return restAtHeadNeed(rules);
+  // a route under a block first: `/chains/{}/blocks` (the head's list) may read at the head while
+  // `/chains/{}/blocks/{}` names its block
   for (const [prefix, index] of paths) {
     if (shape !== prefix && !shape.startsWith(`${prefix}/`)) continue;
     const segment = segments[index];
@@ -447,13 +448,20 @@ export function restReadNeed(
     else need.highestBlock = named;
     return need;
   }
-  return undefined;
+  return readsAtHead(rules, shape) ? restAtHeadNeed(rules) : undefined;
+}
+
+/** Whether a REST route shape answers from the node's head (registry `reads.atHeadPaths`). */
+export function readsAtHead(rules: RestReadRules, shape: string): boolean {
+  for (const prefix of rules.atHeadPaths ?? [])
+    if (shape === prefix || shape.startsWith(`${prefix}/`)) return true;
+  return false;
 }
 
 /** A REST route that answers from the node's head needs the same every time: one object per interface. */
 const AT_HEAD_NEEDS = new WeakMap<RestReadRules, ReadNeed>();
 
-function restAtHeadNeed(rules: RestReadRules): ReadNeed {
+export function restAtHeadNeed(rules: RestReadRules): ReadNeed {
   let need = AT_HEAD_NEEDS.get(rules);
   if (need === undefined) {
     need = new ReadNeed();

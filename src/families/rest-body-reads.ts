@@ -1,4 +1,4 @@
-import { namedBlock, ReadNeed, restByHashNeed } from "../answers/read-need.js";
+import { namedBlock, ReadNeed, readsAtHead, restAtHeadNeed, restByHashNeed } from "../answers/read-need.js";
 import { type CacheRead, canonical, type Lifetime } from "../cache/cache-read.js";
 import type { RestReadRules } from "../registry/types.js";
 
@@ -36,7 +36,10 @@ export function bodyReads(
   query: string,
 ): { readonly reads: ReadNeed | undefined; readonly cache: CacheRead | undefined } {
   const value = namedValue(block.member, json, query);
-  // a request that names no block is the node's to refuse (java-tron answers an Error): nothing to read by
+  // one that names no block reads the head where the registry says so (java-tron's getblock), and is the
+  // node's to refuse elsewhere (java-tron answers an Error): nothing to read by
+  if (value === undefined && readsAtHead(block.rules, block.shape))
+    return { reads: restAtHeadNeed(block.rules), cache: undefined };
   const named = value === undefined ? "none" : namedBlock(block.rules.block, value);
   if (named === "none" || named === "head") return { reads: undefined, cache: undefined };
   let reads: ReadNeed | undefined;

@@ -380,6 +380,11 @@ export interface BlockParamRule {
   readonly headTags: readonly string[];
   readonly hashPattern?: string;
   readonly numberMember?: string;
+  /**
+   * An object that names no block by `numberMember`, hash or tag reads at the head (stellar-rpc's page by
+   * cursor, a position the node must have reached), rather than naming none.
+   */
+  readonly unnamedIsHead?: boolean;
   readonly hashMember?: string;
   /** An object with this member reads relative to the head, whatever its value (nearcore's `finality`). */
   readonly tagMember?: string;
