@@ -169,6 +169,13 @@ export function readNeed(
       if (read !== undefined) {
         need ??= new ReadNeed();
         need.ranges.push(read);
+        // a bound named by its block's hash (Starknet's `{"block_hash": …}`): a node that has not seen that
+        // block says so, and another may have it
+        if (range.watches !== true && boundByHash(rules, read)) {
+          need.byHash = true;
+          need.byHashCalls.push(call);
+          if (rules.unknownBlock !== undefined) need.unknownBlock = rules.unknownBlock;
+        }
       } else if (range.watches !== true && rangeByHash(rules, call, range)) {
         // one block by its hash (eth_getLogs's `blockHash`): a node that has not seen it yet says so
         need ??= new ReadNeed();
@@ -311,6 +318,14 @@ function historyFrom(rules: ReadRules, call: PassedCall): number | undefined {
   if (value === NO_BLOCK_PARAM) return -1;
   const named = namedBlock(rules.block, value);
   return typeof named === "number" ? named : undefined;
+}
+
+/** Whether one of a range's bounds names its block by hash. */
+function boundByHash(rules: ReadRules, read: RangeRead): boolean {
+  return (
+    namedBlock(rules.block, read.filter[read.rule.from]) === "hash" ||
+    namedBlock(rules.block, read.filter[read.rule.to]) === "hash"
+  );
 }
 
 /** Whether a range call names its one block by hash instead of a range (the block rule's `hashMember`). */
