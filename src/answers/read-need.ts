@@ -169,8 +169,8 @@ export function readNeed(
       if (read !== undefined) {
         need ??= new ReadNeed();
         need.ranges.push(read);
-        // a bound named by its block's hash (Starknet's `{"block_hash": …}`): a node that has not seen that
-        // block says so, and another may have it
+        // a bound named by its block's hash (a `{"block_hash": …}` bound): a node that has not seen that block
+        // says so, and another may have it
         if (range.watches !== true && boundByHash(rules, read)) {
           need.byHash = true;
           need.byHashCalls.push(call);

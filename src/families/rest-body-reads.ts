@@ -17,6 +17,10 @@ export interface BodyBlock {
   readonly errorMember: string | undefined;
 }
 
+function inFinalView(rules: RestReadRules, shape: string): boolean {
+  return rules.finalViews?.some((prefix) => shape.startsWith(`${prefix}/`)) === true;
+}
+
 /** The block the request names: its JSON body's member, else its query parameter (a number when digits). */
 function namedValue(member: string, json: unknown, query: string): unknown {
   if (json !== null && typeof json === "object" && !Array.isArray(json))
@@ -48,6 +52,8 @@ export function bodyReads(
     reads = new ReadNeed();
     reads.single = true;
     reads.highestBlock = named;
+    // a node's finalized view holds a block only once that node has finalized it, its head past it or not
+    reads.atFinalized = inFinalView(block.rules, block.shape);
   }
   const rules = block.rules.cache;
   if (block.cacheKey === undefined || rules === undefined || !rules.atBlock?.includes(block.shape))

@@ -195,6 +195,12 @@ export interface ReadRules {
    */
   readonly atHeadPaths?: readonly string[];
   /**
+   * A REST interface's path prefixes whose routes read the node's finalized view (java-tron's
+   * `/walletsolidity`, `/walletpbft`: the solidified store): a block read there by number goes first to the
+   * node that named the highest finalized block, whose view has it.
+   */
+  readonly finalViews?: readonly string[];
+  /**
    * Of a REST interface's reads at the head, route shapes whose answer says the height it read (algod's
    * account `round`), each with the member path of that height: the label's served head learns it, as it
    * learns a JSON-RPC answer's (`heightIn`).
@@ -426,6 +432,7 @@ export type RestReadRules = Pick<
   | "atHeadPaths"
   | "heightInPaths"
   | "atFinalizedPaths"
+  | "finalViews"
 >;
 
 /** A REST answer's status and, when given, its JSON body (`reads.unknownBlockAnswers`). */

@@ -147,13 +147,14 @@ export class UpstreamGroup {
    * For a read at the finalized tag: of the nodes in rotation at the label's served head (which such a read
    * needs, as any read at the head does: one below it would be waited for), the one that named the highest
    * finalized block, when they named different ones (else any will do, chosen as any read is). Another
-   * node answers its own older finalized block, and a caller polling it would see finality go back.
+   * node answers its own older finalized block, and a caller polling it would see finality go back. For a
+   * block read in a node's finalized view by number (`atHead` false), of every node in rotation.
    */
-  mostFinalized(): Upstream | undefined {
+  mostFinalized(atHead = true): Upstream | undefined {
     let best: Upstream | undefined;
     let lowest = Number.POSITIVE_INFINITY;
     for (const member of this.members) {
-      if (!member.health.inRotation || !reached(member, this.served.height)) continue;
+      if (!member.health.inRotation || (atHead && !reached(member, this.served.height))) continue;
       const height = this.finalizedBy(member);
       if (height < lowest) lowest = height;
       if (best === undefined || height > this.finalizedBy(best)) best = member;
