@@ -7,6 +7,15 @@ import { Waiters } from "../upstream/waiters.js";
  */
 export const SHARED_HEAD_KEEP_MS = 60_000;
 
+/** Epochs whose start is kept: a read in flight longer than this many head moves is of none. */
+const KEPT_EPOCHS = 64;
+
+/** What stood as an epoch began. */
+export interface EpochStart {
+  readonly height: number;
+  readonly finalized: number;
+}
+
 /**
  * The highest head a label has served: from the prober's readings of its nodes and from the answers its
  * callers got (docs/upstreams.md, "Answers across nodes"). A read at the head goes only to a node that has
@@ -16,6 +25,10 @@ export const SHARED_HEAD_KEEP_MS = 60_000;
 export class ServedHead {
   #height = -1;
   #epoch = 0;
+  /** The head and the label's finalized height as each of the last epochs began (`startOf`). */
+  readonly #starts = new Map<number, EpochStart>();
+  /** The label's finalized height now, read as each epoch begins (the group's). */
+  finality: (() => number) | undefined = undefined;
   #risenAt = 0;
   #blockMs: number | undefined = undefined;
   /** Calls waiting for a node at a head, by the head they wait for. */
@@ -39,6 +52,20 @@ export class ServedHead {
   }
 
   /**
+   * The served head and the label's finalized height as `epoch` began (undefined for one long gone): what
+   * was final when a read of that epoch was sent is at most what was final then, for finality only rises.
+   */
+  startOf(epoch: number): EpochStart | undefined {
+    return this.#starts.get(epoch);
+  }
+
+  #nextEpoch(): void {
+    this.#epoch++;
+    this.#starts.set(this.#epoch, { height: this.#height, finalized: this.finality?.() ?? -1 });
+    this.#starts.delete(this.#epoch - KEPT_EPOCHS);
+  }
+
+  /**
    * The time between blocks as the label's head has risen, smoothed; undefined until two rises were seen.
    * The registry's block time is the network's; a dev chain or a slow network may differ (src/cache/).
    */
@@ -57,7 +84,7 @@ export class ServedHead {
     if (height <= this.#height) return;
     this.#timeRise(height, block);
     this.#height = height;
-    this.#epoch++;
+    this.#nextEpoch();
     this.onRise?.(height);
   }
 
@@ -75,7 +102,7 @@ export class ServedHead {
    * replaced (src/upstream/group.ts `blockSeen`): what was read at the head may be gone.
    */
   moved(): void {
-    this.#epoch++;
+    this.#nextEpoch();
   }
 
   /**
@@ -86,7 +113,7 @@ export class ServedHead {
   settle(bestHead: number): void {
     if (bestHead >= 0 && bestHead < this.#height) {
       this.#height = bestHead;
-      this.#epoch++;
+      this.#nextEpoch();
     }
   }
 
@@ -98,7 +125,7 @@ export class ServedHead {
     if (height <= this.#height) return;
     this.#timeRise(height, block);
     this.#height = height;
-    this.#epoch++;
+    this.#nextEpoch();
   }
 
   /** Calls back once a node has reached `height` (`nodeReached`), or after `timeoutMs`. */

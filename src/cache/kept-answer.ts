@@ -74,10 +74,7 @@ export function keptMembers(
   }
   after.push("}");
   const bytes = { before: bytesOf(before), after: bytesOf(after) };
-  const lifetime =
-    statusCode === 200 && !movedMeanwhile(read, group, epoch)
-      ? lifetimeOf(members, read, group, node)
-      : undefined;
+  const lifetime = statusCode === 200 ? lifetimeOf(members, read, group, node, epoch) : undefined;
   const final = lifetime === "final";
   const store =
     lifetime !== undefined &&
@@ -111,13 +108,9 @@ function keptRest(
   const empty = text === "null" || text === "[]" || text === "{}";
   // a block named by its id that the node has not seen yet is no answer about it
   const byHash = read.lifetime.kind === "block" && read.lifetime.block < 0;
-  const ok =
-    answer.statusCode === 200 &&
-    !(empty && byHash) &&
-    !errorIn(body, read.errorMember) &&
-    !movedMeanwhile(read, group, epoch);
+  const ok = answer.statusCode === 200 && !(empty && byHash) && !errorIn(body, read.errorMember);
   // an empty answer is no block's for good: java-tron's {} for one its solidified view does not hold yet
-  const final = ok && !empty && isFinal(read, group, undefined, answer.upstream);
+  const final = ok && !empty && isFinal(read, group, undefined, answer.upstream, epoch);
   const store =
     ok &&
     (final || (!empty && settings.headRelative && settings.headMaxAgeMs > 0 && group.served.epoch === epoch));
@@ -181,6 +174,7 @@ function lifetimeOf(
   read: CacheRead,
   group: UpstreamGroup,
   node: Upstream | undefined,
+  epoch: number,
 ): "final" | "head" | undefined {
   const { rules, lifetime } = read;
   const error = members.get("error");
@@ -189,13 +183,13 @@ function lifetimeOf(
   if (failed || result === undefined) {
     // a node's own answer to a final call, such as a revert, is the same on every node and every time
     const deterministic = failed && rules.deterministicErrors?.some((text) => error.includes(text));
-    return deterministic === true && isFinal(read, group, undefined, node) ? "final" : undefined;
+    return deterministic === true && isFinal(read, group, undefined, node, epoch) ? "final" : undefined;
   }
   const empty = result === "null" || result === "[]";
   if (lifetime.kind === "block" && lifetime.block < 0 && result === "null") return undefined;
   // an answer that says its block (a receipt's blockNumber), read once
   const blockIn = lifetime.kind === "blockIn" ? heightAt(result, lifetime.path, rules) : undefined;
-  let final = isFinal(read, group, blockIn, node);
+  let final = isFinal(read, group, blockIn, node, epoch);
   if (final && rules.changing !== undefined && result.startsWith("{")) {
     const top = scanMembers(result)[0];
     if (top !== undefined && rules.changing.some((member) => top.has(member))) final = false;
@@ -209,28 +203,24 @@ function lifetimeOf(
 }
 
 /**
- * Whether the label's head moved while the node was answering a read that is not the same on every block:
- * its answer is of no one epoch, and its block may have turned final meanwhile, after the node read it
- * from blocks a reorg then replaced (judged final now, it would be kept for good): kept not at all.
- */
-function movedMeanwhile(read: CacheRead, group: UpstreamGroup, epoch: number): boolean {
-  return read.lifetime.kind !== "always" && group.served.epoch !== epoch;
-}
-
-/**
  * Whether the call's answer can no longer change, by its lifetime and the label's finalized height;
- * `blockIn`, for an answer that says its block, that block's height.
+ * `blockIn`, for an answer that says its block, that block's height. Final as the block was when the read
+ * went out, in head epoch `epoch`: one that turned final while the node answered may have been read from
+ * blocks a reorganisation then replaced, and kept for good the replaced block would be served for good.
  */
 function isFinal(
   read: CacheRead,
   group: UpstreamGroup,
   blockIn: number | undefined,
   node: Upstream | undefined,
+  epoch: number,
 ): boolean {
   const { lifetime } = read;
   if (lifetime.kind === "always") return true;
   if (lifetime.kind === "head") return false;
-  const finalized = finalizedHeight(read.rules, group, node);
+  let finalized = finalizedHeight(read.rules, group, node);
+  if (group.served.epoch !== epoch)
+    finalized = Math.min(finalized, finalizedAtStart(read.rules, group, epoch));
   if (lifetime.kind === "block") {
     // the genesis block never changes; a block named by hash may be one a reorg replaces, but on a chain
     // whose every block is final at once
@@ -239,6 +229,15 @@ function isFinal(
     return lifetime.block <= finalized;
   }
   return blockIn !== undefined && blockIn <= finalized;
+}
+
+/** The label's finalized height as head epoch `epoch` began; -1 for one long gone. */
+function finalizedAtStart(rules: CacheRules, group: UpstreamGroup, epoch: number): number {
+  const start = group.served.startOf(epoch);
+  const rule = rules.finalized;
+  if (start === undefined || rule === undefined) return -1;
+  if (!("depth" in rule)) return start.finalized;
+  return start.height < 0 ? -1 : start.height - rule.depth;
 }
 
 /** Whether every block of the chain is final once made (registry `finalized: {depth: 0}`). */

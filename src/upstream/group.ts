@@ -60,6 +60,7 @@ export class UpstreamGroup {
     this.members = members;
     this.maxLagBlocks = maxLagBlocks;
     this.headWaitMs = headWaitMs;
+    this.served.finality = () => this.finalized;
   }
 
   /**
