@@ -27,9 +27,21 @@ type Tagged = ServerResponse & { [TAG]?: AnswerTag };
  * ULID, a trace's id), else a new id (`newRequestId`). Anything else from the caller is not repeated: an id
  * goes into the log line, error bodies and the node's request, where a header's arbitrary text must not.
  */
-export function requestIdFor(rawHeaders: readonly string[]): string {
+export function requestIdFor(rawHeaders: readonly string[], target: string): string {
   const given = rawHeader(rawHeaders, REQUEST_ID_HEADER, true);
-  return given !== undefined && WELL_FORMED.test(given) ? given : newRequestId();
+  return given !== undefined && WELL_FORMED.test(given) && !isKeySegment(given, target)
+    ? given
+    : newRequestId();
+}
+
+/**
+ * Whether an id is the request's first path segment, its API key: the id is logged, echoed and passed to
+ * the node, where a key never goes, so a caller that sent its key as its id gets a new one.
+ */
+function isKeySegment(id: string, target: string): boolean {
+  if (!target.startsWith(id, 1)) return false;
+  const after = target.charAt(id.length + 1);
+  return after === "" || after === "/" || after === "?";
 }
 
 /**

@@ -141,7 +141,7 @@ export class HttpExchange implements AnswerTag {
     this.#held = options.held;
     this.#tracing = options.tracing;
     this.#inFlight.count += 1;
-    this.#requestId = requestIdFor(req.rawHeaders);
+    this.#requestId = requestIdFor(req.rawHeaders, req.url ?? "");
     // the exchange is its answer's tag: its id and its price, with nothing made per request for them
     tagResponse(res, this);
     this.#access.requestId = this.#requestId;

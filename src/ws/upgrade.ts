@@ -126,7 +126,7 @@ export class WebSocketGateway implements WebSocketCounts {
     let label: string | undefined;
     let keyId: string | undefined;
     let trace: RequestTrace | undefined;
-    const requestId = requestIdFor(req.rawHeaders);
+    const requestId = requestIdFor(req.rawHeaders, req.url ?? "");
     this.#requestIds.set(req, requestId);
     try {
       if (req.headers.upgrade?.toLowerCase() !== "websocket") throw new GatewayError("WEBSOCKET_NOT_OFFERED");

@@ -81,6 +81,16 @@ describe("request ids", () => {
     expect(made.size).toBe(4);
   });
 
+  it("makes one when the caller sent its own API key as its id: a key is never logged nor passed on", async () => {
+    const answer = await gw.call("algo", `/${KEYS.all}/v2/status`, { headers: { "x-request-id": KEYS.all } });
+    expect(answer.status).toBe(200);
+    const id = String(answer.headers["x-request-id"]);
+    expect(id).toMatch(UUID);
+    expect(line(id)).toBeDefined();
+    expect(node.requests.at(-1)?.headers["x-request-id"]).toBe(id);
+    expect(gw.logs.filter((l) => l.includes(KEYS.all))).toEqual([]);
+  });
+
   it("is in every error body: JSON-RPC data.requestId, a REST body's requestId, a batch's each refusal", async () => {
     const single = await gw.call("eth", `/${KEYS.all}`, { body: rpcBody("admin_peers") });
     const singleId = String(single.headers["x-request-id"]);
