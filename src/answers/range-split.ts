@@ -2,13 +2,13 @@ import type { ServerResponse } from "node:http";
 import { sendJson } from "../errors/respond.js";
 import { GatewayError } from "../errors/table.js";
 import type { WholeAnswer } from "../upstream/buffered-answer.js";
-import type { UpstreamFields } from "../upstream/call-run.js";
 import { encodeHeight } from "../upstream/head.js";
 import { fetchWhole, type RelayDone, type UpstreamCall } from "../upstream/policy.js";
+import { fetchByTier, type TierFields } from "./archive.js";
 import type { RangeSplit } from "./range-plan.js";
 
 /** Where a split range notes how many sub-ranges it ran as: each is priced as a call (docs/compute-units.md). */
-export interface SplitFields extends UpstreamFields {
+export interface SplitFields extends TierFields {
   parts: number | undefined;
 }
 
@@ -98,7 +98,13 @@ class SplitRun {
       tier: undefined,
       byHash: false,
     };
-    fetchWhole(sub, this.#res, this.#note, (error, answer) => this.#settled(index, error, answer));
+    const settled = (error: GatewayError | undefined, answer?: WholeAnswer) =>
+      this.#settled(index, error, answer);
+    // an old range a full node may have dropped (registry `archive.history`): each sub-range by tier
+    const { tier } = this.#call;
+    if (tier !== undefined && tier.batch === undefined)
+      fetchByTier(sub, tier, this.#res, this.#note, settled);
+    else fetchWhole(sub, this.#res, this.#note, settled);
   }
 
   /**

@@ -7,8 +7,11 @@ import { Waiters } from "../upstream/waiters.js";
  */
 export const SHARED_HEAD_KEEP_MS = 60_000;
 
-/** Epochs whose start is kept: a read in flight longer than this many head moves is of none. */
-const KEPT_EPOCHS = 64;
+/**
+ * Epochs whose finality is kept: a read in flight across more head moves than this (every block a node
+ * reports, every write moves it) judges its answer final by nothing.
+ */
+const KEPT_EPOCHS = 1024;
 
 /** What stood as an epoch began. */
 export interface EpochStart {
@@ -25,10 +28,16 @@ export interface EpochStart {
 export class ServedHead {
   #height = -1;
   #epoch = 0;
-  /** The head and the label's finalized height as each of the last epochs began (`startOf`). */
-  readonly #starts = new Map<number, EpochStart>();
+  /** For each of the last epochs, by `epoch % KEPT_EPOCHS`: which epoch, its head, its finalized height. */
+  readonly #epochs = new Float64Array(KEPT_EPOCHS).fill(-1);
+  readonly #heights = new Float64Array(KEPT_EPOCHS);
+  readonly #finals = new Float64Array(KEPT_EPOCHS);
   /** The label's finalized height now, read as each epoch begins (the group's). */
   finality: (() => number) | undefined = undefined;
+
+  constructor() {
+    this.#record();
+  }
   #risenAt = 0;
   #blockMs: number | undefined = undefined;
   /** Calls waiting for a node at a head, by the head they wait for. */
@@ -52,17 +61,34 @@ export class ServedHead {
   }
 
   /**
-   * The served head and the label's finalized height as `epoch` began (undefined for one long gone): what
-   * was final when a read of that epoch was sent is at most what was final then, for finality only rises.
+   * The served head as `epoch` began and the label's finalized height while it lasted (undefined for one
+   * long gone): what was final when a read of that epoch went out (src/cache/kept-answer.ts). Finality
+   * learned during the epoch counts for all of it: a reorganisation that would make a block read in it
+   * turn final from another chain moves the epoch first (the prober reads a node's head block before its
+   * finalized one, group.ts `blockSeen`), and finality is then learned in the next.
    */
   startOf(epoch: number): EpochStart | undefined {
-    return this.#starts.get(epoch);
+    const at = epoch % KEPT_EPOCHS;
+    if (this.#epochs[at] !== epoch) return undefined;
+    return { height: this.#heights[at] as number, finalized: this.#finals[at] as number };
+  }
+
+  /** The label's finalized height rose in the current epoch. */
+  finalizedNow(height: number): void {
+    const at = this.#epoch % KEPT_EPOCHS;
+    if (height > (this.#finals[at] as number)) this.#finals[at] = height;
   }
 
   #nextEpoch(): void {
     this.#epoch++;
-    this.#starts.set(this.#epoch, { height: this.#height, finalized: this.finality?.() ?? -1 });
-    this.#starts.delete(this.#epoch - KEPT_EPOCHS);
+    this.#record();
+  }
+
+  #record(): void {
+    const at = this.#epoch % KEPT_EPOCHS;
+    this.#epochs[at] = this.#epoch;
+    this.#heights[at] = this.#height;
+    this.#finals[at] = this.finality?.() ?? -1;
   }
 
   /**

@@ -162,7 +162,7 @@ export class AnswerCache {
    * A reload's new cache goes on from the old one's counts, so the counters never go back, and keeps its
    * final answers, least recently used first, within its own budget: a reload (a cordon, a node added) does
    * not send every cached read back to the nodes. An answer kept while the head stays is left behind: its
-   * epoch is the old config's.
+   * epoch is the old config's; so is one larger than the new largest entry.
    */
   carryFrom(other: AnswerCache): void {
     for (const name of ["hit", "miss", "coalesced", "evicted"] as const)
@@ -171,7 +171,7 @@ export class AnswerCache {
     try {
       for (const pair of other.#entries.rentries()) {
         const [key, entry] = pair as [string, CacheEntry];
-        if (entry.epoch === FINAL) this.#entries.set(key, entry);
+        if (entry.epoch === FINAL) this.set(key, entry);
       }
     } finally {
       this.#carrying = false;

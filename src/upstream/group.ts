@@ -207,8 +207,9 @@ export class UpstreamGroup {
 
   /** What was final is not: every answer kept for the label goes, and the finalized height is learned again. */
   #finalRewritten(): void {
-    this.served.moved();
+    // the finality gone first: the epoch that begins holds none of it
     this.#finalized = -1;
+    this.served.moved();
     this.#finalHashes.clear();
     this.cache?.forgetAll();
     this.cache?.shared?.forget(this.label);
@@ -239,7 +240,10 @@ export class UpstreamGroup {
       if (this.#finalHashes.size > FINAL_HASHES)
         this.#finalHashes.delete(this.#finalHashes.keys().next().value as number);
     }
-    if (height > this.#finalized) this.#finalized = height;
+    if (height > this.#finalized) {
+      this.#finalized = height;
+      this.served.finalizedNow(height);
+    }
   }
 
   /**

@@ -335,7 +335,8 @@ export class Connection {
     if (this.#pending.size === 0 && this.#calls.size === 0) {
       const solo = this.#remembered.watching ? this.#remembered.solo() : undefined;
       if (!this.#remembered.watching || solo !== undefined) {
-        if (solo !== undefined) solo.passedOn(Buffer.isBuffer(data) ? data : toText(data));
+        if (solo !== undefined)
+          solo.passedOn(Buffer.isBuffer(data) ? data : toText(data), this.#remembered.rules?.idMember ?? "");
         this.#toClient(data, isBinary);
         return;
       }

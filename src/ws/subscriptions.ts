@@ -16,6 +16,9 @@ export interface SentBlock {
 /** Events kept per subscription to take a replaced block's back: more in one block are not. */
 const KEPT_EVENTS = 256;
 
+/** Events passed on undecoded that a subscription holds before it judges them (`passedOn`). */
+const UNREAD_EVENTS = 16;
+
 /** What a notification's position says about it: pass it on, drop it as a repeat, or fill a gap first. */
 export type Verdict = "send" | "drop" | "fill";
 
@@ -87,15 +90,16 @@ export class Subscription {
   }
 
   /** A notification passed on undecoded: `catchUp` reads its position when a move needs it. */
-  passedOn(data: string | Buffer): void {
+  passedOn(data: string | Buffer, idMember: string): void {
     if (this.kind?.events?.hash === undefined) {
       this.unread = data;
       return;
     }
-    // the events of one block come one by one: enough of the last ones to take a block's back
+    // the events of one block come one by one, and a move may take that block's back: those since the
+    // last judged are kept undecoded, and judged every few (`sentAtLast` keeps the last block's)
     this.#unreadEvents ??= [];
     this.#unreadEvents.push(data);
-    if (this.#unreadEvents.length > KEPT_EVENTS) this.#unreadEvents.shift();
+    if (this.#unreadEvents.length >= UNREAD_EVENTS) this.catchUp(idMember);
   }
 
   /** Records the position of the notifications passed on undecoded, if any. */

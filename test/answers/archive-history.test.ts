@@ -119,6 +119,16 @@ describe("old history on a full label (loopback geth nodes)", () => {
     });
   }
 
+  it("an old log range wider than the split limit: each sub-range the full node refuses goes to the archive node", async () => {
+    const wide = [{ fromBlock: OLD_BLOCK, toBlock: "0xbc8" }]; // 3,001 blocks: two sub-ranges
+    const archived = await gw.call("eth", `/${KEYS.all}`, { body: rpcBody("eth_getLogs", wide, 7) });
+    const [log] = (OLD.eth_getLogs?.result ?? []) as unknown[];
+    expect(archived.json).toEqual({ jsonrpc: "2.0", id: 7, result: [log, log] });
+    const refused = await gw.call("eth", `/${KEYS.noArchive}`, { body: rpcBody("eth_getLogs", wide, 7) });
+    expect(refused.text).not.toContain("pruned history");
+    expect(refused.json).toMatchObject({ id: 7, error: { data: { code: "ARCHIVE_REQUIRED" } } });
+  });
+
   it("a recent block's read goes as any read: every full node keeps it", async () => {
     const before = asked(archive, "eth_getBlockByNumber");
     const answer = await gw.call("eth", `/${KEYS.all}`, {

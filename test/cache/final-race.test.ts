@@ -71,6 +71,25 @@ describe("a read that a reorg and new finality overtake while the node answers (
     // the block is final now, and its answer is kept for good
     expect(await blockAt(block)).toEqual({ hash: now, cache: "hit" });
   });
+
+  // Each answered write of any caller moves the head's epoch (group.ts `wrote`), and so does each new block a
+  // node reports: a block final long since stays final across them, however many.
+  for (const [moves, block] of [
+    [1, "0x11"],
+    [70, "0x56"],
+  ] as const)
+    it(`a block final long since, read across ${moves} epoch move(s), is kept`, async () => {
+      const group = gw.gateway.upstreams.group("eth", "/");
+      const isTheRead = (c: { method: string; params: unknown }) =>
+        c.method === "eth_getBlockByNumber" && (c.params as unknown[])[0] === block;
+      node.answerLateMs = (c) => (isTheRead(c) ? 1_000 : 0);
+      const pending = blockAt(block);
+      await eventually(() => node.calls.some(isTheRead), 3_000, "the read reached the node");
+      for (let i = 0; i < moves; i++) group?.served.moved();
+      expect((await pending).cache).toBe("miss");
+      node.answerLateMs = undefined;
+      expect((await blockAt(block)).cache).toBe("hit");
+    });
 });
 
 // A revert is the node's own answer, kept for good when its call is final: final as the node that
