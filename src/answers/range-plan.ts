@@ -1,6 +1,6 @@
 import type { BlockRangeLimits } from "../config/types.js";
 import { GatewayError } from "../errors/table.js";
-import { isHeightPastSafe } from "../upstream/head.js";
+import { isHeightPastSafe, readHeight } from "../upstream/head.js";
 import {
   isGenesisTag,
   isGiven,
@@ -160,11 +160,6 @@ function bound(read: RangeRead, value: unknown, servedHead: number, member: stri
 
 /** A height written as a JSON integer or as decimal digits; a larger one than is exact as the largest. */
 function plainHeight(value: unknown): number | undefined {
-  const number =
-    typeof value === "number"
-      ? value
-      : typeof value === "string" && /^\d+$/.test(value)
-        ? Number(value)
-        : NaN;
-  return Number.isInteger(number) && number >= 0 ? Math.min(number, Number.MAX_SAFE_INTEGER) : undefined;
+  const encoding = typeof value === "number" ? "integer" : "decimal-string";
+  return isHeightPastSafe(value, encoding) ? Number.MAX_SAFE_INTEGER : readHeight(value, encoding);
 }

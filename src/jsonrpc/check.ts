@@ -146,39 +146,31 @@ export function checkCall(rules: CallRules, call: RawCall): Checked {
       return no(rules, "KEY_SETTING_REFUSED", call, { setting: "methods", method }, method);
     const where = keyRules.limitsContracts ? contractsPath(rules, method, access, call.value) : undefined;
     if (where !== undefined && !keyRules.allowsContracts(addressesAt(call.value, where)))
-      return no(rules, "KEY_SETTING_REFUSED", call, { setting: "contracts", method }, method);
+      return contractsRefusal(rules, call, method);
     // state put in place for the call (code at an address) runs what the contracts list never named
     const overrides = keyRules.limitsContracts ? rules.stateOverrides?.[method] : undefined;
     if (overrides !== undefined && holdsAny(call.value, overrides))
-      return no(
+      return contractsRefusal(
         rules,
-        "KEY_SETTING_REFUSED",
         call,
-        {
-          setting: "contracts",
-          method,
-          reason: "a key limited to its contracts may not put state in place for a call (state overrides)",
-        },
         method,
+        "a key limited to its contracts may not put state in place for a call (state overrides)",
       );
     // a tracer or trace type that answers the state of every account the call touches (prestateTracer,
     // stateDiff) shows the storage of contracts the list never named
     const dumps = keyRules.limitsContracts ? rules.stateDumps?.[method] : undefined;
     const dumped = dumps === undefined ? undefined : dumpAsked(call.value, dumps);
     if (dumps !== undefined && dumped !== undefined)
-      return no(
-        rules,
-        "KEY_SETTING_REFUSED",
-        call,
-        {
-          setting: "contracts",
-          method,
-          reason: dumpReason(dumps, dumped),
-        },
-        method,
-      );
+      return contractsRefusal(rules, call, method, dumpReason(dumps, dumped));
   }
   return new PassedCall(call, method, access);
+}
+
+/** A call refused by its key's contract allow-list, saying why where the list alone does not. */
+function contractsRefusal(rules: CallRules, call: RawCall, method: string, reason?: string): Checked {
+  const detail =
+    reason === undefined ? { setting: "contracts", method } : { setting: "contracts", method, reason };
+  return no(rules, "KEY_SETTING_REFUSED", call, detail, method);
 }
 
 /** Whether a key's method list allows any of the dialect's subscribe methods. */

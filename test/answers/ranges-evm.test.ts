@@ -1,6 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { DEFAULT_HEALTH, DEFAULT_LIMITS } from "../../src/config/defaults.js";
 import { type Anvil, startAnvil } from "../support/anvil.js";
+import { EMITTER, EMITTER_CODE } from "../support/emitter-chain.js";
 import { eventually } from "../support/eventually.js";
 import { KEYS, type RunningGateway, startGateway } from "../support/gateway.js";
 import { type RecordingNode, startRecordingNode } from "../support/recording-node.js";
@@ -12,10 +13,6 @@ import { everyNodeInRotation } from "../support/rotation.js";
 // upstream request.
 
 const ETH_MAINNET = 1;
-const EMITTER = "0x00000000000000000000000000000000000e0175";
-const TOPIC = `0x${"ab".repeat(32)}`;
-/** PUSH32 TOPIC, PUSH1 0, PUSH1 0, LOG1, STOP: every call logs one event. */
-const EMITTER_CODE = `0x7f${TOPIC.slice(2)}60006000a100`;
 /** anvil's first dev account, unlocked: eth_sendTransaction needs no signature. */
 const DEV = "0xf39Fd6e51aad88F6F4ce6aB8827279cffFb92266";
 

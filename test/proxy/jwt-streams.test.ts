@@ -1,6 +1,4 @@
 import { generateKeyPairSync, type KeyObject, sign } from "node:crypto";
-import { createServer, type Server, type ServerResponse } from "node:http";
-import type { AddressInfo } from "node:net";
 import { request } from "undici";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { DEFAULT_CONFIG, DEFAULT_HEALTH, DEFAULT_LIMITS } from "../../src/config/defaults.js";
@@ -8,6 +6,7 @@ import type { StaticKey } from "../../src/config/types.js";
 import { createLogger } from "../../src/log.js";
 import { type RunningProxy, runProxy } from "../../src/proxy/run.js";
 import { DOMAIN } from "../support/gateway.js";
+import { type HeadsStreamNode, startHeadsStreamNode } from "../support/heads-stream-node.js";
 
 // A stream held over HTTP (Octez's /monitor/heads, which the node keeps open, pushing each head) by a key
 // whose settings require a JWT lasts as long as that token does, as a WebSocket opened with one does
@@ -32,20 +31,12 @@ function jwt(exp: number): string {
 }
 
 describe("a stream held with a JWT", () => {
-  let node: Server;
+  let node: HeadsStreamNode;
   let proxy: RunningProxy;
-  const streams = new Set<ServerResponse>();
   const lines: string[] = [];
 
   beforeAll(async () => {
-    node = createServer((req, res) => {
-      if (req.url !== "/monitor/heads/main") return res.writeHead(404).end();
-      res.writeHead(200, { "content-type": "application/json" });
-      res.flushHeaders();
-      streams.add(res);
-      res.on("close", () => streams.delete(res));
-    });
-    await new Promise<void>((resolve) => node.listen(0, "127.0.0.1", resolve));
+    node = await startHeadsStreamNode();
     proxy = await runProxy(
       {
         ...DEFAULT_CONFIG,
@@ -53,7 +44,7 @@ describe("a stream held with a JWT", () => {
         listen: { host: "127.0.0.1", port: 0 },
         operator: undefined,
         keys: [KEY],
-        upstreams: { xtz: [`http://127.0.0.1:${(node.address() as AddressInfo).port}`] },
+        upstreams: { xtz: [node.url] },
         health: { ...DEFAULT_HEALTH, probeIntervalMs: 0 },
         limits: { ...DEFAULT_LIMITS, drainTimeoutMs: 0 },
         log: { level: "info", access: true },
@@ -63,7 +54,6 @@ describe("a stream held with a JWT", () => {
   });
   afterAll(async () => {
     await proxy?.close();
-    node?.closeAllConnections();
     node?.close();
   });
 
@@ -78,10 +68,10 @@ describe("a stream held with a JWT", () => {
       answer.body.on("end", () => resolve("ended"));
       answer.body.resume();
     });
-    await expect.poll(() => streams.size).toBe(1);
+    await expect.poll(() => node.streams.size).toBe(1);
     expect(await ended).toBe("cut");
     // the node's request ends with it
-    await expect.poll(() => streams.size).toBe(0);
+    await expect.poll(() => node.streams.size).toBe(0);
     await expect
       .poll(() => lines.find((line) => line.includes('"error":"JWT_REQUIRED"')))
       .toContain('"status":200');

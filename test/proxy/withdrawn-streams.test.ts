@@ -1,5 +1,3 @@
-import { createServer, type Server, type ServerResponse } from "node:http";
-import type { AddressInfo } from "node:net";
 import { request } from "undici";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { DEFAULT_CONFIG, DEFAULT_HEALTH, DEFAULT_LIMITS } from "../../src/config/defaults.js";
@@ -7,6 +5,7 @@ import type { GatewayConfig, StaticKey } from "../../src/config/types.js";
 import { createLogger } from "../../src/log.js";
 import { type RunningProxy, runProxy } from "../../src/proxy/run.js";
 import { DOMAIN } from "../support/gateway.js";
+import { type HeadsStreamNode, startHeadsStreamNode } from "../support/heads-stream-node.js";
 
 // A key withdrawn while it holds a stream (Octez's /monitor/heads: a chunked answer the node keeps open,
 // pushing each head) or a long poll: its WebSocket connections were closed with 1008, but the stream went
@@ -16,44 +15,21 @@ const RATE = { perSecond: 1_000, burst: 1_000 };
 const REMOVED: StaticKey = { key: "FNgoneStream000000000000000000", networks: "*", rate: RATE };
 const KEPT: StaticKey = { key: "FNkeptStream000000000000000000", networks: "*", rate: RATE };
 
-/** One head as Octez's /monitor/heads/<chain> pushes it: a block header, one JSON object per chunk. */
-function head(level: number): string {
-  return `${JSON.stringify({
-    hash: `BL${String(level).padStart(49, "a")}`,
-    level,
-    proto: 19,
-    predecessor: `BL${String(level - 1).padStart(49, "a")}`,
-    timestamp: new Date(1_700_000_000_000 + level * 8_000).toISOString().replace(".000", ""),
-    validation_pass: 4,
-    operations_hash: "LLoZvtaRcbpUgE2Cu3zzXjeGbJ7Bpbb2UbJB2Q3BrtHV3N5kEjvDd",
-    fitness: ["02", "00000000", "", "ffffffff", "00000000"],
-    context: "CoVZiJQZGLxsDPxXUfM3NERRxCB3h5HQWFJ2qfavGADBCNiBvbvn",
-  })}\n`;
-}
-
 describe("a key withdrawn while it holds a stream", () => {
-  let node: Server;
+  let node: HeadsStreamNode;
   let proxy: RunningProxy;
   let config: GatewayConfig;
-  const streams = new Set<ServerResponse>();
   const lines: string[] = [];
 
   beforeAll(async () => {
-    node = createServer((req, res) => {
-      if (req.url !== "/monitor/heads/main") return res.writeHead(404).end();
-      res.writeHead(200, { "content-type": "application/json" });
-      res.flushHeaders();
-      streams.add(res);
-      res.on("close", () => streams.delete(res));
-    });
-    await new Promise<void>((resolve) => node.listen(0, "127.0.0.1", resolve));
+    node = await startHeadsStreamNode();
     config = {
       ...DEFAULT_CONFIG,
       domain: DOMAIN,
       listen: { host: "127.0.0.1", port: 0 },
       operator: undefined,
       keys: [REMOVED, KEPT],
-      upstreams: { xtz: [`http://127.0.0.1:${(node.address() as AddressInfo).port}`] },
+      upstreams: { xtz: [node.url] },
       health: { ...DEFAULT_HEALTH, probeIntervalMs: 0 },
       limits: { ...DEFAULT_LIMITS, drainTimeoutMs: 0 },
       log: { level: "info", access: true },
@@ -65,7 +41,6 @@ describe("a key withdrawn while it holds a stream", () => {
   });
   afterAll(async () => {
     await proxy?.close();
-    node?.closeAllConnections();
     node?.close();
   });
 
@@ -86,17 +61,15 @@ describe("a key withdrawn while it holds a stream", () => {
     };
     const removed = await open(REMOVED);
     const kept = await open(KEPT);
-    const push = (level: number) => {
-      for (const res of streams) res.write(head(level));
-    };
-    await expect.poll(() => streams.size).toBe(2);
+    const push = (level: number) => node.push(level);
+    await expect.poll(() => node.streams.size).toBe(2);
     push(1);
     for (const stream of [removed, kept])
       await expect.poll(() => stream.received.join("")).toContain('"level":1');
     proxy.reload({ ...config, keys: [KEPT] });
     expect(await removed.ended).toBe("cut");
     // the node's request ends with it
-    await expect.poll(() => streams.size).toBe(1);
+    await expect.poll(() => node.streams.size).toBe(1);
     push(2);
     await expect.poll(() => kept.received.join("")).toContain('"level":2');
     expect(removed.received.join("")).not.toContain('"level":2');

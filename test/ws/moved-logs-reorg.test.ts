@@ -1,6 +1,6 @@
-import { privateKeyToAccount } from "viem/accounts";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { type Anvil, startAnvil } from "../support/anvil.js";
+import type { Anvil } from "../support/anvil.js";
+import { EMITTER, GENESIS, mineEmitterCall, startSameChainPair } from "../support/emitter-chain.js";
 import { eventually } from "../support/eventually.js";
 import { DOMAIN, KEYS, type RunningGateway, startGateway } from "../support/gateway.js";
 import { resolveTestHosts } from "../support/test-hosts.js";
@@ -11,13 +11,6 @@ import { Client } from "../support/ws-client.js";
 // reorganisation it alone had seen. The client gets the dead node's logs of that block again with
 // `removed: true`, as geth sends them in its own reorganisation, then the new node's logs of its block,
 // which are news, not repeats. Two real anvils on one chain (same genesis, same blocks) up to that height.
-
-const GENESIS = 1_700_000_000;
-const DEV_KEY = "0xac0974bec39a17e36ba4a6b4d238ff944bacb478cbed5efcae784d7bf4f2ff80";
-const EMITTER = "0x00000000000000000000000000000000000e0175";
-const TOPIC = `0x${"ab".repeat(32)}`;
-/** PUSH32 TOPIC, PUSH1 0, PUSH1 0, LOG1, STOP: every call logs one event. */
-const EMITTER_CODE = `0x7f${TOPIC.slice(2)}60006000a100`;
 
 interface Log {
   readonly blockNumber: string;
@@ -36,30 +29,14 @@ describe.each([
   let gw: RunningGateway;
   let restore: () => void = () => {};
   let nonce = 0;
-  const account = privateKeyToAccount(DEV_KEY);
 
-  /** Mines one block at `time` on each of `nodes`, with one call to the emitter of `gas`. */
-  async function mine(nodes: readonly Anvil[], time: number, gas = 100_000n): Promise<void> {
-    const raw = await account.signTransaction({
-      chainId: 31337,
-      type: "eip1559",
-      to: EMITTER,
-      nonce,
-      gas,
-      maxFeePerGas: 10_000_000_000n,
-      maxPriorityFeePerGas: 1n,
-    });
-    for (const node of nodes) await node.rpc("eth_sendRawTransaction", [raw]);
-    for (const node of nodes) await node.rpc("evm_mine", [time]);
-  }
+  /** Mines one block at `time` on each of `nodes`, with one call to the emitter of `gas` in it. */
+  const mine = (nodes: readonly Anvil[], time: number, gas = 100_000n) =>
+    mineEmitterCall(nodes, { time, nonce, gas });
 
   beforeAll(async () => {
     restore = resolveTestHosts();
-    [a, b] = await Promise.all([
-      startAnvil({ sameChainAs: { genesisTimestamp: GENESIS } }),
-      startAnvil({ sameChainAs: { genesisTimestamp: GENESIS } }),
-    ]);
-    for (const node of [a, b]) await node.rpc("anvil_setCode", [EMITTER, EMITTER_CODE]);
+    [a, b] = await startSameChainPair();
     gw = await startGateway({
       upstreams: {
         eth: [

@@ -1,8 +1,8 @@
 import { WebSocketProvider } from "ethers";
 import { createPublicClient, webSocket } from "viem";
-import { privateKeyToAccount } from "viem/accounts";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { type Anvil, startAnvil } from "../support/anvil.js";
+import type { Anvil } from "../support/anvil.js";
+import { EMITTER, GENESIS, mineEmitterCall, startSameChainPair } from "../support/emitter-chain.js";
 import { eventually } from "../support/eventually.js";
 import { DOMAIN, KEYS, type RunningGateway, startGateway } from "../support/gateway.js";
 import { resolveTestHosts } from "../support/test-hosts.js";
@@ -13,14 +13,6 @@ import { resolveTestHosts } from "../support/test-hosts.js";
 // never sees, then `a` is killed, then `b` mines on. viem and ethers must see every block once, in
 // order, and every log, on the socket they opened.
 
-const GENESIS = 1_700_000_000;
-/** anvil's first dev account. */
-const DEV_KEY = "0xac0974bec39a17e36ba4a6b4d238ff944bacb478cbed5efcae784d7bf4f2ff80";
-const EMITTER = "0x00000000000000000000000000000000000e0175";
-const TOPIC = `0x${"ab".repeat(32)}`;
-/** PUSH32 TOPIC, PUSH1 0, PUSH1 0, LOG1, STOP: every call logs one event. */
-const EMITTER_CODE = `0x7f${TOPIC.slice(2)}60006000a100`;
-
 describe("EVM subscriptions survive the loss of their node (real anvil, viem, ethers)", () => {
   let a: Anvil;
   let b: Anvil;
@@ -29,33 +21,18 @@ describe("EVM subscriptions survive the loss of their node (real anvil, viem, et
   let url: string;
   let time = GENESIS;
   let nonce = 0;
-  const account = privateKeyToAccount(DEV_KEY);
 
   /** Mines one block on `nodes`, with one call to the emitter in it. */
   async function mine(nodes: readonly Anvil[]): Promise<void> {
     time += 12;
-    const raw = await account.signTransaction({
-      chainId: 31337,
-      type: "eip1559",
-      to: EMITTER,
-      nonce: nonce++,
-      gas: 100_000n,
-      maxFeePerGas: 10_000_000_000n,
-      maxPriorityFeePerGas: 1n,
-    });
-    for (const node of nodes) await node.rpc("eth_sendRawTransaction", [raw]);
-    for (const node of nodes) await node.rpc("evm_mine", [time]);
+    await mineEmitterCall(nodes, { time, nonce: nonce++ });
   }
 
   const opened = () => gw.logs.filter((line) => line.includes('"websocket open"')).length;
 
   beforeAll(async () => {
     restore = resolveTestHosts();
-    [a, b] = await Promise.all([
-      startAnvil({ sameChainAs: { genesisTimestamp: GENESIS } }),
-      startAnvil({ sameChainAs: { genesisTimestamp: GENESIS } }),
-    ]);
-    for (const node of [a, b]) await node.rpc("anvil_setCode", [EMITTER, EMITTER_CODE]);
+    [a, b] = await startSameChainPair();
     gw = await startGateway({
       upstreams: {
         eth: [
