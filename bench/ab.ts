@@ -1,7 +1,7 @@
 // Development aid: `node --import tsx bench/ab.ts A.yaml B.yaml [seconds] [rounds]` runs the small
 // JSON-RPC workload against two gateway deployments and the Node floor, alternating, and prints medians.
 // AB_ENTRY_0 / AB_ENTRY_1 run another build for A or B (a copy of an older dist/gateway.js);
-// AB_ARGS_0 / AB_ARGS_1 add Node options (say, V8 heap flags); AB_TWICE_0 / AB_TWICE_1 name labels that get
+// AB_ARGS_0 / AB_ARGS_1 add Node options (say, V8 heap flags), AB_FLOOR_ARGS the floor's (`--cpu-prof`); AB_TWICE_0 / AB_TWICE_1 name labels that get
 // two upstreams (the same node twice); AB_CONNECTIONS, AB_METHOD and AB_BATCH (calls
 // per batch) change the load,
 // and AB_RATE fixes it (requests per second), which compares CPU per request at equal work.
@@ -82,7 +82,7 @@ const fp = await freePort();
 targets.push({
   ...(await start(
     "floor",
-    ["--import", "tsx", "bench/targets/floor.ts"],
+    [...(process.env.AB_FLOOR_ARGS?.split(" ") ?? []), "--import", "tsx", "bench/targets/floor.ts"],
     { BENCH_PORT: `${fp}`, BENCH_UPSTREAM: `http://127.0.0.1:${port}` },
     fp,
     root,

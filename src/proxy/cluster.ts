@@ -68,6 +68,8 @@ class Primary {
   /** When workers exited, within the last minute: how long the next one waits to be started. */
   #exits: number[] = [];
   #stopping = false;
+  /** When the stop began (Date.now()), which a worker counts the shutdown delay from. */
+  #stoppingSince = 0;
   /** What the workers share through the primary without Redis: heads and filters (cluster-shares.ts). */
   readonly #store: ClusterStore | undefined;
 
@@ -86,6 +88,10 @@ class Primary {
       let started = false;
       cluster.on("listening", (worker, address) => {
         this.#store?.seed(worker);
+        // A worker still starting when the stop began had no ear for its news (a message before its
+        // listener is lost): told now, it counts the delay from the stop, not again from the primary's
+        // SIGTERM, which would keep the shared listener open twice the delay.
+        if (this.#stopping) this.#tellStopping(worker);
         if (started) {
           // a worker started in place of one that exited serves what its peers serve: the last reload,
           // then the operator's cordons, in the order given (IPC keeps it)
@@ -127,7 +133,8 @@ class Primary {
   /** Not ready first, while the operator API still answers; then every worker drains and exits. */
   async stop(shutdownDelayMs: number): Promise<void> {
     this.#stopping = true;
-    for (const worker of this.#workers()) send(worker, { type: "gateway:stopping" });
+    this.#stoppingSince = Date.now();
+    for (const worker of this.#workers()) this.#tellStopping(worker);
     await delay(shutdownDelayMs);
     await Promise.all(
       Object.values(cluster.workers ?? {}).map(
@@ -193,6 +200,10 @@ class Primary {
 
   #workers(): Worker[] {
     return Object.values(cluster.workers ?? {}).filter((w): w is Worker => w !== undefined && !w.isDead());
+  }
+
+  #tellStopping(worker: Worker): void {
+    send(worker, { type: "gateway:stopping", since: this.#stoppingSince });
   }
 
   #fork(): void {

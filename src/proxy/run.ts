@@ -84,8 +84,8 @@ async function serveHere(config: GatewayConfig, logger: Logger): Promise<Running
       metrics: () => registry.getMetricsAsJSON(),
       cordon: (request) => gateway.cordon(request),
       reload,
-      stopping: () => {
-        notReadySince ??= performance.now();
+      stopping: (since) => {
+        notReadySince ??= performance.now() - Math.max(0, Date.now() - since);
         readiness.stopping();
         gateway.stopping();
       },

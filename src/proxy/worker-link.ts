@@ -40,6 +40,8 @@ export interface ReloadMessage {
 /** The primary tells a worker that a stop has begun: its answers close their connections from now on. */
 export interface StoppingMessage {
   readonly type: "gateway:stopping";
+  /** When the stop began (Date.now() in the primary): the shutdown delay counts from then. */
+  readonly since: number;
 }
 
 /** What a worker does with each question, and with a reload. */
@@ -49,7 +51,7 @@ export interface WorkerSide {
   readonly metrics: () => Promise<WorkerMetrics>;
   readonly cordon: (request: CordonRequest) => number;
   readonly reload: (config: GatewayConfig) => void;
-  readonly stopping: () => void;
+  readonly stopping: (since: number) => void;
 }
 
 /** A worker answers its primary's questions, and takes its reloads and the news of a stop. */
@@ -62,7 +64,7 @@ export function answerPrimary(side: WorkerSide): void {
       return;
     }
     if (message?.type === "gateway:stopping") {
-      side.stopping();
+      side.stopping(message.since);
       return;
     }
     void answer(side, message).then(

@@ -1,5 +1,5 @@
 import { type ChildProcess, spawn } from "node:child_process";
-import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { request } from "undici";
@@ -233,8 +233,29 @@ describe("a proxy's workers", () => {
 
   // Last: it stops the proxy. The primary waits the shutdown delay and then stops its workers, which
   // waited it again before their listener closed: twice the delay, past the grace an operator sized from
-  // the documented sum of the delay and the drain.
-  it("a SIGTERM closes the public listener once the shutdown delay has passed, not twice it", async () => {
+  // the documented sum of the delay and the drain. So did a worker started in place of a dead one that
+  // was still starting when the stop began: the news of the stop reached it before it listened for it.
+  it("a SIGTERM closes the public listener once the shutdown delay has passed, not twice it, with a worker still starting", async () => {
+    // the primary's children: its workers, and the esbuild service of the loader the test runs it with
+    const before = childPids(child.pid as number);
+    const logged = logs.length;
+    process.kill((await pids())[0] as number, "SIGKILL");
+    // the earlier tests' deaths leave a backoff of some seconds before the next fork
+    let restarting: { inMs: number } | undefined;
+    await eventually(
+      () => {
+        const line = logs.slice(logged).find((l) => l.includes('"msg":"worker restarting"'));
+        restarting = line === undefined ? undefined : JSON.parse(line);
+        return restarting !== undefined;
+      },
+      10_000,
+      "the killed worker's restart logged",
+    );
+    await eventually(
+      () => childPids(child.pid as number).some((pid) => !before.includes(pid)),
+      (restarting?.inMs ?? 0) + 10_000,
+      "a worker forked in place of the killed one",
+    );
     const accepts = () =>
       request(`http://127.0.0.1:${port}/${KEYS.all}/`, {
         method: "POST",
@@ -267,3 +288,19 @@ describe("a proxy's workers", () => {
     await exited;
   });
 });
+
+/** The processes whose parent is `parent`, from /proc: a worker forked but not yet answering its primary. */
+function childPids(parent: number): number[] {
+  return readdirSync("/proc")
+    .filter((entry) => /^\d+$/.test(entry))
+    .filter((pid) => {
+      try {
+        // pid (comm) state ppid ...: comm may hold spaces, so the fields after its closing parenthesis
+        const stat = readFileSync(`/proc/${pid}/stat`, "utf8");
+        return Number(stat.slice(stat.lastIndexOf(")") + 2).split(" ")[1]) === parent;
+      } catch {
+        return false; // gone since the listing
+      }
+    })
+    .map(Number);
+}
