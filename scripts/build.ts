@@ -15,7 +15,7 @@ import { configSchema } from "../src/config/schema.js";
 // so that an installed `node-gateway` runs as a command (test/proxy/bin-entries.test.ts). Not the banner's
 // job: esbuild writes a banner after an entry's own `#!` line (two are a syntax error), and marks a file
 // executable only for the entry's.
-const ENTRIES = {
+export const ENTRIES = {
   gateway: "src/proxy/main.ts",
   "control-plane": "src/control/main.ts",
   admin: "src/control/cli.ts",

@@ -3,20 +3,20 @@ import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { buildBundles } from "../../scripts/build.js";
 import { freePort } from "../../src/dev/free-port.js";
-import { ROOT } from "../registry/helpers.js";
+import { builtBundles } from "../support/bundles.js";
 
 // The operator CLI as a deployment of dist/ has it: dist/admin.js, run by node alone (no tsx). Every
 // failure is one line, `error <CODE>: <message>`, with the exit status its --help documents.
 
-const OUT = join(ROOT, "node_modules/.cache/admin-dist-test");
+/** The run's bundles (support/bundles.ts). */
+let OUT = "";
 const scratch = mkdtempSync(join(tmpdir(), "admin-dist-"));
 const database = join(scratch, "gateway.sqlite");
 afterAll(() => rmSync(scratch, { recursive: true, force: true }));
 
 beforeAll(async () => {
-  await buildBundles(OUT);
+  OUT = (await builtBundles()).dir;
 }, 60_000);
 
 function admin(

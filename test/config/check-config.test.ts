@@ -3,15 +3,17 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
 import { ROOT } from "../registry/helpers.js";
+import { bundleOf } from "../support/bundles.js";
 
 // `--check-config` as an operator runs it before a reload: a problem in a variable is one of the listed
 // problems, naming the variable, with exit 2, never a stack trace.
 
-function checkConfig(env: NodeJS.ProcessEnv): Promise<{ code: number; out: string; err: string }> {
+async function checkConfig(env: NodeJS.ProcessEnv): Promise<{ code: number; out: string; err: string }> {
+  const bundle = await bundleOf("src/proxy/main.ts");
   return new Promise((resolve) => {
     execFile(
       process.execPath,
-      ["--import", "tsx", "src/proxy/main.ts", "--check-config"],
+      [bundle, "--check-config"],
       { cwd: ROOT, env: { ...process.env, GATEWAY_CONFIG: "", ...env } },
       (error, out, err) => resolve({ code: error ? Number(error.code ?? 1) : 0, out, err }),
     );
@@ -46,12 +48,10 @@ describe("--check-config with settings from the environment", () => {
 
 describe("the proxy's command line", () => {
   it("`node-gateway admin …` runs the operator CLI, as the package's node-gateway command (dist/gateway.js)", async () => {
+    const bundle = await bundleOf("src/proxy/main.ts");
     const { code, out } = await new Promise<{ code: number; out: string }>((resolve) => {
-      execFile(
-        process.execPath,
-        ["--import", "tsx", "src/proxy/main.ts", "admin", "--help"],
-        { cwd: ROOT },
-        (error, out) => resolve({ code: error ? Number(error.code ?? 1) : 0, out }),
+      execFile(process.execPath, [bundle, "admin", "--help"], { cwd: ROOT }, (error, out) =>
+        resolve({ code: error ? Number(error.code ?? 1) : 0, out }),
       );
     });
     expect(code).toBe(0);
@@ -60,17 +60,15 @@ describe("the proxy's command line", () => {
 
   it("`node-gateway --config <file> admin …` takes the config as the operator CLI's, as `admin --config <file>` does", async () => {
     const missing = join(tmpdir(), "no-such-admin-deployment.yaml");
+    const bundle = await bundleOf("src/proxy/main.ts");
     for (const args of [
       ["--config", missing, "admin", "accounts", "list"],
       [`--config=${missing}`, "admin", "accounts", "list"],
       ["admin", "--config", missing, "accounts", "list"],
     ]) {
       const { code, err } = await new Promise<{ code: number; err: string }>((resolve) => {
-        execFile(
-          process.execPath,
-          ["--import", "tsx", "src/proxy/main.ts", ...args],
-          { cwd: ROOT },
-          (error, _out, err) => resolve({ code: error ? Number(error.code ?? 1) : 0, err }),
+        execFile(process.execPath, [bundle, ...args], { cwd: ROOT }, (error, _out, err) =>
+          resolve({ code: error ? Number(error.code ?? 1) : 0, err }),
         );
       });
       expect(code, args.join(" ")).toBe(2);

@@ -4,16 +4,18 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
 import { ROOT } from "../registry/helpers.js";
+import { bundleOf } from "../support/bundles.js";
 
 // The control plane takes the proxy's command line: a flag it does not know is refused with its usage
 // and exit 2 (it ignored its arguments and started on the embedded default, making .data/gateway.sqlite
 // where it ran), and --config names the file, as GATEWAY_CONFIG does.
 
-function controlPlane(args: string[]): Promise<{ code: number; out: string; err: string }> {
+async function controlPlane(args: string[]): Promise<{ code: number; out: string; err: string }> {
+  const bundle = await bundleOf("src/control/main.ts");
   return new Promise((resolve) => {
     execFile(
       process.execPath,
-      ["--import", "tsx", join(ROOT, "src/control/main.ts"), ...args],
+      [bundle, ...args],
       { cwd: ROOT, env: { ...process.env, GATEWAY_CONFIG: "" }, timeout: 20_000 },
       (error, out, err) => resolve({ code: error ? Number(error.code ?? 1) : 0, out, err }),
     );

@@ -1,10 +1,11 @@
-import { type ChildProcess, execFile, execFileSync, spawn } from "node:child_process";
+import { type ChildProcess, execFile, spawn } from "node:child_process";
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { freePort } from "../../src/dev/free-port.js";
 import { ROOT } from "../registry/helpers.js";
+import { bundleOf } from "../support/bundles.js";
 import { killChild } from "../support/child-process.js";
 import { parseExposition } from "../support/prometheus-text.js";
 
@@ -12,13 +13,17 @@ import { parseExposition } from "../support/prometheus-text.js";
 // print curl lines that work exactly as printed. Both from source and as the bundle `npm start` builds and
 // runs: the bundle once failed on the account store's native addon while the source ran fine.
 const data = mkdtempSync(join(tmpdir(), "gateway-start-"));
-const ENTRIES = { source: ["--import", "tsx", "src/dev/main.ts"], bundle: ["dist/demo.js"] };
+const ENTRIES: Record<"source" | "bundle", string[]> = {
+  source: ["--import", "tsx", "src/dev/main.ts"],
+  bundle: [],
+};
 
 describe("the embedded default deployment", () => {
   let child: ChildProcess | undefined;
-  beforeAll(() => {
-    execFileSync(process.execPath, ["--import", "tsx", "scripts/build.ts"], { cwd: ROOT });
-  });
+  beforeAll(async () => {
+    // the bundle `npm start` builds, built once for the run (support/bundles.ts)
+    ENTRIES.bundle = [await bundleOf("src/dev/main.ts")];
+  }, 60_000);
   afterAll(async () => {
     await killChild(child);
     rmSync(data, { recursive: true, force: true });

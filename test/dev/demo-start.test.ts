@@ -6,6 +6,7 @@ import { join } from "node:path";
 import Database from "better-sqlite3";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { ROOT } from "../registry/helpers.js";
+import { bundleOf } from "../support/bundles.js";
 
 // The demo's command line, as the other entries': --help prints its usage, an unknown flag is refused. And a
 // start that fails on a taken port leaves no active demo key behind in the account store.
@@ -41,14 +42,15 @@ afterAll(async () => {
   rmSync(dir, { recursive: true, force: true });
 });
 
-function demo(
+async function demo(
   args: string[],
   env: NodeJS.ProcessEnv = {},
 ): Promise<{ code: number; out: string; err: string }> {
+  const bundle = await bundleOf("src/dev/main.ts");
   return new Promise((resolve) => {
     execFile(
       process.execPath,
-      ["--import", "tsx", "src/dev/main.ts", ...args],
+      [bundle, ...args],
       { cwd: ROOT, env: { ...process.env, GATEWAY_CONFIG: config, ...env }, timeout: 20_000 },
       (error, out, err) => resolve({ code: error ? Number(error.code ?? 1) : 0, out, err }),
     );

@@ -14,6 +14,7 @@ import { createLogger } from "../../src/log.js";
 import { type RunningProxy, runProxy } from "../../src/proxy/run.js";
 import { type AccountsFixture, STORES, startAccounts } from "../accounts/helpers.js";
 import { ROOT } from "../registry/helpers.js";
+import { bundleOf } from "../support/bundles.js";
 import { killChild, listeningPort } from "../support/child-process.js";
 import { eventually } from "../support/eventually.js";
 import { DOMAIN } from "../support/gateway.js";
@@ -184,8 +185,9 @@ describe.each(STORES)("usage per key (%s store)", (store) => {
         `  usageFlushIntervalMs: ${FLUSH_MS}`,
       ].join("\n"),
     );
+    const entry = await bundleOf("src/proxy/main.ts");
     const start = () => {
-      const child = spawn(process.execPath, ["--import", "tsx", "src/proxy/main.ts"], {
+      const child = spawn(process.execPath, [entry], {
         cwd: ROOT,
         env: { ...process.env, GATEWAY_CONFIG: file },
         stdio: ["ignore", "ignore", "pipe"],

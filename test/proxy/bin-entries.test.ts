@@ -3,14 +3,15 @@ import { readFileSync, statSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { basename, delimiter, dirname, join } from "node:path";
 import { beforeAll, describe, expect, it } from "vitest";
-import { buildBundles } from "../../scripts/build.js";
 import { ROOT } from "../registry/helpers.js";
+import { builtBundles } from "../support/bundles.js";
 
 // package.json's bin entries as an installed package has them: npm links each as a command, which the
 // system runs as a file. So each built file must begin with `#!/usr/bin/env node` and be executable; each
 // is run here as the file itself, never through `node <file>`.
 
-const OUT = join(ROOT, "node_modules/.cache/bin-entries-test");
+/** The run's bundles (support/bundles.ts). */
+let OUT = "";
 const bins = (JSON.parse(readFileSync(join(ROOT, "package.json"), "utf8")) as { bin: Record<string, string> })
   .bin;
 
@@ -32,7 +33,7 @@ const RUNS: Record<string, { args: string[]; env?: NodeJS.ProcessEnv; code: numb
 };
 
 beforeAll(async () => {
-  await buildBundles(OUT);
+  OUT = (await builtBundles()).dir;
 }, 60_000);
 
 function run(file: string, args: string[], env: NodeJS.ProcessEnv = {}) {

@@ -4,6 +4,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
 import { ROOT } from "../registry/helpers.js";
+import { bundleOf } from "../support/bundles.js";
 import { killChild, listeningPort } from "../support/child-process.js";
 import { eventually } from "../support/eventually.js";
 
@@ -34,7 +35,7 @@ describe("the control plane and SIGHUP", () => {
   });
 
   it("keeps serving, says it took no note, and still stops on SIGTERM with 0", async () => {
-    child = spawn(process.execPath, ["--import", "tsx", "src/control/main.ts"], {
+    child = spawn(process.execPath, [await bundleOf("src/control/main.ts")], {
       cwd: ROOT,
       env: { ...process.env, GATEWAY_CONFIG: config },
       stdio: ["ignore", "ignore", "pipe"],

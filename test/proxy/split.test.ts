@@ -4,18 +4,20 @@ import { tmpdir } from "node:os";
 import { join, relative } from "node:path";
 import { request } from "undici";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { buildBundles } from "../../scripts/build.js";
 import { ROOT } from "../registry/helpers.js";
+import { builtBundles } from "../support/bundles.js";
 import { killChild, listeningPort } from "../support/child-process.js";
 import { jsonRpcResponder, type LoopbackNode, startLoopbackNode } from "../support/loopback-node.js";
 
 // The proxy apart from the control plane: its bundle carries nothing of the control plane, and it runs
 // alone against the account store that the control plane created, following the store's changes.
-const OUT = join(ROOT, "node_modules/.cache/split-test");
+/** The run's bundles (support/bundles.ts). */
+let OUT = "";
 let inputs: Record<string, string[]> = {};
 
 beforeAll(async () => {
-  const { metafile } = await buildBundles(OUT, true);
+  const { dir, metafile } = await builtBundles();
+  OUT = dir;
   inputs = Object.fromEntries(
     Object.entries(metafile?.outputs ?? {})
       .filter(([file]) => file.endsWith(".js"))
@@ -93,11 +95,8 @@ describe("the proxy alone, against the store the control plane created", () => {
   };
   const admin = (...args: string[]) =>
     new Promise<string>((resolve, reject) =>
-      execFile(
-        process.execPath,
-        ["--import", "tsx", "src/control/cli.ts", ...args],
-        { cwd: ROOT, env },
-        (error, out) => (error ? reject(error) : resolve(out)),
+      execFile(process.execPath, [join(OUT, "admin.js"), ...args], { cwd: ROOT, env }, (error, out) =>
+        error ? reject(error) : resolve(out),
       ),
     );
   const call = async (port: number, key: string) => {

@@ -5,6 +5,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { ROOT } from "../registry/helpers.js";
+import { bundleOf } from "../support/bundles.js";
 
 // The defaults 8080 to 8082 are often taken on an operator's machine. Each entry point whose listener cannot
 // bind exits 1 with one line that names the listener, the address, why, and the setting and the variable
@@ -52,13 +53,14 @@ afterAll(async () => {
   rmSync(dir, { recursive: true, force: true });
 });
 
-/** Runs an entry point from source with `env` over its deployment above; its exit code and stderr. */
-function run(entry: string, env: NodeJS.ProcessEnv): Promise<{ code: number; err: string }> {
+/** Runs an entry point's bundle with `env` over its deployment above; its exit code and stderr. */
+async function run(entry: string, env: NodeJS.ProcessEnv): Promise<{ code: number; err: string }> {
   const config = entry === "src/proxy/main.ts" ? proxyConfig : accountsConfig;
+  const bundle = await bundleOf(entry);
   return new Promise((resolve) => {
     execFile(
       process.execPath,
-      ["--import", "tsx", entry],
+      [bundle],
       { cwd: ROOT, env: { ...process.env, GATEWAY_CONFIG: config, ...env }, timeout: 20_000 },
       (error, _out, err) => resolve({ code: error ? Number(error.code ?? 1) : 0, err }),
     );

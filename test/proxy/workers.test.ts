@@ -5,6 +5,7 @@ import { join } from "node:path";
 import { request } from "undici";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { ROOT } from "../registry/helpers.js";
+import { bundleOf } from "../support/bundles.js";
 import { eventually } from "../support/eventually.js";
 import { KEYS, TEST_KEYS } from "../support/gateway.js";
 import { jsonRpcResponder, type LoopbackNode, startLoopbackNode } from "../support/loopback-node.js";
@@ -81,7 +82,7 @@ describe("a proxy's workers", () => {
         `keys: [{ key: ${TEST_KEYS[0]?.key}, networks: "*" }]`,
       ].join("\n"),
     );
-    child = spawn(process.execPath, ["--import", "tsx", "src/proxy/main.ts"], {
+    child = spawn(process.execPath, [await bundleOf("src/proxy/main.ts")], {
       cwd: ROOT,
       env: { ...process.env, GATEWAY_CONFIG: config },
       stdio: ["ignore", "ignore", "pipe"],
@@ -236,7 +237,7 @@ describe("a proxy's workers", () => {
   // the documented sum of the delay and the drain. So did a worker started in place of a dead one that
   // was still starting when the stop began: the news of the stop reached it before it listened for it.
   it("a SIGTERM closes the public listener once the shutdown delay has passed, not twice it, with a worker still starting", async () => {
-    // the primary's children: its workers, and the esbuild service of the loader the test runs it with
+    // the primary's children: its workers (and, run from source, the loader's esbuild service)
     const before = childPids(child.pid as number);
     const logged = logs.length;
     process.kill((await pids())[0] as number, "SIGKILL");

@@ -1,19 +1,10 @@
 import { type ChildProcess, spawn } from "node:child_process";
-import {
-  copyFileSync,
-  existsSync,
-  linkSync,
-  mkdirSync,
-  mkdtempSync,
-  readFileSync,
-  rmSync,
-  writeFileSync,
-} from "node:fs";
+import { copyFileSync, linkSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { inject } from "vitest";
 import { buildBinary } from "../../scripts/build-binary.js";
-import { eventually } from "./eventually.js";
+import { buildOnce } from "./build-once.js";
 import { BUILDS } from "./global-setup.js";
 
 /** The single executable, built and copied alone into an empty folder, with a PATH that holds no `node`. */
@@ -39,35 +30,14 @@ let built: Promise<string> | undefined;
  * every test file that runs it: the first file to ask builds it, files in other test processes wait for it.
  */
 export function builtBinary(): Promise<string> {
-  built ??= buildOnce();
+  built ??= buildBinaryOnce();
   return built;
 }
 
-async function buildOnce(): Promise<string> {
+async function buildBinaryOnce(): Promise<string> {
   const dir = join(inject("runDir"), BUILDS, "binary");
   const binary = join(dir, "node-gateway");
-  const done = join(dir, "built");
-  const failed = join(dir, "failed");
-  mkdirSync(join(dir, ".."), { recursive: true });
-  try {
-    mkdirSync(dir); // the one file whose mkdir succeeds builds
-  } catch (error) {
-    if ((error as NodeJS.ErrnoException).code !== "EEXIST") throw error;
-    await eventually(
-      () => existsSync(done) || existsSync(failed),
-      BUILD_WAIT_MS,
-      "the binary another file builds",
-    );
-    if (existsSync(failed)) throw new Error(`the binary's build failed: ${readFileSync(failed, "utf8")}`);
-    return binary;
-  }
-  try {
-    await buildBinary(binary);
-  } catch (error) {
-    writeFileSync(failed, String((error as Error).stack ?? error));
-    throw error;
-  }
-  writeFileSync(done, "");
+  await buildOnce(dir, "the binary", BUILD_WAIT_MS, () => buildBinary(binary));
   return binary;
 }
 

@@ -9,6 +9,7 @@ import type { Mailer } from "../../src/control/accounts/mailer.js";
 import { type ControlPlane, createControlPlane } from "../../src/control/plane.js";
 import { createLogger } from "../../src/log.js";
 import { ROOT } from "../registry/helpers.js";
+import { bundleOf } from "./bundles.js";
 
 /** One proxy process of a fleet: its ports, its log lines, and calls to it. */
 export interface FleetProxy {
@@ -68,8 +69,8 @@ export function writeFleetConfig(
 }
 
 /** Starts one proxy process (`src/proxy/main.ts`) on `config`; resolves once it listens. */
-export function startFleetProxy(config: string): Promise<FleetProxy> {
-  const child = spawn(process.execPath, ["--import", "tsx", "src/proxy/main.ts"], {
+export async function startFleetProxy(config: string): Promise<FleetProxy> {
+  const child = spawn(process.execPath, [await bundleOf("src/proxy/main.ts")], {
     cwd: ROOT,
     env: { ...process.env, GATEWAY_CONFIG: config },
     stdio: ["ignore", "ignore", "pipe"],

@@ -1,12 +1,14 @@
 import { chmodSync, mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
-import { join } from "node:path";
+import { basename, join } from "node:path";
 import type { TestProject } from "vitest/node";
+import { ROOT } from "../registry/helpers.js";
 
 // Once per `vitest run` (vitest.config.ts's globalSetup): a scratch folder for the whole run, removed when it
 // ends. Every test process gets it as its temporary directory (TMPDIR, which os.tmpdir() reads), so what a
 // test leaves there (it should leave nothing: each removes its own folders) goes with the run. What is built
-// once per run for several test files lives there too: the single executable (support/binary.ts).
+// once per run for several test files lives there too: the single executable (support/binary.ts); the
+// bundles (support/bundles.ts) are built below node_modules and removed with it.
 
 declare module "vitest" {
   export interface ProvidedContext {
@@ -18,6 +20,14 @@ declare module "vitest" {
 /** Where what one run builds for several test files is kept, under the run's folder. */
 export const BUILDS = "builds";
 
+/**
+ * Where one run's bundles go (support/bundles.ts): below node_modules, where the bundles' one external module
+ * (better-sqlite3) is found from them, named after the run's folder.
+ */
+export function bundlesDirOf(runDir: string): string {
+  return join(ROOT, "node_modules/.cache/gateway-test-bundles", basename(runDir));
+}
+
 export default function setup(project: TestProject): () => void {
   const runDir = mkdtempSync(join(tmpdir(), "gateway-test-run-"));
   // open as /tmp is (sticky, anyone may write): PostgreSQL runs as its own user in a folder under it
@@ -27,10 +37,14 @@ export default function setup(project: TestProject): () => void {
   // the test processes start after this, with this environment
   process.env.TMPDIR = runDir;
   // in watch mode, a rerun builds again from the files as they are then
-  project.onTestsRerun(() => rmSync(join(runDir, BUILDS), { recursive: true, force: true }));
+  project.onTestsRerun(() => {
+    rmSync(join(runDir, BUILDS), { recursive: true, force: true });
+    rmSync(bundlesDirOf(runDir), { recursive: true, force: true });
+  });
   return () => {
     if (previous === undefined) delete process.env.TMPDIR;
     else process.env.TMPDIR = previous;
     rmSync(runDir, { recursive: true, force: true });
+    rmSync(bundlesDirOf(runDir), { recursive: true, force: true });
   };
 }
