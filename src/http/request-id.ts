@@ -39,8 +39,10 @@ export function requestIdFor(rawHeaders: readonly string[], target: string): str
  * the node, where a key never goes, so a caller that sent its key as its id gets a new one.
  */
 function isKeySegment(id: string, target: string): boolean {
-  if (!target.startsWith(id, 1)) return false;
-  const after = target.charAt(id.length + 1);
+  // an absolute-form target (a client behind a forward proxy sends one) has its path after the authority
+  const path = target.charCodeAt(0) === 47 ? 0 : target.indexOf("/", target.indexOf("//") + 2);
+  if (path < 0 || !target.startsWith(id, path + 1)) return false;
+  const after = target.charAt(path + id.length + 1);
   return after === "" || after === "/" || after === "?";
 }
 

@@ -9,6 +9,7 @@ import {
   startLoopbackNode,
 } from "../support/loopback-node.js";
 import { type LoopbackWsNode, startLoopbackWsNode } from "../support/loopback-ws-node.js";
+import { rawRequest } from "../support/raw-http.js";
 
 // A request id from caller to node (docs/operations.md, "Request ids"): every answer carries X-Request-Id,
 // the caller's own when well-formed and a new one otherwise; the access line, every error body and the
@@ -88,6 +89,29 @@ describe("request ids", () => {
     expect(id).toMatch(UUID);
     expect(line(id)).toBeDefined();
     expect(node.requests.at(-1)?.headers["x-request-id"]).toBe(id);
+    expect(gw.logs.filter((l) => l.includes(KEYS.all))).toEqual([]);
+  });
+
+  // a client behind a forward proxy sends an absolute-form target (http://host/key/...), whose key is as
+  // much the key as an origin-form one's: it was echoed, logged and sent on
+  it("makes one for a key sent as the id with an absolute-form target, over HTTP and on a WebSocket's handshake", async () => {
+    const host = `eth.${DOMAIN}`;
+    const body = rpcBody("eth_chainId");
+    const answer = await rawRequest(
+      gw.port,
+      `POST http://${host}/${KEYS.all}/ HTTP/1.1\r\nHost: ${host}\r\nX-Request-Id: ${KEYS.all}\r\n` +
+        `Content-Type: application/json\r\nContent-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n${body}`,
+    );
+    expect(answer.status).toBe(200);
+    expect(String(answer.headers["x-request-id"])).toMatch(UUID);
+    const upgraded = await rawRequest(
+      gw.port,
+      `GET http://${host}/${KEYS.all} HTTP/1.1\r\nHost: ${host}\r\nX-Request-Id: ${KEYS.all}\r\n` +
+        "Upgrade: websocket\r\nConnection: Upgrade\r\nSec-WebSocket-Version: 13\r\n" +
+        "Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\n\r\n",
+    );
+    expect(upgraded.status).toBe(101);
+    expect(String(upgraded.headers["x-request-id"])).toMatch(UUID);
     expect(gw.logs.filter((l) => l.includes(KEYS.all))).toEqual([]);
   });
 
