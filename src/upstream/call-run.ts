@@ -256,6 +256,8 @@ export abstract class CallRun<Caller extends CallerSide = CallerSide> implements
       return;
     }
     this.#dismiss(attempt, kind === undefined ? "dismissed" : "failed", kind);
+    // an attempt given up with no fault of its node's (its caller left): counted, as every attempt is
+    if (kind === undefined) attempt.upstream.counts.dismissed += 1;
     if (this.#finished) return;
     if (kind !== undefined) {
       attempt.upstream.health.failed(kind, describeFailure(error));
@@ -297,7 +299,13 @@ export abstract class CallRun<Caller extends CallerSide = CallerSide> implements
   #pastDeadline(): void {
     let sent = false;
     for (const attempt of this.#live.slice()) {
-      if (attempt.started) sent = true;
+      // a node that had the call and did not answer in time failed it, as a headers timeout would say:
+      // one that hangs on callers' reads while answering its probes must leave rotation and show failing
+      if (attempt.started) {
+        sent = true;
+        attempt.upstream.health.failed("timeout", "no answer within the call's deadline");
+        attempt.upstream.counts.failed += 1;
+      } else attempt.upstream.counts.dismissed += 1;
       this.#dismiss(attempt, "failed", "timeout");
       attempt.abort(PAST_DEADLINE);
     }
