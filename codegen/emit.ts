@@ -186,6 +186,8 @@ function policyLiteral(policy: PolicyModel, model: RegistryModel): string {
   }
   if (policy.errorMember !== undefined) parts.push(`errorMember: ${JSON.stringify(policy.errorMember)}`);
   if (policy.nodeErrors !== undefined) parts.push(`nodeErrors: ${nodeErrorsLiteral(policy.nodeErrors)}`);
+  if (policy.refusedWrite !== undefined)
+    parts.push(`refusedWrite: [${policy.refusedWrite.map(bodyTestLiteral).join(", ")}]`);
   if (policy.contracts !== undefined) parts.push(`contracts: ${literal(policy.contracts)}`);
   if (policy.stateOverrides !== undefined) parts.push(`stateOverrides: ${literal(policy.stateOverrides)}`);
   if (policy.stateDumps !== undefined) parts.push(`stateDumps: ${literal(policy.stateDumps)}`);
@@ -201,14 +203,16 @@ function policyLiteral(policy: PolicyModel, model: RegistryModel): string {
   return `{ ${parts.join(",\n")} }`;
 }
 
+function bodyTestLiteral({ member, matches, ...rest }: BodyTestSpec): string {
+  const fields = [`member: ${literal(member.split("."))}`];
+  // a pattern that is not one fails the codegen here, not the gateway at its first answer
+  if (matches !== undefined) fields.push(`matches: ${new RegExp(matches).toString()}`);
+  for (const [name, value] of Object.entries(rest)) fields.push(`${name}: ${literal(value)}`);
+  return `{ ${fields.join(", ")} }`;
+}
+
 function nodeErrorsLiteral({ status, answer, unavailable, unavailableAt }: NodeErrorsSpec): string {
-  const test = ({ member, matches, ...rest }: BodyTestSpec): string => {
-    const fields = [`member: ${literal(member.split("."))}`];
-    // a pattern that is not one fails the codegen here, not the gateway at its first 5xx
-    if (matches !== undefined) fields.push(`matches: ${new RegExp(matches).toString()}`);
-    for (const [name, value] of Object.entries(rest)) fields.push(`${name}: ${literal(value)}`);
-    return `{ ${fields.join(", ")} }`;
-  };
+  const test = bodyTestLiteral;
   const at = unavailableAt === undefined ? "" : `, unavailableAt: ${literal(unavailableAt)}`;
   return `{ status: ${status}, answer: ${test(answer)}${unavailable === undefined ? "" : `, unavailable: ${test(unavailable)}`}${at} }`;
 }

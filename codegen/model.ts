@@ -14,6 +14,7 @@ import { checkRegistry, isRouteText } from "./checks.js";
 import { type ComputeUnitsModel, compileComputeUnits } from "./compute-units.js";
 import { type LoadedRegistry, loadRegistry, RegistryError } from "./load.js";
 import type {
+  BodyTestSpec,
   ChainSpec,
   EnvelopeRule,
   HeadSpec,
@@ -55,6 +56,7 @@ export interface PolicyModel {
   readonly reads?: ReadRules;
   /** The member of a REST answer that holds the node's error, where the interface says. */
   readonly errorMember?: string;
+  readonly refusedWrite?: readonly BodyTestSpec[];
   /** How its node answers a call's own errors at a 5xx status: an interface's, else its envelope's. */
   readonly nodeErrors?: NodeErrorsSpec;
   /** What one call costs in compute units (compute-units.ts). */
@@ -254,6 +256,7 @@ function mergePolicy(id: string, ids: readonly string[], spec: RegistrySpec): Po
   const restPaths = [...new Set(interfaces.flatMap((i) => i.restPaths ?? []))];
   const overHttp = interfaces.every((i) => i.family !== "jsonrpc" || i.webSocketOverHttp === true);
   const errorMember = interfaces.find((i) => i.errorMember !== undefined)?.errorMember;
+  const refusedWrite = interfaces.flatMap((i) => i.refusedWrite ?? []);
   const nodeErrors =
     interfaces.find((i) => i.nodeErrors !== undefined)?.nodeErrors ??
     envelopeNodeErrors(first.envelope === undefined ? undefined : spec.envelopes[first.envelope]);
@@ -282,6 +285,7 @@ function mergePolicy(id: string, ids: readonly string[], spec: RegistrySpec): Po
     ...(overHttp && first.family === "jsonrpc" ? { webSocketOverHttp: true as const } : {}),
     ...(restPaths.length === 0 ? {} : { restPaths }),
     ...(errorMember === undefined ? {} : { errorMember }),
+    ...(refusedWrite.length === 0 ? {} : { refusedWrite }),
     ...(nodeErrors === undefined ? {} : { nodeErrors }),
     ...(reads === undefined ? {} : { reads }),
     ...(Object.keys(contracts).length === 0 ? {} : { contracts }),

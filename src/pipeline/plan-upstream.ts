@@ -139,6 +139,7 @@ export class UpstreamPlanner {
       write: outgoing.write,
       writeIds: outgoing.writeIds,
       nodeErrors: mounted.mount.policy.nodeErrors,
+      refusedWrite: mounted.mount.policy.refusedWrite,
       limits: this.#config.limits.upstream,
       // A stream stays open while the node pushes: it has no size cap, as it has no end.
       maxBytes: outgoing.stream ? Number.POSITIVE_INFINITY : this.#config.limits.upstream.maxResponseBytes,

@@ -531,6 +531,11 @@ export interface InterfacePolicy {
   readonly errorMember?: string;
   /** How its node answers a call's own errors at a 5xx status (registry `nodeErrors`, `errorStatus`). */
   readonly nodeErrors?: NodeErrors;
+  /**
+   * Tests of a write's answer (its envelope, or a REST body) of which any that passes says the node refused
+   * it at a success status (registry `refusedWrite`): java-tron's `result: false`, stellar-rpc's `ERROR`.
+   */
+  readonly refusedWrite?: readonly BodyTest[];
   /** Where a REST interface's routes name a block (registry `reads.paths`), for src/answers/read-need.ts. */
   readonly restReads?: RestReadRules;
   /** What one call costs in compute units (registry `computeUnits`, docs/compute-units.md). */

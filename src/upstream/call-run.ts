@@ -73,7 +73,7 @@ export abstract class CallRun<Caller extends CallerSide = CallerSide> implements
   /** A write's answer, read whole: whether its node took it, noted once (UpstreamFields.refusedWrite). */
   protected judgeWrite(statusCode: number, body: Buffer): void {
     if (this.call.write && this.#note.refusedWrite === undefined)
-      this.#note.refusedWrite = !writeTaken(statusCode, body, this.call.writeIds);
+      this.#note.refusedWrite = !writeTaken(statusCode, body, this.call.writeIds, this.call.refusedWrite);
   }
 
   constructor(call: UpstreamCall, res: Caller, note: UpstreamFields) {

@@ -32,7 +32,8 @@ export function saysUnavailable(body: Buffer | string, rules: NodeErrors): boole
   }
 }
 
-function passes(answer: unknown, test: BodyTest): boolean {
+/** Whether `answer` (parsed JSON) passes `test`: its member at `test.member` is as the test says. */
+export function passes(answer: unknown, test: BodyTest): boolean {
   let value: unknown = answer;
   for (const key of test.member) {
     if (typeof value !== "object" || value === null || !Object.hasOwn(value, key)) return false;

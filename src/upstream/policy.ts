@@ -11,7 +11,7 @@ import type { Limits } from "../config/types.js";
 import { GatewayError } from "../errors/table.js";
 import { type CallerSide, clientGone } from "../http/client-gone.js";
 import { idKey } from "../jsonrpc/id-key.js";
-import type { NodeErrors } from "../registry/types.js";
+import type { BodyTest, NodeErrors } from "../registry/types.js";
 import type { RequestTrace } from "../tracing/tracing.js";
 import type { AttemptHandler } from "./attempt.js";
 import { BufferedAnswer, type WholeAnswer } from "./buffered-answer.js";
@@ -53,6 +53,8 @@ export interface UpstreamCall {
    * is read whole, then relayed as the node's answer or taken for a failure (call-run.ts `holds`).
    */
   readonly nodeErrors: NodeErrors | undefined;
+  /** How its node refuses a write at a success status (registry `refusedWrite`). */
+  readonly refusedWrite: readonly BodyTest[] | undefined;
   /** Past this many answer bytes the call is aborted; Infinity for streams. */
   readonly maxBytes: number;
   /**

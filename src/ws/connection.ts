@@ -12,7 +12,7 @@ import type { GatewayMetrics } from "../metrics/gateway-metrics.js";
 import type { ErrorBoundary } from "../pipeline/boundary.js";
 import type { Mounted, Stages } from "../pipeline/stages.js";
 import { archiveUnits, type BatchPart, batchParts, callsUnits } from "../plans/compute-units.js";
-import type { JsonRpcPolicy } from "../registry/types.js";
+import type { BodyTest, JsonRpcPolicy } from "../registry/types.js";
 import { endMessage } from "../tracing/span-ends.js";
 import type { RequestTrace } from "../tracing/tracing.js";
 import type { Upstream } from "../upstream/upstreams.js";
@@ -590,6 +590,9 @@ export class Connection {
     }
     get policy(): JsonRpcPolicy {
       return this.#connection.#policy;
+    }
+    get refusedWrite(): readonly BodyTest[] | undefined {
+      return this.#connection.#options.mounted.mount.policy.refusedWrite;
     }
     get label(): string {
       return this.#connection.#label;

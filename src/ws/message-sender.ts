@@ -7,7 +7,7 @@ import type { CheckedMessage } from "../jsonrpc/message.js";
 import type { Charged } from "../pipeline/stages.js";
 import type { BatchPart } from "../plans/compute-units.js";
 import type { QuotaHold } from "../plans/quota-hold.js";
-import type { JsonRpcPolicy } from "../registry/types.js";
+import type { BodyTest, JsonRpcPolicy } from "../registry/types.js";
 import type { Upstream } from "../upstream/upstreams.js";
 import type { CachedCalls, Follow } from "./cached-calls.js";
 import type { Pending, PendingCalls, UpstreamMessage } from "./pending-calls.js";
@@ -44,6 +44,8 @@ export interface SenderHost {
   readonly remembered: RememberedSubscriptions;
   readonly rules: CallRules;
   readonly policy: JsonRpcPolicy;
+  /** How its node refuses a write at a success status (registry `refusedWrite`). */
+  readonly refusedWrite: readonly BodyTest[] | undefined;
   readonly limits: Limits;
   /** What these calls cost in compute units (docs/compute-units.md). */
   unitsOf(calls: readonly PassedCall[]): number;
@@ -369,6 +371,7 @@ export class MessageSender {
       call: checked,
       message,
       write: this.#host.policy.writes.has(checked.method),
+      refusedWrite: this.#host.refusedWrite,
       target: kind === "unsubscribe" ? this.#host.remembered.named(paramsOf(checked)) : undefined,
     });
     return checked;

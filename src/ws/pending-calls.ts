@@ -1,8 +1,10 @@
 import type { Span } from "@opentelemetry/api";
+import { answerTakes } from "../answers/write-taken.js";
 import type { ErrorCode } from "../errors/table.js";
 import type { PassedCall } from "../jsonrpc/check.js";
 import { idKey, isUnreadableId } from "../jsonrpc/id-key.js";
 import { mergeBatchAnswer } from "../jsonrpc/merge.js";
+import type { BodyTest } from "../registry/types.js";
 import type { CacheKeep } from "./cached-calls.js";
 import { textOf } from "./node-answers.js";
 import type { Subscription } from "./subscriptions.js";
@@ -43,6 +45,8 @@ export interface Pending {
   readonly message: UpstreamMessage;
   /** It submits something (registry `writes`): never sent to a second node. */
   readonly write: boolean;
+  /** How its node refuses a write at a success status (registry `refusedWrite`). */
+  readonly refusedWrite?: readonly BodyTest[] | undefined;
   /** An unsubscribe's subscription. */
   readonly target: Subscription | undefined;
   /** A call the cache missed: what it keeps of the node's answer (cached-calls.ts). */
@@ -153,7 +157,7 @@ export class PendingCalls {
       ids.push(pending.call.id as string);
       const result = members.has("error") ? undefined : members.get("result");
       // a write the node refused changed nothing (answers/write-taken.ts)
-      if (pending.write && (members.get("error") ?? "null") === "null") settled.wrote();
+      if (pending.write && answerTakes(members, pending.refusedWrite)) settled.wrote();
       if (pending.keep !== undefined) settled.kept(pending.keep, members);
       if (pending.kind === "call" && result !== undefined) settled.made(pending.call, result);
       if (pending.kind === "subscribe") {
