@@ -1,3 +1,4 @@
+import type { Redact } from "../config/upstream-name.js";
 import type { FailureKind } from "./failure.js";
 
 /**
@@ -78,12 +79,26 @@ export class UpstreamHealth {
   #lastErrorAt = 0;
   readonly #rules: HealthRules;
   readonly #listener: StateListener;
+  /**
+   * Applied to every detail a failure brings, which may be the node's own text (an error page quoting the
+   * path it was asked on): the last error and the reasons given to the listener are shown and logged.
+   */
+  readonly #redact: Redact;
 
-  /** `checking` when a prober will judge it first; `healthy` when none will (no probes). */
-  constructor(rules: HealthRules, listener: StateListener, initial: "checking" | "healthy" = "healthy") {
+  /**
+   * `checking` when a prober will judge it first; `healthy` when none will (no probes). `redact` masks the
+   * secrets of the upstream's URL (config/upstream-name.ts urlRedactor).
+   */
+  constructor(
+    rules: HealthRules,
+    listener: StateListener,
+    initial: "checking" | "healthy" = "healthy",
+    redact: Redact = (text) => text,
+  ) {
     this.#rules = rules;
     this.#listener = listener;
     this.#condition = initial;
+    this.#redact = redact;
   }
 
   get state(): UpstreamState {
@@ -166,7 +181,7 @@ export class UpstreamHealth {
   /** A live call failed; a refused connection takes the node out at once, others after `failAfter` in a row. */
   failed(kind: FailureKind, detail: string): void {
     this.#outcome(true);
-    this.#lastError = `${kind}: ${detail}`;
+    this.#lastError = `${kind}: ${this.#redact(detail)}`;
     this.#lastErrorAt = Date.now();
     this.#failuresInRow += 1;
     this.#unreachable = kind === "refused";
@@ -204,7 +219,7 @@ export class UpstreamHealth {
   headUnknown(detail: string, latencyMs: number): void {
     this.#head = undefined;
     this.#lagBlocks = 0;
-    this.#lastError = `probe: head unknown: ${detail}`;
+    this.#lastError = `probe: head unknown: ${this.#redact(detail)}`;
     this.#lastErrorAt = Date.now();
     this.#answered(latencyMs);
   }
@@ -212,7 +227,7 @@ export class UpstreamHealth {
   /** A probe found evidence of failure: out of rotation at once. */
   probeFailed(kind: FailureKind, detail: string): void {
     this.#observed.add(true);
-    this.#lastError = `probe: ${detail}`;
+    this.#lastError = `probe: ${this.#redact(detail)}`;
     this.#lastErrorAt = Date.now();
     this.#goodProbesInRow = 0;
     this.#unreachable = kind === "refused";
@@ -220,7 +235,9 @@ export class UpstreamHealth {
   }
 
   /** It answered that it is on another chain: it gets no call until it answers its own again. */
-  wrongChain(detail: string): void {
+  wrongChain(unredacted: string): void {
+    // the chain it named is the node's text
+    const detail = this.#redact(unredacted);
     this.#lastError = `probe: ${detail}`;
     this.#lastErrorAt = Date.now();
     this.#goodProbesInRow = 0;

@@ -382,7 +382,9 @@ async function ask(member: Upstream, request: ProbeRequest, timeoutMs: number): 
   };
   try {
     const { statusCode, body } = await requestOn({ dispatch: member.dispatch } as Dispatcher, options);
-    return { statusCode, text: await body.text() };
+    // masked as it arrives, before anything read from it (a detail, a value for a log line) is cut short:
+    // a secret cut in two would be masked in neither the reading nor the health record
+    return { statusCode, text: member.redact(await body.text()) };
   } catch (error) {
     // Past the cap the node did answer, with more than an answer to the call: nothing to read.
     if (error instanceof GatewayError && error.code === "UPSTREAM_RESPONSE_TOO_LARGE")

@@ -9,7 +9,7 @@ import type {
   Limits,
   UpstreamSpec,
 } from "../config/types.js";
-import { upstreamName } from "../config/upstream-name.js";
+import { type Redact, upstreamName, urlRedactor } from "../config/upstream-name.js";
 import type { Endpoint } from "../registry/types.js";
 import { UpstreamGroup } from "./group.js";
 import { type HealthRules, UpstreamHealth, type UpstreamState } from "./health.js";
@@ -22,6 +22,11 @@ export class Upstream {
   readonly name: string;
   /** How the metrics name it: as the logs and the operator API do (config/upstream-name.ts). */
   readonly metricName: string;
+  /**
+   * Masks what its URL holds of secrets (config/upstream-name.ts) in what the node says: a node's error page
+   * may quote the path it was asked on, key and all, and its text goes to the health record and the log.
+   */
+  readonly redact: Redact;
   /** Its attempts' outcomes, retries, hedges and state changes, for the metrics. */
   readonly counts = new UpstreamCounts();
   readonly dispatcher: Dispatcher;
@@ -60,6 +65,7 @@ export class Upstream {
   ) {
     this.name = fields.name;
     this.metricName = fields.metricName;
+    this.redact = fields.redact;
     this.dispatcher = fields.dispatcher;
     this.dispatch = intercepted(fields.dispatcher, responseCap);
     this.streamDispatch = intercepted(fields.streamDispatcher, responseCap);
@@ -204,10 +210,12 @@ export class UpstreamTable {
     const dispatcher = dispatcherFor(this.#dispatchers, parsed.origin, factory, limits);
     const streamDispatcher = dispatcherFor(this.#streamDispatchers, parsed.origin, factory, limits);
     const basePath = parsed.pathname.replace(/\/+$/, "");
+    const redact = ws === undefined ? urlRedactor(url) : urlRedactor(url, ws);
     return new Upstream({
       name: name ?? upstreamName(spec),
       // one name everywhere: the operator API's, the logs' and the metrics' (bounded by the config)
       metricName: name ?? upstreamName(spec),
+      redact,
       dispatcher,
       streamDispatcher,
       basePath,
@@ -220,7 +228,7 @@ export class UpstreamTable {
       tier,
       weight,
       // With a prober, a node gets no call before its first probe says which chain it is on.
-      health: new UpstreamHealth(rules, listener, rules.takeOut ? "checking" : "healthy"),
+      health: new UpstreamHealth(rules, listener, rules.takeOut ? "checking" : "healthy", redact),
     });
   }
 }
