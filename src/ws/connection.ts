@@ -26,13 +26,7 @@ import { ClientLiveness } from "./liveness.js";
 import { type IntakeHost, MessageIntake, toText } from "./message-intake.js";
 import { type MessageSeen, MessageSender, paramsOf, type SenderHost } from "./message-sender.js";
 import { ConnectionMove, type Reconnect } from "./move.js";
-import {
-  type ArchiveRefusals,
-  archiveReadsOf,
-  archiveRefusals,
-  missingStateIds,
-  withinCap,
-} from "./node-answers.js";
+import { type ArchiveRefusals, archiveRefusals, missingStateIds, withinCap } from "./node-answers.js";
 import { type ChoosingConnection, NodeChoice } from "./node-choice.js";
 import type { NodeSocket } from "./node-socket.js";
 import { PendingCalls, type Settled, type UpstreamMessage } from "./pending-calls.js";
@@ -563,14 +557,11 @@ export class Connection {
   static readonly #Host = class implements ConnectionHost {
     readonly #connection: Connection;
     readonly cachedShare: number;
-    readonly archiveReads: ReadonlySet<string> | undefined;
 
     constructor(connection: Connection) {
       this.#connection = connection;
       const { mounted } = connection.#options;
       this.cachedShare = mounted.admitted.plan?.cachedShare ?? 1;
-      this.archiveReads =
-        connection.#archiveRefusals === undefined ? undefined : archiveReadsOf(connection.#policy);
     }
 
     get closed(): boolean {

@@ -53,11 +53,6 @@ export interface SenderHost {
   archiveExtraOf(calls: readonly PassedCall[]): number;
   /** What an answer from the cache costs, as a share of its price (the plan's `cachedShare`; 1 without one). */
   readonly cachedShare: number;
-  /**
-   * The reads a node may answer "no such state", which the connection answers ARCHIVE_REQUIRED
-   * (node-answers.ts); undefined where none is.
-   */
-  readonly archiveReads: ReadonlySet<string> | undefined;
   readonly cache: CachedCalls | undefined;
   readonly closed: boolean;
   /** The node the connection's calls go to: one behind the label's served head is not given its head's answers. */
@@ -169,14 +164,12 @@ export class MessageSender {
       outgoing.span = seen.span;
       seen.sent = true;
     }
-    // a write's message is counted once the node answered it, or the write was refused (a move); so is a
-    // read the node may answer "no such state", which is then ARCHIVE_REQUIRED, and costs nothing
-    // (one with an id: a notification gets no answer to wait for)
-    const archiveReads = this.#host.archiveReads;
+    // A message is counted once the node answered it: a write refused (a move) costs nothing, a read the
+    // node answered "no such state" is ARCHIVE_REQUIRED and costs nothing, and one that no node answered
+    // (the gateway closed the connection, the caller left) costs nothing, as over HTTP. Only notifications,
+    // which get no answer to wait for, count as sent.
     const writes = pending.some((p) => p.write);
-    const later =
-      writes ||
-      (archiveReads !== undefined && passed.some((c) => c.id !== undefined && archiveReads.has(c.method)));
+    const later = writes || passed.some((c) => c.id !== undefined);
     const counted = later ? this.#countOnAnswer(outgoing, seen, hold, writes) : undefined;
     this.#host.pending.add(pending);
     this.#host.transmit(outgoing);
@@ -264,9 +257,9 @@ export class MessageSender {
       outgoing.whenAnswered = undefined;
       if (counted) return;
       counted = true;
-      // reads alone, left unanswered as the gateway closed the connection: counted as sent, as a read is
-      // that has no answer to wait for
-      const code = ended === "WRITE_NOT_CONFIRMED" && !writes ? undefined : ended;
+      // reads alone, left unanswered as the gateway closed the connection (no node took it over): no node
+      // served them
+      const code = ended === "WRITE_NOT_CONFIRMED" && !writes ? "NO_UPSTREAM" : ended;
       if (code === undefined && archiveRefused !== undefined)
         this.#archiveRefused(seen, hold, sent, archiveRefused);
       // answered by the archive nodes: priced as theirs, as over HTTP; whoever answered, the hold (at the

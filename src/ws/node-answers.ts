@@ -93,18 +93,6 @@ export function missingStateIds(
   });
 }
 
-/** Each dialect's reads a full node may answer "no such state", as a set, made once per dialect. */
-const ARCHIVE_READS = new WeakMap<JsonRpcPolicy, ReadonlySet<string>>();
-
-export function archiveReadsOf(policy: JsonRpcPolicy): ReadonlySet<string> {
-  let reads = ARCHIVE_READS.get(policy);
-  if (reads === undefined) {
-    reads = new Set(policy.reads?.archive?.state);
-    ARCHIVE_READS.set(policy, reads);
-  }
-  return reads;
-}
-
 /** An answer object again from its members, each value the source text it was; its id `id` when given. */
 export function textOf(members: ReadonlyMap<string, string>, id?: string): string {
   const parts = [...members].map(

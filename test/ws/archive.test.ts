@@ -97,8 +97,8 @@ describe("a read older than the connection's full node keeps", () => {
   });
 });
 
-// A read that may be answered ARCHIVE_REQUIRED is counted once answered; one that gets no answer is
-// counted as any other read: a notification, and a read the gateway closed the connection under.
+// A read is counted once answered; a notification, which gets no answer, when sent; and a read the gateway
+// closed the connection under, which no node served, as NO_UPSTREAM: it costs nothing, as over HTTP.
 describe("a read of state over a WebSocket that gets no answer", () => {
   let node: LoopbackWsNode;
   let gw: RunningGateway;
@@ -136,9 +136,9 @@ describe("a read of state over a WebSocket that gets no answer", () => {
     client.close();
   });
 
-  it("one in flight when no node takes the connection is a read sent, not a write unconfirmed", async () => {
+  it("one in flight when no node takes the connection is a read no node served, not a write unconfirmed", async () => {
     const client = await Client.open(`ws://eth.${DOMAIN}:${gw.port}/${KEYS.noArchive}`);
-    const [sent, unconfirmed] = [await count(), await count("WRITE_NOT_CONFIRMED")];
+    const [unserved, unconfirmed] = [await count("NO_UPSTREAM"), await count("WRITE_NOT_CONFIRMED")];
     client.ws.send(
       JSON.stringify({ jsonrpc: "2.0", id: 1, method: "eth_getBalance", params: [address, "0x1"] }),
     );
@@ -150,7 +150,7 @@ describe("a read of state over a WebSocket that gets no answer", () => {
     // the node goes, and no other takes the connection: closed with 1014
     await node.close();
     expect((await client.closed).code).toBe(1014);
-    await eventually(async () => (await count()) === sent + 1, 2_000, "the read counted");
+    await eventually(async () => (await count("NO_UPSTREAM")) === unserved + 1, 2_000, "the read counted");
     expect(await count("WRITE_NOT_CONFIRMED")).toBe(unconfirmed);
   });
 });
