@@ -2,6 +2,7 @@ import { readFileSync } from "node:fs";
 import { type ConfigProblem, validateConfig as validate } from "../../generated/config-validator.js";
 import { EMBEDDED_CONFIG, embeddedConfigText } from "../embedded.js";
 import type { GatewayError } from "../errors/table.js";
+import { addressBlock } from "../http/address-blocks.js";
 import { checkedSettings } from "../keys/key-settings.js";
 import type { Endpoint } from "../registry/types.js";
 import {
@@ -198,7 +199,10 @@ function isObject(value: unknown): value is Record<string, unknown> {
   return typeof value === "object" && value !== null && !Array.isArray(value);
 }
 
-/** What the schema cannot say: labels the registry has, upstream URLs that parse, names told apart. */
+/**
+ * What the schema cannot say: labels the registry has, upstream URLs that parse, names told apart, proxies
+ * that are addresses or CIDR blocks.
+ */
 function checkAgainstRegistry(
   config: GatewayConfig,
   endpoints: ReadonlyMap<string, Endpoint>,
@@ -250,6 +254,13 @@ function checkAgainstRegistry(
     else if (endpoints.get(label)?.public === false)
       problems.push(`${at}: publicHosts.${host}: "${label}" has no public endpoint in the registry`);
   }
+  // Compared with the TCP peer's address, never looked up: a host name, or a block in a form BlockList does
+  // not take, would match no peer, and every client behind the balancer would share its per-IP limits.
+  for (const [index, entry] of config.trustedProxies.entries())
+    if (addressBlock(entry) === undefined)
+      problems.push(
+        `${where(["trustedProxies", index])}: trustedProxies[${index}]: "${entry}" is not an IP address or a CIDR block (such as 10.0.0.7, 10.0.0.0/8 or fd00::/8)`,
+      );
   if (!/^[A-Za-z0-9-]+(\.[A-Za-z0-9-]+)*\.?$/.test(config.domain))
     problems.push(`${where(["domain"])}: domain "${config.domain}" is not a host name`);
   problems.push(...relationProblems(config, endpoints, where));

@@ -1,9 +1,10 @@
-import { BlockList, isIP } from "node:net";
+import { isIP } from "node:net";
 import { domainToASCII } from "node:url";
 import { keccak_256 } from "@noble/hashes/sha3";
 import bs58 from "bs58";
 import bs58check from "bs58check";
 import { GatewayError } from "../errors/table.js";
+import { addressBlock, addressMatcher } from "../http/address-blocks.js";
 import { patternOf } from "../plans/plan-terms.js";
 import { type JwtKey, JwtVerifier, publicKeyOf } from "./jwt.js";
 
@@ -103,14 +104,7 @@ function checkedEntry(
     return origin.replace(/^(https:\/\/[^/]*):443$|^(http:\/\/[^/]*):80$/, "$1$2");
   }
   if (kind === "ips") {
-    const [address, bits, extra] = entry.split("/");
-    const family = isIP(address ?? "");
-    const max = family === 4 ? 32 : 128;
-    if (
-      family === 0 ||
-      extra !== undefined ||
-      (bits !== undefined && !(/^\d{1,3}$/.test(bits) && Number(bits) <= max))
-    )
+    if (addressBlock(entry) === undefined)
       return refuse("an IP address or a CIDR block, such as 203.0.113.0/24");
     return entry;
   }
@@ -220,24 +214,8 @@ export class KeyRules {
       };
     });
     if (settings.ips !== undefined) {
-      const list = new BlockList();
-      for (const entry of settings.ips) {
-        const [address = "", bits] = entry.split("/");
-        const type = isIP(address) === 6 ? "ipv6" : "ipv4";
-        if (bits === undefined) list.addAddress(address, type);
-        else list.addSubnet(address, Number(bits), type);
-      }
       // BlockList.check makes a SocketAddress for each check, about 2 µs a request (docs/performance.md)
-      this.#ips = remembered((ip) => {
-        const type = isIP(ip);
-        // an IPv4 client on a dual-stack socket shows as ::ffff:a.b.c.d
-        const mapped = ip.startsWith("::ffff:") && isIP(ip.slice(7)) === 4 ? ip.slice(7) : undefined;
-        return (
-          type !== 0 &&
-          (list.check(ip, type === 6 ? "ipv6" : "ipv4") ||
-            (mapped !== undefined && list.check(mapped, "ipv4")))
-        );
-      });
+      this.#ips = remembered(addressMatcher(settings.ips));
     }
     if (settings.methods !== undefined) {
       const exact = new Set(settings.methods.filter((m) => !m.includes("*")));

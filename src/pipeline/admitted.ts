@@ -1,5 +1,5 @@
 import type { IncomingMessage } from "node:http";
-import { clientAddress } from "../http/client-address.js";
+import { clientAddress, type TrustedProxies } from "../http/client-address.js";
 import { REQUEST_ID_HEADER } from "../http/request-id.js";
 import type { RequestTarget } from "../http/target.js";
 import type { Principal } from "../keys/types.js";
@@ -31,7 +31,7 @@ export class Admitted {
   tokenValidUntilMs: number | undefined = undefined;
   // Let go once the address is known: a WebSocket connection keeps its Admitted for its whole life.
   #req: IncomingMessage | undefined;
-  readonly #trustedProxies: readonly string[];
+  readonly #trustedProxies: TrustedProxies;
   #ip: string | undefined = undefined;
   #publicId: string | undefined = undefined;
 
@@ -42,7 +42,7 @@ export class Admitted {
     principal: Principal | undefined,
     plan: PlanTerms | undefined,
     req: IncomingMessage,
-    trustedProxies: readonly string[],
+    trustedProxies: TrustedProxies,
     requestId: string | undefined = undefined,
     trace: RequestTrace | string | undefined = undefined,
   ) {

@@ -4,6 +4,7 @@ import { dedicatedPointer } from "../errors/dedicated-pointer.js";
 import { GatewayError } from "../errors/table.js";
 import type { Family, Outgoing } from "../families/family.js";
 import { familyTable } from "../families/table.js";
+import { TrustedProxies } from "../http/client-address.js";
 import { HostResolver } from "../http/host.js";
 import { rawHeader } from "../http/raw-headers.js";
 import { parseTarget } from "../http/target.js";
@@ -59,6 +60,7 @@ export class Stages {
   readonly #config: GatewayConfig;
   readonly #endpoints: ReadonlyMap<string, Endpoint>;
   readonly #hosts: HostResolver;
+  readonly #trustedProxies: TrustedProxies;
   readonly #keys: KeyLookup;
   readonly #limiter: RateLimiter;
   readonly #plans: PlanBook;
@@ -77,6 +79,7 @@ export class Stages {
     this.#config = options.config;
     this.#endpoints = options.endpoints;
     this.#hosts = new HostResolver(options.config.domain, options.config.publicHosts);
+    this.#trustedProxies = new TrustedProxies(options.config.trustedProxies);
     this.#keys = new KeyLookup(options.keys);
     this.#limiter = options.limiter ?? new TokenBuckets();
     this.#plans = new PlanBook(options.config.plans);
@@ -116,7 +119,7 @@ export class Stages {
       principal,
       plan,
       req,
-      this.#config.trustedProxies,
+      this.#trustedProxies,
       requestId,
       trace ?? passedTraceParent(req.rawHeaders),
     );

@@ -2,7 +2,7 @@ import { createServer, type IncomingMessage, type Server, type ServerResponse } 
 import { sendError, sendJson } from "../../errors/respond.js";
 import { GatewayError } from "../../errors/table.js";
 import { mediaType, readBody } from "../../http/body.js";
-import { clientAddress } from "../../http/client-address.js";
+import { clientAddress, TrustedProxies } from "../../http/client-address.js";
 import type { Logger } from "../../log.js";
 import { type DashboardFiles, SECURITY_HEADERS } from "../dashboard/serve.js";
 import {
@@ -60,6 +60,8 @@ export function createAccountsApi(
   logger: Logger,
   dashboard: DashboardOptions,
 ): Server {
+  // compiled once: every request of the API asks it for its client's address
+  const proxies = new TrustedProxies(trustedProxies);
   const routes: Route[] = [
     route("POST", /^\/v1\/signup$/, async ({ body, ip }) => {
       // the same answer whether or not the address has an account: the e-mail says which
@@ -183,7 +185,7 @@ export function createAccountsApi(
       const [status, answer, headers] = await match.handler({
         body,
         params,
-        ip: clientAddress(req, trustedProxies),
+        ip: clientAddress(req, proxies),
         query: new URLSearchParams(search),
         token,
         account: async () => {
