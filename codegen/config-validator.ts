@@ -53,6 +53,13 @@ function declarations(project: Project): string {
       },
       { name: "message", type: "string | undefined", hasQuestionToken: true, isReadonly: true },
       {
+        name: "propertyName",
+        type: "string",
+        hasQuestionToken: true,
+        isReadonly: true,
+        docs: ["The member whose name broke `propertyNames`."],
+      },
+      {
         name: "params",
         type: "Readonly<Record<string, unknown>>",
         isReadonly: true,

@@ -57,10 +57,11 @@ export function loadConfig(
   const where = origin(source, file, settings);
   if (!validate(raw))
     for (const e of oneErrorPerProblem(validate.errors ?? [])) {
-      const key = (e.params as { additionalProperty?: string }).additionalProperty;
+      // a member the schema does not know, or one whose name it refuses: the problem is at its key
+      const key = (e.params as { additionalProperty?: string }).additionalProperty ?? e.propertyName;
       const at = where(pointerPath(e.instancePath), key);
       problems.push(
-        `${at}: ${e.instancePath || "config"} ${e.message ?? "is invalid"}${detailOf(e.params)}${key === undefined ? "" : ` (${key})`}`,
+        `${at}: ${e.instancePath || "config"} ${e.message ?? "is invalid"}${detailOf(e)}${key === undefined ? "" : ` (${key})`}`,
       );
     }
   // Every problem at once, the file's and the variables': an operator fixes them in one go. The labels a
@@ -141,10 +142,20 @@ function plansOver(given: Readonly<Record<string, Partial<PlanSpec>>> | undefine
   return plans;
 }
 
-/** What ajv's message leaves out that the operator needs: the values an enum allows. */
-function detailOf(params: Readonly<Record<string, unknown>>): string {
-  const allowed = params.allowedValues;
-  return Array.isArray(allowed) ? `: ${allowed.join(", ")}` : "";
+/**
+ * What ajv's message leaves out that the operator needs: the values an enum allows, what a header's
+ * pattern means (the only members named `headers` are headers the gateway sends, schema.ts).
+ */
+function detailOf(e: ConfigProblem): string {
+  const allowed = e.params.allowedValues;
+  if (Array.isArray(allowed)) return `: ${allowed.join(", ")}`;
+  if (e.keyword !== "pattern") return "";
+  const path = pointerPath(e.instancePath);
+  if (e.propertyName !== undefined && path.at(-1) === "headers")
+    return ": a header's name is an HTTP token (letters, digits and !#$%&'*+-.^_`|~; no space or colon)";
+  if (e.propertyName === undefined && path.at(-2) === "headers")
+    return ": a header's value holds no CR, LF, NUL or other control character but tab";
+  return "";
 }
 
 /** The deployment file GATEWAY_CONFIG names, or the embedded default; a file that cannot be read says so. */
@@ -279,7 +290,10 @@ function isUrl(spec: string | UpstreamSpec): boolean {
  */
 function oneErrorPerProblem(errors: readonly ConfigProblem[]): ConfigProblem[] {
   const alternatives = new Set(errors.filter((e) => e.keyword === "anyOf").map((e) => e.instancePath));
-  const kept = errors.filter((e) => !(e.keyword === "type" && alternatives.has(e.instancePath)));
+  // a refused member name comes twice: as what its pattern says, and as "property name must be valid"
+  const kept = errors.filter(
+    (e) => !(e.keyword === "type" && alternatives.has(e.instancePath)) && e.keyword !== "propertyNames",
+  );
   const said = (path: string) =>
     kept.some(
       (e) => e.keyword !== "anyOf" && (e.instancePath === path || e.instancePath.startsWith(`${path}/`)),

@@ -10,6 +10,17 @@ const rate = {
   properties: { perSecond: { type: "number", exclusiveMinimum: 0 }, burst: { type: "number", minimum: 1 } },
 } as const;
 
+/**
+ * Headers the gateway adds to its own requests (a node's, the trace exporter's): what undici and node:http
+ * would refuse at every request, refused here once. A name is an HTTP token; a value holds no control
+ * character but tab (CR or LF would start another header), and nothing past U+00FF.
+ */
+const headers = {
+  type: "object",
+  propertyNames: { pattern: "^[!#$%&'*+.^_`|~0-9A-Za-z-]+$" },
+  additionalProperties: { type: "string", pattern: "^[\\t\\x20-\\x7e\\x80-\\xff]*$" },
+} as const;
+
 const upstream = {
   anyOf: [
     { type: "string", pattern: "^https?://" },
@@ -20,7 +31,7 @@ const upstream = {
       properties: {
         url: { type: "string", pattern: "^https?://" },
         ws: { type: "string", pattern: "^wss?://" },
-        headers: { type: "object", additionalProperties: { type: "string" } },
+        headers,
         name: { type: "string", pattern: "^[A-Za-z0-9._:/-]{1,100}$" },
         tier: { enum: ["primary", "fallback"] },
         weight: { type: "number", exclusiveMinimum: 0, maximum: 1000 },
@@ -178,7 +189,7 @@ export const configSchema = {
       properties: {
         enabled: { type: "boolean" },
         endpoint: { type: "string", pattern: "^https?://" },
-        headers: { type: "object", additionalProperties: { type: "string" } },
+        headers,
         sampleRatio: { type: "number", minimum: 0, maximum: 1 },
         labels: { type: "object", additionalProperties: { type: "number", minimum: 0, maximum: 1 } },
         followCallerSampling: { type: "boolean" },

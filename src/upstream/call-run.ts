@@ -5,7 +5,7 @@ import { type CallerSide, clientGone } from "../http/client-gone.js";
 import { type AttemptOutcome, endAttempt } from "../tracing/span-ends.js";
 import { TRACE_PARENT_HEADER, traceParentOf } from "../tracing/trace-parent.js";
 import type { AttemptGate, AttemptHandler } from "./attempt.js";
-import { describeFailure, type FailureKind, failureKind, toGatewayError } from "./failure.js";
+import { describeFailure, type FailureKind, failureKind, notBuilt, toGatewayError } from "./failure.js";
 import { type AwaitingHedge, hedgeClock } from "./hedge-clock.js";
 import type { CappedOptions } from "./interceptors.js";
 import { isNodesAnswer, saysUnavailable } from "./node-errors.js";
@@ -461,7 +461,8 @@ export abstract class CallRun<Caller extends CallerSide = CallerSide> implements
   #failure(): GatewayError {
     const error = this.#lastError;
     if (this.call.write && error !== undefined && !(error instanceof GatewayError)) {
-      if (failureKind(error) !== "refused") return new GatewayError("WRITE_NOT_CONFIRMED");
+      if (failureKind(error) !== "refused" && !notBuilt(error))
+        return new GatewayError("WRITE_NOT_CONFIRMED");
     }
     return toGatewayError(error);
   }

@@ -19,6 +19,9 @@ const NOT_SENT = new Set([
 ]);
 const RESET = new Set(["ECONNRESET", "UND_ERR_SOCKET", "EPIPE", "UND_ERR_CLOSED"]);
 const TIMEOUT = new Set(["UND_ERR_HEADERS_TIMEOUT", "UND_ERR_BODY_TIMEOUT", "ETIMEDOUT"]);
+// undici refused the request the gateway built (a header it cannot send, say) before any byte left: the
+// gateway's fault, which says nothing of the node and is no answer of its
+const NOT_BUILT = new Set(["UND_ERR_INVALID_ARG", "UND_ERR_NOT_SUPPORTED"]);
 
 /**
  * The one classification of a failed request, over HTTP (undici's error codes) and WebSocket opens (the
@@ -46,7 +49,13 @@ export function toGatewayError(error: unknown): GatewayError {
   if (TIMEOUT.has(code)) return new GatewayError("UPSTREAM_TIMEOUT");
   if (NOT_SENT.has(code))
     return new GatewayError("NO_UPSTREAM", { reason: "no upstream tried could be reached" });
+  if (NOT_BUILT.has(code)) return new GatewayError("INTERNAL");
   return new GatewayError("UPSTREAM_BAD_RESPONSE");
+}
+
+/** Whether the request was refused by the gateway's own HTTP client, so never sent (a write too). */
+export function notBuilt(error: unknown): boolean {
+  return NOT_BUILT.has(errorCode(error));
 }
 
 /** A failure for the health record and the operator: its code and message, which carry no credentials. */
