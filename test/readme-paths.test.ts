@@ -14,6 +14,17 @@ describe("the README's request-flow diagram", () => {
     expect(named.length).toBeGreaterThan(40);
     expect(named).toContain("pipeline/http.ts");
     expect(named).toContain("cache/relay-cached.ts");
+    // each runs for requests, and was named nowhere in it (an operator audit): check.ts reads member names
+    // through member-case.ts, a WebSocket asks a node at the head through head-reads.ts, every attempt is
+    // counted in upstream-counts.ts, every request's series are kept in tables.ts, and a traced one sampled
+    for (const file of [
+      "jsonrpc/member-case.ts",
+      "ws/head-reads.ts",
+      "upstream-counts.ts",
+      "metrics/tables.ts",
+      "tracing/label-sampler.ts",
+    ])
+      expect(diagram).toContain(file);
   });
 
   it("names only files that exist", () => {
