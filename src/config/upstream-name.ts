@@ -27,6 +27,9 @@ function looksSecret(segment: string): boolean {
 /** Text with an upstream's secrets written as `…`. */
 export type Redact = (text: string) => string;
 
+/** The redactor of a URL that holds no secret: text goes as it is. */
+export const NOTHING_HIDDEN: Redact = (text) => text;
+
 // Below this length a credential or a query value (a chain id, `true`, `main`) is a word the node's text
 // holds for its own reasons: it is masked only where the URL's own form shows it (`name=value`, `user:pass@`).
 const SHORTEST_ALONE = 6;
@@ -42,7 +45,7 @@ const SHORTEST_ALONE = 6;
 export function urlRedactor(...urls: readonly string[]): Redact {
   const masks = new Map<string, string>();
   for (const url of urls) collectSecrets(new URL(url), masks);
-  if (masks.size === 0) return (text) => text;
+  if (masks.size === 0) return NOTHING_HIDDEN;
   // the longest first: `apikey=<value>` keeps its name, and no shorter secret inside a longer one is left
   const secrets = [...masks.keys()].sort((a, b) => b.length - a.length);
   const pattern = new RegExp(

@@ -1,5 +1,6 @@
 import type { IncomingHttpHeaders, ServerResponse } from "node:http";
 import type { Dispatcher } from "undici";
+import { NOTHING_HIDDEN } from "../config/upstream-name.js";
 import { EXPOSED_HEADERS } from "../errors/respond.js";
 import { withAnswerTag } from "../http/request-id.js";
 import { type AttemptGate, AttemptHandler } from "./attempt.js";
@@ -52,6 +53,12 @@ export class ResponseRelay extends AttemptHandler<ServerResponse> {
   /** Body bytes still to come under a declared length; -1 when none was declared. */
   #remaining = -1;
   #ended = false;
+  /**
+   * A node's refusal (a 4xx or 5xx) from an upstream whose URL holds a secret, read whole before it goes out
+   * with those secrets masked: a node's error page may quote the path it was asked on ("Cannot POST
+   * /v3/<provider key>"), which is the operator's, never a caller's to see.
+   */
+  #masked: MaskedAnswer | undefined = undefined;
 
   constructor(
     upstream: Upstream,
@@ -70,6 +77,14 @@ export class ResponseRelay extends AttemptHandler<ServerResponse> {
     statusCode: number,
     raw: IncomingHttpHeaders,
   ): void {
+    if (
+      statusCode >= 400 &&
+      this.upstream.redact !== NOTHING_HIDDEN &&
+      raw["content-encoding"] === undefined
+    ) {
+      this.#masked = { statusCode, raw, chunks: [] };
+      return;
+    }
     const { res } = this;
     const headers = passedHeaders(raw);
     if (this.#reader !== undefined) {
@@ -82,6 +97,10 @@ export class ResponseRelay extends AttemptHandler<ServerResponse> {
   }
 
   protected data(controller: Dispatcher.DispatchController, chunk: Buffer): void {
+    if (this.#masked !== undefined) {
+      this.#masked.chunks.push(chunk);
+      return;
+    }
     const { res } = this;
     this.#kept?.push(chunk);
     if (chunk.length === this.#remaining) {
@@ -108,9 +127,22 @@ export class ResponseRelay extends AttemptHandler<ServerResponse> {
   }
 
   protected override bodyEnd(): void {
-    if (!this.#ended) this.res.end();
+    if (this.#masked !== undefined) this.#endMasked(this.#masked);
+    else if (!this.#ended) this.res.end();
     this.#readKept();
     this.end();
+  }
+
+  #endMasked({ statusCode, raw, chunks }: MaskedAnswer): void {
+    const body = Buffer.from(this.upstream.redact(Buffer.concat(chunks).toString("utf8")));
+    const headers = passedHeaders({ ...raw, "content-length": String(body.length) });
+    this.res.writeHead(statusCode, withAnswerTag(this.res, statusCode, headers));
+    this.res.end(body);
+    this.#ended = true;
+    if (this.#reader !== undefined) {
+      this.#statusCode = statusCode;
+      this.#kept = [body];
+    }
   }
 
   /** Gives the reader the whole answer, once. */
@@ -124,6 +156,13 @@ export class ResponseRelay extends AttemptHandler<ServerResponse> {
       kept.length === 1 ? (kept[0] as Buffer) : Buffer.concat(kept),
     );
   }
+}
+
+/** A node's refusal held until its end, to go out with its upstream's secrets masked. */
+interface MaskedAnswer {
+  readonly statusCode: number;
+  readonly raw: IncomingHttpHeaders;
+  readonly chunks: Buffer[];
 }
 
 /** Reads a node's whole answer after it went out to the client (src/answers/examined.ts). */

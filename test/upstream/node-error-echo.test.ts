@@ -5,7 +5,7 @@ import { reportOf } from "../../src/proxy/operator.js";
 import { UpstreamHealth } from "../../src/upstream/health.js";
 import type { Upstream } from "../../src/upstream/upstreams.js";
 import { eventually } from "../support/eventually.js";
-import { type RunningGateway, startGateway } from "../support/gateway.js";
+import { KEYS, type RunningGateway, startGateway } from "../support/gateway.js";
 import { type LoopbackNode, startLoopbackNode } from "../support/loopback-node.js";
 
 // An upstream's name hides the secrets its URL holds (a provider's key as a path segment, credentials, a
@@ -140,5 +140,32 @@ describe("an upstream's redactor", () => {
   it("leaves text alone for a URL with nothing to hide, and a path that only looks long", () => {
     const redact = urlRedactor("http://node.example:8545/jsonrpc-over-http-endpoint");
     expect(redact("Cannot POST /jsonrpc-over-http-endpoint")).toBe("Cannot POST /jsonrpc-over-http-endpoint");
+  });
+});
+
+// The same page relayed to a caller: a node's refusal is the caller's answer, and the key in it the
+// operator's. Express's 404 ("Cannot GET /v3/<key>/v2/accounts/…") from a provider's front before algod.
+describe("a node's refusal relayed to its caller, quoting its upstream's secrets", () => {
+  let node: LoopbackNode;
+  let gw: RunningGateway;
+  beforeAll(async () => {
+    node = await startLoopbackNode((r) =>
+      r.url.endsWith("/v2/status")
+        ? { body: { "last-round": 7 } }
+        : { status: 404, headers: { "content-type": "text/html" }, body: `<pre>Cannot GET ${r.url}</pre>` },
+    );
+    gw = await startGateway({ upstreams: { algo: [`${node.url}/v3/${PATH_KEY}`] } });
+  });
+  afterAll(async () => {
+    await gw?.close();
+    await node?.close();
+  });
+
+  it("reaches the caller with the secrets masked, and a length that is the masked page's", async () => {
+    const answer = await gw.call("algo", `/${KEYS.all}/v2/accounts/ADDRESS`);
+    expect(answer.status).toBe(404);
+    expect(answer.text).toBe(`<pre>Cannot GET /v3/…/v2/accounts/ADDRESS</pre>`);
+    expect(Number(answer.headers["content-length"])).toBe(Buffer.byteLength(answer.text));
+    expect((await gw.call("algo", `/${KEYS.all}/v2/status`)).json).toEqual({ "last-round": 7 });
   });
 });
