@@ -158,6 +158,19 @@ function detailOf(e: ConfigProblem): string {
   return "";
 }
 
+/**
+ * Headers that frame an HTTP/1.1 message, which undici writes itself and refuses from its caller at every
+ * request (lib/core/request.js processHeader): as a node's configured header, each would fail every call.
+ */
+const FRAMING_HEADERS = new Set([
+  "connection",
+  "content-length",
+  "expect",
+  "keep-alive",
+  "transfer-encoding",
+  "upgrade",
+]);
+
 /** The deployment file GATEWAY_CONFIG names, or the embedded default; a file that cannot be read says so. */
 function readSource(path: string | undefined): ConfigSource {
   if (!path) return new ConfigSource(EMBEDDED_CONFIG, embeddedConfigText());
@@ -231,6 +244,12 @@ function checkAgainstRegistry(
         problems.push(`${where([...path, broken])}: ${path.join(".")}[${broken}] is not a URL`);
         continue;
       }
+      for (const [index, spec] of list.entries())
+        for (const name of Object.keys(typeof spec === "string" ? {} : (spec.headers ?? {})))
+          if (FRAMING_HEADERS.has(name.toLowerCase()))
+            problems.push(
+              `${where([...path, index, "headers"], name)}: ${path.join(".")}[${index}].headers.${name}: the gateway frames its own requests to the node (${[...FRAMING_HEADERS].join(", ")} are undici's, and refused at every request)`,
+            );
       // The operator API and the logs tell upstreams apart by name.
       const names = list.map(upstreamName);
       const twice = names.find((name, i) => names.indexOf(name) !== i);

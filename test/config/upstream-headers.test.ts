@@ -31,6 +31,23 @@ function problemsOf(text: string): string {
 }
 
 describe("the headers the gateway sends are checked at start", () => {
+  it("an upstream's header that frames the message (undici's own) is refused, at the name", () => {
+    const problems = problemsOf(
+      'upstreams: { algo: [ { url: "http://127.0.0.1:1", headers: { "Transfer-Encoding": "chunked", Connection: "upgrade" } } ] }\n',
+    );
+    const lines = problems.split("\n");
+    expect(lines).toHaveLength(2);
+    expect(lines[0]).toMatch(
+      /\.yaml:1:\d+: upstreams\.algo\[0\]\.headers\.Transfer-Encoding: the gateway frames its own requests/,
+    );
+    expect(lines[1]).toContain("headers.Connection");
+    expect(
+      problemsOf(
+        'upstreams: { algo: [ { url: "http://127.0.0.1:1", headers: { Host: "node.example" } } ] }\n',
+      ),
+    ).toBe("");
+  });
+
   it("an upstream's header name that is not an HTTP token is refused, at the name", () => {
     const problems = problemsOf(
       'upstreams: { algo: [ { url: "http://127.0.0.1:1", headers: { "X-Algo API Token": "abc" } } ] }\n',
