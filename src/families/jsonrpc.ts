@@ -244,8 +244,15 @@ function callRefusalOf(mounted: Mounted, settings: FamilySettings): CallRules["c
   return (call) => refusal(mounted, call);
 }
 
+/**
+ * The media types the nodes read a JSON-RPC body under: geth's rpc package (and Erigon's, bsc's, coreth's)
+ * takes all three (rpc/http.go acceptedContentTypes), jsonrpsee `application/json-rpc` too; Java's jsonrpc4j
+ * sends `application/json-rpc`. The node gets the gateway's own `application/json` whichever came.
+ */
+const JSON_RPC_MEDIA = new Set(["application/json", "application/json-rpc", "application/jsonrequest"]);
+
 function checkMediaType(media: string | undefined, policy: JsonRpcPolicy): void {
-  if (media === "application/json") return;
+  if (media !== undefined && JSON_RPC_MEDIA.has(media)) return;
   // bitcoind reads the body whatever it is called: curl's -d sends a form type, bitcoin-cli none
   if (policy.plainTextBody) return;
   throw new GatewayError("UNSUPPORTED_MEDIA_TYPE");

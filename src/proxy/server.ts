@@ -160,6 +160,13 @@ export function createProxyServer(options: ProxyServerOptions): ProxyServer {
     if (stopping) res.shouldKeepAlive = false;
     new HttpExchange(req, res, current.stages, current.http).run();
   });
+  // Any other expectation: Node's own answer would be a bare 417 with no id and no access line; the
+  // gateway meets none, and serves the request as if none were asked (RFC 9110 10.1.1 lets a server do
+  // either), as the nodes it relays to do
+  server.on("checkExpectation", (req, res) => {
+    if (stopping) res.shouldKeepAlive = false;
+    new HttpExchange(req, res, current.stages, current.http).run();
+  });
   server.on("upgrade", (req, socket, head) => current.websockets.handleUpgrade(req, socket, head));
   // One more than the limit, so a request over it is seen and refused rather than silently truncated.
   server.maxHeadersCount = limits.maxHeaders + 1;

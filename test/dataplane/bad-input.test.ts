@@ -941,6 +941,24 @@ const rows: Row[] = [
     status: 415,
     error: rpcError("UNSUPPORTED_MEDIA_TYPE", -32600),
   },
+  // geth's rpc package (Erigon, bsc, coreth) reads all three types (rpc/http.go acceptedContentTypes), and
+  // jsonrpc4j sends application/json-rpc: refused with 415 they were, where the node answers
+  ...["application/json-rpc", "application/jsonrequest"].map(
+    (type): Row => ({
+      name: `POSITIVE CONTROL (reaches upstream): a JSON-RPC body sent as ${type} on eth, as geth reads it`,
+      label: "eth",
+      path: `/${K}/`,
+      body: BLOCK_NUMBER,
+      headers: { "content-type": type },
+      status: 200,
+      upstream: 1,
+      check: (r, seen) => {
+        expect(JSON.parse(r.text)).toMatchObject({ result: "0x2a" });
+        // the node gets the gateway's own type
+        expect(seen[0]?.headers["content-type"]).toBe("application/json");
+      },
+    }),
+  ),
   {
     name: "POSITIVE CONTROL (reaches upstream): a text/plain JSON-RPC 1.0 body on btc",
     label: "btc",
@@ -1240,6 +1258,19 @@ describe("bad input is refused with the documented error and never reaches the u
     expect(answer).toMatchObject({ continued: true, status: 200 });
     expect(JSON.parse(answer.text)).toMatchObject({ id: 1, result: expect.any(String) });
     expect(seen()).toHaveLength(1);
+  });
+
+  // any other expectation got Node's bare 417: no body, no id, no access line
+  it("an Expect other than 100-continue is served as if none were asked", async () => {
+    const body = BLOCK_NUMBER;
+    const r = await rawRequest(
+      gw.port,
+      `POST /${K}/ HTTP/1.1\r\nHost: eth.${DOMAIN}\r\nContent-Type: application/json\r\nExpect: 200-ok\r\n` +
+        `Content-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n${body}`,
+    );
+    expect(r.status).toBe(200);
+    expect(r.headers["x-request-id"]).toBeDefined();
+    expect(JSON.parse(r.text)).toMatchObject({ result: "0x2a" });
   });
 
   it("after every row the process is not polluted and still relays a valid call", async () => {
