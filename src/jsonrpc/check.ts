@@ -307,18 +307,21 @@ export function isLegacyCall(call: RawCall): boolean {
 }
 
 /**
- * The id token of the call in a body that a refusal made before the body was read answers: "null" for a
- * batch, a body that is not JSON-RPC, or a call without a valid id.
+ * What a refusal made before the body was read answers the call in it with: its id token ("null" for a
+ * batch, a body that is not JSON-RPC, or a call without a valid id), and whether it is framed as JSON-RPC
+ * 1.0 (no `jsonrpc`, or "1.0"), which a dialect with `legacyReplies` answers in 1.0's shape.
  */
-export function replyIdIn(body: Buffer, maxDepth: number): string {
+export function replyIn(body: Buffer, maxDepth: number): { readonly id: string; readonly legacy: boolean } {
   try {
     const parsed = parseJsonRpcBody(body.toString("utf8"), maxDepth);
     const only = parsed.batch ? undefined : parsed.calls[0];
-    return only === undefined ? "null" : idOf(only);
+    return only === undefined ? NO_REPLY : { id: idOf(only), legacy: isLegacyCall(only) };
   } catch {
-    return "null";
+    return NO_REPLY;
   }
 }
+
+const NO_REPLY = { id: "null", legacy: false } as const;
 
 /** The id to answer with: the caller's own token when it is a valid id, else null (JSON-RPC 2.0 §5). */
 export function idOf(call: RawCall): string {

@@ -15,7 +15,7 @@ import { collectBody, expectsContinue, unreadBodyTooLarge } from "../http/body.j
 import { clientGone } from "../http/client-gone.js";
 import { checkFraming } from "../http/framing.js";
 import { type AnswerTag, requestIdFor, requestIdOf, tagResponse } from "../http/request-id.js";
-import { replyIdIn } from "../jsonrpc/check.js";
+import { replyIn } from "../jsonrpc/check.js";
 import { TokenLifetime } from "../keys/token-lifetime.js";
 import type { UsageRecorder } from "../keys/usage.js";
 import type { HeldCalls } from "../limits/held-calls.js";
@@ -97,6 +97,8 @@ export class HttpExchange implements AnswerTag {
   readonly #access = new AccessLine();
   /** What the metrics count the request as: its family and method or route, as far as it got. */
   #family = "none";
+  /** Stage 1's endpoint, for a refusal before the body (its dialect's shape). */
+  #endpoint: Endpoint | undefined = undefined;
   #metricMethod = "other";
   /** The kind of call, once its upstream call is planned: the duration histogram's `class`. */
   #methodClass: MethodClass = "none";
@@ -153,6 +155,7 @@ export class HttpExchange implements AnswerTag {
     const req = this.#req;
     try {
       const resolved = this.#stages.resolveEndpoint(req); // 1
+      this.#endpoint = resolved.endpoint;
       this.#access.label = resolved.endpoint.label;
       const { bodyBytes } = resolved.endpoint;
       if (bodyBytes !== undefined && bodyBytes > this.#bodyLimit) this.#bodyLimit = bodyBytes;
@@ -207,12 +210,14 @@ export class HttpExchange implements AnswerTag {
       this.#end(error);
       return;
     }
-    collectBody(this.#req, this.#bodyLimit, (tooLarge, body) =>
-      this.#end(
-        tooLarge ?? error,
-        tooLarge === undefined ? replyIdIn(body, this.#limits.maxJsonDepth) : "null",
-      ),
-    );
+    collectBody(this.#req, this.#bodyLimit, (tooLarge, body) => {
+      if (tooLarge !== undefined) return this.#end(tooLarge, "null");
+      const reply = replyIn(body, this.#limits.maxJsonDepth);
+      // a 1.0 call (bitcoin-cli's, python-bitcoinrpc's) gets its refusal in 1.0's shape, as after its body
+      if (reply.legacy && this.#endpoint?.mounts.some((m) => m.policy.jsonrpc?.legacyReplies === true))
+        this.#style = "jsonrpc-1.0";
+      this.#end(error, reply.id);
+    });
   }
 
   /** The request's span, begun when the request arrived, under the caller's trace when it sent one. */

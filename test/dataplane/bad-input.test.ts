@@ -999,6 +999,26 @@ const rows: Row[] = [
       });
     },
   },
+  // refused before its body was read (the key's network, a path no route has: bitcoin-cli -rpcwallet's
+  // /wallet/<name>), whose body is read for its id: it came in 2.0's shape
+  ...[
+    ["a key without btc", KEYS.ethOnly, "/", 403, "NETWORK_FORBIDDEN"],
+    ["bitcoin-cli -rpcwallet's path", K, "/wallet/w1", 404, "NOT_FOUND"],
+  ].map(
+    ([why, key, path, status, code]): Row => ({
+      name: `a JSON-RPC 1.0 call refused before its body on btc (${why}) is answered in 1.0's shape`,
+      label: "btc",
+      path: `/${key}${path}`,
+      body: '{"id":7,"method":"getblockcount","params":[]}',
+      headers: { "content-type": "text/plain" },
+      status: status as number,
+      check: (r) => {
+        const answer = JSON.parse(r.text) as Record<string, unknown>;
+        expect(Object.keys(answer).sort()).toEqual(["error", "id", "result"]);
+        expect(answer).toMatchObject({ result: null, id: 7, error: { data: { code } } });
+      },
+    }),
+  ),
   {
     name: "a JSON-RPC 2.0 call refused on btc keeps 2.0's shape",
     label: "btc",
