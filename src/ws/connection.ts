@@ -439,12 +439,27 @@ export class Connection {
     // what the move was doing on the lost socket is over: its subscribe calls' ends are not its failure
     this.#move?.socketLost();
     this.#calls.abandon();
-    if (this.#stateful || this.#remembered.pinned || this.#client.readyState !== this.#client.OPEN) {
+    const holdsNodeState = this.#holdsNodeState();
+    if (holdsNodeState || this.#client.readyState !== this.#client.OPEN) {
       chosen?.socket.close();
-      this.#closeMoved(`upstream ${why}`);
+      // the reason says why it did not move (docs/websocket.md): within a close frame's 123 bytes
+      this.#closeMoved(
+        `upstream ${why}${holdsNodeState ? "; the connection holds state only that node has" : ""}`,
+      );
       return;
     }
     this.#mover().start(why, chosen);
+  }
+
+  /**
+   * Whether it holds state only its node has, and so cannot move: a WebSocket-only call made on it, or a
+   * pinned subscription (an extrinsic watched) kept or on its way. One unsubscribed (unwatched) holds none.
+   */
+  #holdsNodeState(): boolean {
+    if (this.#stateful || this.#remembered.pinned) return true;
+    for (const pending of this.#pending.values())
+      if (pending.kind === "subscribe" && this.#remembered.isPinned(pending.call.method)) return true;
+    return false;
   }
 
   /** The connection's move, made the first time it has to move. */
@@ -621,7 +636,7 @@ export class Connection {
       return this.#connection.#move?.moving === true;
     }
     get holdsNodeState(): boolean {
-      return this.#connection.#stateful || this.#connection.#remembered.pinned;
+      return this.#connection.#holdsNodeState();
     }
     get clientOpen(): boolean {
       const client = this.#connection.#client;

@@ -356,7 +356,6 @@ export class MessageSender {
         });
       }
       this.#host.pending.reserveSubscription();
-      if (this.#host.remembered.isPinned(checked.method)) this.#host.stateful();
     }
     const kind = checked.access === "subscribe" || checked.access === "unsubscribe" ? checked.access : "call";
     pending.push({

@@ -536,6 +536,14 @@ export function substrateNode(options: SubstrateOptions = {}): LoopbackWsNodeOpt
         unsubscribe: "state_unsubscribeRuntimeVersion",
         onSubscribe: (subscription) => subscription.notify(version),
       },
+      // the new JSON-RPC spec's chainHead (polkadot-sdk substrate/client/rpc-spec-v2/src/chain_head): a
+      // follow subscription whose first event names the finalized block, which the node then pins for it
+      chainHead_v1_follow: {
+        notification: "chainHead_v1_followEvent",
+        unsubscribe: "chainHead_v1_unfollow",
+        onSubscribe: (subscription) =>
+          subscription.notify({ event: "initialized", finalizedBlockHashes: [finalizedHash()] }),
+      },
     },
     subscriptionId: (n) => `Lb${n.toString(36).padStart(14, "0")}`,
   };
