@@ -273,13 +273,27 @@ export class Connection {
 
   /** Sends a message upstream, or keeps it for the new socket while the connection moves. */
   #transmit(outgoing: UpstreamMessage): void {
+    const bound = this.#options.limits.ws.maxBufferedBytes;
     if (this.#move?.moving === true || this.#upstream === undefined) {
-      this.#move?.hold(outgoing);
+      // what a client sends while no node takes it is held in memory: bounded as what it does not read is
+      if ((this.#move?.hold(outgoing) ?? 0) > bound) this.#tooMuchHeld();
       return;
     }
     if (this.#askedAtHead(outgoing)) return;
     outgoing.sent = true;
-    this.#upstream.send(outgoing.text ?? this.#sender.build(outgoing.calls, outgoing.batch));
+    const upstream = this.#upstream;
+    upstream.send(outgoing.text ?? this.#sender.build(outgoing.calls, outgoing.batch));
+    // A node that reads nothing of what it is sent (hung, its socket still open) would have the gateway hold
+    // all a client sends for it: past the bound it is a lost node, and the connection moves off it.
+    if (upstream.bufferedAmount > bound) this.#lose(`stalled (it read none of the last ${bound} bytes sent)`);
+  }
+
+  /** The client sent more than the send buffer's bound while the connection had no node: closed with 1008. */
+  #tooMuchHeld(): void {
+    if (this.#closed) return;
+    this.#client.close(CLOSE.POLICY, "too much sent while the connection changes its node");
+    setTimeout(() => this.#client.terminate(), 1000).unref();
+    this.#end();
   }
 
   /**

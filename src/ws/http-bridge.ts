@@ -46,6 +46,8 @@ export class HttpBridge extends EventEmitter implements NodeSocket {
   readonly OPEN = OPEN;
   readonly CONNECTING = 0;
   readyState = OPEN;
+  /** Each message goes as an HTTP request of its own, at once: none waits on a socket the node reads. */
+  readonly bufferedAmount = 0;
   readonly #upstream: Upstream;
   readonly #path: string;
   readonly #headers: Record<string, string>;

@@ -17,6 +17,9 @@ export type Reconnect = (
 ) => void;
 
 /** A connection moves at most this many times within the window; once more and it is closed with 1014. */
+/** What a held message rebuilt from its calls (one with no text of its own) counts for each call. */
+const HELD_CALL_CHARS = 256;
+
 const MAX_MOVES = 3;
 const MOVE_WINDOW_MS = 60_000;
 
@@ -72,6 +75,8 @@ export class ConnectionMove {
   #chosen: number[] = [];
   /** While moving: client messages waiting for the new socket, in order. */
   #waiting: UpstreamMessage[] | undefined;
+  /** The size of the messages `#waiting` holds, in characters of their text. */
+  #heldChars = 0;
   /** The move has its new socket and has not resumed the connection's calls yet. */
   #onNewSocket = false;
   /** Counts the moves begun: a wait for a node the connection has left since ends with nothing. */
@@ -121,9 +126,12 @@ export class ConnectionMove {
     this.#onNewSocket = false;
   }
 
-  /** Keeps a client message for the new socket. */
-  hold(message: UpstreamMessage): void {
-    this.#waiting?.push(message);
+  /** Keeps a client message for the new socket; the characters kept so far, which its caller bounds. */
+  hold(message: UpstreamMessage): number {
+    if (this.#waiting === undefined) return 0;
+    this.#waiting.push(message);
+    this.#heldChars += message.text?.length ?? message.calls.length * HELD_CALL_CHARS;
+    return this.#heldChars;
   }
 
   /**
@@ -244,6 +252,7 @@ export class ConnectionMove {
   #resume(): void {
     const waiting = this.#waiting ?? [];
     this.#waiting = undefined;
+    this.#heldChars = 0;
     for (const message of this.#connection.pending.sentAndUnanswered()) this.#sendAgain(message);
     for (const message of waiting) this.#connection.transmit(message);
     this.#connection.settled();

@@ -9,6 +9,8 @@ export interface NodeSocket {
   readonly readyState: number;
   readonly OPEN: number;
   readonly CONNECTING: number;
+  /** Bytes sent and not yet taken by the node: a node that stops reading lets them grow. */
+  readonly bufferedAmount: number;
   send(text: string): void;
   close(code?: number, reason?: string): void;
   terminate(): void;
