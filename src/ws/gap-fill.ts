@@ -36,6 +36,16 @@ export function deliver(
     subscription.held.push(result);
     return;
   }
+  const due = subscription.backfillFrom;
+  if (due !== undefined) {
+    // the node a move found behind the last event sent has pushed one from that height on: it has reached
+    // it, and the range query it was owed decides what it replaced and what is news
+    const height = subscription.eventHeight(result);
+    if (height !== undefined && height >= due) {
+      backfillEvents(subscription, context, [result]);
+      return;
+    }
+  }
   const verdict = subscription.judge(result);
   if (verdict === "drop") return;
   if (verdict === "fill") {
@@ -87,16 +97,25 @@ function fillHeads(subscription: Subscription, first: string, context: FillConte
 /**
  * After a move, the events of the blocks from the last one the client saw (or, with none seen, the block
  * it subscribed at) to the new node's head, with the registry's range query; what the new subscription
- * pushes meanwhile is held, and the events the query returned are not sent again.
+ * pushes meanwhile is held (from `held` on), and the events the query returned are not sent again. A node
+ * behind that block is queried once it pushes an event there or later (`deliver`): until it has built that
+ * block, the query cannot tell whether its block there is the one the client's events came from.
  */
-export function backfillEvents(subscription: Subscription, context: FillContext): void {
+export function backfillEvents(subscription: Subscription, context: FillContext, held: string[] = []): void {
+  subscription.backfillFrom = undefined;
   const rule = subscription.kind?.events;
   const from = subscription.lastNumber ?? subscription.startNumber;
-  if (rule === undefined || from === undefined) return;
-  subscription.held = [];
+  if (rule === undefined || from === undefined) {
+    for (const result of held) deliver(subscription, result, undefined, context);
+    return;
+  }
+  subscription.held = held;
   headHeight(context, (to) => {
     if (to === undefined || to < from) {
+      // what was held is judged by its position first: a node whose head lags its own pushes is not
+      // asked again for each of them
       release(subscription, [], context);
+      if (to !== undefined) subscription.backfillFrom = from;
       return;
     }
     const { filterParam } = rule.backfill;

@@ -50,6 +50,11 @@ export class Subscription {
    * that replaces one at its height, or a log mined again after a reorg took it back, is news.
    */
   afterMove = false;
+  /**
+   * Set by a move to a node behind the last event sent (or the block subscribed at): the height its range
+   * query starts at, made once the node pushes an event there or later (gap-fill.ts `backfillEvents`).
+   */
+  backfillFrom: number | undefined;
   /** Notifications' results held back while a gap is filled, in arrival order. */
   held: string[] | undefined;
   /**
@@ -164,6 +169,12 @@ export class Subscription {
     return "send";
   }
 
+  /** An event's height, from its result's source text; undefined when it names none. */
+  eventHeight(result: string): number | undefined {
+    const rule = this.kind?.events;
+    return rule === undefined ? undefined : heightOf(scanMembers(result)[0]?.get(rule.number), rule.encoding);
+  }
+
   /** Keeps an event sent from the block `hash` at `height`, with those sent from it before. */
   #keepSent(result: string, height: number, hash: string | undefined): void {
     if (hash === undefined) return;
@@ -233,7 +244,8 @@ export class RememberedSubscriptions {
       only.upstreamId === only.clientId &&
       only.held === undefined &&
       !only.fillNext &&
-      !only.afterMove
+      !only.afterMove &&
+      only.backfillFrom === undefined
       ? only
       : undefined;
   }
