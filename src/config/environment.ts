@@ -21,6 +21,7 @@ const ACCOUNT_VARIABLES = [
   "GATEWAY_ACCOUNTS_HOST",
   "GATEWAY_ACCOUNTS_PORT",
   "GATEWAY_OUTBOX",
+  "GATEWAY_PUBLIC_URL",
   "GATEWAY_SMTP_URL",
 ] as const;
 
@@ -65,6 +66,7 @@ export function environmentSettings(
     set("GATEWAY_ACCOUNTS_HOST", ["accounts", "listen", "host"]);
     set("GATEWAY_ACCOUNTS_PORT", ["accounts", "listen", "port"], numeric);
     set("GATEWAY_OUTBOX", ["accounts", "mail", "outbox"]);
+    set("GATEWAY_PUBLIC_URL", ["accounts", "publicUrl"]);
     const smtp = env.GATEWAY_SMTP_URL;
     if (smtp !== undefined && smtp !== "") {
       const server = smtpServer(smtp);

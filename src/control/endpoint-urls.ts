@@ -1,3 +1,4 @@
+import { isIPv6 } from "node:net";
 import type { AccountsConfig, GatewayConfig } from "../config/types.js";
 import type { Endpoint } from "../registry/types.js";
 
@@ -98,9 +99,21 @@ export function keyEndpoints(
   return [...byCode].map(([code, network]) => ({ code, ...network }));
 }
 
-/** Where the dashboard and the self-service API are reached, for the e-mails' links: `publicUrl`, else the listener. */
+/**
+ * Where the dashboard and the self-service API are reached, for the e-mails' links: `publicUrl`, else the
+ * listener: an IPv6 address in brackets, and an unspecified one (every interface: `0.0.0.0`, `::`), which is
+ * no address a browser opens, as `localhost` (control/main.ts warns that customers elsewhere need publicUrl).
+ */
 export function dashboardUrl(accounts: Pick<AccountsConfig, "publicUrl" | "listen">): string {
-  return accounts.publicUrl ?? `http://${accounts.listen.host}:${accounts.listen.port}`;
+  if (accounts.publicUrl !== undefined) return accounts.publicUrl;
+  const { host, port } = accounts.listen;
+  const shown = isUnspecified(host) ? "localhost" : isIPv6(host) ? `[${host}]` : host;
+  return `http://${shown}:${port}`;
+}
+
+/** Whether a listener's host is every interface's, as `0.0.0.0` and `::` are. */
+export function isUnspecified(host: string): boolean {
+  return host === "0.0.0.0" || host === "::" || host === "[::]";
 }
 
 /** The dashboard's page that redeems a confirmation or sign-in token (its route reads the fragment). */

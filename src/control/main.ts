@@ -10,6 +10,7 @@ import {
   readCommandLine,
 } from "../lifecycle.js";
 import { createLogger } from "../log.js";
+import { dashboardUrl, isUnspecified } from "./endpoint-urls.js";
 import { createControlPlane } from "./plane.js";
 
 // The control plane, alone: `node dist/control-plane.js` (npm run build). It creates and migrates the
@@ -49,6 +50,12 @@ createControlPlane({
   .then(async (control) => {
     const port = await listen(control.api, accounts.listen.port, accounts.listen.host, LISTENERS.accounts);
     logger.log("info", "control plane listening", { host: accounts.listen.host, port });
+    // the e-mails' links name the listener without publicUrl: on every interface, that is this machine alone
+    if (accounts.publicUrl === undefined && isUnspecified(accounts.listen.host))
+      logger.log("warn", "accounts.publicUrl is not set", {
+        links: dashboardUrl({ listen: { ...accounts.listen, port } }),
+        hint: "e-mails link the dashboard there, which customers on other machines cannot open: set accounts.publicUrl (GATEWAY_PUBLIC_URL)",
+      });
     onStopSignal(() => control.close(), logger);
     // A SIGHUP ends a process by default, and proxies reload on it: one sent to every process of a
     // deployment must not stop the control plane, which reads its config at start only.
