@@ -108,5 +108,7 @@ describe("the embedded default deployment", () => {
       child.kill(workers === 1 ? "SIGTERM" : "SIGHUP");
       expect(await exited).toBe(0);
     },
+    // a start from source compiles src/ through tsx in each of its processes; the banner's own deadline is 30 s
+    60_000,
   );
 });

@@ -237,6 +237,12 @@ describe("a proxy's workers", () => {
   // the documented sum of the delay and the drain. So did a worker started in place of a dead one that
   // was still starting when the stop began: the news of the stop reached it before it listened for it.
   it("a SIGTERM closes the public listener once the shutdown delay has passed, not twice it, with a worker still starting", async () => {
+    // both workers serve first: the one killed must not be the only one that does
+    const answering = async () =>
+      (JSON.parse((await operator("/upstreams")).text) as Upstreams).processes.filter(
+        (p) => p.silent === undefined,
+      ).length;
+    await eventually(async () => (await answering()) === 2, 15_000, "both workers answering");
     // the primary's children: its workers (and, run from source, the loader's esbuild service)
     const before = childPids(child.pid as number);
     const logged = logs.length;
