@@ -2,6 +2,7 @@ import type { RawData, WebSocket } from "ws";
 import { readNeed } from "../answers/read-need.js";
 import type { GatewayConfig, Limits } from "../config/types.js";
 import { errorBody, errorFormOf, jsonRpcStyle } from "../errors/respond.js";
+import type { ErrorCode } from "../errors/table.js";
 import { callRulesOf } from "../jsonrpc/call-rules.js";
 import type { CallRules, PassedCall } from "../jsonrpc/check.js";
 import { scanMembers } from "../jsonrpc/scan.js";
@@ -200,7 +201,7 @@ export class Connection {
     if (this.#closed) return;
     this.#client.close(code, reason);
     this.#upstream?.close(code === CLOSE.GOING_AWAY ? CLOSE.GOING_AWAY : CLOSE.NORMAL, reason);
-    this.#finish("WRITE_NOT_CONFIRMED");
+    this.#finish(unansweredAs(code));
   }
 
   /** The prober took the connection's node out of rotation: a node that hangs keeps its socket open. */
@@ -531,7 +532,7 @@ export class Connection {
     this.#options.metrics?.webSocketMoves.add([this.#label, "closed"]);
     if (this.#client.readyState === this.#client.OPEN) this.#client.close(CLOSE.BAD_GATEWAY, reason);
     this.#upstream?.close(CLOSE.NORMAL, reason);
-    this.#finish("WRITE_NOT_CONFIRMED");
+    this.#finish("NO_UPSTREAM");
   }
 
   /** Sends to the client unless it stopped reading: past the buffer bound it is closed, not buffered. */
@@ -561,10 +562,12 @@ export class Connection {
   }
 
   /**
-   * `unanswered`: what the messages whose count waited for an answer that will not come now ended as
-   * (a write's): the client left, or the gateway closed the connection with the write still out.
+   * `unanswered`: what the messages whose count waited for an answer that will not come now ended as: the
+   * client left, or the gateway closed the connection with them still out, and why (its node gone, a
+   * shutdown, the key withdrawn, its quota spent); a message with a write ends as WRITE_NOT_CONFIRMED
+   * whenever the gateway closed it (message-sender.ts).
    */
-  #finish(unanswered: "CLIENT_CLOSED" | "WRITE_NOT_CONFIRMED"): void {
+  #finish(unanswered: ErrorCode): void {
     if (this.#closed) return;
     this.#closed = true;
     this.#liveness.stop();
@@ -769,4 +772,13 @@ const MESSAGE_TOO_BIG = "WS_ERR_UNSUPPORTED_MESSAGE_LENGTH";
 /** A message's method as the metrics and its span name it. */
 function methodOf(message: UpstreamMessage): string {
   return message.batch ? "batch" : (message.calls[0]?.method ?? "other");
+}
+
+/** What a read still out when the gateway closes a connection with `code` ends as, for its caller's usage and the metrics. */
+function unansweredAs(code: number): ErrorCode {
+  if (code === CLOSE.GOING_AWAY) return "DRAIN_CUT";
+  if (code === CLOSE.POLICY) return "KEY_WITHDRAWN";
+  if (code === CLOSE.QUOTA_EXCEEDED) return "QUOTA_EXCEEDED";
+  if (code === CLOSE.BAD_GATEWAY) return "NO_UPSTREAM";
+  return "INTERNAL";
 }

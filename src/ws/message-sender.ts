@@ -257,9 +257,9 @@ export class MessageSender {
       outgoing.whenAnswered = undefined;
       if (counted) return;
       counted = true;
-      // reads alone, left unanswered as the gateway closed the connection (no node took it over): no node
-      // served them
-      const code = ended === "WRITE_NOT_CONFIRMED" && !writes ? "NO_UPSTREAM" : ended;
+      // left unanswered as the gateway closed the connection: a write may have reached its node, a read
+      // ends as the close's cause said (connection.ts `#finish`); the caller's leaving is its own
+      const code = writes && ended !== undefined && ended !== "CLIENT_CLOSED" ? "WRITE_NOT_CONFIRMED" : ended;
       if (code === undefined && archiveRefused !== undefined)
         this.#archiveRefused(seen, hold, sent, archiveRefused);
       // answered by the archive nodes: priced as theirs, as over HTTP; whoever answered, the hold (at the
