@@ -17,11 +17,10 @@ export type Reconnect = (
 ) => void;
 
 /** A connection moves at most this many times within the window; once more and it is closed with 1014. */
-/** What a held message rebuilt from its calls (one with no text of its own) counts for each call. */
-const HELD_CALL_CHARS = 256;
-
 const MAX_MOVES = 3;
 const MOVE_WINDOW_MS = 60_000;
+/** What a held message rebuilt from its calls (one with no text of its own) counts for each call. */
+const HELD_CALL_CHARS = 256;
 
 /** What a move needs of its connection (connection.ts). */
 export interface MovingConnection {
