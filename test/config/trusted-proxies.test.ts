@@ -1,36 +1,14 @@
-import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import type { IncomingMessage } from "node:http";
-import { tmpdir } from "node:os";
-import { join } from "node:path";
-import { afterAll, describe, expect, it } from "vitest";
-import { endpointsByLabel } from "../../generated/endpoints.js";
-import { ConfigError, loadConfig } from "../../src/config/load.js";
+import { describe, expect, it } from "vitest";
 import { clientAddress, TrustedProxies } from "../../src/http/client-address.js";
 import { rpcBody, startGateway } from "../support/gateway.js";
 import { jsonRpcResponder, startLoopbackNode } from "../support/loopback-node.js";
+import { configProblems } from "./config-problems.js";
 
 // trustedProxies was a list of any strings, each compared with the TCP peer's address as written: a CIDR
 // block (what nginx's set_real_ip_from takes, and a key's `ips`) or a host name was accepted at start and
 // never matched, so every client behind the balancer shared its one per-IP bucket. Entries are now
 // addresses or CIDR blocks, anything else refused at start.
-const dir = mkdtempSync(join(tmpdir(), "trusted-proxies-"));
-afterAll(() => rmSync(dir, { recursive: true, force: true }));
-function configFile(text: string): string {
-  const path = join(dir, `c${Math.random().toString(36).slice(2)}.yaml`);
-  writeFileSync(path, text);
-  return path;
-}
-
-function problemsOf(text: string): string {
-  try {
-    loadConfig(endpointsByLabel, { GATEWAY_CONFIG: configFile(text) });
-  } catch (error) {
-    expect(error).toBeInstanceOf(ConfigError);
-    return (error as Error).message;
-  }
-  return "";
-}
-
 /** A request from `peer` that says it was forwarded for `forwarded`. */
 function request(peer: string, forwarded?: string): IncomingMessage {
   return {
@@ -41,7 +19,7 @@ function request(peer: string, forwarded?: string): IncomingMessage {
 
 describe("trustedProxies entries", () => {
   it("an entry that is not an IP address or a CIDR block is refused at start, by its place", () => {
-    const problems = problemsOf(
+    const problems = configProblems(
       'trustedProxies: ["10.0.0.7", "balancer.internal", "10.0.0.0/33", "not-an-ip", "fd00::/8"]\n',
     );
     const lines = problems.split("\n");
@@ -55,7 +33,7 @@ describe("trustedProxies entries", () => {
 
   it("addresses and CIDR blocks, IPv4, IPv6 and IPv4-mapped, are taken", () => {
     expect(
-      problemsOf(
+      configProblems(
         'trustedProxies: ["10.0.0.7", "10.0.0.0/8", "2001:db8::1", "fd00::/8", "::ffff:10.0.0.1"]\n',
       ),
     ).toBe("");
@@ -78,7 +56,7 @@ describe("trustedProxies entries", () => {
   });
 
   it("clients behind a balancer in a CIDR block each get their own per-IP bucket", async () => {
-    expect(problemsOf('trustedProxies: ["127.0.0.0/8"]\n')).toBe("");
+    expect(configProblems('trustedProxies: ["127.0.0.0/8"]\n')).toBe("");
     const node = await startLoopbackNode(jsonRpcResponder({ eth_blockNumber: "0x10" }));
     const gw = await startGateway({
       upstreams: { bsc: [node.url] },

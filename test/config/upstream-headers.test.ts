@@ -1,38 +1,16 @@
-import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
-import { tmpdir } from "node:os";
-import { join } from "node:path";
-import { afterAll, describe, expect, it } from "vitest";
-import { endpointsByLabel } from "../../generated/endpoints.js";
-import { ConfigError, loadConfig } from "../../src/config/load.js";
+import { describe, expect, it } from "vitest";
 import { rpcBody, startGateway } from "../support/gateway.js";
 import { jsonRpcResponder, startLoopbackNode } from "../support/loopback-node.js";
+import { configProblems } from "./config-problems.js";
 
 // An upstream's `headers` (and tracing's) were any strings: a name that is not an HTTP token (a space
 // typed for a dash) or a value with CR or LF passed --check-config and the start, and then undici refused
 // every request to that node (UND_ERR_INVALID_ARG), which callers got as 502 UPSTREAM_BAD_RESPONSE, "The
 // upstream node sent an invalid response", for a request that never left the gateway. Such headers are
 // now refused at start; an argument undici still refuses is the gateway's own failure, INTERNAL.
-const dir = mkdtempSync(join(tmpdir(), "upstream-headers-"));
-afterAll(() => rmSync(dir, { recursive: true, force: true }));
-function configFile(text: string): string {
-  const path = join(dir, `c${Math.random().toString(36).slice(2)}.yaml`);
-  writeFileSync(path, text);
-  return path;
-}
-
-function problemsOf(text: string): string {
-  try {
-    loadConfig(endpointsByLabel, { GATEWAY_CONFIG: configFile(text) });
-  } catch (error) {
-    expect(error).toBeInstanceOf(ConfigError);
-    return (error as Error).message;
-  }
-  return "";
-}
-
 describe("the headers the gateway sends are checked at start", () => {
   it("an upstream's header that frames the message (undici's own) is refused, at the name", () => {
-    const problems = problemsOf(
+    const problems = configProblems(
       'upstreams: { algo: [ { url: "http://127.0.0.1:1", headers: { "Transfer-Encoding": "chunked", Connection: "upgrade" } } ] }\n',
     );
     const lines = problems.split("\n");
@@ -42,14 +20,14 @@ describe("the headers the gateway sends are checked at start", () => {
     );
     expect(lines[1]).toContain("headers.Connection");
     expect(
-      problemsOf(
+      configProblems(
         'upstreams: { algo: [ { url: "http://127.0.0.1:1", headers: { Host: "node.example" } } ] }\n',
       ),
     ).toBe("");
   });
 
   it("an upstream's header name that is not an HTTP token is refused, at the name", () => {
-    const problems = problemsOf(
+    const problems = configProblems(
       'upstreams: { algo: [ { url: "http://127.0.0.1:1", headers: { "X-Algo API Token": "abc" } } ] }\n',
     );
     expect(problems.split("\n")).toHaveLength(1);
@@ -61,14 +39,14 @@ describe("the headers the gateway sends are checked at start", () => {
   it("an upstream's header value with CR, LF or NUL is refused", () => {
     for (const value of ["abc\\r\\nX-Injected: 1", "abc\\ndef", "abc\\0def"])
       expect(
-        problemsOf(
+        configProblems(
           `upstreams: { eth: [ { url: "http://127.0.0.1:1", headers: { "X-Api-Token": "${value}" } } ] }\n`,
         ),
       ).toMatch(/\.yaml:1:\d+: \/upstreams\/eth\/0\/headers\/X-Api-Token .*no CR, LF, NUL/);
   });
 
   it("tracing's headers are held to the same", () => {
-    const problems = problemsOf(
+    const problems = configProblems(
       'tracing: { endpoint: "http://127.0.0.1:4318", headers: { "Authorization Bearer": "x", "X-Ok": "a\\rb" } }\n',
     );
     const lines = problems.split("\n");
@@ -79,7 +57,7 @@ describe("the headers the gateway sends are checked at start", () => {
 
   it("headers undici sends are taken", () => {
     expect(
-      problemsOf(
+      configProblems(
         'upstreams: { eth: [ { url: "http://127.0.0.1:1", headers: { "X-Algo-API-Token": "a b\\tc=/+", "x_key.v2": "" } } ] }\ntracing: { headers: { Authorization: "Bearer abc" } }\n',
       ),
     ).toBe("");

@@ -103,10 +103,18 @@ function movedBehind(third: Third, withHeads = false): { logs: () => Promise<See
       const b3 = (await b.rpc<Log[]>("eth_getLogs", [{ fromBlock: "0x3", toBlock: "0x3" }]))[0];
       const b4 = (await b.rpc<Log[]>("eth_getLogs", [{ fromBlock: "0x4", toBlock: "0x4" }]))[0] as Log;
       await eventually(() => logs().some((l) => l.blockHash === b4.blockHash), 5_000, "b's block-4 log");
-      // anything sent late would come within this
-      await new Promise((resolve) => setTimeout(resolve, 300));
+      // one block more, whose log comes after anything the move would still send of blocks 3 and 4
+      await mineEmitterCall([b], { time: GENESIS + 61, nonce: nonce + 1 });
+      await eventually(() => logs().some((l) => l.blockNumber === "0x5"), 5_000, "b's block-5 log");
       client.close();
-      return { lost, after: logs().slice(3), b3, b4 };
+      return {
+        lost,
+        after: logs()
+          .slice(3)
+          .filter((l) => l.blockNumber !== "0x5"),
+        b3,
+        b4,
+      };
     },
   };
 }

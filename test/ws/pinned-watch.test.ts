@@ -34,37 +34,45 @@ function withAuthorWatch(options: LoopbackWsNodeOptions): LoopbackWsNodeOptions 
   };
 }
 
-describe("a Substrate connection that watched an extrinsic and unwatched it", () => {
-  let chain: SharedSubstrateChain;
-  let a: LoopbackWsNode;
-  let b: LoopbackWsNode;
-  let gw: RunningGateway;
+/** Two Polkadot nodes of one chain, a primary and b a fallback, behind a gateway: one per describe (a is closed). */
+function watchingPair() {
+  const pair = {} as {
+    chain: SharedSubstrateChain;
+    a: LoopbackWsNode;
+    b: LoopbackWsNode;
+    gw: RunningGateway;
+  };
   let restore: () => void = () => {};
-
   beforeAll(async () => {
     restore = resolveTestHosts();
-    chain = new SharedSubstrateChain();
-    a = await startLoopbackWsNode(withAuthorWatch(substrateNode({ chain })));
-    b = await startLoopbackWsNode({
-      ...withAuthorWatch(substrateNode({ chain })),
+    pair.chain = new SharedSubstrateChain();
+    pair.a = await startLoopbackWsNode(withAuthorWatch(substrateNode({ chain: pair.chain })));
+    pair.b = await startLoopbackWsNode({
+      ...withAuthorWatch(substrateNode({ chain: pair.chain })),
       subscriptionId: (n) => `Bb${n.toString(36).padStart(14, "0")}`,
     });
-    gw = await startGateway({
+    pair.gw = await startGateway({
       upstreams: {
         dot: [
-          { url: a.url, name: "a" },
-          { url: b.url, name: "b", tier: "fallback" },
+          { url: pair.a.url, name: "a" },
+          { url: pair.b.url, name: "b", tier: "fallback" },
         ],
       },
     });
   });
   afterAll(async () => {
-    await gw?.close();
-    await Promise.all([a?.close(), b?.close()]);
+    await pair.gw?.close();
+    await Promise.all([pair.a?.close(), pair.b?.close()]);
     restore();
   });
+  return pair;
+}
+
+describe("a Substrate connection that watched an extrinsic and unwatched it", () => {
+  const pair = watchingPair();
 
   it("moves with its new-heads subscription when its node goes, rather than closing with 1014", async () => {
+    const { a, chain, gw } = pair;
     const client = await Client.open(`ws://dot.${DOMAIN}:${gw.port}/${KEYS.all}`);
     const heads = (await client.call("chain_subscribeNewHeads", [])).result as string;
     const watched = await client.call("author_submitAndWatchExtrinsic", ["0x2d0284"]);
@@ -86,33 +94,10 @@ describe("a Substrate connection that watched an extrinsic and unwatched it", ()
 });
 
 describe("a Substrate connection still watching an extrinsic when its node goes", () => {
-  let chain: SharedSubstrateChain;
-  let a: LoopbackWsNode;
-  let b: LoopbackWsNode;
-  let gw: RunningGateway;
-  let restore: () => void = () => {};
-
-  beforeAll(async () => {
-    restore = resolveTestHosts();
-    chain = new SharedSubstrateChain();
-    a = await startLoopbackWsNode(withAuthorWatch(substrateNode({ chain })));
-    b = await startLoopbackWsNode(withAuthorWatch(substrateNode({ chain })));
-    gw = await startGateway({
-      upstreams: {
-        dot: [
-          { url: a.url, name: "a" },
-          { url: b.url, name: "b", tier: "fallback" },
-        ],
-      },
-    });
-  });
-  afterAll(async () => {
-    await gw?.close();
-    await Promise.all([a?.close(), b?.close()]);
-    restore();
-  });
+  const pair = watchingPair();
 
   it("is closed with 1014 and a reason that says it was pinned (held node state)", async () => {
+    const { a, gw } = pair;
     const client = await Client.open(`ws://dot.${DOMAIN}:${gw.port}/${KEYS.all}`);
     await client.call("author_submitAndWatchExtrinsic", ["0x2d0284"]);
     await client.waitFor((t) => t.includes("author_extrinsicUpdate") && t.includes("inBlock"));
