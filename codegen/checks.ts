@@ -317,11 +317,19 @@ function checkContracts(
       if (route !== undefined && (trie === undefined || !reaches(trie, route)))
         report([...path, name], `"${name}" is not a route this interface serves`);
     } else if (!served.has(name)) report([...path, name], `"${name}" is not a method this interface serves`);
-    if (where.startsWith(rest ? "params." : "body."))
+    if (rest ? where.startsWith("params.") : !where.startsWith("params."))
       report(
         [...path, name],
-        `a ${rest ? "route's" : "method's"} address is in its ${rest ? "body" : "params"}`,
+        `a ${rest ? "route's" : "method's"} address is in its ${rest ? "body or path" : "params"}`,
       );
+    // a path's address is one of the route's own parameters, named as the route names it
+    const param = where.startsWith("path.") ? where.split(".") : undefined;
+    if (param !== undefined && rest) {
+      const route = parseOrReport(name, [...path, name], report);
+      const named = route?.segments.some((s) => s.kind === "param" && s.name === param[1]);
+      if (route !== undefined && (param.length !== 2 || !named))
+        report([...path, name], `"${where}" is not one of the route's {parameters}, as path.<its name>`);
+    }
   }
 }
 

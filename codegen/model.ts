@@ -22,7 +22,7 @@ import type {
   NodeErrorsSpec,
   RegistrySpec,
 } from "./registry-types.js";
-import { emptyTrie, insertRoute, parseRouteTemplate, type TrieNode } from "./route-template.js";
+import { emptyTrie, insertRoute, parseRouteTemplate, shapeOf, type TrieNode } from "./route-template.js";
 
 /** What one mount serves, merged across the interfaces listed on it. */
 export interface PolicyModel {
@@ -267,7 +267,8 @@ function mergePolicy(id: string, ids: readonly string[], spec: RegistrySpec): Po
   for (const iface of interfaces) {
     for (const [name, rule] of Object.entries(iface.stateDumps ?? {}))
       stateDumps[name] ??= { at: rule.at.split("."), allow: [...rule.allow] };
-    for (const [name, path] of Object.entries(iface.contracts ?? {})) contracts[name] ??= path.split(".");
+    for (const [name, path] of Object.entries(iface.contracts ?? {}))
+      for (const [key, at] of contractEntries(name, path)) contracts[key] ??= at;
     for (const [name, path] of Object.entries(iface.stateOverrides ?? {}))
       stateOverrides[name] ??= path.split(".");
   }
@@ -356,4 +357,20 @@ function toProbeCall(spec: HeadSpec | ChainSpec): ProbeCall {
  */
 function blobBodyBytes(blobs: number): number {
   return blobs * 2 * (128 * 1024 + 128 * 48 + 2 * 48) + 64 * 1024;
+}
+
+/**
+ * A `contracts` entry as the data plane looks it up: a method as it is; a route once per HTTP method it names
+ * (`GET|POST /wallet/getcontract`), by its shape (`GET /accounts/{}/code`, as families/rest.ts matches it),
+ * and a path parameter it names (`path.address`) by its segment's place (`path.1`).
+ */
+function contractEntries(name: string, path: string): [string, string[]][] {
+  const at = path.split(".");
+  if (!name.includes(" ")) return [[name, at]];
+  const route = parseRouteTemplate(name);
+  if (at[0] === "path") {
+    const place = route.segments.findIndex((s) => s.kind !== "static" && s.name === at[1]);
+    at.splice(1, 1, String(place));
+  }
+  return route.methods.map((method) => [`${method} ${shapeOf(route)}`, at]);
 }

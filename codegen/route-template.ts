@@ -12,7 +12,7 @@ export interface RouteTemplate {
 }
 
 const HTTP_METHODS = new Set<string>(["GET", "HEAD", "POST", "PUT", "PATCH", "DELETE"]);
-const STATIC_SEGMENT = /^[A-Za-z0-9_.~-]+$/;
+const STATIC_SEGMENT = /^(?:[A-Za-z0-9_.~-]+|\*)$/;
 const PARAM_SEGMENT = /^\{([a-z][a-z0-9_]*)(\.\.\.)?\}$/;
 
 /** Parses `GET|POST /chains/{chain}/blocks/{path...}`; throws an Error whose message names the defect. */

@@ -67,10 +67,8 @@ export function routeRest(req: IncomingMessage, mounted: Mounted, settings: Fami
   const keyRules = mounted.admitted.principal?.rules;
   if (keyRules !== undefined && !keyRules.allowsMethod(route))
     throw new GatewayError("KEY_SETTING_REFUSED", { setting: "methods", route });
-  // a route that names a contract in its body is checked on it; a GET form of it has none, and is refused
-  const contractAt = keyRules?.limitsContracts
-    ? mounted.mount.policy.contracts?.[`POST ${match.shape}`]
-    : undefined;
+  // a route that names a contract in its body or path is checked on it (registry `contracts`)
+  const contractAt = keyRules?.limitsContracts ? mounted.mount.policy.contracts?.[route] : undefined;
   const { longPolls } = mounted.mount.policy;
   const heldMs =
     longPolls?.routes !== undefined && matchRoute(longPolls.routes, method, mounted.segments).kind === "match"
@@ -116,7 +114,9 @@ export function routeRest(req: IncomingMessage, mounted: Mounted, settings: Fami
     bodyBlock,
     query,
     routeUnits(mounted.mount.policy.computeUnits, route, mounted.admitted.endpoint),
-    contractAt === undefined ? undefined : { rules: keyRules as KeyRules, at: contractAt },
+    contractAt === undefined
+      ? undefined
+      : { rules: keyRules as KeyRules, at: contractAt, segments: mounted.segments },
   );
 }
 
@@ -147,6 +147,13 @@ function isEmptyObject(value: unknown): boolean {
   );
 }
 
+/** A key's contract list, where the route names its contract (`["path", "1"]`), and the request's path segments. */
+interface ContractCheck {
+  readonly rules: KeyRules;
+  readonly at: readonly string[];
+  readonly segments: readonly string[];
+}
+
 class RestRequest implements RoutedRequest {
   readonly family = "rest";
   readonly readsBody: boolean;
@@ -164,8 +171,8 @@ class RestRequest implements RoutedRequest {
   readonly #bodyBlock: BodyBlock | undefined;
   readonly #query: string;
   readonly #units: number;
-  /** The key's contract list, and where this route's body names its contract. */
-  readonly #contract: { readonly rules: KeyRules; readonly at: readonly string[] } | undefined;
+  /** The key's contract list, and where this route's body or path names its contract. */
+  readonly #contract: ContractCheck | undefined;
 
   constructor(
     req: IncomingMessage,
@@ -179,7 +186,7 @@ class RestRequest implements RoutedRequest {
     bodyBlock: BodyBlock | undefined,
     query: string,
     units: number,
-    contract: { readonly rules: KeyRules; readonly at: readonly string[] } | undefined,
+    contract: ContractCheck | undefined,
   ) {
     this.#req = req;
     this.#method = method;
@@ -205,9 +212,10 @@ class RestRequest implements RoutedRequest {
     }
     const contract = this.#contract;
     const json = contract !== undefined || this.#bodyBlock !== undefined ? jsonOf(body) : undefined;
-    if (contract !== undefined && !contract.rules.allowsContracts(addressesAt({ body: json }, contract.at)))
+    const named = contract && addressesAt({ body: json, path: contract.segments }, contract.at);
+    if (contract !== undefined && !contract.rules.allowsContracts(named as string[]))
       throw new GatewayError("KEY_SETTING_REFUSED", { setting: "contracts", route: this.#route });
-    const named = this.#bodyBlock === undefined ? undefined : bodyReads(this.#bodyBlock, json, this.#query);
+    const block = this.#bodyBlock === undefined ? undefined : bodyReads(this.#bodyBlock, json, this.#query);
     return {
       cost: 1,
       computeUnits: this.#units,
@@ -220,8 +228,8 @@ class RestRequest implements RoutedRequest {
         stream: this.#stream,
         heldMs: this.#heldMs,
         write: this.#write,
-        reads: named === undefined ? this.#reads : named.reads,
-        restCache: named === undefined ? this.#cache : named.cache,
+        reads: block === undefined ? this.#reads : block.reads,
+        restCache: block === undefined ? this.#cache : block.cache,
       },
       refusals: undefined,
       method: undefined,

@@ -144,7 +144,8 @@ export function checkCall(rules: CallRules, call: RawCall): Checked {
     const cancels = access === "unsubscribe" && allowsSubscribing(policy, keyRules);
     if (!keyRules.allowsMethod(method) && !cancels)
       return no(rules, "KEY_SETTING_REFUSED", call, { setting: "methods", method }, method);
-    const where = keyRules.limitsContracts ? contractsPath(rules, method, access, call.value) : undefined;
+    const path = keyRules.limitsContracts ? contractsPath(rules, method, access, call.value) : undefined;
+    const where = path && byName(path, call.value, rules.policy.reads?.paramNames?.[method]);
     if (where !== undefined && !keyRules.allowsContracts(addressesAt(call.value, where)))
       return contractsRefusal(rules, call, method);
     // state put in place for the call (code at an address) runs what the contracts list never named
@@ -206,6 +207,22 @@ function contractsPath(
   return backfill === undefined || query === undefined
     ? undefined
     : ["params", String(backfill.filterParam), ...query.slice(2)];
+}
+
+/**
+ * A params path (`params.0.contract_address`) in a call whose params come by name (`{"request": …}`, as
+ * some SDKs send them): its place turned into the name the registry gives that place (`reads.paramNames`).
+ */
+function byName(
+  path: readonly string[],
+  value: unknown,
+  names: readonly string[] | undefined,
+): readonly string[] {
+  const params = (value as { params?: unknown }).params;
+  if (names === undefined || typeof params !== "object" || params === null || Array.isArray(params))
+    return path;
+  const name = names[Number(path[1])];
+  return name === undefined ? path : [path[0] as string, name, ...path.slice(2)];
 }
 
 /**

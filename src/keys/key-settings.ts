@@ -35,7 +35,10 @@ const ORIGIN =
 const METHOD = /^[A-Za-z0-9_.*:-]+(?: \/[A-Za-z0-9_.{}*/:-]*)?$/;
 const ROUTE_VERB = /^(?:GET|HEAD|POST|PUT|PATCH|DELETE|\*)$/;
 // An address as a network writes it: EVM hex, base58 (25 to 64 characters), or bare hex.
-const CONTRACT = /^(?:0x[0-9a-fA-F]{40}|[1-9A-HJ-NP-Za-km-z]{25,64}|[0-9a-fA-F]{40,64})$/;
+// a 20-byte address (0x and 40 hex digits, base58, a version byte and 40 hex digits), or a field element's
+// (0x and 50 to 64 hex digits: a hash, written with its leading zeros or without the few it may have)
+const CONTRACT =
+  /^(?:0x(?:[0-9a-fA-F]{40}|[0-9a-fA-F]{50,64})|[1-9A-HJ-NP-Za-km-z]{25,64}|[0-9a-fA-F]{40,64})$/;
 
 /**
  * The settings a customer sent, checked: INVALID_FIELD naming the list and the entry that is wrong. Empty
@@ -128,7 +131,7 @@ function checkedEntry(
   }
   if (!CONTRACT.test(entry))
     return refuse(
-      "a contract address: 0x and 40 hex digits, 25 to 64 base58 characters, or 40 to 64 hex digits",
+      "a contract address: 0x and 40 hex digits (50 to 64 for a field element's), 25 to 64 base58 characters, or 40 to 64 hex digits",
     );
   // a checksum that fails is a typo, which would refuse every call to the contract the owner meant; the
   // reason says what an entry must be, as every other one does (the dashboard puts "not" before it)
@@ -288,11 +291,14 @@ export class KeyRules {
 /**
  * An address as every form of it compares: a 20-byte account written as 0x hex, as hex behind a version
  * byte, or in base58check behind one (an SDK may send in hex the contract its user listed in base58) is
- * those 20 bytes in lower-case hex; any other address as it is written, EVM hex in lower case.
+ * those 20 bytes in lower-case hex; any 0x hex as its number (an address that is a field element is sent
+ * padded to 64 digits by one SDK and shown without its leading zeros by another), so leading zeros never
+ * count; any other address as it is written, 0x in lower case.
  */
 export function addressKey(address: string): string {
   if (/^0x[0-9a-fA-F]{40}$/.test(address) || /^[0-9a-fA-F]{42}$/.test(address))
-    return address.slice(-40).toLowerCase();
+    return asNumber(address.slice(-40));
+  if (/^0x[0-9a-fA-F]{1,64}$/.test(address)) return asNumber(address.slice(2));
   if (/^[1-9A-HJ-NP-Za-km-z]{25,64}$/.test(address)) {
     let payload: Uint8Array | undefined;
     try {
@@ -300,9 +306,14 @@ export function addressKey(address: string): string {
     } catch {
       // not base58check (its checksum fails): compared as written
     }
-    if (payload?.length === 21) return Buffer.from(payload.subarray(1)).toString("hex");
+    if (payload?.length === 21) return asNumber(Buffer.from(payload.subarray(1)).toString("hex"));
   }
   return address.startsWith("0x") ? address.toLowerCase() : address;
+}
+
+/** Hex digits as the number they write: lower case, without leading zeros. */
+function asNumber(hex: string): string {
+  return hex.toLowerCase().replace(/^0+(?=.)/, "");
 }
 
 /**
