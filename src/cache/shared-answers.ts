@@ -27,6 +27,16 @@ const LOOKUP_MS = 50;
 /** How long a shared answer is kept when Redis does not evict it first (its maxmemory policy). */
 const KEEP_MS = 24 * 3600 * 1000;
 
+/** How often a put looks at Redis's memory (INFO memory): once a second at most, never while idle. */
+const MEMORY_CHECK_MS = 1_000;
+
+/**
+ * The share of a `maxmemory` past which answers stop being stored in a Redis that does not evict them at
+ * will: the quotas' Redis (docs/plans.md, "Many instances": `noeviction`) full of answers refuses every
+ * lease, and each instance then counts its quotas alone. The rest is its room for a second's answers.
+ */
+const FULL_SHARE = 0.75;
+
 /**
  * Final answers shared by every gateway instance through the Redis of `sharedLimits` (docs/cache.md,
  * "Many instances"), compressed, behind each instance's own cache: an answer one instance fetched, another
@@ -36,8 +46,14 @@ const KEEP_MS = 24 * 3600 * 1000;
 export class SharedAnswers {
   readonly #redis: Redis;
   readonly #keyPrefix: string;
-  /** Lookups that found an answer or none, answers stored, and failures (Redis slow or away): the metrics. */
-  readonly counts = { hit: 0, miss: 0, stored: 0, error: 0 };
+  /**
+   * Lookups that found an answer or none, answers stored, answers not stored for Redis's memory, and
+   * failures (Redis slow or away): the metrics.
+   */
+  readonly counts = { hit: 0, miss: 0, stored: 0, full: 0, error: 0 };
+  /** Whether Redis is near a memory limit it will not make room under (FULL_SHARE): puts wait. */
+  #full = false;
+  #memoryCheckedAt = Number.NEGATIVE_INFINITY;
 
   constructor(config: SharedLimitsConfig, keyPrefix = "gateway:answer:") {
     this.#keyPrefix = keyPrefix;
@@ -72,6 +88,11 @@ export class SharedAnswers {
   /** Shares a final answer; a failure only leaves it unshared. */
   put(label: string, key: string, entry: SharedEntry): void {
     if (!this.up) return;
+    this.#watchMemory();
+    if (this.#full) {
+      this.counts.full++;
+      return;
+    }
     const head = Buffer.from(
       `${JSON.stringify([entry.before.length, entry.tier ?? null, entry.contentType ?? null, entry.headers ?? null])}\n`,
     );
@@ -80,8 +101,25 @@ export class SharedAnswers {
       .then(() => {
         this.counts.stored++;
       })
-      .catch(() => {
+      .catch((error: Error) => {
         this.counts.error++;
+        // a Redis that refused it for its memory refuses the quotas' leases too: no more until it has room
+        if (error.message.startsWith("OOM")) this.#full = true;
+      });
+  }
+
+  /** Reads Redis's memory at most once a MEMORY_CHECK_MS, as answers are put: whether it is full (FULL_SHARE). */
+  #watchMemory(): void {
+    const now = performance.now();
+    if (now - this.#memoryCheckedAt < MEMORY_CHECK_MS) return;
+    this.#memoryCheckedAt = now;
+    this.#redis
+      .info("memory")
+      .then((info) => {
+        this.#full = nearMemoryLimit(info);
+      })
+      .catch(() => {
+        // unknown: left as it was, and read again a second later
       });
   }
 
@@ -134,4 +172,17 @@ function unpacked(stored: Buffer): SharedEntry {
 /** The label and a digest of the call's key: a bounded Redis key, whatever the params' length. */
 function redisKey(label: string, key: string): string {
   return `${label}:${createHash("sha256").update(key).digest("base64url")}`;
+}
+
+/**
+ * Whether Redis (its `INFO memory`) holds FULL_SHARE of a `maxmemory` it will not make room under by
+ * evicting any key (an `allkeys-*` policy would drop old answers instead): `noeviction` refuses writes once
+ * full, a `volatile-*` policy evicts keys with a time to live, the quotas' counters among them.
+ */
+export function nearMemoryLimit(info: string): boolean {
+  const field = (name: string) => new RegExp(`^${name}:(.*)$`, "m").exec(info)?.[1]?.trim();
+  const max = Number(field("maxmemory"));
+  const used = Number(field("used_memory"));
+  const policy = field("maxmemory_policy") ?? "";
+  return max > 0 && !policy.startsWith("allkeys-") && used >= max * FULL_SHARE;
 }

@@ -204,7 +204,7 @@ export class GatewayMetrics {
       ),
       new GaugeReading(
         "gateway_cache_shared_total",
-        "The shared layer of the cache, through Redis: lookups that found an answer (hit) or none (miss), answers stored, and failures (Redis slow or away)",
+        "The shared layer of the cache, through Redis: lookups that found an answer (hit) or none (miss), answers stored, answers not stored because a Redis that does not evict them is near its maxmemory (full), and failures (Redis slow or away)",
         "sum",
         () => sharedCounts(upstreams),
         "counter",

@@ -157,7 +157,7 @@ export function sharedCounts(upstreams: Pick<UpstreamTable, "groups">): MetricVa
   const layers = new Set(
     upstreams.groups().flatMap((group) => (group.cache?.shared ? [group.cache.shared] : [])),
   );
-  const sums = { hit: 0, miss: 0, stored: 0, error: 0 };
+  const sums = { hit: 0, miss: 0, stored: 0, full: 0, error: 0 };
   for (const layer of layers)
     for (const name of Object.keys(sums) as (keyof typeof sums)[]) sums[name] += layer.counts[name];
   return layers.size === 0
