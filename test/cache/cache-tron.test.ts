@@ -16,6 +16,21 @@ const HEIGHT = 5_000;
 const KNOWN = "ab".repeat(32);
 const BROKEN = "ee".repeat(32);
 const UNKNOWN = "cd".repeat(32);
+/** How far below the head java-tron's solidified block is (two thirds of its 27 witnesses, plus one). */
+const SOLIDIFIED = 19;
+
+/** A block as java-tron's JSON-RPC writes it (BlockResult): its id begins with its number. */
+function jsonRpcBlock(number: number) {
+  const id = (n: number) => `0x${n.toString(16).padStart(16, "0")}${"7e".repeat(24)}`;
+  return {
+    number: `0x${number.toString(16)}`,
+    hash: id(number),
+    parentHash: id(Math.max(0, number - 1)),
+    timestamp: `0x${(1_700_000_000 + number * 3).toString(16)}`,
+    transactions: [],
+    uncles: [],
+  };
+}
 
 describe("the answer cache on TRON's HTTP API (a loopback java-tron)", () => {
   const endpoint = endpointsByLabel.get("trx");
@@ -34,6 +49,20 @@ describe("the answer cache on TRON's HTTP API (a loopback java-tron)", () => {
               if (value === BROKEN)
                 return { Error: "class java.lang.IllegalArgumentException : the block id is not valid" };
               return value === KNOWN ? { blockID: KNOWN, block_header: { raw_data: { number: 42 } } } : {};
+            },
+          },
+          // java-tron's /jsonrpc (TronJsonRpcImpl.ethGetBlockByNumber, getByJsonBlockId): `finalized` is the
+          // latest solidified block (4.8), a number above the head answers null
+          eth_getBlockByNumber: {
+            result: ({ height }, params) => {
+              const [tag] = params as [string, boolean];
+              const tags: Record<string, number> = {
+                latest: height,
+                finalized: height - SOLIDIFIED,
+                earliest: 0,
+              };
+              const number = tags[tag] ?? Number(BigInt(tag));
+              return number > height ? null : jsonRpcBlock(number);
             },
           },
         },
@@ -95,5 +124,42 @@ describe("the answer cache on TRON's HTTP API (a loopback java-tron)", () => {
     expect(reached("/wallet/getblockbyid", UNKNOWN)).toBe(2);
     expect(reached("/wallet/getblockbyid", BROKEN)).toBe(2);
     expect(reached("/wallet/getblockbyid", KNOWN)).toBe(1);
+  });
+
+  it("on /jsonrpc: the chain id and a solidified block are read once, a newer block while the head stays", async () => {
+    const rpc = async (method: string, params: unknown[]) => {
+      const answer = await gw.call("trx", `/${KEYS.all}/jsonrpc`, {
+        body: JSON.stringify({ jsonrpc: "2.0", id: 7, method, params }),
+      });
+      return { json: answer.json as { id: number; result: unknown }, cache: answer.headers["x-cache"] };
+    };
+    const asked = (method: string, params: string) =>
+      node.requests.filter(
+        (r) => r.url.startsWith("/jsonrpc") && r.body.includes(method) && r.body.includes(params),
+      ).length;
+    expect((await rpc("eth_chainId", [])).cache).toBe("miss");
+    expect(await rpc("eth_chainId", [])).toMatchObject({
+      cache: "hit",
+      json: { id: 7, result: "0x2b6653dc" },
+    });
+    const height = state.height;
+    const old = `0x${(height - 100).toString(16)}`;
+    // once the gateway has read the node's solidified block (its prober asks for `finalized`)
+    await eventually(
+      async () => (await rpc("eth_getBlockByNumber", [old, false])).cache === "hit",
+      3_000,
+      "a solidified block kept",
+    );
+    const recent = `0x${(height - 2).toString(16)}`;
+    expect((await rpc("eth_getBlockByNumber", [recent, false])).cache).toBe("miss");
+    expect((await rpc("eth_getBlockByNumber", [recent, false])).cache).toBe("hit");
+    state.height += 1;
+    await eventually(
+      async () => (await rpc("eth_getBlockByNumber", [recent, false])).cache === "miss",
+      3_000,
+      "the newer block read again once the head moved",
+    );
+    expect((await rpc("eth_getBlockByNumber", [old, false])).cache).toBe("hit");
+    expect(asked("eth_getBlockByNumber", `"${old}"`)).toBeLessThanOrEqual(2);
   });
 });
