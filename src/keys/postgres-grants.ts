@@ -6,8 +6,8 @@ import { type GrantRow, grantOf, grantsChangedAfter } from "./grant-rows.js";
 import type { GrantFeed, GrantStatus, KeyGrant } from "./grants.js";
 import { spentQuery } from "./quota-spent.js";
 import { reconnectDelay } from "./reconnect-backoff.js";
-import type { UsageRow, UsageSink } from "./usage.js";
-import { type CodeRow, LATENCY_BOUNDS_MS, LATENCY_COLUMNS, type MethodRow } from "./usage-detail.js";
+import { FLUSH_IDS_KEPT_MS, type UsageBatch, type UsageSink } from "./usage.js";
+import { LATENCY_BOUNDS_MS, LATENCY_COLUMNS } from "./usage-detail.js";
 
 const GRANTS_AFTER = grantsChangedAfter("$1");
 
@@ -203,7 +203,25 @@ export class PostgresGrantFeed implements GrantFeed {
   }
 }
 
-/** Usage counts added to a PostgreSQL store: one statement per flush, whatever the number of rows. */
+const ADD_USAGE = `INSERT INTO usage (key_prefix, day, label, calls, errors, units)
+  SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::bigint[], $5::bigint[], $6::bigint[])
+  ON CONFLICT (key_prefix, day, label)
+  DO UPDATE SET calls = usage.calls + excluded.calls, errors = usage.errors + excluded.errors,
+    units = usage.units + excluded.units`;
+const ADD_METHODS = `INSERT INTO usage_methods (key_prefix, day, label, method, calls, units, errors, ms_sum, ${LATENCY_COLUMNS.join(", ")})
+  SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::bigint[], $6::bigint[],
+    $7::bigint[], $8::bigint[], ${LATENCY_COLUMNS.map((_, i) => `$${i + 9}::bigint[]`).join(", ")})
+  ON CONFLICT (key_prefix, day, label, method) DO UPDATE SET calls = usage_methods.calls + excluded.calls,
+    units = usage_methods.units + excluded.units, errors = usage_methods.errors + excluded.errors,
+    ms_sum = usage_methods.ms_sum + excluded.ms_sum, ${LATENCY_COLUMNS.map((c) => `${c} = usage_methods.${c} + excluded.${c}`).join(", ")}`;
+const ADD_CODES = `INSERT INTO usage_codes (key_prefix, day, label, code, count)
+  SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::bigint[])
+  ON CONFLICT (key_prefix, day, label, code) DO UPDATE SET count = usage_codes.count + excluded.count`;
+// Rows another proxy is deleting are skipped, not waited for: it deletes them, and no two flushes deadlock.
+const PRUNE_FLUSHES = `DELETE FROM usage_flushes WHERE id IN
+  (SELECT id FROM usage_flushes WHERE flushed_at < $1 FOR UPDATE SKIP LOCKED)`;
+
+/** Usage counts added to a PostgreSQL store: one transaction per flush, whatever the number of rows. */
 export class PostgresUsageSink implements UsageSink, NoticeSink, QuotaSpentSource {
   readonly #pool: pg.Pool;
 
@@ -224,58 +242,60 @@ export class PostgresUsageSink implements UsageSink, NoticeSink, QuotaSpentSourc
     return { day: Number(rows[0]?.day_units ?? 0), month: Number(rows[0]?.month_units ?? 0) };
   }
 
-  async add(rows: readonly UsageRow[]): Promise<void> {
-    await this.#pool.query(
-      `INSERT INTO usage (key_prefix, day, label, calls, errors, units)
-       SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::bigint[], $5::bigint[], $6::bigint[])
-       ON CONFLICT (key_prefix, day, label)
-       DO UPDATE SET calls = usage.calls + excluded.calls, errors = usage.errors + excluded.errors,
-         units = usage.units + excluded.units`,
-      [
-        rows.map((r) => r.key),
-        rows.map((r) => r.day),
-        rows.map((r) => r.label),
-        rows.map((r) => r.calls),
-        rows.map((r) => r.errors),
-        rows.map((r) => r.units),
-      ],
-    );
-  }
-
-  async addDetail(methods: readonly MethodRow[], codes: readonly CodeRow[]): Promise<void> {
-    if (methods.length > 0)
-      await this.#pool.query(
-        `INSERT INTO usage_methods (key_prefix, day, label, method, calls, units, errors, ms_sum, ${LATENCY_COLUMNS.join(", ")})
-         SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::bigint[], $6::bigint[],
-           $7::bigint[], $8::bigint[], ${LATENCY_COLUMNS.map((_, i) => `$${i + 9}::bigint[]`).join(", ")})
-         ON CONFLICT (key_prefix, day, label, method) DO UPDATE SET calls = usage_methods.calls + excluded.calls,
-           units = usage_methods.units + excluded.units, errors = usage_methods.errors + excluded.errors,
-           ms_sum = usage_methods.ms_sum + excluded.ms_sum, ${LATENCY_COLUMNS.map((c) => `${c} = usage_methods.${c} + excluded.${c}`).join(", ")}`,
-        [
-          methods.map((r) => r.key),
-          methods.map((r) => r.day),
-          methods.map((r) => r.label),
-          methods.map((r) => r.method),
-          methods.map((r) => r.calls),
-          methods.map((r) => r.units),
-          methods.map((r) => r.errors),
-          methods.map((r) => r.msSum),
-          ...LATENCY_BOUNDS_MS.map((_, bucket) => methods.map((r) => r.latency[bucket] ?? 0)),
-        ],
+  /**
+   * The batch's id first: a batch sent again while its first write still runs on the server (its client
+   * timed out, the server did not) waits on that id's row, then adds nothing if the first committed.
+   */
+  async add(batch: UsageBatch): Promise<void> {
+    const client = await this.#pool.connect();
+    try {
+      const now = Date.now();
+      await client.query("BEGIN");
+      const recorded = await client.query(
+        "INSERT INTO usage_flushes (id, flushed_at) VALUES ($1, $2) ON CONFLICT DO NOTHING",
+        [batch.id, now],
       );
-    if (codes.length > 0)
-      await this.#pool.query(
-        `INSERT INTO usage_codes (key_prefix, day, label, code, count)
-         SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::bigint[])
-         ON CONFLICT (key_prefix, day, label, code) DO UPDATE SET count = usage_codes.count + excluded.count`,
-        [
-          codes.map((r) => r.key),
-          codes.map((r) => r.day),
-          codes.map((r) => r.label),
-          codes.map((r) => r.code),
-          codes.map((r) => r.count),
-        ],
-      );
+      if (recorded.rowCount === 1) {
+        const { rows, methods, codes } = batch;
+        if (rows.length > 0)
+          await client.query(ADD_USAGE, [
+            rows.map((r) => r.key),
+            rows.map((r) => r.day),
+            rows.map((r) => r.label),
+            rows.map((r) => r.calls),
+            rows.map((r) => r.errors),
+            rows.map((r) => r.units),
+          ]);
+        if (methods.length > 0)
+          await client.query(ADD_METHODS, [
+            methods.map((r) => r.key),
+            methods.map((r) => r.day),
+            methods.map((r) => r.label),
+            methods.map((r) => r.method),
+            methods.map((r) => r.calls),
+            methods.map((r) => r.units),
+            methods.map((r) => r.errors),
+            methods.map((r) => r.msSum),
+            ...LATENCY_BOUNDS_MS.map((_, bucket) => methods.map((r) => r.latency[bucket] ?? 0)),
+          ]);
+        if (codes.length > 0)
+          await client.query(ADD_CODES, [
+            codes.map((r) => r.key),
+            codes.map((r) => r.day),
+            codes.map((r) => r.label),
+            codes.map((r) => r.code),
+            codes.map((r) => r.count),
+          ]);
+        await client.query(PRUNE_FLUSHES, [now - FLUSH_IDS_KEPT_MS]);
+      }
+      await client.query("COMMIT");
+    } catch (error) {
+      // The connection goes, and its transaction with it (a query that timed out holds it anyway): the
+      // batch is sent again on another, under the same id.
+      client.release(error as Error);
+      throw error;
+    }
+    client.release();
   }
 
   async notice(n: QuotaNotice): Promise<void> {

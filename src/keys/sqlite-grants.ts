@@ -5,8 +5,8 @@ import { sqliteNative } from "../store/sqlite-addon.js";
 import { type GrantRow, grantOf, grantsChangedAfter } from "./grant-rows.js";
 import type { GrantFeed, KeyGrant } from "./grants.js";
 import { spentQuery } from "./quota-spent.js";
-import type { UsageRow, UsageSink } from "./usage.js";
-import { type CodeRow, LATENCY_COLUMNS, type MethodRow } from "./usage-detail.js";
+import { FLUSH_IDS_KEPT_MS, type UsageBatch, type UsageSink } from "./usage.js";
+import { LATENCY_COLUMNS } from "./usage-detail.js";
 
 /** The grants of the embedded SQLite account store that changed after `revision`; also the control plane's. */
 export function grantsSince(
@@ -59,8 +59,9 @@ export class SqliteGrantFeed implements GrantFeed {
 
 /**
  * The proxy's one write to the embedded store: usage counts, added in one transaction per flush
- * (keys/usage.ts). Its own connection, so the grant reader stays read-only; WAL mode and the busy timeout
- * let it share the file with the control plane and the other proxy processes.
+ * (keys/usage.ts) with the flush's id, as the PostgreSQL store's are. Its own connection, so the grant reader
+ * stays read-only; WAL mode and the busy timeout let it share the file with the control plane and the other
+ * proxy processes.
  */
 export class SqliteUsageSink implements UsageSink, NoticeSink, QuotaSpentSource {
   readonly #db: Database.Database;
@@ -68,6 +69,8 @@ export class SqliteUsageSink implements UsageSink, NoticeSink, QuotaSpentSource 
   readonly #notice: Database.Statement;
   readonly #addMethod: Database.Statement;
   readonly #addCode: Database.Statement;
+  readonly #recordFlush: Database.Statement;
+  readonly #pruneFlushes: Database.Statement;
 
   constructor(path: string) {
     this.#db = new Database(path, { fileMustExist: true, ...sqliteNative() });
@@ -88,6 +91,10 @@ export class SqliteUsageSink implements UsageSink, NoticeSink, QuotaSpentSource 
       `INSERT INTO usage_codes (key_prefix, day, label, code, count) VALUES (?, ?, ?, ?, ?)
        ON CONFLICT (key_prefix, day, label, code) DO UPDATE SET count = count + excluded.count`,
     );
+    this.#recordFlush = this.#db.prepare(
+      "INSERT INTO usage_flushes (id, flushed_at) VALUES (?, ?) ON CONFLICT DO NOTHING",
+    );
+    this.#pruneFlushes = this.#db.prepare("DELETE FROM usage_flushes WHERE flushed_at < ?");
     this.#notice = this.#db.prepare(
       `INSERT INTO quota_notices (scope, period, threshold, account_id, key_prefix, plan, quota, resets_at, created_at)
        VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT DO NOTHING`,
@@ -108,9 +115,20 @@ export class SqliteUsageSink implements UsageSink, NoticeSink, QuotaSpentSource 
     );
   }
 
-  async addDetail(methods: readonly MethodRow[], codes: readonly CodeRow[]): Promise<void> {
+  async spent(scope: string, day: string): Promise<{ day: number; month: number }> {
+    const query = spentQuery(scope, day, (name) => `@${name}`);
+    const row = this.#db.prepare(query.sql).get(query.values) as
+      | { day_units: number; month_units: number }
+      | undefined;
+    return { day: Number(row?.day_units ?? 0), month: Number(row?.month_units ?? 0) };
+  }
+
+  async add(batch: UsageBatch): Promise<void> {
+    const now = Date.now();
     this.#db.transaction(() => {
-      for (const r of methods)
+      if (this.#recordFlush.run(batch.id, now).changes === 0) return;
+      for (const r of batch.rows) this.#add.run(r.key, r.day, r.label, r.calls, r.errors, r.units);
+      for (const r of batch.methods)
         this.#addMethod.run(
           r.key,
           r.day,
@@ -122,21 +140,8 @@ export class SqliteUsageSink implements UsageSink, NoticeSink, QuotaSpentSource 
           r.msSum,
           ...r.latency,
         );
-      for (const r of codes) this.#addCode.run(r.key, r.day, r.label, r.code, r.count);
-    })();
-  }
-
-  async spent(scope: string, day: string): Promise<{ day: number; month: number }> {
-    const query = spentQuery(scope, day, (name) => `@${name}`);
-    const row = this.#db.prepare(query.sql).get(query.values) as
-      | { day_units: number; month_units: number }
-      | undefined;
-    return { day: Number(row?.day_units ?? 0), month: Number(row?.month_units ?? 0) };
-  }
-
-  async add(rows: readonly UsageRow[]): Promise<void> {
-    this.#db.transaction(() => {
-      for (const row of rows) this.#add.run(row.key, row.day, row.label, row.calls, row.errors, row.units);
+      for (const r of batch.codes) this.#addCode.run(r.key, r.day, r.label, r.code, r.count);
+      this.#pruneFlushes.run(now - FLUSH_IDS_KEPT_MS);
     })();
   }
 

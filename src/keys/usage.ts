@@ -1,3 +1,4 @@
+import { randomBytes } from "node:crypto";
 import {
   type CallDetail,
   type CodeRow,
@@ -23,13 +24,32 @@ export interface UsageRecorder {
   record(key: string, label: string, calls: number, errors: number, units: number, detail?: CallDetail): void;
 }
 
-/** Where a proxy's counts go: added to what the store holds, one batch at a time. */
+/** One flush's counts, with the per-method and per-code detail (keys/usage-detail.ts), under the flush's id. */
+export interface UsageBatch {
+  /** Unique to the flush: the counter's own random id and the flush's number. */
+  readonly id: string;
+  readonly rows: readonly UsageRow[];
+  readonly methods: readonly MethodRow[];
+  readonly codes: readonly CodeRow[];
+}
+
+/**
+ * Where a proxy's counts go: added to what the store holds, one batch at a time, in one transaction that
+ * records the batch's id (table usage_flushes). A batch whose id the store holds already is not added again:
+ * a batch sent again after a write whose outcome was unknown (a query timeout: the server may have
+ * committed it after all) counts once.
+ */
 export interface UsageSink {
-  add(rows: readonly UsageRow[]): Promise<void>;
-  /** The per-method and per-code detail (keys/usage-detail.ts), added the same way. */
-  addDetail(methods: readonly MethodRow[], codes: readonly CodeRow[]): Promise<void>;
+  add(batch: UsageBatch): Promise<void>;
   close(): Promise<void>;
 }
+
+/**
+ * How long a store keeps the ids of the batches it added: the sinks delete older ones as they add a batch.
+ * A batch is sent again within a flush interval of its failure, so only a proxy cut off from the store for a
+ * day after a write whose answer it lost could count that batch twice.
+ */
+export const FLUSH_IDS_KEPT_MS = 86_400_000;
 
 interface Counts {
   calls: number;
@@ -42,9 +62,10 @@ const DAY_MS = 86_400_000;
 /**
  * Calls and compute units per key, per label, per UTC day, errors apart, counted in memory and flushed to the store in one
  * batch every `flushIntervalMs` and at a graceful stop: never one write per request. A crash loses at most
- * one interval's counts. A flush the store refuses (it cannot be reached) keeps its rows for the next one,
- * merged with what was counted since. Counting is two Map lookups and two additions; the day is read from the clock
- * only when it may have turned.
+ * one interval's counts. A batch whose write failed is sent again as it was, under the same id, until the
+ * store has taken it: a write that timed out may still have been committed, and the id lets the store add
+ * it only once. What was counted meanwhile waits for the batch after it. Counting is two Map lookups and two
+ * additions; the day is read from the clock only when it may have turned.
  */
 export class UsageCounter implements UsageRecorder {
   readonly #sink: UsageSink;
@@ -59,8 +80,13 @@ export class UsageCounter implements UsageRecorder {
   readonly #detail = new UsageDetail();
   #earlierDetail: { methods: MethodRow[]; codes: CodeRow[] } = { methods: [], codes: [] };
   #flushing: Promise<void> = Promise.resolve();
+  /** This counter's part of its batches' ids: random, so no other process (on any host) draws it. */
+  readonly #instance = randomBytes(12).toString("base64url");
+  #batches = 0;
+  /** The batch written last if the store may not have taken it: sent again before any other. */
+  #unsent: UsageBatch | undefined;
 
-  /** `onError` hears of a flush that failed; its rows wait for the next flush. */
+  /** `onError` hears of a flush that failed; its batch is sent again with the next flush. */
   constructor(
     sink: UsageSink,
     flushIntervalMs: number,
@@ -115,35 +141,35 @@ export class UsageCounter implements UsageRecorder {
   }
 
   async #write(): Promise<void> {
+    if (this.#unsent !== undefined) {
+      await this.#sink.add(this.#unsent);
+      this.#unsent = undefined;
+    }
+    const batch = this.#take();
+    if (batch === undefined) return;
+    this.#unsent = batch;
+    await this.#sink.add(batch);
+    this.#unsent = undefined;
+  }
+
+  /** What was counted since the last batch, as the next batch; undefined if nothing was. */
+  #take(): UsageBatch | undefined {
+    // Rows of a day that turned are in #earlier; one row per key, day and label.
     const rows = merged([...this.#earlier, ...rowsOf(this.#counts, this.#day)]);
     const today = this.#detail.take(this.#day);
     const detail = mergedDetail(
       [...this.#earlierDetail.methods, ...today.methods],
       [...this.#earlierDetail.codes, ...today.codes],
     );
+    this.#earlier = [];
+    this.#counts = new Map();
     this.#earlierDetail = { methods: [], codes: [] };
-    if (rows.length > 0) {
-      this.#earlier = [];
-      this.#counts = new Map();
-      try {
-        await this.#sink.add(rows);
-      } catch (error) {
-        // Rows of a day that turned meanwhile were added to #earlier; one row per key, day and label.
-        this.#earlier = merged([...rows, ...this.#earlier]);
-        this.#keepDetail(detail);
-        throw error;
-      }
-    }
-    if (detail.methods.length === 0 && detail.codes.length === 0) return;
-    try {
-      await this.#sink.addDetail(detail.methods, detail.codes);
-    } catch (error) {
-      this.#keepDetail(detail);
-      throw error;
-    }
+    if (rows.length === 0 && detail.methods.length === 0 && detail.codes.length === 0) return undefined;
+    this.#batches += 1;
+    return { id: `${this.#instance}:${this.#batches}`, rows, ...detail };
   }
 
-  /** Detail a flush could not write, kept for the next one with what was counted since. */
+  /** Detail of a day that turned, kept for the next batch with what was counted since. */
   #keepDetail(detail: { methods: MethodRow[]; codes: CodeRow[] }): void {
     this.#earlierDetail = mergedDetail(
       [...detail.methods, ...this.#earlierDetail.methods],

@@ -179,6 +179,11 @@ const MIGRATIONS: readonly string[] = [
    DROP TABLE renamed_lines;
    DROP TABLE renamed_prefixes;
    CREATE UNIQUE INDEX api_keys_prefix ON api_keys (prefix);`,
+  // The ids of the usage batches added (keys/usage.ts), each recorded in the transaction that adds its
+  // counts: a batch sent again because its write timed out (PostgreSQL may have committed it anyway) is added
+  // once. Kept a day (FLUSH_IDS_KEPT_MS), by the time they were added.
+  `CREATE TABLE usage_flushes (id TEXT PRIMARY KEY, flushed_at INTEGER NOT NULL) WITHOUT ROWID;
+   CREATE INDEX usage_flushes_at ON usage_flushes (flushed_at);`,
 ];
 
 /** Applies the migrations this database has not seen, each in its own transaction. */

@@ -63,6 +63,10 @@ const CLASHING_KEYS = `
   UPDATE api_keys SET replaced_by = 14 WHERE id = 10;
   UPDATE revision SET value = 1;`;
 
+/** The store as it was before migration 7: what 7 and the migrations after it made undone. */
+const BEFORE_MIGRATION_7 =
+  "DROP TABLE usage_flushes; DROP INDEX api_keys_prefix; DELETE FROM schema_migrations WHERE version >= 7;";
+
 /** Each key's prefix and quota prefix, by id, after migrating. */
 const KEYS_AFTER = "SELECT id, prefix, quota_prefix, revision FROM api_keys ORDER BY id";
 const EXPECTED = [
@@ -77,9 +81,9 @@ describe("the migration that makes key prefixes unique", () => {
   it("gives the later of two keys with one prefix its own, and its rotation line too (SQLite)", () => {
     const db = new Database(":memory:");
     try {
-      const versions = migrate(db);
-      // the store as it was before the last migration, with two keys of one prefix
-      db.exec(`DROP INDEX api_keys_prefix; DELETE FROM schema_migrations WHERE version = ${versions};`);
+      migrate(db);
+      // the store as it was before migration 7, with two keys of one prefix
+      db.exec(BEFORE_MIGRATION_7);
       db.exec(CLASHING_KEYS);
       migrate(db);
       expect(db.prepare(KEYS_AFTER).all()).toEqual(EXPECTED);
@@ -99,10 +103,8 @@ describe("the migration that makes key prefixes unique", () => {
       const client = new pg.Client(database.url);
       try {
         await client.connect();
-        const versions = await migratePostgres(client);
-        await client.query(
-          `DROP INDEX api_keys_prefix; DELETE FROM schema_migrations WHERE version = ${versions};`,
-        );
+        await migratePostgres(client);
+        await client.query(BEFORE_MIGRATION_7);
         await client.query(CLASHING_KEYS);
         await migratePostgres(client);
         const { rows } = await client.query(KEYS_AFTER);

@@ -66,10 +66,15 @@ describe("the overview of a month in which an older key was revoked", () => {
     const today = new Date(nextMonth).toISOString().slice(0, 10);
     // the proxies' usage flush: the old key spent 700 CU today, the kept one 100
     const sink = new PostgresUsageSink(fx.database);
-    await sink.add([
-      { key: old.prefix, day: today, label: "eth", calls: 70, errors: 0, units: 700 },
-      { key: kept.prefix, day: today, label: "eth", calls: 10, errors: 0, units: 100 },
-    ]);
+    await sink.add({
+      id: "overview-month:1",
+      rows: [
+        { key: old.prefix, day: today, label: "eth", calls: 70, errors: 0, units: 700 },
+        { key: kept.prefix, day: today, label: "eth", calls: 10, errors: 0, units: 100 },
+      ],
+      methods: [],
+      codes: [],
+    });
     await store.revokeKey(old.id, nextMonth + 1000);
     // what a proxy's quota counts for the account's quota on the plan (the month's start after a Redis loss)
     const spent = await sink.spent(`account:${account.id}:team`, today);

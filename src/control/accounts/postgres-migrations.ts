@@ -128,6 +128,10 @@ const MIGRATIONS: readonly string[] = [
    DROP TABLE renamed_lines;
    DROP TABLE renamed_prefixes;
    CREATE UNIQUE INDEX api_keys_prefix ON api_keys (prefix);`,
+  // The ids of the usage batches added, recorded in the transaction that adds their counts: a batch sent
+  // again after its write timed out, which the server may have committed anyway, is added once.
+  `CREATE TABLE usage_flushes (id TEXT PRIMARY KEY, flushed_at BIGINT NOT NULL);
+   CREATE INDEX usage_flushes_at ON usage_flushes (flushed_at);`,
 ];
 
 // Any constant: the lock that keeps two control planes starting at once from migrating twice.
