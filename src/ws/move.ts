@@ -296,8 +296,10 @@ export class ConnectionMove {
     }
     if (refusals.length > 0) pending.holdRefusals(new Set(reads.map((c) => c.id as string)), refusals);
     if (writes > 0) message.writesLost?.(lostWrites);
+    // its text goes again only when it holds nothing but these reads: a write sent without an id (a
+    // notification, never answered, so never pending) or a call answered already would go a second time
     const again: UpstreamMessage = {
-      text: settled.length === 0 ? message.text : undefined,
+      text: reads.length === message.calls.length ? message.text : undefined,
       calls: reads,
       batch: message.batch,
       sent: false,
