@@ -9,7 +9,15 @@ import type { WholeAnswer } from "../upstream/buffered-answer.js";
 import type { UpstreamFields } from "../upstream/call-run.js";
 import type { UpstreamGroup } from "../upstream/group.js";
 import { fetchWhole, type RelayDone, type UpstreamCall } from "../upstream/policy.js";
-import { answerTo, batchAnswers, batchOf, replaceAnswer } from "./batch-answers.js";
+import {
+  answerOf,
+  answerTo,
+  type BatchAnswer,
+  batchAnswers,
+  batchOf,
+  batchText,
+  replaceAnswer,
+} from "./batch-answers.js";
 import { unknownIn } from "./by-hash.js";
 
 /** The response header that says which tier of nodes answered a read of state at a numbered block. */
@@ -154,7 +162,7 @@ function relayBatchByTier(
     const tierHeader = {
       [TIER_HEADER]: "whole" in tiered || tiered.archived.length === 0 ? "full" : "full+archive",
     };
-    const text = "whole" in tiered ? tiered.whole.body.toString("utf8") : JSON.stringify(tiered.answers);
+    const text = "whole" in tiered ? tiered.whole.body.toString("utf8") : batchText(tiered.answers);
     const status = "whole" in tiered ? tiered.whole.statusCode : 200;
     const merged = refusals === undefined ? undefined : partialBatchAnswer(status, text, refusals);
     if (merged !== undefined) sendJson(res, 200, merged, tierHeader);
@@ -168,7 +176,7 @@ function relayBatchByTier(
 export type TieredBatch =
   | { readonly whole: WholeAnswer }
   | {
-      readonly answers: unknown[];
+      readonly answers: BatchAnswer[];
       /** The calls the archive nodes answered. */
       readonly archived: readonly PassedCall[];
       /**
@@ -203,7 +211,7 @@ export function fetchBatchByTier(
     if (answers === undefined) return callback(undefined, { whole: answer });
     const unknown = unknownTexts(tier, call);
     const byHash = call.group.members.length > 1 ? (call.reads?.byHashCalls ?? []) : [];
-    const again = byHash.filter((c) => unknownIn(answerTo(answers, c), unknown));
+    const again = byHash.filter((c) => unknownIn(answerTo(answers, c)?.value, unknown));
     const archiveTheRest = (changed: boolean) =>
       refusedToArchive(
         call,
@@ -225,7 +233,7 @@ export function fetchBatchByTier(
       let changed = false;
       for (const c of again) {
         const other = found === undefined ? undefined : answerTo(found, c);
-        if (other === undefined || unknownIn(other, unknown)) continue;
+        if (other === undefined || unknownIn(other.value, unknown)) continue;
         replaceAnswer(answers, c, other);
         changed = true;
       }
@@ -243,7 +251,7 @@ function refusedToArchive(
   call: UpstreamCall,
   tier: TierPlan,
   stateCalls: readonly PassedCall[],
-  answers: unknown[],
+  answers: BatchAnswer[],
   unchanged: WholeAnswer | undefined,
   caller: CallerSide,
   requestId: string | undefined,
@@ -263,8 +271,7 @@ function refusedToArchive(
     call.group.answers.add("archive_required");
     const byHash = new Set(call.reads?.byHashCalls);
     note.requiredMethods = refused.map((c) => c.method);
-    for (const c of refused)
-      replaceAnswer(answers, c, JSON.parse(refusal(tier, c, byHash.has(c), requestId)) as unknown);
+    for (const c of refused) replaceAnswer(answers, c, answerOf(refusal(tier, c, byHash.has(c), requestId)));
     callback(undefined, { answers, archived: [], required: refused });
     return;
   }
@@ -278,11 +285,7 @@ function refusedToArchive(
     note.requiredMethods = refused.map((c) => c.method);
     note.requiredCode = code;
     for (const c of refused)
-      replaceAnswer(
-        answers,
-        c,
-        JSON.parse(rpcErrorJson(code, c.id ?? "null", error.detail, requestId)) as unknown,
-      );
+      replaceAnswer(answers, c, answerOf(rpcErrorJson(code, c.id ?? "null", error.detail, requestId)));
     callback(undefined, { answers, archived: [], required: refused });
   };
   call.group.answers.add("archive_again");
@@ -314,8 +317,8 @@ function unknownTexts(tier: TierPlan, call: UpstreamCall): readonly string[] {
 }
 
 /** Whether a call's answer in a batch is an error with one of `texts` in it. */
-function errorIn(answers: readonly unknown[], call: PassedCall, texts: readonly string[]): boolean {
-  const answer = answerTo(answers, call) as { error?: unknown } | undefined;
+function errorIn(answers: readonly BatchAnswer[], call: PassedCall, texts: readonly string[]): boolean {
+  const answer = answerTo(answers, call)?.value as { error?: unknown } | undefined;
   if (answer?.error === undefined || answer.error === null) return false;
   const text = JSON.stringify(answer.error);
   return texts.some((wanted) => text.includes(wanted));

@@ -11,7 +11,7 @@ import type { UpstreamFields } from "../upstream/call-run.js";
 import type { UpstreamGroup } from "../upstream/group.js";
 import { fetchWhole, type RelayDone, type UpstreamCall } from "../upstream/policy.js";
 import type { Upstream } from "../upstream/upstreams.js";
-import { answerTo, batchAnswers, batchOf, replaceAnswer } from "./batch-answers.js";
+import { answerTo, batchAnswers, batchOf, batchText, replaceAnswer } from "./batch-answers.js";
 import type { ReadNeed } from "./read-need.js";
 
 /**
@@ -83,7 +83,7 @@ function askAgainInBatch(
   const unanswered =
     answers === undefined
       ? []
-      : byHash.filter((c) => unknownIn(answerTo(answers, c), call.reads?.unknownBlock ?? []));
+      : byHash.filter((c) => unknownIn(answerTo(answers, c)?.value, call.reads?.unknownBlock ?? []));
   if (answers === undefined || unanswered.length === 0) {
     send(res, first);
     done();
@@ -102,12 +102,12 @@ function askAgainInBatch(
   fetchWhole(again, res, note, (error, second) => {
     const found = error === undefined && second !== undefined ? batchAnswers(second) : undefined;
     for (const c of unanswered) {
-      const answer =
-        found === undefined ? undefined : (answerTo(found, c) as { result?: unknown } | undefined);
-      if (answer !== undefined && answer.result !== null && answer.result !== undefined)
-        replaceAnswer(answers, c, answer);
+      const answer = found === undefined ? undefined : answerTo(found, c);
+      const result = (answer?.value as { result?: unknown } | undefined)?.result;
+      if (answer !== undefined && result !== null && result !== undefined) replaceAnswer(answers, c, answer);
     }
-    sendJson(res, 200, JSON.stringify(answers));
+    // each answer as its node wrote it: an id past 2^53 keeps its digits
+    sendJson(res, 200, batchText(answers));
     done();
   });
 }

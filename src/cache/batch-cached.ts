@@ -1,6 +1,7 @@
 import type { ServerResponse } from "node:http";
 import type { Span } from "@opentelemetry/api";
 import { archivedCall, fetchBatchByTier, TIER_HEADER, type TierFields } from "../answers/archive.js";
+import { batchText } from "../answers/batch-answers.js";
 import { learnHeights, showsHeight } from "../answers/examined.js";
 import { ANY_ORIGIN } from "../errors/respond.js";
 import { addAnswerTag, requestIdOf, withAnswerTag } from "../http/request-id.js";
@@ -376,7 +377,7 @@ function fetchAsked(run: BatchRun, indexes: readonly number[]): Promise<AskedAns
         if ("whole" in tiered) return resolve(asItCame(tiered.whole));
         resolve({
           answer: undefined,
-          text: JSON.stringify(tiered.answers),
+          text: batchText(tiered.answers),
           archived: new Set(tiered.archived),
           required: new Set(tiered.required),
         });

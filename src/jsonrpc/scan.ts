@@ -67,6 +67,39 @@ export function scanMembers(text: string): ReadonlyMap<string, string>[] {
   return scanEnvelopes(text, Number.POSITIVE_INFINITY, false);
 }
 
+/**
+ * The source text of each element of a JSON array a node sent, without the spaces around it; undefined
+ * when the text is not an array. The node's JSON is trusted (its caller parses it too).
+ */
+export function arrayElements(text: string): string[] | undefined {
+  let start = 0;
+  while (start < text.length && isSpace(text.charCodeAt(start))) start++;
+  if (text.charCodeAt(start) !== OPEN_ARRAY) return undefined;
+  const elements: string[] = [];
+  const add = (from: number, to: number): void => {
+    while (from < to && isSpace(text.charCodeAt(from))) from++;
+    while (to > from && isSpace(text.charCodeAt(to - 1))) to--;
+    if (to > from) elements.push(text.slice(from, to));
+  };
+  let depth = 0;
+  let from = start + 1;
+  for (let i = start; i < text.length; i++) {
+    const c = text.charCodeAt(i);
+    if (c === QUOTE) i = endOfString(text, i);
+    else if (c === OPEN_OBJECT || c === OPEN_ARRAY) depth++;
+    else if (c === CLOSE_OBJECT || c === CLOSE_ARRAY) {
+      if (--depth === 0) {
+        add(from, i);
+        break;
+      }
+    } else if (c === COMMA && depth === 1) {
+      add(from, i);
+      from = i + 1;
+    }
+  }
+  return elements;
+}
+
 function isObject(value: unknown): boolean {
   return value !== null && typeof value === "object" && !Array.isArray(value);
 }

@@ -11,6 +11,7 @@ import type { Limits } from "../config/types.js";
 import { GatewayError } from "../errors/table.js";
 import { type CallerSide, clientGone } from "../http/client-gone.js";
 import { idKey } from "../jsonrpc/id-key.js";
+import { scanMembers } from "../jsonrpc/scan.js";
 import type { BodyTest, NodeErrors } from "../registry/types.js";
 import type { RequestTrace } from "../tracing/tracing.js";
 import type { AttemptHandler } from "./attempt.js";
@@ -161,16 +162,19 @@ class RelayRun extends CallRun<ServerResponse> implements AnswerReader {
 /** The state a call made on `upstream`, named by its answer's result, which its uses must reach there. */
 function handleMadeBy(call: UpstreamCall, owner: string, upstream: Upstream, text: string): void {
   try {
-    const answer = JSON.parse(text) as { result?: unknown } | { id?: unknown; result?: unknown }[];
-    if (!Array.isArray(answer)) {
+    if (!text.trimStart().startsWith("[")) {
+      const answer = JSON.parse(text) as { result?: unknown };
       if (typeof answer.result === "string") call.group.states.made(owner, answer.result, upstream);
       return;
     }
-    // in a batch, the answers to the calls that made filters, by their ids
+    // in a batch, the answers to the calls that made filters, by their ids as written (one past 2^53
+    // keeps its digits)
     const makers = new Set((call.reads?.handleMakers ?? []).map(idKey));
-    for (const one of answer)
-      if (typeof one.result === "string" && makers.has(idKey(JSON.stringify(one.id))))
-        call.group.states.made(owner, one.result, upstream);
+    for (const one of scanMembers(text)) {
+      const result = one.get("result");
+      if (result?.startsWith('"') && makers.has(idKey(one.get("id"))))
+        call.group.states.made(owner, JSON.parse(result) as string, upstream);
+    }
   } catch {
     // not one answer: nothing to remember
   }

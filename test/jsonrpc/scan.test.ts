@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
 import type { GatewayError } from "../../src/errors/table.js";
-import { parseJsonRpcBody } from "../../src/jsonrpc/scan.js";
+import { arrayElements, parseJsonRpcBody } from "../../src/jsonrpc/scan.js";
 import { seeded } from "../support/random.js";
 
 const members = (text: string) => Object.fromEntries(parseJsonRpcBody(text, 64).calls[0]?.members ?? []);
@@ -86,5 +86,15 @@ describe("JSON-RPC scan", () => {
       );
       expect(members(text)).toEqual(expected);
     }
+  });
+
+  it("splits a node's batch answer into its elements' source texts, an id past 2^53 as written", () => {
+    expect(
+      arrayElements(
+        ' [ {"id":9007199254740993,"result":"a,]}"} ,\n{"id":"x","result":[1,{"b":[]}]},null,[] ] ',
+      ),
+    ).toEqual(['{"id":9007199254740993,"result":"a,]}"}', '{"id":"x","result":[1,{"b":[]}]}', "null", "[]"]);
+    expect(arrayElements("[]")).toEqual([]);
+    expect(arrayElements('{"id":1}')).toBeUndefined();
   });
 });
