@@ -5,6 +5,7 @@ import type { GatewayError } from "../errors/table.js";
 import type { CallerSide } from "../http/client-gone.js";
 import { withAnswerTag } from "../http/request-id.js";
 import type { PassedCall } from "../jsonrpc/check.js";
+import { partialBatchAnswer } from "../jsonrpc/merge.js";
 import type { UnknownBlockAnswer } from "../registry/types.js";
 import type { WholeAnswer } from "../upstream/buffered-answer.js";
 import type { UpstreamFields } from "../upstream/call-run.js";
@@ -12,24 +13,30 @@ import type { UpstreamGroup } from "../upstream/group.js";
 import { fetchWhole, type RelayDone, type UpstreamCall } from "../upstream/policy.js";
 import type { Upstream } from "../upstream/upstreams.js";
 import { answerTo, batchAnswers, batchOf, batchText, replaceAnswer } from "./batch-answers.js";
+import { learnHeights } from "./examined.js";
 import type { ReadNeed } from "./read-need.js";
 
 /**
  * 7, for a read that names a block by hash on a label with more than one node: read whole, and when the node
  * answers `null` (it has not seen that block yet, or is on a fork that does not have it), asked once more
  * of another node of the label, whose answer the caller gets. A caller that got a block hash from one node
- * then finds that block through the gateway, whichever node its next call lands on.
+ * then finds that block through the gateway, whichever node its next call lands on. In a batch the calls
+ * the gateway refused before (`refusals`: a partial batch) join the answers.
  */
 export function relayByHash(
   call: UpstreamCall,
   res: ServerResponse,
   note: UpstreamFields,
   done: RelayDone,
+  refusals?: readonly string[],
 ): void {
   if (call.reads !== undefined && !call.reads.single) {
     fetchWhole(call, res, note, (error, first) => {
-      if (error !== undefined || first === undefined) done(error);
-      else askAgainInBatch(call, call.reads?.byHashCalls ?? [], first, res, note, done);
+      if (error !== undefined || first === undefined) return done(error);
+      // the heights a partial batch's answer shows, as relay.ts relayMerged learns them
+      if (refusals !== undefined && first.statusCode === 200)
+        learnHeights(call, first.upstream, first.body.toString("utf8"));
+      askAgainInBatch(call, call.reads?.byHashCalls ?? [], first, res, note, done, refusals);
     });
     return;
   }
@@ -78,6 +85,7 @@ function askAgainInBatch(
   res: ServerResponse,
   note: UpstreamFields,
   done: RelayDone,
+  refusals: readonly string[] | undefined,
 ): void {
   const answers = batchAnswers(first);
   const unanswered =
@@ -85,7 +93,12 @@ function askAgainInBatch(
       ? []
       : byHash.filter((c) => unknownIn(answerTo(answers, c)?.value, call.reads?.unknownBlock ?? []));
   if (answers === undefined || unanswered.length === 0) {
-    send(res, first);
+    const merged =
+      refusals === undefined
+        ? undefined
+        : partialBatchAnswer(first.statusCode, first.body.toString("utf8"), refusals);
+    if (merged !== undefined) sendJson(res, 200, merged);
+    else send(res, first);
     done();
     return;
   }
@@ -107,7 +120,8 @@ function askAgainInBatch(
       if (answer !== undefined && result !== null && result !== undefined) replaceAnswer(answers, c, answer);
     }
     // each answer as its node wrote it: an id past 2^53 keeps its digits
-    sendJson(res, 200, batchText(answers));
+    const text = batchText(answers);
+    sendJson(res, 200, refusals === undefined ? text : (partialBatchAnswer(200, text, refusals) ?? text));
     done();
   });
 }

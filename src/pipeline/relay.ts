@@ -14,10 +14,11 @@ export type RelayFields = TierFields & SplitFields & CacheFields;
 
 /**
  * 7. The answer, by the way stage 6 planned the call: a batch the cache may answer in part, with its
- * refusals if any; any other partial batch's read whole (by tier, if it reads old state) and merged with
- * its refusals; a read the cache may answer, from it or one node call shared; a range too wide for one node,
- * split; a read of old state, by tier; a read by hash, asked again where a node did not know the block; and
- * any other streamed through as it arrives (upstream/policy.ts).
+ * refusals if any; any other partial batch's read whole (by tier, if it reads old state; by hash, if it
+ * reads a block by hash) and merged with its refusals; a read the cache may answer, from it or one node
+ * call shared; a range too wide for one node, split; a read of old state, by tier; a read by hash, asked
+ * again where a node did not know the block; and any other streamed through as it arrives
+ * (upstream/policy.ts).
  */
 export function relay(
   call: UpstreamCall,
@@ -31,6 +32,8 @@ export function relay(
   // a partial batch with reads of old state goes by tier too, its refusals merged in
   else if (refusals !== undefined && call.tier?.batch !== undefined)
     relayByTier(call, call.tier, res, note, done, refusals);
+  // and one with reads by hash is asked again where its node did not know the block, its refusals merged in
+  else if (refusals !== undefined && call.byHash) relayByHash(call, res, note, done, refusals);
   else if (refusals !== undefined) relayMerged(call, refusals, res, note, done);
   else if (call.cache !== undefined && call.group.cache !== undefined)
     relayCached(call, call.cache, call.group.cache, res, note, done);
