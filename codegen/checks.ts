@@ -232,7 +232,10 @@ function checkAtHeadPaths(iface: InterfaceSpec, path: YamlPath, report: Report):
   });
 }
 
-/** Each of a REST interface's heightInPaths is the shape of a route it serves, and one of its atHeadPaths' reads. */
+/**
+ * Each of a REST interface's heightInPaths is one of its atHeadPaths' reads, or a route under a block (`paths`),
+ * whose answer it learns from when the block is the head.
+ */
 function checkHeightInPaths(iface: InterfaceSpec, path: YamlPath, report: Report): void {
   const heights = iface.reads?.heightInPaths;
   if (heights === undefined) return;
@@ -240,10 +243,13 @@ function checkHeightInPaths(iface: InterfaceSpec, path: YamlPath, report: Report
     report(path, "a jsonrpc interface's answers show their heights by heightIn");
     return;
   }
-  const prefixes = iface.reads?.atHeadPaths ?? [];
+  const prefixes = [...(iface.reads?.atHeadPaths ?? []), ...Object.keys(iface.reads?.paths ?? {})];
   for (const shape of Object.keys(heights))
     if (!prefixes.some((prefix) => shape === prefix || shape.startsWith(`${prefix}/`)))
-      report([...path, shape], `"${shape}" is not a read at the head (reads.atHeadPaths)`);
+      report(
+        [...path, shape],
+        `"${shape}" is not a read at the head (reads.atHeadPaths) nor under a block (reads.paths)`,
+      );
 }
 
 /**

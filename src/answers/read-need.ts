@@ -446,8 +446,9 @@ export function restReadNeed(
   }
   const finalized = rules.atFinalizedPaths?.[shape];
   if (finalized !== undefined) return restAtFinalizedNeed(rules, shape, finalized);
+  // where the answer says the height it read (`reads.heightInPaths`): the served head learns it from a read
+  // at the head, and a route under a block reads at the head only when its segment names the head
   const height = rules.heightInPaths?.[shape];
-  if (height !== undefined) return restHeightInNeed(rules, shape, height);
   // a route under a block first: `/chains/{}/blocks` (the head's list) may read at the head while
   // `/chains/{}/blocks/{}` names its block
   for (const [prefix, index] of paths) {
@@ -457,12 +458,14 @@ export function restReadNeed(
     const named = namedBlock(rules.block, segment);
     if (named === "hash") return restByHashNeed(rules);
     if (named === "none") return undefined;
+    if (named === "head" && height !== undefined) return restHeightInNeed(rules, shape, height);
     const need = new ReadNeed();
     need.single = true;
     if (named === "head") need.atHead = true;
     else need.highestBlock = named;
     return need;
   }
+  if (height !== undefined) return restHeightInNeed(rules, shape, height);
   return readsAtHead(rules, shape) ? restAtHeadNeed(rules) : undefined;
 }
 

@@ -203,7 +203,8 @@ export interface ReadRules {
   /**
    * Of a REST interface's reads at the head, route shapes whose answer says the height it read (algod's
    * account `round`), each with the member path of that height: the label's served head learns it, as it
-   * learns a JSON-RPC answer's (`heightIn`).
+   * learns a JSON-RPC answer's (`heightIn`). A route under a block (`paths`) is read for it when its segment
+   * names the head, and still needs the block it names by number otherwise.
    */
   readonly heightInPaths?: Readonly<Record<string, readonly string[]>>;
   /**

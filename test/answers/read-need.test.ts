@@ -373,4 +373,20 @@ describe("restReadNeed", () => {
     expect(need("algo", "/v2/accounts/ABC")).toMatchObject({ atHead: true, highestBlock: -1 });
     expect(need("algo", "/v2/transactions/pending")).toBeUndefined();
   });
+
+  it("a block read whose answer shows its height teaches it at the head, and still names a block by level", () => {
+    // Octez's block answer holds its header: a read of the head block raises the served head to its level
+    const header = { id: undefined, path: ["header", "level"], isHead: false, isFinal: false };
+    expect(need("xtz", "/chains/main/blocks/head")).toMatchObject({ atHead: true, learn: [header] });
+    // a level in the path is a block the node must have reached, not a read at the head
+    expect(need("xtz", "/chains/main/blocks/5000000")).toMatchObject({
+      atHead: false,
+      highestBlock: 5_000_000,
+      learn: [],
+    });
+    expect(need("algo", "/v2/transactions/params")).toMatchObject({
+      atHead: true,
+      learn: [{ path: ["last-round"], isHead: false }],
+    });
+  });
 });
