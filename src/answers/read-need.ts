@@ -21,6 +21,11 @@ export class ReadNeed {
   /** The highest block a call names by number; -1 when none does. */
   highestBlock = -1;
   /**
+   * The last block a page of blocks reads (registry `pageEnds`); -1 when none does: a node must have reached
+   * it, or the label's served head where the page runs past it, so that no read waits for a block no node has.
+   */
+  pageEnd = -1;
+  /**
    * A call reads at the finalized tag (registry `block.finalizedTag`: `finalized`, `l1_accepted`, nearcore's
    * `final`): each node answers its own finalized block, and the one that named the highest goes first.
    */
@@ -141,6 +146,11 @@ export function readNeed(
       if (final) need.atFinalized = true;
       // a mined transaction's block: a newer one than the label served raises its head
       learnHeightIn(need, rules, call, id, final);
+      // one that names a block too (a page from its first ledger, whose answer names the node's latest): a
+      // node must have reached that block as well as the head
+      const value = blockParam(rules, call);
+      const named = value === NO_BLOCK_PARAM ? "none" : namedBlock(rules.block, value);
+      if (typeof named === "number" && named > need.highestBlock) need.highestBlock = named;
       continue;
     }
     const handles = rules?.handles;

@@ -11,6 +11,8 @@ export interface BodyBlock {
   readonly rules: RestReadRules;
   readonly shape: string;
   readonly member: string;
+  /** The member names the block after a page's last (registry `pageEnds`), not a block the route reads. */
+  readonly endsPage: boolean;
   /** The request's cache key without its body (route, path, query, accept); undefined: never cached. */
   readonly cacheKey: string | undefined;
   /** The member a node answers its errors in with a 200 (java-tron's `Error`). */
@@ -30,6 +32,16 @@ function namedValue(member: string, json: unknown, query: string): unknown {
   return /^\d{1,15}$/.test(value) ? Number(value) : value;
 }
 
+/** A page of blocks up to the one `value` names, which it leaves out: its last block, capped at the head when planned. */
+function pageNeed(rules: RestReadRules, value: unknown): ReadNeed | undefined {
+  const named = value === undefined ? "none" : namedBlock(rules.block, value);
+  if (typeof named !== "number" || named < 1) return undefined;
+  const need = new ReadNeed();
+  need.single = true;
+  need.pageEnd = named - 1;
+  return need;
+}
+
 /**
  * What the request needs of a node (a numbered block it must have reached) and what the cache may answer
  * it with: by the block it names, final at or below the finalized height, or when named by its id.
@@ -40,6 +52,7 @@ export function bodyReads(
   query: string,
 ): { readonly reads: ReadNeed | undefined; readonly cache: CacheRead | undefined } {
   const value = namedValue(block.member, json, query);
+  if (block.endsPage) return { reads: pageNeed(block.rules, value), cache: undefined };
   // one that names no block reads the head where the registry says so (java-tron's getblock), and is the
   // node's to refuse elsewhere (java-tron answers an Error): nothing to read by
   if (value === undefined && readsAtHead(block.rules, block.shape))

@@ -79,7 +79,8 @@ export function routeRest(req: IncomingMessage, mounted: Mounted, settings: Fami
   const cacheable = rules?.cache !== undefined && !write && match.access !== "stream" && heldMs === 0;
   const accept = rawHeader(req.rawHeaders, "accept") ?? "application/json";
   const { path, query } = mounted.admitted.target;
-  const member = rules?.bodies?.[match.shape];
+  const named = rules?.bodies?.[match.shape];
+  const member = named ?? rules?.pageEnds?.[match.shape];
   const bodyBlock: BodyBlock | undefined =
     rules === undefined || member === undefined || write
       ? undefined
@@ -87,6 +88,7 @@ export function routeRest(req: IncomingMessage, mounted: Mounted, settings: Fami
           rules,
           shape: match.shape,
           member,
+          endsPage: named === undefined,
           cacheKey: cacheable ? `${route}\n${path}${query}\n${accept}` : undefined,
           errorMember: mounted.mount.policy.errorMember,
         };

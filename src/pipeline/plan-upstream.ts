@@ -159,6 +159,7 @@ export class UpstreamPlanner {
                 reads.atHead ? group.served.height : -1,
                 reads.highestBlock,
                 ranges?.highestBlock ?? -1,
+                Math.min(reads.pageEnd, group.served.height),
               ),
       reads,
       split: ranges?.split,

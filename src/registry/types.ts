@@ -137,7 +137,8 @@ export interface ReadRules {
   readonly when?: Readonly<Record<string, Readonly<Record<string, string | number | boolean>>>>;
   /**
    * Methods that name no block and answer from what the node holds at its head: a transaction looked up by
-   * its hash, which a node a block behind answers null for a transaction the caller has seen mined.
+   * its hash, which a node a block behind answers null for a transaction the caller has seen mined. One that
+   * names a block in `at` too (a page from a ledger, read on to the node's latest) needs that block as well.
    */
   readonly atHead?: readonly string[];
   /**
@@ -156,6 +157,13 @@ export interface ReadRules {
    * of that name for a GET (java-tron's `{"num": 5}`, `?num=5`): the route's shape to the member.
    */
   readonly bodies?: Readonly<Record<string, string>>;
+  /**
+   * A REST interface's routes that read a page of blocks up to the one a member of their JSON body (or the
+   * query parameter of that name for a GET) names, which the page leaves out (java-tron's getblockbylimitnext
+   * `endNum`): a node must have reached the page's last block, or the label's served head where the page
+   * runs past it (a node answers the blocks it has, and none has a block past that head yet).
+   */
+  readonly pageEnds?: Readonly<Record<string, string>>;
   /** Method → the member path, in the answer's `result`, of the height of the block it read. */
   readonly heightIn?: Readonly<Record<string, readonly string[]>>;
   /** Method → how it takes a block range, for calls whose answer is a list of what the range holds. */
@@ -428,6 +436,7 @@ export type RestReadRules = Pick<
   | "block"
   | "paths"
   | "bodies"
+  | "pageEnds"
   | "cache"
   | "unknownBlockAnswers"
   | "atHeadPaths"

@@ -334,8 +334,12 @@ describe("ranges that page themselves: refused when too wide, never split", () =
     expect(need(call("getchaintxstats", [10]), "btc")).toMatchObject({ atHead: true });
   });
 
-  it("Stellar getLedgers names its first ledger", () => {
-    expect(need(call("getLedgers", { startLedger: 42 } as never), "xlm")).toMatchObject({ highestBlock: 42 });
+  it("Stellar getLedgers names its first ledger, and reads on to the node's latest: at the head too", () => {
+    expect(need(call("getLedgers", { startLedger: 42 } as never), "xlm")).toMatchObject({
+      highestBlock: 42,
+      atHead: true,
+      learn: [{ path: ["result", "latestLedger"], isHead: false }],
+    });
   });
 });
 
