@@ -217,8 +217,9 @@ function checkAtHeadPaths(iface: InterfaceSpec, path: YamlPath, report: Report):
     report(path, "a jsonrpc interface's reads at the head are its atHead methods");
     return;
   }
-  const shapes = ["shared", "dedicated"].flatMap((group) =>
-    (iface.routes?.[group as "shared" | "dedicated"] ?? []).flatMap((text) => {
+  // a stream's first element may be the node's head too (Octez's /monitor/heads)
+  const shapes = ["shared", "dedicated", "stream"].flatMap((group) =>
+    (iface.routes?.[group as "shared" | "dedicated" | "stream"] ?? []).flatMap((text) => {
       try {
         return [shapeOf(parseRouteTemplate(text))];
       } catch {
