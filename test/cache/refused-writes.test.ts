@@ -140,3 +140,82 @@ describe("a sendTransaction stellar-rpc answered status ERROR ends nothing", () 
     expect((await rpc(KEYS.all, "getLatestLedger")).cache).toBe("hit");
   });
 });
+
+// A NEM wallet's announce that NIS refused (HTTP 200, a NemAnnounceResult with code 5
+// FAILURE_INSUFFICIENT_BALANCE) emptied every other caller's cached head answers, as a write it took does:
+// NIS answers every announce with 200 (NemProject/nem TransactionController: `new NemAnnounceResult(result,
+// …)` whatever the ValidationResult), its message the result's name (nem-sdk and NanoWallet check
+// `code === 1`), so the registry's `refusedWrite` reads the message.
+
+const NIS_HEIGHT = 4_000_000;
+const NIS_HASH = { data: "c1".repeat(32) };
+
+describe("a transaction NIS1 refused (200, code 5 FAILURE_INSUFFICIENT_BALANCE) ends nothing", () => {
+  const endpoint = endpointsByLabel.get("nem");
+  if (endpoint === undefined) throw new Error("no nem label");
+  const state = nodeState(endpoint, NIS_HEIGHT);
+  let node: LoopbackNode;
+  let gw: RunningGateway;
+  let takes = false;
+
+  beforeAll(async () => {
+    node = await startLoopbackNode(
+      softwareNode(endpoint, () => state, [""], {
+        answers: {
+          "POST /transaction/announce": {
+            result: () =>
+              takes
+                ? {
+                    type: 1,
+                    code: 1,
+                    message: "SUCCESS",
+                    transactionHash: NIS_HASH,
+                    innerTransactionHash: {},
+                  }
+                : {
+                    type: 1,
+                    code: 5,
+                    message: "FAILURE_INSUFFICIENT_BALANCE",
+                    transactionHash: NIS_HASH,
+                    innerTransactionHash: {},
+                  },
+          },
+        },
+      }),
+    );
+    gw = await startGateway({
+      upstreams: { nem: [node.url] },
+      health: { ...DEFAULT_HEALTH, probeIntervalMs: 100 },
+      cache: { ...DEFAULT_CACHE, headMaxAgeMs: 10_000 },
+    });
+    await everyNodeInRotation(gw, "nem", 4_000);
+  });
+  afterAll(async () => {
+    await gw?.close();
+    await node?.close();
+  });
+
+  const height = async () => {
+    const answer = await gw.call("nem", `/${KEYS.all}/chain/height`);
+    return answer.headers["x-cache"];
+  };
+  const announce = async () =>
+    (
+      await gw.call("nem", `/${KEYS.dedicated}/transaction/announce`, {
+        body: JSON.stringify({ data: "0101000001000098", signature: "ab".repeat(64) }),
+      })
+    ).json;
+
+  it("another caller's /chain/height stays a hit after a refused announce; a taken one ends it", async () => {
+    await height();
+    expect(await height()).toBe("hit");
+    const seen = node.requests.length;
+    await eventually(() => node.requests.length >= seen + 5, 5_000, "some probe rounds");
+    expect(await height()).toBe("hit");
+    expect(await announce()).toMatchObject({ code: 5, message: "FAILURE_INSUFFICIENT_BALANCE" });
+    expect(await height()).toBe("hit");
+    takes = true;
+    expect(await announce()).toMatchObject({ code: 1, message: "SUCCESS" });
+    expect(await height()).toBe("miss");
+  });
+});
