@@ -153,6 +153,12 @@ function checkInterface(
   for (const name of Object.keys(iface.stateDumps ?? {}))
     if (!served.has(name))
       report([...path, "stateDumps", name], `"${name}" is not a method this interface serves`);
+  if (iface.restPostOnly !== undefined && iface.restPaths === undefined)
+    report([...path, "restPostOnly"], "names calls in REST shape, but the interface has no restPaths");
+  (iface.restPostOnly ?? []).forEach((name, i) => {
+    if (!served.has(name))
+      report([...path, "restPostOnly", i], `"${name}" is not a method this interface serves`);
+  });
   if (iface.family === "jsonrpc" && iface.errorMember !== undefined)
     report(
       [...path, "errorMember"],

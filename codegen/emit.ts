@@ -171,6 +171,7 @@ function policyLiteral(policy: PolicyModel, model: RegistryModel): string {
       ${policy.jsonRpcPaths === undefined ? "" : `paths: new Set<string>(${literal(policy.jsonRpcPaths)}),`}
       ${policy.webSocketOverHttp === true ? "webSocketOverHttp: true," : ""}
       ${policy.restPaths === undefined ? "" : `restPaths: new Set<string>(${literal(policy.restPaths)}),`}
+      ${policy.restPostOnly === undefined ? "" : `restPostOnly: new Set<string>(${literal(policy.restPostOnly)}),`}
       ${policy.reads === undefined ? "" : `reads: ${literal(policy.reads)},`}
     }`);
   }

@@ -50,6 +50,8 @@ export interface PolicyModel {
   readonly jsonRpcPaths?: readonly string[];
   /** Paths under which `<path>/<method>` is a call in REST shape, of all its interfaces. */
   readonly restPaths?: readonly string[];
+  /** Of its calls in REST shape, the methods taken by POST only, of all its interfaces. */
+  readonly restPostOnly?: readonly string[];
   /** Whether none of the mount's JSON-RPC nodes has a WebSocket server (registry `webSocketOverHttp`). */
   readonly webSocketOverHttp?: true;
   /** The first of the mount's interfaces that says how its calls name blocks. */
@@ -254,6 +256,7 @@ function mergePolicy(id: string, ids: readonly string[], spec: RegistrySpec): Po
   const subscriptions = interfaces.find((i) => i.subscriptions !== undefined)?.subscriptions;
   const jsonRpcPaths = [...new Set(interfaces.flatMap((i) => i.jsonRpcPaths ?? []))];
   const restPaths = [...new Set(interfaces.flatMap((i) => i.restPaths ?? []))];
+  const restPostOnly = [...new Set(interfaces.flatMap((i) => i.restPostOnly ?? []))];
   const overHttp = interfaces.every((i) => i.family !== "jsonrpc" || i.webSocketOverHttp === true);
   const errorMember = interfaces.find((i) => i.errorMember !== undefined)?.errorMember;
   const refusedWrite = interfaces.flatMap((i) => i.refusedWrite ?? []);
@@ -285,6 +288,7 @@ function mergePolicy(id: string, ids: readonly string[], spec: RegistrySpec): Po
     ...(jsonRpcPaths.length === 0 ? {} : { jsonRpcPaths }),
     ...(overHttp && first.family === "jsonrpc" ? { webSocketOverHttp: true as const } : {}),
     ...(restPaths.length === 0 ? {} : { restPaths }),
+    ...(restPostOnly.length === 0 ? {} : { restPostOnly }),
     ...(errorMember === undefined ? {} : { errorMember }),
     ...(refusedWrite.length === 0 ? {} : { refusedWrite }),
     ...(nodeErrors === undefined ? {} : { nodeErrors }),

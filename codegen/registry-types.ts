@@ -102,6 +102,8 @@ export interface InterfaceSpec {
   jsonRpcPaths?: string[];
   /** Paths under which `<path>/<method>` is a call in REST shape (JsonRpcPolicy.restPaths). */
   restPaths?: string[];
+  /** Of its calls in REST shape, the methods taken by POST only (JsonRpcPolicy.restPostOnly). */
+  restPostOnly?: string[];
   /** The node has no WebSocket server: the gateway sends a socket's messages to it over HTTP. */
   webSocketOverHttp?: true;
   /** How its calls name blocks (src/registry/types.ts ReadRules, as written). */

@@ -38,6 +38,11 @@ export class RestShapedCall implements RoutedRequest {
   constructor(req: IncomingMessage, mounted: Mounted, method: string, inner: CallAuthorizer) {
     if (req.method !== "GET" && req.method !== "POST")
       throw new GatewayError("HTTP_METHOD_NOT_ALLOWED", { allow: ["GET", "POST"] }, { allow: "GET, POST" });
+    // A GET is safe: browsers, proxies and crawlers send one again on their own, so it never broadcasts,
+    // and a method the node takes by POST only is refused as the node refuses it (registry `restPostOnly`)
+    const policy = mounted.mount.policy.jsonrpc;
+    if (req.method === "GET" && (policy?.writes.has(method) || policy?.restPostOnly?.has(method)))
+      throw new GatewayError("HTTP_METHOD_NOT_ALLOWED", { allow: ["POST"] }, { allow: "POST" });
     this.readsBody = req.method === "POST";
     this.#req = req;
     this.#method = method;

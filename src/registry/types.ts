@@ -107,6 +107,11 @@ export interface JsonRpcPolicy {
    */
   readonly restPaths?: ReadonlySet<string>;
   /**
+   * Of those calls in REST shape, the methods the node takes by POST only (registry `restPostOnly`:
+   * toncenter's runGetMethod): a GET of one is answered 405, as a GET of a write always is.
+   */
+  readonly restPostOnly?: ReadonlySet<string>;
+  /**
    * The node software has no WebSocket server (registry `webSocketOverHttp`): a label's WebSocket sends
    * each message to the node over HTTP (ws/http-bridge.ts).
    */

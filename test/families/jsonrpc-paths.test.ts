@@ -110,6 +110,21 @@ describe("toncenter's REST shapes of its methods", () => {
     expect(put.status).toBe(405);
     expect(put.headers.allow).toBe("GET, POST");
   });
+
+  // A user's GET /api/v2/sendBoc?boc=… (a link a browser, proxy or crawler may send again on its own) was
+  // broadcast: the gateway made the sendBoc call of it. toncenter takes its writes, runGetMethod and
+  // estimateFee by POST only (pyTON/main.py `@app.post`) and answers a GET of them 405; so does the gateway.
+  it("refuses a write, or a method the node takes by POST only, by GET: 405, Allow: POST, nothing sent", async () => {
+    const boc = encodeURIComponent("te6ccgEBAQEAAgAAAA==");
+    for (const method of ["sendBoc", "sendBocReturnHash", "sendQuery", "runGetMethod", "estimateFee"]) {
+      node.requests.length = 0;
+      const answer = await gw.call("ton", `/${KEYS.all}/api/v2/${method}?boc=${boc}`, { method: "GET" });
+      expect(answer.status, `${method}: ${answer.text}`).toBe(405);
+      expect(answer.headers.allow, method).toBe("POST");
+      expect(answer.json, method).toMatchObject({ error: { data: { code: "HTTP_METHOD_NOT_ALLOWED" } } });
+      expect(seen(), method).toEqual([]);
+    }
+  });
 });
 
 // A GET's query has only text, and ton-http-api coerces a number's text to the number (its json_rpc

@@ -266,6 +266,18 @@ const defects: readonly Defect[] = [
     message: '20:28 long poll "eth_sign" is not a method this interface serves',
   },
   {
+    name: "methods taken by POST only in REST shape on an interface that has no REST shapes",
+    from: "      deny: [admin_*, eth_sign]\n",
+    to: "      deny: [admin_*, eth_sign]\n    restPostOnly: [eth_getBalance]\n",
+    message: "20:19 names calls in REST shape, but the interface has no restPaths",
+  },
+  {
+    name: "a method taken by POST only in REST shape that the interface does not serve",
+    from: "      deny: [admin_*, eth_sign]\n",
+    to: "      deny: [admin_*, eth_sign]\n    restPaths: [/api]\n    restPostOnly: [eth_sign]\n",
+    message: '21:20 "eth_sign" is not a method this interface serves',
+  },
+  {
     name: "a long poll that the interface's routes do not reach",
     from: "        - POST /admin/shutdown\n",
     to: "        - POST /admin/shutdown\n    longPolls: { routes: [GET /wait], heldMs: 1000 }\n",
