@@ -139,7 +139,7 @@ export function readNeed(
         need.stateCalls.push(call);
       }
     }
-    if (rules?.atHead?.includes(call.method) === true) {
+    if (rules?.atHead?.includes(call.method) === true && !namesItsBlock(rules, call)) {
       need ??= new ReadNeed();
       need.atHead = true;
       const final = rules.atFinalized?.includes(call.method) === true;
@@ -228,6 +228,19 @@ export function readNeed(
   }
   if (need !== undefined) need.single = single;
   return need;
+}
+
+/**
+ * Whether a call `reads.atHead` lists names a block where `reads.at` places one (an account read at an
+ * optional earlier block): it reads at that block as any `at` call does, an old one's state an archive
+ * node's; left out, it reads at the head.
+ */
+function namesItsBlock(rules: ReadRules, call: PassedCall): boolean {
+  if (rules.at?.[call.method] === undefined) return false;
+  const value = blockParam(rules, call);
+  if (value === NO_BLOCK_PARAM) return false;
+  const named = namedBlock(rules.block, value);
+  return named === "hash" || typeof named === "number";
 }
 
 /** What `blockParam` answers for a call that names no block the rules read. */

@@ -142,10 +142,17 @@ export interface ReadRules {
   readonly when?: Readonly<Record<string, Readonly<Record<string, string | number | boolean>>>>;
   /**
    * Methods that name no block and answer from what the node holds at its head: a transaction looked up by
-   * its hash, which a node a block behind answers null for a transaction the caller has seen mined. One that
-   * names a block in `at` too (a page from a ledger, read on to the node's latest) needs that block as well.
+   * its hash, which a node a block behind answers null for a transaction the caller has seen mined. One
+   * that `at` places a block param too reads at the block it names, and at the head only when it names none,
+   * but for one in `throughHead`, which needs both.
    */
   readonly atHead?: readonly string[];
+  /**
+   * Of `atHead`'s methods with a block param in `at`, those that read from the block they name through the
+   * node's head (stellar-rpc's getLedgers from its startLedger, whose answer names the node's latest): a node
+   * must have reached that block and the served head.
+   */
+  readonly throughHead?: readonly string[];
   /**
    * Of `atHead`, those that answer the node's finalized block (Substrate's `chain_getFinalizedHead`): they
    * go first to the node that named the highest finalized block, as a read at the finalized tag does, so
