@@ -376,6 +376,12 @@ function checkReads(iface: InterfaceSpec, trie: TrieNode | undefined, path: Yaml
   for (const method of rules.atHead ?? [])
     if (!served.has(method))
       report([...path, "atHead", method], `"${method}" is not one of the interface's methods`);
+  for (const method of rules.throughHead ?? [])
+    if (!(rules.atHead ?? []).includes(method) || at[method] === undefined)
+      report(
+        [...path, "throughHead", method],
+        `"${method}" is not one of the interface's atHead methods with a block in at`,
+      );
   for (const method of rules.atFinalized ?? [])
     if (!(rules.atHead ?? []).includes(method))
       report([...path, "atFinalized", method], `"${method}" is not one of the interface's atHead methods`);

@@ -139,15 +139,15 @@ export function readNeed(
         need.stateCalls.push(call);
       }
     }
-    if (rules?.atHead?.includes(call.method) === true && !namesItsBlock(rules, call)) {
+    if (rules?.atHead?.includes(call.method) === true && !readsAtItsBlockOnly(rules, call)) {
       need ??= new ReadNeed();
       need.atHead = true;
       const final = rules.atFinalized?.includes(call.method) === true;
       if (final) need.atFinalized = true;
       // a mined transaction's block: a newer one than the label served raises its head
       learnHeightIn(need, rules, call, id, final);
-      // one that names a block too (a page from its first ledger, whose answer names the node's latest): a
-      // node must have reached that block as well as the head
+      // one that reads from the block it names through the head (reads.throughHead: a page from its first
+      // ledger, whose answer names the node's latest): a node must have reached that block as well
       const value = blockParam(rules, call);
       const named = value === NO_BLOCK_PARAM ? "none" : namedBlock(rules.block, value);
       if (typeof named === "number" && named > need.highestBlock) need.highestBlock = named;
@@ -233,10 +233,12 @@ export function readNeed(
 /**
  * Whether a call `reads.atHead` lists names a block where `reads.at` places one (an account read at an
  * optional earlier block): it reads at that block as any `at` call does, an old one's state an archive
- * node's; left out, it reads at the head.
+ * node's; left out, it reads at the head. One that reads from that block through the head
+ * (`reads.throughHead`) needs both.
  */
-function namesItsBlock(rules: ReadRules, call: PassedCall): boolean {
-  if (rules.at?.[call.method] === undefined) return false;
+function readsAtItsBlockOnly(rules: ReadRules, call: PassedCall): boolean {
+  if (rules.at?.[call.method] === undefined || rules.throughHead?.includes(call.method) === true)
+    return false;
   const value = blockParam(rules, call);
   if (value === NO_BLOCK_PARAM) return false;
   const named = namedBlock(rules.block, value);
