@@ -41,6 +41,11 @@ export class ReadNeed {
   /** A read of state names its block by hash: only the node can say whether it still has that state. */
   stateByHash = false;
   /**
+   * A read of state names no block the rules read by number or hash (a block of a chain the head does not
+   * count, `reads.when`): it may be old, and only the node can say whether it still has that state.
+   */
+  stateUnnamed = false;
+  /**
    * A read of history a full node may have dropped though it names the block (registry `archive.history`):
    * the lowest block such a read names by number, or -1 for one that names none (a transaction by its hash).
    * Only the node can say whether it still has it; its refusal sends the read to the archive nodes.
@@ -197,9 +202,16 @@ export function readNeed(
     }
     if (rules === undefined) continue;
     const value = blockParam(rules, call);
-    if (value === NO_BLOCK_PARAM) continue;
-    const named = namedBlock(rules.block, value);
-    if (named === "none") continue;
+    const named = value === NO_BLOCK_PARAM ? "none" : namedBlock(rules.block, value);
+    if (named === "none") {
+      // no height to route it by, nor to tell that it is old: a full node says whether it has that state
+      if (rules.archive?.state.includes(call.method)) {
+        need ??= new ReadNeed();
+        need.stateUnnamed = true;
+        need.stateCalls.push(call);
+      }
+      continue;
+    }
     need ??= new ReadNeed();
     if (named === "hash") {
       need.byHash = true;

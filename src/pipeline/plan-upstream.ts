@@ -80,7 +80,7 @@ export class UpstreamPlanner {
 
   /** The archive tier a read of state at a numbered block may reach, for a caller that may reach it. */
   #archiveHeld(mounted: Mounted, reads: ReadNeed): TierPlan | undefined {
-    if (reads.stateBlock < 0 && !reads.stateByHash) return undefined;
+    if (reads.stateBlock < 0 && !reads.stateByHash && !reads.stateUnnamed) return undefined;
     const group = this.#upstreams.group(mounted.admitted.endpoint.label, mounted.mount.path);
     const tier = group === undefined ? undefined : this.#tierPlan(mounted, reads, group);
     // a key without archive access is refused there, at no price
@@ -303,7 +303,8 @@ export class UpstreamPlanner {
       history !== undefined &&
       rule !== undefined &&
       (history < 0 || (head >= 0 && history < head - rule.fullHistory));
-    const named = reads.stateBlock >= 0 || reads.stateByHash || oldHistory;
+    // a read of state that names no height the head counts is not known to be old either: a full node first
+    const named = reads.stateBlock >= 0 || reads.stateByHash || reads.stateUnnamed || oldHistory;
     if (rule === undefined || archiveLabel === undefined || !named) return undefined;
     if (reads.single && head >= 0 && reads.stateBlock > head) return undefined;
     return {
