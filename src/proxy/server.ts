@@ -178,11 +178,14 @@ export function createProxyServer(options: ProxyServerOptions): ProxyServer {
   /**
    * A retired config's WebSockets run on its nodes: its prober runs on, so that a node that hangs under
    * one is still seen and the connection moves, and its upstream pools stay open (a WebSocket bridged over
-   * HTTP uses them), until its requests are done and its last connection has closed.
+   * HTTP uses them), until its requests are done and its last connection has closed. Its requests are waited
+   * for however long they take (`drainTimeoutMs` is a stop's deadline, not a reload's): a read moved to its
+   * other node, or hedged, after a deadline would meet a closed pool. A stream or long poll keeps it only as
+   * long as its caller holds it, as a WebSocket connection does; a stop cuts both.
    */
   const retire = async (served: ServedConfig) => {
     served.retire();
-    await drained([served], served.config.limits.drainTimeoutMs);
+    await drained([served], Number.POSITIVE_INFINITY, 250);
     await served.websockets.whenIdle();
     served.stop();
     await served.upstreams.close();
@@ -262,11 +265,18 @@ export function createProxyServer(options: ProxyServerOptions): ProxyServer {
   };
 }
 
-/** Waits until the served configs' requests in flight are done, or `timeoutMs` passed; how many are left. */
-async function drained(servedConfigs: readonly ServedConfig[], timeoutMs: number): Promise<number> {
+/**
+ * Waits until the served configs' requests in flight are done, or `timeoutMs` passed, looking every
+ * `everyMs`; how many are left.
+ */
+async function drained(
+  servedConfigs: readonly ServedConfig[],
+  timeoutMs: number,
+  everyMs = 20,
+): Promise<number> {
   const deadline = performance.now() + timeoutMs;
   const inFlight = () => servedConfigs.reduce((n, served) => n + served.http.inFlight.count, 0);
   while (inFlight() > 0 && performance.now() < deadline)
-    await new Promise((resolve) => setTimeout(resolve, 20));
+    await new Promise((resolve) => setTimeout(resolve, everyMs));
   return inFlight();
 }
