@@ -10,16 +10,17 @@ export class HeldCalls {
   readonly #byCaller = new Map<string, number>();
   /** How to end each held call that gave one, by its caller: a withdrawn key's (`cut`). */
   readonly #cuts = new Map<string, Set<() => void>>();
-  readonly #max: number;
+  /** The limit; a reload sets its own on the count that every served config shares (proxy/server.ts). */
+  max: number;
 
   constructor(max: number) {
-    this.#max = max;
+    this.max = max;
   }
 
   /** A slot for one more of `caller`'s held calls, or TOO_MANY_HELD_CALLS; `cut` ends it. */
   take(caller: string, cut?: () => void): void {
     const held = this.#byCaller.get(caller) ?? 0;
-    if (held >= this.#max) throw new GatewayError("TOO_MANY_HELD_CALLS", { limit: this.#max });
+    if (held >= this.max) throw new GatewayError("TOO_MANY_HELD_CALLS", { limit: this.max });
     this.#byCaller.set(caller, held + 1);
     if (cut === undefined) return;
     const cuts = this.#cuts.get(caller);

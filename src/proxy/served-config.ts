@@ -2,7 +2,7 @@ import type { SharedAnswers } from "../cache/shared-answers.js";
 import type { GatewayConfig } from "../config/types.js";
 import type { KeyStore } from "../keys/types.js";
 import type { UsageRecorder } from "../keys/usage.js";
-import { HeldCalls } from "../limits/held-calls.js";
+import type { HeldCalls } from "../limits/held-calls.js";
 import type { RateLimiter } from "../limits/token-bucket.js";
 import type { Logger } from "../log.js";
 import type { GatewayMetrics } from "../metrics/gateway-metrics.js";
@@ -14,7 +14,7 @@ import type { Endpoint } from "../registry/types.js";
 import type { Tracing } from "../tracing/tracing.js";
 import { Prober } from "../upstream/prober.js";
 import { type DispatcherFactory, type Upstream, UpstreamTable } from "../upstream/upstreams.js";
-import { WebSocketGateway } from "../ws/upgrade.js";
+import { type ConnectionCounts, WebSocketGateway } from "../ws/upgrade.js";
 import type { GroupShare } from "./cluster-shares.js";
 
 /**
@@ -42,6 +42,10 @@ export interface ServedConfigParts {
   readonly dispatcherFactory: DispatcherFactory;
   readonly limiter: RateLimiter;
   readonly quotas: QuotaLedger;
+  /** Each caller's held calls, over HTTP and over a WebSocket bridged over HTTP alike: one for every config. */
+  readonly held: HeldCalls;
+  /** The open WebSocket connections per key and per IP: one for every config, too. */
+  readonly connections: ConnectionCounts;
   readonly usage: UsageRecorder | undefined;
   readonly heads: GroupShare | undefined;
   readonly handles: GroupShare | undefined;
@@ -86,13 +90,13 @@ export function buildServedConfig(parts: ServedConfigParts): ServedConfig {
     limiter: parts.limiter,
     quotas: parts.quotas,
   });
-  // one count of each caller's held calls, over HTTP and over a WebSocket bridged over HTTP alike
-  const held = new HeldCalls(config.limits.maxHeldCallsPerCaller);
+  const { held } = parts;
   const websockets: WebSocketGateway = new WebSocketGateway(config, stages, logger, boundary, {
     metrics,
     usage: parts.usage,
     tracing: parts.tracing,
     held,
+    connections: parts.connections,
   });
   const http: HttpContext = {
     limits: config.limits,

@@ -5,6 +5,7 @@ import type { GatewayConfig } from "../config/types.js";
 import { parserRefusal } from "../errors/respond.js";
 import type { KeyStore } from "../keys/types.js";
 import type { UsageRecorder } from "../keys/usage.js";
+import { HeldCalls } from "../limits/held-calls.js";
 import { type RateLimiter, TokenBuckets } from "../limits/token-bucket.js";
 import { createLogger, type Logger } from "../log.js";
 import { GatewayMetrics } from "../metrics/gateway-metrics.js";
@@ -15,6 +16,7 @@ import type { Endpoint } from "../registry/types.js";
 import type { Tracing } from "../tracing/tracing.js";
 import { poolPerOrigin } from "../upstream/policy.js";
 import type { DispatcherFactory, UpstreamTable } from "../upstream/upstreams.js";
+import { connectionCounts } from "../ws/upgrade.js";
 import type { GroupShare } from "./cluster-shares.js";
 import { type CordonRequest, cordonIn } from "./operator.js";
 import {
@@ -100,6 +102,8 @@ export function createProxyServer(options: ProxyServerOptions): ProxyServer {
     dispatcherFactory: options.dispatcherFactory ?? poolPerOrigin,
     limiter,
     quotas,
+    held,
+    connections,
     usage: options.usage,
     heads: options.heads,
     handles: options.handles,
@@ -112,6 +116,10 @@ export function createProxyServer(options: ProxyServerOptions): ProxyServer {
   const limiter = options.limiter ?? new TokenBuckets();
   // and one quota ledger: a reload does not forget what a key spent
   const quotas = options.quotas ?? new LocalQuotaLedger();
+  // and one count of each caller's held calls and WebSocket connections: a reload gives no one a second
+  // allowance beside what it holds on the config it replaced
+  const held = new HeldCalls(limits.maxHeldCallsPerCaller);
+  const connections = connectionCounts();
   /** Every served config that may still hold work: the current one, and retired ones until they are done. */
   const servedConfigs = new Set<ServedConfig>();
   const upstreams: UpstreamView = {
@@ -207,10 +215,8 @@ export function createProxyServer(options: ProxyServerOptions): ProxyServer {
       server.once("close", () => clearInterval(idle));
     },
     closeConnectionsOf: (keyId) => {
-      for (const served of servedConfigs) {
-        served.websockets.closeKey(keyId);
-        served.http.held.cut(keyId);
-      }
+      for (const served of servedConfigs) served.websockets.closeKey(keyId);
+      held.cut(keyId);
     },
     cordon(request) {
       // an uncordon does not bring back a node a reload took out of the deployment
@@ -221,6 +227,8 @@ export function createProxyServer(options: ProxyServerOptions): ProxyServer {
     },
     reload(config, keys) {
       const previous = current;
+      // the shared counts take the new limits (the WebSocket caps are read from the current config)
+      held.max = config.limits.maxHeldCallsPerCaller;
       current = buildServedConfig(parts(config, keys));
       carryUpstreamState(previous.upstreams, current.upstreams);
       carryServedHeads(previous.upstreams, current.upstreams);

@@ -60,8 +60,8 @@ export class WebSocketGateway implements WebSocketCounts {
   readonly #usage: UsageRecorder | undefined;
   readonly #tracing: Tracing | undefined;
   readonly #held: HeldCalls | undefined;
-  readonly #perClient = new Map<string, number>();
-  readonly #perIp = new Map<string, number>();
+  readonly #perClient: Map<string, number>;
+  readonly #perIp: Map<string, number>;
 
   constructor(
     config: GatewayConfig,
@@ -77,6 +77,8 @@ export class WebSocketGateway implements WebSocketCounts {
       readonly tracing: Tracing | undefined;
       /** Each caller's held calls, which a bridged connection's long polls take too (limits/held-calls.ts). */
       readonly held?: HeldCalls | undefined;
+      /** The open connections per key and per IP, which every served config shares (a fresh count unless given). */
+      readonly connections?: ConnectionCounts;
     },
   ) {
     this.#config = config;
@@ -87,6 +89,9 @@ export class WebSocketGateway implements WebSocketCounts {
     this.#usage = counted.usage;
     this.#tracing = counted.tracing;
     this.#held = counted.held;
+    const connections = counted.connections ?? connectionCounts();
+    this.#perClient = connections.perClient;
+    this.#perIp = connections.perIp;
     this.#server = new WebSocketServer({
       noServer: true,
       clientTracking: false,
@@ -553,4 +558,18 @@ function termsText(terms: PlanTerms): string {
     terms.archive,
     terms.cachedShare,
   ]);
+}
+
+/**
+ * The open WebSocket connections per key (or public client) and per IP, against `limits.ws`'s caps. The
+ * proxy makes one for all its served configs: a reload does not give a caller a second allowance beside
+ * the connections it holds on the old config, and its limits, read at each upgrade, apply to them all.
+ */
+export interface ConnectionCounts {
+  readonly perClient: Map<string, number>;
+  readonly perIp: Map<string, number>;
+}
+
+export function connectionCounts(): ConnectionCounts {
+  return { perClient: new Map(), perIp: new Map() };
 }
