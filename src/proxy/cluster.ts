@@ -1,5 +1,6 @@
 import cluster, { type Worker } from "node:cluster";
 import { setTimeout as delay } from "node:timers/promises";
+import { withRestartOnlyOf } from "../config/restart-only.js";
 import type { GatewayConfig, LabelUpstreams } from "../config/types.js";
 import type { Logger } from "../log.js";
 import { ClusterMetrics } from "../metrics/cluster-metrics.js";
@@ -39,7 +40,8 @@ export async function runCluster(config: GatewayConfig, logger: Logger): Promise
       port,
       operatorPort,
       accountKeys: undefined,
-      reload: (next) => primary.reload(next),
+      // the workers are sent what they serve: the settings that take a restart as the processes run them
+      reload: (next) => primary.reload(withRestartOnlyOf(config, next)),
       close: async () => {
         await primary.stop(primary.serving.limits.shutdownDelayMs);
         await closeServer(operator);

@@ -1,6 +1,7 @@
 import cluster from "node:cluster";
 import type { Server } from "node:http";
 import { setTimeout as delay } from "node:timers/promises";
+import { withRestartOnlyOf } from "../config/restart-only.js";
 import type { GatewayConfig } from "../config/types.js";
 import type { CachedKeyStore } from "../keys/key-cache.js";
 import { changedStaticKeys } from "../keys/static-store.js";
@@ -70,7 +71,9 @@ async function serveHere(config: GatewayConfig, logger: Logger): Promise<Running
   let operator: Server | undefined;
   /** The config served: its `shutdownDelayMs` is the one a stop waits. */
   let serving = config;
-  const reload = (next: GatewayConfig) => {
+  const reload = (file: GatewayConfig) => {
+    // the settings that take a restart stay as the process runs them, in every part of it
+    const next = withRestartOnlyOf(config, file);
     gateway.reload(next, keys.storeFor(next));
     for (const keyId of changedStaticKeys(serving, next)) gateway.closeConnectionsOf(keyId);
     serving = next;
