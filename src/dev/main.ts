@@ -14,6 +14,7 @@ import {
 } from "../lifecycle.js";
 import { createLogger, type Logger } from "../log.js";
 import { runProxy } from "../proxy/run.js";
+import { configFromPrimary } from "../proxy/worker-link.js";
 import { printDemo } from "./demo.js";
 import { type LocalNode, startLocalNodes } from "./local-nodes.js";
 
@@ -39,14 +40,18 @@ GATEWAY_UPSTREAM_<LABEL>, … (docs/configuration.md).`;
 // ignored while the whole demo starts. A cluster's worker is forked with the same arguments.
 readCommandLine(USAGE);
 
-const config = loadConfigOrExit();
-// a worker's lines say which worker wrote them, as the proxy's own (proxy/main.ts)
-const logger = createLogger(
-  config.log.level,
-  undefined,
-  cluster.worker === undefined ? {} : { worker: cluster.worker.id },
-);
-(cluster.isWorker ? serveWorker(config, logger) : startDemo(config, logger)).catch(exitOnStartFailure);
+// a worker serves what its primary serves, its local nodes among its upstreams (proxy/worker-link.ts)
+(cluster.isWorker ? configFromPrimary() : Promise.resolve(loadConfigOrExit()))
+  .then((config) => {
+    // a worker's lines say which worker wrote them, as the proxy's own (proxy/main.ts)
+    const logger = createLogger(
+      config.log.level,
+      undefined,
+      cluster.worker === undefined ? {} : { worker: cluster.worker.id },
+    );
+    return cluster.isWorker ? serveWorker(config, logger) : startDemo(config, logger);
+  })
+  .catch(exitOnStartFailure);
 
 async function startDemo(config: GatewayConfig, logger: Logger): Promise<void> {
   if (config.demoKey && config.accounts === undefined)

@@ -1,17 +1,20 @@
 import cluster, { type Worker } from "node:cluster";
 import { setTimeout as delay } from "node:timers/promises";
 import { withRestartOnlyOf } from "../config/restart-only.js";
-import type { GatewayConfig, LabelUpstreams } from "../config/types.js";
+import type { GatewayConfig } from "../config/types.js";
 import type { Logger } from "../log.js";
 import { ClusterMetrics } from "../metrics/cluster-metrics.js";
 import { ClusterStore } from "./cluster-store.js";
 import { closeServer, listenOperator } from "./listeners.js";
 import { type CordonRequest, createOperatorApi, type OperatorView, type ProcessReport } from "./operator.js";
 import type { RunningProxy } from "./run.js";
-import { ask, type Question, type StartFailedMessage } from "./worker-link.js";
-
-// The primary's upstreams, as its caller may have added to the config (the demo's local nodes).
-const UPSTREAMS_VARIABLE = "GATEWAY_PRIMARY_UPSTREAMS";
+import {
+  ask,
+  type ConfigMessage,
+  type ConfigRequest,
+  type Question,
+  type StartFailedMessage,
+} from "./worker-link.js";
 
 /** How long the operator API waits for each worker's answer before it reports the worker as silent. */
 const WORKER_ANSWER_MS = 1_000;
@@ -65,6 +68,8 @@ class Primary {
   get serving(): GatewayConfig {
     return this.#reloaded ?? this.#config;
   }
+  /** The config each worker was handed as it started (configFromPrimary). */
+  readonly #handed = new WeakMap<Worker, GatewayConfig>();
   /** The operator's cordons by label and upstream, for a worker started after them. */
   readonly #cordons = new Map<string, CordonRequest>();
   /** When workers exited, within the last minute: how long the next one waits to be started. */
@@ -95,9 +100,11 @@ class Primary {
         // SIGTERM, which would keep the shared listener open twice the delay.
         if (this.#stopping) this.#tellStopping(worker);
         if (started) {
-          // a worker started in place of one that exited serves what its peers serve: the last reload,
-          // then the operator's cordons, in the order given (IPC keeps it)
-          if (this.#reloaded !== undefined) send(worker, { type: "gateway:reload", config: this.#reloaded });
+          // a worker started in place of one that exited serves what its peers serve: the config it was
+          // handed, or the reload that came while it started (which it could not hear yet), then the
+          // operator's cordons, in the order given (IPC keeps it)
+          if (this.#handed.get(worker) !== this.serving)
+            send(worker, { type: "gateway:reload", config: this.serving });
           for (const request of this.#cordons.values())
             void ask<"gateway:cordon">(worker, { type: "gateway:cordon", ...request }, WORKER_ANSWER_MS);
           return;
@@ -108,8 +115,13 @@ class Primary {
         resolve(address.port);
       });
       // a worker that could not start says why (lifecycle.ts): the first reason is the primary's one line
-      cluster.on("message", (worker, message: Partial<StartFailedMessage> | undefined) => {
+      cluster.on("message", (worker, message: Partial<StartFailedMessage | ConfigRequest> | undefined) => {
         if (this.#store?.take(worker, message)) return;
+        if (message?.type === "gateway:config-request") {
+          this.#handed.set(worker, this.serving);
+          send(worker, { type: "gateway:config", config: this.serving } satisfies ConfigMessage);
+          return;
+        }
         if (!started && message?.type === "gateway:start-failed") reject(new Error(message.reason));
       });
       cluster.on("exit", (worker, code, signal) => {
@@ -209,7 +221,9 @@ class Primary {
   }
 
   #fork(): void {
-    const worker = cluster.fork({ [UPSTREAMS_VARIABLE]: JSON.stringify(this.#config.upstreams) });
+    // its config it asks for once it runs (configFromPrimary): what the workers serve, with the upstreams
+    // only the primary knows (the demo's local nodes)
+    const worker = cluster.fork();
     // A failed send to a worker whose channel closed is an event: unheard, it would end the primary.
     worker.on("error", (error: Error) =>
       this.#logger.log("warn", "worker channel", { worker: worker.id, error: error.message }),
@@ -239,11 +253,4 @@ function silentReason(worker: Worker): string {
 
 function silent(worker: Worker): ProcessReport {
   return { pid: worker.process.pid ?? 0, labels: [], silent: silentReason(worker) };
-}
-
-/** In a worker: the config with its primary's upstreams (the demo's local nodes, which only it knows). */
-export function withPrimaryUpstreams(config: GatewayConfig): GatewayConfig {
-  const passed = process.env[UPSTREAMS_VARIABLE];
-  if (passed === undefined) return config;
-  return { ...config, upstreams: JSON.parse(passed) as Record<string, LabelUpstreams> };
 }

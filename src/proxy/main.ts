@@ -12,6 +12,7 @@ import { createLogger, type Logger } from "../log.js";
 import { reloadCounted } from "../metrics/process-info.js";
 import { createStoreOnFirstRun } from "./first-run.js";
 import { type RunningProxy, runProxy } from "./run.js";
+import { configFromPrimary } from "./worker-link.js";
 
 // The proxy, alone: `node dist/gateway.js` (npm run build), or the single executable `dist/node-gateway`
 // (npm run build:binary). It serves the labels of the deployment config (--config, GATEWAY_CONFIG, else the
@@ -66,8 +67,12 @@ if (adminAt >= 0) {
 function serve(): void {
   const args = readCommandLine(USAGE, { program: "node-gateway", args: ownArgs(), flags: ["check-config"] });
   if (args["check-config"] === true) checkConfig();
+  // a worker serves what its primary serves, never the file as it is now (worker-link.ts)
+  if (cluster.isWorker) void configFromPrimary().then(start);
+  else start(loadConfigOrExit());
+}
 
-  const config = loadConfigOrExit();
+function start(config: GatewayConfig): void {
   // a worker's lines say which worker wrote them: each probes and judges its nodes on its own
   const logger = createLogger(
     config.log.level,

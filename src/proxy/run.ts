@@ -12,7 +12,7 @@ import { processRegistry } from "../metrics/registry.js";
 import { quotaNotices } from "../plans/quota-notices.js";
 import type { SharedQuotaLedger } from "../plans/shared-quotas.js";
 import { startTracing } from "../tracing/start.js";
-import { runCluster, withPrimaryUpstreams } from "./cluster.js";
+import { runCluster } from "./cluster.js";
 import { openKeyStores, type ProxyKeys } from "./key-stores.js";
 import { closeServer, listenOperator } from "./listeners.js";
 import { createOperatorApi, localView, reportOf } from "./operator.js";
@@ -37,12 +37,13 @@ export interface RunningProxy {
 
 /**
  * Runs the proxy on `config.listen`: in this process, or as `config.workers` node:cluster workers that
- * share the listening socket. A worker runs the entry point its primary ran, which calls this again. The
+ * share the listening socket. A worker runs the entry point its primary ran, which calls this again with the config its primary
+ * handed it (worker-link.ts configFromPrimary). The
  * operator API runs once: in this process, or in the primary, which asks the workers.
  */
 export function runProxy(config: GatewayConfig, logger: Logger): Promise<RunningProxy> {
   if (cluster.isPrimary && config.workers > 1) return runCluster(config, logger);
-  return serveHere(cluster.isWorker ? withPrimaryUpstreams(config) : config, logger);
+  return serveHere(config, logger);
 }
 
 async function serveHere(config: GatewayConfig, logger: Logger): Promise<RunningProxy> {

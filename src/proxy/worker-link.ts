@@ -31,6 +31,36 @@ export interface StartFailedMessage {
   readonly reason: string;
 }
 
+/** A worker starting asks its primary for the config it is to serve (configFromPrimary). */
+export interface ConfigRequest {
+  readonly type: "gateway:config-request";
+}
+
+/** The primary's answer: the config its workers serve, the last reloaded one if any. */
+export interface ConfigMessage {
+  readonly type: "gateway:config";
+  readonly config: GatewayConfig;
+}
+
+/**
+ * In a worker: the config its primary serves, asked for over IPC. A worker never reads the config file
+ * itself: after a reload the primary refused, the file is not what serves (a worker started again would
+ * meet its mistake and exit), and after an edit of a setting that takes a restart, not what the process
+ * runs with either.
+ */
+export function configFromPrimary(): Promise<GatewayConfig> {
+  return new Promise((resolve) => {
+    const listener = (message: Partial<ConfigMessage> | undefined) => {
+      if (message?.type !== "gateway:config" || message.config === undefined) return;
+      process.off("message", listener);
+      resolve(message.config);
+    };
+    process.on("message", listener);
+    const request: ConfigRequest = { type: "gateway:config-request" };
+    process.send?.(request, undefined, {}, () => {});
+  });
+}
+
 /** The primary tells a worker to serve a new config (SIGHUP). */
 export interface ReloadMessage {
   readonly type: "gateway:reload";
