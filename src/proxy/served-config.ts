@@ -12,6 +12,7 @@ import { Stages } from "../pipeline/stages.js";
 import type { QuotaLedger } from "../plans/quota-ledger.js";
 import type { Endpoint } from "../registry/types.js";
 import type { Tracing } from "../tracing/tracing.js";
+import type { UpstreamGroup } from "../upstream/group.js";
 import { Prober } from "../upstream/prober.js";
 import { type DispatcherFactory, type Upstream, UpstreamTable } from "../upstream/upstreams.js";
 import { type ConnectionCounts, WebSocketGateway } from "../ws/upgrade.js";
@@ -127,15 +128,34 @@ export function buildServedConfig(parts: ServedConfigParts): ServedConfig {
   return { config, upstreams, stages, websockets, http, retire, stop };
 }
 
-/** The heads each label served, carried over to a new config's groups: a reload never takes one back. */
+/**
+ * The heads each label served, carried over to a new config's groups: a reload never takes one back. So
+ * are its final answers, where they are still the chain's: a label whose nodes are not asked which chain
+ * they are on (registry `noChainId`, or probes off) and that the reload moved to other nodes may now be
+ * served by another chain's, whose answers the old ones are not.
+ */
 export function carryServedHeads(from: UpstreamTable, to: UpstreamTable): void {
   for (const group of from.groups()) {
     const next = to.group(group.label, group.mount);
     next?.served.raiseFromPeer(group.served.height, false);
     next?.answers.carryFrom(group.answers);
-    if (next?.cache !== undefined && group.cache !== undefined) next.cache.carryFrom(group.cache);
+    if (
+      next?.cache !== undefined &&
+      group.cache !== undefined &&
+      (next.chainChecked || sameNodes(group, next))
+    )
+      next.cache.carryFrom(group.cache);
     next?.finalizedSeen(group.finalized);
   }
+}
+
+/** Whether two groups have the same nodes, by URL (credentials, names and weights aside). */
+function sameNodes(a: UpstreamGroup, b: UpstreamGroup): boolean {
+  const nodes = (group: UpstreamGroup) =>
+    new Set(group.members.map((m) => `${m.origin}${m.basePath}?${m.baseQuery}`));
+  const before = nodes(a);
+  const after = nodes(b);
+  return before.size === after.size && [...before].every((node) => after.has(node));
 }
 
 /**

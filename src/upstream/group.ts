@@ -34,6 +34,8 @@ export class UpstreamGroup {
   readonly states = new NodeStates(() => this.members);
   /** The answers it keeps (src/cache/), when the label's cache is on. */
   cache: AnswerCache | undefined = undefined;
+  /** Whether its prober asks its nodes which chain they are on (prober.ts): a node on another is kept out. */
+  chainChecked = false;
   /** The highest block a node in rotation named finalized (registry `reads.cache.finalized`); -1 if none. */
   #finalized = -1;
   /** The block hashes the prober saw at recent heights, to see one replaced (a reorg). */

@@ -133,6 +133,7 @@ export class Prober {
         chainIntervalMs: settings.chainCheckIntervalMs,
       });
       const target = this.#targets[this.#targets.length - 1] as ProbeTarget;
+      group.chainChecked = target.chain !== undefined;
       group.served.onWait = (height) => this.#probeSoon(target, height);
     }
   }

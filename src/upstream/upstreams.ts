@@ -38,6 +38,8 @@ export class Upstream {
    * waits, and they in the one pool could take every connection and leave the label's reads queued.
    */
   readonly streamDispatch: Dispatch;
+  /** Its URL's origin, credentials left out: with `basePath` and `baseQuery`, which node it is. */
+  readonly origin: string;
   readonly basePath: string;
   readonly baseQuery: string;
   readonly headers: Readonly<Record<string, string>>;
@@ -69,6 +71,7 @@ export class Upstream {
     this.dispatcher = fields.dispatcher;
     this.dispatch = intercepted(fields.dispatcher, responseCap);
     this.streamDispatch = intercepted(fields.streamDispatcher, responseCap);
+    this.origin = fields.origin;
     this.basePath = fields.basePath;
     this.baseQuery = fields.baseQuery;
     this.headers = fields.headers;
@@ -218,6 +221,7 @@ export class UpstreamTable {
       redact,
       dispatcher,
       streamDispatcher,
+      origin: parsed.origin,
       basePath,
       baseQuery: parsed.search.slice(1),
       headers: extra,
