@@ -80,6 +80,11 @@ export interface ConnectionOptions {
     single: boolean,
     text: string,
   ) => void;
+  /**
+   * `node` pushed a header to a heads subscription (registry `heads`): the label learns its height, read by
+   * `height` only when the label reads heights at all (answers/examined.ts readsHeights).
+   */
+  readonly learnHead?: (node: Upstream, height: () => number | undefined) => void;
   readonly onClose: () => void;
 }
 
@@ -344,8 +349,12 @@ export class Connection {
     if (this.#pending.size === 0 && this.#calls.size === 0) {
       const solo = this.#remembered.watching ? this.#remembered.solo() : undefined;
       if (!this.#remembered.watching || solo !== undefined) {
-        if (solo !== undefined)
-          solo.passedOn(Buffer.isBuffer(data) ? data : toText(data), this.#remembered.rules?.idMember ?? "");
+        if (solo !== undefined) {
+          const idMember = this.#remembered.rules?.idMember ?? "";
+          const pushed = Buffer.isBuffer(data) ? data : toText(data);
+          solo.passedOn(pushed, idMember);
+          if (solo.kind?.heads !== undefined) this.#learnHead(() => solo.pushedHeadHeight(pushed, idMember));
+        }
         this.#toClient(data, isBinary);
         return;
       }
@@ -419,8 +428,22 @@ export class Connection {
 
   #notification(text: string, members: ReadonlyMap<string, string>): void {
     const found = this.#remembered.notified(members);
-    if (found === undefined) this.#toClient(text, false);
-    else deliver(found.subscription, found.result, text, this.#fill);
+    if (found === undefined) {
+      this.#toClient(text, false);
+      return;
+    }
+    const { subscription, result } = found;
+    if (subscription.kind?.heads !== undefined) this.#learnHead(() => subscription.headHeight(result));
+    deliver(subscription, result, text, this.#fill);
+  }
+
+  /**
+   * A header the node pushed is told to the label before the client has it: its served head, and the
+   * answers the cache keeps at the head, move to it first, else the client told block N+1 read N back from
+   * the cache on the same socket. A finalized header's block is one the node has, no lower head.
+   */
+  #learnHead(height: () => number | undefined): void {
+    this.#options.learnHead?.(this.#node, height);
   }
 
   /** Remembers a subscription the node made: the id the client is to know it by. */

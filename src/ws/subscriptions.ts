@@ -169,6 +169,20 @@ export class Subscription {
     return "send";
   }
 
+  /** A heads notification's height, from its result's source text; undefined for another kind, or none. */
+  headHeight(result: string): number | undefined {
+    const rule = this.kind?.heads;
+    return rule === undefined ? undefined : heightOf(scanMembers(result)[0]?.get(rule.number), rule.encoding);
+  }
+
+  /** The same, from a whole notification passed on undecoded (`passedOn`). */
+  pushedHeadHeight(data: string | Buffer, idMember: string): number | undefined {
+    if (this.kind?.heads === undefined) return undefined;
+    const members = scanMembers(typeof data === "string" ? data : data.toString("utf8"))[0];
+    const result = members === undefined ? undefined : readNotification(members, idMember)?.result;
+    return result === undefined ? undefined : this.headHeight(result);
+  }
+
   /** An event's height, from its result's source text; undefined when it names none. */
   eventHeight(result: string): number | undefined {
     const rule = this.kind?.events;

@@ -1,7 +1,7 @@
 import type { IncomingMessage } from "node:http";
 import type { Duplex } from "node:stream";
 import { type WebSocket, WebSocketServer } from "ws";
-import { learnSocketHeights } from "../answers/examined.js";
+import { learnSocketHeights, readsHeights } from "../answers/examined.js";
 import type { GatewayConfig, Limits } from "../config/types.js";
 import { errorFormOf, upgradeRefusal } from "../errors/respond.js";
 import { type ErrorCode, GatewayError } from "../errors/table.js";
@@ -362,6 +362,12 @@ export class WebSocketGateway implements WebSocketCounts {
           node,
           text,
         ),
+      // as a block read's answer: a block the node has (a finalized header's too), its head at least there
+      learnHead: (node, height) => {
+        if (!readsHeights(group)) return;
+        const read = height();
+        if (read !== undefined) group.answeredHeight(node, read, false);
+      },
       logger: this.#logger,
       onClose: () => {
         this.#connections.delete(connection);
