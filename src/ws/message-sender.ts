@@ -89,6 +89,11 @@ export class MessageSender {
   readonly #host: SenderHost;
   /** Calls waiting on an identical call in flight (cached-calls.ts), counted against the in-flight cap. */
   #following = 0;
+  /**
+   * Their ids (idKey): waiting for their answers as a pending call's are, so a call with one is refused
+   * (else the client had two answers with one id), until the call waited on lands or has none to share.
+   */
+  readonly #followingIds = new Set<string>();
 
   constructor(host: SenderHost) {
     this.#host = host;
@@ -113,7 +118,7 @@ export class MessageSender {
   ): string | undefined | typeof LATER {
     // a call whose id waits already is refused before the cache opens anything for it
     const only = message.batch ? undefined : message.checked[0];
-    if (only?.ok === true && only.id !== undefined && this.#host.pending.get(only.id) !== undefined) {
+    if (only?.ok === true && only.id !== undefined && this.#waiting(only.id)) {
       this.#unsent(seen, hold, "INVALID_REQUEST");
       return this.#idInFlight(only).json;
     }
@@ -124,6 +129,7 @@ export class MessageSender {
     if (looked === "following") {
       // priced and counted once it lands: with an answer to share, or asked of a node after all
       this.#following++;
+      if (only?.ok === true && only.id !== undefined) this.#followingIds.add(idKey(only.id));
       return LATER;
     }
     if (looked !== undefined && "answer" in looked) {
@@ -204,6 +210,8 @@ export class MessageSender {
     hold: QuotaHold | undefined,
   ): void {
     this.#following--;
+    const only = message.checked[0];
+    if (only?.ok === true && only.id !== undefined) this.#followingIds.delete(idKey(only.id));
     if (this.#host.closed) {
       // its caller left before it had an answer: it cost nothing, as a call whose caller hung up
       seen.units = 0;
@@ -329,6 +337,11 @@ export class MessageSender {
   }
 
   /** A call whose id, by its value, is still waiting for its answer on this connection: refused. */
+  /** Whether a call with this id waits for its answer: sent to the node, or waiting on another's call. */
+  #waiting(id: string): boolean {
+    return this.#host.pending.get(id) !== undefined || this.#followingIds.has(idKey(id));
+  }
+
   #idInFlight(checked: PassedCall): Checked {
     return no(this.#host.rules, "INVALID_REQUEST", checked.call, {
       reason: "a call with this id is still waiting for its answer on this connection",
@@ -343,7 +356,7 @@ export class MessageSender {
     // Its answer could not be told from the other's: the node's answers carry the id alone, and a call the
     // cache missed would keep the other's answer as its own, for every caller of the label.
     const id = idKey(checked.id);
-    if (this.#host.pending.get(checked.id) !== undefined || pending.some((p) => idKey(p.call.id) === id))
+    if (this.#waiting(checked.id) || pending.some((p) => idKey(p.call.id) === id))
       return this.#idInFlight(checked);
     const limits = this.#host.limits.ws;
     if (this.#host.pending.size + pending.length >= limits.maxInFlight) {
