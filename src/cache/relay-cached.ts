@@ -14,7 +14,7 @@ import { fetchWhole, type RelayDone, type UpstreamCall } from "../upstream/polic
 import { type AnswerCache, type CacheEntry, FINAL } from "./answer-cache.js";
 import type { CacheRead } from "./cache-read.js";
 import { keepEntry, keptAnswer, sharable } from "./kept-answer.js";
-import { SharedCaller } from "./shared-caller.js";
+import { type CallHold, SharedCaller } from "./shared-caller.js";
 import { followSocketFlight, socketFollowers } from "./socket-flights.js";
 
 /** The response header that says how the cache answered: `hit`, `miss` or `coalesced`. */
@@ -64,20 +64,21 @@ export type FlightFollower = (entry: FlightEntry | undefined) => void;
 
 /**
  * Joins an HTTP call in flight for the same read in the same head epoch, for a caller that may not read
- * archive data: true when there was one, and `follower` is told of its answer. An HTTP follower's response
- * (`res`: a batch's) joins the call's clients: the first hanging up does not cancel it for the follower.
+ * archive data: true when there was one, and `follower` is told of its answer. The follower's `holder` (an
+ * HTTP batch's response, a WebSocket call's hold) joins the call's clients: the first hanging up does not
+ * cancel it for the follower.
  */
 export function followFlight(
   cache: AnswerCache,
   key: string,
   epoch: number,
   follower: FlightFollower,
-  res?: ServerResponse,
+  holder: ServerResponse | CallHold,
 ): boolean {
   const flight = flights.get(cache)?.get(flightKeyOf(key, epoch, false));
   if (flight === undefined) return false;
   flight.followers.push(follower);
-  if (res !== undefined) flight.caller.join(res);
+  flight.caller.join(holder);
   return true;
 }
 

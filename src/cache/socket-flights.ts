@@ -1,7 +1,7 @@
 import type { ServerResponse } from "node:http";
 import type { AnswerCache } from "./answer-cache.js";
 import type { FlightEntry, FlightFollower } from "./relay-cached.js";
-import type { SharedCaller } from "./shared-caller.js";
+import type { CallHold, SharedCaller } from "./shared-caller.js";
 
 /**
  * A miss in flight on a WebSocket connection's node (ws/cached-calls.ts): identical calls on the label's
@@ -48,20 +48,21 @@ export function socketFollowers(cache: AnswerCache): number {
 
 /**
  * Joins a connection's (or an HTTP batch's) call in flight for the same read in the same head epoch: true
- * when there was one, and `follower` is told of its answer (undefined when it has none to share). An HTTP
- * follower's response (`res`) keeps a batch's node call going while it waits.
+ * when there was one, and `follower` is told of its answer (undefined when it has none to share). The
+ * follower's `holder` (its HTTP response, a WebSocket call's hold) keeps a batch's node call going while
+ * it waits.
  */
 export function followSocketFlight(
   cache: AnswerCache,
   key: string,
   epoch: number,
   follower: FlightFollower,
-  res?: ServerResponse,
+  holder: ServerResponse | CallHold,
 ): boolean {
   const flight = socketFlights.get(cache)?.get(keyOf(key, epoch));
   if (flight === undefined) return false;
   flight.followers.push(follower);
-  if (res !== undefined) flight.caller?.join(res);
+  flight.caller?.join(holder);
   return true;
 }
 

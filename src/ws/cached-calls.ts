@@ -3,6 +3,7 @@ import { type AnswerCache, type Caller, FINAL, withId } from "../cache/answer-ca
 import type { CacheRead } from "../cache/cache-read.js";
 import { behindServed, keepEntry, keptMembers, sharable } from "../cache/kept-answer.js";
 import { type FlightEntry, type FlightFollower, followFlight } from "../cache/relay-cached.js";
+import { CallHold } from "../cache/shared-caller.js";
 import {
   followSocketFlight,
   landSocketFlight,
@@ -46,6 +47,11 @@ export class CachedCalls {
   readonly #caller: Caller;
   /** This connection's misses in flight: they land with nothing to share if it closes first. */
   readonly #opened = new Set<SocketFlight>();
+  /**
+   * Its calls waiting on another's: each holds the node call it waits on (an HTTP caller's hanging up does
+   * not cancel it for them) until its answer lands, or the connection closes.
+   */
+  readonly #holds = new Set<CallHold>();
 
   constructor(group: UpstreamGroup, reads: ReadRules, head: HeadCall, caller: Caller) {
     this.#group = group;
@@ -82,7 +88,10 @@ export class CachedCalls {
     if (behind && read.lifetime.kind !== "always") return undefined;
     if (follow !== undefined) {
       // counted by what it becomes: one that lands with nothing to share goes to a node, unkept
+      const hold = new CallHold();
       const follower: FlightFollower = (landed) => {
+        this.#holds.delete(hold);
+        hold.release();
         if (landed === undefined) {
           cache.counts.miss++;
           return follow(undefined);
@@ -91,10 +100,12 @@ export class CachedCalls {
         follow(withId(landed, read.id).toString("utf8"));
       };
       if (
-        followSocketFlight(cache, read.key, epoch, follower) ||
-        followFlight(cache, read.key, epoch, follower)
-      )
+        followSocketFlight(cache, read.key, epoch, follower, hold) ||
+        followFlight(cache, read.key, epoch, follower, hold)
+      ) {
+        this.#holds.add(hold);
         return "following";
+      }
     }
     // a call whose id a node may refuse (jsonrpc/id-key.ts isPlainId) leads no identical calls: its
     // answer may be an error about its id, with none the flight could land with
@@ -125,8 +136,10 @@ export class CachedCalls {
     if (cache !== undefined) this.#land(cache, keep.flight, undefined);
   }
 
-  /** The connection closed: calls waiting on its misses ask a node themselves. */
+  /** The connection closed: calls waiting on its misses ask a node themselves, and its own waits let go. */
   close(): void {
+    for (const hold of this.#holds) hold.release();
+    this.#holds.clear();
     const cache = this.#group.cache;
     if (cache === undefined) return;
     for (const flight of this.#opened) this.#land(cache, flight, undefined);
