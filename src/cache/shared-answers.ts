@@ -30,6 +30,9 @@ const KEEP_MS = 24 * 3600 * 1000;
 /** How often a put looks at Redis's memory (INFO memory): once a second at most, never while idle. */
 const MEMORY_CHECK_MS = 1_000;
 
+/** What Redis holds for a key besides its value (its entry, its expiry): an estimate, for the bytes put since. */
+const KEY_OVERHEAD = 128;
+
 /**
  * The share of a `maxmemory` past which answers stop being stored in a Redis that does not evict them at
  * will: the quotas' Redis (docs/plans.md, "Many instances": `noeviction`) full of answers refuses every
@@ -51,8 +54,11 @@ export class SharedAnswers {
    * failures (Redis slow or away): the metrics.
    */
   readonly counts = { hit: 0, miss: 0, stored: 0, full: 0, error: 0 };
-  /** Whether Redis is near a memory limit it will not make room under (FULL_SHARE): puts wait. */
-  #full = false;
+  /** Redis's memory as INFO last said, and the bytes this instance put since: whether it is near FULL_SHARE. */
+  #memory: RedisMemory | undefined = undefined;
+  #putSince = 0;
+  /** Redis refused a write for its memory: no more until INFO says it has room. */
+  #refused = false;
   #memoryCheckedAt = Number.NEGATIVE_INFINITY;
 
   constructor(config: SharedLimitsConfig, keyPrefix = "gateway:answer:") {
@@ -89,7 +95,7 @@ export class SharedAnswers {
   put(label: string, key: string, entry: SharedEntry): void {
     if (!this.up) return;
     this.#watchMemory();
-    if (this.#full) {
+    if (this.#full()) {
       this.counts.full++;
       return;
     }
@@ -97,18 +103,34 @@ export class SharedAnswers {
       `${JSON.stringify([entry.before.length, entry.tier ?? null, entry.contentType ?? null, entry.headers ?? null])}\n`,
     );
     deflate(Buffer.concat([head, entry.before, entry.after]))
-      .then((packed) => this.#redis.set(redisKey(label, key), packed, "PX", KEEP_MS))
+      .then((packed) => {
+        // counted before Redis has it: the answers put within a second of INFO's reading count against it
+        this.#putSince += packed.length + KEY_OVERHEAD;
+        return this.#redis.set(redisKey(label, key), packed, "PX", KEEP_MS);
+      })
       .then(() => {
         this.counts.stored++;
       })
       .catch((error: Error) => {
         this.counts.error++;
         // a Redis that refused it for its memory refuses the quotas' leases too: no more until it has room
-        if (error.message.startsWith("OOM")) this.#full = true;
+        if (error.message.startsWith("OOM")) this.#refused = true;
       });
   }
 
-  /** Reads Redis's memory at most once a MEMORY_CHECK_MS, as answers are put: whether it is full (FULL_SHARE). */
+  /**
+   * Whether Redis is near a memory limit it will not make room under: FULL_SHARE of it held, as INFO last
+   * said plus what this instance put since (a second's answers may be more than the room left), or a write
+   * refused for memory since.
+   */
+  #full(): boolean {
+    if (this.#refused) return true;
+    const memory = this.#memory;
+    if (memory?.keeps !== true) return false;
+    return memory.used + this.#putSince >= memory.max * FULL_SHARE;
+  }
+
+  /** Reads Redis's memory at most once a MEMORY_CHECK_MS, as answers are put. */
   #watchMemory(): void {
     const now = performance.now();
     if (now - this.#memoryCheckedAt < MEMORY_CHECK_MS) return;
@@ -116,7 +138,9 @@ export class SharedAnswers {
     this.#redis
       .info("memory")
       .then((info) => {
-        this.#full = nearMemoryLimit(info);
+        this.#memory = memoryOf(info);
+        this.#putSince = 0;
+        this.#refused = false;
       })
       .catch(() => {
         // unknown: left as it was, and read again a second later
@@ -174,15 +198,21 @@ function redisKey(label: string, key: string): string {
   return `${label}:${createHash("sha256").update(key).digest("base64url")}`;
 }
 
-/**
- * Whether Redis (its `INFO memory`) holds FULL_SHARE of a `maxmemory` it will not make room under by
- * evicting any key (an `allkeys-*` policy would drop old answers instead): `noeviction` refuses writes once
- * full, a `volatile-*` policy evicts keys with a time to live, the quotas' counters among them.
- */
-export function nearMemoryLimit(info: string): boolean {
+/** Redis's memory (`INFO memory`): bytes used, its `maxmemory`, and whether it keeps every key under it. */
+interface RedisMemory {
+  readonly used: number;
+  readonly max: number;
+  /**
+   * A `maxmemory` it will not make room under by evicting any key (an `allkeys-*` policy would drop old
+   * answers instead): `noeviction` refuses writes once full, a `volatile-*` policy evicts keys with a time
+   * to live, the quotas' counters among them.
+   */
+  readonly keeps: boolean;
+}
+
+export function memoryOf(info: string): RedisMemory {
   const field = (name: string) => new RegExp(`^${name}:(.*)$`, "m").exec(info)?.[1]?.trim();
   const max = Number(field("maxmemory"));
-  const used = Number(field("used_memory"));
   const policy = field("maxmemory_policy") ?? "";
-  return max > 0 && !policy.startsWith("allkeys-") && used >= max * FULL_SHARE;
+  return { used: Number(field("used_memory")), max, keeps: max > 0 && !policy.startsWith("allkeys-") };
 }
