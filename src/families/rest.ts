@@ -7,6 +7,7 @@ import { GatewayError } from "../errors/table.js";
 import { requestMediaType } from "../http/body.js";
 import { rawHeader } from "../http/raw-headers.js";
 import { addressesAt } from "../jsonrpc/check.js";
+import { memberInAnotherCase, membersRead, refusalOf } from "../jsonrpc/member-case.js";
 import type { KeyRules } from "../keys/key-settings.js";
 import type { Mounted } from "../pipeline/stages.js";
 import { routeUnits } from "../plans/compute-units.js";
@@ -118,7 +119,12 @@ export function routeRest(req: IncomingMessage, mounted: Mounted, settings: Fami
     routeUnits(mounted.mount.policy.computeUnits, route, mounted.admitted.endpoint),
     contractAt === undefined
       ? undefined
-      : { rules: keyRules as KeyRules, at: contractAt, segments: mounted.segments },
+      : {
+          rules: keyRules as KeyRules,
+          at: contractAt,
+          segments: mounted.segments,
+          membersRead: membersRead(mounted.mount.policy),
+        },
   );
 }
 
@@ -154,6 +160,8 @@ interface ContractCheck {
   readonly rules: KeyRules;
   readonly at: readonly string[];
   readonly segments: readonly string[];
+  /** The member names the mount's rules read (jsonrpc/member-case.ts): one in another case is refused. */
+  readonly membersRead: ReadonlyMap<string, string>;
 }
 
 class RestRequest implements RoutedRequest {
@@ -214,6 +222,9 @@ class RestRequest implements RoutedRequest {
     }
     const contract = this.#contract;
     const json = contract !== undefined || this.#bodyBlock !== undefined ? jsonOf(body) : undefined;
+    // a member the contract rule reads, in another case: a node written in Go reads it, the gateway not
+    const variant = contract && memberInAnotherCase(json, contract.membersRead);
+    if (variant !== undefined) throw new GatewayError("INVALID_REQUEST", refusalOf(variant));
     const named = contract && addressesAt({ body: json, path: contract.segments }, contract.at);
     if (contract !== undefined && !contract.rules.allowsContracts(named as string[]))
       throw new GatewayError("KEY_SETTING_REFUSED", { setting: "contracts", route: this.#route });

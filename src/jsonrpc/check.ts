@@ -5,7 +5,7 @@ import type { RpcErrorCode } from "../errors/table.js";
 import type { KeyRules } from "../keys/key-settings.js";
 import type { PlanTerms } from "../plans/plan-terms.js";
 import type { JsonRpcPolicy, MethodAccess, StateDumpRule } from "../registry/types.js";
-import { memberInAnotherCase } from "./member-case.js";
+import { memberInAnotherCase, refusalOf } from "./member-case.js";
 import { parseJsonRpcBody, type RawCall } from "./scan.js";
 
 /** A call checked: passed, or refused with its answer (and its method when the interface has it: the log and metrics name it). */
@@ -114,11 +114,7 @@ export function checkCall(rules: CallRules, call: RawCall): Checked {
   // a member the gateway reads, in another case: a node written in Go would read it, the gateway not
   const variant =
     rules.membersRead === undefined ? undefined : memberInAnotherCase(params, rules.membersRead);
-  if (variant !== undefined)
-    return no(rules, "INVALID_REQUEST", call, {
-      member: variant.member,
-      reason: `"${variant.member}" is "${variant.spelling}" in another case, which a node written in Go reads as "${variant.spelling}" (the last of two wins): write it "${variant.spelling}"`,
-    });
+  if (variant !== undefined) return no(rules, "INVALID_REQUEST", call, refusalOf(variant));
   const access = policy.methods.get(method);
   if (access === undefined) return no(rules, "METHOD_NOT_FOUND", call, { method });
   if (rules.transport === "http" && access !== "shared" && access !== "dedicated") {

@@ -45,6 +45,18 @@ export function memberInAnotherCase(
   return undefined;
 }
 
+/** What a refusal of such a member says: the member, and how the node would read it. */
+export function refusalOf(variant: { readonly member: string; readonly spelling: string }): {
+  member: string;
+  reason: string;
+} {
+  const { member, spelling } = variant;
+  return {
+    member,
+    reason: `"${member}" is "${spelling}" in another case, which a node written in Go reads as "${spelling}" (the last of two wins): write it "${spelling}"`,
+  };
+}
+
 /** Upper then lower case: ſ (U+017F) folds to s and K (U+212A) to k, as in Go's simple folding. */
 function fold(name: string): string {
   return name.toUpperCase().toLowerCase();
@@ -73,7 +85,9 @@ function collect(policy: InterfacePolicy): ReadonlyMap<string, string> {
     }
     for (const list of Object.values(reads.paramNames ?? {})) for (const name of list) add(name);
   }
-  // a REST body's members (`body.contract_address`) are read by a JSON.parse as strict as the node's
+  // the roots of a REST rule's paths (`body.contract_address`, `path.1`), no member names: a REST body with
+  // a contract rule is held to the same names (families/rest.ts), VeChain's Thor decoding it with Go's
   names.delete("body");
+  names.delete("path");
   return names;
 }

@@ -183,4 +183,32 @@ describe("a key locked to its contracts on Starknet and VeChain", () => {
     expect(await thor(LOCKED, "/logs/event", criteria(VTHO, STRANGER))).toBe(true);
     expect(await thor(LOCKED, "/logs/event", { range: null })).toBe(true);
   });
+
+  it("VeChain: a member the lock reads, written in another case, is refused: Thor's Go decoder would read it", async () => {
+    // Go's encoding/json matches member names whatever their case and keeps the last: `To` after `to`
+    // would call STRANGER while the gateway read VTHO
+    for (const [path, raw, member] of [
+      [
+        "/accounts/*",
+        `{"clauses":[{"to":"${VTHO_LOWER}","To":"${STRANGER}","value":"0x0","data":"0x"}]}`,
+        "To",
+      ],
+      [
+        "/accounts/*",
+        `{"clauses":[{"to":"${VTHO_LOWER}","value":"0x0","data":"0x"}],"Clauses":[{"to":"${STRANGER}"}]}`,
+        "Clauses",
+      ],
+      [
+        "/logs/event",
+        `{"range":null,"criteriaSet":[{"address":"${VTHO}","Address":"${STRANGER}"}]}`,
+        "Address",
+      ],
+    ] as const) {
+      const before = vechain.requests.length;
+      const answer = await gw.call("vet", `/${LOCKED}${path}`, { body: raw });
+      expect(answer.status, raw).toBe(400);
+      expect(answer.json).toMatchObject({ error: { code: "INVALID_REQUEST", member } });
+      expect(vechain.requests.length).toBe(before);
+    }
+  });
 });
