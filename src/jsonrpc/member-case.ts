@@ -86,7 +86,7 @@ function collect(policy: InterfacePolicy): ReadonlyMap<string, string> {
     for (const list of Object.values(reads.paramNames ?? {})) for (const name of list) add(name);
   }
   // the roots of a REST rule's paths (`body.contract_address`, `path.1`), no member names: a REST body with
-  // a contract rule is held to the same names (families/rest.ts), VeChain's Thor decoding it with Go's
+  // a contract rule is held to the same names (families/rest.ts): a REST node may decode it with Go's too
   names.delete("body");
   names.delete("path");
   return names;
