@@ -3,9 +3,11 @@ import { domainToASCII } from "node:url";
 import { keccak_256 } from "@noble/hashes/sha3";
 import bs58 from "bs58";
 import bs58check from "bs58check";
+import { endpointsByLabel } from "../../generated/endpoints.js";
 import { GatewayError } from "../errors/table.js";
 import { addressBlock, addressMatcher } from "../http/address-blocks.js";
 import { patternOf } from "../plans/plan-terms.js";
+import { routeShapes } from "../registry/match-route.js";
 import { type JwtKey, JwtVerifier, publicKeyOf } from "./jwt.js";
 
 /**
@@ -221,8 +223,9 @@ export class KeyRules {
       this.#ips = remembered(addressMatcher(settings.ips));
     }
     if (settings.methods !== undefined) {
-      const exact = new Set(settings.methods.filter((m) => !m.includes("*")));
-      const patterns = settings.methods.filter((m) => m.includes("*")).map(patternOf);
+      const literal = (m: string) => !m.includes("*") || starShapes().has(m);
+      const exact = new Set(settings.methods.filter(literal));
+      const patterns = settings.methods.filter((m) => !literal(m)).map(patternOf);
       this.#methods = remembered((method) => exact.has(method) || patterns.some((p) => p.test(method)));
     }
     if (settings.contracts !== undefined) this.#contracts = new Set(settings.contracts.map(addressKey));
@@ -325,4 +328,20 @@ function examplesOf(known: ReadonlySet<string>, routes: boolean): string {
   return examples.length === 0
     ? `none: no network here serves ${routes ? "REST" : "JSON-RPC"}`
     : `${examples.join(", ")}, …`;
+}
+
+let shapesWithStar: ReadonlySet<string> | undefined;
+
+/**
+ * The routes whose shape holds a `*` of its own (a batch call at `POST /accounts/*`): named whole in a key's
+ * method list, such an entry is that route alone, not a pattern that takes the routes beside it too.
+ */
+function starShapes(): ReadonlySet<string> {
+  shapesWithStar ??= new Set(
+    [...endpointsByLabel.values()]
+      .flatMap((endpoint) => endpoint.mounts)
+      .flatMap((mount) => (mount.policy.routes === undefined ? [] : routeShapes(mount.policy.routes)))
+      .filter((shape) => shape.includes("*")),
+  );
+  return shapesWithStar;
 }
