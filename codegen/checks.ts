@@ -393,6 +393,9 @@ function checkReads(iface: InterfaceSpec, trie: TrieNode | undefined, path: Yaml
   for (const method of Object.keys(rules.handles?.use ?? {}))
     if (!served.has(method))
       report([...path, "handles", "use", method], `"${method}" is not one of the interface's methods`);
+  for (const method of rules.handles?.scans ?? [])
+    if (rules.handles?.use[method] === undefined)
+      report([...path, "handles", "scans", method], `"${method}" is not one of handles.use`);
   for (const method of rules.archive?.state ?? [])
     if (at[method] === undefined)
       report([...path, "archive", "state"], `"${method}" has no block param in reads.at`);

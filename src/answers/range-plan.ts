@@ -163,3 +163,64 @@ function plainHeight(value: unknown): number | undefined {
   const encoding = typeof value === "number" ? "integer" : "decimal-string";
   return isHeightPastSafe(value, encoding) ? Number.MAX_SAFE_INTEGER : readHeight(value, encoding);
 }
+
+/**
+ * A filter's range as it was made (`reads.handles.make` with a `ranges` rule that `watches`): its start,
+ * and its end, undefined where it is open (left out or the head tag: the node's head when the filter is
+ * read). `method` is the call that made it, whose `refuseAbove` bounds it.
+ */
+export interface FilterSpan {
+  readonly method: string;
+  readonly from: number;
+  readonly to: number | undefined;
+}
+
+/**
+ * The range a filter's node scans when the filter's logs are asked (`reads.handles.scans`), as the range plan
+ * read it when it was made; none for a start that is the head when the filter is read (a node scans from
+ * its head then), or bounds by hash or in no form a node reads alike.
+ */
+export function filterSpan(read: RangeRead | undefined): FilterSpan | undefined {
+  if (read?.rule.watches !== true) return undefined;
+  const fromValue = read.filter[read.rule.from];
+  const toValue = read.filter[read.rule.to];
+  try {
+    const from =
+      (fromValue === undefined || fromValue === null) && read.rule.openFrom === "genesis"
+        ? 0
+        : bound(read, fromValue, -1, read.rule.from);
+    if (from === undefined) return undefined;
+    // a settled tag is at most the head, as the head tag is
+    const open =
+      toValue === undefined ||
+      toValue === null ||
+      namedBlock(read.block, toValue) === "head" ||
+      (read.block.settledTags !== undefined && isOneOf(read.block.settledTags, toValue)) ||
+      isTag(read.block.finalizedTag, toValue);
+    const to = open ? undefined : bound(read, toValue, -1, read.rule.to);
+    if (!open && to === undefined) return undefined;
+    return { method: read.call.method, from, to };
+  } catch {
+    return undefined;
+  }
+}
+
+/**
+ * Refuses (BLOCK_RANGE_TOO_LARGE) a use of a filter that scans its range (`method`: eth_getFilterLogs) once
+ * the range up to the served head is wider than the filter's `refuseAbove`: when it was made, its part past
+ * the head counted as nothing, and the chain has moved on since.
+ */
+export function checkFilterSpan(
+  span: FilterSpan,
+  method: string,
+  servedHead: number,
+  rule: { readonly refuseAbove: number } | undefined,
+  limits: Readonly<Record<string, BlockRangeLimits>> | undefined,
+): void {
+  if (rule === undefined || servedHead < 0) return;
+  const to = span.to === undefined ? servedHead : Math.min(span.to, servedHead);
+  const blocks = to - span.from + 1;
+  const refuseAbove = limits?.[span.method]?.refuseAbove ?? rule.refuseAbove;
+  if (blocks > refuseAbove)
+    throw new GatewayError("BLOCK_RANGE_TOO_LARGE", { method, from: span.from, to, blocks, refuseAbove });
+}

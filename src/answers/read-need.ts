@@ -63,10 +63,14 @@ export class ReadNeed {
   makesHandle = false;
   /** In a batch: the ids of the calls that make such state, whose answers name it. */
   readonly handleMakers: string[] = [];
+  /** In a batch: the ranges of the calls that make filters (a `ranges` rule that `watches`), by their ids. */
+  readonly makerRanges = new Map<string, RangeRead>();
   /** The name of the state a call uses (`reads.handles.use`), which the node that made it alone has. */
   handle: string | undefined = undefined;
   /** Every such name the message's calls use: each must be one its caller made (node-states.ts `madeByAnother`). */
   readonly handles: string[] = [];
+  /** The uses that scan their filter's whole range (`reads.handles.scans`), by the filter's name. */
+  readonly scans: { readonly name: string; readonly method: string }[] = [];
   /** The calls that read state at a named block: in a batch, those a full node refuses go to archive nodes. */
   readonly stateCalls: PassedCall[] = [];
 }
@@ -174,6 +178,7 @@ export function readNeed(
         if (typeof name === "string") {
           need.handle = name;
           need.handles.push(name);
+          if (handles.scans?.includes(call.method) === true) need.scans.push({ name, method: call.method });
         }
         continue;
       }
@@ -184,6 +189,7 @@ export function readNeed(
       if (read !== undefined) {
         need ??= new ReadNeed();
         need.ranges.push(read);
+        if (range.watches === true && !single && call.id !== undefined) need.makerRanges.set(call.id, read);
         // a bound named by its block's hash (a `{"block_hash": …}` bound): a node that has not seen that block
         // says so, and another may have it
         if (range.watches !== true && boundByHash(rules, read)) {

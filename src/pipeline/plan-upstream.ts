@@ -1,5 +1,5 @@
 import { archiveRequiredDetail, type TierPlan } from "../answers/archive.js";
-import { planRanges, type RangePlan, subRanges } from "../answers/range-plan.js";
+import { checkFilterSpan, planRanges, type RangePlan, subRanges } from "../answers/range-plan.js";
 import { isHeadCall, type ReadNeed, readNeed } from "../answers/read-need.js";
 import type { BatchRead } from "../cache/batch-cached.js";
 import type { CacheRead } from "../cache/cache-read.js";
@@ -122,6 +122,8 @@ export class UpstreamPlanner {
     const { reads } = outgoing;
     if (reads !== undefined && madeByAnother(reads, group, mounted))
       throw new GatewayError("FILTER_NOT_FOUND");
+    // a batch's were judged call by call (callRefusal)
+    if (reads?.single === true) this.#checkScans(reads, group, mounted);
     const tier = reads === undefined ? undefined : this.#tierPlan(mounted, reads, group);
     const ranges =
       reads === undefined || reads.ranges.length === 0 ? undefined : this.#planRanges(reads, group);
@@ -244,6 +246,13 @@ export class UpstreamPlanner {
     const need = readNeed(rules, mounted.mount.head, [call], false);
     if (group === undefined || need === undefined) return undefined;
     if (madeByAnother(need, group, mounted)) return { code: "FILTER_NOT_FOUND", detail: {} };
+    try {
+      this.#checkScans(need, group, mounted);
+    } catch (error) {
+      if (error instanceof GatewayError && error.code === "BLOCK_RANGE_TOO_LARGE")
+        return { code: error.code, detail: { ...error.detail } };
+      throw error;
+    }
     if (deep && rules.archive !== undefined && olderThanFull(need, group.served.height, rules.archive)) {
       group.answers.add("archive_required");
       const archiveLabel = mounted.admitted.endpoint.archiveLabel as string;
@@ -274,6 +283,31 @@ export class UpstreamPlanner {
       archive.state.includes(call.method) &&
       !reachesArchive(plan?.archive, principal?.archive === true)
     );
+  }
+
+  /**
+   * 6, for a use that scans its filter's whole range (eth_getFilterLogs): that range, up to the served head,
+   * within the refuseAbove of the call that made the filter (range-plan.ts `checkFilterSpan`). Checked when
+   * the filter was made with its part past the head counting as nothing, it widens as the chain moves on.
+   */
+  #checkScans(reads: ReadNeed, group: UpstreamGroup, mounted: Mounted): void {
+    const rules = mounted.mount.policy.jsonrpc?.reads?.ranges;
+    for (const { name, method } of reads.scans) {
+      const span = group.states.spanOf(mounted.admitted.clientId, name);
+      if (span === undefined) continue;
+      try {
+        checkFilterSpan(
+          span,
+          method,
+          group.served.height,
+          rules?.[span.method],
+          this.#config.blockRanges[group.label],
+        );
+      } catch (error) {
+        group.answers.add("range_refused");
+        throw error;
+      }
+    }
   }
 
   /** 6, for range calls: their limits checked, and a split planned (src/answers/range-plan.ts). */

@@ -1,3 +1,4 @@
+import type { FilterSpan } from "../answers/range-plan.js";
 import type { UpstreamGroup } from "../upstream/group.js";
 import type { HandleShare, SharedHandle } from "../upstream/node-states.js";
 
@@ -22,6 +23,8 @@ export interface HandleMessage {
   readonly owner: string;
   readonly name: string;
   readonly node?: string;
+  /** A filter's range as it was made (node-states.ts `span`). */
+  readonly span?: FilterSpan;
 }
 
 /**
@@ -123,7 +126,8 @@ export class WorkerHandles implements GroupShare {
 
   #shareOf(group: string): HandleShare {
     return {
-      made: (owner, name, node) => toPrimary({ type: "gateway:share:handle", group, owner, name, node }),
+      made: (owner, name, node, span) =>
+        toPrimary({ type: "gateway:share:handle", group, owner, name, node, ...(span && { span }) }),
       kept: (owner, name) => toPrimary({ type: "gateway:share:handle", group, owner, name }),
       recall: (owner, names) => this.#recall(group, owner, names),
     };

@@ -1,4 +1,5 @@
 import type { Worker } from "node:cluster";
+import type { FilterSpan } from "../answers/range-plan.js";
 import { SHARED_HEAD_KEEP_MS } from "../answers/served-head.js";
 import { HANDLE_IDLE_MS, type SharedHandle } from "../upstream/node-states.js";
 import {
@@ -22,6 +23,8 @@ interface Kept<Value> {
 export class ClusterStore {
   readonly #heads = new Map<string, Kept<number>>();
   readonly #handles = new Map<string, Kept<string>>();
+  /** A filter's range as it was made, by its node's key. */
+  readonly #spans = new Map<string, FilterSpan>();
   readonly #workers: () => readonly Worker[];
   readonly #now: () => number;
   #sweptAt = 0;
@@ -63,13 +66,15 @@ export class ClusterStore {
         return;
       }
       case "gateway:share:handle": {
-        const { group, owner, name, node } = message;
+        const { group, owner, name, node, span } = message;
         const until = now + HANDLE_IDLE_MS;
         const nodeKey = `${group}:node:${owner}:${name}`;
         const ownerKey = `${group}:owner:${name}`;
         if (node !== undefined) {
           this.#handles.set(nodeKey, { value: node, until });
           this.#handles.set(ownerKey, { value: owner, until });
+          if (span === undefined) this.#spans.delete(nodeKey);
+          else this.#spans.set(nodeKey, span);
         } else {
           for (const key of [nodeKey, ownerKey]) {
             const kept = this.#handles.get(key);
@@ -88,6 +93,10 @@ export class ClusterStore {
         const handles: SharedHandle[] = names.map((name) => ({
           node: live(`${group}:node:${owner}:${name}`),
           owner: live(`${group}:owner:${name}`),
+          span:
+            live(`${group}:node:${owner}:${name}`) === undefined
+              ? undefined
+              : this.#spans.get(`${group}:node:${owner}:${name}`),
         }));
         const answer: RecalledMessage = { type: "gateway:share:recalled", recall, handles };
         send(from, answer);
@@ -102,7 +111,11 @@ export class ClusterStore {
   #sweep(now: number): void {
     if (now - this.#sweptAt < 60_000) return;
     this.#sweptAt = now;
-    for (const [key, kept] of this.#handles) if (kept.until <= now) this.#handles.delete(key);
+    for (const [key, kept] of this.#handles)
+      if (kept.until <= now) {
+        this.#handles.delete(key);
+        this.#spans.delete(key);
+      }
   }
 }
 

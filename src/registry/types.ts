@@ -187,6 +187,11 @@ export interface ReadRules {
   readonly handles?: {
     readonly make: readonly string[];
     readonly use: Readonly<Record<string, number>>;
+    /**
+     * The uses that scan a filter's whole range at once (`eth_getFilterLogs`): refused as a range call is
+     * once that range, up to the head, is wider than the making call's `refuseAbove`.
+     */
+    readonly scans?: readonly string[];
   };
   /**
    * Method → its params' names, in their positional order (the OpenRPC names): where an envelope takes

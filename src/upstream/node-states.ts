@@ -1,3 +1,4 @@
+import type { FilterSpan } from "../answers/range-plan.js";
 import type { Upstream } from "./upstreams.js";
 
 /** Node-made states (filters) whose node is remembered, the most recently used first to stay. */
@@ -17,6 +18,8 @@ interface Made {
   readonly usedAt: number;
   /** When the share last heard of it: made, kept or recalled. */
   readonly sharedAt: number;
+  /** A filter's range as it was made, which its node scans when its logs are asked (range-plan.ts). */
+  readonly span: FilterSpan | undefined;
 }
 
 /** What another instance or worker saw of a state's name (shared-handles.ts). */
@@ -25,6 +28,8 @@ export interface SharedHandle {
   readonly node: string | undefined;
   /** The caller that last made a state of that name, if another instance saw one made. */
   readonly owner: string | undefined;
+  /** The range of the asking caller's filter, as it was made, if it has one. */
+  readonly span?: FilterSpan | undefined;
 }
 
 /**
@@ -32,7 +37,7 @@ export interface SharedHandle {
  * (shared-handles.ts, through the Redis of `sharedLimits`): each sees only the calls that land on it.
  */
 export interface HandleShare {
-  made(owner: string, name: string, node: string): void;
+  made(owner: string, name: string, node: string, span: FilterSpan | undefined): void;
   /** `owner` still uses its state `name`: the others keep it as long as this process does. */
   kept(owner: string, name: string): void;
   recall(owner: string, names: readonly string[]): Promise<readonly SharedHandle[]>;
@@ -67,17 +72,26 @@ export class NodeStates {
     this.#members = members;
   }
 
-  /** A call made state on `upstream` that its result names: its uses go there, and are `owner`'s alone. */
-  made(owner: string, named: string, upstream: Upstream): void {
+  /**
+   * A call made state on `upstream` that its result names: its uses go there, and are `owner`'s alone; a
+   * filter's range (`span`) bounds the uses that scan it.
+   */
+  made(owner: string, named: string, upstream: Upstream, span?: FilterSpan): void {
     const name = handleName(named);
-    this.#remember(owner, name, upstream, Date.now());
-    this.share?.made(owner, name, upstream.name);
+    this.#remember(owner, name, upstream, Date.now(), span);
+    this.share?.made(owner, name, upstream.name, span);
   }
 
-  #remember(owner: string, name: string, upstream: Upstream, now: number): void {
+  #remember(
+    owner: string,
+    name: string,
+    upstream: Upstream,
+    now: number,
+    span: FilterSpan | undefined,
+  ): void {
     // by its caller too: two nodes may name their filters alike, and one caller's is never another's
     const key = `${owner}\n${name}`;
-    const made = { upstream, usedAt: now, sharedAt: now };
+    const made = { upstream, usedAt: now, sharedAt: now, span };
     this.#handles.delete(key);
     this.#handles.set(key, made);
     if (this.#handles.size > HANDLES) this.#handles.delete(this.#handles.keys().next().value as string);
@@ -140,11 +154,17 @@ export class NodeStates {
     // the others keep it while it is polled here: a poll that lands on one of them later still finds it
     const tell = this.share !== undefined && now - made.sharedAt > SHARE_KEEP_MS;
     if (tell) this.share?.kept(owner, name);
-    const again = { upstream: made.upstream, usedAt: now, sharedAt: tell ? now : made.sharedAt };
+    const again = { ...made, usedAt: now, sharedAt: tell ? now : made.sharedAt };
     this.#handles.set(key, again);
     this.#owners.set(owner, again);
     this.#name(owner, name, now);
     return made.upstream;
+  }
+
+  /** The range of `owner`'s filter named `used`, as it was made, if this process knows it (`recall`). */
+  spanOf(owner: string, used: string): FilterSpan | undefined {
+    const made = this.#handles.get(`${owner}\n${handleName(used)}`);
+    return made === undefined || Date.now() - made.usedAt > HANDLE_IDLE_MS ? undefined : made.span;
   }
 
   /**
@@ -163,9 +183,13 @@ export class NodeStates {
       (seen) => {
         const at = Date.now();
         unknown.forEach((name, i) => {
-          const { node, owner: maker } = seen[i] ?? { node: undefined, owner: undefined };
+          const {
+            node,
+            owner: maker,
+            span,
+          } = seen[i] ?? { node: undefined, owner: undefined, span: undefined };
           const upstream = node === undefined ? undefined : this.#members().find((m) => m.name === node);
-          if (upstream !== undefined) this.#remember(owner, name, upstream, at);
+          if (upstream !== undefined) this.#remember(owner, name, upstream, at, span);
           else if (maker !== undefined && maker !== owner) this.#name(maker, name, at);
         });
       },

@@ -3,7 +3,7 @@ import type { Dispatcher } from "undici";
 import { WebSocket } from "ws";
 import type { TierPlan } from "../answers/archive.js";
 import { learnHeights, showsHeight } from "../answers/examined.js";
-import type { RangeSplit } from "../answers/range-plan.js";
+import { filterSpan, type RangeSplit } from "../answers/range-plan.js";
 import type { ReadNeed } from "../answers/read-need.js";
 import type { BatchRead } from "../cache/batch-cached.js";
 import type { CacheRead } from "../cache/cache-read.js";
@@ -164,16 +164,23 @@ function handleMadeBy(call: UpstreamCall, owner: string, upstream: Upstream, tex
   try {
     if (!text.trimStart().startsWith("[")) {
       const answer = JSON.parse(text) as { result?: unknown };
-      if (typeof answer.result === "string") call.group.states.made(owner, answer.result, upstream);
+      if (typeof answer.result === "string")
+        call.group.states.made(owner, answer.result, upstream, filterSpan(call.reads?.ranges[0]));
       return;
     }
     // in a batch, the answers to the calls that made filters, by their ids as written (one past 2^53
     // keeps its digits)
-    const makers = new Set((call.reads?.handleMakers ?? []).map(idKey));
+    const makers = new Map((call.reads?.handleMakers ?? []).map((id) => [idKey(id), id]));
     for (const one of scanMembers(text)) {
       const result = one.get("result");
-      if (result?.startsWith('"') && makers.has(idKey(one.get("id"))))
-        call.group.states.made(owner, JSON.parse(result) as string, upstream);
+      const id = makers.get(idKey(one.get("id")));
+      if (result?.startsWith('"') && id !== undefined)
+        call.group.states.made(
+          owner,
+          JSON.parse(result) as string,
+          upstream,
+          filterSpan(call.reads?.makerRanges.get(id)),
+        );
     }
   } catch {
     // not one answer: nothing to remember

@@ -1,4 +1,5 @@
 import { Redis } from "ioredis";
+import type { FilterSpan } from "../answers/range-plan.js";
 import type { SharedLimitsConfig } from "../config/types.js";
 import { redisReady, sharedRedisOptions } from "../limits/redis-options.js";
 import type { UpstreamGroup } from "./group.js";
@@ -9,7 +10,8 @@ import { HANDLE_IDLE_MS, type HandleShare, type SharedHandle } from "./node-stat
  * worker through the Redis of `sharedLimits` (docs/upstreams.md, "State a node made: filters"). A caller
  * behind a load balancer makes a filter through one instance and polls it through another: each poll
  * still reaches the node that made it, and another caller's poll of it is still refused. Per state, two
- * keys: its node, by its caller and name; and its caller, by its name. While Redis is away, each instance
+ * keys: its node, by its caller and name (with a filter's range as it was made, which bounds its logs'
+ * scan: `node\nmethod from to`); and its caller, by its name. While Redis is away, each instance
  * keeps its own, as without it.
  */
 export class SharedHandles {
@@ -49,10 +51,11 @@ export class SharedHandles {
     const nodeKey = (owner: string, name: string) => `${group}:node:${owner}:${name}`;
     const ownerKey = (name: string) => `${group}:owner:${name}`;
     return {
-      made(owner, name, node) {
+      made(owner, name, node, span) {
+        const value = span === undefined ? node : `${node}\n${span.method} ${span.from} ${span.to ?? ""}`;
         redis
           .multi()
-          .set(nodeKey(owner, name), node, "PX", HANDLE_IDLE_MS)
+          .set(nodeKey(owner, name), value, "PX", HANDLE_IDLE_MS)
           .set(ownerKey(name), owner, "PX", HANDLE_IDLE_MS)
           .exec()
           .catch(() => {});
@@ -68,11 +71,18 @@ export class SharedHandles {
       async recall(owner, names): Promise<readonly SharedHandle[]> {
         const keys = names.flatMap((name) => [nodeKey(owner, name), ownerKey(name)]);
         const values = await redis.mget(keys);
-        return names.map((_, i) => ({
-          node: values[2 * i] ?? undefined,
-          owner: values[2 * i + 1] ?? undefined,
-        }));
+        return names.map((_, i) => {
+          const [node, span] = (values[2 * i] ?? "").split("\n");
+          return { node: node || undefined, owner: values[2 * i + 1] ?? undefined, span: spanOf(span) };
+        });
       },
     };
   }
+}
+
+/** A filter's range as `made` wrote it: `method from to`, an open end left empty. */
+function spanOf(text: string | undefined): FilterSpan | undefined {
+  const [method, from, to] = text?.split(" ") ?? [];
+  if (method === undefined || from === undefined || to === undefined) return undefined;
+  return { method, from: Number(from), to: to === "" ? undefined : Number(to) };
 }

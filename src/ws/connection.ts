@@ -57,7 +57,7 @@ export interface ConnectionOptions {
    * A call made a filter on `node`, named `name`: it is the caller's, polled over HTTP on that node too, and
    * no other caller's to use (node-states.ts `made`).
    */
-  readonly onHandleMade: (node: Upstream, name: string) => void;
+  readonly onHandleMade: (node: Upstream, name: string, call: PassedCall) => void;
   /** Where a message the gateway failed after it went is logged (a write a move refused). */
   readonly logger: Logger;
   /** Whether another of the label's nodes would serve a connection better than `node` (group.ts `betterThan`). */
@@ -775,7 +775,7 @@ export class Connection {
       if (connection.#policy.reads?.handles?.make.includes(call.method) !== true || !result.startsWith('"'))
         return;
       const name: unknown = JSON.parse(result);
-      if (typeof name === "string") connection.#options.onHandleMade(connection.#node, name);
+      if (typeof name === "string") connection.#options.onHandleMade(connection.#node, name, call);
     }
     kept(keep: CacheKeep, members: ReadonlyMap<string, string>): void {
       this.#connection.#options.cache?.keep(keep, members, this.#connection.#node);

@@ -2,6 +2,8 @@ import type { IncomingMessage } from "node:http";
 import type { Duplex } from "node:stream";
 import { type WebSocket, WebSocketServer } from "ws";
 import { learnSocketHeights, readsHeights } from "../answers/examined.js";
+import { filterSpan } from "../answers/range-plan.js";
+import { readNeed } from "../answers/read-need.js";
 import type { GatewayConfig, Limits } from "../config/types.js";
 import { errorFormOf, upgradeRefusal } from "../errors/respond.js";
 import { type ErrorCode, GatewayError } from "../errors/table.js";
@@ -346,7 +348,16 @@ export class WebSocketGateway implements WebSocketCounts {
         group.wrote(admitted);
         group.writers.took(admitted.clientId, node);
       },
-      onHandleMade: (node, name) => group.states.made(admitted.clientId, name, node),
+      // with the filter's range, which its logs' scan is checked against as the chain moves on
+      onHandleMade: (node, name, call) =>
+        group.states.made(
+          admitted.clientId,
+          name,
+          node,
+          filterSpan(
+            readNeed(mounted.mount.policy.jsonrpc?.reads, mounted.mount.head, [call], true)?.ranges[0],
+          ),
+        ),
       betterThan: (node) => group.betterThan(node),
       caughtUp: (node, callback) => group.whenCaughtUp(node, callback),
       archiveAsk: this.#archiveAsk(mounted),

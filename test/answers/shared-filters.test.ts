@@ -3,6 +3,8 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { DEFAULT_CONFIG, DEFAULT_HEALTH, DEFAULT_SHARED_LIMITS } from "../../src/config/defaults.js";
 import { createLogger } from "../../src/log.js";
 import { openSharedState, type SharedState } from "../../src/proxy/shared-state.js";
+import type { UpstreamGroup } from "../../src/upstream/group.js";
+import type { HandleShare } from "../../src/upstream/node-states.js";
 import { SharedHandles } from "../../src/upstream/shared-handles.js";
 import { type Anvil, startAnvil } from "../support/anvil.js";
 import { KEYS, type RunningGateway, startGateway } from "../support/gateway.js";
@@ -108,6 +110,37 @@ describe.skipIf(redis.skip)(
       } finally {
         await c.close();
         away.close();
+      }
+    });
+
+    it("a filter's range goes with its node, for the other instance to check its logs' scan", async () => {
+      // eth_getFilterLogs is refused once the range is wider than refuseAbove (filter-logs-range-grows.test.ts)
+      const share = new SharedHandles({ ...DEFAULT_SHARED_LIMITS, redis: REDIS });
+      const group = {
+        label: "span-test",
+        mount: "/",
+        states: { share: undefined },
+      } as unknown as UpstreamGroup;
+      try {
+        expect(await share.ready(2_000)).toBe(true);
+        share.attach([group]);
+        const made = group.states.share as HandleShare;
+        made.made("spanowner", "0x5a", "anvil-0", { method: "eth_newFilter", from: 12, to: undefined });
+        made.made("spanowner", "0x5b", "anvil-1", { method: "eth_newFilter", from: 3, to: 40 });
+        made.made("spanowner", "0x5c", "anvil-0", undefined);
+        await expect
+          .poll(() => made.recall("spanowner", ["0x5a", "0x5b", "0x5c"]))
+          .toEqual([
+            {
+              node: "anvil-0",
+              owner: "spanowner",
+              span: { method: "eth_newFilter", from: 12, to: undefined },
+            },
+            { node: "anvil-1", owner: "spanowner", span: { method: "eth_newFilter", from: 3, to: 40 } },
+            { node: "anvil-0", owner: "spanowner", span: undefined },
+          ]);
+      } finally {
+        share.close();
       }
     });
 
