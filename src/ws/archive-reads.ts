@@ -125,7 +125,8 @@ export function askArchive(
       const entry = host.pending.get(id);
       if (entry === undefined) continue;
       const answered = answers.get(id);
-      if (answered !== undefined && GATEWAY_ERROR.test(answered)) host.pending.archiveRefused(id);
+      if (answered !== undefined && GATEWAY_ERROR.test(answered))
+        host.pending.failedHere(id, "ARCHIVE_REQUIRED");
       else if (answered !== undefined) {
         host.pending.archived(id);
         if (entry.keep !== undefined) host.drop(entry.keep);

@@ -227,8 +227,11 @@ export class Connection {
     // A lost socket's late events are ignored: only the current one speaks for the connection.
     socket.on(
       "message",
-      this.#guard((data: RawData, isBinary: boolean) => {
-        if (socket === this.#upstream) this.#fromUpstream(data, isBinary);
+      this.#guard((data: RawData, isBinary: boolean, failedHere?: ReadonlyMap<string, ErrorCode>) => {
+        if (socket !== this.#upstream) return;
+        // a bridge's own errors for a node that failed its calls cost nothing, as over HTTP
+        for (const [id, code] of failedHere ?? []) this.#pending.failedHere(id, code);
+        this.#fromUpstream(data, isBinary);
       }),
     );
     socket.on(
@@ -366,6 +369,7 @@ export class Connection {
       limits.upstream.maxResponseBytes,
       mounted.admitted.requestId,
       this.#policy,
+      (id) => this.#pending.failedHere(id, "UPSTREAM_RESPONSE_TOO_LARGE"),
     );
     if (text === undefined) return;
     let envelopes = scanMembers(text);
@@ -384,7 +388,8 @@ export class Connection {
     // (an archive node's own "no such state", for a key that reached it, is its answer, as over HTTP)
     let answer = fromArchive
       ? text
-      : (this.#archiveRefusals?.(text, envelopes, (id) => this.#pending.archiveRefused(id)) ?? text);
+      : (this.#archiveRefusals?.(text, envelopes, (id) => this.#pending.failedHere(id, "ARCHIVE_REQUIRED")) ??
+        text);
     // a node's error about an id it could not read names no call: the call (or batch) it is answered with
     // it by its own id, else the client would wait for it, and the call hold its slot, for ever
     const owned = envelopes.length === 1 ? this.#pending.nullIdAnswer(envelopes[0]) : undefined;

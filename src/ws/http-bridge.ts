@@ -3,7 +3,7 @@ import type { Dispatcher } from "undici";
 import type { RawData } from "ws";
 import type { Limits } from "../config/types.js";
 import { type ErrorForm, rpcErrorJson } from "../errors/respond.js";
-import { GatewayError, type RpcErrorCode } from "../errors/table.js";
+import { type ErrorCode, GatewayError, type RpcErrorCode } from "../errors/table.js";
 import { REQUEST_ID_HEADER } from "../http/request-id.js";
 import { scanMembers } from "../jsonrpc/scan.js";
 import type { HeldCalls } from "../limits/held-calls.js";
@@ -172,16 +172,20 @@ export class HttpBridge extends EventEmitter implements NodeSocket {
    */
   #answerEach(text: string, error: GatewayError): void {
     const answers: string[] = [];
+    const failedHere = new Map<string, ErrorCode>();
     for (const call of scanMembers(text)) {
       const id = call.get("id");
       if (id === undefined) continue;
       const write = this.#writes.has(methodOf(call));
       const code = write ? "WRITE_NOT_CONFIRMED" : error.code;
       answers.push(rpcErrorJson(code as RpcErrorCode, id, error.detail, this.#requestId, this.#errorForm));
+      failedHere.set(id, code);
     }
     if (answers.length === 0) return;
     const batch = text.trimStart().startsWith("[");
-    this.emit("message", Buffer.from(batch ? `[${answers.join(",")}]` : (answers[0] as string)), false);
+    // the errors are the gateway's, not the node's answer: the connection counts them as such (no cost)
+    const message = Buffer.from(batch ? `[${answers.join(",")}]` : (answers[0] as string));
+    this.emit("message", message, false, failedHere);
   }
 
   close(): void {

@@ -4,13 +4,14 @@ import type { ErrorCode } from "../errors/table.js";
 import { type CallRules, type Checked, no, type PassedCall, sendableAsReceived } from "../jsonrpc/check.js";
 import { idKey } from "../jsonrpc/id-key.js";
 import type { CheckedMessage } from "../jsonrpc/message.js";
+import { resultOf } from "../metrics/gateway-metrics.js";
 import type { Charged } from "../pipeline/stages.js";
 import type { BatchPart } from "../plans/compute-units.js";
 import type { QuotaHold } from "../plans/quota-hold.js";
 import type { BodyTest, JsonRpcPolicy } from "../registry/types.js";
 import type { Upstream } from "../upstream/upstreams.js";
 import type { CachedCalls, Follow } from "./cached-calls.js";
-import type { Pending, PendingCalls, UpstreamMessage } from "./pending-calls.js";
+import type { FailedHere, Pending, PendingCalls, UpstreamMessage } from "./pending-calls.js";
 import type { RememberedSubscriptions } from "./subscriptions.js";
 
 /** What the metrics and the usage count of one client message, as far as it got. */
@@ -261,15 +262,14 @@ export class MessageSender {
         };
       this.#host.failed({ ...seen, code: "WRITE_NOT_CONFIRMED" });
     };
-    outgoing.whenAnswered = (ended, archiveRefused, archived) => {
+    outgoing.whenAnswered = (ended, failedHere, archived) => {
       outgoing.whenAnswered = undefined;
       if (counted) return;
       counted = true;
       // left unanswered as the gateway closed the connection: a write may have reached its node, a read
       // ends as the close's cause said (connection.ts `#finish`); the caller's leaving is its own
       const code = writes && ended !== undefined && ended !== "CLIENT_CLOSED" ? "WRITE_NOT_CONFIRMED" : ended;
-      if (code === undefined && archiveRefused !== undefined)
-        this.#archiveRefused(seen, hold, sent, archiveRefused);
+      if (code === undefined && failedHere !== undefined) this.#failedHere(seen, hold, sent, failedHere);
       // answered by the archive nodes: priced as theirs, as over HTTP; whoever answered, the hold (at the
       // archive's price for a read they may answer) comes to what it cost
       if (code === undefined) {
@@ -288,22 +288,28 @@ export class MessageSender {
     return LATER;
   }
 
-  /** Calls answered ARCHIVE_REQUIRED: refused by the gateway, they cost nothing and count as refusals, as over HTTP. */
-  #archiveRefused(
+  /**
+   * Calls answered with the gateway's own error (ARCHIVE_REQUIRED, an answer over the cap, a bridged node's
+   * failure): they cost nothing and count as that error, as over HTTP.
+   */
+  #failedHere(
     seen: MessageSeen,
     hold: QuotaHold | undefined,
     sent: readonly PassedCall[],
-    refused: readonly PassedCall[],
+    failed: readonly FailedHere[],
   ): void {
-    seen.units = Math.max(0, seen.units - this.#host.unitsOf(refused));
+    const calls = failed.map((f) => f.call);
+    seen.units = Math.max(0, seen.units - this.#host.unitsOf(calls));
     hold?.settle(seen.units);
-    seen.refused += refused.length;
-    if (seen.batch === undefined) seen.code = "ARCHIVE_REQUIRED";
-    else
+    seen.refused += calls.length;
+    if (seen.batch === undefined) {
+      seen.code = failed[0]?.code;
+      if (seen.code !== undefined && resultOf(seen.code, 0) !== "client") this.#host.failed(seen);
+    } else
       seen.batch = {
         ...seen.batch,
-        codes: [...seen.batch.codes, ...refused.map(() => "ARCHIVE_REQUIRED")],
-        parts: this.#host.partsOf(sent.filter((call) => !refused.includes(call))),
+        codes: [...seen.batch.codes, ...failed.map((f) => f.code)],
+        parts: this.#host.partsOf(sent.filter((call) => !calls.includes(call))),
       };
   }
 

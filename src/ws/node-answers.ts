@@ -9,7 +9,7 @@ import type { JsonRpcPolicy } from "../registry/types.js";
 
 /**
  * A node's message within `maxBytes`, else the answer its calls get instead: each id it answers,
- * UPSTREAM_RESPONSE_TOO_LARGE, as an HTTP caller's call gets. Sent again on another node, it would come
+ * UPSTREAM_RESPONSE_TOO_LARGE, as an HTTP caller's call gets, told to `failed`, as it costs nothing. Sent again on another node, it would come
  * back as large; a notification that large is dropped (undefined).
  */
 export function withinCap(
@@ -17,10 +17,12 @@ export function withinCap(
   maxBytes: number,
   requestId: string | undefined,
   policy: JsonRpcPolicy,
+  failed: (id: string) => void,
 ): string | undefined {
   if (text.length <= maxBytes / 4 || Buffer.byteLength(text) <= maxBytes) return text;
   const errors = scanMembers(text).flatMap((members) => {
     const id = members.get("id");
+    if (id !== undefined) failed(id);
     return id === undefined
       ? []
       : [

@@ -1,4 +1,5 @@
 import type { RawData } from "ws";
+import type { ErrorCode } from "../errors/table.js";
 
 /**
  * What a connection uses of its node side (connection.ts, move.ts): a `ws` WebSocket to the node, or,
@@ -14,7 +15,14 @@ export interface NodeSocket {
   send(text: string): void;
   close(code?: number, reason?: string): void;
   terminate(): void;
-  on(event: "message", listener: (data: RawData, isBinary: boolean) => void): this;
+  /**
+   * `failedHere`, from a bridge: the calls, by id, it answered with the gateway's own error (a node that
+   * answered nothing usable, or past the cap), which cost nothing, as over HTTP.
+   */
+  on(
+    event: "message",
+    listener: (data: RawData, isBinary: boolean, failedHere?: ReadonlyMap<string, ErrorCode>) => void,
+  ): this;
   on(event: "close", listener: (code: number) => void): this;
   on(event: "error", listener: (error: Error) => void): this;
 }

@@ -23,10 +23,13 @@ export interface UpstreamMessage {
    * WRITE_NOT_CONFIRMED); set while its count waits (message-sender.ts LATER), then cleared.
    */
   whenAnswered?:
-    | ((code?: ErrorCode, archiveRefused?: readonly PassedCall[], archived?: readonly PassedCall[]) => void)
+    | ((code?: ErrorCode, failedHere?: readonly FailedHere[], archived?: readonly PassedCall[]) => void)
     | undefined;
-  /** Its calls the node answered "no such state", answered ARCHIVE_REQUIRED instead (node-answers.ts). */
-  archiveRefused?: PassedCall[] | undefined;
+  /**
+   * Its calls answered with the gateway's own error instead of the node's answer: ARCHIVE_REQUIRED for one
+   * of "no such state" (node-answers.ts), an answer over the cap, a bridged node's failure (http-bridge.ts).
+   */
+  failedHere?: FailedHere[] | undefined;
   /** Its calls the node answered "no such state", answered by the archive nodes instead (archive-reads.ts). */
   archived?: PassedCall[] | undefined;
   /** Its writes a move could not confirm, while its reads go again: priced and counted as refused. */
@@ -36,6 +39,12 @@ export interface UpstreamMessage {
    * (1009): that message was its answer, which any node would answer alike; it is not sent again (move.ts).
    */
   oversized?: boolean | undefined;
+}
+
+/** A call the gateway answered with its own error `code`: it costs nothing, and counts as that error. */
+export interface FailedHere {
+  readonly call: PassedCall;
+  readonly code: ErrorCode;
 }
 
 /** A call sent upstream and not answered yet. */
@@ -109,12 +118,12 @@ export class PendingCalls {
     this.#byId.delete(idKey(id));
   }
 
-  /** The call `id` is answered ARCHIVE_REQUIRED, not the node's answer: its message's count says so. */
-  archiveRefused(id: string): void {
+  /** The call `id` is answered with the gateway's error `code`, not the node's answer: its message's count says so. */
+  failedHere(id: string, code: ErrorCode): void {
     const pending = this.#byId.get(idKey(id));
     if (pending === undefined) return;
-    pending.message.archiveRefused ??= [];
-    pending.message.archiveRefused.push(pending.call);
+    pending.message.failedHere ??= [];
+    pending.message.failedHere.push({ call: pending.call, code });
   }
 
   /** The call `id` is answered by the archive nodes, not the connection's: priced as theirs. */
@@ -173,7 +182,7 @@ export class PendingCalls {
         this.unanswered(message).length === 0
       ) {
         if (message.span !== undefined) settled.answered(message);
-        message.whenAnswered?.(undefined, message.archiveRefused, message.archived);
+        message.whenAnswered?.(undefined, message.failedHere, message.archived);
       }
     }
     return ids;
