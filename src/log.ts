@@ -29,6 +29,8 @@ export class AccessLine {
   upstreamMs: number | undefined = undefined;
   /** A write's node did not take it (upstream/call-run.ts UpstreamFields): not written in the line. */
   refusedWrite: boolean | undefined = undefined;
+  /** The answer at a 5xx is the node's own error (upstream/call-run.ts UpstreamFields): not written in the line. */
+  nodesAnswer: boolean | undefined = undefined;
   /** The upstream that answered, as the metrics name it; not written to the log. */
   answeredBy: string | undefined = undefined;
   /** Which tier answered a read of state at a numbered block: `full` or `archive` (src/answers/archive.ts). */

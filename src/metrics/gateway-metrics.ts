@@ -33,6 +33,8 @@ export interface RequestOutcome {
   readonly code: ErrorCode | undefined;
   /** The HTTP status the caller got (0 for a WebSocket message). */
   readonly status: number;
+  /** At a 5xx, the node's own error (registry `nodeErrors`): served, not the node's failure. */
+  readonly nodesAnswer?: boolean | undefined;
   readonly seconds: number;
   /** The node that answered and its own share of the time, when one did. */
   readonly upstream: string | undefined;
@@ -56,9 +58,12 @@ export type MethodClass = "read" | "write" | "range" | "batch" | "stream" | "wai
 const SECONDS = [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10];
 const BYTES = [128, 512, 2048, 8192, 32_768, 131_072, 524_288, 2_097_152, 8_388_608];
 
-/** Whose fault an outcome is, from its error code, or for a relayed answer from the node's own status. */
-export function resultOf(code: ErrorCode | undefined, status: number): ResultClass {
-  if (code === undefined) return status >= 500 || status === 429 ? "upstream" : "ok";
+/**
+ * Whose fault an outcome is, from its error code, or for a relayed answer from the node's own status; a
+ * node's own error at its error status (registry `nodeErrors`, `nodesAnswer`) is served, as at 200.
+ */
+export function resultOf(code: ErrorCode | undefined, status: number, nodesAnswer = false): ResultClass {
+  if (code === undefined) return (status >= 500 || status === 429) && !nodesAnswer ? "upstream" : "ok";
   if (code === "CLIENT_CLOSED") return "client_closed";
   const spec: ErrorSpec = ERRORS[code];
   if (spec.upstream === true) return "upstream";
@@ -261,7 +266,7 @@ export class GatewayMetrics {
       series = new LabelSeries(label, this);
       this.#labels.set(label, series);
     }
-    const result = resultOf(outcome.code, outcome.status);
+    const result = resultOf(outcome.code, outcome.status, outcome.nodesAnswer);
     if (result === "ok") series.served(family, outcome.method).value += 1;
     else this.requests.add([label, family, outcome.method, result, outcome.code ?? ""]);
     this.duration.observeIn(series.duration(family, outcome.methodClass), outcome.seconds);

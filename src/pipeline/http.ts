@@ -336,7 +336,8 @@ export class HttpExchange implements AnswerTag {
 
   /** What the answer written now with `status` costs: its X-Compute-Units, which #end counts. */
   units(status: number): number {
-    return this.#unitsServed(resultOf(this.#access.error as ErrorCode | undefined, status));
+    const access = this.#access;
+    return this.#unitsServed(resultOf(access.error as ErrorCode | undefined, status, access.nodesAnswer));
   }
 
   /**
@@ -449,7 +450,8 @@ export class HttpExchange implements AnswerTag {
         : 499;
     access.ms = Math.round(elapsed);
     const code = access.error as ErrorCode | undefined;
-    const result = resultOf(code, access.status);
+    // a node's own error at its error status is its answer, served as one at 200 is (docs/compute-units.md)
+    const result = resultOf(code, access.status, access.nodesAnswer);
     // a batch the gateway refused as a whole (its rate, its quota, its burst) had every call refused
     if (result === "client" && access.batch !== undefined) access.refused = access.batch;
     // what the answer's X-Compute-Units said, from the same notes
@@ -491,6 +493,7 @@ export class HttpExchange implements AnswerTag {
       method: this.#metricMethod,
       code,
       status: access.status,
+      nodesAnswer: access.nodesAnswer,
       seconds: elapsed / 1000,
       upstream: access.answeredBy,
       upstreamSeconds: access.upstreamMs === undefined ? undefined : access.upstreamMs / 1000,

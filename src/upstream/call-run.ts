@@ -29,6 +29,11 @@ export interface UpstreamFields {
    * Read by the pipeline, not logged; the first answer to the write decides.
    */
   refusedWrite: boolean | undefined;
+  /**
+   * The answer is the node's own error at the interface's error status (registry `nodeErrors`): served,
+   * priced and counted as an answer at 200 is, not as a failed node. Read by the pipeline, not logged.
+   */
+  nodesAnswer: boolean | undefined;
 }
 
 // The reason the run gives an attempt it no longer wants; what the attempt does with it is not read.
@@ -200,7 +205,9 @@ export abstract class CallRun<Caller extends CallerSide = CallerSide> implements
     const failed =
       rules === undefined ||
       (statusCode === rules.status ? !isNodesAnswer(body, rules) : saysUnavailable(body, rules));
-    return this.#answered(attempt, statusCode, failed);
+    const taken = this.#answered(attempt, statusCode, failed);
+    if (taken && !failed && statusCode >= 500) this.#note.nodesAnswer = true;
+    return taken;
   }
 
   #answered(attempt: AttemptHandler, statusCode: number, failedStatus: boolean): boolean {
