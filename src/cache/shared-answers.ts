@@ -66,6 +66,11 @@ export class SharedAnswers {
     this.#redis = new Redis(config.redis, { ...sharedRedisOptions(keyPrefix), commandTimeout: LOOKUP_MS });
     // Failed reconnections are retried with backoff; meanwhile each instance answers from its own cache.
     this.#redis.on("error", () => {});
+    // its memory is known before the first answer is put (and read again after a reconnection)
+    this.#redis.on("ready", () => {
+      this.#memoryCheckedAt = Number.NEGATIVE_INFINITY;
+      this.#watchMemory();
+    });
   }
 
   /** Whether lookups go to Redis now: not while it is away. */
@@ -95,6 +100,9 @@ export class SharedAnswers {
   put(label: string, key: string, entry: SharedEntry): void {
     if (!this.up) return;
     this.#watchMemory();
+    // none before Redis has said how much memory it has: a second of answers may be more than its room
+    // (its INFO waits on a loaded host, at LOOKUP_MS a command)
+    if (this.#memory === undefined) return;
     if (this.#full()) {
       this.counts.full++;
       return;
@@ -135,11 +143,13 @@ export class SharedAnswers {
     const now = performance.now();
     if (now - this.#memoryCheckedAt < MEMORY_CHECK_MS) return;
     this.#memoryCheckedAt = now;
+    // what was put before INFO is in its reading; what is put while it is on its way, not yet
+    const counted = this.#putSince;
     this.#redis
       .info("memory")
       .then((info) => {
         this.#memory = memoryOf(info);
-        this.#putSince = 0;
+        this.#putSince = Math.max(0, this.#putSince - counted);
         this.#refused = false;
       })
       .catch(() => {
