@@ -1,6 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { DEFAULT_CACHE, DEFAULT_HEALTH } from "../../src/config/defaults.js";
-import { type Anvil, startAnvil } from "../support/anvil.js";
+import type { Anvil } from "../support/anvil.js";
+import { startAnvilsBlockApart } from "../support/anvils-block-apart.js";
 import { KEYS, type RunningGateway, startGateway } from "../support/gateway.js";
 import { type RecordingNode, startRecordingNode } from "../support/recording-node.js";
 import { everyNodeInRotation } from "../support/rotation.js";
@@ -12,7 +13,6 @@ import { resolveTestHosts } from "../support/test-hosts.js";
 // filter made in a batch under such an id not known as that node's, and its polls went to any node. A
 // JSON-RPC id is the caller's own token: anvil (a u64 id) and geth (the id's raw text) write it back
 // exactly, and so must the gateway (src/jsonrpc/id-key.ts). Two real anvils, one a block behind.
-const GENESIS = 1_700_000_000;
 const BIG = "9007199254740993"; // 2^53 + 1: a u64 anvil reads and echoes, a double cannot hold
 
 describe("a batch with integer ids past 2^53, on two anvils one a block behind", () => {
@@ -25,13 +25,7 @@ describe("a batch with integer ids past 2^53, on two anvils one a block behind",
 
   beforeAll(async () => {
     restoreHosts = resolveTestHosts();
-    [a, b] = await Promise.all([
-      startAnvil({ sameChainAs: { genesisTimestamp: GENESIS }, chainId: 1 }),
-      startAnvil({ sameChainAs: { genesisTimestamp: GENESIS }, chainId: 1 }),
-    ]);
-    for (let i = 1; i <= 3; i++) for (const node of [a, b]) await node.rpc("evm_mine", [GENESIS + 12 * i]);
-    await a.rpc("evm_mine", [GENESIS + 48]);
-    hash = (await a.rpc<{ hash: string }>("eth_getBlockByNumber", ["latest", false])).hash;
+    ({ a, b, hash } = await startAnvilsBlockApart());
     // b, the node a block behind, seen through a recorder: the test asks until a batch has landed on it
     behind = await startRecordingNode(b.url);
     gw = await startGateway({

@@ -1,7 +1,8 @@
 import { JsonRpcProvider, Network } from "ethers";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { DEFAULT_CACHE, DEFAULT_HEALTH } from "../../src/config/defaults.js";
-import { type Anvil, startAnvil } from "../support/anvil.js";
+import type { Anvil } from "../support/anvil.js";
+import { startAnvilsBlockApart } from "../support/anvils-block-apart.js";
 import { DOMAIN, KEYS, type RunningGateway, startGateway } from "../support/gateway.js";
 import { everyNodeInRotation } from "../support/rotation.js";
 import { resolveTestHosts } from "../support/test-hosts.js";
@@ -11,8 +12,6 @@ import { Client } from "../support/ws-client.js";
 // and anvil's errors for it ("unknown block", "header for hash not found", -32001 "Resource not found":
 // registry reads.unknownBlock) send the read to the other node, as a null answer does. eth_getLogs by
 // `blockHash` and an EIP-1898 `{blockHash}` read got the lagging node's error every other time.
-
-const GENESIS = 1_700_000_000;
 
 describe("reads of a block by hash only one of two anvils has, and filters made on one", () => {
   let a: Anvil;
@@ -24,14 +23,7 @@ describe("reads of a block by hash only one of two anvils has, and filters made 
 
   beforeAll(async () => {
     restoreHosts = resolveTestHosts();
-    [a, b] = await Promise.all([
-      startAnvil({ sameChainAs: { genesisTimestamp: GENESIS }, chainId: 1 }),
-      startAnvil({ sameChainAs: { genesisTimestamp: GENESIS }, chainId: 1 }),
-    ]);
-    // one chain, block for block; then a alone mines one more
-    for (let i = 1; i <= 3; i++) for (const node of [a, b]) await node.rpc("evm_mine", [GENESIS + 12 * i]);
-    await a.rpc("evm_mine", [GENESIS + 48]);
-    hash = (await a.rpc<{ hash: string }>("eth_getBlockByNumber", ["latest", false])).hash;
+    ({ a, b, hash } = await startAnvilsBlockApart());
     gw = await startGateway({
       upstreams: {
         eth: [

@@ -1,6 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { DEFAULT_CACHE, DEFAULT_HEALTH } from "../../src/config/defaults.js";
-import { type Anvil, startAnvil } from "../support/anvil.js";
+import type { Anvil } from "../support/anvil.js";
+import { startAnvilsBlockApart } from "../support/anvils-block-apart.js";
 import { KEYS, type RunningGateway, startGateway } from "../support/gateway.js";
 import { type RecordingNode, startRecordingNode } from "../support/recording-node.js";
 import { everyNodeInRotation } from "../support/rotation.js";
@@ -12,7 +13,6 @@ import { resolveTestHosts } from "../support/test-hosts.js";
 // answers null, for a block another node of the label has, is asked of that node, in a batch too
 // (docs/upstreams.md); the refusal is that call's alone, and the batch's other calls are served as they
 // would be without it. Two real anvils, one a block behind.
-const GENESIS = 1_700_000_000;
 
 describe("a partial batch (one call refused) that reads a block by hash only one of two anvils has", () => {
   let a: Anvil;
@@ -24,13 +24,7 @@ describe("a partial batch (one call refused) that reads a block by hash only one
 
   beforeAll(async () => {
     restoreHosts = resolveTestHosts();
-    [a, b] = await Promise.all([
-      startAnvil({ sameChainAs: { genesisTimestamp: GENESIS }, chainId: 1 }),
-      startAnvil({ sameChainAs: { genesisTimestamp: GENESIS }, chainId: 1 }),
-    ]);
-    for (let i = 1; i <= 3; i++) for (const node of [a, b]) await node.rpc("evm_mine", [GENESIS + 12 * i]);
-    await a.rpc("evm_mine", [GENESIS + 48]);
-    hash = (await a.rpc<{ hash: string }>("eth_getBlockByNumber", ["latest", false])).hash;
+    ({ a, b, hash } = await startAnvilsBlockApart());
     // b, a block behind, seen through a recorder: the test asks until a batch has landed on it
     behind = await startRecordingNode(b.url);
     gw = await startGateway({
