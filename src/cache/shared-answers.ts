@@ -220,7 +220,8 @@ interface RedisMemory {
   readonly keeps: boolean;
 }
 
-export function memoryOf(info: string): RedisMemory {
+/** Redis's memory, from the text of its `INFO memory`. */
+function memoryOf(info: string): RedisMemory {
   const field = (name: string) => new RegExp(`^${name}:(.*)$`, "m").exec(info)?.[1]?.trim();
   const max = Number(field("maxmemory"));
   const policy = field("maxmemory_policy") ?? "";
