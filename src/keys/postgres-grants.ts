@@ -1,7 +1,7 @@
 import type pg from "pg";
 import type { QuotaSpentSource } from "../plans/quota-ledger.js";
 import type { NoticeSink, QuotaNotice } from "../plans/quota-notices.js";
-import { GRANTS_CHANNEL, isUnavailable, openClient, openPool } from "../store/postgres.js";
+import { GRANTS_CHANNEL, isUnavailable, openClient, openPool, takeClient } from "../store/postgres.js";
 import { type GrantRow, grantOf, grantsChangedAfter } from "./grant-rows.js";
 import type { GrantFeed, GrantStatus, KeyGrant } from "./grants.js";
 import { spentQuery } from "./quota-spent.js";
@@ -247,7 +247,7 @@ export class PostgresUsageSink implements UsageSink, NoticeSink, QuotaSpentSourc
    * timed out, the server did not) waits on that id's row, then adds nothing if the first committed.
    */
   async add(batch: UsageBatch): Promise<void> {
-    const client = await this.#pool.connect();
+    const client = await takeClient(this.#pool);
     try {
       const now = Date.now();
       await client.query("BEGIN");

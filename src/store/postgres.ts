@@ -26,6 +26,27 @@ export function openPool(url: string, max: number): pg.Pool {
 }
 
 /**
+ * A client taken from `pool` for more than one query (a transaction, the migrations). pg-pool takes its
+ * own error listener off a client it hands out, and pg emits the loss of the connection ("Connection
+ * terminated unexpectedly", a server's FATAL shutdown notice between two queries) as the client's `error`
+ * event even when the query under way fails with it too: with no listener, that event ends the process
+ * (a proxy flushing its usage when PostgreSQL restarted). This one listens until the client is released;
+ * the query under way fails on its own, and the pool drops a client that lost its connection.
+ */
+export async function takeClient(pool: pg.Pool): Promise<pg.PoolClient> {
+  const client = await pool.connect();
+  const ignore = () => {};
+  client.on("error", ignore);
+  // pg-pool sets `release` afresh at every checkout: this one lasts for this checkout only
+  const release = client.release;
+  client.release = (error?: Error | boolean) => {
+    client.off("error", ignore);
+    release(error);
+  };
+  return client;
+}
+
+/**
  * One connection outside any pool: the proxy's listening connection, which also carries its reads of what
  * changed, and a read made while that connection is down. `queryTimeoutMs` bounds each query's wait; a
  * notification is no query, so the timeout never ends a connection that is only listening (the heartbeat

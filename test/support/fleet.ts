@@ -119,6 +119,10 @@ function fleetProxy(child: ChildProcess, logs: string[], port: number, operatorP
     },
     callPublic: () => post(port, `bsc-public.${FLEET_DOMAIN}`, "/"),
     async dependencyUp(dependency) {
+      if (child.exitCode !== null || child.signalCode !== null)
+        throw new Error(
+          `the proxy exited (${child.exitCode ?? child.signalCode}): ${logs.slice(-20).join("\n")}`,
+        );
       const answer = await request(`http://127.0.0.1:${operatorPort}/metrics`);
       const text = await answer.body.text();
       const line = text

@@ -6,7 +6,7 @@ import { postgresGrantsSince } from "../../keys/postgres-grants.js";
 import type { UsageRow } from "../../keys/usage.js";
 import type { CodeRow, MethodRow } from "../../keys/usage-detail.js";
 import { redacted } from "../../store/database-url.js";
-import { GRANTS_CHANNEL, isUnavailable, openPool } from "../../store/postgres.js";
+import { GRANTS_CHANNEL, isUnavailable, openPool, takeClient } from "../../store/postgres.js";
 import { migratePostgres } from "./postgres-migrations.js";
 import {
   type AccountRow,
@@ -52,7 +52,7 @@ export class PostgresAccountStore implements AccountStore {
   static async open(url: string): Promise<PostgresAccountStore> {
     const pool = openPool(url, 8);
     try {
-      const client = await pool.connect();
+      const client = await takeClient(pool);
       try {
         await migratePostgres(client);
       } finally {
@@ -308,7 +308,7 @@ export class PostgresAccountStore implements AccountStore {
   async #withClient<T>(work: (client: pg.PoolClient) => Promise<T>): Promise<T> {
     let client: pg.PoolClient;
     try {
-      client = await this.#pool.connect();
+      client = await takeClient(this.#pool);
     } catch (error) {
       throw unavailableOr(error);
     }
