@@ -107,6 +107,8 @@ describe("TON account reads at an old masterchain seqno (ton-http-api's `seqno` 
     expect(r.text).not.toContain("not in db");
     expect(r.json).toMatchObject({ ok: true, result: "123456789" });
     expect(r.headers["x-upstream-tier"]).toBe("archive");
+    // the interface's archive factor, as every interface with archive nodes has (docs/plans.md): 2 × 20 CU
+    expect(r.headers["x-compute-units"]).toBe("40");
     expect(calls("ton-archive", "getAddressBalance")).toBe(archive + 1);
   });
 
