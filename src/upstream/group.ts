@@ -350,6 +350,10 @@ export class UpstreamGroup {
    * it (`isHead`: it is that node's head). Calls waiting for a node at that head go on.
    */
   answeredHeight(upstream: Upstream, height: number, isHead: boolean): void {
+    // a caller's head poll may see a chain go back before a probe does, and the probe then reads against
+    // the lowered head: the head's answers (and, under the finalized height, the final ones) go now
+    const before = upstream.health.head;
+    if (isHead && before !== undefined && height < before) this.wentBack(upstream, height);
     upstream.health.answeredHeight(height, isHead);
     this.served.raise(height, upstream.health.rose);
     if (upstream.health.inRotation) this.served.nodeReached(height);
