@@ -323,26 +323,35 @@ function checkContracts(
   report: Report,
 ): void {
   const served = servedMethods(iface);
-  for (const [name, where] of Object.entries(iface.contracts ?? {})) {
-    const rest = name.includes(" ");
-    if (rest) {
-      const route = parseOrReport(name, [...path, name], report);
-      if (route !== undefined && (trie === undefined || !reaches(trie, route)))
-        report([...path, name], `"${name}" is not a route this interface serves`);
-    } else if (!served.has(name)) report([...path, name], `"${name}" is not a method this interface serves`);
-    if (rest ? where.startsWith("params.") : !where.startsWith("params."))
-      report(
-        [...path, name],
-        `a ${rest ? "route's" : "method's"} address is in its ${rest ? "body or path" : "params"}`,
-      );
-    // a path's address is one of the route's own parameters, named as the route names it
-    const param = where.startsWith("path.") ? where.split(".") : undefined;
-    if (param !== undefined && rest) {
-      const route = parseOrReport(name, [...path, name], report);
-      const named = route?.segments.some((s) => s.kind === "param" && s.name === param[1]);
-      if (route !== undefined && (param.length !== 2 || !named))
-        report([...path, name], `"${where}" is not one of the route's {parameters}, as path.<its name>`);
-    }
+  for (const [name, places] of Object.entries(iface.contracts ?? {}))
+    for (const where of [places].flat())
+      checkContractPlace(name, where, served, trie, [...path, name], report);
+}
+
+/** One place where a method or route names contracts: a method's in its params, a route's in its body or path. */
+function checkContractPlace(
+  name: string,
+  where: string,
+  served: ReadonlySet<string>,
+  trie: TrieNode | undefined,
+  at: YamlPath,
+  report: Report,
+): void {
+  const rest = name.includes(" ");
+  if (rest) {
+    const route = parseOrReport(name, at, report);
+    if (route !== undefined && (trie === undefined || !reaches(trie, route)))
+      report(at, `"${name}" is not a route this interface serves`);
+  } else if (!served.has(name)) report(at, `"${name}" is not a method this interface serves`);
+  if (rest ? where.startsWith("params.") : !where.startsWith("params."))
+    report(at, `a ${rest ? "route's" : "method's"} address is in its ${rest ? "body or path" : "params"}`);
+  // a path's address is one of the route's own parameters, named as the route names it
+  const param = where.startsWith("path.") ? where.split(".") : undefined;
+  if (param !== undefined && rest) {
+    const route = parseOrReport(name, at, report);
+    const named = route?.segments.some((s) => s.kind === "param" && s.name === param[1]);
+    if (route !== undefined && (param.length !== 2 || !named))
+      report(at, `"${where}" is not one of the route's {parameters}, as path.<its name>`);
   }
 }
 

@@ -32,7 +32,7 @@ export interface PolicyModel {
   readonly envelope?: string;
   readonly methods: readonly (readonly [string, MethodAccess])[];
   /** Method or route → the member path of its contract address (`["params", "0", "to"]`). */
-  readonly contracts?: Readonly<Record<string, readonly string[]>>;
+  readonly contracts?: Readonly<Record<string, readonly (readonly string[])[]>>;
   /** Method → the member path of the state it puts in place for the call (`["params", "2"]`). */
   readonly stateOverrides?: Readonly<Record<string, readonly string[]>>;
   /** Method → the member path of its option that may dump state, and the values a locked key may ask for. */
@@ -264,14 +264,18 @@ function mergePolicy(id: string, ids: readonly string[], spec: RegistrySpec): Po
     interfaces.find((i) => i.nodeErrors !== undefined)?.nodeErrors ??
     envelopeNodeErrors(first.envelope === undefined ? undefined : spec.envelopes[first.envelope]);
   const reads = interfaces.find((i) => i.reads !== undefined)?.reads;
-  const contracts: Record<string, string[]> = {};
+  const contracts: Record<string, string[][]> = {};
   const stateOverrides: Record<string, string[]> = {};
   const stateDumps: Record<string, StateDumpRule> = {};
   for (const iface of interfaces) {
     for (const [name, rule] of Object.entries(iface.stateDumps ?? {}))
       stateDumps[name] ??= { at: rule.at.split("."), allow: [...rule.allow] };
-    for (const [name, path] of Object.entries(iface.contracts ?? {}))
-      for (const [key, at] of contractEntries(name, path)) contracts[key] ??= at;
+    // an entry's places together, from the first interface that names the method or route
+    const own: Record<string, string[][]> = {};
+    for (const [name, where] of Object.entries(iface.contracts ?? {}))
+      for (const path of [where].flat())
+        for (const [key, at] of contractEntries(name, path)) own[key] = [...(own[key] ?? []), at];
+    for (const [key, paths] of Object.entries(own)) contracts[key] ??= paths;
     for (const [name, path] of Object.entries(iface.stateOverrides ?? {}))
       stateOverrides[name] ??= path.split(".");
   }

@@ -108,8 +108,11 @@ export interface InterfaceSpec {
   webSocketOverHttp?: true;
   /** How its calls name blocks (src/registry/types.ts ReadRules, as written). */
   reads?: ReadRules;
-  /** Method or route → where its contract address sits (`params.0.to`, `body.contract_address`). */
-  contracts?: Record<string, string>;
+  /**
+   * Method or route → where its contract address sits (`params.0.to`, `body.contract_address`), or each
+   * place where it names contracts when it names them in more than one.
+   */
+  contracts?: Record<string, string | string[]>;
   /** Method → where it takes state put in place for the call (`params.2`), refused to a key locked to its contracts. */
   stateOverrides?: Record<string, string>;
   /**

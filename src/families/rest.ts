@@ -158,7 +158,8 @@ function isEmptyObject(value: unknown): boolean {
 /** A key's contract list, where the route names its contract (`["path", "1"]`), and the request's path segments. */
 interface ContractCheck {
   readonly rules: KeyRules;
-  readonly at: readonly string[];
+  /** Each place the route names contracts (registry `contracts`). */
+  readonly at: readonly (readonly string[])[];
   readonly segments: readonly string[];
   /** The member names the mount's rules read (jsonrpc/member-case.ts): one in another case is refused. */
   readonly membersRead: ReadonlyMap<string, string>;
@@ -225,7 +226,8 @@ class RestRequest implements RoutedRequest {
     // a member the contract rule reads, in another case: a node written in Go reads it, the gateway not
     const variant = contract && memberInAnotherCase(json, contract.membersRead);
     if (variant !== undefined) throw new GatewayError("INVALID_REQUEST", refusalOf(variant));
-    const named = contract && addressesAt({ body: json, path: contract.segments }, contract.at);
+    const request = { body: json, path: contract?.segments };
+    const named = contract?.at.flatMap((path) => addressesAt(request, path));
     if (contract !== undefined && !contract.rules.allowsContracts(named as string[]))
       throw new GatewayError("KEY_SETTING_REFUSED", { setting: "contracts", route: this.#route });
     const block = this.#bodyBlock === undefined ? undefined : bodyReads(this.#bodyBlock, json, this.#query);

@@ -79,7 +79,7 @@ export interface CallRules {
   readonly transport: "http" | "websocket";
   /** What the key's owner restricted it to, and where each method names its contract (registry `contracts`). */
   readonly keyRules?: KeyRules | undefined;
-  readonly contracts?: Readonly<Record<string, readonly string[]>> | undefined;
+  readonly contracts?: Readonly<Record<string, readonly (readonly string[])[]>> | undefined;
   /** Where a method takes state put in place for the call (registry `stateOverrides`). */
   readonly stateOverrides?: Readonly<Record<string, readonly string[]>> | undefined;
   /** Where a method takes an option whose values may answer every touched account's state (registry `stateDumps`). */
@@ -140,10 +140,10 @@ export function checkCall(rules: CallRules, call: RawCall): Checked {
     const cancels = access === "unsubscribe" && allowsSubscribing(policy, keyRules);
     if (!keyRules.allowsMethod(method) && !cancels)
       return no(rules, "KEY_SETTING_REFUSED", call, { setting: "methods", method }, method);
-    const path = keyRules.limitsContracts ? contractsPath(rules, method, access, call.value) : undefined;
-    const where = path && byName(path, call.value, rules.policy.reads?.paramNames?.[method]);
-    if (where !== undefined && !keyRules.allowsContracts(addressesAt(call.value, where)))
-      return contractsRefusal(rules, call, method);
+    const paths = keyRules.limitsContracts ? contractsPaths(rules, method, access, call.value) : undefined;
+    const names = rules.policy.reads?.paramNames?.[method];
+    const named = paths?.flatMap((path) => addressesAt(call.value, byName(path, call.value, names)));
+    if (named !== undefined && !keyRules.allowsContracts(named)) return contractsRefusal(rules, call, method);
     // state put in place for the call (code at an address) runs what the contracts list never named
     const overrides = keyRules.limitsContracts ? rules.stateOverrides?.[method] : undefined;
     if (overrides !== undefined && holdsAny(call.value, overrides))
@@ -183,12 +183,12 @@ function allowsSubscribing(policy: JsonRpcPolicy, keyRules: KeyRules): boolean {
  * at the subscribe call's `filterParam`-th param. Without it a key locked to its contracts could follow
  * every contract's logs over a WebSocket.
  */
-function contractsPath(
+function contractsPaths(
   rules: CallRules,
   method: string,
   access: MethodAccess,
   value: unknown,
-): readonly string[] | undefined {
+): readonly (readonly string[])[] | undefined {
   const direct = rules.contracts?.[method];
   if (direct !== undefined || access !== "subscribe") return direct;
   const params = (value as { params?: unknown }).params;
@@ -199,10 +199,10 @@ function contractsPath(
   );
   const backfill = kind?.events?.backfill;
   const query = backfill === undefined ? undefined : rules.contracts?.[backfill.method];
-  // the range query's path is params.0.<member>: the subscription's filter is its filterParam-th param
+  // the range query's paths are params.0.<member>: the subscription's filter is its filterParam-th param
   return backfill === undefined || query === undefined
     ? undefined
-    : ["params", String(backfill.filterParam), ...query.slice(2)];
+    : query.map((path) => ["params", String(backfill.filterParam), ...path.slice(2)]);
 }
 
 /**

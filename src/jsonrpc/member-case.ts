@@ -70,7 +70,8 @@ function collect(policy: InterfacePolicy): ReadonlyMap<string, string> {
       return;
     names.set(fold(name), name);
   };
-  for (const path of Object.values(policy.contracts ?? {})) for (const name of path) add(name);
+  for (const paths of Object.values(policy.contracts ?? {}))
+    for (const path of paths) for (const name of path) add(name);
   for (const path of Object.values(policy.stateOverrides ?? {})) for (const name of path) add(name);
   for (const rule of Object.values(policy.stateDumps ?? {})) for (const name of rule.at) add(name);
   const reads = policy.jsonrpc?.reads;

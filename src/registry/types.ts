@@ -568,10 +568,11 @@ export interface InterfacePolicy {
   /** What one call costs in compute units (registry `computeUnits`, docs/compute-units.md). */
   readonly computeUnits: ComputeUnits;
   /**
-   * Method or REST route (`POST /wallet/triggersmartcontract`) → the member path of the contract address it
-   * names (`["params", "0", "to"]`, `["body", "contract_address"]`), for a key's contract allow-list.
+   * Method or REST route (`POST /wallet/triggersmartcontract`) → the member paths of the contract addresses
+   * it names (`[["params", "0", "to"]]`, `[["body", "contract_address"]]`; more than one where it names them
+   * in several places), for a key's contract allow-list.
    */
-  readonly contracts?: Readonly<Record<string, readonly string[]>>;
+  readonly contracts?: Readonly<Record<string, readonly (readonly string[])[]>>;
   /**
    * Method → the member path of the state it puts in place for the call (`["params", "2"]`: eth_call's
    * overrides), which runs code no contract allow-list names: refused to a key locked to its contracts.

@@ -124,6 +124,29 @@ describe("a key locked to its contracts on Starknet and VeChain", () => {
     expect(await starknetCall(LOCKED, "starknet_getNonce", ["latest", OTHER])).toBe(false);
   });
 
+  // starknet_getStorageProof(block_id, class_hashes, contract_addresses, contracts_storage_keys): a proof of
+  // each listed contract's leaf (its class hash and nonce) and of each named contract's storage
+  it("Starknet: a storage proof names contracts in two places, and both are held to the list", async () => {
+    const proof = (addresses: string[], storage: string[]) => [
+      "latest",
+      [],
+      addresses,
+      storage.map((contract_address) => ({ contract_address, storage_keys: ["0x1"] })),
+    ];
+    expect(await starknetCall(LOCKED, "starknet_getStorageProof", proof([TOKEN], [TOKEN_SHORT]))).toBe(false);
+    expect(await starknetCall(LOCKED, "starknet_getStorageProof", proof([], [TOKEN]))).toBe(false);
+    expect(await starknetCall(LOCKED, "starknet_getStorageProof", proof([OTHER], [TOKEN]))).toBe(true);
+    expect(await starknetCall(LOCKED, "starknet_getStorageProof", proof([TOKEN], [OTHER]))).toBe(true);
+    expect(await starknetCall(LOCKED, "starknet_getStorageProof", proof([OTHER], []))).toBe(true);
+    expect(
+      await starknetCall(LOCKED, "starknet_getStorageProof", {
+        block_id: "latest",
+        contract_addresses: [OTHER],
+        contracts_storage_keys: [{ contract_address: TOKEN, storage_keys: ["0x1"] }],
+      }),
+    ).toBe(true);
+  });
+
   it("Starknet: a trace, which holds the state of every contract it touched, is refused to a locked key", async () => {
     const hash = "0x1234";
     expect(await starknetCall(LOCKED_DEDICATED, "starknet_traceTransaction", [hash])).toBe(true);
