@@ -553,6 +553,13 @@ function checkSubscriptions(iface: InterfaceSpec, path: YamlPath, report: Report
   (rules.pinned ?? []).forEach((name, i) => {
     if (!subscribe.has(name)) report([...path, "pinned", i], `"${name}" is not in methods.subscribe`);
   });
+  // a subscription that ends is forgotten at its last notification: none may be held back for a gap fill
+  const positioned = new Set(rules.kinds.flatMap((kind) => kind.subscribe));
+  for (const name of Object.keys(rules.ends ?? {})) {
+    if (!subscribe.has(name)) report([...path, "ends", name], `"${name}" is not in methods.subscribe`);
+    if (positioned.has(name))
+      report([...path, "ends", name], `"${name}" carries heads or events: it cannot end`);
+  }
   rules.kinds.forEach((kind, k) => {
     kind.subscribe.forEach((name, i) => {
       if (!subscribe.has(name))

@@ -1,6 +1,6 @@
 // The registry file as the schema (registry/schema.json) admits it.
 
-import type { ReadRules, SubscriptionKind } from "../src/registry/types.js";
+import type { ReadRules, SubscriptionEnd, SubscriptionKind } from "../src/registry/types.js";
 
 export type ParamsForm = "array" | "object" | "null" | "absent";
 export type JsonRpcVersion = "1.0" | "2.0" | "absent";
@@ -141,6 +141,7 @@ export interface ComputeUnitsSpec {
 export interface SubscriptionsSpec {
   idMember: string;
   pinned?: string[];
+  ends?: Record<string, SubscriptionEnd>;
   kinds: SubscriptionKind[];
 }
 

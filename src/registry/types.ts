@@ -478,7 +478,21 @@ export interface SubscriptionRules {
   readonly idMember: string;
   /** Subscribe methods whose subscription is node state or submits something: the connection stays pinned. */
   readonly pinned: readonly string[];
+  /**
+   * Subscribe method → the notifications after which the node ends the subscription itself (an extrinsic's
+   * final status): the relay forgets it once it has sent that one, as the client does (src/ws/subscriptions.ts).
+   */
+  readonly ends?: Readonly<Record<string, SubscriptionEnd>>;
   readonly kinds: readonly SubscriptionKind[];
+}
+
+/**
+ * A subscription's last notification: the value at `at` in its result (the result itself when absent) is
+ * one of `status`, or an object with one of them as its member (serde's enum: `"dropped"`, `{"finalized":…}`).
+ */
+export interface SubscriptionEnd {
+  readonly at?: string;
+  readonly status: readonly string[];
 }
 
 /** Subscriptions that carry a position. A subscribe call that matches none is made again, nothing filled. */

@@ -440,6 +440,8 @@ export class Connection {
     const { subscription, result } = found;
     if (subscription.kind?.heads !== undefined) this.#learnHead(() => subscription.headHeight(result));
     deliver(subscription, result, text, this.#fill);
+    // the node has ended it (registry `ends`): it pins the connection no more, nor holds a subscription slot
+    if (subscription.endsWith(result)) this.#remembered.remove(subscription);
   }
 
   /**

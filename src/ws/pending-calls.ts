@@ -173,7 +173,9 @@ export class PendingCalls {
         this.#reservedSubscriptions--;
         const clientId = result === undefined ? undefined : settled.subscribed(pending.call, result);
         if (clientId !== undefined && clientId !== result) this.#renamed.set(id, clientId);
-      } else if (pending.kind === "unsubscribe" && result !== undefined && result !== "false") {
+      } else if (pending.kind === "unsubscribe" && result !== undefined) {
+        // `false` too: the node holds nothing under that id (it ended the subscription itself), so nothing
+        // is left to pin the connection or to make again on another node; the client gets `false` all the same
         settled.unsubscribed(pending.target);
       }
       const { message } = pending;

@@ -1,6 +1,11 @@
 import { randomBytes, randomInt } from "node:crypto";
 import { scanMembers } from "../jsonrpc/scan.js";
-import type { HeadEncoding, SubscriptionKind, SubscriptionRules } from "../registry/types.js";
+import type {
+  HeadEncoding,
+  SubscriptionEnd,
+  SubscriptionKind,
+  SubscriptionRules,
+} from "../registry/types.js";
 import { decode } from "../upstream/head.js";
 
 // The subscriptions a WebSocket connection holds, remembered so that they can be made again on another
@@ -34,6 +39,8 @@ export class Subscription {
   upstreamId: string;
   readonly kind: SubscriptionKind | undefined;
   readonly pinned: boolean;
+  /** The notifications after which the node holds it no more (registry `ends`): its notifications are read. */
+  readonly ends: SubscriptionEnd | undefined;
   /** The notification method's token, from the last notification (`"eth_subscription"`). */
   notificationMethod: string | undefined;
   /** Heads: the last height the client was sent. Events: the height of the last event sent. */
@@ -79,6 +86,7 @@ export class Subscription {
     id: string;
     kind: SubscriptionKind | undefined;
     pinned: boolean;
+    ends: SubscriptionEnd | undefined;
   }) {
     this.method = fields.method;
     this.params = fields.params;
@@ -87,11 +95,31 @@ export class Subscription {
     this.upstreamId = fields.id;
     this.kind = fields.kind;
     this.pinned = fields.pinned;
+    this.ends = fields.ends;
   }
 
-  /** Whether its notifications must be read: it carries a position, or its id on the node changed. */
+  /** Whether its notifications must be read: it carries a position, may end, or its id on the node changed. */
   get watched(): boolean {
-    return this.kind !== undefined || this.upstreamId !== this.clientId;
+    return this.kind !== undefined || this.ends !== undefined || this.upstreamId !== this.clientId;
+  }
+
+  /**
+   * Whether `result` (a notification's source text) is its last: the node has ended it (an extrinsic's final
+   * status), answers an unsubscribe after it with `false`, and the client may never send one.
+   */
+  endsWith(result: string): boolean {
+    const rule = this.ends;
+    if (rule === undefined) return false;
+    let value: unknown;
+    try {
+      value = JSON.parse(result);
+    } catch {
+      return false;
+    }
+    for (const name of rule.at?.split(".") ?? []) value = isObject(value) ? value[name] : undefined;
+    if (typeof value === "string") return rule.status.includes(value);
+    // serde's enum with data: {"finalized": "0x…"}
+    return isObject(value) && rule.status.some((status) => Object.hasOwn(value, status));
   }
 
   /** A notification passed on undecoded: `catchUp` reads its position when a move needs it. */
@@ -217,6 +245,10 @@ function readNotification(
   return id === undefined || result === undefined ? undefined : { id, result };
 }
 
+function isObject(value: unknown): value is Record<string, unknown> {
+  return typeof value === "object" && value !== null && !Array.isArray(value);
+}
+
 /** A height from a member's source token, or undefined when it is not one in `encoding`. */
 export function heightOf(token: string | undefined, encoding: HeadEncoding): number | undefined {
   if (token === undefined) return undefined;
@@ -254,7 +286,9 @@ export class RememberedSubscriptions {
   solo(): Subscription | undefined {
     if (this.#byClientId.size !== 1) return undefined;
     const [only] = this.#byClientId.values();
+    // one that may end is read, to forget it at its last notification
     return only !== undefined &&
+      only.ends === undefined &&
       only.upstreamId === only.clientId &&
       only.held === undefined &&
       !only.fillNext &&
@@ -293,6 +327,7 @@ export class RememberedSubscriptions {
       id,
       kind: this.#kindOf(method, paramsValue),
       pinned: this.isPinned(method),
+      ends: this.rules?.ends?.[method],
     });
     if (this.#byClientId.has(id)) subscription.clientId = this.#freshId(id);
     this.#byClientId.set(subscription.clientId, subscription);

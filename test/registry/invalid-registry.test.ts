@@ -296,6 +296,12 @@ const defects: readonly Defect[] = [
     message: '24:23 "eth_subscribe" is not in methods.subscribe',
   },
   {
+    name: "a subscription's last notifications named for a method not in methods.subscribe",
+    from: "    head: { method: eth_blockNumber, params: [], field: result, encoding: hex-quantity }\n",
+    to: "    head: { method: eth_blockNumber, params: [], field: result, encoding: hex-quantity }\n    subscriptions:\n      idMember: subscription\n      ends:\n        eth_subscribe: { at: event, status: [done] }\n      kinds: []\n",
+    message: '24:24 "eth_subscribe" is not in methods.subscribe',
+  },
+  {
     name: "a chain named on a network whose interface names none",
     from: "{ label: beta, environment: mainnet, nodeClass: full }",
     to: '{ label: beta, environment: mainnet, nodeClass: full, chain: "beta-main" }',

@@ -56,6 +56,8 @@ export interface ActiveSubscription {
   notify(result: unknown): void;
   /** Runs when the subscription ends (unsubscribe or close), e.g. to stop a feed. */
   onEnd(cleanup: () => void): void;
+  /** Ends it on the node's side, as a node does at a watch's final status: an unsubscribe then answers false. */
+  end(): void;
 }
 
 export interface WsNodeConnection {
@@ -328,7 +330,6 @@ export async function startLoopbackWsNode(options: LoopbackWsNodeOptions = {}): 
 
 interface Subscription extends ActiveSubscription {
   active: boolean;
-  end(): void;
 }
 
 interface Connection extends WsNodeConnection {
