@@ -63,7 +63,8 @@ export const ALLOWED: QuotaDecision = { allowed: true };
 
 /**
  * What a quota's scope spent in a day and in that day's month, as the account store's usage counts hold it
- * (keys/usage.ts): what a shared ledger's counters start from when Redis lost them.
+ * (keys/usage.ts): what a shared ledger's counters start from when Redis lost them, and a count in this
+ * process from where it has none (store-started.ts).
  */
 export interface QuotaSpentSource {
   /** `day` is `YYYY-MM-DD`; the month is the one it is in. */
@@ -205,8 +206,10 @@ interface Spent {
 }
 
 /**
- * Quotas counted in this process alone: exact, and forgotten at a restart. Without Redis, each worker
- * and instance counts its own (docs/plans.md, "Many instances").
+ * Quotas counted in this process alone, exactly, from zero: what a scope spent before its count here began
+ * (a restart, a reload that moved a plan's keys to another scope) is added by StoreStartedLedger
+ * (store-started.ts). Without Redis, each worker and instance counts its own (docs/plans.md, "Many
+ * instances").
  */
 export class LocalQuotaLedger implements QuotaLedger {
   readonly #spent = new Map<string, Spent>();
@@ -250,6 +253,18 @@ export class LocalQuotaLedger implements QuotaLedger {
   spent(scope: string): { readonly day: number; readonly month: number } {
     const spent = this.#spentOf(scope);
     return { day: spent.dayUnits, month: spent.monthUnits };
+  }
+
+  /** Whether `scope` is counted here this month (a count started, or a call taken). */
+  counts(scope: string): boolean {
+    if (this.#clock.tick()) this.#forgetEnded();
+    return this.#spent.has(scope);
+  }
+
+  /** The UTC day counted now, `YYYY-MM-DD`. */
+  today(): string {
+    if (this.#clock.tick()) this.#forgetEnded();
+    return this.#clock.day;
   }
 
   /** Adds what another count said `scope` had spent before this one began (no crossing is announced). */

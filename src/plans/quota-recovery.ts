@@ -1,21 +1,12 @@
 import type { Logger } from "../log.js";
 import { LocalQuotaLedger, QuotaClock, type QuotaCrossing, type QuotaSpentSource } from "./quota-ledger.js";
 import { type CounterTtls, counterKeys, type QuotaCommands } from "./quota-scripts.js";
+import { type StartedAt, StoreStartedLedger, waited } from "./store-started.js";
 
 /** What a scope had spent as an outage began: where its count alone started. */
-interface Base {
-  readonly day: string;
-  readonly dayUnits: number;
-  readonly monthUnits: number;
-}
+type Base = StartedAt;
 
-/** How long a lease waits for its scope's month to be started from the store before it is spent anyway. */
-const START_WAIT_MS = 250;
 const DAY_MS = 86_400_000;
-
-/** A store read, waited for as a lease waits for a month's start: at most START_WAIT_MS at a time. */
-const waited = (read: Promise<void>): Promise<void> =>
-  Promise.race([read, new Promise<void>((resolve) => setTimeout(resolve, START_WAIT_MS).unref())]);
 
 /**
  * What keeps a spent quota spent when Redis loses its counters or goes away (docs/plans.md, "Many
@@ -37,13 +28,9 @@ export class QuotaRecovery {
   readonly #crossed: (crossing: QuotaCrossing) => void;
   /** Scopes whose month this instance is starting from the store now, by scope and month. */
   readonly #starting = new Map<string, Promise<void>>();
-  /** The count while Redis is away: anew at each outage. */
-  #local: LocalQuotaLedger;
+  /** The count while Redis is away: anew at each outage, its scopes not leased started from the store. */
+  #local: StoreStartedLedger;
   #bases = new Map<string, Base>();
-  /** The scopes seen alone, whose store count was asked for. */
-  #seen = new Set<string>();
-  /** The store reads of scopes seen alone, under way. */
-  readonly #reading = new Map<string, Promise<void>>();
   #unreadCount = 0;
   #unreadLoggedAt = Number.NEGATIVE_INFINITY;
 
@@ -57,7 +44,14 @@ export class QuotaRecovery {
     this.#source = source;
     this.#logger = logger;
     this.#crossed = crossed;
-    this.#local = new LocalQuotaLedger(crossed);
+    this.#local = this.#counted(this.#bases);
+  }
+
+  /** A count alone, whose scopes read from the store are `bases`' (what `back` does not add again). */
+  #counted(bases: Map<string, Base>): StoreStartedLedger {
+    return new StoreStartedLedger(new LocalQuotaLedger(this.#crossed), this.#source, (scope, base) =>
+      bases.set(scope, base),
+    );
   }
 
   /**
@@ -82,7 +76,7 @@ export class QuotaRecovery {
 
   /** The count while Redis is away. */
   get local(): LocalQuotaLedger {
-    return this.#local;
+    return this.#local.local;
   }
 
   /**
@@ -117,16 +111,15 @@ export class QuotaRecovery {
    * Redis last said it spent; any other, from the store (`seen`).
    */
   alone(leases: Iterable<[string, Base]>): void {
-    this.#local = new LocalQuotaLedger(this.#crossed);
     this.#bases = new Map();
-    this.#seen = new Set();
+    this.#local = this.#counted(this.#bases);
     this.#clock.tick();
     const day = this.#clock.day;
     for (const [scope, base] of leases) {
       if (base.day !== day) continue;
-      this.#local.startAt(scope, base.dayUnits, base.monthUnits);
+      // counted from Redis's answer: not read from the store
+      this.#local.local.startAt(scope, base.dayUnits, base.monthUnits);
       this.#bases.set(scope, base);
-      this.#seen.add(scope);
     }
   }
 
@@ -135,29 +128,7 @@ export class QuotaRecovery {
    * its calls wait for (undefined: nothing to wait for).
    */
   seen(scope: string): Promise<void> | undefined {
-    const source = this.#source;
-    if (source === undefined) return undefined;
-    const reading = this.#reading.get(scope);
-    if (reading !== undefined) return waited(reading);
-    if (this.#seen.has(scope)) return undefined;
-    this.#seen.add(scope);
-    const local = this.#local;
-    this.#clock.tick();
-    const day = this.#clock.day;
-    const read = source
-      .spent(scope, day)
-      .then(
-        ({ day: dayUnits, month: monthUnits }) => {
-          // the outage may have ended, or another begun: this count is that one's
-          if (local !== this.#local) return;
-          local.startAt(scope, dayUnits, monthUnits);
-          this.#bases.set(scope, { day, dayUnits, monthUnits });
-        },
-        () => {},
-      )
-      .finally(() => this.#reading.delete(scope));
-    this.#reading.set(scope, read);
-    return waited(read);
+    return this.#local.starting(scope);
   }
 
   /**
@@ -166,7 +137,7 @@ export class QuotaRecovery {
    */
   async back(): Promise<void> {
     const ttl = this.ttls();
-    for (const [scope, spent] of this.#local.scopes()) {
+    for (const [scope, spent] of this.#local.local.scopes()) {
       const base = this.#bases.get(scope);
       const dayUnits = spent.dayUnits - (base?.day === spent.day ? base.dayUnits : 0);
       // a month that turned during the outage: the new month's count started at 0

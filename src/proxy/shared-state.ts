@@ -10,6 +10,7 @@ import {
   type QuotaSpentSource,
 } from "../plans/quota-ledger.js";
 import type { SharedQuotaLedger } from "../plans/shared-quotas.js";
+import { StoreStartedLedger } from "../plans/store-started.js";
 import { type GroupShare, WorkerHandles, WorkerHeads } from "./cluster-shares.js";
 
 /**
@@ -45,7 +46,9 @@ export async function openSharedState(
 ): Promise<SharedState> {
   const redis = config.sharedLimits;
   if (redis === undefined) {
-    const quotas = new LocalQuotaLedger(crossed);
+    // a scope's first call of its month here (after a restart, or a reload that moved a plan's keys to
+    // another scope) starts from the account store's usage counts, as a shared one does (docs/plans.md)
+    const quotas = new StoreStartedLedger(new LocalQuotaLedger(crossed), spent);
     // a caller whose connections land on two workers sees one rising head and polls its filters on either
     const heads = cluster.isWorker ? new WorkerHeads() : undefined;
     const handles = cluster.isWorker ? new WorkerHandles() : undefined;

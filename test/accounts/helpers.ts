@@ -4,7 +4,12 @@ import { join } from "node:path";
 import pg from "pg";
 import { request } from "undici";
 import { networkCodes } from "../../generated/endpoints.js";
-import { DEFAULT_ACCOUNTS } from "../../src/config/defaults.js";
+import {
+  DEFAULT_ACCOUNTS,
+  DEFAULT_CONFIG,
+  DEFAULT_HEALTH,
+  DEFAULT_LIMITS,
+} from "../../src/config/defaults.js";
 import type { AccountsConfig, GatewayConfig } from "../../src/config/types.js";
 import { type ControlPlane, createControlPlane } from "../../src/control/plane.js";
 import { CachedKeyStore } from "../../src/keys/key-cache.js";
@@ -151,4 +156,61 @@ export async function startAccounts(
     },
     close: () => accounts.close(),
   };
+}
+
+/** The accounts section a proxy reads the fixture's store with: the defaults, on its store, flushing often. */
+export function fixtureAccounts(
+  fx: AccountsFixture,
+  usageFlushIntervalMs = 200,
+): NonNullable<GatewayConfig["accounts"]> {
+  return {
+    ...DEFAULT_ACCOUNTS,
+    database: fx.database,
+    listen: { host: "127.0.0.1", port: 0 },
+    mail: { from: "gw@example.com", outbox: join(fx.dir, "outbox") },
+    followIntervalMs: 50,
+    usageFlushIntervalMs,
+  };
+}
+
+/**
+ * A proxy on the fixture's store (fixtureAccounts), listening on `port` and serving `eth` from `node`, with
+ * no operator API, probes, drain wait or log; `more` (plans, sharedLimits…) on top.
+ */
+export function proxyOnFixture(
+  fx: AccountsFixture,
+  port: number,
+  node: string,
+  more: Partial<GatewayConfig> = {},
+  usageFlushIntervalMs = 200,
+): GatewayConfig {
+  return {
+    ...DEFAULT_CONFIG,
+    listen: { host: "127.0.0.1", port },
+    operator: undefined,
+    upstreams: { eth: [node] },
+    health: { ...DEFAULT_HEALTH, probeIntervalMs: 0 },
+    limits: { ...DEFAULT_LIMITS, drainTimeoutMs: 0 },
+    log: { level: "silent", access: false },
+    accounts: fixtureAccounts(fx, usageFlushIntervalMs),
+    ...more,
+  };
+}
+
+/**
+ * A fixture on SQLite whose control plane is the dashboard of a proxy listening on `port` on localhost (with
+ * `plans`, else the defaults), following its store every 50 ms and flushing usage every `usageFlushIntervalMs`.
+ */
+export function startAccountsFor(
+  port: number,
+  plans?: GatewayConfig["plans"],
+  usageFlushIntervalMs = 200,
+): Promise<AccountsFixture> {
+  const gateway = {
+    domain: "localhost",
+    listen: { host: "127.0.0.1", port },
+    support: DEFAULT_CONFIG.support,
+    ...(plans === undefined ? {} : { plans }),
+  };
+  return startAccounts({ usageFlushIntervalMs, followIntervalMs: 50 }, undefined, "sqlite", gateway);
 }

@@ -3,17 +3,15 @@ import { join } from "node:path";
 import type { Browser, BrowserContext, Page } from "playwright-core";
 import { request } from "undici";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import {
-  DEFAULT_ACCOUNTS,
-  DEFAULT_CONFIG,
-  DEFAULT_HEALTH,
-  DEFAULT_LIMITS,
-} from "../../src/config/defaults.js";
-import type { GatewayConfig } from "../../src/config/types.js";
 import { freePort } from "../../src/dev/free-port.js";
 import { createLogger } from "../../src/log.js";
 import { type RunningProxy, runProxy } from "../../src/proxy/run.js";
-import { type AccountsFixture, startAccounts } from "../accounts/helpers.js";
+import {
+  type AccountsFixture,
+  proxyOnFixture,
+  startAccounts,
+  startAccountsFor,
+} from "../accounts/helpers.js";
 import { ROOT } from "../registry/helpers.js";
 import { launchChromium, needChromium } from "../support/browser.js";
 import { jsonRpcResponder, type LoopbackNode, startLoopbackNode } from "../support/loopback-node.js";
@@ -73,28 +71,9 @@ describe.skipIf(chromium.skip)("the dashboard, in Chromium", () => {
   beforeAll(async () => {
     mkdirSync(ARTIFACTS, { recursive: true });
     port = await freePort();
-    const gateway = {
-      domain: "localhost",
-      listen: { host: "127.0.0.1", port },
-      support: DEFAULT_CONFIG.support,
-    };
-    fx = await startAccounts(
-      { usageFlushIntervalMs: 200, followIntervalMs: 50 },
-      undefined,
-      "sqlite",
-      gateway,
-    );
+    fx = await startAccountsFor(port);
     node = await startLoopbackNode(jsonRpcResponder({ eth_blockNumber: "0x2a" }));
-    const config: GatewayConfig = {
-      ...DEFAULT_CONFIG,
-      listen: gateway.listen,
-      operator: undefined,
-      upstreams: { eth: [node.url] },
-      health: { ...DEFAULT_HEALTH, probeIntervalMs: 0 },
-      limits: { ...DEFAULT_LIMITS, drainTimeoutMs: 0 },
-      log: { level: "silent", access: false },
-      accounts: fixtureAccounts(fx),
-    };
+    const config = proxyOnFixture(fx, port, node.url);
     proxy = await runProxy(config, createLogger("silent"));
     browser = await launchChromium();
     context = await browser.newContext({ viewport: { width: 1100, height: 900 } });
@@ -350,15 +329,3 @@ describe.skipIf(chromium.skip)("the dashboard, in Chromium", () => {
     }
   });
 });
-
-/** The accounts section a proxy reads the fixture's store with: the defaults, on its store, flushing often. */
-function fixtureAccounts(fx: AccountsFixture): NonNullable<GatewayConfig["accounts"]> {
-  return {
-    ...DEFAULT_ACCOUNTS,
-    database: fx.database,
-    listen: { host: "127.0.0.1", port: 0 },
-    mail: { from: "gw@example.com", outbox: join(fx.dir, "outbox") },
-    followIntervalMs: 50,
-    usageFlushIntervalMs: 200,
-  };
-}

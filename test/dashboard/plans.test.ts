@@ -5,18 +5,12 @@ import { join } from "node:path";
 import type { Browser, BrowserContext, Page } from "playwright-core";
 import { request } from "undici";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import {
-  DEFAULT_ACCOUNTS,
-  DEFAULT_CONFIG,
-  DEFAULT_HEALTH,
-  DEFAULT_LIMITS,
-  DEFAULT_PLANS,
-} from "../../src/config/defaults.js";
+import { DEFAULT_PLANS } from "../../src/config/defaults.js";
 import type { GatewayConfig, PlanSpec } from "../../src/config/types.js";
 import { freePort } from "../../src/dev/free-port.js";
 import { createLogger } from "../../src/log.js";
 import { type RunningProxy, runProxy } from "../../src/proxy/run.js";
-import { type AccountsFixture, startAccounts } from "../accounts/helpers.js";
+import { type AccountsFixture, proxyOnFixture, startAccountsFor } from "../accounts/helpers.js";
 import { ROOT } from "../registry/helpers.js";
 import { launchChromium, needChromium } from "../support/browser.js";
 import { eventually } from "../support/eventually.js";
@@ -75,37 +69,9 @@ describe.skipIf(chromium.skip)("the overview and key settings, in Chromium", () 
   beforeAll(async () => {
     mkdirSync(ARTIFACTS, { recursive: true });
     port = await freePort();
-    const gateway = {
-      domain: "localhost",
-      listen: { host: "127.0.0.1", port },
-      support: DEFAULT_CONFIG.support,
-      plans: PLANS,
-    };
-    fx = await startAccounts(
-      { usageFlushIntervalMs: 200, followIntervalMs: 50 },
-      undefined,
-      "sqlite",
-      gateway,
-    );
+    fx = await startAccountsFor(port, PLANS);
     node = await startLoopbackNode(jsonRpcResponder({ eth_blockNumber: "0x2a", eth_chainId: "0x1" }));
-    const config: GatewayConfig = {
-      ...DEFAULT_CONFIG,
-      listen: gateway.listen,
-      operator: undefined,
-      upstreams: { eth: [node.url] },
-      health: { ...DEFAULT_HEALTH, probeIntervalMs: 0 },
-      limits: { ...DEFAULT_LIMITS, drainTimeoutMs: 0 },
-      log: { level: "silent", access: false },
-      plans: PLANS,
-      accounts: {
-        ...DEFAULT_ACCOUNTS,
-        database: fx.database,
-        listen: { host: "127.0.0.1", port: 0 },
-        mail: { from: "gw@example.com", outbox: join(fx.dir, "outbox") },
-        followIntervalMs: 50,
-        usageFlushIntervalMs: 200,
-      },
-    };
+    const config = proxyOnFixture(fx, port, node.url, { plans: PLANS });
     proxy = await runProxy(config, createLogger("silent"));
     browser = await launchChromium();
     // axe is put into the page as a script of its own: the dashboard's CSP would refuse it

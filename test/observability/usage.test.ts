@@ -3,16 +3,11 @@ import { writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { request } from "undici";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import {
-  DEFAULT_ACCOUNTS,
-  DEFAULT_CONFIG,
-  DEFAULT_HEALTH,
-  DEFAULT_LIMITS,
-} from "../../src/config/defaults.js";
+import { DEFAULT_CONFIG, DEFAULT_HEALTH, DEFAULT_LIMITS } from "../../src/config/defaults.js";
 import type { GatewayConfig } from "../../src/config/types.js";
 import { createLogger } from "../../src/log.js";
 import { type RunningProxy, runProxy } from "../../src/proxy/run.js";
-import { type AccountsFixture, STORES, startAccounts } from "../accounts/helpers.js";
+import { type AccountsFixture, fixtureAccounts, STORES, startAccounts } from "../accounts/helpers.js";
 import { ROOT } from "../registry/helpers.js";
 import { bundleOf } from "../support/bundles.js";
 import { killChild, listeningPort } from "../support/child-process.js";
@@ -46,14 +41,7 @@ describe.each(STORES)("usage per key (%s store)", (store) => {
     health: { ...DEFAULT_HEALTH, probeIntervalMs: 0 },
     limits: { ...DEFAULT_LIMITS, drainTimeoutMs: 0 },
     log: { level: "silent", access: false },
-    accounts: {
-      ...DEFAULT_ACCOUNTS,
-      database: fx.database,
-      listen: { host: "127.0.0.1", port: 0 },
-      mail: { from: "gw@example.com", outbox: join(fx.dir, "outbox") },
-      followIntervalMs: 50,
-      usageFlushIntervalMs: FLUSH_MS,
-    },
+    accounts: fixtureAccounts(fx, FLUSH_MS),
   });
   const call = async (port: number, body: string) => {
     const r = await request(`http://127.0.0.1:${port}/${key}/`, {
