@@ -8,6 +8,7 @@ import { requestMediaType } from "../http/body.js";
 import { rawHeader } from "../http/raw-headers.js";
 import { addressesAt } from "../jsonrpc/check.js";
 import { memberInAnotherCase, membersRead, refusalOf } from "../jsonrpc/member-case.js";
+import { checkJsonDepth } from "../jsonrpc/scan.js";
 import type { KeyRules } from "../keys/key-settings.js";
 import type { Mounted } from "../pipeline/stages.js";
 import { routeUnits } from "../plans/compute-units.js";
@@ -16,13 +17,9 @@ import type { Authorized, Family, FamilySettings, RoutedRequest } from "./family
 import { type BodyBlock, bodyReads } from "./rest-body-reads.js";
 
 // Bodies a REST node takes: JSON for most, raw bytes for signed transactions (algod takes msgpack).
-const BODY_TYPES = new Set([
-  "application/json",
-  "application/x-binary",
-  "application/msgpack",
-  "application/octet-stream",
-  "text/plain",
-]);
+const RAW_TYPES = new Set(["application/x-binary", "application/msgpack", "application/octet-stream"]);
+// text/plain: JSON sent as curl's `-d` does, or a transaction in hex (Esplora's POST /tx), which nests nothing
+const BODY_TYPES = new Set(["application/json", "text/plain", ...RAW_TYPES]);
 const WITH_BODY = new Set(["POST", "PUT", "PATCH"]);
 
 /**
@@ -125,6 +122,7 @@ export function routeRest(req: IncomingMessage, mounted: Mounted, settings: Fami
           segments: mounted.segments,
           membersRead: membersRead(mounted.mount.policy),
         },
+    settings.limits.maxJsonDepth,
   );
 }
 
@@ -184,6 +182,8 @@ class RestRequest implements RoutedRequest {
   readonly #units: number;
   /** The key's contract list, and where this route's body or path names its contract. */
   readonly #contract: ContractCheck | undefined;
+  /** limits.maxJsonDepth: a JSON body nested deeper is refused. */
+  readonly #maxDepth: number;
 
   constructor(
     req: IncomingMessage,
@@ -198,6 +198,7 @@ class RestRequest implements RoutedRequest {
     query: string,
     units: number,
     contract: ContractCheck | undefined,
+    maxDepth: number,
   ) {
     this.#req = req;
     this.#method = method;
@@ -211,18 +212,27 @@ class RestRequest implements RoutedRequest {
     this.#query = query;
     this.#units = units;
     this.#contract = contract;
+    this.#maxDepth = maxDepth;
     this.readsBody = WITH_BODY.has(method);
   }
 
   authorize(body: Buffer): Authorized {
     const headers = ["accept", rawHeader(this.#req.rawHeaders, "accept") ?? "application/json"];
-    if (this.readsBody) {
-      const media = requestMediaType(this.#req) ?? "application/json";
+    const media = this.readsBody ? (requestMediaType(this.#req) ?? "application/json") : undefined;
+    if (media !== undefined) {
       if (body.length > 0 && !BODY_TYPES.has(media)) throw new GatewayError("UNSUPPORTED_MEDIA_TYPE");
       headers.push("content-type", media);
     }
     const contract = this.#contract;
-    const json = contract !== undefined || this.#bodyBlock !== undefined ? jsonOf(body) : undefined;
+    const parses = contract !== undefined || this.#bodyBlock !== undefined;
+    // A JSON body is held to limits.maxJsonDepth before the checks below walk it recursively (the contract
+    // rule's members, the cache key's canonical form: a stack overflow) and before a node reads it
+    const raw = media !== undefined && RAW_TYPES.has(media);
+    const text = body.length > 0 && (parses || !raw) ? body.toString("utf8") : undefined;
+    if (text !== undefined && !raw) checkJsonDepth(text, this.#maxDepth);
+    const json = parses ? jsonOf(text) : undefined;
+    // raw bytes only when they are JSON after all (V8's JSON.parse is iterative): a byte 0x5b is no nesting
+    if (raw && json !== undefined) checkJsonDepth(text as string, this.#maxDepth);
     // a member the contract rule reads, in another case: a node written in Go reads it, the gateway not
     const variant = contract && memberInAnotherCase(json, contract.membersRead);
     if (variant !== undefined) throw new GatewayError("INVALID_REQUEST", refusalOf(variant));
@@ -256,9 +266,10 @@ class RestRequest implements RoutedRequest {
 }
 
 /** A body as JSON, or undefined when it is none (it then names no contract). */
-function jsonOf(body: Buffer): unknown {
+function jsonOf(text: string | undefined): unknown {
+  if (text === undefined) return undefined;
   try {
-    return JSON.parse(body.toString("utf8"));
+    return JSON.parse(text);
   } catch {
     return undefined;
   }

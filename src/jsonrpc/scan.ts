@@ -68,6 +68,15 @@ export function scanMembers(text: string): ReadonlyMap<string, string>[] {
 }
 
 /**
+ * Refuses a body nesting arrays or objects deeper than `maxDepth` (NESTING_TOO_DEEP), in the same one
+ * iterative pass that reads a JSON-RPC body's envelopes: for any other JSON a caller sent (a REST body),
+ * before JSON.parse, a recursive walk of it or a node reads it.
+ */
+export function checkJsonDepth(text: string, maxDepth: number): void {
+  scanEnvelopes(text, maxDepth, false);
+}
+
+/**
  * The source text of each element of a JSON array a node sent, without the spaces around it; undefined
  * when the text is not an array. The node's JSON is trusted (its caller parses it too).
  */
