@@ -168,8 +168,9 @@ class JsonRpcRequest implements RoutedRequest, CallAuthorizer {
         refused: undefined,
       };
     }
-    // one pass: the calls that go on, the refusals' answers, the first refusal's code, and whether a write
-    // is among them (a batch with one write in it is a write: the node gets it once)
+    // one pass: the calls that go on, the refusals' answers (none for a notification, which is counted and
+    // charged as refused but never answered), the first refusal's code, and whether a write is among them
+    // (a batch with one write in it is a write: the node gets it once)
     const passed: PassedCall[] = [];
     const refused: string[] = [];
     const refusedCodes: string[] = [];
@@ -180,32 +181,34 @@ class JsonRpcRequest implements RoutedRequest, CallAuthorizer {
         passed.push(call);
         if (this.#writes.has(call.method)) write = true;
       } else {
-        refused.push(call.json);
+        if (!call.notification) refused.push(call.json);
         refusedCodes.push(call.code);
         firstRefusal ??= call.code;
       }
     }
-    let outgoing: Outgoing | undefined;
-    if (refused.length === 0)
-      outgoing = this.#post(
-        sendableAsReceived(text, checked) ? body : batchOf(passed),
-        write,
-        this.#reads(passed, false),
-        passed,
-        undefined,
-        passed,
-      );
-    // the calls that passed, which the cache may answer one by one; the refusals join their answers
-    else if (passed.length > 0)
-      outgoing = this.#post(batchOf(passed), write, this.#reads(passed, false), passed, undefined, passed);
+    // the calls that passed (as received when none was refused), which the cache may answer one by one;
+    // the refusals join their answers
+    const outgoing: Outgoing | undefined =
+      passed.length === 0
+        ? undefined
+        : this.#post(
+            sendableAsReceived(text, checked) ? body : batchOf(passed),
+            write,
+            this.#reads(passed, false),
+            passed,
+            undefined,
+            passed,
+          );
     return {
       cost: checked.length,
       computeUnits: this.#units(passed),
       replyId,
       // Inside a batch each call gets its own answer and the HTTP status is 200 (proxyd does the same).
+      // Only notifications refused: nothing at all, as geth answers a batch of notifications (an empty 200),
+      // never an empty array (JSON-RPC 2.0 §6)
       answer:
         passed.length === 0 && firstRefusal !== undefined
-          ? { status: 200, body: `[${refused.join(",")}]`, code: firstRefusal }
+          ? { status: 200, body: refused.length > 0 ? `[${refused.join(",")}]` : "", code: firstRefusal }
           : undefined,
       outgoing,
       refusals: passed.length > 0 && refused.length > 0 ? refused : undefined,
@@ -213,7 +216,7 @@ class JsonRpcRequest implements RoutedRequest, CallAuthorizer {
       methods: batchMethods(checked),
       route: undefined,
       batch: checked.length,
-      refused: refused.length,
+      refused: refusedCodes.length,
       batchIds: passed.flatMap((call) => (call.id === undefined ? [] : [call.id])),
       // a dialect that answers 1.0 calls in 1.0's shape (bitcoind) does so call by call in a batch too
       batchLegacy: this.#rules.policy.legacyReplies

@@ -8,10 +8,21 @@ import type { JsonRpcPolicy, MethodAccess, StateDumpRule } from "../registry/typ
 import { memberInAnotherCase, refusalOf } from "./member-case.js";
 import { parseJsonRpcBody, type RawCall } from "./scan.js";
 
-/** A call checked: passed, or refused with its answer (and its method when the interface has it: the log and metrics name it). */
+/**
+ * A call checked: passed, or refused with its answer (and its method when the interface has it: the log and
+ * metrics name it). A refused notification is counted and charged as any refused call, but its answer is
+ * never sent: "The Server MUST NOT reply to a Notification, including those that are within a batch
+ * request" (JSON-RPC 2.0 §4.1), and geth answers none.
+ */
 export type Checked =
   | PassedCall
-  | { readonly ok: false; readonly json: string; readonly code: RpcErrorCode; readonly method?: string };
+  | {
+      readonly ok: false;
+      readonly json: string;
+      readonly code: RpcErrorCode;
+      readonly method?: string;
+      readonly notification: boolean;
+    };
 
 /** A call that passed its checks. What goes upstream is built only when the body cannot go as received. */
 export class PassedCall {
@@ -108,7 +119,8 @@ export function checkCall(rules: CallRules, call: RawCall): Checked {
   if (!policy.validate(call.value)) {
     const first = policy.validate.errors?.[0];
     const detail = { reason: `${first?.instancePath || "request"} ${first?.message ?? "is invalid"}`.trim() };
-    return no(rules, "INVALID_REQUEST", call, detail);
+    // an invalid request object is answered, with or without an id (JSON-RPC 2.0 §5; geth's too)
+    return refusal(rules, "INVALID_REQUEST", call, detail, undefined, false);
   }
   const { method, params } = call.value as { method: string; params?: unknown };
   // a member the gateway reads, in another case: a node written in Go would read it, the gateway not
@@ -302,6 +314,22 @@ export function no(
   detail: Record<string, unknown>,
   method?: string,
 ): Checked {
+  return refusal(rules, code, call, detail, method, isNotification(call));
+}
+
+/** A valid JSON-RPC 2.0 request object without an id (§4.1): never answered, refused or not. */
+function isNotification(call: RawCall): boolean {
+  return !call.members.has("id") && (call.value as { jsonrpc?: unknown }).jsonrpc === "2.0";
+}
+
+function refusal(
+  rules: CallRules,
+  code: RpcErrorCode,
+  call: RawCall,
+  detail: Record<string, unknown>,
+  method: string | undefined,
+  notification: boolean,
+): Checked {
   const { requestId } = rules;
   const json = rpcErrorJson(
     code,
@@ -310,7 +338,9 @@ export function no(
     undefined,
     errorFormOf(rules.policy, isLegacyCall(call)),
   );
-  return method === undefined ? { ok: false, code, json } : { ok: false, code, json, method };
+  return method === undefined
+    ? { ok: false, code, json, notification }
+    : { ok: false, code, json, method, notification };
 }
 
 /** Whether a call is framed as JSON-RPC 1.0: its `jsonrpc` member "1.0", or none. */

@@ -234,7 +234,8 @@ function batchAnswers(message: CheckedMessage, units: ComputeUnits): NonNullable
   const methods: string[] = [];
   for (const call of message.checked)
     if (!call.ok) {
-      refusals.push(call.json);
+      // a notification's refusal is counted, never answered (JSON-RPC 2.0 §4.1)
+      if (!call.notification) refusals.push(call.json);
       codes.push(call.code);
     } else {
       methods.push(call.method);

@@ -146,7 +146,8 @@ export class MessageSender {
       else this.#host.cache?.drop(looked.keep);
     }
     const passed = checked.filter((c): c is PassedCall => c.ok);
-    const refused = checked.filter((c) => !c.ok).map((c) => c.json);
+    // the refusals' answers: none for a notification (JSON-RPC 2.0 §4.1), which is counted all the same
+    const refused = checked.filter((c) => !c.ok && !c.notification).map((c) => c.json);
     // calls refused here (an id in flight, a full connection) cost nothing and count as refused, as at 4
     // counted without an array made: this runs for every message
     let refusedHere = 0;
@@ -161,7 +162,11 @@ export class MessageSender {
         hold?.settle(seen.units);
       }
     }
-    if (passed.length === 0) return message.batch ? `[${refused.join(",")}]` : (checked[0] as Checked).json;
+    // a batch of refused notifications only: nothing, as the node answers one of notifications only
+    if (passed.length === 0) {
+      if (!message.batch) return (checked[0] as Checked).json;
+      return refused.length > 0 ? `[${refused.join(",")}]` : undefined;
+    }
     const rewritten = pending.some(
       (p) => p.target !== undefined && p.target.upstreamId !== p.target.clientId,
     );
