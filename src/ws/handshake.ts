@@ -17,7 +17,8 @@ export function checkHandshake(req: IncomingMessage): void {
   const key = req.headers["sec-websocket-key"];
   if (key === undefined || !KEY.test(key)) throw invalid("missing or invalid Sec-WebSocket-Key header");
   const version = Number(req.headers["sec-websocket-version"]);
-  if (version !== 13 && version !== 8) throw invalid("missing or invalid Sec-WebSocket-Version header (13)");
+  if (version !== 13 && version !== 8)
+    throw invalid("missing or invalid Sec-WebSocket-Version header (13, or the hybi draft's 8)");
   // a JWT carried as a subprotocol is answered `bearer`, which the client must offer too: a browser fails a
   // handshake answered with no subprotocol it offered (keys/jwt.ts)
   const offered = req.headers["sec-websocket-protocol"]?.split(",").map((p) => p.trim());

@@ -134,6 +134,7 @@ describe("WebSocket upgrade refusals", () => {
       status: 400,
       code: "WEBSOCKET_HANDSHAKE_INVALID",
       rpc: -32600,
+      data: { reason: "missing or invalid Sec-WebSocket-Version header (13, or the hybi draft's 8)" },
       extra: { "sec-websocket-version": "7" },
     },
     { name: "no key", label: "dot", path: "/", status: 401, code: "UNAUTHORIZED", rpc: -32040 },
