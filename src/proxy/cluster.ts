@@ -4,6 +4,7 @@ import { withRestartOnlyOf } from "../config/restart-only.js";
 import type { GatewayConfig } from "../config/types.js";
 import type { Logger } from "../log.js";
 import { ClusterMetrics } from "../metrics/cluster-metrics.js";
+import { ClusterConnections } from "./cluster-connections.js";
 import { ClusterStore } from "./cluster-store.js";
 import { closeServer, listenOperator } from "./listeners.js";
 import { type CordonRequest, createOperatorApi, type OperatorView, type ProcessReport } from "./operator.js";
@@ -79,6 +80,8 @@ class Primary {
   #stoppingSince = 0;
   /** What the workers share through the primary without Redis: heads and filters (cluster-shares.ts). */
   readonly #store: ClusterStore | undefined;
+  /** Every worker's open WebSocket connections, against the caps per key and per IP (with Redis too). */
+  readonly #connections = new ClusterConnections();
 
   constructor(config: GatewayConfig, logger: Logger) {
     this.#config = config;
@@ -116,7 +119,7 @@ class Primary {
       });
       // a worker that could not start says why (lifecycle.ts): the first reason is the primary's one line
       cluster.on("message", (worker, message: Partial<StartFailedMessage | ConfigRequest> | undefined) => {
-        if (this.#store?.take(worker, message)) return;
+        if (this.#connections.take(worker, message) || this.#store?.take(worker, message)) return;
         if (message?.type === "gateway:config-request") {
           this.#handed.set(worker, this.serving);
           send(worker, { type: "gateway:config", config: this.serving } satisfies ConfigMessage);
@@ -126,6 +129,7 @@ class Primary {
       });
       cluster.on("exit", (worker, code, signal) => {
         void this.#metrics.gone(worker.id);
+        this.#connections.gone(worker);
         if (this.#stopping) return;
         const how = signal === null ? { code } : { signal };
         if (!started) {

@@ -13,6 +13,7 @@ import { quotaNotices } from "../plans/quota-notices.js";
 import type { SharedQuotaLedger } from "../plans/shared-quotas.js";
 import { startTracing } from "../tracing/start.js";
 import { runCluster } from "./cluster.js";
+import { WorkerConnectionCounts } from "./cluster-connections.js";
 import { openKeyStores, type ProxyKeys } from "./key-stores.js";
 import { closeServer, listenOperator } from "./listeners.js";
 import { createOperatorApi, localView, reportOf } from "./operator.js";
@@ -53,6 +54,8 @@ async function serveHere(config: GatewayConfig, logger: Logger): Promise<Running
   const shared = await openSharedState(config, logger, quotaNotices(keys.notices, logger), 2_000, keys.spent);
   const { limiter, quotas, heads, handles, answers: sharedAnswers } = shared;
   const tracing = await startTracing(config.tracing, logger);
+  // a worker's WebSocket connections are counted by its primary: the caps hold for the instance
+  const connections = cluster.isWorker ? new WorkerConnectionCounts() : undefined;
   const gateway = createProxyServer({
     config,
     keys: keys.store,
@@ -64,6 +67,7 @@ async function serveHere(config: GatewayConfig, logger: Logger): Promise<Running
     ...(heads === undefined ? {} : { heads }),
     ...(handles === undefined ? {} : { handles }),
     ...(sharedAnswers === undefined ? {} : { sharedAnswers }),
+    ...(connections === undefined ? {} : { connections }),
   });
   keys.accounts?.onWithdrawn((keyId) => gateway.closeConnectionsOf(keyId));
   watchDependencies(gateway, keys, limiter, shared.sharedQuotas);
@@ -125,6 +129,7 @@ async function serveHere(config: GatewayConfig, logger: Logger): Promise<Running
       const waited = notReadySince === undefined ? 0 : performance.now() - notReadySince;
       await delay(Math.max(0, serving.limits.shutdownDelayMs - waited));
       await gateway.close();
+      connections?.close();
       await closeServer(operator);
       await Promise.all([keys.close(), shared.close()]);
     },

@@ -15,7 +15,8 @@ import type { Tracing } from "../tracing/tracing.js";
 import type { UpstreamGroup } from "../upstream/group.js";
 import { Prober } from "../upstream/prober.js";
 import { type DispatcherFactory, type Upstream, UpstreamTable } from "../upstream/upstreams.js";
-import { type ConnectionCounts, WebSocketGateway } from "../ws/upgrade.js";
+import type { ConnectionCounts } from "../ws/connection-counts.js";
+import { WebSocketGateway } from "../ws/upgrade.js";
 import type { GroupShare } from "./cluster-shares.js";
 
 /**

@@ -16,7 +16,7 @@ import type { Endpoint } from "../registry/types.js";
 import type { Tracing } from "../tracing/tracing.js";
 import { poolPerOrigin } from "../upstream/policy.js";
 import type { DispatcherFactory, UpstreamTable } from "../upstream/upstreams.js";
-import { connectionCounts } from "../ws/upgrade.js";
+import { type ConnectionCounts, LocalConnectionCounts } from "../ws/connection-counts.js";
 import type { GroupShare } from "./cluster-shares.js";
 import { type CordonRequest, cordonIn } from "./operator.js";
 import {
@@ -49,6 +49,11 @@ export interface ProxyServerOptions {
   readonly heads?: GroupShare;
   /** The nodes of callers' filters, shared as the heads are (src/upstream/shared-handles.ts, cluster-shares.ts). */
   readonly handles?: GroupShare;
+  /**
+   * The open WebSocket connections per key and per IP; this process's own unless given: a worker's are
+   * its primary's (cluster-connections.ts), so that the caps hold for the instance.
+   */
+  readonly connections?: ConnectionCounts;
   /** Final answers shared with other instances through Redis (src/cache/shared-answers.ts). */
   readonly sharedAnswers?: SharedAnswers;
   readonly logger?: Logger;
@@ -119,7 +124,7 @@ export function createProxyServer(options: ProxyServerOptions): ProxyServer {
   // and one count of each caller's held calls and WebSocket connections: a reload gives no one a second
   // allowance beside what it holds on the config it replaced
   const held = new HeldCalls(limits.maxHeldCallsPerCaller);
-  const connections = connectionCounts();
+  const connections = options.connections ?? new LocalConnectionCounts();
   /** Every served config that may still hold work: the current one, and retired ones until they are done. */
   const servedConfigs = new Set<ServedConfig>();
   const upstreams: UpstreamView = {

@@ -26,6 +26,7 @@ import { type ArchiveAsk, archiveAsk } from "./archive-reads.js";
 import { CachedCalls } from "./cached-calls.js";
 import { CLOSE } from "./close-codes.js";
 import { Connection } from "./connection.js";
+import { type ConnectionCounts, LocalConnectionCounts } from "./connection-counts.js";
 import { checkHandshake, invalid } from "./handshake.js";
 import { type HeadAsk, headAsk } from "./head-reads.js";
 import { type BridgedMount, openHttpBridge } from "./http-bridge.js";
@@ -62,8 +63,7 @@ export class WebSocketGateway implements WebSocketCounts {
   readonly #usage: UsageRecorder | undefined;
   readonly #tracing: Tracing | undefined;
   readonly #held: HeldCalls | undefined;
-  readonly #perClient: Map<string, number>;
-  readonly #perIp: Map<string, number>;
+  readonly #counts: ConnectionCounts;
 
   constructor(
     config: GatewayConfig,
@@ -91,9 +91,7 @@ export class WebSocketGateway implements WebSocketCounts {
     this.#usage = counted.usage;
     this.#tracing = counted.tracing;
     this.#held = counted.held;
-    const connections = counted.connections ?? connectionCounts();
-    this.#perClient = connections.perClient;
-    this.#perIp = connections.perIp;
+    this.#counts = counted.connections ?? new LocalConnectionCounts();
     this.#server = new WebSocketServer({
       noServer: true,
       clientTracking: false,
@@ -148,65 +146,102 @@ export class WebSocketGateway implements WebSocketCounts {
       keyId = admitted.principal?.keyId;
       const mounted = this.#stages.pickWebSocketMount(admitted); // 3
       const group = this.#stages.upstreamGroup(mounted); // 6
-      const release = this.#reserve(admitted);
-      openNodeSocket(
-        group,
-        mounted,
-        this.#config.limits,
-        () => socket.writable,
-        (error, upstreamSocket, upstream) => {
-          if (error !== undefined || upstreamSocket === undefined || upstream === undefined) {
-            release();
-            this.#refuse(socket, error, label, requestId, trace, keyId);
-            return;
-          }
-          if (!socket.writable) {
-            release();
-            upstreamSocket.close();
-            return;
-          }
-          // `ws` may refuse the handshake itself (wsClientError below) or drop a socket that closed meanwhile,
-          // and then never calls back: the slot and the node's socket are given up there, or at its close.
-          const abandon = (refusal?: GatewayError): void => {
-            if (!this.#handshakes.delete(req)) return;
-            release();
-            upstreamSocket.terminate();
-            if (refusal !== undefined) this.#refuse(socket, refusal, label, requestId, trace, keyId);
-          };
-          this.#handshakes.set(req, abandon);
-          // Taken off once `ws` calls back: left on the socket, it held the upgrade's request, its headers and
-          // this handler's variables for the connection's life (docs/websocket.md, what an idle connection costs).
-          const abandonAtClose = (): void => abandon();
-          socket.once("close", abandonAtClose);
-          // Called back from the upstream socket's events: what this throws ends this upgrade only.
-          try {
-            this.#server.handleUpgrade(req, socket, head, (client) => {
-              this.#handshakes.delete(req);
-              socket.removeListener("close", abandonAtClose);
-              try {
-                this.#open(client, upstreamSocket, upstream, mounted, release);
-                endUpgrade(trace, 101, undefined, upstream.metricName);
-              } catch (failure) {
-                this.#boundary.caught(failure, "websocket upgrade", { label, upstream: upstream.name });
-                release();
-                upstreamSocket.terminate();
-                client.close(CLOSE.INTERNAL, "internal error");
-              }
-            });
-          } catch (failure) {
-            this.#handshakes.delete(req);
-            release();
-            upstreamSocket.terminate();
-            this.#refuse(socket, failure, label, requestId, trace, keyId);
-          }
-        },
-        nodeHandshakeHeaders(admitted),
-        this.#held,
-      );
+      const caps = this.#config.limits.ws;
+      // Decided here at once, or with workers by the primary, which counts the whole instance's connections
+      // (proxy/cluster-connections.ts): until its answer, nothing of the upgrade is opened.
+      this.#counts.reserve(admitted.clientId, admitted.ip, caps, (release) => {
+        if (release === undefined) {
+          const { maxConnectionsPerKey, maxConnectionsPerIp } = caps;
+          const refusal = new GatewayError("TOO_MANY_CONNECTIONS", {
+            maxConnectionsPerKey,
+            maxConnectionsPerIp,
+          });
+          this.#refuse(socket, refusal, label, requestId, trace, keyId);
+          return;
+        }
+        // the client gave up while the primary answered
+        if (!socket.writable) {
+          release();
+          socket.destroy();
+          return;
+        }
+        try {
+          this.#connect(req, socket, head, mounted, group, release, { label, requestId, trace, keyId });
+        } catch (error) {
+          release();
+          this.#refuse(socket, error, label, requestId, trace, keyId);
+        }
+      });
     } catch (error) {
       this.#refuse(socket, error, label, requestId, trace, keyId);
     }
   };
+
+  /** Opens the node's socket for a counted upgrade, then answers the client's handshake; `release` frees its slot. */
+  #connect(
+    req: IncomingMessage,
+    socket: Duplex,
+    head: Buffer,
+    mounted: Mounted,
+    group: UpstreamGroup,
+    release: () => void,
+    { label, requestId, trace, keyId }: UpgradeContext,
+  ): void {
+    openNodeSocket(
+      group,
+      mounted,
+      this.#config.limits,
+      () => socket.writable,
+      (error, upstreamSocket, upstream) => {
+        if (error !== undefined || upstreamSocket === undefined || upstream === undefined) {
+          release();
+          this.#refuse(socket, error, label, requestId, trace, keyId);
+          return;
+        }
+        if (!socket.writable) {
+          release();
+          upstreamSocket.close();
+          return;
+        }
+        // `ws` may refuse the handshake itself (wsClientError below) or drop a socket that closed meanwhile,
+        // and then never calls back: the slot and the node's socket are given up there, or at its close.
+        const abandon = (refusal?: GatewayError): void => {
+          if (!this.#handshakes.delete(req)) return;
+          release();
+          upstreamSocket.terminate();
+          if (refusal !== undefined) this.#refuse(socket, refusal, label, requestId, trace, keyId);
+        };
+        this.#handshakes.set(req, abandon);
+        // Taken off once `ws` calls back: left on the socket, it held the upgrade's request, its headers and
+        // this handler's variables for the connection's life (docs/websocket.md, what an idle connection costs).
+        const abandonAtClose = (): void => abandon();
+        socket.once("close", abandonAtClose);
+        // Called back from the upstream socket's events: what this throws ends this upgrade only.
+        try {
+          this.#server.handleUpgrade(req, socket, head, (client) => {
+            this.#handshakes.delete(req);
+            socket.removeListener("close", abandonAtClose);
+            try {
+              this.#open(client, upstreamSocket, upstream, mounted, release);
+              endUpgrade(trace, 101, undefined, upstream.metricName);
+            } catch (failure) {
+              this.#boundary.caught(failure, "websocket upgrade", { label, upstream: upstream.name });
+              release();
+              upstreamSocket.terminate();
+              client.close(CLOSE.INTERNAL, "internal error");
+            }
+          });
+        } catch (failure) {
+          this.#handshakes.delete(req);
+          release();
+          upstreamSocket.terminate();
+          this.#refuse(socket, failure, label, requestId, trace, keyId);
+        }
+      },
+      nodeHandshakeHeaders(mounted.admitted),
+      this.#held,
+    );
+  }
 
   /**
    * A node of `group` changed state: the connections on any of its nodes that another would serve better
@@ -434,25 +469,6 @@ export class WebSocketGateway implements WebSocketCounts {
     if (socket.writable) socket.end(upgradeRefusal(refusal, requestId));
     socket.destroy();
   }
-
-  /** Counts the connection against its key (or public client) and its IP; undone when it closes. */
-  #reserve(admitted: Admitted): () => void {
-    const { maxConnectionsPerKey, maxConnectionsPerIp } = this.#config.limits.ws;
-    const byClient = this.#perClient.get(admitted.clientId) ?? 0;
-    const byIp = this.#perIp.get(admitted.ip) ?? 0;
-    if (byClient >= maxConnectionsPerKey || byIp >= maxConnectionsPerIp) {
-      throw new GatewayError("TOO_MANY_CONNECTIONS", { maxConnectionsPerKey, maxConnectionsPerIp });
-    }
-    this.#perClient.set(admitted.clientId, byClient + 1);
-    this.#perIp.set(admitted.ip, byIp + 1);
-    let released = false;
-    return () => {
-      if (released) return;
-      released = true;
-      decrement(this.#perClient, admitted.clientId);
-      decrement(this.#perIp, admitted.ip);
-    };
-  }
 }
 
 /**
@@ -535,12 +551,6 @@ function endUpgrade(
   });
 }
 
-function decrement(counts: Map<string, number>, id: string): void {
-  const next = (counts.get(id) ?? 1) - 1;
-  if (next <= 0) counts.delete(id);
-  else counts.set(id, next);
-}
-
 /**
  * An upgrading socket's error ends it. A function of its own rather than a closure in handleUpgrade: the
  * socket keeps its listener for the connection's life, and a closure there kept the upgrade request, its
@@ -577,16 +587,10 @@ function termsText(terms: PlanTerms): string {
   ]);
 }
 
-/**
- * The open WebSocket connections per key (or public client) and per IP, against `limits.ws`'s caps. The
- * proxy makes one for all its served configs: a reload does not give a caller a second allowance beside
- * the connections it holds on the old config, and its limits, read at each upgrade, apply to them all.
- */
-export interface ConnectionCounts {
-  readonly perClient: Map<string, number>;
-  readonly perIp: Map<string, number>;
-}
-
-export function connectionCounts(): ConnectionCounts {
-  return { perClient: new Map(), perIp: new Map() };
+/** What an upgrade's refusal is logged, counted and traced with. */
+interface UpgradeContext {
+  readonly label: string | undefined;
+  readonly requestId: string;
+  readonly trace: RequestTrace | undefined;
+  readonly keyId: string | undefined;
 }
