@@ -32,13 +32,18 @@ function namedValue(member: string, json: unknown, query: string): unknown {
   return /^\d{1,15}$/.test(value) ? Number(value) : value;
 }
 
-/** A page of blocks up to the one `value` names, which it leaves out: its last block, capped at the head when planned. */
-function pageNeed(rules: RestReadRules, value: unknown): ReadNeed | undefined {
+/**
+ * A page of blocks up to the one `value` names, which it leaves out: its last block, capped at the head when
+ * planned. In a finalized view, each node answers the blocks it has finalized: the page goes first to the
+ * node that named the highest finalized block.
+ */
+function pageNeed(rules: RestReadRules, shape: string, value: unknown): ReadNeed | undefined {
   const named = value === undefined ? "none" : namedBlock(rules.block, value);
   if (typeof named !== "number" || named < 1) return undefined;
   const need = new ReadNeed();
   need.single = true;
   need.pageEnd = named - 1;
+  need.atFinalized = inFinalView(rules, shape);
   return need;
 }
 
@@ -52,7 +57,7 @@ export function bodyReads(
   query: string,
 ): { readonly reads: ReadNeed | undefined; readonly cache: CacheRead | undefined } {
   const value = namedValue(block.member, json, query);
-  if (block.endsPage) return { reads: pageNeed(block.rules, value), cache: undefined };
+  if (block.endsPage) return { reads: pageNeed(block.rules, block.shape, value), cache: undefined };
   // one that names no block reads the head where the registry says so (java-tron's getblock), and is the
   // node's to refuse elsewhere (java-tron answers an Error): nothing to read by
   if (value === undefined && readsAtHead(block.rules, block.shape))

@@ -184,12 +184,14 @@ export class UpstreamPlanner {
       pinned:
         reads?.handle === undefined ? undefined : pinnedNode(reads.handle, group, mounted.admitted.clientId),
       // where the caller's filters are, for a new one; else where its last write went, whose mempool has it;
-      // a read at the finalized tag (or in a finalized view by number), the node that named the highest
-      // finalized block
+      // a read at the finalized tag (or in a finalized view by number, a page of blocks there), the node
+      // that named the highest finalized block
       preferred:
         (reads?.makesHandle === true ? group.states.ownerNode(mounted.admitted.clientId) : undefined) ??
         group.writers.nodeOf(mounted.admitted.clientId) ??
-        (reads?.atFinalized === true ? group.mostFinalized(reads.highestBlock < 0) : undefined),
+        (reads?.atFinalized === true
+          ? group.mostFinalized(reads.highestBlock < 0 && reads.pageEnd < 0)
+          : undefined),
       handleOwner: reads?.makesHandle === true ? mounted.admitted.clientId : undefined,
       writer: outgoing.write ? mounted.admitted.clientId : undefined,
       exclude: undefined,

@@ -23,6 +23,15 @@ const EXTRA: Readonly<Record<string, TypicalAnswer>> = {
       return num <= height - 19 ? tronBlock(num) : {};
     },
   },
+  // GetBlockByLimitNextOnSolidityServlet: the solidified store's blocks from startNum, up to endNum left out
+  "POST /walletsolidity/getblockbylimitnext": {
+    result: ({ height }, body) => {
+      const { startNum = 0, endNum = 0 } = (body ?? {}) as { startNum?: number; endNum?: number };
+      const blocks = [];
+      for (let n = startNum; n < endNum && n <= height - 19; n++) blocks.push(tronBlock(n));
+      return { block: blocks };
+    },
+  },
 };
 
 describe("TRON solidified block by number, two nodes one block apart", () => {
@@ -65,5 +74,19 @@ describe("TRON solidified block by number, two nodes one block apart", () => {
       got.push(block.block_header?.raw_data.number);
     }
     expect(got).toEqual(got.map(() => H + 1 - 19));
+  });
+
+  it("a page of solidified blocks through the solidified head just seen is whole every time", async () => {
+    const solid = H + 1 - 19;
+    const lengths: number[] = [];
+    for (let i = 0; i < 8; i++) {
+      const page = (
+        await gw.call("trx", `/${KEYS.all}/walletsolidity/getblockbylimitnext`, {
+          body: JSON.stringify({ startNum: solid - 5, endNum: solid + 1 }),
+        })
+      ).json as { block?: unknown[] };
+      lengths.push(page.block?.length ?? 0);
+    }
+    expect(lengths).toEqual(lengths.map(() => 6));
   });
 });
