@@ -131,22 +131,20 @@ export function buildServedConfig(parts: ServedConfigParts): ServedConfig {
 
 /**
  * The heads each label served, carried over to a new config's groups: a reload never takes one back. So
- * are its final answers, where they are still the chain's: a label whose nodes are not asked which chain
- * they are on (registry `noChainId`, or probes off) and that the reload moved to other nodes may now be
- * served by another chain's, whose answers the old ones are not.
+ * are its finalized height and final answers. Each only where it is still the chain's: a label whose nodes
+ * are not asked which chain they are on (registry `noChainId`, or probes off) and that the reload moved to
+ * other nodes may now be served by another chain's, whose heights and answers the old ones are not (a
+ * carried finalized height would keep the new chain's blocks under it as final, a head make reads wait).
  */
 export function carryServedHeads(from: UpstreamTable, to: UpstreamTable): void {
   for (const group of from.groups()) {
     const next = to.group(group.label, group.mount);
-    next?.served.raiseFromPeer(group.served.height, false);
-    next?.answers.carryFrom(group.answers);
-    if (
-      next?.cache !== undefined &&
-      group.cache !== undefined &&
-      (next.chainChecked || sameNodes(group, next))
-    )
-      next.cache.carryFrom(group.cache);
-    next?.finalizedSeen(group.finalized);
+    if (next === undefined) continue;
+    next.answers.carryFrom(group.answers);
+    if (!next.chainChecked && !sameNodes(group, next)) continue;
+    next.served.raiseFromPeer(group.served.height, false);
+    if (next.cache !== undefined && group.cache !== undefined) next.cache.carryFrom(group.cache);
+    next.finalizedSeen(group.finalized);
   }
 }
 

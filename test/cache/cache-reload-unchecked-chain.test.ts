@@ -1,6 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { DEFAULT_CACHE, DEFAULT_HEALTH } from "../../src/config/defaults.js";
 import type { GatewayConfig } from "../../src/config/types.js";
+import { eventually } from "../support/eventually.js";
 import { KEYS, type RunningGateway, rpcBody, startGateway } from "../support/gateway.js";
 import { jsonRpcResponder, type LoopbackNode, startLoopbackNode } from "../support/loopback-node.js";
 
@@ -77,5 +78,50 @@ describe("a reload that adds a node to a label whose chain is checked", () => {
     expect((await chainId(1)).json).toMatchObject({ result: "0x1" });
     gw.gateway.reload({ ...gw.config, upstreams: { eth: [first.url, added.url] } } as GatewayConfig, gw.keys);
     expect((await chainId(2)).headers["x-cache"]).toBe("hit");
+  });
+});
+
+// The same label's heights: the old chain's finalized height, carried, kept the new chain's blocks under it
+// as final (each kept for good once read), and its served head made reads wait for a head no node had.
+describe("a reload that moves a label without a chain check to a chain at lower heights", () => {
+  const chain = (head: number, finalized: number) =>
+    jsonRpcResponder({
+      eth_chainId: "0x924",
+      eth_blockNumber: `0x${head.toString(16)}`,
+      eth_getBlockByNumber: (params: unknown) => {
+        const tag = (params as unknown[])[0];
+        const number = tag === "finalized" ? finalized : tag === "latest" ? head : Number(tag);
+        return {
+          number: `0x${number.toString(16)}`,
+          hash: `0x${"ab".repeat(31)}${(number % 256).toString(16).padStart(2, "0")}`,
+          parentHash: `0x${"00".repeat(32)}`,
+        };
+      },
+    });
+  let old: LoopbackNode;
+  let fresh: LoopbackNode;
+  let gw: RunningGateway;
+  const group = () => gw.gateway.upstreams.group("atleta", "/");
+
+  beforeAll(async () => {
+    old = await startLoopbackNode(chain(0x1000, 0xfc0));
+    fresh = await startLoopbackNode(chain(0x20, 0x10));
+    gw = await startGateway({
+      upstreams: { atleta: [old.url] },
+      cache: { ...DEFAULT_CACHE, enabled: true },
+      health: { ...DEFAULT_HEALTH, probeIntervalMs: 100 },
+    });
+    await eventually(() => group()?.finalized === 0xfc0, 5_000, "the old chain's finalized height");
+  });
+  afterAll(async () => {
+    await gw?.close();
+    await old?.close();
+    await fresh?.close();
+  });
+
+  it("learns the new nodes' finalized height and head, not the old chain's", async () => {
+    gw.gateway.reload({ ...gw.config, upstreams: { atleta: [fresh.url] } } as GatewayConfig, gw.keys);
+    await eventually(() => group()?.finalized === 0x10, 5_000, "the new chain's finalized height");
+    expect(group()?.served.height).toBe(0x20);
   });
 });
