@@ -9,6 +9,7 @@ import type { PassedCall } from "../jsonrpc/check.js";
 import { idKey, isPlainId } from "../jsonrpc/id-key.js";
 import { scanMembers } from "../jsonrpc/scan.js";
 import type { WholeAnswer } from "../upstream/buffered-answer.js";
+import { endsBy } from "../upstream/caller-end.js";
 import { fetchWhole, type RelayDone, type UpstreamCall } from "../upstream/policy.js";
 import { type AnswerCache, type CacheEntry, FINAL, withId } from "./answer-cache.js";
 import type { CacheRead } from "./cache-read.js";
@@ -365,6 +366,9 @@ function fetchAsked(run: BatchRun, indexes: readonly number[]): Promise<AskedAns
   const sub = { ...call, body: `[${asked.map((c) => c.json).join(",")}]`, cacheBatch: undefined };
   const tier = call.tier;
   return new Promise((resolve, reject) => {
+    // a bug thrown where the node's answer is read (upstream/caller-end.ts) fails the ask: its flights
+    // land with nothing, and the request ends at its error boundary (fromNode)
+    endsBy(caller, reject);
     if (tier?.batch === undefined)
       fetchWhole(sub, caller, note, (error, answer) => {
         if (error !== undefined) return reject(error);

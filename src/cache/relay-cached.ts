@@ -10,6 +10,7 @@ import { pushAnswerTag, withAnswerTag } from "../http/request-id.js";
 import { isPlainId } from "../jsonrpc/id-key.js";
 import { CACHE } from "../tracing/attributes.js";
 import type { WholeAnswer } from "../upstream/buffered-answer.js";
+import { endsBy } from "../upstream/caller-end.js";
 import { fetchWhole, type RelayDone, type UpstreamCall } from "../upstream/policy.js";
 import { type AnswerCache, type CacheEntry, FINAL } from "./answer-cache.js";
 import type { CacheRead } from "./cache-read.js";
@@ -88,7 +89,8 @@ function flightKeyOf(key: string, epoch: number, mayArchive: boolean): string {
 }
 
 function land(flight: Flight, entry: FlightEntry | undefined): void {
-  for (const follow of flight.followers) follow(entry);
+  // once: a bug thrown after it landed lands it again (`broke`)
+  for (const follow of flight.followers.splice(0)) follow(entry);
 }
 
 /** Each cache's calls in flight, by their key, the head epoch they were asked in, and the caller's access. */
@@ -214,6 +216,19 @@ function joinOrFly(missed: Missed, lookup: Span | undefined): void {
   const landed = () => {
     if (leads) (inFlight as Map<string, Flight>).delete(flightKey);
   };
+  // A bug of the code below ends each waiting client's request at its error boundary, which logs it with
+  // its stack (a request that had its answer already is ended once: the boundary only logs the second);
+  // the calls that followed the flight go to a node themselves.
+  const broke = (bug: unknown): void => {
+    landed();
+    for (const w of flight.waiters) {
+      w.wait?.end(performance.now());
+      w.done(bug);
+    }
+    land(flight, undefined);
+  };
+  // thrown where the node's answer is read, in the upstream call's handler (upstream/caller-end.ts)
+  endsBy(flight.caller, broke);
   const fromNode = (): void => {
     looked(lookup, "miss");
     cache.counts.miss++;
@@ -267,16 +282,9 @@ function joinOrFly(missed: Missed, lookup: Span | undefined): void {
     })
     // The shared layer answers its own failures with undefined: what lands here is a bug of the code
     // above, thrown inside a promise, where nothing else would catch it and Node would end the process.
-    // Each waiting client's request ends at its error boundary, which logs it with its stack (a request
-    // that had its answer already is ended once: the boundary only logs the second).
     .catch((bug: unknown) => {
       looked(lookup, "failed");
-      landed();
-      for (const w of flight.waiters) {
-        w.wait?.end(performance.now());
-        w.done(bug);
-      }
-      land(flight, undefined);
+      broke(bug);
     });
 }
 

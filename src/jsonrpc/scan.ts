@@ -109,6 +109,26 @@ export function arrayElements(text: string): string[] | undefined {
   return elements;
 }
 
+/**
+ * Whether JSON text nests deeper than `maxDepth` arrays and objects, in one iterative pass (brackets in
+ * strings do not count). A node's answer is read with JSON.parse, which takes any depth, but
+ * JSON.stringify and every recursive walk of the value it gives throw RangeError a few thousand levels
+ * down: an answer that deep is refused before anything walks it (upstream/policy.ts `fetchWhole`).
+ */
+export function nestsDeeperThan(text: string, maxDepth: number): boolean {
+  // each level takes an opening bracket: a shorter text cannot be that deep
+  if (text.length <= maxDepth) return false;
+  let depth = 0;
+  for (let i = 0; i < text.length; i++) {
+    const c = text.charCodeAt(i);
+    if (c === QUOTE) i = endOfString(text, i);
+    else if (c === OPEN_OBJECT || c === OPEN_ARRAY) {
+      if (++depth > maxDepth) return true;
+    } else if (c === CLOSE_OBJECT || c === CLOSE_ARRAY) depth--;
+  }
+  return false;
+}
+
 function isObject(value: unknown): boolean {
   return value !== null && typeof value === "object" && !Array.isArray(value);
 }

@@ -9,6 +9,8 @@ export type Transport = "http request" | "websocket upgrade" | "websocket messag
 export interface ErrorScene {
   readonly label?: string | undefined;
   readonly upstream?: string | undefined;
+  /** The HTTP request's id (X-Request-Id), which its answer and access line carry too. */
+  readonly requestId?: string | undefined;
 }
 
 /**
@@ -34,6 +36,7 @@ export class ErrorBoundary {
       transport,
       label: scene.label,
       upstream: scene.upstream,
+      requestId: scene.requestId,
       // An error's message may quote what it choked on, a URL with its key say.
       error: withoutKeys(error instanceof Error ? (error.stack ?? String(error)) : String(error)),
     });

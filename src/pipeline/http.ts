@@ -562,7 +562,7 @@ export class HttpExchange implements AnswerTag {
 
   #caught(error: unknown): GatewayError {
     const { label, upstream } = this.#access;
-    return this.#boundary.caught(error, "http request", { label, upstream });
+    return this.#boundary.caught(error, "http request", { label, upstream, requestId: this.#requestId });
   }
 }
 

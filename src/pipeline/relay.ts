@@ -7,6 +7,7 @@ import { relayCachedBatch } from "../cache/batch-cached.js";
 import { type CacheFields, relayCached } from "../cache/relay-cached.js";
 import { sendJson } from "../errors/respond.js";
 import { partialBatchAnswer } from "../jsonrpc/merge.js";
+import { endsBy } from "../upstream/caller-end.js";
 import { fetchWhole, type RelayDone, relayAnswer, type UpstreamCall } from "../upstream/policy.js";
 
 /** Where a relay notes what it did (the access line's fields): each way of relaying notes its own. */
@@ -27,6 +28,8 @@ export function relay(
   note: RelayFields,
   done: RelayDone,
 ): void {
+  // what an upstream call's completion throws ends this request at its error boundary (INTERNAL, logged)
+  endsBy(res, done);
   if (call.cacheBatch !== undefined && call.group.cache !== undefined)
     relayCachedBatch(call, call.cacheBatch, call.group.cache, res, note, done, refusals);
   // a partial batch with reads of old state goes by tier too, its refusals merged in

@@ -5,6 +5,7 @@ import { type CallerSide, clientGone } from "../http/client-gone.js";
 import { type AttemptOutcome, endAttempt } from "../tracing/span-ends.js";
 import { TRACE_PARENT_HEADER, traceParentOf } from "../tracing/trace-parent.js";
 import type { AttemptGate, AttemptHandler } from "./attempt.js";
+import { endAfterThrow } from "./caller-end.js";
 import { describeFailure, type FailureKind, failureKind, notBuilt, toGatewayError } from "./failure.js";
 import { type AwaitingHedge, hedgeClock } from "./hedge-clock.js";
 import type { CappedOptions } from "./interceptors.js";
@@ -484,7 +485,12 @@ export abstract class CallRun<Caller extends CallerSide = CallerSide> implements
       this.#note.answeredBy = winner.upstream.metricName;
       this.#note.upstreamMs = Math.round(performance.now() - winner.startedAt);
     }
-    this.finished(error);
+    try {
+      this.finished(error);
+    } catch (failure) {
+      // a bug of the code that reads the answer, thrown where no one would catch it (caller-end.ts)
+      if (!endAfterThrow(this.res, failure)) throw failure;
+    }
   }
 }
 

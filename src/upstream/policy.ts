@@ -11,7 +11,8 @@ import type { Limits } from "../config/types.js";
 import { GatewayError } from "../errors/table.js";
 import { type CallerSide, clientGone } from "../http/client-gone.js";
 import { idKey } from "../jsonrpc/id-key.js";
-import { scanMembers } from "../jsonrpc/scan.js";
+import { OPEN_ARRAY, OPEN_OBJECT } from "../jsonrpc/json-chars.js";
+import { nestsDeeperThan, scanMembers } from "../jsonrpc/scan.js";
 import type { BodyTest, NodeErrors } from "../registry/types.js";
 import type { RequestTrace } from "../tracing/tracing.js";
 import type { AttemptHandler } from "./attempt.js";
@@ -227,8 +228,15 @@ class WholeRun extends CallRun {
     return taken;
   }
 
-  protected finished(error?: GatewayError): void {
-    const answer = error === undefined ? this.#taken?.answer : undefined;
+  protected finished(failure?: GatewayError): void {
+    let error = failure;
+    let answer = error === undefined ? this.#taken?.answer : undefined;
+    if (answer !== undefined && nestsTooDeep(answer.body)) {
+      error = new GatewayError("UPSTREAM_BAD_RESPONSE", {
+        reason: `the node's answer nests deeper than ${MAX_ANSWER_DEPTH} arrays and objects`,
+      });
+      answer = undefined;
+    }
     // the first answer to a write, whichever way it is relayed (a partial batch, by hash, by tier)
     if (answer !== undefined) this.judgeWrite(answer.statusCode, answer.body);
     // a call read whole (a partial batch, a read by hash or by tier) may make a filter too
@@ -237,6 +245,22 @@ class WholeRun extends CallRun {
       handleMadeBy(this.call, owner, answer.upstream, answer.body.toString("utf8"));
     this.#callback(error, answer);
   }
+}
+
+/**
+ * The deepest node answer the gateway reads whole. What reads one walks it, recursively (JSON.stringify of
+ * a node's error in archive.ts and by-hash.ts, of a split range's lists in range-split.ts), and that
+ * throws RangeError past about 4,000 levels on Node's default stack. The deepest real answer is an EVM
+ * call trace: 1,024 nested calls, two levels each. Deeper is a broken answer, UPSTREAM_BAD_RESPONSE.
+ */
+export const MAX_ANSWER_DEPTH = 3_000;
+
+/** Whether a JSON answer nests past MAX_ANSWER_DEPTH; a body too short to, or not JSON (REST bytes), does not. */
+function nestsTooDeep(body: Buffer): boolean {
+  if (body.length <= MAX_ANSWER_DEPTH) return false;
+  const first = body.subarray(0, 64).toString("latin1").trimStart().charCodeAt(0);
+  if (first !== OPEN_ARRAY && first !== OPEN_OBJECT) return false;
+  return nestsDeeperThan(body.toString("utf8"), MAX_ANSWER_DEPTH);
 }
 
 /**
