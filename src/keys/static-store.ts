@@ -1,7 +1,7 @@
 import { isDeepStrictEqual } from "node:util";
 import type { GatewayConfig, RateSpec, StaticKey } from "../config/types.js";
 import { keyHash } from "./digest.js";
-import { KeyRules } from "./key-settings.js";
+import { checkedSettings, KeyRules } from "./key-settings.js";
 import type { KeyStore, Principal } from "./types.js";
 
 /** Keys from the deployment config or a test, held only as SHA-256 digests. */
@@ -15,7 +15,8 @@ export class StaticKeyStore implements KeyStore {
         keyId,
         accountId: keyId,
         quotaScope: keyId,
-        rules: KeyRules.of(entry.settings),
+        // as the loader checked them, and as an account key's are saved: lower case, no :443, empty lists dropped
+        rules: KeyRules.of(entry.settings === undefined ? undefined : checkedSettings(entry.settings)),
         networks: entry.networks === "*" ? "*" : new Set(entry.networks),
         archive: entry.archive ?? true,
         plan: entry.plan ?? "shared",
