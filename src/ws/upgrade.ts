@@ -45,6 +45,9 @@ export class WebSocketGateway implements WebSocketCounts {
   readonly #boundary: ErrorBoundary;
   readonly #server: WebSocketServer;
   /** Each open connection: who it counts against, and its label. */
+  /** How many times each key was withdrawn or changed: an upgrade admitted before the last one is closed. */
+  readonly #withdrawals = new Map<string, number>();
+  readonly #withdrawalsAtAdmission = new WeakMap<object, number>();
   readonly #connections = new Map<
     Connection,
     {
@@ -144,6 +147,7 @@ export class WebSocketGateway implements WebSocketCounts {
       if (!endpoint.websocket) throw new GatewayError("WEBSOCKET_NOT_OFFERED", { label: endpoint.label });
       const admitted = this.#stages.admitCaller(resolved, req, requestId, trace); // 2
       keyId = admitted.principal?.keyId;
+      this.#withdrawalsAtAdmission.set(admitted, this.#withdrawals.get(admitted.clientId) ?? 0);
       const mounted = this.#stages.pickWebSocketMount(admitted); // 3
       const group = this.#stages.upstreamGroup(mounted); // 6
       const caps = this.#config.limits.ws;
@@ -270,6 +274,9 @@ export class WebSocketGateway implements WebSocketCounts {
 
   /** Closes a key's connections when it is revoked, its account stops being active, or its settings change. */
   closeKey(keyId: string): void {
+    // an upgrade admitted before now and still opening its node socket opens under the old grant: it is
+    // closed as it opens
+    this.#withdrawals.set(keyId, (this.#withdrawals.get(keyId) ?? 0) + 1);
     for (const [connection, { owner }] of this.#connections)
       if (owner === keyId) connection.close(CLOSE.POLICY, "API key withdrawn or its settings changed");
   }
@@ -437,6 +444,11 @@ export class WebSocketGateway implements WebSocketCounts {
     // admitted while a reload changed its plan: it opened after that reload's look at the connections
     if (this.#plansNow !== undefined && changedPlan(admitted.plan, planName, this.#plansNow))
       connection.close(CLOSE.POLICY, PLAN_CHANGED);
+    // admitted before its key was withdrawn or its settings changed: it opened after closeKey looked
+    else if (
+      (this.#withdrawals.get(admitted.clientId) ?? 0) !== (this.#withdrawalsAtAdmission.get(admitted) ?? 0)
+    )
+      connection.close(CLOSE.POLICY, "API key withdrawn or its settings changed");
   }
 
   #refuse(
