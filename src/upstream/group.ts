@@ -36,6 +36,11 @@ export class UpstreamGroup {
   cache: AnswerCache | undefined = undefined;
   /** Whether its prober asks its nodes which chain they are on (prober.ts): a node on another is kept out. */
   chainChecked = false;
+  /**
+   * Where the registry's finality is a depth below the served head (`reads.cache.finalized: {depth}`,
+   * Bitcoin Core's 6), that depth, set by the prober: no node names a finalized block to learn one from.
+   */
+  finalityDepth: number | undefined = undefined;
   /** The highest block a node in rotation named finalized (registry `reads.cache.finalized`); -1 if none. */
   #finalized = -1;
   /** The block hashes the prober saw at recent heights, to see one replaced (a reorg). */
@@ -174,9 +179,17 @@ export class UpstreamGroup {
    * node's own trouble: it lags, and the chain's final blocks stand.
    */
   wentBack(node: Upstream, height: number): void {
+    // read before the epoch moves: a depth's finalized height is the served head's
+    const finalized = this.#finalizedNow();
     this.served.moved();
-    const finalized = this.#finalized;
-    if (height < finalized && this.#aloneAtFinalized(node)) this.#finalRewritten();
+    if (height < finalized && this.#aloneAtFinalized(node, finalized)) this.#finalRewritten();
+  }
+
+  /** The finalized height: a node's word for it, or a depth below the served head; -1 when unknown. */
+  #finalizedNow(): number {
+    const depth = this.finalityDepth;
+    if (depth === undefined) return this.#finalized;
+    return this.served.height < 0 ? -1 : this.served.height - depth;
   }
 
   /** Whether a node in rotation but `node` named `hash` as its finalized block at `height`, last it named one there. */
@@ -199,8 +212,7 @@ export class UpstreamGroup {
   }
 
   /** Whether no node of the label but `node` is in rotation at or past the finalized height. */
-  #aloneAtFinalized(node: Upstream): boolean {
-    const finalized = this.#finalized;
+  #aloneAtFinalized(node: Upstream, finalized: number): boolean {
     for (const member of this.members)
       if (member !== node && member.health.inRotation && (member.health.head ?? -1) >= finalized)
         return false;

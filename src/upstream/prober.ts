@@ -134,6 +134,7 @@ export class Prober {
       });
       const target = this.#targets[this.#targets.length - 1] as ProbeTarget;
       group.chainChecked = target.chain !== undefined;
+      group.finalityDepth = finalityDepthOf(probed.mount);
       group.served.onWait = (height) => this.#probeSoon(target, height);
     }
   }
@@ -458,6 +459,12 @@ function valueAt(value: unknown, path: readonly string[]): unknown {
     value = (value as Record<string, unknown>)[member];
   }
   return value;
+}
+
+/** The depth below the served head that a mount's cache rules call final (`finalized: {depth}`), if they do. */
+function finalityDepthOf(mount: Mount): number | undefined {
+  const rule = (mount.policy.jsonrpc?.reads ?? mount.policy.restReads)?.cache?.finalized;
+  return rule !== undefined && "depth" in rule ? rule.depth : undefined;
 }
 
 /** The finality calls of a mount's cache rules, as the prober sends them; none for a depth or no rule. */
