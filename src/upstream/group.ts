@@ -38,7 +38,7 @@ export class UpstreamGroup {
   chainChecked = false;
   /**
    * Where the registry's finality is a depth below the served head (`reads.cache.finalized: {depth}`,
-   * Bitcoin Core's 6), that depth, set by the prober: no node names a finalized block to learn one from.
+   * 6 on a proof-of-work chain), that depth, set by the prober: no node names a finalized block to learn one from.
    */
   finalityDepth: number | undefined = undefined;
   /** The highest block a node in rotation named finalized (registry `reads.cache.finalized`); -1 if none. */
