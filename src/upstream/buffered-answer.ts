@@ -2,7 +2,7 @@ import type { IncomingHttpHeaders } from "node:http";
 import type { Dispatcher } from "undici";
 import type { CallerSide } from "../http/client-gone.js";
 import { type AttemptGate, AttemptHandler } from "./attempt.js";
-import { passedHeaders } from "./response-relay.js";
+import { maskedAnswer, masksAnswer, passedHeaders } from "./response-relay.js";
 import type { Upstream } from "./upstreams.js";
 
 /** A whole upstream answer, read for the gateway to change before it goes out (a partial batch's merge). */
@@ -20,19 +20,28 @@ export class BufferedAnswer extends AttemptHandler {
   readonly #chunks: Buffer[] = [];
   #statusCode = 0;
   #headers: string[] = [];
+  /** The node's headers, kept while its refusal is to be masked (response-relay.ts's rule). */
+  #masked: IncomingHttpHeaders | undefined = undefined;
 
   constructor(upstream: Upstream, res: CallerSide, gate: AttemptGate) {
     super(upstream, res, gate);
   }
 
-  /** The answer, once the attempt ended without an error. */
+  /**
+   * The answer, once the attempt ended without an error; a refusal with its upstream's secrets masked, as
+   * a relayed one is: whoever reads it (a merge, a cache, a tier's retry) may send it out as it is.
+   */
   get answer(): WholeAnswer {
-    return {
-      statusCode: this.#statusCode,
-      body: Buffer.concat(this.#chunks),
-      upstream: this.upstream,
-      headers: this.#headers,
-    };
+    const { upstream } = this;
+    if (this.#masked === undefined)
+      return {
+        statusCode: this.#statusCode,
+        body: Buffer.concat(this.#chunks),
+        upstream,
+        headers: this.#headers,
+      };
+    const { body, headers } = maskedAnswer(upstream, this.#masked, this.#chunks);
+    return { statusCode: this.#statusCode, body, upstream, headers };
   }
 
   protected taken(
@@ -42,6 +51,7 @@ export class BufferedAnswer extends AttemptHandler {
   ): void {
     this.#statusCode = statusCode;
     this.#headers = passedHeaders(raw);
+    this.#masked = masksAnswer(this.upstream, statusCode, raw) ? raw : undefined;
   }
 
   protected data(_controller: Dispatcher.DispatchController, chunk: Buffer): void {

@@ -36,6 +36,27 @@ export function passedHeaders(raw: IncomingHttpHeaders): string[] {
 }
 
 /**
+ * Whether a node's answer goes out with its upstream's secrets masked: a refusal (a 4xx or 5xx) from an
+ * upstream whose URL or headers hold a secret, unless it is compressed (its bytes are not the node's text).
+ * A node's error page may quote the path it was asked on ("Cannot POST /v3/<provider key>"), which is the
+ * operator's, never a caller's to see. One rule for every way an answer leaves: relayed, read whole
+ * (buffered-answer.ts), or over a WebSocket's bridge to an HTTP node (ws/http-bridge.ts).
+ */
+export function masksAnswer(upstream: Upstream, statusCode: number, raw: IncomingHttpHeaders): boolean {
+  return statusCode >= 400 && upstream.redact !== NOTHING_HIDDEN && raw["content-encoding"] === undefined;
+}
+
+/** A refusal `masksAnswer` holds: its body with the secrets masked, and the headers that go with it. */
+export function maskedAnswer(
+  upstream: Upstream,
+  raw: IncomingHttpHeaders,
+  chunks: readonly Buffer[],
+): { body: Buffer; headers: string[] } {
+  const body = Buffer.from(upstream.redact(Buffer.concat(chunks).toString("utf8")));
+  return { body, headers: passedHeaders({ ...raw, "content-length": String(body.length) }) };
+}
+
+/**
  * An attempt that writes its answer straight into the client's response once its call takes it: status
  * and passed headers, then each chunk as it arrives, pausing the upstream socket while the client's
  * socket is full. No Readable, promise or stream-finished listener stands between the two sockets. The
@@ -53,11 +74,7 @@ export class ResponseRelay extends AttemptHandler<ServerResponse> {
   /** Body bytes still to come under a declared length; -1 when none was declared. */
   #remaining = -1;
   #ended = false;
-  /**
-   * A node's refusal (a 4xx or 5xx) from an upstream whose URL holds a secret, read whole before it goes out
-   * with those secrets masked: a node's error page may quote the path it was asked on ("Cannot POST
-   * /v3/<provider key>"), which is the operator's, never a caller's to see.
-   */
+  /** A node's refusal `masksAnswer` holds: read whole before it goes out with the secrets masked. */
   #masked: MaskedAnswer | undefined = undefined;
 
   constructor(
@@ -77,11 +94,7 @@ export class ResponseRelay extends AttemptHandler<ServerResponse> {
     statusCode: number,
     raw: IncomingHttpHeaders,
   ): void {
-    if (
-      statusCode >= 400 &&
-      this.upstream.redact !== NOTHING_HIDDEN &&
-      raw["content-encoding"] === undefined
-    ) {
+    if (masksAnswer(this.upstream, statusCode, raw)) {
       this.#masked = { statusCode, raw, chunks: [] };
       return;
     }
@@ -134,8 +147,7 @@ export class ResponseRelay extends AttemptHandler<ServerResponse> {
   }
 
   #endMasked({ statusCode, raw, chunks }: MaskedAnswer): void {
-    const body = Buffer.from(this.upstream.redact(Buffer.concat(chunks).toString("utf8")));
-    const headers = passedHeaders({ ...raw, "content-length": String(body.length) });
+    const { body, headers } = maskedAnswer(this.upstream, raw, chunks);
     this.res.writeHead(statusCode, withAnswerTag(this.res, statusCode, headers));
     this.res.end(body);
     this.#ended = true;

@@ -13,6 +13,7 @@ import type { UpstreamGroup } from "../upstream/group.js";
 import type { CappedOptions } from "../upstream/interceptors.js";
 import { isNodesAnswer } from "../upstream/node-errors.js";
 import { nodesForSocket } from "../upstream/policy.js";
+import { masksAnswer } from "../upstream/response-relay.js";
 import { requestOn } from "../upstream/undici-pool.js";
 import { type Upstream, upstreamPath } from "../upstream/upstreams.js";
 import { toText } from "./message-intake.js";
@@ -216,8 +217,11 @@ export class HttpBridge extends EventEmitter implements NodeSocket {
       maxResponseBytes: this.#limits.maxResponseBytes,
     };
     const dispatch = heldMs > 0 ? this.#upstream.streamDispatch : this.#upstream.dispatch;
-    const { statusCode, body } = await requestOn({ dispatch } as Dispatcher, options);
-    return { status: statusCode, answer: await body.text() };
+    const { statusCode, headers, body } = await requestOn({ dispatch } as Dispatcher, options);
+    const answer = await body.text();
+    // a refusal quoting the upstream's secrets goes to the socket masked, as over HTTP (response-relay.ts)
+    const masked = masksAnswer(this.#upstream, statusCode, headers);
+    return { status: statusCode, answer: masked ? this.#upstream.redact(answer) : answer };
   }
 
   /** How long the node may hold a message with a long poll in it; 0 for any other. */
