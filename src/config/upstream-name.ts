@@ -43,8 +43,19 @@ const SHORTEST_ALONE = 6;
  * its URL and its WebSocket URL when it has one of its own, which may hold a key of its own.
  */
 export function urlRedactor(...urls: readonly string[]): Redact {
+  return upstreamRedactor(urls, {});
+}
+
+/**
+ * urlRedactor's, and the values of the headers the config gives the upstream: they are where a provider's
+ * token goes (`X-Algo-API-Token`, `X-API-Key`, `Authorization: Bearer <token>`, docs/configuration.md),
+ * and a proxy's page echoing the request's headers quotes them. A value is masked whole (a scheme before
+ * its token kept: `Bearer …`), and its token alone, which a page may quote without the scheme.
+ */
+export function upstreamRedactor(urls: readonly string[], headers: Readonly<Record<string, string>>): Redact {
   const masks = new Map<string, string>();
   for (const url of urls) collectSecrets(new URL(url), masks);
+  for (const value of Object.values(headers)) collectHeaderSecrets(value.trim(), masks);
   if (masks.size === 0) return NOTHING_HIDDEN;
   // the longest first: `apikey=<value>` keeps its name, and no shorter secret inside a longer one is left
   const secrets = [...masks.keys()].sort((a, b) => b.length - a.length);
@@ -80,6 +91,16 @@ function collectSecrets(parsed: URL, masks: Map<string, string>): void {
     if (equals !== -1) masks.set(item, `${item.slice(0, equals)}=${MASK}`);
     alone(value);
   }
+}
+
+/** A configured header's value in `masks`: whole, and the token after an auth scheme (`Bearer`, `Basic`). */
+function collectHeaderSecrets(value: string, masks: Map<string, string>): void {
+  const scheme = /^([A-Za-z][A-Za-z0-9!#$%&'*+.^_`|~-]*)\s+(\S.*)$/.exec(value);
+  const token = scheme?.[2];
+  for (const form of forms(value))
+    if (form.length >= SHORTEST_ALONE) masks.set(form, scheme === null ? MASK : `${scheme[1]} ${MASK}`);
+  if (token !== undefined)
+    for (const form of forms(token)) if (form.length >= SHORTEST_ALONE) masks.set(form, MASK);
 }
 
 /** A URL part as written, percent-decoded (`+` as a space too, as a query's), and JSON-escaped. */

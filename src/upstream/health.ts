@@ -87,7 +87,7 @@ export class UpstreamHealth {
 
   /**
    * `checking` when a prober will judge it first; `healthy` when none will (no probes). `redact` masks the
-   * secrets of the upstream's URL (config/upstream-name.ts urlRedactor).
+   * secrets of the upstream's URL and headers (config/upstream-name.ts upstreamRedactor).
    */
   constructor(
     rules: HealthRules,

@@ -9,7 +9,7 @@ import type {
   Limits,
   UpstreamSpec,
 } from "../config/types.js";
-import { type Redact, upstreamName, urlRedactor } from "../config/upstream-name.js";
+import { type Redact, upstreamName, upstreamRedactor } from "../config/upstream-name.js";
 import type { Endpoint } from "../registry/types.js";
 import { UpstreamGroup } from "./group.js";
 import { type HealthRules, UpstreamHealth, type UpstreamState } from "./health.js";
@@ -213,7 +213,8 @@ export class UpstreamTable {
     const dispatcher = dispatcherFor(this.#dispatchers, parsed.origin, factory, limits);
     const streamDispatcher = dispatcherFor(this.#streamDispatchers, parsed.origin, factory, limits);
     const basePath = parsed.pathname.replace(/\/+$/, "");
-    const redact = ws === undefined ? urlRedactor(url) : urlRedactor(url, ws);
+    // what a node's text may quote of the secrets it was sent: in its URL and in its configured headers
+    const redact = upstreamRedactor(ws === undefined ? [url] : [url, ws], headers);
     return new Upstream({
       name: name ?? upstreamName(spec),
       // one name everywhere: the operator API's, the logs' and the metrics' (bounded by the config)
