@@ -1,6 +1,6 @@
 import { ConfigError } from "../config/load.js";
 import { GatewayError } from "../errors/table.js";
-import { redacted } from "../store/database-url.js";
+import { redactedText } from "../store/database-url.js";
 
 /** A command line the CLI cannot read: an unknown command or flag, a flag without its value. */
 export class UsageError extends Error {
@@ -29,7 +29,7 @@ export function failureOf(error: unknown): { line: string; status: number } {
             : ["INTERNAL", error instanceof Error ? error.message : String(error), ADMIN_EXIT.FAILED];
   // One line whatever the message holds (a config's problems are one per line), and no password of a
   // store's URL even where a library's message repeats it.
-  const line = redacted(`error ${code}: ${message}`.replace(/\s*\n\s*/g, "; "));
+  const line = redactedText(`error ${code}: ${message}`.replace(/\s*\n\s*/g, "; "));
   return { line, status };
 }
 

@@ -9,7 +9,7 @@ import { UsageCounter, type UsageSink } from "../keys/usage.js";
 import type { Logger } from "../log.js";
 import type { QuotaSpentSource } from "../plans/quota-ledger.js";
 import type { NoticeSink } from "../plans/quota-notices.js";
-import { isPostgresUrl, redacted } from "../store/database-url.js";
+import { isPostgresUrl, redacted, redactedText } from "../store/database-url.js";
 
 /** The keys one proxy process knows. */
 export interface ProxyKeys {
@@ -61,7 +61,8 @@ export async function openKeyStores(config: GatewayConfig, logger: Logger): Prom
       : /database ".*" does not exist/.test(error.message)
         ? "create the database (createdb), then start the control plane once: it makes the tables"
         : "start the control plane once: it makes the tables";
-    throw new Error(`the account store ${redacted(database)} cannot be read (${error.message}); ${hint}`);
+    const why = redactedText(error.message, database);
+    throw new Error(`the account store ${redacted(database)} cannot be read (${why}); ${hint}`);
   });
   // the store's connection ending at a stop (or a start that failed after it) is not the store's outage
   let closing = false;

@@ -5,7 +5,7 @@ import type { KeySettings } from "../../keys/key-settings.js";
 import { postgresGrantsSince } from "../../keys/postgres-grants.js";
 import type { UsageRow } from "../../keys/usage.js";
 import type { CodeRow, MethodRow } from "../../keys/usage-detail.js";
-import { redacted } from "../../store/database-url.js";
+import { redacted, redactedText } from "../../store/database-url.js";
 import { GRANTS_CHANNEL, isUnavailable, openPool, takeClient } from "../../store/postgres.js";
 import { migratePostgres } from "./postgres-migrations.js";
 import {
@@ -60,7 +60,9 @@ export class PostgresAccountStore implements AccountStore {
       }
     } catch (error) {
       await pool.end();
-      throw new Error(`the account store ${redacted(url)} cannot be opened: ${(error as Error).message}`);
+      // pg's message may repeat the URL or its password
+      const why = redactedText((error as Error).message, url);
+      throw new Error(`the account store ${redacted(url)} cannot be opened: ${why}`);
     }
     return new PostgresAccountStore(pool);
   }
