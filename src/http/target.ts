@@ -1,4 +1,5 @@
 import { GatewayError } from "../errors/table.js";
+import { holdsKeyShape, KEY_PREFIX } from "../keys/types.js";
 
 export interface RequestTarget {
   /** The first path segment when the route is keyed; never forwarded, logged or echoed. */
@@ -39,20 +40,41 @@ export function parseTarget(url: string, keyed: boolean | ((first: string) => bo
     key,
     path: parts.length === 0 ? "/" : `/${parts.join("/")}`,
     segments: parts,
-    query: key !== undefined && query.includes(key) ? withoutKey(query, key) : query,
+    query: forwardedQuery(query, key),
   };
 }
 
 /**
- * The query without the parameters that carry the key: tools that append it as `?apikey=` would
- * otherwise hand it to the node's operator, a third-party provider's among them.
+ * The query without the parameters that carry a key: tools that append it as `?apikey=` would otherwise
+ * hand it to the node's operator, a third-party provider's among them. With a key in the path, those that
+ * hold it; without one (a public host's keyless call), those that hold a key's shape, the caller's key as
+ * far as the gateway can tell. A keyed call's other key-shaped values go on: an address may look like one.
  */
-function withoutKey(query: string, key: string): string {
+function forwardedQuery(query: string, key: string | undefined): string {
+  if (key !== undefined)
+    return query.includes(key) ? without(query, (parameter) => parameter.includes(key)) : query;
+  // a key's shape needs its prefix, written or percent-encoded
+  if (!query.includes(KEY_PREFIX) && !query.includes("%")) return query;
+  return without(query, (parameter) => holdsKeyShape(decoded(parameter)));
+}
+
+/** The query without the parameters `carriesKey` picks. */
+function without(query: string, carriesKey: (parameter: string) => boolean): string {
   const kept = query
     .slice(1)
     .split("&")
-    .filter((parameter) => !parameter.includes(key));
+    .filter((parameter) => !carriesKey(parameter));
   return kept.length === 0 ? "" : `?${kept.join("&")}`;
+}
+
+/** A query parameter as the node reads it: percent-decoded, `+` as a space. */
+function decoded(parameter: string): string {
+  if (!parameter.includes("%")) return parameter;
+  try {
+    return decodeURIComponent(parameter.replace(/\+/g, " "));
+  } catch {
+    return parameter;
+  }
 }
 
 /** The path's segments; "/", "/a" and "/a/" (a JSON-RPC call's "/<key>") are split without `split`. */

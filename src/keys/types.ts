@@ -57,6 +57,18 @@ export function looksLikeKey(segment: string | undefined): segment is string {
 
 const ANY_KEY = new RegExp(KEY_PATTERN, "g");
 
+/**
+ * A key's shape where a word starts: at the text's start or after a character that is not a letter or
+ * digit (`apikey=FN…`, `app-FN…-42`). Not inside a word: a base58 or base32 address
+ * holds `FN` and 16 more such characters often enough that a caller's own text would be taken for a key.
+ */
+const KEY_AT_WORD = new RegExp(`(?:^|[^A-Za-z0-9])${KEY_PATTERN}`);
+
+/** Whether `text` holds something shaped like a key where a word starts (KEY_AT_WORD). */
+export function holdsKeyShape(text: string): boolean {
+  return text.includes(KEY_PREFIX) && KEY_AT_WORD.test(text);
+}
+
 /** `text` with anything shaped like a key replaced by the prefix and `…`: for text the gateway did not write. */
 export function withoutKeys(text: string): string {
   return text.replace(ANY_KEY, `${KEY_PREFIX}…`);
