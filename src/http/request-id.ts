@@ -1,5 +1,6 @@
 import { randomBytes } from "node:crypto";
 import type { ServerResponse } from "node:http";
+import { holdsKeyShape, KEY_PREFIX, looksLikeKey } from "../keys/types.js";
 import { rawHeader } from "./raw-headers.js";
 
 /** The header that carries a request's id, from the caller, on the answer, and to the node. */
@@ -29,21 +30,32 @@ type Tagged = ServerResponse & { [TAG]?: AnswerTag };
  */
 export function requestIdFor(rawHeaders: readonly string[], target: string): string {
   const given = rawHeader(rawHeaders, REQUEST_ID_HEADER, true);
-  return given !== undefined && WELL_FORMED.test(given) && !isKeySegment(given, target)
+  return given !== undefined && WELL_FORMED.test(given) && !carriesKey(given, target)
     ? given
     : newRequestId();
 }
 
 /**
- * Whether an id is the request's first path segment, its API key: the id is logged, echoed and passed to
- * the node, where a key never goes, so a caller that sent its key as its id gets a new one.
+ * Whether an id carries an API key: the id is logged, echoed, passed to the node and put on spans, where a
+ * key never goes, so a caller that tags its calls with its key (`app-<key>-42`) gets a new one. The
+ * request's key (its first path segment) anywhere in the id, or anything shaped like a key where a word
+ * starts (a key the gateway does not see as the request's: a public host's call, a key in the query), as
+ * the query's rule reads it (http/target.ts).
  */
-function isKeySegment(id: string, target: string): boolean {
-  // an absolute-form target (a client behind a forward proxy sends one) has its path after the authority
+function carriesKey(id: string, target: string): boolean {
+  // every key starts with its prefix: an id without it (a UUID, a trace's id) is read no further
+  if (!id.includes(KEY_PREFIX)) return false;
+  if (holdsKeyShape(id)) return true;
+  const key = firstSegment(target);
+  return looksLikeKey(key) && id.includes(key);
+}
+
+/** The target's first path segment; an absolute-form target (a forward proxy's) has its path after the authority. */
+function firstSegment(target: string): string | undefined {
   const path = target.charCodeAt(0) === 47 ? 0 : target.indexOf("/", target.indexOf("//") + 2);
-  if (path < 0 || !target.startsWith(id, path + 1)) return false;
-  const after = target.charAt(path + id.length + 1);
-  return after === "" || after === "/" || after === "?";
+  if (path < 0) return undefined;
+  const end = target.slice(path + 1).search(/[/?]/);
+  return end < 0 ? target.slice(path + 1) : target.slice(path + 1, path + 1 + end);
 }
 
 /**
