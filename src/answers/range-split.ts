@@ -4,7 +4,7 @@ import { GatewayError } from "../errors/table.js";
 import type { WholeAnswer } from "../upstream/buffered-answer.js";
 import { encodeHeight } from "../upstream/head.js";
 import { fetchWhole, type RelayDone, type UpstreamCall } from "../upstream/policy.js";
-import { fetchByTier, type TierFields } from "./archive.js";
+import { fetchByTier, TIER_HEADER, type TierFields } from "./archive.js";
 import type { RangeSplit } from "./range-plan.js";
 
 /** Where a split range notes how many sub-ranges it ran as: each is priced as a call (docs/compute-units.md). */
@@ -48,6 +48,10 @@ class SplitRun {
   #inFlight = 0;
   #bytes = 0;
   #over = false;
+  /** The label the caller called: each sub-range the archive answers names the archive label in the note. */
+  readonly #label: string | undefined;
+  /** How many sub-ranges the archive tier answered: each is priced at the archive's factor, the rest not. */
+  #archived = 0;
 
   constructor(
     call: UpstreamCall,
@@ -62,6 +66,7 @@ class SplitRun {
     this.#note = note;
     this.#done = done;
     this.#nextFrom = split.from;
+    this.#label = note.label;
   }
 
   start(): void {
@@ -98,8 +103,10 @@ class SplitRun {
       tier: undefined,
       byHash: false,
     };
-    const settled = (error: GatewayError | undefined, answer?: WholeAnswer) =>
-      this.#settled(index, error, answer);
+    const settled = (error: GatewayError | undefined, answer?: WholeAnswer, served?: "full" | "archive") => {
+      if (served === "archive" && !this.#over) this.#archived++;
+      this.#settled(index, error, answer, served);
+    };
     // an old range a full node may have dropped (registry `archive.history`): each sub-range by tier
     const { tier } = this.#call;
     if (tier !== undefined && tier.batch === undefined)
@@ -124,7 +131,12 @@ class SplitRun {
     return JSON.stringify({ jsonrpc: "2.0", id, method: read.call.method, params });
   }
 
-  #settled(index: number, error: GatewayError | undefined, answer: WholeAnswer | undefined): void {
+  #settled(
+    index: number,
+    error: GatewayError | undefined,
+    answer: WholeAnswer | undefined,
+    served: "full" | "archive" | undefined,
+  ): void {
     this.#inFlight--;
     if (this.#over) return;
     if (error !== undefined || answer === undefined) {
@@ -150,7 +162,7 @@ class SplitRun {
       parsed = undefined;
     }
     if (parsed?.error !== undefined) {
-      this.#nodeError(answer.statusCode, parsed.error);
+      this.#nodeError(answer.statusCode, parsed.error, served);
       return;
     }
     if (answer.statusCode !== 200 || !Array.isArray(parsed?.result)) {
@@ -164,22 +176,59 @@ class SplitRun {
 
   #finish(): void {
     this.#over = true;
-    this.#note.parts = this.#parts.length;
+    const parts = this.#parts.length;
+    this.#note.parts = parts;
     const result = JSON.stringify(this.#parts.flat());
-    sendJson(this.#res, 200, `{"jsonrpc":"2.0","id":${this.#callerId()},"result":${result}}`);
+    const body = `{"jsonrpc":"2.0","id":${this.#callerId()},"result":${result}}`;
+    sendJson(this.#res, 200, body, this.#tiered(parts));
     this.#done();
   }
 
-  /** A node refused a sub-range: the caller gets its error object, as if it had asked that node itself. */
-  #nodeError(statusCode: number, error: unknown): void {
+  /**
+   * The answer's tier, by its parts, in the note and the header. Each sub-range went by tier with this one
+   * note, which says where the last one answered, so it is set again here: a split the archive answered in
+   * part is priced as a batch so answered is (pipeline/http.ts #archivePriced), its archive parts at the
+   * archive's factor, the rest at a full node's; it stays under the label called (`x-upstream-tier:
+   * full+archive`, the access line's tier `archive`), and only one the archive answered whole is counted
+   * under the archive label (docs/upstreams.md, "Archive").
+   */
+  #tiered(parts: number): Readonly<Record<string, string>> | undefined {
+    const tier = this.#call.tier;
+    if (tier === undefined || tier.batch !== undefined) return undefined;
+    const note = this.#note;
+    const archived = this.#archived;
+    note.label = archived === parts ? tier.archiveLabel : this.#label;
+    note.tier = archived === 0 ? "full" : "archive";
+    note.archivedMethods =
+      archived === 0 ? undefined : Array.from({ length: archived }, () => this.#split.read.call.method);
+    return { [TIER_HEADER]: archived === 0 ? "full" : archived === parts ? "archive" : "full+archive" };
+  }
+
+  /**
+   * A node refused a sub-range: the caller gets its error object, as if it had asked that node itself, and
+   * it is counted where that node is (the tier it answered from), as that read alone would be.
+   */
+  #nodeError(statusCode: number, error: unknown, served: "full" | "archive" | undefined): void {
     this.#over = true;
     const body = `{"jsonrpc":"2.0","id":${this.#callerId()},"error":${JSON.stringify(error)}}`;
-    sendJson(this.#res, statusCode, body);
+    const tier = this.#call.tier;
+    let headers: Readonly<Record<string, string>> | undefined;
+    if (tier !== undefined && tier.batch === undefined && served !== undefined) {
+      this.#note.label = served === "archive" ? tier.archiveLabel : this.#label;
+      this.#note.tier = served;
+      headers = { [TIER_HEADER]: served };
+    }
+    sendJson(this.#res, statusCode, body, headers);
     this.#done();
   }
 
+  /** The gateway's error: no tier answered it, whatever sub-ranges the archive answered before. */
   #fail(error: unknown): void {
     this.#over = true;
+    if (this.#call.tier !== undefined && this.#call.tier.batch === undefined) {
+      this.#note.label = this.#label;
+      this.#note.tier = undefined;
+    }
     this.#done(error);
   }
 
