@@ -55,9 +55,9 @@ export class UpstreamPlanner {
 
   /**
    * 5, the quota: what a message's hold takes of it, `planned` as `plannedUnits` priced it, and more for a
-   * read of state at a numbered block that a full node may refuse and the archive tier then answer: that
-   * read (a batch's such calls) at the archive price, settled down to what it cost once answered. Held at
-   * the full price, concurrent such reads could each pass the quota by the archive surcharge.
+   * read of state at a numbered block (or of old history) that a full node may refuse and the archive tier
+   * then answer: that read (a batch's such calls) at the archive price, settled down to what it cost once
+   * answered. Held at the full price, concurrent such reads could each pass the quota by the surcharge.
    */
   quotaUnits(mounted: Mounted, outgoing: Outgoing | undefined, planned: number): number {
     const reads = outgoing?.reads;
@@ -78,9 +78,14 @@ export class UpstreamPlanner {
     return tier === undefined ? planned : planned + this.#surcharge(mounted, tier, planned);
   }
 
-  /** The archive tier a read of state at a numbered block may reach, for a caller that may reach it. */
+  /**
+   * The archive tier a read of state at a numbered block may reach, for a caller that may reach it; or a
+   * read of history older than a full node keeps (registry `archive.history`: a log range, a block), which
+   * goes there once a full node past EIP-4444 refuses it, so is held at the archive's price as well.
+   */
   #archiveHeld(mounted: Mounted, reads: ReadNeed): TierPlan | undefined {
-    if (reads.stateBlock < 0 && !reads.stateByHash && !reads.stateUnnamed) return undefined;
+    const history = reads.historyFrom !== undefined;
+    if (reads.stateBlock < 0 && !reads.stateByHash && !reads.stateUnnamed && !history) return undefined;
     const group = this.#upstreams.group(mounted.admitted.endpoint.label, mounted.mount.path);
     const tier = group === undefined ? undefined : this.#tierPlan(mounted, reads, group);
     // a key without archive access is refused there, at no price
