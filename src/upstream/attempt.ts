@@ -70,7 +70,7 @@ export abstract class AttemptHandler<Caller extends CallerSide = CallerSide>
     // A request queued behind busy connections reaches here after its call may have moved on.
     if (this.#pendingAbort !== undefined) controller.abort(this.#pendingAbort);
     else if (clientGone(this.res)) controller.abort(new GatewayError("CLIENT_CLOSED"));
-    else AttemptHandler.#watch(this);
+    else this.res.on("close", this.#clientGone);
   }
 
   onResponseStart(
@@ -140,31 +140,12 @@ export abstract class AttemptHandler<Caller extends CallerSide = CallerSide>
   protected end(error?: Error): void {
     if (this.#over) return;
     this.#over = true;
-    AttemptHandler.#watching.get(this.res)?.delete(this);
     this.gate.ended(this, error);
   }
 
-  /**
-   * The attempts under way of each caller, which one `close` listener on it aborts when the caller leaves.
-   * One listener per caller, not per attempt: a range split into many sub-ranges (range-split.ts), each
-   * with its attempts, would pass an emitter's ten and print a leak warning per request. Each attempt
-   * leaves its set when it ends, rather than off() its own listener: a ServerResponse's event table is not
-   * kept in shape, so removing a listener turns it into a dictionary.
-   */
-  static readonly #watching = new WeakMap<CallerSide, Set<AttemptHandler>>();
-
-  static #watch(attempt: AttemptHandler): void {
-    const res = attempt.res;
-    let attempts = AttemptHandler.#watching.get(res);
-    if (attempts === undefined) {
-      const under = new Set<AttemptHandler>();
-      attempts = under;
-      AttemptHandler.#watching.set(res, under);
-      res.on("close", () => {
-        if (!clientGone(res)) return;
-        for (const one of under) one.controller?.abort(new GatewayError("CLIENT_CLOSED"));
-      });
-    }
-    attempts.add(attempt);
-  }
+  // A flag rather than off() once over: a ServerResponse's event table is not kept in shape, so removing
+  // a listener turns it into a dictionary; the response is dropped right after anyway.
+  readonly #clientGone = (): void => {
+    if (!this.#over && clientGone(this.res)) this.controller?.abort(new GatewayError("CLIENT_CLOSED"));
+  };
 }
