@@ -14,6 +14,22 @@ interface Kept<Value> {
   until: number;
 }
 
+/** A recall the primary holds until a worker tells of one of its filters, or RECALL_HOLD_MS pass. */
+interface HeldRecall {
+  readonly group: string;
+  readonly names: readonly string[];
+  readonly answer: () => void;
+  readonly timer: NodeJS.Timeout;
+}
+
+/**
+ * How long a recall of filters the primary has never heard of waits for a worker's word of them. Each worker
+ * has its own channel to the primary: a caller that made a filter through one worker and polls it through
+ * another at once may have its poll's recall arrive before the first worker's word that it was made. Well
+ * under a worker's own wait for the answer (cluster-shares.ts RECALL_MS).
+ */
+export const RECALL_HOLD_MS = 150;
+
 /**
  * The primary's side of what its workers share without Redis (cluster-shares.ts): each label's highest
  * served head, told to every other worker as it rises and to a worker as it starts; and each filter's node
@@ -27,6 +43,7 @@ export class ClusterStore {
   readonly #spans = new Map<string, FilterSpan>();
   readonly #workers: () => readonly Worker[];
   readonly #now: () => number;
+  readonly #held = new Set<HeldRecall>();
   #sweptAt = 0;
 
   constructor(workers: () => readonly Worker[], now: () => number = Date.now) {
@@ -75,6 +92,7 @@ export class ClusterStore {
           this.#handles.set(ownerKey, { value: owner, until });
           if (span === undefined) this.#spans.delete(nodeKey);
           else this.#spans.set(nodeKey, span);
+          this.#heard(group, name);
         } else {
           for (const key of [nodeKey, ownerKey]) {
             const kept = this.#handles.get(key);
@@ -86,25 +104,54 @@ export class ClusterStore {
       }
       case "gateway:share:recall": {
         const { recall, group, owner, names } = message;
-        const live = (key: string) => {
-          const kept = this.#handles.get(key);
-          return kept !== undefined && kept.until > now ? kept.value : undefined;
+        const answer = () => send(from, this.#recalled(recall, group, owner, names));
+        if (names.some((name) => this.#live(`${group}:owner:${name}`) !== undefined)) {
+          answer();
+          return;
+        }
+        const held: HeldRecall = {
+          group,
+          names,
+          answer,
+          timer: setTimeout(() => {
+            this.#held.delete(held);
+            answer();
+          }, RECALL_HOLD_MS),
         };
-        const handles: SharedHandle[] = names.map((name) => ({
-          node: live(`${group}:node:${owner}:${name}`),
-          owner: live(`${group}:owner:${name}`),
-          span:
-            live(`${group}:node:${owner}:${name}`) === undefined
-              ? undefined
-              : this.#spans.get(`${group}:node:${owner}:${name}`),
-        }));
-        const answer: RecalledMessage = { type: "gateway:share:recalled", recall, handles };
-        send(from, answer);
+        this.#held.add(held);
         return;
       }
       default:
         return;
     }
+  }
+
+  #live(key: string): string | undefined {
+    const kept = this.#handles.get(key);
+    return kept !== undefined && kept.until > this.#now() ? kept.value : undefined;
+  }
+
+  #recalled(recall: number, group: string, owner: string, names: readonly string[]): RecalledMessage {
+    const handles: SharedHandle[] = names.map((name) => {
+      const nodeKey = `${group}:node:${owner}:${name}`;
+      const node = this.#live(nodeKey);
+      return {
+        node,
+        owner: this.#live(`${group}:owner:${name}`),
+        span: node === undefined ? undefined : this.#spans.get(nodeKey),
+      };
+    });
+    return { type: "gateway:share:recalled", recall, handles };
+  }
+
+  /** A worker told of a filter it made: recalls held for it are answered now. */
+  #heard(group: string, name: string): void {
+    for (const held of this.#held)
+      if (held.group === group && held.names.includes(name)) {
+        clearTimeout(held.timer);
+        this.#held.delete(held);
+        held.answer();
+      }
   }
 
   /** Forgets the filters past their keeping, at most once a minute. */

@@ -1,7 +1,7 @@
 import type { Worker } from "node:cluster";
-import { describe, expect, it } from "vitest";
+import { afterEach, describe, expect, it, vi } from "vitest";
 import type { ShareMessage } from "../../src/proxy/cluster-shares.js";
-import { ClusterStore } from "../../src/proxy/cluster-store.js";
+import { ClusterStore, RECALL_HOLD_MS } from "../../src/proxy/cluster-store.js";
 
 // The primary's side of what a cluster's workers share without Redis (src/proxy/cluster-store.ts), with
 // workers that record what they are sent, and a clock the test moves: a head is passed on only when it is
@@ -79,10 +79,34 @@ describe("the primary's store of the workers' heads and filters", () => {
     store.take(b, { type: "gateway:share:handle", group, owner: "FNcaller1", name: "0x1" });
     now += 9 * 60_000;
     expect(recall(3, "FNcaller1")).toMatchObject({ handles: [{ node: "anvil-0", owner: "FNcaller1" }, {}] });
-    // 10 minutes past its last poll it is forgotten, and a poll then does not bring it back
+    // 10 minutes past its last poll it is forgotten, and a poll then does not bring it back: a recall of
+    // filters the primary knows nothing of waits for a worker's word of them, then is answered without
+    vi.useFakeTimers();
     now += 60_001;
     store.take(b, { type: "gateway:share:handle", group, owner: "FNcaller1", name: "0x1" });
-    expect(recall(4, "FNcaller1")).toMatchObject({ handles: [{ node: undefined, owner: undefined }, {}] });
+    expect(recall(4, "FNcaller1")).toMatchObject({ type: "gateway:share:recalled", recall: 3 });
+    vi.advanceTimersByTime(RECALL_HOLD_MS);
+    expect(b.sent.at(-1)).toMatchObject({ recall: 4, handles: [{ node: undefined, owner: undefined }, {}] });
+  });
+
+  afterEach(() => {
+    vi.useRealTimers();
+  });
+
+  it("holds a recall that comes before the word of the filter it asks for, through another worker", () => {
+    vi.useFakeTimers();
+    const [a, b] = [fakeWorker(), fakeWorker()];
+    const store = new ClusterStore(() => [a, b]);
+    const group = "eth:*";
+    // the caller's poll through b, whose recall reaches the primary before a's word that it made the filter
+    store.take(b, { type: "gateway:share:recall", recall: 7, group, owner: "FNcaller1", names: ["0x9"] });
+    expect(b.sent).toEqual([]);
+    store.take(a, { type: "gateway:share:handle", group, owner: "FNcaller1", name: "0x9", node: "anvil-1" });
+    expect(b.sent).toEqual([
+      { type: "gateway:share:recalled", recall: 7, handles: [{ node: "anvil-1", owner: "FNcaller1" }] },
+    ]);
+    vi.advanceTimersByTime(RECALL_HOLD_MS);
+    expect(b.sent).toHaveLength(1);
   });
 
   it("leaves every other message to the primary's own listeners", () => {
