@@ -210,6 +210,11 @@ function identicalCalls(
     }
     first.set(read.key, i);
     calls.copies.set(i, []);
+    // a call sent first to its caller's write's node shares no flight (cache-read.ts `ownNode`)
+    if (read.ownNode === true) {
+      calls.asks.push(i);
+      continue;
+    }
     // a read at the head is asked with the batch's other calls: an identical call in flight may be on a
     // node at another head than theirs
     if (read.lifetime.kind === "head") {

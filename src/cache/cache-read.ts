@@ -31,6 +31,19 @@ export interface CacheRead {
   readonly rest?: true;
   /** The member a REST node answers its errors in, with a success status (java-tron's `Error`): never kept. */
   readonly errorMember?: string | undefined;
+  /**
+   * The call goes first to the node that took its caller's last write (docs/upstreams.md, "A caller's own
+   * write"), whose mempool holds what other nodes may not have: it waits on no identical call in flight,
+   * which another node may answer without the write (a lookup of the transaction by hash: null), and
+   * leads none: another caller's call need not wait on that one node, which may first have to reach the
+   * head (upstream/call-run.ts `#waitFor`).
+   */
+  readonly ownNode?: true;
+}
+
+/** The read of a call sent first to its caller's write's node (`ownNode`), else as it is. */
+export function onOwnNode(read: CacheRead | undefined, ownNode: boolean): CacheRead | undefined {
+  return read === undefined || !ownNode ? read : { ...read, ownNode: true };
 }
 
 const ALWAYS: Lifetime = { kind: "always" };

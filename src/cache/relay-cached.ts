@@ -134,7 +134,7 @@ export function relayCached(
     return;
   }
   const missed: Missed = { call, read, cache, res, note, done, epoch };
-  if (!mayArchive && followSocket(missed)) {
+  if (!mayArchive && read.ownNode !== true && followSocket(missed)) {
     looked(lookup, "coalesced");
     return;
   }
@@ -197,7 +197,9 @@ function joinOrFly(missed: Missed, lookup: Span | undefined): void {
     inFlight = new Map();
     flights.set(cache, inFlight);
   }
-  const joined = inFlight.get(flightKey);
+  // a call sent first to its caller's write's node shares no flight (cache-read.ts `ownNode`)
+  const alone = read.ownNode === true;
+  const joined = alone ? undefined : inFlight.get(flightKey);
   if (joined !== undefined) {
     looked(lookup, "coalesced");
     const waiter: Waiter = { call, res, id: read.id, note, done, wait: call.trace?.step("coalesced wait") };
@@ -211,7 +213,7 @@ function joinOrFly(missed: Missed, lookup: Span | undefined): void {
   flight.caller.join(res);
   // a call whose id a node may refuse (1.5, a 30-digit number) would hand that refusal to every caller
   // waiting on it: it goes alone, and no call joins it. A REST read has no id to refuse.
-  const leads = read.rest === true || isPlainId(read.id);
+  const leads = !alone && (read.rest === true || isPlainId(read.id));
   if (leads) inFlight.set(flightKey, flight);
   const landed = () => {
     if (leads) (inFlight as Map<string, Flight>).delete(flightKey);

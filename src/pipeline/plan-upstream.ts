@@ -2,7 +2,7 @@ import { archiveRequiredDetail, type TierPlan } from "../answers/archive.js";
 import { checkFilterSpan, planRanges, type RangePlan, subRanges } from "../answers/range-plan.js";
 import { isHeadCall, type ReadNeed, readNeed } from "../answers/read-need.js";
 import type { BatchRead } from "../cache/batch-cached.js";
-import type { CacheRead } from "../cache/cache-read.js";
+import { type CacheRead, onOwnNode } from "../cache/cache-read.js";
 import type { GatewayConfig } from "../config/types.js";
 import { GatewayError } from "../errors/table.js";
 import type { Outgoing } from "../families/family.js";
@@ -132,6 +132,20 @@ export class UpstreamPlanner {
     const tier = reads === undefined ? undefined : this.#tierPlan(mounted, reads, group);
     const ranges =
       reads === undefined || reads.ranges.length === 0 ? undefined : this.#planRanges(reads, group);
+    const clientId = mounted.admitted.clientId;
+    const wroteTo = group.writers.nodeOf(clientId);
+    // where the caller's filters are, for a new one; else where its last write went, whose mempool has it;
+    // a read at the finalized tag (or in a finalized view by number, a page of blocks there), the node
+    // that named the highest finalized block
+    const preferred =
+      (reads?.makesHandle === true ? group.states.ownerNode(clientId) : undefined) ??
+      wroteTo ??
+      (reads?.atFinalized === true
+        ? group.mostFinalized(reads.highestBlock < 0 && reads.pageEnd < 0)
+        : undefined);
+    // sent first to the node that took the caller's write, where another call may go to another node:
+    // its cached reads share no call in flight (a label with one node sends every call to it)
+    const ownNode = wroteTo !== undefined && preferred === wroteTo && group.members.length > 1;
     return {
       group,
       method: outgoing.method,
@@ -173,7 +187,10 @@ export class UpstreamPlanner {
       tier,
       // a read by hash that one node answers null may find the block on another
       byHash: tier === undefined && reads !== undefined && reads.byHash && group.members.length > 1,
-      cache: ranges?.split === undefined ? this.#cacheRead(mounted, group, outgoing) : undefined,
+      cache:
+        ranges?.split === undefined
+          ? onOwnNode(this.#cacheRead(mounted, group, outgoing), ownNode)
+          : undefined,
       cacheBatch:
         // a batch's reads of old state go by tier whether the cache answers some of its calls or none
         (tier === undefined || tier.batch !== undefined) &&
@@ -182,23 +199,15 @@ export class UpstreamPlanner {
         // a batch that makes or uses a filter goes whole to its node, and is read for the names it makes
         reads?.makesHandle !== true &&
         reads?.handle === undefined
-          ? this.#cacheBatch(mounted, group, outgoing)
+          ? this.#cacheBatch(mounted, group, outgoing, ownNode)
           : undefined,
       // a filter's poll goes to the node that made the filter, which alone has it; a new filter where the
       // caller's others are, if that node takes it
       pinned:
         reads?.handle === undefined ? undefined : pinnedNode(reads.handle, group, mounted.admitted.clientId),
-      // where the caller's filters are, for a new one; else where its last write went, whose mempool has it;
-      // a read at the finalized tag (or in a finalized view by number, a page of blocks there), the node
-      // that named the highest finalized block
-      preferred:
-        (reads?.makesHandle === true ? group.states.ownerNode(mounted.admitted.clientId) : undefined) ??
-        group.writers.nodeOf(mounted.admitted.clientId) ??
-        (reads?.atFinalized === true
-          ? group.mostFinalized(reads.highestBlock < 0 && reads.pageEnd < 0)
-          : undefined),
-      handleOwner: reads?.makesHandle === true ? mounted.admitted.clientId : undefined,
-      writer: outgoing.write ? mounted.admitted.clientId : undefined,
+      preferred,
+      handleOwner: reads?.makesHandle === true ? clientId : undefined,
+      writer: outgoing.write ? clientId : undefined,
       exclude: undefined,
     };
   }
@@ -219,7 +228,12 @@ export class UpstreamPlanner {
    * when no call may be, when two calls share an id (their answers could not be told apart), or when one
    * is a notification (no id: no answer of its own to keep or give).
    */
-  #cacheBatch(mounted: Mounted, group: UpstreamGroup, outgoing: Outgoing): readonly BatchRead[] | undefined {
+  #cacheBatch(
+    mounted: Mounted,
+    group: UpstreamGroup,
+    outgoing: Outgoing,
+    ownNode: boolean,
+  ): readonly BatchRead[] | undefined {
     const calls = outgoing.batch;
     const reads = mounted.mount.policy.jsonrpc?.reads;
     const cache = group.cache;
@@ -229,7 +243,10 @@ export class UpstreamPlanner {
     const batch = calls.map((call) => {
       // by value: ids written differently ("a", "\u0061") are still one id in the node's answers
       if (call.id !== undefined) ids.add(idKey(call.id));
-      const kept = cache.readOf(reads, call, isHeadCall(call, mounted.mount.head), mounted.admitted);
+      const kept = onOwnNode(
+        cache.readOf(reads, call, isHeadCall(call, mounted.mount.head), mounted.admitted),
+        ownNode,
+      );
       if (kept !== undefined) any = true;
       return { call, read: kept };
     });

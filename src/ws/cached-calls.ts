@@ -20,8 +20,11 @@ import type { Upstream } from "../upstream/upstreams.js";
 export interface CacheKeep {
   readonly read: CacheRead;
   readonly epoch: number;
-  /** Its flight, which identical calls on the label's connections wait on. */
-  readonly flight: SocketFlight;
+  /**
+   * Its flight, which identical calls on the label's connections wait on; none for a call on the node
+   * that took its caller's write, which shares none (cache-read.ts `ownNode`).
+   */
+  readonly flight: SocketFlight | undefined;
 }
 
 /**
@@ -86,7 +89,11 @@ export class CachedCalls {
       return { answer: withId(entry, read.id).toString("utf8") };
     }
     if (behind && read.lifetime.kind !== "always") return undefined;
-    if (follow !== undefined) {
+    // the connection's node took its caller's last write (its mempool has it): its calls share no flight
+    // with calls another of the label's nodes may answer
+    const ownNode =
+      this.#group.members.length > 1 && this.#group.writers.nodeOf(this.#caller.clientId) === node;
+    if (follow !== undefined && !ownNode) {
       // counted by what it becomes: one that lands with nothing to share goes to a node, unkept
       const hold = new CallHold();
       const follower: FlightFollower = (landed) => {
@@ -111,6 +118,7 @@ export class CachedCalls {
     // answer may be an error about its id, with none the flight could land with
     if (!isPlainId(read.id)) return undefined;
     cache.counts.miss++;
+    if (ownNode) return { keep: { read, epoch, flight: undefined } };
     const flight = openSocketFlight(cache, read.key, epoch);
     this.#opened.add(flight);
     return { keep: { read, epoch, flight } };
@@ -145,7 +153,8 @@ export class CachedCalls {
     for (const flight of this.#opened) this.#land(cache, flight, undefined);
   }
 
-  #land(cache: AnswerCache, flight: SocketFlight, entry: FlightEntry | undefined): void {
+  #land(cache: AnswerCache, flight: SocketFlight | undefined, entry: FlightEntry | undefined): void {
+    if (flight === undefined) return;
     this.#opened.delete(flight);
     landSocketFlight(cache, flight, entry);
   }
