@@ -23,6 +23,7 @@ import {
   followFlight,
   looked,
 } from "./relay-cached.js";
+import { sharedScope } from "./shared-answers.js";
 import { SharedCaller } from "./shared-caller.js";
 import {
   followSocketFlight,
@@ -86,7 +87,7 @@ export function relayCachedBatch(
     fromNode(run);
     return;
   }
-  Promise.all(inSharedLayer.map(({ read }) => shared.get(call.group.label, read.key)))
+  Promise.all(inSharedLayer.map(({ read }) => shared.get(sharedScope(call.group), read.key)))
     .then((found) => {
       found.forEach((entry, n) => {
         const { c, read, i } = inSharedLayer[n] as (typeof inSharedLayer)[number];

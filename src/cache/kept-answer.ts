@@ -10,6 +10,7 @@ import { type AnswerCache, type CacheEntry, FINAL, ownBytes } from "./answer-cac
 const EMPTY = Buffer.alloc(0);
 
 import type { CacheRead } from "./cache-read.js";
+import { sharedScope } from "./shared-answers.js";
 
 /** A node's answer as the cache holds it: its bytes around the id, and whether it may be kept at all. */
 export interface KeptAnswer {
@@ -311,5 +312,5 @@ export function sharable(kept: KeptAnswer, node: Upstream | undefined, group: Up
 /** Keeps a sharable answer as its lifetime allows: in the label's cache, and when final in the shared layer. */
 export function keepEntry(cache: AnswerCache, group: UpstreamGroup, key: string, entry: CacheEntry): void {
   cache.set(key, entry);
-  if (entry.epoch === FINAL) cache.shared?.put(group.label, key, entry);
+  if (entry.epoch === FINAL) cache.shared?.put(sharedScope(group), key, entry);
 }

@@ -15,6 +15,7 @@ import { fetchWhole, type RelayDone, type UpstreamCall } from "../upstream/polic
 import { type AnswerCache, type CacheEntry, FINAL } from "./answer-cache.js";
 import type { CacheRead } from "./cache-read.js";
 import { keepEntry, keptAnswer, sharable } from "./kept-answer.js";
+import { sharedScope } from "./shared-answers.js";
 import { type CallHold, SharedCaller } from "./shared-caller.js";
 import { followSocketFlight, socketFollowers } from "./socket-flights.js";
 
@@ -273,7 +274,7 @@ function joinOrFly(missed: Missed, lookup: Span | undefined): void {
     return;
   }
   shared
-    .get(call.group.label, read.key)
+    .get(sharedScope(call.group), read.key)
     .then((found) => {
       if (found === undefined || (found.tier === "archive" && !mayArchive)) return fromNode();
       looked(lookup, "hit");

@@ -4,6 +4,7 @@ import { deflateRaw, inflateRaw } from "node:zlib";
 import { Redis } from "ioredis";
 import type { SharedLimitsConfig } from "../config/types.js";
 import { sharedRedisOptions } from "../limits/redis-options.js";
+import type { UpstreamGroup } from "../upstream/group.js";
 import { ownBytes } from "./answer-cache.js";
 
 const deflate = promisify(deflateRaw);
@@ -78,11 +79,14 @@ export class SharedAnswers {
     return this.#redis.status === "ready";
   }
 
-  /** The shared answer for a label's call, or undefined when there is none or Redis did not say in time. */
-  async get(label: string, key: string): Promise<SharedEntry | undefined> {
+  /**
+   * The shared answer for a call in a label's `scope` (`sharedScope`), or undefined when there is none or
+   * Redis did not say in time.
+   */
+  async get(scope: string, key: string): Promise<SharedEntry | undefined> {
     if (!this.up) return undefined;
     try {
-      const stored = await this.#redis.getBuffer(redisKey(label, key));
+      const stored = await this.#redis.getBuffer(redisKey(scope, key));
       if (stored === null) {
         this.counts.miss++;
         return undefined;
@@ -96,8 +100,8 @@ export class SharedAnswers {
     }
   }
 
-  /** Shares a final answer; a failure only leaves it unshared. */
-  put(label: string, key: string, entry: SharedEntry): void {
+  /** Shares a final answer in a label's `scope` (`sharedScope`); a failure only leaves it unshared. */
+  put(scope: string, key: string, entry: SharedEntry): void {
     if (!this.up) return;
     this.#watchMemory();
     // none before Redis has said how much memory it has: a second of answers may be more than its room
@@ -114,7 +118,7 @@ export class SharedAnswers {
       .then((packed) => {
         // counted before Redis has it: the answers put within a second of INFO's reading count against it
         this.#putSince += packed.length + KEY_OVERHEAD;
-        return this.#redis.set(redisKey(label, key), packed, "PX", KEEP_MS);
+        return this.#redis.set(redisKey(scope, key), packed, "PX", KEEP_MS);
       })
       .then(() => {
         this.counts.stored++;
@@ -162,11 +166,11 @@ export class SharedAnswers {
    * `wentBack`), and what was final may not be on it any more. A failure leaves them; each instance's own
    * prober sees the same chain and forgets its own.
    */
-  forget(label: string): void {
+  forget(scope: string): void {
     if (!this.up) return;
     // SCAN's pattern and the keys it finds carry the prefix, which ioredis adds to UNLINK's keys itself
     const prefix = this.#keyPrefix;
-    const scan = this.#redis.scanStream({ match: `${prefix}${label}:*`, count: 500 });
+    const scan = this.#redis.scanStream({ match: `${prefix}${scope}:*`, count: 500 });
     scan.on("data", (keys: string[]) => {
       if (keys.length > 0)
         this.#redis.unlink(...keys.map((key) => key.slice(prefix.length))).catch(() => {
@@ -203,9 +207,32 @@ function unpacked(stored: Buffer): SharedEntry {
   };
 }
 
-/** The label and a digest of the call's key: a bounded Redis key, whatever the params' length. */
-function redisKey(label: string, key: string): string {
-  return `${label}:${createHash("sha256").update(key).digest("base64url")}`;
+/** The label's scope and a digest of the call's key: a bounded Redis key, whatever the params' length. */
+function redisKey(scope: string, key: string): string {
+  return `${scope}:${createHash("sha256").update(key).digest("base64url")}`;
+}
+
+/** Each group's scope when its chain is not checked: its nodes are its for its life (a reload makes new groups). */
+const UNCHECKED_SCOPES = new WeakMap<UpstreamGroup, string>();
+
+/**
+ * Where a label's final answers are shared in Redis (docs/cache.md, "Many instances"). A label whose nodes
+ * the prober asks which chain they are on shares them under its name, as before: every instance's nodes
+ * for it are on the one chain the registry names for it. One whose nodes are not asked (registry
+ * `noChainId`, or probes off) may be served by another chain's nodes on another instance, or after a
+ * reload or a restart: it shares only with instances on the same nodes, under its name and a digest of
+ * their URLs (credentials left out, and the rest of a URL, which may hold a token, never in Redis).
+ */
+export function sharedScope(group: UpstreamGroup): string {
+  if (group.chainChecked) return group.label;
+  let scope = UNCHECKED_SCOPES.get(group);
+  if (scope === undefined) {
+    const nodes = group.members.map((m) => `${m.origin}${m.basePath}?${m.baseQuery}`).sort();
+    const digest = createHash("sha256").update(nodes.join("\n")).digest("base64url").slice(0, 22);
+    scope = `${group.label}~${digest}`;
+    UNCHECKED_SCOPES.set(group, scope);
+  }
+  return scope;
 }
 
 /** Redis's memory (`INFO memory`): bytes used, its `maxmemory`, and whether it keeps every key under it. */

@@ -1,6 +1,7 @@
 import { AnswerCounts } from "../answers/answer-counts.js";
 import { ServedHead } from "../answers/served-head.js";
 import type { AnswerCache, Caller } from "../cache/answer-cache.js";
+import { sharedScope } from "../cache/shared-answers.js";
 import type { UpstreamState } from "./health.js";
 import { NodeStates } from "./node-states.js";
 import type { Upstream } from "./upstreams.js";
@@ -226,7 +227,7 @@ export class UpstreamGroup {
     this.served.moved();
     this.#finalHashes.clear();
     this.cache?.forgetAll();
-    this.cache?.shared?.forget(this.label);
+    this.cache?.shared?.forget(sharedScope(this));
   }
 
   /**
