@@ -66,6 +66,8 @@ export class AnswerCache {
   readonly #writers = new Map<string, number>();
   /** While a reload's answers come over (carryFrom). */
   #carrying = false;
+  /** How many times its answers were all forgotten (`forgetAll`). */
+  #generation = 0;
 
   constructor(settings: LabelCacheSettings) {
     this.settings = settings;
@@ -147,6 +149,15 @@ export class AnswerCache {
   /** Every answer goes: the blocks they were read from may no longer be on the chain (group.ts `wentBack`). */
   forgetAll(): void {
     this.#entries.clear();
+    this.#generation++;
+  }
+
+  /**
+   * How many times every answer went (`forgetAll`): a shared answer looked up before one of them and found
+   * after it may be of the blocks that went, and is neither kept nor served (relay-cached.ts).
+   */
+  get generation(): number {
+    return this.#generation;
   }
 
   /** Bytes held, as the budget counts them. */

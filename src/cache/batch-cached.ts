@@ -87,8 +87,11 @@ export function relayCachedBatch(
     fromNode(run);
     return;
   }
+  // the label's answers forgotten while Redis answered: what it found may be of blocks no longer on the chain
+  const generation = cache.generation;
   Promise.all(inSharedLayer.map(({ read }) => shared.get(sharedScope(call.group), read.key)))
     .then((found) => {
+      if (cache.generation !== generation) return fromNode(run);
       found.forEach((entry, n) => {
         const { c, read, i } = inSharedLayer[n] as (typeof inSharedLayer)[number];
         // an archive node's answer is kept for keys with archive access alone

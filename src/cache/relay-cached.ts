@@ -273,10 +273,13 @@ function joinOrFly(missed: Missed, lookup: Span | undefined): void {
     fromNode();
     return;
   }
+  // the label's answers forgotten while Redis answered: what it found may be of blocks no longer on the chain
+  const generation = cache.generation;
   shared
     .get(sharedScope(call.group), read.key)
     .then((found) => {
-      if (found === undefined || (found.tier === "archive" && !mayArchive)) return fromNode();
+      if (found === undefined || (found.tier === "archive" && !mayArchive) || cache.generation !== generation)
+        return fromNode();
       looked(lookup, "hit");
       landed();
       cache.counts.hit++;

@@ -61,6 +61,11 @@ export class SharedAnswers {
   /** Redis refused a write for its memory: no more until INFO says it has room. */
   #refused = false;
   #memoryCheckedAt = Number.NEGATIVE_INFINITY;
+  /** Each scope's generation as this instance last read or made it: what its answers are stored under. */
+  readonly #generations = new Map<string, number>();
+  /** Scopes cleared here whose new generation Redis has not taken yet, by clears under way: none read or stored. */
+  readonly #clearing = new Map<string, number>();
+  #closed = false;
 
   constructor(config: SharedLimitsConfig, keyPrefix = "gateway:answer:") {
     this.#keyPrefix = keyPrefix;
@@ -84,16 +89,20 @@ export class SharedAnswers {
    * Redis did not say in time.
    */
   async get(scope: string, key: string): Promise<SharedEntry | undefined> {
-    if (!this.up) return undefined;
+    if (!this.up || this.#clearing.has(scope)) return undefined;
     try {
-      const stored = await this.#redis.getBuffer(redisKey(scope, key));
-      if (stored === null) {
+      // the scope's generation with the answer, in one round trip: an answer stored under an older one was
+      // cleared (`forget`), by this instance or another
+      const [generation, stored] = await this.#redis.mgetBuffer(generationKey(scope), redisKey(scope, key));
+      const current = generationOf(generation);
+      if (!this.#clearing.has(scope)) this.#generations.set(scope, current);
+      const found = stored === null || stored === undefined ? undefined : unpacked(await inflate(stored));
+      if (found === undefined || found.generation !== current) {
         this.counts.miss++;
         return undefined;
       }
-      const entry = unpacked(await inflate(stored));
       this.counts.hit++;
-      return entry;
+      return found.entry;
     } catch {
       this.counts.error++;
       return undefined;
@@ -102,7 +111,7 @@ export class SharedAnswers {
 
   /** Shares a final answer in a label's `scope` (`sharedScope`); a failure only leaves it unshared. */
   put(scope: string, key: string, entry: SharedEntry): void {
-    if (!this.up) return;
+    if (!this.up || this.#clearing.has(scope)) return;
     this.#watchMemory();
     // none before Redis has said how much memory it has: a second of answers may be more than its room
     // (its INFO waits on a loaded host, at LOOKUP_MS a command)
@@ -111,17 +120,28 @@ export class SharedAnswers {
       this.counts.full++;
       return;
     }
-    const head = Buffer.from(
-      `${JSON.stringify([entry.before.length, entry.tier ?? null, entry.contentType ?? null, entry.headers ?? null])}\n`,
-    );
-    deflate(Buffer.concat([head, entry.before, entry.after]))
+    const known = this.#generations.get(scope);
+    const generation =
+      known === undefined
+        ? this.#redis.getBuffer(generationKey(scope)).then(generationOf)
+        : Promise.resolve(known);
+    generation
+      .then((at) => {
+        if (known === undefined && !this.#clearing.has(scope)) this.#generations.set(scope, at);
+        const head = Buffer.from(
+          `${JSON.stringify([entry.before.length, entry.tier ?? null, entry.contentType ?? null, entry.headers ?? null, at])}\n`,
+        );
+        return deflate(Buffer.concat([head, entry.before, entry.after]));
+      })
       .then((packed) => {
+        // a clear begun meanwhile: the answer may be of what it cleared
+        if (this.#clearing.has(scope)) return undefined;
         // counted before Redis has it: the answers put within a second of INFO's reading count against it
         this.#putSince += packed.length + KEY_OVERHEAD;
         return this.#redis.set(redisKey(scope, key), packed, "PX", KEEP_MS);
       })
-      .then(() => {
-        this.counts.stored++;
+      .then((stored) => {
+        if (stored !== undefined) this.counts.stored++;
       })
       .catch((error: Error) => {
         this.counts.error++;
@@ -162,12 +182,50 @@ export class SharedAnswers {
   }
 
   /**
-   * Every shared answer of a label goes: its chain went back under its finalized blocks (group.ts
-   * `wentBack`), and what was final may not be on it any more. A failure leaves them; each instance's own
-   * prober sees the same chain and forgets its own.
+   * Every shared answer of a label's scope goes: its chain went back under its finalized blocks (group.ts
+   * `wentBack`), and what was final may not be on it any more. The scope's generation rises in Redis (INCR),
+   * and no instance reads an answer stored under an older one; until Redis has taken it (it is retried
+   * while Redis is slow or away), this instance reads and stores none of the scope's. Each instance's own
+   * prober sees the same chain and clears it too.
    */
   forget(scope: string): void {
-    if (!this.up) return;
+    this.#clearing.set(scope, (this.#clearing.get(scope) ?? 0) + 1);
+    this.#generations.delete(scope);
+    this.#newGeneration(scope, 0);
+  }
+
+  #newGeneration(scope: string, attempt: number): void {
+    if (this.#closed) return;
+    const retry = () => {
+      setTimeout(() => this.#newGeneration(scope, attempt + 1), Math.min(100 * 2 ** attempt, 5_000)).unref();
+    };
+    if (!this.up) {
+      retry();
+      return;
+    }
+    this.#redis.incr(generationKey(scope)).then(
+      (generation) => {
+        const clears = (this.#clearing.get(scope) ?? 1) - 1;
+        if (clears > 0) {
+          this.#clearing.set(scope, clears);
+          return;
+        }
+        this.#clearing.delete(scope);
+        this.#generations.set(scope, generation);
+        this.#unlinkOld(scope);
+      },
+      () => {
+        this.counts.error++;
+        retry();
+      },
+    );
+  }
+
+  /**
+   * The answers of the scope's older generations, unread from now on, out of Redis's memory at once rather
+   * than in their 24 hours: a failure leaves them to expire.
+   */
+  #unlinkOld(scope: string): void {
     // SCAN's pattern and the keys it finds carry the prefix, which ioredis adds to UNLINK's keys itself
     const prefix = this.#keyPrefix;
     const scan = this.#redis.scanStream({ match: `${prefix}${scope}:*`, count: 500 });
@@ -183,28 +241,44 @@ export class SharedAnswers {
   }
 
   close(): void {
+    this.#closed = true;
     this.#redis.disconnect();
   }
 }
 
 /**
- * A stored answer: a JSON line `[bytes before the id, tier, content type, a REST answer's other headers]`
- * (one an instance from before 2026-11-28 stored has three members), then the bytes before the id and after
- * it.
+ * A stored answer: a JSON line `[bytes before the id, tier, content type, a REST answer's other headers,
+ * the scope's generation it was stored in]` (one an instance from before 2026-11-28 stored has three
+ * members, from before 2026-11-29 four: stored in generation 0, before any clear), then the bytes before
+ * the id and after it.
  */
-function unpacked(stored: Buffer): SharedEntry {
+function unpacked(stored: Buffer): { readonly entry: SharedEntry; readonly generation: number } {
   const line = stored.indexOf(10);
-  const [beforeLength, tier, contentType, headers] = JSON.parse(
+  const [beforeLength, tier, contentType, headers, generation] = JSON.parse(
     stored.subarray(0, line).toString("utf8"),
-  ) as [number, SharedEntry["tier"] | null, string | null, string[] | null | undefined];
+  ) as [number, SharedEntry["tier"] | null, string | null, string[] | null | undefined, number | undefined];
   const start = line + 1;
-  return {
+  const entry: SharedEntry = {
     before: ownBytes(stored.subarray(start, start + beforeLength)),
     after: ownBytes(stored.subarray(start + beforeLength)),
     tier: tier ?? undefined,
     contentType: contentType ?? undefined,
     ...(headers === null || headers === undefined ? {} : { headers }),
   };
+  return { entry, generation: generation ?? 0 };
+}
+
+/**
+ * Where a scope's generation is counted: out of `forget`'s pattern (`<scope>:*`), and with no expiry, so
+ * that it outlives every answer stored under it (a Redis that evicts only keys with a time to live keeps it).
+ */
+function generationKey(scope: string): string {
+  return `${scope}#generation`;
+}
+
+/** A generation as Redis holds it: none before the scope's first clear. */
+function generationOf(value: Buffer | string | null | undefined): number {
+  return value === null || value === undefined ? 0 : Number(value.toString());
 }
 
 /** The label's scope and a digest of the call's key: a bounded Redis key, whatever the params' length. */
