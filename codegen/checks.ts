@@ -553,6 +553,9 @@ function checkSubscriptions(iface: InterfaceSpec, path: YamlPath, report: Report
   (rules.pinned ?? []).forEach((name, i) => {
     if (!subscribe.has(name)) report([...path, "pinned", i], `"${name}" is not in methods.subscribe`);
   });
+  (rules.headChanges ?? []).forEach((name, i) => {
+    if (!subscribe.has(name)) report([...path, "headChanges", i], `"${name}" is not in methods.subscribe`);
+  });
   // a subscription that ends is forgotten at its last notification: none may be held back for a gap fill
   const positioned = new Set(rules.kinds.flatMap((kind) => kind.subscribe));
   for (const name of Object.keys(rules.ends ?? {})) {

@@ -288,7 +288,9 @@ function mergePolicy(id: string, ids: readonly string[], spec: RegistrySpec): Po
     writes: [...writes],
     ...(writeRoutes === undefined ? {} : { writeRoutes }),
     ...(longPolls === undefined ? {} : { longPolls }),
-    ...(subscriptions === undefined ? {} : { subscriptions: { pinned: [], ...subscriptions } }),
+    ...(subscriptions === undefined
+      ? {}
+      : { subscriptions: { pinned: [], headChanges: [], ...subscriptions } }),
     ...(jsonRpcPaths.length === 0 ? {} : { jsonRpcPaths }),
     ...(overHttp && first.family === "jsonrpc" ? { webSocketOverHttp: true as const } : {}),
     ...(restPaths.length === 0 ? {} : { restPaths }),

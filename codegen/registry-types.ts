@@ -142,6 +142,8 @@ export interface SubscriptionsSpec {
   idMember: string;
   pinned?: string[];
   ends?: Record<string, SubscriptionEnd>;
+  /** Subscribe methods whose notification says the node's head changed though its height did not. */
+  headChanges?: string[];
   kinds: SubscriptionKind[];
 }
 

@@ -483,6 +483,11 @@ export interface SubscriptionRules {
    * final status): the relay forgets it once it has sent that one, as the client does (src/ws/subscriptions.ts).
    */
   readonly ends?: Readonly<Record<string, SubscriptionEnd>>;
+  /**
+   * Subscribe methods whose notification says the node's head block changed with no height to show it (a
+   * Substrate runtime version): a new one ends the answers kept at the head before the client has it.
+   */
+  readonly headChanges: readonly string[];
   readonly kinds: readonly SubscriptionKind[];
 }
 

@@ -53,6 +53,8 @@ export class UpstreamGroup {
   /** Each node's own finalized height, as it last named it (`finalizedBy`). */
   readonly #finalizedBy = new WeakMap<Upstream, number>();
   #newestSeen = -1;
+  /** The last head change a node pushed on the label with no height (`headChanged`). */
+  #headChange: string | undefined;
   /** Calls waiting for the prober's first verdicts. */
   readonly #waiting = new Waiters<undefined>();
 
@@ -128,6 +130,19 @@ export class UpstreamGroup {
   wrote(caller: Caller): void {
     this.served.moved();
     this.cache?.wroteBy(caller);
+  }
+
+  /**
+   * A node pushed what its head block is now, with no height to show the change (registry `headChanges`: a
+   * Substrate runtime version, pushed when the best block's runtime changed). One other than the last pushed
+   * on the label (any node's, any connection's) means what was read at the head may be another runtime's
+   * (its metadata), so those answers die as after a write: the epoch moves. The same one again, as each
+   * new subscription's first notification is, leaves them.
+   */
+  headChanged(value: string): void {
+    if (value === this.#headChange) return;
+    this.#headChange = value;
+    this.served.moved();
   }
 
   get finalized(): number {

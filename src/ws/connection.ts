@@ -85,6 +85,8 @@ export interface ConnectionOptions {
    * `height` only when the label reads heights at all (answers/examined.ts readsHeights).
    */
   readonly learnHead?: (node: Upstream, height: () => number | undefined) => void;
+  /** A node pushed what its head is now with no height (registry `headChanges`): `result`, its text. */
+  readonly headChanged?: (node: Upstream, result: string) => void;
   readonly onClose: () => void;
 }
 
@@ -439,6 +441,8 @@ export class Connection {
     }
     const { subscription, result } = found;
     if (subscription.kind?.heads !== undefined) this.#learnHead(() => subscription.headHeight(result));
+    // a runtime upgrade: the client asks the new metadata next, on this socket, and reads the node's own
+    if (subscription.headChange) this.#options.headChanged?.(this.#node, result);
     deliver(subscription, result, text, this.#fill);
     // the node has ended it (registry `ends`): it pins the connection no more, nor holds a subscription slot
     if (subscription.endsWith(result)) this.#remembered.remove(subscription);

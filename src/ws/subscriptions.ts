@@ -41,6 +41,8 @@ export class Subscription {
   readonly pinned: boolean;
   /** The notifications after which the node holds it no more (registry `ends`): its notifications are read. */
   readonly ends: SubscriptionEnd | undefined;
+  /** Its notification says the node's head changed with no height (registry `headChanges`): each is read. */
+  readonly headChange: boolean;
   /** The notification method's token, from the last notification (`"eth_subscription"`). */
   notificationMethod: string | undefined;
   /** Heads: the last height the client was sent. Events: the height of the last event sent. */
@@ -87,6 +89,7 @@ export class Subscription {
     kind: SubscriptionKind | undefined;
     pinned: boolean;
     ends: SubscriptionEnd | undefined;
+    headChange?: boolean;
   }) {
     this.method = fields.method;
     this.params = fields.params;
@@ -96,11 +99,17 @@ export class Subscription {
     this.kind = fields.kind;
     this.pinned = fields.pinned;
     this.ends = fields.ends;
+    this.headChange = fields.headChange ?? false;
   }
 
   /** Whether its notifications must be read: it carries a position, may end, or its id on the node changed. */
   get watched(): boolean {
-    return this.kind !== undefined || this.ends !== undefined || this.upstreamId !== this.clientId;
+    return (
+      this.kind !== undefined ||
+      this.ends !== undefined ||
+      this.headChange ||
+      this.upstreamId !== this.clientId
+    );
   }
 
   /**
@@ -289,6 +298,7 @@ export class RememberedSubscriptions {
     // one that may end is read, to forget it at its last notification
     return only !== undefined &&
       only.ends === undefined &&
+      !only.headChange &&
       only.upstreamId === only.clientId &&
       only.held === undefined &&
       !only.fillNext &&
@@ -328,6 +338,7 @@ export class RememberedSubscriptions {
       kind: this.#kindOf(method, paramsValue),
       pinned: this.isPinned(method),
       ends: this.rules?.ends?.[method],
+      headChange: this.rules?.headChanges.includes(method) ?? false,
     });
     if (this.#byClientId.has(id)) subscription.clientId = this.#freshId(id);
     this.#byClientId.set(subscription.clientId, subscription);

@@ -421,6 +421,7 @@ export class WebSocketGateway implements WebSocketCounts {
         const read = height();
         if (read !== undefined) group.answeredHeight(node, read, false);
       },
+      headChanged: (_node, result) => group.headChanged(result),
       logger: this.#logger,
       onClose: () => {
         this.#connections.delete(connection);
