@@ -143,6 +143,7 @@ function checkInterface(
   checkWrites(iface, trie, [...path, "writes"], report);
   checkLongPolls(iface, trie, [...path, "longPolls"], report);
   checkSubscriptions(iface, [...path, "subscriptions"], report);
+  checkAliases(iface, [...path, "aliases"], report);
   checkReads(iface, trie, [...path, "reads"], report);
   checkComputeUnits(iface, trie, [...path, "computeUnits"], report);
   checkContracts(iface, trie, [...path, "contracts"], report);
@@ -538,6 +539,28 @@ function checkCacheRules(
     } catch {
       report([...path, "foldCase"], "is not a regular expression");
     }
+  }
+}
+
+/**
+ * An alias and the method it is are both the interface's, with one access (a dedicated-only method's alias
+ * is dedicated-only too), and the method is no alias itself: a call resolves to its own name in one step.
+ */
+function checkAliases(iface: InterfaceSpec, path: YamlPath, report: Report): void {
+  const access = new Map<string, string>();
+  for (const [group, names] of Object.entries(iface.methods ?? {}))
+    for (const name of names) access.set(name, group);
+  const aliases = iface.aliases ?? {};
+  for (const [alias, primary] of Object.entries(aliases)) {
+    if (!access.has(alias)) report([...path, alias], `"${alias}" is not a method of the interface`);
+    else if (!access.has(primary)) report([...path, alias], `"${primary}" is not a method of the interface`);
+    else if (access.get(alias) !== access.get(primary))
+      report(
+        [...path, alias],
+        `"${alias}" is in methods.${access.get(alias)}, "${primary}" in methods.${access.get(primary)}`,
+      );
+    if (Object.hasOwn(aliases, primary) || alias === primary)
+      report([...path, alias], `"${primary}" is an alias itself`);
   }
 }
 

@@ -33,6 +33,11 @@ export function compileComputeUnits(interfaces: readonly InterfaceSpec[]): Compu
     }
     for (const [text, cost] of Object.entries(units.routes ?? {}))
       for (const key of routeKeys(text)) if (!routes.has(key)) routes.set(key, cost);
+    // an alias costs what the method it is costs, unless named itself
+    for (const [alias, primary] of Object.entries(iface.aliases ?? {})) {
+      const cost = methods.get(primary);
+      if (cost !== undefined && !Object.hasOwn(units.methods ?? {}, alias)) methods.set(alias, cost);
+    }
     if (units.writes === undefined) continue;
     for (const text of iface.writes ?? []) {
       if (!isRouteText(text)) {

@@ -167,6 +167,7 @@ function policyLiteral(policy: PolicyModel, model: RegistryModel): string {
       legacyReplies: ${rule.legacyReplies === true},
       methods: new Map<string, MethodAccess>([${methods.join(",\n")}]),
       writes: new Set<string>(${literal(policy.writes)}),
+      ${policy.aliases === undefined ? "" : `aliases: new Map<string, readonly string[]>(${literal(policy.aliases)}),`}
       ${policy.subscriptions === undefined ? "" : `subscriptions: ${literal(policy.subscriptions)},`}
       ${policy.jsonRpcPaths === undefined ? "" : `paths: new Set<string>(${literal(policy.jsonRpcPaths)}),`}
       ${policy.webSocketOverHttp === true ? "webSocketOverHttp: true," : ""}

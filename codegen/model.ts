@@ -31,6 +31,8 @@ export interface PolicyModel {
   readonly family: FamilyName;
   readonly envelope?: string;
   readonly methods: readonly (readonly [string, MethodAccess])[];
+  /** Each name of a method served under several (registry `aliases`) → all its names, its own first. */
+  readonly aliases?: readonly (readonly [string, readonly string[]])[];
   /** Method or route → the member path of its contract address (`["params", "0", "to"]`). */
   readonly contracts?: Readonly<Record<string, readonly (readonly string[])[]>>;
   /** Method → the member path of the state it puts in place for the call (`["params", "2"]`). */
@@ -286,6 +288,7 @@ function mergePolicy(id: string, ids: readonly string[], spec: RegistrySpec): Po
     methods: [...methods.entries()],
     ...(routes === undefined ? {} : { routes }),
     writes: [...writes],
+    ...aliasesOf(interfaces),
     ...(writeRoutes === undefined ? {} : { writeRoutes }),
     ...(longPolls === undefined ? {} : { longPolls }),
     ...(subscriptions === undefined
@@ -383,4 +386,17 @@ function contractEntries(name: string, path: string): [string, string[]][] {
     at.splice(1, 1, String(place));
   }
   return route.methods.map((method) => [`${method} ${shapeOf(route)}`, at]);
+}
+
+/** Each name of a method the mount's interfaces serve under several → all its names, its own first. */
+function aliasesOf(interfaces: readonly InterfaceSpec[]): { aliases?: [string, string[]][] } {
+  const names = new Map<string, string[]>();
+  for (const iface of interfaces)
+    for (const [alias, primary] of Object.entries(iface.aliases ?? {})) {
+      const all = names.get(primary) ?? [primary];
+      if (!all.includes(alias)) all.push(alias);
+      names.set(primary, all);
+    }
+  const entries = [...names.values()].flatMap((all) => all.map((name): [string, string[]] => [name, all]));
+  return entries.length === 0 ? {} : { aliases: entries.sort(([a], [b]) => a.localeCompare(b)) };
 }

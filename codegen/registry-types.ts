@@ -83,6 +83,8 @@ export interface InterfaceSpec {
   family: "jsonrpc" | "rest";
   envelope?: string;
   methods?: MethodGroups;
+  /** Another name the node serves a method under → the method's own name (sc-rpc-api `aliases`). */
+  aliases?: Record<string, string>;
   routes?: RouteGroups;
   /** Methods and routes that submit something: the gateway never sends one of them to a node twice. */
   writes?: string[];

@@ -132,7 +132,15 @@ export function checkCall(rules: CallRules, call: RawCall): Checked {
   if (rules.transport === "http" && access !== "shared" && access !== "dedicated") {
     return no(rules, "WEBSOCKET_ONLY", call, { method }, method);
   }
-  if ((access === "dedicated" && rules.plan?.dedicatedMethods !== true) || rules.plan?.disables(method)) {
+  // the node serves one method under several names (registry `aliases`): a list naming one names them all,
+  // else a plan disabling state_call would serve state_callAt, and a key allowing chain_subscribeNewHeads
+  // would refuse the chain_subscribeNewHead polkadot.js sends
+  const sameMethod = policy.aliases?.get(method) ?? [method];
+  const terms = rules.plan;
+  if (
+    (access === "dedicated" && terms?.dedicatedMethods !== true) ||
+    sameMethod.some((m) => terms?.disables(m))
+  ) {
     const plan = rules.plan?.name;
     return no(
       rules,
@@ -150,7 +158,7 @@ export function checkCall(rules: CallRules, call: RawCall): Checked {
   if (keyRules !== undefined) {
     // a key allowed to subscribe may always cancel what it opened
     const cancels = access === "unsubscribe" && allowsSubscribing(policy, keyRules);
-    if (!keyRules.allowsMethod(method) && !cancels)
+    if (!sameMethod.some((m) => keyRules.allowsMethod(m)) && !cancels)
       return no(rules, "KEY_SETTING_REFUSED", call, { setting: "methods", method }, method);
     const paths = keyRules.limitsContracts ? contractsPaths(rules, method, access, call.value) : undefined;
     const names = rules.policy.reads?.paramNames?.[method];

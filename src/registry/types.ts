@@ -91,6 +91,11 @@ export interface JsonRpcPolicy {
    */
   readonly legacyReplies: boolean;
   readonly methods: ReadonlyMap<string, MethodAccess>;
+  /**
+   * Each name of a method the node serves under several (registry `aliases`: state_call and state_callAt)
+   * → all its names, its own first: a key's method list or a plan's disabledMethods naming one holds for all.
+   */
+  readonly aliases?: ReadonlyMap<string, readonly string[]>;
   /** Methods that submit something (registry `writes`): never sent to a node twice. */
   readonly writes: ReadonlySet<string>;
   /** How the dialect's subscriptions are made again on another node (registry `subscriptions`). */
