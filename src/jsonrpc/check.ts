@@ -135,12 +135,12 @@ export function checkCall(rules: CallRules, call: RawCall): Checked {
   // the node serves one method under several names (registry `aliases`): a list naming one names them all,
   // else a plan disabling state_call would serve state_callAt, and a key allowing chain_subscribeNewHeads
   // would refuse the chain_subscribeNewHead polkadot.js sends
-  const sameMethod = policy.aliases?.get(method) ?? [method];
+  const aliases = policy.aliases?.get(method);
   const terms = rules.plan;
-  if (
-    (access === "dedicated" && terms?.dedicatedMethods !== true) ||
-    sameMethod.some((m) => terms?.disables(m))
-  ) {
+  const disabled =
+    terms !== undefined &&
+    (aliases === undefined ? terms.disables(method) : aliases.some((name) => terms.disables(name)));
+  if ((access === "dedicated" && terms?.dedicatedMethods !== true) || disabled) {
     const plan = rules.plan?.name;
     return no(
       rules,
@@ -158,7 +158,11 @@ export function checkCall(rules: CallRules, call: RawCall): Checked {
   if (keyRules !== undefined) {
     // a key allowed to subscribe may always cancel what it opened
     const cancels = access === "unsubscribe" && allowsSubscribing(policy, keyRules);
-    if (!sameMethod.some((m) => keyRules.allowsMethod(m)) && !cancels)
+    const allowed =
+      aliases === undefined
+        ? keyRules.allowsMethod(method)
+        : aliases.some((name) => keyRules.allowsMethod(name));
+    if (!allowed && !cancels)
       return no(rules, "KEY_SETTING_REFUSED", call, { setting: "methods", method }, method);
     const paths = keyRules.limitsContracts ? contractsPaths(rules, method, access, call.value) : undefined;
     const names = rules.policy.reads?.paramNames?.[method];

@@ -128,9 +128,9 @@ for (const cached of [true, false])
       }
     });
 
-    it.runIf(cached)(
-      "a subscription's first push of the version the label has leaves the head's answers kept",
-      async () => {
+    // with the cache off there is nothing kept to leave: the case is the cache's alone
+    if (cached)
+      it("a subscription's first push of the version the label has leaves the head's answers kept", async () => {
         const ask = () =>
           gw.call("dot", `/${KEYS.all}`, {
             body: JSON.stringify({ jsonrpc: "2.0", id: 1, method: "state_getMetadata", params: [] }),
@@ -151,6 +151,5 @@ for (const cached of [true, false])
         } finally {
           await api.disconnect();
         }
-      },
-    );
+      });
   });
