@@ -30,7 +30,8 @@ describe("attempts given up at the call's deadline, or by their caller", () => {
     node.slows = (r) => r.body.includes("eth_getBalance");
     gw = await startGateway({
       upstreams: { eth: [{ url: node.url, name: "hangs-on-reads" }] },
-      health: { ...DEFAULT_HEALTH, probeIntervalMs: 200, probeTimeoutMs: 300, failAfter: 3 },
+      // probes the node answers at once, given time on a loaded host: the node must go failing for its deadlines
+      health: { ...DEFAULT_HEALTH, probeIntervalMs: 200, probeTimeoutMs: 2_000, failAfter: 3 },
       limits: { upstream: { ...DEFAULT_LIMITS.upstream, deadlineMs: 600, headersTimeoutMs: 600 } },
     });
     const state = () => gw.gateway.upstreams.group("eth", "/")?.members[0]?.health.state;
