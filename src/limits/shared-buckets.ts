@@ -1,6 +1,7 @@
 import { Redis } from "ioredis";
 import type { RateSpec, SharedLimitsConfig } from "../config/types.js";
 import type { Logger } from "../log.js";
+import { forgetEarliest, keptAfterSweep } from "./evict.js";
 import { redisReady, sharedRedisOptions } from "./redis-options.js";
 import { type RateDecision, type RateLimiter, TokenBuckets } from "./token-bucket.js";
 
@@ -259,10 +260,15 @@ export class SharedTokenBuckets implements RateLimiter {
     return lease;
   }
 
+  /**
+   * Frees at least an eighth of a full table (a flood of new ids sweeps once per so many of them): idle
+   * leases, then the least recently used. Never all: a forgotten lease's debt is forgiven and its key given
+   * a burst on credit again, which a flood of public clients' addresses must not do for every key at once.
+   */
   #sweep(now: number): void {
-    for (const [id, lease] of this.#leases)
-      if (!lease.pending && now - lease.usedAt > IDLE_MS) this.#leases.delete(id);
-    if (this.#leases.size >= this.#maxEntries) this.#leases.clear();
+    const leases = this.#leases;
+    for (const [id, lease] of leases) if (!lease.pending && now - lease.usedAt > IDLE_MS) leases.delete(id);
+    forgetEarliest(leases, keptAfterSweep(this.#maxEntries), (lease) => lease.usedAt);
   }
 
   #fallback(rate: RateSpec): RateSpec {

@@ -242,3 +242,37 @@ describe.skipIf(binaries.skip)("shared token buckets while Redis is away", () =>
     expect(shared.leases.granted).toBeGreaterThan(0);
   }, 20_000);
 });
+
+describe.skipIf(binaries.skip)("shared token buckets' leases when their table is full", () => {
+  let own: OwnRedis;
+  let limiter: SharedTokenBuckets | undefined;
+  beforeAll(async () => {
+    own = await startOwnRedis();
+  });
+  afterAll(async () => {
+    await limiter?.close();
+    await own?.close();
+  });
+
+  // A lease forgotten is a key's debt forgiven and a burst on credit again: a flood of new ids (public
+  // clients' addresses) must not do that for the keys in use, as emptying the whole table did.
+  it("keeps the lease of a key in use through a flood of new ids", async () => {
+    const active = new SharedTokenBuckets({ redis: own.url, leaseMs: 100, fallbackShare: 1 }, silent, 8);
+    limiter = active;
+    expect(await active.ready(3_000)).toBe(true);
+    const rate = { perSecond: 0.001, burst: 3 };
+    const key = `key-${randomUUID()}`;
+    let allowed = 0;
+    for (let i = 0; i < 10; i++) {
+      if (active.take(key, rate, 1).allowed) allowed += 1;
+      await eventually(() => !active.leasePending(key), 2_000, "the lease answered");
+    }
+    expect(allowed).toBe(3);
+    for (let i = 0; i < 40; i++) {
+      active.take(`flood-${i}`, rate, 1);
+      if (i % 3 === 0) expect(active.take(key, rate, 1).allowed, `after ${i}`).toBe(false);
+      await sleep(1);
+    }
+    expect(active.take(key, rate, 1).allowed).toBe(false);
+  });
+});

@@ -78,7 +78,7 @@ export class Keys {
   async requestFreeTest(account: Account, networkInput: unknown, ip: string): Promise<KeyView> {
     const { config } = this.#context;
     const network = networkOf(networkInput, this.#networks);
-    this.#limits.take(`free-test-ip:${ip}`, config.signupRatePerIp);
+    this.#limits.takeForAddress("free-test-ip", ip, config.signupRatePerIp);
     const now = this.#context.now();
     const expiresAt = now + config.freeTest.days * 86_400_000;
     // judged in the insert's transaction: of a burst of requests for one network, one gets the key

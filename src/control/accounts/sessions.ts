@@ -117,7 +117,7 @@ export class Sessions {
 
   /** Sign-up and sign-in draw on the same buckets: each sends an e-mail to an address the caller names. */
   #limit(ip: string, email: string): void {
-    this.#limits.take(`signup-ip:${ip}`, this.#context.config.signupRatePerIp);
+    this.#limits.takeForAddress("signup-ip", ip, this.#context.config.signupRatePerIp);
     this.#limits.take(`signup-email:${email}`, this.#context.config.signupRatePerEmail);
   }
 
