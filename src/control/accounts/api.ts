@@ -22,8 +22,8 @@ type Handler = (input: {
   ip: string;
   params: readonly string[];
   query: URLSearchParams;
-  /** The session token the request carries, if any. */
-  token: string | undefined;
+  /** The session token the request carries, if any, once a cookie's has passed the CSRF check (checkedToken). */
+  checkedToken: () => string | undefined;
   /** Answers a dashboard request with a session in cookies rather than in the body. */
   session: (answer: { account: Account; session: string }) => Reply;
 }) => Promise<Reply> | Reply;
@@ -87,9 +87,10 @@ export function createAccountsApi(
     route("POST", /^\/v1\/session$/, async ({ body, session }) =>
       session(await service.sessions.start(body.token)),
     ),
-    route("POST", /^\/v1\/logout$/, async ({ account, token }) => {
-      await account();
-      await service.sessions.end(token);
+    // Whatever the session's account's status or the session's age: a suspended account's session must
+    // not come back when it is reactivated, nor an expired session's cookies stay in a shared browser.
+    route("POST", /^\/v1\/logout$/, async ({ checkedToken }) => {
+      await service.sessions.end(checkedToken());
       return [200, { signedOut: true }, { "set-cookie": clearedCookies(dashboard.secure) }];
     }),
     route("GET", /^\/v1\/networks$/, () => [200, dashboard.catalog]),
@@ -182,18 +183,19 @@ export function createAccountsApi(
       const bearer = /^Bearer (\S+)$/.exec(req.headers.authorization ?? "")?.[1];
       const cookies = cookiesOf(req);
       const token = bearer ?? cookies.get(SESSION_COOKIE);
+      const checkedToken = () => {
+        // A session carried by the browser's cookie is ambient: a state change must prove it is ours. A
+        // request with no session at all has nothing to forge: it is told to sign in (SESSION_REQUIRED).
+        if (bearer === undefined && changes && token !== undefined) checkCsrf(req, cookies);
+        return token;
+      };
       const [status, answer, headers] = await match.handler({
         body,
         params,
         ip: clientAddress(req, proxies),
         query: new URLSearchParams(search),
-        token,
-        account: async () => {
-          // A session carried by the browser's cookie is ambient: a state change must prove it is ours. A
-          // request with no session at all has nothing to forge: it is told to sign in (SESSION_REQUIRED).
-          if (bearer === undefined && changes && token !== undefined) checkCsrf(req, cookies);
-          return service.sessions.authenticate(token);
-        },
+        checkedToken,
+        account: async () => service.sessions.authenticate(checkedToken()),
         session: ({ account, session }) =>
           fromDashboard(req)
             ? [
