@@ -180,7 +180,8 @@ export function createAccountsApi(
       const params = (match.pattern.exec(path) ?? []).slice(1);
       const changes = req.method === "POST" || req.method === "PUT";
       const body = changes ? await jsonBody(req) : {};
-      const bearer = /^Bearer (\S+)$/.exec(req.headers.authorization ?? "")?.[1];
+      // the scheme is case-insensitive, and one or more spaces part it from the token (RFC 9110 §11.4)
+      const bearer = /^Bearer +(\S+)$/i.exec(req.headers.authorization ?? "")?.[1];
       const cookies = cookiesOf(req);
       const token = bearer ?? cookies.get(SESSION_COOKIE);
       const checkedToken = () => {
