@@ -444,12 +444,17 @@ export function looked(lookup: Span | undefined, outcome: "hit" | "miss" | "coal
   lookup.end(performance.now());
 }
 
-/** A coalesced client's access line names the node that answered, as the first client's does. */
+/**
+ * A coalesced client's access line names the node that answered, as the first client's does, but not the
+ * node's time: the node was asked once, so its time is observed once, on the first client's request
+ * (gateway_upstream_duration_seconds, docs/operations.md). Copied to each follower, who waited only part
+ * of it, it was counted again per follower and made the gateway's documented share negative.
+ */
 function copyNote(from: TierFields, to: TierFields): void {
   if (from === to) return;
   to.upstream = from.upstream;
   to.answeredBy = from.answeredBy;
-  to.upstreamMs = from.upstreamMs;
+  to.upstreamMs = undefined;
   to.label = from.label;
   to.tier = from.tier;
 }
