@@ -1,11 +1,11 @@
 import { callsWaiting } from "../cache/relay-cached.js";
 import { ERRORS, type ErrorCode, type ErrorSpec } from "../errors/table.js";
-import type { UpstreamTable } from "../upstream/upstreams.js";
 import {
   answerRules,
   cacheCounts,
   cacheSizes,
   perLabel,
+  type ServedUpstreams,
   servedHeads,
   sharedCounts,
   upstreamSeries,
@@ -145,7 +145,7 @@ export class GatewayMetrics {
   /** Compute units served, per label. */
   readonly #computeUnits = new Map<string, number>();
 
-  constructor(upstreams: Pick<UpstreamTable, "groups">, webSockets: WebSocketCounts) {
+  constructor(upstreams: ServedUpstreams, webSockets: WebSocketCounts) {
     this.all = [
       this.requests,
       this.duration,

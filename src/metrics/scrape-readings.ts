@@ -12,11 +12,21 @@ export function perLabel(counts: ReadonlyMap<string, number>): MetricValue[] {
 }
 
 /**
+ * The upstreams the metrics read: the current config's, and those of configs a reload replaced that still
+ * hold calls (proxy/server.ts keeps a retired config until its requests end). Its nodes' calls in flight
+ * and held are the current config's nodes' too: an algod long poll held across a reload still takes a
+ * connection of that node.
+ */
+export interface ServedUpstreams extends Pick<UpstreamTable, "groups"> {
+  retired?(): Iterable<Pick<UpstreamTable, "groups">>;
+}
+
+/**
  * Per upstream, from its health record and its counts (upstream/upstream-counts.ts). With node:cluster,
  * each worker judges its upstreams itself; the primary takes the highest state gauge (a state any worker
  * sees), head and lag, adds up calls in flight and the counters, and takes the mean latency and error rate.
  */
-export function upstreamSeries(table: Pick<UpstreamTable, "groups">): RegistrableMetric[] {
+export function upstreamSeries(table: ServedUpstreams): RegistrableMetric[] {
   const reading = (
     name: string,
     help: string,
@@ -51,6 +61,28 @@ export function upstreamSeries(table: Pick<UpstreamTable, "groups">): Registrabl
     help: string,
     read: (member: Upstream, push: (value: number, extra?: Record<string, string>) => void) => void,
   ) => reading(name, help, "sum", read, "counter");
+  // what a node still has out on retired configs, shown on the current config's node of the same name
+  const outstanding = (name: string, help: string, read: (health: UpstreamHealth) => number) =>
+    new GaugeReading(name, help, "sum", () => {
+      const earlier = new Map<string, number>();
+      for (const old of table.retired?.() ?? [])
+        for (const group of old.groups())
+          for (const member of group.members) {
+            const key = `${group.label}\n${group.mount}\n${member.name}`;
+            earlier.set(key, (earlier.get(key) ?? 0) + read(member.health));
+          }
+      const values: MetricValue[] = [];
+      for (const group of table.groups())
+        for (const member of group.members) {
+          const value =
+            read(member.health) + (earlier.get(`${group.label}\n${group.mount}\n${member.name}`) ?? 0);
+          values.push({
+            labels: { label: group.label, mount: group.mount, upstream: member.metricName },
+            value,
+          });
+        }
+      return values;
+    });
   return [
     counter(
       "gateway_upstream_attempts_total",
@@ -103,17 +135,15 @@ export function upstreamSeries(table: Pick<UpstreamTable, "groups">): Registrabl
       "average",
       (health, push) => push(health.observedErrorRate),
     ),
-    gauge(
+    outstanding(
       "gateway_upstream_in_flight",
       "Calls sent to it and not answered yet, but for those it holds (gateway_upstream_held)",
-      "sum",
-      (health, push) => push(health.inFlight),
+      (health) => health.inFlight,
     ),
-    gauge(
+    outstanding(
       "gateway_upstream_held",
       "Calls it holds until something happens: streams and long polls",
-      "sum",
-      (health, push) => push(health.held),
+      (health) => health.held,
     ),
   ];
 }

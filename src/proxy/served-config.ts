@@ -188,7 +188,9 @@ export function operatorMayUncordon(member: Upstream): boolean {
 
 /**
  * An operator's cordons, and the counts the metrics read, carried over to a new config's upstreams of the
- * same label, mount and name: a reload neither undoes a cordon nor sends a counter back.
+ * same label, mount and name: a reload neither undoes a cordon nor sends a counter back. The counts are
+ * the same object, not a copy: an attempt still out on the old config when it ends counts where the
+ * metrics read (a copy taken at the reload lost it).
  */
 export function carryUpstreamState(from: UpstreamTable, to: UpstreamTable): void {
   for (const group of from.groups()) {
@@ -196,7 +198,7 @@ export function carryUpstreamState(from: UpstreamTable, to: UpstreamTable): void
     for (const member of group.members) {
       const same = next?.members.find((m) => m.name === member.name);
       if (same === undefined) continue;
-      same.counts.carryFrom(member.counts);
+      same.counts = member.counts;
       if (member.health.state === "cordoned") same.health.keepCordon();
     }
   }

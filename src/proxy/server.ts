@@ -131,18 +131,25 @@ export function createProxyServer(options: ProxyServerOptions): ProxyServer {
     group: (label, mount) => current.upstreams.group(label, mount),
     groups: () => current.upstreams.groups(),
   };
-  // The gauges are read at scrape time: upstreams from the current config, WebSockets from every one.
+  // The gauges are read at scrape time: upstreams from the current config, WebSockets from every one, and
+  // the calls in flight and held from every one too (a long poll outlives the reload that retired its config).
   const metrics: GatewayMetrics | undefined = config.metrics.enabled
-    ? new GatewayMetrics(upstreams, {
-        connections: () => summed((p) => p.websockets.connections()),
-        subscriptions: () => summed((p) => p.websockets.subscriptions()),
-      })
+    ? new GatewayMetrics(
+        { ...upstreams, retired: retiredUpstreams },
+        {
+          connections: () => summed((p) => p.websockets.connections()),
+          subscriptions: () => summed((p) => p.websockets.subscriptions()),
+        },
+      )
     : undefined;
   // Like the metrics, the traces stay as the server started: a reload changes neither.
   const { tracing } = options;
   let current: ServedConfig = buildServedConfig(parts(config, options.keys));
   servedConfigs.add(current);
 
+  function* retiredUpstreams() {
+    for (const served of servedConfigs) if (served !== current) yield served.upstreams;
+  }
   const summed = (read: (served: ServedConfig) => Map<string, number>) => {
     const total = new Map<string, number>();
     for (const served of servedConfigs)

@@ -17,15 +17,4 @@ export class UpstreamCounts {
   entered(state: UpstreamState): void {
     this.statesEntered.set(state, (this.statesEntered.get(state) ?? 0) + 1);
   }
-
-  /** What another record of the same upstream counted (the config a reload replaced): counters never go back. */
-  carryFrom(other: UpstreamCounts): void {
-    this.answered += other.answered;
-    this.failed += other.failed;
-    this.dismissed += other.dismissed;
-    this.retries += other.retries;
-    this.hedges += other.hedges;
-    for (const [state, n] of other.statesEntered)
-      this.statesEntered.set(state, (this.statesEntered.get(state) ?? 0) + n);
-  }
 }

@@ -27,8 +27,12 @@ export class Upstream {
    * may quote the path it was asked on, key and all, and its text goes to the health record and the log.
    */
   readonly redact: Redact;
-  /** Its attempts' outcomes, retries, hedges and state changes, for the metrics. */
-  readonly counts = new UpstreamCounts();
+  /**
+   * Its attempts' outcomes, retries, hedges and state changes, for the metrics. A reload hands the record
+   * of the config it replaced to the new upstream of the same label, mount and name (carryUpstreamState):
+   * calls still out on the old config end after it, and what they count must reach the series scraped.
+   */
+  counts = new UpstreamCounts();
   readonly dispatcher: Dispatcher;
   /** Its dispatcher's dispatch through the upstream interceptors (interceptors.ts): every call goes here. */
   readonly dispatch: Dispatch;
