@@ -131,7 +131,7 @@ export function upstreamSeries(table: ServedUpstreams): RegistrableMetric[] {
     ),
     gauge(
       "gateway_upstream_error_ratio",
-      "The share of its last 100 calls that failed",
+      "The share of its last 100 calls and probes that failed (an attempt a hedge outran did not)",
       "average",
       (health, push) => push(health.observedErrorRate),
     ),

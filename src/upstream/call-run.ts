@@ -245,7 +245,7 @@ export abstract class CallRun<Caller extends CallerSide = CallerSide> implements
         if (other === attempt) continue;
         // Started before the winner and outrun by it: that node was slow.
         if (other.startedAt < attempt.startedAt)
-          other.upstream.health.failed("timeout", "outrun by a hedged attempt on another node");
+          other.upstream.health.outrun("outrun by a hedged attempt on another node");
         other.upstream.counts.dismissed += 1;
         this.#dismiss(other, "dismissed");
         other.abort(DISMISSED);

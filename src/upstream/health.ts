@@ -181,6 +181,21 @@ export class UpstreamHealth {
   /** A live call failed; a refused connection takes the node out at once, others after `failAfter` in a row. */
   failed(kind: FailureKind, detail: string): void {
     this.#outcome(true);
+    this.#failedInRow(kind, detail);
+  }
+
+  /**
+   * A live call another node outran (a hedge answered first): slow, which costs it its share of calls and,
+   * `failAfter` in a row, its place in rotation, as a timeout does (a node that starts to hang is taken
+   * out before it fails outright). Yet it did not fail: the operator's error ratio leaves it out, as
+   * gateway_upstream_attempts_total counts it `dismissed` (docs/operations.md).
+   */
+  outrun(detail: string): void {
+    this.#calls.add(true);
+    this.#failedInRow("timeout", detail);
+  }
+
+  #failedInRow(kind: FailureKind, detail: string): void {
     this.#lastError = `${kind}: ${this.#redact(detail)}`;
     this.#lastErrorAt = Date.now();
     this.#failuresInRow += 1;
