@@ -147,7 +147,9 @@ export class PendingCalls {
 
   /** A batch whose calls `ids` went upstream, and whose `refused` calls are answered with the node's answer. */
   holdRefusals(ids: Set<string>, refused: string[]): void {
-    this.#partialBatches.push({ ids, refused });
+    const held = this.#partialBatches.find((b) => [...ids].some((id) => b.ids.has(id)));
+    if (held !== undefined) held.refused.push(...refused);
+    else this.#partialBatches.push({ ids, refused });
   }
 
   /**
