@@ -38,6 +38,9 @@ import type { NodeSocket } from "./node-socket.js";
  * refusal is an HTTP response. Each message on the connection then passes stages 4 and 5
  * (message-intake.ts) and 7 (message-sender.ts).
  */
+/** The most key withdrawals remembered for the upgrades still opening (#withdrawnAt): about 70 bytes each. */
+const WITHDRAWALS_KEPT = 10_000;
+
 export class WebSocketGateway implements WebSocketCounts {
   readonly #config: GatewayConfig;
   readonly #stages: Stages;
@@ -45,9 +48,12 @@ export class WebSocketGateway implements WebSocketCounts {
   readonly #boundary: ErrorBoundary;
   readonly #server: WebSocketServer;
   /** Each open connection: who it counts against, and its label. */
-  /** How many times each key was withdrawn or changed: an upgrade admitted before the last one is closed. */
-  readonly #withdrawals = new Map<string, number>();
-  readonly #withdrawalsAtAdmission = new WeakMap<object, number>();
+  /**
+   * When each key was last withdrawn or changed, in that order: an upgrade admitted before then is closed as
+   * it opens. Kept only as long as an upgrade may take to open, so revocations do not pile up here.
+   */
+  readonly #withdrawnAt = new Map<string, number>();
+  readonly #admittedAt = new WeakMap<object, number>();
   readonly #connections = new Map<
     Connection,
     {
@@ -147,7 +153,7 @@ export class WebSocketGateway implements WebSocketCounts {
       if (!endpoint.websocket) throw new GatewayError("WEBSOCKET_NOT_OFFERED", { label: endpoint.label });
       const admitted = this.#stages.admitCaller(resolved, req, requestId, trace); // 2
       keyId = admitted.principal?.keyId;
-      this.#withdrawalsAtAdmission.set(admitted, this.#withdrawals.get(admitted.clientId) ?? 0);
+      this.#admittedAt.set(admitted, performance.now());
       const mounted = this.#stages.pickWebSocketMount(admitted); // 3
       const group = this.#stages.upstreamGroup(mounted); // 6
       const caps = this.#config.limits.ws;
@@ -276,7 +282,17 @@ export class WebSocketGateway implements WebSocketCounts {
   closeKey(keyId: string): void {
     // an upgrade admitted before now and still opening its node socket opens under the old grant: it is
     // closed as it opens
-    this.#withdrawals.set(keyId, (this.#withdrawals.get(keyId) ?? 0) + 1);
+    const now = performance.now();
+    this.#withdrawnAt.delete(keyId);
+    this.#withdrawnAt.set(keyId, now);
+    // the oldest first: past the node socket's handshake timeout (and a minute's slack for the slot's
+    // reservation) no upgrade admitted before them is still opening; and never more than WITHDRAWALS_KEPT
+    // (a mass revocation's upgrades still opening past them open, as before the record)
+    const kept = now - this.#config.limits.ws.handshakeTimeoutMs - 60_000;
+    for (const [key, at] of this.#withdrawnAt) {
+      if (at >= kept && this.#withdrawnAt.size <= WITHDRAWALS_KEPT) break;
+      this.#withdrawnAt.delete(key);
+    }
     for (const [connection, { owner }] of this.#connections)
       if (owner === keyId) connection.close(CLOSE.POLICY, "API key withdrawn or its settings changed");
   }
@@ -446,9 +462,7 @@ export class WebSocketGateway implements WebSocketCounts {
     if (this.#plansNow !== undefined && changedPlan(admitted.plan, planName, this.#plansNow))
       connection.close(CLOSE.POLICY, PLAN_CHANGED);
     // admitted before its key was withdrawn or its settings changed: it opened after closeKey looked
-    else if (
-      (this.#withdrawals.get(admitted.clientId) ?? 0) !== (this.#withdrawalsAtAdmission.get(admitted) ?? 0)
-    )
+    else if ((this.#withdrawnAt.get(admitted.clientId) ?? -1) > (this.#admittedAt.get(admitted) ?? 0))
       connection.close(CLOSE.POLICY, "API key withdrawn or its settings changed");
   }
 
