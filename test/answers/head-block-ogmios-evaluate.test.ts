@@ -1,12 +1,8 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { endpointsByLabel } from "../../generated/endpoints.js";
-import { DEFAULT_CACHE, DEFAULT_HEALTH } from "../../src/config/defaults.js";
-import type { Endpoint } from "../../src/registry/types.js";
-import { KEYS, type RunningGateway, startGateway } from "../support/gateway.js";
-import { type LoopbackNode, startLoopbackNode } from "../support/loopback-node.js";
+import { KEYS, type RunningGateway } from "../support/gateway.js";
+import type { LoopbackNode } from "../support/loopback-node.js";
 import { NodeRejection, type NodeState } from "../support/node-software.js";
-import { everyNodeInRotation } from "../support/rotation.js";
-import { nodeState, softwareNode } from "../support/software-node.js";
+import { type NodesBlockApart, nodesBlockApart, softwareWith } from "../support/nodes-block-apart.js";
 import type { TypicalAnswer } from "../support/typical-calls.js";
 
 // Ogmios' evaluateTransaction resolves the transaction's inputs in the node's ledger state at
@@ -37,26 +33,13 @@ describe("Ogmios evaluateTransaction of a transaction spending an output of the 
   const nodes: LoopbackNode[] = [];
   let gw: RunningGateway;
 
+  let apart: NodesBlockApart | undefined;
   beforeAll(async () => {
-    const endpoint = endpointsByLabel.get("ada") as Endpoint;
-    nodes.push(
-      ...(await Promise.all(
-        [H + 1, H].map((h) =>
-          startLoopbackNode(softwareNode(endpoint, nodeState(endpoint, h), [""], { answers: ANSWERS })),
-        ),
-      )),
-    );
-    gw = await startGateway({
-      upstreams: { ada: nodes.map((node, n) => ({ url: node.url, name: n === 0 ? "ahead" : "behind" })) },
-      health: { ...DEFAULT_HEALTH, probeIntervalMs: 100 },
-      cache: { ...DEFAULT_CACHE, enabled: true },
-    });
-    await everyNodeInRotation(gw, "ada", 4_000);
+    apart = await nodesBlockApart("ada", H, softwareWith(ANSWERS));
+    nodes.push(...apart.nodes);
+    gw = apart.gw;
   });
-  afterAll(async () => {
-    await gw?.close();
-    await Promise.all(nodes.map((node) => node.close()));
-  });
+  afterAll(() => apart?.close());
 
   it("evaluates on a node at the head the caller saw", async () => {
     const head = await gw.call("ada", `/${KEYS.all}/`, {

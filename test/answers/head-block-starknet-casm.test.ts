@@ -1,12 +1,8 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { endpointsByLabel } from "../../generated/endpoints.js";
-import { DEFAULT_CACHE, DEFAULT_HEALTH } from "../../src/config/defaults.js";
-import type { Endpoint } from "../../src/registry/types.js";
-import { KEYS, type RunningGateway, startGateway } from "../support/gateway.js";
-import { type LoopbackNode, startLoopbackNode } from "../support/loopback-node.js";
+import { KEYS, type RunningGateway } from "../support/gateway.js";
+import type { LoopbackNode } from "../support/loopback-node.js";
 import { NodeRejection, type NodeState } from "../support/node-software.js";
-import { everyNodeInRotation } from "../support/rotation.js";
-import { nodeState, softwareNode } from "../support/software-node.js";
+import { type NodesBlockApart, nodesBlockApart, softwareWith } from "../support/nodes-block-apart.js";
 import type { TypicalAnswer } from "../support/typical-calls.js";
 
 // starknet_getCompiledCasm(class_hash) names no block: the node answers from the classes it
@@ -38,28 +34,13 @@ describe("Starknet getCompiledCasm of a class declared in the head block", () =>
   const nodes: LoopbackNode[] = [];
   let gw: RunningGateway;
 
+  let apart: NodesBlockApart | undefined;
   beforeAll(async () => {
-    const endpoint = endpointsByLabel.get("starknet") as Endpoint;
-    nodes.push(
-      ...(await Promise.all(
-        [H + 1, H].map((h) =>
-          startLoopbackNode(softwareNode(endpoint, nodeState(endpoint, h), [""], { answers: ANSWERS })),
-        ),
-      )),
-    );
-    gw = await startGateway({
-      upstreams: {
-        starknet: nodes.map((node, n) => ({ url: node.url, name: n === 0 ? "ahead" : "behind" })),
-      },
-      health: { ...DEFAULT_HEALTH, probeIntervalMs: 100 },
-      cache: { ...DEFAULT_CACHE, enabled: true },
-    });
-    await everyNodeInRotation(gw, "starknet", 4_000);
+    apart = await nodesBlockApart("starknet", H, softwareWith(ANSWERS));
+    nodes.push(...apart.nodes);
+    gw = apart.gw;
   });
-  afterAll(async () => {
-    await gw?.close();
-    await Promise.all(nodes.map((node) => node.close()));
-  });
+  afterAll(() => apart?.close());
 
   it("answers the casm every time, never CLASS_HASH_NOT_FOUND", async () => {
     const head = await gw.call("starknet", `/${KEYS.all}/`, {

@@ -1,14 +1,8 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { endpointsByLabel } from "../../generated/endpoints.js";
-import { DEFAULT_CACHE, DEFAULT_HEALTH } from "../../src/config/defaults.js";
 import type { Endpoint } from "../../src/registry/types.js";
-import { KEYS, type RunningGateway, startGateway } from "../support/gateway.js";
-import {
-  type LoopbackNode,
-  type Reply,
-  type Responder,
-  startLoopbackNode,
-} from "../support/loopback-node.js";
+import { KEYS, type RunningGateway } from "../support/gateway.js";
+import type { LoopbackNode, Reply, Responder } from "../support/loopback-node.js";
+import { type NodesBlockApart, nodesBlockApart } from "../support/nodes-block-apart.js";
 import { nodeState, softwareNode } from "../support/software-node.js";
 
 // VeChain Thor's GET /fees/history reads at the node's best block (newestBlock left out is
@@ -54,21 +48,13 @@ describe("VeChain fees history through two Thor nodes a block apart", () => {
   const nodes: LoopbackNode[] = [];
   let gw: RunningGateway;
 
+  let apart: NodesBlockApart | undefined;
   beforeAll(async () => {
-    const endpoint = endpointsByLabel.get("vet") as Endpoint;
-    nodes.push(...(await Promise.all([H + 1, H].map((h) => startLoopbackNode(thor(endpoint, h))))));
-    gw = await startGateway({
-      upstreams: { vet: nodes.map((node, n) => ({ url: node.url, name: n === 0 ? "ahead" : "behind" })) },
-      health: { ...DEFAULT_HEALTH, probeIntervalMs: 100 },
-      cache: { ...DEFAULT_CACHE, enabled: true },
-    });
-    const { everyNodeInRotation } = await import("../support/rotation.js");
-    await everyNodeInRotation(gw, "vet", 4_000);
+    apart = await nodesBlockApart("vet", H, thor);
+    nodes.push(...apart.nodes);
+    gw = apart.gw;
   });
-  afterAll(async () => {
-    await gw?.close();
-    await Promise.all(nodes.map((node) => node.close()));
-  });
+  afterAll(() => apart?.close());
 
   it("the head a caller saw never goes back in /fees/history (newestBlock left out: best)", async () => {
     const best = await gw.call("vet", `/${KEYS.all}/blocks/best`, { method: "GET" });
