@@ -187,6 +187,7 @@ function policyLiteral(policy: PolicyModel, model: RegistryModel): string {
     parts.push(`longPolls: { ${members.join(", ")} }`);
   }
   if (policy.errorMember !== undefined) parts.push(`errorMember: ${JSON.stringify(policy.errorMember)}`);
+  if (policy.errorMessage === true) parts.push("errorMessage: true");
   if (policy.nodeErrors !== undefined) parts.push(`nodeErrors: ${nodeErrorsLiteral(policy.nodeErrors)}`);
   if (policy.refusedWrite !== undefined)
     parts.push(`refusedWrite: [${policy.refusedWrite.map(bodyTestLiteral).join(", ")}]`);

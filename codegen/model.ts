@@ -60,6 +60,8 @@ export interface PolicyModel {
   readonly reads?: ReadRules;
   /** The member of a REST answer that holds the node's error, where the interface says. */
   readonly errorMember?: string;
+  /** The gateway's error bodies carry a top-level `message`, as the interface's nodes' do. */
+  readonly errorMessage?: true;
   readonly refusedWrite?: readonly BodyTestSpec[];
   /** How its node answers a call's own errors at a 5xx status: an interface's, else its envelope's. */
   readonly nodeErrors?: NodeErrorsSpec;
@@ -261,6 +263,7 @@ function mergePolicy(id: string, ids: readonly string[], spec: RegistrySpec): Po
   const restPostOnly = [...new Set(interfaces.flatMap((i) => i.restPostOnly ?? []))];
   const overHttp = interfaces.every((i) => i.family !== "jsonrpc" || i.webSocketOverHttp === true);
   const errorMember = interfaces.find((i) => i.errorMember !== undefined)?.errorMember;
+  const errorMessage = interfaces.some((i) => i.errorMessage === true);
   const refusedWrite = interfaces.flatMap((i) => i.refusedWrite ?? []);
   const nodeErrors =
     interfaces.find((i) => i.nodeErrors !== undefined)?.nodeErrors ??
@@ -299,6 +302,7 @@ function mergePolicy(id: string, ids: readonly string[], spec: RegistrySpec): Po
     ...(restPaths.length === 0 ? {} : { restPaths }),
     ...(restPostOnly.length === 0 ? {} : { restPostOnly }),
     ...(errorMember === undefined ? {} : { errorMember }),
+    ...(errorMessage ? { errorMessage: true as const } : {}),
     ...(refusedWrite.length === 0 ? {} : { refusedWrite }),
     ...(nodeErrors === undefined ? {} : { nodeErrors }),
     ...(reads === undefined ? {} : { reads }),

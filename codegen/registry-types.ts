@@ -94,6 +94,8 @@ export interface InterfaceSpec {
   chain?: ChainSpec;
   /** A REST interface whose nodes answer errors with a success status: the member that holds the error. */
   errorMember?: string;
+  /** A REST interface whose nodes' error bodies carry a top-level `message` (InterfacePolicy.errorMessage). */
+  errorMessage?: true;
   /** Answers to a write that say the node refused it at a success status (InterfacePolicy.refusedWrite). */
   refusedWrite?: BodyTestSpec[];
   /** How its node answers a call's own errors at a 5xx status (InterfacePolicy.nodeErrors). */

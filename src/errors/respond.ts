@@ -79,17 +79,30 @@ function restErrorJson(
   code: ErrorCode,
   detail?: Readonly<Record<string, unknown>>,
   requestId: string | undefined = undefined,
+  topMessage = false,
 ): string {
   const spec = ERRORS[code];
   const own = { code, status: spec.status, message: spec.message };
   // first in the body, and written again after the detail so that none of its members replaces them
-  return JSON.stringify({ error: Object.assign({ ...own, ...detail, requestId }, own) });
+  const error = Object.assign({ ...own, ...detail, requestId }, own);
+  // where the interface's nodes put their errors' text, which its SDKs show (registry `errorMessage`)
+  return JSON.stringify(topMessage ? { message: `${spec.message} (${code})`, error } : { error });
 }
 
 /** How errors are written: REST bodies, JSON-RPC error objects, or those with nearcore's causes too. */
-export type ErrorStyle = "jsonrpc" | "jsonrpc-causes" | "jsonrpc-1.0" | "rest";
+export type ErrorStyle = "jsonrpc" | "jsonrpc-causes" | "jsonrpc-1.0" | "rest" | "rest-message";
 
-const FORMS: Record<Exclude<ErrorStyle, "rest">, ErrorForm> = {
+/** Whether a style writes REST bodies (with a top-level `message` or without). */
+export function isRest(style: ErrorStyle): style is "rest" | "rest-message" {
+  return style === "rest" || style === "rest-message";
+}
+
+/** A REST interface's style: with a top-level `message` where its nodes' errors carry one (registry `errorMessage`). */
+export function restStyle(policy: { readonly errorMessage?: true } | undefined): ErrorStyle {
+  return policy?.errorMessage === true ? "rest-message" : "rest";
+}
+
+const FORMS: Record<Exclude<ErrorStyle, "rest" | "rest-message">, ErrorForm> = {
   jsonrpc: "2.0",
   "jsonrpc-causes": "causes",
   "jsonrpc-1.0": "1.0",
@@ -97,7 +110,7 @@ const FORMS: Record<Exclude<ErrorStyle, "rest">, ErrorForm> = {
 
 /** The error style of an endpoint before its mount is known (a refused key): its JSON-RPC mount's, if any. */
 export function endpointStyle(endpoint: Endpoint, url = "/"): ErrorStyle {
-  if (endpoint.family === "rest") return "rest";
+  if (endpoint.family === "rest") return restStyle(endpoint.mounts[0]?.policy);
   // one mount, the most endpoints: its style, with no reading of the path on every request
   if (endpoint.mounts.length === 1) return jsonRpcStyle(endpoint.mounts[0]?.policy.jsonrpc);
   // a mixed endpoint (a REST API at its root, JSON-RPC at a path below it): the mount the path goes to,
@@ -106,7 +119,7 @@ export function endpointStyle(endpoint: Endpoint, url = "/"): ErrorStyle {
   const mount =
     endpoint.mounts.find((m) => m.path !== "/" && (path.endsWith(m.path) || path.includes(`${m.path}/`))) ??
     endpoint.mounts.find((m) => m.path === "/");
-  if (mount !== undefined && mount.policy.jsonrpc === undefined) return "rest";
+  if (mount !== undefined && mount.policy.jsonrpc === undefined) return restStyle(mount.policy);
   return jsonRpcStyle((mount ?? endpoint.mounts.find((m) => m.policy.jsonrpc !== undefined))?.policy.jsonrpc);
 }
 
@@ -146,9 +159,9 @@ export function errorBody(
   requestId: string | undefined = undefined,
 ): string {
   // the request's id, which a customer quotes and an operator finds in the log (docs/operations.md)
-  return style !== "rest" && hasRpcNumber(error.code)
+  return !isRest(style) && hasRpcNumber(error.code)
     ? rpcErrorJson(error.code, rawId, error.detail, requestId, FORMS[style])
-    : restErrorJson(error.code, error.detail, requestId);
+    : restErrorJson(error.code, error.detail, requestId, style === "rest-message");
 }
 
 /** A refused WebSocket upgrade: a whole HTTP response for the raw socket, sent before any handshake. */

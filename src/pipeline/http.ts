@@ -4,8 +4,10 @@ import {
   batchErrorBody,
   type ErrorStyle,
   endpointStyle,
+  isRest,
   jsonRpcStyle,
   preflight,
+  restStyle,
   sendError,
   sendJson,
 } from "../errors/respond.js";
@@ -171,7 +173,10 @@ export class HttpExchange implements AnswerTag {
       const admitted = this.#stages.admitCaller(resolved, req, this.#requestId, this.#trace); // 2
       this.#access.key = admitted.principal?.keyId;
       const mounted = this.#stages.pickMount(admitted); // 3
-      this.#style = mounted.family.style === "rest" ? "rest" : jsonRpcStyle(mounted.mount.policy.jsonrpc);
+      this.#style =
+        mounted.family.style === "rest"
+          ? restStyle(mounted.mount.policy)
+          : jsonRpcStyle(mounted.mount.policy.jsonrpc);
       const routed = mounted.family.route(req, mounted); // 4, from the request's head
       this.#family = routed.family;
       if (!routed.readsBody) {
@@ -189,7 +194,7 @@ export class HttpExchange implements AnswerTag {
       );
     } catch (error) {
       const beforeBody =
-        this.#style !== "rest" &&
+        !isRest(this.#style) &&
         req.method === "POST" &&
         error instanceof GatewayError &&
         ADMISSION_REFUSALS.has(error.code) &&

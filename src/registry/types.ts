@@ -580,6 +580,12 @@ export interface InterfacePolicy {
    * with a success status (registry `errorMember`); a JSON-RPC answer's is always `error`.
    */
   readonly errorMember?: string;
+  /**
+   * The gateway's own error bodies carry a top-level `message` beside their `error` object, where the
+   * interface's nodes put their errors' text and its SDKs read it (registry `errorMessage`: algosdk shows
+   * only the status of an error without one).
+   */
+  readonly errorMessage?: true;
   /** How its node answers a call's own errors at a 5xx status (registry `nodeErrors`, `errorStatus`). */
   readonly nodeErrors?: NodeErrors;
   /**

@@ -144,6 +144,8 @@ describe("algosdk Algodv2 through the gateway", () => {
     // relay with NOT_FOUND
     expect(response?.status).toBe(404);
     expect(JSON.parse(Buffer.from(response?.body ?? new Uint8Array()).toString("utf8"))).toEqual({
+      // algod's own errors' text, where algosdk reads it (registry errorMessage)
+      message: "No such route on this network (NOT_FOUND)",
       error: {
         code: "NOT_FOUND",
         status: 404,
