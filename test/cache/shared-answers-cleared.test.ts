@@ -1,4 +1,5 @@
 import { connect, createServer, type Server, type Socket } from "node:net";
+import { Redis } from "ioredis";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { SharedAnswers } from "../../src/cache/shared-answers.js";
 import { DEFAULT_CACHE, DEFAULT_HEALTH } from "../../src/config/defaults.js";
@@ -21,6 +22,8 @@ const own = needOwnServerBinaries("redis");
 interface SlowWay {
   readonly url: string;
   holdMs: number;
+  /** How many writes to Redis it has held. */
+  held: number;
   readonly server: Server;
 }
 
@@ -39,7 +42,10 @@ async function slowWay(port: number): Promise<SlowWay> {
     // held in order: timers of one delay fire in the order they were set
     client.on("data", (bytes) => {
       if (way.holdMs === 0) redisSide.write(bytes);
-      else setTimeout(() => redisSide.write(bytes), way.holdMs);
+      else {
+        way.held += 1;
+        setTimeout(() => redisSide.write(bytes), way.holdMs);
+      }
     });
     redisSide.pipe(client);
   });
@@ -50,6 +56,7 @@ async function slowWay(port: number): Promise<SlowWay> {
   const way: SlowWay = {
     url: `redis://127.0.0.1:${(server.address() as { port: number }).port}`,
     holdMs: 0,
+    held: 0,
     server,
   };
   return way;
@@ -64,6 +71,8 @@ describe.skipIf(own.skip).each([
   let node: Anvil;
   let redis: OwnRedis;
   let way: SlowWay;
+  /** Redis itself, not through the slow way. */
+  let admin: Redis;
   const shared: SharedAnswers[] = [];
   const gateways: RunningGateway[] = [];
   let restore: () => void;
@@ -96,10 +105,12 @@ describe.skipIf(own.skip).each([
     await node.rpc("anvil_mine", ["0x50"]);
     redis = await startOwnRedis();
     way = await slowWay(redis.port);
+    admin = new Redis(redis.url);
   });
   afterAll(async () => {
     await Promise.all(gateways.map((gw) => gw.close()));
     for (const answers of shared) answers.close();
+    admin?.disconnect();
     way?.server.close();
     await redis?.close();
     await node?.stop();
@@ -127,7 +138,8 @@ describe.skipIf(own.skip).each([
         { jsonrpc: "2.0", id: 21, method: "eth_chainId", params: [] },
       ]),
     });
-    await new Promise((resolve) => setTimeout(resolve, 10));
+    // both lookups on their way: held by the slow Redis
+    await eventually(() => way.held >= 2, 2_000, "the lookups sent to Redis");
     const head = await b.gw.call("eth", `/${KEYS.all}`, {
       body: JSON.stringify({ jsonrpc: "2.0", id: 3, method: "eth_blockNumber", params: [] }),
     });
@@ -136,8 +148,12 @@ describe.skipIf(own.skip).each([
     const batch = (await pendingBatch).json as { id: number; result: unknown }[];
     expect(batch.find((answer) => answer.id === 20)?.result).toBeNull();
     way.holdMs = 0;
-    // Redis answers again, and a clear that failed is retried
-    await new Promise((resolve) => setTimeout(resolve, 300));
+    // Redis answers again, and a clear that failed is retried until Redis has its new generation
+    await eventually(
+      async () => Number(await admin.get("gateway:answer:eth#generation")) >= 1,
+      5_000,
+      "the label's generation raised in Redis",
+    );
     expect(await block(b.gw, 4)).toBeNull();
     // an instance that starts now finds nothing of the old chain in Redis
     const c = await instance();

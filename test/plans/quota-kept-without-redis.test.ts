@@ -65,7 +65,12 @@ describe("a quota's spend on one proxy without Redis", () => {
           break;
         }
       }
-      await new Promise((resolve) => setTimeout(resolve, 300));
+      // until the usage flush has carried every call served since the 800 (10 CU each) to the store
+      await eventually(
+        async () => (await usedToday()) === 800 + served * 10,
+        5_000,
+        "the calls served in the usage counts",
+      );
       return { served, usedToday: await usedToday() };
     };
     return { config, call, view, servedUntilRefused };
