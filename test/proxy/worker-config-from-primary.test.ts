@@ -1,12 +1,10 @@
-import { type ChildProcess, spawn } from "node:child_process";
 import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { request } from "undici";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { ROOT } from "../registry/helpers.js";
-import { bundleOf } from "../support/bundles.js";
 import { eventually } from "../support/eventually.js";
+import { type FleetProxy, startFleetProxy, stopFleetProxy } from "../support/fleet.js";
 import { KEYS, TEST_KEYS } from "../support/gateway.js";
 import { jsonRpcResponder, type LoopbackNode, startLoopbackNode } from "../support/loopback-node.js";
 
@@ -19,12 +17,12 @@ const DOMAIN = "gw.test";
 
 describe("a worker started again after a refused reload", () => {
   let node: LoopbackNode;
-  let child: ChildProcess;
+  let proxy: FleetProxy;
   let dir: string;
   let file: string;
   let port = 0;
   let operatorPort = 0;
-  const logs: string[] = [];
+  let logs: string[] = [];
 
   const operator = async (path: string) => {
     const r = await request(`http://127.0.0.1:${operatorPort}${path}`, { headersTimeout: 10_000 });
@@ -52,28 +50,11 @@ describe("a worker started again after a refused reload", () => {
         `keys: [{ key: ${TEST_KEYS[0]?.key}, networks: "*" }]`,
       ].join("\n"),
     );
-    child = spawn(process.execPath, [await bundleOf("src/proxy/main.ts")], {
-      cwd: ROOT,
-      env: { ...process.env, GATEWAY_CONFIG: file },
-      stdio: ["ignore", "ignore", "pipe"],
-    });
-    let pending = "";
-    child.stderr?.on("data", (chunk: Buffer) => {
-      pending += chunk.toString();
-      const lines = pending.split("\n");
-      pending = lines.pop() ?? "";
-      logs.push(...lines);
-    });
-    await eventually(() => logs.some((l) => l.includes('"msg":"gateway listening"')), 30_000, "listening");
-    const line = JSON.parse(logs.find((l) => l.includes('"msg":"gateway listening"')) as string);
-    ({ port, operatorPort } = line as { port: number; operatorPort: number });
+    proxy = await startFleetProxy(file);
+    ({ port, operatorPort, logs } = proxy);
   }, 60_000);
   afterAll(async () => {
-    if (child?.exitCode === null) {
-      const exited = new Promise((resolve) => child.once("exit", resolve));
-      child.kill("SIGTERM");
-      await exited;
-    }
+    if (proxy !== undefined) await stopFleetProxy(proxy);
     await node?.close();
     if (dir !== undefined) rmSync(dir, { recursive: true, force: true });
   });
@@ -82,7 +63,7 @@ describe("a worker started again after a refused reload", () => {
     await eventually(async () => (await pids()).length === 2, 15_000, "two workers");
     // the operator's edit has a mistake; the reload is refused and the old config keeps serving
     writeFileSync(file, `domain: ${DOMAIN}\nlimits: { maxBatch: "many" }\n`);
-    child.kill("SIGHUP");
+    proxy.child.kill("SIGHUP");
     await eventually(() => logs.some((l) => l.includes("config reload refused")), 5_000, "reload refused");
     const r = await request(`http://127.0.0.1:${port}/${KEYS.all}/`, {
       method: "POST",

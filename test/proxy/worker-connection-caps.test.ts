@@ -1,13 +1,11 @@
-import { type ChildProcess, spawn } from "node:child_process";
 import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { request } from "undici";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import WebSocket from "ws";
-import { ROOT } from "../registry/helpers.js";
-import { bundleOf } from "../support/bundles.js";
 import { eventually } from "../support/eventually.js";
+import { type FleetProxy, startFleetProxy, stopFleetProxy } from "../support/fleet.js";
 import { TEST_KEYS } from "../support/gateway.js";
 import { evmNode, type LoopbackWsNode, startLoopbackWsNode } from "../support/loopback-ws-node.js";
 
@@ -22,11 +20,10 @@ const CAP = 2;
 
 describe("WebSocket connection caps with workers", () => {
   let node: LoopbackWsNode;
-  let child: ChildProcess;
+  let proxy: FleetProxy;
   let dir: string;
   let port = 0;
   let operatorPort = 0;
-  const logs: string[] = [];
   const sockets: WebSocket[] = [];
 
   beforeAll(async () => {
@@ -47,30 +44,13 @@ describe("WebSocket connection caps with workers", () => {
         `keys: [{ key: ${KEY}, networks: "*" }]`,
       ].join("\n"),
     );
-    child = spawn(process.execPath, [await bundleOf("src/proxy/main.ts")], {
-      cwd: ROOT,
-      env: { ...process.env, GATEWAY_CONFIG: file },
-      stdio: ["ignore", "ignore", "pipe"],
-    });
-    let pending = "";
-    child.stderr?.on("data", (chunk: Buffer) => {
-      pending += chunk.toString();
-      const lines = pending.split("\n");
-      pending = lines.pop() ?? "";
-      logs.push(...lines);
-    });
-    // the primary's line, once every worker listens
-    await eventually(() => logs.some((l) => l.includes('"msg":"gateway listening"')), 30_000, "listening");
-    const line = JSON.parse(logs.find((l) => l.includes('"msg":"gateway listening"')) as string);
-    ({ port, operatorPort } = line as { port: number; operatorPort: number });
+    // the primary's "gateway listening" line, once every worker listens
+    proxy = await startFleetProxy(file);
+    ({ port, operatorPort } = proxy);
   }, 60_000);
   afterAll(async () => {
     for (const s of sockets) s.terminate();
-    if (child?.exitCode === null) {
-      const exited = new Promise((resolve) => child.once("exit", resolve));
-      child.kill("SIGTERM");
-      await exited;
-    }
+    if (proxy !== undefined) await stopFleetProxy(proxy);
     await node?.close();
     if (dir !== undefined) rmSync(dir, { recursive: true, force: true });
   });
