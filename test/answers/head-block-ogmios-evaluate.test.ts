@@ -59,8 +59,8 @@ describe("Ogmios evaluateTransaction of a transaction spending an output of the 
       const answer = got.json as { error?: unknown };
       if (answer.error !== undefined) errors.push(answer.error);
     }
-    // the loopback's Ogmios writes every node-side error as -32603 (node-software.ts): what counts is where
-    // the call went; the real node behind answers 3004 at HTTP 400 (Server/Http.hs: an error is a 400)
+    // the node behind answers 3004 at HTTP 400, as Ogmios does (Server/Http.hs: an error is a 400), and the
+    // call must not have gone there at all
     const behind = nodes[1] as LoopbackNode;
     const asked = behind.requests.filter(
       (r) => r.body.includes('"evaluateTransaction"') && r.headers["x-request-id"] !== undefined,

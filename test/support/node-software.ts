@@ -525,15 +525,13 @@ const ogmios: JsonRpcSoftware = {
       return ogmiosInvalidRequest(id, "parsing params failed, expected Object");
     if ("result" in outcome)
       return { status: 200, json: { jsonrpc: "2.0", method: call.method, result: outcome.result, id } };
-    return {
-      status: 400,
-      json: {
-        jsonrpc: "2.0",
-        method: call.method,
-        error: { code: -32603, message: "The server is not connected to a node." },
-        id,
-      },
-    };
+    // a handler's own failure is its typed error object (evaluateTransaction's 3004 with `data.reason`,
+    // Ogmios/Data/Json/Ledger.hs), at 400 as every answer with an error is over HTTP
+    const error =
+      outcome.error === "rejected"
+        ? (outcome.body ?? { code: outcome.code, message: outcome.message })
+        : { code: -32603, message: "The server is not connected to a node." };
+    return { status: 400, json: { jsonrpc: "2.0", method: call.method, error, id } };
   },
 };
 
