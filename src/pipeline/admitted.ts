@@ -1,5 +1,6 @@
 import type { IncomingMessage } from "node:http";
 import { clientAddress, type TrustedProxies } from "../http/client-address.js";
+import { clientNet } from "../http/client-net.js";
 import { REQUEST_ID_HEADER } from "../http/request-id.js";
 import type { RequestTarget } from "../http/target.js";
 import type { Principal } from "../keys/types.js";
@@ -33,6 +34,7 @@ export class Admitted {
   #req: IncomingMessage | undefined;
   readonly #trustedProxies: TrustedProxies;
   #ip: string | undefined = undefined;
+  #net: string | undefined = undefined;
   #publicId: string | undefined = undefined;
 
   /** Made of stage 1's value, which only stage 1 makes: no request is admitted before its endpoint is known. */
@@ -81,10 +83,19 @@ export class Admitted {
     return this.#ip;
   }
 
-  /** Who the rate limit and connection caps count against: a key's id, or the client IP. */
+  /**
+   * The network the client's address is counted by (http/client-net.ts): an IPv4 address, an IPv6 address's
+   * /64, so that one subscriber's many addresses share the public rate and the per-address connection cap.
+   */
+  get net(): string {
+    if (this.#net === undefined) this.#net = clientNet(this.ip);
+    return this.#net;
+  }
+
+  /** Who the rate limit and connection caps count against: a key's id, or the client's network (`net`). */
   get clientId(): string {
     if (this.principal !== undefined) return this.principal.keyId;
-    if (this.#publicId === undefined) this.#publicId = `ip:${this.ip}`;
+    if (this.#publicId === undefined) this.#publicId = `ip:${this.net}`;
     return this.#publicId;
   }
 }

@@ -159,7 +159,7 @@ export class WebSocketGateway implements WebSocketCounts {
       const caps = this.#config.limits.ws;
       // Decided here at once, or with workers by the primary, which counts the whole instance's connections
       // (proxy/cluster-connections.ts): until its answer, nothing of the upgrade is opened.
-      this.#counts.reserve(admitted.clientId, admitted.ip, caps, (release) => {
+      this.#counts.reserve(admitted.clientId, admitted.net, caps, (release) => {
         if (release === undefined) {
           const { maxConnectionsPerKey, maxConnectionsPerIp } = caps;
           const refusal = new GatewayError("TOO_MANY_CONNECTIONS", {

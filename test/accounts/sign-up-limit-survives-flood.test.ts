@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { clientNet } from "../../src/control/accounts/request-limits.js";
+import { clientNet } from "../../src/http/client-net.js";
 import { type AccountsFixture, startAccounts } from "./helpers.js";
 
 // docs/accounts.md: sign-up and sign-in are limited per client IP and per e-mail address (3, then one every

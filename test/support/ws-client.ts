@@ -51,8 +51,8 @@ export class Client {
   }
 
   /** The upgrade is expected to be refused: its status and JSON body. */
-  static refused(url: string): Promise<{ status: number; body: unknown }> {
-    const ws = new WebSocket(url);
+  static refused(url: string, headers?: Record<string, string>): Promise<{ status: number; body: unknown }> {
+    const ws = new WebSocket(url, headers === undefined ? undefined : { headers });
     return new Promise((resolve, reject) => {
       ws.once("open", () => {
         ws.terminate();
