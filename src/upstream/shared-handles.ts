@@ -10,9 +10,10 @@ import { HANDLE_IDLE_MS, type HandleShare, type SharedHandle } from "./node-stat
  * worker through the Redis of `sharedLimits` (docs/upstreams.md, "State a node made: filters"). A caller
  * behind a load balancer makes a filter through one instance and polls it through another: each poll
  * still reaches the node that made it, and another caller's poll of it is still refused. Per state, two
- * keys: its node, by its caller and name (with a filter's range as it was made, which bounds its logs'
- * scan: `node\nmethod from to`); and its caller, by its name. While Redis is away, each instance
- * keeps its own, as without it.
+ * keys: its node, by its caller and name; and its caller, by its name; and for a filter a third, its range
+ * as it was made (`method from to`), which bounds its logs' scan. The range has a key of its own so that
+ * the node's value stays the node's name alone, as every earlier instance reads it during a rolling
+ * deploy. While Redis is away, each instance keeps its own, as without it.
  */
 export class SharedHandles {
   readonly #redis: Redis;
@@ -50,31 +51,39 @@ export class SharedHandles {
     const redis = this.#redis;
     const nodeKey = (owner: string, name: string) => `${group}:node:${owner}:${name}`;
     const ownerKey = (name: string) => `${group}:owner:${name}`;
+    const spanKey = (owner: string, name: string) => `${group}:span:${owner}:${name}`;
     return {
       made(owner, name, node, span) {
-        const value = span === undefined ? node : `${node}\n${span.method} ${span.from} ${span.to ?? ""}`;
-        redis
+        const made = redis
           .multi()
-          .set(nodeKey(owner, name), value, "PX", HANDLE_IDLE_MS)
-          .set(ownerKey(name), owner, "PX", HANDLE_IDLE_MS)
-          .exec()
-          .catch(() => {});
+          .set(nodeKey(owner, name), node, "PX", HANDLE_IDLE_MS)
+          .set(ownerKey(name), owner, "PX", HANDLE_IDLE_MS);
+        if (span !== undefined)
+          made.set(
+            spanKey(owner, name),
+            `${span.method} ${span.from} ${span.to ?? ""}`,
+            "PX",
+            HANDLE_IDLE_MS,
+          );
+        made.exec().catch(() => {});
       },
       kept(owner, name) {
         redis
           .multi()
           .pexpire(nodeKey(owner, name), HANDLE_IDLE_MS)
           .pexpire(ownerKey(name), HANDLE_IDLE_MS)
+          .pexpire(spanKey(owner, name), HANDLE_IDLE_MS)
           .exec()
           .catch(() => {});
       },
       async recall(owner, names): Promise<readonly SharedHandle[]> {
-        const keys = names.flatMap((name) => [nodeKey(owner, name), ownerKey(name)]);
+        const keys = names.flatMap((name) => [nodeKey(owner, name), ownerKey(name), spanKey(owner, name)]);
         const values = await redis.mget(keys);
-        return names.map((_, i) => {
-          const [node, span] = (values[2 * i] ?? "").split("\n");
-          return { node: node || undefined, owner: values[2 * i + 1] ?? undefined, span: spanOf(span) };
-        });
+        return names.map((_, i) => ({
+          node: values[3 * i] || undefined,
+          owner: values[3 * i + 1] ?? undefined,
+          span: spanOf(values[3 * i + 2] ?? undefined),
+        }));
       },
     };
   }

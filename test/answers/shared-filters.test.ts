@@ -139,6 +139,14 @@ describe.skipIf(redis.skip)(
             { node: "anvil-1", owner: "spanowner", span: { method: "eth_newFilter", from: 3, to: 40 } },
             { node: "anvil-0", owner: "spanowner", span: undefined },
           ]);
+        // an instance of the build before ranges were shared, mid-deploy, reads the node's value as the
+        // node's name: it stays that alone (the range rode in it, and that instance found no such node)
+        const client = new Redis(REDIS);
+        try {
+          expect(await client.get("gateway:handle:span-test:/:node:spanowner:0x5b")).toBe("anvil-1");
+        } finally {
+          client.disconnect();
+        }
       } finally {
         share.close();
       }
@@ -149,6 +157,7 @@ describe.skipIf(redis.skip)(
       const client = new Redis(REDIS);
       try {
         const keys = await client.keys(`gateway:handle:eth:*${String(made.result).slice(2)}`);
+        // a block filter has no range: its node and its caller
         expect(keys).toHaveLength(2);
         for (const key of keys) expect(await client.pttl(key)).toBeGreaterThan(9 * 60_000);
         // the key is named by its id, never the API key itself
