@@ -79,11 +79,15 @@ export class SharedHandles {
       async recall(owner, names): Promise<readonly SharedHandle[]> {
         const keys = names.flatMap((name) => [nodeKey(owner, name), ownerKey(name), spanKey(owner, name)]);
         const values = await redis.mget(keys);
-        return names.map((_, i) => ({
-          node: values[3 * i] || undefined,
-          owner: values[3 * i + 1] ?? undefined,
-          span: spanOf(values[3 * i + 2] ?? undefined),
-        }));
+        return names.map((_, i) => {
+          // the build before wrote a filter's range after its node, `node\nmethod from to`: read mid-deploy
+          const [node, spanWithNode] = (values[3 * i] ?? "").split("\n");
+          return {
+            node: node || undefined,
+            owner: values[3 * i + 1] ?? undefined,
+            span: spanOf(values[3 * i + 2] ?? spanWithNode),
+          };
+        });
       },
     };
   }
