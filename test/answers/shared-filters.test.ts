@@ -145,8 +145,13 @@ describe.skipIf(redis.skip)(
         try {
           expect(await client.get("gateway:handle:span-test:/:node:spanowner:0x5b")).toBe("anvil-1");
           // and what that build wrote, a range after the node, is read as it meant it
-          await client.set("gateway:handle:span-test:/:node:spanowner:0x5d", "anvil-1\neth_newFilter 7 9");
-          await client.set("gateway:handle:span-test:/:owner:0x5d", "spanowner");
+          await client.set(
+            "gateway:handle:span-test:/:node:spanowner:0x5d",
+            "anvil-1\neth_newFilter 7 9",
+            "PX",
+            60_000,
+          );
+          await client.set("gateway:handle:span-test:/:owner:0x5d", "spanowner", "PX", 60_000);
           expect(await made.recall("spanowner", ["0x5d"])).toEqual([
             { node: "anvil-1", owner: "spanowner", span: { method: "eth_newFilter", from: 7, to: 9 } },
           ]);
