@@ -175,6 +175,7 @@ export const ERRORS = {
   NETWORK_NOT_FOUND: { status: 404, message: "No such network" },
   API_ROUTE_NOT_FOUND: { status: 404, message: "No such route in the self-service API" },
   OPERATOR_ROUTE_NOT_FOUND: { status: 404, message: "No such route in the operator API" },
+  OPERATOR_PAGE_REFUSED: { status: 403, message: "The operator API answers no web page's request" },
   UPSTREAM_NOT_FOUND: { status: 404, message: "No such upstream on this label" },
   OPERATOR_UNREACHABLE: { status: 503, message: "No operator API answered at that address" },
   CSRF_REFUSED: {

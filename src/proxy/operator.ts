@@ -107,6 +107,10 @@ export function cordonIn(
  */
 export function createOperatorApi(view: OperatorView, logger: Logger): Server {
   return createServer({ requestTimeout: 10_000, headersTimeout: 5_000 }, (req, res) => {
+    if (fromPage(req)) {
+      sendError(res, new GatewayError("OPERATOR_PAGE_REFUSED"), "rest", "null", "same-origin");
+      return;
+    }
     if (req.method === "GET" && (req.url ?? "").split("?")[0] === "/metrics") {
       view.metrics().then(
         ({ contentType, text }) => res.writeHead(200, { "content-type": contentType }).end(text),
@@ -126,6 +130,18 @@ export function createOperatorApi(view: OperatorView, logger: Logger): Server {
       },
     );
   });
+}
+
+/**
+ * Whether a web page made the request: browsers send `Origin` with every POST and every request across
+ * origins, and `Sec-Fetch-Site` with every request, `none` when the user typed the address. A page whose
+ * own name points at this address (DNS rebinding) is of this listener's origin to the browser, so the
+ * JSON-only cordon and the missing CORS headers do not keep it out; these headers do. The operator's tools
+ * (curl, the CLI, Prometheus) send neither.
+ */
+function fromPage(req: IncomingMessage): boolean {
+  const site = req.headers["sec-fetch-site"];
+  return req.headers.origin !== undefined || (site !== undefined && site !== "none");
 }
 
 async function answer(req: IncomingMessage, view: OperatorView, logger: Logger): Promise<[number, unknown]> {

@@ -222,9 +222,18 @@ describe("the operator API", () => {
       headers: { "content-type": "text/plain", origin: "https://evil.example" },
       body: JSON.stringify({ label: "eth", upstream: "a" }),
     });
-    expect(page.statusCode).toBe(415);
+    expect(page.statusCode).toBe(403);
     expect(page.headers["access-control-allow-origin"]).toBeUndefined();
     expect(((await page.body.json()) as { error: { code: string } }).error.code).toBe(
+      "OPERATOR_PAGE_REFUSED",
+    );
+    // and without its Origin, the body's type alone keeps it out
+    const plain = await request(`http://127.0.0.1:${proxy.operatorPort}/upstreams/cordon`, {
+      method: "POST",
+      headers: { "content-type": "text/plain" },
+      body: JSON.stringify({ label: "eth", upstream: "a" }),
+    });
+    expect(((await plain.body.json()) as { error: { code: string } }).error.code).toBe(
       "UNSUPPORTED_MEDIA_TYPE",
     );
     const listed = (await upstreams()).find((u) => u.name === "a");
