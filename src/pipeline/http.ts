@@ -193,6 +193,10 @@ export class HttpExchange implements AnswerTag {
         this.#res,
       );
     } catch (error) {
+      if (req.method === "OPTIONS" && error instanceof GatewayError && error.code === "UNKNOWN_NETWORK") {
+        this.#preflightAnyway();
+        return;
+      }
       const beforeBody =
         !isRest(this.#style) &&
         req.method === "POST" &&
@@ -202,6 +206,21 @@ export class HttpExchange implements AnswerTag {
         (error.keyId !== undefined || this.#access.key !== undefined);
       if (beforeBody) this.#refuseWithCallId(error);
       else this.#end(error);
+    }
+  }
+
+  /**
+   * A preflight to a host that names no network is granted as any other is: refused, it left the page a
+   * bare "Failed to fetch", where its call itself gets UNKNOWN_NETWORK with the headers that let the page
+   * read why. A malformed Host or framing is still refused (RFC 9112 §3.2).
+   */
+  #preflightAnyway(): void {
+    try {
+      checkFraming(this.#req);
+      preflight(this.#res, this.#req.headers["access-control-request-headers"]);
+      this.#end();
+    } catch (error) {
+      this.#end(error);
     }
   }
 
