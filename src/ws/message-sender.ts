@@ -237,7 +237,8 @@ export class MessageSender {
     // nothing to share: a node answers it after all, at the call's full price
     this.#host.guard(() => {
       const refused = this.send(message, text, seen, hold, false);
-      this.#host.finish(seen, refused === LATER ? undefined : refused);
+      // one sent on is counted once answered (#countOnAnswer): a caller that leaves first pays nothing
+      if (refused !== LATER) this.#host.finish(seen, refused);
     })();
   }
 
