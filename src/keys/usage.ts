@@ -19,9 +19,21 @@ export interface UsageRow {
   readonly units: number;
 }
 
-/** What the data plane counts a keyed call with. */
+/**
+ * What the data plane counts a keyed call with. `heldAt`: when its quota took its units (plans/quota-hold.ts),
+ * whose UTC day the call counts in, as its quota counted it (a call held before midnight and answered after
+ * it); none, the day it is counted.
+ */
 export interface UsageRecorder {
-  record(key: string, label: string, calls: number, errors: number, units: number, detail?: CallDetail): void;
+  record(
+    key: string,
+    label: string,
+    calls: number,
+    errors: number,
+    units: number,
+    detail?: CallDetail,
+    heldAt?: number,
+  ): void;
 }
 
 /** One flush's counts, with the per-method and per-code detail (keys/usage-detail.ts), under the flush's id. */
@@ -73,6 +85,7 @@ export class UsageCounter implements UsageRecorder {
   /** key → label → counts, for `#day`. */
   #counts = new Map<string, Map<string, Counts>>();
   #day = "";
+  #dayStartsAt = 0;
   #dayEndsAt = 0;
   /** Rows of a day that turned before they were flushed. */
   #earlier: UsageRow[] = [];
@@ -107,9 +120,14 @@ export class UsageCounter implements UsageRecorder {
     errors: number,
     units: number,
     detail?: CallDetail,
+    heldAt?: number,
   ): void {
     const now = this.#now();
     if (now >= this.#dayEndsAt) this.#turnDay(now);
+    if (heldAt !== undefined && heldAt < this.#dayStartsAt) {
+      this.#recordEarlier(key, label, calls, errors, units, detail, heldAt);
+      return;
+    }
     if (detail !== undefined) this.#detail.add(key, label, calls, units, errors, detail);
     let byLabel = this.#counts.get(key);
     if (byLabel === undefined) {
@@ -123,6 +141,24 @@ export class UsageCounter implements UsageRecorder {
       counts.errors += errors;
       counts.units += units;
     }
+  }
+
+  /** A call whose quota took its units on a day that has ended since: counted in that day, where its quota spent them. */
+  #recordEarlier(
+    key: string,
+    label: string,
+    calls: number,
+    errors: number,
+    units: number,
+    detail: CallDetail | undefined,
+    heldAt: number,
+  ): void {
+    const day = new Date(heldAt).toISOString().slice(0, 10);
+    this.#earlier.push({ key, day, label, calls, errors, units });
+    if (detail === undefined) return;
+    const earlier = new UsageDetail();
+    earlier.add(key, label, calls, units, errors, detail);
+    this.#keepDetail(earlier.take(day));
   }
 
   /** Writes what was counted since the last flush, after any flush under way; rejects if the store refuses. */
@@ -183,6 +219,7 @@ export class UsageCounter implements UsageRecorder {
     this.#keepDetail(ended);
     this.#counts = new Map();
     this.#day = new Date(now).toISOString().slice(0, 10);
+    this.#dayStartsAt = Math.floor(now / DAY_MS) * DAY_MS;
     this.#dayEndsAt = (Math.floor(now / DAY_MS) + 1) * DAY_MS;
   }
 }

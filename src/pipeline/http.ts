@@ -509,6 +509,8 @@ export class HttpExchange implements AnswerTag {
           ms: elapsed,
           refusedCodes: this.#refusedCodes,
         },
+        // the day its quota spent it in, when it held any
+        this.#quota?.heldAt,
       );
     }
     this.#metrics?.request({

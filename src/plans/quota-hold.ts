@@ -14,8 +14,12 @@ export class QuotaHold {
   #charged: number;
   /** What a cached answer costs, as a share of its price (the plan's `cachedShare`). */
   readonly cachedShare: number;
-  /** When the units were taken (the ledger's take follows the construction at once): what a settle is of. */
-  readonly #heldAt = Date.now();
+  /**
+   * When the units were taken (the ledger's take follows the construction at once): what a settle is of, and
+   * the day the key's usage counts the call in (keys/usage.ts), so that a restart's quota, which starts from
+   * that usage, counts it in the day its quota spent it.
+   */
+  readonly heldAt = Date.now();
 
   constructor(ledger: QuotaLedger, scope: string, principal: Principal, plan: PlanTerms, reserved: number) {
     this.#ledger = ledger;
@@ -54,7 +58,7 @@ export class QuotaHold {
    * the ledger holds the last units, never a refund twice.
    */
   settle(units: number): void {
-    this.#ledger.adjust(this.#scope, this.limits, units - this.#charged, this.#heldAt);
+    this.#ledger.adjust(this.#scope, this.limits, units - this.#charged, this.heldAt);
     this.#charged = units;
   }
 }

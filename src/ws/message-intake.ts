@@ -76,6 +76,7 @@ export class MessageIntake {
       calls: 1,
       refused: 0,
       units: 0,
+      heldAt: undefined,
       span: this.#host.trace?.message(),
     };
     this.#answer(seen, () => {
@@ -93,11 +94,15 @@ export class MessageIntake {
       // a read the archive nodes may answer is held at their price, as over HTTP
       const quotaUnits = stages.socketQuotaUnits(mounted, passed, !message.batch, seen.units);
       const held = stages.holdQuota(mounted, charged, quotaUnits); // 5, the quota
-      if (!(held instanceof Promise)) return sender.send(charged, text, seen, held); // 7
+      if (!(held instanceof Promise)) {
+        seen.heldAt = held?.heldAt;
+        return sender.send(charged, text, seen, held); // 7
+      }
       // the quota asked Redis: this message goes on with its answer, the next ones wait for it
       this.#queued = [];
       held.then(
         (hold) => {
+          seen.heldAt = hold?.heldAt;
           // its caller left while Redis answered: nothing went, and the units it held go back
           if (this.#host.closed) {
             hold?.settle(0);
@@ -213,6 +218,7 @@ export class MessageIntake {
           ms: undefined,
           refusedCodes: seen.batch?.codes,
         },
+        seen.heldAt,
       );
     if (answer !== undefined) this.#host.toClient(answer);
   }

@@ -23,6 +23,8 @@ export interface MessageSeen {
   refused: number;
   /** The compute units of its calls that passed their checks; billed when sent. */
   units: number;
+  /** When its quota took its units (plans/quota-hold.ts): the day its usage counts in; none without a hold. */
+  heldAt: number | undefined;
   counted?: boolean;
   /** Its span, when the connection is traced (src/tracing/). */
   span: Span | undefined;
