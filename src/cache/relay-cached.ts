@@ -284,6 +284,9 @@ function joinOrFly(missed: Missed, lookup: Span | undefined): void {
       landed();
       cache.counts.hit++;
       cache.set(read.key, { ...found, epoch: FINAL, expiresAt: Number.POSITIVE_INFINITY });
+      // an archive node's answer, at its tier's price and under its label, as a hit from this cache is
+      if (found.tier === "archive" && call.tier !== undefined) note.label = call.tier.archiveLabel;
+      note.tier = found.tier;
       deliver(flight, found, "hit", 200, note);
     })
     // The shared layer answers its own failures with undefined: what lands here is a bug of the code
