@@ -33,20 +33,24 @@ export class UpstreamPlanner {
   /**
    * 5, before the charge: what a message will cost as stage 6 will plan it, so that its rate and quota hold
    * what it costs, not its calls' registry price alone. A range split into sub-ranges costs a call for each,
-   * and a read the archive tier answers at once the archive factor (docs/compute-units.md). A read a full
+   * and a read the archive tier answers at once (every call on an archive label) the archive factor
+   * (docs/compute-units.md). A read a full
    * node refuses and the archive tier then answers is priced at settlement: no one can tell before (its
    * quota hold takes the archive's price: `quotaUnits`).
    */
   plannedUnits(mounted: Mounted, outgoing: Outgoing | undefined, units: number): number {
     const reads = outgoing?.reads;
+    // every call on an archive label is an archive node's, at its factor from the start
+    const archived = mounted.admitted.endpoint.nodeClass === "archive";
     // most calls: no range, and no state at a numbered block (one named by hash is never sent to archive at once)
     if (reads === undefined || units <= 0 || (reads.ranges.length === 0 && reads.stateBlock < 0))
-      return units;
+      return archived ? archiveUnits(units, mounted.mount.policy.computeUnits) : units;
     const group = this.#upstreams.group(mounted.admitted.endpoint.label, mounted.mount.path);
-    if (group === undefined) return units;
+    if (group === undefined) return archived ? archiveUnits(units, mounted.mount.policy.computeUnits) : units;
     let planned = units;
     const split = reads.ranges.length === 0 ? undefined : this.#planRanges(reads, group).split;
     if (split !== undefined) planned *= subRanges(split);
+    if (archived) return archiveUnits(planned, mounted.mount.policy.computeUnits);
     const tier = this.#tierPlan(mounted, reads, group);
     if (tier?.direct === true && tier.mayArchive)
       planned = archiveUnits(planned, mounted.mount.policy.computeUnits);
