@@ -67,6 +67,10 @@ if (adminAt >= 0) {
 function serve(): void {
   const args = readCommandLine(USAGE, { program: "node-gateway", args: ownArgs(), flags: ["check-config"] });
   if (args["check-config"] === true) checkConfig();
+  // The primary re-reads the config and hands it to its workers (proxy/worker-link.ts). A SIGHUP sent to a
+  // worker, as `kill -HUP -<group>` or `pkill -HUP -f gateway.js` do, would end it by default, and with
+  // it the requests it serves: a worker takes no note of it, from before it asks its primary for a config.
+  if (cluster.isWorker) process.on("SIGHUP", () => {});
   // a worker serves what its primary serves, never the file as it is now (worker-link.ts)
   if (cluster.isWorker) void configFromPrimary().then(start);
   else start(loadConfigOrExit());
@@ -79,10 +83,6 @@ function start(config: GatewayConfig): void {
     undefined,
     cluster.worker === undefined ? {} : { worker: cluster.worker.id },
   );
-  // The primary re-reads the config and hands it to its workers (proxy/worker-link.ts). A SIGHUP sent to a
-  // worker, as `kill -HUP -<group>` or `pkill -HUP -f gateway.js` do, would end it by default, and with
-  // it the requests it serves: a worker takes no note of it.
-  if (!cluster.isPrimary) process.on("SIGHUP", () => {});
   // The embedded default runs with no setup, its account store included; workers find it made.
   if (cluster.isPrimary && !process.env.GATEWAY_CONFIG) {
     try {
@@ -91,7 +91,28 @@ function start(config: GatewayConfig): void {
       exitOnStartFailure(error);
     }
   }
-  runProxy(config, logger).then((proxy) => {
+  // A signal that comes while the proxy starts (a start may wait seconds for its store or Redis) is taken
+  // as it would be once it listens, never by its default action, which ends the process with no line: a
+  // SIGHUP's reload is made once it listens, a stop closes it once it has started.
+  let running: RunningProxy | undefined;
+  let reloadAsked = false;
+  if (cluster.isPrimary)
+    process.on("SIGHUP", () => {
+      if (running === undefined) reloadAsked = true;
+      else reload(running, config, logger);
+    });
+  const started = runProxy(config, logger);
+  // a start that fails exits 1 (exitOnStartFailure): a stop then has nothing to close
+  onStopSignal(
+    () =>
+      started.then(
+        (proxy) => proxy.close(),
+        () => {},
+      ),
+    logger,
+  );
+  started.then((proxy) => {
+    running = proxy;
     if (cluster.isPrimary) {
       logger.log("info", "gateway listening", {
         host: config.listen.host,
@@ -100,9 +121,8 @@ function start(config: GatewayConfig): void {
         domain: config.domain,
         workers: config.workers,
       });
-      process.on("SIGHUP", () => reload(proxy, config, logger));
+      if (reloadAsked) reload(proxy, config, logger);
     }
-    onStopSignal(() => proxy.close(), logger);
   }, exitOnStartFailure);
 }
 
