@@ -22,7 +22,7 @@ interface Entry {
  */
 export class CachedKeyStore implements KeyStore {
   readonly #feed: GrantFeed;
-  readonly #defaultRate: RateSpec;
+  #defaultRate: RateSpec;
   readonly #now: () => number;
   readonly #byHash = new Map<string, Entry>();
   readonly #hashById = new Map<number, string>();
@@ -49,6 +49,21 @@ export class CachedKeyStore implements KeyStore {
     this.#feed = feed;
     this.#defaultRate = defaultRate;
     this.#now = now;
+  }
+
+  /**
+   * A reload's `defaultRate`: the keys without a rate of their own take it from their next call, and their
+   * WebSocket connections end (`onWithdrawn`), as a static key's do when a reload changes its rate.
+   */
+  useDefaultRate(rate: RateSpec): void {
+    const before = this.#defaultRate;
+    if (rate.perSecond === before.perSecond && rate.burst === before.burst) return;
+    this.#defaultRate = rate;
+    for (const [hash, entry] of this.#byHash) {
+      if (entry.principal.rate !== before) continue;
+      this.#byHash.set(hash, { ...entry, principal: { ...entry.principal, rate } });
+      for (const listener of this.#listeners) listener(entry.principal.keyId);
+    }
   }
 
   /** A cache holding every grant of the store; it fails when the store cannot be read at all. */

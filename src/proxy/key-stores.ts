@@ -79,7 +79,10 @@ export async function openKeyStores(config: GatewayConfig, logger: Logger): Prom
   );
   return {
     store: new KeyStoreChain([staticKeys(config), accounts]),
-    storeFor: (next) => new KeyStoreChain([staticKeys(next), accounts]),
+    storeFor: (next) => {
+      accounts.useDefaultRate(next.defaultRate);
+      return new KeyStoreChain([staticKeys(next), accounts]);
+    },
     accounts,
     usage,
     notices: sink,
