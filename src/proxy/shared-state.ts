@@ -80,8 +80,9 @@ export async function openSharedState(
   const sharedHeads = new heads.SharedHeads(redis);
   // and polls a filter through one instance that it made through another
   const sharedHandles = new handles.SharedHandles(redis);
-  // final answers, behind each instance's own cache (docs/cache.md, "Many instances")
-  const sharedAnswers = config.cache.enabled ? new answers.SharedAnswers(redis) : undefined;
+  // final answers, behind each instance's own cache (docs/cache.md, "Many instances"): whatever the
+  // start's `cache.enabled`, since a label's own setting, or a reload, may turn a label's cache on
+  const sharedAnswers = new answers.SharedAnswers(redis);
   const [shared] = await Promise.all([
     limiter.ready(readyMs),
     quotas.ready(readyMs),
