@@ -1,7 +1,8 @@
 import cluster, { type Worker } from "node:cluster";
 import { setTimeout as delay } from "node:timers/promises";
 import { withRestartOnlyOf } from "../config/restart-only.js";
-import type { GatewayConfig } from "../config/types.js";
+import type { GatewayConfig, UpstreamSpec } from "../config/types.js";
+import { upstreamName } from "../config/upstream-name.js";
 import type { Logger } from "../log.js";
 import { ClusterMetrics } from "../metrics/cluster-metrics.js";
 import { ClusterConnections } from "./cluster-connections.js";
@@ -145,6 +146,11 @@ class Primary {
 
   reload(config: GatewayConfig): void {
     this.#reloaded = config;
+    // a cordon goes with its node's place in the deployment: the workers carry it only to a config that
+    // still names the node (served-config.ts), so one that names it again later serves it uncordoned, and
+    // so must a worker started after that
+    for (const [key, request] of this.#cordons)
+      if (!namesUpstream(config, request)) this.#cordons.delete(key);
     for (const worker of this.#workers()) send(worker, { type: "gateway:reload", config });
   }
 
@@ -245,6 +251,16 @@ class Primary {
       this.#fork();
     }, wait).unref();
   }
+}
+
+/** Whether `config` has an upstream of the cordon's name on its label, on any of the label's mounts. */
+function namesUpstream(config: GatewayConfig, { label, upstream }: CordonRequest): boolean {
+  const lists = config.upstreams[label];
+  if (lists === undefined) return false;
+  const specs: readonly (string | UpstreamSpec)[] = Array.isArray(lists)
+    ? lists
+    : Object.values(lists as Readonly<Record<string, readonly (string | UpstreamSpec)[]>>).flat();
+  return specs.some((spec) => upstreamName(spec) === upstream);
 }
 
 function send(worker: Worker, message: unknown): void {
