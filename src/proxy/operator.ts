@@ -5,6 +5,7 @@ import { GatewayError } from "../errors/table.js";
 import { readBody } from "../http/body.js";
 import type { Logger } from "../log.js";
 import { type MetricsText, scrape } from "../metrics/registry.js";
+import type { ServedUpstreams } from "../metrics/scrape-readings.js";
 import type { HealthReport } from "../upstream/health.js";
 import type { Upstream, UpstreamTable } from "../upstream/upstreams.js";
 import type { Readiness, ReadyReport } from "./readiness.js";
@@ -47,7 +48,7 @@ export interface OperatorView {
 /** The view of this process: its own upstream table, registry and readiness. */
 /** This process's view: `cordon` reaches every config it serves (proxy/server.ts `cordon`). */
 export function localView(
-  table: Pick<UpstreamTable, "groups">,
+  table: ServedUpstreams,
   cordon: (request: CordonRequest) => number,
   registry: Registry,
   readiness: Readiness,
@@ -60,19 +61,36 @@ export function localView(
   };
 }
 
-export function reportOf(table: Pick<UpstreamTable, "groups">): ProcessReport {
+export function reportOf(table: ServedUpstreams): ProcessReport {
+  // what a node still has out on configs a reload replaced, shown on the current config's node of the same
+  // name, as gateway_upstream_in_flight and gateway_upstream_held show it (metrics/scrape-readings.ts)
+  const earlier = new Map<string, { inFlight: number; held: number }>();
+  for (const old of table.retired?.() ?? [])
+    for (const group of old.groups())
+      for (const { name, health } of group.members) {
+        const key = `${group.label}\n${group.mount}\n${name}`;
+        const sum = earlier.get(key) ?? { inFlight: 0, held: 0 };
+        earlier.set(key, { inFlight: sum.inFlight + health.inFlight, held: sum.held + health.held });
+      }
   return {
     pid: process.pid,
     labels: table.groups().map((group) => ({
       label: group.label,
       mount: group.mount,
       servedHead: group.served.height < 0 ? null : group.served.height,
-      upstreams: group.members.map((member) => ({
-        name: member.name,
-        tier: member.tier,
-        weight: member.weight,
-        ...member.health.report(),
-      })),
+      upstreams: group.members.map((member) => {
+        const report = member.health.report();
+        const old = earlier.get(`${group.label}\n${group.mount}\n${member.name}`);
+        return {
+          name: member.name,
+          tier: member.tier,
+          weight: member.weight,
+          ...report,
+          ...(old === undefined
+            ? {}
+            : { inFlight: report.inFlight + old.inFlight, held: report.held + old.held }),
+        };
+      }),
     })),
   };
 }

@@ -62,7 +62,10 @@ export interface ProxyServerOptions {
 }
 
 /** The upstreams the gateway serves new requests with: the current config's. */
-export type UpstreamView = Pick<UpstreamTable, "group" | "groups">;
+export type UpstreamView = Pick<UpstreamTable, "group" | "groups"> & {
+  /** The upstreams of configs a reload replaced that still hold work. */
+  retired(): Iterable<Pick<UpstreamTable, "groups">>;
+};
 
 export interface ProxyServer {
   readonly server: Server;
@@ -130,17 +133,15 @@ export function createProxyServer(options: ProxyServerOptions): ProxyServer {
   const upstreams: UpstreamView = {
     group: (label, mount) => current.upstreams.group(label, mount),
     groups: () => current.upstreams.groups(),
+    retired: retiredUpstreams,
   };
   // The gauges are read at scrape time: upstreams from the current config, WebSockets from every one, and
   // the calls in flight and held from every one too (a long poll outlives the reload that retired its config).
   const metrics: GatewayMetrics | undefined = config.metrics.enabled
-    ? new GatewayMetrics(
-        { ...upstreams, retired: retiredUpstreams },
-        {
-          connections: () => summed((p) => p.websockets.connections()),
-          subscriptions: () => summed((p) => p.websockets.subscriptions()),
-        },
-      )
+    ? new GatewayMetrics(upstreams, {
+        connections: () => summed((p) => p.websockets.connections()),
+        subscriptions: () => summed((p) => p.websockets.subscriptions()),
+      })
     : undefined;
   // Like the metrics, the traces stay as the server started: a reload changes neither.
   const { tracing } = options;
