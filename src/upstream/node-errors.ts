@@ -18,7 +18,11 @@ export function isNodesAnswer(body: Buffer | string, rules: NodeErrors): boolean
   );
 }
 
-/** Whether an answer at one of the rules' `unavailableAt` statuses, read whole, is the node saying it cannot serve. */
+/**
+ * Whether an answer at one of the rules' `unavailableAt` statuses, read whole, is the node saying it cannot
+ * serve: a batch's answer when each of its calls' says so (bitcoind warming up answers a batch at 200, its
+ * error in every call's place).
+ */
 export function saysUnavailable(body: Buffer | string, rules: NodeErrors): boolean {
   const test = rules.unavailable;
   if (test === undefined) return false;
@@ -26,7 +30,9 @@ export function saysUnavailable(body: Buffer | string, rules: NodeErrors): boole
   // an answer without the member's name (every result) says nothing of it: no parse
   if (!text.includes(`"${test.member[test.member.length - 1]}"`)) return false;
   try {
-    return passes(JSON.parse(text), test);
+    const answer: unknown = JSON.parse(text);
+    if (!Array.isArray(answer)) return passes(answer, test);
+    return answer.length > 0 && answer.every((one) => passes(one, test));
   } catch {
     return false;
   }
