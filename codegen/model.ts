@@ -84,7 +84,10 @@ export interface EndpointModel {
   readonly head: HeadCall;
   readonly blockTimeSeconds: number;
   readonly computeUnitMultiplier: number;
-  /** The request body a transaction with the most blobs it may carry needs (`blobBodyBytes`). */
+  /**
+   * The request body a transaction with the most blobs it may carry needs (`blobBodyBytes`), or a write of
+   * the most bytes of transactions it may submit (`writeBodyBytes`).
+   */
   readonly bodyBytes?: number;
   readonly example?: { readonly sdk: string; readonly code: string; readonly http?: string };
   readonly archiveLabel?: string;
@@ -201,6 +204,9 @@ function normalise(loaded: LoadedRegistry): RegistryModel {
         ...(network.blobsPerTransaction === undefined
           ? {}
           : { bodyBytes: blobBodyBytes(network.blobsPerTransaction) }),
+        ...(network.transactionBytes === undefined
+          ? {}
+          : { bodyBytes: writeBodyBytes(network.transactionBytes) }),
         ...(example === undefined ? {} : { example }),
         ...(archiveLabel === undefined ? {} : { archiveLabel }),
       });
@@ -374,6 +380,11 @@ function toProbeCall(spec: HeadSpec | ChainSpec): ProbeCall {
  */
 function blobBodyBytes(blobs: number): number {
   return blobs * 2 * (128 * 1024 + 128 * 48 + 2 * 48) + 64 * 1024;
+}
+
+/** The body a write of `bytes` bytes of transactions needs: each byte twice over in hex, and 64 KiB for the envelope. */
+function writeBodyBytes(bytes: number): number {
+  return bytes * 2 + 64 * 1024;
 }
 
 /**

@@ -183,6 +183,8 @@ export interface NetworkSpec {
   computeUnitMultiplier?: number;
   /** The most blobs one of its transactions may carry (EndpointModel.bodyBytes). */
   blobsPerTransaction?: number;
+  /** The most bytes of transactions one of its writes may submit (EndpointModel.bodyBytes). */
+  transactionBytes?: number;
   mounts: MountSpec[];
   head?: HeadSpec;
   dedicatedOnly?: { name: string; paths: string[] }[];
