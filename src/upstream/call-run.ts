@@ -192,8 +192,12 @@ export abstract class CallRun<Caller extends CallerSide = CallerSide> implements
     );
   }
 
+  /**
+   * A 5xx or a 429 is the node failing; so is a 401, its refusal of the gateway's own credentials (the
+   * caller's are never sent on), which a caller would read as its key refused.
+   */
   answered(attempt: AttemptHandler, statusCode: number): boolean {
-    return this.#answered(attempt, statusCode, statusCode >= 500 || statusCode === 429);
+    return this.#answered(attempt, statusCode, statusCode >= 500 || statusCode === 429 || statusCode === 401);
   }
 
   /**
