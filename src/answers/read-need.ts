@@ -322,7 +322,7 @@ export function blockParam(rules: ReadRules, call: PassedCall): unknown {
  * The param at `position` of a call's params: by its place in an array, or, in an object of params by name
  * (`{"block_id": …}`, as some SDKs send them), by the name the registry gives that place (`reads.paramNames`).
  */
-function paramAt(rules: ReadRules, method: string, params: unknown, position: number): unknown {
+export function paramAt(rules: ReadRules, method: string, params: unknown, position: number): unknown {
   if (Array.isArray(params)) return params[position];
   const name = rules.paramNames?.[method]?.[position];
   if (name === undefined || typeof params !== "object" || params === null) return undefined;

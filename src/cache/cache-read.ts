@@ -1,4 +1,11 @@
-import { blockParam, isGenesisTag, isOneOf, NO_BLOCK_PARAM, namedBlock } from "../answers/read-need.js";
+import {
+  blockParam,
+  isGenesisTag,
+  isOneOf,
+  NO_BLOCK_PARAM,
+  namedBlock,
+  paramAt,
+} from "../answers/read-need.js";
 import type { PassedCall } from "../jsonrpc/check.js";
 import type { BlockParamRule, CacheRules, ReadRules } from "../registry/types.js";
 
@@ -120,8 +127,8 @@ function lifetimeOf(reads: ReadRules, rules: CacheRules, call: PassedCall): Life
   const params = (call.call.value as { params?: unknown }).params;
   const range = reads.ranges?.[method];
   if (range !== undefined) {
-    const filter =
-      range.param === "params" ? params : Array.isArray(params) ? params[range.param] : undefined;
+    // by its place, or by the name the registry gives it (`{"filter": {…}}`, as some SDKs send it)
+    const filter = range.param === "params" ? params : paramAt(reads, method, params, range.param);
     if (typeof filter !== "object" || filter === null || Array.isArray(filter)) return undefined;
     const members = filter as Record<string, unknown>;
     const { hashMember } = reads.block;
