@@ -78,6 +78,10 @@ export class CachedCalls {
     const read = cache.readOf(this.#reads, call, isHeadCall(call, this.#head), this.#caller);
     if (read === undefined) return undefined;
     const epoch = this.#group.served.epoch;
+    // the caller's id as it sent it, as the relay answers its misses: not the text form a node that
+    // answers every id as text would give (`read.id`, registry `idAsText`), which a client matching its
+    // number id never finds
+    const id = call.id ?? read.id;
     // A connection's node behind the head the label served answers its misses from its own head: an answer
     // kept from a node at the served head, then its own, would show the caller the head going back. Only
     // final answers are the same on every node.
@@ -86,7 +90,7 @@ export class CachedCalls {
     const entry = cache.get(read.key, epoch, false);
     if (entry !== undefined && (!behind || entry.epoch === FINAL)) {
       cache.counts.hit++;
-      return { answer: withId(entry, read.id).toString("utf8") };
+      return { answer: withId(entry, id).toString("utf8") };
     }
     if (behind && read.lifetime.kind !== "always") return undefined;
     // the connection's node took its caller's last write (its mempool has it): its calls share no flight
@@ -104,7 +108,7 @@ export class CachedCalls {
           return follow(undefined);
         }
         cache.counts.coalesced++;
-        follow(withId(landed, read.id).toString("utf8"));
+        follow(withId(landed, id).toString("utf8"));
       };
       if (
         followSocketFlight(cache, read.key, epoch, follower, hold) ||
