@@ -3,6 +3,7 @@ import { dedicatedPointer } from "../errors/dedicated-pointer.js";
 import { errorFormOf, rpcErrorJson } from "../errors/respond.js";
 import type { RpcErrorCode } from "../errors/table.js";
 import type { KeyRules } from "../keys/key-settings.js";
+import { KEY_PREFIX, withoutKeys } from "../keys/types.js";
 import type { PlanTerms } from "../plans/plan-terms.js";
 import type { JsonRpcPolicy, MethodAccess, StateDumpRule } from "../registry/types.js";
 import { memberInAnotherCase, refusalOf } from "./member-case.js";
@@ -128,7 +129,11 @@ export function checkCall(rules: CallRules, call: RawCall): Checked {
     rules.membersRead === undefined ? undefined : memberInAnotherCase(params, rules.membersRead);
   if (variant !== undefined) return no(rules, "INVALID_REQUEST", call, refusalOf(variant));
   const access = policy.methods.get(method);
-  if (access === undefined) return no(rules, "METHOD_NOT_FOUND", call, { method });
+  // the unknown name is echoed to help with a typo, never a key sent where the method goes
+  if (access === undefined)
+    return no(rules, "METHOD_NOT_FOUND", call, {
+      method: method.includes(KEY_PREFIX) ? withoutKeys(method) : method,
+    });
   if (rules.transport === "http" && access !== "shared" && access !== "dedicated") {
     return no(rules, "WEBSOCKET_ONLY", call, { method }, method);
   }
