@@ -52,8 +52,9 @@ export function routeRest(req: IncomingMessage, mounted: Mounted, settings: Fami
     (match.access === "dedicated" && plan?.dedicatedMethods !== true) ||
     plan?.disables(`${method} ${match.shape}`)
   ) {
+    // the route by its shape, as a plan's disabledMethods names it: never the raw path, whose segments are the caller's
     throw new GatewayError("METHOD_NOT_ON_PLAN", {
-      route: `${method} ${mounted.admitted.target.path}`,
+      route: `${method} ${match.shape}`,
       ...(plan === undefined ? {} : { plan: plan.name }),
       ...dedicatedPointer(settings.support),
     });

@@ -48,6 +48,8 @@ describe("a plan that disables a REST route", () => {
     const refused = await gw.call("xtz", `/${KEYS.all}/chains/main/blocks/head`, { method: "GET" });
     expect(refused.status).toBe(403);
     expect(refused.json).toMatchObject({ error: { code: "METHOD_NOT_ON_PLAN" } });
+    // named as the plan names it, by its shape: never the path as sent, whose segments are the caller's
+    expect(JSON.stringify(refused.json)).toContain('"route":"GET /chains/{}/blocks/{}"');
     expect(node.requests.filter((r) => r.url.endsWith("/blocks/head"))).toHaveLength(0);
     const served = await gw.call("xtz", `/${KEYS.all}/chains/main/blocks/head/header`, { method: "GET" });
     expect(served.status).toBe(200);
