@@ -395,6 +395,9 @@ function checkReads(iface: InterfaceSpec, trie: TrieNode | undefined, path: Yaml
   for (const method of rules.atFinalized ?? [])
     if (!(rules.atHead ?? []).includes(method))
       report([...path, "atFinalized", method], `"${method}" is not one of the interface's atHead methods`);
+  for (const method of rules.headHashes ?? [])
+    if (!(rules.atHead ?? []).includes(method))
+      report([...path, "headHashes", method], `"${method}" is not one of the interface's atHead methods`);
   // a filter's calls go to the node that made it: a name that is no method would leave its polls anywhere
   (rules.handles?.make ?? []).forEach((method, i) => {
     if (!served.has(method))

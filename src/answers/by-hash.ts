@@ -41,7 +41,7 @@ export function relayByHash(
     return;
   }
   fetchByHash(call, res, note, (error, answer) => {
-    if (error === undefined && answer !== undefined) send(res, answer);
+    if (error === undefined && answer !== undefined) sendWhole(res, answer);
     done(error);
   });
 }
@@ -98,7 +98,7 @@ function askAgainInBatch(
         ? undefined
         : partialBatchAnswer(first.statusCode, first.body.toString("utf8"), refusals);
     if (merged !== undefined) sendJson(res, 200, merged);
-    else send(res, first);
+    else sendWhole(res, first);
     done();
     return;
   }
@@ -175,7 +175,8 @@ export function unknownIn(answer: unknown, unknown: readonly string[]): boolean 
   return "result" in answer && result === null;
 }
 
-function send(res: ServerResponse, answer: WholeAnswer): void {
+/** A whole answer as the node gave it, with the gateway's answer headers. */
+export function sendWhole(res: ServerResponse, answer: WholeAnswer): void {
   if (res.headersSent) return;
   res.writeHead(answer.statusCode, withAnswerTag(res, answer.statusCode, answer.headers as string[]));
   res.end(answer.body);

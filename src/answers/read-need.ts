@@ -30,6 +30,11 @@ export class ReadNeed {
    * `final`): each node answers its own finalized block, and the one that named the highest goes first.
    */
   atFinalized = false;
+  /**
+   * The one call's answer is the node's head block's hash, with no height (registry `headHashes`): a hash
+   * the label has not answered before is held while its node's head is read (src/answers/head-hash.ts).
+   */
+  headHash = false;
   /** Calls whose answers say which block they read: the label's served head learns from them. */
   readonly learn: HeightInAnswer[] = [];
   /** Calls that take a block range (range-plan.ts): each is checked against its limits before it goes. */
@@ -151,6 +156,7 @@ export function readNeed(
     if (rules?.atHead?.includes(call.method) === true && !readsAtItsBlockOnly(rules, call)) {
       need ??= new ReadNeed();
       need.atHead = true;
+      if (single && rules.headHashes?.includes(call.method) === true) need.headHash = true;
       const final = rules.atFinalized?.includes(call.method) === true;
       if (final) need.atFinalized = true;
       // a mined transaction's block: a newer one than the label served raises its head

@@ -2,6 +2,7 @@ import type { ServerResponse } from "node:http";
 import { relayByTier, type TierFields } from "../answers/archive.js";
 import { relayByHash } from "../answers/by-hash.js";
 import { learnHeights } from "../answers/examined.js";
+import { relayHeadHash } from "../answers/head-hash.js";
 import { relaySplit, type SplitFields } from "../answers/range-split.js";
 import { relayCachedBatch } from "../cache/batch-cached.js";
 import { type CacheFields, relayCached } from "../cache/relay-cached.js";
@@ -38,6 +39,13 @@ export function relay(
   // and one with reads by hash is asked again where its node did not know the block, its refusals merged in
   else if (refusals !== undefined && call.byHash) relayByHash(call, res, note, done, refusals);
   else if (refusals !== undefined) relayMerged(call, refusals, res, note, done);
+  // a new head block's hash, held until the label has served that head (a prober reads it)
+  else if (
+    call.reads?.headHash === true &&
+    call.group.readHead !== undefined &&
+    call.group.members.length > 1
+  )
+    relayHeadHash(call, res, note, done);
   else if (call.cache !== undefined && call.group.cache !== undefined)
     relayCached(call, call.cache, call.group.cache, res, note, done);
   else if (call.split !== undefined) relaySplit(call, call.split, res, note, done);

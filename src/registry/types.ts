@@ -165,6 +165,13 @@ export interface ReadRules {
    */
   readonly atFinalized?: readonly string[];
   /**
+   * Of `atHead`, those whose answer is the node's head block's hash and no height (a node's
+   * `getbestblockhash`): the label's served head cannot learn from it. One that names a hash the label has
+   * not answered before is held while its node's head is read, and goes out once the label has served that
+   * head: a caller that got the new tip's hash is never answered an older head's count next.
+   */
+  readonly headHashes?: readonly string[];
+  /**
    * A REST interface's routes that name a block in a path segment: the route's shape up to that segment
    * (`/chains/{}/blocks/{}`), and the segment's place below the mount (3).
    */

@@ -42,6 +42,13 @@ export class UpstreamGroup {
    * 6 on a proof-of-work chain), that depth, set by the prober: no node names a finalized block to learn one from.
    */
   finalityDepth: number | undefined = undefined;
+  /**
+   * Reads a node's head now and tells the label it served it, set by the prober: what an answer naming a
+   * new head block's hash waits for (src/answers/head-hash.ts). Never rejects.
+   */
+  readHead: ((member: Upstream) => Promise<void>) | undefined = undefined;
+  /** The last head block's hash the label answered (registry `headHashes`), and the head read it waits for. */
+  headHash: { readonly hash: string; readonly read: Promise<void> } | undefined = undefined;
   /** The highest block a node in rotation named finalized (registry `reads.cache.finalized`); -1 if none. */
   #finalized = -1;
   /** The block hashes the prober saw at recent heights, to see one replaced (a reorg). */

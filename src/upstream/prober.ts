@@ -136,6 +136,7 @@ export class Prober {
       group.chainChecked = target.chain !== undefined;
       group.finalityDepth = finalityDepthOf(probed.mount);
       group.served.onWait = (height) => this.#probeSoon(target, height);
+      group.readHead = (member) => this.#readHeadNow(target, member);
     }
   }
 
@@ -194,6 +195,23 @@ export class Prober {
       clearTimeout(this.#timers.get(member));
       this.#timers.delete(member);
       void this.#probe(target, member);
+    }
+  }
+
+  /**
+   * A node's head read now, out of its turn, for an answer that named a head block's hash the label had not
+   * answered (src/answers/head-hash.ts): the label has served the head the node reads, as if the caller had
+   * asked for it. A failure is the probe's as ever, and the answer goes out anyway.
+   */
+  async #readHeadNow(target: ProbeTarget, member: Upstream): Promise<void> {
+    try {
+      await this.#probeHead(target, member);
+      const head = member.health.head;
+      if (!this.#stopped && head !== undefined && member.health.inRotation)
+        target.group.answeredHeight(member, head, true);
+    } catch (failure) {
+      const error = failure as Error;
+      if (!this.#stopped) member.health.probeFailed(failureKind(error) ?? "reset", describeFailure(error));
     }
   }
 
