@@ -418,10 +418,14 @@ function checkReads(iface: InterfaceSpec, trie: TrieNode | undefined, path: Yaml
     else if (rules.archive?.state.includes(method))
       report([...path, "archive", "history"], `"${method}" is in archive.state already`);
   for (const method of Object.keys(rules.heightIn ?? {}))
-    if (at[method] === undefined && !(rules.atHead ?? []).includes(method))
+    if (
+      at[method] === undefined &&
+      !(rules.atHead ?? []).includes(method) &&
+      rules.ranges?.[method] === undefined
+    )
       report(
         [...path, "heightIn", method],
-        `"${method}" has no block param in reads.at, nor is it in atHead`,
+        `"${method}" has no block param in reads.at, nor is it in atHead or ranges`,
       );
   for (const method of Object.keys(rules.positionalAt ?? {}))
     if (at[method] !== "params")

@@ -195,6 +195,8 @@ export function readNeed(
       if (read !== undefined) {
         need ??= new ReadNeed();
         need.ranges.push(read);
+        // an answer that names the node's head beside the range (stellar-rpc's latestLedger)
+        learnHeightIn(need, rules, call, id, false);
         if (range.watches === true && !single && call.id !== undefined) need.makerRanges.set(call.id, read);
         // a bound named by its block's hash (a `{"block_hash": …}` bound): a node that has not seen that block
         // says so, and another may have it
