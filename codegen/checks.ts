@@ -216,12 +216,18 @@ function checkWrites(iface: InterfaceSpec, trie: TrieNode | undefined, path: Yam
   });
 }
 
-/** Each of a REST interface's atHeadPaths is the shape, or a prefix of the shape, of a route it serves. */
+/**
+ * Each of a REST interface's atHeadPaths (or a JSON-RPC interface's, for its HTTP routes) is the shape, or a
+ * prefix of the shape, of a route it serves.
+ */
 function checkAtHeadPaths(iface: InterfaceSpec, path: YamlPath, report: Report): void {
   const prefixes = iface.reads?.atHeadPaths;
   if (prefixes === undefined) return;
-  if (iface.family !== "rest") {
-    report(path, "a jsonrpc interface's reads at the head are its atHead methods");
+  if (iface.family !== "rest" && iface.routes === undefined) {
+    report(
+      path,
+      "a jsonrpc interface's reads at the head are its atHead methods (atHeadPaths: its HTTP routes')",
+    );
     return;
   }
   // a stream's first element may be the node's head too (Octez's /monitor/heads)
@@ -247,8 +253,11 @@ function checkAtHeadPaths(iface: InterfaceSpec, path: YamlPath, report: Report):
 function checkHeightInPaths(iface: InterfaceSpec, path: YamlPath, report: Report): void {
   const heights = iface.reads?.heightInPaths;
   if (heights === undefined) return;
-  if (iface.family !== "rest") {
-    report(path, "a jsonrpc interface's answers show their heights by heightIn");
+  if (iface.family !== "rest" && iface.routes === undefined) {
+    report(
+      path,
+      "a jsonrpc interface's answers show their heights by heightIn (heightInPaths: its HTTP routes')",
+    );
     return;
   }
   const prefixes = [...(iface.reads?.atHeadPaths ?? []), ...Object.keys(iface.reads?.paths ?? {})];

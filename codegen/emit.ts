@@ -196,6 +196,13 @@ function policyLiteral(policy: PolicyModel, model: RegistryModel): string {
   if (policy.stateDumps !== undefined) parts.push(`stateDumps: ${literal(policy.stateDumps)}`);
   if (policy.envelope === undefined && policy.reads !== undefined)
     parts.push(`restReads: ${literal(policy.reads)}`);
+  else if (policy.routes !== undefined && policy.reads?.atHeadPaths !== undefined) {
+    // a JSON-RPC node's own HTTP routes that answer from its head (a status page): read at the head
+    const { block, atHeadPaths, heightInPaths } = policy.reads;
+    parts.push(
+      `restReads: ${literal(heightInPaths === undefined ? { block, atHeadPaths } : { block, atHeadPaths, heightInPaths })}`,
+    );
+  }
   const units = policy.computeUnits;
   parts.push(`computeUnits: {
     default: ${units.default},
