@@ -321,8 +321,13 @@ export function blockParam(rules: ReadRules, call: PassedCall): unknown {
   // the same call in its positional form: its block param where the registry places it, if it does
   const path = rules.positionalAt?.[call.method];
   if (path === undefined) return params;
+  // a param that nests no deeper than the form it takes there (a hash where `[block_id, shard_id]` may
+  // stand) is the param itself
   let value: unknown = params;
-  for (const index of path) value = Array.isArray(value) ? value[index] : undefined;
+  for (const index of path) {
+    if (!Array.isArray(value)) break;
+    value = value[index];
+  }
   return value;
 }
 

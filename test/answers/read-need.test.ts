@@ -142,7 +142,12 @@ describe("readNeed on other dialects", () => {
     expect(need(call("block", [99]), "near")).toMatchObject({ highestBlock: 99 });
     expect(need(call("block", ["9".repeat(44)]), "near")).toMatchObject({ highestBlock: -1 });
     expect(need(call("chunk", [[99, 0]]), "near")).toMatchObject({ highestBlock: 99 });
-    expect(need(call("chunk", ["9".repeat(44)]), "near")).toMatchObject({ atHead: true });
+    // and chunk [chunk_id]: a chunk named by its hash, read as a block by hash is
+    expect(need(call("chunk", ["9".repeat(44)]), "near")).toMatchObject({
+      atHead: false,
+      byHash: true,
+      stateByHash: true,
+    });
     // query's positional form, [path, data], reads at the latest block
     expect(need(call("query", ["account/a.near", ""]), "near")).toMatchObject({ atHead: true });
     expect(need(call("chain_getBlock", []), "dot")).toMatchObject({ atHead: true });

@@ -210,7 +210,7 @@ const BASE58 = "123456789ABCDEFGHJKLMNPQRSTUVWXYZabcdefghijkmnopqrstuvwxyz";
 const CHUNK_HASH_FILL = "c3".repeat(22);
 
 /** The chunk hash of shard `shard` at `height` here: 32 bytes, a marker (0x43), the shard, the height, a filler. */
-function nearChunkHash(height: number, shard: number): string {
+export function nearChunkHash(height: number, shard: number): string {
   let n = BigInt(
     `0x43${shard.toString(16).padStart(2, "0")}${height.toString(16).padStart(16, "0")}${CHUNK_HASH_FILL}`,
   );
