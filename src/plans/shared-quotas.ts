@@ -32,6 +32,11 @@ interface Lease {
   unreported: number;
   /** The quotas it was last taken under: what a spending told Redis without a lease crosses. */
   limits: QuotaLimits;
+  /**
+   * Whether the quotas changed (a reload) since Redis last answered: its counters are of then, and other
+   * instances may have spent past the new quota since, so Redis is asked before the lease is spent again.
+   */
+  stale: boolean;
   usedAt: number;
 }
 
@@ -140,7 +145,7 @@ export class SharedQuotaLedger implements QuotaLedger {
     const size = ratePerSecond;
     if (!this.#shared) return this.#alone(scope, limits, cost, ratePerSecond);
     const lease = this.#leaseOf(scope, limits);
-    if (lease.balance >= cost) {
+    if (lease.balance >= cost && !lease.stale) {
       if (this.#past(limits, lease, cost)) return this.#refusal(scope, limits, lease, cost);
       spend(lease, cost);
       if (lease.balance < this.#size(size, cost, limits) / 2 && !lease.spent)
@@ -275,7 +280,7 @@ export class SharedQuotaLedger implements QuotaLedger {
   ): Promise<QuotaDecision> {
     // one lease at a time per scope: a call that finds one on the way waits for it, then looks again
     while (lease.pending !== undefined) await lease.pending;
-    if (lease.balance >= cost && !this.#past(limits, lease, cost)) {
+    if (lease.balance >= cost && !lease.stale && !this.#past(limits, lease, cost)) {
       spend(lease, cost);
       return ALLOWED;
     }
@@ -313,6 +318,7 @@ export class SharedQuotaLedger implements QuotaLedger {
         ([granted, dayUnits, monthUnits, , daySpent, monthSpent]) => {
           lease.answered = true;
           if (lease.day !== day) return;
+          lease.stale = false;
           lease.balance += granted;
           lease.spent = granted === 0;
           lease.dayUnits = dayUnits;
@@ -408,11 +414,14 @@ export class SharedQuotaLedger implements QuotaLedger {
         monthUnits: 0,
         unreported: 0,
         limits,
+        stale: false,
         usedAt: now,
       };
       this.#leases.set(scope, lease);
     }
     lease.usedAt = now;
+    if (lease.answered && (lease.limits.daily !== limits.daily || lease.limits.monthly !== limits.monthly))
+      lease.stale = true;
     lease.limits = limits;
     return lease;
   }
