@@ -25,6 +25,11 @@ export interface ControlPlane {
   readonly api: Server;
   /** Calls `listener` after every change this control plane makes to a key or an account, and awaits it. */
   onKeysChanged(listener: () => void | Promise<void>): void;
+  /**
+   * The port the gateway took, where its config says 0 (any free port): the dashboard's URLs and the key
+   * e-mails name it from then on. A gateway in the same process (the demo) says it once it listens.
+   */
+  gatewayListening(port: number): void;
   close(): Promise<void>;
 }
 
@@ -42,12 +47,16 @@ export async function createControlPlane(options: {
   gateway?: Pick<GatewayConfig, "domain" | "listen" | "support"> &
     Partial<Pick<GatewayConfig, "defaultRate" | "plans" | "upstreams">>;
 }): Promise<ControlPlane> {
-  const { config, logger } = options;
+  const { logger } = options;
+  // The e-mails' links name the self-service listener (without publicUrl): one on port 0 takes any free port,
+  // which they name once it listens.
+  const listen = { ...options.config.listen };
+  const config: AccountsConfig = { ...options.config, listen };
   const store = await openAccountStore(config.database);
   const listeners = new Set<() => void | Promise<void>>();
   const gateway = options.gateway ?? DEFAULT_CONFIG;
   // The e-mails and the dashboard take every URL they show from here (endpoint-urls.ts).
-  const origin = gatewayOrigin(gateway);
+  const origin = { ...gatewayOrigin(gateway) };
   // what is offered, e-mailed and shown: the endpoints the deployment gives nodes (served-endpoints.ts)
   const endpoints = servedEndpoints(endpointsByLabel, gateway.upstreams);
   const served = networksOf(endpoints);
@@ -70,32 +79,42 @@ export async function createControlPlane(options: {
       logger.log("error", "sign-up or sign-in e-mail not sent", { reason: error.message }),
   });
   const plans = gateway.plans ?? DEFAULT_CONFIG.plans;
+  const catalog = {
+    keyPlaceholder: KEY_PLACEHOLDER,
+    support: gateway.support,
+    // A key without a rate of its own has the proxies' default: the page says which.
+    defaultRate: gateway.defaultRate ?? DEFAULT_CONFIG.defaultRate,
+    // Whether e-mails go to an outbox folder, having no SMTP server: the page says so, never where (a path
+    // on the server is not a customer's to read).
+    mail: config.mail.smtp === undefined ? { outbox: true } : {},
+    networks: dashboardNetworks(endpoints, origin),
+    plans: orderablePlans(plans),
+    // the free test's own terms, where the deployment has the plan
+    freeTest: {
+      days: config.freeTest.days,
+      ...(plans["free-test"] === undefined ? {} : { terms: planOffer("free-test", plans["free-test"]) }),
+    },
+  };
   const api = createAccountsApi(service, options.trustedProxies, logger, {
     files: new DashboardFiles(),
-    catalog: {
-      keyPlaceholder: KEY_PLACEHOLDER,
-      support: gateway.support,
-      // A key without a rate of its own has the proxies' default: the page says which.
-      defaultRate: gateway.defaultRate ?? DEFAULT_CONFIG.defaultRate,
-      // Whether e-mails go to an outbox folder, having no SMTP server: the page says so, never where (a path
-      // on the server is not a customer's to read).
-      mail: config.mail.smtp === undefined ? { outbox: true } : {},
-      networks: dashboardNetworks(endpoints, origin),
-      plans: orderablePlans(plans),
-      // the free test's own terms, where the deployment has the plan
-      freeTest: {
-        days: config.freeTest.days,
-        ...(plans["free-test"] === undefined ? {} : { terms: planOffer("free-test", plans["free-test"]) }),
-      },
-    },
+    catalog,
     secure: config.publicUrl?.startsWith("https://") ?? false,
     sessionSeconds: config.sessionHours * 3600,
+  });
+  api.on("listening", () => {
+    const address = api.address();
+    if (listen.port === 0 && typeof address === "object" && address !== null) listen.port = address.port;
   });
   return {
     store,
     service,
     api,
     onKeysChanged: (listener) => listeners.add(listener),
+    gatewayListening(port) {
+      if (origin.port !== 0) return;
+      origin.port = port;
+      catalog.networks = dashboardNetworks(endpoints, origin);
+    },
     async close() {
       await new Promise<void>((resolve) => {
         api.close(() => resolve());

@@ -89,6 +89,8 @@ async function startDemo(config: GatewayConfig, logger: Logger): Promise<void> {
     if (demo !== undefined && control) await control.service.keys.revokeAny(demo.id).catch(() => {});
     throw error;
   });
+  // a gateway on port 0 took a free one: the dashboard and the key e-mails name it
+  control?.gatewayListening(proxy.port);
   const keys = proxy.accountKeys;
   // In one process a change applies at once; workers see it within accounts.followIntervalMs.
   if (keys !== undefined) control?.onKeysChanged(() => keys.refresh());
