@@ -1,5 +1,5 @@
 import { type ChildProcess, spawn } from "node:child_process";
-import { writeFileSync } from "node:fs";
+import { readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { request } from "undici";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
@@ -99,6 +99,29 @@ describe.each(STORES)("usage per key (%s store)", (store) => {
       total: { calls: 8, errors: 1 },
     });
     expect(JSON.stringify(answer.json)).not.toContain(key);
+  });
+
+  it("answers in the shape docs/operations.md shows a customer", async () => {
+    // the answer as "Usage per key" prints it, read as a newcomer reads it (a newcomer audit): every
+    // member the API answers is there, and its key's prefix is as long as the real one
+    const doc = readFileSync(join(ROOT, "docs/operations.md"), "utf8");
+    const shown = JSON.parse(
+      doc.split("## Usage per key")[1]?.split("The answer:")[1]?.split("```json")[1]?.split("```")[0] ??
+        "null",
+    );
+    const shape = (value: unknown): unknown =>
+      Array.isArray(value)
+        ? value.slice(0, 1).map(shape)
+        : typeof value === "object" && value !== null
+          ? Object.fromEntries(
+              Object.entries(value)
+                .sort(([a], [b]) => a.localeCompare(b))
+                .map(([name, member]) => [name, shape(member)]),
+            )
+          : typeof value;
+    const answer = (await usage()).json;
+    expect(shape(shown)).toEqual(shape(answer));
+    expect(shown.key.prefix.length).toBe(answer.key.prefix.length);
   });
 
   it("counts errors by code call by call, and a call to a network the key may not reach as the key's error", async () => {
