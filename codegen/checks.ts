@@ -436,6 +436,9 @@ function checkReads(iface: InterfaceSpec, trie: TrieNode | undefined, path: Yaml
         [...path, "heightIn", method],
         `"${method}" has no block param in reads.at, nor is it in atHead or ranges`,
       );
+  for (const method of Object.keys(rules.heightUnless ?? {}))
+    if (rules.heightIn?.[method] === undefined)
+      report([...path, "heightUnless", method], `"${method}" is not one of the interface's heightIn methods`);
   for (const method of Object.keys(rules.positionalAt ?? {}))
     if (at[method] !== "params")
       report(

@@ -112,14 +112,25 @@ const FLAT_RESULT: Readonly<Record<HeadEncoding, RegExp>> = {
 };
 
 function heightIn(answer: unknown, rule: HeightInAnswer): number | undefined {
-  let value: unknown = answer;
-  for (const member of rule.path) {
-    if (typeof value !== "object" || value === null) return undefined;
-    value = (value as Record<string, unknown>)[member];
+  // a block still being built (registry `heightUnless`): no node has it yet
+  const { unless } = rule;
+  if (unless !== undefined) {
+    const said = memberAt(answer, unless.path);
+    if (typeof said === "string" && unless.values.includes(said)) return undefined;
   }
+  const value = memberAt(answer, rule.path);
   // a JSON number is a height whatever the dialect writes its blocks in (Substrate's system_syncState
   // answers currentBlock as one, where its headers number blocks in hex)
   return readHeight(value, typeof value === "number" ? "integer" : rule.encoding);
+}
+
+function memberAt(answer: unknown, path: readonly string[]): unknown {
+  let value: unknown = answer;
+  for (const member of path) {
+    if (typeof value !== "object" || value === null) return undefined;
+    value = (value as Record<string, unknown>)[member];
+  }
+  return value;
 }
 
 /** A batch answer's elements by their ids (the first of two with one id, as a search from the start finds). */

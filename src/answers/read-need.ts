@@ -103,6 +103,8 @@ export interface HeightInAnswer {
    * rises to it, so the next such read goes to a node at least that final (group.ts `mostFinalized`).
    */
   readonly isFinal?: boolean;
+  /** The answer's member, and its values, that say the height is of a block still being built (`heightUnless`). */
+  readonly unless?: { readonly path: readonly string[]; readonly values: readonly string[] };
 }
 
 const RESULT = ["result"];
@@ -283,14 +285,19 @@ function learnHeightIn(
   isFinal: boolean,
 ): void {
   const path = rules.heightIn?.[call.method];
-  if (path !== undefined)
-    need.learn.push({
-      id,
-      path: [...RESULT, ...path],
-      encoding: rules.block.encoding,
-      isHead: false,
-      isFinal,
-    });
+  if (path === undefined) return;
+  const unless = rules.heightUnless?.[call.method];
+  const [member, values] = unless === undefined ? [] : (Object.entries(unless)[0] ?? []);
+  need.learn.push({
+    id,
+    path: [...RESULT, ...path],
+    encoding: rules.block.encoding,
+    isHead: false,
+    isFinal,
+    ...(member === undefined || values === undefined
+      ? {}
+      : { unless: { path: [...RESULT, member], values } }),
+  });
 }
 
 /** A head tag as a call gives it: the value itself, or its object's tag member (`{"finality": "final"}`). */

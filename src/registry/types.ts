@@ -190,6 +190,12 @@ export interface ReadRules {
   readonly pageEnds?: Readonly<Record<string, string>>;
   /** Method → the member path, in the answer's `result`, of the height of the block it read. */
   readonly heightIn?: Readonly<Record<string, readonly string[]>>;
+  /**
+   * Method of `heightIn` → a member of its answer's `result`, and the values of it that say the height is of
+   * a block still being built (a `PRE_CONFIRMED` block and receipt name the block being made),
+   * which no node has yet: such an answer teaches the served head nothing.
+   */
+  readonly heightUnless?: Readonly<Record<string, Readonly<Record<string, readonly string[]>>>>;
   /** Method → how it takes a block range, for calls whose answer is a list of what the range holds. */
   readonly ranges?: Readonly<Record<string, RangeRule>>;
   /**
