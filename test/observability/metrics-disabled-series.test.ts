@@ -1,12 +1,11 @@
-import { type ChildProcess, spawn } from "node:child_process";
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { request } from "undici";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { ROOT } from "../registry/helpers.js";
-import { bundleOf } from "../support/bundles.js";
 import { eventually } from "../support/eventually.js";
+import { type FleetProxy, startFleetProxy, stopFleetProxy } from "../support/fleet.js";
 import { TEST_KEYS } from "../support/gateway.js";
 import { jsonRpcResponder, type LoopbackNode, startLoopbackNode } from "../support/loopback-node.js";
 import { parseExposition } from "../support/prometheus-text.js";
@@ -25,12 +24,10 @@ function documentedSeries(): Set<string> {
 
 describe("metrics.enabled: false on a proxy with workers, as docs/configuration.md says", () => {
   let node: LoopbackNode;
-  let child: ChildProcess;
+  let proxy: FleetProxy | undefined;
   let dir: string;
-  let operatorPort = 0;
-  const logs: string[] = [];
   const scrape = async () => {
-    const r = await request(`http://127.0.0.1:${operatorPort}/metrics`, { headersTimeout: 10_000 });
+    const r = await request(`http://127.0.0.1:${proxy?.operatorPort}/metrics`, { headersTimeout: 10_000 });
     return parseExposition(await r.body.text());
   };
 
@@ -52,28 +49,10 @@ describe("metrics.enabled: false on a proxy with workers, as docs/configuration.
         `keys: [{ key: ${TEST_KEYS[0]?.key}, networks: "*" }]`,
       ].join("\n"),
     );
-    child = spawn(process.execPath, [await bundleOf("src/proxy/main.ts")], {
-      cwd: ROOT,
-      env: { ...process.env, GATEWAY_CONFIG: config },
-      stdio: ["ignore", "ignore", "pipe"],
-    });
-    let pending = "";
-    child.stderr?.on("data", (chunk: Buffer) => {
-      pending += chunk.toString();
-      const lines = pending.split("\n");
-      pending = lines.pop() ?? "";
-      logs.push(...lines);
-    });
-    await eventually(() => logs.some((l) => l.includes('"msg":"gateway listening"')), 30_000, "listening");
-    const line = JSON.parse(logs.find((l) => l.includes('"msg":"gateway listening"')) as string);
-    ({ operatorPort } = line as { operatorPort: number });
+    proxy = await startFleetProxy(config);
   });
   afterAll(async () => {
-    if (child?.exitCode === null) {
-      const exited = new Promise((resolve) => child.once("exit", resolve));
-      child.kill("SIGTERM");
-      await exited;
-    }
+    if (proxy !== undefined) await stopFleetProxy(proxy);
     await node?.close();
     if (dir !== undefined) rmSync(dir, { recursive: true, force: true });
   });

@@ -1,12 +1,10 @@
-import { type ChildProcess, spawn } from "node:child_process";
 import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { request } from "undici";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { ROOT } from "../registry/helpers.js";
-import { bundleOf } from "../support/bundles.js";
 import { eventually } from "../support/eventually.js";
+import { type FleetProxy, startFleetProxy, stopFleetProxy } from "../support/fleet.js";
 import { jsonRpcResponder, type LoopbackNode, startLoopbackNode } from "../support/loopback-node.js";
 
 // An operator with two workers cordons node-b for maintenance, takes it out of the deployment config and
@@ -23,11 +21,9 @@ interface Upstreams {
 describe("a cordon of a node a reload removed, with workers", () => {
   let a: LoopbackNode;
   let b: LoopbackNode;
-  let child: ChildProcess;
+  let proxy: FleetProxy;
   let dir = "";
   let config = "";
-  let operatorPort = 0;
-  const logs: string[] = [];
 
   const write = (upstreams: string) =>
     writeFileSync(
@@ -46,7 +42,7 @@ describe("a cordon of a node a reload removed, with workers", () => {
   const nodeA = () => `{ url: "${a.url}", name: node-a }`;
   const nodeB = () => `{ url: "${b.url}", name: node-b }`;
   const report = async () => {
-    const r = await request(`http://127.0.0.1:${operatorPort}/upstreams`, { headersTimeout: 10_000 });
+    const r = await request(`http://127.0.0.1:${proxy.operatorPort}/upstreams`, { headersTimeout: 10_000 });
     return JSON.parse(await r.body.text()) as Upstreams;
   };
   /** node-b's state in each worker, or "absent". */
@@ -57,14 +53,11 @@ describe("a cordon of a node a reload removed, with workers", () => {
         "absent",
     );
   const reload = async (upstreams: string) => {
-    const before = logs.filter((l) => l.includes('"msg":"config reloaded"')).length;
+    const reloaded = () => proxy.logs.filter((l) => l.includes('"msg":"config reloaded"')).length;
+    const before = reloaded();
     write(upstreams);
-    child.kill("SIGHUP");
-    await eventually(
-      () => logs.filter((l) => l.includes('"msg":"config reloaded"')).length > before,
-      10_000,
-      "the reload",
-    );
+    proxy.child.kill("SIGHUP");
+    await eventually(() => reloaded() > before, 10_000, "the reload");
   };
 
   beforeAll(async () => {
@@ -73,35 +66,16 @@ describe("a cordon of a node a reload removed, with workers", () => {
     dir = mkdtempSync(join(tmpdir(), "worker-cordon-"));
     config = join(dir, "deployment.yaml");
     write(`${nodeA()}, ${nodeB()}`);
-    child = spawn(process.execPath, [await bundleOf("src/proxy/main.ts")], {
-      cwd: ROOT,
-      env: { ...process.env, GATEWAY_CONFIG: config },
-      stdio: ["ignore", "ignore", "pipe"],
-    });
-    let pending = "";
-    child.stderr?.on("data", (chunk: Buffer) => {
-      pending += chunk.toString();
-      const lines = pending.split("\n");
-      pending = lines.pop() ?? "";
-      logs.push(...lines);
-    });
-    await eventually(() => logs.some((l) => l.includes('"msg":"gateway listening"')), 30_000, "listening");
-    ({ operatorPort } = JSON.parse(logs.find((l) => l.includes('"msg":"gateway listening"')) as string) as {
-      operatorPort: number;
-    });
+    proxy = await startFleetProxy(config);
   }, 60_000);
   afterAll(async () => {
-    if (child?.exitCode === null) {
-      const exited = new Promise((resolve) => child.once("exit", resolve));
-      child.kill("SIGTERM");
-      await exited;
-    }
+    if (proxy !== undefined) await stopFleetProxy(proxy);
     await Promise.all([a?.close(), b?.close()]);
     if (dir !== "") rmSync(dir, { recursive: true, force: true });
   });
 
   it("a worker started again after the node came back serves it, as its peer does", async () => {
-    const cordoned = await request(`http://127.0.0.1:${operatorPort}/upstreams/cordon`, {
+    const cordoned = await request(`http://127.0.0.1:${proxy.operatorPort}/upstreams/cordon`, {
       method: "POST",
       headers: { "content-type": "application/json" },
       body: JSON.stringify({ label: "eth", upstream: "node-b" }),
@@ -129,7 +103,7 @@ describe("a cordon of a node a reload removed, with workers", () => {
     // answered with those cordons applied
     await eventually(
       async () => {
-        const r = await request(`http://127.0.0.1:${operatorPort}/readyz`, { headersTimeout: 10_000 });
+        const r = await request(`http://127.0.0.1:${proxy.operatorPort}/readyz`, { headersTimeout: 10_000 });
         await r.body.text();
         return r.statusCode === 200;
       },
