@@ -120,6 +120,11 @@ export class SharedAnswers {
       this.counts.full++;
       return;
     }
+    // counted now, at its size before compression (more than it will take): a batch's answers are all
+    // put before the first is compressed, and each passed the check above with none of the others counted
+    // (on a loaded host their writes landed past maxmemory, and Redis then refused the quotas' leases)
+    const estimate = entry.before.length + entry.after.length + KEY_OVERHEAD;
+    this.#putSince += estimate;
     const known = this.#generations.get(scope);
     const generation =
       known === undefined
@@ -136,8 +141,9 @@ export class SharedAnswers {
       .then((packed) => {
         // a clear begun meanwhile: the answer may be of what it cleared
         if (this.#clearing.has(scope)) return undefined;
-        // counted before Redis has it: the answers put within a second of INFO's reading count against it
-        this.#putSince += packed.length + KEY_OVERHEAD;
+        // counted before Redis has it, at its packed size now: the answers put within a second of INFO's
+        // reading count against it
+        this.#putSince = Math.max(0, this.#putSince + packed.length + KEY_OVERHEAD - estimate);
         return this.#redis.set(redisKey(scope, key), packed, "PX", KEEP_MS);
       })
       .then((stored) => {

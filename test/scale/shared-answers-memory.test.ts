@@ -125,7 +125,7 @@ describe.skipIf(binaries.skip)(
       // each answer is compressed and written after its call was answered: on a loaded host, later
       await eventually(
         async () => (await admin.keys("gateway:answer:*")).length > 100,
-        10_000,
+        30_000,
         "more than a batch of answers in Redis",
       );
       // and Redis still takes the quotas' writes
