@@ -1,8 +1,10 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { GatewayConfig } from "../../src/config/types.js";
+import { eventually } from "../support/eventually.js";
 import { KEYS, type RunningGateway, rpcBody, startGateway } from "../support/gateway.js";
 import { jsonRpcResponder, type LoopbackNode, startLoopbackNode } from "../support/loopback-node.js";
 
+/** How long a node takes to answer: a call out at it, not a wait of the test's. */
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 // An operator reloads (SIGHUP) under traffic: a call in flight across the reload was sent to a node and
@@ -30,16 +32,20 @@ describe("a call in flight across a reload", () => {
       upstream: "n1",
       outcome: "answered",
     });
+    const sent = node.requests.length;
     const pending = gw.call("eth", `/${KEYS.all}/`, { body: rpcBody("eth_blockNumber", [], 1) });
-    await sleep(200);
+    // out at its node, which answers 600 ms later
+    await eventually(() => node.requests.length > sent, 5_000, "the call at its node");
     const inFlightBefore = await gw.metric("gateway_upstream_in_flight", { upstream: "n1" });
     gw.gateway.reload({ ...gw.config } as GatewayConfig, gw.keys);
     const inFlightAfter = await gw.metric("gateway_upstream_in_flight", { upstream: "n1" });
     const r = await pending;
     expect(r.status).toBe(200);
-    await sleep(50);
-    const answered =
+    const answeredSince = async () =>
       (await gw.metric("gateway_upstream_attempts_total", { upstream: "n1", outcome: "answered" })) - before;
+    // counted as its attempt ends, which may follow the answer's last byte
+    await eventually(async () => (await answeredSince()) > 0, 5_000, "the attempt counted");
+    const answered = await answeredSince();
     expect(inFlightBefore).toBe(1);
     expect(answered).toBe(1);
     // and once it is back, it is out nowhere: the retired config's count is not shown twice
@@ -68,7 +74,12 @@ describe("a long poll held across a reload", () => {
 
   it("is still held by its node after the reload", async () => {
     const pending = gw.call("algo", `/${KEYS.all}/v2/status/wait-for-block-after/10`);
-    await sleep(250);
+    // held at its node, which answers 800 ms later
+    await eventually(
+      () => node.requests.some((r) => r.url.includes("wait-for-block-after")),
+      5_000,
+      "the long poll at its node",
+    );
     const heldBefore = await gw.metric("gateway_upstream_held", { upstream: "a1" });
     gw.gateway.reload({ ...gw.config } as GatewayConfig, gw.keys);
     const heldAfter = await gw.metric("gateway_upstream_held", { upstream: "a1" });

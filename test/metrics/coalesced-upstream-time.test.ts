@@ -1,8 +1,10 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { DEFAULT_CACHE } from "../../src/config/defaults.js";
+import { eventually } from "../support/eventually.js";
 import { KEYS, type RunningGateway, rpcBody, startGateway } from "../support/gateway.js";
 import { jsonRpcResponder, type LoopbackNode, startLoopbackNode } from "../support/loopback-node.js";
 
+/** How long the node takes to answer: a call out at it, not a wait of the test's. */
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 // docs/operations.md: gateway_upstream_duration_seconds is "the answering node's own time, from sending to
@@ -50,7 +52,8 @@ describe("coalesced followers and the node's own time", () => {
       outcome: "answered",
     });
     const leader = gw.call("eth", `/${KEYS.all}/`, { body: rpcBody("eth_chainId", [], 1) });
-    await sleep(450);
+    // the followers join the leader's call while it is out at its node, which answers 600 ms later
+    await eventually(() => node.requests.length === 1, 5_000, "the leader's call at its node");
     const followers = [2, 3].map((id) =>
       gw.call("eth", `/${KEYS.all}/`, { body: rpcBody("eth_chainId", [], id) }),
     );
