@@ -1,9 +1,13 @@
+import { setTimeout as sleep } from "node:timers/promises";
 import { Redis } from "ioredis";
 import type { FilterSpan } from "../answers/range-plan.js";
 import type { SharedLimitsConfig } from "../config/types.js";
 import { redisReady, sharedRedisOptions } from "../limits/redis-options.js";
 import type { UpstreamGroup } from "./group.js";
 import { HANDLE_IDLE_MS, type HandleShare, type SharedHandle } from "./node-states.js";
+
+/** How long after a recall that found nothing it is made again (recall). */
+export const RECALL_AGAIN_MS = 150;
 
 /**
  * The states nodes made for callers (filters: registry `reads.handles`), shared by every proxy instance and
@@ -78,7 +82,14 @@ export class SharedHandles {
       },
       async recall(owner, names): Promise<readonly SharedHandle[]> {
         const keys = names.flatMap((name) => [nodeKey(owner, name), ownerKey(name), spanKey(owner, name)]);
-        const values = await redis.mget(keys);
+        let values = await redis.mget(keys);
+        // The maker's write leaves its instance as the answer does, on a connection of its own: on a loaded
+        // host, a poll sent through this instance at once can be read first. Names nobody is known to have
+        // made are asked again a moment later, as the cluster's primary holds such a recall.
+        if (values.every((value) => value === null)) {
+          await sleep(RECALL_AGAIN_MS);
+          values = await redis.mget(keys);
+        }
         return names.map((_, i) => {
           // the build before wrote a filter's range after its node, `node\nmethod from to`: read mid-deploy
           const [node, spanWithNode] = (values[3 * i] ?? "").split("\n");

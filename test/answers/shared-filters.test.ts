@@ -163,6 +163,31 @@ describe.skipIf(redis.skip)(
       }
     });
 
+    it("a poll whose filter's word lands a moment after it is asked for still finds it", async () => {
+      // on a loaded host, the maker's write to Redis (sent as its answer goes out) can land after a poll
+      // another instance was sent at once: the other instance asks again before it decides alone
+      const share = new SharedHandles({ ...DEFAULT_SHARED_LIMITS, redis: REDIS });
+      const group = {
+        label: "late-test",
+        mount: "/",
+        states: { share: undefined },
+      } as unknown as UpstreamGroup;
+      const client = new Redis(REDIS);
+      try {
+        expect(await share.ready(2_000)).toBe(true);
+        share.attach([group]);
+        const name = `0x${Date.now().toString(16)}`;
+        const recalled = (group.states.share as HandleShare).recall("lateowner", [name]);
+        // the write lands once the first read has been answered
+        await client.ping();
+        await client.set(`gateway:handle:late-test:/:owner:${name}`, "makerkey", "PX", 60_000);
+        expect(await recalled).toEqual([{ node: undefined, owner: "makerkey", span: undefined }]);
+      } finally {
+        client.disconnect();
+        share.close();
+      }
+    });
+
     it("keeps its keys under the gateway's prefix, for as long as a process keeps a filter", async () => {
       const made = await rpc(a, KEYS.all, "eth_newBlockFilter", []);
       const client = new Redis(REDIS);
