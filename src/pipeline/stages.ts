@@ -237,8 +237,9 @@ export class Stages {
   /**
    * 5, then: reserves the message's compute units against its plan's daily and monthly quotas (docs/plans.md),
    * or throws QUOTA_EXCEEDED with Retry-After at the period's end. A shared ledger may need to ask Redis
-   * first: then the answer is a promise. Nothing to hold for a public caller, a plan without quotas or a
-   * message that costs nothing.
+   * first: then the answer is a promise. Nothing to hold for a public caller or a message that costs
+   * nothing. A plan without quotas is counted all the same, against none: a reload may give it one back the
+   * same day, and what its keys spent meanwhile is spent.
    */
   holdQuota(
     mounted: Mounted,
@@ -248,7 +249,7 @@ export class Stages {
     const { admitted } = mounted;
     const plan = admitted.plan;
     const principal = admitted.principal;
-    if (plan === undefined || principal === undefined || !plan.hasQuota || units <= 0) return undefined;
+    if (plan === undefined || principal === undefined || units <= 0) return undefined;
     // an account's keys of one plan spend one quota; a key of another plan on the account spends its own
     const scope = plan.quotaPer === "account" ? `${principal.accountId}:${plan.name}` : principal.quotaScope;
     const hold = new QuotaHold(this.#quotas, scope, principal, plan, units);

@@ -5,8 +5,6 @@ export interface PlanTerms extends PlanSpec {
   readonly name: string;
   /** Whether the plan refuses `method` (`disabledMethods`; `*` matches any run of characters). */
   disables(method: string): boolean;
-  /** Whether the plan has a daily or a monthly quota. */
-  readonly hasQuota: boolean;
 }
 
 /**
@@ -39,7 +37,6 @@ function termsOf(name: string, spec: PlanSpec): PlanTerms {
   return {
     ...spec,
     name,
-    hasQuota: spec.dailyQuota > 0 || spec.monthlyQuota > 0,
     disables:
       exact.size === 0 && patterns.length === 0
         ? () => false
