@@ -248,6 +248,12 @@ export function readNeed(
         learnHeightIn(need, rules, call, id, final);
     } else {
       if (named > need.highestBlock) need.highestBlock = named;
+      // a block a node that prunes has deleted: another node of the label may still hold it
+      if (rules.prunedBlock !== undefined) {
+        need.byHash = true;
+        need.byHashCalls.push(call);
+        need.unknownBlock = [...new Set([...need.unknownBlock, ...rules.prunedBlock])];
+      }
       if (rules.archive?.state.includes(call.method)) {
         need.stateBlock = named;
         need.stateCalls.push(call);

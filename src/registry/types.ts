@@ -228,6 +228,11 @@ export interface ReadRules {
    */
   readonly unknownBlock?: readonly string[];
   /**
+   * Error texts of a node that no longer holds a block it has passed (a node that prunes old blocks): a
+   * read by height answered so is asked once more of another node, as unknownBlock's reads by hash are.
+   */
+  readonly prunedBlock?: readonly string[];
+  /**
    * A REST interface's answers by which its node says it does not know a block named by hash (Octez's 404,
    * Thor's 200 `null`): such a read is asked once more of another node, as unknownBlock's are.
    */

@@ -43,6 +43,20 @@ const answers = (pruned: boolean): Readonly<Record<string, TypicalAnswer>> => ({
       return "00000020".padEnd(160, "0");
     },
   },
+  // by height or hash, its block read whole (GetBlockChecked, then its undo data: the same -1 when pruned)
+  getblockstats: {
+    result: ({ height }, params) => {
+      const named = Array.isArray(params)
+        ? params[0]
+        : (params as { hash_or_height?: unknown }).hash_or_height;
+      const at = typeof named === "number" ? named : heightOf(named);
+      if (typeof named === "number" && at > height)
+        throw new NodeRejection(-8, `Target block height ${at} after current tip ${height}`);
+      if (at < 0 || at > height) throw new NodeRejection(-5, "Block not found");
+      if (pruned && at < PRUNE_HEIGHT) throw new NodeRejection(-1, "Block not available (pruned data)");
+      return { height: at, blockhash: hashAt(at), txs: 1 };
+    },
+  },
 });
 
 describe("Bitcoin Core: a pruned node beside one that keeps every block", () => {
@@ -76,5 +90,20 @@ describe("Bitcoin Core: a pruned node beside one that keeps every block", () => 
     expect(seen.filter((s) => !s.startsWith("200 "))).toEqual([]);
     // the pruned node was asked: the gateway did not merely happen to pick the other one
     expect(nodes[0]?.requests.some((s) => s.body.includes('"getblock"'))).toBe(true);
+  });
+
+  it("getblockstats(height) of a block below the pruned node's pruneheight answers its stats every time", async () => {
+    // bitcoin-cli getblockstats 100000: by height, which both nodes have passed; the pruned one holds no
+    // block file for it
+    const seen: string[] = [];
+    for (let id = 1; id <= 10; id++) {
+      const r = await gw.call("btc", `/${KEYS.all}/`, {
+        body: JSON.stringify({ jsonrpc: "1.0", id, method: "getblockstats", params: [OLD] }),
+        headers: { "content-type": "text/plain" },
+      });
+      seen.push(`${r.status} ${r.text.trim()}`);
+    }
+    expect(seen.filter((s) => !s.startsWith("200 "))).toEqual([]);
+    expect(nodes[0]?.requests.some((s) => s.body.includes('"getblockstats"'))).toBe(true);
   });
 });
