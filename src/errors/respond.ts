@@ -182,13 +182,14 @@ export function upgradeRefusal(
 }
 
 /**
- * The whole HTTP response for a request Node's parser refused before any handler ran (a malformed
- * request line or header, headers past the size cap, a request that timed out): no body, and the
- * connection closed, as the parser has lost its place in the stream.
+ * The whole HTTP response for a request Node's parser refused (a malformed request line or header, headers
+ * past the size cap, a request that timed out): no body, and the connection closed, as the parser has lost
+ * its place in the stream. `requestId`: a request timed out mid-body, whose handler had begun.
  */
-export function parserRefusal(code: string | undefined): string {
+export function parserRefusal(code: string | undefined, requestId?: string): string {
   const status = code === "HPE_HEADER_OVERFLOW" ? 431 : code === "ERR_HTTP_REQUEST_TIMEOUT" ? 408 : 400;
-  return `HTTP/1.1 ${status} ${STATUS_CODES[status]}\r\nconnection: close\r\ncontent-length: 0\r\n${COMPUTE_UNITS_HEADER}: 0\r\n\r\n`;
+  const id = requestId === undefined ? "" : `${REQUEST_ID_HEADER}: ${requestId}\r\n`;
+  return `HTTP/1.1 ${status} ${STATUS_CODES[status]}\r\nconnection: close\r\ncontent-length: 0\r\n${COMPUTE_UNITS_HEADER}: 0\r\n${id}\r\n`;
 }
 
 /** What a preflight allows when the browser asks for no header, or for a list that is not header names. */

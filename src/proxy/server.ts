@@ -1,8 +1,9 @@
-import { createServer, type Server } from "node:http";
+import { createServer, type Server, type ServerResponse } from "node:http";
 import { endpointsByLabel } from "../../generated/endpoints.js";
 import type { SharedAnswers } from "../cache/shared-answers.js";
 import type { GatewayConfig } from "../config/types.js";
 import { parserRefusal } from "../errors/respond.js";
+import { requestIdOf } from "../http/request-id.js";
 import type { KeyStore } from "../keys/types.js";
 import type { UsageRecorder } from "../keys/usage.js";
 import { HeldCalls } from "../limits/held-calls.js";
@@ -193,7 +194,10 @@ export function createProxyServer(options: ProxyServerOptions): ProxyServer {
   server.maxHeadersCount = limits.maxHeaders + 1;
   server.timeout = limits.socketIdleTimeoutMs;
   server.on("clientError", (error: NodeJS.ErrnoException, socket) => {
-    if (socket.writable) socket.end(parserRefusal(error.code));
+    if (!socket.writable) return;
+    // a request timed out mid-body reached its exchange, whose access line names its id: the 408 does too
+    const answer = (socket as typeof socket & { _httpMessage?: ServerResponse | null })._httpMessage;
+    socket.end(parserRefusal(error.code, answer?.headersSent === false ? requestIdOf(answer) : undefined));
   });
 
   /**

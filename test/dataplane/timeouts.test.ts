@@ -128,6 +128,22 @@ describe("slow clients (small server limits)", () => {
     expect.soft(access()[0]).not.toContain('"status":200');
   });
 
+  it("a request timed out mid-body: its 408 carries the id its access line names", async () => {
+    const logsBefore = gw.logs.length;
+    const conn = await openRaw(gw.port);
+    const id = "slow-body-7f3a";
+    await conn.write(
+      `POST /${K}/ HTTP/1.1\r\nHost: eth.${DOMAIN}\r\nContent-Type: application/json\r\nX-Request-Id: ${id}\r\nContent-Length: ${BLOCK_NUMBER.length}\r\n\r\n{`,
+    );
+    const response = await within(conn.response, 8000, "the 408");
+    expect(response?.status).toBe(408);
+    const { access } = await logsSince(gw, logsBefore, 1, "the timed-out request's access-log line");
+    expect(access()[0]).toContain(`"requestId":"${id}"`);
+    // docs/operations.md: every answer of the data plane carries the request's id, so that a caller who
+    // quotes it lets the operator find the line
+    expect(response?.headers["x-request-id"]).toBe(id);
+  });
+
   it("a client that hangs up halfway through its body is logged as gone (499), and nothing goes upstream", async () => {
     node.requests.length = 0;
     const logsBefore = gw.logs.length;
