@@ -15,7 +15,8 @@ import type { MetricsText } from "./registry.js";
  *
  * A worker that runs but does not answer a scrape in time (stopped, busy) counts with everything it last
  * reported, gauges too: it still holds its connections, and a dependency it last saw down is not up
- * because it is slow to say so (`gateway_dependency_up` is a minimum over the workers).
+ * because it is slow to say so (`gateway_dependency_up` is a minimum over the workers). It is counted in
+ * `gateway_workers_silent`: the connections the primary hands it wait.
  */
 export class ClusterMetrics {
   /** Each worker's last answer, by its cluster id. */
@@ -24,6 +25,8 @@ export class ClusterMetrics {
   #retired: WorkerMetrics = [];
   readonly #own = new Registry();
   readonly #restarts: Counter;
+  /** The running workers that gave the last scrape no answer in time. */
+  #silent = 0;
 
   constructor(configured: number, alive: () => number) {
     new Gauge({
@@ -40,6 +43,15 @@ export class ClusterMetrics {
       registers: [this.#own],
       collect() {
         this.set(alive());
+      },
+    });
+    const cluster = this;
+    new Gauge({
+      name: "gateway_workers_silent",
+      help: "Worker processes running that did not answer this scrape in time (stopped, stuck)",
+      registers: [this.#own],
+      collect() {
+        this.set(cluster.#silent);
       },
     });
     registerProcessInfo(this.#own);
@@ -65,8 +77,10 @@ export class ClusterMetrics {
   /** The text for one scrape: each running worker's answer, or undefined for one that gave none in time. */
   async scrape(answers: ReadonlyMap<number, WorkerMetrics | undefined>): Promise<MetricsText> {
     const parts: WorkerMetrics[] = [this.#retired];
+    this.#silent = 0;
     for (const [worker, answer] of answers) {
-      if (answer !== undefined) this.#lastSeen.set(worker, answer);
+      if (answer === undefined) this.#silent += 1;
+      else this.#lastSeen.set(worker, answer);
       const last = answer ?? this.#lastSeen.get(worker);
       if (last !== undefined) parts.push(last);
     }
