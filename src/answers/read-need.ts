@@ -366,8 +366,9 @@ function rangeRead(
   const filter = rule.param === "params" ? params : paramAt(rules, call.method, params, rule.param);
   if (typeof filter !== "object" || filter === null || Array.isArray(filter)) return undefined;
   const members = filter as Record<string, unknown>;
-  // a null hash is no hash: geth's filter and anvil read the range beside it
-  if (block.hashMember !== undefined && isGiven(members[block.hashMember])) return undefined;
+  // a null hash is no hash: geth's filter and anvil read the range beside it; a filter that takes no hash
+  // is its range whatever else it holds (a node may pass over a member it does not know)
+  if (rule.hash !== undefined && isGiven(members[rule.hash])) return undefined;
   return { call, rule, block, params: positional(rules, call.method, params), filter: members };
 }
 
@@ -397,9 +398,9 @@ function boundByHash(rules: ReadRules, read: RangeRead): boolean {
   );
 }
 
-/** Whether a range call names its one block by hash instead of a range (the block rule's `hashMember`). */
+/** Whether a range call names its one block by hash instead of a range (the range rule's `hash`). */
 function rangeByHash(rules: ReadRules, call: PassedCall, rule: RangeRule): boolean {
-  const member = rules.block.hashMember;
+  const member = rule.hash;
   if (member === undefined) return false;
   const params = (call.call.value as { params?: unknown }).params;
   const filter = rule.param === "params" ? params : paramAt(rules, call.method, params, rule.param);

@@ -131,8 +131,7 @@ function lifetimeOf(reads: ReadRules, rules: CacheRules, call: PassedCall): Life
     const filter = range.param === "params" ? params : paramAt(reads, method, params, range.param);
     if (typeof filter !== "object" || filter === null || Array.isArray(filter)) return undefined;
     const members = filter as Record<string, unknown>;
-    const { hashMember } = reads.block;
-    if (hashMember !== undefined && members[hashMember] !== undefined) return BY_HASH;
+    if (range.hash !== undefined && members[range.hash] !== undefined) return BY_HASH;
     const from = blockOf(reads, rules, members[range.from]);
     const to = blockOf(reads, rules, members[range.to]);
     if (from === undefined || to === undefined) return undefined;

@@ -82,6 +82,7 @@ function collect(policy: InterfacePolicy): ReadonlyMap<string, string> {
     for (const range of Object.values(reads.ranges ?? {})) {
       add(range.from);
       add(range.to);
+      add(range.hash);
       for (const name of range.pages ?? []) add(name);
     }
     for (const list of Object.values(reads.paramNames ?? {})) for (const name of list) add(name);

@@ -406,6 +406,12 @@ export interface RangeRule {
   readonly param: number | "params";
   readonly from: string;
   readonly to: string;
+  /**
+   * The filter's member that names its one block by hash instead of a range (`eth_getLogs`' `blockHash`):
+   * given, the call is no range. A range call without one is held to its range whatever else its filter
+   * holds: a node may pass over a member it does not know and scan the bounds beside it.
+   */
+  readonly hash?: string;
   readonly splitAbove: number;
   readonly refuseAbove: number;
   /**
