@@ -13,6 +13,7 @@ import type { KeyRules } from "../keys/key-settings.js";
 import type { Mounted } from "../pipeline/stages.js";
 import { routeUnits } from "../plans/compute-units.js";
 import { matchRoute } from "../registry/match-route.js";
+import type { ListRule } from "../registry/types.js";
 import type { Authorized, Family, FamilySettings, RoutedRequest } from "./family.js";
 import { type BodyBlock, bodyReads } from "./rest-body-reads.js";
 
@@ -78,6 +79,9 @@ export function routeRest(req: IncomingMessage, mounted: Mounted, settings: Fami
   const cacheable = rules?.cache !== undefined && !write && match.access !== "stream" && heldMs === 0;
   const accept = rawHeader(req.rawHeaders, "accept") ?? "application/json";
   const { path, query } = mounted.admitted.target;
+  // a list of blocks walked back from each head, as long as the query asks: refused past its limit
+  const list = rules?.lists?.[match.shape];
+  if (list !== undefined) checkList(list, route, query);
   const named = rules?.bodies?.[match.shape];
   const member = named ?? rules?.pageEnds?.[match.shape];
   const bodyBlock: BodyBlock | undefined =
@@ -125,6 +129,32 @@ export function routeRest(req: IncomingMessage, mounted: Mounted, settings: Fami
         },
     settings.limits.maxJsonDepth,
   );
+}
+
+/**
+ * Refuses (BLOCK_RANGE_TOO_LARGE) a list of blocks (registry `reads.lists`) longer than its `refuseAbove`:
+ * its length parameter's largest value times the heads it names (one when it names none). A length in
+ * another form than decimal digits, which a node may read as a number all the same (`0x…`, `1_000`), counts
+ * as the longest.
+ */
+function checkList(rule: ListRule, route: string, query: string): void {
+  if (query === "") return;
+  const params = new URLSearchParams(query);
+  let length = 0;
+  for (const value of params.getAll(rule.member)) {
+    const n = /^\d+$/.test(value) ? Number(value) : Number.MAX_SAFE_INTEGER;
+    if (n > length) length = Math.min(n, Number.MAX_SAFE_INTEGER);
+  }
+  const heads = rule.each === undefined ? 1 : Math.max(1, params.getAll(rule.each).length);
+  const blocks = length * heads;
+  if (blocks > rule.refuseAbove)
+    throw new GatewayError("BLOCK_RANGE_TOO_LARGE", {
+      route,
+      [rule.member]: length,
+      ...(rule.each === undefined ? {} : { heads }),
+      blocks: Math.min(blocks, Number.MAX_SAFE_INTEGER),
+      refuseAbove: rule.refuseAbove,
+    });
 }
 
 /** What the request needs of the node (src/answers/read-need.ts): the head call, or a block its path names. */

@@ -188,6 +188,12 @@ export interface ReadRules {
    * runs past it (a node answers the blocks it has, and none has a block past that head yet).
    */
   readonly pageEnds?: Readonly<Record<string, string>>;
+  /**
+   * A REST interface's routes that list blocks back from each head they name, as many as a query parameter
+   * asks (Octez's `GET /chains/{}/blocks?length=n&head=…`), which the node walks one by one: refused
+   * BLOCK_RANGE_TOO_LARGE when they come to more than `refuseAbove` blocks.
+   */
+  readonly lists?: Readonly<Record<string, ListRule>>;
   /** Method → the member path, in the answer's `result`, of the height of the block it read. */
   readonly heightIn?: Readonly<Record<string, readonly string[]>>;
   /**
@@ -432,6 +438,15 @@ export interface RangeRule {
   readonly watches?: boolean;
 }
 
+/** How a REST route's list of blocks is as long as its query asks (registry `reads.lists`). */
+export interface ListRule {
+  /** The query parameter that says how many blocks each head's list holds. */
+  readonly member: string;
+  /** The query parameter, repeated, that names each head the list starts from (none: one list). */
+  readonly each?: string;
+  readonly refuseAbove: number;
+}
+
 /**
  * A block param: a height in `encoding`, a tag that reads at the head (`latest`), a hash matching
  * `hashPattern`, or an object whose `numberMember` or `hashMember` holds one of those (EIP-1898).
@@ -483,6 +498,7 @@ export type RestReadRules = Pick<
   | "paths"
   | "bodies"
   | "pageEnds"
+  | "lists"
   | "cache"
   | "unknownBlockAnswers"
   | "atHeadPaths"
