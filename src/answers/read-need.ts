@@ -381,7 +381,10 @@ function historyFrom(rules: ReadRules, call: PassedCall): number | undefined {
   const range = rules.ranges?.[call.method];
   if (range !== undefined) {
     const read = rangeRead(rules, call, range, rules.block);
-    const from = read === undefined ? undefined : namedBlock(rules.block, read.filter[range.from]);
+    if (read === undefined) return undefined;
+    // a left-out start that the node reads as genesis (registry `openFrom`) is block 0, as the range plan reads it
+    if (range.openFrom === "genesis" && !isGiven(read.filter[range.from])) return 0;
+    const from = namedBlock(rules.block, read.filter[range.from]);
     return typeof from === "number" ? from : undefined;
   }
   const value = blockParam(rules, call);
