@@ -384,8 +384,11 @@ function historyFrom(rules: ReadRules, call: PassedCall): number | undefined {
     if (read === undefined) return undefined;
     // a left-out start that the node reads as genesis (registry `openFrom`) is block 0, as the range plan reads it
     if (range.openFrom === "genesis" && !isGiven(read.filter[range.from])) return 0;
-    const from = namedBlock(rules.block, read.filter[range.from]);
-    return typeof from === "number" ? from : undefined;
+    const value = read.filter[range.from];
+    const from = namedBlock(rules.block, value);
+    if (typeof from === "number") return from;
+    // decimal text names the height it says to a node that reads it (Erigon, Besu), as the range plan counts it
+    return from === "none" ? readHeight(value, "decimal-string") : undefined;
   }
   const value = blockParam(rules, call);
   if (value === NO_BLOCK_PARAM) return -1;
