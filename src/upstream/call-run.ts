@@ -181,6 +181,9 @@ export abstract class CallRun<Caller extends CallerSide = CallerSide> implements
   }
 
   holds(statusCode: number, headers: IncomingHttpHeaders): boolean {
+    // a write's answer goes out only once whole: one its node breaks off (a reset, a stalled body) after
+    // the status line is WRITE_NOT_CONFIRMED, which a status already sent could not say
+    if (this.call.write) return true;
     const rules = this.call.nodeErrors;
     if (rules === undefined) return false;
     if (statusCode === rules.status) return true;
@@ -197,19 +200,23 @@ export abstract class CallRun<Caller extends CallerSide = CallerSide> implements
    * caller's are never sent on), which a caller would read as its key refused.
    */
   answered(attempt: AttemptHandler, statusCode: number): boolean {
-    return this.#answered(attempt, statusCode, statusCode >= 500 || statusCode === 429 || statusCode === 401);
+    return this.#answered(attempt, statusCode, failedStatus(statusCode));
   }
 
   /**
    * An answer at the interface's error status (bitcoind's, ton-http-api's, Octez's 500), read whole: the
    * node's own answer when its body says so (node-errors.ts); any other body (a proxy's error page,
-   * bitcoind's -28 while it loads) is a failure, as any 5xx is.
+   * bitcoind's -28 while it loads) is a failure, as any 5xx is. A write's answer, held whatever its status,
+   * is judged by its status as `answered` judges one.
    */
   answeredWhole(attempt: AttemptHandler, statusCode: number, body: Buffer): boolean {
     const rules = this.call.nodeErrors;
     const failed =
-      rules === undefined ||
-      (statusCode === rules.status ? !isNodesAnswer(body, rules) : saysUnavailable(body, rules));
+      rules !== undefined && statusCode === rules.status
+        ? !isNodesAnswer(body, rules)
+        : rules?.unavailableAt?.includes(statusCode) === true
+          ? saysUnavailable(body, rules)
+          : failedStatus(statusCode);
     const taken = this.#answered(attempt, statusCode, failed);
     if (taken && !failed && statusCode >= 500) this.#note.nodesAnswer = true;
     return taken;
@@ -496,6 +503,11 @@ export abstract class CallRun<Caller extends CallerSide = CallerSide> implements
       if (!endAfterThrow(this.res, failure)) throw failure;
     }
   }
+}
+
+/** A status that says the node failed the call (`answered`). */
+function failedStatus(statusCode: number): boolean {
+  return statusCode >= 500 || statusCode === 429 || statusCode === 401;
 }
 
 /** The node holds the call on purpose: a stream while its caller listens, a long poll while it waits. */
