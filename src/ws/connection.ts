@@ -236,6 +236,13 @@ export class Connection {
         this.#fromUpstream(data, isBinary);
       }),
     );
+    // a bridge's message its node refused the connection for reached no node: it goes again whole (move.ts)
+    socket.on(
+      "undelivered",
+      this.#guard((text: string) => {
+        if (socket === this.#upstream) this.#pending.undelivered(text);
+      }),
+    );
     socket.on(
       "close",
       this.#guard((code: number) => {

@@ -39,7 +39,7 @@ const ABNORMAL = 1006;
  * and the node's answer comes back as the socket's message; the connection's checks, cache, ledger of
  * calls and move to another node work on it as on a real socket. A node that cannot be reached "closes"
  * it (1006): the connection moves, its reads are asked again on another node and its writes are answered
- * WRITE_NOT_CONFIRMED, never sent twice. A request the node breaks, does not answer in time, or answers
+ * WRITE_NOT_CONFIRMED, never sent twice; the message it refused reached no node, and goes again whole. A request the node breaks, does not answer in time, or answers
  * with nothing a caller can use is that message's alone: its calls get the error an HTTP caller would get,
  * the others in flight go on, and the connection stays (docs/websocket.md).
  */
@@ -157,6 +157,8 @@ export class HttpBridge extends EventEmitter implements NodeSocket {
         if (!settled() || this.readyState !== OPEN) return;
         const failure = error instanceof Error ? error : new Error(String(error));
         const kind = failureKind(failure);
+        // before the node's failure, which may move the connection at once
+        if (kind === "refused") this.emit("undelivered", text);
         if (kind !== undefined) this.#upstream.health.failed(kind, describeFailure(failure));
         // A node that cannot be reached takes no call: the connection moves. A request it broke, did not
         // answer in time or answered past the cap is that message's alone (each POST stands apart): its

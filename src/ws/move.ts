@@ -266,6 +266,13 @@ export class ConnectionMove {
       this.#tooLarge(message, unanswered);
       return;
     }
+    // no node got it (a bridge's node refused the connection): it goes whole, its writes too, as an HTTP
+    // write goes on to the next node when the first refused the connection
+    if (message.undelivered === true) {
+      message.undelivered = false;
+      this.#connection.transmit(message);
+      return;
+    }
     // not sent again: writes (WRITE_NOT_CONFIRMED), and a batch's unsubscribes, whose subscriptions were
     // on the lost node (true, as a lone unsubscribe's in #resubscribe)
     const settled = unanswered.filter((c) => {

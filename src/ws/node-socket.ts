@@ -24,5 +24,10 @@ export interface NodeSocket {
     listener: (data: RawData, isBinary: boolean, failedHere?: ReadonlyMap<string, ErrorCode>) => void,
   ): this;
   on(event: "close", listener: (code: number) => void): this;
+  /**
+   * From a bridge: the node refused the connection for message `text`, which so reached no node and may go
+   * to another whole, its writes too (move.ts). Told before the node's failure moves the connection.
+   */
+  on(event: "undelivered", listener: (text: string) => void): this;
   on(event: "error", listener: (error: Error) => void): this;
 }

@@ -4,6 +4,7 @@ import type { ErrorCode } from "../errors/table.js";
 import type { PassedCall } from "../jsonrpc/check.js";
 import { idKey, isUnreadableId } from "../jsonrpc/id-key.js";
 import { mergeBatchAnswer } from "../jsonrpc/merge.js";
+import { scanMembers } from "../jsonrpc/scan.js";
 import type { BodyTest } from "../registry/types.js";
 import type { CacheKeep } from "./cached-calls.js";
 import { textOf } from "./node-answers.js";
@@ -34,6 +35,8 @@ export interface UpstreamMessage {
   archived?: PassedCall[] | undefined;
   /** Its writes a move could not confirm, while its reads go again: priced and counted as refused. */
   writesLost?: ((calls: readonly PassedCall[]) => void) | undefined;
+  /** Its node refused the connection it went on (a bridge's): no node got it, and it goes again whole (move.ts). */
+  undelivered?: boolean | undefined;
   /**
    * It was alone in flight when the node's socket closed for a message past four times the size cap
    * (1009): that message was its answer, which any node would answer alike; it is not sent again (move.ts).
@@ -132,6 +135,15 @@ export class PendingCalls {
     if (pending === undefined) return;
     pending.message.archived ??= [];
     pending.message.archived.push(pending.call);
+  }
+
+  /** The message holding the calls of `text` reached no node (a bridge's node refused the connection). */
+  undelivered(text: string): void {
+    for (const call of scanMembers(text)) {
+      const id = call.get("id");
+      const message = id === undefined ? undefined : this.#byId.get(idKey(id))?.message;
+      if (message !== undefined) message.undelivered = true;
+    }
   }
 
   /** The call, sent again in another message; that message carries on the first one's span, if any. */
