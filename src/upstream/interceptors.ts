@@ -90,3 +90,47 @@ class CappedAnswer implements Dispatcher.DispatchHandler {
     return new GatewayError("UPSTREAM_RESPONSE_TOO_LARGE", { maxBytes: this.#max });
   }
 }
+
+/**
+ * A handler that tells `started` when undici takes its request to a connection (before that, the request
+ * has left nothing: one queued behind its pool's busy connections reached no node), and passes the rest on.
+ */
+export class StartNoted implements Dispatcher.DispatchHandler {
+  readonly #inner: Dispatcher.DispatchHandler;
+  readonly #started: () => void;
+
+  constructor(inner: Dispatcher.DispatchHandler, started: () => void) {
+    // a handler of undici's older shape (its request API's) is given the current one first, as compose does
+    this.#inner = WrapHandler.wrap(inner);
+    this.#started = started;
+  }
+
+  onRequestStart(controller: Dispatcher.DispatchController, context: unknown): void {
+    this.#started();
+    this.#inner.onRequestStart?.(controller, context);
+  }
+
+  onResponseStart(
+    controller: Dispatcher.DispatchController,
+    statusCode: number,
+    headers: Record<string, string | string[] | undefined>,
+    statusMessage?: string,
+  ): void {
+    this.#inner.onResponseStart?.(controller, statusCode, headers, statusMessage);
+  }
+
+  onResponseData(controller: Dispatcher.DispatchController, chunk: Buffer): void {
+    this.#inner.onResponseData?.(controller, chunk);
+  }
+
+  onResponseEnd(
+    controller: Dispatcher.DispatchController,
+    trailers: Record<string, string | string[] | undefined>,
+  ): void {
+    this.#inner.onResponseEnd?.(controller, trailers);
+  }
+
+  onResponseError(controller: Dispatcher.DispatchController, error: Error): void {
+    this.#inner.onResponseError?.(controller, error);
+  }
+}

@@ -10,7 +10,7 @@ import type { HeldCalls } from "../limits/held-calls.js";
 import type { NodeErrors } from "../registry/types.js";
 import { describeFailure, failureKind, toGatewayError } from "../upstream/failure.js";
 import type { UpstreamGroup } from "../upstream/group.js";
-import type { CappedOptions } from "../upstream/interceptors.js";
+import { type CappedOptions, StartNoted } from "../upstream/interceptors.js";
 import { isNodesAnswer } from "../upstream/node-errors.js";
 import { nodesForSocket } from "../upstream/policy.js";
 import { masksAnswer } from "../upstream/response-relay.js";
@@ -18,6 +18,9 @@ import { requestOn } from "../upstream/undici-pool.js";
 import { type Upstream, upstreamPath } from "../upstream/upstreams.js";
 import { toText } from "./message-intake.js";
 import type { NodeSocket } from "./node-socket.js";
+
+/** Why a write the bridge answers UPSTREAM_TIMEOUT may be sent again. */
+const NEVER_SENT = "the write waited for a free connection to its node, and was never sent";
 
 /** A dialect's long-poll methods and its node's hold (registry `longPolls`). */
 export interface LongPolls {
@@ -109,6 +112,8 @@ export class HttpBridge extends EventEmitter implements NodeSocket {
     // the request is written), as a call's deadline bounds it over HTTP; a hedge's delay later than that
     // timeout, so a node that hangs a message it was sent is still told by it
     let done = false;
+    /** undici took the request to a connection: before that, it reached no node (a write may go again). */
+    const sent = { started: false };
     const settled = (): boolean => {
       if (done) return false;
       done = true;
@@ -124,11 +129,11 @@ export class HttpBridge extends EventEmitter implements NodeSocket {
       () => {
         controller.abort(new GatewayError("UPSTREAM_TIMEOUT"));
         if (settled() && this.readyState === OPEN)
-          this.#answerEach(text, new GatewayError("UPSTREAM_TIMEOUT"));
+          this.#answerEach(text, new GatewayError("UPSTREAM_TIMEOUT"), sent.started);
       },
       this.#limits.deadlineMs + heldMs + this.#limits.hedgeMaxMs,
     );
-    this.#post(text, heldMs, controller.signal).then(
+    this.#post(text, heldMs, controller.signal, sent).then(
       ({ status, answer }) => {
         if (!settled() || this.readyState !== OPEN) return;
         // as over HTTP (call-run.ts), a 5xx or a 429 counts against the node's health, but for the node's own
@@ -171,17 +176,19 @@ export class HttpBridge extends EventEmitter implements NodeSocket {
 
   /**
    * Each call of a message the node did not answer usably gets `error` by its id: a write
-   * WRITE_NOT_CONFIRMED, since the node may have taken it. Nothing for notifications.
+   * WRITE_NOT_CONFIRMED, since the node may have taken it, unless it was never `sent` (it waited for a free
+   * connection to its node), as over HTTP (call-run.ts). Nothing for notifications.
    */
-  #answerEach(text: string, error: GatewayError): void {
+  #answerEach(text: string, error: GatewayError, sent = true): void {
     const answers: string[] = [];
     const failedHere = new Map<string, ErrorCode>();
     for (const call of scanMembers(text)) {
       const id = call.get("id");
       if (id === undefined) continue;
       const write = this.#writes.has(methodOf(call));
-      const code = write ? "WRITE_NOT_CONFIRMED" : error.code;
-      answers.push(rpcErrorJson(code as RpcErrorCode, id, error.detail, this.#requestId, this.#errorForm));
+      const code = write && sent ? "WRITE_NOT_CONFIRMED" : error.code;
+      const detail = write && !sent ? { ...error.detail, reason: NEVER_SENT } : error.detail;
+      answers.push(rpcErrorJson(code as RpcErrorCode, id, detail, this.#requestId, this.#errorForm));
       failedHere.set(id, code);
     }
     if (answers.length === 0) return;
@@ -206,6 +213,7 @@ export class HttpBridge extends EventEmitter implements NodeSocket {
     text: string,
     heldMs: number,
     signal: AbortSignal,
+    sent: { started: boolean },
   ): Promise<{ status: number; answer: string }> {
     // a long poll has its node's hold more to answer in, on the pool of held calls (upstreams.ts), as over HTTP
     const options: Dispatcher.RequestOptions & CappedOptions = {
@@ -218,7 +226,14 @@ export class HttpBridge extends EventEmitter implements NodeSocket {
       signal,
       maxResponseBytes: this.#limits.maxResponseBytes,
     };
-    const dispatch = heldMs > 0 ? this.#upstream.streamDispatch : this.#upstream.dispatch;
+    const on = heldMs > 0 ? this.#upstream.streamDispatch : this.#upstream.dispatch;
+    const dispatch: typeof on = (opts, handler) =>
+      on(
+        opts,
+        new StartNoted(handler, () => {
+          sent.started = true;
+        }),
+      );
     const { statusCode, headers, body } = await requestOn({ dispatch } as Dispatcher, options);
     const answer = await body.text();
     // a refusal quoting the upstream's secrets goes to the socket masked, as over HTTP (response-relay.ts)

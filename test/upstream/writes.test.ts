@@ -252,6 +252,27 @@ describe("a write that never got a connection to its node", () => {
     monitor.body.destroy();
   });
 
+  it("on a WebSocket bridged over HTTP, a write that never got a connection is not 'unconfirmed' either", async () => {
+    const restore = resolveTestHosts();
+    const monitor = await request(`${gw.origin}/${KEYS.all}/monitor/heads/main`, {
+      headers: { host: "xtz.gw.test" },
+    });
+    const client = await Client.open(`ws://near.${DOMAIN}:${gw.port}/${KEYS.all}`);
+    try {
+      const before = sendTxSeen;
+      client.send(
+        '{"jsonrpc":"2.0","id":"ws","method":"send_tx","params":{"signed_tx_base64":"AAAA","wait_until":"FINAL"}}',
+      );
+      const answer = await client.answerTo('"ws"', 5_000);
+      expect(answer.error?.data?.code, JSON.stringify(answer)).toBe("UPSTREAM_TIMEOUT");
+      expect(sendTxSeen).toBe(before);
+    } finally {
+      client.close();
+      monitor.body.destroy();
+      restore();
+    }
+  });
+
   it("on a WebSocket bridged over HTTP too: a long poll that never got a connection ends at its deadline", async () => {
     const restore = resolveTestHosts();
     const monitor = await request(`${gw.origin}/${KEYS.all}/monitor/heads/main`, {
