@@ -1,7 +1,7 @@
 import type { RawData, WebSocket } from "ws";
 import { readNeed } from "../answers/read-need.js";
 import type { GatewayConfig, Limits } from "../config/types.js";
-import { errorBody, errorFormOf, jsonRpcStyle } from "../errors/respond.js";
+import { errorBody, errorFormOf, jsonRpcStyle, rpcErrorJson } from "../errors/respond.js";
 import type { ErrorCode } from "../errors/table.js";
 import { callRulesOf } from "../jsonrpc/call-rules.js";
 import type { CallRules, PassedCall } from "../jsonrpc/check.js";
@@ -206,6 +206,7 @@ export class Connection {
   /** Closes both sides with one code, for shutdown (1001) and revocation. */
   close(code: number, reason: string): void {
     if (this.#closed) return;
+    this.#writesLost("the gateway closed the connection before the node answered");
     this.#client.close(code, reason);
     this.#upstream?.close(code === CLOSE.GOING_AWAY ? CLOSE.GOING_AWAY : CLOSE.NORMAL, reason);
     this.#finish(unansweredAs(code));
@@ -571,9 +572,35 @@ export class Connection {
   #closeMoved(reason: string): void {
     if (this.#closed) return;
     this.#options.metrics?.webSocketMoves.add([this.#label, "closed"]);
+    this.#writesLost(
+      "the upstream socket was lost before the node answered, and the connection could not move",
+    );
     if (this.#client.readyState === this.#client.OPEN) this.#client.close(CLOSE.BAD_GATEWAY, reason);
     this.#upstream?.close(CLOSE.NORMAL, reason);
     this.#finish("NO_UPSTREAM");
+  }
+
+  /**
+   * The writes its node had and had not answered, as the gateway closes the connection: their answers are
+   * lost, so each gets WRITE_NOT_CONFIRMED by its id (in its batch's answer if it had company), as a write
+   * a move loses does (move.ts); never silence, which leaves an SDK's call pending for ever.
+   */
+  #writesLost(reason: string): void {
+    const byMessage = new Map<UpstreamMessage, string[]>();
+    for (const pending of this.#pending.values()) {
+      const { message, call } = pending;
+      if (!pending.write || !message.sent || call.id === undefined) continue;
+      const answer = rpcErrorJson(
+        "WRITE_NOT_CONFIRMED",
+        call.id,
+        { reason },
+        this.#options.mounted.admitted.requestId,
+        errorFormOf(this.#policy, false),
+      );
+      byMessage.set(message, [...(byMessage.get(message) ?? []), answer]);
+    }
+    for (const [message, answers] of byMessage)
+      this.#toClient(message.batch ? `[${answers.join(",")}]` : (answers[0] as string), false);
   }
 
   /** Sends to the client unless it stopped reading: past the buffer bound it is closed, not buffered. */
