@@ -360,17 +360,25 @@ export class RememberedSubscriptions {
   remove(subscription: Subscription | undefined): void {
     if (subscription === undefined || this.#byClientId.get(subscription.clientId) !== subscription) return;
     this.#byClientId.delete(subscription.clientId);
-    this.#byUpstreamId.delete(subscription.upstreamId);
+    this.#forgetUpstreamId(subscription);
     if (subscription.watched) this.#watched--;
   }
 
-  /** After a move: the subscription is `id` on the new node. */
+  /**
+   * After a move: the subscription is `id` on the new node. Its id on the lost node may be the one the new
+   * node gave another subscription made again before it (ids numbered in order): that one keeps it.
+   */
   rebind(subscription: Subscription, id: string): void {
     const watched = subscription.watched;
-    this.#byUpstreamId.delete(subscription.upstreamId);
+    this.#forgetUpstreamId(subscription);
     subscription.upstreamId = id;
     this.#byUpstreamId.set(id, subscription);
     if (subscription.watched !== watched) this.#watched += watched ? -1 : 1;
+  }
+
+  #forgetUpstreamId(subscription: Subscription): void {
+    if (this.#byUpstreamId.get(subscription.upstreamId) === subscription)
+      this.#byUpstreamId.delete(subscription.upstreamId);
   }
 
   /** The subscription an unsubscribe call's params name, by the id the client knows. */
