@@ -170,7 +170,8 @@ export class MessageSender {
       return refused.length > 0 ? `[${refused.join(",")}]` : undefined;
     }
     const rewritten = pending.some(
-      (p) => p.target !== undefined && p.target.upstreamId !== p.target.clientId,
+      (p) =>
+        (p.target !== undefined && p.target.upstreamId !== p.target.clientId) || p.shadowed !== undefined,
     );
     outgoing.calls = passed;
     outgoing.text = rewritten ? undefined : sendableAsReceived(text, checked) ? text : undefined;
@@ -385,13 +386,17 @@ export class MessageSender {
       this.#host.pending.reserveSubscription();
     }
     const kind = checked.access === "subscribe" || checked.access === "unsubscribe" ? checked.access : "call";
+    const { remembered } = this.#host;
+    const target = kind === "unsubscribe" ? remembered.named(paramsOf(checked)) : undefined;
     pending.push({
       kind,
       call: checked,
       message,
       write: this.#host.policy.writes.has(checked.method),
       refusedWrite: this.#host.refusedWrite,
-      target: kind === "unsubscribe" ? this.#host.remembered.named(paramsOf(checked)) : undefined,
+      target,
+      shadowed:
+        kind === "unsubscribe" && target === undefined ? remembered.shadowed(paramsOf(checked)) : undefined,
     });
     return checked;
   }
@@ -399,8 +404,11 @@ export class MessageSender {
   /** The message from its calls, each unsubscribe naming its subscription by the id the node uses. */
   build(calls: readonly PassedCall[], batch: boolean): string {
     const texts = calls.map((call) => {
-      const target = call.id === undefined ? undefined : this.#host.pending.get(call.id)?.target;
+      const entry = call.id === undefined ? undefined : this.#host.pending.get(call.id);
+      const target = entry?.target;
       const params = call.call.members.get("params");
+      if (params !== undefined && entry?.shadowed !== undefined)
+        return call.withParams(params.replace(...entry.shadowed));
       if (target === undefined || params === undefined || target.upstreamId === target.clientId)
         return call.json;
       return call.withParams(params.replace(target.clientId, target.upstreamId));

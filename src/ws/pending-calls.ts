@@ -61,6 +61,8 @@ export interface Pending {
   readonly refusedWrite?: readonly BodyTest[] | undefined;
   /** An unsubscribe's subscription. */
   readonly target: Subscription | undefined;
+  /** An unsubscribe naming none the client holds: the node's id it names, and what is sent in its place. */
+  readonly shadowed?: readonly [string, string] | undefined;
   /** A call the cache missed: what it keeps of the node's answer (cached-calls.ts). */
   keep?: CacheKeep | undefined;
 }

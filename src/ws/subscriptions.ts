@@ -254,6 +254,26 @@ function readNotification(
   return id === undefined || result === undefined ? undefined : { id, result };
 }
 
+/** An id of `like`'s kind (a string, a number) that `held` has no entry for. */
+function freshId(like: string, held: ReadonlyMap<string, unknown>): string {
+  for (;;) {
+    const fresh = like.startsWith('"')
+      ? `"0x${randomBytes(16).toString("hex")}"`
+      : String(randomInt(2 ** 47, 2 ** 48));
+    if (!held.has(fresh)) return fresh;
+  }
+}
+
+/** The subscription ids an unsubscribe call's params may name, as source tokens. */
+function idsIn(paramsValue: unknown): string[] {
+  const values = Array.isArray(paramsValue)
+    ? paramsValue
+    : typeof paramsValue === "object" && paramsValue !== null
+      ? Object.values(paramsValue)
+      : [];
+  return values.filter((v) => typeof v === "string" || typeof v === "number").map((v) => JSON.stringify(v));
+}
+
 function isObject(value: unknown): value is Record<string, unknown> {
   return typeof value === "object" && value !== null && !Array.isArray(value);
 }
@@ -340,21 +360,11 @@ export class RememberedSubscriptions {
       ends: this.rules?.ends?.[method],
       headChange: this.rules?.headChanges.includes(method) ?? false,
     });
-    if (this.#byClientId.has(id)) subscription.clientId = this.#freshId(id);
+    if (this.#byClientId.has(id)) subscription.clientId = freshId(id, this.#byClientId);
     this.#byClientId.set(subscription.clientId, subscription);
     this.#byUpstreamId.set(id, subscription);
     if (subscription.watched) this.#watched++;
     return subscription;
-  }
-
-  /** An id of `like`'s kind (a string, a number) that the client holds for none of its subscriptions. */
-  #freshId(like: string): string {
-    for (;;) {
-      const fresh = like.startsWith('"')
-        ? `"0x${randomBytes(16).toString("hex")}"`
-        : String(randomInt(2 ** 47, 2 ** 48));
-      if (!this.#byClientId.has(fresh)) return fresh;
-    }
   }
 
   remove(subscription: Subscription | undefined): void {
@@ -384,15 +394,23 @@ export class RememberedSubscriptions {
   /** The subscription an unsubscribe call's params name, by the id the client knows. */
   named(paramsValue: unknown): Subscription | undefined {
     if (this.size === 0) return undefined;
-    const values = Array.isArray(paramsValue)
-      ? paramsValue
-      : typeof paramsValue === "object" && paramsValue !== null
-        ? Object.values(paramsValue)
-        : [];
-    for (const value of values) {
-      if (typeof value !== "string" && typeof value !== "number") continue;
-      const found = this.#byClientId.get(JSON.stringify(value));
+    for (const id of idsIn(paramsValue)) {
+      const found = this.#byClientId.get(id);
       if (found !== undefined) return found;
+    }
+    return undefined;
+  }
+
+  /**
+   * An unsubscribe naming none the client holds, but an id the node gave one the client knows by another (a
+   * move): that id's token, and one the node holds for none, to send in its place. Sent as it is, it would
+   * end the client's subscription; sent so, the node answers it as an id it does not hold.
+   */
+  shadowed(paramsValue: unknown): readonly [string, string] | undefined {
+    if (this.size === 0) return undefined;
+    for (const id of idsIn(paramsValue)) {
+      const found = this.#byUpstreamId.get(id);
+      if (found !== undefined && found.clientId !== id) return [id, freshId(id, this.#byUpstreamId)];
     }
     return undefined;
   }
