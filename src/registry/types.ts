@@ -563,6 +563,11 @@ export interface HeadsRule {
   readonly encoding: HeadEncoding;
   /** The call that returns a header by hash; the string "{hash}" in `params` stands for the hash. */
   readonly byHash: { readonly method: string; readonly params: unknown };
+  /**
+   * Its headers are the node's finalized blocks: each says how final the node holds the chain, as a read at
+   * the finalized tag does (group.ts `finalAnswered`), so another node's older finalized block is not read next.
+   */
+  readonly finalized?: true;
 }
 
 export interface EventsRule {

@@ -82,9 +82,10 @@ export interface ConnectionOptions {
   ) => void;
   /**
    * `node` pushed a header to a heads subscription (registry `heads`): the label learns its height, read by
-   * `height` only when the label reads heights at all (answers/examined.ts readsHeights).
+   * `height` only when the label reads heights at all (answers/examined.ts readsHeights); `finalized`: the
+   * node holds that block final (registry `heads.finalized`).
    */
-  readonly learnHead?: (node: Upstream, height: () => number | undefined) => void;
+  readonly learnHead?: (node: Upstream, height: () => number | undefined, finalized: boolean) => void;
   /** A node pushed what its head is now with no height (registry `headChanges`): `result`, its text. */
   readonly headChanged?: (node: Upstream, result: string) => void;
   readonly onClose: () => void;
@@ -366,7 +367,9 @@ export class Connection {
           const idMember = this.#remembered.rules?.idMember ?? "";
           const pushed = Buffer.isBuffer(data) ? data : toText(data);
           solo.passedOn(pushed, idMember);
-          if (solo.kind?.heads !== undefined) this.#learnHead(() => solo.pushedHeadHeight(pushed, idMember));
+          const heads = solo.kind?.heads;
+          if (heads !== undefined)
+            this.#learnHead(() => solo.pushedHeadHeight(pushed, idMember), heads.finalized === true);
         }
         this.#toClient(data, isBinary);
         return;
@@ -448,7 +451,8 @@ export class Connection {
       return;
     }
     const { subscription, result } = found;
-    if (subscription.kind?.heads !== undefined) this.#learnHead(() => subscription.headHeight(result));
+    const heads = subscription.kind?.heads;
+    if (heads !== undefined) this.#learnHead(() => subscription.headHeight(result), heads.finalized === true);
     // a runtime upgrade: the client asks the new metadata next, on this socket, and reads the node's own
     if (subscription.headChange) this.#options.headChanged?.(this.#node, result);
     deliver(subscription, result, text, this.#fill);
@@ -459,10 +463,11 @@ export class Connection {
   /**
    * A header the node pushed is told to the label before the client has it: its served head, and the
    * answers the cache keeps at the head, move to it first, else the client told block N+1 read N back from
-   * the cache on the same socket. A finalized header's block is one the node has, no lower head.
+   * the cache on the same socket. A finalized header's block is one the node has, no lower head, and one it
+   * holds final: the label's next read at the finalized tag goes to a node at least as final.
    */
-  #learnHead(height: () => number | undefined): void {
-    this.#options.learnHead?.(this.#node, height);
+  #learnHead(height: () => number | undefined, finalized: boolean): void {
+    this.#options.learnHead?.(this.#node, height, finalized);
   }
 
   /** Remembers a subscription the node made: the id the client is to know it by. */

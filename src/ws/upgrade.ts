@@ -432,10 +432,12 @@ export class WebSocketGateway implements WebSocketCounts {
           text,
         ),
       // as a block read's answer: a block the node has (a finalized header's too), its head at least there
-      learnHead: (node, height) => {
+      learnHead: (node, height, finalized) => {
         if (!readsHeights(group)) return;
         const read = height();
-        if (read !== undefined) group.answeredHeight(node, read, false);
+        if (read === undefined) return;
+        group.answeredHeight(node, read, false);
+        if (finalized) group.finalAnswered(node, read);
       },
       headChanged: (_node, result) => group.headChanged(result),
       logger: this.#logger,
