@@ -135,6 +135,8 @@ export class Connection {
   /** What the connection lends its parts (#Host). */
   readonly #host: ConnectionHost;
   readonly #liveness: ClientLiveness;
+  /** The node's socket answered the last ping sent to it (or none was sent since it was attached). */
+  #nodeAnswersPing = true;
   /** Closes the connection when the JWT it opened with stops being valid. */
   #token: TokenLifetime | undefined = undefined;
 
@@ -185,6 +187,7 @@ export class Connection {
       options.limits.ws,
       (listener) => this.#guard(listener),
       () => this.close(CLOSE.NORMAL, "idle timeout"),
+      () => this.#pingNode(),
     );
     const validUntil = mounted.admitted.tokenValidUntilMs;
     if (validUntil !== undefined)
@@ -228,6 +231,10 @@ export class Connection {
 
   #attach(socket: NodeSocket): void {
     this.#upstream = socket;
+    this.#nodeAnswersPing = true;
+    socket.on("pong", () => {
+      if (socket === this.#upstream) this.#nodeAnswersPing = true;
+    });
     // A lost socket's late events are ignored: only the current one speaks for the connection.
     socket.on(
       "message",
@@ -264,6 +271,27 @@ export class Connection {
         this.#lose(only?.oversized === true ? "closed for an answer over the size cap" : "failed");
       }),
     );
+  }
+
+  /**
+   * At each of the client's pings the node's socket is pinged too: one that has not answered the last (the
+   * path to it went dark, no FIN or RST, while the node answers the prober over HTTP) is a lost node, and
+   * the connection moves, where its subscriptions would hear nothing more.
+   */
+  #pingNode(): void {
+    const upstream = this.#upstream;
+    if (upstream?.ping === undefined || upstream.readyState !== upstream.OPEN) return;
+    if (!this.#nodeAnswersPing) {
+      // not opened on that node again: a new socket there would most likely go the same dark way
+      this.#lose(
+        `silent (no pong within ${this.#options.limits.ws.pingIntervalMs} ms)`,
+        undefined,
+        this.#node,
+      );
+      return;
+    }
+    this.#nodeAnswersPing = false;
+    upstream.ping();
   }
 
   /**
@@ -486,8 +514,13 @@ export class Connection {
    * The upstream socket is gone, or its node out of rotation: the connection moves to another node
    * (move.ts), unless it holds node state or its client is leaving, and then it is closed with 1014.
    * `chosen`: the node still answers, and the connection leaves it for a better one (nodeLeftRotation).
+   * `avoid`: a node the move does not open its socket on.
    */
-  #lose(why: string, chosen?: { readonly socket: NodeSocket; readonly node: Upstream }): void {
+  #lose(
+    why: string,
+    chosen?: { readonly socket: NodeSocket; readonly node: Upstream },
+    avoid?: Upstream,
+  ): void {
     // a socket lost after a move got it (remaking subscriptions, or waiting for its node to reach the
     // head) moves the connection again
     if (this.#closed || (this.#move?.moving === true && !this.#move.onNewSocket)) {
@@ -510,7 +543,7 @@ export class Connection {
       );
       return;
     }
-    this.#mover().start(why, chosen);
+    this.#mover().start(why, chosen, avoid);
   }
 
   /**

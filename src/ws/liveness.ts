@@ -4,7 +4,8 @@ import type { Limits } from "../config/types.js";
 /**
  * Whether a connection's client is still there (docs/websocket.md, "Bounds"): pinged every
  * `pingIntervalMs`, terminated when a ping is still unanswered at the next, and told `idle` when no message
- * came for `idleTimeoutMs`. Each timer's callback runs through the connection's error boundary (`guard`).
+ * came for `idleTimeoutMs`. `beat` runs at each ping too (the connection pings its node's socket). Each
+ * timer's callback runs through the connection's error boundary (`guard`).
  */
 export class ClientLiveness {
   readonly #client: WebSocket;
@@ -17,13 +18,17 @@ export class ClientLiveness {
     limits: Limits["ws"],
     guard: (listener: () => void) => () => void,
     idle: () => void,
+    beat: () => void,
   ) {
     this.#client = client;
     client.on("pong", () => {
       this.#alive = true;
     });
     this.#ping = setInterval(
-      guard(() => this.#heartbeat()),
+      guard(() => {
+        this.#heartbeat();
+        beat();
+      }),
       limits.pingIntervalMs,
     );
     this.#idle = setTimeout(guard(idle), limits.idleTimeoutMs);

@@ -137,9 +137,14 @@ export class ConnectionMove {
    * Moves the connection off its lost socket: `why` it was lost, for the close reason if it cannot move.
    * A move the gateway chose (`chosen`: its node answers, and another serves better) comes with the socket
    * it opened on that node first (connection.ts `nodeLeftRotation`), and is not a loss: it does not count
-   * towards the losses that close a connection.
+   * towards the losses that close a connection. `avoid`: a node not to open the new socket on (one whose
+   * socket went silent).
    */
-  start(why: string, chosen?: { readonly socket: NodeSocket; readonly node: Upstream }): void {
+  start(
+    why: string,
+    chosen?: { readonly socket: NodeSocket; readonly node: Upstream },
+    avoid?: Upstream,
+  ): void {
     const connection = this.#connection;
     // A node that takes sockets and drops them at once would have the connection move without end.
     const now = performance.now();
@@ -181,6 +186,7 @@ export class ConnectionMove {
         this.#moved();
         this.#resubscribe();
       }),
+      avoid,
     );
   }
 

@@ -13,6 +13,8 @@ export interface NodeSocket {
   /** Bytes sent and not yet taken by the node: a node that stops reading lets them grow. */
   readonly bufferedAmount: number;
   send(text: string): void;
+  /** A WebSocket's ping to the node, answered with a `pong` event; a bridge sends none. */
+  ping?(): void;
   close(code?: number, reason?: string): void;
   terminate(): void;
   /**
@@ -29,5 +31,6 @@ export interface NodeSocket {
    * to another whole, its writes too (move.ts). Told before the node's failure moves the connection.
    */
   on(event: "undelivered", listener: (text: string) => void): this;
+  on(event: "pong", listener: () => void): this;
   on(event: "error", listener: (error: Error) => void): this;
 }
