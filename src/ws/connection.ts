@@ -81,7 +81,8 @@ export interface ConnectionOptions {
     text: string,
   ) => void;
   /**
-   * `node` pushed a header to a heads subscription (registry `heads`): the label learns its height, read by
+   * `node` pushed a header to a heads subscription (registry `heads`), or an event of a block (`events`):
+   * the label learns its height, read by
    * `height` only when the label reads heights at all (answers/examined.ts readsHeights); `finalized`: the
    * node holds that block final (registry `heads.finalized`).
    */
@@ -395,9 +396,9 @@ export class Connection {
           const idMember = this.#remembered.rules?.idMember ?? "";
           const pushed = Buffer.isBuffer(data) ? data : toText(data);
           solo.passedOn(pushed, idMember);
-          const heads = solo.kind?.heads;
-          if (heads !== undefined)
-            this.#learnHead(() => solo.pushedHeadHeight(pushed, idMember), heads.finalized === true);
+          const { kind } = solo;
+          if (kind !== undefined)
+            this.#learnHead(() => solo.pushedHeight(pushed, idMember), kind.heads?.finalized === true);
         }
         this.#toClient(data, isBinary);
         return;
@@ -479,8 +480,9 @@ export class Connection {
       return;
     }
     const { subscription, result } = found;
-    const heads = subscription.kind?.heads;
-    if (heads !== undefined) this.#learnHead(() => subscription.headHeight(result), heads.finalized === true);
+    const { kind } = subscription;
+    if (kind !== undefined)
+      this.#learnHead(() => subscription.shownHeight(result), kind.heads?.finalized === true);
     // a runtime upgrade: the client asks the new metadata next, on this socket, and reads the node's own
     if (subscription.headChange) this.#options.headChanged?.(this.#node, result);
     deliver(subscription, result, text, this.#fill);
@@ -489,9 +491,9 @@ export class Connection {
   }
 
   /**
-   * A header the node pushed is told to the label before the client has it: its served head, and the
-   * answers the cache keeps at the head, move to it first, else the client told block N+1 read N back from
-   * the cache on the same socket. A finalized header's block is one the node has, no lower head, and one it
+   * A header the node pushed, or an event's block, is told to the label before the client has it: its
+   * served head, and the answers the cache keeps at the head, move to it first, else the client told block
+   * N+1 read N back from the cache on the same socket. A finalized header's block is one the node has, no lower head, and one it
    * holds final: the label's next read at the finalized tag goes to a node at least as final.
    */
   #learnHead(height: () => number | undefined, finalized: boolean): void {

@@ -206,18 +206,25 @@ export class Subscription {
     return "send";
   }
 
-  /** A heads notification's height, from its result's source text; undefined for another kind, or none. */
-  headHeight(result: string): number | undefined {
-    const rule = this.kind?.heads;
-    return rule === undefined ? undefined : heightOf(scanMembers(result)[0]?.get(rule.number), rule.encoding);
+  /**
+   * The height of the block a notification shows the node has, from its result's source text: a header's,
+   * an event's block's (not one a reorganisation took back); undefined for another kind, or none.
+   */
+  shownHeight(result: string): number | undefined {
+    const { kind } = this;
+    const rule = kind?.heads ?? kind?.events;
+    if (rule === undefined) return undefined;
+    const fields = scanMembers(result)[0];
+    if (kind?.events !== undefined && fields?.get("removed") === "true") return undefined;
+    return heightOf(fields?.get(rule.number), rule.encoding);
   }
 
   /** The same, from a whole notification passed on undecoded (`passedOn`). */
-  pushedHeadHeight(data: string | Buffer, idMember: string): number | undefined {
-    if (this.kind?.heads === undefined) return undefined;
+  pushedHeight(data: string | Buffer, idMember: string): number | undefined {
+    if (this.kind === undefined) return undefined;
     const members = scanMembers(typeof data === "string" ? data : data.toString("utf8"))[0];
     const result = members === undefined ? undefined : readNotification(members, idMember)?.result;
-    return result === undefined ? undefined : this.headHeight(result);
+    return result === undefined ? undefined : this.shownHeight(result);
   }
 
   /** An event's height, from its result's source text; undefined when it names none. */
