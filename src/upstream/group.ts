@@ -59,6 +59,8 @@ export class UpstreamGroup {
   readonly #finalOf = new WeakMap<Upstream, Map<number, string>>();
   /** Each node's own finalized height, as it last named it (`finalizedBy`). */
   readonly #finalizedBy = new WeakMap<Upstream, number>();
+  /** The highest of `#finalizedBy`'s: a node below it is less final than another (`moreFinalThan`). */
+  #mostFinalNamed = -1;
   #newestSeen = -1;
   /** The last head change a node pushed on the label with no height (`headChanged`). */
   #headChange: string | undefined;
@@ -171,7 +173,22 @@ export class UpstreamGroup {
    * probes that would say another node caught up are up to an interval old.
    */
   finalAnswered(node: Upstream, height: number): void {
-    if (height > (this.#finalizedBy.get(node) ?? -1)) this.#finalizedBy.set(node, height);
+    if (height > (this.#finalizedBy.get(node) ?? -1)) this.#finalizedNamed(node, height);
+  }
+
+  #finalizedNamed(node: Upstream, height: number): void {
+    this.#finalizedBy.set(node, height);
+    if (height > this.#mostFinalNamed) this.#mostFinalNamed = height;
+  }
+
+  /**
+   * Another node of the label at its head that named a higher finalized block than `node` did, if one did
+   * (`mostFinalized`). One comparison while `node` is as final as any node named.
+   */
+  moreFinalThan(node: Upstream): Upstream | undefined {
+    if (this.finalizedBy(node) >= this.#mostFinalNamed) return undefined;
+    const best = this.mostFinalized();
+    return best === node ? undefined : best;
   }
 
   /**
@@ -262,7 +279,7 @@ export class UpstreamGroup {
    */
   finalizedSeen(height: number, hash?: string, node?: Upstream): void {
     if (node !== undefined && height > (this.#finalizedBy.get(node) ?? -1))
-      this.#finalizedBy.set(node, height);
+      this.#finalizedNamed(node, height);
     if (hash !== undefined) {
       if (node !== undefined) this.#named(node, height, hash);
       // not the head reads' hashes: a block seen at the head may have been replaced before it was final

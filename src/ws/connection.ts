@@ -71,6 +71,11 @@ export interface ConnectionOptions {
   /** The highest head the label has served (answers/served-head.ts). */
   readonly servedHead?: (() => number) | undefined;
   /**
+   * The node of the label at its head that named a higher finalized block than `node` did, if one did
+   * (group.ts `mostFinalized`): a read at the finalized tag goes there.
+   */
+  readonly moreFinalThan?: ((node: Upstream) => Upstream | undefined) | undefined;
+  /**
    * `node` answered `calls` (`single`: one call, not a batch) with `text`: the label learns the heights it
    * shows (answers/examined.ts learnSocketHeights).
    */
@@ -347,9 +352,10 @@ export class Connection {
 
   /**
    * A read at the head, or of a block, that the connection's node has not reached goes to a node of the
-   * label that has (head-reads.ts), as does a batch of such reads; its answer comes back as the node's
-   * would. True when it went. A message with a write, a subscription, a filter's call or a WebSocket-only
-   * call stays on the node.
+   * label that has (head-reads.ts), as does a batch of such reads; and a read at the finalized tag, when
+   * another node named a higher finalized block than the connection's node (a caller shown that block on
+   * another socket would see finality go back). Its answer comes back as the node's would. True when it
+   * went. A message with a write, a subscription, a filter's call or a WebSocket-only call stays on the node.
    */
   #askedAtHead(outgoing: UpstreamMessage): boolean {
     const { headAsk, servedHead } = this.#options;
@@ -357,7 +363,9 @@ export class Connection {
     if (headAsk === undefined || servedHead === undefined || head === undefined) return false;
     const served = servedHead();
     const { calls } = outgoing;
-    if (head >= served || calls.length === 0) return false;
+    if (calls.length === 0) return false;
+    const moreFinal = this.#options.moreFinalThan?.(this.#node);
+    if (head >= served && moreFinal === undefined) return false;
     for (const call of calls) {
       const pending = call.id === undefined ? undefined : this.#pending.get(call.id);
       if (pending?.kind !== "call" || pending.write || call.access === "websocket") return false;
@@ -365,10 +373,11 @@ export class Connection {
     const need = readNeed(this.#policy.reads, this.#options.mounted.mount.head, calls, !outgoing.batch);
     if (need === undefined || need.handle !== undefined || need.makesHandle) return false;
     const atLeast = Math.max(need.atHead ? served : -1, need.highestBlock);
-    if (atLeast <= head) return false;
+    const final = need.atFinalized ? moreFinal : undefined;
+    if (atLeast <= head && final === undefined) return false;
     const text = outgoing.text ?? this.#sender.build(calls, outgoing.batch);
     const ids = calls.map((call) => call.id as string);
-    const asked = headAsk(text, ids, outgoing.batch, atLeast, (answer) => {
+    const asked = headAsk(text, ids, outgoing.batch, atLeast, final, (answer) => {
       if (!this.#closed) this.#fromUpstream(Buffer.from(answer), false, true);
     });
     if (asked) outgoing.sent = true;

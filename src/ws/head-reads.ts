@@ -1,17 +1,19 @@
 import { rpcErrorJson } from "../errors/respond.js";
 import type { UpstreamGroup } from "../upstream/group.js";
+import type { Upstream } from "../upstream/upstreams.js";
 import { askOnce, type BridgedMount, HttpBridge } from "./http-bridge.js";
 
 /**
- * Asks a node of the connection's label that has reached `atLeast` one message of reads (its text, and its
- * calls' ids: a batch's, or a single call's one), and calls back with its answer; false, and nothing asked,
- * when no node in rotation has reached it.
+ * Asks a node of the connection's label that has reached `atLeast` (`node`, when given: the one chosen for
+ * its finality) one message of reads (its text, and its calls' ids: a batch's, or a single call's one), and
+ * calls back with its answer; false, and nothing asked, when no node in rotation has reached it.
  */
 export type HeadAsk = (
   callText: string,
   ids: readonly string[],
   batch: boolean,
   atLeast: number,
+  node: Upstream | undefined,
   answered: (answer: string) => void,
 ) => boolean;
 
@@ -30,8 +32,8 @@ export interface HeadTarget extends BridgedMount {
  * and over a socket saw the head go back (docs/upstreams.md, "Answers across nodes").
  */
 export function headAsk(target: HeadTarget): HeadAsk {
-  return (callText, ids, batch, atLeast, answered) => {
-    const upstream = target.group.choose(false, atLeast)[0];
+  return (callText, ids, batch, atLeast, node, answered) => {
+    const upstream = node ?? target.group.choose(false, atLeast)[0];
     if (upstream === undefined) return false;
     const bridge = new HttpBridge(
       upstream,

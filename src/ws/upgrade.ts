@@ -421,6 +421,7 @@ export class WebSocketGateway implements WebSocketCounts {
       archiveAsk: this.#archiveAsk(mounted),
       headAsk: this.#headAsk(mounted, group),
       servedHead: () => group.served.height,
+      moreFinalThan: (node) => group.moreFinalThan(node),
       learnHeights: (node, calls, single, text) =>
         learnSocketHeights(
           group,

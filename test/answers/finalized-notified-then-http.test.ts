@@ -114,4 +114,25 @@ describe("a finalized header pushed on a socket, then chain_getFinalizedHead ove
     for (const client of clients) client.close();
     expect(answers).toEqual(Array(10).fill(shown));
   });
+
+  it("answers it on a connection of its own too, one opened on the node less final", async () => {
+    // after the case above: `a` pushed a finalized header `b` has not finalized yet
+    const shown = SharedSubstrateChain.hash(aFinal);
+    const clients: Client[] = [];
+    try {
+      let onB: Client | undefined;
+      for (let i = 0; i < 20 && onB === undefined; i++) {
+        const before = b.connections.length;
+        const client = await Client.open(`ws://dot.${DOMAIN}:${gw.port}/${KEYS.all}`);
+        clients.push(client);
+        if (b.connections.length > before) onB = client;
+      }
+      if (onB === undefined) throw new Error("no connection opened on b");
+      const answers: unknown[] = [];
+      for (let i = 0; i < 5; i++) answers.push((await onB.call("chain_getFinalizedHead", [])).result);
+      expect(answers).toEqual(Array(5).fill(shown));
+    } finally {
+      for (const client of clients) client.close();
+    }
+  });
 });
