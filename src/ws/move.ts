@@ -192,7 +192,8 @@ export class ConnectionMove {
 
   /**
    * On the new socket: an unsubscribe that was in flight has done its work (its subscription was on the
-   * lost node); every other subscription is made again, and once all are, the calls go out.
+   * lost node), true; one naming no subscription the client held is false, as a node answers an id it does
+   * not know. Every other subscription is made again, and once all are, the calls go out.
    */
   #resubscribe(): void {
     const { pending, remembered, calls, fill } = this.#connection;
@@ -203,7 +204,7 @@ export class ConnectionMove {
       // one in a batch is answered inside the batch's answer (#sendAgain)
       if (entry.message.batch) continue;
       pending.delete(id);
-      this.#connection.toClient(`{"jsonrpc":"2.0","id":${id},"result":true}`);
+      this.#connection.toClient(`{"jsonrpc":"2.0","id":${id},"result":${entry.target !== undefined}}`);
     }
     const subscriptions = remembered.all();
     for (const subscription of subscriptions) subscription.catchUp(fill.idMember);
@@ -280,7 +281,7 @@ export class ConnectionMove {
       return;
     }
     // not sent again: writes (WRITE_NOT_CONFIRMED), and a batch's unsubscribes, whose subscriptions were
-    // on the lost node (true, as a lone unsubscribe's in #resubscribe)
+    // on the lost node (true, or false for an id the client never held, as a lone one's in #resubscribe)
     const settled = unanswered.filter((c) => {
       const entry = pending.get(c.id as string);
       return entry?.write === true || entry?.kind === "unsubscribe";
@@ -288,9 +289,10 @@ export class ConnectionMove {
     const lostWrites = settled.filter((c) => pending.get(c.id as string)?.write === true);
     const writes = lostWrites.length;
     const refusals = settled.map((call) => {
-      const unsubscribe = pending.get(call.id as string)?.kind === "unsubscribe";
+      const entry = pending.get(call.id as string);
       pending.delete(call.id as string);
-      if (unsubscribe) return `{"jsonrpc":"2.0","id":${call.id},"result":true}`;
+      if (entry?.kind === "unsubscribe")
+        return `{"jsonrpc":"2.0","id":${call.id},"result":${entry.target !== undefined}}`;
       return rpcErrorJson(
         "WRITE_NOT_CONFIRMED",
         call.id as string,
