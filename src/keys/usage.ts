@@ -1,4 +1,6 @@
 import { randomBytes } from "node:crypto";
+import { setTimeout as sleep } from "node:timers/promises";
+import { reconnectDelay } from "./reconnect-backoff.js";
 import {
   type CallDetail,
   type CodeRow,
@@ -167,10 +169,26 @@ export class UsageCounter implements UsageRecorder {
     return this.#flushing;
   }
 
-  async close(): Promise<void> {
+  /**
+   * The last flush, tried again (with the store's reconnect backoff) for up to `waitForStoreMs` while the
+   * store refuses it: a stop made during an outage would otherwise drop everything counted since the store
+   * went. `onWait` hears of the first failure; the last one rejects.
+   */
+  async close(waitForStoreMs = 0, onWait: (error: Error) => void = () => {}): Promise<void> {
     clearInterval(this.#timer);
     try {
-      await this.flush();
+      const deadline = this.#now() + waitForStoreMs;
+      for (let attempt = 0; ; attempt++) {
+        try {
+          await this.flush();
+          break;
+        } catch (error) {
+          const left = deadline - this.#now();
+          if (left <= 0) throw error;
+          if (attempt === 0) onWait(error as Error);
+          await sleep(Math.min(left, reconnectDelay(attempt)));
+        }
+      }
     } finally {
       await this.#sink.close();
     }

@@ -89,8 +89,13 @@ export async function openKeyStores(config: GatewayConfig, logger: Logger): Prom
     spent: sink,
     close: async () => {
       closing = true;
+      // a stop during an outage waits for the store as long as it lets calls in flight finish
       await usage
-        .close()
+        .close(config.limits.drainTimeoutMs, (error) =>
+          logger.log("warn", "usage counts not flushed yet at stop: trying again until the store answers", {
+            reason: error.message,
+          }),
+        )
         .catch((error: Error) =>
           logger.log("warn", "usage counts not flushed at stop", { reason: error.message }),
         );
