@@ -19,6 +19,9 @@ export interface NoticeSink {
   notice(notice: QuotaNotice): Promise<void>;
 }
 
+/** How long a notice the store did not take waits before it is written again. */
+const NOTICE_RETRY_MS = 1_000;
+
 /** Notices already written by this process; a day's worth is far below it. */
 const MAX_REMEMBERED = 50_000;
 
@@ -49,21 +52,26 @@ export function quotaNotices(
     });
     const account = owner?.accountId.startsWith("account:") ? Number(owner.accountId.slice(8)) : Number.NaN;
     if (sink === undefined || owner === undefined || !Number.isInteger(account)) return;
-    sink
-      .notice({
-        scope: crossing.scope,
-        period: crossing.periodId,
-        threshold: crossing.threshold,
-        accountId: account,
-        keyPrefix: owner.keyId,
-        plan: owner.plan,
-        quota: crossing.limit,
-        resetsAt: crossing.resetsAt,
-      })
-      .catch((error: Error) => {
-        // written again at the next crossing this process sees; the store's key keeps it to one e-mail
-        written.delete(id);
-        logger.log("warn", "quota notice not written", { reason: error.message });
+    const notice: QuotaNotice = {
+      scope: crossing.scope,
+      period: crossing.periodId,
+      threshold: crossing.threshold,
+      accountId: account,
+      keyPrefix: owner.keyId,
+      plan: owner.plan,
+      quota: crossing.limit,
+      resetsAt: crossing.resetsAt,
+    };
+    let tries = 0;
+    const write = (): void => {
+      sink.notice(notice).catch((error: Error) => {
+        if (tries++ === 0) logger.log("warn", "quota notice not written", { reason: error.message });
+        // tried again until the store takes it (a crossing is seen once: no later call makes it again),
+        // while its period lasts; the store's key keeps it to one e-mail
+        if (Date.now() + NOTICE_RETRY_MS < notice.resetsAt) setTimeout(write, NOTICE_RETRY_MS).unref();
+        else written.delete(id);
       });
+    };
+    write();
   };
 }
