@@ -54,10 +54,13 @@ export class SharedHeads {
     this.#raise = (this.#redis as unknown as { gatewayRaiseHead: RaiseCommand }).gatewayRaiseHead.bind(
       this.#redis,
     );
-    // The subscriber queues its SUBSCRIBE until it is connected, and makes it again after a reconnection.
-    this.#subscriber = new Redis(config.redis, { ...sharedRedisOptions(""), enableOfflineQueue: true });
+    // The subscriber subscribes each time it is connected: a SUBSCRIBE queued while Redis was down at the
+    // start is dropped at the first failed attempt (maxRetriesPerRequest 0), and would never be made.
+    this.#subscriber = new Redis(config.redis, sharedRedisOptions(""));
     this.#subscriber.on("message", (_channel: string, message: string) => this.#heard(message));
-    this.#subscriber.subscribe(this.#channel).catch(() => {});
+    this.#subscriber.on("ready", () => {
+      this.#subscriber.subscribe(this.#channel).catch(() => {});
+    });
     // Failed reconnections are retried with backoff; meanwhile each instance keeps its own heads.
     this.#redis.on("error", () => {});
     this.#subscriber.on("error", () => {});
