@@ -131,6 +131,16 @@ export class QuotaRecovery {
     return this.#local.starting(scope);
   }
 
+  /** Whether some scope was counted alone since Redis went away: what `back` would add. */
+  servedAlone(): boolean {
+    for (const [scope, spent] of this.#local.local.scopes()) {
+      const base = this.#bases.get(scope);
+      if (base === undefined || spent.dayUnits > base.dayUnits || spent.monthUnits > base.monthUnits)
+        return true;
+    }
+    return false;
+  }
+
   /**
    * Redis is back: what each scope was served alone is added to the counters of a month started; a month
    * not started (Redis lost it) starts from the store, which the usage flushes fill.

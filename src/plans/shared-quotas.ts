@@ -83,6 +83,8 @@ export class SharedQuotaLedger implements QuotaLedger {
   /** Leases left idle give back what they hold and tell what was spent from them (#sweep). */
   readonly #idle: NodeJS.Timeout;
   #lastError = "";
+  /** What was served alone being added to Redis's counters, since quotas were last shared again. */
+  #back: Promise<void> = Promise.resolve();
 
   /** `source`: the account store's usage counts, which a counter Redis lost starts from. */
   constructor(
@@ -209,7 +211,22 @@ export class SharedQuotaLedger implements QuotaLedger {
     }, 1_000).unref();
   }
 
-  async close(): Promise<void> {
+  /**
+   * `waitForRedisMs`: how long a stop while Redis is away waits for it to answer again, so that what this
+   * instance counted alone is added to its counters: once it has stopped, no instance would add it, and the
+   * quota would be served again from counters that never learnt of it.
+   */
+  async close(waitForRedisMs = 0): Promise<void> {
+    const deadline = performance.now() + waitForRedisMs;
+    if (!this.#shared && waitForRedisMs > 0 && this.#recovery.servedAlone()) {
+      this.#logger.log("warn", "shared quotas: stopping while Redis is unreachable: waiting for it", {
+        waitMs: waitForRedisMs,
+      });
+      await this.ready(waitForRedisMs);
+    }
+    // the adding is one call per quota, each with its deadline: the stop waits for it no longer in all
+    const left = Math.max(0, deadline - performance.now());
+    await Promise.race([this.#back, new Promise((resolve) => setTimeout(resolve, left).unref())]);
     this.#closed = true;
     clearTimeout(this.#retry);
     clearInterval(this.#idle);
@@ -452,7 +469,7 @@ export class SharedQuotaLedger implements QuotaLedger {
     if (shared === this.#shared) return;
     this.#shared = shared;
     if (shared) for (const told of this.#whenShared.splice(0)) told();
-    if (shared) void this.#recovery.back();
+    if (shared) this.#back = this.#recovery.back();
     else
       this.#recovery.alone(
         [...this.#leases].flatMap(([scope, lease]) =>

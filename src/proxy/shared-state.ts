@@ -106,7 +106,8 @@ export async function openSharedState(
     handles: sharedHandles,
     answers: sharedAnswers,
     async close() {
-      await Promise.all([limiter.close(), sharedHeads.close(), quotas.close()]);
+      // a stop while Redis is away waits for it as long as calls in flight may take, for the quotas
+      await Promise.all([limiter.close(), sharedHeads.close(), quotas.close(config.limits.drainTimeoutMs)]);
       sharedAnswers?.close();
       sharedHandles.close();
     },
