@@ -2,7 +2,7 @@ import { createHash } from "node:crypto";
 import { readFileSync } from "node:fs";
 import { relative } from "node:path";
 import { Ajv2020 } from "ajv/dist/2020.js";
-import { isMap, isPair, isScalar, LineCounter, type Node, parseDocument } from "yaml";
+import { isMap, isPair, isScalar, LineCounter, type Node, parseDocument, visit } from "yaml";
 import schema from "../registry/schema.json" with { type: "json" };
 import type { RegistrySpec } from "./registry-types.js";
 
@@ -57,6 +57,18 @@ export function loadRegistry(path: string): LoadedRegistry {
   if (doc.errors.length > 0) {
     throw new RegistryError(doc.errors.map((e) => at(e.pos[0], `YAML: ${e.message.split("\n")[0]}`)));
   }
+  // an alias is resolved only when the document is read as data, where one without its anchor throws with
+  // no place: each is found here, at its own line
+  const unresolved: RegistryIssue[] = [];
+  visit(doc, {
+    Alias: (_key, alias) => {
+      if (alias.resolve(doc) === undefined)
+        unresolved.push(
+          at(alias.range?.[0] ?? 0, `YAML: alias "*${alias.source}" names no anchor set before it`),
+        );
+    },
+  });
+  if (unresolved.length > 0) throw new RegistryError(unresolved);
 
   const locate = (path: YamlPath, message: string): RegistryIssue => {
     const node = doc.getIn(path, true) as Node | undefined;

@@ -361,6 +361,12 @@ const defects: readonly Defect[] = [
     to: "    name: Beta\n    name: Gamma\n",
     message: "47:5 YAML: Map keys must be unique",
   },
+  {
+    name: "a YAML alias whose anchor is not set before it",
+    from: "    mounts: [{ path: /, interface: chainrest }]\n",
+    to: "    mounts: *mounts\n",
+    message: '48:13 YAML: alias "*mounts" names no anchor set before it',
+  },
 ];
 
 describe("an invalid registry is refused with the file, line, column and rule", () => {
