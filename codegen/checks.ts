@@ -1,7 +1,13 @@
 import { matchRoute } from "../src/registry/match-route.js";
 import { checkChainCall, checkChainIds, checkChainNames } from "./chain-ids.js";
 import type { LoadedRegistry, RegistryIssue, YamlPath } from "./load.js";
-import type { InterfaceSpec, MethodGroups, NetworkSpec, RouteGroups } from "./registry-types.js";
+import type {
+  BodyTestSpec,
+  InterfaceSpec,
+  MethodGroups,
+  NetworkSpec,
+  RouteGroups,
+} from "./registry-types.js";
 import {
   emptyTrie,
   insertRoute,
@@ -167,6 +173,23 @@ function checkInterface(
     );
   checkProbeCall(id, iface, "head", trie, path, report);
   checkProbeCall(id, iface, "chain", trie, path, report);
+  // the generated tables hold each pattern compiled: one that is not a regular expression is refused here
+  const tests: [YamlPath, BodyTestSpec | undefined][] = [
+    [[...path, "nodeErrors", "answer"], iface.nodeErrors?.answer],
+    [[...path, "nodeErrors", "unavailable"], iface.nodeErrors?.unavailable],
+    ...(iface.refusedWrite ?? []).map((test, i): [YamlPath, BodyTestSpec] => [
+      [...path, "refusedWrite", i],
+      test,
+    ]),
+  ];
+  for (const [at, test] of tests) {
+    if (test?.matches === undefined) continue;
+    try {
+      new RegExp(test.matches);
+    } catch {
+      report([...at, "matches"], "is not a regular expression");
+    }
+  }
 }
 
 /**

@@ -362,6 +362,12 @@ const defects: readonly Defect[] = [
     message: "47:5 YAML: Map keys must be unique",
   },
   {
+    name: "a node error test whose pattern is not a regular expression",
+    from: "    head: { method: eth_blockNumber,",
+    to: '    nodeErrors: { status: 500, answer: { member: error.message, matches: "^(proto" } }\n    head: { method: eth_blockNumber,',
+    message: "20:74 is not a regular expression",
+  },
+  {
     name: "a YAML alias whose anchor is not set before it",
     from: "    mounts: [{ path: /, interface: chainrest }]\n",
     to: "    mounts: *mounts\n",
