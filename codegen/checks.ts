@@ -468,7 +468,7 @@ function checkReads(iface: InterfaceSpec, trie: TrieNode | undefined, path: Yaml
         [...path, "positionalAt", method],
         `"${method}" does not read its block from its params object (reads.at)`,
       );
-  checkCacheRules(rules, served, trie, [...path, "cache"], report);
+  checkCacheRules(rules, served, new Set(iface.writes), trie, [...path, "cache"], report);
   checkAtHeadPaths(iface, [...path, "atHeadPaths"], report);
   checkHeightInPaths(iface, [...path, "heightInPaths"], report);
   if (rules.unknownBlockAnswers !== undefined && iface.family !== "rest")
@@ -517,6 +517,7 @@ function checkReads(iface: InterfaceSpec, trie: TrieNode | undefined, path: Yaml
 function checkCacheRules(
   rules: NonNullable<InterfaceSpec["reads"]>,
   served: ReadonlySet<string>,
+  writes: ReadonlySet<string>,
   trie: TrieNode | undefined,
   path: YamlPath,
   report: Report,
@@ -558,11 +559,26 @@ function checkCacheRules(
   ];
   for (const method of named)
     if (!served.has(method)) report(path, `"${method}" is not one of the interface's methods`);
+  // the gateway never keeps a write's answer (each one reaches a node): a rule naming one would say otherwise
+  for (const list of ["always", "atHead", "atBlock"] as const)
+    (cache[list] ?? []).forEach((method, i) => {
+      if (writes.has(method))
+        report(
+          [...path, list, i],
+          `"${method}" is a write: a write is never kept, and every one reaches a node`,
+        );
+    });
+  for (const method of Object.keys(cache.blockIn ?? {}))
+    if (writes.has(method))
+      report(
+        [...path, "blockIn", method],
+        `"${method}" is a write: a write is never kept, and every one reaches a node`,
+      );
   for (const method of Object.keys(cache.hashHeightIn ?? {}))
     if (!cache.atBlock?.includes(method))
       report([...path, "hashHeightIn"], `"${method}" is not one of the cache's atBlock methods`);
   for (const method of cache.atBlock ?? [])
-    if (rules.at?.[method] === undefined && rules.ranges?.[method] === undefined)
+    if (!writes.has(method) && rules.at?.[method] === undefined && rules.ranges?.[method] === undefined)
       report([...path, "atBlock"], `"${method}" has no block param in reads.at nor a range in reads.ranges`);
   const finalized = cache.finalized;
   if (finalized !== undefined && "route" in finalized)

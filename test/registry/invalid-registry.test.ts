@@ -362,6 +362,12 @@ const defects: readonly Defect[] = [
     message: "47:5 YAML: Map keys must be unique",
   },
   {
+    name: "a write in the cache's rules",
+    from: "eth_getBalance]\n      dedicated: [debug_traceTransaction]\n      websocket: [eth_subscribe, eth_unsubscribe]\n      deny: [admin_*, eth_sign]\n",
+    to: "eth_getBalance, eth_sendRawTransaction]\n      dedicated: [debug_traceTransaction]\n      websocket: [eth_subscribe, eth_unsubscribe]\n      deny: [admin_*, eth_sign]\n    writes: [eth_sendRawTransaction]\n    reads:\n      block: { encoding: hex-quantity, headTags: [latest] }\n      atHead: [eth_blockNumber]\n      cache: { always: [eth_chainId, eth_sendRawTransaction] }\n",
+    message: '24:38 "eth_sendRawTransaction" is a write: a write is never kept, and every one reaches a node',
+  },
+  {
     name: "a node error test whose pattern is not a regular expression",
     from: "    head: { method: eth_blockNumber,",
     to: '    nodeErrors: { status: 500, answer: { member: error.message, matches: "^(proto" } }\n    head: { method: eth_blockNumber,',
