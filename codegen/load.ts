@@ -76,7 +76,9 @@ export function loadRegistry(path: string): LoadedRegistry {
     return at(offset, message);
   };
 
-  const spec: unknown = doc.toJS();
+  // the registry is the repository's own file, not untrusted input: an anchor may be aliased any number of
+  // times (the library's default guard against alias bombs threw, with no place, at an anchor's hundredth)
+  const spec: unknown = doc.toJS({ maxAliasCount: -1 });
   if (!validateSchema(spec)) {
     const issues = (validateSchema.errors ?? []).map((error) => {
       const path = error.instancePath.split("/").slice(1).map(decodePointer);

@@ -386,6 +386,22 @@ describe("an invalid registry is refused with the file, line, column and rule", 
     expect(buildModel(join(ROOT, "test/fixtures/registry/minimal.yaml")).endpoints).toHaveLength(4);
   });
 
+  it("an anchor may be aliased by any number of networks (the registry is the repository's own file)", () => {
+    // a hundred EVM networks sharing one mount list by alias: the YAML library's guard against alias bombs
+    // threw a bare ReferenceError at its hundredth, with no place
+    const networks = Array.from(
+      { length: 100 },
+      (_, i) =>
+        `  - code: evm${i}\n    name: EVM ${i}\n    blockTime: 2\n    mounts: *evm\n    endpoints:\n      - { label: evm${i}, environment: mainnet, nodeClass: full, chainId: ${1000 + i} }\n`,
+    );
+    const file = join(dir, "many-aliases.yaml");
+    writeFileSync(
+      file,
+      `${BASE.replace("    mounts: [{ path: /, interface: evm }]", "    mounts: &evm [{ path: /, interface: evm }]")}${networks.join("")}`,
+    );
+    expect(buildModel(file).endpoints).toHaveLength(104);
+  });
+
   it("a chain named in text is another network's only where the same call names it", () => {
     // Aptos' chain id "1" beside Cardano's network magic "1": no node answers both calls
     const other = [

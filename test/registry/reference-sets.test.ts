@@ -11,7 +11,7 @@ const sets = parse(readFileSync(join(ROOT, "test/fixtures/upstream-interfaces.ya
   string,
   Record<string, unknown>
 >;
-const registry = parse(readFileSync(join(ROOT, "registry/networks.yaml"), "utf8"));
+const registry = parse(readFileSync(join(ROOT, "registry/networks.yaml"), "utf8"), { maxAliasCount: -1 });
 
 // reference section key -> registry interface id
 const JSONRPC: Record<string, string> = {

@@ -101,7 +101,8 @@ export interface RefEndpoint {
 }
 
 export function readReference(file: string): RefEndpoint[] {
-  const registry = parse(readFileSync(file, "utf8")) as RawRegistry;
+  // any number of aliases, as codegen reads the registry (codegen/load.ts)
+  const registry = parse(readFileSync(file, "utf8"), { maxAliasCount: -1 }) as RawRegistry;
   return registry.networks.flatMap((network) => {
     const mounts = network.mounts.map((mount) => readMount(registry, mount));
     const ids = mounts.flatMap((m) => m.interfaces);
