@@ -253,9 +253,17 @@ function checkAtHeadPaths(iface: InterfaceSpec, path: YamlPath, report: Report):
     );
     return;
   }
-  // a stream's first element may be the node's head too (Octez's /monitor/heads)
-  const shapes = ["shared", "dedicated", "stream"].flatMap((group) =>
-    (iface.routes?.[group as "shared" | "dedicated" | "stream"] ?? []).flatMap((text) => {
+  const shapes = routeShapes(iface);
+  prefixes.forEach((prefix, i) => {
+    if (!shapes.some((shape) => shape === prefix || shape.startsWith(`${prefix}/`)))
+      report([...path, i], `"${prefix}" is the shape of no route this interface serves (a parameter is {})`);
+  });
+}
+
+/** The shapes of the routes an interface serves; a stream's first element may be the node's head too (Octez's /monitor/heads). */
+function routeShapes(iface: InterfaceSpec): string[] {
+  return ROUTE_GROUPS.flatMap((group) =>
+    (iface.routes?.[group] ?? []).flatMap((text) => {
       try {
         return [shapeOf(parseRouteTemplate(text))];
       } catch {
@@ -263,10 +271,6 @@ function checkAtHeadPaths(iface: InterfaceSpec, path: YamlPath, report: Report):
       }
     }),
   );
-  prefixes.forEach((prefix, i) => {
-    if (!shapes.some((shape) => shape === prefix || shape.startsWith(`${prefix}/`)))
-      report([...path, i], `"${prefix}" is the shape of no route this interface serves (a parameter is {})`);
-  });
 }
 
 /**
@@ -284,8 +288,15 @@ function checkHeightInPaths(iface: InterfaceSpec, path: YamlPath, report: Report
     return;
   }
   const prefixes = [...(iface.reads?.atHeadPaths ?? []), ...Object.keys(iface.reads?.paths ?? {})];
+  // the gateway looks a route's shape up in heightInPaths as it is: one that is no route's is never read
+  const shapes = routeShapes(iface);
   for (const shape of Object.keys(heights))
-    if (!prefixes.some((prefix) => shape === prefix || shape.startsWith(`${prefix}/`)))
+    if (!shapes.includes(shape))
+      report(
+        [...path, shape],
+        `"${shape}" is the shape of no route this interface serves (a parameter is {})`,
+      );
+    else if (!prefixes.some((prefix) => shape === prefix || shape.startsWith(`${prefix}/`)))
       report(
         [...path, shape],
         `"${shape}" is not a read at the head (reads.atHeadPaths) nor under a block (reads.paths)`,
@@ -471,6 +482,20 @@ function checkReads(iface: InterfaceSpec, trie: TrieNode | undefined, path: Yaml
   checkCacheRules(rules, served, new Set(iface.writes), trie, [...path, "cache"], report);
   checkAtHeadPaths(iface, [...path, "atHeadPaths"], report);
   checkHeightInPaths(iface, [...path, "heightInPaths"], report);
+  // the REST rules the gateway looks a route's shape up in (exactly, or by a prefix of it): one that is no
+  // route's shape names no read, and its rule never applies
+  const shapes = routeShapes(iface);
+  const noRoute = (at: YamlPath, shape: string) =>
+    report(at, `"${shape}" is the shape of no route this interface serves (a parameter is {})`);
+  const under = (prefix: string) => shapes.some((s) => s === prefix || s.startsWith(`${prefix}/`));
+  for (const prefix of Object.keys(rules.paths ?? {}))
+    if (!under(prefix)) noRoute([...path, "paths", prefix], prefix);
+  (rules.finalViews ?? []).forEach((prefix, i) => {
+    if (!under(prefix)) noRoute([...path, "finalViews", i], prefix);
+  });
+  for (const key of ["atFinalizedPaths", "pageEnds"] as const)
+    for (const shape of Object.keys(rules[key] ?? {}))
+      if (!shapes.includes(shape)) noRoute([...path, key, shape], shape);
   if (rules.unknownBlockAnswers !== undefined && iface.family !== "rest")
     report(
       [...path, "unknownBlockAnswers"],

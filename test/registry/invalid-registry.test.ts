@@ -362,6 +362,36 @@ const defects: readonly Defect[] = [
     message: "47:5 YAML: Map keys must be unique",
   },
   {
+    name: "a block-in-path rule whose shape names no route (a typo)",
+    from: "    head: { route: GET /status,",
+    to: '    reads: { block: { encoding: integer, headTags: [head] }, paths: { "/block/{}": 1 } }\n    head: { route: GET /status,',
+    message: '35:84 "/block/{}" is the shape of no route this interface serves (a parameter is {})',
+  },
+  {
+    name: "a height-in-answer rule whose shape names no route (a typo under a read at the head)",
+    from: "    head: { route: GET /status,",
+    to: '    reads: { block: { encoding: integer, headTags: [head] }, paths: { "/blocks/{}": 1 }, atHeadPaths: [/status], heightInPaths: { "/status/{}": [height] } }\n    head: { route: GET /status,',
+    message: '35:145 "/status/{}" is the shape of no route this interface serves (a parameter is {})',
+  },
+  {
+    name: "a finalized-view prefix that names no route (a typo)",
+    from: "    head: { route: GET /status,",
+    to: '    reads: { block: { encoding: integer, headTags: [head] }, paths: { "/blocks/{}": 1 }, finalViews: [/statuz] }\n    head: { route: GET /status,',
+    message: '35:103 "/statuz" is the shape of no route this interface serves (a parameter is {})',
+  },
+  {
+    name: "a page-of-blocks rule whose shape names no route (a typo)",
+    from: "    head: { route: GET /status,",
+    to: '    reads: { block: { encoding: integer, headTags: [head] }, paths: { "/blocks/{}": 1 }, pageEnds: { /statuz: end } }\n    head: { route: GET /status,',
+    message: '35:111 "/statuz" is the shape of no route this interface serves (a parameter is {})',
+  },
+  {
+    name: "a finalized-read rule whose shape names no route (a typo)",
+    from: "    head: { route: GET /status,",
+    to: '    reads: { block: { encoding: integer, headTags: [head] }, paths: { "/blocks/{}": 1 }, atFinalizedPaths: { /statuz: [height] } }\n    head: { route: GET /status,',
+    message: '35:119 "/statuz" is the shape of no route this interface serves (a parameter is {})',
+  },
+  {
     name: "a write in the cache's rules",
     from: "eth_getBalance]\n      dedicated: [debug_traceTransaction]\n      websocket: [eth_subscribe, eth_unsubscribe]\n      deny: [admin_*, eth_sign]\n",
     to: "eth_getBalance, eth_sendRawTransaction]\n      dedicated: [debug_traceTransaction]\n      websocket: [eth_subscribe, eth_unsubscribe]\n      deny: [admin_*, eth_sign]\n    writes: [eth_sendRawTransaction]\n    reads:\n      block: { encoding: hex-quantity, headTags: [latest] }\n      atHead: [eth_blockNumber]\n      cache: { always: [eth_chainId, eth_sendRawTransaction] }\n",
