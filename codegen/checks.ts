@@ -473,6 +473,10 @@ function checkReads(iface: InterfaceSpec, trie: TrieNode | undefined, path: Yaml
   for (const method of Object.keys(rules.heightUnless ?? {}))
     if (rules.heightIn?.[method] === undefined)
       report([...path, "heightUnless", method], `"${method}" is not one of the interface's heightIn methods`);
+  // a call sent with its params by name is read by these names: a method the interface does not serve never is
+  for (const method of Object.keys(rules.paramNames ?? {}))
+    if (!served.has(method))
+      report([...path, "paramNames", method], `"${method}" is not one of the interface's methods`);
   for (const method of Object.keys(rules.positionalAt ?? {}))
     if (at[method] !== "params")
       report(

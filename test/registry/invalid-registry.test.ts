@@ -392,6 +392,12 @@ const defects: readonly Defect[] = [
     message: '35:119 "/statuz" is the shape of no route this interface serves (a parameter is {})',
   },
   {
+    name: "params' names for a method the interface does not serve (a typo)",
+    from: "    head: { method: eth_blockNumber,",
+    to: "    reads: { block: { encoding: hex-quantity, headTags: [latest] }, atHead: [eth_blockNumber], paramNames: { eth_getBalanse: [address, block] } }\n    head: { method: eth_blockNumber,",
+    message: '20:126 "eth_getBalanse" is not one of the interface\'s methods',
+  },
+  {
     name: "a write in the cache's rules",
     from: "eth_getBalance]\n      dedicated: [debug_traceTransaction]\n      websocket: [eth_subscribe, eth_unsubscribe]\n      deny: [admin_*, eth_sign]\n",
     to: "eth_getBalance, eth_sendRawTransaction]\n      dedicated: [debug_traceTransaction]\n      websocket: [eth_subscribe, eth_unsubscribe]\n      deny: [admin_*, eth_sign]\n    writes: [eth_sendRawTransaction]\n    reads:\n      block: { encoding: hex-quantity, headTags: [latest] }\n      atHead: [eth_blockNumber]\n      cache: { always: [eth_chainId, eth_sendRawTransaction] }\n",
