@@ -173,6 +173,12 @@ const defects: readonly Defect[] = [
       "50:57 networks[1].endpoints[0].nodeClass: must be equal to one of the allowed values (full, archive) (schema: enum)",
   },
   {
+    name: "a chain id JavaScript cannot hold exactly (past 2^53 - 1, which rounds)",
+    from: "{ label: alpha-archive, environment: archive, nodeClass: archive, chainId: 7 }",
+    to: "{ label: alpha-archive, environment: archive, nodeClass: archive, chainId: 9007199254740993 }",
+    message: "44:84 networks[0].endpoints[1].chainId: must be <= 9007199254740991 (schema: maximum)",
+  },
+  {
     name: "a head route with parameters",
     from: "head: { route: GET /status,",
     to: 'head: { route: "GET /blocks/{block}",',
