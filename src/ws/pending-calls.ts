@@ -81,6 +81,8 @@ export interface Settled {
   answered(message: UpstreamMessage): void;
   /** A call the cache missed was answered: the cache may keep the answer. */
   kept(keep: CacheKeep, members: ReadonlyMap<string, string>): void;
+  /** A call the cache missed was answered with the gateway's own error: the calls waiting on it ask a node. */
+  drop(keep: CacheKeep): void;
 }
 
 /**
@@ -183,7 +185,11 @@ export class PendingCalls {
       const result = members.has("error") ? undefined : members.get("result");
       // a write the node refused changed nothing (answers/write-taken.ts)
       if (pending.write && answerTakes(members, pending.refusedWrite)) settled.wrote();
-      if (pending.keep !== undefined) settled.kept(pending.keep, members);
+      // the gateway's own error in the node's place (ARCHIVE_REQUIRED for "no such state") is this
+      // caller's alone: the node's answer is no other key's to share, nor to keep
+      if (pending.keep !== undefined)
+        if (pending.message.failedHere?.some((f) => f.call === pending.call)) settled.drop(pending.keep);
+        else settled.kept(pending.keep, members);
       if (pending.kind === "call" && result !== undefined) settled.made(pending.call, result);
       if (pending.kind === "subscribe") {
         this.#reservedSubscriptions--;
