@@ -377,8 +377,10 @@ export class Connection {
     if (atLeast <= head && final === undefined) return false;
     const text = outgoing.text ?? this.#sender.build(calls, outgoing.batch);
     const ids = calls.map((call) => call.id as string);
-    const asked = headAsk(text, ids, outgoing.batch, atLeast, final, (answer) => {
-      if (!this.#closed) this.#fromUpstream(Buffer.from(answer), false, true);
+    const asked = headAsk(text, ids, outgoing.batch, atLeast, final, (answer, failedHere) => {
+      if (this.#closed) return;
+      for (const [id, code] of failedHere ?? []) this.#pending.failedHere(id, code);
+      this.#fromUpstream(Buffer.from(answer), false, true);
     });
     if (asked) outgoing.sent = true;
     return asked;

@@ -1,4 +1,5 @@
 import { rpcErrorJson } from "../errors/respond.js";
+import type { ErrorCode } from "../errors/table.js";
 import type { UpstreamGroup } from "../upstream/group.js";
 import type { Upstream } from "../upstream/upstreams.js";
 import { askOnce, type BridgedMount, HttpBridge } from "./http-bridge.js";
@@ -14,7 +15,7 @@ export type HeadAsk = (
   batch: boolean,
   atLeast: number,
   node: Upstream | undefined,
-  answered: (answer: string) => void,
+  answered: (answer: string, failedHere: ReadonlyMap<string, ErrorCode> | undefined) => void,
 ) => boolean;
 
 /** What asking another node of the label needs: its group and its name besides. */
@@ -53,11 +54,16 @@ export function headAsk(target: HeadTarget): HeadAsk {
         target.requestId,
         target.errorForm,
       );
+    // the gateway's own errors, not the node's answers: the connection counts them as such (no cost)
+    let failed: ReadonlyMap<string, ErrorCode> | undefined;
     askOnce(
       bridge,
       callText,
-      () => (batch ? `[${ids.map(unreached).join(",")}]` : unreached(ids[0] as string)),
-      answered,
+      () => {
+        failed = new Map(ids.map((id) => [id, "NO_UPSTREAM"]));
+        return batch ? `[${ids.map(unreached).join(",")}]` : unreached(ids[0] as string);
+      },
+      (answer, failedHere) => answered(answer, failedHere ?? failed),
     );
     return true;
   };

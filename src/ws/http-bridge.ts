@@ -367,22 +367,25 @@ export interface BridgedMount {
 
 /**
  * Sends one call on a bridge to a node and calls back once with its answer, or with `unanswered()` when
- * the bridge "closes" (1006: its node could not be reached); the bridge is closed after.
+ * the bridge "closes" (1006: its node could not be reached); the bridge is closed after. `failedHere`: the
+ * calls, by id, the bridge answered with the gateway's own error (a node that failed them), not the node.
  */
 export function askOnce(
   bridge: NodeSocket,
   callText: string,
   unanswered: () => string,
-  answered: (answer: string) => void,
+  answered: (answer: string, failedHere?: ReadonlyMap<string, ErrorCode>) => void,
 ): void {
   let done = false;
-  const finish = (answer: string): void => {
+  const finish = (answer: string, failedHere?: ReadonlyMap<string, ErrorCode>): void => {
     if (done) return;
     done = true;
     bridge.close();
-    answered(answer);
+    answered(answer, failedHere);
   };
-  bridge.on("message", (data: RawData) => finish(toText(data)));
+  bridge.on("message", (data: RawData, _isBinary: boolean, failedHere?: ReadonlyMap<string, ErrorCode>) =>
+    finish(toText(data), failedHere),
+  );
   bridge.on("close", () => finish(unanswered()));
   bridge.send(callText);
 }
