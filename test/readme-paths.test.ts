@@ -1,7 +1,18 @@
 import { existsSync, readFileSync } from "node:fs";
+import { Session } from "node:inspector/promises";
 import { join } from "node:path";
-import { describe, expect, it } from "vitest";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { endpointsByLabel } from "../generated/endpoints.js";
+import { DEFAULT_CACHE, DEFAULT_HEALTH } from "../src/config/defaults.js";
+import type { Endpoint } from "../src/registry/types.js";
 import { ROOT } from "./registry/helpers.js";
+import { DOMAIN, KEYS, type RunningGateway, rpcBody, startGateway, TEST_KEYS } from "./support/gateway.js";
+import { type LoopbackNode, startLoopbackNode } from "./support/loopback-node.js";
+import { type LoopbackWsNode, startLoopbackWsNode } from "./support/loopback-ws-node.js";
+import { everyNodeInRotation } from "./support/rotation.js";
+import { nodeState, softwareNode } from "./support/software-node.js";
+import { resolveTestHosts } from "./support/test-hosts.js";
+import { Client } from "./support/ws-client.js";
 
 // The README's request-flow diagram is how a newcomer finds the code: each file it names by a path must
 // be there, under src/ as the diagram says, or from the repository's root (generated/, dist/).
@@ -37,5 +48,115 @@ describe("the README's request-flow diagram", () => {
       (path) => !built(path) && !existsSync(join(ROOT, "src", path)) && !existsSync(join(ROOT, path)),
     );
     expect(missing).toEqual([]);
+  });
+});
+
+/** A source file's path under src/, as the README names it. */
+const SRC = `${join(ROOT, "src")}/`;
+const underSrc = (url: string): string | undefined => {
+  const at = url.indexOf(SRC);
+  return at < 0 ? undefined : url.slice(at + SRC.length).replace(/[?#].*$/, "");
+};
+
+// What the README says, checked against what runs: the functions V8 counts as called while the gateway
+// serves each kind of request (an inspector session's precise coverage). The nodes answer as their
+// software does (support/node-software.ts: geth's, algod's and stellar-rpc's envelopes;
+// support/loopback-ws-node.ts: geth's over a WebSocket).
+describe("the files a request runs, as the README names them", () => {
+  const session = new Session();
+  const ran = new Map<string, Set<string>>();
+  const limited = "FNrdLimited00000000000000000000";
+  let nodes: LoopbackNode[] = [];
+  let socketNode: LoopbackWsNode;
+  let gateways: RunningGateway[] = [];
+  let restore: () => void;
+
+  /** Runs `serve` once to warm it, then again with V8 counting calls: the src/ files it ran, by kind. */
+  async function runs(kind: string, serve: () => Promise<unknown>): Promise<void> {
+    await serve();
+    await session.post("Profiler.takePreciseCoverage");
+    await serve();
+    const { result } = await session.post("Profiler.takePreciseCoverage");
+    for (const script of result) {
+      const file = underSrc(script.url);
+      if (file === undefined || !script.functions.some((f) => (f.ranges[0]?.count ?? 0) > 0)) continue;
+      ran.set(file, (ran.get(file) ?? new Set()).add(kind));
+    }
+  }
+
+  beforeAll(async () => {
+    restore = resolveTestHosts();
+    const endpoint = (label: string) => endpointsByLabel.get(label) as Endpoint;
+    nodes = await Promise.all(
+      ["eth", "algo", "xlm"].map((label) =>
+        startLoopbackNode(softwareNode(endpoint(label), nodeState(endpoint(label), 1_000))),
+      ),
+    );
+    socketNode = await startLoopbackWsNode({
+      results: { eth_blockNumber: "0x3e8", eth_chainId: "0x1", net_version: "1", eth_syncing: false },
+    });
+    const [eth, algo, xlm] = nodes.map((node) => node.url);
+    gateways = await Promise.all([
+      startGateway({
+        upstreams: { eth: [eth as string], algo: [algo as string], xlm: [xlm as string] },
+        keys: [...TEST_KEYS, { key: limited, networks: "*", rate: { perSecond: 0.001, burst: 1 } }],
+      }),
+      startGateway({ upstreams: { eth: [socketNode.url] } }),
+      startGateway({
+        upstreams: { eth: [eth as string] },
+        health: { ...DEFAULT_HEALTH, probeIntervalMs: 60_000 },
+        cache: DEFAULT_CACHE,
+      }),
+    ]);
+    await everyNodeInRotation(gateways[2] as RunningGateway, "eth");
+    await session.connect();
+    await session.post("Profiler.enable");
+    await session.post("Profiler.startPreciseCoverage", { callCount: true, detailed: false });
+  });
+  afterAll(async () => {
+    await session.post("Profiler.stopPreciseCoverage").catch(() => {});
+    session.disconnect();
+    await Promise.all(gateways.map((gw) => gw.close()));
+    await Promise.all(nodes.map((node) => node.close()));
+    await socketNode?.close();
+    restore?.();
+  });
+
+  it("names every src/ file that serving a call runs, of each kind of call", async () => {
+    const [gw, socketGw, cachedGw] = gateways as [RunningGateway, RunningGateway, RunningGateway];
+    const key = `/${KEYS.all}`;
+    const answered = async (served: Promise<{ status: number }>, status = 200) =>
+      expect((await served).status).toBe(status);
+    await runs("an HTTP call", () => answered(gw.call("eth", key, { body: rpcBody("eth_blockNumber") })));
+    const batch = `[${rpcBody("eth_blockNumber", [], 1)},${rpcBody("eth_chainId", [], 2)}]`;
+    await runs("a batch", () => answered(gw.call("eth", key, { body: batch })));
+    await runs("a REST call", () => answered(gw.call("algo", `${key}/v2/status`)));
+    const socket = await Client.open(`ws://eth.${DOMAIN}:${socketGw.port}${key}`);
+    await runs("a WebSocket message", () => socket.call("eth_blockNumber"));
+    socket.close();
+    const bridged = await Client.open(`ws://xlm.${DOMAIN}:${gw.port}${key}`);
+    await runs("a WebSocket message over HTTP", () => bridged.call("getLatestLedger", {}));
+    bridged.close();
+    const asked = () => nodes[0]?.requests.filter((r) => r.body.includes("eth_chainId")).length;
+    await cachedGw.call("eth", key, { body: rpcBody("eth_chainId") });
+    const before = asked();
+    await runs("a cache hit", () => answered(cachedGw.call("eth", key, { body: rpcBody("eth_chainId") })));
+    expect(asked()).toBe(before);
+    await runs("an unknown method", () =>
+      answered(gw.call("eth", key, { body: rpcBody("eth_nosuch") }), 403),
+    );
+    await gw.call("eth", `/${limited}`, { body: rpcBody("eth_blockNumber") });
+    await runs("a call over its rate", () =>
+      answered(gw.call("eth", `/${limited}`, { body: rpcBody("eth_blockNumber") }), 429),
+    );
+    await runs("an unknown key", () =>
+      answered(gw.call("eth", `/FNrdUnknown00000000000000000000`, { body: rpcBody("eth_blockNumber") }), 401),
+    );
+
+    expect(ran.get("pipeline/http.ts")?.size).toBeGreaterThan(5);
+    const unnamed = [...ran]
+      .filter(([file]) => !mentioned.includes(file))
+      .map(([file, by]) => `${file}: ${[...by].join(", ")}`);
+    expect(unnamed).toEqual([]);
   });
 });
