@@ -1,10 +1,12 @@
 import { existsSync, readFileSync } from "node:fs";
+import { ServerResponse } from "node:http";
 import { Session } from "node:inspector/promises";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { endpointsByLabel } from "../generated/endpoints.js";
 import { DEFAULT_CACHE, DEFAULT_HEALTH } from "../src/config/defaults.js";
 import type { Endpoint } from "../src/registry/types.js";
+import { poolPerOrigin } from "../src/upstream/policy.js";
 import { ROOT } from "./registry/helpers.js";
 import { DOMAIN, KEYS, type RunningGateway, rpcBody, startGateway, TEST_KEYS } from "./support/gateway.js";
 import { type LoopbackNode, startLoopbackNode } from "./support/loopback-node.js";
@@ -58,18 +60,39 @@ const underSrc = (url: string): string | undefined => {
   return at < 0 ? undefined : url.slice(at + SRC.length).replace(/[?#].*$/, "");
 };
 
+/** The src/ files of a stack, outermost first, each once. */
+const stackFiles = (stack: string): string[] => {
+  const frames = [...stack.matchAll(/\(?(\S+?\.ts):\d+:\d+\)?$/gm)].map((m) => underSrc(m[1] ?? ""));
+  return [...new Set(frames.filter((f): f is string => f !== undefined).reverse())];
+};
+
 // What the README says, checked against what runs: the functions V8 counts as called while the gateway
-// serves each kind of request (an inspector session's precise coverage). The nodes answer as their
+// serves each kind of request (an inspector session's precise coverage), and the
+// stacks an upstream request is dispatched from and its answer written to the caller from. The nodes answer as their
 // software does (support/node-software.ts: geth's, algod's and stellar-rpc's envelopes;
 // support/loopback-ws-node.ts: geth's over a WebSocket).
 describe("the files a request runs, as the README names them", () => {
   const session = new Session();
   const ran = new Map<string, Set<string>>();
+  const dispatched: string[][] = [];
   const limited = "FNrdLimited00000000000000000000";
   let nodes: LoopbackNode[] = [];
   let socketNode: LoopbackWsNode;
   let gateways: RunningGateway[] = [];
   let restore: () => void;
+
+  const dispatcherFactory = (origin: string, limits: Parameters<typeof poolPerOrigin>[1]) => {
+    const pool = poolPerOrigin(origin, limits);
+    const dispatch = pool.dispatch.bind(pool);
+    pool.dispatch = (options, handler) => {
+      const depth = Error.stackTraceLimit;
+      Error.stackTraceLimit = 100;
+      dispatched.push(stackFiles(new Error().stack ?? ""));
+      Error.stackTraceLimit = depth;
+      return dispatch(options, handler);
+    };
+    return pool;
+  };
 
   /** Runs `serve` once to warm it, then again with V8 counting calls: the src/ files it ran, by kind. */
   async function runs(kind: string, serve: () => Promise<unknown>): Promise<void> {
@@ -99,6 +122,7 @@ describe("the files a request runs, as the README names them", () => {
     gateways = await Promise.all([
       startGateway({
         upstreams: { eth: [eth as string], algo: [algo as string], xlm: [xlm as string] },
+        dispatcherFactory,
         keys: [...TEST_KEYS, { key: limited, networks: "*", rate: { perSecond: 0.001, burst: 1 } }],
       }),
       startGateway({ upstreams: { eth: [socketNode.url] } }),
@@ -158,5 +182,43 @@ describe("the files a request runs, as the README names them", () => {
       .filter(([file]) => !mentioned.includes(file))
       .map(([file, by]) => `${file}: ${[...by].join(", ")}`);
     expect(unnamed).toEqual([]);
+  });
+
+  it("names the files an HTTP call passes in the order it passes them, there and back", async () => {
+    const gw = gateways[0] as RunningGateway;
+    const [there = "", back = ""] = diagram.split("──▶ node");
+    const inOrder = (files: readonly string[], text: string) =>
+      [...files].sort((a, b) => text.indexOf(a) - text.indexOf(b));
+    const end = ServerResponse.prototype.end;
+    const written: string[][] = [];
+    ServerResponse.prototype.end = function (this: ServerResponse, ...args: unknown[]) {
+      const depth = Error.stackTraceLimit;
+      Error.stackTraceLimit = 100;
+      written.push(stackFiles(new Error().stack ?? ""));
+      Error.stackTraceLimit = depth;
+      return (end as (...a: unknown[]) => ServerResponse).apply(this, args);
+    } as typeof end;
+    try {
+      for (const [label, path, body] of [
+        ["eth", "", rpcBody("eth_blockNumber")],
+        ["algo", "/v2/status", undefined],
+      ] as const) {
+        dispatched.length = 0;
+        written.length = 0;
+        await gw.call(label, `/${KEYS.all}${path}`, body === undefined ? {} : { body });
+        // from the pipeline to the node: pipeline/http.ts → … → upstream/interceptors.ts
+        const sent = dispatched[0] ?? [];
+        const out = sent.slice(sent.indexOf("pipeline/http.ts")).filter((file) => there.includes(file));
+        expect(out.length).toBeGreaterThan(3);
+        expect(out).toEqual(inOrder(out, there));
+        // from the node to the caller: the frames of the gateway's own answer, each named after the node
+        const answer = written.find((files) => files.includes("upstream/response-relay.ts")) ?? [];
+        expect(answer.length).toBeGreaterThan(2);
+        expect(answer.filter((file) => back.includes(file))).toEqual(answer);
+        expect(answer).toEqual(inOrder(answer, back));
+      }
+    } finally {
+      ServerResponse.prototype.end = end;
+    }
   });
 });
