@@ -29,6 +29,13 @@ const RESPAWN_FIRST_MS = 100;
 const RESPAWN_MAX_MS = 30_000;
 
 /**
+ * How long past `limits.drainTimeoutMs` a worker told to stop may take to exit (its usage flush and its
+ * goodbyes to the store and Redis, each bounded by 10 s) before it is killed: a worker that is stopped or
+ * stuck never takes its SIGTERM, and would hold the stop, and the shared listener, for ever.
+ */
+const STOP_GRACE_MS = 15_000;
+
+/**
  * The proxy as `config.workers` node:cluster workers sharing the listening socket, and their primary:
  * it forks them, starts again one that exits (after a backoff, its exit code or signal logged and counted
  * in gateway_worker_restarts_total), sends each a reload, and answers the operator API by asking them,
@@ -160,12 +167,25 @@ class Primary {
     this.#stoppingSince = Date.now();
     for (const worker of this.#workers()) this.#tellStopping(worker);
     await delay(shutdownDelayMs);
+    const exitWithinMs = this.serving.limits.drainTimeoutMs + STOP_GRACE_MS;
     await Promise.all(
       Object.values(cluster.workers ?? {}).map(
         (worker) =>
           new Promise<void>((resolve) => {
             if (worker === undefined || worker.isDead()) return resolve();
-            worker.once("exit", () => resolve());
+            const { pid } = worker.process;
+            const kill = setTimeout(() => {
+              this.#logger.log("error", "worker did not stop: killed", {
+                worker: worker.id,
+                pid,
+                exitWithinMs,
+              });
+              worker.process.kill("SIGKILL");
+            }, exitWithinMs);
+            worker.once("exit", () => {
+              clearTimeout(kill);
+              resolve();
+            });
             worker.kill("SIGTERM");
           }),
       ),
