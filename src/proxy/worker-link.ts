@@ -126,6 +126,29 @@ function reply(message: unknown): void {
 
 let nextQuestion = 0;
 
+/** A worker's reply to one of the primary's questions. */
+interface Reply {
+  readonly id?: number;
+  readonly value?: unknown;
+  readonly error?: string;
+}
+
+/**
+ * The questions waiting for their answer, by id, and the workers whose channel has a reader for them: one
+ * listener per worker, not one per question, which past 10 at once (a scrape and a few readiness checks
+ * while a worker is silent) had Node warn of a leak on stderr, outside the JSON log.
+ */
+const waiting = new Map<number, (reply: Reply) => void>();
+const read = new WeakSet<Worker>();
+
+function readReplies(worker: Worker): void {
+  if (read.has(worker)) return;
+  read.add(worker);
+  worker.on("message", (reply: Reply | undefined) => {
+    if (typeof reply?.id === "number") waiting.get(reply.id)?.(reply);
+  });
+}
+
 /**
  * One question to one worker, answered within `timeoutMs` or not at all (undefined): a stopped, dying or
  * dead worker must not hold up the operator API, and a message to a worker whose channel just closed must
@@ -140,18 +163,16 @@ export function ask<Type extends Question["type"]>(
     const id = ++nextQuestion;
     const done = (value: Answers[Type] | undefined) => {
       clearTimeout(timer);
-      worker.off("message", listener);
+      waiting.delete(id);
       resolve(value);
-    };
-    const listener = (reply: { id?: number; value?: Answers[Type]; error?: string }) => {
-      if (reply?.id === id) done(reply.error === undefined ? reply.value : undefined);
     };
     const timer = setTimeout(() => done(undefined), timeoutMs);
     if (worker.isDead() || !worker.isConnected()) {
       done(undefined);
       return;
     }
-    worker.on("message", listener);
+    readReplies(worker);
+    waiting.set(id, (reply) => done(reply.error === undefined ? (reply.value as Answers[Type]) : undefined));
     worker.send({ ...question, id }, (error: Error | null) => {
       if (error !== null) done(undefined);
     });
