@@ -101,6 +101,19 @@ export class NodeStates {
     this.#name(owner, name, made.usedAt);
   }
 
+  /** Tells the share of every state made or used here lately: Redis answers again after states were made without it. */
+  shareAll(): void {
+    const share = this.share;
+    if (share === undefined) return;
+    const now = Date.now();
+    for (const [key, made] of this.#handles) {
+      if (now - made.usedAt > HANDLE_IDLE_MS) continue;
+      // a handle's name never holds a line break; its owner (a key id or an address) neither
+      const at = key.lastIndexOf("\n");
+      share.made(key.slice(0, at), key.slice(at + 1), made.upstream.name, made.span);
+    }
+  }
+
   /**
    * Whether `used` names the state another caller made or used lately, and `owner` none by that name: its
    * node would answer `owner` with another caller's filter (Nethermind numbers filters in turn, so their

@@ -21,11 +21,18 @@ export const RECALL_AGAIN_MS = 150;
  */
 export class SharedHandles {
   readonly #redis: Redis;
+  /** The served config's groups, whose states go out. */
+  readonly #groups = new Set<UpstreamGroup>();
 
   constructor(config: SharedLimitsConfig) {
     this.#redis = new Redis(config.redis, sharedRedisOptions("gateway:handle:"));
     // Failed reconnections are retried with backoff; meanwhile each instance keeps its own states.
     this.#redis.on("error", () => {});
+    // the states made while Redis was away (or before it first answered) go out once it answers: a filter
+    // made then was this instance's alone for as long as it was polled, and another's polls missed it
+    this.#redis.on("ready", () => {
+      for (const group of this.#groups) group.states.shareAll();
+    });
   }
 
   /**
@@ -38,12 +45,18 @@ export class SharedHandles {
 
   /** Shares the states of a served config's groups: those made here go out, the others' are asked for. */
   attach(groups: readonly UpstreamGroup[]): void {
-    for (const group of groups) group.states.share = this.#shareOf(`${group.label}:${group.mount}`);
+    for (const group of groups) {
+      group.states.share = this.#shareOf(`${group.label}:${group.mount}`);
+      this.#groups.add(group);
+    }
   }
 
   /** A retired config's groups keep their own. */
   detach(groups: readonly UpstreamGroup[]): void {
-    for (const group of groups) group.states.share = undefined;
+    for (const group of groups) {
+      group.states.share = undefined;
+      this.#groups.delete(group);
+    }
   }
 
   close(): void {
