@@ -11,7 +11,8 @@ import { tokenIn } from "../support/smtp.js";
 // What a customer trying the dashboard on a phone met (an audit in Chromium): the answer to "Send me the
 // key" drawn below the fold of a redrawn page; a session that ended mid-visit answered with the API's own
 // words; a pasted sign-in token that had expired called "already used"; a link a mail client added a dot
-// to ignored without a word; the usage chart's text 7 px high at 390 px wide.
+// to ignored without a word; the usage chart's text 7 px high at 390 px wide; "Signed out." said when the
+// sign-out never reached the server, its session still alive in the browser.
 
 const EMAIL = "phone@example.com";
 const PHONE = { width: 390, height: 844 };
@@ -100,6 +101,39 @@ describe.skipIf(chromium.skip)("the dashboard on a customer's paths, in Chromium
     await page.locator("#setting-jwtKeys").fill(`id: bad id!\n${pem}`);
     await page.locator("#settings button[type=submit]").click();
     await expect.poll(() => page.locator("#settings-problem").textContent()).toContain("up to 64 letters");
+  });
+
+  it("never says “Signed out.” when the sign-out did not reach the server: the session still works", async () => {
+    await page.goto(`${fx.origin}/#/keys`);
+    await page.locator("h1", { hasText: "Your keys" }).waitFor();
+    // the connection drops as the customer signs out on a shared computer (Chromium's own network failure)
+    await page.route("**/v1/logout", (r) => r.abort("internetdisconnected"));
+    try {
+      await page.getByRole("button", { name: "Sign out" }).click();
+      await expect.poll(status).toMatch(/^Not signed out/);
+      expect(await page.locator("#status").getAttribute("class")).toBe("error");
+      // what the page must not hide: the session is alive, and a reload is signed in
+      const cookie = (await context.cookies()).map((c) => `${c.name}=${c.value}`).join("; ");
+      const answer = await fetch(`${fx.origin}/v1/account`, { headers: { cookie } });
+      expect(answer.status).toBe(200);
+      expect(await page.locator("#account-email").textContent()).toBe(EMAIL);
+    } finally {
+      await page.unroute("**/v1/logout");
+    }
+    // once the server is reached, the sign-out is done and said
+    await page.getByRole("button", { name: "Sign out" }).click();
+    await expect.poll(status).toBe("Signed out.");
+    const cookie = (await context.cookies()).map((c) => `${c.name}=${c.value}`).join("; ");
+    expect((await fetch(`${fx.origin}/v1/account`, { headers: { cookie } })).status).toBe(401);
+    // signed in again for the tests after this one
+    const signIns = () => outboxMails(outbox()).filter((m) => m.to === EMAIL && m.body.includes("#signin="));
+    const before = signIns().length;
+    expect((await fx.api("POST", "/v1/login", { email: EMAIL })).status).toBe(202);
+    await eventually(() => signIns().length > before, 5_000, "the sign-in e-mail");
+    // the newest: the outbox lists messages oldest first
+    const link = /(http:\/\/\S+#signin=[A-Za-z0-9_-]+)/.exec(signIns().at(-1)?.body ?? "")?.[1];
+    await page.goto((link as string).replace("http://127.0.0.1:0", fx.origin));
+    await page.locator("h1", { hasText: "Your keys" }).waitFor();
   });
 
   it("sends a customer whose session ended back to sign in, in plain words, its header cleared", async () => {

@@ -795,7 +795,13 @@ async function start() {
   catalog = await api("GET", "/v1/networks");
   document.getElementById("footer").replaceChildren(supportLine());
   document.getElementById("sign-out").addEventListener("click", async () => {
-    await api("POST", "/v1/logout").catch(() => {});
+    // the session ends on the server, or not at all: a sign-out that did not reach it leaves the session
+    // alive in this browser (a shared computer's next user), so the page says so rather than "Signed out."
+    try {
+      await api("POST", "/v1/logout");
+    } catch (error) {
+      if (error.code !== "SESSION_REQUIRED") return say(`Not signed out: ${error.message}. Try again.`, true);
+    }
     account = undefined;
     clearAccountHeader();
     // no hashchange: its handler would clear the message below
