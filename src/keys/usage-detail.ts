@@ -81,7 +81,11 @@ export class UsageDetail {
       parts.forEach((part, i) => {
         this.#addMethod(key, label, part.method, part.calls, shares[i] ?? 0, failed ? part.calls : 0, ms);
       });
-      if (refused > 0) this.#addMethod(key, label, "other", refused, 0, refused, ms);
+      // a call refused on its own before any node (its key's settings) is counted, not timed: the batch's
+      // time was its other calls' (ARCHIVE_REQUIRED's were asked of a node, and are)
+      const atOnce = (detail.refusedCodes ?? []).filter(refusedAtOnce).length;
+      if (atOnce > 0) this.#addMethod(key, label, "other", atOnce, 0, atOnce, undefined);
+      if (refused > atOnce) this.#addMethod(key, label, "other", refused - atOnce, 0, refused - atOnce, ms);
     }
     // Errors by code count calls, as the errors beside them do: a batch's calls refused on their own each
     // under their code, the rest of its errors under the request's (a rate, a quota, a node that failed)
