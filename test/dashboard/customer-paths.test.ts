@@ -103,6 +103,16 @@ describe.skipIf(chromium.skip)("the dashboard on a customer's paths, in Chromium
     await expect.poll(() => page.locator("#settings-problem").textContent()).toContain("up to 64 letters");
   });
 
+  it("loads the page shown again from its own link in the page navigation, for new numbers", async () => {
+    await page.goto(`${fx.origin}/#/overview`);
+    await page.getByRole("link", { name: "Overview" }).and(page.locator("[aria-current=page]")).waitFor();
+    await page.locator("main h1").waitFor();
+    // a customer watching usage clicks the page's own link (no hashchange): the page asks for its numbers again
+    const asked = page.waitForRequest((r) => r.url().endsWith("/v1/overview"), { timeout: 5_000 });
+    await page.locator("#page-nav a[aria-current=page]").click();
+    await asked;
+  });
+
   it("never says “Signed out.” when the sign-out did not reach the server: the session still works", async () => {
     await page.goto(`${fx.origin}/#/keys`);
     await page.locator("h1", { hasText: "Your keys" }).waitFor();

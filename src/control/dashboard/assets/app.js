@@ -813,6 +813,15 @@ async function start() {
     say("");
     route().catch((e) => say(e.message, true));
   });
+  // the link of the page shown loads it again, as a customer watching usage expects: the hash does not
+  // change, so no hashchange would
+  document.getElementById("page-nav").addEventListener("click", (event) => {
+    const link = event.target.closest("a");
+    if (link === null || link.getAttribute("href") !== location.hash) return;
+    event.preventDefault();
+    say("");
+    route().catch((e) => say(e.message, true));
+  });
   await route();
 }
 
