@@ -151,8 +151,25 @@ export function firstCallOf(endpoint: Endpoint): FirstCall {
   return { method: "POST", path: mount?.path ?? "/", body: JSON.stringify(call) };
 }
 
+/**
+ * Node does not resolve `<label>.localhost` (ENOTFOUND; curl and browsers do), so where the deployment's
+ * domain is `localhost` (the embedded default, `npm start`) a snippet first makes such names resolve to
+ * loopback in its process, as the README's "Using it locally" does: run as printed, it reaches the gateway.
+ */
+export const LOCALHOST_LOOKUP = `import dns from "node:dns";
+// *.localhost does not resolve in Node: send it to 127.0.0.1 (README, "Using it locally")
+const lookup = dns.lookup;
+dns.lookup = (host, options, callback) => {
+  if (typeof options === "function") [options, callback] = [{}, options];
+  if (!host.endsWith(".localhost")) return lookup(host, options, callback);
+  if (options.all) callback(null, [{ address: "127.0.0.1", family: 4 }]);
+  else callback(null, "127.0.0.1", 4);
+};
+`;
+
 /** The registry's snippet with the URL put in: its plain-HTTP form for an http:// URL, where it has one. */
 function snippet(example: { readonly code: string; readonly http?: string }, url: string): string {
   const code = url.startsWith("http://") && example.http !== undefined ? example.http : example.code;
-  return code.replace("{url}", url);
+  const local = new URL(url).hostname.endsWith(".localhost");
+  return `${local ? LOCALHOST_LOOKUP : ""}${code.replace("{url}", url)}`;
 }
