@@ -222,3 +222,17 @@ describe("the files a request runs, as the README names them", () => {
     }
   });
 });
+
+// A newcomer copies the README's upstream examples as they stand. A Substrate node (polkadot since 0.9.43,
+// paritytech/polkadot#7363) serves HTTP and WebSocket JSON-RPC on one port, 9944; its HTTP-only 9933 is gone,
+// so `GATEWAY_UPSTREAM_DOT=http://my-node:9933` met a refused connection, every call NO_UPSTREAM.
+describe("the README's upstream examples", () => {
+  it("name the port the node serves JSON-RPC on", () => {
+    const examples = [...readme.matchAll(/GATEWAY_UPSTREAM_([A-Z_]+)=http:\/\/[\w.-]+:(\d+)/g)].map(
+      ([, label, port]) => [label, port],
+    );
+    expect(examples).toContainEqual(["DOT", "9944"]);
+    const nodePorts: Record<string, string> = { DOT: "9944", ETH: "8545" };
+    for (const [label, port] of examples) expect([label, port]).toEqual([label, nodePorts[label as string]]);
+  });
+});
