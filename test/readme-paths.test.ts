@@ -236,3 +236,18 @@ describe("the README's upstream examples", () => {
     for (const [label, port] of examples) expect([label, port]).toEqual([label, nodePorts[label as string]]);
   });
 });
+
+// bench/README.md names the bench's own files (under bench/) as a reader opens them: each must be there.
+describe("bench/README.md", () => {
+  it("names only files that exist", () => {
+    const bench = readFileSync(join(ROOT, "bench/README.md"), "utf8");
+    const files = [
+      ...new Set([...bench.matchAll(/`([\w./-]+\.(?:ts|mjs|js))`/g)].map(([, file]) => file as string)),
+    ];
+    expect(files.length).toBeGreaterThan(10);
+    const missing = files.filter(
+      (file) => !existsSync(join(ROOT, "bench", file)) && !existsSync(join(ROOT, file)),
+    );
+    expect(missing).toEqual([]);
+  });
+});
