@@ -19,10 +19,11 @@ export function collectBody(
   maxBytes: number,
   callback: BodyCallback,
   res?: ServerResponse,
+  batches = true,
 ): void {
   const declared = Number(rawHeader(req.rawHeaders, "content-length", true) ?? 0);
   if (declared > maxBytes) {
-    callback(new GatewayError("BODY_TOO_LARGE", tooLarge(maxBytes)), NO_BODY);
+    callback(new GatewayError("BODY_TOO_LARGE", tooLarge(maxBytes, batches)), NO_BODY);
     return;
   }
   if (res !== undefined && expectsContinue(req)) res.writeContinue();
@@ -34,7 +35,7 @@ export function collectBody(
     if (seen <= maxBytes) return;
     done();
     req.resume();
-    callback(new GatewayError("BODY_TOO_LARGE", tooLarge(maxBytes)), NO_BODY);
+    callback(new GatewayError("BODY_TOO_LARGE", tooLarge(maxBytes, batches)), NO_BODY);
   };
   const onEnd = () => {
     done();
@@ -73,7 +74,13 @@ export function unreadBodyTooLarge(req: IncomingMessage, maxBytes: number): bool
 /** `collectBody` as a promise, for paths off the data plane's hot loop. */
 export function readBody(req: IncomingMessage, maxBytes: number): Promise<Buffer> {
   return new Promise((resolve, reject) =>
-    collectBody(req, maxBytes, (error, body) => (error === undefined ? resolve(body) : reject(error))),
+    collectBody(
+      req,
+      maxBytes,
+      (error, body) => (error === undefined ? resolve(body) : reject(error)),
+      undefined,
+      false,
+    ),
   );
 }
 
@@ -89,10 +96,8 @@ export function requestMediaType(req: IncomingMessage): string | undefined {
   return mediaType(rawHeader(req.rawHeaders, "content-type", true));
 }
 
-/** BODY_TOO_LARGE's detail: the limit, and what to do. */
-function tooLarge(maxBytes: number): Record<string, unknown> {
-  return {
-    maxBytes,
-    reason: `a request body may be at most ${maxBytes} bytes here (a batch may go as smaller batches)`,
-  };
+/** BODY_TOO_LARGE's detail: the limit, and what to do (split a batch, where the request may be one). */
+function tooLarge(maxBytes: number, batches: boolean): Record<string, unknown> {
+  const split = batches ? " (a batch may go as smaller batches)" : "";
+  return { maxBytes, reason: `a request body may be at most ${maxBytes} bytes here${split}` };
 }

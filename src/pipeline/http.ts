@@ -191,6 +191,8 @@ export class HttpExchange implements AnswerTag {
           else this.#authorize(mounted, routed, body);
         },
         this.#res,
+        // a REST route's body, or one of a dialect without batches, is no batch to split
+        mounted.mount.policy.jsonrpc?.batch === true,
       );
     } catch (error) {
       if (req.method === "OPTIONS" && error instanceof GatewayError && error.code === "UNKNOWN_NETWORK") {
