@@ -245,8 +245,10 @@ describe("bench/README.md", () => {
       ...new Set([...bench.matchAll(/`([\w./-]+\.(?:ts|mjs|js))`/g)].map(([, file]) => file as string)),
     ];
     expect(files.length).toBeGreaterThan(10);
+    // what `npm run build` makes (dist/) is not in a clean clone: the bench builds it before it runs
     const missing = files.filter(
-      (file) => !existsSync(join(ROOT, "bench", file)) && !existsSync(join(ROOT, file)),
+      (file) =>
+        !file.startsWith("dist/") && !existsSync(join(ROOT, "bench", file)) && !existsSync(join(ROOT, file)),
     );
     expect(missing).toEqual([]);
   });
