@@ -160,14 +160,18 @@ function sameNodes(a: UpstreamGroup, b: UpstreamGroup): boolean {
 /**
  * The upstreams of a config a reload replaced that the new config no longer has (removed, or renamed: by
  * label, mount and name) are cordoned there: the WebSocket connections still on them move to that config's
- * other nodes, as an operator who takes a node out of the deployment means them to.
+ * other nodes, as an operator who takes a node out of the deployment means them to. A group the new config
+ * names none of keeps the nodes it has left: its calls in flight (one waiting for a first probe, or for a
+ * head) and its connections have no other node to go to, and finish on it as without the reload.
  */
 export function cordonRemoved(retired: UpstreamTable, current: UpstreamTable): void {
   for (const group of retired.groups()) {
     const next = current.group(group.label, group.mount);
+    const named = (member: Upstream) => next?.members.some((m) => m.name === member.name) === true;
+    const anyDeployed = group.members.some(named);
     for (const member of group.members) {
-      const deployed = next?.members.some((m) => m.name === member.name) === true;
-      if (!deployed && !REMOVED.has(member)) {
+      const deployed = named(member);
+      if (!deployed && anyDeployed && !REMOVED.has(member)) {
         REMOVED.add(member);
         member.health.cordon(true);
       } else if (deployed && REMOVED.delete(member)) {
