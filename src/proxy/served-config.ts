@@ -169,16 +169,15 @@ export function cordonRemoved(retired: UpstreamTable, current: UpstreamTable): v
     const next = current.group(group.label, group.mount);
     const named = (member: Upstream) => next?.members.some((m) => m.name === member.name) === true;
     const anyDeployed = group.members.some(named);
-    for (const member of group.members) {
-      const deployed = named(member);
-      if (!deployed && anyDeployed && !REMOVED.has(member)) {
+    // deployed again (a reload back to its name): what the removal did is undone first, so that no call
+    // waiting on the group finds every node out for the moment between the two
+    for (const member of group.members)
+      if (named(member) && REMOVED.delete(member)) member.health.cordon(false);
+    for (const member of group.members)
+      if (!named(member) && anyDeployed && !REMOVED.has(member)) {
         REMOVED.add(member);
         member.health.cordon(true);
-      } else if (deployed && REMOVED.delete(member)) {
-        // deployed again (a reload back to its name): what the removal did is undone
-        member.health.cordon(false);
       }
-    }
   }
 }
 
