@@ -63,8 +63,8 @@ describe("an archive node's answer served from the shared layer (real anvils, Re
   });
 
   it("costs the archive's price there too, as a hit from the instance's own cache does", async () => {
-    const balance = (gw: RunningGateway, id: number) =>
-      gw.call("eth", `/${KEYS.all}`, { body: rpcBody("eth_getBalance", [ACCOUNT, "0x1"], id) });
+    const balance = (gw: RunningGateway, id: number, block: string) =>
+      gw.call("eth", `/${KEYS.all}`, { body: rpcBody("eth_getBalance", [ACCOUNT, block], id) });
     // an instance shares nothing before Redis has said how much memory it has (shared-answers.ts): other
     // old reads until one is stored
     let warm = 1;
@@ -79,23 +79,31 @@ describe("an archive node's answer served from the shared layer (real anvils, Re
       10_000,
       "an answer stored in Redis",
     );
-    const stored = shared[0]?.counts.stored ?? 0;
-    const fetched = await balance(a, 1);
-    expect([fetched.headers["x-cache"], fetched.headers["x-upstream-tier"]]).toEqual(["miss", "archive"]);
-    // eth_getBalance's 20, twice over as the archive's
-    expect(fetched.headers["x-compute-units"]).toBe("40");
-    await eventually(() => (shared[0]?.counts.stored ?? 0) > stored, 10_000, "a's answer stored in Redis");
     const units = (gw: RunningGateway, label: string) => gw.metric("gateway_compute_units_total", { label });
-    const before = { eth: await units(b, "eth"), archive: await units(b, "eth-archive") };
-    const fromShared = await balance(b, 2);
-    expect([fromShared.headers["x-cache"], fromShared.headers["x-upstream-tier"]]).toEqual([
+    // a lookup waits at most 50 ms for Redis before the call goes to a node (shared-answers.ts): on a loaded
+    // host, b may ask its node instead. Each try reads a block neither instance has read
+    let block = "0x1";
+    let before = { eth: 0, archive: 0 };
+    let fromShared: Awaited<ReturnType<typeof balance>> | undefined;
+    for (let tryAt = 0; tryAt < 5 && fromShared?.headers["x-cache"] !== "hit"; tryAt++) {
+      block = `0x${(200 + tryAt).toString(16)}`;
+      const stored = shared[0]?.counts.stored ?? 0;
+      const fetched = await balance(a, 1, block);
+      expect([fetched.headers["x-cache"], fetched.headers["x-upstream-tier"]]).toEqual(["miss", "archive"]);
+      // eth_getBalance's 20, twice over as the archive's
+      expect(fetched.headers["x-compute-units"]).toBe("40");
+      await eventually(() => (shared[0]?.counts.stored ?? 0) > stored, 10_000, "a's answer stored in Redis");
+      before = { eth: await units(b, "eth"), archive: await units(b, "eth-archive") };
+      fromShared = await balance(b, 2, block);
+    }
+    expect([fromShared?.headers["x-cache"], fromShared?.headers["x-upstream-tier"]]).toEqual([
       "hit",
       "archive",
     ]);
-    const fromOwn = await balance(b, 3);
+    const fromOwn = await balance(b, 3, block);
     expect([fromOwn.headers["x-cache"], fromOwn.headers["x-upstream-tier"]]).toEqual(["hit", "archive"]);
     expect(fromOwn.headers["x-compute-units"]).toBe("40");
-    expect(fromShared.headers["x-compute-units"]).toBe("40");
+    expect(fromShared?.headers["x-compute-units"]).toBe("40");
     // both counted where an archive node's answer is, at its price
     expect(await units(b, "eth-archive")).toBe(before.archive + 80);
     expect(await units(b, "eth")).toBe(before.eth);
