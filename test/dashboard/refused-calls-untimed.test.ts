@@ -8,7 +8,12 @@ import { type RunningProxy, runProxy } from "../../src/proxy/run.js";
 import { type AccountsFixture, proxyOnFixture, startAccountsFor } from "../accounts/helpers.js";
 import { launchChromium, needChromium } from "../support/browser.js";
 import { eventually } from "../support/eventually.js";
-import { jsonRpcResponder, type LoopbackNode, startLoopbackNode } from "../support/loopback-node.js";
+import {
+  answeringAfter,
+  jsonRpcResponder,
+  type LoopbackNode,
+  startLoopbackNode,
+} from "../support/loopback-node.js";
 import { mailTo } from "../support/outbox.js";
 
 // The overview's gateway times (docs/accounts.md, GET /v1/overview): calls the gateway refused at once, by
@@ -31,11 +36,7 @@ describe.skipIf(chromium.skip)("a batch's calls refused by the key's settings, o
     port = await freePort();
     fx = await startAccountsFor(port);
     // the node takes a while to answer, as a node does: the batch's time is its node's
-    const answer = jsonRpcResponder({ eth_blockNumber: "0x2a" });
-    node = await startLoopbackNode(async (seen) => {
-      await new Promise((resolve) => setTimeout(resolve, 120));
-      return answer(seen);
-    });
+    node = await startLoopbackNode(answeringAfter(120, jsonRpcResponder({ eth_blockNumber: "0x2a" })));
     proxy = await runProxy(proxyOnFixture(fx, port, node.url), createLogger("silent"));
     browser = await launchChromium();
     page = await browser.newPage();

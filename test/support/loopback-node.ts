@@ -86,6 +86,14 @@ export async function startLoopbackNode(respond: Responder): Promise<LoopbackNod
 
 export type RpcResult = unknown | ((params: unknown) => unknown);
 
+/** `responder`, answering each request `ms` later: a node that takes its time, as a real one does. */
+export function answeringAfter(ms: number, responder: Responder): Responder {
+  return async (request) => {
+    await new Promise((resolve) => setTimeout(resolve, ms));
+    return responder(request);
+  };
+}
+
 /**
  * Answers JSON-RPC like a node: single calls and batches, the id echoed as the caller's own token (so a
  * large integer keeps its digits), -32601 for a method it does not know.
