@@ -1,11 +1,9 @@
 import type { RawData, WebSocket } from "ws";
-import { readNeed } from "../answers/read-need.js";
 import type { Limits } from "../config/types.js";
 import { errorBody, errorFormOf, jsonRpcStyle, rpcErrorJson } from "../errors/respond.js";
 import type { ErrorCode } from "../errors/table.js";
 import { callRulesOf } from "../jsonrpc/call-rules.js";
 import type { CallRules, PassedCall } from "../jsonrpc/check.js";
-import { scanMembers } from "../jsonrpc/scan.js";
 import { TokenLifetime } from "../keys/token-lifetime.js";
 import type { UsageRecorder } from "../keys/usage.js";
 import type { GatewayMetrics } from "../metrics/gateway-metrics.js";
@@ -15,20 +13,20 @@ import type { BodyTest, JsonRpcPolicy } from "../registry/types.js";
 import { endMessage } from "../tracing/span-ends.js";
 import type { RequestTrace } from "../tracing/tracing.js";
 import type { Upstream } from "../upstream/upstreams.js";
-import { type ArchiveAsking, askArchive, plainReadsBeside } from "./archive-reads.js";
 import type { CachedCalls, CacheKeep } from "./cached-calls.js";
 import { CLOSE } from "./close-codes.js";
 import type { ConnectionOptions } from "./connection-options.js";
-import { deliver, type FillContext, recordStart } from "./gap-fill.js";
+import type { FillContext } from "./gap-fill.js";
 import { GatewayCalls } from "./gateway-calls.js";
+import { readsElsewhere } from "./head-reads.js";
 import { ClientLiveness } from "./liveness.js";
-import { type IntakeHost, MessageIntake, toText } from "./message-intake.js";
-import { type MessageSeen, MessageSender, paramsOf, type SenderHost } from "./message-sender.js";
+import { type IntakeHost, MessageIntake } from "./message-intake.js";
+import { type MessageSeen, MessageSender, type SenderHost } from "./message-sender.js";
 import { ConnectionMove, type Reconnect } from "./move.js";
-import { type ArchiveRefusals, archiveRefusals, missingStateIds, withinCap } from "./node-answers.js";
 import { type ChoosingConnection, NodeChoice } from "./node-choice.js";
+import { NodeIntake, type NodeIntakeHost } from "./node-intake.js";
 import type { NodeSocket } from "./node-socket.js";
-import { PendingCalls, type Settled, type UpstreamMessage } from "./pending-calls.js";
+import { PendingCalls, type UpstreamMessage } from "./pending-calls.js";
 import { RememberedSubscriptions, type Subscription } from "./subscriptions.js";
 
 /**
@@ -69,11 +67,8 @@ export class Connection {
   #lostNode: Upstream | undefined = undefined;
   readonly #intake: MessageIntake;
   #closed = false;
-  readonly #archiveRefusals: ArchiveRefusals | undefined;
-  /** The texts of a node's "no such state" answers (registry `reads.archive.missingState`). */
-  readonly #missingState: readonly string[] | undefined;
-  /** What the connection lends its parts (#Host). */
-  readonly #host: ConnectionHost;
+  /** What the node sends the connection (node-intake.ts). */
+  readonly #nodeIntake: NodeIntake;
   readonly #liveness: ClientLiveness;
   /** The node's socket answered the last ping sent to it (or none was sent since it was attached). */
   #nodeAnswersPing = true;
@@ -86,8 +81,6 @@ export class Connection {
     this.#options = options;
     const { mounted } = options;
     this.#label = mounted.admitted.endpoint.label;
-    this.#archiveRefusals = archiveRefusals(mounted);
-    this.#missingState = mounted.mount.policy.jsonrpc?.reads?.archive?.missingState;
     this.#policy = mounted.mount.policy.jsonrpc as JsonRpcPolicy;
     // a range call goes to the connection's node as one: one too wide for it is refused
     this.#rules = callRulesOf(mounted, "websocket", options.support, (call) =>
@@ -102,10 +95,10 @@ export class Connection {
       send: (text) => this.#toClient(text, false),
     };
     const host = new Connection.#Host(this);
-    this.#host = host;
     this.#choice = new NodeChoice(host);
     this.#sender = new MessageSender(host);
     this.#intake = new MessageIntake(host);
+    this.#nodeIntake = new NodeIntake(host, options, this.#policy, this.#fill);
     client.on(
       "message",
       this.#guard((data: RawData) => {
@@ -182,7 +175,7 @@ export class Connection {
         if (socket !== this.#upstream) return;
         // a bridge's own errors for a node that failed its calls cost nothing, as over HTTP
         for (const [id, code] of failedHere ?? []) this.#pending.failedHere(id, code);
-        this.#fromUpstream(data, isBinary);
+        this.#fromNode(data, isBinary);
       }),
     );
     // a bridge's message its node refused the connection for reached no node: it goes again whole (move.ts)
@@ -285,37 +278,29 @@ export class Connection {
   }
 
   /**
-   * A read at the head, or of a block, that the connection's node has not reached goes to a node of the
-   * label that has (head-reads.ts), as does a batch of such reads; and a read at the finalized tag, when
-   * another node named a higher finalized block than the connection's node (a caller shown that block on
-   * another socket would see finality go back). Its answer comes back as the node's would. True when it
-   * went. A message with a write, a subscription, a filter's call or a WebSocket-only call stays on the node.
+   * A message of reads its node cannot answer as the label has been served goes to a node that can
+   * (head-reads.ts `readsElsewhere`), and its answer comes back as the node's would. True when it went.
    */
   #askedAtHead(outgoing: UpstreamMessage): boolean {
-    const { headAsk, servedHead } = this.#options;
-    const head = this.#node.health.head;
-    if (headAsk === undefined || servedHead === undefined || head === undefined) return false;
-    const served = servedHead();
+    const { headAsk } = this.#options;
+    if (headAsk === undefined) return false;
+    const elsewhere = readsElsewhere(this.#node, outgoing, this.#pending, this.#options, this.#policy.reads);
+    if (elsewhere === undefined) return false;
     const { calls } = outgoing;
-    if (calls.length === 0) return false;
-    const moreFinal = this.#options.moreFinalThan?.(this.#node);
-    if (head >= served && moreFinal === undefined) return false;
-    for (const call of calls) {
-      const pending = call.id === undefined ? undefined : this.#pending.get(call.id);
-      if (pending?.kind !== "call" || pending.write || call.access === "websocket") return false;
-    }
-    const need = readNeed(this.#policy.reads, this.#options.mounted.mount.head, calls, !outgoing.batch);
-    if (need === undefined || need.handle !== undefined || need.makesHandle) return false;
-    const atLeast = Math.max(need.atHead ? served : -1, need.highestBlock);
-    const final = need.atFinalized ? moreFinal : undefined;
-    if (atLeast <= head && final === undefined) return false;
     const text = outgoing.text ?? this.#sender.build(calls, outgoing.batch);
     const ids = calls.map((call) => call.id as string);
-    const asked = headAsk(text, ids, outgoing.batch, atLeast, final, (answer, failedHere) => {
-      if (this.#closed) return;
-      for (const [id, code] of failedHere ?? []) this.#pending.failedHere(id, code);
-      this.#fromUpstream(Buffer.from(answer), false, true);
-    });
+    const asked = headAsk(
+      text,
+      ids,
+      outgoing.batch,
+      elsewhere.atLeast,
+      elsewhere.final,
+      (answer, failedHere) => {
+        if (this.#closed) return;
+        for (const [id, code] of failedHere ?? []) this.#pending.failedHere(id, code);
+        this.#fromNode(Buffer.from(answer), false, true);
+      },
+    );
     if (asked) outgoing.sent = true;
     return asked;
   }
@@ -330,131 +315,10 @@ export class Connection {
     );
   }
 
-  #fromUpstream(data: RawData, isBinary: boolean, fromArchive = false): void {
+  /** What the node sent: `fromArchive`, answers another node gave (node-intake.ts). */
+  #fromNode(data: RawData, isBinary: boolean, fromArchive = false): void {
     this.#liveness.touch();
-    // Notifications with nothing pending pass straight through, never decoded: with nothing to watch, or
-    // for the connection's only subscription, whose position is read from its last one if a move needs it.
-    if (this.#pending.size === 0 && this.#calls.size === 0) {
-      const solo = this.#remembered.watching ? this.#remembered.solo() : undefined;
-      if (!this.#remembered.watching || solo !== undefined) {
-        if (solo !== undefined) {
-          const idMember = this.#remembered.rules?.idMember ?? "";
-          const pushed = Buffer.isBuffer(data) ? data : toText(data);
-          solo.passedOn(pushed, idMember);
-          const { kind } = solo;
-          if (kind !== undefined)
-            this.#learnHead(() => solo.pushedHeight(pushed, idMember), kind.heads?.finalized === true);
-        }
-        this.#toClient(data, isBinary);
-        return;
-      }
-    }
-    const received = toText(data);
-    const { mounted, limits } = this.#options;
-    const text = withinCap(
-      received,
-      limits.upstream.maxResponseBytes,
-      mounted.admitted.requestId,
-      this.#policy,
-      (id) => this.#pending.failedHere(id, "UPSTREAM_RESPONSE_TOO_LARGE"),
-    );
-    if (text === undefined) return;
-    let envelopes = scanMembers(text);
-    // a read the node no longer has the state for, from the archive nodes when the key may reach them
-    const ask = this.#options.archiveAsk;
-    if (!fromArchive && ask !== undefined && this.#missingState !== undefined) {
-      const missing = missingStateIds(this.#missingState, text, envelopes).filter(
-        (id) => this.#pending.get(id) !== undefined,
-      );
-      if (missing.length > 0 && plainReadsBeside(this.#pending, envelopes, missing)) {
-        askArchive(this.#host, ask, envelopes, missing, text.trimStart().startsWith("["));
-        return;
-      }
-    }
-    // an answer over the cap goes on as the errors that replace it; one of no such state as ARCHIVE_REQUIRED
-    // (an archive node's own "no such state", for a key that reached it, is its answer, as over HTTP)
-    let answer = fromArchive
-      ? text
-      : (this.#archiveRefusals?.(text, envelopes, (id) => this.#pending.failedHere(id, "ARCHIVE_REQUIRED")) ??
-        text);
-    // a node's error about an id it could not read names no call: the call (or batch) it is answered with
-    // it by its own id, else the client would wait for it, and the call hold its slot, for ever
-    const owned = envelopes.length === 1 ? this.#pending.nullIdAnswer(envelopes[0]) : undefined;
-    if (owned !== undefined) {
-      answer = owned;
-      envelopes = scanMembers(answer);
-    }
-    const out: string | RawData = answer === received ? data : answer;
-    const only = envelopes.length === 1 ? envelopes[0] : undefined;
-    if (only !== undefined) {
-      const id = only.get("id");
-      if (only.has("method") && id === undefined) {
-        this.#notification(text, only);
-        return;
-      }
-      if (id !== undefined && this.#calls.settle(id, text, only)) return;
-    }
-    // before the cache may keep it (settle): an answer a block past the label's served head moves it first
-    if (!fromArchive) this.#learnHeights(envelopes, text);
-    const answered = this.#pending.settle(envelopes, this.#host);
-    const renamed = this.#pending.renamedAnswers(envelopes, text);
-    const merged = this.#pending.merged(renamed ?? answer, answered);
-    const sent = merged ?? renamed ?? out;
-    this.#toClient(sent, sent === data && isBinary);
-    this.#intake.closeIfSpent();
-    this.#choice.answered();
-  }
-
-  /** The calls of the connection's own node's answer that it answered with a result, told to the label. */
-  #learnHeights(envelopes: readonly ReadonlyMap<string, string>[], text: string): void {
-    const learn = this.#options.learnHeights;
-    if (learn === undefined) return;
-    const calls: PassedCall[] = [];
-    for (const members of envelopes) {
-      const id = members.get("id");
-      const pending = id === undefined || !members.has("result") ? undefined : this.#pending.get(id);
-      if (pending?.kind === "call") calls.push(pending.call);
-    }
-    if (calls.length > 0) learn(this.#node, calls, !text.trimStart().startsWith("["), text);
-  }
-
-  #notification(text: string, members: ReadonlyMap<string, string>): void {
-    const found = this.#remembered.notified(members);
-    if (found === undefined) {
-      this.#toClient(text, false);
-      return;
-    }
-    const { subscription, result } = found;
-    const { kind } = subscription;
-    if (kind !== undefined)
-      this.#learnHead(() => subscription.shownHeight(result), kind.heads?.finalized === true);
-    // a runtime upgrade: the client asks the new metadata next, on this socket, and reads the node's own
-    if (subscription.headChange) this.#options.headChanged?.(this.#node, result);
-    deliver(subscription, result, text, this.#fill);
-    // the node has ended it (registry `ends`): it pins the connection no more, nor holds a subscription slot
-    if (subscription.endsWith(result)) this.#remembered.remove(subscription);
-  }
-
-  /**
-   * A header the node pushed, or an event's block, is told to the label before the client has it: its
-   * served head, and the answers the cache keeps at the head, move to it first, else the client told block
-   * N+1 read N back from the cache on the same socket. A finalized header's block is one the node has, no lower head, and one it
-   * holds final: the label's next read at the finalized tag goes to a node at least as final.
-   */
-  #learnHead(height: () => number | undefined, finalized: boolean): void {
-    this.#options.learnHead?.(this.#node, height, finalized);
-  }
-
-  /** Remembers a subscription the node made: the id the client is to know it by. */
-  #remember(call: PassedCall, id: string): string {
-    const subscription = this.#remembered.add(
-      call.method,
-      call.call.members.get("params"),
-      paramsOf(call),
-      id,
-    );
-    if (subscription.kind?.events !== undefined) recordStart(subscription, this.#fill);
-    return subscription.clientId;
+    this.#nodeIntake.receive(data, isBinary, fromArchive);
   }
 
   /**
@@ -571,21 +435,14 @@ export class Connection {
    * a move loses does (move.ts); never silence, which leaves an SDK's call pending for ever.
    */
   #writesLost(reason: string): void {
-    const byMessage = new Map<UpstreamMessage, string[]>();
-    for (const pending of this.#pending.values()) {
-      const { message, call } = pending;
-      if (!pending.write || !message.sent || call.id === undefined) continue;
-      const answer = rpcErrorJson(
-        "WRITE_NOT_CONFIRMED",
-        call.id,
-        { reason },
-        this.#options.mounted.admitted.requestId,
-        errorFormOf(this.#policy, false),
+    const { requestId } = this.#options.mounted.admitted;
+    const form = errorFormOf(this.#policy, false);
+    for (const [message, writes] of this.#pending.sentWrites()) {
+      const answers = writes.map((write) =>
+        rpcErrorJson("WRITE_NOT_CONFIRMED", write.call.id as string, { reason }, requestId, form),
       );
-      byMessage.set(message, [...(byMessage.get(message) ?? []), answer]);
-    }
-    for (const [message, answers] of byMessage)
       this.#toClient(message.batch ? `[${answers.join(",")}]` : (answers[0] as string), false);
+    }
   }
 
   /** Sends to the client unless it stopped reading: past the buffer bound it is closed, not buffered. */
@@ -700,6 +557,9 @@ export class Connection {
     get sender(): MessageSender {
       return this.#connection.#sender;
     }
+    get calls(): GatewayCalls {
+      return this.#connection.#calls;
+    }
 
     // the choice of a better node (node-choice.ts)
     get moving(): boolean {
@@ -742,6 +602,12 @@ export class Connection {
     }
     toClient(text: string): void {
       this.#connection.#toClient(text, false);
+    }
+    relay(data: string | RawData, binary: boolean): void {
+      this.#connection.#toClient(data, binary);
+    }
+    nodeAnswered(): void {
+      this.#connection.#choice.answered();
     }
     closeIfSpent(): void {
       this.#connection.#intake.closeIfSpent();
@@ -787,12 +653,12 @@ export class Connection {
       this.#connection.#options.cache?.drop(keep);
     }
     deliver(text: string): void {
-      this.#connection.#fromUpstream(Buffer.from(text), false, true);
+      this.#connection.#fromNode(Buffer.from(text), false, true);
     }
 
     // what the node's answers to subscribe and unsubscribe calls change in the remembered subscriptions
     subscribed(call: PassedCall, upstreamId: string): string {
-      return this.#connection.#remember(call, upstreamId);
+      return this.#connection.#nodeIntake.remember(call, upstreamId);
     }
     unsubscribed(target: Subscription | undefined): void {
       this.#connection.#remembered.remove(target);
@@ -817,7 +683,7 @@ export class Connection {
 }
 
 /** What a connection lends its parts. */
-type ConnectionHost = SenderHost & IntakeHost & ChoosingConnection & ArchiveAsking & Settled;
+type ConnectionHost = SenderHost & IntakeHost & ChoosingConnection & NodeIntakeHost;
 
 /** The error ws refuses a message past its `maxPayload` with, before it closes the socket (1009). */
 const MESSAGE_TOO_BIG = "WS_ERR_UNSUPPORTED_MESSAGE_LENGTH";

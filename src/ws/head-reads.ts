@@ -1,8 +1,12 @@
+import { readNeed } from "../answers/read-need.js";
 import { rpcErrorJson } from "../errors/respond.js";
 import type { ErrorCode } from "../errors/table.js";
+import type { ReadRules } from "../registry/types.js";
 import type { UpstreamGroup } from "../upstream/group.js";
 import type { Upstream } from "../upstream/upstreams.js";
+import type { ConnectionOptions } from "./connection-options.js";
 import { askOnce, type BridgedMount, HttpBridge } from "./http-bridge.js";
+import type { PendingCalls, UpstreamMessage } from "./pending-calls.js";
 
 /**
  * Asks a node of the connection's label that has reached `atLeast` (`node`, when given: the one chosen for
@@ -67,4 +71,44 @@ export function headAsk(target: HeadTarget): HeadAsk {
     );
     return true;
   };
+}
+
+/** Where a connection's message of reads goes instead of its node: the block that node must have reached, and the node chosen for its finality. */
+export interface ReadsElsewhere {
+  readonly atLeast: number;
+  readonly final: Upstream | undefined;
+}
+
+/**
+ * Whether a message goes to another node of the label than the connection's `node`: a read at the head, or
+ * of a block, that the node has not reached goes to one that has, as does a batch of such reads; and a read
+ * at the finalized tag, when another node named a higher finalized block than `node` (a caller shown that
+ * block on another socket would see finality go back). A message with a write, a subscription, a filter's
+ * call or a WebSocket-only call stays on the node: undefined.
+ */
+export function readsElsewhere(
+  node: Upstream,
+  outgoing: UpstreamMessage,
+  pending: PendingCalls,
+  options: Pick<ConnectionOptions, "servedHead" | "moreFinalThan" | "mounted">,
+  rules: ReadRules | undefined,
+): ReadsElsewhere | undefined {
+  const { servedHead } = options;
+  const head = node.health.head;
+  if (servedHead === undefined || head === undefined) return undefined;
+  const served = servedHead();
+  const { calls } = outgoing;
+  if (calls.length === 0) return undefined;
+  const moreFinal = options.moreFinalThan?.(node);
+  if (head >= served && moreFinal === undefined) return undefined;
+  for (const call of calls) {
+    const waiting = call.id === undefined ? undefined : pending.get(call.id);
+    if (waiting?.kind !== "call" || waiting.write || call.access === "websocket") return undefined;
+  }
+  const need = readNeed(rules, options.mounted.mount.head, calls, !outgoing.batch);
+  if (need === undefined || need.handle !== undefined || need.makesHandle) return undefined;
+  const atLeast = Math.max(need.atHead ? served : -1, need.highestBlock);
+  const final = need.atFinalized ? moreFinal : undefined;
+  if (atLeast <= head && final === undefined) return undefined;
+  return { atLeast, final };
 }

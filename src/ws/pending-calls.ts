@@ -286,6 +286,19 @@ export class PendingCalls {
     return messages;
   }
 
+  /** The writes that went out and are not answered yet, by the message they went in, in the order sent. */
+  sentWrites(): Map<UpstreamMessage, Pending[]> {
+    const byMessage = new Map<UpstreamMessage, Pending[]>();
+    for (const pending of this.#byId.values()) {
+      const { message } = pending;
+      if (!pending.write || !message.sent || pending.call.id === undefined) continue;
+      const writes = byMessage.get(message);
+      if (writes === undefined) byMessage.set(message, [pending]);
+      else writes.push(pending);
+    }
+    return byMessage;
+  }
+
   /** The calls of `message` still waiting for their answer in it. */
   unanswered(message: UpstreamMessage): PassedCall[] {
     return message.calls.filter(
