@@ -13,8 +13,8 @@ import type { HeadAsk } from "./head-reads.js";
 import type { Reconnect } from "./move.js";
 
 /**
- * What a client connection (connection.ts) is given by its upgrade (upgrade.ts): the pipeline's stages and
- * its mount, its bounds, and the label's ways to learn from its answers and to ask other nodes.
+ * What a client connection (connection.ts) is given by its upgrade (connection-setup.ts): the pipeline's
+ * stages and its mount, its bounds, and the label's ways to learn from its answers and to ask other nodes.
  */
 export interface ConnectionOptions {
   readonly stages: Stages;

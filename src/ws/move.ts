@@ -8,7 +8,7 @@ import type { NodeSocket } from "./node-socket.js";
 import type { PendingCalls, UpstreamMessage } from "./pending-calls.js";
 import type { RememberedSubscriptions } from "./subscriptions.js";
 
-/** Opens an upstream socket on a node of the connection's group that is in rotation (upgrade.ts). */
+/** Opens an upstream socket on a node of the connection's group that is in rotation (open-node-socket.ts). */
 export type Reconnect = (
   wanted: () => boolean,
   callback: (error: GatewayError | undefined, socket?: NodeSocket, upstream?: Upstream) => void,

@@ -1,36 +1,30 @@
 import type { IncomingMessage } from "node:http";
 import type { Duplex } from "node:stream";
 import { type WebSocket, WebSocketServer } from "ws";
-import { learnSocketHeights, readsHeights } from "../answers/examined.js";
-import { filterSpan } from "../answers/range-plan.js";
-import { readNeed } from "../answers/read-need.js";
-import type { GatewayConfig, Limits } from "../config/types.js";
-import { errorFormOf, upgradeRefusal } from "../errors/respond.js";
-import { type ErrorCode, GatewayError } from "../errors/table.js";
+import type { GatewayConfig } from "../config/types.js";
+import { GatewayError } from "../errors/table.js";
 import { REQUEST_ID_HEADER, requestIdFor } from "../http/request-id.js";
 import { BEARER_PROTOCOL } from "../keys/jwt.js";
 import type { UsageRecorder } from "../keys/usage.js";
 import type { HeldCalls } from "../limits/held-calls.js";
 import type { Logger } from "../log.js";
-import { type GatewayMetrics, resultOf, type WebSocketCounts } from "../metrics/gateway-metrics.js";
-import type { Admitted } from "../pipeline/admitted.js";
+import type { GatewayMetrics, WebSocketCounts } from "../metrics/gateway-metrics.js";
 import type { ErrorBoundary } from "../pipeline/boundary.js";
 import type { Mounted, Stages } from "../pipeline/stages.js";
 import type { PlanBook, PlanTerms } from "../plans/plan-terms.js";
-import { callerTraceParent, TRACE_PARENT_HEADER } from "../tracing/trace-parent.js";
+import { callerTraceParent } from "../tracing/trace-parent.js";
 import type { RequestTrace, Tracing } from "../tracing/tracing.js";
 import type { UpstreamGroup } from "../upstream/group.js";
-import { openWebSocket } from "../upstream/policy.js";
 import type { Upstream } from "../upstream/upstreams.js";
-import { type ArchiveAsk, archiveAsk } from "./archive-reads.js";
-import { CachedCalls } from "./cached-calls.js";
 import { CLOSE } from "./close-codes.js";
 import { Connection } from "./connection.js";
 import { type ConnectionCounts, LocalConnectionCounts } from "./connection-counts.js";
+import { ConnectionSetup } from "./connection-setup.js";
 import { checkHandshake, invalid } from "./handshake.js";
-import { type HeadAsk, headAsk } from "./head-reads.js";
-import { type BridgedMount, openHttpBridge } from "./http-bridge.js";
 import type { NodeSocket } from "./node-socket.js";
+import { nodeHandshakeHeaders, openNodeSocket } from "./open-node-socket.js";
+import { changedPlan, PLAN_CHANGED } from "./plan-change.js";
+import { destroyOnError, endUpgrade, type UpgradeContext, UpgradeRefusals } from "./upgrade-refusal.js";
 
 /**
  * The WebSocket transport of the pipeline: `wss://<label>.{domain}/<API_KEY>`. At the upgrade it runs
@@ -64,15 +58,19 @@ export class WebSocketGateway implements WebSocketCounts {
       readonly planName: string | undefined;
     }
   >();
-  /** The plans of the config a reload replaced this one with (#changedPlan); undefined while it serves. */
+  /**
+   * The plans of the config a reload replaced this one with (plan-change.ts `changedPlan`); undefined while it
+   * serves.
+   */
   #plansNow: PlanBook | undefined = undefined;
   /** Waiting for the last connection to close (whenIdle). */
   readonly #idle: (() => void)[] = [];
   readonly #metrics: GatewayMetrics | undefined;
-  readonly #usage: UsageRecorder | undefined;
   readonly #tracing: Tracing | undefined;
   readonly #held: HeldCalls | undefined;
   readonly #counts: ConnectionCounts;
+  readonly #refusals: UpgradeRefusals;
+  readonly #setup: ConnectionSetup;
 
   constructor(
     config: GatewayConfig,
@@ -97,10 +95,11 @@ export class WebSocketGateway implements WebSocketCounts {
     this.#logger = logger;
     this.#boundary = boundary;
     this.#metrics = counted.metrics;
-    this.#usage = counted.usage;
     this.#tracing = counted.tracing;
     this.#held = counted.held;
     this.#counts = counted.connections ?? new LocalConnectionCounts();
+    this.#refusals = new UpgradeRefusals(config, logger, boundary, counted.metrics, counted.usage);
+    this.#setup = new ConnectionSetup(config, stages, logger, boundary, counted);
     this.#server = new WebSocketServer({
       noServer: true,
       clientTracking: false,
@@ -166,7 +165,7 @@ export class WebSocketGateway implements WebSocketCounts {
             maxConnectionsPerKey,
             maxConnectionsPerIp,
           });
-          this.#refuse(socket, refusal, label, requestId, trace, keyId);
+          this.#refusals.refuse(socket, refusal, label, requestId, trace, keyId);
           return;
         }
         // the client gave up while the primary answered
@@ -179,11 +178,11 @@ export class WebSocketGateway implements WebSocketCounts {
           this.#connect(req, socket, head, mounted, group, release, { label, requestId, trace, keyId });
         } catch (error) {
           release();
-          this.#refuse(socket, error, label, requestId, trace, keyId);
+          this.#refusals.refuse(socket, error, label, requestId, trace, keyId);
         }
       });
     } catch (error) {
-      this.#refuse(socket, error, label, requestId, trace, keyId);
+      this.#refusals.refuse(socket, error, label, requestId, trace, keyId);
     }
   };
 
@@ -205,7 +204,7 @@ export class WebSocketGateway implements WebSocketCounts {
       (error, upstreamSocket, upstream) => {
         if (error !== undefined || upstreamSocket === undefined || upstream === undefined) {
           release();
-          this.#refuse(socket, error, label, requestId, trace, keyId);
+          this.#refusals.refuse(socket, error, label, requestId, trace, keyId);
           return;
         }
         if (!socket.writable) {
@@ -219,7 +218,7 @@ export class WebSocketGateway implements WebSocketCounts {
           if (!this.#handshakes.delete(req)) return;
           release();
           upstreamSocket.terminate();
-          if (refusal !== undefined) this.#refuse(socket, refusal, label, requestId, trace, keyId);
+          if (refusal !== undefined) this.#refusals.refuse(socket, refusal, label, requestId, trace, keyId);
         };
         this.#handshakes.set(req, abandon);
         // Taken off once `ws` calls back: left on the socket, it held the upgrade's request, its headers and
@@ -245,7 +244,7 @@ export class WebSocketGateway implements WebSocketCounts {
           this.#handshakes.delete(req);
           release();
           upstreamSocket.terminate();
-          this.#refuse(socket, failure, label, requestId, trace, keyId);
+          this.#refusals.refuse(socket, failure, label, requestId, trace, keyId);
         }
       },
       nodeHandshakeHeaders(mounted.admitted),
@@ -335,41 +334,6 @@ export class WebSocketGateway implements WebSocketCounts {
       if (connection.node === upstream) connection.nodeFailed();
   }
 
-  /** A connection's way to a node of its label at the head, where its dialect knows reads at the head and the label has several nodes. */
-  #headAsk(mounted: Mounted, group: UpstreamGroup): HeadAsk | undefined {
-    const bridged = this.#bridged(mounted);
-    if (bridged === undefined || group.members.length < 2) return undefined;
-    return headAsk({ ...bridged, group, label: mounted.admitted.endpoint.label });
-  }
-
-  /** A connection's way to its label's archive nodes, where its key may reach them and its dialect has old reads. */
-  #archiveAsk(mounted: Mounted): ArchiveAsk | undefined {
-    const bridged = this.#bridged(mounted);
-    const archive = this.#stages.archiveGroup(mounted);
-    if (
-      archive === undefined ||
-      bridged === undefined ||
-      mounted.mount.policy.jsonrpc?.reads?.archive === undefined
-    )
-      return undefined;
-    return archiveAsk({ ...archive, ...bridged });
-  }
-
-  /** What a call a connection asks over HTTP, beside its node, takes of its mount (http-bridge.ts). */
-  #bridged(mounted: Mounted): BridgedMount | undefined {
-    const jsonrpc = mounted.mount.policy.jsonrpc;
-    if (jsonrpc?.reads === undefined) return undefined;
-    return {
-      path: mounted.mount.path,
-      writes: jsonrpc.writes,
-      errorForm: errorFormOf(jsonrpc, false),
-      nodeErrors: mounted.mount.policy.nodeErrors,
-      limits: this.#config.limits,
-      headers: nodeHandshakeHeaders(mounted.admitted),
-      requestId: mounted.admitted.requestId,
-    };
-  }
-
   #open(
     client: WebSocket,
     upstreamSocket: NodeSocket,
@@ -378,76 +342,16 @@ export class WebSocketGateway implements WebSocketCounts {
     release: () => void,
   ): void {
     const { admitted } = mounted;
-    const group = this.#stages.upstreamGroup(mounted);
-    const connection = new Connection(client, upstreamSocket, upstream, {
-      stages: this.#stages,
-      boundary: this.#boundary,
-      mounted,
-      support: this.#config.support,
-      limits: this.#config.limits,
-      metrics: this.#metrics,
-      usage: this.#usage,
-      trace: typeof admitted.trace === "object" ? admitted.trace : undefined,
-      cache: cachedCallsOf(group, mounted),
-      reconnect: (wanted, callback, besides) =>
-        openNodeSocket(
-          group,
-          mounted,
-          this.#config.limits,
-          wanted,
-          callback,
-          nodeHandshakeHeaders(admitted),
-          this.#held,
-          besides,
-        ),
-      // as over HTTP: a caller reads its own write, not an answer the cache kept from before it, and its
-      // next HTTP reads go first to the node whose mempool has it (this connection's are on that node)
-      onWrite: (node) => {
-        group.wrote(admitted);
-        group.writers.took(admitted.clientId, node);
-      },
-      // with the filter's range, which its logs' scan is checked against as the chain moves on
-      onHandleMade: (node, name, call) =>
-        group.states.made(
-          admitted.clientId,
-          name,
-          node,
-          filterSpan(
-            readNeed(mounted.mount.policy.jsonrpc?.reads, mounted.mount.head, [call], true)?.ranges[0],
-          ),
-        ),
-      betterThan: (node) => group.betterThan(node),
-      caughtUp: (node, callback) => group.whenCaughtUp(node, callback),
-      archiveAsk: this.#archiveAsk(mounted),
-      headAsk: this.#headAsk(mounted, group),
-      servedHead: () => group.served.height,
-      moreFinalThan: (node) => group.moreFinalThan(node),
-      learnHeights: (node, calls, single, text) =>
-        learnSocketHeights(
-          group,
-          mounted.mount.policy.jsonrpc?.reads,
-          mounted.mount.head,
-          calls,
-          single,
-          node,
-          text,
-        ),
-      // as a block read's answer: a block the node has (a finalized header's too), its head at least there
-      learnHead: (node, height, finalized) => {
-        if (!readsHeights(group)) return;
-        const read = height();
-        if (read === undefined) return;
-        group.answeredHeight(node, read, false);
-        if (finalized) group.finalAnswered(node, read);
-      },
-      headChanged: (_node, result) => group.headChanged(result),
-      logger: this.#logger,
-      onClose: () => {
+    const connection = new Connection(
+      client,
+      upstreamSocket,
+      upstream,
+      this.#setup.optionsFor(mounted, () => {
         this.#connections.delete(connection);
         release();
         if (this.#connections.size === 0) for (const resolve of this.#idle.splice(0)) resolve();
-      },
-    });
+      }),
+    );
     const planName = admitted.principal?.plan;
     this.#connections.set(connection, {
       owner: admitted.clientId,
@@ -468,159 +372,4 @@ export class WebSocketGateway implements WebSocketCounts {
     else if ((this.#withdrawnAt.get(admitted.clientId) ?? -1) > (this.#admittedAt.get(admitted) ?? 0))
       connection.close(CLOSE.POLICY, "API key withdrawn or its settings changed");
   }
-
-  #refuse(
-    socket: Duplex,
-    error: unknown,
-    label: string | undefined,
-    requestId: string,
-    trace: RequestTrace | undefined,
-    keyId?: string,
-  ): void {
-    const refusal = this.#boundary.caught(error, "websocket upgrade", { label });
-    endUpgrade(trace, refusal.status, refusal.code, undefined);
-    // counted and logged as an HTTP request's refusal is: a failure always, a refusal with the access log
-    this.#metrics?.upgradeRefused(label ?? "none", refusal.code, refusal.status);
-    const result = resultOf(refusal.code, refusal.status);
-    const failed = result === "upstream" || result === "gateway";
-    if (failed || this.#config.log.access)
-      this.#logger.log(failed ? "warn" : "info", "websocket refused", {
-        requestId,
-        label,
-        key: keyId ?? refusal.keyId,
-        error: refusal.code,
-        status: refusal.status,
-      });
-    // a keyed upgrade refused (its settings, its network, its connections, no node) is one of its key's
-    // errors, as an HTTP call's refusal is: a customer whose app cannot connect sees why in its usage
-    const key = keyId ?? refusal.keyId;
-    if (this.#usage !== undefined && key !== undefined && label !== undefined)
-      this.#usage.record(key, label, 1, 1, 0, { method: "websocket", code: refusal.code, ms: undefined });
-    if (socket.writable) socket.end(upgradeRefusal(refusal, requestId));
-    socket.destroy();
-  }
-}
-
-/**
- * The node side of a connection: a socket on the node, or where the node software has no WebSocket
- * server (registry `webSocketOverHttp`), a bridge that sends each message to it over HTTP.
- */
-function openNodeSocket(
-  group: UpstreamGroup,
-  mounted: Mounted,
-  limits: Limits,
-  wanted: () => boolean,
-  callback: (error: GatewayError | undefined, socket?: NodeSocket, upstream?: Upstream) => void,
-  headers: Readonly<Record<string, string>>,
-  held: HeldCalls | undefined,
-  besides?: Upstream,
-): void {
-  const jsonrpc = mounted.mount.policy.jsonrpc;
-  const longPolls = mounted.mount.policy.longPolls;
-  if (jsonrpc?.webSocketOverHttp === true)
-    openHttpBridge(
-      group,
-      limits,
-      {
-        path: mounted.mount.path,
-        writes: jsonrpc.writes,
-        errorForm: errorFormOf(jsonrpc, false),
-        nodeErrors: mounted.mount.policy.nodeErrors,
-        longPolls:
-          longPolls?.methods === undefined
-            ? undefined
-            : {
-                methods: longPolls.methods,
-                heldMs: longPolls.heldMs,
-                slots: held === undefined ? undefined : { calls: held, caller: mounted.admitted.clientId },
-              },
-      },
-      wanted,
-      callback,
-      headers,
-      besides,
-    );
-  else openWebSocket(group, limits, wanted, callback, headers, besides);
-}
-
-/** The label's answer cache for a connection's single calls, when the label has one and its reads have rules. */
-function cachedCallsOf(group: UpstreamGroup, mounted: Mounted): CachedCalls | undefined {
-  const reads = mounted.mount.policy.jsonrpc?.reads;
-  if (group.cache === undefined || reads?.cache === undefined) return undefined;
-  return new CachedCalls(group, reads, mounted.mount.head, mounted.admitted);
-}
-
-/** The node's handshake carries the upgrade's id and trace, as an HTTP request's node request does. */
-function nodeHandshakeHeaders(admitted: Admitted): Readonly<Record<string, string>> {
-  const { trace } = admitted;
-  const headers: Record<string, string> = {};
-  const flat = admitted.nodeHeaders([]);
-  for (let i = 0; i < flat.length; i += 2) headers[flat[i] as string] = flat[i + 1] as string;
-  if (typeof trace === "object") headers[TRACE_PARENT_HEADER] = trace.traceParent();
-  return headers;
-}
-
-/** The upgrade's span ends when the client's handshake is answered: 101 with its node, or the refusal. */
-function endUpgrade(
-  trace: RequestTrace | undefined,
-  status: number,
-  code: ErrorCode | undefined,
-  upstream: string | undefined,
-): void {
-  trace?.end({
-    family: "jsonrpc",
-    method: "websocket",
-    methodClass: "stream",
-    result: resultOf(code, status === 101 ? 200 : status),
-    code,
-    status,
-    upstream,
-    cache: undefined,
-    tier: undefined,
-    computeUnits: 0,
-  });
-}
-
-/**
- * An upgrading socket's error ends it. A function of its own rather than a closure in handleUpgrade: the
- * socket keeps its listener for the connection's life, and a closure there kept the upgrade request, its
- * headers and the rest of handleUpgrade's variables alive with it.
- */
-function destroyOnError(this: Duplex): void {
-  this.destroy();
-}
-
-const PLAN_CHANGED = "the API key's plan changed: connect again";
-
-/**
- * Whether the terms a connection was admitted on differ from what its key's plan (`planName`) has now:
- * in what its messages are held to. A plan's keys and ordering (`maxKeys`, `orderable`) are the control
- * plane's, and a change of them closes no connection.
- */
-function changedPlan(plan: PlanTerms | undefined, planName: string | undefined, plans: PlanBook): boolean {
-  return plan !== undefined && planName !== undefined && termsText(plan) !== termsText(plans.terms(planName));
-}
-
-/** The terms a connection's messages are held to, as one text with its members in a fixed order. */
-function termsText(terms: PlanTerms): string {
-  return JSON.stringify([
-    terms.name,
-    terms.computeUnitRate.perSecond,
-    terms.computeUnitRate.burst,
-    terms.dailyQuota,
-    terms.monthlyQuota,
-    terms.quotaPer,
-    terms.dedicatedMethods,
-    [...terms.disabledMethods].sort(),
-    terms.archive,
-    terms.cachedShare,
-  ]);
-}
-
-/** What an upgrade's refusal is logged, counted and traced with. */
-interface UpgradeContext {
-  readonly label: string | undefined;
-  readonly requestId: string;
-  readonly trace: RequestTrace | undefined;
-  readonly keyId: string | undefined;
 }
