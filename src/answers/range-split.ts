@@ -191,8 +191,8 @@ class SplitRun {
   /**
    * The answer's tier, by its parts, in the note and the header. Each sub-range went by tier with this one
    * note, which says where the last one answered, so it is set again here: a split the archive answered in
-   * part is priced as a batch so answered is (pipeline/http.ts #archivePriced), its archive parts at the
-   * archive's factor, the rest at a full node's; it stays under the label called (`x-upstream-tier:
+   * part is priced as a batch so answered is (pipeline/exchange-units.ts archivePriced), its archive parts at
+   * the archive's factor, the rest at a full node's; it stays under the label called (`x-upstream-tier:
    * full+archive`, the access line's tier `archive`), and only one the archive answered whole is counted
    * under the archive label (docs/upstreams.md, "Archive").
    */

@@ -411,7 +411,7 @@ function tierHeader(run: BatchRun): string | undefined {
 
 /**
  * A call of the batch answered with no node call of its own: priced at the plan's cachedShare, and, given an
- * archive node's kept answer, at the archive's price too (http.ts `#batchServed`).
+ * archive node's kept answer, at the archive's price too (pipeline/exchange-units.ts `batchServed`).
  */
 function answeredWithout(note: BatchFields, call: PassedCall, tier: CacheEntry["tier"]): void {
   note.cachedMethods ??= [];

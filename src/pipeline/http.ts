@@ -1,29 +1,26 @@
 import type { IncomingMessage, ServerResponse } from "node:http";
 import type { Limits } from "../config/types.js";
 import {
-  batchErrorBody,
   type ErrorStyle,
   endpointStyle,
   isRest,
   jsonRpcStyle,
   preflight,
   restStyle,
-  sendError,
   sendJson,
 } from "../errors/respond.js";
 import { ERRORS, type ErrorCode, GatewayError } from "../errors/table.js";
 import type { Authorized, RoutedRequest } from "../families/family.js";
-import { collectBody, expectsContinue, unreadBodyTooLarge } from "../http/body.js";
-import { clientGone } from "../http/client-gone.js";
+import { collectBody, expectsContinue } from "../http/body.js";
 import { checkFraming } from "../http/framing.js";
-import { type AnswerTag, requestIdFor, requestIdOf, tagResponse } from "../http/request-id.js";
+import { type AnswerTag, requestIdFor, tagResponse } from "../http/request-id.js";
 import { replyIn } from "../jsonrpc/check.js";
 import { TokenLifetime } from "../keys/token-lifetime.js";
 import type { UsageRecorder } from "../keys/usage.js";
 import type { HeldCalls } from "../limits/held-calls.js";
 import { AccessLine, type Logger } from "../log.js";
 import { type GatewayMetrics, type MethodClass, resultOf } from "../metrics/gateway-metrics.js";
-import { archiveUnits, type BatchPart, callsUnits, withoutCalls } from "../plans/compute-units.js";
+import { type BatchPart, withoutCalls } from "../plans/compute-units.js";
 import type { QuotaHold } from "../plans/quota-hold.js";
 import type { ComputeUnits, Endpoint } from "../registry/types.js";
 import { callerTraceParent } from "../tracing/trace-parent.js";
@@ -31,6 +28,8 @@ import type { RequestTrace, Tracing } from "../tracing/tracing.js";
 import { isHeld } from "../upstream/call-run.js";
 import type { UpstreamCall } from "../upstream/policy.js";
 import type { ErrorBoundary } from "./boundary.js";
+import { ADMISSION_REFUSALS, answerFailure } from "./exchange-failure.js";
+import { pricedParts, unitsServed } from "./exchange-units.js";
 import { relay } from "./relay.js";
 import type { Charged, Mounted, Stages } from "./stages.js";
 
@@ -366,90 +365,18 @@ export class HttpExchange implements AnswerTag {
     return this.#unitsServed(resultOf(access.error as ErrorCode | undefined, status, access.nodesAnswer));
   }
 
-  /**
-   * What the request cost in compute units: its calls' registry costs, times the archive factor when an
-   * archive node answered; nothing when it was not served (refused, rate limited, failed: as the anchors
-   * bill, docs/compute-units.md).
-   */
+  /** What the request cost in compute units (exchange-units.ts), from its notes so far. */
   #unitsServed(result: string): number {
-    const rules = this.#unitRules;
-    if (result !== "ok" || rules === undefined) return 0;
-    // a range split into sub-ranges cost the nodes a call each; a batch's calls refused as needing an archive
-    // node cost nothing
-    const units =
-      this.#computeUnits * (this.#access.parts ?? 1) - this.#unitsOf(this.#access.requiredMethods);
-    const priced = this.#archivePriced(units, rules);
-    // an answer the cache gave, or one node answer shared, costs what the plan says
-    const cached = this.#access.cache === "hit" || this.#access.cache === "coalesced";
-    // the plan's, whether or not it has a quota: a bill counts these units too
-    const share = this.#cachedShare;
-    if (share === 1) return priced;
-    if (cached) return Math.round(priced * share);
-    // a batch answered in part without a node call: each call at its own price
-    const parts = this.#batchParts;
-    if (parts === undefined || this.#access.cachedMethods === undefined) return priced;
-    return this.#batchServed(parts, rules, share);
-  }
-
-  /**
-   * A batch some of whose calls were answered without a node call of their own, on a plan whose cachedShare
-   * is below 1: each call at its price, times the archive factor when an archive node's answer (kept or
-   * fresh) answered it, times the share when it had no node call; one answered ARCHIVE_REQUIRED at nothing.
-   * Scaling the whole batch's price by the share of its weight spread one call's archive price over all.
-   */
-  #batchServed(parts: readonly BatchPart[], rules: ComputeUnits, share: number): number {
-    const access = this.#access;
-    const factor = rules.archive;
-    let sum = 0;
-    for (const { method, calls, weight } of parts) {
-      const required = countOf(access.requiredMethods, method);
-      const cached = countOf(access.cachedMethods, method);
-      // on an archive label every call an archive node answered, kept or fresh
-      const archived = this.#archiveEndpoint ? calls - required : countOf(access.archivedMethods, method);
-      const both = this.#archiveEndpoint ? cached : countOf(access.cachedArchivedMethods, method);
-      const fresh = calls - required - archived - cached + both;
-      sum += weight * (fresh + (archived - both) * factor + (cached - both) * share + both * factor * share);
-    }
-    const endpoint = this.#unitEndpoint;
-    return Math.round(sum * (endpoint?.computeUnitMultiplier ?? 1));
-  }
-
-  /**
-   * What an archive node's answers cost: the whole request on an archive label, or a single read it
-   * answered; of a batch, only the calls it answered, the rest at a full node's price.
-   */
-  #archivePriced(units: number, rules: ComputeUnits): number {
-    if (this.#archiveEndpoint) return archiveUnits(units, rules);
-    if (this.#access.tier !== "archive") return units;
-    const archived = this.#access.archivedMethods;
-    if (archived === undefined) return archiveUnits(units, rules);
-    const theirs = this.#unitsOf(archived);
-    return units - theirs + archiveUnits(theirs, rules);
-  }
-
-  /** What calls of these methods cost at a full node's price. */
-  #unitsOf(methods: readonly string[] | undefined): number {
-    const rules = this.#unitRules;
-    const endpoint = this.#unitEndpoint;
-    if (methods === undefined || rules === undefined || endpoint === undefined) return 0;
-    return callsUnits(rules, methods, endpoint);
-  }
-
-  /**
-   * The batch's calls by method for the key's usage, each method weighed at what its calls were priced
-   * (#unitsServed): those answered without a node call at the plan's cachedShare.
-   */
-  #pricedParts(): readonly BatchPart[] | undefined {
-    const parts = this.#batchParts;
-    const methods = this.#access.cachedMethods;
-    const share = this.#cachedShare;
-    if (parts === undefined || methods === undefined || share === 1) return parts;
-    if (this.#access.cache === "hit" || this.#access.cache === "coalesced") return parts;
-    return parts.map((part) => {
-      let cached = 0;
-      for (const method of methods) if (method === part.method) cached += 1;
-      return { ...part, weight: (part.weight * (part.calls - cached * (1 - share))) / part.calls };
-    });
+    return unitsServed(
+      result,
+      this.#access,
+      this.#computeUnits,
+      this.#batchParts,
+      this.#unitRules,
+      this.#unitEndpoint,
+      this.#archiveEndpoint,
+      this.#cachedShare,
+    );
   }
 
   /**
@@ -506,7 +433,7 @@ export class HttpExchange implements AnswerTag {
         computeUnits,
         {
           method: this.#metricMethod,
-          parts: this.#pricedParts(),
+          parts: pricedParts(this.#batchParts, access, this.#cachedShare),
           code,
           ms: elapsed,
           refusedCodes: this.#refusedCodes,
@@ -557,35 +484,19 @@ export class HttpExchange implements AnswerTag {
   }
 
   #fail(failure: unknown, replyId: string): void {
-    const res = this.#res;
     const error = this.#caught(failure);
-    if (res.headersSent && error.code === "INTERNAL") {
-      this.#access.error = "INTERNAL";
-      res.destroy();
-      return;
-    }
-    // Once the status line is out the relay has told a client that left from a connection it cut itself.
-    const closed = error.code === "CLIENT_CLOSED" || (!res.headersSent && clientGone(res));
-    this.#access.error = closed ? this.#cutBy() : error.code;
-    if (closed) return;
-    if (error.code === "BODY_TOO_LARGE" || unreadBodyTooLarge(this.#req, this.#bodyLimit))
-      res.shouldKeepAlive = false;
-    const batch = this.#batch;
-    if (batch !== undefined && !res.headersSent) {
-      // A batch's clients (ethers, viem) read an array by id: each call gets the error, the refused ones
-      // their own refusals, with the status and headers (Retry-After) of the error.
-      const body = batchErrorBody(
-        error,
-        batch.batchIds ?? [],
-        batch.batchRefusals ?? [],
-        requestIdOf(res),
-        this.#style,
-        batch.batchLegacy,
-      );
-      sendJson(res, error.status, body, error.headers);
-      return;
-    }
-    sendError(res, error, this.#style, replyId);
+    const cutBy = this.#cutBy();
+    answerFailure(
+      error,
+      replyId,
+      this.#req,
+      this.#res,
+      this.#access,
+      cutBy,
+      this.#bodyLimit,
+      this.#batch,
+      this.#style,
+    );
   }
 
   #caught(error: unknown): GatewayError {
@@ -594,19 +505,6 @@ export class HttpExchange implements AnswerTag {
   }
 }
 
-/**
- * Refusals of a valid key made from the request's head before its body is read: stage 2's, and stage
- * 3's of its path (a path the dialect has not, an interface of the dedicated plan). Not UNAUTHORIZED: a
- * caller without a key is answered at once, and no body is buffered for it.
- */
-const ADMISSION_REFUSALS: ReadonlySet<ErrorCode> = new Set<ErrorCode>([
-  "NETWORK_FORBIDDEN",
-  "KEY_SETTING_REFUSED",
-  "JWT_REQUIRED",
-  "NOT_FOUND",
-  "DEDICATED_ONLY_INTERFACE",
-]);
-
 /** The kind of call a planned upstream call is, for the duration histogram (a bounded set). */
 function classOf(call: UpstreamCall, authorized: Authorized): MethodClass {
   if (call.write) return "write";
@@ -614,11 +512,4 @@ function classOf(call: UpstreamCall, authorized: Authorized): MethodClass {
   if (call.heldMs > 0) return "wait";
   if (authorized.batch !== undefined) return "batch";
   return call.reads !== undefined && call.reads.ranges.length > 0 ? "range" : "read";
-}
-
-/** How many times `method` is in `methods`. */
-function countOf(methods: readonly string[] | undefined, method: string): number {
-  let count = 0;
-  for (const each of methods ?? []) if (each === method) count++;
-  return count;
 }
