@@ -1,15 +1,8 @@
 import type { BlockRangeLimits } from "../config/types.js";
 import { GatewayError } from "../errors/table.js";
 import { isHeightPastSafe, readHeight } from "../upstream/head.js";
-import {
-  isGenesisTag,
-  isGiven,
-  isOneOf,
-  isTag,
-  namedBlock,
-  type RangeRead,
-  type ReadNeed,
-} from "./read-need.js";
+import { isGenesisTag, isGiven, isOneOf, isTag, namedBlock } from "./block-params.js";
+import type { RangeRead, ReadNeed } from "./read-need.js";
 
 /** A range call that is split: its range, resolved to heights, and the widest sub-range. */
 export interface RangeSplit {

@@ -5,10 +5,20 @@ import type {
   HeadEncoding,
   RangeRule,
   ReadRules,
-  RestReadRules,
   UnknownBlockAnswer,
 } from "../registry/types.js";
 import { readHeight } from "../upstream/head.js";
+import {
+  blockParam,
+  isGiven,
+  isOneOf,
+  isTag,
+  NO_BLOCK_PARAM,
+  namedBlock,
+  paramAt,
+  positional,
+  tagOf,
+} from "./block-params.js";
 
 /**
  * What a message's reads need of the node that answers them (docs/upstreams.md, "Answers across nodes"):
@@ -279,9 +289,6 @@ function readsAtItsBlockOnly(rules: ReadRules, call: PassedCall): boolean {
   return named === "hash" || typeof named === "number";
 }
 
-/** What `blockParam` answers for a call that names no block the rules read. */
-export const NO_BLOCK_PARAM = Symbol("no block param");
-
 /** Where a call's answer says the block it read (registry `heightIn`): the label's served head learns it. */
 function learnHeightIn(
   need: ReadNeed,
@@ -304,55 +311,6 @@ function learnHeightIn(
       ? {}
       : { unless: { path: [...RESULT, member], values } }),
   });
-}
-
-/** A head tag as a call gives it: the value itself, or its object's tag member (`{"finality": "final"}`). */
-function tagOf(rule: BlockParamRule, value: unknown): unknown {
-  if (rule.tagMember === undefined || typeof value !== "object" || value === null) return value;
-  return (value as Record<string, unknown>)[rule.tagMember];
-}
-
-/**
- * A call's block param as `reads.at` places it (undefined when the caller left it out: the head), or
- * NO_BLOCK_PARAM when the method has none, or its params do not match the method's `reads.when`.
- */
-export function blockParam(rules: ReadRules, call: PassedCall): unknown {
-  const position = rules.at?.[call.method];
-  if (position === undefined) return NO_BLOCK_PARAM;
-  const params = (call.call.value as { params?: unknown }).params;
-  const when = rules.when?.[call.method];
-  if (when !== undefined) {
-    if (typeof params !== "object" || params === null) return NO_BLOCK_PARAM;
-    for (const [member, wanted] of Object.entries(when)) {
-      const given = (params as Record<string, unknown>)[member];
-      if (given !== wanted && !(rules.block.numbersAsText === true && sameNumber(given, wanted)))
-        return NO_BLOCK_PARAM;
-    }
-  }
-  if (position !== "params") return paramAt(rules, call.method, params, position);
-  if (!Array.isArray(params)) return params;
-  // the same call in its positional form: its block param where the registry places it, if it does
-  const path = rules.positionalAt?.[call.method];
-  if (path === undefined) return params;
-  // a param that nests no deeper than the form it takes there (a hash where `[block_id, shard_id]` may
-  // stand) is the param itself
-  let value: unknown = params;
-  for (const index of path) {
-    if (!Array.isArray(value)) break;
-    value = value[index];
-  }
-  return value;
-}
-
-/**
- * The param at `position` of a call's params: by its place in an array, or, in an object of params by name
- * (`{"block_id": …}`, as some SDKs send them), by the name the registry gives that place (`reads.paramNames`).
- */
-export function paramAt(rules: ReadRules, method: string, params: unknown, position: number): unknown {
-  if (Array.isArray(params)) return params[position];
-  const name = rules.paramNames?.[method]?.[position];
-  if (name === undefined || typeof params !== "object" || params === null) return undefined;
-  return (params as Record<string, unknown>)[name];
 }
 
 /** A range call's range object, or undefined when it names no range (`eth_getLogs` by `blockHash`). */
@@ -415,80 +373,6 @@ function rangeByHash(rules: ReadRules, call: PassedCall, rule: RangeRule): boole
   );
 }
 
-/** Whether a filter's member is given: a node reads a null member as one left out (serde's None, Go's nil). */
-export function isGiven(value: unknown): boolean {
-  return value !== undefined && value !== null;
-}
-
-/** A call's params in their positional order, those sent by name placed by the registry's names. */
-function positional(rules: ReadRules, method: string, params: unknown): readonly unknown[] {
-  if (Array.isArray(params)) return params;
-  const names = rules.paramNames?.[method];
-  if (names === undefined || typeof params !== "object" || params === null) return [];
-  const values = names.map((name) => (params as Record<string, unknown>)[name]);
-  while (values.length > 0 && values.at(-1) === undefined) values.pop();
-  return values;
-}
-
-/**
- * What a block param names: the head (a head tag, or the param left out), a block by number (a genesis tag
- * is block 0) or by hash, or nothing this rule routes by (another tag, or a value the node will refuse).
- */
-export function namedBlock(rule: BlockParamRule, value: unknown): "head" | "hash" | "none" | number {
-  if (value === undefined || value === null) return "head";
-  // a list of blocks (a block-hash call may take one): the read needs the highest of them
-  if (Array.isArray(value)) return highestOf(value.map((element) => namedBlock(rule, element)));
-  if (typeof value === "object" && !Array.isArray(value)) {
-    const members = value as Record<string, unknown>;
-    if (rule.tagMember !== undefined && members[rule.tagMember] !== undefined) return "head";
-    if (rule.hashMember !== undefined && members[rule.hashMember] !== undefined) return "hash";
-    const number = rule.numberMember === undefined ? undefined : members[rule.numberMember];
-    if (number !== undefined) return namedBlock(rule, number);
-    return rule.unnamedIsHead === true ? "head" : "none";
-  }
-  if (isOneOf(rule.headTags, value)) return "head";
-  // `earliest`: the chain's first block, a state read an archive node alone may still have
-  if (isGenesisTag(rule, value)) return 0;
-  if (typeof value === "string" && rule.headRelative !== undefined && compiled(rule.headRelative).test(value))
-    return "head";
-  if (typeof value === "string" && rule.hashPattern !== undefined && compiled(rule.hashPattern).test(value))
-    return "hash";
-  if (typeof value === "number" && rule.plainNumbers === true) return readHeight(value, "integer") ?? "none";
-  if (typeof value === "string" && rule.numbersAsText === true && rule.encoding === "integer")
-    return readHeight(value, "decimal-string") ?? "none";
-  return readHeight(value, rule.encoding) ?? "none";
-}
-
-/** A number and its decimal text (`-1` and `"-1"`), as a node that coerces one to the other reads them. */
-function sameNumber(given: unknown, wanted: unknown): boolean {
-  return (
-    typeof given === "string" && typeof wanted === "number" && given.trim() !== "" && Number(given) === wanted
-  );
-}
-
-/** Of blocks a list names, the one a node must have reached: "none" when any is no block a rule reads. */
-function highestOf(named: readonly ("head" | "hash" | "none" | number)[]): "head" | "hash" | "none" | number {
-  if (named.length === 0 || named.includes("none")) return "none";
-  if (named.includes("head")) return "head";
-  if (named.includes("hash")) return "hash";
-  // a loop, not Math.max(...): a list as long as a body may hold would pass the call stack's bound
-  let highest = -1;
-  for (const n of named as number[]) if (n > highest) highest = n;
-  return highest;
-}
-
-/** The registry's patterns, each compiled once. */
-const PATTERNS = new Map<string, RegExp>();
-
-function compiled(pattern: string): RegExp {
-  let regExp = PATTERNS.get(pattern);
-  if (regExp === undefined) {
-    regExp = new RegExp(pattern);
-    PATTERNS.set(pattern, regExp);
-  }
-  return regExp;
-}
-
 /**
  * Whether a call is the interface's head call as the prober sends it: its method, with no params or the
  * head call's own (`chain_getHeader` with a block hash reads that block, not the head).
@@ -500,139 +384,4 @@ export function isHeadCall(call: PassedCall, head: HeadCall): boolean {
   if (!Array.isArray(params)) return JSON.stringify(params) === JSON.stringify(head.params ?? {});
   const own = Array.isArray(head.params) ? head.params : [];
   return params.length === own.length && params.every((value, i) => value === own[i]);
-}
-
-const PATH_RULES = new WeakMap<RestReadRules, readonly (readonly [string, number])[]>();
-
-/**
- * The need of a REST request whose route names a block in a path segment (registry `reads.paths`):
- * `/chains/main/blocks/head/…` reads at the head (so does a block counted back from it, where the
- * registry's `headRelative` says how one is written),
- * `/v2/blocks/1000` names a block by number, a hash names none; undefined for any other route.
- */
-export function restReadNeed(
-  rules: RestReadRules,
-  shape: string,
-  segments: readonly string[],
-): ReadNeed | undefined {
-  let paths = PATH_RULES.get(rules);
-  if (paths === undefined) {
-    paths = Object.entries(rules.paths ?? {});
-    PATH_RULES.set(rules, paths);
-  }
-  const finalized = rules.atFinalizedPaths?.[shape];
-  if (finalized !== undefined) return restAtFinalizedNeed(rules, shape, finalized);
-  // where the answer says the height it read (`reads.heightInPaths`): the served head learns it from a read
-  // at the head, and a route under a block reads at the head only when its segment names the head
-  const height = rules.heightInPaths?.[shape];
-  // a route under a block first: `/chains/{}/blocks` (the head's list) may read at the head while
-  // `/chains/{}/blocks/{}` names its block
-  for (const [prefix, index] of paths) {
-    if (shape !== prefix && !shape.startsWith(`${prefix}/`)) continue;
-    const segment = segments[index];
-    if (segment === undefined) return undefined;
-    const named = namedBlock(rules.block, segment);
-    if (named === "hash") return restByHashNeed(rules);
-    if (named === "none") return undefined;
-    if (named === "head" && height !== undefined) return restHeightInNeed(rules, shape, height);
-    const need = new ReadNeed();
-    need.single = true;
-    if (named === "head") need.atHead = true;
-    else need.highestBlock = named;
-    return need;
-  }
-  if (height !== undefined) return restHeightInNeed(rules, shape, height);
-  return readsAtHead(rules, shape) ? restAtHeadNeed(rules) : undefined;
-}
-
-/** Whether a REST route shape answers from the node's head (registry `reads.atHeadPaths`). */
-export function readsAtHead(rules: RestReadRules, shape: string): boolean {
-  for (const prefix of rules.atHeadPaths ?? [])
-    if (shape === prefix || shape.startsWith(`${prefix}/`)) return true;
-  return false;
-}
-
-/** A REST route that answers from the node's head needs the same every time: one object per interface. */
-const AT_HEAD_NEEDS = new WeakMap<RestReadRules, ReadNeed>();
-
-export function restAtHeadNeed(rules: RestReadRules): ReadNeed {
-  let need = AT_HEAD_NEEDS.get(rules);
-  if (need === undefined) {
-    need = new ReadNeed();
-    need.single = true;
-    need.atHead = true;
-    AT_HEAD_NEEDS.set(rules, need);
-  }
-  return need;
-}
-
-const AT_FINALIZED_NEEDS = new WeakMap<RestReadRules, Map<string, ReadNeed>>();
-const HEIGHT_IN_NEEDS = new WeakMap<RestReadRules, Map<string, ReadNeed>>();
-
-/** A REST read of the node's finalized block: at the head, and read for the height it answers. */
-function restAtFinalizedNeed(rules: RestReadRules, shape: string, path: readonly string[]): ReadNeed {
-  return restLearningNeed(AT_FINALIZED_NEEDS, rules, shape, path, true);
-}
-
-/** A REST read at the head whose answer says the height it read (`reads.heightInPaths`). */
-function restHeightInNeed(rules: RestReadRules, shape: string, path: readonly string[]): ReadNeed {
-  return restLearningNeed(HEIGHT_IN_NEEDS, rules, shape, path, false);
-}
-
-/** A REST read at the head, read for the height at `path`: one need per route shape. */
-function restLearningNeed(
-  byRules: WeakMap<RestReadRules, Map<string, ReadNeed>>,
-  rules: RestReadRules,
-  shape: string,
-  path: readonly string[],
-  isFinal: boolean,
-): ReadNeed {
-  let needs = byRules.get(rules);
-  if (needs === undefined) {
-    needs = new Map<string, ReadNeed>();
-    byRules.set(rules, needs);
-  }
-  let need = needs.get(shape);
-  if (need === undefined) {
-    need = new ReadNeed();
-    need.single = true;
-    need.atHead = true;
-    need.atFinalized = isFinal;
-    need.learn.push({ id: undefined, path, encoding: rules.block.encoding, isHead: false, isFinal });
-    needs.set(shape, need);
-  }
-  return need;
-}
-
-/**
- * A REST read of a block by hash, where the interface says how its node answers a block it does not know
- * (`reads.unknownBlockAnswers`): such an answer is asked of another node (answers/by-hash.ts).
- */
-export function restByHashNeed(rules: RestReadRules): ReadNeed | undefined {
-  if (rules.unknownBlockAnswers === undefined) return undefined;
-  const need = new ReadNeed();
-  need.single = true;
-  need.byHash = true;
-  need.unknownAnswers = rules.unknownBlockAnswers;
-  return need;
-}
-
-/** Whether a block param is a tag naming the chain's first block (`reads.block.genesisTags`). */
-export function isGenesisTag(rule: BlockParamRule, value: unknown): boolean {
-  return rule.genesisTags !== undefined && isOneOf(rule.genesisTags, value);
-}
-
-// A tag in any case is the tag: nodes built on alloy (Reth, anvil) read `LATEST` and `Earliest` as
-// `latest` and `earliest`, so a guard that read them as plain text let `0x0..LATEST` reach a node whole.
-// A node that refuses another case still refuses it; the gateway only reads the block as the tag.
-
-/** Whether `value` is one of `tags`, in any case. */
-export function isOneOf(tags: readonly string[], value: unknown): boolean {
-  if (typeof value !== "string") return false;
-  return tags.includes(value) || (!value.startsWith("0x") && tags.includes(value.toLowerCase()));
-}
-
-/** Whether `value` is `tag`, in any case. */
-export function isTag(tag: string | undefined, value: unknown): value is string {
-  return tag !== undefined && typeof value === "string" && (value === tag || value.toLowerCase() === tag);
 }

@@ -5,7 +5,7 @@ import {
   NO_BLOCK_PARAM,
   namedBlock,
   paramAt,
-} from "../answers/read-need.js";
+} from "../answers/block-params.js";
 import type { PassedCall } from "../jsonrpc/check.js";
 import type { BlockParamRule, CacheRules, ReadRules } from "../registry/types.js";
 
@@ -159,7 +159,7 @@ function blockOf(reads: ReadRules, rules: CacheRules, value: unknown): Lifetime 
 /**
  * Whether a block param names a live tag, as a string or where a params object names its block
  * (EIP-1898's `{"blockNumber": "pending"}`): what no block holds yet. In any case, as every tag is read
- * (answers/read-need.ts): `PENDING` is the mempool's state to alloy's nodes, and was kept as the head's.
+ * (answers/block-params.ts): `PENDING` is the mempool's state to alloy's nodes, and was kept as the head's.
  */
 function namesLiveTag(block: BlockParamRule, live: readonly string[] | undefined, value: unknown): boolean {
   if (live === undefined) return false;

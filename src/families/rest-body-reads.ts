@@ -1,4 +1,6 @@
-import { namedBlock, ReadNeed, readsAtHead, restAtHeadNeed, restByHashNeed } from "../answers/read-need.js";
+import { namedBlock } from "../answers/block-params.js";
+import { ReadNeed } from "../answers/read-need.js";
+import { readsAtHead, restAtHeadNeed, restByHashNeed } from "../answers/rest-read-need.js";
 import { type CacheRead, canonical, type Lifetime } from "../cache/cache-read.js";
 import type { RestReadRules } from "../registry/types.js";
 

@@ -1,6 +1,7 @@
 import type { IncomingMessage } from "node:http";
 import type { Dispatcher } from "undici";
-import { headCallNeed, type ReadNeed, restReadNeed } from "../answers/read-need.js";
+import { headCallNeed, type ReadNeed } from "../answers/read-need.js";
+import { restReadNeed } from "../answers/rest-read-need.js";
 import { type CacheRead, restCacheRead } from "../cache/cache-read.js";
 import { dedicatedPointer } from "../errors/dedicated-pointer.js";
 import { GatewayError } from "../errors/table.js";
@@ -157,7 +158,10 @@ function checkList(rule: ListRule, route: string, query: string): void {
     });
 }
 
-/** What the request needs of the node (src/answers/read-need.ts): the head call, or a block its path names. */
+/**
+ * What the request needs of the node (src/answers/read-need.ts, rest-read-need.ts): the head call, or a block
+ * its path names.
+ */
 function readsOf(mounted: Mounted, method: string, shape: string): ReadNeed | undefined {
   if (isHeadCall(mounted, method)) return headCallNeed(mounted.mount.head);
   const rules = mounted.mount.policy.restReads;

@@ -638,7 +638,7 @@ export interface InterfacePolicy {
    * it at a success status (registry `refusedWrite`): java-tron's `result: false`, stellar-rpc's `ERROR`.
    */
   readonly refusedWrite?: readonly BodyTest[];
-  /** Where a REST interface's routes name a block (registry `reads.paths`), for src/answers/read-need.ts. */
+  /** Where a REST interface's routes name a block (registry `reads.paths`), for src/answers/rest-read-need.ts. */
   readonly restReads?: RestReadRules;
   /** What one call costs in compute units (registry `computeUnits`, docs/compute-units.md). */
   readonly computeUnits: ComputeUnits;

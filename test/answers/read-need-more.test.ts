@@ -1,6 +1,7 @@
 import { describe, expect, it } from "vitest";
 import { endpointsByLabel } from "../../generated/endpoints.js";
-import { readNeed, restReadNeed } from "../../src/answers/read-need.js";
+import { readNeed } from "../../src/answers/read-need.js";
+import { restReadNeed } from "../../src/answers/rest-read-need.js";
 import { DEFAULT_PLANS } from "../../src/config/defaults.js";
 import type { PassedCall } from "../../src/jsonrpc/check.js";
 import { checkMessage } from "../../src/jsonrpc/message.js";

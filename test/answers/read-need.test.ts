@@ -1,7 +1,8 @@
 import { describe, expect, it } from "vitest";
 import { endpointsByLabel } from "../../generated/endpoints.js";
 import { planRanges } from "../../src/answers/range-plan.js";
-import { type ReadNeed, readNeed, restReadNeed } from "../../src/answers/read-need.js";
+import { type ReadNeed, readNeed } from "../../src/answers/read-need.js";
+import { restReadNeed } from "../../src/answers/rest-read-need.js";
 import { DEFAULT_PLANS } from "../../src/config/defaults.js";
 import type { PassedCall } from "../../src/jsonrpc/check.js";
 import { checkMessage } from "../../src/jsonrpc/message.js";

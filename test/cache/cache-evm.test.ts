@@ -369,7 +369,7 @@ describe("the answer cache on a real anvil", () => {
     }
   });
 
-  // in any case: anvil and Reth read `PENDING` as `pending`, as the gateway reads every tag (read-need.ts)
+  // in any case: anvil and Reth read `PENDING` as `pending`, as the gateway reads every tag (block-params.ts)
   it("a read at pending is never kept, as a tag or in an EIP-1898 object, in any case: the mempool moves without a block", async () => {
     await node.rpc("evm_setAutomine", [false]);
     try {
