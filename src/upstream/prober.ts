@@ -1,61 +1,25 @@
-import type { Dispatcher } from "undici";
 import type { HealthConfig } from "../config/types.js";
-import { GatewayError } from "../errors/table.js";
 import { createLogger, type Logger } from "../log.js";
-import type {
-  ChainCall,
-  Endpoint,
-  HeadBlockCall,
-  HeadCall,
-  HttpMethod,
-  Mount,
-  ProbeCall,
-} from "../registry/types.js";
-import { deadlineError, describeFailure, failureKind } from "./failure.js";
+import type { ChainCall, Endpoint, HeadCall } from "../registry/types.js";
+import { describeFailure, failureKind } from "./failure.js";
 import type { UpstreamGroup } from "./group.js";
 import { readHeight } from "./head.js";
-import type { CappedOptions } from "./interceptors.js";
+import { chainOf, headOf, isFailureStatus } from "./probe-call.js";
+import { ask, read, valueAt, valueIn } from "./probe-send.js";
 import {
-  chainOf,
-  headOf,
-  isFailureStatus,
-  type ProbeReading,
-  type ProbeRequest,
-  probeRequest,
-  readProbeAnswer,
-  withHash,
-} from "./probe-call.js";
-import { requestOn } from "./undici-pool.js";
-import { healthFor, type Upstream, type UpstreamTable, upstreamPath } from "./upstreams.js";
-
-/**
- * A probe's answer is small, but not tiny: a head call may answer the whole block, transactions and all.
- * A node that sends more than this is not answering the call, and its head is unknown.
- */
-const MAX_PROBE_BYTES = 4 * 1024 * 1024;
-
-/** A registry call, the request that carries it to a group's upstreams, and where its answer holds an error. */
-interface Probe<Call extends ProbeCall> {
-  readonly call: Call;
-  readonly request: ProbeRequest;
-  readonly errorMember: string | undefined;
-}
-
-/**
- * How a node is asked for its finalized height: one call whose answer holds it, or one whose answer
- * names the finalized block and a second (`heightBy`) that reads that block's height.
- */
-interface FinalityProbe {
-  readonly first: Probe<ChainCall>;
-  readonly heightBy: ((hash: unknown) => Probe<HeadCall>) | undefined;
-  /** Where the first answer holds the finalized block's hash (registry `hash`), when it names no hash itself. */
-  readonly hash: Probe<ChainCall> | undefined;
-}
-
-/** How a group's upstreams say which chain they are on, and the chain its label is. */
-interface ChainCheck extends Probe<ChainCall> {
-  readonly expected: string;
-}
+  type ChainCheck,
+  callName,
+  chainCheck,
+  type FinalityProbe,
+  finalityDepthOf,
+  finalityProbe,
+  type HeadBlockProbe,
+  headBlockProbe,
+  type Probe,
+  probedMount,
+  probeOf,
+} from "./probe-targets.js";
+import { healthFor, type Upstream, type UpstreamTable } from "./upstreams.js";
 
 interface ProbeTarget {
   readonly group: UpstreamGroup;
@@ -64,7 +28,7 @@ interface ProbeTarget {
   /** How a node names its finalized block, where the registry's cache rules say (src/cache/). */
   readonly finality: FinalityProbe | undefined;
   /** How a node's head block is read with its hash and parent's, to see a reorg (src/cache/). */
-  readonly headBlock: { readonly probe: Probe<HeadCall>; readonly rule: HeadBlockCall } | undefined;
+  readonly headBlock: HeadBlockProbe | undefined;
   readonly intervalMs: number;
   readonly timeoutMs: number;
   readonly chainIntervalMs: number;
@@ -369,173 +333,4 @@ export class Prober {
     if (!("problem" in height))
       target.group.finalizedSeen(height.height, typeof hash === "string" ? hash : undefined, member);
   }
-}
-
-/** A probe's answer; `cut` when it was longer than MAX_PROBE_BYTES and the read stopped. */
-interface ProbeAnswer {
-  readonly statusCode: number;
-  readonly text: string;
-  readonly cut?: true;
-}
-
-/**
- * Sends one probe request within `timeoutMs`, connecting included (the pool's connect timeout may be
- * longer), through the upstream's interceptors, and reads its answer whole up to MAX_PROBE_BYTES.
- */
-async function ask(member: Upstream, request: ProbeRequest, timeoutMs: number): Promise<ProbeAnswer> {
-  const controller = new AbortController();
-  const deadline = setTimeout(
-    () => controller.abort(deadlineError(`no answer within ${timeoutMs} ms`)),
-    timeoutMs,
-  );
-  const options: Dispatcher.RequestOptions & CappedOptions = {
-    method: request.method,
-    path: upstreamPath(member, request.path, ""),
-    headers: member.hasHeaders ? { ...request.headers, ...member.headers } : request.headers,
-    body: request.body ?? null,
-    // the probe's own deadline above ends it first: a hung node's probe reads one way, not undici's
-    // headers timeout on one probe and the deadline on the next
-    headersTimeout: timeoutMs * 2,
-    bodyTimeout: timeoutMs * 2,
-    signal: controller.signal,
-    maxResponseBytes: MAX_PROBE_BYTES,
-  };
-  try {
-    const { statusCode, body } = await requestOn({ dispatch: member.dispatch } as Dispatcher, options);
-    // masked as it arrives, before anything read from it (a detail, a value for a log line) is cut short:
-    // a secret cut in two would be masked in neither the reading nor the health record
-    return { statusCode, text: member.redact(await body.text()) };
-  } catch (error) {
-    // Past the cap the node did answer, with more than an answer to the call: nothing to read.
-    if (error instanceof GatewayError && error.code === "UPSTREAM_RESPONSE_TOO_LARGE")
-      return { statusCode: 200, text: "", cut: true };
-    throw error;
-  } finally {
-    clearTimeout(deadline);
-  }
-}
-
-/** The value at a probe's field in a node's answer; undefined when the node did not give one. */
-function valueIn(probe: Probe<ProbeCall>, answer: ProbeAnswer): unknown {
-  const reading = read(probe.call, answer, probe.errorMember);
-  return reading.kind === "value" ? reading.value : undefined;
-}
-
-function read(call: ProbeCall, answer: ProbeAnswer, errorMember: string | undefined): ProbeReading {
-  if (answer.cut === true)
-    return { kind: "unreadable", detail: `the answer is over ${MAX_PROBE_BYTES} bytes` };
-  return readProbeAnswer(call, answer.statusCode, answer.text, errorMember);
-}
-
-/**
- * The mount whose head call probes a group: the group's own mount, or for an endpoint-wide list, the mount
- * that serves the endpoint's head call.
- */
-function probedMount(endpoint: Endpoint, groupMount: string): { mount: Mount; head: HeadCall } | undefined {
-  if (groupMount !== "*") {
-    const mount = endpoint.mounts.find((m) => m.path === groupMount);
-    const head = mount === undefined ? undefined : mountHead(mount, endpoint);
-    return mount === undefined || head === undefined ? undefined : { mount, head };
-  }
-  const mount = endpoint.mounts.find((m) => serves(m, endpoint.head));
-  return mount === undefined ? undefined : { mount, head: endpoint.head };
-}
-
-/**
- * How a group's upstreams are asked which chain they are on: the probed mount's chain call, else, for an
- * endpoint-wide list (whose upstreams serve every mount), another mount's, where the endpoint says which
- * chain its nodes must answer: its `chainId` for a call that answers a number, its `chain` for one that
- * answers text. None where the registry says nothing.
- */
-function chainCheck(endpoint: Endpoint, probed: Mount, endpointWide: boolean): ChainCheck | undefined {
-  const candidates = endpointWide ? [probed, ...endpoint.mounts.filter((m) => m !== probed)] : [probed];
-  for (const mount of candidates) {
-    const call = mount.chain;
-    const expected = call?.encoding === undefined ? endpoint.chain : endpoint.chainId?.toString();
-    if (call !== undefined && expected !== undefined) return { ...probeOf(call, mount), expected };
-  }
-  return undefined;
-}
-
-/** The head block call of a mount's cache rules, as the prober sends it (the whole answer is read). */
-function headBlockProbe(mount: Mount): ProbeTarget["headBlock"] {
-  const rule = mount.policy.jsonrpc?.reads?.cache?.headBlock;
-  if (rule === undefined) return undefined;
-  const call: HeadCall = {
-    kind: "jsonrpc",
-    method: rule.method,
-    params: rule.params,
-    field: [],
-    encoding: rule.encoding,
-  };
-  return { probe: probeOf(call, mount), rule };
-}
-
-function valueAt(value: unknown, path: readonly string[]): unknown {
-  for (const member of path) {
-    if (typeof value !== "object" || value === null) return undefined;
-    value = (value as Record<string, unknown>)[member];
-  }
-  return value;
-}
-
-/** The depth below the served head that a mount's cache rules call final (`finalized: {depth}`), if they do. */
-function finalityDepthOf(mount: Mount): number | undefined {
-  const rule = (mount.policy.jsonrpc?.reads ?? mount.policy.restReads)?.cache?.finalized;
-  return rule !== undefined && "depth" in rule ? rule.depth : undefined;
-}
-
-/** The finality calls of a mount's cache rules, as the prober sends them; none for a depth or no rule. */
-function finalityProbe(mount: Mount): FinalityProbe | undefined {
-  const { policy } = mount;
-  const rule = (policy.jsonrpc?.reads ?? policy.restReads)?.cache?.finalized;
-  if (rule === undefined || "depth" in rule) return undefined;
-  if ("route" in rule) {
-    // a static route the interface serves (codegen/checks.ts): its first method, as a head route's
-    const [methods = "", path = "/"] = rule.route.split(" ");
-    const call = {
-      kind: "rest" as const,
-      method: methods.split("|")[0] as HttpMethod,
-      path,
-      ...(rule.body === undefined ? {} : { body: rule.body }),
-    };
-    return {
-      first: probeOf({ ...call, field: rule.field, encoding: rule.encoding }, mount),
-      heightBy: undefined,
-      hash: rule.hash === undefined ? undefined : probeOf({ ...call, field: rule.hash }, mount),
-    };
-  }
-  if (!("heightBy" in rule)) {
-    const { hash, ...call } = rule;
-    return {
-      first: probeOf({ kind: "jsonrpc", ...call }, mount),
-      heightBy: undefined,
-      hash: hash === undefined ? undefined : probeOf({ kind: "jsonrpc", ...call, field: hash }, mount),
-    };
-  }
-  const { heightBy, ...first } = rule;
-  return {
-    first: probeOf({ kind: "jsonrpc", ...first }, mount),
-    heightBy: (hash) =>
-      probeOf({ kind: "jsonrpc", ...heightBy, params: withHash(heightBy.params, hash) }, mount),
-    hash: undefined,
-  };
-}
-
-function probeOf<Call extends ProbeCall>(call: Call, mount: Mount): Probe<Call> {
-  return { call, request: probeRequest(call, mount.path), errorMember: mount.policy.errorMember };
-}
-
-function mountHead(mount: Mount, endpoint: Endpoint): HeadCall | undefined {
-  return mount.head ?? (serves(mount, endpoint.head) ? endpoint.head : undefined);
-}
-
-function serves(mount: Mount, call: HeadCall): boolean {
-  if (call.kind === "jsonrpc") return mount.policy.jsonrpc?.methods.has(call.method) ?? false;
-  return mount.policy.routes !== undefined;
-}
-
-/** A call as the registry writes it, for the log. */
-function callName(call: ProbeCall): string {
-  return call.kind === "jsonrpc" ? call.method : `${call.method} ${call.path}`;
 }
