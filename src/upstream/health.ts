@@ -84,6 +84,11 @@ export class UpstreamHealth {
    * path it was asked on): the last error and the reasons given to the listener are shown and logged.
    */
   readonly #redact: Redact;
+  /**
+   * A good probe, its chain's check first where its label has one, judged it since it started or last named
+   * another chain (or no prober judges it): its chain is known.
+   */
+  #vouchedFor: boolean;
 
   /**
    * `checking` when a prober will judge it first; `healthy` when none will (no probes). `redact` masks the
@@ -99,6 +104,7 @@ export class UpstreamHealth {
     this.#listener = listener;
     this.#condition = initial;
     this.#redact = redact;
+    this.#vouchedFor = initial !== "checking";
   }
 
   get state(): UpstreamState {
@@ -113,10 +119,15 @@ export class UpstreamHealth {
   /**
    * Whether a read may go to it when no node of its label is in rotation: a lagging or failing node may
    * still answer, and a stale or slow answer is better than none. Never a node on another chain, one not
-   * checked yet, or one an operator took out.
+   * checked yet, or one an operator took out; nor one failing that no good probe has vouched for since it
+   * started or named another chain: which chain it is on is not known (a node on another chain whose chain
+   * call timed out served that chain's answers as a last resort while the label's node was still checked).
    */
   get usableAsLastResort(): boolean {
-    return !this.#cordoned && (this.#condition === "lagging" || this.#condition === "failing");
+    return (
+      !this.#cordoned &&
+      (this.#condition === "lagging" || (this.#condition === "failing" && this.#vouchedFor))
+    );
   }
 
   /** Its last failure was a connection that could not be made, and nothing has answered since. */
@@ -258,6 +269,7 @@ export class UpstreamHealth {
     this.#goodProbesInRow = 0;
     this.#head = undefined;
     this.#lagBlocks = 0;
+    this.#vouchedFor = false;
     this.#become("wrong-chain", detail);
   }
 
@@ -266,6 +278,7 @@ export class UpstreamHealth {
    * more good probe towards coming back. A node's first probe after a start settles it at once.
    */
   judgeProbe(bestHead: number, maxLag: number): void {
+    this.#vouchedFor = true;
     if (this.#condition === "checking") {
       if (!this.judgeLag(bestHead, maxLag)) this.#become("healthy", "first probe");
       return;

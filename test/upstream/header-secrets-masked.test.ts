@@ -4,7 +4,7 @@ import { upstreamRedactor } from "../../src/config/upstream-name.js";
 import { reportOf } from "../../src/proxy/operator.js";
 import { eventually } from "../support/eventually.js";
 import { KEYS, type RunningGateway, rpcBody, startGateway } from "../support/gateway.js";
-import { type LoopbackNode, startLoopbackNode } from "../support/loopback-node.js";
+import { jsonRpcResponder, type LoopbackNode, startLoopbackNode } from "../support/loopback-node.js";
 
 // docs/configuration.md offers an upstream's `headers` for a provider's token (`X-Algo-API-Token`, an API
 // key header, `Authorization: Bearer …`). A proxy's page echoing the request's headers quotes them: they are
@@ -40,11 +40,20 @@ describe("a proxy's page echoing the request's headers, for an upstream whose se
   let node: LoopbackNode;
   let gw: RunningGateway;
   beforeAll(async () => {
-    node = await startLoopbackNode((r) => ({
-      status: 502,
-      headers: { "content-type": "text/plain" },
-      body: `bad gateway: POST ${r.url} (authorization: ${r.headers.authorization ?? "-"}, x-api-key: ${r.headers["x-api-key"] ?? "-"})`,
-    }));
+    // the node answers as eth's until the prober has vouched for it (a node that failed before any probe
+    // said which chain it is on is no last resort: unvouched-node-no-last-resort.test.ts), then the proxy
+    // in front of it fails every request
+    let failing = false;
+    const answers = jsonRpcResponder({ eth_chainId: "0x1", eth_blockNumber: "0x2a" });
+    node = await startLoopbackNode((r) =>
+      failing
+        ? {
+            status: 502,
+            headers: { "content-type": "text/plain" },
+            body: `bad gateway: POST ${r.url} (authorization: ${r.headers.authorization ?? "-"}, x-api-key: ${r.headers["x-api-key"] ?? "-"})`,
+          }
+        : answers(r),
+    );
     const host = new URL(node.url).host;
     gw = await startGateway({
       upstreams: {
@@ -56,6 +65,13 @@ describe("a proxy's page echoing the request's headers, for an upstream whose se
       },
       health: { ...DEFAULT_HEALTH, probeIntervalMs: 200 },
     });
+    const members = () => gw.gateway.upstreams.group("eth", "/")?.members ?? [];
+    await eventually(
+      () => members().length === 3 && members().every((m) => m.health.state === "healthy"),
+      5000,
+      "every upstream vouched for",
+    );
+    failing = true;
     await eventually(
       () =>
         (gw.gateway.upstreams.group("eth", "/")?.members ?? []).every(
