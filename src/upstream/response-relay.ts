@@ -36,14 +36,15 @@ export function passedHeaders(raw: IncomingHttpHeaders): string[] {
 }
 
 /**
- * Whether a node's answer goes out with its upstream's secrets masked: a refusal (a 4xx or 5xx) from an
- * upstream whose URL or headers hold a secret, unless it is compressed (its bytes are not the node's text).
- * A node's error page may quote the path it was asked on ("Cannot POST /v3/<provider key>"), which is the
- * operator's, never a caller's to see. One rule for every way an answer leaves: relayed, read whole
+ * Whether a node's answer goes out with its upstream's secrets masked: a refusal (a 4xx or 5xx) or a
+ * redirect (a 3xx, a provider's front's answer, never a node API's) from an upstream whose URL or headers
+ * hold a secret, unless it is compressed (its bytes are not the node's text). A node's error page may quote
+ * the path it was asked on ("Cannot POST /v3/<provider key>"), as Express's redirect page names its target
+ * ("Redirecting to /v3/<provider key>/"), which is the operator's, never a caller's to see. One rule for every way an answer leaves: relayed, read whole
  * (buffered-answer.ts), or over a WebSocket's bridge to an HTTP node (ws/http-bridge.ts).
  */
 export function masksAnswer(upstream: Upstream, statusCode: number, raw: IncomingHttpHeaders): boolean {
-  return statusCode >= 400 && upstream.redact !== NOTHING_HIDDEN && raw["content-encoding"] === undefined;
+  return statusCode >= 300 && upstream.redact !== NOTHING_HIDDEN && raw["content-encoding"] === undefined;
 }
 
 /** A refusal `masksAnswer` holds: its body with the secrets masked, and the headers that go with it. */

@@ -149,11 +149,21 @@ describe("a node's refusal relayed to its caller, quoting its upstream's secrets
   let node: LoopbackNode;
   let gw: RunningGateway;
   beforeAll(async () => {
-    node = await startLoopbackNode((r) =>
-      r.url.endsWith("/v2/status")
-        ? { body: { "last-round": 7 } }
-        : { status: 404, headers: { "content-type": "text/html" }, body: `<pre>Cannot GET ${r.url}</pre>` },
-    );
+    node = await startLoopbackNode((r) => {
+      if (r.url.endsWith("/v2/status")) return { body: { "last-round": 7 } };
+      // Express's res.redirect at a provider's front that wants a trailing slash: its page names the target
+      if (r.url.includes("/v2/blocks/"))
+        return {
+          status: 308,
+          headers: { "content-type": "text/plain; charset=utf-8", location: `${r.url}/` },
+          body: `Permanent Redirect. Redirecting to ${r.url}/`,
+        };
+      return {
+        status: 404,
+        headers: { "content-type": "text/html" },
+        body: `<pre>Cannot GET ${r.url}</pre>`,
+      };
+    });
     gw = await startGateway({ upstreams: { algo: [`${node.url}/v3/${PATH_KEY}`] } });
   });
   afterAll(async () => {
@@ -167,5 +177,12 @@ describe("a node's refusal relayed to its caller, quoting its upstream's secrets
     expect(answer.text).toBe(`<pre>Cannot GET /v3/…/v2/accounts/ADDRESS</pre>`);
     expect(Number(answer.headers["content-length"])).toBe(Buffer.byteLength(answer.text));
     expect((await gw.call("algo", `/${KEYS.all}/v2/status`)).json).toEqual({ "last-round": 7 });
+  });
+
+  it("a redirect's page too: a 3xx is a front's answer, whose page may name the path it was asked on", async () => {
+    const answer = await gw.call("algo", `/${KEYS.all}/v2/blocks/7`);
+    expect(answer.status).toBe(308);
+    expect(answer.text).toBe("Permanent Redirect. Redirecting to /v3/…/v2/blocks/7/");
+    expect(answer.headers.location).toBeUndefined();
   });
 });
