@@ -37,7 +37,8 @@ import { RememberedSubscriptions, type Subscription } from "./subscriptions.js";
  *
  * The connection remembers its subscriptions (subscriptions.ts) and keeps a ledger of its calls in flight
  * (pending-calls.ts); its messages go toward the node through its sender (message-sender.ts), which answers
- * from the cache and waits on calls in flight first. When its upstream socket is lost it moves to another
+ * from the cache and waits on calls in flight first, and what its node sends comes in through its node
+ * intake (node-intake.ts). When its upstream socket is lost it moves to another
  * node (move.ts); a connection holding node state (registry `pinned` subscriptions, or WebSocket-only calls)
  * cannot, and is closed with 1014.
  */
