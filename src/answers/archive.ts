@@ -106,11 +106,11 @@ export function fetchByTier(
       !tier.mayArchive ? "archive_required" : tier.direct ? "archive_direct" : "archive_again",
     );
     if (!tier.mayArchive) callback(archiveRequired(tier, call.reads?.stateByHash === true));
-    else if (group === undefined) callback(noArchiveNode(tier));
+    else if (group === undefined) callback(noArchiveNode(tier.archiveLabel));
     else
       fetchWhole({ ...call, group, tier: undefined }, caller, note, (error, answer) => {
         if (error !== undefined || answer === undefined)
-          return callback(error === undefined ? error : archiveFailed(tier, error));
+          return callback(error === undefined ? error : archiveFailed(tier.archiveLabel, error));
         note.label = tier.archiveLabel;
         note.tier = "archive";
         callback(undefined, answer, "archive");
@@ -290,14 +290,14 @@ function refusedToArchive(
   };
   call.group.answers.add("archive_again");
   if (group === undefined) {
-    failed(noArchiveNode(tier));
+    failed(noArchiveNode(tier.archiveLabel));
     return;
   }
   const body = batchOf(refused);
   fetchWhole({ ...call, group, body, tier: undefined }, caller, note, (again, fromArchive) => {
     const archived = again === undefined && fromArchive !== undefined ? batchAnswers(fromArchive) : undefined;
     if (archived === undefined)
-      return failed(archiveFailed(tier, again ?? new GatewayError("UPSTREAM_BAD_RESPONSE")));
+      return failed(archiveFailed(tier.archiveLabel, again ?? new GatewayError("UPSTREAM_BAD_RESPONSE")));
     const replaced: PassedCall[] = [];
     for (const c of refused) {
       const found = answerTo(archived, c);
@@ -330,26 +330,30 @@ function refusal(tier: TierPlan, call: PassedCall, byHash: boolean, requestId: s
   return rpcErrorJson("ARCHIVE_REQUIRED", call.id ?? "null", error.detail, requestId);
 }
 
-/** A read that needs an archive node, where the archive label has no upstream. */
-function noArchiveNode(tier: TierPlan): GatewayError {
+/**
+ * A read that needs an archive node, where the archive label has no upstream: an HTTP caller's and a
+ * WebSocket's (ws/archive-reads.ts) alike, written here once.
+ */
+export function noArchiveNode(archiveLabel: string): GatewayError {
   return new GatewayError("NO_UPSTREAM", {
-    archiveLabel: tier.archiveLabel,
-    reason: `this read needs an archive node, and ${tier.archiveLabel} has no upstream`,
+    archiveLabel,
+    reason: `this read needs an archive node, and ${archiveLabel} has no upstream`,
   });
 }
 
 /**
  * The archive nodes failed a read (none in rotation, none answered in time, a broken answer): the gateway's
- * error as it was, its reason naming the archive label, whose nodes it is about, not the full label's.
+ * error as it was, its reason naming the archive label, whose nodes it is about, not the full label's. An
+ * HTTP caller's and a WebSocket's (ws/archive-reads.ts) alike.
  */
-function archiveFailed(tier: TierPlan, error: GatewayError): GatewayError {
+export function archiveFailed(archiveLabel: string, error: GatewayError): GatewayError {
   const reason = typeof error.detail?.reason === "string" ? error.detail.reason : error.message;
   return new GatewayError(
     error.code,
     {
       ...error.detail,
-      archiveLabel: tier.archiveLabel,
-      reason: `this read needs an archive node, and ${tier.archiveLabel} could not serve it: ${reason}`,
+      archiveLabel,
+      reason: `this read needs an archive node, and ${archiveLabel} could not serve it: ${reason}`,
     },
     error.headers === undefined ? undefined : { ...error.headers },
   );

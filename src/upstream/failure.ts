@@ -47,10 +47,14 @@ export function toGatewayError(error: unknown): GatewayError {
   if (error instanceof GatewayError) return error;
   const code = errorCode(error);
   if (TIMEOUT.has(code)) return new GatewayError("UPSTREAM_TIMEOUT");
-  if (NOT_SENT.has(code))
-    return new GatewayError("NO_UPSTREAM", { reason: "no upstream tried could be reached" });
+  if (NOT_SENT.has(code)) return unreached();
   if (NOT_BUILT.has(code)) return new GatewayError("INTERNAL");
   return new GatewayError("UPSTREAM_BAD_RESPONSE");
+}
+
+/** No node tried took the request: over HTTP, and a WebSocket's call asked over HTTP (ws/archive-reads.ts). */
+export function unreached(): GatewayError {
+  return new GatewayError("NO_UPSTREAM", { reason: "no upstream tried could be reached" });
 }
 
 /** Whether the request was refused by the gateway's own HTTP client, so never sent (a write too). */

@@ -1,6 +1,8 @@
+import { archiveFailed, noArchiveNode } from "../answers/archive.js";
 import { rpcErrorJson } from "../errors/respond.js";
 import type { RpcErrorCode } from "../errors/table.js";
 import type { PassedCall } from "../jsonrpc/check.js";
+import { unreached } from "../upstream/failure.js";
 import type { UpstreamGroup } from "../upstream/group.js";
 import type { CacheKeep } from "./cached-calls.js";
 import { askOnce, type BridgedMount, openHttpBridge } from "./http-bridge.js";
@@ -32,11 +34,8 @@ export function archiveAsk(target: ArchiveTarget): ArchiveAsk {
   return (callText, id, answered) => {
     const { group } = target;
     if (group === undefined) {
-      answered(
-        refusal("NO_UPSTREAM", id, {
-          reason: `this read needs an archive node, and ${target.label} has no upstream`,
-        }),
-      );
+      // as an HTTP caller's read is answered, in the same words, with the archive label (docs/errors.md)
+      answered(refusal("NO_UPSTREAM", id, noArchiveNode(target.label).detail));
       return;
     }
     openHttpBridge(
@@ -52,13 +51,14 @@ export function archiveAsk(target: ArchiveTarget): ArchiveAsk {
       (error, socket) => {
         // none of the archive nodes in rotation: as an HTTP caller's read is answered
         if (error !== undefined || socket === undefined) {
-          answered(refusal("NO_UPSTREAM", id, { ...error?.detail }));
+          const failed = archiveFailed(target.label, error ?? unreached());
+          answered(refusal("NO_UPSTREAM", id, failed.detail));
           return;
         }
         askOnce(
           socket,
           callText,
-          () => refusal("NO_UPSTREAM", id, { reason: `no node of ${target.label} could be reached` }),
+          () => refusal("NO_UPSTREAM", id, archiveFailed(target.label, unreached()).detail),
           answered,
         );
       },
