@@ -2,6 +2,7 @@ import { readNeed } from "../answers/read-need.js";
 import { rpcErrorJson } from "../errors/respond.js";
 import type { ErrorCode } from "../errors/table.js";
 import type { ReadRules } from "../registry/types.js";
+import { unreached } from "../upstream/failure.js";
 import type { UpstreamGroup } from "../upstream/group.js";
 import type { Upstream } from "../upstream/upstreams.js";
 import type { ConnectionOptions } from "./connection-options.js";
@@ -50,14 +51,9 @@ export function headAsk(target: HeadTarget): HeadAsk {
       undefined,
       target.nodeErrors,
     );
-    const unreached = (id: string) =>
-      rpcErrorJson(
-        "NO_UPSTREAM",
-        id,
-        { reason: `no node of ${target.label} could be reached` },
-        target.requestId,
-        target.errorForm,
-      );
+    // in an HTTP caller's words for the same failure (failure.ts), not a second wording of its own
+    const unanswered = (id: string) =>
+      rpcErrorJson("NO_UPSTREAM", id, unreached().detail, target.requestId, target.errorForm);
     // the gateway's own errors, not the node's answers: the connection counts them as such (no cost)
     let failed: ReadonlyMap<string, ErrorCode> | undefined;
     askOnce(
@@ -65,7 +61,7 @@ export function headAsk(target: HeadTarget): HeadAsk {
       callText,
       () => {
         failed = new Map(ids.map((id) => [id, "NO_UPSTREAM"]));
-        return batch ? `[${ids.map(unreached).join(",")}]` : unreached(ids[0] as string);
+        return batch ? `[${ids.map(unanswered).join(",")}]` : unanswered(ids[0] as string);
       },
       (answer, failedHere) => answered(answer, failedHere ?? failed),
     );
