@@ -72,7 +72,7 @@ function learnHeightsOf(
     if (flat !== null) {
       const height = readHeight(only.encoding === "integer" ? Number(flat[1]) : flat[1], only.encoding);
       if (height !== undefined) group.answeredHeight(upstream, height, only.isHead);
-      if (height !== undefined && only.isFinal === true) group.finalAnswered(upstream, height);
+      if (height !== undefined && only.isFinal === true) group.finality.finalAnswered(upstream, height);
       return;
     }
   }
@@ -93,7 +93,7 @@ function learnHeightsOf(
     if (height === undefined) continue;
     if (rule.isHead) head = Math.max(head, height);
     else other = Math.max(other, height);
-    if (rule.isFinal === true) group.finalAnswered(upstream, height);
+    if (rule.isFinal === true) group.finality.finalAnswered(upstream, height);
   }
   if (head >= 0) group.answeredHeight(upstream, head, true);
   if (other >= 0) group.answeredHeight(upstream, other, false);

@@ -110,7 +110,7 @@ export interface HeightInAnswer {
   readonly isHead: boolean;
   /**
    * The answer is the node's finalized block (a read at the finalized tag): the node's finalized height
-   * rises to it, so the next such read goes to a node at least that final (group.ts `mostFinalized`).
+   * rises to it, so the next such read goes to a node at least that final (label-finality.ts `mostFinalized`).
    */
   readonly isFinal?: boolean;
   /** The answer's member, and its values, that say the height is of a block still being built (`heightUnless`). */

@@ -65,7 +65,7 @@ export class ServedHead {
    * long gone): what was final when a read of that epoch went out (src/cache/kept-answer.ts). Finality
    * learned during the epoch counts for all of it: a reorganisation that would make a block read in it
    * turn final from another chain moves the epoch first (the prober reads a node's head block before its
-   * finalized one, group.ts `blockSeen`), and finality is then learned in the next.
+   * finalized one, label-finality.ts `blockSeen`), and finality is then learned in the next.
    */
   startOf(epoch: number): EpochStart | undefined {
     const at = epoch % KEPT_EPOCHS;
@@ -125,7 +125,7 @@ export class ServedHead {
 
   /**
    * A node's head went back (a reorg, a rewound dev chain), or a block under the head may have been
-   * replaced (src/upstream/group.ts `blockSeen`): what was read at the head may be gone.
+   * replaced (src/upstream/label-finality.ts `blockSeen`): what was read at the head may be gone.
    */
   moved(): void {
     this.#nextEpoch();

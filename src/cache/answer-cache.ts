@@ -146,7 +146,7 @@ export class AnswerCache {
     this.#entries.set(key, entry);
   }
 
-  /** Every answer goes: the blocks they were read from may no longer be on the chain (group.ts `wentBack`). */
+  /** Every answer goes: the blocks they were read from may no longer be on the chain (label-finality.ts `wentBack`). */
   forgetAll(): void {
     this.#entries.clear();
     this.#generation++;

@@ -266,7 +266,7 @@ export function finalizedHeight(rules: CacheRules, group: UpstreamGroup, node?: 
   }
   // an archive tier's node is another label's: its answers are about blocks long final
   if (node === undefined || !group.members.includes(node)) return group.finalized;
-  return Math.min(group.finalized, group.finalizedBy(node));
+  return Math.min(group.finalized, group.finality.finalizedBy(node));
 }
 
 /** The height at `path` in a result, in the finality call's encoding (or a hex quantity, as EVM's are). */

@@ -188,7 +188,7 @@ export class SharedAnswers {
   }
 
   /**
-   * Every shared answer of a label's scope goes: its chain went back under its finalized blocks (group.ts
+   * Every shared answer of a label's scope goes: its chain went back under its finalized blocks (label-finality.ts
    * `wentBack`), and what was final may not be on it any more. The scope's generation rises in Redis (INCR),
    * and no instance reads an answer stored under an older one; until Redis has taken it (it is retried
    * while Redis is slow or away), this instance reads and stores none of the scope's. Each instance's own

@@ -145,7 +145,7 @@ export class UpstreamPlanner {
       (reads?.makesHandle === true ? group.states.ownerNode(clientId) : undefined) ??
       wroteTo ??
       (reads?.atFinalized === true
-        ? group.mostFinalized(reads.highestBlock < 0 && reads.pageEnd < 0)
+        ? group.finality.mostFinalized(reads.highestBlock < 0 && reads.pageEnd < 0)
         : undefined);
     // sent first to the node that took the caller's write, where another call may go to another node:
     // its cached reads share no call in flight (a label with one node sends every call to it)

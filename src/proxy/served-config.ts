@@ -144,7 +144,7 @@ export function carryServedHeads(from: UpstreamTable, to: UpstreamTable): void {
     if (!next.chainChecked && !sameNodes(group, next)) continue;
     next.served.raiseFromPeer(group.served.height, false);
     if (next.cache !== undefined && group.cache !== undefined) next.cache.carryFrom(group.cache);
-    next.finalizedSeen(group.finalized);
+    next.finality.finalizedSeen(group.finalized);
   }
 }
 

@@ -361,7 +361,7 @@ export type FinalityRule =
 
 /**
  * A call whose answer at `field` is the finalized height, and at `hash`, where given, the finalized block's
- * hash: one named again with another hash says the final blocks were rewritten (group.ts `finalizedSeen`).
+ * hash: one named again with another hash says the final blocks were rewritten (label-finality.ts `finalizedSeen`).
  */
 export interface FinalityCall {
   readonly method: string;
@@ -565,7 +565,7 @@ export interface HeadsRule {
   readonly byHash: { readonly method: string; readonly params: unknown };
   /**
    * Its headers are the node's finalized blocks: each says how final the node holds the chain, as a read at
-   * the finalized tag does (group.ts `finalAnswered`), so another node's older finalized block is not read next.
+   * the finalized tag does (label-finality.ts `finalAnswered`), so another node's older finalized block is not read next.
    */
   readonly finalized?: true;
 }

@@ -269,7 +269,7 @@ export class Prober {
       this.#headUnknown.delete(member);
       const before = member.health.head;
       // its chain went back under it (a reorg, a dev chain reverted): what was read at the head may be gone
-      if (before !== undefined && head.height < before) target.group.wentBack(member, head.height);
+      if (before !== undefined && head.height < before) target.group.finality.wentBack(member, head.height);
       member.health.probed(head.height, latencyMs);
     }
     target.group.judgeProbe(member);
@@ -306,7 +306,7 @@ export class Prober {
     const hash = at(rule.hash);
     const parent = at(rule.parent);
     if (height !== undefined && typeof hash === "string" && typeof parent === "string")
-      target.group.blockSeen(height, hash, parent);
+      target.group.finality.blockSeen(height, hash, parent);
   }
 
   /** Asks a node in rotation for its finalized block: the group's finalized height rises to it. */
@@ -331,6 +331,6 @@ export class Prober {
     if (value === undefined || call.encoding === undefined) return;
     const height = headOf({ ...call, encoding: call.encoding }, value);
     if (!("problem" in height))
-      target.group.finalizedSeen(height.height, typeof hash === "string" ? hash : undefined, member);
+      target.group.finality.finalizedSeen(height.height, typeof hash === "string" ? hash : undefined, member);
   }
 }

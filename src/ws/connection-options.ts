@@ -55,7 +55,7 @@ export interface ConnectionOptions {
   readonly servedHead?: (() => number) | undefined;
   /**
    * The node of the label at its head that named a higher finalized block than `node` did, if one did
-   * (group.ts `mostFinalized`): a read at the finalized tag goes there.
+   * (label-finality.ts `mostFinalized`): a read at the finalized tag goes there.
    */
   readonly moreFinalThan?: ((node: Upstream) => Upstream | undefined) | undefined;
   /**

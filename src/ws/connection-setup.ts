@@ -95,7 +95,7 @@ export class ConnectionSetup {
       archiveAsk: archiveAskOf(mounted, this.#stages, this.#config.limits),
       headAsk: headAskOf(mounted, group, this.#config.limits),
       servedHead: () => group.served.height,
-      moreFinalThan: (node) => group.moreFinalThan(node),
+      moreFinalThan: (node) => group.finality.moreFinalThan(node),
       learnHeights: (node, calls, single, text) =>
         learnSocketHeights(
           group,
@@ -112,7 +112,7 @@ export class ConnectionSetup {
         const read = height();
         if (read === undefined) return;
         group.answeredHeight(node, read, false);
-        if (finalized) group.finalAnswered(node, read);
+        if (finalized) group.finality.finalAnswered(node, read);
       },
       headChanged: (_node, result) => group.headChanged(result),
       logger: this.#logger,

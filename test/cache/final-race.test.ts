@@ -102,7 +102,7 @@ describe("a revert from a node that does not hold its block final yet (real anvi
   const finalizedBy = (i: number) => {
     const group = gw.gateway.upstreams.group("eth", "/");
     const node = group?.members[i];
-    return node === undefined ? -1 : (group?.finalizedBy(node) ?? -1);
+    return node === undefined ? -1 : (group?.finality.finalizedBy(node) ?? -1);
   };
 
   beforeAll(async () => {

@@ -167,7 +167,8 @@ describe("java-tron: what is final is each node's own solidified block, not a de
     const group = gw.gateway.upstreams.group("trx", "/");
     // every node told the prober its solidified block
     await eventually(
-      () => group?.members.every((m, i) => group.finalizedBy(m) === H - (lags[i] as number)) === true,
+      () =>
+        group?.members.every((m, i) => group.finality.finalizedBy(m) === H - (lags[i] as number)) === true,
       4_000,
       "each node's solidified block learned",
     );

@@ -19,8 +19,8 @@ describe("final blocks rewritten", () => {
   it("one node: taken at once", () => {
     const a = nodeAt(200);
     const { group, forgotten } = watched([a]);
-    group.finalizedSeen(136, "0xold", a);
-    group.finalizedSeen(136, "0xnew", a);
+    group.finality.finalizedSeen(136, "0xold", a);
+    group.finality.finalizedSeen(136, "0xnew", a);
     expect(forgotten()).toBe(1);
     expect(group.finalized).toBe(136);
   });
@@ -28,23 +28,23 @@ describe("final blocks rewritten", () => {
   it("two nodes of one chain: taken once neither names the old block", () => {
     const [a, b] = [nodeAt(200), nodeAt(200)];
     const { group, forgotten } = watched([a, b]);
-    group.finalizedSeen(136, "0xold", a);
-    group.finalizedSeen(136, "0xold", b);
-    group.finalizedSeen(136, "0xnew", a);
+    group.finality.finalizedSeen(136, "0xold", a);
+    group.finality.finalizedSeen(136, "0xold", b);
+    group.finality.finalizedSeen(136, "0xnew", a);
     expect(forgotten()).toBe(0);
-    group.finalizedSeen(136, "0xnew", b);
-    group.finalizedSeen(136, "0xnew", a);
+    group.finality.finalizedSeen(136, "0xnew", b);
+    group.finality.finalizedSeen(136, "0xnew", a);
     expect(forgotten()).toBe(1);
   });
 
   it("one node on other final blocks beside one that still names the old: that node's own trouble", () => {
     const [a, b] = [nodeAt(200), nodeAt(200)];
     const { group, forgotten } = watched([a, b]);
-    group.finalizedSeen(136, "0xold", a);
-    group.finalizedSeen(136, "0xold", b);
+    group.finality.finalizedSeen(136, "0xold", a);
+    group.finality.finalizedSeen(136, "0xold", b);
     for (let i = 0; i < 3; i++) {
-      group.finalizedSeen(136, "0xother", a);
-      group.finalizedSeen(136, "0xold", b);
+      group.finality.finalizedSeen(136, "0xother", a);
+      group.finality.finalizedSeen(136, "0xold", b);
     }
     expect(forgotten()).toBe(0);
   });
@@ -53,9 +53,9 @@ describe("final blocks rewritten", () => {
     const [a, b, c] = [nodeAt(200), nodeAt(200), nodeAt(199)];
     const { group, forgotten } = watched([a, b, c]);
     for (let height = 100; height < 110; height++) {
-      group.finalizedSeen(height, `0xgood${height}`, a);
-      group.finalizedSeen(height, `0xgood${height}`, b);
-      group.finalizedSeen(height - 1, `0xfork${height - 1}`, c);
+      group.finality.finalizedSeen(height, `0xgood${height}`, a);
+      group.finality.finalizedSeen(height, `0xgood${height}`, b);
+      group.finality.finalizedSeen(height - 1, `0xfork${height - 1}`, c);
     }
     expect(forgotten()).toBe(0);
   });
