@@ -1,3 +1,4 @@
+import { createHash } from "node:crypto";
 import { isIP } from "node:net";
 import { domainToASCII } from "node:url";
 import { keccak_256 } from "@noble/hashes/sha3";
@@ -207,6 +208,12 @@ export class KeyRules {
   readonly #methods: ((method: string) => boolean) | undefined;
   readonly #contracts: ReadonlySet<string> | undefined;
   readonly jwt: JwtVerifier | undefined;
+  /**
+   * The contracts list as a short digest (undefined without one): part of whose the key's filters are
+   * (pipeline/admitted.ts `stateOwner`), so that one made under another list is not polled under this one.
+   * The same list gives the same digest in every process, which share filters through Redis.
+   */
+  readonly contractsTag: string | undefined;
 
   private constructor(settings: KeySettings) {
     this.#origins = settings.origins?.map((origin) => {
@@ -229,6 +236,13 @@ export class KeyRules {
       this.#methods = remembered((method) => exact.has(method) || patterns.some((p) => p.test(method)));
     }
     if (settings.contracts !== undefined) this.#contracts = new Set(settings.contracts.map(addressKey));
+    this.contractsTag =
+      this.#contracts === undefined
+        ? undefined
+        : createHash("sha256")
+            .update([...this.#contracts].sort().join(","))
+            .digest("base64url")
+            .slice(0, 12);
     this.jwt = settings.jwtKeys === undefined ? undefined : new JwtVerifier(settings.jwtKeys);
   }
 

@@ -36,6 +36,7 @@ export class Admitted {
   #ip: string | undefined = undefined;
   #net: string | undefined = undefined;
   #publicId: string | undefined = undefined;
+  #stateOwner: string | undefined = undefined;
 
   /** Made of stage 1's value, which only stage 1 makes: no request is admitted before its endpoint is known. */
   constructor(
@@ -90,6 +91,21 @@ export class Admitted {
   get net(): string {
     if (this.#net === undefined) this.#net = clientNet(this.ip);
     return this.#net;
+  }
+
+  /**
+   * Whose the states a node makes for the caller (filters: upstream/node-states.ts) are: its `clientId`, and
+   * for a key held to a contracts list, that list's too. A filter made under other settings (eth_newFilter {}
+   * before its owner set the list) is then another caller's, refused FILTER_NOT_FOUND: polled, it answered
+   * the logs of contracts the list leaves out, as eth_getLogs over every contract would. SDKs make the filter
+   * again on that answer, and the new one is checked against the list (as a WebSocket is closed, to come
+   * back under new settings).
+   */
+  get stateOwner(): string {
+    const tag = this.principal?.rules?.contractsTag;
+    if (tag === undefined) return this.clientId;
+    this.#stateOwner ??= `${this.clientId}/${tag}`;
+    return this.#stateOwner;
   }
 
   /** Who the rate limit and connection caps count against: a key's id, or the client's network (`net`). */

@@ -118,7 +118,7 @@ export class UpstreamPlanner {
     const names = outgoing.reads?.handles;
     if (names === undefined || names.length === 0) return undefined;
     const group = this.#upstreams.group(mounted.admitted.endpoint.label, mounted.mount.path);
-    return group?.states.recall(mounted.admitted.clientId, names);
+    return group?.states.recall(mounted.admitted.stateOwner, names);
   }
 
   /**
@@ -142,7 +142,7 @@ export class UpstreamPlanner {
     // a read at the finalized tag (or in a finalized view by number, a page of blocks there), the node
     // that named the highest finalized block
     const preferred =
-      (reads?.makesHandle === true ? group.states.ownerNode(clientId) : undefined) ??
+      (reads?.makesHandle === true ? group.states.ownerNode(mounted.admitted.stateOwner) : undefined) ??
       wroteTo ??
       (reads?.atFinalized === true
         ? group.finality.mostFinalized(reads.highestBlock < 0 && reads.pageEnd < 0)
@@ -208,9 +208,11 @@ export class UpstreamPlanner {
       // a filter's poll goes to the node that made the filter, which alone has it; a new filter where the
       // caller's others are, if that node takes it
       pinned:
-        reads?.handle === undefined ? undefined : pinnedNode(reads.handle, group, mounted.admitted.clientId),
+        reads?.handle === undefined
+          ? undefined
+          : pinnedNode(reads.handle, group, mounted.admitted.stateOwner),
       preferred,
-      handleOwner: reads?.makesHandle === true ? clientId : undefined,
+      handleOwner: reads?.makesHandle === true ? mounted.admitted.stateOwner : undefined,
       writer: outgoing.write ? clientId : undefined,
       exclude: undefined,
     };
@@ -321,7 +323,7 @@ export class UpstreamPlanner {
   #checkScans(reads: ReadNeed, group: UpstreamGroup, mounted: Mounted): void {
     const rules = mounted.mount.policy.jsonrpc?.reads?.ranges;
     for (const { name, method } of reads.scans) {
-      const span = group.states.spanOf(mounted.admitted.clientId, name);
+      const span = group.states.spanOf(mounted.admitted.stateOwner, name);
       if (span === undefined) continue;
       try {
         checkFilterSpan(
@@ -417,7 +419,7 @@ function olderThanFull(reads: ReadNeed, head: number, rule: ArchiveRule): boolea
 function madeByAnother(reads: ReadNeed, group: UpstreamGroup, mounted: Mounted): boolean {
   let another = false;
   for (const name of reads.handles)
-    if (group.states.madeByAnother(mounted.admitted.clientId, name)) another = true;
+    if (group.states.madeByAnother(mounted.admitted.stateOwner, name)) another = true;
   return another;
 }
 

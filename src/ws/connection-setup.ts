@@ -83,7 +83,7 @@ export class ConnectionSetup {
       // with the filter's range, which its logs' scan is checked against as the chain moves on
       onHandleMade: (node, name, call) =>
         group.states.made(
-          admitted.clientId,
+          admitted.stateOwner,
           name,
           node,
           filterSpan(
