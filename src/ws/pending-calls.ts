@@ -176,7 +176,11 @@ export class PendingCalls {
     const ids: string[] = [];
     for (const members of envelopes) {
       const id = members.get("id");
-      if (id === undefined || members.has("method")) continue;
+      // an answer is an id with a result or an error; Ogmios names the call's method beside them
+      // (Ogmios/App/Protocol.hs), and its call, left in flight, held its slot for good (101 nextBlock
+      // calls: TOO_MANY_IN_FLIGHT) and its cache flight till it timed out
+      if (id === undefined || (members.has("method") && !members.has("result") && !members.has("error")))
+        continue;
       const key = idKey(id);
       const pending = this.#byId.get(key);
       if (pending === undefined) continue;
