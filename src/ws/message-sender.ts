@@ -97,6 +97,12 @@ export class MessageSender {
    * (else the client had two answers with one id), until the call waited on lands or has none to share.
    */
   readonly #followingIds = new Set<string>();
+  /**
+   * A WebSocket-only call went to the node: it holds state its answers to later reads may depend on (an
+   * Ogmios ledger state acquired at an old point answers queryLedgerState/* there, not at the tip), so
+   * the connection's calls meet the label's cache no more, neither answered from it nor kept in it.
+   */
+  #holdsState = false;
 
   constructor(host: SenderHost) {
     this.#host = host;
@@ -202,7 +208,7 @@ export class MessageSender {
   /** The cache's answer to a single call, or what to keep of the node's: a read only, never a write. */
   #lookup(checked: Checked | undefined, follow: Follow): ReturnType<CachedCalls["lookup"]> {
     const cache = this.#host.cache;
-    if (cache === undefined || checked === undefined || !checked.ok) return undefined;
+    if (cache === undefined || checked === undefined || !checked.ok || this.#holdsState) return undefined;
     if (checked.access !== "shared" && checked.access !== "dedicated") return undefined;
     if (this.#host.policy.writes.has(checked.method)) return undefined;
     // a call that waits on another counts against the in-flight cap as one sent would
@@ -366,7 +372,10 @@ export class MessageSender {
   /** Reserves in-flight and subscription slots at the moment a call is sent, so a burst cannot overshoot. */
   #admit(checked: Checked, message: UpstreamMessage, pending: Pending[]): Checked {
     if (!checked.ok) return checked;
-    if (checked.access === "websocket") this.#host.stateful();
+    if (checked.access === "websocket") {
+      this.#holdsState = true;
+      this.#host.stateful();
+    }
     if (checked.id === undefined) return checked;
     // Its answer could not be told from the other's: the node's answers carry the id alone, and a call the
     // cache missed would keep the other's answer as its own, for every caller of the label.
