@@ -96,6 +96,10 @@ export function namedBlock(rule: BlockParamRule, value: unknown): "head" | "hash
   if (typeof value === "string" && rule.hashPattern !== undefined && compiled(rule.hashPattern).test(value))
     return "hash";
   if (typeof value === "number" && rule.plainNumbers === true) return readHeight(value, "integer") ?? "none";
+  // a node that reads a number in hex too (Thor's base-0 ParseUint): a block it has not reached it answers as
+  // one by number, `null`, so the read needs that block as the decimal one does
+  if (typeof value === "string" && rule.hexNumbers === true && /^0x/i.test(value))
+    return readHeight(value, "hex-quantity") ?? "none";
   if (typeof value === "string" && rule.numbersAsText === true && rule.encoding === "integer")
     return readHeight(value, "decimal-string") ?? "none";
   return readHeight(value, rule.encoding) ?? "none";

@@ -469,6 +469,11 @@ export interface BlockParamRule {
   /** A plain JSON number is a height too, whatever `encoding` (Substrate's NumberOrHex). */
   readonly plainNumbers?: boolean;
   /**
+   * A 0x-prefixed hex number is a height too, whatever `encoding`: Thor reads a revision with Go's
+   * strconv.ParseUint(s, 0, 0), so `/blocks/0x1312d01` is block 20000001 to it, not a value to route anywhere.
+   */
+  readonly hexNumbers?: boolean;
+  /**
    * A decimal string where a number goes is that number, as the node reads it (ton-http-api coerces its
    * params' strings to integers; a GET's query has no other kind): for the block and for `when`.
    */
