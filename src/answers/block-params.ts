@@ -95,6 +95,10 @@ export function namedBlock(rule: BlockParamRule, value: unknown): "head" | "hash
     return "head";
   if (typeof value === "string" && rule.hashPattern !== undefined && compiled(rule.hashPattern).test(value))
     return "hash";
+  if (typeof value === "string" && rule.offsets !== undefined) {
+    const offset = offsetBlock(rule, rule.offsets, value);
+    if (offset !== undefined) return offset;
+  }
   if (typeof value === "number" && rule.plainNumbers === true) return readHeight(value, "integer") ?? "none";
   // a node that reads a number in hex too (Thor's base-0 ParseUint): a block it has not reached it answers as
   // one by number, `null`, so the read needs that block as the decimal one does
@@ -103,6 +107,42 @@ export function namedBlock(rule: BlockParamRule, value: unknown): "head" | "hash
   if (typeof value === "string" && rule.numbersAsText === true && rule.encoding === "integer")
     return readHeight(value, "decimal-string") ?? "none";
   return readHeight(value, rule.encoding) ?? "none";
+}
+
+/**
+ * A block named by another and a count of blocks after or before it (`reads.block.offsets`): Octez reads
+ * `5000000+1` and `genesis+5000001` as level 5000001, which a node below it answers 404, so such a name needs
+ * that level as the level itself does; `<hash>~N` is still a read by hash, `head~N` at the head. Undefined
+ * when `value` has no delimiter; "none" for a name the node refuses (two delimiters, `head+N`).
+ */
+function offsetBlock(
+  rule: BlockParamRule,
+  offsets: NonNullable<BlockParamRule["offsets"]>,
+  value: string,
+): "head" | "hash" | "none" | number | undefined {
+  let at = -1;
+  let sign = 0;
+  for (let i = 1; i < value.length; i++) {
+    const char = value.charAt(i);
+    const step = offsets.after.includes(char) ? 1 : offsets.before.includes(char) ? -1 : 0;
+    if (step === 0) continue;
+    // Octez takes one delimiter, no more
+    if (at >= 0) return "none";
+    at = i;
+    sign = step;
+  }
+  if (at < 0) return undefined;
+  const countText = value.slice(at + 1);
+  const count =
+    readHeight(countText, "decimal-string") ??
+    (rule.hexNumbers === true ? readHeight(countText, "hex-quantity") : undefined);
+  if (count === undefined) return "none";
+  // the base has no delimiter left: it is read as any block name is
+  const base = namedBlock(rule, value.slice(0, at));
+  if (base === "hash" || base === "none") return base;
+  if (base === "head") return sign < 0 ? "head" : "none";
+  const height = base + sign * count;
+  return height >= 0 ? height : "none";
 }
 
 /** A number and its decimal text (`-1` and `"-1"`), as a node that coerces one to the other reads them. */

@@ -474,6 +474,11 @@ export interface BlockParamRule {
    */
   readonly hexNumbers?: boolean;
   /**
+   * A block named by another and a count of blocks after or before it, with one of these delimiters between
+   * them (Octez's parse_block: `5000000+1`, `5000002~1`, `genesis+N`, `<hash>~N`): a level moved by the count.
+   */
+  readonly offsets?: { readonly after: readonly string[]; readonly before: readonly string[] };
+  /**
    * A decimal string where a number goes is that number, as the node reads it (ton-http-api coerces its
    * params' strings to integers; a GET's query has no other kind): for the block and for `when`.
    */
