@@ -28,10 +28,24 @@ function inFinalView(rules: RestReadRules, shape: string): boolean {
 /** The block the request names: its JSON body's member, else its query parameter (a number when digits). */
 function namedValue(member: string, json: unknown, query: string): unknown {
   if (json !== null && typeof json === "object" && !Array.isArray(json))
-    return (json as Record<string, unknown>)[member];
+    return member.includes(".") ? nestedMember(json, member) : (json as Record<string, unknown>)[member];
   const value = query === "" ? null : new URLSearchParams(query).get(member);
   if (value === null) return undefined;
   return /^\d{1,15}$/.test(value) ? Number(value) : value;
+}
+
+/**
+ * A member inside another, its path's names joined by dots (`block_identifier.number`: java-tron's
+ * getaccountbalance names its block in an object, and a node that has not reached that number answers
+ * ItemNotFoundException, so the read needs the block as `{"num": …}` does).
+ */
+function nestedMember(json: object, path: string): unknown {
+  let value: unknown = json;
+  for (const name of path.split(".")) {
+    if (value === null || typeof value !== "object" || Array.isArray(value)) return undefined;
+    value = (value as Record<string, unknown>)[name];
+  }
+  return value;
 }
 
 /**
