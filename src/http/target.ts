@@ -51,8 +51,11 @@ export function parseTarget(url: string, keyed: boolean | ((first: string) => bo
  * far as the gateway can tell. A keyed call's other key-shaped values go on: an address may look like one.
  */
 function forwardedQuery(query: string, key: string | undefined): string {
-  if (key !== undefined)
-    return query.includes(key) ? without(query, (parameter) => parameter.includes(key)) : query;
+  if (key !== undefined) {
+    // the node reads a parameter percent-decoded: `apikey=%46N…` is the key as much as `apikey=FN…` is
+    if (!query.includes(key) && !query.includes("%")) return query;
+    return without(query, (parameter) => decoded(parameter).includes(key));
+  }
   // a key's shape needs its prefix, written or percent-encoded
   if (!query.includes(KEY_PREFIX) && !query.includes("%")) return query;
   return without(query, (parameter) => holdsKeyShape(decoded(parameter)));
