@@ -1,5 +1,5 @@
 import { GatewayError } from "../errors/table.js";
-import { holdsKeyShape, KEY_PREFIX } from "../keys/types.js";
+import { holdsKeyShape, KEY_PREFIX, looksLikeKey } from "../keys/types.js";
 
 export interface RequestTarget {
   /** The first path segment when the route is keyed; never forwarded, logged or echoed. */
@@ -20,7 +20,11 @@ const ENCODED_SEPARATOR = /%(2e|2f|5c|00)/i;
  * Splits the raw request target once, as sent: no URL parser runs on it, so nothing the caller writes
  * can change the upstream's host or base path. An absolute-form target was checked against Host already.
  */
-export function parseTarget(url: string, keyed: boolean | ((first: string) => boolean)): RequestTarget {
+export function parseTarget(
+  url: string,
+  keyed: boolean | ((first: string) => boolean),
+  isKey?: (candidate: string) => boolean,
+): RequestTarget {
   let target = url;
   if (target.charCodeAt(0) !== 47) target = target.replace(/^https?:\/\/[^/?#]*/i, "") || "/";
   const q = target.indexOf("?");
@@ -40,25 +44,40 @@ export function parseTarget(url: string, keyed: boolean | ((first: string) => bo
     key,
     path: parts.length === 0 ? "/" : `/${parts.join("/")}`,
     segments: parts,
-    query: forwardedQuery(query, key),
+    query: forwardedQuery(query, key, isKey),
   };
 }
 
 /**
  * The query without the parameters that carry a key: tools that append it as `?apikey=` would otherwise
  * hand it to the node's operator, a third-party provider's among them. With a key in the path, those that
- * hold it; without one (a public host's keyless call), those that hold a key's shape, the caller's key as
- * far as the gateway can tell. A keyed call's other key-shaped values go on: an address may look like one.
+ * hold it, and those that hold another key this gateway knows (`isKey`: a tool's `?apikey=` left at the
+ * caller's key for another network, or at the one a rotation replaced); without one (a public host's
+ * keyless call), those that hold a key's shape, the caller's key as far as the gateway can tell. A keyed
+ * call's other key-shaped values go on: an address may look like one.
  */
-function forwardedQuery(query: string, key: string | undefined): string {
+function forwardedQuery(
+  query: string,
+  key: string | undefined,
+  isKey: ((candidate: string) => boolean) | undefined,
+): string {
+  // a key needs its prefix, written or percent-encoded
+  if (!query.includes(KEY_PREFIX) && !query.includes("%")) return query;
   if (key !== undefined) {
     // the node reads a parameter percent-decoded: `apikey=%46N…` is the key as much as `apikey=FN…` is
-    if (!query.includes(key) && !query.includes("%")) return query;
-    return without(query, (parameter) => decoded(parameter).includes(key));
+    return without(query, (parameter) => {
+      const text = decoded(parameter);
+      return text.includes(key) || (isKey !== undefined && holdsKnownKey(text, isKey));
+    });
   }
-  // a key's shape needs its prefix, written or percent-encoded
-  if (!query.includes(KEY_PREFIX) && !query.includes("%")) return query;
   return without(query, (parameter) => holdsKeyShape(decoded(parameter)));
+}
+
+/** Whether one of `text`'s words (runs of a key's characters) is a key `isKey` knows. */
+function holdsKnownKey(text: string, isKey: (candidate: string) => boolean): boolean {
+  if (!holdsKeyShape(text)) return false;
+  for (const word of text.split(/[^A-Za-z0-9_-]+/)) if (looksLikeKey(word) && isKey(word)) return true;
+  return false;
 }
 
 /** The query without the parameters `carriesKey` picks. */

@@ -109,7 +109,11 @@ export class Stages {
    */
   admitCaller(resolved: Resolved, req: IncomingMessage, requestId?: string, trace?: RequestTrace): Admitted {
     const { endpoint, publicHost } = resolved;
-    const target = parseTarget(req.url ?? "/", !publicHost || ((first) => first.startsWith(KEY_PREFIX)));
+    const target = parseTarget(
+      req.url ?? "/",
+      !publicHost || ((first) => first.startsWith(KEY_PREFIX)),
+      this.#isKey,
+    );
     const principal =
       publicHost && target.key === undefined ? undefined : this.#authenticate(target.key, endpoint);
     const plan = principal === undefined ? undefined : this.#plans.terms(principal.plan);
@@ -319,6 +323,9 @@ export class Stages {
   archiveGroup(mounted: Mounted): ReturnType<UpstreamPlanner["archiveGroup"]> {
     return this.#planner.archiveGroup(mounted);
   }
+
+  /** Whether a key-shaped word of a keyed call's query is a key: it is not sent to the node (http/target.ts). */
+  readonly #isKey = (candidate: string): boolean => this.#keys.principal(candidate) !== undefined;
 
   #authenticate(key: string | undefined, endpoint: Endpoint): Principal {
     if (!looksLikeKey(key)) throw new GatewayError("UNAUTHORIZED");
