@@ -1,3 +1,4 @@
+import { isIPv6 } from "node:net";
 import type { GatewayConfig } from "../config/types.js";
 import { type ErrorCode, GatewayError } from "../errors/table.js";
 import { UsageError } from "./admin-failure.js";
@@ -23,7 +24,10 @@ export async function upstreamsCommand(
   config: GatewayConfig,
 ): Promise<number> {
   const listen = config.operator?.listen;
-  const base = values.proxy ?? (listen === undefined ? undefined : `http://${listen.host}:${listen.port}`);
+  // An IPv6 address goes in brackets in a URL (`http://[fd00::10]:8082`): a proxy's operator API is on its
+  // host's private address (GATEWAY_OPERATOR_HOST), which may be one.
+  const host = listen !== undefined && isIPv6(listen.host) ? `[${listen.host}]` : listen?.host;
+  const base = values.proxy ?? (listen === undefined ? undefined : `http://${host}:${listen.port}`);
   if (base === undefined)
     throw new GatewayError("INVALID_FIELD", {
       field: "--proxy",
