@@ -129,7 +129,7 @@ export function createOperatorApi(view: OperatorView, logger: Logger): Server {
       sendError(res, new GatewayError("OPERATOR_PAGE_REFUSED"), "rest", "null", "same-origin");
       return;
     }
-    if (req.method === "GET" && (req.url ?? "").split("?")[0] === "/metrics") {
+    if (reads(req) && (req.url ?? "").split("?")[0] === "/metrics") {
       view.metrics().then(
         ({ contentType, text }) => res.writeHead(200, { "content-type": contentType }).end(text),
         (error: unknown) => {
@@ -162,18 +162,27 @@ function fromPage(req: IncomingMessage): boolean {
   return req.headers.origin !== undefined || (site !== undefined && site !== "none");
 }
 
+/**
+ * GET, or HEAD, which every HTTP server must answer as it answers GET, without the body (RFC 9110, 9.1 and
+ * 9.3.2): a balancer's health check is often `HEAD /readyz` (HAProxy's `option httpchk HEAD …`), and a 405
+ * would mark every proxy down. Node's ServerResponse sends no body to a HEAD request.
+ */
+function reads(req: IncomingMessage): boolean {
+  return req.method === "GET" || req.method === "HEAD";
+}
+
 async function answer(req: IncomingMessage, view: OperatorView, logger: Logger): Promise<[number, unknown]> {
   const path = (req.url ?? "/").split("?")[0];
   if (path === "/healthz" || path === "/readyz" || path === "/metrics") {
-    if (req.method !== "GET")
-      throw new GatewayError("HTTP_METHOD_NOT_ALLOWED", { allow: ["GET"] }, { allow: "GET" });
+    if (!reads(req))
+      throw new GatewayError("HTTP_METHOD_NOT_ALLOWED", { allow: ["GET", "HEAD"] }, { allow: "GET, HEAD" });
     if (path === "/healthz") return [200, { status: "alive" }];
     const report = await view.ready();
     return [report.ready ? 200 : 503, report];
   }
   if (path === "/upstreams") {
-    if (req.method !== "GET")
-      throw new GatewayError("HTTP_METHOD_NOT_ALLOWED", { allow: ["GET"] }, { allow: "GET" });
+    if (!reads(req))
+      throw new GatewayError("HTTP_METHOD_NOT_ALLOWED", { allow: ["GET", "HEAD"] }, { allow: "GET, HEAD" });
     return [200, { processes: await view.report() }];
   }
   if (path === "/upstreams/cordon" || path === "/upstreams/uncordon") {
