@@ -27,7 +27,9 @@ export async function upstreamsCommand(
   // An IPv6 address goes in brackets in a URL (`http://[fd00::10]:8082`): a proxy's operator API is on its
   // host's private address (GATEWAY_OPERATOR_HOST), which may be one.
   const host = listen !== undefined && isIPv6(listen.host) ? `[${listen.host}]` : listen?.host;
-  const base = values.proxy ?? (listen === undefined ? undefined : `http://${host}:${listen.port}`);
+  // `http://host:8082/` is how a URL parser writes `http://host:8082`: the routes follow one slash, not two
+  const base =
+    values.proxy?.replace(/\/+$/, "") ?? (listen === undefined ? undefined : `http://${host}:${listen.port}`);
   if (base === undefined)
     throw new GatewayError("INVALID_FIELD", {
       field: "--proxy",

@@ -176,6 +176,15 @@ describe("the operator API", () => {
     expect((await cli("cordon", "--label", "eth")).code).toBe(1);
   });
 
+  it("the CLI takes a --proxy URL written with its trailing slash", async () => {
+    // `http://host:8082/` is that URL as a browser or a URL parser writes it; the CLI asked `//upstreams`
+    // and printed OPERATOR_ROUTE_NOT_FOUND for a running operator API
+    const list = await cliAt(`http://127.0.0.1:${proxy.operatorPort}/`, "list");
+    expect(list.err).toBe("");
+    expect(list.code).toBe(0);
+    expect(list.out).toContain("eth  a  ");
+  });
+
   it("the CLI never prints the password of a --proxy URL", async () => {
     // a password in --proxy is never printed, whatever the failure
     const port = await freePort();
