@@ -1,3 +1,4 @@
+import { isIPv6 } from "node:net";
 import type { GatewayConfig } from "../config/types.js";
 import { curlCommand, firstCallOf } from "../control/dashboard/catalog.js";
 import { type GatewayOrigin, gatewayOrigin, labelUrls } from "../control/endpoint-urls.js";
@@ -40,7 +41,7 @@ export function printDemo(options: {
     const mail = config.accounts.mail.smtp
       ? `SMTP ${config.accounts.mail.smtp.host}`
       : `the outbox folder ${config.accounts.mail.outbox}/`;
-    const accounts = `http://${config.accounts.listen.host}:${accountsPort}`;
+    const accounts = `http://${urlHost(config.accounts.listen.host)}:${accountsPort}`;
     lines.push(
       `Dashboard (sign up, keys, usage): ${accounts}/`,
       `Self-service API: ${accounts}/v1/signup (e-mails go to ${mail}).`,
@@ -48,8 +49,13 @@ export function printDemo(options: {
   }
   if (operatorPort !== undefined && config.operator !== undefined)
     lines.push(
-      `Operator API (upstreams, their state and head): http://${config.operator.listen.host}:${operatorPort}/upstreams`,
+      `Operator API (upstreams, their state and head): http://${urlHost(config.operator.listen.host)}:${operatorPort}/upstreams`,
     );
   lines.push("");
   process.stdout.write(`${lines.join("\n")}\n`);
+}
+
+/** A host as a URL writes it: an IPv6 address in brackets. */
+function urlHost(host: string): string {
+  return isIPv6(host) ? `[${host}]` : host;
 }
