@@ -103,10 +103,13 @@ function askAgainInBatch(
     return;
   }
   call.group.answers.add("by_hash_again");
-  // the reads alone go again: a write among the batch's calls went with the first, to its node only
+  // The batch's reads at the head go with them: a node that has the block has its own head at or past it,
+  // and the caller, told that block, must not be told in the same batch a head below it (every call of a
+  // batch sees one head). A write among the batch's calls went with the first, to its node only.
+  const atHead = call.reads?.atHeadCalls ?? [];
   const again = {
     ...call,
-    body: batchOf(unanswered),
+    body: batchOf(atHead.length === 0 ? unanswered : [...unanswered, ...atHead]),
     byHash: false,
     exclude: first.upstream,
     write: false,
@@ -114,11 +117,21 @@ function askAgainInBatch(
   };
   fetchWhole(again, res, note, (error, second) => {
     const found = error === undefined && second !== undefined ? batchAnswers(second) : undefined;
+    let moved = false;
     for (const c of unanswered) {
       const answer = found === undefined ? undefined : answerTo(found, c);
       const result = (answer?.value as { result?: unknown } | undefined)?.result;
-      if (answer !== undefined && result !== null && result !== undefined) replaceAnswer(answers, c, answer);
+      if (answer !== undefined && result !== null && result !== undefined) {
+        replaceAnswer(answers, c, answer);
+        moved = true;
+      }
     }
+    // the head reads' answers from the node the block was found on, where it answered them
+    if (moved && found !== undefined)
+      for (const c of atHead) {
+        const answer = answerTo(found, c);
+        if (answer !== undefined && resultIn(answer.value)) replaceAnswer(answers, c, answer);
+      }
     // each answer as its node wrote it: an id past 2^53 keeps its digits
     const text = batchText(answers);
     sendJson(res, 200, refusals === undefined ? text : (partialBatchAnswer(200, text, refusals) ?? text));
@@ -173,6 +186,16 @@ export function unknownIn(answer: unknown, unknown: readonly string[]): boolean 
     return unknown.some((wanted) => text.includes(wanted));
   }
   return "result" in answer && result === null;
+}
+
+/** Whether one call's answer is a result (JSON-RPC 1.0 writes `"error": null` beside it), not an error. */
+function resultIn(answer: unknown): boolean {
+  return (
+    typeof answer === "object" &&
+    answer !== null &&
+    "result" in answer &&
+    !("error" in answer && (answer as { error?: unknown }).error != null)
+  );
 }
 
 /** A whole answer as the node gave it, with the gateway's answer headers. */

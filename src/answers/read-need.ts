@@ -70,6 +70,18 @@ export class ReadNeed {
   byHash = false;
   /** The calls that name a block by hash: in a batch, those a node answers null are asked of another. */
   readonly byHashCalls: PassedCall[] = [];
+  /**
+   * In a batch, the calls that read at the head: when its reads by hash are found on another node, these go
+   * there with them, so that every call of the batch sees that node's head (by-hash.ts). Made for batches
+   * alone, where one has such a call.
+   */
+  atHeadCalls: PassedCall[] | undefined = undefined;
+
+  /** A batch's call reads at the head. */
+  readsAtHead(call: PassedCall): void {
+    if (this.atHeadCalls === undefined) this.atHeadCalls = [call];
+    else this.atHeadCalls.push(call);
+  }
   /** Error texts that, as null does, say a node does not know the block named by hash (`reads.unknownBlock`). */
   unknownBlock: readonly string[] = [];
   /** A REST read's answers that say so (`reads.unknownBlockAnswers`: Octez's 404, Thor's null). */
@@ -154,6 +166,7 @@ export function readNeed(
     if (isHeadCall(call, head)) {
       need ??= new ReadNeed();
       need.atHead = true;
+      if (!single) need.readsAtHead(call);
       need.learn.push({ id, path: head.field, encoding: head.encoding, isHead: true });
       continue;
     }
@@ -168,6 +181,7 @@ export function readNeed(
     if (rules?.atHead?.includes(call.method) === true && !readsAtItsBlockOnly(rules, call)) {
       need ??= new ReadNeed();
       need.atHead = true;
+      if (!single) need.readsAtHead(call);
       if (single && rules.headHashes?.includes(call.method) === true) need.headHash = true;
       const final = rules.atFinalized?.includes(call.method) === true;
       if (final) need.atFinalized = true;
@@ -249,6 +263,7 @@ export function readNeed(
       }
     } else if (named === "head") {
       need.atHead = true;
+      if (!single) need.readsAtHead(call);
       const tag = tagOf(rules.block, value);
       const final = isTag(rules.block.finalizedTag, tag);
       if (final) need.atFinalized = true;
