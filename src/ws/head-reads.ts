@@ -77,7 +77,8 @@ export interface ReadsElsewhere {
 
 /**
  * Whether a message goes to another node of the label than the connection's `node`: a read at the head, or
- * of a block, that the node has not reached goes to one that has, as does a batch of such reads; and a read
+ * of a block (by number, or by a hash, which may name a block the label served), that the node has not
+ * reached goes to one that has, as does a batch of such reads; and a read
  * at the finalized tag, when another node named a higher finalized block than `node` (a caller shown that
  * block on another socket would see finality go back). A message with a write, a subscription, a filter's
  * call or a WebSocket-only call stays on the node: undefined.
@@ -103,7 +104,9 @@ export function readsElsewhere(
   }
   const need = readNeed(rules, options.mounted.mount.head, calls, !outgoing.batch);
   if (need === undefined || need.handle !== undefined || need.makesHandle) return undefined;
-  const atLeast = Math.max(need.atHead ? served : -1, need.highestBlock);
+  // A read by hash too: the label may have served that block (a best hash asked on this very socket went to
+  // a node at the head), and a node below the served head has not seen it: it answers null, or UnknownBlock
+  const atLeast = Math.max(need.atHead || need.byHash ? served : -1, need.highestBlock);
   const final = need.atFinalized ? moreFinal : undefined;
   if (atLeast <= head && final === undefined) return undefined;
   return { atLeast, final };
