@@ -18,7 +18,7 @@ import {
   batchText,
   replaceAnswer,
 } from "./batch-answers.js";
-import { unknownIn } from "./by-hash.js";
+import { takeHeadReads, unknownIn, withHeadReads } from "./by-hash.js";
 
 /** The response header that says which tier of nodes answered a read of state at a numbered block. */
 export const TIER_HEADER = "x-upstream-tier";
@@ -226,7 +226,7 @@ export function fetchBatchByTier(
       );
     if (again.length === 0) return archiveTheRest(false);
     call.group.answers.add("by_hash_again");
-    const body = batchOf(again);
+    const body = batchOf(withHeadReads(call, again));
     const other = { ...call, body, tier: undefined, exclude: answer.upstream, writer: undefined };
     fetchWhole(other, caller, note, (failed, second) => {
       const found = failed === undefined && second !== undefined ? batchAnswers(second) : undefined;
@@ -237,6 +237,7 @@ export function fetchBatchByTier(
         replaceAnswer(answers, c, other);
         changed = true;
       }
+      if (changed && found !== undefined) takeHeadReads(call, answers, found);
       archiveTheRest(changed);
     });
   });

@@ -12,7 +12,14 @@ import type { UpstreamFields } from "../upstream/call-run.js";
 import type { UpstreamGroup } from "../upstream/group.js";
 import { fetchWhole, type RelayDone, type UpstreamCall } from "../upstream/policy.js";
 import type { Upstream } from "../upstream/upstreams.js";
-import { answerTo, batchAnswers, batchOf, batchText, replaceAnswer } from "./batch-answers.js";
+import {
+  answerTo,
+  type BatchAnswer,
+  batchAnswers,
+  batchOf,
+  batchText,
+  replaceAnswer,
+} from "./batch-answers.js";
 import { learnHeights } from "./examined.js";
 import type { ReadNeed } from "./read-need.js";
 
@@ -103,13 +110,11 @@ function askAgainInBatch(
     return;
   }
   call.group.answers.add("by_hash_again");
-  // The batch's reads at the head go with them: a node that has the block has its own head at or past it,
-  // and the caller, told that block, must not be told in the same batch a head below it (every call of a
-  // batch sees one head). A write among the batch's calls went with the first, to its node only.
-  const atHead = call.reads?.atHeadCalls ?? [];
+  // the reads alone go again (with the batch's reads at the head: `withHeadReads`): a write among the
+  // batch's calls went with the first, to its node only
   const again = {
     ...call,
-    body: batchOf(atHead.length === 0 ? unanswered : [...unanswered, ...atHead]),
+    body: batchOf(withHeadReads(call, unanswered)),
     byHash: false,
     exclude: first.upstream,
     write: false,
@@ -126,12 +131,7 @@ function askAgainInBatch(
         moved = true;
       }
     }
-    // the head reads' answers from the node the block was found on, where it answered them
-    if (moved && found !== undefined)
-      for (const c of atHead) {
-        const answer = answerTo(found, c);
-        if (answer !== undefined && resultIn(answer.value)) replaceAnswer(answers, c, answer);
-      }
+    if (moved && found !== undefined) takeHeadReads(call, answers, found);
     // each answer as its node wrote it: an id past 2^53 keeps its digits
     const text = batchText(answers);
     sendJson(res, 200, refusals === undefined ? text : (partialBatchAnswer(200, text, refusals) ?? text));
@@ -186,6 +186,28 @@ export function unknownIn(answer: unknown, unknown: readonly string[]): boolean 
     return unknown.some((wanted) => text.includes(wanted));
   }
   return "result" in answer && result === null;
+}
+
+/**
+ * A batch's calls by hash asked again of another node, with the batch's reads at the head: a node that has
+ * the block has its own head at or past it, and a caller told that block must not be told, in the same
+ * batch, a head below it (every call of a batch sees one head).
+ */
+export function withHeadReads(call: UpstreamCall, again: readonly PassedCall[]): readonly PassedCall[] {
+  const atHead = call.reads?.atHeadCalls;
+  return atHead === undefined ? again : [...again, ...atHead];
+}
+
+/** Once the other node had the block: the batch's reads at the head are its answers, where it answered them. */
+export function takeHeadReads(
+  call: UpstreamCall,
+  answers: BatchAnswer[],
+  found: readonly BatchAnswer[],
+): void {
+  for (const c of call.reads?.atHeadCalls ?? []) {
+    const answer = answerTo(found, c);
+    if (answer !== undefined && resultIn(answer.value)) replaceAnswer(answers, c, answer);
+  }
 }
 
 /** Whether one call's answer is a result (JSON-RPC 1.0 writes `"error": null` beside it), not an error. */

@@ -111,3 +111,61 @@ describe("btc: a batch of getblockcount and a fresh block's header by hash", () 
     expect(seen).toEqual(seen.map(() => `${H + 1} ${H + 1}`));
   });
 });
+
+// A state read at a fresh block's hash: polkadot-sdk answers 4003 "UnknownBlock" on a node without it.
+describe("dot: a batch of the best header and a state read at a fresh block's hash", () => {
+  const states: NodeState[] = [nodeState(dot, H), nodeState(dot, H)];
+  const nodes: LoopbackNode[] = [];
+  let gw: RunningGateway;
+  const fresh = substrateHash(dot.chain, H + 1);
+  beforeAll(async () => {
+    for (const state of states)
+      nodes.push(
+        await startLoopbackNode(
+          softwareNode(dot, () => state, [""], {
+            answers: {
+              state_getStorage: {
+                result: (s, params) => {
+                  if ((params as unknown[])[1] === fresh && s.height < H + 1)
+                    throw new NodeRejection(
+                      4003,
+                      `Client error: UnknownBlock: Header was not found in the database: ${fresh}`,
+                    );
+                  return "0x01";
+                },
+              },
+            },
+          }),
+        ),
+      );
+    gw = await startGateway({
+      upstreams: { dot: nodes.map((n, i) => ({ url: n.url, name: i === 0 ? "ahead" : "behind" })) },
+      health: { ...DEFAULT_HEALTH, probeIntervalMs: 60_000 },
+    });
+    await everyNodeInRotation(gw, "dot", 4_000);
+    (states[0] as NodeState).height = H + 1;
+  });
+  afterAll(async () => {
+    await gw?.close();
+    await Promise.all(nodes.map((n) => n.close()));
+  });
+
+  it("the best header is never below the block the state was read at", async () => {
+    const seen: string[] = [];
+    for (let i = 0; i < 8; i++) {
+      const got = await gw.call("dot", `/${KEYS.all}/`, {
+        body: JSON.stringify([
+          { jsonrpc: "2.0", id: 1, method: "chain_getHeader", params: [] },
+          { jsonrpc: "2.0", id: 2, method: "state_getStorage", params: ["0x26aa", fresh] },
+        ]),
+        headers: { "content-type": "application/json" },
+      });
+      const answers = got.json as { id: number; result?: unknown; error?: unknown }[];
+      const best = (answers.find((a) => a.id === 1)?.result as { number?: string } | undefined)?.number;
+      const state = answers.find((a) => a.id === 2);
+      seen.push(`${best} ${JSON.stringify(state?.result ?? state?.error)}`);
+    }
+    const h1 = `0x${(H + 1).toString(16)}`;
+    expect(seen).toEqual(seen.map(() => `${h1} "0x01"`));
+  });
+});
