@@ -1,13 +1,8 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { endpointsByLabel } from "../../generated/endpoints.js";
-import { DEFAULT_CACHE, DEFAULT_HEALTH } from "../../src/config/defaults.js";
-import type { Endpoint } from "../../src/registry/types.js";
 import { eventually } from "../support/eventually.js";
-import { DOMAIN, KEYS, type RunningGateway, rpcBody, startGateway } from "../support/gateway.js";
-import { type OgmiosNode, ogmiosEpoch, startOgmiosNode } from "../support/ogmios-ws-node.js";
-import { everyNodeInRotation } from "../support/rotation.js";
-import { nodeState } from "../support/software-node.js";
-import { resolveTestHosts } from "../support/test-hosts.js";
+import { DOMAIN, KEYS, type RunningGateway, rpcBody } from "../support/gateway.js";
+import { type OgmiosGateway, ogmiosAsker, startOgmiosGateway } from "../support/ogmios-gateway.js";
+import { type OgmiosNode, ogmiosEpoch } from "../support/ogmios-ws-node.js";
 import { Client } from "../support/ws-client.js";
 
 // Ogmios answers a call over its WebSocket with the call's method beside its id
@@ -22,36 +17,16 @@ import { Client } from "../support/ws-client.js";
 const HEIGHT = 11_000_000;
 
 describe("Ogmios over a WebSocket: each answered call leaves the calls in flight", () => {
-  const ada = endpointsByLabel.get("ada") as Endpoint;
-  const state = nodeState(ada, HEIGHT);
   let node: OgmiosNode;
   let gw: RunningGateway;
-  let restore: () => void;
-
+  let ogmios: OgmiosGateway;
   beforeAll(async () => {
-    restore = resolveTestHosts();
-    node = await startOgmiosNode(ada, state);
-    gw = await startGateway({
-      upstreams: { ada: [node.url] },
-      health: { ...DEFAULT_HEALTH, probeIntervalMs: 60_000 },
-      cache: { ...DEFAULT_CACHE, headMaxAgeMs: 30_000 },
-    });
-    await everyNodeInRotation(gw, "ada");
+    ogmios = await startOgmiosGateway(HEIGHT);
+    ({ node, gw } = ogmios);
   });
-  afterAll(async () => {
-    await gw?.close();
-    await node?.close();
-    restore?.();
-  });
+  afterAll(() => ogmios?.close());
 
-  /** A call on the socket, its answer found by its top-level id (an Ogmios point has an `id` of its own). */
-  let nextId = 1;
-  const ask = async (client: Client, method: string, params: unknown = {}) => {
-    const id = nextId++;
-    client.send(JSON.stringify({ jsonrpc: "2.0", method, params, id }));
-    const text = await client.waitFor((t) => (JSON.parse(t) as { id?: unknown }).id === id);
-    return JSON.parse(text) as { result?: unknown; error?: { code: number; message: string } };
-  };
+  const ask = ogmiosAsker();
 
   it("a chain follower's nextBlock after a hundred is answered", async () => {
     const client = await Client.open(`ws://ada.${DOMAIN}:${gw.port}/${KEYS.all}`);
