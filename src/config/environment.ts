@@ -1,5 +1,7 @@
 import { availableParallelism } from "node:os";
 import type { ConfigSource } from "./source.js";
+import type { UpstreamSpec } from "./types.js";
+import { upstreamName } from "./upstream-name.js";
 
 // The environment's part of the deployment config. Each variable is turned into the value the file would
 // hold at its place, and written over the file's data before the schema checks it: a variable is checked
@@ -40,7 +42,7 @@ export function environmentSettings(
   for (const variable of Object.keys(env).sort()) {
     if (!variable.startsWith(UPSTREAM_PREFIX)) continue;
     const label = variable.slice(UPSTREAM_PREFIX.length).toLowerCase().replace(/_/g, "-");
-    set(variable, ["upstreams", label], (text) => text.split(",").map((url) => url.trim()));
+    set(variable, ["upstreams", label], (text) => toldApart(text.split(",").map((url) => url.trim())));
   }
   set("GATEWAY_DOMAIN", ["domain"]);
   set("GATEWAY_HOST", ["listen", "host"]);
@@ -162,4 +164,30 @@ function smtpServer(text: string): Record<string, unknown> | undefined {
 
 function isRecord(value: unknown): value is Record<string, unknown> {
   return typeof value === "object" && value !== null && !Array.isArray(value);
+}
+
+/**
+ * A variable's URLs, with those that would share a name (two keys of one provider: one origin, and paths
+ * that differ only in the masked key) named by their place among them (`…/v2/key-1`, `…/v2/key-2`), as a file would name them: a
+ * variable has no other way to. The rest stay plain URLs; one that is not a URL is refused later, by
+ * the schema.
+ */
+function toldApart(urls: readonly string[]): (string | UpstreamSpec)[] {
+  const names = urls.map((url) => {
+    try {
+      return upstreamName(url);
+    } catch {
+      return undefined;
+    }
+  });
+  const seen = new Map<string, number>();
+  return urls.map((url, i) => {
+    const name = names[i];
+    if (name === undefined || names.indexOf(name) === names.lastIndexOf(name)) return url;
+    const place = (seen.get(name) ?? 0) + 1;
+    seen.set(name, place);
+    // a name the file could hold (letters, digits, `._:/-`): the masked key is `key-<n>`
+    const named = `${name.replaceAll("…", `key-${place}`)}`.replace(/[^A-Za-z0-9._:/-]/g, "-");
+    return { url, name: named.includes(`key-${place}`) ? named : `${named}-${place}` };
+  });
 }

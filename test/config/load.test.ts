@@ -105,6 +105,22 @@ describe("the deployment config", () => {
     expect(config.listen.port).toBe(9000);
   });
 
+  // Two keys of one provider share an origin and a masked path: the variable has no way to name them, so
+  // they are told apart by their place in it, the first as the others.
+  it("two URLs of one provider in a variable are told apart by number, not refused", () => {
+    const one = "https://eth-mainnet.provider.io/v2/AbC123xyzSecretKeyOne";
+    const two = "https://eth-mainnet.provider.io/v2/AbC123xyzSecretKeyTwo";
+    const config = loadConfig(endpointsByLabel, {
+      GATEWAY_CONFIG: file("empty-2.yaml", "{}\n"),
+      GATEWAY_UPSTREAM_ETH: `${one},${two},http://10.0.0.2:8545`,
+    });
+    expect(config.upstreams.eth).toEqual([
+      { url: one, name: "https://eth-mainnet.provider.io/v2/key-1" },
+      { url: two, name: "https://eth-mainnet.provider.io/v2/key-2" },
+      "http://10.0.0.2:8545",
+    ]);
+  });
+
   it.each([
     ["an unknown field", "colour: red\n", "config must NOT have additional properties"],
     ["a limit of the wrong type", "limits: { maxBatch: many }\n", "/limits/maxBatch must be integer"],
