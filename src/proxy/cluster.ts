@@ -81,6 +81,8 @@ class Primary {
   readonly #handed = new WeakMap<Worker, GatewayConfig>();
   /** The operator's cordons by label and upstream, for a worker started after them. */
   readonly #cordons = new Map<string, CordonRequest>();
+  /** The workers that listen: one forked and not yet listening is starting, not silent. */
+  readonly #listening = new WeakSet<Worker>();
   /** When workers exited, within the last minute: how long the next one waits to be started. */
   #exits: number[] = [];
   #stopping = false;
@@ -105,6 +107,7 @@ class Primary {
       let listening = 0;
       let started = false;
       cluster.on("listening", (worker, address) => {
+        this.#listening.add(worker);
         this.#store?.seed(worker);
         // A worker still starting when the stop began had no ear for its news (a message before its
         // listener is lost): told now, it counts the delay from the stop, not again from the primary's
@@ -201,7 +204,9 @@ class Primary {
       report: async () => {
         const workers = this.#workers();
         const reports = await this.#askAll<"gateway:upstreams">(workers, { type: "gateway:upstreams" });
-        return workers.map((worker, i): ProcessReport => reports[i] ?? silent(worker));
+        return workers.map(
+          (worker, i): ProcessReport => reports[i] ?? silent(worker, this.#listening.has(worker)),
+        );
       },
       cordon: async (request) => {
         const counts = await this.#askAll<"gateway:cordon">(this.#workers(), {
@@ -227,7 +232,8 @@ class Primary {
         if (workers.length < this.#config.workers)
           reasons.add(`${workers.length} of ${this.#config.workers} workers running`);
         reports.forEach((report, i) => {
-          if (report === undefined) reasons.add(silentReason(workers[i] as Worker));
+          const worker = workers[i] as Worker;
+          if (report === undefined) reasons.add(silentReason(worker, this.#listening.has(worker)));
           else for (const reason of report.reasons) reasons.add(reason);
         });
         return { ready: reasons.size === 0, reasons: [...reasons] };
@@ -287,10 +293,15 @@ function send(worker: Worker, message: unknown): void {
   if (!worker.isDead() && worker.isConnected()) worker.send(message as never, () => {});
 }
 
-function silentReason(worker: Worker): string {
-  return `worker ${worker.id} (pid ${worker.process.pid}) did not answer within ${WORKER_ANSWER_MS} ms`;
+/**
+ * Why a worker gave no answer: one that does not listen yet is starting (forked at the start, or in place
+ * of one that exited) and reads no question until it has its config; one that listens did not answer.
+ */
+export function silentReason(worker: Pick<Worker, "id" | "process">, listening: boolean): string {
+  const name = `worker ${worker.id} (pid ${worker.process.pid})`;
+  return listening ? `${name} did not answer within ${WORKER_ANSWER_MS} ms` : `${name} is starting`;
 }
 
-function silent(worker: Worker): ProcessReport {
-  return { pid: worker.process.pid ?? 0, labels: [], silent: silentReason(worker) };
+function silent(worker: Worker, listening: boolean): ProcessReport {
+  return { pid: worker.process.pid ?? 0, labels: [], silent: silentReason(worker, listening) };
 }
