@@ -276,6 +276,9 @@ class RestRequest implements RoutedRequest {
     if (contract !== undefined && !contract.rules.allowsContracts(named as string[]))
       throw new GatewayError("KEY_SETTING_REFUSED", { setting: "contracts", route: this.#route });
     const block = this.#bodyBlock === undefined ? undefined : bodyReads(this.#bodyBlock, json, this.#query);
+    // a body JSON.parse refuses, which a lenient node reads (java-tron's fastjson takes `{num: 7}`): nothing
+    // of it is in a cache key, so its answer is nobody else's
+    const unread = parses && json === undefined && text !== undefined && text.trim() !== "";
     return {
       cost: 1,
       computeUnits: this.#units,
@@ -289,7 +292,7 @@ class RestRequest implements RoutedRequest {
         heldMs: this.#heldMs,
         write: this.#write,
         reads: block === undefined ? this.#reads : block.reads,
-        restCache: block === undefined ? this.#cache : block.cache,
+        restCache: unread ? undefined : block === undefined ? this.#cache : block.cache,
       },
       refusals: undefined,
       method: undefined,

@@ -126,6 +126,20 @@ describe("the answer cache on TRON's HTTP API (a loopback java-tron)", () => {
     expect(reached("/wallet/getblockbyid", KNOWN)).toBe(1);
   });
 
+  // java-tron reads a POST's body with fastjson and protobuf's JsonFormat, both lenient (`{num: 7}`, an
+  // unquoted member, is a call): a body JSON.parse refuses says nothing the gateway can key by, and two
+  // such bodies behind one query are two calls, never one's answer for the other
+  it("a body JSON.parse cannot read is never answered from the cache, whatever its query", async () => {
+    const lenient = async (body: string) => {
+      const answer = await gw.call("trx", `/${KEYS.all}/wallet/getblockbynum?num=7`, { body });
+      return answer.headers["x-cache"];
+    };
+    await lenient("{num: 7}");
+    expect(await lenient("{num: 7}")).not.toBe("hit");
+    expect(await lenient("{num: 8}")).not.toBe("hit");
+    expect(node.requests.filter((r) => r.body.startsWith("{num: ")).length).toBe(3);
+  });
+
   it("on /jsonrpc: the chain id and a solidified block are read once, a newer block while the head stays", async () => {
     const rpc = async (method: string, params: unknown[]) => {
       const answer = await gw.call("trx", `/${KEYS.all}/jsonrpc`, {
