@@ -57,7 +57,8 @@ export class ReadNeed {
   stateByHash = false;
   /**
    * A read of state names no block the rules read by number or hash (a block of a chain the head does not
-   * count, `reads.when`): it may be old, and only the node can say whether it still has that state.
+   * count, `reads.when`): it may be old, and only the node can say whether it still has that state; it may
+   * be new, so it needs the served head as well (`atHead`).
    */
   stateUnnamed = false;
   /**
@@ -244,9 +245,12 @@ export function readNeed(
     const value = blockParam(rules, call);
     const named = value === NO_BLOCK_PARAM ? "none" : namedBlock(rules.block, value);
     if (named === "none") {
-      // no height to route it by, nor to tell that it is old: a full node says whether it has that state
+      // no height to route it by, nor to tell that it is old: a full node says whether it has that state.
+      // Nor to tell that it is not new (toncenter's lookupBlock by lt or time, a shard block's seqno): a
+      // node behind has not made the block the caller saw from the node ahead, so it needs the served head
       if (rules.archive?.state.includes(call.method)) {
         need ??= new ReadNeed();
+        need.atHead = true;
         need.stateUnnamed = true;
         need.stateCalls.push(call);
       }
