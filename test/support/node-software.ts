@@ -157,7 +157,8 @@ function twoPointZero(
                       outcome.error === "unknown-method"
                         ? unknownMethod(outcome.method)
                         : outcome.error === "rejected"
-                          ? { code: outcome.code, message: outcome.message }
+                          ? // the whole error object where it has more (jsonrpsee's ErrorObject with its data)
+                            (outcome.body ?? { code: outcome.code, message: outcome.message })
                           : failure,
                   }),
             },
