@@ -241,8 +241,9 @@ export class GatewayMetrics {
    * A WebSocket upgrade the gateway refused or could not serve (no node took the socket): a request, as an
    * HTTP one refused would be, of the `websocket` family.
    */
-  upgradeRefused(label: string, code: ErrorCode, status: number): void {
+  upgradeRefused(label: string, code: ErrorCode, status: number, keyed: boolean): void {
     this.requests.add([label, "websocket", "upgrade", resultOf(code, status), code]);
+    if (code === "RATE_LIMITED") this.rateLimited.add([label, keyed ? "key" : "ip"]);
   }
 
   /** A WebSocket message, counted once it ended (ws/message-intake.ts), with the compute units it cost. */

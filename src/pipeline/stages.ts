@@ -14,7 +14,7 @@ import { bearerOfProtocols } from "../keys/jwt.js";
 import type { KeyRules } from "../keys/key-settings.js";
 import { KEY_PREFIX, type KeyStore, looksLikeKey, type Principal } from "../keys/types.js";
 import { type RateLimiter, TokenBuckets } from "../limits/token-bucket.js";
-import { PlanBook, reachesArchive } from "../plans/plan-terms.js";
+import { PlanBook, type PlanTerms, reachesArchive } from "../plans/plan-terms.js";
 import { QuotaHold } from "../plans/quota-hold.js";
 import { LocalQuotaLedger, type QuotaDecision, type QuotaLedger } from "../plans/quota-ledger.js";
 import type { Endpoint, FamilyName, Mount } from "../registry/types.js";
@@ -254,13 +254,37 @@ export class Stages {
     const plan = admitted.plan;
     const principal = admitted.principal;
     if (plan === undefined || principal === undefined || units <= 0) return undefined;
-    // an account's keys of one plan spend one quota; a key of another plan on the account spends its own
-    const scope = plan.quotaPer === "account" ? `${principal.accountId}:${plan.name}` : principal.quotaScope;
+    const scope = quotaScopeOf(plan, principal);
     const hold = new QuotaHold(this.#quotas, scope, principal, plan, units);
     const decided = this.#quotas.take(scope, hold.limits, units, plan.computeUnitRate.perSecond);
     if (decided instanceof Promise)
       return decided.then((decision) => this.#granted(mounted, charged, hold, decision));
     return this.#granted(mounted, charged, hold, decided);
+  }
+
+  /**
+   * 5, at a WebSocket upgrade: refuses a caller that no call could pass now, with the error its HTTP call
+   * would get (RATE_LIMITED from either rate, QUOTA_EXCEEDED), and takes nothing from either. A promise
+   * when the quota's ledger must ask first (Redis, or the account store at a count's start).
+   */
+  checkSpendable(mounted: Mounted): Promise<void> | undefined {
+    const { admitted } = mounted;
+    const rate: RateSpec = admitted.principal?.rate ?? this.#config.limits.publicRate;
+    this.#take(admitted.clientId, rate, 1, "calls");
+    this.#limiter.giveBack(admitted.clientId, rate, 1);
+    const plan = admitted.plan;
+    const principal = admitted.principal;
+    if (plan === undefined || principal === undefined) return undefined;
+    this.#take(`cu:${admitted.clientId}`, plan.computeUnitRate, 1, "compute units");
+    this.#limiter.giveBack(`cu:${admitted.clientId}`, plan.computeUnitRate, 1);
+    if (plan.dailyQuota <= 0 && plan.monthlyQuota <= 0) return undefined;
+    const scope = quotaScopeOf(plan, principal);
+    const hold = new QuotaHold(this.#quotas, scope, principal, plan, 1);
+    const probe = (decision: QuotaDecision): void => hold.granted(decision).settle(0);
+    const decided = this.#quotas.take(scope, hold.limits, 1, plan.computeUnitRate.perSecond);
+    if (decided instanceof Promise) return decided.then(probe);
+    probe(decided);
+    return undefined;
   }
 
   /**
@@ -346,6 +370,14 @@ export class Stages {
     forbidden.keyId = principal.keyId;
     throw forbidden;
   }
+}
+
+/**
+ * Whose quota a key spends: its own line's (a rotated key's first predecessor's), or, on a plan whose quota
+ * is the account's, the account's keys of the key's plan, whose keys spend one quota.
+ */
+function quotaScopeOf(plan: PlanTerms, principal: Principal): string {
+  return plan.quotaPer === "account" ? `${principal.accountId}:${plan.name}` : principal.quotaScope;
 }
 
 /**

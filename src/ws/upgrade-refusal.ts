@@ -45,7 +45,12 @@ export class UpgradeRefusals {
     const refusal = this.#boundary.caught(error, "websocket upgrade", { label });
     endUpgrade(trace, refusal.status, refusal.code, undefined);
     // counted and logged as an HTTP request's refusal is: a failure always, a refusal with the access log
-    this.#metrics?.upgradeRefused(label ?? "none", refusal.code, refusal.status);
+    this.#metrics?.upgradeRefused(
+      label ?? "none",
+      refusal.code,
+      refusal.status,
+      (keyId ?? refusal.keyId) !== undefined,
+    );
     const result = resultOf(refusal.code, refusal.status);
     const failed = result === "upstream" || result === "gateway";
     if (failed || this.#config.log.access)
@@ -56,8 +61,9 @@ export class UpgradeRefusals {
         error: refusal.code,
         status: refusal.status,
       });
-    // a keyed upgrade refused (its settings, its network, its connections, no node) is one of its key's
-    // errors, as an HTTP call's refusal is: a customer whose app cannot connect sees why in its usage
+    // a keyed upgrade refused (its settings, its network, its rate or quota, its connections, no node) is
+    // one of its key's errors, as an HTTP call's refusal is: a customer whose app cannot connect sees why
+    // in its usage
     const key = keyId ?? refusal.keyId;
     if (this.#usage !== undefined && key !== undefined && label !== undefined)
       this.#usage.record(key, label, 1, 1, 0, { method: "websocket", code: refusal.code, ms: undefined });

@@ -155,7 +155,33 @@ export class WebSocketGateway implements WebSocketCounts {
       this.#admittedAt.set(admitted, performance.now());
       const mounted = this.#stages.pickWebSocketMount(admitted); // 3
       const group = this.#stages.upstreamGroup(mounted); // 6
-      const caps = this.#config.limits.ws;
+      const context = { label, requestId, trace, keyId };
+      // a key whose rate or quota no call would pass now is refused here, as its HTTP call would be (5)
+      const spendable = this.#stages.checkSpendable(mounted);
+      if (spendable === undefined) this.#reserve(req, socket, head, mounted, group, context);
+      else
+        spendable.then(
+          () => this.#reserve(req, socket, head, mounted, group, context),
+          (error: unknown) => this.#refusals.refuse(socket, error, label, requestId, trace, keyId),
+        );
+    } catch (error) {
+      this.#refusals.refuse(socket, error, label, requestId, trace, keyId);
+    }
+  };
+
+  /** Takes the upgrade's connection slot, then opens it (#connect); TOO_MANY_CONNECTIONS without one. */
+  #reserve(
+    req: IncomingMessage,
+    socket: Duplex,
+    head: Buffer,
+    mounted: Mounted,
+    group: UpstreamGroup,
+    context: UpgradeContext,
+  ): void {
+    const { label, requestId, trace, keyId } = context;
+    const { admitted } = mounted;
+    const caps = this.#config.limits.ws;
+    try {
       // Decided here at once, or with workers by the primary, which counts the whole instance's connections
       // (proxy/cluster-connections.ts): until its answer, nothing of the upgrade is opened.
       this.#counts.reserve(admitted.clientId, admitted.net, caps, (release) => {
@@ -175,7 +201,7 @@ export class WebSocketGateway implements WebSocketCounts {
           return;
         }
         try {
-          this.#connect(req, socket, head, mounted, group, release, { label, requestId, trace, keyId });
+          this.#connect(req, socket, head, mounted, group, release, context);
         } catch (error) {
           release();
           this.#refusals.refuse(socket, error, label, requestId, trace, keyId);
@@ -184,7 +210,7 @@ export class WebSocketGateway implements WebSocketCounts {
     } catch (error) {
       this.#refusals.refuse(socket, error, label, requestId, trace, keyId);
     }
-  };
+  }
 
   /** Opens the node's socket for a counted upgrade, then answers the client's handshake; `release` frees its slot. */
   #connect(

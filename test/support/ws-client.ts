@@ -50,8 +50,11 @@ export class Client {
     });
   }
 
-  /** The upgrade is expected to be refused: its status and JSON body. */
-  static refused(url: string, headers?: Record<string, string>): Promise<{ status: number; body: unknown }> {
+  /** The upgrade is expected to be refused: its status, headers and JSON body. */
+  static refused(
+    url: string,
+    headers?: Record<string, string>,
+  ): Promise<{ status: number; headers: Record<string, string | string[] | undefined>; body: unknown }> {
     const ws = new WebSocket(url, headers === undefined ? undefined : { headers });
     return new Promise((resolve, reject) => {
       ws.once("open", () => {
@@ -63,7 +66,11 @@ export class Client {
         const chunks: Buffer[] = [];
         res.on("data", (chunk: Buffer) => chunks.push(chunk));
         res.on("end", () => {
-          resolve({ status: res.statusCode ?? 0, body: JSON.parse(Buffer.concat(chunks).toString("utf8")) });
+          resolve({
+            status: res.statusCode ?? 0,
+            headers: res.headers,
+            body: JSON.parse(Buffer.concat(chunks).toString("utf8")),
+          });
           ws.terminate();
         });
       });
