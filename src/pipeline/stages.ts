@@ -374,10 +374,13 @@ export class Stages {
 
 /**
  * Whose quota a key spends: its own line's (a rotated key's first predecessor's), or, on a plan whose quota
- * is the account's, the account's keys of the key's plan, whose keys spend one quota.
+ * is the account's, the account's keys of the key's plan. A plan removed while keys hold it serves them on
+ * the shared plan's terms (PlanBook), and they spend one quota among themselves, not the account's
+ * shared-plan keys': as the dashboard's meter (control/accounts/overview.ts) and the usage counts a quota
+ * starts from (keys/quota-spent.ts) count them, by the key's own plan.
  */
 function quotaScopeOf(plan: PlanTerms, principal: Principal): string {
-  return plan.quotaPer === "account" ? `${principal.accountId}:${plan.name}` : principal.quotaScope;
+  return plan.quotaPer === "account" ? `${principal.accountId}:${principal.plan}` : principal.quotaScope;
 }
 
 /**

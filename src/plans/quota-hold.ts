@@ -28,7 +28,8 @@ export class QuotaHold {
     this.limits = {
       daily: plan.dailyQuota,
       monthly: plan.monthlyQuota,
-      owner: { keyId: principal.keyId, accountId: principal.accountId, plan: plan.name },
+      // the key's own plan, whose keys a per-account quota counts (a removed plan's too)
+      owner: { keyId: principal.keyId, accountId: principal.accountId, plan: principal.plan },
     };
     this.#charged = reserved;
     this.cachedShare = plan.cachedShare;
