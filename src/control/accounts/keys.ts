@@ -91,6 +91,11 @@ export class Keys {
             : undefined;
       if (reason !== undefined)
         throw new GatewayError("FREE_TEST_LIMIT", { maxPerEmail: config.freeTest.maxPerEmail, reason });
+      // the free-test plan's keys an account may hold at once, as an order's plan's (`maxKeys`)
+      const maxKeys = this.#context.plans["free-test"]?.maxKeys;
+      const active = keys.filter((k) => k.plan === "free-test" && keyStatus(k, now) === "active");
+      if (maxKeys !== undefined && active.length >= maxKeys)
+        throw new GatewayError("KEY_LIMIT", { plan: "free-test", maxKeys });
     };
     const { record, key } = await this.#issue(
       account.id,
