@@ -13,8 +13,10 @@ export interface RequestTarget {
 
 // Percent-encoded dot, slash, backslash and NUL: WHATWG URL and some upstream routers decode them into
 // path syntax, so they are refused rather than passed on (Envoy offers the same refusal for escaped
-// slashes); the gateway cannot know how each upstream decodes them.
-const ENCODED_SEPARATOR = /%(2e|2f|5c|00)/i;
+// slashes); the gateway cannot know how each upstream decodes them. An asterisk too: a route's own
+// (VeChain Thor's call of clauses, `POST /accounts/*`), which Thor's router reads from `%2A` decoded,
+// where the gateway's routes, a key's method list and a plan would read a segment `%2A`.
+const ENCODED_SEPARATOR = /%(2e|2f|5c|00|2a)/i;
 
 /**
  * Splits the raw request target once, as sent: no URL parser runs on it, so nothing the caller writes
@@ -34,7 +36,7 @@ export function parseTarget(
   if (query.includes("#") || rawPath.includes("#")) throw badPath("fragments are not sent to servers");
   if (rawPath.includes("\\") || rawPath.includes("\0")) throw badPath("backslash or NUL in the path");
   if (rawPath.includes("%") && ENCODED_SEPARATOR.test(rawPath)) {
-    throw badPath("encoded dot, slash, backslash or NUL in the path");
+    throw badPath("encoded dot, slash, backslash, asterisk or NUL in the path");
   }
   const parts = segmentsOf(rawPath);
   const first = parts[0];
