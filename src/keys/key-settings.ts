@@ -4,11 +4,9 @@ import { domainToASCII } from "node:url";
 import { keccak_256 } from "@noble/hashes/sha3";
 import bs58 from "bs58";
 import bs58check from "bs58check";
-import { endpointsByLabel } from "../../generated/endpoints.js";
 import { GatewayError } from "../errors/table.js";
 import { addressBlock, addressMatcher } from "../http/address-blocks.js";
-import { patternOf } from "../plans/plan-terms.js";
-import { routeShapes } from "../registry/match-route.js";
+import { patternOf, starShapes } from "../plans/plan-terms.js";
 import { type JwtKey, JwtVerifier, publicKeyOf } from "./jwt.js";
 
 /**
@@ -342,20 +340,4 @@ function examplesOf(known: ReadonlySet<string>, routes: boolean): string {
   return examples.length === 0
     ? `none: no network here serves ${routes ? "REST" : "JSON-RPC"}`
     : `${examples.join(", ")}, …`;
-}
-
-let shapesWithStar: ReadonlySet<string> | undefined;
-
-/**
- * The routes whose shape holds a `*` of its own (a batch call at `POST /accounts/*`): named whole in a key's
- * method list, such an entry is that route alone, not a pattern that takes the routes beside it too.
- */
-function starShapes(): ReadonlySet<string> {
-  shapesWithStar ??= new Set(
-    [...endpointsByLabel.values()]
-      .flatMap((endpoint) => endpoint.mounts)
-      .flatMap((mount) => (mount.policy.routes === undefined ? [] : routeShapes(mount.policy.routes)))
-      .filter((shape) => shape.includes("*")),
-  );
-  return shapesWithStar;
 }

@@ -1,4 +1,6 @@
+import { endpointsByLabel } from "../../generated/endpoints.js";
 import type { PlanSpec } from "../config/types.js";
+import { routeShapes } from "../registry/match-route.js";
 
 /** A plan as the pipeline applies it: its spec, and its disabled methods as one test. */
 export interface PlanTerms extends PlanSpec {
@@ -32,8 +34,11 @@ export class PlanBook {
 }
 
 function termsOf(name: string, spec: PlanSpec): PlanTerms {
-  const exact = new Set(spec.disabledMethods.filter((m) => !m.includes("*")));
-  const patterns = spec.disabledMethods.filter((m) => m.includes("*")).map(patternOf);
+  // a route whose shape holds a `*` of its own (VeChain's `POST /accounts/*`), named whole, is that route
+  // alone, as in a key's method list: not a pattern that disables the single call beside it too
+  const literal = (m: string) => !m.includes("*") || starShapes().has(m);
+  const exact = new Set(spec.disabledMethods.filter(literal));
+  const patterns = spec.disabledMethods.filter((m) => !literal(m)).map(patternOf);
   return {
     ...spec,
     name,
@@ -53,4 +58,21 @@ export function reachesArchive(plan: PlanSpec["archive"] | undefined, granted: b
 export function patternOf(glob: string): RegExp {
   const escaped = glob.split("*").map((part) => part.replace(/[.+?^${}()|[\]\\/]/g, "\\$&"));
   return new RegExp(`^${escaped.join(".*")}$`);
+}
+
+let shapesWithStar: ReadonlySet<string> | undefined;
+
+/**
+ * The routes whose shape holds a `*` of its own (a batch call at `POST /accounts/*`): named whole in a key's
+ * method list or a plan's disabledMethods, such an entry is that route alone, not a pattern that takes the
+ * routes beside it too.
+ */
+export function starShapes(): ReadonlySet<string> {
+  shapesWithStar ??= new Set(
+    [...endpointsByLabel.values()]
+      .flatMap((endpoint) => endpoint.mounts)
+      .flatMap((mount) => (mount.policy.routes === undefined ? [] : routeShapes(mount.policy.routes)))
+      .filter((shape) => shape.includes("*")),
+  );
+  return shapesWithStar;
 }
