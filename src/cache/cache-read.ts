@@ -107,7 +107,9 @@ export function cacheRead(
   if (lifetime === undefined || (lifetime.kind === "head" && !keepsHead)) return undefined;
   const params = (call.call.value as { params?: unknown }).params;
   const jsonrpc = call.call.members.get("jsonrpc") ?? "";
-  const key = `${call.method}\n${canonical(params, setsOf(rules).foldCase)}\n${jsonrpc}`;
+  const text = canonical(params, setsOf(rules).foldCase);
+  if (text === undefined) return undefined;
+  const key = `${call.method}\n${text}\n${jsonrpc}`;
   return { key, lifetime, id: rules.idAsText === true ? idAsText(call.id) : call.id, rules };
 }
 
@@ -176,19 +178,37 @@ function namesLiveTag(block: BlockParamRule, live: readonly string[] | undefined
 /**
  * Params as one text that is the same for calls that mean the same: object members sorted, and strings the
  * registry's `foldCase` matches (EVM hex) in lower case. Any other string keeps its case: base58
- * addresses are case-sensitive.
+ * addresses are case-sensitive. Undefined for params holding an integer past JavaScript's safe ones
+ * (2^53): its value here is the nearest double, which other integers the node reads exactly share
+ * (ton-http-api reads a transaction's logical time, 47000000000000001, as Python's int): such a call has no
+ * key, and is neither kept, answered from the cache, nor coalesced.
  */
-export function canonical(value: unknown, foldCase: RegExp | undefined): string {
+export function canonical(value: unknown, foldCase: RegExp | undefined): string | undefined {
   if (value === undefined) return "";
   if (typeof value === "string")
     return JSON.stringify(foldCase?.test(value) === true ? value.toLowerCase() : value);
+  if (typeof value === "number")
+    return Number.isInteger(value) && !Number.isSafeInteger(value) ? undefined : String(value);
   if (typeof value !== "object" || value === null) return JSON.stringify(value);
-  if (Array.isArray(value)) return `[${value.map((item) => canonical(item ?? null, foldCase)).join(",")}]`;
+  const parts: string[] = [];
+  if (Array.isArray(value)) {
+    for (const item of value) {
+      const part = canonical(item ?? null, foldCase);
+      if (part === undefined) return undefined;
+      parts.push(part);
+    }
+    return `[${parts.join(",")}]`;
+  }
   const members = value as Record<string, unknown>;
   const names = Object.keys(members)
     .filter((name) => members[name] !== undefined)
     .sort();
-  return `{${names.map((name) => `${JSON.stringify(name)}:${canonical(members[name], foldCase)}`).join(",")}}`;
+  for (const name of names) {
+    const part = canonical(members[name], foldCase);
+    if (part === undefined) return undefined;
+    parts.push(`${JSON.stringify(name)}:${part}`);
+  }
+  return `{${parts.join(",")}}`;
 }
 
 /** A REST GET as the REST family routed it: its route's shape, the segments below the mount, and more. */

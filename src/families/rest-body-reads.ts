@@ -92,9 +92,12 @@ export function bodyReads(
   const rules = block.rules.cache;
   if (block.cacheKey === undefined || rules === undefined || !rules.atBlock?.includes(block.shape))
     return { reads, cache: undefined };
+  const text = json === undefined ? "" : canonical(json, undefined);
+  // a body with an integer past the safe ones has no key (canonical)
+  if (text === undefined) return { reads, cache: undefined };
   const lifetime: Lifetime = { kind: "block", block: named === "hash" ? -1 : named };
   const cache: CacheRead = {
-    key: `${block.cacheKey}\n${json === undefined ? "" : canonical(json, undefined)}`,
+    key: `${block.cacheKey}\n${text}`,
     lifetime,
     id: "",
     rules,
