@@ -108,10 +108,54 @@ export function cacheRead(
   const params = (call.call.value as { params?: unknown }).params;
   const jsonrpc = call.call.members.get("jsonrpc") ?? "";
   const text = canonical(params, setsOf(rules).foldCase);
-  if (text === undefined) return undefined;
+  if (text === undefined || !numbersAsWritten(call.call.members.get("params"))) return undefined;
   const key = `${call.method}\n${text}\n${jsonrpc}`;
   return { key, lifetime, id: rules.idAsText === true ? idAsText(call.id) : call.id, rules };
 }
+
+/**
+ * Whether every number in params' source text is written as its value reads here (`5`, `1.5`), so that the
+ * canonical form names what the node reads: `5.0`, `1e1` and `-0` read here as 5, 10 and 0, and a node
+ * that reads an integer param from its text (in Rust or C++) refuses a fraction where it takes `5`; a
+ * call keyed as the one it is not would be answered from the other's kept answer, or hand its refusal to
+ * the other waiting on it. A long hex string is skipped at once.
+ */
+function numbersAsWritten(text: string | undefined): boolean {
+  if (text === undefined) return true;
+  let i = 0;
+  const end = text.length;
+  while (i < end) {
+    const c = text.charCodeAt(i);
+    if (c === QUOTE) {
+      // to the closing quote: one not escaped by an odd run of backslashes before it
+      let close = text.indexOf('"', i + 1);
+      while (close > 0 && escaped(text, close)) close = text.indexOf('"', close + 1);
+      if (close < 0) return true;
+      i = close + 1;
+    } else if (c === MINUS || (c >= ZERO && c <= NINE)) {
+      let to = i + 1;
+      while (to < end && NUMBER_CHARS.test(text.charAt(to))) to++;
+      const written = text.slice(i, to);
+      if (String(Number(written)) !== written) return false;
+      i = to;
+    } else i++;
+  }
+  return true;
+}
+
+/** Whether the quote at `at` follows an odd run of backslashes. */
+function escaped(text: string, at: number): boolean {
+  let run = 0;
+  while (text.charCodeAt(at - 1 - run) === BACKSLASH) run++;
+  return run % 2 === 1;
+}
+
+const QUOTE = 34;
+const MINUS = 45;
+const ZERO = 48;
+const NINE = 57;
+const BACKSLASH = 92;
+const NUMBER_CHARS = /[0-9.eE+-]/;
 
 /** A number id's source text as the JSON string a node that answers ids as strings sends back. */
 function idAsText(id: string): string {
