@@ -14,7 +14,7 @@ export interface RequestTarget {
 // Percent-encoded dot, slash, backslash and NUL: WHATWG URL and some upstream routers decode them into
 // path syntax, so they are refused rather than passed on (Envoy offers the same refusal for escaped
 // slashes); the gateway cannot know how each upstream decodes them. An asterisk too: a route's own
-// (VeChain Thor's call of clauses, `POST /accounts/*`), which Thor's router reads from `%2A` decoded,
+// (a call of clauses at `POST /accounts/*` in one interface of the registry), which that node's router reads from `%2A` decoded,
 // where the gateway's routes, a key's method list and a plan would read a segment `%2A`.
 const ENCODED_SEPARATOR = /%(2e|2f|5c|00|2a)/i;
 

@@ -34,7 +34,7 @@ export class PlanBook {
 }
 
 function termsOf(name: string, spec: PlanSpec): PlanTerms {
-  // a route whose shape holds a `*` of its own (VeChain's `POST /accounts/*`), named whole, is that route
+  // a route whose shape holds a `*` of its own (`POST /accounts/*` in one interface of the registry), named whole, is that route
   // alone, as in a key's method list: not a pattern that disables the single call beside it too
   const literal = (m: string) => !m.includes("*") || starShapes().has(m);
   const exact = new Set(spec.disabledMethods.filter(literal));
