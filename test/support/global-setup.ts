@@ -1,4 +1,4 @@
-import { chmodSync, mkdtempSync, rmSync } from "node:fs";
+import { chmodSync, existsSync, mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { basename, join } from "node:path";
 import type { TestProject } from "vitest/node";
@@ -20,6 +20,9 @@ declare module "vitest" {
 /** Where what one run builds for several test files is kept, under the run's folder. */
 export const BUILDS = "builds";
 
+/** Where the run's Chromium server (support/browser.ts) writes its pid and endpoint, under BUILDS. */
+export const CHROMIUM_DIR = "chromium";
+
 /**
  * Where one run's bundles go (support/bundles.ts): below node_modules, where the bundles' one external module
  * (better-sqlite3) is found from them, named after the run's folder.
@@ -38,13 +41,26 @@ export default function setup(project: TestProject): () => void {
   process.env.TMPDIR = runDir;
   // in watch mode, a rerun builds again from the files as they are then
   project.onTestsRerun(() => {
+    stopChromium(join(runDir, BUILDS, CHROMIUM_DIR));
     rmSync(join(runDir, BUILDS), { recursive: true, force: true });
     rmSync(bundlesDirOf(runDir), { recursive: true, force: true });
   });
   return () => {
+    stopChromium(join(runDir, BUILDS, CHROMIUM_DIR));
     if (previous === undefined) delete process.env.TMPDIR;
     else process.env.TMPDIR = previous;
     rmSync(runDir, { recursive: true, force: true });
     rmSync(bundlesDirOf(runDir), { recursive: true, force: true });
   };
+}
+
+/** Ends the run's Chromium server (support/browser.ts), if a file started one; it closes its browser. */
+function stopChromium(dir: string): void {
+  const pid = Number(existsSync(join(dir, "pid")) ? readFileSync(join(dir, "pid"), "utf8") : Number.NaN);
+  if (!Number.isInteger(pid)) return;
+  try {
+    process.kill(pid, "SIGTERM");
+  } catch {
+    // gone already
+  }
 }
