@@ -55,7 +55,14 @@ function runChromium(): Promise<string> {
     await buildOnce(dir, "Chromium", START_WAIT_MS, async () => {
       const server = spawn(
         process.execPath,
-        [join(ROOT, "test/support/chromium-server.mjs"), dir, CHROMIUM, JSON.stringify(FLAGS)],
+        // the test process's parent: vitest's own process, which outlives every test process
+        [
+          join(ROOT, "test/support/chromium-server.mjs"),
+          dir,
+          CHROMIUM,
+          JSON.stringify(FLAGS),
+          String(process.ppid),
+        ],
         { cwd: ROOT, detached: true, stdio: ["ignore", "ignore", "pipe"] },
       );
       let stderr = "";
