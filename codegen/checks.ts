@@ -372,7 +372,7 @@ function checkContracts(
       checkContractPlace(name, where, served, trie, [...path, name], report);
 }
 
-/** One place where a method or route names contracts: a method's in its params, a route's in its body or path. */
+/** One place where a method or route names contracts: a method's in its params, a route's in its body, path or query. */
 function checkContractPlace(
   name: string,
   where: string,
@@ -388,7 +388,10 @@ function checkContractPlace(
       report(at, `"${name}" is not a route this interface serves`);
   } else if (!served.has(name)) report(at, `"${name}" is not a method this interface serves`);
   if (rest ? where.startsWith("params.") : !where.startsWith("params."))
-    report(at, `a ${rest ? "route's" : "method's"} address is in its ${rest ? "body or path" : "params"}`);
+    report(
+      at,
+      `a ${rest ? "route's" : "method's"} address is in its ${rest ? "body, path or query" : "params"}`,
+    );
   // a path's address is one of the route's own parameters, named as the route names it
   const param = where.startsWith("path.") ? where.split(".") : undefined;
   if (param !== undefined && rest) {

@@ -113,7 +113,7 @@ export interface InterfaceSpec {
   /** How its calls name blocks (src/registry/types.ts ReadRules, as written). */
   reads?: ReadRules;
   /**
-   * Method or route → where its contract address sits (`params.0.to`, `body.contract_address`), or each
+   * Method or route → where its contract address sits (`params.0.to`, `body.contract_address`, `query.value`), or each
    * place where it names contracts when it names them in more than one.
    */
   contracts?: Record<string, string | string[]>;

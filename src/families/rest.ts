@@ -68,7 +68,7 @@ export function routeRest(req: IncomingMessage, mounted: Mounted, settings: Fami
   const keyRules = mounted.admitted.principal?.rules;
   if (keyRules !== undefined && !keyRules.allowsMethod(route))
     throw new GatewayError("KEY_SETTING_REFUSED", { setting: "methods", route });
-  // a route that names a contract in its body or path is checked on it (registry `contracts`)
+  // a route that names a contract in its body, path or query is checked on it (registry `contracts`)
   const contractAt = keyRules?.limitsContracts ? mounted.mount.policy.contracts?.[route] : undefined;
   const { longPolls } = mounted.mount.policy;
   const heldMs =
@@ -188,7 +188,7 @@ function isEmptyObject(value: unknown): boolean {
   );
 }
 
-/** A key's contract list, where the route names its contract (`["path", "1"]`), and the request's path segments. */
+/** A key's contract list, where the route names its contract (`["path", "1"]`, `["query", "value"]`), and the request's path segments. */
 interface ContractCheck {
   readonly rules: KeyRules;
   /** Each place the route names contracts (registry `contracts`). */
@@ -215,7 +215,7 @@ class RestRequest implements RoutedRequest {
   readonly #bodyBlock: BodyBlock | undefined;
   readonly #query: string;
   readonly #units: number;
-  /** The key's contract list, and where this route's body or path names its contract. */
+  /** The key's contract list, and where this route's body, path or query names its contract. */
   readonly #contract: ContractCheck | undefined;
   /** limits.maxJsonDepth: a JSON body nested deeper is refused. */
   readonly #maxDepth: number;
@@ -271,7 +271,7 @@ class RestRequest implements RoutedRequest {
     // a member the contract rule reads, in another case: a node written in Go reads it, the gateway not
     const variant = contract && memberInAnotherCase(json, contract.membersRead);
     if (variant !== undefined) throw new GatewayError("INVALID_REQUEST", refusalOf(variant));
-    const request = { body: json, path: contract?.segments };
+    const request = { body: json, path: contract?.segments, query: contract && queryValues(this.#query) };
     const named = contract?.at.flatMap((path) => addressesAt(request, path));
     if (contract !== undefined && !contract.rules.allowsContracts(named as string[]))
       throw new GatewayError("KEY_SETTING_REFUSED", { setting: "contracts", route: this.#route });
@@ -301,6 +301,15 @@ class RestRequest implements RoutedRequest {
       refused: undefined,
     };
   }
+}
+
+/**
+ * A query's parameters, each name → all its values (decoded as a servlet's getParameter decodes them): a
+ * contract named twice is held to the list both times, whichever the node reads.
+ */
+function queryValues(query: string): Record<string, string[]> {
+  const params = new URLSearchParams(query);
+  return Object.fromEntries([...params.keys()].map((name) => [name, params.getAll(name)]));
 }
 
 /** A body as JSON, or undefined when it is none (it then names no contract). */
