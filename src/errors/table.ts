@@ -61,7 +61,7 @@ export const ERRORS = {
   QUOTA_EXCEEDED: {
     status: 402,
     rpc: -32046,
-    message: "The compute-unit quota for this period is spent",
+    message: "The compute-unit quota for this period has too little left for the request",
   },
   KEY_SETTING_REFUSED: { status: 403, rpc: -32047, message: "The API key's settings do not allow this call" },
   JWT_REQUIRED: { status: 401, rpc: -32048, message: "This API key requires a valid JWT with every call" },

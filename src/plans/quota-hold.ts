@@ -12,6 +12,8 @@ export class QuotaHold {
   readonly #per: PlanTerms["quotaPer"];
   /** What the ledger holds for the request now: the reserve, then each settlement's units. */
   #charged: number;
+  /** What the request asked the quota for (a batch: all of its calls). */
+  readonly #reserved: number;
   /** What a cached answer costs, as a share of its price (the plan's `cachedShare`). */
   readonly cachedShare: number;
   /**
@@ -32,10 +34,15 @@ export class QuotaHold {
       owner: { keyId: principal.keyId, accountId: principal.accountId, plan: principal.plan },
     };
     this.#charged = reserved;
+    this.#reserved = reserved;
     this.cachedShare = plan.cachedShare;
   }
 
-  /** This hold, or QUOTA_EXCEEDED with the seconds until the spent period ends. */
+  /**
+   * This hold, or QUOTA_EXCEEDED with the seconds until the spent period ends, the units the request needs
+   * and those the quota has left: a request larger than what is left is refused whole (a batch too), though
+   * smaller ones still fit.
+   */
   granted(decision: QuotaDecision): QuotaHold {
     if (decision.allowed) return this;
     const retryAfter = Math.max(1, Math.ceil((decision.resetsAt - Date.now()) / 1000));
@@ -46,6 +53,8 @@ export class QuotaHold {
         limit: decision.limit,
         // a key that spent little is refused for what its account's other keys spent: said so
         per: this.#per,
+        needed: this.#reserved,
+        remaining: decision.remaining,
         resetsAt: new Date(decision.resetsAt).toISOString(),
         retryAfter,
       },

@@ -24,6 +24,8 @@ export type QuotaDecision =
       readonly limit: number;
       /** When the spent period ends, in milliseconds since the epoch: midnight UTC, or the month's first. */
       readonly resetsAt: number;
+      /** The units that period's quota had left for the call, as this process knows it (0: none, it is spent). */
+      readonly remaining: number;
     };
 
 /** A quota's threshold passed: the period it is in (`2026-11-26`, `2026-11`) and the share reached. */
@@ -138,9 +140,21 @@ export class QuotaClock {
   /** What refuses `cost` on top of `day` and `month` spent, else ALLOWED. */
   decide(limits: QuotaLimits, day: number, month: number, cost: number): QuotaDecision {
     if (limits.monthly > 0 && month + cost > limits.monthly)
-      return { allowed: false, period: "month", limit: limits.monthly, resetsAt: this.monthEndsAt };
+      return {
+        allowed: false,
+        period: "month",
+        limit: limits.monthly,
+        resetsAt: this.monthEndsAt,
+        remaining: Math.max(0, limits.monthly - month),
+      };
     if (limits.daily > 0 && day + cost > limits.daily)
-      return { allowed: false, period: "day", limit: limits.daily, resetsAt: this.dayEndsAt };
+      return {
+        allowed: false,
+        period: "day",
+        limit: limits.daily,
+        resetsAt: this.dayEndsAt,
+        remaining: Math.max(0, limits.daily - day),
+      };
     return ALLOWED;
   }
 

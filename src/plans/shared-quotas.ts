@@ -365,12 +365,25 @@ export class SharedQuotaLedger implements QuotaLedger {
     const clock = this.#clock;
     const unspent = Math.max(0, lease.balance);
     const decided = clock.decide(limits, lease.dayUnits - unspent, lease.monthUnits - unspent, cost);
-    // what other instances hold unspent is not known here: the quota with the less room left refused
+    // what other instances hold unspent is not known here: the quota with the less room left refused, with
+    // what this instance holds of it as what remains
     const decision: QuotaDecision = decided.allowed
       ? limits.daily > 0 &&
         (limits.monthly === 0 || limits.daily - lease.dayUnits <= limits.monthly - lease.monthUnits)
-        ? { allowed: false, period: "day", limit: limits.daily, resetsAt: clock.dayEndsAt }
-        : { allowed: false, period: "month", limit: limits.monthly, resetsAt: clock.monthEndsAt }
+        ? {
+            allowed: false,
+            period: "day",
+            limit: limits.daily,
+            resetsAt: clock.dayEndsAt,
+            remaining: unspent,
+          }
+        : {
+            allowed: false,
+            period: "month",
+            limit: limits.monthly,
+            resetsAt: clock.monthEndsAt,
+            remaining: unspent,
+          }
       : decided;
     this.#crossed(clock.spentCrossing(scope, limits, decision));
     return decision;

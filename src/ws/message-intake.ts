@@ -166,8 +166,9 @@ export class MessageIntake {
   }
 
   /**
-   * The error's answer. A spent quota also ends the connection (4402), as it ends the key's calls: once the
-   * calls sent before it, which it was charged for, are answered, or after QUOTA_CLOSE_MS.
+   * The error's answer. A spent quota (nothing left of it) also ends the connection (4402), as it ends the
+   * key's calls: once the calls sent before it, which it was charged for, are answered, or after
+   * QUOTA_CLOSE_MS. A message larger than what is left (a batch) is refused alone: smaller ones still fit.
    */
   #refused(seen: MessageSeen, error: GatewayError): string {
     seen.code = error.code;
@@ -177,7 +178,7 @@ export class MessageIntake {
       seen.batch === undefined
         ? errorBody(error, style, seen.replyId, requestId)
         : batchErrorBody(error, seen.batch.ids, seen.batch.refusals, requestId, style);
-    if (error.code === "QUOTA_EXCEEDED" && this.#quotaSpent === undefined) {
+    if (error.code === "QUOTA_EXCEEDED" && error.detail?.remaining === 0 && this.#quotaSpent === undefined) {
       this.#quotaSpent = setTimeout(
         () => this.#host.close(CLOSE.QUOTA_EXCEEDED, "quota exceeded"),
         QUOTA_CLOSE_MS,
