@@ -463,6 +463,9 @@ function checkReads(iface: InterfaceSpec, trie: TrieNode | undefined, path: Yaml
       report([...path, "archive", "history"], `"${method}" is not one of the interface's methods`);
     else if (rules.archive?.state.includes(method))
       report([...path, "archive", "history"], `"${method}" is in archive.state already`);
+  // an answer that may be of history dropped is asked of the archive for a history read alone
+  if (rules.archive?.unknownHistory !== undefined && (rules.archive.history ?? []).length === 0)
+    report([...path, "archive", "unknownHistory"], "unknownHistory needs history reads to apply to");
   for (const method of Object.keys(rules.heightIn ?? {}))
     if (
       at[method] === undefined &&

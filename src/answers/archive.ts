@@ -39,6 +39,8 @@ export interface TierPlan {
   readonly mayArchive: boolean;
   /** Error texts of a full node that no longer has the block's state. */
   readonly missingState: readonly string[];
+  /** Error texts of a full node that may have dropped a history read's answer, or never had it (`unknownHistory`). */
+  readonly unknownHistory: readonly string[];
 }
 
 /** Where a served read is counted: the access line's label becomes the archive label when archive answered. */
@@ -127,6 +129,7 @@ export function fetchByTier(
   const unknown = unknownTexts(tier, call);
   fetchWhole({ ...call, tier: undefined }, caller, note, (error, answer) => {
     if (error !== undefined || answer === undefined) callback(error);
+    else if (mayBeDropped(tier, call.reads?.historyFrom !== undefined, answer)) fromArchive();
     else if (!errorNames(answer, unknown)) full(answer);
     else if (call.reads?.stateByHash === true && call.group.members.length > 1) {
       // A block named by hash that this full node does not know may be one it has not seen yet, not one
@@ -141,6 +144,17 @@ export function fetchByTier(
     } else if (errorNames(answer, tier.missingState)) fromArchive();
     else full(answer);
   });
+}
+
+/**
+ * Whether a history read's error may be of history the full node dropped, for a key that may ask the
+ * archive (registry `unknownHistory`): a key without archive access gets the node's answer, which may be
+ * true (no such transaction).
+ */
+function mayBeDropped(tier: TierPlan, history: boolean, answer: WholeAnswer): boolean {
+  return (
+    tier.mayArchive && history && tier.unknownHistory.length > 0 && errorNames(answer, tier.unknownHistory)
+  );
 }
 
 /**

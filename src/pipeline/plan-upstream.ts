@@ -380,6 +380,7 @@ export class UpstreamPlanner {
       archiveGroup: this.#upstreams.group(archiveLabel, mounted.mount.path),
       mayArchive: reachesArchive(mounted.admitted.plan?.archive, principal?.archive === true),
       missingState: rule.missingState,
+      unknownHistory: rule.unknownHistory ?? [],
     };
   }
 

@@ -397,6 +397,14 @@ export interface ArchiveRule {
    * first, and to the archive nodes once more only when it answers one of `missingState`.
    */
   readonly history?: readonly string[];
+  /**
+   * Errors a full node answers alike for history it dropped and for history that never was (nearcore's
+   * UNKNOWN_TRANSACTION for an outcome it garbage-collected or never had): a `history` read sent alone (not
+   * in a batch, which nearcore does not take) so answered is asked once more of the archive nodes for a key
+   * with archive access, whose answer the caller gets; a key without archive access gets the full node's
+   * answer, never ARCHIVE_REQUIRED.
+   */
+  readonly unknownHistory?: readonly string[];
   readonly fullHistory: number;
   readonly missingState: readonly string[];
 }

@@ -43,6 +43,9 @@ export class NodeIntake {
   readonly #archiveRefusals: ArchiveRefusals | undefined;
   /** The texts of a node's "no such state" answers (registry `reads.archive.missingState`). */
   readonly #missingState: readonly string[] | undefined;
+  /** Reads of history, and the texts of a node's answers that may be of history it dropped (`unknownHistory`). */
+  readonly #history: readonly string[];
+  readonly #unknownHistory: readonly string[] | undefined;
 
   constructor(host: NodeIntakeHost, options: ConnectionOptions, policy: JsonRpcPolicy, fill: FillContext) {
     this.#host = host;
@@ -51,6 +54,8 @@ export class NodeIntake {
     this.#fill = fill;
     this.#archiveRefusals = archiveRefusals(options.mounted);
     this.#missingState = policy.reads?.archive?.missingState;
+    this.#history = policy.reads?.archive?.history ?? [];
+    this.#unknownHistory = policy.reads?.archive?.unknownHistory;
   }
 
   /** `fromArchive`: the message holds answers another node gave (an archive node's, or a node's at the head). */
@@ -88,9 +93,10 @@ export class NodeIntake {
     // a read the node no longer has the state for, from the archive nodes when the key may reach them
     const ask = this.#options.archiveAsk;
     if (!fromArchive && ask !== undefined && this.#missingState !== undefined) {
-      const missing = missingStateIds(this.#missingState, text, envelopes).filter(
-        (id) => pending.get(id) !== undefined,
-      );
+      const missing = [
+        ...missingStateIds(this.#missingState, text, envelopes),
+        ...this.#maybeDropped(text, envelopes),
+      ].filter((id, i, all) => pending.get(id) !== undefined && all.indexOf(id) === i);
       if (missing.length > 0 && plainReadsBeside(pending, envelopes, missing)) {
         askArchive(host, ask, envelopes, missing, text.trimStart().startsWith("["));
         return;
@@ -128,6 +134,20 @@ export class NodeIntake {
     host.relay(sent, sent === data && isBinary);
     host.closeIfSpent();
     host.nodeAnswered();
+  }
+
+  /**
+   * The ids of the history reads (registry `archive.history`) the node answered with an error that may be of
+   * history it dropped or never had (`unknownHistory`): asked of the archive nodes once more, as over HTTP.
+   */
+  #maybeDropped(text: string, envelopes: readonly ReadonlyMap<string, string>[]): string[] {
+    const texts = this.#unknownHistory;
+    if (texts === undefined) return [];
+    const pending = this.#host.pending;
+    return missingStateIds(texts, text, envelopes).filter((id) => {
+      const method = pending.get(id)?.call?.method;
+      return method !== undefined && this.#history.includes(method);
+    });
   }
 
   /** Remembers a subscription the node made: the id the client is to know it by. */

@@ -308,6 +308,121 @@ function nearChunk(keeps: NearKeeps, { height: head }: { height: number }, param
   };
 }
 
+const TX_HASH_FILL = "d4".repeat(23);
+
+/** The hash of the transaction here included at `height`: 32 bytes, a marker (0x54), the height, a filler. */
+export function nearTxHash(height: number): string {
+  let n = BigInt(`0x54${height.toString(16).padStart(16, "0")}${TX_HASH_FILL}`);
+  let text = "";
+  while (n > 0n) {
+    text = `${BASE58[Number(n % 58n)]}${text}`;
+    n /= 58n;
+  }
+  return text;
+}
+
+/** The height of the block that included the transaction `hash` names here (nearTxHash), else undefined. */
+function nearTxHeight(hash: unknown): number | undefined {
+  if (typeof hash !== "string") return undefined;
+  let n = 0n;
+  for (const c of hash) {
+    const digit = BASE58.indexOf(c);
+    if (digit < 0) return undefined;
+    n = n * 58n + BigInt(digit);
+  }
+  const hex = n.toString(16);
+  if (hex.length !== 64 || !hex.startsWith("54") || !hex.endsWith(TX_HASH_FILL)) return undefined;
+  return Number.parseInt(hex.slice(2, 18), 16);
+}
+
+/** Whether a node at `head` keeping `keeps` blocks has the outcome of a transaction included at `height`. */
+function nearKeepsOutcome(keeps: NearKeeps, head: number, height: number | undefined): height is number {
+  return height !== undefined && height <= head && (keeps === "archive" || height >= head - keeps);
+}
+
+/**
+ * nearcore's `tx` and `EXPERIMENTAL_tx_status` (RpcTransactionStatusRequest: `[tx_hash, sender_account_id]`
+ * or `{tx_hash, sender_account_id, wait_until}`): the final execution outcome of a transaction it keeps;
+ * one it never had, or garbage-collected with its block on a non-archival node, is alike
+ * RpcTransactionError::UnknownTransaction (chain/jsonrpc-primitives types/transactions.rs, serde tag
+ * `name`, content `info`, SCREAMING_SNAKE_CASE: a HANDLER_ERROR at HTTP 200, its data the error's text
+ * "Transaction <hash> doesn't exist"; TxStatusError::MissingTransaction in chain/client).
+ */
+function nearTx(keeps: NearKeeps, { height: head }: { height: number }, params?: unknown): unknown {
+  const given = (Array.isArray(params) ? { tx_hash: params[0], sender_account_id: params[1] } : params) as
+    | { tx_hash?: unknown; sender_account_id?: unknown }
+    | undefined;
+  const hash = given?.tx_hash;
+  const height = nearTxHeight(hash);
+  if (!nearKeepsOutcome(keeps, head, height))
+    throw new NodeRejection(-32000, "Server error", {
+      name: "HANDLER_ERROR",
+      cause: { info: { requested_transaction_hash: hash }, name: "UNKNOWN_TRANSACTION" },
+      code: -32000,
+      message: "Server error",
+      data: `Transaction ${String(hash)} doesn't exist`,
+    });
+  const outcome = {
+    block_hash: nearBlockHash(height),
+    id: hash,
+    outcome: { logs: [], receipt_ids: [], gas_burnt: 223182562500, tokens_burnt: "22318256250000000000" },
+    proof: [],
+  };
+  return {
+    final_execution_status: "FINAL",
+    status: { SuccessValue: "" },
+    transaction: { hash, signer_id: given?.sender_account_id, receiver_id: "receiver.near", actions: [] },
+    transaction_outcome: outcome,
+    receipts_outcome: [],
+  };
+}
+
+/**
+ * nearcore's `light_client_proof` (RpcLightClientExecutionProofRequest: `{type: "transaction",
+ * transaction_hash, sender_id, light_client_head}`): the outcome's proof, or, for an outcome it never had or
+ * garbage-collected, RpcLightClientProofError::UnknownTransactionOrReceipt (chain/jsonrpc-primitives
+ * types/light_client.rs: its data "<id> does not exist").
+ */
+function nearLightClientProof(
+  keeps: NearKeeps,
+  { height: head }: { height: number },
+  params?: unknown,
+): unknown {
+  const id = (params as { transaction_hash?: unknown } | undefined)?.transaction_hash;
+  const height = nearTxHeight(id);
+  if (!nearKeepsOutcome(keeps, head, height))
+    throw new NodeRejection(-32000, "Server error", {
+      name: "HANDLER_ERROR",
+      cause: { info: { transaction_or_receipt_id: id }, name: "UNKNOWN_TRANSACTION_OR_RECEIPT" },
+      code: -32000,
+      message: "Server error",
+      data: `${String(id)} does not exist`,
+    });
+  return {
+    outcome_proof: {
+      block_hash: nearBlockHash(height),
+      id,
+      outcome: { logs: [], receipt_ids: [] },
+      proof: [],
+    },
+    outcome_root_proof: [],
+    block_header_lite: { inner_lite: { height } },
+    block_proof: [],
+  };
+}
+
+/**
+ * nearcore's outcome lookups by hash (`tx`, `EXPERIMENTAL_tx_status`, `light_client_proof`) on a node that
+ * keeps `keeps` blocks below its head ("archive": all of them), for transactions named by nearTxHash.
+ */
+export function nearOutcomeReads(keeps: NearKeeps): Record<string, TypicalAnswer> {
+  return {
+    tx: { result: (state, params) => nearTx(keeps, state, params) },
+    EXPERIMENTAL_tx_status: { result: (state, params) => nearTx(keeps, state, params) },
+    light_client_proof: { result: (state, params) => nearLightClientProof(keeps, state, params) },
+  };
+}
+
 /**
  * nearcore's `block` and `chunk` on a node that keeps `keeps` blocks below its head ("archive": all of
  * them), for a test that reads blocks by height or hash on an archival node and a non-archival one.
