@@ -102,7 +102,9 @@ export function fetchByTier(
   note: TierFields,
   callback: (error: GatewayError | undefined, answer?: WholeAnswer, served?: "full" | "archive") => void,
 ): void {
-  const fromArchive = (): void => {
+  // `unlessUnknown`: the full node's answer of history it may have dropped, which stays the answer (and
+  // its price, the full tier's) when the archive does not know it either: a transaction that never was
+  const fromArchive = (unlessUnknown?: WholeAnswer): void => {
     const group = tier.archiveGroup;
     call.group.answers.add(
       !tier.mayArchive ? "archive_required" : tier.direct ? "archive_direct" : "archive_again",
@@ -113,6 +115,8 @@ export function fetchByTier(
       fetchWhole({ ...call, group, tier: undefined }, caller, note, (error, answer) => {
         if (error !== undefined || answer === undefined)
           return callback(error === undefined ? error : archiveFailed(tier.archiveLabel, error));
+        if (unlessUnknown !== undefined && errorNames(answer, tier.unknownHistory))
+          return full(unlessUnknown);
         note.label = tier.archiveLabel;
         note.tier = "archive";
         callback(undefined, answer, "archive");
@@ -129,7 +133,7 @@ export function fetchByTier(
   const unknown = unknownTexts(tier, call);
   fetchWhole({ ...call, tier: undefined }, caller, note, (error, answer) => {
     if (error !== undefined || answer === undefined) callback(error);
-    else if (mayBeDropped(tier, call.reads?.historyFrom !== undefined, answer)) fromArchive();
+    else if (mayBeDropped(tier, call.reads?.historyFrom !== undefined, answer)) fromArchive(answer);
     else if (!errorNames(answer, unknown)) full(answer);
     else if (call.reads?.stateByHash === true && call.group.members.length > 1) {
       // A block named by hash that this full node does not know may be one it has not seen yet, not one

@@ -107,7 +107,8 @@ export function plainReadsBeside(
  * archive nodes: those calls are asked of the archive nodes, and the message goes on once each has its
  * answer there in the node's place (its other answers kept as the node gave them). An answer the archive
  * nodes gave is priced as theirs and kept by no cache; the gateway's own error costs nothing, as over HTTP.
- * Calls answered meanwhile otherwise (sent again after a move, and answered) keep that answer.
+ * Calls answered meanwhile otherwise (sent again after a move, and answered) keep that answer; so does one
+ * the archive does not know either (`stillUnknown`: a transaction that never was, registry `unknownHistory`).
  */
 export function askArchive(
   host: ArchiveAsking,
@@ -115,6 +116,7 @@ export function askArchive(
   envelopes: readonly ReadonlyMap<string, string>[],
   ids: readonly string[],
   batch: boolean,
+  stillUnknown: (id: string, answer: string) => boolean = () => false,
 ): void {
   const answers = new Map<string, string>();
   const landed = (): void => {
@@ -124,7 +126,9 @@ export function askArchive(
       const id = members.get("id") ?? "";
       const entry = host.pending.get(id);
       if (entry === undefined) continue;
-      const answered = answers.get(id);
+      const archived = answers.get(id);
+      // the archive's answer of history the node may have dropped, when it does not know it either: the node's
+      const answered = archived !== undefined && stillUnknown(id, archived) ? undefined : archived;
       if (answered !== undefined && GATEWAY_ERROR.test(answered))
         host.pending.failedHere(id, "ARCHIVE_REQUIRED");
       else if (answered !== undefined) {

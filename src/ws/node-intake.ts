@@ -93,12 +93,16 @@ export class NodeIntake {
     // a read the node no longer has the state for, from the archive nodes when the key may reach them
     const ask = this.#options.archiveAsk;
     if (!fromArchive && ask !== undefined && this.#missingState !== undefined) {
-      const missing = [
-        ...missingStateIds(this.#missingState, text, envelopes),
-        ...this.#maybeDropped(text, envelopes),
-      ].filter((id, i, all) => pending.get(id) !== undefined && all.indexOf(id) === i);
+      const dropped = this.#maybeDropped(text, envelopes);
+      const missing = [...missingStateIds(this.#missingState, text, envelopes), ...dropped].filter(
+        (id, i, all) => pending.get(id) !== undefined && all.indexOf(id) === i,
+      );
       if (missing.length > 0 && plainReadsBeside(pending, envelopes, missing)) {
-        askArchive(host, ask, envelopes, missing, text.trimStart().startsWith("["));
+        // a history read the archive does not know either keeps the node's answer, at its price, as over HTTP
+        const unknown = this.#unknownHistory ?? [];
+        const stillUnknown = (id: string, answer: string) =>
+          dropped.includes(id) && unknown.some((name) => answer.includes(`"${name}"`));
+        askArchive(host, ask, envelopes, missing, text.trimStart().startsWith("["), stillUnknown);
         return;
       }
     }

@@ -119,11 +119,15 @@ describe("nearcore's outcome of a transaction a non-archival node garbage-collec
     });
   }
 
-  it("one no node has: near-archive's own answer, asked once; a kept one is the full node's", async () => {
+  // a wallet polling `tx` for a transaction it just sent asks of one no node has yet, again and again: the
+  // archive is asked, and the answer stays the full node's, at its price (docs/upstreams.md)
+  it("one no node has: near-archive asked once, the full node's answer at the full tier's price; a kept one is the full node's", async () => {
     const archive = calls("near-archive", "tx");
     const none = await call(KEYS.all, "tx", [NONE, "sender.near"]);
     expect(none.json, none.text).toMatchObject({ error: { cause: { name: "UNKNOWN_TRANSACTION" } } });
-    expect(none.headers["x-upstream-tier"]).toBe("archive");
+    expect(none.headers["x-upstream-tier"]).toBe("full");
+    const recentPrice = (await call(KEYS.all, "tx", [RECENT, "sender.near"])).headers["x-compute-units"];
+    expect(none.headers["x-compute-units"]).toBe(recentPrice);
     expect(calls("near-archive", "tx")).toBe(archive + 1);
     const recent = await call(KEYS.all, "tx", [RECENT, "sender.near"]);
     expect(recent.json, recent.text).toMatchObject({ result: { transaction: { hash: RECENT } } });
