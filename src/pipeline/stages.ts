@@ -263,20 +263,17 @@ export class Stages {
   }
 
   /**
-   * 5, at a WebSocket upgrade: refuses a caller that no call could pass now, with the error its HTTP call
-   * would get (RATE_LIMITED from either rate, QUOTA_EXCEEDED), and takes nothing from either. A promise
-   * when the quota's ledger must ask first (Redis, or the account store at a count's start).
+   * 5, at a WebSocket upgrade: refuses a key whose quota no call could pass now (QUOTA_EXCEEDED, the error
+   * its HTTP call would get), and takes nothing from it. A rate is not looked at: it is a moment's, and an
+   * SDK whose socket failed to open (ethers', viem's) does not open it again, where each message over the
+   * rate is refused on its own. A promise when the quota's ledger must ask first (Redis, or the account
+   * store at a count's start).
    */
   checkSpendable(mounted: Mounted): Promise<void> | undefined {
     const { admitted } = mounted;
-    const rate: RateSpec = admitted.principal?.rate ?? this.#config.limits.publicRate;
-    this.#take(admitted.clientId, rate, 1, "calls");
-    this.#limiter.giveBack(admitted.clientId, rate, 1);
     const plan = admitted.plan;
     const principal = admitted.principal;
     if (plan === undefined || principal === undefined) return undefined;
-    this.#take(`cu:${admitted.clientId}`, plan.computeUnitRate, 1, "compute units");
-    this.#limiter.giveBack(`cu:${admitted.clientId}`, plan.computeUnitRate, 1);
     if (plan.dailyQuota <= 0 && plan.monthlyQuota <= 0) return undefined;
     const scope = quotaScopeOf(plan, principal);
     const hold = new QuotaHold(this.#quotas, scope, principal, plan, 1);
