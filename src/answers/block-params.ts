@@ -104,7 +104,12 @@ export function namedBlock(rule: BlockParamRule, value: unknown): "head" | "hash
   // one by number, `null`, so the read needs that block as the decimal one does
   if (typeof value === "string" && rule.hexNumbers === true && /^0x/i.test(value))
     return readHeight(value, "hex-quantity") ?? "none";
-  if (typeof value === "string" && rule.numbersAsText === true && rule.encoding === "integer")
+  // decimal text read as the number it says, whatever `encoding` (Nethermind's and anvil's block numbers)
+  if (
+    typeof value === "string" &&
+    rule.numbersAsText === true &&
+    (rule.encoding === "integer" || /^\d+$/.test(value))
+  )
     return readHeight(value, "decimal-string") ?? "none";
   return readHeight(value, rule.encoding) ?? "none";
 }

@@ -488,7 +488,8 @@ export interface BlockParamRule {
   readonly offsets?: { readonly after: readonly string[]; readonly before: readonly string[] };
   /**
    * A decimal string where a number goes is that number, as the node reads it (ton-http-api coerces its
-   * params' strings to integers; a GET's query has no other kind): for the block and for `when`.
+   * params' strings to integers; a GET's query has no other kind): for the block and for `when`. Beside a hex
+   * `encoding`, decimal digits alone (Nethermind and anvil read a block's `"100"` as block 100).
    */
   readonly numbersAsText?: boolean;
   /** Tags that name the chain's first block (EVM's `earliest`): block 0 for a range's bound and the cache. */
