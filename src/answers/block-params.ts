@@ -31,7 +31,8 @@ export function blockParam(rules: ReadRules, call: PassedCall): unknown {
         return NO_BLOCK_PARAM;
     }
   }
-  if (position !== "params") return paramAt(rules, call.method, params, position);
+  if (Array.isArray(position)) return lastGiven(rules, call.method, params, position);
+  if (position !== "params") return paramAt(rules, call.method, params, position as number);
   if (!Array.isArray(params)) return params;
   // the same call in its positional form: its block param where the registry places it, if it does
   const path = rules.positionalAt?.[call.method];
@@ -55,6 +56,16 @@ export function paramAt(rules: ReadRules, method: string, params: unknown, posit
   const name = rules.paramNames?.[method]?.[position];
   if (name === undefined || typeof params !== "object" || params === null) return undefined;
   return (params as Record<string, unknown>)[name];
+}
+
+/** Of a method's block param positions, the param at the last one the call gives (undefined: none, the head). */
+function lastGiven(rules: ReadRules, method: string, params: unknown, positions: readonly number[]): unknown {
+  let value: unknown;
+  for (const position of positions) {
+    const given = paramAt(rules, method, params, position);
+    if (given !== undefined) value = given;
+  }
+  return value;
 }
 
 /** Whether a filter's member is given: a node reads a null member as one left out (serde's None, Go's nil). */

@@ -136,9 +136,10 @@ export interface ReadRules {
   /**
    * Method → the position of its block param in `params`, or `params` when the params object itself names
    * the block (nearcore's `{"finality": "final"}`, `{"block_id": 5}`); a call that leaves it out reads at
-   * the head.
+   * the head. A list of positions: the last of them the call gives (geth's debug_getModifiedAccountsByNumber
+   * reads `(start)` or `(start, end)`, the end the newer block).
    */
-  readonly at?: Readonly<Record<string, number | "params">>;
+  readonly at?: Readonly<Record<string, number | "params" | readonly number[]>>;
   /**
    * Method → members of its params object and the values they must have for its block param to name a block
    * the head counts: toncenter's `seqno` is the masterchain's only with `workchain: -1`, a shard's otherwise.
