@@ -75,8 +75,12 @@ export function fetchByHash(
     // asked again, it is a read of another node's: no write of the caller's went there
     const other = { ...call, byHash: false, exclude: first.upstream, writer: undefined };
     fetchWhole(other, caller, note, (again, second) => {
-      // no other node to ask, or it failed: the first node's null is still an answer
-      callback(undefined, again === undefined && second !== undefined ? second : first);
+      // no other node to ask, or it failed: the first node's null is still an answer; so is it when the other
+      // refused the block as one it does not know (anvil's eth_getUncleByBlockHashAndIndex: null from the node
+      // with the block, "Resource not found" from the one without)
+      const answered =
+        again === undefined && second !== undefined && !(nullResult(first) && refusedUnknown(second, need));
+      callback(undefined, answered ? second : first);
     });
   });
 }
@@ -126,7 +130,9 @@ function askAgainInBatch(
     for (const c of unanswered) {
       const answer = found === undefined ? undefined : answerTo(found, c);
       const result = (answer?.value as { result?: unknown } | undefined)?.result;
-      if (answer !== undefined && result !== null && result !== undefined) {
+      // a result, or a null where the first node refused the block as one it does not know
+      const refused = !unknownIn(answerTo(answers, c)?.value, []);
+      if (answer !== undefined && result !== undefined && (result !== null || refused)) {
         replaceAnswer(answers, c, answer);
         moved = true;
       }
@@ -157,6 +163,26 @@ function answeredUnknown(answer: WholeAnswer, need: ReadNeed, group: UpstreamGro
   if (answer.statusCode !== 200 && unknown.length === 0) return false;
   try {
     return unknownIn(JSON.parse(answer.body.toString("utf8")), unknown);
+  } catch {
+    return false;
+  }
+}
+
+/** A JSON-RPC answer whose result is null. */
+function nullResult(answer: WholeAnswer): boolean {
+  try {
+    return unknownIn(JSON.parse(answer.body.toString("utf8")), []);
+  } catch {
+    return false;
+  }
+}
+
+/** A JSON-RPC answer that is an error naming the block as one the node does not know (`unknownBlock`). */
+function refusedUnknown(answer: WholeAnswer, need: ReadNeed): boolean {
+  if (need.unknownBlock.length === 0) return false;
+  try {
+    const value = JSON.parse(answer.body.toString("utf8")) as { error?: unknown };
+    return value?.error != null && unknownIn(value, need.unknownBlock);
   } catch {
     return false;
   }
