@@ -13,7 +13,7 @@ import { endsBy } from "../upstream/caller-end.js";
 import { fetchWhole, type RelayDone, type UpstreamCall } from "../upstream/policy.js";
 import { type AnswerCache, type CacheEntry, FINAL, withId } from "./answer-cache.js";
 import type { CacheRead } from "./cache-read.js";
-import { keepEntry, keptMembers, sharable } from "./kept-answer.js";
+import { failedAnswer, keepEntry, keptMembers, sharable } from "./kept-answer.js";
 import {
   CACHE_HEADER,
   type CacheFields,
@@ -338,7 +338,14 @@ async function askNode(
     // a socket flight's followers may be any key's: an archive answer is shared through the cache alone,
     // which gives it to keys with archive access only
     const flight = calls.opened.get(i);
-    const shared = keepable && tier !== "archive" ? { ...kept.entry, tier } : undefined;
+    const shared =
+      keepable && tier !== "archive"
+        ? {
+            ...kept.entry,
+            tier,
+            ...(failedAnswer(members as ReadonlyMap<string, string>, kept) ? FAILED : {}),
+          }
+        : undefined;
     if (flight !== undefined) landSocketFlight(cache, flight, shared);
     if (kept === undefined) continue;
     if (read !== undefined && kept.store && keepable)
@@ -458,6 +465,8 @@ function sendArray(
   );
   res.end(body);
 }
+
+const FAILED = { failed: true } as const;
 
 /** A call the cache may not answer: its answer is put back together, never kept. */
 const UNCACHED: CacheRead = { key: "", lifetime: { kind: "head" }, id: "null", rules: {} };

@@ -309,6 +309,15 @@ export function sharable(kept: KeptAnswer, node: Upstream | undefined, group: Up
   return kept.entry.epoch === FINAL || node === undefined || !behindServed(node, group);
 }
 
+/**
+ * Whether an answer object is an error not kept as final (a deterministic one is served from the cache as
+ * any hit is): a flight lands it `failed` (relay-cached.ts `FlightEntry`).
+ */
+export function failedAnswer(members: ReadonlyMap<string, string>, kept: KeptAnswer): boolean {
+  const error = members.get("error");
+  return error !== undefined && error !== "null" && kept.entry.epoch !== FINAL;
+}
+
 /** Keeps a sharable answer as its lifetime allows: in the label's cache, and when final in the shared layer. */
 export function keepEntry(cache: AnswerCache, group: UpstreamGroup, key: string, entry: CacheEntry): void {
   cache.set(key, entry);

@@ -54,8 +54,14 @@ interface Flight {
   readonly followers: FlightFollower[];
 }
 
-/** A kept answer, as a flight lands with it. */
-export type FlightEntry = Pick<CacheEntry, "before" | "after" | "tier" | "contentType" | "headers">;
+/**
+ * A kept answer, as a flight lands with it. `failed`: an error a batch's or a connection's call was answered
+ * with (not a deterministic one, kept as final), whose HTTP status a lone call's node chooses (Bitcoin
+ * Core's 500 for a JSON-RPC 1.0 call), and a batch's array or a WebSocket message does not tell.
+ */
+export type FlightEntry = Pick<CacheEntry, "before" | "after" | "tier" | "contentType" | "headers"> & {
+  readonly failed?: true;
+};
 
 /**
  * A call waiting on another's flight without a response of its own to write: given the answer as the cache
@@ -170,8 +176,10 @@ function followSocket(missed: Missed): boolean {
     (landed) => {
       wait?.end(performance.now());
       // counted by what it becomes: one that lands with nothing to share is counted where it goes next;
-      // an archive node's answer is never this caller's (it may not read archive data)
-      if (landed === undefined || landed.tier === "archive") return joinOrFly(missed, undefined);
+      // an archive node's answer is never this caller's (it may not read archive data); an error, whose
+      // status a lone call would have from its node, is asked as one
+      if (landed === undefined || landed.tier === "archive" || landed.failed === true)
+        return joinOrFly(missed, undefined);
       cache.counts.coalesced++;
       // a connection's node is one of the label's own: the full tier, for a read the tiers divide
       const tier = landed.tier ?? (call.tier === undefined ? undefined : "full");

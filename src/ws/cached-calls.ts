@@ -1,7 +1,7 @@
 import { isHeadCall } from "../answers/read-need.js";
 import { type AnswerCache, type Caller, FINAL, withId } from "../cache/answer-cache.js";
 import type { CacheRead } from "../cache/cache-read.js";
-import { behindServed, keepEntry, keptMembers, sharable } from "../cache/kept-answer.js";
+import { behindServed, failedAnswer, keepEntry, keptMembers, sharable } from "../cache/kept-answer.js";
 import { type FlightEntry, type FlightFollower, followFlight } from "../cache/relay-cached.js";
 import { CallHold } from "../cache/shared-caller.js";
 import {
@@ -137,7 +137,14 @@ export class CachedCalls {
     // read's is: an answer read at the head by a node behind that head is the connection's own, never
     // kept for callers who were served a higher head, nor given to the calls waiting on it.
     if (kept !== undefined && !sharable(kept, node, this.#group)) kept = undefined;
-    const entry = kept === undefined ? undefined : { ...kept.entry, tier: undefined };
+    const entry =
+      kept === undefined
+        ? undefined
+        : {
+            ...kept.entry,
+            tier: undefined,
+            ...(failedAnswer(members, kept) ? { failed: true as const } : {}),
+          };
     this.#land(cache, keep.flight, entry);
     if (entry !== undefined && kept?.store === true) keepEntry(cache, this.#group, keep.read.key, entry);
   }
