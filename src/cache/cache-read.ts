@@ -120,7 +120,7 @@ export function cacheRead(
  * call keyed as the one it is not would be answered from the other's kept answer, or hand its refusal to
  * the other waiting on it. A long hex string is skipped at once.
  */
-function numbersAsWritten(text: string | undefined): boolean {
+export function numbersAsWritten(text: string | undefined): boolean {
   if (text === undefined) return true;
   let i = 0;
   const end = text.length;

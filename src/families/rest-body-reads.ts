@@ -1,7 +1,7 @@
 import { namedBlock } from "../answers/block-params.js";
 import { ReadNeed } from "../answers/read-need.js";
 import { readsAtHead, restAtHeadNeed, restByHashNeed } from "../answers/rest-read-need.js";
-import { type CacheRead, canonical, type Lifetime } from "../cache/cache-read.js";
+import { type CacheRead, canonical, type Lifetime, numbersAsWritten } from "../cache/cache-read.js";
 import type { RestReadRules } from "../registry/types.js";
 
 /**
@@ -71,6 +71,8 @@ export function bodyReads(
   block: BodyBlock,
   json: unknown,
   query: string,
+  /** The body's text, as the node reads it. */
+  source: string | undefined,
 ): { readonly reads: ReadNeed | undefined; readonly cache: CacheRead | undefined } {
   const value = namedValue(block.member, json, query);
   if (block.endsPage) return { reads: pageNeed(block.rules, block.shape, value), cache: undefined };
@@ -93,8 +95,9 @@ export function bodyReads(
   if (block.cacheKey === undefined || rules === undefined || !rules.atBlock?.includes(block.shape))
     return { reads, cache: undefined };
   const text = json === undefined ? "" : canonical(json, undefined);
-  // a body with an integer past the safe ones has no key (canonical)
-  if (text === undefined) return { reads, cache: undefined };
+  // a body with an integer past the safe ones has no key (canonical), nor one with a number written
+  // otherwise than its value reads (`{"num": 5.0}`, which java-tron's JsonFormat refuses for an int64)
+  if (text === undefined || !numbersAsWritten(source)) return { reads, cache: undefined };
   const lifetime: Lifetime = { kind: "block", block: named === "hash" ? -1 : named };
   const cache: CacheRead = {
     key: `${block.cacheKey}\n${text}`,

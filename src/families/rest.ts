@@ -275,7 +275,8 @@ class RestRequest implements RoutedRequest {
     const named = contract?.at.flatMap((path) => addressesAt(request, path));
     if (contract !== undefined && !contract.rules.allowsContracts(named as string[]))
       throw new GatewayError("KEY_SETTING_REFUSED", { setting: "contracts", route: this.#route });
-    const block = this.#bodyBlock === undefined ? undefined : bodyReads(this.#bodyBlock, json, this.#query);
+    const block =
+      this.#bodyBlock === undefined ? undefined : bodyReads(this.#bodyBlock, json, this.#query, text);
     // a body JSON.parse refuses, which a lenient node reads (java-tron's fastjson takes `{num: 7}`): nothing
     // of it is in a cache key, so its answer is nobody else's
     const unread = parses && json === undefined && text !== undefined && text.trim() !== "";
