@@ -9,6 +9,7 @@ import type { WholeAnswer } from "../upstream/buffered-answer.js";
 import type { UpstreamFields } from "../upstream/call-run.js";
 import type { UpstreamGroup } from "../upstream/group.js";
 import { fetchWhole, type RelayDone, type UpstreamCall } from "../upstream/policy.js";
+import type { Upstream } from "../upstream/upstreams.js";
 import {
   answerOf,
   answerTo,
@@ -202,6 +203,11 @@ export type TieredBatch =
        * of archive nodes that could not serve them. Never kept.
        */
       readonly required: readonly PassedCall[];
+      /**
+       * The full node that answered a call (none for the archive nodes' answers and the gateway's own):
+       * whether its answer may serve other callers, and how final it is, is that node's (kept-answer.ts).
+       */
+      readonly nodeOf: (call: PassedCall) => Upstream | undefined;
     };
 
 /**
@@ -227,6 +233,12 @@ export function fetchBatchByTier(
     if (note.tier !== "archive") note.tier = "full";
     const answers = batchAnswers(answer);
     if (answers === undefined) return callback(undefined, { whole: answer });
+    // each answer's full node: this one's, and the other's for those its answers replace
+    const byNode = new Map<BatchAnswer, Upstream>(answers.map((a) => [a, answer.upstream]));
+    const nodeOf = (c: PassedCall): Upstream | undefined => {
+      const found = answerTo(answers, c);
+      return found === undefined ? undefined : byNode.get(found);
+    };
     const unknown = unknownTexts(tier, call);
     const byHash = call.group.members.length > 1 ? (call.reads?.byHashCalls ?? []) : [];
     const again = byHash.filter((c) => unknownIn(answerTo(answers, c)?.value, unknown));
@@ -237,6 +249,7 @@ export function fetchBatchByTier(
         stateCalls,
         answers,
         changed ? undefined : answer,
+        nodeOf,
         caller,
         requestId,
         note,
@@ -248,6 +261,7 @@ export function fetchBatchByTier(
     const other = { ...call, body, tier: undefined, exclude: answer.upstream, writer: undefined };
     fetchWhole(other, caller, note, (failed, second) => {
       const found = failed === undefined && second !== undefined ? batchAnswers(second) : undefined;
+      for (const a of found ?? []) byNode.set(a, (second as WholeAnswer).upstream);
       let changed = false;
       for (const c of again) {
         const other = found === undefined ? undefined : answerTo(found, c);
@@ -272,6 +286,7 @@ function refusedToArchive(
   stateCalls: readonly PassedCall[],
   answers: BatchAnswer[],
   unchanged: WholeAnswer | undefined,
+  nodeOf: (call: PassedCall) => Upstream | undefined,
   caller: CallerSide,
   requestId: string | undefined,
   note: TierFields,
@@ -281,7 +296,7 @@ function refusedToArchive(
   if (refused.length === 0) {
     callback(
       undefined,
-      unchanged !== undefined ? { whole: unchanged } : { answers, archived: [], required: [] },
+      unchanged !== undefined ? { whole: unchanged } : { answers, archived: [], required: [], nodeOf },
     );
     return;
   }
@@ -291,7 +306,7 @@ function refusedToArchive(
     const byHash = new Set(call.reads?.byHashCalls);
     note.requiredMethods = refused.map((c) => c.method);
     for (const c of refused) replaceAnswer(answers, c, answerOf(refusal(tier, c, byHash.has(c), requestId)));
-    callback(undefined, { answers, archived: [], required: refused });
+    callback(undefined, { answers, archived: [], required: refused, nodeOf });
     return;
   }
   // the refused calls alone get the gateway's error, as the single read would: the rest are answered
@@ -305,7 +320,7 @@ function refusedToArchive(
     note.requiredCode = code;
     for (const c of refused)
       replaceAnswer(answers, c, answerOf(rpcErrorJson(code, c.id ?? "null", error.detail, requestId)));
-    callback(undefined, { answers, archived: [], required: refused });
+    callback(undefined, { answers, archived: [], required: refused, nodeOf });
   };
   call.group.answers.add("archive_again");
   if (group === undefined) {
@@ -325,7 +340,7 @@ function refusedToArchive(
       replaced.push(c);
     }
     for (const c of replaced) archivedCall(note, c.method);
-    callback(undefined, { answers, archived: replaced, required: [] });
+    callback(undefined, { answers, archived: replaced, required: [], nodeOf });
   });
 }
 

@@ -11,6 +11,7 @@ import { scanMembers } from "../jsonrpc/scan.js";
 import type { WholeAnswer } from "../upstream/buffered-answer.js";
 import { endsBy } from "../upstream/caller-end.js";
 import { fetchWhole, type RelayDone, type UpstreamCall } from "../upstream/policy.js";
+import type { Upstream } from "../upstream/upstreams.js";
 import { type AnswerCache, type CacheEntry, FINAL, withId } from "./answer-cache.js";
 import type { CacheRead } from "./cache-read.js";
 import { failedAnswer, keepEntry, keptMembers, sharable } from "./kept-answer.js";
@@ -306,7 +307,7 @@ async function askNode(
   for (const i of indexes) if ((batch[i] as BatchRead).read !== undefined) cache.counts.miss++;
   const asked = await fetchAsked(run, indexes);
   if (asked === undefined) return undefined;
-  const { answer, text, archived, required } = asked;
+  const { answer, text, archived, required, nodeOf } = asked;
   if (answer?.statusCode === 200 && showsHeight(call)) learnHeights(call, answer.upstream, text);
   const elements = text.trimStart().startsWith("[") ? scanMembers(text) : undefined;
   if (answer !== undefined && (answer.statusCode !== 200 || elements === undefined)) return answer;
@@ -315,24 +316,15 @@ async function askNode(
   for (const i of indexes) {
     const { call: c, read } = batch[i] as BatchRead;
     const members = byId.get(idKey(c.id));
+    // the full node that answered it; an archive node's answer is about blocks long final
+    const node = archived.has(c) ? undefined : (answer?.upstream ?? nodeOf?.(c));
     const kept =
       members === undefined
         ? undefined
-        : keptMembers(
-            members,
-            200,
-            read ?? UNCACHED,
-            call.group,
-            cache.settings,
-            epoch,
-            archived.has(c) ? undefined : answer?.upstream,
-          );
+        : keptMembers(members, 200, read ?? UNCACHED, call.group, cache.settings, epoch, node);
     // the gateway's own refusal (ARCHIVE_REQUIRED) answers this key alone, and is never kept; nor is an
     // answer read at the head by a node below the served head
-    const keepable =
-      kept !== undefined &&
-      !required.has(c) &&
-      sharable(kept, archived.has(c) ? undefined : answer?.upstream, call.group);
+    const keepable = kept !== undefined && !required.has(c) && sharable(kept, node, call.group);
     const tier: CacheEntry["tier"] =
       call.tier === undefined ? undefined : archived.has(c) ? "archive" : "full";
     // a socket flight's followers may be any key's: an archive answer is shared through the cache alone,
@@ -364,6 +356,8 @@ async function askNode(
 interface AskedAnswer {
   /** The node's answer as it came; none for answers that two tiers or two nodes joined (a 200 array). */
   readonly answer: WholeAnswer | undefined;
+  /** Of joined answers, the full node that answered a call. */
+  readonly nodeOf?: ((call: PassedCall) => Upstream | undefined) | undefined;
   readonly text: string;
   readonly archived: ReadonlySet<PassedCall>;
   readonly required: ReadonlySet<PassedCall>;
@@ -400,6 +394,7 @@ function fetchAsked(run: BatchRun, indexes: readonly number[]): Promise<AskedAns
           text: batchText(tiered.answers),
           archived: new Set(tiered.archived),
           required: new Set(tiered.required),
+          nodeOf: tiered.nodeOf,
         });
       });
   });
