@@ -56,8 +56,8 @@ interface Flight {
 
 /**
  * A kept answer, as a flight lands with it. `failed`: an error a batch's or a connection's call was answered
- * with (not a deterministic one, kept as final), whose HTTP status a lone call's node chooses (Bitcoin
- * Core's 500 for a JSON-RPC 1.0 call), and a batch's array or a WebSocket message does not tell.
+ * with (not a deterministic one, kept as final), whose HTTP status a lone call's node chooses (a JSON-RPC 1.0
+ * node's 500 for an error), and a batch's array or a WebSocket message does not tell.
  */
 export type FlightEntry = Pick<CacheEntry, "before" | "after" | "tier" | "contentType" | "headers"> & {
   readonly failed?: true;
