@@ -91,13 +91,22 @@ describe("a cache turned on for one label, on two proxies sharing Redis", () => 
 
   it("shares the label's final answers: one proxy's answer is the other's hit, the node asked once", async () => {
     const [a, b] = proxies as [FleetProxy, FleetProxy];
+    const asked = () =>
+      node.calls.filter(
+        (c) => c.method === "eth_getBlockByNumber" && JSON.stringify(c.params) === '["0x3",false]',
+      ).length;
     const first = await block(a, "0x3");
     expect(first).toMatchObject({ status: 200, cache: "miss", number: "0x3" });
-    await eventually(async () => (await stored(a)) >= 1, 5_000, "the first proxy's answer stored in Redis");
-    expect(await block(b, "0x3")).toMatchObject({ status: 200, cache: "hit", number: "0x3" });
-    const asked = node.calls.filter(
-      (c) => c.method === "eth_getBlockByNumber" && JSON.stringify(c.params) === '["0x3",false]',
+    // a block asked before the proxy's prober had its finalized height is kept by no one (docs/cache.md):
+    // on a loaded host the probes counted above may all be the other proxy's, and the first ask is not
+    // shared; asked again, it is, once final
+    await eventually(
+      async () => (await block(a, "0x3")).status === 200 && (await stored(a)) >= 1,
+      10_000,
+      "the first proxy's answer stored in Redis",
     );
-    expect(asked.length).toBe(1);
+    const before = asked();
+    expect(await block(b, "0x3")).toMatchObject({ status: 200, cache: "hit", number: "0x3" });
+    expect(asked()).toBe(before);
   }, 30_000);
 });
