@@ -172,9 +172,14 @@ export function createAccountsApi(
     try {
       const candidates = routes.filter((r) => r.pattern.test(path));
       if (candidates.length === 0) throw new GatewayError("API_ROUTE_NOT_FOUND");
-      const match = candidates.find((r) => r.method === req.method);
+      // HEAD is answered as GET, without the body, as every HTTP server must (RFC 9110, 9.1 and 9.3.2): a
+      // monitor's `curl -I`. Node's ServerResponse sends no body to a HEAD request.
+      const method = req.method === "HEAD" ? "GET" : req.method;
+      const match = candidates.find((r) => r.method === method);
       if (match === undefined) {
-        const allow = candidates.map((r) => r.method).join(", ");
+        const allow = candidates
+          .flatMap((r) => (r.method === "GET" ? ["GET", "HEAD"] : [r.method]))
+          .join(", ");
         throw new GatewayError("HTTP_METHOD_NOT_ALLOWED", { allow }, { allow });
       }
       const params = (match.pattern.exec(path) ?? []).slice(1);
