@@ -33,10 +33,20 @@ describe("the self-service API's GET routes answer HEAD", () => {
 
   it("names HEAD beside GET in the Allow of a refused method", async () => {
     const answer = await request(`${fx.origin}/v1/networks`, { method: "DELETE" });
-    const body = (await answer.body.json()) as { error: { code: string } };
+    const body = (await answer.body.json()) as { error: { code: string; allow: unknown } };
     expect(answer.statusCode).toBe(405);
     expect(body.error.code).toBe("HTTP_METHOD_NOT_ALLOWED");
     expect(answer.headers.allow).toBe("GET, HEAD");
+    expect(body.error.allow).toEqual(["GET", "HEAD"]);
+  });
+
+  // HTTP_METHOD_NOT_ALLOWED is a code the self-service API shares with the data plane (docs/errors.md), whose
+  // body names the methods as a list (`"allow":["POST"]`): a client reading it here got the string "POST"
+  it("names the allowed methods as a list, as the data plane's answer does", async () => {
+    const answer = await request(`${fx.origin}/v1/signup`, { method: "GET" });
+    const body = (await answer.body.json()) as { error: { allow: unknown } };
+    expect(answer.statusCode).toBe(405);
+    expect(body.error.allow).toEqual(["POST"]);
   });
 
   it("still refuses HEAD on a POST route", async () => {

@@ -177,10 +177,9 @@ export function createAccountsApi(
       const method = req.method === "HEAD" ? "GET" : req.method;
       const match = candidates.find((r) => r.method === method);
       if (match === undefined) {
-        const allow = candidates
-          .flatMap((r) => (r.method === "GET" ? ["GET", "HEAD"] : [r.method]))
-          .join(", ");
-        throw new GatewayError("HTTP_METHOD_NOT_ALLOWED", { allow }, { allow });
+        // the methods as a list, as the data plane and the operator API name them; the header joins them
+        const allow = candidates.flatMap((r) => (r.method === "GET" ? ["GET", "HEAD"] : [r.method]));
+        throw new GatewayError("HTTP_METHOD_NOT_ALLOWED", { allow }, { allow: allow.join(", ") });
       }
       const params = (match.pattern.exec(path) ?? []).slice(1);
       const changes = req.method === "POST" || req.method === "PUT";
