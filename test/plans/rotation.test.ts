@@ -99,6 +99,12 @@ describe.each(STORES)("a rotated key (%s store)", (store) => {
     const third = await rotate(second.id);
     await fx.accounts.keys.refresh();
     expect((await call(third.key)).status).toBe(402);
+    // a successor revoked (leaked as it was sent) leaves its predecessor rotatable again, the same line
+    const leaked = await rotate(third.id);
+    expect((await fx.api("POST", `/v1/keys/${leaked.id}/revoke`, undefined, session)).status).toBe(200);
+    const again3 = await rotate(third.id);
+    await fx.accounts.keys.refresh();
+    expect((await call(again3.key)).status).toBe(402);
     // the old keys, still in their grace period, spend the same quota
     expect((await call(first.key)).status).toBe(402);
     // another key of the account has its own

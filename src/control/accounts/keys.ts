@@ -229,8 +229,14 @@ export class Keys {
       if (current === undefined || keyStatus(current, this.#context.now()) !== "active")
         throw new GatewayError("KEY_NOT_FOUND", { reason: "the key is no longer active" });
       // a key in its grace period has a successor: a second rotation would give a key that expires with
-      // this one's grace period, and lose the link to the first successor
-      if (current.replacedBy !== undefined)
+      // this one's grace period, and lose the link to the first successor. Not when that successor was
+      // revoked (leaked as it was sent, say): its owner could then rotate neither, and would have no key
+      // with this one's scopes, settings and quota after the grace period
+      const successor = keys.find((k) => k.id === current.replacedBy);
+      if (
+        current.replacedBy !== undefined &&
+        (successor === undefined || keyStatus(successor, this.#context.now()) === "active")
+      )
         throw new GatewayError("KEY_ALREADY_ROTATED", { replacedBy: current.replacedBy });
     };
     const { record, key } = await this.#issue(
