@@ -20,7 +20,8 @@ import { type BodyBlock, bodyReads } from "./rest-body-reads.js";
 
 // Bodies a REST node takes: JSON for most, raw bytes for signed transactions (algod takes msgpack).
 const RAW_TYPES = new Set(["application/x-binary", "application/msgpack", "application/octet-stream"]);
-// text/plain: JSON sent as curl's `-d` does, or a transaction in hex (Esplora's POST /tx), which nests nothing
+// text/plain: JSON sent as curl's `--data-binary` with that type, or a transaction in hex (Esplora's POST
+// /tx), which nests nothing; curl's `-d` form type is taken when its body is JSON (bodyMediaType)
 const BODY_TYPES = new Set(["application/json", "text/plain", ...RAW_TYPES]);
 const WITH_BODY = new Set(["POST", "PUT", "PATCH"]);
 
@@ -253,7 +254,7 @@ class RestRequest implements RoutedRequest {
 
   authorize(body: Buffer): Authorized {
     const headers = ["accept", rawHeader(this.#req.rawHeaders, "accept") ?? "application/json"];
-    const media = this.readsBody ? (requestMediaType(this.#req) ?? "application/json") : undefined;
+    const media = this.readsBody ? bodyMediaType(requestMediaType(this.#req), body) : undefined;
     if (media !== undefined) {
       if (body.length > 0 && !BODY_TYPES.has(media)) throw new GatewayError("UNSUPPORTED_MEDIA_TYPE");
       headers.push("content-type", media);
@@ -312,6 +313,22 @@ function queryValues(query: string): Record<string, string[]> {
   const params = new URLSearchParams(query);
   return Object.fromEntries([...params.keys()].map((name) => [name, params.getAll(name)]));
 }
+
+/**
+ * The type a body goes to the node as: its own, or JSON for one sent as curl's `-d` sends it (a form type)
+ * that is a JSON object or array, as the networks' own docs write their calls (java-tron's reads its body
+ * whatever its type). A form body that is a form stays one, and is refused where no node takes it.
+ */
+function bodyMediaType(media: string | undefined, body: Buffer): string {
+  if (media === undefined) return "application/json";
+  if (media !== FORM || body.length === 0) return media;
+  const first = body.find((byte) => byte !== 0x20 && byte !== 0x0a && byte !== 0x0d && byte !== 0x09);
+  return (first === 0x7b || first === 0x5b) && jsonOf(body.toString("utf8")) !== undefined
+    ? "application/json"
+    : media;
+}
+
+const FORM = "application/x-www-form-urlencoded";
 
 /** A body as JSON, or undefined when it is none (it then names no contract). */
 function jsonOf(text: string | undefined): unknown {
