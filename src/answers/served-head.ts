@@ -8,6 +8,12 @@ import { Waiters } from "../upstream/waiters.js";
 export const SHARED_HEAD_KEEP_MS = 60_000;
 
 /**
+ * How long an answer that raised a label's head is held for the rise to reach the other instances
+ * (shared-heads.ts), in ms: then it goes out anyway, so a Redis that is slow or away never stalls a caller.
+ */
+export const SHARE_HOLD_MS = 50;
+
+/**
  * Epochs whose finality is kept: a read in flight across more head moves than this (every block a node
  * reports, every write moves it) judges its answer final by nothing.
  */
@@ -42,8 +48,13 @@ export class ServedHead {
   #blockMs: number | undefined = undefined;
   /** Calls waiting for a node at a head, by the head they wait for. */
   readonly #waiting = new Waiters<number>();
-  /** Told of every rise, to share it with other gateway instances (shared-heads.ts). */
-  onRise: ((height: number) => void) | undefined = undefined;
+  /**
+   * Told of every rise, to share it with other gateway instances (shared-heads.ts): a promise when the
+   * others hear of it once it settles, whose answers are held until then (`sharing`).
+   */
+  onRise: ((height: number) => Promise<unknown> | undefined) | undefined = undefined;
+  /** While a rise is on its way to the other instances: settles once they have it, or after SHARE_HOLD_MS. */
+  #sharing: Promise<void> | undefined = undefined;
   /** Told when a call starts waiting for a node at `height`, to ask the nodes for theirs now (prober.ts). */
   onWait: ((height: number) => void) | undefined = undefined;
 
@@ -111,7 +122,35 @@ export class ServedHead {
     this.#timeRise(height, block);
     this.#height = height;
     this.#nextEpoch();
-    this.onRise?.(height);
+    const shared = this.onRise?.(height);
+    if (shared !== undefined) this.#hold(shared);
+  }
+
+  /**
+   * Settles once the last rise reached the other instances, or its hold ran out; undefined when none is on
+   * its way. An answer read while it is (the one that raised the head, or another showing it) goes out
+   * then: its caller's next call, to another instance, must not find that instance not yet told
+   * (docs/upstreams.md, "Answers across nodes").
+   */
+  get sharing(): Promise<void> | undefined {
+    return this.#sharing;
+  }
+
+  #hold(shared: Promise<unknown>): void {
+    let timer: NodeJS.Timeout | undefined;
+    const held: Promise<void> = Promise.race([
+      shared.then(
+        () => {},
+        () => {},
+      ),
+      new Promise<void>((resolve) => {
+        timer = setTimeout(resolve, SHARE_HOLD_MS);
+      }),
+    ]).then(() => {
+      clearTimeout(timer);
+      if (this.#sharing === held) this.#sharing = undefined;
+    });
+    this.#sharing = held;
   }
 
   #timeRise(height: number, block: boolean): void {

@@ -46,6 +46,8 @@ export class SharedHeads {
   readonly #channel: string;
   /** The groups of the configs being served, by label: a reload adds its own, a retired config leaves. */
   readonly #groups = new Map<string, Set<UpstreamGroup>>();
+  /** By label, the rises this instance published and has not heard back yet (`#share`). */
+  readonly #unheard = new Map<string, { height: number; resolve: () => void }[]>();
 
   constructor(config: SharedLimitsConfig) {
     this.#redis = new Redis(config.redis, sharedRedisOptions("gateway:head:"));
@@ -76,11 +78,33 @@ export class SharedHeads {
       const label = group.label;
       const set = this.#groups.get(label) ?? new Set<UpstreamGroup>();
       this.#groups.set(label, set.add(group));
-      group.served.onRise = (height) => {
-        this.#raise(label, height, SHARED_HEAD_KEEP_MS, this.#channel, `${label} ${height}`).catch(() => {});
-      };
+      // the answer that raised it is held until the others were told (served-head.ts `sharing`)
+      group.served.onRise = (height) => this.#share(label, height);
       if (this.#redis.status === "ready") this.#seed(group);
     }
+  }
+
+  /**
+   * Stores and publishes a rise; settles once this instance's own subscriber hears it (or a higher head of
+   * the label) back: the script's reply came back before its publication reached another instance, by up
+   * to a millisecond and more (test/answers/shared-head-held.test.ts). Settles
+   * at once when a higher head was stored already (its publication went before), or Redis failed.
+   */
+  #share(label: string, height: number): Promise<void> {
+    return new Promise<void>((resolve) => {
+      const unheard = this.#unheard.get(label) ?? [];
+      this.#unheard.set(label, unheard);
+      // a subscriber that hears nothing (Redis away) keeps a few; the answers went out at their deadline
+      if (unheard.push({ height, resolve }) > 8) unheard.shift()?.resolve();
+      const gone = () => {
+        const at = unheard.findIndex((one) => one.resolve === resolve);
+        if (at >= 0) unheard.splice(at, 1);
+        resolve();
+      };
+      this.#raise(label, height, SHARED_HEAD_KEEP_MS, this.#channel, `${label} ${height}`).then((raised) => {
+        if (raised === 0) gone();
+      }, gone);
+    });
   }
 
   /** The group's served head rises to what the others stored for its label. */
@@ -111,6 +135,16 @@ export class SharedHeads {
     const space = message.lastIndexOf(" ");
     const height = Number(message.slice(space + 1));
     if (space < 0 || !Number.isSafeInteger(height)) return;
-    for (const group of this.#groups.get(message.slice(0, space)) ?? []) group.served.raiseFromPeer(height);
+    const label = message.slice(0, space);
+    for (const group of this.#groups.get(label) ?? []) group.served.raiseFromPeer(height);
+    // this instance's own rises, heard back: the others have been told
+    const unheard = this.#unheard.get(label);
+    if (unheard === undefined) return;
+    for (let i = unheard.length - 1; i >= 0; i--) {
+      const one = unheard[i] as { height: number; resolve: () => void };
+      if (one.height > height) continue;
+      unheard.splice(i, 1);
+      one.resolve();
+    }
   }
 }

@@ -82,7 +82,10 @@ export class WorkerHeads implements GroupShare {
     for (const group of groups) {
       const label = group.label;
       this.#groups.set(label, (this.#groups.get(label) ?? new Set<UpstreamGroup>()).add(group));
-      group.served.onRise = (height) => toPrimary({ type: "gateway:share:head", label, height });
+      group.served.onRise = (height) => {
+        toPrimary({ type: "gateway:share:head", label, height });
+        return undefined;
+      };
     }
   }
 

@@ -138,13 +138,17 @@ class RelayRun extends CallRun<ServerResponse> implements AnswerReader {
     return new ResponseRelay(upstream, this.res, this, this.call.stream, this.#reads ? this : undefined);
   }
 
-  /** The answer that went out, for the heights it shows (src/answers/examined.ts). */
-  read(upstream: Upstream, statusCode: number, body: Buffer): void {
+  /**
+   * The answer going out, for the heights it shows (src/answers/examined.ts); it goes once a head rise on
+   * its way to the other instances reached them (served-head.ts `sharing`).
+   */
+  read(upstream: Upstream, statusCode: number, body: Buffer): Promise<void> | undefined {
     this.judgeWrite(statusCode, body);
-    if (statusCode !== 200) return;
+    if (statusCode !== 200) return undefined;
     const text = body.toString("utf8");
     learnHeights(this.call, upstream, text);
     if (this.call.handleOwner !== undefined) handleMadeBy(this.call, this.call.handleOwner, upstream, text);
+    return this.call.group.served.sharing;
   }
 
   protected finished(error?: GatewayError): void {

@@ -121,11 +121,13 @@ export class ResponseRelay extends AttemptHandler<ServerResponse> {
       // The last bytes of a declared length (most answers come in one chunk): writing them with end()
       // saves the response a second pass through its write path.
       this.#ended = true;
-      res.end(chunk);
-      // read now, in the tick the answer went out, not at the node's message end a turn or more later: a
-      // head it shows reaches the label's mark (and other workers or instances) before its caller can
-      // send its next call
-      this.#readKept();
+      // read now, as the answer goes out, not at the node's message end a turn or more later: a head it
+      // shows reaches the label's mark (and other workers or instances) before its caller can send its
+      // next call. One read while a head it shows is on its way to other instances through Redis goes out
+      // once they were told (`held`, served-head.ts `sharing`).
+      const held = this.#readKept();
+      if (held === undefined) res.end(chunk);
+      else void held.then(() => res.end(chunk));
       return;
     }
     if (this.#remaining > 0) this.#remaining -= chunk.length;
@@ -142,8 +144,12 @@ export class ResponseRelay extends AttemptHandler<ServerResponse> {
 
   protected override bodyEnd(): void {
     if (this.#masked !== undefined) this.#endMasked(this.#masked);
-    else if (!this.#ended) this.res.end();
-    this.#readKept();
+    const held = this.#readKept();
+    if (!this.#ended) {
+      this.#ended = true;
+      if (held === undefined) this.res.end();
+      else void held.then(() => this.res.end());
+    }
     this.end();
   }
 
@@ -158,12 +164,12 @@ export class ResponseRelay extends AttemptHandler<ServerResponse> {
     }
   }
 
-  /** Gives the reader the whole answer, once. */
-  #readKept(): void {
+  /** Gives the reader the whole answer, once; what its end waits for, when the reader holds it. */
+  #readKept(): Promise<void> | undefined {
     const kept = this.#kept;
-    if (kept === undefined || this.#reader === undefined) return;
+    if (kept === undefined || this.#reader === undefined) return undefined;
     this.#kept = undefined;
-    this.#reader.read(
+    return this.#reader.read(
       this.upstream,
       this.#statusCode,
       kept.length === 1 ? (kept[0] as Buffer) : Buffer.concat(kept),
@@ -178,7 +184,10 @@ interface MaskedAnswer {
   readonly chunks: Buffer[];
 }
 
-/** Reads a node's whole answer after it went out to the client (src/answers/examined.ts). */
+/**
+ * Reads a node's whole answer as it goes out to the client (src/answers/examined.ts): its last bytes go once
+ * what `read` returns settles (a head it raised reached the other instances, served-head.ts `sharing`).
+ */
 export interface AnswerReader {
-  read(upstream: Upstream, statusCode: number, body: Buffer): void;
+  read(upstream: Upstream, statusCode: number, body: Buffer): Promise<void> | undefined;
 }

@@ -1,0 +1,155 @@
+import { connect, createServer, type Server, type Socket } from "node:net";
+import { Redis } from "ioredis";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { endpointsByLabel } from "../../generated/endpoints.js";
+import { ServedHead, SHARE_HOLD_MS } from "../../src/answers/served-head.js";
+import { SharedHeads } from "../../src/answers/shared-heads.js";
+import { DEFAULT_HEALTH } from "../../src/config/defaults.js";
+import type { Endpoint } from "../../src/registry/types.js";
+import { eventually } from "../support/eventually.js";
+import { KEYS, type RunningGateway, rpcBody, startGateway } from "../support/gateway.js";
+import { type LoopbackNode, startLoopbackNode } from "../support/loopback-node.js";
+import type { NodeState } from "../support/node-software.js";
+import { everyNodeInRotation } from "../support/rotation.js";
+import { needServices } from "../support/services.js";
+import { nodeState, softwareNode } from "../support/software-node.js";
+
+// A caller behind a load balancer alternates between two gateway instances sharing their served heads
+// through Redis (docs/upstreams.md, "Answers across nodes"), each call sent the moment the last answer
+// came. `a` reaches the node that makes each block first; `b` only one that gets it a few ms later. Redis
+// is a few ms away (the proxies' commands cross a link that holds them 5 ms, as a Redis on another host
+// of the network would): an answer of `a` that raised the head went out before `b` heard of it, and `b`
+// answered the block before. Redis database 12, so no other suite's heads mix with these.
+
+const redis = await needServices("redis");
+const eth = endpointsByLabel.get("eth") as Endpoint;
+const H = 30_000_000;
+const LINK_MS = 5;
+
+/** A loopback link to the real Redis that holds what its clients send `LINK_MS`, and passes Redis' replies. */
+async function slowLink(): Promise<{ url: string; close(): Promise<void> }> {
+  const sockets = new Set<Socket>();
+  const server: Server = createServer((client) => {
+    const upstream = connect({ host: "127.0.0.1", port: 6379 });
+    for (const s of [client, upstream]) {
+      // as Redis and ioredis do: a publication is not held back by Nagle behind an unacknowledged one
+      s.setNoDelay(true);
+      sockets.add(s);
+      s.on("error", () => {});
+      s.once("close", () => {
+        client.destroy();
+        upstream.destroy();
+      });
+    }
+    client.on("data", (chunk) => setTimeout(() => upstream.write(chunk), LINK_MS));
+    upstream.pipe(client);
+  });
+  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
+  const { port } = server.address() as { port: number };
+  return {
+    url: `redis://127.0.0.1:${port}/12`,
+    close: async () => {
+      for (const s of sockets) s.destroy();
+      await new Promise<void>((resolve) => server.close(() => resolve()));
+    },
+  };
+}
+
+describe.skipIf(redis.skip)(
+  "an answer that raised the shared head goes out once Redis has it (real Redis)",
+  () => {
+    let first: NodeState;
+    let later: NodeState;
+    let nodes: LoopbackNode[];
+    let link: Awaited<ReturnType<typeof slowLink>>;
+    let heads: SharedHeads[];
+    let a: RunningGateway;
+    let b: RunningGateway;
+
+    const head = async (gw: RunningGateway) => {
+      const { json } = await gw.call("eth", `/${KEYS.all}`, { body: rpcBody("eth_blockNumber") });
+      return Number((json as { result: string }).result);
+    };
+
+    beforeAll(async () => {
+      const admin = new Redis("redis://127.0.0.1:6379/12");
+      await admin.del("gateway:head:eth");
+      admin.disconnect();
+      first = nodeState(eth, H);
+      later = nodeState(eth, H);
+      nodes = await Promise.all([
+        startLoopbackNode(softwareNode(eth, () => first)),
+        startLoopbackNode(softwareNode(eth, () => later)),
+      ]);
+      link = await slowLink();
+      heads = [0, 1].map(() => new SharedHeads({ redis: link.url, leaseMs: 100, fallbackShare: 1 }));
+      // `a` learns each head from its answers; `b`, told of one its node has not reached, sees its node reach
+      // it at its next probe
+      const [firstNode, laterNode] = nodes as [LoopbackNode, LoopbackNode];
+      a = await startGateway({
+        upstreams: { eth: [{ url: firstNode.url, name: "first" }] },
+        health: { ...DEFAULT_HEALTH, probeIntervalMs: 60_000 },
+        heads: heads[0],
+      });
+      b = await startGateway({
+        upstreams: { eth: [{ url: laterNode.url, name: "later" }] },
+        health: { ...DEFAULT_HEALTH, probeIntervalMs: 50 },
+        heads: heads[1],
+      });
+      for (const gw of [a, b]) await everyNodeInRotation(gw, "eth");
+      // both instances listening: a head published before then is heard by neither
+      const admin2 = new Redis("redis://127.0.0.1:6379/12");
+      try {
+        await eventually(
+          async () => ((await admin2.pubsub("NUMSUB", "gateway:heads:12"))[1] as number) >= 2,
+          2000,
+          "both instances subscribed",
+        );
+      } finally {
+        admin2.disconnect();
+      }
+    });
+    afterAll(async () => {
+      await Promise.all([a?.close(), b?.close()]);
+      await Promise.all((heads ?? []).map((h) => h.close()));
+      await link?.close();
+      await Promise.all((nodes ?? []).map((n) => n.close()));
+    });
+
+    it("a caller alternating between the instances never reads the head go back", async () => {
+      const seen: number[] = [];
+      for (let block = 1; block <= 20; block++) {
+        first.height = H + block;
+        // the other instance's node gets the block a moment later, as nodes of one chain do
+        setTimeout(() => {
+          later.height = H + block;
+        }, 20);
+        seen.push(await head(a), await head(b));
+      }
+      const regressions = seen.filter((h, i) => i > 0 && h < (seen[i - 1] as number));
+      expect({ regressions, last: seen.at(-1) }).toEqual({ regressions: [], last: H + 20 });
+    });
+  },
+);
+
+describe("a hold never outlasts its deadline", () => {
+  it("a rise whose sharing never settles (Redis silent) releases its answers after SHARE_HOLD_MS", async () => {
+    const served = new ServedHead();
+    served.onRise = () => new Promise<never>(() => {});
+    served.raise(5);
+    const held = served.sharing;
+    expect(held).toBeDefined();
+    const start = performance.now();
+    await held;
+    expect(performance.now() - start).toBeLessThan(SHARE_HOLD_MS + 500);
+    expect(served.sharing).toBeUndefined();
+  });
+
+  it("a head that does not rise holds nothing", () => {
+    const served = new ServedHead();
+    served.onRise = () => new Promise<never>(() => {});
+    served.raiseFromPeer(7);
+    served.raise(7);
+    expect(served.sharing).toBeUndefined();
+  });
+});
