@@ -2,7 +2,7 @@ import { type ChildProcess, execFile, spawn } from "node:child_process";
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import { freePort } from "../../src/dev/free-port.js";
 import { ROOT } from "../registry/helpers.js";
 import { bundleOf } from "../support/bundles.js";
@@ -24,10 +24,14 @@ describe("the embedded default deployment", () => {
     // the bundle `npm start` builds, built once for the run (support/bundles.ts)
     ENTRIES.bundle = [await bundleOf("src/dev/main.ts")];
   }, 60_000);
-  afterAll(async () => {
-    await killChild(child);
-    rmSync(data, { recursive: true, force: true });
+  // each case's process, ended after its case whatever happened in it: one that failed before its own
+  // shutdown was left running, with the local nodes it started, once the next case took its place here
+  // (SIGTERM: the process ends its local nodes, which a SIGKILL would leave behind)
+  afterEach(async () => {
+    await killChild(child, "SIGTERM");
+    child = undefined;
   });
+  afterAll(() => rmSync(data, { recursive: true, force: true }));
 
   it.each([
     ["source", 1],
