@@ -94,9 +94,12 @@ export function bodyReads(
   const rules = block.rules.cache;
   if (block.cacheKey === undefined || rules === undefined || !rules.atBlock?.includes(block.shape))
     return { reads, cache: undefined };
-  const text = json === undefined ? "" : canonical(json, undefined);
   // a body with an integer past the safe ones has no key (canonical), nor one with a number written
-  // otherwise than its value reads (`{"num": 5.0}`, which java-tron's JsonFormat refuses for an int64)
+  // otherwise than its value reads (`{"num": 5.0}`, which java-tron's JsonFormat refuses for an int64), nor
+  // one JSON.parse refuses that a lenient node reads (java-tron's fastjson takes `{num: 7}`): nothing of it
+  // would be in the key, and its answer would be another such body's
+  const text =
+    json !== undefined ? canonical(json, undefined) : (source ?? "").trim() === "" ? "" : undefined;
   if (text === undefined || !numbersAsWritten(source)) return { reads, cache: undefined };
   const lifetime: Lifetime = { kind: "block", block: named === "hash" ? -1 : named };
   const cache: CacheRead = {

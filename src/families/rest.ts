@@ -278,9 +278,6 @@ class RestRequest implements RoutedRequest {
       throw new GatewayError("KEY_SETTING_REFUSED", { setting: "contracts", route: this.#route });
     const block =
       this.#bodyBlock === undefined ? undefined : bodyReads(this.#bodyBlock, json, this.#query, text);
-    // a body JSON.parse refuses, which a lenient node reads (java-tron's fastjson takes `{num: 7}`): nothing
-    // of it is in a cache key, so its answer is nobody else's
-    const unread = parses && json === undefined && text !== undefined && text.trim() !== "";
     return {
       cost: 1,
       computeUnits: this.#units,
@@ -294,7 +291,7 @@ class RestRequest implements RoutedRequest {
         heldMs: this.#heldMs,
         write: this.#write,
         reads: block === undefined ? this.#reads : block.reads,
-        restCache: unread ? undefined : block === undefined ? this.#cache : block.cache,
+        restCache: block === undefined ? this.#cache : block.cache,
       },
       refusals: undefined,
       method: undefined,
