@@ -16,6 +16,12 @@ import { sharedScope } from "./shared-answers.js";
 export interface KeptAnswer {
   readonly entry: Omit<CacheEntry, "tier">;
   readonly store: boolean;
+  /**
+   * A failure: an error other than the node's deterministic answer (a revert), or a REST answer that is no
+   * success. It answers the call it was asked for, and no identical call waiting on it: asked again, such a
+   * call may well succeed (a node that was busy, one that had not seen the block yet).
+   */
+  readonly failure: boolean;
 }
 
 /**
@@ -75,6 +81,9 @@ export function keptMembers(
   }
   after.push("}");
   const bytes = { before: bytesOf(before), after: bytesOf(after) };
+  const error = members.get("error");
+  const failure =
+    statusCode !== 200 || (error !== undefined && error !== "null" && !deterministic(error, read.rules));
   const lifetime = statusCode === 200 ? lifetimeOf(members, read, group, node, epoch) : undefined;
   const final = lifetime === "final";
   const store =
@@ -87,7 +96,13 @@ export function keptMembers(
       expiresAt: final ? Number.POSITIVE_INFINITY : performance.now() + headMaxAge(settings, group),
     },
     store,
+    failure,
   };
+}
+
+/** Whether a node's error is its own answer to the call, the same on every node (a revert: `deterministicErrors`). */
+function deterministic(error: string, rules: CacheRules): boolean {
+  return rules.deterministicErrors?.some((text) => error.includes(text)) === true;
 }
 
 /**
@@ -109,7 +124,8 @@ function keptRest(
   const empty = text === "null" || text === "[]" || text === "{}";
   // a block named by its id that the node has not seen yet is no answer about it
   const byHash = read.lifetime.kind === "block" && read.lifetime.block < 0;
-  const ok = answer.statusCode === 200 && !(empty && byHash) && !errorIn(body, read.errorMember);
+  const failure = answer.statusCode !== 200 || errorIn(body, read.errorMember);
+  const ok = !failure && !(empty && byHash);
   // an empty answer is no block's for good: java-tron's {} for one its solidified view does not hold yet
   const final = ok && !empty && isFinal(read, group, undefined, answer.upstream, epoch);
   const store =
@@ -125,6 +141,7 @@ function keptRest(
       expiresAt: final ? Number.POSITIVE_INFINITY : performance.now() + headMaxAge(settings, group),
     },
     store,
+    failure,
   };
 }
 
@@ -183,8 +200,9 @@ function lifetimeOf(
   const failed = error !== undefined && error !== "null";
   if (failed || result === undefined) {
     // a node's own answer to a final call, such as a revert, is the same on every node and every time
-    const deterministic = failed && rules.deterministicErrors?.some((text) => error.includes(text));
-    return deterministic === true && isFinal(read, group, undefined, node, epoch) ? "final" : undefined;
+    return failed && deterministic(error, rules) && isFinal(read, group, undefined, node, epoch)
+      ? "final"
+      : undefined;
   }
   const empty = result === "null" || result === "[]";
   if (lifetime.kind === "block" && lifetime.block < 0 && result === "null") return undefined;
@@ -302,16 +320,19 @@ export function behindServed(node: Upstream, group: UpstreamGroup): boolean {
 
 /**
  * Whether `node`'s answer may serve other callers, for a single call, a batch's call and a WebSocket
- * message alike: a final answer always; one read at the head only from a node not below the head the label
- * served (a read that found no node at that head went to one below it; a connection's node may be behind).
+ * message alike: never a failure (identical calls waiting on it ask again); a final answer always; one read
+ * at the head only from a node not below the head the label served (a read that found no node at that head
+ * went to one below it; a connection's node may be behind).
  */
 export function sharable(kept: KeptAnswer, node: Upstream | undefined, group: UpstreamGroup): boolean {
+  if (kept.failure) return false;
   return kept.entry.epoch === FINAL || node === undefined || !behindServed(node, group);
 }
 
 /**
  * Whether an answer object is an error not kept as final (a deterministic one is served from the cache as
- * any hit is): a flight lands it `failed` (relay-cached.ts `FlightEntry`).
+ * any hit is): a flight lands it `failed` (relay-cached.ts `FlightEntry`). Of errors, only a node's
+ * deterministic one (a revert at the head) is shared at all (`sharable`).
  */
 export function failedAnswer(members: ReadonlyMap<string, string>, kept: KeptAnswer): boolean {
   const error = members.get("error");

@@ -44,6 +44,11 @@ interface Waiter {
   readonly done: RelayDone;
   /** A coalesced client's wait for the call it joined, when its request is traced. */
   readonly wait: Span | undefined;
+  /**
+   * How a client that joined the call asks again when the call fails (`failed`); undefined for the client
+   * that started it, and for one that asks again already, whom a second failure answers.
+   */
+  readonly askAgain: Missed | undefined;
 }
 
 /** An upstream call in flight, and the clients waiting for its answer; the first of them started it. */
@@ -158,6 +163,8 @@ interface Missed {
   readonly done: RelayDone;
   /** The head epoch it was asked in. */
   readonly epoch: number;
+  /** It waited on an identical call that failed, and asks again: a failure now is its answer. */
+  readonly again?: true;
 }
 
 /**
@@ -211,13 +218,22 @@ function joinOrFly(missed: Missed, lookup: Span | undefined): void {
   const joined = alone ? undefined : inFlight.get(flightKey);
   if (joined !== undefined) {
     looked(lookup, "coalesced");
-    const waiter: Waiter = { call, res, id: read.id, note, done, wait: call.trace?.step("coalesced wait") };
-    cache.counts.coalesced++;
+    const waiter: Waiter = {
+      call,
+      res,
+      id: read.id,
+      note,
+      done,
+      wait: call.trace?.step("coalesced wait"),
+      askAgain: missed.again === true ? undefined : missed,
+    };
+    // a call asking again was counted as it first joined: the cache's counts are counters, never taken back
+    if (missed.again !== true) cache.counts.coalesced++;
     joined.caller.join(res);
     joined.waiters.push(waiter);
     return;
   }
-  const waiter: Waiter = { call, res, id: read.id, note, done, wait: undefined };
+  const waiter: Waiter = { call, res, id: read.id, note, done, wait: undefined, askAgain: undefined };
   const flight: Flight = { caller: new SharedCaller(), waiters: [waiter], followers: [] };
   flight.caller.join(res);
   // a call whose id a node may refuse (1.5, a 30-digit number) would hand that refusal to every caller
@@ -242,15 +258,16 @@ function joinOrFly(missed: Missed, lookup: Span | undefined): void {
   endsBy(flight.caller, broke);
   const fromNode = (): void => {
     looked(lookup, "miss");
-    cache.counts.miss++;
+    if (missed.again !== true) cache.counts.miss++;
     fetchAnswer(call, flight.caller, note, (error, answer, tier) => {
       landed();
       if (error !== undefined || answer === undefined) {
-        for (const w of flight.waiters) {
-          w.wait?.end(performance.now());
-          w.done(error);
-        }
-        land(flight, undefined);
+        failed(flight, (given) => {
+          for (const w of given) {
+            w.wait?.end(performance.now());
+            w.done(error);
+          }
+        });
         return;
       }
       // a REST answer may be bytes that are no text (msgpack): its heights are read only as the relay does
@@ -260,19 +277,25 @@ function joinOrFly(missed: Missed, lookup: Span | undefined): void {
       const kept = keptAnswer(answer, text, read, call.group, cache.settings, epoch);
       if (kept === undefined) {
         // an answer the cache could not split at one id (an array for one call) may hold the first client's
-        // id: each other client asks a node itself; a body with no id member (a proxy's page or JSON error,
-        // nothing) names no one, and goes to every client waiting
-        const [first, ...others] = flight.waiters as [Waiter, ...Waiter[]];
+        // id: each other client given it asks a node itself; a body with no id member (a proxy's page or
+        // JSON error, nothing) names no one, and goes to every client given it
         const mayNameId = text.includes('"id"');
-        sendEach(mayNameId ? [first] : flight.waiters, answer, tier, note);
-        if (mayNameId) for (const w of others) askAlone(w);
-        land(flight, undefined);
+        failed(flight, (given) => {
+          const [first, ...others] = given as [Waiter, ...Waiter[]];
+          sendEach(mayNameId ? [first] : given, answer, tier, note);
+          if (mayNameId) for (const w of others) askAlone(w);
+        });
         return;
       }
       const fresh = { ...kept.entry, tier };
+      if (kept.failure) {
+        failed(flight, (given) => deliver(given, fresh, "miss", answer.statusCode, note));
+        return;
+      }
       if (kept.store && sharable(kept, answer.upstream, call.group))
         keepEntry(cache, call.group, read.key, fresh);
-      deliver(flight, fresh, "miss", answer.statusCode, note);
+      deliver(flight.waiters, fresh, "miss", answer.statusCode, note);
+      land(flight, fresh);
     });
   };
   // a final answer another instance fetched is in the shared layer; an answer read at the head never is
@@ -290,12 +313,13 @@ function joinOrFly(missed: Missed, lookup: Span | undefined): void {
         return fromNode();
       looked(lookup, "hit");
       landed();
-      cache.counts.hit++;
+      if (missed.again !== true) cache.counts.hit++;
       cache.set(read.key, { ...found, epoch: FINAL, expiresAt: Number.POSITIVE_INFINITY });
       // an archive node's answer, at its tier's price and under its label, as a hit from this cache is
       if (found.tier === "archive" && call.tier !== undefined) note.label = call.tier.archiveLabel;
       note.tier = found.tier;
-      deliver(flight, found, "hit", 200, note);
+      deliver(flight.waiters, found, "hit", 200, note);
+      land(flight, found);
     })
     // The shared layer answers its own failures with undefined: what lands here is a bug of the code
     // above, thrown inside a promise, where nothing else would catch it and Node would end the process.
@@ -305,15 +329,15 @@ function joinOrFly(missed: Missed, lookup: Span | undefined): void {
     });
 }
 
-/** The answer for every client waiting on a flight: the first as `first` says, the others coalesced. */
+/** The answer for clients waiting on a flight: the first as `first` says, the others coalesced. */
 function deliver(
-  flight: Flight,
+  waiters: readonly Waiter[],
   entry: FlightEntry,
   first: "hit" | "miss",
   statusCode: number,
   note: TierFields,
 ): void {
-  flight.waiters.forEach((w, i) => {
+  waiters.forEach((w, i) => {
     copyNote(note, w.note);
     w.note.cache = i === 0 ? first : "coalesced";
     w.wait?.end(performance.now());
@@ -321,7 +345,30 @@ function deliver(
     send(w.res, statusCode, entry, w.id, headersFor(i === 0 ? first : "coalesced", entry.tier));
     w.done();
   });
-  land(flight, entry);
+}
+
+/**
+ * A flight that failed: a gateway error, or a node's answer that is no success (`KeptAnswer.failure`, or
+ * one the cache could not split at an id). Only successes are shared (docs/cache.md): the client whose call
+ * it was gets the failure as `give` gives it, and the clients that joined the call ask again, all on one
+ * call, whose answer they share, a failure too. A client that joined a moment before its leader's deadline
+ * ran out, or before a node's "busy", had no chance of its own; asking once more, together, gives it one
+ * and asks the node once more, not once per client. The WebSocket and batch calls following the flight
+ * ask a node themselves, as they do when it lands with nothing to share.
+ */
+function failed(flight: Flight, give: (given: readonly Waiter[]) => void): void {
+  const given: Waiter[] = [];
+  const again: { readonly waiter: Waiter; readonly missed: Missed }[] = [];
+  flight.waiters.forEach((w, i) => {
+    if (i > 0 && w.askAgain !== undefined) again.push({ waiter: w, missed: w.askAgain });
+    else given.push(w);
+  });
+  give(given);
+  for (const { waiter, missed } of again) {
+    waiter.wait?.end(performance.now());
+    joinOrFly({ ...missed, again: true }, undefined);
+  }
+  land(flight, undefined);
 }
 
 /**
