@@ -129,6 +129,28 @@ describe.skipIf(redis.skip)(
       const regressions = seen.filter((h, i) => i > 0 && h < (seen[i - 1] as number));
       expect({ regressions, last: seen.at(-1) }).toEqual({ regressions: [], last: H + 20 });
     });
+
+    // ethers' provider sends calls made in the same tick as one batch; the gateway answers a batch with a
+    // call the cache may answer (eth_chainId) call by call, its answer read whole before it goes
+    it("nor when it reads the head in a batch beside a call the cache answers", async () => {
+      const batchHead = async (gw: RunningGateway) => {
+        const { json } = await gw.call("eth", `/${KEYS.all}`, {
+          body: `[${rpcBody("eth_blockNumber", [], 1)},${rpcBody("eth_chainId", [], 2)}]`,
+        });
+        const answers = json as { id: number; result: string }[];
+        return Number(answers.find((answer) => answer.id === 1)?.result);
+      };
+      const seen: number[] = [];
+      for (let block = 21; block <= 40; block++) {
+        first.height = H + block;
+        setTimeout(() => {
+          later.height = H + block;
+        }, 20);
+        seen.push(await batchHead(a), await batchHead(b));
+      }
+      const regressions = seen.filter((h, i) => i > 0 && h < (seen[i - 1] as number));
+      expect({ regressions, last: seen.at(-1) }).toEqual({ regressions: [], last: H + 40 });
+    });
   },
 );
 
