@@ -201,9 +201,10 @@ const HEADER_NAMES = /^[!#$%&'*+.^_`|~0-9a-z-]+(?:[ \t]*,[ \t]*[!#$%&'*+.^_`|~0-
  * A CORS preflight: any origin may call with POST or GET and a JSON body (see ANY_ORIGIN), with whatever
  * request headers its SDK sends: some send X-Client-Name and X-Client-Version with every call, a
  * tracer `traceparent`, a key whose owner requires a JWT `authorization` (docs/plans.md). The gateway
- * forwards none of them to a node but those the registry names, so allowing them opens nothing.
+ * forwards none of them to a node but those the registry names, so allowing them opens nothing. The
+ * self-service API names the methods of the route asked for.
  */
-export function preflight(res: ServerResponse, requested: string | undefined): void {
+export function preflight(res: ServerResponse, requested: string | undefined, methods = "GET, POST"): void {
   const asked = requested?.trim() ?? "";
   const allowed =
     asked.length > 0 && asked.length <= 1024 && HEADER_NAMES.test(asked) ? asked : PREFLIGHT_HEADERS;
@@ -212,7 +213,7 @@ export function preflight(res: ServerResponse, requested: string | undefined): v
     204,
     addAnswerTag(res, 204, {
       ...ANY_ORIGIN,
-      "access-control-allow-methods": "GET, POST",
+      "access-control-allow-methods": methods,
       "access-control-allow-headers": allowed,
       "access-control-max-age": "86400",
       vary: "access-control-request-headers",

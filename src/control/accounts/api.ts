@@ -1,5 +1,5 @@
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
-import { sendError, sendJson } from "../../errors/respond.js";
+import { preflight, sendError, sendJson } from "../../errors/respond.js";
 import { GatewayError } from "../../errors/table.js";
 import { mediaType, readBody } from "../../http/body.js";
 import { clientAddress, TrustedProxies } from "../../http/client-address.js";
@@ -171,16 +171,27 @@ export function createAccountsApi(
       return;
     try {
       const candidates = routes.filter((r) => r.pattern.test(path));
+      // the methods as a list, as the data plane and the operator API name them; the header joins them
+      const allow = (candidates.length === 0 ? routes : candidates).flatMap((r) =>
+        r.method === "GET" ? ["GET", "HEAD"] : [r.method],
+      );
+      // Any origin may read the API's answers (sendJson): a customer's own web app signs in and manages
+      // keys with a bearer session. Its JSON bodies and Authorization header make the browser ask first (a
+      // CORS preflight, Fetch standard §4.8); refused, the page got "Failed to fetch" for every such call.
+      // Granted for the route's methods only, and for an unknown path with every method, so that the page
+      // reads its API_ROUTE_NOT_FOUND. No credentials are allowed: a cookie session never rides a call from
+      // another origin.
+      if (req.method === "OPTIONS" && req.headers["access-control-request-method"] !== undefined) {
+        preflight(res, req.headers["access-control-request-headers"], [...new Set(allow)].join(", "));
+        return;
+      }
       if (candidates.length === 0) throw new GatewayError("API_ROUTE_NOT_FOUND");
       // HEAD is answered as GET, without the body, as every HTTP server must (RFC 9110, 9.1 and 9.3.2): a
       // monitor's `curl -I`. Node's ServerResponse sends no body to a HEAD request.
       const method = req.method === "HEAD" ? "GET" : req.method;
       const match = candidates.find((r) => r.method === method);
-      if (match === undefined) {
-        // the methods as a list, as the data plane and the operator API name them; the header joins them
-        const allow = candidates.flatMap((r) => (r.method === "GET" ? ["GET", "HEAD"] : [r.method]));
+      if (match === undefined)
         throw new GatewayError("HTTP_METHOD_NOT_ALLOWED", { allow }, { allow: allow.join(", ") });
-      }
       const params = (match.pattern.exec(path) ?? []).slice(1);
       const changes = req.method === "POST" || req.method === "PUT";
       const body = changes ? await jsonBody(req) : {};
