@@ -96,7 +96,7 @@ export async function createControlPlane(options: {
     },
   };
   const api = createAccountsApi(service, options.trustedProxies, logger, {
-    files: new DashboardFiles(),
+    files: new DashboardFiles(gateway.support),
     catalog,
     secure: config.publicUrl?.startsWith("https://") ?? false,
     sessionSeconds: config.sessionHours * 3600,

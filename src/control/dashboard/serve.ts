@@ -1,6 +1,7 @@
 import { readFileSync } from "node:fs";
 import type { IncomingMessage, ServerResponse } from "node:http";
 import { join } from "node:path";
+import type { GatewayConfig } from "../../config/types.js";
 import { packageRoot } from "../../package-root.js";
 
 /**
@@ -30,9 +31,12 @@ const TYPES: Readonly<Record<string, string>> = {
 /** The dashboard's files, read once: a handful of small files, no build step (src/control/dashboard/assets). */
 export class DashboardFiles {
   readonly #files = new Map<string, Buffer>();
+  readonly #notFound: Buffer;
 
-  constructor(dir = join(packageRoot(), "src/control/dashboard/assets")) {
+  /** `support`: the deployment's contact, in the footer of the page not found as in the dashboard's. */
+  constructor(support: GatewayConfig["support"], dir = join(packageRoot(), "src/control/dashboard/assets")) {
     for (const name of Object.keys(TYPES)) this.#files.set(name, readFileSync(join(dir, name)));
+    this.#notFound = notFoundPage(support);
   }
 
   /** Answers GET / and the dashboard's files; false for any other request. */
@@ -57,14 +61,26 @@ export class DashboardFiles {
     res.writeHead(404, {
       ...SECURITY_HEADERS,
       "content-type": TYPES["index.html"],
-      "content-length": NOT_FOUND_PAGE.length,
+      "content-length": this.#notFound.length,
     });
-    res.end(req.method === "HEAD" ? undefined : NOT_FOUND_PAGE);
+    res.end(req.method === "HEAD" ? undefined : this.#notFound);
     return true;
   }
 }
 
-const NOT_FOUND_PAGE = Buffer.from(`<!doctype html>
+/** Text for HTML, in an element or a quoted attribute: the contact is the operator's config, not markup. */
+function escapeHtml(text: string): string {
+  return text.replace(/[&<>"']/g, (c) => `&#${c.charCodeAt(0)};`);
+}
+
+/**
+ * The page not found, with the footer app.js writes on every other page (its supportLine): this page has no
+ * script, so the footer is written here, once, from the same config.
+ */
+function notFoundPage(support: GatewayConfig["support"]): Buffer {
+  const url = escapeHtml(support.dedicatedNodeUrl);
+  const email = escapeHtml(support.email);
+  return Buffer.from(`<!doctype html>
 <html lang="en">
 <head>
   <meta charset="utf-8">
@@ -81,6 +97,9 @@ const NOT_FOUND_PAGE = Buffer.from(`<!doctype html>
     <p>There is no page at this address. <a href="/">Go to the dashboard</a> to sign in, see your keys and
     their usage.</p>
   </main>
+  <footer><p>Need a node of your own? <a href="${url}">Order a dedicated node</a>. Questions:
+    <a href="mailto:${email}">${email}</a>.</p></footer>
 </body>
 </html>
 `);
+}
