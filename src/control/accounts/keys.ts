@@ -239,13 +239,14 @@ export class Keys {
       )
         throw new GatewayError("KEY_ALREADY_ROTATED", { replacedBy: current.replacedBy });
     };
+    const expiresAt = await this.#lineExpiry(old);
     const { record, key } = await this.#issue(
       account.id,
       {
         networks: old.networks,
         plan: old.plan,
         archive: old.archive,
-        ...(old.expiresAt === undefined ? {} : { expiresAt: old.expiresAt }),
+        ...(expiresAt === undefined ? {} : { expiresAt }),
         // the same key to its owner: its locks hold, and it goes on spending the same quota
         settings: old.settings,
         quotaPrefix: old.quotaPrefix,
@@ -254,6 +255,22 @@ export class Keys {
       { check, replaces: { id: old.id, expiresAt: graceEnds } },
     );
     return { record, key, old, graceEnds };
+  }
+
+  /**
+   * The expiry of a key's scopes (a free test's end, or none) for its successor. A key rotated already (its
+   * successor revoked, so rotated again) has its grace period's end as its expiry: the newest key of its line
+   * holds the scopes' own, as every successor took it.
+   */
+  async #lineExpiry(key: KeyRecord): Promise<number | undefined> {
+    let newest = key;
+    while (newest.replacedBy !== undefined) {
+      const next = await this.#context.store.key(newest.replacedBy);
+      // a successor is always issued after the key it replaces: an id that does not grow ends the walk
+      if (next === undefined || next.id <= newest.id || next.accountId !== key.accountId) break;
+      newest = next;
+    }
+    return newest.expiresAt;
   }
 
   /** Stores a new key's hash and prefix; the key itself goes only to the caller (an answer or an e-mail). */
