@@ -444,6 +444,18 @@ function checkReads(iface: InterfaceSpec, trie: TrieNode | undefined, path: Yaml
   for (const method of rules.headHashes ?? [])
     if (!(rules.atHead ?? []).includes(method))
       report([...path, "headHashes", method], `"${method}" is not one of the interface's atHead methods`);
+  for (const [method, range] of Object.entries(rules.ranges ?? {})) {
+    // bounds that are params of their own are both positions in the params list, which is never split
+    const positions = [range.from, range.to].filter((bound) => typeof bound === "number").length;
+    if (positions === 0) continue;
+    if (positions === 1 || range.param !== "params")
+      report(
+        [...path, "ranges", method],
+        "positional bounds need both from and to as positions, and param: params",
+      );
+    if (range.hash !== undefined || range.pages !== undefined || range.watches !== undefined)
+      report([...path, "ranges", method], "positional bounds take no hash, pages nor watches");
+  }
   // a filter's calls go to the node that made it: a name that is no method would leave its polls anywhere
   (rules.handles?.make ?? []).forEach((method, i) => {
     if (!served.has(method))

@@ -60,19 +60,23 @@ export function planRanges(
         ? 0
         : bound(read, fromValue, servedHead, read.rule.from);
     const toValue = read.filter[read.rule.to];
+    // a node that reads a left-out end as the start (registry `openTo`) compares that block alone
+    const toStart = !isGiven(toValue) && read.rule.openTo === "from";
     // the finality tag names the label's finalized height, which the prober read
     const atFinalized = finalized >= 0 && isTag(read.block.finalizedTag, toValue);
     // another settled tag names a block at or below the head that only the node knows: the head bounds how
     // wide the range may be
     const settled =
       !atFinalized && read.block.settledTags !== undefined && isOneOf(read.block.settledTags, toValue);
-    const named = atFinalized
-      ? finalized
-      : settled
-        ? servedHead < 0
-          ? undefined
-          : servedHead
-        : bound(read, toValue, servedHead, read.rule.to);
+    const named = toStart
+      ? from
+      : atFinalized
+        ? finalized
+        : settled
+          ? servedHead < 0
+            ? undefined
+            : servedHead
+          : bound(read, toValue, servedHead, read.rule.to);
     // a filter scans what is there and watches the rest
     const watches = read.rule.watches === true;
     const to = watches && named !== undefined && servedHead >= 0 ? Math.min(named, servedHead) : named;
@@ -98,6 +102,9 @@ export function planRanges(
       refuseAbove,
     };
     if (blocks > refuseAbove) throw new GatewayError("BLOCK_RANGE_TOO_LARGE", detail);
+    // bounds that are params of their own (a state comparison of two blocks): its answer is no list that
+    // sub-ranges' answers make up, so it goes as sent within refuseAbove
+    if (typeof read.rule.from === "number") continue;
     // what a node scans of a range past the head is up to its head: within the split limit, it goes as sent
     if (aboveHead && reach - from + 1 <= splitAbove) continue;
     if (watches) continue;
@@ -132,7 +139,12 @@ export function planRanges(
  * it is, rather than going to a node that would read it as "to my head"), a JSON integer or decimal text the
  * number it names; a hash none; anything else is refused (INVALID_REQUEST).
  */
-function bound(read: RangeRead, value: unknown, servedHead: number, member: string): number | undefined {
+function bound(
+  read: RangeRead,
+  value: unknown,
+  servedHead: number,
+  member: string | number,
+): number | undefined {
   if (isGenesisTag(read.block, value)) return 0;
   const named = namedBlock(read.block, value);
   if (named === "none") {
@@ -143,7 +155,7 @@ function bound(read: RangeRead, value: unknown, servedHead: number, member: stri
     if (plain !== undefined) return plain;
     // anything else a node may read its own way (Erigon reads the text "null" as the head): not as sent
     throw new GatewayError("INVALID_REQUEST", {
-      reason: `"${member}" of ${read.call.method} is neither a block number nor a tag this network names`,
+      reason: `${typeof member === "number" ? `param ${member}` : `"${member}"`} of ${read.call.method} is neither a block number nor a tag this network names`,
     });
   }
   if (named === "hash") return undefined;

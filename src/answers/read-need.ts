@@ -239,7 +239,9 @@ export function readNeed(
         need.byHashCalls.push(call);
         if (rules.unknownBlock !== undefined) need.unknownBlock = rules.unknownBlock;
       }
-      continue;
+      // a range call that reads state at a block it names (`at`: the state of two blocks compared) is
+      // routed by that block as well, an old one's to an archive node
+      if (rules.at?.[call.method] === undefined) continue;
     }
     if (rules === undefined) continue;
     const value = blockParam(rules, call);
@@ -340,6 +342,11 @@ function rangeRead(
   block: BlockParamRule,
 ): RangeRead | undefined {
   const params = (call.call.value as { params?: unknown }).params;
+  // bounds that are params of their own: the params, placed by their names when sent so, are the range
+  if (typeof rule.from === "number") {
+    const list = positional(rules, call.method, params);
+    return { call, rule, block, params: list, filter: list as unknown as Record<string, unknown> };
+  }
   const filter = rule.param === "params" ? params : paramAt(rules, call.method, params, rule.param);
   if (typeof filter !== "object" || filter === null || Array.isArray(filter)) return undefined;
   const members = filter as Record<string, unknown>;

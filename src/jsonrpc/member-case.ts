@@ -64,9 +64,16 @@ function fold(name: string): string {
 
 function collect(policy: InterfacePolicy): ReadonlyMap<string, string> {
   const names = new Map<string, string>();
-  const add = (name: string | undefined): void => {
+  const add = (name: string | number | undefined): void => {
     // a path's list positions, its wildcards and the envelope's own members are no member names of params
-    if (name === undefined || name === "*" || name === "{}" || name === "params" || /^\d+$/.test(name))
+    if (
+      name === undefined ||
+      typeof name === "number" ||
+      name === "*" ||
+      name === "{}" ||
+      name === "params" ||
+      /^\d+$/.test(name)
+    )
       return;
     names.set(fold(name), name);
   };

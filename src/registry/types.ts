@@ -419,8 +419,20 @@ export interface ArchiveRule {
 export interface RangeRule {
   /** The range object's position in `params`, or `params` when the params object itself is the range. */
   readonly param: number | "params";
-  readonly from: string;
-  readonly to: string;
+  /**
+   * The range object's member that names its first block; a position (with `param` "params") when the
+   * bounds are two params of their own (geth's `debug_getModifiedAccountsByNumber(startNum, endNum)`): the
+   * call's params, placed by `paramNames` when sent by name, are then the range. Such a range is never split
+   * (its answer is no list of sub-ranges' answers), only refused above `refuseAbove`.
+   */
+  readonly from: string | number;
+  readonly to: string | number;
+  /**
+   * Where a range that leaves `to` out ends: the head (the default; geth reads a missing `toBlock` as
+   * `latest`) or its start (geth's `debug_getModifiedAccountsByNumber(startNum)` compares that block with
+   * its parent: one block).
+   */
+  readonly openTo?: "head" | "from";
   /**
    * The filter's member that names its one block by hash instead of a range (`eth_getLogs`' `blockHash`):
    * given, the call is no range. A range call without one is held to its range whatever else its filter

@@ -242,6 +242,12 @@ const defects: readonly Defect[] = [
     message: '24:39 "eth_getBalance" does not read its block from its params object (reads.at)',
   },
   {
+    name: "a range with one bound a position and the other a member",
+    from: "    head: { method: eth_blockNumber, params: [], field: result, encoding: hex-quantity }\n",
+    to: "    head: { method: eth_blockNumber, params: [], field: result, encoding: hex-quantity }\n    reads:\n      block: { encoding: hex-quantity, headTags: [latest] }\n      atHead: [eth_blockNumber]\n      ranges: { eth_getBalance: { param: params, from: 0, to: toBlock, splitAbove: 10, refuseAbove: 10 } }\n",
+    message: "24:33 positional bounds need both from and to as positions, and param: params",
+  },
+  {
     name: "a finality call whose height call is no method of the interface",
     from: "    head: { method: eth_blockNumber, params: [], field: result, encoding: hex-quantity }\n",
     to: '    head: { method: eth_blockNumber, params: [], field: result, encoding: hex-quantity }\n    reads:\n      block: { encoding: hex-quantity, headTags: [latest] }\n      atHead: [eth_blockNumber]\n      cache:\n        finalized: { method: eth_blockNumber, field: [result], heightBy: { method: eth_getHeaderByHash, params: ["{hash}"], field: [result, number], encoding: hex-quantity } }\n',
