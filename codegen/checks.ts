@@ -491,6 +491,9 @@ function checkReads(iface: InterfaceSpec, trie: TrieNode | undefined, path: Yaml
   for (const method of Object.keys(rules.heightUnless ?? {}))
     if (rules.heightIn?.[method] === undefined)
       report([...path, "heightUnless", method], `"${method}" is not one of the interface's heightIn methods`);
+  for (const method of Object.keys(rules.pageSizes ?? {}))
+    if (!served.has(method))
+      report([...path, "pageSizes", method], `"${method}" is not one of the interface's methods`);
   // a call sent with its params by name is read by these names: a method the interface does not serve never is
   for (const method of Object.keys(rules.paramNames ?? {}))
     if (!served.has(method))

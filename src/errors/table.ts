@@ -81,6 +81,11 @@ export const ERRORS = {
     rpc: -32005,
     message: "The block range is wider than the gateway allows",
   },
+  PAGE_TOO_LARGE: {
+    status: 413,
+    rpc: -32005,
+    message: "The page asked for is larger than the gateway allows",
+  },
   HEADERS_TOO_LARGE: { status: 431, rpc: -32600, message: "Too many request headers" },
   BAD_HOST: { status: 400, rpc: -32600, message: "The Host header is missing, repeated or malformed" },
   BAD_PATH: { status: 400, rpc: -32600, message: "The request path is malformed" },

@@ -1,3 +1,4 @@
+import { paramAt } from "../answers/block-params.js";
 import type { GatewayConfig } from "../config/types.js";
 import { dedicatedPointer } from "../errors/dedicated-pointer.js";
 import { errorFormOf, rpcErrorJson } from "../errors/respond.js";
@@ -159,6 +160,11 @@ export function checkCall(rules: CallRules, call: RawCall): Checked {
       method,
     );
   }
+  // a page larger than the registry lets through: a node may build that whole answer in memory
+  const page = policy.reads?.pageSizes?.[method];
+  const size = page === undefined ? undefined : pageSize(policy, method, params, page.param);
+  if (page !== undefined && size !== undefined && size > page.refuseAbove)
+    return no(rules, "PAGE_TOO_LARGE", call, { method, size, refuseAbove: page.refuseAbove }, method);
   const keyRules = rules.keyRules;
   if (keyRules !== undefined) {
     // a key allowed to subscribe may always cancel what it opened
@@ -190,6 +196,24 @@ export function checkCall(rules: CallRules, call: RawCall): Checked {
       return contractsRefusal(rules, call, method, dumpReason(dumps, dumped));
   }
   return new PassedCall(call, method, access);
+}
+
+/**
+ * The page size a call asks for: a JSON integer, or text of hex (`0x…`, a Rust node's `Uint32`) or decimal digits,
+ * as a node reads it; another form, or none, is the node's to judge (it refuses it or takes its default).
+ */
+function pageSize(
+  policy: JsonRpcPolicy,
+  method: string,
+  params: unknown,
+  position: number,
+): number | undefined {
+  const reads = policy.reads;
+  if (reads === undefined) return undefined;
+  const value = paramAt(reads, method, params, position);
+  if (typeof value === "number") return value;
+  if (typeof value === "string" && /^(0[xX][0-9a-fA-F]+|[0-9]+)$/.test(value)) return Number(value);
+  return undefined;
 }
 
 /** A call refused by its key's contract allow-list, saying why where the list alone does not. */

@@ -224,6 +224,12 @@ export interface ReadRules {
    */
   readonly paramNames?: Readonly<Record<string, readonly string[]>>;
   /**
+   * Method → where it takes how many items its answer may hold (an indexer's `get_cells(search_key,
+   * order, limit)`), and the most the gateway lets through: a call asking more is refused PAGE_TOO_LARGE
+   * before any node sees it, since the node may build that whole answer in memory.
+   */
+  readonly pageSizes?: Readonly<Record<string, PageSizeRule>>;
+  /**
    * Method → where a method that `at` reads from its params object (`params`) finds its block param when
    * its params come as an array instead: the indices, outermost first (nearcore's legacy forms, `block`
    * with `[block_id]`, `chunk` with `[[block_id, shard_id]]`).
@@ -457,6 +463,13 @@ export interface RangeRule {
    * it is never split (its pieces would be several filters), only refused above `refuseAbove`.
    */
   readonly watches?: boolean;
+}
+
+/** Where a call takes the size of the page it asks for, and the largest the gateway lets through. */
+export interface PageSizeRule {
+  /** The size's position in `params` (found by `paramNames` in params sent by name). */
+  readonly param: number;
+  readonly refuseAbove: number;
 }
 
 /** How a REST route's list of blocks is as long as its query asks (registry `reads.lists`). */
