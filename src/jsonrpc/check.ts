@@ -165,6 +165,11 @@ export function checkCall(rules: CallRules, call: RawCall): Checked {
   const size = page === undefined ? undefined : pageSize(policy, method, params, page.param);
   if (page !== undefined && size !== undefined && size > page.refuseAbove)
     return no(rules, "PAGE_TOO_LARGE", call, { method, size, refuseAbove: page.refuseAbove }, method);
+  // text in another form a node may still read as a number (Python's int() takes "1_000000", " 9"): not as sent
+  if (size === NOT_READ)
+    return no(rules, "INVALID_REQUEST", call, {
+      reason: `the page size of ${method} is neither a number nor hex or decimal digits`,
+    });
   const keyRules = rules.keyRules;
   if (keyRules !== undefined) {
     // a key allowed to subscribe may always cancel what it opened
@@ -198,22 +203,31 @@ export function checkCall(rules: CallRules, call: RawCall): Checked {
   return new PassedCall(call, method, access);
 }
 
+/** A page size given as text in no form the gateway reads. */
+const NOT_READ = -1;
+
 /**
- * The page size a call asks for: a JSON integer, or text of hex (`0x…`, a Rust node's `Uint32`) or decimal digits,
- * as a node reads it; another form, or none, is the node's to judge (it refuses it or takes its default).
+ * The page size a call asks for: a JSON number, or text of hex (`0x…`, a Rust node's `Uint32`) or decimal
+ * digits, as a node reads it; none (the node's default) is undefined, and other text NOT_READ. Another JSON
+ * type the node refuses itself.
  */
 function pageSize(
   policy: JsonRpcPolicy,
   method: string,
   params: unknown,
-  position: number,
+  param: number | string,
 ): number | undefined {
   const reads = policy.reads;
   if (reads === undefined) return undefined;
-  const value = paramAt(reads, method, params, position);
+  const value =
+    typeof param === "number"
+      ? paramAt(reads, method, params, param)
+      : typeof params === "object" && params !== null && !Array.isArray(params)
+        ? (params as Record<string, unknown>)[param]
+        : undefined;
   if (typeof value === "number") return value;
-  if (typeof value === "string" && /^(0[xX][0-9a-fA-F]+|[0-9]+)$/.test(value)) return Number(value);
-  return undefined;
+  if (typeof value !== "string") return undefined;
+  return /^(0[xX][0-9a-fA-F]+|[0-9]+)$/.test(value) ? Number(value) : NOT_READ;
 }
 
 /** A call refused by its key's contract allow-list, saying why where the list alone does not. */

@@ -467,8 +467,11 @@ export interface RangeRule {
 
 /** Where a call takes the size of the page it asks for, and the largest the gateway lets through. */
 export interface PageSizeRule {
-  /** The size's position in `params` (found by `paramNames` in params sent by name). */
-  readonly param: number;
+  /**
+   * The size's position in `params` (found by `paramNames` in params sent by name), or its member's name
+   * where the interface takes its params as an object only.
+   */
+  readonly param: number | string;
   readonly refuseAbove: number;
 }
 
