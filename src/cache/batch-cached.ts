@@ -14,11 +14,10 @@ import { fetchWhole, type RelayDone, type UpstreamCall } from "../upstream/polic
 import type { Upstream } from "../upstream/upstreams.js";
 import { type AnswerCache, type CacheEntry, FINAL, withId } from "./answer-cache.js";
 import type { CacheRead } from "./cache-read.js";
+import { CACHE_HEADER, EXPOSED } from "./cached-response.js";
 import { failedAnswer, keepEntry, keptMembers, sharable } from "./kept-answer.js";
 import {
-  CACHE_HEADER,
   type CacheFields,
-  EXPOSED,
   type FlightEntry,
   type FlightFollower,
   followFlight,

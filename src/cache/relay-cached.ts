@@ -3,10 +3,9 @@ import type { Span } from "@opentelemetry/api";
 import { fetchByTier, TIER_HEADER, type TierFields } from "../answers/archive.js";
 import { fetchByHash } from "../answers/by-hash.js";
 import { learnHeights, showsHeight } from "../answers/examined.js";
-import { ANY_ORIGIN, EXPOSED_HEADERS } from "../errors/respond.js";
 import { GatewayError } from "../errors/table.js";
 import { type CallerSide, clientGone } from "../http/client-gone.js";
-import { pushAnswerTag, withAnswerTag } from "../http/request-id.js";
+import { withAnswerTag } from "../http/request-id.js";
 import { isPlainId } from "../jsonrpc/id-key.js";
 import { CACHE } from "../tracing/attributes.js";
 import type { WholeAnswer } from "../upstream/buffered-answer.js";
@@ -14,16 +13,11 @@ import { endsBy } from "../upstream/caller-end.js";
 import { fetchWhole, type RelayDone, type UpstreamCall } from "../upstream/policy.js";
 import { type AnswerCache, type CacheEntry, FINAL } from "./answer-cache.js";
 import type { CacheRead } from "./cache-read.js";
+import { headersFor, sendKept } from "./cached-response.js";
 import { keepEntry, keptAnswer, sharable } from "./kept-answer.js";
 import { sharedScope } from "./shared-answers.js";
 import { type CallHold, SharedCaller } from "./shared-caller.js";
 import { followSocketFlight, socketFollowers } from "./socket-flights.js";
-
-/** The response header that says how the cache answered: `hit`, `miss` or `coalesced`. */
-export const CACHE_HEADER = "x-cache";
-
-/** A page's script may read how the cache answered, and which tier did. */
-export const EXPOSED = { "access-control-expose-headers": EXPOSED_HEADERS };
 
 /** Where a cached call notes how the cache answered it, beside the upstream fields. */
 export interface CacheFields extends TierFields {
@@ -141,7 +135,7 @@ export function relayCached(
     if (entry.tier === "archive" && call.tier !== undefined) note.label = call.tier.archiveLabel;
     note.tier = entry.tier;
     note.cache = "hit";
-    send(res, 200, entry, read.id, headersFor("hit", entry.tier));
+    sendKept(res, 200, entry, read.id, headersFor("hit", entry.tier));
     done();
     return;
   }
@@ -192,7 +186,7 @@ function followSocket(missed: Missed): boolean {
       const tier = landed.tier ?? (call.tier === undefined ? undefined : "full");
       note.tier = tier;
       note.cache = "coalesced";
-      send(res, 200, landed, read.id, headersFor("coalesced", tier));
+      sendKept(res, 200, landed, read.id, headersFor("coalesced", tier));
       done();
     },
     res,
@@ -342,7 +336,7 @@ function deliver(
     w.note.cache = i === 0 ? first : "coalesced";
     w.wait?.end(performance.now());
     if (left(w)) return;
-    send(w.res, statusCode, entry, w.id, headersFor(i === 0 ? first : "coalesced", entry.tier));
+    sendKept(w.res, statusCode, entry, w.id, headersFor(i === 0 ? first : "coalesced", entry.tier));
     w.done();
   });
 }
@@ -369,69 +363,6 @@ function failed(flight: Flight, give: (given: readonly Waiter[]) => void): void 
     joinOrFly({ ...missed, again: true }, undefined);
   }
   land(flight, undefined);
-}
-
-/**
- * A kept answer with the caller's id in it, with the content type its node gave (JSON for JSON-RPC). A small
- * one goes as latin1 text, which Node writes in one piece with the headers; a Buffer body takes a second
- * write (writev showed as the hit path's largest cost, bench/ab.ts with --cpu-prof, 2026-11-26).
- */
-function send(
-  res: ServerResponse,
-  statusCode: number,
-  entry: Pick<CacheEntry, "before" | "after" | "contentType" | "headers">,
-  id: string,
-  headers: string[],
-): void {
-  if (res.headersSent) {
-    res.destroy();
-    return;
-  }
-  headers.push("content-type", entry.contentType ?? "application/json");
-  if (entry.headers !== undefined) headers.push(...entry.headers);
-  const length = entry.before.length + entry.after.length;
-  if (length <= SMALL_BYTES) {
-    const text = entry.before.toString("latin1") + asLatin1(id) + entry.after.toString("latin1");
-    headers.push("content-length", String(text.length));
-    res.writeHead(statusCode, pushAnswerTag(res, statusCode, headers));
-    res.end(text, "latin1");
-    return;
-  }
-  // a large one in three writes, corked into one: no copy of it per caller
-  const idBytes = Buffer.from(id);
-  headers.push("content-length", String(length + idBytes.length));
-  res.writeHead(statusCode, pushAnswerTag(res, statusCode, headers));
-  res.cork();
-  res.write(entry.before);
-  if (idBytes.length > 0) res.write(idBytes);
-  res.end(entry.after);
-  res.uncork();
-}
-
-/** Answers up to this size are written as text with their headers. */
-const SMALL_BYTES = 16 * 1024;
-
-/** An id's source text as latin1 text of its UTF-8 bytes (an id may be a string of any characters). */
-function asLatin1(id: string): string {
-  // biome-ignore lint/suspicious/noControlCharactersInRegex: the ASCII range, whose bytes are its characters
-  return /^[\x00-\x7f]*$/.test(id) ? id : Buffer.from(id).toString("latin1");
-}
-
-/**
- * The answer's headers as Node's flat list of names and values, which send() adds to: an object grown
- * member by member changed shape on every answer (docs/performance.md).
- */
-function headersFor(outcome: "hit" | "miss" | "coalesced", tier: "full" | "archive" | undefined): string[] {
-  const headers = [
-    "access-control-allow-origin",
-    ANY_ORIGIN["access-control-allow-origin"],
-    "access-control-expose-headers",
-    EXPOSED["access-control-expose-headers"],
-    CACHE_HEADER,
-    outcome,
-  ];
-  if (tier !== undefined) headers.push(TIER_HEADER, tier);
-  return headers;
 }
 
 /** The call's answer, read whole, as the relay for its kind of read would have fetched it. */
