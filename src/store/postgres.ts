@@ -32,18 +32,27 @@ export function openPool(url: string, max: number): pg.Pool {
  * event even when the query under way fails with it too: with no listener, that event ends the process
  * (a proxy flushing its usage when PostgreSQL restarted). This one listens until the client is released;
  * the query under way fails on its own, and the pool drops a client that lost its connection.
+ * The listener goes on in pg-pool's callback, not after an `await`: a new connection is handed out from
+ * within the read of its server's ReadyForQuery, and a FATAL that came in the same read (a backend
+ * terminated as it started) is emitted before any promise continuation runs.
  */
-export async function takeClient(pool: pg.Pool): Promise<pg.PoolClient> {
-  const client = await pool.connect();
-  const ignore = () => {};
-  client.on("error", ignore);
-  // pg-pool sets `release` afresh at every checkout: this one lasts for this checkout only
-  const release = client.release;
-  client.release = (error?: Error | boolean) => {
-    client.off("error", ignore);
-    release(error);
-  };
-  return client;
+export function takeClient(pool: pg.Pool): Promise<pg.PoolClient> {
+  return new Promise((resolve, reject) => {
+    pool.connect((error, client, release) => {
+      if (error || client === undefined) {
+        reject(error ?? new Error("the pool handed out no client"));
+        return;
+      }
+      const ignore = () => {};
+      client.on("error", ignore);
+      // pg-pool sets `release` afresh at every checkout: this one lasts for this checkout only
+      client.release = (error?: Error | boolean) => {
+        client.off("error", ignore);
+        release(error);
+      };
+      resolve(client);
+    });
+  });
 }
 
 /**
