@@ -58,7 +58,10 @@ export class SharedHeads {
     );
     // The subscriber subscribes each time it is connected: a SUBSCRIBE queued while Redis was down at the
     // start is dropped at the first failed attempt (maxRetriesPerRequest 0), and would never be made.
-    this.#subscriber = new Redis(config.redis, sharedRedisOptions(""));
+    // ioredis's own resubscription is off: it sends its SUBSCRIBE at each reconnection with no handler for
+    // its failure, so a connection cut again before Redis answered it (CLIENT KILL, a restart) rejected it
+    // unhandled and ended the process.
+    this.#subscriber = new Redis(config.redis, { ...sharedRedisOptions(""), autoResubscribe: false });
     this.#subscriber.on("message", (_channel: string, message: string) => this.#heard(message));
     this.#subscriber.on("ready", () => {
       this.#subscriber.subscribe(this.#channel).catch(() => {});

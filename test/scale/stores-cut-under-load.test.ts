@@ -233,4 +233,59 @@ describe.skipIf(binaries.skip)("a fleet whose stores' connections are cut under 
     await followsStore();
     await flushesLand();
   }, 120_000);
+
+  it("survives Redis's connections killed, normal and pub/sub, again and again", async () => {
+    const calls = load();
+    for (let round = 0; round < 4; round++) {
+      await admin.call("CLIENT", "KILL", "TYPE", round % 2 === 0 ? "normal" : "pubsub");
+      await dependency("shared_limits", 1);
+      await eventually(
+        async () => (await headSubscribers()) >= proxies.length,
+        BACK_WITHIN_MS,
+        "resubscribed",
+      );
+      alive();
+    }
+    const statuses = await calls.stop();
+    alive();
+    expect([...statuses.keys()]).toEqual([200]);
+  }, 120_000);
+
+  it("survives a storm of killed Redis connections", async () => {
+    const calls = load();
+    const began = performance.now();
+    // a subscriber cut again before Redis answered its resubscription ended a proxy
+    // (test/scale/shared-heads-resubscribe-cut.test.ts)
+    while (performance.now() - began < 3_000) {
+      await admin.call("CLIENT", "KILL", "TYPE", "normal");
+      await admin.call("CLIENT", "KILL", "TYPE", "pubsub");
+      alive();
+    }
+    const statuses = await calls.stop();
+    alive();
+    expect([...statuses.keys()]).toEqual([200]);
+    await dependency("shared_limits", 1);
+    await eventually(async () => (await headSubscribers()) >= proxies.length, BACK_WITHIN_MS, "resubscribed");
+  }, 120_000);
+
+  it("survives Redis shut down without saving and started again, twice", async () => {
+    const calls = load();
+    for (let round = 0; round < 2; round++) {
+      await admin.call("SHUTDOWN", "NOSAVE").catch(() => {});
+      await redis.stop();
+      await dependency("shared_limits", 0);
+      await redis.start();
+      await dependency("shared_limits", 1);
+      await eventually(
+        async () => (await headSubscribers()) >= proxies.length,
+        BACK_WITHIN_MS,
+        "resubscribed",
+      );
+      alive();
+    }
+    const statuses = await calls.stop();
+    alive();
+    expect([...statuses.keys()]).toEqual([200]);
+    await followsStore();
+  }, 120_000);
 });
