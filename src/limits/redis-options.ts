@@ -32,3 +32,31 @@ export function sharedRedisOptions(keyPrefix: string): RedisOptions {
     keyPrefix,
   };
 }
+
+/**
+ * What to call with a command's failure on `redis`: after a command timed out, a PING asks whether the
+ * connection still answers, and one that does not is dropped and made anew. A connection whose path went
+ * silent (a partition drops its bytes, a Redis host died: no FIN, no RST) never closes by itself, so
+ * every command on it would time out until the operating system gave up on the socket, and an instance
+ * would decide alone for good after Redis was back. A timeout on a connection that still answers (a slow
+ * script) changes nothing; the reconnection says Redis is back through `ready`, as after an outage.
+ */
+export function reconnectWhenSilent(redis: Redis): (error: unknown) => void {
+  let asking = false;
+  const timedOut = (error: unknown) => error instanceof Error && error.message === "Command timed out";
+  return (error) => {
+    if (asking || !timedOut(error) || redis.status !== "ready") return;
+    asking = true;
+    redis
+      .ping()
+      .then(
+        () => {},
+        (failure: unknown) => {
+          if (timedOut(failure) && redis.status === "ready") redis.disconnect(true);
+        },
+      )
+      .finally(() => {
+        asking = false;
+      });
+  };
+}

@@ -2,7 +2,7 @@ import { Redis } from "ioredis";
 import type { RateSpec, SharedLimitsConfig } from "../config/types.js";
 import type { Logger } from "../log.js";
 import { forgetEarliest, keptAfterSweep } from "./evict.js";
-import { redisReady, sharedRedisOptions } from "./redis-options.js";
+import { reconnectWhenSilent, redisReady, sharedRedisOptions } from "./redis-options.js";
 import { type RateDecision, type RateLimiter, TokenBuckets } from "./token-bucket.js";
 
 // The global bucket, in Redis: refilled by Redis's own clock (so instances' clocks do not matter), it grants
@@ -94,6 +94,8 @@ export class SharedTokenBuckets implements RateLimiter {
   readonly #maxEntries: number;
   readonly #now: () => number;
   #shared = false;
+  /** Told of each failed lease: a connection gone silent is made anew. */
+  readonly #silent: (error: unknown) => void;
   /** Whether Redis was ever reached: the first time is "reachable", not "again". */
   #wasShared = false;
   #lastError = "";
@@ -110,6 +112,7 @@ export class SharedTokenBuckets implements RateLimiter {
     this.#redis = new Redis(config.redis, sharedRedisOptions("gateway:rate:"));
     this.#redis.defineCommand("gatewayLease", { numberOfKeys: 1, lua: LEASE_SCRIPT });
     this.#lease = (this.#redis as unknown as { gatewayLease: LeaseCommand }).gatewayLease.bind(this.#redis);
+    this.#silent = reconnectWhenSilent(this.#redis);
     // an error from before is not why a later outage began
     this.#redis.on("ready", () => {
       this.#lastError = "";
@@ -230,7 +233,8 @@ export class SharedTokenBuckets implements RateLimiter {
         // what was spent on credit while this lease was on its way is paid back at once
         else if (lease.open && lease.balance < 0) this.#renew(id, lease, rate, size, this.#now());
       },
-      () => {
+      (error: unknown) => {
+        this.#silent(error);
         lease.pending = false;
         lease.failing = true;
         // Not asked again at once: a failing Redis is not hammered by every request.
