@@ -1,6 +1,6 @@
 import { Redis } from "ioredis";
 import type { SharedLimitsConfig } from "../config/types.js";
-import { sharedRedisOptions } from "../limits/redis-options.js";
+import { reconnectWhenSilent, sharedRedisOptions } from "../limits/redis-options.js";
 import type { UpstreamGroup } from "../upstream/group.js";
 import { SHARED_HEAD_KEEP_MS } from "./served-head.js";
 
@@ -34,6 +34,13 @@ type RaiseCommand = (
 ) => Promise<number>;
 
 /**
+ * How often the subscriber, which sends nothing else, PINGs Redis: a subscriber whose path went silent (a
+ * partition, a Redis host that died: no FIN, no RST) would otherwise hear nothing for good after Redis was
+ * back, and no PING answered within its command timeout makes its connection anew.
+ */
+export const SUBSCRIBER_PING_MS = 2_000;
+
+/**
  * The served head of every label, shared by every proxy instance and worker through the Redis of
  * `sharedLimits` (docs/upstreams.md, "Answers across nodes"): each rise of a label's served head is stored
  * and published, and each instance raises its own to what the others served. A caller behind a load
@@ -48,6 +55,9 @@ export class SharedHeads {
   readonly #groups = new Map<string, Set<UpstreamGroup>>();
   /** By label, the rises this instance published and has not heard back yet (`#share`). */
   readonly #unheard = new Map<string, { height: number; resolve: () => void }[]>();
+  /** Told of each failed command on `#redis`: a connection gone silent is made anew. */
+  readonly #silent: (error: unknown) => void;
+  readonly #ping: NodeJS.Timeout;
 
   constructor(config: SharedLimitsConfig) {
     this.#redis = new Redis(config.redis, sharedRedisOptions("gateway:head:"));
@@ -66,6 +76,12 @@ export class SharedHeads {
     this.#subscriber.on("ready", () => {
       this.#subscriber.subscribe(this.#channel).catch(() => {});
     });
+    this.#silent = reconnectWhenSilent(this.#redis);
+    const silentSubscriber = reconnectWhenSilent(this.#subscriber);
+    this.#ping = setInterval(() => {
+      if (this.#subscriber.status === "ready") this.#subscriber.ping().catch(silentSubscriber);
+    }, SUBSCRIBER_PING_MS);
+    this.#ping.unref();
     // Failed reconnections are retried with backoff; meanwhile each instance keeps its own heads.
     this.#redis.on("error", () => {});
     this.#subscriber.on("error", () => {});
@@ -99,7 +115,8 @@ export class SharedHeads {
       this.#unheard.set(label, unheard);
       // a subscriber that hears nothing (Redis away) keeps a few; the answers went out at their deadline
       if (unheard.push({ height, resolve }) > 8) unheard.shift()?.resolve();
-      const gone = () => {
+      const gone = (error?: unknown) => {
+        this.#silent(error);
         const at = unheard.findIndex((one) => one.resolve === resolve);
         if (at >= 0) unheard.splice(at, 1);
         resolve();
@@ -118,7 +135,7 @@ export class SharedHeads {
         // a head read at a (re)connection is a reading, not a block the chain just made
         if (stored !== null) group.served.raiseFromPeer(Number(stored), false);
       })
-      .catch(() => {});
+      .catch(this.#silent);
   }
 
   /** A retired config's groups no longer take what the others served. */
@@ -130,6 +147,7 @@ export class SharedHeads {
   }
 
   async close(): Promise<void> {
+    clearInterval(this.#ping);
     this.#redis.disconnect();
     this.#subscriber.disconnect();
   }
