@@ -45,7 +45,12 @@ const CONTRACT =
  * The settings a customer sent, checked: INVALID_FIELD naming the list and the entry that is wrong. Empty
  * lists are dropped (an empty list would refuse everything, which no one means: eRPC's `maxCount: 0`).
  */
-export function checkedSettings(input: unknown, knownMethods?: ReadonlySet<string>): KeySettings {
+export function checkedSettings(
+  input: unknown,
+  knownMethods?: ReadonlySet<string>,
+  /** What a refused method's reason gives as examples: the key's own networks' methods (knownMethods without). */
+  examples: ReadonlySet<string> | undefined = knownMethods,
+): KeySettings {
   if (typeof input !== "object" || input === null || Array.isArray(input))
     throw new GatewayError("INVALID_FIELD", { field: "settings", reason: "an object of lists" });
   const settings: Record<string, unknown> = {};
@@ -61,7 +66,7 @@ export function checkedSettings(input: unknown, knownMethods?: ReadonlySet<strin
       });
     if (value.length === 0) continue;
     settings[kind] = value.map((entry, i) =>
-      checkedEntry(kind as (typeof KINDS)[number], entry, `${kind}[${i}]`, knownMethods),
+      checkedEntry(kind as (typeof KINDS)[number], entry, `${kind}[${i}]`, knownMethods, examples),
     );
   }
   return settings as KeySettings;
@@ -72,6 +77,7 @@ function checkedEntry(
   entry: unknown,
   field: string,
   knownMethods: ReadonlySet<string> | undefined,
+  examples: ReadonlySet<string> | undefined,
 ): unknown {
   const refuse = (reason: string): never => {
     throw new GatewayError("INVALID_FIELD", { field, reason });
@@ -125,8 +131,8 @@ function checkedEntry(
     if (!entry.includes("*") && knownMethods !== undefined && !knownMethods.has(entry))
       return refuse(
         path === undefined
-          ? `a method one of the networks serves (${examplesOf(knownMethods, false)})`
-          : `a route one of the networks serves, by its shape (${examplesOf(knownMethods, true)})`,
+          ? `a method one of the networks serves (${examplesOf(examples ?? knownMethods, false)})`
+          : `a route one of the networks serves, by its shape (${examplesOf(examples ?? knownMethods, true)})`,
       );
     return entry;
   }
@@ -332,12 +338,13 @@ function asNumber(hex: string): string {
 }
 
 /**
- * Two of the methods (or routes) the deployment's networks serve, for a refusal to show: examples of
- * networks it does not serve would be refused themselves.
+ * Two of the methods (or routes) the key's networks serve, for a refusal to show: examples of networks the
+ * deployment does not serve would be refused themselves, and those of networks the key does not reach would
+ * be taken and allow the key nothing.
  */
 function examplesOf(known: ReadonlySet<string>, routes: boolean): string {
   const examples = [...known].filter((entry) => entry.includes(" ") === routes).slice(0, 2);
   return examples.length === 0
-    ? `none: no network here serves ${routes ? "REST" : "JSON-RPC"}`
+    ? `none: no network of this key serves ${routes ? "REST" : "JSON-RPC"}`
     : `${examples.join(", ")}, …`;
 }

@@ -47,6 +47,8 @@ export class Keys {
   readonly #endpoints: ReadonlyMap<string, Endpoint>;
   /** Every JSON-RPC method some network serves: a key's method list naming another is refused. */
   readonly #knownMethods: ReadonlySet<string>;
+  /** Each network's methods and routes: a refusal's examples are those of the key's networks. */
+  readonly #methodsOf = new Map<string, Set<string>>();
 
   constructor(
     context: ServiceContext,
@@ -64,14 +66,17 @@ export class Keys {
     this.#origin = registry.origin;
     this.#endpoints = registry.endpoints;
     // what a key's method list may name: the networks' JSON-RPC methods, and their REST routes by shape
-    this.#knownMethods = new Set(
-      [...registry.endpoints.values()].flatMap((endpoint) =>
-        endpoint.mounts.flatMap((mount) => [
+    for (const endpoint of registry.endpoints.values()) {
+      const methods = this.#methodsOf.get(endpoint.code) ?? new Set<string>();
+      this.#methodsOf.set(endpoint.code, methods);
+      for (const mount of endpoint.mounts)
+        for (const method of [
           ...(mount.policy.jsonrpc?.methods.keys() ?? []),
           ...(mount.policy.routes === undefined ? [] : routeShapes(mount.policy.routes)),
-        ]),
-      ),
-    );
+        ])
+          methods.add(method);
+    }
+    this.#knownMethods = new Set([...this.#methodsOf.values()].flatMap((methods) => [...methods]));
   }
 
   /** A free test: one per network, at most `maxPerEmail` per account, ending after `days`. */
@@ -160,7 +165,11 @@ export class Keys {
     const { store } = this.#context;
     const key = await ownKey(store, account, keyId);
     if (keyStatus(key, this.#context.now()) !== "active") throw new GatewayError("KEY_NOT_FOUND");
-    await store.setKeySettings(key.id, checkedSettings(input, this.#knownMethods));
+    const examples =
+      key.networks === "*"
+        ? this.#knownMethods
+        : new Set(key.networks.flatMap((network) => [...(this.#methodsOf.get(network) ?? [])]));
+    await store.setKeySettings(key.id, checkedSettings(input, this.#knownMethods, examples));
     await this.#context.onChange();
     return this.#view((await store.key(key.id)) as KeyRecord);
   }
