@@ -294,8 +294,9 @@ async function keysView() {
               ? el(
                   "span",
                   { class: "action-group" },
-                  // a key in its grace period has a successor already: that one is rotated next
-                  key.replacedBy ? [] : keyButton(key, "Rotate", "quiet", rotate),
+                  // a key in its grace period has a successor already: that one is rotated next, unless
+                  // it was revoked (leaked as it was sent), when the API rotates this one again
+                  hasActiveSuccessor(key, keys) ? [] : keyButton(key, "Rotate", "quiet", rotate),
                   keyButton(key, "Revoke", "danger", revoke),
                 )
               : [],
@@ -385,6 +386,12 @@ function quotaLine(key) {
     { class: "note plan-terms" },
     `${quotaText(terms)}${hasArchive(key) ? ", archive nodes" : ""}`,
   );
+}
+
+/** Whether a key was rotated to a successor that still works (the API refuses to rotate it again). */
+function hasActiveSuccessor(key, keys) {
+  if (!key.replacedBy) return false;
+  return keys.find((k) => k.id === key.replacedBy)?.status === "active";
 }
 
 function statusText(key) {
