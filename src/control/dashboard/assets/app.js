@@ -489,8 +489,19 @@ async function rotate(key) {
       `New key ${answer.key.prefix}… sent. ${deliveryNote()} ${key.prefix}… works until its grace period ends.`,
     );
   } catch (error) {
-    say(error.message, true);
+    await refused(error);
   }
+}
+
+/**
+ * A refused rotation or revocation, said beside the keys as they now are: one rotated or revoked elsewhere
+ * (another tab, the API) is refused for what the page did not show, such as the successor to rotate.
+ */
+async function refused(error) {
+  if (error.ended) return say(error.message, true);
+  await keysView().catch(() => {});
+  const reason = error.data?.reason;
+  say(reason === undefined ? error.message : `${error.message}: ${reason}.`, true);
 }
 
 async function revoke(key) {
@@ -500,7 +511,7 @@ async function revoke(key) {
     await keysView();
     say(`${key.prefix}… revoked.`);
   } catch (error) {
-    say(error.message, true);
+    await refused(error);
   }
 }
 
