@@ -1,6 +1,7 @@
 import { join } from "node:path";
 import type { Browser, Page } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { DEFAULT_PLANS } from "../../src/config/defaults.js";
 import { type AccountsFixture, startAccounts } from "../accounts/helpers.js";
 import { launchChromium, needChromium } from "../support/browser.js";
 import { mailTo } from "../support/outbox.js";
@@ -73,5 +74,29 @@ describe.skipIf(chromium.skip)("a key action on a keys page gone stale, in Chrom
       .click();
     await expect.poll(() => page.locator("#status").getAttribute("class")).toBe("error");
     await expect.poll(() => row(id).locator(".key-status").textContent()).toBe("revoked");
+  });
+
+  it("a key ordered elsewhere up to the plan's limit: the refusal, and the key it counts listed", async () => {
+    await page.reload();
+    await page.locator("#get-key").waitFor();
+    const before = await page.locator("#keys tbody tr").count();
+    // orders from another tab, up to the plan's limit of keys a customer may hold at once
+    const { keys } = fx.accounts.service;
+    const held = async () =>
+      (await fx.accounts.store.keys(accountId)).filter(
+        (k) => k.plan === "shared" && k.status === "active" && (k.expiresAt ?? Infinity) > Date.now(),
+      ).length;
+    const maxKeys = DEFAULT_PLANS.shared?.maxKeys ?? 0;
+    let id = 0;
+    while ((await held()) < maxKeys)
+      id = (await keys.issue(accountId, { networks: ["bsc"], plan: "shared" })).view.id;
+    expect(id).toBeGreaterThan(0);
+    await page.locator("#network").selectOption("eth");
+    await page.locator("#plan").selectOption("shared");
+    await page.getByRole("button", { name: "Send me the key" }).click();
+    await expect.poll(() => page.locator("#status").getAttribute("class")).toBe("error");
+    expect(await status()).toContain("as many keys of this plan as the plan allows");
+    await expect.poll(() => row(id).count()).toBe(1);
+    expect(await page.locator("#keys tbody tr").count()).toBeGreaterThan(before);
   });
 });

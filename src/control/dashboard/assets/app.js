@@ -469,9 +469,11 @@ async function getKey(event, network, plan) {
     await keysView();
     say(`Key ${answer.key.prefix}… for ${networkName(network)} sent to ${account.email}. ${deliveryNote()}`);
   } catch (error) {
-    // the refusal's reason says which rule it met ("this account has had the free test of eth")
-    const reason = error.data?.reason;
-    say(reason === undefined ? error.message : `${error.message}: ${reason}.`, true);
+    // the refusal's reason says which rule it met ("this account has had the free test of eth"), beside
+    // the keys as they now are: those that met it may have been got in another tab. Any other refusal
+    // (a rate) leaves the form as it was chosen, to send again
+    const keysCount = error.code === "KEY_LIMIT" || error.code === "FREE_TEST_LIMIT";
+    await refused(error, keysCount);
   }
 }
 
@@ -494,12 +496,12 @@ async function rotate(key) {
 }
 
 /**
- * A refused rotation or revocation, said beside the keys as they now are: one rotated or revoked elsewhere
- * (another tab, the API) is refused for what the page did not show, such as the successor to rotate.
+ * A refused order, rotation or revocation, said beside the keys as they now are: one refused for what was
+ * done elsewhere (another tab, the API) names what the page did not show, such as the successor to rotate.
  */
-async function refused(error) {
+async function refused(error, redraw = true) {
   if (error.ended) return say(error.message, true);
-  await keysView().catch(() => {});
+  if (redraw) await keysView().catch(() => {});
   const reason = error.data?.reason;
   say(reason === undefined ? error.message : `${error.message}: ${reason}.`, true);
 }
