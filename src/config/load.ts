@@ -81,7 +81,7 @@ function withDefaults(partial: Partial<GatewayConfig> & { limits?: Partial<Limit
     upstream: { ...DEFAULT_LIMITS.upstream, ...partial.limits?.upstream },
     ws: { ...DEFAULT_LIMITS.ws, ...partial.limits?.ws },
   };
-  const { accounts, cache, health, operator, sharedLimits, listen, log, plans, tracing, ...rest } =
+  const { accounts, cache, health, operator, sharedLimits, listen, log, plans, tracing, support, ...rest } =
     partial as Partial<GatewayConfig> & {
       accounts?: Partial<AccountsConfig>;
       health?: Partial<HealthConfig>;
@@ -91,6 +91,7 @@ function withDefaults(partial: Partial<GatewayConfig> & { limits?: Partial<Limit
       operator?: { listen?: Partial<{ host: string; port: number }> } | null;
       listen?: Partial<GatewayConfig["listen"]>;
       log?: Partial<GatewayConfig["log"]>;
+      support?: Partial<GatewayConfig["support"]>;
     };
   return {
     ...DEFAULT_CONFIG,
@@ -98,6 +99,8 @@ function withDefaults(partial: Partial<GatewayConfig> & { limits?: Partial<Limit
     // A variable may give one field of a section the file does not write (GATEWAY_PORT alone).
     listen: { ...DEFAULT_CONFIG.listen, ...listen },
     log: { ...DEFAULT_CONFIG.log, ...log },
+    // a deployment that writes its contact e-mail alone keeps the dedicated-node link every page shows
+    support: { ...DEFAULT_CONFIG.support, ...support },
     limits,
     health: { ...DEFAULT_HEALTH, ...health, labels: { ...health?.labels } },
     cache: { ...DEFAULT_CACHE, ...cache, labels: { ...cache?.labels } },

@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { DEFAULT_PLANS, PLAN_FIELDS } from "../../src/config/defaults.js";
+import { DEFAULT_CONFIG, DEFAULT_PLANS, PLAN_FIELDS } from "../../src/config/defaults.js";
 import type { Account } from "../../src/control/accounts/types.js";
 import { keyHash } from "../../src/keys/digest.js";
 import { PostgresUsageSink } from "../../src/keys/postgres-grants.js";
@@ -17,7 +17,7 @@ describe("the overview of a month in which an older key was revoked", () => {
     fx = await startAccounts({}, undefined, "postgres", {
       domain: "gw.test",
       listen: { host: "127.0.0.1", port: 0 },
-      support: {},
+      support: DEFAULT_CONFIG.support,
       plans: {
         ...DEFAULT_PLANS,
         team: {

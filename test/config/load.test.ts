@@ -4,7 +4,9 @@ import { join } from "node:path";
 import fc from "fast-check";
 import { afterAll, describe, expect, it } from "vitest";
 import { endpointsByLabel } from "../../generated/endpoints.js";
+import { DEFAULT_CONFIG } from "../../src/config/defaults.js";
 import { ConfigError, loadConfig } from "../../src/config/load.js";
+import { DashboardFiles } from "../../src/control/dashboard/serve.js";
 import { ROOT } from "../registry/helpers.js";
 
 const dir = mkdtempSync(join(tmpdir(), "gateway-config-"));
@@ -65,6 +67,18 @@ describe("the deployment config", () => {
     expect(config.limits.maxBodyBytes).toBe(256 * 1024);
     expect(config.limits.upstream).toMatchObject({ headersTimeoutMs: 500, connectTimeoutMs: 3000 });
     expect(config.localNodes).toEqual([]);
+  });
+
+  it("a support section that gives its e-mail alone keeps the default dedicated-node link", () => {
+    const path = file("support.yaml", 'support: { email: "help@example.org" }\n');
+    const config = loadConfig(endpointsByLabel, { GATEWAY_CONFIG: path });
+    expect(config.support).toEqual({
+      email: "help@example.org",
+      dedicatedNodeUrl: DEFAULT_CONFIG.support.dedicatedNodeUrl,
+    });
+    // the dashboard's page not found is written from it as the control plane starts: without the link
+    // that start failed (a TypeError), and the footer of every other page read "undefined"
+    expect(() => new DashboardFiles(config.support)).not.toThrow();
   });
 
   it("says every problem at once: a label the registry lacks beside a value the schema refuses", () => {
