@@ -8,15 +8,22 @@ import { nodeState, softwareNode } from "../support/software-node.js";
 import type { TypicalAnswer } from "../support/typical-calls.js";
 
 // TronWeb's getBlock(id or number) posts /wallet/getblock {"id_or_num": …}; a caller reads the head block,
-// then that block again by its id. Through two java-tron nodes one block apart, the node behind refuses it.
+// then that block again by its id, or reads the solidified block and then that one by number on
+// /walletsolidity/getblock. Through two java-tron nodes one block apart, the node behind answers neither.
 //
 // java-tron (tronprotocol/java-tron 1e35f79, framework/src/main/java/org/tron/core/):
 // - Wallet.getBlock(BlockReq): head = chainBaseManager.getHeadBlockNum(); a number past it is null, which
 //   GetBlockServlet.fillResponse prints as "{}"; a 64-hex id whose number (its first 8 bytes, BlockId.getNum)
 //   is past it throws IllegalArgumentException("id must be legal block hash."), which fillResponse prints as
-//   200 {"Error":"id must be legal block hash."}; no id_or_num is getNowBlock().
+//   200 {"Error":"id must be legal block hash."}; no id_or_num is getNowBlock();
+// - services/interfaceOnSolidity/http/GetBlockOnSolidityServlet runs the same servlet through
+//   WalletOnSolidity.futureGet (Chainbase.Cursor.SOLIDITY): its head is the node's solidified block, so a
+//   block number past that is {} (HttpApiOnSolidityService: /walletsolidity/getblock; HttpApiOnPBFTService
+//   registers it at /walletpbft/getblock the same way).
+// These nodes solidify the block 19 below their head (chain-answers.ts).
 
 const H = 8_000_000;
+const SOLID = 19;
 
 function getBlock(top: (height: number) => number): TypicalAnswer {
   return {
@@ -35,6 +42,7 @@ function getBlock(top: (height: number) => number): TypicalAnswer {
 
 const EXTRA: Readonly<Record<string, TypicalAnswer>> = {
   "POST /wallet/getblock": getBlock((height) => height),
+  "POST /walletsolidity/getblock": getBlock((height) => height - SOLID),
 };
 
 function tron(endpoint: Endpoint, height: number): Responder {
@@ -64,5 +72,16 @@ describe("TRON getblock by id_or_num through two java-tron nodes a block apart",
       found.push((await post("/wallet/getblock", { id_or_num: top.blockID })).block_header?.raw_data.number);
     }
     expect(found).toEqual(found.map(() => H + 1));
+  });
+
+  it("the solidified block just read is found by number on /walletsolidity/getblock", async () => {
+    const found: unknown[] = [];
+    for (let i = 0; i < 8; i++) {
+      const solid = (await post("/walletsolidity/getnowblock", {})).block_header?.raw_data.number;
+      expect(solid).toBe(H + 1 - SOLID);
+      const block = await post("/walletsolidity/getblock", { id_or_num: String(solid) });
+      found.push(block.block_header?.raw_data.number);
+    }
+    expect(found).toEqual(found.map(() => H + 1 - SOLID));
   });
 });
