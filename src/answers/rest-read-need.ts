@@ -20,8 +20,8 @@ export function restReadNeed(
     paths = Object.entries(rules.paths ?? {});
     PATH_RULES.set(rules, paths);
   }
-  const finalized = rules.atFinalizedPaths?.[shape];
-  if (finalized !== undefined) return restAtFinalizedNeed(rules, shape, finalized);
+  const finalized = restFinalizedNeed(rules, shape);
+  if (finalized !== undefined) return finalized;
   // where the answer says the height it read (`reads.heightInPaths`): the served head learns it from a read
   // at the head, and a route under a block reads at the head only when its segment names the head
   const height = rules.heightInPaths?.[shape];
@@ -68,6 +68,15 @@ export function restAtHeadNeed(rules: RestReadRules): ReadNeed {
 
 const AT_FINALIZED_NEEDS = new WeakMap<RestReadRules, Map<string, ReadNeed>>();
 const HEIGHT_IN_NEEDS = new WeakMap<RestReadRules, Map<string, ReadNeed>>();
+
+/**
+ * The need of a route that reads the node's finalized block (registry `reads.atFinalizedPaths`), or
+ * undefined: a body route that names no block there reads that block (java-tron's solidity `getblock`).
+ */
+export function restFinalizedNeed(rules: RestReadRules, shape: string): ReadNeed | undefined {
+  const path = rules.atFinalizedPaths?.[shape];
+  return path === undefined ? undefined : restAtFinalizedNeed(rules, shape, path);
+}
 
 /** A REST read of the node's finalized block: at the head, and read for the height it answers. */
 function restAtFinalizedNeed(rules: RestReadRules, shape: string, path: readonly string[]): ReadNeed {

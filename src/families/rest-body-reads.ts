@@ -1,6 +1,6 @@
 import { namedBlock } from "../answers/block-params.js";
 import { ReadNeed } from "../answers/read-need.js";
-import { readsAtHead, restAtHeadNeed, restByHashNeed } from "../answers/rest-read-need.js";
+import { readsAtHead, restAtHeadNeed, restByHashNeed, restFinalizedNeed } from "../answers/rest-read-need.js";
 import { type CacheRead, canonical, type Lifetime, numbersAsWritten } from "../cache/cache-read.js";
 import type { RestReadRules } from "../registry/types.js";
 
@@ -76,10 +76,15 @@ export function bodyReads(
 ): { readonly reads: ReadNeed | undefined; readonly cache: CacheRead | undefined } {
   const value = namedValue(block.member, json, query);
   if (block.endsPage) return { reads: pageNeed(block.rules, block.shape, value), cache: undefined };
-  // one that names no block reads the head where the registry says so (java-tron's getblock), and is the
-  // node's to refuse elsewhere (java-tron answers an Error): nothing to read by
-  if (value === undefined && readsAtHead(block.rules, block.shape))
-    return { reads: restAtHeadNeed(block.rules), cache: undefined };
+  // one that names no block reads the head where the registry says so (java-tron's getblock), or the node's
+  // finalized block (its getblock on a finalized view: each node's own, the highest named goes first), and
+  // is the node's to refuse elsewhere (java-tron answers an Error): nothing to read by
+  if (value === undefined) {
+    const finalized = restFinalizedNeed(block.rules, block.shape);
+    if (finalized !== undefined) return { reads: finalized, cache: undefined };
+    if (readsAtHead(block.rules, block.shape))
+      return { reads: restAtHeadNeed(block.rules), cache: undefined };
+  }
   const named = value === undefined ? "none" : namedBlock(block.rules.block, value);
   if (named === "none" || named === "head") return { reads: undefined, cache: undefined };
   let reads: ReadNeed | undefined;

@@ -84,4 +84,13 @@ describe("TRON getblock by id_or_num through two java-tron nodes a block apart",
     }
     expect(found).toEqual(found.map(() => H + 1 - SOLID));
   });
+  it("the solidified head block read by getblock with no id_or_num never goes back", async () => {
+    const found: unknown[] = [];
+    for (let i = 0; i < 8; i++) {
+      const solid = (await post("/walletsolidity/getnowblock", {})).block_header?.raw_data.number;
+      expect(solid).toBe(H + 1 - SOLID);
+      found.push((await post("/walletsolidity/getblock", {})).block_header?.raw_data.number);
+    }
+    expect(found).toEqual(found.map(() => H + 1 - SOLID));
+  });
 });
