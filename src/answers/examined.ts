@@ -51,6 +51,19 @@ export function learnSocketHeights(
 }
 
 /**
+ * Runs `go` once a head rise on its way to the other instances has reached them (served-head.ts `sharing`),
+ * at once when none is. An answer read whole that showed a new head (or any read while one is shared) goes
+ * out then, as a streamed one does (upstream/policy.ts `RelayRun.read`): its caller's next call, to another
+ * instance, must not find that instance not yet told. What `go` throws then goes to `failed`, the request's
+ * error boundary.
+ */
+export function whenShared(group: UpstreamGroup, go: () => void, failed: (bug: unknown) => void): void {
+  const sharing = group.served.sharing;
+  if (sharing === undefined) go();
+  else sharing.then(go).catch(failed);
+}
+
+/**
  * Tells the label's group each height the answer shows, so the node's head and the label's served head
  * rise to them. An answer that is not JSON, or that holds an error where a
  * height would be, shows nothing.

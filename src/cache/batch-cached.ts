@@ -161,6 +161,11 @@ function fromNode(run: BatchRun): void {
   }
   const calls = identicalCalls(run, missing);
   answerAll(run, calls)
+    // a head its answers showed goes out once the other instances have it (answers/examined.ts whenShared)
+    .then(async (outcome) => {
+      await run.call.group.served.sharing;
+      return outcome;
+    })
     .then((outcome) => {
       if (outcome === undefined) return done();
       if ("statusCode" in outcome) {

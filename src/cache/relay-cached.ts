@@ -2,7 +2,7 @@ import type { ServerResponse } from "node:http";
 import type { Span } from "@opentelemetry/api";
 import { fetchByTier, TIER_HEADER, type TierFields } from "../answers/archive.js";
 import { fetchByHash } from "../answers/by-hash.js";
-import { learnHeights, showsHeight } from "../answers/examined.js";
+import { learnHeights, showsHeight, whenShared } from "../answers/examined.js";
 import { GatewayError } from "../errors/table.js";
 import { type CallerSide, clientGone } from "../http/client-gone.js";
 import { withAnswerTag } from "../http/request-id.js";
@@ -268,28 +268,35 @@ function joinOrFly(missed: Missed, lookup: Span | undefined): void {
       const text = read.rest === true ? "" : answer.body.toString("utf8");
       if (answer.statusCode === 200 && showsHeight(call))
         learnHeights(call, answer.upstream, text === "" ? answer.body.toString("utf8") : text);
+      // judged as read: by the head epoch it was asked in, whatever moved while its rise was shared
       const kept = keptAnswer(answer, text, read, call.group, cache.settings, epoch);
-      if (kept === undefined) {
-        // an answer the cache could not split at one id (an array for one call) may hold the first client's
-        // id: each other client given it asks a node itself; a body with no id member (a proxy's page or
-        // JSON error, nothing) names no one, and goes to every client given it
-        const mayNameId = text.includes('"id"');
-        failed(flight, (given) => {
-          const [first, ...others] = given as [Waiter, ...Waiter[]];
-          sendEach(mayNameId ? [first] : given, answer, tier, note);
-          if (mayNameId) for (const w of others) askAlone(w);
-        });
-        return;
-      }
-      const fresh = { ...kept.entry, tier };
-      if (kept.failure) {
-        failed(flight, (given) => deliver(given, fresh, "miss", answer.statusCode, note));
-        return;
-      }
-      if (kept.store && sharable(kept, answer.upstream, call.group))
-        keepEntry(cache, call.group, read.key, fresh);
-      deliver(flight.waiters, fresh, "miss", answer.statusCode, note);
-      land(flight, fresh);
+      whenShared(
+        call.group,
+        () => {
+          if (kept === undefined) {
+            // an answer the cache could not split at one id (an array for one call) may hold the first
+            // client's id: each other client given it asks a node itself; a body with no id member (a
+            // proxy's page or JSON error, nothing) names no one, and goes to every client given it
+            const mayNameId = text.includes('"id"');
+            failed(flight, (given) => {
+              const [first, ...others] = given as [Waiter, ...Waiter[]];
+              sendEach(mayNameId ? [first] : given, answer, tier, note);
+              if (mayNameId) for (const w of others) askAlone(w);
+            });
+            return;
+          }
+          const fresh = { ...kept.entry, tier };
+          if (kept.failure) {
+            failed(flight, (given) => deliver(given, fresh, "miss", answer.statusCode, note));
+            return;
+          }
+          if (kept.store && sharable(kept, answer.upstream, call.group))
+            keepEntry(cache, call.group, read.key, fresh);
+          deliver(flight.waiters, fresh, "miss", answer.statusCode, note);
+          land(flight, fresh);
+        },
+        broke,
+      );
     });
   };
   // a final answer another instance fetched is in the shared layer; an answer read at the head never is

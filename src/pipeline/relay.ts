@@ -1,7 +1,7 @@
 import type { ServerResponse } from "node:http";
 import { relayByTier, type TierFields } from "../answers/archive.js";
 import { relayByHash } from "../answers/by-hash.js";
-import { learnHeights } from "../answers/examined.js";
+import { learnHeights, whenShared } from "../answers/examined.js";
 import { relayHeadHash } from "../answers/head-hash.js";
 import { relaySplit, type SplitFields } from "../answers/range-split.js";
 import { relayCachedBatch } from "../cache/batch-cached.js";
@@ -69,8 +69,14 @@ function relayMerged(
       const text = answer.body.toString("utf8");
       if (answer.statusCode === 200) learnHeights(call, answer.upstream, text);
       const merged = partialBatchAnswer(answer.statusCode, text, refusals);
-      sendJson(res, merged === undefined ? answer.statusCode : 200, merged ?? text.trim());
-      done();
+      whenShared(
+        call.group,
+        () => {
+          sendJson(res, merged === undefined ? answer.statusCode : 200, merged ?? text.trim());
+          done();
+        },
+        done,
+      );
     } catch (failure) {
       done(failure);
     }

@@ -4,7 +4,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { endpointsByLabel } from "../../generated/endpoints.js";
 import { ServedHead, SHARE_HOLD_MS } from "../../src/answers/served-head.js";
 import { SharedHeads } from "../../src/answers/shared-heads.js";
-import { DEFAULT_HEALTH } from "../../src/config/defaults.js";
+import { DEFAULT_CACHE, DEFAULT_HEALTH } from "../../src/config/defaults.js";
 import type { Endpoint } from "../../src/registry/types.js";
 import { eventually } from "../support/eventually.js";
 import { KEYS, type RunningGateway, rpcBody, startGateway } from "../support/gateway.js";
@@ -13,21 +13,40 @@ import type { NodeState } from "../support/node-software.js";
 import { everyNodeInRotation } from "../support/rotation.js";
 import { needServices } from "../support/services.js";
 import { nodeState, softwareNode } from "../support/software-node.js";
+import type { TypicalAnswer } from "../support/typical-calls.js";
 
 // A caller behind a load balancer alternates between two gateway instances sharing their served heads
 // through Redis (docs/upstreams.md, "Answers across nodes"), each call sent the moment the last answer
 // came. `a` reaches the node that makes each block first; `b` only one that gets it a few ms later. Redis
 // is a few ms away (the proxies' commands cross a link that holds them 5 ms, as a Redis on another host
 // of the network would): an answer of `a` that raised the head went out before `b` heard of it, and `b`
-// answered the block before. Redis database 12, so no other suite's heads mix with these.
+// answered the block before. Redis databases 12 and 14, so no other suite's heads mix with these, nor
+// the two settings' with each other (a proxy of the first still subscribed as the second starts).
 
 const redis = await needServices("redis");
 const eth = endpointsByLabel.get("eth") as Endpoint;
 const H = 30_000_000;
 const LINK_MS = 5;
 
+/** The transaction each test's block `n` holds, by its hash. */
+const txOf = (n: number) => `0x${n.toString(16).padStart(64, "0")}`;
+
+/**
+ * geth's receipt of a transaction its chain holds, `null` for one it has not seen (internal/ethapi
+ * GetTransactionReceipt): the loopback's transaction `txOf(n)` is mined in block n.
+ */
+const RECEIPT: TypicalAnswer = {
+  result: ({ height }, params) => {
+    const hash = (params as string[])[0] as string;
+    const n = Number.parseInt(hash.slice(2), 16);
+    if (n > height) return null;
+    const blockNumber = `0x${n.toString(16)}`;
+    return { transactionHash: hash, blockNumber, blockHash: `0x${"bb".repeat(32)}`, status: "0x1", logs: [] };
+  },
+};
+
 /** A loopback link to the real Redis that holds what its clients send `LINK_MS`, and passes Redis' replies. */
-async function slowLink(): Promise<{ url: string; close(): Promise<void> }> {
+async function slowLink(db: number): Promise<{ url: string; close(): Promise<void> }> {
   const sockets = new Set<Socket>();
   const server: Server = createServer((client) => {
     const upstream = connect({ host: "127.0.0.1", port: 6379 });
@@ -47,7 +66,7 @@ async function slowLink(): Promise<{ url: string; close(): Promise<void> }> {
   await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
   const { port } = server.address() as { port: number };
   return {
-    url: `redis://127.0.0.1:${port}/12`,
+    url: `redis://127.0.0.1:${port}/${db}`,
     close: async () => {
       for (const s of sockets) s.destroy();
       await new Promise<void>((resolve) => server.close(() => resolve()));
@@ -55,9 +74,14 @@ async function slowLink(): Promise<{ url: string; close(): Promise<void> }> {
   };
 }
 
-describe.skipIf(redis.skip)(
-  "an answer that raised the shared head goes out once Redis has it (real Redis)",
-  () => {
+// The cache on, as a deployment's default is, the gateway reads a call whose answer it may keep (a head
+// read, a receipt) whole before it goes out; off, it streams the answer through and reads it as it goes.
+describe.skipIf(redis.skip).each([
+  { cache: "on", settings: DEFAULT_CACHE, db: 12 },
+  { cache: "off", settings: { ...DEFAULT_CACHE, enabled: false }, db: 14 },
+])(
+  "an answer that raised the shared head goes out once Redis has it (real Redis, the cache $cache)",
+  ({ settings, db }) => {
     let first: NodeState;
     let later: NodeState;
     let nodes: LoopbackNode[];
@@ -72,16 +96,20 @@ describe.skipIf(redis.skip)(
     };
 
     beforeAll(async () => {
-      const admin = new Redis("redis://127.0.0.1:6379/12");
+      const admin = new Redis(`redis://127.0.0.1:6379/${db}`);
       await admin.del("gateway:head:eth");
       admin.disconnect();
       first = nodeState(eth, H);
       later = nodeState(eth, H);
       nodes = await Promise.all([
-        startLoopbackNode(softwareNode(eth, () => first)),
-        startLoopbackNode(softwareNode(eth, () => later)),
+        startLoopbackNode(
+          softwareNode(eth, () => first, [""], { answers: { eth_getTransactionReceipt: RECEIPT } }),
+        ),
+        startLoopbackNode(
+          softwareNode(eth, () => later, [""], { answers: { eth_getTransactionReceipt: RECEIPT } }),
+        ),
       ]);
-      link = await slowLink();
+      link = await slowLink(db);
       heads = [0, 1].map(() => new SharedHeads({ redis: link.url, leaseMs: 100, fallbackShare: 1 }));
       // `a` learns each head from its answers; `b`, told of one its node has not reached, sees its node reach
       // it at its next probe
@@ -89,19 +117,21 @@ describe.skipIf(redis.skip)(
       a = await startGateway({
         upstreams: { eth: [{ url: firstNode.url, name: "first" }] },
         health: { ...DEFAULT_HEALTH, probeIntervalMs: 60_000 },
+        cache: settings,
         heads: heads[0],
       });
       b = await startGateway({
         upstreams: { eth: [{ url: laterNode.url, name: "later" }] },
         health: { ...DEFAULT_HEALTH, probeIntervalMs: 50 },
+        cache: settings,
         heads: heads[1],
       });
       for (const gw of [a, b]) await everyNodeInRotation(gw, "eth");
       // both instances listening: a head published before then is heard by neither
-      const admin2 = new Redis("redis://127.0.0.1:6379/12");
+      const admin2 = new Redis(`redis://127.0.0.1:6379/${db}`);
       try {
         await eventually(
-          async () => ((await admin2.pubsub("NUMSUB", "gateway:heads:12"))[1] as number) >= 2,
+          async () => ((await admin2.pubsub("NUMSUB", `gateway:heads:${db}`))[1] as number) >= 2,
           2000,
           "both instances subscribed",
         );
@@ -150,6 +180,25 @@ describe.skipIf(redis.skip)(
       }
       const regressions = seen.filter((h, i) => i > 0 && h < (seen[i - 1] as number));
       expect({ regressions, last: seen.at(-1) }).toEqual({ regressions: [], last: H + 40 });
+    });
+
+    // viem's waitForTransactionReceipt: the receipt names the block that mined the transaction, and the
+    // caller's next call asks the head (the confirmations are the head less that block); a receipt is a
+    // read the cache keeps, whose answer the gateway reads whole before it goes out
+    it("nor after a receipt that named a new block", async () => {
+      const seen: number[] = [];
+      for (let block = 41; block <= 60; block++) {
+        first.height = H + block;
+        setTimeout(() => {
+          later.height = H + block;
+        }, 20);
+        const { json } = await a.call("eth", `/${KEYS.all}`, {
+          body: rpcBody("eth_getTransactionReceipt", [txOf(H + block)]),
+        });
+        seen.push(Number((json as { result: { blockNumber: string } }).result.blockNumber), await head(b));
+      }
+      const regressions = seen.filter((h, i) => i > 0 && h < (seen[i - 1] as number));
+      expect({ regressions, last: seen.at(-1) }).toEqual({ regressions: [], last: H + 60 });
     });
   },
 );
