@@ -3,7 +3,7 @@ import { promisify } from "node:util";
 import { deflateRaw, inflateRaw } from "node:zlib";
 import { Redis } from "ioredis";
 import type { SharedLimitsConfig } from "../config/types.js";
-import { sharedRedisOptions } from "../limits/redis-options.js";
+import { reconnectWhenSilent, sharedRedisOptions } from "../limits/redis-options.js";
 import type { UpstreamGroup } from "../upstream/group.js";
 import { ownBytes } from "./answer-cache.js";
 
@@ -66,12 +66,15 @@ export class SharedAnswers {
   /** Scopes cleared here whose new generation Redis has not taken yet, by clears under way: none read or stored. */
   readonly #clearing = new Map<string, number>();
   #closed = false;
+  /** Told of each failed command: a connection whose path went silent is made anew (a busy Redis's is kept). */
+  readonly #silent: (error: unknown) => void;
 
   constructor(config: SharedLimitsConfig, keyPrefix = "gateway:answer:") {
     this.#keyPrefix = keyPrefix;
     this.#redis = new Redis(config.redis, { ...sharedRedisOptions(keyPrefix), commandTimeout: LOOKUP_MS });
     // Failed reconnections are retried with backoff; meanwhile each instance answers from its own cache.
     this.#redis.on("error", () => {});
+    this.#silent = reconnectWhenSilent(this.#redis);
     // its memory is known before the first answer is put (and read again after a reconnection)
     this.#redis.on("ready", () => {
       this.#memoryCheckedAt = Number.NEGATIVE_INFINITY;
@@ -103,8 +106,9 @@ export class SharedAnswers {
       }
       this.counts.hit++;
       return found.entry;
-    } catch {
+    } catch (error) {
       this.counts.error++;
+      this.#silent(error);
       return undefined;
     }
   }
@@ -151,6 +155,7 @@ export class SharedAnswers {
       })
       .catch((error: Error) => {
         this.counts.error++;
+        this.#silent(error);
         // a Redis that refused it for its memory refuses the quotas' leases too: no more until it has room
         if (error.message.startsWith("OOM")) this.#refused = true;
       });

@@ -1,4 +1,4 @@
-import type { Redis, RedisOptions } from "ioredis";
+import { Command, type Redis, type RedisOptions } from "ioredis";
 
 /**
  * Resolves once `redis` is ready, or after `timeoutMs`, with `shared()` then: what a proxy's start waits for
@@ -34,12 +34,20 @@ export function sharedRedisOptions(keyPrefix: string): RedisOptions {
 }
 
 /**
- * What to call with a command's failure on `redis`: after a command timed out, a PING asks whether the
- * connection still answers, and one that does not is dropped and made anew. A connection whose path went
- * silent (a partition drops its bytes, a Redis host died: no FIN, no RST) never closes by itself, so
- * every command on it would time out until the operating system gave up on the socket, and an instance
- * would decide alone for good after Redis was back. A timeout on a connection that still answers (a slow
- * script) changes nothing; the reconnection says Redis is back through `ready`, as after an outage.
+ * How long the PING of `reconnectWhenSilent` waits for an answer, whatever the connection's own command
+ * timeout: a shared answer's lookup gives up after 50 ms, which a loaded host or a busy Redis passes while
+ * the connection is well, and a PING held to that would drop a connection that answers.
+ */
+export const SILENT_PING_MS = 1_000;
+
+/**
+ * What to call with a command's failure on `redis`: after a command timed out, a PING (SILENT_PING_MS)
+ * asks whether the connection still answers, and one that does not is dropped and made anew. A connection
+ * whose path went silent (a partition drops its bytes, a Redis host died: no FIN, no RST) never closes by
+ * itself, so every command on it would time out until the operating system gave up on the socket, and an
+ * instance would decide alone for good after Redis was back. A timeout on a connection that still answers
+ * (a slow script, a loaded host) changes nothing; the reconnection says Redis is back through `ready`, as
+ * after an outage.
  */
 export function reconnectWhenSilent(redis: Redis): (error: unknown) => void {
   let asking = false;
@@ -47,8 +55,11 @@ export function reconnectWhenSilent(redis: Redis): (error: unknown) => void {
   return (error) => {
     if (asking || !timedOut(error) || redis.status !== "ready") return;
     asking = true;
-    redis
-      .ping()
+    // a timer set on the command first is the one it keeps: the connection's commandTimeout sets none then
+    const ping = new Command("ping", []);
+    ping.setTimeout(SILENT_PING_MS);
+    redis.sendCommand(ping);
+    ping.promise
       .then(
         () => {},
         (failure: unknown) => {
