@@ -2,7 +2,7 @@ import { setTimeout as sleep } from "node:timers/promises";
 import { Redis } from "ioredis";
 import type { FilterSpan } from "../answers/range-plan.js";
 import type { SharedLimitsConfig } from "../config/types.js";
-import { redisReady, sharedRedisOptions } from "../limits/redis-options.js";
+import { reconnectWhenSilent, redisReady, sharedRedisOptions } from "../limits/redis-options.js";
 import type { UpstreamGroup } from "./group.js";
 import { HANDLE_IDLE_MS, type HandleShare, type SharedHandle } from "./node-states.js";
 
@@ -23,11 +23,14 @@ export class SharedHandles {
   readonly #redis: Redis;
   /** The served config's groups, whose states go out. */
   readonly #groups = new Set<UpstreamGroup>();
+  /** Told of each failed command: a connection whose path went silent is made anew. */
+  readonly #silent: (error: unknown) => void;
 
   constructor(config: SharedLimitsConfig) {
     this.#redis = new Redis(config.redis, sharedRedisOptions("gateway:handle:"));
     // Failed reconnections are retried with backoff; meanwhile each instance keeps its own states.
     this.#redis.on("error", () => {});
+    this.#silent = reconnectWhenSilent(this.#redis);
     // the states made while Redis was away (or before it first answered) go out once it answers: a filter
     // made then was this instance's alone for as long as it was polled, and another's polls missed it
     this.#redis.on("ready", () => {
@@ -66,6 +69,7 @@ export class SharedHandles {
   /** One group's share: its keys begin with its label and mount, whose nodes are its own. */
   #shareOf(group: string): HandleShare {
     const redis = this.#redis;
+    const silent = this.#silent;
     const nodeKey = (owner: string, name: string) => `${group}:node:${owner}:${name}`;
     const ownerKey = (name: string) => `${group}:owner:${name}`;
     const spanKey = (owner: string, name: string) => `${group}:span:${owner}:${name}`;
@@ -82,7 +86,7 @@ export class SharedHandles {
             "PX",
             HANDLE_IDLE_MS,
           );
-        made.exec().catch(() => {});
+        made.exec().catch(silent);
       },
       kept(owner, name) {
         redis
@@ -91,17 +95,23 @@ export class SharedHandles {
           .pexpire(ownerKey(name), HANDLE_IDLE_MS)
           .pexpire(spanKey(owner, name), HANDLE_IDLE_MS)
           .exec()
-          .catch(() => {});
+          .catch(silent);
       },
       async recall(owner, names): Promise<readonly SharedHandle[]> {
         const keys = names.flatMap((name) => [nodeKey(owner, name), ownerKey(name), spanKey(owner, name)]);
-        let values = await redis.mget(keys);
+        // a failure is the caller's (its state is then this instance's alone); a silent path is made anew
+        const read = () =>
+          redis.mget(keys).catch((error: unknown) => {
+            silent(error);
+            throw error;
+          });
+        let values = await read();
         // The maker's write leaves its instance as the answer does, on a connection of its own: on a loaded
         // host, a poll sent through this instance at once can be read first. Names nobody is known to have
         // made are asked again a moment later, as the cluster's primary holds such a recall.
         if (values.every((value) => value === null)) {
           await sleep(RECALL_AGAIN_MS);
-          values = await redis.mget(keys);
+          values = await read();
         }
         return names.map((_, i) => {
           // the build before wrote a filter's range after its node, `node\nmethod from to`: read mid-deploy
