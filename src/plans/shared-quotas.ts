@@ -297,6 +297,9 @@ export class SharedQuotaLedger implements QuotaLedger {
   ): Promise<QuotaDecision> {
     // one lease at a time per scope: a call that finds one on the way waits for it, then looks again
     while (lease.pending !== undefined) await lease.pending;
+    // the lease waited for failed (Redis hung, or gone): counted here, as the calls after it are, rather
+    // than each waiting its own lease's deadline in turn behind the one before
+    if (!this.#shared) return this.#alone(scope, limits, cost, size);
     if (lease.balance >= cost && !lease.stale && !this.#past(limits, lease, cost)) {
       spend(lease, cost);
       return ALLOWED;
