@@ -225,8 +225,10 @@ export class SharedAnswers {
         this.#generations.set(scope, generation);
         this.#unlinkOld(scope);
       },
-      () => {
+      (error: unknown) => {
         this.counts.error++;
+        // the scope's lookups and puts wait for this clear: its failure alone can say the path went silent
+        this.#silent(error);
         retry();
       },
     );

@@ -80,6 +80,38 @@ describe.skipIf(binaries.skip)("shared answers whose path to Redis turns into a 
     );
   }, 60_000);
 
+  it("clears a scope in the dark and reads its answers again once the path is back", async () => {
+    const prefix = `black-hole-clear-${process.pid}-${Date.now()}:`;
+    const here = new SharedAnswers(
+      { redis: `redis://127.0.0.1:${forwarder.port}`, leaseMs: 100, fallbackShare: 1 },
+      prefix,
+    );
+    const there = new SharedAnswers({ redis: redis.url, leaseMs: 100, fallbackShare: 1 }, prefix);
+    try {
+      await eventually(() => here.up && there.up, 10_000, "both connected");
+      forwarder.blackHole();
+      // the label's chain went back under its finalized blocks while the path was silent: this instance
+      // reads and stores none of the scope's answers until Redis has taken the clear, its only calls
+      here.forget("algo");
+      await eventually(() => here.counts.error > 0, 5_000, "the clear timed out in the dark");
+      forwarder.restore();
+      await eventually(
+        async () => {
+          // the other instance's lookup reads the scope's generation as Redis holds it now, and its put
+          // stores under it (one it stored under before this clear was taken is cleared)
+          await there.get("algo", "after-clear");
+          there.put("algo", "after-clear", entry("0x3"));
+          return (await here.get("algo", "after-clear")) !== undefined;
+        },
+        BACK_WITHIN_MS,
+        "the scope's answers read again after the path is back",
+      );
+    } finally {
+      here.close();
+      there.close();
+    }
+  }, 60_000);
+
   it("keeps its connection when a lookup times out on a Redis that answers", async () => {
     const prefix = `busy-${process.pid}-${Date.now()}:`;
     const busy = new SharedAnswers({ redis: redis.url, leaseMs: 100, fallbackShare: 1 }, prefix);
