@@ -42,7 +42,12 @@ export function restReadNeed(
     return need;
   }
   if (height !== undefined) return restHeightInNeed(rules, shape, height);
-  return readsAtHead(rules, shape) ? restAtHeadNeed(rules) : undefined;
+  return readsAtHead(rules, shape) ? restAtHeadNeed(rules, shape) : undefined;
+}
+
+/** Whether a route shape is under one of the interface's finalized views (registry `reads.finalViews`). */
+export function inFinalView(rules: RestReadRules, shape: string): boolean {
+  return rules.finalViews?.some((prefix) => shape.startsWith(`${prefix}/`)) === true;
 }
 
 /** Whether a REST route shape answers from the node's head (registry `reads.atHeadPaths`). */
@@ -54,14 +59,23 @@ export function readsAtHead(rules: RestReadRules, shape: string): boolean {
 
 /** A REST route that answers from the node's head needs the same every time: one object per interface. */
 const AT_HEAD_NEEDS = new WeakMap<RestReadRules, ReadNeed>();
+const IN_FINAL_VIEW_NEEDS = new WeakMap<RestReadRules, ReadNeed>();
 
-export function restAtHeadNeed(rules: RestReadRules): ReadNeed {
-  let need = AT_HEAD_NEEDS.get(rules);
+/**
+ * The need of a route that names no block and answers from the node's head, or in a finalized view from
+ * the node's finalized block (java-tron's `/walletsolidity/getaccount`): each node answers its own there,
+ * and the node at the served head that named the highest goes first, as for the finalized block itself.
+ */
+export function restAtHeadNeed(rules: RestReadRules, shape: string): ReadNeed {
+  const finalView = inFinalView(rules, shape);
+  const byRules = finalView ? IN_FINAL_VIEW_NEEDS : AT_HEAD_NEEDS;
+  let need = byRules.get(rules);
   if (need === undefined) {
     need = new ReadNeed();
     need.single = true;
     need.atHead = true;
-    AT_HEAD_NEEDS.set(rules, need);
+    need.atFinalized = finalView;
+    byRules.set(rules, need);
   }
   return need;
 }

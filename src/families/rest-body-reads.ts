@@ -1,6 +1,12 @@
 import { namedBlock } from "../answers/block-params.js";
 import { ReadNeed } from "../answers/read-need.js";
-import { readsAtHead, restAtHeadNeed, restByHashNeed, restFinalizedNeed } from "../answers/rest-read-need.js";
+import {
+  inFinalView,
+  readsAtHead,
+  restAtHeadNeed,
+  restByHashNeed,
+  restFinalizedNeed,
+} from "../answers/rest-read-need.js";
 import { type CacheRead, canonical, type Lifetime, numbersAsWritten } from "../cache/cache-read.js";
 import type { RestReadRules } from "../registry/types.js";
 
@@ -19,10 +25,6 @@ export interface BodyBlock {
   readonly cacheKey: string | undefined;
   /** The member a node answers its errors in with a 200 (java-tron's `Error`). */
   readonly errorMember: string | undefined;
-}
-
-function inFinalView(rules: RestReadRules, shape: string): boolean {
-  return rules.finalViews?.some((prefix) => shape.startsWith(`${prefix}/`)) === true;
 }
 
 /** The block the request names: its JSON body's member, else its query parameter (a number when digits). */
@@ -83,7 +85,7 @@ export function bodyReads(
     const finalized = restFinalizedNeed(block.rules, block.shape);
     if (finalized !== undefined) return { reads: finalized, cache: undefined };
     if (readsAtHead(block.rules, block.shape))
-      return { reads: restAtHeadNeed(block.rules), cache: undefined };
+      return { reads: restAtHeadNeed(block.rules, block.shape), cache: undefined };
   }
   const named = value === undefined ? "none" : namedBlock(block.rules.block, value);
   if (named === "none" || named === "head") return { reads: undefined, cache: undefined };
