@@ -5,6 +5,7 @@ import type { Endpoint } from "../../src/registry/types.js";
 import { tronBlock } from "../support/chain-answers.js";
 import { KEYS, type RunningGateway, startGateway } from "../support/gateway.js";
 import { type LoopbackNode, startLoopbackNode } from "../support/loopback-node.js";
+import { type NodesBlockApart, nodesBlockApart } from "../support/nodes-block-apart.js";
 import { everyNodeInRotation } from "../support/rotation.js";
 import { nodeState, softwareNode } from "../support/software-node.js";
 import type { TypicalAnswer } from "../support/typical-calls.js";
@@ -46,6 +47,39 @@ const post = async (gw: RunningGateway, path: string, body: unknown) =>
     block?: { block_header: { raw_data: { number: number } } }[];
     block_header?: { raw_data: { number: number } };
   };
+
+describe("TRON account reads through two java-tron nodes a block apart", () => {
+  let apart: NodesBlockApart | undefined;
+  let gw: RunningGateway;
+  beforeAll(async () => {
+    const answers = {
+      "POST /wallet/getaccountbyid": account((height) => height),
+      "POST /walletpbft/getaccount": account((height) => height - LAG),
+      "POST /walletpbft/getaccountbyid": account((height) => height - LAG),
+      "POST /walletsolidity/getaccountbyid": account((height) => height - LAG),
+    };
+    apart = await nodesBlockApart("trx", H, (endpoint, height) =>
+      softwareNode(endpoint, nodeState(endpoint, height), [""], { answers }),
+    );
+    gw = apart.gw;
+  });
+  afterAll(() => apart?.close());
+
+  for (const [path, shown] of [
+    ["/wallet/getaccountbyid", H + 1],
+    ["/walletpbft/getaccount", H + 1 - LAG],
+    ["/walletpbft/getaccountbyid", H + 1 - LAG],
+    ["/walletsolidity/getaccountbyid", H + 1 - LAG],
+  ] as const)
+    it(`${path} after the head was read never answers the state before`, async () => {
+      const got: unknown[] = [];
+      for (let i = 0; i < 8; i++) {
+        expect((await post(gw, "/wallet/getnowblock", {})).block_header?.raw_data.number).toBe(H + 1);
+        got.push((await post(gw, path, { account_id: "6161616161" })).balance);
+      }
+      expect(got).toEqual(got.map(() => shown));
+    });
+});
 
 describe("TRON solidity view reads through two java-tron nodes at one head, one solidified a block less", () => {
   let nodes: LoopbackNode[] = [];
