@@ -378,10 +378,11 @@ describe("restReadNeed", () => {
     expect(need("vet", "/blocks/finalized")).toMatchObject({ atHead: true });
     expect(need("vet", "/blocks/123")).toMatchObject({ highestBlock: 123 });
     expect(need("algo", "/v2/blocks/42")).toMatchObject({ highestBlock: 42 });
-    // a round's ledger state delta (algosdk's getLedgerStateDelta), its groups' too; a group by id names none
+    // a round's ledger state delta (algosdk's getLedgerStateDelta), its groups' too; a group by id names no
+    // round, and a node that has not evaluated its round answers 404: read at the head
     expect(need("algo", "/v2/deltas/42")).toMatchObject({ highestBlock: 42 });
     expect(need("algo", "/v2/deltas/42/txn/group")).toMatchObject({ highestBlock: 42 });
-    expect(need("algo", "/v2/deltas/txn/group/ABC")).toBeUndefined();
+    expect(need("algo", "/v2/deltas/txn/group/ABC")).toMatchObject({ atHead: true, highestBlock: -1 });
     // an account is read at the node's head (reads.atHeadPaths); a path no rule names needs nothing
     expect(need("algo", "/v2/accounts/ABC")).toMatchObject({ atHead: true, highestBlock: -1 });
     expect(need("algo", "/v2/transactions/pending")).toBeUndefined();
