@@ -18,7 +18,7 @@ import { CLOSE } from "./close-codes.js";
 import type { ConnectionOptions } from "./connection-options.js";
 import type { FillContext } from "./gap-fill.js";
 import { GatewayCalls } from "./gateway-calls.js";
-import { readsElsewhere } from "./head-reads.js";
+import { readsElsewhere, waitsForHead } from "./head-reads.js";
 import { ClientLiveness } from "./liveness.js";
 import { type IntakeHost, MessageIntake } from "./message-intake.js";
 import { type MessageSeen, MessageSender, type SenderHost } from "./message-sender.js";
@@ -62,6 +62,12 @@ export class Connection {
   readonly #sender: MessageSender;
   /** A WebSocket-only call went upstream: the node holds state for this connection. */
   #stateful = false;
+  /**
+   * Messages held, in order, while the node reaches the head the label served (head-reads.ts
+   * `waitsForHead`), and their size in characters: what follows a held call must not overtake it.
+   */
+  #untilHead: UpstreamMessage[] | undefined = undefined;
+  #untilHeadChars = 0;
   /** When it leaves a node that still answers for a better one. */
   readonly #choice: NodeChoice;
   /** The node it last lost (or left): where the writes a move refuses were lost. */
@@ -253,12 +259,23 @@ export class Connection {
     this.close(CLOSE.INTERNAL, "internal error");
   }
 
-  /** Sends a message upstream, or keeps it for the new socket while the connection moves. */
-  #transmit(outgoing: UpstreamMessage): void {
+  /**
+   * Sends a message upstream, or keeps it for the new socket while the connection moves, or until its node
+   * reaches the served head (`waited`: it was kept so, and goes now, the node caught up or not).
+   */
+  #transmit(outgoing: UpstreamMessage, waited = false): void {
     const bound = this.#options.limits.ws.maxBufferedBytes;
     if (this.#move?.moving === true || this.#upstream === undefined) {
       // what a client sends while no node takes it is held in memory: bounded as what it does not read is
       if ((this.#move?.hold(outgoing) ?? 0) > bound) this.#tooMuchHeld();
+      return;
+    }
+    if (
+      !waited &&
+      (this.#untilHead !== undefined ||
+        waitsForHead(this.#node, outgoing, this.#options.servedHead, this.#policy.reads))
+    ) {
+      this.#holdUntilHead(outgoing, bound);
       return;
     }
     if (this.#askedAtHead(outgoing)) return;
@@ -268,6 +285,33 @@ export class Connection {
     // A node that reads nothing of what it is sent (hung, its socket still open) would have the gateway hold
     // all a client sends for it: past the bound it is a lost node, and the connection moves off it.
     if (upstream.bufferedAmount > bound) this.#lose(`stalled (it read none of the last ${bound} bytes sent)`);
+  }
+
+  /**
+   * Holds a message until the connection's node has reached the head the label served, or about a block has
+   * passed (group.ts `whenCaughtUp`), then sends it and those held after it, in order.
+   */
+  #holdUntilHead(outgoing: UpstreamMessage, bound: number): void {
+    this.#untilHeadChars += outgoing.text?.length ?? outgoing.calls.length * 256;
+    if (this.#untilHead !== undefined) {
+      this.#untilHead.push(outgoing);
+      if (this.#untilHeadChars > bound) this.#tooMuchHeld();
+      return;
+    }
+    this.#untilHead = [outgoing];
+    this.#options.caughtUp(
+      this.#node,
+      this.#guard(() => {
+        const held = this.#untilHead ?? [];
+        this.#untilHead = undefined;
+        this.#untilHeadChars = 0;
+        if (this.#closed) return;
+        // the first goes now, caught up or not; one after it that waits again holds the rest behind it
+        const [first, ...rest] = held;
+        if (first !== undefined) this.#transmit(first, true);
+        for (const message of rest) this.#transmit(message);
+      }),
+    );
   }
 
   /** The client sent more than the send buffer's bound while the connection had no node: closed with 1008. */

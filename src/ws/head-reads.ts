@@ -111,3 +111,24 @@ export function readsElsewhere(
   if (atLeast <= head && final === undefined) return undefined;
   return { atLeast, final };
 }
+
+/**
+ * Whether a message must wait for the connection's own node to reach the label's served head before it
+ * goes: it holds a WebSocket-only call (state the node keeps for the connection, so no other node can take
+ * it) that the registry reads at the head (`reads.atHead`: Ogmios' acquireLedgerState and findIntersection,
+ * whose point the caller may have read from the served head, and which a node that has not reached it
+ * refuses as a point not on its chain). False at once while the node is at that head.
+ */
+export function waitsForHead(
+  node: Upstream,
+  outgoing: UpstreamMessage,
+  servedHead: (() => number) | undefined,
+  rules: ReadRules | undefined,
+): boolean {
+  const head = node.health.head;
+  if (servedHead === undefined || head === undefined || rules?.atHead === undefined) return false;
+  if (head >= servedHead()) return false;
+  for (const call of outgoing.calls)
+    if (call.access === "websocket" && rules.atHead.includes(call.method)) return true;
+  return false;
+}

@@ -9,6 +9,11 @@ import { softwareNode } from "./software-node.js";
 // answer names its method beside its id (`{"jsonrpc":"2.0","method":…,"result":…,"id":…}`) and a ledger
 // state acquired (`acquireLedgerState {point}`) holds for the connection's `queryLedgerState/*` until
 // `releaseLedgerState` (Protocol/StateQuery.hs: a query with none acquired acquires the tip for itself).
+// A point past the node's tip is not on its chain: the node's LedgerDB refuses to acquire it
+// (AcquireFailurePointNotOnChain), which Ogmios answers error 2000 "Failed to acquire requested point."
+// with data "Target point doesn't longer exist." (Data/Json/Query.hs encodeAcquireFailure), and chain sync
+// finds no intersection with it: error 1000 "No intersection found." with the node's tip
+// (Data/Protocol/ChainSync.hs, FindIntersectionResponse IntersectionNotFound).
 
 /** A point on the chain at a height: its slot and its block's hash, as Ogmios writes one. */
 export const ogmiosPoint = (height: number) => ({
@@ -52,9 +57,27 @@ export async function startOgmiosNode(endpoint: Endpoint, state: NodeState): Pro
       await held.get(call.method);
       const height = acquired ?? state.height;
       let result: unknown;
+      let error: { code: number; message: string; data?: unknown } | undefined;
       if (call.method === "acquireLedgerState") {
-        acquired = Number.parseInt(call.params?.point?.id ?? "", 16);
-        result = { acquired: "ledgerState", point: ogmiosPoint(acquired) };
+        const point = Number.parseInt(call.params?.point?.id ?? "", 16);
+        if (point > state.height)
+          error = {
+            code: 2000,
+            message: "Failed to acquire requested point.",
+            data: "Target point doesn't longer exist.",
+          };
+        else {
+          acquired = point;
+          result = { acquired: "ledgerState", point: ogmiosPoint(acquired) };
+        }
+      } else if (call.method === "findIntersection") {
+        const points = (call.params as { points?: { id?: string }[] } | undefined)?.points ?? [];
+        const found = points
+          .map((p) => Number.parseInt(p.id ?? "", 16))
+          .find((h) => Number.isInteger(h) && h <= state.height);
+        if (found === undefined)
+          error = { code: 1000, message: "No intersection found.", data: { tip: ogmiosPoint(state.height) } };
+        else result = { intersection: ogmiosPoint(found), tip: ogmiosPoint(state.height) };
       } else if (call.method === "releaseLedgerState") {
         acquired = undefined;
         result = { released: "ledgerState" };
@@ -67,14 +90,16 @@ export async function startOgmiosNode(endpoint: Endpoint, state: NodeState): Pro
       } else if (call.method === "queryNetwork/blockHeight") result = state.height;
       else result = LEDGER[call.method]?.(height);
       const answer =
-        result === undefined
-          ? {
-              error: {
-                code: -32601,
-                message: "Invalid request: unknown method in 'method' (beware names are case-sensitive).",
-              },
-            }
-          : { result };
+        error !== undefined
+          ? { error }
+          : result === undefined
+            ? {
+                error: {
+                  code: -32601,
+                  message: "Invalid request: unknown method in 'method' (beware names are case-sensitive).",
+                },
+              }
+            : { result };
       socket.send(JSON.stringify({ jsonrpc: "2.0", method: call.method, ...answer, id: call.id }));
     });
   });
