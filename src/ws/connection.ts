@@ -18,7 +18,7 @@ import { CLOSE } from "./close-codes.js";
 import type { ConnectionOptions } from "./connection-options.js";
 import type { FillContext } from "./gap-fill.js";
 import { GatewayCalls } from "./gateway-calls.js";
-import { readsElsewhere, waitsForHead } from "./head-reads.js";
+import { holdsPoint, readsElsewhere, waitsForHead } from "./head-reads.js";
 import { ClientLiveness } from "./liveness.js";
 import { type IntakeHost, MessageIntake } from "./message-intake.js";
 import { type MessageSeen, MessageSender, type SenderHost } from "./message-sender.js";
@@ -68,6 +68,11 @@ export class Connection {
    */
   #untilHead: UpstreamMessage[] | undefined = undefined;
   #untilHeadChars = 0;
+  /**
+   * A call that keeps state at a point went to the node (head-reads.ts `holdsPoint`: a ledger state
+   * acquired): the connection's reads are answered there, by its node alone.
+   */
+  #atPoint = false;
   /** When it leaves a node that still answers for a better one. */
   readonly #choice: NodeChoice;
   /** The node it last lost (or left): where the writes a move refuses were lost. */
@@ -279,6 +284,7 @@ export class Connection {
       return;
     }
     if (this.#askedAtHead(outgoing)) return;
+    if (!this.#atPoint && this.#stateful && holdsPoint(outgoing, this.#policy.reads)) this.#atPoint = true;
     outgoing.sent = true;
     const upstream = this.#upstream;
     upstream.send(outgoing.text ?? this.#sender.build(outgoing.calls, outgoing.batch));
@@ -328,7 +334,9 @@ export class Connection {
    */
   #askedAtHead(outgoing: UpstreamMessage): boolean {
     const { headAsk } = this.#options;
-    if (headAsk === undefined) return false;
+    // a connection whose node holds state at a point (head-reads.ts holdsPoint) reads there: another node
+    // has none of it
+    if (headAsk === undefined || this.#atPoint) return false;
     const elsewhere = readsElsewhere(this.#node, outgoing, this.#pending, this.#options, this.#policy.reads);
     if (elsewhere === undefined) return false;
     const { calls } = outgoing;

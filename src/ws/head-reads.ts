@@ -128,7 +128,18 @@ export function waitsForHead(
   const head = node.health.head;
   if (servedHead === undefined || head === undefined || rules?.atHead === undefined) return false;
   if (head >= servedHead()) return false;
+  return holdsPoint(outgoing, rules);
+}
+
+/**
+ * Whether a message holds a WebSocket-only call that the registry reads at the head: state its node keeps
+ * for the connection at a point (Ogmios' acquireLedgerState, findIntersection), which the answers to the
+ * connection's later reads may depend on (a ledger state acquired answers its queries there, not at the tip).
+ */
+export function holdsPoint(outgoing: UpstreamMessage, rules: ReadRules | undefined): boolean {
+  const atHead = rules?.atHead;
+  if (atHead === undefined) return false;
   for (const call of outgoing.calls)
-    if (call.access === "websocket" && rules.atHead.includes(call.method)) return true;
+    if (call.access === "websocket" && atHead.includes(call.method)) return true;
   return false;
 }

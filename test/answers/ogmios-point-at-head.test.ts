@@ -89,4 +89,34 @@ describe("Ogmios state acquired on a socket at the tip just read over HTTP, the 
         client.ws.close();
       }
     });
+
+  it("a query on a ledger state acquired is answered there, the socket's node behind the served head", async () => {
+    const client = await Client.open(`ws://ada.${DOMAIN}:${gw.port}/${KEYS.all}`);
+    const ask = ogmiosAsker();
+    try {
+      for (const state of states) state.height = Math.max(...states.map((s) => s.height));
+      const seen = nodes.map((n) => n.wsMessages.length);
+      const old = ogmiosPoint((states[0] as NodeState).height - 5);
+      expect((await ask(client, "acquireLedgerState", { point: old })).result).toMatchObject({ point: old });
+      const on = nodes.findIndex((n, i) => n.wsMessages.length > (seen[i] as number));
+      const other = states[1 - on] as NodeState;
+      other.height += 1;
+      await eventually(
+        async () =>
+          (
+            (
+              await gw.call("ada", `/${KEYS.all}`, {
+                body: JSON.stringify({ jsonrpc: "2.0", method: "queryNetwork/blockHeight", id: 1 }),
+              })
+            ).json as { result?: unknown }
+          ).result === other.height,
+        5_000,
+        "the head served from the node ahead",
+      );
+      // Protocol/StateQuery.hs: queryLedgerState/* with a state acquired answer at its point
+      expect((await ask(client, "queryLedgerState/tip")).result).toEqual(old);
+    } finally {
+      client.ws.close();
+    }
+  });
 });
