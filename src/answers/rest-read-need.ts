@@ -50,8 +50,13 @@ export function inFinalView(rules: RestReadRules, shape: string): boolean {
   return rules.finalViews?.some((prefix) => shape.startsWith(`${prefix}/`)) === true;
 }
 
-/** Whether a REST route shape answers from the node's head (registry `reads.atHeadPaths`). */
+/**
+ * Whether a REST route shape answers from the node's head (registry `reads.atHeadPaths`), or, under one of
+ * its finalized views (`reads.finalViews`), from the node's finalized store, as every route there that
+ * names no block does (an account, a constant call, a reward on java-tron's /walletsolidity).
+ */
 export function readsAtHead(rules: RestReadRules, shape: string): boolean {
+  if (inFinalView(rules, shape)) return true;
   for (const prefix of rules.atHeadPaths ?? [])
     if (shape === prefix || shape.startsWith(`${prefix}/`)) return true;
   return false;

@@ -29,6 +29,20 @@ function account(top: (height: number) => number): TypicalAnswer {
   return { result: ({ height }) => ({ address: "41".padEnd(42, "7"), balance: top(height) }) };
 }
 
+/**
+ * A constant call's answer (TriggerConstantContractOnSolidityServlet, Wallet.triggerConstantContract on the
+ * view's store): `constant_result` the word the contract returned, here the number of the block read at.
+ */
+function constant(at: (height: number) => number): TypicalAnswer {
+  return {
+    result: ({ height }) => ({
+      result: { result: true },
+      energy_used: 541,
+      constant_result: [at(height).toString(16).padStart(64, "0")],
+    }),
+  };
+}
+
 function latest(lag: number): TypicalAnswer {
   return {
     result: ({ height }, body) => {
@@ -95,6 +109,8 @@ describe("TRON solidity view reads through two java-tron nodes at one head, one 
               "POST /walletsolidity/getnowblock": { result: ({ height }) => tronBlock(height - lag) },
               "POST /walletsolidity/getblockbylatestnum": latest(lag),
               "POST /walletsolidity/getaccount": account((height) => height - lag),
+              "POST /walletsolidity/triggerconstantcontract": constant((height) => height - lag),
+              "POST /walletsolidity/getReward": { result: ({ height }) => ({ reward: height - lag }) },
             },
           }),
         ),
@@ -123,6 +139,30 @@ describe("TRON solidity view reads through two java-tron nodes at one head, one 
       await solid();
       const blocks = (await post(gw, "/walletsolidity/getblockbylatestnum", { num: 2 })).block ?? [];
       got.push(Math.max(...blocks.map((b) => b.block_header.raw_data.number)));
+    }
+    expect(got).toEqual(got.map(() => H - LAG));
+  });
+
+  // TronWeb's triggerConstantContract and getReward with `{ confirmed: true }` read the solidity view
+  it("a constant call and a reward on the solidity view are read at the solidified block just read", async () => {
+    const got: unknown[] = [];
+    for (let i = 0; i < 8; i++) {
+      await solid();
+      const called = (await post(gw, "/walletsolidity/triggerconstantcontract", {
+        owner_address: "41".padEnd(42, "7"),
+        contract_address: "41".padEnd(42, "8"),
+        function_selector: "balanceOf(address)",
+        parameter: "0".repeat(64),
+      })) as { constant_result?: string[] };
+      got.push(Number.parseInt(called.constant_result?.[0] ?? "", 16));
+      await solid();
+      got.push(
+        (
+          (await post(gw, "/walletsolidity/getReward", { address: "41".padEnd(42, "7") })) as {
+            reward?: number;
+          }
+        ).reward,
+      );
     }
     expect(got).toEqual(got.map(() => H - LAG));
   });
