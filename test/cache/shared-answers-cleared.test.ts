@@ -39,13 +39,23 @@ async function slowWay(port: number): Promise<SlowWay> {
         redisSide.destroy();
       });
     }
-    // held in order: timers of one delay fire in the order they were set
-    client.on("data", (bytes) => {
-      if (way.holdMs === 0) redisSide.write(bytes);
-      else {
-        way.held += 1;
-        setTimeout(() => redisSide.write(bytes), way.holdMs);
-      }
+    // held in order, as TCP keeps it: a chunk never goes before one held before it, even once the hold is
+    // shorter or off (bytes overtaking others would pair a command with another's reply, which no network
+    // does; it once handed the clear's SCAN a PING's "PONG"): one queue, written in order as each is due
+    const queue: { readonly due: number; readonly bytes: Buffer }[] = [];
+    let timer: NodeJS.Timeout | undefined;
+    const drain = () => {
+      timer = undefined;
+      while (queue.length > 0 && (queue[0] as (typeof queue)[number]).due <= performance.now())
+        redisSide.write((queue.shift() as (typeof queue)[number]).bytes);
+      const next = queue[0];
+      if (next !== undefined) timer = setTimeout(drain, Math.max(1, next.due - performance.now()));
+    };
+    client.on("data", (bytes: Buffer) => {
+      if (way.holdMs > 0) way.held += 1;
+      const last = queue.at(-1)?.due ?? 0;
+      queue.push({ due: Math.max(performance.now() + way.holdMs, last), bytes });
+      if (timer === undefined) drain();
     });
     redisSide.pipe(client);
   });
