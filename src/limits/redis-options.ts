@@ -47,9 +47,13 @@ export const SILENT_PING_MS = 1_000;
  * itself, so every command on it would time out until the operating system gave up on the socket, and an
  * instance would decide alone for good after Redis was back. A timeout on a connection that still answers
  * (a slow script, a loaded host) changes nothing; the reconnection says Redis is back through `ready`, as
- * after an outage.
+ * after an outage. `dropped` hears why, before the connection closes: its owner's log line says what
+ * happened, where it would read a close that no error came before as Redis closing the connection.
  */
-export function reconnectWhenSilent(redis: Redis): (error: unknown) => void {
+export function reconnectWhenSilent(
+  redis: Redis,
+  dropped?: (reason: string) => void,
+): (error: unknown) => void {
   let asking = false;
   const timedOut = (error: unknown) => error instanceof Error && error.message === "Command timed out";
   return (error) => {
@@ -63,7 +67,11 @@ export function reconnectWhenSilent(redis: Redis): (error: unknown) => void {
       .then(
         () => {},
         (failure: unknown) => {
-          if (timedOut(failure) && redis.status === "ready") redis.disconnect(true);
+          if (!timedOut(failure) || redis.status !== "ready") return;
+          dropped?.(
+            `a command timed out and a PING got no answer within ${SILENT_PING_MS} ms: connection made anew`,
+          );
+          redis.disconnect(true);
         },
       )
       .finally(() => {

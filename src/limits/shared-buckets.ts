@@ -112,7 +112,9 @@ export class SharedTokenBuckets implements RateLimiter {
     this.#redis = new Redis(config.redis, sharedRedisOptions("gateway:rate:"));
     this.#redis.defineCommand("gatewayLease", { numberOfKeys: 1, lua: LEASE_SCRIPT });
     this.#lease = (this.#redis as unknown as { gatewayLease: LeaseCommand }).gatewayLease.bind(this.#redis);
-    this.#silent = reconnectWhenSilent(this.#redis);
+    this.#silent = reconnectWhenSilent(this.#redis, (reason) => {
+      this.#lastError = reason;
+    });
     // an error from before is not why a later outage began
     this.#redis.on("ready", () => {
       this.#lastError = "";
