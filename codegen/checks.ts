@@ -587,16 +587,18 @@ function checkCacheRules(
     const finalized = cache.finalized;
     if (finalized !== undefined && !("depth" in finalized) && !("route" in finalized))
       report([...path, "finalized"], "a rest interface's finalized height is a depth or a route");
-    if (finalized !== undefined && "route" in finalized) {
-      const route = parseOrReport(finalized.route, [...path, "finalized", "route"], report);
+    const concrete = (field: "finalized" | "headBlock", text: string) => {
+      const route = parseOrReport(text, [...path, field, "route"], report);
       if (route?.segments.some((s) => s.kind !== "static"))
-        report(
-          [...path, "finalized", "route"],
-          `"${finalized.route}" must be a concrete path, without parameters`,
-        );
+        report([...path, field, "route"], `"${text}" must be a concrete path, without parameters`);
       else if (route !== undefined && (trie === undefined || !reaches(trie, route)))
-        report([...path, "finalized", "route"], `"${finalized.route}" is not a route this interface serves`);
-    }
+        report([...path, field, "route"], `"${text}" is not a route this interface serves`);
+    };
+    if (finalized !== undefined && "route" in finalized) concrete("finalized", finalized.route);
+    const headBlock = cache.headBlock;
+    if (headBlock !== undefined && !("route" in headBlock))
+      report([...path, "headBlock"], "a rest interface's head block is a route");
+    if (headBlock !== undefined && "route" in headBlock) concrete("headBlock", headBlock.route);
     if (cache.atHead !== undefined)
       report([...path, "atHead"], "a rest interface's answer at the head is its head call's");
     return;
@@ -639,8 +641,11 @@ function checkCacheRules(
   for (const call of finalityCalls)
     if (!served.has(call.method))
       report([...path, "finalized"], `"${call.method}" is not one of the interface's methods`);
-  if (cache.headBlock !== undefined && !served.has(cache.headBlock.method))
-    report([...path, "headBlock"], `"${cache.headBlock.method}" is not one of the interface's methods`);
+  const headBlock = cache.headBlock;
+  if (headBlock !== undefined && "route" in headBlock)
+    report([...path, "headBlock"], "a jsonrpc interface's head block is one of its calls");
+  else if (headBlock !== undefined && !served.has(headBlock.method))
+    report([...path, "headBlock"], `"${headBlock.method}" is not one of the interface's methods`);
   if (cache.foldCase !== undefined) {
     try {
       new RegExp(cache.foldCase);

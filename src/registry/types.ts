@@ -337,15 +337,20 @@ export interface CacheRules {
   readonly idAsText?: boolean;
 }
 
-/** A call whose answer is the head block: where its height, hash and parent hash are (paths in the answer). */
-export interface HeadBlockCall {
-  readonly method: string;
-  readonly params?: unknown;
+/**
+ * A call whose answer is the head block: where its height, hash and parent hash are (paths in the answer).
+ * A JSON-RPC interface's method and params, or a REST interface's concrete route and body, as a
+ * `FinalityRoute`'s (Octez's `GET /chains/main/blocks/head/header`).
+ */
+export type HeadBlockCall = (
+  | { readonly method: string; readonly params?: unknown }
+  | { readonly route: string; readonly body?: unknown }
+) & {
   readonly number: readonly string[];
   readonly hash: readonly string[];
   readonly parent: readonly string[];
   readonly encoding: HeadEncoding;
-}
+};
 
 /**
  * How the finalized height is learned: a call the prober sends each node (`eth_getBlockByNumber` at

@@ -76,16 +76,31 @@ export function chainCheck(endpoint: Endpoint, probed: Mount, endpointWide: bool
 
 /** The head block call of a mount's cache rules, as the prober sends it (the whole answer is read). */
 export function headBlockProbe(mount: Mount): HeadBlockProbe | undefined {
-  const rule = mount.policy.jsonrpc?.reads?.cache?.headBlock;
+  const { policy } = mount;
+  const rule = (policy.jsonrpc?.reads ?? policy.restReads)?.cache?.headBlock;
   if (rule === undefined) return undefined;
-  const call: HeadCall = {
-    kind: "jsonrpc",
-    method: rule.method,
-    params: rule.params,
-    field: [],
-    encoding: rule.encoding,
-  };
+  const call: HeadCall =
+    "route" in rule
+      ? { ...restCall(rule), field: [], encoding: rule.encoding }
+      : {
+          kind: "jsonrpc",
+          method: rule.method,
+          params: rule.params,
+          field: [],
+          encoding: rule.encoding,
+        };
   return { probe: probeOf(call, mount), rule };
+}
+
+/** A static route the interface serves (codegen/checks.ts) as a call: its first method, as a head route's. */
+function restCall(rule: { readonly route: string; readonly body?: unknown }) {
+  const [methods = "", path = "/"] = rule.route.split(" ");
+  return {
+    kind: "rest" as const,
+    method: methods.split("|")[0] as HttpMethod,
+    path,
+    ...(rule.body === undefined ? {} : { body: rule.body }),
+  };
 }
 
 /** The depth below the served head that a mount's cache rules call final (`finalized: {depth}`), if they do. */
@@ -100,14 +115,7 @@ export function finalityProbe(mount: Mount): FinalityProbe | undefined {
   const rule = (policy.jsonrpc?.reads ?? policy.restReads)?.cache?.finalized;
   if (rule === undefined || "depth" in rule) return undefined;
   if ("route" in rule) {
-    // a static route the interface serves (codegen/checks.ts): its first method, as a head route's
-    const [methods = "", path = "/"] = rule.route.split(" ");
-    const call = {
-      kind: "rest" as const,
-      method: methods.split("|")[0] as HttpMethod,
-      path,
-      ...(rule.body === undefined ? {} : { body: rule.body }),
-    };
+    const call = restCall(rule);
     return {
       first: probeOf({ ...call, field: rule.field, encoding: rule.encoding }, mount),
       heightBy: undefined,
