@@ -644,8 +644,10 @@ function checkCacheRules(
   const headBlock = cache.headBlock;
   if (headBlock !== undefined && "route" in headBlock)
     report([...path, "headBlock"], "a jsonrpc interface's head block is one of its calls");
-  else if (headBlock !== undefined && !served.has(headBlock.method))
-    report([...path, "headBlock"], `"${headBlock.method}" is not one of the interface's methods`);
+  else if (headBlock !== undefined)
+    for (const method of [headBlock.method, headBlock.headerBy?.method])
+      if (method !== undefined && !served.has(method))
+        report([...path, "headBlock"], `"${method}" is not one of the interface's methods`);
   if (cache.foldCase !== undefined) {
     try {
       new RegExp(cache.foldCase);

@@ -343,7 +343,16 @@ export interface CacheRules {
  * `FinalityRoute`'s (Octez's `GET /chains/main/blocks/head/header`).
  */
 export type HeadBlockCall = (
-  | { readonly method: string; readonly params?: unknown }
+  | {
+      readonly method: string;
+      readonly params?: unknown;
+      /**
+       * A call whose params hold the first answer's hash where they say `"{hash}"`, and whose answer holds
+       * `number` and `parent`: for a chain whose head call names the best block's hash and whose header
+       * holds no hash of its own (Substrate's `chain_getBlockHash()`, then `chain_getHeader(hash)`).
+       */
+      readonly headerBy?: { readonly method: string; readonly params: unknown };
+    }
   | { readonly route: string; readonly body?: unknown }
 ) & {
   readonly number: readonly string[];

@@ -39,6 +39,8 @@ export interface ChainCheck extends Probe<ChainCall> {
 export interface HeadBlockProbe {
   readonly probe: Probe<HeadCall>;
   readonly rule: HeadBlockCall;
+  /** The call that reads the header of the block whose hash the first answer names (registry `headerBy`). */
+  readonly headerBy: ((hash: unknown) => Probe<HeadCall>) | undefined;
 }
 
 /**
@@ -89,7 +91,25 @@ export function headBlockProbe(mount: Mount): HeadBlockProbe | undefined {
           field: [],
           encoding: rule.encoding,
         };
-  return { probe: probeOf(call, mount), rule };
+  const headerBy = "route" in rule ? undefined : rule.headerBy;
+  return {
+    probe: probeOf(call, mount),
+    rule,
+    headerBy:
+      headerBy === undefined
+        ? undefined
+        : (hash) =>
+            probeOf(
+              {
+                kind: "jsonrpc",
+                method: headerBy.method,
+                params: withHash(headerBy.params, hash),
+                field: [],
+                encoding: rule.encoding,
+              },
+              mount,
+            ),
+  };
 }
 
 /** A static route the interface serves (codegen/checks.ts) as a call: its first method, as a head route's. */

@@ -296,15 +296,25 @@ export class Prober {
 
   /** Reads a node's head block with its hash and its parent's: the group sees a block replaced under it. */
   async #probeHeadBlock(target: ProbeTarget, member: Upstream): Promise<void> {
-    const { probe, rule } = target.headBlock as NonNullable<ProbeTarget["headBlock"]>;
+    const { probe, rule, headerBy } = target.headBlock as NonNullable<ProbeTarget["headBlock"]>;
     const answer = await ask(member, probe.request, target.timeoutMs);
     if (this.#stopped) return;
     const reading = read(probe.call, answer, probe.errorMember);
     if (reading.kind !== "value") return;
-    const at = (path: readonly string[]) => valueAt(reading.value, path);
-    const height = readHeight(at(rule.number), rule.encoding);
-    const hash = at(rule.hash);
-    const parent = at(rule.parent);
+    const hash = valueAt(reading.value, rule.hash);
+    let header = reading.value;
+    if (headerBy !== undefined) {
+      // a header that holds no hash of its own: the block the first answer named, read by that hash
+      if (typeof hash !== "string" || hash === "") return;
+      const second = headerBy(hash);
+      const secondAnswer = await ask(member, second.request, target.timeoutMs);
+      if (this.#stopped) return;
+      const secondReading = read(second.call, secondAnswer, second.errorMember);
+      if (secondReading.kind !== "value") return;
+      header = secondReading.value;
+    }
+    const height = readHeight(valueAt(header, rule.number), rule.encoding);
+    const parent = valueAt(header, rule.parent);
     if (height !== undefined && typeof hash === "string" && typeof parent === "string")
       target.group.finality.blockSeen(height, hash, parent);
   }

@@ -58,6 +58,12 @@ describe("a coalesced call whose node answered with a passing error", () => {
       cache: { ...DEFAULT_CACHE, headMaxAgeMs: 10_000 },
     });
     await everyNodeInRotation(gw, "dot", 4_000);
+    // the prober's first reading of the head block (chain_getBlockHash(), then its header) moves the head's
+    // epoch once, and a call asked before it is not one the calls asked after it wait on: once the second
+    // round asks it, the first round's reading is in
+    const headBlockAsked = () =>
+      node.requests.filter((r) => r.body.includes('"method":"chain_getBlockHash","params":[]')).length;
+    await eventually(() => headBlockAsked() >= 2, 4_000, "the prober's head block read twice");
   });
   afterAll(async () => {
     await gw?.close();
