@@ -18,8 +18,11 @@ export class LabelFinality {
   readonly #group: UpstreamGroup;
   /** The highest block a node in rotation named finalized (registry `reads.cache.finalized`); -1 if none. */
   #finalized = -1;
-  /** The block hashes the prober saw at recent heights, to see one replaced (a reorg). */
-  readonly #hashes = new Map<number, string>();
+  /** The block hashes the prober saw at recent heights, any node's, to see one replaced (a reorg). */
+  readonly #hashes = new Map<number, Set<string>>();
+  /** The same, each node's own: its block at a height replaced is a reorg under it. */
+  readonly #hashesOf = new WeakMap<Upstream, Map<number, string>>();
+  #newestSeen = -1;
   /** The hashes of the finalized blocks nodes named, by height: one named again with another hash was rewritten. */
   readonly #finalHashes = new Map<number, string>();
   /** The finalized blocks each node named lately, hash by height. */
@@ -28,7 +31,6 @@ export class LabelFinality {
   readonly #finalizedBy = new WeakMap<Upstream, number>();
   /** The highest of `#finalizedBy`'s: a node below it is less final than another (`moreFinalThan`). */
   #mostFinalNamed = -1;
-  #newestSeen = -1;
 
   constructor(group: UpstreamGroup) {
     this.#group = group;
@@ -181,21 +183,50 @@ export class LabelFinality {
   }
 
   /**
-   * A node's head block, with its hash and its parent's. Where either differs from the hash seen at that
-   * height before, a block was replaced (a reorg), and what was read at the head may be gone; so it may be
-   * when a new head is seen here first, since the head probe that saw its height came before this read of
-   * its block, and the block may have been replaced in between.
+   * `node`'s head block, with its hash and its parent's. Where either differs from the hash that node
+   * showed at that height before, or from every hash a node of the label showed there, a block was
+   * replaced (a reorg), and what was read at the head may be gone; so it may be when a new head is seen
+   * here first, since the head probe that saw its height came before this read of its block, and the
+   * block may have been replaced in between. Nodes on sibling blocks of one height (two blocks a network
+   * has not chosen between yet) move the epoch once, as the second is seen, and then only when a node's
+   * own block changes: each probe of either, its hash another than the other node's, moved it before, and
+   * every head read kept between two probes reached the nodes again (issue 31).
    */
-  blockSeen(height: number, hash: string, parent: string): void {
-    const known = this.#hashes.get(height);
-    const knownParent = this.#hashes.get(height - 1);
+  blockSeen(node: Upstream, height: number, hash: string, parent: string): void {
+    let own = this.#hashesOf.get(node);
+    if (own === undefined) {
+      own = new Map();
+      this.#hashesOf.set(node, own);
+    }
     const replaced =
-      (known !== undefined && known !== hash) || (knownParent !== undefined && knownParent !== parent);
+      this.#other(own.get(height), hash) ||
+      this.#other(own.get(height - 1), parent) ||
+      this.#unseen(height, hash) ||
+      this.#unseen(height - 1, parent);
     if (replaced || height > this.#newestSeen) this.#group.served.moved();
     if (height > this.#newestSeen) this.#newestSeen = height;
-    this.#hashes.set(height, hash);
-    this.#hashes.set(height - 1, parent);
+    own.set(height, hash);
+    own.set(height - 1, parent);
+    this.#saw(height, hash);
+    this.#saw(height - 1, parent);
     // a reorg deeper than this many blocks is also seen as a head that goes back
+    for (const kept of own.keys()) if (kept < height - KEPT_HASHES) own.delete(kept);
     for (const kept of this.#hashes.keys()) if (kept < height - KEPT_HASHES) this.#hashes.delete(kept);
+  }
+
+  #other(known: string | undefined, hash: string): boolean {
+    return known !== undefined && known !== hash;
+  }
+
+  /** Whether nodes showed blocks at `height`, none of them `hash`. */
+  #unseen(height: number, hash: string): boolean {
+    const seen = this.#hashes.get(height);
+    return seen !== undefined && !seen.has(hash);
+  }
+
+  #saw(height: number, hash: string): void {
+    const seen = this.#hashes.get(height);
+    if (seen === undefined) this.#hashes.set(height, new Set([hash]));
+    else seen.add(hash);
   }
 }

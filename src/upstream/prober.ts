@@ -316,7 +316,7 @@ export class Prober {
     const height = readHeight(valueAt(header, rule.number), rule.encoding);
     const parent = valueAt(header, rule.parent);
     if (height !== undefined && typeof hash === "string" && typeof parent === "string")
-      target.group.finality.blockSeen(height, hash, parent);
+      target.group.finality.blockSeen(member, height, hash, parent);
   }
 
   /** Asks a node in rotation for its finalized block: the group's finalized height rises to it. */
