@@ -44,6 +44,14 @@ export class UpstreamGroup {
    * new head block's hash waits for (src/answers/head-hash.ts). Never rejects.
    */
   readHead: ((member: Upstream) => Promise<void>) | undefined = undefined;
+  /**
+   * Reads a node's head block now, set by the prober where the registry names a head-block call
+   * (`reads.cache.headBlock`): a caller's answer raised the label's head, and the first sight of that
+   * height's block moves the head epoch once more (label-finality.ts `blockSeen`), which ends whatever was
+   * kept at the head meanwhile. Read at once, the move comes before much is kept; left to the next probe,
+   * every head read kept in between reached the nodes twice in the block.
+   */
+  readHeadBlock: ((member: Upstream) => void) | undefined = undefined;
   /** The last head block's hash the label answered (registry `headHashes`), and the head read it waits for. */
   headHash: { readonly hash: string; readonly read: Promise<void> } | undefined = undefined;
   /** The last head change a node pushed on the label with no height (`headChanged`). */
@@ -231,8 +239,10 @@ export class UpstreamGroup {
     const before = upstream.health.head;
     if (isHead && before !== undefined && height < before) this.finality.wentBack(upstream, height);
     upstream.health.answeredHeight(height, isHead);
+    const served = this.served.height;
     this.served.raise(height, upstream.health.rose);
     if (upstream.health.inRotation) this.served.nodeReached(height);
+    if (this.served.height > served && served >= 0) this.readHeadBlock?.(upstream);
   }
 
   /**

@@ -59,6 +59,8 @@ export class Prober {
   readonly #inFlight = new Set<Upstream>();
   /** When each upstream was last probed ahead of its timer (#probeSoon), and for which height. */
   readonly #soonAt = new Map<Upstream, { readonly at: number; readonly height: number }>();
+  /** When each upstream's head block was last read ahead of its timer (#readHeadBlockSoon). */
+  readonly #headBlockSoonAt = new Map<Upstream, number>();
   /** When each upstream last said which chain it is on. */
   readonly #chainAnsweredAt = new Map<Upstream, number>();
   /**
@@ -101,6 +103,8 @@ export class Prober {
       group.finalityDepth = finalityDepthOf(probed.mount);
       group.served.onWait = (height) => this.#probeSoon(target, height);
       group.readHead = (member) => this.#readHeadNow(target, member);
+      if (target.headBlock !== undefined)
+        group.readHeadBlock = (member) => this.#readHeadBlockSoon(target, member);
     }
   }
 
@@ -160,6 +164,20 @@ export class Prober {
       this.#timers.delete(member);
       void this.#probe(target, member);
     }
+  }
+
+  /**
+   * A node's head block read now, out of its turn: a caller's answer showed the label a new head (group.ts
+   * `readHeadBlock`). At most once in SOON_GAP_MS per node, and never beside a probe of it in flight, which
+   * reads it anyway; a failure is left to the next probe to judge.
+   */
+  #readHeadBlockSoon(target: ProbeTarget, member: Upstream): void {
+    if (this.#stopped || this.#inFlight.has(member) || !member.health.inRotation) return;
+    const now = performance.now();
+    const last = this.#headBlockSoonAt.get(member) ?? Number.NEGATIVE_INFINITY;
+    if (now - last < SOON_GAP_MS) return;
+    this.#headBlockSoonAt.set(member, now);
+    this.#probeHeadBlock(target, member).catch(() => {});
   }
 
   /**
