@@ -172,7 +172,8 @@ export class MessageSender {
     }
     // a batch of refused notifications only: nothing, as the node answers one of notifications only
     if (passed.length === 0) {
-      if (!message.batch) return (checked[0] as Checked).json;
+      const first = checked[0] as Checked;
+      if (!message.batch) return !first.ok && first.notification ? undefined : first.json;
       return refused.length > 0 ? `[${refused.join(",")}]` : undefined;
     }
     const rewritten = pending.some(
@@ -376,7 +377,14 @@ export class MessageSender {
       this.#holdsState = true;
       this.#host.stateful();
     }
-    if (checked.id === undefined) return checked;
+    if (checked.id === undefined) {
+      // A subscribe sent as a notification has no answer, so no id to count, to make again after a move, or
+      // for the client to cancel; a node may make it all the same (one per message, past maxSubscriptions).
+      if (checked.access !== "subscribe") return checked;
+      return no(this.#host.rules, "INVALID_REQUEST", checked.call, {
+        reason: "a subscribe call needs an id: the subscription's id comes in its answer",
+      });
+    }
     // Its answer could not be told from the other's: the node's answers carry the id alone, and a call the
     // cache missed would keep the other's answer as its own, for every caller of the label.
     const id = idKey(checked.id);
