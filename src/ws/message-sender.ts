@@ -391,7 +391,8 @@ export class MessageSender {
     if (this.#waiting(checked.id) || pending.some((p) => idKey(p.call.id) === id))
       return this.#idInFlight(checked);
     const limits = this.#host.limits.ws;
-    if (this.#host.pending.size + pending.length >= limits.maxInFlight) {
+    // calls waiting on another's identical call hold slots too (#lookup): they wait for answers as these do
+    if (this.#host.pending.size + this.#following + pending.length >= limits.maxInFlight) {
       return no(this.#host.rules, "TOO_MANY_IN_FLIGHT", checked.call, { maxInFlight: limits.maxInFlight });
     }
     if (checked.access === "subscribe") {
