@@ -71,6 +71,8 @@ export interface ConnectionActions {
   /** What a node sent: `fromArchive`, answers another node gave. */
   fromNode(data: RawData, isBinary: boolean, fromArchive?: boolean): void;
   close(code: number, reason: string): void;
+  /** The client sent more than `limits.ws.maxBufferedBytes` while it was held `during`: closed with 1008. */
+  tooMuchSent(during: string): void;
   /** Whether it holds state only its node has, and so cannot move. */
   holdsNodeState(): boolean;
   /** What `calls` cost in compute units (docs/compute-units.md). */
@@ -236,6 +238,9 @@ export class ConnectionHost implements ConnectionHostPart {
   }
   close(code: number, reason: string): void {
     this.#does.close(code, reason);
+  }
+  tooMuchSent(during: string): void {
+    this.#does.tooMuchSent(during);
   }
 
   // the archive asking (archive-reads.ts)

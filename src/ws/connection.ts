@@ -265,7 +265,8 @@ export class Connection implements ConnectionActions {
     const bound = this.#s.options.limits.ws.maxBufferedBytes;
     if (this.#s.move?.moving === true || this.#upstream === undefined) {
       // what a client sends while no node takes it is held in memory: bounded as what it does not read is
-      if ((this.#s.move?.hold(outgoing) ?? 0) > bound) this.#tooMuchHeld();
+      if ((this.#s.move?.hold(outgoing) ?? 0) > bound)
+        this.tooMuchSent("while the connection changes its node");
       return;
     }
     if (
@@ -295,7 +296,7 @@ export class Connection implements ConnectionActions {
     this.#untilHeadChars += outgoing.text?.length ?? outgoing.calls.length * 256;
     if (this.#untilHead !== undefined) {
       this.#untilHead.push(outgoing);
-      if (this.#untilHeadChars > bound) this.#tooMuchHeld();
+      if (this.#untilHeadChars > bound) this.tooMuchSent("while the connection changes its node");
       return;
     }
     this.#untilHead = [outgoing];
@@ -314,10 +315,13 @@ export class Connection implements ConnectionActions {
     );
   }
 
-  /** The client sent more than the send buffer's bound while the connection had no node: closed with 1008. */
-  #tooMuchHeld(): void {
+  /**
+   * The client sent more than the send buffer's bound while what it sent was held (`during`: while the
+   * connection had no node, or one of its messages waited for its quota): closed with 1008.
+   */
+  tooMuchSent(during: string): void {
     if (this.#s.closed) return;
-    this.#s.client.close(CLOSE.POLICY, "too much sent while the connection changes its node");
+    this.#s.client.close(CLOSE.POLICY, `too much sent ${during}`);
     setTimeout(() => this.#s.client.terminate(), 1000).unref();
     this.#end();
   }

@@ -39,13 +39,16 @@ export interface IntakeHost {
   /** An unexpected error: logged, answered to the message it broke if known, and the connection closed (1011). */
   broke(error: unknown, replyId?: string): void;
   close(code: number, reason: string): void;
+  /** The client sent more than `limits.ws.maxBufferedBytes` while it was held `during`: closed with 1008. */
+  tooMuchSent(during: string): void;
 }
 
 /**
  * Stages 4 and 5 of a connection's client messages (pipeline/stages.ts), in the order they arrive: each is
  * checked, charged against the key's rate and held against its quota, then handed to the sender (stage 7).
  * A message whose quota must be asked of Redis holds back the ones after it, so calls reach the node in the
- * order sent. Every message is counted once, in the metrics and the key's usage, whatever it ended as; a
+ * order sent, up to `limits.ws.maxBufferedBytes` of them (past it the connection closes with 1008, as one
+ * that sends too much while it moves). Every message is counted once, in the metrics and the key's usage, whatever it ended as; a
  * refusal is answered as its JSON-RPC error, and a spent quota closes the connection (4402) once the calls
  * it was charged for are answered.
  */
@@ -55,6 +58,8 @@ export class MessageIntake {
   #quotaSpent: NodeJS.Timeout | undefined = undefined;
   /** Messages that arrived while one waits for its quota's answer from Redis; undefined when none waits. */
   #queued: RawData[] | undefined = undefined;
+  /** The bytes of the messages queued: bounded as what is held while the connection moves. */
+  #queuedBytes = 0;
 
   constructor(host: IntakeHost) {
     this.#host = host;
@@ -64,7 +69,15 @@ export class MessageIntake {
   receive(data: RawData): void {
     // a message waits while one before it waits for its quota: calls reach the node in the order sent
     if (this.#queued !== undefined) {
+      if (this.#host.closed) return;
       this.#queued.push(data);
+      // held in memory for as long as Redis takes to answer (a lease's deadline when it hangs): bounded
+      this.#queuedBytes += sizeOf(data);
+      if (this.#queuedBytes > this.#host.limits.ws.maxBufferedBytes) {
+        this.#queued = [];
+        this.#queuedBytes = 0;
+        this.#host.tooMuchSent("while a message waits for its quota");
+      }
       return;
     }
     const text = toText(data);
@@ -133,6 +146,7 @@ export class MessageIntake {
   #afterQuota(seen: MessageSeen, send: () => string | undefined | typeof LATER): void {
     const queued = this.#queued ?? [];
     this.#queued = undefined;
+    this.#queuedBytes = 0;
     if (this.#host.closed) return;
     this.#answer(seen, send);
     for (const data of queued) {
@@ -249,6 +263,12 @@ function batchAnswers(message: CheckedMessage, units: ComputeUnits): NonNullable
       if (call.id !== undefined) ids.push(call.id);
     }
   return { ids, refusals, codes, parts: batchParts(units, methods) };
+}
+
+/** A client message's size in bytes, however ws handed it over. */
+function sizeOf(data: RawData): number {
+  if (Array.isArray(data)) return data.reduce((sum, part) => sum + part.length, 0);
+  return data.byteLength;
 }
 
 /** A WebSocket message as text, from either side of the connection (ws hands it over as one or more Buffers). */
