@@ -296,7 +296,7 @@ export class Connection implements ConnectionActions {
     this.#untilHeadChars += outgoing.text?.length ?? outgoing.calls.length * 256;
     if (this.#untilHead !== undefined) {
       this.#untilHead.push(outgoing);
-      if (this.#untilHeadChars > bound) this.tooMuchSent("while the connection changes its node");
+      if (this.#untilHeadChars > bound) this.tooMuchSent("while its node catches up with the head");
       return;
     }
     this.#untilHead = [outgoing];
