@@ -1,6 +1,7 @@
 import { Redis } from "ioredis";
 import type { SharedLimitsConfig } from "../config/types.js";
-import { reconnectWhenSilent, sharedRedisOptions } from "../limits/redis-options.js";
+import { logDropped, reconnectWhenSilent, sharedRedisOptions } from "../limits/redis-options.js";
+import type { Logger } from "../log.js";
 import type { UpstreamGroup } from "../upstream/group.js";
 import { SHARED_HEAD_KEEP_MS } from "./served-head.js";
 
@@ -59,7 +60,8 @@ export class SharedHeads {
   readonly #silent: (error: unknown) => void;
   readonly #ping: NodeJS.Timeout;
 
-  constructor(config: SharedLimitsConfig) {
+  /** `logger` hears of a connection dropped as silent (docs/deployment.md, "Redis silent"). */
+  constructor(config: SharedLimitsConfig, logger?: Logger) {
     this.#redis = new Redis(config.redis, sharedRedisOptions("gateway:head:"));
     this.#channel = channelOf(this.#redis.options.db ?? 0);
     this.#redis.defineCommand("gatewayRaiseHead", { numberOfKeys: 1, lua: RAISE_SCRIPT });
@@ -76,8 +78,11 @@ export class SharedHeads {
     this.#subscriber.on("ready", () => {
       this.#subscriber.subscribe(this.#channel).catch(() => {});
     });
-    this.#silent = reconnectWhenSilent(this.#redis);
-    const silentSubscriber = reconnectWhenSilent(this.#subscriber);
+    this.#silent = reconnectWhenSilent(this.#redis, logDropped(logger, "shared heads"));
+    const silentSubscriber = reconnectWhenSilent(
+      this.#subscriber,
+      logDropped(logger, "shared heads' subscriber"),
+    );
     this.#ping = setInterval(() => {
       if (this.#subscriber.status === "ready") this.#subscriber.ping().catch(silentSubscriber);
     }, SUBSCRIBER_PING_MS);

@@ -3,7 +3,8 @@ import { promisify } from "node:util";
 import { deflateRaw, inflateRaw } from "node:zlib";
 import { Redis } from "ioredis";
 import type { SharedLimitsConfig } from "../config/types.js";
-import { reconnectWhenSilent, sharedRedisOptions } from "../limits/redis-options.js";
+import { logDropped, reconnectWhenSilent, sharedRedisOptions } from "../limits/redis-options.js";
+import type { Logger } from "../log.js";
 import type { UpstreamGroup } from "../upstream/group.js";
 import { ownBytes } from "./answer-cache.js";
 
@@ -69,12 +70,13 @@ export class SharedAnswers {
   /** Told of each failed command: a connection whose path went silent is made anew (a busy Redis's is kept). */
   readonly #silent: (error: unknown) => void;
 
-  constructor(config: SharedLimitsConfig, keyPrefix = "gateway:answer:") {
+  /** `logger` hears of a connection dropped as silent (docs/deployment.md, "Redis silent"). */
+  constructor(config: SharedLimitsConfig, keyPrefix = "gateway:answer:", logger?: Logger) {
     this.#keyPrefix = keyPrefix;
     this.#redis = new Redis(config.redis, { ...sharedRedisOptions(keyPrefix), commandTimeout: LOOKUP_MS });
     // Failed reconnections are retried with backoff; meanwhile each instance answers from its own cache.
     this.#redis.on("error", () => {});
-    this.#silent = reconnectWhenSilent(this.#redis);
+    this.#silent = reconnectWhenSilent(this.#redis, logDropped(logger, "shared answers"));
     // its memory is known before the first answer is put (and read again after a reconnection)
     this.#redis.on("ready", () => {
       this.#memoryCheckedAt = Number.NEGATIVE_INFINITY;

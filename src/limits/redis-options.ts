@@ -1,4 +1,5 @@
 import { Command, type Redis, type RedisOptions } from "ioredis";
+import type { Logger } from "../log.js";
 
 /**
  * Resolves once `redis` is ready, or after `timeoutMs`, with `shared()` then: what a proxy's start waits for
@@ -78,4 +79,19 @@ export function reconnectWhenSilent(
         asking = false;
       });
   };
+}
+
+/**
+ * The `dropped` of a shared feature's connection that no state change reports (the heads', the answers',
+ * the filters'): its drop is logged, naming the connection and why, so that an operator sees the path to
+ * Redis went silent. The rate limits' own is logged as their fall to local limits instead. The reason is
+ * reconnectWhenSilent's own text: no key, no URL.
+ */
+export function logDropped(
+  logger: Logger | undefined,
+  connection: string,
+): ((reason: string) => void) | undefined {
+  if (logger === undefined) return undefined;
+  return (reason) =>
+    logger.log("warn", "shared Redis connection went silent, made anew", { connection, reason });
 }

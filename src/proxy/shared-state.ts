@@ -77,12 +77,12 @@ export async function openSharedState(
   // a counter Redis lost starts from the account store's usage counts (docs/plans.md, "Many instances")
   const quotas = new ledger.SharedQuotaLedger(redis, logger, crossed, spent);
   // a caller behind a balancer sees a rising head
-  const sharedHeads = new heads.SharedHeads(redis);
+  const sharedHeads = new heads.SharedHeads(redis, logger);
   // and polls a filter through one instance that it made through another
-  const sharedHandles = new handles.SharedHandles(redis);
+  const sharedHandles = new handles.SharedHandles(redis, logger);
   // final answers, behind each instance's own cache (docs/cache.md, "Many instances"): whatever the
   // start's `cache.enabled`, since a label's own setting, or a reload, may turn a label's cache on
-  const sharedAnswers = new answers.SharedAnswers(redis);
+  const sharedAnswers = new answers.SharedAnswers(redis, undefined, logger);
   const [shared] = await Promise.all([
     limiter.ready(readyMs),
     quotas.ready(readyMs),

@@ -2,7 +2,8 @@ import { setTimeout as sleep } from "node:timers/promises";
 import { Redis } from "ioredis";
 import type { FilterSpan } from "../answers/range-plan.js";
 import type { SharedLimitsConfig } from "../config/types.js";
-import { reconnectWhenSilent, redisReady, sharedRedisOptions } from "../limits/redis-options.js";
+import { logDropped, reconnectWhenSilent, redisReady, sharedRedisOptions } from "../limits/redis-options.js";
+import type { Logger } from "../log.js";
 import type { UpstreamGroup } from "./group.js";
 import { HANDLE_IDLE_MS, type HandleShare, type SharedHandle } from "./node-states.js";
 
@@ -26,11 +27,12 @@ export class SharedHandles {
   /** Told of each failed command: a connection whose path went silent is made anew. */
   readonly #silent: (error: unknown) => void;
 
-  constructor(config: SharedLimitsConfig) {
+  /** `logger` hears of a connection dropped as silent (docs/deployment.md, "Redis silent"). */
+  constructor(config: SharedLimitsConfig, logger?: Logger) {
     this.#redis = new Redis(config.redis, sharedRedisOptions("gateway:handle:"));
     // Failed reconnections are retried with backoff; meanwhile each instance keeps its own states.
     this.#redis.on("error", () => {});
-    this.#silent = reconnectWhenSilent(this.#redis);
+    this.#silent = reconnectWhenSilent(this.#redis, logDropped(logger, "shared filters"));
     // the states made while Redis was away (or before it first answered) go out once it answers: a filter
     // made then was this instance's alone for as long as it was polled, and another's polls missed it
     this.#redis.on("ready", () => {
