@@ -53,7 +53,9 @@ export class ServedHead {
    * others hear of it once it settles, whose answers are held until then (`sharing`).
    */
   onRise: ((height: number) => Promise<unknown> | undefined) | undefined = undefined;
-  /** While a rise is on its way to the other instances: settles once they have it, or after SHARE_HOLD_MS. */
+  /** The longest an answer is held for a rise to reach the others (the deployment's `sharedLimits.headHoldMs`). */
+  holdMs = SHARE_HOLD_MS;
+  /** While a rise is on its way to the other instances: settles once they have it, or after `holdMs`. */
   #sharing: Promise<void> | undefined = undefined;
   /** Told when a call starts waiting for a node at `height`, to ask the nodes for theirs now (prober.ts). */
   onWait: ((height: number) => void) | undefined = undefined;
@@ -144,7 +146,7 @@ export class ServedHead {
         () => {},
       ),
       new Promise<void>((resolve) => {
-        timer = setTimeout(resolve, SHARE_HOLD_MS);
+        timer = setTimeout(resolve, this.holdMs);
       }),
     ]).then(() => {
       clearTimeout(timer);

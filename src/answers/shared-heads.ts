@@ -3,7 +3,7 @@ import type { SharedLimitsConfig } from "../config/types.js";
 import { logDropped, reconnectWhenSilent, sharedRedisOptions } from "../limits/redis-options.js";
 import type { Logger } from "../log.js";
 import type { UpstreamGroup } from "../upstream/group.js";
-import { SHARED_HEAD_KEEP_MS } from "./served-head.js";
+import { SHARE_HOLD_MS, SHARED_HEAD_KEEP_MS } from "./served-head.js";
 
 /**
  * Raises a label's stored head to ARGV[1] when it is higher, keeps it ARGV[2] ms, and then tells every
@@ -59,9 +59,12 @@ export class SharedHeads {
   /** Told of each failed command on `#redis`: a connection gone silent is made anew. */
   readonly #silent: (error: unknown) => void;
   readonly #ping: NodeJS.Timeout;
+  /** How long an answer that raised a head is held for the others to hear of it (served-head.ts `holdMs`). */
+  readonly #holdMs: number;
 
   /** `logger` hears of a connection dropped as silent (docs/deployment.md, "Redis silent"). */
   constructor(config: SharedLimitsConfig, logger?: Logger) {
+    this.#holdMs = config.headHoldMs ?? SHARE_HOLD_MS;
     this.#redis = new Redis(config.redis, sharedRedisOptions("gateway:head:"));
     this.#channel = channelOf(this.#redis.options.db ?? 0);
     this.#redis.defineCommand("gatewayRaiseHead", { numberOfKeys: 1, lua: RAISE_SCRIPT });
@@ -104,6 +107,7 @@ export class SharedHeads {
       this.#groups.set(label, set.add(group));
       // the answer that raised it is held until the others were told (served-head.ts `sharing`)
       group.served.onRise = (height) => this.#share(label, height);
+      group.served.holdMs = this.#holdMs;
       if (this.#redis.status === "ready") this.#seed(group);
     }
   }

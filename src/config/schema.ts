@@ -310,6 +310,7 @@ export const configSchema = {
         redis: { type: "string", pattern: "^rediss?://" },
         leaseMs: { type: "number", minimum: 1, maximum: 10_000 },
         fallbackShare: { type: "number", exclusiveMinimum: 0, maximum: 1 },
+        headHoldMs: { type: "integer", minimum: 1, maximum: 1_000 },
       },
     },
     accounts: {

@@ -249,6 +249,11 @@ export interface SharedLimitsConfig {
   readonly leaseMs: number;
   /** While Redis cannot be reached, the share of a key's rate each instance grants alone. */
   readonly fallbackShare: number;
+  /**
+   * How long, at most, an answer that raised a label's head waits for the other instances to hear of it
+   * (answers/served-head.ts `SHARE_HOLD_MS`, 50 ms, when left out): a Redis farther away than that needs more.
+   */
+  readonly headHoldMs?: number;
 }
 
 export interface AccountsConfig {
