@@ -2,7 +2,6 @@ import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { Redis } from "ioredis";
-import { request } from "undici";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { ControlPlane } from "../../src/control/plane.js";
 import { eventually } from "../support/eventually.js";
@@ -45,15 +44,6 @@ describe.skipIf(binaries.skip)("a proxy whose Redis pauses every client for 3 s"
   let dir = "";
   let key = "";
 
-  const leases = async () => {
-    const text = await (await request(`http://127.0.0.1:${proxy.operatorPort}/metrics`)).body.text();
-    const out: Record<string, number> = {};
-    for (const line of text.split("\n"))
-      if (line.startsWith("gateway_rate_limit_leases_total{"))
-        out[/outcome="(\w+)"/.exec(line)?.[1] ?? "?"] = Number(line.split(" ").pop());
-    return out;
-  };
-
   beforeAll(async () => {
     [postgres, redis, node] = await Promise.all([
       startOwnPostgres(),
@@ -92,12 +82,12 @@ describe.skipIf(binaries.skip)("a proxy whose Redis pauses every client for 3 s"
     await eventually(
       async () => {
         await call();
-        return ((await leases()).granted ?? 0) > 0;
+        return ((await proxy.leaseOutcomes()).granted ?? 0) > 0;
       },
       10_000,
       "a lease granted",
     );
-    const failed = (await leases()).failed ?? 0;
+    const failed = (await proxy.leaseOutcomes()).failed ?? 0;
     slowest = 0;
     pausedAt = performance.now();
     served.length = 0;
@@ -108,12 +98,15 @@ describe.skipIf(binaries.skip)("a proxy whose Redis pauses every client for 3 s"
     expect(served.filter((at) => at < 2_500).length).toBeGreaterThan(0);
     console.log(`slowest call while Redis was paused: ${slowest.toFixed(0)} ms`);
     expect(slowest).toBeLessThan(CALL_WITHIN_MS);
-    expect((await leases()).failed ?? 0).toBeGreaterThan(failed);
-    const granted = (await leases()).granted ?? 0;
+    expect((await proxy.leaseOutcomes()).failed ?? 0).toBeGreaterThan(failed);
+    const granted = (await proxy.leaseOutcomes()).granted ?? 0;
     const took = await eventually(
       async () => {
         await call();
-        return ((await leases()).granted ?? 0) > granted && (await proxy.dependencyUp("shared_limits")) === 1;
+        return (
+          ((await proxy.leaseOutcomes()).granted ?? 0) > granted &&
+          (await proxy.dependencyUp("shared_limits")) === 1
+        );
       },
       15_000,
       "a lease granted after the pause",

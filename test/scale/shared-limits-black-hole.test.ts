@@ -1,7 +1,6 @@
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { request } from "undici";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { ControlPlane } from "../../src/control/plane.js";
 import { eventually } from "../support/eventually.js";
@@ -41,15 +40,6 @@ describe.skipIf(binaries.skip)("a proxy whose path to Redis turns into a black h
   let dir = "";
   let key = "";
 
-  const leases = async () => {
-    const text = await (await request(`http://127.0.0.1:${proxy.operatorPort}/metrics`)).body.text();
-    const out: Record<string, number> = {};
-    for (const line of text.split("\n"))
-      if (line.startsWith("gateway_rate_limit_leases_total{"))
-        out[/outcome="(\w+)"/.exec(line)?.[1] ?? "?"] = Number(line.split(" ").pop());
-    return out;
-  };
-
   beforeAll(async () => {
     [postgres, redis, node] = await Promise.all([
       startOwnPostgres(),
@@ -83,18 +73,18 @@ describe.skipIf(binaries.skip)("a proxy whose path to Redis turns into a black h
       eventually(
         async () => {
           expect(await proxy.call(key)).toBe(200);
-          return done(await leases());
+          return done(await proxy.leaseOutcomes());
         },
         ms,
         what,
       );
     await callUntil((l) => (l.granted ?? 0) > 0, "a lease granted", 10_000);
     forwarder.blackHole();
-    const failed = (await leases()).failed ?? 0;
+    const failed = (await proxy.leaseOutcomes()).failed ?? 0;
     // the connection stays open and silent: leases time out (commandTimeout), calls are served alone
     await callUntil((l) => (l.failed ?? 0) > failed + 1, "leases failing in the dark", 15_000);
     forwarder.restore();
-    const granted = (await leases()).granted ?? 0;
+    const granted = (await proxy.leaseOutcomes()).granted ?? 0;
     // a reconnection begun in the dark waits out its connect timeout (2 s), the next comes within the
     // backoff's 5 s; and slack for a loaded host
     const took = await callUntil(

@@ -29,6 +29,8 @@ export interface FleetProxy {
   callPublic(): Promise<number>;
   /** The value of gateway_dependency_up for `dependency` on its /metrics. */
   dependencyUp(dependency: "account_store" | "shared_limits"): Promise<number | undefined>;
+  /** gateway_rate_limit_leases_total on its /metrics, by outcome. */
+  leaseOutcomes(): Promise<Record<string, number>>;
 }
 
 export const FLEET_DOMAIN = "gw.test";
@@ -129,6 +131,14 @@ function fleetProxy(child: ChildProcess, logs: string[], port: number, operatorP
         .split("\n")
         .find((l) => l.startsWith(`gateway_dependency_up{dependency="${dependency}"}`));
       return line === undefined ? undefined : Number(line.split(" ").pop());
+    },
+    async leaseOutcomes() {
+      const text = await (await request(`http://127.0.0.1:${operatorPort}/metrics`)).body.text();
+      const out: Record<string, number> = {};
+      for (const line of text.split("\n"))
+        if (line.startsWith("gateway_rate_limit_leases_total{"))
+          out[/outcome="(\w+)"/.exec(line)?.[1] ?? "?"] = Number(line.split(" ").pop());
+      return out;
     },
   };
 }
