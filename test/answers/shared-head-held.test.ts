@@ -54,8 +54,23 @@ const RECEIPT: TypicalAnswer = {
     const hash = (params as string[])[0] as string;
     const n = Number.parseInt(hash.slice(2), 16);
     if (n > height) return null;
-    const blockNumber = `0x${n.toString(16)}`;
-    return { transactionHash: hash, blockNumber, blockHash: `0x${"bb".repeat(32)}`, status: "0x1", logs: [] };
+    // every member geth's MarshalReceipt writes for a plain transfer, in its order
+    return {
+      blockHash: `0x${n.toString(16).padStart(64, "b")}`,
+      blockNumber: `0x${n.toString(16)}`,
+      contractAddress: null,
+      cumulativeGasUsed: "0x5208",
+      effectiveGasPrice: "0x3b9aca00",
+      from: `0x${"11".repeat(20)}`,
+      gasUsed: "0x5208",
+      logs: [],
+      logsBloom: `0x${"00".repeat(256)}`,
+      status: "0x1",
+      to: `0x${"22".repeat(20)}`,
+      transactionHash: hash,
+      transactionIndex: "0x0",
+      type: "0x2",
+    };
   },
 };
 
