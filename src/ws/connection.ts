@@ -14,6 +14,7 @@ import type { ConnectionOptions } from "./connection-options.js";
 import type { FillContext } from "./gap-fill.js";
 import { GatewayCalls } from "./gateway-calls.js";
 import { holdsPoint, readsElsewhere, waitsForHead } from "./head-reads.js";
+import { HeldMessages, upstreamSize } from "./held-messages.js";
 import { ClientLiveness } from "./liveness.js";
 import { MessageIntake } from "./message-intake.js";
 import { MessageSender } from "./message-sender.js";
@@ -46,10 +47,9 @@ export class Connection implements ConnectionActions {
   readonly #sender: MessageSender;
   /**
    * Messages held, in order, while the node reaches the head the label served (head-reads.ts
-   * `waitsForHead`), and their size in characters: what follows a held call must not overtake it.
+   * `waitsForHead`): what follows a held call must not overtake it.
    */
-  #untilHead: UpstreamMessage[] | undefined = undefined;
-  #untilHeadChars = 0;
+  readonly #untilHead = new HeldMessages<UpstreamMessage>(upstreamSize);
   /**
    * A call that keeps state at a point went to the node (head-reads.ts `holdsPoint`: a ledger state
    * acquired): the connection's reads are answered there, by its node alone.
@@ -265,13 +265,13 @@ export class Connection implements ConnectionActions {
     const bound = this.#s.options.limits.ws.maxBufferedBytes;
     if (this.#s.move?.moving === true || this.#upstream === undefined) {
       // what a client sends while no node takes it is held in memory: bounded as what it does not read is
-      if ((this.#s.move?.hold(outgoing) ?? 0) > bound)
+      if (this.#s.move?.hold(outgoing, bound) === false)
         this.tooMuchSent("while the connection changes its node");
       return;
     }
     if (
       !waited &&
-      (this.#untilHead !== undefined ||
+      (this.#untilHead.holding ||
         waitsForHead(this.#s.node, outgoing, this.#s.options.servedHead, this.#s.policy.reads))
     ) {
       this.#holdUntilHead(outgoing, bound);
@@ -293,19 +293,13 @@ export class Connection implements ConnectionActions {
    * passed (group.ts `whenCaughtUp`), then sends it and those held after it, in order.
    */
   #holdUntilHead(outgoing: UpstreamMessage, bound: number): void {
-    this.#untilHeadChars += outgoing.text?.length ?? outgoing.calls.length * 256;
-    if (this.#untilHead !== undefined) {
-      this.#untilHead.push(outgoing);
-      if (this.#untilHeadChars > bound) this.tooMuchSent("while its node catches up with the head");
-      return;
-    }
-    this.#untilHead = [outgoing];
+    const first = !this.#untilHead.holding;
+    if (!this.#untilHead.hold(outgoing, bound)) this.tooMuchSent("while its node catches up with the head");
+    if (!first) return;
     this.#s.options.caughtUp(
       this.#s.node,
       this.guard(() => {
-        const held = this.#untilHead ?? [];
-        this.#untilHead = undefined;
-        this.#untilHeadChars = 0;
+        const held = this.#untilHead.release();
         if (this.#s.closed) return;
         // the first goes now, caught up or not; one after it that waits again holds the rest behind it
         const [first, ...rest] = held;

@@ -12,6 +12,7 @@ import type { ComputeUnits } from "../registry/types.js";
 import { endMessage } from "../tracing/span-ends.js";
 import type { RequestTrace } from "../tracing/tracing.js";
 import { CLOSE } from "./close-codes.js";
+import { clientSize, HeldMessages } from "./held-messages.js";
 import { LATER, type MessageSeen, type MessageSender } from "./message-sender.js";
 import type { PendingCalls } from "./pending-calls.js";
 
@@ -56,10 +57,8 @@ export class MessageIntake {
   readonly #host: IntakeHost;
   /** Set once the key's quota is spent: the connection closes when its calls are answered (#refused). */
   #quotaSpent: NodeJS.Timeout | undefined = undefined;
-  /** Messages that arrived while one waits for its quota's answer from Redis; undefined when none waits. */
-  #queued: RawData[] | undefined = undefined;
-  /** The bytes of the messages queued: bounded as what is held while the connection moves. */
-  #queuedBytes = 0;
+  /** Messages that arrived while one waits for its quota's answer from Redis: held while one waits. */
+  readonly #queued = new HeldMessages<RawData>(clientSize);
 
   constructor(host: IntakeHost) {
     this.#host = host;
@@ -68,16 +67,12 @@ export class MessageIntake {
   /** A client message: answered, refused, sent on, or queued behind one that waits for its quota. */
   receive(data: RawData): void {
     // a message waits while one before it waits for its quota: calls reach the node in the order sent
-    if (this.#queued !== undefined) {
+    if (this.#queued.holding) {
       if (this.#host.closed) return;
-      this.#queued.push(data);
-      // held in memory for as long as Redis takes to answer (a lease's deadline when it hangs): bounded
-      this.#queuedBytes += sizeOf(data);
-      if (this.#queuedBytes > this.#host.limits.ws.maxBufferedBytes) {
-        this.#queued = [];
-        this.#queuedBytes = 0;
+      // held in memory for as long as Redis takes to answer (a lease's deadline when it hangs); what is
+      // held goes with the quota's answer, to a connection closed by then
+      if (!this.#queued.hold(data, this.#host.limits.ws.maxBufferedBytes))
         this.#host.tooMuchSent("while a message waits for its quota");
-      }
       return;
     }
     const text = toText(data);
@@ -112,7 +107,7 @@ export class MessageIntake {
         return sender.send(charged, text, seen, held); // 7
       }
       // the quota asked Redis: this message goes on with its answer, the next ones wait for it
-      this.#queued = [];
+      this.#queued.start();
       held.then(
         (hold) => {
           seen.heldAt = hold?.heldAt;
@@ -144,9 +139,7 @@ export class MessageIntake {
 
   /** A message whose quota was asked of Redis: sent (or refused) now, then the messages that waited. */
   #afterQuota(seen: MessageSeen, send: () => string | undefined | typeof LATER): void {
-    const queued = this.#queued ?? [];
-    this.#queued = undefined;
-    this.#queuedBytes = 0;
+    const queued = this.#queued.release();
     if (this.#host.closed) return;
     this.#answer(seen, send);
     for (const data of queued) {
@@ -263,12 +256,6 @@ function batchAnswers(message: CheckedMessage, units: ComputeUnits): NonNullable
       if (call.id !== undefined) ids.push(call.id);
     }
   return { ids, refusals, codes, parts: batchParts(units, methods) };
-}
-
-/** A client message's size in bytes, however ws handed it over. */
-function sizeOf(data: RawData): number {
-  if (Array.isArray(data)) return data.reduce((sum, part) => sum + part.length, 0);
-  return data.byteLength;
 }
 
 /** A WebSocket message as text, from either side of the connection (ws hands it over as one or more Buffers). */

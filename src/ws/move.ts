@@ -4,6 +4,7 @@ import type { PassedCall } from "../jsonrpc/check.js";
 import type { Upstream } from "../upstream/upstreams.js";
 import { backfillEvents, type FillContext } from "./gap-fill.js";
 import type { GatewayCalls } from "./gateway-calls.js";
+import { HeldMessages, upstreamSize } from "./held-messages.js";
 import type { NodeSocket } from "./node-socket.js";
 import type { PendingCalls, UpstreamMessage } from "./pending-calls.js";
 import type { RememberedSubscriptions } from "./subscriptions.js";
@@ -19,8 +20,6 @@ export type Reconnect = (
 /** A connection moves at most this many times within the window; once more and it is closed with 1014. */
 const MAX_MOVES = 3;
 const MOVE_WINDOW_MS = 60_000;
-/** What a held message rebuilt from its calls (one with no text of its own) counts for each call. */
-const HELD_CALL_CHARS = 256;
 
 /** What a move needs of its connection (connection.ts). */
 export interface MovingConnection {
@@ -73,9 +72,7 @@ export class ConnectionMove {
   /** When it moved of the gateway's own accord (untilChoice), within the last minute. */
   #chosen: number[] = [];
   /** While moving: client messages waiting for the new socket, in order. */
-  #waiting: UpstreamMessage[] | undefined;
-  /** The size of the messages `#waiting` holds, in characters of their text. */
-  #heldChars = 0;
+  readonly #waiting = new HeldMessages<UpstreamMessage>(upstreamSize);
   /** The move has its new socket and has not resumed the connection's calls yet. */
   #onNewSocket = false;
   /** Counts the moves begun: a wait for a node the connection has left since ends with nothing. */
@@ -107,7 +104,7 @@ export class ConnectionMove {
 
   /** Whether a move is under way: client messages wait for its new socket. */
   get moving(): boolean {
-    return this.#waiting !== undefined;
+    return this.#waiting.holding;
   }
 
   /**
@@ -125,12 +122,9 @@ export class ConnectionMove {
     this.#onNewSocket = false;
   }
 
-  /** Keeps a client message for the new socket; the characters kept so far, which its caller bounds. */
-  hold(message: UpstreamMessage): number {
-    if (this.#waiting === undefined) return 0;
-    this.#waiting.push(message);
-    this.#heldChars += message.text?.length ?? message.calls.length * HELD_CALL_CHARS;
-    return this.#heldChars;
+  /** Keeps a client message for the new socket while moving; false once what is kept has passed `bound`. */
+  hold(message: UpstreamMessage, bound: number): boolean {
+    return !this.moving || this.#waiting.hold(message, bound);
   }
 
   /**
@@ -156,7 +150,7 @@ export class ConnectionMove {
       return;
     }
     // a move begun again as it waited for its node to catch up keeps what the client sent meanwhile
-    this.#waiting ??= [];
+    this.#waiting.start();
     this.#onNewSocket = false;
     this.#attempt++;
     if (chosen !== undefined) {
@@ -256,9 +250,7 @@ export class ConnectionMove {
    * its batch's answer if it had company. Then what the client sent during the move goes, in order.
    */
   #resume(): void {
-    const waiting = this.#waiting ?? [];
-    this.#waiting = undefined;
-    this.#heldChars = 0;
+    const waiting = this.#waiting.release();
     for (const message of this.#connection.pending.sentAndUnanswered()) this.#sendAgain(message);
     for (const message of waiting) this.#connection.transmit(message);
     this.#connection.settled();

@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { endpointsByLabel } from "../../generated/endpoints.js";
-import { DEFAULT_HEALTH } from "../../src/config/defaults.js";
+import { DEFAULT_HEALTH, DEFAULT_LIMITS } from "../../src/config/defaults.js";
 import type { Endpoint } from "../../src/registry/types.js";
 import { eventually } from "../support/eventually.js";
 import { DOMAIN, KEYS, type RunningGateway, startGateway } from "../support/gateway.js";
@@ -22,6 +22,8 @@ import { Client } from "../support/ws-client.js";
 // it, by its head call or a probe, names a point the gateway cannot place: not covered here.)
 
 const H = 12_000_000;
+/** What a connection may hold while its node catches up (limits.ws.maxBufferedBytes): small, to pass here. */
+const BOUND = 64 * 1024;
 
 describe("Ogmios state acquired on a socket at the tip just read over HTTP, the socket's node a block behind", () => {
   const ada = endpointsByLabel.get("ada") as Endpoint;
@@ -37,6 +39,7 @@ describe("Ogmios state acquired on a socket at the tip just read over HTTP, the 
     gw = await startGateway({
       upstreams: { ada: nodes.map((n, i) => ({ url: n.url, name: `n${i}` })) },
       health: { ...DEFAULT_HEALTH, probeIntervalMs: 100 },
+      limits: { ws: { ...DEFAULT_LIMITS.ws, maxBufferedBytes: BOUND } },
     });
     await everyNodeInRotation(gw, "ada");
   });
@@ -116,6 +119,45 @@ describe("Ogmios state acquired on a socket at the tip just read over HTTP, the 
       // Protocol/StateQuery.hs: queryLedgerState/* with a state acquired answer at its point
       expect((await ask(client, "queryLedgerState/tip")).result).toEqual(old);
     } finally {
+      client.ws.close();
+    }
+  });
+
+  it("what a client sends behind a call waiting for its node is bounded: past it the connection is closed 1008", async () => {
+    const client = await Client.open(`ws://ada.${DOMAIN}:${gw.port}/${KEYS.all}`);
+    const ask = ogmiosAsker();
+    try {
+      for (const state of states) state.height = Math.max(...states.map((s) => s.height));
+      const seen = nodes.map((n) => n.wsMessages.length);
+      await ask(client, "queryNetwork/blockHeight");
+      const on = nodes.findIndex((n, i) => n.wsMessages.length > (seen[i] as number));
+      const other = states[1 - on] as NodeState;
+      other.height += 1;
+      await eventually(
+        async () =>
+          (
+            (
+              await gw.call("ada", `/${KEYS.all}`, {
+                body: JSON.stringify({ jsonrpc: "2.0", method: "queryNetwork/blockHeight", id: 1 }),
+              })
+            ).json as { result?: unknown }
+          ).result === other.height,
+        5_000,
+        "the head served from the node ahead",
+      );
+      // the socket's node stays behind: the acquire waits for it, and what follows waits behind the acquire
+      const point = ogmiosPoint(other.height);
+      client.send(JSON.stringify({ jsonrpc: "2.0", method: "acquireLedgerState", params: { point }, id: "a" }));
+      const addresses = Array.from({ length: 100 }, (_, i) => `addr_test1${String(i).padStart(98, "q")}`);
+      const query = JSON.stringify({ jsonrpc: "2.0", method: "queryLedgerState/utxo", params: { addresses } });
+      for (let sent = 0; sent <= 2 * BOUND; sent += query.length) client.send(query);
+      expect(await client.closed).toEqual({
+        code: 1008,
+        reason: "too much sent while its node catches up with the head",
+      });
+    } finally {
+      (states[0] as NodeState).height = Math.max(...states.map((s) => s.height));
+      (states[1] as NodeState).height = (states[0] as NodeState).height;
       client.ws.close();
     }
   });
