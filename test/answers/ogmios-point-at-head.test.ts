@@ -147,9 +147,15 @@ describe("Ogmios state acquired on a socket at the tip just read over HTTP, the 
       );
       // the socket's node stays behind: the acquire waits for it, and what follows waits behind the acquire
       const point = ogmiosPoint(other.height);
-      client.send(JSON.stringify({ jsonrpc: "2.0", method: "acquireLedgerState", params: { point }, id: "a" }));
+      client.send(
+        JSON.stringify({ jsonrpc: "2.0", method: "acquireLedgerState", params: { point }, id: "a" }),
+      );
       const addresses = Array.from({ length: 100 }, (_, i) => `addr_test1${String(i).padStart(98, "q")}`);
-      const query = JSON.stringify({ jsonrpc: "2.0", method: "queryLedgerState/utxo", params: { addresses } });
+      const query = JSON.stringify({
+        jsonrpc: "2.0",
+        method: "queryLedgerState/utxo",
+        params: { addresses },
+      });
       for (let sent = 0; sent <= 2 * BOUND; sent += query.length) client.send(query);
       expect(await client.closed).toEqual({
         code: 1008,

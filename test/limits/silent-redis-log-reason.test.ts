@@ -3,8 +3,8 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { SharedTokenBuckets } from "../../src/limits/shared-buckets.js";
 import { createLogger } from "../../src/log.js";
 import { eventually } from "../support/eventually.js";
-import { needOwnServerBinaries, type OwnRedis, startOwnRedis } from "../support/own-servers.js";
-import { startTcpForwarder, type TcpForwarder } from "../support/tcp-forwarder.js";
+import { needOwnServerBinaries } from "../support/own-servers.js";
+import { type SilenceableRedis, startSilenceableRedis } from "../support/silent-redis.js";
 
 // docs/deployment.md, "When something fails": a Redis unreachable is logged `shared rate limits: Redis
 // unreachable, each instance limits alone` with its `reason`, the client's last error. When the path to
@@ -16,24 +16,21 @@ import { startTcpForwarder, type TcpForwarder } from "../support/tcp-forwarder.j
 const binaries = needOwnServerBinaries("redis");
 
 describe.skipIf(binaries.skip)("the log line of a silent path to Redis", () => {
-  let redis: OwnRedis;
-  let forwarder: TcpForwarder;
+  let silent: SilenceableRedis;
   let limiter: SharedTokenBuckets;
   const lines: string[] = [];
 
   beforeAll(async () => {
-    redis = await startOwnRedis();
-    forwarder = await startTcpForwarder(redis.port);
+    silent = await startSilenceableRedis();
     limiter = new SharedTokenBuckets(
-      { redis: `redis://127.0.0.1:${forwarder.port}`, leaseMs: 100, fallbackShare: 0.5 },
+      { redis: silent.url, leaseMs: 100, fallbackShare: 0.5 },
       createLogger("info", (line) => lines.push(line)),
     );
     expect(await limiter.ready(5_000)).toBe(true);
   }, 30_000);
   afterAll(async () => {
     await limiter?.close();
-    await forwarder?.close();
-    await redis?.close();
+    await silent?.close();
   });
 
   it("names no closed connection: the PING that got no answer", async () => {
@@ -41,7 +38,7 @@ describe.skipIf(binaries.skip)("the log line of a silent path to Redis", () => {
     const id = randomUUID();
     limiter.take(id, rate);
     await eventually(() => !limiter.leasePending(id), 2_000, "the first lease");
-    forwarder.blackHole();
+    silent.forwarder.blackHole();
     // leases time out (1 s), the PING after one times out too (1 s): the connection is dropped
     await eventually(
       () => {

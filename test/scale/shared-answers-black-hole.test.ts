@@ -1,9 +1,8 @@
-import { Redis } from "ioredis";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { SharedAnswers } from "../../src/cache/shared-answers.js";
 import { eventually } from "../support/eventually.js";
-import { needOwnServerBinaries, type OwnRedis, startOwnRedis } from "../support/own-servers.js";
-import { startTcpForwarder, type TcpForwarder } from "../support/tcp-forwarder.js";
+import { needOwnServerBinaries } from "../support/own-servers.js";
+import { type SilenceableRedis, startSilenceableRedis } from "../support/silent-redis.js";
 
 // A proxy whose path to Redis goes silent: the Redis host dies or the network splits, and no FIN or RST
 // reaches it (test/support/tcp-forwarder.ts, between SharedAnswers and this test's own Redis, drops every
@@ -27,33 +26,24 @@ const entry = (text: string) => ({
 });
 
 describe.skipIf(binaries.skip)("shared answers whose path to Redis turns into a black hole", () => {
-  let redis: OwnRedis;
-  let forwarder: TcpForwarder;
-  let admin: Redis;
+  let silent: SilenceableRedis;
   let answers: SharedAnswers | undefined;
   let other: SharedAnswers | undefined;
 
   beforeAll(async () => {
-    redis = await startOwnRedis();
-    forwarder = await startTcpForwarder(redis.port);
-    admin = new Redis(redis.url);
+    silent = await startSilenceableRedis();
   }, 30_000);
   afterAll(async () => {
     answers?.close();
     other?.close();
-    admin?.disconnect();
-    await forwarder?.close();
-    await redis?.close();
+    await silent?.close();
   });
 
   it("reads another instance's answers again once the path is back", async () => {
     const prefix = `black-hole-${process.pid}-${Date.now()}:`;
-    answers = new SharedAnswers(
-      { redis: `redis://127.0.0.1:${forwarder.port}`, leaseMs: 100, fallbackShare: 1 },
-      prefix,
-    );
+    answers = new SharedAnswers({ redis: silent.url, leaseMs: 100, fallbackShare: 1 }, prefix);
     // another instance, on a path of its own that stays up
-    other = new SharedAnswers({ redis: redis.url, leaseMs: 100, fallbackShare: 1 }, prefix);
+    other = new SharedAnswers({ redis: silent.redis.url, leaseMs: 100, fallbackShare: 1 }, prefix);
     await eventually(() => answers?.up === true && other?.up === true, 10_000, "both connected");
     // an answer put before memory is known is not shared: put until it is
     await eventually(
@@ -65,10 +55,10 @@ describe.skipIf(binaries.skip)("shared answers whose path to Redis turns into a 
       "an answer shared before the outage",
     );
 
-    forwarder.blackHole();
+    silent.forwarder.blackHole();
     // lookups in the dark time out
     expect(await answers.get("algo", "before")).toBeUndefined();
-    forwarder.restore();
+    silent.forwarder.restore();
 
     await eventually(
       async () => {
@@ -82,19 +72,16 @@ describe.skipIf(binaries.skip)("shared answers whose path to Redis turns into a 
 
   it("clears a scope in the dark and reads its answers again once the path is back", async () => {
     const prefix = `black-hole-clear-${process.pid}-${Date.now()}:`;
-    const here = new SharedAnswers(
-      { redis: `redis://127.0.0.1:${forwarder.port}`, leaseMs: 100, fallbackShare: 1 },
-      prefix,
-    );
-    const there = new SharedAnswers({ redis: redis.url, leaseMs: 100, fallbackShare: 1 }, prefix);
+    const here = new SharedAnswers({ redis: silent.url, leaseMs: 100, fallbackShare: 1 }, prefix);
+    const there = new SharedAnswers({ redis: silent.redis.url, leaseMs: 100, fallbackShare: 1 }, prefix);
     try {
       await eventually(() => here.up && there.up, 10_000, "both connected");
-      forwarder.blackHole();
+      silent.forwarder.blackHole();
       // the label's chain went back under its finalized blocks while the path was silent: this instance
       // reads and stores none of the scope's answers until Redis has taken the clear, its only calls
       here.forget("algo");
       await eventually(() => here.counts.error > 0, 5_000, "the clear timed out in the dark");
-      forwarder.restore();
+      silent.forwarder.restore();
       await eventually(
         async () => {
           // the other instance's lookup reads the scope's generation as Redis holds it now, and its put
@@ -114,19 +101,19 @@ describe.skipIf(binaries.skip)("shared answers whose path to Redis turns into a 
 
   it("keeps its connection when a lookup times out on a Redis that answers", async () => {
     const prefix = `busy-${process.pid}-${Date.now()}:`;
-    const busy = new SharedAnswers({ redis: redis.url, leaseMs: 100, fallbackShare: 1 }, prefix);
+    const busy = new SharedAnswers({ redis: silent.redis.url, leaseMs: 100, fallbackShare: 1 }, prefix);
     try {
       await eventually(() => busy.up, 10_000, "connected");
       // each connection's id: one made anew has a new one
       const clients = async () =>
-        ((await admin.client("LIST")) as string)
+        ((await silent.admin.client("LIST")) as string)
           .split("\n")
           .map((line) => /^id=(\d+)/.exec(line)?.[1])
           .filter((id) => id !== undefined)
           .sort();
       const before = await clients();
       // Redis holds every client's commands for 300 ms: past a lookup's 50 ms, within the PING's 1 s
-      await admin.call("CLIENT", "PAUSE", "300", "ALL");
+      await silent.admin.call("CLIENT", "PAUSE", "300", "ALL");
       const lookups = await Promise.all([busy.get("algo", "a"), busy.get("algo", "b")]);
       expect(lookups).toEqual([undefined, undefined]);
       expect(busy.counts.error).toBeGreaterThan(0);

@@ -1,4 +1,3 @@
-import { Redis } from "ioredis";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { endpointsByLabel } from "../../generated/endpoints.js";
 import { DEFAULT_HEALTH, DEFAULT_LIMITS } from "../../src/config/defaults.js";
@@ -7,8 +6,8 @@ import type { HandleShare } from "../../src/upstream/node-states.js";
 import { SharedHandles } from "../../src/upstream/shared-handles.js";
 import { UpstreamTable } from "../../src/upstream/upstreams.js";
 import { eventually } from "../support/eventually.js";
-import { needOwnServerBinaries, type OwnRedis, startOwnRedis } from "../support/own-servers.js";
-import { startTcpForwarder, type TcpForwarder } from "../support/tcp-forwarder.js";
+import { needOwnServerBinaries } from "../support/own-servers.js";
+import { type SilenceableRedis, startSilenceableRedis } from "../support/silent-redis.js";
 
 // A proxy whose path to Redis goes silent: the Redis host dies or the network splits, and no FIN or RST
 // reaches it (test/support/tcp-forwarder.ts, between SharedHandles and this test's own Redis, drops every
@@ -41,34 +40,28 @@ function groupOf(name: string) {
 }
 
 describe.skipIf(binaries.skip)("shared handles whose path to Redis turns into a black hole", () => {
-  let redis: OwnRedis;
-  let forwarder: TcpForwarder;
-  let admin: Redis;
+  let silent: SilenceableRedis;
   let handles: SharedHandles | undefined;
   let other: SharedHandles | undefined;
 
   beforeAll(async () => {
-    redis = await startOwnRedis();
-    forwarder = await startTcpForwarder(redis.port);
-    admin = new Redis(redis.url);
+    silent = await startSilenceableRedis();
   }, 30_000);
   afterAll(async () => {
     handles?.close();
     other?.close();
-    admin?.disconnect();
-    await forwarder?.close();
-    await redis?.close();
+    await silent?.close();
   });
 
   it("recalls another instance's filters again once the path is back", async () => {
     const owner = `owner-${process.pid}-${Date.now()}`;
     handles = new SharedHandles({
-      redis: `redis://127.0.0.1:${forwarder.port}`,
+      redis: silent.url,
       leaseMs: 100,
       fallbackShare: 1,
     });
     // another instance, on a path of its own that stays up
-    other = new SharedHandles({ redis: redis.url, leaseMs: 100, fallbackShare: 1 });
+    other = new SharedHandles({ redis: silent.redis.url, leaseMs: 100, fallbackShare: 1 });
     expect(await handles.ready(10_000)).toBe(true);
     expect(await other.ready(10_000)).toBe(true);
     const here = groupOf("behind-the-hole");
@@ -85,10 +78,10 @@ describe.skipIf(binaries.skip)("shared handles whose path to Redis turns into a 
       "a filter recalled before the outage",
     );
 
-    forwarder.blackHole();
+    silent.forwarder.blackHole();
     // a recall in the dark fails
     await expect(mine.recall(owner, ["0x1"])).rejects.toThrow();
-    forwarder.restore();
+    silent.forwarder.restore();
 
     let made = 1;
     await eventually(

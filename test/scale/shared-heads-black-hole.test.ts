@@ -1,4 +1,3 @@
-import { Redis } from "ioredis";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { endpointsByLabel } from "../../generated/endpoints.js";
 import { SharedHeads } from "../../src/answers/shared-heads.js";
@@ -6,8 +5,8 @@ import { DEFAULT_HEALTH, DEFAULT_LIMITS } from "../../src/config/defaults.js";
 import type { UpstreamGroup } from "../../src/upstream/group.js";
 import { UpstreamTable } from "../../src/upstream/upstreams.js";
 import { eventually } from "../support/eventually.js";
-import { needOwnServerBinaries, type OwnRedis, startOwnRedis } from "../support/own-servers.js";
-import { startTcpForwarder, type TcpForwarder } from "../support/tcp-forwarder.js";
+import { needOwnServerBinaries } from "../support/own-servers.js";
+import { type SilenceableRedis, startSilenceableRedis } from "../support/silent-redis.js";
 
 // A proxy whose path to Redis goes silent: the Redis host dies or the network splits, and no FIN or RST
 // reaches it (test/support/tcp-forwarder.ts, between SharedHeads and this test's own Redis, drops every
@@ -41,43 +40,37 @@ function groupOf(name: string) {
 }
 
 describe.skipIf(binaries.skip)("shared heads whose path to Redis turns into a black hole", () => {
-  let redis: OwnRedis;
-  let forwarder: TcpForwarder;
-  let admin: Redis;
+  let silent: SilenceableRedis;
   let heads: SharedHeads | undefined;
 
   beforeAll(async () => {
-    redis = await startOwnRedis();
-    forwarder = await startTcpForwarder(redis.port);
-    admin = new Redis(redis.url);
+    silent = await startSilenceableRedis();
   }, 30_000);
   afterAll(async () => {
     await heads?.close();
-    admin?.disconnect();
-    await forwarder?.close();
-    await redis?.close();
+    await silent?.close();
   });
 
   it("hears and stores heads again once the path is back", async () => {
-    heads = new SharedHeads({ redis: `redis://127.0.0.1:${forwarder.port}`, leaseMs: 100, fallbackShare: 1 });
+    heads = new SharedHeads({ redis: silent.url, leaseMs: 100, fallbackShare: 1 });
     const group = groupOf("behind-the-hole");
     heads.attach([group]);
-    const subscribers = async () => Number((await admin.pubsub("NUMSUB", "gateway:heads:0"))[1]);
+    const subscribers = async () => Number((await silent.admin.pubsub("NUMSUB", "gateway:heads:0"))[1]);
     await eventually(async () => (await subscribers()) === 1, 10_000, "listening");
-    await admin.publish("gateway:heads:0", `algo ${H}`);
+    await silent.admin.publish("gateway:heads:0", `algo ${H}`);
     await eventually(() => group.served.height === H, 5_000, "a head heard");
 
-    forwarder.blackHole();
+    silent.forwarder.blackHole();
     // a rise in the dark fails to be stored: the connection that stores them is silent too
     group.served.raise(H + 1);
-    forwarder.restore();
+    silent.forwarder.restore();
 
     // another instance's head, published until this one hears it
     let published = H + 1;
     const heard = await eventually(
       async () => {
         published += 1;
-        await admin.publish("gateway:heads:0", `algo ${published}`);
+        await silent.admin.publish("gateway:heads:0", `algo ${published}`);
         return group.served.height >= H + 2;
       },
       BACK_WITHIN_MS,
@@ -87,7 +80,7 @@ describe.skipIf(binaries.skip)("shared heads whose path to Redis turns into a bl
     await eventually(
       async () => {
         group.served.raise(published + 1);
-        return Number(await admin.get("gateway:head:algo")) === published + 1;
+        return Number(await silent.admin.get("gateway:head:algo")) === published + 1;
       },
       BACK_WITHIN_MS,
       "its own rise stored after the path is back",

@@ -1,4 +1,3 @@
-import { Redis } from "ioredis";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { endpointsByLabel } from "../../generated/endpoints.js";
 import { SharedHeads } from "../../src/answers/shared-heads.js";
@@ -10,8 +9,8 @@ import type { HandleShare } from "../../src/upstream/node-states.js";
 import { SharedHandles } from "../../src/upstream/shared-handles.js";
 import { UpstreamTable } from "../../src/upstream/upstreams.js";
 import { eventually } from "../support/eventually.js";
-import { needOwnServerBinaries, type OwnRedis, startOwnRedis } from "../support/own-servers.js";
-import { startTcpForwarder, type TcpForwarder } from "../support/tcp-forwarder.js";
+import { needOwnServerBinaries } from "../support/own-servers.js";
+import { type SilenceableRedis, startSilenceableRedis } from "../support/silent-redis.js";
 
 // docs/deployment.md, "Redis silent": when the path to Redis goes silent (no FIN, no RST:
 // test/support/tcp-forwarder.ts), each shared connection's first command that times out is followed by a
@@ -44,30 +43,24 @@ const entry = {
 };
 
 describe.skipIf(binaries.skip)("a shared connection dropped as silent is logged", () => {
-  let redis: OwnRedis;
-  let forwarder: TcpForwarder;
-  let admin: Redis;
+  let silent: SilenceableRedis;
   let heads: SharedHeads | undefined;
   let answers: SharedAnswers | undefined;
   let handles: SharedHandles | undefined;
   const lines: string[] = [];
 
   beforeAll(async () => {
-    redis = await startOwnRedis();
-    forwarder = await startTcpForwarder(redis.port);
-    admin = new Redis(redis.url);
+    silent = await startSilenceableRedis();
   }, 30_000);
   afterAll(async () => {
     await heads?.close();
     answers?.close();
     handles?.close();
-    admin?.disconnect();
-    await forwarder?.close();
-    await redis?.close();
+    await silent?.close();
   });
 
   it("names the heads', the answers' and the filters' connections, and the PING", async () => {
-    const config = { redis: `redis://127.0.0.1:${forwarder.port}`, leaseMs: 100, fallbackShare: 1 };
+    const config = { redis: silent.url, leaseMs: 100, fallbackShare: 1 };
     const logger = createLogger("info", (line) => lines.push(line));
     const prefix = `silent-logged-${process.pid}-${Date.now()}:`;
     heads = new SharedHeads(config, logger);
@@ -78,12 +71,13 @@ describe.skipIf(binaries.skip)("a shared connection dropped as silent is logged"
     handles.attach([group]);
     expect(await handles.ready(10_000)).toBe(true);
     await eventually(
-      async () => answers?.up === true && Number((await admin.pubsub("NUMSUB", "gateway:heads:0"))[1]) === 1,
+      async () =>
+        answers?.up === true && Number((await silent.admin.pubsub("NUMSUB", "gateway:heads:0"))[1]) === 1,
       10_000,
       "all connected",
     );
 
-    forwarder.blackHole();
+    silent.forwarder.blackHole();
     const share = group.states.share as HandleShare;
     const owner = `owner-${process.pid}`;
     let height = 50_000_000;
