@@ -40,7 +40,7 @@ export function clientAddress(req: IncomingMessage, trustedProxies: TrustedProxi
   if (!trustedProxies.has(peer)) return peer;
   const hops = (rawHeader(req.rawHeaders, "x-forwarded-for") ?? "")
     .split(",")
-    .map((h) => normalise(h.trim()));
+    .map((h) => hopAddress(h.trim()));
   for (let i = hops.length - 1; i >= 0; i--) {
     const hop = hops[i] as string;
     if (hop !== "" && !trustedProxies.has(hop)) return hop;
@@ -50,4 +50,21 @@ export function clientAddress(req: IncomingMessage, trustedProxies: TrustedProxi
 
 function normalise(address: string): string {
   return address.startsWith("::ffff:") ? address.slice(7) : address;
+}
+
+/**
+ * An X-Forwarded-For hop's address. A balancer may write the client's port beside it (Azure Application
+ * Gateway: `203.0.113.7:54321`, `[2001:db8::7]:54321`): taken whole, it matched no key's `ips` and gave each
+ * of a client's connections a per-IP bucket of its own. A bare IPv6 address has two colons or more.
+ */
+function hopAddress(hop: string): string {
+  if (hop.startsWith("[")) {
+    const end = hop.indexOf("]");
+    const port = hop.slice(end + 1);
+    return end > 0 && (port === "" || /^:\d{1,5}$/.test(port)) ? normalise(hop.slice(1, end)) : hop;
+  }
+  const colon = hop.indexOf(":");
+  if (colon > 0 && hop.indexOf(":", colon + 1) === -1 && /^\d{1,5}$/.test(hop.slice(colon + 1)))
+    return hop.slice(0, colon);
+  return normalise(hop);
 }
