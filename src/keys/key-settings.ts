@@ -97,6 +97,12 @@ function checkedEntry(
   }
   if (typeof entry !== "string" || entry.length === 0 || entry.length > 200) return refuse("a string");
   if (kind === "origins") {
+    // a local file's and a sandboxed frame's Origin, which any site's page can send: read as a host named
+    // "null", it was saved and allowed nothing
+    if (entry.trim().toLowerCase() === "null")
+      return refuse(
+        "a page's origin: null is the Origin of every local file and sandboxed frame, whatever site it comes from",
+      );
     // a browser sends a host of other letters than ASCII's as punycode (xn--…): kept as it will come
     let origin = asciiHost(entry.toLowerCase().replace(/\/$/, ""));
     const parts = ORIGIN.exec(origin);
