@@ -49,6 +49,8 @@ export class Keys {
   readonly #knownMethods: ReadonlySet<string>;
   /** Each network's methods and routes: a refusal's examples are those of the key's networks. */
   readonly #methodsOf = new Map<string, Set<string>>();
+  /** The networks some call of which names a contract the gateway reads (registry `contracts`). */
+  readonly #namingContracts = new Set<string>();
 
   constructor(
     context: ServiceContext,
@@ -75,6 +77,8 @@ export class Keys {
           ...(mount.policy.routes === undefined ? [] : routeShapes(mount.policy.routes)),
         ])
           methods.add(method);
+      if (endpoint.mounts.some((mount) => Object.keys(mount.policy.contracts ?? {}).length > 0))
+        this.#namingContracts.add(endpoint.code);
     }
     this.#knownMethods = new Set([...this.#methodsOf.values()].flatMap((methods) => [...methods]));
   }
@@ -169,7 +173,19 @@ export class Keys {
       key.networks === "*"
         ? this.#knownMethods
         : new Set(key.networks.flatMap((network) => [...(this.#methodsOf.get(network) ?? [])]));
-    await store.setKeySettings(key.id, checkedSettings(input, this.#knownMethods, examples));
+    const settings = checkedSettings(input, this.#knownMethods, examples);
+    // a contracts list holds only where the registry reads a call's contract: on a key of networks where
+    // none does, it would be shown as saved and restrict nothing
+    if (
+      settings.contracts !== undefined &&
+      key.networks !== "*" &&
+      !key.networks.some((network) => this.#namingContracts.has(network))
+    )
+      throw new GatewayError("INVALID_FIELD", {
+        field: "contracts",
+        reason: `empty for this key: no call of ${key.networks.join(", ")} names a contract the gateway reads, so a list would restrict nothing`,
+      });
+    await store.setKeySettings(key.id, settings);
     await this.#context.onChange();
     return this.#view((await store.key(key.id)) as KeyRecord);
   }
