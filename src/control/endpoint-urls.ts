@@ -65,7 +65,8 @@ export interface KeyScope {
 
 /**
  * Whether a key reaches a label: the same two checks the proxy makes on every request (the network is
- * granted; an archive label needs archive access), so no URL is shown that the gateway would refuse.
+ * granted; an archive label needs archive access, `scope.archive` as the key's plan reads its grant), so no
+ * URL is shown that the gateway would refuse.
  */
 function scopeReaches(scope: KeyScope, endpoint: Endpoint): boolean {
   if (scope.networks !== "*" && !scope.networks.includes(endpoint.code)) return false;

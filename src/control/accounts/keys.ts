@@ -4,6 +4,7 @@ import { keyHash } from "../../keys/digest.js";
 import { newApiKey } from "../../keys/issue.js";
 import { checkedSettings, type KeySettings } from "../../keys/key-settings.js";
 import type { Plan } from "../../keys/types.js";
+import { reachesArchive } from "../../plans/plan-terms.js";
 import { routeShapes } from "../../registry/match-route.js";
 import type { Endpoint } from "../../registry/types.js";
 import { type GatewayOrigin, keyEndpoints } from "../endpoint-urls.js";
@@ -330,7 +331,11 @@ export class Keys {
   }
 
   async #mailKey(account: Account, key: string, record: KeyRecord, occasion: KeyOccasion): Promise<void> {
-    const endpoints = keyEndpoints(this.#origin, this.#endpoints, record, key);
+    // the labels the proxy serves the key: archive ones as its plan says (docs/plans.md `archive`), as the
+    // keys page shows them (key-view.ts), not as the key alone was granted
+    const plan = this.#context.plans[record.plan];
+    const archive = plan === undefined ? record.archive : reachesArchive(plan.archive, record.archive);
+    const endpoints = keyEndpoints(this.#origin, this.#endpoints, { ...record, archive }, key);
     await this.#context.mail(account.email, keyEmail(occasion, key, record, endpoints));
   }
 
