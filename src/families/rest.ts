@@ -40,15 +40,14 @@ export function restFamily(settings: FamilySettings): Family {
 export function routeRest(req: IncomingMessage, mounted: Mounted, settings: FamilySettings): RoutedRequest {
   const routes = mounted.mount.policy.routes;
   if (routes === undefined) throw new GatewayError("NOT_FOUND");
-  const method = req.method ?? "GET";
+  // HEAD is GET without the body (RFC 9110 9.3.2): the node is asked the GET, and Node's response to a
+  // HEAD request drops the body it is written
+  const method = req.method === "HEAD" ? "GET" : (req.method ?? "GET");
   const match = matchRoute(routes, method, mounted.segments);
   if (match.kind === "not-found") throw new GatewayError("NOT_FOUND");
   if (match.kind === "method-not-allowed") {
-    throw new GatewayError(
-      "HTTP_METHOD_NOT_ALLOWED",
-      { allow: match.allow },
-      { allow: match.allow.join(", ") },
-    );
+    const allow = match.allow.includes("GET") ? [...match.allow, "HEAD"] : match.allow;
+    throw new GatewayError("HTTP_METHOD_NOT_ALLOWED", { allow }, { allow: allow.join(", ") });
   }
   const { plan } = mounted.admitted;
   if (
