@@ -85,8 +85,8 @@ export interface EndpointModel {
   readonly blockTimeSeconds: number;
   readonly computeUnitMultiplier: number;
   /**
-   * The request body a transaction with the most blobs it may carry needs (`blobBodyBytes`), or a write of
-   * the most bytes of transactions it may submit (`writeBodyBytes`).
+   * The request body a transaction with the most blobs it may carry needs (`blobBodyBytes`), a write of
+   * the most bytes of transactions it may submit (`writeBodyBytes`), or of the most JSON (`writeJsonBytes`).
    */
   readonly bodyBytes?: number;
   readonly example?: { readonly sdk: string; readonly code: string; readonly http?: string };
@@ -207,6 +207,9 @@ function normalise(loaded: LoadedRegistry): RegistryModel {
         ...(network.transactionBytes === undefined
           ? {}
           : { bodyBytes: writeBodyBytes(network.transactionBytes) }),
+        ...(network.writeJsonBytes === undefined
+          ? {}
+          : { bodyBytes: network.writeJsonBytes + ENVELOPE_BYTES }),
         ...(example === undefined ? {} : { example }),
         ...(archiveLabel === undefined ? {} : { archiveLabel }),
       });
@@ -382,9 +385,12 @@ function blobBodyBytes(blobs: number): number {
   return blobs * 2 * (128 * 1024 + 128 * 48 + 2 * 48) + 64 * 1024;
 }
 
-/** The body a write of `bytes` bytes of transactions needs: each byte twice over in hex, and 64 KiB for the envelope. */
+/** What a write's body holds beside its transaction or its payload: the JSON-RPC envelope and the call's other members. */
+const ENVELOPE_BYTES = 64 * 1024;
+
+/** The body a write of `bytes` bytes of transactions needs: each byte twice over in hex, and the envelope. */
 function writeBodyBytes(bytes: number): number {
-  return bytes * 2 + 64 * 1024;
+  return bytes * 2 + ENVELOPE_BYTES;
 }
 
 /**

@@ -185,6 +185,8 @@ export interface NetworkSpec {
   blobsPerTransaction?: number;
   /** The most bytes of transactions one of its writes may submit (EndpointModel.bodyBytes). */
   transactionBytes?: number;
+  /** The most bytes of JSON one of its writes may carry, as its nodes bound it (EndpointModel.bodyBytes). */
+  writeJsonBytes?: number;
   mounts: MountSpec[];
   head?: HeadSpec;
   dedicatedOnly?: { name: string; paths: string[] }[];

@@ -794,8 +794,8 @@ export interface Endpoint {
   /** What its calls cost against its interfaces' compute units (registry `computeUnitMultiplier`). */
   readonly computeUnitMultiplier: number;
   /**
-   * The request body its transaction with the most blobs it may carry needs (registry
-   * `blobsPerTransaction`): its requests may be this large, when the deployment's `maxBodyBytes` is less.
+   * The request body its largest write needs (registry `blobsPerTransaction`, `transactionBytes`,
+   * `writeJsonBytes`): its requests may be this large, when the deployment's `maxBodyBytes` is less.
    */
   readonly bodyBytes?: number;
   /** A mainnet full endpoint's archive endpoint, where its reads of old state go (src/answers/archive.ts). */
