@@ -4,7 +4,7 @@ import { GatewayError, hasRpcNumber } from "../errors/table.js";
 import type { CallerSide } from "../http/client-gone.js";
 import { requestIdOf, withAnswerTag } from "../http/request-id.js";
 import type { PassedCall } from "../jsonrpc/check.js";
-import { partialBatchAnswer } from "../jsonrpc/merge.js";
+import { type BatchLayout, partialBatchAnswer } from "../jsonrpc/merge.js";
 import type { WholeAnswer } from "../upstream/buffered-answer.js";
 import type { UpstreamFields } from "../upstream/call-run.js";
 import type { UpstreamGroup } from "../upstream/group.js";
@@ -80,7 +80,7 @@ export function relayByTier(
   res: ServerResponse,
   note: TierFields,
   done: RelayDone,
-  refusals?: readonly string[],
+  refusals?: BatchLayout,
 ): void {
   if (tier.batch !== undefined) {
     relayBatchByTier(call, tier, tier.batch, res, note, done, refusals);
@@ -174,7 +174,7 @@ function relayBatchByTier(
   res: ServerResponse,
   note: TierFields,
   done: RelayDone,
-  refusals: readonly string[] | undefined,
+  refusals: BatchLayout | undefined,
 ): void {
   fetchBatchByTier(call, tier, stateCalls, res, requestIdOf(res), note, (error, tiered) => {
     if (error !== undefined || tiered === undefined) return done(error);

@@ -5,7 +5,7 @@ import type { GatewayError } from "../errors/table.js";
 import type { CallerSide } from "../http/client-gone.js";
 import { withAnswerTag } from "../http/request-id.js";
 import type { PassedCall } from "../jsonrpc/check.js";
-import { partialBatchAnswer } from "../jsonrpc/merge.js";
+import { type BatchLayout, partialBatchAnswer } from "../jsonrpc/merge.js";
 import type { UnknownBlockAnswer } from "../registry/types.js";
 import type { WholeAnswer } from "../upstream/buffered-answer.js";
 import type { UpstreamFields } from "../upstream/call-run.js";
@@ -35,7 +35,7 @@ export function relayByHash(
   res: ServerResponse,
   note: UpstreamFields,
   done: RelayDone,
-  refusals?: readonly string[],
+  refusals?: BatchLayout,
 ): void {
   if (call.reads !== undefined && !call.reads.single) {
     fetchWhole(call, res, note, (error, first) => {
@@ -96,7 +96,7 @@ function askAgainInBatch(
   res: ServerResponse,
   note: UpstreamFields,
   done: RelayDone,
-  refusals: readonly string[] | undefined,
+  refusals: BatchLayout | undefined,
 ): void {
   const answers = batchAnswers(first);
   const unanswered =

@@ -7,6 +7,7 @@ import { ANY_ORIGIN } from "../errors/respond.js";
 import { addAnswerTag, requestIdOf, withAnswerTag } from "../http/request-id.js";
 import type { PassedCall } from "../jsonrpc/check.js";
 import { idKey, isPlainId } from "../jsonrpc/id-key.js";
+import { type BatchLayout, inPlaces } from "../jsonrpc/merge.js";
 import { scanMembers } from "../jsonrpc/scan.js";
 import type { WholeAnswer } from "../upstream/buffered-answer.js";
 import { endsBy } from "../upstream/caller-end.js";
@@ -44,7 +45,7 @@ export interface BatchRead {
  * node as one batch, whose answers are kept as a single call's would be (and shared when final). The caller
  * gets one array, each answer with its own id, in the order of its calls; `x-cache` says `hit` when no call
  * went to a node. An answer the node gave in no array (it refused the batch) goes to the caller as the node
- * sent it. The gateway's refusals of a batch's other calls (`refusals`) end the array, as for any partial
+ * sent it. The gateway's refusals of a batch's other calls (`refusals`) take their calls' places, as for any partial
  * batch (src/jsonrpc/merge.ts).
  */
 export function relayCachedBatch(
@@ -54,7 +55,7 @@ export function relayCachedBatch(
   res: ServerResponse,
   note: BatchFields,
   done: RelayDone,
-  refusals: readonly string[] = [],
+  refusals: BatchLayout = [],
 ): void {
   const epoch = call.group.served.epoch;
   const lookup = call.trace?.step("cache lookup");
@@ -135,7 +136,7 @@ interface BatchRun {
   /** The lookup's span, when the request is traced: a hit when no call goes to a node. */
   readonly lookup: Span | undefined;
   /** The gateway's refusals of the batch's other calls, which end the caller's array. */
-  readonly refusals: readonly string[];
+  readonly refusals: BatchLayout;
   /** Whether the caller's key may read what the archive nodes answered. */
   readonly mayArchive: boolean;
 }
@@ -433,18 +434,18 @@ const COMMA = Buffer.from(",");
 const CLOSE = Buffer.from("]");
 
 /**
- * The batch's answers as one JSON array, in the order of its calls, then the gateway's refusals; a call the
- * node left out has none.
+ * The batch's answers as one JSON array, in the order of its calls, the gateway's refusals in their places;
+ * a call the node left out has none.
  */
 function sendArray(
   res: ServerResponse,
   parts: readonly (Buffer | undefined)[],
-  refusals: readonly string[],
+  refusals: BatchLayout,
   outcome: string,
   tier: string | undefined,
 ): void {
   const pieces: Buffer[] = [OPEN];
-  for (const part of [...parts, ...refusals.map((refusal) => Buffer.from(refusal))]) {
+  for (const part of inPlaces(refusals, parts, (refusal) => Buffer.from(refusal))) {
     if (part === undefined) continue;
     if (pieces.length > 1) pieces.push(COMMA);
     pieces.push(part);

@@ -6,6 +6,7 @@ import {
   REQUEST_ID_HEADER,
   requestIdOf,
 } from "../http/request-id.js";
+import { type BatchLayout, hasRefusals, inPlaces } from "../jsonrpc/merge.js";
 import type { Endpoint, JsonRpcPolicy } from "../registry/types.js";
 import { ERRORS, type ErrorCode, type GatewayError, hasRpcNumber, type RpcErrorCode } from "./table.js";
 
@@ -138,17 +139,17 @@ export function jsonRpcStyle(policy: Pick<JsonRpcPolicy, "errorCauses"> | undefi
 export function batchErrorBody(
   error: GatewayError,
   ids: readonly string[],
-  refusals: readonly string[],
+  refusals: BatchLayout,
   requestId: string | undefined,
   style: ErrorStyle = "jsonrpc",
   legacy?: readonly boolean[],
 ): string {
-  if (ids.length === 0 && refusals.length === 0) return errorBody(error, style, "null", requestId);
+  if (ids.length === 0 && !hasRefusals(refusals)) return errorBody(error, style, "null", requestId);
   // each call in its own framing's shape, where the dialect answers 1.0 calls so (bitcoind)
   const each = ids.map((id, i) =>
     errorBody(error, legacy?.[i] === true ? "jsonrpc-1.0" : style, id, requestId),
   );
-  return `[${[...refusals, ...each].join(",")}]`;
+  return `[${inPlaces(refusals, each, (refusal) => refusal).join(",")}]`;
 }
 
 /** An error's body in the given style; a code without a JSON-RPC number is always a REST body. */

@@ -6,6 +6,7 @@ import type { Limits } from "../config/types.js";
 import type { ErrorStyle } from "../errors/respond.js";
 import type { RpcErrorCode } from "../errors/table.js";
 import type { CallRefusal, PassedCall } from "../jsonrpc/check.js";
+import type { BatchLayout } from "../jsonrpc/merge.js";
 import type { Mounted } from "../pipeline/stages.js";
 import type { BatchPart } from "../plans/compute-units.js";
 
@@ -55,7 +56,7 @@ export interface Authorized {
   /** What goes upstream when something does. */
   readonly outgoing: Outgoing | undefined;
   /** Refusals of a partial batch, merged into the node's answer to the calls that passed. */
-  readonly refusals: readonly string[] | undefined;
+  readonly refusals: BatchLayout | undefined;
   /** For the access log and the metrics: a single call's method, or the route by its shape. */
   readonly method: string | undefined;
   /** A batch's methods for the access log, each with its count, bounded (jsonrpc/batch-methods.ts). */
@@ -77,7 +78,7 @@ export interface Authorized {
   /** The codes of a batch's calls refused on their own, one each: the key's usage counts errors by code. */
   readonly refusedCodes?: readonly string[] | undefined;
   /** A JSON-RPC batch's calls refused on their own, as their answers: they keep them whatever comes after. */
-  readonly batchRefusals?: readonly string[] | undefined;
+  readonly batchRefusals?: BatchLayout | undefined;
 }
 
 /** The upstream request a family built: the caller's path below the key and only allow-listed headers. */

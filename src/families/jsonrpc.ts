@@ -12,6 +12,7 @@ import {
   type PassedCall,
   sendableAsReceived,
 } from "../jsonrpc/check.js";
+import { batchLayout, refusalsOf } from "../jsonrpc/merge.js";
 import { checkMessage } from "../jsonrpc/message.js";
 import type { Mounted } from "../pipeline/stages.js";
 import { batchParts, callsUnits } from "../plans/compute-units.js";
@@ -172,7 +173,6 @@ class JsonRpcRequest implements RoutedRequest, CallAuthorizer {
     // charged as refused but never answered), the first refusal's code, and whether a write is among them
     // (a batch with one write in it is a write: the node gets it once)
     const passed: PassedCall[] = [];
-    const refused: string[] = [];
     const refusedCodes: string[] = [];
     let firstRefusal: RpcErrorCode | undefined;
     let write = false;
@@ -181,11 +181,13 @@ class JsonRpcRequest implements RoutedRequest, CallAuthorizer {
         passed.push(call);
         if (this.#writes.has(call.method)) write = true;
       } else {
-        if (!call.notification) refused.push(call.json);
         refusedCodes.push(call.code);
         firstRefusal ??= call.code;
       }
     }
+    // the refusals' answers, each in its call's place (none for a notification)
+    const layout = refusedCodes.length === 0 ? [] : batchLayout(checked);
+    const refused = refusalsOf(layout);
     // the calls that passed (as received when none was refused), which the cache may answer one by one;
     // the refusals join their answers
     const outgoing: Outgoing | undefined =
@@ -211,7 +213,7 @@ class JsonRpcRequest implements RoutedRequest, CallAuthorizer {
           ? { status: 200, body: refused.length > 0 ? `[${refused.join(",")}]` : "", code: firstRefusal }
           : undefined,
       outgoing,
-      refusals: passed.length > 0 && refused.length > 0 ? refused : undefined,
+      refusals: passed.length > 0 && refused.length > 0 ? layout : undefined,
       method: undefined,
       methods: batchMethods(checked),
       route: undefined,
@@ -222,7 +224,7 @@ class JsonRpcRequest implements RoutedRequest, CallAuthorizer {
       batchLegacy: this.#rules.policy.legacyReplies
         ? passed.flatMap((call) => (call.id === undefined ? [] : [isLegacyCall(call.call)]))
         : undefined,
-      batchRefusals: refused,
+      batchRefusals: layout,
       refusedCodes,
       batchParts: batchParts(
         this.#mounted.mount.policy.computeUnits,

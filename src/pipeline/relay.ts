@@ -7,7 +7,7 @@ import { relaySplit, type SplitFields } from "../answers/range-split.js";
 import { relayCachedBatch } from "../cache/batch-cached.js";
 import { type CacheFields, relayCached } from "../cache/relay-cached.js";
 import { sendJson } from "../errors/respond.js";
-import { partialBatchAnswer } from "../jsonrpc/merge.js";
+import { type BatchLayout, partialBatchAnswer } from "../jsonrpc/merge.js";
 import { endsBy } from "../upstream/caller-end.js";
 import { fetchWhole, type RelayDone, relayAnswer, type UpstreamCall } from "../upstream/policy.js";
 
@@ -24,7 +24,7 @@ export type RelayFields = TierFields & SplitFields & CacheFields;
  */
 export function relay(
   call: UpstreamCall,
-  refusals: readonly string[] | undefined,
+  refusals: BatchLayout | undefined,
   res: ServerResponse,
   note: RelayFields,
   done: RelayDone,
@@ -54,10 +54,10 @@ export function relay(
   else relayAnswer(call, res, note, done);
 }
 
-/** 7, for a partial batch: the node answers the calls that passed, and the refusals join its array. */
+/** 7, for a partial batch: the node answers the calls that passed, and the refusals take their places in its array. */
 function relayMerged(
   call: UpstreamCall,
-  refusals: readonly string[],
+  refusals: BatchLayout,
   res: ServerResponse,
   note: RelayFields,
   done: RelayDone,

@@ -3,6 +3,7 @@ import type { Limits } from "../config/types.js";
 import { batchErrorBody, errorBody, jsonRpcStyle } from "../errors/respond.js";
 import { GatewayError } from "../errors/table.js";
 import type { CallRules, PassedCall } from "../jsonrpc/check.js";
+import { batchLayout } from "../jsonrpc/merge.js";
 import { type CheckedMessage, checkMessage } from "../jsonrpc/message.js";
 import type { UsageRecorder } from "../keys/usage.js";
 import type { GatewayMetrics } from "../metrics/gateway-metrics.js";
@@ -243,18 +244,16 @@ export class MessageIntake {
 /** A batch's ids of the calls that passed, and the answers of those refused on their own. */
 function batchAnswers(message: CheckedMessage, units: ComputeUnits): NonNullable<MessageSeen["batch"]> {
   const ids: string[] = [];
-  const refusals: string[] = [];
   const codes: string[] = [];
   const methods: string[] = [];
   for (const call of message.checked)
-    if (!call.ok) {
-      // a notification's refusal is counted, never answered (JSON-RPC 2.0 §4.1)
-      if (!call.notification) refusals.push(call.json);
-      codes.push(call.code);
-    } else {
+    if (!call.ok) codes.push(call.code);
+    else {
       methods.push(call.method);
       if (call.id !== undefined) ids.push(call.id);
     }
+  // a notification's refusal is counted, never answered (JSON-RPC 2.0 §4.1)
+  const refusals = codes.length === 0 ? [] : batchLayout(message.checked);
   return { ids, refusals, codes, parts: batchParts(units, methods) };
 }
 

@@ -3,6 +3,7 @@ import type { Limits } from "../config/types.js";
 import type { ErrorCode } from "../errors/table.js";
 import { type CallRules, type Checked, no, type PassedCall, sendableAsReceived } from "../jsonrpc/check.js";
 import { idKey } from "../jsonrpc/id-key.js";
+import { type BatchLayout, batchLayout, refusalsOf } from "../jsonrpc/merge.js";
 import type { CheckedMessage } from "../jsonrpc/message.js";
 import { resultOf } from "../metrics/gateway-metrics.js";
 import type { Charged } from "../pipeline/stages.js";
@@ -33,7 +34,7 @@ export interface MessageSeen {
   /** A batch's calls that passed, by id, and the answers of those refused on their own (a later refusal's answer). */
   batch?: {
     readonly ids: readonly string[];
-    readonly refusals: readonly string[];
+    readonly refusals: BatchLayout;
     /** The refused calls' codes, one each, for the key's errors by code. */
     readonly codes: readonly string[];
     /** The calls that passed, by method, for the key's usage by method. */
@@ -155,7 +156,8 @@ export class MessageSender {
     }
     const passed = checked.filter((c): c is PassedCall => c.ok);
     // the refusals' answers: none for a notification (JSON-RPC 2.0 §4.1), which is counted all the same
-    const refused = checked.filter((c) => !c.ok && !c.notification).map((c) => c.json);
+    const layout = batchLayout(checked);
+    const refused = refusalsOf(layout);
     // calls refused here (an id in flight, a full connection) cost nothing and count as refused, as at 4
     // counted without an array made: this runs for every message
     let refusedHere = 0;
@@ -202,7 +204,7 @@ export class MessageSender {
       outgoing.whenAnswered = undefined;
       return `[${refused.join(",")}]`;
     }
-    this.#host.pending.holdRefusals(ids, refused);
+    this.#host.pending.holdRefusals(ids, layout);
     return counted;
   }
 

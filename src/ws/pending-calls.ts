@@ -3,7 +3,7 @@ import { answerTakes } from "../answers/write-taken.js";
 import type { ErrorCode } from "../errors/table.js";
 import type { PassedCall } from "../jsonrpc/check.js";
 import { idKey, isUnreadableId } from "../jsonrpc/id-key.js";
-import { mergeBatchAnswer } from "../jsonrpc/merge.js";
+import { type BatchLayout, mergeBatchAnswer, refusalsOf } from "../jsonrpc/merge.js";
 import { scanMembers } from "../jsonrpc/scan.js";
 import type { BodyTest } from "../registry/types.js";
 import type { CacheKeep } from "./cached-calls.js";
@@ -96,7 +96,7 @@ export class PendingCalls {
   /** Subscribe answers whose id the client is to know otherwise (subscriptions.ts `add`), by call id. */
   readonly #renamed = new Map<string, string>();
   /** Batches with refused calls: the node's answer to the rest is merged with the refusals. */
-  readonly #partialBatches: { ids: Set<string>; refused: string[] }[] = [];
+  readonly #partialBatches: { ids: Set<string>; refused: (string | undefined)[] }[] = [];
   #reservedSubscriptions = 0;
 
   get size(): number {
@@ -162,10 +162,11 @@ export class PendingCalls {
   }
 
   /** A batch whose calls `ids` went upstream, and whose `refused` calls are answered with the node's answer. */
-  holdRefusals(ids: Set<string>, refused: string[]): void {
+  holdRefusals(ids: Set<string>, refused: BatchLayout): void {
     const held = this.#partialBatches.find((b) => [...ids].some((id) => b.ids.has(id)));
-    if (held !== undefined) held.refused.push(...refused);
-    else this.#partialBatches.push({ ids, refused });
+    // refused later (a move's writes): after the answers, whose places they had
+    if (held !== undefined) held.refused.push(...refusalsOf(refused));
+    else this.#partialBatches.push({ ids, refused: [...refused] });
   }
 
   /**
