@@ -36,9 +36,13 @@ export async function upstreamsCommand(
       reason: "the config has no operator listener",
     });
   if (verb === "list") {
-    const answer = (await call(`${base}/upstreams`)) as { processes: { pid: number; labels: LabelRow[] }[] };
+    const answer = (await call(`${base}/upstreams`)) as {
+      processes: { pid: number; labels: LabelRow[]; silent?: string }[];
+    };
     for (const process of answer.processes) {
-      if (answer.processes.length > 1) console.log(`process ${process.pid}`);
+      // a worker that gave the primary no answer has no rows: why is its line
+      if (answer.processes.length > 1)
+        console.log(`process ${process.pid}${process.silent === undefined ? "" : `  ${process.silent}`}`);
       for (const row of process.labels) {
         // the head callers are served at least, which a node must have reached for reads at the head
         console.log(`${where(row)}  served head ${row.servedHead ?? "-"}`);

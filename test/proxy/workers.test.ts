@@ -5,6 +5,7 @@ import { join } from "node:path";
 import { request } from "undici";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { ROOT } from "../registry/helpers.js";
+import { adminHere } from "../support/admin-here.js";
 import { bundleOf } from "../support/bundles.js";
 import { eventually } from "../support/eventually.js";
 import { KEYS, TEST_KEYS } from "../support/gateway.js";
@@ -14,7 +15,7 @@ import { parseExposition } from "../support/prometheus-text.js";
 // A proxy with two workers (src/proxy/cluster.ts), as an operator meets it: a worker killed with SIGKILL
 // is logged with its signal and started again, counted in gateway_worker_restarts_total, and the summed
 // counters never go backwards; a worker stopped with SIGSTOP is reported as silent within the operator
-// API's deadline while the other's answers are served; and the primary survives questions sent to
+// API's deadline (and the operator CLI's list) while the other's answers are served; and the primary survives questions sent to
 // workers as they die.
 
 const DOMAIN = "gw.test";
@@ -202,6 +203,16 @@ describe("a proxy's workers", () => {
       expect(upstreams.processes).toHaveLength(2);
       expect(upstreams.processes.find((p) => p.pid === stopped)?.silent).toMatch(/did not answer/);
       expect(upstreams.processes.find((p) => p.pid !== stopped)?.labels).toHaveLength(1);
+      // the operator CLI's list says so too, rather than print the stopped worker's pid over nothing
+      const listed = await adminHere(
+        { GATEWAY_CONFIG: "" },
+        "upstreams",
+        "list",
+        "--proxy",
+        `http://127.0.0.1:${operatorPort}`,
+      );
+      expect(listed.code).toBe(0);
+      expect(listed.out).toMatch(new RegExp(`process ${stopped}\\b.*did not answer within 1000 ms`));
       const metrics = await operator("/metrics");
       expect(metrics.status).toBe(200);
       expect(await requests()).toBeGreaterThanOrEqual(counted);
