@@ -51,6 +51,12 @@ function declarations(project: Project): string {
         isReadonly: true,
         docs: ["The schema keyword the value broke (`type`, `pattern`, `anyOf`, …)."],
       },
+      {
+        name: "schemaPath",
+        type: "string",
+        isReadonly: true,
+        docs: ["Where in the schema the keyword is (`#/properties/operator/anyOf/0/type`)."],
+      },
       { name: "message", type: "string | undefined", hasQuestionToken: true, isReadonly: true },
       {
         name: "propertyName",

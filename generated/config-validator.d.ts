@@ -4,6 +4,8 @@ export interface ConfigProblem {
   readonly instancePath: string;
   /** The schema keyword the value broke (`type`, `pattern`, `anyOf`, …). */
   readonly keyword: string;
+  /** Where in the schema the keyword is (`#/properties/operator/anyOf/0/type`). */
+  readonly schemaPath: string;
   readonly message?: string | undefined;
   /** The member whose name broke `propertyNames`. */
   readonly propertyName?: string;

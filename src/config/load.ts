@@ -308,17 +308,36 @@ function isUrl(spec: string | UpstreamSpec): boolean {
 /**
  * Ajv's errors with what a value of several allowed forms (`anyOf`) failed said once: the form of the
  * value's own type, not every form's complaint. `ftp://x` as an upstream is "must match pattern ^https?://",
- * not that and "must be object" and "must match a schema in anyOf".
+ * not that and "must be object" and "must match a schema in anyOf"; a value of none of the forms says
+ * which forms it may have (`"*"` or a list of networks: `must be "*" or array`).
  */
 function oneErrorPerProblem(errors: readonly ConfigProblem[]): ConfigProblem[] {
-  const alternatives = new Set(errors.filter((e) => e.keyword === "anyOf").map((e) => e.instancePath));
+  const anyOfAt = new Map(errors.filter((e) => e.keyword === "anyOf").map((e) => [e.instancePath, e]));
+  // a form's complaint about the value itself (not its type, not the one value it allows): folded into
+  // its anyOf's one line
+  const formOf = (e: ConfigProblem): ConfigProblem | undefined => {
+    const anyOf = anyOfAt.get(e.instancePath);
+    if (anyOf === undefined || (e.keyword !== "type" && e.keyword !== "const")) return undefined;
+    return e.schemaPath.startsWith(`${anyOf.schemaPath}/`) ? anyOf : undefined;
+  };
   // a refused member name comes twice: as what its pattern says, and as "property name must be valid"
-  const kept = errors.filter(
-    (e) => !(e.keyword === "type" && alternatives.has(e.instancePath)) && e.keyword !== "propertyNames",
-  );
+  const kept = errors.filter((e) => formOf(e) === undefined && e.keyword !== "propertyNames");
+  // said by a form's own complaint at it or within it, or by a value within it of none of its forms
   const said = (path: string) =>
-    kept.some(
-      (e) => e.keyword !== "anyOf" && (e.instancePath === path || e.instancePath.startsWith(`${path}/`)),
+    kept.some((e) =>
+      e.keyword === "anyOf"
+        ? e.instancePath.startsWith(`${path}/`)
+        : e.instancePath === path || e.instancePath.startsWith(`${path}/`),
     );
-  return kept.filter((e) => e.keyword !== "anyOf" || !said(e.instancePath));
+  return kept
+    .filter((e) => e.keyword !== "anyOf" || !said(e.instancePath))
+    .map((e) => {
+      if (e.keyword !== "anyOf") return e;
+      const forms = errors
+        .filter((form) => formOf(form) === e)
+        .map((form) =>
+          form.keyword === "const" ? JSON.stringify(form.params.allowedValue) : form.params.type,
+        );
+      return forms.length === 0 ? e : { ...e, message: `must be ${forms.join(" or ")}` };
+    });
 }

@@ -201,6 +201,29 @@ describe("the deployment config", () => {
       "upstreams: { trx: { /jsonrpc: [] } }\n",
       "/upstreams/trx/~1jsonrpc must NOT have fewer than 1 items",
     ],
+    // a value of none of the allowed forms: the forms it may have, not ajv's "must match a schema in anyOf"
+    // or one form's "must be equal to constant"
+    [
+      "a label's one URL not in a list",
+      "upstreams: { eth: http://a }\n",
+      "/upstreams/eth must be array or object",
+    ],
+    [
+      "an upstream that is a number",
+      "upstreams: { eth: [3] }\n",
+      "/upstreams/eth/0 must be string or object",
+    ],
+    [
+      "a key's one network not in a list",
+      "keys: [{ key: FNabcdefabcdefabcdefabcdefabcd, networks: eth }]\n",
+      '/keys/0/networks must be "*" or array',
+    ],
+    [
+      "a key's network that is not a name",
+      "keys: [{ key: FNabcdefabcdefabcdefabcdefabcd, networks: [3] }]\n",
+      "/keys/0/networks/0 must be string",
+    ],
+    ["an operator section that is a port", "operator: 8082\n", "/operator must be null or object"],
   ])("says %s once, in the words of the form the value has", (_, text, message) => {
     const path = file("one-problem.yaml", text);
     let problems = "";
