@@ -8,7 +8,7 @@ import type { GatewayConfig } from "./types.js";
  * that says where it was set: an upstream list for a mount the label does not have (its calls would find
  * no upstream), a key for a network the registry does not have, a bound below its own floor, a store
  * address that is neither a PostgreSQL URL nor a path (a mistyped URL would become a SQLite file by that
- * name).
+ * name), a Redis URL whose database is not a number.
  */
 export function relationProblems(
   config: GatewayConfig,
@@ -72,6 +72,17 @@ export function relationProblems(
           `${at}: blockRanges.${label}.${method}: splitAbove (${bounds.splitAbove}) is above refuseAbove (${bounds.refuseAbove}), so no range would be split`,
         );
     }
+  }
+  // Never repeated: the URL holds Redis' password. ioredis reads its path as the database to SELECT, and
+  // SELECTs NaN for a word (whose error reply ended the proxy).
+  const redis = config.sharedLimits?.redis;
+  if (redis !== undefined) {
+    const at = where(["sharedLimits", "redis"]);
+    if (!URL.canParse(redis)) problems.push(`${at}: sharedLimits.redis is not a URL`);
+    else if (!/^\/?(\d+)?$/.test(new URL(redis).pathname))
+      problems.push(
+        `${at}: sharedLimits.redis: the path after the address is a database index, a whole number (redis://host:6379/2), or nothing`,
+      );
   }
   const database = config.accounts?.database;
   if (database !== undefined && /^[A-Za-z][A-Za-z0-9+.-]*:/.test(database) && !isPostgresUrl(database))

@@ -281,6 +281,13 @@ describe("settings from the environment, checked with the file as one config", (
     ["GATEWAY_WORKERS", "lots", "/workers must be integer"],
     ["GATEWAY_DOMAIN", "not a host", "/domain must match pattern"],
     ["GATEWAY_SHARED_LIMITS_REDIS", "127.0.0.1:6379", '/sharedLimits/redis must match pattern "^rediss?://"'],
+    // ioredis SELECTs NaN on such a URL, and the proxy died of the reply once it served
+    [
+      "GATEWAY_SHARED_LIMITS_REDIS",
+      "redis://:hunter2@redis.internal:6379/staging",
+      "sharedLimits.redis: the path after the address is a database index, a whole number (redis://host:6379/2), or nothing",
+    ],
+    ["GATEWAY_SHARED_LIMITS_REDIS", "redis://:hunter2@redis.internal:bad", "sharedLimits.redis is not a URL"],
     ["GATEWAY_ACCOUNTS_PORT", "eighty", "/accounts/listen/port must be integer"],
     // a mistyped URL would otherwise be made into a SQLite file of that name
     ["GATEWAY_ACCOUNTS_DB", "postgress://postgres@db/gateway", 'accounts.database starts "postgress:"'],
