@@ -1,6 +1,6 @@
-import { Redis } from "ioredis";
+import type { Redis } from "ioredis";
 import type { SharedLimitsConfig } from "../config/types.js";
-import { logDropped, reconnectWhenSilent, sharedRedisOptions } from "../limits/redis-options.js";
+import { logDropped, reconnectWhenSilent, sharedRedis, sharedRedisOptions } from "../limits/redis-options.js";
 import type { Logger } from "../log.js";
 import type { UpstreamGroup } from "../upstream/group.js";
 import { SHARE_HOLD_MS, SHARED_HEAD_KEEP_MS } from "./served-head.js";
@@ -65,7 +65,7 @@ export class SharedHeads {
   /** `logger` hears of a connection dropped as silent (docs/deployment.md, "Redis silent"). */
   constructor(config: SharedLimitsConfig, logger?: Logger) {
     this.#holdMs = config.headHoldMs ?? SHARE_HOLD_MS;
-    this.#redis = new Redis(config.redis, sharedRedisOptions("gateway:head:"));
+    this.#redis = sharedRedis(config.redis, sharedRedisOptions("gateway:head:"));
     this.#channel = channelOf(this.#redis.options.db ?? 0);
     this.#redis.defineCommand("gatewayRaiseHead", { numberOfKeys: 1, lua: RAISE_SCRIPT });
     this.#raise = (this.#redis as unknown as { gatewayRaiseHead: RaiseCommand }).gatewayRaiseHead.bind(
@@ -76,7 +76,7 @@ export class SharedHeads {
     // ioredis's own resubscription is off: it sends its SUBSCRIBE at each reconnection with no handler for
     // its failure, so a connection cut again before Redis answered it (CLIENT KILL, a restart) rejected it
     // unhandled and ended the process.
-    this.#subscriber = new Redis(config.redis, { ...sharedRedisOptions(""), autoResubscribe: false });
+    this.#subscriber = sharedRedis(config.redis, { ...sharedRedisOptions(""), autoResubscribe: false });
     this.#subscriber.on("message", (_channel: string, message: string) => this.#heard(message));
     this.#subscriber.on("ready", () => {
       this.#subscriber.subscribe(this.#channel).catch(() => {});

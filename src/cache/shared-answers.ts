@@ -1,9 +1,9 @@
 import { createHash } from "node:crypto";
 import { promisify } from "node:util";
 import { deflateRaw, inflateRaw } from "node:zlib";
-import { Redis } from "ioredis";
+import type { Redis } from "ioredis";
 import type { SharedLimitsConfig } from "../config/types.js";
-import { logDropped, reconnectWhenSilent, sharedRedisOptions } from "../limits/redis-options.js";
+import { logDropped, reconnectWhenSilent, sharedRedis, sharedRedisOptions } from "../limits/redis-options.js";
 import type { Logger } from "../log.js";
 import type { UpstreamGroup } from "../upstream/group.js";
 import { ownBytes } from "./answer-cache.js";
@@ -73,7 +73,7 @@ export class SharedAnswers {
   /** `logger` hears of a connection dropped as silent (docs/deployment.md, "Redis silent"). */
   constructor(config: SharedLimitsConfig, keyPrefix = "gateway:answer:", logger?: Logger) {
     this.#keyPrefix = keyPrefix;
-    this.#redis = new Redis(config.redis, { ...sharedRedisOptions(keyPrefix), commandTimeout: LOOKUP_MS });
+    this.#redis = sharedRedis(config.redis, { ...sharedRedisOptions(keyPrefix), commandTimeout: LOOKUP_MS });
     // Failed reconnections are retried with backoff; meanwhile each instance answers from its own cache.
     this.#redis.on("error", () => {});
     this.#silent = reconnectWhenSilent(this.#redis, logDropped(logger, "shared answers"));

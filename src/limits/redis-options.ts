@@ -1,4 +1,4 @@
-import { Command, type Redis, type RedisOptions } from "ioredis";
+import { Command, Redis, type RedisOptions } from "ioredis";
 import type { Logger } from "../log.js";
 
 /**
@@ -32,6 +32,23 @@ export function sharedRedisOptions(keyPrefix: string): RedisOptions {
     retryStrategy: (attempt) => Math.min(100 * 2 ** attempt, 5_000),
     keyPrefix,
   };
+}
+
+/**
+ * A connection to the Redis of `sharedLimits` (`url`) with `options`. A Redis with fewer databases than the
+ * URL's index refuses its SELECT ("ERR DB index is out of range"), and ioredis goes on in database 0, where
+ * another deployment's rates, quotas and heads may be: such a connection is dropped instead, and made again
+ * with the backoff, so that each instance decides alone, with the refusal as its owner's last error.
+ */
+export function sharedRedis(url: string, options: RedisOptions): Redis {
+  const redis = new Redis(url, options);
+  redis.on("error", (error: Error & { command?: { name?: string } }) => {
+    if (error.command?.name !== "select") return;
+    redis.disconnect(true);
+    // the refusal is why it closed, not the commands the drop then failed: the last error its owner reads
+    redis.once("close", () => redis.emit("error", new Error(error.message)));
+  });
+  return redis;
 }
 
 /**

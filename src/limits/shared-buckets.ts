@@ -1,8 +1,8 @@
-import { Redis } from "ioredis";
+import type { Redis } from "ioredis";
 import type { RateSpec, SharedLimitsConfig } from "../config/types.js";
 import type { Logger } from "../log.js";
 import { forgetEarliest, keptAfterSweep } from "./evict.js";
-import { reconnectWhenSilent, redisReady, sharedRedisOptions } from "./redis-options.js";
+import { reconnectWhenSilent, redisReady, sharedRedis, sharedRedisOptions } from "./redis-options.js";
 import { type RateDecision, type RateLimiter, TokenBuckets } from "./token-bucket.js";
 
 // The global bucket, in Redis: refilled by Redis's own clock (so instances' clocks do not matter), it grants
@@ -109,7 +109,7 @@ export class SharedTokenBuckets implements RateLimiter {
     this.#now = performance.now.bind(performance);
     this.#local = new TokenBuckets(maxEntries);
     // a command while disconnected fails at once: the request is decided locally meanwhile
-    this.#redis = new Redis(config.redis, sharedRedisOptions("gateway:rate:"));
+    this.#redis = sharedRedis(config.redis, sharedRedisOptions("gateway:rate:"));
     this.#redis.defineCommand("gatewayLease", { numberOfKeys: 1, lua: LEASE_SCRIPT });
     this.#lease = (this.#redis as unknown as { gatewayLease: LeaseCommand }).gatewayLease.bind(this.#redis);
     this.#silent = reconnectWhenSilent(this.#redis, (reason) => {

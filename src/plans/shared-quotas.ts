@@ -1,6 +1,6 @@
-import { Redis } from "ioredis";
+import type { Redis } from "ioredis";
 import type { SharedLimitsConfig } from "../config/types.js";
-import { sharedRedisOptions } from "../limits/redis-options.js";
+import { sharedRedis, sharedRedisOptions } from "../limits/redis-options.js";
 import type { Logger } from "../log.js";
 import {
   ALLOWED,
@@ -96,7 +96,7 @@ export class SharedQuotaLedger implements QuotaLedger {
     this.#leaseMs = config.leaseMs;
     this.#logger = logger;
     this.#crossed = crossed;
-    this.#redis = new Redis(config.redis, sharedRedisOptions("gateway:quota:"));
+    this.#redis = sharedRedis(config.redis, sharedRedisOptions("gateway:quota:"));
     this.#commands = quotaCommands(this.#redis);
     this.#recovery = new QuotaRecovery(this.#commands, source, logger, crossed);
     this.#idle = setInterval(() => this.#sweep(Date.now()), IDLE_MS);

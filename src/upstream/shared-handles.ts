@@ -1,8 +1,14 @@
 import { setTimeout as sleep } from "node:timers/promises";
-import { Redis } from "ioredis";
+import type { Redis } from "ioredis";
 import type { FilterSpan } from "../answers/range-plan.js";
 import type { SharedLimitsConfig } from "../config/types.js";
-import { logDropped, reconnectWhenSilent, redisReady, sharedRedisOptions } from "../limits/redis-options.js";
+import {
+  logDropped,
+  reconnectWhenSilent,
+  redisReady,
+  sharedRedis,
+  sharedRedisOptions,
+} from "../limits/redis-options.js";
 import type { Logger } from "../log.js";
 import type { UpstreamGroup } from "./group.js";
 import { HANDLE_IDLE_MS, type HandleShare, type SharedHandle } from "./node-states.js";
@@ -29,7 +35,7 @@ export class SharedHandles {
 
   /** `logger` hears of a connection dropped as silent (docs/deployment.md, "Redis silent"). */
   constructor(config: SharedLimitsConfig, logger?: Logger) {
-    this.#redis = new Redis(config.redis, sharedRedisOptions("gateway:handle:"));
+    this.#redis = sharedRedis(config.redis, sharedRedisOptions("gateway:handle:"));
     // Failed reconnections are retried with backoff; meanwhile each instance keeps its own states.
     this.#redis.on("error", () => {});
     this.#silent = reconnectWhenSilent(this.#redis, logDropped(logger, "shared filters"));
