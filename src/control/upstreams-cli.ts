@@ -98,20 +98,29 @@ function line(row: LabelRow, u: LabelRow["upstreams"][number]): string {
   return `${where(row)}  ${u.name}  ${u.state}${u.tier === "fallback" ? " (fallback)" : ""}  head ${u.head ?? "-"}  lag ${u.lagBlocks}  ${latency}  errors ${(u.errorRate * 100).toFixed(0)}%  in flight ${u.inFlight}${u.held ? `  held ${u.held}` : ""}${error}`;
 }
 
-async function call(url: string, body?: unknown): Promise<unknown> {
+async function call(given: string, body?: unknown): Promise<unknown> {
+  // fetch refuses a URL that holds credentials: a --proxy URL's user and password (a front that asks for
+  // them, such as nginx's auth_basic) go as the Basic authorization they stand for (RFC 7617), and the
+  // URL asked, written in every message, holds none
+  const { url, authorization } = withoutUserinfo(given);
+  const headers: Record<string, string> = authorization === undefined ? {} : { authorization };
   let response: Response;
   try {
     response = await fetch(
       url,
       body === undefined
-        ? {}
-        : { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify(body) },
+        ? { headers }
+        : {
+            method: "POST",
+            headers: { ...headers, "content-type": "application/json" },
+            body: JSON.stringify(body),
+          },
     );
   } catch (error) {
     const cause = (error as { cause?: { code?: string } }).cause?.code ?? (error as Error).message;
     throw new GatewayError("OPERATOR_UNREACHABLE", {
-      url: shown(url),
-      reason: withoutCredentials(cause, url),
+      url,
+      reason: cause,
       hint: "start the proxy, or name its operator API with --proxy http://<host>:<port> (else the config's operator.listen)",
     });
   }
@@ -123,7 +132,7 @@ async function call(url: string, body?: unknown): Promise<unknown> {
     // something answered, but not as the operator API does (its every answer is JSON): say what it was
     const type = response.headers.get("content-type") ?? "no content type";
     throw new GatewayError("OPERATOR_UNREACHABLE", {
-      url: shown(url),
+      url,
       reason: `answered ${response.status} with ${type}, not the operator API's JSON; is --proxy the operator address?`,
     });
   }
@@ -133,7 +142,7 @@ async function call(url: string, body?: unknown): Promise<unknown> {
     const { code, status: _status, message: _message, ...detail } = answer.error ?? { code: "", message: "" };
     if (OPERATOR_CODES.has(code)) throw new GatewayError(code as ErrorCode, detail);
     throw new GatewayError("OPERATOR_UNREACHABLE", {
-      url: shown(url),
+      url,
       reason: `answered ${response.status}${code === "" ? "" : ` (${code})`}, not the operator API; is --proxy the operator address?`,
     });
   }
@@ -151,25 +160,22 @@ const OPERATOR_CODES: ReadonlySet<string> = new Set<ErrorCode>([
   "INTERNAL",
 ]);
 
-/** The URL without its user and password, for a message: a --proxy URL may carry them. */
-function shown(url: string): string {
-  try {
-    const parsed = new URL(url);
-    parsed.username = "";
-    parsed.password = "";
-    return parsed.href;
-  } catch {
-    return url.replace(/\/\/[^/@]*@/, "//");
-  }
-}
-
-/** A message with any credentials of `url` taken out, as fetch's own message repeats the URL. */
-function withoutCredentials(message: string, url: string): string {
-  let out = message.split(url).join(shown(url));
-  try {
-    const { username, password } = new URL(url);
-    for (const secret of [password, decodeURIComponent(password), username])
-      if (secret) out = out.split(secret).join("***");
-  } catch {}
-  return out;
+/** `url` without its user and password, and the Basic authorization they stand for, if any. */
+function withoutUserinfo(url: string): { url: string; authorization?: string } {
+  // one fetch cannot read either: its message names it, without what looks like a user and password
+  if (!URL.canParse(url)) return { url: url.replace(/\/\/[^/@]*@/, "//") };
+  const parsed = new URL(url);
+  const { username, password } = parsed;
+  if (username === "" && password === "") return { url };
+  parsed.username = "";
+  parsed.password = "";
+  const plain = (part: string) => {
+    try {
+      return decodeURIComponent(part);
+    } catch {
+      return part;
+    }
+  };
+  const pair = `${plain(username)}:${plain(password)}`;
+  return { url: parsed.href, authorization: `Basic ${Buffer.from(pair).toString("base64")}` };
 }

@@ -192,6 +192,43 @@ describe("the operator API", () => {
     expect(away.code).toBe(1);
     expect(away.err).toContain("OPERATOR_UNREACHABLE");
     expect(away.err).not.toContain("s3cr3t-pw");
+    // nor of one no URL parser reads
+    const unread = await cliAt(`http://ops:s3cr3t-pw@127.0.0.1:${port}x`, "list");
+    expect(unread.code).toBe(1);
+    expect(unread.err).toContain("OPERATOR_UNREACHABLE");
+    expect(unread.err).not.toContain("s3cr3t-pw");
+  });
+
+  it("the CLI reaches an operator API behind a front that asks for the --proxy URL's user and password", async () => {
+    // a front such as nginx's auth_basic: 401 with a challenge unless the request carries the credentials
+    // (RFC 7617), else the operator API's answer as it gave it. fetch refuses a URL holding credentials, so
+    // the CLI never asked, and said no operator API answered there
+    const expected = `Basic ${Buffer.from("ops:s3cr3t pw").toString("base64")}`;
+    const front = createHttpServer((req, res) => {
+      if (req.headers.authorization !== expected) {
+        res.writeHead(401, { "www-authenticate": 'Basic realm="operator"', "content-type": "text/html" });
+        res.end("<html>401 Authorization Required</html>");
+        return;
+      }
+      void request(`http://127.0.0.1:${proxy.operatorPort}${req.url}`).then(async (answer) => {
+        res.writeHead(answer.statusCode, { "content-type": String(answer.headers["content-type"]) });
+        res.end(await answer.body.text());
+      });
+    });
+    await new Promise<void>((resolve) => front.listen(0, "127.0.0.1", resolve));
+    const frontPort = (front.address() as { port: number }).port;
+    try {
+      const list = await cliAt(`http://ops:s3cr3t%20pw@127.0.0.1:${frontPort}`, "list");
+      expect(list.err).toBe("");
+      expect(list.code).toBe(0);
+      expect(list.out).toContain("eth  a  ");
+      const wrong = await cliAt(`http://ops:wrong-pw@127.0.0.1:${frontPort}`, "list");
+      expect(wrong.code).toBe(1);
+      expect(wrong.err).toContain("answered 401 with text/html");
+      expect(wrong.err).not.toContain("wrong-pw");
+    } finally {
+      await new Promise((resolve) => front.close(resolve));
+    }
   });
 
   it("the CLI says what answered at a --proxy that is not the operator API: its status and content type", async () => {
