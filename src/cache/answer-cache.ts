@@ -173,11 +173,13 @@ export class AnswerCache {
    * A reload's new cache goes on from the old one's counts, so the counters never go back, and keeps its
    * final answers, least recently used first, within its own budget: a reload (a cordon, a node added) does
    * not send every cached read back to the nodes. An answer kept while the head stays is left behind: its
-   * epoch is the old config's; so is one larger than the new largest entry.
+   * epoch is the old config's; so is one larger than the new largest entry. Without `answers` (the nodes
+   * may be another chain's), the counts alone.
    */
-  carryFrom(other: AnswerCache): void {
+  carryFrom(other: AnswerCache, answers = true): void {
     for (const name of ["hit", "miss", "coalesced", "evicted"] as const)
       this.counts[name] += other.counts[name];
+    if (!answers) return;
     this.#carrying = true;
     try {
       for (const pair of other.#entries.rentries()) {

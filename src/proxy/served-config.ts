@@ -131,7 +131,8 @@ export function buildServedConfig(parts: ServedConfigParts): ServedConfig {
 
 /**
  * The heads each label served, carried over to a new config's groups: a reload never takes one back. So
- * are its finalized height and final answers. Each only where it is still the chain's: a label whose nodes
+ * are its finalized height and final answers (and, whatever the nodes, its answer and cache counts). Each
+ * only where it is still the chain's: a label whose nodes
  * are not asked which chain they are on (registry `noChainId`, or probes off) and that the reload moved to
  * other nodes may now be served by another chain's, whose heights and answers the old ones are not (a
  * carried finalized height would keep the new chain's blocks under it as final, a head make reads wait).
@@ -141,9 +142,11 @@ export function carryServedHeads(from: UpstreamTable, to: UpstreamTable): void {
     const next = to.group(group.label, group.mount);
     if (next === undefined) continue;
     next.answers.carryFrom(group.answers);
-    if (!next.chainChecked && !sameNodes(group, next)) continue;
+    // the counts the metrics read go on whatever the nodes: a counter never goes back
+    const still = next.chainChecked || sameNodes(group, next);
+    if (next.cache !== undefined && group.cache !== undefined) next.cache.carryFrom(group.cache, still);
+    if (!still) continue;
     next.served.raiseFromPeer(group.served.height, false);
-    if (next.cache !== undefined && group.cache !== undefined) next.cache.carryFrom(group.cache);
     next.finality.finalizedSeen(group.finalized);
   }
 }

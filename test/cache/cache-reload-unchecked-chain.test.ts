@@ -34,10 +34,16 @@ describe("a reload that moves a label without a chain check to nodes of another 
       gw.call("atleta", `/${KEYS.all}`, { body: rpcBody("eth_chainId", [], id) });
     expect((await chainId(1)).json).toMatchObject({ result: "0x925" });
     expect((await chainId(2)).headers["x-cache"]).toBe("hit");
+    const counted = async (outcome: string) =>
+      gw.metric("gateway_cache_requests_total", { label: "atleta", outcome });
+    const [hits, misses] = [await counted("hit"), await counted("miss")];
     gw.gateway.reload({ ...gw.config, upstreams: { atleta: [right.url] } } as GatewayConfig, gw.keys);
     // the new config's only node says 0x924
     const after = await chainId(3);
     expect(after.json).toMatchObject({ result: "0x924" });
+    // the answers stay behind; the counts go on: a counter that went back reads as a restart to Prometheus
+    expect(await counted("hit")).toBe(hits);
+    expect(await counted("miss")).toBe(misses + 1);
   });
 
   it("carries the cache over a reload that keeps its nodes", async () => {
