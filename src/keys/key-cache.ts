@@ -1,6 +1,6 @@
 import type { RateSpec } from "../config/types.js";
 import type { GrantFeed, GrantStatus, KeyGrant } from "./grants.js";
-import { KeyRules } from "./key-settings.js";
+import { KeyRules, settingsIdentity } from "./key-settings.js";
 import { reconnectDelay } from "./reconnect-backoff.js";
 import { MAX_TIMER_MS } from "./token-lifetime.js";
 import type { KeyStore, Principal } from "./types.js";
@@ -26,7 +26,7 @@ export class CachedKeyStore implements KeyStore {
   readonly #now: () => number;
   readonly #byHash = new Map<string, Entry>();
   readonly #hashById = new Map<number, string>();
-  /** The settings of keys that have some, as JSON: a change of them is told to onWithdrawn's listeners. */
+  /** The settings of keys that have some (settingsIdentity): a change of them is told to onWithdrawn's listeners. */
   readonly #settingsById = new Map<number, string>();
   #revision = 0;
   #unwatch: (() => void) | undefined;
@@ -221,7 +221,7 @@ export class CachedKeyStore implements KeyStore {
       return;
     }
     this.#hashById.set(grant.id, grant.keyHash);
-    const settings = grant.settings === undefined ? "" : JSON.stringify(grant.settings);
+    const settings = grant.settings === undefined ? "" : settingsIdentity(grant.settings);
     if (settings !== "") this.#settingsById.set(grant.id, settings);
     // New settings hold for a WebSocket's every message: its connections end, and come back under them.
     if (previous !== undefined && settings !== (settingsBefore ?? ""))

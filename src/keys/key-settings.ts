@@ -210,6 +210,17 @@ function remembered<T extends boolean | string>(answer: (value: string) => T): (
 }
 
 /** A key's settings compiled once per change of its grant, as the pipeline applies them. */
+/**
+ * What settings allow and refuse, as text two proxies compare: each list's entries in one order (a list
+ * matches any of its entries, so their order means nothing), the lists in KINDS' order. Settings saved again
+ * as they were, in another order, read the same.
+ */
+export function settingsIdentity(settings: KeySettings): string {
+  return JSON.stringify(
+    KINDS.map((kind) => (settings[kind] ?? []).map((entry) => JSON.stringify(entry)).sort()),
+  );
+}
+
 export class KeyRules {
   readonly #origins:
     | readonly { scheme?: string; wildcard: boolean; host: string; port?: string }[]
