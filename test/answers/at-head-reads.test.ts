@@ -112,27 +112,32 @@ describe("a read at the head goes only to a node at the served head, on every in
   }
 
   for (const { endpoint, mount, paths } of restCases) {
-    it.concurrent(`${endpoint.label}: ${paths.join(", ")}`, async () => {
-      await everyNodeInRotation(gw, endpoint.label, 4_000);
-      const [ahead, behind] = nodes.get(endpoint.label) as LoopbackNode[];
-      for (const shape of paths) {
-        // a route of that shape, or one below it: an account's address, an asset's id
-        const path = `${mount.path === "/" ? "" : mount.path}${shape.replaceAll("{}", "AAAA")}`;
-        for (let i = 0; i < 4; i++) {
-          // a dedicated-node key: a dedicated route that reads at the head (algod's group deltas) too
-          const got = await gw.call(endpoint.label, `/${KEYS.dedicated}${path}`, { method: "GET" });
-          // a route its SDK POSTs (Thor's POST /accounts: clauses run at the best block)
-          if (got.status === 405)
-            await gw.call(endpoint.label, `/${KEYS.dedicated}${path}`, { method: "POST", body: "{}" });
+    it.concurrent(
+      `${endpoint.label}: ${paths.join(", ")}`,
+      async () => {
+        await everyNodeInRotation(gw, endpoint.label, 4_000);
+        const [ahead, behind] = nodes.get(endpoint.label) as LoopbackNode[];
+        for (const shape of paths) {
+          // a route of that shape, or one below it: an account's address, an asset's id
+          const path = `${mount.path === "/" ? "" : mount.path}${shape.replaceAll("{}", "AAAA")}`;
+          for (let i = 0; i < 4; i++) {
+            // a dedicated-node key: a dedicated route that reads at the head (algod's group deltas) too
+            const got = await gw.call(endpoint.label, `/${KEYS.dedicated}${path}`, { method: "GET" });
+            // a route its SDK POSTs (Thor's POST /accounts: clauses run at the best block)
+            if (got.status === 405)
+              await gw.call(endpoint.label, `/${KEYS.dedicated}${path}`, { method: "POST", body: "{}" });
+          }
+          // a caller's request carries its id; the prober's (algod's chain call is /v2/transactions/params) none
+          const asked = (node: LoopbackNode | undefined) =>
+            node?.requests.filter(
+              (r) => r.url.split("?")[0] === path && r.headers["x-request-id"] !== undefined,
+            ).length;
+          expect(asked(behind), `${endpoint.label} ${path} reached the node behind`).toBe(0);
+          expect(asked(ahead), `${endpoint.label} ${path}`).toBe(4);
         }
-        // a caller's request carries its id; the prober's (algod's chain call is /v2/transactions/params) none
-        const asked = (node: LoopbackNode | undefined) =>
-          node?.requests.filter(
-            (r) => r.url.split("?")[0] === path && r.headers["x-request-id"] !== undefined,
-          ).length;
-        expect(asked(behind), `${endpoint.label} ${path} reached the node behind`).toBe(0);
-        expect(asked(ahead), `${endpoint.label} ${path}`).toBe(4);
-      }
-    });
+      },
+      // java-tron's some ninety routes, four calls each (and a refused GET before each POST), in turn
+      Math.max(20_000, paths.length * 500),
+    );
   }
 });
