@@ -57,10 +57,22 @@ export function inFinalView(rules: RestReadRules, shape: string): boolean {
  */
 export function readsAtHead(rules: RestReadRules, shape: string): boolean {
   if (inFinalView(rules, shape)) return true;
-  for (const prefix of rules.atHeadPaths ?? [])
-    if (shape === prefix || shape.startsWith(`${prefix}/`)) return true;
+  const paths = rules.atHeadPaths;
+  if (paths === undefined) return false;
+  let prefixes = AT_HEAD_PREFIXES.get(rules);
+  if (prefixes === undefined) {
+    prefixes = new Set(paths);
+    AT_HEAD_PREFIXES.set(rules, prefixes);
+  }
+  // the shape itself, then the shape up to each of its slashes: a few lookups, however long the list (java-tron's
+  // is some ninety routes)
+  for (let end = shape.length; end > 0; end = shape.lastIndexOf("/", end - 1))
+    if (prefixes.has(end === shape.length ? shape : shape.slice(0, end))) return true;
   return false;
 }
+
+/** Each interface's `atHeadPaths` as a set, made once. */
+const AT_HEAD_PREFIXES = new WeakMap<RestReadRules, ReadonlySet<string>>();
 
 /** A REST route that answers from the node's head needs the same every time: one object per interface. */
 const AT_HEAD_NEEDS = new WeakMap<RestReadRules, ReadNeed>();
