@@ -277,7 +277,7 @@ function mergePolicy(id: string, ids: readonly string[], spec: RegistrySpec): Po
   const nodeErrors =
     interfaces.find((i) => i.nodeErrors !== undefined)?.nodeErrors ??
     envelopeNodeErrors(first.envelope === undefined ? undefined : spec.envelopes[first.envelope]);
-  const reads = interfaces.find((i) => i.reads !== undefined)?.reads;
+  const reads = mountReads(interfaces);
   const contracts: Record<string, string[][]> = {};
   const stateOverrides: Record<string, string[]> = {};
   const stateDumps: Record<string, StateDumpRule> = {};
@@ -320,6 +320,19 @@ function mergePolicy(id: string, ids: readonly string[], spec: RegistrySpec): Po
     ...(Object.keys(stateDumps).length === 0 ? {} : { stateDumps }),
     computeUnits: compileComputeUnits(interfaces),
   };
+}
+
+/**
+ * A mount's reads: the first interface's that has any; beside it, another dialect served at the same root
+ * (the Zilliqa native API beside its EVM one) adds the calls it lists as reading at the head (`atHead`), its
+ * other rules being the first's.
+ */
+function mountReads(interfaces: readonly InterfaceSpec[]): InterfaceSpec["reads"] {
+  const all = interfaces.flatMap((i) => (i.reads === undefined ? [] : [i.reads]));
+  const [first, ...others] = all;
+  if (first === undefined || others.length === 0) return first;
+  const atHead = [...new Set([...(first.atHead ?? []), ...others.flatMap((r) => r.atHead ?? [])])];
+  return atHead.length === 0 ? first : { ...first, atHead };
 }
 
 /**
