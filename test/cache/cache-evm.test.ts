@@ -396,6 +396,19 @@ describe("the answer cache on a real anvil", () => {
     }
   });
 
+  // geth since history expiry answers `earliest` with the first block it keeps (eth/api_backend.go
+  // HeaderByNumber: GetHeaderByNumber(b.HistoryPruningCutoff())), block 0 only on a node that keeps all
+  // history: which block it names depends on the node, and none of its answers may be kept as block 0's
+  it("a read at earliest is never kept: a pruned node names its history cutoff by it", async () => {
+    const before = reached("eth_getBlockByNumber", ["earliest", false]);
+    for (let i = 0; i < 2; i++) {
+      const read = await call("eth_getBlockByNumber", ["earliest", false]);
+      expect(read.cache).toBeUndefined();
+      expect((read.result as { number: string }).number).toBe("0x0");
+    }
+    expect(reached("eth_getBlockByNumber", ["earliest", false]) - before).toBe(2);
+  });
+
   it("a block above the finalized height is kept only while the head stays", async () => {
     const head = Number((await node.rpc<string>("eth_blockNumber", [])) as string);
     // the head the gateway serves has caught up with the blocks the tests before mined: it stays now
