@@ -88,7 +88,9 @@ describe("a read at the head goes only to a node at the served head, on every in
   });
 
   for (const { endpoint, mount, methods } of cases) {
-    it.concurrent(`${endpoint.label}: ${methods.join(", ")}`, async () => {
+    it.concurrent(`${endpoint.label}: ${methods.join(", ")}`, {
+      timeout: Math.max(20_000, methods.length * 500),
+    }, async () => {
       await everyNodeInRotation(gw, endpoint.label, 4_000);
       const byName = !mount.policy.jsonrpc?.validate({ jsonrpc: "2.0", id: 1, method: "x", params: [] });
       const [ahead, behind] = nodes.get(endpoint.label) as LoopbackNode[];

@@ -148,11 +148,11 @@ describe("quotas in compute units", () => {
     expect(refused.status).toBe(402);
     expect(refused.headers["retry-after"]).toBeDefined();
     const answers = refused.json as { id: unknown; error: { data: { code: string } } }[];
-    // the call refused on its own keeps its own refusal; the notification gets no answer
+    // the call refused on its own keeps its own refusal, in its place; the notification gets no answer
     expect(answers.map((a) => [a.id, a.error.data.code])).toEqual([
-      [9, "METHOD_NOT_FOUND"],
       ["a", "QUOTA_EXCEEDED"],
       [7, "QUOTA_EXCEEDED"],
+      [9, "METHOD_NOT_FOUND"],
     ]);
   });
 
