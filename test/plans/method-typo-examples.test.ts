@@ -51,4 +51,19 @@ describe("the examples of a refused method-list entry", () => {
     expect(eth.size).toBeGreaterThan(0);
     for (const example of examples.split(", ")) expect(eth, typo.json.error.reason).toContain(example);
   });
+
+  // a list of another network's methods only (Bitcoin's, on an eth key) was saved, and refused its every call
+  it("a method none of the key's networks serves is refused too, as the typo it is on this key", async () => {
+    const other = await fx.api("PUT", `/v1/keys/${keyId}/settings`, { methods: ["getblockcount"] }, session);
+    expect(other.status).toBe(400);
+    expect(other.json.error).toMatchObject({ field: "methods[0]" });
+    // the key's own method still saves, and a pattern matches what it may
+    const own = await fx.api(
+      "PUT",
+      `/v1/keys/${keyId}/settings`,
+      { methods: ["eth_call", "debug_*"] },
+      session,
+    );
+    expect(own.status).toBe(200);
+  });
 });

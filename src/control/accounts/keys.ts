@@ -170,11 +170,12 @@ export class Keys {
     const { store } = this.#context;
     const key = await ownKey(store, account, keyId);
     if (keyStatus(key, this.#context.now()) !== "active") throw new GatewayError("KEY_NOT_FOUND");
-    const examples =
+    // a method none of the key's networks serves allows this key nothing: refused as a typo is
+    const served =
       key.networks === "*"
         ? this.#knownMethods
         : new Set(key.networks.flatMap((network) => [...(this.#methodsOf.get(network) ?? [])]));
-    const settings = checkedSettings(input, this.#knownMethods, examples);
+    const settings = checkedSettings(input, served);
     // a contracts list holds only where the registry reads a call's contract: on a key of networks where
     // none does, it would be shown as saved and restrict nothing
     if (
