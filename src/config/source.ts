@@ -20,7 +20,8 @@ export class ConfigSource {
     if (this.#doc.errors.length > 0) {
       throw new ConfigError(
         this.#doc.errors
-          .map((e) => `${this.#where(e.pos[0])}: ${e.message.split("\n")[0] ?? e.code}`)
+          // the reader's first line says the place again, then a colon before the code frame it drew
+          .map((e) => `${this.#where(e.pos[0])}: ${firstLine(e.message) || e.code}`)
           .join("\n"),
       );
     }
@@ -82,4 +83,9 @@ function keyOf(key: unknown): string | undefined {
 
 function rangeStart(node: unknown): number | undefined {
   return isNode(node) ? node.range?.[0] : undefined;
+}
+
+/** A YAML error's message without the place its reader appends ("at line 2, column 1:") and its code frame. */
+function firstLine(message: string): string {
+  return (message.split("\n")[0] ?? "").replace(/ at line \d+, column \d+:?$/, "");
 }

@@ -93,6 +93,17 @@ describe("the deployment config", () => {
     expect(message).toContain('both.yaml:3:3: upstreams: "nope" is not a label of the registry');
   });
 
+  it("a YAML syntax error is told once at its line, as the reader wrote it, without a dangling colon", () => {
+    let message = "";
+    try {
+      loadConfig(endpointsByLabel, { GATEWAY_CONFIG: file("twice.yaml", "listen: {}\nlisten: {}\n") });
+    } catch (error) {
+      message = (error as Error).message;
+    }
+    // the yaml reader's "Map keys must be unique at line 2, column 1:" (its code frame followed the colon)
+    expect(message).toBe(`${join(dir, "twice.yaml")}:2:1: Map keys must be unique`);
+  });
+
   it.each([
     ["empty", ""],
     ["only comments", "# rewritten by the deploy tool\n"],
