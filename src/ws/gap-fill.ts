@@ -77,7 +77,11 @@ function fillHeads(subscription: Subscription, first: string, context: FillConte
     }
     const params = JSON.stringify(withHash(rule.byHash.params, JSON.parse(parent) as unknown));
     context.calls.call(rule.byHash.method, params, (answer) => {
-      const older = answer?.members.get("result");
+      if (answer === undefined) {
+        abandon(subscription);
+        return;
+      }
+      const older = answer.members.get("result");
       const height = heightOf(older && scanMembers(older)[0]?.get(rule.number), rule.encoding);
       if (older === undefined || height === undefined || height <= last) {
         release(subscription, found, context);
@@ -110,7 +114,11 @@ export function backfillEvents(subscription: Subscription, context: FillContext,
     return;
   }
   subscription.held = held;
-  headHeight(context, (to) => {
+  headHeight(context, (to, lost) => {
+    if (lost) {
+      abandon(subscription);
+      return;
+    }
     if (to === undefined || to < from) {
       // what was held is judged by its position first: a node whose head lags its own pushes is not
       // asked again for each of them
@@ -126,6 +134,10 @@ export function backfillEvents(subscription: Subscription, context: FillContext,
       [rule.backfill.to]: encodeHeight(to, rule.encoding),
     };
     context.calls.call(rule.backfill.method, JSON.stringify([filter]), (answer) => {
+      if (answer === undefined) {
+        abandon(subscription);
+        return;
+      }
       const events = parseArray(answer?.members.get("result"));
       const held = subscription.held ?? [];
       subscription.held = undefined;
@@ -180,6 +192,15 @@ export function recordStart(subscription: Subscription, context: FillContext): v
   });
 }
 
+/**
+ * The fill's socket was lost (its node went, and the connection moves again): what it found and what that
+ * node pushed meanwhile are not sent, so that the next node's fill starts from the last one the client was
+ * sent, as this one did. Sent, they would have moved that mark past the part of the gap not filled yet.
+ */
+function abandon(subscription: Subscription): void {
+  subscription.held = undefined;
+}
+
 /** Sends the heads found (walked back, so newest first), each judged, then what was held. */
 function release(subscription: Subscription, found: readonly string[], context: FillContext): void {
   const held = subscription.held ?? [];
@@ -188,10 +209,11 @@ function release(subscription: Subscription, found: readonly string[], context: 
   for (const result of held) deliver(subscription, result, undefined, context);
 }
 
-function headHeight(context: FillContext, then: (height: number | undefined) => void): void {
+/** The node's head height; `lost` when the socket went before the node answered. */
+function headHeight(context: FillContext, then: (height: number | undefined, lost: boolean) => void): void {
   const { head } = context;
   if (head.kind !== "jsonrpc") {
-    then(undefined);
+    then(undefined, false);
     return;
   }
   const params = head.params === undefined ? undefined : JSON.stringify(head.params);
@@ -202,7 +224,7 @@ function headHeight(context: FillContext, then: (height: number | undefined) => 
     } catch {
       height = undefined;
     }
-    then(height);
+    then(height, answer === undefined);
   });
 }
 
