@@ -200,9 +200,14 @@ export class PendingCalls {
         this.#reservedSubscriptions--;
         const clientId = result === undefined ? undefined : settled.subscribed(pending.call, result);
         if (clientId !== undefined && clientId !== result) this.#renamed.set(id, clientId);
-      } else if (pending.kind === "unsubscribe" && result !== undefined) {
-        // `false` too: the node holds nothing under that id (it ended the subscription itself), so nothing
-        // is left to pin the connection or to make again on another node; the client gets `false` all the same
+      } else if (
+        pending.kind === "unsubscribe" &&
+        (result === "true" || (result !== undefined && pending.target?.ends !== undefined))
+      ) {
+        // `false` too for one the node ends itself (registry `ends`): it holds nothing under that id, so
+        // nothing is left to pin the connection or to make again; the client gets `false` all the same. Any
+        // other's `false` says nothing: a node answers so an unsubscribe of another method (jsonrpsee keeps
+        // each method's subscriptions apart), or params it cannot read, and the subscription goes on
         settled.unsubscribed(pending.target);
       }
       const { message } = pending;

@@ -214,6 +214,12 @@ export async function startLoopbackWsNode(options: LoopbackWsNodeOptions = {}): 
     const [id] = Array.isArray(call.params) ? call.params : [];
     const subscription = typeof id === "string" ? connection.subscriptions.get(id) : undefined;
     if (subscription === undefined) return false;
+    // jsonrpsee, polkadot-sdk's server (core/src/server/rpc_module.rs register_subscription), keeps each
+    // subscription method's subscriptions in its own map, which its aliases share (register_alias clones
+    // its callbacks): an unsubscribe of another method answers false, and the subscription goes on
+    const own = specs[subscription.method]?.notification;
+    const cancels = Object.values(specs).some((s) => s.unsubscribe === call.method && s.notification === own);
+    if (!cancels) return false;
     subscription.end();
     return true;
   }
