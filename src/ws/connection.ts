@@ -124,7 +124,9 @@ export class Connection implements ConnectionActions {
       client,
       options.limits.ws,
       (listener) => this.guard(listener),
-      () => this.close(CLOSE.NORMAL, "idle timeout"),
+      // one holding a subscription waits for its node's news (a quiet contract's logs), while its client
+      // answers the pings: it is not idle
+      () => (this.#s.remembered.size > 0 ? this.#liveness.touch() : this.close(CLOSE.NORMAL, "idle timeout")),
       () => this.#pingNode(),
     );
     const validUntil = mounted.admitted.tokenValidUntilMs;
