@@ -199,6 +199,8 @@ export class ConnectionMove {
       if (entry.message.batch) continue;
       pending.delete(id);
       this.#connection.toClient(`{"jsonrpc":"2.0","id":${id},"result":${entry.target !== undefined}}`);
+      // answered: its message is counted now, as a node's answer would have had it counted
+      entry.message.whenAnswered?.();
     }
     const subscriptions = remembered.all();
     for (const subscription of subscriptions) subscription.catchUp(fill.idMember);
@@ -298,6 +300,7 @@ export class ConnectionMove {
       if (refusals.length > 0) {
         this.#connection.toClient(message.batch ? `[${refusals.join(",")}]` : (refusals[0] as string));
         if (writes > 0) this.#connection.refused(message, "WRITE_NOT_CONFIRMED");
+        else message.whenAnswered?.();
       }
       return;
     }
