@@ -168,6 +168,7 @@ function policyLiteral(policy: PolicyModel, model: RegistryModel): string {
       plainTextBody: ${rule.plainTextBody === true},
       errorCauses: ${rule.errorCauses === true},
       legacyReplies: ${rule.legacyReplies === true},
+      notificationStatus: ${rule.notificationStatus ?? 200},
       methods: new Map<string, MethodAccess>([${methods.join(",\n")}]),
       writes: new Set<string>(${literal(policy.writes)}),
       ${policy.aliases === undefined ? "" : `aliases: new Map<string, readonly string[]>(${literal(policy.aliases)}),`}

@@ -13,6 +13,8 @@ export interface EnvelopeRule {
   plainTextBody?: boolean;
   /** A 1.0 call is answered in 1.0's shape (JsonRpcPolicy.legacyReplies). */
   legacyReplies?: boolean;
+  /** The status of the node's empty answer to notifications (JsonRpcPolicy.notificationStatus). */
+  notificationStatus?: 200 | 204;
   /** The status of the node's own JSON-RPC errors (InterfacePolicy.nodeErrors). */
   errorStatus?: number;
   /** The codes of a node that cannot serve yet (InterfacePolicy.nodeErrors). */

@@ -280,7 +280,9 @@ export function sendJson(
       "access-control-expose-headers",
       EXPOSED_HEADERS,
     );
-  raw.push("content-type", "application/json", "content-length", String(Buffer.byteLength(body)));
+  // a 204 has no body, and so neither a type nor a length (RFC 9110 §8.6)
+  if (status !== 204)
+    raw.push("content-type", "application/json", "content-length", String(Buffer.byteLength(body)));
   res.writeHead(status, pushAnswerTag(res, status, raw));
   res.end(body);
 }

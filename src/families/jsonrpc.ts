@@ -150,7 +150,12 @@ class JsonRpcRequest implements RoutedRequest, CallAuthorizer {
         cost: 1,
         computeUnits: only.ok ? this.#units([only]) : 0,
         replyId,
-        answer: only.ok ? undefined : { status: ERRORS[only.code].status, body: only.json, code: only.code },
+        // a refused notification is answered as the node answers one it serves: with nothing (JSON-RPC 2.0 §4.1)
+        answer: only.ok
+          ? undefined
+          : only.notification
+            ? { status: this.#rules.policy.notificationStatus, body: "", code: only.code }
+            : { status: ERRORS[only.code].status, body: only.json, code: only.code },
         outgoing: only.ok
           ? this.#post(
               sendableAsReceived(text, checked) ? body : only.json,
@@ -206,11 +211,13 @@ class JsonRpcRequest implements RoutedRequest, CallAuthorizer {
       computeUnits: this.#units(passed),
       replyId,
       // Inside a batch each call gets its own answer and the HTTP status is 200 (proxyd does the same).
-      // Only notifications refused: nothing at all, as geth answers a batch of notifications (an empty 200),
-      // never an empty array (JSON-RPC 2.0 §6)
+      // Only notifications refused: nothing at all, as the node answers a batch of notifications (geth an
+      // empty 200, bitcoind 204), never an empty array (JSON-RPC 2.0 §6)
       answer:
         passed.length === 0 && firstRefusal !== undefined
-          ? { status: 200, body: refused.length > 0 ? `[${refused.join(",")}]` : "", code: firstRefusal }
+          ? refused.length > 0
+            ? { status: 200, body: `[${refused.join(",")}]`, code: firstRefusal }
+            : { status: this.#rules.policy.notificationStatus, body: "", code: firstRefusal }
           : undefined,
       outgoing,
       refusals: passed.length > 0 && refused.length > 0 ? layout : undefined,

@@ -90,6 +90,11 @@ export interface JsonRpcPolicy {
    * gateway's own errors to it too (errors/respond.ts).
    */
   readonly legacyReplies: boolean;
+  /**
+   * The status of the node's answer to a notification, or a batch of notifications only: no body, at 200
+   * or 204 (registry `notificationStatus`). A notification the gateway refuses is answered so too.
+   */
+  readonly notificationStatus: number;
   readonly methods: ReadonlyMap<string, MethodAccess>;
   /**
    * Each name of a method the node serves under several (registry `aliases`: state_call and state_callAt)
