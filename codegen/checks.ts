@@ -162,6 +162,8 @@ function checkInterface(
       report([...path, "stateDumps", name], `"${name}" is not a method this interface serves`);
   if (iface.restPostOnly !== undefined && iface.restPaths === undefined)
     report([...path, "restPostOnly"], "names calls in REST shape, but the interface has no restPaths");
+  if (iface.restQuery !== undefined && iface.restPaths === undefined)
+    report([...path, "restQuery"], "names calls in REST shape, but the interface has no restPaths");
   (iface.restPostOnly ?? []).forEach((name, i) => {
     if (!served.has(name))
       report([...path, "restPostOnly", i], `"${name}" is not a method this interface serves`);

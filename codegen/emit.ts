@@ -177,6 +177,7 @@ function policyLiteral(policy: PolicyModel, model: RegistryModel): string {
       ${policy.webSocketOverHttp === true ? "webSocketOverHttp: true," : ""}
       ${policy.restPaths === undefined ? "" : `restPaths: new Set<string>(${literal(policy.restPaths)}),`}
       ${policy.restPostOnly === undefined ? "" : `restPostOnly: new Set<string>(${literal(policy.restPostOnly)}),`}
+      ${policy.restQuery === undefined ? "" : `restQuery: { booleans: new Set<string>(${literal(policy.restQuery.booleans)}), lists: new Set<string>(${literal(policy.restQuery.lists)}) },`}
       ${policy.reads === undefined ? "" : `reads: ${literal(policy.reads)},`}
     }`);
   }

@@ -54,6 +54,8 @@ export interface PolicyModel {
   readonly restPaths?: readonly string[];
   /** Of its calls in REST shape, the methods taken by POST only, of all its interfaces. */
   readonly restPostOnly?: readonly string[];
+  /** Of its calls in REST shape, the query parameters read as booleans or lists, of all its interfaces. */
+  readonly restQuery?: { readonly booleans: readonly string[]; readonly lists: readonly string[] };
   /** Whether none of the mount's JSON-RPC nodes has a WebSocket server (registry `webSocketOverHttp`). */
   readonly webSocketOverHttp?: true;
   /** The first of the mount's interfaces that says how its calls name blocks. */
@@ -270,6 +272,10 @@ function mergePolicy(id: string, ids: readonly string[], spec: RegistrySpec): Po
   const jsonRpcPaths = [...new Set(interfaces.flatMap((i) => i.jsonRpcPaths ?? []))];
   const restPaths = [...new Set(interfaces.flatMap((i) => i.restPaths ?? []))];
   const restPostOnly = [...new Set(interfaces.flatMap((i) => i.restPostOnly ?? []))];
+  const restQuery = {
+    booleans: [...new Set(interfaces.flatMap((i) => i.restQuery?.booleans ?? []))],
+    lists: [...new Set(interfaces.flatMap((i) => i.restQuery?.lists ?? []))],
+  };
   const overHttp = interfaces.every((i) => i.family !== "jsonrpc" || i.webSocketOverHttp === true);
   const errorMember = interfaces.find((i) => i.errorMember !== undefined)?.errorMember;
   const errorMessage = interfaces.some((i) => i.errorMessage === true);
@@ -310,6 +316,7 @@ function mergePolicy(id: string, ids: readonly string[], spec: RegistrySpec): Po
     ...(overHttp && first.family === "jsonrpc" ? { webSocketOverHttp: true as const } : {}),
     ...(restPaths.length === 0 ? {} : { restPaths }),
     ...(restPostOnly.length === 0 ? {} : { restPostOnly }),
+    ...(restQuery.booleans.length + restQuery.lists.length === 0 ? {} : { restQuery }),
     ...(errorMember === undefined ? {} : { errorMember }),
     ...(errorMessage ? { errorMessage: true as const } : {}),
     ...(refusedWrite.length === 0 ? {} : { refusedWrite }),

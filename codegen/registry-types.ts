@@ -110,6 +110,8 @@ export interface InterfaceSpec {
   restPaths?: string[];
   /** Of its calls in REST shape, the methods taken by POST only (JsonRpcPolicy.restPostOnly). */
   restPostOnly?: string[];
+  /** Of its calls in REST shape, the query parameters read as booleans or lists (JsonRpcPolicy.restQuery). */
+  restQuery?: { booleans?: string[]; lists?: string[] };
   /** The node has no WebSocket server: the gateway sends a socket's messages to it over HTTP. */
   webSocketOverHttp?: true;
   /** How its calls name blocks (src/registry/types.ts ReadRules, as written). */

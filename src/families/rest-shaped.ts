@@ -21,9 +21,16 @@ export function restShapedMethod(policy: JsonRpcPolicy, segments: readonly strin
   return policy.restPaths.has(prefix) && policy.methods.has(method) ? method : undefined;
 }
 
+/** A boolean's text as FastAPI (pydantic) reads a query parameter typed `bool`, folded to lower case. */
+const BOOLEANS: ReadonlyMap<string, boolean> = new Map([
+  ...["true", "1", "yes", "on", "t", "y"].map((text) => [text, true] as const),
+  ...["false", "0", "no", "off", "f", "n"].map((text) => [text, false] as const),
+]);
+
 /**
  * A call in REST shape, as toncenter's own server takes it: a GET's params are its query's parameters (as
- * strings: the server turns the ones it reads as numbers into numbers), a POST's its body, a JSON object.
+ * strings: the server turns the ones it reads as numbers into numbers; booleans and lists as the registry's
+ * `restQuery` says), a POST's its body, a JSON object.
  * It becomes the dialect's JSON-RPC call, which passes every check a JSON-RPC caller's does, and the node
  * gets that call at the mount's own URL; the answer is the node's, as over JSON-RPC.
  */
@@ -34,6 +41,7 @@ export class RestShapedCall implements RoutedRequest {
   readonly #method: string;
   readonly #query: string;
   readonly #inner: CallAuthorizer;
+  readonly #types: JsonRpcPolicy["restQuery"];
 
   constructor(req: IncomingMessage, mounted: Mounted, method: string, inner: CallAuthorizer) {
     if (req.method !== "GET" && req.method !== "POST")
@@ -48,6 +56,7 @@ export class RestShapedCall implements RoutedRequest {
     this.#method = method;
     this.#query = mounted.admitted.target.query;
     this.#inner = inner;
+    this.#types = policy?.restQuery;
   }
 
   authorize(body: Buffer): Authorized {
@@ -61,8 +70,14 @@ export class RestShapedCall implements RoutedRequest {
 
   #params(body: Buffer): string {
     if (!this.readsBody) {
-      const params: Record<string, string> = {};
-      for (const [name, value] of new URLSearchParams(this.#query)) params[name] = value;
+      const params: Record<string, unknown> = {};
+      const types = this.#types;
+      for (const [name, value] of new URLSearchParams(this.#query)) {
+        // as the node's GET route reads them (registry `restQuery`): its JSON-RPC wrapper would not
+        if (types?.lists.has(name)) params[name] = [...((params[name] as string[] | undefined) ?? []), value];
+        else if (types?.booleans.has(name)) params[name] = BOOLEANS.get(value.toLowerCase()) ?? value;
+        else params[name] = value;
+      }
       return JSON.stringify(params);
     }
     if (requestMediaType(this.#req) !== "application/json") throw new GatewayError("UNSUPPORTED_MEDIA_TYPE");

@@ -122,6 +122,11 @@ export interface JsonRpcPolicy {
    */
   readonly restPostOnly?: ReadonlySet<string>;
   /**
+   * Of those calls in REST shape, the query parameters a GET's route reads as booleans or as lists (registry
+   * `restQuery`: toncenter's `archival`, `libraries`): the JSON-RPC call made of a GET carries them so.
+   */
+  readonly restQuery?: { readonly booleans: ReadonlySet<string>; readonly lists: ReadonlySet<string> };
+  /**
    * The node software has no WebSocket server (registry `webSocketOverHttp`): a label's WebSocket sends
    * each message to the node over HTTP (ws/http-bridge.ts).
    */
