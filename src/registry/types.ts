@@ -632,6 +632,12 @@ export interface HeadsRule {
   /** Member of a header that holds its height, and of a header that names its parent block. */
   readonly number: string;
   readonly parent: string;
+  /**
+   * Member of a header that holds its own block's hash, where it has one (a Substrate header has none): a
+   * header pushed at a height the label saw, with another hash, is a block replaced under the node, and
+   * ends what was read at the head (label-finality.ts `blockSeen`).
+   */
+  readonly hash?: string;
   readonly encoding: HeadEncoding;
   /** The call that returns a header by hash; the string "{hash}" in `params` stands for the hash. */
   readonly byHash: { readonly method: string; readonly params: unknown };

@@ -11,6 +11,7 @@ import type { ArchiveAsk } from "./archive-reads.js";
 import type { CachedCalls } from "./cached-calls.js";
 import type { HeadAsk } from "./head-reads.js";
 import type { Reconnect } from "./move.js";
+import type { ShownBlock } from "./subscriptions.js";
 
 /**
  * What a client connection (connection.ts) is given by its upgrade (connection-setup.ts): the pipeline's
@@ -69,12 +70,12 @@ export interface ConnectionOptions {
     text: string,
   ) => void;
   /**
-   * `node` pushed a header to a heads subscription (registry `heads`), or an event of a block (`events`):
+   * `node` pushed a header to a heads subscription (registry `heads`, with its hash where `heads.hash` names it), or an event of a block (`events`):
    * the label learns its height, read by
    * `height` only when the label reads heights at all (answers/examined.ts readsHeights); `finalized`: the
    * node holds that block final (registry `heads.finalized`).
    */
-  readonly learnHead?: (node: Upstream, height: () => number | undefined, finalized: boolean) => void;
+  readonly learnHead?: (node: Upstream, block: () => ShownBlock | undefined, finalized: boolean) => void;
   /** A node pushed what its head is now with no height (registry `headChanges`): `result`, its text. */
   readonly headChanged?: (node: Upstream, result: string) => void;
   readonly onClose: () => void;

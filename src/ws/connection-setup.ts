@@ -107,12 +107,16 @@ export class ConnectionSetup {
           text,
         ),
       // as a block read's answer: a block the node has (a finalized header's too), its head at least there
-      learnHead: (node, height, finalized) => {
+      learnHead: (node, shown, finalized) => {
         if (!readsHeights(group)) return;
-        const read = height();
-        if (read === undefined) return;
-        group.answeredHeight(node, read, false);
-        if (finalized) group.finality.finalAnswered(node, read);
+        const block = shown();
+        if (block === undefined) return;
+        group.answeredHeight(node, block.height, false);
+        if (finalized) group.finality.finalAnswered(node, block.height);
+        // a header with its hash: one that replaced a block of its height, pushed at once (a one-block
+        // reorg), ends what was read at the head before the client has it, as the prober's read would
+        else if (block.hash !== undefined && block.parent !== undefined)
+          group.finality.blockSeen(node, block.height, block.hash, block.parent);
       },
       headChanged: (_node, result) => group.headChanged(result),
       logger: this.#logger,

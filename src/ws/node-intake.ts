@@ -11,7 +11,7 @@ import { toText } from "./message-intake.js";
 import { paramsOf } from "./message-sender.js";
 import { type ArchiveRefusals, archiveRefusals, missingStateIds, withinCap } from "./node-answers.js";
 import type { Settled } from "./pending-calls.js";
-import type { RememberedSubscriptions } from "./subscriptions.js";
+import type { RememberedSubscriptions, ShownBlock } from "./subscriptions.js";
 
 /** What a connection's node intake reads of its connection (connection.ts). */
 export interface NodeIntakeHost extends ArchiveAsking, Settled {
@@ -73,7 +73,7 @@ export class NodeIntake {
           solo.passedOn(pushed, idMember);
           const { kind } = solo;
           if (kind !== undefined)
-            this.#learnHead(() => solo.pushedHeight(pushed, idMember), kind.heads?.finalized === true);
+            this.#learnHead(() => solo.pushedBlock(pushed, idMember), kind.heads?.finalized === true);
         }
         host.relay(data, isBinary);
         return;
@@ -189,7 +189,7 @@ export class NodeIntake {
     const { subscription, result } = found;
     const { kind } = subscription;
     if (kind !== undefined)
-      this.#learnHead(() => subscription.shownHeight(result), kind.heads?.finalized === true);
+      this.#learnHead(() => subscription.shownBlock(result), kind.heads?.finalized === true);
     // a runtime upgrade: the client asks the new metadata next, on this socket, and reads the node's own
     if (subscription.headChange) this.#options.headChanged?.(host.node, result);
     deliver(subscription, result, text, this.#fill);
@@ -204,7 +204,7 @@ export class NodeIntake {
    * lower head, and one it holds final: the label's next read at the finalized tag goes to a node at least
    * as final.
    */
-  #learnHead(height: () => number | undefined, finalized: boolean): void {
-    this.#options.learnHead?.(this.#host.node, height, finalized);
+  #learnHead(block: () => ShownBlock | undefined, finalized: boolean): void {
+    this.#options.learnHead?.(this.#host.node, block, finalized);
   }
 }

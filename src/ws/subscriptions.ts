@@ -207,24 +207,29 @@ export class Subscription {
   }
 
   /**
-   * The height of the block a notification shows the node has, from its result's source text: a header's,
-   * an event's block's (not one a reorganisation took back); undefined for another kind, or none.
+   * The block a notification shows the node has, from its result's source text: a header's (with its hash
+   * and its parent's, where the rule names its hash), an event's block's (not one a reorganisation took
+   * back); undefined for another kind, or none.
    */
-  shownHeight(result: string): number | undefined {
+  shownBlock(result: string): ShownBlock | undefined {
     const { kind } = this;
     const rule = kind?.heads ?? kind?.events;
     if (rule === undefined) return undefined;
     const fields = scanMembers(result)[0];
     if (kind?.events !== undefined && fields?.get("removed") === "true") return undefined;
-    return heightOf(fields?.get(rule.number), rule.encoding);
+    const height = heightOf(fields?.get(rule.number), rule.encoding);
+    if (height === undefined) return undefined;
+    const heads = kind?.heads;
+    if (heads?.hash === undefined) return { height };
+    return { height, hash: textOf(fields?.get(heads.hash)), parent: textOf(fields?.get(heads.parent)) };
   }
 
   /** The same, from a whole notification passed on undecoded (`passedOn`). */
-  pushedHeight(data: string | Buffer, idMember: string): number | undefined {
+  pushedBlock(data: string | Buffer, idMember: string): ShownBlock | undefined {
     if (this.kind === undefined) return undefined;
     const members = scanMembers(typeof data === "string" ? data : data.toString("utf8"))[0];
     const result = members === undefined ? undefined : readNotification(members, idMember)?.result;
-    return result === undefined ? undefined : this.shownHeight(result);
+    return result === undefined ? undefined : this.shownBlock(result);
   }
 
   /** An event's height, from its result's source text; undefined when it names none. */
@@ -286,6 +291,24 @@ function isObject(value: unknown): value is Record<string, unknown> {
 }
 
 /** A height from a member's source token, or undefined when it is not one in `encoding`. */
+/** A block a notification shows: its height, and a header's own hash and its parent's where it names them. */
+export interface ShownBlock {
+  readonly height: number;
+  readonly hash?: string | undefined;
+  readonly parent?: string | undefined;
+}
+
+/** A JSON string member's value from its source token; undefined for another token, or none. */
+function textOf(token: string | undefined): string | undefined {
+  if (token === undefined || token.charCodeAt(0) !== 34) return undefined;
+  try {
+    const value: unknown = JSON.parse(token);
+    return typeof value === "string" ? value : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
 export function heightOf(token: string | undefined, encoding: HeadEncoding): number | undefined {
   if (token === undefined) return undefined;
   try {
