@@ -31,6 +31,8 @@ export class LabelFinality {
   readonly #finalizedBy = new WeakMap<Upstream, number>();
   /** The highest of `#finalizedBy`'s: a node below it is less final than another (`moreFinalThan`). */
   #mostFinalNamed = -1;
+  /** The block (height and hash) whose events a node last pushed as taken back (`blockRemoved`). */
+  #lastRemoved = "";
 
   constructor(group: UpstreamGroup) {
     this.#group = group;
@@ -212,6 +214,19 @@ export class LabelFinality {
     // a reorg deeper than this many blocks is also seen as a head that goes back
     for (const kept of own.keys()) if (kept < height - KEPT_HASHES) own.delete(kept);
     for (const kept of this.#hashes.keys()) if (kept < height - KEPT_HASHES) this.#hashes.delete(kept);
+  }
+
+  /**
+   * A node pushed an event of a block it took back (a log `removed` by a reorganisation): what was read at
+   * the head may be of that block, replaced at its height (a one-block reorg leaves the head's height where
+   * it was), and goes before the client has the push. The events of one block taken back move the head's
+   * epoch once.
+   */
+  blockRemoved(height: number, hash: string | undefined): void {
+    const block = `${height}:${hash ?? ""}`;
+    if (hash !== undefined && block === this.#lastRemoved) return;
+    this.#lastRemoved = block;
+    this.#group.served.moved();
   }
 
   #other(known: string | undefined, hash: string): boolean {

@@ -111,6 +111,9 @@ export class ConnectionSetup {
         if (!readsHeights(group)) return;
         const block = shown();
         if (block === undefined) return;
+        // an event the node took back (a reorganisation): no block it has, and what was read at the head
+        // may be of the block it is gone with
+        if (block.removed === true) return group.finality.blockRemoved(block.height, block.hash);
         group.answeredHeight(node, block.height, false);
         if (finalized) group.finality.finalAnswered(node, block.height);
         // a header with its hash: one that replaced a block of its height, pushed at once (a one-block

@@ -208,17 +208,23 @@ export class Subscription {
 
   /**
    * The block a notification shows the node has, from its result's source text: a header's (with its hash
-   * and its parent's, where the rule names its hash), an event's block's (not one a reorganisation took
-   * back); undefined for another kind, or none.
+   * and its parent's, where the rule names its hash), an event's block's, or one a reorganisation took back
+   * (an event the node pushed `removed`, with its block's hash); undefined for another kind, or none.
    */
   shownBlock(result: string): ShownBlock | undefined {
     const { kind } = this;
     const rule = kind?.heads ?? kind?.events;
     if (rule === undefined) return undefined;
     const fields = scanMembers(result)[0];
-    if (kind?.events !== undefined && fields?.get("removed") === "true") return undefined;
     const height = heightOf(fields?.get(rule.number), rule.encoding);
     if (height === undefined) return undefined;
+    const events = kind?.events;
+    if (events !== undefined && fields?.get("removed") === "true")
+      return {
+        height,
+        removed: true,
+        hash: events.hash === undefined ? undefined : textOf(fields?.get(events.hash)),
+      };
     const heads = kind?.heads;
     if (heads?.hash === undefined) return { height };
     return { height, hash: textOf(fields?.get(heads.hash)), parent: textOf(fields?.get(heads.parent)) };
@@ -291,11 +297,15 @@ function isObject(value: unknown): value is Record<string, unknown> {
 }
 
 /** A height from a member's source token, or undefined when it is not one in `encoding`. */
-/** A block a notification shows: its height, and a header's own hash and its parent's where it names them. */
+/**
+ * A block a notification shows: its height, and a header's own hash and its parent's where it names them;
+ * `removed`, a block the node took back (an event pushed `removed: true`), with its hash where it names it.
+ */
 export interface ShownBlock {
   readonly height: number;
   readonly hash?: string | undefined;
   readonly parent?: string | undefined;
+  readonly removed?: true;
 }
 
 /** A JSON string member's value from its source token; undefined for another token, or none. */
