@@ -339,8 +339,17 @@ export function failedAnswer(members: ReadonlyMap<string, string>, kept: KeptAns
   return error !== undefined && error !== "null" && kept.entry.epoch !== FINAL;
 }
 
-/** Keeps a sharable answer as its lifetime allows: in the label's cache, and when final in the shared layer. */
+/**
+ * Keeps a sharable answer as its lifetime allows: in the label's cache, and when final in the shared layer,
+ * if it is no larger than the largest entry (`maxEntryBytes`): one that no instance keeps is not deflated
+ * and stored in Redis, beside the quotas, for every instance to read there at each call.
+ */
 export function keepEntry(cache: AnswerCache, group: UpstreamGroup, key: string, entry: CacheEntry): void {
   cache.set(key, entry);
-  if (entry.epoch === FINAL) cache.shared?.put(sharedScope(group), key, entry);
+  if (
+    entry.epoch === FINAL &&
+    cache.shared !== undefined &&
+    entry.before.length + entry.after.length <= cache.settings.maxEntryBytes
+  )
+    cache.shared.put(sharedScope(group), key, entry);
 }
