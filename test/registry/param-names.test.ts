@@ -16,8 +16,10 @@ describe("reads by name", () => {
     if (rpc === undefined || reads === undefined) continue;
     const byName = rpc.validate({ jsonrpc: "2.0", id: 1, method: "x", params: {} });
     const byPosition = rpc.validate({ jsonrpc: "2.0", id: 1, method: "x", params: [] });
-    // a dialect of names only (`params` itself names the block) or of positions only needs none
-    if (!byName || !byPosition) continue;
+    // a dialect of names only (`params` itself names the block) or of positions only needs none; nor does
+    // one that takes an object and reads no name in it (jsonrpsee's ParamsSequence: a method without params
+    // answers `{}`, one with params refuses an object itself, -32602), whose calls name no block by name
+    if (!byName || !byPosition || rpc.envelope === "jsonrpsee") continue;
     it(`${id}: every numbered block param and range param has its name`, () => {
       const places = [
         ...Object.entries(reads.at ?? {}),
