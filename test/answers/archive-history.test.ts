@@ -32,6 +32,17 @@ const OLD: Record<string, { error: { code: number; message: string }; result: un
     error: { code: 4444, message: "pruned history unavailable" },
     result: { number: OLD_BLOCK, hash: `0x${"10".repeat(32)}`, parentHash: `0x${"0f".repeat(32)}` },
   },
+  // geth's uncle reads by number return BlockByNumber's error as the block read does (internal/ethapi/api.go
+  // GetUncleCountByBlockNumber, GetUncleByBlockNumberAndIndex: `return nil, err`; eth/api_backend.go
+  // BlockByNumber: PrunedHistoryError below the history cutoff)
+  eth_getUncleCountByBlockNumber: {
+    error: { code: 4444, message: "pruned history unavailable" },
+    result: "0x1",
+  },
+  eth_getUncleByBlockNumberAndIndex: {
+    error: { code: 4444, message: "pruned history unavailable" },
+    result: { number: "0xf", hash: `0x${"0e".repeat(32)}`, parentHash: `0x${"0d".repeat(32)}` },
+  },
 };
 
 /** The old reads as a full node (pruned) or an archive node answers them; the rest is the software node's. */
@@ -95,6 +106,8 @@ describe("old history on a full label (loopback geth nodes)", () => {
     ["debug_traceTransaction", [TX, { tracer: "callTracer" }], KEYS.dedicated],
     ["eth_getLogs", [{ fromBlock: OLD_BLOCK, toBlock: OLD_BLOCK }], KEYS.all],
     ["eth_getBlockByNumber", [OLD_BLOCK, false], KEYS.all],
+    ["eth_getUncleCountByBlockNumber", [OLD_BLOCK], KEYS.all],
+    ["eth_getUncleByBlockNumberAndIndex", [OLD_BLOCK, "0x0"], KEYS.all],
   ];
   for (const [method, params, key] of reads) {
     it(`${method}: the full node's refusal sends it to the archive node once more`, async () => {
