@@ -9,7 +9,7 @@ import { type AnswerCache, type CacheEntry, FINAL, ownBytes } from "./answer-cac
 
 const EMPTY = Buffer.alloc(0);
 
-import type { CacheRead } from "./cache-read.js";
+import { type CacheRead, canonical } from "./cache-read.js";
 import { sharedScope } from "./shared-answers.js";
 
 /** A node's answer as the cache holds it: its bytes around the id, and whether it may be kept at all. */
@@ -121,7 +121,8 @@ function keptRest(
   const headers = nodeHeaders(answer.headers);
   const text = body.length <= 8 ? body.toString("latin1").trim() : "";
   // java-tron answers a block or transaction it does not have with {}
-  const empty = text === "null" || text === "[]" || text === "{}";
+  const empty =
+    text === "null" || text === "[]" || text === "{}" || emptyAnswer(body, read.rules.emptyAnswers);
   // a block named by its id that the node has not seen yet is no answer about it
   const byHash = read.lifetime.kind === "block" && read.lifetime.block < 0;
   const failure = answer.statusCode !== 200 || errorIn(body, read.errorMember);
@@ -143,6 +144,22 @@ function keptRest(
     store,
     failure,
   };
+}
+
+/**
+ * Whether a short REST answer is one the registry's `emptyAnswers` names: a node's for a block it does not
+ * hold, though a block may answer so too (a pruned block's count of 0).
+ */
+function emptyAnswer(body: Buffer, answers: readonly unknown[] | undefined): boolean {
+  if (answers === undefined || body.length > 64) return false;
+  let json: unknown;
+  try {
+    json = JSON.parse(body.toString("utf8"));
+  } catch {
+    return false;
+  }
+  const text = canonical(json, undefined);
+  return text !== undefined && answers.some((answer) => canonical(answer, undefined) === text);
 }
 
 /** Of the node's headers a client gets (upstream/response-relay.ts), those a kept answer keeps beside its type. */

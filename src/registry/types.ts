@@ -338,6 +338,11 @@ export interface CacheRules {
   readonly liveTags?: readonly string[];
   /** Error texts that are the node's deterministic answer (a revert): kept when the call is final. */
   readonly deterministicErrors?: readonly string[];
+  /**
+   * A REST interface's answers that a node gives for a block it does not hold, though a block may answer
+   * so too (a pruned block's count of 0): never kept, as an empty answer (`{}`, `[]`, `null`) is.
+   */
+  readonly emptyAnswers?: readonly unknown[];
   /** A pattern for param strings that mean the same in any letter case (EVM hex): compared folded. */
   readonly foldCase?: string;
   /**
