@@ -1,4 +1,4 @@
-import type { GatewayConfig, Limits } from "../config/types.js";
+import type { BlockRangeLimits, GatewayConfig, Limits } from "../config/types.js";
 import type { PassedCall } from "../jsonrpc/check.js";
 import type { UsageRecorder } from "../keys/usage.js";
 import type { Logger } from "../log.js";
@@ -25,6 +25,8 @@ export interface ConnectionOptions {
   readonly mounted: Mounted;
   readonly support: GatewayConfig["support"];
   readonly limits: Limits;
+  /** The label's own range limits over the registry's (config `blockRanges`), for a move's range queries. */
+  readonly blockRanges?: Readonly<Record<string, BlockRangeLimits>> | undefined;
   readonly metrics: GatewayMetrics | undefined;
   readonly usage: UsageRecorder | undefined;
   /** The upgrade's trace, when it was sampled: every message of the connection is traced under it. */

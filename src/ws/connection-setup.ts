@@ -59,6 +59,7 @@ export class ConnectionSetup {
       mounted,
       support: this.#config.support,
       limits: this.#config.limits,
+      blockRanges: this.#config.blockRanges[group.label],
       metrics: this.#metrics,
       usage: this.#usage,
       trace: typeof admitted.trace === "object" ? admitted.trace : undefined,

@@ -92,6 +92,13 @@ export class Connection implements ConnectionActions {
       idMember: this.#s.policy.subscriptions?.idMember ?? "subscription",
       head: mounted.mount.head,
       send: (text) => this.toClient(text, false),
+      widestRange: (method) => {
+        const rule = policy.reads?.ranges?.[method];
+        const own = options.blockRanges?.[method];
+        const split = own?.splitAbove ?? rule?.splitAbove;
+        const refuse = own?.refuseAbove ?? rule?.refuseAbove;
+        return split === undefined ? refuse : Math.min(split, refuse ?? split);
+      },
     };
     const host = new ConnectionHost(this.#s, this);
     this.#choice = new NodeChoice(host);

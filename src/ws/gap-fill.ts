@@ -20,6 +20,11 @@ export interface FillContext {
   readonly head: HeadCall;
   /** Sends a notification to the client. */
   readonly send: (text: string) => void;
+  /**
+   * The widest range, in blocks, a range query of `method` asks at once (the label's `splitAbove`, within
+   * `refuseAbove`): wider, a node may refuse it (Reth's `max-blocks-per-filter`, Besu's `max-logs-range`).
+   */
+  readonly widestRange?: (method: string) => number | undefined;
 }
 
 /**
@@ -100,7 +105,8 @@ function fillHeads(subscription: Subscription, first: string, context: FillConte
 
 /**
  * After a move, the events of the blocks from the last one the client saw (or, with none seen, the block
- * it subscribed at) to the new node's head, with the registry's range query; what the new subscription
+ * it subscribed at) to the new node's head, with the registry's range query, asked in pieces no wider than
+ * the label splits a caller's range into, oldest first; what the new subscription
  * pushes meanwhile is held (from `held` on), and the events the query returned are not sent again. A node
  * behind that block is queried once it pushes an event there or later (`deliver`): until it has built that
  * block, the query cannot tell whether its block there is the one the client's events came from.
@@ -126,19 +132,29 @@ export function backfillEvents(subscription: Subscription, context: FillContext,
       if (to !== undefined) subscription.backfillFrom = from;
       return;
     }
-    const { filterParam } = rule.backfill;
+    const { filterParam, method } = rule.backfill;
     const given = Array.isArray(subscription.paramsValue) ? subscription.paramsValue[filterParam] : undefined;
-    const filter = {
-      ...(typeof given === "object" && given !== null ? given : {}),
-      [rule.backfill.from]: encodeHeight(from, rule.encoding),
-      [rule.backfill.to]: encodeHeight(to, rule.encoding),
+    const widest = Math.max(1, context.widestRange?.(method) ?? Number.POSITIVE_INFINITY);
+    const found: unknown[] = [];
+    const ask = (start: number): void => {
+      const end = Math.min(to, start + widest - 1);
+      const filter = {
+        ...(typeof given === "object" && given !== null ? given : {}),
+        [rule.backfill.from]: encodeHeight(start, rule.encoding),
+        [rule.backfill.to]: encodeHeight(end, rule.encoding),
+      };
+      context.calls.call(method, JSON.stringify([filter]), (answer) => {
+        if (answer === undefined) {
+          abandon(subscription);
+          return;
+        }
+        const piece = parseArray(answer.members.get("result"));
+        for (const event of piece ?? []) found.push(event);
+        if (piece !== undefined && end < to) ask(end + 1);
+        else sendFound(piece === undefined ? undefined : found);
+      });
     };
-    context.calls.call(rule.backfill.method, JSON.stringify([filter]), (answer) => {
-      if (answer === undefined) {
-        abandon(subscription);
-        return;
-      }
-      const events = parseArray(answer?.members.get("result"));
+    const sendFound = (events: unknown[] | undefined): void => {
       const held = subscription.held ?? [];
       subscription.held = undefined;
       if (events !== undefined) takeBackReplaced(subscription, events, from, context);
@@ -150,7 +166,8 @@ export function backfillEvents(subscription: Subscription, context: FillContext,
         subscription.afterMove = true;
       }
       for (const result of held) deliver(subscription, result, undefined, context);
-    });
+    };
+    ask(from);
   });
 }
 

@@ -30,7 +30,14 @@ export async function mineEmitterCall(
   nodes: readonly Anvil[],
   { time, nonce, gas = 100_000n }: { time: number; nonce: number; gas?: bigint },
 ): Promise<void> {
-  const raw = await account.signTransaction({
+  const raw = await signedEmitterCall(nonce, gas);
+  for (const node of nodes) await node.rpc("eth_sendRawTransaction", [raw]);
+  for (const node of nodes) await node.rpc("evm_mine", [time]);
+}
+
+/** One signed call to the emitter at `nonce`, as raw transaction bytes. */
+export function signedEmitterCall(nonce: number, gas = 100_000n): Promise<string> {
+  return account.signTransaction({
     chainId: 31337,
     type: "eip1559",
     to: EMITTER,
@@ -39,6 +46,4 @@ export async function mineEmitterCall(
     maxFeePerGas: 10_000_000_000n,
     maxPriorityFeePerGas: 1n,
   });
-  for (const node of nodes) await node.rpc("eth_sendRawTransaction", [raw]);
-  for (const node of nodes) await node.rpc("evm_mine", [time]);
 }
