@@ -99,6 +99,7 @@ export class Connection implements ConnectionActions {
         const refuse = own?.refuseAbove ?? rule?.refuseAbove;
         return split === undefined ? refuse : Math.min(split, refuse ?? split);
       },
+      failed: (reason) => this.#closeMoved(reason),
     };
     const host = new ConnectionHost(this.#s, this);
     this.#choice = new NodeChoice(host);

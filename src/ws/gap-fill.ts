@@ -25,6 +25,12 @@ export interface FillContext {
    * `refuseAbove`): wider, a node may refuse it (Reth's `max-blocks-per-filter`, Besu's `max-logs-range`).
    */
   readonly widestRange?: (method: string) => number | undefined;
+  /**
+   * The node answered a fill's call with an error: the gap cannot be filled, and the connection is closed
+   * with 1014 (connection.ts `closeMoved`), as one whose subscription the node refused, rather than carry on
+   * past what the client missed.
+   */
+  readonly failed?: (reason: string) => void;
 }
 
 /**
@@ -84,6 +90,10 @@ function fillHeads(subscription: Subscription, first: string, context: FillConte
     context.calls.call(rule.byHash.method, params, (answer) => {
       if (answer === undefined) {
         abandon(subscription);
+        return;
+      }
+      if (answer.members.has("error")) {
+        cannotFill(subscription, context);
         return;
       }
       const older = answer.members.get("result");
@@ -216,6 +226,16 @@ export function recordStart(subscription: Subscription, context: FillContext): v
  */
 function abandon(subscription: Subscription): void {
   subscription.held = undefined;
+}
+
+/**
+ * The node answered a fill's call with an error (a range past its cap, more logs than it returns at once, a
+ * read it failed): nothing found nor held is sent, and the connection is closed (`failed`). Sent, what the
+ * node pushed after the gap would move the client's mark past it, and the client would never learn of it.
+ */
+function cannotFill(subscription: Subscription, context: FillContext): void {
+  abandon(subscription);
+  context.failed?.("the gap a move left could not be filled on another node");
 }
 
 /** Sends the heads found (walked back, so newest first), each judged, then what was held. */

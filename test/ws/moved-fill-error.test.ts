@@ -1,0 +1,156 @@
+import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
+import { WebSocket, WebSocketServer } from "ws";
+import type { Anvil } from "../support/anvil.js";
+import { freePort } from "../support/anvil.js";
+import { GENESIS, mineEmitterCall, startSameChainPair } from "../support/emitter-chain.js";
+import { eventually } from "../support/eventually.js";
+import { DOMAIN, KEYS, type RunningGateway, startGateway } from "../support/gateway.js";
+import { resolveTestHosts } from "../support/test-hosts.js";
+import { Client } from "../support/ws-client.js";
+
+// A connection moved to another node fills what its client missed (docs/websocket.md): the heads between
+// the last one sent and the new node's first, walked back by their parents; the logs since the last one
+// sent, with eth_getLogs. A fill call the node answered with an error, not a lost socket, ended the fill
+// as if it were done: the heads walked so far went out, the rest of the gap was skipped, and the new node's
+// head followed. The client never learned of what it missed. Now
+// the connection is closed with 1014, as when the new node refuses a subscription, and nothing past the
+// gap is sent. Two real anvils on one chain; `b`'s WebSocket reaches the gateway through a relay of this
+// test's own that answers as the software in front of a node, or the node, does:
+// proxyd's rate limit, -32016 "over rate limit" (ethereum-optimism/infra proxyd/errors.go ErrOverRateLimit).
+
+/** The results of the notifications `client` got for the subscription `id`, in order. */
+function pushedTo(client: Client, id: unknown): Record<string, string>[] {
+  return client.received
+    .map(
+      (text) =>
+        JSON.parse(text) as { method?: string; params?: { subscription?: unknown; result?: unknown } },
+    )
+    .filter((message) => message.method === "eth_subscription" && message.params?.subscription === id)
+    .map((message) => message.params?.result as Record<string, string>);
+}
+
+interface Call {
+  id?: unknown;
+  method?: string;
+  params?: unknown[];
+}
+
+/**
+ * A WebSocket relay to `target`: `refuse` answers a call with an error in the node's stead; `rewrite`
+ * replaces the node's answer to a call.
+ */
+async function startRelay(target: string) {
+  const port = await freePort();
+  const server = new WebSocketServer({ host: "127.0.0.1", port });
+  const state = {
+    refuse: undefined as ((call: Call) => object | undefined) | undefined,
+    rewrite: undefined as ((call: Call, answer: { result?: unknown }) => object | undefined) | undefined,
+  };
+  server.on("connection", (client) => {
+    const node = new WebSocket(target);
+    const early: string[] = [];
+    const asked = new Map<string, Call>();
+    node.on("open", () => {
+      for (const text of early.splice(0)) node.send(text);
+    });
+    node.on("message", (data) => {
+      const text = data.toString();
+      const answer = JSON.parse(text) as { id?: unknown; result?: unknown };
+      const call = Array.isArray(answer) ? undefined : asked.get(JSON.stringify(answer.id));
+      const error = call === undefined ? undefined : state.rewrite?.(call, answer);
+      client.send(error === undefined ? text : JSON.stringify({ jsonrpc: "2.0", id: answer.id, error }));
+    });
+    node.on("close", () => client.terminate());
+    node.on("error", () => client.terminate());
+    client.on("close", () => node.terminate());
+    client.on("message", (data) => {
+      const text = data.toString();
+      const call = JSON.parse(text) as Call;
+      const error = Array.isArray(call) ? undefined : state.refuse?.(call);
+      if (error !== undefined) {
+        client.send(JSON.stringify({ jsonrpc: "2.0", id: call.id, error }));
+        return;
+      }
+      if (!Array.isArray(call)) asked.set(JSON.stringify(call.id), call);
+      if (node.readyState === WebSocket.OPEN) node.send(text);
+      else early.push(text);
+    });
+  });
+  await new Promise<void>((resolve) => server.once("listening", () => resolve()));
+  return {
+    url: `ws://127.0.0.1:${port}`,
+    state,
+    close: () =>
+      new Promise<void>((resolve) => {
+        for (const client of server.clients) client.terminate();
+        server.close(() => resolve());
+      }),
+  };
+}
+
+const isGateway = (call: Call) => String(call.id).startsWith("gateway-");
+
+describe("a connection whose new node answers a fill's call with an error", () => {
+  let a: Anvil;
+  let b: Anvil;
+  let relay: Awaited<ReturnType<typeof startRelay>>;
+  let gw: RunningGateway;
+  let restore: () => void;
+
+  beforeAll(async () => {
+    restore = resolveTestHosts();
+  });
+  beforeEach(async () => {
+    await gw?.close();
+    await Promise.all([a?.stop(), b?.stop(), relay?.close()]);
+    [a, b] = await startSameChainPair();
+    relay = await startRelay(`ws://127.0.0.1:${b.port}`);
+    gw = await startGateway({
+      upstreams: {
+        eth: [
+          { url: a.url, name: "a" },
+          { url: b.url, ws: relay.url, name: "b", tier: "fallback" },
+        ],
+      },
+    });
+  });
+  afterAll(async () => {
+    await gw?.close();
+    await Promise.all([a?.stop(), b?.stop(), relay?.close()]);
+    restore?.();
+  });
+
+  it("sends no head past a gap its walk could not fill, and closes with 1014", async () => {
+    const client = await Client.open(`ws://eth.${DOMAIN}:${gw.port}/${KEYS.all}`);
+    let closedWith: number | undefined;
+    void client.closed.then((closed) => {
+      closedWith = closed.code;
+    });
+    try {
+      const id = (await client.call("eth_subscribe", ["newHeads"])).result;
+      const heads = () => pushedTo(client, id).map((head) => Number(head.number));
+      await mineEmitterCall([a, b], { time: GENESIS + 12, nonce: 0 });
+      await eventually(() => heads().length === 1, 5_000, "block 1");
+      // b goes on alone to block 4; the walk back from its block 5 asks 4, then 3: 3's is refused
+      for (let i = 1; i <= 3; i++) await mineEmitterCall([b], { time: GENESIS + 12 * (i + 1), nonce: i });
+      let walked = 0;
+      relay.state.refuse = (call) =>
+        isGateway(call) && call.method === "eth_getBlockByHash" && ++walked === 2
+          ? { code: -32016, message: "over rate limit" }
+          : undefined;
+      await a.kill("SIGKILL");
+      await eventually(
+        async () =>
+          (await gw.metric("gateway_websocket_moves_total", { label: "eth", outcome: "moved" })) === 1,
+        5_000,
+        "the connection on b",
+      );
+      await mineEmitterCall([b], { time: GENESIS + 60, nonce: 4 });
+      await eventually(() => closedWith !== undefined || heads().length > 1, 5_000, "a close or a head");
+      expect(heads()).toEqual([1]);
+      expect(closedWith).toBe(1014);
+    } finally {
+      client.close();
+    }
+  });
+});
