@@ -159,18 +159,22 @@ export function backfillEvents(subscription: Subscription, context: FillContext,
           return;
         }
         const piece = parseArray(answer.members.get("result"));
-        for (const event of piece ?? []) found.push(event);
-        if (piece !== undefined && end < to) ask(end + 1);
-        else sendFound(piece === undefined ? undefined : found);
+        if (piece === undefined) {
+          cannotFill(subscription, context);
+          return;
+        }
+        for (const event of piece) found.push(event);
+        if (end < to) ask(end + 1);
+        else sendFound(found);
       });
     };
-    const sendFound = (events: unknown[] | undefined): void => {
+    const sendFound = (events: unknown[]): void => {
       const held = subscription.held ?? [];
       subscription.held = undefined;
-      if (events !== undefined) takeBackReplaced(subscription, events, from, context);
-      for (const event of events ?? []) deliver(subscription, JSON.stringify(event), undefined, context);
+      takeBackReplaced(subscription, events, from, context);
+      for (const event of events) deliver(subscription, JSON.stringify(event), undefined, context);
       // Everything up to the query's last block has been sent: the new subscription's copies are repeats.
-      if (events !== undefined && (subscription.lastNumber ?? Number.NEGATIVE_INFINITY) <= to) {
+      if ((subscription.lastNumber ?? Number.NEGATIVE_INFINITY) <= to) {
         subscription.lastNumber = to;
         subscription.lastIndex = Number.POSITIVE_INFINITY;
         subscription.afterMove = true;

@@ -2,7 +2,13 @@ import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
 import { WebSocket, WebSocketServer } from "ws";
 import type { Anvil } from "../support/anvil.js";
 import { freePort } from "../support/anvil.js";
-import { GENESIS, mineEmitterCall, startSameChainPair } from "../support/emitter-chain.js";
+import {
+  EMITTER,
+  GENESIS,
+  mineEmitterCall,
+  signedEmitterCall,
+  startSameChainPair,
+} from "../support/emitter-chain.js";
 import { eventually } from "../support/eventually.js";
 import { DOMAIN, KEYS, type RunningGateway, startGateway } from "../support/gateway.js";
 import { resolveTestHosts } from "../support/test-hosts.js";
@@ -12,11 +18,13 @@ import { Client } from "../support/ws-client.js";
 // the last one sent and the new node's first, walked back by their parents; the logs since the last one
 // sent, with eth_getLogs. A fill call the node answered with an error, not a lost socket, ended the fill
 // as if it were done: the heads walked so far went out, the rest of the gap was skipped, and the new node's
-// head followed. The client never learned of what it missed. Now
+// head followed; the logs of the gap were taken as none. The client never learned of what it missed. Now
 // the connection is closed with 1014, as when the new node refuses a subscription, and nothing past the
 // gap is sent. Two real anvils on one chain; `b`'s WebSocket reaches the gateway through a relay of this
 // test's own that answers as the software in front of a node, or the node, does:
-// proxyd's rate limit, -32016 "over rate limit" (ethereum-optimism/infra proxyd/errors.go ErrOverRateLimit).
+// - proxyd's rate limit: -32016 "over rate limit" (ethereum-optimism/infra proxyd/errors.go ErrOverRateLimit);
+// - Reth run with `--rpc.max-logs-per-response 1`: -32602 "query exceeds max results 1, retry with the
+//   range A-B" (paradigmxyz/reth crates/rpc/rpc/src/eth/filter.rs EthFilterError::QueryExceedsMaxResults).
 
 /** The results of the notifications `client` got for the subscription `id`, in order. */
 function pushedTo(client: Client, id: unknown): Record<string, string>[] {
@@ -148,6 +156,47 @@ describe("a connection whose new node answers a fill's call with an error", () =
       await mineEmitterCall([b], { time: GENESIS + 60, nonce: 4 });
       await eventually(() => closedWith !== undefined || heads().length > 1, 5_000, "a close or a head");
       expect(heads()).toEqual([1]);
+      expect(closedWith).toBe(1014);
+    } finally {
+      client.close();
+    }
+  });
+
+  it("sends no log past a gap its query could not fill, and closes with 1014", async () => {
+    const client = await Client.open(`ws://eth.${DOMAIN}:${gw.port}/${KEYS.all}`);
+    let closedWith: number | undefined;
+    void client.closed.then((closed) => {
+      closedWith = closed.code;
+    });
+    try {
+      const id = (await client.call("eth_subscribe", ["logs", { address: EMITTER }])).result;
+      const logBlocks = () => pushedTo(client, id).map((log) => Number(log.blockNumber));
+      await mineEmitterCall([a, b], { time: GENESIS + 12, nonce: 0 });
+      await eventually(() => logBlocks().length === 1, 5_000, "block 1's log");
+      // b alone: two logs in block 2, more than its one log a query
+      await b.rpc("eth_sendRawTransaction", [await signedEmitterCall(1)]);
+      await b.rpc("eth_sendRawTransaction", [await signedEmitterCall(2)]);
+      await b.rpc("evm_mine", [GENESIS + 24]);
+      relay.state.rewrite = (call, answer) => {
+        if (call.method !== "eth_getLogs" || !Array.isArray(answer.result) || answer.result.length <= 1)
+          return undefined;
+        const filter = call.params?.[0] as { fromBlock: string };
+        const second = Number((answer.result[1] as { blockNumber: string }).blockNumber);
+        return {
+          code: -32602,
+          message: `query exceeds max results 1, retry with the range ${Number(filter.fromBlock)}-${second - 1}`,
+        };
+      };
+      await a.kill("SIGKILL");
+      await eventually(
+        async () =>
+          (await gw.metric("gateway_websocket_moves_total", { label: "eth", outcome: "moved" })) >= 1,
+        5_000,
+        "the connection on b",
+      );
+      await mineEmitterCall([b], { time: GENESIS + 36, nonce: 3 });
+      await eventually(() => closedWith !== undefined || logBlocks().length > 1, 5_000, "a close or a log");
+      expect(logBlocks()).toEqual([1]);
       expect(closedWith).toBe(1014);
     } finally {
       client.close();
