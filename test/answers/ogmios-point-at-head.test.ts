@@ -49,6 +49,24 @@ describe("Ogmios state acquired on a socket at the tip just read over HTTP, the 
     restore?.();
   });
 
+  /** A call over HTTP, its result. */
+  const http = async (method: string) =>
+    (
+      (
+        await gw.call("ada", `/${KEYS.all}`, {
+          body: JSON.stringify({ jsonrpc: "2.0", method, id: 1 }),
+        })
+      ).json as { result?: unknown }
+    ).result;
+
+  /** Resolves once the label has served `height` (its height read over HTTP, or probed). */
+  const servedAt = (height: number) =>
+    eventually(
+      async () => (await http("queryNetwork/blockHeight")) === height,
+      5_000,
+      "the head served from the node ahead",
+    );
+
   for (const method of ["acquireLedgerState", "findIntersection"] as const)
     it(`${method} at that tip is answered, not refused as a point not on the chain`, async () => {
       const client = await Client.open(`ws://ada.${DOMAIN}:${gw.port}/${KEYS.all}`);
@@ -62,20 +80,8 @@ describe("Ogmios state acquired on a socket at the tip just read over HTTP, the 
         // the other node makes a block
         const other = states[1 - on] as NodeState;
         other.height += 1;
-        const http = async (method: string) =>
-          (
-            (
-              await gw.call("ada", `/${KEYS.all}`, {
-                body: JSON.stringify({ jsonrpc: "2.0", method, id: 1 }),
-              })
-            ).json as { result?: unknown }
-          ).result;
         // the label has served that block (its height read over HTTP, or probed), and the caller its tip
-        await eventually(
-          async () => (await http("queryNetwork/blockHeight")) === other.height,
-          5_000,
-          "the head served from the node ahead",
-        );
+        await servedAt(other.height);
         const tip = await http("queryLedgerState/tip");
         expect(tip).toEqual(ogmiosPoint(other.height));
         // the socket's node makes it a little later
@@ -104,18 +110,7 @@ describe("Ogmios state acquired on a socket at the tip just read over HTTP, the 
       const on = nodes.findIndex((n, i) => n.wsMessages.length > (seen[i] as number));
       const other = states[1 - on] as NodeState;
       other.height += 1;
-      await eventually(
-        async () =>
-          (
-            (
-              await gw.call("ada", `/${KEYS.all}`, {
-                body: JSON.stringify({ jsonrpc: "2.0", method: "queryNetwork/blockHeight", id: 1 }),
-              })
-            ).json as { result?: unknown }
-          ).result === other.height,
-        5_000,
-        "the head served from the node ahead",
-      );
+      await servedAt(other.height);
       // Protocol/StateQuery.hs: queryLedgerState/* with a state acquired answer at its point
       expect((await ask(client, "queryLedgerState/tip")).result).toEqual(old);
     } finally {
@@ -133,18 +128,7 @@ describe("Ogmios state acquired on a socket at the tip just read over HTTP, the 
       const on = nodes.findIndex((n, i) => n.wsMessages.length > (seen[i] as number));
       const other = states[1 - on] as NodeState;
       other.height += 1;
-      await eventually(
-        async () =>
-          (
-            (
-              await gw.call("ada", `/${KEYS.all}`, {
-                body: JSON.stringify({ jsonrpc: "2.0", method: "queryNetwork/blockHeight", id: 1 }),
-              })
-            ).json as { result?: unknown }
-          ).result === other.height,
-        5_000,
-        "the head served from the node ahead",
-      );
+      await servedAt(other.height);
       // the socket's node stays behind: the acquire waits for it, and what follows waits behind the acquire
       const point = ogmiosPoint(other.height);
       client.send(
