@@ -135,6 +135,12 @@ export function backfillEvents(subscription: Subscription, context: FillContext,
       abandon(subscription);
       return;
     }
+    // the node answered its head call with an error (a rate limit in front of it): the gap's end is
+    // unknown, and what it pushes next would pass over the gap unseen
+    if (to === undefined && context.head.kind === "jsonrpc") {
+      cannotFill(subscription, context);
+      return;
+    }
     if (to === undefined || to < from) {
       // what was held is judged by its position first: a node whose head lags its own pushes is not
       // asked again for each of them

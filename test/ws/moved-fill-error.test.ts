@@ -202,4 +202,38 @@ describe("a connection whose new node answers a fill's call with an error", () =
       client.close();
     }
   });
+
+  it("sends no log past a gap whose end the node would not say (its head call refused), and closes with 1014", async () => {
+    const client = await Client.open(`ws://eth.${DOMAIN}:${gw.port}/${KEYS.all}`);
+    let closedWith: number | undefined;
+    void client.closed.then((closed) => {
+      closedWith = closed.code;
+    });
+    try {
+      const id = (await client.call("eth_subscribe", ["logs", { address: EMITTER }])).result;
+      const logBlocks = () => pushedTo(client, id).map((log) => Number(log.blockNumber));
+      await mineEmitterCall([a, b], { time: GENESIS + 12, nonce: 0 });
+      await eventually(() => logBlocks().length === 1, 5_000, "block 1's log");
+      // b alone: block 2's log, which the client misses while it moves
+      await mineEmitterCall([b], { time: GENESIS + 24, nonce: 1 });
+      // the fill's range ends at the new node's head, which proxyd's rate limit will not let it read
+      relay.state.refuse = (call) =>
+        isGateway(call) && call.method === "eth_blockNumber"
+          ? { code: -32016, message: "over rate limit" }
+          : undefined;
+      await a.kill("SIGKILL");
+      await eventually(
+        async () =>
+          (await gw.metric("gateway_websocket_moves_total", { label: "eth", outcome: "moved" })) >= 1,
+        5_000,
+        "the connection on b",
+      );
+      await mineEmitterCall([b], { time: GENESIS + 36, nonce: 2 });
+      await eventually(() => closedWith !== undefined || logBlocks().length > 1, 5_000, "a close or a log");
+      expect(logBlocks()).toEqual([1]);
+      expect(closedWith).toBe(1014);
+    } finally {
+      client.close();
+    }
+  });
 });
