@@ -1,7 +1,5 @@
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
-import { WebSocket, WebSocketServer } from "ws";
 import type { Anvil } from "../support/anvil.js";
-import { freePort } from "../support/anvil.js";
 import {
   EMITTER,
   GENESIS,
@@ -13,6 +11,7 @@ import { eventually } from "../support/eventually.js";
 import { DOMAIN, KEYS, type RunningGateway, startGateway } from "../support/gateway.js";
 import { resolveTestHosts } from "../support/test-hosts.js";
 import { Client } from "../support/ws-client.js";
+import { pushedTo, type RelayCall, startWsRelay } from "../support/ws-relay.js";
 
 // A connection moved to another node fills what its client missed (docs/websocket.md): the heads between
 // the last one sent and the new node's first, walked back by their parents; the logs since the last one
@@ -26,77 +25,31 @@ import { Client } from "../support/ws-client.js";
 // - Reth run with `--rpc.max-logs-per-response 1`: -32602 "query exceeds max results 1, retry with the
 //   range A-B" (paradigmxyz/reth crates/rpc/rpc/src/eth/filter.rs EthFilterError::QueryExceedsMaxResults).
 
-/** The results of the notifications `client` got for the subscription `id`, in order. */
-function pushedTo(client: Client, id: unknown): Record<string, string>[] {
-  return client.received
-    .map(
-      (text) =>
-        JSON.parse(text) as { method?: string; params?: { subscription?: unknown; result?: unknown } },
-    )
-    .filter((message) => message.method === "eth_subscription" && message.params?.subscription === id)
-    .map((message) => message.params?.result as Record<string, string>);
-}
-
-interface Call {
-  id?: unknown;
-  method?: string;
-  params?: unknown[];
-}
-
 /**
  * A WebSocket relay to `target`: `refuse` answers a call with an error in the node's stead; `rewrite`
  * replaces the node's answer to a call.
  */
 async function startRelay(target: string) {
-  const port = await freePort();
-  const server = new WebSocketServer({ host: "127.0.0.1", port });
   const state = {
-    refuse: undefined as ((call: Call) => object | undefined) | undefined,
-    rewrite: undefined as ((call: Call, answer: { result?: unknown }) => object | undefined) | undefined,
+    refuse: undefined as ((call: RelayCall) => object | undefined) | undefined,
+    rewrite: undefined as ((call: RelayCall, answer: { result?: unknown }) => object | undefined) | undefined,
   };
-  server.on("connection", (client) => {
-    const node = new WebSocket(target);
-    const early: string[] = [];
-    const asked = new Map<string, Call>();
-    node.on("open", () => {
-      for (const text of early.splice(0)) node.send(text);
-    });
-    node.on("message", (data) => {
-      const text = data.toString();
+  const relay = await startWsRelay(target, {
+    fromGateway: (call, _text, link) => {
+      const error = state.refuse?.(call);
+      if (error !== undefined) link.reply(JSON.stringify({ jsonrpc: "2.0", id: call.id, error }));
+      return error !== undefined;
+    },
+    fromNode: (text, call) => {
       const answer = JSON.parse(text) as { id?: unknown; result?: unknown };
-      const call = Array.isArray(answer) ? undefined : asked.get(JSON.stringify(answer.id));
       const error = call === undefined ? undefined : state.rewrite?.(call, answer);
-      client.send(error === undefined ? text : JSON.stringify({ jsonrpc: "2.0", id: answer.id, error }));
-    });
-    node.on("close", () => client.terminate());
-    node.on("error", () => client.terminate());
-    client.on("close", () => node.terminate());
-    client.on("message", (data) => {
-      const text = data.toString();
-      const call = JSON.parse(text) as Call;
-      const error = Array.isArray(call) ? undefined : state.refuse?.(call);
-      if (error !== undefined) {
-        client.send(JSON.stringify({ jsonrpc: "2.0", id: call.id, error }));
-        return;
-      }
-      if (!Array.isArray(call)) asked.set(JSON.stringify(call.id), call);
-      if (node.readyState === WebSocket.OPEN) node.send(text);
-      else early.push(text);
-    });
+      return error === undefined ? undefined : JSON.stringify({ jsonrpc: "2.0", id: answer.id, error });
+    },
   });
-  await new Promise<void>((resolve) => server.once("listening", () => resolve()));
-  return {
-    url: `ws://127.0.0.1:${port}`,
-    state,
-    close: () =>
-      new Promise<void>((resolve) => {
-        for (const client of server.clients) client.terminate();
-        server.close(() => resolve());
-      }),
-  };
+  return { ...relay, state };
 }
 
-const isGateway = (call: Call) => String(call.id).startsWith("gateway-");
+const isGateway = (call: RelayCall) => String(call.id).startsWith("gateway-");
 
 describe("a connection whose new node answers a fill's call with an error", () => {
   let a: Anvil;

@@ -1,12 +1,11 @@
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
-import { WebSocket, WebSocketServer } from "ws";
 import type { Anvil } from "../support/anvil.js";
-import { freePort } from "../support/anvil.js";
 import { EMITTER, GENESIS, mineEmitterCall, startSameChainPair } from "../support/emitter-chain.js";
 import { eventually } from "../support/eventually.js";
 import { DOMAIN, KEYS, type RunningGateway, startGateway } from "../support/gateway.js";
 import { resolveTestHosts } from "../support/test-hosts.js";
 import { Client } from "../support/ws-client.js";
+import { pushedTo, type RelayCall, startWsRelay } from "../support/ws-relay.js";
 
 // A connection moved to another node fills what its client missed there (docs/websocket.md): the heads
 // between the last one sent and the new node's first, walked back by their parents; the logs of the blocks
@@ -17,71 +16,32 @@ import { Client } from "../support/ws-client.js";
 // Two real anvils on one chain; `b`'s WebSocket reaches the gateway through a relay of this test's own,
 // which cuts the gateway's socket once, at a chosen call of the fill.
 
-/** The results of the notifications `client` got for the subscription `id`, in order. */
-function pushedTo(client: Client, id: unknown): Record<string, string>[] {
-  return client.received
-    .map(
-      (text) =>
-        JSON.parse(text) as { method?: string; params?: { subscription?: unknown; result?: unknown } },
-    )
-    .filter((message) => message.method === "eth_subscription" && message.params?.subscription === id)
-    .map((message) => message.params?.result as Record<string, string>);
-}
-
 /** A WebSocket relay to `target` that cuts its connection once, when `cutAt` says so of a gateway message. */
 async function startRelay(target: string) {
-  const port = await freePort();
-  const server = new WebSocketServer({ host: "127.0.0.1", port });
   const state = {
-    cutAt: undefined as ((call: { id?: unknown; method?: string }) => boolean) | undefined,
+    cutAt: undefined as ((call: RelayCall) => boolean) | undefined,
     /** Held instead of forwarded, then the connection cut: set by `cutAt` returning true. */
-    heldCall: undefined as { id?: unknown; method?: string } | undefined,
+    heldCall: undefined as RelayCall | undefined,
     cuts: 0,
     /** Notifications the node pushed, written to the gateway's socket. */
     pushed: 0,
     cut: () => {},
   };
-  server.on("connection", (client) => {
-    const node = new WebSocket(target);
-    const early: string[] = [];
-    node.on("open", () => {
-      for (const text of early.splice(0)) node.send(text);
-    });
-    node.on("message", (data) => {
-      const text = data.toString();
-      client.send(text, () => {
-        if (text.includes('"eth_subscription"')) state.pushed++;
-      });
-    });
-    node.on("close", () => client.terminate());
-    node.on("error", () => client.terminate());
-    client.on("close", () => node.terminate());
-    client.on("message", (data) => {
-      const text = data.toString();
-      const call = JSON.parse(text) as { id?: unknown; method?: string };
-      if (state.cuts === 0 && state.cutAt?.(call) === true) {
-        state.heldCall = call;
-        state.cut = () => {
-          state.cuts++;
-          client.terminate();
-          node.terminate();
-        };
-        return;
-      }
-      if (node.readyState === WebSocket.OPEN) node.send(text);
-      else early.push(text);
-    });
+  const relay = await startWsRelay(target, {
+    fromGateway: (call, _text, link) => {
+      if (state.cuts !== 0 || state.cutAt?.(call) !== true) return false;
+      state.heldCall = call;
+      state.cut = () => {
+        state.cuts++;
+        link.cut();
+      };
+      return true;
+    },
+    written: (text) => {
+      if (text.includes('"eth_subscription"')) state.pushed++;
+    },
   });
-  await new Promise<void>((resolve) => server.once("listening", () => resolve()));
-  return {
-    url: `ws://127.0.0.1:${port}`,
-    state,
-    close: () =>
-      new Promise<void>((resolve) => {
-        for (const client of server.clients) client.terminate();
-        server.close(() => resolve());
-      }),
-  };
+  return { ...relay, state };
 }
 
 describe("a connection whose new node's socket is lost while the move fills the client's gap", () => {

@@ -1,7 +1,5 @@
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
-import { WebSocket, WebSocketServer } from "ws";
 import type { Anvil } from "../support/anvil.js";
-import { freePort } from "../support/anvil.js";
 import {
   EMITTER,
   GENESIS,
@@ -13,6 +11,7 @@ import { eventually } from "../support/eventually.js";
 import { DOMAIN, KEYS, type RunningGateway, startGateway } from "../support/gateway.js";
 import { resolveTestHosts } from "../support/test-hosts.js";
 import { Client } from "../support/ws-client.js";
+import { pushedTo, startWsRelay } from "../support/ws-relay.js";
 
 // A connection moved to another node asks it for the logs its client missed with eth_getLogs from the last
 // log sent (or the block it subscribed at) to the new node's head (docs/websocket.md). For a filter whose
@@ -29,69 +28,29 @@ import { Client } from "../support/ws-client.js";
 
 const RETH_MAX_BLOCKS_PER_FILTER = 100;
 
-/** The results of the notifications `client` got for the subscription `id`, in order. */
-function pushedTo(client: Client, id: unknown): Record<string, string>[] {
-  return client.received
-    .map(
-      (text) =>
-        JSON.parse(text) as { method?: string; params?: { subscription?: unknown; result?: unknown } },
-    )
-    .filter((message) => message.method === "eth_subscription" && message.params?.subscription === id)
-    .map((message) => message.params?.result as Record<string, string>);
-}
-
 /** A WebSocket relay to `target` whose eth_getLogs over a range wider than Reth's cap is refused as Reth does. */
 async function startCappedRelay(target: string) {
-  const port = await freePort();
-  const server = new WebSocketServer({ host: "127.0.0.1", port });
   /** The widths of the gateway's own eth_getLogs calls, in blocks. */
   const widths: number[] = [];
-  server.on("connection", (client) => {
-    const node = new WebSocket(target);
-    const early: string[] = [];
-    node.on("open", () => {
-      for (const text of early.splice(0)) node.send(text);
-    });
-    node.on("message", (data) => client.send(data.toString()));
-    node.on("close", () => client.terminate());
-    node.on("error", () => client.terminate());
-    client.on("close", () => node.terminate());
-    client.on("message", (data) => {
-      const text = data.toString();
-      const call = JSON.parse(text) as { id?: unknown; method?: string; params?: unknown[] };
-      if (call.method === "eth_getLogs") {
-        const filter = call.params?.[0] as { fromBlock?: string; toBlock?: string };
-        const from = Number(filter.fromBlock);
-        const to = Number(filter.toBlock);
-        if (String(call.id).startsWith("gateway-")) widths.push(to - from + 1);
-        if (to - from > RETH_MAX_BLOCKS_PER_FILTER) {
-          client.send(
-            JSON.stringify({
-              jsonrpc: "2.0",
-              id: call.id,
-              error: {
-                code: -32602,
-                message: `query exceeds max block range ${RETH_MAX_BLOCKS_PER_FILTER}`,
-              },
-            }),
-          );
-          return;
-        }
-      }
-      if (node.readyState === WebSocket.OPEN) node.send(text);
-      else early.push(text);
-    });
+  const relay = await startWsRelay(target, {
+    fromGateway: (call, _text, link) => {
+      if (call.method !== "eth_getLogs") return false;
+      const filter = call.params?.[0] as { fromBlock?: string; toBlock?: string };
+      const from = Number(filter.fromBlock);
+      const to = Number(filter.toBlock);
+      if (String(call.id).startsWith("gateway-")) widths.push(to - from + 1);
+      if (to - from <= RETH_MAX_BLOCKS_PER_FILTER) return false;
+      link.reply(
+        JSON.stringify({
+          jsonrpc: "2.0",
+          id: call.id,
+          error: { code: -32602, message: `query exceeds max block range ${RETH_MAX_BLOCKS_PER_FILTER}` },
+        }),
+      );
+      return true;
+    },
   });
-  await new Promise<void>((resolve) => server.once("listening", () => resolve()));
-  return {
-    url: `ws://127.0.0.1:${port}`,
-    widths,
-    close: () =>
-      new Promise<void>((resolve) => {
-        for (const client of server.clients) client.terminate();
-        server.close(() => resolve());
-      }),
-  };
+  return { ...relay, widths };
 }
 
 describe("a connection moved across a gap wider than the new node's log range cap", () => {
